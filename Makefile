@@ -1,0 +1,53 @@
+# lbparse: every generated file comes from spec/ through `make generate`.
+PYTHON ?= python3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler
+GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
+
+.PHONY: install install-system install-node install-python generate check-generated \
+        test bench demo clean
+
+## install: everything lbparse, its generator and its tests need (pinned)
+install: install-system install-node install-python
+
+install-system:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+install-node:
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
+
+install-python:
+	$(PYTHON) -m pip install -q -e '.[dev,spark]'
+
+## generate: rebuild generated/ from spec/
+generate:
+	rm -rf generated/lbparse_generated
+	$(PYTHON) tools/generate.py generated
+
+## check-generated: fail if generated/ is not what spec/ gives
+check-generated:
+	$(PYTHON) tools/generate.py $(GEN_TMP)
+	diff -r --exclude=__pycache__ $(GEN_TMP)/lbparse_generated generated/lbparse_generated \
+	  || { echo "generated/ is stale: run 'make generate' and commit"; rm -rf $(GEN_TMP); exit 1; }
+	rm -rf $(GEN_TMP)
+	@echo "generated/ is current"
+
+## test: the whole test suite
+test:
+	$(PYTHON) -m pytest -q
+
+## bench: decoding and capture benchmarks (medians, side by side)
+bench:
+	$(PYTHON) bench/bench_decode.py
+
+## demo: install, then decode the bundled example envelopes
+demo: install
+	lbparse demo
+
+clean:
+	rm -rf build dist *.egg-info .pytest_cache

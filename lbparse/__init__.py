@@ -1,0 +1,35 @@
+"""lbparse: read and write the Liftbridge envelope protocol, every generation.
+
+    >>> import lbparse
+    >>> env = lbparse.decode(bytes.fromhex("b90e43b40008000b0a02733112"), layout="v0")
+    >>> env.msg_type_name, env.message.id
+    ('ServerInfoResponse', 's1')
+
+The public API is what this module exports; everything in underscore-free
+submodules is documented but may move.
+"""
+
+from lbparse.api import decode, decode_header, encode
+from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+from lbparse.dispatch import LAYOUTS, Layout, MsgType
+from lbparse.envelope import Envelope
+from lbparse.errors import KINDS, EnvelopeError
+from lbparse.header import Header
+from lbparse.payloads import message_class
+
+__all__ = [
+    "CommitLogEntry",
+    "Envelope",
+    "EnvelopeError",
+    "Header",
+    "KINDS",
+    "LAYOUTS",
+    "Layout",
+    "MsgType",
+    "ReplicationResponse",
+    "decode",
+    "decode_header",
+    "encode",
+    "message_class",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from lbparse.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""Decode envelopes and print one JSON object per input.
+
+Inputs are hex strings or files of raw bytes (`-` or nothing: stdin). With
+--hex or --base64 the files (or stdin) hold one envelope per line. Each
+result is the envelope's JSON (the shape of the reference vectors, with
+`layout`), or {"error": KIND, "message": ...}; the exit status is 1 when
+any input failed to decode.
+
+examples:
+  lbparse decode b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48
+  lbparse decode --hex envelopes.txt --pretty
+  cat msg.bin | lbparse decode --layout legacy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from lbparse.api import decode
+from lbparse.cli.common import add_layout_argument, print_json, read_inputs
+from lbparse.envelope import Envelope
+from lbparse.errors import EnvelopeError
+
+NAME = "decode"
+HELP = "decode envelopes from hex, files or stdin"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
+                     help="inputs are text files (or stdin) with one hex envelope per line")
+    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
+                     help="inputs are text files (or stdin) with one base64 envelope per line")
+    add_layout_argument(p)
+    p.add_argument("--payload-type", help="payload type for layouts whose header does not name "
+                   "it (e.g. proto.Ack for a legacy ack)")
+    p.add_argument("--lenient", action="store_true",
+                   help="accept what the upstream server accepts, with warnings")
+    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
+                   help="do not check the CRC-32C")
+    p.add_argument("--pretty", action="store_true", help="aligned human-readable view")
+    p.set_defaults(mode="auto")
+
+
+def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
+    lines = [f"== {where}"]
+    if err is not None:
+        lines.append(f"  error         {err.kind}: {err.message}")
+        return "\n".join(lines)
+    assert env is not None
+    d = env.to_json_dict()
+    rows: list[tuple[str, Any]] = [("layout", env.layout)]
+    if env.version is not None:
+        flags = f"0x{env.flags:02x}" + (" (crc)" if env.flags and env.flags & 1 else "")
+        rows += [("version", env.version), ("header_len", env.header_len), ("flags", flags)]
+        rows.append(("crc32c", "none" if env.crc32c is None else f"0x{env.crc32c:08x} (ok)"))
+        mt = env.msg_type_name if env.msg_type is None else f"{env.msg_type} {env.msg_type_name}"
+        rows.append(("msg_type", mt))
+    rows.append(("payload_type", f"{env.payload_type} ({len(env.payload)} bytes)"))
+    for key in ("ambiguous", "layout_candidates", "payload_type_candidates", "reasons", "warnings"):
+        if d.get(key):
+            rows.append((key, d[key]))
+    lines += [f"  {k:<13} {v}" for k, v in rows]
+    body = json.dumps(d.get("payload_json"), indent=2, ensure_ascii=False)
+    lines.append("  payload       " + body.replace("\n", "\n                "))
+    for i, entry in enumerate(d.get("commitlog_messages", [])):
+        lines.append(f"  entry {i:<7} {json.dumps(entry, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    failed = 0
+    for where, data in read_inputs(args.inputs, args.mode):
+        env = err = None
+        try:
+            env = decode(data, args.layout, verify_crc=args.verify_crc, lenient=args.lenient,
+                         payload_type=args.payload_type)
+        except EnvelopeError as exc:
+            err = exc
+            failed += 1
+        if args.pretty:
+            print(pretty(env, err, where))
+        else:
+            print_json(env.to_json_dict() if env else err.to_json_dict())  # type: ignore[union-attr]
+    return 1 if failed else 0

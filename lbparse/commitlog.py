@@ -1,0 +1,194 @@
+"""ReplicationResponse payloads and the commit-log message set.
+
+Declared in spec/commitlog.ksy. Decoding is a hand-written `struct` loop
+(the hot path; the Kaitai and construct parsers of the same spec check it
+in the tests); encoding goes through the generated construct declaration.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import crc32c as _crc32c
+
+from lbparse.errors import EnvelopeError
+from lbparse_generated import construct_schema as _cs
+
+__all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"]
+
+_PREFIX = struct.Struct(">QqQI")  # offset, timestamp, leader_epoch, size
+_BODY_HEAD = struct.Struct(">IBBi")  # crc32c, magic, attributes, key_len
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+_RR_HEAD = struct.Struct(">Qq")  # leader_epoch, high_watermark
+RR_MIN = _RR_HEAD.size
+
+
+@dataclass
+class CommitLogEntry:
+    """One stored message; `key`/`value` are None when nil (length -1)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+    key: bytes | None = None
+    value: bytes | None = b""
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+    magic: int = 1
+    attributes: int = 0
+    crc32c: int | None = None  # as read; None means "compute when encoding"
+    size: int | None = None  # as read; None means "compute when encoding"
+
+    @property
+    def crc_ok(self) -> bool | None:
+        """Whether the stored body CRC matched, None if not read from bytes."""
+        return getattr(self, "_crc_ok", None)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "attributes": self.attributes,
+            "crc32c": self.crc32c,
+            "headers_hex": {k: v.hex() for k, v in self.headers},
+            "key_hex": None if self.key is None else self.key.hex(),
+            "leader_epoch": self.leader_epoch,
+            "magic": self.magic,
+            "offset": self.offset,
+            "size": self.size,
+            "timestamp": self.timestamp,
+            "value_hex": None if self.value is None else self.value.hex(),
+        }
+
+    def _identity(self) -> tuple:
+        return (self.offset, self.timestamp, self.leader_epoch, self.key, self.value,
+                list(self.headers), self.magic, self.attributes)
+
+    def __eq__(self, other: object) -> bool:
+        # crc32c and size are derived from the rest: two entries that differ
+        # only in whether those were read or left to the encoder are equal.
+        if not isinstance(other, CommitLogEntry):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+
+@dataclass
+class ReplicationResponse:
+    """The payload of MsgType 3: leader epoch, high watermark, entries."""
+
+    leader_epoch: int
+    high_watermark: int
+    entries: list[CommitLogEntry] = field(default_factory=list)
+    data: bytes | None = field(default=None, compare=False, repr=False)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = self.data if self.data is not None else encode_entries(self.entries)
+        return {"leader_epoch": self.leader_epoch, "high_watermark": self.high_watermark,
+                "data_hex": data.hex()}
+
+
+def _bad(msg: str, offset: int) -> EnvelopeError:
+    return EnvelopeError("bad_payload", f"ReplicationResponse: {msg} at payload offset {offset}",
+                         offset=offset)
+
+
+def _sized(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[bytes, int]:
+    if length < 0 or pos + length > end:
+        raise _bad(f"{what} length {length} runs past the entry body (ends at {end})", pos)
+    return buf[pos:pos + length], pos + length
+
+
+def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry) -> None:
+    if end - pos < _BODY_HEAD.size + 6:
+        raise _bad(f"entry body is {end - pos} bytes, needs at least 16", pos)
+    entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
+    entry._crc_ok = _crc32c.crc32c(buf[pos + 4:end]) == entry.crc32c  # type: ignore[attr-defined]
+    p = pos + _BODY_HEAD.size
+    if klen != -1:
+        entry.key, p = _sized(buf, p, end, klen, "key")
+    if p + 4 > end:
+        raise _bad("value length runs past the entry body", p)
+    (vlen,) = _I32.unpack_from(buf, p)
+    p += 4
+    entry.value = None
+    if vlen != -1:
+        entry.value, p = _sized(buf, p, end, vlen, "value")
+    if p + 2 > end:
+        raise _bad("header count runs past the entry body", p)
+    (count,) = _I16.unpack_from(buf, p)
+    p += 2
+    headers = []
+    for _ in range(max(count, 0)):
+        if p + 2 > end:
+            raise _bad("header key length runs past the entry body", p)
+        (hklen,) = _I16.unpack_from(buf, p)
+        hkey, p = _sized(buf, p + 2, end, hklen, "header key")
+        if p + 4 > end:
+            raise _bad("header value length runs past the entry body", p)
+        (hvlen,) = _I32.unpack_from(buf, p)
+        hval, p = _sized(buf, p + 4, end, hvlen, "header value")
+        try:
+            headers.append((hkey.decode("utf-8"), hval))
+        except UnicodeDecodeError:
+            raise _bad("header key is not UTF-8", p) from None
+    entry.headers = headers
+
+
+def parse_entries(buf: bytes, pos: int = 0) -> list[CommitLogEntry]:
+    """Parse commit-log entries back to back from `pos` to the end of `buf`."""
+    entries = []
+    n = len(buf)
+    while pos < n:
+        if n - pos < _PREFIX.size:
+            raise _bad(f"{n - pos} bytes left, an entry header needs {_PREFIX.size}", pos)
+        offset, ts, epoch, size = _PREFIX.unpack_from(buf, pos)
+        body = pos + _PREFIX.size
+        if size > n - body:
+            raise _bad(f"entry size {size} but only {n - body} bytes follow", pos + 24)
+        entry = CommitLogEntry(offset, ts, epoch, size=size)
+        _parse_body(buf, body, body + size, entry)
+        entries.append(entry)
+        pos = body + size
+    return entries
+
+
+def parse_replication_response(payload: bytes) -> ReplicationResponse:
+    if len(payload) < RR_MIN:
+        raise _bad(f"payload is {len(payload)} bytes; leader_epoch and high_watermark need {RR_MIN}",
+                   0)
+    epoch, hw = _RR_HEAD.unpack_from(payload)
+    return ReplicationResponse(epoch, hw, parse_entries(payload, RR_MIN), data=payload[RR_MIN:])
+
+
+def _lenval(data: bytes | None) -> tuple[int, bytes]:
+    return (-1, b"") if data is None else (len(data), data)
+
+
+def encode_entry(e: CommitLogEntry) -> bytes:
+    klen, key = _lenval(e.key)
+    vlen, value = _lenval(e.value)
+    body_fields = dict(
+        crc32c=0, magic=e.magic, attributes=e.attributes,
+        key_len=klen, key=key if klen >= 0 else None,
+        value_len=vlen, value=value if vlen >= 0 else None,
+        header_count=len(e.headers),
+        headers=[dict(key_len=len(k.encode()), key=k, value_len=len(v), value=v)
+                 for k, v in e.headers],
+    )
+    # The CRC covers the body after itself: build once to learn it.
+    body = _cs.liftbridge_commitlog__body.build(body_fields)
+    body_fields["crc32c"] = _crc32c.crc32c(body[4:])
+    return _cs.liftbridge_commitlog__entry.build(dict(
+        offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
+        size=len(body), body=body_fields,
+    ))
+
+
+def encode_entries(entries: list[CommitLogEntry]) -> bytes:
+    return b"".join(encode_entry(e) for e in entries)
+
+
+def encode_replication_response(rr: ReplicationResponse) -> bytes:
+    head = _cs.liftbridge_commitlog.build(dict(
+        leader_epoch=rr.leader_epoch, high_watermark=rr.high_watermark, entries=[]))
+    return head + encode_entries(rr.entries)

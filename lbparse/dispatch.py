@@ -1,0 +1,85 @@
+"""Layouts and MsgType tables, as declared in spec/envelope.ksy.
+
+The tables come from the generated module `lbparse_generated.dispatch`;
+nothing here repeats them. This module only gives them types and the
+reverse look-ups that encoding needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from lbparse_generated.dispatch import FIELD_ERRORS, LAYOUTS as _RAW_LAYOUTS
+
+__all__ = ["FIELD_ERRORS", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+
+
+@dataclass(frozen=True)
+class MsgType:
+    value: int
+    name: str
+    payload_type: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One generation of the envelope format."""
+
+    name: str
+    id: int
+    kaitai_id: str
+    byte7: str | None
+    default_payload_type: str | None
+    payload_alternatives: tuple[str, ...]
+    msg_types: Mapping[int, MsgType]
+    doc: str
+    by_payload_type: Mapping[str, MsgType] = field(repr=False, default_factory=dict)
+
+    @property
+    def has_msg_type(self) -> bool:
+        return self.byte7 == "msg_type"
+
+    @property
+    def byte7_name(self) -> str | None:
+        """What `msg_type_name` says when byte 7 is not a MsgType."""
+        return None if self.byte7 in (None, "msg_type") else self.byte7.capitalize()
+
+    @property
+    def payload_types(self) -> tuple[str, ...]:
+        if self.msg_types:
+            return tuple(dict.fromkeys(mt.payload_type for mt in self.msg_types.values()))
+        base = (self.default_payload_type,) if self.default_payload_type else ()
+        return base + self.payload_alternatives
+
+
+def _build(name: str, raw: dict) -> Layout:
+    msg_types = {v: MsgType(v, n, p) for v, (n, p) in raw["msg_types"].items()}
+    by_payload: dict[str, MsgType] = {}
+    for mt in msg_types.values():
+        by_payload.setdefault(mt.payload_type, mt)
+    return Layout(
+        name=name,
+        id=raw["id"],
+        kaitai_id=raw["kaitai_id"],
+        byte7=raw["byte7"],
+        default_payload_type=raw["payload"],
+        payload_alternatives=tuple(raw["payload_alternatives"]),
+        msg_types=MappingProxyType(msg_types),
+        doc=raw["doc"],
+        by_payload_type=MappingProxyType(by_payload),
+    )
+
+
+LAYOUTS: Mapping[str, Layout] = MappingProxyType(
+    {name: _build(name, raw) for name, raw in _RAW_LAYOUTS.items()}
+)
+
+
+def layout_named(name: str) -> Layout:
+    try:
+        return LAYOUTS[name]
+    except KeyError:
+        known = ", ".join(LAYOUTS)
+        raise ValueError(f"unknown layout {name!r}; known layouts: {known}") from None

@@ -1,0 +1,51 @@
+"""Which function decodes and which encodes each layout.
+
+Dispatch is by table: `DECODERS[name](data, verify_crc, lenient,
+payload_type)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
+declared in spec/envelope.ksy must have an entry (a test checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from lbparse.dispatch import LAYOUTS
+from lbparse.envelope import Envelope, decode_enveloped, encode_enveloped
+
+__all__ = ["DECODERS", "ENCODERS", "decoder", "encoder"]
+
+Decoder = Callable[[bytes, bool, bool, "str | None"], Envelope]
+Encoder = Callable[[Any, "int | None", bool], bytes]
+
+
+def _enveloped(name: str) -> tuple[Decoder, Encoder]:
+    layout = LAYOUTS[name]
+
+    def decode(data: bytes, verify_crc: bool, lenient: bool, payload_type: str | None) -> Envelope:
+        return decode_enveloped(data, layout, verify_crc, lenient, payload_type)
+
+    def encode(message: Any, msg_type: int | None, crc: bool) -> bytes:
+        return encode_enveloped(message, layout, msg_type, crc)
+
+    return decode, encode
+
+
+DECODERS: dict[str, Decoder] = {}
+ENCODERS: dict[str, Encoder] = {}
+for _name in ("v0", "legacy"):
+    DECODERS[_name], ENCODERS[_name] = _enveloped(_name)
+
+
+def _lookup(table: dict, name: str, what: str) -> Callable:
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown layout {name!r} for {what}; known: {', '.join(table)}") from None
+
+
+def decoder(name: str) -> Decoder:
+    return _lookup(DECODERS, name, "decode")
+
+
+def encoder(name: str) -> Encoder:
+    return _lookup(ENCODERS, name, "encode")

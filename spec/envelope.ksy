@@ -1,0 +1,213 @@
+meta:
+  id: liftbridge_envelope
+  title: Liftbridge envelope (NATS payload framing), every generation
+  endian: be
+  license: MIT
+  ks-version: "0.11"
+doc: |
+  Liftbridge puts a small binary header (the "envelope") in front of every
+  message and RPC it sends over NATS. The first seven bytes have kept their
+  meaning since Liftbridge v1.0.0-alpha; byte 7 and the payload schemas have
+  not, so the generation that wrote the bytes is a parameter (`layout`): the
+  header alone cannot always tell (a legacy envelope holding a Message is
+  byte-for-byte a v0 Publish).
+
+  This file is the single source of truth for lbparse. `make generate` turns
+  it into the Kaitai parsers, lbparse's own `construct` schema (which also
+  builds envelopes) and the MsgType dispatch table. Keys starting with `-`
+  are ignored by the Kaitai compiler and read by lbparse's generator:
+  `-name` is the public name of a layout or MsgType, `-payload` the full
+  name of the payload type (a protobuf message, `raw` for bytes with a
+  layout of their own), `-byte7` what header byte 7 means in a layout,
+  `-msg-types` which enum names that layout's MsgTypes, `-internal` marks
+  server-to-server RPCs.
+
+  The checks declared with `valid` make this a strict parser: it accepts
+  exactly what lbparse accepts by default. What it cannot express (the
+  CRC-32C value over the payload) is left to the code that uses it.
+doc-ref: shared/wire/README.md, section 1 (envelope) and section 2 (bad input)
+params:
+  - id: layout
+    type: u1
+    enum: layout
+    doc: Which generation of the format wrote the bytes.
+seq:
+  - id: header
+    type: header
+  - id: payload
+    size-eos: true
+    doc: |
+      The message itself, from `header_len` to the end. Its type follows
+      from the layout and, where the layout has one, the MsgType.
+types:
+  header:
+    doc: The envelope header, 8 bytes, or 12 when a CRC-32C follows.
+    seq:
+      - id: magic
+        contents: [0xb9, 0x0e, 0x43, 0xb4]
+        -error: bad_magic
+        doc: |
+          Envelope magic number. Chosen by upstream to be invalid UTF-8 so
+          that it cannot be mistaken for the start of a text payload.
+      - id: version
+        type: u1
+        valid: 0
+        -error: unknown_version
+        doc: Envelope protocol version; only 0 has ever been defined.
+      - id: header_len
+        type: u1
+        valid:
+          any-of: [8, 12]
+        -error: bad_header_len
+        doc: |
+          Offset of the payload from the start of the envelope: 8, or 12
+          when the CRC-32C field is present. Upstream slices the payload at
+          whatever this says (and panics when it points past the data);
+          lbparse accepts other values only in lenient mode.
+      - id: flags
+        type: u1
+        valid:
+          expr: ((_ & 1) != 0) == (header_len == 12)
+        -error: crc_missing
+        doc: |
+          Bit 0: a CRC-32C of the payload follows the fixed header. The
+          other bits have never been assigned; upstream ignores them. The
+          CRC flag and a 12-byte header go together: a flag with an
+          8-byte header leaves no room for the CRC (`crc_missing`); a
+          12-byte header without the flag is accepted only by upstream
+          (strictly, `bad_header_len`).
+      - id: msg_type
+        type: u1
+        -error: unknown_msg_type
+        doc: |
+          Byte 7. In the `v0` layout the MsgType (see enum `v0_msg_type`),
+          which selects the payload schema. In the `legacy` layout
+          (Liftbridge v1.0.0-alpha) a reserved byte, always written as 0,
+          and the payload schema is not recorded anywhere.
+      - id: crc32c
+        type: u4
+        if: has_crc
+        doc: |
+          CRC-32C (Castagnoli polynomial) of the payload, that is of every
+          byte from `header_len` to the end, big-endian.
+    instances:
+      has_crc:
+        value: flags & 1 != 0
+        doc: Whether the header carries the CRC-32C field.
+      v0_msg_type:
+        value: msg_type
+        enum: v0_msg_type
+        if: _root.layout == layout::v0
+        doc: Byte 7 read as a v0 MsgType. Values outside the enum are unknown.
+enums:
+  layout:
+    0:
+      id: v0
+      doc: |
+        Liftbridge v1.0.0-beta and later (Feb 2020 to today): byte 7 is the
+        MsgType, which names the payload schema.
+      -name: v0
+      -byte7: msg_type
+      -msg-types: v0_msg_type
+    1:
+      id: legacy
+      doc: |
+        Liftbridge v1.0.0-alpha (Feb 2020): byte 7 is reserved and written
+        as 0. Publishes carry a `proto.Message`, acks a `proto.Ack`; the
+        header does not say which.
+      -name: legacy
+      -byte7: reserved
+      -payload: proto.Message
+      -payload-alternatives: [proto.Ack]
+  v0_msg_type:
+    0:
+      id: publish
+      doc: A message published to a stream, from a client.
+      -name: Publish
+      -payload: proto.Message
+    1:
+      id: ack
+      doc: The acknowledgement of a published message, to the ack inbox.
+      -name: Ack
+      -payload: proto.Ack
+    2:
+      id: replication_request
+      doc: A follower asks the partition leader for messages after an offset.
+      -name: ReplicationRequest
+      -payload: protocol.ReplicationRequest
+      -internal: true
+    3:
+      id: replication_response
+      doc: |
+        The leader's answer to a ReplicationRequest. Not protobuf: leader
+        epoch and high watermark, then commit-log entries (see
+        `commitlog.ksy`).
+      -name: ReplicationResponse
+      -payload: raw
+      -internal: true
+    4:
+      id: raft_join_request
+      doc: A server asks the metadata leader to add it to the Raft group.
+      -name: RaftJoinRequest
+      -payload: protocol.RaftJoinRequest
+      -internal: true
+    5:
+      id: raft_join_response
+      doc: The metadata leader's answer to a RaftJoinRequest.
+      -name: RaftJoinResponse
+      -payload: protocol.RaftJoinResponse
+      -internal: true
+    6:
+      id: leader_epoch_offset_request
+      doc: A follower asks for the last offset of a leader epoch (log truncation).
+      -name: LeaderEpochOffsetRequest
+      -payload: protocol.LeaderEpochOffsetRequest
+      -internal: true
+    7:
+      id: leader_epoch_offset_response
+      doc: The answer to a LeaderEpochOffsetRequest.
+      -name: LeaderEpochOffsetResponse
+      -payload: protocol.LeaderEpochOffsetResponse
+      -internal: true
+    8:
+      id: propagated_request
+      doc: A metadata operation forwarded to the metadata leader.
+      -name: PropagatedRequest
+      -payload: protocol.PropagatedRequest
+      -internal: true
+    9:
+      id: propagated_response
+      doc: The metadata leader's answer to a PropagatedRequest.
+      -name: PropagatedResponse
+      -payload: protocol.PropagatedResponse
+      -internal: true
+    10:
+      id: server_info_request
+      doc: A request for a server's identity and address.
+      -name: ServerInfoRequest
+      -payload: protocol.ServerInfoRequest
+      -internal: true
+    11:
+      id: server_info_response
+      doc: A server's identity and address.
+      -name: ServerInfoResponse
+      -payload: protocol.ServerInfoResponse
+      -internal: true
+    12:
+      id: partition_status_request
+      doc: A request for the status of a partition.
+      -name: PartitionStatusRequest
+      -payload: protocol.PartitionStatusRequest
+      -internal: true
+    13:
+      id: partition_status_response
+      doc: The status of a partition.
+      -name: PartitionStatusResponse
+      -payload: protocol.PartitionStatusResponse
+      -internal: true
+    14:
+      id: partition_notification
+      doc: Tells a partition leader that new data may be available to replicate.
+      -name: PartitionNotification
+      -payload: protocol.PartitionNotification
+      -internal: true
