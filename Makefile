@@ -43,7 +43,7 @@ test:
 
 ## bench: decoding and capture benchmarks (medians, side by side)
 bench:
-	$(PYTHON) bench/bench_decode.py
+	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
 ## demo: install, then decode the bundled example envelopes
 demo: install
