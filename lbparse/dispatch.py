@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from lbparse_generated.dispatch import FIELD_ERRORS, LAYOUTS as _RAW_LAYOUTS
+from lbparse_generated.dispatch import FIELD_ERRORS, HEADER_SEQ, LAYOUTS as _RAW_LAYOUTS
 
-__all__ = ["FIELD_ERRORS", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
 
 
 @dataclass(frozen=True)

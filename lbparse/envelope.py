@@ -126,6 +126,7 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
     payload = codec_for(ptype).encode(message)
     header = dict(version=0, header_len=CRC_HEADER_LEN if crc else MIN_HEADER_LEN,
-                  flags=FLAG_CRC if crc else 0, msg_type=msg_type,
-                  crc32c=_crc(payload) if crc else None)
-    return _envelope_schema.build(dict(header=header, payload=payload), layout=layout.id)
+                  flags=FLAG_CRC if crc else 0, msg_type=msg_type)
+    return _envelope_schema.build(
+        dict(header=header, crc32c=_crc(payload) if crc else None, payload=payload),
+        layout=layout.id)

@@ -33,7 +33,19 @@ params:
     doc: Which generation of the format wrote the bytes.
 seq:
   - id: header
+    size: 8
     type: header
+    doc: |
+      The fixed part of the header. Read as one 8-byte block first, so that
+      anything shorter is "too short" before any of its fields is judged.
+  - id: crc32c
+    type: u4
+    if: header.has_crc
+    -error: truncated
+    doc: |
+      CRC-32C (Castagnoli polynomial) of the payload, that is of every
+      byte from `header_len` to the end, big-endian. Present when the CRC
+      flag is set, which requires `header_len` 12.
   - id: payload
     size-eos: true
     doc: |
@@ -41,7 +53,9 @@ seq:
       from the layout and, where the layout has one, the MsgType.
 types:
   header:
-    doc: The envelope header, 8 bytes, or 12 when a CRC-32C follows.
+    doc: |
+      The fixed 8-byte envelope header; a CRC-32C may follow (see the
+      top-level `crc32c`).
     seq:
       - id: magic
         contents: [0xb9, 0x0e, 0x43, 0xb4]
@@ -84,12 +98,6 @@ types:
           which selects the payload schema. In the `legacy` layout
           (Liftbridge v1.0.0-alpha) a reserved byte, always written as 0,
           and the payload schema is not recorded anywhere.
-      - id: crc32c
-        type: u4
-        if: has_crc
-        doc: |
-          CRC-32C (Castagnoli polynomial) of the payload, that is of every
-          byte from `header_len` to the end, big-endian.
     instances:
       has_crc:
         value: flags & 1 != 0

@@ -92,8 +92,8 @@ def build_dispatch(ksy: dict) -> dict:
 
 
 def field_errors(ksy: dict) -> dict:
-    """Error kind of each validated header field (`-error` keys)."""
-    fields = ksy["types"]["header"]["seq"]
+    """Error kind of each checked field (`-error` keys), header and top level."""
+    fields = ksy["types"]["header"]["seq"] + ksy["seq"]
     return {f["id"]: f["-error"] for f in fields if "-error" in f}
 
 
@@ -107,9 +107,11 @@ def emit_dispatch(out: Path) -> None:
         "(what header byte 7 means), payload (the payload type when the layout\n"
         "has no MsgType), payload_alternatives, msg_types ({MsgType: (name,\n"
         'payload type)}) and doc. FIELD_ERRORS maps a header field to the error\n'
-        'kind its validation raises."""\n\n',
+        'kind its validation raises; HEADER_SEQ lists the header fields."""\n\n',
         "LAYOUTS = " + pprint.pformat(layouts, width=88, sort_dicts=False) + "\n\n",
-        "FIELD_ERRORS = " + pprint.pformat(field_errors(ksy), sort_dicts=False) + "\n",
+        "FIELD_ERRORS = " + pprint.pformat(field_errors(ksy), sort_dicts=False) + "\n\n",
+        "# Header fields in spec order (Kaitai reports a failed check by index).\n",
+        "HEADER_SEQ = " + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
     ]
     (out / "dispatch.py").write_text("".join(text), encoding="utf-8")
 

@@ -162,7 +162,7 @@ class Emitter:
             body.extend(self.field(f))
             body.extend(placed.get(i, []))
         doc = " ".join(str(spec.get("doc", "")).split())
-        head = "".join(f"# {line}\n" for line in textwrap.wrap(doc, 77))
+        head = "".join(f"# {line}\n" for line in textwrap.wrap(doc, 77, break_on_hyphens=False))
         inner = "\n".join(f"    {line}" for line in body)
         return f"{head}{name} = Struct(\n{inner}\n)\n"
 

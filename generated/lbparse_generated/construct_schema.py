@@ -7,7 +7,8 @@ from construct import this  # noqa: F401
 
 # ---- liftbridge_envelope ----
 
-# The envelope header, 8 bytes, or 12 when a CRC-32C follows.
+# The fixed 8-byte envelope header; a CRC-32C may follow (see the top-level
+# `crc32c`).
 liftbridge_envelope__header = Struct(
     "magic" / Const(b'\xb9\x0eC\xb4'),
     "version" / Int8ub,
@@ -19,27 +20,28 @@ liftbridge_envelope__header = Struct(
     "has_crc" / Computed(lambda this: this.flags & 1 != 0),
     "msg_type" / Int8ub,
     "v0_msg_type" / If(lambda this: this._params.layout == 0, Computed(lambda this: this.msg_type)),
-    "crc32c" / If(lambda this: this.has_crc, Int32ub),
 )
 
 # Liftbridge puts a small binary header (the "envelope") in front of every
 # message and RPC it sends over NATS. The first seven bytes have kept their
 # meaning since Liftbridge v1.0.0-alpha; byte 7 and the payload schemas have
 # not, so the generation that wrote the bytes is a parameter (`layout`): the
-# header alone cannot always tell (a legacy envelope holding a Message is byte-
-# for-byte a v0 Publish). This file is the single source of truth for lbparse.
-# `make generate` turns it into the Kaitai parsers, lbparse's own `construct`
-# schema (which also builds envelopes) and the MsgType dispatch table. Keys
-# starting with `-` are ignored by the Kaitai compiler and read by lbparse's
-# generator: `-name` is the public name of a layout or MsgType, `-payload` the
-# full name of the payload type (a protobuf message, `raw` for bytes with a
-# layout of their own), `-byte7` what header byte 7 means in a layout, `-msg-
-# types` which enum names that layout's MsgTypes, `-internal` marks server-to-
-# server RPCs. The checks declared with `valid` make this a strict parser: it
-# accepts exactly what lbparse accepts by default. What it cannot express (the
-# CRC-32C value over the payload) is left to the code that uses it.
+# header alone cannot always tell (a legacy envelope holding a Message is
+# byte-for-byte a v0 Publish). This file is the single source of truth for
+# lbparse. `make generate` turns it into the Kaitai parsers, lbparse's own
+# `construct` schema (which also builds envelopes) and the MsgType dispatch
+# table. Keys starting with `-` are ignored by the Kaitai compiler and read by
+# lbparse's generator: `-name` is the public name of a layout or MsgType,
+# `-payload` the full name of the payload type (a protobuf message, `raw` for
+# bytes with a layout of their own), `-byte7` what header byte 7 means in a
+# layout, `-msg-types` which enum names that layout's MsgTypes, `-internal`
+# marks server-to-server RPCs. The checks declared with `valid` make this a
+# strict parser: it accepts exactly what lbparse accepts by default. What it
+# cannot express (the CRC-32C value over the payload) is left to the code that
+# uses it.
 liftbridge_envelope = Struct(
-    "header" / liftbridge_envelope__header,
+    "header" / FixedSized(lambda this: 8, liftbridge_envelope__header),
+    "crc32c" / If(lambda this: this.header.has_crc, Int32ub),
     "payload" / GreedyBytes,
 )
 
@@ -77,13 +79,14 @@ liftbridge_commitlog__entry = Struct(
 )
 
 # The payload of a v0 ReplicationResponse (MsgType 3), the one envelope payload
-# that is not protobuf: the leader's epoch and high watermark, then the commit-
-# log entries the follower asked for, byte for byte as the leader keeps them in
-# its `.log` segment files. All integers are big-endian. The entry layout is
-# the one written since Jul 2019 (28-byte entry header) with a CRC-32C body
-# checksum (since Feb 2020). Older segment files used a 12-byte header (offset,
-# size) until mid-2018 and a 20-byte one (offset, timestamp, size) until Jul
-# 2019, and CRC-32 (IEEE) until Feb 2020; those are not declared here.
+# that is not protobuf: the leader's epoch and high watermark, then the
+# commit-log entries the follower asked for, byte for byte as the leader keeps
+# them in its `.log` segment files. All integers are big-endian. The entry
+# layout is the one written since Jul 2019 (28-byte entry header) with a
+# CRC-32C body checksum (since Feb 2020). Older segment files used a 12-byte
+# header (offset, size) until mid-2018 and a 20-byte one (offset, timestamp,
+# size) until Jul 2019, and CRC-32 (IEEE) until Feb 2020; those are not
+# declared here.
 liftbridge_commitlog = Struct(
     "leader_epoch" / Int64ub,
     "high_watermark" / Int64sb,

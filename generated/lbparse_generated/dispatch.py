@@ -5,7 +5,7 @@ LAYOUTS maps a layout name to: id (the Kaitai enum value), byte7
 (what header byte 7 means), payload (the payload type when the layout
 has no MsgType), payload_alternatives, msg_types ({MsgType: (name,
 payload type)}) and doc. FIELD_ERRORS maps a header field to the error
-kind its validation raises."""
+kind its validation raises; HEADER_SEQ lists the header fields."""
 
 LAYOUTS = {'v0': {'id': 0,
         'kaitai_id': 'v0',
@@ -46,4 +46,8 @@ FIELD_ERRORS = {'magic': 'bad_magic',
  'version': 'unknown_version',
  'header_len': 'bad_header_len',
  'flags': 'crc_missing',
- 'msg_type': 'unknown_msg_type'}
+ 'msg_type': 'unknown_msg_type',
+ 'crc32c': 'truncated'}
+
+# Header fields in spec order (Kaitai reports a failed check by index).
+HEADER_SEQ = ('magic', 'version', 'header_len', 'flags', 'msg_type')

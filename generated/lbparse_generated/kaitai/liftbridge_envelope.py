@@ -63,16 +63,27 @@ class LiftbridgeEnvelope(KaitaiStruct):
         self._read()
 
     def _read(self):
-        self.header = LiftbridgeEnvelope.Header(self._io, self, self._root)
+        self._raw_header = self._io.read_bytes(8)
+        _io__raw_header = KaitaiStream(BytesIO(self._raw_header))
+        self.header = LiftbridgeEnvelope.Header(_io__raw_header, self, self._root)
+        if self.header.has_crc:
+            pass
+            self.crc32c = self._io.read_u4be()
+
         self.payload = self._io.read_bytes_full()
 
 
     def _fetch_instances(self):
         pass
         self.header._fetch_instances()
+        if self.header.has_crc:
+            pass
+
 
     class Header(KaitaiStruct):
-        """The envelope header, 8 bytes, or 12 when a CRC-32C follows."""
+        """The fixed 8-byte envelope header; a CRC-32C may follow (see the
+        top-level `crc32c`).
+        """
         def __init__(self, _io, _parent=None, _root=None):
             super(LiftbridgeEnvelope.Header, self).__init__(_io)
             self._parent = _parent
@@ -94,17 +105,10 @@ class LiftbridgeEnvelope(KaitaiStruct):
             if not (_ & 1 != 0) == (self.header_len == 12):
                 raise kaitaistruct.ValidationExprError(self.flags, self._io, u"/types/header/seq/3")
             self.msg_type = self._io.read_u1()
-            if self.has_crc:
-                pass
-                self.crc32c = self._io.read_u4be()
-
 
 
         def _fetch_instances(self):
             pass
-            if self.has_crc:
-                pass
-
 
         @property
         def has_crc(self):
