@@ -60,6 +60,16 @@ class CommitLogEntry:
             "value_hex": None if self.value is None else self.value.hex(),
         }
 
+    @classmethod
+    def from_json_dict(cls, d: dict[str, Any]) -> "CommitLogEntry":
+        """Inverse of `to_json_dict` (crc32c and size are recomputed on encode)."""
+        unhex = lambda h: None if h is None else bytes.fromhex(h)  # noqa: E731
+        return cls(offset=int(d.get("offset", 0)), timestamp=int(d.get("timestamp", 0)),
+                   leader_epoch=int(d.get("leader_epoch", 0)), key=unhex(d.get("key_hex")),
+                   value=unhex(d.get("value_hex", "")),
+                   headers=[(k, bytes.fromhex(v)) for k, v in d.get("headers_hex", {}).items()],
+                   magic=int(d.get("magic", 1)), attributes=int(d.get("attributes", 0)))
+
     def _identity(self) -> tuple:
         return (self.offset, self.timestamp, self.leader_epoch, self.key, self.value,
                 list(self.headers), self.magic, self.attributes)
@@ -85,6 +95,12 @@ class ReplicationResponse:
         data = self.data if self.data is not None else encode_entries(self.entries)
         return {"leader_epoch": self.leader_epoch, "high_watermark": self.high_watermark,
                 "data_hex": data.hex()}
+
+    @classmethod
+    def from_json_dict(cls, d: dict[str, Any]) -> "ReplicationResponse":
+        """From {"leader_epoch", "high_watermark", "entries": [entry JSON...]}."""
+        entries = [CommitLogEntry.from_json_dict(e) for e in d.get("entries", [])]
+        return cls(int(d.get("leader_epoch", 0)), int(d.get("high_watermark", 0)), entries)
 
 
 def _bad(msg: str, offset: int) -> EnvelopeError:

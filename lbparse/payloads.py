@@ -62,6 +62,9 @@ class PayloadCodec:
     def encode(self, message: Any) -> bytes:
         raise NotImplementedError
 
+    def from_json(self, obj: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
 
 class ProtoCodec(PayloadCodec):
     def __init__(self, full_name: str) -> None:
@@ -86,6 +89,9 @@ class ProtoCodec(PayloadCodec):
     def encode(self, message: ProtoMessage) -> bytes:
         return message.SerializeToString(deterministic=True)
 
+    def from_json(self, obj: dict[str, Any]) -> ProtoMessage:
+        return json_format.ParseDict(obj, self.python_type())
+
 
 class ReplicationResponseCodec(PayloadCodec):
     name = RAW
@@ -97,6 +103,9 @@ class ReplicationResponseCodec(PayloadCodec):
 
     def encode(self, message: commitlog.ReplicationResponse) -> bytes:
         return commitlog.encode_replication_response(message)
+
+    def from_json(self, obj: dict[str, Any]) -> commitlog.ReplicationResponse:
+        return commitlog.ReplicationResponse.from_json_dict(obj)
 
 
 def _codecs() -> dict[str, PayloadCodec]:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from lbparse.errors import EnvelopeError
 
-COMMANDS = ["decode"]
+COMMANDS = ["decode", "encode", "spec", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,48 @@
+"""Print the layouts and MsgType tables, as read from the generated spec.
+
+Use --json for a machine-readable copy of the same tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from lbparse.dispatch import LAYOUTS
+
+NAME = "spec"
+HELP = "print the layouts and MsgType tables of the spec"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the tables as JSON")
+
+
+def as_json() -> dict:
+    return {
+        name: {
+            "byte7": lay.byte7,
+            "doc": lay.doc,
+            "payload_types": list(lay.payload_types),
+            "msg_types": {str(v): {"name": mt.name, "payload_type": mt.payload_type}
+                          for v, mt in lay.msg_types.items()},
+        }
+        for name, lay in LAYOUTS.items()
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps(as_json(), indent=2))
+        return 0
+    for name, lay in LAYOUTS.items():
+        print(f"layout {name}: {lay.doc}")
+        if lay.msg_types:
+            print(f"  {'MsgType':>7}  {'name':<26} payload type")
+            for v, mt in lay.msg_types.items():
+                print(f"  {v:>7}  {mt.name:<26} {mt.payload_type}")
+        else:
+            byte7 = f"byte 7 {lay.byte7}" if lay.byte7 else "no envelope header"
+            print(f"  {byte7}; payload: {' or '.join(lay.payload_types)}")
+        print()
+    return 0
