@@ -51,3 +51,9 @@ demo: install
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache
+
+## generate-LANG: the spec for another language in out/LANG (LANG: javascript,
+## java, go, cpp, csharp, rust, ruby, php, perl, lua, nim, python, graphviz,
+## html, wireshark, or all)
+generate-%:
+	$(PYTHON) -m lbparse generate --lang $* --nest -o out

@@ -1,0 +1,47 @@
+"""Generate the spec for another language into one self-contained folder.
+
+Compiles spec/*.ksy with kaitai-struct-compiler 0.11 (needs Node and
+`make install-node`) and writes beside the code the protobuf schemas
+(proto/*.proto), their descriptor set (proto/lbparse.desc) and the layouts
+and MsgType tables as JSON (msg_types.json). `--lang wireshark` writes a
+Lua dissector for NATS and the Liftbridge envelope (`tshark -X
+lua_script:DIR/liftbridge.lua`). Several languages, or `all`, give one
+sub-folder per language.
+
+examples:
+  lbparse generate --lang javascript -o out/js
+  lbparse generate --lang wireshark -o ~/.local/lib/wireshark/plugins
+  lbparse generate --lang all -o out
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lbparse.codegen import LANGUAGES, CodegenError, generate, resolve_languages
+
+NAME = "generate"
+HELP = "generate parsers, schemas and a Wireshark dissector for other languages"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lang", "-l", action="append", required=True, metavar="LANG",
+                   help=f"target, repeatable or comma-separated: {', '.join(LANGUAGES)}, all")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write")
+    p.add_argument("--nest", action="store_true",
+                   help="put even a single language in DIR/LANG")
+
+
+def run(args: argparse.Namespace) -> int:
+    langs = resolve_languages(args.lang)
+    try:
+        result = generate(langs, args.output, nest=True if args.nest else None)
+    except CodegenError as exc:
+        print(f"lbparse generate: {exc}", file=sys.stderr)
+        return 1
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for lang in langs:
+        print(f"{lang}: {result.folders[lang]} ({len(result.files[lang])} files)")
+    return 0

@@ -1,0 +1,269 @@
+"""Generate the spec for other languages: one self-contained folder per target.
+
+`generate(["javascript"], out)` writes, into `out`:
+
+- the Kaitai Struct parsers of every `spec/*.ksy` for that target (compiled
+  by kaitai-struct-compiler 0.11 through `tools/ksc.js`, one Node process
+  for all targets);
+- `proto/`: the `spec/proto/*.proto` schemas and `lbparse.desc`, a
+  FileDescriptorSet of all of them (`protoc --include_imports`), for
+  languages that load schemas at run time;
+- `msg_types.json`: the layouts and MsgType tables of the generated
+  dispatch table (`lbparse_generated.dispatch`), and the error kinds.
+
+With several targets each gets its own folder `out/LANG`. The target
+`wireshark` is not a Kaitai language: it writes the Lua dissector of
+`lbparse.wireshark` beside the same schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+__all__ = [
+    "ALIASES",
+    "KAITAI_TARGETS",
+    "LANGUAGES",
+    "CodegenError",
+    "Generated",
+    "generate",
+    "msg_type_table",
+    "resolve_languages",
+]
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "spec"
+TOOLS = ROOT / "tools"
+
+# Our name of each target -> kaitai-struct-compiler 0.11's name (`ksc.languages`).
+KAITAI_TARGETS: Mapping[str, str] = {
+    "javascript": "javascript",
+    "java": "java",
+    "go": "go",
+    "cpp": "cpp_stl",
+    "csharp": "csharp",
+    "rust": "rust",
+    "ruby": "ruby",
+    "php": "php",
+    "perl": "perl",
+    "lua": "lua",
+    "nim": "nim",
+    "python": "python",
+    "graphviz": "graphviz",
+    "html": "html",
+}
+LANGUAGES: tuple[str, ...] = (*KAITAI_TARGETS, "wireshark")
+ALIASES: Mapping[str, str] = {
+    "js": "javascript", "node": "javascript", "cpp_stl": "cpp", "c++": "cpp",
+    "cs": "csharp", "c#": "csharp", "dot": "graphviz", "py": "python", "lua-wireshark": "wireshark",
+}
+# The JS API of the compiler cannot set `--go-package`, and Go source
+# without a package clause does not compile: we add the clause.
+GO_PACKAGE = "liftbridge"
+NODE_TIMEOUT = 120  # seconds; the compiler loads in about one
+
+
+class CodegenError(RuntimeError):
+    """A generator step failed (compiler error, missing tool)."""
+
+
+@dataclass
+class Generated:
+    """What `generate` wrote: folder and files per target, and warnings."""
+
+    folders: dict[str, Path] = field(default_factory=dict)
+    files: dict[str, list[Path]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def resolve_languages(names: Iterable[str]) -> list[str]:
+    """Our target names for `names` (aliases allowed, `all` = every target)."""
+    out: list[str] = []
+    for raw in names:
+        for name in (n.strip().lower() for n in raw.split(",")):
+            if not name:
+                continue
+            picked = list(LANGUAGES) if name == "all" else [ALIASES.get(name, name)]
+            for lang in picked:
+                if lang not in LANGUAGES:
+                    raise ValueError(f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all")
+                if lang not in out:
+                    out.append(lang)
+    if not out:
+        raise ValueError("no language given")
+    return out
+
+
+def ksy_files() -> list[Path]:
+    files = sorted(SPEC.glob("*.ksy"))
+    if not files:
+        raise CodegenError(f"no .ksy files in {SPEC}")
+    # ksc.js resolves `imports:` next to the first file; all of ours sit together.
+    return files
+
+
+def proto_files() -> list[Path]:
+    return sorted((SPEC / "proto").glob("*.proto"))
+
+
+def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]], list[str]]:
+    """Compile every .ksy for `langs` (ours) into outdir/LANG; (files, warnings)."""
+    targets = [KAITAI_TARGETS[lang] for lang in langs]
+    # The trailing comma asks ksc.js for per-language folders even for one target.
+    cmd = ["node", str(TOOLS / "ksc.js"), ",".join(targets) + ",", str(outdir),
+           *map(str, ksy_files())]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=NODE_TIMEOUT)
+    except FileNotFoundError:
+        raise CodegenError("node not found: the Kaitai compiler runs under Node 20") from None
+    if res.returncode != 0:
+        hint = "" if (TOOLS / "node_modules").is_dir() else " (run `make install-node`)"
+        raise CodegenError(f"kaitai-struct-compiler failed{hint}:\n{res.stderr.strip()}")
+    warnings = [line.removeprefix("warning: ") for line in res.stderr.splitlines()
+                if line.startswith("warning: ")]
+    by_target = {KAITAI_TARGETS[lang]: lang for lang in langs}
+    files: dict[str, list[Path]] = {lang: [] for lang in langs}
+    for line in res.stdout.splitlines():
+        path = Path(line)
+        files[by_target[path.relative_to(outdir).parts[0]]].append(path)
+    return files, warnings
+
+
+def add_go_package(path: Path, package: str = GO_PACKAGE) -> None:
+    text = path.read_text(encoding="utf-8")
+    if not any(line.startswith("package ") for line in text.splitlines()):
+        head, _, rest = text.partition("\n")
+        path.write_text(f"{head}\n\npackage {package}\n{rest}", encoding="utf-8")
+
+
+def write_descriptor_set(out: Path) -> Path:
+    """Copy the .proto files into `out` and write `out/lbparse.desc`."""
+    try:
+        from grpc_tools import protoc
+    except ImportError:
+        raise CodegenError("grpcio-tools is missing (pip install -e '.[dev]')") from None
+    out.mkdir(parents=True, exist_ok=True)
+    protos = proto_files()
+    for p in protos:
+        shutil.copyfile(p, out / p.name)
+    desc = out / "lbparse.desc"
+    args = ["protoc", f"-I{SPEC / 'proto'}", f"--descriptor_set_out={desc}", "--include_imports",
+            *map(str, protos)]
+    if protoc.main(args) != 0:
+        raise CodegenError("protoc could not build the descriptor set")
+    return desc
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def msg_type_table() -> dict[str, Any]:
+    """The JSON form of the generated dispatch table, for any language.
+
+    Every key of each layout is copied as it is, so layouts and keys the
+    spec gains later appear without a change here; only `msg_types`
+    becomes a list of {value, name, payload_type} for JSON.
+    """
+    from lbparse.errors import KINDS
+    from lbparse_generated.dispatch import FIELD_ERRORS, LAYOUTS
+
+    layouts = {}
+    for name, raw in LAYOUTS.items():
+        entry = {k: _jsonable(v) for k, v in raw.items() if k != "msg_types"}
+        entry["msg_types"] = [{"value": v, "name": n, "payload_type": p}
+                              for v, (n, p) in sorted(raw.get("msg_types", {}).items())]
+        layouts[name] = entry
+    return {
+        "source": "spec/envelope.ksy (through lbparse_generated.dispatch)",
+        "layouts": layouts,
+        "field_errors": dict(FIELD_ERRORS),
+        "error_kinds": list(KINDS),
+    }
+
+
+def _write_support(folder: Path, desc: Path) -> list[Path]:
+    """proto/ and msg_types.json beside the code of one target."""
+    proto = folder / "proto"
+    proto.mkdir(parents=True, exist_ok=True)
+    written = []
+    for p in [*proto_files(), desc]:
+        shutil.copyfile(p, proto / p.name)
+        written.append(proto / p.name)
+    table = folder / "msg_types.json"
+    table.write_text(json.dumps(msg_type_table(), indent=2, ensure_ascii=False) + "\n",
+                     encoding="utf-8")
+    written.append(table)
+    return written
+
+
+def _write_js_package(folder: Path) -> Path:
+    """A package.json pinning the Kaitai runtime the generated JS requires."""
+    pinned = json.loads((TOOLS / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    pkg = {"name": "liftbridge-kaitai", "private": True,
+           "description": "Kaitai Struct parsers of the Liftbridge envelope, generated by lbparse",
+           "dependencies": {"kaitai-struct": pinned["kaitai-struct"]}}
+    path = folder / "package.json"
+    path.write_text(json.dumps(pkg, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None = None
+             ) -> Generated:
+    """Write every target of `languages` under `outdir`.
+
+    `nest` (default: when more than one target) puts each target in
+    `outdir/LANG`; otherwise the single target's files go straight into
+    `outdir`.
+    """
+    langs = resolve_languages(languages)
+    outdir = Path(outdir)
+    nest = len(langs) > 1 if nest is None else nest
+    result = Generated()
+    work = outdir / ".lbparse-codegen"
+    if work.exists():
+        shutil.rmtree(work)
+    try:
+        desc = write_descriptor_set(work / "proto")
+        kaitai = [lang for lang in langs if lang in KAITAI_TARGETS]
+        compiled, result.warnings = run_kaitai(kaitai, work / "kaitai") if kaitai else ({}, [])
+        for lang in langs:
+            folder = outdir / lang if nest else outdir
+            folder.mkdir(parents=True, exist_ok=True)
+            files: list[Path] = []
+            src_root = work / "kaitai" / KAITAI_TARGETS.get(lang, "")
+            for src in compiled.get(lang, []):
+                target = folder / src.relative_to(src_root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(src), target)
+                if lang == "go" and target.suffix == ".go":
+                    add_go_package(target)
+                files.append(target)
+            if lang == "wireshark":
+                from lbparse.wireshark import write_dissector
+
+                files.append(write_dissector(folder))
+            if lang == "javascript":
+                files.append(_write_js_package(folder))
+            files += _write_support(folder, desc)
+            notes = [w for w in result.warnings
+                     if w.startswith(f"{KAITAI_TARGETS.get(lang)}: ")]
+            if notes:
+                # Beside the code, so whoever takes the folder sees what is missing.
+                path = folder / "WARNINGS.txt"
+                path.write_text("".join(f"{n}\n" for n in notes), encoding="utf-8")
+                files.append(path)
+            result.folders[lang] = folder
+            result.files[lang] = files
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
