@@ -1,0 +1,46 @@
+"""CaptureError: a capture file that cannot be read, and its kinds.
+
+Problems *inside* readable traffic (a gap in a TCP stream, a NATS frame
+that does not parse, a file cut in the middle of a packet) are not raised:
+the reader reports them as `Notice`s and carries on, because one lost
+packet must not cost the rest of a long capture. `CaptureError` is for
+input that cannot be read at all, or where continuing would mean guessing.
+"""
+
+from __future__ import annotations
+
+KINDS: tuple[str, ...] = (
+    "unknown_format",        # not pcap, pcapng, nor our JSON Lines / Parquet records
+    "bad_header",            # a pcap file header or pcapng section header that makes no sense
+    "bad_block",             # a pcap record or pcapng block whose lengths make no sense
+    "unsupported_linktype",  # a whole pcap file of a link type we cannot read
+    "bad_record",            # a line of our JSON Lines format that is not a record
+)
+
+
+class CaptureError(ValueError):
+    """A capture file lbparse cannot read; `kind` is one of `KINDS`.
+
+    The message says what was found and where (file offset, line number);
+    `offset` carries the byte offset for programs when there is one.
+    """
+
+    kind: str
+    offset: int | None
+
+    def __init__(self, kind: str, message: str, *, offset: int | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown CaptureError kind {kind!r}")
+        super().__init__(message)
+        self.kind = kind
+        self.offset = offset
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+    def to_json_dict(self) -> dict[str, str]:
+        return {"error": self.kind, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"CaptureError({self.kind!r}, {self.message!r})"

@@ -1,0 +1,41 @@
+"""Notice: something the reader noticed in readable traffic and went past.
+
+Kinds:
+  gap         bytes of a TCP stream are not in the capture (dropped packet,
+              short snap length); parsing resumed at the next control line
+  incomplete  a NATS message started but its bytes never all arrived (cut
+              by a gap, or by the end of the capture); it is not yielded
+  protocol    bytes that are not the NATS protocol where a control line was
+              expected; parsing resumed at the next control line
+  truncated   the capture file ends in the middle of a packet record
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated")
+
+
+class Notice:
+    __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes")
+
+    def __init__(self, kind: str, message: str, ts: float | None = None, src: str | None = None,
+                 dst: str | None = None, nbytes: int | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.ts = ts
+        self.src = src
+        self.dst = dst
+        self.nbytes = nbytes
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"notice": self.kind, "message": self.message, "ts": self.ts, "src": self.src,
+                "dst": self.dst, "bytes": self.nbytes}
+
+    def __str__(self) -> str:
+        where = f"{self.src} -> {self.dst}: " if self.src else ""
+        return f"{self.kind}: {where}{self.message}"
+
+    def __repr__(self) -> str:
+        return f"Notice({self.kind!r}, {str(self)!r})"

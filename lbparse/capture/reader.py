@@ -1,0 +1,354 @@
+"""From a capture file to records: packets, TCP, NATS, envelopes.
+
+`CaptureReader(path)` is an iterator of `Record`s in capture order (the
+order in which each message's last byte was captured). It reads pcap,
+pcapng, and our own JSON Lines and Parquet records, told apart by their
+first bytes. Problems in readable traffic become `Notice`s (passed to
+`on_notice` as they happen and counted in `stats`); a file that cannot be
+read at all raises `CaptureError`.
+
+The packet loop is the hot path: Ethernet/IPv4/TCP and in-order segments
+are handled inline, everything else through `linktypes` and `Direction`.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections import Counter
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
+
+from lbparse.capture.errors import CaptureError
+from lbparse.capture.linktypes import SUPPORTED, ip_offset
+from lbparse.capture.nats import MESSAGE_VERBS
+from lbparse.capture.notices import Notice
+from lbparse.capture.pcap import PcapSource
+from lbparse.capture.pcapng import PcapngSource
+from lbparse.capture.records import (CLIENT_TO_SERVER, SERVER_TO_CLIENT, Record, read_jsonl,
+                                     read_parquet)
+from lbparse.capture.tcp import MASK, Direction
+from lbparse.errors import EnvelopeError
+
+
+def default_layout() -> str:
+    from lbparse.layouts import DECODERS
+
+    return "auto" if "auto" in DECODERS else "v0"
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """NATS wildcards: `*` is one token, `>` one or more trailing tokens."""
+    pt, st = pattern.split("."), subject.split(".")
+    for i, p in enumerate(pt):
+        if p == ">":
+            return len(st) > i
+        if i >= len(st) or (p != "*" and p != st[i]):
+            return False
+    return len(pt) == len(st)
+
+
+class Stats:
+    """What a reading saw; `to_json_dict()` is the `--stats` summary."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.packets = 0
+        self.bytes_read = 0
+        self.per_subject: Counter[str] = Counter()
+        self.per_verb: Counter[str] = Counter()
+        self.per_layout: Counter[str] = Counter()
+        self.per_msg_type: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.notices: Counter[str] = Counter()
+        self.gap_bytes = 0
+        self.controls: Counter[str] = Counter()
+        self.skipped_packets = 0  # not TCP over IP, or IP fragments
+
+    def count(self, rec: Record) -> None:
+        self.messages += 1
+        self.per_subject[rec.subject] += 1
+        self.per_verb[rec.verb] += 1
+        if rec.envelope is not None:
+            self.per_layout[rec.envelope.layout] += 1
+            self.per_msg_type[str(rec.envelope.msg_type_name)] += 1
+        elif rec.error is not None:
+            self.errors[rec.error.kind] += 1
+
+    def notice(self, n: Notice) -> None:
+        self.notices[n.kind] += 1
+        if n.kind == "gap" and n.nbytes:
+            self.gap_bytes += n.nbytes
+
+    @property
+    def gaps(self) -> int:
+        return self.notices["gap"]
+
+    def merge(self, other: "Stats") -> None:
+        for name, value in vars(other).items():
+            mine = getattr(self, name)
+            if isinstance(value, Counter):
+                mine.update(value)
+            else:
+                setattr(self, name, mine + value)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages, "packets": self.packets, "bytes_read": self.bytes_read,
+            "per_subject": dict(self.per_subject.most_common()),
+            "per_verb": dict(self.per_verb), "per_layout": dict(self.per_layout),
+            "per_msg_type": dict(self.per_msg_type.most_common()),
+            "errors": dict(self.errors), "gaps": self.gaps, "gap_bytes": self.gap_bytes,
+            "notices": dict(self.notices), "controls": dict(self.controls),
+            "skipped_packets": self.skipped_packets,
+        }
+
+
+def _endpoint(addr: bytes, port: int) -> str:
+    if len(addr) == 4:
+        return f"{addr[0]}.{addr[1]}.{addr[2]}.{addr[3]}:{port}"
+    import ipaddress
+
+    return f"[{ipaddress.IPv6Address(addr)}]:{port}"
+
+
+_TCP = struct.Struct("!HHIIH").unpack_from
+_ACK, _RST, _SYN, _FIN = 0x10, 0x04, 0x02, 0x01
+_IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
+
+
+def frames_to_records(packets: Iterable[tuple], notices: list[Notice], stats: Stats
+                      ) -> Iterator[tuple[float, Direction, tuple]]:
+    """TCP reassembly of `packets`: yields (ts, direction, frame) for every
+    NATS frame, and appends `Notice`s to `notices` as they arise."""
+    flows: dict[bytes, Direction] = {}
+    unsupported: set[int] = set()
+    tcp_unpack = _TCP
+    ts = None
+    for ts, lt, buf, off, caplen, wirelen in packets:
+        stats.packets += 1
+        end = off + caplen
+        if lt == 1 and caplen >= 34 and buf[off + 12] == 8 and buf[off + 13] == 0:
+            ip = off + 14
+        else:
+            if lt not in SUPPORTED:
+                if lt not in unsupported:
+                    unsupported.add(lt)
+                    notices.append(Notice("protocol", f"link type {lt} is not supported; "
+                                          "its packets are skipped", ts))
+                stats.skipped_packets += 1
+                continue
+            ip = ip_offset(lt, buf, off, end)
+            if ip < 0 or ip >= end:
+                stats.skipped_packets += 1
+                continue
+        # How many bytes the capture cut off the end of this packet.
+        cut = wirelen - caplen if wirelen > caplen else 0
+        b0 = buf[ip]
+        if b0 >> 4 == 4:
+            if buf[ip + 9] != 6 or buf[ip + 6] & 0x3F or buf[ip + 7] or ip + 20 > end:
+                stats.skipped_packets += 1  # not TCP, or a fragment
+                continue
+            tot = buf[ip + 2] << 8 | buf[ip + 3]
+            tcp = ip + (b0 & 15) * 4
+            addr = buf[ip + 12:ip + 20]
+            # Segmentation offload leaves the total length 0 in captures.
+            ip_end = ip + tot if tot else end + cut
+        elif b0 >> 4 == 6 and ip + 40 <= end:
+            nh = buf[ip + 6]
+            tcp = ip + 40
+            ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
+            while nh in _IPV6_EXT and tcp + 8 <= end:
+                nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
+            if nh != 6:
+                stats.skipped_packets += 1
+                continue
+            addr = buf[ip + 8:ip + 40]
+        else:
+            stats.skipped_packets += 1
+            continue
+        if tcp + 20 > end:
+            stats.skipped_packets += 1
+            continue
+        sport, dport, seq, ack, offflags = tcp_unpack(buf, tcp)
+        data = tcp + (offflags >> 12) * 4
+        avail = (ip_end if ip_end < end else end) - data
+        if avail < 0:
+            avail = 0
+        missing = ip_end - data - avail
+        if missing < 0:
+            missing = 0
+        key = addr + buf[tcp:tcp + 4]
+        d = flows.get(key)
+        if d is None:
+            if not (avail or missing or offflags & _SYN):
+                continue  # a bare ACK of a connection we know nothing of
+            half = len(addr) // 2
+            src, dst = _endpoint(addr[:half], sport), _endpoint(addr[half:], dport)
+            d, r = Direction(src, dst), Direction(dst, src)
+            d.peer, r.peer = r, d
+            flows[key] = d
+            flows[addr[half:] + addr[:half] + buf[tcp + 2:tcp + 4] + buf[tcp:tcp + 2]] = r
+        if offflags & _ACK:
+            d.ack = ack
+        if offflags & (_SYN | _FIN | _RST):
+            if offflags & _SYN:
+                d.syn(seq, notices, ts)
+                d.client = not offflags & _ACK
+                d.peer.client = not d.client
+                seq = (seq + 1) & MASK
+        if avail:
+            if seq == d.next_seq and not missing and not d.pending:
+                d.next_seq = (seq + avail) & MASK
+                frames = d.parser.feed(buf[data:data + avail])
+            else:
+                frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
+            for fr in frames:
+                yield ts, d, fr
+        elif missing:
+            for fr in d.segment(seq, b"", missing, notices, ts):
+                yield ts, d, fr
+        if offflags & (_FIN | _RST):
+            d.closed = True
+            for fr in d.finish(notices, ts):
+                yield ts, d, fr
+            if offflags & _RST or d.peer.closed:
+                for fr in d.peer.finish(notices, ts):
+                    yield ts, d.peer, fr
+                flows.pop(key, None)
+                flows.pop(next((k for k, v in flows.items() if v is d.peer), b""), None)
+    for d in list(flows.values()):
+        for fr in d.finish(notices, ts):
+            yield ts, d, fr
+
+
+def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) -> Any:
+    magic = f.read(4)
+    f.seek(0)
+    if magic == b"\x0a\x0d\x0d\x0a":
+        return PcapngSource(f, name, on_notice)
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+        src = PcapSource(f, name, on_notice)
+        if src.linktype not in SUPPORTED:
+            raise CaptureError("unsupported_linktype", f"{name}: link type {src.linktype} is not "
+                               "one lbparse reads (Ethernet, Linux cooked v1/v2, BSD loopback, "
+                               "raw IP)", offset=20)
+        return src
+    return None
+
+
+class CaptureReader:
+    """Records of one capture file (pcap, pcapng, or our JSON Lines / Parquet).
+
+    `layout`: the envelope layout payloads are decoded as (`decode=False`
+    leaves `envelope` and `error` None). `subject`: a NATS subject pattern;
+    other messages are skipped before decoding. `verbs`: which message
+    verbs to yield (default all four). `on_notice(Notice)`: called for
+    every gap, dropped message and protocol problem as it is found.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, layout: str | None = None,
+                 subject: str | None = None, decode: bool = True,
+                 verbs: Iterable[str] = MESSAGE_VERBS,
+                 on_notice: Callable[[Notice], None] | None = None) -> None:
+        self.path = os.fspath(path)
+        self.layout = layout or default_layout()
+        self.subject = subject
+        self.decode = decode
+        self.verbs = frozenset(verbs)
+        self.on_notice = on_notice
+        self.stats = Stats()
+        self.notices: list[Notice] = []  # the latest, for callers that poll
+        self.size = os.path.getsize(self.path)
+        self._source: Any = None
+
+    @property
+    def bytes_read(self) -> int:
+        src = self._source
+        return getattr(src, "bytes_read", 0) if src is not None else 0
+
+    def _notice(self, n: Notice) -> None:
+        self.stats.notice(n)
+        if self.on_notice is not None:
+            self.on_notice(n)
+
+    def __iter__(self) -> Iterator[Record]:
+        with open(self.path, "rb") as f:
+            src = _open_source(f, self.path, self._notice)
+            if src is None:
+                yield from self._our_format(f)
+            else:
+                self._source = src
+                yield from self._packets(src)
+                self.stats.bytes_read = src.bytes_read
+
+    def _our_format(self, f: BinaryIO) -> Iterator[Record]:
+        head = f.read(4)
+        f.seek(0)
+        if head == b"PAR1":
+            recs = read_parquet(self.path)
+        elif head[:1] in (b"{", b"\n", b" ") or not head:
+            recs = read_jsonl(f, self.path)
+        else:
+            raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
+                               f"nor Parquet (first bytes {head.hex()})", offset=0)
+        from lbparse.api import decode
+
+        for rec in recs:
+            if self.subject is not None and not subject_matches(self.subject, rec.subject):
+                continue
+            if rec.verb not in self.verbs:
+                continue
+            if self.decode:
+                try:
+                    rec.envelope = decode(rec.payload, self.layout)
+                except EnvelopeError as exc:
+                    rec.error = exc
+            self.stats.count(rec)
+            yield rec
+        self.stats.bytes_read = self.size
+
+    def _packets(self, src: Any) -> Iterator[Record]:
+        from lbparse.api import decode
+
+        stats, layout, want_decode = self.stats, self.layout, self.decode
+        verbs, pattern = self.verbs, self.subject
+        matched: dict[str, bool] = {}
+        notices: list[Notice] = []
+        for ts, d, fr in frames_to_records(src, notices, stats):
+            if notices:
+                for n in notices:
+                    self._notice(n)
+                notices.clear()
+            verb = fr[0]
+            if verb not in verbs:
+                if verb == "!":
+                    self._notice(Notice("protocol", fr[5], ts, d.src, d.dst))
+                elif verb not in MESSAGE_VERBS:
+                    stats.controls[verb] += 1
+                continue
+            subject = fr[1]
+            if pattern is not None:
+                ok = matched.get(subject)
+                if ok is None:
+                    if len(matched) > 10000:
+                        matched.clear()
+                    ok = matched[subject] = subject_matches(pattern, subject)
+                if not ok:
+                    continue
+            rec = Record(ts, d.src, d.dst,
+                         CLIENT_TO_SERVER if verb[-3:] == "PUB" else SERVER_TO_CLIENT,
+                         verb, subject, fr[2], fr[3], fr[4], fr[5])
+            if want_decode:
+                try:
+                    rec.envelope = decode(rec.payload, layout)
+                except EnvelopeError as exc:
+                    rec.error = exc
+            stats.count(rec)
+            yield rec
+        for n in notices:
+            self._notice(n)
+
+
+def read_capture(path: str | os.PathLike[str], **options: Any) -> Iterator[Record]:
+    """`iter(CaptureReader(path, **options))`: records of one capture file."""
+    return iter(CaptureReader(path, **options))

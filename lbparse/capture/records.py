@@ -1,0 +1,245 @@
+"""The record: one NATS message and what lbparse made of it; and our own
+capture format for recorded traffic, as JSON Lines and as Parquet.
+
+A JSON Lines record is `Record.to_json_dict()`: `ts` (float seconds),
+`src` and `dst` (`host:port`), `direction` (`client_to_server` or
+`server_to_client`), `verb` (PUB, HPUB, MSG, HMSG), `subject`, `reply`,
+`sid` (null for PUB/HPUB), `headers` (list of [key, value]; null without a
+header block), `payload` (base64), then `envelope` (the decoded envelope's
+JSON, with its `layout`) or `error` ({"kind", "message"}). The Parquet file
+has the same columns, `payload` as binary, `headers` as a list of
+key/value structs, and the decoding as `envelope_json` (JSON text) or
+`error_kind`/`error_message`. Reading either back decodes the payload
+again: the bytes are the truth, the stored decoding is for people.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import IO, Any, Iterator
+
+from lbparse.capture.errors import CaptureError
+from lbparse.envelope import Envelope
+from lbparse.errors import EnvelopeError
+
+CLIENT_TO_SERVER = "client_to_server"
+SERVER_TO_CLIENT = "server_to_client"
+DIRECTION_OF_VERB = {"PUB": CLIENT_TO_SERVER, "HPUB": CLIENT_TO_SERVER,
+                     "MSG": SERVER_TO_CLIENT, "HMSG": SERVER_TO_CLIENT}
+
+
+class Record:
+    """One NATS message; `envelope` or `error` once decoded (both None if not)."""
+
+    __slots__ = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid",
+                 "header_block", "payload", "envelope", "error")
+
+    def __init__(self, ts: float, src: str, dst: str, direction: str, verb: str, subject: str,
+                 reply: str | None, sid: str | None, header_block: bytes | None,
+                 payload: bytes, envelope: Envelope | None = None,
+                 error: EnvelopeError | None = None) -> None:
+        self.ts = ts
+        self.src = src
+        self.dst = dst
+        self.direction = direction
+        self.verb = verb
+        self.subject = subject
+        self.reply = reply
+        self.sid = sid
+        # Kept raw: most readers never look at headers, and parsing them
+        # for every message would cost more than the framing.
+        self.header_block = header_block
+        self.payload = payload
+        self.envelope = envelope
+        self.error = error
+
+    @property
+    def headers(self) -> list[list[str]] | None:
+        """The header block as [key, value] pairs in wire order (None without one)."""
+        return None if self.header_block is None else parse_headers(self.header_block)
+
+    @property
+    def layout(self) -> str | None:
+        return self.envelope.layout if self.envelope is not None else None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "ts": self.ts, "src": self.src, "dst": self.dst, "direction": self.direction,
+            "verb": self.verb, "subject": self.subject, "reply": self.reply, "sid": self.sid,
+            "headers": self.headers,
+            "payload": base64.b64encode(self.payload).decode("ascii"),
+        }
+        if self.envelope is not None:
+            d["envelope"] = self.envelope.to_json_dict()
+        elif self.error is not None:
+            d["error"] = {"kind": self.error.kind, "message": self.error.message}
+        return d
+
+    def __repr__(self) -> str:
+        return (f"<Record {self.ts:.6f} {self.src}->{self.dst} {self.verb} {self.subject} "
+                f"{len(self.payload)} bytes>")
+
+
+def parse_headers(block: bytes) -> list[list[str]]:
+    """`NATS/1.0[ status]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value] pairs."""
+    out: list[list[str]] = []
+    for line in block.split(b"\r\n")[1:]:
+        if not line:
+            continue
+        key, sep, value = line.partition(b":")
+        if sep:
+            out.append([key.decode("utf-8", "replace"),
+                        value.strip(b" \t").decode("utf-8", "replace")])
+    return out
+
+
+def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) -> bytes | None:
+    if headers is None:
+        return None
+    return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers) + b"\r\n"
+
+
+def decode_into(rec: Record, layout: str) -> Record:
+    from lbparse.api import decode
+
+    try:
+        rec.envelope = decode(rec.payload, layout)
+    except EnvelopeError as exc:
+        rec.error = exc
+    return rec
+
+
+# -- JSON Lines -------------------------------------------------------------
+
+def write_jsonl(out: IO[str], rec: Record) -> None:
+    out.write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
+
+
+def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
+    for lineno, line in enumerate(f, 1):
+        if not line.strip():
+            continue
+        where = f"{name}:{lineno}"
+        try:
+            d = json.loads(line)
+            headers = d.get("headers")
+            yield Record(float(d["ts"]), d["src"], d["dst"], d["direction"], d["verb"],
+                         d["subject"], d.get("reply"), d.get("sid"),
+                         build_header_block(headers),
+                         base64.b64decode(d["payload"], validate=True))
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+            raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
+
+
+# -- Parquet ------------------------------------------------------------------
+
+def parquet_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([
+        ("ts", pa.float64()), ("src", pa.string()), ("dst", pa.string()),
+        ("direction", pa.string()), ("verb", pa.string()), ("subject", pa.string()),
+        ("reply", pa.string()), ("sid", pa.string()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
+        ("payload", pa.binary()), ("layout", pa.string()), ("msg_type_name", pa.string()),
+        ("envelope_json", pa.string()), ("error_kind", pa.string()),
+        ("error_message", pa.string()),
+    ])
+
+
+class ParquetRecordWriter:
+    """Writes records in row groups of `batch` so memory stays flat."""
+
+    def __init__(self, path: str, batch: int = 4096) -> None:
+        import pyarrow.parquet as pq
+
+        self.schema = parquet_schema()
+        self._writer = pq.ParquetWriter(path, self.schema)
+        self._rows: list[dict[str, Any]] = []
+        self._batch = batch
+
+    def write(self, rec: Record) -> None:
+        env = rec.envelope
+        headers = rec.headers
+        self._rows.append({
+            "ts": rec.ts, "src": rec.src, "dst": rec.dst, "direction": rec.direction,
+            "verb": rec.verb, "subject": rec.subject, "reply": rec.reply, "sid": rec.sid,
+            "headers": None if headers is None else [{"key": k, "value": v} for k, v in headers],
+            "payload": rec.payload,
+            "layout": env.layout if env is not None else None,
+            "msg_type_name": env.msg_type_name if env is not None else None,
+            "envelope_json": (json.dumps(env.to_json_dict(), ensure_ascii=False)
+                              if env is not None else None),
+            "error_kind": rec.error.kind if rec.error is not None else None,
+            "error_message": rec.error.message if rec.error is not None else None,
+        })
+        if len(self._rows) >= self._batch:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        if self._rows:
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
+            self._rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+
+    def __enter__(self) -> "ParquetRecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class JsonlRecordWriter:
+    def __init__(self, path: str) -> None:
+        self._f = open(path, "w", encoding="utf-8")
+
+    def write(self, rec: Record) -> None:
+        write_jsonl(self._f, rec)
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "JsonlRecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
+    """A writer of our capture format, chosen by the file name's extension."""
+    if path.endswith(".parquet"):
+        return ParquetRecordWriter(path)
+    if path.endswith((".jsonl", ".json")):
+        return JsonlRecordWriter(path)
+    raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
+
+
+def read_parquet(path: str) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own ArrowInvalid for bad files
+        raise CaptureError("bad_record", f"{path}: not a readable Parquet file: {exc}") from None
+    missing = {"ts", "src", "dst", "direction", "verb", "subject", "payload"} - set(pf.schema_arrow.names)
+    if missing:
+        raise CaptureError("bad_record", f"{path}: Parquet file lacks the columns "
+                           f"{', '.join(sorted(missing))} of a capture record")
+    for batch in pf.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            headers = row.get("headers")
+            block = (None if headers is None
+                     else build_header_block([(h["key"], h["value"]) for h in headers]))
+            yield Record(row["ts"], row["src"], row["dst"], row["direction"], row["verb"],
+                         row["subject"], row.get("reply"), row.get("sid"), block, row["payload"])

@@ -1,0 +1,149 @@
+"""TCP reassembly, one direction of one connection at a time.
+
+The reader's loop handles the common case itself (the next segment, in
+order, complete) and calls `Direction.segment` for the rest: the first
+segment seen, retransmissions, overlaps, segments ahead of a hole, and
+segments the snap length cut. Nothing is ever delivered twice or out of
+order: when bytes are missing for good, the parser is told (`gap`) and
+resumes at the next NATS control line, and a `Notice` says so.
+
+Missing bytes are declared lost, rather than awaited, when the peer has
+already acknowledged data beyond them (it got them, the capture did not),
+when more than `MAX_PENDING_BYTES` wait behind the hole, or at the end of
+the stream.
+"""
+
+from __future__ import annotations
+
+from lbparse.capture.nats import Frame, NatsParser
+from lbparse.capture.notices import Notice
+
+MASK = 0xFFFFFFFF
+HALF = 1 << 31
+MAX_PENDING_BYTES = 1 << 24
+MAX_PENDING_SEGMENTS = 4096
+
+
+class Direction:
+    """One direction of a TCP connection: sequence state and its NATS parser."""
+
+    __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
+                 "client", "closed")
+
+    def __init__(self, src: str, dst: str) -> None:
+        self.src = src
+        self.dst = dst
+        self.next_seq: int | None = None
+        self.pending: dict[int, tuple[bytes, int]] = {}
+        self.pending_bytes = 0
+        self.parser = NatsParser()
+        self.peer: Direction = self
+        self.ack: int | None = None   # the last ACK number this side sent
+        self.client: bool | None = None  # from the handshake, when seen
+        self.closed = False
+
+    def syn(self, seq: int, notices: list[Notice], ts: float) -> None:
+        if self.next_seq is not None:
+            # The same addresses and ports, a new connection.
+            self.finish(notices, ts)
+        self.next_seq = (seq + 1) & MASK
+        self.parser = NatsParser()
+        self.closed = False
+
+    def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
+                ts: float) -> list[Frame]:
+        """A segment of `len(data)` captured bytes at `seq`, followed by
+        `missing` bytes the capture cut off (snap length)."""
+        if self.next_seq is None:
+            # No handshake seen: the capture starts inside the stream, maybe
+            # inside a frame.
+            self.next_seq = seq
+            self.parser = NatsParser(resync=True)
+        frames: list[Frame] = []
+        off = (seq - self.next_seq) & MASK
+        if off >= HALF:
+            back = (1 << 32) - off
+            if back >= len(data) + missing:
+                return frames  # a retransmission of bytes already delivered
+            if back >= len(data):
+                missing -= back - len(data)
+                data = b""
+            else:
+                data = data[back:]
+            off = 0
+        if off:
+            peer_ack = self.peer.ack
+            if peer_ack is not None and (peer_ack - seq) & MASK < HALF:
+                # The peer acknowledged bytes past the hole: they are not coming.
+                self._lose(off, notices, ts, "the peer acknowledged them")
+            else:
+                old = self.pending.get(seq)
+                if old is None or len(old[0]) + old[1] < len(data) + missing:
+                    self.pending[seq] = (data, missing)
+                    self.pending_bytes += len(data)
+                if (self.pending_bytes > MAX_PENDING_BYTES
+                        or len(self.pending) > MAX_PENDING_SEGMENTS):
+                    self._lose(self._nearest(), notices, ts,
+                               f"{self.pending_bytes} bytes waited behind them")
+                    self._drain(frames, notices, ts)
+                return frames
+        self._deliver(data, missing, frames, notices, ts)
+        if self.pending:
+            self._drain(frames, notices, ts)
+        return frames
+
+    def finish(self, notices: list[Notice], ts: float | None) -> list[Frame]:
+        """End of the stream (FIN, RST or end of capture): deliver what waits
+        behind holes, declaring the holes, and report a half-read frame."""
+        frames: list[Frame] = []
+        while self.pending:
+            self._lose(self._nearest(), notices, ts, "the stream ended without them")
+            self._drain(frames, notices, ts)
+        lost = self.parser.finish()
+        if lost:
+            notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
+        return frames
+
+    def _deliver(self, data: bytes, missing: int, frames: list[Frame], notices: list[Notice],
+                 ts: float | None) -> None:
+        if data:
+            frames.extend(self.parser.feed(data))
+            self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
+        if missing:
+            self._lose(missing, notices, ts, "the capture's snap length cut them off")
+
+    def _drain(self, frames: list[Frame], notices: list[Notice], ts: float | None) -> None:
+        pending = self.pending
+        while pending:
+            nxt = self.next_seq
+            seg = pending.pop(nxt, None)  # type: ignore[arg-type]
+            if seg is None:
+                for seq in list(pending):
+                    back = (nxt - seq) & MASK  # type: ignore[operator]
+                    if back < HALF:  # starts at or before next_seq: overlaps or is old
+                        data, missing = pending.pop(seq)
+                        self.pending_bytes -= len(data)
+                        if back < len(data):
+                            seg = (data[back:], missing)
+                        elif back < len(data) + missing:
+                            seg = (b"", missing - (back - len(data)))
+                        if seg is not None:
+                            break
+                if seg is None:
+                    return
+            else:
+                self.pending_bytes -= len(seg[0])
+            self._deliver(seg[0], seg[1], frames, notices, ts)
+
+    def _nearest(self) -> int:
+        nxt = self.next_seq
+        return min((seq - nxt) & MASK for seq in self.pending)  # type: ignore[operator]
+
+    def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str) -> None:
+        notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "
+                              f"({why}); resuming at the next control line",
+                              ts, self.src, self.dst, nbytes))
+        lost = self.parser.gap()
+        if lost:
+            notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
+        self.next_seq = (self.next_seq + nbytes) & MASK  # type: ignore[operator]

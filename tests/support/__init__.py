@@ -1,0 +1,1 @@
+"""Helpers for the tests: builders of captures (pcap/pcapng writers)."""
