@@ -72,21 +72,22 @@ class Direction:
                 data = data[back:]
             off = 0
         if off:
+            old = self.pending.get(seq)
+            if old is None or len(old[0]) + old[1] < len(data) + missing:
+                self.pending[seq] = (data, missing)
+                self.pending_bytes += len(data) - (len(old[0]) if old else 0)
             peer_ack = self.peer.ack
             if peer_ack is not None and (peer_ack - seq) & MASK < HALF:
                 # The peer acknowledged bytes past the hole: they are not coming.
-                self._lose(off, notices, ts, "the peer acknowledged them")
+                why = "the peer acknowledged them"
+            elif (self.pending_bytes > MAX_PENDING_BYTES
+                    or len(self.pending) > MAX_PENDING_SEGMENTS):
+                why = f"{self.pending_bytes} bytes waited behind them"
             else:
-                old = self.pending.get(seq)
-                if old is None or len(old[0]) + old[1] < len(data) + missing:
-                    self.pending[seq] = (data, missing)
-                    self.pending_bytes += len(data)
-                if (self.pending_bytes > MAX_PENDING_BYTES
-                        or len(self.pending) > MAX_PENDING_SEGMENTS):
-                    self._lose(self._nearest(), notices, ts,
-                               f"{self.pending_bytes} bytes waited behind them")
-                    self._drain(frames, notices, ts)
                 return frames
+            self._lose(self._nearest(), notices, ts, why)
+            self._drain(frames, notices, ts)
+            return frames
         self._deliver(data, missing, frames, notices, ts)
         if self.pending:
             self._drain(frames, notices, ts)
