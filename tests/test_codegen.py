@@ -24,8 +24,8 @@ KNOWN_GAPS = {"nim": "has no nim implementation of valid expr"}
 @pytest.fixture(scope="module")
 def every_language(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, codegen.Generated]:
     out = tmp_path_factory.mktemp("codegen")
-    # One call, one Node process for all 14 targets.
-    return out, codegen.generate(list(codegen.KAITAI_TARGETS), out)
+    # One call, one Node process for all 14 Kaitai targets, plus Wireshark.
+    return out, codegen.generate(["all"], out)
 
 
 @pytest.mark.parametrize("lang", list(codegen.KAITAI_TARGETS))
@@ -42,6 +42,13 @@ def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     for name in PROTOS + ["lbparse.desc"]:
         assert (folder / "proto" / name).is_file()
     assert (folder / "msg_types.json").is_file()
+
+
+def test_wireshark_folder(every_language) -> None:
+    out, result = every_language
+    names = {p.name for p in result.files["wireshark"]}
+    assert {"liftbridge.lua", "msg_types.json", "lbparse.desc"} <= names
+    assert "Proto(\"liftbridge\"" in (out / "wireshark" / "liftbridge.lua").read_text()
 
 
 def test_only_known_compiler_gaps(every_language) -> None:
