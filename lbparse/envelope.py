@@ -7,50 +7,69 @@ codecs, MsgType tables) is resolved at import.
 
 from __future__ import annotations
 
+import struct
+from operator import itemgetter
 from typing import Any, Union
 
 import crc32c as _crc32c
 
 from lbparse.dispatch import Layout
 from lbparse.errors import EnvelopeError
-from lbparse.header import CRC_HEADER_LEN, FLAG_CRC, MIN_HEADER_LEN, read_header, resolve_msg_type
+from lbparse.header import (
+    CRC_HEADER_LEN,
+    FLAG_CRC,
+    MAGIC,
+    MIN_HEADER_LEN,
+    read_header,
+    resolve_msg_type,
+)
 from lbparse.payloads import RAW, codec_for, payload_type_of
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
-__all__ = ["Buffer", "Envelope", "as_bytes", "decode_enveloped", "encode_enveloped"]
+__all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "encode_enveloped"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 _crc = _crc32c.crc32c
+_HEADER12 = struct.Struct(">4sBBBBI")
+_new = tuple.__new__
 
 
-class Envelope:
-    """A decoded envelope. `message` is the decoded payload object."""
+_FIELDS = ("layout", "version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
+           "payload_type", "payload", "message", "warnings")
 
-    __slots__ = ("layout", "version", "header_len", "flags", "crc32c", "msg_type",
-                 "msg_type_name", "payload_type", "payload", "message", "warnings",
-                 "ambiguous", "layout_candidates", "payload_type_candidates", "reasons",
-                 "confidence")
 
-    def __init__(self, layout: str, version: int | None, header_len: int | None,
-                 flags: int | None, crc32c: int | None, msg_type: int | None,
-                 msg_type_name: str | None, payload_type: str, payload: bytes,
-                 message: Any, warnings: list[str] | tuple[str, ...] = ()) -> None:
-        self.layout = layout
-        self.version = version
-        self.header_len = header_len
-        self.flags = flags
-        self.crc32c = crc32c
-        self.msg_type = msg_type
-        self.msg_type_name = msg_type_name
-        self.payload_type = payload_type
-        self.payload = payload
-        self.message = message
-        self.warnings = warnings
-        self.ambiguous = False
-        self.layout_candidates: list[str] = []
-        self.payload_type_candidates: list[str] = []
-        self.reasons: list[str] = []
-        self.confidence: float | None = None
+class Envelope(tuple):
+    """A decoded envelope; `message` is the decoded payload object.
+
+    A tuple underneath, because building one is then a single C call on the
+    hot path. The classification extras (`ambiguous`, `layout_candidates`,
+    `payload_type_candidates`, `reasons`, `confidence`) are class-level
+    defaults that `layout="auto"` and legacy inference set per instance.
+    """
+
+    layout: str = property(itemgetter(0), doc="layout name: v0, legacy, ...")  # type: ignore[assignment]
+    version: int | None = property(itemgetter(1))  # type: ignore[assignment]
+    header_len: int | None = property(itemgetter(2))  # type: ignore[assignment]
+    flags: int | None = property(itemgetter(3))  # type: ignore[assignment]
+    crc32c: int | None = property(itemgetter(4))  # type: ignore[assignment]
+    msg_type: int | None = property(itemgetter(5))  # type: ignore[assignment]
+    msg_type_name: str | None = property(itemgetter(6))  # type: ignore[assignment]
+    payload_type: str = property(itemgetter(7))  # type: ignore[assignment]
+    payload: bytes = property(itemgetter(8))  # type: ignore[assignment]
+    message: Any = property(itemgetter(9))  # type: ignore[assignment]
+    warnings: tuple[str, ...] = property(itemgetter(10))  # type: ignore[assignment]
+    ambiguous: bool = False
+    layout_candidates: list[str] = []
+    payload_type_candidates: list[str] = []
+    reasons: list[str] = []
+    confidence: float | None = None
+
+    def __new__(cls, layout: str, version: int | None, header_len: int | None,
+                flags: int | None, crc32c: int | None, msg_type: int | None,
+                msg_type_name: str | None, payload_type: str, payload: bytes,
+                message: Any, warnings: list[str] | tuple[str, ...] = ()) -> "Envelope":
+        return _new(cls, (layout, version, header_len, flags, crc32c, msg_type, msg_type_name,
+                          payload_type, payload, message, tuple(warnings)))
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON shape of the reference vectors' `expect`, plus `layout`."""
@@ -91,21 +110,62 @@ def as_bytes(data: Buffer) -> bytes:
     raise TypeError(f"decode takes bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
-def decode_enveloped(data: bytes, layout: Layout, verify_crc: bool, lenient: bool,
-                     payload_type: str | None) -> Envelope:
-    """Decode a layout with the 8/12-byte envelope header (v0, legacy, ...)."""
-    hl, flags, crc, byte7, warnings = read_header(data, layout, lenient)
-    payload = data[hl:]
-    if verify_crc and crc is not None:
-        actual = _crc(payload)
-        if actual != crc:
-            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
-                                f"payload bytes {hl}..{len(data)} give {actual:#010x}",
-                                offset=8, expected=crc, actual=actual)
-    msg_type, name, ptype = resolve_msg_type(layout, byte7, payload_type)
-    message = codec_for(ptype).decode(payload)
-    return Envelope(layout.name, 0, hl, flags, crc, msg_type, name, ptype, payload, message,
-                    warnings)
+def _raw_parser(ptype: str) -> Any:
+    """The fastest callable that parses a payload type (may raise anything)."""
+    codec = codec_for(ptype)
+    return codec.python_type.FromString if ptype != RAW else codec.decode
+
+
+def _bad_payload(ptype: str, payload: bytes, exc: Exception) -> EnvelopeError:
+    return EnvelopeError("bad_payload",
+                         f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
+
+
+class EnvelopedDecoder:
+    """Decoder of one layout with the 8/12-byte envelope header (v0, legacy...).
+
+    Everything that depends only on the layout (MsgType table, payload
+    parsers) is resolved here once. This is the complete decoder, with every
+    check and error message; `lbparse.decode` has a shortcut for the common
+    case in front of it (see api.py).
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.name = layout.name
+        self.reserved = layout.byte7 == "reserved"  # nonzero byte 7 earns a warning
+        self.by_byte7: dict[int, tuple[int | None, str | None, str, Any]] = {}
+        if layout.has_msg_type:
+            for v, mt in layout.msg_types.items():
+                self.by_byte7[v] = (v, mt.name, mt.payload_type, _raw_parser(mt.payload_type))
+        elif layout.default_payload_type:
+            ptype = layout.default_payload_type
+            self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(ptype))
+
+    def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
+                 payload_type: str | None = None) -> Envelope:
+        hl, flags, crc, byte7, found = read_header(data, self.layout, lenient)
+        payload = data[hl:]
+        if verify_crc and crc is not None:
+            actual = _crc(payload)
+            if actual != crc:
+                raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
+                                    f"payload bytes {hl}..{len(data)} give {actual:#010x}",
+                                    offset=8, expected=crc, actual=actual)
+        entry = self.by_byte7.get(byte7) if payload_type is None else None
+        if entry is None:
+            msg_type, name, ptype = resolve_msg_type(self.layout, byte7, payload_type)
+            parse = _raw_parser(ptype)
+        else:
+            msg_type, name, ptype, parse = entry
+        try:
+            message = parse(payload)
+        except EnvelopeError:
+            raise
+        except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
+            raise _bad_payload(ptype, payload, exc) from None
+        return _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
+                               message, tuple(found)))
 
 
 def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool) -> bytes:

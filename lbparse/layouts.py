@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from lbparse.dispatch import LAYOUTS
-from lbparse.envelope import Envelope, decode_enveloped, encode_enveloped
+from lbparse.envelope import Envelope, EnvelopedDecoder, encode_enveloped
 
 __all__ = ["DECODERS", "ENCODERS", "decoder", "encoder"]
 
@@ -21,13 +21,10 @@ Encoder = Callable[[Any, "int | None", bool], bytes]
 def _enveloped(name: str) -> tuple[Decoder, Encoder]:
     layout = LAYOUTS[name]
 
-    def decode(data: bytes, verify_crc: bool, lenient: bool, payload_type: str | None) -> Envelope:
-        return decode_enveloped(data, layout, verify_crc, lenient, payload_type)
-
     def encode(message: Any, msg_type: int | None, crc: bool) -> bytes:
         return encode_enveloped(message, layout, msg_type, crc)
 
-    return decode, encode
+    return EnvelopedDecoder(layout), encode
 
 
 DECODERS: dict[str, Decoder] = {}
