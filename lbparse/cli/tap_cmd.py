@@ -1,0 +1,88 @@
+"""Subscribe to a NATS server and print every message, decoded, as it arrives.
+
+Each message is one JSON line, the shape of `lbparse capture` records
+(verb MSG or HMSG, direction server_to_client), or a table row. The tap
+stops after --count messages, after --duration seconds, or on Ctrl-C.
+Connection options are named as the `nats` command line names them.
+
+examples:
+  lbparse tap nats://127.0.0.1:4222 'foo.>'
+  lbparse tap nats://demo.nats.io:4222 lb.x lb.y --count 10 --format table
+  lbparse tap tls://nats.example:4222 '>' --creds me.creds --tlsca ca.pem
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from lbparse.capture.reader import default_layout
+from lbparse.capture.records import Record
+from lbparse.cli.capture_cmd import table_row
+from lbparse.cli.common import add_layout_argument
+from lbparse.live import ConnectOptions, subscribe
+
+NAME = "tap"
+HELP = "subscribe to a NATS server and print each message decoded"
+
+
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options."""
+    p.add_argument("server", metavar="nats://HOST:PORT", help="the NATS server URL")
+    p.add_argument("subjects", nargs="+", metavar="SUBJECT",
+                   help="subjects to subscribe to (NATS wildcards * and >)")
+    p.add_argument("--count", type=int, metavar="N", help="stop after N messages")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    g = p.add_argument_group("connection (as the nats CLI names them)")
+    g.add_argument("--creds", metavar="FILE", help="user credentials file (JWT and NKey seed)")
+    g.add_argument("--nkey", metavar="FILE", help="NKey seed file")
+    g.add_argument("--user", help="user name")
+    g.add_argument("--password", help="password")
+    g.add_argument("--token", help="authentication token")
+    g.add_argument("--tlscert", metavar="FILE", help="TLS client certificate")
+    g.add_argument("--tlskey", metavar="FILE", help="TLS client key")
+    g.add_argument("--tlsca", metavar="FILE", help="CA certificate to verify the server with")
+    g.add_argument("--tlsfirst", action="store_true",
+                   help="TLS handshake before the server's INFO")
+    g.add_argument("--timeout", type=float, default=5.0, metavar="S",
+                   help="connect timeout (default 5 s)")
+    g.add_argument("--connection-name", default="lbparse", help="connection name the server shows")
+
+
+def connect_options(args: argparse.Namespace) -> ConnectOptions:
+    if args.count is not None and args.count < 1:
+        raise ValueError("--count must be at least 1")
+    return ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
+                          password=args.password, token=args.token, tlscert=args.tlscert,
+                          tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
+                          timeout=args.timeout, name=args.connection_name)
+
+
+def ready_message(command: str, args: argparse.Namespace) -> None:
+    # Scripts (and the tests) wait for this line before publishing.
+    print(f"lbparse {command}: listening on {args.server} for {' '.join(args.subjects)}",
+          file=sys.stderr, flush=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_connection_arguments(p)
+    add_layout_argument(p, default=default_layout())
+    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
+                   help="one JSON object per message (default) or a table row")
+
+
+def run(args: argparse.Namespace) -> int:
+    options = connect_options(args)
+
+    def show(rec: Record) -> None:
+        line = (json.dumps(rec.to_json_dict(), ensure_ascii=False) if args.format == "jsonl"
+                else table_row(rec))
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    asyncio.run(subscribe(args.server, args.subjects, show, options=options, layout=args.layout,
+                          count=args.count, duration=args.duration,
+                          on_ready=lambda: ready_message(NAME, args)))
+    return 0

@@ -1,0 +1,75 @@
+"""Shared fixtures: a real nats-server on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+# tests/support is importable as `support`.
+sys.path.insert(0, str(Path(__file__).parent))
+
+NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"nats-server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nats-server did not accept on 127.0.0.1:{port} within {timeout}s")
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[str]:
+    """The URL of a fresh nats-server on 127.0.0.1, stopped after the test."""
+    if not os.path.exists(NATS_SERVER):
+        pytest.skip("nats-server is not installed")
+    last: Exception | None = None
+    for _ in range(3):  # another process may take the port between probe and bind
+        port = free_port()
+        log = open(tmp_path / f"nats-server-{port}.log", "wb")
+        proc = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port)],
+                                stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_accepting(port, proc)
+        except RuntimeError as exc:
+            last = exc
+            _stop(proc)
+            log.close()
+            continue
+        try:
+            yield f"nats://127.0.0.1:{port}"
+        finally:
+            _stop(proc)
+            log.close()
+        return
+    raise RuntimeError(f"could not start nats-server: {last}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
