@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 from urllib.parse import urlparse
 
-from lbparse.capture.records import SERVER_TO_CLIENT, Record, build_header_block, decode_into
+from lbparse.capture.records import Record, build_header_block, decode_into
 
 
 @dataclass
@@ -108,8 +108,9 @@ def message_record(msg: Any, server: str, local: str) -> Record:
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
     sid = getattr(msg, "_sid", None)
-    return Record(time.time(), server, local, SERVER_TO_CLIENT, "HMSG" if raw is not None else "MSG",
-                  msg.subject, msg.reply or None, None if sid is None else str(sid), raw, msg.data)
+    return Record.make(time.time(), server, local, "HMSG" if raw is not None else "MSG",
+                       msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
+                       msg.data)
 
 
 async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Record], None], *,

@@ -31,15 +31,22 @@ CRLF = b"\r\n"
 _PUB, _HPUB, _MSG, _HMSG = 1, 2, 3, 4
 _VERBS: dict[bytes, int | str] = {b"PUB": _PUB, b"HPUB": _HPUB, b"MSG": _MSG, b"HMSG": _HMSG}
 _VERBS.update({v.encode(): v for v in CONTROL_VERBS})
-_NAMES = {_PUB: "PUB", _HPUB: "HPUB", _MSG: "MSG", _HMSG: "HMSG"}
 
 _ALT = rb"(?:HPUB|PUB|HMSG|MSG|INFO|CONNECT|SUB|UNSUB|PING|PONG|\+OK|-ERR)[ \t\r]"
 _LINE_HERE = re.compile(_ALT, re.I)
 _LINE_NEXT = re.compile(rb"(?<=\n)" + _ALT, re.I)
 
 
-def _text(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
+# Subjects, reply subjects and sids repeat: decode each once. Bounded, so
+# a capture of endless distinct inboxes does not grow it without limit.
+_names: dict[bytes, str] = {}
+
+
+def _name(b: bytes) -> str:
+    if len(_names) >= 65536:
+        _names.clear()
+    s = _names[b] = b.decode("utf-8", "replace")
+    return s
 
 
 class NatsParser:
@@ -118,7 +125,8 @@ class NatsParser:
 
     def _parse(self, b: bytes, p: int, frames: list[Frame]) -> None:
         n = len(b)
-        verbs = _VERBS
+        names = _names
+        append = frames.append
         while p < n:
             if self._resync:
                 p = self._find_line(b, p)
@@ -127,85 +135,86 @@ class NatsParser:
             e = b.find(CRLF, p)
             if e < 0:
                 if n - p > MAX_LINE:
-                    frames.append(("!", None, None, None, None,
-                                   f"{n - p} bytes without CRLF where a control line was "
-                                   f"expected: {b[p:p + 40]!r}"))
+                    append(("!", None, None, None, None,
+                            f"{n - p} bytes without CRLF where a control line was "
+                            f"expected: {b[p:p + 40]!r}"))
                     self._resync, self._here = True, False
                     p += 1
                     continue
                 self._rest = b[p:]
                 return
             parts = b[p:e].split()
-            if not parts:
-                p = e + 2
-                continue
-            k = verbs.get(parts[0])
-            if k is None:
-                k = verbs.get(parts[0].upper())
-            if type(k) is int:
-                try:
-                    if k == _PUB:
-                        np = len(parts)
-                        hsize, total = 0, int(parts[-1])
-                        subject, reply, sid = parts[1], parts[2] if np == 4 else None, None
-                        ok = np == 3 or np == 4
-                    elif k == _MSG:
-                        np = len(parts)
-                        hsize, total = 0, int(parts[-1])
-                        subject, sid, reply = parts[1], parts[2], parts[3] if np == 5 else None
-                        ok = np == 4 or np == 5
-                    elif k == _HPUB:
-                        np = len(parts)
-                        hsize, total = int(parts[-2]), int(parts[-1])
-                        subject, reply, sid = parts[1], parts[2] if np == 5 else None, None
-                        ok = np == 4 or np == 5
-                    else:
-                        np = len(parts)
-                        hsize, total = int(parts[-2]), int(parts[-1])
-                        subject, sid, reply = parts[1], parts[2], parts[3] if np == 6 else None
-                        ok = np == 5 or np == 6
-                    ok = ok and 0 <= hsize <= total
-                except (ValueError, IndexError):
-                    ok = False
-                if not ok:
-                    frames.append(("!", None, None, None, None,
-                                   f"malformed control line {b[p:e][:80]!r}"))
+            np = len(parts)
+            v = parts[0] if np else b""
+            # The four message verbs, most frequent first; field counts
+            # tell an optional reply apart.
+            hsize = 0
+            try:
+                if v == b"MSG" and (np == 4 or np == 5):
+                    verb, total, sid = "MSG", int(parts[-1]), parts[2]
+                    reply = parts[3] if np == 5 else None
+                elif v == b"PUB" and (np == 3 or np == 4):
+                    verb, total, sid = "PUB", int(parts[-1]), None
+                    reply = parts[2] if np == 4 else None
+                elif v == b"HMSG" and (np == 5 or np == 6):
+                    verb, hsize, total, sid = "HMSG", int(parts[-2]), int(parts[-1]), parts[2]
+                    reply = parts[3] if np == 6 else None
+                elif v == b"HPUB" and (np == 4 or np == 5):
+                    verb, hsize, total, sid = "HPUB", int(parts[-2]), int(parts[-1]), None
+                    reply = parts[2] if np == 5 else None
+                else:
+                    verb = None
+            except ValueError:
+                verb, total = "?", -1
+            if verb is None:
+                if not np:
+                    p = e + 2
+                    continue
+                k = _VERBS.get(v) or _VERBS.get(v.upper())
+                if type(k) is str:
+                    append((k, None, None, None, None, b[p + len(v):e].strip()))
+                    p = e + 2
+                    continue
+                if k is None:
+                    append(("!", None, None, None, None,
+                            f"not a NATS control line: {b[p:e][:80]!r}"))
                     self._resync, self._here = True, False
                     p = e + 2
                     continue
-                verb = _NAMES[k]
-                subject = _text(subject)
-                if reply is not None:
-                    reply = _text(reply)
-                if sid is not None:
-                    sid = _text(sid)
-                start = e + 2
-                end = start + total
-                if end + 2 > n:
-                    self._wait = (verb, subject, reply, sid, hsize)
-                    self._need = total + 2
-                    self._chunks = [b[start:]]
-                    self._have = n - start
-                    return
-                if b[end:end + 2] != CRLF:
-                    frames.append(("!", None, None, None, None,
-                                   f"{verb} payload of {total} bytes not followed by CRLF "
-                                   f"(found {b[end:end + 2]!r}); message dropped"))
-                    self._resync, self._here = True, False
-                    p = start
+                if v != v.upper():  # a message verb in lower case: parse it as upper
+                    b = b[:p] + b[p:p + len(v)].upper() + b[p + len(v):]
                     continue
-                frames.append((verb, subject, reply, sid,
-                               b[start:start + hsize] if k == _HPUB or k == _HMSG else None,
-                               b[start + hsize:end]))
-                p = end + 2
-            elif k is not None:
-                frames.append((k, None, None, None, None, b[p + len(parts[0]):e].strip()))
-                p = e + 2
-            else:
-                frames.append(("!", None, None, None, None,
-                               f"not a NATS control line: {b[p:e][:80]!r}"))
+                total = -1
+            if total < 0 or not 0 <= hsize <= total:
+                append(("!", None, None, None, None, f"malformed control line {b[p:e][:80]!r}"))
                 self._resync, self._here = True, False
                 p = e + 2
+                continue
+            subject = names.get(parts[1]) or _name(parts[1])
+            if reply is not None:
+                reply = names.get(reply) or _name(reply)
+            if sid is not None:
+                sid = names.get(sid) or _name(sid)
+            start = e + 2
+            end = start + total
+            if end + 2 > n:
+                self._wait = (verb, subject, reply, sid, hsize)
+                self._need = total + 2
+                self._chunks = [b[start:]]
+                self._have = n - start
+                return
+            if b[end:end + 2] != CRLF:
+                append(("!", None, None, None, None,
+                        f"{verb} payload of {total} bytes not followed by CRLF "
+                        f"(found {b[end:end + 2]!r}); message dropped"))
+                self._resync, self._here = True, False
+                p = start
+                continue
+            if verb[0] == "H":
+                append((verb, subject, reply, sid, b[start:start + hsize], b[start + hsize:end]))
+            else:
+                append((verb, subject, reply, sid, None, b[start:end]))
+            p = end + 2
 
     def _find_line(self, b: bytes, p: int) -> int:
         """Offset of the next line starting with a verb, or -1 having kept

@@ -24,7 +24,7 @@ from lbparse.capture.nats import MESSAGE_VERBS
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import PcapSource
 from lbparse.capture.pcapng import PcapngSource
-from lbparse.capture.records import (CLIENT_TO_SERVER, SERVER_TO_CLIENT, Record, read_jsonl,
+from lbparse.capture.records import (Record, read_jsonl,
                                      read_parquet)
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.errors import EnvelopeError
@@ -111,114 +111,64 @@ def _endpoint(addr: bytes, port: int) -> str:
     return f"[{ipaddress.IPv6Address(addr)}]:{port}"
 
 
-_TCP = struct.Struct("!HHIIH").unpack_from
+# Ethernet + IPv4 without options + the TCP header's first 14 bytes, in one
+# call: ethertype, version/IHL, total length, flags/fragment offset,
+# protocol, then addresses and ports (the flow key), seq, ack, offset/flags.
+_FAST = struct.Struct("!12xHBxHxxHxB2x12sIIH").unpack_from
+_TCP = struct.Struct("!4xIIH").unpack_from
 _ACK, _RST, _SYN, _FIN = 0x10, 0x04, 0x02, 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
-def frames_to_records(packets: Iterable[tuple], notices: list[Notice], stats: Stats
-                      ) -> Iterator[tuple[float, Direction, tuple]]:
-    """TCP reassembly of `packets`: yields (ts, direction, frame) for every
-    NATS frame, and appends `Notice`s to `notices` as they arise."""
-    flows: dict[bytes, Direction] = {}
-    unsupported: set[int] = set()
-    tcp_unpack = _TCP
-    ts = None
-    for ts, lt, buf, off, caplen, wirelen in packets:
-        stats.packets += 1
-        end = off + caplen
-        if lt == 1 and caplen >= 34 and buf[off + 12] == 8 and buf[off + 13] == 0:
-            ip = off + 14
-        else:
-            if lt not in SUPPORTED:
-                if lt not in unsupported:
-                    unsupported.add(lt)
-                    notices.append(Notice("protocol", f"link type {lt} is not supported; "
-                                          "its packets are skipped", ts))
-                stats.skipped_packets += 1
-                continue
-            ip = ip_offset(lt, buf, off, end)
-            if ip < 0 or ip >= end:
-                stats.skipped_packets += 1
-                continue
-        # How many bytes the capture cut off the end of this packet.
-        cut = wirelen - caplen if wirelen > caplen else 0
-        b0 = buf[ip]
-        if b0 >> 4 == 4:
-            if buf[ip + 9] != 6 or buf[ip + 6] & 0x3F or buf[ip + 7] or ip + 20 > end:
-                stats.skipped_packets += 1  # not TCP, or a fragment
-                continue
-            tot = buf[ip + 2] << 8 | buf[ip + 3]
-            tcp = ip + (b0 & 15) * 4
-            addr = buf[ip + 12:ip + 20]
-            # Segmentation offload leaves the total length 0 in captures.
-            ip_end = ip + tot if tot else end + cut
-        elif b0 >> 4 == 6 and ip + 40 <= end:
-            nh = buf[ip + 6]
-            tcp = ip + 40
-            ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
-            while nh in _IPV6_EXT and tcp + 8 <= end:
-                nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
-            if nh != 6:
-                stats.skipped_packets += 1
-                continue
-            addr = buf[ip + 8:ip + 40]
-        else:
-            stats.skipped_packets += 1
-            continue
-        if tcp + 20 > end:
-            stats.skipped_packets += 1
-            continue
-        sport, dport, seq, ack, offflags = tcp_unpack(buf, tcp)
-        data = tcp + (offflags >> 12) * 4
-        avail = (ip_end if ip_end < end else end) - data
-        if avail < 0:
-            avail = 0
-        missing = ip_end - data - avail
-        if missing < 0:
-            missing = 0
-        key = addr + buf[tcp:tcp + 4]
-        d = flows.get(key)
-        if d is None:
-            if not (avail or missing or offflags & _SYN):
-                continue  # a bare ACK of a connection we know nothing of
-            half = len(addr) // 2
-            src, dst = _endpoint(addr[:half], sport), _endpoint(addr[half:], dport)
-            d, r = Direction(src, dst), Direction(dst, src)
-            d.peer, r.peer = r, d
-            flows[key] = d
-            flows[addr[half:] + addr[:half] + buf[tcp + 2:tcp + 4] + buf[tcp:tcp + 2]] = r
-        if offflags & _ACK:
-            d.ack = ack
-        if offflags & (_SYN | _FIN | _RST):
-            if offflags & _SYN:
-                d.syn(seq, notices, ts)
-                d.client = not offflags & _ACK
-                d.peer.client = not d.client
-                seq = (seq + 1) & MASK
-        if avail:
-            if seq == d.next_seq and not missing and not d.pending:
-                d.next_seq = (seq + avail) & MASK
-                frames = d.parser.feed(buf[data:data + avail])
-            else:
-                frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
-            for fr in frames:
-                yield ts, d, fr
-        elif missing:
-            for fr in d.segment(seq, b"", missing, notices, ts):
-                yield ts, d, fr
-        if offflags & (_FIN | _RST):
-            d.closed = True
-            for fr in d.finish(notices, ts):
-                yield ts, d, fr
-            if offflags & _RST or d.peer.closed:
-                for fr in d.peer.finish(notices, ts):
-                    yield ts, d.peer, fr
-                flows.pop(key, None)
-                flows.pop(next((k for k, v in flows.items() if v is d.peer), b""), None)
-    for d in list(flows.values()):
-        for fr in d.finish(notices, ts):
-            yield ts, d, fr
+def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
+    """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
+    data offset, IP end offset), or None for what is not TCP over IP. The
+    key is source address, destination address, source and destination port."""
+    end = off + caplen
+    ip = ip_offset(lt, buf, off, end)
+    if ip < 0 or ip + 20 > end:
+        return None
+    b0 = buf[ip]
+    if b0 >> 4 == 4:
+        if buf[ip + 9] != 6 or buf[ip + 6] & 0x3F or buf[ip + 7]:
+            return None  # not TCP, or a fragment
+        tot = buf[ip + 2] << 8 | buf[ip + 3]
+        tcp = ip + (b0 & 15) * 4
+        addr = buf[ip + 12:ip + 20]
+        # Segmentation offload leaves the total length 0 in captures.
+        ip_end = ip + tot if tot else -1
+    elif b0 >> 4 == 6 and ip + 40 <= end:
+        nh = buf[ip + 6]
+        tcp = ip + 40
+        ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
+        while nh in _IPV6_EXT and tcp + 8 <= end:
+            nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
+        if nh != 6:
+            return None
+        addr = buf[ip + 8:ip + 40]
+    else:
+        return None
+    if tcp + 20 > end:
+        return None
+    seq, ack, offflags = _TCP(buf, tcp)
+    return addr + buf[tcp:tcp + 4], seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
+
+
+def _new_flow(flows: dict[bytes, Direction], key: bytes) -> Direction:
+    half = (len(key) - 4) // 2
+    sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
+    src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
+    d, r = Direction(src, dst), Direction(dst, src)
+    d.peer, r.peer = r, d
+    flows[key] = d
+    flows[key[half:2 * half] + key[:half] + key[-2:] + key[-4:-2]] = r
+    return d
+
+
+def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
+    half = (len(key) - 4) // 2
+    flows.pop(key, None)
+    flows.pop(key[half:2 * half] + key[:half] + key[-2:] + key[-4:-2], None)
 
 
 def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) -> Any:
@@ -308,45 +258,173 @@ class CaptureReader:
         self.stats.bytes_read = self.size
 
     def _packets(self, src: Any) -> Iterator[Record]:
+        # One loop from packets to records: this is where the time goes, so
+        # the common case (Ethernet, IPv4, the next segment in order) takes
+        # the fewest steps and everything else calls out.
         from lbparse.api import decode
 
         stats, layout, want_decode = self.stats, self.layout, self.decode
         verbs, pattern = self.verbs, self.subject
+        per_subject, per_verb = stats.per_subject, stats.per_verb
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
-        for ts, d, fr in frames_to_records(src, notices, stats):
-            if notices:
+        flows: dict[bytes, Direction] = {}
+        unsupported: set[int] = set()
+        fast = _FAST
+        npk = 0
+        ts = None
+        try:
+            for ts, lt, buf, off, caplen, wirelen in src:
+                npk += 1
+                parts = None
+                if lt == 1 and caplen >= 54:
+                    et, vihl, tot, frag, proto, key, seq, ack, offflags = fast(buf, off)
+                    if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
+                        data = off + 34 + (offflags >> 12) * 4
+                        ip_end = off + 14 + tot if tot else -1
+                    else:
+                        parts = dissect(lt, buf, off, caplen)
+                        if parts is None:
+                            stats.skipped_packets += 1
+                            continue
+                        key, seq, ack, offflags, data, ip_end = parts
+                else:
+                    if lt not in SUPPORTED:
+                        if lt not in unsupported:
+                            unsupported.add(lt)
+                            self._notice(Notice("protocol", f"link type {lt} is not supported; "
+                                                "its packets are skipped", ts))
+                        stats.skipped_packets += 1
+                        continue
+                    parts = dissect(lt, buf, off, caplen)
+                    if parts is None:
+                        stats.skipped_packets += 1
+                        continue
+                    key, seq, ack, offflags, data, ip_end = parts
+                end = off + caplen
+                if ip_end < 0:  # no IP length: the wire length tells
+                    ip_end = off + wirelen
+                if ip_end <= end:
+                    avail, missing = ip_end - data, 0
+                else:  # the capture cut this packet short
+                    avail, missing = end - data, ip_end - end
+                if avail < 0:
+                    missing, avail = missing + avail, 0
+                    if missing < 0:
+                        missing = 0
+                d = flows.get(key)
+                if d is None:
+                    if not (avail or missing or offflags & _SYN):
+                        continue  # a bare ACK of a connection we know nothing of
+                    d = _new_flow(flows, key)
+                if offflags & _ACK:
+                    d.ack = ack
+                if offflags & _SYN:
+                    d.syn(seq, notices, ts)
+                    d.client = not offflags & _ACK
+                    d.peer.client = not d.client
+                    seq = (seq + 1) & MASK
+                if avail:
+                    if seq == d.next_seq and not missing and not d.pending:
+                        d.next_seq = (seq + avail) & MASK
+                        frames = d.parser.feed(buf[data:data + avail])
+                    else:
+                        frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
+                elif missing:
+                    frames = d.segment(seq, b"", missing, notices, ts)
+                else:
+                    frames = None
+                if offflags & (_FIN | _RST):
+                    if frames:
+                        yield from self._emit(ts, d, frames, matched)
+                    for dd, frames in self._close(flows, key, d, offflags, notices, ts):
+                        yield from self._emit(ts, dd, frames, matched)
+                    frames = None
+                if notices:
+                    for n in notices:
+                        self._notice(n)
+                    notices.clear()
+                if not frames:
+                    continue
+                # What _emit does, inlined for the common case.
+                for fr in frames:
+                    verb = fr[0]
+                    if verb not in verbs:
+                        if verb == "!":
+                            self._notice(Notice("protocol", fr[5], ts, d.src, d.dst))
+                        elif verb not in MESSAGE_VERBS:
+                            stats.controls[verb] += 1
+                        continue
+                    subject = fr[1]
+                    if pattern is not None:
+                        ok = matched.get(subject)
+                        if ok is None:
+                            if len(matched) > 10000:
+                                matched.clear()
+                            ok = matched[subject] = subject_matches(pattern, subject)
+                        if not ok:
+                            continue
+                    rec = Record(ts, d, fr)
+                    stats.messages += 1
+                    per_subject[subject] += 1
+                    per_verb[verb] += 1
+                    if want_decode:
+                        try:
+                            env = rec.envelope = decode(fr[5], layout)
+                            stats.per_layout[env.layout] += 1
+                            stats.per_msg_type[str(env.msg_type_name)] += 1
+                        except EnvelopeError as exc:
+                            rec.error = exc
+                            stats.errors[exc.kind] += 1
+                    yield rec
+            for d in list(flows.values()):
+                frames = d.finish(notices, ts)
+                yield from self._emit(ts, d, frames, matched)
                 for n in notices:
                     self._notice(n)
                 notices.clear()
+        finally:
+            stats.packets += npk
+
+    def _emit(self, ts: float, d: Direction, frames: list[tuple],
+              matched: dict[str, bool]) -> Iterator[Record]:
+        """Records of `frames` from direction `d` (the general path)."""
+        from lbparse.api import decode
+
+        stats = self.stats
+        for fr in frames:
             verb = fr[0]
-            if verb not in verbs:
+            if verb not in self.verbs:
                 if verb == "!":
                     self._notice(Notice("protocol", fr[5], ts, d.src, d.dst))
                 elif verb not in MESSAGE_VERBS:
                     stats.controls[verb] += 1
                 continue
             subject = fr[1]
-            if pattern is not None:
+            if self.subject is not None:
                 ok = matched.get(subject)
                 if ok is None:
-                    if len(matched) > 10000:
-                        matched.clear()
-                    ok = matched[subject] = subject_matches(pattern, subject)
+                    ok = matched[subject] = subject_matches(self.subject, subject)
                 if not ok:
                     continue
-            rec = Record(ts, d.src, d.dst,
-                         CLIENT_TO_SERVER if verb[-3:] == "PUB" else SERVER_TO_CLIENT,
-                         verb, subject, fr[2], fr[3], fr[4], fr[5])
-            if want_decode:
+            rec = Record(ts, d, fr)
+            if self.decode:
                 try:
-                    rec.envelope = decode(rec.payload, layout)
+                    rec.envelope = decode(fr[5], self.layout)
                 except EnvelopeError as exc:
                     rec.error = exc
             stats.count(rec)
             yield rec
-        for n in notices:
-            self._notice(n)
+
+    @staticmethod
+    def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
+               notices: list[Notice], ts: float) -> list[tuple[Direction, list[tuple]]]:
+        d.closed = True
+        out = [(d, d.finish(notices, ts))]
+        if offflags & _RST or d.peer.closed:
+            out.append((d.peer, d.peer.finish(notices, ts)))
+            _drop_flow(flows, key)
+        return out
 
 
 def read_capture(path: str | os.PathLike[str], **options: Any) -> Iterator[Record]:

@@ -30,46 +30,73 @@ DIRECTION_OF_VERB = {"PUB": CLIENT_TO_SERVER, "HPUB": CLIENT_TO_SERVER,
                      "MSG": SERVER_TO_CLIENT, "HMSG": SERVER_TO_CLIENT}
 
 
-class Record:
-    """One NATS message; `envelope` or `error` once decoded (both None if not)."""
+class Endpoints:
+    """The two ends of a record's direction, as `host:port` strings."""
 
-    __slots__ = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid",
-                 "header_block", "payload", "envelope", "error")
+    __slots__ = ("src", "dst")
 
-    def __init__(self, ts: float, src: str, dst: str, direction: str, verb: str, subject: str,
-                 reply: str | None, sid: str | None, header_block: bytes | None,
-                 payload: bytes, envelope: Envelope | None = None,
-                 error: EnvelopeError | None = None) -> None:
-        self.ts = ts
+    def __init__(self, src: str, dst: str) -> None:
         self.src = src
         self.dst = dst
-        self.direction = direction
-        self.verb = verb
-        self.subject = subject
-        self.reply = reply
-        self.sid = sid
-        # Kept raw: most readers never look at headers, and parsing them
-        # for every message would cost more than the framing.
-        self.header_block = header_block
-        self.payload = payload
+
+
+class Record:
+    """One NATS message; `envelope` or `error` once decoded (both None if not).
+
+    Built from the parser's frame tuple and the connection direction it came
+    on, so that reading a capture makes one small object per message; the
+    fields are views of those. `Record.make` builds one from plain values.
+    `direction` follows from the verb: clients publish, servers deliver.
+    """
+
+    __slots__ = ("ts", "_ends", "_frame", "envelope", "error")
+
+    def __init__(self, ts: float, ends: Any, frame: tuple,
+                 envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
+        self.ts = ts
+        self._ends = ends    # anything with .src and .dst
+        self._frame = frame  # (verb, subject, reply, sid, header_block, payload)
         self.envelope = envelope
         self.error = error
+
+    @classmethod
+    def make(cls, ts: float, src: str, dst: str, verb: str, subject: str, reply: str | None,
+             sid: str | None, header_block: bytes | None, payload: bytes) -> "Record":
+        if verb not in DIRECTION_OF_VERB:
+            raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
+        return cls(ts, Endpoints(src, dst), (verb, subject, reply, sid, header_block, payload))
+
+    src = property(lambda self: self._ends.src, doc="sender, host:port")
+    dst = property(lambda self: self._ends.dst, doc="receiver, host:port")
+    verb = property(lambda self: self._frame[0], doc="PUB, HPUB, MSG or HMSG")
+    subject = property(lambda self: self._frame[1])
+    reply = property(lambda self: self._frame[2], doc="reply subject, None if none")
+    sid = property(lambda self: self._frame[3], doc="subscription id (MSG/HMSG), else None")
+    header_block = property(lambda self: self._frame[4],
+                            doc="the raw NATS/1.0 header block, None without one")
+    payload = property(lambda self: self._frame[5])
+
+    @property
+    def direction(self) -> str:
+        return DIRECTION_OF_VERB[self._frame[0]]
 
     @property
     def headers(self) -> list[list[str]] | None:
         """The header block as [key, value] pairs in wire order (None without one)."""
-        return None if self.header_block is None else parse_headers(self.header_block)
+        block = self._frame[4]
+        return None if block is None else parse_headers(block)
 
     @property
     def layout(self) -> str | None:
         return self.envelope.layout if self.envelope is not None else None
 
     def to_json_dict(self) -> dict[str, Any]:
+        verb, subject, reply, sid, _, payload = self._frame
         d: dict[str, Any] = {
-            "ts": self.ts, "src": self.src, "dst": self.dst, "direction": self.direction,
-            "verb": self.verb, "subject": self.subject, "reply": self.reply, "sid": self.sid,
-            "headers": self.headers,
-            "payload": base64.b64encode(self.payload).decode("ascii"),
+            "ts": self.ts, "src": self._ends.src, "dst": self._ends.dst,
+            "direction": DIRECTION_OF_VERB[verb], "verb": verb, "subject": subject,
+            "reply": reply, "sid": sid, "headers": self.headers,
+            "payload": base64.b64encode(payload).decode("ascii"),
         }
         if self.envelope is not None:
             d["envelope"] = self.envelope.to_json_dict()
@@ -125,10 +152,9 @@ def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
         try:
             d = json.loads(line)
             headers = d.get("headers")
-            yield Record(float(d["ts"]), d["src"], d["dst"], d["direction"], d["verb"],
-                         d["subject"], d.get("reply"), d.get("sid"),
-                         build_header_block(headers),
-                         base64.b64decode(d["payload"], validate=True))
+            yield Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
+                              d.get("reply"), d.get("sid"), build_header_block(headers),
+                              base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
 
@@ -241,5 +267,8 @@ def read_parquet(path: str) -> Iterator[Record]:
             headers = row.get("headers")
             block = (None if headers is None
                      else build_header_block([(h["key"], h["value"]) for h in headers]))
-            yield Record(row["ts"], row["src"], row["dst"], row["direction"], row["verb"],
-                         row["subject"], row.get("reply"), row.get("sid"), block, row["payload"])
+            try:
+                yield Record.make(row["ts"], row["src"], row["dst"], row["verb"], row["subject"],
+                                  row.get("reply"), row.get("sid"), block, row["payload"])
+            except ValueError as exc:
+                raise CaptureError("bad_record", f"{path}: {exc}") from None

@@ -1,0 +1,160 @@
+"""Capture reader speed: packets and megabytes per second, next to dpkt.
+
+Two captures are generated here (in a temporary directory): many small
+messages, one PUB or MSG per packet (the worst case per packet), and large
+messages spanning several 64 KiB loopback segments. For each, the median
+of several runs of:
+
+  dpkt     dpkt.pcap.Reader iteration alone (no decoding at all)
+  frames   lbparse's CaptureReader, decode=False: link, IP, TCP
+           reassembly, NATS framing, one Record per message
+  decoded  the same, with every payload decoded as an envelope (v0)
+
+and the ratio of each to dpkt's time. Target: frames >= 300,000 packets/s
+on small messages, and within 3x of dpkt's plain iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lbparse.capture import CaptureReader  # noqa: E402
+
+RUNS = 5
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _vector_payloads() -> list[bytes]:
+    lines = (ROOT / "tests" / "data" / "vectors.jsonl").read_text().splitlines()
+    vs = [json.loads(x) for x in lines if x]
+    return [bytes.fromhex(v["hex"]) for v in vs if v["layout"] == "v0"][:50] or [b"x" * 64]
+
+
+class PcapWriter:
+    """Ethernet/IPv4/TCP frames of one loopback connection, both directions."""
+
+    def __init__(self, path: str) -> None:
+        self.f = open(path, "wb", buffering=1 << 20)
+        self.f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        self.seq = {0: 1000, 1: 5000}
+        self.ts = 1_700_000_000.0
+        self.packets = 0
+
+    def send(self, side: int, data: bytes) -> None:
+        ports = (40000, 4222) if side == 0 else (4222, 40000)
+        tcp = struct.pack("!HHIIHHHH", ports[0], ports[1], self.seq[side], self.seq[1 - side],
+                          0x5018, 65535, 0, 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(data), 0, 0x4000, 64, 6, 0,
+                         b"\x7f\0\0\x01", b"\x7f\0\0\x01")
+        frame = b"\0" * 12 + b"\x08\x00" + ip + tcp + data
+        self.ts += 0.00001
+        sec = int(self.ts)
+        self.f.write(struct.pack("<IIII", sec, int((self.ts - sec) * 1e6), len(frame), len(frame)))
+        self.f.write(frame)
+        self.seq[side] = (self.seq[side] + len(data)) & 0xFFFFFFFF
+        self.packets += 1
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def make_small(path: str, n: int) -> int:
+    w = PcapWriter(path)
+    payloads = _vector_payloads()
+    for i in range(n // 2):
+        p = payloads[i % len(payloads)]
+        w.send(0, b"PUB lb.stream.%d  %d\r\n" % (i % 8, len(p)) + p + b"\r\n")
+        w.send(1, b"MSG lb.stream.%d 1 %d\r\n" % (i % 8, len(p)) + p + b"\r\n")
+    w.close()
+    return w.packets
+
+
+def make_large(path: str, n: int, size: int) -> int:
+    w = PcapWriter(path)
+    body = os.urandom(size)
+    mss = 65495 - 12  # loopback MTU, as a tcpdump on lo shows
+    for i in range(n):
+        frame = b"HPUB lb.big  12 %d\r\nNATS/1.0\r\n\r\n" % (size + 12) + body + b"\r\n"
+        for k in range(0, len(frame), mss):
+            w.send(0, frame[k:k + mss])
+    w.close()
+    return w.packets
+
+
+def median_time(fn: Callable[[], int], runs: int = RUNS) -> tuple[float, int]:
+    times, result = [], 0
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def run_dpkt(path: str) -> int:
+    import dpkt
+
+    n = 0
+    with open(path, "rb") as f:
+        for _ts, _buf in dpkt.pcap.Reader(f):
+            n += 1
+    return n
+
+
+def run_ours(path: str, decode: bool) -> int:
+    n = 0
+    for _rec in CaptureReader(path, layout="v0", decode=decode):
+        n += 1
+    return n
+
+
+def bench(name: str, path: str, packets: int) -> dict[str, float]:
+    mb = os.path.getsize(path) / 1e6
+    rows = []
+    t_dpkt, n = median_time(lambda: run_dpkt(path))
+    assert n == packets, (n, packets)
+    rows.append(("dpkt iteration", t_dpkt, None))
+    t_frames, msgs = median_time(lambda: run_ours(path, False))
+    rows.append(("lbparse frames", t_frames, msgs))
+    t_dec, _ = median_time(lambda: run_ours(path, True), runs=3)
+    rows.append(("lbparse decoded", t_dec, msgs))
+    print(f"\n{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB "
+          f"(median of {RUNS} runs; decoded: of 3)")
+    print(f"  {'':<16} {'seconds':>9} {'packets/s':>12} {'MB/s':>9} {'msgs/s':>11} {'x dpkt':>7}")
+    for label, t, m in rows:
+        print(f"  {label:<16} {t:9.4f} {packets / t:12,.0f} {mb / t:9.1f} "
+              f"{(m or 0) / t:11,.0f} {t / t_dpkt:7.2f}")
+    return {"pps": packets / t_frames, "ratio": t_frames / t_dpkt}
+
+
+def main() -> int:
+    small_n = int(os.environ.get("BENCH_SMALL_PACKETS", "200000"))
+    with tempfile.TemporaryDirectory(prefix="lbparse-bench-") as tmp:
+        small, large = os.path.join(tmp, "small.pcap"), os.path.join(tmp, "large.pcap")
+        ps = make_small(small, small_n)
+        pl = make_large(large, 300, 200_000)
+        s = bench("small messages (one per packet)", small, ps)
+        big = bench("large messages (200 kB, 4 segments each)", large, pl)
+    print(f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
+          f"{s['ratio']:.2f}x dpkt's time (target <= 3)")
+    print(f"large: {big['ratio']:.2f}x dpkt's time")
+    shared = Path("/work/shared/captures/nats_1000.pcap")
+    if shared.exists():
+        t, n = median_time(lambda: run_ours(str(shared), False))
+        td, _ = median_time(lambda: run_dpkt(str(shared)))
+        print(f"shared nats_1000.pcap: {n} messages in {t * 1000:.1f} ms "
+              f"({shared.stat().st_size / 1e6 / t:.0f} MB/s), {t / td:.2f}x dpkt's time")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
