@@ -11,6 +11,7 @@ from lbparse import layouts as _layouts
 from lbparse.dispatch import layout_named
 from lbparse.envelope import Buffer, Envelope, as_bytes
 from lbparse.header import Header, read_header, resolve_msg_type
+from lbparse.payloads import BYTES
 
 __all__ = ["decode", "decode_header", "encode"]
 
@@ -65,9 +66,14 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
     """Validate and return the header without touching the payload (no CRC check)."""
     lay = layout_named(layout)
     data = as_bytes(data)
+    if not lay.has_header:
+        env = _layouts.decoder(layout)(data, False, lenient, BYTES)  # framing only
+        offset = len(data) - len(env.payload)
+        return Header(lay.name, None, None, None, None, None, None,  # type: ignore[arg-type]
+                      lay.default_payload_type or BYTES, (), offset)
     hl, flags, crc, byte7, warnings = read_header(data, lay, lenient)
     msg_type, name, ptype = resolve_msg_type(lay, byte7, None)
-    return Header(lay.name, 0, hl, flags, crc, msg_type, name, ptype, tuple(warnings))
+    return Header(lay.name, 0, hl, flags, crc, msg_type, name, ptype, tuple(warnings), hl)
 
 
 def encode(message: Any, *, layout: str = "v0", msg_type: int | None = None,

@@ -8,6 +8,8 @@
 - `proto/`: the `spec/proto/*.proto` schemas and `lbparse.desc`, a
   FileDescriptorSet of all of them (`protoc --include_imports`), for
   languages that load schemas at run time;
+- `flatbuffers/`: the `spec/flatbuffers/*.fbs` schema of the FlatBuffers
+  layouts, for flatc;
 - `msg_types.json`: the layouts and MsgType tables of the generated
   dispatch table (`lbparse_generated.dispatch`), and the error kinds.
 
@@ -199,6 +201,11 @@ def _write_support(folder: Path, desc: Path) -> list[Path]:
     for p in [*proto_files(), desc]:
         shutil.copyfile(p, proto / p.name)
         written.append(proto / p.name)
+    fbs = folder / "flatbuffers"
+    fbs.mkdir(exist_ok=True)
+    for p in sorted((SPEC / "flatbuffers").glob("*.fbs")):
+        shutil.copyfile(p, fbs / p.name)
+        written.append(fbs / p.name)
     table = folder / "msg_types.json"
     table.write_text(json.dumps(msg_type_table(), indent=2, ensure_ascii=False) + "\n",
                      encoding="utf-8")

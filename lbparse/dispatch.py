@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from lbparse_generated.dispatch import FIELD_ERRORS, HEADER_SEQ, LAYOUTS as _RAW_LAYOUTS
+from lbparse_generated.dispatch import FIELD_ERRORS, HEADER_SEQ, TOP_SEQ, LAYOUTS as _RAW_LAYOUTS
 
-__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,9 @@ class Layout:
     payload_alternatives: tuple[str, ...]
     msg_types: Mapping[int, MsgType]
     doc: str
+    payload_format: str = "protobuf"
+    recency: int = 0
+    bare_payloads: tuple[str, ...] = ()
     by_payload_type: Mapping[str, MsgType] = field(repr=False, default_factory=dict)
 
     @property
@@ -45,6 +48,17 @@ class Layout:
     def byte7_name(self) -> str | None:
         """What `msg_type_name` says when byte 7 is not a MsgType."""
         return None if self.byte7 in (None, "msg_type") else self.byte7.capitalize()
+
+    @property
+    def has_header(self) -> bool:
+        """Whether the layout starts with the 8-byte envelope header."""
+        return self.byte7 is not None
+
+    def codec_key(self, payload_type: str) -> str:
+        """Key of the payload codec: the type name, qualified by a non-protobuf format."""
+        if self.payload_format == "protobuf" or payload_type in ("raw", "bytes"):
+            return payload_type
+        return f"{self.payload_format}:{payload_type}"
 
     @property
     def payload_types(self) -> tuple[str, ...]:
@@ -69,6 +83,9 @@ def _build(name: str, raw: dict) -> Layout:
         msg_types=MappingProxyType(msg_types),
         doc=raw["doc"],
         by_payload_type=MappingProxyType(by_payload),
+        payload_format=raw["payload_format"],
+        recency=raw["recency"],
+        bare_payloads=tuple(raw["bare_payloads"]),
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import crc32c as _crc32c
 
-from lbparse.dispatch import Layout
+from lbparse.dispatch import LAYOUTS, Layout
 from lbparse.errors import EnvelopeError
 from lbparse.header import (
     CRC_HEADER_LEN,
@@ -23,7 +23,7 @@ from lbparse.header import (
     read_header,
     resolve_msg_type,
 )
-from lbparse.payloads import RAW, codec_for, payload_type_of
+from lbparse.payloads import RAW, ProtoCodec, codec_for, infer_payload_type, payload_type_of
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "encode_enveloped"]
@@ -84,7 +84,8 @@ class Envelope(tuple):
             "payload_type": self.payload_type,
         }
         if self.message is not None:
-            d["payload_json"] = codec_for(self.payload_type).to_json(self.message)
+            codec = codec_for(LAYOUTS[self.layout].codec_key(self.payload_type))
+            d["payload_json"] = codec.to_json(self.message)
         if self.payload_type == RAW and self.message is not None:
             d["commitlog_messages"] = [e.to_json_dict() for e in self.message.entries]
         for key in ("ambiguous", "layout_candidates", "payload_type_candidates", "reasons"):
@@ -110,10 +111,10 @@ def as_bytes(data: Buffer) -> bytes:
     raise TypeError(f"decode takes bytes, bytearray or memoryview, not {type(data).__name__}")
 
 
-def _raw_parser(ptype: str) -> Any:
+def _raw_parser(layout: Layout, ptype: str) -> Any:
     """The fastest callable that parses a payload type (may raise anything)."""
-    codec = codec_for(ptype)
-    return codec.python_type.FromString if ptype != RAW else codec.decode
+    codec = codec_for(layout.codec_key(ptype))
+    return codec.python_type.FromString if isinstance(codec, ProtoCodec) else codec.decode
 
 
 def _bad_payload(ptype: str, payload: bytes, exc: Exception) -> EnvelopeError:
@@ -134,13 +135,15 @@ class EnvelopedDecoder:
         self.layout = layout
         self.name = layout.name
         self.reserved = layout.byte7 == "reserved"  # nonzero byte 7 earns a warning
+        # The header does not name the payload type: infer it from wire types.
+        self.infer = bool(layout.payload_alternatives) and not layout.has_msg_type
         self.by_byte7: dict[int, tuple[int | None, str | None, str, Any]] = {}
         if layout.has_msg_type:
             for v, mt in layout.msg_types.items():
-                self.by_byte7[v] = (v, mt.name, mt.payload_type, _raw_parser(mt.payload_type))
+                self.by_byte7[v] = (v, mt.name, mt.payload_type, _raw_parser(layout, mt.payload_type))
         elif layout.default_payload_type:
             ptype = layout.default_payload_type
-            self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(ptype))
+            self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(layout, ptype))
 
     def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
                  payload_type: str | None = None) -> Envelope:
@@ -152,10 +155,13 @@ class EnvelopedDecoder:
                 raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
                                     f"payload bytes {hl}..{len(data)} give {actual:#010x}",
                                     offset=8, expected=crc, actual=actual)
+        candidates: list[str] = []
+        if self.infer and payload_type is None:
+            payload_type, candidates = infer_payload_type(self.layout.payload_types, payload)
         entry = self.by_byte7.get(byte7) if payload_type is None else None
         if entry is None:
             msg_type, name, ptype = resolve_msg_type(self.layout, byte7, payload_type)
-            parse = _raw_parser(ptype)
+            parse = _raw_parser(self.layout, ptype)
         else:
             msg_type, name, ptype, parse = entry
         try:
@@ -164,8 +170,12 @@ class EnvelopedDecoder:
             raise
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
             raise _bad_payload(ptype, payload, exc) from None
-        return _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
-                               message, tuple(found)))
+        env = _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
+                              message, tuple(found)))
+        if len(candidates) > 1:
+            env.ambiguous = True
+            env.payload_type_candidates = candidates
+        return env
 
 
 def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool) -> bytes:
@@ -184,7 +194,7 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
             raise ValueError(f"the {layout.name} layout carries {', '.join(layout.payload_types)}, "
                              f"not {ptype}")
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
-    payload = codec_for(ptype).encode(message)
+    payload = codec_for(layout.codec_key(ptype)).encode(message)
     header = dict(version=0, header_len=CRC_HEADER_LEN if crc else MIN_HEADER_LEN,
                   flags=FLAG_CRC if crc else 0, msg_type=msg_type)
     return _envelope_schema.build(

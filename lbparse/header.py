@@ -38,6 +38,7 @@ class Header(NamedTuple):
     msg_type_name: str | None
     payload_type: str
     warnings: tuple[str, ...] = ()
+    payload_offset: int = 0  # header_len, or past the LIFT cookie
 
 
 def _lenient_header_len(hl: int, flags: int, n: int) -> list[str]:

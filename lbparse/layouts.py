@@ -2,7 +2,8 @@
 
 Dispatch is by table: `DECODERS[name](data, verify_crc, lenient,
 payload_type)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
-declared in spec/envelope.ksy must have an entry (a test checks it).
+declared in spec/envelope.ksy must have an entry (a test checks it); `auto`
+decodes only (it classifies, then decodes with the layout it picked).
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from lbparse.dispatch import LAYOUTS
+from lbparse.detect import detect
 from lbparse.envelope import Envelope, EnvelopedDecoder, encode_enveloped
+from lbparse.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
+                                encode_plain)
 
 __all__ = ["DECODERS", "ENCODERS", "decoder", "encoder"]
 
@@ -29,8 +33,12 @@ def _enveloped(name: str) -> tuple[Decoder, Encoder]:
 
 DECODERS: dict[str, Decoder] = {}
 ENCODERS: dict[str, Encoder] = {}
-for _name in ("v0", "legacy"):
-    DECODERS[_name], ENCODERS[_name] = _enveloped(_name)
+for _name, _layout in LAYOUTS.items():
+    if _layout.has_header:
+        DECODERS[_name], ENCODERS[_name] = _enveloped(_name)
+DECODERS["lift-cookie"], ENCODERS["lift-cookie"] = decode_lift_cookie, encode_lift_cookie
+DECODERS["plain"], ENCODERS["plain"] = decode_plain, encode_plain
+DECODERS["auto"] = detect
 
 
 def _lookup(table: dict, name: str, what: str) -> Callable:

@@ -14,14 +14,15 @@ from typing import Any, Callable, Mapping
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
 
-from lbparse import commitlog
+from lbparse import commitlog, flatbuf
 from lbparse.dispatch import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-__all__ = ["CODECS", "PayloadCodec", "RAW", "codec_for", "message_class", "payload_type_of"]
+__all__ = ["BYTES", "CODECS", "PayloadCodec", "RAW", "codec_for", "message_class", "payload_type_of"]
 
 RAW = "raw"
+BYTES = "bytes"
 _MODULES = (api_pb2, internal_pb2)
 
 
@@ -108,9 +109,68 @@ class ReplicationResponseCodec(PayloadCodec):
         return commitlog.ReplicationResponse.from_json_dict(obj)
 
 
+class BytesCodec(PayloadCodec):
+    """Opaque bytes: plain NATS payloads and payloads no schema was ever given."""
+
+    name = BYTES
+    python_type = bytes
+
+    @staticmethod
+    def decode(payload: bytes) -> bytes:
+        return payload
+
+    def to_json(self, message: bytes) -> dict[str, Any]:
+        return {"hex": message.hex()}
+
+    def encode(self, message: bytes) -> bytes:
+        return bytes(message)
+
+    def from_json(self, obj: dict[str, Any]) -> bytes:
+        return bytes.fromhex(obj["hex"])
+
+
+class FlatBuffersCodec(PayloadCodec):
+    def __init__(self, table: str) -> None:
+        self.name = table
+        self.python_type = flatbuf.FlatTable
+
+        def decode(payload: bytes) -> flatbuf.FlatTable:
+            try:
+                return flatbuf.read_table(payload, table)
+            except flatbuf.FlatBufferError as exc:
+                raise EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) is not a "
+                                    f"FlatBuffers {table}: {exc}") from None
+
+        self.decode = decode
+
+    def to_json(self, message: flatbuf.FlatTable) -> dict[str, Any]:
+        return message.to_json_dict()
+
+    def encode(self, message: flatbuf.FlatTable) -> bytes:
+        return flatbuf.build_table(message)
+
+    def from_json(self, obj: dict[str, Any]) -> flatbuf.FlatTable:
+        return flatbuf.FlatTable.from_json_dict(self.name, obj)
+
+
+def _codec(layout_format: str, name: str) -> PayloadCodec:
+    if name == RAW:
+        return ReplicationResponseCodec()
+    if name == BYTES:
+        return BytesCodec()
+    if layout_format == "flatbuffers":
+        return FlatBuffersCodec(name)
+    return ProtoCodec(name)
+
+
 def _codecs() -> dict[str, PayloadCodec]:
-    names = {p for layout in LAYOUTS.values() for p in layout.payload_types}
-    return {n: ReplicationResponseCodec() if n == RAW else ProtoCodec(n) for n in sorted(names)}
+    codecs: dict[str, PayloadCodec] = {}
+    for layout in LAYOUTS.values():
+        for name in layout.payload_types:
+            key = layout.codec_key(name)
+            if key not in codecs:
+                codecs[key] = _codec(layout.payload_format, name)
+    return dict(sorted(codecs.items()))
 
 
 CODECS: Mapping[str, PayloadCodec] = _codecs()
@@ -128,7 +188,34 @@ def payload_type_of(message: Any) -> str:
     """The payload type name of a message object."""
     if isinstance(message, commitlog.ReplicationResponse):
         return RAW
+    if isinstance(message, (bytes, bytearray, memoryview)):
+        return BYTES
+    if isinstance(message, flatbuf.FlatTable):
+        return message.type_name
     if isinstance(message, ProtoMessage):
         return message.DESCRIPTOR.full_name
-    raise TypeError(f"cannot encode a {type(message).__name__}: not a protobuf message "
-                    "or a ReplicationResponse")
+    raise TypeError(f"cannot encode a {type(message).__name__}: not a protobuf message, "
+                    "FlatTable, ReplicationResponse or bytes")
+
+
+def infer_payload_type(layout_payload_types: tuple[str, ...], payload: bytes
+                       ) -> tuple[str, list[str]]:
+    """The protobuf type of a payload whose header does not name it.
+
+    Candidates are the types whose schema the top-level fields fit by field
+    number and wire type, and that parse. The first candidate in the layout's
+    order wins (the layout's default first); with none, the default.
+    """
+    from lbparse.wirefit import fits
+
+    candidates = []
+    for name in layout_payload_types:
+        codec = CODECS.get(name)
+        if not isinstance(codec, ProtoCodec) or not fits(payload, codec.python_type.DESCRIPTOR):
+            continue
+        try:
+            codec.decode(payload)
+        except EnvelopeError:
+            continue
+        candidates.append(name)
+    return (candidates[0] if candidates else layout_payload_types[0]), candidates

@@ -17,7 +17,7 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
-from lbparse.dispatch import FIELD_ERRORS, HEADER_SEQ, LAYOUTS
+from lbparse.dispatch import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
 from lbparse.errors import EnvelopeError
 from lbparse.header import FLAG_CRC, MIN_HEADER_LEN
 from lbparse_generated import construct_schema as cs
@@ -47,7 +47,9 @@ def _field_kind(field: str, data: bytes) -> str:
     return kind
 
 
-def _eof_kind(data: bytes) -> str:
+def _eof_kind(data: bytes, layout: str) -> str:
+    if not LAYOUTS[layout].has_header:
+        return "too_short"
     return "too_short" if len(data) < MIN_HEADER_LEN else "truncated"
 
 
@@ -57,7 +59,9 @@ def _msg_type_ok(layout: str, byte7: int) -> bool:
 
 
 def _result(layout: str, version: int, header_len: int, flags: int, crc: int | None,
-            byte7: int) -> HeaderResult:
+            byte7: int, payload_offset: int) -> HeaderResult:
+    if not LAYOUTS[layout].has_header:
+        return HeaderResult(None, dict.fromkeys(HEADER_FIELDS), payload_offset)
     if not _msg_type_ok(layout, byte7):
         return HeaderResult("unknown_msg_type")
     msg_type = byte7 if LAYOUTS[layout].has_msg_type else None
@@ -71,13 +75,16 @@ def kaitai_header(data: bytes, layout: str = "v0") -> HeaderResult:
     try:
         env = LiftbridgeEnvelope(lay_enum, KaitaiStream(BytesIO(data)))
     except EOFError:
-        return HeaderResult(_eof_kind(data))
+        return HeaderResult(_eof_kind(data, layout))
     except kaitaistruct.ValidationFailedError as exc:
-        field = HEADER_SEQ[int(exc.src_path.rsplit("/", 1)[1])]
+        seq = HEADER_SEQ if exc.src_path.startswith("/types/header/") else TOP_SEQ
+        field = seq[int(exc.src_path.rsplit("/", 1)[1])]
         return HeaderResult(_field_kind(field, data))
-    h = env.header
+    h = getattr(env, "header", None)  # Kaitai leaves absent fields unset
+    if h is None:
+        return _result(layout, 0, 0, 0, None, 0, len(data) - len(env.payload))
     return _result(layout, h.version, h.header_len, h.flags,
-                   env.crc32c if h.has_crc else None, h.msg_type)
+                   env.crc32c if h.has_crc else None, h.msg_type, h.header_len)
 
 
 def construct_header(data: bytes, layout: str = "v0") -> HeaderResult:
@@ -89,9 +96,12 @@ def construct_header(data: bytes, layout: str = "v0") -> HeaderResult:
         field = str(exc.path).rsplit("_valid_", 1)[1].strip()
         return HeaderResult(_field_kind(field, data))
     except construct.StreamError:
-        return HeaderResult(_eof_kind(data))
+        return HeaderResult(_eof_kind(data, layout))
     h = env.header
-    return _result(layout, h.version, h.header_len, h.flags, env.crc32c, h.msg_type)
+    if h is None:
+        return _result(layout, 0, 0, 0, None, 0, len(data) - len(env.payload))
+    return _result(layout, h.version, h.header_len, h.flags, env.crc32c, h.msg_type,
+                   h.header_len)
 
 
 def fast_header(data: bytes, layout: str = "v0") -> HeaderResult:
@@ -102,7 +112,7 @@ def fast_header(data: bytes, layout: str = "v0") -> HeaderResult:
     except EnvelopeError as exc:
         return HeaderResult(exc.kind)
     fields = {k: getattr(h, k) for k in HEADER_FIELDS}
-    return HeaderResult(None, fields, h.header_len)
+    return HeaderResult(None, fields, h.payload_offset)
 
 
 PARSERS: dict[str, Callable[[bytes, str], HeaderResult]] = {

@@ -139,7 +139,12 @@ class _ExprTranslator:
     def _member(self, type_name: str, name: str) -> str:
         if name == "_":
             return "v"
-        spec = self.ksy["types"][type_name]
+        if name in {p["id"] for p in self.ksy.get("params", [])}:
+            if name != "layout":
+                raise ValueError(f"unsupported parameter {name}")
+            return "layout_id"
+        root = type_name == self.ksy["meta"]["id"]
+        spec = self.ksy if root else self.ksy["types"][type_name]
         if any(f["id"] == name for f in spec.get("seq", [])):
             return f"h.{name}"
         inst = spec.get("instances", {}).get(name)
@@ -170,7 +175,8 @@ def _size(field: dict[str, Any]) -> int:
 def _check(field: dict[str, Any], tr: _ExprTranslator) -> str | None:
     """Lua expression of the field's check (`v` the value, `h` the header), or None."""
     if "contents" in field:
-        raw = "".join(chr(b) for b in field["contents"])
+        c = field["contents"]
+        raw = c if isinstance(c, str) else "".join(chr(b) for b in c)
         return f"(v == {_lua_str(raw)})"
     valid = field.get("valid")
     if valid is None:
@@ -210,7 +216,12 @@ def _fields_lua(ksy: dict[str, Any]) -> tuple[str, int]:
             f"function(v, h, layout_id) return {check} end" if check else "nil",
             f"function(h, layout_id) return {cond} end" if cond else "nil")
 
+    # Fields that exist only in layouts without the envelope header (the
+    # LIFT cookie) are not the dissector's: it dissects enveloped layouts.
+    headerless = [f"layout::{lay.kaitai_id}" for lay in LAYOUTS.values() if not lay.has_header]
     for top in ksy["seq"]:
+        if any(str(top.get("if", "")).replace(" ", "") == f"layout=={h}" for h in headerless):
+            continue
         if top.get("type") in ksy.get("types", {}):
             start = offset
             for field in ksy["types"][top["type"]].get("seq", []):

@@ -20,7 +20,12 @@ doc: |
   name of the payload type (a protobuf message, `raw` for bytes with a
   layout of their own), `-byte7` what header byte 7 means in a layout,
   `-msg-types` which enum names that layout's MsgTypes, `-internal` marks
-  server-to-server RPCs.
+  server-to-server RPCs, `-payload-format` says how payloads are encoded
+  (protobuf unless it says flatbuffers), `-recency` ranks the layouts from
+  the newest (1), which auto-detection prefers when bytes fit several,
+  and `-bare-payloads` lists payload types that travel without the cookie.
+  Payload type `raw` is a ReplicationResponse (see commitlog.ksy) and
+  `bytes` opaque bytes.
 
   The checks declared with `valid` make this a strict parser: it accepts
   exactly what lbparse accepts by default. What it cannot express (the
@@ -32,15 +37,24 @@ params:
     enum: layout
     doc: Which generation of the format wrote the bytes.
 seq:
+  - id: cookie
+    contents: LIFT
+    if: layout == layout::lift_cookie
+    -error: bad_magic
+    doc: |
+      The ASCII cookie `LIFT` that Liftbridge clients up to v0.0.1-alpha put
+      in front of a protobuf `proto.Message`. (Their acks were a bare
+      `proto.Ack` with no prefix at all, that is the `plain` layout.)
   - id: header
     size: 8
     type: header
+    if: has_header
     doc: |
-      The fixed part of the header. Read as one 8-byte block first, so that
-      anything shorter is "too short" before any of its fields is judged.
+      The fixed part of the envelope header. Read as one 8-byte block first,
+      so that anything shorter is "too short" before any field is judged.
   - id: crc32c
     type: u4
-    if: header.has_crc
+    if: has_header and header.has_crc
     -error: truncated
     doc: |
       CRC-32C (Castagnoli polynomial) of the payload, that is of every
@@ -48,9 +62,18 @@ seq:
       flag is set, which requires `header_len` 12.
   - id: payload
     size-eos: true
+    valid:
+      expr: layout != layout::lift_cookie or _.length > 0
+    -error: too_short
     doc: |
-      The message itself, from `header_len` to the end. Its type follows
-      from the layout and, where the layout has one, the MsgType.
+      The message itself, from `header_len` (or after the cookie) to the
+      end. Its type follows from the layout and, where the layout has one,
+      the MsgType. A LIFT message is never empty: the old client required
+      more than the 4 cookie bytes.
+instances:
+  has_header:
+    value: layout != layout::lift_cookie and layout != layout::plain
+    doc: Whether the layout starts with the 8-byte envelope header.
 types:
   header:
     doc: |
@@ -107,6 +130,16 @@ types:
         enum: v0_msg_type
         if: _root.layout == layout::v0
         doc: Byte 7 read as a v0 MsgType. Values outside the enum are unknown.
+      flatbuffers_msg_type:
+        value: msg_type
+        enum: flatbuffers_msg_type
+        if: _root.layout == layout::flatbuffers
+        doc: Byte 7 read with the FlatBuffers branch table.
+      flatbuffers_draft_msg_type:
+        value: msg_type
+        enum: flatbuffers_draft_msg_type
+        if: _root.layout == layout::flatbuffers_draft
+        doc: Byte 7 read with the FlatBuffers draft table.
 enums:
   layout:
     0:
@@ -117,6 +150,7 @@ enums:
       -name: v0
       -byte7: msg_type
       -msg-types: v0_msg_type
+      -recency: 1
     1:
       id: legacy
       doc: |
@@ -127,6 +161,49 @@ enums:
       -byte7: reserved
       -payload: proto.Message
       -payload-alternatives: [proto.Ack]
+      -recency: 2
+    2:
+      id: flatbuffers
+      doc: |
+        The FlatBuffers experiment as the `flatbuffers` branch README of
+        Liftbridge's API repository documents it (Feb 2020): byte 7 is a
+        MsgType from its own table, payloads are FlatBuffers tables of
+        `spec/flatbuffers/api.fbs`.
+      -name: flatbuffers
+      -byte7: msg_type
+      -msg-types: flatbuffers_msg_type
+      -payload-format: flatbuffers
+      -recency: 3
+    3:
+      id: flatbuffers_draft
+      doc: |
+        The first FlatBuffers draft (Nov 2019, seed document 004): a MsgType
+        table without Ack, where 1 means Replication.
+      -name: flatbuffers-draft
+      -byte7: msg_type
+      -msg-types: flatbuffers_draft_msg_type
+      -payload-format: flatbuffers
+      -recency: 4
+    4:
+      id: lift_cookie
+      doc: |
+        Liftbridge clients up to v0.0.1-alpha (2018 to Feb 2020): no envelope
+        header, the 4 ASCII bytes `LIFT` then a protobuf `proto.Message`.
+        Acks of that era were a bare `proto.Ack` without the cookie.
+      -name: lift-cookie
+      -payload: proto.Message
+      -payload-alternatives: [proto.Ack]
+      -bare-payloads: [proto.Ack]
+      -recency: 5
+    5:
+      id: plain
+      doc: |
+        A NATS payload that is not an envelope of any generation: plain bytes
+        published by a non-Liftbridge client. Upstream stores such bytes as
+        the value of a plain message.
+      -name: plain
+      -payload: bytes
+      -recency: 6
   v0_msg_type:
     0:
       id: publish
@@ -219,3 +296,30 @@ enums:
       -name: PartitionNotification
       -payload: protocol.PartitionNotification
       -internal: true
+  flatbuffers_msg_type:
+    0:
+      id: publish
+      doc: A message to publish.
+      -name: Publish
+      -payload: proto.PublishRequest
+    1:
+      id: ack
+      doc: The acknowledgement of a published message.
+      -name: Ack
+      -payload: proto.Ack
+    2:
+      id: replication
+      doc: Replication traffic; the experiment never defined its payload.
+      -name: Replication
+      -payload: bytes
+  flatbuffers_draft_msg_type:
+    0:
+      id: publish
+      doc: A message to publish.
+      -name: Publish
+      -payload: proto.PublishRequest
+    1:
+      id: replication
+      doc: Replication traffic; the draft never defined its payload.
+      -name: Replication
+      -payload: bytes

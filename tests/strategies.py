@@ -8,7 +8,10 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 from hypothesis import strategies as st
 
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.payloads import CODECS, RAW, message_class
+from lbparse.dispatch import LAYOUTS
+from lbparse.flatbuf import FlatTable
+from lbparse.payloads import BYTES, CODECS, RAW, message_class
+from lbparse_generated.fb_schema import ENUMS, TABLES
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 INTS = {
@@ -97,7 +100,34 @@ REPLICATION_RESPONSES = st.builds(
 )
 
 
-def payloads(payload_type: str) -> st.SearchStrategy[Any]:
+_FB_SCALARS = {"uint32": st.integers(0, 2**32 - 1), "int64": st.integers(-2**63, 2**63 - 1)}
+
+
+def flat_tables(type_name: str, depth: int = 0) -> st.SearchStrategy[FlatTable]:
+    """Random FlatBuffers tables: any subset of the fields, each any value."""
+    def value(ftype: str) -> st.SearchStrategy[Any]:
+        if ftype == "string":
+            return TEXT
+        if ftype == "[ubyte]":
+            return st.binary(max_size=16)
+        if ftype.startswith("enum "):
+            return st.sampled_from(sorted(ENUMS[ftype[5:]]["values"]))
+        if ftype.startswith("["):
+            return st.lists(flat_tables(ftype[1:-1], depth + 1), max_size=3)
+        return _FB_SCALARS[ftype]
+
+    fields = {name: value(ftype) for _, name, ftype in TABLES[type_name]}
+    return st.builds(lambda chosen: FlatTable(type_name, chosen),
+                     st.fixed_dictionaries({}, optional=fields))
+
+
+def payloads(payload_type: str, layout: str = "v0") -> st.SearchStrategy[Any]:
+    """Random payload objects of a type, as the layout encodes it."""
     if payload_type == RAW:
         return REPLICATION_RESPONSES
-    return messages(CODECS[payload_type].python_type.DESCRIPTOR)
+    if payload_type == BYTES:
+        return st.binary(max_size=32)
+    codec = CODECS[LAYOUTS[layout].codec_key(payload_type)]
+    if codec.python_type is FlatTable:
+        return flat_tables(payload_type)
+    return messages(codec.python_type.DESCRIPTOR)

@@ -10,11 +10,7 @@ import lbparse
 from lbparse.reference import PARSERS, commitlog_entries
 from vectors import data, params
 
-ENVELOPED = [name for name, lay in lbparse.LAYOUTS.items() if lay.byte7 is not None]
-
-
-def _layout_for(v: dict) -> str:
-    return v["layout"] if v["layout"] in ENVELOPED else "v0"
+LAYOUTS = list(lbparse.LAYOUTS)
 
 
 def _agree(raw: bytes, layout: str) -> None:
@@ -24,9 +20,11 @@ def _agree(raw: bytes, layout: str) -> None:
         assert res == first, f"{name} says {res}, lbparse says {first}"
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("v", params())
-def test_header_parsers_agree_on_vector(v: dict) -> None:
-    _agree(data(v), _layout_for(v))
+def test_header_parsers_agree_on_vector(v: dict, layout: str) -> None:
+    """Every vector under every layout, not just its own: errors included."""
+    _agree(data(v), layout)
 
 
 @pytest.mark.parametrize("v", params(lambda v: v["expect"].get("payload_type") == "raw"))
@@ -38,17 +36,18 @@ def test_commitlog_parsers_agree(v: dict) -> None:
     assert len(got["lbparse"]) == len(v["expect"]["commitlog_messages"])
 
 
-@pytest.mark.parametrize("layout", ENVELOPED)
+@pytest.mark.parametrize("layout", LAYOUTS)
 @settings(max_examples=300, deadline=None)
 @given(raw=st.binary(max_size=24) | st.binary(min_size=1, max_size=16).map(
-    lambda tail: bytes.fromhex("b90e43b4") + tail))
+    lambda tail: bytes.fromhex("b90e43b4") + tail) | st.binary(max_size=6).map(
+    lambda tail: b"LIFT" + tail))
 @example(raw=bytes.fromhex("b90e43b4000c0000"))
 @example(raw=bytes.fromhex("b90e43b4000c01"))
 def test_header_parsers_agree_on_random_bytes(layout: str, raw: bytes) -> None:
     _agree(raw, layout)
 
 
-@pytest.mark.parametrize("layout", ENVELOPED)
+@pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
 @settings(max_examples=200, deadline=None)
 @given(version=st.sampled_from([0, 0, 0, 1]), hl=st.sampled_from([0, 7, 8, 9, 12, 13, 40]),
        flags=st.integers(0, 255), byte7=st.integers(0, 20), tail=st.binary(max_size=20))

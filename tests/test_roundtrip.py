@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import lbparse
 from lbparse.payloads import CODECS
 from strategies import payloads
 from vectors import data, params
 
-ENVELOPED = [name for name, lay in lbparse.LAYOUTS.items() if lay.byte7 is not None]
-
-
 def _pairs() -> list[tuple[str, str]]:
-    return [(layout, ptype) for layout in ENVELOPED
+    return [(layout, ptype) for layout in lbparse.LAYOUTS
             for ptype in lbparse.LAYOUTS[layout].payload_types]
 
 
@@ -23,10 +20,13 @@ def _pairs() -> list[tuple[str, str]]:
 @given(data=st.data(), crc=st.booleans())
 def test_decode_encode_roundtrip(layout: str, payload_type: str, data: st.DataObject,
                                  crc: bool) -> None:
-    message = data.draw(payloads(payload_type))
+    lay = lbparse.LAYOUTS[layout]
+    crc = crc and lay.has_header
+    message = data.draw(payloads(payload_type, layout))
+    if layout == "lift-cookie" and payload_type not in lay.bare_payloads:
+        assume(message.ByteSize() > 0)  # "LIFT" alone is refused (see next test)
     wire = lbparse.encode(message, layout=layout, crc=crc)
-    env = lbparse.decode(wire, layout, payload_type=payload_type
-                         if not lbparse.LAYOUTS[layout].has_msg_type else None)
+    env = lbparse.decode(wire, layout, payload_type=None if lay.has_msg_type else payload_type)
     assert env.message == message
     assert env.payload_type == payload_type
     assert (env.crc32c is not None) == crc
@@ -69,3 +69,11 @@ def test_encode_refuses_a_type_the_layout_does_not_carry() -> None:
         lbparse.encode(lbparse.message_class("protocol.ServerInfoRequest")(), layout="legacy")
     with pytest.raises(ValueError, match="MsgType 1 does not carry"):
         lbparse.encode(lbparse.message_class("proto.Message")(), msg_type=1)
+
+
+def test_lift_cookie_refuses_an_empty_message() -> None:
+    with pytest.raises(ValueError, match="cookie 'LIFT' alone"):
+        lbparse.encode(lbparse.message_class("proto.Message")(), layout="lift-cookie")
+    with pytest.raises(lbparse.EnvelopeError) as info:
+        lbparse.decode(b"LIFT", "lift-cookie")
+    assert info.value.kind == "too_short"

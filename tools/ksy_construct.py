@@ -44,6 +44,7 @@ class Emitter:
         self.root = ksy["meta"]["id"]
         if ksy["meta"].get("endian") != "be":
             raise UnsupportedKsy("only big-endian specs are supported")
+        self.params = {p["id"] for p in ksy.get("params", [])}
         self.enums = {
             name: {self._enum_id(v): int(k) for k, v in table.items()}
             for name, table in ksy.get("enums", {}).items()
@@ -80,11 +81,14 @@ class Emitter:
                 out.append("this._params")
             elif ident[0].isdigit():
                 out.append(tok)
+            elif ident in self.params and not (out and out[-1].endswith(".")):
+                out.append(f"this._params.{ident}")
             else:
                 out.append(f"this.{ident}")
         # `_root.x` only ever names a parameter in our specs, and construct
         # keeps parse/build keyword arguments in `_params`.
-        return "lambda this: " + "".join(out)
+        text = re.sub(r"(this(?:\.\w+)+)\.length\b", r"len(\1)", "".join(out))
+        return "lambda this: " + text
 
     def type_name(self, name: str) -> str:
         return f"{self.root}__{name}"

@@ -20,6 +20,8 @@ liftbridge_envelope__header = Struct(
     "has_crc" / Computed(lambda this: this.flags & 1 != 0),
     "msg_type" / Int8ub,
     "v0_msg_type" / If(lambda this: this._params.layout == 0, Computed(lambda this: this.msg_type)),
+    "flatbuffers_msg_type" / If(lambda this: this._params.layout == 2, Computed(lambda this: this.msg_type)),
+    "flatbuffers_draft_msg_type" / If(lambda this: this._params.layout == 3, Computed(lambda this: this.msg_type)),
 )
 
 # Liftbridge puts a small binary header (the "envelope") in front of every
@@ -35,14 +37,21 @@ liftbridge_envelope__header = Struct(
 # `-payload` the full name of the payload type (a protobuf message, `raw` for
 # bytes with a layout of their own), `-byte7` what header byte 7 means in a
 # layout, `-msg-types` which enum names that layout's MsgTypes, `-internal`
-# marks server-to-server RPCs. The checks declared with `valid` make this a
-# strict parser: it accepts exactly what lbparse accepts by default. What it
-# cannot express (the CRC-32C value over the payload) is left to the code that
-# uses it.
+# marks server-to-server RPCs, `-payload-format` says how payloads are encoded
+# (protobuf unless it says flatbuffers), `-recency` ranks the layouts from the
+# newest (1), which auto-detection prefers when bytes fit several, and
+# `-bare-payloads` lists payload types that travel without the cookie. Payload
+# type `raw` is a ReplicationResponse (see commitlog.ksy) and `bytes` opaque
+# bytes. The checks declared with `valid` make this a strict parser: it accepts
+# exactly what lbparse accepts by default. What it cannot express (the CRC-32C
+# value over the payload) is left to the code that uses it.
 liftbridge_envelope = Struct(
-    "header" / FixedSized(lambda this: 8, liftbridge_envelope__header),
-    "crc32c" / If(lambda this: this.header.has_crc, Int32ub),
+    "has_header" / Computed(lambda this: this._params.layout != 4 and this._params.layout != 5),
+    "cookie" / If(lambda this: this._params.layout == 4, Const(b'LIFT')),
+    "header" / If(lambda this: this.has_header, FixedSized(lambda this: 8, liftbridge_envelope__header)),
+    "crc32c" / If(lambda this: this.has_header and this.header.has_crc, Int32ub),
     "payload" / GreedyBytes,
+    "_valid_payload" / Check(lambda this: this._params.layout != 4 or len(this.payload) > 0),
 )
 
 

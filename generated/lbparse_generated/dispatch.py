@@ -12,6 +12,9 @@ LAYOUTS = {'v0': {'id': 0,
         'byte7': 'msg_type',
         'payload': None,
         'payload_alternatives': (),
+        'bare_payloads': (),
+        'payload_format': 'protobuf',
+        'recency': 1,
         'msg_types': {0: ('Publish', 'proto.Message'),
                       1: ('Ack', 'proto.Ack'),
                       2: ('ReplicationRequest', 'protocol.ReplicationRequest'),
@@ -37,17 +40,76 @@ LAYOUTS = {'v0': {'id': 0,
             'byte7': 'reserved',
             'payload': 'proto.Message',
             'payload_alternatives': ('proto.Ack',),
+            'bare_payloads': (),
+            'payload_format': 'protobuf',
+            'recency': 2,
             'msg_types': {},
             'doc': 'Liftbridge v1.0.0-alpha (Feb 2020): byte 7 is reserved and written '
                    'as 0. Publishes carry a `proto.Message`, acks a `proto.Ack`; the '
-                   'header does not say which.'}}
+                   'header does not say which.'},
+ 'flatbuffers': {'id': 2,
+                 'kaitai_id': 'flatbuffers',
+                 'byte7': 'msg_type',
+                 'payload': None,
+                 'payload_alternatives': (),
+                 'bare_payloads': (),
+                 'payload_format': 'flatbuffers',
+                 'recency': 3,
+                 'msg_types': {0: ('Publish', 'proto.PublishRequest'),
+                               1: ('Ack', 'proto.Ack'),
+                               2: ('Replication', 'bytes')},
+                 'doc': 'The FlatBuffers experiment as the `flatbuffers` branch README '
+                        "of Liftbridge's API repository documents it (Feb 2020): byte "
+                        '7 is a MsgType from its own table, payloads are FlatBuffers '
+                        'tables of `spec/flatbuffers/api.fbs`.'},
+ 'flatbuffers-draft': {'id': 3,
+                       'kaitai_id': 'flatbuffers_draft',
+                       'byte7': 'msg_type',
+                       'payload': None,
+                       'payload_alternatives': (),
+                       'bare_payloads': (),
+                       'payload_format': 'flatbuffers',
+                       'recency': 4,
+                       'msg_types': {0: ('Publish', 'proto.PublishRequest'),
+                                     1: ('Replication', 'bytes')},
+                       'doc': 'The first FlatBuffers draft (Nov 2019, seed document '
+                              '004): a MsgType table without Ack, where 1 means '
+                              'Replication.'},
+ 'lift-cookie': {'id': 4,
+                 'kaitai_id': 'lift_cookie',
+                 'byte7': None,
+                 'payload': 'proto.Message',
+                 'payload_alternatives': ('proto.Ack',),
+                 'bare_payloads': ('proto.Ack',),
+                 'payload_format': 'protobuf',
+                 'recency': 5,
+                 'msg_types': {},
+                 'doc': 'Liftbridge clients up to v0.0.1-alpha (2018 to Feb 2020): no '
+                        'envelope header, the 4 ASCII bytes `LIFT` then a protobuf '
+                        '`proto.Message`. Acks of that era were a bare `proto.Ack` '
+                        'without the cookie.'},
+ 'plain': {'id': 5,
+           'kaitai_id': 'plain',
+           'byte7': None,
+           'payload': 'bytes',
+           'payload_alternatives': (),
+           'bare_payloads': (),
+           'payload_format': 'protobuf',
+           'recency': 6,
+           'msg_types': {},
+           'doc': 'A NATS payload that is not an envelope of any generation: plain '
+                  'bytes published by a non-Liftbridge client. Upstream stores such '
+                  'bytes as the value of a plain message.'}}
 
 FIELD_ERRORS = {'magic': 'bad_magic',
  'version': 'unknown_version',
  'header_len': 'bad_header_len',
  'flags': 'crc_missing',
  'msg_type': 'unknown_msg_type',
- 'crc32c': 'truncated'}
+ 'cookie': 'bad_magic',
+ 'crc32c': 'truncated',
+ 'payload': 'too_short'}
 
 # Header fields in spec order (Kaitai reports a failed check by index).
 HEADER_SEQ = ('magic', 'version', 'header_len', 'flags', 'msg_type')
+TOP_SEQ = ('cookie', 'header', 'crc32c', 'payload')

@@ -42,8 +42,17 @@ for (const [name, spec] of Object.entries(ksy.types || {})) {
   if (Root[upperCamel(name)]) watch(Root[upperCamel(name)], name);
 }
 
-function failedField(err) {
-  const seq = seqOf[failedIn.type];
+// Fields declared only for another layout (`if: layout == layout::X`, the
+// LIFT cookie) are not part of this case's read order.
+function applies(f, layoutId) {
+  const m = /^layout\s*==\s*layout::(\w+)$/.exec(String(f.if || "").trim());
+  if (!m) return true;
+  const entry = ksy.enums.layout[layoutId];
+  return (typeof entry === "object" ? entry.id : entry) === m[1];
+}
+
+function failedField(err, layoutId) {
+  const seq = seqOf[failedIn.type].filter((f) => applies(f, layoutId));
   const set = seq.filter((f) => failedIn.obj[camel(f.id)] !== undefined);
   // A failed check comes right after its field is stored; a read that ran
   // out of bytes never stores it.
@@ -73,11 +82,12 @@ function run(c) {
     env = new Root(new KaitaiStream(bytes), null, null, c.layout_id);
   } catch (err) {
     if (failedIn === null) throw err;
-    const field = failedField(err);
+    const field = failedField(err, c.layout_id);
     // The spec's first block (the fixed header) has no `-error` of its own:
     // running out of bytes before it ends is "too short".
     let kind = field ? field["-error"] || null : null;
-    if (kind === null && field === seqOf[ksy.meta.id][0] && err instanceof KaitaiStream.EOFError) {
+    const first = seqOf[ksy.meta.id].filter((f) => applies(f, c.layout_id))[0];
+    if (kind === null && field === first && err instanceof KaitaiStream.EOFError) {
       kind = "too_short";
     }
     return { case: c.case, ok: false, error: `${err.name}: ${err.message}`,

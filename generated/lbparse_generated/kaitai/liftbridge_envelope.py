@@ -25,7 +25,12 @@ class LiftbridgeEnvelope(KaitaiStruct):
     name of the payload type (a protobuf message, `raw` for bytes with a
     layout of their own), `-byte7` what header byte 7 means in a layout,
     `-msg-types` which enum names that layout's MsgTypes, `-internal` marks
-    server-to-server RPCs.
+    server-to-server RPCs, `-payload-format` says how payloads are encoded
+    (protobuf unless it says flatbuffers), `-recency` ranks the layouts from
+    the newest (1), which auto-detection prefers when bytes fit several,
+    and `-bare-payloads` lists payload types that travel without the cookie.
+    Payload type `raw` is a ReplicationResponse (see commitlog.ksy) and
+    `bytes` opaque bytes.
     
     The checks declared with `valid` make this a strict parser: it accepts
     exactly what lbparse accepts by default. What it cannot express (the
@@ -35,9 +40,22 @@ class LiftbridgeEnvelope(KaitaiStruct):
        shared/wire/README.md, section 1 (envelope) and section 2 (bad input)
     """
 
+    class FlatbuffersDraftMsgType(IntEnum):
+        publish = 0
+        replication = 1
+
+    class FlatbuffersMsgType(IntEnum):
+        publish = 0
+        ack = 1
+        replication = 2
+
     class Layout(IntEnum):
         v0 = 0
         legacy = 1
+        flatbuffers = 2
+        flatbuffers_draft = 3
+        lift_cookie = 4
+        plain = 5
 
     class V0MsgType(IntEnum):
         publish = 0
@@ -63,20 +81,38 @@ class LiftbridgeEnvelope(KaitaiStruct):
         self._read()
 
     def _read(self):
-        self._raw_header = self._io.read_bytes(8)
-        _io__raw_header = KaitaiStream(BytesIO(self._raw_header))
-        self.header = LiftbridgeEnvelope.Header(_io__raw_header, self, self._root)
-        if self.header.has_crc:
+        if self.layout == LiftbridgeEnvelope.Layout.lift_cookie:
+            pass
+            self.cookie = self._io.read_bytes(4)
+            if not self.cookie == b"\x4C\x49\x46\x54":
+                raise kaitaistruct.ValidationNotEqualError(b"\x4C\x49\x46\x54", self.cookie, self._io, u"/seq/0")
+
+        if self.has_header:
+            pass
+            self._raw_header = self._io.read_bytes(8)
+            _io__raw_header = KaitaiStream(BytesIO(self._raw_header))
+            self.header = LiftbridgeEnvelope.Header(_io__raw_header, self, self._root)
+
+        if  ((self.has_header) and (self.header.has_crc)) :
             pass
             self.crc32c = self._io.read_u4be()
 
         self.payload = self._io.read_bytes_full()
+        _ = self.payload
+        if not  ((self.layout != LiftbridgeEnvelope.Layout.lift_cookie) or (len(_) > 0)) :
+            raise kaitaistruct.ValidationExprError(self.payload, self._io, u"/seq/3")
 
 
     def _fetch_instances(self):
         pass
-        self.header._fetch_instances()
-        if self.header.has_crc:
+        if self.layout == LiftbridgeEnvelope.Layout.lift_cookie:
+            pass
+
+        if self.has_header:
+            pass
+            self.header._fetch_instances()
+
+        if  ((self.has_header) and (self.header.has_crc)) :
             pass
 
 
@@ -111,6 +147,30 @@ class LiftbridgeEnvelope(KaitaiStruct):
             pass
 
         @property
+        def flatbuffers_draft_msg_type(self):
+            """Byte 7 read with the FlatBuffers draft table."""
+            if hasattr(self, '_m_flatbuffers_draft_msg_type'):
+                return self._m_flatbuffers_draft_msg_type
+
+            if self._root.layout == LiftbridgeEnvelope.Layout.flatbuffers_draft:
+                pass
+                self._m_flatbuffers_draft_msg_type = KaitaiStream.resolve_enum(LiftbridgeEnvelope.FlatbuffersDraftMsgType, self.msg_type)
+
+            return getattr(self, '_m_flatbuffers_draft_msg_type', None)
+
+        @property
+        def flatbuffers_msg_type(self):
+            """Byte 7 read with the FlatBuffers branch table."""
+            if hasattr(self, '_m_flatbuffers_msg_type'):
+                return self._m_flatbuffers_msg_type
+
+            if self._root.layout == LiftbridgeEnvelope.Layout.flatbuffers:
+                pass
+                self._m_flatbuffers_msg_type = KaitaiStream.resolve_enum(LiftbridgeEnvelope.FlatbuffersMsgType, self.msg_type)
+
+            return getattr(self, '_m_flatbuffers_msg_type', None)
+
+        @property
         def has_crc(self):
             """Whether the header carries the CRC-32C field."""
             if hasattr(self, '_m_has_crc'):
@@ -131,5 +191,14 @@ class LiftbridgeEnvelope(KaitaiStruct):
 
             return getattr(self, '_m_v0_msg_type', None)
 
+
+    @property
+    def has_header(self):
+        """Whether the layout starts with the 8-byte envelope header."""
+        if hasattr(self, '_m_has_header'):
+            return self._m_has_header
+
+        self._m_has_header =  ((self.layout != LiftbridgeEnvelope.Layout.lift_cookie) and (self.layout != LiftbridgeEnvelope.Layout.plain)) 
+        return getattr(self, '_m_has_header', None)
 
 

@@ -1,0 +1,123 @@
+"""`layout="auto"`: which generation wrote a NATS payload, with the evidence.
+
+Every layout that accepts the bytes is a candidate. A candidate is *clean*
+when its payload schema confirms the bytes (protobuf: every top-level field
+has a number and wire type of the type, and it parses; FlatBuffers: the
+table structure checks out; a ReplicationResponse parses); opaque bytes
+confirm nothing. Clean candidates beat the others; among equals the most
+recent layout wins (the spec's `-recency`), and when several remain the
+result says so (`ambiguous`, `layout_candidates`) instead of guessing
+silently. Bytes with the envelope magic that no layout accepts raise the
+error of the newest layout; anything else is `plain`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.dispatch import LAYOUTS, Layout
+from lbparse.envelope import Envelope, EnvelopedDecoder
+from lbparse.errors import EnvelopeError
+from lbparse.flatbuf import FlatTable
+from lbparse.header import MAGIC
+from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
+from lbparse.payloads import BYTES, ProtoCodec, codec_for
+from lbparse.wirefit import fits
+
+__all__ = ["detect"]
+
+_BY_RECENCY = sorted(LAYOUTS.values(), key=lambda lay: lay.recency)
+_ENVELOPED = [(lay, EnvelopedDecoder(lay)) for lay in _BY_RECENCY if lay.has_header]
+
+
+def _confirms(layout: Layout, env: Envelope) -> str | None:
+    """Why the payload schema confirms the bytes, or None when it does not."""
+    if env.payload_type == BYTES:
+        return None
+    if isinstance(env.message, FlatTable):
+        root = int.from_bytes(env.payload[:4], "little")
+        return (f"payload is a well-formed FlatBuffers {env.payload_type} "
+                f"(root table at offset {root}, {len(env.message.fields)} fields in bounds)")
+    codec = codec_for(layout.codec_key(env.payload_type))
+    if isinstance(codec, ProtoCodec):
+        if not fits(env.payload, codec.python_type.DESCRIPTOR):
+            return None
+        return f"every protobuf field of the payload fits {env.payload_type}"
+    return f"payload parses as {env.payload_type}"
+
+
+def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str | None]],
+                                                        list[str], EnvelopeError | None]:
+    found: list[tuple[Envelope, str | None]] = []
+    reasons: list[str] = []
+    first_error: EnvelopeError | None = None
+    if data[:4] == MAGIC:
+        reasons.append("envelope magic b90e43b4 at offset 0")
+        for layout, dec in _ENVELOPED:
+            try:
+                env = dec(data, verify_crc)
+            except EnvelopeError as exc:
+                first_error = first_error or exc
+                reasons.append(f"not {layout.name}: {exc.kind}")
+                continue
+            if env.warnings:  # accepted only by tolerating what its writers never wrote
+                reasons.append(f"not {layout.name}: {env.warnings[0]}")
+                continue
+            found.append((env, _confirms(layout, env)))
+    elif data[:4] == COOKIE and len(data) > 4:
+        reasons.append("starts with the LIFT cookie")
+        try:
+            env = decode_lift_cookie(data)
+            found.append((env, _confirms(LAYOUTS["lift-cookie"], env)))
+        except EnvelopeError as exc:
+            reasons.append(f"not lift-cookie: {exc.kind}")
+    return found, reasons, first_error
+
+
+def _describe(env: Envelope) -> str:
+    if env.msg_type is not None:
+        return f"{env.layout}: MsgType {env.msg_type} {env.msg_type_name} in its table"
+    return f"{env.layout}: {env.payload_type}"
+
+
+def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
+           payload_type: str | None = None) -> Envelope:
+    """Classify and decode any NATS payload (the `auto` layout)."""
+    if lenient or payload_type is not None:
+        raise ValueError("layout='auto' takes neither lenient nor payload_type: "
+                         "name the layout to use them")
+    found, reasons, error = _candidates(data, verify_crc)
+    clean = [(env, why) for env, why in found if why]
+    # Without confirming evidence the newest layout decides, even if what
+    # it says is an error: an older layout that merely fails to object
+    # (opaque bytes) is no better a guess.
+    newest_failed = error is not None and (not found or found[0][0].layout != _ENVELOPED[0][0].name)
+    if not clean and newest_failed:
+        raise error
+    chosen = clean or found
+    if not chosen:
+        env = decode_plain(data)
+        reasons.append("no envelope magic and no LIFT message: plain NATS payload")
+        return _finish(env, reasons, [], 0.9 if data[:4] != COOKIE else 0.6)
+    best, why = chosen[0]  # _ENVELOPED is in recency order
+    for env, w in found:
+        reasons.append(_describe(env) + (f"; {w}" if w else "; payload schema not confirmed"))
+    if best.crc32c is not None and verify_crc:
+        reasons.append("CRC-32C verified")
+    names = [env.layout for env, _ in chosen]
+    if len(names) > 1:
+        confidence = round(1 / len(names), 2)
+    else:
+        confidence = 0.99 if why and best.crc32c is not None else (0.95 if why else 0.6)
+    return _finish(best, reasons, names, confidence)
+
+
+def _finish(env: Envelope, reasons: list[str], names: list[str], confidence: float) -> Envelope:
+    env.reasons = reasons
+    env.confidence = confidence
+    if len(names) > 1:
+        env.ambiguous = True
+        env.layout_candidates = names
+    return env
+
+

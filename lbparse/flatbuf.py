@@ -1,0 +1,214 @@
+"""FlatBuffers payloads of the `flatbuffers` and `flatbuffers-draft` layouts.
+
+Tables are read and built from `lbparse_generated.fb_schema`, which the
+generator derives from spec/flatbuffers/api.fbs; flatc's own classes of the
+same schema (lbparse_generated.fb) serve as the reference in the tests.
+The reader checks every offset and length against the buffer before it
+follows it, so hostile bytes give a `FlatBufferError`, never an
+IndexError or an allocation sized by the input.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from typing import Any
+
+import flatbuffers
+
+from lbparse_generated.fb_schema import ENUMS, TABLES
+
+__all__ = ["FlatBufferError", "FlatTable", "build_table", "read_table", "structure_reasons"]
+
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_SCALARS = {"ubyte": "<B", "byte": "<b", "bool": "<?", "short": "<h", "ushort": "<H",
+            "int": "<i", "uint": "<I", "long": "<q", "ulong": "<Q", "float": "<f",
+            "double": "<d", "uint8": "<B", "int8": "<b", "int16": "<h", "uint16": "<H",
+            "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q"}
+
+
+class FlatBufferError(ValueError):
+    """Bytes that are not a well-formed FlatBuffers table of the expected type."""
+
+
+class FlatTable:
+    """A decoded FlatBuffers table: its type and the fields present in it."""
+
+    __slots__ = ("type_name", "fields")
+
+    def __init__(self, type_name: str, fields: dict[str, Any] | None = None, **kw: Any) -> None:
+        if type_name not in TABLES:
+            raise ValueError(f"unknown FlatBuffers table {type_name!r}; known: {', '.join(TABLES)}")
+        self.type_name = type_name
+        self.fields = {**(fields or {}), **kw}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FlatTable):
+            return NotImplemented
+        return self.type_name == other.type_name and self.fields == other.fields
+
+    def __repr__(self) -> str:
+        return f"FlatTable({self.type_name!r}, {self.fields!r})"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Fields present, byte vectors as base64, enums by name, tables as objects."""
+        types = {name: ftype for _, name, ftype in TABLES[self.type_name]}
+        return {name: _json(types[name], value) for name, value in self.fields.items()}
+
+    @classmethod
+    def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> "FlatTable":
+        types = {name: ftype for _, name, ftype in TABLES[type_name]}
+        unknown = set(obj) - set(types)
+        if unknown:
+            raise ValueError(f"{type_name} has no field {', '.join(sorted(unknown))}")
+        return cls(type_name, {k: _from_json(types[k], v) for k, v in obj.items()})
+
+
+def _json(ftype: str, value: Any) -> Any:
+    if ftype == "[ubyte]":
+        return base64.b64encode(value).decode("ascii")
+    if ftype.startswith("enum "):
+        return ENUMS[ftype[5:]]["values"].get(value, value)
+    if ftype.startswith("["):
+        return [v.to_json_dict() for v in value]
+    return value
+
+
+def _from_json(ftype: str, value: Any) -> Any:
+    if ftype == "[ubyte]":
+        return base64.b64decode(value)
+    if ftype.startswith("enum "):
+        if isinstance(value, str):
+            names = {n: v for v, n in ENUMS[ftype[5:]]["values"].items()}
+            return names[value]
+        return int(value)
+    if ftype.startswith("["):
+        return [FlatTable.from_json_dict(ftype[1:-1], v) for v in value]
+    return value
+
+
+class _Reader:
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.n = len(buf)
+
+    def need(self, pos: int, size: int, what: str) -> None:
+        if pos < 0 or size < 0 or pos + size > self.n:
+            raise FlatBufferError(f"{what} at offset {pos} ({size} bytes) is outside the "
+                                  f"{self.n}-byte buffer")
+
+    def u32(self, pos: int, what: str) -> int:
+        self.need(pos, 4, what)
+        return _U32.unpack_from(self.buf, pos)[0]
+
+    def table(self, pos: int, type_name: str) -> FlatTable:
+        self.need(pos, 4, f"{type_name} table")
+        vt = pos - _I32.unpack_from(self.buf, pos)[0]
+        self.need(vt, 4, f"{type_name} vtable")
+        vt_size, obj_size = _U16.unpack_from(self.buf, vt)[0], _U16.unpack_from(self.buf, vt + 2)[0]
+        if vt_size < 4 or vt_size % 2:
+            raise FlatBufferError(f"{type_name} vtable at offset {vt} has size {vt_size}")
+        self.need(vt, vt_size, f"{type_name} vtable")
+        self.need(pos, obj_size, f"{type_name} table body")
+        fields = {}
+        for fid, name, ftype in TABLES[type_name]:
+            slot = 4 + 2 * fid
+            if slot >= vt_size:
+                continue
+            off = _U16.unpack_from(self.buf, vt + slot)[0]
+            if off:
+                if off >= obj_size:
+                    raise FlatBufferError(f"{type_name}.{name}: field offset {off} beyond the "
+                                          f"table's {obj_size} bytes")
+                fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
+        return FlatTable(type_name, fields)
+
+    def field(self, pos: int, ftype: str, what: str) -> Any:
+        if ftype.startswith("enum "):
+            ftype = ENUMS[ftype[5:]]["base"]
+        fmt = _SCALARS.get(ftype)
+        if fmt is not None:
+            size = struct.calcsize(fmt)
+            self.need(pos, size, what)
+            return struct.unpack_from(fmt, self.buf, pos)[0]
+        target = pos + self.u32(pos, what)
+        length = self.u32(target, f"{what} length")
+        start = target + 4
+        if ftype == "string":
+            self.need(start, length, what)
+            try:
+                return self.buf[start:start + length].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FlatBufferError(f"{what} is not UTF-8: {exc}") from None
+        if ftype == "[ubyte]":
+            self.need(start, length, what)
+            return self.buf[start:start + length]
+        if ftype.startswith("["):
+            self.need(start, 4 * length, what)  # before any allocation
+            elem = ftype[1:-1]
+            return [self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
+                    for p in range(start, start + 4 * length, 4)]
+        raise FlatBufferError(f"{what}: type {ftype} is not supported")
+
+
+def read_table(buf: bytes, type_name: str) -> FlatTable:
+    """Read the root table of a finished FlatBuffer as `type_name`."""
+    r = _Reader(buf)
+    return r.table(r.u32(0, "root offset"), type_name)
+
+
+def structure_reasons(buf: bytes, type_name: str) -> list[str]:
+    """Evidence that `buf` is a `type_name` FlatBuffer (raises if it is not)."""
+    table = read_table(buf, type_name)
+    root = _U32.unpack_from(buf, 0)[0]
+    return [f"FlatBuffers: root table at offset {root}, vtable and "
+            f"{len(table.fields)} field(s) of {type_name} within the buffer"]
+
+
+def _build(b: flatbuffers.Builder, table: FlatTable) -> int:
+    # Schema order, whatever the dict's order: the same table, the same bytes.
+    present = [(fid, name, ftype, table.fields[name])
+               for fid, name, ftype in TABLES[table.type_name] if name in table.fields]
+    unknown = set(table.fields) - {name for _, name, _, _ in present}
+    if unknown:
+        raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
+    offsets: dict[str, int] = {}
+    for _, name, ftype, value in present:  # children before the table itself
+        if ftype == "string":
+            offsets[name] = b.CreateString(value)
+        elif ftype == "[ubyte]":
+            offsets[name] = b.CreateByteVector(bytes(value))
+        elif ftype.startswith("["):
+            elems = [_build(b, t) for t in value]
+            b.StartVector(4, len(elems), 4)
+            for off in reversed(elems):
+                b.PrependUOffsetTRelative(off)
+            offsets[name] = b.EndVector()
+    b.StartObject(len(TABLES[table.type_name]))
+    for fid, name, ftype, value in present:
+        if name in offsets:
+            b.PrependUOffsetTRelativeSlot(fid, offsets[name], 0)
+            continue
+        if ftype.startswith("enum "):
+            ftype = ENUMS[ftype[5:]]["base"]
+        b.PrependSlot(_FLAGS[_SCALARS[ftype]], fid, value, None)  # no default: always written
+    return b.EndObject()
+
+
+_FLAGS = {
+    "<B": flatbuffers.number_types.Uint8Flags, "<b": flatbuffers.number_types.Int8Flags,
+    "<?": flatbuffers.number_types.BoolFlags, "<h": flatbuffers.number_types.Int16Flags,
+    "<H": flatbuffers.number_types.Uint16Flags, "<i": flatbuffers.number_types.Int32Flags,
+    "<I": flatbuffers.number_types.Uint32Flags, "<q": flatbuffers.number_types.Int64Flags,
+    "<Q": flatbuffers.number_types.Uint64Flags, "<f": flatbuffers.number_types.Float32Flags,
+    "<d": flatbuffers.number_types.Float64Flags,
+}
+
+
+def build_table(table: FlatTable) -> bytes:
+    """Serialize a table as a finished FlatBuffer; every field in `fields` is written."""
+    b = flatbuffers.Builder(64)
+    b.Finish(_build(b, table))
+    return bytes(b.Output())

@@ -1,0 +1,88 @@
+"""Layouts without the envelope header: `lift-cookie` and `plain`.
+
+lift-cookie (Liftbridge clients up to v0.0.1-alpha): `LIFT` then a protobuf
+`proto.Message`; the acks of that era (`proto.Ack`) had no cookie at all.
+plain: any NATS payload that is not an envelope; the bytes are the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.dispatch import LAYOUTS
+from lbparse.envelope import Envelope
+from lbparse.errors import EnvelopeError
+from lbparse.payloads import BYTES, codec_for, payload_type_of
+from lbparse_generated.construct_schema import liftbridge_envelope as _schema
+
+__all__ = ["COOKIE", "decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
+
+COOKIE = b"LIFT"
+_LIFT = LAYOUTS["lift-cookie"]
+_PLAIN = LAYOUTS["plain"]
+
+
+def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelope:
+    return Envelope(layout, None, None, None, None, None, None, ptype, payload, message)
+
+
+def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,
+                       payload_type: str | None = None) -> Envelope:
+    del verify_crc, lenient  # the layout has no CRC and no header to be lenient about
+    ptype = payload_type or _LIFT.default_payload_type
+    framing_only = ptype == BYTES  # decode_header: check the cookie, leave the payload
+    if framing_only:
+        ptype = _LIFT.default_payload_type
+    if ptype not in _LIFT.payload_types:
+        raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
+                         f"not {ptype}")
+    if ptype in _LIFT.bare_payloads:
+        payload = data
+    else:
+        # As the spec reads it: the cookie, then a payload of at least one
+        # byte (the old client's own check was len(data) > 4).
+        if len(data) >= len(COOKIE) and data[:4] != COOKIE:
+            raise EnvelopeError("bad_magic", f"bytes 0..3 are {data[:4].hex()}, expected the "
+                                "cookie 4c494654 ('LIFT')", offset=0, expected=COOKIE,
+                                actual=data[:4])
+        if len(data) <= len(COOKIE):
+            raise EnvelopeError("too_short", f"a LIFT message needs the 4-byte cookie and a "
+                                f"payload, got {len(data)} bytes", offset=len(data),
+                                expected=5, actual=len(data))
+        payload = data[4:]
+    message = None if framing_only else codec_for(ptype).decode(payload)
+    return _headerless("lift-cookie", ptype, payload, message)
+
+
+def decode_plain(data: bytes, verify_crc: bool = True, lenient: bool = False,
+                 payload_type: str | None = None) -> Envelope:
+    del verify_crc, lenient
+    if payload_type not in (None, BYTES):
+        raise ValueError(f"the plain layout carries bytes, not {payload_type}")
+    return _headerless("plain", BYTES, data, data)
+
+
+def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
+    if msg_type is not None or crc:
+        raise ValueError("the lift-cookie layout has no MsgType and no CRC")
+    ptype = payload_type_of(message)
+    if ptype not in _LIFT.payload_types:
+        raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
+                         f"not {ptype}")
+    payload = codec_for(ptype).encode(message)
+    if ptype in _LIFT.bare_payloads:
+        return payload
+    if not payload:
+        # The old client wrote exactly this for NewMessage(nil) and then
+        # refused to read it back; lbparse does not write what nobody reads.
+        raise ValueError("an empty proto.Message would be the cookie 'LIFT' alone, "
+                         "which LIFT-era readers reject")
+    return _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
+
+
+def encode_plain(message: Any, msg_type: int | None, crc: bool) -> bytes:
+    if msg_type is not None or crc:
+        raise ValueError("the plain layout has no MsgType and no CRC")
+    if not isinstance(message, (bytes, bytearray, memoryview)):
+        raise TypeError(f"the plain layout carries bytes, not {type(message).__name__}")
+    return bytes(message)

@@ -1,0 +1,90 @@
+"""Does a byte string fit a protobuf message type, judged by wire types alone?
+
+Protobuf parsers keep a field whose wire type does not match the schema as
+an unknown field, so "it parsed" says little about which schema wrote the
+bytes. This module walks the top-level fields once and checks each field
+number and wire type against a descriptor: the evidence legacy payload
+inference and `layout="auto"` rest on. No I/O, no allocation sized by the
+input; every loop advances by at least one byte.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
+
+__all__ = ["fits", "scan"]
+
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
+_WIRE = {
+    F.TYPE_INT32: VARINT, F.TYPE_INT64: VARINT, F.TYPE_UINT32: VARINT, F.TYPE_UINT64: VARINT,
+    F.TYPE_SINT32: VARINT, F.TYPE_SINT64: VARINT, F.TYPE_BOOL: VARINT, F.TYPE_ENUM: VARINT,
+    F.TYPE_FIXED64: I64, F.TYPE_SFIXED64: I64, F.TYPE_DOUBLE: I64,
+    F.TYPE_FIXED32: I32, F.TYPE_SFIXED32: I32, F.TYPE_FLOAT: I32,
+    F.TYPE_STRING: LEN, F.TYPE_BYTES: LEN, F.TYPE_MESSAGE: LEN,
+}
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
+    result = shift = 0
+    for i in range(pos, min(pos + 10, len(buf))):
+        b = buf[i]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, i + 1
+        shift += 7
+    return None
+
+
+def scan(buf: bytes) -> list[tuple[int, int]] | None:
+    """(field number, wire type) of each top-level field; None if malformed."""
+    fields = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        tag = _varint(buf, pos)
+        if tag is None:
+            return None
+        key, pos = tag
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            return None
+        if wire == VARINT:
+            v = _varint(buf, pos)
+            if v is None:
+                return None
+            pos = v[1]
+        elif wire == I64:
+            pos += 8
+        elif wire == I32:
+            pos += 4
+        elif wire == LEN:
+            ln = _varint(buf, pos)
+            if ln is None:
+                return None
+            pos = ln[1] + ln[0]
+        else:  # groups (3, 4) are proto2-only; 6 and 7 do not exist
+            return None
+        if pos > n:
+            return None
+        fields.append((number, wire))
+    return fields
+
+
+@lru_cache(maxsize=None)
+def _expected(desc: Descriptor) -> dict[int, frozenset[int]]:
+    out = {}
+    for f in desc.fields:
+        wire = _WIRE[f.type]
+        packable = f.is_repeated and wire != LEN
+        out[f.number] = frozenset({wire, LEN} if packable else {wire})
+    return out
+
+
+def fits(buf: bytes, desc: Descriptor) -> bool:
+    """True when every top-level field is one of `desc`'s with its wire type."""
+    fields = scan(buf)
+    if fields is None:
+        return False
+    expected = _expected(desc)
+    return all(wire in expected.get(number, ()) for number, wire in fields)
