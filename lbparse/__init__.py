@@ -16,6 +16,7 @@ from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError
 from lbparse.header import Header
 from lbparse.payloads import message_class
+from lbparse.upstream import UpstreamVerdict, upstream_verdict
 
 __all__ = [
     "CommitLogEntry",
@@ -27,9 +28,11 @@ __all__ = [
     "Layout",
     "MsgType",
     "ReplicationResponse",
+    "UpstreamVerdict",
     "decode",
     "decode_header",
     "encode",
     "message_class",
+    "upstream_verdict",
 ]
 __version__ = "0.1.0"

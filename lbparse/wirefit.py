@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 
-__all__ = ["fits", "scan"]
+__all__ = ["fits", "gogo_problem", "scan"]
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _WIRE = {
@@ -88,3 +88,60 @@ def fits(buf: bytes, desc: Descriptor) -> bool:
         return False
     expected = _expected(desc)
     return all(wire in expected.get(number, ()) for number, wire in fields)
+
+
+def _fields_with_bytes(buf: bytes) -> list[tuple[int, int, bytes]] | None:
+    """Like scan, with each length-delimited field's bytes."""
+    out = []
+    pos, n = 0, len(buf)
+    while pos < n:
+        tag = _varint(buf, pos)
+        if tag is None:
+            return None
+        key, pos = tag
+        number, wire = key >> 3, key & 7
+        body = b""
+        if number == 0:
+            return None
+        if wire == VARINT:
+            v = _varint(buf, pos)
+            if v is None:
+                return None
+            pos = v[1]
+        elif wire in (I64, I32):
+            pos += 8 if wire == I64 else 4
+        elif wire == LEN:
+            ln = _varint(buf, pos)
+            if ln is None or ln[1] + ln[0] > n:
+                return None
+            body, pos = buf[ln[1]:ln[1] + ln[0]], ln[1] + ln[0]
+        else:
+            return None
+        if pos > n:
+            return None
+        out.append((number, wire, body))
+    return out
+
+
+def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
+    """Why gogo-generated Go code rejects `buf` as `desc`, or None: malformed
+    wire data at any depth, or a known field with the wrong wire type.
+    (Unlike protobuf-python and protobuf-go, it does not check UTF-8.)"""
+    if depth > 100:
+        return "proto: exceeded maximum recursion depth"
+    fields = _fields_with_bytes(buf)
+    if fields is None:
+        return "unexpected EOF" if depth else "proto: cannot parse invalid wire-format data"
+    expected = _expected(desc)
+    by_number = {f.number: f for f in desc.fields}
+    for number, wire, body in fields:
+        if number not in expected:
+            continue
+        if wire not in expected[number]:
+            return f"proto: wrong wireType = {wire} for field {by_number[number].name}"
+        f = by_number[number]
+        if f.type == F.TYPE_MESSAGE and wire == LEN:
+            problem = gogo_problem(body, f.message_type, depth + 1)
+            if problem:
+                return problem
+    return None

@@ -88,3 +88,20 @@ def test_help_explains_every_command() -> None:
     out = lbparse("--help").stdout.decode()
     for cmd in ("decode", "encode", "spec", "demo"):
         assert cmd in out
+
+
+def test_decode_auto_reports_evidence_and_ambiguity() -> None:
+    legacy_message = next(v for v in VECTORS if v["id"] == "legacy_message")["hex"]
+    got = json.loads(lbparse("decode", "--layout", "auto", legacy_message).stdout)
+    assert got["layout"] == "v0" and got["ambiguous"] is True
+    assert got["layout_candidates"] == ["v0", "legacy"]
+    assert got["reasons"] and 0 < got["confidence"] < 1
+    plain = json.loads(lbparse("decode", "--layout", "auto", "68656c6c6f").stdout)
+    assert plain["layout"] == "plain" and plain["payload_json"] == {"hex": "68656c6c6f"}
+
+
+def test_decode_every_layout_is_a_choice() -> None:
+    out = lbparse("decode", "--help").stdout.decode()
+    for layout in ("auto", "v0", "legacy", "flatbuffers", "flatbuffers-draft", "lift-cookie",
+                   "plain"):
+        assert layout in out

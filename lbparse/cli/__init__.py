@@ -13,7 +13,7 @@ from typing import Sequence
 
 from lbparse.errors import EnvelopeError
 
-COMMANDS = ["decode", "capture", "tap", "record", "encode", "spec", "demo", "generate"]
+COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate"]
 
 
 def build_parser() -> argparse.ArgumentParser:
