@@ -39,16 +39,17 @@ def decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenient
         try:
             magic, version, hl, flags, byte7, crc = _unpack12(data)
         except struct.error:  # shorter than 12 bytes: the full decoder decides
-            hl = flags = 0
+            hl = flags = byte7 = 0
         if flags & 1:
             ok = hl == 12
         else:
             ok = hl == 8
             crc = None
-        if ok and magic == b"\xb9\x0e\x43\xb4" and version == 0 and byte7 in _V0_TABLE:
+        entry = _V0_TABLE.get(byte7)
+        if ok and entry is not None and magic == b"\xb9\x0e\x43\xb4" and version == 0:
             payload = data[hl:]
             if crc is None or not verify_crc or _crc(payload) == crc:
-                msg_type, name, ptype, parse = _V0_TABLE[byte7]
+                msg_type, name, ptype, parse = entry
                 try:
                     message = parse(payload)
                 except Exception:  # noqa: S110  the full decoder reports it

@@ -54,3 +54,40 @@ def test_header_parsers_agree_on_random_bytes(layout: str, raw: bytes) -> None:
 def test_header_parsers_agree_on_header_sweeps(layout: str, version: int, hl: int, flags: int,
                                               byte7: int, tail: bytes) -> None:
     _agree(bytes.fromhex("b90e43b4") + bytes([version, hl, flags, byte7]) + tail, layout)
+
+
+def _outcome(fn, raw: bytes) -> object:
+    try:
+        env = fn(raw)
+    except lbparse.EnvelopeError as exc:
+        return ("error", exc.kind, str(exc))
+    return ("ok", tuple(env), env.to_json_dict())
+
+
+def _shortcut_agrees(raw: bytes) -> None:
+    from lbparse.layouts import DECODERS
+
+    full = DECODERS["v0"]
+    assert _outcome(lbparse.decode, raw) == _outcome(lambda d: full(d, True, False, None), raw)
+
+
+@pytest.mark.parametrize("v", params())
+def test_decode_shortcut_equals_full_decoder_on_vectors(v: dict) -> None:
+    """lbparse.decode's one-frame v0 shortcut gives what the full decoder gives."""
+    _shortcut_agrees(data(v))
+
+
+@settings(max_examples=400, deadline=None)
+@given(version=st.sampled_from([0, 0, 1]), hl=st.sampled_from([8, 8, 12, 12, 9, 40]),
+       flags=st.integers(0, 255), byte7=st.integers(0, 16), tail=st.binary(max_size=24),
+       fix_crc=st.booleans())
+def test_decode_shortcut_equals_full_decoder_on_sweeps(version: int, hl: int, flags: int,
+                                                      byte7: int, tail: bytes,
+                                                      fix_crc: bool) -> None:
+    import crc32c
+
+    head = bytes.fromhex("b90e43b4") + bytes([version, hl, flags, byte7])
+    if hl == 12:
+        crc = crc32c.crc32c(tail) if fix_crc else 0
+        head += crc.to_bytes(4, "big")
+    _shortcut_agrees(head + tail)
