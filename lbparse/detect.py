@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from lbparse.dispatch import LAYOUTS, Layout
-from lbparse.envelope import Envelope, EnvelopedDecoder
+from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
 from lbparse.flatbuf import FlatTable
-from lbparse.header import MAGIC
+from lbparse.header import MAGIC, read_header
 from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
 from lbparse.payloads import BYTES, ProtoCodec, codec_for
 from lbparse.wirefit import fits
@@ -53,15 +53,22 @@ def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str
     first_error: EnvelopeError | None = None
     if data[:4] == MAGIC:
         reasons.append("envelope magic b90e43b4 at offset 0")
+        # The enveloped layouts share bytes 0..6 and the CRC: read them once.
+        try:
+            hl, flags, crc, byte7, _ = read_header(data, _ENVELOPED[0][0])
+            if verify_crc:
+                check_crc(data, hl, crc)
+        except EnvelopeError as exc:
+            return found, reasons + [f"no enveloped layout: {exc.kind}"], exc
         for layout, dec in _ENVELOPED:
+            if dec.reserved and byte7:  # no legacy writer ever set it
+                reasons.append(f"not {layout.name}: reserved byte 7 is {byte7}, not 0")
+                continue
             try:
-                env = dec(data, verify_crc)
+                env = dec.finish(data, hl, flags, crc, byte7, ())
             except EnvelopeError as exc:
                 first_error = first_error or exc
                 reasons.append(f"not {layout.name}: {exc.kind}")
-                continue
-            if env.warnings:  # accepted only by tolerating what its writers never wrote
-                reasons.append(f"not {layout.name}: {env.warnings[0]}")
                 continue
             found.append((env, _confirms(layout, env)))
     elif data[:4] == COOKIE and len(data) > 4:

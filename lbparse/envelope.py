@@ -26,7 +26,7 @@ from lbparse.header import (
 from lbparse.payloads import RAW, ProtoCodec, codec_for, infer_payload_type, payload_type_of
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
-__all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "encode_enveloped"]
+__all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "encode_enveloped"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 _crc = _crc32c.crc32c
@@ -122,6 +122,16 @@ def _bad_payload(ptype: str, payload: bytes, exc: Exception) -> EnvelopeError:
                          f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
 
 
+def check_crc(data: bytes, hl: int, crc: int | None) -> None:
+    """Raise crc_mismatch unless the CRC-32C (if any) matches the payload."""
+    if crc is not None:
+        actual = _crc(data[hl:])
+        if actual != crc:
+            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
+                                f"payload bytes {hl}..{len(data)} give {actual:#010x}",
+                                offset=8, expected=crc, actual=actual)
+
+
 class EnvelopedDecoder:
     """Decoder of one layout with the 8/12-byte envelope header (v0, legacy...).
 
@@ -148,13 +158,15 @@ class EnvelopedDecoder:
     def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
                  payload_type: str | None = None) -> Envelope:
         hl, flags, crc, byte7, found = read_header(data, self.layout, lenient)
+        if verify_crc:
+            check_crc(data, hl, crc)
+        return self.finish(data, hl, flags, crc, byte7, tuple(found), payload_type)
+
+    def finish(self, data: bytes, hl: int, flags: int, crc: int | None, byte7: int,
+               warnings: tuple[str, ...], payload_type: str | None = None) -> Envelope:
+        """The payload half of decoding, once the header is read and the CRC checked
+        (layout="auto" reads the header once and finishes it with each layout)."""
         payload = data[hl:]
-        if verify_crc and crc is not None:
-            actual = _crc(payload)
-            if actual != crc:
-                raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
-                                    f"payload bytes {hl}..{len(data)} give {actual:#010x}",
-                                    offset=8, expected=crc, actual=actual)
         candidates: list[str] = []
         if self.infer and payload_type is None:
             payload_type, candidates = infer_payload_type(self.layout.payload_types, payload)
@@ -171,7 +183,7 @@ class EnvelopedDecoder:
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
             raise _bad_payload(ptype, payload, exc) from None
         env = _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
-                              message, tuple(found)))
+                              message, warnings))
         if len(candidates) > 1:
             env.ambiguous = True
             env.payload_type_candidates = candidates
