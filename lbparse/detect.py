@@ -18,11 +18,11 @@ from typing import Any
 from lbparse.dispatch import LAYOUTS, Layout
 from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
+from lbparse import flatbuf
 from lbparse.flatbuf import FlatTable
 from lbparse.header import MAGIC, read_header
 from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
-from lbparse.payloads import BYTES, ProtoCodec, codec_for
-from lbparse.wirefit import fits
+from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 
 __all__ = ["detect"]
 
@@ -40,7 +40,7 @@ def _confirms(layout: Layout, env: Envelope) -> str | None:
                 f"(root table at offset {root}, {len(env.message.fields)} fields in bounds)")
     codec = codec_for(layout.codec_key(env.payload_type))
     if isinstance(codec, ProtoCodec):
-        if not fits(env.payload, codec.python_type.DESCRIPTOR):
+        if not fits_cleanly(env.message):
             return None
         return f"every protobuf field of the payload fits {env.payload_type}"
     return f"payload parses as {env.payload_type}"
@@ -60,9 +60,20 @@ def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str
                 check_crc(data, hl, crc)
         except EnvelopeError as exc:
             return found, reasons + [f"no enveloped layout: {exc.kind}"], exc
+        newest = _ENVELOPED[0][0]
         for layout, dec in _ENVELOPED:
+            # Cheap refusals first (the newest layout always decodes fully:
+            # its error is the one to raise when nothing else fits).
             if dec.reserved and byte7:  # no legacy writer ever set it
                 reasons.append(f"not {layout.name}: reserved byte 7 is {byte7}, not 0")
+                continue
+            if layout is not newest and layout.has_msg_type and byte7 not in layout.msg_types:
+                reasons.append(f"not {layout.name}: MsgType {byte7} not in its table")
+                continue
+            if layout.payload_format == "flatbuffers" and byte7 in layout.msg_types \
+                    and layout.msg_types[byte7].payload_type != BYTES \
+                    and not flatbuf.plausible(data[hl:]):
+                reasons.append(f"not {layout.name}: payload is not a FlatBuffer")
                 continue
             try:
                 env = dec.finish(data, hl, flags, crc, byte7, ())

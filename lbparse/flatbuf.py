@@ -18,7 +18,8 @@ import flatbuffers
 
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
-__all__ = ["FlatBufferError", "FlatTable", "build_table", "read_table", "structure_reasons"]
+__all__ = ["FlatBufferError", "FlatTable", "build_table", "plausible", "read_table",
+           "structure_reasons"]
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
@@ -157,6 +158,18 @@ def read_table(buf: bytes, type_name: str) -> FlatTable:
     """Read the root table of a finished FlatBuffer as `type_name`."""
     r = _Reader(buf)
     return r.table(r.u32(0, "root offset"), type_name)
+
+
+def plausible(buf: bytes) -> bool:
+    """A cheap first look: do the root offset and its vtable lie in the buffer?"""
+    n = len(buf)
+    if n < 8:
+        return False
+    root = _U32.unpack_from(buf, 0)[0]
+    if root + 4 > n:
+        return False
+    vt = root - _I32.unpack_from(buf, root)[0]
+    return 0 <= vt and vt + 4 <= n
 
 
 def structure_reasons(buf: bytes, type_name: str) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from google.protobuf import json_format
 from google.protobuf.message import Message as ProtoMessage
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse import commitlog, flatbuf
 from lbparse.dispatch import LAYOUTS
@@ -198,24 +199,31 @@ def payload_type_of(message: Any) -> str:
                     "FlatTable, ReplicationResponse or bytes")
 
 
+def fits_cleanly(message: ProtoMessage) -> bool:
+    """Whether every field of the parsed bytes was one of the type's own, with
+    its own wire type. Protobuf keeps anything else as unknown fields, so a
+    parse that succeeds says little by itself; this is the evidence that
+    legacy inference and layout="auto" rest on (checked by upb, in C)."""
+    return len(UnknownFieldSet(message)) == 0
+
+
 def infer_payload_type(layout_payload_types: tuple[str, ...], payload: bytes
                        ) -> tuple[str, list[str]]:
     """The protobuf type of a payload whose header does not name it.
 
-    Candidates are the types whose schema the top-level fields fit by field
-    number and wire type, and that parse. The first candidate in the layout's
-    order wins (the layout's default first); with none, the default.
+    Candidates are the types that parse the payload cleanly (`fits_cleanly`).
+    The first candidate in the layout's order wins (the layout's default
+    first); with none, the default.
     """
-    from lbparse.wirefit import fits
-
     candidates = []
     for name in layout_payload_types:
         codec = CODECS.get(name)
-        if not isinstance(codec, ProtoCodec) or not fits(payload, codec.python_type.DESCRIPTOR):
+        if not isinstance(codec, ProtoCodec):
             continue
         try:
-            codec.decode(payload)
+            message = codec.decode(payload)
         except EnvelopeError:
             continue
-        candidates.append(name)
+        if fits_cleanly(message):
+            candidates.append(name)
     return (candidates[0] if candidates else layout_payload_types[0]), candidates

@@ -1,11 +1,10 @@
-"""Does a byte string fit a protobuf message type, judged by wire types alone?
+"""Protobuf wire data judged without a protobuf library: how gogo-generated
+Go code (the upstream server's internal RPCs, the Go client) reads it.
 
-Protobuf parsers keep a field whose wire type does not match the schema as
-an unknown field, so "it parsed" says little about which schema wrote the
-bytes. This module walks the top-level fields once and checks each field
-number and wire type against a descriptor: the evidence legacy payload
-inference and `layout="auto"` rest on. No I/O, no allocation sized by the
-input; every loop advances by at least one byte.
+gogo rejects a known field whose wire type does not match the schema, where
+protobuf-python and protobuf-go keep it as an unknown field; and it does
+not check UTF-8. `lbparse.upstream` uses this to say what upstream does.
+No allocation sized by the input; every loop advances by at least one byte.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from functools import lru_cache
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 
-__all__ = ["fits", "gogo_problem", "scan"]
+__all__ = ["gogo_problem", "scan"]
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _WIRE = {
@@ -79,15 +78,6 @@ def _expected(desc: Descriptor) -> dict[int, frozenset[int]]:
         packable = f.is_repeated and wire != LEN
         out[f.number] = frozenset({wire, LEN} if packable else {wire})
     return out
-
-
-def fits(buf: bytes, desc: Descriptor) -> bool:
-    """True when every top-level field is one of `desc`'s with its wire type."""
-    fields = scan(buf)
-    if fields is None:
-        return False
-    expected = _expected(desc)
-    return all(wire in expected.get(number, ()) for number, wire in fields)
 
 
 def _fields_with_bytes(buf: bytes) -> list[tuple[int, int, bytes]] | None:
