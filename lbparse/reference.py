@@ -25,7 +25,7 @@ from lbparse_generated.kaitai.liftbridge_commitlog import LiftbridgeCommitlog
 from lbparse_generated.kaitai.liftbridge_envelope import LiftbridgeEnvelope
 
 __all__ = ["HeaderResult", "PARSERS", "construct_header", "fast_header", "kaitai_header",
-           "commitlog_entries"]
+           "commitlog_entries", "commitlog_result"]
 
 HEADER_FIELDS = ("version", "header_len", "flags", "crc32c", "msg_type")
 
@@ -151,3 +151,20 @@ def commitlog_entries(payload: bytes, parser: str) -> list[dict[str, Any]]:
                  attributes=b.attributes, key=_plain(key(b)), value=_plain(value(b)),
                  headers=[(k, _plain(v)) for k, v in headers(b)])
             for o, t, le, s, b in items]
+
+
+# What each parser raises for bytes that are not a commit-log message set;
+# anything else it raises is a bug in that parser, not an answer.
+_COMMITLOG_ERRORS: dict[str, tuple[type[BaseException], ...]] = {
+    "kaitai": (EOFError, kaitaistruct.KaitaiStructError, UnicodeDecodeError),
+    "construct": (construct.ConstructError, UnicodeDecodeError),
+    "lbparse": (EnvelopeError,),
+}
+
+
+def commitlog_result(payload: bytes, parser: str) -> list[dict[str, Any]] | str:
+    """`commitlog_entries`, or "bad_payload" when the parser rejects the bytes."""
+    try:
+        return commitlog_entries(payload, parser)
+    except _COMMITLOG_ERRORS[parser]:
+        return "bad_payload"

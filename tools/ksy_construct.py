@@ -106,6 +106,11 @@ class Emitter:
         if "if" in f:
             sub = f"If({self.expr(f['if'])}, {sub})"
         lines = [f'"{fid}" / {sub},']
+        if f.get("repeat") == "eos":
+            # GreedyRange stops quietly at the first element that fails to
+            # parse; Kaitai's repeat-eos fails instead. Terminated makes
+            # leftover bytes (a broken last element) the error it is.
+            lines.append("Terminated,")
         if "valid" in f:
             lines.append(f'"_valid_{fid}" / Check({self.valid(fid, f["valid"])}),')
         return lines

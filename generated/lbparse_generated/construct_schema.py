@@ -100,4 +100,5 @@ liftbridge_commitlog = Struct(
     "leader_epoch" / Int64ub,
     "high_watermark" / Int64sb,
     "entries" / GreedyRange(liftbridge_commitlog__entry),
+    Terminated,
 )
