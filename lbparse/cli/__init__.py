@@ -13,7 +13,7 @@ from typing import Sequence
 
 from lbparse.errors import EnvelopeError
 
-COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate"]
+COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline"]
 
 
 def build_parser() -> argparse.ArgumentParser:

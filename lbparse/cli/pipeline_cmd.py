@@ -1,0 +1,193 @@
+"""Decode captures and tables of NATS payloads on Spark into a Parquet dataset.
+
+INPUT is a pcap or pcapng file, our own records (`lbparse record`: .jsonl
+or .parquet), any Parquet table with a binary column of NATS payloads
+(--column; --subject-column and --timestamp-column when it has them), or
+a directory of those. Each NATS message becomes one row of
+DIR/messages (partitioned by msg_type_name): where it came from (source,
+position, ts, src, dst, direction, verb, subject, reply, sid, headers),
+the envelope header (layout, version, header_len, flags, crc32c, crc_ok,
+msg_type, msg_type_name, payload_type), error_kind and error_message when
+it does not decode, the raw payload, and the decoded payload as typed
+columns: one struct per payload type (proto_Message, proto_Ack, ...),
+as Spark's from_protobuf would make it, and commitlog_ReplicationResponse
+with its commit-log entries.
+
+Nothing is dropped: a message that does not decode is a row with its
+error, and a gap, a truncated or unreadable file is a row too (error_kind
+input:...). The summary (printed, and DIR/summary.json) counts per input
+file bytes read, packets, messages, gaps and problems, and the rows per
+layout, MsgType and error kind; the counts add up.
+
+Spark runs in this process on every core (local[*]) unless --master
+names another, e.g. a standalone cluster: --master spark://HOST:7077
+(the executors need lbparse: `make dist`, and see the README for the
+spark-submit line). Captures are read as streams, one file per task;
+Parquet files are split by row groups.
+
+Exit status: 0 when every input was read whole, 1 when an input had
+problems (gaps, unreadable parts), 2 on bad arguments.
+
+examples:
+  lbparse pipeline nats.pcap --out out/
+  lbparse pipeline captures/ traffic.parquet --out out/ --overwrite
+  lbparse pipeline payloads.parquet --column data --subject-column subj --out out/
+  lbparse pipeline big.pcapng --out out/ --master spark://10.0.0.5:7077
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+from lbparse.cli.common import add_layout_argument
+from lbparse.pipeline import DEFAULT_BATCH_ROWS
+
+# Spark, pyarrow and the decoder are imported when the command runs, not
+# when `lbparse` builds its parser for every other command.
+
+NAME = "pipeline"
+HELP = "decode captures or payload tables on Spark into a Parquet dataset"
+
+
+def default_layout() -> str:
+    from lbparse.layouts import DECODERS
+
+    return "auto" if "auto" in DECODERS else "v0"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="where DIR/messages (Parquet) and DIR/summary.json go")
+    p.add_argument("--overwrite", action="store_true", help="replace DIR/messages if it exists")
+    add_layout_argument(p, default=default_layout())
+    p.add_argument("--lenient", action="store_true",
+                   help="accept what the upstream server accepts (recorded in `warnings`)")
+    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
+                   help="decode payloads whose CRC-32C does not match (crc_ok says false)")
+    p.add_argument("--emit-default-values", dest="emit_defaults", action="store_true",
+                   help="protobuf fields at their default (0, \"\") as values, not null "
+                   "(Spark's from_protobuf option emit.default.values)")
+    g = p.add_argument_group("Parquet tables")
+    g.add_argument("--column", default="payload", metavar="NAME",
+                   help="the binary column of NATS payloads (default: payload)")
+    g.add_argument("--subject-column", metavar="NAME",
+                   help="the NATS subject column (default: `subject` when there is one)")
+    g.add_argument("--timestamp-column", metavar="NAME",
+                   help="capture time: a timestamp, or seconds since the epoch "
+                   "(default: `ts` or `timestamp` when there is one)")
+    s = p.add_argument_group("Spark")
+    s.add_argument("--master", metavar="URL",
+                   help="local[N], or spark://HOST:PORT for a standalone cluster "
+                   "(default: local[*]; under spark-submit, its --master)")
+    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, repeatable (e.g. spark.executor.memory=4g)")
+    s.add_argument("--test-conf", action="store_true",
+                   help="small and quiet settings (no UI, 2 shuffle partitions): tests, demos")
+    s.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
+                   help=f"rows per Arrow batch (default: {DEFAULT_BATCH_ROWS})")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress, only the summary")
+
+
+def _conf(args: argparse.Namespace) -> dict[str, str]:
+    from lbparse.pipeline.session import TEST_CONF
+
+    conf = dict(TEST_CONF) if args.test_conf else {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--conf takes KEY=VALUE, not {item!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+class Progress:
+    """Tasks done, on stderr: a live line on a terminal, a line a minute elsewhere."""
+
+    def __init__(self, spark: Any, out: TextIO, quiet: bool) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.out = out
+        self.tty = out.isatty()
+        self.quiet = quiet
+        self.stop = threading.Event()
+        self.start = time.monotonic()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def planned(self, units: list[Any], tasks: int) -> None:
+        if self.quiet:
+            return
+        files = len({u.path for u in units})
+        total = sum(u.nbytes for u in units)
+        self.out.write(f"lbparse pipeline: {files} input file(s), {total / 1e6:,.1f} MB, "
+                       f"in {tasks} task(s)\n")
+        self.out.flush()
+        self.thread.start()
+
+    def _status(self) -> str | None:
+        done = total = 0
+        for sid in self.tracker.getActiveStageIds():
+            info = self.tracker.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        if not total:
+            return None
+        return f"tasks {done}/{total} done, {time.monotonic() - self.start:,.0f} s"
+
+    def _loop(self) -> None:
+        every = 0.5 if self.tty else 60.0
+        while not self.stop.wait(every):  # bounded by the run: done() sets stop
+            status = self._status()
+            if status:
+                self.out.write(f"\r\033[K{status}" if self.tty else f"{status}\n")
+                self.out.flush()
+
+    def done(self) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=2)
+        if self.tty and not self.quiet:
+            self.out.write("\r\033[K")
+            self.out.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from lbparse.pipeline import job
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.session import spark_session, under_spark_submit
+    from lbparse.pipeline.sources import SourceOptions
+
+    if args.batch_rows < 1:
+        raise ValueError("--batch-rows must be at least 1")
+    options = job.PipelineOptions(
+        inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
+        decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,
+                             lenient=args.lenient, emit_defaults=args.emit_defaults),
+        source=SourceOptions(column=args.column, subject_column=args.subject_column,
+                             timestamp_column=args.timestamp_column,
+                             batch_rows=args.batch_rows))
+    # A session that is already running (spark-submit's, a caller's) is
+    # used and left running; one started here is stopped here.
+    owned = SparkSession.getActiveSession() is None and not under_spark_submit()
+    spark = spark_session(args.master, conf=_conf(args))
+    progress = Progress(spark, sys.stderr, args.quiet)
+    try:
+        summary = job.run(spark, options, on_plan=progress.planned)
+    finally:
+        progress.done()
+        if owned:
+            spark.stop()
+    t = summary.totals()
+    print(summary.table())
+    print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
+          f"({summary.rows_per_second:,.0f} rows/s)")
+    print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
+    print(f"summary: {options.out.rstrip('/')}/summary.json")
+    return 1 if t["problems"] or summary.checks() else 0

@@ -1,0 +1,119 @@
+"""A pipeline run: plan the inputs, decode them on Spark, write Parquet and the summary.
+
+`run(spark, options)` does the work in a given session and returns the
+`Summary`; `lbparse pipeline` (lbparse/cli/pipeline_cmd.py) wraps it with
+a session, progress and the printed summary. `main(argv)` is the entry
+point for spark-submit (dist/lbparse_pipeline.py calls it), with the
+arguments of `lbparse pipeline`.
+
+Output, under --out DIR:
+  DIR/messages/msg_type_name=NAME/part-*.parquet   one row per NATS message
+  DIR/summary.json                                 the summary
+The data sits in its own directory because Spark reads every file of a
+dataset directory as data: summary.json beside the partitions would break
+`spark.read.parquet(DIR)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.pipeline.schema import PARTITION_COLUMN, output_schema
+from lbparse.pipeline.sources import SourceOptions, Unit, plan
+from lbparse.pipeline.summary import StatsParam, Summary
+from lbparse.pipeline.tasks import TaskOptions, run_task
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "PipelineOptions", "group_units", "main", "run"]
+
+MESSAGES_DIR = "messages"
+SUMMARY_FILE = "summary.json"
+# A task's share when files are small (they are grouped up to this), and at
+# most (larger files are never split but their own task).
+MIN_TASK_BYTES = 1 << 20
+MAX_TASK_BYTES = 128 << 20
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    inputs: tuple[str, ...]
+    out: str
+    decode: DecodeOptions = field(default_factory=DecodeOptions)
+    source: SourceOptions = field(default_factory=SourceOptions)
+    overwrite: bool = False
+
+
+def group_units(units: Sequence[Unit], slots: int) -> list[list[Unit]]:
+    """Units in tasks, in order: about two tasks per core, small files together."""
+    total = sum(u.nbytes for u in units)
+    target = min(max(total // max(2 * slots, 1) + 1, MIN_TASK_BYTES), MAX_TASK_BYTES)
+    groups: list[list[Unit]] = []
+    cur: list[Unit] = []
+    size = 0
+    for u in units:
+        if cur and size + u.nbytes > target:
+            groups.append(cur)
+            cur, size = [], 0
+        cur.append(u)
+        size += u.nbytes
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def run(spark: "SparkSession", options: PipelineOptions,
+        on_plan: Callable[[list[Unit], int], None] | None = None) -> Summary:
+    """Decode every input into DIR/messages and write DIR/summary.json."""
+    start = time.monotonic()
+    options.decode.check()
+    messages = os.path.join(options.out, MESSAGES_DIR)
+    if os.path.exists(messages) and not options.overwrite:
+        raise ValueError(f"{messages} exists; remove it or pass --overwrite")
+    units = plan(list(options.inputs), options.source)
+    if not units:
+        raise ValueError(f"no input files in {', '.join(options.inputs)}")
+    sc = spark.sparkContext
+    groups = group_units(units, sc.defaultParallelism)
+    if on_plan is not None:
+        on_plan(units, len(groups))
+    acc = sc.accumulator({}, StatsParam())
+    task_options = TaskOptions(options.decode, options.source)
+    rows = [(json.dumps([u.to_json() for u in g]),) for g in groups]
+    tasks = spark.createDataFrame(sc.parallelize(rows, len(rows)), "units string")
+    decoded = tasks.mapInArrow(lambda batches: run_task(batches, task_options, acc),
+                               output_schema())
+    (decoded.write.mode("overwrite" if options.overwrite else "errorifexists")
+     .partitionBy(PARTITION_COLUMN).parquet(messages))
+    summary = Summary.from_units(units, acc.value, messages, options.decode.layout,
+                                 time.monotonic() - start)
+    write_summary(summary, os.path.join(options.out, SUMMARY_FILE))
+    return summary
+
+
+def write_summary(summary: Summary, path: str) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(summary.to_json_dict(), f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """spark-submit's entry point: `lbparse pipeline` with these arguments."""
+    import sys
+
+    from lbparse.cli import main as cli_main
+
+    return cli_main(["pipeline", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

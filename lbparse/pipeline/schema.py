@@ -1,0 +1,217 @@
+"""The output table's schema: fixed columns, then one struct per payload type.
+
+Each protobuf payload type becomes the struct that Spark's own
+`from_protobuf` derives from the descriptor with default options
+(spark-protobuf's `SchemaConverters.toSqlType`): int32/sint32/sfixed32 and
+uint32 are `int`, 64-bit integers (uint64 too) are `bigint`, enums are
+strings, bytes are binary, repeated fields are `array<T>` without null
+elements, maps are `map<K, V>` without null values, and message fields
+are nested structs (a message type that contains itself is refused, as
+Spark refuses it without `recursive.fields.max.depth`). Deriving it the
+same way means a table written here reads like one Spark would have
+written with the spark-protobuf jar, which this machine does not have.
+
+ReplicationResponse (payload type `raw`) is not protobuf: its struct is
+leader epoch, high watermark and the commit-log entries as an array of
+structs, mirroring `lbparse.commitlog`. Payloads of any other kind (the
+FlatBuffers layouts) go to `payload_json`, the codec's JSON, so that no
+decoded payload is lost; opaque `bytes` payloads are the `payload` column.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Mapping
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, StringType,
+                               StructField, StructType, TimestampType)
+
+from google.protobuf.message import Message as ProtoMessage
+
+from lbparse.dispatch import LAYOUTS
+from lbparse.payloads import CODECS, RAW
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["FIXED_COLUMNS", "PARTITION_COLUMN", "RECORD_COLUMNS", "arrow_output_schema",
+           "arrow_record_schema", "column_for", "message_struct", "output_schema",
+           "payload_columns", "payload_struct", "typed_payloads"]
+
+PARTITION_COLUMN = "msg_type_name"
+
+_SCALARS: Mapping[int, DataType] = {
+    FieldDescriptor.TYPE_INT32: IntegerType(), FieldDescriptor.TYPE_SINT32: IntegerType(),
+    FieldDescriptor.TYPE_SFIXED32: IntegerType(), FieldDescriptor.TYPE_UINT32: IntegerType(),
+    FieldDescriptor.TYPE_FIXED32: IntegerType(),
+    FieldDescriptor.TYPE_INT64: LongType(), FieldDescriptor.TYPE_SINT64: LongType(),
+    FieldDescriptor.TYPE_SFIXED64: LongType(), FieldDescriptor.TYPE_UINT64: LongType(),
+    FieldDescriptor.TYPE_FIXED64: LongType(),
+    FieldDescriptor.TYPE_FLOAT: FloatType(), FieldDescriptor.TYPE_DOUBLE: DoubleType(),
+    FieldDescriptor.TYPE_BOOL: BooleanType(), FieldDescriptor.TYPE_STRING: StringType(),
+    FieldDescriptor.TYPE_BYTES: BinaryType(), FieldDescriptor.TYPE_ENUM: StringType(),
+}
+
+
+def is_map(fd: FieldDescriptor) -> bool:
+    mt = fd.message_type
+    return fd.is_repeated and mt is not None and mt.GetOptions().map_entry
+
+
+def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> DataType | None:
+    """The Spark type of one value of `fd` (None: the field is dropped, as Spark drops it)."""
+    if fd.type in _SCALARS:
+        return _SCALARS[fd.type]
+    if fd.type != FieldDescriptor.TYPE_MESSAGE:
+        raise ValueError(f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
+                         "(spark-protobuf refuses it too)")
+    mt = fd.message_type
+    if mt.full_name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        # Spark maps these to timestamp / interval; none of Liftbridge's
+        # messages use them, so rather than half-support them, say so.
+        raise ValueError(f"{fd.full_name}: {mt.full_name} is not supported by lbparse's pipeline")
+    if is_map(fd):
+        k = _value_type(mt.fields_by_name["key"], seen)
+        v = _value_type(mt.fields_by_name["value"], seen)
+        return None if k is None or v is None else MapType(k, v, valueContainsNull=False)
+    if mt.full_name in seen:
+        raise ValueError(f"{fd.full_name}: {mt.full_name} contains itself; spark-protobuf "
+                         "refuses recursive messages without recursive.fields.max.depth")
+    struct = _fields(mt, seen | {mt.full_name})
+    return struct if struct.fields else None  # empty messages are dropped, as in Spark
+
+
+def _fields(descriptor: Descriptor, seen: frozenset[str]) -> StructType:
+    fields = []
+    for fd in descriptor.fields:
+        dt = _value_type(fd, seen)
+        if dt is None:
+            continue
+        if isinstance(dt, MapType):
+            fields.append(StructField(fd.name, dt))
+        elif fd.is_repeated:
+            fields.append(StructField(fd.name, ArrayType(dt, containsNull=False)))
+        else:
+            fields.append(StructField(fd.name, dt, nullable=not fd.is_required))
+    return StructType(fields)
+
+
+def message_struct(descriptor: Descriptor) -> StructType:
+    """What `from_protobuf(col, messageName)` gives for `descriptor` (default options)."""
+    return _fields(descriptor, frozenset({descriptor.full_name}))
+
+
+# Offsets, epochs and timestamps are 64-bit on the wire (some unsigned);
+# like Spark's uint64 they are bigint and wrap above 2**63.
+COMMITLOG_ENTRY = StructType([
+    StructField("offset", LongType()), StructField("timestamp", LongType()),
+    StructField("leader_epoch", LongType()), StructField("size", LongType()),
+    StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
+    StructField("magic", IntegerType()), StructField("attributes", IntegerType()),
+    StructField("key", BinaryType()), StructField("value", BinaryType()),
+    StructField("headers", ArrayType(StructType([
+        StructField("key", StringType()), StructField("value", BinaryType())]),
+        containsNull=False)),
+])
+REPLICATION_RESPONSE = StructType([
+    StructField("leader_epoch", LongType()), StructField("high_watermark", LongType()),
+    StructField("entries", ArrayType(COMMITLOG_ENTRY, containsNull=False)),
+])
+
+
+def column_for(payload_type: str) -> str:
+    """The struct column of a payload type: `proto.Message` -> `proto_Message`."""
+    return "commitlog_ReplicationResponse" if payload_type == RAW else payload_type.replace(".", "_")
+
+
+def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
+    found: dict[str, type[ProtoMessage]] = {}
+    for codec in CODECS.values():
+        cls = codec.python_type
+        if isinstance(cls, type) and issubclass(cls, ProtoMessage):
+            found.setdefault(cls.DESCRIPTOR.full_name, cls)
+    return found
+
+
+@lru_cache(maxsize=None)
+def typed_payloads() -> dict[str, type | None]:
+    """Payload types with a struct column -> protobuf class (None for `raw`).
+
+    In the order of the layouts' tables (v0's MsgTypes first), so that the
+    columns read like the MsgType table.
+    """
+    classes = _protobuf_classes()
+    order: list[str] = []
+    for layout in LAYOUTS.values():
+        order += [p for p in layout.payload_types if p not in order]
+    order += sorted(p for p in classes if p not in order)
+    return {p: classes.get(p) for p in order if p in classes or p == RAW}
+
+
+def payload_struct(payload_type: str) -> StructType:
+    if payload_type == RAW:
+        return REPLICATION_RESPONSE
+    cls = typed_payloads().get(payload_type)
+    if cls is None:
+        raise ValueError(f"payload type {payload_type!r} has no struct column")
+    return message_struct(cls.DESCRIPTOR)
+
+
+def payload_columns() -> dict[str, str]:
+    """payload type -> struct column name."""
+    return {p: column_for(p) for p in typed_payloads()}
+
+
+# One row per NATS message (or per problem found in an input, see sources.py).
+FIXED_COLUMNS = StructType([
+    StructField("source", StringType(), False),        # input file
+    StructField("position", LongType(), False),        # row of that file (see sources.py)
+    StructField("ts", TimestampType()),                # capture time
+    StructField("src", StringType()), StructField("dst", StringType()),
+    StructField("direction", StringType()), StructField("verb", StringType()),
+    StructField("subject", StringType()), StructField("reply", StringType()),
+    StructField("sid", StringType()),
+    StructField("headers", ArrayType(StructType([
+        StructField("key", StringType()), StructField("value", StringType())]),
+        containsNull=False)),
+    StructField("layout", StringType()), StructField("version", IntegerType()),
+    StructField("header_len", IntegerType()), StructField("flags", IntegerType()),
+    StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
+    StructField("msg_type", IntegerType()), StructField(PARTITION_COLUMN, StringType()),
+    StructField("payload_type", StringType()),
+    StructField("error_kind", StringType()), StructField("error_message", StringType()),
+    StructField("warnings", ArrayType(StringType(), containsNull=False)),
+    StructField("payload", BinaryType()),
+    StructField("payload_json", StringType()),  # payloads without a struct column below
+])
+
+
+@lru_cache(maxsize=None)
+def output_schema() -> StructType:
+    fields = list(FIXED_COLUMNS.fields)
+    fields += [StructField(col, payload_struct(p)) for p, col in payload_columns().items()]
+    return StructType(fields)
+
+
+@lru_cache(maxsize=None)
+def arrow_output_schema() -> "pa.Schema":
+    """The Arrow schema Spark expects back from the decoder (computed once per process)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(output_schema(), timezone="UTC")
+
+
+# What the readers (sources.py) hand the decoder: the message as captured,
+# or a problem row with `error_kind` already set and no payload.
+RECORD_COLUMNS = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
+                  "reply", "sid", "headers", "payload", "error_kind", "error_message")
+
+
+@lru_cache(maxsize=None)
+def arrow_record_schema() -> "pa.Schema":
+    import pyarrow as pa
+
+    out = arrow_output_schema()
+    return pa.schema([out.field(name) for name in RECORD_COLUMNS])

@@ -1,0 +1,101 @@
+"""The Spark session the pipeline runs in: local by default, or a cluster.
+
+`spark_session(master)` starts Spark in this process: `local[*]` (every
+core) unless a master is given (`spark://HOST:PORT`, `local[2]`, ...).
+Under `spark-submit` the session spark-submit configured is used as it is
+(its `--master`, `--py-files`, ...).
+
+Python workers must run the interpreter that runs the driver (where
+lbparse and its pinned dependencies are installed), so PYSPARK_PYTHON is
+set to it unless already set; on a loopback or local master Spark is also
+told to bind to 127.0.0.1 (SPARK_LOCAL_IP), which keeps it off the
+network and quiet about which interface it picked.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import TYPE_CHECKING, Mapping
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["DEFAULT_CONF", "TEST_CONF", "spark_session", "under_spark_submit"]
+
+# Settings the pipeline needs wherever it runs (runtime SQL settings).
+DEFAULT_CONF: dict[str, str] = {
+    # A partitioned write sorts each task's rows by partition unless it may
+    # keep this many files open at once; there are ~20 MsgType values.
+    "spark.sql.maxConcurrentOutputFileWriters": "64",
+    "spark.sql.session.timeZone": "UTC",
+}
+# Small and quiet, for tests and the demo.
+TEST_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+}
+# Spark's startup chatter (log4j's default is INFO and WARN lines about
+# native libraries): warnings and errors of our own run still show.
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python (it hands over its JVM gateway)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _loopback(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = urlparse(master).hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def _log4j_file() -> str:
+    path = os.path.join(tempfile.gettempdir(), f"lbparse-log4j2-{os.getuid()}.properties")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(_LOG4J)
+        os.replace(tmp, path)
+    return path
+
+
+def spark_session(master: str | None = None, *, app_name: str = "lbparse pipeline",
+                  conf: Mapping[str, str] | None = None, quiet: bool = True) -> "SparkSession":
+    """The SparkSession to run in: the active one (spark-submit's, a test's), or a new one."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        spark = active
+    elif under_spark_submit():
+        spark = SparkSession.builder.appName(app_name).getOrCreate()
+    else:
+        master = master or "local[*]"
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if _loopback(master):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = SparkSession.builder.master(master).appName(app_name)
+        if quiet:
+            builder = builder.config("spark.driver.extraJavaOptions",
+                                     f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+    for k, v in DEFAULT_CONF.items():
+        spark.conf.set(k, v)
+    return spark

@@ -1,0 +1,417 @@
+"""The inputs: planned on the driver, read inside the tasks.
+
+`plan(paths, options)` lists the input files (directories are walked),
+tells their formats apart by their first bytes and cuts them into
+`Unit`s, the pieces one task reads: a whole capture file (pcap, pcapng,
+or our JSON Lines records), since TCP reassembly reads it front to back,
+or a run of row groups of a Parquet file. Nothing is read whole: captures
+are streamed by `lbparse.capture.CaptureReader`, Parquet by row group and
+batch, so a file larger than a task's memory is fine (Spark's
+`binaryFile` source would hold each file in memory, and stops at 2 GB).
+
+`read_unit(unit, options, stats)` yields Arrow batches of records in the
+schema `schema.arrow_record_schema()`: one row per NATS message, and one
+row per problem in the input (`error_kind` "input:KIND", no payload):
+
+  input:gap, input:incomplete, input:protocol, input:truncated
+      what the capture reader noticed (see lbparse.capture.notices);
+  input:unknown_format, input:bad_header, input:bad_block,
+  input:unsupported_linktype, input:bad_record
+      a capture file that cannot be read on (lbparse.capture.errors);
+  input:unreadable    the file cannot be opened or read (OSError);
+  input:bad_parquet   a Parquet footer or row group that does not read;
+  input:bad_column    the payload column is missing or not binary;
+  input:reader_error  anything else the reader raised (a bug: say so).
+
+`position` numbers the rows of a file from 0 in reading order (for
+Parquet, it is the row's index in the file), so (source, position) is a
+key of the output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from lbparse.capture import CaptureError, CaptureReader, Notice
+from lbparse.pipeline import DEFAULT_BATCH_ROWS
+from lbparse.pipeline.schema import arrow_record_schema
+
+__all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
+
+PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+# A task's share of a Parquet file: row groups are grouped up to this much
+# compressed data (Spark's own default split is 128 MB).
+PARQUET_UNIT_BYTES = 64 << 20
+# Columns of our own recordings (`lbparse record`) carried over when present.
+CARRIED = ("src", "dst", "direction", "verb", "reply", "sid", "headers")
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Which Parquet columns hold what (`None`: the usual name when present)."""
+
+    column: str = "payload"
+    subject_column: str | None = None  # default: "subject"
+    timestamp_column: str | None = None  # default: "ts", else "timestamp"
+    batch_rows: int = DEFAULT_BATCH_ROWS
+    unit_bytes: int = PARQUET_UNIT_BYTES  # a task's share of a Parquet file
+
+
+@dataclass
+class Unit:
+    """What one task reads of one file."""
+
+    path: str
+    format: str  # pcap, pcapng, jsonl, parquet, unknown, missing
+    size: int  # of the file
+    nbytes: int = 0  # this unit's share of it (what the task reads)
+    index: int = 0  # which unit of the file (Parquet files may have several)
+    row_groups: list[int] | None = None
+    first_rows: list[int] | None = None  # index of each row group's first row
+    rows: int | None = None  # rows in those row groups
+    error: tuple[str, str] | None = None  # found while planning: one problem row
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}#{self.index}"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "Unit":
+        d = json.loads(text)
+        if d.get("error") is not None:
+            d["error"] = tuple(d["error"])
+        return cls(**d)
+
+
+@dataclass
+class UnitStats:
+    """What reading one unit saw (the decoder's counts are added in tasks.py)."""
+
+    path: str
+    format: str
+    size: int
+    bytes_read: int = 0
+    packets: int = 0
+    messages: int = 0
+    problems: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+    notices: dict[str, int] = field(default_factory=dict)
+    file_error: str | None = None  # "input:KIND: message" when reading stopped early
+
+    def notice(self, n: Notice) -> None:
+        self.notices[n.kind] = self.notices.get(n.kind, 0) + 1
+        if n.kind == "gap":
+            self.gaps += 1
+            self.gap_bytes += n.nbytes or 0
+
+
+# -- planning (driver) ---------------------------------------------------------
+
+def _files(paths: list[str]) -> Iterator[str]:
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, names in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+                for name in sorted(names):
+                    # Spark's own rule: names starting with . or _ are not data.
+                    if not name.startswith((".", "_")):
+                        yield os.path.join(root, name)
+        else:
+            yield p
+
+
+def sniff(path: str) -> str:
+    """The format of a file by its first bytes (`missing` if it cannot be opened)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return "missing"
+    if head in PCAP_MAGICS:
+        return "pcap"
+    if head == PCAPNG_MAGIC:
+        return "pcapng"
+    if head == b"PAR1":
+        return "parquet"
+    if head[:1] in (b"{", b"\n", b" ", b""):
+        return "jsonl"
+    return "unknown"
+
+
+def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
+    """Every input file as units, in the order given (directories sorted)."""
+    units: list[Unit] = []
+    for path in _files(paths):
+        fmt = sniff(path)
+        try:
+            size = os.path.getsize(path)
+        except OSError as exc:
+            units.append(Unit(path, "missing", 0, 0,
+                              error=("input:unreadable", f"{path}: {exc.strerror or exc}")))
+            continue
+        if fmt == "missing":
+            units.append(Unit(path, fmt, size, 0,
+                              error=("input:unreadable", f"{path}: cannot be opened")))
+        elif fmt == "parquet":
+            units += _plan_parquet(path, size, options)
+        else:
+            units.append(Unit(path, fmt, size, size))
+    return units
+
+
+def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        names = meta.schema.to_arrow_schema().names
+    except Exception as exc:  # noqa: BLE001  pyarrow has its own error types
+        return [Unit(path, "parquet", size, size,
+                     error=("input:bad_parquet", f"{path}: Parquet footer unreadable: {exc}"))]
+    if options.column not in names:
+        return [Unit(path, "parquet", size, size, error=(
+            "input:bad_column", f"{path}: no column {options.column!r} "
+            f"(columns: {', '.join(names)}); name the payload column with --column"))]
+    units: list[Unit] = []
+    groups: list[int] = []
+    firsts: list[int] = []
+    first = rows = nbytes = 0
+    for rg in range(meta.num_row_groups):
+        g = meta.row_group(rg)
+        groups.append(rg)
+        firsts.append(first)
+        first += g.num_rows
+        rows += g.num_rows
+        nbytes += sum(g.column(j).total_compressed_size for j in range(g.num_columns))
+        if nbytes >= options.unit_bytes or rg == meta.num_row_groups - 1:
+            units.append(Unit(path, "parquet", size, nbytes, len(units), groups, firsts, rows))
+            groups, firsts, rows, nbytes = [], [], 0, 0
+    return units or [Unit(path, "parquet", size, 0, 0, [], [], 0)]
+
+
+# -- reading (tasks) -------------------------------------------------------------
+
+class _Rows:
+    """Records collected column by column until a batch is full."""
+
+    def __init__(self, source: str, first: int) -> None:
+        self.source = source
+        self.next = first
+        self.cols: dict[str, list[Any]] = {n: [] for n in arrow_record_schema().names}
+
+    def __len__(self) -> int:
+        return len(self.cols["position"])
+
+    def problem(self, kind: str, message: str, ts: float | None = None,
+                src: str | None = None, dst: str | None = None) -> None:
+        c = self.cols
+        c["position"].append(self.next)
+        self.next += 1
+        for name, v in (("ts", ts), ("src", src), ("dst", dst), ("error_kind", kind),
+                        ("error_message", message)):
+            c[name].append(v)
+        for name in ("direction", "verb", "subject", "reply", "sid", "headers", "payload"):
+            c[name].append(None)
+
+    def record(self, rec: Any) -> None:
+        c = self.cols
+        c["position"].append(self.next)
+        self.next += 1
+        c["ts"].append(rec.ts)
+        c["src"].append(rec.src)
+        c["dst"].append(rec.dst)
+        c["direction"].append(rec.direction)
+        c["verb"].append(rec.verb)
+        c["subject"].append(rec.subject)
+        c["reply"].append(rec.reply)
+        c["sid"].append(rec.sid)
+        h = rec.headers
+        c["headers"].append(None if h is None else [{"key": k, "value": v} for k, v in h])
+        c["payload"].append(rec.payload)
+        c["error_kind"].append(None)
+        c["error_message"].append(None)
+
+    def batch(self) -> pa.RecordBatch:
+        schema = arrow_record_schema()
+        n = len(self)
+        arrays = []
+        for f in schema:
+            if f.name == "source":
+                arrays.append(pa.array([self.source] * n, pa.string()))
+            elif f.name == "ts":
+                arrays.append(_timestamps(pa.array(self.cols["ts"], pa.float64())))
+            else:
+                arrays.append(pa.array(self.cols[f.name], f.type))
+            self.cols[f.name] = []
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _timestamps(arr: pa.Array) -> pa.Array:
+    """Capture times (float seconds, or any timestamp) as Spark's timestamp."""
+    typ = arrow_record_schema().field("ts").type
+    if pa.types.is_timestamp(arr.type):
+        return arr.cast(typ)
+    secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
+    micros = np.round(secs * 1e6).astype(np.int64)
+    return pa.array(micros, pa.int64(), mask=np.asarray(arr.is_null())).cast(typ)
+
+
+def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
+    """The records of one unit, as batches of at most `options.batch_rows` rows."""
+    if unit.error is not None:
+        rows = _Rows(unit.path, 0)
+        rows.problem(*unit.error)
+        stats.problems += 1
+        stats.file_error = f"{unit.error[0]}: {unit.error[1]}"
+        yield rows.batch()
+    elif unit.format == "parquet":
+        yield from _read_parquet(unit, options, stats)
+    else:
+        yield from _read_capture(unit, options, stats)
+
+
+def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
+    rows = _Rows(unit.path, 0)
+    pending: list[Notice] = []
+    reader: CaptureReader | None = None
+
+    def flush_notices() -> None:
+        for n in pending:
+            stats.notice(n)
+            stats.problems += 1
+            rows.problem(f"input:{n.kind}", f"{unit.path}: {n}", n.ts, n.src, n.dst)
+        pending.clear()
+
+    try:
+        reader = CaptureReader(unit.path, decode=False, on_notice=pending.append)
+        for rec in reader:
+            if pending:
+                flush_notices()
+            rows.record(rec)
+            stats.messages += 1
+            if len(rows) >= options.batch_rows:
+                yield rows.batch()
+        flush_notices()
+        stats.packets = reader.stats.packets
+        stats.bytes_read = reader.stats.bytes_read or unit.size
+    except Exception as exc:  # noqa: BLE001  a bad file is a row, not a failed job
+        flush_notices()
+        if isinstance(exc, CaptureError):
+            kind = f"input:{exc.kind}"
+        elif isinstance(exc, OSError):
+            kind = "input:unreadable"
+        else:
+            kind = "input:reader_error"
+        message = str(exc) if isinstance(exc, CaptureError) else \
+            f"{unit.path}: {type(exc).__name__}: {exc}"
+        rows.problem(kind, message)
+        stats.problems += 1
+        stats.file_error = f"{kind}: {message}"
+        if reader is not None:
+            stats.packets = reader.stats.packets
+            stats.bytes_read = reader.bytes_read or reader.stats.bytes_read
+    if len(rows):
+        yield rows.batch()
+
+
+def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(unit.path)
+        names = pf.schema_arrow.names
+    except Exception as exc:  # noqa: BLE001
+        rows = _Rows(unit.path, (unit.first_rows or [0])[0])
+        message = f"{unit.path}: Parquet footer unreadable: {exc}"
+        rows.problem("input:bad_parquet", message)
+        stats.problems += 1
+        stats.file_error = f"input:bad_parquet: {message}"
+        yield rows.batch()
+        return
+    wanted = {"payload": options.column}
+    subject = options.subject_column or ("subject" if "subject" in names else None)
+    ts = options.timestamp_column or next((c for c in ("ts", "timestamp") if c in names), None)
+    for name, col in (("subject", subject), ("ts", ts)):
+        if col is not None:
+            wanted[name] = col
+    for name in CARRIED:
+        if name in names and name not in wanted:
+            wanted[name] = name
+    missing = [c for c in wanted.values() if c not in names]
+    columns = list(dict.fromkeys(wanted.values()))
+    meta = pf.metadata
+    for rg, first in zip(unit.row_groups or [], unit.first_rows or []):
+        expected = meta.row_group(rg).num_rows
+        done = 0
+        try:
+            if missing:
+                raise _ColumnError(f"{unit.path}: no column {', '.join(map(repr, missing))} "
+                                   f"(columns: {', '.join(names)})")
+            g = meta.row_group(rg)
+            stats.bytes_read += sum(g.column(j).total_compressed_size for j in range(g.num_columns)
+                                    if g.column(j).path_in_schema.split(".")[0] in columns)
+            for batch in pf.iter_batches(batch_size=options.batch_rows, row_groups=[rg],
+                                         columns=columns, use_threads=False):
+                yield _table_batch(unit.path, first + done, batch, wanted)
+                done += batch.num_rows
+                stats.messages += batch.num_rows
+        except Exception as exc:  # noqa: BLE001  a bad row group is a row, not a failed job
+            kind = "input:bad_column" if isinstance(exc, _ColumnError) else "input:bad_parquet"
+            lost = expected - done
+            message = (f"{unit.path}: row group {rg} (rows {first}..{first + expected - 1}): "
+                       f"{lost} rows not read: {exc}")
+            rows = _Rows(unit.path, first + done)
+            rows.problem(kind, message)
+            stats.problems += 1
+            stats.file_error = f"{kind}: {message}"
+            yield rows.batch()
+
+
+class _ColumnError(ValueError):
+    pass
+
+
+def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str, str]
+                 ) -> pa.RecordBatch:
+    """A batch of a Parquet table as records: payload, subject, ts and our columns."""
+    schema = arrow_record_schema()
+    n = batch.num_rows
+    arrays = []
+    for f in schema:
+        if f.name == "source":
+            arrays.append(pa.array([path] * n, pa.string()))
+        elif f.name == "position":
+            arrays.append(pa.array(np.arange(first, first + n, dtype=np.int64)))
+        elif f.name in wanted:
+            col = batch.column(wanted[f.name])
+            arrays.append(_convert(f, col, wanted[f.name]))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _convert(f: pa.Field, col: pa.Array, name: str) -> pa.Array:
+    if f.name == "ts":
+        if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
+                or pa.types.is_floating(col.type)):
+            raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
+                               "seconds since the epoch")
+        return _timestamps(col)
+    if col.type == f.type:
+        return col
+    try:
+        return col.cast(f.type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise _ColumnError(f"column {name!r} is {col.type}, which does not convert to "
+                           f"{f.type}: {exc}") from None

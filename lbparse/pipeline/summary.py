@@ -1,0 +1,189 @@
+"""What a run read and wrote: per input file, and in total.
+
+Each task counts what it reads (`sources.UnitStats`) and what the decoder
+makes of it (`count_batch`), and hands its counts to the driver through a
+Spark accumulator keyed by unit: a task that Spark runs twice (a retry)
+replaces its counts instead of adding them again. The driver folds the
+units into one line per file (`Summary`), prints it (`table`) and writes it
+as summary.json.
+
+The counts add up, and `checks()` says where they would not: for every
+file, rows = messages + problems, and the rows split by layout, by MsgType
+and by error kind each sum to the rows ("(none)" counts rows without a
+layout, MsgType or error); the totals are the sums of the files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.accumulators import AccumulatorParam
+
+__all__ = ["NONE", "FileSummary", "StatsParam", "Summary", "count_batch"]
+
+NONE = "(none)"
+BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
+              ("per_error_kind", "error_kind"))
+
+
+class StatsParam(AccumulatorParam):
+    """unit key -> that unit's counts; a unit's later counts replace earlier ones."""
+
+    def zero(self, value: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def addInPlace(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        a.update(b)
+        return a
+
+
+def count_batch(batch: pa.RecordBatch, counts: dict[str, Counter[str]]) -> None:
+    """Add an output batch's rows to the per-layout, per-MsgType and per-error counts."""
+    for key, column in BREAKDOWNS:
+        col = batch.column(column)
+        c = counts.setdefault(key, Counter())
+        if col.null_count:
+            c[NONE] += col.null_count
+        if col.null_count < len(col):
+            vc = pc.value_counts(col.drop_null())
+            for value, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+                c[value] += n
+
+
+@dataclass
+class FileSummary:
+    """One input file: what was read, what came out."""
+
+    path: str
+    format: str
+    size: int
+    bytes_read: int = 0
+    packets: int = 0
+    messages: int = 0  # NATS messages (for a table: its rows)
+    problems: int = 0  # rows about the input itself (gaps, unreadable parts)
+    rows: int = 0
+    gaps: int = 0
+    gap_bytes: int = 0
+    notices: dict[str, int] = field(default_factory=dict)
+    per_layout: dict[str, int] = field(default_factory=dict)
+    per_msg_type: dict[str, int] = field(default_factory=dict)
+    per_error_kind: dict[str, int] = field(default_factory=dict)
+    file_errors: list[str] = field(default_factory=list)
+    units: int = 0
+    units_missing: int = 0  # units whose counts never came back (a bug if ever > 0)
+
+    def add_unit(self, u: dict[str, Any]) -> None:
+        self.units += 1
+        for name in ("bytes_read", "packets", "messages", "problems", "rows", "gaps",
+                     "gap_bytes"):
+            setattr(self, name, getattr(self, name) + u.get(name, 0))
+        for name in ("notices", "per_layout", "per_msg_type", "per_error_kind"):
+            mine = Counter(getattr(self, name))
+            mine.update(u.get(name, {}))
+            setattr(self, name, dict(mine))
+        if u.get("file_error"):
+            self.file_errors.append(u["file_error"])
+
+
+@dataclass
+class Summary:
+    """The whole run: files, totals, breakdowns, and where the data went."""
+
+    files: list[FileSummary]
+    output: str
+    layout: str
+    seconds: float = 0.0
+
+    @classmethod
+    def from_units(cls, units: Iterable[Any], counts: dict[str, dict[str, Any]], output: str,
+                   layout: str, seconds: float) -> "Summary":
+        files: dict[str, FileSummary] = {}
+        for unit in units:
+            f = files.get(unit.path)
+            if f is None:
+                f = files[unit.path] = FileSummary(unit.path, unit.format, unit.size)
+            got = counts.get(unit.key)
+            if got is None:
+                f.units_missing += 1
+            else:
+                f.add_unit(got)
+        return cls(list(files.values()), output, layout, seconds)
+
+    def totals(self) -> dict[str, Any]:
+        t: dict[str, Any] = {"files": len(self.files)}
+        for name in ("size", "bytes_read", "packets", "messages", "problems", "rows", "gaps",
+                     "gap_bytes"):
+            t[name] = sum(getattr(f, name) for f in self.files)
+        for name, _ in BREAKDOWNS:
+            c: Counter[str] = Counter()
+            for f in self.files:
+                c.update(getattr(f, name))
+            t[name] = dict(c.most_common())
+        t["files_with_problems"] = sum(1 for f in self.files if f.problems)
+        return t
+
+    def checks(self) -> list[str]:
+        """Where the counts do not add up (an empty list: they all do)."""
+        bad = []
+        for f in self.files:
+            if f.units_missing:
+                bad.append(f"{f.path}: counts of {f.units_missing} of its parts never came back")
+            if f.rows != f.messages + f.problems:
+                bad.append(f"{f.path}: rows {f.rows} != messages {f.messages} + problems "
+                           f"{f.problems}")
+            for name, _ in BREAKDOWNS:
+                s = sum(getattr(f, name).values())
+                if s != f.rows:
+                    bad.append(f"{f.path}: {name} sums to {s}, rows are {f.rows}")
+        return bad
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.totals()["rows"] / self.seconds if self.seconds else 0.0
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"output": self.output, "layout": self.layout, "seconds": round(self.seconds, 3),
+                "rows_per_second": round(self.rows_per_second, 1), "totals": self.totals(),
+                "checks": self.checks(), "files": [asdict(f) for f in self.files]}
+
+    def table(self, max_files: int = 40) -> str:
+        """The summary for people: one line per file, the totals, the breakdowns."""
+        t = self.totals()
+        head = ("input", "format", "bytes read", "packets", "messages", "gaps", "problems", "rows")
+        lines = [[_short(f.path), f.format, f.bytes_read, f.packets, f.messages, f.gaps,
+                  f.problems, f.rows] for f in self.files]
+        shown = lines[:max_files]
+        if len(lines) > max_files:
+            rest = self.files[max_files:]
+            shown.append([f"... {len(rest)} more", "", *(sum(getattr(f, n) for f in rest) for n in
+                          ("bytes_read", "packets", "messages", "gaps", "problems", "rows"))])
+        shown.append(["total", "", t["bytes_read"], t["packets"], t["messages"], t["gaps"],
+                      t["problems"], t["rows"]])
+        cells = [[c if isinstance(c, str) else f"{c:,}" for c in row] for row in shown]
+        widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
+
+        def line(row: Iterable[str]) -> str:
+            return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+
+        out = [line(head)] + [line(r) for r in cells]
+        for title, (key, _) in zip(("per layout", "per MsgType", "per error kind"), BREAKDOWNS):
+            items = t[key]
+            out.append(f"{title + ':':<16}" + (" | ".join(f"{k} {v:,}" for k, v in items.items())
+                                                 or "-"))
+        problems = [(f.path, e) for f in self.files for e in f.file_errors]
+        for path, e in problems[:20]:
+            out.append(f"problem: {e}")
+        if len(problems) > 20:
+            out.append(f"... and {len(problems) - 20} more problems (summary.json has them all)")
+        for c in self.checks():
+            out.append(f"COUNTS DO NOT ADD UP: {c}")
+        return "\n".join(out)
+
+
+def _short(path: str, width: int = 44) -> str:
+    return path if len(path) <= width else "…" + path[-(width - 1):]

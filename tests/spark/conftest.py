@@ -1,0 +1,152 @@
+"""The pipeline tests' shared pieces: one Spark session, small inputs, one run.
+
+One local[2] session serves every test (a session costs ~5 s to start);
+the inputs are a few kilobytes, made here deterministically: captures
+with envelopes of many MsgTypes, corrupt ones, a gap and a cut file; a
+Parquet table; our JSON Lines records; and files that cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+pytest.importorskip("pyspark")
+if shutil.which("java") is None:
+    pytest.skip("Spark needs Java", allow_module_level=True)
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import lbparse  # noqa: E402
+from lbparse.capture.records import Record, record_writer  # noqa: E402
+from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
+from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
+
+VECTORS = Path(__file__).parent.parent / "data" / "vectors.jsonl"
+
+
+def envelopes() -> list[tuple[str, bytes]]:
+    """(subject, payload) of every kind: all v0 MsgTypes, with and without
+    CRC, and broken ones (CRC, magic, truncated, unknown MsgType, bad payload)."""
+    M = lbparse.message_class
+    out: list[tuple[str, bytes]] = []
+    for i in range(6):
+        out.append(("orders.eu", lbparse.encode(M("proto.Message")(
+            offset=100 + i, key=b"k-%d" % i, value=b'{"qty": %d}' % i, stream="orders",
+            partition=i % 2, subject="orders.eu", headers={"content-type": b"json"} if i % 2
+            else {}, ackPolicy=i % 3, timestamp=1_763_700_000_000_000_000 + i), crc=i % 2 == 0)))
+        out.append(("acks", lbparse.encode(M("proto.Ack")(
+            stream="orders", partitionSubject="orders.eu.0", offset=100 + i,
+            ackError=i % 2), crc=True)))
+    rr = ReplicationResponse(4, 109, [CommitLogEntry(100 + j, 1_763_700_000_000_000_000 + j, 4,
+                                                     key=b"key-%d" % j, value=b"x" * 10,
+                                                     headers=[("subject", b"orders.eu")])
+                                      for j in range(3)])
+    out.append(("repl", lbparse.encode(rr, crc=True)))
+    for name, payload_type in (("raft", "protocol.RaftJoinRequest"),
+                               ("info", "protocol.ServerInfoResponse"),
+                               ("prop", "protocol.PropagatedRequest")):
+        msg_obj = M(payload_type)()
+        if payload_type == "protocol.PropagatedRequest":
+            msg_obj.op = 6
+            msg_obj.pauseStreamOp.stream = "orders"
+            msg_obj.pauseStreamOp.partitions.extend([0, 1])  # packed: decoded by upb
+        elif payload_type == "protocol.ServerInfoResponse":
+            msg_obj.id, msg_obj.host, msg_obj.port = "s1", "lb.example", 9292
+        else:
+            msg_obj.nodeID, msg_obj.nodeAddr = "n1", "10.0.0.1:9293"
+        out.append((name, lbparse.encode(msg_obj)))
+    good = out[0][1]
+    out += [
+        ("bad.crc", good[:12] + bytes([good[12] ^ 1]) + good[13:]),
+        ("bad.magic", b"\x00" + good[1:]),
+        ("bad.short", good[:6]),
+        ("bad.truncated", good[:5] + b"\x30" + good[6:]),
+        ("bad.type", good[:7] + b"\x63" + good[8:]),
+        ("bad.payload", bytes.fromhex("b90e43b40008000b") + b"\xff\xff\xff"),
+        ("plain.text", b"hello, not an envelope"),
+    ]
+    return out
+
+
+def write_capture(path: Path, gap: bool = False) -> None:
+    """One NATS connection: every envelope published, then delivered back."""
+    items = envelopes()
+    conn = Conn()
+    frames = conn.handshake()
+    frames += conn.send("c", b"".join(
+        pub(s, p, headers=[("Nats-Msg-Id", f"m{i}")] if i % 3 == 0 else None)
+        for i, (s, p) in enumerate(items)), mss=200)
+    deliveries = conn.send("s", b"".join(msg(s, 1, p, reply="_INBOX.r" if i % 4 == 0 else None)
+                                         for i, (s, p) in enumerate(items)), mss=300)
+    if gap:  # one server segment never captured: a gap, messages lost around it
+        del deliveries[2]
+    frames += deliveries + [conn.fin("c"), conn.fin("s")]
+    write_pcap(str(path), [(1_763_700_000 + i * 0.001, link(ETHERNET, f))
+                           for i, f in enumerate(frames)])
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The tests' one Spark session: local[2], no UI, two shuffle partitions."""
+    from lbparse.pipeline.session import TEST_CONF, spark_session
+
+    session = spark_session("local[2]", conf=TEST_CONF)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind of input, good and bad, by name."""
+    d = tmp_path_factory.mktemp("inputs")
+    paths = {name: d / name for name in (
+        "capture.pcap", "gap.pcap", "cut.pcap", "table.parquet", "records.jsonl",
+        "garbage.bin", "broken.parquet", "missing.pcap")}
+    write_capture(paths["capture.pcap"])
+    write_capture(paths["gap.pcap"], gap=True)
+    write_capture(paths["cut.pcap"])
+    whole = paths["cut.pcap"].read_bytes()
+    paths["cut.pcap"].write_bytes(whole[:len(whole) * 2 // 3])  # ends inside a packet
+    items = envelopes()
+    table = pa.table({
+        "data": pa.array([p for _, p in items] + [None], pa.binary()),
+        "subj": pa.array([s for s, _ in items] + ["null.payload"]),
+        "t": pa.array([1_763_700_000.5 + i for i in range(len(items) + 1)]),
+    })
+    pq.write_table(table, paths["table.parquet"], row_group_size=8)  # several row groups
+    with record_writer(str(paths["records.jsonl"])) as w:
+        for i, (s, p) in enumerate(items):
+            w.write(Record.make(1_763_700_000.0 + i, "127.0.0.1:40000", "127.0.0.1:4222",
+                                "PUB", s, None, None, None, p))
+    paths["garbage.bin"].write_bytes(bytes(range(7, 200)))
+    paths["broken.parquet"].write_bytes(b"PAR1" + b"\0" * 40)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+        ) -> dict[str, Any]:
+    """One pipeline run over every input (layout v0): its summary, data and output dir."""
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
+    from lbparse.pipeline.sources import SourceOptions
+
+    out = tmp_path_factory.mktemp("out")
+    options = PipelineOptions(
+        inputs=tuple(str(p) for p in inputs.values()), out=str(out),
+        decode=DecodeOptions(layout="v0"),
+        source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
+                             batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
+    summary = run_pipeline(spark, options)
+    data = spark.read.parquet(os.path.join(out, "messages"))
+    return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
+            "json": json.loads((out / "summary.json").read_text())}
