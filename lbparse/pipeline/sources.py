@@ -95,15 +95,14 @@ class Unit:
 
 @dataclass
 class UnitStats:
-    """What reading one unit saw (the decoder's counts are added in tasks.py)."""
+    """What reading one unit saw; rows, messages and problems are counted on the
+    decoded rows (tasks.py), so that they are the data's counts."""
 
     path: str
     format: str
     size: int
     bytes_read: int = 0
     packets: int = 0
-    messages: int = 0
-    problems: int = 0
     gaps: int = 0
     gap_bytes: int = 0
     notices: dict[str, int] = field(default_factory=dict)
@@ -272,7 +271,6 @@ def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[
     if unit.error is not None:
         rows = _Rows(unit.path, 0)
         rows.problem(*unit.error)
-        stats.problems += 1
         stats.file_error = f"{unit.error[0]}: {unit.error[1]}"
         yield rows.batch()
     elif unit.format == "parquet":
@@ -289,7 +287,6 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
     def flush_notices() -> None:
         for n in pending:
             stats.notice(n)
-            stats.problems += 1
             rows.problem(f"input:{n.kind}", f"{unit.path}: {n}", n.ts, n.src, n.dst)
         pending.clear()
 
@@ -299,7 +296,6 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
             if pending:
                 flush_notices()
             rows.record(rec)
-            stats.messages += 1
             if len(rows) >= options.batch_rows:
                 yield rows.batch()
         flush_notices()
@@ -316,7 +312,6 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         message = str(exc) if isinstance(exc, CaptureError) else \
             f"{unit.path}: {type(exc).__name__}: {exc}"
         rows.problem(kind, message)
-        stats.problems += 1
         stats.file_error = f"{kind}: {message}"
         if reader is not None:
             stats.packets = reader.stats.packets
@@ -335,7 +330,6 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         rows = _Rows(unit.path, (unit.first_rows or [0])[0])
         message = f"{unit.path}: Parquet footer unreadable: {exc}"
         rows.problem("input:bad_parquet", message)
-        stats.problems += 1
         stats.file_error = f"input:bad_parquet: {message}"
         yield rows.batch()
         return
@@ -365,7 +359,6 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
                                          columns=columns, use_threads=False):
                 yield _table_batch(unit.path, first + done, batch, wanted)
                 done += batch.num_rows
-                stats.messages += batch.num_rows
         except Exception as exc:  # noqa: BLE001  a bad row group is a row, not a failed job
             kind = "input:bad_column" if isinstance(exc, _ColumnError) else "input:bad_parquet"
             lost = expected - done
@@ -373,7 +366,6 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
                        f"{lost} rows not read: {exc}")
             rows = _Rows(unit.path, first + done)
             rows.problem(kind, message)
-            stats.problems += 1
             stats.file_error = f"{kind}: {message}"
             yield rows.batch()
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.accumulators import AccumulatorParam
 
-__all__ = ["NONE", "FileSummary", "StatsParam", "Summary", "count_batch"]
+__all__ = ["NONE", "FileSummary", "StatsParam", "Summary", "count_batch", "count_problems"]
 
 NONE = "(none)"
 BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
@@ -52,6 +52,14 @@ def count_batch(batch: pa.RecordBatch, counts: dict[str, Counter[str]]) -> None:
             vc = pc.value_counts(col.drop_null())
             for value, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
                 c[value] += n
+
+
+def count_problems(batch: pa.RecordBatch) -> int:
+    """Rows about the input rather than a message (error kind `input:...`)."""
+    kinds = batch.column("error_kind")
+    if kinds.null_count == len(kinds):
+        return 0
+    return pc.sum(pc.starts_with(kinds, "input:")).as_py() or 0
 
 
 @dataclass

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
-from lbparse.pipeline.summary import count_batch
+from lbparse.pipeline.summary import count_batch, count_problems
 
 __all__ = ["TaskOptions", "run_task"]
 
@@ -41,15 +41,17 @@ def process_unit(unit: Unit, options: TaskOptions) -> tuple[Iterator[pa.RecordBa
     """The output batches of one unit, and its counts (complete once they are consumed)."""
     decoder = _decoder(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
-    counts: dict[str, Any] = {"rows": 0}
+    counts: dict[str, Any] = {"rows": 0, "problems": 0}
     breakdowns: dict[str, Counter[str]] = {}
 
     def batches() -> Iterator[pa.RecordBatch]:
         for records in read_unit(unit, options.source, stats):
             out = decoder(records)
             counts["rows"] += out.num_rows
+            counts["problems"] += count_problems(out)
             count_batch(out, breakdowns)
             yield out
+        counts["messages"] = counts["rows"] - counts["problems"]
         counts.update(asdict(stats))
         counts.update({k: dict(v) for k, v in breakdowns.items()})
 
