@@ -60,13 +60,19 @@ types:
         doc: Reserved for attributes such as compression; always 0 today.
       - id: key_len
         type: s4
-        doc: Length of the key; -1 means nil (no key), 0 an empty key.
+        valid:
+          expr: _ >= -1
+        doc: |
+          Length of the key; -1 means nil (no key), 0 an empty key. Liftbridge
+          slices the body by any other length, so less than -1 is invalid.
       - id: key
         size: key_len
         if: key_len >= 0
       - id: value_len
         type: s4
-        doc: Length of the value; -1 means nil, 0 an empty value.
+        valid:
+          expr: _ >= -1
+        doc: Length of the value; -1 means nil, 0 an empty value; less than -1 is invalid.
       - id: value
         size: value_len
         if: value_len >= 0

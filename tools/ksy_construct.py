@@ -100,7 +100,10 @@ class Emitter:
             if f["repeat"] == "eos":
                 sub = f"GreedyRange({sub})"
             elif f["repeat"] == "expr":
-                sub = f"Array({self.expr(f['repeat-expr'])}, {sub})"
+                # Kaitai repeats a negative count zero times; construct's
+                # Array raises on it.
+                count = self.expr(f["repeat-expr"]).replace("lambda this: ", "", 1)
+                sub = f"Array(lambda this: max({count}, 0), {sub})"
             else:
                 raise UnsupportedKsy(f"repeat: {f['repeat']}")
         if "if" in f:

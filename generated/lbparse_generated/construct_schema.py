@@ -71,11 +71,13 @@ liftbridge_commitlog__body = Struct(
     "magic" / Int8ub,
     "attributes" / Int8ub,
     "key_len" / Int32sb,
+    "_valid_key_len" / Check(lambda this: this.key_len >= -1),
     "key" / If(lambda this: this.key_len >= 0, Bytes(lambda this: this.key_len)),
     "value_len" / Int32sb,
+    "_valid_value_len" / Check(lambda this: this.value_len >= -1),
     "value" / If(lambda this: this.value_len >= 0, Bytes(lambda this: this.value_len)),
     "header_count" / Int16sb,
-    "headers" / Array(lambda this: this.header_count, liftbridge_commitlog__header),
+    "headers" / Array(lambda this: max(this.header_count, 0), liftbridge_commitlog__header),
 )
 
 # One message of the commit log, a 28-byte header then its body.

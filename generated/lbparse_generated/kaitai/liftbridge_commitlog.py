@@ -60,11 +60,17 @@ class LiftbridgeCommitlog(KaitaiStruct):
             self.magic = self._io.read_u1()
             self.attributes = self._io.read_u1()
             self.key_len = self._io.read_s4be()
+            _ = self.key_len
+            if not _ >= -1:
+                raise kaitaistruct.ValidationExprError(self.key_len, self._io, u"/types/body/seq/3")
             if self.key_len >= 0:
                 pass
                 self.key = self._io.read_bytes(self.key_len)
 
             self.value_len = self._io.read_s4be()
+            _ = self.value_len
+            if not _ >= -1:
+                raise kaitaistruct.ValidationExprError(self.value_len, self._io, u"/types/body/seq/5")
             if self.value_len >= 0:
                 pass
                 self.value = self._io.read_bytes(self.value_len)
