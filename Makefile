@@ -57,3 +57,10 @@ clean:
 ## html, wireshark, or all)
 generate-%:
 	$(PYTHON) -m lbparse generate --lang $* --nest -o out
+
+.PHONY: dist bench-spark
+
+## dist: what a Spark cluster needs: dist/lbparse.zip (for --py-files), the
+## application file dist/lbparse_pipeline.py, and the executors' dist/requirements.txt
+dist:
+	$(PYTHON) -m lbparse.pipeline.dist dist

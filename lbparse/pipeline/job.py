@@ -29,7 +29,7 @@ from lbparse.pipeline.summary import StatsParam, Summary
 from lbparse.pipeline.tasks import TaskOptions, run_task
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "PipelineOptions", "group_units", "main", "run"]
 
@@ -68,6 +68,19 @@ def group_units(units: Sequence[Unit], slots: int) -> list[list[Unit]]:
     return groups
 
 
+def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
+    """One row per task, in a partition of its own: the task's units as JSON.
+
+    Made in the JVM (a range, and the JSON as literals): a Python RDD would
+    start a Python worker on every executor just to turn rows into rows.
+    """
+    from pyspark.sql import functions as F
+
+    texts = F.array(*[F.lit(json.dumps([u.to_json() for u in g])) for g in groups])
+    return (spark.range(0, len(groups), 1, numPartitions=len(groups))
+            .select(F.element_at(texts, (F.col("id") + 1).cast("int")).alias("units")))
+
+
 def run(spark: "SparkSession", options: PipelineOptions,
         on_plan: Callable[[list[Unit], int], None] | None = None) -> Summary:
     """Decode every input into DIR/messages and write DIR/summary.json."""
@@ -85,9 +98,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
         on_plan(units, len(groups))
     acc = sc.accumulator({}, StatsParam())
     task_options = TaskOptions(options.decode, options.source)
-    rows = [(json.dumps([u.to_json() for u in g]),) for g in groups]
-    tasks = spark.createDataFrame(sc.parallelize(rows, len(rows)), "units string")
-    decoded = tasks.mapInArrow(lambda batches: run_task(batches, task_options, acc),
+    decoded = task_frame(spark, groups).mapInArrow(lambda batches: run_task(batches, task_options, acc),
                                output_schema())
     (decoded.write.mode("overwrite" if options.overwrite else "errorifexists")
      .partitionBy(PARTITION_COLUMN).parquet(messages))

@@ -81,6 +81,7 @@ class FileSummary:
     per_msg_type: dict[str, int] = field(default_factory=dict)
     per_error_kind: dict[str, int] = field(default_factory=dict)
     file_errors: list[str] = field(default_factory=list)
+    decoded_by: list[str] = field(default_factory=list)  # where the tasks' lbparse was
     units: int = 0
     units_missing: int = 0  # units whose counts never came back (a bug if ever > 0)
 
@@ -95,6 +96,8 @@ class FileSummary:
             setattr(self, name, dict(mine))
         if u.get("file_error"):
             self.file_errors.append(u["file_error"])
+        if u.get("lbparse") and u["lbparse"] not in self.decoded_by:
+            self.decoded_by.append(u["lbparse"])
 
 
 @dataclass

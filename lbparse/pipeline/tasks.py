@@ -10,6 +10,7 @@ when the unit is done.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -17,6 +18,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+import lbparse
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import count_batch, count_problems
@@ -52,6 +54,9 @@ def process_unit(unit: Unit, options: TaskOptions) -> tuple[Iterator[pa.RecordBa
             count_batch(out, breakdowns)
             yield out
         counts["messages"] = counts["rows"] - counts["problems"]
+        # Which lbparse the executor imported: on a cluster, the --py-files
+        # zip or an installed copy; worth knowing when versions differ.
+        counts["lbparse"] = os.path.dirname(lbparse.__file__)
         counts.update(asdict(stats))
         counts.update({k: dict(v) for k, v in breakdowns.items()})
 
