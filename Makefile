@@ -45,9 +45,10 @@ test:
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
-## demo: install, then decode the bundled example envelopes
+## demo: install, decode the bundled example envelopes, then run the Spark pipeline
+## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
 demo: install
-	lbparse demo
+	lbparse demo --out out/demo
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

@@ -157,11 +157,9 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
-
     from lbparse.pipeline import job
     from lbparse.pipeline.decode_arrow import DecodeOptions
-    from lbparse.pipeline.session import spark_session, under_spark_submit
+    from lbparse.pipeline.session import run_session
     from lbparse.pipeline.sources import SourceOptions
 
     if args.batch_rows < 1:
@@ -173,21 +171,22 @@ def run(args: argparse.Namespace) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
-    # A session that is already running (spark-submit's, a caller's) is
-    # used and left running; one started here is stopped here.
-    owned = SparkSession.getActiveSession() is None and not under_spark_submit()
-    spark = spark_session(args.master, conf=_conf(args))
-    progress = Progress(spark, sys.stderr, args.quiet)
-    try:
-        summary = job.run(spark, options, on_plan=progress.planned)
-    finally:
-        progress.done()
-        if owned:
-            spark.stop()
+    with run_session(args.master, conf=_conf(args)) as spark:
+        progress = Progress(spark, sys.stderr, args.quiet)
+        try:
+            summary = job.run(spark, options, on_plan=progress.planned)
+        finally:
+            progress.done()
+    print_report(summary, options.out)
+    t = summary.totals()
+    return 1 if t["problems"] or summary.checks() else 0
+
+
+def print_report(summary: Any, out: str) -> None:
+    """The summary table, the throughput, and where the data and summary went."""
     t = summary.totals()
     print(summary.table())
     print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
           f"({summary.rows_per_second:,.0f} rows/s)")
     print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
-    print(f"summary: {options.out.rstrip('/')}/summary.json")
-    return 1 if t["problems"] or summary.checks() else 0
+    print(f"summary: {out.rstrip('/')}/summary.json")

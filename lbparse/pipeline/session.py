@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator, Mapping
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_CONF", "TEST_CONF", "spark_session", "under_spark_submit"]
+__all__ = ["DEFAULT_CONF", "TEST_CONF", "run_session", "spark_session", "under_spark_submit"]
 
 # Settings the pipeline needs wherever it runs (runtime SQL settings).
 DEFAULT_CONF: dict[str, str] = {
@@ -99,3 +100,19 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)
     return spark
+
+
+@contextmanager
+def run_session(master: str | None = None, *, conf: Mapping[str, str] | None = None
+                ) -> Iterator["SparkSession"]:
+    """A session for one run: stopped at the end if it was started here, left
+    running if it was already there (spark-submit's, a caller's, a test's)."""
+    from pyspark.sql import SparkSession
+
+    owned = SparkSession.getActiveSession() is None and not under_spark_submit()
+    spark = spark_session(master, conf=conf)
+    try:
+        yield spark
+    finally:
+        if owned:
+            spark.stop()

@@ -183,9 +183,7 @@ class Summary:
 
         out = [line(head)] + [line(r) for r in cells]
         for title, (key, _) in zip(("per layout", "per MsgType", "per error kind"), BREAKDOWNS):
-            items = t[key]
-            out.append(f"{title + ':':<16}" + (" | ".join(f"{k} {v:,}" for k, v in items.items())
-                                                 or "-"))
+            out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
         problems = [(f.path, e) for f in self.files for e in f.file_errors]
         for path, e in problems[:20]:
             out.append(f"problem: {e}")
@@ -194,6 +192,17 @@ class Summary:
         for c in self.checks():
             out.append(f"COUNTS DO NOT ADD UP: {c}")
         return "\n".join(out)
+
+
+def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:
+    """`head`, then the items joined by " | " on lines of at most `width`."""
+    lines: list[list[str]] = [[]]
+    for item in items or ["-"]:
+        if lines[-1] and len(head) + len(" | ".join(lines[-1] + [item])) > width:
+            lines.append([])
+        lines[-1].append(item)
+    return [(head if i == 0 else " " * len(head)) + " | ".join(line)
+            for i, line in enumerate(lines)]
 
 
 def _short(path: str, width: int = 44) -> str:
