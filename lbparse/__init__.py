@@ -15,6 +15,7 @@ from lbparse.dispatch import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError
 from lbparse.header import Header
+from lbparse.limits import Limits
 from lbparse.payloads import message_class
 from lbparse.upstream import UpstreamVerdict, upstream_verdict
 
@@ -26,6 +27,7 @@ __all__ = [
     "KINDS",
     "LAYOUTS",
     "Layout",
+    "Limits",
     "MsgType",
     "ReplicationResponse",
     "UpstreamVerdict",

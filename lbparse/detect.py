@@ -22,6 +22,7 @@ from lbparse import flatbuf
 from lbparse.flatbuf import FlatTable
 from lbparse.header import MAGIC, read_header
 from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
+from lbparse.limits import DEFAULT, Limits, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 
 __all__ = ["detect"]
@@ -46,8 +47,8 @@ def _confirms(layout: Layout, env: Envelope) -> str | None:
     return f"payload parses as {env.payload_type}"
 
 
-def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str | None]],
-                                                        list[str], EnvelopeError | None]:
+def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
+                ) -> tuple[list[tuple[Envelope, str | None]], list[str], EnvelopeError | None]:
     found: list[tuple[Envelope, str | None]] = []
     reasons: list[str] = []
     first_error: EnvelopeError | None = None
@@ -56,6 +57,7 @@ def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str
         # The enveloped layouts share bytes 0..6 and the CRC: read them once.
         try:
             hl, flags, crc, byte7, _ = read_header(data, _ENVELOPED[0][0])
+            check_payload_size(len(data) - hl, hl, limits or DEFAULT)
             if verify_crc:
                 check_crc(data, hl, crc)
         except EnvelopeError as exc:
@@ -76,7 +78,7 @@ def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str
                 reasons.append(f"not {layout.name}: payload is not a FlatBuffer")
                 continue
             try:
-                env = dec.finish(data, hl, flags, crc, byte7, ())
+                env = dec.finish(data, hl, flags, crc, byte7, (), None, limits)
             except EnvelopeError as exc:
                 first_error = first_error or exc
                 reasons.append(f"not {layout.name}: {exc.kind}")
@@ -85,7 +87,7 @@ def _candidates(data: bytes, verify_crc: bool) -> tuple[list[tuple[Envelope, str
     elif data[:4] == COOKIE and len(data) > 4:
         reasons.append("starts with the LIFT cookie")
         try:
-            env = decode_lift_cookie(data)
+            env = decode_lift_cookie(data, limits=limits)
             found.append((env, _confirms(LAYOUTS["lift-cookie"], env)))
         except EnvelopeError as exc:
             reasons.append(f"not lift-cookie: {exc.kind}")
@@ -99,12 +101,12 @@ def _describe(env: Envelope) -> str:
 
 
 def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
-           payload_type: str | None = None) -> Envelope:
+           payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
     """Classify and decode any NATS payload (the `auto` layout)."""
     if lenient or payload_type is not None:
         raise ValueError("layout='auto' takes neither lenient nor payload_type: "
                          "name the layout to use them")
-    found, reasons, error = _candidates(data, verify_crc)
+    found, reasons, error = _candidates(data, verify_crc, limits)
     clean = [(env, why) for env, why in found if why]
     # Without confirming evidence the newest layout decides, even if what
     # it says is an error: an older layout that merely fails to object
@@ -114,7 +116,7 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
         raise error
     chosen = clean or found
     if not chosen:
-        env = decode_plain(data)
+        env = decode_plain(data, limits=limits)
         reasons.append("no envelope magic and no LIFT message: plain NATS payload")
         return _finish(env, reasons, [], 0.9 if data[:4] != COOKIE else 0.6)
     best, why = chosen[0]  # _ENVELOPED is in recency order

@@ -23,7 +23,9 @@ from lbparse.header import (
     read_header,
     resolve_msg_type,
 )
-from lbparse.payloads import RAW, ProtoCodec, codec_for, infer_payload_type, payload_type_of
+from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size, depth_error
+from lbparse.payloads import (RAW, FlatBuffersCodec, ProtoCodec, codec_for, infer_payload_type,
+                              payload_type_of)
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "encode_enveloped"]
@@ -117,7 +119,13 @@ def _raw_parser(layout: Layout, ptype: str) -> Any:
     return codec.python_type.FromString if isinstance(codec, ProtoCodec) else codec.decode
 
 
-def _bad_payload(ptype: str, payload: bytes, exc: Exception) -> EnvelopeError:
+def _bad_payload(ptype: str, payload: bytes, exc: Exception, codec: Any,
+                 limits: Limits) -> EnvelopeError:
+    if isinstance(codec, ProtoCodec):
+        # The runtime says only "corrupt"; say so when nesting was the reason.
+        err = depth_error(payload, codec.python_type.DESCRIPTOR, limits.max_depth)
+        if err is not None:
+            return err
     return EnvelopeError("bad_payload",
                          f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
 
@@ -156,16 +164,21 @@ class EnvelopedDecoder:
             self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(layout, ptype))
 
     def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
-                 payload_type: str | None = None) -> Envelope:
+                 payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
         hl, flags, crc, byte7, found = read_header(data, self.layout, lenient)
+        # Before the CRC: a refused payload costs nothing more.
+        check_payload_size(len(data) - hl, hl, limits or DEFAULT)
         if verify_crc:
             check_crc(data, hl, crc)
-        return self.finish(data, hl, flags, crc, byte7, tuple(found), payload_type)
+        return self.finish(data, hl, flags, crc, byte7, tuple(found), payload_type, limits)
 
     def finish(self, data: bytes, hl: int, flags: int, crc: int | None, byte7: int,
-               warnings: tuple[str, ...], payload_type: str | None = None) -> Envelope:
-        """The payload half of decoding, once the header is read and the CRC checked
-        (layout="auto" reads the header once and finishes it with each layout)."""
+               warnings: tuple[str, ...], payload_type: str | None = None,
+               limits: Limits | None = None) -> Envelope:
+        """The payload half of decoding, once the header is read, its payload
+        size allowed and the CRC checked (layout="auto" reads the header once
+        and finishes it with each layout)."""
+        lim = limits or DEFAULT
         payload = data[hl:]
         candidates: list[str] = []
         if self.infer and payload_type is None:
@@ -176,12 +189,19 @@ class EnvelopedDecoder:
             parse = _raw_parser(self.layout, ptype)
         else:
             msg_type, name, ptype, parse = entry
+        if lim is not DEFAULT:
+            codec = codec_for(self.layout.codec_key(ptype))
+            if isinstance(codec, ProtoCodec) and lim.max_depth < PROTOBUF_MAX_DEPTH:
+                check_depth(payload, codec.python_type.DESCRIPTOR, lim)
+            elif isinstance(codec, FlatBuffersCodec):
+                parse = lambda p: codec.decode(p, lim.max_payload)  # noqa: E731
         try:
             message = parse(payload)
         except EnvelopeError:
             raise
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
-            raise _bad_payload(ptype, payload, exc) from None
+            raise _bad_payload(ptype, payload, exc, codec_for(self.layout.codec_key(ptype)),
+                               lim) from None
         env = _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
                               message, warnings))
         if len(candidates) > 1:

@@ -3,7 +3,9 @@
 Every failure to decode input bytes is an `EnvelopeError` whose `kind` is
 one of `KINDS`, listed in the order a strict decoder checks them. The
 message says what was found and where; `offset`, `expected` and `actual`
-carry the same facts for programs.
+carry the same facts for programs. When a resource limit refused the bytes
+(see `lbparse.limits`), `limit` names it (`max_payload`, `max_depth`) and
+`expected` is its value; otherwise `limit` is None.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class EnvelopeError(ValueError):
     offset: int | None
     expected: Any
     actual: Any
+    limit: str | None
 
     def __init__(
         self,
@@ -39,6 +42,7 @@ class EnvelopeError(ValueError):
         offset: int | None = None,
         expected: Any = None,
         actual: Any = None,
+        limit: str | None = None,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown EnvelopeError kind {kind!r}")
@@ -47,13 +51,17 @@ class EnvelopeError(ValueError):
         self.offset = offset
         self.expected = expected
         self.actual = actual
+        self.limit = limit
 
     @property
     def message(self) -> str:
         return str(self.args[0])
 
     def to_json_dict(self) -> dict[str, str]:
-        return {"error": self.kind, "message": self.message}
+        d = {"error": self.kind, "message": self.message}
+        if self.limit is not None:
+            d["limit"] = self.limit
+        return d
 
     def __repr__(self) -> str:
         return f"EnvelopeError({self.kind!r}, {self.message!r})"

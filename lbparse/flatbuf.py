@@ -5,7 +5,10 @@ generator derives from spec/flatbuffers/api.fbs; flatc's own classes of the
 same schema (lbparse_generated.fb) serve as the reference in the tests.
 The reader checks every offset and length against the buffer before it
 follows it, so hostile bytes give a `FlatBufferError`, never an
-IndexError or an allocation sized by the input.
+IndexError or an allocation sized by the input. FlatBuffers lets many
+offsets point at one string or vector; each is read into its own object,
+so the total read is capped (`max_bytes`): otherwise a 58 KB buffer whose
+2,000 vector entries share one 50 KB vector decodes to 100 MB.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import flatbuffers
 
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
-__all__ = ["FlatBufferError", "FlatTable", "build_table", "plausible", "read_table",
+__all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
            "structure_reasons"]
 
 _U16 = struct.Struct("<H")
@@ -32,6 +35,10 @@ _SCALARS = {"ubyte": "<B", "byte": "<b", "bool": "<?", "short": "<h", "ushort": 
 
 class FlatBufferError(ValueError):
     """Bytes that are not a well-formed FlatBuffers table of the expected type."""
+
+
+class FlatBufferTooLarge(FlatBufferError):
+    """A buffer whose strings and vectors add up to more than `max_bytes`."""
 
 
 class FlatTable:
@@ -90,10 +97,24 @@ def _from_json(ftype: str, value: Any) -> Any:
     return value
 
 
+# What read_table may copy out of a buffer by default: lbparse.limits'
+# default max_payload (not imported: limits would import the codecs).
+MAX_BYTES = 8 << 20
+
+
 class _Reader:
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, max_bytes: int) -> None:
         self.buf = buf
         self.n = len(buf)
+        self.budget = max_bytes
+        self.max_bytes = max_bytes
+
+    def spend(self, size: int, what: str) -> None:
+        self.budget -= size
+        if self.budget < 0:
+            raise FlatBufferTooLarge(f"{what}: the strings and vectors read add up to more than "
+                                     f"{self.max_bytes} bytes (offsets share them), the limit "
+                                     "(max_payload)")
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -139,24 +160,28 @@ class _Reader:
         start = target + 4
         if ftype == "string":
             self.need(start, length, what)
+            self.spend(length, what)
             try:
                 return self.buf[start:start + length].decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise FlatBufferError(f"{what} is not UTF-8: {exc}") from None
         if ftype == "[ubyte]":
             self.need(start, length, what)
+            self.spend(length, what)
             return self.buf[start:start + length]
         if ftype.startswith("["):
             self.need(start, 4 * length, what)  # before any allocation
+            self.spend(4 * length, what)
             elem = ftype[1:-1]
             return [self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
                     for p in range(start, start + 4 * length, 4)]
         raise FlatBufferError(f"{what}: type {ftype} is not supported")
 
 
-def read_table(buf: bytes, type_name: str) -> FlatTable:
-    """Read the root table of a finished FlatBuffer as `type_name`."""
-    r = _Reader(buf)
+def read_table(buf: bytes, type_name: str, max_bytes: int = MAX_BYTES) -> FlatTable:
+    """Read the root table of a finished FlatBuffer as `type_name`, copying
+    out at most `max_bytes` of strings, byte vectors and table vectors."""
+    r = _Reader(buf, max_bytes)
     return r.table(r.u32(0, "root offset"), type_name)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 from lbparse.dispatch import LAYOUTS
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
-from lbparse.payloads import BYTES, codec_for, payload_type_of
+from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size
+from lbparse.payloads import BYTES, ProtoCodec, codec_for, payload_type_of
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
 __all__ = ["COOKIE", "decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
@@ -27,7 +28,7 @@ def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelo
 
 
 def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,
-                       payload_type: str | None = None) -> Envelope:
+                       payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
     del verify_crc, lenient  # the layout has no CRC and no header to be lenient about
     ptype = payload_type or _LIFT.default_payload_type
     framing_only = ptype == BYTES  # decode_header: check the cookie, leave the payload
@@ -50,15 +51,23 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
                                 f"payload, got {len(data)} bytes", offset=len(data),
                                 expected=5, actual=len(data))
         payload = data[4:]
-    message = None if framing_only else codec_for(ptype).decode(payload)
+    lim = limits or DEFAULT
+    check_payload_size(len(payload), len(data) - len(payload), lim)
+    if framing_only:
+        return _headerless("lift-cookie", ptype, payload, None)
+    codec = codec_for(ptype)
+    if isinstance(codec, ProtoCodec):
+        check_depth(payload, codec.python_type.DESCRIPTOR, lim)
+    message = codec.decode(payload)
     return _headerless("lift-cookie", ptype, payload, message)
 
 
 def decode_plain(data: bytes, verify_crc: bool = True, lenient: bool = False,
-                 payload_type: str | None = None) -> Envelope:
+                 payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
     del verify_crc, lenient
     if payload_type not in (None, BYTES):
         raise ValueError(f"the plain layout carries bytes, not {payload_type}")
+    check_payload_size(len(data), 0, limits or DEFAULT)
     return _headerless("plain", BYTES, data, data)
 
 

@@ -1,7 +1,7 @@
 """Which function decodes and which encodes each layout.
 
 Dispatch is by table: `DECODERS[name](data, verify_crc, lenient,
-payload_type)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
+payload_type, limits)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
 declared in spec/envelope.ksy must have an entry (a test checks it); `auto`
 decodes only (it classifies, then decodes with the layout it picked).
 """
@@ -13,12 +13,13 @@ from typing import Any, Callable
 from lbparse.dispatch import LAYOUTS
 from lbparse.detect import detect
 from lbparse.envelope import Envelope, EnvelopedDecoder, encode_enveloped
+from lbparse.limits import Limits
 from lbparse.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
                                 encode_plain)
 
 __all__ = ["DECODERS", "ENCODERS", "decoder", "encoder"]
 
-Decoder = Callable[[bytes, bool, bool, "str | None"], Envelope]
+Decoder = Callable[[bytes, bool, bool, "str | None", "Limits | None"], Envelope]
 Encoder = Callable[[Any, "int | None", bool], bytes]
 
 

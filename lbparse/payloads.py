@@ -135,12 +135,15 @@ class FlatBuffersCodec(PayloadCodec):
         self.name = table
         self.python_type = flatbuf.FlatTable
 
-        def decode(payload: bytes) -> flatbuf.FlatTable:
+        def decode(payload: bytes, max_bytes: int = flatbuf.MAX_BYTES) -> flatbuf.FlatTable:
             try:
-                return flatbuf.read_table(payload, table)
+                return flatbuf.read_table(payload, table, max_bytes)
             except flatbuf.FlatBufferError as exc:
+                over = isinstance(exc, flatbuf.FlatBufferTooLarge)
                 raise EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) is not a "
-                                    f"FlatBuffers {table}: {exc}") from None
+                                    f"FlatBuffers {table}: {exc}",
+                                    limit="max_payload" if over else None,
+                                    expected=max_bytes if over else None) from None
 
         self.decode = decode
 

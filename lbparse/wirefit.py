@@ -15,7 +15,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 
 __all__ = ["gogo_problem", "scan"]
 
-VARINT, I64, LEN, I32 = 0, 1, 2, 5
+VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 _WIRE = {
     F.TYPE_INT32: VARINT, F.TYPE_INT64: VARINT, F.TYPE_UINT32: VARINT, F.TYPE_UINT64: VARINT,
     F.TYPE_SINT32: VARINT, F.TYPE_SINT64: VARINT, F.TYPE_BOOL: VARINT, F.TYPE_ENUM: VARINT,
@@ -135,3 +135,67 @@ def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
             if problem:
                 return problem
     return None
+
+
+@lru_cache(maxsize=None)
+def _submessages(desc: Descriptor) -> dict[int, Descriptor]:
+    return {f.number: f.message_type for f in desc.fields if f.type == F.TYPE_MESSAGE}
+
+
+def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
+    """How deep `buf` nests as `desc`, counting what the protobuf runtime
+    counts: each known submessage and each group (known or not) is a level;
+    unknown length-delimited fields are not parsed, so they are not. Stops
+    as soon as the depth passes `limit` (returning limit + 1), and at the
+    first malformed byte (the parser rejects those anyway)."""
+    return _walk(buf, 0, len(buf), desc, 0, limit, 0)[0]
+
+
+def _walk(buf: bytes, pos: int, end: int, desc: Descriptor | None, depth: int, limit: int,
+          group: int) -> tuple[int, int]:
+    """(deepest level seen, where the walk stopped). `group`: the field
+    number whose end-group tag closes this level, 0 for a length-delimited one."""
+    if depth > limit:
+        return depth, end
+    deepest = depth
+    subs = _submessages(desc) if desc is not None else {}
+    while pos < end:
+        tag = _varint(buf, pos)
+        if tag is None or tag[1] > end:
+            break
+        key, pos = tag
+        number, wire = key >> 3, key & 7
+        if wire == VARINT:
+            v = _varint(buf, pos)
+            if v is None:
+                break
+            pos = v[1]
+        elif wire == I64:
+            pos += 8
+        elif wire == I32:
+            pos += 4
+        elif wire == LEN:
+            ln = _varint(buf, pos)
+            if ln is None or ln[1] + ln[0] > end:
+                break
+            start, pos = ln[1], ln[1] + ln[0]
+            sub = subs.get(number)
+            if sub is not None:
+                d = _walk(buf, start, pos, sub, depth + 1, limit, 0)[0]
+                if d > deepest:
+                    deepest = d
+                    if d > limit:
+                        break
+        elif wire == SGROUP:
+            d, pos = _walk(buf, pos, end, None, depth + 1, limit, number)
+            if d > deepest:
+                deepest = d
+                if d > limit:
+                    break
+        elif wire == EGROUP:
+            if number == group:
+                return deepest, pos
+            break
+        else:
+            break
+    return deepest, end

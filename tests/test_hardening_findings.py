@@ -3,6 +3,9 @@ the minimal input that showed it. The fix is in the module named."""
 
 from __future__ import annotations
 
+import tracemalloc
+
+import flatbuffers
 import pytest
 
 import lbparse
@@ -50,3 +53,91 @@ def test_commitlog_lengths_below_minus_one_are_invalid_everywhere(lengths: dict)
     payload = _entry(**lengths)
     assert {p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")} == \
         dict.fromkeys(("kaitai", "construct", "lbparse"), "bad_payload")
+
+
+def _shared_vector_bomb(entries: int, size: int) -> bytes:
+    """A FlatBuffers PublishRequest whose `headers` are `entries` offsets to
+    one MessageHeader with a `size`-byte value."""
+    b = flatbuffers.Builder(0)
+    value = b.CreateByteVector(b"x" * size)
+    b.StartObject(2)
+    b.PrependUOffsetTRelativeSlot(1, value, 0)
+    header = b.EndObject()
+    b.StartVector(4, entries, 4)
+    for _ in range(entries):
+        b.PrependUOffsetTRelative(header)
+    vec = b.EndVector()
+    b.StartObject(10)
+    b.PrependUOffsetTRelativeSlot(6, vec, 0)
+    b.Finish(b.EndObject())
+    return bytes.fromhex("b90e43b400080000") + bytes(b.Output())
+
+
+def test_flatbuffers_shared_vectors_cannot_multiply_memory() -> None:
+    """lbparse/flatbuf.py: 2,000 vector entries sharing one 50 KB byte
+    vector made a 58 KB payload decode into 100 MB. What a payload may copy
+    out is now capped by max_payload, and hitting the cap says so."""
+    data = _shared_vector_bomb(2000, 50_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(lbparse.EnvelopeError) as err:
+            lbparse.decode(data, "flatbuffers")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert err.value.kind == "bad_payload" and err.value.limit == "max_payload"
+    assert peak < 20 << 20, f"decoding took {peak >> 20} MiB"
+    # A tighter limit bites sooner; a legitimate sharing within it decodes.
+    small = _shared_vector_bomb(4, 100)
+    assert len(lbparse.decode(small, "flatbuffers").message.fields["headers"]) == 4
+    with pytest.raises(lbparse.EnvelopeError, match="max_payload"):
+        lbparse.decode(small, "flatbuffers", limits=lbparse.Limits(max_payload=300))
+
+
+def test_lowercase_message_verbs_parse_in_linear_time() -> None:
+    """lbparse/capture/nats.py: a message verb in lower case was handled by
+    rewriting the whole buffer in upper case, once per line: a segment of
+    n such lines took n copies of itself."""
+    import time
+
+    from lbparse.capture.nats import NatsParser
+
+    def seconds(n: int) -> float:
+        data = b"pub a 1\r\nx\r\n" * n
+        t = time.perf_counter()
+        frames = NatsParser().feed(data)
+        assert len(frames) == n and frames[0] == ("PUB", "a", None, None, None, b"x")
+        return time.perf_counter() - t
+
+    small, big = seconds(5_000), seconds(80_000)
+    assert big < 16 * small * 3 + 0.05, f"16x the lines took {big / small:.0f}x the time"
+
+
+def test_a_lying_size_field_does_not_swallow_the_messages_after_it() -> None:
+    """lbparse/capture/nats.py: a message line declaring more bytes than
+    the stream holds made the parser wait for them, and at the end of the
+    stream everything after it was dropped as one "incomplete" message.
+    The bytes it held are now parsed again when it is abandoned."""
+    from lbparse.capture.nats import NatsParser
+
+    p = NatsParser()
+    assert p.feed(b"PUB a 99999\r\nhello\r\n" + b"PUB b 2\r\nhi\r\n" * 3) == []
+    recovered: list[tuple] = []
+    assert "PUB a" in (p.finish(recovered) or "")
+    assert recovered == [("PUB", "b", None, None, None, b"hi")] * 3
+
+
+@pytest.mark.parametrize("stream,cut", [
+    (b"bogus\r\nPUB a 1\r\nx\r\n", 7),          # a bad line ends the segment
+    (b"PUB a 5\r\nPUB b 1\r\nx\r\n", 9),        # a lying size: the next frame starts its payload
+])
+def test_a_message_right_after_a_bad_line_survives_any_segmentation(stream: bytes, cut: int) -> None:
+    """lbparse/capture/nats.py: after a bad line, resynchronisation looked
+    for a verb after a newline it could see; when the bad line ended a TCP
+    segment (or the rescan started at the payload), the message starting
+    the next piece was lost. Found by the atheris `nats` target."""
+    from support.hostile import check_nats, nats_frames
+
+    check_nats(stream, [cut])
+    assert [f[1] for f in nats_frames(stream, [cut]) if f[0] == "PUB"][-1:] == \
+        [f[1] for f in nats_frames(stream, []) if f[0] == "PUB"][-1:] != []

@@ -11,8 +11,14 @@ raw `NATS/1.0...` block, None without one); the other verbs (`INFO`,
 `CONNECT`, `SUB`, `UNSUB`, `PING`, `PONG`, `+OK`, `-ERR`) carry their
 argument text as `payload` and None elsewhere. Bytes that are not the
 protocol give a frame with verb `"!"` and the explanation as `payload`;
-parsing then resumes at the next line that starts with a verb. Fields are
-split on runs of whitespace: clients send `PUB subj  5` for an empty reply.
+parsing then resumes at the next line that starts with a verb (a `"!"`
+frame whose `subject` is set names the resource limit that refused the
+bytes, e.g. `max_frame`). Fields are split on runs of whitespace: clients
+send `PUB subj  5` for an empty reply.
+
+Memory follows the bytes that arrived, never a size field: a message line
+is refused when it declares more than `max_frame` bytes, and a message
+still arriving holds only what came so far.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR
 # a CRLF is not a control line.
 MAX_LINE = 1 << 16
 CRLF = b"\r\n"
+# lbparse.limits' default max_frame (not imported: limits imports decoders).
+MAX_FRAME = 64 << 20
 
 _PUB, _HPUB, _MSG, _HMSG = 1, 2, 3, 4
 _VERBS: dict[bytes, int | str] = {b"PUB": _PUB, b"HPUB": _HPUB, b"MSG": _MSG, b"HMSG": _HMSG}
@@ -37,24 +45,28 @@ _LINE_HERE = re.compile(_ALT, re.I)
 _LINE_NEXT = re.compile(rb"(?<=\n)" + _ALT, re.I)
 
 
-# Subjects, reply subjects and sids repeat: decode each once. Bounded, so
-# a capture of endless distinct inboxes does not grow it without limit.
+# Subjects, reply subjects and sids repeat: decode each once. Bounded in
+# count and in the length of what it keeps, so that endless distinct inboxes
+# (or 64 KiB subjects) cannot grow it without limit.
 _names: dict[bytes, str] = {}
+_NAME_MAX = 256
 
 
 def _name(b: bytes) -> str:
-    if len(_names) >= 65536:
-        _names.clear()
-    s = _names[b] = b.decode("utf-8", "replace")
+    s = b.decode("utf-8", "replace")
+    if len(b) <= _NAME_MAX:
+        if len(_names) >= 65536:
+            _names.clear()
+        _names[b] = s
     return s
 
 
 class NatsParser:
     """Frames of one direction of a NATS connection, fed in arbitrary pieces."""
 
-    __slots__ = ("_rest", "_wait", "_chunks", "_have", "_need", "_resync", "_here")
+    __slots__ = ("_rest", "_wait", "_chunks", "_have", "_need", "_resync", "_here", "_max_frame")
 
-    def __init__(self, resync: bool = False) -> None:
+    def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME) -> None:
         self._rest = b""            # a control line not yet ended by CRLF
         self._wait: tuple | None = None  # a message line whose payload is still arriving
         self._chunks: list[bytes] = []
@@ -64,6 +76,7 @@ class NatsParser:
         # the next byte starts a line too (after a gap, or a stream's start).
         self._resync = resync
         self._here = resync
+        self._max_frame = max_frame
 
     @property
     def busy(self) -> bool:
@@ -86,7 +99,9 @@ class NatsParser:
                 frames.append(("!", None, None, None, None,
                                f"{verb} payload of {need - 2} bytes not followed by CRLF "
                                f"(found {b[need - 2:need]!r}); message dropped"))
-                self._resync, self._here = True, False
+                # The payload started a line: a verb right there counts (the
+                # CRLF before it is in an earlier piece, out of the regex's sight).
+                self._resync = self._here = True
                 self._parse(b, 0, frames)
                 return frames
             hdr = b[:hsize] if verb[0] == "H" else None
@@ -100,19 +115,37 @@ class NatsParser:
             self._parse(data, 0, frames)
         return frames
 
-    def gap(self) -> str | None:
+    def gap(self, frames: list[Frame] | None = None) -> str | None:
         """Bytes went missing before the next `feed`: drop any half-read frame
-        (returned as a description) and resume at the next control line."""
-        lost = self._describe()
-        self._rest, self._wait, self._chunks, self._have = b"", None, [], 0
+        (returned as a description) and resume at the next control line.
+        Frames found in the dropped bytes (see `abandon`) go to `frames`."""
+        lost = self.abandon([] if frames is None else frames)
         self._resync = self._here = True
-        return lost
+        return "; ".join(lost) or None
 
-    def finish(self) -> str | None:
-        """The stream ended: describe a half-read frame, if any."""
-        lost = self._describe()
-        self._rest, self._wait, self._chunks, self._have = b"", None, [], 0
-        return lost
+    def finish(self, frames: list[Frame] | None = None) -> str | None:
+        """The stream ended: describe a half-read frame, if any (and put
+        the frames found in its bytes in `frames`, see `abandon`)."""
+        return "; ".join(self.abandon([] if frames is None else frames)) or None
+
+    def abandon(self, frames: list[Frame]) -> list[str]:
+        """Give up on a half-read frame: its end will never come. Returns
+        one description per message lost. A message line whose size was a
+        lie (corruption) holds the frames that followed it among its
+        buffered bytes; they are parsed again, as after a gap, and appended
+        to `frames`, so that one bad size field does not swallow the rest of
+        the stream."""
+        lost: list[str] = []
+        while True:  # each pass parses fewer bytes: past at least a control line
+            d = self._describe()
+            if d:
+                lost.append(d)
+            held = b"".join(self._chunks) if self._wait is not None else b""
+            self._rest, self._wait, self._chunks, self._have = b"", None, [], 0
+            if not held:
+                return lost
+            self._resync = self._here = True  # the payload started a line
+            self._parse(held, 0, frames)
 
     def _describe(self) -> str | None:
         if self._wait is not None:
@@ -127,6 +160,7 @@ class NatsParser:
         n = len(b)
         names = _names
         append = frames.append
+        max_frame = self._max_frame
         while p < n:
             if self._resync:
                 p = self._find_line(b, p)
@@ -146,26 +180,33 @@ class NatsParser:
             parts = b[p:e].split()
             np = len(parts)
             v = parts[0] if np else b""
-            # The four message verbs, most frequent first; field counts
-            # tell an optional reply apart.
-            hsize = 0
-            try:
-                if v == b"MSG" and (np == 4 or np == 5):
-                    verb, total, sid = "MSG", int(parts[-1]), parts[2]
-                    reply = parts[3] if np == 5 else None
-                elif v == b"PUB" and (np == 3 or np == 4):
-                    verb, total, sid = "PUB", int(parts[-1]), None
-                    reply = parts[2] if np == 4 else None
-                elif v == b"HMSG" and (np == 5 or np == 6):
-                    verb, hsize, total, sid = "HMSG", int(parts[-2]), int(parts[-1]), parts[2]
-                    reply = parts[3] if np == 6 else None
-                elif v == b"HPUB" and (np == 4 or np == 5):
-                    verb, hsize, total, sid = "HPUB", int(parts[-2]), int(parts[-1]), None
-                    reply = parts[2] if np == 5 else None
-                else:
-                    verb = None
-            except ValueError:
-                verb, total = "?", -1
+            while True:  # a second pass for a message verb in another case
+                # The four message verbs, most frequent first; field counts
+                # tell an optional reply apart.
+                hsize = 0
+                try:
+                    if v == b"MSG" and (np == 4 or np == 5):
+                        verb, total, sid = "MSG", int(parts[-1]), parts[2]
+                        reply = parts[3] if np == 5 else None
+                    elif v == b"PUB" and (np == 3 or np == 4):
+                        verb, total, sid = "PUB", int(parts[-1]), None
+                        reply = parts[2] if np == 4 else None
+                    elif v == b"HMSG" and (np == 5 or np == 6):
+                        verb, hsize, total, sid = "HMSG", int(parts[-2]), int(parts[-1]), parts[2]
+                        reply = parts[3] if np == 6 else None
+                    elif v == b"HPUB" and (np == 4 or np == 5):
+                        verb, hsize, total, sid = "HPUB", int(parts[-2]), int(parts[-1]), None
+                        reply = parts[2] if np == 5 else None
+                    else:
+                        verb = None
+                except ValueError:
+                    verb, total = "?", -1
+                # Rewriting the buffer in upper case instead cost a copy of
+                # the whole segment per line: quadratic time.
+                if verb is None and np and v != (u := v.upper()) and type(_VERBS.get(u)) is int:
+                    v = u
+                    continue
+                break
             if verb is None:
                 if not np:
                     p = e + 2
@@ -178,16 +219,22 @@ class NatsParser:
                 if k is None:
                     append(("!", None, None, None, None,
                             f"not a NATS control line: {b[p:e][:80]!r}"))
-                    self._resync, self._here = True, False
+                    self._resync = self._here = True  # e + 2 starts a line
                     p = e + 2
                     continue
-                if v != v.upper():  # a message verb in lower case: parse it as upper
-                    b = b[:p] + b[p:p + len(v)].upper() + b[p + len(v):]
-                    continue
-                total = -1
+                total = -1  # a message verb with the wrong number of fields
             if total < 0 or not 0 <= hsize <= total:
                 append(("!", None, None, None, None, f"malformed control line {b[p:e][:80]!r}"))
-                self._resync, self._here = True, False
+                self._resync = self._here = True
+                p = e + 2
+                continue
+            if total > max_frame:
+                # Not buffered: memory must not follow a size field. If the
+                # size is a lie, the next control line is right after this one.
+                append(("!", "max_frame", None, None, None,
+                        f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the limit "
+                        f"of {max_frame} (max_frame); resuming at the next control line"))
+                self._resync = self._here = True
                 p = e + 2
                 continue
             subject = names.get(parts[1]) or _name(parts[1])
@@ -207,7 +254,7 @@ class NatsParser:
                 append(("!", None, None, None, None,
                         f"{verb} payload of {total} bytes not followed by CRLF "
                         f"(found {b[end:end + 2]!r}); message dropped"))
-                self._resync, self._here = True, False
+                self._resync = self._here = True  # the payload started a line
                 p = start
                 continue
             if verb[0] == "H":

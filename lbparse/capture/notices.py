@@ -8,30 +8,39 @@ Kinds:
   protocol    bytes that are not the NATS protocol where a control line was
               expected; parsing resumed at the next control line
   truncated   the capture file ends in the middle of a packet record
+  limit       a resource limit was hit (`limit` names it: max_frame,
+              max_reassembly); what it refused is said, and dropped
+  bad_block   a pcap record or pcapng block whose lengths make no sense;
+              reading resumed at the next plausible one
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated")
+NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block")
 
 
 class Notice:
-    __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes")
+    __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit")
 
     def __init__(self, kind: str, message: str, ts: float | None = None, src: str | None = None,
-                 dst: str | None = None, nbytes: int | None = None) -> None:
+                 dst: str | None = None, nbytes: int | None = None,
+                 limit: str | None = None) -> None:
         self.kind = kind
         self.message = message
         self.ts = ts
         self.src = src
         self.dst = dst
         self.nbytes = nbytes
+        self.limit = limit
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"notice": self.kind, "message": self.message, "ts": self.ts, "src": self.src,
-                "dst": self.dst, "bytes": self.nbytes}
+        d = {"notice": self.kind, "message": self.message, "ts": self.ts, "src": self.src,
+             "dst": self.dst, "bytes": self.nbytes}
+        if self.limit is not None:
+            d["limit"] = self.limit
+        return d
 
     def __str__(self) -> str:
         where = f"{self.src} -> {self.dst}: " if self.src else ""

@@ -5,7 +5,9 @@ order in which each message's last byte was captured). It reads pcap,
 pcapng, and our own JSON Lines and Parquet records, told apart by their
 first bytes. Problems in readable traffic become `Notice`s (passed to
 `on_notice` as they happen and counted in `stats`); a file that cannot be
-read at all raises `CaptureError`.
+read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
+what hostile input may cost; every limit hit is a Notice or a record's
+error, and is counted in `stats.limits`.
 
 The packet loop is the hot path: Ethernet/IPv4/TCP and in-order segments
 are handled inline, everything else through `linktypes` and `Direction`.
@@ -28,6 +30,7 @@ from lbparse.capture.records import (Record, read_jsonl,
                                      read_parquet)
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.errors import EnvelopeError
+from lbparse.limits import DEFAULT, Limits
 
 
 def default_layout() -> str:
@@ -63,6 +66,7 @@ class Stats:
         self.gap_bytes = 0
         self.controls: Counter[str] = Counter()
         self.skipped_packets = 0  # not TCP over IP, or IP fragments
+        self.limits: Counter[str] = Counter()  # resource limits hit, by name
 
     def count(self, rec: Record) -> None:
         self.messages += 1
@@ -73,9 +77,13 @@ class Stats:
             self.per_msg_type[str(rec.envelope.msg_type_name)] += 1
         elif rec.error is not None:
             self.errors[rec.error.kind] += 1
+            if rec.error.limit:
+                self.limits[rec.error.limit] += 1
 
     def notice(self, n: Notice) -> None:
         self.notices[n.kind] += 1
+        if n.limit:
+            self.limits[n.limit] += 1
         if n.kind == "gap" and n.nbytes:
             self.gap_bytes += n.nbytes
 
@@ -99,7 +107,7 @@ class Stats:
             "per_msg_type": dict(self.per_msg_type.most_common()),
             "errors": dict(self.errors), "gaps": self.gaps, "gap_bytes": self.gap_bytes,
             "notices": dict(self.notices), "controls": dict(self.controls),
-            "skipped_packets": self.skipped_packets,
+            "skipped_packets": self.skipped_packets, "limits": dict(self.limits),
         }
 
 
@@ -154,11 +162,12 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
     return addr + buf[tcp:tcp + 4], seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
-def _new_flow(flows: dict[bytes, Direction], key: bytes) -> Direction:
+def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Direction:
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
     src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
-    d, r = Direction(src, dst), Direction(dst, src)
+    d = Direction(src, dst, limits.max_reassembly, limits.max_frame)
+    r = Direction(dst, src, limits.max_reassembly, limits.max_frame)
     d.peer, r.peer = r, d
     flows[key] = d
     flows[key[half:2 * half] + key[:half] + key[-2:] + key[-4:-2]] = r
@@ -194,13 +203,16 @@ class CaptureReader:
     other messages are skipped before decoding. `verbs`: which message
     verbs to yield (default all four). `on_notice(Notice)`: called for
     every gap, dropped message and protocol problem as it is found.
+    `limits`: resource limits (default `lbparse.limits.DEFAULT`).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, layout: str | None = None,
                  subject: str | None = None, decode: bool = True,
                  verbs: Iterable[str] = MESSAGE_VERBS,
-                 on_notice: Callable[[Notice], None] | None = None) -> None:
+                 on_notice: Callable[[Notice], None] | None = None,
+                 limits: Limits | None = None) -> None:
         self.path = os.fspath(path)
+        self.limits = limits
         self.layout = layout or default_layout()
         self.subject = subject
         self.decode = decode
@@ -250,7 +262,7 @@ class CaptureReader:
                 continue
             if self.decode:
                 try:
-                    rec.envelope = decode(rec.payload, self.layout)
+                    rec.envelope = decode(rec.payload, self.layout, limits=self.limits)
                 except EnvelopeError as exc:
                     rec.error = exc
             self.stats.count(rec)
@@ -265,6 +277,8 @@ class CaptureReader:
 
         stats, layout, want_decode = self.stats, self.layout, self.decode
         verbs, pattern = self.verbs, self.subject
+        limits = self.limits
+        flow_limits = limits or DEFAULT
         per_subject, per_verb = stats.per_subject, stats.per_verb
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
@@ -316,7 +330,7 @@ class CaptureReader:
                 if d is None:
                     if not (avail or missing or offflags & _SYN):
                         continue  # a bare ACK of a connection we know nothing of
-                    d = _new_flow(flows, key)
+                    d = _new_flow(flows, key, flow_limits)
                 if offflags & _ACK:
                     d.ack = ack
                 if offflags & _SYN:
@@ -351,7 +365,7 @@ class CaptureReader:
                     verb = fr[0]
                     if verb not in verbs:
                         if verb == "!":
-                            self._notice(Notice("protocol", fr[5], ts, d.src, d.dst))
+                            self._notice(_problem(fr, ts, d))
                         elif verb not in MESSAGE_VERBS:
                             stats.controls[verb] += 1
                         continue
@@ -370,12 +384,14 @@ class CaptureReader:
                     per_verb[verb] += 1
                     if want_decode:
                         try:
-                            env = rec.envelope = decode(fr[5], layout)
+                            env = rec.envelope = decode(fr[5], layout, limits=limits)
                             stats.per_layout[env.layout] += 1
                             stats.per_msg_type[str(env.msg_type_name)] += 1
                         except EnvelopeError as exc:
                             rec.error = exc
                             stats.errors[exc.kind] += 1
+                            if exc.limit:
+                                stats.limits[exc.limit] += 1
                     yield rec
             for d in list(flows.values()):
                 frames = d.finish(notices, ts)
@@ -396,7 +412,7 @@ class CaptureReader:
             verb = fr[0]
             if verb not in self.verbs:
                 if verb == "!":
-                    self._notice(Notice("protocol", fr[5], ts, d.src, d.dst))
+                    self._notice(_problem(fr, ts, d))
                 elif verb not in MESSAGE_VERBS:
                     stats.controls[verb] += 1
                 continue
@@ -410,7 +426,7 @@ class CaptureReader:
             rec = Record(ts, d, fr)
             if self.decode:
                 try:
-                    rec.envelope = decode(fr[5], self.layout)
+                    rec.envelope = decode(fr[5], self.layout, limits=self.limits)
                 except EnvelopeError as exc:
                     rec.error = exc
             stats.count(rec)
@@ -425,6 +441,13 @@ class CaptureReader:
             out.append((d.peer, d.peer.finish(notices, ts)))
             _drop_flow(flows, key)
         return out
+
+
+def _problem(frame: tuple, ts: float | None, d: Direction) -> Notice:
+    """The Notice of a parser's "!" frame: a limit it names, or a protocol problem."""
+    if frame[1]:
+        return Notice("limit", frame[5], ts, d.src, d.dst, limit=frame[1])
+    return Notice("protocol", frame[5], ts, d.src, d.dst)
 
 
 def read_capture(path: str | os.PathLike[str], **options: Any) -> Iterator[Record]:

@@ -9,13 +9,14 @@ resumes at the next NATS control line, and a `Notice` says so.
 
 Missing bytes are declared lost, rather than awaited, when the peer has
 already acknowledged data beyond them (it got them, the capture did not),
-when more than `MAX_PENDING_BYTES` wait behind the hole, or at the end of
-the stream.
+when more than `max_pending` bytes (the `max_reassembly` limit) or
+`MAX_PENDING_SEGMENTS` segments wait behind the hole (a `limit` notice says
+so), or at the end of the stream.
 """
 
 from __future__ import annotations
 
-from lbparse.capture.nats import Frame, NatsParser
+from lbparse.capture.nats import MAX_FRAME, Frame, NatsParser
 from lbparse.capture.notices import Notice
 
 MASK = 0xFFFFFFFF
@@ -28,15 +29,18 @@ class Direction:
     """One direction of a TCP connection: sequence state and its NATS parser."""
 
     __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
-                 "client", "closed")
+                 "client", "closed", "max_pending", "max_frame")
 
-    def __init__(self, src: str, dst: str) -> None:
+    def __init__(self, src: str, dst: str, max_pending: int = MAX_PENDING_BYTES,
+                 max_frame: int = MAX_FRAME) -> None:
         self.src = src
         self.dst = dst
+        self.max_pending = max_pending
+        self.max_frame = max_frame
         self.next_seq: int | None = None
         self.pending: dict[int, tuple[bytes, int]] = {}
         self.pending_bytes = 0
-        self.parser = NatsParser()
+        self.parser = NatsParser(max_frame=max_frame)
         self.peer: Direction = self
         self.ack: int | None = None   # the last ACK number this side sent
         self.client: bool | None = None  # from the handshake, when seen
@@ -47,7 +51,7 @@ class Direction:
             # The same addresses and ports, a new connection.
             self.finish(notices, ts)
         self.next_seq = (seq + 1) & MASK
-        self.parser = NatsParser()
+        self.parser = NatsParser(max_frame=self.max_frame)
         self.closed = False
 
     def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
@@ -58,7 +62,7 @@ class Direction:
             # No handshake seen: the capture starts inside the stream, maybe
             # inside a frame.
             self.next_seq = seq
-            self.parser = NatsParser(resync=True)
+            self.parser = NatsParser(resync=True, max_frame=self.max_frame)
         frames: list[Frame] = []
         off = (seq - self.next_seq) & MASK
         if off >= HALF:
@@ -80,12 +84,18 @@ class Direction:
             if peer_ack is not None and (peer_ack - seq) & MASK < HALF:
                 # The peer acknowledged bytes past the hole: they are not coming.
                 why = "the peer acknowledged them"
-            elif (self.pending_bytes > MAX_PENDING_BYTES
+            elif (self.pending_bytes > self.max_pending
                     or len(self.pending) > MAX_PENDING_SEGMENTS):
                 why = f"{self.pending_bytes} bytes waited behind them"
+                notices.append(Notice(
+                    "limit", f"{self.pending_bytes} bytes in {len(self.pending)} segments wait "
+                    f"behind a hole at sequence {self.next_seq}, over the limit of "
+                    f"{self.max_pending} bytes (max_reassembly) or {MAX_PENDING_SEGMENTS} "
+                    "segments; the hole is declared lost", ts, self.src, self.dst,
+                    self.pending_bytes, limit="max_reassembly"))
             else:
                 return frames
-            self._lose(self._nearest(), notices, ts, why)
+            self._lose(self._nearest(), notices, ts, why, frames)
             self._drain(frames, notices, ts)
             return frames
         self._deliver(data, missing, frames, notices, ts)
@@ -98,10 +108,9 @@ class Direction:
         behind holes, declaring the holes, and report a half-read frame."""
         frames: list[Frame] = []
         while self.pending:
-            self._lose(self._nearest(), notices, ts, "the stream ended without them")
+            self._lose(self._nearest(), notices, ts, "the stream ended without them", frames)
             self._drain(frames, notices, ts)
-        lost = self.parser.finish()
-        if lost:
+        for lost in self.parser.abandon(frames):
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         return frames
 
@@ -111,7 +120,7 @@ class Direction:
             frames.extend(self.parser.feed(data))
             self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
         if missing:
-            self._lose(missing, notices, ts, "the capture's snap length cut them off")
+            self._lose(missing, notices, ts, "the capture's snap length cut them off", frames)
 
     def _drain(self, frames: list[Frame], notices: list[Notice], ts: float | None) -> None:
         pending = self.pending
@@ -140,11 +149,12 @@ class Direction:
         nxt = self.next_seq
         return min((seq - nxt) & MASK for seq in self.pending)  # type: ignore[operator]
 
-    def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str) -> None:
+    def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str,
+              frames: list[Frame]) -> None:
         notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "
                               f"({why}); resuming at the next control line",
                               ts, self.src, self.dst, nbytes))
-        lost = self.parser.gap()
-        if lost:
+        for lost in self.parser.abandon(frames):
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
+        self.parser.gap()  # nothing half-read is left: this only resynchronises
         self.next_seq = (self.next_seq + nbytes) & MASK  # type: ignore[operator]

@@ -7,9 +7,10 @@ and each PUB, HPUB, MSG and HMSG becomes one record, in capture order:
 JSON Lines with ts, src, dst, direction, verb, subject, reply, sid,
 headers, payload (base64), and `envelope` or `error`.
 
-Gaps in the capture (dropped packets, a short snap length) and bytes that
-are not NATS are reported on stderr; parsing resumes at the next control
-line, so no record is ever made of bytes that did not arrive.
+Gaps in the capture (dropped packets, a short snap length), bytes that
+are not NATS, damaged file blocks and resource limits hit are reported on
+stderr; parsing resumes at the next control line (or file block), so no
+record is ever made of bytes that did not arrive.
 
 Exit status: 0 when every file was read whole, 1 when something was
 reported (gap, cut message, protocol problem, truncated file), 2 when a
@@ -31,7 +32,7 @@ import time
 from typing import TextIO
 
 from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
-from lbparse.cli.common import add_layout_argument
+from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 
 NAME = "capture"
 HELP = "decode the NATS messages in pcap, pcapng or recorded files"
@@ -52,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print a summary on stderr at the end: messages per subject, layout and "
                    "MsgType, errors by kind, gaps, bytes read")
     p.add_argument("-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)")
+    add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
 def table_row(rec: Record) -> str:
@@ -76,7 +78,7 @@ def format_stats(stats: Stats) -> str:
     for title, key in (("per subject", "per_subject"), ("per verb", "per_verb"),
                        ("per layout", "per_layout"), ("per MsgType", "per_msg_type"),
                        ("errors by kind", "errors"), ("notices", "notices"),
-                       ("control lines", "controls")):
+                       ("limits hit", "limits"), ("control lines", "controls")):
         if d[key]:
             lines.append(f"{title}:")
             lines += [f"  {k:<32} {v}" for k, v in d[key].items()]
@@ -130,8 +132,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"lbparse capture: {name}: {n}", file=sys.stderr)
 
     write = sys.stdout.write
+    limits = limits_from(args)
     for name in args.files:
-        reader = CaptureReader(name, layout=args.layout, subject=args.subject,
+        reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
                                on_notice=lambda n, name=name: notice(n, name))
         bar = Progress(sys.stderr, name, reader.size)
         try:

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Iterator
 
 from lbparse.dispatch import LAYOUTS
+from lbparse.limits import DEFAULT, Limits, parse_size
 
 
 def layout_choices() -> list[str]:
@@ -22,6 +23,55 @@ def layout_choices() -> list[str]:
 def add_layout_argument(parser: Any, default: str = "v0") -> None:
     parser.add_argument("--layout", default=default, choices=layout_choices(),
                         help=f"envelope generation to decode as (default: {default})")
+
+
+_LIMIT_HELP = {
+    "max_payload": "refuse payloads longer than SIZE (bytes; k, M, G suffixes) as bad_payload",
+    "max_frame": "refuse NATS messages that declare more than SIZE bytes, without buffering them",
+    "max_depth": "refuse protobuf payloads nested deeper than N levels (1..100)",
+    "max_reassembly": "bytes one TCP direction may hold behind a hole before it is declared lost",
+}
+
+
+def _size(text: str) -> int:
+    import argparse
+
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a limit of {text!r} bytes would refuse everything")
+    return value
+
+
+def _depth(text: str) -> int:
+    import argparse
+
+    from lbparse.limits import PROTOBUF_MAX_DEPTH
+
+    if not text.strip().isdigit() or not 1 <= int(text) <= PROTOBUF_MAX_DEPTH:
+        raise argparse.ArgumentTypeError(f"a depth is 1..{PROTOBUF_MAX_DEPTH}, not {text!r}")
+    return int(text)
+
+
+def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
+    """--max-payload and friends: lbparse.limits.Limits fields, defaults shown."""
+    group = parser.add_argument_group("resource limits (each reported when hit)")
+    for name in names:
+        default = getattr(DEFAULT, name)
+        group.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
+                           type=_depth if name == "max_depth" else _size,
+                           metavar="N" if name == "max_depth" else "SIZE",
+                           help=f"{_LIMIT_HELP[name]} (default: {default})")
+
+
+def limits_from(args: Any) -> Limits | None:
+    """The Limits the options ask for; None when they are the defaults."""
+    chosen = {n: getattr(args, n) for n in ("max_payload", "max_frame", "max_depth",
+                                            "max_reassembly") if hasattr(args, n)}
+    limits = Limits(**chosen)
+    return None if limits == DEFAULT else limits
 
 
 def parse_hex(text: str, where: str) -> bytes:
@@ -74,4 +124,5 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-__all__ = ["LAYOUTS", "add_layout_argument", "parse_hex", "print_json", "read_inputs"]
+__all__ = ["LAYOUTS", "add_layout_argument", "add_limit_arguments", "limits_from", "parse_hex",
+           "print_json", "read_inputs"]

@@ -19,7 +19,8 @@ import json
 from typing import Any
 
 from lbparse.api import decode
-from lbparse.cli.common import add_layout_argument, print_json, read_inputs
+from lbparse.cli.common import (add_layout_argument, add_limit_arguments, limits_from, print_json,
+                                read_inputs)
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
@@ -43,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
                    help="do not check the CRC-32C")
     p.add_argument("--pretty", action="store_true", help="aligned human-readable view")
+    add_limit_arguments(p, ("max_payload", "max_depth"))
     p.set_defaults(mode="auto")
 
 
@@ -74,11 +76,12 @@ def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     failed = 0
+    limits = limits_from(args)
     for where, data in read_inputs(args.inputs, args.mode):
         env = err = None
         try:
             env = decode(data, args.layout, verify_crc=args.verify_crc, lenient=args.lenient,
-                         payload_type=args.payload_type)
+                         payload_type=args.payload_type, limits=limits)
         except EnvelopeError as exc:
             err = exc
             failed += 1
