@@ -141,3 +141,56 @@ def test_a_message_right_after_a_bad_line_survives_any_segmentation(stream: byte
     check_nats(stream, [cut])
     assert [f[1] for f in nats_frames(stream, [cut]) if f[0] == "PUB"][-1:] == \
         [f[1] for f in nats_frames(stream, []) if f[0] == "PUB"][-1:] != []
+
+
+@pytest.mark.parametrize("text", [
+    b" 1\n",                                   # valid JSON, not an object (atheris, target capture)
+    b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": 5, "payload": ""}\n',
+    b'{"ts": true, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": ""}\n',
+    b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": "", '
+    b'"headers": [["k"]]}\n',
+    b'{"a":' * 100_000 + b"\n",                # deeper than json's recursion
+])
+def test_a_json_line_that_is_not_a_record_is_a_bad_record(text: bytes, tmp_path) -> None:
+    """lbparse/capture/records.py: a JSON Lines line that parsed but was
+    not an object raised AttributeError; fields of the wrong type became
+    records that failed later (a numeric subject in --subject matching);
+    deep nesting raised RecursionError. Each is now CaptureError bad_record."""
+    from lbparse.capture import CaptureError, CaptureReader
+
+    path = tmp_path / "records.jsonl"
+    path.write_bytes(text)
+    with pytest.raises(CaptureError) as err:
+        list(CaptureReader(path))
+    assert err.value.kind == "bad_record" and "records.jsonl:1" in err.value.message
+
+
+def test_a_parquet_column_of_the_wrong_type_is_a_bad_record(tmp_path) -> None:
+    """lbparse/capture/records.py: the Parquet reader checked the columns'
+    names, not their types."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lbparse.capture import CaptureError, CaptureReader
+
+    pq.write_table(pa.table({"ts": [1.0], "src": ["a"], "dst": ["b"], "direction": ["x"],
+                             "verb": ["PUB"], "subject": [5], "payload": [b""]}),
+                   tmp_path / "r.parquet")
+    with pytest.raises(CaptureError, match="subject: int64"):
+        list(CaptureReader(tmp_path / "r.parquet"))
+
+
+def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
+    """lbparse/cli/capture_cmd.py: `--format table` crashed with
+    OverflowError on a timestamp datetime cannot hold (pcapng's if_tsresol
+    allows them)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
+                    '"payload": "eA=="}\n')
+    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", "--format", "table",
+                          str(path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr
+    assert out.stdout.startswith("1e+20")

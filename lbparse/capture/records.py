@@ -144,6 +144,30 @@ def write_jsonl(out: IO[str], rec: Record) -> None:
     out.write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
 
 
+_TEXT_FIELDS = ("src", "dst", "verb", "subject", "payload")
+_OPTIONAL_TEXT = ("reply", "sid")
+
+
+def _check_record_types(d: Any) -> None:
+    """Valid JSON is not yet a record: fields of other types would fail far
+    from here (a numeric subject in subject matching, say)."""
+    if not isinstance(d, dict):
+        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
+    if isinstance(d.get("ts"), bool) or not isinstance(d.get("ts"), (int, float)):
+        raise TypeError(f"ts is {d.get('ts')!r}, not a number")
+    for key in _TEXT_FIELDS:
+        if not isinstance(d.get(key), str):
+            raise TypeError(f"{key} is {d.get(key)!r}, not a string")
+    for key in _OPTIONAL_TEXT:
+        if d.get(key) is not None and not isinstance(d[key], str):
+            raise TypeError(f"{key} is {d[key]!r}, not a string or null")
+    headers = d.get("headers")
+    if headers is not None and not (isinstance(headers, list) and all(
+            isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
+            for h in headers)):
+        raise TypeError("headers is not a list of [key, value] strings")
+
+
 def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
     for lineno, line in enumerate(f, 1):
         if not line.strip():
@@ -151,12 +175,16 @@ def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
         where = f"{name}:{lineno}"
         try:
             d = json.loads(line)
-            headers = d.get("headers")
-            yield Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
-                              d.get("reply"), d.get("sid"), build_header_block(headers),
-                              base64.b64decode(d["payload"], validate=True))
+            _check_record_types(d)
+            record = Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
+                                 d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
+                                 base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
+        except RecursionError:  # json nests as deep as the line does
+            raise CaptureError("bad_record", f"{where}: not a capture record: JSON nested "
+                               "too deeply") from None
+        yield record
 
 
 # -- Parquet ------------------------------------------------------------------
@@ -251,6 +279,23 @@ def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
     raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
 
 
+def _wrong_column_types(schema: Any) -> str:
+    """Columns whose type is not what a record needs (as `name: type`)."""
+    import pyarrow as pa
+
+    t = pa.types
+    want = {"ts": lambda x: t.is_floating(x) or t.is_integer(x), "payload": lambda x: t.is_binary(x)
+            or t.is_large_binary(x), "headers": lambda x: x == parquet_schema().field("headers").type}
+    text = lambda x: t.is_string(x) or t.is_large_string(x)  # noqa: E731
+    bad = []
+    for f in schema:
+        check = want.get(f.name, text if f.name in ("src", "dst", "direction", "verb", "subject",
+                                                     "reply", "sid") else None)
+        if check is not None and not check(f.type):
+            bad.append(f"{f.name}: {f.type}")
+    return ", ".join(bad)
+
+
 def read_parquet(path: str) -> Iterator[Record]:
     import pyarrow.parquet as pq
 
@@ -262,6 +307,9 @@ def read_parquet(path: str) -> Iterator[Record]:
     if missing:
         raise CaptureError("bad_record", f"{path}: Parquet file lacks the columns "
                            f"{', '.join(sorted(missing))} of a capture record")
+    wrong = _wrong_column_types(pf.schema_arrow)
+    if wrong:
+        raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
     for batch in pf.iter_batches(batch_size=4096):
         for row in batch.to_pylist():
             headers = row.get("headers")

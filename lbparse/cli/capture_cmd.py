@@ -56,8 +56,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
+def _clock(ts: float) -> str:
+    try:
+        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%H:%M:%S.%f")
+    except (OverflowError, ValueError, OSError):  # a capture's clock can say anything
+        return f"{ts:<15.6g}"
+
+
 def table_row(rec: Record) -> str:
-    t = datetime.datetime.fromtimestamp(rec.ts, datetime.timezone.utc).strftime("%H:%M:%S.%f")
+    t = _clock(rec.ts)
     arrow = f"{rec.src} -> {rec.dst}"
     extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
                                  f"reply={rec.reply}" if rec.reply else "") if x)
