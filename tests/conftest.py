@@ -12,17 +12,12 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from support.net import free_port
 
 # tests/support is importable as `support`.
 sys.path.insert(0, str(Path(__file__).parent))
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:

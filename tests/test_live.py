@@ -168,7 +168,7 @@ def test_tap_duration_stops_without_messages(nats_server: str) -> None:
 
 
 def test_tap_unreachable_server_fails_cleanly() -> None:
-    from conftest import free_port
+    from support.net import free_port
 
     out = subprocess.run([sys.executable, "-m", "lbparse", "tap",
                           f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "1"],
