@@ -194,3 +194,80 @@ def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
                           str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "Traceback" not in out.stderr
     assert out.stdout.startswith("1e+20")
+
+
+def _pcapng_head() -> bytes:
+    import struct
+
+    def block(btype: int, body: bytes) -> bytes:
+        n = len(body) + 12
+        return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+
+    return (block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+            + block(1, struct.pack("<HHI", 1, 0, 65535)))
+
+
+@pytest.mark.parametrize("name,data", [
+    ("claim.pcap", bytes.fromhex("d4c3b2a1020004000000000000000000000004000100000001000000"
+                                 "00000000000000040000000400") + b"x" * 50),
+    ("claim.pcapng", _pcapng_head() + (6).to_bytes(4, "little") + (60 << 20).to_bytes(4, "little")
+     + b"x" * 40),
+])
+def test_a_length_field_costs_no_memory_before_its_bytes_are_there(name: str, data: bytes,
+                                                                     tmp_path) -> None:
+    """lbparse/capture/pcap.py, pcapng.py: the readers asked f.read() for a
+    record's claimed length, and f.read(n) allocates n bytes before it
+    knows the file has them: 60 MiB for a 90-byte file."""
+    from lbparse.capture import CaptureReader
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    notices: list = []
+    tracemalloc.start()
+    try:
+        assert list(CaptureReader(path, on_notice=notices.append)) == []
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"reading {len(data)} bytes took {peak >> 20} MiB"
+    assert notices and notices[-1].kind in ("truncated", "bad_block")
+
+
+@pytest.mark.parametrize("block", [
+    bytes.fromhex("060000000c0000000c000000"),   # an EPB of 12 bytes: no room for its fields
+    bytes.fromhex("010000000c0000000c000000"),   # an IDB of 12 bytes
+])
+def test_a_pcapng_block_too_short_for_its_fields_is_a_notice(block: bytes, tmp_path) -> None:
+    """lbparse/capture/pcapng.py: a block shorter than its fixed fields, at
+    the end of the file, made struct.unpack_from raise struct.error."""
+    from lbparse.capture import CaptureReader
+
+    path = tmp_path / "short.pcapng"
+    path.write_bytes(_pcapng_head() + block)
+    notices: list = []
+    assert list(CaptureReader(path, on_notice=notices.append)) == []
+    assert [n.kind for n in notices] == ["bad_block"]
+
+
+def test_reading_goes_on_past_a_damaged_block(tmp_path) -> None:
+    """lbparse/capture/pcap.py, pcapng.py: a record or block whose length
+    made no sense raised CaptureError("bad_block"), losing every message
+    after it. Reading now resumes at the next plausible record or block."""
+    from lbparse.capture import CaptureReader
+    from support import capwriter as cw
+
+    conn = cw.Conn()
+    packets = conn.handshake()
+    for i in range(4):
+        packets += conn.send("c", cw.pub(f"lb.{i}", b"payload"))
+    frames = [(1700000000 + i / 1000, cw.link(cw.ETHERNET, p)) for i, p in enumerate(packets)]
+    path = tmp_path / "t.pcap"
+    cw.write_pcap(path, frames)
+    data = path.read_bytes()
+    cut = len(data) - sum(16 + len(f) for _, f in frames[-2:])  # before the last two packets
+    path.write_bytes(data[:cut] + b"\xde\xad" * 9 + data[cut:])
+    notices: list = []
+    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == \
+        ["lb.0", "lb.1", "lb.2", "lb.3"]
+    assert [n.kind for n in notices] == ["bad_block", "bad_block"]
+    assert "skipped 18 damaged bytes" in notices[1].message

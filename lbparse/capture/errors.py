@@ -3,8 +3,10 @@
 Problems *inside* readable traffic (a gap in a TCP stream, a NATS frame
 that does not parse, a file cut in the middle of a packet) are not raised:
 the reader reports them as `Notice`s and carries on, because one lost
-packet must not cost the rest of a long capture. `CaptureError` is for
-input that cannot be read at all, or where continuing would mean guessing.
+packet must not cost the rest of a long capture. That holds for a damaged
+pcap record or pcapng block too: a `bad_block` notice, and reading resumes
+at the next plausible one. `CaptureError` is for input that cannot be read
+at all.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 KINDS: tuple[str, ...] = (
     "unknown_format",        # not pcap, pcapng, nor our JSON Lines / Parquet records
     "bad_header",            # a pcap file header or pcapng section header that makes no sense
-    "bad_block",             # a pcap record or pcapng block whose lengths make no sense
+    "bad_block",             # kept for callers; damaged records and blocks are now a
+                             # Notice of this name, and reading resumes past them
     "unsupported_linktype",  # a whole pcap file of a link type we cannot read
     "bad_record",            # a line of our JSON Lines format that is not a record
 )

@@ -3,7 +3,15 @@
 `PcapSource` yields one tuple per packet, `(ts, linktype, buf, off, caplen,
 wirelen)`: the packet is `buf[off:off+caplen]`. Handing out the read block
 and an offset instead of a slice saves a copy per packet; the block is read
-1 MiB at a time, so memory stays flat whatever the file size.
+1 MiB at a time, so memory stays flat whatever the file size, and follows
+the bytes read, never a length field: a record that claims more than the
+file holds costs what the file holds.
+
+A record header that cannot be right (longer than the snap length allows)
+is reported as a `bad_block` notice, and reading resumes at the next
+plausible record: one whose header makes sense and is followed by another
+that does (or by the end of the file). Garbage in the middle of a file
+costs the packets it overwrote, not the rest of the file.
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ from lbparse.capture.notices import Notice
 BLOCK = 1 << 20
 # A record longer than this is a corrupt length field, not a packet.
 MAX_RECORD = 1 << 26
+# Records may exceed a file's snap length (writers disagree on it), but not
+# this: the snap length tcpdump has used since 4.99.
+MIN_MAX_RECORD = 1 << 18
 
 MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
@@ -26,6 +37,23 @@ MAGICS = {
 }
 
 Packet = tuple[float, int, bytes, int, int, int]
+
+
+def read_more(f: BinaryIO, need: int) -> bytes:
+    """At least `need` bytes (at least BLOCK) from `f`, or what is left.
+    Read a block at a time: `f.read(n)` allocates n bytes before it knows
+    whether the file has them."""
+    chunks = []
+    got = 0
+    while True:
+        chunk = f.read(BLOCK)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+        if got >= need:
+            break
+    return b"".join(chunks)
 
 
 class PcapSource:
@@ -46,31 +74,56 @@ class PcapSource:
         _, _, _, _, self.snaplen, network = struct.unpack(self.endian + "HHiIII", head[4:])
         # The upper bits of the link type field carry FCS information.
         self.linktype = network & 0xFFFF
+        self.max_record = min(max(self.snaplen, MIN_MAX_RECORD), MAX_RECORD)
+        self._frac_limit = 1_000_000 if self.tick == 1e-6 else 1_000_000_000
 
     def __iter__(self) -> Iterator[Packet]:
         unpack_from = struct.Struct(self.endian + "IIII").unpack_from
-        f, tick, lt = self.f, self.tick, self.linktype
-        buf = f.read(BLOCK)
+        f, tick, lt, maxrec = self.f, self.tick, self.linktype, self.max_record
+        buf = read_more(f, BLOCK)
         base = 24  # file offset of buf[0]
         pos = 0
+        bad_at = -1  # file offset where unreadable bytes began, while looking past them
         while True:
             n = len(buf)
-            while pos + 16 <= n:
-                sec, frac, incl, orig = unpack_from(buf, pos)
-                end = pos + 16 + incl
-                if end > n:
-                    break
-                yield sec + frac * tick, lt, buf, pos + 16, incl, orig
-                pos = end
-            else:
-                incl = 0
-            if incl > MAX_RECORD:
-                raise CaptureError("bad_block", f"{self.name}: packet record at offset "
-                                   f"{base + pos} claims {incl} bytes", offset=base + pos)
+            need = 16
+            if bad_at >= 0:
+                pos, need = self._resync(buf, pos, n)
+                if need == 0:
+                    self._skipped(bad_at, base + pos)
+                    bad_at = -1
+            if bad_at < 0:
+                while pos + 16 <= n:
+                    sec, frac, incl, orig = unpack_from(buf, pos)
+                    end = pos + 16 + incl
+                    if end > n or incl > maxrec:
+                        break
+                    yield sec + frac * tick, lt, buf, pos + 16, incl, orig
+                    pos = end
+                else:
+                    incl = 0
+                if incl > maxrec:
+                    bad_at = base + pos
+                    self._notice(Notice("bad_block", f"{self.name}: packet record at offset "
+                                        f"{bad_at} claims {incl} bytes, more than its snap "
+                                        f"length allows ({maxrec}): the file is damaged here; "
+                                        "looking for the next plausible record"))
+                    pos += 1
+                    continue
+                need = 16 + incl
             self.bytes_read = base + pos
-            more = f.read(max(BLOCK, pos + 16 + incl - n))
+            more = read_more(f, pos + need - n)
             if not more:
-                if pos < n:
+                if bad_at >= 0:
+                    # A plausible record that ends the file ends the search.
+                    last = self._plausible(buf, pos) if pos + 16 <= n else -1
+                    if last >= 0 and pos + 16 + last == n:
+                        self._skipped(bad_at, base + pos)
+                        sec, frac, incl, orig = unpack_from(buf, pos)
+                        yield sec + frac * tick, lt, buf, pos + 16, incl, orig
+                    else:
+                        self._skipped(bad_at, base + n)
+                elif pos < n:
                     self._truncated(base + pos, n - pos, incl)
                 self.bytes_read = base + n
                 return
@@ -78,10 +131,38 @@ class PcapSource:
             buf = buf[pos:] + more
             pos = 0
 
+    def _plausible(self, buf: bytes, q: int) -> int:
+        """The length of a plausible record at `q`, -1 if there is none."""
+        sec, frac, incl, orig = struct.unpack_from(self.endian + "IIII", buf, q)
+        if frac >= self._frac_limit or incl > self.max_record or orig < incl:
+            return -1
+        return incl
+
+    def _resync(self, buf: bytes, pos: int, n: int) -> tuple[int, int]:
+        """Look from `pos` for a plausible record followed by another (or
+        the file's end, which the caller finds out). Returns (offset, 0)
+        when found, else (offset to keep from, bytes needed there)."""
+        for q in range(pos, n - 15):
+            incl = self._plausible(buf, q)
+            if incl < 0:
+                continue
+            nxt = q + 16 + incl
+            if nxt + 16 > n:
+                return q, nxt + 16 - q  # read on: the next header decides
+            if self._plausible(buf, nxt) >= 0:
+                return q, 0
+        return max(pos, n - 15), 16
+
+    def _skipped(self, start: int, end: int) -> None:
+        self._notice(Notice("bad_block", f"{self.name}: skipped {end - start} damaged bytes "
+                            f"from offset {start} to {end}", nbytes=end - start))
+
+    def _notice(self, n: Notice) -> None:
+        if self.on_notice:
+            self.on_notice(n)
+
     def _truncated(self, offset: int, have: int, incl: int) -> None:
         what = ("a packet header" if have < 16
                 else f"a packet of {incl} bytes ({have - 16} present)")
-        if self.on_notice:
-            self.on_notice(Notice("truncated", f"{self.name}: file ends at offset {offset + have} "
-                                  f"inside {what}; the partial packet is skipped",
-                                  nbytes=have))
+        self._notice(Notice("truncated", f"{self.name}: file ends at offset {offset + have} "
+                            f"inside {what}; the partial packet is skipped", nbytes=have))

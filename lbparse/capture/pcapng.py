@@ -4,6 +4,13 @@ own link type, snap length and timestamp resolution.
 `PcapngSource` yields the same `(ts, linktype, buf, off, caplen, wirelen)`
 tuples as `PcapSource`. Blocks other than section headers, interface
 descriptions and packets are skipped by their length.
+
+Every block carries its length twice, before and after its body; a block
+whose two lengths disagree, or that is too short for its own fields, or a
+packet of an interface never described, is reported as a `bad_block`
+notice. A block with sound lengths is skipped alone; otherwise reading
+resumes at the next offset where a block of a known type starts with both
+lengths agreeing. Memory follows the bytes read, never a length field.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import BLOCK, MAX_RECORD, Packet
+from lbparse.capture.pcap import MAX_RECORD, Packet, read_more
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -23,6 +30,10 @@ EPB = 6
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 OPT_TSRESOL = 9
 OPT_TSOFFSET = 14
+# Shortest block of each type that holds its fixed fields.
+MIN_LEN = {SHB: 28, IDB: 20, OPB: 32, SPB: 16, EPB: 32}
+# Block types a resynchronisation may land on (pcapng spec, section 11.1).
+KNOWN = frozenset({SHB, IDB, OPB, SPB, 4, 5, EPB, 9, 0xA, 0xB, 0xBAD, 0x40000BAD})
 
 
 class _Interface:
@@ -54,20 +65,27 @@ class PcapngSource:
             raise CaptureError("bad_header", f"{name}: not a pcapng section header block "
                                f"(first bytes {head[:4].hex() or 'none'})", offset=0)
         self._head = head
+        self._endian = "<"
 
     def __iter__(self) -> Iterator[Packet]:
         f, name = self.f, self.name
-        buf = self._head + f.read(BLOCK)
+        buf = self._head + read_more(f, 0)
         base = 0
         pos = 0
         endian = "<"
         u32 = struct.Struct("<I").unpack_from
         epb = struct.Struct("<IIIII").unpack_from
         ifaces: list[_Interface] = []
+        bad_at = -1  # file offset where unreadable bytes began, while looking past them
         while True:
             n = len(buf)
             need = 12
-            while pos + 12 <= n:
+            if bad_at >= 0:
+                pos, need = self._resync(buf, pos, n, endian)
+                if need == 0:
+                    self._skipped(bad_at, base + pos)
+                    bad_at = -1
+            while bad_at < 0 and pos + 12 <= n:
                 btype, blen = struct.unpack_from(endian + "II", buf, pos)
                 if btype == SHB:
                     bom = buf[pos + 8:pos + 12]
@@ -83,19 +101,29 @@ class PcapngSource:
                     u32 = struct.Struct(endian + "I").unpack_from
                     epb = struct.Struct(endian + "IIIII").unpack_from
                 if blen < 12 or blen % 4 or blen > MAX_RECORD:
-                    raise CaptureError("bad_block", f"{name}: block of type {btype:#x} at offset "
-                                       f"{base + pos} has length {blen}", offset=base + pos)
+                    bad_at = self._damaged(base + pos, btype, f"has length {blen}")
+                    pos += 1
+                    break
                 end = pos + blen
                 if end > n:
                     need = blen
                     break
-                if btype == EPB:
+                if u32(buf, end - 4)[0] != blen:
+                    bad_at = self._damaged(base + pos, btype, f"has length {blen} at its start "
+                                           f"and {u32(buf, end - 4)[0]} at its end")
+                    pos += 1
+                    break
+                if blen < MIN_LEN.get(btype, 12):
+                    self._bad(btype, base + pos, f"{blen} bytes are too few for its fields")
+                elif btype == EPB:
                     iid, hi, lo, cap, orig = epb(buf, pos + 8)
                     if iid >= len(ifaces) or cap > blen - 32:
-                        self._bad(btype, base + pos, f"interface {iid}, captured length {cap}")
-                    i = ifaces[iid]
-                    ts = ((hi << 32) | lo) * i.tick + i.offset
-                    yield ts, i.linktype, buf, pos + 28, cap, orig
+                        self._bad(btype, base + pos, f"interface {iid} ({len(ifaces)} described), "
+                                  f"captured length {cap} in {blen - 32} bytes")
+                    else:
+                        i = ifaces[iid]
+                        ts = ((hi << 32) | lo) * i.tick + i.offset
+                        yield ts, i.linktype, buf, pos + 28, cap, orig
                 elif btype == SHB:
                     ifaces = []
                 elif btype == IDB:
@@ -103,35 +131,82 @@ class PcapngSource:
                 elif btype == SPB:
                     if not ifaces:
                         self._bad(btype, base + pos, "no interface described before it")
-                    i = ifaces[0]
-                    orig = u32(buf, pos + 8)[0]
-                    cap = min(orig, blen - 16, i.snaplen or orig)
-                    # A simple packet block has no timestamp.
-                    yield 0.0, i.linktype, buf, pos + 12, cap, orig
+                    else:
+                        i = ifaces[0]
+                        orig = u32(buf, pos + 8)[0]
+                        cap = min(orig, blen - 16, i.snaplen or orig)
+                        # A simple packet block has no timestamp.
+                        yield 0.0, i.linktype, buf, pos + 12, cap, orig
                 elif btype == OPB:
                     iid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
                     hi, lo, cap, orig = struct.unpack_from(endian + "IIII", buf, pos + 12)
                     if iid >= len(ifaces) or cap > blen - 32:
-                        self._bad(btype, base + pos, f"interface {iid}, captured length {cap}")
-                    i = ifaces[iid]
-                    yield ((hi << 32) | lo) * i.tick + i.offset, i.linktype, buf, pos + 28, cap, orig
+                        self._bad(btype, base + pos, f"interface {iid} ({len(ifaces)} described), "
+                                  f"captured length {cap} in {blen - 32} bytes")
+                    else:
+                        i = ifaces[iid]
+                        yield (((hi << 32) | lo) * i.tick + i.offset, i.linktype, buf, pos + 28,
+                               cap, orig)
                 pos = end
+            if bad_at >= 0 and need == 12 and pos + 12 <= n:
+                continue  # just found damage: look past it in what is already read
             self.bytes_read = base + pos
-            more = f.read(max(BLOCK, pos + need - n))
+            more = read_more(f, pos + need - n)
             if not more:
-                if pos < n and self.on_notice:
-                    self.on_notice(Notice("truncated", f"{name}: file ends at offset {base + n} "
-                                          f"inside a block starting at {base + pos}; "
-                                          "the partial block is skipped", nbytes=n - pos))
+                if bad_at >= 0:
+                    self._skipped(bad_at, base + n)
+                elif pos < n:
+                    self._notice(Notice("truncated", f"{name}: file ends at offset {base + n} "
+                                        f"inside a block starting at {base + pos}; "
+                                        "the partial block is skipped", nbytes=n - pos))
                 self.bytes_read = base + n
                 return
             base += pos
             buf = buf[pos:] + more
             pos = 0
 
+    def _resync(self, buf: bytes, pos: int, n: int, endian: str) -> tuple[int, int]:
+        """Look from `pos` for a block of a known type whose leading and
+        trailing lengths agree. Returns (offset, 0) when found, else (offset
+        to keep from, bytes needed there)."""
+        lead = struct.Struct(endian + "II").unpack_from
+        for q in range(pos, n - 11):
+            btype, blen = lead(buf, q)
+            if btype == SHB:  # a new section may change the byte order
+                bom = buf[q + 8:q + 12]
+                if bom not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
+                    continue
+                blen = struct.unpack_from("<I" if bom[0] == 0x4D else ">I", buf, q + 4)[0]
+                tail = "<I" if bom[0] == 0x4D else ">I"
+            elif btype in KNOWN:
+                tail = endian + "I"
+            else:
+                continue
+            if blen < 12 or blen % 4 or blen > MAX_RECORD:
+                continue
+            if q + blen > n:
+                return q, blen  # read on: the trailing length decides
+            if struct.unpack_from(tail, buf, q + blen - 4)[0] == blen:
+                return q, 0
+        return max(pos, n - 11), 12
+
+    def _damaged(self, offset: int, btype: int, what: str) -> int:
+        self._notice(Notice("bad_block", f"{self.name}: block of type {btype:#x} at offset "
+                            f"{offset} {what}: the file is damaged here; looking for the "
+                            "next block"))
+        return offset
+
+    def _skipped(self, start: int, end: int) -> None:
+        self._notice(Notice("bad_block", f"{self.name}: skipped {end - start} damaged bytes "
+                            f"from offset {start} to {end}", nbytes=end - start))
+
     def _bad(self, btype: int, offset: int, what: str) -> None:
-        raise CaptureError("bad_block", f"{self.name}: packet block of type {btype} at offset "
-                           f"{offset}: {what}", offset=offset)
+        self._notice(Notice("bad_block", f"{self.name}: block of type {btype} at offset "
+                            f"{offset}: {what}; the block is skipped"))
+
+    def _notice(self, n: Notice) -> None:
+        if self.on_notice:
+            self.on_notice(n)
 
     def _interface(self, buf: bytes, pos: int, blen: int, endian: str) -> _Interface:
         linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
@@ -143,7 +218,7 @@ class PcapngSource:
                 break
             if code == OPT_TSRESOL and olen >= 1:
                 tick = _tsresol(buf[p + 4])
-            elif code == OPT_TSOFFSET and olen >= 8:
+            elif code == OPT_TSOFFSET and olen >= 8 and p + 12 <= end:
                 offset = struct.unpack_from(endian + "q", buf, p + 4)[0]
             p += 4 + (olen + 3) // 4 * 4
         return _Interface(linktype, snaplen, tick, offset)
