@@ -83,15 +83,20 @@ class PcapSource:
         buf = read_more(f, BLOCK)
         base = 24  # file offset of buf[0]
         pos = 0
+        eof = False
         bad_at = -1  # file offset where unreadable bytes began, while looking past them
         while True:
             n = len(buf)
             need = 16
             if bad_at >= 0:
-                pos, need = self._resync(buf, pos, n)
+                pos, need = self._resync(buf, pos, n, eof)
                 if need == 0:
                     self._skipped(bad_at, base + pos)
                     bad_at = -1
+                elif eof:  # nothing plausible in the rest of the file
+                    self._skipped(bad_at, base + n)
+                    self.bytes_read = base + n
+                    return
             if bad_at < 0:
                 while pos + 16 <= n:
                     sec, frac, incl, orig = unpack_from(buf, pos)
@@ -111,22 +116,14 @@ class PcapSource:
                     pos += 1
                     continue
                 need = 16 + incl
+                if eof:
+                    if pos < n:
+                        self._truncated(base + pos, n - pos, incl)
+                    self.bytes_read = base + n
+                    return
             self.bytes_read = base + pos
             more = read_more(f, pos + need - n)
-            if not more:
-                if bad_at >= 0:
-                    # A plausible record that ends the file ends the search.
-                    last = self._plausible(buf, pos) if pos + 16 <= n else -1
-                    if last >= 0 and pos + 16 + last == n:
-                        self._skipped(bad_at, base + pos)
-                        sec, frac, incl, orig = unpack_from(buf, pos)
-                        yield sec + frac * tick, lt, buf, pos + 16, incl, orig
-                    else:
-                        self._skipped(bad_at, base + n)
-                elif pos < n:
-                    self._truncated(base + pos, n - pos, incl)
-                self.bytes_read = base + n
-                return
+            eof = not more
             base += pos
             buf = buf[pos:] + more
             pos = 0
@@ -138,17 +135,22 @@ class PcapSource:
             return -1
         return incl
 
-    def _resync(self, buf: bytes, pos: int, n: int) -> tuple[int, int]:
-        """Look from `pos` for a plausible record followed by another (or
-        the file's end, which the caller finds out). Returns (offset, 0)
-        when found, else (offset to keep from, bytes needed there)."""
+    def _resync(self, buf: bytes, pos: int, n: int, eof: bool) -> tuple[int, int]:
+        """Look from `pos` for a plausible record followed by another, or
+        ending the file. Returns (offset, 0) when found, else (offset to
+        keep from, bytes needed there); at the end of the file only a
+        record that ends it exactly is found without a successor."""
         for q in range(pos, n - 15):
             incl = self._plausible(buf, q)
             if incl < 0:
                 continue
             nxt = q + 16 + incl
             if nxt + 16 > n:
-                return q, nxt + 16 - q  # read on: the next header decides
+                if not eof:
+                    return q, nxt + 16 - q  # read on: the next header decides
+                if nxt == n:
+                    return q, 0
+                continue
             if self._plausible(buf, nxt) >= 0:
                 return q, 0
         return max(pos, n - 15), 16

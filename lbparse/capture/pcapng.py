@@ -76,15 +76,20 @@ class PcapngSource:
         u32 = struct.Struct("<I").unpack_from
         epb = struct.Struct("<IIIII").unpack_from
         ifaces: list[_Interface] = []
+        eof = False
         bad_at = -1  # file offset where unreadable bytes began, while looking past them
         while True:
             n = len(buf)
             need = 12
             if bad_at >= 0:
-                pos, need = self._resync(buf, pos, n, endian)
+                pos, need = self._resync(buf, pos, n, endian, eof)
                 if need == 0:
                     self._skipped(bad_at, base + pos)
                     bad_at = -1
+                elif eof:  # no block in the rest of the file
+                    self._skipped(bad_at, base + n)
+                    self.bytes_read = base + n
+                    return
             while bad_at < 0 and pos + 12 <= n:
                 btype, blen = struct.unpack_from(endian + "II", buf, pos)
                 if btype == SHB:
@@ -150,25 +155,25 @@ class PcapngSource:
                 pos = end
             if bad_at >= 0 and need == 12 and pos + 12 <= n:
                 continue  # just found damage: look past it in what is already read
-            self.bytes_read = base + pos
-            more = read_more(f, pos + need - n)
-            if not more:
-                if bad_at >= 0:
-                    self._skipped(bad_at, base + n)
-                elif pos < n:
+            if eof and bad_at < 0:
+                if pos < n:
                     self._notice(Notice("truncated", f"{name}: file ends at offset {base + n} "
                                         f"inside a block starting at {base + pos}; "
                                         "the partial block is skipped", nbytes=n - pos))
                 self.bytes_read = base + n
                 return
+            self.bytes_read = base + pos
+            more = read_more(f, pos + need - n)
+            eof = not more
             base += pos
             buf = buf[pos:] + more
             pos = 0
 
-    def _resync(self, buf: bytes, pos: int, n: int, endian: str) -> tuple[int, int]:
+    def _resync(self, buf: bytes, pos: int, n: int, endian: str, eof: bool) -> tuple[int, int]:
         """Look from `pos` for a block of a known type whose leading and
         trailing lengths agree. Returns (offset, 0) when found, else (offset
-        to keep from, bytes needed there)."""
+        to keep from, bytes needed there); at the end of the file a block
+        that would run past it is none."""
         lead = struct.Struct(endian + "II").unpack_from
         for q in range(pos, n - 11):
             btype, blen = lead(buf, q)
@@ -185,6 +190,8 @@ class PcapngSource:
             if blen < 12 or blen % 4 or blen > MAX_RECORD:
                 continue
             if q + blen > n:
+                if eof:
+                    continue
                 return q, blen  # read on: the trailing length decides
             if struct.unpack_from(tail, buf, q + blen - 4)[0] == blen:
                 return q, 0
