@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.api import decode, decode_header
@@ -41,11 +42,12 @@ from lbparse.dispatch import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import CODECS, RAW
 from lbparse.pipeline.columns import builder_for
+from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.pipeline.wirescan import decode_structs
 
-__all__ = ["BatchDecoder", "DecodeOptions", "binary_buffers"]
+__all__ = ["BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
 
 _MAGIC = (0xB9, 0x0E, 0x43, 0xB4)
 _crc = _crc32c.crc32c
@@ -167,6 +169,10 @@ class BatchDecoder:
     # -- the batch ---------------------------------------------------------
 
     def __call__(self, records: pa.RecordBatch) -> pa.RecordBatch:
+        """The decoded rows as one batch of the output schema, in input order."""
+        return self.decode(records).to_batch()
+
+    def decode(self, records: pa.RecordBatch) -> "Decoded":
         n = records.num_rows
         payload = records.column("payload")
         starts, ends, data = binary_buffers(payload)
@@ -306,11 +312,11 @@ class BatchDecoder:
         return b
 
     def _structs(self, rows: _Rows, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
-                 ) -> tuple[dict[str, pa.Array], list[str | None]]:
-        """The struct column of every payload type present, and payload_json."""
-        n = rows.n
-        out: dict[str, pa.Array] = {}
-        json_col: list[str | None] = [None] * n
+                 ) -> tuple[dict[str, tuple[np.ndarray, pa.Array]], list[str | None]]:
+        """Per struct column: the rows that have it (ascending) and its values for
+        those rows; and payload_json."""
+        out: dict[str, tuple[np.ndarray, pa.Array]] = {}
+        json_col: list[str | None] = [None] * rows.n
         codes = rows.ptype
         used: set[int] = set()
         for ptype, col in self.columns.items():
@@ -330,28 +336,39 @@ class BatchDecoder:
             if not mine.size and not objs:
                 continue
             typ = self.schema.field(col).type
+            got_rows: list[np.ndarray] = []
             parts: list[pa.Array] = []
-            where = np.full(n, -1, np.int64)
-            if ptype == RAW:
-                self._raw_messages(rows, mine, data)
-                objs = objects()
-            elif mine.size:
-                arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
-                                         rows.pend[mine], self.options.emit_defaults)
-                parts.append(arr)
-                where[mine[ok]] = np.flatnonzero(ok)
-                for i in mine[~ok].tolist():  # left to upb: decode, or name the error
-                    self._upb(rows, i, cls, data, starts, ends)
-                objs = objects()
+            if mine.size:
+                if ptype == RAW:
+                    arr, ok = decode_replication(typ, data, rows.pstart[mine], rows.pend[mine])
+                else:
+                    arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
+                                             rows.pend[mine], self.options.emit_defaults)
+                if ok.all():
+                    got_rows.append(mine)
+                    parts.append(arr)
+                else:
+                    got_rows.append(mine[ok])
+                    parts.append(arr.filter(pa.array(ok)))
+                    # Left to lbparse.commitlog or upb: decoded, or the error named.
+                    if ptype == RAW:
+                        self._raw_messages(rows, mine[~ok], data)
+                    else:
+                        for i in mine[~ok].tolist():
+                            self._upb(rows, i, cls, data, starts, ends)
+                    objs = objects()
             used.update(objs)
             if objs:
-                base = sum(len(p) for p in parts)
+                got_rows.append(np.array(objs, np.int64))
                 parts.append(self._builder(ptype, typ).build([rows.messages[i] for i in objs]))
-                where[objs] = base + np.arange(len(objs))
-            if parts:
-                whole = parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
-                present = where >= 0
-                out[col] = whole.take(pa.array(np.where(present, where, 0), mask=~present))
+            if sum(len(r) for r in got_rows) == 0:
+                continue  # every row of the type failed after all (now errors)
+            if len(parts) == 1:
+                out[col] = (got_rows[0], parts[0])
+            else:
+                all_rows = np.concatenate(got_rows)
+                order = np.argsort(all_rows, kind="stable")
+                out[col] = (all_rows[order], pa.concat_arrays(parts).take(pa.array(order)))
         for i, m in rows.messages.items():
             if i in used or m is None or isinstance(m, (bytes, bytearray)):
                 continue
@@ -360,7 +377,7 @@ class BatchDecoder:
         return out, json_col
 
     def _raw_messages(self, rows: _Rows, mine: np.ndarray, data: np.ndarray) -> None:
-        """ReplicationResponse payloads: lbparse.commitlog's parser, per row."""
+        """ReplicationResponse payloads the vectorized reader left: lbparse.commitlog's parser."""
         parse = CODECS[RAW].decode
         for i in mine.tolist():
             try:
@@ -393,7 +410,7 @@ class BatchDecoder:
     # -- output ------------------------------------------------------------
 
     def _assemble(self, records: pa.RecordBatch, rows: _Rows, preset: np.ndarray,
-                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> pa.RecordBatch:
+                   starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> "Decoded":
         n = rows.n
         structs, json_col = self._structs(rows, data, starts, ends)
         kinds: list[str | None] = [None] * n
@@ -408,6 +425,7 @@ class BatchDecoder:
         hh = ~rows.has_header
         cols: dict[str, pa.Array] = {name: records.column(name) for name in RECORD_COLUMNS
                                      if name not in ("error_kind", "error_message")}
+        warnings = self.schema.field("warnings").type
         cols.update({
             "layout": self.layouts.array(rows.layout),
             "version": pa.array(rows.version, pa.int32(), mask=hh),
@@ -420,15 +438,72 @@ class BatchDecoder:
             "payload_type": self.ptypes.array(rows.ptype),
             "error_kind": pa.array(kinds, pa.string()),
             "error_message": pa.array(texts, pa.string()),
-            "warnings": (pa.array([rows.warnings.get(i) for i in range(n)],
-                                  self.schema.field("warnings").type)
-                         if rows.warnings else pa.nulls(n, self.schema.field("warnings").type)),
+            "warnings": (pa.array([rows.warnings.get(i) for i in range(n)], warnings)
+                         if rows.warnings else pa.nulls(n, warnings)),
             "payload_json": pa.array(json_col, pa.string()),
         })
+        return Decoded(n, self.schema, cols, structs)
+
+
+class Decoded:
+    """A decoded batch: the fixed columns (input order) and, per struct column,
+    the rows that have one and their values. Null struct columns are never
+    made here: `to_batch()` makes the whole batch, `partitions()` the rows of
+    each msg_type_name with only the columns they fill."""
+
+    def __init__(self, n: int, schema: pa.Schema, columns: dict[str, pa.Array],
+                 structs: dict[str, tuple[np.ndarray, pa.Array]]) -> None:
+        self.num_rows = n
+        self.schema = schema
+        self.columns = columns
+        self.structs = structs
+
+    def column(self, name: str) -> pa.Array:
+        return self.columns[name]
+
+    def to_batch(self) -> pa.RecordBatch:
+        n = self.num_rows
         arrays = []
         for f in self.schema:
-            a = cols.get(f.name)
-            if a is None:
-                a = structs.get(f.name)
-            arrays.append(a if a is not None else pa.nulls(n, f.type))
+            if f.name in self.columns:
+                arrays.append(self.columns[f.name])
+            elif f.name in self.structs:
+                rows, arr = self.structs[f.name]
+                where = np.zeros(n, np.int64)
+                present = np.zeros(n, np.bool_)
+                where[rows] = np.arange(len(rows))
+                present[rows] = True
+                arrays.append(arr.take(pa.array(where, mask=~present)))
+            else:
+                arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def partitions(self, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
+        """(value, rows, columns) for each value of `column`; struct columns only where set."""
+        names = self.columns[column]
+        fixed = {k: v for k, v in self.columns.items() if k != column}
+        if names.null_count == 0 and pc.count_distinct(names).as_py() <= 1:
+            value = names[0].as_py() if len(names) else None
+            yield value, self.num_rows, {**fixed, **{k: a for k, (_, a) in self.structs.items()}}
+            return
+        enc = names.dictionary_encode()
+        codes = np.asarray(enc.indices.fill_null(-1))
+        values = {**dict(enumerate(enc.dictionary.to_pylist())), -1: None}
+        batch = pa.RecordBatch.from_pydict(fixed)
+        for code, value in values.items():
+            idx = np.flatnonzero(codes == code)
+            if not idx.size:
+                continue
+            cols = dict(zip(batch.schema.names, batch.take(pa.array(idx)).columns))
+            for k, (rows, arr) in self.structs.items():
+                mine = codes[rows] == code
+                if not mine.any():
+                    continue
+                if mine.all() and len(rows) == len(idx):
+                    cols[k] = arr  # the usual case: the partition's rows are the type's rows
+                    continue
+                # Place the type's rows of this partition among the partition's rows.
+                pos = np.full(len(idx), -1, np.int64)
+                pos[np.searchsorted(idx, rows[mine])] = np.flatnonzero(mine)
+                cols[k] = arr.take(pa.array(np.maximum(pos, 0), mask=pos < 0))
+            yield value, len(idx), cols

@@ -11,7 +11,8 @@ Output, under --out DIR:
   DIR/summary.json                                 the summary
 The data sits in its own directory because Spark reads every file of a
 dataset directory as data: summary.json beside the partitions would break
-`spark.read.parquet(DIR)`.
+`spark.read.parquet(DIR)`. The tasks write the Parquet files and the driver
+commits them (see output.py for why, and how).
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from pyarrow.fs import FileType
+
 from lbparse.pipeline.decode_arrow import DecodeOptions
-from lbparse.pipeline.schema import PARTITION_COLUMN, output_schema
+from lbparse.pipeline.output import commit, discard, filesystem
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
-from lbparse.pipeline.summary import StatsParam, Summary
-from lbparse.pipeline.tasks import TaskOptions, run_task
+from lbparse.pipeline.summary import Summary
+from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,35 +90,52 @@ def run(spark: "SparkSession", options: PipelineOptions,
     """Decode every input into DIR/messages and write DIR/summary.json."""
     start = time.monotonic()
     options.decode.check()
-    messages = os.path.join(options.out, MESSAGES_DIR)
-    if os.path.exists(messages) and not options.overwrite:
-        raise ValueError(f"{messages} exists; remove it or pass --overwrite")
+    messages = _join(options.out, MESSAGES_DIR)
+    fs, dest = filesystem(messages)
+    if fs.get_file_info(dest).type != FileType.NotFound:
+        if not options.overwrite:
+            raise ValueError(f"{messages} exists; remove it or pass --overwrite")
+        fs.delete_dir(dest)
     units = plan(list(options.inputs), options.source)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
-    sc = spark.sparkContext
-    groups = group_units(units, sc.defaultParallelism)
+    groups = group_units(units, spark.sparkContext.defaultParallelism)
     if on_plan is not None:
         on_plan(units, len(groups))
-    acc = sc.accumulator({}, StatsParam())
+    run_id = uuid.uuid4().hex[:12]
+    temporary = _join(messages, "_temporary", run_id)
+    _, temporary_path = filesystem(temporary)
     task_options = TaskOptions(options.decode, options.source)
-    decoded = task_frame(spark, groups).mapInArrow(lambda batches: run_task(batches, task_options, acc),
-                               output_schema())
-    (decoded.write.mode("overwrite" if options.overwrite else "errorifexists")
-     .partitionBy(PARTITION_COLUMN).parquet(messages))
-    summary = Summary.from_units(units, acc.value, messages, options.decode.layout,
-                                 time.monotonic() - start)
-    write_summary(summary, os.path.join(options.out, SUMMARY_FILE))
+    fs.create_dir(dest, recursive=True)
+    try:
+        result = (task_frame(spark, groups)
+                  .mapInArrow(lambda batches: run_task(batches, task_options, temporary),
+                              RESULT_SCHEMA)
+                  .collect())
+        files = [(r.attempt, r.path) for r in result if r.kind == "file"]
+        commit(fs, dest, temporary_path, files)
+    finally:
+        discard(fs, temporary_path)  # a failed run leaves no half-written files
+    counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
+    summary = Summary.from_units(units, counts, messages, options.decode.layout,
+                                 time.monotonic() - start,
+                                 rows_written=sum(r.rows for r in result if r.kind == "file"),
+                                 files_written=len(files))
+    write_summary(summary, _join(options.out, SUMMARY_FILE))
     return summary
 
 
-def write_summary(summary: Summary, path: str) -> None:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(summary.to_json_dict(), f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
+def _join(location: str, *parts: str) -> str:
+    """A path or URI with parts appended (local paths made absolute: tasks run elsewhere)."""
+    base = location.rstrip("/") if "://" in location else os.path.abspath(location)
+    return "/".join([base, *parts])
+
+
+def write_summary(summary: Summary, location: str) -> None:
+    fs, path = filesystem(location)
+    text = json.dumps(summary.to_json_dict(), indent=1, ensure_ascii=False) + "\n"
+    with fs.open_output_stream(path) as f:
+        f.write(text.encode("utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,16 +1,17 @@
 """What a run read and wrote: per input file, and in total.
 
 Each task counts what it reads (`sources.UnitStats`) and what the decoder
-makes of it (`count_batch`), and hands its counts to the driver through a
-Spark accumulator keyed by unit: a task that Spark runs twice (a retry)
-replaces its counts instead of adding them again. The driver folds the
-units into one line per file (`Summary`), prints it (`table`) and writes it
-as summary.json.
+makes of it (`count_batch`), and returns the counts of each unit as a row of
+its result, beside the list of files it wrote: Spark hands the driver the
+result of one successful attempt per task, so nothing is counted twice. The
+driver folds the units into one line per file (`Summary`), prints it
+(`table`) and writes it as summary.json.
 
 The counts add up, and `checks()` says where they would not: for every
 file, rows = messages + problems, and the rows split by layout, by MsgType
 and by error kind each sum to the rows ("(none)" counts rows without a
-layout, MsgType or error); the totals are the sums of the files.
+layout, MsgType or error); the totals are the sums of the files; and the
+rows in the Parquet files written are the rows counted.
 """
 
 from __future__ import annotations
@@ -19,30 +20,17 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.accumulators import AccumulatorParam
 
-__all__ = ["NONE", "FileSummary", "StatsParam", "Summary", "count_batch", "count_problems"]
+__all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_problems"]
 
 NONE = "(none)"
 BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
               ("per_error_kind", "error_kind"))
 
 
-class StatsParam(AccumulatorParam):
-    """unit key -> that unit's counts; a unit's later counts replace earlier ones."""
-
-    def zero(self, value: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def addInPlace(self, a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-        a.update(b)
-        return a
-
-
-def count_batch(batch: pa.RecordBatch, counts: dict[str, Counter[str]]) -> None:
-    """Add an output batch's rows to the per-layout, per-MsgType and per-error counts."""
+def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
+    """Add a decoded batch's rows to the per-layout, per-MsgType and per-error counts."""
     for key, column in BREAKDOWNS:
         col = batch.column(column)
         c = counts.setdefault(key, Counter())
@@ -54,7 +42,7 @@ def count_batch(batch: pa.RecordBatch, counts: dict[str, Counter[str]]) -> None:
                 c[value] += n
 
 
-def count_problems(batch: pa.RecordBatch) -> int:
+def count_problems(batch: Any) -> int:
     """Rows about the input rather than a message (error kind `input:...`)."""
     kinds = batch.column("error_kind")
     if kinds.null_count == len(kinds):
@@ -84,11 +72,14 @@ class FileSummary:
     decoded_by: list[str] = field(default_factory=list)  # where the tasks' lbparse was
     units: int = 0
     units_missing: int = 0  # units whose counts never came back (a bug if ever > 0)
+    read_seconds: float = 0.0  # in the tasks: reading the input,
+    decode_seconds: float = 0.0  # decoding it,
+    write_seconds: float = 0.0  # and writing Parquet (the rest is Spark's)
 
     def add_unit(self, u: dict[str, Any]) -> None:
         self.units += 1
         for name in ("bytes_read", "packets", "messages", "problems", "rows", "gaps",
-                     "gap_bytes"):
+                     "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
             setattr(self, name, getattr(self, name) + u.get(name, 0))
         for name in ("notices", "per_layout", "per_msg_type", "per_error_kind"):
             mine = Counter(getattr(self, name))
@@ -108,10 +99,13 @@ class Summary:
     output: str
     layout: str
     seconds: float = 0.0
+    rows_written: int | None = None  # rows in the Parquet files (None: not known)
+    files_written: int = 0
 
     @classmethod
     def from_units(cls, units: Iterable[Any], counts: dict[str, dict[str, Any]], output: str,
-                   layout: str, seconds: float) -> "Summary":
+                   layout: str, seconds: float, rows_written: int | None = None,
+                   files_written: int = 0) -> "Summary":
         files: dict[str, FileSummary] = {}
         for unit in units:
             f = files.get(unit.path)
@@ -122,12 +116,12 @@ class Summary:
                 f.units_missing += 1
             else:
                 f.add_unit(got)
-        return cls(list(files.values()), output, layout, seconds)
+        return cls(list(files.values()), output, layout, seconds, rows_written, files_written)
 
     def totals(self) -> dict[str, Any]:
         t: dict[str, Any] = {"files": len(self.files)}
         for name in ("size", "bytes_read", "packets", "messages", "problems", "rows", "gaps",
-                     "gap_bytes"):
+                     "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
             t[name] = sum(getattr(f, name) for f in self.files)
         for name, _ in BREAKDOWNS:
             c: Counter[str] = Counter()
@@ -135,6 +129,8 @@ class Summary:
                 c.update(getattr(f, name))
             t[name] = dict(c.most_common())
         t["files_with_problems"] = sum(1 for f in self.files if f.problems)
+        t["rows_written"] = self.rows_written
+        t["files_written"] = self.files_written
         return t
 
     def checks(self) -> list[str]:
@@ -150,6 +146,9 @@ class Summary:
                 s = sum(getattr(f, name).values())
                 if s != f.rows:
                     bad.append(f"{f.path}: {name} sums to {s}, rows are {f.rows}")
+        rows = sum(f.rows for f in self.files)
+        if self.rows_written is not None and self.rows_written != rows:
+            bad.append(f"the Parquet files hold {self.rows_written} rows, {rows} were counted")
         return bad
 
     @property

@@ -1,16 +1,19 @@
-"""What one Spark task runs: read its units, decode them, count them.
+"""What one Spark task runs: read its units, decode them, write them, count them.
 
-`run_task` is the function given to `mapInArrow`. Its input batches carry
-the task's units (JSON, one per row; see `job.py`); it yields the output
-batches as it goes, so a task holds one batch at a time whatever the size
-of its files, and it adds each unit's counts to the run's accumulator
-when the unit is done.
+`run_task` is the function given to `mapInArrow`. Its input rows carry the
+task's units (JSON; see `job.task_frame`). It writes the decoded rows as
+Parquet itself (`output.PartitionedWriter`, under the run's temporary
+directory) and returns, as its result rows, one row of counts per unit and
+one row per file written; the driver commits those files and sums those
+counts. A task holds one batch (and the writer's bounded buffers) at a time,
+whatever the size of its files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -20,10 +23,17 @@ import pyarrow as pa
 
 import lbparse
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
+from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import count_batch, count_problems
 
-__all__ = ["TaskOptions", "run_task"]
+__all__ = ["RESULT_SCHEMA", "TaskOptions", "process_unit", "run_task"]
+
+# A task's result: kind "unit" (key, counts as JSON) or "file" (attempt, path, rows).
+RESULT_SCHEMA = "kind string, key string, attempt string, path string, rows bigint, counts string"
+_RESULT = pa.schema([("kind", pa.string()), ("key", pa.string()), ("attempt", pa.string()),
+                     ("path", pa.string()), ("rows", pa.int64()), ("counts", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -39,36 +49,65 @@ def _decoder(options: DecodeOptions) -> BatchDecoder:
     return BatchDecoder(options)
 
 
-def process_unit(unit: Unit, options: TaskOptions) -> tuple[Iterator[pa.RecordBatch], dict[str, Any]]:
-    """The output batches of one unit, and its counts (complete once they are consumed)."""
+def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) -> dict[str, Any]:
+    """Read, decode and write one unit; its counts."""
     decoder = _decoder(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
-    counts: dict[str, Any] = {"rows": 0, "problems": 0}
+    counts: dict[str, Any] = {"rows": 0, "problems": 0, "read_seconds": 0.0,
+                              "decode_seconds": 0.0, "write_seconds": 0.0}
     breakdowns: dict[str, Counter[str]] = {}
+    reading = read_unit(unit, options.source, stats)
+    while True:
+        t0 = time.perf_counter()
+        records = next(reading, None)
+        t1 = time.perf_counter()
+        counts["read_seconds"] += t1 - t0
+        if records is None:
+            break
+        decoded = decoder.decode(records)
+        counts["rows"] += decoded.num_rows
+        counts["problems"] += count_problems(decoded)
+        count_batch(decoded, breakdowns)
+        t2 = time.perf_counter()
+        for value, n, columns in decoded.partitions(PARTITION_COLUMN):
+            writer.write(value, n, columns)
+        counts["decode_seconds"] += t2 - t1
+        counts["write_seconds"] += time.perf_counter() - t2
+    counts["messages"] = counts["rows"] - counts["problems"]
+    # Which lbparse the executor imported: on a cluster, the --py-files zip
+    # or an installed copy; worth knowing when versions differ.
+    counts["lbparse"] = os.path.dirname(lbparse.__file__)
+    counts.update(asdict(stats))
+    counts.update({k: dict(v) for k, v in breakdowns.items()})
+    return counts
 
-    def batches() -> Iterator[pa.RecordBatch]:
-        for records in read_unit(unit, options.source, stats):
-            out = decoder(records)
-            counts["rows"] += out.num_rows
-            counts["problems"] += count_problems(out)
-            count_batch(out, breakdowns)
-            yield out
-        counts["messages"] = counts["rows"] - counts["problems"]
-        # Which lbparse the executor imported: on a cluster, the --py-files
-        # zip or an installed copy; worth knowing when versions differ.
-        counts["lbparse"] = os.path.dirname(lbparse.__file__)
-        counts.update(asdict(stats))
-        counts.update({k: dict(v) for k, v in breakdowns.items()})
 
-    return batches(), counts
+def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
-def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, accumulator: Any
+def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
              ) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        for row in batch.column(0).to_pylist():  # one row per task: its units, as JSON
-            for text in json.loads(row):
-                unit = Unit.from_json(text)
-                out, counts = process_unit(unit, options)
-                yield from out
-                accumulator.add({unit.key: counts})
+    fs, base = filesystem(temporary)
+    attempt = attempt_id()
+    writer = PartitionedWriter(fs, f"{base}/{attempt}", arrow_output_schema(), PARTITION_COLUMN)
+    done: list[tuple[str, dict[str, Any]]] = []
+    try:
+        for batch in batches:
+            for row in batch.column(0).to_pylist():  # one row per task: its units, as JSON
+                for text in json.loads(row):
+                    unit = Unit.from_json(text)
+                    done.append((unit.key, process_unit(unit, options, writer)))
+        t = time.perf_counter()
+        files = writer.close()
+        closing = time.perf_counter() - t
+    except BaseException:
+        writer.abort()
+        raise
+    # Closing writes the rows still buffered: their units' writing time.
+    rows = sum(c["rows"] for _, c in done) or 1
+    for _, c in done:
+        c["write_seconds"] += closing * c["rows"] / rows
+    yield _result([{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
+                  + [{"kind": "file", "attempt": attempt, "path": f.path, "rows": f.rows}
+                     for f in files])

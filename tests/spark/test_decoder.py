@@ -21,13 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lbparse
+from lbparse.commitlog import encode_replication_response, parse_replication_response
 from lbparse.layouts import DECODERS
-from lbparse.pipeline.columns import builder_for
+from lbparse.payloads import RAW
+from lbparse.pipeline.columns import ReplicationResponseBuilder, builder_for
+from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
 from lbparse.pipeline.wirescan import decode_structs
-from strategies import messages
+from strategies import REPLICATION_RESPONSES, messages
 
 VECTORS = [json.loads(line) for line in
            (Path(__file__).parent.parent / "data" / "vectors.jsonl").read_text().splitlines()
@@ -192,3 +195,29 @@ def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:
                       w[:at],                                                         # cut short
                       w + data.draw(st.binary(min_size=1, max_size=3))]               # trailing bytes
         _scan_vs_upb(ptype, wires)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(REPLICATION_RESPONSES, min_size=1, max_size=4), st.data())
+def test_replication_reader_equals_lbparse(rrs: list[Any], data: st.DataObject) -> None:
+    """The vectorized commit-log reader: lbparse.commitlog's values, or it leaves the payload."""
+    typ = arrow_output_schema().field(column_for(RAW)).type
+    wires = []
+    for rr in rrs:
+        w = encode_replication_response(rr)
+        at = data.draw(st.integers(0, len(w) - 1))
+        wires += [w, w[:at] + bytes([data.draw(st.integers(0, 255))]) + w[at + 1:], w[:at],
+                  w + data.draw(st.binary(min_size=1, max_size=3))]
+    buf = np.frombuffer(b"".join(wires) + b"\0", np.uint8)
+    ends = np.cumsum([len(w) for w in wires]).astype(np.int64)
+    arr, ok = decode_replication(typ, buf, ends - np.array([len(w) for w in wires]), ends)
+    got = arr.to_pylist()
+    build = ReplicationResponseBuilder(typ).build
+    for i, w in enumerate(wires):
+        try:
+            rr = parse_replication_response(w)
+        except lbparse.EnvelopeError:
+            assert not ok[i]
+            continue
+        assert got[i] == (build([rr]).to_pylist()[0] if ok[i] else None)
+    assert ok[0]  # what the encoder writes is the reader's to do
