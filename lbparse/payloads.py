@@ -18,6 +18,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from lbparse import commitlog, flatbuf
 from lbparse.dispatch import LAYOUTS
 from lbparse.errors import EnvelopeError
+from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2
 
 __all__ = ["BYTES", "CODECS", "PayloadCodec", "RAW", "codec_for", "message_class", "payload_type_of"]
@@ -78,6 +79,10 @@ class ProtoCodec(PayloadCodec):
             try:
                 return from_string(payload)
             except Exception as exc:  # DecodeError, RecursionError, ...: all bad bytes
+                # The runtime says only "corrupt"; say so when nesting was the reason.
+                too_deep = depth_error(payload, cls.DESCRIPTOR, PROTOBUF_MAX_DEPTH)
+                if too_deep is not None:
+                    raise too_deep from None
                 raise EnvelopeError(
                     "bad_payload",
                     f"payload ({len(payload)} bytes) is not a valid {full_name}: {exc}",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from pathlib import Path
 from typing import Any, Callable
 
 import lbparse
@@ -32,6 +33,32 @@ from lbparse.reference import PARSERS, commitlog_result
 
 LAYOUT_NAMES = [*lbparse.LAYOUTS, "auto"]
 ENVELOPED = [n for n, lay in lbparse.LAYOUTS.items() if lay.has_header]
+VECTORS = Path(__file__).resolve().parent.parent / "data" / "vectors.jsonl"
+
+
+def seed_envelopes() -> list[bytes]:
+    """Every reference vector, and well-formed payloads of every layout: the
+    seeds of the mutation tests and of the atheris corpora."""
+    from lbparse.flatbuf import FlatTable
+
+    lines = VECTORS.read_text(encoding="utf-8").splitlines()
+    out = [bytes.fromhex(json.loads(x)["hex"]) for x in lines if x.strip()]
+    Message, Ack = lbparse.message_class("proto.Message"), lbparse.message_class("proto.Ack")
+    msg = Message(key=b"k", value=b"hello", stream="orders", subject="orders.eu",
+                  headers={"h": b"v"})
+    ack = Ack(stream="orders", offset=42, msgSubject="orders.eu")
+    out += [lbparse.encode(msg, crc=True), lbparse.encode(ack),
+            lbparse.encode(msg, layout="legacy"), lbparse.encode(ack, layout="legacy", crc=True),
+            lbparse.encode(msg, layout="lift-cookie"), lbparse.encode(ack, layout="lift-cookie"),
+            lbparse.encode(lbparse.ReplicationResponse(3, 9, [lbparse.CommitLogEntry(
+                9, 1, 3, key=b"k", value=b"v", headers=[("subject", b"s")])]), crc=True)]
+    pub = FlatTable("proto.PublishRequest", key=b"k", value=b"v", stream="s", partition=1,
+                    headers=[FlatTable("proto.MessageHeader", key="h", value=b"v")])
+    fack = FlatTable("proto.Ack", stream="s", offset=7, ackPolicy=1)
+    out += [lbparse.encode(pub, layout="flatbuffers", crc=True),
+            lbparse.encode(fack, layout="flatbuffers"),
+            lbparse.encode(pub, layout="flatbuffers-draft")]
+    return out
 
 
 def _outcome(fn: Callable[[bytes], Any], raw: bytes) -> tuple:
@@ -110,7 +137,7 @@ def nats_frames(stream: bytes, cuts: list[int], **options: Any) -> list[tuple]:
         frames += parser.feed(stream[prev:cut])
         prev = cut
     frames += parser.feed(stream[prev:])
-    parser.finish()
+    parser.finish(frames)  # with what an abandoned message's bytes still held
     return frames
 
 
