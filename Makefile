@@ -45,6 +45,17 @@ test:
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
+## fuzz: the atheris campaign over every target, SECONDS in all (make fuzz SECONDS=600);
+## corpus in fuzz/corpus, crashes in fuzz/artifacts (neither committed)
+SECONDS ?= 60
+.PHONY: fuzz fuzz-ci
+fuzz:
+	$(PYTHON) fuzz/run.py --seconds $(SECONDS)
+
+## fuzz-ci: a short campaign from the seeds alone (under a minute)
+fuzz-ci:
+	$(PYTHON) fuzz/run.py --seconds 30 --ci
+
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
 ## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
 demo: install

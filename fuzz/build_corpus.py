@@ -1,0 +1,89 @@
+"""Seed corpora for the atheris targets, from the reference vectors.
+
+    python fuzz/build_corpus.py OUT_DIR
+
+Writes OUT_DIR/<target>/seed-*: every reference vector (tests/data/
+vectors.jsonl) and an envelope of every layout for the decoding targets;
+NATS streams of those envelopes (with headers, replies, control lines) for
+`nats`; small pcap and pcapng captures of them, over several link types,
+for `capture`. The seeds are made, never stored: fuzz/corpus/ is not
+committed (the fuzzer's finds grow it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+import capwriter as cw  # noqa: E402
+import hostile  # noqa: E402
+
+
+def envelopes() -> list[bytes]:
+    return hostile.seed_envelopes()
+
+
+def nats_streams(envs: list[bytes]) -> list[bytes]:
+    out = []
+    control = b"INFO {\"server_id\":\"x\",\"max_payload\":1048576}\r\nPING\r\nPONG\r\n+OK\r\n"
+    for i in range(0, len(envs), 4):
+        chunk = envs[i:i + 4]
+        frames = [control]
+        for k, env in enumerate(chunk):
+            frames.append(cw.pub(f"lb.s{k}", env, reply="_INBOX.1" if k % 2 else None))
+            frames.append(cw.msg(f"lb.s{k}", k + 1, env,
+                                 headers=[("Nats-Msg-Id", str(i))] if k % 2 else None))
+        # First byte: the segment size (see harness.nats).
+        out.append(bytes([i % 23]) + b"".join(frames))
+    return out
+
+
+def captures(envs: list[bytes], tmp: str) -> list[bytes]:
+    out = []
+    links = [cw.ETHERNET, cw.LINUX_SLL, cw.LINUX_SLL2, cw.NULL, cw.RAW, cw.LOOP]
+    for i in range(0, min(len(envs), 48), 3):
+        conn = cw.Conn(client=("127.0.0.1" if i % 2 else "::1", 40000 + i),
+                       server=("127.0.0.1" if i % 2 else "::1", 4222))
+        pkts = conn.handshake()
+        for env in envs[i:i + 3]:
+            pkts += conn.send("c", cw.pub("lb.x", env), mss=40 if i % 4 else None)
+            pkts += conn.send("s", cw.msg("lb.x", 1, env))
+        pkts.append(conn.fin("c"))
+        lt = links[(i // 3) % len(links)]
+        frames = [(1700000000 + k * 0.001, cw.link(lt, p)) for k, p in enumerate(pkts)]
+        path = os.path.join(tmp, "c")
+        if i % 2:
+            cw.write_pcap(path, frames, linktype=lt, nanos=bool(i % 3), big_endian=bool(i % 5 == 0))
+        else:
+            cw.write_pcapng(path, [(lt, 6, 65535)], [(0, ts, f) for ts, f in frames],
+                            big_endian=bool(i % 4 == 0))
+        out.append(Path(path).read_bytes())
+    return out
+
+
+def build(out_dir: Path) -> dict[str, int]:
+    envs = envelopes()
+    with tempfile.TemporaryDirectory() as tmp:
+        seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
+                 "nats": nats_streams(envs), "capture": captures(envs, tmp)}
+    counts = {}
+    for target, items in seeds.items():
+        d = out_dir / target
+        d.mkdir(parents=True, exist_ok=True)
+        for data in items:
+            (d / ("seed-" + hashlib.sha1(data).hexdigest()[:16])).write_bytes(data)
+        counts[target] = len(items)
+    return counts
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: build_corpus.py OUT_DIR")
+    print(json.dumps(build(Path(sys.argv[1]))))

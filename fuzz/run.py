@@ -1,0 +1,103 @@
+"""Run the atheris targets, time-boxed, and say what they found.
+
+    python fuzz/run.py --seconds 600                 # make fuzz SECONDS=600
+    python fuzz/run.py --seconds 40 --ci             # make fuzz-ci
+    python fuzz/run.py --seconds 120 --targets nats,capture
+
+The seconds are the whole campaign's, shared out equally among the targets
+(each also takes a few seconds to start). Each target's corpus lives in
+fuzz/corpus/<target> (seeded by build_corpus.py, grown by the fuzzer, never
+committed; --ci uses a fresh temporary one), its crashes in
+fuzz/artifacts/<target>/. A target that crashes is restarted for the time
+it has left, at most MAX_RESTARTS times, so that one finding does not hide
+the next. Exit status 1 when anything crashed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import build_corpus  # noqa: E402
+
+TARGETS = ("decode", "decode_limits", "differential", "nats", "capture")
+MAX_RESTARTS = 5
+# libFuzzer's own guards: one input may take 10 s and the process 2 GiB.
+GUARDS = ["-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
+
+
+def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path) -> dict:
+    corpus.mkdir(parents=True, exist_ok=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + seconds
+    execs, cov, crashes, starts = 0, 0, [], 0
+    with open(log, "w") as out:
+        while starts <= MAX_RESTARTS:
+            left = deadline - time.monotonic()
+            if left < 2:
+                break
+            starts += 1
+            before = set(artifacts.iterdir())
+            cmd = [sys.executable, str(HERE / "harness.py"), target, str(corpus),
+                   f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/", *GUARDS]
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=left + 60, cwd=HERE.parent)
+            new = sorted(set(artifacts.iterdir()) - before)
+            crashes += [p.name for p in new]
+            if proc.returncode == 0 or not new:
+                break
+    text = log.read_text(errors="replace")
+    for m in re.finditer(r"stat::number_of_executed_units:\s*(\d+)", text):
+        execs += int(m.group(1))
+    covs = re.findall(r"\bcov: (\d+)", text)
+    cov = int(covs[-1]) if covs else 0
+    return {"target": target, "seconds": round(seconds), "execs": execs, "coverage": cov,
+            "corpus": sum(1 for _ in corpus.iterdir()), "crashes": crashes, "starts": starts}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=60, help="the whole campaign (default 60)")
+    ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset")
+    ap.add_argument("--ci", action="store_true", help="fresh temporary corpus, nothing kept")
+    args = ap.parse_args()
+    targets = [t for t in args.targets.split(",") if t]
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        ap.error(f"unknown targets {', '.join(sorted(unknown))}; known: {', '.join(TARGETS)}")
+    base = Path(tempfile.mkdtemp(prefix="lbparse-fuzz-")) if args.ci else HERE
+    try:
+        build_corpus.build(base / "corpus")
+        share = max(args.seconds / len(targets), 3)
+        results = []
+        for t in targets:
+            r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
+                           base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log")
+            results.append(r)
+            status = f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}" if r["crashes"] \
+                else "no crash"
+            print(f"{t:<14} {r['seconds']:>5}s {r['execs']:>9} execs  cov {r['coverage']:>5}  "
+                  f"corpus {r['corpus']:>5}  {status}", flush=True)
+        total = sum(r["execs"] for r in results)
+        crashed = [r for r in results if r["crashes"]]
+        print(f"fuzz: {len(targets)} targets, {total} executions, "
+              f"{sum(len(r['crashes']) for r in crashed)} crash(es)"
+              + (f"; artifacts in {HERE / 'artifacts'}" if crashed else ""))
+        return 1 if crashed else 0
+    finally:
+        if args.ci:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
