@@ -302,3 +302,24 @@ def test_thousands_of_segments_waiting_behind_holes_cost_no_scan_per_packet(tmp_
 
     small, big = seconds(2_000), seconds(16_000)
     assert big < 8 * small * 4 + 0.2, f"8x the packets took {big / small:.0f}x the time"
+
+
+def test_a_long_control_line_in_tiny_segments_parses_in_linear_time() -> None:
+    """lbparse/capture/nats.py: each piece of an unfinished control line
+    was joined to what came before and searched again for its CRLF: a
+    64 KiB INFO line arriving a byte per segment took 4.3 s."""
+    import time
+
+    from lbparse.capture.nats import NatsParser
+
+    def seconds(n: int) -> float:
+        line = b"INFO " + b"x" * n + b"\r\nPING\r\n"
+        parser, frames = NatsParser(), []
+        t = time.perf_counter()
+        for i in range(len(line)):
+            frames += parser.feed(line[i:i + 1])
+        assert [f[0] for f in frames] == ["INFO", "PING"] and len(frames[0][5]) == n
+        return time.perf_counter() - t
+
+    small, big = seconds(4_000), seconds(64_000)
+    assert big < 16 * small * 4 + 0.1, f"16x the line took {big / small:.0f}x the time"

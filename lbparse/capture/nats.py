@@ -64,10 +64,15 @@ def _name(b: bytes) -> str:
 class NatsParser:
     """Frames of one direction of a NATS connection, fed in arbitrary pieces."""
 
-    __slots__ = ("_rest", "_wait", "_chunks", "_have", "_need", "_resync", "_here", "_max_frame")
+    __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_chunks", "_have", "_need", "_resync",
+                 "_here", "_max_frame")
 
     def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME) -> None:
         self._rest = b""            # a control line not yet ended by CRLF
+        # Later pieces of it, kept apart until one holds a newline: joining
+        # them on every piece cost time quadratic in the line's length.
+        self._parts: list[bytes] = []
+        self._parts_len = 0
         self._wait: tuple | None = None  # a message line whose payload is still arriving
         self._chunks: list[bytes] = []
         self._have = 0
@@ -108,8 +113,13 @@ class NatsParser:
             frames.append((verb, subject, reply, sid, hdr, b[hsize:need - 2]))
             self._parse(b, need, frames)
         elif self._rest:
-            b = self._rest + data
-            self._rest = b""
+            if (b"\n" not in data and not self._resync
+                    and len(self._rest) + self._parts_len + len(data) <= MAX_LINE):
+                self._parts.append(data)  # cannot end the line
+                self._parts_len += len(data)
+                return frames
+            b = b"".join((self._rest, *self._parts, data))
+            self._rest, self._parts, self._parts_len = b"", [], 0
             self._parse(b, 0, frames)
         else:
             self._parse(data, 0, frames)
@@ -142,6 +152,7 @@ class NatsParser:
                 lost.append(d)
             held = b"".join(self._chunks) if self._wait is not None else b""
             self._rest, self._wait, self._chunks, self._have = b"", None, [], 0
+            self._parts, self._parts_len = [], 0
             if not held:
                 return lost
             self._resync = self._here = True  # the payload started a line
@@ -153,7 +164,8 @@ class NatsParser:
             return (f"{verb} {subject}: {self._have} of {self._need - 2} payload bytes "
                     "arrived; message dropped")
         if self._rest and not self._resync:
-            return f"control line cut after {len(self._rest)} bytes: {self._rest[:40]!r}"
+            return (f"control line cut after {len(self._rest) + self._parts_len} bytes: "
+                    f"{self._rest[:40]!r}")
         return None
 
     def _parse(self, b: bytes, p: int, frames: list[Frame]) -> None:
