@@ -253,7 +253,8 @@ def main() -> int:
         tt = summary.totals()
         print(f"pipeline on the pcap: {t:.1f} s: {gb / t:.3f} GB/s, {tt['rows'] / t:,.0f} rows/s "
               f"(one file, one task: read {tt['read_seconds']:.1f} s, decode "
-              f"{tt['decode_seconds']:.1f} s, write {tt['write_seconds']:.1f} s)")
+              f"{tt['decode_seconds']:.1f} s, write {tt['write_seconds']:.1f} s; the Python "
+              f"worker peaked at {tt['peak_rss_mb']:,.0f} MB)")
         pcap.unlink()
         spark.stop()
     finally:

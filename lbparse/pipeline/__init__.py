@@ -17,4 +17,8 @@ pieces, each with one job:
 This module imports nothing heavy: `lbparse --help` must not start Spark.
 """
 
-DEFAULT_BATCH_ROWS = 16384
+# A batch ends at this many rows or this much input, whichever comes first:
+# large batches spread numpy's per-call costs, the byte bound keeps a batch
+# of large messages from filling the task's memory.
+DEFAULT_BATCH_ROWS = 65536
+BATCH_BYTES = 64 << 20

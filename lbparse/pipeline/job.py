@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from pyarrow.fs import FileType
 
 from lbparse.pipeline.decode_arrow import DecodeOptions
-from lbparse.pipeline.output import commit, discard, filesystem
+from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
+from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
 from lbparse.pipeline.summary import Summary
 from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
@@ -113,7 +114,8 @@ def run(spark: "SparkSession", options: PipelineOptions,
                               RESULT_SCHEMA)
                   .collect())
         files = [(r.attempt, r.path) for r in result if r.kind == "file"]
-        commit(fs, dest, temporary_path, files)
+        commit(fs, dest, temporary_path, files,
+               dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
     finally:
         discard(fs, temporary_path)  # a failed run leaves no half-written files
     counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}

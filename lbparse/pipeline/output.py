@@ -4,8 +4,14 @@ Why the tasks write, not Spark's DataFrameWriter: a row carries one struct
 column per payload type, and all but one are null. Handed to the JVM, every
 null struct still crosses as full Arrow buffers (about 600 bytes a row) and
 is turned into rows and written field by field; measured on local[2], that
-alone halves the throughput before any decoding is done. pyarrow's writer is
-columnar: an all-null column chunk is a run of definition levels.
+alone halves the throughput before any decoding is done.
+
+A file holds only the columns its rows fill: a Publish file has
+proto_Message and no other struct column (written all null, PropagatedRequest
+alone would cost pyarrow a third of a microsecond a row). The dataset's
+schema is DIR/_common_metadata, which Spark reads first when it infers a
+schema, and Spark reads a column a file lacks as null; other readers take
+that schema from _common_metadata, or unify the files' schemas by name.
 
 Commit protocol (that of Hadoop's FileOutputCommitter, v1):
 - a task attempt writes under DIR/_temporary/RUN/ATTEMPT/msg_type_name=V/;
@@ -31,7 +37,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 __all__ = ["DEFAULT_PARTITION", "PartitionedWriter", "WrittenFile", "attempt_id", "commit",
-           "discard", "filesystem", "partition_dir"]
+           "dataset_schema", "discard", "filesystem", "partition_dir"]
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 # Rows of one partition value are gathered up to this much Arrow data before
@@ -62,68 +68,67 @@ class WrittenFile:
     rows: int
 
 
+Key = tuple  # (partition value, names of the columns given)
+
+
 class PartitionedWriter:
-    """One task attempt's files: one per partition value, row groups of ~64 MB.
+    """One task attempt's files: per partition value (and set of columns), row
+    groups of ~64 MB.
 
     `write(value, n, columns)` takes the rows of one partition value as
-    columns by name; columns not given are null (they are made only when a
-    row group is written, so buffered rows do not carry them).
+    columns by name, in the order of `schema`; a column not given is null
+    for those rows, and a file has only the columns its rows were given.
     """
 
     def __init__(self, fs: pafs.FileSystem, base: str, schema: pa.Schema, column: str) -> None:
         self.fs = fs
         self.base = base
         self.column = column
-        self.schema = pa.schema([f for f in schema if f.name != column])
+        self.schema = dataset_schema(schema, column)
         self.part = uuid.uuid4().hex[:12]
-        # Dictionaries pay for names (subjects, streams, enum values), not for
-        # payload bytes; statistics serve queries on everything but bytes.
-        leaves = _leaves(self.schema)
-        self.options = {
-            "use_dictionary": [p for p, t in leaves if pa.types.is_string(t)],
-            "write_statistics": [p for p, t in leaves if not pa.types.is_binary(t)],
-        }
-        self.buffers: dict[str | None, list[tuple[int, dict[str, pa.Array]]]] = {}
-        self.buffered: dict[str | None, int] = {}
-        self.writers: dict[str | None, tuple[str, pq.ParquetWriter]] = {}
-        self.rows: dict[str | None, int] = {}
+        self.buffers: dict[Key, list[dict[str, pa.Array]]] = {}
+        self.buffered: dict[Key, int] = {}
+        self.writers: dict[Key, tuple[str, pq.ParquetWriter]] = {}
+        self.rows: dict[Key, int] = {}
 
     def write(self, value: str | None, n: int, columns: dict[str, pa.Array]) -> None:
         if not n:
             return
-        self.buffers.setdefault(value, []).append((n, columns))
-        size = sum(a.nbytes for a in columns.values())
-        self.buffered[value] = self.buffered.get(value, 0) + size
-        if self.buffered[value] >= ROW_GROUP_BYTES:
-            self._flush(value)
+        key = (value, tuple(f.name for f in self.schema if f.name in columns))
+        self.buffers.setdefault(key, []).append(columns)
+        self.buffered[key] = self.buffered.get(key, 0) + sum(a.nbytes for a in columns.values())
+        if self.buffered[key] >= ROW_GROUP_BYTES:
+            self._flush(key)
         while sum(self.buffered.values()) > TASK_BUFFER:
             self._flush(max(self.buffered, key=self.buffered.__getitem__))
 
-    def _flush(self, value: str | None) -> None:
-        parts = self.buffers.pop(value, [])
-        self.buffered.pop(value, None)
+    def _flush(self, key: Key) -> None:
+        parts = self.buffers.pop(key, [])
+        self.buffered.pop(key, None)
         if not parts:
             return
-        batches = []
-        for n, cols in parts:
-            arrays = [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in self.schema]
-            batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
-        table = pa.Table.from_batches(batches, schema=self.schema)
-        if value not in self.writers:
-            rel = f"{partition_dir(self.column, value)}/part-{self.part}.parquet"
-            self.fs.create_dir(f"{self.base}/{partition_dir(self.column, value)}", recursive=True)
+        value, names = key
+        if key not in self.writers:
+            schema = pa.schema([self.schema.field(name) for name in names])
+            d = partition_dir(self.column, value)
+            rel = f"{d}/part-{self.part}-{len(self.writers)}.parquet"
+            self.fs.create_dir(f"{self.base}/{d}", recursive=True)
             sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-            self.writers[value] = (rel, pq.ParquetWriter(sink, self.schema, **self.options))
-        self.writers[value][1].write_table(table, row_group_size=table.num_rows)
-        self.rows[value] = self.rows.get(value, 0) + table.num_rows
+            self.writers[key] = (rel, pq.ParquetWriter(sink, schema, **_options(schema)))
+        rel, writer = self.writers[key]
+        table = pa.Table.from_batches([pa.RecordBatch.from_arrays([cols[n] for n in names],
+                                                                  schema=writer.schema)
+                                       for cols in parts], schema=writer.schema)
+        writer.write_table(table, row_group_size=table.num_rows)
+        self.rows[key] = self.rows.get(key, 0) + table.num_rows
 
     def close(self) -> list[WrittenFile]:
-        for value in list(self.buffers):
-            self._flush(value)
+        for key in list(self.buffers):
+            self._flush(key)
         files = []
-        for value, (rel, writer) in self.writers.items():
+        for key, (rel, writer) in self.writers.items():
             writer.close()
-            files.append(WrittenFile(rel, value, self.rows[value]))
+            files.append(WrittenFile(rel, key[0], self.rows[key]))
         self.writers.clear()
         return files
 
@@ -134,6 +139,19 @@ class PartitionedWriter:
             except Exception:  # noqa: BLE001  the files are discarded anyway
                 pass
         self.writers.clear()
+
+
+def dataset_schema(schema: pa.Schema, column: str) -> pa.Schema:
+    """The files' full schema: the output schema without the partition column."""
+    return pa.schema([f for f in schema if f.name != column])
+
+
+def _options(schema: pa.Schema) -> dict[str, list[str]]:
+    # Dictionaries pay for names (subjects, streams, enum values), not for
+    # payload bytes; statistics serve queries on everything but bytes.
+    leaves = _leaves(schema)
+    return {"use_dictionary": [p for p, t in leaves if pa.types.is_string(t)],
+            "write_statistics": [p for p, t in leaves if not pa.types.is_binary(t)]}
 
 
 def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
@@ -157,8 +175,10 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def commit(fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str, str]]) -> None:
-    """Move each (attempt dir, relative path) under `dest`, drop `temporary`, mark success."""
+def commit(fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str, str]],
+           schema: pa.Schema) -> None:
+    """Move each (attempt dir, relative path) under `dest`, drop `temporary`, write the
+    dataset's schema (_common_metadata) and mark success."""
     made: set[str] = set()
     for attempt, rel in files:
         parent = f"{dest}/{rel.rsplit('/', 1)[0]}"
@@ -167,6 +187,7 @@ def commit(fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str
             made.add(parent)
         fs.move(f"{temporary}/{attempt}/{rel}", f"{dest}/{rel}")
     discard(fs, temporary)
+    pq.write_metadata(schema, f"{dest}/_common_metadata", filesystem=fs)
     with fs.open_output_stream(f"{dest}/_SUCCESS"):
         pass
 

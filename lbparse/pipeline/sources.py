@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture.records import DIRECTION_OF_VERB
-from lbparse.pipeline import DEFAULT_BATCH_ROWS
+from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
@@ -347,13 +347,16 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         reader = CaptureReader(unit.path, decode=False, on_notice=pending.append)
         limit = options.batch_rows
         items = rows.items
+        start = 0
         for rec in reader:  # the hot loop: nothing but appending
             if pending:
                 flush_notices()
             items.append(rec)
-            if len(items) >= limit:
+            if len(items) >= limit or (not len(items) & 1023
+                                       and reader.bytes_read - start >= BATCH_BYTES):
                 yield rows.batch()
                 items = rows.items
+                start = reader.bytes_read
         flush_notices()
         stats.packets = reader.stats.packets
         stats.bytes_read = reader.stats.bytes_read or unit.size
@@ -409,10 +412,13 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
                 raise _ColumnError(f"{unit.path}: no column {', '.join(map(repr, missing))} "
                                    f"(columns: {', '.join(names)})")
             g = meta.row_group(rg)
-            stats.bytes_read += sum(g.column(j).total_compressed_size for j in range(g.num_columns)
-                                    if g.column(j).path_in_schema.split(".")[0] in columns)
-            for batch in pf.iter_batches(batch_size=options.batch_rows, row_groups=[rg],
-                                         columns=columns, use_threads=False):
+            chunks = [g.column(j) for j in range(g.num_columns)
+                      if g.column(j).path_in_schema.split(".")[0] in columns]
+            stats.bytes_read += sum(c.total_compressed_size for c in chunks)
+            row_bytes = sum(c.total_uncompressed_size for c in chunks) / max(g.num_rows, 1)
+            size = max(1, min(options.batch_rows, int(BATCH_BYTES / max(row_bytes, 1))))
+            for batch in pf.iter_batches(batch_size=size, row_groups=[rg], columns=columns,
+                                         use_threads=False):
                 yield _table_batch(unit.path, first + done, batch, wanted)
                 done += batch.num_rows
         except Exception as exc:  # noqa: BLE001  a bad row group is a row, not a failed job

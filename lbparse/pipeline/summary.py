@@ -75,6 +75,7 @@ class FileSummary:
     read_seconds: float = 0.0  # in the tasks: reading the input,
     decode_seconds: float = 0.0  # decoding it,
     write_seconds: float = 0.0  # and writing Parquet (the rest is Spark's)
+    peak_rss_mb: float = 0.0  # the largest Python worker that read it
 
     def add_unit(self, u: dict[str, Any]) -> None:
         self.units += 1
@@ -85,6 +86,7 @@ class FileSummary:
             mine = Counter(getattr(self, name))
             mine.update(u.get(name, {}))
             setattr(self, name, dict(mine))
+        self.peak_rss_mb = max(self.peak_rss_mb, u.get("peak_rss_mb", 0.0))
         if u.get("file_error"):
             self.file_errors.append(u["file_error"])
         if u.get("lbparse") and u["lbparse"] not in self.decoded_by:
@@ -128,6 +130,7 @@ class Summary:
             for f in self.files:
                 c.update(getattr(f, name))
             t[name] = dict(c.most_common())
+        t["peak_rss_mb"] = max((f.peak_rss_mb for f in self.files), default=0.0)
         t["files_with_problems"] = sum(1 for f in self.files if f.problems)
         t["rows_written"] = self.rows_written
         t["files_written"] = self.files_written

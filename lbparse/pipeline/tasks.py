@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -74,6 +75,9 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
         counts["decode_seconds"] += t2 - t1
         counts["write_seconds"] += time.perf_counter() - t2
     counts["messages"] = counts["rows"] - counts["problems"]
+    # The worker's peak memory so far (workers are reused: an upper bound
+    # for this unit); flat whatever the file size, since reading streams.
+    counts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     # Which lbparse the executor imported: on a cluster, the --py-files zip
     # or an installed copy; worth knowing when versions differ.
     counts["lbparse"] = os.path.dirname(lbparse.__file__)

@@ -9,8 +9,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from lbparse.pipeline import output
-from lbparse.pipeline.output import PartitionedWriter, commit, partition_dir
+from lbparse.pipeline.output import PartitionedWriter, commit, dataset_schema, partition_dir
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
+
+
+SCHEMA = dataset_schema(arrow_output_schema(), PARTITION_COLUMN)
 
 
 def _rows(n: int, source: str) -> dict[str, pa.Array]:
@@ -33,10 +36,10 @@ def test_only_listed_files_are_committed(tmp_path: Path) -> None:
         for f in w.close():
             if attempt != "t0-a0":
                 files.append((attempt, f.path))
-    commit(fs, dest, tmp, files)
+    commit(fs, dest, tmp, files, SCHEMA)
     names = sorted(str(p.relative_to(dest)) for p in Path(dest).rglob("*") if p.is_file())
-    assert len(names) == 3 and "_SUCCESS" in names
-    assert all(n.startswith(f"{PARTITION_COLUMN}=Ack/part-") for n in names if n != "_SUCCESS")
+    assert len(names) == 4 and {"_SUCCESS", "_common_metadata"} <= set(names)
+    assert all(n.startswith(f"{PARTITION_COLUMN}=Ack/part-") for n in names if "=" in n)
     assert not (Path(dest) / "_temporary").exists()
 
 
@@ -47,7 +50,7 @@ def test_spark_reads_what_the_tasks_wrote(spark: Any, tmp_path: Path, monkeypatc
     w = PartitionedWriter(fs, f"{tmp}/a", arrow_output_schema(), PARTITION_COLUMN)
     for value in ("Publish", "odd/na=me", None, "Publish"):
         w.write(value, 2, _rows(2, str(value)))
-    commit(fs, dest, tmp, [("a", f.path) for f in w.close()])
+    commit(fs, dest, tmp, [("a", f.path) for f in w.close()], SCHEMA)
     got = sorted((r.source, r.position, r.msg_type_name, r.proto_Message)
                  for r in spark.read.parquet(dest).collect())
     assert got == sorted([("Publish", i, "Publish", None) for i in (0, 1, 0, 1)]

@@ -131,3 +131,9 @@ def test_dataset_schema_and_partitions(run: dict[str, Any]) -> None:
     parts = {p.name for p in (run["out"] / "messages").iterdir() if p.is_dir()}
     assert {"msg_type_name=Publish", "msg_type_name=Ack", "msg_type_name=ReplicationResponse",
             "msg_type_name=__HIVE_DEFAULT_PARTITION__"} <= parts
+    # A file holds the columns its rows fill; the dataset's schema is _common_metadata.
+    for f in (run["out"] / "messages" / "msg_type_name=Publish").glob("*.parquet"):
+        names = set(pq.read_schema(f).names)
+        assert "proto_Message" in names and "proto_Ack" not in names and "source" in names
+    assert pq.read_schema(run["out"] / "messages" / "_common_metadata").names == \
+        [n for n in output_schema().names if n != "msg_type_name"]
