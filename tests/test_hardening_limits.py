@@ -187,3 +187,45 @@ def test_cli_options(tmp_path: Path) -> None:
     help_text = _lbparse("capture", "--help").stdout
     for option in ("--max-payload", "--max-frame", "--max-depth", "--max-reassembly"):
         assert option in help_text
+
+
+def test_idle_connections_are_forgotten_and_nothing_is_lost(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture of endless connections that never speak (a SYN scan) must
+    not grow the flow table without bound; forgetting idle ones loses no
+    message, even of a connection that comes back after being forgotten,
+    and one with a message half-read is kept."""
+    import lbparse.capture.reader as reader_module
+
+    monkeypatch.setattr(reader_module, "MAX_FLOWS", 50)
+    talker, quiet = cw.Conn(), cw.Conn(client=("127.0.0.2", 41000))
+    frame = cw.pub("long", b"y" * 400)
+    packets = talker.handshake() + quiet.handshake()
+    packets += quiet.send("c", cw.pub("early", b"e"))
+    packets += talker.send("c", frame[:200])              # half a message, waiting
+    for i in range(400):                                   # 400 silent connections
+        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)).handshake()[:1]
+    packets += talker.send("c", frame[200:])
+    packets += quiet.send("c", cw.pub("late", b"l"))        # forgotten meanwhile: picked up again
+    path = tmp_path / "scan.pcap"
+    cw.write_pcap(path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
+    notices: list = []
+    records = list(CaptureReader(path, layout="plain", on_notice=notices.append))
+    assert sorted(r.subject for r in records) == ["early", "late", "long"]
+    assert notices == []
+
+
+def test_distinct_subjects_in_the_summary_are_bounded(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import lbparse.capture.reader as reader_module
+
+    monkeypatch.setattr(reader_module, "MAX_SUBJECTS", 10)
+    conn = cw.Conn()
+    packets = conn.handshake() + conn.send("c", b"".join(cw.pub(f"_INBOX.{i}", b"r")
+                                                         for i in range(25)))
+    path = tmp_path / "inboxes.pcap"
+    cw.write_pcap(path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
+    reader = CaptureReader(path, layout="plain")
+    assert len(list(reader)) == 25
+    assert len(reader.stats.per_subject) == 11
+    assert reader.stats.per_subject[reader_module.OTHER_SUBJECTS] == 15

@@ -50,6 +50,18 @@ def subject_matches(pattern: str, subject: str) -> bool:
     return len(pt) == len(st)
 
 
+# Distinct subjects counted one by one; past this, the rest are counted
+# together: replies go to a fresh _INBOX subject each, and a long capture
+# must not grow the summary without bound.
+MAX_SUBJECTS = 10_000
+OTHER_SUBJECTS = "(other subjects)"
+# Connections kept; past this, idle ones (nothing half-read, nothing
+# waiting behind a hole) are forgotten, half of them at a time. One that
+# comes back is picked up again at its next control line, as any
+# connection whose start the capture missed.
+MAX_FLOWS = 1 << 16
+
+
 class Stats:
     """What a reading saw; `to_json_dict()` is the `--stats` summary."""
 
@@ -70,7 +82,11 @@ class Stats:
 
     def count(self, rec: Record) -> None:
         self.messages += 1
-        self.per_subject[rec.subject] += 1
+        subject = rec.subject
+        if len(self.per_subject) < MAX_SUBJECTS or subject in self.per_subject:
+            self.per_subject[subject] += 1
+        else:
+            self.per_subject[OTHER_SUBJECTS] += 1
         self.per_verb[rec.verb] += 1
         if rec.envelope is not None:
             self.per_layout[rec.envelope.layout] += 1
@@ -163,6 +179,8 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
 
 
 def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Direction:
+    if len(flows) >= 2 * MAX_FLOWS:
+        _forget_idle(flows)
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
     src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
@@ -172,6 +190,15 @@ def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Dire
     flows[key] = d
     flows[key[half:2 * half] + key[:half] + key[-2:] + key[-4:-2]] = r
     return d
+
+
+def _forget_idle(flows: dict[bytes, Direction]) -> None:
+    """Forget the oldest half of the connections whose two directions are
+    idle: their state says nothing a new flow would not find out again."""
+    idle = [k for k, d in flows.items()
+            if not d.pending and not d.parser.busy and not d.peer.pending and not d.peer.parser.busy]
+    for k in idle[:len(idle) // 2]:
+        _drop_flow(flows, k)  # both directions
 
 
 def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
@@ -380,7 +407,10 @@ class CaptureReader:
                             continue
                     rec = Record(ts, d, fr)
                     stats.messages += 1
-                    per_subject[subject] += 1
+                    if len(per_subject) < MAX_SUBJECTS or subject in per_subject:
+                        per_subject[subject] += 1
+                    else:
+                        per_subject[OTHER_SUBJECTS] += 1
                     per_verb[verb] += 1
                     if want_decode:
                         try:
@@ -420,6 +450,8 @@ class CaptureReader:
             if self.subject is not None:
                 ok = matched.get(subject)
                 if ok is None:
+                    if len(matched) > 10000:
+                        matched.clear()
                     ok = matched[subject] = subject_matches(self.subject, subject)
                 if not ok:
                     continue
