@@ -323,3 +323,15 @@ def test_a_long_control_line_in_tiny_segments_parses_in_linear_time() -> None:
 
     small, big = seconds(4_000), seconds(64_000)
     assert big < 16 * small * 4 + 0.1, f"16x the line took {big / small:.0f}x the time"
+
+
+def test_the_subject_cache_keeps_no_long_subjects() -> None:
+    """lbparse/capture/nats.py: the cache of decoded subjects was bounded
+    in entries (65,536) but not in their length: 64 KiB subjects (a control
+    line may be that long) could make it hold 4 GiB."""
+    from lbparse.capture import nats
+
+    frames = nats.NatsParser().feed(b"".join(b"PUB %s 1\r\nx\r\n" % (b"s%05d" % i + b"x" * 2000)
+                                             for i in range(50)))
+    assert len(frames) == 50 and len(frames[0][1]) == 2006
+    assert all(len(k) <= nats._NAME_MAX for k in nats._names)
