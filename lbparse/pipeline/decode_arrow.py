@@ -192,17 +192,19 @@ class BatchDecoder:
 
     def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
                  ) -> dict[str, np.ndarray]:
-        """The first 12 bytes of every row, as header fields (garbage where absent)."""
+        """The first 12 bytes of every row, as header fields. Bytes past a row's end
+        are read too (or the buffer's last byte), but only used where the row is long
+        enough: the magic needs 8 bytes, the CRC 12."""
         lens = ends - starts
-        idx = np.minimum(starts[:, None] + np.arange(12), len(data) - 1)
-        h = data[idx] * (np.arange(12) < lens[:, None])
-        magic = (lens >= 8) & (h[:, 0] == _MAGIC[0]) & (h[:, 1] == _MAGIC[1]) & \
-            (h[:, 2] == _MAGIC[2]) & (h[:, 3] == _MAGIC[3])
-        flags = h[:, 6].astype(np.int32)
-        crc = (h[:, 8].astype(np.int64) << 24) | (h[:, 9].astype(np.int64) << 16) | \
-            (h[:, 10].astype(np.int64) << 8) | h[:, 11].astype(np.int64)
-        return {"lens": lens, "magic": magic, "version": h[:, 4].astype(np.int32),
-                "hl": h[:, 5].astype(np.int32), "flags": flags, "byte7": h[:, 7].astype(np.int32),
+        last = len(data) - 1
+        b = [data[np.minimum(starts + k, last)] for k in range(12)]
+        magic = (lens >= 8) & (b[0] == _MAGIC[0]) & (b[1] == _MAGIC[1]) & \
+            (b[2] == _MAGIC[2]) & (b[3] == _MAGIC[3])
+        flags = b[6].astype(np.int32)
+        crc = (b[8].astype(np.int64) << 24) | (b[9].astype(np.int64) << 16) | \
+            (b[10].astype(np.int64) << 8) | b[11].astype(np.int64)
+        return {"lens": lens, "magic": magic, "version": b[4].astype(np.int32),
+                "hl": b[5].astype(np.int32), "flags": flags, "byte7": b[7].astype(np.int32),
                 "crc": crc, "has_crc": magic & (flags & 1 == 1) & (lens >= 12)}
 
     def _fast_v0(self, rows: _Rows, todo: np.ndarray, hdr: dict[str, np.ndarray],
@@ -481,7 +483,11 @@ class Decoded:
     def partitions(self, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
         """(value, rows, columns) for each value of `column`; struct columns only where set."""
         names = self.columns[column]
-        fixed = {k: v for k, v in self.columns.items() if k != column}
+        # A column that is null in every row is left out: in the dataset a
+        # column a file lacks reads as null (see output.py), and taking and
+        # writing it would cost as much as a column with data.
+        fixed = {k: v for k, v in self.columns.items()
+                 if k != column and v.null_count < len(v)}
         if names.null_count == 0 and pc.count_distinct(names).as_py() <= 1:
             value = names[0].as_py() if len(names) else None
             yield value, self.num_rows, {**fixed, **{k: a for k, (_, a) in self.structs.items()}}

@@ -68,16 +68,14 @@ class WrittenFile:
     rows: int
 
 
-Key = tuple  # (partition value, names of the columns given)
-
-
 class PartitionedWriter:
-    """One task attempt's files: per partition value (and set of columns), row
-    groups of ~64 MB.
+    """One task attempt's files: per partition value, row groups of ~64 MB.
 
     `write(value, n, columns)` takes the rows of one partition value as
-    columns by name, in the order of `schema`; a column not given is null
-    for those rows, and a file has only the columns its rows were given.
+    columns by name; a column not given is null for those rows. A row group
+    holds the columns given for any of its rows (others null), and a file
+    the columns of its row groups: when a flush brings a different set, the
+    partition value gets a new file.
     """
 
     def __init__(self, fs: pafs.FileSystem, base: str, schema: pa.Schema, column: str) -> None:
@@ -86,51 +84,61 @@ class PartitionedWriter:
         self.column = column
         self.schema = dataset_schema(schema, column)
         self.part = uuid.uuid4().hex[:12]
-        self.buffers: dict[Key, list[dict[str, pa.Array]]] = {}
-        self.buffered: dict[Key, int] = {}
-        self.writers: dict[Key, tuple[str, pq.ParquetWriter]] = {}
-        self.rows: dict[Key, int] = {}
+        self.buffers: dict[str | None, list[tuple[int, dict[str, pa.Array]]]] = {}
+        self.buffered: dict[str | None, int] = {}
+        self.writers: dict[str | None, tuple[str, pq.ParquetWriter]] = {}
+        self.files: list[WrittenFile] = []
+        self.rows: dict[str, int] = {}
+        self.count = 0
 
     def write(self, value: str | None, n: int, columns: dict[str, pa.Array]) -> None:
         if not n:
             return
-        key = (value, tuple(f.name for f in self.schema if f.name in columns))
-        self.buffers.setdefault(key, []).append(columns)
-        self.buffered[key] = self.buffered.get(key, 0) + sum(a.nbytes for a in columns.values())
-        if self.buffered[key] >= ROW_GROUP_BYTES:
-            self._flush(key)
+        self.buffers.setdefault(value, []).append((n, columns))
+        self.buffered[value] = self.buffered.get(value, 0) + sum(a.nbytes for a in columns.values())
+        if self.buffered[value] >= ROW_GROUP_BYTES:
+            self._flush(value)
         while sum(self.buffered.values()) > TASK_BUFFER:
             self._flush(max(self.buffered, key=self.buffered.__getitem__))
 
-    def _flush(self, key: Key) -> None:
-        parts = self.buffers.pop(key, [])
-        self.buffered.pop(key, None)
+    def _flush(self, value: str | None) -> None:
+        parts = self.buffers.pop(value, [])
+        self.buffered.pop(value, None)
         if not parts:
             return
-        value, names = key
-        if key not in self.writers:
-            schema = pa.schema([self.schema.field(name) for name in names])
+        given = set().union(*(cols.keys() for _, cols in parts))
+        schema = pa.schema([f for f in self.schema if f.name in given])
+        open_ = self.writers.get(value)
+        if open_ is not None and open_[1].schema != schema:
+            self._close(value)
+            open_ = None
+        if open_ is None:
             d = partition_dir(self.column, value)
-            rel = f"{d}/part-{self.part}-{len(self.writers)}.parquet"
+            rel = f"{d}/part-{self.part}-{self.count}.parquet"
+            self.count += 1
             self.fs.create_dir(f"{self.base}/{d}", recursive=True)
             sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-            self.writers[key] = (rel, pq.ParquetWriter(sink, schema, **_options(schema)))
-        rel, writer = self.writers[key]
-        table = pa.Table.from_batches([pa.RecordBatch.from_arrays([cols[n] for n in names],
-                                                                  schema=writer.schema)
-                                       for cols in parts], schema=writer.schema)
+            open_ = self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **_options(schema)))
+            self.rows[rel] = 0
+        rel, writer = open_
+        table = pa.Table.from_batches(
+            [pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
+                                         for f in schema], schema=schema) for n, cols in parts],
+            schema=schema)
         writer.write_table(table, row_group_size=table.num_rows)
-        self.rows[key] = self.rows.get(key, 0) + table.num_rows
+        self.rows[rel] += table.num_rows
+
+    def _close(self, value: str | None) -> None:
+        rel, writer = self.writers.pop(value)
+        writer.close()
+        self.files.append(WrittenFile(rel, value, self.rows[rel]))
 
     def close(self) -> list[WrittenFile]:
-        for key in list(self.buffers):
-            self._flush(key)
-        files = []
-        for key, (rel, writer) in self.writers.items():
-            writer.close()
-            files.append(WrittenFile(rel, key[0], self.rows[key]))
-        self.writers.clear()
-        return files
+        for value in list(self.buffers):
+            self._flush(value)
+        for value in list(self.writers):
+            self._close(value)
+        return self.files
 
     def abort(self) -> None:
         for _, writer in self.writers.values():

@@ -82,16 +82,24 @@ def gather(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.n
     total = int(offsets[-1])
     if total == 0:
         return offsets.astype(np.int32), np.empty(0, np.uint8)
-    # The index of every byte to copy, as a running sum: +1 within a range,
-    # a jump at the first byte of each range. Batches hold < 2 GiB (Arrow's
-    # int32 offsets), so int32 indices do, and move half the memory.
-    nz = lens > 0
-    s, n, o = starts[nz], lens[nz], offsets[:-1][nz]
-    idx = np.ones(total, np.int32)
-    idx[o[0]] = s[0]
-    idx[o[1:]] = s[1:] - (s[:-1] + n[:-1] - 1)
-    np.cumsum(idx, dtype=np.int32, out=idx)
+    # The index of every byte to copy: each range's start, less where its
+    # bytes land, repeated over its length, plus where they land. Batches hold
+    # < 2 GiB (Arrow's int32 offsets), so int32 indices do, moving half the memory.
+    idx = np.repeat((starts - offsets[:-1]).astype(np.int32), lens)
+    np.add(idx, np.arange(total, dtype=np.int32), out=idx)
     return offsets.astype(np.int32), data[idx]
+
+
+def _value_or_length(data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """After a tag of wire type 0 or 2 at p-1: (value or start, end of the field, ok)."""
+    inside = p < end
+    v, nx, ok = varints(data, np.minimum(p, end - 1), end)
+    n = v.view(np.int64)  # a huge length turns negative: refused below
+    ok &= inside & (~is2 | ((n >= 0) & (n <= end - nx)))
+    a = np.where(is2, nx, n)
+    b = np.where(is2, nx + np.where(ok, n, 0), nx)
+    return a, b, ok
 
 
 class _Scan:
@@ -117,38 +125,30 @@ class _Scan:
             if tag.max() < 0x80:  # field numbers below 16: one-byte tags, the usual case
                 tag = tag.astype(np.int64)
                 p = pos + 1
-                ok = np.ones(len(pos), np.bool_)
+                ok = tag >= 8  # field number 0 is invalid
             else:
                 utag, p, ok = varints(data, pos, end)
-                ok &= utag <= np.uint64(0xFFFFFFFF)
                 tag = utag.astype(np.int64)
+                ok &= (utag <= np.uint64(0xFFFFFFFF)) & (tag >= 8)
             wt = tag & 7
             field = tag >> 3
-            ok &= field > 0
-            a = p
-            b = p.copy()
             # Wire types 0 and 2 both continue with a varint: the value, or
-            # the length of what follows.
-            w = np.flatnonzero(wt <= 2)
-            if w.size:
-                pw, ew = p[w], end[w]
-                inside = pw < ew
-                v, nx, okv = varints(data, np.minimum(pw, ew - 1), ew)
-                okv &= inside
-                is2 = wt[w] == 2
-                n = v.view(np.int64)  # a huge length turns negative: refused below
-                okv &= ~is2 | ((n >= 0) & (n <= ew - nx))
-                b[w] = np.where(is2, nx + np.where(okv, n, 0), nx)
-                a = p.copy()
-                a[w] = np.where(is2, nx, n)
-                ok[w] &= okv
-            w = np.flatnonzero(wt == 1)
-            if w.size:
+            # the length of what follows. When they are all there is (nearly
+            # always), one pass over every message does the step.
+            if wt.max() <= 2 and not (wt == 1).any():
+                a, b, good = _value_or_length(data, p, end, wt == 2)
+                ok &= good
+            else:
+                a, b = p.copy(), p.copy()
+                w = np.flatnonzero((wt == 0) | (wt == 2))
+                if w.size:
+                    a[w], b[w], good = _value_or_length(data, p[w], end[w], wt[w] == 2)
+                    ok[w] &= good
+                w = np.flatnonzero(wt == 1)
                 b[w] = p[w] + 8
-            w = np.flatnonzero(wt == 5)
-            if w.size:
+                w = np.flatnonzero(wt == 5)
                 b[w] = p[w] + 4
-            ok &= ((wt <= 2) | (wt == 5)) & (b <= end)  # groups, 6 and 7: left to upb
+                ok &= ((wt <= 2) | (wt == 5)) & (b <= end)  # groups, 6 and 7: left to upb
             if not ok.all():
                 bad[rows[~ok]] = True
                 rows, field, wt, a, b, end = (x[ok] for x in (rows, field, wt, a, b, end))
