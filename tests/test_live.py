@@ -179,14 +179,28 @@ def test_tap_unreachable_server_fails_cleanly() -> None:
 TCPDUMP = shutil.which("tcpdump")
 
 
+def _wait_file_settles(path: Path, quiet: float = 0.5, limit: float = 10.0) -> None:
+    """Return once `path` has not grown for `quiet` seconds (at most `limit`)."""
+    deadline = time.monotonic() + limit
+    size, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = path.stat().st_size if path.exists() else 0
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.05)
+
+
 @pytest.mark.skipif(TCPDUMP is None or os.geteuid() != 0, reason="needs tcpdump and root")
 def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Path) -> None:
     port = nats_server.rsplit(":", 1)[1]
     pcap = tmp_path / "live.pcap"
     # --immediate-mode: otherwise packets wait in the kernel's ring buffer
     # and a prompt stop loses them.
-    dump = _start([TCPDUMP, "-i", "lo", "--immediate-mode", "-U", "-n", "-s", "0", "-w", str(pcap),
-                   f"tcp port {port}"], "listening on")
+    # -B: a large kernel buffer, so a loaded machine does not drop packets.
+    dump = _start([TCPDUMP, "-i", "lo", "--immediate-mode", "-U", "-B", "32768", "-n", "-s", "0",
+                   "-w", str(pcap), f"tcp port {port}"], "listening on")
     try:
         async def traffic() -> list[bytes]:
             import nats
@@ -208,7 +222,7 @@ def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Pa
             return got
 
         assert asyncio.run(traffic()) == PAYLOADS
-        time.sleep(0.3)  # let the last segments reach the capture
+        _wait_file_settles(pcap)  # the last segments reach the capture
     finally:
         dump.send_signal(signal.SIGINT)
         try:
