@@ -1,7 +1,10 @@
 """One Arrow batch of NATS records in, the same rows decoded out.
 
-`BatchDecoder(options)(records)` is what each `mapInArrow` task calls per
-batch. Every record becomes exactly one output row: decoded, or with
+`BatchDecoder(options).decode(records)` is what each task calls per batch;
+the `Decoded` it returns gives the rows of each msg_type_name with only the
+columns they fill (`partitions`, for the writer) or the whole batch in the
+output schema (`to_batch`; `BatchDecoder(options)(records)` is that).
+Every record becomes exactly one output row: decoded, or with
 `error_kind`/`error_message` (the `EnvelopeError` lbparse.decode raises),
 or passed through when the reader already marked it as a problem.
 

@@ -11,8 +11,9 @@ It covers what encoders write: known fields with their wire type, each
 singular field at most once, unpacked repeated fields, maps without
 duplicate keys, valid UTF-8. Any message outside that (packed repeated
 fields, a wire type that does not match the field, a field repeated that
-should not be, truncated or malformed bytes, invalid UTF-8, groups) is
-left out and reported in `ok`; the caller decodes those with upb
+should not be, a map entry with a key twice or with a field it does not
+declare (upb keeps such an entry out of the map), truncated or malformed
+bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decodes those with upb
 (`columns.py`), which also decides whether they are errors. Unknown field
 numbers are skipped, as protobuf does. Values follow the same rules as
 `columns.py` (Spark's `from_protobuf`), and a test holds the two equal.
