@@ -38,36 +38,8 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
 
 def scan(buf: bytes) -> list[tuple[int, int]] | None:
     """(field number, wire type) of each top-level field; None if malformed."""
-    fields = []
-    pos, n = 0, len(buf)
-    while pos < n:
-        tag = _varint(buf, pos)
-        if tag is None:
-            return None
-        key, pos = tag
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            return None
-        if wire == VARINT:
-            v = _varint(buf, pos)
-            if v is None:
-                return None
-            pos = v[1]
-        elif wire == I64:
-            pos += 8
-        elif wire == I32:
-            pos += 4
-        elif wire == LEN:
-            ln = _varint(buf, pos)
-            if ln is None:
-                return None
-            pos = ln[1] + ln[0]
-        else:  # groups (3, 4) are proto2-only; 6 and 7 do not exist
-            return None
-        if pos > n:
-            return None
-        fields.append((number, wire))
-    return fields
+    fields = _fields_with_bytes(buf)
+    return None if fields is None else [(number, wire) for number, wire, _ in fields]
 
 
 @lru_cache(maxsize=None)

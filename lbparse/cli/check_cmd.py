@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from lbparse.cli.common import print_json, read_inputs
+from lbparse.cli.common import add_input_arguments, print_json, read_inputs
 from lbparse.upstream import upstream_verdict
 
 NAME = "check"
@@ -24,15 +24,8 @@ HELP = "what upstream Liftbridge would do with the bytes (exit 1 if they crash i
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="*", metavar="INPUT",
-                   help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
-                     help="inputs are text files (or stdin) with one hex envelope per line")
-    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
-                     help="inputs are text files (or stdin) with one base64 envelope per line")
+    add_input_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object per input")
-    p.set_defaults(mode="auto")
 
 
 def run(args: argparse.Namespace) -> int:

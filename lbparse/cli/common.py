@@ -74,6 +74,18 @@ def limits_from(args: Any) -> Limits | None:
     return None if limits == DEFAULT else limits
 
 
+def add_input_arguments(parser: Any) -> None:
+    """INPUT... with --hex / --base64, as `read_inputs` reads them."""
+    parser.add_argument("inputs", nargs="*", metavar="INPUT",
+                        help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
+                     help="inputs are text files (or stdin) with one hex envelope per line")
+    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
+                     help="inputs are text files (or stdin) with one base64 envelope per line")
+    parser.set_defaults(mode="auto")
+
+
 def parse_hex(text: str, where: str) -> bytes:
     clean = "".join(text.split())
     if clean.startswith(("0x", "0X")):
@@ -124,5 +136,5 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
-__all__ = ["LAYOUTS", "add_layout_argument", "add_limit_arguments", "limits_from", "parse_hex",
+__all__ = ["LAYOUTS", "add_input_arguments", "add_layout_argument", "add_limit_arguments", "limits_from", "parse_hex",
            "print_json", "read_inputs"]

@@ -19,8 +19,8 @@ import json
 from typing import Any
 
 from lbparse.api import decode
-from lbparse.cli.common import (add_layout_argument, add_limit_arguments, limits_from, print_json,
-                                read_inputs)
+from lbparse.cli.common import (add_input_arguments, add_layout_argument, add_limit_arguments,
+                                limits_from, print_json, read_inputs)
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
@@ -29,13 +29,7 @@ HELP = "decode envelopes from hex, files or stdin"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="*", metavar="INPUT",
-                   help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
-                     help="inputs are text files (or stdin) with one hex envelope per line")
-    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
-                     help="inputs are text files (or stdin) with one base64 envelope per line")
+    add_input_arguments(p)
     add_layout_argument(p)
     p.add_argument("--payload-type", help="payload type for layouts whose header does not name "
                    "it (e.g. proto.Ack for a legacy ack)")
@@ -45,7 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not check the CRC-32C")
     p.add_argument("--pretty", action="store_true", help="aligned human-readable view")
     add_limit_arguments(p, ("max_payload", "max_depth"))
-    p.set_defaults(mode="auto")
 
 
 def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
