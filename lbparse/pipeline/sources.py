@@ -120,7 +120,9 @@ class UnitStats:
 # -- planning (driver) ---------------------------------------------------------
 
 def _files(paths: list[str]) -> Iterator[str]:
-    for p in paths:
+    # Absolute: the tasks that open these files run elsewhere (an executor's
+    # working directory is not the driver's).
+    for p in map(os.path.abspath, paths):
         if os.path.isdir(p):
             for root, dirs, names in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))

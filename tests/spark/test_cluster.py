@@ -117,13 +117,16 @@ def test_pipeline_on_a_standalone_cluster(standalone: str, run: dict[str, Any],
                                           tmp_path: Path) -> None:
     zpath, launcher, _ = build(tmp_path / "dist")
     out = tmp_path / "out"
+    # Inputs named relative to the directory spark-submit runs in, as people
+    # type them: the executors run elsewhere, and must still find them.
+    where = next(iter(inputs.values())).parent
     cmd = [str(BIN / "spark-submit"), "--master", standalone, "--py-files", str(zpath),
            "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false",
-           str(launcher), *map(str, inputs.values()), "--out", str(out), "--layout", "v0",
-           "--column", "data", "--subject-column", "subj", "--timestamp-column", "t",
-           "--batch-rows", "16", "-q"]
+           str(launcher), *(p.name for p in inputs.values()), "--out", str(out),
+           "--layout", "v0", "--column", "data", "--subject-column", "subj",
+           "--timestamp-column", "t", "--batch-rows", "16", "-q"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(),
-                            start_new_session=True)
+                            cwd=where, start_new_session=True)
     try:
         output, _ = proc.communicate(timeout=JOB_TIMEOUT)
     finally:
