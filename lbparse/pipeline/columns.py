@@ -32,9 +32,9 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from lbparse.payloads import RAW
+from lbparse.pipeline.wirescan import enum_names, scatter
 
-__all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "scatter",
-           "struct_builder"]
+__all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]
 
 Build = Callable[[Sequence[Any]], pa.Array]
 F = FieldDescriptor
@@ -56,14 +56,6 @@ _NUMERIC: dict[int, tuple[Any, Any]] = {
 def _mask_array(mask: np.ndarray) -> pa.Array | None:
     """`mask` (True = null) as Arrow wants it, or None when nothing is null."""
     return pa.array(mask) if mask.any() else None
-
-
-def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
-    """`values` (one per True in `present`) spread over len(present) rows, null elsewhere."""
-    if present.all():
-        return values
-    idx = np.cumsum(present, dtype=np.int32) - 1
-    return values.take(pa.array(idx, mask=~present))
 
 
 def _numeric(fd: FieldDescriptor, typ: pa.DataType, nullable_default: bool) -> Build:
@@ -98,24 +90,7 @@ def _values(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool
 
 
 def _enum_names(fd: FieldDescriptor) -> Callable[[np.ndarray, np.ndarray | None], pa.Array]:
-    enum = fd.enum_type
-    by_number: dict[int, str] = {}
-    for v in enum.values:
-        by_number.setdefault(v.number, v.name)  # aliases: the first name, as protobuf-java
-
-    def name(n: int) -> str:
-        return by_number.get(n) or f"UNKNOWN_ENUM_VALUE_{enum.name}_{n}"
-
-    lo, hi = min(by_number), max(by_number)
-    table = pa.array([name(i) for i in range(lo, hi + 1)], pa.string())
-
-    def names(nums: np.ndarray, null: np.ndarray | None) -> pa.Array:
-        if len(nums) and (nums.min() < lo or nums.max() > hi):
-            return pa.array([name(int(n)) for n in nums], pa.string(), mask=null)
-        idx = pa.array(nums - lo, mask=null) if null is not None else pa.array(nums - lo)
-        return table.take(idx)
-
-    return names
+    return lambda nums, null: enum_names(fd.enum_type, nums, null)
 
 
 def _field(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool) -> Build:

@@ -48,7 +48,7 @@ from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
-from lbparse.pipeline.wirescan import decode_structs
+from lbparse.pipeline.wirescan import decode_structs, scatter
 
 __all__ = ["BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
 
@@ -474,11 +474,9 @@ class Decoded:
                 arrays.append(self.columns[f.name])
             elif f.name in self.structs:
                 rows, arr = self.structs[f.name]
-                where = np.zeros(n, np.int64)
                 present = np.zeros(n, np.bool_)
-                where[rows] = np.arange(len(rows))
                 present[rows] = True
-                arrays.append(arr.take(pa.array(where, mask=~present)))
+                arrays.append(scatter(arr, present))
             else:
                 arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-__all__ = ["decode_structs", "gather"]
+__all__ = ["decode_structs", "enum_names", "gather", "scatter"]
 
 F = FieldDescriptor
 MAX_STEPS = 256  # field occurrences read per message before it is left to upb
@@ -104,10 +104,10 @@ def _value_or_length(data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.n
 
 
 class _Scan:
-    """Every field occurrence of k messages: row, field number, wire type,
-    value (varint) or start, and end, in the order they appear."""
+    """Every field occurrence of k messages, by field number: rows, wire
+    types, values (varint) or starts, and ends, in the order they appear."""
 
-    __slots__ = ("rows", "field", "wt", "a", "b", "bad")
+    __slots__ = ("by_field", "bad")
 
     def __init__(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         k = len(starts)
@@ -115,7 +115,7 @@ class _Scan:
         rows = np.arange(k, dtype=np.int64)
         pos = starts.astype(np.int64)
         end = ends.astype(np.int64)
-        parts: list[tuple[np.ndarray, ...]] = []
+        by_field: dict[int, list[tuple[np.ndarray, ...]]] = {}
         for _ in range(MAX_STEPS):
             live = pos < end
             if not live.all():
@@ -153,15 +153,16 @@ class _Scan:
             if not ok.all():
                 bad[rows[~ok]] = True
                 rows, field, wt, a, b, end = (x[ok] for x in (rows, field, wt, a, b, end))
-            parts.append((rows, field, wt, a, b))
+            if rows.size:
+                # Encoders write fields in order: a step is usually one field.
+                lo, hi = int(field.min()), int(field.max())
+                for f in ((lo,) if lo == hi else np.unique(field).tolist()):
+                    sel = slice(None) if lo == hi else field == f
+                    by_field.setdefault(f, []).append((rows[sel], wt[sel], a[sel], b[sel]))
             pos = b
         else:
             bad[rows[pos < end]] = True  # more occurrences than MAX_STEPS
-        if parts:
-            self.rows, self.field, self.wt, self.a, self.b = (np.concatenate(x) for x in zip(*parts))
-        else:
-            self.rows = self.field = self.a = self.b = np.empty(0, np.int64)
-            self.wt = np.empty(0, np.int64)
+        self.by_field = by_field
         self.bad = bad
 
 
@@ -184,6 +185,15 @@ def enum_names(enum: Any, nums: np.ndarray, null: np.ndarray | None) -> pa.Array
     return table.take(pa.array(nums - lo, mask=null))
 
 
+def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
+    """`values` (one per True in `present`, in order) spread over len(present) rows,
+    null elsewhere."""
+    if present.all():
+        return values
+    idx = np.cumsum(present, dtype=np.int32) - 1
+    return values.take(pa.array(idx, mask=~present))
+
+
 def _validity(present: np.ndarray) -> pa.Buffer | None:
     return None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
 
@@ -202,9 +212,11 @@ class _Decoder:
 
     def occurrences(self, fd: FieldDescriptor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Where `fd` occurs: rows, value or start, end (rows that cannot be done are marked)."""
-        s = self.scan
-        sel = np.flatnonzero(s.field == fd.number)
-        rows, wt, a, b = s.rows[sel], s.wt[sel], s.a[sel], s.b[sel]
+        parts = self.scan.by_field.get(fd.number)
+        if not parts:
+            empty = np.empty(0, np.int64)
+            return empty, empty, empty
+        rows, wt, a, b = parts[0] if len(parts) == 1 else (np.concatenate(x) for x in zip(*parts))
         expected = _WIRE.get(fd.type, 0)
         wrong = wt != expected  # includes packed repeated scalars: left to upb
         if wrong.any():
@@ -231,9 +243,7 @@ class _Decoder:
             sub, sub_ok = _decode(mt, typ, self.data, a[order], b[order], self.emit)
             if not sub_ok.all():
                 self.bad[rows[order][~sub_ok]] = True
-            idx = np.zeros(k, np.int32)
-            idx[rows[order]] = np.arange(len(rows), dtype=np.int32)
-            return sub.take(pa.array(idx, mask=~present))
+            return scatter(sub, present)
         if fd.has_presence:  # proto3 `optional`, proto2: null exactly when absent
             present = np.zeros(k, np.bool_)
             present[rows] = True
@@ -378,8 +388,11 @@ def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
     if keep_zero:
         # A map entry with a field it does not declare is not put in the map
         # by upb (it keeps the entry as an unknown field): leave it to upb.
-        s = dec.scan
-        dec.bad[s.rows[~np.isin(s.field, [fd.number for fd in descriptor.fields])]] = True
+        declared = {fd.number for fd in descriptor.fields}
+        for number, parts in dec.scan.by_field.items():
+            if number not in declared:
+                for rows, *_ in parts:
+                    dec.bad[rows] = True
     bad = dec.bad
     return (pa.StructArray.from_arrays(children, fields=fields,
                                        mask=pa.array(bad) if bad.any() else None), ~bad)
