@@ -7,12 +7,15 @@ pieces, each with one job:
                    type as Spark's from_protobuf derives it
   sources.py       inputs: planned into units on the driver, streamed in tasks
   wirescan.py      vectorized protobuf decoding (numpy), many messages at once
+  commitscan.py    vectorized ReplicationResponse (commit-log) decoding
   columns.py       decoded protobuf objects to Arrow columns (the fallback)
   decode_arrow.py  one Arrow batch of records in, decoded rows out
+  output.py        Parquet written by the tasks, committed by the driver
   tasks.py         what one mapInArrow task runs
   summary.py       counts per input file, that add up
   session.py       the Spark session: local[*], a cluster, or spark-submit's
   job.py           a run, and the entry point for spark-submit
+  dist.py          `make dist`: what a cluster needs
 
 This module imports nothing heavy: `lbparse --help` must not start Spark.
 """
