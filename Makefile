@@ -59,7 +59,7 @@ fuzz-ci:
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
 ## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
 demo: install
-	lbparse demo --out out/demo
+	$(PYTHON) -m lbparse demo --out out/demo
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache

@@ -76,7 +76,7 @@ def test_spec_lists_the_generated_tables() -> None:
 
 
 def test_demo_decodes_the_examples() -> None:
-    res = lbparse("demo")
+    res = lbparse("demo", "--no-pipeline")  # the Spark part: tests/spark/test_demo.py
     assert res.returncode == 0
     out = res.stdout.decode()
     assert "Decoded 12 example envelopes: 11 ok, 1 rejected" in out
