@@ -18,14 +18,13 @@ from lbparse.errors import EnvelopeError
 from lbparse.header import (
     CRC_HEADER_LEN,
     FLAG_CRC,
-    MAGIC,
     MIN_HEADER_LEN,
     read_header,
     resolve_msg_type,
 )
-from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size, depth_error
+from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size
 from lbparse.payloads import (RAW, FlatBuffersCodec, ProtoCodec, codec_for, infer_payload_type,
-                              payload_type_of)
+                              payload_type_of, protobuf_error)
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "encode_enveloped"]
@@ -122,10 +121,7 @@ def _raw_parser(layout: Layout, ptype: str) -> Any:
 def _bad_payload(ptype: str, payload: bytes, exc: Exception, codec: Any,
                  limits: Limits) -> EnvelopeError:
     if isinstance(codec, ProtoCodec):
-        # The runtime says only "corrupt"; say so when nesting was the reason.
-        err = depth_error(payload, codec.python_type.DESCRIPTOR, limits.max_depth)
-        if err is not None:
-            return err
+        return protobuf_error(ptype, codec.python_type, payload, exc, limits.max_depth)
     return EnvelopeError("bad_payload",
                          f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
 

@@ -69,6 +69,17 @@ class PayloadCodec:
         raise NotImplementedError
 
 
+def protobuf_error(ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exception,
+                   max_depth: int) -> EnvelopeError:
+    """The EnvelopeError for a payload the protobuf runtime refused."""
+    # The runtime says only "corrupt"; say so when nesting was the reason.
+    too_deep = depth_error(payload, cls.DESCRIPTOR, max_depth)
+    if too_deep is not None:
+        return too_deep
+    return EnvelopeError("bad_payload",
+                         f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
+
+
 class ProtoCodec(PayloadCodec):
     def __init__(self, full_name: str) -> None:
         self.name = full_name
@@ -79,14 +90,7 @@ class ProtoCodec(PayloadCodec):
             try:
                 return from_string(payload)
             except Exception as exc:  # DecodeError, RecursionError, ...: all bad bytes
-                # The runtime says only "corrupt"; say so when nesting was the reason.
-                too_deep = depth_error(payload, cls.DESCRIPTOR, PROTOBUF_MAX_DEPTH)
-                if too_deep is not None:
-                    raise too_deep from None
-                raise EnvelopeError(
-                    "bad_payload",
-                    f"payload ({len(payload)} bytes) is not a valid {full_name}: {exc}",
-                ) from None
+                raise protobuf_error(full_name, cls, payload, exc, PROTOBUF_MAX_DEPTH) from None
 
         self.decode = decode
 
