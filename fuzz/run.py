@@ -16,7 +16,6 @@ the next. Exit status 1 when anything crashed.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess

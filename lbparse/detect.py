@@ -13,8 +13,6 @@ error of the newest layout; anything else is `plain`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from lbparse.dispatch import LAYOUTS, Layout
 from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError

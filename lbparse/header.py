@@ -41,7 +41,7 @@ class Header(NamedTuple):
     payload_offset: int = 0  # header_len, or past the LIFT cookie
 
 
-def _lenient_header_len(hl: int, flags: int, n: int) -> list[str]:
+def _lenient_header_len(hl: int, flags: int) -> list[str]:
     if flags & FLAG_CRC:
         return []
     if hl == CRC_HEADER_LEN:
@@ -80,7 +80,7 @@ def read_header(data: bytes, layout: Layout, lenient: bool = False
                             f"(flags 0x{flags:02x} at offset 6) is not set",
                             offset=5, expected=8, actual=hl)
     if lenient:
-        warnings = _lenient_header_len(hl, flags, n)
+        warnings = _lenient_header_len(hl, flags)
     if n < hl:
         raise EnvelopeError("truncated", f"header_len is {hl} but the data is only {n} bytes",
                             offset=n, expected=hl, actual=n)

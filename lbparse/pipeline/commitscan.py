@@ -124,7 +124,6 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
 def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray
              ) -> dict[str, np.ndarray]:
     """Every entry's headers (key and value ranges, by entry); marks payloads not ok."""
-    n = len(e["row"])
     count = e["hend"]
     p = e["hstart"].copy()
     bend = e["bend"]
