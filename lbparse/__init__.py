@@ -1,7 +1,7 @@
 """lbparse: read and write the Liftbridge envelope protocol, every generation.
 
     >>> import lbparse
-    >>> env = lbparse.decode(bytes.fromhex("b90e43b40008000b0a02733112"), layout="v0")
+    >>> env = lbparse.decode(bytes.fromhex("b90e43b40008000b0a027331"), layout="v0")
     >>> env.msg_type_name, env.message.id
     ('ServerInfoResponse', 's1')
 

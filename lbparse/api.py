@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import struct
 from typing import Any
 
@@ -10,26 +11,65 @@ import crc32c as _crc32c
 from lbparse import layouts as _layouts
 from lbparse.dispatch import layout_named
 from lbparse.envelope import Buffer, Envelope, as_bytes
-from lbparse.header import Header, read_header, resolve_msg_type
+from lbparse.header import (CRC_HEADER_LEN, FLAG_CRC, MAGIC, MIN_HEADER_LEN, Header,
+                             read_header, resolve_msg_type)
 from lbparse.limits import DEFAULT, Limits
 from lbparse.payloads import BYTES
 
 __all__ = ["decode", "decode_header", "encode"]
 
 _DECODERS = _layouts.DECODERS
-# For the shortcut in decode: v0's byte 7 -> (msg_type, name, payload type, parser).
-_V0_TABLE = _DECODERS["v0"].by_byte7  # type: ignore[attr-defined]
-# Magic, version and header length as one 6-byte string: a well-formed
-# header is one of two prefixes, and one comparison checks all three.
-_unpack12 = struct.Struct(">6sBBI").unpack_from
-_HEAD8 = b"\xb9\x0e\x43\xb4\x00\x08"
-_HEAD12 = b"\xb9\x0e\x43\xb4\x00\x0c"
 _crc = _crc32c.crc32c
-_new = tuple.__new__
+# For the shortcut in decode: the first 8 bytes of a well-formed strict v0
+# header, as one big-endian integer, for flags 0 (header_len 8) and flags 1
+# (header_len 12, CRC) and every MsgType -> (header_len, flags, msg_type,
+# name, payload type, parser). One dict lookup checks magic, version, header
+# length, CRC flag and MsgType at once; rarer flag bits take the full path.
+_V0_PREFIXES: dict[int, tuple[int, int, int, str, str, Any]] = {
+    int.from_bytes(MAGIC + bytes((0, hl, flags, byte7)), "big"): (hl, flags, *entry)
+    for byte7, entry in _DECODERS["v0"].by_byte7.items()  # type: ignore[attr-defined]
+    for hl, flags in ((MIN_HEADER_LEN, 0), (CRC_HEADER_LEN, FLAG_CRC))
+}
+_unpack_prefix = struct.Struct(">QI").unpack_from
+_CAP = DEFAULT.shortcut_cap
 
 
-def decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenient: bool = False,
-           payload_type: str | None = None, limits: Limits | None = DEFAULT) -> Envelope:
+def decode(data: Buffer, layout: str = "v0", *positional: Any, **options: Any) -> Envelope:
+    # The signature users see (and `help`, `inspect`) is _decode's below;
+    # this one exists for speed. A call with no options is the hot path,
+    # benchmarked against a bare struct+crc32c+FromString: a function with
+    # keyword-only defaults pays a dict lookup per default on every call,
+    # and `**options` left empty costs less. Every other call goes to
+    # _decode, which has the declared signature and raises TypeError as it would.
+    if options or positional:
+        return _decode(data, layout, *positional, **options)
+    # Well-formed strict v0 in one frame; anything else, including every
+    # error, falls through to the layout's full decoder, which repeats the
+    # checks and names the problem (tests hold both paths equal).
+    if layout == "v0" and type(data) is bytes and len(data) <= _CAP:
+        try:
+            prefix, crc = _unpack_prefix(data)
+            hl, flags, msg_type, name, ptype, parse = _V0_PREFIXES[prefix]
+        except (struct.error, KeyError):  # < 12 bytes, or not a common strict v0 header
+            pass
+        else:
+            payload = data[hl:]
+            if not flags:
+                crc = None
+            if crc is None or _crc(payload) == crc:
+                try:
+                    message = parse(payload)
+                except Exception:  # noqa: S110  the full decoder reports it
+                    pass
+                else:
+                    return Envelope(("v0", 0, hl, flags, crc, msg_type, name, ptype, payload,
+                                     message, ()))
+    fn = _DECODERS.get(layout) or _layouts.decoder(layout)  # the latter raises
+    return fn(as_bytes(data), True, False, None, DEFAULT)
+
+
+def _decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenient: bool = False,
+            payload_type: str | None = None, limits: Limits | None = DEFAULT) -> Envelope:
     """Decode one NATS payload as an envelope of `layout`.
 
     Raises `EnvelopeError` (with `.kind`) for any bytes that are not a
@@ -39,40 +79,21 @@ def decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenient
     """
     if limits is None:
         limits = DEFAULT
-    # Shortcut for well-formed enveloped input in strict mode, in this one
-    # frame because decode is the hot path (its cost is benchmarked against
-    # a bare struct+crc32c+FromString). Anything unusual, including every
-    # error, falls through to the layout's full decoder, which repeats the
-    # checks and names the problem; tests hold both paths equal.
-    if (layout == "v0" and not lenient and payload_type is None and type(data) is bytes
-            and len(data) <= limits.shortcut_cap):
-        try:
-            head, flags, byte7, crc = _unpack12(data)
-        except struct.error:  # shorter than 12 bytes: the full decoder decides
-            head = flags = byte7 = 0
-        if flags & 1:
-            ok = head == _HEAD12
-            hl = 12
-        else:
-            ok = head == _HEAD8
-            hl = 8
-            crc = None
-        entry = _V0_TABLE.get(byte7)
-        if ok and entry is not None:
-            payload = data[hl:]
-            if crc is None or not verify_crc or _crc(payload) == crc:
-                msg_type, name, ptype, parse = entry
-                try:
-                    message = parse(payload)
-                except Exception:  # noqa: S110  the full decoder reports it
-                    pass
-                else:
-                    return _new(Envelope, ("v0", 0, hl, flags, crc, msg_type, name, ptype,
-                                           payload, message, ()))
+    # With these options decode's shortcut, and its fall-through to the full
+    # decoder with the default limits, give what the full decoder with these
+    # limits would: v0 carries no FlatBuffers (whose expansion max_payload
+    # caps), a length within both caps keeps the payload within either
+    # max_payload, and a cap of -1 (a depth check is due) keeps it out.
+    if (layout == "v0" and verify_crc and not lenient and payload_type is None
+            and type(data) is bytes and len(data) <= min(limits.shortcut_cap, _CAP)):
+        return decode(data)
     fn = _DECODERS.get(layout) or _layouts.decoder(layout)  # the latter raises
-    if type(data) is not bytes:
-        data = as_bytes(data)
-    return fn(data, verify_crc, lenient, payload_type, limits)
+    return fn(as_bytes(data), verify_crc, lenient, payload_type, limits)
+
+
+_decode.__name__ = _decode.__qualname__ = "decode"  # in TypeErrors, the name users called
+decode.__doc__ = _decode.__doc__
+decode.__signature__ = inspect.signature(_decode)  # type: ignore[attr-defined]
 
 
 def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) -> Header:

@@ -32,18 +32,18 @@ __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "e
 Buffer = Union[bytes, bytearray, memoryview]
 _crc = _crc32c.crc32c
 _HEADER12 = struct.Struct(">4sBBBBI")
-_new = tuple.__new__
 
 
-_FIELDS = ("layout", "version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
+FIELDS = ("layout", "version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
            "payload_type", "payload", "message", "warnings")
 
 
 class Envelope(tuple):
     """A decoded envelope; `message` is the decoded payload object.
 
-    A tuple underneath, because building one is then a single C call on the
-    hot path. The classification extras (`ambiguous`, `layout_candidates`,
+    A tuple underneath, built from one tuple of its fields in `FIELDS` order
+    (`Envelope(("v0", 0, 8, 0, None, 1, ...))`): with no `__new__` of its
+    own, building one on the hot path stays inside C. The classification extras (`ambiguous`, `layout_candidates`,
     `payload_type_candidates`, `reasons`, `confidence`) are class-level
     defaults that `layout="auto"` and legacy inference set per instance.
     """
@@ -64,13 +64,7 @@ class Envelope(tuple):
     payload_type_candidates: list[str] = []
     reasons: list[str] = []
     confidence: float | None = None
-
-    def __new__(cls, layout: str, version: int | None, header_len: int | None,
-                flags: int | None, crc32c: int | None, msg_type: int | None,
-                msg_type_name: str | None, payload_type: str, payload: bytes,
-                message: Any, warnings: list[str] | tuple[str, ...] = ()) -> "Envelope":
-        return _new(cls, (layout, version, header_len, flags, crc32c, msg_type, msg_type_name,
-                          payload_type, payload, message, tuple(warnings)))
+    FIELDS = FIELDS
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON shape of the reference vectors' `expect`, plus `layout`."""
@@ -198,8 +192,8 @@ class EnvelopedDecoder:
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
             raise _bad_payload(ptype, payload, exc, codec_for(self.layout.codec_key(ptype)),
                                lim) from None
-        env = _new(Envelope, (self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
-                              message, warnings))
+        env = Envelope((self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
+                        message, warnings))
         if len(candidates) > 1:
             env.ambiguous = True
             env.payload_type_candidates = candidates

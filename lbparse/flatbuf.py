@@ -17,8 +17,6 @@ import base64
 import struct
 from typing import Any
 
-import flatbuffers
-
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 __all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
@@ -205,7 +203,7 @@ def structure_reasons(buf: bytes, type_name: str) -> list[str]:
             f"{len(table.fields)} field(s) of {type_name} within the buffer"]
 
 
-def _build(b: flatbuffers.Builder, table: FlatTable) -> int:
+def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     # Schema order, whatever the dict's order: the same table, the same bytes.
     present = [(fid, name, ftype, table.fields[name])
                for fid, name, ftype in TABLES[table.type_name] if name in table.fields]
@@ -235,18 +233,20 @@ def _build(b: flatbuffers.Builder, table: FlatTable) -> int:
     return b.EndObject()
 
 
-_FLAGS = {
-    "<B": flatbuffers.number_types.Uint8Flags, "<b": flatbuffers.number_types.Int8Flags,
-    "<?": flatbuffers.number_types.BoolFlags, "<h": flatbuffers.number_types.Int16Flags,
-    "<H": flatbuffers.number_types.Uint16Flags, "<i": flatbuffers.number_types.Int32Flags,
-    "<I": flatbuffers.number_types.Uint32Flags, "<q": flatbuffers.number_types.Int64Flags,
-    "<Q": flatbuffers.number_types.Uint64Flags, "<f": flatbuffers.number_types.Float32Flags,
-    "<d": flatbuffers.number_types.Float64Flags,
-}
+_SCALAR_FLAGS = {"<B": "Uint8Flags", "<b": "Int8Flags", "<?": "BoolFlags", "<h": "Int16Flags",
+                 "<H": "Uint16Flags", "<i": "Int32Flags", "<I": "Uint32Flags", "<q": "Int64Flags",
+                 "<Q": "Uint64Flags", "<f": "Float32Flags", "<d": "Float64Flags"}
+_FLAGS: dict[str, Any] = {}
 
 
 def build_table(table: FlatTable) -> bytes:
     """Serialize a table as a finished FlatBuffer; every field in `fields` is written."""
+    # Imported here, not at the top: the flatbuffers package imports numpy
+    # (~85 ms and a BLAS thread pool) that decoding never needs.
+    import flatbuffers
+    if not _FLAGS:
+        _FLAGS.update((fmt, getattr(flatbuffers.number_types, name))
+                      for fmt, name in _SCALAR_FLAGS.items())
     b = flatbuffers.Builder(64)
     b.Finish(_build(b, table))
     return bytes(b.Output())

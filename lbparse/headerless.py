@@ -24,7 +24,7 @@ _PLAIN = LAYOUTS["plain"]
 
 
 def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelope:
-    return Envelope(layout, None, None, None, None, None, None, ptype, payload, message)
+    return Envelope((layout, None, None, None, None, None, None, ptype, payload, message, ()))
 
 
 def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,

@@ -91,3 +91,58 @@ def test_decode_shortcut_equals_full_decoder_on_sweeps(version: int, hl: int, fl
         crc = crc32c.crc32c(tail) if fix_crc else 0
         head += crc.to_bytes(4, "big")
     _shortcut_agrees(head + tail)
+
+
+@settings(max_examples=200, deadline=None)
+@given(flags=st.sampled_from([0, 1, 3]), byte7=st.integers(0, 16), tail=st.binary(max_size=40),
+       limits=st.sampled_from([None, lbparse.Limits(), lbparse.Limits(max_payload=16),
+                               lbparse.Limits(max_depth=2)]))
+def test_decode_with_options_equals_full_decoder(flags: int, byte7: int, tail: bytes,
+                                                 limits: object) -> None:
+    """A call with options goes through decode's option path (and maybe back into the
+    shortcut); it must give what the full decoder gives with the same options."""
+    import crc32c
+
+    from lbparse.layouts import DECODERS
+    from lbparse.limits import DEFAULT
+
+    hl = 12 if flags & 1 else 8
+    raw = bytes.fromhex("b90e43b4") + bytes([0, hl, flags, byte7])
+    if hl == 12:
+        raw += crc32c.crc32c(tail).to_bytes(4, "big")
+    raw += tail
+    full = DECODERS["v0"]
+    assert (_outcome(lambda d: lbparse.decode(d, limits=limits), raw)
+            == _outcome(lambda d: full(d, True, False, None, limits or DEFAULT), raw))
+    assert (_outcome(lambda d: lbparse.decode(d, "v0", verify_crc=False), raw)
+            == _outcome(lambda d: full(d, False, False, None), raw))
+
+
+def test_decode_signature_is_the_documented_one() -> None:
+    """decode's fast calling convention must not show or accept more than its contract."""
+    import inspect
+
+    sig = inspect.signature(lbparse.decode)
+    kinds = {name: p.kind for name, p in sig.parameters.items()}
+    assert list(kinds) == ["data", "layout", "verify_crc", "lenient", "payload_type", "limits"]
+    assert kinds["layout"] is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert all(kinds[k] is inspect.Parameter.KEYWORD_ONLY
+               for k in ("verify_crc", "lenient", "payload_type", "limits"))
+    assert sig.parameters["layout"].default == "v0"
+    raw = bytes.fromhex("b90e43b40008000b0a027331")
+    with pytest.raises(TypeError, match=r"decode\(\) takes"):
+        lbparse.decode(raw, "v0", False)  # verify_crc is keyword-only
+    with pytest.raises(TypeError, match="verfy_crc"):
+        lbparse.decode(raw, verfy_crc=False)
+    with pytest.raises(TypeError, match="decode takes bytes"):
+        lbparse.decode(12345)  # type: ignore[arg-type]
+    assert lbparse.decode(data=raw, layout="v0").msg_type_name == lbparse.decode(raw).msg_type_name
+
+
+@pytest.mark.parametrize("module", ["lbparse", "lbparse.limits"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
