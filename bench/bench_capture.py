@@ -100,6 +100,20 @@ def median_time(fn: Callable[[], int], runs: int = RUNS) -> tuple[float, int]:
     return statistics.median(times), result
 
 
+def interleaved(cases: dict[str, Callable[[], int]], runs: int = RUNS
+                ) -> dict[str, tuple[float, int]]:
+    """Median seconds and result of each case, the cases taking turns run
+    after run so that a noisy moment on a shared machine hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    result: dict[str, int] = {}
+    for _ in range(runs):
+        for name, fn in cases.items():
+            t = time.perf_counter()
+            result[name] = fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: (statistics.median(ts), result[name]) for name, ts in times.items()}
+
+
 def run_dpkt(path: str) -> int:
     import dpkt
 
@@ -119,16 +133,17 @@ def run_ours(path: str, decode: bool) -> int:
 
 def bench(name: str, path: str, packets: int) -> dict[str, float]:
     mb = os.path.getsize(path) / 1e6
-    rows = []
-    t_dpkt, n = median_time(lambda: run_dpkt(path))
-    assert n == packets, (n, packets)
-    rows.append(("dpkt iteration", t_dpkt, None))
-    t_frames, msgs = median_time(lambda: run_ours(path, False))
-    rows.append(("lbparse frames", t_frames, msgs))
-    t_dec, _ = median_time(lambda: run_ours(path, True), runs=3)
-    rows.append(("lbparse decoded", t_dec, msgs))
+    cases = {"dpkt iteration": lambda: run_dpkt(path),
+             "lbparse frames": lambda: run_ours(path, False),
+             "lbparse decoded": lambda: run_ours(path, True)}
+    times = interleaved(cases)
+    t_dpkt, t_frames, t_dec = (times[k][0] for k in cases)
+    assert times["dpkt iteration"][1] == packets, (times["dpkt iteration"][1], packets)
+    msgs = times["lbparse frames"][1]
+    rows = [("dpkt iteration", t_dpkt, None), ("lbparse frames", t_frames, msgs),
+            ("lbparse decoded", t_dec, msgs)]
     print(f"\n{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB "
-          f"(median of {RUNS} runs; decoded: of 3)")
+          f"(median of {RUNS} interleaved runs)")
     print(f"  {'':<16} {'seconds':>9} {'packets/s':>12} {'MB/s':>9} {'msgs/s':>11} {'x dpkt':>7}")
     for label, t, m in rows:
         print(f"  {label:<16} {t:9.4f} {packets / t:12,.0f} {mb / t:9.1f} "

@@ -262,7 +262,7 @@ class NatsParser:
                 self._chunks = [b[start:]]
                 self._have = n - start
                 return
-            if b[end:end + 2] != CRLF:
+            if not b.startswith(CRLF, end):
                 append(("!", None, None, None, None,
                         f"{verb} payload of {total} bytes not followed by CRLF "
                         f"(found {b[end:end + 2]!r}); message dropped"))

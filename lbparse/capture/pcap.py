@@ -122,10 +122,13 @@ class PcapSource:
                     self.bytes_read = base + n
                     return
             self.bytes_read = base + pos
-            more = read_more(f, pos + need - n)
-            eof = not more
+            # Read the kept bytes again with the next block rather than
+            # append the block to them: one copy of every byte, not two.
+            kept = n - pos
             base += pos
-            buf = buf[pos:] + more
+            f.seek(base)
+            buf = read_more(f, max(need, kept + 1))
+            eof = len(buf) <= kept
             pos = 0
 
     def _plausible(self, buf: bytes, q: int) -> int:

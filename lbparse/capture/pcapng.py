@@ -163,10 +163,13 @@ class PcapngSource:
                 self.bytes_read = base + n
                 return
             self.bytes_read = base + pos
-            more = read_more(f, pos + need - n)
-            eof = not more
+            # Read the kept bytes again with the next block rather than
+            # append the block to them: one copy of every byte, not two.
+            kept = n - pos
             base += pos
-            buf = buf[pos:] + more
+            f.seek(base)
+            buf = read_more(f, max(need, kept + 1))
+            eof = len(buf) <= kept
             pos = 0
 
     def _resync(self, buf: bytes, pos: int, n: int, endian: str, eof: bool) -> tuple[int, int]:
