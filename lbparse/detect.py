@@ -23,10 +23,29 @@ from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
 from lbparse.limits import DEFAULT, Limits, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 
-__all__ = ["detect"]
+__all__ = ["contested_msg_types", "detect"]
 
 _BY_RECENCY = sorted(LAYOUTS.values(), key=lambda lay: lay.recency)
 _ENVELOPED = [(lay, EnvelopedDecoder(lay)) for lay in _BY_RECENCY if lay.has_header]
+
+
+def contested_msg_types() -> tuple[str, frozenset[int]]:
+    """The newest enveloped layout, and the byte 7 values for which an older
+    layout may also decode a strict envelope of it cleanly.
+
+    For any other byte 7, `detect` gives the newest layout's envelope
+    whenever that layout decodes the bytes, clean or not: the older ones
+    either refuse the byte 7 value or carry opaque bytes there, which
+    confirm nothing. (The cheap refusals in `_candidates`, as a table.)"""
+    contested: set[int] = set()
+    for layout, dec in _ENVELOPED[1:]:
+        if dec.reserved:
+            contested.add(0)  # a reserved byte 7 other than 0 is refused
+        elif layout.has_msg_type:
+            contested.update(v for v, mt in layout.msg_types.items() if mt.payload_type != BYTES)
+        else:
+            contested.update(range(256))
+    return _ENVELOPED[0][0].name, frozenset(contested)
 
 
 def _confirms(layout: Layout, env: Envelope) -> str | None:

@@ -15,8 +15,9 @@ should not be, a map entry with a key twice or with a field it does not
 declare (upb keeps such an entry out of the map), truncated or malformed
 bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decodes those with upb
 (`columns.py`), which also decides whether they are errors. Unknown field
-numbers are skipped, as protobuf does. Values follow the same rules as
-`columns.py` (Spark's `from_protobuf`), and a test holds the two equal.
+numbers are skipped, as protobuf does (`clean=True` leaves such messages
+out too). Values follow the same rules as `columns.py` (Spark's
+`from_protobuf`), and a test holds the two equal.
 """
 
 from __future__ import annotations
@@ -375,8 +376,8 @@ def _entry_type(map_type: pa.MapType) -> pa.StructType:
 
 
 def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
-            starts: np.ndarray, ends: np.ndarray, emit_defaults: bool, keep_zero: bool = False
-            ) -> tuple[pa.StructArray, np.ndarray]:
+            starts: np.ndarray, ends: np.ndarray, emit_defaults: bool, keep_zero: bool = False,
+            clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
     """Struct column of the messages, null where a message is left to upb; and `ok`."""
     k = len(starts)
     if k == 0:
@@ -388,19 +389,32 @@ def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
     if keep_zero:
         # A map entry with a field it does not declare is not put in the map
         # by upb (it keeps the entry as an unknown field): leave it to upb.
-        declared = {fd.number for fd in descriptor.fields}
-        for number, parts in dec.scan.by_field.items():
-            if number not in declared:
-                for rows, *_ in parts:
-                    dec.bad[rows] = True
+        _mark_unknown(dec, {fd.number for fd in descriptor.fields})
+    elif clean:
+        # Only the fields read above had their wire types checked (a field
+        # Spark drops was not): anything else makes the message unclean.
+        _mark_unknown(dec, {by_name[f.name].number for f in fields})
     bad = dec.bad
     return (pa.StructArray.from_arrays(children, fields=fields,
                                        mask=pa.array(bad) if bad.any() else None), ~bad)
 
 
+def _mark_unknown(dec: _Decoder, known: set[int]) -> None:
+    """Mark the messages with a top-level field number outside `known`."""
+    for number, parts in dec.scan.by_field.items():
+        if number not in known:
+            for rows, *_ in parts:
+                dec.bad[rows] = True
+
+
 def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
-                   starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False
-                   ) -> tuple[pa.StructArray, np.ndarray]:
+                   starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
+                   clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
     """The messages `data[starts[i]:ends[i]]` as a struct column of len(starts),
-    and `ok`: False for the messages left to upb (their slots hold nulls)."""
-    return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults)
+    and `ok`: False for the messages left to upb (their slots hold nulls).
+
+    `clean=True` also leaves out every message with a top-level field the
+    type does not declare: an `ok` message is then one whose every field
+    has a number and wire type of its type, what `payloads.fits_cleanly`
+    says of upb's parse (layout="auto" trusts a payload on that evidence)."""
+    return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults, clean=clean)
