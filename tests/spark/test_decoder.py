@@ -21,9 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lbparse
+from crc32c import crc32c
+from lbparse import flatbuf
 from lbparse.commitlog import encode_replication_response, parse_replication_response
 from lbparse.layouts import DECODERS
-from lbparse.payloads import RAW
+from lbparse.limits import DEFAULT
+from lbparse.payloads import RAW, fits_cleanly
 from lbparse.pipeline.columns import ReplicationResponseBuilder, builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
@@ -129,6 +132,110 @@ def test_fast_path_and_per_row_path_agree() -> None:
     assert same > 100
 
 
+def _v0(byte7: int, payload: bytes, crc: bool) -> bytes:
+    """A strict v0 envelope around any payload bytes."""
+    if crc:
+        return bytes.fromhex("b90e43b4000c01") + bytes([byte7]) + \
+            crc32c(payload).to_bytes(4, "big") + payload
+    return bytes.fromhex("b90e43b4000800") + bytes([byte7]) + payload
+
+
+UNKNOWN_FIELD = bytes.fromhex("b806 2a")  # field 99, varint 42
+# Payloads a strict v0 header may carry that are not clean, or clean for
+# another layout as well: what the auto fast path must tell apart.
+ACK = lbparse.message_class("proto.Ack")(
+    stream="s", partitionSubject="foo.1", msgSubject="foo", offset=10, ackInbox="acks",
+    correlationId="c1", ackPolicy=1).SerializeToString()
+PUBLISH = lbparse.message_class("proto.Message")(
+    offset=7, value=b"v", stream="orders", headers={"a": b"b"}).SerializeToString()
+INFO = lbparse.message_class("protocol.ServerInfoResponse")(
+    id="s1", host="h", port=9292).SerializeToString()
+
+
+def _flat_ack_in_unknown_fields() -> bytes:
+    """Bytes that are a clean FlatBuffers Ack and a protobuf proto.Ack made
+    of two unknown fields: the root offset 602 (5a 02 00 00) reads as field
+    11 of two bytes, then field 12 holds the whole FlatBuffer, moved (its
+    offsets are relative) to put its root table at 602."""
+    flat = flatbuf.build_table(flatbuf.FlatTable("proto.Ack", stream="orders", offset=5))
+    pad = 602 - int.from_bytes(flat[:4], "little") - 7  # the prelude: 4 + tag + 2-byte length
+    length = pad + len(flat)
+    assert 128 <= length < 1 << 14
+    return bytes([0x5A, 0x02, 0, 0, 0x62, length & 0x7F | 0x80, length >> 7]) + bytes(pad) + flat
+
+
+CRAFTED = [
+    (1, _flat_ack_in_unknown_fields()),     # FlatBuffers' clean Ack, v0's unclean Ack
+    (0, ACK),                               # legacy's clean Ack, v0's unclean Publish
+    (0, ACK + UNKNOWN_FIELD),               # clean for nobody: v0
+    (0, bytes.fromhex("2005")),             # clean Publish and clean Ack: v0, ambiguous
+    (0, PUBLISH + UNKNOWN_FIELD),           # an unknown field number
+    (0, bytes.fromhex("09") + bytes(8) + PUBLISH),  # offset (varint) as fixed64
+    (0, bytes.fromhex("1201") + PUBLISH),   # key, cut short
+    (1, ACK + UNKNOWN_FIELD),
+    (1, bytes.fromhex("0d01020304") + ACK),  # stream (string) as fixed32
+    (1, PUBLISH),
+    (11, INFO + UNKNOWN_FIELD),             # MsgTypes no other layout claims: v0, clean or not
+    (11, bytes.fromhex("1805") + INFO),     # host (string) as a varint
+    (2, PUBLISH),
+]
+
+
+def _auto_payloads() -> list[bytes]:
+    out = list(PAYLOADS)
+    for byte7, payload in CRAFTED:
+        out += [_v0(byte7, payload, crc) for crc in (False, True)]
+    return out
+
+
+@pytest.mark.parametrize("verify_crc", [True, False])
+@pytest.mark.parametrize("emit_defaults", [False, True])
+def test_auto_fast_path_gives_what_the_per_row_path_gives(
+        verify_crc: bool, emit_defaults: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """layout=auto takes strict v0 rows whose answer is v0's in numpy; every
+    row must come out as lbparse.decode(b, "auto") row by row makes it."""
+    payloads = _auto_payloads()
+    # The crafted rows have teeth: v0 decodes these, auto says otherwise.
+    for (byte7, payload), other in zip(CRAFTED, ("flatbuffers", "legacy")):
+        assert lbparse.decode(_v0(byte7, payload, True)).msg_type == byte7
+        assert lbparse.decode(_v0(byte7, payload, True), "auto").layout == other
+    options = DecodeOptions(layout="auto", verify_crc=verify_crc, emit_defaults=emit_defaults)
+    slow = BatchDecoder(options)
+    slow.fast = False
+    per_row: list[int] = []
+    original = BatchDecoder._per_row
+
+    def counting(self: BatchDecoder, rows: Any, idx: np.ndarray, *args: Any) -> None:
+        per_row.append(len(idx))
+        original(self, rows, idx, *args)
+
+    monkeypatch.setattr(BatchDecoder, "_per_row", counting)
+    want = slow(_batch(payloads)).to_pylist()
+    assert per_row == [len(payloads)]
+    fast = BatchDecoder(options)
+    assert fast.fast
+    got = fast(_batch(payloads)).to_pylist()
+    assert per_row[1] < len(payloads) - 200  # the fast path took the well-formed rows
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert _norm(g) == _norm(w), (i, payloads[i].hex())
+
+
+@pytest.mark.parametrize("layout", ["v0", "auto"])
+def test_payloads_over_max_payload_are_lbparse_decodes_error(layout: str) -> None:
+    """The fast paths leave a payload over the default max_payload to lbparse.decode."""
+    big = lbparse.message_class("proto.Message")(value=b"x" * DEFAULT.max_payload)
+    payloads = [lbparse.encode(big), lbparse.encode(big, crc=True), _v0(0, PUBLISH, True)]
+    out = BatchDecoder(DecodeOptions(layout=layout))(_batch(payloads))
+    kinds = out.column("error_kind").to_pylist()
+    for p, kind in zip(payloads, kinds):
+        try:
+            lbparse.decode(p, layout)
+        except lbparse.EnvelopeError as exc:
+            assert kind == exc.kind == "bad_payload"
+        else:
+            assert kind is None
+
+
 def test_null_payloads_and_preset_problems_pass_through() -> None:
     batch = _batch([None, bytes.fromhex(VECTORS[0]["hex"])])
     kinds = batch.column("error_kind").to_pylist()
@@ -144,6 +251,11 @@ def _scan_vs_upb(ptype: str, wires: list[bytes]) -> np.ndarray:
     starts = ends - np.array([len(w) for w in wires], np.int64)
     arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, starts, ends)
     assert arr.type == typ and len(arr) == len(wires)
+    # clean: what it claims is what upb parses cleanly (fits_cleanly).
+    clean = decode_structs(cls.DESCRIPTOR, typ, data, starts, ends, clean=True)[1]
+    assert not (clean & ~ok).any()
+    for w in (w for w, c in zip(wires, clean) if c):
+        assert fits_cleanly(cls.FromString(w)), (ptype, w.hex())
     build = builder_for(ptype, typ, cls).build
     got = arr.to_pylist()
     for i, w in enumerate(wires):
