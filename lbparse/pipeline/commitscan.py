@@ -17,7 +17,7 @@ import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
 
-from lbparse.pipeline.wirescan import gather
+from lbparse.pipeline.wirescan import slices
 
 __all__ = ["decode_replication"]
 
@@ -35,11 +35,7 @@ def _be(data: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray
 
 def _binary(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.ndarray | None,
             typ: pa.DataType) -> pa.Array:
-    offsets, values = gather(data, starts, np.where(lens < 0, 0, lens))
-    validity = None if null is None or not null.any() else \
-        pa.py_buffer(np.packbits(~null, bitorder="little"))
-    return pa.Array.from_buffers(typ, len(lens), [validity, pa.py_buffer(offsets),
-                                                   pa.py_buffer(values)])
+    return slices(data, starts, np.where(lens < 0, 0, lens), null, typ)
 
 
 def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray,

@@ -32,7 +32,7 @@ from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
-from lbparse.pipeline.wirescan import decode_structs
+from lbparse.pipeline.wirescan import decode_structs, slices
 from strategies import REPLICATION_RESPONSES, messages
 
 VECTORS = [json.loads(line) for line in
@@ -269,6 +269,22 @@ def _scan_vs_upb(ptype: str, wires: list[bytes]) -> np.ndarray:
         else:
             assert got[i] is None
     return ok
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_slices_are_the_byte_ranges(ordered: bool) -> None:
+    """In order (Arrow's take over the buffer) or not (numpy's gather): the same column."""
+    rnd = random.Random(3)
+    data = np.frombuffer(bytes(rnd.randrange(256) for _ in range(4000)), np.uint8)
+    lens = np.array([rnd.choice((0, 1, 5, 30)) for _ in range(60)], np.int64)
+    starts = np.cumsum(lens + 3) - lens if ordered else \
+        np.array([rnd.randrange(3900) for _ in lens], np.int64)
+    null = lens == 0
+    got = slices(data, starts, lens, null)
+    want = [None if n else data[s:s + ln].tobytes() for s, ln, n in zip(starts, lens, null)]
+    assert got.type == pa.binary() and got.to_pylist() == want
+    assert slices(data, starts, lens).to_pylist() == [data[s:s + ln].tobytes()
+                                                      for s, ln in zip(starts, lens)]
 
 
 def _has_packed(m: Any) -> bool:
