@@ -10,11 +10,12 @@
 2. Measures, in one Spark session on local[2], interleaved, three times
    each after a warm-up: a plain scan-and-write of that table
    (spark.read.parquet(...).write.parquet(...)), and `lbparse pipeline` on
-   it (--layout v0: header, CRC, protobuf into typed columns, Parquet).
-   Prints rows/s of both (medians) and the ratio; target: >= 0.5.
-3. Prints where the pipeline's time went (reading, decoding, writing, as
-   the tasks measured them), and the default `--layout auto` on a part of
-   the table.
+   it with `--layout v0` (header, CRC, protobuf into typed columns,
+   Parquet) and with the default `--layout auto` (the same, once each
+   row's layout is known). Prints rows/s of each (medians) and the ratios
+   pipeline / plain; target: >= 0.5.
+3. Prints where each layout's pipeline time went (reading, decoding,
+   writing, as the tasks measured them).
 4. Writes a pcap of at least 1 GB (NATS PUB and MSG frames carrying the
    same envelopes over one TCP connection) and measures the pipeline on it
    (one capture file is one task: TCP is reassembled front to back); then
@@ -169,6 +170,16 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t, result
 
 
+def breakdown(what: str, wall: float, tt: dict[str, Any], rows: int) -> str:
+    """Where a run's task time went, in seconds and per row."""
+    busy = tt["read_seconds"] + tt["decode_seconds"] + tt["write_seconds"]
+    per = {k: tt[f"{k}_seconds"] / rows * 1e6 for k in ("read", "decode", "write")}
+    return (f"{what}: {wall:.1f} s on 2 cores; its tasks spent {tt['read_seconds']:.1f} s "
+            f"reading Parquet, {tt['decode_seconds']:.1f} s decoding, {tt['write_seconds']:.1f} s "
+            f"writing Parquet ({busy:.1f} s of {2 * wall:.1f} core-seconds; per row: "
+            f"{per['read']:.2f} / {per['decode']:.2f} / {per['write']:.2f} us)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="store_true", help="run it (takes minutes, ~3 GB of disk)")
@@ -211,36 +222,34 @@ def main() -> int:
         warm = work / "warm"
         write_table(pool, 200_000, warm, files=2)
         spark.read.parquet(str(warm)).write.mode("overwrite").parquet(str(work / "plain"))
-        pipeline(inputs=(str(warm),))
-        results: dict[str, list[float]] = {"plain scan+write": [], "lbparse pipeline": []}
-        summaries = []
+        layouts = ("v0", "auto")
+        for layout in layouts:
+            pipeline(layout, (str(warm),))
+        results: dict[str, list[float]] = {"plain scan+write": []}
+        results.update({f"pipeline --layout {lay}": [] for lay in layouts})
+        last: dict[str, Any] = {}
         for _ in range(args.rounds):
             results["plain scan+write"].append(timed(plain)[0])
-            t, summary = timed(pipeline)
-            results["lbparse pipeline"].append(t)
-            summaries.append(summary)
-        assert not summaries[-1].checks(), summaries[-1].checks()
-        print(f"{'':22}" + "".join(f"{'run ' + str(i + 1):>12}" for i in range(args.rounds))
+            for layout in layouts:
+                t, last[layout] = timed(lambda lay=layout: pipeline(lay))
+                results[f"pipeline --layout {layout}"].append(t)
+        for summary in last.values():
+            assert not summary.checks(), summary.checks()
+        print(f"{'':26}" + "".join(f"{'run ' + str(i + 1):>12}" for i in range(args.rounds))
               + f"{'median':>14}")
         med = {}
         for name, times in results.items():
             med[name] = statistics.median(times)
-            print(f"{name:22}" + "".join(f"{args.rows / t:>12,.0f}" for t in times)
+            print(f"{name:26}" + "".join(f"{args.rows / t:>12,.0f}" for t in times)
                   + f"{args.rows / med[name]:>14,.0f}  rows/s")
-        ratio = med["plain scan+write"] / med["lbparse pipeline"]
-        print(f"\nratio pipeline / plain (medians): {ratio:.2f}   (target: at least 0.50)")
-        tt = summaries[-1].totals()
-        busy = tt["read_seconds"] + tt["decode_seconds"] + tt["write_seconds"]
-        print(f"last pipeline run: {results['lbparse pipeline'][-1]:.1f} s on 2 cores; its tasks "
-              f"spent {tt['read_seconds']:.1f} s reading Parquet, {tt['decode_seconds']:.1f} s "
-              f"decoding, {tt['write_seconds']:.1f} s writing Parquet ({busy:.1f} s of "
-              f"{2 * results['lbparse pipeline'][-1]:.1f} core-seconds)")
-
-        part = str(table / "part-0.parquet")
-        rows_auto = pq.ParquetFile(part).metadata.num_rows
-        t, _ = timed(lambda: pipeline("auto", (part,)))
-        print(f"--layout auto (the default; lbparse.detect row by row) on {rows_auto:,} rows: "
-              f"{rows_auto / t:,.0f} rows/s")
+        print()
+        for layout in layouts:
+            name = f"pipeline --layout {layout}"
+            ratio = med["plain scan+write"] / med[name]
+            print(f"ratio {name} / plain (medians): {ratio:.2f}   (target: at least 0.50)")
+        for layout in layouts:
+            wall = results[f"pipeline --layout {layout}"][-1]
+            print(breakdown(f"last --layout {layout} run", wall, last[layout].totals(), args.rows))
 
         shutil.rmtree(table)
         shutil.rmtree(work / "plain", ignore_errors=True)

@@ -508,13 +508,20 @@ class BatchDecoder:
             "msg_type": pa.array(rows.msg_type, pa.int32(), mask=rows.msg_type < 0),
             "msg_type_name": self.names.array(rows.name),
             "payload_type": self.ptypes.array(rows.ptype),
-            "error_kind": pa.array(kinds, pa.string()),
-            "error_message": pa.array(texts, pa.string()),
+            "error_kind": _strings(kinds),
+            "error_message": _strings(texts),
             "warnings": (pa.array([rows.warnings.get(i) for i in range(n)], warnings)
                          if rows.warnings else pa.nulls(n, warnings)),
-            "payload_json": pa.array(json_col, pa.string()),
+            "payload_json": _strings(json_col),
         })
         return Decoded(n, self.schema, cols, structs)
+
+
+def _strings(values: list[str | None]) -> pa.Array:
+    # Usually all None (no errors, no FlatBuffers): no need to look at each.
+    if values.count(None) == len(values):
+        return pa.nulls(len(values), pa.string())
+    return pa.array(values, pa.string())
 
 
 class Decoded:
