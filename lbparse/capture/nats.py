@@ -194,20 +194,23 @@ class NatsParser:
             v = parts[0] if np else b""
             while True:  # a second pass for a message verb in another case
                 # The four message verbs, most frequent first; field counts
-                # tell an optional reply apart.
+                # tell an optional reply apart (parts[np - 1], not parts[-1]:
+                # a negative index misses the interpreter's fast path).
                 hsize = 0
                 try:
                     if v == b"MSG" and (np == 4 or np == 5):
-                        verb, total, sid = "MSG", int(parts[-1]), parts[2]
+                        verb, total, sid = "MSG", int(parts[np - 1]), parts[2]
                         reply = parts[3] if np == 5 else None
                     elif v == b"PUB" and (np == 3 or np == 4):
-                        verb, total, sid = "PUB", int(parts[-1]), None
+                        verb, total, sid = "PUB", int(parts[np - 1]), None
                         reply = parts[2] if np == 4 else None
                     elif v == b"HMSG" and (np == 5 or np == 6):
-                        verb, hsize, total, sid = "HMSG", int(parts[-2]), int(parts[-1]), parts[2]
+                        verb, sid = "HMSG", parts[2]
+                        hsize, total = int(parts[np - 2]), int(parts[np - 1])
                         reply = parts[3] if np == 6 else None
                     elif v == b"HPUB" and (np == 4 or np == 5):
-                        verb, hsize, total, sid = "HPUB", int(parts[-2]), int(parts[-1]), None
+                        verb, sid = "HPUB", None
+                        hsize, total = int(parts[np - 2]), int(parts[np - 1])
                         reply = parts[2] if np == 5 else None
                     else:
                         verb = None
@@ -235,17 +238,16 @@ class NatsParser:
                     p = e + 2
                     continue
                 total = -1  # a message verb with the wrong number of fields
-            if total < 0 or not 0 <= hsize <= total:
-                append(("!", None, None, None, None, f"malformed control line {b[p:e][:80]!r}"))
-                self._resync = self._here = True
-                p = e + 2
-                continue
-            if total > max_frame:
-                # Not buffered: memory must not follow a size field. If the
-                # size is a lie, the next control line is right after this one.
-                append(("!", "max_frame", None, None, None,
-                        f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the limit "
-                        f"of {max_frame} (max_frame); resuming at the next control line"))
+            if not 0 <= hsize <= total <= max_frame:  # one test for the common case
+                if total < 0 or hsize < 0 or hsize > total:
+                    append(("!", None, None, None, None,
+                            f"malformed control line {b[p:e][:80]!r}"))
+                else:
+                    # Not buffered: memory must not follow a size field. If the
+                    # size is a lie, the next control line is right after this one.
+                    append(("!", "max_frame", None, None, None,
+                            f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
+                            f"limit of {max_frame} (max_frame); resuming at the next control line"))
                 self._resync = self._here = True
                 p = e + 2
                 continue
@@ -262,7 +264,7 @@ class NatsParser:
                 self._chunks = [b[start:]]
                 self._have = n - start
                 return
-            if not b.startswith(CRLF, end):
+            if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
                 append(("!", None, None, None, None,
                         f"{verb} payload of {total} bytes not followed by CRLF "
                         f"(found {b[end:end + 2]!r}); message dropped"))
