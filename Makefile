@@ -1,7 +1,7 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc
 GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
 .PHONY: install install-system install-node install-python generate check-generated \

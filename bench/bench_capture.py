@@ -28,7 +28,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lbparse.capture import CaptureReader  # noqa: E402
+from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
 
 RUNS = 5
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,6 +153,9 @@ def bench(name: str, path: str, packets: int) -> dict[str, float]:
 
 def main() -> int:
     small_n = int(os.environ.get("BENCH_SMALL_PACKETS", "200000"))
+    compiled = compiled_modules()
+    print(f"capture modules compiled (setup.py, mypyc): {len(compiled)} of {len(HOT_MODULES)}"
+          + ("" if compiled else "; pure Python (LBPARSE_PURE_PYTHON, or no C compiler)"))
     with tempfile.TemporaryDirectory(prefix="lbparse-bench-") as tmp:
         small, large = os.path.join(tmp, "small.pcap"), os.path.join(tmp, "large.pcap")
         ps = make_small(small, small_n)

@@ -178,6 +178,20 @@ def frame(i: int, data: bytes) -> bytes:
     return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject, len(hdr), len(hdr) + len(data), hdr, data)
 
 
+def settle(path: Path, quiet: float = 0.5, limit: float = 15.0) -> None:
+    """Wait until `path` has not grown for `quiet` seconds (at most `limit`):
+    under load tcpdump may write the last segments well after they were sent."""
+    deadline = time.monotonic() + limit
+    size, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now = path.stat().st_size if path.exists() else 0
+        if now != size:
+            size, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
     out = tmp_path_factory.mktemp("capture") / "vectors.pcap"
@@ -208,7 +222,7 @@ def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
         read_until(sub, b"PONG\r\n", bytearray())
         for s in socks:
             s.close()
-        time.sleep(0.3)  # let the last segments reach tcpdump
+        settle(out)  # let the last segments reach tcpdump's file
     finally:
         for s in socks:
             s.close()

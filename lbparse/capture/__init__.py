@@ -8,8 +8,12 @@
 pcap, pcapng and our own JSON Lines / Parquet records are all read by
 `CaptureReader`; `record_writer(path)` writes our format. The pieces
 (`pcap`, `pcapng`, `linktypes`, `tcp`, `nats`, `records`) are importable
-on their own; `nats.NatsParser` does no I/O.
+on their own; `nats.NatsParser` does no I/O. `compiled_modules()` says
+which of them run compiled (setup.py builds them with mypyc when it can).
 """
+
+import importlib
+import importlib.machinery
 
 from lbparse.capture.errors import KINDS, CaptureError
 from lbparse.capture.nats import NatsParser
@@ -19,8 +23,20 @@ from lbparse.capture.reader import (CaptureReader, Stats, default_layout, read_c
 from lbparse.capture.records import (CLIENT_TO_SERVER, SERVER_TO_CLIENT, JsonlRecordWriter,
                                      ParquetRecordWriter, Record, parse_headers, record_writer)
 
+# The modules setup.py compiles when it can: the packet loop and what it calls.
+HOT_MODULES = ("lbparse.capture.nats", "lbparse.capture.tcp", "lbparse.capture.pcap",
+               "lbparse.capture.reader")
+
+
+def compiled_modules() -> list[str]:
+    """Those of HOT_MODULES that were loaded from a compiled extension."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return [name for name in HOT_MODULES
+            if (importlib.import_module(name).__file__ or "").endswith(suffixes)]
+
+
 __all__ = [
-    "CLIENT_TO_SERVER", "SERVER_TO_CLIENT", "KINDS", "CaptureError", "CaptureReader",
+    "CLIENT_TO_SERVER", "HOT_MODULES", "compiled_modules", "SERVER_TO_CLIENT", "KINDS", "CaptureError", "CaptureReader",
     "JsonlRecordWriter", "NatsParser", "Notice", "ParquetRecordWriter", "Record", "Stats",
     "default_layout", "parse_headers", "read_capture", "record_writer", "subject_matches",
 ]

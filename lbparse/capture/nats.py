@@ -252,14 +252,12 @@ class NatsParser:
                 p = e + 2
                 continue
             subject = names.get(parts[1]) or _name(parts[1])
-            if reply is not None:
-                reply = names.get(reply) or _name(reply)
-            if sid is not None:
-                sid = names.get(sid) or _name(sid)
+            reply_s = None if reply is None else names.get(reply) or _name(reply)
+            sid_s = None if sid is None else names.get(sid) or _name(sid)
             start = e + 2
             end = start + total
             if end + 2 > n:
-                self._wait = (verb, subject, reply, sid, hsize)
+                self._wait = (verb, subject, reply_s, sid_s, hsize)
                 self._need = total + 2
                 self._chunks = [b[start:]]
                 self._have = n - start
@@ -272,9 +270,9 @@ class NatsParser:
                 p = start
                 continue
             if verb[0] == "H":
-                append((verb, subject, reply, sid, b[start:start + hsize], b[start + hsize:end]))
+                append((verb, subject, reply_s, sid_s, b[start:start + hsize], b[start + hsize:end]))
             else:
-                append((verb, subject, reply, sid, None, b[start:end]))
+                append((verb, subject, reply_s, sid_s, None, b[start:end]))
             p = end + 2
 
     def _find_line(self, b: bytes, p: int) -> int:

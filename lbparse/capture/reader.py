@@ -108,8 +108,13 @@ class Stats:
     def gaps(self) -> int:
         return self.notices["gap"]
 
+    FIELDS = ("messages", "packets", "bytes_read", "per_subject", "per_verb", "per_layout",
+              "per_msg_type", "errors", "notices", "gap_bytes", "controls", "skipped_packets",
+              "limits")
+
     def merge(self, other: "Stats") -> None:
-        for name, value in vars(other).items():
+        for name in self.FIELDS:  # named: compiled (setup.py), a Stats has no __dict__
+            value = getattr(other, name)
             mine = getattr(self, name)
             if isinstance(value, Counter):
                 mine.update(value)
@@ -271,8 +276,6 @@ class CaptureReader:
             self.on_notice(n)
 
     def __iter__(self) -> Iterator[Record]:
-        # The packet loop is the generator itself: a generator delegating to
-        # another (yield from) costs a resumption per record.
         return self._records()
 
     def _our_format(self, f: BinaryIO) -> Iterator[Record]:
@@ -302,144 +305,156 @@ class CaptureReader:
         self.stats.bytes_read = self.size
 
     def _records(self) -> Iterator[Record]:
-        decode = self._decoder()
-        with open(self.path, "rb") as f:
+        # try/finally rather than `with`: the compiled build (setup.py)
+        # mishandles a `with` around `yield from` in a generator.
+        f = open(self.path, "rb")
+        try:
             src = _open_source(f, self.path, self._notice)
             if src is None:
                 yield from self._our_format(f)
-                return
-            self._source = src
-            stats, layout, want_decode = self.stats, self.layout, self.decode
-            verbs, pattern = self.verbs, self.subject
-            limits = self.limits
-            flow_limits = limits or DEFAULT
-            per_subject, per_verb = stats.per_subject, stats.per_verb
-            matched: dict[str, bool] = {}
-            notices: list[Notice] = []
-            flows: dict[bytes, Direction] = {}
-            unsupported: set[int] = set()
-            fast = _FAST
-            npk = nmsg = 0  # counted here, added to stats when the loop ends
-            ts = None
-            try:
-                for ts, lt, buf, off, caplen, wirelen in src:
-                    npk += 1
-                    parts = None
-                    if lt == 1 and caplen >= 54:
-                        et, vihl, tot, frag, proto, key, seq, ack, offflags = fast(buf, off)
-                        if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
-                            data = off + 34 + (offflags >> 12) * 4
-                            ip_end = off + 14 + tot if tot else -1
-                        else:
-                            parts = dissect(lt, buf, off, caplen)
-                            if parts is None:
-                                stats.skipped_packets += 1
-                                continue
-                            key, seq, ack, offflags, data, ip_end = parts
+            else:
+                self._source = src
+                yield from self._packets(src)
+                self.stats.bytes_read = src.bytes_read
+        finally:
+            f.close()
+
+    def _packets(self, src: Any) -> Iterator[Record]:
+        # One loop from packets to records: this is where the time goes, so
+        # the common case (Ethernet, IPv4, the next segment in order) takes
+        # the fewest steps and everything else calls out.
+        decode = self._decoder()
+        stats, layout, want_decode = self.stats, self.layout, self.decode
+        verbs, pattern = self.verbs, self.subject
+        limits = self.limits
+        flow_limits = limits or DEFAULT
+        per_subject, per_verb = stats.per_subject, stats.per_verb
+        matched: dict[str, bool] = {}
+        notices: list[Notice] = []
+        flows: dict[bytes, Direction] = {}
+        unsupported: set[int] = set()
+        fast = _FAST
+        npk = nmsg = 0  # counted here, added to stats when the loop ends
+        ts = None
+        try:
+            for ts, lt, buf, off, caplen, wirelen in src:
+                npk += 1
+                parts = None
+                if lt == 1 and caplen >= 54:
+                    et, vihl, tot, frag, proto, key, seq, ack, offflags = fast(buf, off)
+                    if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
+                        data = off + 34 + (offflags >> 12) * 4
+                        ip_end = off + 14 + tot if tot else -1
                     else:
-                        if lt not in SUPPORTED:
-                            if lt not in unsupported:
-                                unsupported.add(lt)
-                                self._notice(Notice("protocol", f"link type {lt} is not supported; "
-                                                    "its packets are skipped", ts))
-                            stats.skipped_packets += 1
-                            continue
                         parts = dissect(lt, buf, off, caplen)
                         if parts is None:
                             stats.skipped_packets += 1
                             continue
                         key, seq, ack, offflags, data, ip_end = parts
-                    end = off + caplen
-                    if ip_end < 0:  # no IP length: the wire length tells
-                        ip_end = off + wirelen
-                    if ip_end <= end:
-                        avail, missing = ip_end - data, 0
-                    else:  # the capture cut this packet short
-                        avail, missing = end - data, ip_end - end
-                    if avail < 0:
-                        missing, avail = missing + avail, 0
-                        if missing < 0:
-                            missing = 0
-                    d = flows.get(key)
-                    if d is None:
-                        if not (avail or missing or offflags & _SYN):
-                            continue  # a bare ACK of a connection we know nothing of
-                        d = _new_flow(flows, key, flow_limits)
-                    if offflags & _ACK:
-                        d.ack = ack
-                    if offflags & _SYN:
-                        d.syn(seq, notices, ts)
-                        d.client = not offflags & _ACK
-                        d.peer.client = not d.client
-                        seq = (seq + 1) & MASK
-                    if avail:
-                        if seq == d.next_seq and not missing and not d.pending:
-                            d.next_seq = (seq + avail) & MASK
-                            frames = d.parser.feed(buf[data:data + avail])
-                        else:
-                            frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
-                    elif missing:
-                        frames = d.segment(seq, b"", missing, notices, ts)
-                    else:
-                        frames = None
-                    if offflags & (_FIN | _RST):
-                        if frames:
-                            yield from self._emit(ts, d, frames, matched)
-                        for dd, frames in self._close(flows, key, d, offflags, notices, ts):
-                            yield from self._emit(ts, dd, frames, matched)
-                        frames = None
-                    if notices:
-                        for n in notices:
-                            self._notice(n)
-                        notices.clear()
-                    if not frames:
+                else:
+                    if lt not in SUPPORTED:
+                        if lt not in unsupported:
+                            unsupported.add(lt)
+                            self._notice(Notice("protocol", f"link type {lt} is not supported; "
+                                                "its packets are skipped", ts))
+                        stats.skipped_packets += 1
                         continue
-                    # What _emit does, inlined for the common case.
-                    for fr in frames:
-                        verb = fr[0]
-                        if verb not in verbs:
-                            if verb == "!":
-                                self._notice(_problem(fr, ts, d))
-                            elif verb not in MESSAGE_VERBS:
-                                stats.controls[verb] += 1
-                            continue
-                        subject = fr[1]
-                        if pattern is not None:
-                            ok = matched.get(subject)
-                            if ok is None:
-                                if len(matched) > 10000:
-                                    matched.clear()
-                                ok = matched[subject] = subject_matches(pattern, subject)
-                            if not ok:
-                                continue
-                        rec = Record(ts, d, fr)
-                        nmsg += 1
-                        if subject in per_subject or len(per_subject) < MAX_SUBJECTS:
-                            per_subject[subject] += 1
-                        else:
-                            per_subject[OTHER_SUBJECTS] += 1
-                        per_verb[verb] += 1
-                        if want_decode:
-                            try:
-                                env = rec.envelope = decode(fr[5], layout)
-                                stats.per_layout[env.layout] += 1
-                                stats.per_msg_type[str(env.msg_type_name)] += 1
-                            except EnvelopeError as exc:
-                                rec.error = exc
-                                stats.errors[exc.kind] += 1
-                                if exc.limit:
-                                    stats.limits[exc.limit] += 1
-                        yield rec
-                for d in list(flows.values()):
-                    frames = d.finish(notices, ts)
-                    yield from self._emit(ts, d, frames, matched)
+                    parts = dissect(lt, buf, off, caplen)
+                    if parts is None:
+                        stats.skipped_packets += 1
+                        continue
+                    key, seq, ack, offflags, data, ip_end = parts
+                end = off + caplen
+                if ip_end < 0:  # no IP length: the wire length tells
+                    ip_end = off + wirelen
+                if ip_end <= end:
+                    avail, missing = ip_end - data, 0
+                else:  # the capture cut this packet short
+                    avail, missing = end - data, ip_end - end
+                if avail < 0:
+                    missing, avail = missing + avail, 0
+                    if missing < 0:
+                        missing = 0
+                d = flows.get(key)
+                if d is None:
+                    if not (avail or missing or offflags & _SYN):
+                        continue  # a bare ACK of a connection we know nothing of
+                    d = _new_flow(flows, key, flow_limits)
+                if offflags & _ACK:
+                    d.ack = ack
+                if offflags & _SYN:
+                    d.syn(seq, notices, ts)
+                    d.client = not offflags & _ACK
+                    d.peer.client = not d.client
+                    seq = (seq + 1) & MASK
+                if avail:
+                    if seq == d.next_seq and not missing and not d.pending:
+                        d.next_seq = (seq + avail) & MASK
+                        frames = d.parser.feed(buf[data:data + avail])
+                    else:
+                        frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
+                elif missing:
+                    frames = d.segment(seq, b"", missing, notices, ts)
+                else:
+                    frames = None
+                if offflags & (_FIN | _RST):
+                    if frames:
+                        yield from self._emit(ts, d, frames, matched)
+                    for dd, frames in self._close(flows, key, d, offflags, notices, ts):
+                        yield from self._emit(ts, dd, frames, matched)
+                    frames = None
+                if notices:
                     for n in notices:
                         self._notice(n)
                     notices.clear()
-            finally:
-                stats.packets += npk
-                stats.messages += nmsg
-            self.stats.bytes_read = src.bytes_read
+                if not frames:
+                    continue
+                # What _emit does, inlined for the common case.
+                for fr in frames:
+                    verb = fr[0]
+                    if verb not in verbs:
+                        if verb == "!":
+                            self._notice(_problem(fr, ts, d))
+                        elif verb not in MESSAGE_VERBS:
+                            stats.controls[verb] += 1
+                        continue
+                    subject = fr[1]
+                    if pattern is not None:
+                        ok = matched.get(subject)
+                        if ok is None:
+                            if len(matched) > 10000:
+                                matched.clear()
+                            ok = matched[subject] = subject_matches(pattern, subject)
+                        if not ok:
+                            continue
+                    rec = Record(ts, d, fr)
+                    nmsg += 1
+                    if subject in per_subject or len(per_subject) < MAX_SUBJECTS:
+                        per_subject[subject] += 1
+                    else:
+                        per_subject[OTHER_SUBJECTS] += 1
+                    per_verb[verb] += 1
+                    if want_decode:
+                        try:
+                            env = rec.envelope = decode(fr[5], layout)
+                            stats.per_layout[env.layout] += 1
+                            stats.per_msg_type[str(env.msg_type_name)] += 1
+                        except EnvelopeError as exc:
+                            rec.error = exc
+                            stats.errors[exc.kind] += 1
+                            if exc.limit:
+                                stats.limits[exc.limit] += 1
+                    yield rec
+            for d in list(flows.values()):
+                frames = d.finish(notices, ts)
+                yield from self._emit(ts, d, frames, matched)
+                for n in notices:
+                    self._notice(n)
+                notices.clear()
+        finally:
+            stats.packets += npk
+            stats.messages += nmsg
+        self.stats.bytes_read = src.bytes_read
 
     def _emit(self, ts: float, d: Direction, frames: list[tuple],
               matched: dict[str, bool]) -> Iterator[Record]:
