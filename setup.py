@@ -1,7 +1,7 @@
 """The capture hot path compiled to C with mypyc, when it can be.
 
-lbparse/capture's packet loop, TCP reassembly, NATS framing and pcap reading
-are plain, type-annotated Python; mypyc compiles those same files into
+lbparse/capture's packet loop, TCP reassembly, NATS framing, pcap reading and
+records are plain, type-annotated Python; mypyc compiles those same files into
 extension modules that run them about 1.3x faster (bench/bench_capture.py).
 Compiling is optional: without a C compiler, or with
 LBPARSE_PURE_PYTHON=1, or if mypyc refuses the code, the package installs
@@ -15,7 +15,7 @@ import sys
 from setuptools import setup
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
-            "lbparse/capture/reader.py"]
+            "lbparse/capture/reader.py", "lbparse/capture/records.py"]
 
 
 def ext_modules() -> list:

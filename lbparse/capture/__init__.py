@@ -25,7 +25,7 @@ from lbparse.capture.records import (CLIENT_TO_SERVER, SERVER_TO_CLIENT, JsonlRe
 
 # The modules setup.py compiles when it can: the packet loop and what it calls.
 HOT_MODULES = ("lbparse.capture.nats", "lbparse.capture.tcp", "lbparse.capture.pcap",
-               "lbparse.capture.reader")
+               "lbparse.capture.reader", "lbparse.capture.records")
 
 
 def compiled_modules() -> list[str]:

@@ -66,15 +66,43 @@ class Record:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
         return cls(ts, Endpoints(src, dst), (verb, subject, reply, sid, header_block, payload))
 
-    src = property(lambda self: self._ends.src, doc="sender, host:port")
-    dst = property(lambda self: self._ends.dst, doc="receiver, host:port")
-    verb = property(lambda self: self._frame[0], doc="PUB, HPUB, MSG or HMSG")
-    subject = property(lambda self: self._frame[1])
-    reply = property(lambda self: self._frame[2], doc="reply subject, None if none")
-    sid = property(lambda self: self._frame[3], doc="subscription id (MSG/HMSG), else None")
-    header_block = property(lambda self: self._frame[4],
-                            doc="the raw NATS/1.0 header block, None without one")
-    payload = property(lambda self: self._frame[5])
+    @property
+    def src(self) -> str:
+        """sender, host:port"""
+        return self._ends.src
+
+    @property
+    def dst(self) -> str:
+        """receiver, host:port"""
+        return self._ends.dst
+
+    @property
+    def verb(self) -> str:
+        """PUB, HPUB, MSG or HMSG"""
+        return self._frame[0]
+
+    @property
+    def subject(self) -> str:
+        return self._frame[1]
+
+    @property
+    def reply(self) -> str | None:
+        """reply subject, None if none"""
+        return self._frame[2]
+
+    @property
+    def sid(self) -> str | None:
+        """subscription id (MSG/HMSG), else None"""
+        return self._frame[3]
+
+    @property
+    def header_block(self) -> bytes | None:
+        """the raw NATS/1.0 header block, None without one"""
+        return self._frame[4]
+
+    @property
+    def payload(self) -> bytes:
+        return self._frame[5]
 
     @property
     def direction(self) -> str:
