@@ -12,6 +12,8 @@ time-boxed with its seed corpus; run this directly to work on one target.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -19,6 +21,21 @@ import atheris
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "support"))
+
+
+class _CaptureSource(importlib.abc.MetaPathFinder):
+    """lbparse.capture's modules from their .py source, even where setup.py
+    compiled them: atheris instruments Python bytecode, and compiled code
+    would leave the fuzzer blind inside the NATS parser and the reader."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> object:
+        if not name.startswith("lbparse.capture."):
+            return None
+        source = ROOT.joinpath(*name.split(".")).with_suffix(".py")
+        return importlib.util.spec_from_file_location(name, source) if source.exists() else None
+
+
+sys.meta_path.insert(0, _CaptureSource())
 
 with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "hostile"]):
     import hostile
