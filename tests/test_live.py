@@ -21,6 +21,7 @@ import pytest
 import lbparse
 from lbparse.capture import CaptureReader
 from lbparse.errors import EnvelopeError
+from support.net import wait_file_settles
 
 VECTORS = [json.loads(line) for line in
            (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
@@ -179,19 +180,6 @@ def test_tap_unreachable_server_fails_cleanly() -> None:
 TCPDUMP = shutil.which("tcpdump")
 
 
-def _wait_file_settles(path: Path, quiet: float = 0.5, limit: float = 10.0) -> None:
-    """Return once `path` has not grown for `quiet` seconds (at most `limit`)."""
-    deadline = time.monotonic() + limit
-    size, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        now = path.stat().st_size if path.exists() else 0
-        if now != size:
-            size, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return
-        time.sleep(0.05)
-
-
 @pytest.mark.skipif(TCPDUMP is None or os.geteuid() != 0, reason="needs tcpdump and root")
 def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Path) -> None:
     port = nats_server.rsplit(":", 1)[1]
@@ -222,7 +210,7 @@ def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Pa
             return got
 
         assert asyncio.run(traffic()) == PAYLOADS
-        _wait_file_settles(pcap)  # the last segments reach the capture
+        wait_file_settles(pcap)  # the last segments reach the capture
     finally:
         dump.send_signal(signal.SIGINT)
         try:

@@ -25,6 +25,7 @@ from lbparse import decode, decode_header, encode, message_class
 from lbparse.errors import EnvelopeError
 from lbparse.wireshark import DEFAULT_PORT, lua_source, write_dissector
 from lbparse_generated.dispatch import LAYOUTS
+from support.net import free_port, wait_file_settles
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT.parent / "shared" / "captures"
@@ -113,12 +114,6 @@ def test_shared_capture_matches_oracle(lua: Path, capture: str) -> None:
 
 # --- a capture of every reference vector, made here -------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def read_until(sock: socket.socket, marker: bytes, buf: bytearray) -> None:
     deadline = time.monotonic() + TIMEOUT
     while marker not in buf:
@@ -178,20 +173,6 @@ def frame(i: int, data: bytes) -> bytes:
     return b"HPUB %s %d %d\r\n%s%s\r\n" % (subject, len(hdr), len(hdr) + len(data), hdr, data)
 
 
-def settle(path: Path, quiet: float = 0.5, limit: float = 15.0) -> None:
-    """Wait until `path` has not grown for `quiet` seconds (at most `limit`):
-    under load tcpdump may write the last segments well after they were sent."""
-    deadline = time.monotonic() + limit
-    size, since = -1, time.monotonic()
-    while time.monotonic() < deadline:
-        now = path.stat().st_size if path.exists() else 0
-        if now != size:
-            size, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return
-        time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
     out = tmp_path_factory.mktemp("capture") / "vectors.pcap"
@@ -222,7 +203,7 @@ def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
         read_until(sub, b"PONG\r\n", bytearray())
         for s in socks:
             s.close()
-        settle(out)  # let the last segments reach tcpdump's file
+        wait_file_settles(out)  # let the last segments reach tcpdump's file
     finally:
         for s in socks:
             s.close()
