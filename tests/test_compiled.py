@@ -130,3 +130,15 @@ def test_captures_compiled_equal_source(tmp_path: Path) -> None:
     assert len(source) == len(paths)
     for path, expected in zip(paths, source):
         assert read_all(path) == expected, path
+
+
+def test_dist_zip_carries_source_not_compiled_modules(tmp_path: Path) -> None:
+    """A zip on --py-files cannot load extension modules; the .py beside them runs."""
+    import zipfile
+
+    from lbparse.pipeline.dist import build
+
+    zpath = next(p for p in build(tmp_path) if p.suffix == ".zip")
+    names = zipfile.ZipFile(zpath).namelist()
+    assert "lbparse/capture/nats.py" in names
+    assert not [n for n in names if n.endswith((".so", ".pyd"))]

@@ -62,7 +62,10 @@ def build(out: str | os.PathLike[str] = "dist") -> list[Path]:
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for src, name in _packages():
             for path in sorted(src.rglob("*")):
-                if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                # Compiled modules (setup.py) cannot load from a zip, and
+                # their .py source beside them is what runs from one.
+                if path.is_file() and "__pycache__" not in path.parts \
+                        and path.suffix not in (".pyc", ".so", ".pyd"):
                     z.write(path, f"{name}/{path.relative_to(src)}")
     os.replace(tmp, zpath)
     launcher = out / "lbparse_pipeline.py"
