@@ -56,6 +56,19 @@ def read_more(f: BinaryIO, need: int) -> bytes:
     return b"".join(chunks)
 
 
+def refill(f: BinaryIO, base: int, pos: int, n: int, need: int) -> tuple[bytes, int, bool]:
+    """The next buffer once `buf[:pos]` (of `n` bytes, at file offset `base`)
+    is used up: at least `need` bytes from `pos` on, if the file has them.
+    Returns (buffer, its file offset, whether the file had nothing more).
+    The kept bytes are read again with the next block rather than the block
+    appended to them: one copy of every byte, not two."""
+    kept = n - pos
+    base += pos
+    f.seek(base)
+    buf = read_more(f, max(need, kept + 1))
+    return buf, base, len(buf) <= kept
+
+
 class PcapSource:
     """Packets of one pcap file; `bytes_read` follows the reading for progress."""
 
@@ -122,13 +135,7 @@ class PcapSource:
                     self.bytes_read = base + n
                     return
             self.bytes_read = base + pos
-            # Read the kept bytes again with the next block rather than
-            # append the block to them: one copy of every byte, not two.
-            kept = n - pos
-            base += pos
-            f.seek(base)
-            buf = read_more(f, max(need, kept + 1))
-            eof = len(buf) <= kept
+            buf, base, eof = refill(f, base, pos, n, need)
             pos = 0
 
     def _plausible(self, buf: bytes, q: int) -> int:

@@ -20,7 +20,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import MAX_RECORD, Packet, read_more
+from lbparse.capture.pcap import MAX_RECORD, Packet, read_more, refill
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -163,13 +163,7 @@ class PcapngSource:
                 self.bytes_read = base + n
                 return
             self.bytes_read = base + pos
-            # Read the kept bytes again with the next block rather than
-            # append the block to them: one copy of every byte, not two.
-            kept = n - pos
-            base += pos
-            f.seek(base)
-            buf = read_more(f, max(need, kept + 1))
-            eof = len(buf) <= kept
+            buf, base, eof = refill(f, base, pos, n, need)
             pos = 0
 
     def _resync(self, buf: bytes, pos: int, n: int, endian: str, eof: bool) -> tuple[int, int]:
