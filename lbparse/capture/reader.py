@@ -84,7 +84,7 @@ class Stats:
     def count(self, rec: Record) -> None:
         self.messages += 1
         subject = rec.subject
-        if len(self.per_subject) < MAX_SUBJECTS or subject in self.per_subject:
+        if subject in self.per_subject or len(self.per_subject) < MAX_SUBJECTS:
             self.per_subject[subject] += 1
         else:
             self.per_subject[OTHER_SUBJECTS] += 1
@@ -255,6 +255,7 @@ class CaptureReader:
         self.notices: list[Notice] = []  # the latest, for callers that poll
         self.size = os.path.getsize(self.path)
         self._source: Any = None
+        self._decode = self._decoder()
 
     @property
     def bytes_read(self) -> int:
@@ -288,20 +289,10 @@ class CaptureReader:
         else:
             raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
                                f"nor Parquet (first bytes {head.hex()})", offset=0)
-        decode = self._decoder()
-
+        matched: dict[str, bool] = {}
         for rec in recs:
-            if self.subject is not None and not subject_matches(self.subject, rec.subject):
-                continue
-            if rec.verb not in self.verbs:
-                continue
-            if self.decode:
-                try:
-                    rec.envelope = decode(rec.payload, self.layout)
-                except EnvelopeError as exc:
-                    rec.error = exc
-            self.stats.count(rec)
-            yield rec
+            if rec.verb in self.verbs and self._wanted(rec.subject, matched):
+                yield self._finish(rec)
         self.stats.bytes_read = self.size
 
     def _records(self) -> Iterator[Record]:
@@ -323,18 +314,14 @@ class CaptureReader:
         # One loop from packets to records: this is where the time goes, so
         # the common case (Ethernet, IPv4, the next segment in order) takes
         # the fewest steps and everything else calls out.
-        decode = self._decoder()
-        stats, layout, want_decode = self.stats, self.layout, self.decode
-        verbs, pattern = self.verbs, self.subject
-        limits = self.limits
-        flow_limits = limits or DEFAULT
-        per_subject, per_verb = stats.per_subject, stats.per_verb
+        stats, accept = self.stats, self._accept
+        flow_limits = self.limits or DEFAULT
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
         flows: dict[bytes, Direction] = {}
         unsupported: set[int] = set()
         fast = _FAST
-        npk = nmsg = 0  # counted here, added to stats when the loop ends
+        npk = 0  # counted here, added to stats when the loop ends
         ts = None
         try:
             for ts, lt, buf, off, caplen, wirelen in src:
@@ -409,42 +396,10 @@ class CaptureReader:
                     notices.clear()
                 if not frames:
                     continue
-                # What _emit does, inlined for the common case.
                 for fr in frames:
-                    verb = fr[0]
-                    if verb not in verbs:
-                        if verb == "!":
-                            self._notice(_problem(fr, ts, d))
-                        elif verb not in MESSAGE_VERBS:
-                            stats.controls[verb] += 1
-                        continue
-                    subject = fr[1]
-                    if pattern is not None:
-                        ok = matched.get(subject)
-                        if ok is None:
-                            if len(matched) > 10000:
-                                matched.clear()
-                            ok = matched[subject] = subject_matches(pattern, subject)
-                        if not ok:
-                            continue
-                    rec = Record(ts, d, fr)
-                    nmsg += 1
-                    if subject in per_subject or len(per_subject) < MAX_SUBJECTS:
-                        per_subject[subject] += 1
-                    else:
-                        per_subject[OTHER_SUBJECTS] += 1
-                    per_verb[verb] += 1
-                    if want_decode:
-                        try:
-                            env = rec.envelope = decode(fr[5], layout)
-                            stats.per_layout[env.layout] += 1
-                            stats.per_msg_type[str(env.msg_type_name)] += 1
-                        except EnvelopeError as exc:
-                            rec.error = exc
-                            stats.errors[exc.kind] += 1
-                            if exc.limit:
-                                stats.limits[exc.limit] += 1
-                    yield rec
+                    rec = accept(ts, d, fr, matched)
+                    if rec is not None:
+                        yield rec
             for d in list(flows.values()):
                 frames = d.finish(notices, ts)
                 yield from self._emit(ts, d, frames, matched)
@@ -453,40 +408,51 @@ class CaptureReader:
                 notices.clear()
         finally:
             stats.packets += npk
-            stats.messages += nmsg
-        self.stats.bytes_read = src.bytes_read
 
     def _emit(self, ts: float, d: Direction, frames: list[tuple],
               matched: dict[str, bool]) -> Iterator[Record]:
-        """Records of `frames` from direction `d` (the general path)."""
-        decode = self._decoder()
-
-        stats = self.stats
+        """Records of `frames` from direction `d`."""
         for fr in frames:
-            verb = fr[0]
-            if verb not in self.verbs:
-                if verb == "!":
-                    self._notice(_problem(fr, ts, d))
-                elif verb not in MESSAGE_VERBS:
-                    stats.controls[verb] += 1
-                continue
-            subject = fr[1]
-            if self.subject is not None:
-                ok = matched.get(subject)
-                if ok is None:
-                    if len(matched) > 10000:
-                        matched.clear()
-                    ok = matched[subject] = subject_matches(self.subject, subject)
-                if not ok:
-                    continue
-            rec = Record(ts, d, fr)
-            if self.decode:
-                try:
-                    rec.envelope = decode(fr[5], self.layout)
-                except EnvelopeError as exc:
-                    rec.error = exc
-            stats.count(rec)
-            yield rec
+            rec = self._accept(ts, d, fr, matched)
+            if rec is not None:
+                yield rec
+
+    def _accept(self, ts: float, d: Direction, fr: tuple, matched: dict[str, bool]
+                ) -> Record | None:
+        """The record of one parser frame, decoded and counted; None for a
+        frame this reading does not yield (a problem is a notice, a control
+        line is counted)."""
+        verb = fr[0]
+        if verb not in self.verbs:
+            if verb == "!":
+                self._notice(_problem(fr, ts, d))
+            elif verb not in MESSAGE_VERBS:
+                self.stats.controls[verb] += 1
+            return None
+        if not self._wanted(fr[1], matched):
+            return None
+        return self._finish(Record(ts, d, fr))
+
+    def _wanted(self, subject: str, matched: dict[str, bool]) -> bool:
+        """Does `subject` match the reading's pattern (`matched` caches answers)?"""
+        if self.subject is None:
+            return True
+        ok = matched.get(subject)
+        if ok is None:
+            if len(matched) > 10000:
+                matched.clear()
+            ok = matched[subject] = subject_matches(self.subject, subject)
+        return ok
+
+    def _finish(self, rec: Record) -> Record:
+        """`rec` decoded (unless decode=False) and counted."""
+        if self.decode:
+            try:
+                rec.envelope = self._decode(rec.payload, self.layout)
+            except EnvelopeError as exc:
+                rec.error = exc
+        self.stats.count(rec)
+        return rec
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
