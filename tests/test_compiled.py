@@ -26,9 +26,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules
+from lbparse.capture import HOT_MODULES, compiled_modules
 from lbparse.capture.nats import NatsParser
 from support.damage import damaged_captures
+from support.reading import read_all
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "captures"
@@ -92,20 +93,12 @@ import json, sys
 # An editable install may map `lbparse` to the checkout (compiled modules
 # and all): drop its finder so that only PYTHONPATH's copy can be found.
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
-from lbparse.capture import CaptureReader, compiled_modules
+from lbparse.capture import compiled_modules
+from support.reading import read_all
 assert not compiled_modules(), compiled_modules()
 for path in sys.argv[1:]:
-    print(json.dumps(READ(path)))
+    print(json.dumps(read_all(path)))
 """
-
-
-def read_all(path: str) -> dict[str, Any]:
-    """Everything a reading gives: records, decodings, notices and stats."""
-    notices: list[list[Any]] = []
-    reader = CaptureReader(path, layout="v0",
-                           on_notice=lambda n: notices.append([n.kind, n.message, n.nbytes]))
-    records = [r.to_json_dict() for r in reader]
-    return {"records": records, "notices": notices, "stats": reader.stats.to_json_dict()}
 
 
 @needs_compiled
@@ -118,12 +111,9 @@ def test_captures_compiled_equal_source(tmp_path: Path) -> None:
     pure = tmp_path / "pure"
     shutil.copytree(ROOT / "lbparse", pure / "lbparse",
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    import inspect
-
-    script = inspect.getsource(read_all).replace("def read_all", "def READ")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pure), str(ROOT / "generated"),
                                                        *sys.path]))
-    out = subprocess.run([sys.executable, "-c", "from typing import Any\n" + script + _READ, *paths],
+    out = subprocess.run([sys.executable, "-c", _READ, *paths],
                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     source = [json.loads(line) for line in out.stdout.splitlines()]
