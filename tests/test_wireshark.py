@@ -186,9 +186,11 @@ def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
         socks.append(sub)
         # --immediate-mode: without it libpcap hands packets over in blocks,
         # and whatever is still in a block when tcpdump stops is lost.
-        dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-n", "-w", str(out),
-                                 f"tcp port {port}"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
+        # -B: a large kernel buffer; the default holds only a few 64 KiB
+        # loopback segments, and a loaded machine dropped the big message's.
+        dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-B", "32768",
+                                 "-n", "-w", str(out), f"tcp port {port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         procs.append(dump)
         wait_listening(dump)
         sub.sendall(b"SUB lbvec.> 1\r\nPING\r\n")
