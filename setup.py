@@ -1,4 +1,4 @@
-"""The capture hot path compiled to C with mypyc, when it can be.
+"""The hot paths compiled to C, when they can be.
 
 lbparse/capture's packet loop, TCP reassembly, NATS framing, pcap reading and
 records are plain, type-annotated Python; mypyc compiles those same files into
@@ -6,21 +6,32 @@ extension modules that run them about 1.3x faster (bench/bench_capture.py).
 Compiling is optional: without a C compiler, or with
 LBPARSE_PURE_PYTHON=1, or if mypyc refuses the code, the package installs
 as pure Python and behaves the same (tests/test_compiled.py holds the two
+equal).
+
+The pipeline's batch CRC-32C (lbparse/pipeline/_crc32c_ranges.c) is a small
+C module built the same optional way; without it lbparse/pipeline/crc.py
+checks CRCs one crc32c call per row (tests/test_crc_ranges.py holds the two
 equal). Everything else about the package is declared in pyproject.toml.
 """
 
 import os
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
+NATIVE = [Extension("lbparse.pipeline._crc32c_ranges", ["lbparse/pipeline/_crc32c_ranges.c"],
+                    extra_compile_args=["-O3"], optional=True)]
 
 
 def ext_modules() -> list:
     if os.environ.get("LBPARSE_PURE_PYTHON"):
         return []
+    return mypyc_modules() + NATIVE
+
+
+def mypyc_modules() -> list:
     try:
         from mypyc.build import mypycify
 

@@ -13,8 +13,8 @@ The work is split so that per-row Python runs only where it must:
 - the header of every row is read at once with numpy from the Arrow
   buffers (magic, version, header length, flags, byte 7, CRC);
 - for `--layout v0` (strict) the well-formed rows take a fast path: the
-  header checks are numpy masks, the CRC is one `crc32c` call per row
-  that has one, and the payloads are decoded by the vectorized protobuf
+  header checks are numpy masks, the CRCs one call per batch
+  (`crc.crc32c_ranges`), and the payloads are decoded by the vectorized protobuf
   reader (`wirescan`), one call per payload type per batch;
 - `--layout auto` takes the same path for the strict v0 rows whose auto
   answer is v0's (nearly all v0 traffic; `_auto_v0` says which), their
@@ -51,6 +51,7 @@ from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, RAW
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
+from lbparse.pipeline.crc import crc32c_ranges
 from lbparse.pipeline.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.pipeline.wirescan import decode_structs, scatter
@@ -240,11 +241,8 @@ class BatchDecoder:
             (hdr["lens"] - hl <= _MAX_PAYLOAD) & self.v0_known[hdr["byte7"]]
         crc_rows = np.flatnonzero(take & crc_flag)
         if crc_rows.size:
-            mv = memoryview(data)
-            s, e, want = starts[crc_rows] + 12, ends[crc_rows], hdr["crc"][crc_rows]
-            got = np.fromiter(map(_crc, map(mv.__getitem__, map(slice, s.tolist(), e.tolist()))),
-                              np.int64, count=len(crc_rows))
-            match = got == want
+            got = crc32c_ranges(data, starts[crc_rows] + 12, ends[crc_rows])
+            match = got == hdr["crc"][crc_rows]
             rows.crc_ok[crc_rows] = match
             if self.options.verify_crc and not match.all():
                 take[crc_rows[~match]] = False  # the per-row path says crc_mismatch
