@@ -8,10 +8,10 @@ LBPARSE_PURE_PYTHON=1, or if mypyc refuses the code, the package installs
 as pure Python and behaves the same (tests/test_compiled.py holds the two
 equal).
 
-The pipeline's batch CRC-32C (lbparse/pipeline/_crc32c_ranges.c) is a small
-C module built the same optional way; without it lbparse/pipeline/crc.py
-checks CRCs one crc32c call per row (tests/test_crc_ranges.py holds the two
-equal). Everything else about the package is declared in pyproject.toml.
+The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
+small C module, lbparse/pipeline/_kernels.c, built the same optional way;
+without it crc.py and wirescan.py run their Python versions
+(tests/test_kernels.py holds the two equal). Everything else about the package is declared in pyproject.toml.
 """
 
 import os
@@ -21,7 +21,7 @@ from setuptools import Extension, setup
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
-NATIVE = [Extension("lbparse.pipeline._crc32c_ranges", ["lbparse/pipeline/_crc32c_ranges.c"],
+NATIVE = [Extension("lbparse.pipeline._kernels", ["lbparse/pipeline/_kernels.c"],
                     extra_compile_args=["-O3"], optional=True)]
 
 

@@ -1,10 +1,10 @@
 """CRC-32C of many byte ranges of one buffer: the batch's envelopes, at once.
 
 `crc32c_ranges(data, starts, ends)` is what the pipeline's fast path checks
-CRCs with. setup.py builds `_crc32c_ranges` (a small C module: one call per
-batch, SSE 4.2's crc32 instruction where the CPU has it) when it can; without
-it, the same function calls crc32c.crc32c once per range, about 0.4 us a row
-more. tests/test_crc_ranges.py holds the two equal.
+CRCs with. setup.py builds `_kernels` (a small C module: one call per batch,
+SSE 4.2's crc32 instruction where the CPU has it) when it can; without it,
+the same function calls crc32c.crc32c once per range, about 0.4 us a row
+more. tests/test_kernels.py holds the two equal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import crc32c as _crc32c
 import numpy as np
 
 try:
-    from lbparse.pipeline import _crc32c_ranges as _native
+    from lbparse.pipeline import _kernels as _native
 except ImportError:  # not built (no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip)
     _native = None
 
@@ -39,7 +39,7 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     bad = (s < 0) | (e < s) | (e > len(data))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"ranges: range {i} is [{s[i]}, {e[i]}), outside the "
+        raise ValueError(f"range {i} is [{s[i]}, {e[i]}), outside the "
                          f"{len(data)} bytes of data")
     mv = memoryview(np.ascontiguousarray(data, np.uint8))
     crc = _crc32c.crc32c

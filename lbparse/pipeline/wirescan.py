@@ -29,6 +29,11 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+try:
+    from lbparse.pipeline import _kernels
+except ImportError:  # not built: the numpy scan below does the same
+    _kernels = None
+
 __all__ = ["decode_structs", "enum_names", "gather", "scatter", "slices"]
 
 F = FieldDescriptor
@@ -135,11 +140,19 @@ def _value_or_length(data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.n
 
 class _Scan:
     """Every field occurrence of k messages, by field number: rows, wire
-    types, values (varint) or starts, and ends, in the order they appear."""
+    types, values (varint) or starts, and ends, each message's in the order
+    they appear; `bad` the messages whose bytes break the rules above.
+
+    This numpy scan is the reference; `_native_scan` (C, when built) gives
+    the same occurrences in one pass, message by message."""
 
     __slots__ = ("by_field", "bad")
 
-    def __init__(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 known: tuple[int, ...] = (), native: bool = True) -> None:
+        if native and _kernels is not None:
+            self.by_field, self.bad = _native_scan(data, starts, ends, known)
+            return
         k = len(starts)
         bad = np.zeros(k, np.bool_)
         rows = np.arange(k, dtype=np.int64)
@@ -194,6 +207,57 @@ class _Scan:
             bad[rows[pos < end]] = True  # more occurrences than MAX_STEPS
         self.by_field = by_field
         self.bad = bad
+
+
+def _native_scan(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, known: tuple[int, ...]
+                 ) -> tuple[dict[int, list[tuple[np.ndarray, ...]]], np.ndarray]:
+    """_Scan's result from the C scan: one part per field number, rows ascending.
+
+    The C scan groups the `known` field numbers itself (two passes: count,
+    then write each occurrence in its group); the rare others are grouped here."""
+    assert _kernels is not None
+    k = len(starts)
+    data = np.ascontiguousarray(data, np.uint8)
+    s = np.ascontiguousarray(starts, np.int64)
+    e = np.ascontiguousarray(ends, np.int64)
+    slot_of = _slot_table(known)
+    counts = np.zeros(len(known) + 1, np.int64)
+    _kernels.scan(data, s, e, MAX_STEPS, slot_of, counts, *(None,) * 7)
+    bounds = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    m = int(bounds[-1])
+    rows, a, b = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    field, wt = np.empty(m, np.int32), np.empty(m, np.int8)
+    bad = np.zeros(k, np.bool_)
+    _kernels.scan(data, s, e, MAX_STEPS, slot_of, None, bounds[:-1].copy(), rows, field, wt, a,
+                  b, bad.view(np.uint8))
+    by_field: dict[int, list[tuple[np.ndarray, ...]]] = {}
+    edges = bounds.tolist()
+    for j, number in enumerate(known):
+        lo, up = edges[j], edges[j + 1]
+        if up > lo:
+            by_field[number] = [(rows[lo:up], wt[lo:up], a[lo:up], b[lo:up])]
+    lo = edges[-2]
+    if m > lo:  # field numbers the caller did not ask for, in message order
+        other = field[lo:]
+        order = np.argsort(other, kind="stable")
+        other = other[order]
+        cuts = [0, *(np.flatnonzero(other[1:] != other[:-1]) + 1).tolist(), len(other)]
+        r, w, x, y = (v[lo:][order] for v in (rows, wt, a, b))
+        for c0, c1 in zip(cuts[:-1], cuts[1:]):
+            by_field[int(other[c0])] = [(r[c0:c1], w[c0:c1], x[c0:c1], y[c0:c1])]
+    return by_field, bad
+
+
+@lru_cache(maxsize=256)
+def _slot_table(known: tuple[int, ...]) -> np.ndarray:
+    """Field number -> its index in `known` (-1: not known), for the C scan."""
+    small = [n for n in known if n < 1 << 16]
+    table = np.full(max(small, default=0) + 1, -1, np.int32)
+    for j, n in enumerate(known):
+        if n < 1 << 16:
+            table[n] = j
+    return table
 
 
 def _distinct(field: np.ndarray, hi: int) -> list[int]:
@@ -417,7 +481,8 @@ def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
     k = len(starts)
     if k == 0:
         return pa.array([], arrow_type), np.ones(0, np.bool_)
-    dec = _Decoder(data, _Scan(data, starts, ends), k, emit_defaults, keep_zero)
+    dec = _Decoder(data, _Scan(data, starts, ends, _numbers(descriptor)), k, emit_defaults,
+                   keep_zero)
     by_name = descriptor.fields_by_name
     fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
     children = [dec.column(by_name[f.name], f.type) for f in fields]
@@ -432,6 +497,11 @@ def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
     bad = dec.bad
     return (pa.StructArray.from_arrays(children, fields=fields,
                                        mask=pa.array(bad) if bad.any() else None), ~bad)
+
+
+@lru_cache(maxsize=None)
+def _numbers(descriptor: Descriptor) -> tuple[int, ...]:
+    return tuple(sorted(fd.number for fd in descriptor.fields))
 
 
 def _mark_unknown(dec: _Decoder, known: set[int]) -> None:
