@@ -446,7 +446,7 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
     arrays = []
     for f in schema:
         if f.name == "source":
-            arrays.append(pa.array([path] * n, pa.string()))
+            arrays.append(pa.repeat(pa.scalar(path, pa.string()), n))
         elif f.name == "position":
             arrays.append(pa.array(np.arange(first, first + n, dtype=np.int64)))
         elif f.name in wanted:

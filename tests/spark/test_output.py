@@ -56,3 +56,33 @@ def test_spark_reads_what_the_tasks_wrote(spark: Any, tmp_path: Path, monkeypatc
     assert got == sorted([("Publish", i, "Publish", None) for i in (0, 1, 0, 1)]
                          + [("odd/na=me", i, "odd/na=me", None) for i in (0, 1)]
                          + [("None", i, None, None) for i in (0, 1)])
+
+
+def test_statistics_are_kept_for_numbers_times_source_and_subject(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+    from lbparse.pipeline.schema import arrow_record_schema
+    import lbparse
+
+    msg = lbparse.message_class("proto.Message")(offset=7, stream="s", subject="a.b", key=b"k")
+    env = lbparse.encode(msg, crc=True)
+    rec = arrow_record_schema()
+    cols = {"payload": pa.array([env] * 3, pa.binary()), "subject": pa.array(["a.b"] * 3),
+            "source": pa.array(["f.parquet"] * 3), "position": pa.array([0, 1, 2], pa.int64())}
+    batch = pa.RecordBatch.from_arrays([cols.get(f.name, pa.nulls(3, f.type)) for f in rec],
+                                       schema=rec)
+    decoded = BatchDecoder(DecodeOptions("v0")).decode(batch)
+    w = PartitionedWriter(pafs.LocalFileSystem(), str(tmp_path), arrow_output_schema(),
+                          PARTITION_COLUMN)
+    for value, n, columns in decoded.partitions(PARTITION_COLUMN):
+        w.write(value, n, columns)
+    (f,) = w.close()
+    group = pq.ParquetFile(tmp_path / f.path).metadata.row_group(0)
+    stats = {group.column(i).path_in_schema: group.column(i).is_stats_set
+             for i in range(group.num_columns)}
+    assert stats["position"] and stats["crc32c"] and stats["proto_Message.offset"]
+    assert stats["source"] and stats["subject"]
+    # Bytes and the strings inside payloads: no min/max (they cost, and serve no skipping).
+    assert not stats["payload"] and not stats["proto_Message.key"]
+    assert not stats["proto_Message.stream"] and not stats["payload_type"]
