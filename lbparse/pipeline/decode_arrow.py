@@ -221,8 +221,7 @@ class BatchDecoder:
         enough: the magic needs 8 bytes, the CRC 12."""
         lens = ends - starts
         last = len(data) - 1
-        at = np.minimum(starts[:, None] + np.arange(12), last)
-        b = data[at].T  # one gather: b[k] is byte k of every row
+        b = [data[np.minimum(starts + k, last)] for k in range(12)]
         magic = (lens >= 8) & (b[0] == _MAGIC[0]) & (b[1] == _MAGIC[1]) & \
             (b[2] == _MAGIC[2]) & (b[3] == _MAGIC[3])
         flags = b[6].astype(np.int32)
