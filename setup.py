@@ -14,6 +14,7 @@ without it crc.py and wirescan.py run their Python versions
 (tests/test_kernels.py holds the two equal). Everything else about the package is declared in pyproject.toml.
 """
 
+import glob
 import os
 import sys
 
@@ -41,10 +42,26 @@ def mypyc_modules() -> list:
     except (Exception, SystemExit) as exc:  # mypyc exits on a type error
         print(f"lbparse: not compiling the capture modules ({exc!r}); pure Python",
               file=sys.stderr)
+        remove_stale_builds()
         return []
     for ext in exts:
         ext.optional = True  # a failed C build leaves the pure Python modules
     return exts
+
+
+def remove_stale_builds() -> None:
+    """Compiled modules an earlier build left beside the sources (an editable
+    install builds in place) would be imported instead of the .py files this
+    build did not compile: remove them."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    stale = glob.glob(os.path.join(here, "*__mypyc.*"))
+    for path in COMPILED:
+        stale += glob.glob(os.path.join(here, path[:-3] + ".*.so"))
+        stale += glob.glob(os.path.join(here, path[:-3] + ".*.pyd"))
+    for f in stale:
+        print(f"lbparse: removing {os.path.relpath(f, here)}, left by an earlier build",
+              file=sys.stderr)
+        os.remove(f)
 
 
 setup(ext_modules=ext_modules())
