@@ -24,6 +24,7 @@ still arriving holds only what came so far.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 Frame = tuple  # (verb, subject, reply, sid, header_block, payload)
 
@@ -31,8 +32,8 @@ MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
 # INFO with many cluster URLs runs to a few KiB; anything past this without
 # a CRLF is not a control line.
-MAX_LINE = 1 << 16
-CRLF = b"\r\n"
+MAX_LINE: Final = 1 << 16
+CRLF: Final = b"\r\n"
 # lbparse.limits' default max_frame (not imported: limits imports decoders).
 MAX_FRAME = 64 << 20
 
@@ -48,8 +49,9 @@ _LINE_NEXT = re.compile(rb"(?<=\n)" + _ALT, re.I)
 # Subjects, reply subjects and sids repeat: decode each once. Bounded in
 # count and in the length of what it keeps, so that endless distinct inboxes
 # (or 64 KiB subjects) cannot grow it without limit.
-_names: dict[bytes, str] = {}
-_NAME_MAX = 256
+# (Final: the compiled build keeps these in C statics, not module globals.)
+_names: Final[dict[bytes, str]] = {}
+_NAME_MAX: Final = 256
 
 
 def _name(b: bytes) -> str:
@@ -171,7 +173,6 @@ class NatsParser:
     def _parse(self, b: bytes, p: int, frames: list[Frame]) -> None:
         n = len(b)
         names = _names
-        append = frames.append
         max_frame = self._max_frame
         while p < n:
             if self._resync:
@@ -181,7 +182,7 @@ class NatsParser:
             e = b.find(CRLF, p)
             if e < 0:
                 if n - p > MAX_LINE:
-                    append(("!", None, None, None, None,
+                    frames.append(("!", None, None, None, None,
                             f"{n - p} bytes without CRLF where a control line was "
                             f"expected: {b[p:p + 40]!r}"))
                     self._resync, self._here = True, False
@@ -228,11 +229,11 @@ class NatsParser:
                     continue
                 k = _VERBS.get(v) or _VERBS.get(v.upper())
                 if type(k) is str:
-                    append((k, None, None, None, None, b[p + len(v):e].strip()))
+                    frames.append((k, None, None, None, None, b[p + len(v):e].strip()))
                     p = e + 2
                     continue
                 if k is None:
-                    append(("!", None, None, None, None,
+                    frames.append(("!", None, None, None, None,
                             f"not a NATS control line: {b[p:e][:80]!r}"))
                     self._resync = self._here = True  # e + 2 starts a line
                     p = e + 2
@@ -240,12 +241,12 @@ class NatsParser:
                 total = -1  # a message verb with the wrong number of fields
             if not 0 <= hsize <= total <= max_frame:  # one test for the common case
                 if total < 0 or hsize < 0 or hsize > total:
-                    append(("!", None, None, None, None,
+                    frames.append(("!", None, None, None, None,
                             f"malformed control line {b[p:e][:80]!r}"))
                 else:
                     # Not buffered: memory must not follow a size field. If the
                     # size is a lie, the next control line is right after this one.
-                    append(("!", "max_frame", None, None, None,
+                    frames.append(("!", "max_frame", None, None, None,
                             f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
                             f"limit of {max_frame} (max_frame); resuming at the next control line"))
                 self._resync = self._here = True
@@ -263,16 +264,17 @@ class NatsParser:
                 self._have = n - start
                 return
             if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
-                append(("!", None, None, None, None,
+                frames.append(("!", None, None, None, None,
                         f"{verb} payload of {total} bytes not followed by CRLF "
                         f"(found {b[end:end + 2]!r}); message dropped"))
                 self._resync = self._here = True  # the payload started a line
                 p = start
                 continue
-            if verb[0] == "H":
-                append((verb, subject, reply_s, sid_s, b[start:start + hsize], b[start + hsize:end]))
+            if v[0] == 72:  # b"H": HPUB or HMSG (a bytes index costs less than a str one)
+                frames.append((verb, subject, reply_s, sid_s, b[start:start + hsize],
+                               b[start + hsize:end]))
             else:
-                append((verb, subject, reply_s, sid_s, None, b[start:end]))
+                frames.append((verb, subject, reply_s, sid_s, None, b[start:end]))
             p = end + 2
 
     def _find_line(self, b: bytes, p: int) -> int:

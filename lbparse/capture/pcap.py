@@ -17,7 +17,7 @@ costs the packets it overwrote, not the rest of the file.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
@@ -112,7 +112,7 @@ class PcapSource:
                     return
             if bad_at < 0:
                 while pos + 16 <= n:
-                    sec, frac, incl, orig = unpack_from(buf, pos)
+                    sec, frac, incl, orig = cast(tuple[int, int, int, int], unpack_from(buf, pos))
                     end = pos + 16 + incl
                     if end > n or incl > maxrec:
                         break

@@ -19,13 +19,13 @@ import functools
 import os
 import struct
 from collections import Counter
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import PcapSource
+from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
 from lbparse.capture.records import (Record, read_jsonl,
                                      read_parquet)
@@ -163,8 +163,13 @@ def _endpoint(addr: bytes, port: int) -> str:
 # call: ethertype, version/IHL, total length, flags/fragment offset,
 # protocol, then addresses and ports (the flow key), seq, ack, offset/flags.
 _FAST = struct.Struct("!12xHBxHxxHxB2x12sIIH").unpack_from
+_Fast = tuple[int, int, int, int, int, bytes, int, int, int]
 _TCP = struct.Struct("!4xIIH").unpack_from
-_ACK, _RST, _SYN, _FIN = 0x10, 0x04, 0x02, 0x01
+# Final: the compiled build (setup.py) inlines them instead of looking up a global.
+_ACK: Final = 0x10
+_RST: Final = 0x04
+_SYN: Final = 0x02
+_FIN: Final = 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
@@ -332,7 +337,7 @@ class CaptureReader:
         # One loop from packets to records: this is where the time goes, so
         # the common case (Ethernet, IPv4, the next segment in order) takes
         # the fewest steps and everything else calls out.
-        stats, accept = self.stats, self._accept
+        stats = self.stats
         flow_limits = self.limits or DEFAULT
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
@@ -340,13 +345,28 @@ class CaptureReader:
         unsupported: set[int] = set()
         fast = _FAST
         npk = 0  # counted here, added to stats when the loop ends
-        ts = None
+        # Typed, so that the compiled build unpacks tuples by index and does
+        # its arithmetic on machine integers, not through generic calls.
+        packets: Iterator[Packet] = iter(src)
+        ts = 0.0
+        buf: bytes
+        key: bytes
+        et: int
+        vihl: int
+        tot: int
+        frag: int
+        proto: int
+        seq: int
+        ack: int
+        offflags: int
+        data: int
+        ip_end: int
         try:
-            for ts, lt, buf, off, caplen, wirelen in src:
+            for ts, lt, buf, off, caplen, wirelen in packets:
                 npk += 1
                 parts = None
                 if lt == 1 and caplen >= 54:
-                    et, vihl, tot, frag, proto, key, seq, ack, offflags = fast(buf, off)
+                    et, vihl, tot, frag, proto, key, seq, ack, offflags = cast(_Fast, fast(buf, off))
                     if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
                         data = off + 34 + (offflags >> 12) * 4
                         ip_end = off + 14 + tot if tot else -1
@@ -415,7 +435,7 @@ class CaptureReader:
                 if not frames:
                     continue
                 for fr in frames:
-                    rec = accept(ts, d, fr, matched)
+                    rec = self._accept(ts, d, fr, matched)
                     if rec is not None:
                         yield rec
             for d in list(flows.values()):

@@ -17,12 +17,13 @@ so), or at the end of the stream.
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from typing import Final
 
 from lbparse.capture.nats import MAX_FRAME, Frame, NatsParser
 from lbparse.capture.notices import Notice
 
-MASK = 0xFFFFFFFF
-HALF = 1 << 31
+MASK: Final = 0xFFFFFFFF
+HALF: Final = 1 << 31
 MAX_PENDING_BYTES = 1 << 24
 MAX_PENDING_SEGMENTS = 4096
 
