@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from lbparse.capture.nats import NatsParser
@@ -133,3 +134,21 @@ def test_endless_line_is_bounded() -> None:
     frames = p.feed(b"x" * 70000)
     assert frames and frames[0][0] == "!"
     assert p.feed(b"\r\nPING\r\n")[-1][0] == "PING"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.integers(0, 10**25).map(lambda n: str(n).encode()),
+                 st.binary(max_size=22),
+                 st.text("0123456789+-_ x", max_size=22).map(str.encode)))
+def test_size_fields_read_as_int_reads_them(b: bytes) -> None:
+    from lbparse.capture.nats import _size
+
+    try:
+        want: int | type = int(b)
+    except ValueError:
+        want = ValueError
+    if want is ValueError:
+        with pytest.raises(ValueError):
+            _size(b)
+    else:
+        assert _size(b) == want

@@ -63,6 +63,20 @@ def _name(b: bytes) -> str:
     return s
 
 
+def _size(b: bytes) -> int:
+    """int(b), for a size field: plain digits are read here (a call of int()
+    costs the compiled parser more than the rest of a short line); anything
+    else (signs, underscores, garbage) goes to int() and its ValueError."""
+    if 0 < len(b) <= 18:
+        v = 0
+        for c in b:
+            if c < 48 or c > 57:
+                return int(b)
+            v = v * 10 + (c - 48)
+        return v
+    return int(b)
+
+
 class NatsParser:
     """Frames of one direction of a NATS connection, fed in arbitrary pieces."""
 
@@ -200,18 +214,18 @@ class NatsParser:
                 hsize = 0
                 try:
                     if v == b"MSG" and (np == 4 or np == 5):
-                        verb, total, sid = "MSG", int(parts[np - 1]), parts[2]
+                        verb, total, sid = "MSG", _size(parts[np - 1]), parts[2]
                         reply = parts[3] if np == 5 else None
                     elif v == b"PUB" and (np == 3 or np == 4):
-                        verb, total, sid = "PUB", int(parts[np - 1]), None
+                        verb, total, sid = "PUB", _size(parts[np - 1]), None
                         reply = parts[2] if np == 4 else None
                     elif v == b"HMSG" and (np == 5 or np == 6):
                         verb, sid = "HMSG", parts[2]
-                        hsize, total = int(parts[np - 2]), int(parts[np - 1])
+                        hsize, total = _size(parts[np - 2]), _size(parts[np - 1])
                         reply = parts[3] if np == 6 else None
                     elif v == b"HPUB" and (np == 4 or np == 5):
                         verb, sid = "HPUB", None
-                        hsize, total = int(parts[np - 2]), int(parts[np - 1])
+                        hsize, total = _size(parts[np - 2]), _size(parts[np - 1])
                         reply = parts[2] if np == 5 else None
                     else:
                         verb = None
