@@ -18,6 +18,11 @@ bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decod
 numbers are skipped, as protobuf does (`clean=True` leaves such messages
 out too). Values follow the same rules as `columns.py` (Spark's
 `from_protobuf`), and a test holds the two equal.
+
+The scan of the field occurrences runs in C (`_kernels.scan`, one pass
+per batch grouped by field number) when setup.py built it; the numpy scan
+`_Scan` is the fallback and the reference it is tested against
+(tests/test_kernels.py).
 """
 
 from __future__ import annotations
