@@ -132,6 +132,21 @@ def test_fast_path_and_per_row_path_agree() -> None:
     assert same > 100
 
 
+@pytest.mark.parametrize("layout", ["v0", "auto"])
+def test_the_c_kernels_and_their_python_fallbacks_decode_alike(layout: str, monkeypatch: Any
+                                                               ) -> None:
+    """The batch CRC and the protobuf scan in C (setup.py builds them when it
+    can) or in Python (a pure install, a --py-files zip): the same rows."""
+    from lbparse.pipeline import crc, wirescan
+
+    payloads = PAYLOADS + _damaged(seed=11)
+    built = BatchDecoder(DecodeOptions(layout=layout))(_batch(payloads)).to_pylist()
+    monkeypatch.setattr(wirescan, "_kernels", None)
+    monkeypatch.setattr(crc, "_native", None)
+    pure = BatchDecoder(DecodeOptions(layout=layout))(_batch(payloads)).to_pylist()
+    assert [_norm(r) for r in pure] == [_norm(r) for r in built]
+
+
 def _v0(byte7: int, payload: bytes, crc: bool) -> bytes:
     """A strict v0 envelope around any payload bytes."""
     if crc:
