@@ -137,6 +137,37 @@ class Record:
                 f"{len(self.payload)} bytes>")
 
 
+# The columns of `record_columns`, in its order.
+COLUMNS = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
+           "payload")
+
+
+def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
+    """The fields of many records as columns (one list per name of COLUMNS),
+    in one pass: what the pipeline turns into Arrow arrays. Compiled with
+    the rest of this module, it costs a fraction of a getattr per field."""
+    cols: list[list[Any]] = [[] for _ in COLUMNS]
+    ts, src, dst, direction, verb, subject, reply, sid, block, payload = cols
+    ends: Any = None
+    s = d = ""
+    for r in recs:
+        if r._ends is not ends:  # a connection's records share one
+            ends = r._ends
+            s, d = ends.src, ends.dst
+        f = r._frame
+        ts.append(r.ts)
+        src.append(s)
+        dst.append(d)
+        direction.append(DIRECTION_OF_VERB[f[0]])
+        verb.append(f[0])
+        subject.append(f[1])
+        reply.append(f[2])
+        sid.append(f[3])
+        block.append(f[4])
+        payload.append(f[5])
+    return dict(zip(COLUMNS, cols))
+
+
 def parse_headers(block: bytes) -> list[list[str]]:
     """`NATS/1.0[ status]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value] pairs."""
     out: list[list[str]] = []

@@ -33,14 +33,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from operator import attrgetter
 from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
-from lbparse.capture.records import DIRECTION_OF_VERB
+from lbparse.capture.records import record_columns
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
 
@@ -264,29 +263,8 @@ def _headers(blocks: list[bytes | None]) -> list[Any]:
 
 
 def _columns(recs: list[Any]) -> dict[str, list[Any]]:
-    try:
-        # A Record holds the NATS parser's frame tuple (verb, subject, reply,
-        # sid, header_block, payload; lbparse.capture.nats) and its endpoints;
-        # its properties are views of those, and reading the tuple directly
-        # is several times faster than a property per field.
-        frames = list(map(attrgetter("_frame"), recs))
-        ends = list(map(attrgetter("_ends"), recs))
-    except AttributeError:
-        col = {name: list(map(attrgetter(name), recs)) for name in _FIELDS}
-        blocks = list(map(attrgetter("header_block"), recs))
-    else:
-        col = {}
-        if frames:
-            verb, col["subject"], col["reply"], col["sid"], blocks, col["payload"] = \
-                (list(c) for c in zip(*frames))
-        else:
-            verb = blocks = col["subject"] = col["reply"] = col["sid"] = col["payload"] = []
-        col["verb"] = verb
-        col["direction"] = list(map(DIRECTION_OF_VERB.__getitem__, verb))
-        col["src"] = list(map(attrgetter("src"), ends))
-        col["dst"] = list(map(attrgetter("dst"), ends))
-        col["ts"] = list(map(attrgetter("ts"), recs))
-    col["headers"] = _headers(blocks)
+    col = record_columns(recs)
+    col["headers"] = _headers(col.pop("header_block"))
     col["error_kind"] = col["error_message"] = [None] * len(recs)
     return col
 
