@@ -283,3 +283,17 @@ def test_non_tcp_packets_are_skipped(tmp_path: Path) -> None:
     reader = CaptureReader(path)
     _expect_all(list(reader))
     assert reader.stats.skipped_packets == 2
+
+
+def test_record_columns_are_the_records_fields() -> None:
+    """What the pipeline builds its Arrow columns from: each record's own fields."""
+    from lbparse.capture.records import COLUMNS, Record, record_columns
+
+    shared = Path(__file__).resolve().parents[2] / "shared" / "captures"
+    recs = [r for p in sorted(shared.glob("*.pcap*")) for r in CaptureReader(p, decode=False)]
+    recs.append(Record.make(1.5, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x"))
+    cols = record_columns(recs)
+    assert list(cols) == list(COLUMNS) and len(recs) > 100
+    for name in COLUMNS:
+        assert cols[name] == [getattr(r, name) for r in recs], name
+    assert record_columns([]) == {name: [] for name in COLUMNS}
