@@ -2,7 +2,7 @@
 
 lbparse/capture's packet loop, TCP reassembly, NATS framing, pcap reading and
 records are plain, type-annotated Python; mypyc compiles those same files into
-extension modules that run them about 1.3x faster (bench/bench_capture.py).
+extension modules that run them about 2.5x faster (bench/bench_capture.py).
 Compiling is optional: without a C compiler, or with
 LBPARSE_PURE_PYTHON=1, or if mypyc refuses the code, the package installs
 as pure Python and behaves the same (tests/test_compiled.py holds the two
@@ -11,7 +11,8 @@ equal).
 The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
 small C module, lbparse/pipeline/_kernels.c, built the same optional way;
 without it crc.py and wirescan.py run their Python versions
-(tests/test_kernels.py holds the two equal). Everything else about the package is declared in pyproject.toml.
+(tests/test_kernels.py holds the two equal). Everything else about the package
+is declared in pyproject.toml.
 """
 
 import glob

@@ -366,7 +366,8 @@ class CaptureReader:
                 npk += 1
                 parts = None
                 if lt == 1 and caplen >= 54:
-                    et, vihl, tot, frag, proto, key, seq, ack, offflags = cast(_Fast, fast(buf, off))
+                    et, vihl, tot, frag, proto, key, seq, ack, offflags = \
+                        cast(_Fast, fast(buf, off))
                     if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
                         data = off + 34 + (offflags >> 12) * 4
                         ip_end = off + 14 + tot if tot else -1
