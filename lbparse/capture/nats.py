@@ -63,6 +63,12 @@ def _name(b: bytes) -> str:
     return s
 
 
+def _problem_frame(text: str, limit: str | None = None) -> Frame:
+    """A "!" frame: bytes that are not the protocol, `text` saying why, and
+    the resource limit that refused them, if one did."""
+    return ("!", limit, None, None, None, text)
+
+
 def _size(b: bytes) -> int:
     """int(b), for a size field: plain digits are read here (a call of int()
     costs the compiled parser more than the rest of a short line); anything
@@ -117,9 +123,9 @@ class NatsParser:
             self._wait = None
             need = self._need
             if b[need - 2:need] != CRLF:
-                frames.append(("!", None, None, None, None,
-                               f"{verb} payload of {need - 2} bytes not followed by CRLF "
-                               f"(found {b[need - 2:need]!r}); message dropped"))
+                frames.append(_problem_frame(
+                    f"{verb} payload of {need - 2} bytes not followed by CRLF "
+                    f"(found {b[need - 2:need]!r}); message dropped"))
                 # The payload started a line: a verb right there counts (the
                 # CRLF before it is in an earlier piece, out of the regex's sight).
                 self._resync = self._here = True
@@ -196,9 +202,9 @@ class NatsParser:
             e = b.find(CRLF, p)
             if e < 0:
                 if n - p > MAX_LINE:
-                    frames.append(("!", None, None, None, None,
-                            f"{n - p} bytes without CRLF where a control line was "
-                            f"expected: {b[p:p + 40]!r}"))
+                    frames.append(_problem_frame(
+                        f"{n - p} bytes without CRLF where a control line was "
+                        f"expected: {b[p:p + 40]!r}"))
                     self._resync, self._here = True, False
                     p += 1
                     continue
@@ -247,22 +253,21 @@ class NatsParser:
                     p = e + 2
                     continue
                 if k is None:
-                    frames.append(("!", None, None, None, None,
-                            f"not a NATS control line: {b[p:e][:80]!r}"))
+                    frames.append(_problem_frame(f"not a NATS control line: {b[p:e][:80]!r}"))
                     self._resync = self._here = True  # e + 2 starts a line
                     p = e + 2
                     continue
                 total = -1  # a message verb with the wrong number of fields
             if not 0 <= hsize <= total <= max_frame:  # one test for the common case
                 if total < 0 or hsize < 0 or hsize > total:
-                    frames.append(("!", None, None, None, None,
-                            f"malformed control line {b[p:e][:80]!r}"))
+                    frames.append(_problem_frame(f"malformed control line {b[p:e][:80]!r}"))
                 else:
                     # Not buffered: memory must not follow a size field. If the
                     # size is a lie, the next control line is right after this one.
-                    frames.append(("!", "max_frame", None, None, None,
-                            f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
-                            f"limit of {max_frame} (max_frame); resuming at the next control line"))
+                    frames.append(_problem_frame(
+                        f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
+                        f"limit of {max_frame} (max_frame); resuming at the next control line",
+                        limit="max_frame"))
                 self._resync = self._here = True
                 p = e + 2
                 continue
@@ -278,9 +283,9 @@ class NatsParser:
                 self._have = n - start
                 return
             if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
-                frames.append(("!", None, None, None, None,
-                        f"{verb} payload of {total} bytes not followed by CRLF "
-                        f"(found {b[end:end + 2]!r}); message dropped"))
+                frames.append(_problem_frame(
+                    f"{verb} payload of {total} bytes not followed by CRLF "
+                    f"(found {b[end:end + 2]!r}); message dropped"))
                 self._resync = self._here = True  # the payload started a line
                 p = start
                 continue

@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
-from lbparse.capture.records import record_columns
+from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
 
@@ -254,9 +254,6 @@ class _Rows:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-_FIELDS = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "payload")
-
-
 def _headers(blocks: list[bytes | None]) -> list[Any]:
     return [None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)]
             for b in blocks]
@@ -270,8 +267,7 @@ def _columns(recs: list[Any]) -> dict[str, list[Any]]:
 
 
 def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
-    col: dict[str, list[Any]] = {name: [] for name in (*_FIELDS, "header_block", "error_kind",
-                                                        "error_message")}
+    col: dict[str, list[Any]] = {name: [] for name in (*COLUMNS, "error_kind", "error_message")}
     for it in items:
         if isinstance(it, _Problem):
             for name, v in (("ts", it.ts), ("src", it.src), ("dst", it.dst),
@@ -281,7 +277,7 @@ def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
                          "header_block"):
                 col[name].append(None)
         else:
-            for name in (*_FIELDS, "header_block"):
+            for name in COLUMNS:
                 col[name].append(getattr(it, name))
             col["error_kind"].append(None)
             col["error_message"].append(None)
