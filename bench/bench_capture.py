@@ -165,7 +165,7 @@ def main() -> int:
     print(f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
           f"{s['ratio']:.2f}x dpkt's time (target <= 3)")
     print(f"large: {big['ratio']:.2f}x dpkt's time")
-    shared = Path("/work/shared/captures/nats_1000.pcap")
+    shared = Path(os.environ.get("LBPARSE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "captures" / "nats_1000.pcap"
     if shared.exists():
         t, n = median_time(lambda: run_ours(str(shared), False))
         td, _ = median_time(lambda: run_dpkt(str(shared)))

@@ -11,8 +11,9 @@ import pytest
 from lbparse.capture import CaptureReader, record_writer
 from lbparse.cli import main
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
+from support.shared import CAPTURES
 
-SHARED = Path("/work/shared/captures")
+SHARED = CAPTURES
 ORACLE = SHARED / "nats_1000.oracle.json"
 VECTORS = [json.loads(line) for line in
            (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]

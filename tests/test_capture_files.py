@@ -12,6 +12,7 @@ import pytest
 from lbparse.capture import CaptureError, CaptureReader, Notice
 from support.capwriter import (ETHERNET, LINUX_SLL, LINUX_SLL2, LOOP, NULL, RAW, Conn, link,
                                msg, pub, write_pcap, write_pcapng)
+from support.shared import CAPTURES
 
 VECTORS = [json.loads(line) for line in
            (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
@@ -289,7 +290,7 @@ def test_record_columns_are_the_records_fields() -> None:
     """What the pipeline builds its Arrow columns from: each record's own fields."""
     from lbparse.capture.records import COLUMNS, Record, record_columns
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "captures"
+    shared = CAPTURES
     recs = [r for p in sorted(shared.glob("*.pcap*")) for r in CaptureReader(p, decode=False)]
     recs.append(Record.make(1.5, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x"))
     cols = record_columns(recs)

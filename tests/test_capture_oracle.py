@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from lbparse.capture import CaptureReader, Record
+from support.shared import CAPTURES
 
-SHARED = Path("/work/shared/captures")
+SHARED = CAPTURES
 CASES = [(name, ext) for name in ("nats_1000", "nats_verbose20") for ext in ("pcap", "pcapng")]
 
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="shared captures not present")

@@ -30,9 +30,10 @@ from lbparse.capture import HOT_MODULES, compiled_modules
 from lbparse.capture.nats import NatsParser
 from support.damage import damaged_captures
 from support.reading import read_all
+from support.shared import CAPTURES
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "captures"
+SHARED = CAPTURES
 COMPILED = compiled_modules()
 
 needs_compiled = pytest.mark.skipif(

@@ -26,9 +26,9 @@ from lbparse.errors import EnvelopeError
 from lbparse.wireshark import DEFAULT_PORT, lua_source, write_dissector
 from lbparse_generated.dispatch import LAYOUTS
 from support.net import free_port, wait_file_settles
+from support.shared import CAPTURES
 
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = ROOT.parent / "shared" / "captures"
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 SHARED_PORT = 14222  # the port the shared captures were recorded on
 ENVELOPED = [n for n, raw in LAYOUTS.items() if raw.get("byte7") in ("msg_type", "reserved")]
