@@ -23,8 +23,8 @@ from lbparse.header import (
     resolve_msg_type,
 )
 from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size
-from lbparse.payloads import (RAW, FlatBuffersCodec, ProtoCodec, codec_for, infer_payload_type,
-                              payload_type_of, protobuf_error)
+from lbparse.payloads import (REPLICATION_RESPONSE, FlatBuffersCodec, ProtoCodec, codec_for,
+                              infer_payload_type, payload_type_of, protobuf_error)
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "encode_enveloped"]
@@ -81,7 +81,7 @@ class Envelope(tuple):
         if self.message is not None:
             codec = codec_for(LAYOUTS[self.layout].codec_key(self.payload_type))
             d["payload_json"] = codec.to_json(self.message)
-        if self.payload_type == RAW and self.message is not None:
+        if self.payload_type == REPLICATION_RESPONSE and self.message is not None:
             d["commitlog_messages"] = [e.to_json_dict() for e in self.message.entries]
         for key in ("ambiguous", "layout_candidates", "payload_type_candidates", "reasons"):
             if getattr(self, key):

@@ -13,7 +13,15 @@ from typing import Mapping
 
 from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, TOP_SEQ, LAYOUTS as _RAW_LAYOUTS
 
-__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+__all__ = ["BYTES", "FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType",
+           "REPLICATION_RESPONSE", "layout_named"]
+
+# The two payload types that are not protobuf messages (spec/envelope.ksy).
+# "raw" is the wire name the reference vectors and JSON output use for the
+# ReplicationResponse payload (leader epoch, high watermark, commit-log
+# entries: spec/commitlog.ksy); "bytes" is opaque bytes.
+REPLICATION_RESPONSE = "raw"
+BYTES = "bytes"
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ class Layout:
 
     def codec_key(self, payload_type: str) -> str:
         """Key of the payload codec: the type name, qualified by a non-protobuf format."""
-        if self.payload_format == "protobuf" or payload_type in ("raw", "bytes"):
+        if self.payload_format == "protobuf" or payload_type in (REPLICATION_RESPONSE, BYTES):
             return payload_type
         return f"{self.payload_format}:{payload_type}"
 

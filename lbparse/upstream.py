@@ -23,7 +23,7 @@ from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.header import MAGIC
 from lbparse.headerless import COOKIE
-from lbparse.payloads import RAW, codec_for, message_class
+from lbparse.payloads import REPLICATION_RESPONSE, codec_for, message_class
 from lbparse.wirefit import gogo_problem, scan
 
 __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
@@ -80,7 +80,7 @@ class UpstreamVerdict:
 
 def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
     """Why a Go decoder of `style` rejects the payload, or None."""
-    if ptype == RAW:
+    if ptype == REPLICATION_RESPONSE:
         return "not enough data" if len(payload) < RR_MIN else None
     if scan(payload) is None:
         return "proto: cannot parse invalid wire-format data"

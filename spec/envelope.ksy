@@ -24,8 +24,9 @@ doc: |
   (protobuf unless it says flatbuffers), `-recency` ranks the layouts from
   the newest (1), which auto-detection prefers when bytes fit several,
   and `-bare-payloads` lists payload types that travel without the cookie.
-  Payload type `raw` is a ReplicationResponse (see commitlog.ksy) and
-  `bytes` opaque bytes.
+  Payload type `raw` is a ReplicationResponse (see commitlog.ksy; lbparse's
+  code calls it REPLICATION_RESPONSE, `raw` stays its name in JSON and in
+  the reference vectors) and `bytes` opaque bytes.
 
   The checks declared with `valid` make this a strict parser: it accepts
   exactly what lbparse accepts by default. What it cannot express (the

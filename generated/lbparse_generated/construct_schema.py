@@ -41,10 +41,12 @@ liftbridge_envelope__header = Struct(
 # (protobuf unless it says flatbuffers), `-recency` ranks the layouts from the
 # newest (1), which auto-detection prefers when bytes fit several, and
 # `-bare-payloads` lists payload types that travel without the cookie. Payload
-# type `raw` is a ReplicationResponse (see commitlog.ksy) and `bytes` opaque
-# bytes. The checks declared with `valid` make this a strict parser: it accepts
-# exactly what lbparse accepts by default. What it cannot express (the CRC-32C
-# value over the payload) is left to the code that uses it.
+# type `raw` is a ReplicationResponse (see commitlog.ksy; lbparse's code calls
+# it REPLICATION_RESPONSE, `raw` stays its name in JSON and in the reference
+# vectors) and `bytes` opaque bytes. The checks declared with `valid` make this
+# a strict parser: it accepts exactly what lbparse accepts by default. What it
+# cannot express (the CRC-32C value over the payload) is left to the code that
+# uses it.
 liftbridge_envelope = Struct(
     "has_header" / Computed(lambda this: this._params.layout != 4 and this._params.layout != 5),
     "cookie" / If(lambda this: this._params.layout == 4, Const(b'LIFT')),

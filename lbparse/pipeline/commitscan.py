@@ -3,7 +3,7 @@
 `decode_replication(arrow_type, data, starts, ends)` reads the payloads
 `data[starts[i]:ends[i]]` (spec/commitlog.ksy: leader epoch, high
 watermark, then entries back to back) into the struct column of
-`schema.REPLICATION_RESPONSE`, one entry of every payload per step, with
+`schema.REPLICATION_RESPONSE_STRUCT`, one entry of every payload per step, with
 numpy. A payload is left to `lbparse.commitlog` (the caller's fallback,
 which also words the errors) when anything is unusual: a length that runs
 past its entry, a body shorter than its fields, bytes left after the last

@@ -48,7 +48,7 @@ from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT
-from lbparse.payloads import CODECS, RAW
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.crc import crc32c_ranges
@@ -273,7 +273,7 @@ class BatchDecoder:
             sel = codes == code
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
-            if ptype == RAW:
+            if ptype == REPLICATION_RESPONSE:
                 arr, ok = decode_replication(typ, data, pstart[sel], pend[sel])
             else:
                 arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, pstart[sel],
@@ -409,7 +409,7 @@ class BatchDecoder:
             got_rows: list[np.ndarray] = [pre[0]] if pre else []
             parts: list[pa.Array] = [pre[1]] if pre else []
             if mine.size:
-                if ptype == RAW:
+                if ptype == REPLICATION_RESPONSE:
                     arr, ok = decode_replication(typ, data, rows.pstart[mine], rows.pend[mine])
                 else:
                     arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
@@ -421,7 +421,7 @@ class BatchDecoder:
                     got_rows.append(mine[ok])
                     parts.append(arr.filter(pa.array(ok)))
                     # Left to lbparse.commitlog or upb: decoded, or the error named.
-                    if ptype == RAW:
+                    if ptype == REPLICATION_RESPONSE:
                         self._raw_messages(rows, mine[~ok], data)
                     else:
                         for i in mine[~ok].tolist():
@@ -448,7 +448,7 @@ class BatchDecoder:
 
     def _raw_messages(self, rows: _Rows, mine: np.ndarray, data: np.ndarray) -> None:
         """ReplicationResponse payloads the vectorized reader left: lbparse.commitlog's parser."""
-        parse = CODECS[RAW].decode
+        parse = CODECS[REPLICATION_RESPONSE].decode
         for i in mine.tolist():
             try:
                 rows.messages[i] = parse(data[rows.pstart[i]:rows.pend[i]].tobytes())

@@ -31,7 +31,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import CODECS, RAW
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -115,7 +115,7 @@ COMMITLOG_ENTRY = StructType([
         StructField("key", StringType()), StructField("value", BinaryType())]),
         containsNull=False)),
 ])
-REPLICATION_RESPONSE = StructType([
+REPLICATION_RESPONSE_STRUCT = StructType([
     StructField("leader_epoch", LongType()), StructField("high_watermark", LongType()),
     StructField("entries", ArrayType(COMMITLOG_ENTRY, containsNull=False)),
 ])
@@ -123,7 +123,8 @@ REPLICATION_RESPONSE = StructType([
 
 def column_for(payload_type: str) -> str:
     """The struct column of a payload type: `proto.Message` -> `proto_Message`."""
-    return "commitlog_ReplicationResponse" if payload_type == RAW else payload_type.replace(".", "_")
+    return ("commitlog_ReplicationResponse" if payload_type == REPLICATION_RESPONSE
+            else payload_type.replace(".", "_"))
 
 
 def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
@@ -147,12 +148,12 @@ def typed_payloads() -> dict[str, type | None]:
     for layout in LAYOUTS.values():
         order += [p for p in layout.payload_types if p not in order]
     order += sorted(p for p in classes if p not in order)
-    return {p: classes.get(p) for p in order if p in classes or p == RAW}
+    return {p: classes.get(p) for p in order if p in classes or p == REPLICATION_RESPONSE}
 
 
 def payload_struct(payload_type: str) -> StructType:
-    if payload_type == RAW:
-        return REPLICATION_RESPONSE
+    if payload_type == REPLICATION_RESPONSE:
+        return REPLICATION_RESPONSE_STRUCT
     cls = typed_payloads().get(payload_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no struct column")
