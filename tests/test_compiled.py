@@ -143,7 +143,9 @@ def test_dist_zip_carries_source_not_compiled_modules(tmp_path: Path) -> None:
     """A zip on --py-files cannot load extension modules; the .py beside them runs."""
     import zipfile
 
-    from lbparse.pipeline.dist import build
+    from support.tools import load_tool
+
+    build = load_tool("dist").build
 
     zpath = next(p for p in build(tmp_path) if p.suffix == ".zip")
     names = zipfile.ZipFile(zpath).namelist()
