@@ -22,6 +22,7 @@ from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.formats import HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, sniff_head
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
@@ -237,11 +238,11 @@ def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
 
 
 def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) -> Any:
-    magic = f.read(4)
+    fmt = sniff_head(f.read(HEAD_BYTES))
     f.seek(0)
-    if magic == b"\x0a\x0d\x0d\x0a":
+    if fmt == PCAPNG:
         return PcapngSource(f, name, on_notice)
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+    if fmt == PCAP:
         src = PcapSource(f, name, on_notice)
         if src.linktype not in SUPPORTED:
             raise CaptureError("unsupported_linktype", f"{name}: link type {src.linktype} is not "
@@ -303,11 +304,12 @@ class CaptureReader:
         return self._records()
 
     def _our_format(self, f: BinaryIO) -> Iterator[Record]:
-        head = f.read(4)
+        head = f.read(HEAD_BYTES)
         f.seek(0)
-        if head == b"PAR1":
+        fmt = sniff_head(head)
+        if fmt == PARQUET:
             recs = read_parquet(self.path)
-        elif head[:1] in (b"{", b"\n", b" ") or not head:
+        elif fmt == JSONL:
             recs = read_jsonl(f, self.path)
         else:
             raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
