@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from lbparse import resources
+
 __all__ = [
     "ALIASES",
     "KAITAI_TARGETS",
@@ -38,9 +40,9 @@ __all__ = [
     "resolve_languages",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "spec"
-TOOLS = ROOT / "tools"
+# Package data of an installed lbparse, or spec/ and tools/ of a checkout.
+SPEC = resources.spec_dir()
+TOOLS = resources.tools_dir()
 
 # Our name of each target -> kaitai-struct-compiler 0.11's name (`ksc.languages`).
 KAITAI_TARGETS: Mapping[str, str] = {
@@ -117,15 +119,18 @@ def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]
     """Compile every .ksy for `langs` (ours) into outdir/LANG; (files, warnings)."""
     targets = [KAITAI_TARGETS[lang] for lang in langs]
     # The trailing comma asks ksc.js for per-language folders even for one target.
-    cmd = ["node", str(TOOLS / "ksc.js"), ",".join(targets) + ",", str(outdir),
+    try:
+        ksc = resources.kaitai_compiler()  # installs it on first use
+    except resources.ResourceError as exc:
+        raise CodegenError(str(exc)) from None
+    cmd = ["node", str(ksc), ",".join(targets) + ",", str(outdir),
            *map(str, ksy_files())]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=NODE_TIMEOUT)
     except FileNotFoundError:
         raise CodegenError("node not found: the Kaitai compiler runs under Node 20") from None
     if res.returncode != 0:
-        hint = "" if (TOOLS / "node_modules").is_dir() else " (run `make install-node`)"
-        raise CodegenError(f"kaitai-struct-compiler failed{hint}:\n{res.stderr.strip()}")
+        raise CodegenError(f"kaitai-struct-compiler failed:\n{res.stderr.strip()}")
     warnings = [line.removeprefix("warning: ") for line in res.stderr.splitlines()
                 if line.startswith("warning: ")]
     by_target = {KAITAI_TARGETS[lang]: lang for lang in langs}
@@ -148,7 +153,7 @@ def write_descriptor_set(out: Path) -> Path:
     try:
         from grpc_tools import protoc
     except ImportError:
-        raise CodegenError("grpcio-tools is missing (pip install -e '.[dev]')") from None
+        raise CodegenError("grpcio-tools is missing (pip install 'grpcio-tools==1.85.1')") from None
     out.mkdir(parents=True, exist_ok=True)
     protos = proto_files()
     for p in protos:

@@ -22,13 +22,13 @@ from typing import Any
 
 import yaml
 
+from lbparse import resources
 from lbparse.layouts import LAYOUTS, Layout
 from lbparse.errors import KINDS
 
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "lua_source", "write_dissector"]
 
-ROOT = Path(__file__).resolve().parent.parent
-ENVELOPE_KSY = ROOT / "spec" / "envelope.ksy"
+ENVELOPE_KSY = resources.spec_dir() / "envelope.ksy"
 FILE_NAME = "liftbridge.lua"
 DEFAULT_PORT = 4222
 INT_SIZES = {"u1": 1, "u2": 2, "u4": 4}
