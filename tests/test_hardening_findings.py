@@ -9,6 +9,7 @@ import flatbuffers
 import pytest
 
 import lbparse
+from support.cli import LBPARSE
 from support.reference import commitlog_result
 
 
@@ -193,7 +194,7 @@ def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text('{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
                     '"payload": "eA=="}\n')
-    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", "--format", "table",
+    out = subprocess.run([*LBPARSE, "capture", "--format", "table",
                           str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "Traceback" not in out.stderr
     assert out.stdout.startswith("1e+20")

@@ -40,9 +40,10 @@ Packet = tuple[float, int, bytes, int, int, int]
 
 
 def read_more(f: BinaryIO, need: int) -> bytes:
-    """At least `need` bytes (at least BLOCK) from `f`, or what is left.
-    Read a block at a time: `f.read(n)` allocates n bytes before it knows
-    whether the file has them."""
+    """At least `need` bytes from `f` (a file gives a whole BLOCK), or what is
+    left. Read a block at a time: `f.read(n)` allocates n bytes before it
+    knows whether the file has them. A pipe (lbparse.capture.pipe) gives what
+    has arrived, so a live capture is parsed as it comes."""
     chunks = []
     got = 0
     while True:
@@ -93,7 +94,7 @@ class PcapSource:
     def __iter__(self) -> Iterator[Packet]:
         unpack_from = struct.Struct(self.endian + "IIII").unpack_from
         f, tick, lt, maxrec = self.f, self.tick, self.linktype, self.max_record
-        buf = read_more(f, BLOCK)
+        buf = read_more(f, 1)  # a file: one BLOCK; a pipe: what has come
         base = 24  # file offset of buf[0]
         pos = 0
         eof = False

@@ -3,9 +3,10 @@
 `CaptureReader(path)` is an iterator of `Record`s in capture order (the
 order in which each message's last byte was captured). It reads pcap,
 pcapng, and our own JSON Lines and Parquet records, told apart by their
-first bytes. Problems in readable traffic become `Notice`s (passed to
-`on_notice` as they happen and counted in `stats`); a file that cannot be
-read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
+first bytes; `-` is standard input (`tcpdump -U -w - | lbparse capture -`,
+read as it arrives: lbparse.capture.pipe). Problems in readable traffic
+become `Notice`s (passed to `on_notice` as they happen and counted in
+`stats`); a file that cannot be read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
 what hostile input may cost; every limit hit is a Notice or a record's
 error, and is counted in `stats.limits`.
 
@@ -28,6 +29,7 @@ from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
+from lbparse.capture.pipe import STDIN, input_name, input_size, open_input, spool
 from lbparse.capture.records import (Record, read_jsonl,
                                      read_parquet)
 from lbparse.capture.tcp import MASK, Direction
@@ -269,6 +271,7 @@ class CaptureReader:
                  on_notice: Callable[[Notice], None] | None = None,
                  limits: Limits | None = None) -> None:
         self.path = os.fspath(path)
+        self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
         self.layout = layout or default_layout()
         self.subject = subject
@@ -277,7 +280,7 @@ class CaptureReader:
         self.on_notice = on_notice
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
-        self.size = os.path.getsize(self.path)
+        self.size = input_size(self.path)
         self._source: Any = None
         self._decode = self._decoder()
 
@@ -307,25 +310,36 @@ class CaptureReader:
         head = f.read(HEAD_BYTES)
         f.seek(0)
         fmt = sniff_head(head)
+        if fmt == PARQUET and self.path == STDIN:
+            path = spool(f, ".parquet")  # Parquet's index is at its end
+            try:  # not `with`: see _records
+                yield from self._matching(read_parquet(path))
+            finally:
+                os.unlink(path)
+            self.stats.bytes_read = f.tell()
+            return
         if fmt == PARQUET:
             recs = read_parquet(self.path)
         elif fmt == JSONL:
-            recs = read_jsonl(f, self.path)
+            recs = read_jsonl(f, self.name)
         else:
-            raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
+            raise CaptureError("unknown_format", f"{self.name}: neither pcap, pcapng, JSON Lines "
                                f"nor Parquet (first bytes {head.hex()})", offset=0)
+        yield from self._matching(recs)
+        self.stats.bytes_read = f.tell() if self.path == STDIN else self.size
+
+    def _matching(self, recs: Iterator[Record]) -> Iterator[Record]:
         matched: dict[str, bool] = {}
         for rec in recs:
             if rec.verb in self.verbs and self._wanted(rec.subject, matched):
                 yield self._finish(rec)
-        self.stats.bytes_read = self.size
 
     def _records(self) -> Iterator[Record]:
         # try/finally rather than `with`: the compiled build (setup.py)
         # mishandles a `with` around `yield from` in a generator.
-        f = open(self.path, "rb")
+        f = open_input(self.path)
         try:
-            src = _open_source(f, self.path, self._notice)
+            src = _open_source(f, self.name, self._notice)
             if src is None:
                 yield from self._our_format(f)
             else:

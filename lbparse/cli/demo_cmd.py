@@ -59,7 +59,7 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
 
 def decode_examples() -> None:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    errors = []
+    errors: list[tuple[int, EnvelopeError]] = []
     lines = example_lines()
     for i, line in enumerate(lines, 1):
         try:
@@ -74,8 +74,8 @@ def decode_examples() -> None:
           f"{len(errors)} rejected\n")
     for title in sorted(groups, key=lambda t: int(t.split()[1])):
         print_table(title, groups[title])
-    for i, exc in errors:
-        print(f"#{i} rejected: {exc.kind}: {exc.message}")
+    for i, err in errors:
+        print(f"#{i} rejected: {err.kind}: {err.message}")
 
 
 def run_pipeline(out: str) -> int:

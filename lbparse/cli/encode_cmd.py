@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from google.protobuf import json_format
 
@@ -32,10 +33,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", required=True, help="MsgType name or full payload type name")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--json", help="the message as JSON")
-    src.add_argument("--json-file", help="file with the message as JSON ('-' = stdin)")
-    p.add_argument("--layout", default="v0", help="envelope generation to write (default: v0)")
+    src.add_argument("--json-file", metavar="FILE", help="file with the message as JSON ('-' = stdin)")
+    p.add_argument("--layout", default="v0", choices=encodable_layouts(),
+                   help="envelope generation to write (default: v0)")
     p.add_argument("--crc", action="store_true", help="add the CRC-32C (12-byte header)")
     p.add_argument("--raw", action="store_true", help="write raw bytes instead of hex")
+
+
+def encodable_layouts() -> list[str]:
+    from lbparse.dispatch import ENCODERS
+
+    return list(ENCODERS)
 
 
 def payload_type_named(name: str, layout: str) -> str:
@@ -55,7 +63,8 @@ def payload_type_named(name: str, layout: str) -> str:
 def run(args: argparse.Namespace) -> int:
     text = args.json
     if text is None:
-        text = sys.stdin.read() if args.json_file == "-" else open(args.json_file).read()
+        text = (sys.stdin.read() if args.json_file == "-"
+                else Path(args.json_file).read_text(encoding="utf-8"))
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -61,7 +61,8 @@ def default_layout() -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories")
+                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories "
+                   "(not stdin: Spark's tasks open the inputs)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="where DIR/messages (Parquet) and DIR/summary.json go")
     p.add_argument("--overwrite", action="store_true", help="replace DIR/messages if it exists")
@@ -164,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch_rows < 1:
         raise ValueError("--batch-rows must be at least 1")
+    if "-" in args.inputs:
+        raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
+                         "themselves; save it to a file (`lbparse capture -` reads stdin)")
     options = job.PipelineOptions(
         inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
         decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,

@@ -14,14 +14,12 @@ examples:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import JsonlRecordWriter, Record, record_writer
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, ready_message
-from lbparse.live import subscribe
+from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, run_subscription
 
 NAME = "record"
 HELP = "record a NATS server's messages to .jsonl or .parquet"
@@ -35,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = connect_options(args)
+    connect_options(args)  # checks them before the file is made
     writer = record_writer(args.output)
     n = 0
 
@@ -45,9 +43,7 @@ def run(args: argparse.Namespace) -> int:
             writer.flush()  # so `tail -f` (and a test) sees each record as it comes
 
     try:
-        n = asyncio.run(subscribe(args.server, args.subjects, write, options=options,
-                                  layout=args.layout, count=args.count, duration=args.duration,
-                                  on_ready=lambda: ready_message(NAME, args)))
+        n = run_subscription(args, write, NAME)
     finally:
         writer.close()
     print(f"lbparse record: {n} messages to {args.output}", file=sys.stderr)

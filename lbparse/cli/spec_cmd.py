@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from lbparse.layouts import LAYOUTS
 
@@ -18,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
 
 
-def as_json() -> dict:
+def as_json() -> dict[str, Any]:
     return {
         name: {
             "byte7": lay.byte7,

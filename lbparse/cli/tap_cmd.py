@@ -5,6 +5,10 @@ Each message is one JSON line, the shape of `lbparse capture` records
 stops after --count messages, after --duration seconds, or on Ctrl-C.
 Connection options are named as the `nats` command line names them.
 
+Exit status: 0 when the tap ended as asked, 1 when the server could not be
+reached or dropped the connection, 2 for a bad argument (an invalid
+subject or URL).
+
 examples:
   lbparse tap nats://127.0.0.1:4222 'foo.>'
   lbparse tap nats://demo.nats.io:4222 lb.x lb.y --count 10 --format table
@@ -17,11 +21,13 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import Callable
 
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
-from lbparse.cli.common import add_layout_argument
+from lbparse.cli.common import add_layout_argument, server_url, subject
+from lbparse.cli.status import DataError
 from lbparse.live import ConnectOptions, subscribe
 
 NAME = "tap"
@@ -30,8 +36,9 @@ HELP = "subscribe to a NATS server and print each message decoded"
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options."""
-    p.add_argument("server", metavar="nats://HOST:PORT", help="the NATS server URL")
-    p.add_argument("subjects", nargs="+", metavar="SUBJECT",
+    p.add_argument("server", metavar="nats://HOST:PORT", type=server_url,
+                   help="the NATS server URL (also tls://, ws://, wss://; HOST:PORT means nats://)")
+    p.add_argument("subjects", nargs="+", metavar="SUBJECT", type=subject,
                    help="subjects to subscribe to (NATS wildcards * and >)")
     p.add_argument("--count", type=int, metavar="N", help="stop after N messages")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
@@ -74,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = connect_options(args)
+    connect_options(args)  # checks them before anything is started
 
     def show(rec: Record) -> None:
         line = (json.dumps(rec.to_json_dict(), ensure_ascii=False) if args.format == "jsonl"
@@ -82,7 +89,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    asyncio.run(subscribe(args.server, args.subjects, show, options=options, layout=args.layout,
-                          count=args.count, duration=args.duration,
-                          on_ready=lambda: ready_message(NAME, args)))
+    run_subscription(args, show, NAME)
     return 0
+
+
+def run_subscription(args: argparse.Namespace, on_record: Callable[[Record], None],
+                     command: str) -> int:
+    """Subscribe as the options say; the number of messages. A server that
+    cannot be reached (or goes away) is a DataError, one line, status 1."""
+    try:
+        return asyncio.run(subscribe(args.server, args.subjects, on_record,
+                                     options=connect_options(args), layout=args.layout,
+                                     count=args.count, duration=args.duration,
+                                     on_ready=lambda: ready_message(command, args)))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise DataError(str(exc)) from None
