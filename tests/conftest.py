@@ -1,4 +1,4 @@
-"""Shared fixtures: a real nats-server on a free loopback port."""
+"""Shared fixtures: a real nats-server on a free loopback port; Spark tests marked slow."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ from support.net import free_port
 sys.path.insert(0, str(Path(__file__).parent))
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts Spark (the `spark` fixture of tests/spark, directly
+    or through another fixture) is slow: `make test-fast` leaves it out."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:

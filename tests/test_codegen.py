@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from google.protobuf import descriptor_pb2
 
 from lbparse import codegen
 from lbparse_generated.tables import LAYOUTS
+from support.cli import LBPARSE
 
 ROOT = Path(__file__).resolve().parent.parent
 KSY = sorted(p.stem for p in (ROOT / "spec").glob("*.ksy"))
@@ -29,6 +29,7 @@ def every_language(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, code
 
 
 @pytest.mark.parametrize("lang", list(codegen.KAITAI_TARGETS))
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     out, result = every_language
     folder = out / lang
@@ -44,6 +45,7 @@ def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     assert (folder / "msg_types.json").is_file()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_wireshark_folder(every_language) -> None:
     out, result = every_language
     names = {p.name for p in result.files["wireshark"]}
@@ -51,6 +53,7 @@ def test_wireshark_folder(every_language) -> None:
     assert "Proto(\"liftbridge\"" in (out / "wireshark" / "liftbridge.lua").read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_only_known_compiler_gaps(every_language) -> None:
     out, result = every_language
     for warning in result.warnings:
@@ -60,12 +63,14 @@ def test_only_known_compiler_gaps(every_language) -> None:
         assert warning in (out / lang / "WARNINGS.txt").read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_go_gets_a_package_clause(every_language) -> None:
     out, _ = every_language
     for path in (out / "go").glob("*.go"):
         assert f"\npackage {codegen.GO_PACKAGE}\n" in path.read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_python_target_matches_the_committed_parsers(every_language) -> None:
     # The same compiler over the same spec gives what `make generate` committed.
     out, _ = every_language
@@ -76,6 +81,7 @@ def test_python_target_matches_the_committed_parsers(every_language) -> None:
         assert (out / "python" / path.name).read_text() == path.read_text(), path.name
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_descriptor_set_holds_every_payload_type(every_language) -> None:
     out, _ = every_language
     fds = descriptor_pb2.FileDescriptorSet.FromString(
@@ -89,6 +95,7 @@ def test_descriptor_set_holds_every_payload_type(every_language) -> None:
     assert wanted <= messages, wanted - messages
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
     out, _ = every_language
     table = json.loads((out / "rust" / "msg_types.json").read_text())
@@ -101,6 +108,7 @@ def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
     assert "bad_magic" in table["error_kinds"]
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_js_folder_pins_the_runtime(every_language) -> None:
     out, _ = every_language
     pkg = json.loads((out / "javascript" / "package.json").read_text())
@@ -108,8 +116,9 @@ def test_js_folder_pins_the_runtime(every_language) -> None:
     assert pkg["dependencies"]["kaitai-struct"] == tools["dependencies"]["kaitai-struct"]
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_cli_single_language_writes_flat(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "lbparse", "generate", "--lang", "js",
+    res = subprocess.run([*LBPARSE, "generate", "--lang", "js",
                           "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "javascript:" in res.stdout
@@ -125,6 +134,7 @@ def test_unknown_language_is_a_clear_error() -> None:
     assert codegen.resolve_languages(["all"]) == list(codegen.LANGUAGES)
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_ksc_js_single_language_stays_flat(tmp_path: Path) -> None:
     # tools/generate.py calls ksc.js with one language and expects no sub-folder.
     res = subprocess.run(["node", str(ROOT / "tools" / "ksc.js"), "python", str(tmp_path),

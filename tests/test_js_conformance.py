@@ -22,6 +22,8 @@ from lbparse.codegen import generate
 from lbparse.errors import EnvelopeError
 from lbparse_generated.tables import LAYOUTS
 
+pytestmark = pytest.mark.slow  # another language: the generated parser run in Node
+
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 DRIVER = ROOT / "tests" / "js" / "conformance.js"

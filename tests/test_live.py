@@ -12,7 +12,6 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,10 @@ import pytest
 import lbparse
 from lbparse.capture import CaptureReader
 from lbparse.errors import EnvelopeError
+from support.cli import LBPARSE
 from support.net import wait_file_settles
+
+pytestmark = pytest.mark.slow  # live servers (nats-server, tcpdump)
 
 VECTORS = [json.loads(line) for line in
            (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
@@ -104,7 +106,7 @@ def _check_records(recs: list[dict]) -> None:
 
 
 def test_tap_sees_every_vector(nats_server: str) -> None:
-    proc = _start([sys.executable, "-m", "lbparse", "tap", nats_server, "lb.>", "--layout", "v0",
+    proc = _start([*LBPARSE, "tap", nats_server, "lb.>", "--layout", "v0",
                    "--count", str(len(PAYLOADS)), "--duration", "30"], "listening on")
     try:
         asyncio.run(_publish_all(nats_server))
@@ -119,7 +121,7 @@ def test_tap_sees_every_vector(nats_server: str) -> None:
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
 def test_record_writes_every_vector(nats_server: str, tmp_path: Path, ext: str) -> None:
     out_file = tmp_path / f"rec.{ext}"
-    proc = _start([sys.executable, "-m", "lbparse", "record", nats_server, "lb.*", "--layout",
+    proc = _start([*LBPARSE, "record", nats_server, "lb.*", "--layout",
                    "v0", "-o", str(out_file), "--duration", "30"], "listening on")
     try:
         asyncio.run(_publish_all(nats_server))
@@ -146,7 +148,7 @@ def test_record_writes_every_vector(nats_server: str, tmp_path: Path, ext: str) 
 
 def test_record_count_stops(nats_server: str, tmp_path: Path) -> None:
     out_file = tmp_path / "ten.jsonl"
-    proc = _start([sys.executable, "-m", "lbparse", "record", nats_server, "lb.>", "--count",
+    proc = _start([*LBPARSE, "record", nats_server, "lb.>", "--count",
                    "10", "-o", str(out_file), "--duration", "30"], "listening on")
     try:
         asyncio.run(_publish_all(nats_server))
@@ -162,7 +164,7 @@ def test_record_count_stops(nats_server: str, tmp_path: Path) -> None:
 
 def test_tap_duration_stops_without_messages(nats_server: str) -> None:
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "lbparse", "tap", nats_server, "none.here",
+    out = subprocess.run([*LBPARSE, "tap", nats_server, "none.here",
                           "--duration", "0.5"], capture_output=True, timeout=30, cwd=ROOT)
     assert out.returncode == 0 and out.stdout == b""
     assert time.monotonic() - t0 < 25
@@ -171,7 +173,7 @@ def test_tap_duration_stops_without_messages(nats_server: str) -> None:
 def test_tap_unreachable_server_fails_cleanly() -> None:
     from support.net import free_port
 
-    out = subprocess.run([sys.executable, "-m", "lbparse", "tap",
+    out = subprocess.run([*LBPARSE, "tap",
                           f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "1"],
                          capture_output=True, timeout=30, cwd=ROOT)
     assert out.returncode != 0 and b"Traceback" not in out.stderr

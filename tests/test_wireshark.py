@@ -28,6 +28,8 @@ from lbparse_generated.tables import LAYOUTS
 from support.net import free_port, wait_file_settles
 from support.shared import CAPTURES
 
+pytestmark = pytest.mark.slow  # tshark, tcpdump and a live nats-server
+
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 SHARED_PORT = 14222  # the port the shared captures were recorded on
