@@ -290,7 +290,9 @@ def test_decode_and_encode_read_stdin_for_dash() -> None:
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float = TIMEOUT) -> bytes:
-    """One line of the process's stdout, waiting at most `timeout` seconds."""
+    """One line of the process's stdout, waiting at most `timeout` seconds.
+    The process must be started with bufsize=0: a buffered reader would take
+    the next lines too, out of select's sight."""
     assert proc.stdout is not None
     r, _, _ = select.select([proc.stdout], [], [], timeout)
     assert r, "no record within the time allowed: the capture is not streamed"
@@ -322,7 +324,7 @@ def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> Non
     # after the handshake), then the rest.
     cut = _packet_end(data, fmt, 4)
     proc = subprocess.Popen([*LBPARSE, "capture", "-"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     assert proc.stdin is not None
     try:
         proc.stdin.write(data[:cut])
@@ -354,7 +356,7 @@ def test_tcpdump_into_capture_dash(nats_server: str) -> None:
                              "-s", "0", "-w", "-", f"tcp port {port}"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     cap = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=dump.stdout,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     assert dump.stdout is not None and dump.stderr is not None
     dump.stdout.close()  # the capture process holds the pipe now
     try:
