@@ -27,7 +27,8 @@ doc: |
   the type of one entry, `-index-format` the layout of the segment's index
   (segment_index.ksy), `-since` the upstream commit that introduced it and
   `-recency` ranks the formats from the newest (1); `-files` how
-  segment files are named.
+  segment files are named and `-data-dir` where they sit in a node's
+  data directory.
 
   The CRC is over the body after the CRC field (never over the entry
   header); Kaitai cannot compute it, the code that uses this spec does.
@@ -47,6 +48,26 @@ doc-ref: |
     `.index`; while compaction or truncation rewrites a segment, its new
     files carry a further suffix (`.cleaned`, `.truncated`) until they
     replace the old ones.
+-data-dir:
+  streams: streams
+  raft-db: raft/raft.db
+  state-file: liftbridge
+  state-type: protocol.ServerState
+  known-streams:
+    __activity:
+      value: proto.ActivityStreamEvent
+      doc: The activity stream (server/activity.go); one event per stream created, deleted, paused ...
+    __cursors:
+      value: protocol.Cursor
+      key: "<cursor id>,<stream>,<partition>"
+      doc: Consumer cursors (server/cursors.go getCursorKey, cursor.Marshal).
+  doc: |
+    A Liftbridge data directory (v1.9.0 server.go stateFile, raft.go,
+    partition.go): `liftbridge` (a protobuf protocol.ServerState, the
+    server id), `raft/raft.db` (bbolt.ksy), and one directory per stream
+    partition, `streams/<stream name>/<partition number>/`, holding its
+    segments and checkpoints. The internal streams `__activity` and
+    `__cursors` store values of a known protobuf type.
 params:
   - id: format
     type: u1

@@ -216,6 +216,17 @@ def bbolt_layout(spec_dir: Path) -> dict[str, Any]:
     }
 
 
+def _underscored(d: dict[str, Any]) -> dict[str, Any]:
+    """A custom-key block as Python data: `-` in keys to `_`, docs dropped."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k == "doc":
+            continue
+        out[k.replace("-", "_") if not k.startswith("__") else k] = (
+            _underscored(v) if isinstance(v, dict) else v)
+    return out
+
+
 def _render_predicates(table: dict[str, Any]) -> str:
     """The table's source, with predicate strings turned into lambdas."""
     text = pprint.pformat(table, width=96, sort_dicts=False)
@@ -232,7 +243,9 @@ def emit_storage(spec_dir: Path, out: Path) -> None:
         "condition they are read under (a function of earlier fields; None =\n"
         "always), CRC algorithm, matching index format. INDEX_FORMATS: the\n"
         "`.index` entry of each generation. SEGMENT_FILES: how segment files are\n"
-        "named. CHECKPOINTS: the checkpoint files. BBOLT: page header, meta,\n"
+        "named. DATA_DIR: where they sit in a data directory, and the streams\n"
+        "whose values have a known type. CHECKPOINTS: the checkpoint files.\n"
+        "BBOLT: page header, meta,\n"
         'elements, flags and constants of bbolt, and raft-boltdb\'s names."""\n\n',
         "SEGMENT_FORMATS = " + _render_predicates(segment_formats(spec_dir)) + "\n\n",
         "INDEX_FORMATS = " + pprint.pformat(index_formats(spec_dir), width=96, sort_dicts=False)
@@ -240,6 +253,8 @@ def emit_storage(spec_dir: Path, out: Path) -> None:
         "SEGMENT_FILES = " + pprint.pformat(
             {k.replace("-", "_"): v for k, v in seg.ksy["-files"].items() if k != "doc"}, width=96,
             sort_dicts=False) + "\n\n",
+        "DATA_DIR = " + pprint.pformat(_underscored(seg.ksy["-data-dir"]), width=96,
+                                       sort_dicts=False) + "\n\n",
         "CHECKPOINTS = " + pprint.pformat(checkpoint_files(spec_dir), width=96, sort_dicts=False)
         + "\n\n",
         "BBOLT = " + pprint.pformat(bbolt_layout(spec_dir), width=96, sort_dicts=False) + "\n",

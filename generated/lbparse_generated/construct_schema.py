@@ -187,9 +187,9 @@ liftbridge_segment__entry_v2018_04 = Struct(
 # Castagnoli), `-entry` the type of one entry, `-index-format` the layout of
 # the segment's index (segment_index.ksy), `-since` the upstream commit that
 # introduced it and `-recency` ranks the formats from the newest (1); `-files`
-# how segment files are named. The CRC is over the body after the CRC field
-# (never over the entry header); Kaitai cannot compute it, the code that uses
-# this spec does.
+# how segment files are named and `-data-dir` where they sit in a node's data
+# directory. The CRC is over the body after the CRC field (never over the entry
+# header); Kaitai cannot compute it, the code that uses this spec does.
 liftbridge_segment = Struct(
     "entries_v2018_04" / If(lambda this: this._params.format == 1, GreedyRange(liftbridge_segment__entry_v2018_04)),
     "_eos_entries_v2018_04" / If(lambda this: this._params.format == 1, Terminated),

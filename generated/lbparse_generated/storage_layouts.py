@@ -6,7 +6,9 @@ struct of its entry header and body head, optional body fields with the
 condition they are read under (a function of earlier fields; None =
 always), CRC algorithm, matching index format. INDEX_FORMATS: the
 `.index` entry of each generation. SEGMENT_FILES: how segment files are
-named. CHECKPOINTS: the checkpoint files. BBOLT: page header, meta,
+named. DATA_DIR: where they sit in a data directory, and the streams
+whose values have a known type. CHECKPOINTS: the checkpoint files.
+BBOLT: page header, meta,
 elements, flags and constants of bbolt, and raft-boltdb's names."""
 
 SEGMENT_FORMATS = {'v2018_04': {'id': 1,
@@ -108,6 +110,14 @@ SEGMENT_FILES = {'digits': 20,
  'log': '.log',
  'index': '.index',
  'replacement_suffixes': ['.cleaned', '.truncated']}
+
+DATA_DIR = {'streams': 'streams',
+ 'raft_db': 'raft/raft.db',
+ 'state_file': 'liftbridge',
+ 'state_type': 'protocol.ServerState',
+ 'known_streams': {'__activity': {'value': 'proto.ActivityStreamEvent'},
+                   '__cursors': {'value': 'protocol.Cursor',
+                                 'key': '<cursor id>,<stream>,<partition>'}}}
 
 CHECKPOINTS = {'files': {'replication_offset': 'replication-offset-checkpoint',
            'leader_epoch': 'leader-epoch-checkpoint'},

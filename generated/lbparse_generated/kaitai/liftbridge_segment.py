@@ -31,7 +31,8 @@ class LiftbridgeSegment(KaitaiStruct):
     the type of one entry, `-index-format` the layout of the segment's index
     (segment_index.ksy), `-since` the upstream commit that introduced it and
     `-recency` ranks the formats from the newest (1); `-files` how
-    segment files are named.
+    segment files are named and `-data-dir` where they sit in a node's
+    data directory.
     
     The CRC is over the body after the CRC field (never over the entry
     header); Kaitai cannot compute it, the code that uses this spec does.

@@ -1,0 +1,312 @@
+"""Reading one commit-log segment (`<base offset>.log`), damaged or not.
+
+The entries are read by lbparse.commitlog's entry loop and body parser (the
+code that reads ReplicationResponse payloads, which carry the same
+entries); the older generations of the entry (spec/segment.ksy) go through
+a loop of their own over the same body code. Reading never stops at
+damage: where an entry is cut short, malformed, or where bytes that are no
+entry sit between entries, a `Finding` says so (file, byte position,
+what), and reading resumes at the next entry that is whole and whose CRC
+matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from lbparse import commitlog
+from lbparse.commitlog import CommitLogEntry
+from lbparse.errors import EnvelopeError
+from lbparse.storage.errors import Finding, StorageError
+from lbparse.storage.formats import CURRENT, SegmentFormat, by_recency
+
+__all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "detect_format",
+           "entry_json"]
+
+NS_PER_MS = 1_000_000  # the first generations kept the timestamp in milliseconds
+DETECT_ENTRIES = 16  # entries read from the start of a file to tell its generation
+
+
+@dataclass
+class SegmentReading:
+    """What one `.log` holds: its entries (with their byte positions) and its damage."""
+
+    path: str
+    format: SegmentFormat
+    size: int
+    entries: list[CommitLogEntry] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    damage: list[Finding] = field(default_factory=list)
+    # The entry-header fields of damaged entries whose header is readable
+    # (malformed or torn bodies), by byte position: nothing readable is lost.
+    damaged_headers: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[tuple[int, CommitLogEntry]]:
+        return zip(self.positions, self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @property
+    def last_offset(self) -> int | None:
+        return self.entries[-1].offset if self.entries else None
+
+    @property
+    def end_position(self) -> int:
+        """Where the last readable entry ends."""
+        if not self.entries:
+            return 0
+        return self.positions[-1] + self.format.header_len + (self.entries[-1].size or 0)
+
+
+def entry_json(entry: CommitLogEntry, fmt: SegmentFormat) -> dict[str, Any]:
+    """The entry as `commitlog_messages` shows it, plus `crc_ok`.
+
+    Fields the segment's generation does not store (the leader epoch before
+    Jul 2019, the timestamp of a first-generation message with magic 0) are
+    null.
+    """
+    d = entry.to_json_dict()
+    d["crc_ok"] = entry.crc_ok
+    if fmt.field_index("leader_epoch") is None:
+        d["leader_epoch"] = None
+    if not _has_timestamp(entry, fmt):
+        d["timestamp"] = None
+    return d
+
+
+def _has_timestamp(entry: CommitLogEntry, fmt: SegmentFormat) -> bool:
+    if fmt.field_index("timestamp") is not None:
+        return True
+    if fmt.body_timestamp is None:
+        return False
+    return fmt.timestamp_if is None or bool(fmt.timestamp_if(entry.magic))
+
+
+def read_segment(path: str | Path, fmt: SegmentFormat | None = None) -> SegmentReading:
+    """Read a `.log` file; `fmt` None: tell the generation from the bytes."""
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        raise StorageError("is a directory, not a segment file", path=path) from None
+    return read_segment_bytes(data, str(path), fmt, base_offset=base_offset_of(path))
+
+
+def base_offset_of(path: str | Path) -> int | None:
+    """The base offset a segment file's name gives (None if the name is not one)."""
+    stem = Path(path).name.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else None
+
+
+def read_segment_bytes(data: bytes, path: str = "<bytes>", fmt: SegmentFormat | None = None,
+                       base_offset: int | None = None) -> SegmentReading:
+    """Read the entries of a segment's bytes, recording and skipping damage."""
+    fmt = fmt or detect_format(data)
+    reading = SegmentReading(path, fmt, len(data))
+    pos, end = 0, len(data)
+    while pos < end:
+        before = len(reading.entries)
+        try:
+            _scan(data, pos, end, reading.entries, reading.positions, fmt)
+            break
+        except EnvelopeError as exc:
+            failed_at = pos
+            if len(reading.entries) > before:
+                failed_at = reading.end_position
+            last = reading.last_offset
+            expect = last + 1 if last is not None else base_offset
+            finding, pos = _recover(data, failed_at, end, fmt, expect, path, _detail(exc))
+            reading.damage.append(finding)
+            if finding.kind in ("bad_entry", "torn_entry") and end - failed_at >= fmt.header_len:
+                reading.damaged_headers[failed_at] = header_at(data, failed_at, fmt)
+    return reading
+
+
+def _scan(data: bytes, pos: int, end: int, entries: list[CommitLogEntry], positions: list[int],
+          fmt: SegmentFormat) -> None:
+    """The fast loop for the segment's generation; raises at the first bad entry."""
+    if fmt.current_body and fmt.header_fields == CURRENT.header_fields:
+        commitlog.scan_entries(data, pos, end, entries, positions, fmt.crc)
+    else:
+        _scan_generic(data, pos, end, entries, positions, fmt)
+
+
+def _scan_generic(buf: bytes, pos: int, end: int, entries: list[CommitLogEntry],
+                  positions: list[int], fmt: SegmentFormat) -> None:
+    """Entries of the older generations: header per the spec, body by commitlog's code."""
+    head = fmt.header
+    hl = head.size
+    i_ts = fmt.field_index("timestamp")
+    i_size = fmt.header_fields.index("size")
+    while pos < end:
+        if end - pos < hl:
+            raise commitlog._bad(f"{end - pos} bytes left, an entry header needs {hl}", pos)
+        values = head.unpack_from(buf, pos)
+        size = values[i_size]
+        body = pos + hl
+        if size > end - body:
+            raise commitlog._bad(f"entry size {size} but only {end - body} bytes follow",
+                                 body - 4)
+        entry = CommitLogEntry(values[0], values[i_ts] if i_ts is not None else 0, 0, size=size)
+        if fmt.current_body:
+            commitlog.parse_body(buf, body, body + size, entry, fmt.crc)
+        else:
+            _legacy_body(buf, body, body + size, entry, fmt)
+        entries.append(entry)
+        positions.append(pos)
+        pos = body + size
+
+
+def _legacy_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
+                 fmt: SegmentFormat) -> int:
+    """A body of the 12-byte-header generations: head, optional timestamp, the rest."""
+    head = fmt.body_head
+    if end - pos < head.size:
+        raise commitlog._bad(f"entry body is {end - pos} bytes, needs at least {head.size}", pos)
+    entry.crc32c, entry.magic, entry.attributes = head.unpack_from(buf, pos)
+    entry._crc_ok = fmt.crc(buf[pos + 4:end]) == entry.crc32c  # type: ignore[attr-defined]
+    p = pos + head.size
+    ts = fmt.body_timestamp
+    if ts is not None and (fmt.timestamp_if is None or fmt.timestamp_if(entry.magic)):
+        if p + ts.size > end:
+            raise commitlog._bad("timestamp runs past the entry body", p)
+        entry.timestamp = ts.unpack_from(buf, p)[0] * NS_PER_MS
+        p += ts.size
+    with_headers = fmt.headers_if is None or bool(fmt.headers_if(entry.magic))
+    return commitlog.parse_key_and_rest(buf, p, end, entry, with_headers)
+
+
+def header_at(data: bytes, pos: int, fmt: SegmentFormat) -> dict[str, int]:
+    """The entry-header fields at `pos`, by name."""
+    return dict(zip(fmt.header_fields, fmt.header.unpack_from(data, pos)))
+
+
+def _detail(exc: EnvelopeError) -> str:
+    """commitlog's message without its ReplicationResponse framing."""
+    text = exc.message.removeprefix("ReplicationResponse: ")
+    return text.rsplit(" at payload offset ", 1)[0]
+
+
+def _entry_at(data: bytes, pos: int, end: int, fmt: SegmentFormat) -> CommitLogEntry:
+    """One whole entry at `pos` (EnvelopeError if it is not)."""
+    entries: list[CommitLogEntry] = []
+    hl = fmt.header.size
+    if end - pos < hl:
+        raise commitlog._bad("no room for an entry header", pos)
+    size = fmt.header.unpack_from(data, pos)[fmt.header_fields.index("size")]
+    _scan(data, pos, min(end, pos + hl + size), entries, [], fmt)
+    if not entries:
+        raise commitlog._bad("no entry", pos)
+    return entries[0]
+
+
+def _whole_entry(data: bytes, pos: int, end: int, fmt: SegmentFormat,
+                 min_offset: int | None) -> bool:
+    """Whether a whole entry with a matching CRC starts at `pos` (for resuming)."""
+    hl = fmt.header.size
+    if end - pos < hl + fmt.body_head.size:
+        return False
+    values = fmt.header.unpack_from(data, pos)
+    size = values[fmt.header_fields.index("size")]
+    if size < fmt.body_head.size or size > end - pos - hl:
+        return False
+    if min_offset is not None and not min_offset <= values[0] < min_offset + (1 << 40):
+        return False
+    try:
+        entry = _entry_at(data, pos, end, fmt)
+    except EnvelopeError:
+        return False
+    return bool(entry.crc_ok)
+
+
+def _next_entry(data: bytes, start: int, end: int, fmt: SegmentFormat,
+                min_offset: int | None) -> int | None:
+    """The first position from `start` where a whole entry with a good CRC starts."""
+    for p in range(start, end - fmt.header.size + 1):
+        if _whole_entry(data, p, end, fmt, min_offset):
+            return p
+    return None
+
+
+def _recover(data: bytes, at: int, end: int, fmt: SegmentFormat, expect: int | None,
+             path: str, detail: str) -> tuple[Finding, int]:
+    """What is wrong at `at`, where the fast loop stopped, and where to read on."""
+    hl = fmt.header.size
+    left = end - at
+    if data.count(0, at, min(end, at + hl)) == min(left, hl):
+        return _zeros(data, at, end, fmt, expect, path)
+    if left < hl:
+        return (Finding(path, at, "torn_entry",
+                        f"{left} bytes at the end of the file, an entry header needs {hl} "
+                        "(the last write was cut short)"), end)
+    values = fmt.header.unpack_from(data, at)
+    offset, size = values[0], values[fmt.header_fields.index("size")]
+    whole = size <= left - hl
+    nxt = at + hl + size
+    if whole and (nxt == end or _whole_entry(data, nxt, end, fmt, offset + 1)):
+        return (Finding(path, at, "bad_entry",
+                        f"entry of offset {offset} ({size}-byte body) is malformed: {detail}"),
+                nxt)
+    resume = _next_entry(data, at + 1, end, fmt, expect)
+    # Torn: the header of the entry that was due, its body cut off by the end.
+    if resume is None and not whole and expect is not None and offset == expect:
+        return (Finding(path, at, "torn_entry",
+                        f"the last entry (offset {offset}) is cut short: its header declares "
+                        f"{size} body bytes, {left - hl} are there (a crash mid-write)"), end)
+    stop = end if resume is None else resume
+    what = "to the end of the file" if resume is None else f"up to the next entry at {resume}"
+    return (Finding(path, at, "garbage",
+                    f"{stop - at} bytes that are no entry ({detail}), {what}"), stop)
+
+
+def _zeros(data: bytes, at: int, end: int, fmt: SegmentFormat, expect: int | None,
+           path: str) -> tuple[Finding, int]:
+    resume = _next_entry(data, at + 1, end, fmt, expect)
+    stop = end if resume is None else resume
+    what = "to the end of the file" if resume is None else f"up to the next entry at {resume}"
+    return (Finding(path, at, "zeros",
+                    f"{stop - at} bytes of zeros where an entry should start, {what}"), stop)
+
+
+def detect_format(data: bytes) -> SegmentFormat:
+    """The generation that wrote a segment, from its first entries.
+
+    Each generation reads up to DETECT_ENTRIES entries from the start; the
+    one that reads the most bytes whole, with matching CRCs and no bytes
+    left inside bodies, wins; on a tie the newest. An empty file is taken
+    to be of today's generation.
+    """
+    best, best_score = CURRENT, (-1, 0)
+    for fmt in by_recency():
+        score = _detect_score(data, fmt)
+        if score > best_score:
+            best, best_score = fmt, score
+    return best
+
+
+def _detect_score(data: bytes, fmt: SegmentFormat) -> tuple[int, int]:
+    pos, end, good = 0, len(data), 0
+    hl = fmt.header.size
+    size_at = fmt.header_fields.index("size")
+    for _ in range(DETECT_ENTRIES):
+        if pos >= end or end - pos < hl:
+            break
+        size = fmt.header.unpack_from(data, pos)[size_at]
+        body = pos + hl
+        if size > end - body:
+            break
+        entry = CommitLogEntry(0, 0, 0, size=size)
+        try:
+            if fmt.current_body:
+                stop = commitlog.parse_body(data, body, body + size, entry, fmt.crc)
+            else:
+                stop = _legacy_body(data, body, body + size, entry, fmt)
+        except EnvelopeError:
+            break
+        if not entry.crc_ok or stop != body + size:
+            break
+        good += 1
+        pos = body + size
+    return (pos, -fmt.recency) if good else (-1, -fmt.recency)
