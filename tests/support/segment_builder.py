@@ -109,7 +109,7 @@ def _index_type(index_format: str) -> str:
 
 
 def messages(n: int, first: int = 0, epoch: int = 3) -> list[Msg]:
-    return [Msg(first + i, T0 + i * 1_000_000, epoch, f"k{first + i}".encode(),
+    return [Msg(first + i, T0 + (first + i) * 1_000_000, epoch, f"k{first + i}".encode(),
                 f'{{"i": {first + i}}}'.encode()) for i in range(n)]
 
 
