@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
 from lbparse.storage.raftdb import RaftStore, StoredLog, read_raft_db
@@ -67,6 +68,13 @@ def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def _run(args: argparse.Namespace) -> int:
     stores = []
     for raw in args.paths:
         try:

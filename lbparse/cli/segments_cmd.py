@@ -46,6 +46,7 @@ import sys
 from typing import Any, Iterator, TextIO
 
 from lbparse.commitlog import CommitLogEntry
+from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import PartitionDir, find_partitions
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.segment import SegmentReading, entry_json, read_segment
@@ -83,6 +84,13 @@ def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[Parti
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         parts = _selected(find_partitions(args.paths), args)
     except StorageError as exc:

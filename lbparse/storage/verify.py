@@ -27,8 +27,11 @@ __all__ = ["PartitionCheck", "check_partition", "compare_replicas", "Digest"]
 
 MAX_PER_KIND = 20  # findings of one kind in one file before they are counted instead
 
-# What replicas must agree on for one offset: the entry header and the body CRC.
-Digest = tuple[int, int, int, int, int]  # offset, timestamp, leader epoch, size, crc
+# What replicas must agree on for one offset: the entry header, the stored
+# CRC and the body itself (a hash of its fields: two bodies with one stored
+# CRC can still differ, one of them damaged).
+Digest = tuple[int, int, int, int, int, int]  # offset, timestamp, epoch, size, crc, body
+DIGEST_FIELDS = ("offset", "timestamp", "leader_epoch", "size", "stored crc", "body")
 
 
 @dataclass
@@ -131,8 +134,9 @@ def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentF
             _check_epoch(path, pos, e, epochs, str(check.part.epoch_file), out)
         last = _Last(e.offset, e.timestamp, e.leader_epoch, path)
         if keep:
+            body = hash((e.magic, e.attributes, e.key, e.value, tuple(e.headers)))
             check.digests.append((e.offset, e.timestamp, e.leader_epoch, e.size or 0,
-                                  e.crc32c or 0))
+                                  e.crc32c or 0, body))
             check.locations.append((path, pos))
     if reading.entries:
         check.entries += len(reading.entries)
@@ -303,8 +307,8 @@ def _first_difference(ref: PartitionCheck, other: PartitionCheck, upto: int) -> 
         elif da is None:
             what = f"is on {other.part.node} but missing on {ref.part.node}"
         else:
-            fields = ("offset", "timestamp", "leader_epoch", "size", "crc")
-            diff = [f"{n} {x} vs {y}" for n, x, y in zip(fields, db[0], da[0]) if x != y]
+            diff = [n if n == "body" else f"{n} {x} vs {y}"
+                    for n, x, y in zip(DIGEST_FIELDS, db[0], da[0]) if x != y]
             what = f"differs from {ref.part.node}'s ({', '.join(diff)})"
         return Finding(path, pos, "replica_mismatch",
                        f"{other.part.stream}/{other.part.partition}: offset {offset} {what}; "
