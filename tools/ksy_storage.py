@@ -163,6 +163,24 @@ def segment_formats(spec_dir: Path) -> dict[str, Any]:
     return formats
 
 
+def body_lengths(spec_dir: Path) -> dict[str, str]:
+    """Struct codes of the length and count fields of today's body (commitlog.ksy):
+    what lbparse.storage's C scanner reads between the variable parts."""
+    seg = Spec(spec_dir, "segment")
+    body_type = "liftbridge_commitlog::body"
+    owner, body = seg.type(body_type)
+    out = {}
+    for f in body["seq"]:
+        if f["id"] in ("key_len", "value_len", "header_count"):
+            out[f["id"]] = _int_code(owner, f["type"])
+        if f["id"] == "headers":
+            _, header = owner.type(f["type"])
+            for h in header["seq"]:
+                if h["id"] in ("key_len", "value_len"):
+                    out["header." + h["id"]] = _int_code(owner, h["type"])
+    return out
+
+
 def index_formats(spec_dir: Path) -> dict[str, Any]:
     idx = Spec(spec_dir, "segment_index")
     out = {}
@@ -248,6 +266,9 @@ def emit_storage(spec_dir: Path, out: Path) -> None:
         "BBOLT: page header, meta,\n"
         'elements, flags and constants of bbolt, and raft-boltdb\'s names."""\n\n',
         "SEGMENT_FORMATS = " + _render_predicates(segment_formats(spec_dir)) + "\n\n",
+        "# The length fields of today's body, in order (commitlog.ksy body, header).\n"
+        "BODY_LENGTHS = " + pprint.pformat(body_lengths(spec_dir), width=96, sort_dicts=False)
+        + "\n\n",
         "INDEX_FORMATS = " + pprint.pformat(index_formats(spec_dir), width=96, sort_dicts=False)
         + "\n\n",
         "SEGMENT_FILES = " + pprint.pformat(

@@ -93,6 +93,13 @@ SEGMENT_FORMATS = {'v2018_04': {'id': 1,
               'body_timestamp': None,
               'headers_if': None}}
 
+# The length fields of today's body, in order (commitlog.ksy body, header).
+BODY_LENGTHS = {'key_len': '>i',
+ 'value_len': '>i',
+ 'header_count': '>h',
+ 'header.key_len': '>h',
+ 'header.value_len': '>i'}
+
 INDEX_FORMATS = {'v2018_04': {'id': 1,
               'since': '2018-04-27 e277570',
               'doc': '8-byte entries (relative offset, position).',
