@@ -112,3 +112,31 @@ def test_any_partition_directory_verifies_without_raising(tmp_path_factory, file
     check = check_partition(part, keep_digests=True)
     for f in check.findings:
         assert Path(f.path).parent == folder or f.path.startswith(str(folder))
+
+
+@SETTINGS
+@given(data=st.data(), fmt=st.sampled_from(list(SEGMENT_FORMATS_BY_NAME)))
+def test_reading_in_parts_equals_reading_whole(data: st.DataObject, fmt: str) -> None:
+    """iter_segment (a stream of parts, as the pipeline and the command read)
+    gives the entries, positions and findings of one whole reading."""
+    from lbparse.storage.segment import iter_segment_bytes
+
+    raw = bytearray(build_segment(messages(12, first=7), fmt))
+    for _ in range(data.draw(st.integers(0, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        kind = data.draw(st.sampled_from(["flip", "insert", "delete"]))
+        if kind == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif kind == "insert":
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=40))
+        else:
+            del raw[at:at + data.draw(st.integers(1, 40))]
+    whole = read_segment_bytes(bytes(raw), "x.log", base_offset=7)
+    part_bytes = data.draw(st.integers(1, 400))
+    entries, positions, lines = [], [], []
+    for part in iter_segment_bytes(bytes(raw), "x.log", base_offset=7, part_bytes=part_bytes):
+        entries += part.entries
+        positions += part.positions
+        lines += [f.line() for f in part.damage]
+    assert entries == whole.entries and positions == whole.positions
+    assert lines == [f.line() for f in whole.damage]

@@ -49,7 +49,8 @@ from lbparse.commitlog import CommitLogEntry
 from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import PartitionDir, find_partitions
 from lbparse.storage.errors import Finding, StorageError
-from lbparse.storage.segment import SegmentReading, entry_json, read_segment
+from lbparse.storage.formats import CURRENT
+from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
 from lbparse.storage.verify import PartitionCheck, check_partition, compare_replicas
 
 NAME = "segments"
@@ -109,8 +110,9 @@ def _in_range(entry: CommitLogEntry, args: argparse.Namespace) -> bool:
 
 
 def _readings(part: PartitionDir, args: argparse.Namespace
-              ) -> Iterator[tuple[int, SegmentReading]]:
-    """The segments of a partition that can hold entries in the offset range."""
+              ) -> Iterator[tuple[int, int, SegmentReading]]:
+    """(base offset, part number, part) of the segments that can hold entries in
+    the offset range, each read as a stream (a part at a time)."""
     segs = [s for s in part.segments if s.log is not None]
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
@@ -119,15 +121,16 @@ def _readings(part: PartitionDir, args: argparse.Namespace
         if args.to_offset is not None and seg.base_offset > args.to_offset:
             break
         assert seg.log is not None
-        yield seg.base_offset, read_segment(seg.log)
+        for n, reading in enumerate(iter_segment(seg.log)):
+            yield seg.base_offset, n, reading
 
 
 def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     out = sys.stdout
     problems = 0
     for part in parts:
-        first = True
-        for base, reading in _readings(part, args):
+        shown = False
+        for base, n, reading in _readings(part, args):
             for f in reading.damage:
                 problems += 1
                 print(f.line(), file=sys.stderr)
@@ -136,9 +139,9 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
             if args.format == "jsonl":
                 _jsonl(out, part, base, reading, args)
             else:
-                _table(out, part, base, reading, args, first)
-                first = False
-        if first and not args.quiet and args.format == "table":
+                _table(out, part, base, reading, args, shown, n == 0)
+                shown = True
+        if not shown and not args.quiet and args.format == "table":
             out.write(f"== {part.node} {part.stream}/{part.partition}  (no segments)\n")
     if not parts:
         print("lbparse segments: no partition matches", file=sys.stderr)
@@ -203,11 +206,12 @@ def _text(data: bytes | None, width: int = VALUE_WIDTH) -> str:
 
 
 def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
-           args: argparse.Namespace, first: bool) -> None:
+           args: argparse.Namespace, after: bool, head: bool) -> None:
     fmt = reading.format
-    note = "" if fmt.name == "v2020_02" else f", format {fmt.name}"
-    out.write(f"{'' if first else chr(10)}== {part.node} {part.stream}/{part.partition}  "
-              f"segment {base} ({len(reading)} entries, {reading.size:,} bytes{note})\n")
+    note = "" if fmt is CURRENT else f", format {fmt.name}"
+    if head:
+        out.write(f"{chr(10) if after else ''}== {part.node} {part.stream}/{part.partition}  "
+                  f"segment {base} ({reading.size:,} bytes{note})\n")
     cols = ("position", "offset", "timestamp", "epoch", "size", "crc", "key", "value", "headers")
     rows = []
     for pos, e in reading:
@@ -226,7 +230,8 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
                      " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers)))
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
     line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()  # noqa: E731
-    out.write("  " + line(cols) + "\n")
+    if head:
+        out.write("  " + line(cols) + "\n")
     for r in rows:
         out.write("  " + line(r) + "\n")
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Union
 
 from lbparse import commitlog
 from lbparse.commitlog import CommitLogEntry
@@ -31,11 +33,14 @@ try:  # the entry loop in C (setup.py builds it where a compiler is); else Pytho
 except ImportError:  # pragma: no cover - a pure-Python install
     _native = None
 
-__all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "detect_format",
-           "entry_json"]
+__all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "iter_segment",
+           "iter_segment_bytes", "detect_format", "entry_json"]
 
+# What a segment is read from: its bytes, or the file mapped into memory.
+Buffer = Union[bytes, mmap.mmap]
 NS_PER_MS = 1_000_000  # the first generations kept the timestamp in milliseconds
 DETECT_ENTRIES = 16  # entries read from the start of a file to tell its generation
+PART_BYTES = 8 << 20  # what iter_segment reads at a time
 
 
 @dataclass
@@ -109,14 +114,50 @@ def base_offset_of(path: str | Path) -> int | None:
     return int(stem) if stem.isdigit() else None
 
 
-def read_segment_bytes(data: bytes, path: str = "<bytes>", fmt: SegmentFormat | None = None,
+def read_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat | None = None,
                        base_offset: int | None = None) -> SegmentReading:
     """Read the entries of a segment's bytes, recording and skipping damage."""
     fmt = fmt or detect_format(data)
     reading = SegmentReading(path, fmt, len(data))
     with _no_gc():
-        _read(data, reading, fmt, base_offset)
+        _read_part(data, 0, reading, fmt, base_offset, None, None)
     return reading
+
+
+def iter_segment(path: str | Path, fmt: SegmentFormat | None = None,
+                 part_bytes: int = PART_BYTES) -> Iterator[SegmentReading]:
+    """A segment file read as a stream: one SegmentReading per part of about
+    `part_bytes`, cut between entries, in file order.
+
+    The file is mapped, not read: memory holds one part's entries at a
+    time whatever the segment's size. Damage is found and skipped as by
+    `read_segment` (a resync may read past the part).
+    """
+    try:
+        f = open(path, "rb")
+    except IsADirectoryError:
+        raise StorageError("is a directory, not a segment file", path=path) from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            yield SegmentReading(str(path), fmt or CURRENT, 0)
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            yield from iter_segment_bytes(data, str(path), fmt, base_offset_of(path), part_bytes)
+
+
+def iter_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat | None = None,
+                       base_offset: int | None = None, part_bytes: int = PART_BYTES
+                       ) -> Iterator[SegmentReading]:
+    """`iter_segment` over bytes (or a map) already at hand."""
+    fmt = fmt or detect_format(data)
+    pos, end, last = 0, len(data), None
+    while pos < end:
+        part = SegmentReading(path, fmt, end)
+        with _no_gc():
+            pos = _read_part(data, pos, part, fmt, base_offset, last, part_bytes)
+        last = part.last_offset if part.last_offset is not None else last
+        yield part
 
 
 @contextlib.contextmanager
@@ -136,28 +177,46 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _read(data: bytes, reading: SegmentReading, fmt: SegmentFormat,
-          base_offset: int | None) -> None:
-    path = reading.path
-    pos, end = 0, len(data)
+def _entry_end(data: Buffer, pos: int, end: int, fmt: SegmentFormat) -> int | None:
+    """Where the entry at `pos` ends by its header, None if that is not inside [pos, end]."""
+    hl = fmt.header.size
+    if end - pos < hl:
+        return None
+    size = fmt.header.unpack_from(data, pos)[fmt.header_fields.index("size")]
+    return pos + hl + size if size <= end - pos - hl else None
+
+
+def _read_part(data: Buffer, pos: int, reading: SegmentReading, fmt: SegmentFormat,
+               base_offset: int | None, last: int | None, part_bytes: int | None) -> int:
+    """Read entries from `pos` into `reading` until about `part_bytes` (None: the
+    end) are read, cutting between entries; returns where the next part starts."""
+    path, end = reading.path, len(data)
+    target = end if part_bytes is None else min(end, pos + part_bytes)
     while pos < end:
+        first = _entry_end(data, pos, end, fmt)
+        limit = target if first is None else min(end, max(target, first))
         before = len(reading.entries)
         try:
-            _scan(data, pos, end, reading.entries, reading.positions, fmt)
-            break
+            _scan(data, pos, limit, reading.entries, reading.positions, fmt)
+            pos = limit
         except EnvelopeError as exc:
-            failed_at = pos
-            if len(reading.entries) > before:
-                failed_at = reading.end_position
-            last = reading.last_offset
-            expect = last + 1 if last is not None else base_offset
-            finding, pos = _recover(data, failed_at, end, fmt, expect, path, _detail(exc))
+            failed_at = reading.end_position if len(reading.entries) > before else pos
+            whole = _entry_end(data, failed_at, end, fmt)
+            if whole is not None and whole > limit:
+                return failed_at  # an entry the part's limit cuts: the next part reads it
+            known = reading.last_offset if reading.last_offset is not None else last
+            expect = known + 1 if known is not None else base_offset
+            detail = _detail(exc) if limit == end else _problem_at(data, failed_at, fmt)
+            finding, pos = _recover(data, failed_at, end, fmt, expect, path, detail)
             reading.damage.append(finding)
             if finding.kind in ("bad_entry", "torn_entry") and end - failed_at >= fmt.header_len:
                 reading.damaged_headers[failed_at] = header_at(data, failed_at, fmt)
+        if pos >= target:
+            break
+    return pos
 
 
-def _scan(data: bytes, pos: int, end: int, entries: list[CommitLogEntry], positions: list[int],
+def _scan(data: Buffer, pos: int, end: int, entries: list[CommitLogEntry], positions: list[int],
           fmt: SegmentFormat, native: bool = True) -> None:
     """The fast loop for the segment's generation; raises at the first bad entry.
 
@@ -166,7 +225,7 @@ def _scan(data: bytes, pos: int, end: int, entries: list[CommitLogEntry], positi
     raises is the one the Python reader gives (tests hold the two equal).
     """
     layout = native_layout(fmt) if native and _native is not None else None
-    if layout is not None and type(data) is bytes:
+    if layout is not None:
         assert _native is not None
         pos = _native.scan(data, pos, end, *layout, CommitLogEntry, entries, positions)
         if pos >= end:
@@ -219,7 +278,7 @@ def _body_layout(fmt: SegmentFormat) -> tuple[Any, ...]:
     return (minimum, *head, *lengths)
 
 
-def _scan_generic(buf: bytes, pos: int, end: int, entries: list[CommitLogEntry],
+def _scan_generic(buf: Buffer, pos: int, end: int, entries: list[CommitLogEntry],
                   positions: list[int], fmt: SegmentFormat) -> None:
     """Entries of the older generations: header per the spec, body by commitlog's code."""
     head = fmt.header
@@ -245,7 +304,7 @@ def _scan_generic(buf: bytes, pos: int, end: int, entries: list[CommitLogEntry],
         pos = body + size
 
 
-def _legacy_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
+def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
                  fmt: SegmentFormat) -> int:
     """A body of the 12-byte-header generations: head, optional timestamp, the rest."""
     head = fmt.body_head
@@ -264,9 +323,19 @@ def _legacy_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
     return commitlog.parse_key_and_rest(buf, p, end, entry, with_headers)
 
 
-def header_at(data: bytes, pos: int, fmt: SegmentFormat) -> dict[str, int]:
+def header_at(data: Buffer, pos: int, fmt: SegmentFormat) -> dict[str, int]:
     """The entry-header fields at `pos`, by name."""
     return dict(zip(fmt.header_fields, fmt.header.unpack_from(data, pos)))
+
+
+def _problem_at(data: Buffer, pos: int, fmt: SegmentFormat) -> str:
+    """What is wrong with the entry at `pos`, judged against the whole file (a
+    part's limit would change the numbers in the message)."""
+    try:
+        _scan(data, pos, len(data), [], [], fmt, native=False)
+    except EnvelopeError as exc:
+        return _detail(exc)
+    return "no entry"  # pragma: no cover - only called where an entry fails
 
 
 def _detail(exc: EnvelopeError) -> str:
@@ -275,7 +344,7 @@ def _detail(exc: EnvelopeError) -> str:
     return text.rsplit(" at payload offset ", 1)[0]
 
 
-def _entry_at(data: bytes, pos: int, end: int, fmt: SegmentFormat) -> CommitLogEntry:
+def _entry_at(data: Buffer, pos: int, end: int, fmt: SegmentFormat) -> CommitLogEntry:
     """One whole entry at `pos` (EnvelopeError if it is not)."""
     entries: list[CommitLogEntry] = []
     hl = fmt.header.size
@@ -288,7 +357,7 @@ def _entry_at(data: bytes, pos: int, end: int, fmt: SegmentFormat) -> CommitLogE
     return entries[0]
 
 
-def _whole_entry(data: bytes, pos: int, end: int, fmt: SegmentFormat,
+def _whole_entry(data: Buffer, pos: int, end: int, fmt: SegmentFormat,
                  min_offset: int | None) -> bool:
     """Whether a whole entry with a matching CRC starts at `pos` (for resuming)."""
     hl = fmt.header.size
@@ -307,7 +376,7 @@ def _whole_entry(data: bytes, pos: int, end: int, fmt: SegmentFormat,
     return bool(entry.crc_ok)
 
 
-def _next_entry(data: bytes, start: int, end: int, fmt: SegmentFormat,
+def _next_entry(data: Buffer, start: int, end: int, fmt: SegmentFormat,
                 min_offset: int | None) -> int | None:
     """The first position from `start` where a whole entry with a good CRC starts."""
     for p in range(start, end - fmt.header.size + 1):
@@ -316,12 +385,12 @@ def _next_entry(data: bytes, start: int, end: int, fmt: SegmentFormat,
     return None
 
 
-def _recover(data: bytes, at: int, end: int, fmt: SegmentFormat, expect: int | None,
+def _recover(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | None,
              path: str, detail: str) -> tuple[Finding, int]:
     """What is wrong at `at`, where the fast loop stopped, and where to read on."""
     hl = fmt.header.size
     left = end - at
-    if data.count(0, at, min(end, at + hl)) == min(left, hl):
+    if data[at:min(end, at + hl)].count(0) == min(left, hl):
         return _zeros(data, at, end, fmt, expect, path)
     if left < hl:
         return (Finding(path, at, "torn_entry",
@@ -347,7 +416,7 @@ def _recover(data: bytes, at: int, end: int, fmt: SegmentFormat, expect: int | N
                     f"{stop - at} bytes that are no entry ({detail}), {what}"), stop)
 
 
-def _zeros(data: bytes, at: int, end: int, fmt: SegmentFormat, expect: int | None,
+def _zeros(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | None,
            path: str) -> tuple[Finding, int]:
     resume = _next_entry(data, at + 1, end, fmt, expect)
     stop = end if resume is None else resume
@@ -372,7 +441,7 @@ def detect_format(data: bytes) -> SegmentFormat:
     return best
 
 
-def _detect_score(data: bytes, fmt: SegmentFormat) -> tuple[int, int]:
+def _detect_score(data: Buffer, fmt: SegmentFormat) -> tuple[int, int]:
     pos, end, good = 0, len(data), 0
     hl = fmt.header.size
     size_at = fmt.header_fields.index("size")

@@ -13,15 +13,16 @@ high watermark. Each problem is a `Finding` naming the file and position.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from lbparse.commitlog import CommitLogEntry
 from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
 from lbparse.storage.datadir import PartitionDir, SegmentFiles
 from lbparse.storage.errors import Finding, StorageError
-from lbparse.storage.index import IndexReading, read_index
-from lbparse.storage.segment import SegmentReading, read_segment
+from lbparse.storage.index import CURRENT_INDEX, IndexReading, read_index
+from lbparse.storage.segment import SegmentReading, iter_segment
 
 __all__ = ["PartitionCheck", "check_partition", "compare_replicas", "Digest"]
 
@@ -94,35 +95,66 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
             out.add(Finding(str(seg.index), None, "missing_segment",
                             f"index of base offset {seg.base_offset} without its .log"))
             continue
-        reading = read_segment(seg.log)
-        check.bytes += reading.size
-        if progress:
-            progress(reading.size)
-        for f in reading.damage:
-            out.add(f)
-        last = _check_entries(check, reading, seg, last, out, keep_digests)
-        _check_index(seg, reading, out)
+        located = _Located(str(seg.log))
+        done = 0
+        for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
+            if progress:
+                progress(max(reading.end_position - done, 0))
+                done = max(done, reading.end_position)
+            for f in reading.damage:
+                out.add(f)
+            first = not located.positions
+            last = _check_entries(check, reading, seg, last, out, keep_digests, first)
+            located.add(reading)
+        check.bytes += located.size
+        _check_index(seg, located, out)
     if not part.only_files:
         _check_high_watermark(check, out)
     out.close()
     return check
 
 
+@dataclass
+class _Located:
+    """Where each entry of a segment is, and what the index must say of it."""
+
+    path: str
+    size: int = 0
+    header_len: int = 0
+    index_format: Any = None
+    positions: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    timestamps: list[int] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+
+    def add(self, reading: SegmentReading) -> None:
+        self.size = reading.size
+        self.header_len = reading.format.header_len
+        self.index_format = reading.format.index
+        self.positions += reading.positions
+        for e in reading.entries:
+            self.offsets.append(e.offset)
+            self.timestamps.append(e.timestamp)
+            self.sizes.append(e.size or 0)
+
+
 def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentFiles,
-                   last: _Last | None, out: _Limiter, keep: bool) -> _Last | None:
+                   last: _Last | None, out: _Limiter, keep: bool, first: bool) -> _Last | None:
     path = reading.path
     fmt = reading.format
     has_epoch = fmt.field_index("leader_epoch") is not None
     epochs = check.epochs if has_epoch else None
-    if reading.entries and last is not None and reading.entries[0].offset > last.offset + 1:
-        out.add(Finding(path, reading.positions[0], "missing_segment",
-                        f"offsets {last.offset + 1}..{reading.entries[0].offset - 1} are in no "
-                        f"segment (the previous one, {last.path}, ends at {last.offset})"))
-        last = _Last(reading.entries[0].offset - 1, last.timestamp, last.epoch, last.path)
-    elif reading.entries and last is None and reading.entries[0].offset != seg.base_offset:
-        out.add(Finding(path, reading.positions[0], "offset_gap",
-                        f"first entry has offset {reading.entries[0].offset}, the file name "
-                        f"says the segment starts at {seg.base_offset}"))
+    if reading.entries and first:
+        head = reading.entries[0]
+        if last is not None and head.offset > last.offset + 1:
+            out.add(Finding(path, reading.positions[0], "missing_segment",
+                            f"offsets {last.offset + 1}..{head.offset - 1} are in no segment "
+                            f"(the previous one, {last.path}, ends at {last.offset})"))
+            last = _Last(head.offset - 1, last.timestamp, last.epoch, last.path)
+        elif head.offset != seg.base_offset:
+            out.add(Finding(path, reading.positions[0], "offset_gap",
+                            f"first entry has offset {head.offset}, the file name says the "
+                            f"segment starts at {seg.base_offset}"))
     for pos, e in reading:
         if not e.crc_ok:
             out.add(Finding(path, pos, "crc_mismatch",
@@ -162,57 +194,54 @@ def _check_order(path: str, pos: int, e: CommitLogEntry, last: _Last, has_epoch:
                         f"{last.epoch}"))
 
 
-def _check_index(seg: SegmentFiles, reading: SegmentReading, out: _Limiter) -> None:
-    log = reading.path
+def _check_index(seg: SegmentFiles, located: _Located, out: _Limiter) -> None:
     if seg.index is None:
-        if reading.entries:
-            out.add(Finding(log, None, "index_missing",
+        if located.positions:
+            out.add(Finding(located.path, None, "index_missing",
                             f"no {seg.base_offset:020d}.index beside it"))
         return
     try:
-        index = read_index(seg.index, seg.base_offset, reading.format.index)
+        index = read_index(seg.index, seg.base_offset, located.index_format or CURRENT_INDEX)
     except (StorageError, OSError) as exc:
         out.add(Finding(str(seg.index), None, "bad_file", str(exc)))
         return
     for f in index.damage:
         out.add(f)
-    _compare_index(index, reading, out)
+    _compare_index(index, located, out)
 
 
-def _compare_index(index: IndexReading, reading: SegmentReading, out: _Limiter) -> None:
-    at = {pos: i for i, pos in enumerate(reading.positions)}
-    hl = reading.format.header_len
+def _compare_index(index: IndexReading, located: _Located, out: _Limiter) -> None:
+    hl = located.header_len
     seen: set[int] = set()
     for ie in index.entries:
-        i = at.get(ie.position)
-        if i is None:
-            if ie.position >= reading.size:
+        i = bisect.bisect_left(located.positions, ie.position)
+        if i == len(located.positions) or located.positions[i] != ie.position:
+            if ie.position >= located.size:
                 out.add(Finding(index.path, ie.index_position, "index_past_end",
                                 f"entry for offset {ie.offset} points at position "
-                                f"{ie.position}, past the end of the .log ({reading.size} bytes)"))
+                                f"{ie.position}, past the end of the .log ({located.size} bytes)"))
             else:
                 out.add(Finding(index.path, ie.index_position, "index_mismatch",
                                 f"entry for offset {ie.offset} points at position "
                                 f"{ie.position}, where no entry of the .log starts"))
             continue
         seen.add(i)
-        e = reading.entries[i]
         wrong = []
-        if e.offset != ie.offset:
-            wrong.append(f"offset {ie.offset} (the entry has {e.offset})")
-        if ie.timestamp is not None and e.timestamp != ie.timestamp:
-            wrong.append(f"timestamp {ie.timestamp} (the entry has {e.timestamp})")
-        if ie.size is not None and ie.size != hl + (e.size or 0):
-            wrong.append(f"size {ie.size} (the entry has {hl + (e.size or 0)})")
+        if located.offsets[i] != ie.offset:
+            wrong.append(f"offset {ie.offset} (the entry has {located.offsets[i]})")
+        if ie.timestamp is not None and located.timestamps[i] != ie.timestamp:
+            wrong.append(f"timestamp {ie.timestamp} (the entry has {located.timestamps[i]})")
+        if ie.size is not None and ie.size != hl + located.sizes[i]:
+            wrong.append(f"size {ie.size} (the entry has {hl + located.sizes[i]})")
         if wrong:
             out.add(Finding(index.path, ie.index_position, "index_mismatch",
                             f"entry for position {ie.position} says " + ", ".join(wrong)))
-    missing = [i for i in range(len(reading.entries)) if i not in seen]
+    missing = [i for i in range(len(located.positions)) if i not in seen]
     if missing:
         first = missing[0]
-        out.add(Finding(reading.path, reading.positions[first], "index_missing",
-                        f"{len(missing)} entries (offsets {reading.entries[first].offset}"
-                        f"..{reading.entries[missing[-1]].offset}) have no index entry"))
+        out.add(Finding(located.path, located.positions[first], "index_missing",
+                        f"{len(missing)} entries (offsets {located.offsets[first]}"
+                        f"..{located.offsets[missing[-1]]}) have no index entry"))
 
 
 def _read_checkpoints(check: PartitionCheck, out: _Limiter) -> None:
