@@ -19,6 +19,7 @@ from lbparse.storage.formats import INDEX_SUFFIX, LOG_SUFFIX, NAME_DIGITS
 from lbparse_generated.storage_layouts import DATA_DIR
 
 __all__ = ["SegmentFiles", "PartitionDir", "find_partitions", "node_name", "is_data_dir",
+           "looks_like_partition", "partition_number", "segment_name", "locate",
            "STREAMS", "RAFT_DB", "STATE_FILE"]
 
 STREAMS: str = DATA_DIR["streams"]
@@ -74,7 +75,7 @@ def is_data_dir(path: Path) -> bool:
     return (path / STREAMS).is_dir() or (path / STATE_FILE).is_file() or (path / RAFT_DB).is_file()
 
 
-def _segment_name(name: str) -> tuple[int, str] | None:
+def segment_name(name: str) -> tuple[int, str] | None:
     """(base offset, suffix) of a segment file name, None for other names."""
     for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
         if name.endswith(suffix):
@@ -84,20 +85,20 @@ def _segment_name(name: str) -> tuple[int, str] | None:
     return None
 
 
-def _looks_like_partition(path: Path) -> bool:
+def looks_like_partition(path: Path) -> bool:
     names = [p.name for p in path.iterdir()] if path.is_dir() else []
-    return any(_segment_name(n) or n in (HW_FILE, EPOCH_FILE) for n in names)
+    return any(segment_name(n) or n in (HW_FILE, EPOCH_FILE) for n in names)
 
 
-def _partition_number(name: str) -> int | None:
+def partition_number(name: str) -> int | None:
     return int(name) if name.isdigit() else None
 
 
 def read_partition_dir(path: Path, node: str, stream: str) -> PartitionDir:
-    part = PartitionDir(node, stream, _partition_number(path.name), path)
+    part = PartitionDir(node, stream, partition_number(path.name), path)
     segments: dict[int, SegmentFiles] = {}
     for child in sorted(path.iterdir()):
-        parsed = _segment_name(child.name)
+        parsed = segment_name(child.name)
         if parsed:
             seg = segments.setdefault(parsed[0], SegmentFiles(parsed[0]))
             if parsed[1] == LOG_SUFFIX:
@@ -114,7 +115,7 @@ def read_partition_dir(path: Path, node: str, stream: str) -> PartitionDir:
     return part
 
 
-def _where(path: Path) -> tuple[str, str]:
+def locate(path: Path) -> tuple[str, str]:
     """(node, stream) of a partition directory, from the folders above it."""
     stream_dir = path.parent
     streams = stream_dir.parent
@@ -139,18 +140,18 @@ def _from_streams_dir(path: Path, node: str) -> list[PartitionDir]:
 
 def _from_stream_dir(path: Path, node: str) -> list[PartitionDir]:
     parts = sorted((p for p in path.iterdir() if p.is_dir()),
-                   key=lambda p: (_partition_number(p.name) is None, _partition_number(p.name) or 0,
+                   key=lambda p: (partition_number(p.name) is None, partition_number(p.name) or 0,
                                   p.name))
     return [read_partition_dir(p, node, path.name) for p in parts]
 
 
 def _from_file(path: Path) -> PartitionDir:
-    parsed = _segment_name(path.name)
+    parsed = segment_name(path.name)
     if parsed is None:
         raise StorageError(f"not a segment file (expected a {NAME_DIGITS}-digit base offset "
                            f"and {LOG_SUFFIX} or {INDEX_SUFFIX})", path=path)
-    node, stream = _where(path.parent)
-    part = PartitionDir(node, stream, _partition_number(path.parent.name), path.parent,
+    node, stream = locate(path.parent)
+    part = PartitionDir(node, stream, partition_number(path.parent.name), path.parent,
                         only_files=True)
     seg = SegmentFiles(parsed[0])
     if parsed[1] == LOG_SUFFIX:
@@ -167,12 +168,12 @@ def _from_dir(path: Path) -> list[PartitionDir]:
     if path.name == STREAMS:
         parent = path.parent
         return _from_streams_dir(path, node_name(parent) if is_data_dir(parent) else parent.name)
-    if _looks_like_partition(path):
-        node, stream = _where(path)
+    if looks_like_partition(path):
+        node, stream = locate(path)
         return [read_partition_dir(path, node, stream)]
     children = sorted(p for p in path.iterdir() if p.is_dir())
-    if children and any(_looks_like_partition(c) for c in children):
-        node, _ = _where(children[0])
+    if children and any(looks_like_partition(c) for c in children):
+        node, _ = locate(children[0])
         return _from_stream_dir(path, node)
     # A folder of data directories (several nodes side by side).
     out = []
