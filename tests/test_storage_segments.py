@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from lbparse.storage import (check_partition, compare_replicas, detect_format, e
                              find_partitions, read_index, read_segment, read_segment_bytes)
 from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError
-from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
+from lbparse.storage.formats import CURRENT, SEGMENT_FORMATS_BY_NAME
+from lbparse.storage.index import CURRENT_INDEX
 from support.segment_builder import Msg, build_segment, messages, write_partition
 from support.storage_fixtures import LISTING, lbtruth, short_data  # noqa: F401 (a fixture)
 
@@ -141,6 +143,25 @@ def test_crc_algorithm_tells_2019_from_2020() -> None:
 
 # --- damage -------------------------------------------------------------------
 
+# Sizes and offsets from the spec's structs (no layout written here by hand).
+W = CURRENT_INDEX.entry.size  # an index entry
+HL = CURRENT.header_len  # an entry header
+
+
+def _index_field(name: str) -> slice:
+    """Where a field sits in an index entry."""
+    i = CURRENT_INDEX.fields.index(name)
+    fmt = CURRENT_INDEX.entry.format
+    start = struct.calcsize(fmt[:1 + i])
+    return slice(start, start + struct.calcsize(fmt[0] + fmt[1 + i]))
+
+
+def _set(data: bytearray, entry: int, name: str, value: int) -> None:
+    f = _index_field(name)
+    at = slice(entry * W + f.start, entry * W + f.stop)
+    data[at] = value.to_bytes(f.stop - f.start, "big", signed=True)
+
+
 def _partition(tmp_path: Path, n_segments: int = 2, per: int = 5, **kw) -> Path:
     segs = [messages(per, first=i * per) for i in range(n_segments)]
     last = n_segments * per - 1
@@ -159,7 +180,7 @@ def _seg(folder: Path, base: int, suffix: str = ".log") -> Path:
 
 
 def test_made_partition_verifies_clean(tmp_path: Path) -> None:
-    folder = _partition(tmp_path, preallocate_last=10 * 20 * 20)
+    folder = _partition(tmp_path, preallocate_last=100 * W)
     assert _findings(folder) == []
 
 
@@ -175,7 +196,7 @@ def test_truncated_segment_is_a_torn_entry(tmp_path: Path) -> None:
     found = _findings(folder)
     assert (log.name, "torn_entry", last) in found
     # the index still locates the lost message, where no whole entry starts
-    assert (log.with_suffix(".index").name, "index_mismatch", 4 * 20) in found
+    assert (log.with_suffix(".index").name, "index_mismatch", 4 * W) in found
     assert ("replication-offset-checkpoint", "hw_past_end", 0) in found
 
 
@@ -184,7 +205,7 @@ def test_segment_cut_between_entries_leaves_the_index_past_the_end(tmp_path: Pat
     log = _seg(folder, 5)
     log.write_bytes(log.read_bytes()[:read_segment(log).positions[-1]])
     found = _findings(folder)
-    assert (log.with_suffix(".index").name, "index_past_end", 4 * 20) in found
+    assert (log.with_suffix(".index").name, "index_past_end", 4 * W) in found
     assert ("replication-offset-checkpoint", "hw_past_end", 0) in found
     assert not any(k == "torn_entry" for _, k, _ in found)
 
@@ -235,7 +256,7 @@ def test_malformed_entry_is_reported_and_the_next_read(tmp_path: Path) -> None:
     log = _seg(folder, 0)
     reading = read_segment(log)
     data = bytearray(log.read_bytes())
-    key_len_at = reading.positions[1] + 28 + 6
+    key_len_at = reading.positions[1] + HL + CURRENT.body_head.size  # the key length
     data[key_len_at:key_len_at + 4] = (0x7FFF0000).to_bytes(4, "big")  # key past the body
     log.write_bytes(bytes(data))
     after = read_segment(log)
@@ -256,12 +277,12 @@ def test_index_past_the_end_and_pointing_nowhere(tmp_path: Path) -> None:
     folder = _partition(tmp_path, n_segments=1)
     idx = _seg(folder, 0, ".index")
     data = bytearray(idx.read_bytes())
-    data[20 + 12:20 + 16] = (10_000).to_bytes(4, "big")  # 2nd entry: position past the end
-    data[40 + 12:40 + 16] = (3).to_bytes(4, "big")       # 3rd entry: inside an entry
+    _set(data, 1, "position", 10_000)  # 2nd entry: position past the end
+    _set(data, 2, "position", 3)  # 3rd entry: inside an entry
     idx.write_bytes(bytes(data))
     found = _findings(folder)
-    assert (idx.name, "index_past_end", 20) in found
-    assert (idx.name, "index_mismatch", 40) in found
+    assert (idx.name, "index_past_end", W) in found
+    assert (idx.name, "index_mismatch", 2 * W) in found
     assert (_seg(folder, 0).name, "index_missing", read_segment(_seg(folder, 0)).positions[1]) \
         in found
 
@@ -271,22 +292,22 @@ def test_zero_filled_index_with_and_without_entries_after_the_zeros(tmp_path: Pa
     idx = _seg(folder, 0, ".index")
     assert _findings(folder) == []  # the preallocated zero tail is fine
     data = bytearray(idx.read_bytes())
-    data[1000:1020] = data[0:20]  # an entry after the zeros
+    data[50 * W:51 * W] = data[0:W]  # an entry after the zeros
     idx.write_bytes(bytes(data))
     reading = read_index(idx)
-    assert len(reading.entries) == 5 and reading.zero_tail == 100
-    assert [e.index_position for e in reading.after_tail] == [1000]
-    assert _findings(folder) == [(idx.name, "index_tail", 1000)]
+    assert len(reading.entries) == 5 and reading.zero_tail == 5 * W
+    assert [e.index_position for e in reading.after_tail] == [50 * W]
+    assert _findings(folder) == [(idx.name, "index_tail", 50 * W)]
 
 
 def test_index_entry_that_disagrees_with_its_entry(tmp_path: Path) -> None:
     folder = _partition(tmp_path, n_segments=1)
     idx = _seg(folder, 0, ".index")
     data = bytearray(idx.read_bytes())
-    data[60 + 4:60 + 12] = (1).to_bytes(8, "big")  # 4th entry: another timestamp
+    _set(data, 3, "timestamp", 1)  # 4th entry: another timestamp
     idx.write_bytes(bytes(data))
     found = check_partition(find_partitions([folder])[0]).findings
-    assert [(f.kind, f.position) for f in found] == [("index_mismatch", 60)]
+    assert [(f.kind, f.position) for f in found] == [("index_mismatch", 3 * W)]
     assert "timestamp 1" in found[0].message
 
 

@@ -229,7 +229,10 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
                      "ok" if e.crc_ok else "BAD", _text(e.key, 16), value,
                      " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers)))
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
-    line = lambda r: "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()  # noqa: E731
+
+    def line(r: tuple[str, ...]) -> str:
+        return "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
+
     if head:
         out.write("  " + line(cols) + "\n")
     for r in rows:

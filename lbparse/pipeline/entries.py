@@ -85,7 +85,8 @@ def entries_schema() -> StructType:
 
     fields = list(FIXED.fields)
     for type_name, column in value_columns().items():
-        fields.append(StructField(column, message_struct(message_class(type_name).DESCRIPTOR)))
+        descriptor: Any = message_class(type_name).DESCRIPTOR
+        fields.append(StructField(column, message_struct(descriptor)))
     return StructType(fields)
 
 
@@ -243,7 +244,8 @@ def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type
 
     cls = message_class(type_name)
     n = len(cols["position"])
-    decoded, where = [], [None] * n
+    decoded: list[Any] = []
+    where: list[int | None] = [None] * n
     for i, e in entries:
         if e.value is None:
             continue

@@ -24,6 +24,7 @@ from lbparse_generated.storage_layouts import BBOLT
 __all__ = ["BoltDB", "Meta", "Page", "Element", "parse_page", "fnv1a64"]
 
 PAGE_HEADER = struct.Struct(BBOLT["page_header"]["format"])
+_OVERFLOW = BBOLT["page_header"]["fields"].index("overflow")
 META = struct.Struct(BBOLT["meta"]["format"])
 META_FIELDS: tuple[str, ...] = BBOLT["meta"]["fields"]
 BRANCH = struct.Struct(BBOLT["branch_element"]["format"])
@@ -230,7 +231,7 @@ class BoltDB:
         if start + PAGE_HEADER.size > len(self.data):
             raise StorageError(f"page {pgid} is past the end of the file", path=self.path,
                                position=start, kind="bad_page")
-        overflow = PAGE_HEADER.unpack_from(self.data, start)[3]
+        overflow = PAGE_HEADER.unpack_from(self.data, start)[_OVERFLOW]
         end = min(len(self.data), start + (overflow + 1) * self.page_size)
         try:
             page = parse_page(self.data, start, end)

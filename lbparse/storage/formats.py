@@ -63,8 +63,18 @@ class SegmentFormat:
     def header_len(self) -> int:
         return self.header.size
 
+    @property
+    def crc_width(self) -> int:
+        """Bytes of the body's CRC field (the CRC covers the body after it)."""
+        return struct.calcsize(self.body_head.format[:2])
+
     def field_index(self, name: str) -> int | None:
         return self.header_fields.index(name) if name in self.header_fields else None
+
+    def field_offset(self, name: str) -> int:
+        """Where a field of the entry header starts."""
+        i = self.header_fields.index(name)
+        return struct.calcsize(self.header.format[:1 + i])
 
 
 def _index_format(name: str) -> IndexFormat:

@@ -19,7 +19,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, Union, cast
 
 from lbparse import commitlog
 from lbparse.commitlog import CommitLogEntry
@@ -28,7 +28,8 @@ from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT, SegmentFormat, by_recency
 from lbparse_generated.storage_layouts import BODY_LENGTHS
 
-try:  # the entry loop in C (setup.py builds it where a compiler is); else Python
+_native: Any  # the entry loop in C (setup.py builds it where a compiler is); else Python
+try:
     from lbparse.storage import _scan as _native
 except ImportError:  # pragma: no cover - a pure-Python install
     _native = None
@@ -36,7 +37,8 @@ except ImportError:  # pragma: no cover - a pure-Python install
 __all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "iter_segment",
            "iter_segment_bytes", "detect_format", "entry_json"]
 
-# What a segment is read from: its bytes, or the file mapped into memory.
+# What a segment is read from: its bytes, or the file mapped into memory
+# (lbparse.commitlog's code takes either: it slices and unpacks).
 Buffer = Union[bytes, mmap.mmap]
 NS_PER_MS = 1_000_000  # the first generations kept the timestamp in milliseconds
 DETECT_ENTRIES = 16  # entries read from the start of a file to tell its generation
@@ -226,12 +228,12 @@ def _scan(data: Buffer, pos: int, end: int, entries: list[CommitLogEntry], posit
     """
     layout = native_layout(fmt) if native and _native is not None else None
     if layout is not None:
-        assert _native is not None
-        pos = _native.scan(data, pos, end, *layout, CommitLogEntry, entries, positions)
+        header, body, kind = layout
+        pos = _native.scan(data, pos, end, header, body, kind, CommitLogEntry, entries, positions)
         if pos >= end:
             return
     if fmt.current_body and fmt.header_fields == CURRENT.header_fields:
-        commitlog.scan_entries(data, pos, end, entries, positions, fmt.crc)
+        commitlog.scan_entries(cast(bytes, data), pos, end, entries, positions, fmt.crc)
     else:
         _scan_generic(data, pos, end, entries, positions, fmt)
 
@@ -264,7 +266,7 @@ def _widths(fmt_text: str) -> list[tuple[int, int, bool]]:
 
 def _header_layout(fmt: SegmentFormat) -> tuple[Any, ...]:
     fields = dict(zip(fmt.header_fields, _widths(fmt.header.format)))
-    absent = (-1, 8, False)
+    absent = (-1, 8, False)  # position -1: the generation has no such field
     return (fmt.header.size, fields["offset"], fields.get("timestamp", absent),
             fields.get("leader_epoch", absent), fields["size"])
 
@@ -293,10 +295,10 @@ def _scan_generic(buf: Buffer, pos: int, end: int, entries: list[CommitLogEntry]
         body = pos + hl
         if size > end - body:
             raise commitlog._bad(f"entry size {size} but only {end - body} bytes follow",
-                                 body - 4)
+                                 pos + fmt.field_offset("size"))
         entry = CommitLogEntry(values[0], values[i_ts] if i_ts is not None else 0, 0, size=size)
         if fmt.current_body:
-            commitlog.parse_body(buf, body, body + size, entry, fmt.crc)
+            commitlog.parse_body(cast(bytes, buf), body, body + size, entry, fmt.crc)
         else:
             _legacy_body(buf, body, body + size, entry, fmt)
         entries.append(entry)
@@ -311,7 +313,8 @@ def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
     if end - pos < head.size:
         raise commitlog._bad(f"entry body is {end - pos} bytes, needs at least {head.size}", pos)
     entry.crc32c, entry.magic, entry.attributes = head.unpack_from(buf, pos)
-    entry._crc_ok = fmt.crc(buf[pos + 4:end]) == entry.crc32c  # type: ignore[attr-defined]
+    entry._crc_ok = (  # type: ignore[attr-defined]
+        fmt.crc(buf[pos + fmt.crc_width:end]) == entry.crc32c)
     p = pos + head.size
     ts = fmt.body_timestamp
     if ts is not None and (fmt.timestamp_if is None or fmt.timestamp_if(entry.magic)):
@@ -320,7 +323,7 @@ def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
         entry.timestamp = ts.unpack_from(buf, p)[0] * NS_PER_MS
         p += ts.size
     with_headers = fmt.headers_if is None or bool(fmt.headers_if(entry.magic))
-    return commitlog.parse_key_and_rest(buf, p, end, entry, with_headers)
+    return commitlog.parse_key_and_rest(cast(bytes, buf), p, end, entry, with_headers)
 
 
 def header_at(data: Buffer, pos: int, fmt: SegmentFormat) -> dict[str, int]:
@@ -425,7 +428,7 @@ def _zeros(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | No
                     f"{stop - at} bytes of zeros where an entry should start, {what}"), stop)
 
 
-def detect_format(data: bytes) -> SegmentFormat:
+def detect_format(data: Buffer) -> SegmentFormat:
     """The generation that wrote a segment, from its first entries.
 
     Each generation reads up to DETECT_ENTRIES entries from the start; the
@@ -455,7 +458,7 @@ def _detect_score(data: Buffer, fmt: SegmentFormat) -> tuple[int, int]:
         entry = CommitLogEntry(0, 0, 0, size=size)
         try:
             if fmt.current_body:
-                stop = commitlog.parse_body(data, body, body + size, entry, fmt.crc)
+                stop = commitlog.parse_body(cast(bytes, data), body, body + size, entry, fmt.crc)
             else:
                 stop = _legacy_body(data, body, body + size, entry, fmt)
         except EnvelopeError:
