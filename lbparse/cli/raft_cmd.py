@@ -30,12 +30,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
-from lbparse.storage.raftdb import RaftStore, StoredLog, read_raft_db
+
+if TYPE_CHECKING:  # lbparse.raft (msgpack) is imported when the command runs
+    from lbparse.storage.raftdb import RaftStore, StoredLog
 
 NAME = "raft"
 HELP = "read the metadata Raft log and stable store in a node's raft/raft.db"
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from lbparse.storage.raftdb import read_raft_db
+
     stores = []
     for raw in args.paths:
         try:

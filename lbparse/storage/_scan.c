@@ -22,7 +22,15 @@
  *   Integers are big-endian. crc_kind 0 is CRC-32C (Castagnoli), 1 CRC-32
  *   (IEEE), both over the body after its CRC field.
  *
- * tests/test_storage_native.py holds this equal to the Python loop.
+ * jsonl(prefix, positions, entries) -> bytes
+ *
+ *   The JSON Lines of `lbparse segments --format jsonl` for whole entries
+ *   of a generation that stores every field: `prefix` (the object's
+ *   opening, its keys about the file) then position and the entry as
+ *   segment.entry_json gives it, written as json.dumps(ensure_ascii=False)
+ *   writes them.
+ *
+ * tests/test_storage_native.py holds both equal to the Python code.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -123,6 +131,7 @@ typedef struct {
 } body_t;
 
 static PyObject *names[11]; /* interned attribute names, see init_names */
+static PyObject *crc_ok_name;
 
 static int init_names(void) {
     static const char *s[] = {"offset", "timestamp", "leader_epoch", "size", "crc32c", "magic",
@@ -130,7 +139,7 @@ static int init_names(void) {
     for (int i = 0; i < 11; i++)
         if (!(names[i] = PyUnicode_InternFromString(s[i])))
             return -1;
-    return 0;
+    return (crc_ok_name = PyUnicode_InternFromString("crc_ok")) ? 0 : -1;
 }
 
 static int parse_field(PyObject *t, field_t *f, int with_pos) {
@@ -349,6 +358,228 @@ error:
     return NULL;
 }
 
+
+/* ---- JSON Lines of entries (lbparse segments --format jsonl) -------------- */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} out_t;
+
+static int grow(out_t *o, Py_ssize_t more) {
+    if (o->len + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap < o->len + more)
+        cap *= 2;
+    char *b = PyMem_Realloc(o->buf, (size_t)cap);
+    if (!b) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static int put(out_t *o, const char *s, Py_ssize_t n) {
+    if (grow(o, n) < 0)
+        return -1;
+    memcpy(o->buf + o->len, s, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+#define PUTS(o, lit) put(o, lit, (Py_ssize_t)(sizeof(lit) - 1))
+
+/* An int attribute as decimal (any size: Python's own conversion beyond 64 bits). */
+static int put_int(out_t *o, PyObject *v) {
+    char tmp[32];
+    int overflow = 0;
+    long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (s == -1 && PyErr_Occurred())
+        return -1;
+    if (!overflow) {
+        int n = snprintf(tmp, sizeof tmp, "%lld", s);
+        return put(o, tmp, n);
+    }
+    PyObject *text = PyObject_Str(v);
+    if (!text)
+        return -1;
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(text, &n);
+    int rc = t ? put(o, t, n) : -1;
+    Py_DECREF(text);
+    return rc;
+}
+
+static int put_hex(out_t *o, PyObject *b) {
+    static const char digits[] = "0123456789abcdef";
+    if (b == Py_None)
+        return PUTS(o, "null");
+    char *p;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(b, &p, &n) < 0)
+        return -1;
+    if (grow(o, 2 * n + 2) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        *w++ = digits[c >> 4];
+        *w++ = digits[c & 15];
+    }
+    *w++ = '"';
+    o->len = w - o->buf;
+    return 0;
+}
+
+/* A string as json.dumps(s, ensure_ascii=False) writes it. */
+static int put_str(out_t *o, PyObject *s) {
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!t || grow(o, 6 * n + 2) < 0)
+        return -1;
+    char *w = o->buf + o->len;
+    *w++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        switch (c) {
+        case '"': *w++ = '\\'; *w++ = '"'; break;
+        case '\\': *w++ = '\\'; *w++ = '\\'; break;
+        case '\n': *w++ = '\\'; *w++ = 'n'; break;
+        case '\r': *w++ = '\\'; *w++ = 'r'; break;
+        case '\t': *w++ = '\\'; *w++ = 't'; break;
+        case '\b': *w++ = '\\'; *w++ = 'b'; break;
+        case '\f': *w++ = '\\'; *w++ = 'f'; break;
+        default:
+            if (c < 0x20) {
+                w += snprintf(w, 7, "\\u%04x", c);
+            } else {
+                *w++ = (char)c;
+            }
+        }
+    }
+    *w++ = '"';
+    o->len = w - o->buf;
+    return 0;
+}
+
+/* headers_hex: a JSON object of key -> hex value; a repeated key keeps its
+ * first place and its last value, as a Python dict built from the list does. */
+static int put_headers(out_t *o, PyObject *headers) {
+    if (!PyList_Check(headers)) {
+        PyErr_SetString(PyExc_TypeError, "headers: a list is needed");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(headers);
+    if (PUTS(o, "{") < 0)
+        return -1;
+    int first = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(headers, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "headers: (key, value) pairs are needed");
+            return -1;
+        }
+        PyObject *k = PyTuple_GET_ITEM(pair, 0);
+        int seen = 0;
+        for (Py_ssize_t j = 0; j < i && !seen; j++) {
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(PyList_GET_ITEM(headers, j), 0), k,
+                                              Py_EQ);
+            if (eq < 0)
+                return -1;
+            seen = eq;
+        }
+        if (seen)
+            continue;
+        PyObject *v = PyTuple_GET_ITEM(pair, 1);
+        for (Py_ssize_t j = i + 1; j < n; j++) {
+            PyObject *later = PyList_GET_ITEM(headers, j);
+            int eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(later, 0), k, Py_EQ);
+            if (eq < 0)
+                return -1;
+            if (eq)
+                v = PyTuple_GET_ITEM(later, 1);
+        }
+        if ((!first && PUTS(o, ", ") < 0) || put_str(o, k) < 0 || PUTS(o, ": ") < 0 ||
+            put_hex(o, v) < 0)
+            return -1;
+        first = 0;
+    }
+    return PUTS(o, "}");
+}
+
+static int put_attr_int(out_t *o, PyObject *e, int name) {
+    PyObject *v = PyObject_GetAttr(e, names[name]);
+    if (!v)
+        return -1;
+    int rc = v == Py_None ? PUTS(o, "null") : put_int(o, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static int put_attr(out_t *o, PyObject *e, int name, int (*f)(out_t *, PyObject *)) {
+    PyObject *v = PyObject_GetAttr(e, names[name]);
+    if (!v)
+        return -1;
+    int rc = f(o, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* Indexes in names[] (init_names's order). */
+enum { N_OFFSET, N_TIMESTAMP, N_EPOCH, N_SIZE, N_CRC, N_MAGIC, N_ATTRS, N_KEY, N_VALUE,
+       N_HEADERS };
+
+static int put_entry(out_t *o, PyObject *prefix, PyObject *pos, PyObject *e) {
+    char *p;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(prefix, &p, &n) < 0 || put(o, p, n) < 0 ||
+        PUTS(o, "\"position\": ") < 0 || put_int(o, pos) < 0 ||
+        PUTS(o, ", \"attributes\": ") < 0 || put_attr_int(o, e, N_ATTRS) < 0 ||
+        PUTS(o, ", \"crc32c\": ") < 0 || put_attr_int(o, e, N_CRC) < 0 ||
+        PUTS(o, ", \"headers_hex\": ") < 0 || put_attr(o, e, N_HEADERS, put_headers) < 0 ||
+        PUTS(o, ", \"key_hex\": ") < 0 || put_attr(o, e, N_KEY, put_hex) < 0 ||
+        PUTS(o, ", \"leader_epoch\": ") < 0 || put_attr_int(o, e, N_EPOCH) < 0 ||
+        PUTS(o, ", \"magic\": ") < 0 || put_attr_int(o, e, N_MAGIC) < 0 ||
+        PUTS(o, ", \"offset\": ") < 0 || put_attr_int(o, e, N_OFFSET) < 0 ||
+        PUTS(o, ", \"size\": ") < 0 || put_attr_int(o, e, N_SIZE) < 0 ||
+        PUTS(o, ", \"timestamp\": ") < 0 || put_attr_int(o, e, N_TIMESTAMP) < 0 ||
+        PUTS(o, ", \"value_hex\": ") < 0 || put_attr(o, e, N_VALUE, put_hex) < 0 ||
+        PUTS(o, ", \"crc_ok\": ") < 0)
+        return -1;
+    PyObject *ok = PyObject_GetAttr(e, crc_ok_name); /* the property: None when not read */
+    if (!ok)
+        return -1;
+    int rc = ok == Py_None ? PUTS(o, "null}\n") : ok == Py_True ? PUTS(o, "true}\n")
+                                                               : PUTS(o, "false}\n");
+    Py_DECREF(ok);
+    return rc;
+}
+
+static PyObject *jsonl(PyObject *self, PyObject *args) {
+    PyObject *prefix, *positions, *entries;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyBytes_Type, &prefix, &PyList_Type, &positions,
+                          &PyList_Type, &entries))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    if (PyList_GET_SIZE(positions) != n) {
+        PyErr_SetString(PyExc_ValueError, "jsonl: as many positions as entries are needed");
+        return NULL;
+    }
+    out_t o = {NULL, 0, 0};
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (put_entry(&o, prefix, PyList_GET_ITEM(positions, i), PyList_GET_ITEM(entries, i)) < 0) {
+            PyMem_Free(o.buf);
+            return NULL;
+        }
+    PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
+    PyMem_Free(o.buf);
+    return result;
+}
+
 static PyObject *implementation(PyObject *self, PyObject *unused) {
 #ifdef HAVE_HW
     if (have_hw)
@@ -377,6 +608,9 @@ static PyMethodDef methods[] = {
      "scan(data, pos, end, header, body, crc_kind, entry_cls, entries, positions) -> stop: "
      "the whole entries of data[pos:end] appended; where the first that is not whole starts."},
     {"crc", crc, METH_VARARGS, "crc(data, kind): CRC-32C (kind 0) or CRC-32 (kind 1) of data."},
+    {"jsonl", jsonl, METH_VARARGS,
+     "jsonl(prefix, positions, entries) -> bytes: one JSON line per entry, `prefix` (the "
+     "opening of each object) then position and the entry's fields."},
     {"implementation", implementation, METH_NOARGS,
      "implementation(): which CRC-32C code this CPU runs: 'sse4.2' or 'slicing-by-8'."},
     {NULL, NULL, 0, NULL}};
