@@ -112,9 +112,11 @@ def main() -> int:
                 samples[name].append(timed(fn))
     med = {name: statistics.median(s) for name, s in samples.items()}
     base = med["lbtruth segment (Go, JSON out)"]
+    native = seg_mod._native
+    loop = f"built, CRC {native.implementation()}" if native is not None else "not built"
     print(f"\nsegment of {len(data) / 1e6:.1f} MB, {n:,} real entries "
           f"({len(data) / n:.0f} bytes each), median of {REPEATS} interleaved runs "
-          f"(C loop: {'built, CRC ' + seg_mod._native.implementation() if seg_mod._native else 'not built'})")
+          f"(C loop: {loop})")
     print(f"  {'reader':<38} {'time':>8} {'MB/s':>8} {'us/entry':>9} {'vs lbtruth':>11}")
     for name, t in med.items():
         print(f"  {name:<38} {t:>7.2f}s {len(data) / 1e6 / t:>8.1f} {t / n * 1e6:>9.2f} "

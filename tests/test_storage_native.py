@@ -109,8 +109,9 @@ def _jsonl_reference(head: dict, positions: list[int], entries: list) -> list[di
     offset=st.integers(0, 2**64 - 1), timestamp=st.integers(-2**63, 2**63 - 1),
     leader_epoch=st.integers(0, 2**64 - 1), key=st.none() | st.binary(max_size=8),
     value=st.none() | st.binary(max_size=20),
-    headers=st.lists(st.tuples(st.sampled_from(["subject", "a", 'ü"\n\x01\t\\', "😀", "\x7f\u2028"]),
-                               st.binary(max_size=4)), max_size=4),
+    headers=st.lists(st.tuples(
+        st.sampled_from(["subject", "a", 'ü"\n\x01\t\\', "😀", "\x7f\u2028"]),
+        st.binary(max_size=4)), max_size=4),
     magic=st.integers(0, 255), attributes=st.integers(0, 255),
     crc32c=st.integers(0, 2**32 - 1), size=st.integers(0, 2**32 - 1)), max_size=5),
     crc=st.lists(st.booleans(), min_size=5, max_size=5))
