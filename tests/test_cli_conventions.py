@@ -210,6 +210,10 @@ def _usage_cases(tmp: Path, captures: dict[str, Path]) -> list[tuple[list[str], 
          "--conf takes KEY=VALUE"),
         (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--batch-rows", "0"],
          "--batch-rows must be at least 1"),
+        (["segments", str(tmp / "none")], "no such file or directory"),
+        (["segments", str(tmp)], "holds no Liftbridge data directory"),
+        (["segments", "--partition", "x", str(tmp)], "invalid int value: 'x'"),
+        (["raft", str(tmp / "none")], "no such file"),
     ]
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from io import BytesIO
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from lbparse.storage.bbolt import BoltDB, fnv1a64
 from lbparse.storage.errors import StorageError
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
 from lbparse_generated.kaitai.bbolt_page import BboltPage
+from support.cli import LBPARSE
 from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 
@@ -114,7 +114,7 @@ def test_not_a_bbolt_file() -> None:
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lbparse", *args], capture_output=True,
+    return subprocess.run([*LBPARSE, *args], capture_output=True,
                           text=True, timeout=120)
 
 

@@ -32,7 +32,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
 
@@ -70,13 +69,7 @@ def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except BrokenPipeError:
-        return closed_pipe()
-
-
-def _run(args: argparse.Namespace) -> int:
+    # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
     from lbparse.storage.raftdb import read_raft_db
 
     stores = []
