@@ -101,14 +101,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _conf(args: argparse.Namespace) -> dict[str, str]:
-    from lbparse.pipeline.session import TEST_CONF
-
-    conf = dict(TEST_CONF) if args.test_conf else {}
+    conf: dict[str, str] = {}
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--conf takes KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
+    if args.test_conf:
+        from lbparse.pipeline.session import TEST_CONF
+
+        conf = {**TEST_CONF, **conf}
     return conf
 
 
@@ -163,16 +165,19 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lbparse.pipeline import job
-    from lbparse.pipeline.decode_arrow import DecodeOptions
-    from lbparse.pipeline.session import run_session
-    from lbparse.pipeline.sources import SourceOptions
-
+    # The options are checked before Spark is imported: a usage error is said at once.
     if args.batch_rows < 1:
         raise ValueError("--batch-rows must be at least 1")
     if "-" in args.inputs:
         raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
                          "themselves; save it to a file (`lbparse capture -` reads stdin)")
+    conf = _conf(args)
+
+    from lbparse.pipeline import job
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.session import run_session
+    from lbparse.pipeline.sources import SourceOptions
+
     options = job.PipelineOptions(
         inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
         decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,
@@ -180,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
-    with run_session(args.master, conf=_conf(args)) as spark:
+    with run_session(args.master, conf=conf) as spark:
         progress = Progress(spark, sys.stderr, args.quiet)
         try:
             summary = job.run(spark, options, on_plan=progress.planned)
