@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -21,6 +22,20 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).parent))
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
+
+
+# What lbparse installs for a user (the Kaitai compiler, on first use of an
+# installed lbparse: lbparse/resources.py) goes to a cache of this session,
+# not the user's ~/.cache, unless LBPARSE_CACHE_DIR names one.
+_OWN_CACHE = None if os.environ.get("LBPARSE_CACHE_DIR") else \
+    tempfile.mkdtemp(prefix="lbparse-test-cache-")
+if _OWN_CACHE is not None:
+    os.environ["LBPARSE_CACHE_DIR"] = _OWN_CACHE
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
