@@ -64,9 +64,15 @@ ALIASES: Mapping[str, str] = {
     "js": "javascript", "node": "javascript", "cpp_stl": "cpp", "c++": "cpp",
     "cs": "csharp", "c#": "csharp", "dot": "graphviz", "py": "python", "lua-wireshark": "wireshark",
 }
-# The JS API of the compiler cannot set `--go-package`, and Go source
-# without a package clause does not compile: we add the clause.
+# The JS API of the compiler cannot set `--go-package` or `--java-package`,
+# and Go source without a package clause does not compile: we add the clauses,
+# and a go.mod, so that each folder builds as it is.
 GO_PACKAGE = "liftbridge"
+JAVA_PACKAGE = "liftbridge"
+# The Kaitai runtimes the generated code imports, at the compiler's version.
+GO_RUNTIME = "github.com/kaitai-io/kaitai_struct_go_runtime"
+GO_RUNTIME_VERSION = "v0.11.0"
+GO_TEXT_VERSION = "v0.28.0"  # what the Go runtime v0.11.0's go.mod requires
 NODE_TIMEOUT = 120  # seconds; the compiler loads in about one
 
 
@@ -141,6 +147,22 @@ def add_go_package(path: Path, package: str = GO_PACKAGE) -> None:
     if not any(line.startswith("package ") for line in text.splitlines()):
         head, _, rest = text.partition("\n")
         path.write_text(f"{head}\n\npackage {package}\n{rest}", encoding="utf-8")
+
+
+def add_java_package(path: Path, package: str = JAVA_PACKAGE) -> None:
+    text = path.read_text(encoding="utf-8")
+    if not any(line.startswith("package ") for line in text.splitlines()):
+        head, _, rest = text.partition("\n")
+        path.write_text(f"{head}\n\npackage {package};\n{rest}", encoding="utf-8")
+
+
+def write_go_mod(folder: Path, package: str = GO_PACKAGE) -> Path:
+    """A go.mod naming the runtime, so the folder is a module `go build` takes."""
+    path = folder / "go.mod"
+    path.write_text(f"module {package}\n\ngo 1.19\n\nrequire (\n"
+                    f"\t{GO_RUNTIME} {GO_RUNTIME_VERSION}\n"
+                    f"\tgolang.org/x/text {GO_TEXT_VERSION} // indirect\n)\n", encoding="utf-8")
+    return path
 
 
 def write_descriptor_set(out: Path) -> Path:
@@ -254,7 +276,11 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
                 shutil.move(str(src), target)
                 if lang == "go" and target.suffix == ".go":
                     add_go_package(target)
+                if lang == "java" and target.suffix == ".java":
+                    add_java_package(target)
                 files.append(target)
+            if lang == "go":
+                files.append(write_go_mod(folder))
             if lang == "wireshark":
                 from lbparse.wireshark import write_dissector
 

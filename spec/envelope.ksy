@@ -54,7 +54,7 @@ seq:
       so that anything shorter is "too short" before any field is judged.
   - id: crc32c
     type: u4
-    if: has_header and header.has_crc
+    if: 'has_header ? header.has_crc : false'
     -error: truncated
     doc: |
       CRC-32C (Castagnoli polynomial) of the payload, that is of every
