@@ -25,7 +25,7 @@ import yaml
 from lbparse.layouts import LAYOUTS, Layout
 from lbparse.errors import KINDS
 
-__all__ = ["DEFAULT_PORT", "FILE_NAME", "lua_source", "write_dissector"]
+__all__ = ["DEFAULT_PORT", "FILE_NAME", "lua_source", "write_dissector", "write_plugin"]
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVELOPE_KSY = ROOT / "spec" / "envelope.ksy"
@@ -43,7 +43,7 @@ def _need_kind(kind: str) -> str:
 # --- Kaitai expressions (the subset the spec uses) to Lua ----------------
 
 _TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|\d[\d_]*)|([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)"
-                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().!~]))")
+                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().!~?:]))")
 _BINARY = {  # Kaitai operator -> (precedence, Lua template)
     "or": (1, "({a} or {b})"), "and": (2, "({a} and {b})"),
     "==": (4, "({a} == {b})"), "!=": (4, "({a} ~= {b})"), "<": (4, "({a} < {b})"),
@@ -72,7 +72,7 @@ class _ExprTranslator:
             raise ValueError(f"cannot translate Kaitai expression {expr!r}")
         self.tokens = ["".join(t) for t in self.tokens]
         self.pos, self.type_name = 0, type_name
-        out = self._expr(0)
+        out = self._ternary()
         if self.pos != len(self.tokens):
             raise ValueError(f"cannot translate Kaitai expression {expr!r}")
         return out
@@ -86,6 +86,18 @@ class _ExprTranslator:
             raise ValueError("expression ends too early")
         self.pos += 1
         return tok
+
+    def _ternary(self) -> str:
+        """`c ? a : b`, the lowest precedence; Lua has no conditional expression."""
+        cond = self._expr(0)
+        if self._peek() != "?":
+            return cond
+        self._next()
+        then = self._ternary()
+        if self._next() != ":":
+            raise ValueError("`?` without `:`")
+        other = self._ternary()
+        return f"(function() if {cond} then return {then} else return {other} end end)()"
 
     def _expr(self, min_prec: int) -> str:
         left = self._unary()
@@ -104,7 +116,7 @@ class _ExprTranslator:
         if tok == "~":
             return f"bit32.bnot({self._unary()})"
         if tok == "(":
-            inner = self._expr(0)
+            inner = self._ternary()
             if self._next() != ")":
                 raise ValueError("unbalanced parenthesis")
             return inner
@@ -275,6 +287,11 @@ def lua_source(ksy_path: Path = ENVELOPE_KSY, layouts: dict[str, Layout] | None 
         _layouts_lua(dict(layouts if layouts is not None else LAYOUTS)),
     ])
     return (_BANNER.format(src=ksy_path.name) + tables + _LUA_BODY)
+
+
+def write_plugin(folder: Path | str) -> list[Path]:
+    """What belongs in a Wireshark plugins folder: the dissector (and its .proto files)."""
+    return [write_dissector(folder)]
 
 
 def write_dissector(folder: Path | str) -> Path:

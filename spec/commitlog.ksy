@@ -88,11 +88,23 @@ types:
     seq:
       - id: key_len
         type: s2
+        valid:
+          expr: _ >= 0
+        doc: |
+          Length of the header's key (i16, shared/wire/README.md section 3).
+          A negative length cannot be sliced: invalid, as lbparse says
+          (and the check keeps every language's runtime from being asked for
+          a negative number of bytes).
       - id: key
         size: key_len
         type: str
         encoding: UTF-8
+        doc: The header's name, UTF-8 (lbparse rejects other bytes).
       - id: value_len
         type: s4
+        valid:
+          expr: _ >= 0
+        doc: Length of the header's value; a negative length is invalid.
       - id: value
         size: value_len
+        doc: The header's value, opaque bytes.

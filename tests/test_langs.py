@@ -16,17 +16,21 @@ the driver and fails the test.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from lbparse.codegen import generate
+from lbparse.langdocs import DOCS
 from support.conformance import capture_cases, compare, driver_input, vector_cases
 from support.langs import LANGS, BuildError, Language
-from support.shared import SHARED, shared_path
+from support.shared import shared_path
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 300  # seconds for one driver over every case
 SHOWN = 15  # disagreements printed when a language fails
 
@@ -44,7 +48,7 @@ def driver(lang: Language, built: dict[str, list[str] | str],
         pytest.skip(f"{lang.name} toolchain missing: {', '.join(missing)} "
                     f"(Debian: {' '.join(lang.debian)}; `make install-langs`)")
     if lang.name not in built:
-        runtime = shared_path("kaitai-runtimes", lang.runtime)
+        runtime = shared_path("kaitai-runtimes", lang.runtime) if lang.runtime else Path()
         work = tmp_path_factory.mktemp(f"lang-{lang.name}")
         gen = work / "generated"
         generate([lang.name], gen)
@@ -87,3 +91,36 @@ def test_real_cluster_capture(name: str, built, tmp_path_factory) -> None:
     cases = capture_cases(capture)
     assert len(cases) > 100  # the short run holds ~600 distinct envelopes
     check(name, cases, run_driver(cmd, cases))
+
+
+# --- each folder's README: its build line builds, its example prints what it says ---
+
+EXAMPLE_ENV = {  # offline: no module proxy, caches in the test's folder
+    "GOFLAGS": "-mod=mod", "GOPROXY": "off", "NODE_PATH": str(ROOT / "tools" / "node_modules"),
+}
+
+
+@pytest.mark.parametrize("name", list(DOCS))
+def test_readme_example_runs(name: str, tmp_path: Path) -> None:
+    doc = DOCS[name]
+    missing = [t for t in doc.tools if shutil.which(t) is None]
+    lang = LANGS.get(name)
+    if lang is not None:
+        missing += lang.missing()
+    if missing:
+        pytest.skip(f"{name} toolchain missing: {', '.join(missing)} (`make install-langs`)")
+    runtime = shared_path("kaitai-runtimes", lang.runtime) if lang and lang.runtime else tmp_path
+    folder = tmp_path / name
+    generate([name], folder)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert doc.build in readme and doc.source in readme and doc.output in readme
+    env = {**os.environ, **EXAMPLE_ENV, "KAITAI_RUNTIME": str(runtime),
+           "GOPATH": str(tmp_path / "gopath"), "GOCACHE": str(tmp_path / "gocache")}
+    if name == "javascript":  # `npm install` is for people; the pinned runtime is installed here
+        build = doc.build.replace("npm install", "true")
+    else:
+        build = doc.build
+    res = subprocess.run(["sh", "-ec", build], cwd=folder, env=env, capture_output=True, text=True,
+                         timeout=RUN_TIMEOUT)
+    assert res.returncode == 0, f"{name}: the README's build line failed:\n{res.stdout}\n{res.stderr}"
+    assert res.stdout.endswith(doc.output), f"{name} printed:\n{res.stdout}"

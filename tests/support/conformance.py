@@ -34,10 +34,10 @@ import yaml
 
 from lbparse import decode, decode_header
 from lbparse.commitlog import parse_replication_response
-from lbparse.dispatch import layout_named
+from lbparse.layouts import layout_named
 from lbparse.errors import EnvelopeError
 from lbparse.header import read_header
-from lbparse_generated.dispatch import LAYOUTS
+from lbparse_generated.tables import LAYOUTS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVELOPE_KSY = ROOT / "spec" / "envelope.ksy"

@@ -63,16 +63,26 @@ def build_go(gen: Path, runtime: Path, work: Path) -> list[str]:
     return [str(work / "driver.bin")]
 
 
+def build_javascript(gen: Path, runtime: Path, work: Path) -> list[str]:
+    # The generated code requires 'kaitai-struct/KaitaiStream': the pinned
+    # runtime is in tools/node_modules (`make install-node`).
+    modules = ROOT / "tools" / "node_modules"
+    (work / "run.sh").write_text(f'#!/bin/sh\nNODE_PATH="{modules}" exec node '
+                                 f'"{DRIVERS / "javascript" / "driver.js"}" "{gen}"\n', encoding="utf-8")
+    (work / "run.sh").chmod(0o755)
+    return [str(work / "run.sh")]
+
+
 def build_java(gen: Path, runtime: Path, work: Path) -> list[str]:
     classes = work / "classes"
     sources = sorted((runtime / "src" / "main" / "java").rglob("*.java"))
-    sources += sorted(gen.glob("*.java")) + [DRIVERS / "java" / "Driver.java"]
+    sources += sorted(gen.glob("Liftbridge*.java")) + [DRIVERS / "java" / "Driver.java"]
     run(["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(classes), *map(str, sources)], work)
     return ["java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", str(classes), "Driver"]
 
 
 def build_cpp(gen: Path, runtime: Path, work: Path) -> list[str]:
-    sources = [runtime / "kaitai" / "kaitaistream.cpp", *sorted(gen.glob("*.cpp")),
+    sources = [runtime / "kaitai" / "kaitaistream.cpp", *sorted(gen.glob("liftbridge_*.cpp")),
                DRIVERS / "cpp" / "driver.cpp"]
     out = work / "driver.bin"
     run(["g++", "-std=c++11", "-O1", "-Wall", "-DKS_STR_ENCODING_ICONV", f"-I{runtime}", f"-I{gen}",
@@ -103,7 +113,7 @@ def build_lua(gen: Path, runtime: Path, work: Path) -> list[str]:
 
 def build_csharp(gen: Path, runtime: Path, work: Path) -> list[str]:
     out = work / "driver.exe"
-    sources = [*sorted(runtime.glob("*.cs")), *sorted(gen.glob("*.cs")), DRIVERS / "csharp" / "Driver.cs"]
+    sources = [*sorted(runtime.glob("*.cs")), *sorted(gen.glob("Liftbridge*.cs")), DRIVERS / "csharp" / "Driver.cs"]
     run(["mcs", "-nologo", "-warn:0", f"-out:{out}", *map(str, sources)], work)
     return ["mono", str(out)]
 
@@ -118,7 +128,7 @@ def build_nim(gen: Path, runtime: Path, work: Path) -> list[str]:
 @dataclass(frozen=True)
 class Language:
     name: str  # lbparse's target name (`lbparse generate --lang NAME`)
-    runtime: str  # folder under shared/kaitai-runtimes
+    runtime: str | None  # folder under shared/kaitai-runtimes (None: from a package registry)
     tools: tuple[str, ...]  # executables the build and the run need
     debian: tuple[str, ...]  # the Debian packages that give them
     build: Callable[[Path, Path, Path], list[str]]
@@ -130,6 +140,8 @@ class Language:
 
 
 LANGS: dict[str, Language] = {lang.name: lang for lang in (
+    Language("javascript", None, ("node",), ("nodejs",), build_javascript,
+             (ROOT / "tools" / "node_modules" / "kaitai-struct",)),
     Language("go", "go", ("go",), ("golang-go", "golang-golang-x-text-dev"), build_go,
              (GO_X_TEXT,)),
     Language("java", "java", ("javac", "java"), ("openjdk-17-jdk-headless",), build_java),

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "kaitai/exceptions.h"
 #include "kaitai/kaitaistream.h"
 #include "liftbridge_commitlog.h"
 #include "liftbridge_envelope.h"

@@ -47,7 +47,7 @@ public static class Driver
     static string Parse(byte[] data, int layout)
     {
         LiftbridgeEnvelope env;
-        try { env = new LiftbridgeEnvelope((LiftbridgeEnvelope.Layout)layout, new KaitaiStream(data)); }
+        try { env = new LiftbridgeEnvelope((LiftbridgeEnvelope.LayoutType)layout, new KaitaiStream(data)); }
         catch (KaitaiStructError e) { return Failure(e); }
         catch (EndOfStreamException e) { return Failure(e); }
         var sb = new StringBuilder("{\"ok\":true");
@@ -58,7 +58,7 @@ public static class Driver
             sb.Append(",\"version\":").Append(h.Version).Append(",\"header_len\":").Append(h.HeaderLen)
               .Append(",\"flags\":").Append(h.Flags).Append(",\"msg_type\":").Append(h.MsgType)
               .Append(",\"crc32c\":").Append(h.HasCrc ? env.Crc32c.ToString() : "null");
-            if (env.Layout == LiftbridgeEnvelope.Layout.V0
+            if (env.Layout == LiftbridgeEnvelope.LayoutType.V0
                 && h.V0MsgType == LiftbridgeEnvelope.V0MsgType.ReplicationResponse)
                 cl = Commitlog(env.Payload);
         }

@@ -1,7 +1,8 @@
 // Conformance driver: the generated Java parser over hex lines.
 // Input, one case a line: "LAYOUT_ID HEX"; output one JSON object a line
 // (tests/langs/README.md). Parse errors are the runtime's (KaitaiStructError,
-// BufferUnderflowException at the end of the bytes); any other exception is a
+// BufferUnderflowException at the end of the bytes, IllegalArgumentException
+// from a substream longer than the bytes left); any other exception is a
 // crash and ends the process.
 import io.kaitai.struct.ByteBufferKaitaiStream;
 import io.kaitai.struct.KaitaiStream;
@@ -45,7 +46,7 @@ public class Driver {
         LiftbridgeCommitlog cl;
         try {
             cl = new LiftbridgeCommitlog(new ByteBufferKaitaiStream(payload));
-        } catch (KaitaiStream.KaitaiStructError | BufferUnderflowException e) {
+        } catch (KaitaiStream.KaitaiStructError | BufferUnderflowException | IllegalArgumentException e) {
             return failure(e);
         }
         StringBuilder sb = new StringBuilder("{\"ok\":true,\"leader_epoch\":\"")
@@ -78,7 +79,7 @@ public class Driver {
         LiftbridgeEnvelope env;
         try {
             env = new LiftbridgeEnvelope(new ByteBufferKaitaiStream(data), LiftbridgeEnvelope.Layout.byId(layout));
-        } catch (KaitaiStream.KaitaiStructError | BufferUnderflowException e) {
+        } catch (KaitaiStream.KaitaiStructError | BufferUnderflowException | IllegalArgumentException e) {
             return failure(e);
         }
         StringBuilder sb = new StringBuilder("{\"ok\":true");

@@ -28,9 +28,11 @@ local function u64(v)
   return tostring(q) .. tostring(v - q * 10)
 end
 
+local NULL = {}  -- a marker for null fields in a table (nil would drop the key)
+
 local function json(v)
   local t = type(v)
-  if v == nil then return "null"
+  if v == nil or v == NULL then return "null"
   elseif t == "boolean" then return tostring(v)
   elseif t == "number" then return tostring(v)
   elseif t == "string" then return jstr(v)
@@ -43,12 +45,11 @@ local function json(v)
   for k in pairs(v) do keys[#keys + 1] = k end
   table.sort(keys)
   for _, k in ipairs(keys) do
-    if v[k] ~= json then out[#out + 1] = jstr(k) .. ":" .. json(v[k]) end
+    out[#out + 1] = jstr(k) .. ":" .. json(v[k])
   end
   return "{" .. table.concat(out, ",") .. "}"
 end
 
-local NULL = json  -- a marker for null fields in a table (nil would drop the key)
 
 local function list(items) return { __list = true, items = items } end
 

@@ -81,5 +81,5 @@ while (($line = fgets(STDIN)) !== false) {
         continue;
     }
     $data = hex2bin($parts[1] ?? '');
-    echo json_encode(parse($data === false ? '' : $data, (int) $parts[0]), JSON_UNESCAPED_SLASHES), "\n";
+    echo json_encode(parse($data === false ? '' : $data, (int) $parts[0]), JSON_UNESCAPED_SLASHES | JSON_INVALID_UTF8_SUBSTITUTE), "\n";
 }
