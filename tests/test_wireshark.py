@@ -504,3 +504,14 @@ def auto_differs_by_design(layout: str, want: dict[str, Any]) -> bool:
     layout confirmed by its table structure (the dissector does not read
     FlatBuffers, so it never has that evidence)."""
     return layout == "auto" and str(want.get("layout", "")).startswith("flatbuffers")
+
+
+def test_no_expert_error_on_payloads_that_are_not_envelopes(plugin: Path, config: Path) -> None:
+    # The real cluster's capture: thousands of Raft and handshake payloads, none an envelope.
+    capture = shared_path("liftbridge", "samples", "short.pcapng")
+    out = run_tshark(plugin, config, capture, CLUSTER_PORT, "-T", "fields", "-e", "frame.number",
+                     "-Y", "liftbridge.bad_envelope or liftbridge.bad_payload")
+    assert out == ""
+    plain = run_tshark(plugin, config, capture, CLUSTER_PORT, "-T", "fields", "-e", "frame.number",
+                       "-Y", 'liftbridge.layout == "plain"')
+    assert len(plain.splitlines()) > 1000
