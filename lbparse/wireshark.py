@@ -10,8 +10,8 @@ bytes comes from the spec, as Lua tables at the top of the file:
   `lbparse.lua_expr`, `-error` kinds);
 - `LAYOUTS`: every layout, newest first, with its MsgType table and payload
   types (`lbparse.layouts`, generated from the spec);
-- `FLAG_SPLIT`: which kind a failed CRC-flag check is, flag set or clear,
-  as `lbparse.decode` says it;
+- `FLAG_SPLIT`: which kind a failed CRC-flag check is, flag set or clear
+  (the spec's `-error` and `-error-flag-clear`);
 - `WIRE`: the field numbers and wire types of every protobuf payload type
   (from the generated descriptors), for `auto`'s evidence;
 - `COMMITLOG`: the ReplicationResponse payload (`spec/commitlog.ksy`), read
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -179,33 +178,15 @@ def layouts_lua(layouts: Mapping[str, Layout]) -> str:
     return "local LAYOUTS = {\n" + "".join(rows) + "}\n"
 
 
-@lru_cache(maxsize=1)
-def flag_split() -> dict[str, str]:
-    """The kind of a failed CRC-flag check with the flag set and with it clear,
-    as lbparse.decode gives it for the two headers that fail only that check
-    (built from the spec's magic, version and header lengths)."""
-    from lbparse import decode
-    from lbparse.errors import EnvelopeError
-
-    ksy = _load(ENVELOPE_KSY)
-    head = {f["id"]: f for f in ksy["types"]["header"]["seq"]}
-    # The field whose check ties the flag to the header length: the one whose
-    # `valid` expression reads another field (header_len).
-    field = next(f["id"] for f in head.values()
-                 if isinstance(f.get("valid"), dict) and "expr" in f["valid"])
-    magic = bytes(head["magic"]["contents"])
-    version = int(head["version"]["valid"])
-    short, long = sorted(int(x) for x in head["header_len"]["valid"]["any-of"])
-    out = {"field": field}
-    for name, hl, flags in (("set", short, 1), ("clear", long, 0)):
-        data = magic + bytes([version, hl, flags, 0]) + bytes(long - 8 + 4)
-        try:
-            decode(data, "v0")
-        except EnvelopeError as exc:
-            out[name] = exc.kind
-        else:
-            raise ValueError(f"lbparse accepts header_len {hl} with flags {flags}")
-    return out
+def flag_split(ksy: dict[str, Any]) -> dict[str, str]:
+    """The field whose one check fails two ways (the CRC flag against the
+    header length), and its kind with the flag set (`-error`) and clear
+    (`-error-flag-clear`), as the spec says."""
+    for spec in (ksy, *ksy.get("types", {}).values()):
+        for f in spec.get("seq", []):
+            if "-error-flag-clear" in f:
+                return {"field": f["id"], "set": f["-error"], "clear": f["-error-flag-clear"]}
+    raise ValueError("the spec has no field with -error-flag-clear")
 
 
 def has_crc_lua(ksy: dict[str, Any]) -> str:
@@ -363,7 +344,7 @@ def lua_source(ksy_path: Path = ENVELOPE_KSY, layouts: Mapping[str, Layout] | No
     lays = dict(layouts if layouts is not None else LAYOUTS)
     if not any(lay.has_header for lay in lays.values()):
         raise ValueError("the spec declares no layout with an envelope header")
-    split = flag_split()
+    split = flag_split(ksy)
     tables = "".join([
         f"local DEFAULT_PORT = {int(default_port)}\n",
         f"local PROTO_DIR = {_lua_str(PROTO_DIR)}\n",
