@@ -124,3 +124,25 @@ def test_readme_example_runs(name: str, tmp_path: Path) -> None:
                          timeout=RUN_TIMEOUT)
     assert res.returncode == 0, f"{name}: the README's build line failed:\n{res.stdout}\n{res.stderr}"
     assert res.stdout.endswith(doc.output), f"{name} printed:\n{res.stdout}"
+
+
+def test_readme_javascript_snippet(tmp_path: Path) -> None:
+    """The main README's JavaScript: no crash on an unknown MsgType, 64-bit exact."""
+    lang = LANGS["javascript"]
+    if lang.missing():
+        pytest.skip(f"javascript toolchain missing: {', '.join(lang.missing())}")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### JavaScript\n\n```js\n") + len("### JavaScript\n\n```js\n")
+    snippet = text[start:text.index("```", start)]
+    expected: list[str] = []  # what it prints: the comment lines it ends with
+    for line in reversed(snippet.rstrip().splitlines()):
+        if not line.startswith("// "):
+            break
+        expected.insert(0, line[3:])
+    generate(["javascript"], tmp_path)
+    (tmp_path / "snippet.js").write_text(snippet, encoding="utf-8")
+    res = subprocess.run(["node", "snippet.js"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=RUN_TIMEOUT, env={**os.environ, **EXAMPLE_ENV})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == expected
+    assert "9007199254740993n" in res.stdout
