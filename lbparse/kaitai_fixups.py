@@ -11,7 +11,9 @@ and held by tests/test_langs.py (which compiles and runs every language):
   named like its enum (`layout: {enum: layout}`) gives a property and a
   nested type of one name, which C# refuses; the type gets a `Type` suffix.
 - Nim: enums of one module may not share a member name (`publish` is in
-  three MsgType tables) unless the module allows overloadable enums.
+  three MsgType tables) unless the module allows overloadable enums; and an
+  enum instance of a byte outside the enum raised a RangeDefect (a Defect,
+  not an error): it raises the runtime's KaitaiError.
 - Perl: the compiler forgets the type's `params`: `new` takes them after
   `$_root`, in the spec's order, as every other target does in its own way.
 """
@@ -65,6 +67,28 @@ def nim_overloadable_enums(text: str) -> str:
     if pragma in text:
         return text
     return f"{pragma}\n{text}"
+
+
+_NIM_ENUM_HELPER = """
+proc lbparseEnum[T: enum](v: SomeInteger): T =
+  ## lbparse: a value outside the enum (an unknown MsgType) is a KaitaiError,
+  ## where the plain conversion raises a RangeDefect.
+  for e in T:
+    if ord(e) == int(v): return e
+  raise newException(KaitaiError, "ValidationNotInEnumError: " & $int(v) & " is not a " & $T)
+"""
+
+
+def nim_checked_enums(text: str) -> str:
+    """Enum instances (`v0_msg_type`) of an unknown byte: a KaitaiError, not a RangeDefect."""
+    enums = set(re.findall(r"^  (\w+)\* = enum$", text, re.M))
+    pattern = re.compile(r"\b(\w+)\(\1\((this\.\w+)\)\)")
+    fixed = pattern.sub(lambda m: f"lbparseEnum[{m.group(1)}]({m.group(2)})"
+                        if m.group(1) in enums else m.group(0), text)
+    if fixed == text:
+        return text
+    head, sep, rest = fixed.partition("\ntype\n")
+    return head + _NIM_ENUM_HELPER + sep + rest
 
 
 def perl_params(text: str, params: list[str]) -> str:
@@ -374,7 +398,8 @@ def _insert_checks(text: str, ksy: dict[str, Any], dialect: type[Dialect],
             body = text[span[0]:span[1]]
             m = re.search(rf"^( *){re.escape(assign_of(field['id']))} = .*\n", body, re.M)
             if m is None:
-                raise ExprError(f"no assignment of {field['id']} in the generated {dialect.__name__}")
+                raise ExprError(f"no assignment of {field['id']} in the generated "
+                                f"{dialect.__name__}")
             line = d.statement(cond[0], cond[1], _spec_path(type_name, index), m.group(1))
             at = span[0] + m.end()
             text = text[:at] + line + text[at:]
@@ -417,8 +442,8 @@ def lua_check_paths(text: str, ksy: dict[str, Any]) -> str:
             if span is None:
                 continue
             body = text[span[0]:span[1]]
-            m = re.search(rf"^ *self\.{field['id']} = .*\n(?:(?! *self\.\w+ = ).*\n)*? *error\((.*)\)\n",
-                          body, re.M)
+            m = re.search(rf"^ *self\.{field['id']} = .*\n"
+                          r"(?:(?! *self\.\w+ = ).*\n)*? *error\((.*)\)\n", body, re.M)
             if m is None:
                 raise ExprError(f"no check of {field['id']} in the generated Lua")
             path = _spec_path(type_name, index)
@@ -429,7 +454,8 @@ def lua_check_paths(text: str, ksy: dict[str, Any]) -> str:
 
 
 FIXUPS["perl"] = (".pm", lambda t, k, o: perl_checks(perl_params(t, _root_params(k)), k))
-FIXUPS["nim"] = (".nim", lambda t, k, o: nim_checks(nim_overloadable_enums(t), k))
+FIXUPS["nim"] = (".nim", lambda t, k, o: nim_checked_enums(
+    nim_checks(nim_overloadable_enums(t), k)))
 FIXUPS["lua"] = (".lua", lambda t, k, o: lua_check_paths(t, k))
 
 
@@ -491,7 +517,8 @@ def js_bigint(text: str, ksy: dict[str, Any]) -> str:
 def js_error_paths(text: str) -> str:
     """The JS runtime drops the spec path the generated code hands its
     validation errors; keep it as `srcPath` and in the message."""
-    pattern = re.compile(r'throw new KaitaiStream\.(Validation\w+Error)\((.*), this\._io, "(/[^"]*)"\);')
+    pattern = re.compile(r'throw new KaitaiStream\.(Validation\w+Error)\((.*), '
+                         r'this\._io, "(/[^"]*)"\);')
     return pattern.sub(lambda m: f'throw withPath(new KaitaiStream.{m.group(1)}({m.group(2)}), '
                                  f'"{m.group(3)}");', text)
 

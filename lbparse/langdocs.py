@@ -606,9 +606,9 @@ DOCS: dict[str, LangDoc] = {
          _ERRORS.format("`KaitaiError` (checks), `IOError` (a number read past the end) or "
                         "`AssertionDefect` (the runtime's `readBytes` asserts that the bytes are "
                         "there: catch it, or check lengths first)"),
-         "Do not call `v0MsgType` on a byte that is not in the table: a Nim enum cannot hold "
-         "it and the conversion raises `RangeDefect`. Look `msgType` up in `msg_types.json` "
-         "first, as the example does.",
+         "`v0MsgType` of a byte that is not in the table raises `KaitaiError` (a Nim enum "
+         "cannot hold it; the compiler's conversion raised a `RangeDefect`, lbparse's fixup "
+         "says it as an error). Or look `msgType` up in `msg_types.json`, as the example does.",
          "64-bit fields are `uint64`/`int64`: exact."),
         ("nim",)),
 }

@@ -15,7 +15,8 @@ from typing import Any
 
 __all__ = ["LuaExpr"]
 
-_TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|\d[\d_]*)|([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)"
+_TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|\d[\d_]*)"
+                    r"|([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)"
                     r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().!~?:]))")
 _BINARY = {  # Kaitai operator -> (precedence, Lua template)
     "or": (1, "({a} or {b})"), "and": (2, "({a} and {b})"),

@@ -132,10 +132,11 @@ def _row(field: dict[str, Any], tr: LuaExpr, type_name: str, offset: int | None)
         size, value = int(field["size"]), "block"
     else:
         raise ValueError(f"field {field['id']}: not a size the dissector reads")
+    cond = tr.translate(str(field["if"]), type_name) if "if" in field else None
     parts = [f"id = {_lua_str(field['id'])}", f"size = {size}", f"value = {_lua_str(value)}",
              f"error = {_lua_str(_need_kind(kind)) if kind else 'nil'}",
              f"check = {_fn('v, h, layout_id', _check(field, tr, type_name))}",
-             f"present = {_fn('h, layout_id', tr.translate(str(field['if']), type_name) if 'if' in field else None)}"]
+             f"present = {_fn('h, layout_id', cond)}"]
     if offset is not None:
         parts.append(f"offset = {offset}")
     return "{ " + ", ".join(parts) + " }"
@@ -165,7 +166,8 @@ def layouts_lua(layouts: Mapping[str, Layout]) -> str:
     """`LAYOUTS`, newest first (the order `auto` prefers)."""
     rows = []
     for lay in sorted(layouts.values(), key=lambda x: x.recency):
-        types = "".join(f"[{v}] = {{ name = {_lua_str(mt.name)}, ptype = {_lua_str(mt.payload_type)} }}, "
+        types = "".join(f"[{v}] = {{ name = {_lua_str(mt.name)}, "
+                        f"ptype = {_lua_str(mt.payload_type)} }}, "
                         for v, mt in sorted(lay.msg_types.items()))
         alts = ", ".join(_lua_str(a) for a in lay.payload_alternatives)
         rows.append(
@@ -173,8 +175,9 @@ def layouts_lua(layouts: Mapping[str, Layout]) -> str:
             f"{'true' if lay.has_header else 'false'}, byte7 = "
             f"{_lua_str(lay.byte7) if lay.byte7 else 'nil'}, byte7_name = "
             f"{_lua_str(lay.byte7_name) if lay.byte7_name else 'nil'},\n"
-            f"    payload = {_lua_str(lay.default_payload_type or 'bytes')}, alternatives = {{ {alts} }}, "
-            f"format = {_lua_str(lay.payload_format)},\n    msg_types = {{ {types}}} }},\n")
+            f"    payload = {_lua_str(lay.default_payload_type or 'bytes')}, "
+            f"alternatives = {{ {alts} }}, format = {_lua_str(lay.payload_format)},\n"
+            f"    msg_types = {{ {types}}} }},\n")
     return "local LAYOUTS = {\n" + "".join(rows) + "}\n"
 
 
@@ -250,7 +253,8 @@ def _struct_row(field: dict[str, Any], tr: LuaExpr, type_name: str, ksy: dict[st
     if field.get("repeat") == "eos":
         parts.append("rep = \"eos\"")
     elif field.get("repeat") == "expr":
-        parts.append(f"rep = \"expr\", count = {_fn('h', tr.translate(str(field['repeat-expr']), type_name))}")
+        count = tr.translate(str(field["repeat-expr"]), type_name)
+        parts.append(f"rep = \"expr\", count = {_fn('h', count)}")
     if "if" in field:
         parts.append(f"present = {_fn('h', tr.translate(str(field['if']), type_name))}")
     check = _check(field, tr, type_name)
@@ -312,7 +316,8 @@ def subjects_and_rpcs() -> tuple[list[dict[str, str]], dict[int, str], str]:
             names = {int(v): (a.get("-name") or a["id"]) if isinstance(a, dict) else str(a)
                      for v, a in rpcs.items()}
             return list(subjects), names, "spec/raft.ksy"
-    return list(FALLBACK_SUBJECTS), dict(FALLBACK_RPC_TYPES), "shared/liftbridge/README.md (fallback)"
+    return (list(FALLBACK_SUBJECTS), dict(FALLBACK_RPC_TYPES),
+            "shared/liftbridge/README.md (fallback)")
 
 
 def _subject_pattern(pattern: str) -> str:

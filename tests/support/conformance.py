@@ -145,8 +145,8 @@ def _header(data: bytes, layout: str) -> dict[str, Any]:
         return {"version": None, "header_len": None, "flags": None, "msg_type": None,
                 "crc32c": None, "payload_offset": offset, "payload_len": len(data) - offset}
     hl, flags, crc, byte7, _ = read_header(data, lay, False)
-    return {"version": spec_version(), "header_len": hl, "flags": flags, "msg_type": byte7, "crc32c": crc,
-            "payload_offset": hl, "payload_len": len(data) - hl}
+    return {"version": spec_version(), "header_len": hl, "flags": flags, "msg_type": byte7,
+            "crc32c": crc, "payload_offset": hl, "payload_len": len(data) - hl}
 
 
 def expected_commitlog(payload: bytes) -> dict[str, Any]:

@@ -113,15 +113,17 @@ def build_lua(gen: Path, runtime: Path, work: Path) -> list[str]:
 
 def build_csharp(gen: Path, runtime: Path, work: Path) -> list[str]:
     out = work / "driver.exe"
-    sources = [*sorted(runtime.glob("*.cs")), *sorted(gen.glob("Liftbridge*.cs")), DRIVERS / "csharp" / "Driver.cs"]
+    sources = [*sorted(runtime.glob("*.cs")), *sorted(gen.glob("Liftbridge*.cs")),
+               DRIVERS / "csharp" / "Driver.cs"]
     run(["mcs", "-nologo", "-warn:0", f"-out:{out}", *map(str, sources)], work)
     return ["mono", str(out)]
 
 
 def build_nim(gen: Path, runtime: Path, work: Path) -> list[str]:
     out = work / "driver.bin"
-    run(["nim", "c", "--hints:off", "--warnings:off", "-d:release", f"--nimcache:{work / 'nimcache'}",
-         f"--path:{runtime}", f"--path:{gen}", f"-o:{out}", str(DRIVERS / "nim" / "driver.nim")], work)
+    run(["nim", "c", "--hints:off", "--warnings:off", "-d:release",
+         f"--nimcache:{work / 'nimcache'}", f"--path:{runtime}", f"--path:{gen}", f"-o:{out}",
+         str(DRIVERS / "nim" / "driver.nim")], work)
     return [str(out)]
 
 

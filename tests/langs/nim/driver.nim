@@ -61,11 +61,17 @@ proc parse(data: seq[byte], layout: int): JsonNode =
     result["flags"] = %int(h.flags)
     result["msg_type"] = %int(h.msgType)
     if h.hasCrc: result["crc32c"] = %int(env.crc32c)
-    # Not `h.v0MsgType`: a Nim enum cannot hold a byte outside the table, and
-    # converting one raises a RangeDefect (see the nim folder's README).
-    if env.layout == LiftbridgeEnvelope_Layout.v0 and
-        h.msgType == ord(LiftbridgeEnvelope_V0MsgType.replication_response):
-      result["commitlog"] = commitlog(env.payload)
+    if env.layout == LiftbridgeEnvelope_Layout.v0:
+      # A byte outside the table is a KaitaiError here (lbparse's fixup; the
+      # compiler's plain conversion raised a RangeDefect).
+      var known = true
+      var mt: LiftbridgeEnvelope_V0MsgType
+      try:
+        mt = h.v0MsgType
+      except KaitaiError:
+        known = false
+      if known and mt == LiftbridgeEnvelope_V0MsgType.replication_response:
+        result["commitlog"] = commitlog(env.payload)
 
 for line in stdin.lines:
   let parts = line.strip.split(' ', 1)
