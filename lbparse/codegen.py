@@ -236,7 +236,8 @@ def msg_type_table() -> dict[str, Any]:
     layouts = {}
     for name, raw in LAYOUTS.items():
         entry = {k: _jsonable(v) for k, v in raw.items() if k != "msg_types"}
-        entry["msg_types"] = [_msg_type_json(v, mt)
+        internal = set(raw.get("internal_msg_types", ()))
+        entry["msg_types"] = [{**_msg_type_json(v, mt), "internal": v in internal}
                               for v, mt in sorted(raw.get("msg_types", {}).items())]
         entry["byte7_meaning"] = byte7_meaning(raw)
         layouts[name] = entry

@@ -453,7 +453,7 @@ do not edit, change the spec and generate again.
 
 | file | what |
 |---|---|
-{files}| `msg_types.json` | every layout: its `id` (the `layout` parameter of the envelope parser), what header byte 7 means (`byte7`), its MsgType table (value, name, payload type); the error kinds |
+{files}| `msg_types.json` | every layout: its `id` (the `layout` parameter of the envelope parser), what header byte 7 means (`byte7`), its MsgType table (value, name, payload type, `internal` for server-to-server RPCs); the error kinds |
 | `proto/` | the protobuf schemas of the payloads and `lbparse.desc`, their FileDescriptorSet |
 | `flatbuffers/api.fbs` | the FlatBuffers schema of the FlatBuffers layouts |
 | `{example}` | the example below |

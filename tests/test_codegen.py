@@ -115,6 +115,8 @@ def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
         assert {m["value"]: (m["name"], m["payload_type"]) for m in got["msg_types"]} \
             == raw["msg_types"]
         assert got["byte7_meaning"], name  # every layout says what byte 7 is
+        assert {m["value"] for m in got["msg_types"] if m["internal"]} == set(
+            raw.get("internal_msg_types", ()))
     assert "MsgType" in table["layouts"]["v0"]["byte7_meaning"]
     assert "reserved" in table["layouts"]["legacy"]["byte7_meaning"]
     assert "no envelope header" in table["layouts"]["plain"]["byte7_meaning"]
