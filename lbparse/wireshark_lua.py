@@ -441,10 +441,6 @@ local function auto(tvb, off, len)
   return best
 end
 
-local function add_item(item, id, range)
-  if lf[id] then item:add(lf[id], range) end
-end
-
 local function dissect_payload(tvb, pinfo, off, len, tree, subject, reply, status)
   local item = tree:add(lb, tvb(off, len))
   local lay = chosen_layout()
