@@ -74,7 +74,10 @@ seq:
     doc: |
       CRC-32C (Castagnoli polynomial) of the payload, that is of every
       byte from `header_len` to the end, big-endian. Present when the CRC
-      flag is set, which requires `header_len` 12.
+      flag is set, which requires `header_len` 12. The condition is a
+      conditional, not `has_header and header.has_crc`: Kaitai's Go output
+      evaluates both sides of `and` first and read `header` where the layout
+      has none (a nil dereference under plain and lift-cookie).
   - id: payload
     size-eos: true
     valid:
