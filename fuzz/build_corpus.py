@@ -20,10 +20,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
 
-import capwriter as cw  # noqa: E402
-import hostile  # noqa: E402
+from support import capwriter as cw  # noqa: E402
+from support import hostile  # noqa: E402
 
 
 def envelopes() -> list[bytes]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import atheris
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "support"))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
 
 
 class _CaptureSource(importlib.abc.MetaPathFinder):
@@ -37,8 +37,8 @@ class _CaptureSource(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _CaptureSource())
 
-with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "hostile"]):
-    import hostile
+with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support"]):
+    from support import hostile
     from lbparse.limits import Limits
 
 # Small limits, so that the limit checks themselves get fuzzed: inputs are

@@ -11,7 +11,7 @@ submodules is documented but may move.
 
 from lbparse.api import decode, decode_header, encode
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.dispatch import LAYOUTS, Layout, MsgType
+from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError
 from lbparse.header import Header

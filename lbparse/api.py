@@ -8,8 +8,8 @@ from typing import Any
 
 import crc32c as _crc32c
 
-from lbparse import layouts as _layouts
-from lbparse.dispatch import layout_named
+from lbparse import dispatch as _dispatch
+from lbparse.layouts import layout_named
 from lbparse.envelope import Buffer, Envelope, as_bytes
 from lbparse.header import (CRC_HEADER_LEN, FLAG_CRC, MAGIC, MIN_HEADER_LEN, Header,
                              read_header, resolve_msg_type)
@@ -18,7 +18,7 @@ from lbparse.payloads import BYTES
 
 __all__ = ["decode", "decode_header", "encode"]
 
-_DECODERS = _layouts.DECODERS
+_DECODERS = _dispatch.DECODERS
 _crc = _crc32c.crc32c
 # For the shortcut in decode: the first 8 bytes of a well-formed strict v0
 # header, as one big-endian integer, for flags 0 (header_len 8) and flags 1
@@ -64,7 +64,7 @@ def decode(data: Buffer, layout: str = "v0", *positional: Any, **options: Any) -
                 else:
                     return Envelope(("v0", 0, hl, flags, crc, msg_type, name, ptype, payload,
                                      message, ()))
-    fn = _DECODERS.get(layout) or _layouts.decoder(layout)  # the latter raises
+    fn = _DECODERS.get(layout) or _dispatch.decoder(layout)  # the latter raises
     return fn(as_bytes(data), True, False, None, DEFAULT)
 
 
@@ -87,7 +87,7 @@ def _decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenien
     if (layout == "v0" and verify_crc and not lenient and payload_type is None
             and type(data) is bytes and len(data) <= min(limits.shortcut_cap, _CAP)):
         return decode(data)
-    fn = _DECODERS.get(layout) or _layouts.decoder(layout)  # the latter raises
+    fn = _DECODERS.get(layout) or _dispatch.decoder(layout)  # the latter raises
     return fn(as_bytes(data), verify_crc, lenient, payload_type, limits)
 
 
@@ -101,7 +101,7 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
     lay = layout_named(layout)
     data = as_bytes(data)
     if not lay.has_header:
-        env = _layouts.decoder(layout)(data, False, lenient, BYTES)  # framing only
+        env = _dispatch.decoder(layout)(data, False, lenient, BYTES)  # framing only
         offset = len(data) - len(env.payload)
         return Header(lay.name, None, None, None, None, None, None,  # type: ignore[arg-type]
                       lay.default_payload_type or BYTES, (), offset)
@@ -113,5 +113,5 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
 def encode(message: Any, *, layout: str = "v0", msg_type: int | None = None,
            crc: bool = False) -> bytes:
     """Build the envelope of `message` (a protobuf message or a ReplicationResponse)."""
-    return _layouts.encoder(layout)(message, msg_type, crc)
+    return _dispatch.encoder(layout)(message, msg_type, crc)
 

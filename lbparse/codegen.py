@@ -11,7 +11,7 @@
 - `flatbuffers/`: the `spec/flatbuffers/*.fbs` schema of the FlatBuffers
   layouts, for flatc;
 - `msg_types.json`: the layouts and MsgType tables of the generated
-  dispatch table (`lbparse_generated.dispatch`), and the error kinds.
+  layout tables (`lbparse_generated.tables`), and the error kinds.
 
 With several targets each gets its own folder `out/LANG`. The target
 `wireshark` is not a Kaitai language: it writes the Lua dissector of
@@ -170,14 +170,14 @@ def _jsonable(value: Any) -> Any:
 
 
 def msg_type_table() -> dict[str, Any]:
-    """The JSON form of the generated dispatch table, for any language.
+    """The JSON form of the generated layout tables, for any language.
 
     Every key of each layout is copied as it is, so layouts and keys the
     spec gains later appear without a change here; only `msg_types`
     becomes a list of {value, name, payload_type} for JSON.
     """
     from lbparse.errors import KINDS
-    from lbparse_generated.dispatch import FIELD_ERRORS, LAYOUTS
+    from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
 
     layouts = {}
     for name, raw in LAYOUTS.items():
@@ -186,7 +186,7 @@ def msg_type_table() -> dict[str, Any]:
                               for v, (n, p) in sorted(raw.get("msg_types", {}).items())]
         layouts[name] = entry
     return {
-        "source": "spec/envelope.ksy (through lbparse_generated.dispatch)",
+        "source": "spec/envelope.ksy (through lbparse_generated.tables)",
         "layouts": layouts,
         "field_errors": dict(FIELD_ERRORS),
         "error_kinds": list(KINDS),

@@ -13,7 +13,7 @@ error of the newest layout; anything else is `plain`.
 
 from __future__ import annotations
 
-from lbparse.dispatch import LAYOUTS, Layout
+from lbparse.layouts import LAYOUTS, Layout
 from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
 from lbparse import flatbuf

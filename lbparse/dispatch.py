@@ -1,102 +1,57 @@
-"""Layouts and MsgType tables, as declared in spec/envelope.ksy.
+"""Which function decodes and which encodes each layout.
 
-The tables come from the generated module `lbparse_generated.dispatch`;
-nothing here repeats them. This module only gives them types and the
-reverse look-ups that encoding needs.
+Dispatch is by table: `DECODERS[name](data, verify_crc, lenient,
+payload_type, limits)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
+declared in spec/envelope.ksy must have an entry (a test checks it); `auto`
+decodes only (it classifies, then decodes with the layout it picked).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Callable
 
-from lbparse_generated.dispatch import FIELD_ERRORS, HEADER_SEQ, TOP_SEQ, LAYOUTS as _RAW_LAYOUTS
+from lbparse.layouts import LAYOUTS
+from lbparse.detect import detect
+from lbparse.envelope import Envelope, EnvelopedDecoder, encode_enveloped
+from lbparse.limits import Limits
+from lbparse.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
+                                encode_plain)
 
-__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+__all__ = ["DECODERS", "ENCODERS", "decoder", "encoder"]
 
-
-@dataclass(frozen=True)
-class MsgType:
-    value: int
-    name: str
-    payload_type: str
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One generation of the envelope format."""
-
-    name: str
-    id: int
-    kaitai_id: str
-    byte7: str | None
-    default_payload_type: str | None
-    payload_alternatives: tuple[str, ...]
-    msg_types: Mapping[int, MsgType]
-    doc: str
-    payload_format: str = "protobuf"
-    recency: int = 0
-    bare_payloads: tuple[str, ...] = ()
-    by_payload_type: Mapping[str, MsgType] = field(repr=False, default_factory=dict)
-
-    @property
-    def has_msg_type(self) -> bool:
-        return self.byte7 == "msg_type"
-
-    @property
-    def byte7_name(self) -> str | None:
-        """What `msg_type_name` says when byte 7 is not a MsgType."""
-        return None if self.byte7 in (None, "msg_type") else self.byte7.capitalize()
-
-    @property
-    def has_header(self) -> bool:
-        """Whether the layout starts with the 8-byte envelope header."""
-        return self.byte7 is not None
-
-    def codec_key(self, payload_type: str) -> str:
-        """Key of the payload codec: the type name, qualified by a non-protobuf format."""
-        if self.payload_format == "protobuf" or payload_type in ("raw", "bytes"):
-            return payload_type
-        return f"{self.payload_format}:{payload_type}"
-
-    @property
-    def payload_types(self) -> tuple[str, ...]:
-        if self.msg_types:
-            return tuple(dict.fromkeys(mt.payload_type for mt in self.msg_types.values()))
-        base = (self.default_payload_type,) if self.default_payload_type else ()
-        return base + self.payload_alternatives
+Decoder = Callable[[bytes, bool, bool, "str | None", "Limits | None"], Envelope]
+Encoder = Callable[[Any, "int | None", bool], bytes]
 
 
-def _build(name: str, raw: dict) -> Layout:
-    msg_types = {v: MsgType(v, n, p) for v, (n, p) in raw["msg_types"].items()}
-    by_payload: dict[str, MsgType] = {}
-    for mt in msg_types.values():
-        by_payload.setdefault(mt.payload_type, mt)
-    return Layout(
-        name=name,
-        id=raw["id"],
-        kaitai_id=raw["kaitai_id"],
-        byte7=raw["byte7"],
-        default_payload_type=raw["payload"],
-        payload_alternatives=tuple(raw["payload_alternatives"]),
-        msg_types=MappingProxyType(msg_types),
-        doc=raw["doc"],
-        by_payload_type=MappingProxyType(by_payload),
-        payload_format=raw["payload_format"],
-        recency=raw["recency"],
-        bare_payloads=tuple(raw["bare_payloads"]),
-    )
+def _enveloped(name: str) -> tuple[Decoder, Encoder]:
+    layout = LAYOUTS[name]
+
+    def encode(message: Any, msg_type: int | None, crc: bool) -> bytes:
+        return encode_enveloped(message, layout, msg_type, crc)
+
+    return EnvelopedDecoder(layout), encode
 
 
-LAYOUTS: Mapping[str, Layout] = MappingProxyType(
-    {name: _build(name, raw) for name, raw in _RAW_LAYOUTS.items()}
-)
+DECODERS: dict[str, Decoder] = {}
+ENCODERS: dict[str, Encoder] = {}
+for _name, _layout in LAYOUTS.items():
+    if _layout.has_header:
+        DECODERS[_name], ENCODERS[_name] = _enveloped(_name)
+DECODERS["lift-cookie"], ENCODERS["lift-cookie"] = decode_lift_cookie, encode_lift_cookie
+DECODERS["plain"], ENCODERS["plain"] = decode_plain, encode_plain
+DECODERS["auto"] = detect
 
 
-def layout_named(name: str) -> Layout:
+def _lookup(table: dict, name: str, what: str) -> Callable:
     try:
-        return LAYOUTS[name]
+        return table[name]
     except KeyError:
-        known = ", ".join(LAYOUTS)
-        raise ValueError(f"unknown layout {name!r}; known layouts: {known}") from None
+        raise ValueError(f"unknown layout {name!r} for {what}; known: {', '.join(table)}") from None
+
+
+def decoder(name: str) -> Decoder:
+    return _lookup(DECODERS, name, "decode")
+
+
+def encoder(name: str) -> Encoder:
+    return _lookup(ENCODERS, name, "encode")

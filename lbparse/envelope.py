@@ -13,7 +13,7 @@ from typing import Any, Union
 
 import crc32c as _crc32c
 
-from lbparse.dispatch import LAYOUTS, Layout
+from lbparse.layouts import LAYOUTS, Layout
 from lbparse.errors import EnvelopeError
 from lbparse.header import (
     CRC_HEADER_LEN,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from lbparse.dispatch import Layout
+from lbparse.layouts import Layout
 from lbparse.errors import EnvelopeError
 
 __all__ = ["Header", "MAGIC", "MIN_HEADER_LEN", "CRC_HEADER_LEN", "read_header", "resolve_msg_type"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size

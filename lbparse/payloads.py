@@ -16,7 +16,7 @@ from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse import commitlog, flatbuf
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2

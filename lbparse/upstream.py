@@ -19,14 +19,15 @@ from typing import Any
 import crc32c as _crc32c
 
 from lbparse.commitlog import RR_MIN
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.header import MAGIC
 from lbparse.headerless import COOKIE
 from lbparse.payloads import RAW, codec_for, message_class
 from lbparse.wirefit import gogo_problem, scan
 
-__all__ = ["DECODERS", "DecoderVerdict", "UpstreamVerdict", "simulate", "upstream_verdict"]
+__all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
+           "upstream_verdict"]
 
 ACCEPTED, PLAIN, REJECTED, CRASH = "accepted", "plain", "rejected", "crash"
 _V0 = LAYOUTS["v0"]
@@ -34,7 +35,7 @@ _BY_NAME = {mt.name: mt for mt in _V0.msg_types.values()}
 
 
 @dataclass(frozen=True)
-class Decoder:
+class UpstreamDecoder:
     """One upstream decoder: its generation and how it reads envelopes."""
 
     key: str            # how the reference vectors name it
@@ -45,11 +46,11 @@ class Decoder:
     plain_on_bad_header: bool  # the server keeps such publishes as plain messages
 
 
-DECODERS: dict[str, Decoder] = {d.generation: d for d in (
-    Decoder("server", "server (v1.0.0-beta and later)", "v0", 8, "go-v2", True),
-    Decoder("legacy_27b155c", "server v1.0.0-alpha", "alpha", 8, "gogo", True),
-    Decoder("client_v2", "Go client v2", "v0", 9, "gogo", False),
-    Decoder("client_0a5bc38^", "Go client v0.0.1-alpha (LIFT)", "lift", 5, "gogo", False),
+UPSTREAM_DECODERS: dict[str, UpstreamDecoder] = {d.generation: d for d in (
+    UpstreamDecoder("server", "server (v1.0.0-beta and later)", "v0", 8, "go-v2", True),
+    UpstreamDecoder("legacy_27b155c", "server v1.0.0-alpha", "alpha", 8, "gogo", True),
+    UpstreamDecoder("client_v2", "Go client v2", "v0", 9, "gogo", False),
+    UpstreamDecoder("client_0a5bc38^", "Go client v0.0.1-alpha (LIFT)", "lift", 5, "gogo", False),
 )}
 
 
@@ -92,7 +93,7 @@ def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
     return None
 
 
-def simulate(data: bytes, decoder: Decoder, expected: str) -> DecoderVerdict:
+def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVerdict:
     """`decoder` reading `data` as the payload type `expected` (a MsgType
     name for v0 decoders, a protobuf type for the others)."""
     gen = decoder.generation
@@ -137,7 +138,7 @@ def simulate(data: bytes, decoder: Decoder, expected: str) -> DecoderVerdict:
     return DecoderVerdict(gen, ACCEPTED, f"accepted as {what}")
 
 
-def _natural_expectation(data: bytes, decoder: Decoder) -> str:
+def _natural_expectation(data: bytes, decoder: UpstreamDecoder) -> str:
     """What a decoder of that generation would be expecting for these bytes."""
     if decoder.envelope == "v0":
         mt = _V0.msg_types.get(data[7]) if len(data) > 7 else None
@@ -156,4 +157,4 @@ def upstream_verdict(data: bytes | bytearray | memoryview) -> UpstreamVerdict:
     """What each upstream generation does with `data`, one verdict each."""
     raw = bytes(data)
     return UpstreamVerdict(tuple(simulate(raw, d, _natural_expectation(raw, d))
-                                 for d in DECODERS.values()))
+                                 for d in UPSTREAM_DECODERS.values()))

@@ -5,7 +5,7 @@ describes the envelope comes from the spec: the header fields, their byte
 offsets and checks are read from `spec/envelope.ksy` (Kaitai `seq`,
 `contents`, `valid`, `if` expressions translated to Lua, `-error` kinds),
 the layouts and MsgType names from the generated dispatch table
-(`lbparse.dispatch.LAYOUTS`). The Lua below is the fixed part: the NATS
+(`lbparse.layouts.LAYOUTS`). The Lua below is the fixed part: the NATS
 framing (not in the spec) and the walk over those tables.
 
 Load it with `tshark -X lua_script:liftbridge.lua` or copy it to a
@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from lbparse.dispatch import LAYOUTS, Layout
+from lbparse.layouts import LAYOUTS, Layout
 from lbparse.errors import KINDS
 
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "lua_source", "write_dissector"]

@@ -8,7 +8,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 from hypothesis import strategies as st
 
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.flatbuf import FlatTable
 from lbparse.payloads import BYTES, CODECS, RAW, message_class
 from lbparse_generated.fb_schema import ENUMS, TABLES

@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 from lbparse import codegen
-from lbparse_generated.dispatch import LAYOUTS
+from lbparse_generated.tables import LAYOUTS
 
 ROOT = Path(__file__).resolve().parent.parent
 KSY = sorted(p.stem for p in (ROOT / "spec").glob("*.ksy"))

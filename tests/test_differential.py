@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import lbparse
-from lbparse.reference import PARSERS, commitlog_entries
+from support.reference import PARSERS, commitlog_entries
 from vectors import data, params
 
 LAYOUTS = list(lbparse.LAYOUTS)
@@ -65,7 +65,7 @@ def _outcome(fn, raw: bytes) -> object:
 
 
 def _shortcut_agrees(raw: bytes) -> None:
-    from lbparse.layouts import DECODERS
+    from lbparse.dispatch import DECODERS
 
     full = DECODERS["v0"]
     assert _outcome(lbparse.decode, raw) == _outcome(lambda d: full(d, True, False, None), raw)
@@ -103,7 +103,7 @@ def test_decode_with_options_equals_full_decoder(flags: int, byte7: int, tail: b
     shortcut); it must give what the full decoder gives with the same options."""
     import crc32c
 
-    from lbparse.layouts import DECODERS
+    from lbparse.dispatch import DECODERS
     from lbparse.limits import DEFAULT
 
     hl = 12 if flags & 1 else 8

@@ -9,7 +9,7 @@ import flatbuffers
 import pytest
 
 import lbparse
-from lbparse.reference import commitlog_result
+from support.reference import commitlog_result
 
 
 def test_construct_commitlog_rejects_a_broken_last_entry() -> None:

@@ -20,7 +20,7 @@ import pytest
 from lbparse import decode, decode_header
 from lbparse.codegen import generate
 from lbparse.errors import EnvelopeError
-from lbparse_generated.dispatch import LAYOUTS
+from lbparse_generated.tables import LAYOUTS
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"

@@ -11,12 +11,12 @@ import sys
 import pytest
 
 import lbparse
-from lbparse.upstream import DECODERS, simulate, upstream_verdict
+from lbparse.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
 from vectors import data, params
 
 _KEY = re.compile(r"^(server|legacy_27b155c|client_v2|client_0a5bc38\^)"
                   r"\.(?:Unmarshal(\w+)|UnmarshalEnvelope\((\w+)\))$")
-_BY_KEY = {d.key: d for d in DECODERS.values()}
+_BY_KEY = {d.key: d for d in UPSTREAM_DECODERS.values()}
 OUTCOME = {"ok": {"accepted"}, "error": {"rejected", "plain"}, "panic": {"crash"},
            "not a message": {"plain"}}
 

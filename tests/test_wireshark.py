@@ -24,7 +24,7 @@ import pytest
 from lbparse import decode, decode_header, encode, message_class
 from lbparse.errors import EnvelopeError
 from lbparse.wireshark import DEFAULT_PORT, lua_source, write_dissector
-from lbparse_generated.dispatch import LAYOUTS
+from lbparse_generated.tables import LAYOUTS
 from support.net import free_port, wait_file_settles
 from support.shared import CAPTURES
 

@@ -7,7 +7,7 @@ package `lbparse_generated` under OUTDIR:
 - kaitai/          the Kaitai Struct compiler's Python parsers (via Node)
 - proto/           protoc's Python modules and mypy stubs (grpcio-tools)
 - construct_schema.py   a construct declaration of each .ksy, emitted here
-- dispatch.py      layouts, MsgType tables and payload types, from the
+- tables.py        layouts, MsgType tables and payload types, from the
                    custom `-` keys of spec/envelope.ksy
 - fb/              flatc's Python classes of spec/flatbuffers/*.fbs
 - fb_schema.py     the FlatBuffers tables as data, for lbparse's own reader
@@ -140,7 +140,7 @@ def enum_entries(enum: dict) -> list[tuple[int, dict]]:
     return rows
 
 
-def build_dispatch(ksy: dict) -> dict:
+def build_layouts(ksy: dict) -> dict:
     """Layouts and their MsgType tables, read from the spec's custom keys."""
     enums = ksy["enums"]
     layouts = {}
@@ -171,9 +171,9 @@ def field_errors(ksy: dict) -> dict:
     return {f["id"]: f["-error"] for f in fields if "-error" in f}
 
 
-def emit_dispatch(out: Path) -> None:
+def emit_tables(out: Path) -> None:
     ksy = load_ksy("envelope.ksy")
-    layouts = build_dispatch(ksy)
+    layouts = build_layouts(ksy)
     text = [
         BANNER.format(src="spec/envelope.ksy"),
         '"""Layouts of the envelope family and their MsgType tables.\n\n'
@@ -188,7 +188,7 @@ def emit_dispatch(out: Path) -> None:
         "HEADER_SEQ = " + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
         "TOP_SEQ = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n",
     ]
-    (out / "dispatch.py").write_text("".join(text), encoding="utf-8")
+    (out / "tables.py").write_text("".join(text), encoding="utf-8")
 
 
 RAFT_KSY = "raft.ksy"
@@ -262,7 +262,7 @@ def generate(outdir: Path) -> None:
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text(
             BANNER.format(src="spec/") if sub else
-            BANNER.format(src="spec/") + '"""Code generated from spec/: parsers, schemas, dispatch table."""\n',
+            BANNER.format(src="spec/") + '"""Code generated from spec/: parsers, schemas, layout tables."""\n',
             encoding="utf-8",
         )
     run_kaitai(pkg / "kaitai")
@@ -270,7 +270,7 @@ def generate(outdir: Path) -> None:
     run_flatc(pkg / "fb")
     emit_fb_schema(pkg)
     emit_constructs(pkg)
-    emit_dispatch(pkg)
+    emit_tables(pkg)
     emit_raft(pkg)
 
 

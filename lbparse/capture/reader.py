@@ -35,7 +35,7 @@ from lbparse.limits import DEFAULT, Limits
 
 
 def default_layout() -> str:
-    from lbparse.layouts import DECODERS
+    from lbparse.dispatch import DECODERS
 
     return "auto" if "auto" in DECODERS else "v0"
 

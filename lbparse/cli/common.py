@@ -10,12 +10,12 @@ import os
 import sys
 from typing import Any, Iterator
 
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.limits import DEFAULT, Limits, parse_size
 
 
 def layout_choices() -> list[str]:
-    from lbparse.layouts import DECODERS
+    from lbparse.dispatch import DECODERS
 
     return list(DECODERS)
 

@@ -21,7 +21,7 @@ import sys
 from google.protobuf import json_format
 
 from lbparse.api import encode
-from lbparse.dispatch import layout_named
+from lbparse.layouts import layout_named
 from lbparse.payloads import CODECS, codec_for
 
 NAME = "encode"

@@ -54,7 +54,7 @@ HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
 def default_layout() -> str:
-    from lbparse.layouts import DECODERS
+    from lbparse.dispatch import DECODERS
 
     return "auto" if "auto" in DECODERS else "v0"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 
 NAME = "spec"
 HELP = "print the layouts and MsgType tables of the spec"

@@ -45,7 +45,7 @@ from google.protobuf.message import Message as ProtoMessage
 from lbparse.api import decode, decode_header
 from lbparse.commitlog import ReplicationResponse
 from lbparse.detect import contested_msg_types
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, RAW

@@ -30,7 +30,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 
 from google.protobuf.message import Message as ProtoMessage
 
-from lbparse.dispatch import LAYOUTS
+from lbparse.layouts import LAYOUTS
 from lbparse.payloads import CODECS, RAW
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ import lbparse
 from crc32c import crc32c
 from lbparse import flatbuf
 from lbparse.commitlog import encode_replication_response, parse_replication_response
-from lbparse.layouts import DECODERS
+from lbparse.dispatch import DECODERS
 from lbparse.limits import DEFAULT
 from lbparse.payloads import RAW, fits_cleanly
 from lbparse.pipeline.columns import ReplicationResponseBuilder, builder_for

@@ -28,8 +28,8 @@ from typing import Any, Callable
 import lbparse
 from lbparse.capture import CaptureError, CaptureReader, NatsParser
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import DECODERS
-from lbparse.reference import PARSERS, commitlog_result
+from lbparse.dispatch import DECODERS
+from support.reference import PARSERS, commitlog_result
 
 LAYOUT_NAMES = [*lbparse.LAYOUTS, "auto"]
 ENVELOPED = [n for n, lay in lbparse.LAYOUTS.items() if lay.has_header]

@@ -17,7 +17,7 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
-from lbparse.dispatch import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
+from lbparse.layouts import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
 from lbparse.errors import EnvelopeError
 from lbparse.header import FLAG_CRC, MIN_HEADER_LEN
 from lbparse_generated import construct_schema as cs
