@@ -128,6 +128,14 @@ def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str,
         else:
             assert env["payload_json"] == truth["payload_json"], where
         kinds[truth["msg_type_name"]] += 1
+        # auto with the capture's context (issue #12): no envelope of today's
+        # Liftbridge stays ambiguous; a Publish (alone: v0 or legacy) says why.
+        assert not env.get("ambiguous"), where
+        if truth["msg_type_name"] == "Publish":
+            assert env["confidence"] in (0.8, 0.9), where
+            last = env["reasons"][-1]
+            assert last.startswith("context: ") and "carried MsgTypes only it has" in last \
+                and last.endswith(": v0"), where
     # A real cluster's traffic: every kind it sends was seen and compared.
     assert kinds["ReplicationResponse"] > 500 and kinds["Publish"] > 50
     assert kinds["Ack"] > 50 and kinds["not an envelope"] > 1000

@@ -1,0 +1,85 @@
+"""`auto` with what the capture knows (issue #12): lbparse.generation in the capture reader.
+
+Alone, a legacy proto.Message and a v0 Publish are the same bytes
+(`ambiguous`). In a capture, the messages around them prove the generation:
+a legacy capture reads as legacy, a v0 capture as v0, with a confidence to
+match and a reason that says which scope proved it. The pipeline gives the
+same layouts (tests/spark/test_generation_pipeline.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lbparse
+from lbparse import generation
+from lbparse.capture import CaptureReader
+from generations import (LEGACY_ACK, LEGACY_MESSAGE, V0_INFO, V0_PUBLISH, legacy_capture,
+                         v0_capture, _write)
+from support.capwriter import Conn
+
+
+def test_alone_each_stays_ambiguous() -> None:
+    """lbparse.decode(..., "auto") of a lone envelope is as it was."""
+    for b in (LEGACY_MESSAGE, V0_PUBLISH):
+        env = lbparse.decode(b, "auto")
+        assert env.ambiguous and env.layout_candidates == ["v0", "legacy"]
+        assert env.confidence == 0.5
+
+
+def test_a_legacy_capture_reads_as_legacy(tmp_path: Path) -> None:
+    recs = list(CaptureReader(legacy_capture(tmp_path / "legacy.pcap")))
+    orders = [r.envelope for r in recs if r.subject == "orders"]
+    assert len(orders) == 6
+    for env in orders:
+        assert (env.layout, env.ambiguous, env.payload_type) == ("legacy", False, "proto.Message")
+        assert env.confidence == 0.8  # proof on another connection: the capture's
+        assert env.reasons[-1].startswith("context: this capture carried envelopes only it reads")
+        assert env.reasons[-1].endswith(": legacy")
+    # The first of them came before any proof: held, then resolved by the first proof.
+    assert "(proto.Ack x1)" in orders[0].reasons[-1]
+
+
+def test_a_v0_capture_reads_as_v0_by_the_narrowest_scope(tmp_path: Path) -> None:
+    recs = list(CaptureReader(v0_capture(tmp_path / "v0.pcap")))
+    pubs = [r.envelope for r in recs if r.subject == "orders"]
+    assert [e.layout for e in pubs] == ["v0"] * 5 and not any(e.ambiguous for e in pubs)
+    # Before its connection proved anything: the capture's proof; after: its connection's.
+    assert [e.confidence for e in pubs] == [0.8, 0.8, 0.8, 0.9, 0.9]
+    assert "this connection (127.0.0.1:40011 <-> 127.0.0.1:4222)" in pubs[-1].reasons[-1]
+    assert "MsgTypes only it has (ServerInfoRequest x" in pubs[-1].reasons[-1]
+
+
+def test_proof_of_both_resolves_nothing(tmp_path: Path) -> None:
+    conns = [(Conn(client=("127.0.0.1", 40021)), [("info", V0_INFO)]),
+             (Conn(client=("127.0.0.1", 40022)), [("acks", LEGACY_ACK)]),
+             (Conn(client=("127.0.0.1", 40023)), [("x", b"plain"), ("x", b"plain"),
+                                                  ("orders", V0_PUBLISH)])]
+    _write(tmp_path / "both.pcap", conns)
+    env = [r.envelope for r in CaptureReader(tmp_path / "both.pcap") if r.subject == "orders"][0]
+    assert env.ambiguous and env.reasons[-1] == \
+        "context: this capture carried v0 and legacy alike: still ambiguous"
+
+
+def test_no_proof_within_the_window_leaves_the_first_messages_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generation, "WINDOW", 3)
+    path = legacy_capture(tmp_path / "late.pcap", messages=8, acks_from=6)
+    reader = CaptureReader(path)
+    recs = list(reader)
+    orders = [r.envelope for r in recs if r.subject == "orders"]
+    first_ack = next(i for i, r in enumerate(recs) if r.subject == "acks")
+    assert first_ack > 3
+    before = [r.envelope for r in recs[:first_ack] if r.subject == "orders"]
+    assert all(e.ambiguous for e in before)  # never held past the window: auto's own answer
+    assert all(e.layout == "legacy" for e in orders[len(before):])
+    assert [r.subject for r in recs] == [r.subject for r in
+                                         CaptureReader(path, layout="v0")]  # order kept
+    assert reader.stats.messages == len(recs)
+
+
+def test_a_named_layout_has_no_context(tmp_path: Path) -> None:
+    recs = list(CaptureReader(legacy_capture(tmp_path / "l.pcap"), layout="v0"))
+    assert {r.envelope.layout for r in recs if r.subject == "orders"} == {"v0"}
