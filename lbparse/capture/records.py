@@ -170,10 +170,30 @@ def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
     return dict(zip(COLUMNS, cols))
 
 
+# A NATS header block starts with its version line; the server may put a
+# status after it (`NATS/1.0 503`, `NATS/1.0 404 No Messages`): nats.go and
+# nats.py give it to applications as the headers Status and Description.
+HEADER_LINE = b"NATS/1.0"
+STATUS = "Status"
+DESCRIPTION = "Description"
+
+
 def parse_headers(block: bytes) -> list[list[str]]:
-    """`NATS/1.0[ status]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value] pairs."""
+    """`NATS/1.0[ status[ description]]\r\nKey: Value\r\n...\r\n` as [key, value]
+    pairs; a status (three digits, as nats.py and nats.go read it) comes first
+    as ["Status", code] and its text as ["Description", text]."""
     out: list[list[str]] = []
-    for line in block.split(b"\r\n")[1:]:
+    lines = block.split(b"\r\n")
+    first = lines[0]
+    if first.startswith(HEADER_LINE) and len(first) > len(HEADER_LINE):
+        status = first[len(HEADER_LINE):].strip(b" \t")
+        code = status[:3]
+        if len(code) == 3 and code.isdigit():
+            out.append([STATUS, code.decode("ascii")])
+            text = status[3:].strip(b" \t")
+            if text:
+                out.append([DESCRIPTION, text.decode("utf-8", "replace")])
+    for line in lines[1:]:
         if not line:
             continue
         key, sep, value = line.partition(b":")
@@ -184,9 +204,19 @@ def parse_headers(block: bytes) -> list[list[str]]:
 
 
 def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) -> bytes | None:
+    """The header block of `headers` (parse_headers' inverse): a leading Status of
+    three digits, and the Description after it, go back into the first line."""
     if headers is None:
         return None
-    return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers) + b"\r\n"
+    first = HEADER_LINE
+    rest = list(headers)
+    if rest and rest[0][0] == STATUS and len(rest[0][1]) == 3 and rest[0][1].isdigit():
+        first += b" " + rest[0][1].encode()
+        rest = rest[1:]
+        if rest and rest[0][0] == DESCRIPTION:
+            first += b" " + rest[0][1].encode()
+            rest = rest[1:]
+    return first + b"\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in rest) + b"\r\n"
 
 
 def decode_into(rec: Record, layout: str) -> Record:

@@ -100,6 +100,9 @@ def test_pipeline_rows_are_what_liftbridge_decodes(spark: Any, capture: Path, la
     assert summary.checks() == [] and totals["problems"] == 0
     rows = read_rows(tmp_path)
     assert len(rows) == totals["rows"] == totals["messages"] > 7000
+    # Every no-responders status (HMSG, empty payload) keeps its status (issue #12).
+    status = [r for r in rows if r["verb"] == "HMSG" and not r["payload"]]
+    assert status and all(r["headers"] == [{"key": "Status", "value": "503"}] for r in status)
     truths = lbtruth([r["payload"] for r in rows])
     compared = 0
     for row, truth in zip(rows, truths, strict=True):
