@@ -96,7 +96,10 @@ class GenerationContext:
 
     def __init__(self, redecode: Callable[[bytes, str], Envelope] | None = None,
                  window: int | None = None) -> None:
-        self.redecode = redecode  # decode(data, layout), as the caller decodes
+        if redecode is None:
+            from lbparse.api import decode
+            redecode = decode
+        self.redecode: Callable[[bytes, str], Envelope] = redecode
         self.window = WINDOW if window is None else window
         self.first: dict[Hashable, dict[str, int]] = {}      # scope -> layout -> first index
         self.counts: dict[Hashable, Counter[tuple[str, str]]] = {}  # for the reasons
@@ -161,13 +164,10 @@ class GenerationContext:
             return env
         where = _where(scope, conn, subject)
         if layout is None:
-            env.reasons = [*env.reasons, f"context: {where} carried "
-                           f"{' and '.join(proven)} alike: still ambiguous"]
-            return env
+            return _classified(env, [*env.reasons, f"context: {where} carried "
+                                     f"{' and '.join(proven)} alike: still ambiguous"])
         chosen = env
         if layout != env.layout:
-            if self.redecode is None:
-                return env
             try:
                 chosen = self.redecode(data, layout)
             except EnvelopeError:  # a candidate decodes; should it not, keep auto's answer
@@ -176,12 +176,24 @@ class GenerationContext:
         seen = ", ".join(f"{label} x{n}" for (lay, label), n in
                          self.counts[key].most_common() if lay == layout)
         what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
-        chosen.reasons = [*env.reasons, f"context: {where} carried {what} ({seen}): {layout}"]
-        chosen.confidence = CONFIDENCE[scope]
-        chosen.ambiguous = False
-        chosen.layout_candidates = []
         self.resolved += 1
-        return chosen
+        return _classified(chosen, [*env.reasons, f"context: {where} carried {what} ({seen}): "
+                                    f"{layout}"], CONFIDENCE[scope], resolved=True)
+
+
+def _classified(env: Envelope, reasons: list[str], confidence: float | None = None,
+                resolved: bool = False) -> Envelope:
+    """`env` with new reasons (and, resolved, its confidence and no ambiguity)."""
+    changes: dict[str, object] = {"reasons": reasons}
+    if resolved:
+        changes.update(confidence=confidence, ambiguous=False, layout_candidates=[])
+    replace = getattr(env, "replace", None)
+    if replace is not None:  # an immutable Envelope
+        return replace(**{k: tuple(v) if isinstance(v, list) else v  # type: ignore[no-any-return]
+                          for k, v in changes.items()})
+    for k, v in changes.items():
+        setattr(env, k, v)
+    return env
 
 
 def _where(scope: str, conn: Key | None, subject: str | None) -> str:

@@ -32,6 +32,8 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
+from lbparse.generation import GenerationContext, connection_key
+from lbparse.traffic import TrafficReader
 
 
 @dataclass
@@ -311,12 +313,23 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     done = session.done
     result = session.result
 
+    traffic = TrafficReader() if layout is not None else None
+    # auto: ambiguous envelopes resolved by what this session has received so
+    # far (lbparse.generation; nothing is held back: a tap prints as it goes).
+    context = GenerationContext(window=0) if layout == "auto" else None
+
     async def handle(msg: Any) -> None:
         if done.is_set():
             return
         rec = message_record(msg, session.server, session.local)
         if layout is not None:
             decode_into(rec, layout)
+        if traffic is not None:
+            rec.traffic = traffic.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload,
+                                       rec.header_block)
+        if context is not None and rec.envelope is not None:
+            rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
+                                       rec.envelope, rec.payload)
         result.messages += 1
         session.rate.tick()
         on_record(rec)

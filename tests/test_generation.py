@@ -25,7 +25,7 @@ def test_alone_each_stays_ambiguous() -> None:
     """lbparse.decode(..., "auto") of a lone envelope is as it was."""
     for b in (LEGACY_MESSAGE, V0_PUBLISH):
         env = lbparse.decode(b, "auto")
-        assert env.ambiguous and env.layout_candidates == ["v0", "legacy"]
+        assert env.ambiguous and list(env.layout_candidates) == ["v0", "legacy"]
         assert env.confidence == 0.5
 
 

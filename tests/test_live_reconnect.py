@@ -45,7 +45,7 @@ class Server:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        from conftest import wait_accepting
+        from support.net import wait_accepting
 
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.port)],

@@ -109,7 +109,7 @@ async def _push_consumer_with_heartbeats(url: str) -> None:
 
 @pytest.mark.slow
 def test_tap_and_record_show_a_servers_status_messages(tmp_path: Path) -> None:
-    from conftest import NATS_SERVER, _stop, wait_accepting
+    from support.net import NATS_SERVER, stop_process as _stop, wait_accepting
 
     if not os.path.exists(NATS_SERVER):
         pytest.skip("nats-server is not installed")

@@ -286,6 +286,11 @@ class CaptureReader:
         if self.decode and self.layout == "auto":
             from lbparse.generation import GenerationContext
             self._context = GenerationContext(self._decode)
+        # Liftbridge's non-envelope traffic, named and decoded (lbparse.traffic).
+        self._traffic: Any = None
+        if self.decode:
+            from lbparse.traffic import TrafficReader
+            self._traffic = TrafficReader()
 
     @property
     def bytes_read(self) -> int:
@@ -499,6 +504,9 @@ class CaptureReader:
                 rec.envelope = self._decode(rec.payload, self.layout)
             except EnvelopeError as exc:
                 rec.error = exc
+            if self._traffic is not None:
+                rec.traffic = self._traffic.read(rec.src, rec.dst, rec.subject, rec.reply,
+                                                 rec.payload, rec.header_block)
             if self._context is not None and self._see(rec):
                 return rec  # held for the capture's first proof: counted when released
         self.stats.count(rec)

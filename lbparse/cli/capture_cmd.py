@@ -70,7 +70,9 @@ def table_row(rec: Record) -> str:
     extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
                                  f"reply={rec.reply}" if rec.reply else "") if x)
     headers = rec.headers
-    if headers and headers[0][0] == STATUS:  # a NATS status message (503: no responders)
+    if rec.traffic is not None:  # Liftbridge's own non-envelope traffic
+        what = rec.traffic.summary()
+    elif headers and headers[0][0] == STATUS:  # a NATS status message (503: no responders)
         what = " ".join(["status", *(v for k, v in headers[:2] if k in (STATUS, DESCRIPTION))])
     elif rec.envelope is not None:
         what = f"{rec.envelope.layout} {rec.envelope.msg_type_name}"

@@ -48,6 +48,7 @@ from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.generation import GenerationContext, proof_label, proves
+from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
@@ -235,7 +236,17 @@ class BatchDecoder:
         return self.decode(records).to_batch()
 
     def decode(self, records: pa.RecordBatch, context: GenerationContext | None = None,
-               base: int = 0) -> "Decoded":
+               base: int = 0, traffic: TrafficReader | None = None) -> "Decoded":
+        """`decoded(...)` and, with `traffic` (the unit's reader, fed each batch
+        once, in order), the columns of Liftbridge's non-envelope traffic."""
+        out = self.decoded(records, context, base)
+        if traffic is not None:
+            from lbparse.pipeline.trafficcols import traffic_columns
+            out.columns.update(traffic_columns(traffic, records))
+        return out
+
+    def decoded(self, records: pa.RecordBatch, context: GenerationContext | None = None,
+                base: int = 0) -> "Decoded":
         """The batch decoded. Should anything of the vectorized readers fail
         on it (a bug: the tests run `strict`, which lets it through), the
         batch is decoded again row by row with lbparse.decode and upb

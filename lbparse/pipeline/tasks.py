@@ -25,6 +25,8 @@ import pyarrow as pa
 import lbparse
 from lbparse.generation import NEWEST, GenerationContext
 from lbparse.pipeline.context import message_count
+from lbparse.pipeline.trafficcols import TRAFFIC_COLUMNS
+from lbparse.traffic import TrafficReader
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions, Decoded
 from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
@@ -63,6 +65,7 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
     # auto: the unit's proof of generations, and its first batches held back
     # until the proof comes (lbparse.generation: as the capture reader does).
     context = GenerationContext() if options.decode.layout == "auto" else None
+    traffic = TrafficReader()  # Liftbridge's non-envelope traffic, across the unit's batches
     held: list[tuple[pa.RecordBatch, Decoded, int]] = []
     base = 0
     while True:
@@ -73,7 +76,7 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
         if records is None:
             ready = _release(decoder, context, held)
         else:
-            decoded = decoder.decode(records, context=context, base=base)
+            decoded = decoder.decode(records, context=context, base=base, traffic=traffic)
             if context is not None and (held or context.waiting(base)):
                 held.append((records, decoded, base))
                 ready = _release(decoder, context, held) if not context.waiting(
@@ -112,7 +115,11 @@ def _release(decoder: BatchDecoder, context: GenerationContext | None,
     first = context.first.get(("capture",), {}) if context is not None else {}
     again = any(lay != NEWEST for lay in first)
     for records, decoded, base in held:
-        out.append(decoder.decode(records, context=context, base=base) if again else decoded)
+        if again:  # decoded anew; the traffic columns (read once, in order) are kept
+            fresh = decoder.decode(records, context=context, base=base)
+            fresh.columns.update({k: decoded.columns[k] for k in TRAFFIC_COLUMNS})
+            decoded = fresh
+        out.append(decoded)
     held.clear()
     return out
 

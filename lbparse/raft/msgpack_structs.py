@@ -5,7 +5,8 @@
 obj)` checks a map against the struct spec/raft.ksy declares and converts
 its values (`StructValue`). go-msgpack fills a missing key with its zero
 value and ignores an unknown key; so do we, but say so (`missing`,
-`extra`): hashicorp/raft itself always writes every field it has.
+`extra`); a field of a later version (`since`) that is absent is left
+out of `fields`. hashicorp/raft itself always writes every field it has.
 """
 
 from __future__ import annotations
@@ -188,10 +189,9 @@ def read_struct(name: str, obj: Any, where: str | None = None) -> StructValue:
     for f in spec:
         if f.key in given:
             fields[f.key] = _CONVERT[f.type](given.pop(f.key), f"{where}.{f.key}")
-        else:
+        elif f.since is None:  # a later version's field is left out when absent
             fields[f.key] = _ZERO[f.type]
-            if f.since is None:
-                missing.append(f.key)
+            missing.append(f.key)
     return StructValue(name, fields, tuple(missing), given)
 
 

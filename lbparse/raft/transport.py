@@ -176,7 +176,7 @@ def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
         raise RaftError("bad_struct", f"offset {pos + 1}: not an {t.request} (keys "
                         f"{_key_list(obj)})", offset=pos + 1)
     s = read_struct(t.request, obj)
-    trailer = s.fields.get(t.trailer, 0) if t.trailer else 0
+    trailer = int(s.fields.get(t.trailer, 0)) if t.trailer else 0
     if trailer < 0:
         raise RaftError("bad_struct", f"{t.request}.Size is {trailer}", offset=pos + 1)
     return t, s, end, trailer

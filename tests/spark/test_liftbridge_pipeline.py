@@ -11,6 +11,8 @@ ReplicationResponse's commit-log entries. No job fails, nothing is lost
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,8 @@ def test_pipeline_rows_are_what_liftbridge_decodes(spark: Any, capture: Path, la
     assert len(rows) == totals["rows"] == totals["messages"] > 7000
     # Every no-responders status (HMSG, empty payload) keeps its status (issue #12).
     status = [r for r in rows if r["verb"] == "HMSG" and not r["payload"]]
-    assert status and all(r["headers"] == [{"key": "Status", "value": "503"}] for r in status)
+    assert all(r["headers"] == [{"key": "Status", "value": "503"}] for r in status)
+    assert capture != SAMPLE or len(status) == 28
     truths = lbtruth([r["payload"] for r in rows])
     compared = 0
     for row, truth in zip(rows, truths, strict=True):
@@ -123,3 +126,45 @@ def test_pipeline_rows_are_what_liftbridge_decodes(spark: Any, capture: Path, la
             assert _norm(row[col]) == _norm(want), where
         compared += 1
     assert compared > 3000
+
+
+def _traffic(rows: list[dict[str, Any]]) -> tuple[Counter, Counter, set]:
+    kinds: Counter = Counter()
+    ops: Counter = Counter()
+    votes: set = set()
+    for r in rows:
+        kinds[r["traffic"]] += 1
+        for rpc in r["raft_rpcs"] or []:
+            if rpc["role"] == "request" and rpc["rpc"] == "RequestVote":
+                votes.add(rpc["term"])
+            for e in rpc["entries"]:
+                if e["command"]:
+                    ops[e["command"]] += 1
+    return kinds, ops, votes
+
+
+def test_the_raft_traffic_has_its_columns(spark: Any, tmp_path: Path) -> None:
+    """Liftbridge's non-envelope traffic in the pipeline: its kind, node, RPCs."""
+    if not SAMPLE.exists():
+        pytest.skip(f"shared material missing: {SAMPLE}")
+    run(spark, PipelineOptions(inputs=(str(SAMPLE),), out=str(tmp_path),
+                               source=SourceOptions(batch_rows=100)))  # streams across batches
+    rows = read_rows(tmp_path)
+    kinds, ops, votes = _traffic(rows)
+    assert {k: v for k, v in kinds.items() if k} == {
+        "raft_request": 1208, "raft_response": 1208, "raft_accept": 8, "raft_accept_reply": 8}
+    assert votes == {2} and ops["CreateStream"] == 20 and ops["PublishActivity"] == 52
+    accept = next(r for r in rows if r["traffic"] == "raft_accept")
+    assert accept["traffic_node"] in ("node2", "node3")
+    assert json.loads(accept["traffic_json"])["id"] == "node1"
+
+
+@pytest.mark.slow
+def test_the_failovers_of_a_full_run_in_the_pipeline(spark: Any, liftbridge_full: ClusterRun,
+                                                     tmp_path: Path) -> None:
+    summary = run(spark, PipelineOptions(inputs=(str(liftbridge_full.capture),),
+                                         out=str(tmp_path)))
+    assert summary.checks() == [] and summary.totals()["problems"] == 0
+    kinds, ops, votes = _traffic(read_rows(tmp_path))
+    assert len(votes) >= 2 and ops["ChangeLeader"] and ops["ShrinkISR"] and ops["ExpandISR"]
+    assert kinds["bootstrap_probe"] > 0 and kinds["raft_accept_reply"] > 0
