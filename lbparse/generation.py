@@ -21,15 +21,14 @@ chose it over the newest, confidence 0.95 or more).
 Which proof counts (`threshold`): that of the messages before the
 ambiguous one; and for the messages a capture starts with, before any
 proof at all, that of the capture's first proof too, if it comes within
-its first `WINDOW` messages (a cluster's first Publish often comes before
-its first MsgType only v0 has). The capture reader holds those first
+its first `WINDOW` messages and `WINDOW_BYTES` of payload (a cluster's
+first Publish often comes before its first MsgType only v0 has). The capture reader holds those first
 messages back until then; the pipeline decides the same from the same rule
 (`first_proof`, `first`), so that both give every message the same layout.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Callable, Hashable, Iterable
 
 from lbparse.detect import contested_msg_types
@@ -41,7 +40,10 @@ __all__ = ["CONFIDENCE", "NEWEST", "WINDOW", "GenerationContext", "connection_ke
            "proof_label", "proves", "scopes"]
 
 CONFIDENCE = {"subject": 0.9, "connection": 0.9, "capture": 0.8}
-WINDOW = 10_000  # messages at a capture's start that may wait for its first proof
+# A capture's first messages may wait for its first proof: at most these many,
+# and only while the payloads before them add up to less than WINDOW_BYTES.
+WINDOW = 10_000
+WINDOW_BYTES = 64 << 20
 NEWEST, CONTESTED = contested_msg_types()
 Key = tuple[str, str]
 
@@ -95,14 +97,19 @@ class GenerationContext:
     decoded envelope and returns it resolved (the capture reader's use)."""
 
     def __init__(self, redecode: Callable[[bytes, str], Envelope] | None = None,
-                 window: int | None = None) -> None:
+                 window: int | None = None, window_bytes: int | None = None) -> None:
         if redecode is None:
             from lbparse.api import decode
             redecode = decode
         self.redecode: Callable[[bytes, str], Envelope] = redecode
         self.window = WINDOW if window is None else window
+        self.window_bytes = WINDOW_BYTES if window_bytes is None else window_bytes
+        # The first message outside the window (index), once it is known.
+        self.window_end: int | None = None
+        self.offset = 0  # payload bytes seen (note)
         self.first: dict[Hashable, dict[str, int]] = {}      # scope -> layout -> first index
-        self.counts: dict[Hashable, Counter[tuple[str, str]]] = {}  # for the reasons
+        self.labels: dict[Hashable, dict[str, str]] = {}     # ... and what that message was
+        self._keys: dict[tuple[Key | None, str | None], list[Hashable]] = {}
         self.first_proof: int | None = None
         self.index = 0  # messages seen (see)
         self.resolved = 0
@@ -113,14 +120,33 @@ class GenerationContext:
               label: str) -> None:
         if self.first_proof is None:
             self.first_proof = index
-        for _, key in scopes(conn, subject):
-            self.first.setdefault(key, {}).setdefault(layout, index)
-            self.counts.setdefault(key, Counter())[(layout, label)] += 1
+        keys = self._keys.get((conn, subject))
+        if keys is None:
+            if len(self._keys) > 100_000:  # bounded: a cache of scope keys
+                self._keys.clear()
+            keys = self._keys[(conn, subject)] = [key for _, key in scopes(conn, subject)]
+        for key in keys:
+            firsts = self.first.get(key)
+            if firsts is None:
+                firsts = self.first[key] = {}
+                self.labels[key] = {}
+            if layout not in firsts:
+                firsts[layout] = index
+                self.labels[key][layout] = label
+
+    def outside(self, index: int, offset: int) -> None:
+        """Message `index` has `offset` payload bytes before it: the window ends at
+        the first message with either past its bound."""
+        if self.window_end is None and (index >= self.window or offset >= self.window_bytes):
+            self.window_end = index
+
+    def in_window(self, index: int) -> bool:
+        return self.window_end is None or index < self.window_end
 
     def threshold(self, index: int) -> int:
         """Proof of messages before this index counts for message `index`."""
         f = self.first_proof
-        if f is not None and index < f < self.window:
+        if f is not None and index < f and self.in_window(f):
             return f + 1
         return index
 
@@ -140,9 +166,29 @@ class GenerationContext:
 
     def waiting(self, index: int) -> bool:
         """Whether an ambiguous message at `index` may still get proof from a later one."""
-        return self.first_proof is None and index < self.window
+        return self.first_proof is None and self.in_window(index)
 
     # -- the capture reader's use ----------------------------------------------------
+
+    def note(self, src: str, dst: str, subject: str, env: Envelope | None, data: bytes
+             ) -> tuple[int, Envelope | None, bool]:
+        """The next message of a capture, in order: (its index, its envelope
+        resolved if it may be now, whether it must wait for the first proof)."""
+        index = self.index
+        self.index += 1
+        self.outside(index, self.offset)
+        self.offset += len(data)
+        if env is None:
+            return index, env, False
+        conn = (src, dst) if src <= dst else (dst, src)
+        layout = proves(env)
+        if layout is not None:
+            self.prove(index, conn, subject, layout, proof_label(env))
+        if not env.ambiguous:
+            return index, env, False
+        if self.waiting(index):
+            return index, env, True
+        return index, self.resolve(index, conn, subject, env, data), False
 
     def see(self, conn: Key | None, subject: str | None, env: Envelope, data: bytes,
             index: int | None = None) -> Envelope:
@@ -173,11 +219,10 @@ class GenerationContext:
             except EnvelopeError:  # a candidate decodes; should it not, keep auto's answer
                 return env
         key = dict(scopes(conn, subject))[scope]
-        seen = ", ".join(f"{label} x{n}" for (lay, label), n in
-                         self.counts[key].most_common() if lay == layout)
+        first = f"first: {self.labels[key][layout]}, message {self.first[key][layout]}"
         what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
         self.resolved += 1
-        return _classified(chosen, [*env.reasons, f"context: {where} carried {what} ({seen}): "
+        return _classified(chosen, [*env.reasons, f"context: {where} carried {what} ({first}): "
                                     f"{layout}"], CONFIDENCE[scope], resolved=True)
 
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lbparse.raft import SUBJECTS, StreamDecoder
+from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
 from lbparse.raft.transport import REQUEST, RESPONSE
 
 __all__ = ["KINDS", "Traffic", "TrafficReader", "subject_kind"]
@@ -68,9 +68,19 @@ class Traffic:
     kind: str
     name: str
     node: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    _detail: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     rpcs: list[Any] = field(default_factory=list)  # lbparse.raft.RPC, for columns
+    chunk: Chunk | None = None  # a stream message: its detail is made when asked for
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        if self.chunk is not None and not self._detail:
+            d = self.chunk.to_json_dict()
+            d.pop("role", None)
+            d.pop("error", None)
+            self._detail = d
+        return self._detail
 
     def summary(self) -> str:
         """One line for people: the kind, and the RPCs with their terms and ops."""
@@ -84,10 +94,10 @@ class Traffic:
                 text += f" ({len(rpc.entries)} entries{': ' + ', '.join(ops) if ops else ''})"
             parts.append(text)
         for key in ("id", "inbox", "server_id", "status"):
-            if key in self.detail:
-                parts.append(f"{key}={self.detail[key]}")
-        if self.detail.get("skipped"):
-            parts.append(f"{self.detail['skipped']} bytes out of step")
+            if key in self._detail:
+                parts.append(f"{key}={self._detail[key]}")
+        if self.chunk is not None and self.chunk.skipped:
+            parts.append(f"{self.chunk.skipped} bytes out of step")
         if self.error:
             parts.append(f"error: {self.error}")
         return " ".join(parts)
@@ -123,7 +133,7 @@ def _json_object(payload: bytes) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: [[[[…
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -177,11 +187,8 @@ class TrafficReader:
         else:
             kind = {REQUEST: "raft_request", RESPONSE: "raft_response"}.get(chunk.role or "",
                                                                           "raft_stream")
-        detail = chunk.to_json_dict()
-        detail.pop("role", None)
         error = chunk.error.message if chunk.error is not None else None
-        detail.pop("error", None)
-        return Traffic(kind, name, node, detail, error, list(chunk.rpcs))
+        return Traffic(kind, name, node, {}, error, chunk.rpcs, chunk)
 
     def _raft_accept(self, reply: str | None, payload: bytes, name: str,
                      tokens: dict[str, str]) -> Traffic:

@@ -39,7 +39,7 @@ def test_a_legacy_capture_reads_as_legacy(tmp_path: Path) -> None:
         assert env.reasons[-1].startswith("context: this capture carried envelopes only it reads")
         assert env.reasons[-1].endswith(": legacy")
     # The first of them came before any proof: held, then resolved by the first proof.
-    assert "(proto.Ack x1)" in orders[0].reasons[-1]
+    assert "(first: proto.Ack, message 7)" in orders[0].reasons[-1]
 
 
 def test_a_v0_capture_reads_as_v0_by_the_narrowest_scope(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_a_v0_capture_reads_as_v0_by_the_narrowest_scope(tmp_path: Path) -> None
     # Before its connection proved anything: the capture's proof; after: its connection's.
     assert [e.confidence for e in pubs] == [0.8, 0.8, 0.8, 0.9, 0.9]
     assert "this connection (127.0.0.1:40011 <-> 127.0.0.1:4222)" in pubs[-1].reasons[-1]
-    assert "MsgTypes only it has (ServerInfoRequest x" in pubs[-1].reasons[-1]
+    assert "MsgTypes only it has (first: ServerInfoRequest, message " in pubs[-1].reasons[-1]
 
 
 def test_proof_of_both_resolves_nothing(tmp_path: Path) -> None:
@@ -83,3 +83,43 @@ def test_no_proof_within_the_window_leaves_the_first_messages_alone(
 def test_a_named_layout_has_no_context(tmp_path: Path) -> None:
     recs = list(CaptureReader(legacy_capture(tmp_path / "l.pcap"), layout="v0"))
     assert {r.envelope.layout for r in recs if r.subject == "orders"} == {"v0"}
+
+
+class _Collect:
+    """A PartitionedWriter stand-in: the rows process_unit writes, by position."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, str | None] = {}
+
+    def write(self, value: str | None, n: int, columns: dict) -> None:
+        for pos, layout, kind in zip(columns["position"].to_pylist(),
+                                     columns["layout"].to_pylist(),
+                                     columns["error_kind"].to_pylist()
+                                     if "error_kind" in columns else [None] * n):
+            self.rows[pos] = None if kind else layout
+
+
+@pytest.mark.parametrize("window,window_bytes,batch_rows", [
+    (10_000, 64 << 20, 2), (3, 64 << 20, 2), (10_000, 150, 2), (10_000, 150, 64)])
+def test_the_pipelines_unit_reading_gives_the_readers_layouts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int, window_bytes: int,
+        batch_rows: int) -> None:
+    """Without Spark: process_unit (one unit, batches of `batch_rows`, held until
+    the first proof) against the capture reader, whatever bounds the window."""
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.sources import SourceOptions, plan
+    from lbparse.pipeline.tasks import TaskOptions, process_unit
+
+    monkeypatch.setattr(generation, "WINDOW", window)
+    monkeypatch.setattr(generation, "WINDOW_BYTES", window_bytes)
+    path = legacy_capture(tmp_path / "late.pcap", messages=8, acks_from=6)
+    want = [r.envelope.layout if r.envelope else None for r in CaptureReader(path)]
+    source = SourceOptions(batch_rows=batch_rows)
+    writer = _Collect()
+    process_unit(plan([str(path)], source)[0], TaskOptions(DecodeOptions(layout="auto"), source),
+                 writer)  # type: ignore[arg-type]
+    assert [writer.rows[i] for i in sorted(writer.rows)] == want
+    if window == 10_000 and window_bytes > 1000:
+        assert want.count("legacy") == 10  # 8 Messages and 2 Acks: all resolved
+    else:
+        assert "v0" in want  # the first Messages came before a proof inside the window

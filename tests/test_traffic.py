@@ -137,3 +137,24 @@ def test_records_json_and_parquet_carry_it(tmp_path: Path, ext: str) -> None:
 def test_a_record_made_by_hand_has_none() -> None:
     rec = Record.make(1.0, "a:1", "b:2", "PUB", "x", None, None, None, b"")
     assert rec.traffic is None and "liftbridge" not in rec.to_json_dict()
+
+
+def test_any_bytes_on_any_liftbridge_subject_give_traffic_or_none() -> None:
+    """Hostile bytes: never an exception (deep JSON, cut msgpack, anything)."""
+    import random
+
+    rnd = random.Random(7)
+    r = TrafficReader()
+    subjects = [INBOX, f"{NS}.node2.accept", f"{NS}.bootstrap", "_INBOX.r1", "_INBOX.zz"]
+    r.read("a:1", "b:2", f"{NS}.node2.accept", "_INBOX.r1", b'{"id": "n", "inbox": "x"}')
+    payloads = [b"[" * 100_000, b'{"inbox": ' + b"[" * 50_000, b"\x00\x87", b"\xa0\xde\xff",
+                b"\xff" * 40, b'{"inbox": "' + INBOX.encode() + b'"}']
+    payloads += [bytes(rnd.randrange(256) for _ in range(rnd.randrange(60))) for _ in range(300)]
+    for p in payloads:
+        for s in subjects:
+            t = r.read("a:1", "b:2", s, None, p)
+            assert t is None or t.kind in ("raft_request", "raft_response", "raft_stream",
+                                           "raft_stream_close", "raft_accept",
+                                           "raft_accept_reply", "bootstrap_probe")
+            if t is not None:
+                json.dumps(t.to_json_dict())

@@ -515,24 +515,10 @@ class CaptureReader:
     def _see(self, rec: Record) -> bool:
         """Note the record's proof of its generation; resolve it if ambiguous.
         True when it must wait for the capture's first proof (`_in_order`)."""
-        from lbparse.generation import connection_key, proof_label, proves
-
-        ctx = self._context
-        index = ctx.index
-        ctx.index += 1
-        env = rec.envelope
-        if env is None:
-            return False
-        conn = connection_key(rec.src, rec.dst)
-        layout = proves(env)
-        if layout is not None:
-            ctx.prove(index, conn, rec.subject, layout, proof_label(env))
-        if not env.ambiguous:
-            return False
-        if ctx.waiting(index):
-            return True
-        rec.envelope = ctx.resolve(index, conn, rec.subject, env, rec.payload)
-        return False
+        _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope,
+                                          rec.payload)
+        rec.envelope = env
+        return held
 
     def _in_order(self, recs: Iterator[Record]) -> Iterator[Record]:
         """The records, with those that wait for the capture's first proof held
@@ -550,7 +536,7 @@ class CaptureReader:
                 yield rec
                 continue
             held.append((index, rec))  # the waiting ones are counted at release
-            if ctx.first_proof is not None or ctx.index >= ctx.window:
+            if ctx.first_proof is not None or ctx.window_end is not None:
                 yield from self._release(held, connection_key)
                 held = []
         yield from self._release(held, connection_key)

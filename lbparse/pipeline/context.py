@@ -43,6 +43,7 @@ def apply_context(dec: "BatchDecoder", ctx: GenerationContext, base: int,
     """Note the batch's proof in `ctx`; resolve its ambiguous rows by it."""
     n = records.num_rows
     index = base + np.cumsum(~preset) - 1  # each message's index in the unit
+    _window(ctx, index, preset, hdr["lens"])
     proof = np.full(n, -1, np.int8)        # 0: the newest layout; 1: another (rows.proofs)
     proof[fast & ~np.isin(rows.msg_type, list(CONTESTED))] = 0
     for i in rows.proofs:
@@ -57,6 +58,26 @@ def apply_context(dec: "BatchDecoder", ctx: GenerationContext, base: int,
     horizon = max(base + n, ctx.threshold(base))
     if others and min(ctx.first[("capture",)][lay] for lay in others) < horizon:
         _resolve(dec, ctx, index, records, rows, fast, buffers, src, dst, subject)
+
+
+def _window(ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens: np.ndarray
+            ) -> None:
+    """Where the unit's window ends (generation.GenerationContext.outside), from
+    its messages' payload lengths. Batches come in order: the messages and
+    payload bytes so far are kept on the context (`index`, `offset`), as the
+    reader keeps them."""
+    msg = np.flatnonzero(~preset)
+    msg = msg[index[msg] >= ctx.index]  # a held batch decoded again is not counted again
+    if not msg.size:
+        return
+    ctx.index = int(index[msg][-1]) + 1
+    sizes = np.where(lens[msg] < 0, 0, lens[msg])
+    before = ctx.offset + np.cumsum(sizes) - sizes  # payload bytes before each message
+    ctx.offset += int(sizes.sum())
+    if ctx.window_end is None:
+        out = np.flatnonzero((index[msg] >= ctx.window) | (before >= ctx.window_bytes))
+        if out.size:
+            ctx.window_end = int(index[msg][out[0]])
 
 
 def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: Any,
@@ -83,6 +104,7 @@ def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: An
             firsts_of = ctx.first.setdefault(key, {})
             if at < firsts_of.get(layout, at + 1):
                 firsts_of[layout] = at
+                ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
 
 
 def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
