@@ -89,6 +89,9 @@ class Traffic:
             text = f"{rpc.rpc} term {rpc.term}"
             if rpc.node:
                 text += f" {rpc.node}"
+            for key in ("Granted", "Success"):
+                if key in rpc.fields and rpc.role == RESPONSE:
+                    text += f" {key.lower()}" if rpc.fields[key] else f" not {key.lower()}"
             ops = [e.command.name or e.command.op for e in rpc.entries if e.command]
             if rpc.entries:
                 text += f" ({len(rpc.entries)} entries{': ' + ', '.join(ops) if ops else ''})"
