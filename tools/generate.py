@@ -13,6 +13,8 @@ package `lbparse_generated` under OUTDIR:
                    formats and offsets), from the declarations (ksy_facts.py)
 - fb/              flatc's Python classes of spec/flatbuffers/*.fbs
 - fb_schema.py     the FlatBuffers tables as data, for lbparse's own reader
+- storage_layouts.py  struct formats and tables of the on-disk specs
+                   (segment, index, checkpoint, bbolt), see ksy_storage.py
 - raft_tables.py   the metadata Raft group's facts (RPC and log entry types,
                    msgpack structs, RaftLog commands, NATS subjects), from the
                    custom `-` keys and enums of spec/raft.ksy
@@ -35,10 +37,15 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ksy_construct import emit_construct  # noqa: E402
 from ksy_facts import commitlog_facts, envelope_facts, structs  # noqa: E402
+from ksy_storage import emit_storage, relative_kaitai_imports  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"  # --spec names another (the tests generate from edited copies)
-KSY_FILES = ("envelope.ksy", "commitlog.ksy")  # also declared in construct
+# Also declared in construct. Imported specs come before the specs that
+# import them (construct_schema.py refers to their declarations).
+KSY_FILES = ("envelope.ksy", "commitlog.ksy")
+STORAGE_KSY_FILES = ("segment.ksy", "segment_index.ksy", "checkpoint.ksy", "bbolt.ksy")
+KSY_FILES += STORAGE_KSY_FILES
 PROTO_FILES = ("api.proto", "internal.proto")
 FBS_FILES = ("api.fbs",)
 PACKAGE = "lbparse_generated"
@@ -301,11 +308,13 @@ def generate(outdir: Path) -> None:
             encoding="utf-8",
         )
     run_kaitai(pkg / "kaitai")
+    relative_kaitai_imports(pkg / "kaitai")
     run_protoc(pkg / "proto")
     run_flatc(pkg / "fb")
     emit_fb_schema(pkg)
     emit_constructs(pkg)
     emit_tables(pkg)
+    emit_storage(SPEC, pkg)
     emit_raft(pkg)
 
 
