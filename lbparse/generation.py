@@ -22,9 +22,10 @@ Which proof counts (`threshold`): that of the messages before the
 ambiguous one; and for the messages a capture starts with, before any
 proof at all, that of the capture's first proof too, if it comes within
 its first `WINDOW` messages and `WINDOW_BYTES` of payload (a cluster's
-first Publish often comes before its first MsgType only v0 has). The capture reader holds those first
-messages back until then; the pipeline decides the same from the same rule
-(`first_proof`, `first`), so that both give every message the same layout.
+first Publish often comes before its first MsgType only v0 has). The
+capture reader holds those first messages back until then; the pipeline
+decides the same from the same rule (`first_proof`, `window_end`,
+`first`), so that both give every message the same layout.
 """
 
 from __future__ import annotations

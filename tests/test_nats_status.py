@@ -101,7 +101,8 @@ async def _push_consumer_with_heartbeats(url: str) -> None:
     try:
         js = nc.jetstream()
         await js.add_stream(name="HB", subjects=["hb.data"])
-        await js.add_consumer("HB", ConsumerConfig(durable_name="tapme", deliver_subject="hb.deliver",
+        await js.add_consumer("HB", ConsumerConfig(durable_name="tapme",
+                                                   deliver_subject="hb.deliver",
                                                    idle_heartbeat=0.2, flow_control=True))
     finally:
         await nc.close()
@@ -143,5 +144,6 @@ def test_tap_and_record_show_a_servers_status_messages(tmp_path: Path) -> None:
     recorded = list(CaptureReader(str(out)))
     assert len(recorded) == 3
     for r in recorded:
-        assert r.header_block is not None and r.header_block.startswith(b"NATS/1.0 100 Idle Heartbeat\r\n")
+        assert r.header_block is not None
+        assert r.header_block.startswith(b"NATS/1.0 100 Idle Heartbeat\r\n")
         assert r.headers[:2] == [["Status", "100"], ["Description", "Idle Heartbeat"]]
