@@ -1,28 +1,24 @@
-"""Shared fixtures: a real nats-server on a free loopback port; Spark tests marked slow."""
+"""Shared fixtures: a real nats-server on a free loopback port, a real Liftbridge
+cluster; Spark tests marked slow; a session cache for what lbparse installs."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
-from support.net import free_port
+from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
 
 if TYPE_CHECKING:
     from support.cluster import ClusterRun
 
 # tests/support is importable as `support`.
 sys.path.insert(0, str(Path(__file__).parent))
-
-NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
-
 
 # What lbparse installs for a user (the Kaitai compiler, on first use of an
 # installed lbparse: lbparse/resources.py) goes to a cache of this session,
@@ -38,25 +34,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
+SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that starts Spark (the `spark` fixture of tests/spark, directly
-    or through another fixture) is slow: `make test-fast` leaves it out."""
+    """Every test that starts Spark (the `spark` fixture of tests/spark) or a
+    Liftbridge cluster, directly or through another fixture, is slow: `make
+    test-fast` leaves it out."""
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-
-
-def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"nats-server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nats-server did not accept on 127.0.0.1:{port} within {timeout}s")
 
 
 @pytest.fixture
@@ -84,16 +71,6 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
             log.close()
         return
     raise RuntimeError(f"could not start nats-server: {last}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 # -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------
