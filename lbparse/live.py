@@ -235,6 +235,7 @@ class _Session:
         self.done = asyncio.Event()
         self.nc: Any = None
         self.server = self.local = ""
+        self.connected = False  # a first connection was made: only then can one be lost
 
     def endpoints(self) -> None:
         """(server, local) of the current connection: a new one has a new local port."""
@@ -245,8 +246,8 @@ class _Session:
         self.last_error = str(exc) or type(exc).__name__
 
     async def disconnected(self) -> None:
-        if self.lost is not None or self.done.is_set():
-            return  # already lost, or we are closing
+        if not self.connected or self.lost is not None or self.done.is_set():
+            return  # a first connect that failed (_connect says why), already lost, or closing
         self.lost = Outage(time.time(), self.last_error or "connection closed",
                            self.rate.rate())
         self.lost_mono = time.monotonic()
@@ -309,6 +310,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     session = _Session(url, reconnect_timeout, on_event)
     session.nc = nc
     await _connect(nc, url, options, session)
+    session.connected = True
     session.endpoints()
     done = session.done
     result = session.result

@@ -327,7 +327,9 @@ def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> Non
     # The file up to the end of the first packet carrying a message (the 4th,
     # after the handshake), then the rest.
     cut = _packet_end(data, fmt, 4)
-    proc = subprocess.Popen([*LBPARSE, "capture", "-"], stdin=subprocess.PIPE,
+    # --layout v0: under auto a Publish (also a legacy Message) waits for the
+    # capture's proof of its generation (lbparse.generation) before it is written.
+    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     assert proc.stdin is not None
     try:
