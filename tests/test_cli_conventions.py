@@ -217,16 +217,37 @@ def _usage_cases(tmp: Path, captures: dict[str, Path]) -> list[tuple[list[str], 
     ]
 
 
-def test_usage_errors_are_one_line_and_status_2(tmp_path: Path,
-                                                captures: dict[str, Path]) -> None:
-    cases = _usage_cases(tmp_path, captures)
-    with ThreadPoolExecutor(4) as pool:  # 30 processes: their start-up overlaps
+def _by_command(cases: list[tuple[list[str], str]]) -> tuple[list[Any], list[Any]]:
+    """(the first case of each command, the others)."""
+    seen: set[str] = set()
+    first, rest = [], []
+    for case in cases:
+        command = case[0][0] if case[0] else ""
+        (rest if command in seen else first).append(case)
+        seen.add(command)
+    return first, rest
+
+
+def _check_usage_errors(cases: list[tuple[list[str], str]]) -> None:
+    with ThreadPoolExecutor(4) as pool:  # one process each: their start-ups overlap
         results = list(pool.map(lambda case: run_cli(*case[0]), cases))
     for (args, said), res in zip(cases, results):
         err = res.stderr.decode()
         assert res.returncode == 2, (args, res.returncode, err)
         assert len(err.splitlines()) == 1 and err.startswith("lbparse"), (args, err)
         assert said in err, (args, err)
+
+
+def test_usage_errors_are_one_line_and_status_2(tmp_path: Path,
+                                                captures: dict[str, Path]) -> None:
+    """One usage error of every command (the first of its cases below)."""
+    _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[0])
+
+
+@pytest.mark.slow  # ~25 more processes; the fast loop runs one case per command (above)
+def test_every_usage_error_is_one_line_and_status_2(tmp_path: Path,
+                                                    captures: dict[str, Path]) -> None:
+    _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[1])
 
 
 def test_data_problems_are_status_1(tmp_path: Path) -> None:
