@@ -121,7 +121,8 @@ class _Reader:
 
     def u32(self, pos: int, what: str) -> int:
         self.need(pos, 4, what)
-        return _U32.unpack_from(self.buf, pos)[0]
+        value: int = _U32.unpack_from(self.buf, pos)[0]
+        return value
 
     def table(self, pos: int, type_name: str) -> FlatTable:
         self.need(pos, 4, f"{type_name} table")
@@ -188,10 +189,10 @@ def plausible(buf: bytes) -> bool:
     n = len(buf)
     if n < 8:
         return False
-    root = _U32.unpack_from(buf, 0)[0]
+    root: int = _U32.unpack_from(buf, 0)[0]
     if root + 4 > n:
         return False
-    vt = root - _I32.unpack_from(buf, root)[0]
+    vt: int = root - _I32.unpack_from(buf, root)[0]
     return 0 <= vt and vt + 4 <= n
 
 
@@ -230,7 +231,8 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
         if ftype.startswith("enum "):
             ftype = ENUMS[ftype[5:]]["base"]
         b.PrependSlot(_FLAGS[_SCALARS[ftype]], fid, value, None)  # no default: always written
-    return b.EndObject()
+    end: int = b.EndObject()
+    return end
 
 
 _SCALAR_FLAGS = {"<B": "Uint8Flags", "<b": "Int8Flags", "<?": "BoolFlags", "<h": "Int16Flags",

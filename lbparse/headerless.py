@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from lbparse.layouts import LAYOUTS
-from lbparse.envelope import Envelope
+from lbparse.envelope import NO_EXTRA, Envelope, build_envelope, make_head
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size
-from lbparse.payloads import BYTES, ProtoCodec, codec_for, payload_type_of
+from lbparse.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
 from lbparse.wire import COOKIE, FIELD_ERRORS
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
@@ -24,7 +24,8 @@ _PLAIN = LAYOUTS["plain"]
 
 
 def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelope:
-    return Envelope((layout, None, None, None, None, None, None, ptype, payload, message, ()))
+    return build_envelope(make_head(layout, None, None, None, None, None, ptype), None, payload,
+                          message, NO_EXTRA)
 
 
 def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,
@@ -59,7 +60,7 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
         return _headerless("lift-cookie", ptype, payload, None)
     codec = codec_for(ptype)
     if isinstance(codec, ProtoCodec):
-        check_depth(payload, codec.python_type.DESCRIPTOR, lim)
+        check_depth(payload, descriptor_of(codec.python_type), lim)
     message = codec.decode(payload)
     return _headerless("lift-cookie", ptype, payload, message)
 
@@ -88,7 +89,8 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
         # refused to read it back; lbparse does not write what nobody reads.
         raise ValueError("an empty proto.Message would be the cookie 'LIFT' alone, "
                          "which LIFT-era readers reject")
-    return _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
+    wire: bytes = _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
+    return wire
 
 
 def encode_plain(message: Any, msg_type: int | None, crc: bool) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, PAYLOAD_KINDS, TOP_SEQ
 from lbparse_generated.tables import LAYOUTS as _RAW_LAYOUTS
@@ -60,7 +60,8 @@ class Layout:
     @property
     def byte7_name(self) -> str | None:
         """What `msg_type_name` says when byte 7 is not a MsgType."""
-        return None if self.byte7 in (None, "msg_type") else self.byte7.capitalize()
+        b7 = self.byte7
+        return None if b7 is None or b7 == "msg_type" else b7.capitalize()
 
     @property
     def has_header(self) -> bool:
@@ -81,7 +82,7 @@ class Layout:
         return base + self.payload_alternatives
 
 
-def _build(name: str, raw: dict) -> Layout:
+def _build(name: str, raw: dict[str, Any]) -> Layout:
     internal = set(raw["internal_msg_types"])
     msg_types = {v: MsgType(v, n, p, v in internal) for v, (n, p) in raw["msg_types"].items()}
     by_payload: dict[str, MsgType] = {}

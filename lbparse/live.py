@@ -68,7 +68,7 @@ class ConnectOptions:
 def _raw_client_class() -> type:
     from nats.aio.client import Client
 
-    class _RawClient(Client):  # type: ignore[misc]
+    class _RawClient(Client):
         _lb_raw: bytes | None = None
 
         async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,

@@ -140,7 +140,8 @@ class PcapSource:
 
     def _plausible(self, buf: bytes, q: int) -> int:
         """The length of a plausible record at `q`, -1 if there is none."""
-        sec, frac, incl, orig = struct.unpack_from(self.endian + "IIII", buf, q)
+        sec, frac, incl, orig = cast(tuple[int, int, int, int],
+                                     struct.unpack_from(self.endian + "IIII", buf, q))
         if frac >= self._frac_limit or incl > self.max_record or orig < incl:
             return -1
         return incl

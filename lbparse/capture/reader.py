@@ -174,7 +174,8 @@ _FIN: Final = 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
-def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
+def dissect(lt: int, buf: bytes, off: int, caplen: int
+            ) -> tuple[bytes, int, int, int, int, int] | None:
     """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
     data offset, IP end offset), or None for what is not TCP over IP. The
     key is source address, destination address, source and destination port."""
@@ -204,7 +205,7 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
         return None
     if tcp + 20 > end:
         return None
-    seq, ack, offflags = _TCP(buf, tcp)
+    seq, ack, offflags = cast(tuple[int, int, int], _TCP(buf, tcp))
     return addr + buf[tcp:tcp + 4], seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 

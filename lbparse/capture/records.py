@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.nats import Frame
@@ -70,12 +70,14 @@ class Record:
     @property
     def src(self) -> str:
         """sender, host:port"""
-        return self._ends.src
+        src: str = self._ends.src
+        return src
 
     @property
     def dst(self) -> str:
         """receiver, host:port"""
-        return self._ends.dst
+        dst: str = self._ends.dst
+        return dst
 
     @property
     def verb(self) -> str:
@@ -345,9 +347,14 @@ def _wrong_column_types(schema: Any) -> str:
     import pyarrow as pa
 
     t = pa.types
-    want = {"ts": lambda x: t.is_floating(x) or t.is_integer(x), "payload": lambda x: t.is_binary(x)
-            or t.is_large_binary(x), "headers": lambda x: x == parquet_schema().field("headers").type}
-    text = lambda x: t.is_string(x) or t.is_large_string(x)  # noqa: E731
+    want: dict[str, Callable[[Any], bool]] = {
+        "ts": lambda x: t.is_floating(x) or t.is_integer(x),
+        "payload": lambda x: t.is_binary(x) or t.is_large_binary(x),
+        "headers": lambda x: x == parquet_schema().field("headers").type}
+
+    def text(x: Any) -> bool:
+        return bool(t.is_string(x) or t.is_large_string(x))
+
     bad = []
     for f in schema:
         check = want.get(f.name, text if f.name in ("src", "dst", "direction", "verb", "subject",

@@ -29,6 +29,7 @@ import datetime
 import json
 import sys
 import time
+from functools import partial
 from typing import TextIO
 
 from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
@@ -142,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     for name in args.files:
         reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
-                               on_notice=lambda n, name=name: notice(n, name))
+                               on_notice=partial(notice, name=name))
         bar = Progress(sys.stderr, name, reader.size)
         try:
             for i, rec in enumerate(reader):

@@ -40,6 +40,7 @@ import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.api import decode, decode_header
@@ -48,7 +49,7 @@ from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.crc import crc32c_ranges
@@ -244,7 +245,7 @@ class BatchDecoder:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
-        take = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
+        take: np.ndarray = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
             np.where(crc_flag, hl == CRC_HEADER_LEN, hl == HEADER_SIZE) & (hdr["lens"] >= hl) & \
             (hdr["lens"] - hl <= _MAX_PAYLOAD) & self.v0_known[hdr["byte7"]]
         crc_rows = np.flatnonzero(take & crc_flag)
@@ -284,7 +285,7 @@ class BatchDecoder:
             if ptype == REPLICATION_RESPONSE:
                 arr, ok = decode_replication(typ, data, pstart[sel], pend[sel])
             else:
-                arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, pstart[sel],
+                arr, ok = decode_structs(self._descriptor(ptype), typ, data, pstart[sel],
                                          pend[sel], self.options.emit_defaults,
                                          clean=ptype in self.contested)
             mine = t[sel]
@@ -381,6 +382,12 @@ class BatchDecoder:
 
     # -- typed columns -----------------------------------------------------
 
+    def _descriptor(self, ptype: str) -> Descriptor:
+        cls = self.typed[ptype]
+        if cls is None:
+            raise ValueError(f"payload type {ptype!r} has no protobuf class")
+        return descriptor_of(cls)
+
     def _builder(self, ptype: str, typ: pa.DataType) -> Any:
         b = self._builders.get(ptype)
         if b is None:
@@ -401,7 +408,7 @@ class BatchDecoder:
             if code is None:
                 continue
             mine = np.flatnonzero((codes == code) & (rows.pend >= 0))
-            cls = self.typed[ptype] or ReplicationResponse
+            cls: type = self.typed[ptype] or ReplicationResponse
 
             def objects() -> list[int]:
                 # Decoded objects of this column's class (a FlatBuffers table
@@ -420,8 +427,9 @@ class BatchDecoder:
                 if ptype == REPLICATION_RESPONSE:
                     arr, ok = decode_replication(typ, data, rows.pstart[mine], rows.pend[mine])
                 else:
-                    arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
-                                             rows.pend[mine], self.options.emit_defaults)
+                    arr, ok = decode_structs(self._descriptor(ptype), typ, data,
+                                             rows.pstart[mine], rows.pend[mine],
+                                             self.options.emit_defaults)
                 if ok.all():
                     got_rows.append(mine)
                     parts.append(arr)

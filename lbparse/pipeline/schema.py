@@ -21,7 +21,7 @@ decoded payload is lost; opaque `bytes` payloads are the `payload` column.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
@@ -31,7 +31,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> DataType | None:
         raise ValueError(f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
                          "(spark-protobuf refuses it too)")
     mt = fd.message_type
+    assert mt is not None  # a message field has its message type
     if mt.full_name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         # Spark maps these to timestamp / interval; none of Liftbridge's
         # messages use them, so rather than half-support them, say so.
@@ -129,7 +130,7 @@ def _spec_struct(fields: tuple[tuple[str, Any], ...]) -> StructType:
 
 
 REPLICATION_RESPONSE_STRUCT = _spec_struct(REPLICATION_RESPONSE_FIELDS)
-COMMITLOG_ENTRY = REPLICATION_RESPONSE_STRUCT["entries"].dataType.elementType
+COMMITLOG_ENTRY = cast(ArrayType, REPLICATION_RESPONSE_STRUCT["entries"].dataType).elementType
 
 
 def column_for(payload_type: str) -> str:
@@ -148,7 +149,7 @@ def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
 
 
 @lru_cache(maxsize=None)
-def typed_payloads() -> dict[str, type | None]:
+def typed_payloads() -> dict[str, type[ProtoMessage] | None]:
     """Payload types with a struct column -> protobuf class (None for `raw`).
 
     In the order of the layouts' tables (v0's MsgTypes first), so that the
@@ -168,7 +169,7 @@ def payload_struct(payload_type: str) -> StructType:
     cls = typed_payloads().get(payload_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no struct column")
-    return message_struct(cls.DESCRIPTOR)
+    return message_struct(descriptor_of(cls))
 
 
 def payload_columns() -> dict[str, str]:
