@@ -1,4 +1,4 @@
-"""The public functions: decode, decode_header, encode."""
+"""The public functions: decode, decode_header, encode, encode_envelope, payload_from_json."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import struct
 from typing import TYPE_CHECKING, Any, Callable
 
 import crc32c as _crc32c
+from google.protobuf import json_format
 
 from lbparse import dispatch as _dispatch
 from lbparse.envelope import NO_EXTRA, Buffer, Envelope, Head, as_bytes, make_head
 from lbparse.header import Header, read_header, resolve_msg_type
 from lbparse.layouts import layout_named
 from lbparse.limits import DEFAULT, Limits
-from lbparse.payloads import BYTES
+from lbparse.payloads import BYTES, codec_in_layout
 from lbparse.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_STRUCT, HEADER_SIZE, MAGIC, VERSION
 
-__all__ = ["decode", "decode_header", "encode"]
+__all__ = ["decode", "decode_header", "encode", "encode_envelope", "payload_from_json"]
 
 _DECODERS = _dispatch.DECODERS
 _crc = _crc32c.crc32c
@@ -140,8 +141,41 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
     return Header(lay.name, VERSION, hl, flags, crc, msg_type, name, ptype, tuple(warnings), hl)
 
 
-def encode(message: Any, *, layout: str = "v0", msg_type: int | None = None,
-           crc: bool = False) -> bytes:
-    """Build the envelope of `message` (a protobuf message or a ReplicationResponse)."""
-    return _dispatch.encoder(layout)(message, msg_type, crc)
+def encode(message: Any, *, layout: str = "v0", msg_type: int | str | None = None,
+           crc: bool = False, flags: int = 0) -> bytes:
+    """Build the envelope of `message` (a protobuf message, a FlatBuffers
+    `FlatTable` in the FlatBuffers layouts, a `ReplicationResponse`, or
+    bytes for `plain`).
 
+    `msg_type` (a number or a MsgType name of the layout) follows from the
+    message's type when None; `crc` adds the CRC-32C; `flags` sets header
+    flag bits besides the CRC flag (unassigned ones, which upstream ignores)."""
+    lay = layout_named(layout)
+    if isinstance(msg_type, str):
+        msg_type = lay.msg_type_named(msg_type).value
+    return _dispatch.encoder(layout)(message, msg_type, crc, flags)
+
+
+def encode_envelope(env: Envelope) -> bytes:
+    """The bytes of a decoded (or built) Envelope: its layout, MsgType, flag
+    bits, CRC (present or not) and message. For an envelope decoded from
+    bytes, these are the bytes, wherever the payload was in its encoder's
+    canonical form (protobuf's deterministic serialization, Go's
+    FlatBuffers builder order)."""
+    lay = layout_named(env.layout)
+    crc = env.crc32c is not None
+    flags = (env.flags or 0) & ~CRC_FLAG
+    return encode(env.message, layout=env.layout, msg_type=env.msg_type if lay.has_msg_type
+                  else None, crc=crc, flags=flags)
+
+
+def payload_from_json(type_name: str, obj: Any, *, layout: str = "v0") -> Any:
+    """The message object of a MsgType (or payload type) of `layout`, from
+    the JSON `Envelope.to_json_dict()` gives as its `payload_json`: a
+    protobuf message, a FlatBuffers table in the FlatBuffers layouts, a
+    ReplicationResponse, or bytes. ValueError when the JSON does not fit."""
+    codec = codec_in_layout(layout_named(layout), type_name)
+    try:
+        return codec.from_json(obj)
+    except json_format.ParseError as exc:
+        raise ValueError(f"JSON does not fit {codec.name}: {exc}") from None

@@ -1,7 +1,7 @@
 """Which function decodes and which encodes each layout.
 
 Dispatch is by table: `DECODERS[name](data, verify_crc, lenient,
-payload_type, limits)` and `ENCODERS[name](message, msg_type, crc)`. Every layout
+payload_type, limits)` and `ENCODERS[name](message, msg_type, crc, flags)`. Every layout
 declared in spec/envelope.ksy must have an entry (a test checks it); `auto`
 decodes only (it classifies, then decodes with the layout it picked).
 """
@@ -23,16 +23,16 @@ __all__ = ["DECODERS", "ENCODERS", "Decoder", "Encoder", "decoder", "encoder",
 
 # decoder(data, verify_crc, lenient, payload_type, limits)
 Decoder = Callable[[bytes, bool, bool, Union[str, None], Union[Limits, None]], Envelope]
-# encoder(message, msg_type, crc)
-Encoder = Callable[[Any, Union[int, None], bool], bytes]
+# encoder(message, msg_type, crc, flags): flags are the bits besides the CRC flag
+Encoder = Callable[[Any, Union[int, None], bool, int], bytes]
 _T = TypeVar("_T")
 
 
 def _enveloped(name: str) -> tuple[EnvelopedDecoder, Encoder]:
     layout = LAYOUTS[name]
 
-    def encode(message: Any, msg_type: int | None, crc: bool) -> bytes:
-        return encode_enveloped(message, layout, msg_type, crc)
+    def encode(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+        return encode_enveloped(message, layout, msg_type, crc, flags)
 
     return EnvelopedDecoder(layout), encode
 

@@ -125,8 +125,17 @@ class EnvelopedDecoder:
                               make_extra(warnings) if warnings else NO_EXTRA)
 
 
-def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool) -> bytes:
-    """Build header and payload through the construct schema generated from the spec."""
+def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool,
+                     flags: int = 0) -> bytes:
+    """Build header and payload through the construct schema generated from the spec.
+
+    `msg_type` follows from the message's type when None; `flags` are the
+    header's flag bits besides the CRC flag (unassigned; upstream ignores
+    them, and they are kept so that a decoded envelope encodes back to its
+    bytes)."""
+    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
+        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag "
+                         f"({CRC_FLAG:#x}; say crc=True for it)")
     ptype = payload_type_of(message)
     if layout.has_msg_type:
         if msg_type is None:
@@ -135,15 +144,22 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
                 raise ValueError(f"{ptype} has no MsgType in the {layout.name} layout")
             msg_type = mt.value
         elif msg_type not in layout.msg_types or layout.msg_types[msg_type].payload_type != ptype:
-            raise ValueError(f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} layout")
+            raise ValueError(f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} "
+                             "layout")
     else:
         if ptype not in layout.payload_types:
             raise ValueError(f"the {layout.name} layout carries {', '.join(layout.payload_types)}, "
                              f"not {ptype}")
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
-    payload = codec_for(layout.codec_key(ptype)).encode(message)
+    codec = codec_for(layout.codec_key(ptype))
+    if not codec.accepts(message):
+        raise TypeError(f"the {layout.name} layout carries its {ptype} as "
+                        f"{codec.python_type.__name__} ({layout.payload_format}), not as "
+                        f"{type(message).__name__}; lbparse.payload_from_json({ptype!r}, ..., "
+                        f"layout={layout.name!r}) builds one")
+    payload = codec.encode(message)
     header = dict(version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
-                  flags=CRC_FLAG if crc else 0, msg_type=msg_type)
+                  flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
     wire: bytes = _envelope_schema.build(
         dict(header=header, crc32c=_crc(payload) if crc else None, payload=payload),
         layout=layout.id)

@@ -74,9 +74,9 @@ def decode_plain(data: bytes, verify_crc: bool = True, lenient: bool = False,
     return _headerless("plain", BYTES, data, data)
 
 
-def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
-    if msg_type is not None or crc:
-        raise ValueError("the lift-cookie layout has no MsgType and no CRC")
+def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    if msg_type is not None or crc or flags:
+        raise ValueError("the lift-cookie layout has no MsgType, no flags and no CRC")
     ptype = payload_type_of(message)
     if ptype not in _LIFT.payload_types:
         raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
@@ -93,9 +93,9 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
     return wire
 
 
-def encode_plain(message: Any, msg_type: int | None, crc: bool) -> bytes:
-    if msg_type is not None or crc:
-        raise ValueError("the plain layout has no MsgType and no CRC")
+def encode_plain(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    if msg_type is not None or crc or flags:
+        raise ValueError("the plain layout has no MsgType, no flags and no CRC")
     if not isinstance(message, (bytes, bytearray, memoryview)):
         raise TypeError(f"the plain layout carries bytes, not {type(message).__name__}")
     return bytes(message)

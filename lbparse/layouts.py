@@ -74,6 +74,31 @@ class Layout:
             return payload_type
         return f"{self.payload_format}:{payload_type}"
 
+    def msg_type_named(self, name: str) -> MsgType:
+        """The MsgType of this layout's table called `name` (any case)."""
+        for mt in self.msg_types.values():
+            if mt.name.lower() == name.lower():
+                return mt
+        known = ", ".join(mt.name for mt in self.msg_types.values()) or "none: no MsgType"
+        raise ValueError(f"no MsgType {name!r} in the {self.name} layout; its MsgTypes: {known}")
+
+    def payload_type_named(self, name: str) -> str:
+        """The payload type `name` stands for in this layout: a MsgType name
+        (Publish, Ack, ...), a payload type (proto.Message, raw, ...), or a
+        payload type's last part (Message, ServerInfoRequest), any case."""
+        if name in self.payload_types:
+            return name
+        for mt in self.msg_types.values():
+            if mt.name.lower() == name.lower():
+                return mt.payload_type
+        matches = [p for p in self.payload_types
+                   if p.rsplit(".", 1)[-1].lower() == name.lower()]
+        if len(matches) == 1:
+            return matches[0]
+        names = [mt.name for mt in self.msg_types.values()] or list(self.payload_types)
+        raise ValueError(f"unknown type {name!r} for the {self.name} layout; one of: "
+                         f"{', '.join(names)}")
+
     @property
     def payload_types(self) -> tuple[str, ...]:
         if self.msg_types:

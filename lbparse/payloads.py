@@ -17,13 +17,13 @@ from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse import commitlog, flatbuf
-from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE
+from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
 from lbparse.errors import EnvelopeError
 from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "message_class",
-           "payload_type_of"]
+__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "codec_in_layout",
+           "descriptor_of", "message_class", "payload_type_of"]
 
 _MODULES = (api_pb2, internal_pb2)
 
@@ -73,6 +73,10 @@ class PayloadCodec:
 
     def from_json(self, obj: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    def accepts(self, message: Any) -> bool:
+        """Whether `encode` takes this object."""
+        return isinstance(message, self.python_type)
 
 
 def protobuf_error(ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exception,
@@ -145,7 +149,12 @@ class BytesCodec(PayloadCodec):
         return bytes(message)
 
     def from_json(self, obj: dict[str, Any]) -> bytes:
+        if not isinstance(obj, dict) or set(obj) != {"hex"} or not isinstance(obj["hex"], str):
+            raise ValueError(f'opaque bytes are written {{"hex": "..."}} in JSON, not {obj!r}')
         return bytes.fromhex(obj["hex"])
+
+    def accepts(self, message: Any) -> bool:
+        return isinstance(message, (bytes, bytearray, memoryview))
 
 
 class FlatBuffersCodec(PayloadCodec):
@@ -207,6 +216,13 @@ def codec_for(payload_type: str) -> PayloadCodec:
     except KeyError:
         known = ", ".join(CODECS)
         raise ValueError(f"unknown payload type {payload_type!r}; known: {known}") from None
+
+
+def codec_in_layout(layout: Layout, name: str) -> PayloadCodec:
+    """The codec of a MsgType or payload type named in `layout` (see
+    `Layout.payload_type_named`): FlatBuffers tables in the FlatBuffers
+    layouts, protobuf messages elsewhere."""
+    return codec_for(layout.codec_key(layout.payload_type_named(name)))
 
 
 def payload_type_of(message: Any) -> str:
