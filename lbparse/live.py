@@ -108,7 +108,7 @@ def message_record(msg: Any, server: str, local: str) -> Record:
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
     sid = getattr(msg, "_sid", None)
-    return Record.make(time.time(), server, local, "HMSG" if raw is not None else "MSG",
+    return Record.make(time.time_ns(), server, local, "HMSG" if raw is not None else "MSG",
                        msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
                        msg.data)
 

@@ -351,7 +351,7 @@ class CaptureReader:
         # Typed, so that the compiled build unpacks tuples by index and does
         # its arithmetic on machine integers, not through generic calls.
         packets: Iterator[Packet] = iter(src)
-        ts = 0.0
+        ts = 0  # nanoseconds
         buf: bytes
         key: bytes
         et: int
@@ -451,7 +451,7 @@ class CaptureReader:
         finally:
             stats.packets += npk
 
-    def _emit(self, ts: float, d: Direction, frames: list[Parsed],
+    def _emit(self, ts: int, d: Direction, frames: list[Parsed],
               matched: dict[str, bool]) -> Iterator[Record]:
         """Records of `frames` from direction `d`."""
         for fr in frames:
@@ -459,7 +459,7 @@ class CaptureReader:
             if rec is not None:
                 yield rec
 
-    def _accept(self, ts: float, d: Direction, fr: Parsed, matched: dict[str, bool]
+    def _accept(self, ts: int, d: Direction, fr: Parsed, matched: dict[str, bool]
                 ) -> Record | None:
         """The record of one parsed item, decoded and counted; None for what
         this reading does not yield (a problem is a notice, a control line is
@@ -497,7 +497,7 @@ class CaptureReader:
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
-               notices: list[Notice], ts: float) -> list[tuple[Direction, list[Parsed]]]:
+               notices: list[Notice], ts: int) -> list[tuple[Direction, list[Parsed]]]:
         d.closed = True
         out = [(d, d.finish(notices, ts))]
         if offflags & _RST or d.peer.closed:
@@ -506,7 +506,7 @@ class CaptureReader:
         return out
 
 
-def _problem_notice(problem: Problem, ts: float | None, d: Direction) -> Notice:
+def _problem_notice(problem: Problem, ts: int | None, d: Direction) -> Notice:
     """The Notice of a parser's Problem: a limit it names, or a protocol problem."""
     if problem.limit:
         return Notice("limit", problem.message, ts, d.src, d.dst, limit=problem.limit)

@@ -1,16 +1,22 @@
 """The record: one NATS message and what lbparse made of it; and our own
 capture format for recorded traffic, as JSON Lines and as Parquet.
 
-A JSON Lines record is `Record.to_json_dict()`: `ts` (float seconds),
-`src` and `dst` (`host:port`), `direction` (`client_to_server` or
-`server_to_client`), `verb` (PUB, HPUB, MSG, HMSG), `subject`, `reply`,
-`sid` (null for PUB/HPUB), `headers` (list of [key, value]; null without a
-header block), `payload` (base64), then `envelope` (the decoded envelope's
-JSON, with its `layout`) or `error` ({"kind", "message"}). The Parquet file
-has the same columns, `payload` as binary, `headers` as a list of
-key/value structs, and the decoding as `envelope_json` (JSON text) or
-`error_kind`/`error_message`. Reading either back decodes the payload
+A record's columns, their order and their types come from one table,
+`lbparse.capture.fields.RECORD`: `ts` (capture time, integer nanoseconds
+since the Unix epoch), `src` and `dst` (`host:port`), `direction`
+(`client_to_server` or `server_to_client`), `verb` (PUB, HPUB, MSG, HMSG),
+`subject`, `reply`, `sid` (null for PUB/HPUB), `headers` ([key, value]
+pairs; null without a header block), `payload`.
+
+A JSON Lines record is `Record.to_json_dict()` written by lbparse's JSON
+convention (lbparse.jsonform: `ts` a decimal string, `payload` base64),
+then `envelope` (the decoded envelope's JSON, with its `layout`) or `error`
+({"kind", "message"}). The Parquet file has the same columns (`ts` a
+timestamp[ns, UTC], `payload` binary, `headers` a list of key/value
+structs) and the decoding as `fields.DECODING` (`envelope_json` JSON text,
+or `error_kind`/`error_message`). Reading either back decodes the payload
 again: the bytes are the truth, the stored decoding is for people.
+Recordings of older versions, whose `ts` was float seconds, read too.
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from decimal import Decimal
 from typing import IO, Any, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, RECORD_NAMES,
+                                    REQUIRED, TEXT, TIME_NS)
 from lbparse.capture.nats import Frame
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
+from lbparse.jsonform import Int64, dumps, int64
 
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
@@ -52,16 +62,16 @@ class Record:
 
     __slots__ = ("ts", "_ends", "_frame", "envelope", "error")
 
-    def __init__(self, ts: float, ends: Any, frame: Frame,
+    def __init__(self, ts: int, ends: Any, frame: Frame,
                  envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
-        self.ts = ts
+        self.ts = ts         # capture time, integer nanoseconds since the Unix epoch
         self._ends = ends    # anything with .src and .dst
         self._frame = frame
         self.envelope = envelope
         self.error = error
 
     @classmethod
-    def make(cls, ts: float, src: str, dst: str, verb: str, subject: str, reply: str | None,
+    def make(cls, ts: int, src: str, dst: str, verb: str, subject: str, reply: str | None,
              sid: str | None, header_block: bytes | None, payload: bytes) -> "Record":
         if verb not in DIRECTION_OF_VERB:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
@@ -122,14 +132,16 @@ class Record:
         return self.envelope.layout if self.envelope is not None else None
 
     def to_json_dict(self) -> dict[str, Any]:
-        f = self._frame
-        verb, subject, reply, sid, payload = f.verb, f.subject, f.reply, f.sid, f.payload
-        d: dict[str, Any] = {
-            "ts": self.ts, "src": self._ends.src, "dst": self._ends.dst,
-            "direction": DIRECTION_OF_VERB[verb], "verb": verb, "subject": subject,
-            "reply": reply, "sid": sid, "headers": self.headers,
-            "payload": base64.b64encode(payload).decode("ascii"),
-        }
+        """The record's columns (fields.RECORD, in order) as JSON values, then
+        `envelope` or `error`; `jsonform.dumps` writes it."""
+        d: dict[str, Any] = {}
+        for c in RECORD:
+            value = getattr(self, c.name)
+            if c.kind == TIME_NS:
+                value = Int64(value)
+            elif c.kind == BYTES:
+                value = base64.b64encode(value).decode("ascii")
+            d[c.name] = value
         if self.envelope is not None:
             d["envelope"] = self.envelope.to_json_dict()
         elif self.error is not None:
@@ -137,13 +149,13 @@ class Record:
         return d
 
     def __repr__(self) -> str:
-        return (f"<Record {self.ts:.6f} {self.src}->{self.dst} {self.verb} {self.subject} "
+        return (f"<Record {self.ts} {self.src}->{self.dst} {self.verb} {self.subject} "
                 f"{len(self.payload)} bytes>")
 
 
-# The columns of `record_columns`, in its order.
-COLUMNS = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
-           "payload")
+# The columns of `record_columns`: the record's, with the raw header block
+# in place of the parsed headers.
+COLUMNS: tuple[str, ...] = tuple("header_block" if n == "headers" else n for n in RECORD_NAMES)
 
 
 def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
@@ -204,31 +216,50 @@ def decode_into(rec: Record, layout: str) -> Record:
 # -- JSON Lines -------------------------------------------------------------
 
 def write_jsonl(out: IO[str], rec: Record) -> None:
-    out.write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
+    out.write(dumps(rec.to_json_dict()) + "\n")
 
 
-_TEXT_FIELDS = ("src", "dst", "verb", "subject", "payload")
-_OPTIONAL_TEXT = ("reply", "sid")
+NS_PER_S = 1_000_000_000
+_INF = float("inf")
 
 
-def _check_record_types(d: Any) -> None:
-    """Valid JSON is not yet a record: fields of other types would fail far
-    from here (a numeric subject in subject matching, say)."""
-    if not isinstance(d, dict):
-        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
-    if isinstance(d.get("ts"), bool) or not isinstance(d.get("ts"), (int, float)):
-        raise TypeError(f"ts is {d.get('ts')!r}, not a number")
-    for key in _TEXT_FIELDS:
-        if not isinstance(d.get(key), str):
-            raise TypeError(f"{key} is {d.get(key)!r}, not a string")
-    for key in _OPTIONAL_TEXT:
-        if d.get(key) is not None and not isinstance(d[key], str):
-            raise TypeError(f"{key} is {d[key]!r}, not a string or null")
-    headers = d.get("headers")
+def ts_from_json(value: Any) -> int:
+    """A record's `ts` from JSON: a decimal string of nanoseconds (lbparse's
+    convention), or a number of seconds (as older versions wrote it)."""
+    if isinstance(value, str):
+        return int64(value, "ts")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"ts is {value!r}, not nanoseconds (a decimal string) or seconds")
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+        raise ValueError(f"ts is {value!r}, not a time")
+    # By the number's decimal digits, not its binary value: 1700000000.25
+    # seconds is exactly ...250000000 ns.
+    return int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
+
+
+def _check_headers(headers: Any) -> None:
     if headers is not None and not (isinstance(headers, list) and all(
             isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
             for h in headers)):
         raise TypeError("headers is not a list of [key, value] strings")
+
+
+def _check_record_types(d: Any) -> None:
+    """Valid JSON is not yet a record: fields of other types would fail far
+    from here (a numeric subject in subject matching, say). By the kinds of
+    fields.RECORD."""
+    if not isinstance(d, dict):
+        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
+    for c in RECORD:
+        if c.derived:
+            continue  # recomputed from the others
+        value = d.get(c.name)
+        if c.kind in (TEXT, BYTES) and not isinstance(value, str):
+            raise TypeError(f"{c.name} is {value!r}, not a string")
+        if c.kind == OPTIONAL_TEXT and value is not None and not isinstance(value, str):
+            raise TypeError(f"{c.name} is {value!r}, not a string or null")
+        if c.kind == HEADERS:
+            _check_headers(value)
 
 
 def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
@@ -239,7 +270,7 @@ def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
         try:
             d = json.loads(line)
             _check_record_types(d)
-            record = Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
+            record = Record.make(ts_from_json(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
                                  d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
                                  base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
@@ -252,18 +283,24 @@ def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
 
 # -- Parquet ------------------------------------------------------------------
 
-def parquet_schema() -> Any:
+def arrow_type(kind: str) -> Any:
+    """The Arrow type of a column kind (fields.py) in our Parquet recordings."""
     import pyarrow as pa
 
-    return pa.schema([
-        ("ts", pa.float64()), ("src", pa.string()), ("dst", pa.string()),
-        ("direction", pa.string()), ("verb", pa.string()), ("subject", pa.string()),
-        ("reply", pa.string()), ("sid", pa.string()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
-        ("payload", pa.binary()), ("layout", pa.string()), ("msg_type_name", pa.string()),
-        ("envelope_json", pa.string()), ("error_kind", pa.string()),
-        ("error_message", pa.string()),
-    ])
+    if kind == TIME_NS:
+        return pa.timestamp("ns", tz="UTC")
+    if kind == HEADERS:
+        return pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+    if kind == BYTES:
+        return pa.binary()
+    return pa.string()
+
+
+def parquet_schema() -> Any:
+    """The schema of a Parquet recording: fields.RECORD, then fields.DECODING."""
+    import pyarrow as pa
+
+    return pa.schema([(c.name, arrow_type(c.kind)) for c in RECORD + DECODING])
 
 
 class ParquetRecordWriter:
@@ -279,19 +316,20 @@ class ParquetRecordWriter:
 
     def write(self, rec: Record) -> None:
         env = rec.envelope
-        headers = rec.headers
-        self._rows.append({
-            "ts": rec.ts, "src": rec.src, "dst": rec.dst, "direction": rec.direction,
-            "verb": rec.verb, "subject": rec.subject, "reply": rec.reply, "sid": rec.sid,
-            "headers": None if headers is None else [{"key": k, "value": v} for k, v in headers],
-            "payload": rec.payload,
+        row: dict[str, Any] = {c.name: getattr(rec, c.name) for c in RECORD}
+        if not -2**63 <= row["ts"] < 2**63:
+            row["ts"] = None  # a damaged capture's clock, past what Parquet's timestamp holds
+        headers = row["headers"]
+        row["headers"] = None if headers is None else [{"key": k, "value": v}
+                                                       for k, v in headers]
+        row.update({
             "layout": env.layout if env is not None else None,
             "msg_type_name": env.msg_type_name if env is not None else None,
-            "envelope_json": (json.dumps(env.to_json_dict(), ensure_ascii=False)
-                              if env is not None else None),
+            "envelope_json": dumps(env.to_json_dict()) if env is not None else None,
             "error_kind": rec.error.kind if rec.error is not None else None,
             "error_message": rec.error.message if rec.error is not None else None,
         })
+        self._rows.append(row)
         if len(self._rows) >= self._batch:
             self.flush()
 
@@ -342,26 +380,42 @@ def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
     raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
 
 
-def _wrong_column_types(schema: Any) -> str:
-    """Columns whose type is not what a record needs (as `name: type`)."""
+def _kind_check(kind: str) -> Callable[[Any], bool]:
+    """What Arrow types a Parquet column of a kind may have (fields.py)."""
     import pyarrow as pa
 
     t = pa.types
-    want: dict[str, Callable[[Any], bool]] = {
-        "ts": lambda x: t.is_floating(x) or t.is_integer(x),
-        "payload": lambda x: t.is_binary(x) or t.is_large_binary(x),
-        "headers": lambda x: x == parquet_schema().field("headers").type}
+    if kind == TIME_NS:  # a timestamp; numbers are seconds (older recordings)
+        return lambda x: bool(t.is_timestamp(x) or t.is_floating(x) or t.is_integer(x))
+    if kind == BYTES:
+        return lambda x: bool(t.is_binary(x) or t.is_large_binary(x))
+    if kind == HEADERS:
+        return lambda x: bool(x == arrow_type(HEADERS))
+    return lambda x: bool(t.is_string(x) or t.is_large_string(x))
 
-    def text(x: Any) -> bool:
-        return bool(t.is_string(x) or t.is_large_string(x))
 
-    bad = []
-    for f in schema:
-        check = want.get(f.name, text if f.name in ("src", "dst", "direction", "verb", "subject",
-                                                     "reply", "sid") else None)
-        if check is not None and not check(f.type):
-            bad.append(f"{f.name}: {f.type}")
+def _wrong_column_types(schema: Any) -> str:
+    """Columns whose type is not what a record needs (as `name: type`)."""
+    names = set(schema.names)
+    bad = [f"{c.name}: {schema.field(c.name).type}" for c in RECORD
+           if c.name in names and not c.derived
+           and not _kind_check(c.kind)(schema.field(c.name).type)]
     return ", ".join(bad)
+
+
+def _ts_ns(column: Any) -> list[int | None]:
+    """A Parquet recording's `ts` column as integer nanoseconds: timestamps
+    of any unit exactly, floating point numbers as seconds (older
+    recordings), integers as nanoseconds."""
+    import pyarrow as pa
+
+    typ = column.type
+    if pa.types.is_timestamp(typ):
+        column = column.cast(pa.timestamp("ns", tz=typ.tz)).cast(pa.int64())
+    elif pa.types.is_floating(typ):
+        return [None if v is None else ts_from_json(v) for v in column.to_pylist()]
+    values: list[int | None] = column.cast(pa.int64()).to_pylist()
+    return values
 
 
 def read_parquet(path: str) -> Iterator[Record]:
@@ -371,7 +425,7 @@ def read_parquet(path: str) -> Iterator[Record]:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # pyarrow raises its own ArrowInvalid for bad files
         raise CaptureError("bad_record", f"{path}: not a readable Parquet file: {exc}") from None
-    missing = {"ts", "src", "dst", "direction", "verb", "subject", "payload"} - set(pf.schema_arrow.names)
+    missing = set(REQUIRED) - set(pf.schema_arrow.names)
     if missing:
         raise CaptureError("bad_record", f"{path}: Parquet file lacks the columns "
                            f"{', '.join(sorted(missing))} of a capture record")
@@ -379,12 +433,14 @@ def read_parquet(path: str) -> Iterator[Record]:
     if wrong:
         raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
     for batch in pf.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
+        times = _ts_ns(batch.column("ts"))
+        for ts, row in zip(times, batch.to_pylist()):
             headers = row.get("headers")
             block = (None if headers is None
                      else build_header_block([(h["key"], h["value"]) for h in headers]))
             try:
-                yield Record.make(row["ts"], row["src"], row["dst"], row["verb"], row["subject"],
+                # A null time is one no timestamp could hold: unknown, 0.
+                yield Record.make(ts or 0, row["src"], row["dst"], row["verb"], row["subject"],
                                   row.get("reply"), row.get("sid"), block, row["payload"])
             except ValueError as exc:
                 raise CaptureError("bad_record", f"{path}: {exc}") from None

@@ -31,6 +31,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.layouts import LAYOUTS
+from lbparse.capture import fields
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
@@ -177,18 +178,36 @@ def payload_columns() -> dict[str, str]:
     return {p: column_for(p) for p in typed_payloads()}
 
 
-# One row per NATS message (or per problem found in an input, see sources.py).
+# The record's columns as Spark types, by their kind (lbparse.capture.fields).
+# Spark's timestamp holds microseconds: a capture time is also kept whole,
+# in integer nanoseconds, as `<name>_ns` beside it.
+_SPARK_TYPES: Mapping[str, DataType] = {
+    fields.TIME_NS: TimestampType(), fields.TEXT: StringType(),
+    fields.OPTIONAL_TEXT: StringType(), fields.BYTES: BinaryType(),
+    fields.HEADERS: ArrayType(StructType([
+        StructField("key", StringType()), StructField("value", StringType())]),
+        containsNull=False),
+}
+
+
+def _record_fields(columns: tuple[fields.Column, ...]) -> list[StructField]:
+    out = []
+    for c in columns:
+        out.append(StructField(c.name, _SPARK_TYPES[c.kind]))
+        if c.kind == fields.TIME_NS:
+            out.append(StructField(f"{c.name}_ns", LongType()))
+    return out
+
+
+_PAYLOAD = fields.column("payload")
+
+# One row per NATS message (or per problem found in an input, see sources.py):
+# where it came from, the message as captured (fields.RECORD, the payload
+# last), the envelope header (for an error: as far as it was read).
 FIXED_COLUMNS = StructType([
     StructField("source", StringType(), False),        # input file
     StructField("position", LongType(), False),        # row of that file (see sources.py)
-    StructField("ts", TimestampType()),                # capture time
-    StructField("src", StringType()), StructField("dst", StringType()),
-    StructField("direction", StringType()), StructField("verb", StringType()),
-    StructField("subject", StringType()), StructField("reply", StringType()),
-    StructField("sid", StringType()),
-    StructField("headers", ArrayType(StructType([
-        StructField("key", StringType()), StructField("value", StringType())]),
-        containsNull=False)),
+    *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
     StructField("layout", StringType()), StructField("version", IntegerType()),
     StructField("header_len", IntegerType()), StructField("flags", IntegerType()),
     StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
@@ -196,7 +215,7 @@ FIXED_COLUMNS = StructType([
     StructField("payload_type", StringType()),
     StructField("error_kind", StringType()), StructField("error_message", StringType()),
     StructField("warnings", ArrayType(StringType(), containsNull=False)),
-    StructField("payload", BinaryType()),
+    *_record_fields((_PAYLOAD,)),
     StructField("payload_json", StringType()),  # payloads without a struct column below
 ])
 
@@ -218,8 +237,9 @@ def arrow_output_schema() -> "pa.Schema":
 
 # What the readers (sources.py) hand the decoder: the message as captured,
 # or a problem row with `error_kind` already set and no payload.
-RECORD_COLUMNS = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
-                  "reply", "sid", "headers", "payload", "error_kind", "error_message")
+RECORD_COLUMNS: tuple[str, ...] = ("source", "position",
+                                   *(f.name for f in _record_fields(fields.RECORD)),
+                                   "error_kind", "error_message")
 
 
 @lru_cache(maxsize=None)
