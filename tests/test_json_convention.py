@@ -23,8 +23,9 @@ import pytest
 import lbparse
 from lbparse import jsonform
 from lbparse.capture import CaptureReader, Record, fields
-from lbparse.capture.records import (COLUMNS, JsonlRecordWriter, ParquetRecordWriter,
-                                     parquet_schema, read_jsonl, record_columns)
+from lbparse.capture.recordings import (JsonlRecordWriter, ParquetRecordWriter, parquet_schema,
+                                        read_jsonl)
+from lbparse.capture.records import COLUMNS, record_columns
 from support.capwriter import ETHERNET, NS, Conn, link, pub, write_pcapng
 from vectors import VECTORS, data
 

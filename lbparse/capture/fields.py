@@ -4,9 +4,9 @@ A record is one NATS message as captured (`records.Record`). `RECORD` lists
 its columns in order, each with a kind; every output takes its columns and
 their types from here:
 
-- `Record.to_json_dict` and JSON Lines (`records.write_jsonl`,
-  `records.read_jsonl`, which checks a line's fields against the kinds);
-- our Parquet recordings (`records.parquet_schema`, `read_parquet`), which
+- `Record.to_json_dict` and JSON Lines (`recordings.write_jsonl`,
+  `recordings.read_jsonl`, which checks a line's fields against the kinds);
+- our Parquet recordings (`recordings.parquet_schema`, `read_parquet`), which
   add `DECODING`, the stored decoding;
 - the pipeline's record batches and output table (`pipeline/schema.py`,
   `pipeline/sources.py`), which put `source` and `position` first and the

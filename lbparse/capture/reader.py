@@ -28,8 +28,8 @@ from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
-from lbparse.capture.records import (Record, read_jsonl,
-                                     read_parquet)
+from lbparse.capture.records import Record
+from lbparse.capture.recordings import read_jsonl, read_parquet
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits
