@@ -232,9 +232,10 @@ class BatchDecoder:
         for k, byte in enumerate(MAGIC):
             magic &= b[k] == byte
         flags = b[FLAGS_OFFSET].astype(np.int32)
-        crc = np.zeros(len(lens), np.int64)
-        for k in range(CRC_OFFSET, _HEADER_AND_CRC):  # big-endian, as the spec declares it
-            crc = (crc << 8) | b[k].astype(np.int64)
+        crc = b[CRC_OFFSET].astype(np.int64)
+        for k in range(CRC_OFFSET + 1, _HEADER_AND_CRC):  # big-endian, as the spec declares it
+            crc <<= 8  # in place: as fast as the expression of four bytes it replaced
+            crc |= b[k]
         return {"lens": lens, "magic": magic, "version": b[VERSION_OFFSET].astype(np.int32),
                 "hl": b[HEADER_LEN_OFFSET].astype(np.int32), "flags": flags,
                 "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
