@@ -1,0 +1,235 @@
+"""One streaming pass from records to the report's data (the `--json` model).
+
+`Aggregator.add(record)` takes each record once, in time order per input,
+and keeps only bounded state: counts per time bin (`timebins`), latency
+histograms, tables of waiting requests that forget their oldest entries.
+`Aggregator.model(...)` returns the data behind every chart as plain JSON
+types; the HTML is rendered from that alone (`render.render_html`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.report.cluster import Cluster, is_no_responders
+from lbparse.report.latency import AckLatency
+from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
+from lbparse.report.partitions import Partitions
+from lbparse.report.problems import Problems
+from lbparse.report.timebins import MS, S, Counts, TimeAxis
+
+SCHEMA_VERSION = 1
+MAX_STREAMS = 200
+OTHER_STREAMS = "(other streams)"
+MAX_TOP_SUBJECTS = 25
+PUBLISHING_VERBS = ("PUB", "HPUB")
+# protocol.Op (spec/proto/internal.proto), by number: PropagatedRequest.op
+_OPS: dict[int, str] = {}
+
+
+def to_ns(ts: float | int) -> int:
+    """A record's time as integer nanoseconds since the epoch (floats are seconds)."""
+    if isinstance(ts, int):
+        return ts
+    return int(round(ts * 1e9))
+
+
+def _op_name(m: Any) -> str:
+    number = m.op
+    name = _OPS.get(number)
+    if name is None:
+        value = m.DESCRIPTOR.fields_by_name["op"].enum_type.values_by_number.get(number)
+        name = _OPS[number] = value.name if value is not None else f"Op({number})"
+    return name
+
+
+class Aggregator:
+    def __init__(self, raft: bool = True) -> None:
+        self.axis = TimeAxis()
+        self.nodes = NodeMap()
+        self.by_type = Counts(self.axis)
+        self.by_stream = Counts(self.axis)
+        self.volume = Counts(self.axis)        # payload bytes by direction
+        self.latency = AckLatency(self.axis)
+        self.partitions = Partitions(self.axis, self.nodes)
+        self.cluster = Cluster(self.axis, self.nodes)
+        self.problems = Problems(self.axis)
+        self.streams: set[str] = set()
+        self.raft: Any = None
+        self.raft_missing = "not asked for"
+        if raft:
+            from lbparse.report import raft_events
+
+            if raft_events.available():
+                self.raft = raft_events.RaftEvents(self.axis, self.partitions)
+                self.raft_missing = ""
+            else:
+                self.raft_missing = ("lbparse.raft is not in this lbparse: the Raft transport "
+                                     "is not decoded")
+        self._feed_msg_raft = True   # until a PUB is seen: a recording holds only MSGs
+        self.messages = 0
+        self.bytes = 0
+
+    # -- records ----------------------------------------------------------------
+
+    def add(self, rec: Any) -> None:
+        ns = to_ns(rec.ts)
+        i = self.axis.index(ns)
+        payload = rec.payload
+        self.messages += 1
+        self.bytes += len(payload)
+        self.volume.add(i, rec.direction, len(payload))
+        reply = rec.reply
+        if reply:
+            self.cluster.request(reply, rec.subject)
+        if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
+            node = node_of_subject(rec.subject)  # delivered on a subject naming its node
+            if node is not None:
+                self.nodes.learn(rec.dst, node)
+        env = rec.envelope
+        stream = None
+        if env is not None:
+            name = env.msg_type_name
+            if name is None:
+                name = f"({env.layout})"
+                self._plain(rec, ns, i, payload)
+            else:
+                stream = self._typed(rec, ns, i, name, env.message, payload)
+        elif rec.error is not None:
+            name = "(error)"
+            self.problems.error(ns, i, rec)
+        else:
+            name = "(not decoded)"
+        self.by_type.add(i, name)
+        if stream is not None:
+            if stream not in self.streams:
+                if len(self.streams) >= MAX_STREAMS:
+                    stream = OTHER_STREAMS
+                self.streams.add(stream)
+            self.by_stream.add(i, stream)
+        block = rec.header_block
+        if block is not None and is_no_responders(block):
+            self.cluster.status_503(ns, i, rec.subject)
+
+    def _plain(self, rec: Any, ns: int, i: int, payload: bytes) -> None:
+        """A payload that is no envelope: the Raft transport, among others."""
+        if self.raft is not None:
+            self._raft_feed(rec, ns, i, payload)
+
+    def _raft_feed(self, rec: Any, ns: int, i: int, payload: bytes) -> None:
+        from lbparse.report.raft_events import is_transport_subject
+
+        subject = rec.subject
+        if not is_transport_subject(subject):
+            return
+        if rec.verb in PUBLISHING_VERBS:
+            self._feed_msg_raft = False
+            self.raft.feed(ns, i, (rec.src, subject), payload)
+        elif self._feed_msg_raft:
+            self.raft.feed(ns, i, (rec.dst, subject), payload)
+
+    def _typed(self, rec: Any, ns: int, i: int, name: str, m: Any, payload: bytes) -> str | None:
+        """Hand a decoded envelope to what reads it; the stream it concerns, if any."""
+        if name == "Publish":
+            self.latency.publish(ns, i, m, payload)
+            if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
+                self.partitions.delivery(rec.dst, m.stream, m.partition, ns)
+            return str(m.stream) or None
+        if name == "Ack":
+            self.latency.ack(ns, m)
+            return str(m.stream) or None
+        if name == "ReplicationResponse":
+            where = partition_of_subject(self.cluster.replies.get(rec.subject, ""))
+            self.partitions.replication_response(rec, ns, i, m)
+            return where[0] if where else None
+        if name == "ReplicationRequest":
+            self.partitions.replication_request(rec, m)
+            where = partition_of_subject(rec.subject)
+            return where[0] if where else None
+        if name in ("PartitionNotification", "PartitionStatusRequest"):
+            return str(m.stream) or None
+        if name == "LeaderEpochOffsetRequest":
+            where = partition_of_subject(rec.subject)
+            return where[0] if where else None
+        if name == "LeaderEpochOffsetResponse":
+            where = partition_of_subject(self.cluster.replies.get(rec.subject, ""))
+            return where[0] if where else None
+        if rec.verb not in PUBLISHING_VERBS:
+            return None  # the rest: what the sender's PUB says is enough
+        if name == "ServerInfoResponse":
+            self.nodes.learn(rec.src, m.id)
+        elif name == "RaftJoinRequest":
+            self.nodes.learn(rec.src, m.nodeID)
+        elif name in ("PropagatedResponse", "RaftJoinResponse"):
+            self.cluster.metadata_answer(ns, rec.src)
+        elif name == "PropagatedRequest":
+            self._propagated(ns, i, m, rec.src)
+        return None
+
+    def _propagated(self, ns: int, i: int, m: Any, sender: str) -> None:
+        op = _op_name(m)
+        self.cluster.propagated(i, op)
+        if op == "SHRINK_ISR":
+            o = m.shrinkISROp
+            self.nodes.learn(sender, o.leader)
+            self.partitions.isr_change(ns, "shrink_isr", o, o.replicaToRemove, "propagated request")
+        elif op == "EXPAND_ISR":
+            o = m.expandISROp
+            self.nodes.learn(sender, o.leader)
+            self.partitions.isr_change(ns, "expand_isr", o, o.replicaToAdd, "propagated request")
+        elif op == "REPORT_LEADER":
+            self.nodes.learn(sender, m.reportLeaderOp.replica)
+            self.partitions.leader_reported(ns, m.reportLeaderOp, "propagated request")
+
+    def notice(self, kind: str, ts: float | int | None, where: str, message: str) -> None:
+        self.problems.notice(kind, None if ts is None else to_ns(ts), where, message)
+
+    # -- the model ----------------------------------------------------------------
+
+    def traffic_model(self) -> dict[str, Any]:
+        width = self.axis.width_s
+
+        def rate(i: int, key: str, n: int) -> dict[str, Any]:
+            return {"rate": round(n / width, 3)}
+
+        return {
+            "by_msg_type": self.by_type.rows("msg_type", "count", rate),
+            "by_stream": self.by_stream.rows("stream", "count", rate),
+            "bytes": self.volume.rows("direction", "bytes",
+                                      lambda i, k, n: {"bytes_per_s": round(n / width, 1)}),
+            "msg_type_totals": dict(sorted(self.by_type.totals().items(),
+                                           key=lambda kv: (-kv[1], kv[0]))),
+            "stream_totals": dict(sorted(self.by_stream.totals().items(),
+                                         key=lambda kv: (-kv[1], kv[0]))),
+        }
+
+    def model(self, inputs: list[dict[str, Any]], stats: dict[str, Any]) -> dict[str, Any]:
+        """The report's data: plain JSON values only."""
+        from lbparse import __version__
+
+        first, last = self.axis.first_ns, self.axis.last_ns
+        totals = dict(stats)
+        subjects = totals.pop("per_subject", {})
+        totals["subjects"] = len(subjects)
+        totals["top_subjects"] = dict(list(subjects.items())[:MAX_TOP_SUBJECTS])
+        totals["payload_bytes"] = self.bytes
+        partitions = self.partitions.model()  # first: it names more endpoints
+        cluster = self.cluster.model()
+        cluster["raft"] = self.raft.model() if self.raft is not None else {
+            "decoded": False, "why": self.raft_missing}
+        return {
+            "report": {
+                "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",
+                "first": None if first is None else first / MS,
+                "last": None if last is None else last / MS,
+                "duration_s": None if first is None or last is None else (last - first) / S,
+                "bin_s": self.axis.width_s,
+            },
+            "inputs": inputs,
+            "totals": totals,
+            "traffic": self.traffic_model(),
+            "latency": self.latency.model(),
+            "partitions": partitions,
+            "cluster": cluster,
+            "problems": self.problems.model(),
+        }

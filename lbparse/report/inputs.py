@@ -1,0 +1,199 @@
+"""The report's inputs, each read once into an Aggregator.
+
+- captures (pcap, pcapng) and our recordings (JSON Lines, Parquet from
+  `lbparse record`): `lbparse.capture.CaptureReader`, whose `Stats` are
+  the counts `lbparse capture --stats` prints;
+- the pipeline's output (`lbparse pipeline --out DIR`: DIR, or DIR/messages):
+  its rows in time order, each payload decoded again (as our recordings
+  are: the bytes are the truth); its `input:*` rows are the reader's notices.
+
+Data directories of Liftbridge nodes are not read yet (they need
+lbparse.storage); naming one is a usage error that says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from lbparse.capture import CaptureReader, Notice, Record, Stats
+from lbparse.capture.records import build_header_block, decode_into
+from lbparse.report.aggregate import Aggregator, to_ns
+from lbparse.report.timebins import MS
+
+PIPELINE_COLUMNS = ("source", "position", "ts", "src", "dst", "verb", "subject", "reply", "sid",
+                    "headers", "payload", "error_kind", "error_message")
+BATCH = 8192
+
+
+@dataclass
+class ReadOptions:
+    layout: str | None = None       # None: the capture reader's default (auto)
+    limits: Any = None              # lbparse.limits.Limits, or None for the defaults
+    on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
+    on_notice: Callable[[str, Notice], None] | None = None
+
+
+@dataclass
+class InputSummary:
+    path: str
+    format: str
+    messages: int = 0
+    problems: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "format": self.format, "messages": self.messages,
+                "problems": self.problems, **self.extra}
+
+
+def kind_of(path: str) -> str:
+    """capture | pipeline | data_dir (a usage error until lbparse.storage reads it)."""
+    if os.path.isdir(path):
+        if _pipeline_dataset(path) is not None:
+            return "pipeline"
+        if _looks_like_data_dir(path):
+            return "data_dir"
+        raise ValueError(f"{path}: a directory, but neither the output of `lbparse pipeline` "
+                         "(DIR/messages with Parquet files) nor a Liftbridge data directory")
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file or directory")
+    return "capture"
+
+
+def _pipeline_dataset(path: str) -> str | None:
+    for candidate in (os.path.join(path, "messages"), path):
+        if os.path.isdir(candidate) and any(
+                name.startswith("msg_type_name=") or name.endswith(".parquet")
+                for name in os.listdir(candidate)):
+            return candidate
+    return None
+
+
+def _looks_like_data_dir(path: str) -> bool:
+    names = set(os.listdir(path))
+    if {"streams", "raft"} & names:
+        return True
+    return any(os.path.isdir(os.path.join(path, n, "streams")) for n in names)
+
+
+def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    kind = kind_of(path)
+    if kind == "capture":
+        return read_capture(path, agg, stats, options)
+    if kind == "pipeline":
+        return read_pipeline(path, agg, stats, options)
+    raise ValueError(f"{path}: a Liftbridge data directory; reading those needs lbparse.storage, "
+                     "which this lbparse does not have yet")
+
+
+def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    def notice(n: Notice) -> None:
+        where = f"{path}: {n.src} -> {n.dst}" if n.src else path
+        agg.notice(n.kind, n.ts, where, n.message)
+        if options.on_notice is not None:
+            options.on_notice(path, n)
+
+    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice)
+    add = agg.add
+    first = last = None
+    progress = options.on_progress
+    for k, rec in enumerate(reader):
+        add(rec)
+        if first is None:
+            first = rec.ts
+        last = rec.ts
+        if progress is not None and not k & 4095:
+            progress(path, reader.bytes_read, reader.size)
+    stats.merge(reader.stats)
+    s = reader.stats
+    return InputSummary(path, _capture_format(reader), s.messages, sum(s.notices.values()), {
+        "packets": s.packets, "bytes_read": s.bytes_read,
+        "first": None if first is None else to_ns(first) / MS,
+        "last": None if last is None else to_ns(last) / MS})
+
+
+def _capture_format(reader: CaptureReader) -> str:
+    """pcap, pcapng, or records (ours: JSON Lines or Parquet), as the reader found it."""
+    name = type(reader._source).__name__ if reader._source is not None else ""
+    return {"PcapSource": "pcap", "PcapngSource": "pcapng"}.get(name, "records")
+
+
+def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    """The rows of `lbparse pipeline` output, in capture-time order."""
+    dataset_dir = _pipeline_dataset(path)
+    assert dataset_dir is not None
+    layout = options.layout or _default_layout()
+    summary = InputSummary(path, "pipeline")
+    first = last = None
+    rows = 0
+    for row in _pipeline_rows(dataset_dir):
+        rows += 1
+        kind = row["error_kind"]
+        if kind is not None and kind.startswith("input:"):
+            summary.problems += 1
+            agg.notice(kind[len("input:"):], _row_ns(row), f"{row['source']}",
+                       row["error_message"] or "")
+            stats.notices[kind[len("input:"):]] += 1
+            continue
+        rec = _record(row)
+        decode_into(rec, layout)
+        agg.add(rec)
+        stats.count(rec)
+        summary.messages += 1
+        first = rec.ts if first is None else first
+        last = rec.ts
+        if options.on_progress is not None and not rows & 4095:
+            options.on_progress(path, rows, 0)
+    summary.extra = {"rows": rows, "first": None if first is None else to_ns(first) / MS,
+                     "last": None if last is None else to_ns(last) / MS}
+    summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
+    if os.path.isfile(summary_file):
+        with open(summary_file) as f:
+            totals = json.load(f).get("totals", {})
+        summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
+                                             if k in totals}
+    return summary
+
+
+def _default_layout() -> str:
+    from lbparse.capture import default_layout
+
+    return default_layout()
+
+
+def _row_ns(row: dict[str, Any]) -> int | None:
+    ts = row["ts"]
+    return None if ts is None else int(ts)
+
+
+def _record(row: dict[str, Any]) -> Record:
+    headers = row["headers"]
+    block = None if headers is None else build_header_block(
+        [(h["key"], h["value"]) for h in headers])
+    return Record.make((row["ts"] or 0) / 1e9, row["src"], row["dst"], row["verb"], row["subject"],
+                       row["reply"], row["sid"], block, row["payload"] or b"")
+
+
+def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
+    """Rows sorted by capture time (then file and position): the Parquet is
+    partitioned by MsgType, so its files are not in time order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
+    names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]
+    table = data.to_table(columns=names)
+    ts = table.column("ts")
+    if pa.types.is_timestamp(ts.type):
+        ts = pc.cast(pc.cast(ts, pa.timestamp("ns")), pa.int64())
+    table = table.set_column(names.index("ts"), "ts", ts)
+    table = table.sort_by([("ts", "ascending"), ("source", "ascending"),
+                           ("position", "ascending")])
+    for batch in table.to_batches(max_chunksize=BATCH):
+        cols = {n: batch.column(n).to_pylist() for n in names}
+        for k in range(batch.num_rows):
+            yield {n: (cols[n][k] if n in cols else None) for n in PIPELINE_COLUMNS}

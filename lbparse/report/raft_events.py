@@ -1,0 +1,134 @@
+"""Raft elections and metadata ops from the Raft transport, where lbparse.raft decodes it.
+
+Liftbridge's metadata Raft group talks over NATS (nats-on-a-log): each
+direction of a Raft connection is a byte stream published to
+`<ns>.raft.metadata.<node>.request._INBOX.<nuid>`, cut into NATS messages
+(lbparse.raft.StreamDecoder reads one stream message by message). From it:
+
+- RequestVote requests: an election (term, candidate); a candidate asks
+  every peer, so an election is one (term, candidate);
+- AppendEntries requests: the metadata leader of a term (heartbeats
+  included), and the log entries it replicates: Liftbridge's RaftLog ops
+  (ChangeLeader, ShrinkISR, ExpandISR, CreateStream...), each counted once
+  by its log index (the leader sends it to every follower).
+
+When lbparse.raft is not there (`available()` is False), none of this is
+read and the report says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.report.partitions import Partitions
+from lbparse.report.timebins import MS, Counts, TimeAxis
+
+MAX_STREAMS = 4096       # transport streams decoded at once
+MAX_ENTRIES = 200_000    # log indexes remembered (entries counted once)
+MAX_ELECTIONS = 5000
+MAX_TERMS = 5000
+
+
+def available() -> bool:
+    try:
+        import lbparse.raft  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def is_transport_subject(subject: str) -> bool:
+    """`<ns>.raft.metadata.<node>.request.<inbox...>`."""
+    tokens = subject.split(".", 6)
+    return len(tokens) >= 6 and tokens[1] == "raft" and tokens[2] == "metadata" \
+        and tokens[4] == "request"
+
+
+class RaftEvents:
+    def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
+        from lbparse.raft import StreamDecoder
+
+        self._decoder_class = StreamDecoder
+        self.axis = axis
+        self.partitions = partitions
+        self.decoders: dict[tuple[str, str], Any] = {}
+        self.elections: list[dict[str, Any]] = []
+        self._election_keys: set[tuple[int, str]] = set()
+        self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
+        self.entries: dict[int, None] = {}
+        self.ops = Counts(axis)
+        self.rpcs = Counts(axis)
+        self.messages = 0
+        self.errors = 0
+        self.skipped_bytes = 0
+
+    def feed(self, ns: int, i: int, key: tuple[str, str], payload: bytes) -> None:
+        dec = self.decoders.get(key)
+        if dec is None:
+            if len(self.decoders) >= MAX_STREAMS:
+                del self.decoders[next(iter(self.decoders))]
+            dec = self.decoders[key] = self._decoder_class()
+        self.messages += 1
+        chunk = dec.feed(payload)
+        if chunk.error is not None:
+            self.errors += 1
+        self.skipped_bytes += chunk.skipped
+        if chunk.closed:
+            del self.decoders[key]
+        for rpc in chunk.rpcs:
+            self._rpc(ns, i, rpc)
+
+    def _rpc(self, ns: int, i: int, rpc: Any) -> None:
+        self.rpcs.add(i, f"{rpc.rpc} {rpc.role}")
+        if rpc.role != "request":
+            return
+        term, node = rpc.term, rpc.node
+        if rpc.rpc == "RequestVote" and term is not None and node:
+            if (term, node) not in self._election_keys and len(self.elections) < MAX_ELECTIONS:
+                self._election_keys.add((term, node))
+                self.elections.append({"t": ns / MS, "term": term, "candidate": node})
+        elif rpc.rpc == "AppendEntries" and term is not None and node:
+            seen = self.terms.get(term)
+            if seen is None:
+                if len(self.terms) < MAX_TERMS:
+                    self.terms[term] = {"term": term, "leader": node, "start": ns / MS,
+                                        "end": ns / MS, "append_entries": 1}
+            else:
+                seen["end"] = max(seen["end"], ns / MS)
+                seen["append_entries"] += 1
+            for entry in rpc.entries:
+                self._entry(ns, i, entry)
+
+    def _entry(self, ns: int, i: int, entry: Any) -> None:
+        if entry.index in self.entries:
+            return
+        self.entries[entry.index] = None
+        if len(self.entries) > MAX_ENTRIES:
+            del self.entries[next(iter(self.entries))]
+        cmd = entry.command
+        if cmd is None:
+            self.ops.add(i, entry.type_name)
+            return
+        self.ops.add(i, cmd.name or cmd.op)
+        m = cmd.message
+        if cmd.name == "ChangeLeader":
+            # Liftbridge's FSM makes the entry's log index the new leader epoch.
+            self.partitions.leader_changed(ns, m.stream, m.partition, m.leader, entry.index,
+                                           "raft log")
+        elif cmd.name == "ShrinkISR":
+            self.partitions.isr_change(ns, "shrink_isr", m, m.replicaToRemove, "raft log")
+        elif cmd.name == "ExpandISR":
+            self.partitions.isr_change(ns, "expand_isr", m, m.replicaToAdd, "raft log")
+
+    def model(self) -> dict[str, Any]:
+        return {
+            "decoded": True,
+            "transport_messages": self.messages,
+            "transport_errors": self.errors,
+            "skipped_bytes": self.skipped_bytes,
+            "elections": sorted(self.elections, key=lambda e: e["t"]),
+            "terms": [self.terms[t] for t in sorted(self.terms)],
+            "log_ops": self.ops.rows("op", "count"),
+            "log_ops_total": self.ops.totals(),
+            "rpcs": self.rpcs.rows("rpc", "count"),
+        }

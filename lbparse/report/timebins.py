@@ -1,0 +1,141 @@
+"""Time bins whose width grows with the time span, for a streaming pass.
+
+The span of the input is not known until it has been read, so counts are
+kept per bin of the current width and, when the span would need more than
+`MAX_BINS` bins, every series is re-keyed to the next wider width of
+`WIDTHS` (each a whole multiple of the one before, so a bin of the old
+width falls into exactly one bin of the new). Memory and the report's
+size are then bounded by MAX_BINS whatever the input's length.
+
+A bin is an integer index: its start is `index * width_ns` nanoseconds
+since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+MS = 1_000_000
+S = 1_000 * MS
+# Each width divides the next: 1 ms ... 1 week.
+WIDTHS: tuple[int, ...] = (
+    1 * MS, 5 * MS, 10 * MS, 50 * MS, 100 * MS, 500 * MS, 1 * S, 5 * S, 10 * S, 30 * S,
+    60 * S, 300 * S, 600 * S, 1800 * S, 3600 * S, 21600 * S, 43200 * S, 86400 * S,
+    604800 * S,
+)
+MAX_BINS = 1000
+
+
+class Rekeyable(Protocol):
+    def rekey(self, factor: int) -> None: ...
+
+
+class TimeAxis:
+    """The bin width in force, and the series that must follow it when it grows."""
+
+    def __init__(self, max_bins: int = MAX_BINS) -> None:
+        self.max_bins = max_bins
+        self.level = 0
+        self.width = WIDTHS[0]
+        self.lo: int | None = None  # lowest and highest bin index seen
+        self.hi: int | None = None
+        self.first_ns: int | None = None
+        self.last_ns: int | None = None
+        self._series: list[Rekeyable] = []
+
+    def register(self, series: Rekeyable) -> None:
+        self._series.append(series)
+
+    def index(self, ns: int) -> int:
+        """The bin of time `ns`, widening every bin first when the span needs it."""
+        i = ns // self.width
+        lo, hi = self.lo, self.hi
+        if lo is None or hi is None:
+            self.lo = self.hi = i
+            self.first_ns = self.last_ns = ns
+            return i
+        if i < lo or i > hi:
+            lo, hi = min(lo, i), max(hi, i)
+            while hi - lo >= self.max_bins and self.level + 1 < len(WIDTHS):
+                factor = WIDTHS[self.level + 1] // self.width
+                self._grow(factor)
+                lo, hi, i = lo // factor, hi // factor, i // factor
+            self.lo, self.hi = lo, hi
+        if ns < self.first_ns:  # type: ignore[operator]
+            self.first_ns = ns
+        elif ns > self.last_ns:  # type: ignore[operator]
+            self.last_ns = ns
+        return i
+
+    def _grow(self, factor: int) -> None:
+        self.level += 1
+        self.width = WIDTHS[self.level]
+        for s in self._series:
+            s.rekey(factor)
+
+    def start_ms(self, i: int) -> float:
+        """Start of bin `i` in milliseconds since the epoch (what Vega-Lite reads as a time)."""
+        return i * self.width / MS
+
+    @property
+    def width_s(self) -> float:
+        return self.width / S
+
+
+class Counts:
+    """A count per (bin, key): messages per MsgType and bin, say."""
+
+    def __init__(self, axis: TimeAxis) -> None:
+        self.axis = axis
+        self.data: dict[tuple[int, str], int] = {}
+        axis.register(self)
+
+    def add(self, i: int, key: str, n: int = 1) -> None:
+        k = (i, key)
+        self.data[k] = self.data.get(k, 0) + n
+
+    def rekey(self, factor: int) -> None:
+        old, self.data = self.data, {}
+        for (i, key), n in old.items():
+            self.add(i // factor, key, n)
+
+    def rows(self, name: str, value: str = "count",
+             extra: Callable[[int, str, int], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Long-format rows, by time then key: {t, <name>: key, <value>: n}."""
+        out = []
+        for (i, key), n in sorted(self.data.items()):
+            row: dict[str, Any] = {"t": self.axis.start_ms(i), name: key, value: n}
+            if extra is not None:
+                row.update(extra(i, key, n))
+            out.append(row)
+        return out
+
+    def totals(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for (_, key), n in self.data.items():
+            out[key] = out.get(key, 0) + n
+        return out
+
+
+class Maxima:
+    """The largest value per (bin, key): a follower's worst lag in a bin, say."""
+
+    def __init__(self, axis: TimeAxis) -> None:
+        self.axis = axis
+        self.data: dict[tuple[int, str], int] = {}
+        axis.register(self)
+
+    def add(self, i: int, key: str, value: int) -> None:
+        k = (i, key)
+        old = self.data.get(k)
+        if old is None or value > old:
+            self.data[k] = value
+
+    def rekey(self, factor: int) -> None:
+        old, self.data = self.data, {}
+        for (i, key), v in old.items():
+            self.add(i // factor, key, v)
+
+    def rows(self, name: str, value: str) -> list[dict[str, Any]]:
+        return [{"t": self.axis.start_ms(i), name: key, value: v}
+                for (i, key), v in sorted(self.data.items())]
