@@ -22,6 +22,7 @@ SCHEMA_VERSION = 1
 MAX_STREAMS = 200
 OTHER_STREAMS = "(other streams)"
 MAX_TOP_SUBJECTS = 25
+TOP_KEYS = 12   # streams (by messages) drawn one by one over time; the rest as "(other)"
 PUBLISHING_VERBS = ("PUB", "HPUB")
 # protocol.Op (spec/proto/internal.proto), by number: PropagatedRequest.op
 _OPS: dict[int, str] = {}
@@ -194,7 +195,7 @@ class Aggregator:
 
         return {
             "by_msg_type": self.by_type.rows("msg_type", "count", rate),
-            "by_stream": self.by_stream.rows("stream", "count", rate),
+            "by_stream": self.by_stream.rows("stream", "count", rate, top=TOP_KEYS),
             "bytes": self.volume.rows("direction", "bytes",
                                       lambda i, k, n: {"bytes_per_s": round(n / width, 1)}),
             "msg_type_totals": dict(sorted(self.by_type.totals().items(),

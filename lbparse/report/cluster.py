@@ -20,6 +20,7 @@ from lbparse.report.timebins import MS, Counts, TimeAxis
 
 NO_RESPONDERS = b"NATS/1.0 503"
 MAX_REPLIES = 200_000      # reply inbox -> request subject, oldest forgotten first
+TOP_TARGETS = 12          # drawn one by one over time; the rest as "(other)"
 MAX_TARGETS = 200          # distinct request subjects counted one by one
 OTHER = "(other subjects)"
 MAX_LEADER_SEGMENTS = 5000
@@ -88,7 +89,7 @@ class Cluster:
             "nodes": {e: n for e, n in sorted(self.nodes.by_endpoint.items())},
             "node_names": self.nodes.nodes(),
             "no_responders_total": self.no_responders_total,
-            "no_responders": self.no_responders.rows("target", "count"),
+            "no_responders": self.no_responders.rows("target", "count", top=TOP_TARGETS),
             "no_responders_by_target": sorted(self.targets.values(),
                                               key=lambda d: (-d["count"], d["subject"])),
             "metadata_leaders": leaders,

@@ -90,10 +90,17 @@ class Histogram:
                 "p50_ms": ms(self.quantile(0.5)), "p90_ms": ms(self.quantile(0.9)),
                 "p99_ms": ms(self.quantile(0.99)), "min_ms": ms(self.min), "max_ms": ms(self.max)}
 
-    def bucket_rows(self) -> list[dict[str, Any]]:
-        """One row per non-empty bucket: its bounds in ms and its count."""
+    def bucket_rows(self, merge: int = 4) -> list[dict[str, Any]]:
+        """One row per non-empty bucket, `merge` neighbours of an octave taken
+        together (4: two bars per octave, wide enough to see on a log axis):
+        its bounds in ms and its count."""
+        merged: dict[int, int] = {}
+        for b, n in self.buckets.items():
+            key = b if b < SUB else SUB + (b - SUB) // merge * merge
+            merged[key] = merged.get(key, 0) + n
         out = []
-        for b in sorted(self.buckets):
-            lo, hi = bucket_bounds(b)
-            out.append({"lo_ms": lo / 1e6, "hi_ms": hi / 1e6, "count": self.buckets[b]})
+        for b in sorted(merged):
+            lo = bucket_bounds(b)[0]
+            hi = bucket_bounds(b if b < SUB else b + merge - 1)[1]
+            out.append({"lo_ms": lo / 1e6, "hi_ms": hi / 1e6, "count": merged[b]})
         return out

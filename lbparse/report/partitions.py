@@ -31,7 +31,8 @@ MAX_PARTITIONS = 1000
 MAX_SEGMENTS = 2000        # per partition; past this, later epochs are counted only
 MAX_REQUESTS = 100_000     # replication requests waiting for their response
 MAX_EVENTS = 5000          # ISR changes and leader reports kept (counted beyond)
-MAX_LAG_SERIES = 60
+MAX_LAG_SERIES = 20
+MAX_SHOWN = 40             # partitions whose leader timeline is in the model
 
 
 @dataclass
@@ -180,7 +181,11 @@ class Partitions:
     def model(self) -> dict[str, Any]:
         self.resolve_deliveries()
         leaders, changes = [], []
-        for (stream, part), segs in sorted(self.segments.items()):
+        # The partitions whose leadership moved most are drawn; a page of a
+        # thousand partitions' bars would show none of them.
+        shown = sorted(self.segments, key=lambda k: (-len(self.segments[k]), k))[:MAX_SHOWN]
+        for (stream, part) in sorted(shown):
+            segs = self.segments[(stream, part)]
             prev: tuple[str, int] | None = None
             for seg in sorted(segs, key=lambda s: s.first_ns):
                 name = self._leader_name(seg)
@@ -200,6 +205,7 @@ class Partitions:
             e["partition_key"] = f"{e['stream']}/{e['partition']}"
         return {
             "partitions": [f"{s}/{p}" for s, p in sorted(self.segments)],
+            "partitions_shown": len(shown),
             "replication_requests": self.requests_seen,
             "replication_responses": self.responses,
             "leaders": leaders,

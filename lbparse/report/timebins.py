@@ -19,11 +19,12 @@ MS = 1_000_000
 S = 1_000 * MS
 # Each width divides the next: 1 ms ... 1 week.
 WIDTHS: tuple[int, ...] = (
-    1 * MS, 5 * MS, 10 * MS, 50 * MS, 100 * MS, 500 * MS, 1 * S, 5 * S, 10 * S, 30 * S,
-    60 * S, 300 * S, 600 * S, 1800 * S, 3600 * S, 21600 * S, 43200 * S, 86400 * S,
+    1 * MS, 2 * MS, 10 * MS, 20 * MS, 100 * MS, 200 * MS, 1 * S, 2 * S, 10 * S, 20 * S,
+    60 * S, 120 * S, 600 * S, 1200 * S, 3600 * S, 7200 * S, 21600 * S, 43200 * S, 86400 * S,
     604800 * S,
 )
-MAX_BINS = 1000
+MAX_BINS = 600
+OTHER = "(other)"
 
 
 class Rekeyable(Protocol):
@@ -100,10 +101,21 @@ class Counts:
             self.add(i // factor, key, n)
 
     def rows(self, name: str, value: str = "count",
-             extra: Callable[[int, str, int], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """Long-format rows, by time then key: {t, <name>: key, <value>: n}."""
+             extra: Callable[[int, str, int], dict[str, Any]] | None = None,
+             top: int | None = None) -> list[dict[str, Any]]:
+        """Long-format rows, by time then key: {t, <name>: key, <value>: n}.
+        With `top`, the keys beyond the `top` largest are summed as OTHER."""
+        data = self.data
+        if top is not None:
+            totals = self.totals()
+            if len(totals) > top:
+                kept = set(sorted(totals, key=lambda k: (-totals[k], k))[:top])
+                data = {}
+                for (i, key), n in self.data.items():
+                    k = (i, key if key in kept else OTHER)
+                    data[k] = data.get(k, 0) + n
         out = []
-        for (i, key), n in sorted(self.data.items()):
+        for (i, key), n in sorted(data.items()):
             row: dict[str, Any] = {"t": self.axis.start_ms(i), name: key, value: n}
             if extra is not None:
                 row.update(extra(i, key, n))
