@@ -1,7 +1,7 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc chromium
 GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
 .PHONY: install install-system install-node install-python generate check-generated \
@@ -57,7 +57,8 @@ fuzz-ci:
 	$(PYTHON) fuzz/run.py --seconds 30 --ci
 
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
-## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
+## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap, and
+## write that capture's report (out/demo/report.html; the path is printed)
 demo: install
 	$(PYTHON) -m lbparse demo --out out/demo
 

@@ -52,6 +52,7 @@ class Look:
     charts: list[dict[str, Any]]      # id, x, y, width, height (CSS pixels on the PNG), marks
     errors: list[str] = field(default_factory=list)   # console errors, exceptions
     empty_notes: int = 0
+    requests: list[str] = field(default_factory=list)  # every URL the page asked for
 
 
 def chromium() -> str | None:
@@ -185,7 +186,7 @@ def _evaluate(cdp: _Cdp, expression: str) -> Any:
 
 
 def _look(cdp: _Cdp, url: str, width: int) -> Look:
-    for domain in ("Page", "Runtime", "Log"):
+    for domain in ("Page", "Runtime", "Log", "Network"):
         cdp.call(f"{domain}.enable")
     cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
              mobile=False)
@@ -207,4 +208,7 @@ def _look(cdp: _Cdp, url: str, width: int) -> Look:
     charts = json.loads(_evaluate(cdp, CHART_BOXES) or "[]")
     empty = int(_evaluate(cdp, "document.querySelectorAll('[data-empty]').length") or 0)
     shot = cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-    return Look(base64.b64decode(shot["data"]), rendered, charts, _errors(cdp.events), empty)
+    requests = [e["params"]["request"]["url"] for e in cdp.events
+                if e["method"] == "Network.requestWillBeSent"]
+    return Look(base64.b64decode(shot["data"]), rendered, charts, _errors(cdp.events), empty,
+                requests)

@@ -19,6 +19,7 @@ from lbparse.report.nodes import NodeMap
 from lbparse.report.timebins import MS, Counts, TimeAxis
 
 NO_RESPONDERS = b"NATS/1.0 503"
+STATUS_503 = b"\r\nStatus: 503\r\n"
 MAX_REPLIES = 200_000      # reply inbox -> request subject, oldest forgotten first
 TOP_TARGETS = 12          # drawn one by one over time; the rest as "(other)"
 MAX_TARGETS = 200          # distinct request subjects counted one by one
@@ -27,9 +28,14 @@ MAX_LEADER_SEGMENTS = 5000
 
 
 def is_no_responders(header_block: bytes | None) -> bool:
-    """A NATS status message 503 (the header block's first line)."""
-    return header_block is not None and header_block.startswith(NO_RESPONDERS) and (
-        len(header_block) == len(NO_RESPONDERS) or header_block[len(NO_RESPONDERS)] in b" \r")
+    """A NATS status message 503: on the header block's first line, or kept as a
+    `Status: 503` header (recordings and the pipeline's output keep headers only)."""
+    if header_block is None:
+        return False
+    if header_block.startswith(NO_RESPONDERS):
+        return len(header_block) == len(NO_RESPONDERS) or \
+            header_block[len(NO_RESPONDERS)] in b" \r"
+    return STATUS_503 in header_block
 
 
 class Cluster:
