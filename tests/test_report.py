@@ -182,7 +182,6 @@ def test_time_bins_widen_keeping_every_count(times: list[int], max_bins: int) ->
     for k, t in enumerate(times):
         counts.add(axis.index(10**18 + t), f"k{k % 3}")
     assert sum(counts.data.values()) == len(times)
-    assert axis.hi is not None and axis.lo is not None
     assert axis.hi - axis.lo < max_bins or axis.width == WIDTHS[-1]
     for (i, _), _n in counts.data.items():
         assert axis.lo <= i <= axis.hi

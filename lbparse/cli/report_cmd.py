@@ -40,6 +40,7 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
@@ -104,14 +105,14 @@ def run(args: argparse.Namespace) -> int:
         _write_json(model, args.json_out)
     if output:
         _write_text(output, render_html(model))
-    if args.screenshot:
+    if args.screenshot and output:
         _screenshot(output, args.screenshot)
     if not args.quiet:
         _summary(model, output, args.json_out, time.monotonic() - start)
     return 1 if noticed else 0
 
 
-def _write_json(model: dict, path: str) -> None:
+def _write_json(model: dict[str, Any], path: str) -> None:
     text = json.dumps(model, ensure_ascii=False, indent=1) + "\n"
     if path == "-":
         sys.stdout.write(text)
@@ -142,7 +143,7 @@ def _screenshot(page: str, png: str) -> None:
         print(f"lbparse report: the page in Chromium: {seen.rendered}", file=sys.stderr)
 
 
-def _summary(model: dict, html: str | None, json_out: str | None, seconds: float) -> None:
+def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seconds: float) -> None:
     t, lat, parts = model["totals"], model["latency"], model["partitions"]
     changes = sum(1 for c in parts["leader_changes"] if c["leader_changed"])
     lines = [f"lbparse report: {t.get('messages', 0):,} messages from {len(model['inputs'])} "

@@ -30,9 +30,7 @@ _OPS: dict[int, str] = {}
 
 def to_ns(ts: float | int) -> int:
     """A record's time as integer nanoseconds since the epoch (floats are seconds)."""
-    if isinstance(ts, int):
-        return ts
-    return int(round(ts * 1e9))
+    return ts if type(ts) is int else int(ts * 1e9)
 
 
 def _op_name(m: Any) -> str:
@@ -68,54 +66,85 @@ class Aggregator:
                 self.raft_missing = ("lbparse.raft is not in this lbparse: the Raft transport "
                                      "is not decoded")
         self._feed_msg_raft = True   # until a PUB is seen: a recording holds only MSGs
+        self._partition_cache: dict[str, tuple[str, int] | None] = {}
+        self._handlers = {
+            "Publish": self._on_publish, "Ack": self._on_ack,
+            "ReplicationResponse": self._on_replication_response,
+            "ReplicationRequest": self._on_replication_request,
+            "PartitionNotification": self._on_stream_field,
+            "PartitionStatusRequest": self._on_stream_field,
+            "LeaderEpochOffsetRequest": self._on_request_subject,
+            "LeaderEpochOffsetResponse": self._on_reply_subject,
+        }
         self.messages = 0
         self.bytes = 0
 
     # -- records ----------------------------------------------------------------
 
     def add(self, rec: Any) -> None:
-        ns = to_ns(rec.ts)
-        i = self.axis.index(ns)
+        # The hot path: one call per message, a million times for a large
+        # capture. Counters are updated in their dicts directly and the
+        # time bin is computed inline unless the axis must grow.
+        ts = rec.ts
+        ns = ts if type(ts) is int else int(ts * 1e9)
+        axis = self.axis
+        i = ns // axis.width
+        if not axis.lo <= i <= axis.hi:
+            i = axis.index(ns)
+        elif ns > axis.last_ns:  # type: ignore[operator]
+            axis.last_ns = ns
+        elif ns < axis.first_ns:  # type: ignore[operator]
+            axis.first_ns = ns
         payload = rec.payload
+        size = len(payload)
         self.messages += 1
-        self.bytes += len(payload)
-        self.volume.add(i, rec.direction, len(payload))
+        self.bytes += size
+        verb = rec.verb
+        publishing = verb in PUBLISHING_VERBS
+        data = self.volume.data
+        key = (i, "client_to_server" if publishing else "server_to_client")
+        data[key] = data.get(key, 0) + size
         reply = rec.reply
         if reply:
             self.cluster.request(reply, rec.subject)
-        if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
-            node = node_of_subject(rec.subject)  # delivered on a subject naming its node
-            if node is not None:
-                self.nodes.learn(rec.dst, node)
+        if not publishing:
+            dst = rec.dst
+            if dst not in self.nodes.by_endpoint:
+                node = node_of_subject(rec.subject)  # delivered on a subject naming its node
+                if node is not None:
+                    self.nodes.learn(dst, node)
         env = rec.envelope
         stream = None
         if env is not None:
             name = env.msg_type_name
             if name is None:
                 name = f"({env.layout})"
-                self._plain(rec, ns, i, payload)
+                if self.raft is not None:
+                    self._raft_feed(rec, ns, i, payload)
             else:
-                stream = self._typed(rec, ns, i, name, env.message, payload)
+                handler = self._handlers.get(name)
+                if handler is not None:
+                    stream = handler(rec, ns, i, env.message, payload)
+                elif publishing:
+                    self._typed_rest(rec, ns, i, name, env.message)
         elif rec.error is not None:
             name = "(error)"
             self.problems.error(ns, i, rec)
         else:
             name = "(not decoded)"
-        self.by_type.add(i, name)
-        if stream is not None:
+        data = self.by_type.data
+        key = (i, name)
+        data[key] = data.get(key, 0) + 1
+        if stream:
             if stream not in self.streams:
                 if len(self.streams) >= MAX_STREAMS:
                     stream = OTHER_STREAMS
                 self.streams.add(stream)
-            self.by_stream.add(i, stream)
-        block = rec.header_block
-        if block is not None and is_no_responders(block):
+            data = self.by_stream.data
+            key = (i, stream)
+            data[key] = data.get(key, 0) + 1
+        if verb == "HMSG" and is_no_responders(rec.header_block):
             self.cluster.status_503(ns, i, rec.subject)
-
-    def _plain(self, rec: Any, ns: int, i: int, payload: bytes) -> None:
-        """A payload that is no envelope: the Raft transport, among others."""
-        if self.raft is not None:
-            self._raft_feed(rec, ns, i, payload)
 
     def _raft_feed(self, rec: Any, ns: int, i: int, payload: bytes) -> None:
         from lbparse.report.raft_events import is_transport_subject
@@ -129,34 +158,56 @@ class Aggregator:
         elif self._feed_msg_raft:
             self.raft.feed(ns, i, (rec.dst, subject), payload)
 
-    def _typed(self, rec: Any, ns: int, i: int, name: str, m: Any, payload: bytes) -> str | None:
-        """Hand a decoded envelope to what reads it; the stream it concerns, if any."""
-        if name == "Publish":
-            self.latency.publish(ns, i, m, payload)
-            if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
-                self.partitions.delivery(rec.dst, m.stream, m.partition, ns)
-            return str(m.stream) or None
-        if name == "Ack":
-            self.latency.ack(ns, m)
-            return str(m.stream) or None
-        if name == "ReplicationResponse":
-            where = partition_of_subject(self.cluster.replies.get(rec.subject, ""))
-            self.partitions.replication_response(rec, ns, i, m)
-            return where[0] if where else None
-        if name == "ReplicationRequest":
-            self.partitions.replication_request(rec, m)
-            where = partition_of_subject(rec.subject)
-            return where[0] if where else None
-        if name in ("PartitionNotification", "PartitionStatusRequest"):
-            return str(m.stream) or None
-        if name == "LeaderEpochOffsetRequest":
-            where = partition_of_subject(rec.subject)
-            return where[0] if where else None
-        if name == "LeaderEpochOffsetResponse":
-            where = partition_of_subject(self.cluster.replies.get(rec.subject, ""))
-            return where[0] if where else None
-        if rec.verb not in PUBLISHING_VERBS:
-            return None  # the rest: what the sender's PUB says is enough
+    def _partition(self, subject: str | None) -> tuple[str, int] | None:
+        """partition_of_subject, remembered: a few subjects recur all the time."""
+        if subject is None:
+            return None
+        cache = self._partition_cache
+        where = cache.get(subject, False)
+        if where is False:
+            if len(cache) > 10_000:
+                cache.clear()
+            where = cache[subject] = partition_of_subject(subject)
+        return where  # type: ignore[return-value]
+
+    # Handlers of decoded envelopes: the stream the message concerns, if any.
+
+    def _on_publish(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
+        self.latency.publish(ns, i, m, payload)
+        if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
+            self.partitions.delivery(rec.dst, m.stream, m.partition, ns)
+        return str(m.stream)
+
+    def _on_ack(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
+        self.latency.ack(ns, m)
+        return str(m.stream)
+
+    def _on_replication_response(self, rec: Any, ns: int, i: int, m: Any,
+                                 payload: bytes) -> str | None:
+        where = self._partition(self.cluster.replies.get(rec.subject))
+        self.partitions.replication_response(rec, ns, i, m)
+        return where[0] if where else None
+
+    def _on_replication_request(self, rec: Any, ns: int, i: int, m: Any,
+                                payload: bytes) -> str | None:
+        self.partitions.replication_request(rec, m)
+        where = self._partition(rec.subject)
+        return where[0] if where else None
+
+    def _on_stream_field(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
+        return str(m.stream)
+
+    def _on_request_subject(self, rec: Any, ns: int, i: int, m: Any,
+                            payload: bytes) -> str | None:
+        where = self._partition(rec.subject)
+        return where[0] if where else None
+
+    def _on_reply_subject(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
+        where = self._partition(self.cluster.replies.get(rec.subject))
+        return where[0] if where else None
+
+    def _typed_rest(self, rec: Any, ns: int, i: int, name: str, m: Any) -> None:
+        """The sender's PUB of the other envelopes (their deliveries say no more)."""
         if name == "ServerInfoResponse":
             self.nodes.learn(rec.src, m.id)
         elif name == "RaftJoinRequest":
@@ -165,7 +216,6 @@ class Aggregator:
             self.cluster.metadata_answer(ns, rec.src)
         elif name == "PropagatedRequest":
             self._propagated(ns, i, m, rec.src)
-        return None
 
     def _propagated(self, ns: int, i: int, m: Any, sender: str) -> None:
         op = _op_name(m)

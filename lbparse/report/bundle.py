@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def vegalite_version() -> str:
@@ -28,20 +29,28 @@ def _cache_dir() -> Path:
     return Path(base) / "lbparse"
 
 
+def _bundle(vlc: Any, vl: str) -> str:
+    # Without a snippet vl-convert bundles vega-embed as a global `vegaEmbed`
+    # (its stub says the snippet is required; an empty one bundles nothing).
+    return str(vlc.javascript_bundle(vl_version=vl))
+
+
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str:
     """The runtimes' JavaScript, safe inside a <script> element (defines `vegaEmbed`)."""
+    from importlib.metadata import version
+
     import vl_convert as vlc
 
     vl = vegalite_version()
-    name = f"vega-bundle-vlc{vlc.__version__}-{vl}.js"
+    name = f"vega-bundle-vlc{version('vl-convert-python')}-{vl}.js"
     path = _cache_dir() / name
     try:
         return path.read_text(encoding="utf-8")
     except OSError:
         pass
     # `</script` inside a string would end the element early.
-    text = re.sub(r"</(script)", r"<\\/\1", vlc.javascript_bundle(vl_version=vl),
+    text = re.sub(r"</(script)", r"<\\/\1", _bundle(vlc, vl),
                   flags=re.IGNORECASE)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -253,13 +253,14 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     leader_name = terms if leader_path == "cluster.raft.terms" else answers
 
     def metadata_leader() -> dict[str, Any]:
+        tips: list[Any] = ["leader:N", _tooltip_time("start", "from"), _tooltip_time("end", "to"),
+                           "term:Q" if leader_path == "cluster.raft.terms" else "answers:Q"]
         bars = alt.Chart(alt.NamedData(leader_name)).transform_calculate(
             end2=f"max(datum.end, datum.start + {bin_ms})", row="'metadata leader'").mark_bar(
             height=16).encode(
             x=_time("start"), x2="end2:T", y=alt.Y("row:N", title=None),
             color=alt.Color("leader:N", title="metadata leader"),
-            tooltip=["leader:N", _tooltip_time("start", "from"), _tooltip_time("end", "to")]
-            + (["term:Q"] if leader_path == "cluster.raft.terms" else ["answers:Q"]))
+            tooltip=tips)
         layers = [bars]
         if raft_decoded and get_path(model, "cluster.raft.elections"):
             layers.append(alt.Chart(alt.NamedData(elections)).mark_rule(

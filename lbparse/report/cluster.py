@@ -82,7 +82,7 @@ class Cluster:
         self.ops.add(i, op)
 
     def model(self) -> dict[str, Any]:
-        leaders = []
+        leaders: list[dict[str, Any]] = []
         for endpoint, first, last, answers in self.leader_segments:
             name = self.nodes.name(endpoint)
             if leaders and leaders[-1]["leader"] == name:

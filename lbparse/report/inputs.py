@@ -180,9 +180,9 @@ def _record(row: dict[str, Any]) -> Record:
 def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
     """Rows sorted by capture time (then file and position): the Parquet is
     partitioned by MsgType, so its files are not in time order."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.dataset as ds  # type: ignore[import-untyped,unused-ignore]
 
     data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
     names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]

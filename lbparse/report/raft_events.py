@@ -31,7 +31,7 @@ MAX_TERMS = 5000
 
 def available() -> bool:
     try:
-        import lbparse.raft  # noqa: F401
+        import lbparse.raft  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
     except ImportError:
         return False
     return True
@@ -46,7 +46,7 @@ def is_transport_subject(subject: str) -> bool:
 
 class RaftEvents:
     def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
-        from lbparse.raft import StreamDecoder
+        from lbparse.raft import StreamDecoder  # type: ignore[import-not-found,unused-ignore]
 
         self._decoder_class = StreamDecoder
         self.axis = axis

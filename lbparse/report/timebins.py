@@ -38,8 +38,8 @@ class TimeAxis:
         self.max_bins = max_bins
         self.level = 0
         self.width = WIDTHS[0]
-        self.lo: int | None = None  # lowest and highest bin index seen
-        self.hi: int | None = None
+        self.lo = 1  # lowest and highest bin index seen (lo > hi: none yet)
+        self.hi = 0
         self.first_ns: int | None = None
         self.last_ns: int | None = None
         self._series: list[Rekeyable] = []
@@ -51,7 +51,7 @@ class TimeAxis:
         """The bin of time `ns`, widening every bin first when the span needs it."""
         i = ns // self.width
         lo, hi = self.lo, self.hi
-        if lo is None or hi is None:
+        if self.first_ns is None or self.last_ns is None:
             self.lo = self.hi = i
             self.first_ns = self.last_ns = ns
             return i
@@ -62,9 +62,9 @@ class TimeAxis:
                 self._grow(factor)
                 lo, hi, i = lo // factor, hi // factor, i // factor
             self.lo, self.hi = lo, hi
-        if ns < self.first_ns:  # type: ignore[operator]
+        if ns < self.first_ns:
             self.first_ns = ns
-        elif ns > self.last_ns:  # type: ignore[operator]
+        elif ns > self.last_ns:
             self.last_ns = ns
         return i
 
