@@ -68,6 +68,21 @@ def _binned_bars(name: str, key: str, value: str, bin_ms: float, y_title: str,
     return chart.to_dict()
 
 
+# Tableau 10: one colour per node, the same in every chart of the page.
+NODE_COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
+                "#ff9da6", "#9d755d", "#bab0ac")
+
+
+def node_scale(model: dict[str, Any]) -> alt.Scale:
+    """Nodes (and connections not tied to one) in one colour each, page-wide."""
+    names = {row["leader"] for path in ("partitions.leaders", "cluster.metadata_leaders",
+                                        "cluster.raft.terms")
+             for row in (get_path(model, path) or [])}
+    domain = sorted(names, key=lambda n: (n.count(":"), n))  # node names before endpoints
+    return alt.Scale(domain=domain, range=[NODE_COLOURS[k % len(NODE_COLOURS)]
+                                           for k in range(len(domain))])
+
+
 def _spec_or_empty(model: dict[str, Any], paths: dict[str, str], why: str,
                    make: Any) -> tuple[dict[str, Any] | None, str]:
     if all(not get_path(model, p) for p in paths.values()):
@@ -168,7 +183,7 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
         bars = alt.Chart(alt.NamedData(leaders)).transform_calculate(
             end2=f"max(datum.end, datum.start + {bin_ms})").mark_bar(height=14).encode(
             x=_time("start"), x2="end2:T", y=y,
-            color=alt.Color("leader:N", title="leader"),
+            color=alt.Color("leader:N", title="leader", scale=node_scale(model)),
             tooltip=["partition_key:N", "leader:N", "epoch:Q", _tooltip_time("start", "from"),
                      _tooltip_time("end", "to"), "observations:Q"])
         labels = alt.Chart(alt.NamedData(leaders)).mark_text(
@@ -259,7 +274,7 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             end2=f"max(datum.end, datum.start + {bin_ms})", row="'metadata leader'").mark_bar(
             height=16).encode(
             x=_time("start"), x2="end2:T", y=alt.Y("row:N", title=None),
-            color=alt.Color("leader:N", title="metadata leader"),
+            color=alt.Color("leader:N", title="metadata leader", scale=node_scale(model)),
             tooltip=tips)
         layers = [bars]
         if raft_decoded and get_path(model, "cluster.raft.elections"):
@@ -276,8 +291,8 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     source = ("the leader of each Raft term (AppendEntries); red rules: elections (RequestVote)"
               if leader_path == "cluster.raft.terms" else
               "the node answering PropagatedRequests and RaftJoinRequests")
-    out.append(Chart("metadata_leader", "Cluster", "Metadata (Raft) leader", source.capitalize()
-                     + ".", data, spec, empty))
+    out.append(Chart("metadata_leader", "Cluster", "Metadata (Raft) leader",
+                     source[:1].upper() + source[1:] + ".", data, spec, empty))
     ops_path = "cluster.raft.log_ops" if raft_decoded and get_path(
         model, "cluster.raft.log_ops") else "cluster.propagated_ops"
     ops = dataset_name(ops_path)
