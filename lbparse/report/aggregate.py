@@ -29,8 +29,10 @@ _OPS: dict[int, str] = {}
 
 
 def to_ns(ts: float | int) -> int:
-    """A record's time as integer nanoseconds since the epoch (floats are seconds)."""
-    return ts if type(ts) is int else int(ts * 1e9)
+    """A record's time as integer nanoseconds since the epoch. Floats are seconds,
+    taken to the microsecond: a float of today's seconds holds no finer time
+    (and the pipeline's Parquet keeps microseconds)."""
+    return ts if type(ts) is int else round(ts * 1e6) * 1000
 
 
 def _op_name(m: Any) -> str:
@@ -86,7 +88,7 @@ class Aggregator:
         # capture. Counters are updated in their dicts directly and the
         # time bin is computed inline unless the axis must grow.
         ts = rec.ts
-        ns = ts if type(ts) is int else int(ts * 1e9)
+        ns = ts if type(ts) is int else round(ts * 1e6) * 1000
         axis = self.axis
         i = ns // axis.width
         if not axis.lo <= i <= axis.hi:

@@ -173,8 +173,9 @@ def _record(row: dict[str, Any]) -> Record:
     headers = row["headers"]
     block = None if headers is None else build_header_block(
         [(h["key"], h["value"]) for h in headers])
-    return Record.make((row["ts"] or 0) / 1e9, row["src"], row["dst"], row["verb"], row["subject"],
-                       row["reply"], row["sid"], block, row["payload"] or b"")
+    # the time as integer nanoseconds (aggregate.to_ns takes ints as such)
+    return Record.make(int(row["ts"] or 0), row["src"], row["dst"], row["verb"],
+                       row["subject"], row["reply"], row["sid"], block, row["payload"] or b"")
 
 
 def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
