@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lbparse  # noqa: E402
 from bench_capture import PcapWriter  # noqa: E402
-from lbparse.capture import CaptureReader  # noqa: E402
+from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
 from lbparse.commitlog import ReplicationResponse  # noqa: E402
 from lbparse.report import build_model, render_html  # noqa: E402
 from lbparse.report.inputs import ReadOptions  # noqa: E402
@@ -106,6 +106,7 @@ def main() -> None:
         path = os.path.join(tmp, "million.pcap")
         t = time.perf_counter()
         n = make_capture(path, MESSAGES)
+        print(f"capture modules compiled: {len(compiled_modules())} of {len(HOT_MODULES)}")
         print(f"capture: {n:,} messages, {os.path.getsize(path) / 1e6:.0f} MB "
               f"(made in {time.perf_counter() - t:.0f} s)")
         report(path, "v0")  # warm: imports, the Vega bundle's cache

@@ -74,3 +74,13 @@ def test_a_blank_chart_would_be_seen(tmp_path: Path) -> None:
     assert seen.rendered.startswith("error") or seen.errors
     share, _ = inked(seen.png, seen.charts[0])
     assert share < 0.02
+
+
+def test_screenshot_option_writes_the_pages_png(tmp_path: Path) -> None:
+    from test_report import cli, sample_pcap
+
+    page, png = tmp_path / "r.html", tmp_path / "r.png"
+    res = cli("report", str(sample_pcap()), "-o", str(page), "--screenshot", str(png))
+    assert res.returncode == 0 and b"the page in Chromium" not in res.stderr, res.stderr
+    img = Image.open(png)
+    assert img.format == "PNG" and img.size[0] == 1400 and img.size[1] > 2000
