@@ -12,7 +12,20 @@ rendered from that data alone (`render`, with the Vega-Lite specs of
 `charts`), so a script can check every number the page shows.
 """
 
-from lbparse.report.build import build_model
-from lbparse.report.render import render_html
+from typing import Any
 
 __all__ = ["build_model", "render_html"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported when first asked for: rendering imports Altair (about a second),
+    # which reading and aggregating do not need.
+    if name == "build_model":
+        from lbparse.report.build import build_model
+
+        return build_model
+    if name == "render_html":
+        from lbparse.report.render import render_html
+
+        return render_html
+    raise AttributeError(f"module 'lbparse.report' has no attribute {name!r}")

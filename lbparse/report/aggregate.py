@@ -69,6 +69,7 @@ class Aggregator:
                                      "is not decoded")
         self._feed_msg_raft = True   # until a PUB is seen: a recording holds only MSGs
         self._partition_cache: dict[str, tuple[str, int] | None] = {}
+        self._replies = self.cluster.replies
         self._handlers = {
             "Publish": self._on_publish, "Ack": self._on_ack,
             "ReplicationResponse": self._on_replication_response,
@@ -107,7 +108,7 @@ class Aggregator:
         key = (i, "client_to_server" if publishing else "server_to_client")
         data[key] = data.get(key, 0) + size
         reply = rec.reply
-        if reply:
+        if reply and reply not in self._replies:  # its delivery names the same request
             self.cluster.request(reply, rec.subject)
         if not publishing:
             dst = rec.dst
