@@ -320,3 +320,17 @@ def test_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
         res = cli("report", *args, "-o", str(tmp_path / "r.html"), check=False)
         assert res.returncode == 2, args
         assert b"Traceback" not in res.stderr and res.stderr.startswith(b"lbparse report: ")
+
+
+def test_waiting_tables_forget_their_oldest_and_count_them(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """Publishes pushed out of the bounded table of waiting ones are unacked,
+    counted in the bin they were sent in; the rest are still paired."""
+    from lbparse.report import latency
+
+    monkeypatch.setattr(latency, "MAX_PENDING", 10)
+    records = [publish(k * 0.001, f"c{k}", 1) for k in range(25)]
+    records += [ack(1.0, "c24", 1)]
+    m = model_of(records)["latency"]
+    assert (m["acked"], m["unacked"]) == (1, 24)
+    assert sum(r["count"] for r in m["unacked_over_time"]) == 24

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from lbparse.report.nodes import NodeMap
@@ -42,7 +43,7 @@ class Cluster:
     def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
         self.axis = axis
         self.nodes = nodes
-        self.replies: dict[str, str] = {}
+        self.replies: OrderedDict[str, str] = OrderedDict()  # oldest out first
         self.no_responders = Counts(axis)
         self.no_responders_total = 0
         self.targets: dict[str, dict[str, Any]] = {}
@@ -54,7 +55,7 @@ class Cluster:
         if reply not in replies:
             replies[reply] = subject
             if len(replies) > MAX_REPLIES:
-                del replies[next(iter(replies))]
+                replies.popitem(last=False)
 
     def status_503(self, ns: int, i: int, inbox: str) -> str:
         """A no-responders status delivered to `inbox`; returns the request subject."""

@@ -16,6 +16,7 @@ they were published in: a failover shows as a spike of them).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from lbparse.report.histogram import Histogram
@@ -36,8 +37,10 @@ def _policy_name(value: int) -> str:
 class AckLatency:
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
-        self.pending: dict[str, tuple[int, int, str]] = {}  # key -> (ns, bin, policy)
-        self.recent: dict[str, None] = {}
+        # Oldest out first: an OrderedDict pops its oldest entry in O(1) (a
+        # dict's first key is found past every slot deleted before it).
+        self.pending: OrderedDict[str, tuple[int, int, str]] = OrderedDict()  # (ns, bin, policy)
+        self.recent: OrderedDict[str, None] = OrderedDict()
         self.latency: dict[str, Histogram] = {}           # by policy
         self.commit: dict[str, Histogram] = {}            # server commit - reception, by policy
         self.by_bin: dict[tuple[int, str], Histogram] = {}  # (bin of the publish, policy)
@@ -57,7 +60,8 @@ class AckLatency:
         old, self.by_bin = self.by_bin, {}
         for (i, policy), h in old.items():
             self._bin_hist(i // factor, policy).merge(h)
-        self.pending = {k: (ns, i // factor, p) for k, (ns, i, p) in self.pending.items()}
+        self.pending = OrderedDict((k, (ns, i // factor, p))
+                                   for k, (ns, i, p) in self.pending.items())
 
     def _bin_hist(self, i: int, policy: str) -> Histogram:
         h = self.by_bin.get((i, policy))
@@ -83,8 +87,7 @@ class AckLatency:
         self.published.add(i, policy)
         self.pending[key] = (ns, i, policy)
         if len(self.pending) > MAX_PENDING:
-            old = next(iter(self.pending))
-            _, oi, op = self.pending.pop(old)
+            _, (_, oi, op) = self.pending.popitem(last=False)
             self.unacked.add(oi, op)
             self.evicted += 1
 
@@ -114,7 +117,7 @@ class AckLatency:
     def _remember(self, key: str) -> None:
         self.recent[key] = None
         if len(self.recent) > MAX_RECENT:
-            del self.recent[next(iter(self.recent))]
+            self.recent.popitem(last=False)
 
     @staticmethod
     def _hist(table: dict[str, Histogram], policy: str) -> Histogram:

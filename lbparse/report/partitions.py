@@ -21,6 +21,7 @@ responding connection's node (`nodes.NodeMap`).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,8 @@ class Partitions:
     def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
         self.axis = axis
         self.nodes = nodes
-        self.requests: dict[str, tuple[str, int, str, int]] = {}  # reply -> (stream, p, follower, offset)
+        # reply -> (stream, p, follower, offset); oldest out first
+        self.requests: OrderedDict[str, tuple[str, int, str, int]] = OrderedDict()
         self.segments: dict[tuple[str, int], list[Segment]] = {}
         self.lag = Maxima(axis)
         self.lag_keys: set[str] = set()
@@ -98,7 +100,7 @@ class Partitions:
         if rec.reply:
             self.requests[rec.reply] = (where[0], where[1], m.replicaID, m.offset)
             if len(self.requests) > MAX_REQUESTS:
-                del self.requests[next(iter(self.requests))]
+                self.requests.popitem(last=False)
 
     def replication_response(self, rec: Any, ns: int, i: int, rr: Any) -> None:
         if rec.verb not in ("PUB", "HPUB"):

@@ -18,6 +18,7 @@ read and the report says so.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from lbparse.report.partitions import Partitions
@@ -51,11 +52,11 @@ class RaftEvents:
         self._decoder_class = StreamDecoder
         self.axis = axis
         self.partitions = partitions
-        self.decoders: dict[tuple[str, str], Any] = {}
+        self.decoders: OrderedDict[tuple[str, str], Any] = OrderedDict()  # oldest out first
         self.elections: list[dict[str, Any]] = []
         self._election_keys: set[tuple[int, str]] = set()
         self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
-        self.entries: dict[int, None] = {}
+        self.entries: OrderedDict[int, None] = OrderedDict()
         self.ops = Counts(axis)
         self.rpcs = Counts(axis)
         self.messages = 0
@@ -66,7 +67,7 @@ class RaftEvents:
         dec = self.decoders.get(key)
         if dec is None:
             if len(self.decoders) >= MAX_STREAMS:
-                del self.decoders[next(iter(self.decoders))]
+                self.decoders.popitem(last=False)
             dec = self.decoders[key] = self._decoder_class()
         self.messages += 1
         chunk = dec.feed(payload)
@@ -104,7 +105,7 @@ class RaftEvents:
             return
         self.entries[entry.index] = None
         if len(self.entries) > MAX_ENTRIES:
-            del self.entries[next(iter(self.entries))]
+            self.entries.popitem(last=False)
         cmd = entry.command
         if cmd is None:
             self.ops.add(i, entry.type_name)
