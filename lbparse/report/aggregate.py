@@ -193,8 +193,8 @@ class Aggregator:
 
     def _on_replication_request(self, rec: Any, ns: int, i: int, m: Any,
                                 payload: bytes) -> str | None:
-        self.partitions.replication_request(rec, m)
         where = self._partition(rec.subject)
+        self.partitions.replication_request(rec, m, where)
         return where[0] if where else None
 
     def _on_stream_field(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:

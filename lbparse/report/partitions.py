@@ -91,10 +91,15 @@ class Partitions:
 
     # -- replication ---------------------------------------------------------
 
-    def replication_request(self, rec: Any, m: Any) -> None:
-        where = partition_of_subject(rec.subject)
-        if where is None or rec.verb not in ("PUB", "HPUB"):
+    def replication_request(self, rec: Any, m: Any,
+                            where: tuple[str, int] | None = None) -> None:
+        """`where`: the partition of the request's subject, when the caller has it."""
+        if rec.verb not in ("PUB", "HPUB"):
             return  # MSG copies: the PUB said it all
+        if where is None:
+            where = partition_of_subject(rec.subject)
+        if where is None:
+            return  # not a partition's replication subject
         self.requests_seen += 1
         self.nodes.learn(rec.src, m.replicaID)
         if rec.reply:
