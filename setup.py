@@ -11,7 +11,9 @@ equal).
 The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
 small C module, lbparse/pipeline/_kernels.c, built the same optional way;
 without it crc.py and wirescan.py run their Python versions
-(tests/test_kernels.py holds the two equal). Everything else about the package
+(tests/test_kernels.py holds the two equal). The segment reader's entry loop
+is lbparse/storage/_scan.c, the same way (tests/test_storage_native.py).
+Everything else about the package
 is declared in pyproject.toml.
 """
 
@@ -24,6 +26,8 @@ from setuptools import Extension, setup
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
 NATIVE = [Extension("lbparse.pipeline._kernels", ["lbparse/pipeline/_kernels.c"],
+                    extra_compile_args=["-O3"], optional=True),
+          Extension("lbparse.storage._scan", ["lbparse/storage/_scan.c"],
                     extra_compile_args=["-O3"], optional=True)]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,7 +74,10 @@ def test_python_target_matches_the_committed_parsers(every_language) -> None:
     parsers = [p for p in committed.glob("*.py") if p.name != "__init__.py"]
     assert len(parsers) == len(KSY)
     for path in parsers:
-        assert (out / "python" / path.name).read_text() == path.read_text(), path.name
+        # Inside the package, `make generate` makes imports between specs
+        # relative (tools/ksy_storage.relative_kaitai_imports).
+        committed_text = re.sub(r"^from \. import (\w+)$", r"import \1", path.read_text(), flags=re.M)
+        assert (out / "python" / path.name).read_text() == committed_text, path.name
 
 
 def test_descriptor_set_holds_every_payload_type(every_language) -> None:
