@@ -334,3 +334,61 @@ def test_waiting_tables_forget_their_oldest_and_count_them(monkeypatch: pytest.M
     m = model_of(records)["latency"]
     assert (m["acked"], m["unacked"]) == (1, 24)
     assert sum(r["count"] for r in m["unacked_over_time"]) == 24
+
+
+DATA_SHORT = LIFTBRIDGE / "samples" / "data-short.tar.gz"
+LISTING = LIFTBRIDGE / "samples" / "data-short.listing.txt"
+
+
+@pytest.fixture(scope="module")
+def data_short(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not DATA_SHORT.exists() or not SHORT.exists():
+        pytest.skip(f"shared material missing: {DATA_SHORT}")
+    out = tmp_path_factory.mktemp("data-short")
+    subprocess.run(["tar", "-xzf", str(DATA_SHORT), "-C", str(out)], check=True, timeout=120)
+    return out / "data-short"
+
+
+def test_data_directories_say_what_their_files_hold(data_short: Path, tmp_path: Path) -> None:
+    """Every replica's entries, offsets and high watermark as the independent
+    listing of the shared sample counts them."""
+    res = cli("report", str(data_short), "--json", str(tmp_path / "r.json"), "-q")
+    assert res.returncode == 0, res.stderr
+    model = json.loads((tmp_path / "r.json").read_text())
+    listed: dict[tuple[str, str], dict[str, Any]] = {}
+    for line in LISTING.read_text().splitlines():
+        m = re.match(r"\./(node\d)/streams/([^/]+)/(\d+)/(\S+)\s+\d+ bytes\s+(.*)", line)
+        if not m:
+            continue
+        node, stream, part, name, rest = m.groups()
+        row = listed.setdefault((node, f"{stream}/{part}"), {"entries": 0})
+        if name.endswith(".log"):
+            n = re.match(r"(\d+) entries(?:, offsets (\d+)-(\d+))?", rest)
+            assert n
+            row["entries"] += int(n.group(1))
+            if n.group(2):
+                row["first_offset"], row["last_offset"] = int(n.group(2)), int(n.group(3))
+        elif name == "replication-offset-checkpoint":
+            row["hw"] = int(rest.split("content:")[1])
+    got = {(r["node"], r["partition_key"]): r for r in model["storage"]["replicas"]}
+    assert set(got) == set(listed)
+    for key, want in listed.items():
+        for field, value in want.items():
+            assert got[key][field] == value, (key, field)
+    assert model["inputs"][0]["stored_messages"] == sum(r["entries"] for r in listed.values())
+    assert sum(r["count"] for r in model["storage"]["stored_by_stream"]) == \
+        model["inputs"][0]["stored_messages"]
+    assert {d["node"] for d in model["storage"]["raft_dbs"]} == {"node1", "node2", "node3"}
+
+
+def test_data_directories_and_capture_of_one_run_agree(data_short: Path) -> None:
+    """The same run seen on disk and on the wire: the same leaders and epochs,
+    the same Raft log operations (the bootstrap configuration, written before
+    any traffic, only on disk)."""
+    disk, wire = build_model([str(data_short)]), build_model([str(SHORT)])
+    on_disk = {(x["partition_key"], x["leader"], x["epoch"]) for x in disk["partitions"]["leaders"]}
+    on_wire = {(x["partition_key"], x["leader"], x["epoch"]) for x in wire["partitions"]["leaders"]}
+    assert on_disk and on_disk <= on_wire
+    ops = dict(disk["cluster"]["raft"]["log_ops_total"])
+    assert ops.pop("LogConfiguration") == 1
+    assert ops == wire["cluster"]["raft"]["log_ops_total"]

@@ -1,8 +1,9 @@
 """Write one HTML page of what happened in a Liftbridge cluster.
 
 INPUT is a capture (pcap, pcapng), a recording of `lbparse record`
-(.jsonl, .parquet), or the output directory of `lbparse pipeline` (DIR or
-DIR/messages). Every input is read once, in a streaming pass that keeps
+(.jsonl, .parquet), the output directory of `lbparse pipeline` (DIR or
+DIR/messages), or Liftbridge data directories (a node's, or a folder of
+them: segments, checkpoints, raft.db). Every input is read once, in a streaming pass that keeps
 counts per time bin (the bins widen with the time span, so the page stays
 a few MB whatever the input), and the page shows:
 
@@ -14,8 +15,10 @@ a few MB whatever the input), and the page shows:
                 decoded), leader changes, follower lag, ISR changes
   cluster       NATS 503s (requests nobody answered: a node was down), the
                 metadata leader, Raft elections and metadata operations
-  problems      envelopes that did not decode and capture notices over time,
-                with the first examples of each kind
+  data dirs     messages stored by stream over time, each replica's offsets,
+                HW and leader epochs; raft.db's ops name each epoch's leader
+  problems      envelopes that did not decode, capture notices and damage on
+                disk, over time, with the first examples of each kind
 
 The page is self-contained (Vega-Lite charts, their runtime inlined): it
 opens without a network. --json writes the data behind every chart (the
@@ -52,7 +55,8 @@ HELP = "write an HTML report (charts) of captures, recordings or pipeline output
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet recordings, or `lbparse pipeline` output")
+                   help="pcap, pcapng, .jsonl/.parquet recordings, `lbparse pipeline` output, "
+                   "or Liftbridge data directories")
     p.add_argument("-o", "--output", metavar="HTML",
                    help="the page to write (default: report.html unless only --json is asked)")
     p.add_argument("--json", metavar="FILE", dest="json_out",

@@ -81,6 +81,7 @@ class Aggregator:
         }
         self.messages = 0
         self.bytes = 0
+        self._storage: Any = None
 
     # -- records ----------------------------------------------------------------
 
@@ -235,6 +236,14 @@ class Aggregator:
             self.nodes.learn(sender, m.reportLeaderOp.replica)
             self.partitions.leader_reported(ns, m.reportLeaderOp, "propagated request")
 
+    def storage(self) -> Any:
+        """The data directories' part (report.storage.Storage), made when first asked for."""
+        if self._storage is None:
+            from lbparse.report.storage import Storage
+
+            self._storage = Storage(self)
+        return self._storage
+
     def notice(self, kind: str, ts: float | int | None, where: str, message: str) -> None:
         self.problems.notice(kind, None if ts is None else to_ns(ts), where, message)
 
@@ -267,6 +276,7 @@ class Aggregator:
         totals["subjects"] = len(subjects)
         totals["top_subjects"] = dict(list(subjects.items())[:MAX_TOP_SUBJECTS])
         totals["payload_bytes"] = self.bytes
+        storage = self._storage.model() if self._storage is not None else None
         partitions = self.partitions.model()  # first: it names more endpoints
         cluster = self.cluster.model()
         cluster["raft"] = self.raft.model() if self.raft is not None else {
@@ -286,4 +296,6 @@ class Aggregator:
             "partitions": partitions,
             "cluster": cluster,
             "problems": self.problems.model(),
+            "storage": storage or {"replicas": [], "stored_by_stream": [], "raft_dbs": [],
+                                   "findings": 0},
         }

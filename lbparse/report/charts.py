@@ -319,8 +319,22 @@ def problem_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                   {name: "problems.over_time"}, spec, empty)]
 
 
+def storage_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """Only when data directories were read."""
+    if not get_path(model, "storage.replicas"):
+        return []
+    name = dataset_name("storage.stored_by_stream")
+    spec, empty = _spec_or_empty(
+        model, {name: "storage.stored_by_stream"}, "The partitions hold no messages.",
+        lambda: _binned_bars(name, "stream", "count", bin_ms, "messages stored", "stream"))
+    return [Chart("stored", "Data directories", "Messages stored, by their timestamp",
+                  "Every entry of every replica's segments (each replica counts: a message "
+                  "on three replicas counts three times), by the timestamp it was stored with.",
+                  {name: "storage.stored_by_stream"}, spec, empty)]
+
+
 def chart_list(model: dict[str, Any]) -> list[Chart]:
     bin_ms = float(model["report"]["bin_s"]) * 1000
     return (traffic_charts(model, bin_ms) + latency_charts(model, bin_ms)
             + partition_charts(model, bin_ms) + cluster_charts(model, bin_ms)
-            + problem_charts(model, bin_ms))
+            + storage_charts(model, bin_ms) + problem_charts(model, bin_ms))

@@ -7,8 +7,8 @@
   its rows in time order, each payload decoded again (as our recordings
   are: the bytes are the truth); its `input:*` rows are the reader's notices.
 
-Data directories of Liftbridge nodes are not read yet (they need
-lbparse.storage); naming one is a usage error that says so.
+- data directories of Liftbridge nodes (one node's, or a folder of them):
+  segments, checkpoints and raft.db, read with lbparse.storage (`storage`).
 """
 
 from __future__ import annotations
@@ -73,10 +73,13 @@ def _pipeline_dataset(path: str) -> str | None:
 
 
 def _looks_like_data_dir(path: str) -> bool:
-    names = set(os.listdir(path))
-    if {"streams", "raft"} & names:
-        return True
-    return any(os.path.isdir(os.path.join(path, n, "streams")) for n in names)
+    """A node's data directory, or a folder of them (lbparse.storage's test)."""
+    from pathlib import Path
+
+    from lbparse.storage.datadir import is_data_dir
+
+    root = Path(path)
+    return is_data_dir(root) or any(is_data_dir(p) for p in root.iterdir() if p.is_dir())
 
 
 def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
@@ -85,8 +88,14 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
         return read_capture(path, agg, stats, options)
     if kind == "pipeline":
         return read_pipeline(path, agg, stats, options)
-    raise ValueError(f"{path}: a Liftbridge data directory; reading those needs lbparse.storage, "
-                     "which this lbparse does not have yet")
+    from lbparse.report.storage import read_data_dir
+
+    found = agg.problems.model()["total"]
+    extra = read_data_dir(path, agg)
+    summary = InputSummary(path, extra.pop("format"), 0, agg.problems.model()["total"] - found)
+    extra.pop("path"), extra.pop("messages"), extra.pop("problems")
+    summary.extra = extra
+    return summary
 
 
 def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:

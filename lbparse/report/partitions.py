@@ -62,6 +62,13 @@ class Partitions:
         self.responses = 0
         self.requests_seen = 0
         self.deliveries: dict[str, list[tuple[str, int, int]]] = {}  # endpoint -> publishes
+        # (stream, partition, epoch) -> leader, from ops that carry no time (raft.db's
+        # entries of hashicorp/raft before AppendedAt): they name the segments of that epoch
+        self.epoch_names: dict[tuple[str, int, int], str] = {}
+
+    def name_epoch(self, stream: str, part: int, epoch: int, leader: str) -> None:
+        if leader and len(self.epoch_names) < MAX_PARTITIONS * 10:
+            self.epoch_names[(stream, part, epoch)] = leader
 
     def delivery(self, endpoint: str, stream: str, part: int, ns: int) -> None:
         """A Publish of (stream, part) delivered to `endpoint`, whose node is not
@@ -186,6 +193,10 @@ class Partitions:
         return "?"
 
     def model(self) -> dict[str, Any]:
+        for (stream, part, epoch), leader in self.epoch_names.items():
+            for seg in self.segments.get((stream, part), ()):
+                if seg.epoch == epoch and not seg.named:
+                    seg.named = leader
         self.resolve_deliveries()
         leaders, changes = [], []
         # The partitions whose leadership moved most are drawn; a page of a

@@ -58,6 +58,7 @@ class RaftEvents:
         self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
         self.entries: OrderedDict[int, None] = OrderedDict()
         self.ops = Counts(axis)
+        self.untimed_ops: dict[str, int] = {}
         self.rpcs = Counts(axis)
         self.messages = 0
         self.errors = 0
@@ -100,6 +101,26 @@ class RaftEvents:
             for entry in rpc.entries:
                 self._entry(ns, i, entry)
 
+    def untimed_entry(self, entry: Any) -> None:
+        """A log entry without a time (raft.db before hashicorp/raft's AppendedAt):
+        counted once by index, and the leaders it names given to their epochs."""
+        if entry.index in self.entries:
+            return
+        self.entries[entry.index] = None
+        cmd = entry.command
+        name = entry.type_name if cmd is None else (cmd.name or cmd.op)
+        self.untimed_ops[name] = self.untimed_ops.get(name, 0) + 1
+        if cmd is None:
+            return
+        m, parts = cmd.message, self.partitions
+        if cmd.name == "CreateStream":
+            for p in m.stream.partitions:
+                parts.name_epoch(p.stream, p.id, p.leaderEpoch or entry.index, p.leader)
+        elif cmd.name == "ChangeLeader":
+            parts.name_epoch(m.stream, m.partition, entry.index, m.leader)
+        elif cmd.name in ("ShrinkISR", "ExpandISR"):
+            parts.name_epoch(m.stream, m.partition, m.leaderEpoch, m.leader)
+
     def _entry(self, ns: int, i: int, entry: Any) -> None:
         if entry.index in self.entries:
             return
@@ -112,7 +133,12 @@ class RaftEvents:
             return
         self.ops.add(i, cmd.name or cmd.op)
         m = cmd.message
-        if cmd.name == "ChangeLeader":
+        if cmd.name == "CreateStream":
+            for p in m.stream.partitions:  # the first leader of each partition; its
+                # epoch is the entry's index (the op says 0: the FSM sets it on apply)
+                self.partitions._observe(p.stream, p.id, p.leaderEpoch or entry.index, ns,
+                                         named=p.leader, source="raft log")
+        elif cmd.name == "ChangeLeader":
             # Liftbridge's FSM makes the entry's log index the new leader epoch.
             self.partitions.leader_changed(ns, m.stream, m.partition, m.leader, entry.index,
                                            "raft log")
@@ -130,6 +156,14 @@ class RaftEvents:
             "elections": sorted(self.elections, key=lambda e: e["t"]),
             "terms": [self.terms[t] for t in sorted(self.terms)],
             "log_ops": self.ops.rows("op", "count"),
-            "log_ops_total": self.ops.totals(),
+            "log_ops_total": _sum(self.ops.totals(), self.untimed_ops),
+            "log_ops_untimed": dict(sorted(self.untimed_ops.items())),
             "rpcs": self.rpcs.rows("rpc", "count"),
         }
+
+
+def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, n in b.items():
+        out[k] = out.get(k, 0) + n
+    return dict(sorted(out.items()))

@@ -183,6 +183,18 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         nodes = ", ".join(f"{n}: {e}" for e, n in cl["nodes"].items()) or "none"
         return (f"<div class=card>{targets if cl['no_responders_by_target'] else ''}"
                 f"<p>{raft_note}</p><p>Connections named: {_e(nodes)}</p></div>")
+    if section == "Data directories":
+        st = model["storage"]
+        rows = [[r["node"], r["partition_key"], r["entries"], r["first_offset"], r["last_offset"],
+                 r["hw"], " ".join(f"{e}@{o}" for e, o in r["epochs"]), r["damage"]]
+                for r in st["replicas"]]
+        dbs = "; ".join(f"{d['node']}: {d['entries']} log entries, "
+                        + ", ".join(f"{k} {v}" for k, v in d["stable"].items())
+                        for d in st["raft_dbs"]) or "no raft.db"
+        return ("<div class=card><h3>Replicas</h3>" + _table(
+            ["node", "partition", "entries", "first offset", "last offset", "HW",
+             "leader epochs (epoch@start offset)", "damage"], rows, {2, 3, 4, 5, 7})
+            + f"<p>raft.db: {_e(dbs)}</p></div>")
     if section == "Problems":
         examples = model["problems"]["examples"]
         if not examples:
