@@ -18,7 +18,7 @@ import altair as alt
 WIDTH = "container"
 HEIGHT = 190
 TIME_FORMAT = "%H:%M:%S"
-MAX_LEGEND = 14
+MAX_LEGEND = 24
 
 
 @dataclass
@@ -61,7 +61,8 @@ def _binned_bars(name: str, key: str, value: str, bin_ms: float, y_title: str,
         t_end=f"datum.t + {bin_ms}").mark_bar(opacity=0.9).encode(
         x=_time(), x2="t_end:T",
         y=alt.Y(f"sum({value}):Q", title=y_title, stack="zero"),
-        color=alt.Color(f"{key}:N", title=legend, legend=alt.Legend(symbolLimit=MAX_LEGEND)),
+        color=alt.Color(f"{key}:N", title=legend, legend=alt.Legend(symbolLimit=MAX_LEGEND),
+                        scale=alt.Scale(scheme="tableau20")),
         tooltip=[_tooltip_time(), alt.Tooltip(f"{key}:N", title=legend),
                  alt.Tooltip(f"{value}:Q", title=y_title)],
     ).properties(width=WIDTH, height=HEIGHT)

@@ -105,8 +105,15 @@ def _table(head: list[str], rows: list[list[Any]], numeric: set[int] | None = No
 def _counts_table(title: str, counts: dict[str, int]) -> str:
     if not counts:
         return ""
-    return f"<h3>{_e(title)}</h3>" + _table(["", "messages"], [[k, v] for k, v in counts.items()],
-                                             {1})
+    return (f"<div><h3>{_e(title)}</h3>"
+            + _table(["", "messages"], [[k, v] for k, v in counts.items()], {1}) + "</div>")
+
+
+def _format(item: dict[str, Any]) -> str:
+    if item["format"] == "data directory":
+        return (f"data directory: {item.get('nodes', 0)} node(s), {item.get('partitions', 0)} "
+                f"partition replicas, {item.get('stored_messages', 0):,} stored messages")
+    return str(item["format"])
 
 
 def _kpi(label: str, value: Any, warn: bool = False) -> str:
@@ -128,7 +135,7 @@ def header_html(model: dict[str, Any]) -> str:
         _kpi("problems", model["problems"]["total"], model["problems"]["total"] > 0),
     ])
     inputs = _table(["input", "format", "messages", "problems", "first", "last"],
-                    [[i["path"], i["format"], i["messages"], i["problems"], _when(i.get("first")),
+                    [[i["path"], _format(i), i["messages"], i["problems"], _when(i.get("first")),
                       _when(i.get("last"))] for i in model["inputs"]], {2, 3})
     read = (f"{_n(totals.get('packets', 0))} packets, {_n(totals.get('bytes_read', 0))} bytes read, "
             f"{_n(totals.get('gaps', 0))} gaps; per verb: "
