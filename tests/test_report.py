@@ -392,3 +392,11 @@ def test_data_directories_and_capture_of_one_run_agree(data_short: Path) -> None
     ops = dict(disk["cluster"]["raft"]["log_ops_total"])
     assert ops.pop("LogConfiguration") == 1
     assert ops == wire["cluster"]["raft"]["log_ops_total"]
+
+
+def test_json_to_a_closed_pipe_is_quiet() -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), str(ROOT / "generated"), os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run(f"{sys.executable} -m lbparse report {sample_pcap()} --json - -q | head -1",
+                         shell=True, capture_output=True, env=env, timeout=300)
+    assert res.stdout == b"{\n" and res.stderr == b""

@@ -119,8 +119,13 @@ def run(args: argparse.Namespace) -> int:
 def _write_json(model: dict[str, Any], path: str) -> None:
     text = json.dumps(model, ensure_ascii=False, indent=1) + "\n"
     if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader left (`| head`): not an error. Point stdout at nothing
+            # so the interpreter's final flush stays quiet.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     else:
         _write_text(path, text)
 
