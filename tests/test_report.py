@@ -400,3 +400,21 @@ def test_json_to_a_closed_pipe_is_quiet() -> None:
     res = subprocess.run(f"{sys.executable} -m lbparse report {sample_pcap()} --json - -q | head -1",
                          shell=True, capture_output=True, env=env, timeout=300)
     assert res.stdout == b"{\n" and res.stderr == b""
+
+
+def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data_short, copy)
+    log = copy / "node1" / "streams" / "orders" / "0" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    raw[40:48] = b"\xff" * 8  # inside the first entry: its CRC cannot match
+    log.write_bytes(bytes(raw))
+    res = cli("report", str(copy), "--json", str(tmp_path / "r.json"), "-q")
+    assert res.returncode == 1, res.stderr
+    model = json.loads((tmp_path / "r.json").read_text())
+    assert model["storage"]["findings"] >= 1
+    kinds = [k for k in model["problems"]["by_kind"] if k.startswith("notice:storage:")]
+    assert kinds and all(str(log) in x["where"] for k in kinds
+                         for x in model["problems"]["examples"][k])

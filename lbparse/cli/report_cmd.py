@@ -26,9 +26,9 @@ page is rendered from exactly that data); --screenshot takes a PNG of the
 page in headless Chromium.
 
 Exit status: 0 when every input was read whole, 1 when the capture reader
-noticed something (gaps, cut messages, bytes that are not NATS: all shown
-in the page, as are envelopes that do not decode), 2 when an input could
-not be read or the options are wrong.
+noticed something (gaps, cut messages, bytes that are not NATS) or a data
+directory holds damage (all shown in the page, as are envelopes that do
+not decode), 2 when an input could not be read or the options are wrong.
 
 examples:
   lbparse report cluster.pcap -o report.html
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         _screenshot(output, args.screenshot)
     if not args.quiet:
         _summary(model, output, args.json_out, time.monotonic() - start)
-    return 1 if noticed else 0
+    return 1 if noticed or model["storage"]["findings"] else 0
 
 
 def _write_json(model: dict[str, Any], path: str) -> None:
