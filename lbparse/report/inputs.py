@@ -182,8 +182,9 @@ def _record(row: dict[str, Any]) -> Record:
     headers = row["headers"]
     block = None if headers is None else build_header_block(
         [(h["key"], h["value"]) for h in headers])
-    # the time as integer nanoseconds (aggregate.to_ns takes ints as such)
-    return Record.make(int(row["ts"] or 0), row["src"], row["dst"], row["verb"],
+    # Seconds, as the capture reader gives them (a record's ts is a float, also
+    # in the compiled build); aggregate.to_ns takes them back to the microsecond.
+    return Record.make((row["ts"] or 0) / 1e9, row["src"], row["dst"], row["verb"],
                        row["subject"], row["reply"], row["sid"], block, row["payload"] or b"")
 
 
