@@ -41,7 +41,8 @@ check-generated:
 test:
 	$(PYTHON) -m pytest -q
 
-## bench: decoding and capture benchmarks (medians, side by side)
+## bench: decoding, capture and report benchmarks (medians, side by side; the report's
+## makes a capture of a million messages: a few minutes)
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
