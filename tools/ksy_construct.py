@@ -72,6 +72,20 @@ def _base(stream):
 """
 
 
+def _split_ternary(src: str) -> tuple[str, str, str] | None:
+    """(condition, then, else) of a top-level `c ? a : b`, or None."""
+    depth, q = 0, None
+    for i, ch in enumerate(src):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and ch == "?" and q is None:
+            q = i
+        elif (depth == 0 and ch == ":" and q is not None and src[i - 1:i] != ":"
+              and src[i + 1:i + 2] != ":"):
+            return src[:q], src[q + 1:i], src[i + 1:]
+    return None
+
+
 class UnsupportedKsy(ValueError):
     """The .ksy uses a feature this emitter does not translate."""
 
@@ -104,6 +118,12 @@ class Emitter:
     def expr(self, src: Any, self_field: str | None = None) -> str:
         """Translate a Kaitai expression to a Python expression over `this`."""
         src = str(src)
+        ternary = _split_ternary(src)
+        if ternary is not None:
+            # `c ? a : b`, Kaitai's conditional: Python's `a if c else b`.
+            c, a, b = (self.expr(part, self_field).replace("lambda this: ", "", 1)
+                       for part in ternary)
+            return f"lambda this: (({a}) if ({c}) else ({b}))"
         if "?" in src or "_io" in src:
             raise UnsupportedKsy(f"expression not supported: {src!r}")
         out = []

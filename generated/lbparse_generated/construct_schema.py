@@ -58,7 +58,7 @@ liftbridge_envelope = Struct(
     "has_header" / Computed(lambda this: this._params.layout != 4 and this._params.layout != 5),
     "cookie" / If(lambda this: this._params.layout == 4, Const(b'LIFT')),
     "header" / If(lambda this: this.has_header, FixedSized(lambda this: 8, liftbridge_envelope__header)),
-    "crc32c" / If(lambda this: this.has_header and this.header.has_crc, Int32ub),
+    "crc32c" / If(lambda this: (( this.header.has_crc ) if (this.has_header ) else ( False)), Int32ub),
     "payload" / GreedyBytes,
     "_valid_payload" / Check(lambda this: this._params.layout != 4 or len(this.payload) > 0),
 )
@@ -69,8 +69,10 @@ liftbridge_envelope = Struct(
 # One message header, a string key and a byte-string value.
 liftbridge_commitlog__header = Struct(
     "key_len" / Int16sb,
+    "_valid_key_len" / Check(lambda this: this.key_len >= 0),
     "key" / StringEncoded(Bytes(lambda this: this.key_len), 'utf8'),
     "value_len" / Int32sb,
+    "_valid_value_len" / Check(lambda this: this.value_len >= 0),
     "value" / Bytes(lambda this: this.value_len),
 )
 
