@@ -6,7 +6,8 @@ client and restarted) tells the story, checked through the --json numbers:
   metadata leader moves off the first victim;
 - publish -> ack latency spikes around the kills (seconds against a median of
   a millisecond or so);
-- NATS 503s to the dead nodes' subjects, as many as the capture holds;
+- NATS 503s, as many as the capture holds, naming the dead nodes' subjects
+  (when the run sent requests to them: not every run does);
 - the counts are those of `lbparse capture --stats`;
 
 and the page renders in headless Chromium with every chart drawn.
@@ -110,7 +111,9 @@ def test_metadata_leader_moves_off_the_first_victim(story: dict[str, Any]) -> No
     raft = model["cluster"]["raft"]
     leaders = raft["terms"] if raft.get("decoded") and raft["terms"] else \
         model["cluster"]["metadata_leaders"]
-    after = [seg for seg in leaders if t < seg["start"] < t + 60_000]
+    # until the victim is back (it may be elected again afterwards)
+    back = story["restarts"][victim]
+    after = [seg for seg in leaders if t < seg["start"] < back]
     assert after and all(seg["leader"] != victim for seg in after), leaders
     if raft.get("decoded"):
         assert any(t < e["t"] < t + 30_000 and e["candidate"] != victim
@@ -133,8 +136,12 @@ def test_503s_are_the_captures_and_name_the_dead_nodes(story: dict[str, Any]) ->
     model = story["model"]
     in_capture = sum(1 for r in CaptureReader(story["capture"], decode=False)
                      if r.verb == "HMSG" and is_no_responders(r.header_block))
-    assert model["cluster"]["no_responders_total"] == in_capture > 0
+    assert model["cluster"]["no_responders_total"] == in_capture
     assert sum(r["count"] for r in model["cluster"]["no_responders"]) == in_capture
+    if not in_capture:
+        # Whether a request meets a dead node's subject is timing: some runs
+        # send none (then there is nothing to name, and the count above is 0).
+        return
     for t, victim, _ in story["kills"]:
         back = story["restarts"][victim]
         assert any(f".{victim}." in x["subject"] and x["first"] <= back + 5_000 and
@@ -173,6 +180,11 @@ def test_data_directories_show_the_same_failover(story: dict[str, Any]) -> None:
         return {(c["partition_key"], c["from_leader"], c["to_leader"], c["from_epoch"],
                  c["to_epoch"]) for c in m["partitions"]["leader_changes"]}
 
-    assert changes(disk) and changes(disk) == changes(wire)
+    # A change is on disk once a message was stored in the new epoch: every one
+    # there is one the wire shows, and the victim's orders/0 is among them
+    # (the run publishes to it afterwards).
+    assert changes(disk) <= changes(wire)
+    t, victim, _ = story["kills"][1]
+    assert any(c[0] == "orders/0" and c[1] == victim for c in changes(disk)), changes(disk)
     if wire["cluster"]["raft"].get("decoded"):
         assert disk["cluster"]["raft"]["log_ops_total"] == wire["cluster"]["raft"]["log_ops_total"]
