@@ -54,6 +54,11 @@ check-generated:
 test:
 	$(PYTHON) -m pytest -q
 
+## typecheck: mypy --strict over lbparse (configured in pyproject.toml [tool.mypy])
+.PHONY: typecheck
+typecheck:
+	$(PYTHON) -m mypy
+
 ## bench: decoding, capture and report benchmarks (medians, side by side; the report's
 ## makes a capture of a million messages: a few minutes)
 bench:

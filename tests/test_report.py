@@ -22,17 +22,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lbparse
-from lbparse.capture import Record
-from lbparse.capture.records import JsonlRecordWriter, decode_into
+from lbparse.capture import CaptureReader, Record
+from lbparse.capture.recordings import JsonlRecordWriter
+from lbparse.capture.records import decode_into
 from lbparse.commitlog import ReplicationResponse
 from lbparse.report import build_model, render_html
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.histogram import Histogram, bucket_bounds, bucket_of
-from lbparse.report.timebins import MAX_BINS, WIDTHS, Counts, TimeAxis
+from lbparse.report.timebins import MAX_BINS, WIDTHS, Counts, TimeAxis, utc_text
 from support.shared import LIFTBRIDGE, ROOT
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
-T0 = 1_790_000_000.0
+T0 = 1_790_000_000 * 10**9  # capture time, integer nanoseconds
+SEC = 10**9
 NS = "liftbridge-default"
 CLIENT, SERVER = "127.0.0.1:40000", "127.0.0.1:4222"
 
@@ -63,7 +65,7 @@ def rec(t: float, verb: str, subject: str, payload: bytes, src: str = CLIENT, ds
     sid = None if verb in ("PUB", "HPUB") else "1"
     if verb in ("MSG", "HMSG"):
         src, dst = dst, src
-    r = Record.make(T0 + t, src, dst, verb, subject, reply, sid, block, payload)
+    r = Record.make(T0 + round(t * SEC), src, dst, verb, subject, reply, sid, block, payload)
     return decode_into(r, "v0")
 
 
@@ -132,7 +134,9 @@ def test_leader_epoch_and_change_from_replication_traffic() -> None:
     (change,) = m["leader_changes"]
     assert (change["partition_key"], change["from_leader"], change["to_leader"],
             change["from_epoch"], change["to_epoch"]) == ("orders/0", "node1", "node3", 5, 9)
-    assert change["t"] == pytest.approx((T0 + 9.0005) * 1000, abs=0.01)
+    assert change["t"] == pytest.approx((T0 + 9_000_500_000) / 10**6, abs=0.01)
+    assert change["t_ns"] == T0 + 9_000_500_000
+    assert change["t_utc"] == "2026-09-21T14:13:29.000500000Z"
     assert [x["lag"] for x in m["lag"]] == [3, 0, 4]
 
 
@@ -169,6 +173,13 @@ def test_no_responders_counted_by_the_request_they_answer(block: bytes) -> None:
 
 
 # -- bounded state ---------------------------------------------------------------
+
+def test_utc_text_is_exact_to_the_nanosecond() -> None:
+    assert utc_text(0) == "1970-01-01T00:00:00.000000000Z"
+    assert utc_text(T0 + 123_456_789) == "2026-09-21T14:13:20.123456789Z"
+    assert utc_text(-1) == "1969-12-31T23:59:59.999999999Z"
+    assert utc_text(None) is None
+
 
 def test_each_bin_width_divides_the_next() -> None:
     assert all(b % a == 0 for a, b in zip(WIDTHS, WIDTHS[1:]))
@@ -220,7 +231,8 @@ def test_page_stays_small_whatever_the_input(tmp_path: Path) -> None:
         m = msg("proto.Message", stream=f"s{k % 600}", ackInbox="acks.x", correlationId=f"c{k}",
                 ackPolicy=k % 3)
         t = rng.uniform(0, 10 * 86400)
-        w.write(Record.make(T0 + t, CLIENT, SERVER, "PUB", f"s{k % 600}", None, None, None,
+        w.write(Record.make(T0 + round(t * SEC), CLIENT, SERVER, "PUB", f"s{k % 600}", None, None,
+                            None,
                             lbparse.encode(m)))
     w.close()
     model = build_model([str(path)])
@@ -285,6 +297,12 @@ def test_report_counts_are_the_capture_stats_and_the_page_is_rendered_from_the_j
     assert model["problems"]["by_kind"] == {f"error:{k}": n for k, n in
                                             stats.get("errors by kind", {}).items()}
     assert model["problems"]["total"] == errors
+    # exact times: nanoseconds as decimal strings (lbparse's JSON convention), shown as UTC
+    times = [r.ts for r in CaptureReader(str(capture))]
+    rep = model["report"]
+    assert (rep["first_ns"], rep["last_ns"]) == (str(min(times)), str(max(times)))
+    assert rep["first_utc"] == utc_text(min(times)) and rep["first_utc"].endswith("Z")
+    assert rep["first_utc"][:-1].replace("T", " ") + " UTC" in page.read_text()
     # the page is the model's rendering, and nothing else
     assert render_html(json.loads(data.read_text())) == page.read_text()
 

@@ -16,8 +16,10 @@ from lbparse.report.browser import chromium, look
 from lbparse.report.charts import chart_list
 from support.shared import LIFTBRIDGE
 
-pytestmark = pytest.mark.skipif(chromium() is None,
-                                reason="Chromium is not installed (make install-system)")
+# slow: each test starts a headless Chromium (about 3 s here, 10 s for the module).
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(chromium() is None,
+                                 reason="Chromium is not installed (make install-system)")]
 Image = pytest.importorskip("PIL.Image", reason="pillow is not installed (make install-python)")
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"

@@ -22,7 +22,9 @@ a few MB whatever the input), and the page shows:
 
 The page is self-contained (Vega-Lite charts, their runtime inlined): it
 opens without a network. --json writes the data behind every chart (the
-page is rendered from exactly that data); --screenshot takes a PNG of the
+page is rendered from exactly that data; times of charts in milliseconds,
+exact times as *_ns, nanoseconds since the epoch written as decimal
+strings by lbparse's JSON convention, with their UTC text as *_utc); --screenshot takes a PNG of the
 page in headless Chromium.
 
 Exit status: 0 when every input was read whole, 1 when the capture reader
@@ -39,12 +41,12 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
 
+from lbparse import jsonform
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
@@ -117,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(model: dict[str, Any], path: str) -> None:
-    text = json.dumps(model, ensure_ascii=False, indent=1) + "\n"
+    # lbparse's JSON convention: exact times (the *_ns fields) as decimal strings.
+    text = jsonform.dumps(model, indent=1) + "\n"
     if path == "-":
         try:
             sys.stdout.write(text)

@@ -16,7 +16,7 @@ from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
-from lbparse.report.timebins import MS, S, Counts, TimeAxis
+from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
 
 SCHEMA_VERSION = 1
 MAX_STREAMS = 200
@@ -26,13 +26,6 @@ TOP_KEYS = 12   # streams (by messages) drawn one by one over time; the rest as 
 PUBLISHING_VERBS = ("PUB", "HPUB")
 # protocol.Op (spec/proto/internal.proto), by number: PropagatedRequest.op
 _OPS: dict[int, str] = {}
-
-
-def to_ns(ts: float | int) -> int:
-    """A record's time as integer nanoseconds since the epoch. Floats are seconds,
-    taken to the microsecond: a float of today's seconds holds no finer time
-    (and the pipeline's Parquet keeps microseconds)."""
-    return ts if type(ts) is int else round(ts * 1e6) * 1000
 
 
 def _op_name(m: Any) -> str:
@@ -89,8 +82,7 @@ class Aggregator:
         # The hot path: one call per message, a million times for a large
         # capture. Counters are updated in their dicts directly and the
         # time bin is computed inline unless the axis must grow.
-        ts = rec.ts
-        ns = ts if type(ts) is int else round(ts * 1e6) * 1000
+        ns: int = rec.ts  # integer nanoseconds since the epoch (fields.RECORD's ts)
         axis = self.axis
         i = ns // axis.width
         if not axis.lo <= i <= axis.hi:
@@ -244,8 +236,8 @@ class Aggregator:
             self._storage = Storage(self)
         return self._storage
 
-    def notice(self, kind: str, ts: float | int | None, where: str, message: str) -> None:
-        self.problems.notice(kind, None if ts is None else to_ns(ts), where, message)
+    def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        self.problems.notice(kind, ns, where, message)
 
     # -- the model ----------------------------------------------------------------
 
@@ -286,6 +278,7 @@ class Aggregator:
                 "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",
                 "first": None if first is None else first / MS,
                 "last": None if last is None else last / MS,
+                **exact_time("first", first), **exact_time("last", last),
                 "duration_s": None if first is None or last is None else (last - first) / S,
                 "bin_s": self.axis.width_s,
             },

@@ -66,7 +66,7 @@ def _binned_bars(name: str, key: str, value: str, bin_ms: float, y_title: str,
         tooltip=[_tooltip_time(), alt.Tooltip(f"{key}:N", title=legend),
                  alt.Tooltip(f"{value}:Q", title=y_title)],
     ).properties(width=WIDTH, height=HEIGHT)
-    return chart.to_dict()
+    return _spec(chart)
 
 
 # Tableau 10: one colour per node, the same in every chart of the page.
@@ -82,6 +82,12 @@ def node_scale(model: dict[str, Any]) -> alt.Scale:
     domain = sorted(names, key=lambda n: (n.count(":"), n))  # node names before endpoints
     return alt.Scale(domain=domain, range=[NODE_COLOURS[k % len(NODE_COLOURS)]
                                            for k in range(len(domain))])
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    """An Altair chart's Vega-Lite spec (Altair is typed as Any here: pyproject's mypy notes)."""
+    spec: dict[str, Any] = chart.to_dict()
+    return spec
 
 
 def _spec_or_empty(model: dict[str, Any], paths: dict[str, str], why: str,
@@ -124,7 +130,7 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     hist = dataset_name("latency.histogram")
 
     def histogram() -> dict[str, Any]:
-        return alt.Chart(alt.NamedData(hist)).mark_bar(opacity=0.75).encode(
+        return _spec(alt.Chart(alt.NamedData(hist)).mark_bar(opacity=0.75).encode(
             x=alt.X("lo_ms:Q", title="publish -> ack (ms, log scale)",
                     scale=alt.Scale(type="log")),
             x2="hi_ms:Q",
@@ -132,7 +138,7 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             color=alt.Color("ack_policy:N", title="AckPolicy"),
             tooltip=["ack_policy:N", alt.Tooltip("lo_ms:Q", title="from ms", format=".3f"),
                      alt.Tooltip("hi_ms:Q", title="to ms", format=".3f"), "count:Q"],
-        ).properties(width=WIDTH, height=HEIGHT).to_dict()
+        ).properties(width=WIDTH, height=HEIGHT))
 
     spec, empty = _spec_or_empty(model, {hist: "latency.histogram"},
                                  "No Publish was paired with its Ack in this input.", histogram)
@@ -145,14 +151,14 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     def over_time() -> dict[str, Any]:
         base = alt.Chart(alt.NamedData(over)).transform_fold(
             ["p50_ms", "p99_ms", "max_ms"], as_=["quantile", "ms"])
-        return base.mark_point(filled=True, size=28, opacity=0.8).encode(
+        return _spec(base.mark_point(filled=True, size=28, opacity=0.8).encode(
             x=_time(title="time the Publish was sent (UTC)"),
             y=alt.Y("ms:Q", title="ms (log scale)", scale=alt.Scale(type="log")),
             color=alt.Color("ack_policy:N", title="AckPolicy"),
             shape=alt.Shape("quantile:N", title="statistic", sort=["p50_ms", "p99_ms", "max_ms"]),
             tooltip=[_tooltip_time(), "ack_policy:N", "quantile:N",
                      alt.Tooltip("ms:Q", format=".3f"), "count:Q"],
-        ).properties(width=WIDTH, height=HEIGHT).to_dict()
+        ).properties(width=WIDTH, height=HEIGHT))
 
     spec, empty = _spec_or_empty(model, {over: "latency.over_time"},
                                  "No Publish was paired with its Ack in this input.", over_time)
@@ -205,7 +211,7 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                 tooltip=[_tooltip_time(), "partition_key:N", "from_leader:N", "to_leader:N",
                          "from_epoch:Q", "to_epoch:Q"]))
         n = len({row["partition_key"] for row in get_path(model, "partitions.leaders")})
-        return alt.layer(*layers).properties(width=WIDTH, height=max(80, 30 * n)).to_dict()
+        return _spec(alt.layer(*layers).properties(width=WIDTH, height=max(80, 30 * n)))
 
     data = {leaders: "partitions.leaders", changes: "partitions.leader_changes",
             isr: "partitions.isr_events"}
@@ -218,12 +224,12 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                      "leader reports sent to the metadata leader.", data, spec, empty))
 
     def epochs() -> dict[str, Any]:
-        return alt.Chart(alt.NamedData(leaders)).mark_line(
+        return _spec(alt.Chart(alt.NamedData(leaders)).mark_line(
             interpolate="step-after", point=True).encode(
             x=_time("start"), y=alt.Y("epoch:Q", title="leader epoch"),
             color=alt.Color("partition_key:N", title="partition"),
             tooltip=["partition_key:N", "leader:N", "epoch:Q", _tooltip_time("start", "from")],
-        ).properties(width=WIDTH, height=HEIGHT).to_dict()
+        ).properties(width=WIDTH, height=HEIGHT))
 
     spec, empty = _spec_or_empty(model, {leaders: "partitions.leaders"},
                                  "No leader epoch seen in this input.", epochs)
@@ -234,12 +240,12 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     lag = dataset_name("partitions.lag")
 
     def lag_chart() -> dict[str, Any]:
-        return alt.Chart(alt.NamedData(lag)).mark_line(interpolate="step-after").encode(
+        return _spec(alt.Chart(alt.NamedData(lag)).mark_line(interpolate="step-after").encode(
             x=_time(), y=alt.Y("lag:Q", title="messages behind HW"),
             color=alt.Color("series:N", title="partition, follower",
                             legend=alt.Legend(symbolLimit=MAX_LEGEND)),
             tooltip=[_tooltip_time(), "series:N", "lag:Q"],
-        ).properties(width=WIDTH, height=HEIGHT).to_dict()
+        ).properties(width=WIDTH, height=HEIGHT))
 
     spec, empty = _spec_or_empty(model, {lag: "partitions.lag"},
                                  "No ReplicationRequest was answered in this input.", lag_chart)
@@ -282,7 +288,7 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             layers.append(alt.Chart(alt.NamedData(elections)).mark_rule(
                 color="#d62728", strokeWidth=2).encode(
                 x=_time(), tooltip=[_tooltip_time(), "term:Q", "candidate:N"]))
-        return alt.layer(*layers).properties(width=WIDTH, height=70).to_dict()
+        return _spec(alt.layer(*layers).properties(width=WIDTH, height=70))
 
     data = {leader_name: leader_path}
     if raft_decoded:

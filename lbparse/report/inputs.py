@@ -20,10 +20,10 @@ from typing import Any, Callable, Iterator
 
 from lbparse.capture import CaptureReader, Notice, Record, Stats
 from lbparse.capture.records import build_header_block, decode_into
-from lbparse.report.aggregate import Aggregator, to_ns
-from lbparse.report.timebins import MS
+from lbparse.report.aggregate import Aggregator
+from lbparse.report.timebins import MS, exact_time
 
-PIPELINE_COLUMNS = ("source", "position", "ts", "src", "dst", "verb", "subject", "reply", "sid",
+PIPELINE_COLUMNS = ("source", "position", "ts_ns", "src", "dst", "verb", "subject", "reply", "sid",
                     "headers", "payload", "error_kind", "error_message")
 BATCH = 8192
 
@@ -107,7 +107,8 @@ def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions)
 
     reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice)
     add = agg.add
-    first = last = None
+    first: int | None = None
+    last: int | None = None
     progress = options.on_progress
     for k, rec in enumerate(reader):
         add(rec)
@@ -119,9 +120,15 @@ def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions)
     stats.merge(reader.stats)
     s = reader.stats
     return InputSummary(path, _capture_format(reader), s.messages, sum(s.notices.values()), {
-        "packets": s.packets, "bytes_read": s.bytes_read,
-        "first": None if first is None else to_ns(first) / MS,
-        "last": None if last is None else to_ns(last) / MS})
+        "packets": s.packets, "bytes_read": s.bytes_read, **_span(first, last)})
+
+
+def _span(first: int | None, last: int | None) -> dict[str, Any]:
+    """An input's first and last message: milliseconds (chart coordinates),
+    and exact (nanoseconds, UTC text)."""
+    return {"first": None if first is None else first / MS,
+            "last": None if last is None else last / MS,
+            **exact_time("first", first), **exact_time("last", last)}
 
 
 def _capture_format(reader: CaptureReader) -> str:
@@ -136,7 +143,8 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
     assert dataset_dir is not None
     layout = options.layout or _default_layout()
     summary = InputSummary(path, "pipeline")
-    first = last = None
+    first: int | None = None
+    last: int | None = None
     rows = 0
     for row in _pipeline_rows(dataset_dir):
         rows += 1
@@ -156,8 +164,7 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         last = rec.ts
         if options.on_progress is not None and not rows & 4095:
             options.on_progress(path, rows, 0)
-    summary.extra = {"rows": rows, "first": None if first is None else to_ns(first) / MS,
-                     "last": None if last is None else to_ns(last) / MS}
+    summary.extra = {"rows": rows, **_span(first, last)}
     summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
     if os.path.isfile(summary_file):
         with open(summary_file) as f:
@@ -174,7 +181,7 @@ def _default_layout() -> str:
 
 
 def _row_ns(row: dict[str, Any]) -> int | None:
-    ts = row["ts"]
+    ts = row["ts_ns"]
     return None if ts is None else int(ts)
 
 
@@ -182,9 +189,7 @@ def _record(row: dict[str, Any]) -> Record:
     headers = row["headers"]
     block = None if headers is None else build_header_block(
         [(h["key"], h["value"]) for h in headers])
-    # Seconds, as the capture reader gives them (a record's ts is a float, also
-    # in the compiled build); aggregate.to_ns takes them back to the microsecond.
-    return Record.make((row["ts"] or 0) / 1e9, row["src"], row["dst"], row["verb"],
+    return Record.make(row["ts_ns"] or 0, row["src"], row["dst"], row["verb"],
                        row["subject"], row["reply"], row["sid"], block, row["payload"] or b"")
 
 
@@ -197,12 +202,18 @@ def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
 
     data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
     names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]
+    if "ts_ns" not in names:
+        # Output of a pipeline before ts_ns: its ts (a timestamp) is what there is.
+        names.insert(names.index("position") + 1 if "position" in names else 0, "ts")
     table = data.to_table(columns=names)
-    ts = table.column("ts")
-    if pa.types.is_timestamp(ts.type):
-        ts = pc.cast(pc.cast(ts, pa.timestamp("ns")), pa.int64())
-    table = table.set_column(names.index("ts"), "ts", ts)
-    table = table.sort_by([("ts", "ascending"), ("source", "ascending"),
+    if "ts_ns" not in names:
+        ts = table.column("ts")
+        if pa.types.is_timestamp(ts.type):
+            ts = pc.cast(pc.cast(ts, pa.timestamp("ns", tz=ts.type.tz)), pa.int64())
+        at = names.index("ts")
+        table = table.set_column(at, "ts_ns", ts)
+        names[at] = "ts_ns"
+    table = table.sort_by([("ts_ns", "ascending"), ("source", "ascending"),
                            ("position", "ascending")])
     for batch in table.to_batches(max_chunksize=BATCH):
         cols = {n: batch.column(n).to_pylist() for n in names}

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lbparse.report.nodes import NodeMap, partition_of_subject
-from lbparse.report.timebins import MS, Maxima, TimeAxis
+from lbparse.report.timebins import MS, Maxima, TimeAxis, exact_time
 
 MAX_PARTITIONS = 1000
 MAX_SEGMENTS = 2000        # per partition; past this, later epochs are counted only
@@ -212,7 +212,8 @@ class Partitions:
                                 "epoch": seg.epoch, "start": seg.first_ns / MS,
                                 "end": seg.last_ns / MS, "observations": seg.observations})
                 if prev is not None and (prev[0] != name or prev[1] != seg.epoch):
-                    changes.append({"t": seg.first_ns / MS, "stream": stream, "partition": part,
+                    changes.append({"t": seg.first_ns / MS, **exact_time("t", seg.first_ns),
+                                    "stream": stream, "partition": part,
                                     "partition_key": f"{stream}/{part}",
                                     "from_leader": prev[0], "to_leader": name,
                                     "from_epoch": prev[1], "to_epoch": seg.epoch,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.report.timebins import MS, Counts, TimeAxis
+from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
 EXAMPLES = 3            # first examples kept per kind
 MAX_MESSAGE = 300       # characters of an example's message
@@ -37,7 +37,8 @@ class Problems:
     def _example(self, kind: str, ns: int | None, where: str, message: str) -> None:
         shown = self.examples.setdefault(kind, [])
         if len(shown) < EXAMPLES:
-            shown.append({"t": None if ns is None else ns / MS, "where": where,
+            shown.append({"t": None if ns is None else ns / MS, **exact_time("t", ns),
+                          "where": where,
                           "message": message[:MAX_MESSAGE]})
 
     def model(self) -> dict[str, Any]:

@@ -18,8 +18,10 @@ import html
 import json
 from typing import Any
 
+from lbparse.jsonform import to_json_value
 from lbparse.report.bundle import vega_bundle
 from lbparse.report.charts import Chart, chart_list, get_path
+from lbparse.report.timebins import utc_text
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -72,6 +74,20 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _when_ns(ns: Any) -> str:
+    """An exact time of the model (nanoseconds, an int or its decimal string) as UTC text."""
+    if ns is None:
+        return "—"
+    text = utc_text(int(ns))
+    return "—" if text is None else text.replace("T", " ").rstrip("Z") + " UTC"
+
+
+def _when_of(d: dict[str, Any], prefix: str) -> str:
+    """`d`'s time `prefix`: exact when the model has its nanoseconds, else its milliseconds."""
+    ns = d.get(f"{prefix}_ns")
+    return _when_ns(ns) if ns is not None else _when(d.get(prefix))
+
+
 def _when(ms: float | None) -> str:
     if ms is None:
         return "—"
@@ -88,7 +104,8 @@ def _n(value: Any) -> str:
 
 def _script_json(obj: Any) -> str:
     """JSON inside a <script> element: no `</` may end it early."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    return json.dumps(to_json_value(obj), ensure_ascii=False,
+                      separators=(",", ":")).replace("</", "<\\/")
 
 
 def _table(head: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
@@ -135,13 +152,13 @@ def header_html(model: dict[str, Any]) -> str:
         _kpi("problems", model["problems"]["total"], model["problems"]["total"] > 0),
     ])
     inputs = _table(["input", "format", "messages", "problems", "first", "last"],
-                    [[i["path"], _format(i), i["messages"], i["problems"], _when(i.get("first")),
-                      _when(i.get("last"))] for i in model["inputs"]], {2, 3})
+                    [[i["path"], _format(i), i["messages"], i["problems"], _when_of(i, "first"),
+                      _when_of(i, "last")] for i in model["inputs"]], {2, 3})
     read = (f"{_n(totals.get('packets', 0))} packets, {_n(totals.get('bytes_read', 0))} bytes read, "
             f"{_n(totals.get('gaps', 0))} gaps; per verb: "
             + ", ".join(f"{k} {_n(v)}" for k, v in totals.get("per_verb", {}).items()))
-    return (f"<header><h1>Liftbridge report</h1><div class=sub>{_e(_when(rep.get('first')))} — "
-            f"{_e(_when(rep.get('last')))} ({'—' if span is None else f'{span:,.1f} s'}), "
+    return (f"<header><h1>Liftbridge report</h1><div class=sub>{_e(_when_of(rep, 'first'))} — "
+            f"{_e(_when_of(rep, 'last'))} ({'—' if span is None else f'{span:,.1f} s'}), "
             f"time bins of {rep['bin_s']:g} s · {_e(rep['generator'])}</div></header>"
             f"<main><div class=kpis>{kpis}</div><section><h2>What was read</h2>"
             f"<div class=card>{inputs}<p>{read}</p>"
@@ -175,7 +192,7 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         changes = model["partitions"]["leader_changes"]
         return "<div class=card><h3>Leader changes</h3>" + (_table(
             ["time", "partition", "from", "to", "epochs"],
-            [[_when(c["t"]), c["partition_key"], c["from_leader"], c["to_leader"],
+            [[_when_of(c, "t"), c["partition_key"], c["from_leader"], c["to_leader"],
               f"{c['from_epoch']} → {c['to_epoch']}"] for c in changes])
             if changes else "<p>none</p>") + "</div>"
     if section == "Cluster":
@@ -206,7 +223,7 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         examples = model["problems"]["examples"]
         if not examples:
             return ""
-        rows = [[kind, _when(x["t"]), x["where"], x["message"]]
+        rows = [[kind, _when_of(x, "t"), x["where"], x["message"]]
                 for kind, xs in examples.items() for x in xs]
         return "<div class=card><h3>First examples</h3>" + _table(
             ["kind", "time", "where", "message"], rows) + "</div>"

@@ -8,12 +8,18 @@ width falls into exactly one bin of the new). Memory and the report's
 size are then bounded by MAX_BINS whatever the input's length.
 
 A bin is an integer index: its start is `index * width_ns` nanoseconds
-since the Unix epoch.
+since the Unix epoch. Times stay integer nanoseconds (as records carry
+them) until the model: chart coordinates are milliseconds (what Vega-Lite
+reads as a time), exact times are nanoseconds (`jsonform.Int64`) with their
+readable UTC text (`utc_text`).
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Callable, Protocol
+
+from lbparse.jsonform import Int64
 
 MS = 1_000_000
 S = 1_000 * MS
@@ -25,6 +31,28 @@ WIDTHS: tuple[int, ...] = (
 )
 MAX_BINS = 600
 OTHER = "(other)"
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def utc_text(ns: int | None) -> str | None:
+    """`ns` (integer nanoseconds since the epoch) as ISO 8601 UTC text to the
+    nanosecond, computed in integers (no float seconds): 2026-09-21T08:00:00.123456789Z."""
+    if ns is None:
+        return None
+    secs, frac = divmod(int(ns), S)
+    try:
+        when = _EPOCH + datetime.timedelta(seconds=secs)
+    except OverflowError:
+        return f"{ns} ns since the epoch"
+    return when.strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+
+
+def exact_time(prefix: str, ns: int | None) -> dict[str, Any]:
+    """The model's fields of one exact time: `<prefix>_ns` (an Int64: a decimal
+    string in --json) and `<prefix>_utc` (its text)."""
+    return {f"{prefix}_ns": None if ns is None else Int64(ns), f"{prefix}_utc": utc_text(ns)}
 
 
 class Rekeyable(Protocol):

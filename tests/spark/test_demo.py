@@ -60,4 +60,6 @@ def test_report_of_the_pipeline_output_is_the_report_of_its_capture(spark: Any,
         assert via["totals"][key] == direct["totals"][key], key
     for part in ("traffic", "latency", "partitions", "problems"):
         assert via[part] == direct[part], part
-    assert via["report"]["first"] == pytest.approx(direct["report"]["first"], abs=0.001)
+    # the pipeline's ts_ns: the capture's times to the nanosecond
+    for key in ("first_ns", "last_ns", "first_utc", "last_utc"):
+        assert via["report"][key] == direct["report"][key], key
