@@ -30,6 +30,8 @@ _OPS: dict[int, str] = {}
 
 def _op_name(m: Any) -> str:
     number = m.op
+    if isinstance(number, str):  # the columnar path's rows name their enums
+        return number
     name = _OPS.get(number)
     if name is None:
         value = m.DESCRIPTOR.fields_by_name["op"].enum_type.values_by_number.get(number)

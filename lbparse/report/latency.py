@@ -30,7 +30,9 @@ POLICY_NAMES = {0: "LEADER", 1: "ALL", 2: "NONE"}  # proto.AckPolicy (spec/proto
 ACK_ERRORS = {0: "OK", 1: "UNKNOWN", 2: "INCORRECT_OFFSET", 3: "TOO_LARGE", 4: "ENCRYPTION"}
 
 
-def _policy_name(value: int) -> str:
+def _policy_name(value: int | str) -> str:
+    if isinstance(value, str):  # the columnar path's rows name their enums
+        return value if not value.isdigit() else _policy_name(int(value))
     return POLICY_NAMES.get(value, f"policy {value}")
 
 
