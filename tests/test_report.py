@@ -436,3 +436,61 @@ def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path
     kinds = [k for k in model["problems"]["by_kind"] if k.startswith("notice:storage:")]
     assert kinds and all(str(log) in x["where"] for k in kinds
                          for x in model["problems"]["examples"][k])
+
+
+# -- the columnar fast path against the record path ------------------------------
+
+# What the columnar path does not count: NATS control lines (PING, SUB...), the
+# packets that are not TCP over IP, the limits hit (the pipeline's reader keeps
+# no count of them).
+NOT_COUNTED_BY_COLUMNS = ("controls", "skipped_packets", "limits")
+
+
+def both_paths(paths: list[str], layout: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    from lbparse.report.inputs import ReadOptions
+
+    ref = build_model(paths, ReadOptions(layout=layout, fast=False))
+    fast = build_model(paths, ReadOptions(layout=layout, fast=True))
+    for model in (ref, fast):
+        for key in NOT_COUNTED_BY_COLUMNS:
+            model["totals"].pop(key)
+        for i in model["inputs"]:
+            i.pop("reader", None)
+    return ref, fast
+
+
+def made_cluster_capture(path: Path, n: int) -> None:
+    """bench_report's capture: publishes, acks, replication with a leader change, 503s."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from bench_report import make_capture
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    make_capture(str(path), n)
+
+
+@pytest.mark.parametrize("layout", [None, "v0"])
+def test_report_fast_path_equals_the_record_path(capture: Path, layout: str | None,
+                                                 tmp_path: Path) -> None:
+    ref, fast = both_paths([str(capture)], layout)
+    assert fast == ref
+
+
+def test_report_fast_path_equals_the_record_path_on_damage_and_made_traffic(
+        tmp_path: Path) -> None:
+    data = sample_pcap().read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    made = tmp_path / "made.pcap"
+    made_cluster_capture(made, 6000)
+    for paths in ([str(cut)], [str(made)], [str(made), str(sample_pcap())]):
+        for layout in (None, "v0"):
+            ref, fast = both_paths(paths, layout)
+            assert ref["problems"]["total"] > 0 or paths != [str(cut)]
+            assert ref["partitions"]["leader_changes"] or paths == [str(cut)]
+            assert fast == ref, (paths, layout)
+
+
+def test_report_reads_pcap_through_columns_by_default() -> None:
+    model = build_model([str(sample_pcap())])
+    assert model["inputs"][0]["reader"] == "columns"

@@ -19,13 +19,13 @@ pipeline's Python reader). `add_batch` puts a batch into an `Aggregator`:
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from lbparse.capture import Stats
+from lbparse.capture import Notice, Stats
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator
@@ -169,13 +169,15 @@ def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
         data[key] = data.get(key, 0) + int(n)
 
 
-def add_batch(agg: Aggregator, batch: Any, stats: Stats, where: str) -> tuple[int, int] | None:
+def add_batch(agg: Aggregator, batch: Any, stats: Stats, where: str,
+              on_notice: Callable[[str, Notice], None] | None = None) -> tuple[int, int] | None:
     """Put one batch of decoded rows into `agg` and `stats`; the first and last
-    message time of the batch (None without a message)."""
+    message time of the batch (None without a message). The reader's notices
+    (rows `input:KIND`) go to `on_notice(where, notice)` too."""
     kinds = batch.column("error_kind")
     inputs = pc.fill_null(pc.starts_with(kinds, "input:"), False)
     if pc.any(inputs).as_py():
-        _input_problems(agg, stats, batch.filter(inputs), where)
+        _input_problems(agg, batch.filter(inputs), where, on_notice)
         batch = batch.filter(pc.invert(inputs))
     n = batch.num_rows
     if n == 0:
@@ -233,12 +235,17 @@ def _value_counts(arr: Any) -> list[tuple[Any, int]]:
     return list(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
 
 
-def _input_problems(agg: Aggregator, stats: Stats, rows: Any, where: str) -> None:
+def _input_problems(agg: Aggregator, rows: Any, where: str,
+                    on_notice: Callable[[str, Notice], None] | None) -> None:
     """The reader's notices (rows `input:KIND`), as the record path's on_notice has them."""
-    for ts, kind, message, src, dst in zip(*(rows.column(c).to_pylist() for c in (
-            "ts_ns", "error_kind", "error_message", "src", "dst"))):
-        agg.notice(kind[len("input:"):], ts, f"{where}: {src} -> {dst}" if src else where,
-                   message or "")
+    for ts, kind, message, src, dst, source in zip(*(rows.column(c).to_pylist() for c in (
+            "ts_ns", "error_kind", "error_message", "src", "dst", "source"))):
+        kind = kind[len("input:"):]
+        # The pipeline's row says "<file>: <kind>: <the reader's message>".
+        message = (message or "").removeprefix(f"{source}: {kind}: ")
+        agg.notice(kind, ts, f"{where}: {src} -> {dst}" if src else where, message or "")
+        if on_notice is not None:
+            on_notice(where, Notice(kind, message or "", ts, src, dst))
 
 
 def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any) -> None:

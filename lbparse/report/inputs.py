@@ -102,7 +102,8 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
 
 
 def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
-    if options.fast or (options.fast is None and options.on_notice is None
+    # The columnar path reads with the default limits (the pipeline's reader).
+    if options.fast or (options.fast is None and options.limits is None
                         and _capture_kind(path) in ("pcap", "pcapng")):
         return read_capture_columns(path, agg, stats, options)
     return read_capture_records(path, agg, stats, options)
@@ -128,7 +129,7 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     mine = Stats()
     done = 0
     for batch in arrow_batches(path, options.layout or "auto", units):
-        span = add_batch(agg, batch, mine, path)
+        span = add_batch(agg, batch, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
             last = span[1] if last is None else max(last, span[1])
@@ -144,8 +145,10 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
             mine.notices[k] += n
         fmt = {"pcap": "pcap", "pcapng": "pcapng"}.get(u.format, "records")
     stats.merge(mine)
+    # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
-        "packets": mine.packets, "bytes_read": mine.bytes_read, **_span(first, last)})
+        "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
+        **_span(first, last)})
 
 
 def read_capture_records(path: str, agg: Aggregator, stats: Stats,
