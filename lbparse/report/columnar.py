@@ -88,6 +88,33 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
         stats.append(unit_stats)
 
 
+_FLAT: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _flat(arr: Any, desc: Any) -> Iterator[Any]:
+    """The rows of a struct column as objects with its fields as attributes.
+    Flat messages: a named tuple per row, each field's column taken to Python
+    once, proto3's left-out defaults filled over the column; messages that
+    nest others: a `_View` per row."""
+    names = tuple(f.name for f in arr.type)
+    if desc is not None and any(_field(desc, n)[0] is not None for n in names):
+        return (_View(d, desc) for d in arr.to_pylist())
+    key = (id(desc), names)
+    cls = _FLAT.get(key)
+    if cls is None:
+        from collections import namedtuple
+
+        cls = _FLAT[key] = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+    columns = []
+    for n in names:
+        child = arr.field(n)
+        default = _field(desc, n)[1]
+        if default is not None and child.null_count:
+            child = pc.fill_null(child, pa.scalar(default, child.type))
+        columns.append(child.to_pylist())
+    return map(cls._make, zip(*columns))
+
+
 def _descriptor(column: str) -> Any:
     """The protobuf descriptor of a struct column (proto_Message: proto.Message), or None."""
     import lbparse
@@ -96,6 +123,28 @@ def _descriptor(column: str) -> Any:
         return lbparse.message_class(column.replace("_", ".", 1)).DESCRIPTOR
     except (KeyError, ValueError, AttributeError):
         return None
+
+
+_MISSING = object()
+# (descriptor, field name) -> (the field's message descriptor or None, its default)
+_FIELDS: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _field(desc: Any, name: str) -> tuple[Any, Any]:
+    key = (id(desc), name)
+    info = _FIELDS.get(key)
+    if info is None:
+        f = desc.fields_by_name.get(name) if desc is not None else None
+        if f is None:
+            info = (None, None)
+        elif f.message_type is not None:
+            info = (f.message_type, None)
+        elif f.enum_type is not None:
+            info = (None, f.enum_type.values_by_number[0].name)
+        else:
+            info = (None, f.default_value)
+        _FIELDS[key] = info
+    return info
 
 
 class _View:
@@ -111,15 +160,11 @@ class _View:
         self._desc = desc
 
     def __getattr__(self, name: str) -> Any:
+        sub, default = _field(self._desc, name)
         v = self._d.get(name)
-        field = self._desc.fields_by_name.get(name) if self._desc is not None else None
-        if field is not None and field.message_type is not None:
-            return _View(v, field.message_type)
-        if v is None and field is not None:
-            if field.enum_type is not None:
-                return field.enum_type.values_by_number[0].name
-            return field.default_value
-        return v
+        if sub is not None:
+            return _View(v, sub)
+        return default if v is None else v
 
 
 class _Row:
@@ -267,14 +312,15 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
             rows = pc.and_(pc.equal(batch.column("msg_type_name"), n),
                            pc.is_null(batch.column("error_kind")))
             arr = batch.column(col).filter(pc.fill_null(rows, False))
-            structs[n] = iter(arr.to_pylist())
-            descriptors[n] = _descriptor(col)
+            descriptors[n] = desc = _descriptor(col)
+            structs[n] = _flat(arr, desc)
     ns_list, i_list = ns.tolist(), i.tolist()
     handlers = agg._handlers
     replies = agg._replies
     nodes = agg.nodes
     payload = batch.column("payload")
     hdr = has_headers.to_pylist()
+    streams: list[str | None] = [None] * len(ns_list)
     for k, (src, dst, verb, subject, reply) in enumerate(zip(
             cols["src"], cols["dst"], cols["verb"], cols["subject"], cols["reply"])):
         if reply and reply not in replies:
@@ -292,7 +338,7 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
             agg.problems.error(t, b, _Row(src, dst, verb, subject, reply, _Error(
                 kind, messages[k].as_py() or "")))
         elif name is not None:
-            m = _View(next(structs[name]), descriptors[name]) if name in structs else None
+            m = next(structs[name]) if name in structs else None
             handler = handlers.get(name)
             if handler is not None:
                 # the payload tells apart publishes that no ack inbox names
@@ -306,20 +352,25 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
             agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b,
                            payload[k].as_py() or b"")
         if stream:
-            _stream(agg, b, stream)
+            streams[k] = stream
         if verb == "HMSG" and hdr[k]:
             pairs = headers[k].as_py()
             if is_no_responders(build_header_block([(h["key"], h["value"]) for h in pairs])):
                 agg.cluster.status_503(t, b, subject)
+    _count_streams(agg, i, streams)
 
 
-def _stream(agg: Aggregator, i: int, stream: str) -> None:
+def _count_streams(agg: Aggregator, i: np.ndarray, streams: list[str | None]) -> None:
+    """Messages by stream and bin; past MAX_STREAMS streams, the new ones together."""
     from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
 
-    if stream not in agg.streams:
-        if len(agg.streams) >= MAX_STREAMS:
-            stream = OTHER_STREAMS
-        agg.streams.add(stream)
-    data = agg.by_stream.data
-    key = (i, stream)
-    data[key] = data.get(key, 0) + 1
+    arr = pa.array(streams, pa.string())
+    known = pc.is_valid(arr)
+    if not pc.any(known).as_py():
+        return
+    for name in pc.unique(arr.filter(known)).to_pylist():  # in order of first appearance
+        if name not in agg.streams and len(agg.streams) >= MAX_STREAMS:
+            arr = pc.if_else(pc.equal(arr, name), OTHER_STREAMS, arr)
+            name = OTHER_STREAMS
+        agg.streams.add(name)
+    _count_pairs(i[np.asarray(known)], arr.filter(known), None, agg.by_stream.data)
