@@ -8,10 +8,16 @@ acks, followers' ReplicationRequests and the leader's ReplicationResponses
 on four partitions (with a leader change half-way), a few 503s, spread
 over ten minutes. Interleaved runs, medians, in one process:
 
-  read     CaptureReader with decoding (--layout v0 and auto): the floor
-  report   build_model (the same reading + the aggregation) and render_html
+  read      CaptureReader with decoding (--layout v0 and auto): the record
+            path's floor
+  records   build_model through the record path (CaptureReader, Aggregator.add
+            per record: the reference) and render_html
+  columns   build_model through the columnar path (report/columnar.py: the
+            pipeline's decoded Arrow batches, the C capture reader where this
+            lbparse has it) and render_html
 
-and the ratio of report to read, the rate in messages/s, the HTML size.
+and the ratios columns/records and records/read, the rate in messages/s,
+the HTML size.
 Target: a million messages in seconds, the page a few MB at most.
 """
 
@@ -96,8 +102,8 @@ def read_only(path: str, layout: str) -> int:
     return n
 
 
-def report(path: str, layout: str) -> int:
-    model = build_model([path], ReadOptions(layout=layout))
+def report(path: str, layout: str, fast: bool) -> int:
+    model = build_model([path], ReadOptions(layout=layout, fast=fast))
     return len(render_html(model).encode())
 
 
@@ -109,7 +115,10 @@ def main() -> None:
         print(f"capture modules compiled: {len(compiled_modules())} of {len(HOT_MODULES)}")
         print(f"capture: {n:,} messages, {os.path.getsize(path) / 1e6:.0f} MB "
               f"(made in {time.perf_counter() - t:.0f} s)")
-        report(path, "v0")  # warm: imports, the Vega bundle's cache
+        from lbparse.report.columnar import native_reader
+
+        print(f"columnar path reads with the C capture reader: {native_reader()}")
+        report(path, "v0", True)  # warm: imports, the Vega bundle's cache, the decoder
         times: dict[str, list[float]] = {}
         size = 0
         for _ in range(RUNS):
@@ -117,14 +126,16 @@ def main() -> None:
                 t = time.perf_counter()
                 read_only(path, layout)
                 times.setdefault(f"read {layout}", []).append(time.perf_counter() - t)
-                t = time.perf_counter()
-                size = report(path, layout)
-                times.setdefault(f"report {layout}", []).append(time.perf_counter() - t)
+                for fast, name in ((False, "records"), (True, "columns")):
+                    t = time.perf_counter()
+                    size = report(path, layout, fast)
+                    times.setdefault(f"{name} {layout}", []).append(time.perf_counter() - t)
         med = {k: statistics.median(v) for k, v in times.items()}
         for layout in ("v0", "auto"):
-            r, rep = med[f"read {layout}"], med[f"report {layout}"]
-            print(f"--layout {layout:<5} read {r:6.1f} s   report {rep:6.1f} s "
-                  f"({n / rep:,.0f} messages/s)   report/read {rep / r:.2f}x")
+            r, rec, col = (med[f"{k} {layout}"] for k in ("read", "records", "columns"))
+            print(f"--layout {layout:<5} read {r:6.1f} s   records {rec:6.1f} s   "
+                  f"columns {col:6.1f} s ({n / col:,.0f} messages/s)   "
+                  f"columns/records {col / rec:.2f}x   records/read {rec / r:.2f}x")
         print(f"page: {size / 1e6:.2f} MB (medians of {RUNS} interleaved runs)")
 
 

@@ -491,6 +491,6 @@ def test_report_fast_path_equals_the_record_path_on_damage_and_made_traffic(
             assert fast == ref, (paths, layout)
 
 
-def test_report_reads_pcap_through_columns_by_default() -> None:
+def test_report_reads_pcap_through_columns_by_default_with_auto() -> None:
     model = build_model([str(sample_pcap())])
     assert model["inputs"][0]["reader"] == "columns"

@@ -74,13 +74,15 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
 
     decoder = _decoder(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
-    read_native = None
-    if native_reader():
-        from lbparse.pipeline.sources import _read_capture as read_native  # type: ignore
+    native = native_reader()
     for unit in plan([os.fspath(path)], options):
         unit_stats = UnitStats(unit.path, unit.format, unit.size)
-        if read_native is not None and unit.format in ("pcap", "pcapng") and unit.error is None:
-            batches = read_native(unit, options, unit_stats)
+        batches: Iterator[Any]
+        if native and unit.format in ("pcap", "pcapng") and unit.error is None:
+            # read_capture_arrow's way: the C capture loop (main's Python one otherwise)
+            from lbparse.pipeline import sources
+
+            batches = getattr(sources, "_read_capture")(unit, options, unit_stats)
         else:
             batches = read_unit(unit, options, unit_stats)
         for batch in batches:
@@ -104,7 +106,7 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
     if cls is None:
         from collections import namedtuple
 
-        cls = _FLAT[key] = namedtuple("Row", names, rename=True)  # type: ignore[misc]
+        cls = _FLAT[key] = namedtuple("Row", names, rename=True)  # type: ignore[misc,unused-ignore]
     columns = []
     for n in names:
         child = arr.field(n)
@@ -112,7 +114,8 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
         if default is not None and child.null_count:
             child = pc.fill_null(child, pa.scalar(default, child.type))
         columns.append(child.to_pylist())
-    return map(cls._make, zip(*columns))
+    make: Callable[[Any], Any] = getattr(cls, "_make")
+    return map(make, zip(*columns))
 
 
 def _descriptor(column: str) -> Any:
@@ -338,7 +341,7 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
             agg.problems.error(t, b, _Row(src, dst, verb, subject, reply, _Error(
                 kind, messages[k].as_py() or "")))
         elif name is not None:
-            m = next(structs[name]) if name in structs else None
+            m: Any = next(structs[name]) if name in structs else None
             handler = handlers.get(name)
             if handler is not None:
                 # the payload tells apart publishes that no ack inbox names

@@ -102,11 +102,19 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
 
 
 def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
-    # The columnar path reads with the default limits (the pipeline's reader).
-    if options.fast or (options.fast is None and options.limits is None
-                        and _capture_kind(path) in ("pcap", "pcapng")):
+    if options.fast or (options.fast is None and _columns_pay(path, options)):
         return read_capture_columns(path, agg, stats, options)
     return read_capture_records(path, agg, stats, options)
+
+
+def _columns_pay(path: str, options: ReadOptions) -> bool:
+    """Whether the columnar path is the faster here (bench/bench_report.py): with
+    the C capture reader, or for `auto` (the batch decoder classifies a batch
+    at once); it reads with the default limits (the pipeline's reader)."""
+    from lbparse.report.columnar import native_reader
+
+    return options.limits is None and _capture_kind(path) in ("pcap", "pcapng") and (
+        native_reader() or (options.layout or "auto") == "auto")
 
 
 def _capture_kind(path: str) -> str:
