@@ -49,20 +49,13 @@ STRUCTS = {
 
 
 def native_reader() -> bool:
-    """Whether this lbparse reads captures with the C reader (read_capture_arrow)."""
+    """Whether this lbparse reads captures with the C capture loop (the pipeline's
+    reader, and lbparse.read_capture_arrow, use it when it is built)."""
     try:
-        from lbparse.pipeline import sources
+        from lbparse.capture import columnar  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return False
-    return hasattr(sources, "_read_capture") and _native_built()
-
-
-def _native_built() -> bool:
-    try:
-        from lbparse.capture import _native  # type: ignore[attr-defined]  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return bool(columnar.available())
 
 
 def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
@@ -74,18 +67,11 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
 
     decoder = _decoder(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
-    native = native_reader()
     for unit in plan([os.fspath(path)], options):
         unit_stats = UnitStats(unit.path, unit.format, unit.size)
-        batches: Iterator[Any]
-        if native and unit.format in ("pcap", "pcapng") and unit.error is None:
-            # read_capture_arrow's way: the C capture loop (main's Python one otherwise)
-            from lbparse.pipeline import sources
-
-            batches = getattr(sources, "_read_capture")(unit, options, unit_stats)
-        else:
-            batches = read_unit(unit, options, unit_stats)
-        for batch in batches:
+        # read_capture_arrow's rows: the C capture loop where it is built, else
+        # lbparse.capture's Python reader
+        for batch in read_unit(unit, options, unit_stats):
             yield decoder(batch)
         stats.append(unit_stats)
 
