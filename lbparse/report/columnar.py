@@ -33,19 +33,9 @@ from lbparse.report.cluster import is_no_responders
 from lbparse.report.nodes import node_of_subject
 
 BATCH_ROWS = 65536
-# The struct column of each MsgType whose handler reads the message.
-STRUCTS = {
-    "Publish": "proto_Message", "Ack": "proto_Ack",
-    "ReplicationRequest": "protocol_ReplicationRequest",
-    "ReplicationResponse": "commitlog_ReplicationResponse",
-    "PartitionNotification": "protocol_PartitionNotification",
-    "PartitionStatusRequest": "protocol_PartitionStatusRequest",
-    "ServerInfoResponse": "protocol_ServerInfoResponse",
-    "RaftJoinRequest": "protocol_RaftJoinRequest",
-    "PropagatedRequest": "protocol_PropagatedRequest",
-    "LeaderEpochOffsetRequest": "", "LeaderEpochOffsetResponse": "",
-    "PropagatedResponse": "", "RaftJoinResponse": "",
-}
+# The MsgTypes whose message `Aggregator._typed_rest` reads (the sender's PUB).
+TYPED_REST = frozenset(("ServerInfoResponse", "RaftJoinRequest", "PropagatedResponse",
+                        "RaftJoinResponse", "PropagatedRequest"))
 
 
 def native_reader() -> bool:
@@ -292,19 +282,22 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
     headers = batch.column("headers")
     kinds = batch.column("error_kind").to_pylist()
     messages = batch.column("error_message")
-    structs: dict[str, Iterator[Any]] = {}
-    descriptors: dict[str, Any] = {}
-    wanted = {n for n in set(msg_names) if n in STRUCTS and STRUCTS[n]}
-    for n in wanted:
-        col = STRUCTS[n]
-        if col in batch.schema.names:
-            rows = pc.and_(pc.equal(batch.column("msg_type_name"), n),
+    # Each decoded message's struct column is its payload type's (schema.column_for:
+    # proto.Message: proto_Message); a MsgType may have another in another layout.
+    from lbparse.pipeline.schema import column_for
+
+    payload_types = batch.column("payload_type").to_pylist()
+    handlers = agg._handlers
+    structs: dict[tuple[str, str], Iterator[Any]] = {}
+    for n, pt in set(zip(msg_names, payload_types)):
+        col = column_for(pt) if pt else ""
+        if (n in handlers or n in TYPED_REST) and col in batch.schema.names:
+            rows = pc.and_(pc.and_(pc.equal(batch.column("msg_type_name"), n),
+                                   pc.equal(batch.column("payload_type"), pt)),
                            pc.is_null(batch.column("error_kind")))
             arr = batch.column(col).filter(pc.fill_null(rows, False))
-            descriptors[n] = desc = _descriptor(col)
-            structs[n] = _flat(arr, desc)
+            structs[(n, pt)] = _flat(arr, _descriptor(col))
     ns_list, i_list = ns.tolist(), i.tolist()
-    handlers = agg._handlers
     replies = agg._replies
     nodes = agg.nodes
     payload = batch.column("payload")
@@ -327,14 +320,15 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
             agg.problems.error(t, b, _Row(src, dst, verb, subject, reply, _Error(
                 kind, messages[k].as_py() or "")))
         elif name is not None:
-            m: Any = next(structs[name]) if name in structs else None
+            it = structs.get((name, payload_types[k]))
+            m: Any = next(it) if it is not None else None
             handler = handlers.get(name)
             if handler is not None:
                 # the payload tells apart publishes that no ack inbox names
                 data = (payload[k].as_py() or b"") if name == "Publish" and not m.ackInbox \
                     else b""
                 stream = handler(_Row(src, dst, verb, subject, reply), t, b, m, data)
-            elif publishing and name in STRUCTS:
+            elif publishing and name in TYPED_REST:
                 agg._typed_rest(_Row(src, dst, verb, subject, reply), t, b, name,
                                 m if m is not None else _View(None, None))
         elif name_list[k] != "(not decoded)" and agg.raft is not None:
