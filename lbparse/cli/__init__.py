@@ -16,7 +16,7 @@ from typing import Any, NoReturn, Sequence
 from lbparse.cli.status import DATA, USAGE, DataError, UsageError, silence_stdout, warn
 
 COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
-            "segments", "raft"]
+            "segments", "raft", "report"]
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 import time
 from typing import TextIO
 
+from lbparse import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
@@ -168,7 +168,7 @@ def read_one(reader: CaptureReader, args: argparse.Namespace) -> None:
         for i, rec in enumerate(reader):
             if not args.quiet:
                 if args.format == "jsonl":
-                    write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
+                    write(jsonform.dumps(rec.to_json_dict()) + "\n")
                 else:
                     write(table_row(rec) + "\n")
                 if live:

@@ -198,7 +198,7 @@ def _deep(stream: str, value: bytes | None) -> dict[str, Any] | None:
 
 def rfc3339(ns: int | None) -> str:
     """Unix nanoseconds as an RFC 3339 UTC time; "-" for none."""
-    return "-" if ns is None else output.rfc3339(ns, nanoseconds=True)
+    return "-" if ns is None else output.rfc3339(int(ns))
 
 
 def _text(data: bytes | None, width: int = VALUE_WIDTH) -> str:

@@ -5,6 +5,8 @@ Use --json for a machine-readable copy of the same tables.
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import json
 from typing import Any
