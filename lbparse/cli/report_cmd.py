@@ -1,7 +1,7 @@
 """Write one HTML page of what happened in a Liftbridge cluster.
 
-INPUT is a capture (pcap, pcapng), a recording of `lbparse record`
-(.jsonl, .parquet), the output directory of `lbparse pipeline` (DIR or
+INPUT is a capture (pcap, pcapng; `-` reads one from stdin), a recording
+of `lbparse record` (.jsonl, .parquet), the output directory of `lbparse pipeline` (DIR or
 DIR/messages), or Liftbridge data directories (a node's, or a folder of
 them: segments, checkpoints, raft.db). Every input is read once, in a streaming pass that keeps
 counts per time bin (the bins widen with the time span, so the page stays
@@ -36,6 +36,7 @@ examples:
   lbparse report cluster.pcap -o report.html
   lbparse report a.pcapng b.pcap --json report.json -o report.html
   lbparse report out/pipeline -o report.html --screenshot report.png
+  tcpdump -w - -c 10000 port 4222 | lbparse report - -o report.html
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from lbparse import jsonform
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
+from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
 
 NAME = "report"
 HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
@@ -57,8 +59,8 @@ HELP = "write an HTML report (charts) of captures, recordings or pipeline output
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet recordings, `lbparse pipeline` output, "
-                   "or Liftbridge data directories")
+                   help="pcap, pcapng, .jsonl/.parquet recordings ('-' = stdin), "
+                   "`lbparse pipeline` output, or Liftbridge data directories")
     p.add_argument("-o", "--output", metavar="HTML",
                    help="the page to write (default: report.html unless only --json is asked)")
     p.add_argument("--json", metavar="FILE", dest="json_out",
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from lbparse.report import build_model, render_html
     from lbparse.report.inputs import ReadOptions
 
+    if args.inputs.count("-") > 1:
+        raise ValueError("'-' (stdin) can be read only once")
     output = args.output or (None if args.json_out else "report.html")
     if args.screenshot and not output:
         raise ValueError("--screenshot needs the page: give -o HTML")
@@ -101,9 +105,9 @@ def run(args: argparse.Namespace) -> int:
         model = build_model(args.inputs, ReadOptions(layout=args.layout, limits=limits_from(args),
                                                      on_progress=progress, on_notice=notice),
                             raft=args.raft)
-    except CaptureError as exc:
-        print(f"lbparse report: {exc}", file=sys.stderr)
-        return 2
+    except CaptureError as exc:  # an input that is no capture at all
+        warn(NAME, str(exc))
+        return USAGE
     finally:
         if bar is not None:
             bar.done()
@@ -115,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         _screenshot(output, args.screenshot)
     if not args.quiet:
         _summary(model, output, args.json_out, time.monotonic() - start)
-    return 1 if noticed or model["storage"]["findings"] else 0
+    return DATA if noticed or model["storage"]["findings"] else OK
 
 
 def _write_json(model: dict[str, Any], path: str) -> None:
@@ -126,9 +130,9 @@ def _write_json(model: dict[str, Any], path: str) -> None:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BrokenPipeError:
-            # The reader left (`| head`): not an error. Point stdout at nothing
-            # so the interpreter's final flush stays quiet.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            # The reader left (`| head`): not an error, and the page is still
+            # written (lbparse.cli.main would end the run here).
+            silence_stdout()
     else:
         _write_text(path, text)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from lbparse.capture import CaptureReader, Notice, Record, Stats
+from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.timebins import MS, exact_time
@@ -53,7 +54,9 @@ class InputSummary:
 
 
 def kind_of(path: str) -> str:
-    """capture | pipeline | data_dir (a usage error until lbparse.storage reads it)."""
+    """capture | pipeline | data_dir; `-` (stdin) is a capture or a recording."""
+    if path == STDIN:
+        return "capture"
     if os.path.isdir(path):
         if _pipeline_dataset(path) is not None:
             return "pipeline"
@@ -120,6 +123,8 @@ def _columns_pay(path: str, options: ReadOptions) -> bool:
 def _capture_kind(path: str) -> str:
     from lbparse.capture.formats import sniff
 
+    if path == STDIN:  # read once, as it comes: the record path (it spools what it must)
+        return "unknown"
     try:
         return str(sniff(path))
     except (OSError, ValueError):
