@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -127,3 +128,31 @@ def test_the_compiler_is_installed_into_the_cache_once(tmp_path: Path,
     assert (tmp_path / "out" / "liftbridge_envelope.py").is_file()
     assert [p.name for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".lock")] \
         == [ksc.parent.name]  # no half-made folder left beside it
+
+
+@pytest.mark.slow  # Node: the Kaitai compiler, then the generated parser
+@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
+                    reason="needs node and npm")
+def test_generate_javascript_and_decode_from_the_install(tmp_path: Path) -> None:
+    """The issue's acceptance, run wherever lbparse is installed (in CI, the
+    wheel in a fresh virtualenv): `lbparse generate --lang javascript` from a
+    directory far from any checkout writes parsers whose example runs in
+    Node, and reads the example's envelopes as `lbparse decode` does."""
+    runtime = ROOT / "tools" / "node_modules"  # the pinned kaitai-struct runtime (make install-node)
+    if not (runtime / "kaitai-struct").is_dir():
+        pytest.skip(f"the kaitai-struct runtime is not installed in {runtime} (make install-node)")
+    out = tmp_path / "js"
+    res = run_cli("generate", "--lang", "javascript", "-o", str(out), cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stderr.decode(errors="replace")
+    assert (out / "LiftbridgeEnvelope.js").is_file() and (out / "proto" / "lbparse.desc").is_file()
+    node = subprocess.run(["node", "example.js"], cwd=out, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, NODE_PATH=str(runtime)))
+    assert node.returncode == 0, node.stderr
+    said = [line for line in node.stdout.splitlines() if line.startswith("v0 ")]
+    hexes = re.findall(r'"(b90e43b4[0-9a-f]*)"', (out / "example.js").read_text())
+    assert len(said) == len(hexes) == 3, node.stdout
+    for hex_text, line in zip(hexes, said):
+        got = json.loads(run_cli("decode", hex_text, cwd=tmp_path).stdout)
+        name = got.get("msg_type_name") or f"MsgType {bytes.fromhex(hex_text)[7]}"
+        assert line.startswith(f"v0 {name}:"), (line, got)
+        assert ("unknown_msg_type" in line) == (got.get("error") == "unknown_msg_type"), (line, got)
