@@ -25,12 +25,12 @@ def rfc3339(ns: int) -> str:
     """A time (integer nanoseconds since the Unix epoch, as every time lbparse
     gives) as RFC 3339 in UTC with all nine digits: 2026-05-01T22:06:20.302883000Z.
     A time no calendar date can hold (a damaged capture's clock can say
-    anything) is written as the number it is, with its unit."""
+    anything) is written as the number of seconds it says: `1e+20s`."""
     seconds, fraction = divmod(ns, _NS_PER_S)
     try:
         when = _EPOCH + datetime.timedelta(seconds=seconds)
         if not 1 <= when.year <= 9999:
             raise OverflowError
     except OverflowError:
-        return f"{ns}ns"
+        return f"{ns / _NS_PER_S:g}s"
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{fraction:09d}Z"
