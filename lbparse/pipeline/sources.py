@@ -39,7 +39,9 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
+from lbparse.capture import columnar
 from lbparse.capture.records import COLUMNS, record_columns
+from lbparse.limits import Limits
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
 
@@ -308,7 +310,64 @@ def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[
         yield from _read_capture(unit, options, stats)
 
 
-def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
+def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
+                  limits: Limits | None = None, native: bool | None = None
+                  ) -> Iterator[pa.RecordBatch]:
+    """The C capture loop when it is built and takes the file, else the
+    reference (`native`: True or False to choose, for tests)."""
+    if native is None:
+        native = columnar.available()
+    if native:
+        try:
+            capture = columnar.NativeCapture(unit.path, limits=limits)
+        except (columnar.NativeUnsupported, OSError):
+            pass  # the reference reads it, or reports it in its own words
+        else:
+            yield from _read_capture_native(unit, options, stats, capture)
+            return
+    yield from read_capture_reference(unit, options, stats, limits=limits)
+
+
+def _file_problem(unit: Unit, stats: UnitStats, kind: str, message: str, position: int
+                  ) -> pa.RecordBatch:
+    rows = _Rows(unit.path, position)
+    rows.problem(kind, message)
+    stats.file_error = f"{kind}: {message}"
+    return rows.batch()
+
+
+def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
+                         capture: "columnar.NativeCapture") -> Iterator[pa.RecordBatch]:
+    """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
+    position = 0
+    problem: tuple[str, str] | None = None
+    try:
+        for batch in capture.batches(arrow_record_schema(), source=unit.path,
+                                     max_rows=options.batch_rows, max_bytes=BATCH_BYTES):
+            position += batch.num_rows
+            yield batch
+    except CaptureError as exc:
+        problem = (f"input:{exc.kind}", str(exc))
+    except OSError as exc:
+        problem = ("input:unreadable", f"{unit.path}: {type(exc).__name__}: {exc}")
+    finally:
+        counts = capture.stats
+        capture.close()
+    stats.packets = counts["packets"]
+    for kind, n in counts["notices"].items():
+        stats.notices[kind] = stats.notices.get(kind, 0) + n
+    stats.gaps += counts["notices"].get("gap", 0)
+    stats.gap_bytes += counts["gap_bytes"]
+    if problem is None:
+        stats.bytes_read = counts["bytes_read"] or unit.size
+    else:
+        stats.bytes_read = counts["bytes_read"]
+        yield _file_problem(unit, stats, *problem, position)
+
+
+def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats, *,
+                           limits: Limits | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of a capture read by lbparse.capture's Python reader: the reference."""
     rows = _Rows(unit.path, 0)
     pending: list[Notice] = []
     reader: CaptureReader | None = None
@@ -320,7 +379,7 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         pending.clear()
 
     try:
-        reader = CaptureReader(unit.path, decode=False, on_notice=pending.append)
+        reader = CaptureReader(unit.path, decode=False, on_notice=pending.append, limits=limits)
         limit = options.batch_rows
         items = rows.items
         start = 0
