@@ -10,6 +10,7 @@ submodules is documented but may move.
 """
 
 from lbparse.api import decode, decode_header, encode
+from lbparse.arrow_api import decode_arrow, read_capture_arrow
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
@@ -32,9 +33,11 @@ __all__ = [
     "ReplicationResponse",
     "UpstreamVerdict",
     "decode",
+    "decode_arrow",
     "decode_header",
     "encode",
     "message_class",
+    "read_capture_arrow",
     "upstream_verdict",
 ]
 __version__ = "0.1.0"

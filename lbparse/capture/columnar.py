@@ -28,6 +28,7 @@ from lbparse.capture.errors import CaptureError
 from lbparse.capture.records import parse_headers
 from lbparse.limits import DEFAULT, Limits
 
+_native: Any
 try:
     from lbparse.capture import _native
 except ImportError:  # not built: no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip
@@ -116,7 +117,8 @@ class NativeCapture:
                 max_rows: int = 65536, max_bytes: int = 64 << 20) -> Iterator[pa.RecordBatch]:
         """Record batches of `schema` (the pipeline's record schema): `source`
         (default: the name) and `position` from `first` on, `headers` parsed
-        from the header blocks."""
+        from the header blocks. At most `max_rows` rows a batch (the C loop
+        ends a batch after the packet that fills it: it is cut here)."""
         source = self.name if source is None else source
         position = first
         for n, cols in self.columns(max_rows, max_bytes):
@@ -131,7 +133,9 @@ class NativeCapture:
                     arr = cols[f.name]
                     arrays.append(arr if arr.type == f.type else arr.cast(f.type))
             position += n
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+            for start in range(0, n, max_rows) if n > max_rows else (0,):
+                yield batch.slice(start, max_rows) if n > max_rows else batch
 
 
 def _buf(b: Any) -> pa.Buffer | None:
