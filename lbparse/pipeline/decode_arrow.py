@@ -185,6 +185,34 @@ class BatchDecoder:
         # Payload types whose rows auto takes only when clean.
         self.contested = {v0.msg_types[v].payload_type for v in contested if v in v0.msg_types}
         self._builders: dict[str, Any] = {}
+        # strict: an exception of a vectorized reader propagates (tests);
+        # otherwise the rows go the per-row way and `fallbacks` counts it.
+        self.strict = False
+        self.fallbacks = 0
+        self._use_vectorized = True
+
+    def _vectorized(self, ptype: str, typ: pa.DataType, data: np.ndarray, starts: np.ndarray,
+                    ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
+        """The vectorized reader of a payload type over the ranges: (column, ok).
+        If it fails (or is off), no row is ok: every one is left to upb or
+        lbparse.commitlog, row by row."""
+        k = len(starts)
+        if self._use_vectorized:
+            try:
+                if ptype == RAW:
+                    arr, ok = decode_replication(typ, data, starts, ends)
+                else:
+                    arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, starts,
+                                             ends, self.options.emit_defaults, clean=clean)
+                if len(arr) == k and len(ok) == k and arr.type == typ:
+                    return arr, ok
+                raise ValueError(f"the vectorized {ptype} reader gave {len(arr)} rows of "
+                                 f"{arr.type} for {k} of {typ}")
+            except Exception:
+                if self.strict:
+                    raise
+                self.fallbacks += 1
+        return pa.nulls(k, typ), np.zeros(k, np.bool_)
 
     # -- the batch ---------------------------------------------------------
 
@@ -193,6 +221,20 @@ class BatchDecoder:
         return self.decode(records).to_batch()
 
     def decode(self, records: pa.RecordBatch) -> "Decoded":
+        """The batch decoded. Should anything of the vectorized readers fail
+        on it (a bug: the tests run `strict`, which lets it through), the
+        batch is decoded again row by row with lbparse.decode and upb
+        alone, and `fallbacks` counts it: a job never fails on its data."""
+        try:
+            return self._decode(records, self.fast, vectorized=True)
+        except Exception:
+            if self.strict:
+                raise
+            self.fallbacks += 1
+            return self._decode(records, False, vectorized=False)
+
+    def _decode(self, records: pa.RecordBatch, fast: bool, vectorized: bool) -> "Decoded":
+        self._use_vectorized = vectorized
         n = records.num_rows
         payload = records.column("payload")
         starts, ends, data = binary_buffers(payload)
@@ -204,7 +246,7 @@ class BatchDecoder:
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
         hdr = self._headers(rows, starts, ends, data)
         rest = todo
-        if self.fast:
+        if fast:
             take = self._v0_rows(rows, todo, hdr, starts, ends, data)
             if self.auto:
                 take = self._auto_v0(rows, take, hdr, starts, ends, data)
@@ -273,12 +315,8 @@ class BatchDecoder:
             sel = codes == code
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
-            if ptype == RAW:
-                arr, ok = decode_replication(typ, data, pstart[sel], pend[sel])
-            else:
-                arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, pstart[sel],
-                                         pend[sel], self.options.emit_defaults,
-                                         clean=ptype in self.contested)
+            arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel],
+                                       clean=ptype in self.contested)
             mine = t[sel]
             if not ok.all():
                 take[mine[~ok]] = False
@@ -409,11 +447,7 @@ class BatchDecoder:
             got_rows: list[np.ndarray] = [pre[0]] if pre else []
             parts: list[pa.Array] = [pre[1]] if pre else []
             if mine.size:
-                if ptype == RAW:
-                    arr, ok = decode_replication(typ, data, rows.pstart[mine], rows.pend[mine])
-                else:
-                    arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
-                                             rows.pend[mine], self.options.emit_defaults)
+                arr, ok = self._vectorized(ptype, typ, data, rows.pstart[mine], rows.pend[mine])
                 if ok.all():
                     got_rows.append(mine)
                     parts.append(arr)

@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from pyarrow.fs import FileType
+from pyarrow.fs import FileSelector, FileSystem, FileType
 
 from lbparse.pipeline.decode_arrow import DecodeOptions
 from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
@@ -94,8 +94,10 @@ def run(spark: "SparkSession", options: PipelineOptions,
     messages = _join(options.out, MESSAGES_DIR)
     fs, dest = filesystem(messages)
     if fs.get_file_info(dest).type != FileType.NotFound:
-        if not options.overwrite:
+        if not options.overwrite and not unfinished(fs, dest):
             raise ValueError(f"{messages} exists; remove it or pass --overwrite")
+        # Overwritten, or what a run that never finished left (no _SUCCESS,
+        # nothing committed): nothing to keep.
         fs.delete_dir(dest)
     units = plan(list(options.inputs), options.source)
     if not units:
@@ -116,8 +118,13 @@ def run(spark: "SparkSession", options: PipelineOptions,
         files = [(r.attempt, r.path) for r in result if r.kind == "file"]
         commit(fs, dest, temporary_path, files,
                dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
+    except BaseException:
+        # A failed run leaves nothing, so that the next one starts clean
+        # (issue #12: its half-made DIR/messages made the re-run refuse).
+        discard(fs, dest)
+        raise
     finally:
-        discard(fs, temporary_path)  # a failed run leaves no half-written files
+        discard(fs, temporary_path)  # no half-written files either way
     counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
     summary = Summary.from_units(units, counts, messages, options.decode.layout,
                                  time.monotonic() - start,
@@ -125,6 +132,16 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                  files_written=len(files))
     write_summary(summary, _join(options.out, SUMMARY_FILE))
     return summary
+
+
+def unfinished(fs: FileSystem, dest: str) -> bool:
+    """Whether `dest` is what a run that did not finish left: no _SUCCESS, and
+    nothing in it but _temporary (a killed run never cleans up)."""
+    try:
+        names = {info.base_name for info in fs.get_file_info(FileSelector(dest))}
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return False
+    return names <= {"_temporary"}
 
 
 def _join(location: str, *parts: str) -> str:
