@@ -1,7 +1,7 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang
 GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
 .PHONY: install install-system install-node install-python generate check-generated \
@@ -55,6 +55,12 @@ fuzz:
 ## fuzz-ci: a short campaign from the seeds alone (under a minute)
 fuzz-ci:
 	$(PYTHON) fuzz/run.py --seconds 30 --ci
+
+## sanitize: the C modules built with AddressSanitizer and UndefinedBehaviorSanitizer,
+## then the hostile-input and differential tests and the fuzz corpus through them
+.PHONY: sanitize
+sanitize:
+	$(PYTHON) tools/sanitize.py
 
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
 ## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap

@@ -263,3 +263,15 @@ def test_hostile_bytes_after_a_file_header(data: bytes, fmt: str, tmp_path: Path
     path = tmp_path / f"x.{fmt}"
     path.write_bytes(head + data)
     assert_same(path, Limits(max_frame=100, max_reassembly=200))
+
+
+def test_sanitize_builds_every_c_module_of_setup() -> None:
+    """make sanitize (tools/sanitize.py) must build what setup.py builds, no less."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import sanitize
+
+    listed = re.findall(r'Extension\("([\w.]+)", \["([\w/.]+\.c)"\]', (ROOT / "setup.py").read_text())
+    assert sorted(listed) == sorted(sanitize.MODULES)

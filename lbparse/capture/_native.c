@@ -1201,7 +1201,8 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
                 PyErr_NoMemory();
                 return -1;
             }
-            memcpy(copy, data, (size_t)len);
+            if (len)
+                memcpy(copy, data, (size_t)len);
             if (at < 0) {
                 if (d->npending == d->cap_pending) {
                     Py_ssize_t c = d->cap_pending ? 2 * d->cap_pending : 8;
