@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from lbparse.capture import columnar
 from lbparse.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
-from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, _read_capture
+from lbparse.pipeline.sources import (SourceOptions, Unit, UnitStats, _read_capture, plan,
+                                     read_unit)
 from support import capwriter as cw
 from support.damage import damaged_captures
 from support.shared import CAPTURES, LIFTBRIDGE
@@ -242,6 +243,63 @@ def _write(path: Path, fmt: str, frames: list[tuple[int, float, bytes]], options
     path.write_bytes(bytes(data))
 
 
+def split_rows(path: str | Path, every: int) -> tuple[pa.Table, dict[str, Any], int]:
+    """The rows of a capture cut into ranges of about `every` bytes (what
+    `lbparse pipeline` does with a large capture: several tasks), each range
+    read on its own in an order of its own, put back by position; the
+    ranges' counts summed; and the number of ranges."""
+    units = plan([str(path)], SourceOptions(capture_unit_bytes=every))
+    tables, totals = [], {"packets": 0, "notices": {}, "gaps": 0, "gap_bytes": 0,
+                          "bytes_read": 0}
+    for unit in reversed(units):  # tasks run in any order
+        stats = UnitStats(unit.path, unit.format, unit.size)
+        tables.append(pa.Table.from_batches(list(read_unit(unit, SourceOptions(), stats)),
+                                            schema=arrow_record_schema()))
+        for k in ("packets", "gaps", "gap_bytes", "bytes_read"):
+            totals[k] += getattr(stats, k)
+        for k, v in stats.notices.items():
+            totals["notices"][k] = totals["notices"].get(k, 0) + v
+    table = pa.concat_tables(tables).sort_by("position")
+    return table, totals, len(units)
+
+
+def assert_split_same(path: str | Path, every: int) -> int:
+    whole, counts = rows(path, False)
+    got, totals, n = split_rows(path, every)
+    assert got.equals(whole), f"{path} cut every {every} bytes into {n} ranges"
+    for k in ("packets", "gaps", "gap_bytes", "notices"):
+        assert totals[k] == counts[k], (path, k)
+    assert totals["bytes_read"] == os.path.getsize(path)
+    return n
+
+
+@pytest.mark.parametrize("every", [1, 300, 5000, 1 << 20])
+def test_a_capture_cut_into_ranges_reads_as_one(every: int, tmp_path: Path) -> None:
+    """Cut at every record (every=1), every message that spans packets
+    crosses a cut: the reader's state (segments behind holes, half-read
+    frames) goes over with the snapshot, and the rows are one reading's."""
+    paths = [c.path for fmt in ("pcap", "pcapng") for c in damaged_captures(tmp_path, fmt)]
+    short = LIFTBRIDGE / "samples" / "short.pcapng"
+    if short.exists():
+        paths.append(str(short))
+    ranges = sum(assert_split_same(p, every) for p in paths)
+    assert ranges > len(paths) or every > 10000
+
+
+def test_a_range_with_its_problems(tmp_path: Path) -> None:
+    """A bad section header in the last range: that range's rows end with it."""
+    path = tmp_path / "two.pcapng"
+    conn = cw.Conn()
+    packets = conn.handshake() + conn.send("c", cw.pub("a.b", b"hello" * 100), mss=50)
+    cw.write_pcapng(str(path), [(cw.ETHERNET, 6, 65535)],
+                    [(0, 1.7e9 + k, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
+    data = path.read_bytes()
+    bad = struct.pack("<II", 0x0A0D0D0A, 28) + b"\x00\x11\x22\x33" + b"\0" * 12 + \
+        struct.pack("<I", 28)
+    path.write_bytes(data + bad + data)
+    assert assert_split_same(path, 200) > 3
+
+
 @settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
@@ -251,6 +309,8 @@ def test_hypothesis_captures(capture: tuple[str, list, dict[str, Any]], tmp_path
     path = tmp_path / f"h.{fmt}"
     _write(path, fmt, frames, options)
     assert_same(path, options["limits"])
+    if options["limits"] is None:
+        assert_split_same(path, options["snaplen"] // 2)
 
 
 @settings(max_examples=300, deadline=None,

@@ -278,6 +278,7 @@ typedef struct direction {
 typedef struct conn {
     direction d[2];
     int refs;                 /* keys of the flow table that point at it */
+    int64_t mark;             /* a snapshot's number for it, while one is written */
     struct conn *next_free;
 } conn;
 
@@ -360,6 +361,9 @@ struct reader {
     int64_t packets, skipped, gap_bytes, controls[N_CONTROLS], notice_counts[N_KINDS];
     int64_t limit_frame, limit_reassembly;
     int state;                /* 0 reading, 1 flows finished, 2 done */
+    int count_only;           /* the index pass: rows counted, no columns built */
+    int64_t total_rows;       /* rows so far in the whole file (positions) */
+    int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
     int oom_guard;
 };
@@ -1523,6 +1527,9 @@ static int out_notice(reader *r, notice *nt) {
     }
     if (nt->kind == K_GAP && nt->has_nbytes && nt->nbytes)
         r->gap_bytes += nt->nbytes;
+    r->total_rows++;
+    if (r->count_only)
+        return 0;
     char kind[32];
     snprintf(kind, sizeof kind, "input:%s", KIND_NAME[nt->kind]);
     PyObject *msg;
@@ -1556,6 +1563,9 @@ static int out_frame(reader *r, frame *f) {
         f->text = NULL;
         return notice_now(r, f->limit ? K_LIMIT : K_PROTOCOL, t, 1, r->ts, d, 0, 0, f->limit);
     }
+    r->total_rows++;
+    if (r->count_only)
+        return 0;
     if (put_ts(r, 1, r->ts) || vc_cstr(&r->src, d->src) || vc_cstr(&r->dst, d->dst) ||
         vc_cstr(&r->direction, DIRECTION_NAME[f->verb]) || vc_cstr(&r->verb, VERB_NAME[f->verb]) ||
         vc_name(&r->subject, f->subj, f->subj_n) ||
@@ -1726,6 +1736,8 @@ static int pcap_next(reader *r, packet *pk) {
         }
         if (s->bad_at < 0) {
             uint32_t incl = 0;
+            if (r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
+                return 2; /* the end of this range: the next one goes on from here */
             if (s->pos + 16 <= n) {
                 const uint8_t *h = s->buf + s->pos;
                 incl = rd32(h + 8, s->big);
@@ -1918,6 +1930,8 @@ static int pcapng_next(reader *r, packet *pk) {
                 return 0;
             }
         }
+        if (s->bad_at < 0 && r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
+            return 2; /* the end of this range: the next one goes on from here */
         while (s->bad_at < 0 && s->pos + 12 <= n) {
             const uint8_t *h = s->buf + s->pos;
             int64_t at = s->base + (int64_t)s->pos;
@@ -2268,6 +2282,298 @@ static int finish_all(reader *r) {
     return rc;
 }
 
+
+/* ---- snapshots: the whole reading state at a record boundary ----------------------
+ * The index pass (Reader.index) reads the file once, counting rows without
+ * building columns, and snapshots the state every so many bytes; a task
+ * that restores a snapshot (Reader.restore) and reads on from its offset
+ * makes exactly the rows a single reading makes from there: the same flows,
+ * TCP segments waiting behind holes, half-read NATS frames, pcapng
+ * interfaces and row count (positions). */
+#define SNAP_MAGIC 0x31534C42u /* "BLS1" */
+
+static int w_raw(gbuf *g, const void *p, size_t n) { return gb_put(g, p, n); }
+static int w_u8(gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
+static int w_u32(gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
+static int w_i64(gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
+static int w_f64(gbuf *g, double v) { return w_raw(g, &v, 8); }
+static int w_bytes(gbuf *g, const void *p, size_t n) {
+    return w_i64(g, (int64_t)n) || w_raw(g, p ? p : "", n);
+}
+static int w_str(gbuf *g, const char *s) { return w_bytes(g, s, strlen(s)); }
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, at;
+    int bad;
+} des;
+
+static void r_raw(des *d, void *out, size_t k) {
+    if (d->bad || k > d->n - d->at) {
+        d->bad = 1;
+        memset(out, 0, k);
+        return;
+    }
+    memcpy(out, d->p + d->at, k);
+    d->at += k;
+}
+static uint8_t r_u8(des *d) { uint8_t v; r_raw(d, &v, 1); return v; }
+static uint32_t r_u32(des *d) { uint32_t v; r_raw(d, &v, 4); return v; }
+static int64_t r_i64(des *d) { int64_t v; r_raw(d, &v, 8); return v; }
+static double r_f64(des *d) { double v; r_raw(d, &v, 8); return v; }
+/* Bytes into g (replacing what it held). */
+static int r_bytes(des *d, gbuf *g) {
+    int64_t k = r_i64(d);
+    if (d->bad || k < 0 || (uint64_t)k > d->n - d->at) {
+        d->bad = 1;
+        return 0;
+    }
+    g->len = 0;
+    if (gb_put(g, d->p + d->at, (size_t)k) < 0)
+        return -1;
+    d->at += (size_t)k;
+    return 0;
+}
+static char *r_str(des *d) {
+    gbuf g = {0, 0, 0};
+    if (r_bytes(d, &g) < 0)
+        return NULL;
+    char *out = malloc(g.len + 1);
+    if (!out) {
+        gb_free(&g);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (g.len)
+        memcpy(out, g.p, g.len);
+    out[g.len] = 0;
+    gb_free(&g);
+    return out;
+}
+
+static int w_direction(gbuf *g, const direction *d) {
+    const parser *P = &d->p;
+    if (w_str(g, d->src) || w_str(g, d->dst) || w_u8(g, (uint8_t)d->has_next) ||
+        w_u32(g, d->next_seq) || w_i64(g, d->pending_bytes) || w_i64(g, d->next_pos) ||
+        w_u8(g, (uint8_t)d->has_ack) || w_u32(g, d->ack) || w_u8(g, (uint8_t)d->closed) ||
+        w_u32(g, (uint32_t)d->npending))
+        return -1;
+    for (Py_ssize_t i = 0; i < d->npending; i++)
+        if (w_i64(g, d->heap[i].pos) || w_i64(g, d->heap[i].missing) ||
+            w_bytes(g, d->heap[i].data, (size_t)d->heap[i].len))
+            return -1;
+    return w_bytes(g, P->rest.p, P->rest.len) || w_i64(g, P->rest0) ||
+           w_u8(g, (uint8_t)P->waiting) || w_u8(g, (uint8_t)P->w_verb) ||
+           w_bytes(g, P->w_subj.p, P->w_subj.len) || w_bytes(g, P->w_reply.p, P->w_reply.len) ||
+           w_bytes(g, P->w_sid.p, P->w_sid.len) || w_u8(g, (uint8_t)P->w_has_reply) ||
+           w_u8(g, (uint8_t)P->w_has_sid) || w_i64(g, P->w_hsize) ||
+           w_bytes(g, P->held.p, P->held.len) || w_i64(g, P->need) ||
+           w_u8(g, (uint8_t)P->resync) || w_u8(g, (uint8_t)P->here);
+}
+
+static int snapshot(reader *r, gbuf *g) {
+    source *s = &r->s;
+    flowtab *t = &r->flows;
+    if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_f64(g, r->ts) ||
+        w_u8(g, (uint8_t)s->fmt) || w_u8(g, (uint8_t)s->ng_big) || w_u32(g, (uint32_t)s->nifaces))
+        return -1;
+    for (Py_ssize_t i = 0; i < s->nifaces; i++)
+        if (w_u32(g, s->ifaces[i].linktype) || w_u32(g, s->ifaces[i].snaplen) ||
+            w_f64(g, s->ifaces[i].tick) || w_i64(g, s->ifaces[i].offset))
+            return -1;
+    if (w_raw(g, r->unsupported, sizeof r->unsupported))
+        return -1;
+    /* the connections, numbered in the order the table first names them */
+    int64_t nconns = 0;
+    for (Py_ssize_t i = 0; i < t->nentries; i++)
+        if (t->entries[i].klen)
+            t->entries[i].d->conn->mark = -1;
+    for (Py_ssize_t i = 0; i < t->nentries; i++)
+        if (t->entries[i].klen && t->entries[i].d->conn->mark < 0)
+            t->entries[i].d->conn->mark = nconns++;
+    if (w_u32(g, (uint32_t)nconns))
+        return -1;
+    int64_t next = 0;
+    for (Py_ssize_t i = 0; i < t->nentries; i++) {
+        conn *c = t->entries[i].klen ? t->entries[i].d->conn : NULL;
+        if (c && c->mark == next) {
+            if (w_direction(g, &c->d[0]) || w_direction(g, &c->d[1]))
+                return -1;
+            next++;
+        }
+    }
+    if (w_u32(g, (uint32_t)t->used))
+        return -1;
+    for (Py_ssize_t i = 0; i < t->nentries; i++) {
+        entry *e = &t->entries[i];
+        if (!e->klen)
+            continue;
+        conn *c = e->d->conn;
+        if (w_u8(g, e->klen) || w_raw(g, e->key, e->klen) || w_u32(g, (uint32_t)c->mark) ||
+            w_u8(g, (uint8_t)(e->d == &c->d[1])))
+            return -1;
+    }
+    return 0;
+}
+
+static int r_direction(des *in, direction *d, reader *r) {
+    parser *P = &d->p;
+    if (!(d->src = r_str(in)) || !(d->dst = r_str(in)))
+        return -1;
+    d->has_next = r_u8(in);
+    d->next_seq = r_u32(in);
+    d->pending_bytes = r_i64(in);
+    d->next_pos = r_i64(in);
+    d->has_ack = r_u8(in);
+    d->ack = r_u32(in);
+    d->closed = r_u8(in);
+    uint32_t np = r_u32(in);
+    if (in->bad || np > MAX_PENDING_SEGMENTS + 1u)
+        return in->bad = 1, 0;
+    d->heap = calloc(np ? np : 1, sizeof(pending_seg));
+    if (!d->heap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    d->cap_pending = np ? np : 1;
+    for (uint32_t i = 0; i < np && !in->bad; i++) {
+        gbuf g = {0, 0, 0};
+        int64_t pos = r_i64(in), missing = r_i64(in);
+        if (r_bytes(in, &g) < 0)
+            return -1;
+        if (!g.p && !(g.p = malloc(1))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        d->heap[i] = (pending_seg){pos, g.p, (Py_ssize_t)g.len, missing};
+        d->npending = i + 1;
+    }
+    d->max_pending = r->max_reassembly;
+    parser_init(P, 0, r->max_frame);
+    if (r_bytes(in, &P->rest) < 0)
+        return -1;
+    P->rest0 = r_i64(in);
+    P->waiting = r_u8(in);
+    P->w_verb = r_u8(in);
+    if (r_bytes(in, &P->w_subj) < 0 || r_bytes(in, &P->w_reply) < 0 || r_bytes(in, &P->w_sid) < 0)
+        return -1;
+    P->w_has_reply = r_u8(in);
+    P->w_has_sid = r_u8(in);
+    P->w_hsize = r_i64(in);
+    if (r_bytes(in, &P->held) < 0)
+        return -1;
+    P->need = r_i64(in);
+    P->resync = r_u8(in);
+    P->here = r_u8(in);
+    if (P->rest0 < 0 || P->rest0 > (Py_ssize_t)P->rest.len ||
+        (P->waiting && (P->w_verb < V_PUB || P->w_verb > V_HMSG || P->need < 2 ||
+                        P->w_hsize < 0 || P->w_hsize > P->need - 2 ||
+                        (Py_ssize_t)P->held.len >= P->need)))
+        in->bad = 1;
+    return 0;
+}
+
+static int restore(reader *r, const uint8_t *p, size_t n) {
+    des in = {p, n, 0, 0};
+    source *s = &r->s;
+    if (r_u32(&in) != SNAP_MAGIC)
+        goto bad;
+    r->total_rows = r_i64(&in);
+    r->ts = r_f64(&in);
+    if (r_u8(&in) != s->fmt)
+        goto bad;
+    s->ng_big = r_u8(&in);
+    uint32_t ni = r_u32(&in);
+    if (in.bad || ni > n)
+        goto bad;
+    for (uint32_t i = 0; i < ni; i++) {
+        if (s->nifaces == s->cap_ifaces) {
+            Py_ssize_t c = s->cap_ifaces ? 2 * s->cap_ifaces : 4;
+            void *q = realloc(s->ifaces, (size_t)c * sizeof(*s->ifaces));
+            if (!q) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            s->ifaces = q;
+            s->cap_ifaces = c;
+        }
+        s->ifaces[s->nifaces].linktype = r_u32(&in);
+        s->ifaces[s->nifaces].snaplen = r_u32(&in);
+        s->ifaces[s->nifaces].tick = r_f64(&in);
+        s->ifaces[s->nifaces].offset = r_i64(&in);
+        s->nifaces++;
+    }
+    r_raw(&in, r->unsupported, sizeof r->unsupported);
+    uint32_t nconns = r_u32(&in);
+    if (in.bad || nconns > n)
+        goto bad;
+    conn **conns = calloc(nconns ? nconns : 1, sizeof(conn *));
+    if (!conns) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < nconns && rc == 0 && !in.bad; i++) {
+        conn *c = calloc(1, sizeof(conn));
+        if (!c) {
+            PyErr_NoMemory();
+            rc = -1;
+            break;
+        }
+        conns[i] = c;
+        for (int k = 0; k < 2; k++) {
+            c->d[k].peer = &c->d[1 - k];
+            c->d[k].conn = c;
+        }
+        for (int k = 0; k < 2 && rc == 0; k++)
+            rc = r_direction(&in, &c->d[k], r);
+    }
+    uint32_t ne = rc == 0 ? r_u32(&in) : 0;
+    for (uint32_t i = 0; i < ne && rc == 0 && !in.bad; i++) {
+        uint8_t key[36];
+        uint8_t klen = r_u8(&in);
+        if (klen != 12 && klen != 36) {
+            in.bad = 1;
+            break;
+        }
+        r_raw(&in, key, klen);
+        uint32_t ci = r_u32(&in);
+        uint8_t di = r_u8(&in);
+        if (in.bad || ci >= nconns || di > 1) {
+            in.bad = 1;
+            break;
+        }
+        rc = ft_set(r, key, klen, &conns[ci]->d[di]);
+    }
+    for (uint32_t i = 0; i < nconns; i++)
+        if (conns[i] && conns[i]->refs == 0)
+            free_conn(conns[i]); /* named by no key (a bad snapshot) */
+    free(conns);
+    if (rc < 0)
+        return -1;
+    if (in.bad || in.at != n)
+        goto bad;
+    return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "not a snapshot of this reader's file");
+    return -1;
+}
+
+/* The source read on from `offset`, a record boundary the index pass found. */
+static int seek_source(source *s, int64_t offset) {
+    if (fseeko(s->f, (off_t)offset, SEEK_SET) != 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    s->base = offset;
+    s->pos = s->n = 0;
+    s->eof = 0;
+    s->bad_at = -1;
+    s->bytes_read = offset;
+    return refill(s, 16);
+}
+
 /* ---- the Python type -------------------------------------------------------------- */
 static varcol *cols(reader *r, int i) {
     varcol *all[] = {&r->src, &r->dst, &r->direction, &r->verb, &r->subject, &r->reply,
@@ -2481,6 +2787,7 @@ static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
     r->max_reassembly = max_reassembly;
     r->s.block = (size_t)block;
     r->s.bad_at = -1;
+    r->stop = -1;
     int rc = open_source(r, PyBytes_AS_STRING(path));
     Py_DECREF(path);
     if (rc < 0)
@@ -2512,6 +2819,10 @@ static PyObject *Reader_next_batch(reader *r, PyObject *args) {
             int got = r->s.fmt == 1 ? pcap_next(r, &pk) : pcapng_next(r, &pk);
             if (got < 0)
                 goto fail;
+            if (got == 2) { /* a range ends: no end-of-capture work, the next range does it */
+                r->state = 2;
+                break;
+            }
             if (got == 0) {
                 if (r->error) { /* rows so far, then the error */
                     r->state = 2;
@@ -2581,7 +2892,8 @@ static PyObject *Reader_stats(reader *r, PyObject *unused) {
             }
             Py_DECREF(v);
         }
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:s}", "packets", (long long)r->packets,
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:s}", "rows",
+                         (long long)r->total_rows, "packets", (long long)r->packets,
                          "bytes_read", (long long)r->s.bytes_read, "skipped_packets",
                          (long long)r->skipped, "gap_bytes", (long long)r->gap_bytes,
                          "controls", controls, "notices", notices, "limits", limits, "format",
@@ -2591,6 +2903,89 @@ fail:
     Py_XDECREF(notices);
     Py_XDECREF(limits);
     return NULL;
+}
+
+/* index(every): the whole file read once without columns; a snapshot at the
+ * first record boundary past every `every` bytes. Returns ([(offset, rows
+ * before it, snapshot)], rows in all). */
+static PyObject *Reader_index(reader *r, PyObject *args) {
+    long long every;
+    if (!PyArg_ParseTuple(args, "L:index", &every))
+        return NULL;
+    if (r->state != 0 || r->packets || !r->s.f || every < 1) {
+        PyErr_SetString(PyExc_RuntimeError, "index() is for a fresh reader, every >= 1");
+        return NULL;
+    }
+    PyObject *cuts = PyList_New(0);
+    if (!cuts)
+        return NULL;
+    r->count_only = 1;
+    int64_t next_cut = every;
+    for (;;) {
+        packet pk;
+        int got = r->s.fmt == 1 ? pcap_next(r, &pk) : pcapng_next(r, &pk);
+        if (got < 0)
+            goto fail;
+        if (got != 1) {
+            if (!r->error) {
+                int rc = finish_all(r);
+                end_packet(r);
+                if (rc < 0)
+                    goto fail;
+            }
+            break;
+        }
+        int rc = handle(r, &pk);
+        end_packet(r);
+        if (rc < 0)
+            goto fail;
+        int64_t at = r->s.base + (int64_t)r->s.pos;
+        if (at >= next_cut && r->s.bad_at < 0) {
+            gbuf g = {0, 0, 0};
+            if (snapshot(r, &g) < 0) {
+                gb_free(&g);
+                goto fail;
+            }
+            PyObject *item = Py_BuildValue("(LLy#)", (long long)at, (long long)r->total_rows,
+                                           (const char *)g.p, (Py_ssize_t)g.len);
+            gb_free(&g);
+            if (!item || PyList_Append(cuts, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+            next_cut = at + every;
+        }
+    }
+    r->state = 2;
+    Py_CLEAR(r->error);
+    return Py_BuildValue("(NL)", cuts, (long long)r->total_rows);
+fail:
+    r->state = 2;
+    Py_DECREF(cuts);
+    return NULL;
+}
+
+/* restore(offset, snapshot[, stop]): read on from a cut of the index pass,
+ * and stop before the record at `stop` (the next cut; -1: the end). */
+static PyObject *Reader_restore(reader *r, PyObject *args) {
+    long long offset, stop = -1;
+    Py_buffer snap;
+    if (!PyArg_ParseTuple(args, "Ly*|L:restore", &offset, &snap, &stop))
+        return NULL;
+    if (r->state != 0 || r->packets || r->flows.used || r->total_rows || !r->s.f) {
+        PyBuffer_Release(&snap);
+        PyErr_SetString(PyExc_RuntimeError, "restore() is for a fresh reader");
+        return NULL;
+    }
+    int rc = offset > 0 ? restore(r, snap.buf, (size_t)snap.len) : 0;
+    PyBuffer_Release(&snap);
+    if (rc < 0 || (offset > 0 && seek_source(&r->s, offset) < 0)) {
+        r->state = 2;
+        return NULL;
+    }
+    r->stop = stop;
+    Py_RETURN_NONE;
 }
 
 static PyObject *Reader_close(reader *r, PyObject *unused) {
@@ -2603,6 +2998,12 @@ static PyMethodDef Reader_methods[] = {
     {"next_batch", (PyCFunction)Reader_next_batch, METH_VARARGS,
      "next_batch(max_rows, max_bytes): the next rows' column buffers, None at the end."},
     {"stats", (PyCFunction)Reader_stats, METH_NOARGS, "What the reading saw so far."},
+    {"index", (PyCFunction)Reader_index, METH_VARARGS,
+     "index(every): ([(offset, rows before, snapshot)], rows) of the whole file, read once "
+     "without columns, a snapshot past every `every` bytes."},
+    {"restore", (PyCFunction)Reader_restore, METH_VARARGS,
+     "restore(offset, snapshot[, stop]): read on from a cut of index(), up to the record at "
+     "`stop` (-1: the end of the file)."},
     {"close", (PyCFunction)Reader_close, METH_NOARGS, "Close the file, free the state."},
     {NULL, NULL, 0, NULL}};
 

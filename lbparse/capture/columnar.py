@@ -19,7 +19,7 @@ caller falls back and the reference reports it in its own words.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +34,7 @@ try:
 except ImportError:  # not built: no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip
     _native = None
 
-__all__ = ["NativeCapture", "NativeUnsupported", "available"]
+__all__ = ["Cut", "NativeCapture", "NativeUnsupported", "available"]
 
 # The C loop's columns, in the order next_batch returns them (after n and ts).
 _COLUMNS = ("src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
@@ -43,6 +43,15 @@ _BINARY = frozenset({"header_block", "payload"})
 # Arrow's binary and string offsets are 32-bit: the C loop ends a batch well
 # before its columns reach 2 GiB when the limits stay below this.
 _MAX_LIMIT = 1 << 28
+
+
+class Cut(NamedTuple):
+    """Where a range of a capture starts: a record's file offset, the rows
+    before it (its first position) and the reader's state there."""
+
+    offset: int
+    rows: int
+    snapshot: bytes
 
 
 class NativeUnsupported(Exception):
@@ -71,7 +80,8 @@ class NativeCapture:
     """One pcap or pcapng file read by the C loop; `stats` once read (or while)."""
 
     def __init__(self, path: str | os.PathLike[str], *, name: str | None = None,
-                 limits: Limits | None = None, block: int | None = None) -> None:
+                 limits: Limits | None = None, block: int | None = None,
+                 resume: "Cut | None" = None, stop: int = -1) -> None:
         if _native is None:
             raise NativeUnsupported("the C capture module is not built")
         lim = limits or DEFAULT
@@ -86,6 +96,21 @@ class NativeCapture:
             self._reader = _native.Reader(*args)
         except ValueError as exc:  # not a file header the C loop takes
             raise NativeUnsupported(str(exc)) from None
+        self.first = 0
+        if resume is not None or stop >= 0:
+            offset, rows, snapshot = resume if resume is not None else (0, 0, b"")
+            self._reader.restore(offset, snapshot, stop)
+            self.first = rows
+
+    def index(self, every: int) -> tuple[list["Cut"], int]:
+        """Read the whole file once, without building columns, and cut it:
+        a Cut (offset, rows before it, snapshot of the reading's state) at
+        the first record boundary past every `every` bytes; and the number
+        of rows in all. Ranges between cuts are read by NativeCapture(path,
+        resume=cut, stop=next cut's offset), in any order, anywhere, and
+        give together exactly the rows of one reading (tests hold them so)."""
+        cuts, rows = self._reader.index(every)
+        return [Cut(*c) for c in cuts], rows
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -113,14 +138,14 @@ class NativeCapture:
     def close(self) -> None:
         self._reader.close()
 
-    def batches(self, schema: pa.Schema, *, source: str | None = None, first: int = 0,
+    def batches(self, schema: pa.Schema, *, source: str | None = None, first: int | None = None,
                 max_rows: int = 65536, max_bytes: int = 64 << 20) -> Iterator[pa.RecordBatch]:
         """Record batches of `schema` (the pipeline's record schema): `source`
         (default: the name) and `position` from `first` on, `headers` parsed
         from the header blocks. At most `max_rows` rows a batch (the C loop
         ends a batch after the packet that fills it: it is cut here)."""
         source = self.name if source is None else source
-        position = first
+        position = self.first if first is None else first
         for n, cols in self.columns(max_rows, max_bytes):
             cols["headers"] = _headers(cols.pop("header_block"), schema.field("headers").type)
             arrays = []

@@ -30,6 +30,7 @@ key of the output.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -52,6 +53,10 @@ PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
 PARQUET_UNIT_BYTES = 64 << 20
+# A task's share of a large pcap/pcapng file read by the C capture loop: the
+# driver's index pass cuts it at the first record boundary past every this
+# many bytes (Spark's own default split is 128 MB).
+CAPTURE_UNIT_BYTES = 128 << 20
 # Columns of our own recordings (`lbparse record`) carried over when present.
 CARRIED = ("src", "dst", "direction", "verb", "reply", "sid", "headers")
 
@@ -65,6 +70,7 @@ class SourceOptions:
     timestamp_column: str | None = None  # default: "ts", else "timestamp"
     batch_rows: int = DEFAULT_BATCH_ROWS
     unit_bytes: int = PARQUET_UNIT_BYTES  # a task's share of a Parquet file
+    capture_unit_bytes: int = CAPTURE_UNIT_BYTES  # a task's share of a large capture
 
 
 @dataclass
@@ -80,6 +86,13 @@ class Unit:
     first_rows: list[int] | None = None  # index of each row group's first row
     rows: int | None = None  # rows in those row groups
     error: tuple[str, str] | None = None  # found while planning: one problem row
+    # A range of a capture cut by the index pass (columnar.NativeCapture.index):
+    # its first record's offset, the offset it stops before (-1: the end),
+    # its first position, and the reader's state at its start (base64).
+    start: int = 0
+    stop: int = -1
+    first_row: int = 0
+    snapshot: str | None = None
 
     @property
     def key(self) -> str:
@@ -169,8 +182,32 @@ def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
                               error=("input:unreadable", f"{path}: cannot be opened")))
         elif fmt == "parquet":
             units += _plan_parquet(path, size, options)
+        elif fmt in ("pcap", "pcapng") and size > options.capture_unit_bytes \
+                and columnar.available():
+            units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
+    return units
+
+
+def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> list[Unit]:
+    """A large capture as ranges, so that several tasks read it: the index
+    pass (one reading, framing only, in C) cuts it at record boundaries with
+    the reader's state there, and each range's task restores that state and
+    reads on. Together the ranges give exactly one reading's rows."""
+    try:
+        cuts, _ = columnar.NativeCapture(path).index(options.capture_unit_bytes)
+    except (columnar.NativeUnsupported, OSError, CaptureError):
+        return [Unit(path, fmt, size, size)]  # one task reads it, and says what is wrong
+    cuts = [c for c in cuts if c.offset < size]
+    starts = [0, *(c.offset for c in cuts)]
+    stops = [*(c.offset for c in cuts), -1]
+    units = []
+    for i, (start, stop) in enumerate(zip(starts, stops)):
+        cut = cuts[i - 1] if i else None
+        units.append(Unit(path, fmt, size, (size if stop < 0 else stop) - start, i, start=start,
+                          stop=stop, first_row=cut.rows if cut else 0,
+                          snapshot=base64.b64encode(cut.snapshot).decode() if cut else None))
     return units
 
 
@@ -317,6 +354,11 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
     reference (`native`: True or False to choose, for tests)."""
     if native is None:
         native = columnar.available()
+    if unit.start or unit.stop >= 0:  # a range of a large capture (_plan_capture)
+        cut = columnar.Cut(unit.start, unit.first_row, base64.b64decode(unit.snapshot or ""))
+        capture = columnar.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
+        yield from _read_capture_native(unit, options, stats, capture)
+        return
     if native:
         try:
             capture = columnar.NativeCapture(unit.path, limits=limits)
@@ -339,7 +381,7 @@ def _file_problem(unit: Unit, stats: UnitStats, kind: str, message: str, positio
 def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
                          capture: "columnar.NativeCapture") -> Iterator[pa.RecordBatch]:
     """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
-    position = 0
+    position = capture.first
     problem: tuple[str, str] | None = None
     try:
         for batch in capture.batches(arrow_record_schema(), source=unit.path,
@@ -358,10 +400,13 @@ def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
         stats.notices[kind] = stats.notices.get(kind, 0) + n
     stats.gaps += counts["notices"].get("gap", 0)
     stats.gap_bytes += counts["gap_bytes"]
-    if problem is None:
+    if unit.start or unit.stop >= 0:
+        stats.bytes_read = unit.nbytes  # this range's share of the file
+    elif problem is None:
         stats.bytes_read = counts["bytes_read"] or unit.size
     else:
         stats.bytes_read = counts["bytes_read"]
+    if problem is not None:
         yield _file_problem(unit, stats, *problem, position)
 
 
