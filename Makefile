@@ -81,7 +81,7 @@ generate-%:
 ## dist: what a Spark cluster needs: dist/lbparse.zip (for --py-files), the
 ## application file dist/lbparse_pipeline.py, and the executors' dist/requirements.txt
 dist:
-	$(PYTHON) -m lbparse.pipeline.dist dist
+	$(PYTHON) tools/dist.py dist
 
 ## bench-spark: the pipeline against a plain Spark scan-and-write on local[2]
 ## (5 million envelopes), and on a 1 GB pcap; minutes, ~3 GB of disk

@@ -11,26 +11,28 @@ import crc32c as _crc32c
 from lbparse import dispatch as _dispatch
 from lbparse.layouts import layout_named
 from lbparse.envelope import Buffer, Envelope, as_bytes
-from lbparse.header import (CRC_HEADER_LEN, FLAG_CRC, MAGIC, MIN_HEADER_LEN, Header,
-                             read_header, resolve_msg_type)
+from lbparse.header import Header, read_header, resolve_msg_type
 from lbparse.limits import DEFAULT, Limits
 from lbparse.payloads import BYTES
+from lbparse.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_STRUCT, HEADER_SIZE, MAGIC, VERSION
 
 __all__ = ["decode", "decode_header", "encode"]
 
 _DECODERS = _dispatch.DECODERS
 _crc = _crc32c.crc32c
-# For the shortcut in decode: the first 8 bytes of a well-formed strict v0
-# header, as one big-endian integer, for flags 0 (header_len 8) and flags 1
-# (header_len 12, CRC) and every MsgType -> (header_len, flags, msg_type,
-# name, payload type, parser). One dict lookup checks magic, version, header
-# length, CRC flag and MsgType at once; rarer flag bits take the full path.
+# For the shortcut in decode: the fixed header of a well-formed strict v0
+# envelope, as one big-endian integer, without the CRC flag (the short
+# header_len) and with it (the CRC-sized one), for every MsgType ->
+# (header_len, flags, msg_type, name, payload type, parser). One dict lookup
+# checks magic, version, header length, CRC flag and MsgType at once; rarer
+# flag bits take the full path.
 _V0_PREFIXES: dict[int, tuple[int, int, int, str, str, Any]] = {
-    int.from_bytes(MAGIC + bytes((0, hl, flags, byte7)), "big"): (hl, flags, *entry)
+    int.from_bytes(MAGIC + bytes((VERSION, hl, flags, byte7)), "big"): (hl, flags, *entry)
     for byte7, entry in _DECODERS["v0"].by_byte7.items()  # type: ignore[attr-defined]
-    for hl, flags in ((MIN_HEADER_LEN, 0), (CRC_HEADER_LEN, FLAG_CRC))
+    for hl, flags in ((HEADER_SIZE, 0), (CRC_HEADER_LEN, CRC_FLAG))
 }
-_unpack_prefix = struct.Struct(">QI").unpack_from
+# The fixed header as one unsigned integer, then the CRC-32C field.
+_unpack_prefix = struct.Struct(">" + {8: "Q"}[HEADER_SIZE] + CRC_STRUCT.format[1:]).unpack_from
 _CAP = DEFAULT.shortcut_cap
 
 
@@ -50,7 +52,7 @@ def decode(data: Buffer, layout: str = "v0", *positional: Any, **options: Any) -
         try:
             prefix, crc = _unpack_prefix(data)
             hl, flags, msg_type, name, ptype, parse = _V0_PREFIXES[prefix]
-        except (struct.error, KeyError):  # < 12 bytes, or not a common strict v0 header
+        except (struct.error, KeyError):  # too short for a CRC, or not a common strict v0 header
             pass
         else:
             payload = data[hl:]
@@ -62,7 +64,7 @@ def decode(data: Buffer, layout: str = "v0", *positional: Any, **options: Any) -
                 except Exception:  # noqa: S110  the full decoder reports it
                     pass
                 else:
-                    return Envelope(("v0", 0, hl, flags, crc, msg_type, name, ptype, payload,
+                    return Envelope(("v0", VERSION, hl, flags, crc, msg_type, name, ptype, payload,
                                      message, ()))
     fn = _DECODERS.get(layout) or _dispatch.decoder(layout)  # the latter raises
     return fn(as_bytes(data), True, False, None, DEFAULT)
@@ -107,7 +109,7 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
                       lay.default_payload_type or BYTES, (), offset)
     hl, flags, crc, byte7, warnings = read_header(data, lay, lenient)
     msg_type, name, ptype = resolve_msg_type(lay, byte7, None)
-    return Header(lay.name, 0, hl, flags, crc, msg_type, name, ptype, tuple(warnings), hl)
+    return Header(lay.name, VERSION, hl, flags, crc, msg_type, name, ptype, tuple(warnings), hl)
 
 
 def encode(message: Any, *, layout: str = "v0", msg_type: int | None = None,

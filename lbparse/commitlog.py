@@ -7,23 +7,30 @@ in the tests); encoding goes through the generated construct declaration.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 import crc32c as _crc32c
 
 from lbparse.errors import EnvelopeError
+from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
 from lbparse_generated import construct_schema as _cs
 
 __all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"]
 
-_PREFIX = struct.Struct(">QqQI")  # offset, timestamp, leader_epoch, size
-_BODY_HEAD = struct.Struct(">IBBi")  # crc32c, magic, attributes, key_len
-_I32 = struct.Struct(">i")
-_I16 = struct.Struct(">h")
-_RR_HEAD = struct.Struct(">Qq")  # leader_epoch, high_watermark
+# Struct formats and sizes from spec/commitlog.ksy (through lbparse.wire).
+_PREFIX = ENTRY_HEAD.struct  # offset, timestamp, leader_epoch, size
+_BODY_HEAD = BODY_HEAD.struct  # crc32c, magic, attributes, key_len
+_VALUE_LEN = int_struct("liftbridge_commitlog::body", "value_len")
+_HEADER_COUNT = int_struct("liftbridge_commitlog::body", "header_count")
+_HKEY_LEN = int_struct("liftbridge_commitlog::header", "key_len")
+_HVALUE_LEN = int_struct("liftbridge_commitlog::header", "value_len")
+_RR_HEAD = REPLICATION_PREFIX.struct  # leader_epoch, high_watermark
 RR_MIN = _RR_HEAD.size
+# The shortest body: its fixed head, a nil value's length, no headers.
+_BODY_MIN = _BODY_HEAD.size + _VALUE_LEN.size + _HEADER_COUNT.size
+# Where the body's CRC-32C stops and what it covers starts.
+_CRC_END = BODY_HEAD.fields["crc32c"].size
 
 
 @dataclass
@@ -115,34 +122,34 @@ def _sized(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[byte
 
 
 def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry) -> None:
-    if end - pos < _BODY_HEAD.size + 6:
-        raise _bad(f"entry body is {end - pos} bytes, needs at least 16", pos)
+    if end - pos < _BODY_MIN:
+        raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
-    entry._crc_ok = _crc32c.crc32c(buf[pos + 4:end]) == entry.crc32c  # type: ignore[attr-defined]
+    entry._crc_ok = _crc32c.crc32c(buf[pos + _CRC_END:end]) == entry.crc32c  # type: ignore[attr-defined]
     p = pos + _BODY_HEAD.size
-    if klen != -1:
+    if klen != NIL_LENGTH:
         entry.key, p = _sized(buf, p, end, klen, "key")
-    if p + 4 > end:
+    if p + _VALUE_LEN.size > end:
         raise _bad("value length runs past the entry body", p)
-    (vlen,) = _I32.unpack_from(buf, p)
-    p += 4
+    (vlen,) = _VALUE_LEN.unpack_from(buf, p)
+    p += _VALUE_LEN.size
     entry.value = None
-    if vlen != -1:
+    if vlen != NIL_LENGTH:
         entry.value, p = _sized(buf, p, end, vlen, "value")
-    if p + 2 > end:
+    if p + _HEADER_COUNT.size > end:
         raise _bad("header count runs past the entry body", p)
-    (count,) = _I16.unpack_from(buf, p)
-    p += 2
+    (count,) = _HEADER_COUNT.unpack_from(buf, p)
+    p += _HEADER_COUNT.size
     headers = []
     for _ in range(max(count, 0)):
-        if p + 2 > end:
+        if p + _HKEY_LEN.size > end:
             raise _bad("header key length runs past the entry body", p)
-        (hklen,) = _I16.unpack_from(buf, p)
-        hkey, p = _sized(buf, p + 2, end, hklen, "header key")
-        if p + 4 > end:
+        (hklen,) = _HKEY_LEN.unpack_from(buf, p)
+        hkey, p = _sized(buf, p + _HKEY_LEN.size, end, hklen, "header key")
+        if p + _HVALUE_LEN.size > end:
             raise _bad("header value length runs past the entry body", p)
-        (hvlen,) = _I32.unpack_from(buf, p)
-        hval, p = _sized(buf, p + 4, end, hvlen, "header value")
+        (hvlen,) = _HVALUE_LEN.unpack_from(buf, p)
+        hval, p = _sized(buf, p + _HVALUE_LEN.size, end, hvlen, "header value")
         try:
             headers.append((hkey.decode("utf-8"), hval))
         except UnicodeDecodeError:
@@ -160,7 +167,8 @@ def parse_entries(buf: bytes, pos: int = 0) -> list[CommitLogEntry]:
         offset, ts, epoch, size = _PREFIX.unpack_from(buf, pos)
         body = pos + _PREFIX.size
         if size > n - body:
-            raise _bad(f"entry size {size} but only {n - body} bytes follow", pos + 24)
+            raise _bad(f"entry size {size} but only {n - body} bytes follow",
+                       pos + ENTRY_HEAD.offset("size"))
         entry = CommitLogEntry(offset, ts, epoch, size=size)
         _parse_body(buf, body, body + size, entry)
         entries.append(entry)
@@ -177,7 +185,7 @@ def parse_replication_response(payload: bytes) -> ReplicationResponse:
 
 
 def _lenval(data: bytes | None) -> tuple[int, bytes]:
-    return (-1, b"") if data is None else (len(data), data)
+    return (NIL_LENGTH, b"") if data is None else (len(data), data)
 
 
 def encode_entry(e: CommitLogEntry) -> bytes:
@@ -193,7 +201,7 @@ def encode_entry(e: CommitLogEntry) -> bytes:
     )
     # The CRC covers the body after itself: build once to learn it.
     body = _cs.liftbridge_commitlog__body.build(body_fields)
-    body_fields["crc32c"] = _crc32c.crc32c(body[4:])
+    body_fields["crc32c"] = _crc32c.crc32c(body[_CRC_END:])
     return _cs.liftbridge_commitlog__entry.build(dict(
         offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
         size=len(body), body=body_fields,

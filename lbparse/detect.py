@@ -18,10 +18,11 @@ from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
 from lbparse import flatbuf
 from lbparse.flatbuf import FlatTable
-from lbparse.header import MAGIC, read_header
-from lbparse.headerless import COOKIE, decode_lift_cookie, decode_plain
+from lbparse.header import read_header
+from lbparse.headerless import decode_lift_cookie, decode_plain
 from lbparse.limits import DEFAULT, Limits, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
+from lbparse.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
 
 __all__ = ["contested_msg_types", "detect"]
 
@@ -69,8 +70,8 @@ def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
     found: list[tuple[Envelope, str | None]] = []
     reasons: list[str] = []
     first_error: EnvelopeError | None = None
-    if data[:4] == MAGIC:
-        reasons.append("envelope magic b90e43b4 at offset 0")
+    if data[:len(MAGIC)] == MAGIC:
+        reasons.append(f"envelope magic {MAGIC.hex()} at offset 0")
         # The enveloped layouts share bytes 0..6 and the CRC: read them once.
         try:
             hl, flags, crc, byte7, _ = read_header(data, _ENVELOPED[0][0])
@@ -84,7 +85,8 @@ def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
             # Cheap refusals first (the newest layout always decodes fully:
             # its error is the one to raise when nothing else fits).
             if dec.reserved and byte7:  # no legacy writer ever set it
-                reasons.append(f"not {layout.name}: reserved byte 7 is {byte7}, not 0")
+                reasons.append(f"not {layout.name}: reserved byte {MSG_TYPE_OFFSET} is {byte7}, "
+                               "not 0")
                 continue
             if layout is not newest and layout.has_msg_type and byte7 not in layout.msg_types:
                 reasons.append(f"not {layout.name}: MsgType {byte7} not in its table")
@@ -101,7 +103,7 @@ def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
                 reasons.append(f"not {layout.name}: {exc.kind}")
                 continue
             found.append((env, _confirms(layout, env)))
-    elif data[:4] == COOKIE and len(data) > 4:
+    elif data[:len(COOKIE)] == COOKIE and len(data) > len(COOKIE):
         reasons.append("starts with the LIFT cookie")
         try:
             env = decode_lift_cookie(data, limits=limits)
@@ -135,7 +137,7 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
     if not chosen:
         env = decode_plain(data, limits=limits)
         reasons.append("no envelope magic and no LIFT message: plain NATS payload")
-        return _finish(env, reasons, [], 0.9 if data[:4] != COOKIE else 0.6)
+        return _finish(env, reasons, [], 0.9 if data[:len(COOKIE)] != COOKIE else 0.6)
     best, why = chosen[0]  # _ENVELOPED is in recency order
     for env, w in found:
         reasons.append(_describe(env) + (f"; {w}" if w else "; payload schema not confirmed"))

@@ -15,23 +15,17 @@ import crc32c as _crc32c
 
 from lbparse.layouts import LAYOUTS, Layout
 from lbparse.errors import EnvelopeError
-from lbparse.header import (
-    CRC_HEADER_LEN,
-    FLAG_CRC,
-    MIN_HEADER_LEN,
-    read_header,
-    resolve_msg_type,
-)
+from lbparse.header import read_header, resolve_msg_type
 from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size
-from lbparse.payloads import (RAW, FlatBuffersCodec, ProtoCodec, codec_for, infer_payload_type,
-                              payload_type_of, protobuf_error)
+from lbparse.payloads import (REPLICATION_RESPONSE, FlatBuffersCodec, ProtoCodec, codec_for,
+                              infer_payload_type, payload_type_of, protobuf_error)
+from lbparse.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, FIELD_ERRORS, HEADER_SIZE, VERSION
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["Buffer", "Envelope", "EnvelopedDecoder", "as_bytes", "check_crc", "encode_enveloped"]
 
 Buffer = Union[bytes, bytearray, memoryview]
 _crc = _crc32c.crc32c
-_HEADER12 = struct.Struct(">4sBBBBI")
 
 
 FIELDS = ("layout", "version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
@@ -81,7 +75,7 @@ class Envelope(tuple):
         if self.message is not None:
             codec = codec_for(LAYOUTS[self.layout].codec_key(self.payload_type))
             d["payload_json"] = codec.to_json(self.message)
-        if self.payload_type == RAW and self.message is not None:
+        if self.payload_type == REPLICATION_RESPONSE and self.message is not None:
             d["commitlog_messages"] = [e.to_json_dict() for e in self.message.entries]
         for key in ("ambiguous", "layout_candidates", "payload_type_candidates", "reasons"):
             if getattr(self, key):
@@ -125,9 +119,9 @@ def check_crc(data: bytes, hl: int, crc: int | None) -> None:
     if crc is not None:
         actual = _crc(data[hl:])
         if actual != crc:
-            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset 8) is {crc:#010x}, "
-                                f"payload bytes {hl}..{len(data)} give {actual:#010x}",
-                                offset=8, expected=crc, actual=actual)
+            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset {CRC_OFFSET}) is "
+                                f"{crc:#010x}, payload bytes {hl}..{len(data)} give {actual:#010x}",
+                                offset=CRC_OFFSET, expected=crc, actual=actual)
 
 
 class EnvelopedDecoder:
@@ -192,7 +186,7 @@ class EnvelopedDecoder:
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
             raise _bad_payload(ptype, payload, exc, codec_for(self.layout.codec_key(ptype)),
                                lim) from None
-        env = Envelope((self.name, 0, hl, flags, crc, msg_type, name, ptype, payload,
+        env = Envelope((self.name, VERSION, hl, flags, crc, msg_type, name, ptype, payload,
                         message, warnings))
         if len(candidates) > 1:
             env.ambiguous = True
@@ -217,8 +211,8 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
                              f"not {ptype}")
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
     payload = codec_for(layout.codec_key(ptype)).encode(message)
-    header = dict(version=0, header_len=CRC_HEADER_LEN if crc else MIN_HEADER_LEN,
-                  flags=FLAG_CRC if crc else 0, msg_type=msg_type)
+    header = dict(version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
+                  flags=CRC_FLAG if crc else 0, msg_type=msg_type)
     return _envelope_schema.build(
         dict(header=header, crc32c=_crc(payload) if crc else None, payload=payload),
         layout=layout.id)

@@ -10,20 +10,19 @@ records each tolerance as a warning.
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
-from lbparse.layouts import Layout
 from lbparse.errors import EnvelopeError
+from lbparse.layouts import Layout
+from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_PAIRING_ERRORS, CRC_STRUCT,
+                          FIELD_ERRORS, FLAGS_OFFSET, HEADER, HEADER_LEN_OFFSET, HEADER_LENS,
+                          HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET, VERSION, VERSION_OFFSET)
 
-__all__ = ["Header", "MAGIC", "MIN_HEADER_LEN", "CRC_HEADER_LEN", "read_header", "resolve_msg_type"]
+__all__ = ["Header", "read_header", "resolve_msg_type"]
 
-MAGIC = b"\xb9\x0e\x43\xb4"
-MIN_HEADER_LEN = 8
-CRC_HEADER_LEN = 12
-FLAG_CRC = 0x01
-_FIXED = struct.Struct(">4sBBBB")
-_CRC = struct.Struct(">I")
+_FIXED = HEADER.struct
+_CRC = CRC_STRUCT
+_LENS = " or ".join(map(str, HEADER_LENS))
 
 
 class Header(NamedTuple):
@@ -42,13 +41,14 @@ class Header(NamedTuple):
 
 
 def _lenient_header_len(hl: int, flags: int) -> list[str]:
-    if flags & FLAG_CRC:
+    if flags & CRC_FLAG:
         return []
     if hl == CRC_HEADER_LEN:
-        return ["header_len 12 without the CRC flag: bytes 8..11 ignored (upstream accepts)"]
-    if hl != MIN_HEADER_LEN:
-        where = "overlaps the header" if hl < MIN_HEADER_LEN else f"skips {hl - 8} bytes"
-        return [f"header_len {hl} is neither 8 nor 12: the payload {where} (upstream accepts)"]
+        return [f"header_len {hl} without the CRC flag: bytes {CRC_OFFSET}..{hl - 1} ignored "
+                "(upstream accepts)"]
+    if hl != HEADER_SIZE:
+        where = "overlaps the header" if hl < HEADER_SIZE else f"skips {hl - HEADER_SIZE} bytes"
+        return [f"header_len {hl} is neither {_LENS}: the payload {where} (upstream accepts)"]
     return []
 
 
@@ -56,37 +56,43 @@ def read_header(data: bytes, layout: Layout, lenient: bool = False
                 ) -> tuple[int, int, int | None, int, list[str]]:
     """Check everything up to truncation; return (header_len, flags, crc, byte7, warnings)."""
     n = len(data)
-    if n < MIN_HEADER_LEN:
-        raise EnvelopeError("too_short", f"envelope needs at least 8 bytes, got {n}",
-                            offset=n, expected=8, actual=n)
+    if n < HEADER_SIZE:
+        raise EnvelopeError(FIELD_ERRORS["header"], f"envelope needs at least {HEADER_SIZE} "
+                            f"bytes, got {n}", offset=n, expected=HEADER_SIZE, actual=n)
     magic, version, hl, flags, byte7 = _FIXED.unpack_from(data)
     if magic != MAGIC:
-        raise EnvelopeError("bad_magic", f"bytes 0..3 are {magic.hex()}, expected magic b90e43b4",
-                            offset=0, expected=MAGIC, actual=magic)
-    if version != 0:
-        raise EnvelopeError("unknown_version", f"version byte (offset 4) is {version}, only 0 is defined",
-                            offset=4, expected=0, actual=version)
+        raise EnvelopeError(FIELD_ERRORS["magic"], f"bytes 0..{len(MAGIC) - 1} are {magic.hex()}, "
+                            f"expected magic {MAGIC.hex()}", offset=0, expected=MAGIC,
+                            actual=magic)
+    if version != VERSION:
+        raise EnvelopeError(FIELD_ERRORS["version"], f"version byte (offset {VERSION_OFFSET}) is "
+                            f"{version}, only {VERSION} is defined", offset=VERSION_OFFSET,
+                            expected=VERSION, actual=version)
     warnings: list[str] = []
-    if hl != MIN_HEADER_LEN and hl != CRC_HEADER_LEN and not lenient:
-        raise EnvelopeError("bad_header_len", f"header_len (offset 5) is {hl}, expected 8 or 12",
-                            offset=5, expected=(8, 12), actual=hl)
-    if flags & FLAG_CRC:
+    if hl not in HEADER_LENS and not lenient:
+        raise EnvelopeError(FIELD_ERRORS["header_len"], f"header_len (offset {HEADER_LEN_OFFSET}) "
+                            f"is {hl}, expected {_LENS}", offset=HEADER_LEN_OFFSET,
+                            expected=HEADER_LENS, actual=hl)
+    if flags & CRC_FLAG:
         if hl != CRC_HEADER_LEN:
-            raise EnvelopeError("crc_missing", f"CRC flag set (flags 0x{flags:02x} at offset 6) but "
-                                f"header_len is {hl}, not 12: no room for the CRC-32C",
-                                offset=6, expected=12, actual=hl)
+            raise EnvelopeError(CRC_PAIRING_ERRORS["flag_set"], f"CRC flag set (flags "
+                                f"0x{flags:02x} at offset {FLAGS_OFFSET}) but header_len is "
+                                f"{hl}, not {CRC_HEADER_LEN}: no room for the CRC-32C",
+                                offset=FLAGS_OFFSET, expected=CRC_HEADER_LEN, actual=hl)
     elif hl == CRC_HEADER_LEN and not lenient:
-        raise EnvelopeError("bad_header_len", "header_len (offset 5) is 12 but the CRC flag "
-                            f"(flags 0x{flags:02x} at offset 6) is not set",
-                            offset=5, expected=8, actual=hl)
+        raise EnvelopeError(CRC_PAIRING_ERRORS["flag_clear"], f"header_len (offset "
+                            f"{HEADER_LEN_OFFSET}) is {hl} but the CRC flag (flags "
+                            f"0x{flags:02x} at offset {FLAGS_OFFSET}) is not set",
+                            offset=HEADER_LEN_OFFSET, expected=HEADER_SIZE, actual=hl)
     if lenient:
         warnings = _lenient_header_len(hl, flags)
     if n < hl:
-        raise EnvelopeError("truncated", f"header_len is {hl} but the data is only {n} bytes",
-                            offset=n, expected=hl, actual=n)
-    crc = _CRC.unpack_from(data, 8)[0] if flags & FLAG_CRC else None
+        raise EnvelopeError(FIELD_ERRORS["crc32c"], f"header_len is {hl} but the data is only "
+                            f"{n} bytes", offset=n, expected=hl, actual=n)
+    crc = _CRC.unpack_from(data, CRC_OFFSET)[0] if flags & CRC_FLAG else None
     if byte7 and layout.byte7 == "reserved":
-        warnings.append(f"reserved byte 7 is 0x{byte7:02x}; {layout.name} writers always put 0")
+        warnings.append(f"reserved byte {MSG_TYPE_OFFSET} is 0x{byte7:02x}; {layout.name} "
+                        "writers always put 0")
     return hl, flags, crc, byte7, warnings
 
 
@@ -98,6 +104,7 @@ def resolve_msg_type(layout: Layout, byte7: int, payload_type: str | None
     mt = layout.msg_types.get(byte7)
     if mt is None:
         known = f"0..{max(layout.msg_types)}" if layout.msg_types else "none"
-        raise EnvelopeError("unknown_msg_type", f"MsgType (offset 7) is {byte7}, not in the "
-                            f"{layout.name} table ({known})", offset=7, expected=known, actual=byte7)
+        raise EnvelopeError(FIELD_ERRORS["msg_type"], f"MsgType (offset {MSG_TYPE_OFFSET}) is "
+                            f"{byte7}, not in the {layout.name} table ({known})",
+                            offset=MSG_TYPE_OFFSET, expected=known, actual=byte7)
     return byte7, mt.name, payload_type or mt.payload_type

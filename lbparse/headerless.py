@@ -14,11 +14,11 @@ from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, payload_type_of
+from lbparse.wire import COOKIE, FIELD_ERRORS
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
-__all__ = ["COOKIE", "decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
+__all__ = ["decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
 
-COOKIE = b"LIFT"
 _LIFT = LAYOUTS["lift-cookie"]
 _PLAIN = LAYOUTS["plain"]
 
@@ -42,15 +42,17 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
     else:
         # As the spec reads it: the cookie, then a payload of at least one
         # byte (the old client's own check was len(data) > 4).
-        if len(data) >= len(COOKIE) and data[:4] != COOKIE:
-            raise EnvelopeError("bad_magic", f"bytes 0..3 are {data[:4].hex()}, expected the "
-                                "cookie 4c494654 ('LIFT')", offset=0, expected=COOKIE,
-                                actual=data[:4])
-        if len(data) <= len(COOKIE):
-            raise EnvelopeError("too_short", f"a LIFT message needs the 4-byte cookie and a "
-                                f"payload, got {len(data)} bytes", offset=len(data),
-                                expected=5, actual=len(data))
-        payload = data[4:]
+        n = len(COOKIE)
+        if len(data) >= n and data[:n] != COOKIE:
+            raise EnvelopeError(FIELD_ERRORS["cookie"], f"bytes 0..{n - 1} are "
+                                f"{data[:n].hex()}, expected the cookie {COOKIE.hex()} "
+                                f"({COOKIE.decode('ascii')!r})", offset=0, expected=COOKIE,
+                                actual=data[:n])
+        if len(data) <= n:
+            raise EnvelopeError(FIELD_ERRORS["payload"], f"a LIFT message needs the {n}-byte "
+                                f"cookie and a payload, got {len(data)} bytes", offset=len(data),
+                                expected=n + 1, actual=len(data))
+        payload = data[n:]
     lim = limits or DEFAULT
     check_payload_size(len(payload), len(data) - len(payload), lim)
     if framing_only:

@@ -11,16 +11,29 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, TOP_SEQ, LAYOUTS as _RAW_LAYOUTS
+from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, PAYLOAD_KINDS, TOP_SEQ
+from lbparse_generated.tables import LAYOUTS as _RAW_LAYOUTS
 
-__all__ = ["FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType", "layout_named"]
+__all__ = ["BYTES", "FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType",
+           "REPLICATION_RESPONSE", "layout_named"]
+
+# The two payload types that are not protobuf messages (the spec's
+# `-payload-kinds`). REPLICATION_RESPONSE is "raw", the name the reference
+# vectors and JSON output use for the ReplicationResponse payload (leader
+# epoch, high watermark, commit-log entries: spec/commitlog.ksy); BYTES is
+# opaque bytes.
+REPLICATION_RESPONSE: str = PAYLOAD_KINDS["replication_response"]
+BYTES: str = PAYLOAD_KINDS["bytes"]
 
 
 @dataclass(frozen=True)
 class MsgType:
+    """One entry of a layout's MsgType table (header byte 7)."""
+
     value: int
     name: str
     payload_type: str
+    internal: bool = False  # a server-to-server RPC (the spec's `-internal`)
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,7 @@ class Layout:
 
     def codec_key(self, payload_type: str) -> str:
         """Key of the payload codec: the type name, qualified by a non-protobuf format."""
-        if self.payload_format == "protobuf" or payload_type in ("raw", "bytes"):
+        if self.payload_format == "protobuf" or payload_type in (REPLICATION_RESPONSE, BYTES):
             return payload_type
         return f"{self.payload_format}:{payload_type}"
 
@@ -69,7 +82,8 @@ class Layout:
 
 
 def _build(name: str, raw: dict) -> Layout:
-    msg_types = {v: MsgType(v, n, p) for v, (n, p) in raw["msg_types"].items()}
+    internal = set(raw["internal_msg_types"])
+    msg_types = {v: MsgType(v, n, p, v in internal) for v, (n, p) in raw["msg_types"].items()}
     by_payload: dict[str, MsgType] = {}
     for mt in msg_types.values():
         by_payload.setdefault(mt.payload_type, mt)

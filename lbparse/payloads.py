@@ -1,8 +1,8 @@
 """Payload codecs, one per payload type named in the spec.
 
 A payload type is a full protobuf message name (`proto.Message`,
-`protocol.PropagatedRequest`, ...) or `raw` (the ReplicationResponse
-layout). `CODECS` maps each name to a codec with `decode` (bytes to object,
+`protocol.PropagatedRequest`, ...), `raw` (REPLICATION_RESPONSE: the
+ReplicationResponse payload of spec/commitlog.ksy) or `bytes`. `CODECS` maps each name to a codec with `decode` (bytes to object,
 raising `EnvelopeError("bad_payload")`), `to_json` and `encode`. The table
 is built once at import from the generated protobuf modules.
 """
@@ -16,15 +16,14 @@ from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse import commitlog, flatbuf
-from lbparse.layouts import LAYOUTS
+from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE
 from lbparse.errors import EnvelopeError
 from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-__all__ = ["BYTES", "CODECS", "PayloadCodec", "RAW", "codec_for", "message_class", "payload_type_of"]
+__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "message_class",
+           "payload_type_of"]
 
-RAW = "raw"
-BYTES = "bytes"
 _MODULES = (api_pb2, internal_pb2)
 
 
@@ -105,7 +104,7 @@ class ProtoCodec(PayloadCodec):
 
 
 class ReplicationResponseCodec(PayloadCodec):
-    name = RAW
+    name = REPLICATION_RESPONSE
     python_type = commitlog.ReplicationResponse
     decode = staticmethod(commitlog.parse_replication_response)
 
@@ -167,7 +166,7 @@ class FlatBuffersCodec(PayloadCodec):
 
 
 def _codec(layout_format: str, name: str) -> PayloadCodec:
-    if name == RAW:
+    if name == REPLICATION_RESPONSE:
         return ReplicationResponseCodec()
     if name == BYTES:
         return BytesCodec()
@@ -200,7 +199,7 @@ def codec_for(payload_type: str) -> PayloadCodec:
 def payload_type_of(message: Any) -> str:
     """The payload type name of a message object."""
     if isinstance(message, commitlog.ReplicationResponse):
-        return RAW
+        return REPLICATION_RESPONSE
     if isinstance(message, (bytes, bytearray, memoryview)):
         return BYTES
     if isinstance(message, flatbuf.FlatTable):

@@ -18,12 +18,12 @@ from typing import Any
 
 import crc32c as _crc32c
 
-from lbparse.commitlog import RR_MIN
-from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
-from lbparse.header import MAGIC
-from lbparse.headerless import COOKIE
-from lbparse.payloads import RAW, codec_for, message_class
+from lbparse.layouts import LAYOUTS
+from lbparse.payloads import REPLICATION_RESPONSE, codec_for, message_class
+from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FLAGS_OFFSET,
+                          HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
+                          REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
 from lbparse.wirefit import gogo_problem, scan
 
 __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
@@ -32,6 +32,10 @@ __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVe
 ACCEPTED, PLAIN, REJECTED, CRASH = "accepted", "plain", "rejected", "crash"
 _V0 = LAYOUTS["v0"]
 _BY_NAME = {mt.name: mt for mt in _V0.msg_types.values()}
+# What clients send and read (the spec's MsgTypes without `-internal`): the
+# current server decodes these with protobuf-go (API v2), and the Go client
+# reads nothing else.
+_CLIENT_FACING = frozenset(mt.name for mt in _V0.msg_types.values() if not mt.internal)
 
 
 @dataclass(frozen=True)
@@ -41,16 +45,18 @@ class UpstreamDecoder:
     key: str            # how the reference vectors name it
     generation: str     # what a user calls it
     envelope: str       # "v0" (MsgType checked), "alpha" (reserved byte), "lift"
-    min_len: int        # shortest data it reads (the v2 client wants more than 8)
+    min_len: int        # shortest data it reads (the v2 client wants more than the header)
     protobuf: str       # "gogo" or "go-v2"
     plain_on_bad_header: bool  # the server keeps such publishes as plain messages
 
 
 UPSTREAM_DECODERS: dict[str, UpstreamDecoder] = {d.generation: d for d in (
-    UpstreamDecoder("server", "server (v1.0.0-beta and later)", "v0", 8, "go-v2", True),
-    UpstreamDecoder("legacy_27b155c", "server v1.0.0-alpha", "alpha", 8, "gogo", True),
-    UpstreamDecoder("client_v2", "Go client v2", "v0", 9, "gogo", False),
-    UpstreamDecoder("client_0a5bc38^", "Go client v0.0.1-alpha (LIFT)", "lift", 5, "gogo", False),
+    UpstreamDecoder("server", "server (v1.0.0-beta and later)", "v0", HEADER_SIZE, "go-v2",
+                    True),
+    UpstreamDecoder("legacy_27b155c", "server v1.0.0-alpha", "alpha", HEADER_SIZE, "gogo", True),
+    UpstreamDecoder("client_v2", "Go client v2", "v0", HEADER_SIZE + 1, "gogo", False),
+    UpstreamDecoder("client_0a5bc38^", "Go client v0.0.1-alpha (LIFT)", "lift", len(COOKIE) + 1,
+                    "gogo", False),
 )}
 
 
@@ -80,8 +86,8 @@ class UpstreamVerdict:
 
 def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
     """Why a Go decoder of `style` rejects the payload, or None."""
-    if ptype == RAW:
-        return "not enough data" if len(payload) < RR_MIN else None
+    if ptype == REPLICATION_RESPONSE:
+        return "not enough data" if len(payload) < REPLICATION_PREFIX.size else None
     if scan(payload) is None:
         return "proto: cannot parse invalid wire-format data"
     if style == "gogo":
@@ -98,20 +104,21 @@ def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVer
     name for v0 decoders, a protobuf type for the others)."""
     gen = decoder.generation
     if decoder.envelope == "lift":
-        if len(data) < decoder.min_len or data[:4] != COOKIE:
+        if len(data) < decoder.min_len or data[:len(COOKIE)] != COOKIE:
             return DecoderVerdict(gen, PLAIN, "not a LIFT message: kept as plain bytes")
-        problem = _payload_problem(data[4:], "proto.Message", decoder.protobuf)
+        problem = _payload_problem(data[len(COOKIE):], "proto.Message", decoder.protobuf)
         if problem:
             return DecoderVerdict(gen, PLAIN, f"not a LIFT message ({problem})")
         return DecoderVerdict(gen, ACCEPTED, "LIFT message (proto.Message)")
     bad_header = PLAIN if decoder.plain_on_bad_header else REJECTED
     if len(data) < decoder.min_len:
         return DecoderVerdict(gen, bad_header, "error: data missing envelope header")
-    if data[:4] != MAGIC:
+    if data[:len(MAGIC)] != MAGIC:
         return DecoderVerdict(gen, bad_header, "error: unexpected envelope magic number")
-    if data[4] != 0:
-        return DecoderVerdict(gen, REJECTED, f"error: unknown envelope protocol: {data[4]}")
-    hl, flags, byte7 = data[5], data[6], data[7]
+    if data[VERSION_OFFSET] != VERSION:
+        return DecoderVerdict(gen, REJECTED, "error: unknown envelope protocol: "
+                              f"{data[VERSION_OFFSET]}")
+    hl, flags, byte7 = data[HEADER_LEN_OFFSET], data[FLAGS_OFFSET], data[MSG_TYPE_OFFSET]
     if hl > len(data):
         return DecoderVerdict(gen, CRASH, f"panic: runtime error: slice bounds out of range "
                               f"[{hl}:{len(data)}]")
@@ -124,14 +131,14 @@ def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVer
         ptype, what = want.payload_type, f"MsgType {want.value} {want.name}"
     else:
         ptype, what = expected, expected
-    if flags & 1:
-        if hl != 12:
+    if flags & CRC_FLAG:
+        if hl != CRC_HEADER_LEN:
             return DecoderVerdict(gen, REJECTED, "error: incorrect envelope header size")
-        stored, actual = int.from_bytes(data[8:12], "big"), _crc32c.crc32c(payload)
+        stored, actual = CRC_STRUCT.unpack_from(data, CRC_OFFSET)[0], _crc32c.crc32c(payload)
         if stored != actual:
             return DecoderVerdict(gen, REJECTED, f"error: crc mismatch: expected {stored}, "
                                   f"got {actual}")
-    style = decoder.protobuf if expected in ("Publish", "Ack") else "gogo"
+    style = decoder.protobuf if expected in _CLIENT_FACING else "gogo"
     problem = _payload_problem(payload, ptype, style)
     if problem:
         return DecoderVerdict(gen, REJECTED, f"error: {problem}")
@@ -141,14 +148,15 @@ def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVer
 def _natural_expectation(data: bytes, decoder: UpstreamDecoder) -> str:
     """What a decoder of that generation would be expecting for these bytes."""
     if decoder.envelope == "v0":
-        mt = _V0.msg_types.get(data[7]) if len(data) > 7 else None
+        mt = _V0.msg_types.get(data[MSG_TYPE_OFFSET]) if len(data) > MSG_TYPE_OFFSET else None
         if decoder.key == "client_v2":  # a client reads messages and acks only
-            return mt.name if mt is not None and mt.name in ("Publish", "Ack") else "Publish"
+            return mt.name if mt is not None and mt.name in _CLIENT_FACING else "Publish"
         return mt.name if mt is not None else "Publish"
     if decoder.envelope == "alpha":
         from lbparse.payloads import infer_payload_type
 
-        payload = data[data[5]:] if len(data) > 7 and data[5] <= len(data) else b""
+        hl = data[HEADER_LEN_OFFSET] if len(data) > MSG_TYPE_OFFSET else len(data)
+        payload = data[hl:] if hl <= len(data) else b""
         return infer_payload_type(LAYOUTS["legacy"].payload_types, payload)[0]
     return "proto.Message"
 

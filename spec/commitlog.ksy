@@ -46,6 +46,7 @@ types:
       - id: body
         size: size
         type: body
+        doc: The stored message, exactly `size` bytes.
   body:
     doc: The stored message; `crc32c` covers everything after itself.
     seq:
@@ -68,6 +69,7 @@ types:
       - id: key
         size: key_len
         if: key_len >= 0
+        doc: The message key, absent when nil.
       - id: value_len
         type: s4
         valid:
@@ -76,6 +78,7 @@ types:
       - id: value
         size: value_len
         if: value_len >= 0
+        doc: The message value, absent when nil.
       - id: header_count
         type: s2
         doc: Number of headers; the server adds `subject` and `reply` itself.
@@ -83,16 +86,21 @@ types:
         type: header
         repeat: expr
         repeat-expr: header_count
+        doc: The headers, `header_count` of them, in the order they were stored.
   header:
     doc: One message header, a string key and a byte-string value.
     seq:
       - id: key_len
         type: s2
+        doc: Length of the header key in bytes.
       - id: key
         size: key_len
         type: str
         encoding: UTF-8
+        doc: The header name (Liftbridge's Go code keeps headers in a map of string keys).
       - id: value_len
         type: s4
+        doc: Length of the header value in bytes.
       - id: value
         size: value_len
+        doc: The header value.

@@ -23,14 +23,28 @@ doc: |
   server-to-server RPCs, `-payload-format` says how payloads are encoded
   (protobuf unless it says flatbuffers), `-recency` ranks the layouts from
   the newest (1), which auto-detection prefers when bytes fit several,
-  and `-bare-payloads` lists payload types that travel without the cookie.
-  Payload type `raw` is a ReplicationResponse (see commitlog.ksy) and
-  `bytes` opaque bytes.
+  `-bare-payloads` lists payload types that travel without the cookie,
+  `-error` names the lbparse error kind (`EnvelopeError.kind`) a failed
+  check of the field raises, and `-payload-kinds` (below) names the
+  payload types that are not protobuf messages: `raw` is a
+  ReplicationResponse (see commitlog.ksy; lbparse's code calls it
+  REPLICATION_RESPONSE, `raw` stays its name in JSON and in the reference
+  vectors) and `bytes` opaque bytes.
+
+  lbparse's generator also reads the fixed facts its hand-written fast
+  paths need from the declarations themselves: the magic and the cookie
+  (`contents`), the header size (`size` of `header`, checked against its
+  fields), the header lengths (`valid` of `header_len`), the CRC flag bit
+  and the header length that goes with it (`has_crc` and the `valid` of
+  `flags`), struct formats and offsets (field types).
 
   The checks declared with `valid` make this a strict parser: it accepts
   exactly what lbparse accepts by default. What it cannot express (the
   CRC-32C value over the payload) is left to the code that uses it.
 doc-ref: shared/wire/README.md, section 1 (envelope) and section 2 (bad input)
+-payload-kinds:
+  replication_response: raw
+  bytes: bytes
 params:
   - id: layout
     type: u1
@@ -49,6 +63,7 @@ seq:
     size: 8
     type: header
     if: has_header
+    -error: too_short
     doc: |
       The fixed part of the envelope header. Read as one 8-byte block first,
       so that anything shorter is "too short" before any field is judged.
@@ -106,13 +121,15 @@ types:
         valid:
           expr: ((_ & 1) != 0) == (header_len == 12)
         -error: crc_missing
+        -error-flag-clear: bad_header_len
         doc: |
           Bit 0: a CRC-32C of the payload follows the fixed header. The
           other bits have never been assigned; upstream ignores them. The
-          CRC flag and a 12-byte header go together: a flag with an
-          8-byte header leaves no room for the CRC (`crc_missing`); a
-          12-byte header without the flag is accepted only by upstream
-          (strictly, `bad_header_len`).
+          CRC flag and a 12-byte header go together, and the one check
+          fails two ways: a flag with an 8-byte header leaves no room for
+          the CRC (`-error`: `crc_missing`); a 12-byte header without the
+          flag is accepted only by upstream (strictly, `-error-flag-clear`:
+          `bad_header_len`).
       - id: msg_type
         type: u1
         -error: unknown_msg_type

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS
 from lbparse.flatbuf import FlatTable
-from lbparse.payloads import BYTES, CODECS, RAW, message_class
+from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, message_class
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
@@ -123,7 +123,7 @@ def flat_tables(type_name: str, depth: int = 0) -> st.SearchStrategy[FlatTable]:
 
 def payloads(payload_type: str, layout: str = "v0") -> st.SearchStrategy[Any]:
     """Random payload objects of a type, as the layout encodes it."""
-    if payload_type == RAW:
+    if payload_type == REPLICATION_RESPONSE:
         return REPLICATION_RESPONSES
     if payload_type == BYTES:
         return st.binary(max_size=32)

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from lbparse.capture.nats import NatsParser
+from lbparse.capture.nats import Frame, NatsParser, Problem
 from support import capwriter as cw
 from support.hostile import check_nats, nats_frames, seed_envelopes
 
@@ -92,8 +92,9 @@ def test_a_lying_size_costs_one_message(frames: list[bytes], bad: int) -> None:
     # that size (swallowing the next ones): no parser can tell. Not this test.
     claimed_end = len(b"".join(frames[:bad])) + line_end + 2 + int(size) + 37
     assume(stream[claimed_end:claimed_end + 2] != b"\r\n")
-    got = [f for f in nats_frames(stream, []) if f[0] != "!"]
-    expected_after = [f for f in nats_frames(b"".join(frames[bad + 1:]), []) if f[0] != "!"]
+    got = [f for f in nats_frames(stream, []) if not isinstance(f, Problem)]
+    expected_after = [f for f in nats_frames(b"".join(frames[bad + 1:]), [])
+                      if not isinstance(f, Problem)]
     assert got[len(got) - len(expected_after):] == expected_after
 
 
@@ -115,7 +116,10 @@ def test_memory_follows_the_bytes_not_the_size_field(declared: int) -> None:
 
 def test_max_frame_is_reported_and_the_next_message_parsed() -> None:
     frames = NatsParser(max_frame=10).feed(b"PUB a 11\r\n0123456789a\r\n" + cw.pub("b", b"ok"))
-    assert frames[0][:2] == ("!", "max_frame") and "over the limit of 10" in frames[0][5]
-    assert [f for f in frames if f[0] == "PUB"] == [("PUB", "b", None, None, None, b"ok")]
+    first = frames[0]
+    assert isinstance(first, Problem) and first.limit == "max_frame"
+    assert "over the limit of 10" in first.message
+    assert [f for f in frames if isinstance(f, Frame)] == [Frame("PUB", "b", None, None, None, b"ok")]
     # Exactly at the limit is fine.
-    assert NatsParser(max_frame=11).feed(b"PUB a 11\r\n0123456789a\r\n")[0][5] == b"0123456789a"
+    at_limit = NatsParser(max_frame=11).feed(b"PUB a 11\r\n0123456789a\r\n")[0]
+    assert isinstance(at_limit, Frame) and at_limit.payload == b"0123456789a"

@@ -100,13 +100,13 @@ def test_lowercase_message_verbs_parse_in_linear_time() -> None:
     n such lines took n copies of itself."""
     import time
 
-    from lbparse.capture.nats import NatsParser
+    from lbparse.capture.nats import Frame, NatsParser
 
     def seconds(n: int) -> float:
         data = b"pub a 1\r\nx\r\n" * n
         t = time.perf_counter()
         frames = NatsParser().feed(data)
-        assert len(frames) == n and frames[0] == ("PUB", "a", None, None, None, b"x")
+        assert len(frames) == n and frames[0] == Frame("PUB", "a", None, None, None, b"x")
         return time.perf_counter() - t
 
     small, big = seconds(5_000), seconds(80_000)
@@ -118,13 +118,13 @@ def test_a_lying_size_field_does_not_swallow_the_messages_after_it() -> None:
     the stream holds made the parser wait for them, and at the end of the
     stream everything after it was dropped as one "incomplete" message.
     The bytes it held are now parsed again when it is abandoned."""
-    from lbparse.capture.nats import NatsParser
+    from lbparse.capture.nats import Frame, NatsParser, Parsed
 
     p = NatsParser()
     assert p.feed(b"PUB a 99999\r\nhello\r\n" + b"PUB b 2\r\nhi\r\n" * 3) == []
-    recovered: list[tuple] = []
+    recovered: list[Parsed] = []
     assert "PUB a" in (p.finish(recovered) or "")
-    assert recovered == [("PUB", "b", None, None, None, b"hi")] * 3
+    assert recovered == [Frame("PUB", "b", None, None, None, b"hi")] * 3
 
 
 @pytest.mark.parametrize("stream,cut", [
@@ -136,11 +136,14 @@ def test_a_message_right_after_a_bad_line_survives_any_segmentation(stream: byte
     for a verb after a newline it could see; when the bad line ended a TCP
     segment (or the rescan started at the payload), the message starting
     the next piece was lost. Found by the atheris `nats` target."""
+    from lbparse.capture.nats import Frame
     from support.hostile import check_nats, nats_frames
 
+    def subjects(cuts: list[int]) -> list[str]:
+        return [f.subject for f in nats_frames(stream, cuts) if isinstance(f, Frame)]
+
     check_nats(stream, [cut])
-    assert [f[1] for f in nats_frames(stream, [cut]) if f[0] == "PUB"][-1:] == \
-        [f[1] for f in nats_frames(stream, []) if f[0] == "PUB"][-1:] != []
+    assert subjects([cut])[-1:] == subjects([])[-1:] != []
 
 
 @pytest.mark.parametrize("text", [
@@ -310,7 +313,7 @@ def test_a_long_control_line_in_tiny_segments_parses_in_linear_time() -> None:
     64 KiB INFO line arriving a byte per segment took 4.3 s."""
     import time
 
-    from lbparse.capture.nats import NatsParser
+    from lbparse.capture.nats import Control, NatsParser
 
     def seconds(n: int) -> float:
         line = b"INFO " + b"x" * n + b"\r\nPING\r\n"
@@ -318,7 +321,8 @@ def test_a_long_control_line_in_tiny_segments_parses_in_linear_time() -> None:
         t = time.perf_counter()
         for i in range(len(line)):
             frames += parser.feed(line[i:i + 1])
-        assert [f[0] for f in frames] == ["INFO", "PING"] and len(frames[0][5]) == n
+        assert [f.verb for f in frames if isinstance(f, Control)] == ["INFO", "PING"]
+        assert len(frames) == 2 and isinstance(frames[0], Control) and len(frames[0].text) == n
         return time.perf_counter() - t
 
     small, big = seconds(4_000), seconds(64_000)
@@ -333,5 +337,6 @@ def test_the_subject_cache_keeps_no_long_subjects() -> None:
 
     frames = nats.NatsParser().feed(b"".join(b"PUB %s 1\r\nx\r\n" % (b"s%05d" % i + b"x" * 2000)
                                              for i in range(50)))
-    assert len(frames) == 50 and len(frames[0][1]) == 2006
+    assert len(frames) == 50 and isinstance(frames[0], nats.Frame)
+    assert len(frames[0].subject) == 2006
     assert all(len(k) <= nats._NAME_MAX for k in nats._names)

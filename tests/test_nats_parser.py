@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lbparse.capture.nats import NatsParser
+from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.records import parse_headers
 
 INFO = (b'INFO {"server_id":"X","version":"2.9.10","headers":true,"max_payload":1048576} \r\n')
@@ -30,9 +30,9 @@ SERVER = (
 )
 
 
-def _all(chunks: list[bytes]) -> list[tuple]:
+def _all(chunks: list[bytes]) -> list[Parsed]:
     p = NatsParser()
-    out: list[tuple] = []
+    out: list[Parsed] = []
     for c in chunks:
         out += p.feed(c)
     assert not p.busy
@@ -41,25 +41,29 @@ def _all(chunks: list[bytes]) -> list[tuple]:
 
 def test_client_side_frames() -> None:
     frames = _all([CLIENT])
-    assert [f[0] for f in frames] == ["CONNECT", "PING", "SUB", "PUB", "PUB", "HPUB", "HPUB",
-                                      "UNSUB"]
-    assert frames[0][5] == b'{"verbose":false,"headers":true}'
-    assert frames[3] == ("PUB", "foo.bar", None, None, None, b"hello")
-    assert frames[4] == ("PUB", "foo.bar", "_INBOX.1", None, None, b"")
-    assert frames[5] == ("HPUB", "foo.baz", None, None, b"NATS/1.0\r\n\r\n", b"hi")
-    verb, subject, reply, sid, hdr, payload = frames[6]
+    assert [f.verb for f in frames] == ["CONNECT", "PING", "SUB", "PUB", "PUB", "HPUB", "HPUB",
+                                        "UNSUB"]
+    assert frames[0] == Control("CONNECT", b'{"verbose":false,"headers":true}')
+    assert frames[3] == Frame("PUB", "foo.bar", None, None, None, b"hello")
+    assert frames[4] == Frame("PUB", "foo.bar", "_INBOX.1", None, None, b"")
+    assert frames[5] == Frame("HPUB", "foo.baz", None, None, b"NATS/1.0\r\n\r\n", b"hi")
+    assert isinstance(frames[6], Frame)
+    verb, subject, reply, sid, hdr, payload = frames[6].fields()
     assert (verb, subject, reply, sid, payload) == ("HPUB", "foo.baz", "reply.x", None, b"hi")
     assert parse_headers(hdr) == [["A", "1"], ["B", "two"]]
 
 
 def test_server_side_frames() -> None:
     frames = _all([SERVER])
-    assert [f[0] for f in frames] == ["INFO", "+OK", "PONG", "MSG", "MSG", "HMSG", "HMSG", "-ERR"]
-    assert frames[0][5].startswith(b'{"server_id"') and frames[0][5].endswith(b"}")
-    assert frames[3] == ("MSG", "foo.bar", None, "1", None, b"hello")
-    assert frames[4] == ("MSG", "foo.bar", "_INBOX.1", "1", None, b"")
-    assert frames[5] == ("HMSG", "foo.baz", None, "1", b"NATS/1.0\r\n\r\n", b"hi")
-    assert frames[6][:4] == ("HMSG", "foo.baz", "reply.x", "1")
+    assert [f.verb for f in frames] == ["INFO", "+OK", "PONG", "MSG", "MSG", "HMSG", "HMSG",
+                                        "-ERR"]
+    info = frames[0]
+    assert isinstance(info, Control)
+    assert info.text.startswith(b'{"server_id"') and info.text.endswith(b"}")
+    assert frames[3] == Frame("MSG", "foo.bar", None, "1", None, b"hello")
+    assert frames[4] == Frame("MSG", "foo.bar", "_INBOX.1", "1", None, b"")
+    assert frames[5] == Frame("HMSG", "foo.baz", None, "1", b"NATS/1.0\r\n\r\n", b"hi")
+    assert frames[6].fields()[:4] == ("HMSG", "foo.baz", "reply.x", "1")
 
 
 @settings(max_examples=200, deadline=None)
@@ -77,25 +81,26 @@ def test_one_byte_at_a_time() -> None:
 
 def test_lower_case_verbs_and_tabs() -> None:
     frames = _all([b"pub\tfoo  3\r\nabc\r\nping\r\n"])
-    assert frames == [("PUB", "foo", None, None, None, b"abc"), ("PING", None, None, None, None, b"")]
+    assert frames == [Frame("PUB", "foo", None, None, None, b"abc"), Control("PING", b"")]
 
 
 def test_garbage_line_is_reported_and_parsing_resumes() -> None:
     frames = _all([b"BOGUS line\r\nPUB a  1\r\nx\r\n"])
-    assert frames[0][0] == "!" and "BOGUS" in frames[0][5]
-    assert frames[1] == ("PUB", "a", None, None, None, b"x")
+    assert isinstance(frames[0], Problem) and "BOGUS" in frames[0].message
+    assert frames[0].limit is None
+    assert frames[1] == Frame("PUB", "a", None, None, None, b"x")
 
 
 def test_wrong_size_is_reported_not_misread() -> None:
     # Says 3 bytes, carries 5: the payload must not be cut at 3.
     frames = _all([b"PUB a  3\r\nhello\r\nPUB b  2\r\nok\r\n"])
-    assert frames[0][0] == "!"
-    assert [f for f in frames if f[0] == "PUB"] == [("PUB", "b", None, None, None, b"ok")]
+    assert isinstance(frames[0], Problem)
+    assert [f for f in frames if isinstance(f, Frame)] == [Frame("PUB", "b", None, None, None, b"ok")]
 
 
 def test_malformed_message_line() -> None:
     frames = _all([b"MSG a\r\nHPUB a  9 3\r\nMSG a 1 2\r\nok\r\n"])
-    assert [f[0] for f in frames] == ["!", "!", "MSG"]
+    assert [type(f) for f in frames] == [Problem, Problem, Frame]
 
 
 def test_gap_drops_the_half_read_message_and_resyncs() -> None:
@@ -105,20 +110,20 @@ def test_gap_drops_the_half_read_message_and_resyncs() -> None:
     assert lost and "MSG a" in lost and "3 of 10" in lost
     # Resumes at the next line that starts with a verb, not before.
     frames = p.feed(b"xyz\r\nnoise MSG b 1 1\r\nMSG c 1 1\r\nq\r\n")
-    assert frames == [("MSG", "c", None, "1", None, b"q")]
+    assert frames == [Frame("MSG", "c", None, "1", None, b"q")]
 
 
 def test_gap_right_at_a_frame_boundary_loses_nothing() -> None:
     p = NatsParser()
     p.feed(b"MSG a 1 1\r\nx\r\n")
     assert p.gap() is None
-    assert p.feed(b"MSG b 1 1\r\ny\r\n") == [("MSG", "b", None, "1", None, b"y")]
+    assert p.feed(b"MSG b 1 1\r\ny\r\n") == [Frame("MSG", "b", None, "1", None, b"y")]
 
 
 def test_resync_verb_split_across_feeds() -> None:
     p = NatsParser(resync=True)
     assert p.feed(b"tail of a payload\r\nMS") == []
-    assert p.feed(b"G b 1 1\r\ny\r\n") == [("MSG", "b", None, "1", None, b"y")]
+    assert p.feed(b"G b 1 1\r\ny\r\n") == [Frame("MSG", "b", None, "1", None, b"y")]
 
 
 def test_finish_reports_a_cut_frame() -> None:
@@ -132,8 +137,8 @@ def test_finish_reports_a_cut_frame() -> None:
 def test_endless_line_is_bounded() -> None:
     p = NatsParser()
     frames = p.feed(b"x" * 70000)
-    assert frames and frames[0][0] == "!"
-    assert p.feed(b"\r\nPING\r\n")[-1][0] == "PING"
+    assert frames and isinstance(frames[0], Problem)
+    assert p.feed(b"\r\nPING\r\n")[-1] == Control("PING", b"")
 
 
 @settings(max_examples=500, deadline=None)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import lbparse
-from lbparse.payloads import CODECS
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from strategies import payloads
 from vectors import data, params
 
@@ -57,7 +57,7 @@ def test_encode_gives_upstream_bytes(v: dict) -> None:
 
 def test_msg_type_follows_from_message_type() -> None:
     for mt in lbparse.LAYOUTS["v0"].msg_types.values():
-        if mt.payload_type == "raw":
+        if mt.payload_type == REPLICATION_RESPONSE:
             message = lbparse.ReplicationResponse(1, 2, [])
         else:
             message = CODECS[mt.payload_type].python_type()

@@ -8,7 +8,9 @@ package `lbparse_generated` under OUTDIR:
 - proto/           protoc's Python modules and mypy stubs (grpcio-tools)
 - construct_schema.py   a construct declaration of each .ksy, emitted here
 - tables.py        layouts, MsgType tables and payload types, from the
-                   custom `-` keys of spec/envelope.ksy
+                   custom `-` keys of spec/envelope.ksy; the fixed facts of
+                   the formats (magic, header lengths, CRC flag, struct
+                   formats and offsets), from the declarations (ksy_facts.py)
 - fb/              flatc's Python classes of spec/flatbuffers/*.fbs
 - fb_schema.py     the FlatBuffers tables as data, for lbparse's own reader
 
@@ -29,9 +31,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ksy_construct import emit_construct  # noqa: E402
+from ksy_facts import commitlog_facts, envelope_facts, structs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "spec"
+SPEC = ROOT / "spec"  # --spec names another (the tests generate from edited copies)
 KSY_FILES = ("envelope.ksy", "commitlog.ksy")
 PROTO_FILES = ("api.proto", "internal.proto")
 FBS_FILES = ("api.fbs",)
@@ -143,9 +146,12 @@ def build_layouts(ksy: dict) -> dict:
     for value, attrs in enum_entries(enums["layout"]):
         name = attrs["-name"]
         msg_types = {}
+        internal = []
         if "-msg-types" in attrs:
             for mt, mattrs in enum_entries(enums[attrs["-msg-types"]]):
                 msg_types[mt] = (mattrs["-name"], mattrs["-payload"])
+                if mattrs.get("-internal"):
+                    internal.append(mt)
         layouts[name] = {
             "id": value,
             "kaitai_id": attrs["id"],
@@ -156,6 +162,7 @@ def build_layouts(ksy: dict) -> dict:
             "payload_format": attrs.get("-payload-format", "protobuf"),
             "recency": attrs["-recency"],
             "msg_types": msg_types,
+            "internal_msg_types": tuple(internal),
             "doc": " ".join(attrs.get("doc", "").split()),
         }
     return layouts
@@ -167,24 +174,52 @@ def field_errors(ksy: dict) -> dict:
     return {f["id"]: f["-error"] for f in fields if "-error" in f}
 
 
+def _assign(name: str, value: object, comment: str = "") -> str:
+    head = "".join(f"# {line}\n" for line in comment.splitlines())
+    return head + f"{name} = " + pprint.pformat(value, width=88, sort_dicts=False) + "\n\n"
+
+
 def emit_tables(out: Path) -> None:
     ksy = load_ksy("envelope.ksy")
+    commitlog = load_ksy("commitlog.ksy")
     layouts = build_layouts(ksy)
+    envelope = envelope_facts(ksy)
+    clog = commitlog_facts(commitlog)
     text = [
-        BANNER.format(src="spec/envelope.ksy"),
-        '"""Layouts of the envelope family and their MsgType tables.\n\n'
+        BANNER.format(src="spec/envelope.ksy, spec/commitlog.ksy"),
+        '"""Layouts, MsgType tables and the fixed facts of the wire formats.\n\n'
         "LAYOUTS maps a layout name to: id (the Kaitai enum value), byte7\n"
         "(what header byte 7 means), payload (the payload type when the layout\n"
         "has no MsgType), payload_alternatives, msg_types ({MsgType: (name,\n"
-        'payload type)}) and doc. FIELD_ERRORS maps a header field to the error\n'
-        'kind its validation raises; HEADER_SEQ lists the header fields."""\n\n',
-        "LAYOUTS = " + pprint.pformat(layouts, width=88, sort_dicts=False) + "\n\n",
-        "FIELD_ERRORS = " + pprint.pformat(field_errors(ksy), sort_dicts=False) + "\n\n",
+        "payload type)}), internal_msg_types (server-to-server RPCs) and doc.\n"
+        "FIELD_ERRORS maps a header field to the error kind its validation raises;\n"
+        "HEADER_SEQ lists the header fields. The constants after them (magic,\n"
+        "header lengths, CRC flag, struct formats and offsets) are what lbparse's\n"
+        'hand-written fast paths read instead of writing a layout fact themselves."""\n\n',
+        _assign("LAYOUTS", layouts),
+        _assign("FIELD_ERRORS", field_errors(ksy)),
         "# Header fields in spec order (Kaitai reports a failed check by index).\n",
         "HEADER_SEQ = " + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
-        "TOP_SEQ = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n",
+        "TOP_SEQ = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n\n",
+        _assign("PAYLOAD_KINDS", dict(ksy["-payload-kinds"]),
+                "Payload types that are not protobuf messages (the spec's `-payload-kinds`)."),
+        "# The envelope header (spec/envelope.ksy).\n",
+        *(_assign(k, v) for k, v in envelope.items() if k != "CRC_PAIRING_ERRORS"),
+        _assign("CRC_PAIRING_ERRORS", envelope["CRC_PAIRING_ERRORS"],
+                "The CRC flag / header_len check fails two ways: the flag set without\n"
+                "room for the CRC, or a CRC-sized header_len without the flag."),
+        _assign("STRUCTS", structs([ksy, commitlog]),
+                "Every type of every spec (`root` or `root::type`): the struct format,\n"
+                "size and fields ({name: (offset, size, format)}) of the fixed-size\n"
+                "fields it starts with, and the format of each of its integer fields."),
+        _assign("NIL_LENGTH", clog["NIL_LENGTH"],
+                "A commit-log key or value length that means nil (spec/commitlog.ksy)."),
+        _assign("REPLICATION_RESPONSE_FIELDS", clog["REPLICATION_RESPONSE_FIELDS"],
+                "A ReplicationResponse payload as named values, in spec order: (name,\n"
+                "ksy type), or (name, fields) for a list; lengths and counts left out,\n"
+                "an entry's body flattened into it."),
     ]
-    (out / "tables.py").write_text("".join(text), encoding="utf-8")
+    (out / "tables.py").write_text("".join(text).rstrip("\n") + "\n", encoding="utf-8")
 
 
 def emit_constructs(out: Path) -> None:
@@ -217,9 +252,14 @@ def generate(outdir: Path) -> None:
 
 
 def main() -> None:
+    global SPEC
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path, help="folder to write (generated/)")
-    generate(parser.parse_args().outdir)
+    parser.add_argument("--spec", type=Path, default=SPEC,
+                        help="the spec folder to generate from (default: spec/ of this checkout)")
+    args = parser.parse_args()
+    SPEC = args.spec.resolve()
+    generate(args.outdir)
 
 
 if __name__ == "__main__":

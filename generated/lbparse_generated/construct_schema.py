@@ -39,12 +39,21 @@ liftbridge_envelope__header = Struct(
 # layout, `-msg-types` which enum names that layout's MsgTypes, `-internal`
 # marks server-to-server RPCs, `-payload-format` says how payloads are encoded
 # (protobuf unless it says flatbuffers), `-recency` ranks the layouts from the
-# newest (1), which auto-detection prefers when bytes fit several, and
-# `-bare-payloads` lists payload types that travel without the cookie. Payload
-# type `raw` is a ReplicationResponse (see commitlog.ksy) and `bytes` opaque
-# bytes. The checks declared with `valid` make this a strict parser: it accepts
-# exactly what lbparse accepts by default. What it cannot express (the CRC-32C
-# value over the payload) is left to the code that uses it.
+# newest (1), which auto-detection prefers when bytes fit several,
+# `-bare-payloads` lists payload types that travel without the cookie, `-error`
+# names the lbparse error kind (`EnvelopeError.kind`) a failed check of the
+# field raises, and `-payload-kinds` (below) names the payload types that are
+# not protobuf messages: `raw` is a ReplicationResponse (see commitlog.ksy;
+# lbparse's code calls it REPLICATION_RESPONSE, `raw` stays its name in JSON
+# and in the reference vectors) and `bytes` opaque bytes. lbparse's generator
+# also reads the fixed facts its hand-written fast paths need from the
+# declarations themselves: the magic and the cookie (`contents`), the header
+# size (`size` of `header`, checked against its fields), the header lengths
+# (`valid` of `header_len`), the CRC flag bit and the header length that goes
+# with it (`has_crc` and the `valid` of `flags`), struct formats and offsets
+# (field types). The checks declared with `valid` make this a strict parser: it
+# accepts exactly what lbparse accepts by default. What it cannot express (the
+# CRC-32C value over the payload) is left to the code that uses it.
 liftbridge_envelope = Struct(
     "has_header" / Computed(lambda this: this._params.layout != 4 and this._params.layout != 5),
     "cookie" / If(lambda this: this._params.layout == 4, Const(b'LIFT')),

@@ -8,7 +8,8 @@
 pcap, pcapng and our own JSON Lines / Parquet records are all read by
 `CaptureReader`; `record_writer(path)` writes our format. The pieces
 (`pcap`, `pcapng`, `linktypes`, `tcp`, `nats`, `records`) are importable
-on their own; `nats.NatsParser` does no I/O. `compiled_modules()` says
+on their own; `nats.NatsParser` does no I/O and gives `Frame`s (messages),
+`Control`s (other protocol lines) and `Problem`s (bytes that are not the protocol). `compiled_modules()` says
 which of them run compiled (setup.py builds them with mypyc when it can).
 """
 
@@ -16,7 +17,7 @@ import importlib
 import importlib.machinery
 
 from lbparse.capture.errors import KINDS, CaptureError
-from lbparse.capture.nats import NatsParser
+from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.reader import (CaptureReader, Stats, default_layout, read_capture,
                                     subject_matches)
@@ -36,7 +37,8 @@ def compiled_modules() -> list[str]:
 
 
 __all__ = [
-    "CLIENT_TO_SERVER", "HOT_MODULES", "compiled_modules", "SERVER_TO_CLIENT", "KINDS", "CaptureError", "CaptureReader",
-    "JsonlRecordWriter", "NatsParser", "Notice", "ParquetRecordWriter", "Record", "Stats",
+    "CLIENT_TO_SERVER", "HOT_MODULES", "KINDS", "SERVER_TO_CLIENT", "CaptureError",
+    "CaptureReader", "Control", "Frame", "JsonlRecordWriter", "NatsParser", "Notice",
+    "ParquetRecordWriter", "Parsed", "Problem", "Record", "Stats", "compiled_modules",
     "default_layout", "parse_headers", "read_capture", "record_writer", "subject_matches",
 ]

@@ -1,20 +1,20 @@
 """The NATS client protocol, one direction of one connection at a time.
 
-No I/O: `NatsParser.feed(bytes)` returns the frames completed by those
-bytes, whatever the segmentation (a segment with hundreds of frames, a
-frame over many segments). A frame is a tuple
+No I/O: `NatsParser.feed(bytes)` returns what those bytes completed, in
+stream order, whatever the segmentation (a segment with hundreds of frames,
+a frame over many segments). Each item is one of
 
-    (verb, subject, reply, sid, header_block, payload)
+- `Frame`: a message (`PUB`, `HPUB`, `MSG`, `HMSG`) with its subject, reply
+  subject, sid (MSG/HMSG), raw `NATS/1.0...` header block (HPUB/HMSG) and
+  payload;
+- `Control`: any other verb (`INFO`, `CONNECT`, `SUB`, `UNSUB`, `PING`,
+  `PONG`, `+OK`, `-ERR`) and its argument text;
+- `Problem`: bytes that are not the protocol, with what is wrong, and the
+  resource limit that refused them when one did (e.g. `max_frame`).
+  Parsing then resumes at the next line that starts with a verb.
 
-`PUB`, `HPUB`, `MSG` and `HMSG` fill what they carry (`header_block` is the
-raw `NATS/1.0...` block, None without one); the other verbs (`INFO`,
-`CONNECT`, `SUB`, `UNSUB`, `PING`, `PONG`, `+OK`, `-ERR`) carry their
-argument text as `payload` and None elsewhere. Bytes that are not the
-protocol give a frame with verb `"!"` and the explanation as `payload`;
-parsing then resumes at the next line that starts with a verb (a `"!"`
-frame whose `subject` is set names the resource limit that refused the
-bytes, e.g. `max_frame`). Fields are split on runs of whitespace: clients
-send `PUB subj  5` for an empty reply.
+Fields are split on runs of whitespace: clients send `PUB subj  5` for an
+empty reply.
 
 Memory follows the bytes that arrived, never a size field: a message line
 is refused when it declares more than `max_frame` bytes, and a message
@@ -24,9 +24,7 @@ still arriving holds only what came so far.
 from __future__ import annotations
 
 import re
-from typing import Final
-
-Frame = tuple  # (verb, subject, reply, sid, header_block, payload)
+from typing import Final, Union
 
 MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
@@ -63,10 +61,76 @@ def _name(b: bytes) -> str:
     return s
 
 
-def _problem_frame(text: str, limit: str | None = None) -> Frame:
-    """A "!" frame: bytes that are not the protocol, `text` saying why, and
-    the resource limit that refused them, if one did."""
-    return ("!", limit, None, None, None, text)
+class Frame:
+    """One NATS message as the protocol carried it.
+
+    `verb`: PUB, HPUB, MSG or HMSG; `subject`; `reply`: the reply subject,
+    None without one; `sid`: the subscription id (MSG/HMSG), None for
+    PUB/HPUB; `header_block`: the raw `NATS/1.0...` block of HPUB/HMSG, None
+    for PUB/MSG; `payload`: the message bytes.
+    """
+
+    # A compiled (mypyc) class: built by one C call, fields read without a
+    # dict or an index; the capture path makes one per message.
+    __slots__ = ("verb", "subject", "reply", "sid", "header_block", "payload")
+
+    def __init__(self, verb: str, subject: str, reply: str | None, sid: str | None,
+                 header_block: bytes | None, payload: bytes) -> None:
+        self.verb: Final = verb
+        self.subject: Final = subject
+        self.reply: Final = reply
+        self.sid: Final = sid
+        self.header_block: Final = header_block
+        self.payload: Final = payload
+
+    def fields(self) -> tuple[str, str, str | None, str | None, bytes | None, bytes]:
+        return (self.verb, self.subject, self.reply, self.sid, self.header_block, self.payload)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Frame) and self.fields() == other.fields()
+
+    def __repr__(self) -> str:
+        return "Frame" + repr(self.fields())
+
+
+class Control:
+    """A control line: `verb` (INFO, CONNECT, SUB, UNSUB, PING, PONG, +OK,
+    -ERR) and `text`, the rest of the line without surrounding whitespace."""
+
+    __slots__ = ("verb", "text")
+
+    def __init__(self, verb: str, text: bytes) -> None:
+        self.verb: Final = verb
+        self.text: Final = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Control) and (self.verb, self.text) == (other.verb, other.text)
+
+    def __repr__(self) -> str:
+        return f"Control({self.verb!r}, {self.text!r})"
+
+
+class Problem:
+    """Bytes that are not the NATS protocol: `message` says what was found
+    and what happens next; `limit` names the resource limit that refused
+    them (`max_frame`), None when the bytes themselves are wrong."""
+
+    __slots__ = ("message", "limit")
+
+    def __init__(self, message: str, limit: str | None = None) -> None:
+        self.message: Final = message
+        self.limit: Final = limit
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Problem)
+                and (self.message, self.limit) == (other.message, other.limit))
+
+    def __repr__(self) -> str:
+        return f"Problem({self.message!r}, limit={self.limit!r})"
+
+
+# What `NatsParser.feed` returns a list of.
+Parsed = Union[Frame, Control, Problem]
 
 
 def _size(b: bytes) -> int:
@@ -95,7 +159,7 @@ class NatsParser:
         # them on every piece cost time quadratic in the line's length.
         self._parts: list[bytes] = []
         self._parts_len = 0
-        self._wait: tuple | None = None  # a message line whose payload is still arriving
+        self._wait: tuple[str, str, str | None, str | None, int] | None = None  # a message line whose payload is still arriving
         self._chunks: list[bytes] = []
         self._have = 0
         self._need = 0
@@ -110,8 +174,8 @@ class NatsParser:
         """True while a frame is half-read (its end still to come)."""
         return self._wait is not None or bool(self._rest)
 
-    def feed(self, data: bytes) -> list[Frame]:
-        frames: list[Frame] = []
+    def feed(self, data: bytes) -> list[Parsed]:
+        frames: list[Parsed] = []
         if self._wait is not None:
             self._chunks.append(data)
             self._have += len(data)
@@ -123,7 +187,7 @@ class NatsParser:
             self._wait = None
             need = self._need
             if b[need - 2:need] != CRLF:
-                frames.append(_problem_frame(
+                frames.append(Problem(
                     f"{verb} payload of {need - 2} bytes not followed by CRLF "
                     f"(found {b[need - 2:need]!r}); message dropped"))
                 # The payload started a line: a verb right there counts (the
@@ -132,7 +196,7 @@ class NatsParser:
                 self._parse(b, 0, frames)
                 return frames
             hdr = b[:hsize] if verb[0] == "H" else None
-            frames.append((verb, subject, reply, sid, hdr, b[hsize:need - 2]))
+            frames.append(Frame(verb, subject, reply, sid, hdr, b[hsize:need - 2]))
             self._parse(b, need, frames)
         elif self._rest:
             if (b"\n" not in data and not self._resync
@@ -147,7 +211,7 @@ class NatsParser:
             self._parse(data, 0, frames)
         return frames
 
-    def gap(self, frames: list[Frame] | None = None) -> str | None:
+    def gap(self, frames: list[Parsed] | None = None) -> str | None:
         """Bytes went missing before the next `feed`: drop any half-read frame
         (returned as a description) and resume at the next control line.
         Frames found in the dropped bytes (see `abandon`) go to `frames`."""
@@ -155,12 +219,12 @@ class NatsParser:
         self._resync = self._here = True
         return "; ".join(lost) or None
 
-    def finish(self, frames: list[Frame] | None = None) -> str | None:
+    def finish(self, frames: list[Parsed] | None = None) -> str | None:
         """The stream ended: describe a half-read frame, if any (and put
         the frames found in its bytes in `frames`, see `abandon`)."""
         return "; ".join(self.abandon([] if frames is None else frames)) or None
 
-    def abandon(self, frames: list[Frame]) -> list[str]:
+    def abandon(self, frames: list[Parsed]) -> list[str]:
         """Give up on a half-read frame: its end will never come. Returns
         one description per message lost. A message line whose size was a
         lie (corruption) holds the frames that followed it among its
@@ -190,7 +254,7 @@ class NatsParser:
                     f"{self._rest[:40]!r}")
         return None
 
-    def _parse(self, b: bytes, p: int, frames: list[Frame]) -> None:
+    def _parse(self, b: bytes, p: int, frames: list[Parsed]) -> None:
         n = len(b)
         names = _names
         max_frame = self._max_frame
@@ -202,7 +266,7 @@ class NatsParser:
             e = b.find(CRLF, p)
             if e < 0:
                 if n - p > MAX_LINE:
-                    frames.append(_problem_frame(
+                    frames.append(Problem(
                         f"{n - p} bytes without CRLF where a control line was "
                         f"expected: {b[p:p + 40]!r}"))
                     self._resync, self._here = True, False
@@ -249,22 +313,22 @@ class NatsParser:
                     continue
                 k = _VERBS.get(v) or _VERBS.get(v.upper())
                 if type(k) is str:
-                    frames.append((k, None, None, None, None, b[p + len(v):e].strip()))
+                    frames.append(Control(k, b[p + len(v):e].strip()))
                     p = e + 2
                     continue
                 if k is None:
-                    frames.append(_problem_frame(f"not a NATS control line: {b[p:e][:80]!r}"))
+                    frames.append(Problem(f"not a NATS control line: {b[p:e][:80]!r}"))
                     self._resync = self._here = True  # e + 2 starts a line
                     p = e + 2
                     continue
                 total = -1  # a message verb with the wrong number of fields
             if not 0 <= hsize <= total <= max_frame:  # one test for the common case
                 if total < 0 or hsize < 0 or hsize > total:
-                    frames.append(_problem_frame(f"malformed control line {b[p:e][:80]!r}"))
+                    frames.append(Problem(f"malformed control line {b[p:e][:80]!r}"))
                 else:
                     # Not buffered: memory must not follow a size field. If the
                     # size is a lie, the next control line is right after this one.
-                    frames.append(_problem_frame(
+                    frames.append(Problem(
                         f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
                         f"limit of {max_frame} (max_frame); resuming at the next control line",
                         limit="max_frame"))
@@ -283,17 +347,17 @@ class NatsParser:
                 self._have = n - start
                 return
             if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
-                frames.append(_problem_frame(
+                frames.append(Problem(
                     f"{verb} payload of {total} bytes not followed by CRLF "
                     f"(found {b[end:end + 2]!r}); message dropped"))
                 self._resync = self._here = True  # the payload started a line
                 p = start
                 continue
             if v[0] == 72:  # b"H": HPUB or HMSG (a bytes index costs less than a str one)
-                frames.append((verb, subject, reply_s, sid_s, b[start:start + hsize],
-                               b[start + hsize:end]))
+                frames.append(Frame(verb, subject, reply_s, sid_s, b[start:start + hsize],
+                                    b[start + hsize:end]))
             else:
-                frames.append((verb, subject, reply_s, sid_s, None, b[start:end]))
+                frames.append(Frame(verb, subject, reply_s, sid_s, None, b[start:end]))
             p = end + 2
 
     def _find_line(self, b: bytes, p: int) -> int:

@@ -35,6 +35,9 @@ MIN_LEN = {SHB: 28, IDB: 20, OPB: 32, SPB: 16, EPB: 32}
 # Block types a resynchronisation may land on (pcapng spec, section 11.1).
 KNOWN = frozenset({SHB, IDB, OPB, SPB, 4, 5, EPB, 9, 0xA, 0xB, 0xBAD, 0x40000BAD})
 
+# The block type of a Section Header Block, which every pcapng file starts with.
+MAGIC = b"\x0a\x0d\x0d\x0a"
+
 
 class _Interface:
     __slots__ = ("linktype", "snaplen", "tick", "offset")
@@ -61,7 +64,7 @@ class PcapngSource:
         self.bytes_read = 0
         self.on_notice = on_notice
         head = f.read(12)
-        if len(head) < 12 or head[:4] != b"\x0a\x0d\x0d\x0a":
+        if len(head) < 12 or head[:4] != MAGIC:
             raise CaptureError("bad_header", f"{name}: not a pcapng section header block "
                                f"(first bytes {head[:4].hex() or 'none'})", offset=0)
         self._head = head

@@ -22,8 +22,9 @@ from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.formats import HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, sniff_head
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
-from lbparse.capture.nats import MESSAGE_VERBS
+from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
@@ -237,11 +238,11 @@ def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
 
 
 def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) -> Any:
-    magic = f.read(4)
+    fmt = sniff_head(f.read(HEAD_BYTES))
     f.seek(0)
-    if magic == b"\x0a\x0d\x0d\x0a":
+    if fmt == PCAPNG:
         return PcapngSource(f, name, on_notice)
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d"):
+    if fmt == PCAP:
         src = PcapSource(f, name, on_notice)
         if src.linktype not in SUPPORTED:
             raise CaptureError("unsupported_linktype", f"{name}: link type {src.linktype} is not "
@@ -303,11 +304,12 @@ class CaptureReader:
         return self._records()
 
     def _our_format(self, f: BinaryIO) -> Iterator[Record]:
-        head = f.read(4)
+        head = f.read(HEAD_BYTES)
         f.seek(0)
-        if head == b"PAR1":
+        fmt = sniff_head(head)
+        if fmt == PARQUET:
             recs = read_parquet(self.path)
-        elif head[:1] in (b"{", b"\n", b" ") or not head:
+        elif fmt == JSONL:
             recs = read_jsonl(f, self.path)
         else:
             raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
@@ -448,7 +450,7 @@ class CaptureReader:
         finally:
             stats.packets += npk
 
-    def _emit(self, ts: float, d: Direction, frames: list[tuple],
+    def _emit(self, ts: float, d: Direction, frames: list[Parsed],
               matched: dict[str, bool]) -> Iterator[Record]:
         """Records of `frames` from direction `d`."""
         for fr in frames:
@@ -456,21 +458,20 @@ class CaptureReader:
             if rec is not None:
                 yield rec
 
-    def _accept(self, ts: float, d: Direction, fr: tuple, matched: dict[str, bool]
+    def _accept(self, ts: float, d: Direction, fr: Parsed, matched: dict[str, bool]
                 ) -> Record | None:
-        """The record of one parser frame, decoded and counted; None for a
-        frame this reading does not yield (a problem is a notice, a control
-        line is counted)."""
-        verb = fr[0]
-        if verb not in self.verbs:
-            if verb == "!":
-                self._notice(_problem(fr, ts, d))
-            elif verb not in MESSAGE_VERBS:
-                self.stats.controls[verb] += 1
-            return None
-        if not self._wanted(fr[1], matched):
-            return None
-        return self._finish(Record(ts, d, fr))
+        """The record of one parsed item, decoded and counted; None for what
+        this reading does not yield (a problem is a notice, a control line is
+        counted, a message of another verb or subject is skipped)."""
+        if isinstance(fr, Frame):
+            if fr.verb not in self.verbs or not self._wanted(fr.subject, matched):
+                return None
+            return self._finish(Record(ts, d, fr))
+        if isinstance(fr, Control):
+            self.stats.controls[fr.verb] += 1
+        else:
+            self._notice(_problem_notice(fr, ts, d))
+        return None
 
     def _wanted(self, subject: str, matched: dict[str, bool]) -> bool:
         """Does `subject` match the reading's pattern (`matched` caches answers)?"""
@@ -495,7 +496,7 @@ class CaptureReader:
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
-               notices: list[Notice], ts: float) -> list[tuple[Direction, list[tuple]]]:
+               notices: list[Notice], ts: float) -> list[tuple[Direction, list[Parsed]]]:
         d.closed = True
         out = [(d, d.finish(notices, ts))]
         if offflags & _RST or d.peer.closed:
@@ -504,11 +505,11 @@ class CaptureReader:
         return out
 
 
-def _problem(frame: tuple, ts: float | None, d: Direction) -> Notice:
-    """The Notice of a parser's "!" frame: a limit it names, or a protocol problem."""
-    if frame[1]:
-        return Notice("limit", frame[5], ts, d.src, d.dst, limit=frame[1])
-    return Notice("protocol", frame[5], ts, d.src, d.dst)
+def _problem_notice(problem: Problem, ts: float | None, d: Direction) -> Notice:
+    """The Notice of a parser's Problem: a limit it names, or a protocol problem."""
+    if problem.limit:
+        return Notice("limit", problem.message, ts, d.src, d.dst, limit=problem.limit)
+    return Notice("protocol", problem.message, ts, d.src, d.dst)
 
 
 def read_capture(path: str | os.PathLike[str], **options: Any) -> Iterator[Record]:

@@ -21,6 +21,7 @@ import json
 from typing import IO, Any, Iterator
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.nats import Frame
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
@@ -43,7 +44,7 @@ class Endpoints:
 class Record:
     """One NATS message; `envelope` or `error` once decoded (both None if not).
 
-    Built from the parser's frame tuple and the connection direction it came
+    Built from the parser's `Frame` and the connection direction it came
     on, so that reading a capture makes one small object per message; the
     fields are views of those. `Record.make` builds one from plain values.
     `direction` follows from the verb: clients publish, servers deliver.
@@ -51,11 +52,11 @@ class Record:
 
     __slots__ = ("ts", "_ends", "_frame", "envelope", "error")
 
-    def __init__(self, ts: float, ends: Any, frame: tuple,
+    def __init__(self, ts: float, ends: Any, frame: Frame,
                  envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
         self.ts = ts
         self._ends = ends    # anything with .src and .dst
-        self._frame = frame  # (verb, subject, reply, sid, header_block, payload)
+        self._frame = frame
         self.envelope = envelope
         self.error = error
 
@@ -64,7 +65,7 @@ class Record:
              sid: str | None, header_block: bytes | None, payload: bytes) -> "Record":
         if verb not in DIRECTION_OF_VERB:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
-        return cls(ts, Endpoints(src, dst), (verb, subject, reply, sid, header_block, payload))
+        return cls(ts, Endpoints(src, dst), Frame(verb, subject, reply, sid, header_block, payload))
 
     @property
     def src(self) -> str:
@@ -79,39 +80,39 @@ class Record:
     @property
     def verb(self) -> str:
         """PUB, HPUB, MSG or HMSG"""
-        return self._frame[0]
+        return self._frame.verb
 
     @property
     def subject(self) -> str:
-        return self._frame[1]
+        return self._frame.subject
 
     @property
     def reply(self) -> str | None:
         """reply subject, None if none"""
-        return self._frame[2]
+        return self._frame.reply
 
     @property
     def sid(self) -> str | None:
         """subscription id (MSG/HMSG), else None"""
-        return self._frame[3]
+        return self._frame.sid
 
     @property
     def header_block(self) -> bytes | None:
         """the raw NATS/1.0 header block, None without one"""
-        return self._frame[4]
+        return self._frame.header_block
 
     @property
     def payload(self) -> bytes:
-        return self._frame[5]
+        return self._frame.payload
 
     @property
     def direction(self) -> str:
-        return DIRECTION_OF_VERB[self._frame[0]]
+        return DIRECTION_OF_VERB[self._frame.verb]
 
     @property
     def headers(self) -> list[list[str]] | None:
         """The header block as [key, value] pairs in wire order (None without one)."""
-        block = self._frame[4]
+        block = self._frame.header_block
         return None if block is None else parse_headers(block)
 
     @property
@@ -119,7 +120,8 @@ class Record:
         return self.envelope.layout if self.envelope is not None else None
 
     def to_json_dict(self) -> dict[str, Any]:
-        verb, subject, reply, sid, _, payload = self._frame
+        f = self._frame
+        verb, subject, reply, sid, payload = f.verb, f.subject, f.reply, f.sid, f.payload
         d: dict[str, Any] = {
             "ts": self.ts, "src": self._ends.src, "dst": self._ends.dst,
             "direction": DIRECTION_OF_VERB[verb], "verb": verb, "subject": subject,
@@ -158,13 +160,13 @@ def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
         ts.append(r.ts)
         src.append(s)
         dst.append(d)
-        direction.append(DIRECTION_OF_VERB[f[0]])
-        verb.append(f[0])
-        subject.append(f[1])
-        reply.append(f[2])
-        sid.append(f[3])
-        block.append(f[4])
-        payload.append(f[5])
+        direction.append(DIRECTION_OF_VERB[f.verb])
+        verb.append(f.verb)
+        subject.append(f.subject)
+        reply.append(f.reply)
+        sid.append(f.sid)
+        block.append(f.header_block)
+        payload.append(f.payload)
     return dict(zip(COLUMNS, cols))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import Final
 
-from lbparse.capture.nats import MAX_FRAME, Frame, NatsParser
+from lbparse.capture.nats import MAX_FRAME, NatsParser, Parsed
 from lbparse.capture.notices import Notice
 
 MASK: Final = 0xFFFFFFFF
@@ -67,7 +67,7 @@ class Direction:
         self.closed = False
 
     def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
-                ts: float) -> list[Frame]:
+                ts: float) -> list[Parsed]:
         """A segment of `len(data)` captured bytes at `seq`, followed by
         `missing` bytes the capture cut off (snap length)."""
         if self.next_seq is None:
@@ -75,7 +75,7 @@ class Direction:
             # inside a frame.
             self.next_seq = seq
             self.parser = NatsParser(resync=True, max_frame=self.max_frame)
-        frames: list[Frame] = []
+        frames: list[Parsed] = []
         off = (seq - self.next_seq) & MASK
         if off >= HALF:
             back = (1 << 32) - off
@@ -120,10 +120,10 @@ class Direction:
             self._drain(frames, notices, ts)
         return frames
 
-    def finish(self, notices: list[Notice], ts: float | None) -> list[Frame]:
+    def finish(self, notices: list[Notice], ts: float | None) -> list[Parsed]:
         """End of the stream (FIN, RST or end of capture): deliver what waits
         behind holes, declaring the holes, and report a half-read frame."""
-        frames: list[Frame] = []
+        frames: list[Parsed] = []
         while self.pending:
             self._lose(self._nearest(), notices, ts, "the stream ended without them", frames)
             self._drain(frames, notices, ts)
@@ -131,7 +131,7 @@ class Direction:
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         return frames
 
-    def _deliver(self, data: bytes, missing: int, frames: list[Frame], notices: list[Notice],
+    def _deliver(self, data: bytes, missing: int, frames: list[Parsed], notices: list[Notice],
                  ts: float | None) -> None:
         if data:
             frames.extend(self.parser.feed(data))
@@ -140,7 +140,7 @@ class Direction:
         if missing:
             self._lose(missing, notices, ts, "the capture's snap length cut them off", frames)
 
-    def _drain(self, frames: list[Frame], notices: list[Notice], ts: float | None) -> None:
+    def _drain(self, frames: list[Parsed], notices: list[Notice], ts: float | None) -> None:
         """Deliver the waiting segments that now start at or before next_seq
         (their new bytes; old ones are dropped), nearest first, up to a hole."""
         pending, order = self.pending, self.order
@@ -159,7 +159,7 @@ class Direction:
         return self.order[0] - self.next_pos
 
     def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str,
-              frames: list[Frame]) -> None:
+              frames: list[Parsed]) -> None:
         notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "
                               f"({why}); resuming at the next control line",
                               ts, self.src, self.dst, nbytes))

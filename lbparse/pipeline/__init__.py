@@ -15,7 +15,8 @@ pieces, each with one job:
   summary.py       counts per input file, that add up
   session.py       the Spark session: local[*], a cluster, or spark-submit's
   job.py           a run, and the entry point for spark-submit
-  dist.py          `make dist`: what a cluster needs
+
+(`make dist`, what a cluster needs, is build tooling: tools/dist.py.)
 
 This module imports nothing heavy: `lbparse --help` must not start Spark.
 """

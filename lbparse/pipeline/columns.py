@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from lbparse.payloads import RAW
+from lbparse.payloads import REPLICATION_RESPONSE
 from lbparse.pipeline.wirescan import enum_names, scatter
 
 __all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]
@@ -259,7 +259,7 @@ class ReplicationResponseBuilder:
 def builder_for(payload_type: str, arrow_type: pa.StructType, cls: type | None,
                 emit_defaults: bool = False) -> Any:
     """The builder of a payload type's struct column (`cls`: its protobuf class)."""
-    if payload_type == RAW:
+    if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no protobuf class")

@@ -3,7 +3,7 @@
 `decode_replication(arrow_type, data, starts, ends)` reads the payloads
 `data[starts[i]:ends[i]]` (spec/commitlog.ksy: leader epoch, high
 watermark, then entries back to back) into the struct column of
-`schema.REPLICATION_RESPONSE`, one entry of every payload per step, with
+`schema.REPLICATION_RESPONSE_STRUCT`, one entry of every payload per step, with
 numpy. A payload is left to `lbparse.commitlog` (the caller's fallback,
 which also words the errors) when anything is unusual: a length that runs
 past its entry, a body shorter than its fields, bytes left after the last
@@ -18,11 +18,22 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.pipeline.wirescan import slices
+from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
 
 __all__ = ["decode_replication"]
 
 MAX_ENTRIES = 1 << 16  # entries per payload read here; more are left to lbparse
 MAX_HEADERS = 1 << 10  # headers per entry
+
+# Formats, offsets and sizes from spec/commitlog.ksy (through lbparse.wire).
+_RR = REPLICATION_PREFIX.fields  # leader_epoch, high_watermark
+_ENTRY = ENTRY_HEAD.fields  # offset, timestamp, leader_epoch, size
+_BODY = BODY_HEAD.fields  # crc32c, magic, attributes, key_len
+_VALUE_LEN = int_struct("liftbridge_commitlog::body", "value_len").format
+_HEADER_COUNT = int_struct("liftbridge_commitlog::body", "header_count").format
+_HKEY_LEN = int_struct("liftbridge_commitlog::header", "key_len").format
+_HVALUE_LEN = int_struct("liftbridge_commitlog::header", "value_len").format
+_NUMPY = {"B": "u1", "H": "u2", "I": "u4", "Q": "u8", "b": "i1", "h": "i2", "i": "i4", "q": "i8"}
 
 
 def _be(data: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray:
@@ -31,6 +42,22 @@ def _be(data: np.ndarray, pos: np.ndarray, width: int, dtype: str) -> np.ndarray
         return np.zeros(0, dtype)
     idx = pos[:, None] + np.arange(width)
     return np.ascontiguousarray(data[idx]).view(dtype).ravel().astype(dtype[1:])
+
+
+def _read(data: np.ndarray, pos: np.ndarray, fmt: str) -> np.ndarray:
+    """The integers of a one-field struct format (`>I`, ...) at `pos`, as int64
+    (unsigned 64-bit ones wrap, as Spark's bigint holds them)."""
+    code = _NUMPY[fmt[1:]]
+    v = _be(data, pos, int(code[1]), ">" + code)
+    return v.view(np.int64) if code == "u8" else v.astype(np.int64)
+
+
+def _width(fmt: str) -> int:
+    return int(_NUMPY[fmt[1:]][1])
+
+
+# The shortest body: its fixed head, a nil value's length, no headers.
+_BODY_MIN = BODY_HEAD.size + _width(_VALUE_LEN) + _width(_HEADER_COUNT)
 
 
 def _binary(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.ndarray | None,
@@ -42,14 +69,14 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
                        ends: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
     """The payloads as a struct column (null where left to lbparse), and `ok`."""
     k = len(starts)
-    ok = (ends - starts) >= 16
+    ok = (ends - starts) >= REPLICATION_PREFIX.size
     epoch = np.zeros(k, np.int64)
     hw = np.zeros(k, np.int64)
-    epoch[ok] = _be(data, starts[ok], 8, ">u8").view(np.int64)
-    hw[ok] = _be(data, starts[ok] + 8, 8, ">i8")
+    for out, name in ((epoch, "leader_epoch"), (hw, "high_watermark")):
+        out[ok] = _read(data, starts[ok] + _RR[name].offset, _RR[name].format)
     # One entry of every live payload per step.
     rows = np.flatnonzero(ok)
-    pos = starts[rows] + 16
+    pos = starts[rows] + REPLICATION_PREFIX.size
     end = ends[rows]
     ent: dict[str, list[np.ndarray]] = {n: [] for n in (
         "row", "offset", "timestamp", "epoch", "size", "crc", "magic", "attributes",
@@ -59,41 +86,42 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
         rows, pos, end = rows[live], pos[live], end[live]
         if not rows.size:
             break
-        fits = pos + 28 <= end
+        fits = pos + ENTRY_HEAD.size <= end
         size = np.zeros(len(rows), np.int64)
-        size[fits] = _be(data, pos[fits] + 24, 4, ">u4")
-        body = pos + 28
+        size[fits] = _read(data, pos[fits] + _ENTRY["size"].offset, _ENTRY["size"].format)
+        body = pos + ENTRY_HEAD.size
         bend = body + size
-        good = fits & (bend <= end) & (size >= 16)
+        good = fits & (bend <= end) & (size >= _BODY_MIN)
         bad = rows[~good]
         ok[bad] = False
         rows, pos, end, body, bend = rows[good], pos[good], end[good], body[good], bend[good]
-        klen = _be(data, body + 6, 4, ">i4").astype(np.int64)
-        p = body + 10
-        good = (klen == -1) | ((klen >= 0) & (p + klen <= bend))
+        klen = _read(data, body + _BODY["key_len"].offset, _BODY["key_len"].format)
+        p = body + BODY_HEAD.size
+        good = (klen == NIL_LENGTH) | ((klen >= 0) & (p + klen <= bend))
         kstart = p
         p = p + np.maximum(klen, 0)
-        good &= p + 4 <= bend
-        vlen = np.full(len(rows), -1, np.int64)
-        vlen[good] = _be(data, p[good], 4, ">i4")
-        p = p + 4
-        good &= (vlen == -1) | ((vlen >= 0) & (p + vlen <= bend))
+        good &= p + _width(_VALUE_LEN) <= bend
+        vlen = np.full(len(rows), NIL_LENGTH, np.int64)
+        vlen[good] = _read(data, p[good], _VALUE_LEN)
+        p = p + _width(_VALUE_LEN)
+        good &= (vlen == NIL_LENGTH) | ((vlen >= 0) & (p + vlen <= bend))
         vstart = p
         p = p + np.maximum(vlen, 0)
-        good &= p + 2 <= bend
+        good &= p + _width(_HEADER_COUNT) <= bend
         hcount = np.zeros(len(rows), np.int64)
-        hcount[good] = _be(data, p[good], 2, ">i2")
-        hstart = p + 2
+        hcount[good] = _read(data, p[good], _HEADER_COUNT)
+        hstart = p + _width(_HEADER_COUNT)
         ok[rows[~good]] = False
         keep = good
         ent["row"].append(rows[keep])
-        ent["offset"].append(_be(data, pos[keep], 8, ">u8").view(np.int64))
-        ent["timestamp"].append(_be(data, pos[keep] + 8, 8, ">i8"))
-        ent["epoch"].append(_be(data, pos[keep] + 16, 8, ">u8").view(np.int64))
+        for name, field in (("offset", "offset"), ("timestamp", "timestamp"),
+                            ("epoch", "leader_epoch")):
+            ent[name].append(_read(data, pos[keep] + _ENTRY[field].offset, _ENTRY[field].format))
         ent["size"].append(bend[keep] - body[keep])
-        ent["crc"].append(_be(data, body[keep], 4, ">u4").astype(np.int64))
-        ent["magic"].append(data[body[keep] + 4].astype(np.int32))
-        ent["attributes"].append(data[body[keep] + 5].astype(np.int32))
+        ent["crc"].append(_read(data, body[keep] + _BODY["crc32c"].offset, _BODY["crc32c"].format))
+        for name in ("magic", "attributes"):
+            ent[name].append(_read(data, body[keep] + _BODY[name].offset,
+                                   _BODY[name].format).astype(np.int32))
         for name, v in (("kstart", kstart), ("klen", klen), ("vstart", vstart), ("vlen", vlen),
                         ("hstart", hstart), ("body", body), ("bend", bend)):
             ent[name].append(v[keep])
@@ -131,14 +159,15 @@ def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray
         if not ents.size:
             break
         q = p[ents]
-        good = q + 2 <= bend[ents]
+        kw, vw = _width(_HKEY_LEN), _width(_HVALUE_LEN)
+        good = q + kw <= bend[ents]
         hk = np.zeros(len(ents), np.int64)
-        hk[good] = _be(data, q[good], 2, ">i2")
-        ks = q + 2
-        good &= (hk >= 0) & (ks + hk + 4 <= bend[ents])
+        hk[good] = _read(data, q[good], _HKEY_LEN)
+        ks = q + kw
+        good &= (hk >= 0) & (ks + hk + vw <= bend[ents])
         hv = np.zeros(len(ents), np.int64)
-        hv[good] = _be(data, (ks + hk)[good], 4, ">i4")
-        vs = ks + hk + 4
+        hv[good] = _read(data, (ks + hk)[good], _HVALUE_LEN)
+        vs = ks + hk + vw
         good &= (hv >= 0) & (vs + hv <= bend[ents])
         ok[e["row"][ents[~good]]] = False
         ents, ks, hk, vs, hv = ents[good], ks[good], hk[good], vs[good], hv[good]
@@ -180,7 +209,8 @@ def _assemble(arrow_type: pa.StructType, data: np.ndarray, k: int, ok: np.ndarra
             fields=[hstruct.field(0), hstruct.field(1)]), type=headers_type)
     mv = memoryview(data)
     crc_ok = np.fromiter(map(_crc32c.crc32c, map(mv.__getitem__, map(
-        slice, (e["body"] + 4).tolist(), e["bend"].tolist()))), np.int64, count=m) == e["crc"]
+        slice, (e["body"] + _BODY["crc32c"].size).tolist(), e["bend"].tolist()))), np.int64,
+        count=m) == e["crc"]  # the CRC covers the body after itself
     numbers = {
         "offset": e["offset"], "timestamp": e["timestamp"], "leader_epoch": e["epoch"],
         "size": e["size"], "crc32c": e["crc"], "crc_ok": crc_ok, "magic": e["magic"],

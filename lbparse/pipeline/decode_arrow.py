@@ -48,17 +48,21 @@ from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT
-from lbparse.payloads import CODECS, RAW
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.crc import crc32c_ranges
 from lbparse.pipeline.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.pipeline.wirescan import decode_structs, scatter
+from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
+                          FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
+                          VERSION, VERSION_OFFSET)
 
 __all__ = ["BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
 
-_MAGIC = (0xB9, 0x0E, 0x43, 0xB4)
+# The fixed header and the CRC field after it: what _headers reads of every row.
+_HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
 _MAX_PAYLOAD = DEFAULT.max_payload  # the per-row path decodes with the default limits
 _crc = _crc32c.crc32c
 
@@ -199,7 +203,7 @@ class BatchDecoder:
         k = len(starts)
         if self._use_vectorized:
             try:
-                if ptype == RAW:
+                if ptype == REPLICATION_RESPONSE:
                     arr, ok = decode_replication(typ, data, starts, ends)
                 else:
                     arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, starts,
@@ -258,32 +262,36 @@ class BatchDecoder:
 
     def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
                  ) -> dict[str, np.ndarray]:
-        """The first 12 bytes of every row, as header fields. Bytes past a row's end
-        are read too (or the buffer's last byte), but only used where the row is long
-        enough: the magic needs 8 bytes, the CRC 12."""
+        """The fixed header and the CRC field of every row, as header fields.
+        Bytes past a row's end are read too (or the buffer's last byte), but
+        only used where the row is long enough: the magic needs the fixed
+        header, the CRC the CRC-sized one."""
         lens = ends - starts
         last = len(data) - 1
-        b = [data[np.minimum(starts + k, last)] for k in range(12)]
-        magic = (lens >= 8) & (b[0] == _MAGIC[0]) & (b[1] == _MAGIC[1]) & \
-            (b[2] == _MAGIC[2]) & (b[3] == _MAGIC[3])
-        flags = b[6].astype(np.int32)
-        crc = (b[8].astype(np.int64) << 24) | (b[9].astype(np.int64) << 16) | \
-            (b[10].astype(np.int64) << 8) | b[11].astype(np.int64)
-        return {"lens": lens, "magic": magic, "version": b[4].astype(np.int32),
-                "hl": b[5].astype(np.int32), "flags": flags, "byte7": b[7].astype(np.int32),
-                "crc": crc, "has_crc": magic & (flags & 1 == 1) & (lens >= 12)}
+        b = [data[np.minimum(starts + k, last)] for k in range(_HEADER_AND_CRC)]
+        magic = lens >= HEADER_SIZE
+        for k, byte in enumerate(MAGIC):
+            magic &= b[k] == byte
+        flags = b[FLAGS_OFFSET].astype(np.int32)
+        crc = np.zeros(len(lens), np.int64)
+        for k in range(CRC_OFFSET, _HEADER_AND_CRC):  # big-endian, as the spec declares it
+            crc = (crc << 8) | b[k].astype(np.int64)
+        return {"lens": lens, "magic": magic, "version": b[VERSION_OFFSET].astype(np.int32),
+                "hl": b[HEADER_LEN_OFFSET].astype(np.int32), "flags": flags,
+                "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
+                "has_crc": magic & (flags & CRC_FLAG != 0) & (lens >= CRC_HEADER_LEN)}
 
     def _v0_rows(self, rows: _Rows, todo: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
-        hl, crc_flag = hdr["hl"], (hdr["flags"] & 1) == 1
+        hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
-        take = todo & hdr["magic"] & (hdr["version"] == 0) & \
-            np.where(crc_flag, hl == 12, hl == 8) & (hdr["lens"] >= hl) & \
+        take = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
+            np.where(crc_flag, hl == CRC_HEADER_LEN, hl == HEADER_SIZE) & (hdr["lens"] >= hl) & \
             (hdr["lens"] - hl <= _MAX_PAYLOAD) & self.v0_known[hdr["byte7"]]
         crc_rows = np.flatnonzero(take & crc_flag)
         if crc_rows.size:
-            got = crc32c_ranges(data, starts[crc_rows] + 12, ends[crc_rows])
+            got = crc32c_ranges(data, starts[crc_rows] + CRC_HEADER_LEN, ends[crc_rows])
             match = got == hdr["crc"][crc_rows]
             rows.crc_ok[crc_rows] = match
             if self.options.verify_crc and not match.all():
@@ -328,11 +336,11 @@ class BatchDecoder:
     def _fill_v0(self, rows: _Rows, take: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray) -> None:
         """The header columns of the rows taken; their payload ranges unless decoded."""
-        hl, crc_flag = hdr["hl"], (hdr["flags"] & 1) == 1
+        hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         t = np.flatnonzero(take)
         rows.layout[t] = self.v0_code
         rows.has_header[t] = True
-        rows.version[t] = 0
+        rows.version[t] = VERSION
         rows.header_len[t] = hl[t]
         rows.flags[t] = hdr["flags"][t]
         rows.has_crc[t] = crc_flag[t]
@@ -386,7 +394,7 @@ class BatchDecoder:
                b: bytes) -> None:
         rows.errors[i] = (exc.kind, exc.message)
         rows.layout[i] = self.layouts(self.options.layout)
-        if exc.kind in ("too_short", "bad_magic") or not hdr["magic"][i]:
+        if exc.kind in (FIELD_ERRORS["header"], FIELD_ERRORS["magic"]) or not hdr["magic"][i]:
             return
         # The header fields as found, up to the check that failed.
         rows.has_header[i] = True
@@ -455,7 +463,7 @@ class BatchDecoder:
                     got_rows.append(mine[ok])
                     parts.append(arr.filter(pa.array(ok)))
                     # Left to lbparse.commitlog or upb: decoded, or the error named.
-                    if ptype == RAW:
+                    if ptype == REPLICATION_RESPONSE:
                         self._raw_messages(rows, mine[~ok], data)
                     else:
                         for i in mine[~ok].tolist():
@@ -482,7 +490,7 @@ class BatchDecoder:
 
     def _raw_messages(self, rows: _Rows, mine: np.ndarray, data: np.ndarray) -> None:
         """ReplicationResponse payloads the vectorized reader left: lbparse.commitlog's parser."""
-        parse = CODECS[RAW].decode
+        parse = CODECS[REPLICATION_RESPONSE].decode
         for i in mine.tolist():
             try:
                 rows.messages[i] = parse(data[rows.pstart[i]:rows.pend[i]].tobytes())

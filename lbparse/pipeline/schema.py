@@ -21,7 +21,7 @@ decoded payload is lost; opaque `bytes` payloads are the `payload` column.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
@@ -31,7 +31,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import CODECS, RAW
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE
+from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -103,27 +104,38 @@ def message_struct(descriptor: Descriptor) -> StructType:
     return _fields(descriptor, frozenset({descriptor.full_name}))
 
 
-# Offsets, epochs and timestamps are 64-bit on the wire (some unsigned);
-# like Spark's uint64 they are bigint and wrap above 2**63.
-COMMITLOG_ENTRY = StructType([
-    StructField("offset", LongType()), StructField("timestamp", LongType()),
-    StructField("leader_epoch", LongType()), StructField("size", LongType()),
-    StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
-    StructField("magic", IntegerType()), StructField("attributes", IntegerType()),
-    StructField("key", BinaryType()), StructField("value", BinaryType()),
-    StructField("headers", ArrayType(StructType([
-        StructField("key", StringType()), StructField("value", BinaryType())]),
-        containsNull=False)),
-])
-REPLICATION_RESPONSE = StructType([
-    StructField("leader_epoch", LongType()), StructField("high_watermark", LongType()),
-    StructField("entries", ArrayType(COMMITLOG_ENTRY, containsNull=False)),
-])
+# The ReplicationResponse struct follows spec/commitlog.ksy's values (through
+# lbparse.wire): 64-bit integers (offsets, epochs, timestamps, some unsigned)
+# and 32-bit unsigned ones are bigint (like Spark's uint64, they wrap above
+# 2**63), smaller ones int; byte strings binary, strings string, lists arrays
+# of structs. Each CRC-32C is followed by `crc_ok`, whether it matched.
+_KSY_TYPES: Mapping[str, DataType] = {
+    "u1": IntegerType(), "s1": IntegerType(), "u2": IntegerType(), "s2": IntegerType(),
+    "s4": IntegerType(), "u4": LongType(), "s8": LongType(), "u8": LongType(),
+    "bytes": BinaryType(), "str": StringType(),
+}
+
+
+def _spec_struct(fields: tuple[tuple[str, Any], ...]) -> StructType:
+    out = []
+    for name, typ in fields:
+        if isinstance(typ, tuple):
+            out.append(StructField(name, ArrayType(_spec_struct(typ), containsNull=False)))
+        else:
+            out.append(StructField(name, _KSY_TYPES[typ]))
+        if name == "crc32c":
+            out.append(StructField("crc_ok", BooleanType()))
+    return StructType(out)
+
+
+REPLICATION_RESPONSE_STRUCT = _spec_struct(REPLICATION_RESPONSE_FIELDS)
+COMMITLOG_ENTRY = REPLICATION_RESPONSE_STRUCT["entries"].dataType.elementType
 
 
 def column_for(payload_type: str) -> str:
     """The struct column of a payload type: `proto.Message` -> `proto_Message`."""
-    return "commitlog_ReplicationResponse" if payload_type == RAW else payload_type.replace(".", "_")
+    return ("commitlog_ReplicationResponse" if payload_type == REPLICATION_RESPONSE
+            else payload_type.replace(".", "_"))
 
 
 def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
@@ -147,12 +159,12 @@ def typed_payloads() -> dict[str, type | None]:
     for layout in LAYOUTS.values():
         order += [p for p in layout.payload_types if p not in order]
     order += sorted(p for p in classes if p not in order)
-    return {p: classes.get(p) for p in order if p in classes or p == RAW}
+    return {p: classes.get(p) for p in order if p in classes or p == REPLICATION_RESPONSE}
 
 
 def payload_struct(payload_type: str) -> StructType:
-    if payload_type == RAW:
-        return REPLICATION_RESPONSE
+    if payload_type == REPLICATION_RESPONSE:
+        return REPLICATION_RESPONSE_STRUCT
     cls = typed_payloads().get(payload_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no struct column")

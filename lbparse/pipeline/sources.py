@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture import columnar
+from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.limits import Limits
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
@@ -48,8 +49,6 @@ from lbparse.pipeline.schema import arrow_record_schema
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 
-PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
 PARQUET_UNIT_BYTES = 64 << 20
@@ -148,24 +147,6 @@ def _files(paths: list[str]) -> Iterator[str]:
             yield p
 
 
-def sniff(path: str) -> str:
-    """The format of a file by its first bytes (`missing` if it cannot be opened)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError:
-        return "missing"
-    if head in PCAP_MAGICS:
-        return "pcap"
-    if head == PCAPNG_MAGIC:
-        return "pcapng"
-    if head == b"PAR1":
-        return "parquet"
-    if head[:1] in (b"{", b"\n", b" ", b""):
-        return "jsonl"
-    return "unknown"
-
-
 def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
     """Every input file as units, in the order given (directories sorted)."""
     units: list[Unit] = []
@@ -177,12 +158,12 @@ def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
             units.append(Unit(path, "missing", 0, 0,
                               error=("input:unreadable", f"{path}: {exc.strerror or exc}")))
             continue
-        if fmt == "missing":
+        if fmt == MISSING:
             units.append(Unit(path, fmt, size, 0,
                               error=("input:unreadable", f"{path}: cannot be opened")))
-        elif fmt == "parquet":
+        elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
-        elif fmt in ("pcap", "pcapng") and size > options.capture_unit_bytes \
+        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes \
                 and columnar.available():
             units += _plan_capture(path, fmt, size, options)
         else:

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pyspark
 import pytest
 
-from lbparse.pipeline.dist import build
+from support.tools import load_tool
 
 BIN = Path(pyspark.__file__).parent / "bin"
 START_TIMEOUT = 90.0
@@ -115,7 +115,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_pipeline_on_a_standalone_cluster(standalone: str, run: dict[str, Any],
                                           inputs: dict[str, Path], spark: Any,
                                           tmp_path: Path) -> None:
-    zpath, launcher, _ = build(tmp_path / "dist")
+    zpath, launcher, _ = load_tool("dist").build(tmp_path / "dist")
     out = tmp_path / "out"
     # Inputs named relative to the directory spark-submit runs in, as people
     # type them: the executors run elsewhere, and must still find them.

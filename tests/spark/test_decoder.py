@@ -26,7 +26,7 @@ from lbparse import flatbuf
 from lbparse.commitlog import encode_replication_response, parse_replication_response
 from lbparse.dispatch import DECODERS
 from lbparse.limits import DEFAULT
-from lbparse.payloads import RAW, fits_cleanly
+from lbparse.payloads import REPLICATION_RESPONSE, fits_cleanly
 from lbparse.pipeline.columns import ReplicationResponseBuilder, builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
@@ -344,7 +344,7 @@ def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:
 @given(st.lists(REPLICATION_RESPONSES, min_size=1, max_size=4), st.data())
 def test_replication_reader_equals_lbparse(rrs: list[Any], data: st.DataObject) -> None:
     """The vectorized commit-log reader: lbparse.commitlog's values, or it leaves the payload."""
-    typ = arrow_output_schema().field(column_for(RAW)).type
+    typ = arrow_output_schema().field(column_for(REPLICATION_RESPONSE)).type
     wires = []
     for rr in rrs:
         w = encode_replication_response(rr)

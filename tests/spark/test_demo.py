@@ -11,14 +11,14 @@ import pytest
 
 from lbparse.capture import CaptureReader
 from lbparse.cli import main
-from lbparse.examples.make_sample_capture import sample_messages
+from support.tools import load_tool
 
 
 def test_the_bundled_capture_is_what_its_script_publishes() -> None:
     path = resources.files("lbparse.examples").joinpath("sample.pcap")
     with resources.as_file(path) as p:
         recs = list(CaptureReader(p, decode=False))
-    sent = sample_messages()
+    sent = load_tool("make_sample_capture").sample_messages()
     pubs = [r for r in recs if r.direction == "client_to_server"]
     delivered = [r for r in recs if r.direction == "server_to_client"]
     assert [(r.subject, r.payload, r.reply or None) for r in pubs] == \

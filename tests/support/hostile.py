@@ -27,7 +27,9 @@ from typing import Any, Callable
 
 import lbparse
 from lbparse.capture import CaptureError, CaptureReader, NatsParser
+from lbparse.capture.nats import Parsed, Problem
 from lbparse.errors import EnvelopeError
+from lbparse.payloads import REPLICATION_RESPONSE
 from lbparse.dispatch import DECODERS
 from support.reference import PARSERS, commitlog_result
 
@@ -120,18 +122,18 @@ def check_differential(data: bytes) -> None:
         env = lbparse.decode(data)
     except EnvelopeError:
         return
-    if env.payload_type == "raw":
+    if env.payload_type == REPLICATION_RESPONSE:
         check_commitlog_agree(env.payload)
 
 
-def _messages(frames: list[tuple]) -> list[tuple]:
-    return [f for f in frames if f[0] != "!"]
+def _messages(frames: list[Parsed]) -> list[Parsed]:
+    return [f for f in frames if not isinstance(f, Problem)]
 
 
-def nats_frames(stream: bytes, cuts: list[int], **options: Any) -> list[tuple]:
-    """Frames of `stream` fed in pieces cut at `cuts`, then the end."""
+def nats_frames(stream: bytes, cuts: list[int], **options: Any) -> list[Parsed]:
+    """What the parser makes of `stream` fed in pieces cut at `cuts`, then the end."""
     parser = NatsParser(**options)
-    frames: list[tuple] = []
+    frames: list[Parsed] = []
     prev = 0
     for cut in sorted(set(c for c in cuts if 0 < c < len(stream))):
         frames += parser.feed(stream[prev:cut])

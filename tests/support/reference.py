@@ -17,9 +17,9 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
-from lbparse.layouts import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
 from lbparse.errors import EnvelopeError
-from lbparse.header import FLAG_CRC, MIN_HEADER_LEN
+from lbparse.layouts import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
+from lbparse.wire import CRC_FLAG, CRC_PAIRING_ERRORS, FLAGS_OFFSET, HEADER_SIZE
 from lbparse_generated import construct_schema as cs
 from lbparse_generated.kaitai.liftbridge_commitlog import LiftbridgeCommitlog
 from lbparse_generated.kaitai.liftbridge_envelope import LiftbridgeEnvelope
@@ -40,17 +40,19 @@ class HeaderResult:
 
 
 def _field_kind(field: str, data: bytes) -> str:
-    kind = FIELD_ERRORS[field]
     # One validation covers both directions of the CRC-flag/length pairing.
-    if field == "flags" and not data[6] & FLAG_CRC:
-        return "bad_header_len"
-    return kind
+    if field == "flags":
+        flag_set = bool(data[FLAGS_OFFSET] & CRC_FLAG)
+        return CRC_PAIRING_ERRORS["flag_set" if flag_set else "flag_clear"]
+    return FIELD_ERRORS[field]
 
 
 def _eof_kind(data: bytes, layout: str) -> str:
+    """The kind of a read past the end: of the header, of the CRC field, or
+    of the payload a headerless layout needs."""
     if not LAYOUTS[layout].has_header:
-        return "too_short"
-    return "too_short" if len(data) < MIN_HEADER_LEN else "truncated"
+        return FIELD_ERRORS["payload"]
+    return FIELD_ERRORS["header"] if len(data) < HEADER_SIZE else FIELD_ERRORS["crc32c"]
 
 
 def _msg_type_ok(layout: str, byte7: int) -> bool:

@@ -1,6 +1,6 @@
 """How lbparse/examples/sample.pcap was made: real traffic, captured.
 
-    sudo python -m lbparse.examples.make_sample_capture [OUT.pcap]
+    sudo python tools/make_sample_capture.py [OUT.pcap]
 
 Starts a nats-server on a free loopback port and tcpdump on that port,
 connects a subscriber (to everything) and a publisher with nats-py, and

@@ -1,6 +1,6 @@
 """`make dist`: what a Spark cluster needs to run the pipeline.
 
-    python -m lbparse.pipeline.dist [DIR]      (default: dist)
+    python tools/dist.py [DIR]      (default: dist)
 
 writes
   DIR/lbparse.zip           lbparse and lbparse_generated, for --py-files
@@ -26,7 +26,7 @@ from pathlib import Path
 
 __all__ = ["build"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = '''\
 """spark-submit's application file: `lbparse pipeline` with these arguments."""
 import sys
