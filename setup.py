@@ -30,6 +30,8 @@ COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/captur
 NATIVE = [Extension("lbparse.pipeline._kernels", ["lbparse/pipeline/_kernels.c"],
                     extra_compile_args=["-O3"], optional=True),
           Extension("lbparse.capture._native", ["lbparse/capture/_native.c"],
+                    extra_compile_args=["-O3"], optional=True),
+          Extension("lbparse.pipeline._structs", ["lbparse/pipeline/_structs.c"],
                     extra_compile_args=["-O3"], optional=True)]
 
 

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import lbparse
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
-from lbparse.payloads import RAW
+from lbparse.payloads import REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
@@ -157,7 +157,7 @@ def _crafted() -> list[bytes]:
             e = lbparse.decode(env)
         except lbparse.EnvelopeError:
             continue
-        if e.payload_type in typed_payloads() and e.payload_type != RAW:
+        if e.payload_type in typed_payloads() and e.payload_type != REPLICATION_RESPONSE:
             for m in mutations(e.payload):
                 out += [v0(e.msg_type, m), v0(e.msg_type, m, crc=True)]
     # ReplicationResponses: header-only (what a caught-up follower gets),
