@@ -5,7 +5,11 @@
     python fuzz/run.py --seconds 120 --targets nats,capture
 
 The seconds are the whole campaign's, shared out equally among the targets
-(each also takes a few seconds to start). Each target's corpus lives in
+(each also takes a few seconds to start); each target's line gives its
+executions, coverage and corpus, and the last line the total. The targets
+of the C modules (`native_capture`, `decode_arrow`) run against a build of
+them with libFuzzer's coverage and AddressSanitizer when clang is there
+(tools/sanitize.py makes it, in build/fuzz-native). Each target's corpus lives in
 fuzz/corpus/<target> (seeded by build_corpus.py, grown by the fuzzer, never
 committed; --ci uses a fresh temporary one), its crashes in
 fuzz/artifacts/<target>/. A target that crashes is restarted for the time

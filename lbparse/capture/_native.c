@@ -2381,8 +2381,15 @@ static int snapshot(reader *r, gbuf *g) {
         if (w_u32(g, s->ifaces[i].linktype) || w_u32(g, s->ifaces[i].snaplen) ||
             w_f64(g, s->ifaces[i].tick) || w_i64(g, s->ifaces[i].offset))
             return -1;
-    if (w_raw(g, r->unsupported, sizeof r->unsupported))
+    /* the link types already reported as unsupported: their numbers */
+    uint32_t nu = 0;
+    for (uint32_t lt = 0; lt < 65536; lt++)
+        nu += (r->unsupported[lt / 8] >> (lt % 8)) & 1;
+    if (w_u32(g, nu))
         return -1;
+    for (uint32_t lt = 0; lt < 65536; lt++)
+        if (((r->unsupported[lt / 8] >> (lt % 8)) & 1) && w_u32(g, lt))
+            return -1;
     /* the connections, numbered in the order the table first names them */
     int64_t nconns = 0;
     for (Py_ssize_t i = 0; i < t->nentries; i++)
@@ -2503,7 +2510,15 @@ static int restore(reader *r, const uint8_t *p, size_t n) {
         s->ifaces[s->nifaces].offset = r_i64(&in);
         s->nifaces++;
     }
-    r_raw(&in, r->unsupported, sizeof r->unsupported);
+    uint32_t nu = r_u32(&in);
+    if (in.bad || nu > 65536)
+        goto bad;
+    for (uint32_t i = 0; i < nu; i++) {
+        uint32_t lt = r_u32(&in);
+        if (in.bad || lt > 0xFFFF)
+            goto bad;
+        r->unsupported[lt / 8] |= (uint8_t)(1 << (lt % 8));
+    }
     uint32_t nconns = r_u32(&in);
     if (in.bad || nconns > n)
         goto bad;

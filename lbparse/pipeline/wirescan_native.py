@@ -118,7 +118,9 @@ def _array(typ: pa.DataType, out: tuple[Any, ...]) -> pa.Array:
             if len(child) == 3:  # a list or a map: (rep, offsets, elements)
                 rep, offsets, elems = child
                 n = len(offsets) // 4 - 1
-                inner = _entry_type(ft) if rep == 2 else ft.value_type
+                # A map's entries take its own key and item fields (the key
+                # not null): with others, Parquet's levels come out wrong.
+                inner = pa.struct([ft.key_field, ft.item_field]) if rep == 2 else ft.value_type
                 entries = _array(inner, elems)
                 kids.append(pa.Array.from_buffers(ft, n, [None, pa.py_buffer(offsets)],
                                                   children=[entries]))
