@@ -2,16 +2,29 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang
+# The toolchains that compile and run the generated parsers of other
+# languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
+LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \
+                 perl lua5.3 mono-mcs mono-runtime nim
 GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
-.PHONY: install install-system install-node install-python generate check-generated \
+.PHONY: install install-system install-langs install-node install-python generate check-generated \
         test bench demo clean
 
 ## install: everything lbparse, its generator and its tests need (pinned)
-install: install-system install-node install-python
+install: install-system install-langs install-node install-python
 
 install-system:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(APT_PACKAGES)"
+
+## install-langs: the Debian toolchains of the other languages' parsers (Go, Java, C++,
+## Ruby, PHP, Perl, Lua, C#, Nim); their Kaitai runtimes come from ../shared/kaitai-runtimes
+install-langs:
+	@$(MAKE) --no-print-directory apt-install PACKAGES="$(LANG_PACKAGES)"
+
+.PHONY: apt-install
+apt-install:
+	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

@@ -27,6 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import yaml
+
+from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, fix_source
+from lbparse.langdocs import write_docs
+
 __all__ = [
     "ALIASES",
     "KAITAI_TARGETS",
@@ -64,9 +69,15 @@ ALIASES: Mapping[str, str] = {
     "js": "javascript", "node": "javascript", "cpp_stl": "cpp", "c++": "cpp",
     "cs": "csharp", "c#": "csharp", "dot": "graphviz", "py": "python", "lua-wireshark": "wireshark",
 }
-# The JS API of the compiler cannot set `--go-package`, and Go source
-# without a package clause does not compile: we add the clause.
+# The JS API of the compiler cannot set `--go-package` or `--java-package`,
+# and Go source without a package clause does not compile: we add the clauses,
+# and a go.mod, so that each folder builds as it is.
 GO_PACKAGE = "liftbridge"
+JAVA_PACKAGE = "liftbridge"
+# The Kaitai runtimes the generated code imports, at the compiler's version.
+GO_RUNTIME = "github.com/kaitai-io/kaitai_struct_go_runtime"
+GO_RUNTIME_VERSION = "v0.11.0"
+GO_TEXT_VERSION = "v0.28.0"  # what the Go runtime v0.11.0's go.mod requires
 NODE_TIMEOUT = 120  # seconds; the compiler loads in about one
 
 
@@ -80,6 +91,7 @@ class Generated:
 
     folders: dict[str, Path] = field(default_factory=dict)
     files: dict[str, list[Path]] = field(default_factory=dict)
+    parsers: dict[str, list[Path]] = field(default_factory=dict)  # the compiled .ksy files
     warnings: list[str] = field(default_factory=list)
 
 
@@ -136,11 +148,34 @@ def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]
     return files, warnings
 
 
-def add_go_package(path: Path, package: str = GO_PACKAGE) -> None:
+def _spec_of(path: Path, specs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The .ksy a generated file came from (file names follow `meta.id`)."""
+    stem = path.stem.replace("_", "").lower()
+    for ksy in specs:
+        if ksy["meta"]["id"].replace("_", "").lower() == stem:
+            return ksy
+    return None
+
+
+def _fix(lang: str, path: Path, specs: list[dict[str, Any]]) -> None:
+    """Apply lbparse.kaitai_fixups to one generated source file, in place."""
+    suffix = FIXUPS.get(lang, ("",))[0]
+    ksy = _spec_of(path, specs)
+    if path.suffix != suffix or ksy is None:
+        return
     text = path.read_text(encoding="utf-8")
-    if not any(line.startswith("package ") for line in text.splitlines()):
-        head, _, rest = text.partition("\n")
-        path.write_text(f"{head}\n\npackage {package}\n{rest}", encoding="utf-8")
+    fixed = fix_source(lang, text, ksy, {"go_package": GO_PACKAGE, "java_package": JAVA_PACKAGE})
+    if fixed != text:
+        path.write_text(fixed, encoding="utf-8")
+
+
+def write_go_mod(folder: Path, package: str = GO_PACKAGE) -> Path:
+    """A go.mod naming the runtime, so the folder is a module `go build` takes."""
+    path = folder / "go.mod"
+    path.write_text(f"module {package}\n\ngo 1.19\n\nrequire (\n"
+                    f"\t{GO_RUNTIME} {GO_RUNTIME_VERSION}\n"
+                    f"\tgolang.org/x/text {GO_TEXT_VERSION} // indirect\n)\n", encoding="utf-8")
+    return path
 
 
 def write_descriptor_set(out: Path) -> Path:
@@ -169,6 +204,25 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def _msg_type_json(value: int, mt: Any) -> dict[str, Any]:
+    if isinstance(mt, dict):
+        return {"value": value, **{k: _jsonable(v) for k, v in mt.items()}}
+    return {"value": value, "name": mt[0], "payload_type": mt[1]}
+
+
+def byte7_meaning(raw: Mapping[str, Any]) -> str:
+    """What header byte 7 means in a layout, in words, from its table entry."""
+    byte7, types = raw.get("byte7"), raw.get("msg_types", {})
+    if byte7 == "msg_type":
+        return (f"the MsgType: one of the {len(types)} values in msg_types, which name the "
+                "payload type; any other value is unknown_msg_type")
+    if byte7 == "reserved":
+        kinds = " or ".join([raw.get("payload") or "bytes", *raw.get("payload_alternatives", [])])
+        return (f"reserved (not a MsgType; any value is accepted): the payload is {kinds}, "
+                "and the header does not say which")
+    return "no envelope header in this layout: byte 7 is part of the payload"
+
+
 def msg_type_table() -> dict[str, Any]:
     """The JSON form of the generated layout tables, for any language.
 
@@ -182,8 +236,10 @@ def msg_type_table() -> dict[str, Any]:
     layouts = {}
     for name, raw in LAYOUTS.items():
         entry = {k: _jsonable(v) for k, v in raw.items() if k != "msg_types"}
-        entry["msg_types"] = [{"value": v, "name": n, "payload_type": p}
-                              for v, (n, p) in sorted(raw.get("msg_types", {}).items())]
+        internal = set(raw.get("internal_msg_types", ()))
+        entry["msg_types"] = [{**_msg_type_json(v, mt), "internal": v in internal}
+                              for v, mt in sorted(raw.get("msg_types", {}).items())]
+        entry["byte7_meaning"] = byte7_meaning(raw)
         layouts[name] = entry
     return {
         "source": "spec/envelope.ksy (through lbparse_generated.tables)",
@@ -242,26 +298,37 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
     try:
         desc = write_descriptor_set(work / "proto")
         kaitai = [lang for lang in langs if lang in KAITAI_TARGETS]
-        compiled, result.warnings = run_kaitai(kaitai, work / "kaitai") if kaitai else ({}, [])
+        specs = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in ksy_files()]
+        compiled, warnings = run_kaitai(kaitai, work / "kaitai") if kaitai else ({}, [])
+        # Checks the compiler could not write for a target, written by
+        # kaitai_fixups instead, are no longer missing.
+        result.warnings = [w for w in warnings if not any(
+            w.startswith(f"{KAITAI_TARGETS[lang]}: ") for lang in WRITES_CHECKS)]
         for lang in langs:
             folder = outdir / lang if nest else outdir
             folder.mkdir(parents=True, exist_ok=True)
+            if lang == "wireshark":
+                from lbparse.wireshark import write_plugin
+
+                # Only what belongs in a Wireshark plugins folder.
+                result.folders[lang], result.files[lang] = folder, write_plugin(folder)
+                result.parsers[lang] = []
+                continue
             files: list[Path] = []
             src_root = work / "kaitai" / KAITAI_TARGETS.get(lang, "")
             for src in compiled.get(lang, []):
                 target = folder / src.relative_to(src_root)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(src), target)
-                if lang == "go" and target.suffix == ".go":
-                    add_go_package(target)
+                _fix(lang, target, specs)
                 files.append(target)
-            if lang == "wireshark":
-                from lbparse.wireshark import write_dissector
-
-                files.append(write_dissector(folder))
+            result.parsers[lang] = list(files)
+            if lang == "go":
+                files.append(write_go_mod(folder))
             if lang == "javascript":
                 files.append(_write_js_package(folder))
             files += _write_support(folder, desc)
+            files += write_docs(lang, folder)
             notes = [w for w in result.warnings
                      if w.startswith(f"{KAITAI_TARGETS.get(lang)}: ")]
             if notes:

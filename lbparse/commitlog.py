@@ -8,7 +8,7 @@ in the tests); encoding goes through the generated construct declaration.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import crc32c as _crc32c
 
@@ -21,6 +21,7 @@ __all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"
 # Struct formats and sizes from spec/commitlog.ksy (through lbparse.wire).
 _PREFIX = ENTRY_HEAD.struct  # offset, timestamp, leader_epoch, size
 _BODY_HEAD = BODY_HEAD.struct  # crc32c, magic, attributes, key_len
+_KEY_LEN = int_struct("liftbridge_commitlog::body", "key_len")
 _VALUE_LEN = int_struct("liftbridge_commitlog::body", "value_len")
 _HEADER_COUNT = int_struct("liftbridge_commitlog::body", "header_count")
 _HKEY_LEN = int_struct("liftbridge_commitlog::header", "key_len")
@@ -115,20 +116,59 @@ def _bad(msg: str, offset: int) -> EnvelopeError:
                          offset=offset)
 
 
+def sized_field(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[bytes, int]:
+    """buf[pos:pos+length] and the position after it; bad_payload past `end`."""
+    return _sized(buf, pos, end, length, what)
+
+
 def _sized(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[bytes, int]:
     if length < 0 or pos + length > end:
         raise _bad(f"{what} length {length} runs past the entry body (ends at {end})", pos)
     return buf[pos:pos + length], pos + length
 
 
-def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry) -> None:
+def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
+                crc: Callable[[bytes], int] = _crc32c.crc32c) -> int:
     if end - pos < _BODY_MIN:
         raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
-    entry._crc_ok = _crc32c.crc32c(buf[pos + _CRC_END:end]) == entry.crc32c  # type: ignore[attr-defined]
+    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c  # type: ignore[attr-defined]
     p = pos + _BODY_HEAD.size
     if klen != NIL_LENGTH:
         entry.key, p = _sized(buf, p, end, klen, "key")
+    return parse_value_and_headers(buf, p, end, entry)
+
+
+# lbparse.storage reads the bodies of segment files with it too.
+parse_body = _parse_body
+
+
+def parse_key_and_rest(buf: bytes, p: int, end: int, entry: CommitLogEntry,
+                       headers: bool = True) -> int:
+    """The body from its key on (key, value, headers); returns where its fields end.
+
+    For lbparse.storage: the first segment generations put a timestamp
+    between the attributes and the key.
+    """
+    if p + _KEY_LEN.size > end:
+        raise _bad("key length runs past the entry body", p)
+    (klen,) = _KEY_LEN.unpack_from(buf, p)
+    p += _KEY_LEN.size
+    entry.key = None
+    if klen != NIL_LENGTH:
+        entry.key, p = _sized(buf, p, end, klen, "key")
+    return parse_value_and_headers(buf, p, end, entry, headers)
+
+
+def parse_value_and_headers(buf: bytes, p: int, end: int, entry: CommitLogEntry,
+                            headers: bool = True) -> int:
+    """The body after the key: value, then (when `headers`) the headers.
+
+    Returns where the body's fields end (`end` unless bytes are left over,
+    which Liftbridge ignores). Shared with lbparse.storage, whose older
+    segment generations put a timestamp before the key and, in the first
+    one, headers only on some messages.
+    """
     if p + _VALUE_LEN.size > end:
         raise _bad("value length runs past the entry body", p)
     (vlen,) = _VALUE_LEN.unpack_from(buf, p)
@@ -136,11 +176,13 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry) -> None:
     entry.value = None
     if vlen != NIL_LENGTH:
         entry.value, p = _sized(buf, p, end, vlen, "value")
+    if not headers:
+        return p
     if p + _HEADER_COUNT.size > end:
         raise _bad("header count runs past the entry body", p)
     (count,) = _HEADER_COUNT.unpack_from(buf, p)
     p += _HEADER_COUNT.size
-    headers = []
+    found = []
     for _ in range(max(count, 0)):
         if p + _HKEY_LEN.size > end:
             raise _bad("header key length runs past the entry body", p)
@@ -151,28 +193,47 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry) -> None:
         (hvlen,) = _HVALUE_LEN.unpack_from(buf, p)
         hval, p = _sized(buf, p + _HVALUE_LEN.size, end, hvlen, "header value")
         try:
-            headers.append((hkey.decode("utf-8"), hval))
+            found.append((hkey.decode("utf-8"), hval))
         except UnicodeDecodeError:
             raise _bad("header key is not UTF-8", p) from None
-    entry.headers = headers
+    entry.headers = found
+    return p
+
+
+def scan_entries(buf: bytes, pos: int, end: int, entries: list[CommitLogEntry],
+                 positions: list[int] | None = None,
+                 crc: Callable[[bytes], int] = _crc32c.crc32c) -> None:
+    """Append the entries of buf[pos:end] to `entries` (their starts to `positions`).
+
+    Raises EnvelopeError at the first entry that is not whole, after
+    appending every entry before it: a reader of damaged data knows where
+    the good part ends. `crc` is the body checksum (CRC-32C since Feb 2020;
+    lbparse.storage passes CRC-32 for older segments).
+    """
+    append = entries.append
+    note = positions.append if positions is not None else None
+    unpack = _PREFIX.unpack_from
+    head = _PREFIX.size
+    size_at = ENTRY_HEAD.offset("size")
+    while pos < end:
+        if end - pos < head:
+            raise _bad(f"{end - pos} bytes left, an entry header needs {head}", pos)
+        offset, ts, epoch, size = unpack(buf, pos)
+        body = pos + head
+        if size > end - body:
+            raise _bad(f"entry size {size} but only {end - body} bytes follow", pos + size_at)
+        entry = CommitLogEntry(offset, ts, epoch, size=size)
+        _parse_body(buf, body, body + size, entry, crc)
+        append(entry)
+        if note is not None:
+            note(pos)
+        pos = body + size
 
 
 def parse_entries(buf: bytes, pos: int = 0) -> list[CommitLogEntry]:
     """Parse commit-log entries back to back from `pos` to the end of `buf`."""
-    entries = []
-    n = len(buf)
-    while pos < n:
-        if n - pos < _PREFIX.size:
-            raise _bad(f"{n - pos} bytes left, an entry header needs {_PREFIX.size}", pos)
-        offset, ts, epoch, size = _PREFIX.unpack_from(buf, pos)
-        body = pos + _PREFIX.size
-        if size > n - body:
-            raise _bad(f"entry size {size} but only {n - body} bytes follow",
-                       pos + ENTRY_HEAD.offset("size"))
-        entry = CommitLogEntry(offset, ts, epoch, size=size)
-        _parse_body(buf, body, body + size, entry)
-        entries.append(entry)
-        pos = body + size
+    entries: list[CommitLogEntry] = []
+    scan_entries(buf, pos, len(buf), entries)
     return entries
 
 

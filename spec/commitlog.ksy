@@ -92,7 +92,13 @@ types:
     seq:
       - id: key_len
         type: s2
-        doc: Length of the header key in bytes.
+        valid:
+          expr: _ >= 0
+        doc: |
+          Length of the header's key (i16, shared/wire/README.md section 3).
+          A negative length cannot be sliced: invalid, as lbparse says
+          (and the check keeps every language's runtime from being asked for
+          a negative number of bytes).
       - id: key
         size: key_len
         type: str
@@ -100,7 +106,9 @@ types:
         doc: The header name (Liftbridge's Go code keeps headers in a map of string keys).
       - id: value_len
         type: s4
-        doc: Length of the header value in bytes.
+        valid:
+          expr: _ >= 0
+        doc: Length of the header value in bytes; a negative length is invalid.
       - id: value
         size: value_len
         doc: The header value.

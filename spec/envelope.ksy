@@ -69,12 +69,15 @@ seq:
       so that anything shorter is "too short" before any field is judged.
   - id: crc32c
     type: u4
-    if: has_header and header.has_crc
+    if: 'has_header ? header.has_crc : false'
     -error: truncated
     doc: |
       CRC-32C (Castagnoli polynomial) of the payload, that is of every
       byte from `header_len` to the end, big-endian. Present when the CRC
-      flag is set, which requires `header_len` 12.
+      flag is set, which requires `header_len` 12. The condition is a
+      conditional, not `has_header and header.has_crc`: Kaitai's Go output
+      evaluates both sides of `and` first and read `header` where the layout
+      has none (a nil dereference under plain and lift-cookie).
   - id: payload
     size-eos: true
     valid:

@@ -9,10 +9,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 from support.net import free_port
+
+if TYPE_CHECKING:
+    from support.cluster import ClusterRun
 
 # tests/support is importable as `support`.
 sys.path.insert(0, str(Path(__file__).parent))
@@ -68,3 +71,28 @@ def _stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+# -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------
+
+def _cluster(mode: str, factory: pytest.TempPathFactory) -> "ClusterRun":
+    from support.cluster import missing_tools, run_cluster
+
+    why = missing_tools()
+    if why:
+        pytest.skip(why)
+    return run_cluster(mode, factory.mktemp(f"liftbridge-{mode}"))
+
+
+@pytest.fixture(scope="session")
+def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+    """One `short` run of a real 3-node Liftbridge cluster (~25 s), at most once a
+    test run: its capture, data directories and logs."""
+    return _cluster("short", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+    """One `full` run (~90 s, two failovers: the metadata leader, then a partition
+    leader SIGKILLed and restarted), at most once a test run."""
+    return _cluster("full", tmp_path_factory)

@@ -13,6 +13,11 @@ package `lbparse_generated` under OUTDIR:
                    formats and offsets), from the declarations (ksy_facts.py)
 - fb/              flatc's Python classes of spec/flatbuffers/*.fbs
 - fb_schema.py     the FlatBuffers tables as data, for lbparse's own reader
+- storage_layouts.py  struct formats and tables of the on-disk specs
+                   (segment, index, checkpoint, bbolt), see ksy_storage.py
+- raft_tables.py   the metadata Raft group's facts (RPC and log entry types,
+                   msgpack structs, RaftLog commands, NATS subjects), from the
+                   custom `-` keys and enums of spec/raft.ksy
 
 The output depends only on the inputs and the pinned tool versions, so
 `make check-generated` can regenerate into a temporary folder and diff.
@@ -32,10 +37,15 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ksy_construct import emit_construct  # noqa: E402
 from ksy_facts import commitlog_facts, envelope_facts, structs  # noqa: E402
+from ksy_storage import emit_storage, relative_kaitai_imports  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"  # --spec names another (the tests generate from edited copies)
+# Also declared in construct. Imported specs come before the specs that
+# import them (construct_schema.py refers to their declarations).
 KSY_FILES = ("envelope.ksy", "commitlog.ksy")
+STORAGE_KSY_FILES = ("segment.ksy", "segment_index.ksy", "checkpoint.ksy", "bbolt.ksy")
+KSY_FILES += STORAGE_KSY_FILES
 PROTO_FILES = ("api.proto", "internal.proto")
 FBS_FILES = ("api.fbs",)
 PACKAGE = "lbparse_generated"
@@ -47,7 +57,8 @@ def load_ksy(name: str) -> dict:
 
 
 def run_kaitai(out: Path, lang: str = "python") -> None:
-    files = [str(SPEC / f) for f in KSY_FILES]
+    # Every .ksy, as `lbparse generate` compiles them for other languages.
+    files = [str(p) for p in sorted(SPEC.glob("*.ksy"))]
     cmd = ["node", str(ROOT / "tools" / "ksc.js"), lang, str(out)] + files
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -222,6 +233,59 @@ def emit_tables(out: Path) -> None:
     (out / "tables.py").write_text("".join(text).rstrip("\n") + "\n", encoding="utf-8")
 
 
+RAFT_KSY = "raft.ksy"
+
+
+def _raft_enum(ksy: dict, name: str) -> dict:
+    """{value: {id, name, doc, and the other `-` keys without their dash}}."""
+    table = {}
+    for value, attrs in enum_entries(ksy["enums"][name]):
+        row = {"id": attrs["id"], "name": attrs["-name"]}
+        row.update({k[1:]: v for k, v in attrs.items() if k.startswith("-") and k != "-name"})
+        row["doc"] = " ".join(attrs.get("doc", "").split())
+        table[value] = row
+    return table
+
+
+def _raft_structs(ksy: dict) -> dict:
+    """{struct: ((key, type, enum, since), ...)}, the RPCHeader's fields inlined
+    first where a struct embeds it (go-msgpack puts them in the same map)."""
+    structs = ksy["-msgpack-structs"]
+
+    def fields(spec: dict) -> tuple:
+        return tuple((f["key"], f["type"], f.get("enum"), f.get("since")) for f in spec["fields"])
+
+    header = fields(structs["RPCHeader"])
+    return {name: (header if spec.get("header") else ()) + fields(spec)
+            for name, spec in structs.items() if name != "RPCHeader"}
+
+
+def emit_raft(out: Path) -> None:
+    ksy = load_ksy(RAFT_KSY)
+    commands = {c["op"]: (c["name"], c["field"]) for c in ksy["-raft-log-commands"]}
+    subjects = tuple((s["pattern"], s["kind"], s["name"]) for s in ksy["-nats-subjects"])
+    text = [
+        BANNER.format(src=f"spec/{RAFT_KSY}"),
+        '"""The metadata Raft group on NATS: hashicorp/raft\'s transport and log\n'
+        "entries, Liftbridge\'s RaftLog commands, and the subjects they travel on.\n\n"
+        "RPC_TYPES: {rpc type byte: {id, name, request, response, trailer?, doc}};\n"
+        "LOG_TYPES, SUFFRAGES: {value: {id, name, doc}}; STRUCTS: {msgpack struct:\n"
+        "((key, type, enum, since), ...)}; COMMANDS: {protocol.Op name: (command\n"
+        "name, RaftLog field)}; SUBJECTS: ((pattern, kind, name), ...), tried in\n"
+        'order."""\n\n',
+        "RPC_TYPES = " + pprint.pformat(_raft_enum(ksy, "rpc_type"), width=88, sort_dicts=False)
+        + "\n\n",
+        "LOG_TYPES = " + pprint.pformat(_raft_enum(ksy, "log_type"), width=88, sort_dicts=False)
+        + "\n\n",
+        "SUFFRAGES = " + pprint.pformat(_raft_enum(ksy, "server_suffrage"), width=88,
+                                        sort_dicts=False) + "\n\n",
+        "STRUCTS = " + pprint.pformat(_raft_structs(ksy), width=88, sort_dicts=False) + "\n\n",
+        "COMMANDS = " + pprint.pformat(commands, width=88, sort_dicts=False) + "\n\n",
+        "SUBJECTS = " + pprint.pformat(subjects, width=88, sort_dicts=False) + "\n",
+    ]
+    (out / "raft_tables.py").write_text("".join(text), encoding="utf-8")
+
+
 def emit_constructs(out: Path) -> None:
     parts = [
         BANNER.format(src=", ".join(f"spec/{f}" for f in KSY_FILES)),
@@ -244,11 +308,14 @@ def generate(outdir: Path) -> None:
             encoding="utf-8",
         )
     run_kaitai(pkg / "kaitai")
+    relative_kaitai_imports(pkg / "kaitai")
     run_protoc(pkg / "proto")
     run_flatc(pkg / "fb")
     emit_fb_schema(pkg)
     emit_constructs(pkg)
     emit_tables(pkg)
+    emit_storage(SPEC, pkg)
+    emit_raft(pkg)
 
 
 def main() -> None:

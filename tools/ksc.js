@@ -58,8 +58,15 @@ async function compileOne(lang, file, importer) {
     if (!notImplemented(err)) throw err;
     const spec = load(file);
     const removed = stripValidExpr(spec, "", []);
-    if (removed.length === 0) throw err;
-    const out = await ksc.compile(lang, spec, importer, false);
+    // Specs it imports (`imports:`) lose the same checks.
+    const stripping = {
+      importYaml: (name) => importer.importYaml(name).then((imported) => {
+        stripValidExpr(imported, ` (imported ${name}.ksy)`, removed);
+        return imported;
+      }),
+    };
+    if (removed.length === 0 && !(load(file).meta || {}).imports) throw err;
+    const out = await ksc.compile(lang, spec, stripping, false);
     for (const r of removed) {
       console.error(`warning: ${lang}: ${path.basename(file)}${r.split(":")[0]}: check not generated ` +
         `(kaitai-struct-compiler ${ksc.version} has no ${lang} implementation of valid expr)`);
@@ -83,6 +90,7 @@ async function main() {
   for (const lang of langs) {
     const dir = nest ? path.join(outDir, lang) : outDir;
     fs.mkdirSync(dir, { recursive: true });
+    const written = new Set();
     for (const file of files) {
       let out;
       try {
@@ -93,6 +101,10 @@ async function main() {
       }
       for (const [name, source] of Object.entries(out).sort()) {
         const target = path.join(dir, name);
+        // A spec with `imports:` brings the imported spec's parser along:
+        // write and list each file once.
+        if (written.has(target)) continue;
+        written.add(target);
         fs.mkdirSync(path.dirname(target), { recursive: true });
         fs.writeFileSync(target, source);
         console.log(target);

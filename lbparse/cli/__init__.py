@@ -13,7 +13,8 @@ from typing import Sequence
 
 from lbparse.errors import EnvelopeError
 
-COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline"]
+COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
+            "segments", "raft"]
 
 
 def build_parser() -> argparse.ArgumentParser:

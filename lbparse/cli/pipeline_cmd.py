@@ -2,8 +2,13 @@
 
 INPUT is a pcap or pcapng file, our own records (`lbparse record`: .jsonl
 or .parquet), any Parquet table with a binary column of NATS payloads
-(--column; --subject-column and --timestamp-column when it has them), or
-a directory of those. Each NATS message becomes one row of
+(--column; --subject-column and --timestamp-column when it has them), a
+directory of those, or a Liftbridge data directory (its streams/, a
+stream, a partition, .log files): each stored entry becomes one row of
+DIR/entries (partitioned by stream): node, stream, partition, segment,
+position, offset, timestamp, leader_epoch, key, value, headers (a map),
+crc_ok, the error of damaged parts, and values of known type decoded
+into struct columns (__activity, __cursors; envelopes as value_json). Each NATS message becomes one row of
 DIR/messages (partitioned by msg_type_name): where it came from (source,
 position, ts, src, dst, direction, verb, subject, reply, sid, headers),
 the envelope header (layout, version, header_len, flags, crc32c, crc_ok,
@@ -189,4 +194,9 @@ def print_report(summary: Any, out: str) -> None:
     print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
           f"({summary.rows_per_second:,.0f} rows/s)")
     print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
+    if any(f.format == "segment" for f in summary.files):
+        from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION
+
+        print(f"Parquet: {out.rstrip('/')}/{ENTRIES_DIR}  ({t['entries']:,} stored entries of "
+              f"Liftbridge data directories, partitioned by {ENTRIES_PARTITION})")
     print(f"summary: {out.rstrip('/')}/summary.json")

@@ -8,6 +8,8 @@ arguments of `lbparse pipeline`.
 
 Output, under --out DIR:
   DIR/messages/msg_type_name=NAME/part-*.parquet   one row per NATS message
+  DIR/entries/stream=NAME/part-*.parquet           one row per stored entry of the
+                                                   Liftbridge data directories given
   DIR/summary.json                                 the summary
 The data sits in its own directory because Spark reads every file of a
 dataset directory as data: summary.json beside the partitions would break
@@ -27,6 +29,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from pyarrow.fs import FileSelector, FileSystem, FileType
 
 from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
+                                      arrow_entries_schema)
 from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
@@ -92,13 +96,23 @@ def run(spark: "SparkSession", options: PipelineOptions,
     start = time.monotonic()
     options.decode.check()
     messages = _join(options.out, MESSAGES_DIR)
+    entries = _join(options.out, ENTRIES_DIR)
     fs, dest = filesystem(messages)
+<<<<<<< HEAD
     if fs.get_file_info(dest).type != FileType.NotFound:
         if not options.overwrite and not unfinished(fs, dest):
             raise ValueError(f"{messages} exists; remove it or pass --overwrite")
         # Overwritten, or what a run that never finished left (no _SUCCESS,
         # nothing committed): nothing to keep.
         fs.delete_dir(dest)
+=======
+    _, entries_dest = filesystem(entries)
+    for name, path in ((messages, dest), (entries, entries_dest)):
+        if fs.get_file_info(path).type != FileType.NotFound:
+            if not options.overwrite:
+                raise ValueError(f"{name} exists; remove it or pass --overwrite")
+            fs.delete_dir(path)
+>>>>>>> main
     units = plan(list(options.inputs), options.source)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
@@ -108,16 +122,19 @@ def run(spark: "SparkSession", options: PipelineOptions,
     run_id = uuid.uuid4().hex[:12]
     temporary = _join(messages, "_temporary", run_id)
     _, temporary_path = filesystem(temporary)
+    entries_temporary = _join(entries, "_temporary", run_id)
+    _, entries_temporary_path = filesystem(entries_temporary)
     task_options = TaskOptions(options.decode, options.source)
     fs.create_dir(dest, recursive=True)
     try:
         result = (task_frame(spark, groups)
-                  .mapInArrow(lambda batches: run_task(batches, task_options, temporary),
-                              RESULT_SCHEMA)
+                  .mapInArrow(lambda batches: run_task(batches, task_options, temporary,
+                                                       entries_temporary), RESULT_SCHEMA)
                   .collect())
         files = [(r.attempt, r.path) for r in result if r.kind == "file"]
         commit(fs, dest, temporary_path, files,
                dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
+<<<<<<< HEAD
     except BaseException:
         # A failed run leaves nothing, so that the next one starts clean
         # (issue #12: its half-made DIR/messages made the re-run refuse).
@@ -125,11 +142,22 @@ def run(spark: "SparkSession", options: PipelineOptions,
         raise
     finally:
         discard(fs, temporary_path)  # no half-written files either way
+=======
+        entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
+        if any(u.format == SEGMENT_FORMAT for u in units):
+            fs.create_dir(entries_dest, recursive=True)
+            commit(fs, entries_dest, entries_temporary_path, entry_files,
+                   dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
+    finally:
+        discard(fs, temporary_path)  # a failed run leaves no half-written files
+        discard(fs, entries_temporary_path)
+>>>>>>> main
     counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
     summary = Summary.from_units(units, counts, messages, options.decode.layout,
                                  time.monotonic() - start,
-                                 rows_written=sum(r.rows for r in result if r.kind == "file"),
-                                 files_written=len(files))
+                                 rows_written=sum(r.rows for r in result
+                                                  if r.kind in ("file", "entries_file")),
+                                 files_written=len(files) + len(entry_files))
     write_summary(summary, _join(options.out, SUMMARY_FILE))
     return summary
 

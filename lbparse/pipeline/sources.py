@@ -148,7 +148,24 @@ def _files(paths: list[str]) -> Iterator[str]:
 
 
 def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
-    """Every input file as units, in the order given (directories sorted)."""
+    """Every input file as units, in the order given (directories sorted).
+
+    A Liftbridge data directory (or its streams/, a stream, a partition, a
+    .log file) is planned as one unit per segment file (pipeline/entries.py).
+    """
+    from lbparse.pipeline.entries import plan_storage
+
+    units: list[Unit] = []
+    for given in paths:
+        segments = plan_storage(given)
+        if segments is not None:
+            units += segments
+        else:
+            units += _plan_files([given], options)
+    return units
+
+
+def _plan_files(paths: list[str], options: SourceOptions) -> list[Unit]:
     units: list[Unit] = []
     for path in _files(paths):
         fmt = sniff(path)

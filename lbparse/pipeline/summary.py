@@ -22,7 +22,8 @@ from typing import Any, Iterable
 
 import pyarrow.compute as pc
 
-__all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_problems"]
+__all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_entries",
+           "count_entry_problems", "count_problems"]
 
 NONE = "(none)"
 BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
@@ -40,6 +41,31 @@ def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
             vc = pc.value_counts(col.drop_null())
             for value, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
                 c[value] += n
+
+
+def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
+    """A batch of stored entries (pipeline/entries.py): per stream and error kind.
+
+    Entries have no layout or MsgType: those breakdowns count them as "(none)",
+    so that every breakdown still sums to the rows."""
+    n = batch.num_rows
+    for key in ("per_layout", "per_msg_type"):
+        counts.setdefault(key, Counter())[NONE] += n
+    for key, column in (("per_error_kind", "error_kind"), ("per_stream", "stream")):
+        col = batch.column(column)
+        c = counts.setdefault(key, Counter())
+        if col.null_count:
+            c[NONE] += col.null_count
+        if col.null_count < len(col):
+            vc = pc.value_counts(col.drop_null())
+            for value, k in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist()):
+                c[value] += k
+
+
+def count_entry_problems(batch: Any) -> int:
+    """Rows about damage in a segment rather than a stored entry."""
+    kinds = batch.column("error_kind")
+    return len(kinds) - kinds.null_count
 
 
 def count_problems(batch: Any) -> int:
@@ -68,6 +94,7 @@ class FileSummary:
     per_layout: dict[str, int] = field(default_factory=dict)
     per_msg_type: dict[str, int] = field(default_factory=dict)
     per_error_kind: dict[str, int] = field(default_factory=dict)
+    per_stream: dict[str, int] = field(default_factory=dict)  # stored entries (segments)
     file_errors: list[str] = field(default_factory=list)
     decoded_by: list[str] = field(default_factory=list)  # where the tasks' lbparse was
     units: int = 0
@@ -82,7 +109,7 @@ class FileSummary:
         for name in ("bytes_read", "packets", "messages", "problems", "rows", "gaps",
                      "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
             setattr(self, name, getattr(self, name) + u.get(name, 0))
-        for name in ("notices", "per_layout", "per_msg_type", "per_error_kind"):
+        for name in ("notices", "per_layout", "per_msg_type", "per_error_kind", "per_stream"):
             mine = Counter(getattr(self, name))
             mine.update(u.get(name, {}))
             setattr(self, name, dict(mine))
@@ -125,11 +152,12 @@ class Summary:
         for name in ("size", "bytes_read", "packets", "messages", "problems", "rows", "gaps",
                      "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
             t[name] = sum(getattr(f, name) for f in self.files)
-        for name, _ in BREAKDOWNS:
+        for name in [b for b, _ in BREAKDOWNS] + ["per_stream"]:
             c: Counter[str] = Counter()
             for f in self.files:
                 c.update(getattr(f, name))
             t[name] = dict(c.most_common())
+        t["entries"] = sum(f.messages for f in self.files if f.format == "segment")
         t["peak_rss_mb"] = max((f.peak_rss_mb for f in self.files), default=0.0)
         t["files_with_problems"] = sum(1 for f in self.files if f.problems)
         t["rows_written"] = self.rows_written
@@ -186,6 +214,8 @@ class Summary:
         out = [line(head)] + [line(r) for r in cells]
         for title, (key, _) in zip(("per layout", "per MsgType", "per error kind"), BREAKDOWNS):
             out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
+        if t["per_stream"]:  # stored entries of data directories
+            out += _wrapped(f"{'per stream:':<16}", [f"{k} {v:,}" for k, v in t["per_stream"].items()])
         problems = [(f.path, e) for f in self.files for e in f.file_errors]
         for path, e in problems[:20]:
             out.append(f"problem: {e}")

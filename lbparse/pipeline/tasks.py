@@ -21,17 +21,22 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 import lbparse
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.pipeline.entries import (ENTRIES_PARTITION, SEGMENT_FORMAT, arrow_entries_schema,
+                                      read_segment_unit)
 from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
-from lbparse.pipeline.summary import count_batch, count_problems
+from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
+                                      count_problems)
 
-__all__ = ["RESULT_SCHEMA", "TaskOptions", "process_unit", "run_task"]
+__all__ = ["RESULT_SCHEMA", "TaskOptions", "process_segment", "process_unit", "run_task"]
 
-# A task's result: kind "unit" (key, counts as JSON) or "file" (attempt, path, rows).
+# A task's result: kind "unit" (key, counts as JSON), "file" (attempt, path, rows) or
+# "entries_file" (the same for DIR/entries).
 RESULT_SCHEMA = "kind string, key string, attempt string, path string, rows bigint, counts string"
 _RESULT = pa.schema([("kind", pa.string()), ("key", pa.string()), ("attempt", pa.string()),
                      ("path", pa.string()), ("rows", pa.int64()), ("counts", pa.string())])
@@ -48,6 +53,47 @@ def _decoder(options: DecodeOptions) -> BatchDecoder:
     # Built once per Python worker (they are reused across tasks): the
     # schema and the per-type column builders are made here, not per batch.
     return BatchDecoder(options)
+
+
+def process_segment(unit: Unit, options: TaskOptions, writer: PartitionedWriter
+                    ) -> dict[str, Any]:
+    """Read and write one segment file (a Liftbridge data directory's); its counts."""
+    counts: dict[str, Any] = {"rows": 0, "problems": 0, "read_seconds": 0.0,
+                              "decode_seconds": 0.0, "write_seconds": 0.0}
+    breakdowns: dict[str, Counter[str]] = {}
+    reading = read_segment_unit(unit, options.source.batch_rows)
+    while True:
+        t0 = time.perf_counter()
+        batch = next(reading, None)
+        t1 = time.perf_counter()
+        counts["read_seconds"] += t1 - t0
+        if batch is None:
+            break
+        counts["rows"] += batch.num_rows
+        counts["problems"] += count_entry_problems(batch)
+        count_entries(batch, breakdowns)
+        table = pa.Table.from_batches([batch])
+        for value, n, columns in _split(table, ENTRIES_PARTITION):
+            writer.write(value, n, columns)
+        counts["write_seconds"] += time.perf_counter() - t1
+    counts["messages"] = counts["rows"] - counts["problems"]
+    counts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    counts["lbparse"] = os.path.dirname(lbparse.__file__)
+    counts.update(asdict(UnitStats(unit.path, unit.format, unit.size, bytes_read=unit.size)))
+    counts.update({k: dict(v) for k, v in breakdowns.items()})
+    return counts
+
+
+def _split(table: pa.Table, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
+    """The rows of each value of `column`, as columns without it (what the writer takes).
+    A segment's rows all have one stream: one group."""
+    values = table.column(column).unique().to_pylist()
+    for value in values:
+        part = table if len(values) == 1 else table.filter(
+            pa.compute.equal(table.column(column), value))
+        cols = {name: part.column(name).combine_chunks() for name in part.column_names
+                if name != column}
+        yield value, part.num_rows, cols
 
 
 def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) -> dict[str, Any]:
@@ -90,23 +136,36 @@ def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
-def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
-             ) -> Iterator[pa.RecordBatch]:
+def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str,
+             entries_temporary: str | None = None) -> Iterator[pa.RecordBatch]:
     fs, base = filesystem(temporary)
     attempt = attempt_id()
     writer = PartitionedWriter(fs, f"{base}/{attempt}", arrow_output_schema(), PARTITION_COLUMN)
+    # Entries of data directories go to their own dataset (DIR/entries),
+    # with a temporary directory of its own.
+    entries: PartitionedWriter | None = None
     done: list[tuple[str, dict[str, Any]]] = []
     try:
         for batch in batches:
             for row in batch.column(0).to_pylist():  # one row per task: its units, as JSON
                 for text in json.loads(row):
                     unit = Unit.from_json(text)
-                    done.append((unit.key, process_unit(unit, options, writer)))
+                    if unit.format == SEGMENT_FORMAT:
+                        if entries is None:
+                            efs, ebase = filesystem(entries_temporary or f"{temporary}-entries")
+                            entries = PartitionedWriter(efs, f"{ebase}/{attempt}",
+                                                        arrow_entries_schema(), ENTRIES_PARTITION)
+                        done.append((unit.key, process_segment(unit, options, entries)))
+                    else:
+                        done.append((unit.key, process_unit(unit, options, writer)))
         t = time.perf_counter()
         files = writer.close()
+        entry_files = entries.close() if entries is not None else []
         closing = time.perf_counter() - t
     except BaseException:
         writer.abort()
+        if entries is not None:
+            entries.abort()
         raise
     # Closing writes the rows still buffered: their units' writing time.
     rows = sum(c["rows"] for _, c in done) or 1
@@ -114,4 +173,6 @@ def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary:
         c["write_seconds"] += closing * c["rows"] / rows
     yield _result([{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
                   + [{"kind": "file", "attempt": attempt, "path": f.path, "rows": f.rows}
-                     for f in files])
+                     for f in files]
+                  + [{"kind": "entries_file", "attempt": attempt, "path": f.path,
+                      "rows": f.rows} for f in entry_files])

@@ -129,8 +129,14 @@ class LiftbridgeCommitlog(KaitaiStruct):
 
         def _read(self):
             self.key_len = self._io.read_s2be()
+            _ = self.key_len
+            if not _ >= 0:
+                raise kaitaistruct.ValidationExprError(self.key_len, self._io, u"/types/header/seq/0")
             self.key = (self._io.read_bytes(self.key_len)).decode(u"UTF-8")
             self.value_len = self._io.read_s4be()
+            _ = self.value_len
+            if not _ >= 0:
+                raise kaitaistruct.ValidationExprError(self.value_len, self._io, u"/types/header/seq/2")
             self.value = self._io.read_bytes(self.value_len)
 
 

@@ -104,7 +104,7 @@ class LiftbridgeEnvelope(KaitaiStruct):
             _io__raw_header = KaitaiStream(BytesIO(self._raw_header))
             self.header = LiftbridgeEnvelope.Header(_io__raw_header, self, self._root)
 
-        if  ((self.has_header) and (self.header.has_crc)) :
+        if (self.header.has_crc if self.has_header else False):
             pass
             self.crc32c = self._io.read_u4be()
 
@@ -123,7 +123,7 @@ class LiftbridgeEnvelope(KaitaiStruct):
             pass
             self.header._fetch_instances()
 
-        if  ((self.has_header) and (self.header.has_crc)) :
+        if (self.header.has_crc if self.has_header else False):
             pass
 
 

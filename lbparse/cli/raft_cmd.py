@@ -1,0 +1,142 @@
+"""Read a node's metadata Raft log and stable store (DATA/raft/raft.db).
+
+Liftbridge keeps its cluster metadata (streams, partitions, leaders,
+ISRs) as a hashicorp/raft log in a bbolt file, through raft-boltdb. This
+reads the file directly (no Liftbridge, no lock; a copy of a live or
+crashed node's file is fine): every log entry with its index, term and
+type, and for Liftbridge's commands the protocol.RaftLog op and its
+fields (CreateStream, ShrinkISR, ChangeLeader, ...); cluster
+configurations; and the stable store: CurrentTerm, LastVoteTerm,
+LastVoteCand. The log entries are decoded by lbparse.raft, the decoder
+that also reads the AppendEntries of captured Raft traffic.
+
+PATH is a raft.db file or a data directory holding raft/raft.db.
+
+Output: a table (default) or `--format jsonl`: first one object with the
+file's `stable` store and bbolt `meta`, then one object per log entry.
+
+Exit status: 0 when the whole file was read, 1 when pages or entries could
+not be (each reported on stderr with the file and position), 2 on usage
+errors (no such file, not a bbolt file).
+
+examples:
+  lbparse raft DATA/node1/raft/raft.db
+  lbparse raft DATA/node1 --format jsonl | jq 'select(.command) | .command.name'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lbparse.cli.pipe import closed_pipe
+from lbparse.storage.datadir import RAFT_DB
+from lbparse.storage.errors import StorageError
+
+if TYPE_CHECKING:  # lbparse.raft (msgpack) is imported when the command runs
+    from lbparse.storage.raftdb import RaftStore, StoredLog
+
+NAME = "raft"
+HELP = "read the metadata Raft log and stable store in a node's raft/raft.db"
+FIELDS_WIDTH = 100
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="a raft.db file, or a data directory with raft/raft.db")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="a table (default) or JSON Lines: the stable store, then one entry a line")
+    p.add_argument("--from-index", type=int, metavar="N", help="only entries from index N on")
+    p.add_argument("--to-index", type=int, metavar="N", help="only entries up to index N")
+
+
+def _db_path(raw: str) -> Path:
+    path = Path(raw)
+    if path.is_dir():
+        path = path / RAFT_DB
+    if not path.is_file():
+        raise StorageError("no such file (a raft.db, or a data directory holding "
+                           f"{RAFT_DB})", path=raw)
+    return path
+
+
+def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
+    i = log.index if log.index is not None else -1
+    return ((args.from_index is None or i >= args.from_index)
+            and (args.to_index is None or i <= args.to_index))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from lbparse.storage.raftdb import read_raft_db
+
+    stores = []
+    for raw in args.paths:
+        try:
+            stores.append(read_raft_db(_db_path(raw)))
+        except StorageError as exc:
+            print(f"lbparse raft: {exc}", file=sys.stderr)
+            return 2
+    problems = 0
+    for store in stores:
+        for f in store.findings:
+            print(f.line(), file=sys.stderr)
+            problems += 1
+        if args.format == "jsonl":
+            _jsonl(store, args)
+        else:
+            _table(store, args)
+    return 1 if problems else 0
+
+
+def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
+    m = store.meta
+    head = {"file": store.path, "stable": store.stable_json(),
+            "meta": {"page_size": m.page_size, "txid": m.txid, "root": m.root,
+                     "freelist": m.freelist, "pgid": m.pgid}}
+    sys.stdout.write(json.dumps(head) + "\n")
+    for log in store.logs:
+        if _wanted(log, args):
+            sys.stdout.write(json.dumps({"file": store.path, **log.to_json_dict()}) + "\n")
+
+
+def _summary(d: dict[str, Any]) -> str:
+    if "command" in d:
+        text = f"{d['command']['name'] or d['command']['op']} " + json.dumps(
+            d["command"]["fields"], separators=(",", ":"))
+    elif "configuration" in d:
+        text = "servers " + ", ".join(f"{s['id']}={s['address']} ({s['suffrage']})"
+                                       for s in d["configuration"]["servers"])
+    elif "error" in d:
+        text = "error: " + d["error"]
+    else:
+        text = ""
+    return text if len(text) <= FIELDS_WIDTH else text[:FIELDS_WIDTH - 1] + "…"
+
+
+def _table(store: RaftStore, args: argparse.Namespace) -> None:
+    st = store.stable_json()
+    m = store.meta
+    print(f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
+          f"{len(store.logs)} log entries)")
+    print(f"  CurrentTerm {st.get('CurrentTerm')}  LastVoteTerm {st.get('LastVoteTerm')}  "
+          f"LastVoteCand {st.get('LastVoteCand')}")
+    rows = [("index", "term", "type", "entry")]
+    for log in store.logs:
+        if not _wanted(log, args):
+            continue
+        d = log.to_json_dict()
+        rows.append((str(d.get("index")), str(d.get("term", "")), str(d.get("type_name", "?")),
+                     _summary(d)))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  " + "  ".join(x.ljust(w) for x, w in zip(r[:3], widths)) + "  " + r[3])

@@ -1,0 +1,295 @@
+"""Read Liftbridge's commit logs on disk: every stored entry of every segment.
+
+PATH is a node's data directory (or a folder of several), its `streams/`,
+one stream, one partition, or single `.log`/`.index` files. Entries are
+read with Liftbridge's on-disk layout (every generation: the 12-, 20- and
+28-byte entry headers, CRC-32 before Feb 2020, CRC-32C since), told apart
+from the bytes. Damaged files are read as far as they go: a torn last
+entry, a malformed one, garbage or zeros between entries are reported
+(stderr, and as error records in JSON Lines) and reading resumes at the
+next whole entry.
+
+Output: a readable table per partition (default), or `--format jsonl`:
+one object per stored entry with file, stream, partition, segment,
+position, node, format, and the entry as `lbparse decode` shows commit-log
+messages (offset, timestamp, leader_epoch, size, crc32c, crc_ok, magic,
+attributes, key_hex, value_hex, headers_hex).
+
+--verify checks instead of listing: every entry's CRC; offsets contiguous
+and increasing across a partition's segments; every index entry pointing
+at an entry that is there with its offset, timestamp, position and size,
+every entry indexed, nothing but zeros after an index's preallocated zero
+tail; timestamps and leader epochs never going backwards and agreeing with
+leader-epoch-checkpoint; replication-offset-checkpoint (the high
+watermark) not past the last offset; a torn last entry. Given several
+nodes' directories, replicas of a partition must be identical up to the
+smallest high watermark; the first offset that differs is named. Each
+finding is one line: FILE:POSITION: KIND: what was found.
+
+Exit status: 0 when everything was read whole (with --verify: every check
+holds), 1 when something was found, 2 on usage errors (a path that does
+not exist or holds no partition).
+
+examples:
+  lbparse segments DATA/node1
+  lbparse segments DATA/node1/streams/orders --partition 0 --from-offset 10 --to-offset 20
+  lbparse segments DATA --format jsonl --deep | jq .value_decoded
+  lbparse segments --verify DATA/node1 DATA/node2 DATA/node3
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from typing import Any, Iterator, TextIO
+
+from lbparse.commitlog import CommitLogEntry
+from lbparse.cli.pipe import closed_pipe
+from lbparse.storage.datadir import PartitionDir, find_partitions
+from lbparse.storage.errors import Finding, StorageError
+from lbparse.storage.formats import CURRENT
+from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
+from lbparse.storage.verify import PartitionCheck, check_partition, compare_replicas
+
+NAME = "segments"
+HELP = "read (or --verify) Liftbridge segments, indexes and checkpoints on disk"
+VALUE_WIDTH = 40
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="data directory, streams/, a stream, a partition, or .log/.index files")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="an aligned table per partition (default) or one JSON object per entry")
+    p.add_argument("--stream", action="append", metavar="NAME",
+                   help="only this stream (repeatable)")
+    p.add_argument("--partition", action="append", type=int, metavar="N",
+                   help="only this partition number (repeatable)")
+    p.add_argument("--from-offset", type=int, metavar="N", help="only entries from offset N on")
+    p.add_argument("--to-offset", type=int, metavar="N", help="only entries up to offset N")
+    p.add_argument("--deep", action="store_true",
+                   help="decode values of known type: __activity (proto.ActivityStreamEvent), "
+                   "__cursors (protocol.Cursor), values that are envelopes")
+    p.add_argument("--verify", action="store_true",
+                   help="check the files (see above) and print one line per finding")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no entries or findings on stdout; with --verify only the exit status")
+
+
+def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[PartitionDir]:
+    return [p for p in parts
+            if (not args.stream or p.stream in args.stream)
+            and (not args.partition or p.partition in args.partition)]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        parts = _selected(find_partitions(args.paths), args)
+    except StorageError as exc:
+        print(f"lbparse segments: {exc}", file=sys.stderr)
+        return 2
+    if args.verify:
+        return _verify(parts, args)
+    return _list(parts, args)
+
+
+# --- listing ---------------------------------------------------------------
+
+def _in_range(entry: CommitLogEntry, args: argparse.Namespace) -> bool:
+    return ((args.from_offset is None or entry.offset >= args.from_offset)
+            and (args.to_offset is None or entry.offset <= args.to_offset))
+
+
+def _readings(part: PartitionDir, args: argparse.Namespace
+              ) -> Iterator[tuple[int, int, SegmentReading]]:
+    """(base offset, part number, part) of the segments that can hold entries in
+    the offset range, each read as a stream (a part at a time)."""
+    segs = [s for s in part.segments if s.log is not None]
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if args.from_offset is not None and nxt is not None and nxt <= args.from_offset:
+            continue
+        if args.to_offset is not None and seg.base_offset > args.to_offset:
+            break
+        assert seg.log is not None
+        for n, reading in enumerate(iter_segment(seg.log)):
+            yield seg.base_offset, n, reading
+
+
+def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
+    out = sys.stdout
+    problems = 0
+    for part in parts:
+        shown = False
+        for base, n, reading in _readings(part, args):
+            for f in reading.damage:
+                problems += 1
+                print(f.line(), file=sys.stderr)
+            if args.quiet:
+                continue
+            if args.format == "jsonl":
+                _jsonl(out, part, base, reading, args)
+            else:
+                _table(out, part, base, reading, args, shown, n == 0)
+                shown = True
+        if not shown and not args.quiet and args.format == "table":
+            out.write(f"== {part.node} {part.stream}/{part.partition}  (no segments)\n")
+    if not parts:
+        print("lbparse segments: no partition matches", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _base_record(part: PartitionDir, base: int, reading: SegmentReading) -> dict[str, Any]:
+    return {"node": part.node, "file": reading.path, "stream": part.stream,
+            "partition": part.partition, "segment": base, "format": reading.format.name}
+
+
+def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
+           args: argparse.Namespace) -> None:
+    head = _base_record(part, base, reading)
+    if _native_jsonl(out, head, reading, args):
+        return
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for pos, e in reading:
+        if not _in_range(e, args):
+            continue
+        rec = {**head, "position": pos, **entry_json(e, reading.format)}
+        if args.deep:
+            rec["value_decoded"] = _deep(part.stream, e.value)
+        rows.append((pos, rec))
+    for f in reading.damage:
+        rec = {**head, "position": f.position, "error": f.kind, "message": f.message}
+        if f.position is not None:
+            rec.update(reading.damaged_headers.get(f.position, {}))
+        rows.append((f.position or 0, rec))
+    rows.sort(key=lambda r: r[0])
+    write = out.write
+    for _, rec in rows:
+        write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
+                  args: argparse.Namespace) -> bool:
+    """The lines written by the C formatter (when built): whole entries of a
+    generation that stores every field, nothing to decode. False: not done."""
+    from lbparse.storage import segment
+
+    fmt = reading.format
+    if (segment._native is None or args.deep or reading.damage
+            or fmt.field_index("leader_epoch") is None or fmt.field_index("timestamp") is None):
+        return False
+    positions, entries = reading.positions, reading.entries
+    if args.from_offset is not None or args.to_offset is not None:
+        keep = [i for i, e in enumerate(entries) if _in_range(e, args)]
+        positions, entries = [positions[i] for i in keep], [entries[i] for i in keep]
+    prefix = (json.dumps(head, ensure_ascii=False)[:-1] + ", ").encode()
+    out.flush()
+    out.buffer.write(segment._native.jsonl(prefix, positions, entries))
+    return True
+
+
+def _deep(stream: str, value: bytes | None) -> dict[str, Any] | None:
+    from lbparse.storage.values import decode_value
+
+    return decode_value(stream, value)
+
+
+def rfc3339(ns: int | None) -> str:
+    """Unix nanoseconds as an RFC 3339 UTC time (the number itself when out of range)."""
+    if ns is None:
+        return "-"
+    try:
+        secs, frac = divmod(ns, 1_000_000_000)
+        t = datetime.datetime.fromtimestamp(secs, datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return str(ns)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{frac:09d}Z"
+
+
+def _text(data: bytes | None, width: int = VALUE_WIDTH) -> str:
+    if data is None:
+        return "(nil)"
+    try:
+        s = data.decode("utf-8")
+        if not s.isprintable():
+            raise ValueError
+    except ValueError:
+        s = "0x" + data.hex()
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
+           args: argparse.Namespace, after: bool, head: bool) -> None:
+    fmt = reading.format
+    note = "" if fmt is CURRENT else f", format {fmt.name}"
+    if head:
+        out.write(f"{chr(10) if after else ''}== {part.node} {part.stream}/{part.partition}  "
+                  f"segment {base} ({reading.size:,} bytes{note})\n")
+    cols = ("position", "offset", "timestamp", "epoch", "size", "crc", "key", "value", "headers")
+    rows = []
+    for pos, e in reading:
+        if not _in_range(e, args):
+            continue
+        d = entry_json(e, fmt)
+        value = _text(e.value)
+        if args.deep:
+            dec = _deep(part.stream, e.value)
+            if dec is not None:
+                value = json.dumps(dec.get("json", dec.get("error")), ensure_ascii=False)
+                value = value if len(value) <= 80 else value[:79] + "…"
+        rows.append((str(pos), str(e.offset), rfc3339(d["timestamp"]),
+                     "-" if d["leader_epoch"] is None else str(d["leader_epoch"]), str(e.size),
+                     "ok" if e.crc_ok else "BAD", _text(e.key, 16), value,
+                     " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers)))
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+
+    def line(r: tuple[str, ...]) -> str:
+        return "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip()
+
+    if head:
+        out.write("  " + line(cols) + "\n")
+    for r in rows:
+        out.write("  " + line(r) + "\n")
+
+
+# --- verify ----------------------------------------------------------------
+
+def _verify(parts: list[PartitionDir], args: argparse.Namespace) -> int:
+    checks: list[PartitionCheck] = []
+    nodes = {p.node for p in parts}
+    keep = len(nodes) > 1
+    total_entries = 0
+    findings: list[Finding] = []
+    for i, part in enumerate(parts, 1):
+        if sys.stderr.isatty():
+            sys.stderr.write(f"\r\033[Kchecking {i}/{len(parts)} {part.node} "
+                             f"{part.stream}/{part.partition}")
+            sys.stderr.flush()
+        check = check_partition(part, keep_digests=keep)
+        total_entries += check.entries
+        findings.extend(check.findings)
+        checks.append(check)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    findings.extend(compare_replicas(checks))
+    # File by file, in byte order (a file's counted remainder, position None, last).
+    findings.sort(key=lambda f: (f.path, f.position is None, f.position or 0))
+    if not args.quiet:
+        for f in findings:
+            if args.format == "jsonl":
+                sys.stdout.write(json.dumps(f.to_json_dict(), ensure_ascii=False) + "\n")
+            else:
+                sys.stdout.write(f.line() + "\n")
+    replicas = ", replicas compared across " + ", ".join(sorted(nodes)) if keep else ""
+    print(f"verified {len(parts)} partition(s), {total_entries:,} entries{replicas}: "
+          f"{len(findings)} finding(s)", file=sys.stderr)
+    return 1 if findings else 0

@@ -1,0 +1,277 @@
+"""Liftbridge data directories as pipeline inputs: one row per stored entry.
+
+A data directory (or a node's streams/, one stream, one partition, single
+`.log` files) named as an input of `lbparse pipeline` is planned here into
+one unit per segment file; a task reads its segment as a stream
+(`lbparse.storage.iter_segment`, a part at a time) and makes Arrow batches
+of the entries schema below, written to DIR/entries (partitioned by
+stream) beside DIR/messages.
+
+A row is a stored entry: where it is (source = the .log, position = its
+byte position, node, stream, partition, segment), its header (offset,
+timestamp in ns and as `time`, leader_epoch, size), its body (crc32c,
+crc_ok, magic, attributes, key, value, headers as a map), and its value
+decoded where its type is known: a struct column per known value type
+(spec/segment.ksy `-data-dir`: __activity's proto.ActivityStreamEvent,
+__cursors' protocol.Cursor), and `value_json` for values that are
+themselves envelopes. Nothing is lost: damage the reader finds (a torn
+entry, garbage, zeros, a malformed entry) is a row too, with error_kind
+`segment:KIND`, its message, and the entry header where it is readable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, MapType,
+                               StringType, StructField, StructType, TimestampType)
+
+from lbparse.commitlog import CommitLogEntry
+from lbparse.errors import EnvelopeError
+from lbparse.payloads import message_class
+from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
+                                     looks_like_partition, partition_number, segment_name)
+from lbparse.storage.errors import StorageError
+from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
+from lbparse.storage.values import KNOWN_STREAMS
+from lbparse.wire import MAGIC
+
+if TYPE_CHECKING:
+    from lbparse.pipeline.sources import Unit
+
+__all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
+           "entries_schema", "plan_storage", "read_segment_unit", "value_columns"]
+
+ENTRIES_DIR = "entries"
+ENTRIES_PARTITION = "stream"
+SEGMENT_FORMAT = "segment"  # a Unit's format for a segment file
+
+FIXED = StructType([
+    StructField("source", StringType(), False),     # the .log file
+    StructField("position", LongType(), False),     # byte position of the entry (or damage)
+    StructField("node", StringType()), StructField(ENTRIES_PARTITION, StringType()),
+    StructField("partition", IntegerType()), StructField("segment", LongType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", LongType()),           # as stored: Unix nanoseconds
+    StructField("time", TimestampType()),           # the same, as Spark's timestamp (us)
+    StructField("leader_epoch", LongType()), StructField("size", LongType()),
+    StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
+    StructField("magic", IntegerType()), StructField("attributes", IntegerType()),
+    StructField("key", BinaryType()), StructField("value", BinaryType()),
+    StructField("headers", MapType(StringType(), BinaryType(), valueContainsNull=False)),
+    StructField("format", StringType()),            # the segment's generation
+    StructField("error_kind", StringType()), StructField("error_message", StringType()),
+    StructField("value_type", StringType()),        # the decoded value's type, if known
+    StructField("value_error", StringType()),       # why a value of known type did not decode
+    StructField("value_json", StringType()),        # a value that is an envelope, as JSON
+])
+
+
+def value_columns() -> dict[str, str]:
+    """Known value type -> its struct column (`proto.ActivityStreamEvent` ->
+    `proto_ActivityStreamEvent`)."""
+    return {t: t.replace(".", "_") for t in dict.fromkeys(KNOWN_STREAMS.values())}
+
+
+@lru_cache(maxsize=None)
+def entries_schema() -> StructType:
+    from lbparse.pipeline.schema import message_struct
+
+    fields = list(FIXED.fields)
+    for type_name, column in value_columns().items():
+        descriptor: Any = message_class(type_name).DESCRIPTOR
+        fields.append(StructField(column, message_struct(descriptor)))
+    return StructType(fields)
+
+
+@lru_cache(maxsize=None)
+def arrow_entries_schema() -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(entries_schema(), timezone="UTC")
+
+
+# -- planning (driver) ---------------------------------------------------------
+
+def plan_storage(path: str) -> list["Unit"] | None:
+    """One unit per segment file of a data directory (or streams/, a stream,
+    a partition, a .log file); None when `path` is none of those."""
+    from lbparse.pipeline.sources import Unit
+
+    if not _looks_like_storage(path):
+        return None
+    try:
+        parts = find_partitions([path])
+    except StorageError:
+        return None
+    units = []
+    for part in parts:
+        for seg in part.segments:
+            if seg.log is None:
+                continue
+            log = os.path.abspath(seg.log)
+            size = os.path.getsize(log)
+            units.append(Unit(log, SEGMENT_FORMAT, size, size))
+    return units
+
+
+def _looks_like_storage(path: str) -> bool:
+    """A path named as input that is Liftbridge's storage rather than captures."""
+    p = Path(path)
+    if p.is_file():
+        return segment_name(p.name) is not None and p.name.endswith(".log")
+    if not p.is_dir():
+        return False
+    if is_data_dir(p) or p.name == STREAMS or looks_like_partition(p):
+        return True
+    children = [c for c in p.iterdir() if c.is_dir()]
+    return any(looks_like_partition(c) or is_data_dir(c) for c in children)
+
+
+# -- reading (tasks) -----------------------------------------------------------
+
+def _where(log: str) -> tuple[str, str, int | None, int]:
+    """node, stream, partition and base offset of a segment file, from its path."""
+    part_dir = Path(log).parent
+    node, stream = locate(part_dir)
+    return node, stream, partition_number(part_dir.name), base_offset_of(log) or 0
+
+
+def read_segment_unit(unit: "Unit", batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of one segment file, a part at a time, in file order."""
+    node, stream, partition, base = _where(unit.path)
+    head = {"source": unit.path, "node": node, ENTRIES_PARTITION: stream,
+            "partition": partition, "segment": base}
+    try:
+        for reading in iter_segment(unit.path):
+            rows = _rows(reading, stream)
+            for start in range(0, len(rows), batch_rows):
+                yield _batch(head, reading, rows[start:start + batch_rows], stream)
+    except (OSError, StorageError) as exc:
+        yield _batch(head, None, [("problem", 0, "segment:unreadable",
+                                   f"{unit.path}: {exc}", {})], stream)
+
+
+Row = tuple[Any, ...]  # ("entry", position, entry) or ("problem", position, kind, message, header)
+
+
+def _rows(reading: SegmentReading, stream: str) -> list[Row]:
+    rows: list[Row] = [("entry", pos, e) for pos, e in reading]
+    for f in reading.damage:
+        pos = f.position or 0
+        rows.append(("problem", pos, f"segment:{f.kind}", f.line(),
+                     reading.damaged_headers.get(pos, {})))
+    if reading.damage:
+        rows.sort(key=lambda r: r[1])
+    return rows
+
+
+def _batch(head: dict[str, Any], reading: SegmentReading | None, rows: list[Row],
+           stream: str) -> pa.RecordBatch:
+    schema = arrow_entries_schema()
+    n = len(rows)
+    cols: dict[str, list[Any]] = {f.name: [None] * n for f in schema}
+    for name, value in head.items():
+        cols[name] = [value] * n
+    fmt = reading.format if reading is not None else None
+    cols["format"] = [fmt.name if fmt is not None else None] * n
+    entries: list[tuple[int, CommitLogEntry]] = []
+    for i, row in enumerate(rows):
+        cols["position"][i] = row[1]
+        if row[0] == "entry":
+            entries.append((i, row[2]))
+            _entry_row(cols, i, row[2], fmt)
+        else:
+            cols["error_kind"][i], cols["error_message"][i] = row[2], row[3]
+            for k, v in row[4].items():
+                if k in cols:
+                    cols[k][i] = v
+    _values(cols, entries, stream)
+    arrays = []
+    for f in schema:
+        if f.name == "time":
+            arrays.append(_times(cols["timestamp"], f.type))
+        elif f.name in _typed_columns():
+            arrays.append(cols[f.name] if isinstance(cols[f.name], pa.Array)
+                          else pa.nulls(n, f.type))
+        else:
+            arrays.append(pa.array(cols[f.name], f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _entry_row(cols: dict[str, list[Any]], i: int, e: CommitLogEntry, fmt: Any) -> None:
+    d = entry_json(e, fmt)
+    for name in ("offset", "timestamp", "leader_epoch", "size", "crc32c", "crc_ok", "magic",
+                 "attributes"):
+        cols[name][i] = d[name]
+    cols["key"][i] = e.key
+    cols["value"][i] = e.value
+    # A map keeps one value per key; Liftbridge's headers are a Go map too.
+    cols["headers"][i] = list(dict(e.headers).items())
+
+
+def _times(ns: list[int | None], typ: pa.DataType) -> pa.Array:
+    mask = np.array([v is None for v in ns], dtype=bool)
+    micros = np.array([0 if v is None else v // 1000 for v in ns], dtype=np.int64)
+    return pa.array(micros, pa.int64(), mask=mask if mask.any() else None).cast(typ)
+
+
+@lru_cache(maxsize=None)
+def _typed_columns() -> dict[str, str]:
+    return {column: type_name for type_name, column in value_columns().items()}
+
+
+def _values(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], stream: str) -> None:
+    """Decode the values of a known type into their struct column; envelopes to JSON."""
+    type_name = KNOWN_STREAMS.get(stream)
+    if type_name is not None:
+        _typed(cols, entries, type_name)
+        return
+    for i, e in entries:
+        if e.value is not None and e.value[:len(MAGIC)] == MAGIC:
+            _envelope(cols, i, e.value)
+
+
+def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type_name: str
+           ) -> None:
+    from lbparse.pipeline.columns import struct_builder
+
+    cls = message_class(type_name)
+    n = len(cols["position"])
+    decoded: list[Any] = []
+    where: list[int | None] = [None] * n
+    for i, e in entries:
+        if e.value is None:
+            continue
+        cols["value_type"][i] = type_name
+        try:
+            msg = cls.FromString(e.value)
+        except Exception as exc:  # noqa: BLE001  DecodeError and friends: the value is bad
+            cols["value_error"][i] = f"not a {type_name}: {exc}"
+            continue
+        where[i] = len(decoded)
+        decoded.append(msg)
+    column = value_columns()[type_name]
+    arrow_type = arrow_entries_schema().field(column).type
+    built = struct_builder(cls.DESCRIPTOR, arrow_type).build(decoded)
+    cols[column] = built.take(pa.array(where, pa.int64()))
+
+
+def _envelope(cols: dict[str, Any], i: int, value: bytes) -> None:
+    from lbparse import decode
+
+    for layout in ("v0", "legacy"):
+        try:
+            env = decode(value, layout)
+        except EnvelopeError:
+            continue
+        cols["value_type"][i] = f"envelope {env.layout} {env.msg_type_name}"
+        cols["value_json"][i] = json.dumps(env.to_json_dict(), ensure_ascii=False)
+        return
+

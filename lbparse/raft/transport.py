@@ -1,0 +1,381 @@
+"""hashicorp/raft's NetworkTransport byte stream, as nats-on-a-log carries it on NATS.
+
+A Raft connection is two byte streams, each published to the other side's
+inbox (`<prefix><node>.request._INBOX.<nuid>`) in NATS messages of any
+size: requests (an RPC type byte, then the msgpack request struct; an
+InstallSnapshot's snapshot bytes after it) one way, responses (a msgpack
+error string, then the response struct) the other. `StreamDecoder` reads
+one such stream message by message and says, for each message, which RPCs
+it completed (`Chunk`). It is fed the messages of one inbox as one
+connection carried them, in order (the capture reader keeps one per TCP
+direction and subject).
+
+A message may start inside an RPC whose beginning was never seen (the
+capture started late, or a message was lost): until a message starts
+with a whole RPC's beginning, the decoder is out of step and counts the
+bytes it skips. A response struct is named by its keys (no two response
+structs of any version have the same set; spec/raft.ksy), so a stream
+read from its middle still names its RPCs. An empty message closes the
+stream. Malformed bytes are an error of their message, and the decoder
+waits for the next message that starts an RPC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
+from lbparse.raft.errors import RaftError
+from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, read_object,
+                                          read_struct, text)
+from lbparse.raft.tables import RPC_TYPES, RpcType
+
+__all__ = ["REQUEST", "RESPONSE", "Chunk", "RPC", "StreamDecoder", "decode_request",
+           "decode_response", "stream_role"]
+
+REQUEST, RESPONSE = "request", "response"
+DEFAULT_MAX_RPC = 64 << 20  # bytes one RPC may take while it is reassembled
+_BY_REQUEST = {t.request: t for t in RPC_TYPES.values()}
+_BY_RESPONSE = {t.response: t for t in RPC_TYPES.values()}
+
+
+@dataclass(frozen=True, slots=True)
+class RPC:
+    """One request or response of the Raft transport.
+
+    `fields` are the struct's fields by key (ids and addresses as text);
+    `entries` the log entries of an AppendEntries request; `error` the
+    error text a response carries (None for a request, "" for none)."""
+
+    role: str           # REQUEST or RESPONSE
+    rpc: str            # AppendEntries, RequestVote, ...
+    rpc_type: int
+    struct: str         # AppendEntriesRequest, ...
+    fields: dict[str, Any]
+    entries: tuple[LogEntry, ...] = ()
+    error: str | None = None
+    size: int = 0       # bytes on the stream (snapshot bytes included)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def term(self) -> int | None:
+        t = self.fields.get("Term")
+        return t if isinstance(t, int) else None
+
+    @property
+    def node(self) -> str | None:
+        """The leader (AppendEntries, InstallSnapshot) or candidate (RequestVote)."""
+        for key in ("Leader", "Candidate", "ID"):
+            v = self.fields.get(key)
+            if v:
+                return str(v)
+        return None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "rpc": self.rpc, "rpc_type": self.rpc_type,
+                             "struct": self.struct, "fields": self.fields}
+        if self.role == REQUEST and self.rpc_type == 0:
+            d["entries"] = [e.to_json_dict() for e in self.entries]
+        if self.error is not None:
+            d["error"] = self.error
+        if self.warnings:
+            d["warnings"] = list(self.warnings)
+        return d
+
+
+@dataclass(slots=True)
+class Chunk:
+    """What one NATS message of a stream held.
+
+    `rpcs`: the RPCs this message completed (an RPC belongs to the message
+    that carries its last byte); `continued`: bytes at its start that
+    finish an RPC begun in earlier messages; `pending`: bytes of an RPC it
+    leaves unfinished; `skipped`: bytes read out of step (the start of
+    their RPC never seen); `closed`: an empty message, the end of the
+    stream; `error`: malformed bytes (the rest of the message is skipped)."""
+
+    role: str | None
+    rpcs: list[RPC] = field(default_factory=list)
+    continued: int = 0
+    pending: int = 0
+    skipped: int = 0
+    closed: bool = False
+    error: RaftError | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "rpcs": [r.to_json_dict() for r in self.rpcs]}
+        for key in ("continued", "pending", "skipped"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
+        if self.closed:
+            d["closed"] = True
+        if self.error is not None:
+            d["error"] = self.error.to_json_dict()
+        return d
+
+
+def _fields(s: StructValue) -> dict[str, Any]:
+    """A struct's fields for people: byte ids as text, entries left out."""
+    out: dict[str, Any] = {}
+    for k, v in s.fields.items():
+        if k == "Entries":
+            continue
+        out[k] = text(v) if isinstance(v, bytes) else v
+    return out
+
+
+def _warnings(s: StructValue) -> list[str]:
+    w = [f"key {k} missing (read as its zero value)" for k in s.missing]
+    w += [f"key {k} is not a field of {s.name} in any hashicorp/raft version" for k in s.extra]
+    return w
+
+
+def _request(t: RpcType, s: StructValue, size: int) -> RPC:
+    entries = tuple(entry_from_struct(e) for e in s.fields.get("Entries", ()))
+    fields = _fields(s)
+    warnings = _warnings(s)
+    conf = s.fields.get("Configuration")
+    if t.trailer and conf:  # InstallSnapshot: the membership, readable
+        try:
+            fields["Configuration"] = decode_configuration(conf).to_json_dict()
+        except RaftError as exc:
+            warnings.append(f"Configuration kept as bytes: {exc.message}")
+    return RPC(REQUEST, t.name, t.value, t.request, fields, entries, None, size, tuple(warnings))
+
+
+def _response_struct(obj: Any) -> str | None:
+    """The response struct whose keys these are (the smallest declaration that
+    holds them and every key its first version wrote)."""
+    if not isinstance(obj, dict) or not all(isinstance(k, bytes) for k in obj):
+        return None
+    keys = {k.decode("utf-8", "replace") for k in obj}
+    fits = [name for name in _BY_RESPONSE if base_keys(name) <= keys <= all_keys(name)]
+    return min(fits, key=lambda n: len(all_keys(n))) if fits else None
+
+
+def _request_fits(t: RpcType, obj: Any) -> bool:
+    if not isinstance(obj, dict) or not all(isinstance(k, bytes) for k in obj):
+        return False
+    keys = {k.decode("utf-8", "replace") for k in obj}
+    return base_keys(t.request) <= keys
+
+
+def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
+                  ) -> tuple[RpcType, StructValue, int, int] | None:
+    """(type, struct, end of struct, trailer length) of the request at pos; None: incomplete."""
+    t = RPC_TYPES.get(buf[pos])
+    if t is None:
+        raise RaftError("unknown_rpc_type", f"RPC type byte {buf[pos]} at offset {pos}; "
+                        f"hashicorp/raft's are {', '.join(map(str, RPC_TYPES))}", offset=pos)
+    got = read_object(buf, pos + 1, limit)
+    if got is None:
+        return None
+    obj, end = got
+    if not _request_fits(t, obj):
+        raise RaftError("bad_struct", f"offset {pos + 1}: not an {t.request} (keys "
+                        f"{_key_list(obj)})", offset=pos + 1)
+    s = read_struct(t.request, obj)
+    trailer = s.fields.get(t.trailer, 0) if t.trailer else 0
+    if trailer < 0:
+        raise RaftError("bad_struct", f"{t.request}.Size is {trailer}", offset=pos + 1)
+    return t, s, end, trailer
+
+
+def _read_response(buf: bytes | bytearray, pos: int, limit: int | None
+                   ) -> tuple[RPC, int] | None:
+    got = read_object(buf, pos, limit)
+    if got is None:
+        return None
+    err, mid = got
+    if not isinstance(err, bytes):
+        raise RaftError("bad_struct", f"offset {pos}: a response starts with its error "
+                        f"string, not {type(err).__name__}", offset=pos)
+    got = read_object(buf, mid, limit)
+    if got is None:
+        return None
+    obj, end = got
+    name = _response_struct(obj)
+    if name is None:
+        raise RaftError("bad_struct", f"offset {mid}: not a response struct of any RPC (keys "
+                        f"{_key_list(obj)})", offset=mid)
+    s = read_struct(name, obj)
+    t = _BY_RESPONSE[name]
+    return RPC(RESPONSE, t.name, t.value, name, _fields(s), (), err.decode("utf-8", "replace"),
+               end - pos, tuple(_warnings(s))), end
+
+
+def _key_list(obj: Any) -> str:
+    if not isinstance(obj, dict):
+        return f"none: a {type(obj).__name__}"
+    return ", ".join(k.decode("utf-8", "replace") if isinstance(k, bytes) else repr(k)
+                     for k in list(obj)[:8]) or "none"
+
+
+def decode_request(data: bytes) -> RPC:
+    """One whole request (type byte, struct, snapshot bytes if any)."""
+    got = _read_request(data, 0, None) if data else None
+    if got is None:
+        raise RaftError("truncated", "no request: the bytes are empty", offset=0)
+    t, s, end, trailer = got
+    if end + trailer != len(data):
+        raise RaftError("bad_msgpack", f"{t.request} ends at offset {end + trailer}, "
+                        f"the bytes at {len(data)}", offset=end + trailer)
+    return _request(t, s, len(data))
+
+
+def decode_response(data: bytes) -> RPC:
+    """One whole response (error string, struct)."""
+    got = _read_response(data, 0, None)
+    assert got is not None  # without a limit: complete or an error
+    rpc, end = got
+    if end != len(data):
+        raise RaftError("bad_msgpack", f"{len(data) - end} bytes after the {rpc.struct}",
+                        offset=end)
+    return rpc
+
+
+def stream_role(first: int) -> str | None:
+    """Which way a stream flows, from the first byte of an RPC in it: a request
+    starts with its type byte, a response with a msgpack string (fixstr,
+    str8/16/32)."""
+    if first in RPC_TYPES:
+        return REQUEST
+    if 0xA0 <= first <= 0xBF or first in (0xD9, 0xDA, 0xDB):
+        return RESPONSE
+    return None
+
+
+class StreamDecoder:
+    """One direction of one Raft transport stream, fed message by message.
+
+    `role` is REQUEST or RESPONSE when the handshake said which way the
+    stream flows; otherwise it is learnt from the first RPC read."""
+
+    def __init__(self, role: str | None = None, max_rpc: int = DEFAULT_MAX_RPC) -> None:
+        self.role = role
+        self.max_rpc = max_rpc
+        self.buf = bytearray()     # the unfinished RPC, from its first byte
+        self.trailer = 0           # snapshot bytes still to skip
+        self.in_step = False       # whether the next byte starts or continues a known RPC
+        self.rpcs = 0
+        self.skipped = 0
+
+    def feed(self, payload: bytes) -> Chunk:
+        """The next NATS message of the stream."""
+        chunk = Chunk(self.role)
+        if not payload:
+            chunk.closed = True
+            if self.buf or self.trailer:
+                chunk.error = RaftError("truncated", f"the stream closed inside an RPC "
+                                        f"({len(self.buf) + self.trailer} bytes unfinished)")
+            self._reset()
+            return chunk
+        pos = 0
+        if self.trailer:  # snapshot bytes owed by an InstallSnapshot
+            pos = min(self.trailer, len(payload))
+            self.trailer -= pos
+            chunk.continued = pos
+            if pos == len(payload):
+                return chunk
+        carry = len(self.buf)
+        if not carry and not self.in_step and not self._starts_rpc(payload):
+            chunk.skipped = len(payload)
+            self.skipped += len(payload)
+            return chunk
+        self.in_step = True
+        self.buf += memoryview(payload)[pos:]
+        try:
+            first_end = self._drain(chunk)
+        except RaftError as exc:
+            chunk.error = exc
+            chunk.skipped = len(self.buf)
+            self.skipped += len(self.buf)
+            self._reset()
+            return chunk
+        if carry:
+            chunk.continued += (first_end - carry) if first_end is not None else len(payload) - pos
+        chunk.pending = len(self.buf)
+        if len(self.buf) > self.max_rpc:
+            chunk.error = RaftError("too_large", f"an RPC longer than {self.max_rpc} bytes: "
+                                    "dropped, reading resumes at the next RPC")
+            chunk.skipped = len(self.buf)
+            chunk.pending = 0
+            self.skipped += len(self.buf)
+            self._reset()
+        chunk.role = self.role
+        return chunk
+
+    def _reset(self) -> None:
+        self.buf = bytearray()
+        self.trailer = 0
+        self.in_step = False
+
+    def _starts_rpc(self, payload: bytes) -> bool:
+        """Whether the message begins with the beginning of an RPC of this stream."""
+        role = self.role or stream_role(payload[0])
+        if role is None or (self.role and stream_role(payload[0]) != self.role):
+            return False
+        try:
+            got = (_read_request(payload, 0, self.max_rpc) if role == REQUEST
+                   else _read_response(payload, 0, self.max_rpc))
+        except RaftError:
+            return False
+        if got is None:  # longer than this message: its first byte and map header must fit
+            return _plausible_start(payload, role)
+        self.role = role
+        return True
+
+    def _drain(self, chunk: Chunk) -> int | None:
+        """Read every whole RPC in the buffer, keep the unfinished rest; where
+        the first RPC ended in the buffer (None: none did)."""
+        pos = 0
+        first_end = None
+        buf = self.buf
+        while pos < len(buf):
+            if self.role is None:
+                self.role = stream_role(buf[pos])
+                if self.role is None:
+                    raise RaftError("bad_struct", f"byte {buf[pos]:#04x} at offset {pos} "
+                                    "starts neither a request nor a response", offset=pos)
+            if self.role == REQUEST:
+                got = _read_request(buf, pos, self.max_rpc)
+                if got is None:
+                    break
+                t, s, end, trailer = got
+                take = min(trailer, len(buf) - end)
+                chunk.rpcs.append(_request(t, s, end - pos + trailer))
+                self.trailer = trailer - take
+                pos = end + take
+            else:
+                resp = _read_response(buf, pos, self.max_rpc)
+                if resp is None:
+                    break
+                rpc, end = resp
+                chunk.rpcs.append(rpc)
+                pos = end
+            if first_end is None:
+                first_end = pos
+        self.rpcs += len(chunk.rpcs)
+        del buf[:pos]
+        return first_end
+
+
+def _is_map(byte: int) -> bool:
+    return 0x80 <= byte <= 0x8F or byte in (0xDE, 0xDF)
+
+
+def _plausible_start(payload: bytes, role: str) -> bool:
+    """The first bytes of an RPC longer than this message: a type byte, then a
+    map header (request); an error string, then a map header (response). The
+    message may end anywhere after the first byte."""
+    if role == REQUEST:
+        return len(payload) == 1 or _is_map(payload[1])
+    try:
+        got = read_object(payload, 0, DEFAULT_MAX_RPC)
+    except RaftError:
+        return False
+    if got is None:  # it ends inside the error string
+        return True
+    _, mid = got
+    return mid == len(payload) or _is_map(payload[mid])

@@ -1,0 +1,313 @@
+"""A read-only bbolt reader: pages, meta, and the key/value pairs of buckets.
+
+Liftbridge's `raft/raft.db` is a bbolt file (spec/bbolt.ksy). Every layout
+fact here (page header, meta, element structs, flags, constants) comes from
+`lbparse_generated.storage_layouts`. The reader picks the current meta page
+(valid magic, version and checksum, highest txid), walks a bucket's B+tree
+from its root page through branch pages to its leaves, and yields the
+pairs in key order. A page that is not what its parent says (wrong id,
+unknown type, past the end of the file, an element pointing outside its
+page, a loop) becomes a `Finding` and its subtree is skipped; the rest is
+read.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from lbparse.storage.errors import Finding, StorageError
+from lbparse_generated.storage_layouts import BBOLT
+
+__all__ = ["BoltDB", "Meta", "Page", "Element", "parse_page", "fnv1a64"]
+
+PAGE_HEADER = struct.Struct(BBOLT["page_header"]["format"])
+_OVERFLOW = BBOLT["page_header"]["fields"].index("overflow")
+META = struct.Struct(BBOLT["meta"]["format"])
+META_FIELDS: tuple[str, ...] = BBOLT["meta"]["fields"]
+BRANCH = struct.Struct(BBOLT["branch_element"]["format"])
+LEAF = struct.Struct(BBOLT["leaf_element"]["format"])
+BUCKET = struct.Struct(BBOLT["bucket_header"]["format"])
+PGID = struct.Struct(BBOLT["freelist_id"])
+PAGE_TYPES: dict[str, int] = BBOLT["page_types"]
+TYPE_NAMES: dict[int, str] = {v: k for k, v in PAGE_TYPES.items()}
+BUCKET_FLAG: int = BBOLT["leaf_flags"]["bucket"]
+FREELIST_OVERFLOW: int = BBOLT["constants"]["freelist_count_overflow"]
+NO_FREELIST: int = BBOLT["constants"]["no_freelist"]
+# Where bbolt's first meta page says nothing usable, the page size is
+# looked for among those an OS uses.
+PAGE_SIZES = (4096, 8192, 16384, 32768, 65536, 1024, 2048)
+MAX_DEPTH = 64  # a B+tree deeper than this is a loop
+
+
+def fnv1a64(data: bytes) -> int:
+    """FNV-1a 64 (hash/fnv New64a), the checksum of a bbolt meta page."""
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+@dataclass(frozen=True)
+class Meta:
+    """A meta page: the database's root bucket, freelist and transaction."""
+
+    page: int
+    magic: bytes
+    version: int
+    page_size: int
+    flags: int
+    root: int
+    sequence: int
+    freelist: int
+    pgid: int
+    txid: int
+    checksum: int
+    checksum_ok: bool
+
+    @property
+    def valid(self) -> bool:
+        return (self.magic == BBOLT["meta_magic"] and self.version == BBOLT["meta_version"]
+                and self.checksum_ok)
+
+
+@dataclass(frozen=True)
+class Element:
+    """One element of a branch (key, child pgid) or leaf page (flags, key, value)."""
+
+    key: bytes
+    value: bytes = b""
+    flags: int = 0
+    pgid: int | None = None
+
+    @property
+    def is_bucket(self) -> bool:
+        return bool(self.flags & BUCKET_FLAG)
+
+
+@dataclass
+class Page:
+    """One page as its header and elements say."""
+
+    id: int
+    flags: int
+    count: int
+    overflow: int
+    elements: list[Element] = field(default_factory=list)
+    meta: Meta | None = None
+    freelist: list[int] | None = None
+
+    @property
+    def type(self) -> str:
+        return TYPE_NAMES.get(self.flags, f"unknown 0x{self.flags:x}")
+
+
+def _meta(buf: bytes, at: int, page: int) -> Meta:
+    values = dict(zip(META_FIELDS, META.unpack_from(buf, at)))
+    checked = buf[at:at + BBOLT["meta_checksummed"]]
+    return Meta(page, values["magic"], values["version"], values["page_size"], values["flags"],
+                values["root.root"], values["root.sequence"], values["freelist"],
+                values["pgid"], values["txid"], values["checksum"],
+                fnv1a64(checked) == values["checksum"])
+
+
+def parse_page(buf: bytes, start: int = 0, end: int | None = None) -> Page:
+    """The page at buf[start:end] (a page and its overflow, or an inline page).
+
+    Raises StorageError (position in `buf`) where an element or the page's
+    data would lie outside [start, end).
+    """
+    end = len(buf) if end is None else end
+    if end - start < PAGE_HEADER.size:
+        raise StorageError(f"{end - start} bytes, a page header needs {PAGE_HEADER.size}",
+                           position=start, kind="bad_page")
+    pid, flags, count, overflow = PAGE_HEADER.unpack_from(buf, start)
+    page = Page(pid, flags, count, overflow)
+    data = start + PAGE_HEADER.size
+    if flags == PAGE_TYPES["meta"]:
+        _need(data + META.size, end, start, "the meta page body")
+        page.meta = _meta(buf, data, pid)
+    elif flags == PAGE_TYPES["branch"]:
+        page.elements = _branch_elements(buf, data, end, count)
+    elif flags == PAGE_TYPES["leaf"]:
+        page.elements = _leaf_elements(buf, data, end, count)
+    elif flags == PAGE_TYPES["freelist"]:
+        page.freelist = _freelist(buf, data, end, count)
+    return page
+
+
+def _need(stop: int, end: int, at: int, what: str) -> None:
+    if stop > end:
+        raise StorageError(f"{what} runs past the end of its page ({stop} > {end})",
+                           position=at, kind="bad_page")
+
+
+def _branch_elements(buf: bytes, data: int, end: int, count: int) -> list[Element]:
+    _need(data + count * BRANCH.size, end, data, f"{count} branch elements")
+    out = []
+    for i in range(count):
+        at = data + i * BRANCH.size
+        pos, ksize, pgid = BRANCH.unpack_from(buf, at)
+        _need(at + pos + ksize, end, at, f"branch element {i}'s key")
+        out.append(Element(buf[at + pos:at + pos + ksize], pgid=pgid))
+    return out
+
+
+def _leaf_elements(buf: bytes, data: int, end: int, count: int) -> list[Element]:
+    _need(data + count * LEAF.size, end, data, f"{count} leaf elements")
+    out = []
+    for i in range(count):
+        at = data + i * LEAF.size
+        flags, pos, ksize, vsize = LEAF.unpack_from(buf, at)
+        k = at + pos
+        _need(k + ksize + vsize, end, at, f"leaf element {i}'s key and value")
+        out.append(Element(buf[k:k + ksize], buf[k + ksize:k + ksize + vsize], flags))
+    return out
+
+
+def _freelist(buf: bytes, data: int, end: int, count: int) -> list[int]:
+    if count == FREELIST_OVERFLOW:
+        _need(data + PGID.size, end, data, "the freelist count")
+        count = PGID.unpack_from(buf, data)[0]
+        data += PGID.size
+    _need(data + count * PGID.size, end, data, f"{count} freelist ids")
+    return [PGID.unpack_from(buf, data + i * PGID.size)[0] for i in range(count)]
+
+
+class BoltDB:
+    """A bbolt file, read whole; `findings` lists what could not be read."""
+
+    def __init__(self, data: bytes, path: str = "<bytes>") -> None:
+        self.data = data
+        self.path = path
+        self.findings: list[Finding] = []
+        self.metas = self._read_metas()
+        valid = [m for m in self.metas if m.valid]
+        if not valid:
+            raise StorageError("no valid bbolt meta page (magic, version and checksum of "
+                               "pages 0 and 1)", path=path, position=0, kind="bad_page")
+        self.meta = max(valid, key=lambda m: m.txid)
+        self.page_size = self.meta.page_size
+
+    @classmethod
+    def open(cls, path: str | Path) -> "BoltDB":
+        return cls(Path(path).read_bytes(), str(path))
+
+    def _read_metas(self) -> list[Meta]:
+        """Pages 0 and 1; page 1 sits one page size in, which page 0 says (or a guess)."""
+        metas = []
+        first = self._meta_at(0)
+        if first is not None:
+            metas.append(first)
+        if first is None or not first.valid:
+            self._finding(0, "meta page 0 is not valid (magic, version or checksum)")
+        sizes = [first.page_size] if first is not None and first.valid else list(PAGE_SIZES)
+        for size in sizes:
+            second = self._meta_at(size)
+            if second is not None and second.valid and second.page_size == size:
+                metas.append(second)
+                break
+        else:
+            self._finding(sizes[0], "meta page 1 is not valid (magic, version or checksum)")
+        return metas
+
+    def _meta_at(self, at: int) -> Meta | None:
+        if at + PAGE_HEADER.size + META.size > len(self.data):
+            return None
+        try:
+            page = parse_page(self.data, at, at + PAGE_HEADER.size + META.size)
+        except StorageError:
+            return None
+        return page.meta
+
+    def _finding(self, position: int | None, message: str) -> None:
+        self.findings.append(Finding(self.path, position, "bad_page", message))
+
+    def page(self, pgid: int) -> Page:
+        """Page `pgid` with its overflow pages (StorageError if it is not readable)."""
+        start = pgid * self.page_size
+        if start + PAGE_HEADER.size > len(self.data):
+            raise StorageError(f"page {pgid} is past the end of the file", path=self.path,
+                               position=start, kind="bad_page")
+        overflow = PAGE_HEADER.unpack_from(self.data, start)[_OVERFLOW]
+        end = min(len(self.data), start + (overflow + 1) * self.page_size)
+        try:
+            page = parse_page(self.data, start, end)
+        except StorageError as exc:
+            raise StorageError(f"page {pgid}: {exc.detail}", path=self.path,
+                               position=exc.position, kind="bad_page") from None
+        if page.id != pgid:
+            raise StorageError(f"page {pgid} says it is page {page.id}", path=self.path,
+                               position=start, kind="bad_page")
+        return page
+
+    def pages(self) -> Iterator[tuple[int, Page | StorageError]]:
+        """Every page in use, in order (up to the meta's high water mark; overflow
+        pages folded in their page)."""
+        n = min(len(self.data) // self.page_size, self.meta.pgid)
+        pgid = 0
+        while pgid < n:
+            try:
+                page = self.page(pgid)
+            except StorageError as exc:
+                yield pgid, exc
+                pgid += 1
+                continue
+            yield pgid, page
+            pgid += page.overflow + 1
+
+    def items(self, root: int, inline: bytes | None = None) -> Iterator[Element]:
+        """The leaf elements of the bucket rooted at page `root` (or inline), in key order."""
+        if inline is not None:
+            try:
+                yield from parse_page(inline).elements
+            except StorageError as exc:
+                self._finding(None, f"inline bucket page: {exc.detail}")
+            return
+        yield from self._walk(root, set(), 0)
+
+    def _walk(self, pgid: int, seen: set[int], depth: int) -> Iterator[Element]:
+        if pgid in seen or depth > MAX_DEPTH:
+            self._finding(pgid * self.page_size, f"page {pgid} is reached twice (a loop)")
+            return
+        seen.add(pgid)
+        try:
+            page = self.page(pgid)
+        except StorageError as exc:
+            self.findings.append(Finding(self.path, exc.position, "bad_page", exc.detail))
+            return
+        if page.flags == PAGE_TYPES["leaf"]:
+            yield from page.elements
+        elif page.flags == PAGE_TYPES["branch"]:
+            for e in page.elements:
+                assert e.pgid is not None
+                yield from self._walk(e.pgid, seen, depth + 1)
+        else:
+            self._finding(pgid * self.page_size,
+                          f"page {pgid} is a {page.type} page inside a bucket's tree")
+
+    def bucket(self, *names: bytes) -> Iterator[Element]:
+        """The pairs of a bucket, by its path of names from the root bucket."""
+        root, inline = self.meta.root, None
+        for name in names:
+            for e in self.items(root, inline):
+                if e.key == name and e.is_bucket:
+                    root, inline = self._open_bucket(e.value)
+                    break
+            else:
+                raise StorageError(f"no bucket {b'/'.join(names).decode(errors='replace')!r}",
+                                   path=self.path, kind="bad_page")
+        yield from self.items(root, inline)
+
+    def _open_bucket(self, value: bytes) -> tuple[int, bytes | None]:
+        if len(value) < BUCKET.size:
+            raise StorageError(f"bucket value of {len(value)} bytes, needs {BUCKET.size}",
+                               path=self.path, kind="bad_page")
+        root, _sequence = BUCKET.unpack_from(value)
+        return root, (value[BUCKET.size:] if root == 0 else None)
+
+    def buckets(self) -> list[bytes]:
+        """The names of the top-level buckets."""
+        return [e.key for e in self.items(self.meta.root) if e.is_bucket]

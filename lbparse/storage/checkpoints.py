@@ -1,0 +1,91 @@
+"""The two checkpoint files of a partition directory (spec/checkpoint.ksy).
+
+They are a few bytes of text each, so they are read with the parser Kaitai
+generates from the spec (no fast path of our own); this module turns its
+answers and its errors into lbparse's terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+
+import kaitaistruct
+from kaitaistruct import KaitaiStream
+
+from lbparse.storage.errors import StorageError
+from lbparse_generated.kaitai.liftbridge_checkpoint import LiftbridgeCheckpoint
+from lbparse_generated.storage_layouts import CHECKPOINTS
+
+__all__ = ["LeaderEpoch", "HW_FILE", "EPOCH_FILE", "read_high_watermark", "read_leader_epochs",
+           "parse_high_watermark", "parse_leader_epochs"]
+
+HW_FILE: str = CHECKPOINTS["files"]["replication_offset"]
+EPOCH_FILE: str = CHECKPOINTS["files"]["leader_epoch"]
+_KIND = LiftbridgeCheckpoint.CheckpointKind
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+@dataclass(frozen=True)
+class LeaderEpoch:
+    """One line of leader-epoch-checkpoint: an epoch and the first offset written in it."""
+
+    epoch: int
+    start_offset: int
+
+
+def _parse(data: bytes, kind: LiftbridgeCheckpoint.CheckpointKind, path: str
+           ) -> LiftbridgeCheckpoint:
+    try:
+        return LiftbridgeCheckpoint(kind, KaitaiStream(BytesIO(data)))
+    except kaitaistruct.ValidationFailedError as exc:
+        raise StorageError(f"version is not {CHECKPOINTS['leader_epoch_version']} "
+                           f"({exc.__class__.__name__})", path=path, position=0,
+                           kind="bad_checkpoint") from None
+    except (EOFError, kaitaistruct.KaitaiStructError, UnicodeDecodeError) as exc:
+        raise StorageError(f"not a {kind.name} checkpoint: a line is cut short ({exc})",
+                           path=path, position=len(data), kind="bad_checkpoint") from None
+
+
+def _number(text: str, what: str, path: str, position: int) -> int:
+    # What Go's strconv.ParseInt(s, 10, 64) takes (Python's int() also
+    # takes spaces and underscores).
+    if not _DECIMAL.fullmatch(text) or not -(1 << 63) <= int(text) < (1 << 63):
+        raise StorageError(f"{what} is {text!r}, not a decimal 64-bit integer", path=path,
+                           position=position, kind="bad_checkpoint")
+    return int(text)
+
+
+def parse_high_watermark(data: bytes, path: str = "<bytes>") -> int:
+    """The high watermark a replication-offset-checkpoint holds."""
+    cp = _parse(data, _KIND.replication_offset, path)
+    return _number(cp.high_watermark, "the high watermark", path, 0)
+
+
+def parse_leader_epochs(data: bytes, path: str = "<bytes>") -> list[LeaderEpoch]:
+    """The epochs a leader-epoch-checkpoint lists, in file order."""
+    cp = _parse(data, _KIND.leader_epoch, path)
+    pos = len(cp.version) + 1
+    count = _number(cp.count, "the entry count", path, pos)
+    pos += len(cp.count) + 1
+    epochs = []
+    for line in cp.epochs:
+        epoch = _number(line.leader_epoch, "a leader epoch", path, pos)
+        start = _number(line.start_offset, "a start offset", path,
+                        pos + len(line.leader_epoch) + 1)
+        epochs.append(LeaderEpoch(epoch, start))
+        pos += len(line.leader_epoch) + len(line.start_offset) + 2
+    if count != len(epochs):
+        raise StorageError(f"says {count} entries, has {len(epochs)}", path=path,
+                           position=len(cp.version) + 1, kind="bad_checkpoint")
+    return epochs
+
+
+def read_high_watermark(path: str | Path) -> int:
+    return parse_high_watermark(Path(path).read_bytes(), str(path))
+
+
+def read_leader_epochs(path: str | Path) -> list[LeaderEpoch]:
+    return parse_leader_epochs(Path(path).read_bytes(), str(path))

@@ -1,0 +1,75 @@
+"""What lbparse says about a file on disk it cannot read, and where.
+
+`StorageError` is the one exception lbparse.storage raises for bad bytes or
+a path that is not what was asked for; `Finding` is one problem found while
+reading on (damaged files are read as far as they go). Both name the file
+and the byte position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Kinds of findings, in the order `--verify` explains them in the README.
+KINDS: tuple[str, ...] = (
+    "crc_mismatch",      # an entry's stored CRC is not the CRC of its body
+    "bad_entry",         # an entry's body is not well formed (lengths past its end ...)
+    "torn_entry",        # the last entry of a segment is cut short (a crash mid-write)
+    "garbage",           # bytes between entries that are no entry
+    "zeros",             # a run of zero bytes where entries should be
+    "offset_gap",        # offsets not contiguous and increasing
+    "timestamp_backwards",
+    "epoch_backwards",
+    "epoch_checkpoint",  # leader epochs disagree with leader-epoch-checkpoint
+    "hw_past_end",       # replication-offset-checkpoint past the last offset
+    "index_mismatch",    # an index entry that does not point at its entry
+    "index_missing",     # an entry with no index entry (or an index file missing)
+    "index_tail",        # something other than zeros after the index's zero tail
+    "index_past_end",    # an index entry pointing past the end of the .log
+    "missing_segment",   # a .index without its .log, or offsets missing between segments
+    "bad_checkpoint",    # a checkpoint file that does not parse
+    "bad_file",          # a file that is not what its name says
+    "replica_mismatch",  # replicas differ below the smallest high watermark
+    "bad_page",          # bbolt: a page that is not what it should be
+    "bad_log_entry",     # raft: a log entry that does not decode
+)
+
+
+class StorageError(ValueError):
+    """A file (or bytes) that cannot be read as the Liftbridge file it should be."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None,
+                 position: int | None = None, kind: str = "bad_file") -> None:
+        where = f"{path}" if path is not None else ""
+        if position is not None:
+            where += f"{':' if where else ''}{position}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = None if path is None else str(path)
+        self.position = position
+        self.kind = kind
+        self.detail = message
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: which file, which byte position, what kind, what was seen."""
+
+    path: str
+    position: int | None
+    kind: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown finding kind {self.kind!r}")
+
+    def line(self) -> str:
+        """One line naming the file and position, as `--verify` prints it."""
+        where = self.path if self.position is None else f"{self.path}:{self.position}"
+        return f"{where}: {self.kind}: {self.message}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"file": self.path, "position": self.position, "kind": self.kind,
+                "message": self.message}

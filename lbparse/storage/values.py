@@ -1,0 +1,55 @@
+"""`--deep`: stored values decoded where Liftbridge knows their type.
+
+The internal streams of spec/segment.ksy `-data-dir` (`__activity`:
+proto.ActivityStreamEvent, `__cursors`: protocol.Cursor) hold protobuf
+values; any other value that is itself a Liftbridge envelope (a client
+that published an envelope as a message's value) is decoded as one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.errors import EnvelopeError
+from lbparse.payloads import ProtoCodec
+from lbparse_generated.storage_layouts import DATA_DIR
+
+__all__ = ["KNOWN_STREAMS", "decode_value"]
+
+KNOWN_STREAMS: dict[str, str] = {name: spec["value"]
+                                 for name, spec in DATA_DIR["known_streams"].items()}
+_CODECS: dict[str, ProtoCodec] = {}
+
+
+def _codec(type_name: str) -> ProtoCodec:
+    codec = _CODECS.get(type_name)
+    if codec is None:
+        codec = _CODECS[type_name] = ProtoCodec(type_name)
+    return codec
+
+
+def decode_value(stream: str, value: bytes | None) -> dict[str, Any] | None:
+    """{"type": ..., "json": ...} for a value of known type, or {"type", "error"};
+    None when the value has no type Liftbridge knows."""
+    if value is None:
+        return None
+    type_name = KNOWN_STREAMS.get(stream)
+    if type_name is not None:
+        codec = _codec(type_name)
+        try:
+            return {"type": type_name, "json": codec.to_json(codec.decode(value))}
+        except EnvelopeError as exc:
+            return {"type": type_name, "error": exc.message}
+    return _envelope(value)
+
+
+def _envelope(value: bytes) -> dict[str, Any] | None:
+    from lbparse import decode
+
+    for layout in ("v0", "legacy"):
+        try:
+            env = decode(value, layout)
+        except EnvelopeError:
+            continue
+        return {"type": f"envelope ({env.layout})", "json": env.to_json_dict()}
+    return None

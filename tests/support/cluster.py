@@ -1,0 +1,146 @@
+"""A real 3-node Liftbridge v1.9.0 cluster, run by shared/liftbridge/run_cluster.sh.
+
+`run_cluster(mode, out)` runs the script on free loopback ports (never its
+defaults: several agents share the machine) and returns what it left: the
+capture of every NATS byte, the nodes' data directories and their logs.
+The script stops every process it starts by PID, also when it is
+terminated; should it outlive its time, it is terminated (its trap stops
+the nodes) and then every PID its log names is stopped too.
+
+`missing_tools()` says why a cluster cannot run here (the tests skip with it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.net import free_port
+from support.shared import LIFTBRIDGE
+
+SCRIPT = LIFTBRIDGE / "run_cluster.sh"
+BIN = LIFTBRIDGE / "bin"
+TIMEOUT = {"short": 180.0, "full": 420.0}
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    """What one run left: capture, data directories, logs; and its ports."""
+
+    mode: str
+    out: Path
+    capture: Path
+    data: Path
+    logs: Path
+    nats_port: int
+    lb_port: int
+    seconds: float
+
+    def log(self, name: str = "run.log") -> str:
+        return (self.logs / name).read_text(errors="replace")
+
+
+def missing_tools() -> str | None:
+    """Why a cluster cannot run here, or None."""
+    for path in (SCRIPT, BIN / "liftbridge", BIN / "lbclient", BIN / "lbtruth"):
+        if not path.exists():
+            return f"shared Liftbridge material missing: {path} (set LBPARSE_SHARED)"
+    for tool in ("nats-server", "tshark", "tcpdump"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (make install-system)"
+    if os.geteuid() != 0:
+        return "run_cluster.sh captures on the loopback interface: it needs root"
+    return None
+
+
+def _free_run(n: int) -> int:
+    """The first of n consecutive free loopback ports."""
+    for _ in range(50):
+        base = free_port()
+        if base + n >= 65535:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free loopback ports found")
+
+
+def run_cluster(mode: str, out: Path) -> ClusterRun:
+    """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers)."""
+    nats_port = free_port()
+    lb_port = _free_run(3)
+    env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port))
+    start = time.monotonic()
+    with open(out / f"run_cluster-{mode}.out", "wb") as log:
+        proc = subprocess.Popen(["bash", str(SCRIPT), mode, str(out)], stdout=log,
+                                stderr=subprocess.STDOUT, env=env)
+        try:
+            rc = proc.wait(timeout=TIMEOUT[mode])
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)  # its EXIT trap stops what it started
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            rc = None
+    names = ("data", "logs", "cluster.pcap") if mode == "full" else \
+        ("data-short", "logs-short", "short.pcapng")
+    run = ClusterRun(mode, out, out / names[2], out / names[0], out / names[1], nats_port,
+                     lb_port, time.monotonic() - start)
+    _stop_leftovers(run)
+    if rc != 0:
+        tail = (out / f"run_cluster-{mode}.out").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}"
+                           f":\n{tail}")
+    return run
+
+
+def _stop_leftovers(run: ClusterRun) -> None:
+    """Every PID the run's log names (nodes, nats-server, capture): stopped if alive."""
+    try:
+        text = run.log()
+    except OSError:
+        return
+    for pid in {int(p) for p in re.findall(r"\bpid (\d+)", text)}:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            continue
+        # Only ours: the PID must still be one of the programs the script runs.
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(name in cmd for name in (b"liftbridge", b"nats-server", b"tshark", b"tcpdump",
+                                        b"dumpcap")):
+            os.kill(pid, signal.SIGTERM)
+
+
+def lbtruth(payloads: list[bytes]) -> list[dict]:
+    """Liftbridge's own decoders on each payload (`lbtruth envelopes`), in order."""
+    import json
+
+    text = "".join(p.hex() + "\n" for p in payloads)
+    res = subprocess.run([str(BIN / "lbtruth"), "envelopes"], input=text.encode(),
+                         capture_output=True, timeout=300, check=True)
+    out = [json.loads(line) for line in res.stdout.decode().splitlines()]
+    if len(out) != len(payloads):
+        raise RuntimeError(f"lbtruth gave {len(out)} results for {len(payloads)} payloads")
+    return out
