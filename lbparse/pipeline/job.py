@@ -98,21 +98,14 @@ def run(spark: "SparkSession", options: PipelineOptions,
     messages = _join(options.out, MESSAGES_DIR)
     entries = _join(options.out, ENTRIES_DIR)
     fs, dest = filesystem(messages)
-<<<<<<< HEAD
-    if fs.get_file_info(dest).type != FileType.NotFound:
-        if not options.overwrite and not unfinished(fs, dest):
-            raise ValueError(f"{messages} exists; remove it or pass --overwrite")
-        # Overwritten, or what a run that never finished left (no _SUCCESS,
-        # nothing committed): nothing to keep.
-        fs.delete_dir(dest)
-=======
     _, entries_dest = filesystem(entries)
     for name, path in ((messages, dest), (entries, entries_dest)):
         if fs.get_file_info(path).type != FileType.NotFound:
-            if not options.overwrite:
+            if not options.overwrite and not unfinished(fs, path):
                 raise ValueError(f"{name} exists; remove it or pass --overwrite")
+            # Overwritten, or what a run that never finished left (no _SUCCESS,
+            # nothing committed): nothing to keep.
             fs.delete_dir(path)
->>>>>>> main
     units = plan(list(options.inputs), options.source)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
@@ -134,7 +127,11 @@ def run(spark: "SparkSession", options: PipelineOptions,
         files = [(r.attempt, r.path) for r in result if r.kind == "file"]
         commit(fs, dest, temporary_path, files,
                dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
-<<<<<<< HEAD
+        entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
+        if any(u.format == SEGMENT_FORMAT for u in units):
+            fs.create_dir(entries_dest, recursive=True)
+            commit(fs, entries_dest, entries_temporary_path, entry_files,
+                   dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
     except BaseException:
         # A failed run leaves nothing, so that the next one starts clean
         # (issue #12: its half-made DIR/messages made the re-run refuse).
@@ -142,16 +139,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
         raise
     finally:
         discard(fs, temporary_path)  # no half-written files either way
-=======
-        entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
-        if any(u.format == SEGMENT_FORMAT for u in units):
-            fs.create_dir(entries_dest, recursive=True)
-            commit(fs, entries_dest, entries_temporary_path, entry_files,
-                   dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
-    finally:
-        discard(fs, temporary_path)  # a failed run leaves no half-written files
         discard(fs, entries_temporary_path)
->>>>>>> main
     counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
     summary = Summary.from_units(units, counts, messages, options.decode.layout,
                                  time.monotonic() - start,
