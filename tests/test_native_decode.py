@@ -282,6 +282,37 @@ def test_every_protobuf_kind_is_read_not_only_refused() -> None:
     assert ok.mean() > 0.15, ok.mean()  # about a third: map entries of empty messages go to upb
 
 
+def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
+    """An enum whose numbers span more than 65,536 (no table of names): the
+    C reader says Unsupported and decode_structs gives the numpy reader's."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from lbparse.pipeline.schema import message_struct
+
+    F = descriptor_pb2.FieldDescriptorProto
+    fp = descriptor_pb2.FileDescriptorProto(name="lbparse_test_sparse.proto",
+                                            package="lbtest2", syntax="proto3")
+    enum = fp.enum_type.add(name="Sparse")
+    enum.value.add(name="ZERO", number=0)
+    enum.value.add(name="HUGE", number=1 << 20)
+    msg = fp.message_type.add(name="M")
+    msg.field.add(name="e", number=1, type=F.TYPE_ENUM, type_name=".lbtest2.Sparse",
+                  label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fp)
+    desc = pool.FindMessageTypeByName("lbtest2.M")
+    typ = to_arrow_type(message_struct(desc))
+    cls = message_factory.GetMessageClass(desc)
+    payloads = [cls(e=v).SerializeToString() for v in (0, 1 << 20, 5)]
+    with pytest.raises(wirescan_native.Unsupported):
+        wirescan_native._program(desc, typ, False, False)
+    starts, ends, buf = binary_buffers(pa.array(payloads, pa.binary()))
+    got, ok = wirescan_native.decode_structs(desc, typ, buf, starts, ends)
+    assert ok.all()
+    assert got.to_pylist() == [{"e": None}, {"e": "HUGE"}, {"e": "UNKNOWN_ENUM_VALUE_Sparse_5"}]
+
+
 def test_ranges_outside_the_buffer_are_refused() -> None:
     typ = arrow_output_schema().field(payload_columns()["proto.Ack"]).type
     desc = typed_payloads()["proto.Ack"].DESCRIPTOR

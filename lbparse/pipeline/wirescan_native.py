@@ -26,13 +26,17 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from lbparse.pipeline.schema import is_map
 
-_structs: Any
 try:
-    from lbparse.pipeline import _structs
+    from lbparse.pipeline import _structs as _built
 except ImportError:  # not built
-    _structs = None
+    _built = None  # type: ignore[assignment]
+_structs: Any = _built
 
-__all__ = ["available", "decode_structs"]
+__all__ = ["Unsupported", "available", "decode_structs"]
+
+
+class Unsupported(ValueError):
+    """A message type the C reader is not compiled for (wirescan's numpy reader reads it)."""
 
 F = FieldDescriptor
 # _structs.c's kinds
@@ -51,14 +55,15 @@ def available() -> bool:
 
 
 def _enum(fd: FieldDescriptor) -> tuple[int, list[str | None], int, str]:
+    enum = fd.enum_type
+    assert enum is not None  # an enum field
     by_number: dict[int, str] = {}
-    for v in fd.enum_type.values:
+    for v in enum.values:
         by_number.setdefault(v.number, v.name)
     lo, hi = min(by_number), max(by_number)
-    if hi - lo > 1 << 16:  # sparse numbers: only the names near zero in a table
-        lo, hi = max(lo, -(1 << 15)), min(hi, 1 << 15)
-    return lo, [by_number.get(i) for i in range(lo, hi + 1)], int(fd.enum_type.is_closed), \
-        fd.enum_type.name
+    if hi - lo > 1 << 16:  # a table of names by number would be too large
+        raise Unsupported(f"enum {enum.full_name}: numbers from {lo} to {hi}")
+    return lo, [by_number.get(i) for i in range(lo, hi + 1)], int(enum.is_closed), enum.name
 
 
 def _scalar(fd: FieldDescriptor, nullable: bool) -> tuple[Any, ...]:
@@ -136,7 +141,13 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
                    starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
                    clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
     """wirescan.decode_structs, in C (see the module's doc)."""
-    program = _program(descriptor, arrow_type, emit_defaults, clean)
+    try:
+        program = _program(descriptor, arrow_type, emit_defaults, clean)
+    except Unsupported:
+        from lbparse.pipeline.wirescan import decode_structs as numpy_reader
+
+        return numpy_reader(descriptor, arrow_type, data, starts, ends, emit_defaults, clean,
+                            native=False)
     ok, out = program.decode(np.ascontiguousarray(data, np.uint8),
                              np.ascontiguousarray(starts, np.int64),
                              np.ascontiguousarray(ends, np.int64))
