@@ -47,6 +47,8 @@ from lbparse.commitlog import ReplicationResponse
 from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
+from lbparse.generation import GenerationContext, proof_label, proves
+from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
@@ -111,6 +113,12 @@ class _Names:
             c = self.code[name] = len(self.code)
         return c
 
+    def name(self, code: int) -> str | None:
+        for name, c in self.code.items():
+            if c == code:
+                return name
+        return None
+
     def array(self, codes: np.ndarray) -> pa.Array:
         table = pa.array(list(self.code), pa.string())
         if not len(table):
@@ -140,6 +148,9 @@ class _Rows:
     errors: dict[int, tuple[str, str]] = field(default_factory=dict)
     warnings: dict[int, tuple[str, ...]] = field(default_factory=dict)
     messages: dict[int, Any] = field(default_factory=dict)  # decoded objects, when not by range
+    # auto, per-row rows: layout candidates of the ambiguous; what the others prove
+    ambiguous: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    proofs: dict[int, tuple[str, str]] = field(default_factory=dict)
     # Payloads decoded before the rows were taken: per payload type, the
     # rows (ascending) and their struct values.
     decoded: dict[str, tuple[np.ndarray, pa.Array]] = field(default_factory=dict)
@@ -224,20 +235,37 @@ class BatchDecoder:
         """The decoded rows as one batch of the output schema, in input order."""
         return self.decode(records).to_batch()
 
-    def decode(self, records: pa.RecordBatch) -> "Decoded":
+    def decode(self, records: pa.RecordBatch, context: GenerationContext | None = None,
+               base: int = 0, traffic: TrafficReader | None = None) -> "Decoded":
+        """`decoded(...)` and, with `traffic` (the unit's reader, fed each batch
+        once, in order), the columns of Liftbridge's non-envelope traffic."""
+        out = self.decoded(records, context, base)
+        if traffic is not None:
+            from lbparse.pipeline.trafficcols import traffic_columns
+            out.columns.update(traffic_columns(traffic, records))
+        return out
+
+    def decoded(self, records: pa.RecordBatch, context: GenerationContext | None = None,
+                base: int = 0) -> "Decoded":
         """The batch decoded. Should anything of the vectorized readers fail
         on it (a bug: the tests run `strict`, which lets it through), the
         batch is decoded again row by row with lbparse.decode and upb
-        alone, and `fallbacks` counts it: a job never fails on its data."""
+        alone, and `fallbacks` counts it: a job never fails on its data.
+
+        `context` (layout auto): the proof of generations of the unit this
+        batch belongs to, `base` the index of its first message there; the
+        batch's proof is noted in it and its ambiguous envelopes resolved
+        by it, as the capture reader does (lbparse.generation)."""
         try:
-            return self._decode(records, self.fast, vectorized=True)
+            return self._decode(records, self.fast, vectorized=True, context=context, base=base)
         except Exception:
             if self.strict:
                 raise
             self.fallbacks += 1
-            return self._decode(records, False, vectorized=False)
+            return self._decode(records, False, vectorized=False, context=context, base=base)
 
-    def _decode(self, records: pa.RecordBatch, fast: bool, vectorized: bool) -> "Decoded":
+    def _decode(self, records: pa.RecordBatch, fast: bool, vectorized: bool,
+                context: GenerationContext | None = None, base: int = 0) -> "Decoded":
         self._use_vectorized = vectorized
         n = records.num_rows
         payload = records.column("payload")
@@ -250,6 +278,7 @@ class BatchDecoder:
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
         hdr = self._headers(rows, starts, ends, data)
         rest = todo
+        take = np.zeros(n, np.bool_)
         if fast:
             take = self._v0_rows(rows, todo, hdr, starts, ends, data)
             if self.auto:
@@ -258,6 +287,10 @@ class BatchDecoder:
             rest = todo & ~take
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
+        if context is not None and self.options.layout == "auto":
+            from lbparse.pipeline.context import apply_context
+            apply_context(self, context, base, records, rows, take, preset, hdr,
+                          (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)
 
     def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
@@ -366,29 +399,55 @@ class BatchDecoder:
             except EnvelopeError as exc:
                 self._error(rows, i, exc, hdr, b)
                 continue
-            rows.layout[i] = self.layouts(env.layout)
-            if env.header_len is not None:
-                rows.has_header[i] = True
-                rows.version[i] = env.version or 0
-                rows.header_len[i] = env.header_len
-                rows.flags[i] = env.flags or 0
-            if env.crc32c is not None:
-                rows.has_crc[i] = True
-                rows.crc[i] = env.crc32c
-                rows.crc_ok[i] = _crc(env.payload) == env.crc32c
-            if env.msg_type is not None:
-                rows.msg_type[i] = env.msg_type
-            rows.name[i] = self.names(env.msg_type_name)
-            rows.ptype[i] = self.ptypes(env.payload_type)
-            if env.warnings:
-                rows.warnings[i] = tuple(env.warnings)
-            msg = env.message
-            if isinstance(msg, ProtoMessage) and msg.DESCRIPTOR.full_name == env.payload_type \
-                    and b.endswith(env.payload):
-                rows.pstart[i] = e - len(env.payload)  # decoded again, vectorized
-                rows.pend[i] = e
-            else:
-                rows.messages[i] = msg
+            if env.ambiguous:
+                rows.ambiguous[i] = tuple(env.layout_candidates)
+            elif self.auto:
+                proof = proves(env)
+                if proof is not None:
+                    rows.proofs[i] = (proof, proof_label(env))
+            self._fill(rows, i, env, b, e)
+
+    def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int) -> None:
+        """Row `i` decoded again as `layout` (the generation its context proves)."""
+        for ptype, (mine, arr) in list(rows.decoded.items()):
+            keep = mine != i
+            if not keep.all():
+                rows.decoded[ptype] = (mine[keep], arr.filter(pa.array(keep)))
+        rows.messages.pop(i, None)
+        rows.warnings.pop(i, None)
+        rows.ambiguous.pop(i, None)
+        rows.pend[i] = -1
+        rows.crc_ok[i] = -1
+        rows.msg_type[i] = -1
+        rows.has_crc[i] = rows.has_header[i] = False
+        o = self.options
+        self._fill(rows, i, decode(b, layout, verify_crc=o.verify_crc), b, e)
+
+    def _fill(self, rows: _Rows, i: int, env: Any, b: bytes, e: int) -> None:
+        """Row `i`'s columns from its envelope (`b` its bytes, ending at `e` in the batch)."""
+        rows.layout[i] = self.layouts(env.layout)
+        if env.header_len is not None:
+            rows.has_header[i] = True
+            rows.version[i] = env.version or 0
+            rows.header_len[i] = env.header_len
+            rows.flags[i] = env.flags or 0
+        if env.crc32c is not None:
+            rows.has_crc[i] = True
+            rows.crc[i] = env.crc32c
+            rows.crc_ok[i] = _crc(env.payload) == env.crc32c
+        if env.msg_type is not None:
+            rows.msg_type[i] = env.msg_type
+        rows.name[i] = self.names(env.msg_type_name)
+        rows.ptype[i] = self.ptypes(env.payload_type)
+        if env.warnings:
+            rows.warnings[i] = tuple(env.warnings)
+        msg = env.message
+        if isinstance(msg, ProtoMessage) and msg.DESCRIPTOR.full_name == env.payload_type \
+                and b.endswith(env.payload):
+            rows.pstart[i] = e - len(env.payload)  # decoded again, vectorized
+            rows.pend[i] = e
+        else:
+            rows.messages[i] = msg
 
     def _error(self, rows: _Rows, i: int, exc: EnvelopeError, hdr: dict[str, np.ndarray],
                b: bytes) -> None:
@@ -557,6 +616,12 @@ class BatchDecoder:
         return Decoded(n, self.schema, cols, structs)
 
 
+def _present(rows: np.ndarray, n: int) -> np.ndarray:
+    present = np.zeros(n, np.bool_)
+    present[rows] = True
+    return present
+
+
 def _strings(values: list[str | None]) -> pa.Array:
     # Usually all None (no errors, no FlatBuffers): no need to look at each.
     if values.count(None) == len(values):
@@ -605,7 +670,13 @@ class Decoded:
                  if k != column and v.null_count < len(v)}
         if names.null_count == 0 and pc.count_distinct(names).as_py() <= 1:
             value = names[0].as_py() if len(names) else None
-            yield value, self.num_rows, {**fixed, **{k: a for k, (_, a) in self.structs.items()}}
+            # One value, but not always one payload type: a legacy Message and
+            # Ack are both "Reserved", and error rows carry no struct. A struct
+            # that does not cover every row is spread over them (issue #19:
+            # "Arrays were not all the same length").
+            yield value, self.num_rows, {**fixed, **{
+                k: a if len(rows) == self.num_rows else scatter(a, _present(rows, self.num_rows))
+                for k, (rows, a) in self.structs.items()}}
             return
         enc = names.dictionary_encode()
         codes = np.asarray(enc.indices.fill_null(-1))

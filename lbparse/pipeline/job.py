@@ -103,8 +103,8 @@ def run(spark: "SparkSession", options: PipelineOptions,
         if fs.get_file_info(path).type != FileType.NotFound:
             if not options.overwrite and not unfinished(fs, path):
                 raise ValueError(f"{name} exists; remove it or pass --overwrite")
-            # Overwritten, or what a run that never finished left (no _SUCCESS,
-            # nothing committed): nothing to keep.
+            # Overwritten, or what a run that never finished left (no
+            # _SUCCESS, nothing committed): nothing to keep.
             fs.delete_dir(path)
     units = plan(list(options.inputs), options.source)
     if not units:
@@ -136,6 +136,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
         # A failed run leaves nothing, so that the next one starts clean
         # (issue #12: its half-made DIR/messages made the re-run refuse).
         discard(fs, dest)
+        discard(fs, entries_dest)
         raise
     finally:
         discard(fs, temporary_path)  # no half-written files either way

@@ -267,9 +267,9 @@ def check_batches(decoder: BatchDecoder, batches: list[list[bytes]]) -> None:
     for payloads in batches:
         out = decoder(batch(payloads))
         assert out.num_rows == len(payloads)
-        # The partitioned form (what the tasks write) has the same rows.
-        parts = sum(n for _, n, _ in decoder.decode(batch(payloads)).partitions("msg_type_name"))
-        assert parts == len(payloads)
+        # The partitioned form (what the tasks write) has the same rows: every
+        # column of a partition has its rows, and they are the batch's.
+        check_partitions(decoder.decode(batch(payloads)), out)
         for p, got in zip(payloads, out.to_pylist()):
             got = {k: v for k, v in got.items() if v is not None or k in FIXED}
             got.pop("payload")
@@ -283,9 +283,25 @@ def check_batches(decoder: BatchDecoder, batches: list[list[bytes]]) -> None:
                 p.hex()
 
 
+def check_partitions(decoded: Any, whole: pa.RecordBatch) -> None:
+    names = whole.column("msg_type_name").to_pylist()
+    rows = whole.to_pylist()
+    total = 0
+    for value, n, columns in decoded.partitions("msg_type_name"):
+        assert all(len(a) == n for a in columns.values()), value
+        mine = [r for r, name in zip(rows, names) if name == value]
+        assert len(mine) == n
+        for name, a in columns.items():
+            assert a.to_pylist() == [r[name] for r in mine], (value, name)
+        total += n
+    assert total == whole.num_rows
+
+
 OPTIONS = [DecodeOptions(layout="v0"), DecodeOptions(layout="auto"),
            DecodeOptions(layout="v0", verify_crc=False, emit_defaults=True),
-           DecodeOptions(layout="auto", verify_crc=False), DecodeOptions(layout="v0", lenient=True)]
+           DecodeOptions(layout="auto", verify_crc=False), DecodeOptions(layout="v0", lenient=True),
+           DecodeOptions(layout="legacy"), DecodeOptions(layout="flatbuffers")]
+V0_OPTIONS = OPTIONS[:5]  # those that read v0's MsgTypes
 
 
 def strict(o: DecodeOptions) -> BatchDecoder:
@@ -311,7 +327,7 @@ def test_replication_responses_without_entries(o: DecodeOptions, payloads: list[
     check_batches(strict(o), [payloads])
 
 
-@pytest.mark.parametrize("o", OPTIONS, ids=repr)
+@pytest.mark.parametrize("o", V0_OPTIONS, ids=repr)
 def test_a_singular_submessage_twice_is_merged_and_misaligns_nothing(o: DecodeOptions) -> None:
     """Issue #19: row A's second occurrence never lands in row B."""
     b = v0(9, bytes.fromhex("120412024133"))  # PropagatedResponse, error.msg = "A3"
@@ -322,7 +338,7 @@ def test_a_singular_submessage_twice_is_merged_and_misaligns_nothing(o: DecodeOp
     assert [r["error"]["msg"] for r in out] == ["A2", "A3"]
 
 
-@pytest.mark.parametrize("o", OPTIONS, ids=repr)
+@pytest.mark.parametrize("o", V0_OPTIONS, ids=repr)
 @pytest.mark.parametrize("width,kind", [(5, None), (6, "bad_payload")])
 def test_tag_and_length_varints_protobuf_allows_and_refuses(o: DecodeOptions, width: int,
                                                             kind: str | None) -> None:
@@ -338,6 +354,17 @@ def test_tag_and_length_varints_protobuf_allows_and_refuses(o: DecodeOptions, wi
             got = exc.kind
         assert got == kind
         check_batches(strict(o), [[p], [p, v0(1, bytes.fromhex("0a0162"))]])
+
+
+@pytest.mark.parametrize("o", OPTIONS, ids=repr)
+def test_one_partition_value_over_several_payload_types(o: DecodeOptions) -> None:
+    """A legacy Message and a legacy Ack are both msg_type_name "Reserved"; a
+    bad_payload error of a MsgType shares its name with the decoded rows."""
+    from generations import LEGACY_ACK, LEGACY_MESSAGE
+
+    check_batches(strict(o), [[LEGACY_MESSAGE, LEGACY_ACK], [LEGACY_ACK, LEGACY_MESSAGE,
+                                                             LEGACY_ACK],
+                              [v0(1, bytes.fromhex("0a0161")), v0(1, b"\xff\xff")]])
 
 
 @pytest.mark.parametrize("o", OPTIONS, ids=repr)
