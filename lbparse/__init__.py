@@ -9,12 +9,13 @@ The public API is what this module exports; everything in underscore-free
 submodules is documented but may move.
 """
 
-from lbparse.api import decode, decode_header, encode
+from lbparse.api import decode, decode_header, encode, encode_envelope, payload_from_json
 from lbparse.arrow_api import decode_arrow, read_capture_arrow
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError
+from lbparse.flatbuf import FlatTable
 from lbparse.header import Header
 from lbparse.limits import Limits
 from lbparse.payloads import message_class
@@ -24,6 +25,7 @@ __all__ = [
     "CommitLogEntry",
     "Envelope",
     "EnvelopeError",
+    "FlatTable",
     "Header",
     "KINDS",
     "LAYOUTS",
@@ -36,7 +38,9 @@ __all__ = [
     "decode_arrow",
     "decode_header",
     "encode",
+    "encode_envelope",
     "message_class",
+    "payload_from_json",
     "read_capture_arrow",
     "upstream_verdict",
 ]

@@ -102,7 +102,7 @@ def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
         if wire not in expected[number]:
             return f"proto: wrong wireType = {wire} for field {by_number[number].name}"
         f = by_number[number]
-        if f.type == F.TYPE_MESSAGE and wire == LEN:
+        if f.type == F.TYPE_MESSAGE and wire == LEN and f.message_type is not None:
             problem = gogo_problem(body, f.message_type, depth + 1)
             if problem:
                 return problem
@@ -111,7 +111,8 @@ def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
 
 @lru_cache(maxsize=None)
 def _submessages(desc: Descriptor) -> dict[int, Descriptor]:
-    return {f.number: f.message_type for f in desc.fields if f.type == F.TYPE_MESSAGE}
+    return {f.number: f.message_type for f in desc.fields
+            if f.type == F.TYPE_MESSAGE and f.message_type is not None}
 
 
 def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
