@@ -335,3 +335,48 @@ def test_sanitize_builds_every_c_module_of_setup() -> None:
 
     listed = re.findall(r'Extension\("([\w.]+)", \["([\w/.]+\.c)"\]', (ROOT / "setup.py").read_text())
     assert sorted(listed) == sorted(sanitize.MODULES)
+
+
+def _pcapng_units(path: Path, tsresol: int, offset_s: int, units: list[int],
+                  frames: list[bytes]) -> None:
+    """A pcapng whose interface has `tsresol` and `if_tsoffset`, each packet
+    stamped with raw `units` (cycled)."""
+    opts = (struct.pack("<HHB3x", 9, 1, tsresol) + struct.pack("<HHq", 14, 8, offset_s) +
+            struct.pack("<HH", 0, 0))
+    blocks = [cw._block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)),
+              cw._block("<", 1, struct.pack("<HHI", cw.ETHERNET, 0, 65535) + opts)]
+    for k, frame in enumerate(frames):
+        u = units[k % len(units)]
+        blocks.append(cw._block("<", 6, struct.pack("<IIIII", 0, u >> 32, u & 0xFFFFFFFF,
+                                                   len(frame), len(frame)) + frame))
+    path.write_bytes(b"".join(blocks))
+
+
+@pytest.mark.parametrize("tsresol, offset_s, units", [
+    (9, 0, [1_700_000_000_123_456_789]),                 # nanoseconds, exact
+    (12, 0, [2**64 - 1, 1_700_000_000_123_456_789]),      # picoseconds, rounded down
+    (0x80 | 30, 5, [2**62 + 12345]),                      # 2^-30 s, with an offset
+    (0x80 | 127, -3, [2**64 - 1]),                        # finer than anything: the offset
+    (60, 7, [2**64 - 1]),                                 # 10^-60 s: nothing but the offset
+    (0, 0, [2**64 - 1, 9_223_372_036]),                   # seconds: past 2^63 ns, then not
+    (6, -(2**62), [1]),                                   # an offset below -2^63 ns
+    (6, 9_300_000_000, [1]),                              # an offset above 2^63 ns
+    (9, -9_223_372_037, [145_224_192]),                   # exactly -2^63: NaT, null
+])
+def test_pcapng_times_are_exact_nanoseconds(tsresol: int, offset_s: int, units: list[int],
+                                            tmp_path: Path) -> None:
+    """if_tsresol and if_tsoffset as exact integers, a time 64 bits do not
+    hold null, in the C loop as in the reference."""
+    conn = cw.Conn()
+    frames = [cw.link(cw.ETHERNET, p) for p in
+              conn.handshake() + conn.send("c", cw.pub("a.b", b"x")) +
+              conn.send("c", cw.pub("a.c", b"y"))]
+    path = tmp_path / "times.pcapng"
+    _pcapng_units(path, tsresol, offset_s, units, frames)
+    assert assert_same(path) >= 2
+    got = rows(path, True)[0].column("ts_ns").to_pylist()
+    num, den = (10**9, 1 << (tsresol & 0x7F)) if tsresol & 0x80 else \
+        ((10 ** (9 - tsresol), 1) if tsresol <= 9 else (1, 10 ** (tsresol - 9)))
+    want = {u * num // den + offset_s * 10**9 for u in units}
+    want = {w if -2**63 < w < 2**63 else None for w in want}
+    assert set(got) <= want and got

@@ -298,6 +298,13 @@ typedef struct {
 } flowtab;
 
 /* ---- the reader -------------------------------------------------------------- */
+/* A capture time: integer nanoseconds since the Unix epoch, as the Python
+ * reader has it. TS_NONE: a time 64 bits do not hold (a damaged clock),
+ * null in the output as there; INT64_MIN itself is NaT to numpy and pandas. */
+typedef int64_t tsns;
+#define TS_NONE INT64_MIN
+#define NS_PER_S 1000000000LL
+
 enum { K_GAP, K_INCOMPLETE, K_PROTOCOL, K_TRUNCATED, K_LIMIT, K_BAD_BLOCK, N_KINDS };
 static const char *KIND_NAME[N_KINDS] = {"gap", "incomplete", "protocol", "truncated", "limit",
                                          "bad_block"};
@@ -306,7 +313,7 @@ typedef struct {
     int kind;
     PyObject *message;
     int has_ts;
-    double ts;
+    tsns ts;
     direction *d;             /* src and dst, or NULL */
     int64_t nbytes;
     int has_nbytes;
@@ -328,11 +335,14 @@ typedef struct {
     size_t block;
     /* pcap */
     int big;                  /* byte order */
-    double tick;
+    int64_t tick;             /* nanoseconds per unit of the fraction field */
     uint32_t linktype, snaplen, max_record, frac_limit;
     /* pcapng */
     int ng_big;
-    struct { uint32_t linktype, snaplen; double tick; int64_t offset; } *ifaces;
+    /* ts = units * num / den + offset_s seconds; den_inf: a unit finer than
+     * 10^-47 s, nothing at all in 64 bits of units */
+    struct { uint32_t linktype, snaplen; uint64_t num; unsigned __int128 den; int den_inf;
+             int64_t offset_s; } *ifaces;
     Py_ssize_t nifaces, cap_ifaces;
 } source;
 
@@ -351,7 +361,7 @@ struct reader {
     Py_ssize_t nnotices, cap_notices;
     gbuf *keep;               /* buffers the frames point into */
     Py_ssize_t nkeep, cap_keep;
-    double ts;
+    tsns ts;
     uint8_t unsupported[65536 / 8];
     /* output */
     varcol src, dst, direction, verb, subject, reply, sid, hdr, payload, ekind, emsg;
@@ -375,7 +385,7 @@ static PyObject *endpoint_fn = NULL;   /* callable(addr bytes, port) -> str, for
 static int out_notice(reader *r, notice *nt);
 
 /* A notice the reference passes to on_notice at once (source, "!" frames). */
-static int notice_now(reader *r, int kind, PyObject *msg, int has_ts, double ts, direction *d,
+static int notice_now(reader *r, int kind, PyObject *msg, int has_ts, tsns ts, direction *d,
                       int has_nbytes, int64_t nbytes, const char *limit) {
     if (!msg)
         return -1;
@@ -386,7 +396,7 @@ static int notice_now(reader *r, int kind, PyObject *msg, int has_ts, double ts,
 }
 
 /* A notice the reference collects in the packet loop's list (tcp.py). */
-static int notice_later(reader *r, int kind, PyObject *msg, double ts, direction *d,
+static int notice_later(reader *r, int kind, PyObject *msg, tsns ts, direction *d,
                         int has_nbytes, int64_t nbytes, const char *limit) {
     if (!msg)
         return -1;
@@ -1004,7 +1014,7 @@ static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
 /* nats.NatsParser.abandon: describe what is half-read and give up on it;
  * its held bytes are parsed again as after a gap. Descriptions go to the
  * packet's notices as "incomplete". */
-static int abandon(reader *r, direction *d, double ts) {
+static int abandon(reader *r, direction *d, tsns ts) {
     parser *P = &d->p;
     for (;;) {
         PyObject *desc = NULL;
@@ -1084,10 +1094,10 @@ static void clear_pending(direction *d) {
     d->pending_bytes = 0;
 }
 
-static int lose(reader *r, direction *d, int64_t nbytes, double ts, PyObject *why);
+static int lose(reader *r, direction *d, int64_t nbytes, tsns ts, PyObject *why);
 
 static int deliver(reader *r, direction *d, const uint8_t *data, Py_ssize_t len, int64_t missing,
-                   double ts) {
+                   tsns ts) {
     if (len) {
         if (feed(r, d, data, len) < 0)
             return -1;
@@ -1100,7 +1110,7 @@ static int deliver(reader *r, direction *d, const uint8_t *data, Py_ssize_t len,
     return 0;
 }
 
-static int drain(reader *r, direction *d, double ts) {
+static int drain(reader *r, direction *d, tsns ts) {
     while (d->npending && d->heap[0].pos <= d->next_pos) {
         pending_seg s = d->heap[0];
         d->heap[0] = d->heap[--d->npending];
@@ -1124,7 +1134,7 @@ static int drain(reader *r, direction *d, double ts) {
     return 0;
 }
 
-static int lose(reader *r, direction *d, int64_t nbytes, double ts, PyObject *why) {
+static int lose(reader *r, direction *d, int64_t nbytes, tsns ts, PyObject *why) {
     if (!why)
         return -1;
     PyObject *msg = PyUnicode_FromFormat(
@@ -1141,7 +1151,7 @@ static int lose(reader *r, direction *d, int64_t nbytes, double ts, PyObject *wh
     return 0;
 }
 
-static int finish(reader *r, direction *d, double ts) {
+static int finish(reader *r, direction *d, tsns ts) {
     while (d->npending) {
         if (lose(r, d, d->heap[0].pos - d->next_pos, ts,
                  PyUnicode_FromString("the stream ended without them")) < 0)
@@ -1152,7 +1162,7 @@ static int finish(reader *r, direction *d, double ts) {
     return abandon(r, d, ts);
 }
 
-static int syn(reader *r, direction *d, uint32_t seq, double ts) {
+static int syn(reader *r, direction *d, uint32_t seq, tsns ts) {
     if (d->has_next) {
         /* The same addresses and ports, a new connection: the old one's
          * frames are dropped, as tcp.Direction.syn drops them. */
@@ -1169,7 +1179,7 @@ static int syn(reader *r, direction *d, uint32_t seq, double ts) {
 }
 
 static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, Py_ssize_t len,
-                   int64_t missing, double ts) {
+                   int64_t missing, tsns ts) {
     if (!d->has_next) {
         d->has_next = 1;
         d->next_seq = seq;
@@ -1503,16 +1513,10 @@ static direction *new_flow(reader *r, const uint8_t *k, int n) {
 }
 
 /* ---- output rows ------------------------------------------------------------------ */
-static int put_ts(reader *r, int has, double ts) {
-    int64_t us = 0;
-    uint8_t v = (uint8_t)has;
-    if (has) {
-        double x = nearbyint(ts * 1e6);
-        /* numpy's cast of what does not fit: the same undefined value is not
-         * ours to copy; such times are outside any capture's range. */
-        us = (x >= -9.2e18 && x <= 9.2e18) ? (int64_t)x : INT64_MIN;
-    }
-    if (gb_put(&r->ts_col, &us, 8) < 0 || gb_put(&r->ts_valid, &v, 1) < 0)
+static int put_ts(reader *r, int has, tsns ts) {
+    uint8_t v = (uint8_t)(has && ts != TS_NONE);
+    int64_t ns = v ? ts : 0;
+    if (gb_put(&r->ts_col, &ns, 8) < 0 || gb_put(&r->ts_valid, &v, 1) < 0)
         return -1;
     return 0;
 }
@@ -1669,7 +1673,7 @@ static int skipped(reader *r, int64_t start, int64_t end) {
 }
 
 typedef struct {
-    double ts;
+    tsns ts;
     uint32_t lt;
     const uint8_t *p;  /* the packet's bytes */
     int64_t caplen, wirelen;
@@ -1743,7 +1747,9 @@ static int pcap_next(reader *r, packet *pk) {
                 incl = rd32(h + 8, s->big);
                 size_t end = s->pos + 16 + (size_t)incl;
                 if (!(end > n || incl > s->max_record)) {
-                    pk->ts = (double)rd32(h, s->big) + (double)rd32(h + 4, s->big) * s->tick;
+                    /* 32-bit seconds in ns and a fraction below 10^9 ns: no overflow */
+                    pk->ts = (int64_t)rd32(h, s->big) * NS_PER_S +
+                             (int64_t)rd32(h + 4, s->big) * s->tick;
                     pk->lt = s->linktype;
                     pk->p = h + 16;
                     pk->caplen = incl;
@@ -1871,22 +1877,50 @@ static int ng_bad(reader *r, uint32_t btype, int64_t offset, PyObject *what) {
     return src_notice(r, K_BAD_BLOCK, m, 0, 0);
 }
 
-static double tsresol(uint8_t v) {
-    return (v & 0x80) ? pow(2.0, -(double)(v & 0x7F)) : pow(10.0, -(double)v);
+/* if_tsresol as nanoseconds per unit, num / den exactly (pcapng.py _tsresol):
+ * a negative power of two with the high bit, else of ten. */
+static void tsresol(uint8_t v, uint64_t *num, unsigned __int128 *den, int *den_inf) {
+    *num = 1, *den = 1, *den_inf = 0;
+    if (v & 0x80) {
+        *num = NS_PER_S;
+        *den = (unsigned __int128)1 << (v & 0x7F);
+        return;
+    }
+    int e = v < 60 ? v : 60;
+    if (e <= 9) {
+        for (int i = e; i < 9; i++)
+            *num *= 10;
+    } else if (e - 9 > 38) {
+        *den_inf = 1; /* 10^39 > any 64-bit count of units: the quotient is 0 */
+    } else {
+        for (int i = 9; i < e; i++)
+            *den *= 10;
+    }
+}
+
+/* units * num / den + offset_s seconds, as Python's exact integers, or TS_NONE. */
+static tsns pcapng_ts(uint64_t units, uint64_t num, unsigned __int128 den, int den_inf,
+                      int64_t offset_s) {
+    unsigned __int128 q = den_inf ? 0 : (unsigned __int128)units * num / den;
+    __int128 v = (__int128)q + (__int128)offset_s * NS_PER_S;
+    return (v <= (__int128)INT64_MIN || v > (__int128)INT64_MAX) ? TS_NONE : (tsns)v;
 }
 
 static int ng_interface(source *s, const uint8_t *h, uint32_t blen) {
     int big = s->ng_big;
     uint32_t lt = rd16(h + 8, big), snap = rd32(h + 12, big);
-    double tick = 1e-6;
+    uint64_t num;
+    unsigned __int128 den;
+    int den_inf;
     int64_t offset = 0;
+    tsresol(6, &num, &den, &den_inf); /* microseconds unless said otherwise */
     size_t p = 16, end = blen - 4;
     while (p + 4 <= end) {
         uint16_t code = rd16(h + p, big), olen = rd16(h + p + 2, big);
         if (code == 0)
             break;
         if (code == 9 && olen >= 1)
-            tick = tsresol(h[p + 4]);
+            tsresol(h[p + 4], &num, &den, &den_inf);
         else if (code == 14 && olen >= 8 && p + 12 <= end) {
             uint64_t lo = rd32(h + p + 4, big), hi = rd32(h + p + 8, big);
             offset = (int64_t)(big ? (lo << 32 | hi) : (hi << 32 | lo));
@@ -1905,8 +1939,10 @@ static int ng_interface(source *s, const uint8_t *h, uint32_t blen) {
     }
     s->ifaces[s->nifaces].linktype = lt;
     s->ifaces[s->nifaces].snaplen = snap;
-    s->ifaces[s->nifaces].tick = tick;
-    s->ifaces[s->nifaces].offset = offset;
+    s->ifaces[s->nifaces].num = num;
+    s->ifaces[s->nifaces].den = den;
+    s->ifaces[s->nifaces].den_inf = den_inf;
+    s->ifaces[s->nifaces].offset_s = offset;
     s->nifaces++;
     return 0;
 }
@@ -2004,7 +2040,8 @@ static int pcapng_next(reader *r, packet *pk) {
                         return -1;
                 } else {
                     uint64_t t = (uint64_t)hi << 32 | lo;
-                    pk->ts = (double)t * s->ifaces[iid].tick + (double)s->ifaces[iid].offset;
+                    pk->ts = pcapng_ts(t, s->ifaces[iid].num, s->ifaces[iid].den,
+                                       s->ifaces[iid].den_inf, s->ifaces[iid].offset_s);
                     pk->lt = s->ifaces[iid].linktype;
                     pk->p = h + 28;
                     pk->caplen = cap;
@@ -2028,7 +2065,7 @@ static int pcapng_next(reader *r, packet *pk) {
                         cap = blen - 16;
                     if (s->ifaces[0].snaplen && s->ifaces[0].snaplen < cap)
                         cap = s->ifaces[0].snaplen;
-                    pk->ts = 0.0; /* a simple packet block has no timestamp */
+                    pk->ts = 0; /* a simple packet block has no timestamp */
                     pk->lt = s->ifaces[0].linktype;
                     pk->p = h + 12;
                     pk->caplen = cap;
@@ -2168,7 +2205,7 @@ static void end_packet(reader *r) {
 static int handle(reader *r, packet *pk) {
     r->packets++;
     r->ts = pk->ts;
-    double ts = pk->ts;
+    tsns ts = pk->ts;
     if (!supported(pk->lt)) {
         if (!(r->unsupported[(pk->lt & 0xFFFF) / 8] & (1 << (pk->lt % 8)))) {
             r->unsupported[(pk->lt & 0xFFFF) / 8] |= (uint8_t)(1 << (pk->lt % 8));
@@ -2296,7 +2333,7 @@ static int w_raw(gbuf *g, const void *p, size_t n) { return gb_put(g, p, n); }
 static int w_u8(gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
 static int w_u32(gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
 static int w_i64(gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
-static int w_f64(gbuf *g, double v) { return w_raw(g, &v, 8); }
+static int w_u64(gbuf *g, uint64_t v) { return w_raw(g, &v, 8); }
 static int w_bytes(gbuf *g, const void *p, size_t n) {
     return w_i64(g, (int64_t)n) || w_raw(g, p ? p : "", n);
 }
@@ -2320,7 +2357,7 @@ static void r_raw(des *d, void *out, size_t k) {
 static uint8_t r_u8(des *d) { uint8_t v; r_raw(d, &v, 1); return v; }
 static uint32_t r_u32(des *d) { uint32_t v; r_raw(d, &v, 4); return v; }
 static int64_t r_i64(des *d) { int64_t v; r_raw(d, &v, 8); return v; }
-static double r_f64(des *d) { double v; r_raw(d, &v, 8); return v; }
+static uint64_t r_u64(des *d) { uint64_t v; r_raw(d, &v, 8); return v; }
 /* Bytes into g (replacing what it held). */
 static int r_bytes(des *d, gbuf *g) {
     int64_t k = r_i64(d);
@@ -2374,12 +2411,14 @@ static int w_direction(gbuf *g, const direction *d) {
 static int snapshot(reader *r, gbuf *g) {
     source *s = &r->s;
     flowtab *t = &r->flows;
-    if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_f64(g, r->ts) ||
+    if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_i64(g, r->ts) ||
         w_u8(g, (uint8_t)s->fmt) || w_u8(g, (uint8_t)s->ng_big) || w_u32(g, (uint32_t)s->nifaces))
         return -1;
     for (Py_ssize_t i = 0; i < s->nifaces; i++)
         if (w_u32(g, s->ifaces[i].linktype) || w_u32(g, s->ifaces[i].snaplen) ||
-            w_f64(g, s->ifaces[i].tick) || w_i64(g, s->ifaces[i].offset))
+            w_u64(g, s->ifaces[i].num) || w_u64(g, (uint64_t)(s->ifaces[i].den >> 64)) ||
+            w_u64(g, (uint64_t)s->ifaces[i].den) || w_u8(g, (uint8_t)s->ifaces[i].den_inf) ||
+            w_i64(g, s->ifaces[i].offset_s))
             return -1;
     /* the link types already reported as unsupported: their numbers */
     uint32_t nu = 0;
@@ -2486,7 +2525,7 @@ static int restore(reader *r, const uint8_t *p, size_t n) {
     if (r_u32(&in) != SNAP_MAGIC)
         goto bad;
     r->total_rows = r_i64(&in);
-    r->ts = r_f64(&in);
+    r->ts = r_i64(&in);
     if (r_u8(&in) != s->fmt)
         goto bad;
     s->ng_big = r_u8(&in);
@@ -2506,8 +2545,11 @@ static int restore(reader *r, const uint8_t *p, size_t n) {
         }
         s->ifaces[s->nifaces].linktype = r_u32(&in);
         s->ifaces[s->nifaces].snaplen = r_u32(&in);
-        s->ifaces[s->nifaces].tick = r_f64(&in);
-        s->ifaces[s->nifaces].offset = r_i64(&in);
+        s->ifaces[s->nifaces].num = r_u64(&in);
+        unsigned __int128 hi = r_u64(&in);
+        s->ifaces[s->nifaces].den = hi << 64 | r_u64(&in);
+        s->ifaces[s->nifaces].den_inf = r_u8(&in);
+        s->ifaces[s->nifaces].offset_s = r_i64(&in);
         s->nifaces++;
     }
     uint32_t nu = r_u32(&in);
@@ -2753,7 +2795,7 @@ static int open_source(reader *r, const char *path) {
     }
     s->fmt = 1;
     s->big = big;
-    s->tick = nano ? 1e-9 : 1e-6;
+    s->tick = nano ? 1 : 1000;
     s->frac_limit = nano ? 1000000000u : 1000000u;
     s->snaplen = rd32(head + 16, big);
     s->linktype = rd32(head + 20, big) & 0xFFFF;

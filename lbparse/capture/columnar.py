@@ -118,17 +118,21 @@ class NativeCapture:
         return dict(self._reader.stats())
 
     def columns(self, max_rows: int, max_bytes: int) -> Iterator[tuple[int, dict[str, pa.Array]]]:
-        """(rows, columns) per batch: ts (timestamp[us, UTC]), the record
-        columns, header_block (binary), error_kind, error_message. A
+        """(rows, columns) per batch: ts_ns (int64, the capture time in
+        integer nanoseconds) and ts (timestamp[us, UTC], rounded down), the
+        record columns, header_block (binary), error_kind, error_message. A
         CaptureError that stops the reading is raised after the rows before it."""
         while True:
             got = self._reader.next_batch(max_rows, max_bytes)
             if got is None:
                 return
             n, (ts_valid, ts), *bufs = got
+            ns = pa.Array.from_buffers(pa.int64(), n, [_buf(ts_valid), pa.py_buffer(ts)])
+            micros = np.frombuffer(ts, np.int64, n) // 1000  # floor, as sources._times_ns
             cols: dict[str, pa.Array] = {
+                "ts_ns": ns,
                 "ts": pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [
-                    _buf(ts_valid), pa.py_buffer(ts)])}
+                    _buf(ts_valid), pa.py_buffer(micros)])}
             for name, (valid, offsets, data) in zip(_COLUMNS, bufs):
                 typ = pa.binary() if name in _BINARY else pa.string()
                 cols[name] = pa.Array.from_buffers(typ, n, [_buf(valid), pa.py_buffer(offsets),

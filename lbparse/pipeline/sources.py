@@ -38,6 +38,7 @@ from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture import columnar, fields
@@ -329,12 +330,16 @@ def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
 def ns_array(values: list[int | None]) -> pa.Array:
     """Capture times (integer nanoseconds) as an int64 array; a time that
     64 bits do not hold (a damaged capture's clock, past the year 2262) is
-    null there, the row kept."""
+    null there, the row kept. So is -2**63 itself: numpy and pandas read it
+    as NaT (the C capture loop's null, too)."""
     try:
-        return pa.array(values, pa.int64())
+        arr = pa.array(values, pa.int64())
     except (OverflowError, pa.ArrowInvalid):
-        return pa.array([v if v is None or -2**63 <= v < 2**63 else None for v in values],
+        return pa.array([v if v is None or -2**63 < v < 2**63 else None for v in values],
                         pa.int64())
+    if len(arr) > arr.null_count and pc.min(arr).as_py() == -2**63:
+        arr = pc.if_else(pc.equal(arr, -2**63), pa.scalar(None, pa.int64()), arr)
+    return arr
 
 
 def _times_ns(ns: pa.Array) -> tuple[pa.Array, pa.Array]:
