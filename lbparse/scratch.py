@@ -1,0 +1,68 @@
+"""Scratch files no other local user can plant or change.
+
+A file at a name another user can predict (`/tmp/lbparse-...-<uid>`) is
+theirs to create first: lbparse would then hand their content to the
+program that reads it (issue #19: a planted log4j2 configuration made the
+victim's Spark JVM append chosen lines to a chosen file). So scratch files
+live in a directory made for this process by `tempfile.mkdtemp` (mode
+0700, a random name, created or failed atomically), each file is created
+fresh with O_CREAT | O_EXCL | O_NOFOLLOW (never opened if it exists), and
+the directory is checked (ours, 0700, not a link) before every use and
+removed when the process exits. Nothing is ever reused from an earlier
+process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import stat
+import tempfile
+import threading
+
+__all__ = ["private_dir", "write_private"]
+
+_lock = threading.Lock()
+_dir: str | None = None
+
+
+def _ours(path: str) -> bool:
+    """A real directory (not a link) owned by us that nobody else may enter."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and stat.S_IMODE(st.st_mode) & 0o077 == 0)
+
+
+def private_dir() -> str:
+    """This process's private scratch directory (made on first use, removed at exit)."""
+    global _dir
+    with _lock:
+        if _dir is None or not _ours(_dir):
+            # Gone (a /tmp cleaner) or tampered with: a new one, never a repair.
+            _dir = tempfile.mkdtemp(prefix="lbparse-")
+            atexit.register(shutil.rmtree, _dir, True)
+        return _dir
+
+
+def write_private(name: str, text: str) -> str:
+    """A new file `name` in the private directory holding `text`; its path.
+
+    Each call makes a new file (a numbered name if `name` was taken in this
+    process's directory): a file found already there is never used."""
+    base = private_dir()
+    stem, dot, ext = name.rpartition(".")
+    for i in range(1000):
+        candidate = name if i == 0 else f"{stem}-{i}{dot}{ext}" if dot else f"{name}-{i}"
+        path = os.path.join(base, candidate)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+    raise OSError(f"{base}: could not create a new scratch file named like {name!r}")
