@@ -2,8 +2,17 @@
 message as it arrives (nats-py).
 
 `subscribe(url, subjects, on_record, ...)` runs until `count` messages,
-`duration` seconds, SIGINT/SIGTERM, or the connection's end. Connection
-options are named as the NATS command line names them (`ConnectOptions`).
+`duration` seconds, SIGINT/SIGTERM, or the server is gone for good, and
+returns a `LiveResult`. Connection options are named as the NATS command
+line names them (`ConnectOptions`).
+
+When the connection is lost, it is re-established as the NATS clients do
+(the subscriptions are made again), for at most `reconnect_timeout`
+seconds; every loss is an `Outage`: when, why, for how long, and how many
+messages may have been missed meanwhile (NATS core does not redeliver
+them: an estimate, at the rate seen before the loss). `on_event` is told
+each loss and return as it happens. A result with an outage, or one that
+gave up waiting, is not `complete`: messages may be missing.
 
 nats-py hands callbacks parsed headers only, so an empty header block
 would look like none and repeated keys would merge. To keep records
@@ -17,11 +26,14 @@ import asyncio
 import signal
 import ssl
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
+from lbparse.generation import GenerationContext, connection_key
+from lbparse.traffic import TrafficReader
 
 
 @dataclass
@@ -40,11 +52,13 @@ class ConnectOptions:
     timeout: float = 5.0           # connect timeout, seconds
     name: str = "lbparse"
 
-    def nats_kwargs(self, url: str) -> dict[str, Any]:
+    def nats_kwargs(self, url: str, reconnect: bool = False) -> dict[str, Any]:
         kw: dict[str, Any] = {
             "servers": [url], "name": self.name, "connect_timeout": self.timeout,
-            # A tap reports what it sees; reconnecting would hide the loss.
-            "allow_reconnect": False, "max_reconnect_attempts": 0,
+            # Reconnecting is bounded by subscribe()'s own deadline, and every
+            # loss is reported (Outage), so that none is hidden.
+            "allow_reconnect": reconnect, "max_reconnect_attempts": -1 if reconnect else 0,
+            "reconnect_time_wait": RECONNECT_WAIT,
         }
         if self.creds:
             kw["user_credentials"] = self.creds
@@ -63,6 +77,98 @@ class ConnectOptions:
             kw["tls"] = ctx
             kw["tls_handshake_first"] = self.tlsfirst
         return kw
+
+
+DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
+RECONNECT_WAIT = 0.5               # between attempts (nats-py's default is 2 s)
+RATE_WINDOW = 10.0                 # seconds of arrivals the missed-message estimate uses
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password (for messages: a secret is never printed)."""
+    u = urlparse(url)
+    if u.password is None:
+        return url
+    netloc = f"{u.username}:***@{u.hostname}" + (f":{u.port}" if u.port else "")
+    return urlunparse(u._replace(netloc=netloc))
+
+
+@dataclass
+class Outage:
+    """One loss of the connection: when (Unix time), why, until when, and the
+    arrival rate before it (messages a second), for the estimate of what
+    was missed."""
+
+    lost_at: float
+    reason: str
+    rate: float
+    back_at: float | None = None  # None: never came back
+
+    def seconds(self, now: float | None = None) -> float:
+        end = self.back_at if self.back_at is not None else (now or time.time())
+        return max(end - self.lost_at, 0.0)
+
+    def may_have_missed(self, now: float | None = None) -> int:
+        """Messages that may have been published meanwhile, at the rate seen before."""
+        return round(self.rate * self.seconds(now))
+
+
+@dataclass
+class LiveResult:
+    """What a live session got: messages, the connection's losses, whether it gave up."""
+
+    messages: int = 0
+    outages: list[Outage] = field(default_factory=list)
+    gave_up: bool = False  # the server did not come back within reconnect_timeout
+
+    @property
+    def complete(self) -> bool:
+        """No loss: nothing can be missing."""
+        return not self.outages and not self.gave_up
+
+    def may_have_missed(self) -> int:
+        return sum(o.may_have_missed() for o in self.outages)
+
+    def summary(self) -> str:
+        """One line: what was received and what may be missing."""
+        text = f"{self.messages} messages"
+        if self.outages:
+            secs = sum(o.seconds() for o in self.outages)
+            text += (f"; connection lost {len(self.outages)} time(s), {secs:.1f} s in all: "
+                     f"messages published meanwhile were not received (about "
+                     f"{self.may_have_missed()}, at the rates seen before)")
+        if self.gave_up:
+            text += "; the server did not come back: gave up"
+        return text
+
+
+class _Rate:
+    """Messages a second over the last RATE_WINDOW seconds of a connection."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.times: deque[float] = deque()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        self.times.append(now)
+        while self.times and now - self.times[0] > RATE_WINDOW:
+            self.times.popleft()
+
+    def rate(self) -> float:
+        now = time.monotonic()
+        while self.times and now - self.times[0] > RATE_WINDOW:
+            self.times.popleft()
+        span = min(now - self.since, RATE_WINDOW)
+        return len(self.times) / span if span > 0 else 0.0
+
+    def restart(self) -> None:
+        self.since = time.monotonic()
+        self.times.clear()
+
+
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
 
 
 def _raw_client_class() -> type:
@@ -86,7 +192,7 @@ def _raw_client_class() -> type:
     return _RawClient
 
 
-def _endpoints(nc: Any, url: str) -> tuple[str, str]:
+def _endpoints(nc: Any, url: str) -> tuple[str, str]:  # url: shown (no password)
     """(server, local) as host:port; the socket's when nats-py lets us see it."""
     def fmt(addr: Any) -> str | None:
         if isinstance(addr, tuple) and len(addr) >= 2:
@@ -113,29 +219,121 @@ def message_record(msg: Any, server: str, local: str) -> Record:
                        msg.data)
 
 
+class _Session:
+    """The connection's state for subscribe(): losses, returns, the give-up deadline."""
+
+    def __init__(self, url: str, reconnect_timeout: float,
+                 on_event: Callable[[str], None] | None) -> None:
+        self.url = shown_url(url)
+        self.reconnect_timeout = reconnect_timeout
+        self.on_event = on_event or (lambda line: None)
+        self.result = LiveResult()
+        self.rate = _Rate()
+        self.last_error: str | None = None
+        self.lost: Outage | None = None
+        self.lost_mono = 0.0
+        self.done = asyncio.Event()
+        self.nc: Any = None
+        self.server = self.local = ""
+
+    def endpoints(self) -> None:
+        """(server, local) of the current connection: a new one has a new local port."""
+        self.server, self.local = _endpoints(self.nc, self.url)
+
+    async def error(self, exc: Exception) -> None:
+        # The cause of the next disconnection; nats-py would also log each one.
+        self.last_error = str(exc) or type(exc).__name__
+
+    async def disconnected(self) -> None:
+        if self.lost is not None or self.done.is_set():
+            return  # already lost, or we are closing
+        self.lost = Outage(time.time(), self.last_error or "connection closed",
+                           self.rate.rate())
+        self.lost_mono = time.monotonic()
+        self.result.outages.append(self.lost)
+        how = (f"reconnecting for up to {self.reconnect_timeout:g} s"
+               if self.reconnect_timeout > 0 else "not reconnecting (--reconnect-timeout 0)")
+        self.on_event(f"connection to {self.url} lost at {_stamp(self.lost.lost_at)} "
+                      f"({self.lost.reason}); {how}")
+        if self.reconnect_timeout <= 0:
+            self.give_up()
+
+    async def reconnected(self) -> None:
+        self.endpoints()
+        if self.lost is None:
+            return
+        self.lost.back_at = time.time()
+        o, self.lost = self.lost, None
+        self.last_error = None
+        self.rate.restart()
+        self.on_event(f"reconnected to {self.url} after {o.seconds():.1f} s; messages "
+                      f"published meanwhile were not received (about {o.may_have_missed()}, "
+                      f"at the {o.rate:.1f} msg/s seen before)")
+
+    def give_up(self) -> None:
+        self.result.gave_up = True
+        self.done.set()
+        if self.lost is not None:
+            self.on_event(f"{self.url} did not come back within "
+                          f"{self.reconnect_timeout:g} s: giving up (about "
+                          f"{self.lost.may_have_missed()} messages may be missing)")
+
+    async def watch(self, nc: Any) -> None:
+        """Give up once the server has been gone for reconnect_timeout, or when
+        the connection is closed for good."""
+        while not self.done.is_set():
+            if self.lost is not None and \
+                    time.monotonic() - self.lost_mono > self.reconnect_timeout:
+                self.give_up()
+                return
+            if nc.is_closed:
+                if self.lost is None:  # closed without a disconnection first
+                    await self.disconnected()
+                self.give_up()
+                return
+            await asyncio.sleep(0.1)
+
+
 async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Record], None], *,
                     options: ConnectOptions | None = None, layout: str | None = None,
                     count: int | None = None, duration: float | None = None,
-                    on_ready: Callable[[], None] | None = None) -> int:
+                    on_ready: Callable[[], None] | None = None,
+                    reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
+                    on_event: Callable[[str], None] | None = None) -> LiveResult:
     """Subscribe to `subjects` and call `on_record` for each message, decoded
-    as `layout` (None: not decoded). Returns the number of messages."""
+    as `layout` (None: not decoded); reconnect after a loss for at most
+    `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
+    loss and return."""
     options = options or ConnectOptions()
     nc = _raw_client_class()()
-    await _connect(nc, url, options)
-    server, local = _endpoints(nc, url)
-    done = asyncio.Event()
-    seen = 0
+    session = _Session(url, reconnect_timeout, on_event)
+    session.nc = nc
+    await _connect(nc, url, options, session)
+    session.endpoints()
+    done = session.done
+    result = session.result
+
+    traffic = TrafficReader() if layout is not None else None
+    # auto: ambiguous envelopes resolved by what this session has received so
+    # far (lbparse.generation; nothing is held back: a tap prints as it goes).
+    context = GenerationContext(window=0) if layout == "auto" else None
 
     async def handle(msg: Any) -> None:
-        nonlocal seen
         if done.is_set():
             return
-        rec = message_record(msg, server, local)
+        rec = message_record(msg, session.server, session.local)
         if layout is not None:
             decode_into(rec, layout)
-        seen += 1
+        if traffic is not None:
+            rec.traffic = traffic.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload,
+                                       rec.header_block)
+        if context is not None and rec.envelope is not None:
+            rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
+                                       rec.envelope, rec.payload)
+        result.messages += 1
+        session.rate.tick()
         on_record(rec)
-        if count is not None and seen >= count:
+        if count is not None and result.messages >= count:
             done.set()
 
     loop = asyncio.get_running_loop()
@@ -144,6 +342,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
             loop.add_signal_handler(sig, done.set)
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
+    watcher = None
     try:
         for subject in subjects:
             await nc.subscribe(subject, cb=handle)
@@ -151,40 +350,45 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         await nc.flush(timeout=options.timeout)
         if on_ready is not None:
             on_ready()
-        if count is None or seen < count:
-            closed = asyncio.ensure_future(_wait_closed(nc))
+        if count is None or result.messages < count:
+            watcher = asyncio.ensure_future(session.watch(nc))
             waiter = asyncio.ensure_future(done.wait())
             try:
-                await asyncio.wait({waiter, closed}, timeout=duration,
+                await asyncio.wait({waiter, watcher}, timeout=duration,
                                    return_when=asyncio.FIRST_COMPLETED)
             finally:
                 waiter.cancel()
-                closed.cancel()
     finally:
+        done.set()  # a disconnection while closing is not an outage
+        if watcher is not None:
+            watcher.cancel()
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError):
                 pass
         if not nc.is_closed:
-            await nc.close()
-    return seen
+            await _close_quietly(nc)
+    return result
 
 
-async def _connect(nc: Any, url: str, options: ConnectOptions) -> None:
+async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session) -> None:
     import nats.errors
 
     # nats-py keeps retrying a refused first connection despite
     # allow_reconnect=False: bound it ourselves.
     limit = options.timeout * 2 + 1
+    kw = options.nats_kwargs(url, reconnect=session.reconnect_timeout > 0)
     try:
-        await asyncio.wait_for(nc.connect(**options.nats_kwargs(url), error_cb=_quiet), limit)
+        await asyncio.wait_for(nc.connect(**kw, error_cb=session.error,
+                                          disconnected_cb=session.disconnected,
+                                          reconnected_cb=session.reconnected), limit)
     except asyncio.TimeoutError:
         await _close_quietly(nc)
-        raise OSError(f"no NATS server answered at {url} within {limit:g} s") from None
-    except (nats.errors.Error, ssl.SSLError) as exc:
+        raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
+    except (nats.errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)
-        raise OSError(f"cannot connect to {url}: {exc or type(exc).__name__}") from None
+        raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
 
 
 async def _close_quietly(nc: Any) -> None:
@@ -194,14 +398,3 @@ async def _close_quietly(nc: Any) -> None:
         pass
 
 
-async def _wait_closed(nc: Any) -> None:
-    # nats-py offers a closed callback only at connect; polling is simpler
-    # and the tap is idle anyway.
-    while not nc.is_closed:
-        await asyncio.sleep(0.2)
-
-
-async def _quiet(exc: Exception) -> None:
-    # Connection errors surface from connect() or as the end of the tap;
-    # nats-py would otherwise also log each one.
-    return None

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
-from support.net import free_port
+from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
 
 if TYPE_CHECKING:
     from support.cluster import ClusterRun
@@ -20,20 +17,6 @@ if TYPE_CHECKING:
 # tests/support is importable as `support`.
 sys.path.insert(0, str(Path(__file__).parent))
 
-NATS_SERVER = shutil.which("nats-server") or "/usr/bin/nats-server"
-
-
-def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"nats-server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nats-server did not accept on 127.0.0.1:{port} within {timeout}s")
 
 
 @pytest.fixture
@@ -61,16 +44,6 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
             log.close()
         return
     raise RuntimeError(f"could not start nats-server: {last}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 # -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------

@@ -91,6 +91,15 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+def _padded(n: int, width: int) -> bytes:
+    """n as a varint of at least `width` bytes (continuation bytes of zeros)."""
+    out = bytearray(_varint(n))
+    while len(out) < width:
+        out[-1] |= 0x80
+        out.append(0)
+    return bytes(out)
+
+
 @st.composite
 def field_bytes(draw: st.DrawFn) -> bytes:
     """One field as encoders write it, or something near it that is not."""
@@ -104,6 +113,13 @@ def field_bytes(draw: st.DrawFn) -> bytes:
         body = _varint(draw(st.one_of(st.just(len(value)), st.integers(0, 1 << 64 - 1)))) + value
     else:
         body = draw(st.binary(max_size=9))
+    if draw(st.integers(0, 7)) == 0:  # a tag or length padded past what it needs
+        width = draw(st.integers(1, 11))
+        if wt == 2 and draw(st.booleans()):
+            n = len(value)
+            body = _padded(n, width) + value
+        else:
+            tag = _padded(number << 3 | wt, width)
     out = tag + body
     if draw(st.integers(0, 9)) == 0:  # damage: cut, or an overlong varint
         out = draw(st.sampled_from([out[:draw(st.integers(0, len(out)))], b"\x88" + b"\xff" * 10]))
@@ -180,3 +196,28 @@ def test_the_scan_refuses_ranges_outside_the_data_and_short_buffers() -> None:
         fill(2, [0, 1, 3])
     with pytest.raises(ValueError, match="bad has 2 bytes, not 1"):
         fill(3, [0, 1, 2], bad=2)
+
+
+@pytest.mark.parametrize("native_scan", [False, True])
+@pytest.mark.parametrize("width", range(1, 12))
+def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, width: int
+                                                            ) -> None:
+    """upb reads a tag or a length in at most 5 bytes (a longer one, even of
+    zero padding, is corrupt); both scans leave such messages out, so they
+    reach upb and its error (issue #19)."""
+    if native_scan and wirescan._kernels is None:
+        pytest.skip("pure-Python install: the C module was not built")
+    from lbparse.payloads import message_class
+
+    ack = message_class("proto.Ack")
+    for wire in (_padded(0x0A, width) + b"\x01a", b"\x0a" + _padded(1, width) + b"a"):
+        data = np.frombuffer(wire, np.uint8)
+        scan = wirescan._Scan(data, np.array([0]), np.array([len(wire)]), (1,),
+                              native=native_scan)
+        assert scan.bad.tolist() == [width > wirescan.MAX_SIZE_BYTES]
+        try:
+            ack.FromString(wire)
+            upb_ok = True
+        except Exception:  # noqa: BLE001  upb's DecodeError
+            upb_ok = False
+        assert upb_ok == (width <= wirescan.MAX_SIZE_BYTES)

@@ -283,6 +283,17 @@ class CaptureReader:
         self.size = os.path.getsize(self.path)
         self._source: Any = None
         self._decode = self._decoder()
+        # auto: ambiguous envelopes resolved by what the capture has shown
+        # (lbparse.generation); None for a named layout.
+        self._context: Any = None
+        if self.decode and self.layout == "auto":
+            from lbparse.generation import GenerationContext
+            self._context = GenerationContext(self._decode)
+        # Liftbridge's non-envelope traffic, named and decoded (lbparse.traffic).
+        self._traffic: Any = None
+        if self.decode:
+            from lbparse.traffic import TrafficReader
+            self._traffic = TrafficReader()
 
     @property
     def bytes_read(self) -> int:
@@ -304,6 +315,8 @@ class CaptureReader:
             self.on_notice(n)
 
     def __iter__(self) -> Iterator[Record]:
+        if self._context is not None:
+            return self._in_order(self._records())
         return self._records()
 
     def _our_format(self, f: BinaryIO) -> Iterator[Record]:
@@ -497,8 +510,52 @@ class CaptureReader:
                 rec.envelope = self._decode(rec.payload, self.layout)
             except EnvelopeError as exc:
                 rec.error = exc
+            if self._traffic is not None:
+                rec.traffic = self._traffic.read(rec.src, rec.dst, rec.subject, rec.reply,
+                                                 rec.payload, rec.header_block)
+            if self._context is not None and self._see(rec):
+                return rec  # held for the capture's first proof: counted when released
         self.stats.count(rec)
         return rec
+
+    def _see(self, rec: Record) -> bool:
+        """Note the record's proof of its generation; resolve it if ambiguous.
+        True when it must wait for the capture's first proof (`_in_order`)."""
+        _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope,
+                                          rec.payload)
+        rec.envelope = env
+        return held
+
+    def _in_order(self, recs: Iterator[Record]) -> Iterator[Record]:
+        """The records, with those that wait for the capture's first proof held
+        back (and every record after them, to keep the order) until it comes,
+        or until the context's window has passed without it."""
+        from lbparse.generation import connection_key
+
+        ctx = self._context
+        held: list[tuple[int, Record]] = []
+        for rec in recs:
+            index = ctx.index - 1
+            env = rec.envelope
+            waits = env is not None and env.ambiguous and ctx.waiting(index)
+            if not held and not waits:
+                yield rec
+                continue
+            held.append((index, rec))  # the waiting ones are counted at release
+            if ctx.first_proof is not None or ctx.window_end is not None:
+                yield from self._release(held, connection_key)
+                held = []
+        yield from self._release(held, connection_key)
+
+    def _release(self, held: list[tuple[int, Record]], connection_key: Any) -> Iterator[Record]:
+        ctx = self._context
+        for index, rec in held:
+            env = rec.envelope
+            if env is not None and env.ambiguous:
+                rec.envelope = ctx.resolve(index, connection_key(rec.src, rec.dst), rec.subject,
+                                           env, rec.payload)
+                self.stats.count(rec)
+            yield rec
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,

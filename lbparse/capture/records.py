@@ -5,12 +5,15 @@ A JSON Lines record is `Record.to_json_dict()`: `ts` (float seconds),
 `src` and `dst` (`host:port`), `direction` (`client_to_server` or
 `server_to_client`), `verb` (PUB, HPUB, MSG, HMSG), `subject`, `reply`,
 `sid` (null for PUB/HPUB), `headers` (list of [key, value]; null without a
-header block), `payload` (base64), then `envelope` (the decoded envelope's
-JSON, with its `layout`) or `error` ({"kind", "message"}). The Parquet file
-has the same columns, `payload` as binary, `headers` as a list of
-key/value structs, and the decoding as `envelope_json` (JSON text) or
-`error_kind`/`error_message`. Reading either back decodes the payload
-again: the bytes are the truth, the stored decoding is for people.
+header block; a NATS status first, as Status and Description), `payload`
+(base64), then `envelope` (the decoded envelope's JSON, with its `layout`)
+or `error` ({"kind", "message"}), and `liftbridge` for Liftbridge's own
+non-envelope traffic (lbparse.traffic: the Raft transport, its handshake,
+the bootstrap probe). The Parquet file has the same columns, `payload` as
+binary, `headers` as a list of key/value structs, and the decoding as
+`envelope_json` (JSON text) or `error_kind`/`error_message`, and
+`liftbridge_json`. Reading either back decodes the payload again: the
+bytes are the truth, the stored decoding is for people.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ class Record:
     `direction` follows from the verb: clients publish, servers deliver.
     """
 
-    __slots__ = ("ts", "_ends", "_frame", "envelope", "error")
+    __slots__ = ("ts", "_ends", "_frame", "envelope", "error", "traffic")
 
     def __init__(self, ts: float, ends: Any, frame: Frame,
                  envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
@@ -59,6 +62,8 @@ class Record:
         self._frame = frame
         self.envelope = envelope
         self.error = error
+        # Liftbridge's own non-envelope traffic (lbparse.traffic.Traffic), when it is.
+        self.traffic: Any = None
 
     @classmethod
     def make(cls, ts: float, src: str, dst: str, verb: str, subject: str, reply: str | None,
@@ -132,6 +137,8 @@ class Record:
             d["envelope"] = self.envelope.to_json_dict()
         elif self.error is not None:
             d["error"] = {"kind": self.error.kind, "message": self.error.message}
+        if self.traffic is not None:
+            d["liftbridge"] = self.traffic.to_json_dict()
         return d
 
     def __repr__(self) -> str:
@@ -170,10 +177,30 @@ def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
     return dict(zip(COLUMNS, cols))
 
 
+# A NATS header block starts with its version line; the server may put a
+# status after it (`NATS/1.0 503`, `NATS/1.0 404 No Messages`): nats.go and
+# nats.py give it to applications as the headers Status and Description.
+HEADER_LINE = b"NATS/1.0"
+STATUS = "Status"
+DESCRIPTION = "Description"
+
+
 def parse_headers(block: bytes) -> list[list[str]]:
-    """`NATS/1.0[ status]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value] pairs."""
+    """`NATS/1.0[ status[ description]]\r\nKey: Value\r\n...\r\n` as [key, value]
+    pairs; a status (three digits, as nats.py and nats.go read it) comes first
+    as ["Status", code] and its text as ["Description", text]."""
     out: list[list[str]] = []
-    for line in block.split(b"\r\n")[1:]:
+    lines = block.split(b"\r\n")
+    first = lines[0]
+    if first.startswith(HEADER_LINE) and len(first) > len(HEADER_LINE):
+        status = first[len(HEADER_LINE):].strip(b" \t")
+        code = status[:3]
+        if len(code) == 3 and code.isdigit():
+            out.append([STATUS, code.decode("ascii")])
+            text = status[3:].strip(b" \t")
+            if text:
+                out.append([DESCRIPTION, text.decode("utf-8", "replace")])
+    for line in lines[1:]:
         if not line:
             continue
         key, sep, value = line.partition(b":")
@@ -184,9 +211,19 @@ def parse_headers(block: bytes) -> list[list[str]]:
 
 
 def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) -> bytes | None:
+    """The header block of `headers` (parse_headers' inverse): a leading Status of
+    three digits, and the Description after it, go back into the first line."""
     if headers is None:
         return None
-    return b"NATS/1.0\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in headers) + b"\r\n"
+    first = HEADER_LINE
+    rest = list(headers)
+    if rest and rest[0][0] == STATUS and len(rest[0][1]) == 3 and rest[0][1].isdigit():
+        first += b" " + rest[0][1].encode()
+        rest = rest[1:]
+        if rest and rest[0][0] == DESCRIPTION:
+            first += b" " + rest[0][1].encode()
+            rest = rest[1:]
+    return first + b"\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in rest) + b"\r\n"
 
 
 def decode_into(rec: Record, layout: str) -> Record:
@@ -260,7 +297,7 @@ def parquet_schema() -> Any:
         ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
         ("payload", pa.binary()), ("layout", pa.string()), ("msg_type_name", pa.string()),
         ("envelope_json", pa.string()), ("error_kind", pa.string()),
-        ("error_message", pa.string()),
+        ("error_message", pa.string()), ("liftbridge_json", pa.string()),
     ])
 
 
@@ -289,6 +326,8 @@ class ParquetRecordWriter:
                               if env is not None else None),
             "error_kind": rec.error.kind if rec.error is not None else None,
             "error_message": rec.error.message if rec.error is not None else None,
+            "liftbridge_json": (json.dumps(rec.traffic.to_json_dict(), ensure_ascii=False)
+                                if rec.traffic is not None else None),
         })
         if len(self._rows) >= self._batch:
             self.flush()

@@ -32,6 +32,7 @@ import time
 from typing import TextIO
 
 from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 
 NAME = "capture"
@@ -68,7 +69,12 @@ def table_row(rec: Record) -> str:
     arrow = f"{rec.src} -> {rec.dst}"
     extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
                                  f"reply={rec.reply}" if rec.reply else "") if x)
-    if rec.envelope is not None:
+    headers = rec.headers
+    if rec.traffic is not None:  # Liftbridge's own non-envelope traffic
+        what = rec.traffic.summary()
+    elif headers and headers[0][0] == STATUS:  # a NATS status message (503: no responders)
+        what = " ".join(["status", *(v for k, v in headers[:2] if k in (STATUS, DESCRIPTION))])
+    elif rec.envelope is not None:
         what = f"{rec.envelope.layout} {rec.envelope.msg_type_name}"
     elif rec.error is not None:
         what = f"error {rec.error.kind}"

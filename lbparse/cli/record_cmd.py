@@ -3,8 +3,12 @@
 -o FILE.jsonl writes JSON Lines (payload base64), -o FILE.parquet writes
 Parquet (payload binary); both hold one record per message, the fields of
 `lbparse capture`, and every lbparse reader accepts them like a pcap.
-Recording stops after --count messages, after --duration seconds, or on
-Ctrl-C / SIGTERM; the file is complete in every case.
+Recording stops after --count messages, after --duration seconds, on
+Ctrl-C / SIGTERM, or when a lost server does not come back within
+--reconnect-timeout; the file is complete and readable in every case.
+A lost connection is said on stderr when it happens and when it comes
+back (see `lbparse tap --help`); the exit status is then 1: messages
+published meanwhile are not in the file.
 
 examples:
   lbparse record nats://127.0.0.1:4222 'foo.>' -o traffic.parquet --duration 60
@@ -14,14 +18,12 @@ examples:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import JsonlRecordWriter, Record, record_writer
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, ready_message
-from lbparse.live import subscribe
+from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, live_session
 
 NAME = "record"
 HELP = "record a NATS server's messages to .jsonl or .parquet"
@@ -35,9 +37,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = connect_options(args)
+    connect_options(args)  # the options' errors before the file is made
     writer = record_writer(args.output)
-    n = 0
 
     def write(rec: Record) -> None:
         writer.write(rec)
@@ -45,10 +46,8 @@ def run(args: argparse.Namespace) -> int:
             writer.flush()  # so `tail -f` (and a test) sees each record as it comes
 
     try:
-        n = asyncio.run(subscribe(args.server, args.subjects, write, options=options,
-                                  layout=args.layout, count=args.count, duration=args.duration,
-                                  on_ready=lambda: ready_message(NAME, args)))
+        result = live_session(NAME, args, write)
     finally:
-        writer.close()
-    print(f"lbparse record: {n} messages to {args.output}", file=sys.stderr)
-    return 0
+        writer.close()  # whatever happened: a whole file of what was received
+    print(f"lbparse record: {result.summary()} to {args.output}", file=sys.stderr)
+    return 0 if result.complete else 1

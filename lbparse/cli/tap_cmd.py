@@ -5,6 +5,14 @@ Each message is one JSON line, the shape of `lbparse capture` records
 stops after --count messages, after --duration seconds, or on Ctrl-C.
 Connection options are named as the `nats` command line names them.
 
+When the connection is lost, the tap says so on stderr (when, why), and
+reconnects as the NATS clients do, for at most --reconnect-timeout
+seconds; back, it says after how long and about how many messages may
+have been published meanwhile (NATS does not redeliver them: an estimate
+at the rate seen before). Exit status: 0 when nothing can be missing, 1
+when the connection was lost at any time (or never came back), 2 when it
+could not be made at all.
+
 examples:
   lbparse tap nats://127.0.0.1:4222 'foo.>'
   lbparse tap nats://demo.nats.io:4222 lb.x lb.y --count 10 --format table
@@ -17,12 +25,14 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import Callable
 
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
 from lbparse.cli.common import add_layout_argument
-from lbparse.live import ConnectOptions, subscribe
+from lbparse.live import (DEFAULT_RECONNECT_TIMEOUT, ConnectOptions, LiveResult, shown_url,
+                          subscribe)
 
 NAME = "tap"
 HELP = "subscribe to a NATS server and print each message decoded"
@@ -49,11 +59,17 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=5.0, metavar="S",
                    help="connect timeout (default 5 s)")
     g.add_argument("--connection-name", default="lbparse", help="connection name the server shows")
+    g.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT,
+                   metavar="S", help="after a lost connection, try to reconnect for S seconds, "
+                   f"then give up with exit status 1 (default {DEFAULT_RECONNECT_TIMEOUT:g}; "
+                   "0: never reconnect)")
 
 
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
     if args.count is not None and args.count < 1:
         raise ValueError("--count must be at least 1")
+    if args.reconnect_timeout < 0:
+        raise ValueError("--reconnect-timeout must be 0 or more seconds")
     return ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
                           password=args.password, token=args.token, tlscert=args.tlscert,
                           tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
@@ -62,8 +78,25 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
 
 def ready_message(command: str, args: argparse.Namespace) -> None:
     # Scripts (and the tests) wait for this line before publishing.
-    print(f"lbparse {command}: listening on {args.server} for {' '.join(args.subjects)}",
-          file=sys.stderr, flush=True)
+    print(f"lbparse {command}: listening on {shown_url(args.server)} for "
+          f"{' '.join(args.subjects)}", file=sys.stderr, flush=True)
+
+
+def event_printer(command: str) -> Callable[[str], None]:
+    """Connection losses and returns, as lines on stderr."""
+    def say(line: str) -> None:
+        print(f"lbparse {command}: {line}", file=sys.stderr, flush=True)
+    return say
+
+
+def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Record], None]
+                 ) -> LiveResult:
+    """Run the subscription of `args` (tap and record share it)."""
+    return asyncio.run(subscribe(
+        args.server, args.subjects, on_record, options=connect_options(args),
+        layout=args.layout, count=args.count, duration=args.duration,
+        on_ready=lambda: ready_message(command, args), reconnect_timeout=args.reconnect_timeout,
+        on_event=event_printer(command)))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = connect_options(args)
+    connect_options(args)  # the options' errors before anything starts
 
     def show(rec: Record) -> None:
         line = (json.dumps(rec.to_json_dict(), ensure_ascii=False) if args.format == "jsonl"
@@ -82,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    asyncio.run(subscribe(args.server, args.subjects, show, options=options, layout=args.layout,
-                          count=args.count, duration=args.duration,
-                          on_ready=lambda: ready_message(NAME, args)))
-    return 0
+    result = live_session(NAME, args, show)
+    if result.complete:
+        return 0
+    event_printer(NAME)(result.summary())
+    return 1

@@ -160,6 +160,8 @@ fail_data:
 
 /* ---- protobuf scan -------------------------------------------------------- */
 
+#define MAX_SIZE_BYTES 5 /* longest tag or length varint upb reads (wirescan.MAX_SIZE_BYTES) */
+
 /* A varint at p (before lim): its value and the position after it; 0 if it
  * runs past lim, is longer than 10 bytes or has bits past 64. */
 static inline int varint(const uint8_t *d, int64_t p, int64_t lim, uint64_t *val, int64_t *next) {
@@ -206,7 +208,9 @@ static int scan_message(const uint8_t *d, int64_t pos, int64_t end, int64_t row,
     for (Py_ssize_t step = 0; pos < end; step++) {
         uint64_t tag, v;
         int64_t p, a, b;
-        if (step == max_steps || !varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8)
+        /* A tag of more than MAX_SIZE_BYTES bytes is corrupt for upb (wirescan.py). */
+        if (step == max_steps || !varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
+            p - pos > MAX_SIZE_BYTES)
             return 0;
         int wt = (int)(tag & 7);
         if (wt == 0 || wt == 2) {
@@ -214,7 +218,7 @@ static int scan_message(const uint8_t *d, int64_t pos, int64_t end, int64_t row,
                 return 0;
             if (wt == 2) {
                 int64_t n = (int64_t)v; /* a huge length turns negative: refused */
-                if (n < 0 || n > end - b)
+                if (n < 0 || n > end - b || b - p > MAX_SIZE_BYTES)
                     return 0;
                 a = b;
                 b += n;

@@ -211,24 +211,30 @@ def _assemble(arrow_type: pa.StructType, data: np.ndarray, k: int, ok: np.ndarra
     crc_ok = np.fromiter(map(_crc32c.crc32c, map(mv.__getitem__, map(
         slice, (e["body"] + _BODY["crc32c"].size).tolist(), e["bend"].tolist()))), np.int64,
         count=m) == e["crc"]  # the CRC covers the body after itself
-    cols = {
-        "offset": pa.array(e["offset"]), "timestamp": pa.array(e["timestamp"]),
-        "leader_epoch": pa.array(e["epoch"]), "size": pa.array(e["size"]),
-        "crc32c": pa.array(e["crc"]), "crc_ok": pa.array(crc_ok),
-        "magic": pa.array(e["magic"]), "attributes": pa.array(e["attributes"]),
+    numbers = {
+        "offset": e["offset"], "timestamp": e["timestamp"], "leader_epoch": e["epoch"],
+        "size": e["size"], "crc32c": e["crc"], "crc_ok": crc_ok, "magic": e["magic"],
+        "attributes": e["attributes"],
+    }
+    fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
+    # Every column typed by its field, not by numpy's dtype: a batch without
+    # entries has empty int64 arrays where the schema says int32 (issue #12).
+    cols = {f.name: pa.array(numbers[f.name], f.type) for f in fields if f.name in numbers}
+    cols.update({
         "key": _binary(data, e["kstart"], e["klen"], e["klen"] < 0, pa.binary()),
         "value": _binary(data, e["vstart"], e["vlen"], e["vlen"] < 0, pa.binary()),
         "headers": headers,
-    }
-    fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
+    })
     entries = pa.StructArray.from_arrays([cols[f.name] for f in fields], fields=fields)
     e_off = np.zeros(k + 1, np.int32)
     np.cumsum(np.bincount(e["row"], minlength=k), out=e_off[1:])
     top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-    arr = pa.StructArray.from_arrays(
-        [pa.array(epoch), pa.array(hw),
-         pa.ListArray.from_arrays(pa.array(e_off), entries, type=entries_type)],
-        fields=top, mask=pa.array(~ok) if not ok.all() else None)
+    values = {"leader_epoch": epoch, "high_watermark": hw}
+    children = [pa.array(values[f.name], f.type) if f.name in values else
+                pa.ListArray.from_arrays(pa.array(e_off), entries, type=entries_type)
+                for f in top]
+    arr = pa.StructArray.from_arrays(children, fields=top,
+                                     mask=pa.array(~ok) if not ok.all() else None)
     return arr, ok
 
 

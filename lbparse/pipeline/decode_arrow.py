@@ -47,6 +47,8 @@ from lbparse.commitlog import ReplicationResponse
 from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
+from lbparse.generation import GenerationContext, proof_label, proves
+from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
@@ -111,6 +113,12 @@ class _Names:
             c = self.code[name] = len(self.code)
         return c
 
+    def name(self, code: int) -> str | None:
+        for name, c in self.code.items():
+            if c == code:
+                return name
+        return None
+
     def array(self, codes: np.ndarray) -> pa.Array:
         table = pa.array(list(self.code), pa.string())
         if not len(table):
@@ -140,6 +148,9 @@ class _Rows:
     errors: dict[int, tuple[str, str]] = field(default_factory=dict)
     warnings: dict[int, tuple[str, ...]] = field(default_factory=dict)
     messages: dict[int, Any] = field(default_factory=dict)  # decoded objects, when not by range
+    # auto, per-row rows: layout candidates of the ambiguous; what the others prove
+    ambiguous: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    proofs: dict[int, tuple[str, str]] = field(default_factory=dict)
     # Payloads decoded before the rows were taken: per payload type, the
     # rows (ascending) and their struct values.
     decoded: dict[str, tuple[np.ndarray, pa.Array]] = field(default_factory=dict)
@@ -189,6 +200,34 @@ class BatchDecoder:
         # Payload types whose rows auto takes only when clean.
         self.contested = {v0.msg_types[v].payload_type for v in contested if v in v0.msg_types}
         self._builders: dict[str, Any] = {}
+        # strict: an exception of a vectorized reader propagates (tests);
+        # otherwise the rows go the per-row way and `fallbacks` counts it.
+        self.strict = False
+        self.fallbacks = 0
+        self._use_vectorized = True
+
+    def _vectorized(self, ptype: str, typ: pa.DataType, data: np.ndarray, starts: np.ndarray,
+                    ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
+        """The vectorized reader of a payload type over the ranges: (column, ok).
+        If it fails (or is off), no row is ok: every one is left to upb or
+        lbparse.commitlog, row by row."""
+        k = len(starts)
+        if self._use_vectorized:
+            try:
+                if ptype == REPLICATION_RESPONSE:
+                    arr, ok = decode_replication(typ, data, starts, ends)
+                else:
+                    arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, starts,
+                                             ends, self.options.emit_defaults, clean=clean)
+                if len(arr) == k and len(ok) == k and arr.type == typ:
+                    return arr, ok
+                raise ValueError(f"the vectorized {ptype} reader gave {len(arr)} rows of "
+                                 f"{arr.type} for {k} of {typ}")
+            except Exception:
+                if self.strict:
+                    raise
+                self.fallbacks += 1
+        return pa.nulls(k, typ), np.zeros(k, np.bool_)
 
     # -- the batch ---------------------------------------------------------
 
@@ -196,7 +235,38 @@ class BatchDecoder:
         """The decoded rows as one batch of the output schema, in input order."""
         return self.decode(records).to_batch()
 
-    def decode(self, records: pa.RecordBatch) -> "Decoded":
+    def decode(self, records: pa.RecordBatch, context: GenerationContext | None = None,
+               base: int = 0, traffic: TrafficReader | None = None) -> "Decoded":
+        """`decoded(...)` and, with `traffic` (the unit's reader, fed each batch
+        once, in order), the columns of Liftbridge's non-envelope traffic."""
+        out = self.decoded(records, context, base)
+        if traffic is not None:
+            from lbparse.pipeline.trafficcols import traffic_columns
+            out.columns.update(traffic_columns(traffic, records))
+        return out
+
+    def decoded(self, records: pa.RecordBatch, context: GenerationContext | None = None,
+                base: int = 0) -> "Decoded":
+        """The batch decoded. Should anything of the vectorized readers fail
+        on it (a bug: the tests run `strict`, which lets it through), the
+        batch is decoded again row by row with lbparse.decode and upb
+        alone, and `fallbacks` counts it: a job never fails on its data.
+
+        `context` (layout auto): the proof of generations of the unit this
+        batch belongs to, `base` the index of its first message there; the
+        batch's proof is noted in it and its ambiguous envelopes resolved
+        by it, as the capture reader does (lbparse.generation)."""
+        try:
+            return self._decode(records, self.fast, vectorized=True, context=context, base=base)
+        except Exception:
+            if self.strict:
+                raise
+            self.fallbacks += 1
+            return self._decode(records, False, vectorized=False, context=context, base=base)
+
+    def _decode(self, records: pa.RecordBatch, fast: bool, vectorized: bool,
+                context: GenerationContext | None = None, base: int = 0) -> "Decoded":
+        self._use_vectorized = vectorized
         n = records.num_rows
         payload = records.column("payload")
         starts, ends, data = binary_buffers(payload)
@@ -208,7 +278,8 @@ class BatchDecoder:
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
         hdr = self._headers(rows, starts, ends, data)
         rest = todo
-        if self.fast:
+        take = np.zeros(n, np.bool_)
+        if fast:
             take = self._v0_rows(rows, todo, hdr, starts, ends, data)
             if self.auto:
                 take = self._auto_v0(rows, take, hdr, starts, ends, data)
@@ -216,6 +287,10 @@ class BatchDecoder:
             rest = todo & ~take
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
+        if context is not None and self.options.layout == "auto":
+            from lbparse.pipeline.context import apply_context
+            apply_context(self, context, base, records, rows, take, preset, hdr,
+                          (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)
 
     def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
@@ -281,12 +356,8 @@ class BatchDecoder:
             sel = codes == code
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
-            if ptype == REPLICATION_RESPONSE:
-                arr, ok = decode_replication(typ, data, pstart[sel], pend[sel])
-            else:
-                arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, pstart[sel],
-                                         pend[sel], self.options.emit_defaults,
-                                         clean=ptype in self.contested)
+            arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel],
+                                       clean=ptype in self.contested)
             mine = t[sel]
             if not ok.all():
                 take[mine[~ok]] = False
@@ -328,29 +399,55 @@ class BatchDecoder:
             except EnvelopeError as exc:
                 self._error(rows, i, exc, hdr, b)
                 continue
-            rows.layout[i] = self.layouts(env.layout)
-            if env.header_len is not None:
-                rows.has_header[i] = True
-                rows.version[i] = env.version or 0
-                rows.header_len[i] = env.header_len
-                rows.flags[i] = env.flags or 0
-            if env.crc32c is not None:
-                rows.has_crc[i] = True
-                rows.crc[i] = env.crc32c
-                rows.crc_ok[i] = _crc(env.payload) == env.crc32c
-            if env.msg_type is not None:
-                rows.msg_type[i] = env.msg_type
-            rows.name[i] = self.names(env.msg_type_name)
-            rows.ptype[i] = self.ptypes(env.payload_type)
-            if env.warnings:
-                rows.warnings[i] = tuple(env.warnings)
-            msg = env.message
-            if isinstance(msg, ProtoMessage) and msg.DESCRIPTOR.full_name == env.payload_type \
-                    and b.endswith(env.payload):
-                rows.pstart[i] = e - len(env.payload)  # decoded again, vectorized
-                rows.pend[i] = e
-            else:
-                rows.messages[i] = msg
+            if env.ambiguous:
+                rows.ambiguous[i] = tuple(env.layout_candidates)
+            elif self.auto:
+                proof = proves(env)
+                if proof is not None:
+                    rows.proofs[i] = (proof, proof_label(env))
+            self._fill(rows, i, env, b, e)
+
+    def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int) -> None:
+        """Row `i` decoded again as `layout` (the generation its context proves)."""
+        for ptype, (mine, arr) in list(rows.decoded.items()):
+            keep = mine != i
+            if not keep.all():
+                rows.decoded[ptype] = (mine[keep], arr.filter(pa.array(keep)))
+        rows.messages.pop(i, None)
+        rows.warnings.pop(i, None)
+        rows.ambiguous.pop(i, None)
+        rows.pend[i] = -1
+        rows.crc_ok[i] = -1
+        rows.msg_type[i] = -1
+        rows.has_crc[i] = rows.has_header[i] = False
+        o = self.options
+        self._fill(rows, i, decode(b, layout, verify_crc=o.verify_crc), b, e)
+
+    def _fill(self, rows: _Rows, i: int, env: Any, b: bytes, e: int) -> None:
+        """Row `i`'s columns from its envelope (`b` its bytes, ending at `e` in the batch)."""
+        rows.layout[i] = self.layouts(env.layout)
+        if env.header_len is not None:
+            rows.has_header[i] = True
+            rows.version[i] = env.version or 0
+            rows.header_len[i] = env.header_len
+            rows.flags[i] = env.flags or 0
+        if env.crc32c is not None:
+            rows.has_crc[i] = True
+            rows.crc[i] = env.crc32c
+            rows.crc_ok[i] = _crc(env.payload) == env.crc32c
+        if env.msg_type is not None:
+            rows.msg_type[i] = env.msg_type
+        rows.name[i] = self.names(env.msg_type_name)
+        rows.ptype[i] = self.ptypes(env.payload_type)
+        if env.warnings:
+            rows.warnings[i] = tuple(env.warnings)
+        msg = env.message
+        if isinstance(msg, ProtoMessage) and msg.DESCRIPTOR.full_name == env.payload_type \
+                and b.endswith(env.payload):
+            rows.pstart[i] = e - len(env.payload)  # decoded again, vectorized
+            rows.pend[i] = e
+        else:
+            rows.messages[i] = msg
 
     def _error(self, rows: _Rows, i: int, exc: EnvelopeError, hdr: dict[str, np.ndarray],
                b: bytes) -> None:
@@ -417,11 +514,7 @@ class BatchDecoder:
             got_rows: list[np.ndarray] = [pre[0]] if pre else []
             parts: list[pa.Array] = [pre[1]] if pre else []
             if mine.size:
-                if ptype == REPLICATION_RESPONSE:
-                    arr, ok = decode_replication(typ, data, rows.pstart[mine], rows.pend[mine])
-                else:
-                    arr, ok = decode_structs(cls.DESCRIPTOR, typ, data, rows.pstart[mine],
-                                             rows.pend[mine], self.options.emit_defaults)
+                arr, ok = self._vectorized(ptype, typ, data, rows.pstart[mine], rows.pend[mine])
                 if ok.all():
                     got_rows.append(mine)
                     parts.append(arr)
@@ -523,6 +616,12 @@ class BatchDecoder:
         return Decoded(n, self.schema, cols, structs)
 
 
+def _present(rows: np.ndarray, n: int) -> np.ndarray:
+    present = np.zeros(n, np.bool_)
+    present[rows] = True
+    return present
+
+
 def _strings(values: list[str | None]) -> pa.Array:
     # Usually all None (no errors, no FlatBuffers): no need to look at each.
     if values.count(None) == len(values):
@@ -571,7 +670,13 @@ class Decoded:
                  if k != column and v.null_count < len(v)}
         if names.null_count == 0 and pc.count_distinct(names).as_py() <= 1:
             value = names[0].as_py() if len(names) else None
-            yield value, self.num_rows, {**fixed, **{k: a for k, (_, a) in self.structs.items()}}
+            # One value, but not always one payload type: a legacy Message and
+            # Ack are both "Reserved", and error rows carry no struct. A struct
+            # that does not cover every row is spread over them (issue #19:
+            # "Arrays were not all the same length").
+            yield value, self.num_rows, {**fixed, **{
+                k: a if len(rows) == self.num_rows else scatter(a, _present(rows, self.num_rows))
+                for k, (rows, a) in self.structs.items()}}
             return
         enc = names.dictionary_encode()
         codes = np.asarray(enc.indices.fill_null(-1))

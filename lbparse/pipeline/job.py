@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from pyarrow.fs import FileType
+from pyarrow.fs import FileSelector, FileSystem, FileType
 
 from lbparse.pipeline.decode_arrow import DecodeOptions
 from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
@@ -101,8 +101,10 @@ def run(spark: "SparkSession", options: PipelineOptions,
     _, entries_dest = filesystem(entries)
     for name, path in ((messages, dest), (entries, entries_dest)):
         if fs.get_file_info(path).type != FileType.NotFound:
-            if not options.overwrite:
+            if not options.overwrite and not unfinished(fs, path):
                 raise ValueError(f"{name} exists; remove it or pass --overwrite")
+            # Overwritten, or what a run that never finished left (no
+            # _SUCCESS, nothing committed): nothing to keep.
             fs.delete_dir(path)
     units = plan(list(options.inputs), options.source)
     if not units:
@@ -130,8 +132,14 @@ def run(spark: "SparkSession", options: PipelineOptions,
             fs.create_dir(entries_dest, recursive=True)
             commit(fs, entries_dest, entries_temporary_path, entry_files,
                    dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
+    except BaseException:
+        # A failed run leaves nothing, so that the next one starts clean
+        # (issue #12: its half-made DIR/messages made the re-run refuse).
+        discard(fs, dest)
+        discard(fs, entries_dest)
+        raise
     finally:
-        discard(fs, temporary_path)  # a failed run leaves no half-written files
+        discard(fs, temporary_path)  # no half-written files either way
         discard(fs, entries_temporary_path)
     counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
     summary = Summary.from_units(units, counts, messages, options.decode.layout,
@@ -141,6 +149,16 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                  files_written=len(files) + len(entry_files))
     write_summary(summary, _join(options.out, SUMMARY_FILE))
     return summary
+
+
+def unfinished(fs: FileSystem, dest: str) -> bool:
+    """Whether `dest` is what a run that did not finish left: no _SUCCESS, and
+    nothing in it but _temporary (a killed run never cleans up)."""
+    try:
+        names = {info.base_name for info in fs.get_file_info(FileSelector(dest))}
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return False
+    return names <= {"_temporary"}
 
 
 def _join(location: str, *parts: str) -> str:

@@ -176,6 +176,21 @@ def payload_columns() -> dict[str, str]:
     return {p: column_for(p) for p in typed_payloads()}
 
 
+# The Raft RPCs a transport stream message completed (lbparse.raft.RPC), each
+# AppendEntries' log entries with Liftbridge's RaftLog command when it has one.
+RAFT_ENTRY = StructType([
+    StructField("index", LongType()), StructField("term", LongType()),
+    StructField("type", StringType()), StructField("command", StringType()),
+    StructField("command_json", StringType()),
+])
+RAFT_RPCS = ArrayType(StructType([
+    StructField("role", StringType()), StructField("rpc", StringType()),
+    StructField("term", LongType()), StructField("node", StringType()),
+    StructField("error", StringType()), StructField("fields_json", StringType()),
+    StructField("entries", ArrayType(RAFT_ENTRY, containsNull=False)),
+]), containsNull=False)
+
+
 # One row per NATS message (or per problem found in an input, see sources.py).
 FIXED_COLUMNS = StructType([
     StructField("source", StringType(), False),        # input file
@@ -197,6 +212,12 @@ FIXED_COLUMNS = StructType([
     StructField("warnings", ArrayType(StringType(), containsNull=False)),
     StructField("payload", BinaryType()),
     StructField("payload_json", StringType()),  # payloads without a struct column below
+    # Liftbridge's own non-envelope traffic (lbparse.traffic): its kind, the
+    # node whose subject it is, the Raft RPCs a message completed, all as JSON.
+    StructField("traffic", StringType()),
+    StructField("traffic_node", StringType()),
+    StructField("raft_rpcs", RAFT_RPCS),
+    StructField("traffic_json", StringType()),
 ])
 
 

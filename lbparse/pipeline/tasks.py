@@ -24,9 +24,13 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 import lbparse
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.generation import NEWEST, GenerationContext
+from lbparse.pipeline.context import message_count
+from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions, Decoded
 from lbparse.pipeline.entries import (ENTRIES_PARTITION, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
+from lbparse.pipeline.trafficcols import TRAFFIC_COLUMNS
+from lbparse.traffic import TrafficReader
 from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
@@ -104,22 +108,39 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
                               "decode_seconds": 0.0, "write_seconds": 0.0}
     breakdowns: dict[str, Counter[str]] = {}
     reading = read_unit(unit, options.source, stats)
+    # auto: the unit's proof of generations, and its first batches held back
+    # until the proof comes (lbparse.generation: as the capture reader does).
+    context = GenerationContext() if options.decode.layout == "auto" else None
+    traffic = TrafficReader()  # Liftbridge's non-envelope traffic, across the unit's batches
+    held: list[tuple[pa.RecordBatch, Decoded, int]] = []
+    base = 0
     while True:
         t0 = time.perf_counter()
         records = next(reading, None)
         t1 = time.perf_counter()
         counts["read_seconds"] += t1 - t0
         if records is None:
-            break
-        decoded = decoder.decode(records)
-        counts["rows"] += decoded.num_rows
-        counts["problems"] += count_problems(decoded)
-        count_batch(decoded, breakdowns)
+            ready = _release(decoder, context, held)
+        else:
+            decoded = decoder.decode(records, context=context, base=base, traffic=traffic)
+            if context is not None and (held or context.waiting(base)):
+                held.append((records, decoded, base))
+                ready = _release(decoder, context, held) if not context.waiting(
+                    base + message_count(records)) else []
+            else:
+                ready = [decoded]
+            base += message_count(records)
         t2 = time.perf_counter()
-        for value, n, columns in decoded.partitions(PARTITION_COLUMN):
-            writer.write(value, n, columns)
         counts["decode_seconds"] += t2 - t1
+        for decoded in ready:
+            counts["rows"] += decoded.num_rows
+            counts["problems"] += count_problems(decoded)
+            count_batch(decoded, breakdowns)
+            for value, n, columns in decoded.partitions(PARTITION_COLUMN):
+                writer.write(value, n, columns)
         counts["write_seconds"] += time.perf_counter() - t2
+        if records is None:
+            break
     counts["messages"] = counts["rows"] - counts["problems"]
     # The worker's peak memory so far (workers are reused: an upper bound
     # for this unit); flat whatever the file size, since reading streams.
@@ -130,6 +151,23 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
     counts.update(asdict(stats))
     counts.update({k: dict(v) for k, v in breakdowns.items()})
     return counts
+
+
+def _release(decoder: BatchDecoder, context: GenerationContext | None,
+             held: list[tuple[pa.RecordBatch, Decoded, int]]) -> list[Decoded]:
+    """The held batches, decoded again if the unit's first proof is of a layout
+    other than the newest (only then can it change their rows); emptied."""
+    out = []
+    first = context.first.get(("capture",), {}) if context is not None else {}
+    again = any(lay != NEWEST for lay in first)
+    for records, decoded, base in held:
+        if again:  # decoded anew; the traffic columns (read once, in order) are kept
+            fresh = decoder.decode(records, context=context, base=base)
+            fresh.columns.update({k: decoded.columns[k] for k in TRAFFIC_COLUMNS})
+            decoded = fresh
+        out.append(decoded)
+    held.clear()
+    return out
 
 
 def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:

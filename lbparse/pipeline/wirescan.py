@@ -9,9 +9,9 @@ it has fields, instead of a `FromString` and a getattr per field per row.
 
 It covers what encoders write: known fields with their wire type, each
 singular field at most once, unpacked repeated fields, maps without
-duplicate keys, valid UTF-8. Any message outside that (packed repeated
-fields, a wire type that does not match the field, a field repeated that
-should not be, a map entry with a key twice or with a field it does not
+duplicate keys, valid UTF-8, tags and lengths of at most 5 bytes. Any
+message outside that (packed repeated fields, a wire type that does not
+match the field, a singular field twice (legal: upb merges it), a map entry with a key twice or with a field it does not
 declare (upb keeps such an entry out of the map), truncated or malformed
 bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decodes those with upb
 (`columns.py`), which also decides whether they are errors. Unknown field
@@ -43,6 +43,10 @@ __all__ = ["decode_structs", "enum_names", "gather", "scatter", "slices"]
 
 F = FieldDescriptor
 MAX_STEPS = 256  # field occurrences read per message before it is left to upb
+# The longest tag or length varint upb reads (5 bytes, 35 bits; a longer one,
+# even of zero padding, is "wire format was corrupt"). A value varint may
+# take 10 bytes. Issue #19: the scan read any, and decoded rows upb refuses.
+MAX_SIZE_BYTES = 5
 
 
 # protobuf type -> expected wire type
@@ -137,7 +141,8 @@ def _value_or_length(data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.n
     inside = p < end
     v, nx, ok = varints(data, np.minimum(p, end - 1), end)
     n = v.view(np.int64)  # a huge length turns negative: refused below
-    ok &= inside & (~is2 | ((n >= 0) & (n <= end - nx)))
+    # upb reads a length in at most MAX_SIZE_BYTES bytes and refuses a longer one.
+    ok &= inside & (~is2 | ((n >= 0) & (n <= end - nx) & (nx - p <= MAX_SIZE_BYTES)))
     a = np.where(is2, nx, n)
     b = np.where(is2, nx + np.where(ok, n, 0), nx)
     return a, b, ok
@@ -178,7 +183,7 @@ class _Scan:
             else:
                 utag, p, ok = varints(data, pos, end)
                 tag = utag.astype(np.int64)
-                ok &= (utag <= np.uint64(0xFFFFFFFF)) & (tag >= 8)
+                ok &= (utag <= np.uint64(0xFFFFFFFF)) & (tag >= 8) & (p - pos <= MAX_SIZE_BYTES)
             wt = tag & 7
             field = tag >> 3
             # Wire types 0 and 2 both continue with a varint: the value, or
@@ -327,7 +332,18 @@ class _Decoder:
             rows, wt, a, b = rows[right], wt[right], a[right], b[right]
         if not fd.is_repeated and len(rows) > 1:
             counts = np.bincount(rows, minlength=self.k)
-            self.bad[counts > 1] = True
+            twice = counts > 1
+            if twice.any():
+                # A singular field twice is legal (upb merges a message and
+                # keeps a scalar's last value): such rows are left to upb, and
+                # one occurrence per row is kept, so that every column still
+                # has one slot per row (issue #19: a second occurrence took
+                # the next row's slot).
+                self.bad[twice] = True
+                order = np.argsort(rows, kind="stable")
+                r = rows[order]
+                last = order[np.append(r[1:] != r[:-1], True)]
+                rows, a, b = rows[last], a[last], b[last]
         return rows, a, b
 
     def column(self, fd: FieldDescriptor, typ: pa.DataType) -> pa.Array:

@@ -181,7 +181,7 @@ def entry_from_struct(log: StructValue) -> LogEntry:
             configuration = _peers(data)
     except RaftError as exc:
         warnings.append(f"{log_type_name(typ)} data kept as bytes: {exc.message}")
-    return LogEntry(f["Index"], f["Term"], typ, data, f["Extensions"], f["AppendedAt"],
+    return LogEntry(f["Index"], f["Term"], typ, data, f["Extensions"], f.get("AppendedAt"),
                     command, configuration, tuple(warnings), log.extra)
 
 

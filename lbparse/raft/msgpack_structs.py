@@ -5,12 +5,14 @@
 obj)` checks a map against the struct spec/raft.ksy declares and converts
 its values (`StructValue`). go-msgpack fills a missing key with its zero
 value and ignores an unknown key; so do we, but say so (`missing`,
-`extra`): hashicorp/raft itself always writes every field it has.
+`extra`); a field of a later version (`since`) that is absent is left
+out of `fields`. hashicorp/raft itself always writes every field it has.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 import msgpack  # type: ignore[import-untyped]  # no type stubs
@@ -165,6 +167,18 @@ _ZERO: dict[str, Any] = {"uint": 0, "int": 0, "bool": False, "bytes": None, "tim
                          "logs": [], "servers": []}
 
 
+_NAMES: dict[bytes, str] = {}  # field names seen, decoded once (bounded)
+
+
+def key_name(k: bytes) -> str:
+    name = _NAMES.get(k)
+    if name is None:
+        name = k.decode("utf-8", "replace")
+        if len(_NAMES) < 4096:
+            _NAMES[k] = name
+    return name
+
+
 def _keys(obj: Any, name: str, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise RaftError("bad_struct", f"{where}: a {name} is a msgpack map, not "
@@ -174,7 +188,7 @@ def _keys(obj: Any, name: str, where: str) -> dict[str, Any]:
         if not isinstance(k, bytes):
             raise RaftError("bad_struct", f"{where}: a {name}'s keys are field names, "
                             f"not {_describe(k)}")
-        out[k.decode("utf-8", "replace")] = v
+        out[key_name(k)] = v
     return out
 
 
@@ -188,17 +202,18 @@ def read_struct(name: str, obj: Any, where: str | None = None) -> StructValue:
     for f in spec:
         if f.key in given:
             fields[f.key] = _CONVERT[f.type](given.pop(f.key), f"{where}.{f.key}")
-        else:
+        elif f.since is None:  # a later version's field is left out when absent
             fields[f.key] = _ZERO[f.type]
-            if f.since is None:
-                missing.append(f.key)
+            missing.append(f.key)
     return StructValue(name, fields, tuple(missing), given)
 
 
+@lru_cache(maxsize=None)
 def base_keys(name: str) -> frozenset[str]:
     """The keys every version of hashicorp/raft writes for `name` (no `since`)."""
     return frozenset(f.key for f in STRUCTS[name] if f.since is None)
 
 
+@lru_cache(maxsize=None)
 def all_keys(name: str) -> frozenset[str]:
     return frozenset(f.key for f in STRUCTS[name])

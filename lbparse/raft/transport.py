@@ -27,8 +27,8 @@ from typing import Any
 
 from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
 from lbparse.raft.errors import RaftError
-from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, read_object,
-                                          read_struct, text)
+from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, key_name,
+                                          read_object, read_struct, text)
 from lbparse.raft.tables import RPC_TYPES, RpcType
 
 __all__ = ["REQUEST", "RESPONSE", "Chunk", "RPC", "StreamDecoder", "decode_request",
@@ -38,6 +38,10 @@ REQUEST, RESPONSE = "request", "response"
 DEFAULT_MAX_RPC = 64 << 20  # bytes one RPC may take while it is reassembled
 _BY_REQUEST = {t.request: t for t in RPC_TYPES.values()}
 _BY_RESPONSE = {t.response: t for t in RPC_TYPES.values()}
+# The response structs, smallest declaration first: a map is the first whose
+# first version's keys it has and whose every key it declares.
+_RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE),
+                    key=lambda r: len(r[2]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,16 +153,17 @@ def _response_struct(obj: Any) -> str | None:
     holds them and every key its first version wrote)."""
     if not isinstance(obj, dict) or not all(isinstance(k, bytes) for k in obj):
         return None
-    keys = {k.decode("utf-8", "replace") for k in obj}
-    fits = [name for name in _BY_RESPONSE if base_keys(name) <= keys <= all_keys(name)]
-    return min(fits, key=lambda n: len(all_keys(n))) if fits else None
+    keys = {key_name(k) for k in obj}
+    for name, base, every in _RESPONSES:  # smallest declaration first
+        if base <= keys <= every:
+            return name
+    return None
 
 
 def _request_fits(t: RpcType, obj: Any) -> bool:
     if not isinstance(obj, dict) or not all(isinstance(k, bytes) for k in obj):
         return False
-    keys = {k.decode("utf-8", "replace") for k in obj}
-    return base_keys(t.request) <= keys
+    return base_keys(t.request) <= {key_name(k) for k in obj}
 
 
 def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
@@ -176,7 +181,7 @@ def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
         raise RaftError("bad_struct", f"offset {pos + 1}: not an {t.request} (keys "
                         f"{_key_list(obj)})", offset=pos + 1)
     s = read_struct(t.request, obj)
-    trailer = s.fields.get(t.trailer, 0) if t.trailer else 0
+    trailer = int(s.fields.get(t.trailer, 0)) if t.trailer else 0
     if trailer < 0:
         raise RaftError("bad_struct", f"{t.request}.Size is {trailer}", offset=pos + 1)
     return t, s, end, trailer

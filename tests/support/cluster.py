@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,8 @@ TIMEOUT = {"short": 180.0, "full": 420.0}
 
 @dataclass(frozen=True)
 class ClusterRun:
-    """What one run left: capture, data directories, logs; and its ports."""
+    """What one run left: capture, data directories, logs; its ports; and what
+    `lbparse tap` subscribed to '>' on its NATS server printed meanwhile."""
 
     mode: str
     out: Path
@@ -42,6 +44,9 @@ class ClusterRun:
     nats_port: int
     lb_port: int
     seconds: float
+    tap_out: Path | None = None   # JSON Lines
+    tap_err: Path | None = None
+    tap_rc: int | None = None
 
     def log(self, name: str = "run.log") -> str:
         return (self.logs / name).read_text(errors="replace")
@@ -81,16 +86,20 @@ def _free_run(n: int) -> int:
     raise RuntimeError(f"no {n} consecutive free loopback ports found")
 
 
-def run_cluster(mode: str, out: Path) -> ClusterRun:
-    """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers)."""
+def run_cluster(mode: str, out: Path, tap_too: bool = True) -> ClusterRun:
+    """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers), with
+    `lbparse tap` on its NATS server from the moment it accepts connections."""
     nats_port = free_port()
     lb_port = _free_run(3)
     env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port))
     start = time.monotonic()
+    tap = None
     with open(out / f"run_cluster-{mode}.out", "wb") as log:
         proc = subprocess.Popen(["bash", str(SCRIPT), mode, str(out)], stdout=log,
                                 stderr=subprocess.STDOUT, env=env)
         try:
+            if tap_too:
+                tap = _start_tap(nats_port, out, proc)
             rc = proc.wait(timeout=TIMEOUT[mode])
         except subprocess.TimeoutExpired:
             proc.send_signal(signal.SIGTERM)  # its EXIT trap stops what it started
@@ -100,16 +109,55 @@ def run_cluster(mode: str, out: Path) -> ClusterRun:
                 proc.kill()
                 proc.wait(timeout=10)
             rc = None
+        finally:
+            tap_rc = _finish_tap(tap)
     names = ("data", "logs", "cluster.pcap") if mode == "full" else \
         ("data-short", "logs-short", "short.pcapng")
     run = ClusterRun(mode, out, out / names[2], out / names[0], out / names[1], nats_port,
-                     lb_port, time.monotonic() - start)
+                     lb_port, time.monotonic() - start,
+                     out / "tap.jsonl" if tap else None, out / "tap.err" if tap else None,
+                     tap_rc)
     _stop_leftovers(run)
     if rc != 0:
         tail = (out / f"run_cluster-{mode}.out").read_text(errors="replace")[-3000:]
         raise RuntimeError(f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}"
                            f":\n{tail}")
     return run
+
+
+TAP_RECONNECT = 5  # seconds the tap waits for the server the script stops at its end
+
+
+def _start_tap(port: int, out: Path, script: subprocess.Popen) -> subprocess.Popen | None:
+    """`lbparse tap nats://127.0.0.1:PORT '>'` once the script's nats-server accepts."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and script.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        return None
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]))
+    with open(out / "tap.jsonl", "wb") as o, open(out / "tap.err", "wb") as e:
+        return subprocess.Popen([sys.executable, "-m", "lbparse", "tap",
+                                 f"nats://127.0.0.1:{port}", ">", "--reconnect-timeout",
+                                 str(TAP_RECONNECT)], stdout=o, stderr=e, env=env)
+
+
+def _finish_tap(tap: subprocess.Popen | None) -> int | None:
+    """The tap's exit status: it gives up once the server is gone for good."""
+    if tap is None:
+        return None
+    try:
+        return tap.wait(timeout=TAP_RECONNECT + 30)
+    except subprocess.TimeoutExpired:
+        tap.kill()
+        tap.wait(timeout=10)
+        return None
 
 
 def _stop_leftovers(run: ClusterRun) -> None:

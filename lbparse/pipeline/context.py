@@ -1,0 +1,132 @@
+"""`--layout auto` in the pipeline with what the capture knows (lbparse.generation).
+
+Each unit (a capture file) has one `GenerationContext`; every batch of it
+notes its proof there, message by message in the unit's order, and the
+ambiguous envelopes are resolved by the same rule as the capture reader's:
+so a row's layout is the same in the Parquet as in `lbparse capture`.
+
+Cheap in the usual case: proof is noted per scope as the first index of
+each proven layout (a group-by per batch, not a loop), and rows are
+looked at one by one only when the unit has proof of a layout other than
+the newest (in a capture of today's Liftbridge, never: auto's answer for
+an ambiguous v0 envelope is already v0's). process_unit holds a unit's
+first batches back while it has no proof yet (see generation.WINDOW).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lbparse.api import decode
+from lbparse.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, connection_key,
+                                scopes)
+
+if TYPE_CHECKING:
+    from lbparse.pipeline.decode_arrow import BatchDecoder
+
+__all__ = ["apply_context", "message_count"]
+
+
+def message_count(records: pa.RecordBatch) -> int:
+    """Rows of a batch that are messages (not the readers' problem rows)."""
+    problems = int(np.asarray(records.column("error_kind").is_valid()).sum())
+    return int(records.num_rows) - problems
+
+
+def apply_context(dec: "BatchDecoder", ctx: GenerationContext, base: int,
+                  records: pa.RecordBatch, rows: Any, fast: np.ndarray, preset: np.ndarray,
+                  hdr: dict[str, np.ndarray], buffers: tuple[np.ndarray, ...]) -> None:
+    """Note the batch's proof in `ctx`; resolve its ambiguous rows by it."""
+    n = records.num_rows
+    index = base + np.cumsum(~preset) - 1  # each message's index in the unit
+    _window(ctx, index, preset, hdr["lens"])
+    proof = np.full(n, -1, np.int8)        # 0: the newest layout; 1: another (rows.proofs)
+    proof[fast & ~np.isin(rows.msg_type, list(CONTESTED))] = 0
+    for i in rows.proofs:
+        proof[i] = 1
+    src = records.column("src")
+    dst = records.column("dst")
+    subject = records.column("subject")
+    if (proof >= 0).any():
+        _note(ctx, index, proof, rows, src, dst, subject)
+    others = [lay for lay in ctx.first.get(("capture",), {}) if lay != NEWEST]
+    # Proof that counts for some row of this batch (generation.threshold).
+    horizon = max(base + n, ctx.threshold(base))
+    if others and min(ctx.first[("capture",)][lay] for lay in others) < horizon:
+        _resolve(dec, ctx, index, records, rows, fast, buffers, src, dst, subject)
+
+
+def _window(ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens: np.ndarray
+            ) -> None:
+    """Where the unit's window ends (generation.GenerationContext.outside), from
+    its messages' payload lengths. Batches come in order: the messages and
+    payload bytes so far are kept on the context (`index`, `offset`), as the
+    reader keeps them."""
+    msg = np.flatnonzero(~preset)
+    msg = msg[index[msg] >= ctx.index]  # a held batch decoded again is not counted again
+    if not msg.size:
+        return
+    ctx.index = int(index[msg][-1]) + 1
+    sizes = np.where(lens[msg] < 0, 0, lens[msg])
+    before = ctx.offset + np.cumsum(sizes) - sizes  # payload bytes before each message
+    ctx.offset += int(sizes.sum())
+    if ctx.window_end is None:
+        out = np.flatnonzero((index[msg] >= ctx.window) | (before >= ctx.window_bytes))
+        if out.size:
+            ctx.window_end = int(index[msg][out[0]])
+
+
+def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: Any,
+          src: pa.Array, dst: pa.Array, subject: pa.Array) -> None:
+    """The first index of each proven layout per scope (grouped, not row by row)."""
+    sel = np.flatnonzero(proof >= 0)
+    take = pa.array(sel)
+    s, d = src.take(take), dst.take(take)
+    first = pc.less_equal(s, d)
+    layouts = [NEWEST if p == 0 else rows.proofs[int(i)][0] for i, p in zip(sel, proof[sel])] \
+        if (proof[sel] == 1).any() else [NEWEST] * len(sel)
+    subj = subject.take(take)
+    table = pa.table({"lo": pc.if_else(first, s, d), "hi": pc.if_else(first, d, s),
+                      "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
+                      "layout": pa.array(layouts, pa.string()), "index": pa.array(index[sel])})
+    firsts = table.group_by(["lo", "hi", "subject", "layout"], use_threads=False).aggregate(
+        [("index", "min")])
+    for lo, hi, sub, layout, at in zip(*(firsts.column(c).to_pylist() for c in (
+            "lo", "hi", "subject", "layout", "index_min"))):
+        conn = None if lo is None or hi is None else (lo, hi)
+        if ctx.first_proof is None or at < ctx.first_proof:
+            ctx.first_proof = at
+        for _, key in scopes(conn, sub):
+            firsts_of = ctx.first.setdefault(key, {})
+            if at < firsts_of.get(layout, at + 1):
+                firsts_of[layout] = at
+                ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
+
+
+def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
+             records: pa.RecordBatch, rows: Any, fast: np.ndarray,
+             buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
+             subject: pa.Array) -> None:
+    """Rows auto may have found ambiguous, one by one, in order: chosen by their context."""
+    starts, ends, data = buffers
+    maybe = fast & np.isin(rows.msg_type, list(CONTESTED))
+    for i in rows.ambiguous:
+        maybe[i] = True
+    for i in np.flatnonzero(maybe).tolist():
+        b = data[starts[i]:ends[i]].tobytes()
+        if i in rows.ambiguous:
+            candidates: tuple[str, ...] = rows.ambiguous[i]
+        else:  # the fast path took it: is it ambiguous?
+            env = decode(b, "auto", verify_crc=dec.options.verify_crc)
+            if not env.ambiguous:
+                continue
+            candidates = tuple(env.layout_candidates)
+        s, d = src[i].as_py(), dst[i].as_py()
+        conn = connection_key(s, d) if s is not None and d is not None else None
+        layout, _, _ = ctx.choose(int(index[i]), conn, subject[i].as_py(), candidates)
+        if layout is not None and layout != dec.layouts.name(int(rows.layout[i])):
+            dec.redecode(rows, i, layout, b, int(ends[i]))

@@ -1,0 +1,239 @@
+"""Liftbridge's NATS traffic that is not an envelope, named and decoded.
+
+A Liftbridge cluster's metadata Raft group talks over NATS in bytes of its
+own (spec/raft.ksy): hashicorp/raft's transport stream on
+`<ns>.raft.metadata.<node>.request._INBOX.…` (reassembled per inbox and
+connection, `lbparse.raft.StreamDecoder`; an empty message closes the
+stream), nats-on-a-log's JSON handshake on `<ns>.raft.metadata.<node>.accept`
+and its reply, and the bootstrap probe, a bare server id, on
+`<ns>.raft.metadata.bootstrap`. `TrafficReader` names each such message of
+a capture (or a live session) and decodes it into a `Traffic`; the
+subjects and their meaning are the spec's (`lbparse.raft.SUBJECTS`).
+
+A reader is fed the messages in order (the capture reader, the pipeline per
+unit, a tap per session); it keeps each stream's state, and learns from
+the handshakes which way each stream flows (`role`: the dialer's inbox
+receives responses, the acceptor's requests).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
+from lbparse.raft.transport import REQUEST, RESPONSE
+
+__all__ = ["KINDS", "Traffic", "TrafficReader", "subject_kind"]
+
+# What `Traffic.kind` says.
+KINDS = ("raft_request", "raft_response", "raft_stream", "raft_stream_close", "raft_accept",
+         "raft_accept_reply", "bootstrap_probe")
+
+_TOKEN = {"ns": r"(?P<ns>[^.]+)", "node": r"(?P<node>[^.]+)", "nuid": r"[^.]+",
+          "stream": r"[^.]+", "partition": r"[^.]+", "inbox": r"(?P<inbox>_INBOX\..+)"}
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{\w+\})", pattern)
+    return re.compile("".join(_TOKEN[p[1:-1]] if p.startswith("{") else re.escape(p)
+                              for p in parts) + r"\Z")
+
+
+_PATTERNS = [(_compile(p), kind, name) for p, kind, name in SUBJECTS]
+# Cheap test before the patterns: every non-envelope subject has this in it.
+_MARK = ".raft.metadata."
+
+
+def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
+    """(kind, name, captured tokens) of the first spec subject `subject` matches."""
+    for rx, kind, name in _PATTERNS:
+        m = rx.match(subject)
+        if m:
+            return kind, name, {k: v for k, v in m.groupdict().items() if v is not None}
+    return None
+
+
+@dataclass
+class Traffic:
+    """One NATS message of Liftbridge's own non-envelope traffic.
+
+    `kind` (KINDS), `name` (the subject's meaning, from the spec), `node`
+    (the server whose subject it is), `detail` (what was decoded: the RPCs
+    a stream message completed, the handshake's fields, the probe's server
+    id), `error` (bytes that are not what the subject carries)."""
+
+    kind: str
+    name: str
+    node: str | None = None
+    _detail: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    rpcs: list[Any] = field(default_factory=list)  # lbparse.raft.RPC, for columns
+    chunk: Chunk | None = None  # a stream message: its detail is made when asked for
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        if self.chunk is not None and not self._detail:
+            d = self.chunk.to_json_dict()
+            d.pop("role", None)
+            d.pop("error", None)
+            self._detail = d
+        return self._detail
+
+    def summary(self) -> str:
+        """One line for people: the kind, and the RPCs with their terms and ops."""
+        parts = [self.kind]
+        for rpc in self.rpcs:
+            text = f"{rpc.rpc} term {rpc.term}"
+            if rpc.node:
+                text += f" {rpc.node}"
+            for key in ("Granted", "Success"):
+                if key in rpc.fields and rpc.role == RESPONSE:
+                    text += f" {key.lower()}" if rpc.fields[key] else f" not {key.lower()}"
+            ops = [e.command.name or e.command.op for e in rpc.entries if e.command]
+            if rpc.entries:
+                text += f" ({len(rpc.entries)} entries{': ' + ', '.join(ops) if ops else ''})"
+            parts.append(text)
+        for key in ("id", "inbox", "server_id", "status"):
+            if key in self._detail:
+                parts.append(f"{key}={self._detail[key]}")
+        if self.chunk is not None and self.chunk.skipped:
+            parts.append(f"{self.chunk.skipped} bytes out of step")
+        if self.error:
+            parts.append(f"error: {self.error}")
+        return " ".join(parts)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "name": self.name}
+        if self.node is not None:
+            d["node"] = self.node
+        d.update(self.detail)
+        if self.error is not None:
+            d["error"] = self.error
+        return d
+
+
+def _bounded_put(d: dict[str, str], key: str, value: str, limit: int) -> None:
+    if len(d) >= limit:
+        for k in list(d)[:limit // 2]:
+            del d[k]
+    d[key] = value
+
+
+def _status(block: bytes | None) -> str | None:
+    if not block:
+        return None
+    from lbparse.capture.records import STATUS, parse_headers
+
+    headers = parse_headers(block)
+    return headers[0][1] if headers and headers[0][0] == STATUS else None
+
+
+def _json_object(payload: bytes) -> dict[str, Any] | None:
+    if not payload.startswith(b"{"):
+        return None
+    try:
+        obj = json.loads(payload)
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: [[[[…
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+class TrafficReader:
+    """Names and decodes a message sequence's non-envelope Liftbridge traffic."""
+
+    def __init__(self, max_streams: int = 10_000) -> None:
+        self.streams: dict[tuple[str, str, str], StreamDecoder] = {}
+        self.roles: dict[str, str] = {}            # request inbox -> which way it flows
+        self.accept_replies: dict[str, str] = {}   # reply subject of an accept -> its node
+        self.max_streams = max_streams  # each of these is bounded to it (oldest forgotten)
+
+    def read(self, src: str, dst: str, subject: str, reply: str | None, payload: bytes,
+             header_block: bytes | None = None, status: str | None = None) -> Traffic | None:
+        """The message's Traffic, or None when it is not such traffic. `header_block`
+        (or `status`, already read from it): a NATS status (503: no node answered)."""
+        if _MARK in subject:
+            found = subject_kind(subject)
+            if found is None:
+                return None
+            kind, name, tokens = found
+            if kind == "raft_stream":
+                return self._raft_stream(src, dst, subject, payload, name, tokens)
+            if kind == "raft_accept":
+                return self._raft_accept(reply, payload, name, tokens)
+            if kind == "bootstrap_probe":
+                return self._bootstrap_probe(payload, name)
+            return None  # an envelope's subject
+        if subject in self.accept_replies or (payload.startswith(b'{"inbox"')
+                                              and subject.startswith("_INBOX.")):
+            return self._accept_reply(subject, payload, status or _status(header_block))
+        return None
+
+    # -- the kinds -------------------------------------------------------------
+
+    def _raft_stream(self, src: str, dst: str, subject: str, payload: bytes, name: str,
+                     tokens: dict[str, str]) -> Traffic:
+        node = tokens.get("node")
+        key = (src, dst, subject)
+        dec = self.streams.get(key)
+        if dec is None:
+            if len(self.streams) >= self.max_streams:  # forget the oldest streams
+                for k in list(self.streams)[:self.max_streams // 2]:
+                    del self.streams[k]
+            dec = self.streams[key] = StreamDecoder(self.roles.get(subject))
+        chunk = dec.feed(payload)
+        if chunk.closed:
+            self.streams.pop(key, None)
+            kind = "raft_stream_close"
+        else:
+            kind = {REQUEST: "raft_request", RESPONSE: "raft_response"}.get(chunk.role or "",
+                                                                          "raft_stream")
+        error = chunk.error.message if chunk.error is not None else None
+        return Traffic(kind, name, node, {}, error, chunk.rpcs, chunk)
+
+    def _raft_accept(self, reply: str | None, payload: bytes, name: str,
+                     tokens: dict[str, str]) -> Traffic:
+        node = tokens.get("node")
+        obj = _json_object(payload)
+        if obj is None or not isinstance(obj.get("id"), str) or not isinstance(
+                obj.get("inbox"), str):
+            return Traffic("raft_accept", name, node, {},
+                           'not the handshake\'s JSON {"id", "inbox"}')
+        # The dialer's own inbox: the acceptor's responses come to it.
+        _bounded_put(self.roles, obj["inbox"], RESPONSE, self.max_streams)
+        if reply:
+            _bounded_put(self.accept_replies, reply, node or "", self.max_streams)
+        return Traffic("raft_accept", name, node, {"id": obj["id"], "inbox": obj["inbox"],
+                                                   "reply": reply})
+
+    def _accept_reply(self, subject: str, payload: bytes, status: str | None
+                      ) -> Traffic | None:
+        node = self.accept_replies.get(subject)  # both copies of a reply (PUB, MSG)
+        if status is not None and node is not None:  # 503: the node is not there
+            return Traffic("raft_accept_reply", "raft accept handshake reply", node or None,
+                           {"status": status})
+        obj = _json_object(payload)
+        inbox = obj.get("inbox") if obj is not None else None
+        if not isinstance(inbox, str) or set(obj or {}) != {"inbox"}:
+            if node is None:
+                return None  # not a reply we were waiting for, nor one by its looks
+            return Traffic("raft_accept_reply", "raft accept handshake reply", node or None, {},
+                           'not the handshake reply\'s JSON {"inbox"}')
+        found = subject_kind(inbox)
+        if found is None or found[0] != "raft_stream":
+            return None if node is None else Traffic(
+                "raft_accept_reply", "raft accept handshake reply", node or None,
+                {"inbox": inbox}, "the inbox is not a raft transport inbox")
+        # The acceptor's inbox: the dialer's requests go to it.
+        _bounded_put(self.roles, inbox, REQUEST, self.max_streams)
+        return Traffic("raft_accept_reply", "raft accept handshake reply",
+                       found[2].get("node"), {"inbox": inbox})
+
+    def _bootstrap_probe(self, payload: bytes, name: str) -> Traffic:
+        try:
+            server = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            return Traffic("bootstrap_probe", name, None, {}, "the server id is not UTF-8")
+        return Traffic("bootstrap_probe", name, server or None, {"server_id": server})
