@@ -194,7 +194,9 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
     elif b0 >> 4 == 6 and ip + 40 <= end:
         nh = buf[ip + 6]
         tcp = ip + 40
-        ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
+        plen = buf[ip + 4] << 8 | buf[ip + 5]
+        # 0: a jumbogram, or segmentation offload: the wire length tells.
+        ip_end = ip + 40 + plen if plen else -1
         while nh in _IPV6_EXT and tcp + 8 <= end:
             nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
         if nh != 6:
@@ -435,7 +437,7 @@ class CaptureReader:
                     d.peer.client = not d.client
                     seq = (seq + 1) & MASK
                 if avail:
-                    if seq == d.next_seq and not missing and not d.pending:
+                    if seq == d.next_seq and not missing and not d.pending and not d.cut:
                         d.next_seq = (seq + avail) & MASK
                         frames = d.parser.feed(buf[data:data + avail])
                     else:
