@@ -22,7 +22,8 @@ from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
-from lbparse.capture.formats import HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, sniff_head
+from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
+                                     sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
@@ -282,6 +283,10 @@ class CaptureReader:
         self.on_notice = on_notice
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
+        if os.path.exists(self.path) and not regular_file(self.path):
+            # Opening a FIFO blocks until someone writes to it.
+            raise CaptureError("not_a_file", f"{self.path}: not a regular file (a FIFO, socket, "
+                               "device or directory); not read", offset=None)
         self.size = os.path.getsize(self.path)
         self._source: Any = None
         self._decode = self._decoder()
@@ -326,9 +331,9 @@ class CaptureReader:
         f.seek(0)
         fmt = sniff_head(head)
         if fmt == PARQUET:
-            recs = read_parquet(self.path)
+            recs = read_parquet(self.path, self._notice)
         elif fmt == JSONL:
-            recs = read_jsonl(f, self.path)
+            recs = read_jsonl(f, self.path, self._notice)
         else:
             raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
                                f"nor Parquet (first bytes {head.hex()})", offset=0)

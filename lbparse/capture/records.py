@@ -21,10 +21,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import IO, Any, Iterator
+import math
+from typing import IO, Any, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.nats import Frame
+from lbparse.capture.notices import Notice
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
@@ -246,43 +248,119 @@ _TEXT_FIELDS = ("src", "dst", "verb", "subject", "payload")
 _OPTIONAL_TEXT = ("reply", "sid")
 
 
-def _check_record_types(d: Any) -> None:
+def _check_ts(ts: Any) -> float:
+    """A record's capture time as float seconds: a finite number (a 400-digit
+    integer overflowed float() and `1e999` read as infinity, written back out
+    as `Infinity`, which is not JSON)."""
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+        raise TypeError(f"ts is {_short_repr(ts)}, not a number")
+    try:
+        value = float(ts)
+    except OverflowError:
+        raise TypeError(f"ts is {_short_repr(ts)}, too large for a time") from None
+    if not math.isfinite(value):
+        raise TypeError(f"ts is {ts!r}, not a finite number")
+    return value
+
+
+def _short_repr(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_record_types(d: Any) -> float:
     """Valid JSON is not yet a record: fields of other types would fail far
-    from here (a numeric subject in subject matching, say)."""
+    from here (a numeric subject in subject matching, say). Returns ts."""
     if not isinstance(d, dict):
         raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
-    if isinstance(d.get("ts"), bool) or not isinstance(d.get("ts"), (int, float)):
-        raise TypeError(f"ts is {d.get('ts')!r}, not a number")
+    ts = _check_ts(d.get("ts"))
     for key in _TEXT_FIELDS:
         if not isinstance(d.get(key), str):
-            raise TypeError(f"{key} is {d.get(key)!r}, not a string")
+            raise TypeError(f"{key} is {_short_repr(d.get(key))}, not a string")
     for key in _OPTIONAL_TEXT:
         if d.get(key) is not None and not isinstance(d[key], str):
-            raise TypeError(f"{key} is {d[key]!r}, not a string or null")
+            raise TypeError(f"{key} is {_short_repr(d[key])}, not a string or null")
     headers = d.get("headers")
     if headers is not None and not (isinstance(headers, list) and all(
             isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
             for h in headers)):
         raise TypeError("headers is not a list of [key, value] strings")
+    return ts
 
 
-def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
+# Bad lines (rows) held while no good record has shown the file is ours.
+MAX_HELD = 1000
+
+
+class _BadRecords:
+    """The lines (rows) of one of our files that are not records.
+
+    Once the file has given a good record, each is a `bad_record` notice and
+    reading goes on: one bad line must not cost the rest of a recording.
+    Until then they are held (the first MAX_HELD, the rest counted); a file
+    that gives no record at all is not ours, and `end` raises CaptureError
+    with the first of them."""
+
+    def __init__(self, on_notice: Callable[[Notice], None] | None) -> None:
+        self.on_notice = on_notice
+        self.held: list[str] = []
+        self.more = 0
+        self.good = False
+
+    def bad(self, message: str) -> None:
+        if self.good:
+            self._emit(message)
+        elif len(self.held) < MAX_HELD:
+            self.held.append(message)
+        else:
+            self.more += 1
+
+    def ok(self) -> None:
+        if not self.good:
+            self.good = True
+            for message in self.held:
+                self._emit(message)
+            if self.more:
+                self._emit(f"... and {self.more} more that are not capture records")
+            self.held = []
+
+    def end(self) -> None:
+        if not self.good and self.held:
+            others = len(self.held) - 1 + self.more
+            raise CaptureError("bad_record", self.held[0] + (
+                f" (and {others} more, and not one record)" if others else ""))
+
+    def _emit(self, message: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(Notice("bad_record", message + "; skipped, reading on"))
+
+
+def read_jsonl(f: IO[bytes], name: str,
+               on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
+    """Records of our JSON Lines format; a line that is not one is a notice
+    (see `_BadRecords`)."""
+    bad = _BadRecords(on_notice)
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue
         where = f"{name}:{lineno}"
         try:
             d = json.loads(line)
-            _check_record_types(d)
-            record = Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
+            ts = _check_record_types(d)
+            record = Record.make(ts, d["src"], d["dst"], d["verb"], d["subject"],
                                  d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
                                  base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-            raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
+            bad.bad(f"{where}: not a capture record: {exc}")
+            continue
         except RecursionError:  # json nests as deep as the line does
-            raise CaptureError("bad_record", f"{where}: not a capture record: JSON nested "
-                               "too deeply") from None
+            bad.bad(f"{where}: not a capture record: JSON nested too deeply")
+            continue
+        bad.ok()
         yield record
+    bad.end()
 
 
 # -- Parquet ------------------------------------------------------------------
@@ -396,7 +474,12 @@ def _wrong_column_types(schema: Any) -> str:
     return ", ".join(bad)
 
 
-def read_parquet(path: str) -> Iterator[Record]:
+def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
+                 ) -> Iterator[Record]:
+    """Records of our Parquet format. A row that is not a record (a null
+    where a record has a value, a time that is not a finite number) or a
+    row group that does not read is a notice, and reading goes on (see
+    `_BadRecords`); a file without the columns of a record is CaptureError."""
     import pyarrow.parquet as pq
 
     try:
@@ -410,13 +493,40 @@ def read_parquet(path: str) -> Iterator[Record]:
     wrong = _wrong_column_types(pf.schema_arrow)
     if wrong:
         raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
-    for batch in pf.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
-            headers = row.get("headers")
-            block = (None if headers is None
-                     else build_header_block([(h["key"], h["value"]) for h in headers]))
-            try:
-                yield Record.make(row["ts"], row["src"], row["dst"], row["verb"], row["subject"],
-                                  row.get("reply"), row.get("sid"), block, row["payload"])
-            except ValueError as exc:
-                raise CaptureError("bad_record", f"{path}: {exc}") from None
+    bad = _BadRecords(on_notice)
+    first = 0
+    for rg in range(pf.metadata.num_row_groups):
+        index = first
+        first += pf.metadata.row_group(rg).num_rows
+        try:
+            for batch in pf.iter_batches(batch_size=4096, row_groups=[rg]):
+                for row in batch.to_pylist():
+                    try:
+                        record = _parquet_record(row)
+                    except (ValueError, TypeError) as exc:
+                        bad.bad(f"{path}: row {index}: not a capture record: {exc}")
+                    else:
+                        bad.ok()
+                        yield record
+                    index += 1
+        except Exception as exc:  # noqa: BLE001  pyarrow's own errors: a damaged row group
+            bad.bad(f"{path}: row group {rg} (rows {index}..{first - 1}) does not read: {exc}")
+    bad.end()
+
+
+def _parquet_record(row: dict[str, Any]) -> Record:
+    ts = _check_ts(row["ts"])
+    for key in ("src", "dst", "verb", "subject"):
+        if not isinstance(row[key], str):
+            raise TypeError(f"{key} is {_short_repr(row[key])}, not a string")
+    if not isinstance(row["payload"], bytes):
+        raise TypeError(f"payload is {_short_repr(row['payload'])}, not bytes")
+    headers = row.get("headers")
+    if headers is not None and not all(
+            isinstance(h, dict) and isinstance(h.get("key"), str) and isinstance(h.get("value"), str)
+            for h in headers):
+        raise TypeError("headers hold a null key or value")
+    block = (None if headers is None
+             else build_header_block([(h["key"], h["value"]) for h in headers]))
+    return Record.make(ts, row["src"], row["dst"], row["verb"], row["subject"], row.get("reply"),
+                       row.get("sid"), block, row["payload"])
