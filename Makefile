@@ -55,6 +55,11 @@ check-generated:
 test:
 	$(PYTHON) -m pytest -q
 
+## typecheck: mypy --strict over lbparse (configured in pyproject.toml [tool.mypy])
+.PHONY: typecheck
+typecheck:
+	$(PYTHON) -m mypy
+
 ## bench: decoding and capture benchmarks (medians, side by side)
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done

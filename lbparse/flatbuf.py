@@ -20,6 +20,7 @@ import base64
 import struct
 from typing import Any
 
+from lbparse.jsonform import Int64, int64
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 __all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
@@ -75,7 +76,13 @@ class FlatTable:
         return cls(type_name, {k: _from_json(types[k], v) for k, v in obj.items()})
 
 
+# 64-bit scalars: decimal strings in JSON (lbparse.jsonform), as protobuf writes int64.
+_INT64 = frozenset({"long", "ulong", "int64", "uint64"})
+
+
 def _json(ftype: str, value: Any) -> Any:
+    if ftype in _INT64:
+        return Int64(value)
     if ftype == "[ubyte]":
         return base64.b64encode(value).decode("ascii")
     if ftype.startswith("enum "):
@@ -86,8 +93,10 @@ def _json(ftype: str, value: Any) -> Any:
 
 
 def _from_json(ftype: str, value: Any) -> Any:
+    if ftype in _INT64:
+        return int64(value, ftype)
     if ftype == "[ubyte]":
-        return base64.b64decode(value)
+        return base64.b64decode(value, validate=True)
     if ftype.startswith("enum "):
         if isinstance(value, str):
             names = {n: v for v, n in ENUMS[ftype[5:]]["values"].items()}
@@ -128,7 +137,8 @@ class _Reader:
 
     def u32(self, pos: int, what: str) -> int:
         self.need(pos, 4, what)
-        return _U32.unpack_from(self.buf, pos)[0]
+        value: int = _U32.unpack_from(self.buf, pos)[0]
+        return value
 
     def table(self, pos: int, type_name: str) -> FlatTable:
         self.need(pos, 4, f"{type_name} table")
@@ -197,10 +207,10 @@ def plausible(buf: bytes) -> bool:
     n = len(buf)
     if n < 8:
         return False
-    root = _U32.unpack_from(buf, 0)[0]
+    root: int = _U32.unpack_from(buf, 0)[0]
     if root + 4 > n:
         return False
-    vt = root - _I32.unpack_from(buf, root)[0]
+    vt: int = root - _I32.unpack_from(buf, root)[0]
     return 0 <= vt and vt + 4 <= n
 
 
@@ -220,17 +230,23 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     if unknown:
         raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
     offsets: dict[str, int] = {}
-    for _, name, ftype, value in present:  # children before the table itself
-        if ftype == "string":
-            offsets[name] = b.CreateString(value)
-        elif ftype == "[ubyte]":
-            offsets[name] = b.CreateByteVector(bytes(value))
-        elif ftype.startswith("["):
+    # Children before the table itself: vectors of tables first, then
+    # strings and byte vectors, each in schema order. That is the order the
+    # flatc-generated Go builders of Liftbridge's FlatBuffers branch were
+    # called in, so that the same table gives the same bytes as theirs (the
+    # reference vectors hold it).
+    for _, name, ftype, value in present:
+        if ftype.startswith("[") and ftype != "[ubyte]":
             elems = [_build(b, t) for t in value]
             b.StartVector(4, len(elems), 4)
             for off in reversed(elems):
                 b.PrependUOffsetTRelative(off)
             offsets[name] = b.EndVector()
+    for _, name, ftype, value in present:
+        if ftype == "string":
+            offsets[name] = b.CreateString(value)
+        elif ftype == "[ubyte]":
+            offsets[name] = b.CreateByteVector(bytes(value))
     b.StartObject(len(TABLES[table.type_name]))
     for fid, name, ftype, value in present:
         if name in offsets:
@@ -239,7 +255,8 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
         if ftype.startswith("enum "):
             ftype = ENUMS[ftype[5:]]["base"]
         b.PrependSlot(_FLAGS[_SCALARS[ftype]], fid, value, None)  # no default: always written
-    return b.EndObject()
+    end: int = b.EndObject()
+    return end
 
 
 _SCALAR_FLAGS = {"<B": "Uint8Flags", "<b": "Int8Flags", "<?": "BoolFlags", "<h": "Int16Flags",

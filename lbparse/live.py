@@ -95,20 +95,21 @@ def shown_url(url: str) -> str:
 
 @dataclass
 class Outage:
-    """One loss of the connection: when (Unix time), why, until when, and the
-    arrival rate before it (messages a second), for the estimate of what
-    was missed."""
+    """One loss of the connection: when (Unix time, integer nanoseconds, as
+    every time lbparse gives), why, until when, and the arrival rate before
+    it (messages a second), for the estimate of what was missed."""
 
-    lost_at: float
+    lost_at: int
     reason: str
     rate: float
-    back_at: float | None = None  # None: never came back
+    back_at: int | None = None  # None: never came back
 
-    def seconds(self, now: float | None = None) -> float:
-        end = self.back_at if self.back_at is not None else (now or time.time())
-        return max(end - self.lost_at, 0.0)
+    def seconds(self, now: int | None = None) -> float:
+        """How long it lasted (until `now`, ns, or the present while it lasts)."""
+        end = self.back_at if self.back_at is not None else (now or time.time_ns())
+        return max(end - self.lost_at, 0) / 1e9
 
-    def may_have_missed(self, now: float | None = None) -> int:
+    def may_have_missed(self, now: int | None = None) -> int:
         """Messages that may have been published meanwhile, at the rate seen before."""
         return round(self.rate * self.seconds(now))
 
@@ -167,14 +168,16 @@ class _Rate:
         self.times.clear()
 
 
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+def _stamp(ns: int) -> str:
+    """A Unix time in nanoseconds as UTC, to the millisecond."""
+    s, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{frac // 1_000_000:03d}Z"
 
 
 def _raw_client_class() -> type:
     from nats.aio.client import Client
 
-    class _RawClient(Client):  # type: ignore[misc]
+    class _RawClient(Client):
         _lb_raw: bytes | None = None
 
         async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,
@@ -214,7 +217,7 @@ def message_record(msg: Any, server: str, local: str) -> Record:
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
     sid = getattr(msg, "_sid", None)
-    return Record.make(time.time(), server, local, "HMSG" if raw is not None else "MSG",
+    return Record.make(time.time_ns(), server, local, "HMSG" if raw is not None else "MSG",
                        msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
                        msg.data)
 
@@ -247,7 +250,7 @@ class _Session:
     async def disconnected(self) -> None:
         if self.lost is not None or self.done.is_set():
             return  # already lost, or we are closing
-        self.lost = Outage(time.time(), self.last_error or "connection closed",
+        self.lost = Outage(time.time_ns(), self.last_error or "connection closed",
                            self.rate.rate())
         self.lost_mono = time.monotonic()
         self.result.outages.append(self.lost)
@@ -262,7 +265,7 @@ class _Session:
         self.endpoints()
         if self.lost is None:
             return
-        self.lost.back_at = time.time()
+        self.lost.back_at = time.time_ns()
         o, self.lost = self.lost, None
         self.last_error = None
         self.rate.restart()

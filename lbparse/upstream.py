@@ -20,7 +20,7 @@ import crc32c as _crc32c
 
 from lbparse.errors import EnvelopeError
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import REPLICATION_RESPONSE, codec_for, message_class
+from lbparse.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, message_class
 from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FLAGS_OFFSET,
                           HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
@@ -91,7 +91,7 @@ def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
     if not well_formed(payload):
         return "proto: cannot parse invalid wire-format data"
     if style == "gogo":
-        return gogo_problem(payload, message_class(ptype).DESCRIPTOR)
+        return gogo_problem(payload, descriptor_of(message_class(ptype)))
     try:
         codec_for(ptype).decode(payload)
     except EnvelopeError as exc:

@@ -185,7 +185,8 @@ def _gogo(buf: bytes, pos: int, end: int, desc: Descriptor, depth: int) -> str |
 
 @lru_cache(maxsize=None)
 def _submessages(desc: Descriptor) -> dict[int, Descriptor]:
-    return {f.number: f.message_type for f in desc.fields if f.type == F.TYPE_MESSAGE}
+    return {f.number: f.message_type for f in desc.fields
+            if f.type == F.TYPE_MESSAGE and f.message_type is not None}
 
 
 def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:

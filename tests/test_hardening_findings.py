@@ -418,8 +418,10 @@ def test_bad_lines_before_the_first_record_are_held_not_lost(tmp_path) -> None:
 
 
 def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
-    """lbparse/capture/records.py (issue #19): a null cell in our Parquet
-    recording raised TypeError (a traceback from lbparse capture)."""
+    """lbparse/capture/recordings.py (issue #19): a null cell in our Parquet
+    recording raised TypeError (a traceback from lbparse capture); an
+    infinite time in an older recording's float seconds ended the file. A
+    null time is still read as unknown (0), as the writer means it."""
     import subprocess
     import sys
 
@@ -427,27 +429,36 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     import pyarrow.parquet as pq
 
     from lbparse.capture import CaptureReader
-    from lbparse.capture.records import parquet_schema
+    from lbparse.capture.recordings import parquet_schema
 
     schema = parquet_schema()
-    rows = [{"ts": 1.7e9 + i, "src": "a:1", "dst": "b:2", "direction": "client_to_server",
-             "verb": "PUB", "subject": f"s.{i}", "payload": b"x", "headers": None}
-            for i in range(6)]
+    rows = [{"ts": 1_700_000_000_000_000_000 + i, "src": "a:1", "dst": "b:2",
+             "direction": "client_to_server", "verb": "PUB", "subject": f"s.{i}", "payload": b"x",
+             "headers": None} for i in range(6)]
     rows[1]["ts"] = None
     rows[2]["subject"] = None
     rows[3]["payload"] = None
     rows[4]["headers"] = [{"key": None, "value": "v"}]
-    rows[5]["ts"] = float("inf")
-    rows.append({**rows[0], "subject": "s.6"})
     path = tmp_path / "r.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, row_group_size=3)
     notices: list = []
-    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == ["s.0", "s.6"]
-    assert [n.kind for n in notices] == ["bad_record"] * 5
-    assert "row 1" in notices[0].message and "row 5" in notices[4].message
+    recs = list(CaptureReader(path, on_notice=notices.append))
+    assert [r.subject for r in recs] == ["s.0", "s.1", "s.5"] and recs[1].ts == 0
+    assert [n.kind for n in notices] == ["bad_record"] * 3
+    assert "row 2" in notices[0].message and "row 4" in notices[2].message
     out = subprocess.run([sys.executable, "-m", "lbparse", "capture", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "Traceback" not in out.stderr
+
+    old = pa.table({"ts": [1.7e9, float("inf"), 1.7e9 + 2], "src": ["a:1"] * 3,
+                    "dst": ["b:2"] * 3, "direction": ["client_to_server"] * 3,
+                    "verb": ["PUB"] * 3, "subject": ["t.0", "t.1", "t.2"],
+                    "payload": [b"x"] * 3})
+    pq.write_table(old, tmp_path / "old.parquet")
+    notices.clear()
+    assert [r.subject for r in CaptureReader(tmp_path / "old.parquet",
+                                             on_notice=notices.append)] == ["t.0", "t.2"]
+    assert [n.kind for n in notices] == ["bad_record"]
 
 
 def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:

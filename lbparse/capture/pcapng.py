@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import MAX_RECORD, Packet, read_more, refill
+from lbparse.capture.pcap import MAX_RECORD, NS_PER_S, Packet, read_more, refill
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -44,18 +44,24 @@ MAGIC = b"\x0a\x0d\x0d\x0a"
 
 
 class _Interface:
-    __slots__ = ("linktype", "snaplen", "tick", "offset")
+    __slots__ = ("linktype", "snaplen", "num", "den", "offset")
 
-    def __init__(self, linktype: int, snaplen: int, tick: float, offset: int) -> None:
+    def __init__(self, linktype: int, snaplen: int, num: int, den: int, offset: int) -> None:
         self.linktype = linktype
         self.snaplen = snaplen
-        self.tick = tick
+        self.num = num  # ts in ns = units * num // den + offset
+        self.den = den
         self.offset = offset
 
 
-def _tsresol(v: int) -> float:
+def _tsresol(v: int) -> tuple[int, int]:
+    """if_tsresol as a fraction of nanoseconds per unit (numerator,
+    denominator): exact, finer units rounded down to the nanosecond."""
     # High bit set: a negative power of two; else a negative power of ten.
-    return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+    if v & 0x80:
+        return NS_PER_S, 1 << (v & 0x7F)
+    e = min(v, 60)  # past 10**-60 s a unit is nothing anyway
+    return (10 ** (9 - e), 1) if e <= 9 else (1, 10 ** (e - 9))
 
 
 class PcapngSource:
@@ -139,7 +145,7 @@ class PcapngSource:
                                   f"captured length {cap} in {blen - 32} bytes")
                     else:
                         i = ifaces[iid]
-                        ts = ((hi << 32) | lo) * i.tick + i.offset
+                        ts = ((hi << 32) | lo) * i.num // i.den + i.offset
                         yield ts, i.linktype, buf, pos + 28, cap, orig
                 elif btype == SHB:
                     ifaces = []
@@ -153,7 +159,7 @@ class PcapngSource:
                         orig = u32(buf, pos + 8)[0]
                         cap = min(orig, blen - 16, i.snaplen or orig)
                         # A simple packet block has no timestamp.
-                        yield 0.0, i.linktype, buf, pos + 12, cap, orig
+                        yield 0, i.linktype, buf, pos + 12, cap, orig
                 elif btype == OPB:
                     iid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
                     hi, lo, cap, orig = struct.unpack_from(endian + "IIII", buf, pos + 12)
@@ -162,8 +168,8 @@ class PcapngSource:
                                   f"captured length {cap} in {blen - 32} bytes")
                     else:
                         i = ifaces[iid]
-                        yield (((hi << 32) | lo) * i.tick + i.offset, i.linktype, buf, pos + 28,
-                               cap, orig)
+                        yield (((hi << 32) | lo) * i.num // i.den + i.offset, i.linktype, buf,
+                               pos + 28, cap, orig)
                 pos = end
             if bad_at >= 0 and need == 12 and pos + 12 <= n:
                 continue  # just found damage: look past it in what is already read
@@ -235,15 +241,15 @@ class PcapngSource:
 
     def _interface(self, buf: bytes, pos: int, blen: int, endian: str) -> _Interface:
         linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
-        tick, offset = 1e-6, 0
+        (num, den), offset = _tsresol(6), 0  # microseconds unless said otherwise
         p, end = pos + 16, pos + blen - 4
         while p + 4 <= end:
             code, olen = struct.unpack_from(endian + "HH", buf, p)
             if code == 0:
                 break
             if code == OPT_TSRESOL and olen >= 1:
-                tick = _tsresol(buf[p + 4])
+                num, den = _tsresol(buf[p + 4])
             elif code == OPT_TSOFFSET and olen >= 8 and p + 12 <= end:
-                offset = struct.unpack_from(endian + "q", buf, p + 4)[0]
+                offset = struct.unpack_from(endian + "q", buf, p + 4)[0] * NS_PER_S
             p += 4 + (olen + 3) // 4 * 4
-        return _Interface(linktype, snaplen, tick, offset)
+        return _Interface(linktype, snaplen, num, den, offset)

@@ -29,8 +29,8 @@ from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
-from lbparse.capture.records import (Record, read_jsonl,
-                                     read_parquet)
+from lbparse.capture.records import Record
+from lbparse.capture.recordings import read_jsonl, read_parquet
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits
@@ -175,7 +175,8 @@ _FIN: Final = 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
-def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
+def dissect(lt: int, buf: bytes, off: int, caplen: int
+            ) -> tuple[bytes, int, int, int, int, int] | None:
     """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
     data offset, IP end offset), or None for what is not TCP over IP. The
     key is source address, destination address, source and destination port."""
@@ -207,7 +208,7 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
         return None
     if tcp + 20 > end:
         return None
-    seq, ack, offflags = _TCP(buf, tcp)
+    seq, ack, offflags = cast(tuple[int, int, int], _TCP(buf, tcp))
     return addr + buf[tcp:tcp + 4], seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
@@ -374,7 +375,7 @@ class CaptureReader:
         # Typed, so that the compiled build unpacks tuples by index and does
         # its arithmetic on machine integers, not through generic calls.
         packets: Iterator[Packet] = iter(src)
-        ts = 0.0
+        ts = 0  # nanoseconds
         buf: bytes
         key: bytes
         et: int
@@ -476,7 +477,7 @@ class CaptureReader:
         finally:
             stats.packets += npk
 
-    def _emit(self, ts: float, d: Direction, frames: list[Parsed],
+    def _emit(self, ts: int, d: Direction, frames: list[Parsed],
               matched: dict[str, bool]) -> Iterator[Record]:
         """Records of `frames` from direction `d`."""
         for fr in frames:
@@ -484,7 +485,7 @@ class CaptureReader:
             if rec is not None:
                 yield rec
 
-    def _accept(self, ts: float, d: Direction, fr: Parsed, matched: dict[str, bool]
+    def _accept(self, ts: int, d: Direction, fr: Parsed, matched: dict[str, bool]
                 ) -> Record | None:
         """The record of one parsed item, decoded and counted; None for what
         this reading does not yield (a problem is a notice, a control line is
@@ -531,7 +532,7 @@ class CaptureReader:
         _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope,
                                           rec.payload)
         rec.envelope = env
-        return held
+        return bool(held)
 
     def _in_order(self, recs: Iterator[Record]) -> Iterator[Record]:
         """The records, with those that wait for the capture's first proof held
@@ -566,7 +567,7 @@ class CaptureReader:
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
-               notices: list[Notice], ts: float) -> list[tuple[Direction, list[Parsed]]]:
+               notices: list[Notice], ts: int) -> list[tuple[Direction, list[Parsed]]]:
         d.closed = True
         out = [(d, d.finish(notices, ts))]
         if offflags & _RST or d.peer.closed:
@@ -575,7 +576,7 @@ class CaptureReader:
         return out
 
 
-def _problem_notice(problem: Problem, ts: float | None, d: Direction) -> Notice:
+def _problem_notice(problem: Problem, ts: int | None, d: Direction) -> Notice:
     """The Notice of a parser's Problem: a limit it names, or a protocol problem."""
     if problem.limit:
         return Notice("limit", problem.message, ts, d.src, d.dst, limit=problem.limit)

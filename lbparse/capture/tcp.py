@@ -71,7 +71,7 @@ class Direction:
         # next segment's sequence number settles the claim (see the module doc).
         self.cut = 0
 
-    def syn(self, seq: int, notices: list[Notice], ts: float) -> None:
+    def syn(self, seq: int, notices: list[Notice], ts: int) -> None:
         if self.next_seq is not None:
             # The same addresses and ports, a new connection.
             self.finish(notices, ts)
@@ -81,7 +81,7 @@ class Direction:
         self.cut = 0
 
     def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
-                ts: float) -> list[Parsed]:
+                ts: int) -> list[Parsed]:
         """A segment of `len(data)` captured bytes at `seq`, followed by
         `missing` bytes the capture cut off (snap length)."""
         if self.next_seq is None:
@@ -137,7 +137,7 @@ class Direction:
             self._drain(frames, notices, ts)
         return frames
 
-    def finish(self, notices: list[Notice], ts: float | None) -> list[Parsed]:
+    def finish(self, notices: list[Notice], ts: int | None) -> list[Parsed]:
         """End of the stream (FIN, RST or end of capture): deliver what waits
         behind holes, declaring the holes, and report a half-read frame."""
         frames: list[Parsed] = []
@@ -151,7 +151,7 @@ class Direction:
         return frames
 
     def _deliver(self, data: bytes, missing: int, frames: list[Parsed], notices: list[Notice],
-                 ts: float | None) -> None:
+                 ts: int | None) -> None:
         if data:
             frames.extend(self.parser.feed(data))
             self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
@@ -168,7 +168,7 @@ class Direction:
         if 0 < ahead <= cut:
             self._lose(ahead, notices, ts, _CUT, frames)
 
-    def _drain(self, frames: list[Parsed], notices: list[Notice], ts: float | None) -> None:
+    def _drain(self, frames: list[Parsed], notices: list[Notice], ts: int | None) -> None:
         """Deliver the waiting segments that now start at or before next_seq
         (their new bytes; old ones are dropped), nearest first, up to a hole."""
         pending, order = self.pending, self.order
@@ -190,7 +190,7 @@ class Direction:
         """Bytes from next_seq to the nearest waiting segment (after a drain)."""
         return self.order[0] - self.next_pos
 
-    def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str,
+    def _lose(self, nbytes: int, notices: list[Notice], ts: int | None, why: str,
               frames: list[Parsed]) -> None:
         self.cut = 0  # a declared loss settles any claim
         notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "

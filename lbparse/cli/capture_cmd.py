@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
+from functools import partial
 from typing import TextIO
 
+from lbparse import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
@@ -58,11 +59,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
-def _clock(ts: float) -> str:
+def _clock(ts: int) -> str:
+    """A capture time (nanoseconds since the epoch) as UTC hh:mm:ss.nnnnnnnnn."""
+    seconds, ns = divmod(ts, 1_000_000_000)
     try:
-        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%H:%M:%S.%f")
+        hms = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%H:%M:%S")
     except (OverflowError, ValueError, OSError):  # a capture's clock can say anything
-        return f"{ts:<15.6g}"
+        return f"{ts / 1e9:<18.6g}"  # seconds
+    return f"{hms}.{ns:09d}"
 
 
 def table_row(rec: Record) -> str:
@@ -151,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
     for name in args.files:
         try:
             reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
-                                   on_notice=lambda n, name=name: notice(n, name))
+                                   on_notice=partial(notice, name=name))
         except (CaptureError, OSError) as exc:
             # One file that cannot be read must not cost the files after it.
             unreadable += 1
@@ -162,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
             for i, rec in enumerate(reader):
                 if not args.quiet:
                     if args.format == "jsonl":
-                        write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
+                        write(jsonform.dumps(rec.to_json_dict()) + "\n")
                     else:
                         write(table_row(rec) + "\n")
                 if bar.on and not i & 1023:

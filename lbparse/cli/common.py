@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import binascii
-import json
 import os
 import sys
 from typing import Any, Iterator
 
+from lbparse import jsonform
 from lbparse.layouts import LAYOUTS
 from lbparse.limits import DEFAULT, Limits, parse_size
 
@@ -133,7 +133,7 @@ def read_inputs(items: list[str], mode: str) -> Iterator[tuple[str, bytes]]:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(jsonform.dumps(obj) + "\n")
 
 
 __all__ = ["LAYOUTS", "add_input_arguments", "add_layout_argument", "add_limit_arguments", "limits_from", "parse_hex",

@@ -15,9 +15,9 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from lbparse import jsonform
 from lbparse.api import decode
 from lbparse.cli.common import (add_input_arguments, add_layout_argument, add_limit_arguments,
                                 limits_from, print_json, read_inputs)
@@ -60,10 +60,10 @@ def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
         if d.get(key):
             rows.append((key, d[key]))
     lines += [f"  {k:<13} {v}" for k, v in rows]
-    body = json.dumps(d.get("payload_json"), indent=2, ensure_ascii=False)
+    body = jsonform.dumps(d.get("payload_json"), indent=2)
     lines.append("  payload       " + body.replace("\n", "\n                "))
     for i, entry in enumerate(d.get("commitlog_messages", [])):
-        lines.append(f"  entry {i:<7} {json.dumps(entry, ensure_ascii=False)}")
+        lines.append(f"  entry {i:<7} {jsonform.dumps(entry)}")
     return "\n".join(lines)
 
 

@@ -74,8 +74,8 @@ def decode_examples() -> None:
           f"{len(errors)} rejected\n")
     for title in sorted(groups, key=lambda t: int(t.split()[1])):
         print_table(title, groups[title])
-    for i, exc in errors:
-        print(f"#{i} rejected: {exc.kind}: {exc.message}")
+    for i, err in errors:
+        print(f"#{i} rejected: {err.kind}: {err.message}")
 
 
 def run_pipeline(out: str) -> int:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from lbparse import jsonform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,13 +102,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
     m = store.meta
+    # bbolt's txid and page ids are u64 (spec/bbolt.ksy): decimal strings in
+    # lbparse's JSON, as the log's indexes and terms (lbparse.jsonform).
+    u64 = jsonform.Int64
     head = {"file": store.path, "stable": store.stable_json(),
-            "meta": {"page_size": m.page_size, "txid": m.txid, "root": m.root,
-                     "freelist": m.freelist, "pgid": m.pgid}}
-    sys.stdout.write(json.dumps(head) + "\n")
+            "meta": {"page_size": m.page_size, "txid": u64(m.txid), "root": u64(m.root),
+                     "freelist": u64(m.freelist), "pgid": u64(m.pgid)}}
+    sys.stdout.write(jsonform.dumps(head) + "\n")
     for log in store.logs:
         if _wanted(log, args):
-            sys.stdout.write(json.dumps({"file": store.path, **log.to_json_dict()}) + "\n")
+            sys.stdout.write(jsonform.dumps({"file": store.path, **log.to_json_dict()}) + "\n")
 
 
 def _summary(d: dict[str, Any]) -> str:

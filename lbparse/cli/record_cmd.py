@@ -21,7 +21,8 @@ import argparse
 import sys
 
 from lbparse.capture.reader import default_layout
-from lbparse.capture.records import JsonlRecordWriter, Record, record_writer
+from lbparse.capture.recordings import JsonlRecordWriter, record_writer
+from lbparse.capture.records import Record
 from lbparse.cli.common import add_layout_argument
 from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, live_session
 

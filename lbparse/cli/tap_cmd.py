@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Callable
 
+from lbparse import jsonform
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     connect_options(args)  # the options' errors before anything starts
 
     def show(rec: Record) -> None:
-        line = (json.dumps(rec.to_json_dict(), ensure_ascii=False) if args.format == "jsonl"
+        line = (jsonform.dumps(rec.to_json_dict()) if args.format == "jsonl"
                 else table_row(rec))
         sys.stdout.write(line + "\n")
         sys.stdout.flush()

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture.formats import MISSING, PARQUET, regular_file, sniff
+from lbparse.capture import fields
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
@@ -52,8 +53,9 @@ __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
 PARQUET_UNIT_BYTES = 64 << 20
-# Columns of our own recordings (`lbparse record`) carried over when present.
-CARRIED = ("src", "dst", "direction", "verb", "reply", "sid", "headers")
+# Columns of our own recordings (`lbparse record`) carried over when present:
+# the record's (fields.RECORD) but those every table input names itself.
+CARRIED = tuple(n for n in fields.RECORD_NAMES if n not in ("ts", "subject", "payload"))
 
 
 @dataclass(frozen=True)
@@ -212,7 +214,7 @@ def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
 # -- reading (tasks) -------------------------------------------------------------
 
 class _Problem(NamedTuple):
-    ts: float | None
+    ts: int | None  # nanoseconds
     src: str | None
     dst: str | None
     kind: str
@@ -236,7 +238,7 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.items)
 
-    def problem(self, kind: str, message: str, ts: float | None = None,
+    def problem(self, kind: str, message: str, ts: int | None = None,
                 src: str | None = None, dst: str | None = None) -> None:
         self.items.append(_Problem(ts, src, dst, kind, message))
         self.problems += 1
@@ -254,7 +256,10 @@ class _Rows:
             elif f.name == "position":
                 arrays.append(pa.array(np.arange(self.next, self.next + n, dtype=np.int64)))
             elif f.name == "ts":
-                arrays.append(_timestamps(pa.array(col["ts"], pa.float64())))
+                ts, ts_ns = _times_ns(ns_array(col["ts"]))
+                arrays.append(ts)
+            elif f.name == "ts_ns":
+                arrays.append(ts_ns)
             else:
                 arrays.append(pa.array(col[f.name], f.type))
         self.next += n
@@ -292,14 +297,35 @@ def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
     return col
 
 
-def _timestamps(arr: pa.Array) -> pa.Array:
-    """Capture times (float seconds, or any timestamp) as Spark's timestamp."""
+def ns_array(values: list[int | None]) -> pa.Array:
+    """Capture times (integer nanoseconds) as an int64 array; a time that
+    64 bits do not hold (a damaged capture's clock, past the year 2262) is
+    null there, the row kept."""
+    try:
+        return pa.array(values, pa.int64())
+    except (OverflowError, pa.ArrowInvalid):
+        return pa.array([v if v is None or -2**63 <= v < 2**63 else None for v in values],
+                        pa.int64())
+
+
+def _times_ns(ns: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """The `ts` and `ts_ns` columns from capture times in integer
+    nanoseconds: Spark's timestamp (microseconds, rounded down) and the
+    nanoseconds whole."""
     typ = arrow_record_schema().field("ts").type
+    null = np.asarray(ns.is_null())
+    micros = np.asarray(ns.fill_null(0), np.int64) // 1000
+    return pa.array(micros, pa.int64(), mask=null).cast(typ), ns
+
+
+def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """`ts` and `ts_ns` from a table's time column: a timestamp of any unit
+    (exact), or numbers of seconds since the epoch."""
     if pa.types.is_timestamp(arr.type):
-        return arr.cast(typ)
+        return _times_ns(arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64()))
     secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
-    micros = np.round(secs * 1e6).astype(np.int64)
-    return pa.array(micros, pa.int64(), mask=np.asarray(arr.is_null())).cast(typ)
+    ns = np.round(secs * 1e9).astype(np.int64)
+    return _times_ns(pa.array(ns, pa.int64(), mask=np.asarray(arr.is_null())))
 
 
 def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
@@ -425,11 +451,14 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
     schema = arrow_record_schema()
     n = batch.num_rows
     arrays = []
+    times = _ts_column(batch.column(wanted["ts"]), wanted["ts"]) if "ts" in wanted else None
     for f in schema:
         if f.name == "source":
             arrays.append(pa.repeat(pa.scalar(path, pa.string()), n))
         elif f.name == "position":
             arrays.append(pa.array(np.arange(first, first + n, dtype=np.int64)))
+        elif f.name in ("ts", "ts_ns") and times is not None:
+            arrays.append(times[f.name == "ts_ns"])
         elif f.name in wanted:
             col = batch.column(wanted[f.name])
             arrays.append(_convert(f, col, wanted[f.name]))
@@ -438,13 +467,15 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _ts_column(col: pa.Array, name: str) -> tuple[pa.Array, pa.Array]:
+    if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
+            or pa.types.is_floating(col.type)):
+        raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
+                           "seconds since the epoch")
+    return _table_times(col)
+
+
 def _convert(f: pa.Field, col: pa.Array, name: str) -> pa.Array:
-    if f.name == "ts":
-        if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
-                or pa.types.is_floating(col.type)):
-            raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
-                               "seconds since the epoch")
-        return _timestamps(col)
     if col.type == f.type:
         return col
     try:

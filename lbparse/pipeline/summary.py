@@ -65,7 +65,7 @@ def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
 def count_entry_problems(batch: Any) -> int:
     """Rows about damage in a segment rather than a stored entry."""
     kinds = batch.column("error_kind")
-    return len(kinds) - kinds.null_count
+    return int(len(kinds) - kinds.null_count)
 
 
 def count_problems(batch: Any) -> int:

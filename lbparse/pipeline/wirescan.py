@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+_kernels: Any
 try:
-    from lbparse.pipeline import _kernels
+    from lbparse.pipeline import _kernels  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
@@ -273,8 +274,10 @@ def _slot_table(known: tuple[int, ...]) -> np.ndarray:
 def _distinct(field: np.ndarray, hi: int) -> list[int]:
     """The distinct field numbers of a step, ascending."""
     if hi < 1 << 12:  # the usual: counting beats hashing
-        return np.flatnonzero(np.bincount(field, minlength=hi + 1)).tolist()
-    return np.unique(field).tolist()
+        found: list[int] = np.flatnonzero(np.bincount(field, minlength=hi + 1)).tolist()
+    else:
+        found = np.unique(field).tolist()
+    return found
 
 
 @lru_cache(maxsize=None)
@@ -421,8 +424,10 @@ class _Decoder:
         if null is not None and not null.any():
             null = None
         if t == F.TYPE_ENUM:
-            if fd.enum_type.is_closed:  # unknown numbers go to unknown fields: upb's call
-                known = np.isin(vals, [v.number for v in fd.enum_type.values])
+            enum = fd.enum_type
+            assert enum is not None  # an enum field has its enum
+            if enum.is_closed:  # unknown numbers go to unknown fields: upb's call
+                known = np.isin(vals, [v.number for v in enum.values])
                 if not known.all():
                     self.bad[(rows if dense else np.arange(k))[~known]] = True
             return enum_names(fd.enum_type, vals, null)
