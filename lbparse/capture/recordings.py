@@ -51,8 +51,10 @@ _INF = float("inf")
 def ts_from_json(value: Any) -> int:
     """A record's `ts` from JSON: a decimal string of nanoseconds (lbparse's
     convention), or a number of seconds (as older versions wrote it). It
-    must be a time: not infinite, not NaN, within 64-bit nanoseconds (an
-    integer of 400 digits overflowed, and `1e999` read as infinity)."""
+    must be a time: not infinite, not NaN, and within 2^128 ns, more than
+    any capture format's clock holds (pcapng's 64-bit count of whole
+    seconds included); an integer of 400 digits is none, and one of 4,300
+    could not even be written back out."""
     if isinstance(value, str):
         ns = int64(value, "ts")
     else:
@@ -67,8 +69,8 @@ def ts_from_json(value: Any) -> int:
             ns = int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
         except (ValueError, InvalidOperation):  # int's digit limit
             raise ValueError(f"ts is {_short(value)}, not a time") from None
-    if not -2**63 <= ns < 2**63:
-        raise ValueError(f"ts is {_short(value)}, past what 64-bit nanoseconds hold")
+    if not -2**128 < ns < 2**128:
+        raise ValueError(f"ts is {_short(value)}, past any time a capture holds")
     return ns
 
 
