@@ -91,8 +91,8 @@ class Direction:
             self.parser = NatsParser(resync=True, max_frame=self.max_frame)
         frames: list[Parsed] = []
         if self.cut:
-            self._settle_cut((seq - self.next_seq) & MASK, frames, notices, ts)  # type: ignore[operator]
-        off = (seq - self.next_seq) & MASK  # type: ignore[operator]
+            self._settle_cut((seq - self.next_seq) & MASK, frames, notices, ts)
+        off = (seq - self.next_seq) & MASK
         if off >= HALF:
             back = (1 << 32) - off
             if back >= len(data) + missing:
@@ -160,7 +160,7 @@ class Direction:
             self.cut = missing  # a claim: the next segment settles it
 
     def _settle_cut(self, ahead: int, frames: list[Parsed], notices: list[Notice],
-                    ts: float | None) -> None:
+                    ts: int | None) -> None:
         """The next bytes seen start `ahead` bytes past next_seq: as many of
         the claimed cut bytes as that are lost; none if it is 0 (or the
         segment is elsewhere, where the usual rules apply)."""
