@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import atexit
 import os
+from typing import BinaryIO
 import shutil
 import stat
 import tempfile
 import threading
 
-__all__ = ["private_dir", "write_private"]
+__all__ = ["open_private", "private_dir", "write_private"]
 
 _lock = threading.Lock()
 _dir: str | None = None
@@ -66,3 +67,13 @@ def write_private(name: str, text: str) -> str:
             f.write(text)
         return path
     raise OSError(f"{base}: could not create a new scratch file named like {name!r}")
+
+
+def open_private(name: str) -> BinaryIO:
+    """A new, empty scratch file (read and write, binary), already unlinked:
+    only this open file reaches it, and nothing is left behind, whatever
+    way the process ends."""
+    path = write_private(name, "")
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    os.unlink(path)
+    return os.fdopen(fd, "w+b")
