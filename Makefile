@@ -1,7 +1,7 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromium
 # The toolchains that compile and run the generated parsers of other
 # languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
 LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \
@@ -60,7 +60,8 @@ test:
 typecheck:
 	$(PYTHON) -m mypy
 
-## bench: decoding and capture benchmarks (medians, side by side)
+## bench: decoding, capture and report benchmarks (medians, side by side; the report's
+## makes a capture of a million messages: a few minutes)
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
@@ -75,8 +76,15 @@ fuzz:
 fuzz-ci:
 	$(PYTHON) fuzz/run.py --seconds 30 --ci
 
+## sanitize: the C modules built with AddressSanitizer and UndefinedBehaviorSanitizer,
+## then the hostile-input and differential tests and the fuzz corpus through them
+.PHONY: sanitize
+sanitize:
+	$(PYTHON) tools/sanitize.py
+
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
-## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
+## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap, and
+## write that capture's report (out/demo/report.html; the path is printed)
 demo: install
 	$(PYTHON) -m lbparse demo --out out/demo
 

@@ -17,7 +17,15 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import atheris
+import os
+
+if os.environ.get("LBPARSE_FUZZ_NATIVE"):
+    # The C modules of a `fuzz/run.py --native` build call libFuzzer's
+    # coverage hooks (-fsanitize=fuzzer-no-link), which atheris's libFuzzer
+    # defines: its symbols must be global to be found when they load.
+    sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)
+
+import atheris  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`

@@ -1,10 +1,14 @@
 """The fuzz targets: each runs checks of tests/support/hostile.py on bytes.
 
-Plain functions, so that fuzz/harness.py (atheris, coverage-guided) and the
-tests run the same checks. Issue #19 added `batch` (the pipeline's batch
-decoder against lbparse.decode row by row), `storage` (segments, indexes,
-checkpoints, raft.db; the C entry loop against the Python one) and `raft`
-(Raft log entries and the transport stream).
+Plain functions, so that fuzz/harness.py (atheris, coverage-guided),
+fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
+sanitize`) and the tests run the same checks. `NATIVE` are the targets
+whose bytes reach the C modules (lbparse/capture/_native.c,
+lbparse/pipeline/_kernels.c, _structs.c): their checks hold the C code
+equal to its Python reference. Issue #19 added `batch` (the pipeline's
+batch decoder against lbparse.decode row by row), `storage` (segments,
+indexes, checkpoints, raft.db; the C entry loop against the Python one)
+and `raft` (Raft log entries and the transport stream).
 """
 
 from __future__ import annotations
@@ -65,7 +69,19 @@ def raft(data: bytes) -> None:
     hostile.check_raft(data)
 
 
+def native_capture(data: bytes) -> None:
+    hostile.check_native_capture(data)
+    hostile.check_native_capture(data, limits=TIGHT)
+
+
+def decode_arrow(data: bytes) -> None:
+    for layout in ("v0", "auto"):
+        hostile.check_decode_arrow(data, layout)
+
+
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, raft)}
-# The seed corpus each target starts from when it has none of its own.
-SEEDS: dict[str, str] = {}
+                                   storage, raft, native_capture, decode_arrow)}
+NATIVE = ("native_capture", "decode_arrow")
+# The seed corpus each target starts from when it has none of its own
+# (fuzz/build_corpus.py makes them).
+SEEDS = {"native_capture": "capture", "decode_arrow": "decode"}

@@ -10,6 +10,7 @@ submodules is documented but may move.
 """
 
 from lbparse.api import decode, decode_header, encode, encode_envelope, payload_from_json
+from lbparse.arrow_api import decode_arrow, read_capture_arrow
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
@@ -34,11 +35,13 @@ __all__ = [
     "ReplicationResponse",
     "UpstreamVerdict",
     "decode",
+    "decode_arrow",
     "decode_header",
     "encode",
     "encode_envelope",
     "message_class",
     "payload_from_json",
+    "read_capture_arrow",
     "upstream_verdict",
 ]
 __version__ = "0.1.0"

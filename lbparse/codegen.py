@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, fix_source
+from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
 from lbparse.langdocs import write_docs
 
 __all__ = [
@@ -157,14 +157,24 @@ def _spec_of(path: Path, specs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def _fix(lang: str, path: Path, specs: list[dict[str, Any]]) -> None:
+def _fix_options(lang: str, sources: list[Path]) -> dict[str, Any]:
+    """What a fixup of one file needs to know of the others."""
+    options: dict[str, Any] = {"go_package": GO_PACKAGE, "java_package": JAVA_PACKAGE}
+    if lang == "csharp":  # an imported spec's renamed types, as its own file renames them
+        options["csharp_renamed"] = {
+            p.stem: csharp_clash_names(p.read_text(encoding="utf-8"))
+            for p in sources if p.suffix == ".cs"}
+    return options
+
+
+def _fix(lang: str, path: Path, specs: list[dict[str, Any]], options: dict[str, Any]) -> None:
     """Apply lbparse.kaitai_fixups to one generated source file, in place."""
     suffix = FIXUPS.get(lang, ("",))[0]
     ksy = _spec_of(path, specs)
     if path.suffix != suffix or ksy is None:
         return
     text = path.read_text(encoding="utf-8")
-    fixed = fix_source(lang, text, ksy, {"go_package": GO_PACKAGE, "java_package": JAVA_PACKAGE})
+    fixed = fix_source(lang, text, ksy, options)
     if fixed != text:
         path.write_text(fixed, encoding="utf-8")
 
@@ -316,11 +326,12 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
                 continue
             files: list[Path] = []
             src_root = work / "kaitai" / KAITAI_TARGETS.get(lang, "")
+            options = _fix_options(lang, compiled.get(lang, []))
             for src in compiled.get(lang, []):
                 target = folder / src.relative_to(src_root)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(src), target)
-                _fix(lang, target, specs)
+                _fix(lang, target, specs, options)
                 files.append(target)
             result.parsers[lang] = list(files)
             if lang == "go":

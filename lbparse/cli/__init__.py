@@ -14,7 +14,7 @@ from typing import Sequence
 from lbparse.errors import EnvelopeError
 
 COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
-            "segments", "raft"]
+            "segments", "raft", "report"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -540,12 +540,21 @@ def _mark_unknown(dec: _Decoder, known: set[int]) -> None:
 
 def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
                    starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
-                   clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
+                   clean: bool = False, native: bool = True) -> tuple[pa.StructArray, np.ndarray]:
     """The messages `data[starts[i]:ends[i]]` as a struct column of len(starts),
     and `ok`: False for the messages left to upb (their slots hold nulls).
 
     `clean=True` also leaves out every message with a top-level field the
     type does not declare: an `ok` message is then one whose every field
     has a number and wire type of its type, what `payloads.fits_cleanly`
-    says of upb's parse (layout="auto" trusts a payload on that evidence)."""
+    says of upb's parse (layout="auto" trusts a payload on that evidence).
+
+    The C reader (wirescan_native, when setup.py built it) does this in one
+    pass per batch; the numpy reader here is the reference (`native=False`)."""
+    if native and len(starts):
+        from lbparse.pipeline import wirescan_native
+
+        if wirescan_native.available():
+            return wirescan_native.decode_structs(descriptor, arrow_type, data, starts, ends,
+                                                  emit_defaults, clean)
     return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults, clean=clean)

@@ -287,3 +287,49 @@ def check_raft(data: bytes) -> None:
     cut, odd_cut = rpcs([stream[i:i + step] for i in range(0, len(stream), step)])
     if not (odd_whole or odd_cut):  # a stream read whole: the cuts must not matter
         assert cut == whole, f"cut every {step} bytes: {cut!r} != {whole!r}"
+
+
+def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict[str, Any]]:
+    import pyarrow as pa
+
+    from lbparse.pipeline.schema import arrow_record_schema
+    from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, _read_capture
+
+    size = os.path.getsize(path)
+    unit = Unit(path, "pcap", size, size)
+    stats = UnitStats(path, "pcap", size)
+    table = pa.Table.from_batches(list(_read_capture(unit, SourceOptions(), stats, limits=limits,
+                                                     native=native)),
+                                  schema=arrow_record_schema())
+    return table, dict(vars(stats))
+
+
+def check_native_capture(data: bytes, limits: Any = None) -> int:
+    """The C capture loop (lbparse/capture/_native.c) reads the bytes exactly
+    as the Python reader does: the same rows, notices and counts. Returns the
+    number of rows."""
+    fd, path = tempfile.mkstemp(prefix="lbparse-fuzz-", dir=_TMP)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        ref = _native_rows(path, False, limits)
+        got = _native_rows(path, True, limits)
+    finally:
+        os.unlink(path)
+    assert got[0].equals(ref[0]), "native capture rows differ from the reference's"
+    assert got[1] == ref[1], f"native counts {got[1]} != reference {ref[1]}"
+    return ref[0].num_rows
+
+
+def check_decode_arrow(data: bytes, layout: str = "v0") -> None:
+    """lbparse.decode_arrow gives lbparse.decode's answer for any bytes."""
+    batch = lbparse.decode_arrow([data], layout)
+    row = batch.to_pylist()[0]
+    try:
+        env = lbparse.decode(data, layout)
+    except EnvelopeError as exc:
+        assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message), row
+        return
+    assert row["error_kind"] is None, row
+    assert (row["layout"], row["msg_type_name"], row["payload_type"], row["crc32c"]) == \
+        (env.layout, env.msg_type_name, env.payload_type, env.crc32c)
