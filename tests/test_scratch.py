@@ -118,3 +118,120 @@ def test_spark_never_reads_a_planted_log4j_configuration(tmp_path: Path,
     assert not target.exists(), f"the JVM logged into the planted target: {target.read_text()[:200]}"
     assert planted.read_bytes() == before
     assert not Path(used).exists(), "the private directory outlived its process"
+
+
+def test_a_symlinked_private_directory_is_replaced_not_followed(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """The directory swapped for a link (to a 0700 directory of ours, which
+    passes every other check) is no longer the private one."""
+    monkeypatch.setattr(scratch, "_dir", None)
+    first = scratch.private_dir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    shutil.rmtree(first)
+    os.symlink(elsewhere, first)
+    try:
+        made = Path(scratch.write_private("y.properties", "ours"))
+        assert made.parent != Path(first) and not any(elsewhere.iterdir())
+        assert not made.parent.is_symlink()
+    finally:
+        os.unlink(first)
+
+
+def test_a_link_planted_at_a_scratch_name_is_never_written_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scratch, "_dir", None)
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("mine\n")
+    (Path(scratch.private_dir()) / "z.properties").symlink_to(victim)
+    made = Path(scratch.write_private("z.properties", "attacker's line\n"))
+    assert victim.read_text() == "mine\n" and made.name == "z-1.properties"
+    with scratch.open_private("z.properties") as f:  # the spill file's way
+        f.write(b"spill")
+    assert victim.read_text() == "mine\n"
+
+
+def test_the_reports_output_never_goes_through_a_planted_temporary_name(
+        tmp_path: Path, other_user: int | None) -> None:
+    """`lbparse report -o /tmp/r.html` wrote `/tmp/r.html.tmp<pid>` with
+    open(..., "w") and renamed it: a link planted there was written through
+    (here: into a file standing for ~/.ssh/authorized_keys), a file planted
+    there became the report (the planter's, to rewrite later)."""
+    from lbparse.cli import report_cmd
+
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("mine\n")
+    out = tmp_path / "r.html"
+    link = Path(f"{out}.tmp{os.getpid()}")
+    link.symlink_to(victim)
+    report_cmd._write_text(str(out), "<html>report</html>\n")
+    assert victim.read_text() == "mine\n" and os.readlink(link) == str(victim)
+    st = out.lstat()
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
+    assert out.read_text() == "<html>report</html>\n"
+    # A file planted at that name (another user's where we run as root).
+    link.unlink()
+    link.write_text("planted")
+    if other_user is not None:
+        os.chown(link, other_user, other_user)
+    link.chmod(0o666)
+    report_cmd._write_text(str(out), "<html>again</html>\n")
+    st = out.lstat()
+    assert st.st_uid == os.getuid() and st.st_ino != link.lstat().st_ino
+    assert out.read_text() == "<html>again</html>\n" and link.read_text() == "planted"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == [], \
+        "a temporary file was left behind"
+
+
+def test_an_output_written_whole_replaces_a_link_rather_than_following_it(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    out = tmp_path / "out.json"
+    out.symlink_to(victim)
+    scratch.replace_file(out, b"{}\n")
+    assert victim.read_text() == "mine\n" and not out.is_symlink() and out.read_bytes() == b"{}\n"
+
+
+def test_a_cache_file_is_used_only_when_only_we_can_have_written_it(
+        tmp_path: Path, other_user: int | None) -> None:
+    """The report inlines the cached Vega bundle as script: a cache file
+    another user wrote (or could write) is not read."""
+    ours = tmp_path / "ours.js"
+    scratch.replace_file(ours, "ok()", mode=0o644)
+    assert scratch.read_own(ours) == b"ok()"
+    opened = tmp_path / "opened.js"
+    opened.write_text("evil()")
+    opened.chmod(0o666)
+    assert scratch.read_own(opened) is None
+    link = tmp_path / "link.js"
+    link.symlink_to(ours)
+    assert scratch.read_own(link) is None
+    if other_user is not None:
+        theirs = tmp_path / "theirs.js"
+        theirs.write_text("evil()")
+        theirs.chmod(0o644)
+        os.chown(theirs, other_user, other_user)
+        assert scratch.read_own(theirs) is None
+    fifo = tmp_path / "fifo.js"
+    os.mkfifo(fifo)
+    assert scratch.read_own(fifo) is None  # and it did not block
+
+
+def test_the_vega_cache_planted_by_someone_else_is_not_inlined(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("vl_convert")
+    from lbparse.report import bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    bundle.vega_bundle.cache_clear()
+    real = bundle.vega_bundle()  # made, and cached on disk
+    (cached,) = (tmp_path / "lbparse").iterdir()
+    assert stat.S_IMODE(cached.stat().st_mode) & 0o022 == 0
+    cached.write_text("alert('planted')")
+    cached.chmod(0o666)
+    bundle.vega_bundle.cache_clear()
+    try:
+        assert bundle.vega_bundle() == real
+    finally:
+        bundle.vega_bundle.cache_clear()
