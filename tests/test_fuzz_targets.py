@@ -5,6 +5,7 @@ with the Python one."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -71,3 +72,34 @@ def test_the_storage_target_catches_a_c_loop_that_disagrees(corpus: Path,
     with pytest.raises(AssertionError):
         for data in seeds:
             targets.storage(data)
+
+
+def _harness(name: str, corpus: Path, runs: int) -> None:
+    """fuzz/harness.py (atheris, libFuzzer) on a copy of the target's seeds,
+    `runs` executions: the campaign's own machinery, bounded."""
+    import shutil
+    import subprocess
+
+    pytest.importorskip("atheris")
+    work = corpus.parent / f"run-{name}"
+    shutil.copytree(corpus / targets.SEEDS.get(name, name), work)
+    out = subprocess.run([sys.executable, str(ROOT / "fuzz" / "harness.py"), name, str(work),
+                          f"-runs={runs}", "-timeout=10", "-rss_limit_mb=2048",
+                          f"-artifact_prefix={corpus.parent}/"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # libFuzzer counts the seeds it loads too: at least `runs` in all.
+    done = re.search(r"^Done (\d+) runs", out.stderr, re.MULTILINE)
+    assert done and int(done.group(1)) >= runs, out.stderr[-2000:]
+
+
+def test_the_atheris_harness_runs_a_short_campaign(corpus: Path) -> None:
+    """The smoke of `make fuzz`: a few hundred coverage-guided executions
+    of the decoder (the long campaign runs outside the suite)."""
+    _harness("decode", corpus, 300)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [t for t in targets.TARGETS if t != "decode"])
+def test_the_atheris_harness_runs_every_target(name: str, corpus: Path) -> None:
+    _harness(name, corpus, 100)
