@@ -235,3 +235,18 @@ def test_the_vega_cache_planted_by_someone_else_is_not_inlined(
         assert bundle.vega_bundle() == real
     finally:
         bundle.vega_bundle.cache_clear()
+
+
+def test_the_demos_report_replaces_a_link_planted_at_its_name(tmp_path: Path) -> None:
+    """`lbparse demo --out DIR` opened DIR/report.html for writing: in a
+    directory others can write to, a link there was written through."""
+    from lbparse.cli.demo_cmd import write_report
+
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    out = tmp_path / "shared"
+    out.mkdir()
+    (out / "report.html").symlink_to(victim)
+    path = Path(write_report(str(out)))
+    assert victim.read_text() == "mine\n"
+    assert not path.is_symlink() and path.read_text().startswith("<!")
