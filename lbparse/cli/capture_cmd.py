@@ -13,8 +13,9 @@ stderr; parsing resumes at the next control line (or file block), so no
 record is ever made of bytes that did not arrive.
 
 Exit status: 0 when every file was read whole, 1 when something was
-reported (gap, cut message, protocol problem, truncated file), 2 when a
-file could not be read.
+reported (gap, cut message, protocol problem, truncated file, a line of a
+recording that is not a record), 2 when a file could not be read at all
+(the other files are still read).
 
 examples:
   lbparse capture nats.pcap --subject 'foo.>'
@@ -32,7 +33,7 @@ from functools import partial
 from typing import TextIO
 
 from lbparse import jsonform
-from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 
@@ -150,9 +151,16 @@ def _run(args: argparse.Namespace) -> int:
 
     write = sys.stdout.write
     limits = limits_from(args)
+    unreadable = 0
     for name in args.files:
-        reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
-                               on_notice=partial(notice, name=name))
+        try:
+            reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
+                                   on_notice=partial(notice, name=name))
+        except (CaptureError, OSError) as exc:
+            # One file that cannot be read must not cost the files after it.
+            unreadable += 1
+            print(f"lbparse capture: {_reason(exc)}", file=sys.stderr)
+            continue
         bar = Progress(sys.stderr, name, reader.size)
         try:
             for i, rec in enumerate(reader):
@@ -163,10 +171,19 @@ def _run(args: argparse.Namespace) -> int:
                         write(table_row(rec) + "\n")
                 if bar.on and not i & 1023:
                     bar.update(reader.bytes_read)
+        except CaptureError as exc:  # unreadable from the start (a bad file header)
+            unreadable += 1
+            print(f"lbparse capture: {_reason(exc)}", file=sys.stderr)
         finally:
             bar.done()
         total.merge(reader.stats)
     sys.stdout.flush()
     if args.stats:
         print(format_stats(total), file=sys.stderr)
-    return 1 if reported else 0
+    return 2 if unreadable else 1 if reported else 0
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
