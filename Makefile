@@ -6,7 +6,6 @@ APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromi
 # languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
 LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \
                  perl lua5.3 mono-mcs mono-runtime nim
-GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
 .PHONY: install install-system install-langs install-node install-python generate check-generated \
         test test-fast typecheck wheel venv bench demo clean
@@ -63,10 +62,12 @@ generate:
 
 ## check-generated: fail if generated/ is not what spec/ gives
 check-generated:
-	$(PYTHON) tools/generate.py $(GEN_TMP)
-	diff -r --exclude=__pycache__ $(GEN_TMP)/lbparse_generated generated/lbparse_generated \
-	  || { echo "generated/ is stale: run 'make generate' and commit"; rm -rf $(GEN_TMP); exit 1; }
-	rm -rf $(GEN_TMP)
+	@# A private directory made now (mktemp -d: 0700, created or failed),
+	@# not a name reserved in advance that another user could take first.
+	@tmp=$$(mktemp -d /tmp/lbparse-gen.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON) tools/generate.py "$$tmp" && \
+	{ diff -r --exclude=__pycache__ "$$tmp/lbparse_generated" generated/lbparse_generated \
+	  || { echo "generated/ is stale: run 'make generate' and commit"; exit 1; }; }
 	@echo "generated/ is current"
 
 ## test: the whole test suite. -P: lbparse is imported from where it is installed

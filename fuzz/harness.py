@@ -46,7 +46,8 @@ class _CaptureSource(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _CaptureSource())
 
-with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support", "targets"]):
+with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support", "spark",
+                                         "targets"]):
     import targets
 
 TARGETS = targets.TARGETS

@@ -3,6 +3,7 @@
     python fuzz/run.py --seconds 600                 # make fuzz SECONDS=600
     python fuzz/run.py --seconds 40 --ci             # make fuzz-ci
     python fuzz/run.py --seconds 120 --targets nats,capture
+    python fuzz/run.py --seconds 5400 --weights decode=4,differential=4    # a long campaign
 
 The seconds are the whole campaign's, shared out equally among the targets
 (each also takes a few seconds to start); each target's line gives its
@@ -35,12 +36,10 @@ sys.path.insert(0, str(HERE.parent / "tools"))
 import build_corpus  # noqa: E402
 import sanitize  # noqa: E402
 
-TARGETS = ("decode", "decode_limits", "differential", "nats", "capture", "native_capture",
-           "decode_arrow")
-# Targets whose bytes reach the C modules: run against a build of them with
-# libFuzzer's coverage and AddressSanitizer when clang is there.
-NATIVE = ("native_capture", "decode_arrow")
-SEEDS = {"native_capture": "capture", "decode_arrow": "decode"}
+sys.path.insert(0, str(HERE.parent / "tests"))  # targets import tests/support
+
+from targets import NATIVE, SEEDS, TARGETS  # noqa: E402
+
 MAX_RESTARTS = 5
 # libFuzzer's own guards: one input may take 10 s and the process 2 GiB.
 GUARDS = ["-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
@@ -83,6 +82,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60, help="the whole campaign (default 60)")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset")
     ap.add_argument("--ci", action="store_true", help="fresh temporary corpus, nothing kept")
+    ap.add_argument("--weights", default="", metavar="T=W,...",
+                    help="shares of the time by target (default equal), e.g. decode=4,batch=1: "
+                    "a long campaign gives the fast targets more of it")
     args = ap.parse_args()
     targets = [t for t in args.targets.split(",") if t]
     unknown = set(targets) - set(TARGETS)
@@ -94,15 +96,22 @@ def main() -> int:
         for t, seeds in SEEDS.items():
             if not (base / "corpus" / t).exists():
                 shutil.copytree(base / "corpus" / seeds, base / "corpus" / t)
+        weights = {t: 1.0 for t in targets}
+        for item in filter(None, args.weights.split(",")):
+            name, _, w = item.partition("=")
+            if name not in weights:
+                ap.error(f"--weights names {name!r}, not one of the targets run")
+            weights[name] = float(w)
+        total_weight = sum(weights.values())
         native_env = sanitize.fuzz_environment() if set(targets) & set(NATIVE) else None
         if set(targets) & set(NATIVE):
             print("native targets: " + ("C modules with libFuzzer coverage and ASan "
                                         "(build/fuzz-native)" if native_env else
                                         "no clang: the normal build, Python coverage only"),
                   flush=True)
-        share = max(args.seconds / len(targets), 3)
         results = []
         for t in targets:
+            share = max(args.seconds * weights[t] / total_weight, 3)
             r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
                            base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log",
                            native_env if t in NATIVE else None)

@@ -1,16 +1,28 @@
 """The fuzz targets: each runs checks of tests/support/hostile.py on bytes.
 
-Plain functions, so that fuzz/harness.py (atheris, coverage-guided) and
+Plain functions, so that fuzz/harness.py (atheris, coverage-guided),
 fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
-sanitize`) run the same checks. `NATIVE` are the targets whose bytes reach
-the C modules (lbparse/capture/_native.c, lbparse/pipeline/_kernels.c):
-their checks hold the C code equal to its Python reference.
+sanitize`) and the tests run the same checks. `NATIVE` are the targets
+whose bytes reach the C modules (lbparse/capture/_native.c,
+lbparse/pipeline/_kernels.c, _structs.c): their checks hold the C code
+equal to its Python reference. Issue #19 added `batch` (the pipeline's
+batch decoder against lbparse.decode row by row), `storage` (segments,
+indexes, checkpoints, raft.db; the C entry loop against the Python one)
+and `raft` (Raft log entries and the transport stream).
 """
 
 from __future__ import annotations
 
 from support import hostile
 
+# Imported here, under atheris.instrument_imports (harness.py), so that the
+# fuzzer sees inside them: the checks import them lazily.
+import lbparse.pipeline.decode_arrow  # noqa: F401
+import lbparse.raft  # noqa: F401
+import lbparse.storage  # noqa: F401
+import lbparse.storage.checkpoints  # noqa: F401
+import lbparse.storage.raftdb  # noqa: F401
+import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
 from lbparse.limits import Limits
 
 # Small limits, so that the limit checks themselves get fuzzed: inputs are
@@ -45,6 +57,18 @@ def capture(data: bytes) -> None:
     hostile.check_capture(data, layout="v0", limits=TIGHT)
 
 
+def batch(data: bytes) -> None:
+    hostile.check_batch(hostile.split_payloads(data))
+
+
+def storage(data: bytes) -> None:
+    hostile.check_storage(data)
+
+
+def raft(data: bytes) -> None:
+    hostile.check_raft(data)
+
+
 def native_capture(data: bytes) -> None:
     hostile.check_native_capture(data)
     hostile.check_native_capture(data, limits=TIGHT)
@@ -55,8 +79,9 @@ def decode_arrow(data: bytes) -> None:
         hostile.check_decode_arrow(data, layout)
 
 
-TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture,
-                                   native_capture, decode_arrow)}
+TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
+                                   storage, raft, native_capture, decode_arrow)}
 NATIVE = ("native_capture", "decode_arrow")
-# The seed corpus each target starts from (fuzz/build_corpus.py makes them).
+# The seed corpus each target starts from when it has none of its own
+# (fuzz/build_corpus.py makes them).
 SEEDS = {"native_capture": "capture", "decode_arrow": "decode"}

@@ -24,6 +24,7 @@ from lbparse.headerless import decode_lift_cookie, decode_plain
 from lbparse.limits import DEFAULT, Limits, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 from lbparse.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
+from lbparse.wirefit import shared_walks
 
 __all__ = ["contested_msg_types", "detect"]
 
@@ -126,7 +127,8 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
     if lenient or payload_type is not None:
         raise ValueError("layout='auto' takes neither lenient nor payload_type: "
                          "name the layout to use them")
-    found, reasons, error = _candidates(data, verify_crc, limits)
+    with shared_walks():  # candidate layouts read one payload: walk it once per type
+        found, reasons, error = _candidates(data, verify_crc, limits)
     clean = [(env, why) for env, why in found if why]
     # Without confirming evidence the newest layout decides, even if what
     # it says is an error: an older layout that merely fails to object

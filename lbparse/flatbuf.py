@@ -6,9 +6,12 @@ same schema (lbparse_generated.fb) serve as the reference in the tests.
 The reader checks every offset and length against the buffer before it
 follows it, so hostile bytes give a `FlatBufferError`, never an
 IndexError or an allocation sized by the input. FlatBuffers lets many
-offsets point at one string or vector; each is read into its own object,
-so the total read is capped (`max_bytes`): otherwise a 58 KB buffer whose
-2,000 vector entries share one 50 KB vector decodes to 100 MB.
+offsets point at one string, vector or table; each is read into its own
+object, so what the reading makes is capped (`max_bytes`): the bytes of
+strings and vectors, and for each table its Python object's share
+(`TABLE_COST`, `FIELD_COST` a field). Otherwise a 58 KB buffer whose 2,000
+vector entries share one 50 KB vector decodes to 100 MB, and an 8 MB one of
+2 million offsets to one table into 2 million objects (620 MB).
 """
 
 from __future__ import annotations
@@ -107,6 +110,10 @@ def _from_json(ftype: str, value: Any) -> Any:
 # What read_table may copy out of a buffer by default: lbparse.limits'
 # default max_payload (not imported: limits would import the codecs).
 MAX_BYTES = 8 << 20
+# What a table read counts against max_bytes, about what CPython spends on
+# it: the FlatTable and its dict (~110 bytes empty), and a field's value.
+TABLE_COST = 128
+FIELD_COST = 32
 
 
 class _Reader:
@@ -119,9 +126,9 @@ class _Reader:
     def spend(self, size: int, what: str) -> None:
         self.budget -= size
         if self.budget < 0:
-            raise FlatBufferTooLarge(f"{what}: the strings and vectors read add up to more than "
-                                     f"{self.max_bytes} bytes (offsets share them), the limit "
-                                     "(max_payload)")
+            raise FlatBufferTooLarge(f"{what}: what the payload decodes into (strings, vectors "
+                                     f"and tables) adds up to more than {self.max_bytes} bytes "
+                                     "(offsets share them), the limit (max_payload)")
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -135,6 +142,7 @@ class _Reader:
 
     def table(self, pos: int, type_name: str) -> FlatTable:
         self.need(pos, 4, f"{type_name} table")
+        self.spend(TABLE_COST, f"{type_name} table")
         vt = pos - _I32.unpack_from(self.buf, pos)[0]
         self.need(vt, 4, f"{type_name} vtable")
         vt_size, obj_size = _U16.unpack_from(self.buf, vt)[0], _U16.unpack_from(self.buf, vt + 2)[0]
@@ -152,6 +160,7 @@ class _Reader:
                 if off >= obj_size:
                     raise FlatBufferError(f"{type_name}.{name}: field offset {off} beyond the "
                                           f"table's {obj_size} bytes")
+                self.spend(FIELD_COST, f"{type_name}.{name}")
                 fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
         return FlatTable(type_name, fields)
 

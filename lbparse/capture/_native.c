@@ -239,7 +239,7 @@ typedef struct {
 typedef struct reader reader;
 
 typedef struct {
-    gbuf rest;              /* a control line not yet ended by CRLF (rest + parts) */
+    gbuf rest;              /* a control line not yet ended by LF (rest + parts) */
     Py_ssize_t rest0;       /* the length of its first piece (nats: _rest) */
     int waiting;            /* a message line whose payload is still arriving */
     int w_verb;
@@ -250,6 +250,8 @@ typedef struct {
     Py_ssize_t need;
     int resync, here;
     int64_t max_frame;
+    int ending;             /* abandon's pass: the stream ends with the bytes parsed */
+    int64_t ending_ts;      /* its time, for the messages it loses */
 } parser;
 
 /* ---- TCP ------------------------------------------------------------------- */
@@ -272,6 +274,9 @@ typedef struct direction {
     int has_ack;
     uint32_t ack;
     int closed;
+    /* bytes a record claimed the capture cut right after next_seq: the next
+     * segment's sequence number settles the claim (tcp.py's module doc) */
+    int64_t cut;
     struct conn *conn;
 } direction;
 
@@ -373,6 +378,7 @@ struct reader {
     int state;                /* 0 reading, 1 flows finished, 2 done */
     int count_only;           /* the index pass: rows counted, no columns built */
     int64_t total_rows;       /* rows so far in the whole file (positions) */
+    int64_t flow_cap;         /* the table size at which idle connections are forgotten */
     int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
     int oom_guard;
@@ -501,6 +507,7 @@ static void parser_init(parser *p, int resync, int64_t max_frame) {
     p->resync = p->here = resync;
     p->max_frame = max_frame;
     p->w_subj.len = p->w_reply.len = p->w_sid.len = 0;
+    p->ending = 0;
 }
 
 static void parser_free(parser *p) {
@@ -522,7 +529,7 @@ static inline uint8_t upper(uint8_t c) { return (c >= 'a' && c <= 'z') ? (uint8_
 static const char *ALT[] = {"HPUB", "PUB", "HMSG", "MSG", "INFO", "CONNECT", "SUB", "UNSUB",
                             "PING", "PONG", "+OK", "-ERR"};
 
-/* nats._ALT matches at q: a verb (any case) and then space, tab or CR. */
+/* nats._ALT matches at q: a verb (any case) and then space, tab, CR or LF. */
 static int alt_at(const uint8_t *b, Py_ssize_t n, Py_ssize_t q) {
     for (int k = 0; k < 12; k++) {
         Py_ssize_t m = (Py_ssize_t)strlen(ALT[k]);
@@ -533,7 +540,7 @@ static int alt_at(const uint8_t *b, Py_ssize_t n, Py_ssize_t q) {
             j++;
         if (j == m) {
             uint8_t c = b[q + m];
-            if (c == ' ' || c == '\t' || c == '\r')
+            if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
                 return 1;
         }
     }
@@ -677,6 +684,18 @@ static int start_wait(parser *P, int verb, const uint8_t *b, span subj, span rep
     return gb_set(&P->held, b + start, (size_t)(n - start));
 }
 
+/* nats._lost, as an "incomplete" notice of the packet. */
+static int lost_here(reader *r, direction *d, int verb, const uint8_t *subj, Py_ssize_t subj_n,
+                     Py_ssize_t have, int64_t total) {
+    PyObject *nm = name_str(subj, subj_n);
+    if (!nm)
+        return -1;
+    PyObject *desc = PyUnicode_FromFormat("%s %U: %zd of %lld payload bytes arrived; message "
+                                          "dropped", VERB_NAME[verb], nm, have, (long long)total);
+    Py_DECREF(nm);
+    return desc ? notice_later(r, K_INCOMPLETE, desc, d->p.ending_ts, d, 0, 0, NULL) : -1;
+}
+
 static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssize_t p) {
     parser *P = &d->p;
     while (p < n) {
@@ -688,29 +707,18 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
             if (p < 0)
                 return 0;
         }
-        Py_ssize_t e = -1;
-        {
-            const uint8_t *q = b + p;
-            Py_ssize_t left = n - p;
-            while (left >= 2) {
-                const uint8_t *cr = memchr(q, '\r', (size_t)(left - 1));
-                if (!cr)
-                    break;
-                if (cr[1] == '\n') {
-                    e = cr - b;
-                    break;
-                }
-                left -= (cr - q) + 1;
-                q = cr + 1;
-            }
-        }
+        /* A control line ends at its first LF, a CR before it dropped, as
+         * nats-server reads it: finding it never looks past it. */
+        const uint8_t *lf = memchr(b + p, '\n', (size_t)(n - p));
+        Py_ssize_t e = lf ? lf - b : -1;
+        Py_ssize_t le = (e > p && b[e - 1] == '\r') ? e - 1 : e;
         if (e < 0) {
             if (n - p > MAX_LINE) {
                 PyObject *rp = brepr(b + p, n - p < 40 ? n - p : 40);
                 if (!rp)
                     return -1;
                 if (problem(r, d, PyUnicode_FromFormat(
-                        "%zd bytes without CRLF where a control line was expected: %U",
+                        "%zd bytes without a line end where a control line was expected: %U",
                         n - p, rp), NULL) < 0) {
                     Py_DECREF(rp);
                     return -1;
@@ -729,13 +737,13 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
         /* Fields split on runs of whitespace (bytes.split()). */
         span parts[7];
         Py_ssize_t np = 0;
-        for (Py_ssize_t q = p; q < e;) {
-            while (q < e && is_space(b[q]))
+        for (Py_ssize_t q = p; q < le;) {
+            while (q < le && is_space(b[q]))
                 q++;
-            if (q >= e)
+            if (q >= le)
                 break;
             Py_ssize_t s0 = q;
-            while (q < e && !is_space(b[q]))
+            while (q < le && !is_space(b[q]))
                 q++;
             if (np < 7)
                 parts[np].s = s0, parts[np].n = q - s0;
@@ -817,7 +825,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
         }
         if (verb == V_NONE) {
             if (!np) {
-                p = e + 2;
+                p = e + 1;
                 continue;
             }
             /* _VERBS.get(v) or _VERBS.get(v.upper()) */
@@ -838,11 +846,11 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
             }
             if (control >= 0) {
                 r->controls[control]++;
-                p = e + 2;
+                p = e + 1;
                 continue;
             }
             if (!msgverb) {
-                Py_ssize_t len = e - p < 80 ? e - p : 80;
+                Py_ssize_t len = le - p < 80 ? le - p : 80;
                 PyObject *rp = brepr(b + p, len);
                 if (!rp)
                     return -1;
@@ -852,7 +860,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
                 if (rc < 0)
                     return -1;
                 P->resync = P->here = 1;
-                p = e + 2;
+                p = e + 1;
                 continue;
             }
             total.v = -1; /* a message verb with the wrong number of fields */
@@ -872,7 +880,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
             PyObject *text;
             const char *limit = NULL;
             if (neg || hs_gt_total) {
-                Py_ssize_t len = e - p < 80 ? e - p : 80;
+                Py_ssize_t len = le - p < 80 ? le - p : 80;
                 PyObject *rp = brepr(b + p, len);
                 text = rp ? PyUnicode_FromFormat("malformed control line %U", rp) : NULL;
                 Py_XDECREF(rp);
@@ -892,13 +900,22 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
             if (problem(r, d, text, limit) < 0)
                 return -1;
             P->resync = P->here = 1;
-            p = e + 2;
+            p = e + 1;
             continue;
         }
-        Py_ssize_t start = e + 2;
+        Py_ssize_t start = e + 1;
         Py_ssize_t end = start + (Py_ssize_t)total.v;
-        if (end + 2 > n)
-            return start_wait(P, verb, b, parts[1], reply, sid, hsize.v, total.v, start, n);
+        if (end + 2 > n) {
+            if (!P->ending)
+                return start_wait(P, verb, b, parts[1], reply, sid, hsize.v, total.v, start, n);
+            /* The stream ends here: this message is lost, and its payload
+             * may hold the frames that followed a lying size. */
+            if (lost_here(r, d, verb, b + parts[1].s, parts[1].n, n - start, total.v) < 0)
+                return -1;
+            P->resync = P->here = 1;
+            p = start;
+            continue;
+        }
         if (b[end] != 13 || b[end + 1] != 10) {
             PyObject *rp = brepr(b + end, 2);
             if (!rp)
@@ -1014,48 +1031,69 @@ static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
 /* nats.NatsParser.abandon: describe what is half-read and give up on it;
  * its held bytes are parsed again as after a gap. Descriptions go to the
  * packet's notices as "incomplete". */
-static int abandon(reader *r, direction *d, tsns ts) {
+/* nats._describe: what is half-read, as an "incomplete" notice. */
+static int describe(reader *r, direction *d, tsns ts) {
     parser *P = &d->p;
-    for (;;) {
-        PyObject *desc = NULL;
-        if (P->waiting) {
-            PyObject *subj = name_str(P->w_subj.p ? P->w_subj.p : (const uint8_t *)"",
-                                      (Py_ssize_t)P->w_subj.len);
-            if (!subj)
-                return -1;
-            desc = PyUnicode_FromFormat("%s %U: %zd of %zd payload bytes arrived; message dropped",
-                                        VERB_NAME[P->w_verb], subj, (Py_ssize_t)P->held.len,
-                                        P->need - 2);
-            Py_DECREF(subj);
-            if (!desc)
-                return -1;
-        } else if (P->rest0 > 0 && !P->resync) {
-            PyObject *rp = brepr(P->rest.p, P->rest0 < 40 ? P->rest0 : 40);
-            if (!rp)
-                return -1;
-            desc = PyUnicode_FromFormat("control line cut after %zd bytes: %U",
-                                        (Py_ssize_t)P->rest.len, rp);
-            Py_DECREF(rp);
-            if (!desc)
-                return -1;
-        }
-        if (desc && notice_later(r, K_INCOMPLETE, desc, ts, d, 0, 0, NULL) < 0)
+    PyObject *desc = NULL;
+    if (P->waiting) {
+        PyObject *subj = name_str(P->w_subj.p ? P->w_subj.p : (const uint8_t *)"",
+                                  (Py_ssize_t)P->w_subj.len);
+        if (!subj)
             return -1;
-        int had = P->waiting && P->held.len > 0;
-        Py_ssize_t n = (Py_ssize_t)P->held.len;
-        const uint8_t *held = NULL;
-        if (had && !(held = keep(r, &P->held)))
+        desc = PyUnicode_FromFormat("%s %U: %zd of %zd payload bytes arrived; message dropped",
+                                    VERB_NAME[P->w_verb], subj, (Py_ssize_t)P->held.len,
+                                    P->need - 2);
+        Py_DECREF(subj);
+        if (!desc)
             return -1;
-        P->held.len = 0;
-        P->rest.len = 0;
-        P->rest0 = 0;
-        P->waiting = 0;
-        if (!had)
-            return 0;
-        P->resync = P->here = 1;
-        if (parse(r, d, held, n, 0) < 0)
+    } else if (P->rest0 > 0 && !P->resync) {
+        PyObject *rp = brepr(P->rest.p, P->rest0 < 40 ? P->rest0 : 40);
+        if (!rp)
+            return -1;
+        desc = PyUnicode_FromFormat("control line cut after %zd bytes: %U",
+                                    (Py_ssize_t)P->rest.len, rp);
+        Py_DECREF(rp);
+        if (!desc)
             return -1;
     }
+    if (desc && notice_later(r, K_INCOMPLETE, desc, ts, d, 0, 0, NULL) < 0)
+        return -1;
+    return 0;
+}
+
+static void reset_parser(parser *P) {
+    P->held.len = 0;
+    P->rest.len = 0;
+    P->rest0 = 0;
+    P->waiting = 0;
+}
+
+/* nats.NatsParser.abandon: describe what is half-read and give up on it.
+ * Its held bytes are parsed again as after a gap, in one pass: a message
+ * line among them whose payload runs past their end is lost right there,
+ * and the pass goes on from its payload. Descriptions go to the packet's
+ * notices as "incomplete". */
+static int abandon(reader *r, direction *d, tsns ts) {
+    parser *P = &d->p;
+    if (describe(r, d, ts) < 0)
+        return -1;
+    int had = P->waiting && P->held.len > 0;
+    Py_ssize_t n = (Py_ssize_t)P->held.len;
+    const uint8_t *held = NULL;
+    if (had && !(held = keep(r, &P->held)))
+        return -1;
+    reset_parser(P);
+    if (!had)
+        return 0;
+    P->resync = P->here = 1; /* the payload started a line */
+    P->ending = 1;
+    P->ending_ts = ts;
+    int rc = parse(r, d, held, n, 0);
+    P->ending = 0;
+    if (rc < 0 || describe(r, d, ts) < 0) /* a control line cut by the end */
+        return -1;
+    reset_parser(P);
+    return 0;
 }
 
 /* ---- TCP (tcp.py) ----------------------------------------------------------------- */
@@ -1105,13 +1143,28 @@ static int deliver(reader *r, direction *d, const uint8_t *data, Py_ssize_t len,
         d->next_pos += len;
     }
     if (missing)
-        return lose(r, d, missing, ts,
-                    PyUnicode_FromString("the capture's snap length cut them off"));
+        d->cut = missing; /* a claim: the next segment settles it */
+    return 0;
+}
+
+#define CUT_WHY "the capture's snap length cut them off"
+
+/* tcp._settle_cut: the next bytes seen start `ahead` bytes past next_seq: as
+ * many of the claimed cut bytes as that are lost; none if it is 0. */
+static int settle_cut(reader *r, direction *d, int64_t ahead, tsns ts) {
+    int64_t cut = d->cut;
+    d->cut = 0;
+    if (0 < ahead && ahead <= cut)
+        return lose(r, d, ahead, ts, PyUnicode_FromString(CUT_WHY));
     return 0;
 }
 
 static int drain(reader *r, direction *d, tsns ts) {
-    while (d->npending && d->heap[0].pos <= d->next_pos) {
+    while (d->npending) {
+        if (d->cut && settle_cut(r, d, d->heap[0].pos - d->next_pos, ts) < 0)
+            return -1;
+        if (d->heap[0].pos > d->next_pos)
+            break;
         pending_seg s = d->heap[0];
         d->heap[0] = d->heap[--d->npending];
         heap_down(d->heap, d->npending, 0);
@@ -1135,6 +1188,7 @@ static int drain(reader *r, direction *d, tsns ts) {
 }
 
 static int lose(reader *r, direction *d, int64_t nbytes, tsns ts, PyObject *why) {
+    d->cut = 0; /* a declared loss settles any claim */
     if (!why)
         return -1;
     PyObject *msg = PyUnicode_FromFormat(
@@ -1159,6 +1213,8 @@ static int finish(reader *r, direction *d, tsns ts) {
         if (drain(r, d, ts) < 0)
             return -1;
     }
+    if (d->cut && lose(r, d, d->cut, ts, PyUnicode_FromString(CUT_WHY)) < 0)
+        return -1;
     return abandon(r, d, ts);
 }
 
@@ -1175,6 +1231,7 @@ static int syn(reader *r, direction *d, uint32_t seq, tsns ts) {
     d->next_seq = seq + 1;
     parser_init(&d->p, 0, r->max_frame);
     d->closed = 0;
+    d->cut = 0;
     return 0;
 }
 
@@ -1185,6 +1242,8 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
         d->next_seq = seq;
         parser_init(&d->p, 1, r->max_frame);
     }
+    if (d->cut && settle_cut(r, d, (int64_t)(uint32_t)(seq - d->next_seq), ts) < 0)
+        return -1;
     uint32_t off = seq - d->next_seq;
     if (off >= HALF) {
         int64_t back = (int64_t)((1ull << 32) - off);
@@ -1242,7 +1301,9 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
         }
         PyObject *why;
         direction *peer = d->peer;
-        if (peer->has_ack && (uint32_t)(peer->ack - seq) < HALF) {
+        uint32_t acked = peer->ack - d->next_seq;
+        /* an ACK ahead of what was delivered, and at or past the segment */
+        if (peer->has_ack && off <= acked && acked < HALF) {
             why = PyUnicode_FromString("the peer acknowledged them");
         } else if (d->pending_bytes > d->max_pending || d->npending > MAX_PENDING_SEGMENTS) {
             why = PyUnicode_FromFormat("%lld bytes waited behind them", (long long)d->pending_bytes);
@@ -1471,8 +1532,12 @@ static void free_conn(conn *c) {
 }
 
 static direction *new_flow(reader *r, const uint8_t *k, int n) {
-    if (r->flows.used >= 2 * MAX_FLOWS && forget_idle(r) < 0)
-        return NULL;
+    if (r->flows.used >= r->flow_cap) {
+        /* scanned once per doubling: busy connections cannot be forgotten */
+        if (forget_idle(r) < 0)
+            return NULL;
+        r->flow_cap = r->flows.used > MAX_FLOWS ? 2 * (int64_t)r->flows.used : 2 * MAX_FLOWS;
+    }
     conn *c = calloc(1, sizeof(conn));
     if (!c) {
         PyErr_NoMemory();
@@ -1686,6 +1751,22 @@ static int pcap_plausible(source *s, const uint8_t *q) {
     return (int)incl;
 }
 
+/* pcap._after_damage: in the file's last bytes (buf[pos:n], all there is),
+ * the first non-empty plausible record followed by another or ending the
+ * file exactly, or -1. Stricter than the resync: runs of zeros in a cut
+ * packet read as empty records. */
+static int64_t pcap_after_damage(source *s, size_t pos, size_t n) {
+    for (size_t q = pos; q + 16 <= n; q++) {
+        int incl = pcap_plausible(s, s->buf + q);
+        if (incl <= 0)
+            continue;
+        size_t nxt = q + 16 + (size_t)incl;
+        if (nxt == n || (nxt + 16 <= n && pcap_plausible(s, s->buf + nxt) > 0))
+            return (int64_t)q;
+    }
+    return -1;
+}
+
 /* pcap._resync: (offset, 0) found, else (offset to keep from, bytes needed). */
 static void pcap_resync(source *s, size_t *pos, size_t *need) {
     size_t n = s->n;
@@ -1771,6 +1852,22 @@ static int pcap_next(reader *r, packet *pk) {
             }
             need = 16 + (size_t)incl;
             if (s->eof) {
+                int64_t q = s->pos + 16 <= n ? pcap_after_damage(s, s->pos + 1, n) : -1;
+                if (q >= 0) {
+                    /* A length that runs past the end, with records after it:
+                     * damage, not a file cut short. */
+                    int64_t at = s->base + (int64_t)s->pos;
+                    if (src_notice(r, K_BAD_BLOCK, PyUnicode_FromFormat(
+                            "%U: packet record at offset %lld claims %lu bytes, past the end "
+                            "of the file at %lld, and records follow it: the file is damaged "
+                            "here; reading on at the next plausible record", r->name,
+                            (long long)at, (unsigned long)incl,
+                            (long long)(s->base + (int64_t)n)), 0, 0) < 0 ||
+                        skipped(r, at, s->base + q) < 0)
+                        return -1;
+                    s->pos = (size_t)q;
+                    continue;
+                }
                 if (s->pos < n) {
                     int64_t have = (int64_t)(n - s->pos);
                     PyObject *what = have < 16 ? PyUnicode_FromString("a packet header")
@@ -1981,10 +2078,24 @@ static int pcapng_next(reader *r, packet *pk) {
                     PyObject *hex = PyBytes_FromStringAndSize((const char *)h + 8, 4);
                     PyObject *hx = hex ? PyObject_CallMethod(hex, "hex", NULL) : NULL;
                     Py_XDECREF(hex);
-                    PyObject *e = hx ? make_error("bad_header", PyUnicode_FromFormat(
+                    if (!hx)
+                        return -1;
+                    if (at != 0) { /* garbled bytes that read as a section header */
+                        s->bad_at = at;
+                        if (ng_damaged(r, at, btype, PyUnicode_FromFormat(
+                                "is a section header with byte-order magic %U", hx)) < 0) {
+                            Py_DECREF(hx);
+                            return -1;
+                        }
+                        Py_DECREF(hx);
+                        s->pos += 1;
+                        break;
+                    }
+                    /* the file's byte order is unknown: unreadable */
+                    PyObject *e = make_error("bad_header", PyUnicode_FromFormat(
                         "%U: section header at offset %lld has byte-order magic %U", r->name,
-                        (long long)at, hx), at) : NULL;
-                    Py_XDECREF(hx);
+                        (long long)at, hx), at);
+                    Py_DECREF(hx);
                     if (!e)
                         return -1;
                     r->error = e;
@@ -2076,6 +2187,22 @@ static int pcapng_next(reader *r, packet *pk) {
         }
         if (s->bad_at >= 0 && need == 12 && s->pos + 12 <= n)
             continue; /* just found damage: look past it in what is already read */
+        if (s->eof && s->bad_at < 0 && s->pos + 12 <= n && need > 12) {
+            size_t q = s->pos + 1, qneed = 12;
+            ng_resync(s, &q, &qneed);
+            if (qneed == 0) {
+                /* A length that runs past the end, with blocks after it: damage,
+                 * not a file cut short. */
+                int64_t at = s->base + (int64_t)s->pos;
+                s->bad_at = at;
+                if (ng_damaged(r, at, rd32(s->buf + s->pos, s->ng_big), PyUnicode_FromFormat(
+                        "has length %zu, past the end of the file at %lld, and blocks follow it",
+                        need, (long long)(s->base + (int64_t)n))) < 0)
+                    return -1;
+                s->pos += 1;
+                continue;
+            }
+        }
         if (s->eof && s->bad_at < 0) {
             if (s->pos < n) {
                 if (src_notice(r, K_TRUNCATED, PyUnicode_FromFormat(
@@ -2162,7 +2289,9 @@ static int dissect(uint32_t lt, const uint8_t *b, int64_t caplen, tcpinfo *t) {
     } else if (b0 >> 4 == 6 && ip + 40 <= end) {
         int nh = b[ip + 6];
         tcp = ip + 40;
-        t->ip_end = ip + 40 + (b[ip + 4] << 8 | b[ip + 5]);
+        int plen = b[ip + 4] << 8 | b[ip + 5];
+        /* 0: a jumbogram, or segmentation offload: the wire length tells */
+        t->ip_end = plen ? ip + 40 + plen : -1;
         while ((nh == 0 || nh == 43 || nh == 60) && tcp + 8 <= end) {
             int next = b[tcp];
             tcp = tcp + ((int64_t)b[tcp + 1] + 1) * 8;
@@ -2255,7 +2384,7 @@ static int handle(reader *r, packet *pk) {
     const uint8_t *data = pk->p + t.data;
     int rc = 0;
     if (avail) {
-        if (d->has_next && seq == d->next_seq && !missing && !d->npending) {
+        if (d->has_next && seq == d->next_seq && !missing && !d->npending && !d->cut) {
             d->next_seq = seq + (uint32_t)avail;
             rc = feed(r, d, data, (Py_ssize_t)avail);
         } else {
@@ -2393,7 +2522,7 @@ static int w_direction(gbuf *g, const direction *d) {
     if (w_str(g, d->src) || w_str(g, d->dst) || w_u8(g, (uint8_t)d->has_next) ||
         w_u32(g, d->next_seq) || w_i64(g, d->pending_bytes) || w_i64(g, d->next_pos) ||
         w_u8(g, (uint8_t)d->has_ack) || w_u32(g, d->ack) || w_u8(g, (uint8_t)d->closed) ||
-        w_u32(g, (uint32_t)d->npending))
+        w_i64(g, d->cut) || w_u32(g, (uint32_t)d->npending))
         return -1;
     for (Py_ssize_t i = 0; i < d->npending; i++)
         if (w_i64(g, d->heap[i].pos) || w_i64(g, d->heap[i].missing) ||
@@ -2411,7 +2540,7 @@ static int w_direction(gbuf *g, const direction *d) {
 static int snapshot(reader *r, gbuf *g) {
     source *s = &r->s;
     flowtab *t = &r->flows;
-    if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_i64(g, r->ts) ||
+    if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_i64(g, r->flow_cap) || w_i64(g, r->ts) ||
         w_u8(g, (uint8_t)s->fmt) || w_u8(g, (uint8_t)s->ng_big) || w_u32(g, (uint32_t)s->nifaces))
         return -1;
     for (Py_ssize_t i = 0; i < s->nifaces; i++)
@@ -2473,6 +2602,7 @@ static int r_direction(des *in, direction *d, reader *r) {
     d->has_ack = r_u8(in);
     d->ack = r_u32(in);
     d->closed = r_u8(in);
+    d->cut = r_i64(in);
     uint32_t np = r_u32(in);
     if (in->bad || np > MAX_PENDING_SEGMENTS + 1u)
         return in->bad = 1, 0;
@@ -2525,6 +2655,7 @@ static int restore(reader *r, const uint8_t *p, size_t n) {
     if (r_u32(&in) != SNAP_MAGIC)
         goto bad;
     r->total_rows = r_i64(&in);
+    r->flow_cap = r_i64(&in);
     r->ts = r_i64(&in);
     if (r_u8(&in) != s->fmt)
         goto bad;
@@ -2845,6 +2976,7 @@ static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
     r->s.block = (size_t)block;
     r->s.bad_at = -1;
     r->stop = -1;
+    r->flow_cap = 2 * MAX_FLOWS;
     int rc = open_source(r, PyBytes_AS_STRING(path));
     Py_DECREF(path);
     if (rc < 0)

@@ -12,6 +12,9 @@ Kinds:
               max_reassembly); what it refused is said, and dropped
   bad_block   a pcap record or pcapng block whose lengths make no sense;
               reading resumed at the next plausible one
+  bad_record  a line (row) of our JSON Lines (Parquet) records that is not a
+              record, or a Parquet row group that does not read; reading
+              went on with the next
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from lbparse.jsonform import Int64
 
-NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block")
+NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record")
 
 
 class Notice:

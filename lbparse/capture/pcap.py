@@ -8,11 +8,14 @@ and an offset instead of a slice saves a copy per packet; the block is read
 the bytes read, never a length field: a record that claims more than the
 file holds costs what the file holds.
 
-A record header that cannot be right (longer than the snap length allows)
+A record header that cannot be right (longer than the snap length allows,
+or running past the end of the file while plausible records follow it)
 is reported as a `bad_block` notice, and reading resumes at the next
 plausible record: one whose header makes sense and is followed by another
 that does (or by the end of the file). Garbage in the middle of a file
-costs the packets it overwrote, not the rest of the file.
+costs the packets it overwrote, not the rest of the file; only a record
+cut by the end of the file, with nothing plausible after its start, is
+the file's `truncated` end.
 """
 
 from __future__ import annotations
@@ -146,6 +149,18 @@ class PcapSource:
                     continue
                 need = 16 + incl
                 if eof:
+                    q = self._after_damage(buf, pos + 1, n) if pos + 16 <= n else -1
+                    if q >= 0:
+                        # A length that runs past the end, with records after
+                        # it: damage, not a file cut short.
+                        self._notice(Notice("bad_block", f"{self.name}: packet record at offset "
+                                            f"{base + pos} claims {incl} bytes, past the end of "
+                                            f"the file at {base + n}, and records follow it: the "
+                                            "file is damaged here; reading on at the next "
+                                            "plausible record"))
+                        self._skipped(base + pos, base + q)
+                        pos = q
+                        continue
                     if pos < n:
                         self._truncated(base + pos, n - pos, incl)
                     self.bytes_read = base + n
@@ -161,6 +176,21 @@ class PcapSource:
         if frac >= self._frac_limit or incl > self.max_record or orig < incl:
             return -1
         return incl
+
+    def _after_damage(self, buf: bytes, pos: int, n: int) -> int:
+        """In the last bytes of the file (`buf[pos:n]`, all there is): the
+        first non-empty plausible record followed by another, or ending the
+        file exactly; -1 if none. Stricter than `_resync` (empty records are
+        what runs of zeros in a cut packet look like): it decides between
+        damage and a file cut short."""
+        for q in range(pos, n - 15):
+            incl = self._plausible(buf, q)
+            if incl <= 0:
+                continue
+            nxt = q + 16 + incl
+            if nxt == n or (nxt + 16 <= n and self._plausible(buf, nxt) > 0):
+                return q
+        return -1
 
     def _resync(self, buf: bytes, pos: int, n: int, eof: bool) -> tuple[int, int]:
         """Look from `pos` for a plausible record followed by another, or

@@ -10,7 +10,11 @@ whose two lengths disagree, or that is too short for its own fields, or a
 packet of an interface never described, is reported as a `bad_block`
 notice. A block with sound lengths is skipped alone; otherwise reading
 resumes at the next offset where a block of a known type starts with both
-lengths agreeing. Memory follows the bytes read, never a length field.
+lengths agreeing; so it does after a block whose length runs past the end
+of the file when whole blocks follow it, and after garbled bytes that read
+as a section header with a bad byte-order magic (only the file's first
+section header decides whether the file is readable at all). Memory
+follows the bytes read, never a length field.
 """
 
 from __future__ import annotations
@@ -107,10 +111,15 @@ class PcapngSource:
                         endian = "<"
                     elif bom == b"\x1a\x2b\x3c\x4d":
                         endian = ">"
-                    else:
+                    elif base + pos == 0:  # the file's byte order is unknown: unreadable
                         raise CaptureError("bad_header", f"{name}: section header at offset "
                                            f"{base + pos} has byte-order magic {bom.hex()}",
                                            offset=base + pos)
+                    else:  # garbled bytes that read as a section header
+                        bad_at = self._damaged(base + pos, btype, "is a section header with "
+                                               f"byte-order magic {bom.hex()}")
+                        pos += 1
+                        break
                     blen = struct.unpack_from(endian + "I", buf, pos + 4)[0]
                     u32 = struct.Struct(endian + "I").unpack_from
                     epb = struct.Struct(endian + "IIIII").unpack_from
@@ -164,6 +173,15 @@ class PcapngSource:
                 pos = end
             if bad_at >= 0 and need == 12 and pos + 12 <= n:
                 continue  # just found damage: look past it in what is already read
+            if eof and bad_at < 0 and pos + 12 <= n and need > 12 \
+                    and self._resync(buf, pos + 1, n, endian, eof)[1] == 0:
+                # A length that runs past the end, with blocks after it:
+                # damage, not a file cut short.
+                bad_at = self._damaged(base + pos, struct.unpack_from(endian + "I", buf, pos)[0],
+                                       f"has length {need}, past the end of the file at "
+                                       f"{base + n}, and blocks follow it")
+                pos += 1
+                continue
             if eof and bad_at < 0:
                 if pos < n:
                     self._notice(Notice("truncated", f"{name}: file ends at offset {base + n} "

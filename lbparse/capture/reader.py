@@ -23,7 +23,8 @@ from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
-from lbparse.capture.formats import HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, sniff_head
+from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
+                                     sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
@@ -197,7 +198,9 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
     elif b0 >> 4 == 6 and ip + 40 <= end:
         nh = buf[ip + 6]
         tcp = ip + 40
-        ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
+        plen = buf[ip + 4] << 8 | buf[ip + 5]
+        # 0: a jumbogram, or segmentation offload: the wire length tells.
+        ip_end = ip + 40 + plen if plen else -1
         while nh in _IPV6_EXT and tcp + 8 <= end:
             nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
         if nh != 6:
@@ -212,8 +215,6 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
 
 
 def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Direction:
-    if len(flows) >= 2 * MAX_FLOWS:
-        _forget_idle(flows)
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
     src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
@@ -225,13 +226,18 @@ def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Dire
     return d
 
 
-def _forget_idle(flows: dict[bytes, Direction]) -> None:
+def _forget_idle(flows: dict[bytes, Direction]) -> int:
     """Forget the oldest half of the connections whose two directions are
-    idle: their state says nothing a new flow would not find out again."""
+    idle: their state says nothing a new flow would not find out again.
+    Returns the table size at which to look again: twice what is left (at
+    least 2 * MAX_FLOWS), so that a table of busy connections, which
+    cannot be forgotten, is scanned once per doubling, not once per new
+    connection (72k busy connections took 128 s, the scans quadratic)."""
     idle = [k for k, d in flows.items()
             if not d.pending and not d.parser.busy and not d.peer.pending and not d.peer.parser.busy]
     for k in idle[:len(idle) // 2]:
         _drop_flow(flows, k)  # both directions
+    return max(2 * MAX_FLOWS, 2 * len(flows))
 
 
 def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
@@ -281,6 +287,10 @@ class CaptureReader:
         self.on_notice = on_notice
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
+        if self.path != STDIN and os.path.exists(self.path) and not regular_file(self.path):
+            # Opening a FIFO blocks until someone writes to it.
+            raise CaptureError("not_a_file", f"{self.path}: not a regular file (a FIFO, socket, "
+                               "device or directory); not read", offset=None)
         self.size = input_size(self.path)
         self._source: Any = None
         self._decode = self._decoder()
@@ -327,15 +337,15 @@ class CaptureReader:
         if fmt == PARQUET and self.path == STDIN:
             path = spool(f, ".parquet")  # Parquet's index is at its end
             try:  # not `with`: see _records
-                yield from self._matching(read_parquet(path))
+                yield from self._matching(read_parquet(path, self._notice))
             finally:
                 os.unlink(path)
             self.stats.bytes_read = f.tell()
             return
         if fmt == PARQUET:
-            recs = read_parquet(self.path)
+            recs = read_parquet(self.path, self._notice)
         elif fmt == JSONL:
-            recs = read_jsonl(f, self.name)
+            recs = read_jsonl(f, self.name, self._notice)
         else:
             raise CaptureError("unknown_format", f"{self.name}: neither pcap, pcapng, JSON Lines "
                                f"nor Parquet (first bytes {head.hex()})", offset=0)
@@ -372,6 +382,7 @@ class CaptureReader:
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
         flows: dict[bytes, Direction] = {}
+        flow_cap = 2 * MAX_FLOWS  # the table size at which idle connections are forgotten
         unsupported: set[int] = set()
         fast = _FAST
         npk = 0  # counted here, added to stats when the loop ends
@@ -435,6 +446,8 @@ class CaptureReader:
                 if d is None:
                     if not (avail or missing or offflags & _SYN):
                         continue  # a bare ACK of a connection we know nothing of
+                    if len(flows) >= flow_cap:
+                        flow_cap = _forget_idle(flows)
                     d = _new_flow(flows, key, flow_limits)
                 if offflags & _ACK:
                     d.ack = ack
@@ -444,7 +457,7 @@ class CaptureReader:
                     d.peer.client = not d.client
                     seq = (seq + 1) & MASK
                 if avail:
-                    if seq == d.next_seq and not missing and not d.pending:
+                    if seq == d.next_seq and not missing and not d.pending and not d.cut:
                         d.next_seq = (seq + avail) & MASK
                         frames = d.parser.feed(buf[data:data + avail])
                     else:

@@ -24,10 +24,11 @@ from __future__ import annotations
 import binascii
 import base64
 import json
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import IO, Any, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.notices import Notice
 from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, REQUIRED,
                                     TEXT, TIME_NS)
 from lbparse.capture.records import Record, build_header_block
@@ -49,16 +50,35 @@ _INF = float("inf")
 
 def ts_from_json(value: Any) -> int:
     """A record's `ts` from JSON: a decimal string of nanoseconds (lbparse's
-    convention), or a number of seconds (as older versions wrote it)."""
+    convention), or a number of seconds (as older versions wrote it). It
+    must be a time: not infinite, not NaN, and within 2^128 ns, more than
+    any capture format's clock holds (pcapng's 64-bit count of whole
+    seconds included); an integer of 400 digits is none, and one of 4,300
+    could not even be written back out."""
     if isinstance(value, str):
-        return int64(value, "ts")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"ts is {value!r}, not nanoseconds (a decimal string) or seconds")
-    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
-        raise ValueError(f"ts is {value!r}, not a time")
-    # By the number's decimal digits, not its binary value: 1700000000.25
-    # seconds is exactly ...250000000 ns.
-    return int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
+        ns = int64(value, "ts")
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"ts is {_short(value)}, not nanoseconds (a decimal string) or "
+                            "seconds")
+        if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+            raise ValueError(f"ts is {value!r}, not a time")
+        # By the number's decimal digits, not its binary value: 1700000000.25
+        # seconds is exactly ...250000000 ns.
+        try:
+            ns = int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
+        except (ValueError, InvalidOperation):  # int's digit limit
+            raise ValueError(f"ts is {_short(value)}, not a time") from None
+    if not -2**128 < ns < 2**128:
+        raise ValueError(f"ts is {_short(value)}, past any time a capture holds")
+    return ns
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_headers(headers: Any) -> None:
@@ -86,7 +106,58 @@ def _check_record_types(d: Any) -> None:
             _check_headers(value)
 
 
-def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
+# Bad lines (rows) held while no good record has shown the file is ours.
+MAX_HELD = 1000
+
+
+class _BadRecords:
+    """The lines (rows) of one of our files that are not records.
+
+    Once the file has given a good record, each is a `bad_record` notice and
+    reading goes on: one bad line must not cost the rest of a recording
+    (issue #19: it ended the file). Until then they are held (the first
+    MAX_HELD, the rest counted); a file that gives no record at all is not
+    ours, and `end` raises CaptureError with the first of them."""
+
+    def __init__(self, on_notice: Callable[[Notice], None] | None) -> None:
+        self.on_notice = on_notice
+        self.held: list[str] = []
+        self.more = 0
+        self.good = False
+
+    def bad(self, message: str) -> None:
+        if self.good:
+            self._emit(message)
+        elif len(self.held) < MAX_HELD:
+            self.held.append(message)
+        else:
+            self.more += 1
+
+    def ok(self) -> None:
+        if not self.good:
+            self.good = True
+            for message in self.held:
+                self._emit(message)
+            if self.more:
+                self._emit(f"... and {self.more} more that are not capture records")
+            self.held = []
+
+    def end(self) -> None:
+        if not self.good and self.held:
+            others = len(self.held) - 1 + self.more
+            raise CaptureError("bad_record", self.held[0] + (
+                f" (and {others} more, and not one record)" if others else ""))
+
+    def _emit(self, message: str) -> None:
+        if self.on_notice is not None:
+            self.on_notice(Notice("bad_record", message + "; skipped, reading on"))
+
+
+def read_jsonl(f: IO[bytes], name: str,
+               on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
+    """Records of our JSON Lines format; a line that is not one is a notice
+    (see `_BadRecords`)."""
+    bad = _BadRecords(on_notice)
     for lineno, line in enumerate(f, 1):
         if not line.strip():
             continue
@@ -98,11 +169,14 @@ def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
                                  d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
                                  base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-            raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
+            bad.bad(f"{where}: not a capture record: {exc}")
+            continue
         except RecursionError:  # json nests as deep as the line does
-            raise CaptureError("bad_record", f"{where}: not a capture record: JSON nested "
-                               "too deeply") from None
+            bad.bad(f"{where}: not a capture record: JSON nested too deeply")
+            continue
+        bad.ok()
         yield record
+    bad.end()
 
 
 # -- Parquet ------------------------------------------------------------------
@@ -229,22 +303,35 @@ def _wrong_column_types(schema: Any) -> str:
     return ", ".join(bad)
 
 
-def _ts_ns(column: Any) -> list[int | None]:
+def _ts_ns(column: Any) -> list[int | str | None]:
     """A Parquet recording's `ts` column as integer nanoseconds: timestamps
     of any unit exactly, floating point numbers as seconds (older
-    recordings), integers as nanoseconds."""
+    recordings), integers as nanoseconds. A value that is no time (an
+    infinite float) is the reason, as text: its row is a bad record."""
     import pyarrow as pa
 
     typ = column.type
     if pa.types.is_timestamp(typ):
         column = column.cast(pa.timestamp("ns", tz=typ.tz)).cast(pa.int64())
     elif pa.types.is_floating(typ):
-        return [None if v is None else ts_from_json(v) for v in column.to_pylist()]
-    values: list[int | None] = column.cast(pa.int64()).to_pylist()
+        return [None if v is None else _ts_or_why(v) for v in column.to_pylist()]
+    values: list[int | str | None] = column.cast(pa.int64()).to_pylist()
     return values
 
 
-def read_parquet(path: str) -> Iterator[Record]:
+def _ts_or_why(value: float) -> int | str:
+    try:
+        return ts_from_json(value)
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+
+
+def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
+                 ) -> Iterator[Record]:
+    """Records of our Parquet format. A row that is not a record (a null
+    where a record has a value: a TypeError traceback before, issue #19) or
+    a row group that does not read is a notice, and reading goes on (see
+    `_BadRecords`); a file without the columns of a record is CaptureError."""
     import pyarrow.parquet as pq
 
     try:
@@ -258,15 +345,43 @@ def read_parquet(path: str) -> Iterator[Record]:
     wrong = _wrong_column_types(pf.schema_arrow)
     if wrong:
         raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
-    for batch in pf.iter_batches(batch_size=4096):
-        times = _ts_ns(batch.column("ts"))
-        for ts, row in zip(times, batch.to_pylist()):
-            headers = row.get("headers")
-            block = (None if headers is None
-                     else build_header_block([(h["key"], h["value"]) for h in headers]))
-            try:
-                # A null time is one no timestamp could hold: unknown, 0.
-                yield Record.make(ts or 0, row["src"], row["dst"], row["verb"], row["subject"],
-                                  row.get("reply"), row.get("sid"), block, row["payload"])
-            except ValueError as exc:
-                raise CaptureError("bad_record", f"{path}: {exc}") from None
+    bad = _BadRecords(on_notice)
+    first = 0
+    for rg in range(pf.metadata.num_row_groups):
+        index = first
+        first += pf.metadata.row_group(rg).num_rows
+        try:
+            for batch in pf.iter_batches(batch_size=4096, row_groups=[rg]):
+                times = _ts_ns(batch.column("ts"))
+                for ts, row in zip(times, batch.to_pylist()):
+                    try:
+                        record = _parquet_record(ts, row)
+                    except (ValueError, TypeError) as exc:
+                        bad.bad(f"{path}: row {index}: not a capture record: {exc}")
+                    else:
+                        bad.ok()
+                        yield record
+                    index += 1
+        except (ValueError, TypeError, OSError) as exc:  # pyarrow's errors are ValueError, OSError
+            bad.bad(f"{path}: row group {rg} (rows {index}..{first - 1}) does not read: {exc}")
+    bad.end()
+
+
+def _parquet_record(ts: int | str | None, row: dict[str, Any]) -> Record:
+    if isinstance(ts, str):
+        raise ValueError(ts)
+    for key in ("src", "dst", "verb", "subject"):
+        if not isinstance(row[key], str):
+            raise TypeError(f"{key} is {_short(row[key])}, not a string")
+    if not isinstance(row["payload"], bytes):
+        raise TypeError(f"payload is {_short(row['payload'])}, not bytes")
+    headers = row.get("headers")
+    if headers is not None and not all(
+            isinstance(h, dict) and isinstance(h.get("key"), str) and isinstance(h.get("value"), str)
+            for h in headers):
+        raise TypeError("headers hold a null key or value")
+    block = (None if headers is None
+             else build_header_block([(h["key"], h["value"]) for h in headers]))
+    # A null time is one no timestamp could hold (the writer's rule): unknown, 0.
+    return Record.make(ts or 0, row["src"], row["dst"], row["verb"], row["subject"],
+                       row.get("reply"), row.get("sid"), block, row["payload"])

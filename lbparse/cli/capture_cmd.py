@@ -16,8 +16,9 @@ record is ever made of bytes that did not arrive.
 The table view shows capture times in RFC 3339, UTC.
 
 Exit status: 0 when every file was read whole, 1 when something was
-reported (gap, cut message, protocol problem, truncated file), 2 when a
-file could not be read (the other files are read all the same).
+reported (gap, cut message, protocol problem, truncated file, a line of a
+recording that is not a record), 2 when a file could not be read at all
+(the other files are still read).
 
 examples:
   lbparse capture nats.pcap --subject 'foo.>'

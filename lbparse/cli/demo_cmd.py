@@ -124,14 +124,16 @@ def write_report(out: str) -> str:
     import os
 
     from lbparse.report import build_model, render_html
+    from lbparse.scratch import replace_file
 
     path = os.path.join(out, "report.html")
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         print(f"\n== lbparse report {sample} -o {path}")
         model = build_model([str(sample)])
     os.makedirs(out, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(render_html(model))
+    # Through a fresh file renamed over it: a link planted at the name (the
+    # directory may be shared) is replaced, never written through.
+    replace_file(path, render_html(model))
     t = model["totals"]
     print(f"{t['messages']} messages, {model['latency']['acked']} publishes paired with their "
           f"acks, {model['problems']['total']} problems shown")

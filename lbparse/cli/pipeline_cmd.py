@@ -31,7 +31,10 @@ spark-submit line). Captures are read as streams, one file per task;
 Parquet files are split by row groups.
 
 Exit status: 0 when every input was read whole, 1 when an input had
-problems (gaps, unreadable parts), 2 on bad arguments.
+problems (gaps, unreadable parts), 2 on bad arguments, 3 when the job
+itself failed (Spark, a worker, the output's filesystem: nothing was
+written, and DIR/summary.json says "outcome": "failed" with the reason).
+summary.json's "outcome" is "ok", "problems" or "failed" accordingly.
 
 examples:
   lbparse pipeline nats.pcap --out out/
@@ -55,6 +58,7 @@ from lbparse.pipeline import DEFAULT_BATCH_ROWS
 # when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
+JOB_FAILED = 3  # exit status of a run whose job failed (1: the data had problems)
 HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
@@ -185,15 +189,20 @@ def run(args: argparse.Namespace) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
-    with run_session(args.master, conf=conf) as spark:
-        progress = Progress(spark, sys.stderr, args.quiet)
-        try:
-            summary = job.run(spark, options, on_plan=progress.planned)
-        finally:
-            progress.done()
+    try:
+        with run_session(args.master, conf=conf) as spark:
+            progress = Progress(spark, sys.stderr, args.quiet)
+            try:
+                summary = job.run(spark, options, on_plan=progress.planned)
+            finally:
+                progress.done()
+    except job.JobFailed as exc:
+        # Not the data's fault, and not a usage error: its own exit status.
+        where = f"; {exc.summary_path} says so" if exc.summary_path else ""
+        print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
+        return JOB_FAILED
     print_report(summary, options.out)
-    t = summary.totals()
-    return 1 if t["problems"] or summary.checks() else 0
+    return {"ok": 0, "problems": 1}[summary.outcome]
 
 
 def print_report(summary: Any, out: str) -> None:

@@ -52,6 +52,7 @@ from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.scratch import replace_file
 
 NAME = "report"
 HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
@@ -138,10 +139,9 @@ def _write_json(model: dict[str, Any], path: str) -> None:
 
 
 def _write_text(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    # Whole or not at all, through a fresh file of a random name: the output
+    # may be in /tmp, where `<path>.tmp<pid>` could be planted (issue #19).
+    replace_file(path, text)
 
 
 def _screenshot(page: str, png: str) -> None:
@@ -151,8 +151,7 @@ def _screenshot(page: str, png: str) -> None:
         seen = look(page)
     except BrowserError as exc:
         raise ValueError(f"--screenshot: {exc}") from None
-    with open(png, "wb") as f:
-        f.write(seen.png)
+    replace_file(png, seen.png)
     for err in seen.errors:
         print(f"lbparse report: the page in Chromium: {err}", file=sys.stderr)
     if seen.rendered != "ok":

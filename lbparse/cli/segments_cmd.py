@@ -46,7 +46,7 @@ from typing import Any, Iterator, TextIO
 
 from lbparse.cli import output
 from lbparse.commitlog import CommitLogEntry
-from lbparse.storage.datadir import PartitionDir, find_partitions
+from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT
 from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
@@ -123,6 +123,9 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     problems = 0
     for part in parts:
         shown = False
+        for f in unreadable_files(part):
+            problems += 1
+            print(f.line(), file=sys.stderr)
         for base, n, reading in _readings(part, args):
             for f in reading.damage:
                 problems += 1

@@ -9,9 +9,15 @@ When the connection is lost, the tap says so on stderr (when, why), and
 reconnects as the NATS clients do, for at most --reconnect-timeout
 seconds; back, it says after how long and about how many messages may
 have been published meanwhile (NATS does not redeliver them: an estimate
-at the rate seen before). Exit status: 0 when nothing can be missing, 1
-when the connection could not be made, was lost at any time or never came
-back, 2 for a bad argument (an invalid subject or URL).
+at the rate seen before). Messages are decoded and printed off the
+network reader (a backlog in memory, spilled to a private file past
+--backlog-mb), so the server never drops the tap as a slow consumer.
+Ctrl-C, SIGTERM and SIGHUP stop it after printing what was received; a
+second signal stops at once. Exit status: 0 when nothing can be missing,
+1 when messages may be missing (the connection could not be made, was
+lost at any time or never came back, the client library dropped some, or
+some received were not printed), 2 for a bad argument (an invalid subject
+or URL).
 
 examples:
   lbparse tap nats://127.0.0.1:4222 'foo.>'
@@ -32,8 +38,8 @@ from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
 from lbparse.cli.common import add_layout_argument, server_url, subject
 from lbparse.cli.status import DataError
-from lbparse.live import (DEFAULT_RECONNECT_TIMEOUT, ConnectOptions, LiveResult, shown_url,
-                          subscribe)
+from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, ConnectOptions,
+                          LiveResult, shown_url, subscribe)
 
 NAME = "tap"
 HELP = "subscribe to a NATS server and print each message decoded"
@@ -61,6 +67,11 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=5.0, metavar="S",
                    help="connect timeout (default 5 s)")
     g.add_argument("--connection-name", default="lbparse", help="connection name the server shows")
+    p.add_argument("--backlog-mb", type=float, default=DEFAULT_BACKLOG_BYTES / (1 << 20),
+                   metavar="MB", help="messages received and not yet decoded and written are "
+                   "held in memory up to MB, then spilled to a private temporary file: the "
+                   "network is never kept waiting, nothing received is dropped (default "
+                   f"{DEFAULT_BACKLOG_BYTES >> 20})")
     g.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT,
                    metavar="S", help="after a lost connection, try to reconnect for S seconds, "
                    f"then give up with exit status 1 (default {DEFAULT_RECONNECT_TIMEOUT:g}; "
@@ -72,6 +83,8 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
         raise ValueError("--count must be at least 1")
     if args.reconnect_timeout < 0:
         raise ValueError("--reconnect-timeout must be 0 or more seconds")
+    if args.backlog_mb <= 0:
+        raise ValueError("--backlog-mb must be more than 0")
     return ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
                           password=args.password, token=args.token, tlscert=args.tlscert,
                           tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
@@ -100,7 +113,8 @@ def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Re
             args.server, args.subjects, on_record, options=connect_options(args),
             layout=args.layout, count=args.count, duration=args.duration,
             on_ready=lambda: ready_message(command, args),
-            reconnect_timeout=args.reconnect_timeout, on_event=event_printer(command)))
+            reconnect_timeout=args.reconnect_timeout, on_event=event_printer(command),
+            backlog_bytes=int(args.backlog_mb * (1 << 20))))
     except BrokenPipeError:
         raise
     except OSError as exc:

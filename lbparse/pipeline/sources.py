@@ -18,7 +18,10 @@ row per problem in the input (`error_kind` "input:KIND", no payload):
   input:unknown_format, input:bad_header, input:bad_block,
   input:unsupported_linktype, input:bad_record
       a capture file that cannot be read on (lbparse.capture.errors);
-  input:unreadable    the file cannot be opened or read (OSError);
+      input:bad_record is also a line (row) of our recordings that is not
+      a record, read past;
+  input:unreadable    the file cannot be opened or read (OSError), or is
+                      not a regular file (a FIFO is never opened);
   input:bad_parquet   a Parquet footer or row group that does not read;
   input:bad_column    the payload column is missing or not binary;
   input:reader_error  anything else the reader raised (a bug: say so).
@@ -42,7 +45,7 @@ import pyarrow.compute as pc
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture import columnar, fields
-from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, sniff
+from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.limits import Limits
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
@@ -170,6 +173,12 @@ def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
 def _plan_files(paths: list[str], options: SourceOptions) -> list[Unit]:
     units: list[Unit] = []
     for path in _files(paths):
+        if os.path.exists(path) and not regular_file(path):
+            # Never opened: a FIFO blocks the opener until someone writes.
+            units.append(Unit(path, "missing", 0, 0, error=(
+                "input:unreadable", f"{path}: not a regular file (a FIFO, socket or device); "
+                "not read")))
+            continue
         fmt = sniff(path)
         try:
             size = os.path.getsize(path)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from lbparse.scratch import read_own, replace_file
 
 
 def vegalite_version() -> str:
@@ -45,19 +46,19 @@ def vega_bundle() -> str:
     vl = vegalite_version()
     name = f"vega-bundle-vlc{version('vl-convert-python')}-{vl}.js"
     path = _cache_dir() / name
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError:
-        pass
+    # Inlined into the page as script: used only if this user wrote it (a
+    # cache directory may be shared, as XDG_CACHE_HOME=/tmp/... makes it).
+    cached = read_own(path)
+    if cached is not None:
+        return cached.decode("utf-8", errors="replace")
     # `</script` inside a string would end the element early.
     text = re.sub(r"</(script)", r"<\\/\1", _bundle(vlc, vl),
                   flags=re.IGNORECASE)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=name, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)  # whole or not at all: other processes may read it
+        # Whole or not at all (other processes may read it); never writable by
+        # others, whatever the umask, or read_own would refuse it.
+        replace_file(path, text, mode=0o644)
     except OSError:
         pass  # no cache: the next report bundles again
     return text
