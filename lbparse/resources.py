@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterator
 
-__all__ = ["KAITAI_FILES", "ResourceError", "cache_dir", "kaitai_compiler", "spec_dir",
+__all__ = ["KAITAI_FILES", "ResourceError", "cache_dir", "compiler_folder", "kaitai_compiler", "spec_dir",
            "tools_dir"]
 
 # What the Kaitai side of `generate` needs, beside the spec: the driver and
@@ -74,6 +75,18 @@ def cache_dir() -> Path:
     return Path(base) / "lbparse"
 
 
+def _ours(folder: Path) -> bool:
+    """A real directory (not a link) of this user that nobody else may write to
+    (group-writable only for the user's own group, as a umask of 002 makes it)."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    group_ok = not st.st_mode & stat.S_IWGRP or st.st_gid == os.getgid()
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and not st.st_mode & stat.S_IWOTH and group_ok)
+
+
 def _ready(folder: Path) -> bool:
     return (folder / "ksc.js").is_file() and \
         (folder / "node_modules" / COMPILER_PACKAGE / "package.json").is_file()
@@ -102,14 +115,26 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
         raise ResourceError(f"{tools} lacks {', '.join(missing)}: this lbparse was installed "
                             "without its package data (build it with `pip wheel .` or "
                             "`python -m build`)")
-    digest = hashlib.sha256()
-    for name in KAITAI_FILES:
-        digest.update((tools / name).read_bytes())
     version = _pinned_version(tools)
-    target = cache_dir() / f"{COMPILER_PACKAGE}-{version}-{digest.hexdigest()[:12]}"
+    target = compiler_folder(tools)
+    for folder in (target.parent, target):
+        if os.path.lexists(folder) and not _ours(folder):
+            # Node runs what is in there: never a folder another user made
+            # or can change (a cache directory may be shared; issue #19).
+            raise ResourceError(f"{folder} is not a directory of this user's that only it can "
+                                "change: not used (remove it, or set LBPARSE_CACHE_DIR)")
     if not _ready(target):
         _install(tools, target, version, say)
     return target / "ksc.js"
+
+
+def compiler_folder(tools: Path) -> Path:
+    """The cache folder the compiler of `tools`' manifest is installed into
+    (named by the pinned version and a digest of the manifest)."""
+    digest = hashlib.sha256()
+    for name in KAITAI_FILES:
+        digest.update((tools / name).read_bytes())
+    return cache_dir() / f"{COMPILER_PACKAGE}-{_pinned_version(tools)}-{digest.hexdigest()[:12]}"
 
 
 def _need(program: str) -> str:

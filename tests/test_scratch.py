@@ -250,3 +250,39 @@ def test_the_demos_report_replaces_a_link_planted_at_its_name(tmp_path: Path) ->
     path = Path(write_report(str(out)))
     assert victim.read_text() == "mine\n"
     assert not path.is_symlink() and path.read_text().startswith("<!")
+
+
+def test_a_compiler_cache_another_user_can_change_is_not_run(
+        tmp_path: Path, other_user: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lbparse generate` runs ksc.js under Node from the cache folder when
+    one of the right name looks ready: one that is not ours alone (planted
+    by another user, or open to others) is refused with what to do, never
+    run, never installed over."""
+    from lbparse import resources
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in resources.KAITAI_FILES:
+        shutil.copyfile(resources.tools_dir() / name, tools / name)
+    monkeypatch.setattr(resources, "tools_dir", lambda: tools)
+    monkeypatch.setattr(resources, "_install", lambda *a: pytest.fail("installed"))
+    monkeypatch.setenv("LBPARSE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = resources.compiler_folder(tools)
+    (folder / "node_modules" / "kaitai-struct-compiler").mkdir(parents=True)
+    (folder / "node_modules" / "kaitai-struct-compiler" / "package.json").write_text("{}")
+    (folder / "ksc.js").write_text("require('fs').writeFileSync('/tmp/owned', 'x')")
+    folder.chmod(0o755)
+    assert resources.kaitai_compiler(say=lambda m: None) == folder / "ksc.js"  # ours: used
+    for planted in ("world-writable", "another user's", "shared parent"):
+        if planted == "world-writable":
+            folder.chmod(0o777)
+        elif planted == "another user's":
+            if other_user is None:
+                continue
+            folder.chmod(0o755)
+            os.chown(folder, other_user, other_user)
+        else:
+            os.chown(folder, os.getuid(), os.getgid())
+            folder.parent.chmod(0o777)
+        with pytest.raises(resources.ResourceError, match="not used"):
+            resources.kaitai_compiler(say=lambda m: None)
