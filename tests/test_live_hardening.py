@@ -259,7 +259,7 @@ def test_an_nkey_user_taps(configured, tmp_path: Path) -> None:  # type: ignore[
     assert len(lines) == 3 and all('"subject": "auth.x"' in line for line in lines)
     refused = Tool("tap", srv.url, "auth.>", "--count", "1", "--timeout", "2")
     code, _, err = refused.finish(timeout=60)
-    assert code == 2 and "Traceback" not in err and "uthorization" in err
+    assert code == 1 and "Traceback" not in err and "uthorization" in err
 
 
 def test_a_creds_file_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -294,5 +294,5 @@ def test_no_secret_is_ever_printed(configured, tmp_path: Path) -> None:  # type:
                  [srv.url.replace("nats://", "nats://tok-Secret-8813@")]):
         refused = Tool("tap", *args, "sec.>", "--count", "1", "--timeout", "2")
         code, _, err = refused.finish(timeout=60)
-        assert code == 2 and "Traceback" not in err, err
+        assert code == 1 and "Traceback" not in err, err
         assert "wrong-Pw-5521" not in err and "tok-Secret-8813" not in err, err
