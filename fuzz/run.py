@@ -62,8 +62,17 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
                    f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/", *GUARDS]
             if env is not None:
                 cmd.insert(1, "-P")  # the instrumented copy on PYTHONPATH, not the checkout
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=left + 60, cwd=HERE.parent, env=env)
+            try:
+                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                      timeout=left + 60, cwd=HERE.parent, env=env)
+            except subprocess.TimeoutExpired:
+                # One input outlived the whole share (libFuzzer checks its
+                # time between inputs): subprocess.run killed the harness;
+                # the other targets still run (this ended a campaign once).
+                out.write(f"\nrun.py: harness killed {int(left) + 60} s after it started\n")
+                out.flush()
+                crashes.append("overran-its-time")
+                break
             new = sorted(set(artifacts.iterdir()) - before)
             crashes += [p.name for p in new]
             if proc.returncode == 0 or not new:

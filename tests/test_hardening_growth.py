@@ -257,3 +257,29 @@ def test_flatbuffers_tables_are_read_in_linear_time() -> None:
 def test_problem_items_stay_items() -> None:
     """(Problem is part of the parser's output contract: unchanged.)"""
     assert isinstance(_feed(b"bogus\r\n")[0], Problem)
+
+
+STORAGE_TIMEOUT = Path(__file__).parent / "data" / "fuzz" / "storage-timeout-2c0209cb.bin"
+
+
+@pytest.mark.slow
+def test_the_storage_campaigns_timeout_input_is_read_in_linear_time() -> None:
+    """The issue #19 campaign's `storage` target timed out (over 10 s under
+    atheris on a loaded machine) on these 13 KB: a damaged segment whose
+    recovery probes every byte position for an entry, in every segment
+    format, whole and in 64-byte parts. 0.6 s uninstrumented: slow
+    instrumented, not a hang. Held here: the whole check stays bounded and
+    recovery grows linearly with garbage repeated 1 to 8 times."""
+    import time
+
+    from lbparse.storage import read_segment_bytes
+    from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
+    from support import hostile
+
+    data = STORAGE_TIMEOUT.read_bytes()
+    t = time.perf_counter()
+    hostile.check_storage(data)
+    assert time.perf_counter() - t < 10
+    for fmt in [None, *SEGMENT_FORMATS_BY_NAME.values()]:
+        assert_linear(lambda k: read_segment_bytes(data * k, "x.log", fmt, base_offset=7),
+                      [1, 2, 4, 8], floor=0.01)
