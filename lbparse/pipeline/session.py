@@ -96,7 +96,13 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
                                      f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
+            from lbparse.pipeline.preflight import start_error
+
+            raise ValueError(f"Spark did not start (--master {master}): "
+                             f"{start_error(exc)}") from None
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)
     return spark
