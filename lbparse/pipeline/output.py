@@ -128,10 +128,20 @@ class PartitionedWriter:
             open_ = self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **self.options))
             self.rows[rel] = 0
         rel, writer = open_
-        table = pa.Table.from_batches(
-            [pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                         for f in schema], schema=schema) for n, cols in parts],
-            schema=schema)
+        total = sum(n for n, _ in parts)
+        arrays: list[pa.Array | pa.ChunkedArray] = []
+        for f in schema:
+            pieces = [cols.get(f.name) for _, cols in parts]
+            if all(p is None for p in pieces):
+                # A column none of these rows fill: one null array, not one per
+                # part (the writer's cost is per chunk and leaf: 1.3 against 0.4 us
+                # a row on the bench's mix).
+                arrays.append(pa.nulls(total, f.type))
+            else:
+                arrays.append(pa.chunked_array(
+                    [p if p is not None else pa.nulls(n, f.type)
+                     for (n, _), p in zip(parts, pieces)], f.type))
+        table = pa.Table.from_arrays(arrays, schema=schema)
         writer.write_table(table, row_group_size=table.num_rows)
         self.rows[rel] += table.num_rows
 

@@ -21,39 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
-from support.shared import LIFTBRIDGE
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
-
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")
 pd = pytest.importorskip("pandas")
 
-SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
-KEY = ("source", "position")
-
-
-@pytest.fixture(scope="module")
-def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F811
-             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """One run over every input kind; per dataset: its directory and Spark's reading."""
-    from lbparse.pipeline.decode_arrow import DecodeOptions
-    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
-    from lbparse.pipeline.sources import SourceOptions
-
-    out = tmp_path_factory.mktemp("out-readers")
-    extra = [str(SHORT)] if SHORT.is_file() else []
-    summary = run_pipeline(spark, PipelineOptions(
-        inputs=(*map(str, inputs.values()), *extra, str(short_data)), out=str(out),
-        decode=DecodeOptions(layout="auto"),
-        source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
-                             batch_rows=64, unit_bytes=1)))
-    assert summary.checks() == []
-    got = {}
-    for name in ("messages", "entries"):
-        path = os.path.join(out, name)
-        df = spark.read.parquet(path)
-        got[name] = {"path": path, "schema": df.schema, "table": _sorted(df.toArrow())}
-    return got
+KEY = ("source", "position")  # (as conftest's `datasets` sorts its tables)
 
 
 def _sorted(table: pa.Table) -> pa.Table:
