@@ -32,7 +32,8 @@ Commit protocol (that of Hadoop's FileOutputCommitter, v1):
   deletes DIR/_temporary/RUN: files of failed or duplicate (speculative)
   attempts are never listed and go with it.
 Directory names are Spark's: values escaped as Spark escapes them, and the
-partition column is not in the files, so `spark.read.parquet(DIR)` reads the dataset as Spark wrote it.
+partition column is not in the files, so `spark.read.parquet(DIR)` reads the
+dataset as Spark wrote it.
 
 Paths may be local or any URI pyarrow.fs opens (file://, hdfs://, s3://).
 """

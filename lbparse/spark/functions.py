@@ -87,7 +87,7 @@ def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool
     protobuf zeros as values, not null (from_protobuf's emit.default.values).
     Bad options raise ValueError here, on the driver.
     """
-    from pyspark.sql.functions import arrow_udf
+    from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]
 
     options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient,
                             emit_defaults=emit_default_values)
@@ -96,4 +96,5 @@ def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool
     def decode(payloads: pa.Array) -> pa.Array:  # the hints make it an Arrow UDF
         return decode_payloads(payloads, options)
 
-    return arrow_udf(decode, envelope_schema())(col)
+    column: Column = arrow_udf(decode, envelope_schema())(col)
+    return column

@@ -73,13 +73,14 @@ class FileStreamReader(DataSourceStreamReader):
             raise ValueError(f"option maxFilesPerTrigger: {most!r} is not a positive number")
         self.max_files = int(most) if most is not None else None
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, list[str]]:
         return {"files": []}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, list[str]], limit: ReadLimit
+                     ) -> dict[str, list[str]]:
         taken = list(start["files"])
         seen = set(taken)
         new = [p for p in ready_files(self.inputs, self.min_age) if p not in seen]
@@ -87,7 +88,8 @@ class FileStreamReader(DataSourceStreamReader):
             new = new[:limit.max_files]
         return {"files": taken + new}
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, list[str]], end: dict[str, list[str]]
+                   ) -> Sequence[InputPartition]:
         before = set(start["files"])
         new = [p for p in end["files"] if p not in before]
         if not new:
@@ -103,7 +105,7 @@ class FileStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_units([Unit.from_json(partition.value)], self.task)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, list[str]]) -> None:
         pass  # nothing to release: the files stay where they are
 
     def stop(self) -> None:
