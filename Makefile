@@ -1,15 +1,14 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromium
 # The toolchains that compile and run the generated parsers of other
 # languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
 LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \
                  perl lua5.3 mono-mcs mono-runtime nim
-GEN_TMP := $(shell mktemp -u /tmp/lbparse-gen.XXXXXX)
 
 .PHONY: install install-system install-langs install-node install-python generate check-generated \
-        test bench demo clean
+        test test-fast typecheck wheel venv bench demo clean
 
 ## install: everything lbparse, its generator and its tests need (pinned)
 install: install-system install-langs install-node install-python
@@ -37,6 +36,25 @@ install-node:
 install-python:
 	$(PYTHON) -m pip install -q -e '.[dev,spark]'
 
+## wheel: dist/lbparse-VERSION.tar.gz and the wheel built from that sdist (the
+## capture hot path compiled by mypyc and the pipeline's C kernels, when gcc is there;
+## the spec and the Kaitai compiler's npm manifest as package data)
+BUILD_PIN := build==1.6.1
+wheel:
+	rm -f dist/lbparse-*.whl dist/lbparse-*.tar.gz
+	$(PYTHON) -m build --version >/dev/null 2>&1 || $(PYTHON) -m pip install -q '$(BUILD_PIN)'
+	$(PYTHON) -m build --outdir dist .
+
+## venv: a fresh virtualenv VENV (default .venv) with the wheel installed, not
+## editable, with the dev and spark extras: what CI tests (make test PYTHON=VENV/bin/python)
+VENV ?= .venv
+venv:
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(MAKE) wheel PYTHON=$(abspath $(VENV))/bin/python
+	$(VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)[dev,spark]"
+	cd / && $(abspath $(VENV))/bin/lbparse --version
+
 ## generate: rebuild generated/ from spec/
 generate:
 	rm -rf generated/lbparse_generated
@@ -44,17 +62,32 @@ generate:
 
 ## check-generated: fail if generated/ is not what spec/ gives
 check-generated:
-	$(PYTHON) tools/generate.py $(GEN_TMP)
-	diff -r --exclude=__pycache__ $(GEN_TMP)/lbparse_generated generated/lbparse_generated \
-	  || { echo "generated/ is stale: run 'make generate' and commit"; rm -rf $(GEN_TMP); exit 1; }
-	rm -rf $(GEN_TMP)
+	@# A private directory made now (mktemp -d: 0700, created or failed),
+	@# not a name reserved in advance that another user could take first.
+	@tmp=$$(mktemp -d /tmp/lbparse-gen.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON) tools/generate.py "$$tmp" && \
+	{ diff -r --exclude=__pycache__ "$$tmp/lbparse_generated" generated/lbparse_generated \
+	  || { echo "generated/ is stale: run 'make generate' and commit"; exit 1; }; }
 	@echo "generated/ is current"
 
-## test: the whole test suite
+## test: the whole test suite. -P: lbparse is imported from where it is installed
+## (the checkout itself only with an editable install or PYTHONPATH), never
+## implicitly from the current directory
 test:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -P -m pytest -q
 
-## bench: decoding and capture benchmarks (medians, side by side)
+## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
+## tshark, Node and other languages, long fuzz sweeps): well under a minute
+test-fast:
+	$(PYTHON) -P -m pytest -q -m "not slow"
+
+## typecheck: mypy --strict over lbparse (configured in pyproject.toml [tool.mypy])
+.PHONY: typecheck
+typecheck:
+	$(PYTHON) -m mypy
+
+## bench: decoding, capture and report benchmarks (medians, side by side; the report's
+## makes a capture of a million messages: a few minutes)
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 
@@ -69,13 +102,20 @@ fuzz:
 fuzz-ci:
 	$(PYTHON) fuzz/run.py --seconds 30 --ci
 
+## sanitize: the C modules built with AddressSanitizer and UndefinedBehaviorSanitizer,
+## then the hostile-input and differential tests and the fuzz corpus through them
+.PHONY: sanitize
+sanitize:
+	$(PYTHON) tools/sanitize.py
+
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
-## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap
+## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap, and
+## write that capture's report (out/demo/report.html; the path is printed)
 demo: install
 	$(PYTHON) -m lbparse demo --out out/demo
 
 clean:
-	rm -rf build dist *.egg-info .pytest_cache
+	rm -rf build dist *.egg-info .pytest_cache .venv
 
 ## generate-LANG: the spec for another language in out/LANG (LANG: javascript,
 ## java, go, cpp, csharp, rust, ruby, php, perl, lua, nim, python, graphviz,

@@ -11,21 +11,36 @@ equal).
 The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
 small C module, lbparse/pipeline/_kernels.c, built the same optional way;
 without it crc.py and wirescan.py run their Python versions
-(tests/test_kernels.py holds the two equal). The segment reader's entry loop
-is lbparse/storage/_scan.c, the same way (tests/test_storage_native.py).
-Everything else about the package
-is declared in pyproject.toml.
+(tests/test_kernels.py holds the two equal). The whole capture loop, from
+pcap/pcapng records to the columns of Arrow record batches, is
+lbparse/capture/_native.c, also optional: without it the pipeline reads
+captures with the Python reader (tests/test_native_capture.py holds the two
+equal, row for row); so is lbparse/pipeline/_structs.c, protobuf straight
+into Arrow struct columns (tests/test_native_decode.py). The segment
+reader's entry loop is lbparse/storage/_scan.c, the same way
+(tests/test_storage_native.py). Everything else about the package is
+declared in pyproject.toml.
+
+The wheel also carries the spec and the Kaitai compiler's npm manifest as
+package data (lbparse/_data, see BuildPy), so that an installed
+`lbparse generate` needs no checkout.
 """
 
 import glob
 import os
+import shutil
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
 NATIVE = [Extension("lbparse.pipeline._kernels", ["lbparse/pipeline/_kernels.c"],
+                    extra_compile_args=["-O3"], optional=True),
+          Extension("lbparse.capture._native", ["lbparse/capture/_native.c"],
+                    extra_compile_args=["-O3"], optional=True),
+          Extension("lbparse.pipeline._structs", ["lbparse/pipeline/_structs.c"],
                     extra_compile_args=["-O3"], optional=True),
           Extension("lbparse.storage._scan", ["lbparse/storage/_scan.c"],
                     extra_compile_args=["-O3"], optional=True)]
@@ -69,4 +84,34 @@ def remove_stale_builds() -> None:
         os.remove(f)
 
 
-setup(ext_modules=ext_modules())
+# Package data copied from the checkout (lbparse/resources.py finds it):
+# source folder or file -> path under lbparse/_data.
+PACKAGE_DATA = [("spec", "spec"), *((f"tools/{name}", f"tools/{name}")
+                                    for name in ("ksc.js", "package.json", "package-lock.json"))]
+
+
+class BuildPy(build_py):
+    """build_py, plus spec/ and the Kaitai compiler's manifest in lbparse/_data.
+
+    An editable install reads spec/ and tools/ where they are (the checkout
+    stays the one copy), so it gets nothing here."""
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        data = os.path.join(self.build_lib, "lbparse", "_data")
+        for src, dst in PACKAGE_DATA:
+            src, dst = os.path.join(here, src), os.path.join(data, dst)
+            if not os.path.exists(src):  # an sdist made without MANIFEST.in
+                raise SystemExit(f"lbparse: {src} is missing: the wheel would not generate code")
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copyfile(src, dst)
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy})

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
+from support.shared import CAPTURES  # noqa: E402  (../shared or $LBPARSE_SHARED, as the tests)
 
 RUNS = 5
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +167,7 @@ def main() -> int:
     print(f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
           f"{s['ratio']:.2f}x dpkt's time (target <= 3)")
     print(f"large: {big['ratio']:.2f}x dpkt's time")
-    shared = Path(os.environ.get("LBPARSE_SHARED") or Path(__file__).resolve().parents[2] / "shared") / "captures" / "nats_1000.pcap"
+    shared = CAPTURES / "nats_1000.pcap"
     if shared.exists():
         t, n = median_time(lambda: run_ours(str(shared), False))
         td, _ = median_time(lambda: run_dpkt(str(shared)))

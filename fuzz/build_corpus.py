@@ -6,7 +6,9 @@ Writes OUT_DIR/<target>/seed-*: every reference vector (tests/data/
 vectors.jsonl) and an envelope of every layout for the decoding targets;
 NATS streams of those envelopes (with headers, replies, control lines) for
 `nats`; small pcap and pcapng captures of them, over several link types,
-for `capture`. The seeds are made, never stored: fuzz/corpus/ is not
+for `capture`; batches of envelopes for `batch`; segments of every
+generation, indexes, checkpoints and raft.db pages for `storage`; Raft log
+entries and transport streams for `raft`. The seeds are made, never stored: fuzz/corpus/ is not
 committed (the fuzzer's finds grow it).
 """
 
@@ -68,11 +70,54 @@ def captures(envs: list[bytes], tmp: str) -> list[bytes]:
     return out
 
 
+def batches(envs: list[bytes]) -> list[bytes]:
+    """Batches for `batch`: each payload a length byte and its bytes."""
+    small = [e for e in envs if len(e) < 256]
+    out = []
+    for i in range(0, len(small), 5):
+        out.append(b"".join(bytes([len(e)]) + e for e in small[i:i + 5 + i % 7]))
+    return out
+
+
+def storage_files() -> list[bytes]:
+    """Segments of every generation, their indexes, checkpoints, raft.db's first pages."""
+    from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
+    from support.segment_builder import build_index, build_segment, messages
+    from support.shared import LIFTBRIDGE
+
+    out = [b"0\n3\n4 0\n7 12\n9 40\n", b"41\n", b"0\n0\n"]
+    for k, name in enumerate(SEGMENT_FORMATS_BY_NAME):
+        msgs = messages(3 + k % 3, first=7)
+        seg = build_segment(msgs, name)
+        out += [seg, build_index(msgs, seg, 7, name), seg[:len(seg) - 5] + b"\0" * 9]
+    sample = LIFTBRIDGE / "samples" / "data-short.tar.gz"
+    if sample.is_file():
+        import tarfile
+
+        with tarfile.open(sample) as tar:
+            member = next((m for m in tar.getmembers() if m.name.endswith("raft/raft.db")), None)
+            f = tar.extractfile(member) if member is not None else None
+            if f is not None:
+                out.append(f.read(4 * 4096))
+    return out
+
+
+def raft_streams() -> list[bytes]:
+    """Raft log entries and transport streams (first byte: the cut, see hostile.check_raft)."""
+    import test_raft as t
+
+    entries = [t.pack(t.log_map(data=t.raft_log("CHANGE_LEADER", stream="s", leader="n"))),
+               t.pack(t.log_map(typ=2))]
+    return entries + [bytes([k]) + b"".join(msgs) for k, msgs in
+                      enumerate([t.REQUESTS, t.RESPONSES, t.REQUESTS[1:3]])]
+
+
 def build(out_dir: Path) -> dict[str, int]:
     envs = envelopes()
     with tempfile.TemporaryDirectory() as tmp:
         seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
-                 "nats": nats_streams(envs), "capture": captures(envs, tmp)}
+                 "nats": nats_streams(envs), "capture": captures(envs, tmp),
+                 "batch": batches(envs), "storage": storage_files(), "raft": raft_streams()}
     counts = {}
     for target, items in seeds.items():
         d = out_dir / target

@@ -2,7 +2,7 @@
 
     python fuzz/harness.py TARGET [libFuzzer options] [CORPUS_DIR...]
 
-TARGET is one of `TARGETS`. Each runs an entry point of
+TARGET is one of `TARGETS` (fuzz/targets.py). Each runs an entry point of
 tests/support/hostile.py (the same checks the hypothesis tests run) on the
 fuzzer's bytes; an exception other than the documented EnvelopeError /
 CaptureError, or a broken invariant (AssertionError), is a crash that
@@ -17,10 +17,19 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import atheris
+import os
+
+if os.environ.get("LBPARSE_FUZZ_NATIVE"):
+    # The C modules of a `fuzz/run.py --native` build call libFuzzer's
+    # coverage hooks (-fsanitize=fuzzer-no-link), which atheris's libFuzzer
+    # defines: its symbols must be global to be found when they load.
+    sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)
+
+import atheris  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
+sys.path.insert(0, str(ROOT / "fuzz"))
 
 
 class _CaptureSource(importlib.abc.MetaPathFinder):
@@ -37,43 +46,11 @@ class _CaptureSource(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _CaptureSource())
 
-with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support"]):
-    from support import hostile
-    from lbparse.limits import Limits
+with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support", "spark",
+                                         "targets"]):
+    import targets
 
-# Small limits, so that the limit checks themselves get fuzzed: inputs are
-# at most a few KiB.
-TIGHT = Limits(max_payload=300, max_frame=400, max_depth=6, max_reassembly=2000)
-
-
-def decode(data: bytes) -> None:
-    hostile.check_decode(data)
-
-
-def decode_limits(data: bytes) -> None:
-    hostile.check_decode(data, limits=TIGHT)
-
-
-def differential(data: bytes) -> None:
-    hostile.check_differential(data)
-
-
-def nats(data: bytes) -> None:
-    # First byte: the segment size, so that the fuzzer also explores splits.
-    if not data:
-        return
-    step = data[0] % 23 + 1
-    stream = data[1:]
-    hostile.check_nats(stream, list(range(step, len(stream), step)))
-    hostile.check_nats(stream, list(range(step, len(stream), step)), max_frame=TIGHT.max_frame)
-
-
-def capture(data: bytes) -> None:
-    hostile.check_capture(data, layout="auto")
-    hostile.check_capture(data, layout="v0", limits=TIGHT)
-
-
-TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture)}
+TARGETS = targets.TARGETS
 
 
 def main() -> None:

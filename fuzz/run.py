@@ -3,9 +3,14 @@
     python fuzz/run.py --seconds 600                 # make fuzz SECONDS=600
     python fuzz/run.py --seconds 40 --ci             # make fuzz-ci
     python fuzz/run.py --seconds 120 --targets nats,capture
+    python fuzz/run.py --seconds 5400 --weights decode=4,differential=4    # a long campaign
 
 The seconds are the whole campaign's, shared out equally among the targets
-(each also takes a few seconds to start). Each target's corpus lives in
+(each also takes a few seconds to start); each target's line gives its
+executions, coverage and corpus, and the last line the total. The targets
+of the C modules (`native_capture`, `decode_arrow`) run against a build of
+them with libFuzzer's coverage and AddressSanitizer when clang is there
+(tools/sanitize.py makes it, in build/fuzz-native). Each target's corpus lives in
 fuzz/corpus/<target> (seeded by build_corpus.py, grown by the fuzzer, never
 committed; --ci uses a fresh temporary one), its crashes in
 fuzz/artifacts/<target>/. A target that crashes is restarted for the time
@@ -26,16 +31,22 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tools"))
 
 import build_corpus  # noqa: E402
+import sanitize  # noqa: E402
 
-TARGETS = ("decode", "decode_limits", "differential", "nats", "capture")
+sys.path.insert(0, str(HERE.parent / "tests"))  # targets import tests/support
+
+from targets import NATIVE, SEEDS, TARGETS  # noqa: E402
+
 MAX_RESTARTS = 5
 # libFuzzer's own guards: one input may take 10 s and the process 2 GiB.
 GUARDS = ["-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
 
 
-def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path) -> dict:
+def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path,
+               env: dict[str, str] | None = None) -> dict:
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds
@@ -49,8 +60,10 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
             before = set(artifacts.iterdir())
             cmd = [sys.executable, str(HERE / "harness.py"), target, str(corpus),
                    f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/", *GUARDS]
+            if env is not None:
+                cmd.insert(1, "-P")  # the instrumented copy on PYTHONPATH, not the checkout
             proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=left + 60, cwd=HERE.parent)
+                                  timeout=left + 60, cwd=HERE.parent, env=env)
             new = sorted(set(artifacts.iterdir()) - before)
             crashes += [p.name for p in new]
             if proc.returncode == 0 or not new:
@@ -69,6 +82,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60, help="the whole campaign (default 60)")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset")
     ap.add_argument("--ci", action="store_true", help="fresh temporary corpus, nothing kept")
+    ap.add_argument("--weights", default="", metavar="T=W,...",
+                    help="shares of the time by target (default equal), e.g. decode=4,batch=1: "
+                    "a long campaign gives the fast targets more of it")
     args = ap.parse_args()
     targets = [t for t in args.targets.split(",") if t]
     unknown = set(targets) - set(TARGETS)
@@ -77,11 +93,28 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="lbparse-fuzz-")) if args.ci else HERE
     try:
         build_corpus.build(base / "corpus")
-        share = max(args.seconds / len(targets), 3)
+        for t, seeds in SEEDS.items():
+            if not (base / "corpus" / t).exists():
+                shutil.copytree(base / "corpus" / seeds, base / "corpus" / t)
+        weights = {t: 1.0 for t in targets}
+        for item in filter(None, args.weights.split(",")):
+            name, _, w = item.partition("=")
+            if name not in weights:
+                ap.error(f"--weights names {name!r}, not one of the targets run")
+            weights[name] = float(w)
+        total_weight = sum(weights.values())
+        native_env = sanitize.fuzz_environment() if set(targets) & set(NATIVE) else None
+        if set(targets) & set(NATIVE):
+            print("native targets: " + ("C modules with libFuzzer coverage and ASan "
+                                        "(build/fuzz-native)" if native_env else
+                                        "no clang: the normal build, Python coverage only"),
+                  flush=True)
         results = []
         for t in targets:
+            share = max(args.seconds * weights[t] / total_weight, 3)
             r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
-                           base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log")
+                           base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log",
+                           native_env if t in NATIVE else None)
             results.append(r)
             status = f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}" if r["crashes"] \
                 else "no crash"

@@ -9,11 +9,13 @@ The public API is what this module exports; everything in underscore-free
 submodules is documented but may move.
 """
 
-from lbparse.api import decode, decode_header, encode
+from lbparse.api import decode, decode_header, encode, encode_envelope, payload_from_json
+from lbparse.arrow_api import decode_arrow, read_capture_arrow
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError
+from lbparse.flatbuf import FlatTable
 from lbparse.header import Header
 from lbparse.limits import Limits
 from lbparse.payloads import message_class
@@ -23,6 +25,7 @@ __all__ = [
     "CommitLogEntry",
     "Envelope",
     "EnvelopeError",
+    "FlatTable",
     "Header",
     "KINDS",
     "LAYOUTS",
@@ -32,9 +35,13 @@ __all__ = [
     "ReplicationResponse",
     "UpstreamVerdict",
     "decode",
+    "decode_arrow",
     "decode_header",
     "encode",
+    "encode_envelope",
     "message_class",
+    "payload_from_json",
+    "read_capture_arrow",
     "upstream_verdict",
 ]
 __version__ = "0.1.0"

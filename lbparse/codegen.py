@@ -29,7 +29,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, fix_source
+from lbparse import resources
+from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
 from lbparse.langdocs import write_docs
 
 __all__ = [
@@ -43,9 +44,9 @@ __all__ = [
     "resolve_languages",
 ]
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "spec"
-TOOLS = ROOT / "tools"
+# Package data of an installed lbparse, or spec/ and tools/ of a checkout.
+SPEC = resources.spec_dir()
+TOOLS = resources.tools_dir()
 
 # Our name of each target -> kaitai-struct-compiler 0.11's name (`ksc.languages`).
 KAITAI_TARGETS: Mapping[str, str] = {
@@ -129,15 +130,18 @@ def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]
     """Compile every .ksy for `langs` (ours) into outdir/LANG; (files, warnings)."""
     targets = [KAITAI_TARGETS[lang] for lang in langs]
     # The trailing comma asks ksc.js for per-language folders even for one target.
-    cmd = ["node", str(TOOLS / "ksc.js"), ",".join(targets) + ",", str(outdir),
+    try:
+        ksc = resources.kaitai_compiler()  # installs it on first use
+    except resources.ResourceError as exc:
+        raise CodegenError(str(exc)) from None
+    cmd = ["node", str(ksc), ",".join(targets) + ",", str(outdir),
            *map(str, ksy_files())]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=NODE_TIMEOUT)
     except FileNotFoundError:
         raise CodegenError("node not found: the Kaitai compiler runs under Node 20") from None
     if res.returncode != 0:
-        hint = "" if (TOOLS / "node_modules").is_dir() else " (run `make install-node`)"
-        raise CodegenError(f"kaitai-struct-compiler failed{hint}:\n{res.stderr.strip()}")
+        raise CodegenError(f"kaitai-struct-compiler failed:\n{res.stderr.strip()}")
     warnings = [line.removeprefix("warning: ") for line in res.stderr.splitlines()
                 if line.startswith("warning: ")]
     by_target = {KAITAI_TARGETS[lang]: lang for lang in langs}
@@ -157,14 +161,24 @@ def _spec_of(path: Path, specs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-def _fix(lang: str, path: Path, specs: list[dict[str, Any]]) -> None:
+def _fix_options(lang: str, sources: list[Path]) -> dict[str, Any]:
+    """What a fixup of one file needs to know of the others."""
+    options: dict[str, Any] = {"go_package": GO_PACKAGE, "java_package": JAVA_PACKAGE}
+    if lang == "csharp":  # an imported spec's renamed types, as its own file renames them
+        options["csharp_renamed"] = {
+            p.stem: csharp_clash_names(p.read_text(encoding="utf-8"))
+            for p in sources if p.suffix == ".cs"}
+    return options
+
+
+def _fix(lang: str, path: Path, specs: list[dict[str, Any]], options: dict[str, Any]) -> None:
     """Apply lbparse.kaitai_fixups to one generated source file, in place."""
     suffix = FIXUPS.get(lang, ("",))[0]
     ksy = _spec_of(path, specs)
     if path.suffix != suffix or ksy is None:
         return
     text = path.read_text(encoding="utf-8")
-    fixed = fix_source(lang, text, ksy, {"go_package": GO_PACKAGE, "java_package": JAVA_PACKAGE})
+    fixed = fix_source(lang, text, ksy, options)
     if fixed != text:
         path.write_text(fixed, encoding="utf-8")
 
@@ -183,7 +197,7 @@ def write_descriptor_set(out: Path) -> Path:
     try:
         from grpc_tools import protoc
     except ImportError:
-        raise CodegenError("grpcio-tools is missing (pip install -e '.[dev]')") from None
+        raise CodegenError("grpcio-tools is missing (pip install 'grpcio-tools==1.85.1')") from None
     out.mkdir(parents=True, exist_ok=True)
     protos = proto_files()
     for p in protos:
@@ -316,11 +330,12 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
                 continue
             files: list[Path] = []
             src_root = work / "kaitai" / KAITAI_TARGETS.get(lang, "")
+            options = _fix_options(lang, compiled.get(lang, []))
             for src in compiled.get(lang, []):
                 target = folder / src.relative_to(src_root)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(src), target)
-                _fix(lang, target, specs)
+                _fix(lang, target, specs, options)
                 files.append(target)
             result.parsers[lang] = list(files)
             if lang == "go":

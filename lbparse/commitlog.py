@@ -13,7 +13,9 @@ from typing import Any, Callable
 import crc32c as _crc32c
 
 from lbparse.errors import EnvelopeError
-from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
+from lbparse.jsonform import Int64, int64
+from lbparse.wire import (BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX,
+                          REPLICATION_RESPONSE_FIELDS, int_struct)
 from lbparse_generated import construct_schema as _cs
 
 __all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"]
@@ -34,9 +36,35 @@ _BODY_MIN = _BODY_HEAD.size + _VALUE_LEN.size + _HEADER_COUNT.size
 _CRC_END = BODY_HEAD.fields["crc32c"].size
 
 
+# Which of an entry's and a response's integers are 64-bit (spec/commitlog.ksy):
+# JSON holds those as decimal strings (lbparse.jsonform).
+_INT64_TYPES = ("u8", "s8")
+_RESPONSE_INT64 = frozenset(n for n, t in REPLICATION_RESPONSE_FIELDS if t in _INT64_TYPES)
+_ENTRY_INT64 = frozenset(n for n, t in dict(REPLICATION_RESPONSE_FIELDS)["entries"]
+                         if t in _INT64_TYPES)
+
+
+def _unhex(value: Any, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{what} is {value!r}, not a hex string or null")
+    return bytes.fromhex(value)
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 @dataclass
 class CommitLogEntry:
-    """One stored message; `key`/`value` are None when nil (length -1)."""
+    """One stored message; `key`/`value` are None when nil (length -1).
+
+    `crc32c` and `size` are what was read (None for an entry made in code);
+    they follow from the rest, so equality ignores them and encoding
+    computes them afresh. `crc_ok` says whether the stored CRC matched the
+    body (None if not read from bytes).
+    """
 
     offset: int
     timestamp: int
@@ -46,16 +74,19 @@ class CommitLogEntry:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
     magic: int = 1
     attributes: int = 0
-    crc32c: int | None = None  # as read; None means "compute when encoding"
-    size: int | None = None  # as read; None means "compute when encoding"
+    crc32c: int | None = field(default=None, compare=False)
+    size: int | None = field(default=None, compare=False)
+    # Set by the readers (lbparse.storage's C scanner too, by this name).
+    _crc_ok: bool | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def crc_ok(self) -> bool | None:
         """Whether the stored body CRC matched, None if not read from bytes."""
-        return getattr(self, "_crc_ok", None)
+        return self._crc_ok
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        """The reference vectors' `commitlog_messages` shape (64-bit fields as Int64)."""
+        d: dict[str, Any] = {
             "attributes": self.attributes,
             "crc32c": self.crc32c,
             "headers_hex": {k: v.hex() for k, v in self.headers},
@@ -67,48 +98,94 @@ class CommitLogEntry:
             "timestamp": self.timestamp,
             "value_hex": None if self.value is None else self.value.hex(),
         }
+        for name in _ENTRY_INT64:
+            d[name] = Int64(d[name])
+        return d
 
     @classmethod
-    def from_json_dict(cls, d: dict[str, Any]) -> "CommitLogEntry":
-        """Inverse of `to_json_dict` (crc32c and size are recomputed on encode)."""
-        unhex = lambda h: None if h is None else bytes.fromhex(h)  # noqa: E731
-        return cls(offset=int(d.get("offset", 0)), timestamp=int(d.get("timestamp", 0)),
-                   leader_epoch=int(d.get("leader_epoch", 0)), key=unhex(d.get("key_hex")),
-                   value=unhex(d.get("value_hex", "")),
-                   headers=[(k, bytes.fromhex(v)) for k, v in d.get("headers_hex", {}).items()],
-                   magic=int(d.get("magic", 1)), attributes=int(d.get("attributes", 0)))
-
-    def _identity(self) -> tuple:
-        return (self.offset, self.timestamp, self.leader_epoch, self.key, self.value,
-                list(self.headers), self.magic, self.attributes)
+    def from_json_dict(cls, d: dict[str, Any]) -> CommitLogEntry:
+        """Inverse of `to_json_dict`; 64-bit fields as decimal strings or numbers."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a commit-log entry is a JSON object, not {d!r}")
+        headers = d.get("headers_hex") or {}
+        if not isinstance(headers, dict):
+            raise ValueError(f"headers_hex is {headers!r}, not an object of hex strings")
+        opt = d.get
+        return cls(
+            offset=int64(opt("offset", 0), "offset"),
+            timestamp=int64(opt("timestamp", 0), "timestamp"),
+            leader_epoch=int64(opt("leader_epoch", 0), "leader_epoch"),
+            key=_unhex(opt("key_hex"), "key_hex"),
+            value=_unhex(opt("value_hex", ""), "value_hex"),
+            headers=[(str(k), _unhex(v, f"header {k}") or b"") for k, v in headers.items()],
+            magic=int(opt("magic", 1)), attributes=int(opt("attributes", 0)),
+            crc32c=_optional_int(opt("crc32c")), size=_optional_int(opt("size")))
 
     def __eq__(self, other: object) -> bool:
-        # crc32c and size are derived from the rest: two entries that differ
-        # only in whether those were read or left to the encoder are equal.
+        # crc32c, size and crc_ok are derived from the rest (compare=False):
+        # entries that differ only in whether those were read are equal.
         if not isinstance(other, CommitLogEntry):
             return NotImplemented
-        return self._identity() == other._identity()
+        return (self.offset, self.timestamp, self.leader_epoch, self.key, self.value,
+                list(self.headers), self.magic, self.attributes) == (
+            other.offset, other.timestamp, other.leader_epoch, other.key, other.value,
+            list(other.headers), other.magic, other.attributes)
 
 
 @dataclass
 class ReplicationResponse:
-    """The payload of MsgType 3: leader epoch, high watermark, entries."""
+    """The payload of MsgType 3: leader epoch, high watermark, entries.
+
+    `data` keeps the entries' bytes as read, so that JSON (`data_hex`) and
+    re-encoding give them back exactly, even where they are not what
+    encoding the entries afresh would give; it is used only while it still
+    holds `entries`.
+    """
 
     leader_epoch: int
     high_watermark: int
     entries: list[CommitLogEntry] = field(default_factory=list)
     data: bytes | None = field(default=None, compare=False, repr=False)
 
+    def entries_bytes(self) -> bytes:
+        """The commit-log message set: `data` while it holds `entries`, else encoded."""
+        if self.data is not None and parse_entries(self.data) == self.entries:
+            return self.data
+        return encode_entries(self.entries)
+
     def to_json_dict(self) -> dict[str, Any]:
-        data = self.data if self.data is not None else encode_entries(self.entries)
-        return {"leader_epoch": self.leader_epoch, "high_watermark": self.high_watermark,
-                "data_hex": data.hex()}
+        """The reference vectors' `payload_json` of a ReplicationResponse."""
+        d: dict[str, Any] = {"leader_epoch": self.leader_epoch,
+                             "high_watermark": self.high_watermark,
+                             "data_hex": self.entries_bytes().hex()}
+        for name in _RESPONSE_INT64:
+            d[name] = Int64(d[name])
+        return d
 
     @classmethod
-    def from_json_dict(cls, d: dict[str, Any]) -> "ReplicationResponse":
-        """From {"leader_epoch", "high_watermark", "entries": [entry JSON...]}."""
-        entries = [CommitLogEntry.from_json_dict(e) for e in d.get("entries", [])]
-        return cls(int(d.get("leader_epoch", 0)), int(d.get("high_watermark", 0)), entries)
+    def from_json_dict(cls, d: dict[str, Any]) -> ReplicationResponse:
+        """Inverse of `to_json_dict`: {"leader_epoch", "high_watermark",
+        "data_hex"}. Instead of `data_hex`, `entries` may list the entries
+        as `CommitLogEntry.to_json_dict` writes them (the envelope JSON's
+        `commitlog_messages`)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a ReplicationResponse is a JSON object, not {d!r}")
+        epoch = int64(d.get("leader_epoch", 0), "leader_epoch")
+        hw = int64(d.get("high_watermark", 0), "high_watermark")
+        listed = d.get("entries")
+        if listed is not None and not isinstance(listed, list):
+            raise ValueError(f"entries is {listed!r}, not a list of entries")
+        entries = [CommitLogEntry.from_json_dict(e) for e in listed or []]
+        if d.get("data_hex") is None:
+            return cls(epoch, hw, entries)
+        data = _unhex(d["data_hex"], "data_hex") or b""
+        try:
+            read = parse_entries(data)
+        except EnvelopeError as exc:
+            raise ValueError(f"data_hex is not a commit-log message set: {exc}") from None
+        if listed is not None and read != entries:
+            raise ValueError("data_hex and entries disagree; give one of them")
+        return cls(epoch, hw, read, data=data)
 
 
 def _bad(msg: str, offset: int) -> EnvelopeError:
@@ -132,7 +209,7 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
     if end - pos < _BODY_MIN:
         raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
-    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c  # type: ignore[attr-defined]
+    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
     p = pos + _BODY_HEAD.size
     if klen != NIL_LENGTH:
         entry.key, p = _sized(buf, p, end, klen, "key")
@@ -261,12 +338,13 @@ def encode_entry(e: CommitLogEntry) -> bytes:
                  for k, v in e.headers],
     )
     # The CRC covers the body after itself: build once to learn it.
-    body = _cs.liftbridge_commitlog__body.build(body_fields)
+    body: bytes = _cs.liftbridge_commitlog__body.build(body_fields)
     body_fields["crc32c"] = _crc32c.crc32c(body[_CRC_END:])
-    return _cs.liftbridge_commitlog__entry.build(dict(
+    entry: bytes = _cs.liftbridge_commitlog__entry.build(dict(
         offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
         size=len(body), body=body_fields,
     ))
+    return entry
 
 
 def encode_entries(entries: list[CommitLogEntry]) -> bytes:
@@ -274,6 +352,6 @@ def encode_entries(entries: list[CommitLogEntry]) -> bytes:
 
 
 def encode_replication_response(rr: ReplicationResponse) -> bytes:
-    head = _cs.liftbridge_commitlog.build(dict(
+    head: bytes = _cs.liftbridge_commitlog.build(dict(
         leader_epoch=rr.leader_epoch, high_watermark=rr.high_watermark, entries=[]))
-    return head + encode_entries(rr.entries)
+    return head + rr.entries_bytes()

@@ -14,7 +14,8 @@ error of the newest layout; anything else is `plain`.
 from __future__ import annotations
 
 from lbparse.layouts import LAYOUTS, Layout
-from lbparse.envelope import Envelope, EnvelopedDecoder, check_crc
+from lbparse.envelope import Envelope, build_envelope
+from lbparse.enveloped import EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
 from lbparse import flatbuf
 from lbparse.flatbuf import FlatTable
@@ -23,6 +24,7 @@ from lbparse.headerless import decode_lift_cookie, decode_plain
 from lbparse.limits import DEFAULT, Limits, check_payload_size
 from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 from lbparse.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
+from lbparse.wirefit import shared_walks
 
 __all__ = ["contested_msg_types", "detect"]
 
@@ -125,13 +127,14 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
     if lenient or payload_type is not None:
         raise ValueError("layout='auto' takes neither lenient nor payload_type: "
                          "name the layout to use them")
-    found, reasons, error = _candidates(data, verify_crc, limits)
+    with shared_walks():  # candidate layouts read one payload: walk it once per type
+        found, reasons, error = _candidates(data, verify_crc, limits)
     clean = [(env, why) for env, why in found if why]
     # Without confirming evidence the newest layout decides, even if what
     # it says is an error: an older layout that merely fails to object
     # (opaque bytes) is no better a guess.
-    newest_failed = error is not None and (not found or found[0][0].layout != _ENVELOPED[0][0].name)
-    if not clean and newest_failed:
+    newest_failed = not found or found[0][0].layout != _ENVELOPED[0][0].name
+    if not clean and error is not None and newest_failed:
         raise error
     chosen = clean or found
     if not chosen:
@@ -152,11 +155,10 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
 
 
 def _finish(env: Envelope, reasons: list[str], names: list[str], confidence: float) -> Envelope:
-    env.reasons = reasons
-    env.confidence = confidence
+    """`env` with auto's classification (a new Envelope: they are immutable)."""
+    extra = env._extra._replace(reasons=tuple(reasons), confidence=confidence)
     if len(names) > 1:
-        env.ambiguous = True
-        env.layout_candidates = names
-    return env
+        extra = extra._replace(ambiguous=True, layout_candidates=tuple(names))
+    return build_envelope(env._head, env.crc32c, env.payload, env.message, extra)
 
 

@@ -6,9 +6,12 @@ same schema (lbparse_generated.fb) serve as the reference in the tests.
 The reader checks every offset and length against the buffer before it
 follows it, so hostile bytes give a `FlatBufferError`, never an
 IndexError or an allocation sized by the input. FlatBuffers lets many
-offsets point at one string or vector; each is read into its own object,
-so the total read is capped (`max_bytes`): otherwise a 58 KB buffer whose
-2,000 vector entries share one 50 KB vector decodes to 100 MB.
+offsets point at one string, vector or table; each is read into its own
+object, so what the reading makes is capped (`max_bytes`): the bytes of
+strings and vectors, and for each table its Python object's share
+(`TABLE_COST`, `FIELD_COST` a field). Otherwise a 58 KB buffer whose 2,000
+vector entries share one 50 KB vector decodes to 100 MB, and an 8 MB one of
+2 million offsets to one table into 2 million objects (620 MB).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import base64
 import struct
 from typing import Any
 
+from lbparse.jsonform import Int64, int64
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 __all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
@@ -72,7 +76,13 @@ class FlatTable:
         return cls(type_name, {k: _from_json(types[k], v) for k, v in obj.items()})
 
 
+# 64-bit scalars: decimal strings in JSON (lbparse.jsonform), as protobuf writes int64.
+_INT64 = frozenset({"long", "ulong", "int64", "uint64"})
+
+
 def _json(ftype: str, value: Any) -> Any:
+    if ftype in _INT64:
+        return Int64(value)
     if ftype == "[ubyte]":
         return base64.b64encode(value).decode("ascii")
     if ftype.startswith("enum "):
@@ -83,8 +93,10 @@ def _json(ftype: str, value: Any) -> Any:
 
 
 def _from_json(ftype: str, value: Any) -> Any:
+    if ftype in _INT64:
+        return int64(value, ftype)
     if ftype == "[ubyte]":
-        return base64.b64decode(value)
+        return base64.b64decode(value, validate=True)
     if ftype.startswith("enum "):
         if isinstance(value, str):
             names = {n: v for v, n in ENUMS[ftype[5:]]["values"].items()}
@@ -98,6 +110,10 @@ def _from_json(ftype: str, value: Any) -> Any:
 # What read_table may copy out of a buffer by default: lbparse.limits'
 # default max_payload (not imported: limits would import the codecs).
 MAX_BYTES = 8 << 20
+# What a table read counts against max_bytes, about what CPython spends on
+# it: the FlatTable and its dict (~110 bytes empty), and a field's value.
+TABLE_COST = 128
+FIELD_COST = 32
 
 
 class _Reader:
@@ -110,9 +126,9 @@ class _Reader:
     def spend(self, size: int, what: str) -> None:
         self.budget -= size
         if self.budget < 0:
-            raise FlatBufferTooLarge(f"{what}: the strings and vectors read add up to more than "
-                                     f"{self.max_bytes} bytes (offsets share them), the limit "
-                                     "(max_payload)")
+            raise FlatBufferTooLarge(f"{what}: what the payload decodes into (strings, vectors "
+                                     f"and tables) adds up to more than {self.max_bytes} bytes "
+                                     "(offsets share them), the limit (max_payload)")
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -121,10 +137,12 @@ class _Reader:
 
     def u32(self, pos: int, what: str) -> int:
         self.need(pos, 4, what)
-        return _U32.unpack_from(self.buf, pos)[0]
+        value: int = _U32.unpack_from(self.buf, pos)[0]
+        return value
 
     def table(self, pos: int, type_name: str) -> FlatTable:
         self.need(pos, 4, f"{type_name} table")
+        self.spend(TABLE_COST, f"{type_name} table")
         vt = pos - _I32.unpack_from(self.buf, pos)[0]
         self.need(vt, 4, f"{type_name} vtable")
         vt_size, obj_size = _U16.unpack_from(self.buf, vt)[0], _U16.unpack_from(self.buf, vt + 2)[0]
@@ -142,6 +160,7 @@ class _Reader:
                 if off >= obj_size:
                     raise FlatBufferError(f"{type_name}.{name}: field offset {off} beyond the "
                                           f"table's {obj_size} bytes")
+                self.spend(FIELD_COST, f"{type_name}.{name}")
                 fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
         return FlatTable(type_name, fields)
 
@@ -188,10 +207,10 @@ def plausible(buf: bytes) -> bool:
     n = len(buf)
     if n < 8:
         return False
-    root = _U32.unpack_from(buf, 0)[0]
+    root: int = _U32.unpack_from(buf, 0)[0]
     if root + 4 > n:
         return False
-    vt = root - _I32.unpack_from(buf, root)[0]
+    vt: int = root - _I32.unpack_from(buf, root)[0]
     return 0 <= vt and vt + 4 <= n
 
 
@@ -211,17 +230,23 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     if unknown:
         raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
     offsets: dict[str, int] = {}
-    for _, name, ftype, value in present:  # children before the table itself
-        if ftype == "string":
-            offsets[name] = b.CreateString(value)
-        elif ftype == "[ubyte]":
-            offsets[name] = b.CreateByteVector(bytes(value))
-        elif ftype.startswith("["):
+    # Children before the table itself: vectors of tables first, then
+    # strings and byte vectors, each in schema order. That is the order the
+    # flatc-generated Go builders of Liftbridge's FlatBuffers branch were
+    # called in, so that the same table gives the same bytes as theirs (the
+    # reference vectors hold it).
+    for _, name, ftype, value in present:
+        if ftype.startswith("[") and ftype != "[ubyte]":
             elems = [_build(b, t) for t in value]
             b.StartVector(4, len(elems), 4)
             for off in reversed(elems):
                 b.PrependUOffsetTRelative(off)
             offsets[name] = b.EndVector()
+    for _, name, ftype, value in present:
+        if ftype == "string":
+            offsets[name] = b.CreateString(value)
+        elif ftype == "[ubyte]":
+            offsets[name] = b.CreateByteVector(bytes(value))
     b.StartObject(len(TABLES[table.type_name]))
     for fid, name, ftype, value in present:
         if name in offsets:
@@ -230,7 +255,8 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
         if ftype.startswith("enum "):
             ftype = ENUMS[ftype[5:]]["base"]
         b.PrependSlot(_FLAGS[_SCALARS[ftype]], fid, value, None)  # no default: always written
-    return b.EndObject()
+    end: int = b.EndObject()
+    return end
 
 
 _SCALAR_FLAGS = {"<B": "Uint8Flags", "<b": "Int8Flags", "<?": "BoolFlags", "<h": "Int16Flags",

@@ -229,17 +229,12 @@ class GenerationContext:
 
 def _classified(env: Envelope, reasons: list[str], confidence: float | None = None,
                 resolved: bool = False) -> Envelope:
-    """`env` with new reasons (and, resolved, its confidence and no ambiguity)."""
-    changes: dict[str, object] = {"reasons": reasons}
+    """A copy of `env` (immutable) with new reasons (and, resolved, its
+    confidence and no ambiguity); `env` itself is left as it was."""
     if resolved:
-        changes.update(confidence=confidence, ambiguous=False, layout_candidates=[])
-    replace = getattr(env, "replace", None)
-    if replace is not None:  # an immutable Envelope
-        return replace(**{k: tuple(v) if isinstance(v, list) else v  # type: ignore[no-any-return]
-                          for k, v in changes.items()})
-    for k, v in changes.items():
-        setattr(env, k, v)
-    return env
+        return env.replace(reasons=tuple(reasons), confidence=confidence, ambiguous=False,
+                           layout_candidates=())
+    return env.replace(reasons=tuple(reasons))
 
 
 def _where(scope: str, conn: Key | None, subject: str | None) -> str:

@@ -29,9 +29,9 @@ class Header(NamedTuple):
     """A validated envelope header (see `lbparse.decode_header`)."""
 
     layout: str
-    version: int
-    header_len: int
-    flags: int
+    version: int | None  # None: the layout has no envelope header
+    header_len: int | None
+    flags: int | None
     crc32c: int | None
     msg_type: int | None
     msg_type_name: str | None

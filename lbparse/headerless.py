@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from lbparse.layouts import LAYOUTS
-from lbparse.envelope import Envelope
+from lbparse.envelope import NO_EXTRA, Envelope, build_envelope, make_head
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size
-from lbparse.payloads import BYTES, ProtoCodec, codec_for, payload_type_of
+from lbparse.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
 from lbparse.wire import COOKIE, FIELD_ERRORS
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
@@ -24,7 +24,8 @@ _PLAIN = LAYOUTS["plain"]
 
 
 def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelope:
-    return Envelope((layout, None, None, None, None, None, None, ptype, payload, message, ()))
+    return build_envelope(make_head(layout, None, None, None, None, None, ptype), None, payload,
+                          message, NO_EXTRA)
 
 
 def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,
@@ -59,7 +60,7 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
         return _headerless("lift-cookie", ptype, payload, None)
     codec = codec_for(ptype)
     if isinstance(codec, ProtoCodec):
-        check_depth(payload, codec.python_type.DESCRIPTOR, lim)
+        check_depth(payload, descriptor_of(codec.python_type), lim)
     message = codec.decode(payload)
     return _headerless("lift-cookie", ptype, payload, message)
 
@@ -73,9 +74,9 @@ def decode_plain(data: bytes, verify_crc: bool = True, lenient: bool = False,
     return _headerless("plain", BYTES, data, data)
 
 
-def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
-    if msg_type is not None or crc:
-        raise ValueError("the lift-cookie layout has no MsgType and no CRC")
+def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    if msg_type is not None or crc or flags:
+        raise ValueError("the lift-cookie layout has no MsgType, no flags and no CRC")
     ptype = payload_type_of(message)
     if ptype not in _LIFT.payload_types:
         raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
@@ -88,12 +89,13 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool) -> bytes:
         # refused to read it back; lbparse does not write what nobody reads.
         raise ValueError("an empty proto.Message would be the cookie 'LIFT' alone, "
                          "which LIFT-era readers reject")
-    return _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
+    wire: bytes = _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
+    return wire
 
 
-def encode_plain(message: Any, msg_type: int | None, crc: bool) -> bytes:
-    if msg_type is not None or crc:
-        raise ValueError("the plain layout has no MsgType and no CRC")
+def encode_plain(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    if msg_type is not None or crc or flags:
+        raise ValueError("the plain layout has no MsgType, no flags and no CRC")
     if not isinstance(message, (bytes, bytearray, memoryview)):
         raise TypeError(f"the plain layout carries bytes, not {type(message).__name__}")
     return bytes(message)

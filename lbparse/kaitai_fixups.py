@@ -40,6 +40,45 @@ def java_package(text: str, package: str) -> str:
     return f"{head}\n\npackage {package};\n{rest}"
 
 
+def csharp_clash_names(text: str) -> set[str]:
+    """Nested types and enums of a generated C# file that share a property's name."""
+    enums = set(re.findall(r"\benum (\w+)\s*\{", text))
+    classes = set(re.findall(r"\bpartial class (\w+)", text))
+    props = set(re.findall(r"public [\w.<>?\[\]]+ (\w+) \{ get", text))
+    return (classes | enums) & props
+
+
+def csharp_imported(text: str, renamed: dict[str, set[str]]) -> str:
+    """References to another spec's renamed types (`Root.Body`, imported by
+    this spec) follow that file's renames: qualified by the class, the name
+    can only be the type."""
+    for root, names in renamed.items():
+        for name in names:
+            text = re.sub(rf"\b{root}\.{name}\b", f"{root}.{name}Type", text)
+    return text
+
+
+_CS_INTS = {"u1": "byte", "u2": "ushort", "u4": "uint", "u8": "ulong",
+            "s1": "sbyte", "s2": "short", "s4": "int", "s8": "long"}
+
+
+def csharp_typed_ints(text: str, ksy: dict[str, Any]) -> str:
+    """ksc 0.11's C# hands a repeat index (`int`) to an unsigned parameter
+    and compares it with an unsigned 64-bit count, which C# does not
+    convert implicitly; the conversions are written in."""
+    for name, spec in ksy.get("types", {}).items():
+        params = spec.get("params", [])
+        if len(params) == 1 and params[0].get("type") in _CS_INTS:
+            cls = camel(name, upper=True)
+            text = text.replace(f"new {cls}(i, ", f"new {cls}(({_CS_INTS[params[0]['type']]}) i, ")
+    specs = [ksy, *ksy.get("types", {}).values()]
+    for f in (f for s in specs for f in s.get("seq", [])):
+        if f.get("type") in ("u8", "u8le", "u8be"):
+            count = camel(f["id"], upper=True)
+            text = text.replace(f"i < {count};", f"(ulong) i < {count};")
+    return text
+
+
 def csharp_clashes(text: str) -> str:
     """Rename nested types and enums that share a name with a property.
 
@@ -48,12 +87,11 @@ def csharp_clashes(text: str) -> str:
     enum `T.Member`. `T.Member` of a class is the property's member, kept.
     """
     enums = dict(re.findall(r"\benum (\w+)\s*\{([^}]*)\}", text))
-    classes = set(re.findall(r"\bpartial class (\w+)", text))
-    props = set(re.findall(r"public [\w.<>?\[\]]+ (\w+) \{ get", text))
-    for name in sorted((classes | set(enums)) & props):
+    for name in sorted(csharp_clash_names(text)):
         new = f"{name}Type"
         text = re.sub(rf"\b(partial class|enum) {name}\b", rf"\1 {new}", text)
         text = re.sub(rf"\b(new|public) {name}\(", rf"\1 {new}(", text)
+        text = re.sub(rf"\(\({name}\) ", f"(({new}) ", text)
         text = re.sub(rf"(?<!\w){name}(?= [A-Za-z_]\w*\s*[;,)={{(])", new, text)
         if name in enums:
             members = re.findall(r"(\w+)\s*=", enums.get(new, enums[name]))
@@ -107,17 +145,43 @@ def _root_params(ksy: dict[str, Any]) -> list[str]:
     return [p["id"] for p in ksy.get("params", [])]
 
 
+_GO_INTS = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
+            "s1": "int8", "s2": "int16", "s4": "int32", "s8": "int64"}
+
+
+def go_typed_ints(text: str, ksy: dict[str, Any]) -> str:
+    """Go has no implicit integer conversions, and ksc 0.11's Go output
+    mixes them: a repeat index (`int`) handed to a `u4` parameter, a field
+    compared with a literal-valued instance (`int`), a field and'ed with an
+    enum's `.to_i` (left as the enum's own type). Each gets the conversion."""
+    root = camel(ksy["meta"]["id"], upper=True)
+    for name, spec in ksy.get("types", {}).items():
+        params = spec.get("params", [])
+        if len(params) == 1 and params[0].get("type") in _GO_INTS:
+            ctor = f"New{root}_{camel(name, upper=True)}"
+            text = text.replace(f"{ctor}(i)", f"{ctor}({_GO_INTS[params[0]['type']]}(i))")
+    literal = {camel(n, upper=True) for n, inst in ksy.get("instances", {}).items()
+               if isinstance(inst.get("value"), int)}
+    tmps = {m.group(1) for m in re.finditer(r"(tmp\d+), err := this\.(\w+)\(\)", text)
+            if m.group(2) in literal}
+    text = re.sub(r"(this\.\w+) (==|!=) (tmp\d+)\b",
+                  lambda m: f"int({m.group(1)}) {m.group(2)} {m.group(3)}"
+                  if m.group(3) in tmps else m.group(0), text)
+    return re.sub(rf"(this\.\w+) & ({root}_\w+__\w+)\b", r"int(\1) & int(\2)", text)
+
+
 # lang -> (file suffix, fix(text, ksy, options) -> text)
-FIXUPS: dict[str, tuple[str, Callable[[str, dict[str, Any], dict[str, str]], str]]] = {
-    "go": (".go", lambda t, k, o: go_package(t, o["go_package"])),
+FIXUPS: dict[str, tuple[str, Callable[[str, dict[str, Any], dict[str, Any]], str]]] = {
+    "go": (".go", lambda t, k, o: go_typed_ints(go_package(t, o["go_package"]), k)),
     "java": (".java", lambda t, k, o: java_package(t, o["java_package"])),
-    "csharp": (".cs", lambda t, k, o: csharp_clashes(t)),
+    "csharp": (".cs", lambda t, k, o: csharp_typed_ints(csharp_imported(
+        csharp_clashes(t), o.get("csharp_renamed", {})), k)),
     "nim": (".nim", lambda t, k, o: nim_overloadable_enums(t)),
     "perl": (".pm", lambda t, k, o: perl_params(t, _root_params(k))),
 }
 
 
-def fix_source(lang: str, text: str, ksy: dict[str, Any], options: dict[str, str]) -> str:
+def fix_source(lang: str, text: str, ksy: dict[str, Any], options: dict[str, Any]) -> str:
     """The generated source of one .ksy in `lang`, with that language's fixes."""
     suffix_fix = FIXUPS.get(lang)
     return text if suffix_fix is None else suffix_fix[1](text, ksy, options)
@@ -133,7 +197,7 @@ def fix_source(lang: str, text: str, ksy: dict[str, Any], options: dict[str, str
 # the other targets' runtimes do.
 
 _TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|-?\d[\d_]*)|([A-Za-z_]\w*(?:::\w+)?)"
-                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().~]))")
+                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().~])|(\"[^\"\\$@]*\"))")
 _BINARY = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
            "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
 
@@ -145,7 +209,7 @@ class ExprError(ValueError):
 def parse_expr(src: str) -> Any:
     """A Kaitai expression (the subset the spec's checks use) as nested tuples.
 
-    ("int", n) ("bool", b) ("name", id) ("enum", enum, id) ("attr", node, id)
+    ("int", n) ("bool", b) ("str", s) ("name", id) ("enum", enum, id) ("attr", node, id)
     ("not", node) ("neg", node) ("bin", op, left, right).
     """
     tokens = ["".join(t) for t in _TOKEN.findall(src)]
@@ -178,6 +242,8 @@ def parse_expr(src: str) -> Any:
             node = ("int", int(tok.replace("_", ""), 0))
         elif tok in ("true", "false"):
             node = ("bool", tok == "true")
+        elif tok.startswith('"'):
+            node = ("str", tok[1:-1])
         elif "::" in tok:
             node = ("enum", *tok.split("::"))
         else:
@@ -231,6 +297,8 @@ class Dialect:
             return str(node[1])
         if kind == "bool":
             return self.bool(node[1])
+        if kind == "str":
+            return f'"{node[1]}"'
         if kind == "enum":
             return str(enum_value(self.ksy, node[1], node[2]))
         if kind == "not":
@@ -261,6 +329,13 @@ class Dialect:
     def params(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.ksy.get("params", [])}
 
+    def is_str(self, field_id: str) -> bool:
+        f = next((f for f in self.fields() if f["id"] == field_id), {})
+        return f.get("type") in ("str", "strz")
+
+    def eq(self, field_id: str, other: str) -> str:
+        return f"({self.value(field_id)} == {other})"
+
     def is_bytes(self, field_id: str) -> bool:
         f = next((f for f in self.fields() if f["id"] == field_id), {})
         return "contents" in f or ("size" in f or "size-eos" in f) and "type" not in f
@@ -280,10 +355,10 @@ class Dialect:
         parts, error = [], "ValidationExprError"
         v = self.value(fid)
         if "eq" in valid:
-            parts.append(f"({v} == {self.render(parse_expr(str(valid['eq'])), fid)})")
+            parts.append(self.eq(fid, self.render(parse_expr(str(valid['eq'])), fid)))
             error = "ValidationNotEqualError"
         if "any-of" in valid:
-            alts = [f"({v} == {self.render(parse_expr(str(x)), fid)})" for x in valid["any-of"]]
+            alts = [self.eq(fid, self.render(parse_expr(str(x)), fid)) for x in valid["any-of"]]
             parts.append("(" + f" {self.ops['or']} ".join(alts) + ")")
             error = "ValidationNotAnyOfError"
         if "min" in valid:
@@ -332,6 +407,11 @@ class PerlDialect(Dialect):
     def param(self, name: str) -> str:
         return f"$self->{{_root}}->{{{name}}}"
 
+    def eq(self, field_id: str, other: str) -> str:
+        # Perl's `==` compares numbers: "0" == "00" holds, "0" eq "00" does not.
+        op = "eq" if self.is_str(field_id) else "=="
+        return f"({self.value(field_id)} {op} {other})"
+
     def length(self, expr: str) -> str:
         return f"length({expr})"
 
@@ -348,7 +428,7 @@ class NimDialect(Dialect):
            "^": "xor", "<<": "shl", ">>": "shr", "/": "div", "%": "mod"}
 
     def value(self, field_id: str) -> str:
-        if self.is_bytes(field_id):
+        if self.is_bytes(field_id) or self.is_str(field_id):
             return f"this.{camel(field_id)}"
         return f"int(this.{camel(field_id)})"
 
@@ -481,14 +561,14 @@ def _sixty_four_bit_fields(ksy: dict[str, Any]) -> set[str]:
             if f.get("type") in ("u8", "s8", "u8be", "s8be")}
 
 
-def _expressions(node: Any) -> list[str]:
-    """Every expression string of a .ksy (if, size, repeat-expr, valid, value)."""
-    out: list[str] = []
+def _expressions(node: Any) -> list[tuple[str, str]]:
+    """(key, expression) of every expression of a .ksy (if, size, repeat-expr, value...)."""
+    out: list[tuple[str, str]] = []
     if isinstance(node, dict):
         for key, value in node.items():
             if key in ("if", "size", "repeat-expr", "value", "pos", "expr") and \
                     isinstance(value, (str, int)):
-                out.append(str(value))
+                out.append((key, str(value)))
             else:
                 out += _expressions(value)
     elif isinstance(node, list):
@@ -497,12 +577,43 @@ def _expressions(node: Any) -> list[str]:
     return out
 
 
+_COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+def _computed_with(node: Any, wide: set[str], compared: bool) -> set[str]:
+    """The 64-bit names `node` computes with (not only compares): ksc's
+    JavaScript compares with `==`/`<`, exact between a BigInt and a Number,
+    while arithmetic mixing them throws."""
+    kind = node[0]
+    if kind == "name":
+        return {node[1]} & wide if not compared else set()
+    if kind == "attr":
+        own = {node[2]} & wide if not compared else set()
+        return own | _computed_with(node[1], wide, False)
+    if kind == "bin":
+        ok = node[1] in _COMPARISONS
+        return _computed_with(node[2], wide, ok) | _computed_with(node[3], wide, ok)
+    if kind in ("not", "neg"):
+        return _computed_with(node[1], wide, False)
+    return set()
+
+
+def _bigint_conflicts(key: str, expr: str, wide: set[str]) -> set[str]:
+    try:
+        tree = parse_expr(expr)
+    except ExprError:  # not read here: any 64-bit name in it is a conflict
+        names = re.sub(r'"[^"]*"|[A-Za-z_]\w*::\w+', " ", expr)
+        return wide & set(re.findall(r"[A-Za-z_]\w*", names))
+    # A repeat count is compared with the index; a value instance is the number itself.
+    return _computed_with(tree, wide, key in ("repeat-expr", "value", "if"))
+
+
 def js_bigint(text: str, ksy: dict[str, Any]) -> str:
     """Read u8/s8 as BigInt. Refused if an expression of the spec computes
     with one of those fields: BigInt and Number do not mix in JavaScript."""
     wide = _sixty_four_bit_fields(ksy)
-    for expr in _expressions(ksy):
-        used = wide & set(re.findall(r"[A-Za-z_]\w*", expr))
+    for key, expr in _expressions(ksy):
+        used = _bigint_conflicts(key, expr, wide)
         if used:
             raise ExprError(f"{', '.join(sorted(used))} (64-bit) used in expression {expr!r}: "
                             "cannot read it as BigInt")

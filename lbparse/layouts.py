@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, PAYLOAD_KINDS, TOP_SEQ
 from lbparse_generated.tables import LAYOUTS as _RAW_LAYOUTS
@@ -60,7 +60,8 @@ class Layout:
     @property
     def byte7_name(self) -> str | None:
         """What `msg_type_name` says when byte 7 is not a MsgType."""
-        return None if self.byte7 in (None, "msg_type") else self.byte7.capitalize()
+        b7 = self.byte7
+        return None if b7 is None or b7 == "msg_type" else b7.capitalize()
 
     @property
     def has_header(self) -> bool:
@@ -73,6 +74,31 @@ class Layout:
             return payload_type
         return f"{self.payload_format}:{payload_type}"
 
+    def msg_type_named(self, name: str) -> MsgType:
+        """The MsgType of this layout's table called `name` (any case)."""
+        for mt in self.msg_types.values():
+            if mt.name.lower() == name.lower():
+                return mt
+        known = ", ".join(mt.name for mt in self.msg_types.values()) or "none: no MsgType"
+        raise ValueError(f"no MsgType {name!r} in the {self.name} layout; its MsgTypes: {known}")
+
+    def payload_type_named(self, name: str) -> str:
+        """The payload type `name` stands for in this layout: a MsgType name
+        (Publish, Ack, ...), a payload type (proto.Message, raw, ...), or a
+        payload type's last part (Message, ServerInfoRequest), any case."""
+        if name in self.payload_types:
+            return name
+        for mt in self.msg_types.values():
+            if mt.name.lower() == name.lower():
+                return mt.payload_type
+        matches = [p for p in self.payload_types
+                   if p.rsplit(".", 1)[-1].lower() == name.lower()]
+        if len(matches) == 1:
+            return matches[0]
+        names = [mt.name for mt in self.msg_types.values()] or list(self.payload_types)
+        raise ValueError(f"unknown type {name!r} for the {self.name} layout; one of: "
+                         f"{', '.join(names)}")
+
     @property
     def payload_types(self) -> tuple[str, ...]:
         if self.msg_types:
@@ -81,7 +107,7 @@ class Layout:
         return base + self.payload_alternatives
 
 
-def _build(name: str, raw: dict) -> Layout:
+def _build(name: str, raw: dict[str, Any]) -> Layout:
     internal = set(raw["internal_msg_types"])
     msg_types = {v: MsgType(v, n, p, v in internal) for v, (n, p) in raw["msg_types"].items()}
     by_payload: dict[str, MsgType] = {}

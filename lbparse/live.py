@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import ssl
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
+from lbparse.live_backlog import Backlog, Raw
 from lbparse.generation import GenerationContext, connection_key
 from lbparse.traffic import TrafficReader
 
@@ -80,35 +82,44 @@ class ConnectOptions:
 
 
 DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
+DEFAULT_BACKLOG_BYTES = 64 << 20   # messages held in memory before the backlog spills to disk
 RECONNECT_WAIT = 0.5               # between attempts (nats-py's default is 2 s)
 RATE_WINDOW = 10.0                 # seconds of arrivals the missed-message estimate uses
 
 
 def shown_url(url: str) -> str:
-    """The URL without its password (for messages: a secret is never printed)."""
-    u = urlparse(url)
-    if u.password is None:
+    """The URL without its secrets, for messages: a password is never
+    printed, and neither is a user part without one (NATS reads
+    `nats://TOKEN@host` as an authentication token)."""
+    try:
+        u = urlparse(url)
+        port = u.port
+    except ValueError:  # not a URL we can take apart: show nothing of its user part
+        return url.rpartition("@")[2] if "@" in url else url
+    if "@" not in u.netloc:
         return url
-    netloc = f"{u.username}:***@{u.hostname}" + (f":{u.port}" if u.port else "")
+    user = "***" if u.password is None else f"{u.username}:***"
+    netloc = f"{user}@{u.hostname}" + (f":{port}" if port else "")
     return urlunparse(u._replace(netloc=netloc))
 
 
 @dataclass
 class Outage:
-    """One loss of the connection: when (Unix time), why, until when, and the
-    arrival rate before it (messages a second), for the estimate of what
-    was missed."""
+    """One loss of the connection: when (Unix time, integer nanoseconds, as
+    every time lbparse gives), why, until when, and the arrival rate before
+    it (messages a second), for the estimate of what was missed."""
 
-    lost_at: float
+    lost_at: int
     reason: str
     rate: float
-    back_at: float | None = None  # None: never came back
+    back_at: int | None = None  # None: never came back
 
-    def seconds(self, now: float | None = None) -> float:
-        end = self.back_at if self.back_at is not None else (now or time.time())
-        return max(end - self.lost_at, 0.0)
+    def seconds(self, now: int | None = None) -> float:
+        """How long it lasted (until `now`, ns, or the present while it lasts)."""
+        end = self.back_at if self.back_at is not None else (now or time.time_ns())
+        return max(end - self.lost_at, 0) / 1e9
 
-    def may_have_missed(self, now: float | None = None) -> int:
+    def may_have_missed(self, now: int | None = None) -> int:
         """Messages that may have been published meanwhile, at the rate seen before."""
         return round(self.rate * self.seconds(now))
 
@@ -117,14 +128,20 @@ class Outage:
 class LiveResult:
     """What a live session got: messages, the connection's losses, whether it gave up."""
 
-    messages: int = 0
+    messages: int = 0   # received from the server
     outages: list[Outage] = field(default_factory=list)
     gave_up: bool = False  # the server did not come back within reconnect_timeout
+    written: int = 0     # handed to on_record (decoded and written)
+    unwritten: int = 0   # received, not written: a second signal, or a failure
+    dropped: int = 0     # dropped by the client library as a slow consumer
+    spilled: int = 0     # went through the backlog's spill file (not a loss)
+    failure: str | None = None  # why writing stopped, when it did
 
     @property
     def complete(self) -> bool:
         """No loss: nothing can be missing."""
-        return not self.outages and not self.gave_up
+        return (not self.outages and not self.gave_up and not self.unwritten
+                and not self.dropped and self.failure is None)
 
     def may_have_missed(self) -> int:
         return sum(o.may_have_missed() for o in self.outages)
@@ -139,6 +156,13 @@ class LiveResult:
                      f"{self.may_have_missed()}, at the rates seen before)")
         if self.gave_up:
             text += "; the server did not come back: gave up"
+        if self.dropped:
+            text += (f"; {self.dropped} dropped on arrival as a slow consumer's (the client "
+                     "library's pending limits)")
+        if self.failure is not None:
+            text += f"; writing failed: {self.failure}"
+        if self.unwritten:
+            text += f"; {self.unwritten} received but NOT written"
         return text
 
 
@@ -167,14 +191,16 @@ class _Rate:
         self.times.clear()
 
 
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"
+def _stamp(ns: int) -> str:
+    """A Unix time in nanoseconds as UTC, to the millisecond."""
+    s, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{frac // 1_000_000:03d}Z"
 
 
 def _raw_client_class() -> type:
     from nats.aio.client import Client
 
-    class _RawClient(Client):  # type: ignore[misc]
+    class _RawClient(Client):
         _lb_raw: bytes | None = None
 
         async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,
@@ -214,7 +240,7 @@ def message_record(msg: Any, server: str, local: str) -> Record:
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
     sid = getattr(msg, "_sid", None)
-    return Record.make(time.time(), server, local, "HMSG" if raw is not None else "MSG",
+    return Record.make(time.time_ns(), server, local, "HMSG" if raw is not None else "MSG",
                        msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
                        msg.data)
 
@@ -235,19 +261,34 @@ class _Session:
         self.done = asyncio.Event()
         self.nc: Any = None
         self.server = self.local = ""
+        self.connected = False  # a first connection was made: only then can one be lost
+        self.dropped = 0  # messages the client library dropped as a slow consumer's
 
     def endpoints(self) -> None:
         """(server, local) of the current connection: a new one has a new local port."""
         self.server, self.local = _endpoints(self.nc, self.url)
 
     async def error(self, exc: Exception) -> None:
+        import nats.errors
+
+        if isinstance(exc, nats.errors.SlowConsumerError):
+            # nats-py's pending limits were passed: it dropped this message.
+            # Said at the first, counted always (the summary has the total).
+            self.dropped += 1
+            if self.dropped == 1:
+                self.on_event(f"messages are being DROPPED as a slow consumer's (first on "
+                              f"{exc.subject}): they will be missing; counting them")
+            return
+        text = str(exc) or type(exc).__name__
+        if "slow consumer" in text.lower():  # the server's word for it, when it says so
+            self.on_event(f"the server reports a slow consumer: {text}")
         # The cause of the next disconnection; nats-py would also log each one.
-        self.last_error = str(exc) or type(exc).__name__
+        self.last_error = text
 
     async def disconnected(self) -> None:
-        if self.lost is not None or self.done.is_set():
-            return  # already lost, or we are closing
-        self.lost = Outage(time.time(), self.last_error or "connection closed",
+        if not self.connected or self.lost is not None or self.done.is_set():
+            return  # a first connect that failed (_connect says why), already lost, or closing
+        self.lost = Outage(time.time_ns(), self.last_error or "connection closed",
                            self.rate.rate())
         self.lost_mono = time.monotonic()
         self.result.outages.append(self.lost)
@@ -262,7 +303,7 @@ class _Session:
         self.endpoints()
         if self.lost is None:
             return
-        self.lost.back_at = time.time()
+        self.lost.back_at = time.time_ns()
         o, self.lost = self.lost, None
         self.last_error = None
         self.rate.restart()
@@ -299,16 +340,25 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
                     count: int | None = None, duration: float | None = None,
                     on_ready: Callable[[], None] | None = None,
                     reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
-                    on_event: Callable[[str], None] | None = None) -> LiveResult:
+                    on_event: Callable[[str], None] | None = None,
+                    backlog_bytes: int = DEFAULT_BACKLOG_BYTES) -> LiveResult:
     """Subscribe to `subjects` and call `on_record` for each message, decoded
     as `layout` (None: not decoded); reconnect after a loss for at most
     `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
-    loss and return."""
+    loss and return.
+
+    `on_record` runs in a worker thread, fed through a `Backlog` (memory up
+    to `backlog_bytes`, then a private spill file): the network reader only
+    hands messages on, so the server never finds it slow. On SIGINT, SIGTERM
+    or SIGHUP it stops receiving and everything received is handed to
+    `on_record` before it returns; a second signal stops that too, and the
+    result counts what was not written."""
     options = options or ConnectOptions()
     nc = _raw_client_class()()
     session = _Session(url, reconnect_timeout, on_event)
     session.nc = nc
     await _connect(nc, url, options, session)
+    session.connected = True
     session.endpoints()
     done = session.done
     result = session.result
@@ -317,11 +367,14 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     # auto: ambiguous envelopes resolved by what this session has received so
     # far (lbparse.generation; nothing is held back: a tap prints as it goes).
     context = GenerationContext(window=0) if layout == "auto" else None
+    backlog = Backlog(backlog_bytes)
+    loop = asyncio.get_running_loop()
 
-    async def handle(msg: Any) -> None:
-        if done.is_set():
-            return
-        rec = message_record(msg, session.server, session.local)
+    def process(raw: Raw) -> None:
+        """Decode and hand on one message: the worker thread's work."""
+        rec = Record.make(raw.ts, raw.server, raw.local,
+                          "HMSG" if raw.headers is not None else "MSG", raw.subject, raw.reply,
+                          raw.sid, raw.headers, raw.data)
         if layout is not None:
             decode_into(rec, layout)
         if traffic is not None:
@@ -330,16 +383,49 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         if context is not None and rec.envelope is not None:
             rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
                                        rec.envelope, rec.payload)
+        on_record(rec)
+
+    def failed() -> None:  # from the worker thread: stop the session
+        loop.call_soon_threadsafe(done.set)
+
+    worker = _Worker(backlog, process, failed)
+    worker.start()
+
+    accepting = True  # until --count is reached, or the connection is closed after a drain
+    stops = 0
+
+    async def handle(msg: Any) -> None:
+        # The network reader's loop: nothing here but handing the message on.
+        nonlocal accepting
+        if not accepting:
+            if stops >= 2:  # received while draining, then told to stop at once
+                result.messages += 1
+                result.unwritten += 1
+            return
+        raw = getattr(msg, "_lb_raw_headers", None)
+        if raw is None and msg.headers:
+            raw = build_header_block(list(msg.headers.items()))
+        sid = getattr(msg, "_sid", None)
+        backlog.put(Raw(time.time_ns(), session.server, session.local, msg.subject,
+                        msg.reply or None, None if sid is None else str(sid), raw, msg.data))
         result.messages += 1
         session.rate.tick()
-        on_record(rec)
         if count is not None and result.messages >= count:
+            accepting = False
             done.set()
 
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    def stop() -> None:
+        """SIGINT, SIGTERM, SIGHUP: stop receiving and write what was received;
+        a second one: stop writing too (what is left is counted, and said)."""
+        nonlocal stops
+        stops += 1
+        done.set()
+        if stops == 2:
+            result.unwritten += backlog.abandon()
+
+    for sig in STOP_SIGNALS:
         try:
-            loop.add_signal_handler(sig, done.set)
+            loop.add_signal_handler(sig, stop)
         except (NotImplementedError, RuntimeError):  # not the main thread
             pass
     watcher = None
@@ -362,14 +448,72 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         done.set()  # a disconnection while closing is not an outage
         if watcher is not None:
             watcher.cancel()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        if accepting and nc.is_connected:
+            # Stopped by a signal or --duration: unsubscribe and read what the
+            # server had sent until then (its PONG comes after it), so that
+            # what reached the socket is received, and written.
+            try:
+                await asyncio.wait_for(nc.drain(), options.timeout * 2 + 1)
+            except Exception:  # noqa: BLE001  a broken connection: closed below
+                pass
+        accepting = False
+        if not nc.is_closed:
+            await _close_quietly(nc)
+        # Everything received is written before the file is closed (unless a
+        # second signal says stop now): the signals stay ours meanwhile.
+        backlog.close()
+        left = backlog.pending()
+        if left > DRAIN_NOTICE and on_event is not None:
+            on_event(f"writing the {left} messages received and not yet written; "
+                     "signal again to stop now (they would be lost)")
+        await loop.run_in_executor(None, worker.join)
+        for sig in STOP_SIGNALS:
             try:
                 loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError):
                 pass
-        if not nc.is_closed:
-            await _close_quietly(nc)
+    result.written = worker.written
+    result.spilled = backlog.spilled
+    result.dropped = session.dropped
+    if worker.error is not None:
+        result.failure = f"{type(worker.error).__name__}: {worker.error}"
+        result.unwritten += backlog.abandon() + 1  # the one it failed on
+    if isinstance(worker.error, BrokenPipeError):
+        raise worker.error  # the reader of a tap's output left: the command's to handle
     return result
+
+
+# Signals that stop a tap or a recording cleanly (SIGHUP: the terminal went away).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Past this many messages still to write at the end, say so (it may take a while).
+DRAIN_NOTICE = 10_000
+
+
+class _Worker(threading.Thread):
+    """Takes messages from the backlog and processes them, in order, until it
+    is closed and empty (or abandoned); stops at the first failure."""
+
+    def __init__(self, backlog: Backlog, process: Callable[[Raw], None],
+                 on_failure: Callable[[], None]) -> None:
+        super().__init__(name="lbparse-live-writer", daemon=True)
+        self.backlog = backlog
+        self.process = process
+        self.on_failure = on_failure
+        self.written = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        while True:
+            item = self.backlog.get()
+            if item is None:
+                return
+            try:
+                self.process(item)
+            except BaseException as exc:  # noqa: BLE001  reported by subscribe()
+                self.error = exc
+                self.on_failure()
+                return
+            self.written += 1
 
 
 async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session) -> None:
@@ -385,6 +529,9 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
                                           reconnected_cb=session.reconnected), limit)
     except asyncio.TimeoutError:
         await _close_quietly(nc)
+        if session.last_error:  # it answered, and refused: say why (an auth error, say)
+            raise OSError(f"cannot connect to {session.url} within {limit:g} s: "
+                          f"{session.last_error}") from None
         raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
     except (nats.errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)

@@ -9,20 +9,21 @@ is built once at import from the generated protobuf modules.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse import commitlog, flatbuf
-from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE
+from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
 from lbparse.errors import EnvelopeError
 from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "message_class",
-           "payload_type_of"]
+__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "codec_in_layout",
+           "descriptor_of", "message_class", "payload_type_of"]
 
 _MODULES = (api_pb2, internal_pb2)
 
@@ -42,6 +43,12 @@ def _all_message_classes() -> dict[str, type[ProtoMessage]]:
 
 
 MESSAGE_CLASSES: Mapping[str, type[ProtoMessage]] = _all_message_classes()
+
+
+def descriptor_of(cls: type[ProtoMessage]) -> Descriptor:
+    """The descriptor of a protobuf class (the runtime's are upb's; the stubs
+    type them apart from google.protobuf.descriptor's)."""
+    return cast(Descriptor, cls.DESCRIPTOR)
 
 
 def message_class(full_name: str) -> type[ProtoMessage]:
@@ -67,6 +74,10 @@ class PayloadCodec:
     def from_json(self, obj: dict[str, Any]) -> Any:
         raise NotImplementedError
 
+    def accepts(self, message: Any) -> bool:
+        """Whether `encode` takes this object."""
+        return isinstance(message, self.python_type)
+
 
 def protobuf_error(ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exception,
                    max_depth: int) -> EnvelopeError:
@@ -80,6 +91,8 @@ def protobuf_error(ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exc
 
 
 class ProtoCodec(PayloadCodec):
+    python_type: type[ProtoMessage]
+
     def __init__(self, full_name: str) -> None:
         self.name = full_name
         self.python_type = cls = message_class(full_name)
@@ -100,7 +113,8 @@ class ProtoCodec(PayloadCodec):
         return message.SerializeToString(deterministic=True)
 
     def from_json(self, obj: dict[str, Any]) -> ProtoMessage:
-        return json_format.ParseDict(obj, self.python_type())
+        message: ProtoMessage = json_format.ParseDict(obj, self.python_type())
+        return message
 
 
 class ReplicationResponseCodec(PayloadCodec):
@@ -135,25 +149,33 @@ class BytesCodec(PayloadCodec):
         return bytes(message)
 
     def from_json(self, obj: dict[str, Any]) -> bytes:
+        if not isinstance(obj, dict) or set(obj) != {"hex"} or not isinstance(obj["hex"], str):
+            raise ValueError(f'opaque bytes are written {{"hex": "..."}} in JSON, not {obj!r}')
         return bytes.fromhex(obj["hex"])
+
+    def accepts(self, message: Any) -> bool:
+        return isinstance(message, (bytes, bytearray, memoryview))
 
 
 class FlatBuffersCodec(PayloadCodec):
+    python_type: type[flatbuf.FlatTable]
+
     def __init__(self, table: str) -> None:
         self.name = table
         self.python_type = flatbuf.FlatTable
+        self.decode = self.decode_bounded
 
-        def decode(payload: bytes, max_bytes: int = flatbuf.MAX_BYTES) -> flatbuf.FlatTable:
-            try:
-                return flatbuf.read_table(payload, table, max_bytes)
-            except flatbuf.FlatBufferError as exc:
-                over = isinstance(exc, flatbuf.FlatBufferTooLarge)
-                raise EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) is not a "
-                                    f"FlatBuffers {table}: {exc}",
-                                    limit="max_payload" if over else None,
-                                    expected=max_bytes if over else None) from None
-
-        self.decode = decode
+    def decode_bounded(self, payload: bytes, max_bytes: int = flatbuf.MAX_BYTES
+                       ) -> flatbuf.FlatTable:
+        """`decode`, with a bound on what the table may expand to (max_payload)."""
+        try:
+            return flatbuf.read_table(payload, self.name, max_bytes)
+        except flatbuf.FlatBufferError as exc:
+            over = isinstance(exc, flatbuf.FlatBufferTooLarge)
+            raise EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) is not a "
+                                f"FlatBuffers {self.name}: {exc}",
+                                limit="max_payload" if over else None,
+                                expected=max_bytes if over else None) from None
 
     def to_json(self, message: flatbuf.FlatTable) -> dict[str, Any]:
         return message.to_json_dict()
@@ -194,6 +216,13 @@ def codec_for(payload_type: str) -> PayloadCodec:
     except KeyError:
         known = ", ".join(CODECS)
         raise ValueError(f"unknown payload type {payload_type!r}; known: {known}") from None
+
+
+def codec_in_layout(layout: Layout, name: str) -> PayloadCodec:
+    """The codec of a MsgType or payload type named in `layout` (see
+    `Layout.payload_type_named`): FlatBuffers tables in the FlatBuffers
+    layouts, protobuf messages elsewhere."""
+    return codec_for(layout.codec_key(layout.payload_type_named(name)))
 
 
 def payload_type_of(message: Any) -> str:

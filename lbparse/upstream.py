@@ -20,11 +20,11 @@ import crc32c as _crc32c
 
 from lbparse.errors import EnvelopeError
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import REPLICATION_RESPONSE, codec_for, message_class
+from lbparse.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, message_class
 from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FLAGS_OFFSET,
                           HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
-from lbparse.wirefit import gogo_problem, scan
+from lbparse.wirefit import gogo_problem, shared_walks, well_formed
 
 __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
            "upstream_verdict"]
@@ -88,10 +88,10 @@ def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
     """Why a Go decoder of `style` rejects the payload, or None."""
     if ptype == REPLICATION_RESPONSE:
         return "not enough data" if len(payload) < REPLICATION_PREFIX.size else None
-    if scan(payload) is None:
+    if not well_formed(payload):
         return "proto: cannot parse invalid wire-format data"
     if style == "gogo":
-        return gogo_problem(payload, message_class(ptype).DESCRIPTOR)
+        return gogo_problem(payload, descriptor_of(message_class(ptype)))
     try:
         codec_for(ptype).decode(payload)
     except EnvelopeError as exc:
@@ -164,5 +164,6 @@ def _natural_expectation(data: bytes, decoder: UpstreamDecoder) -> str:
 def upstream_verdict(data: bytes | bytearray | memoryview) -> UpstreamVerdict:
     """What each upstream generation does with `data`, one verdict each."""
     raw = bytes(data)
-    return UpstreamVerdict(tuple(simulate(raw, d, _natural_expectation(raw, d))
-                                 for d in UPSTREAM_DECODERS.values()))
+    with shared_walks():  # the decoders judge the same payload: walk it once per type
+        return UpstreamVerdict(tuple(simulate(raw, d, _natural_expectation(raw, d))
+                                     for d in UPSTREAM_DECODERS.values()))

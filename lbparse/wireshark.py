@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from lbparse import resources
 from lbparse.errors import KINDS
 from lbparse.layouts import LAYOUTS, Layout
 from lbparse.lua_expr import LuaExpr
@@ -42,8 +43,7 @@ from lbparse.wireshark_lua import LUA_BODY
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "PROTO_DIR", "lua_source", "write_dissector",
            "write_plugin"]
 
-ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "spec"
+SPEC = resources.spec_dir()  # package data of an installed lbparse, or spec/ of a checkout
 ENVELOPE_KSY = SPEC / "envelope.ksy"
 COMMITLOG_KSY = SPEC / "commitlog.ksy"
 RAFT_KSY = SPEC / "raft.ksy"

@@ -32,6 +32,14 @@ doc-ref: |
   upstream etcd-io/bbolt (v1.3.5 page.go, db.go `meta`, bucket.go `bucket`;
   internal/common/page.go, meta.go, bucket.go today), hashicorp/raft-boltdb
   v2 bolt_store.go and util.go, hashicorp/raft api.go (stable-store keys).
+-constants:
+  no_freelist:
+    value: 0xffffffffffffffff
+    doc: |
+      The meta `freelist` of a database that does not persist its freelist
+      (db.go `pgidNoFreelist`). A constant beside the instances rather
+      than one of them: kaitai-struct-compiler 0.11 writes this unsigned
+      64-bit literal as a too-large int in Java and C#, which do not compile.
 -raft-boltdb:
   logs-bucket: logs
   conf-bucket: conf
@@ -97,9 +105,6 @@ instances:
     doc: |
       A freelist page's `count` that means "the real count is the first
       u64" (page.go `FreelistPageCount`).
-  no_freelist:
-    value: 0xffffffffffffffff
-    doc: The meta `freelist` of a database that does not persist its freelist (PgidNoFreelist).
 types:
   meta:
     doc: The meta page body (db.go `meta`), right after the 16-byte page header.

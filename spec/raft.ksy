@@ -138,7 +138,10 @@ enums:
 
 # Field types of the msgpack structs: uint and int (msgpack integers; Go
 # uint64/int64/uint8), bool, bytes (msgpack raw string or nil; Go []byte),
-# logs (array of Log maps), time (Go time.Time, see Log.AppendedAt).
+# logs (array of Log maps), time (Go time.Time, see Log.AppendedAt). An
+# integer with an enum is that enum's small value (Log.Type is a uint8,
+# Server.Suffrage an int); every other integer is 64-bit (Go uint64 terms
+# and indexes, int64 Size, int versions), a decimal string in lbparse's JSON.
 -msgpack-structs:
   RPCHeader:
     doc: Embedded in every RPC struct; go-msgpack puts its fields in the struct's own map (commands.go RPCHeader).

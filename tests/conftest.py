@@ -1,10 +1,13 @@
-"""Shared fixtures: a real nats-server on a free loopback port."""
+"""Shared fixtures: a real nats-server on a free loopback port, a real Liftbridge
+cluster; Spark tests marked slow; a session cache for what lbparse installs."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -17,6 +20,30 @@ if TYPE_CHECKING:
 # tests/support is importable as `support`.
 sys.path.insert(0, str(Path(__file__).parent))
 
+# What lbparse installs for a user (the Kaitai compiler, on first use of an
+# installed lbparse: lbparse/resources.py) goes to a cache of this session,
+# not the user's ~/.cache, unless LBPARSE_CACHE_DIR names one.
+_OWN_CACHE = None if os.environ.get("LBPARSE_CACHE_DIR") else \
+    tempfile.mkdtemp(prefix="lbparse-test-cache-")
+if _OWN_CACHE is not None:
+    os.environ["LBPARSE_CACHE_DIR"] = _OWN_CACHE
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+
+
+SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that starts Spark (the `spark` fixture of tests/spark) or a
+    Liftbridge cluster, directly or through another fixture, is slow: `make
+    test-fast` leaves it out."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

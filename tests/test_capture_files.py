@@ -18,7 +18,9 @@ VECTORS = [json.loads(line) for line in
            (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
 VALID = [v for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]][:20]
 PAYLOADS = [bytes.fromhex(v["hex"]) for v in VALID]
-T0 = 1_700_000_000.0
+T0 = 1_700_000_000.0  # seconds
+NS = 1_000_000_000
+T0_NS = int(T0) * NS  # the same, in integer nanoseconds (exact)
 
 
 def _stream(n: int = 20) -> tuple[bytes, bytes]:
@@ -67,14 +69,14 @@ def _expect_all(recs: list, n: int = 20) -> None:
 def test_pcap_resolutions_and_byte_orders(tmp_path: Path, nanos: bool, big_endian: bool) -> None:
     frames = [link(ETHERNET, f) for f in _frames(Conn())]
     path = tmp_path / "t.pcap"
-    write_pcap(path, [(T0 + i * 0.000123457, f) for i, f in enumerate(frames)], nanos=nanos,
-               big_endian=big_endian)
+    # Times the file's resolution holds exactly: they come back to the nanosecond.
+    step = 123_456_789 if nanos else 123_457_000
+    times = [T0_NS + i * step for i in range(len(frames))]
+    write_pcap(path, list(zip(times, frames)), nanos=nanos, big_endian=big_endian)
     recs, notices = _read(path)
     assert notices == []
     _expect_all(recs)
-    tol = 1e-6 if nanos else 2e-6
-    assert all(abs((r.ts - T0) / 0.000123457 - round((r.ts - T0) / 0.000123457)) < tol / 1e-4
-               for r in recs)
+    assert recs and all(r.ts in times for r in recs)
     assert recs[0].src == "127.0.0.1:40000" and recs[0].dst == "127.0.0.1:4222"
 
 
@@ -100,9 +102,9 @@ def test_pcapng_several_interfaces(tmp_path: Path) -> None:
     packets = []
     for i in range(max(len(a), len(b))):
         if i < len(a):
-            packets.append((0, T0 + i * 0.001, link(ETHERNET, a[i])))
+            packets.append((0, T0_NS + i * 1_000_001, link(ETHERNET, a[i])))
         if i < len(b):
-            packets.append((1, T0 + i * 0.001 + 0.0005, link(LINUX_SLL2, b[i])))
+            packets.append((1, T0_NS + i * 1_000_000 + 500_000, link(LINUX_SLL2, b[i])))
     interfaces = [(ETHERNET, 9, 262144), (LINUX_SLL2, 0x80 | 20, 262144)]  # ns and 2^-20 s
     for big_endian in (False, True):
         path = tmp_path / f"t{big_endian}.pcapng"
@@ -113,10 +115,10 @@ def test_pcapng_several_interfaces(tmp_path: Path) -> None:
             _expect_all([r for r in recs if host in (r.src, r.dst)])
         v4 = [r.ts for r in recs if r.src.startswith("10.") or r.dst.startswith("10.")]
         v6 = [r.ts for r in recs if r.src.startswith("[") or r.dst.startswith("[")]
-        # ns clock: exact to the ms grid; 2^-20 s clock: within a microsecond.
-        assert all(abs((t - T0) * 1000 - round((t - T0) * 1000)) < 1e-3 for t in v4)
-        assert all(abs((t - T0 - 0.0005) * 1000 - round((t - T0 - 0.0005) * 1000)) < 2e-3
-                   for t in v6)
+        # ns clock: to the nanosecond; 2^-20 s clock (~954 ns a unit): within a unit.
+        assert all((t - T0_NS) % 1_000_001 == 0 for t in v4)
+        assert all(0 <= (t - T0_NS - 500_000) % 1_000_000 < 954 or
+                   (t - T0_NS - 500_000) % 1_000_000 > 1_000_000 - 954 for t in v6)
         assert [r.ts for r in recs] == sorted(r.ts for r in recs)
 
 
@@ -176,7 +178,7 @@ def test_gap_declared_as_soon_as_the_peer_acknowledges_past_it(tmp_path: Path) -
     reader = CaptureReader(path, on_notice=notices.append, decode=False)
     recs = list(reader)
     assert [n.kind for n in notices][:1] == ["gap"] and notices[0].nbytes == len(lost) - 40
-    assert notices[0].ts == T0 + len(out) + 6  # the first segment after the ACK
+    assert notices[0].ts == int(T0 + len(out) + 6) * NS  # the first segment after the ACK
     assert recs
 
 
@@ -292,7 +294,7 @@ def test_record_columns_are_the_records_fields() -> None:
 
     shared = CAPTURES
     recs = [r for p in sorted(shared.glob("*.pcap*")) for r in CaptureReader(p, decode=False)]
-    recs.append(Record.make(1.5, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x"))
+    recs.append(Record.make(1_500_000_000, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x"))
     cols = record_columns(recs)
     assert list(cols) == list(COLUMNS) and len(recs) > 100
     for name in COLUMNS:

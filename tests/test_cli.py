@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from vectors import VECTORS
+from support.cli import LBPARSE
 
 PUBLISH_CRC = next(v for v in VECTORS if v["id"] == "v0_publish_full_crc")
 
 
 def lbparse(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lbparse", *args], input=stdin,
+    return subprocess.run([*LBPARSE, *args], input=stdin,
                           capture_output=True, timeout=60)
 
 

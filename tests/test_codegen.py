@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from google.protobuf import descriptor_pb2
 
 from lbparse import codegen
 from lbparse_generated.tables import LAYOUTS
+from support.cli import LBPARSE
 
 ROOT = Path(__file__).resolve().parent.parent
 KSY = sorted(p.stem for p in (ROOT / "spec").glob("*.ksy"))
@@ -30,6 +30,7 @@ def every_language(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, code
     return out, codegen.generate(["all"], out)
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 @pytest.mark.parametrize("lang", list(codegen.KAITAI_TARGETS))
 def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     out, result = every_language
@@ -47,6 +48,7 @@ def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     assert (folder / "README.md").is_file()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_wireshark_folder_holds_only_the_plugin(every_language) -> None:
     out, result = every_language
     folder = out / "wireshark"
@@ -58,6 +60,7 @@ def test_wireshark_folder_holds_only_the_plugin(every_language) -> None:
     assert "Proto(\"liftbridge\"" in (folder / "liftbridge.lua").read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_only_known_compiler_gaps(every_language) -> None:
     out, result = every_language
     for warning in result.warnings:
@@ -67,6 +70,7 @@ def test_only_known_compiler_gaps(every_language) -> None:
         assert warning in (out / lang / "WARNINGS.txt").read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_go_gets_a_package_clause_and_a_module(every_language) -> None:
     out, _ = every_language
     for path in (out / "go").glob("*.go"):
@@ -76,6 +80,7 @@ def test_go_gets_a_package_clause_and_a_module(every_language) -> None:
     assert f"{codegen.GO_RUNTIME} {codegen.GO_RUNTIME_VERSION}" in mod
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_java_gets_a_package_clause(every_language) -> None:
     out, _ = every_language
     for path in (out / "java").glob("*.java"):
@@ -83,6 +88,7 @@ def test_java_gets_a_package_clause(every_language) -> None:
             assert f"\npackage {codegen.JAVA_PACKAGE};\n" in path.read_text()
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_python_target_matches_the_committed_parsers(every_language) -> None:
     # The same compiler over the same spec gives what `make generate` committed.
     out, _ = every_language
@@ -96,6 +102,7 @@ def test_python_target_matches_the_committed_parsers(every_language) -> None:
         assert (out / "python" / path.name).read_text() == committed_text, path.name
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_descriptor_set_holds_every_payload_type(every_language) -> None:
     out, _ = every_language
     fds = descriptor_pb2.FileDescriptorSet.FromString(
@@ -109,6 +116,7 @@ def test_descriptor_set_holds_every_payload_type(every_language) -> None:
     assert wanted <= messages, wanted - messages
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
     out, _ = every_language
     table = json.loads((out / "rust" / "msg_types.json").read_text())
@@ -127,6 +135,7 @@ def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
     assert "bad_magic" in table["error_kinds"]
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_js_folder_pins_the_runtime(every_language) -> None:
     out, _ = every_language
     pkg = json.loads((out / "javascript" / "package.json").read_text())
@@ -134,8 +143,9 @@ def test_js_folder_pins_the_runtime(every_language) -> None:
     assert pkg["dependencies"]["kaitai-struct"] == tools["dependencies"]["kaitai-struct"]
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_cli_single_language_writes_flat(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "lbparse", "generate", "--lang", "js",
+    res = subprocess.run([*LBPARSE, "generate", "--lang", "js",
                           "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "javascript:" in res.stdout
@@ -151,6 +161,7 @@ def test_unknown_language_is_a_clear_error() -> None:
     assert codegen.resolve_languages(["all"]) == list(codegen.LANGUAGES)
 
 
+@pytest.mark.slow  # Node: the Kaitai compiler
 def test_ksc_js_single_language_stays_flat(tmp_path: Path) -> None:
     # tools/generate.py calls ksc.js with one language and expects no sub-folder.
     res = subprocess.run(["node", str(ROOT / "tools" / "ksc.js"), "python", str(tmp_path),

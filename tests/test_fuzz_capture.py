@@ -44,6 +44,7 @@ def _records(path: Path) -> list[tuple]:
     return [(r.verb, r.subject, r.payload) for r in CaptureReader(path, layout="v0")]
 
 
+@pytest.mark.slow  # a long sweep: the capture read again cut at each of its ~4,000 bytes
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_cut_at_every_byte(fmt: str, tmp_path: Path) -> None:
     data = _capture(tmp_path, fmt)

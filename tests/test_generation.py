@@ -63,6 +63,33 @@ def test_proof_of_both_resolves_nothing(tmp_path: Path) -> None:
         "context: this capture carried v0 and legacy alike: still ambiguous"
 
 
+def test_resolving_gives_a_new_envelope_and_leaves_the_decoded_one_alone() -> None:
+    """Envelopes are immutable (Envelope.replace): the context's answer is a
+    copy with its classification changed, the envelope it was given is as
+    lbparse.decode made it."""
+    conn = generation.connection_key("127.0.0.1:40011", "127.0.0.1:4222")
+    ctx = generation.GenerationContext()
+    ctx.see(conn, "info", lbparse.decode(V0_INFO, "auto"), V0_INFO)
+    amb = lbparse.decode(V0_PUBLISH, "auto")
+    before = amb.to_json_dict()
+    got = ctx.see(conn, "orders", amb, V0_PUBLISH)
+    assert got is not amb and amb.to_json_dict() == before and amb.ambiguous
+    assert (got.layout, got.ambiguous, got.layout_candidates, got.confidence) == \
+        ("v0", False, (), 0.9)
+    assert got.reasons[:-1] == amb.reasons and got.reasons[-1].startswith(
+        "context: this connection (127.0.0.1:40011 <-> 127.0.0.1:4222) carried MsgTypes only")
+    assert got == amb.replace(ambiguous=False, layout_candidates=(), confidence=0.9,
+                              reasons=got.reasons)
+    with pytest.raises(AttributeError):
+        amb.reasons = ()  # type: ignore[misc]
+    # Proof of both: still ambiguous, and only the copy says why.
+    ctx.prove(ctx.index, conn, "acks", "legacy", "proto.Ack")
+    ctx.index += 1
+    still = ctx.see(conn, "orders", amb, V0_PUBLISH)
+    assert still.ambiguous and still.reasons[-1].endswith("alike: still ambiguous")
+    assert amb.to_json_dict() == before
+
+
 def test_no_proof_within_the_window_leaves_the_first_messages_alone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(generation, "WINDOW", 3)

@@ -9,7 +9,6 @@ import base64
 import json
 import re
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from lbparse.capture import CaptureReader
 from lbparse.limits import Limits
+from support.cli import LBPARSE
 from support.damage import DAMAGES, check_accounting, damaged_captures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ _NOTICE = re.compile(r"^lbparse capture: (?P<file>.+?): (?P<kind>[a-z_]+): ", re
 
 
 def _cli(paths: list[str], extra: list[str]) -> tuple[list[dict], str, int]:
-    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", "--layout", "v0", "--stats",
+    out = subprocess.run([*LBPARSE, "capture", "--layout", "v0", "--stats",
                           *extra, *paths], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert "Traceback" not in out.stderr, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()], out.stderr, out.returncode

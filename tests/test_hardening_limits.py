@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from lbparse.capture import CaptureReader
 from lbparse.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
 from lbparse.wirefit import nesting_depth
 from support import capwriter as cw
+from support.cli import LBPARSE
 
 ROOT = Path(__file__).resolve().parent.parent
 Message = lbparse.message_class("proto.Message")
@@ -167,7 +167,7 @@ def test_max_payload_on_a_capture_is_a_record_error(tmp_path: Path) -> None:
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lbparse", *args], capture_output=True,
+    return subprocess.run([*LBPARSE, *args], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
 
 

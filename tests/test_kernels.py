@@ -152,6 +152,7 @@ def _normalized(scan: wirescan._Scan) -> dict[int, list[tuple[int, int, int, int
     return out
 
 
+@pytest.mark.slow  # a long property sweep (500 batches through both scans)
 @native
 @settings(max_examples=500, deadline=None)
 @given(message_batches())

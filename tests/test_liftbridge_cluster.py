@@ -17,27 +17,24 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lbparse import jsonform
+from support.cli import LBPARSE
 from support.cluster import ClusterRun, lbtruth
 from support.natsoracle import messages as oracle_messages
-from support.shared import LIFTBRIDGE, ROOT
+from support.shared import LIFTBRIDGE
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 
 
 def lbparse_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), str(ROOT / "generated"), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-m", "lbparse", *args], capture_output=True,
-                         env=env, timeout=600)
+    res = subprocess.run([*LBPARSE, *args], capture_output=True, timeout=600)
     if check and res.returncode != 0:
         raise AssertionError(f"lbparse {' '.join(args)} exited {res.returncode}:\n"
                              f"{res.stderr.decode(errors='replace')[-3000:]}")
@@ -101,6 +98,15 @@ def _entries(truth: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in m.items() if k != "crc_ok"} for m in truth["messages"]]
 
 
+# lbparse's JSON writes 64-bit integers as decimal strings (lbparse.jsonform),
+# lbtruth (Go's encoding/json) as numbers: compared as the integers they are.
+_INT64_ENTRY = ("offset", "timestamp", "leader_epoch")
+
+
+def _read_int64(d: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {k: jsonform.int64(v) if k in names else v for k, v in d.items()}
+
+
 def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str, Any]],
                                                          truths: list[dict[str, Any]]) -> None:
     kinds: Counter[str] = Counter()
@@ -121,9 +127,10 @@ def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str,
             ("v0", truth["msg_type"], truth["msg_type_name"]), where
         if truth["msg_type_name"] == "ReplicationResponse":
             pj = env["payload_json"]
-            assert (pj["leader_epoch"], pj["high_watermark"]) == \
-                (truth["leader_epoch"], truth["high_watermark"]), where
-            assert env["commitlog_messages"] == _entries(truth), where
+            assert (jsonform.int64(pj["leader_epoch"]), jsonform.int64(pj["high_watermark"])) \
+                == (truth["leader_epoch"], truth["high_watermark"]), where
+            assert [_read_int64(m, _INT64_ENTRY) for m in env["commitlog_messages"]] == \
+                _entries(truth), where
             assert all(m["crc_ok"] for m in truth["messages"])
         else:
             assert env["payload_json"] == truth["payload_json"], where
@@ -190,9 +197,10 @@ def test_tap_on_the_real_cluster_sees_what_the_capture_saw(liftbridge_short: Clu
     kinds = Counter((t.get("liftbridge") or {}).get("kind") for t in tapped)
     assert kinds["raft_request"] > 100 and kinds["raft_response"] > 100
     # Every publish made after the tap's first message reached it.
-    first = tapped[0]["ts"]
+    first = jsonform.int64(tapped[0]["ts"])  # nanoseconds (a decimal string in JSON)
     published = Counter((r["subject"], r["payload"]) for r in capture_records(run.capture)
-                        if r["verb"] in ("PUB", "HPUB") and r["ts"] > first + 0.5
+                        if r["verb"] in ("PUB", "HPUB")
+                        and jsonform.int64(r["ts"]) > first + 500_000_000
                         and r["src"] not in local)
     got = Counter((t["subject"], t["payload"]) for t in tapped)
     assert published and not published - got
@@ -217,7 +225,7 @@ def test_the_failovers_of_a_full_run_show_in_the_decoded_raft_traffic(
         kinds[lb["kind"]] += 1
         for rpc in lb.get("rpcs", []):
             if rpc["role"] == "request" and rpc["rpc"] == "RequestVote":
-                votes.add(rpc["fields"]["Term"])
+                votes.add(jsonform.int64(rpc["fields"]["Term"]))  # uint64: a string
             for e in rpc.get("entries", []):
                 if "command" in e:
                     ops[e["command"]["name"]] += 1

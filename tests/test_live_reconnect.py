@@ -17,7 +17,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +24,7 @@ from typing import Iterator
 import pytest
 
 from lbparse.capture import CaptureReader
+from support.cli import LBPARSE
 from support.net import free_port
 
 pytestmark = pytest.mark.slow
@@ -85,7 +85,7 @@ class Tool:
     """`lbparse tap|record ...` as a process; its stderr lines, read as they come."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "lbparse", *args], cwd=ROOT,
+        self.proc = subprocess.Popen([*LBPARSE, *args], cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: list[str] = []
 

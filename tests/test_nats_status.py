@@ -14,14 +14,15 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from lbparse.capture import CaptureReader
-from lbparse.capture.records import Record, build_header_block, parse_headers, record_writer
+from lbparse.capture.records import Record, build_header_block, parse_headers
+from lbparse.capture.recordings import record_writer
+from support.cli import LBPARSE
 from support.net import free_port
 from support.shared import LIFTBRIDGE
 
@@ -57,8 +58,8 @@ def test_a_record_file_keeps_the_status_byte_for_byte(tmp_path: Path, ext: str) 
     path = tmp_path / f"r.{ext}"
     with record_writer(str(path)) as w:
         for i, (block, _) in enumerate(BLOCKS):
-            w.write(Record.make(1_763_700_000.0 + i, "127.0.0.1:4222", "127.0.0.1:5000", "HMSG",
-                                "_INBOX.x", None, "1", block, b""))
+            w.write(Record.make((1_763_700_000 + i) * 10**9, "127.0.0.1:4222", "127.0.0.1:5000",
+                                "HMSG", "_INBOX.x", None, "1", block, b""))
     recs = list(CaptureReader(str(path)))
     assert [r.header_block for r in recs] == [b for b, _ in BLOCKS]
     assert [r.headers for r in recs] == [h for _, h in BLOCKS]
@@ -78,7 +79,7 @@ def test_every_503_of_a_real_cluster_keeps_its_status() -> None:
 # -- through a real nats-server: JetStream's idle heartbeats, tap and record ------------
 
 def _tool(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "lbparse", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([*LBPARSE, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=Path(__file__).parent.parent)
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import lbparse
+from support.cli import LBPARSE
 from support.segment_builder import Msg, messages, write_partition
 from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
 
@@ -20,7 +21,7 @@ KEYS = {"file", "stream", "partition", "segment", "position", "offset", "timesta
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lbparse", "segments", *args],
+    return subprocess.run([*LBPARSE, "segments", *args],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -126,7 +127,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 
 def test_closed_pipe_is_quiet(short_data: Path) -> None:
-    cmd = (f"{sys.executable} -m lbparse segments --format jsonl {short_data} | head -1; "
+    cmd = (f"{shlex.join(LBPARSE)} segments --format jsonl {short_data} | head -1; "
            "exit ${PIPESTATUS[0]}")
     res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stderr == "" and len(res.stdout.splitlines()) == 1

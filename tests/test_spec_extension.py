@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # the whole generator (Node, protoc, flatc) over a copy of the spec
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS_NEEDED = ("node", "flatc")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from lbparse.storage import (check_partition, compare_replicas, entry_json, find_partitions,
                              read_index, read_segment)
 from lbparse.storage.raftdb import read_raft_db
+from support.cli import LBPARSE
 from support.storage_fixtures import lbtruth
 
 pytestmark = pytest.mark.slow
@@ -59,7 +59,7 @@ def test_verify_holds_across_the_three_nodes(liftbridge_full: Any) -> None:
     findings = [f.line() for c in checks for f in c.findings]
     findings += [f.line() for f in compare_replicas(checks)]
     assert findings == []
-    res = subprocess.run([sys.executable, "-m", "lbparse", "segments", "--verify",
+    res = subprocess.run([*LBPARSE, "segments", "--verify",
                           *map(str, _nodes(liftbridge_full))],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr

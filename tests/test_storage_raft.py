@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from io import BytesIO
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from lbparse.storage.bbolt import BoltDB, fnv1a64
 from lbparse.storage.errors import StorageError
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
 from lbparse_generated.kaitai.bbolt_page import BboltPage
+from support.cli import LBPARSE
 from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 
@@ -114,7 +114,7 @@ def test_not_a_bbolt_file() -> None:
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lbparse", *args], capture_output=True,
+    return subprocess.run([*LBPARSE, *args], capture_output=True,
                           text=True, timeout=120)
 
 
@@ -126,8 +126,11 @@ def test_raft_command_table_and_jsonl(short_data: Path) -> None:
     res = _lbparse("raft", str(short_data / "node2" / "raft" / "raft.db"), "--format", "jsonl",
                    "--from-index", "5", "--to-index", "9")
     lines = [json.loads(x) for x in res.stdout.splitlines()]
-    assert lines[0]["stable"]["CurrentTerm"] == 2 and lines[0]["meta"]["page_size"] == 4096
-    assert [x["index"] for x in lines[1:]] == [5, 6, 7, 8, 9]
+    # 64-bit integers (terms, indexes, txid) are decimal strings (lbparse.jsonform)
+    assert lines[0]["stable"]["CurrentTerm"] == "2" and lines[0]["meta"]["page_size"] == 4096
+    assert lines[0]["meta"]["txid"] == str(int(lines[0]["meta"]["txid"]))
+    assert [x["index"] for x in lines[1:]] == ["5", "6", "7", "8", "9"]
+    assert lines[1]["term"] == "2" and lines[1]["type"] == 0
     assert lines[1]["command"]["name"] == "CreateStream"
 
 

@@ -18,7 +18,8 @@ import msgpack
 import pytest
 
 from lbparse.capture import CaptureReader
-from lbparse.capture.records import Record, record_writer
+from lbparse.capture.recordings import record_writer
+from lbparse.capture.records import Record
 from lbparse.raft import SUBJECTS
 from lbparse.traffic import TrafficReader, subject_kind
 from support.shared import LIFTBRIDGE
@@ -135,7 +136,7 @@ def test_records_json_and_parquet_carry_it(tmp_path: Path, ext: str) -> None:
 
 
 def test_a_record_made_by_hand_has_none() -> None:
-    rec = Record.make(1.0, "a:1", "b:2", "PUB", "x", None, None, None, b"")
+    rec = Record.make(10**9, "a:1", "b:2", "PUB", "x", None, None, None, b"")
     assert rec.traffic is None and "liftbridge" not in rec.to_json_dict()
 
 

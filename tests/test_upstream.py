@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
 import lbparse
 from lbparse.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
 from vectors import data, params
+from support.cli import LBPARSE
 
 _KEY = re.compile(r"^(server|legacy_27b155c|client_v2|client_0a5bc38\^)"
                   r"\.(?:Unmarshal(\w+)|UnmarshalEnvelope\((\w+)\))$")
@@ -63,7 +63,7 @@ def test_plain_bytes_are_stored_as_plain_messages() -> None:
 def test_check_command_exits_non_zero_on_a_crashing_input(tmp_path) -> None:
     good = "b90e43b40008000a0a027331"
     crash = "b90e43b40028000a0a026964"
-    run = lambda *a: subprocess.run([sys.executable, "-m", "lbparse", "check", *a],  # noqa: E731
+    run = lambda *a: subprocess.run([*LBPARSE, "check", *a],  # noqa: E731
                                     capture_output=True, timeout=60)
     ok = run(good)
     assert ok.returncode == 0, ok.stderr

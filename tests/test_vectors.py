@@ -162,7 +162,7 @@ def test_auto_names_the_layout(v: dict) -> None:
     got = env.to_json_dict()
     assert got["layout"] == env.layout
     if env.ambiguous and env.layout_candidates:
-        assert got["layout_candidates"] == env.layout_candidates
+        assert got["layout_candidates"] == list(env.layout_candidates)
 
 
 @pytest.mark.parametrize("v", params(lambda v: "error" in v["expect"]))

@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -77,8 +78,11 @@ def build(out: str | os.PathLike[str] = "dist") -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     zpath = out / "lbparse.zip"
-    tmp = zpath.with_suffix(".zip.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    # A new file of a random name beside the zip (O_EXCL), not a fixed
+    # `lbparse.zip.tmp` that someone sharing the directory could plant.
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".lbparse.zip.", suffix=".tmp")
+    os.fchmod(fd, 0o644)
+    with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
         for src, name in _packages():
             for path in sorted(src.rglob("*")):
                 # Compiled modules (setup.py) cannot load from a zip, and

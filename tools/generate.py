@@ -136,8 +136,9 @@ def emit_fb_schema(out: Path) -> None:
         '"""FlatBuffers tables as data: {table: [(field id, name, type)]}, and enums.\n\n'
         "Types: scalar names (uint32, int64, ...), `string`, `[ubyte]`, `[Table]`\n"
         '(a vector of tables), `enum Name`. lbparse reads and builds tables from this."""\n\n',
-        "TABLES = " + pprint.pformat(schemas, width=88, sort_dicts=False) + "\n\n",
-        "ENUMS = " + pprint.pformat(enums, width=88, sort_dicts=False) + "\n",
+        "from typing import Any\n\n",
+        _assign("TABLES", schemas),
+        _assign("ENUMS", enums).rstrip("\n") + "\n",
     ]
     (out / "fb_schema.py").write_text("".join(text), encoding="utf-8")
 
@@ -185,9 +186,22 @@ def field_errors(ksy: dict) -> dict:
     return {f["id"]: f["-error"] for f in fields if "-error" in f}
 
 
+# Type annotations of the generated constants (so that type checkers see
+# more than `object` in these tables); scalars are annotated by their type.
+ANNOTATIONS = {
+    "LAYOUTS": "dict[str, dict[str, Any]]", "FIELD_ERRORS": "dict[str, str]",
+    "PAYLOAD_KINDS": "dict[str, str]", "CRC_PAIRING_ERRORS": "dict[str, str]",
+    "HEADER_LENS": "tuple[int, ...]", "STRUCTS": "dict[str, dict[str, Any]]",
+    "REPLICATION_RESPONSE_FIELDS": "tuple[tuple[str, Any], ...]",
+    "TABLES": "dict[str, list[tuple[int, str, str]]]", "ENUMS": "dict[str, dict[str, Any]]",
+}
+
+
 def _assign(name: str, value: object, comment: str = "") -> str:
     head = "".join(f"# {line}\n" for line in comment.splitlines())
-    return head + f"{name} = " + pprint.pformat(value, width=88, sort_dicts=False) + "\n\n"
+    annotation = ANNOTATIONS.get(name) or type(value).__name__
+    return (head + f"{name}: {annotation} = "
+            + pprint.pformat(value, width=88, sort_dicts=False) + "\n\n")
 
 
 def emit_tables(out: Path) -> None:
@@ -206,12 +220,14 @@ def emit_tables(out: Path) -> None:
         "FIELD_ERRORS maps a header field to the error kind its validation raises;\n"
         "HEADER_SEQ lists the header fields. The constants after them (magic,\n"
         "header lengths, CRC flag, struct formats and offsets) are what lbparse's\n"
-        'hand-written fast paths read instead of writing a layout fact themselves."""\n\n',
+        'hand-written fast paths read instead of writing a layout fact themselves."""\n\n'
+        "from typing import Any\n\n",
         _assign("LAYOUTS", layouts),
         _assign("FIELD_ERRORS", field_errors(ksy)),
         "# Header fields in spec order (Kaitai reports a failed check by index).\n",
-        "HEADER_SEQ = " + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
-        "TOP_SEQ = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n\n",
+        "HEADER_SEQ: tuple[str, ...] = "
+        + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
+        "TOP_SEQ: tuple[str, ...] = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n\n",
         _assign("PAYLOAD_KINDS", dict(ksy["-payload-kinds"]),
                 "Payload types that are not protobuf messages (the spec's `-payload-kinds`)."),
         "# The envelope header (spec/envelope.ksy).\n",

@@ -206,11 +206,13 @@ def checkpoint_files(spec_dir: Path) -> dict[str, Any]:
 
 
 def constants(spec: Spec) -> dict[str, int]:
-    """Value instances of the root whose value is a literal number."""
+    """Value instances of the root whose value is a literal number, and the
+    spec's `-constants` (numbers the target compilers cannot all write)."""
     out = {}
-    for name, inst in spec.ksy.get("instances", {}).items():
-        if isinstance(inst.get("value"), int):
-            out[name] = inst["value"]
+    for group in ("instances", "-constants"):
+        for name, inst in spec.ksy.get(group, {}).items():
+            if isinstance(inst.get("value"), int):
+                out[name] = inst["value"]
     return out
 
 

@@ -368,7 +368,6 @@ bbolt_page__meta = Struct(
 # stable-store keys.
 bbolt_page = Struct(
     "freelist_count_overflow" / Computed(lambda this: 65535),
-    "no_freelist" / Computed(lambda this: 18446744073709551615),
     "id" / Int64ul,
     "flags" / Int16ul,
     "count" / Int16ul,

@@ -4,7 +4,9 @@
 Types: scalar names (uint32, int64, ...), `string`, `[ubyte]`, `[Table]`
 (a vector of tables), `enum Name`. lbparse reads and builds tables from this."""
 
-TABLES = {'proto.MessageHeader': [(0, 'key', 'string'), (1, 'value', '[ubyte]')],
+from typing import Any
+
+TABLES: dict[str, list[tuple[int, str, str]]] = {'proto.MessageHeader': [(0, 'key', 'string'), (1, 'value', '[ubyte]')],
  'proto.PublishRequest': [(0, 'key', '[ubyte]'),
                           (1, 'value', '[ubyte]'),
                           (2, 'stream', 'string'),
@@ -35,4 +37,4 @@ TABLES = {'proto.MessageHeader': [(0, 'key', 'string'), (1, 'value', '[ubyte]')]
                    (10, 'correlationId', 'string'),
                    (11, 'ackPolicy', 'enum proto.AckPolicy')]}
 
-ENUMS = {'proto.AckPolicy': {'base': 'ubyte', 'values': {0: 'LEADER', 1: 'ALL', 2: 'NONE'}}}
+ENUMS: dict[str, dict[str, Any]] = {'proto.AckPolicy': {'base': 'ubyte', 'values': {0: 'LEADER', 1: 'ALL', 2: 'NONE'}}}

@@ -10,7 +10,9 @@ HEADER_SEQ lists the header fields. The constants after them (magic,
 header lengths, CRC flag, struct formats and offsets) are what lbparse's
 hand-written fast paths read instead of writing a layout fact themselves."""
 
-LAYOUTS = {'v0': {'id': 0,
+from typing import Any
+
+LAYOUTS: dict[str, dict[str, Any]] = {'v0': {'id': 0,
         'kaitai_id': 'v0',
         'byte7': 'msg_type',
         'payload': None,
@@ -110,7 +112,7 @@ LAYOUTS = {'v0': {'id': 0,
                   'bytes published by a non-Liftbridge client. Upstream stores such '
                   'bytes as the value of a plain message.'}}
 
-FIELD_ERRORS = {'magic': 'bad_magic',
+FIELD_ERRORS: dict[str, str] = {'magic': 'bad_magic',
  'version': 'unknown_version',
  'header_len': 'bad_header_len',
  'flags': 'crc_missing',
@@ -121,39 +123,39 @@ FIELD_ERRORS = {'magic': 'bad_magic',
  'payload': 'too_short'}
 
 # Header fields in spec order (Kaitai reports a failed check by index).
-HEADER_SEQ = ('magic', 'version', 'header_len', 'flags', 'msg_type')
-TOP_SEQ = ('cookie', 'header', 'crc32c', 'payload')
+HEADER_SEQ: tuple[str, ...] = ('magic', 'version', 'header_len', 'flags', 'msg_type')
+TOP_SEQ: tuple[str, ...] = ('cookie', 'header', 'crc32c', 'payload')
 
 # Payload types that are not protobuf messages (the spec's `-payload-kinds`).
-PAYLOAD_KINDS = {'replication_response': 'raw', 'bytes': 'bytes'}
+PAYLOAD_KINDS: dict[str, str] = {'replication_response': 'raw', 'bytes': 'bytes'}
 
 # The envelope header (spec/envelope.ksy).
-MAGIC = b'\xb9\x0eC\xb4'
+MAGIC: bytes = b'\xb9\x0eC\xb4'
 
-VERSION = 0
+VERSION: int = 0
 
-COOKIE = b'LIFT'
+COOKIE: bytes = b'LIFT'
 
-HEADER_SIZE = 8
+HEADER_SIZE: int = 8
 
-HEADER_LENS = (8, 12)
+HEADER_LENS: tuple[int, ...] = (8, 12)
 
-CRC_FLAG = 1
+CRC_FLAG: int = 1
 
-CRC_HEADER_LEN = 12
+CRC_HEADER_LEN: int = 12
 
-CRC_OFFSET = 8
+CRC_OFFSET: int = 8
 
-CRC_FORMAT = '>I'
+CRC_FORMAT: str = '>I'
 
 # The CRC flag / header_len check fails two ways: the flag set without
 # room for the CRC, or a CRC-sized header_len without the flag.
-CRC_PAIRING_ERRORS = {'flag_set': 'crc_missing', 'flag_clear': 'bad_header_len'}
+CRC_PAIRING_ERRORS: dict[str, str] = {'flag_set': 'crc_missing', 'flag_clear': 'bad_header_len'}
 
 # Every type of every spec (`root` or `root::type`): the struct format,
 # size and fields ({name: (offset, size, format)}) of the fixed-size
 # fields it starts with, and the format of each of its integer fields.
-STRUCTS = {'liftbridge_envelope': {'format': '>',
+STRUCTS: dict[str, dict[str, Any]] = {'liftbridge_envelope': {'format': '>',
                          'size': 0,
                          'fields': {},
                          'ints': {'crc32c': '>I'}},
@@ -201,12 +203,12 @@ STRUCTS = {'liftbridge_envelope': {'format': '>',
                                   'ints': {'key_len': '>h', 'value_len': '>i'}}}
 
 # A commit-log key or value length that means nil (spec/commitlog.ksy).
-NIL_LENGTH = -1
+NIL_LENGTH: int = -1
 
 # A ReplicationResponse payload as named values, in spec order: (name,
 # ksy type), or (name, fields) for a list; lengths and counts left out,
 # an entry's body flattened into it.
-REPLICATION_RESPONSE_FIELDS = (('leader_epoch', 'u8'),
+REPLICATION_RESPONSE_FIELDS: tuple[tuple[str, Any], ...] = (('leader_epoch', 'u8'),
  ('high_watermark', 's8'),
  ('entries',
   (('offset', 'u8'),

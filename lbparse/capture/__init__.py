@@ -6,11 +6,14 @@
     ...     print(rec.verb, rec.subject, rec.error or rec.envelope)
 
 pcap, pcapng and our own JSON Lines / Parquet records are all read by
-`CaptureReader`; `record_writer(path)` writes our format. The pieces
-(`pcap`, `pcapng`, `linktypes`, `tcp`, `nats`, `records`) are importable
-on their own; `nats.NatsParser` does no I/O and gives `Frame`s (messages),
-`Control`s (other protocol lines) and `Problem`s (bytes that are not the protocol). `compiled_modules()` says
-which of them run compiled (setup.py builds them with mypyc when it can).
+`CaptureReader`; `record_writer(path)` writes our format. The pieces are
+importable on their own: `formats` (which format a file is), `pcap`,
+`pcapng`, `linktypes`, `tcp` (reassembly), `nats` (the protocol, no I/O:
+`Frame`s for messages, `Control`s for other lines, `Problem`s for bytes
+that are not the protocol), `fields` (the record's columns), `records`
+(the record), `recordings` (our files of records). `compiled_modules()`
+says which of them run compiled (setup.py builds the hot ones with mypyc
+when it can).
 """
 
 import importlib
@@ -21,8 +24,8 @@ from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.reader import (CaptureReader, Stats, default_layout, read_capture,
                                     subject_matches)
-from lbparse.capture.records import (CLIENT_TO_SERVER, SERVER_TO_CLIENT, JsonlRecordWriter,
-                                     ParquetRecordWriter, Record, parse_headers, record_writer)
+from lbparse.capture.recordings import JsonlRecordWriter, ParquetRecordWriter, record_writer
+from lbparse.capture.records import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Record, parse_headers
 
 # The modules setup.py compiles when it can: the packet loop and what it calls.
 HOT_MODULES = ("lbparse.capture.nats", "lbparse.capture.tcp", "lbparse.capture.pcap",

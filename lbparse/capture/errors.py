@@ -17,7 +17,9 @@ KINDS: tuple[str, ...] = (
     "bad_block",             # kept for callers; damaged records and blocks are now a
                              # Notice of this name, and reading resumes past them
     "unsupported_linktype",  # a whole pcap file of a link type we cannot read
-    "bad_record",            # a line of our JSON Lines format that is not a record
+    "bad_record",            # a file of our JSON Lines / Parquet format without one record
+                             # (a bad line or row among records is a Notice of this name)
+    "not_a_file",            # a FIFO, socket, device or directory: opening it could block
 )
 
 

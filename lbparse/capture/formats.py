@@ -11,12 +11,13 @@ start with a JSON object, or blank space, or are empty.
 from __future__ import annotations
 
 import os
+import stat
 
 from lbparse.capture.pcap import MAGICS as PCAP_MAGICS
 from lbparse.capture.pcapng import MAGIC as PCAPNG_MAGIC
 
 __all__ = ["FORMATS", "HEAD_BYTES", "JSONL", "MISSING", "PARQUET", "PCAP", "PCAPNG", "UNKNOWN",
-           "sniff", "sniff_head"]
+           "regular_file", "sniff", "sniff_head"]
 
 PCAP, PCAPNG, PARQUET, JSONL = "pcap", "pcapng", "parquet", "jsonl"
 UNKNOWN = "unknown"  # none of the above
@@ -41,8 +42,21 @@ def sniff_head(head: bytes) -> str:
     return UNKNOWN
 
 
+def regular_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a regular file (a link to one counts). Anything else
+    (a FIFO, a socket, a device) may block the reading forever when opened:
+    a FIFO in an input directory stalled the pipeline's planning (issue #19)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def sniff(path: str | os.PathLike[str]) -> str:
-    """The format of a file by its first bytes (`MISSING` if it cannot be opened)."""
+    """The format of a file by its first bytes (`MISSING` if it cannot be
+    opened, or is not a regular file: it is never opened then)."""
+    if not regular_file(path):
+        return MISSING
     try:
         with open(path, "rb") as f:
             head = f.read(HEAD_BYTES)

@@ -14,7 +14,8 @@ a frame over many segments). Each item is one of
   Parsing then resumes at the next line that starts with a verb.
 
 Fields are split on runs of whitespace: clients send `PUB subj  5` for an
-empty reply.
+empty reply. A control line ends at LF, with or without a CR before it, as
+nats-server and the clients read it; a payload must be followed by CRLF.
 
 Memory follows the bytes that arrived, never a size field: a message line
 is refused when it declares more than `max_frame` bytes, and a message
@@ -29,7 +30,7 @@ from typing import Final, Union
 MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
 # INFO with many cluster URLs runs to a few KiB; anything past this without
-# a CRLF is not a control line.
+# a line end is not a control line.
 MAX_LINE: Final = 1 << 16
 CRLF: Final = b"\r\n"
 # lbparse.limits' default max_frame (not imported: limits imports decoders).
@@ -39,7 +40,7 @@ _PUB, _HPUB, _MSG, _HMSG = 1, 2, 3, 4
 _VERBS: dict[bytes, int | str] = {b"PUB": _PUB, b"HPUB": _HPUB, b"MSG": _MSG, b"HMSG": _HMSG}
 _VERBS.update({v.encode(): v for v in CONTROL_VERBS})
 
-_ALT = rb"(?:HPUB|PUB|HMSG|MSG|INFO|CONNECT|SUB|UNSUB|PING|PONG|\+OK|-ERR)[ \t\r]"
+_ALT = rb"(?:HPUB|PUB|HMSG|MSG|INFO|CONNECT|SUB|UNSUB|PING|PONG|\+OK|-ERR)[ \t\r\n]"
 _LINE_HERE = re.compile(_ALT, re.I)
 _LINE_NEXT = re.compile(rb"(?<=\n)" + _ALT, re.I)
 
@@ -133,6 +134,10 @@ class Problem:
 Parsed = Union[Frame, Control, Problem]
 
 
+def _lost(verb: str, subject: str, have: int, total: int) -> str:
+    return f"{verb} {subject}: {have} of {total} payload bytes arrived; message dropped"
+
+
 def _size(b: bytes) -> int:
     """int(b), for a size field: plain digits are read here (a call of int()
     costs the compiled parser more than the rest of a short line); anything
@@ -148,20 +153,32 @@ def _size(b: bytes) -> int:
 
 
 class NatsParser:
-    """Frames of one direction of a NATS connection, fed in arbitrary pieces."""
+    """Frames of one direction of a NATS connection, fed in arbitrary pieces.
 
-    __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_chunks", "_have", "_need", "_resync",
+    Time and memory are linear in the bytes fed, whatever they hold: a
+    control line ends at its first LF (nats-server reads a line so, the CR
+    before the LF being optional), so finding it never looks past it; a
+    message whose payload is still arriving keeps its bytes in one buffer
+    that grows in place, and when its size turns out a lie the frames
+    within it are parsed from that same buffer, without copying what
+    follows (a stream of `PUB a 60000000` lines made every one of them
+    copy all the bytes after it).
+    """
+
+    __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_buf", "_bpos", "_need", "_resync",
                  "_here", "_max_frame")
 
     def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME) -> None:
-        self._rest = b""            # a control line not yet ended by CRLF
+        self._rest = b""            # a control line not yet ended by LF
         # Later pieces of it, kept apart until one holds a newline: joining
         # them on every piece cost time quadratic in the line's length.
         self._parts: list[bytes] = []
         self._parts_len = 0
         self._wait: tuple[str, str, str | None, str | None, int] | None = None  # a message line whose payload is still arriving
-        self._chunks: list[bytes] = []
-        self._have = 0
+        # Its bytes: the payload starts at _buf[_bpos]; _need counts the
+        # payload and its CRLF.
+        self._buf = bytearray()
+        self._bpos = 0
         self._need = 0
         # Resynchronising: skip to a line that starts with a verb. `_here`:
         # the next byte starts a line too (after a gap, or a stream's start).
@@ -177,27 +194,29 @@ class NatsParser:
     def feed(self, data: bytes) -> list[Parsed]:
         frames: list[Parsed] = []
         if self._wait is not None:
-            self._chunks.append(data)
-            self._have += len(data)
-            if self._have < self._need:
+            buf = self._buf
+            buf += data
+            start = self._bpos
+            need = self._need
+            if len(buf) - start < need:
                 return frames
-            b = b"".join(self._chunks)
-            self._chunks = []
             verb, subject, reply, sid, hsize = self._wait
             self._wait = None
-            need = self._need
-            if b[need - 2:need] != CRLF:
+            end = start + need
+            if buf[end - 2] != 13 or buf[end - 1] != 10:
                 frames.append(Problem(
                     f"{verb} payload of {need - 2} bytes not followed by CRLF "
-                    f"(found {b[need - 2:need]!r}); message dropped"))
+                    f"(found {bytes(buf[end - 2:end])!r}); message dropped"))
                 # The payload started a line: a verb right there counts (the
                 # CRLF before it is in an earlier piece, out of the regex's sight).
                 self._resync = self._here = True
-                self._parse(b, 0, frames)
-                return frames
-            hdr = b[:hsize] if verb[0] == "H" else None
-            frames.append(Frame(verb, subject, reply, sid, hdr, b[hsize:need - 2]))
-            self._parse(b, need, frames)
+                self._parse(buf, start, frames)
+            else:
+                hdr = bytes(buf[start:start + hsize]) if verb[0] == "H" else None
+                frames.append(Frame(verb, subject, reply, sid, hdr,
+                                    bytes(buf[start + hsize:end - 2])))
+                self._parse(buf, end, frames)
+            self._release()
         elif self._rest:
             if (b"\n" not in data and not self._resync
                     and len(self._rest) + self._parts_len + len(data) <= MAX_LINE):
@@ -210,6 +229,17 @@ class NatsParser:
         else:
             self._parse(data, 0, frames)
         return frames
+
+    def _release(self) -> None:
+        """After parsing the wait buffer: free it, or drop what a new wait
+        no longer needs (when that is most of it: each byte is moved at
+        most once more, so the moves stay linear)."""
+        if self._wait is None:
+            self._buf = bytearray()
+            self._bpos = 0
+        elif self._bpos > len(self._buf) >> 1:
+            del self._buf[:self._bpos]
+            self._bpos = 0
 
     def gap(self, frames: list[Parsed] | None = None) -> str | None:
         """Bytes went missing before the next `feed`: drop any half-read frame
@@ -230,51 +260,67 @@ class NatsParser:
         lie (corruption) holds the frames that followed it among its
         buffered bytes; they are parsed again, as after a gap, and appended
         to `frames`, so that one bad size field does not swallow the rest of
-        the stream."""
+        the stream. One pass over those bytes: a message line among them
+        whose payload runs past their end is lost too, right there, and the
+        pass goes on from its payload."""
         lost: list[str] = []
-        while True:  # each pass parses fewer bytes: past at least a control line
-            d = self._describe()
+        d = self._describe()
+        if d:
+            lost.append(d)
+        held = self._wait is not None
+        buf, start = self._buf, self._bpos
+        self._reset()
+        if held and start < len(buf):
+            self._resync = self._here = True  # the payload started a line
+            self._parse(buf, start, frames, lost)
+            d = self._describe()  # a control line cut by the end
             if d:
                 lost.append(d)
-            held = b"".join(self._chunks) if self._wait is not None else b""
-            self._rest, self._wait, self._chunks, self._have = b"", None, [], 0
-            self._parts, self._parts_len = [], 0
-            if not held:
-                return lost
-            self._resync = self._here = True  # the payload started a line
-            self._parse(held, 0, frames)
+            self._reset()
+        return lost
+
+    def _reset(self) -> None:
+        self._rest, self._wait, self._buf, self._bpos = b"", None, bytearray(), 0
+        self._parts, self._parts_len = [], 0
 
     def _describe(self) -> str | None:
         if self._wait is not None:
             verb, subject, _, _, _ = self._wait
-            return (f"{verb} {subject}: {self._have} of {self._need - 2} payload bytes "
-                    "arrived; message dropped")
+            return _lost(verb, subject, len(self._buf) - self._bpos, self._need - 2)
         if self._rest and not self._resync:
             return (f"control line cut after {len(self._rest) + self._parts_len} bytes: "
                     f"{self._rest[:40]!r}")
         return None
 
-    def _parse(self, b: bytes, p: int, frames: list[Parsed]) -> None:
+    def _parse(self, b: bytes, p: int, frames: list[Parsed],
+               lost: list[str] | None = None) -> None:
+        """Parse `b` from `p`. `b` is a piece of the stream (bytes), or the
+        wait buffer (a bytearray: its lines and payloads are copied out as
+        bytes). `lost`: the stream ends with `b` (see `abandon`)."""
         n = len(b)
         names = _names
         max_frame = self._max_frame
+        copy = type(b) is not bytes
         while p < n:
             if self._resync:
                 p = self._find_line(b, p)
                 if p < 0:
                     return
-            e = b.find(CRLF, p)
+            e = b.find(b"\n", p)
             if e < 0:
                 if n - p > MAX_LINE:
                     frames.append(Problem(
-                        f"{n - p} bytes without CRLF where a control line was "
-                        f"expected: {b[p:p + 40]!r}"))
+                        f"{n - p} bytes without a line end where a control line was "
+                        f"expected: {bytes(b[p:p + 40])!r}"))
                     self._resync, self._here = True, False
                     p += 1
                     continue
-                self._rest = b[p:]
+                self._rest = bytes(b[p:]) if copy else b[p:]
                 return
-            parts = b[p:e].split()
+            # nats-server ends a control line at LF and drops a CR before it.
+            le = e - 1 if e > p and b[e - 1] == 13 else e
+            line = bytes(b[p:le]) if copy else b[p:le]
+            parts = line.split()
             np = len(parts)
             v = parts[0] if np else b""
             while True:  # a second pass for a message verb in another case
@@ -309,22 +355,22 @@ class NatsParser:
                 break
             if verb is None:
                 if not np:
-                    p = e + 2
+                    p = e + 1
                     continue
                 k = _VERBS.get(v) or _VERBS.get(v.upper())
                 if type(k) is str:
-                    frames.append(Control(k, b[p + len(v):e].strip()))
-                    p = e + 2
+                    frames.append(Control(k, line[len(v):].strip()))
+                    p = e + 1
                     continue
                 if k is None:
-                    frames.append(Problem(f"not a NATS control line: {b[p:e][:80]!r}"))
-                    self._resync = self._here = True  # e + 2 starts a line
-                    p = e + 2
+                    frames.append(Problem(f"not a NATS control line: {line[:80]!r}"))
+                    self._resync = self._here = True  # e + 1 starts a line
+                    p = e + 1
                     continue
                 total = -1  # a message verb with the wrong number of fields
             if not 0 <= hsize <= total <= max_frame:  # one test for the common case
                 if total < 0 or hsize < 0 or hsize > total:
-                    frames.append(Problem(f"malformed control line {b[p:e][:80]!r}"))
+                    frames.append(Problem(f"malformed control line {line[:80]!r}"))
                 else:
                     # Not buffered: memory must not follow a size field. If the
                     # size is a lie, the next control line is right after this one.
@@ -333,27 +379,41 @@ class NatsParser:
                         f"limit of {max_frame} (max_frame); resuming at the next control line",
                         limit="max_frame"))
                 self._resync = self._here = True
-                p = e + 2
+                p = e + 1
                 continue
             subject = names.get(parts[1]) or _name(parts[1])
             reply_s = None if reply is None else names.get(reply) or _name(reply)
             sid_s = None if sid is None else names.get(sid) or _name(sid)
-            start = e + 2
+            start = e + 1
             end = start + total
             if end + 2 > n:
+                if lost is not None:
+                    # The stream ends here: this message is lost, and its
+                    # payload may hold the frames that followed a lying size.
+                    lost.append(_lost(verb, subject, n - start, total))
+                    self._resync = self._here = True
+                    p = start
+                    continue
                 self._wait = (verb, subject, reply_s, sid_s, hsize)
                 self._need = total + 2
-                self._chunks = [b[start:]]
-                self._have = n - start
+                if b is self._buf:  # the wait buffer itself: keep it, copy nothing
+                    self._bpos = start
+                else:
+                    self._buf = bytearray(memoryview(b)[start:])
+                    self._bpos = 0
                 return
             if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
                 frames.append(Problem(
                     f"{verb} payload of {total} bytes not followed by CRLF "
-                    f"(found {b[end:end + 2]!r}); message dropped"))
+                    f"(found {bytes(b[end:end + 2])!r}); message dropped"))
                 self._resync = self._here = True  # the payload started a line
                 p = start
                 continue
-            if v[0] == 72:  # b"H": HPUB or HMSG (a bytes index costs less than a str one)
+            if copy:
+                hdr = bytes(b[start:start + hsize]) if v[0] == 72 else None
+                frames.append(Frame(verb, subject, reply_s, sid_s, hdr,
+                                    bytes(b[start + hsize:end])))
+            elif v[0] == 72:  # b"H": HPUB or HMSG (a bytes index costs less than a str one)
                 frames.append(Frame(verb, subject, reply_s, sid_s, b[start:start + hsize],
                                     b[start + hsize:end]))
             else:
@@ -375,7 +435,7 @@ class NatsParser:
             if n_keep := len(b) - start:
                 if n_keep <= 16:
                     # Too short to tell: a verb may be split across feeds.
-                    self._rest = b[start:]
+                    self._rest = bytes(b[start:])
                     self._here = True
                     return -1
             self._here = n_keep == 0

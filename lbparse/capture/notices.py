@@ -12,19 +12,24 @@ Kinds:
               max_reassembly); what it refused is said, and dropped
   bad_block   a pcap record or pcapng block whose lengths make no sense;
               reading resumed at the next plausible one
+  bad_record  a line (row) of our JSON Lines (Parquet) records that is not a
+              record, or a Parquet row group that does not read; reading
+              went on with the next
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block")
+from lbparse.jsonform import Int64
+
+NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record")
 
 
 class Notice:
     __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit")
 
-    def __init__(self, kind: str, message: str, ts: float | None = None, src: str | None = None,
+    def __init__(self, kind: str, message: str, ts: int | None = None, src: str | None = None,
                  dst: str | None = None, nbytes: int | None = None,
                  limit: str | None = None) -> None:
         self.kind = kind
@@ -36,7 +41,8 @@ class Notice:
         self.limit = limit
 
     def to_json_dict(self) -> dict[str, Any]:
-        d = {"notice": self.kind, "message": self.message, "ts": self.ts, "src": self.src,
+        d = {"notice": self.kind, "message": self.message,
+             "ts": None if self.ts is None else Int64(self.ts), "src": self.src,
              "dst": self.dst, "bytes": self.nbytes}
         if self.limit is not None:
             d["limit"] = self.limit

@@ -1,23 +1,30 @@
 """Classic pcap files: microsecond and nanosecond, both byte orders.
 
 `PcapSource` yields one tuple per packet, `(ts, linktype, buf, off, caplen,
-wirelen)`: the packet is `buf[off:off+caplen]`. Handing out the read block
+wirelen)`: the packet is `buf[off:off+caplen]`, `ts` its capture time in
+integer nanoseconds since the Unix epoch (exact for both resolutions). Handing out the read block
 and an offset instead of a slice saves a copy per packet; the block is read
 1 MiB at a time, so memory stays flat whatever the file size, and follows
 the bytes read, never a length field: a record that claims more than the
 file holds costs what the file holds.
 
-A record header that cannot be right (longer than the snap length allows)
+A record header that cannot be right (longer than the snap length allows,
+or running past the end of the file while plausible records follow it)
 is reported as a `bad_block` notice, and reading resumes at the next
 plausible record: one whose header makes sense and is followed by another
 that does (or by the end of the file). Garbage in the middle of a file
-costs the packets it overwrote, not the rest of the file.
+costs the packets it overwrote, not the rest of the file; only a record
+cut by the end of the file, with nothing plausible after its start, is
+the file's `truncated` end.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Callable, Iterator, cast
+from typing import TYPE_CHECKING, BinaryIO, Callable, Final, Iterator, cast
+
+if TYPE_CHECKING:  # annotations only: mypyc's native 64-bit integer (plain int otherwise)
+    from mypy_extensions import i64
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
@@ -29,20 +36,24 @@ MAX_RECORD = 1 << 26
 # this: the snap length tcpdump has used since 4.99.
 MIN_MAX_RECORD = 1 << 18
 
+# Byte order, and nanoseconds per unit of the timestamp's fraction field.
 MAGICS = {
-    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
-    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
-    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
-    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),
+    b"\xa1\xb2\xc3\xd4": (">", 1000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1),
+    b"\xa1\xb2\x3c\x4d": (">", 1),
 }
+NS_PER_S: Final = 1_000_000_000
 
-Packet = tuple[float, int, bytes, int, int, int]
+# (ts in nanoseconds, link type, buffer, offset, captured length, wire length)
+Packet = tuple[int, int, bytes, int, int, int]
 
 
 def read_more(f: BinaryIO, need: int) -> bytes:
-    """At least `need` bytes (at least BLOCK) from `f`, or what is left.
-    Read a block at a time: `f.read(n)` allocates n bytes before it knows
-    whether the file has them."""
+    """At least `need` bytes from `f` (a file gives a whole BLOCK), or what is
+    left. Read a block at a time: `f.read(n)` allocates n bytes before it
+    knows whether the file has them. A pipe (lbparse.capture.pipe) gives what
+    has arrived, so a live capture is parsed as it comes."""
     chunks = []
     got = 0
     while True:
@@ -83,17 +94,23 @@ class PcapSource:
         if len(head) < 24 or head[:4] not in MAGICS:
             raise CaptureError("bad_header", f"{name}: not a pcap file header "
                                f"(first bytes {head[:4].hex() or 'none'})", offset=0)
-        self.endian, self.tick = MAGICS[head[:4]]
+        self.endian, self.tick = MAGICS[head[:4]]  # tick: nanoseconds per fraction unit
         _, _, _, _, self.snaplen, network = struct.unpack(self.endian + "HHiIII", head[4:])
         # The upper bits of the link type field carry FCS information.
         self.linktype = network & 0xFFFF
         self.max_record = min(max(self.snaplen, MIN_MAX_RECORD), MAX_RECORD)
-        self._frac_limit = 1_000_000 if self.tick == 1e-6 else 1_000_000_000
+        self._frac_limit = NS_PER_S // self.tick  # a fraction field past a second is damage
 
     def __iter__(self) -> Iterator[Packet]:
         unpack_from = struct.Struct(self.endian + "IIII").unpack_from
-        f, tick, lt, maxrec = self.f, self.tick, self.linktype, self.max_record
-        buf = read_more(f, BLOCK)
+        f, lt, maxrec = self.f, self.linktype, self.max_record
+        # Nanoseconds as native 64-bit integers in the compiled build: an
+        # int product past 2**31 takes mypyc's slow path (PyLong objects),
+        # ~800 instructions a packet. No overflow: 32-bit seconds times 10**9
+        # and a 32-bit fraction times at most 1000 stay below 2**63.
+        tick: i64 = self.tick
+        second: i64 = NS_PER_S
+        buf = read_more(f, 1)  # a file: one BLOCK; a pipe: what has come
         base = 24  # file offset of buf[0]
         pos = 0
         eof = False
@@ -116,7 +133,9 @@ class PcapSource:
                     end = pos + 16 + incl
                     if end > n or incl > maxrec:
                         break
-                    yield sec + frac * tick, lt, buf, pos + 16, incl, orig
+                    s: i64 = sec
+                    fr: i64 = frac
+                    yield s * second + fr * tick, lt, buf, pos + 16, incl, orig
                     pos = end
                 else:
                     incl = 0
@@ -130,6 +149,18 @@ class PcapSource:
                     continue
                 need = 16 + incl
                 if eof:
+                    q = self._after_damage(buf, pos + 1, n) if pos + 16 <= n else -1
+                    if q >= 0:
+                        # A length that runs past the end, with records after
+                        # it: damage, not a file cut short.
+                        self._notice(Notice("bad_block", f"{self.name}: packet record at offset "
+                                            f"{base + pos} claims {incl} bytes, past the end of "
+                                            f"the file at {base + n}, and records follow it: the "
+                                            "file is damaged here; reading on at the next "
+                                            "plausible record"))
+                        self._skipped(base + pos, base + q)
+                        pos = q
+                        continue
                     if pos < n:
                         self._truncated(base + pos, n - pos, incl)
                     self.bytes_read = base + n
@@ -140,10 +171,26 @@ class PcapSource:
 
     def _plausible(self, buf: bytes, q: int) -> int:
         """The length of a plausible record at `q`, -1 if there is none."""
-        sec, frac, incl, orig = struct.unpack_from(self.endian + "IIII", buf, q)
+        sec, frac, incl, orig = cast(tuple[int, int, int, int],
+                                     struct.unpack_from(self.endian + "IIII", buf, q))
         if frac >= self._frac_limit or incl > self.max_record or orig < incl:
             return -1
         return incl
+
+    def _after_damage(self, buf: bytes, pos: int, n: int) -> int:
+        """In the last bytes of the file (`buf[pos:n]`, all there is): the
+        first non-empty plausible record followed by another, or ending the
+        file exactly; -1 if none. Stricter than `_resync` (empty records are
+        what runs of zeros in a cut packet look like): it decides between
+        damage and a file cut short."""
+        for q in range(pos, n - 15):
+            incl = self._plausible(buf, q)
+            if incl <= 0:
+                continue
+            nxt = q + 16 + incl
+            if nxt == n or (nxt + 16 <= n and self._plausible(buf, nxt) > 0):
+                return q
+        return -1
 
     def _resync(self, buf: bytes, pos: int, n: int, eof: bool) -> tuple[int, int]:
         """Look from `pos` for a plausible record followed by another, or

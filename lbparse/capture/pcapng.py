@@ -10,7 +10,11 @@ whose two lengths disagree, or that is too short for its own fields, or a
 packet of an interface never described, is reported as a `bad_block`
 notice. A block with sound lengths is skipped alone; otherwise reading
 resumes at the next offset where a block of a known type starts with both
-lengths agreeing. Memory follows the bytes read, never a length field.
+lengths agreeing; so it does after a block whose length runs past the end
+of the file when whole blocks follow it, and after garbled bytes that read
+as a section header with a bad byte-order magic (only the file's first
+section header decides whether the file is readable at all). Memory
+follows the bytes read, never a length field.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import BinaryIO, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import MAX_RECORD, Packet, read_more, refill
+from lbparse.capture.pcap import MAX_RECORD, NS_PER_S, Packet, read_more, refill
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -40,18 +44,24 @@ MAGIC = b"\x0a\x0d\x0d\x0a"
 
 
 class _Interface:
-    __slots__ = ("linktype", "snaplen", "tick", "offset")
+    __slots__ = ("linktype", "snaplen", "num", "den", "offset")
 
-    def __init__(self, linktype: int, snaplen: int, tick: float, offset: int) -> None:
+    def __init__(self, linktype: int, snaplen: int, num: int, den: int, offset: int) -> None:
         self.linktype = linktype
         self.snaplen = snaplen
-        self.tick = tick
+        self.num = num  # ts in ns = units * num // den + offset
+        self.den = den
         self.offset = offset
 
 
-def _tsresol(v: int) -> float:
+def _tsresol(v: int) -> tuple[int, int]:
+    """if_tsresol as a fraction of nanoseconds per unit (numerator,
+    denominator): exact, finer units rounded down to the nanosecond."""
     # High bit set: a negative power of two; else a negative power of ten.
-    return 2.0 ** -(v & 0x7F) if v & 0x80 else 10.0 ** -v
+    if v & 0x80:
+        return NS_PER_S, 1 << (v & 0x7F)
+    e = min(v, 60)  # past 10**-60 s a unit is nothing anyway
+    return (10 ** (9 - e), 1) if e <= 9 else (1, 10 ** (e - 9))
 
 
 class PcapngSource:
@@ -101,10 +111,15 @@ class PcapngSource:
                         endian = "<"
                     elif bom == b"\x1a\x2b\x3c\x4d":
                         endian = ">"
-                    else:
+                    elif base + pos == 0:  # the file's byte order is unknown: unreadable
                         raise CaptureError("bad_header", f"{name}: section header at offset "
                                            f"{base + pos} has byte-order magic {bom.hex()}",
                                            offset=base + pos)
+                    else:  # garbled bytes that read as a section header
+                        bad_at = self._damaged(base + pos, btype, "is a section header with "
+                                               f"byte-order magic {bom.hex()}")
+                        pos += 1
+                        break
                     blen = struct.unpack_from(endian + "I", buf, pos + 4)[0]
                     u32 = struct.Struct(endian + "I").unpack_from
                     epb = struct.Struct(endian + "IIIII").unpack_from
@@ -130,7 +145,7 @@ class PcapngSource:
                                   f"captured length {cap} in {blen - 32} bytes")
                     else:
                         i = ifaces[iid]
-                        ts = ((hi << 32) | lo) * i.tick + i.offset
+                        ts = ((hi << 32) | lo) * i.num // i.den + i.offset
                         yield ts, i.linktype, buf, pos + 28, cap, orig
                 elif btype == SHB:
                     ifaces = []
@@ -144,7 +159,7 @@ class PcapngSource:
                         orig = u32(buf, pos + 8)[0]
                         cap = min(orig, blen - 16, i.snaplen or orig)
                         # A simple packet block has no timestamp.
-                        yield 0.0, i.linktype, buf, pos + 12, cap, orig
+                        yield 0, i.linktype, buf, pos + 12, cap, orig
                 elif btype == OPB:
                     iid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
                     hi, lo, cap, orig = struct.unpack_from(endian + "IIII", buf, pos + 12)
@@ -153,11 +168,20 @@ class PcapngSource:
                                   f"captured length {cap} in {blen - 32} bytes")
                     else:
                         i = ifaces[iid]
-                        yield (((hi << 32) | lo) * i.tick + i.offset, i.linktype, buf, pos + 28,
-                               cap, orig)
+                        yield (((hi << 32) | lo) * i.num // i.den + i.offset, i.linktype, buf,
+                               pos + 28, cap, orig)
                 pos = end
             if bad_at >= 0 and need == 12 and pos + 12 <= n:
                 continue  # just found damage: look past it in what is already read
+            if eof and bad_at < 0 and pos + 12 <= n and need > 12 \
+                    and self._resync(buf, pos + 1, n, endian, eof)[1] == 0:
+                # A length that runs past the end, with blocks after it:
+                # damage, not a file cut short.
+                bad_at = self._damaged(base + pos, struct.unpack_from(endian + "I", buf, pos)[0],
+                                       f"has length {need}, past the end of the file at "
+                                       f"{base + n}, and blocks follow it")
+                pos += 1
+                continue
             if eof and bad_at < 0:
                 if pos < n:
                     self._notice(Notice("truncated", f"{name}: file ends at offset {base + n} "
@@ -217,15 +241,15 @@ class PcapngSource:
 
     def _interface(self, buf: bytes, pos: int, blen: int, endian: str) -> _Interface:
         linktype, _, snaplen = struct.unpack_from(endian + "HHI", buf, pos + 8)
-        tick, offset = 1e-6, 0
+        (num, den), offset = _tsresol(6), 0  # microseconds unless said otherwise
         p, end = pos + 16, pos + blen - 4
         while p + 4 <= end:
             code, olen = struct.unpack_from(endian + "HH", buf, p)
             if code == 0:
                 break
             if code == OPT_TSRESOL and olen >= 1:
-                tick = _tsresol(buf[p + 4])
+                num, den = _tsresol(buf[p + 4])
             elif code == OPT_TSOFFSET and olen >= 8 and p + 12 <= end:
-                offset = struct.unpack_from(endian + "q", buf, p + 4)[0]
+                offset = struct.unpack_from(endian + "q", buf, p + 4)[0] * NS_PER_S
             p += 4 + (olen + 3) // 4 * 4
-        return _Interface(linktype, snaplen, tick, offset)
+        return _Interface(linktype, snaplen, num, den, offset)

@@ -3,9 +3,10 @@
 `CaptureReader(path)` is an iterator of `Record`s in capture order (the
 order in which each message's last byte was captured). It reads pcap,
 pcapng, and our own JSON Lines and Parquet records, told apart by their
-first bytes. Problems in readable traffic become `Notice`s (passed to
-`on_notice` as they happen and counted in `stats`); a file that cannot be
-read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
+first bytes; `-` is standard input (`tcpdump -U -w - | lbparse capture -`,
+read as it arrives: lbparse.capture.pipe). Problems in readable traffic
+become `Notice`s (passed to `on_notice` as they happen and counted in
+`stats`); a file that cannot be read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
 what hostile input may cost; every limit hit is a Notice or a record's
 error, and is counted in `stats.limits`.
 
@@ -22,14 +23,16 @@ from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
 from lbparse.capture.errors import CaptureError
-from lbparse.capture.formats import HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, sniff_head
+from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
+                                     sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
-from lbparse.capture.records import (Record, read_jsonl,
-                                     read_parquet)
+from lbparse.capture.pipe import STDIN, input_name, input_size, open_input, spool
+from lbparse.capture.records import Record
+from lbparse.capture.recordings import read_jsonl, read_parquet
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.errors import EnvelopeError
 from lbparse.limits import DEFAULT, Limits
@@ -174,7 +177,8 @@ _FIN: Final = 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
-def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
+def dissect(lt: int, buf: bytes, off: int, caplen: int
+            ) -> tuple[bytes, int, int, int, int, int] | None:
     """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
     data offset, IP end offset), or None for what is not TCP over IP. The
     key is source address, destination address, source and destination port."""
@@ -194,7 +198,9 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
     elif b0 >> 4 == 6 and ip + 40 <= end:
         nh = buf[ip + 6]
         tcp = ip + 40
-        ip_end = ip + 40 + (buf[ip + 4] << 8 | buf[ip + 5])
+        plen = buf[ip + 4] << 8 | buf[ip + 5]
+        # 0: a jumbogram, or segmentation offload: the wire length tells.
+        ip_end = ip + 40 + plen if plen else -1
         while nh in _IPV6_EXT and tcp + 8 <= end:
             nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
         if nh != 6:
@@ -204,13 +210,11 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int) -> tuple | None:
         return None
     if tcp + 20 > end:
         return None
-    seq, ack, offflags = _TCP(buf, tcp)
+    seq, ack, offflags = cast(tuple[int, int, int], _TCP(buf, tcp))
     return addr + buf[tcp:tcp + 4], seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
 def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Direction:
-    if len(flows) >= 2 * MAX_FLOWS:
-        _forget_idle(flows)
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
     src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
@@ -222,13 +226,18 @@ def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Dire
     return d
 
 
-def _forget_idle(flows: dict[bytes, Direction]) -> None:
+def _forget_idle(flows: dict[bytes, Direction]) -> int:
     """Forget the oldest half of the connections whose two directions are
-    idle: their state says nothing a new flow would not find out again."""
+    idle: their state says nothing a new flow would not find out again.
+    Returns the table size at which to look again: twice what is left (at
+    least 2 * MAX_FLOWS), so that a table of busy connections, which
+    cannot be forgotten, is scanned once per doubling, not once per new
+    connection (72k busy connections took 128 s, the scans quadratic)."""
     idle = [k for k, d in flows.items()
             if not d.pending and not d.parser.busy and not d.peer.pending and not d.peer.parser.busy]
     for k in idle[:len(idle) // 2]:
         _drop_flow(flows, k)  # both directions
+    return max(2 * MAX_FLOWS, 2 * len(flows))
 
 
 def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
@@ -269,6 +278,7 @@ class CaptureReader:
                  on_notice: Callable[[Notice], None] | None = None,
                  limits: Limits | None = None) -> None:
         self.path = os.fspath(path)
+        self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
         self.layout = layout or default_layout()
         self.subject = subject
@@ -277,7 +287,11 @@ class CaptureReader:
         self.on_notice = on_notice
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
-        self.size = os.path.getsize(self.path)
+        if self.path != STDIN and os.path.exists(self.path) and not regular_file(self.path):
+            # Opening a FIFO blocks until someone writes to it.
+            raise CaptureError("not_a_file", f"{self.path}: not a regular file (a FIFO, socket, "
+                               "device or directory); not read", offset=None)
+        self.size = input_size(self.path)
         self._source: Any = None
         self._decode = self._decoder()
         # auto: ambiguous envelopes resolved by what the capture has shown
@@ -320,25 +334,36 @@ class CaptureReader:
         head = f.read(HEAD_BYTES)
         f.seek(0)
         fmt = sniff_head(head)
+        if fmt == PARQUET and self.path == STDIN:
+            path = spool(f, ".parquet")  # Parquet's index is at its end
+            try:  # not `with`: see _records
+                yield from self._matching(read_parquet(path, self._notice))
+            finally:
+                os.unlink(path)
+            self.stats.bytes_read = f.tell()
+            return
         if fmt == PARQUET:
-            recs = read_parquet(self.path)
+            recs = read_parquet(self.path, self._notice)
         elif fmt == JSONL:
-            recs = read_jsonl(f, self.path)
+            recs = read_jsonl(f, self.name, self._notice)
         else:
-            raise CaptureError("unknown_format", f"{self.path}: neither pcap, pcapng, JSON Lines "
+            raise CaptureError("unknown_format", f"{self.name}: neither pcap, pcapng, JSON Lines "
                                f"nor Parquet (first bytes {head.hex()})", offset=0)
+        yield from self._matching(recs)
+        self.stats.bytes_read = f.tell() if self.path == STDIN else self.size
+
+    def _matching(self, recs: Iterator[Record]) -> Iterator[Record]:
         matched: dict[str, bool] = {}
         for rec in recs:
             if rec.verb in self.verbs and self._wanted(rec.subject, matched):
                 yield self._finish(rec)
-        self.stats.bytes_read = self.size
 
     def _records(self) -> Iterator[Record]:
         # try/finally rather than `with`: the compiled build (setup.py)
         # mishandles a `with` around `yield from` in a generator.
-        f = open(self.path, "rb")
+        f = open_input(self.path)
         try:
-            src = _open_source(f, self.path, self._notice)
+            src = _open_source(f, self.name, self._notice)
             if src is None:
                 yield from self._our_format(f)
             else:
@@ -357,13 +382,14 @@ class CaptureReader:
         matched: dict[str, bool] = {}
         notices: list[Notice] = []
         flows: dict[bytes, Direction] = {}
+        flow_cap = 2 * MAX_FLOWS  # the table size at which idle connections are forgotten
         unsupported: set[int] = set()
         fast = _FAST
         npk = 0  # counted here, added to stats when the loop ends
         # Typed, so that the compiled build unpacks tuples by index and does
         # its arithmetic on machine integers, not through generic calls.
         packets: Iterator[Packet] = iter(src)
-        ts = 0.0
+        ts = 0  # nanoseconds
         buf: bytes
         key: bytes
         et: int
@@ -420,6 +446,8 @@ class CaptureReader:
                 if d is None:
                     if not (avail or missing or offflags & _SYN):
                         continue  # a bare ACK of a connection we know nothing of
+                    if len(flows) >= flow_cap:
+                        flow_cap = _forget_idle(flows)
                     d = _new_flow(flows, key, flow_limits)
                 if offflags & _ACK:
                     d.ack = ack
@@ -429,7 +457,7 @@ class CaptureReader:
                     d.peer.client = not d.client
                     seq = (seq + 1) & MASK
                 if avail:
-                    if seq == d.next_seq and not missing and not d.pending:
+                    if seq == d.next_seq and not missing and not d.pending and not d.cut:
                         d.next_seq = (seq + avail) & MASK
                         frames = d.parser.feed(buf[data:data + avail])
                     else:
@@ -463,7 +491,7 @@ class CaptureReader:
         finally:
             stats.packets += npk
 
-    def _emit(self, ts: float, d: Direction, frames: list[Parsed],
+    def _emit(self, ts: int, d: Direction, frames: list[Parsed],
               matched: dict[str, bool]) -> Iterator[Record]:
         """Records of `frames` from direction `d`."""
         for fr in frames:
@@ -471,7 +499,7 @@ class CaptureReader:
             if rec is not None:
                 yield rec
 
-    def _accept(self, ts: float, d: Direction, fr: Parsed, matched: dict[str, bool]
+    def _accept(self, ts: int, d: Direction, fr: Parsed, matched: dict[str, bool]
                 ) -> Record | None:
         """The record of one parsed item, decoded and counted; None for what
         this reading does not yield (a problem is a notice, a control line is
@@ -518,7 +546,7 @@ class CaptureReader:
         _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope,
                                           rec.payload)
         rec.envelope = env
-        return held
+        return bool(held)
 
     def _in_order(self, recs: Iterator[Record]) -> Iterator[Record]:
         """The records, with those that wait for the capture's first proof held
@@ -553,7 +581,7 @@ class CaptureReader:
 
     @staticmethod
     def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
-               notices: list[Notice], ts: float) -> list[tuple[Direction, list[Parsed]]]:
+               notices: list[Notice], ts: int) -> list[tuple[Direction, list[Parsed]]]:
         d.closed = True
         out = [(d, d.finish(notices, ts))]
         if offflags & _RST or d.peer.closed:
@@ -562,7 +590,7 @@ class CaptureReader:
         return out
 
 
-def _problem_notice(problem: Problem, ts: float | None, d: Direction) -> Notice:
+def _problem_notice(problem: Problem, ts: int | None, d: Direction) -> Notice:
     """The Notice of a parser's Problem: a limit it names, or a protocol problem."""
     if problem.limit:
         return Notice("limit", problem.message, ts, d.src, d.dst, limit=problem.limit)

@@ -1,32 +1,30 @@
-"""The record: one NATS message and what lbparse made of it; and our own
-capture format for recorded traffic, as JSON Lines and as Parquet.
+"""The record: one NATS message as captured, and what lbparse made of it.
 
-A JSON Lines record is `Record.to_json_dict()`: `ts` (float seconds),
-`src` and `dst` (`host:port`), `direction` (`client_to_server` or
-`server_to_client`), `verb` (PUB, HPUB, MSG, HMSG), `subject`, `reply`,
-`sid` (null for PUB/HPUB), `headers` (list of [key, value]; null without a
-header block; a NATS status first, as Status and Description), `payload`
-(base64), then `envelope` (the decoded envelope's JSON, with its `layout`)
-or `error` ({"kind", "message"}), and `liftbridge` for Liftbridge's own
-non-envelope traffic (lbparse.traffic: the Raft transport, its handshake,
-the bootstrap probe). The Parquet file has the same columns, `payload` as
-binary, `headers` as a list of key/value structs, and the decoding as
-`envelope_json` (JSON text) or `error_kind`/`error_message`, and
-`liftbridge_json`. Reading either back decodes the payload again: the
-bytes are the truth, the stored decoding is for people.
+`Record` is built from the NATS parser's `Frame` and the connection it came
+on (or from plain values, `Record.make`); its columns, their order and their
+types come from one table, `lbparse.capture.fields.RECORD`: `ts` (capture
+time, integer nanoseconds since the Unix epoch), `src` and `dst`
+(`host:port`), `direction`, `verb`, `subject`, `reply`, `sid`, `headers`
+([key, value] pairs, a NATS status first as Status and Description; null
+without a header block), `payload`. What lbparse made of it is `envelope`
+or `error`, and `traffic` for Liftbridge's own non-envelope traffic
+(lbparse.traffic); its JSON adds them as `fields.JSON_DECODING` says.
+`record_columns` turns many records into columns for the pipeline. Our
+files of records (JSON Lines, Parquet) are lbparse.capture.recordings.
+
+Compiled with the rest of the capture hot path (setup.py).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import json
-from typing import IO, Any, Iterator
+from typing import Any
 
-from lbparse.capture.errors import CaptureError
+from lbparse.capture.fields import BYTES, RECORD, RECORD_NAMES, TIME_NS
 from lbparse.capture.nats import Frame
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
+from lbparse.jsonform import Int64
 
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
@@ -55,9 +53,9 @@ class Record:
 
     __slots__ = ("ts", "_ends", "_frame", "envelope", "error", "traffic")
 
-    def __init__(self, ts: float, ends: Any, frame: Frame,
+    def __init__(self, ts: int, ends: Any, frame: Frame,
                  envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
-        self.ts = ts
+        self.ts = ts         # capture time, integer nanoseconds since the Unix epoch
         self._ends = ends    # anything with .src and .dst
         self._frame = frame
         self.envelope = envelope
@@ -66,7 +64,7 @@ class Record:
         self.traffic: Any = None
 
     @classmethod
-    def make(cls, ts: float, src: str, dst: str, verb: str, subject: str, reply: str | None,
+    def make(cls, ts: int, src: str, dst: str, verb: str, subject: str, reply: str | None,
              sid: str | None, header_block: bytes | None, payload: bytes) -> "Record":
         if verb not in DIRECTION_OF_VERB:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
@@ -75,12 +73,14 @@ class Record:
     @property
     def src(self) -> str:
         """sender, host:port"""
-        return self._ends.src
+        src: str = self._ends.src
+        return src
 
     @property
     def dst(self) -> str:
         """receiver, host:port"""
-        return self._ends.dst
+        dst: str = self._ends.dst
+        return dst
 
     @property
     def verb(self) -> str:
@@ -125,14 +125,17 @@ class Record:
         return self.envelope.layout if self.envelope is not None else None
 
     def to_json_dict(self) -> dict[str, Any]:
-        f = self._frame
-        verb, subject, reply, sid, payload = f.verb, f.subject, f.reply, f.sid, f.payload
-        d: dict[str, Any] = {
-            "ts": self.ts, "src": self._ends.src, "dst": self._ends.dst,
-            "direction": DIRECTION_OF_VERB[verb], "verb": verb, "subject": subject,
-            "reply": reply, "sid": sid, "headers": self.headers,
-            "payload": base64.b64encode(payload).decode("ascii"),
-        }
+        """The record's columns (fields.RECORD, in order) as JSON values, then
+        `envelope` or `error`, and `liftbridge` (fields.JSON_DECODING);
+        `jsonform.dumps` writes it."""
+        d: dict[str, Any] = {}
+        for c in RECORD:
+            value = getattr(self, c.name)
+            if c.kind == TIME_NS:
+                value = Int64(value)
+            elif c.kind == BYTES:
+                value = base64.b64encode(value).decode("ascii")
+            d[c.name] = value
         if self.envelope is not None:
             d["envelope"] = self.envelope.to_json_dict()
         elif self.error is not None:
@@ -142,13 +145,13 @@ class Record:
         return d
 
     def __repr__(self) -> str:
-        return (f"<Record {self.ts:.6f} {self.src}->{self.dst} {self.verb} {self.subject} "
+        return (f"<Record {self.ts} {self.src}->{self.dst} {self.verb} {self.subject} "
                 f"{len(self.payload)} bytes>")
 
 
-# The columns of `record_columns`, in its order.
-COLUMNS = ("ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
-           "payload")
+# The columns of `record_columns`: the record's, with the raw header block
+# in place of the parsed headers.
+COLUMNS: tuple[str, ...] = tuple("header_block" if n == "headers" else n for n in RECORD_NAMES)
 
 
 def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
@@ -186,7 +189,7 @@ DESCRIPTION = "Description"
 
 
 def parse_headers(block: bytes) -> list[list[str]]:
-    """`NATS/1.0[ status[ description]]\r\nKey: Value\r\n...\r\n` as [key, value]
+    """`NATS/1.0[ status[ description]]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value]
     pairs; a status (three digits, as nats.py and nats.go read it) comes first
     as ["Status", code] and its text as ["Description", text]."""
     out: list[list[str]] = []
@@ -234,189 +237,3 @@ def decode_into(rec: Record, layout: str) -> Record:
     except EnvelopeError as exc:
         rec.error = exc
     return rec
-
-
-# -- JSON Lines -------------------------------------------------------------
-
-def write_jsonl(out: IO[str], rec: Record) -> None:
-    out.write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
-
-
-_TEXT_FIELDS = ("src", "dst", "verb", "subject", "payload")
-_OPTIONAL_TEXT = ("reply", "sid")
-
-
-def _check_record_types(d: Any) -> None:
-    """Valid JSON is not yet a record: fields of other types would fail far
-    from here (a numeric subject in subject matching, say)."""
-    if not isinstance(d, dict):
-        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
-    if isinstance(d.get("ts"), bool) or not isinstance(d.get("ts"), (int, float)):
-        raise TypeError(f"ts is {d.get('ts')!r}, not a number")
-    for key in _TEXT_FIELDS:
-        if not isinstance(d.get(key), str):
-            raise TypeError(f"{key} is {d.get(key)!r}, not a string")
-    for key in _OPTIONAL_TEXT:
-        if d.get(key) is not None and not isinstance(d[key], str):
-            raise TypeError(f"{key} is {d[key]!r}, not a string or null")
-    headers = d.get("headers")
-    if headers is not None and not (isinstance(headers, list) and all(
-            isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
-            for h in headers)):
-        raise TypeError("headers is not a list of [key, value] strings")
-
-
-def read_jsonl(f: IO[bytes], name: str) -> Iterator[Record]:
-    for lineno, line in enumerate(f, 1):
-        if not line.strip():
-            continue
-        where = f"{name}:{lineno}"
-        try:
-            d = json.loads(line)
-            _check_record_types(d)
-            record = Record.make(float(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
-                                 d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
-                                 base64.b64decode(d["payload"], validate=True))
-        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-            raise CaptureError("bad_record", f"{where}: not a capture record: {exc}") from None
-        except RecursionError:  # json nests as deep as the line does
-            raise CaptureError("bad_record", f"{where}: not a capture record: JSON nested "
-                               "too deeply") from None
-        yield record
-
-
-# -- Parquet ------------------------------------------------------------------
-
-def parquet_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([
-        ("ts", pa.float64()), ("src", pa.string()), ("dst", pa.string()),
-        ("direction", pa.string()), ("verb", pa.string()), ("subject", pa.string()),
-        ("reply", pa.string()), ("sid", pa.string()),
-        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
-        ("payload", pa.binary()), ("layout", pa.string()), ("msg_type_name", pa.string()),
-        ("envelope_json", pa.string()), ("error_kind", pa.string()),
-        ("error_message", pa.string()), ("liftbridge_json", pa.string()),
-    ])
-
-
-class ParquetRecordWriter:
-    """Writes records in row groups of `batch` so memory stays flat."""
-
-    def __init__(self, path: str, batch: int = 4096) -> None:
-        import pyarrow.parquet as pq
-
-        self.schema = parquet_schema()
-        self._writer = pq.ParquetWriter(path, self.schema)
-        self._rows: list[dict[str, Any]] = []
-        self._batch = batch
-
-    def write(self, rec: Record) -> None:
-        env = rec.envelope
-        headers = rec.headers
-        self._rows.append({
-            "ts": rec.ts, "src": rec.src, "dst": rec.dst, "direction": rec.direction,
-            "verb": rec.verb, "subject": rec.subject, "reply": rec.reply, "sid": rec.sid,
-            "headers": None if headers is None else [{"key": k, "value": v} for k, v in headers],
-            "payload": rec.payload,
-            "layout": env.layout if env is not None else None,
-            "msg_type_name": env.msg_type_name if env is not None else None,
-            "envelope_json": (json.dumps(env.to_json_dict(), ensure_ascii=False)
-                              if env is not None else None),
-            "error_kind": rec.error.kind if rec.error is not None else None,
-            "error_message": rec.error.message if rec.error is not None else None,
-            "liftbridge_json": (json.dumps(rec.traffic.to_json_dict(), ensure_ascii=False)
-                                if rec.traffic is not None else None),
-        })
-        if len(self._rows) >= self._batch:
-            self.flush()
-
-    def flush(self) -> None:
-        import pyarrow as pa
-
-        if self._rows:
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
-            self._rows = []
-
-    def close(self) -> None:
-        self.flush()
-        self._writer.close()
-
-    def __enter__(self) -> "ParquetRecordWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class JsonlRecordWriter:
-    def __init__(self, path: str) -> None:
-        self._f = open(path, "w", encoding="utf-8")
-
-    def write(self, rec: Record) -> None:
-        write_jsonl(self._f, rec)
-
-    def flush(self) -> None:
-        self._f.flush()
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self) -> "JsonlRecordWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
-    """A writer of our capture format, chosen by the file name's extension."""
-    if path.endswith(".parquet"):
-        return ParquetRecordWriter(path)
-    if path.endswith((".jsonl", ".json")):
-        return JsonlRecordWriter(path)
-    raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
-
-
-def _wrong_column_types(schema: Any) -> str:
-    """Columns whose type is not what a record needs (as `name: type`)."""
-    import pyarrow as pa
-
-    t = pa.types
-    want = {"ts": lambda x: t.is_floating(x) or t.is_integer(x), "payload": lambda x: t.is_binary(x)
-            or t.is_large_binary(x), "headers": lambda x: x == parquet_schema().field("headers").type}
-    text = lambda x: t.is_string(x) or t.is_large_string(x)  # noqa: E731
-    bad = []
-    for f in schema:
-        check = want.get(f.name, text if f.name in ("src", "dst", "direction", "verb", "subject",
-                                                     "reply", "sid") else None)
-        if check is not None and not check(f.type):
-            bad.append(f"{f.name}: {f.type}")
-    return ", ".join(bad)
-
-
-def read_parquet(path: str) -> Iterator[Record]:
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises its own ArrowInvalid for bad files
-        raise CaptureError("bad_record", f"{path}: not a readable Parquet file: {exc}") from None
-    missing = {"ts", "src", "dst", "direction", "verb", "subject", "payload"} - set(pf.schema_arrow.names)
-    if missing:
-        raise CaptureError("bad_record", f"{path}: Parquet file lacks the columns "
-                           f"{', '.join(sorted(missing))} of a capture record")
-    wrong = _wrong_column_types(pf.schema_arrow)
-    if wrong:
-        raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
-    for batch in pf.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
-            headers = row.get("headers")
-            block = (None if headers is None
-                     else build_header_block([(h["key"], h["value"]) for h in headers]))
-            try:
-                yield Record.make(row["ts"], row["src"], row["dst"], row["verb"], row["subject"],
-                                  row.get("reply"), row.get("sid"), block, row["payload"])
-            except ValueError as exc:
-                raise CaptureError("bad_record", f"{path}: {exc}") from None

@@ -12,6 +12,15 @@ already acknowledged data beyond them (it got them, the capture did not),
 when more than `max_pending` bytes (the `max_reassembly` limit) or
 `MAX_PENDING_SEGMENTS` segments wait behind the hole (a `limit` notice says
 so), or at the end of the stream.
+
+Lengths are claims; sequence numbers decide. Bytes a record says the
+capture cut (its original length, or an IP length, past what it holds)
+are a claim the next segment settles: if it starts that far on, or less,
+those bytes are lost (a `gap`); if it starts right where the captured bytes
+end, nothing was cut (a TSO-style record: IPv4 total length 0 and an
+original length that lies) and the stream goes on whole. An ACK counts as
+acknowledging a hole only when it lies ahead of what was delivered: a
+stale one, behind it, says nothing about a segment 2^31 bytes on.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import Final
 from lbparse.capture.nats import MAX_FRAME, NatsParser, Parsed
 from lbparse.capture.notices import Notice
 
+_CUT: Final = "the capture's snap length cut them off"
 MASK: Final = 0xFFFFFFFF
 HALF: Final = 1 << 31
 MAX_PENDING_BYTES = 1 << 24
@@ -32,7 +42,7 @@ class Direction:
     """One direction of a TCP connection: sequence state and its NATS parser."""
 
     __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
-                 "client", "closed", "max_pending", "max_frame", "next_pos", "order")
+                 "client", "closed", "max_pending", "max_frame", "next_pos", "order", "cut")
 
     def __init__(self, src: str, dst: str, max_pending: int = MAX_PENDING_BYTES,
                  max_frame: int = MAX_FRAME) -> None:
@@ -57,17 +67,21 @@ class Direction:
         self.ack: int | None = None   # the last ACK number this side sent
         self.client: bool | None = None  # from the handshake, when seen
         self.closed = False
+        # Bytes a record claimed the capture cut right after next_seq: the
+        # next segment's sequence number settles the claim (see the module doc).
+        self.cut = 0
 
-    def syn(self, seq: int, notices: list[Notice], ts: float) -> None:
+    def syn(self, seq: int, notices: list[Notice], ts: int) -> None:
         if self.next_seq is not None:
             # The same addresses and ports, a new connection.
             self.finish(notices, ts)
         self.next_seq = (seq + 1) & MASK
         self.parser = NatsParser(max_frame=self.max_frame)
         self.closed = False
+        self.cut = 0
 
     def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
-                ts: float) -> list[Parsed]:
+                ts: int) -> list[Parsed]:
         """A segment of `len(data)` captured bytes at `seq`, followed by
         `missing` bytes the capture cut off (snap length)."""
         if self.next_seq is None:
@@ -76,6 +90,8 @@ class Direction:
             self.next_seq = seq
             self.parser = NatsParser(resync=True, max_frame=self.max_frame)
         frames: list[Parsed] = []
+        if self.cut:
+            self._settle_cut((seq - self.next_seq) & MASK, frames, notices, ts)
         off = (seq - self.next_seq) & MASK
         if off >= HALF:
             back = (1 << 32) - off
@@ -98,8 +114,9 @@ class Direction:
                 self.pending[pos] = (data, missing)
                 self.pending_bytes += len(data) - (len(old[0]) if old else 0)
             peer_ack = self.peer.ack
-            if peer_ack is not None and (peer_ack - seq) & MASK < HALF:
-                # The peer acknowledged bytes past the hole: they are not coming.
+            if peer_ack is not None and off <= (peer_ack - self.next_seq) & MASK < HALF:
+                # The peer acknowledged bytes past the hole (an ACK ahead of what
+                # was delivered, and at or past the segment): they are not coming.
                 why = "the peer acknowledged them"
             elif (self.pending_bytes > self.max_pending
                     or len(self.pending) > MAX_PENDING_SEGMENTS):
@@ -120,31 +137,46 @@ class Direction:
             self._drain(frames, notices, ts)
         return frames
 
-    def finish(self, notices: list[Notice], ts: float | None) -> list[Parsed]:
+    def finish(self, notices: list[Notice], ts: int | None) -> list[Parsed]:
         """End of the stream (FIN, RST or end of capture): deliver what waits
         behind holes, declaring the holes, and report a half-read frame."""
         frames: list[Parsed] = []
         while self.pending:
             self._lose(self._nearest(), notices, ts, "the stream ended without them", frames)
             self._drain(frames, notices, ts)
+        if self.cut:
+            self._lose(self.cut, notices, ts, _CUT, frames)
         for lost in self.parser.abandon(frames):
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         return frames
 
     def _deliver(self, data: bytes, missing: int, frames: list[Parsed], notices: list[Notice],
-                 ts: float | None) -> None:
+                 ts: int | None) -> None:
         if data:
             frames.extend(self.parser.feed(data))
             self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
             self.next_pos += len(data)
         if missing:
-            self._lose(missing, notices, ts, "the capture's snap length cut them off", frames)
+            self.cut = missing  # a claim: the next segment settles it
 
-    def _drain(self, frames: list[Parsed], notices: list[Notice], ts: float | None) -> None:
+    def _settle_cut(self, ahead: int, frames: list[Parsed], notices: list[Notice],
+                    ts: int | None) -> None:
+        """The next bytes seen start `ahead` bytes past next_seq: as many of
+        the claimed cut bytes as that are lost; none if it is 0 (or the
+        segment is elsewhere, where the usual rules apply)."""
+        cut, self.cut = self.cut, 0
+        if 0 < ahead <= cut:
+            self._lose(ahead, notices, ts, _CUT, frames)
+
+    def _drain(self, frames: list[Parsed], notices: list[Notice], ts: int | None) -> None:
         """Deliver the waiting segments that now start at or before next_seq
         (their new bytes; old ones are dropped), nearest first, up to a hole."""
         pending, order = self.pending, self.order
-        while order and order[0] <= self.next_pos:
+        while order:
+            if self.cut:
+                self._settle_cut(order[0] - self.next_pos, frames, notices, ts)
+            if order[0] > self.next_pos:
+                break
             pos = heappop(order)
             data, missing = pending.pop(pos)
             self.pending_bytes -= len(data)
@@ -158,8 +190,9 @@ class Direction:
         """Bytes from next_seq to the nearest waiting segment (after a drain)."""
         return self.order[0] - self.next_pos
 
-    def _lose(self, nbytes: int, notices: list[Notice], ts: float | None, why: str,
+    def _lose(self, nbytes: int, notices: list[Notice], ts: int | None, why: str,
               frames: list[Parsed]) -> None:
+        self.cut = 0  # a declared loss settles any claim
         notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "
                               f"({why}); resuming at the next control line",
                               ts, self.src, self.dst, nbytes))

@@ -2,6 +2,8 @@
 
 A command module has `NAME`, `HELP`, `add_arguments(parser)` and
 `run(args) -> int`; `COMMANDS` lists them in the order `--help` shows.
+`main` turns what a command raises into one line on stderr and an exit
+status (lbparse.cli.status: 0 ok, 1 data problems, 2 usage).
 """
 
 from __future__ import annotations
@@ -9,20 +11,56 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Any, NoReturn, Sequence
 
-from lbparse.errors import EnvelopeError
+from lbparse.cli.status import DATA, USAGE, DataError, UsageError, silence_stdout, warn
 
 COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
-            "segments", "raft"]
+            "segments", "raft", "report"]
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a usage error in one line, status 2 (the nats CLI's way)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+class _Version(argparse.Action):
+    """--version: the version and where it runs from, the way `pip --version` says it."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version, where "
+                         "lbparse is installed and whether its capture path is compiled, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(version_text())
+        parser.exit(0)
+
+
+def version_text() -> str:
+    import os
+    import platform
+
+    import lbparse
+    from lbparse.capture import HOT_MODULES, compiled_modules
+
+    compiled = len(compiled_modules())
+    build = ("capture path compiled" if compiled == len(HOT_MODULES)
+             else "pure Python" if compiled == 0 else f"{compiled}/{len(HOT_MODULES)} compiled")
+    where = os.path.dirname(lbparse.__file__ or "?")
+    return f"lbparse {lbparse.__version__} from {where} (Python {platform.python_version()}, {build})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="lbparse",
         description="Read and write the Liftbridge envelope protocol (every generation), "
-        "from captures, live NATS servers and files.",
+        "from captures, live NATS servers and files. Exit status: 0 ok, 1 data problems "
+        "(an input that does not decode, a gap in a capture), 2 usage.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
         mod = importlib.import_module(f"lbparse.cli.{name}_cmd")
@@ -34,18 +72,42 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    command = "lbparse"
     try:
-        return int(args._run(args) or 0)
-    except (ValueError, OSError) as exc:
-        if isinstance(exc, EnvelopeError):
-            raise
-        print(f"lbparse {args.command}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
+        args = build_parser().parse_args(argv)  # --help and --version print, too
+        command = args.command
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
+    except BrokenPipeError:  # the reader left (`| head`): not an error
+        silence_stdout()
         return 0
+    except SystemExit:  # argparse after --help, --version or a usage error
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
+        raise
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except Exception as exc:
+        failed = exit_status(exc)
+        if failed is None:
+            raise  # a bug in lbparse: its traceback is what a report needs
+        warn(command, str(exc) or type(exc).__name__)
+        return failed
+
+
+def exit_status(exc: Exception) -> int | None:
+    """The status a command's exception ends the run with; None for a bug."""
+    from lbparse.capture.errors import CaptureError
+    from lbparse.errors import EnvelopeError
+
+    if isinstance(exc, (DataError, EnvelopeError)):
+        return DATA
+    if isinstance(exc, (UsageError, CaptureError, ValueError, OSError)):
+        return USAGE  # a value or a file the user gave (a file that is not a capture)
+    return None
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 FILE is pcap or pcapng (Ethernet, Linux cooked v1/v2, BSD loopback or raw
 IP; IPv4 and IPv6), or our own records from `lbparse record` (.jsonl or
-.parquet). TCP connections are reassembled, the NATS protocol is parsed,
+.parquet); `-` is standard input, read as it arrives (`tcpdump -U -w - |
+lbparse capture -`; each record is written out as soon as it is complete). TCP connections are reassembled, the NATS protocol is parsed,
 and each PUB, HPUB, MSG and HMSG becomes one record, in capture order:
 JSON Lines with ts, src, dst, direction, verb, subject, reply, sid,
 headers, payload (base64), and `envelope` or `error`.
@@ -12,28 +13,35 @@ are not NATS, damaged file blocks and resource limits hit are reported on
 stderr; parsing resumes at the next control line (or file block), so no
 record is ever made of bytes that did not arrive.
 
+The table view shows capture times in RFC 3339, UTC.
+
 Exit status: 0 when every file was read whole, 1 when something was
-reported (gap, cut message, protocol problem, truncated file), 2 when a
-file could not be read.
+reported (gap, cut message, protocol problem, truncated file, a line of a
+recording that is not a record), 2 when a file could not be read at all
+(the other files are still read).
 
 examples:
   lbparse capture nats.pcap --subject 'foo.>'
   lbparse capture a.pcapng b.pcap --format table --stats
   lbparse capture traffic.parquet -q --stats
+  tcpdump -i lo -U -w - port 4222 | lbparse capture - --format table
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
+import functools
 import sys
 import time
 from typing import TextIO
 
-from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
+from lbparse import jsonform
+from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
+from lbparse.cli.output import rfc3339
+from lbparse.cli.status import DATA, OK, USAGE, warn
 
 NAME = "capture"
 HELP = "decode the NATS messages in pcap, pcapng or recorded files"
@@ -44,7 +52,8 @@ PROGRESS_MIN_BYTES = 8 << 20
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="FILE",
-                   help="pcap, pcapng, or records written by `lbparse record` (.jsonl, .parquet)")
+                   help="pcap, pcapng, or records written by `lbparse record` (.jsonl, .parquet); "
+                   "'-' = stdin")
     add_layout_argument(p, default=default_layout())
     p.add_argument("--subject", metavar="PATTERN",
                    help="only messages whose subject matches (NATS wildcards * and >)")
@@ -57,15 +66,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
-def _clock(ts: float) -> str:
-    try:
-        return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%H:%M:%S.%f")
-    except (OverflowError, ValueError, OSError):  # a capture's clock can say anything
-        return f"{ts:<15.6g}"
-
-
 def table_row(rec: Record) -> str:
-    t = _clock(rec.ts)
+    t = rfc3339(rec.ts)
     arrow = f"{rec.src} -> {rec.dst}"
     extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
                                  f"reply={rec.reply}" if rec.reply else "") if x)
@@ -124,45 +126,55 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except BrokenPipeError:
-        # The reader of our output left (`| head`): not an error. Point
-        # stdout at nothing so the interpreter's final flush stays quiet.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-
-
-def _run(args: argparse.Namespace) -> int:
+    if args.files.count(STDIN) > 1:
+        raise ValueError("'-' (stdin) can be read only once")
     total = Stats()
+    status = OK
+    limits = limits_from(args)
     reported = 0
 
     def notice(n: Notice, name: str) -> None:
         nonlocal reported
         reported += 1
-        print(f"lbparse capture: {name}: {n}", file=sys.stderr)
+        warn(NAME, f"{input_name(name)}: {n}")
 
-    write = sys.stdout.write
-    limits = limits_from(args)
     for name in args.files:
-        reader = CaptureReader(name, layout=args.layout, subject=args.subject, limits=limits,
-                               on_notice=lambda n, name=name: notice(n, name))
-        bar = Progress(sys.stderr, name, reader.size)
         try:
-            for i, rec in enumerate(reader):
-                if not args.quiet:
-                    if args.format == "jsonl":
-                        write(json.dumps(rec.to_json_dict(), ensure_ascii=False) + "\n")
-                    else:
-                        write(table_row(rec) + "\n")
-                if bar.on and not i & 1023:
-                    bar.update(reader.bytes_read)
-        finally:
-            bar.done()
+            reader = CaptureReader(name, layout=args.layout, subject=args.subject,
+                                   limits=limits, on_notice=functools.partial(notice, name=name))
+            read_one(reader, args)
+        except BrokenPipeError:
+            raise
+        except (CaptureError, OSError) as exc:  # the file as a whole cannot be read
+            warn(NAME, str(exc) if isinstance(exc, CaptureError)
+                 else f"{input_name(name)}: cannot read: {exc.strerror or exc}")
+            status = USAGE
+            continue
         total.merge(reader.stats)
+    if reported:
+        status = max(status, DATA)
     sys.stdout.flush()
     if args.stats:
         print(format_stats(total), file=sys.stderr)
-    return 1 if reported else 0
+    return status
+
+
+def read_one(reader: CaptureReader, args: argparse.Namespace) -> None:
+    """Write the records of one input."""
+    write = sys.stdout.write
+    # From a pipe (a live tcpdump) each record goes out when it is complete.
+    live = reader.path == STDIN
+    bar = Progress(sys.stderr, reader.name, reader.size)
+    try:
+        for i, rec in enumerate(reader):
+            if not args.quiet:
+                if args.format == "jsonl":
+                    write(jsonform.dumps(rec.to_json_dict()) + "\n")
+                else:
+                    write(table_row(rec) + "\n")
+                if live:
+                    sys.stdout.flush()
+            if bar.on and not i & 1023:
+                bar.update(reader.bytes_read)
+    finally:
+        bar.done()

@@ -5,7 +5,10 @@ plain message, rejected with which error, or crashes), the v1.0.0-alpha
 server, the Go client v2 and the LIFT-era client. The exit status is 1 when
 any input would crash an upstream server (a header length past the data
 panics the server's envelope check), so `lbparse check` can guard what is
-published to a NATS deployment. Inputs as for `lbparse decode`.
+published to a NATS deployment. Inputs as for `lbparse decode`; a bad
+line of --hex or --base64 is reported on stderr with its line number and
+the run goes on (exit status 1 at the end; 2 for an argument that is
+neither a file nor hex).
 
 examples:
   lbparse check b90e43b40028000a0a026964
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import argparse
 
-from lbparse.cli.common import add_input_arguments, print_json, read_inputs
+from lbparse.cli.inputs import add_input_arguments, read_inputs
+from lbparse.cli.output import print_json
+from lbparse.cli.status import DATA, OK, warn
 from lbparse.upstream import upstream_verdict
 
 NAME = "check"
@@ -29,15 +34,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    crashing = 0
-    for where, data in read_inputs(args.inputs, args.mode):
-        verdict = upstream_verdict(data)
-        crashing += verdict.crashes
+    status = OK
+    for item in read_inputs(args.inputs, args.mode):
+        if item.problem is not None:
+            warn(NAME, item.problem)
+            status = max(status, item.status)
+            continue
+        verdict = upstream_verdict(item.data)
+        if verdict.crashes:
+            status = max(status, DATA)
         if args.json:
-            print_json({"input": where, **verdict.to_json_dict()})
+            print_json({"input": item.where, **verdict.to_json_dict()})
             continue
         flag = "  CRASHES AN UPSTREAM SERVER" if verdict.crashes else ""
-        print(f"== {where} ({len(data)} bytes){flag}")
+        print(f"== {item.where} ({len(item.data)} bytes){flag}")
         for v in verdict.verdicts:
             print(f"  {v.generation:<32} {v.outcome:<9} {v.detail}")
-    return 1 if crashing else 0
+    return status

@@ -1,16 +1,10 @@
-"""Helpers shared by the command modules: input reading, JSON output."""
+"""Options shared by the command modules: --layout, the resource limits, subjects."""
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import binascii
-import json
-import os
-import sys
-from typing import Any, Iterator
+import argparse
+from typing import Any
 
-from lbparse.layouts import LAYOUTS
 from lbparse.limits import DEFAULT, Limits, parse_size
 
 
@@ -34,8 +28,6 @@ _LIMIT_HELP = {
 
 
 def _size(text: str) -> int:
-    import argparse
-
     try:
         value = parse_size(text)
     except ValueError as exc:
@@ -46,8 +38,6 @@ def _size(text: str) -> int:
 
 
 def _depth(text: str) -> int:
-    import argparse
-
     from lbparse.limits import PROTOBUF_MAX_DEPTH
 
     if not text.strip().isdigit() or not 1 <= int(text) <= PROTOBUF_MAX_DEPTH:
@@ -74,67 +64,39 @@ def limits_from(args: Any) -> Limits | None:
     return None if limits == DEFAULT else limits
 
 
-def add_input_arguments(parser: Any) -> None:
-    """INPUT... with --hex / --base64, as `read_inputs` reads them."""
-    parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
-    fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
-                     help="inputs are text files (or stdin) with one hex envelope per line")
-    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
-                     help="inputs are text files (or stdin) with one base64 envelope per line")
-    parser.set_defaults(mode="auto")
+def subject(text: str) -> str:
+    """A NATS subject to subscribe to (argparse type): dot-separated tokens,
+    none empty, no white space; `*` matches one token, `>` the rest (last only)."""
+    tokens = text.split(".")
+    if not text or any(not t or any(c.isspace() for c in t) for t in tokens):
+        raise argparse.ArgumentTypeError(
+            f"invalid subject {text!r}: tokens separated by '.', none empty, no white space")
+    if ">" in tokens[:-1]:
+        raise argparse.ArgumentTypeError(f"invalid subject {text!r}: '>' may only be the last token")
+    return text
 
 
-def parse_hex(text: str, where: str) -> bytes:
-    clean = "".join(text.split())
-    if clean.startswith(("0x", "0X")):
-        clean = clean[2:]
+NATS_SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+def server_url(text: str) -> str:
+    """A NATS server URL (argparse type): nats://HOST:PORT, tls://, ws://, wss://,
+    or HOST:PORT (nats:// is then assumed, as the nats CLI does)."""
+    from urllib.parse import urlsplit
+
+    url = text if "://" in text else f"nats://{text}"
     try:
-        return bytes.fromhex(clean)
-    except ValueError:
-        raise ValueError(f"{where}: not hex: {text[:40]!r}") from None
+        parts = urlsplit(url)
+        port = parts.port  # ValueError when it is not a number 0..65535
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid server URL {text!r}: {exc}") from None
+    if parts.scheme not in NATS_SCHEMES or not parts.hostname or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"invalid server URL {text!r}: expected nats://HOST[:PORT] "
+            f"(or {', '.join(f'{s}://' for s in NATS_SCHEMES[1:])})")
+    del port
+    return url
 
 
-def parse_base64(text: str, where: str) -> bytes:
-    try:
-        return base64.b64decode(text.strip(), validate=True)
-    except binascii.Error:
-        raise ValueError(f"{where}: not base64: {text[:40]!r}") from None
-
-
-def read_inputs(items: list[str], mode: str) -> Iterator[tuple[str, bytes]]:
-    """Yield (where, bytes) for each input.
-
-    mode "auto": each item is a file (or `-` for stdin) holding raw bytes,
-    else a hex string; no items reads raw stdin. Modes "hex" and "base64"
-    read the items (files or `-`; stdin when none) as one input per line.
-    """
-    if mode == "auto":
-        if not items:
-            yield "stdin", sys.stdin.buffer.read()
-        for item in items:
-            if item == "-":
-                yield "stdin", sys.stdin.buffer.read()
-            elif os.path.isfile(item):
-                with open(item, "rb") as f:
-                    yield item, f.read()
-            else:
-                yield "argument", parse_hex(item, "argument")
-        return
-    parse = parse_hex if mode == "hex" else parse_base64
-    for name in items or ["-"]:
-        stream = sys.stdin if name == "-" else open(name, encoding="ascii")
-        with contextlib.nullcontext(stream) if name == "-" else stream:
-            for lineno, line in enumerate(stream, 1):
-                if line.strip() and not line.lstrip().startswith("#"):
-                    where = f"{'stdin' if name == '-' else name}:{lineno}"
-                    yield where, parse(line, where)
-
-
-def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-__all__ = ["LAYOUTS", "add_input_arguments", "add_layout_argument", "add_limit_arguments", "limits_from", "parse_hex",
-           "print_json", "read_inputs"]
+__all__ = ["NATS_SCHEMES", "add_layout_argument", "add_limit_arguments", "layout_choices",
+           "limits_from", "server_url", "subject"]

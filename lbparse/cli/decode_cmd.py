@@ -3,8 +3,13 @@
 Inputs are hex strings or files of raw bytes (`-` or nothing: stdin). With
 --hex or --base64 the files (or stdin) hold one envelope per line. Each
 result is the envelope's JSON (the shape of the reference vectors, with
-`layout`), or {"error": KIND, "message": ...}; the exit status is 1 when
-any input failed to decode.
+`layout`), or {"error": KIND, "message": ...}. A line that is not hex (or
+base64) is reported on stderr with its file and line number, and the run
+goes on.
+
+Exit status: 0 when every input decoded, 1 when one did not (or a line
+was bad), 2 when an argument is neither a file nor hex, or a file cannot
+be opened.
 
 examples:
   lbparse decode b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48
@@ -15,12 +20,14 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
+from lbparse import jsonform
 from lbparse.api import decode
-from lbparse.cli.common import (add_input_arguments, add_layout_argument, add_limit_arguments,
-                                limits_from, print_json, read_inputs)
+from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
+from lbparse.cli.inputs import add_input_arguments, read_inputs
+from lbparse.cli.output import print_json
+from lbparse.cli.status import DATA, OK, warn
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
@@ -60,26 +67,33 @@ def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
         if d.get(key):
             rows.append((key, d[key]))
     lines += [f"  {k:<13} {v}" for k, v in rows]
-    body = json.dumps(d.get("payload_json"), indent=2, ensure_ascii=False)
+    body = jsonform.dumps(d.get("payload_json"), indent=2)
     lines.append("  payload       " + body.replace("\n", "\n                "))
     for i, entry in enumerate(d.get("commitlog_messages", [])):
-        lines.append(f"  entry {i:<7} {json.dumps(entry, ensure_ascii=False)}")
+        lines.append(f"  entry {i:<7} {jsonform.dumps(entry)}")
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
-    failed = 0
+    status = OK
     limits = limits_from(args)
-    for where, data in read_inputs(args.inputs, args.mode):
-        env = err = None
+    for item in read_inputs(args.inputs, args.mode):
+        if item.problem is not None:
+            warn(NAME, item.problem)
+            status = max(status, item.status)
+            continue
+        env: Envelope | None = None
+        err: EnvelopeError | None = None
         try:
-            env = decode(data, args.layout, verify_crc=args.verify_crc, lenient=args.lenient,
-                         payload_type=args.payload_type, limits=limits)
+            env = decode(item.data, args.layout, verify_crc=args.verify_crc,
+                         lenient=args.lenient, payload_type=args.payload_type, limits=limits)
         except EnvelopeError as exc:
             err = exc
-            failed += 1
+            status = max(status, DATA)
         if args.pretty:
-            print(pretty(env, err, where))
-        else:
-            print_json(env.to_json_dict() if env else err.to_json_dict())  # type: ignore[union-attr]
-    return 1 if failed else 0
+            print(pretty(env, err, item.where))
+        elif env is not None:
+            print_json(env.to_json_dict())
+        elif err is not None:
+            print_json(err.to_json_dict())
+    return status

@@ -31,7 +31,10 @@ spark-submit line). Captures are read as streams, one file per task;
 Parquet files are split by row groups.
 
 Exit status: 0 when every input was read whole, 1 when an input had
-problems (gaps, unreadable parts), 2 on bad arguments.
+problems (gaps, unreadable parts), 2 on bad arguments, 3 when the job
+itself failed (Spark, a worker, the output's filesystem: nothing was
+written, and DIR/summary.json says "outcome": "failed" with the reason).
+summary.json's "outcome" is "ok", "problems" or "failed" accordingly.
 
 examples:
   lbparse pipeline nats.pcap --out out/
@@ -55,6 +58,7 @@ from lbparse.pipeline import DEFAULT_BATCH_ROWS
 # when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
+JOB_FAILED = 3  # exit status of a run whose job failed (1: the data had problems)
 HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
@@ -66,7 +70,8 @@ def default_layout() -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories")
+                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories "
+                   "(not stdin: Spark's tasks open the inputs)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="where DIR/messages (Parquet) and DIR/summary.json go")
     p.add_argument("--overwrite", action="store_true", help="replace DIR/messages if it exists")
@@ -100,14 +105,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _conf(args: argparse.Namespace) -> dict[str, str]:
-    from lbparse.pipeline.session import TEST_CONF
-
-    conf = dict(TEST_CONF) if args.test_conf else {}
+    conf: dict[str, str] = {}
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ValueError(f"--conf takes KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
+    if args.test_conf:
+        from lbparse.pipeline.session import TEST_CONF
+
+        conf = {**TEST_CONF, **conf}
     return conf
 
 
@@ -162,13 +169,19 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The options are checked before Spark is imported: a usage error is said at once.
+    if args.batch_rows < 1:
+        raise ValueError("--batch-rows must be at least 1")
+    if "-" in args.inputs:
+        raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
+                         "themselves; save it to a file (`lbparse capture -` reads stdin)")
+    conf = _conf(args)
+
     from lbparse.pipeline import job
     from lbparse.pipeline.decode_arrow import DecodeOptions
     from lbparse.pipeline.session import run_session
     from lbparse.pipeline.sources import SourceOptions
 
-    if args.batch_rows < 1:
-        raise ValueError("--batch-rows must be at least 1")
     options = job.PipelineOptions(
         inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
         decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,
@@ -177,15 +190,20 @@ def run(args: argparse.Namespace) -> int:
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
     units = preflight(args, options)
-    with run_session(args.master, conf=_conf(args)) as spark:
-        progress = Progress(spark, sys.stderr, args.quiet)
-        try:
-            summary = job.run(spark, options, on_plan=progress.planned, units=units)
-        finally:
-            progress.done()
+    try:
+        with run_session(args.master, conf=conf) as spark:
+            progress = Progress(spark, sys.stderr, args.quiet)
+            try:
+                summary = job.run(spark, options, on_plan=progress.planned, units=units)
+            finally:
+                progress.done()
+    except job.JobFailed as exc:
+        # Not the data's fault, and not a usage error: its own exit status.
+        where = f"; {exc.summary_path} says so" if exc.summary_path else ""
+        print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
+        return JOB_FAILED
     print_report(summary, options.out)
-    t = summary.totals()
-    return 1 if t["problems"] or summary.checks() else 0
+    return {"ok": 0, "problems": 1}[summary.outcome]
 
 
 def preflight(args: argparse.Namespace, options: Any) -> list[Any]:

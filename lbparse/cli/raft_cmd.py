@@ -29,10 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from lbparse import jsonform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lbparse.cli.pipe import closed_pipe
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
 
@@ -70,13 +71,7 @@ def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except BrokenPipeError:
-        return closed_pipe()
-
-
-def _run(args: argparse.Namespace) -> int:
+    # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
     from lbparse.storage.raftdb import read_raft_db
 
     stores = []
@@ -100,13 +95,16 @@ def _run(args: argparse.Namespace) -> int:
 
 def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
     m = store.meta
+    # bbolt's txid and page ids are u64 (spec/bbolt.ksy): decimal strings in
+    # lbparse's JSON, as the log's indexes and terms (lbparse.jsonform).
+    u64 = jsonform.Int64
     head = {"file": store.path, "stable": store.stable_json(),
-            "meta": {"page_size": m.page_size, "txid": m.txid, "root": m.root,
-                     "freelist": m.freelist, "pgid": m.pgid}}
-    sys.stdout.write(json.dumps(head) + "\n")
+            "meta": {"page_size": m.page_size, "txid": u64(m.txid), "root": u64(m.root),
+                     "freelist": u64(m.freelist), "pgid": u64(m.pgid)}}
+    sys.stdout.write(jsonform.dumps(head) + "\n")
     for log in store.logs:
         if _wanted(log, args):
-            sys.stdout.write(json.dumps({"file": store.path, **log.to_json_dict()}) + "\n")
+            sys.stdout.write(jsonform.dumps({"file": store.path, **log.to_json_dict()}) + "\n")
 
 
 def _summary(d: dict[str, Any]) -> str:

@@ -4,11 +4,19 @@
 Parquet (payload binary); both hold one record per message, the fields of
 `lbparse capture`, and every lbparse reader accepts them like a pcap.
 Recording stops after --count messages, after --duration seconds, on
-Ctrl-C / SIGTERM, or when a lost server does not come back within
---reconnect-timeout; the file is complete and readable in every case.
+Ctrl-C, SIGTERM or SIGHUP, or when a lost server does not come back
+within --reconnect-timeout; every message received is written first, and
+the file is complete and readable in every case (a second signal stops
+at once: what was received and not written is counted and said).
+Decoding and writing run off the network reader: a backlog in memory,
+spilled to a private temporary file past --backlog-mb, so the server
+never drops the recorder as a slow consumer, whatever the rate.
 A lost connection is said on stderr when it happens and when it comes
-back (see `lbparse tap --help`); the exit status is then 1: messages
-published meanwhile are not in the file.
+back (see `lbparse tap --help`). Exit status: 0 when the file holds every
+message the subscription could have received, 1 when messages may be
+missing (a lost connection, messages dropped by the client library,
+received ones not written), with a line saying which; 2 on bad arguments
+or when the server cannot be reached.
 
 examples:
   lbparse record nats://127.0.0.1:4222 'foo.>' -o traffic.parquet --duration 60
@@ -21,7 +29,8 @@ import argparse
 import sys
 
 from lbparse.capture.reader import default_layout
-from lbparse.capture.records import JsonlRecordWriter, Record, record_writer
+from lbparse.capture.recordings import JsonlRecordWriter, record_writer
+from lbparse.capture.records import Record
 from lbparse.cli.common import add_layout_argument
 from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, live_session
 
@@ -49,5 +58,11 @@ def run(args: argparse.Namespace) -> int:
         result = live_session(NAME, args, write)
     finally:
         writer.close()  # whatever happened: a whole file of what was received
-    print(f"lbparse record: {result.summary()} to {args.output}", file=sys.stderr)
-    return 0 if result.complete else 1
+    extra = "" if result.written == result.messages else f" ({result.written} written)"
+    if result.spilled:
+        extra += f" ({result.spilled} by way of the spill file)"
+    print(f"lbparse record: {result.summary()} to {args.output}{extra}", file=sys.stderr)
+    if result.complete:
+        return 0
+    print(f"lbparse record: {args.output} MAY BE MISSING MESSAGES (see above)", file=sys.stderr)
+    return 1

@@ -40,14 +40,13 @@ examples:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 from typing import Any, Iterator, TextIO
 
+from lbparse.cli import output
 from lbparse.commitlog import CommitLogEntry
-from lbparse.cli.pipe import closed_pipe
-from lbparse.storage.datadir import PartitionDir, find_partitions
+from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT
 from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
@@ -85,13 +84,7 @@ def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[Parti
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except BrokenPipeError:
-        return closed_pipe()
-
-
-def _run(args: argparse.Namespace) -> int:
+    # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
     try:
         parts = _selected(find_partitions(args.paths), args)
     except StorageError as exc:
@@ -130,6 +123,9 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     problems = 0
     for part in parts:
         shown = False
+        for f in unreadable_files(part):
+            problems += 1
+            print(f.line(), file=sys.stderr)
         for base, n, reading in _readings(part, args):
             for f in reading.damage:
                 problems += 1
@@ -204,15 +200,8 @@ def _deep(stream: str, value: bytes | None) -> dict[str, Any] | None:
 
 
 def rfc3339(ns: int | None) -> str:
-    """Unix nanoseconds as an RFC 3339 UTC time (the number itself when out of range)."""
-    if ns is None:
-        return "-"
-    try:
-        secs, frac = divmod(ns, 1_000_000_000)
-        t = datetime.datetime.fromtimestamp(secs, datetime.timezone.utc)
-    except (OverflowError, ValueError, OSError):
-        return str(ns)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{frac:09d}Z"
+    """Unix nanoseconds as an RFC 3339 UTC time; "-" for none."""
+    return "-" if ns is None else output.rfc3339(int(ns))
 
 
 def _text(data: bytes | None, width: int = VALUE_WIDTH) -> str:

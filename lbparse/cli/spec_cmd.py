@@ -5,8 +5,11 @@ Use --json for a machine-readable copy of the same tables.
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import json
+from typing import Any
 
 from lbparse.layouts import LAYOUTS
 
@@ -18,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
 
 
-def as_json() -> dict:
+def as_json() -> dict[str, Any]:
     return {
         name: {
             "byte7": lay.byte7,

@@ -9,9 +9,15 @@ When the connection is lost, the tap says so on stderr (when, why), and
 reconnects as the NATS clients do, for at most --reconnect-timeout
 seconds; back, it says after how long and about how many messages may
 have been published meanwhile (NATS does not redeliver them: an estimate
-at the rate seen before). Exit status: 0 when nothing can be missing, 1
-when the connection was lost at any time (or never came back), 2 when it
-could not be made at all.
+at the rate seen before). Messages are decoded and printed off the
+network reader (a backlog in memory, spilled to a private file past
+--backlog-mb), so the server never drops the tap as a slow consumer.
+Ctrl-C, SIGTERM and SIGHUP stop it after printing what was received; a
+second signal stops at once. Exit status: 0 when nothing can be missing,
+1 when messages may be missing (the connection could not be made, was
+lost at any time or never came back, the client library dropped some, or
+some received were not printed), 2 for a bad argument (an invalid subject
+or URL).
 
 examples:
   lbparse tap nats://127.0.0.1:4222 'foo.>'
@@ -23,16 +29,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from typing import Callable
 
+from lbparse import jsonform
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
-from lbparse.cli.common import add_layout_argument
-from lbparse.live import (DEFAULT_RECONNECT_TIMEOUT, ConnectOptions, LiveResult, shown_url,
-                          subscribe)
+from lbparse.cli.common import add_layout_argument, server_url, subject
+from lbparse.cli.status import DataError
+from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, ConnectOptions,
+                          LiveResult, shown_url, subscribe)
 
 NAME = "tap"
 HELP = "subscribe to a NATS server and print each message decoded"
@@ -40,8 +47,9 @@ HELP = "subscribe to a NATS server and print each message decoded"
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options."""
-    p.add_argument("server", metavar="nats://HOST:PORT", help="the NATS server URL")
-    p.add_argument("subjects", nargs="+", metavar="SUBJECT",
+    p.add_argument("server", metavar="nats://HOST:PORT", type=server_url,
+                   help="the NATS server URL (also tls://, ws://, wss://; HOST:PORT means nats://)")
+    p.add_argument("subjects", nargs="+", metavar="SUBJECT", type=subject,
                    help="subjects to subscribe to (NATS wildcards * and >)")
     p.add_argument("--count", type=int, metavar="N", help="stop after N messages")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
@@ -59,6 +67,11 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=5.0, metavar="S",
                    help="connect timeout (default 5 s)")
     g.add_argument("--connection-name", default="lbparse", help="connection name the server shows")
+    p.add_argument("--backlog-mb", type=float, default=DEFAULT_BACKLOG_BYTES / (1 << 20),
+                   metavar="MB", help="messages received and not yet decoded and written are "
+                   "held in memory up to MB, then spilled to a private temporary file: the "
+                   "network is never kept waiting, nothing received is dropped (default "
+                   f"{DEFAULT_BACKLOG_BYTES >> 20})")
     g.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT,
                    metavar="S", help="after a lost connection, try to reconnect for S seconds, "
                    f"then give up with exit status 1 (default {DEFAULT_RECONNECT_TIMEOUT:g}; "
@@ -70,6 +83,8 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
         raise ValueError("--count must be at least 1")
     if args.reconnect_timeout < 0:
         raise ValueError("--reconnect-timeout must be 0 or more seconds")
+    if args.backlog_mb <= 0:
+        raise ValueError("--backlog-mb must be more than 0")
     return ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
                           password=args.password, token=args.token, tlscert=args.tlscert,
                           tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
@@ -91,12 +106,19 @@ def event_printer(command: str) -> Callable[[str], None]:
 
 def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Record], None]
                  ) -> LiveResult:
-    """Run the subscription of `args` (tap and record share it)."""
-    return asyncio.run(subscribe(
-        args.server, args.subjects, on_record, options=connect_options(args),
-        layout=args.layout, count=args.count, duration=args.duration,
-        on_ready=lambda: ready_message(command, args), reconnect_timeout=args.reconnect_timeout,
-        on_event=event_printer(command)))
+    """Run the subscription of `args` (tap and record share it). A server that
+    cannot be reached is a DataError: one line, status 1 (as the nats CLI)."""
+    try:
+        return asyncio.run(subscribe(
+            args.server, args.subjects, on_record, options=connect_options(args),
+            layout=args.layout, count=args.count, duration=args.duration,
+            on_ready=lambda: ready_message(command, args),
+            reconnect_timeout=args.reconnect_timeout, on_event=event_printer(command),
+            backlog_bytes=int(args.backlog_mb * (1 << 20))))
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise DataError(str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     connect_options(args)  # the options' errors before anything starts
 
     def show(rec: Record) -> None:
-        line = (json.dumps(rec.to_json_dict(), ensure_ascii=False) if args.format == "jsonl"
+        line = (jsonform.dumps(rec.to_json_dict()) if args.format == "jsonl"
                 else table_row(rec))
         sys.stdout.write(line + "\n")
         sys.stdout.flush()

@@ -30,8 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message as ProtoMessage
 
-from lbparse.payloads import REPLICATION_RESPONSE
+from lbparse.payloads import REPLICATION_RESPONSE, descriptor_of
 from lbparse.pipeline.wirescan import enum_names, scatter
 
 __all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]
@@ -76,7 +77,7 @@ def _numeric(fd: FieldDescriptor, typ: pa.DataType, nullable_default: bool) -> B
 
 
 def _values(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool
-            ) -> Callable[[list], pa.Array]:
+            ) -> Callable[[list[Any]], pa.Array]:
     """Builds an array of plain field values (repeated elements, map keys/values)."""
     if fd.type in _NUMERIC:
         read, store = _NUMERIC[fd.type]
@@ -256,11 +257,11 @@ class ReplicationResponseBuilder:
                                           fields=self.entry_fields)
 
 
-def builder_for(payload_type: str, arrow_type: pa.StructType, cls: type | None,
+def builder_for(payload_type: str, arrow_type: pa.StructType, cls: type[ProtoMessage] | None,
                 emit_defaults: bool = False) -> Any:
     """The builder of a payload type's struct column (`cls`: its protobuf class)."""
     if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no protobuf class")
-    return struct_builder(cls.DESCRIPTOR, arrow_type, emit_defaults)
+    return struct_builder(descriptor_of(cls), arrow_type, emit_defaults)

@@ -207,7 +207,7 @@ def _assemble(arrow_type: pa.StructType, data: np.ndarray, k: int, ok: np.ndarra
         pa.array(h_off), pa.StructArray.from_arrays(
             [keys, _binary(data, h["vstart"], h["vlen"], None, pa.binary())],
             fields=[hstruct.field(0), hstruct.field(1)]), type=headers_type)
-    mv = memoryview(data)
+    mv = memoryview(np.ascontiguousarray(data).data)
     crc_ok = np.fromiter(map(_crc32c.crc32c, map(mv.__getitem__, map(
         slice, (e["body"] + _BODY["crc32c"].size).tolist(), e["bend"].tolist()))), np.int64,
         count=m) == e["crc"]  # the CRC covers the body after itself

@@ -9,11 +9,14 @@ more. tests/test_kernels.py holds the two equal.
 
 from __future__ import annotations
 
+from typing import Any
+
 import crc32c as _crc32c
 import numpy as np
 
+_native: Any
 try:
-    from lbparse.pipeline import _kernels as _native
+    from lbparse.pipeline import _kernels as _native  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built (no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip)
     _native = None
 
@@ -41,7 +44,7 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"range {i} is [{s[i]}, {e[i]}), outside the "
                          f"{len(data)} bytes of data")
-    mv = memoryview(np.ascontiguousarray(data, np.uint8))
+    mv = memoryview(np.ascontiguousarray(data, np.uint8).data)
     crc = _crc32c.crc32c
     return np.fromiter(map(crc, map(mv.__getitem__, map(slice, s.tolist(), e.tolist()))),
                        np.int64, count=len(s))

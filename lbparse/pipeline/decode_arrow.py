@@ -40,6 +40,7 @@ import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.api import decode, decode_header
@@ -50,7 +51,7 @@ from lbparse.errors import EnvelopeError
 from lbparse.generation import GenerationContext, proof_label, proves
 from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.commitscan import decode_replication
 from lbparse.pipeline.crc import crc32c_ranges
@@ -221,7 +222,7 @@ class BatchDecoder:
                 if ptype == REPLICATION_RESPONSE:
                     arr, ok = decode_replication(typ, data, starts, ends)
                 else:
-                    arr, ok = decode_structs(self.typed[ptype].DESCRIPTOR, typ, data, starts,
+                    arr, ok = decode_structs(self._descriptor(ptype), typ, data, starts,
                                              ends, self.options.emit_defaults, clean=clean)
                 if len(arr) == k and len(ok) == k and arr.type == typ:
                     return arr, ok
@@ -310,9 +311,10 @@ class BatchDecoder:
         for k, byte in enumerate(MAGIC):
             magic &= b[k] == byte
         flags = b[FLAGS_OFFSET].astype(np.int32)
-        crc = np.zeros(len(lens), np.int64)
-        for k in range(CRC_OFFSET, _HEADER_AND_CRC):  # big-endian, as the spec declares it
-            crc = (crc << 8) | b[k].astype(np.int64)
+        crc = b[CRC_OFFSET].astype(np.int64)
+        for k in range(CRC_OFFSET + 1, _HEADER_AND_CRC):  # big-endian, as the spec declares it
+            crc <<= 8  # in place: as fast as the expression of four bytes it replaced
+            crc |= b[k]
         return {"lens": lens, "magic": magic, "version": b[VERSION_OFFSET].astype(np.int32),
                 "hl": b[HEADER_LEN_OFFSET].astype(np.int32), "flags": flags,
                 "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
@@ -323,7 +325,7 @@ class BatchDecoder:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
-        take = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
+        take: np.ndarray = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
             np.where(crc_flag, hl == CRC_HEADER_LEN, hl == HEADER_SIZE) & (hdr["lens"] >= hl) & \
             (hdr["lens"] - hl <= _MAX_PAYLOAD) & self.v0_known[hdr["byte7"]]
         crc_rows = np.flatnonzero(take & crc_flag)
@@ -484,6 +486,12 @@ class BatchDecoder:
 
     # -- typed columns -----------------------------------------------------
 
+    def _descriptor(self, ptype: str) -> Descriptor:
+        cls = self.typed[ptype]
+        if cls is None:
+            raise ValueError(f"payload type {ptype!r} has no protobuf class")
+        return descriptor_of(cls)
+
     def _builder(self, ptype: str, typ: pa.DataType) -> Any:
         b = self._builders.get(ptype)
         if b is None:
@@ -504,7 +512,7 @@ class BatchDecoder:
             if code is None:
                 continue
             mine = np.flatnonzero((codes == code) & (rows.pend >= 0))
-            cls = self.typed[ptype] or ReplicationResponse
+            cls: type = self.typed[ptype] or ReplicationResponse
 
             def objects() -> list[int]:
                 # Decoded objects of this column's class (a FlatBuffers table

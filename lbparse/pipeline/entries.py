@@ -36,7 +36,8 @@ from lbparse.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import message_class
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
-                                     looks_like_partition, partition_number, segment_name)
+                                     looks_like_partition, partition_number, segment_name,
+                                     unreadable_files)
 from lbparse.storage.errors import StorageError
 from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
 from lbparse.storage.values import KNOWN_STREAMS
@@ -112,6 +113,9 @@ def plan_storage(path: str) -> list["Unit"] | None:
         return None
     units = []
     for part in parts:
+        for f in unreadable_files(part):  # never opened: a FIFO blocks its opener
+            units.append(Unit(os.path.abspath(f.path), "missing", 0, 0,
+                              error=("input:unreadable", f"{f.path}: {f.message}")))
         for seg in part.segments:
             if seg.log is None:
                 continue

@@ -40,7 +40,8 @@ from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "PipelineOptions", "group_units", "main", "run"]
+__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "JobFailed", "PipelineOptions", "group_units", "main",
+           "run"]
 
 MESSAGES_DIR = "messages"
 SUMMARY_FILE = "summary.json"
@@ -48,6 +49,17 @@ SUMMARY_FILE = "summary.json"
 # most (larger files are never split but their own task).
 MIN_TASK_BYTES = 1 << 20
 MAX_TASK_BYTES = 128 << 20
+
+
+class JobFailed(RuntimeError):
+    """The run itself failed (Spark, a worker, the output's filesystem), as
+    opposed to a run that finished and found bad data: nothing was
+    committed, and DIR/summary.json says so (`outcome` "failed"). The cause
+    is chained (`__cause__`)."""
+
+    def __init__(self, message: str, summary_path: str | None) -> None:
+        super().__init__(message)
+        self.summary_path = summary_path
 
 
 @dataclass(frozen=True)
@@ -135,12 +147,17 @@ def run(spark: "SparkSession", options: PipelineOptions,
             fs.create_dir(entries_dest, recursive=True)
             commit(fs, entries_dest, entries_temporary_path, entry_files,
                    dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
-    except BaseException:
+    except BaseException as exc:
         # A failed run leaves nothing, so that the next one starts clean
         # (issue #12: its half-made DIR/messages made the re-run refuse).
         discard(fs, dest)
         discard(fs, entries_dest)
-        raise
+        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not a crash
+            raise
+        reason = _first_line(exc)
+        written = _write_failed_summary(options, units, messages, reason,
+                                        time.monotonic() - start)
+        raise JobFailed(f"the job failed ({type(exc).__name__}): {reason}", written) from exc
     finally:
         discard(fs, temporary_path)  # no half-written files either way
         discard(fs, entries_temporary_path)
@@ -152,6 +169,35 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                  files_written=len(files) + len(entry_files))
     write_summary(summary, _join(options.out, SUMMARY_FILE))
     return summary
+
+
+def _first_line(exc: BaseException) -> str:
+    """What went wrong, in a line: a Spark failure's text is a JVM stack trace
+    (py4j's own first line only names the call; the Java exception says why)."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        text = str(java.toString() if java is not None else exc).strip()
+    except Exception:  # noqa: BLE001  the JVM may be gone already
+        text = str(exc).strip()
+    text = text or type(exc).__name__
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "File ")):
+            return line[:500]
+    return text[:500]
+
+
+def _write_failed_summary(options: PipelineOptions, units: Sequence[Unit], output: str,
+                          reason: str, seconds: float) -> str | None:
+    """DIR/summary.json for a run that did not finish; its path, or None if it
+    could not be written (the same filesystem may be what failed)."""
+    location = _join(options.out, SUMMARY_FILE)
+    try:
+        write_summary(Summary.failed(units, output, options.decode.layout, seconds, reason),
+                      location)
+    except Exception:  # noqa: BLE001  the failure being reported comes first
+        return None
+    return location
 
 
 def unfinished(fs: FileSystem, dest: str) -> bool:

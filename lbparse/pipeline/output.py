@@ -69,7 +69,8 @@ def partition_dir(column: str, value: str | None) -> str:
 def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem of a path or URI, and the path in it (local paths made absolute)."""
     if "://" in path:
-        return pafs.FileSystem.from_uri(path)
+        fs, inner = pafs.FileSystem.from_uri(path)
+        return fs, str(inner)
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 

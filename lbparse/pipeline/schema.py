@@ -21,7 +21,7 @@ decoded payload is lost; opaque `bytes` payloads are the `payload` column.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType,
@@ -31,7 +31,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, Dou
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.layouts import LAYOUTS
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE
+from lbparse.capture import fields
+from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> DataType | None:
         raise ValueError(f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
                          "(spark-protobuf refuses it too)")
     mt = fd.message_type
+    assert mt is not None  # a message field has its message type
     if mt.full_name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         # Spark maps these to timestamp / interval; none of Liftbridge's
         # messages use them, so rather than half-support them, say so.
@@ -129,7 +131,7 @@ def _spec_struct(fields: tuple[tuple[str, Any], ...]) -> StructType:
 
 
 REPLICATION_RESPONSE_STRUCT = _spec_struct(REPLICATION_RESPONSE_FIELDS)
-COMMITLOG_ENTRY = REPLICATION_RESPONSE_STRUCT["entries"].dataType.elementType
+COMMITLOG_ENTRY = cast(ArrayType, REPLICATION_RESPONSE_STRUCT["entries"].dataType).elementType
 
 
 def column_for(payload_type: str) -> str:
@@ -148,7 +150,7 @@ def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
 
 
 @lru_cache(maxsize=None)
-def typed_payloads() -> dict[str, type | None]:
+def typed_payloads() -> dict[str, type[ProtoMessage] | None]:
     """Payload types with a struct column -> protobuf class (None for `raw`).
 
     In the order of the layouts' tables (v0's MsgTypes first), so that the
@@ -168,7 +170,7 @@ def payload_struct(payload_type: str) -> StructType:
     cls = typed_payloads().get(payload_type)
     if cls is None:
         raise ValueError(f"payload type {payload_type!r} has no struct column")
-    return message_struct(cls.DESCRIPTOR)
+    return message_struct(descriptor_of(cls))
 
 
 def payload_columns() -> dict[str, str]:
@@ -177,7 +179,9 @@ def payload_columns() -> dict[str, str]:
 
 
 # The Raft RPCs a transport stream message completed (lbparse.raft.RPC), each
-# AppendEntries' log entries with Liftbridge's RaftLog command when it has one.
+# AppendEntries' log entries with Liftbridge's RaftLog command when it has one
+# (the column kind fields.RAFT_RPCS). Terms and indexes are hashicorp/raft's
+# uint64: bigint, wrapping above 2**63 as Spark's uint64 does.
 RAFT_ENTRY = StructType([
     StructField("index", LongType()), StructField("term", LongType()),
     StructField("type", StringType()), StructField("command", StringType()),
@@ -191,18 +195,38 @@ RAFT_RPCS = ArrayType(StructType([
 ]), containsNull=False)
 
 
-# One row per NATS message (or per problem found in an input, see sources.py).
+# The record's columns as Spark types, by their kind (lbparse.capture.fields).
+# Spark's timestamp holds microseconds: a capture time is also kept whole,
+# in integer nanoseconds, as `<name>_ns` beside it.
+_SPARK_TYPES: Mapping[str, DataType] = {
+    fields.TIME_NS: TimestampType(), fields.TEXT: StringType(),
+    fields.OPTIONAL_TEXT: StringType(), fields.BYTES: BinaryType(),
+    fields.HEADERS: ArrayType(StructType([
+        StructField("key", StringType()), StructField("value", StringType())]),
+        containsNull=False),
+    fields.RAFT_RPCS: RAFT_RPCS,
+}
+
+
+def _record_fields(columns: tuple[fields.Column, ...]) -> list[StructField]:
+    out = []
+    for c in columns:
+        out.append(StructField(c.name, _SPARK_TYPES[c.kind]))
+        if c.kind == fields.TIME_NS:
+            out.append(StructField(f"{c.name}_ns", LongType()))
+    return out
+
+
+_PAYLOAD = fields.column("payload")
+
+# One row per NATS message (or per problem found in an input, see sources.py):
+# where it came from, the message as captured (fields.RECORD, the payload
+# last), the envelope header (for an error: as far as it was read), and
+# Liftbridge's own non-envelope traffic (fields.TRAFFIC).
 FIXED_COLUMNS = StructType([
     StructField("source", StringType(), False),        # input file
     StructField("position", LongType(), False),        # row of that file (see sources.py)
-    StructField("ts", TimestampType()),                # capture time
-    StructField("src", StringType()), StructField("dst", StringType()),
-    StructField("direction", StringType()), StructField("verb", StringType()),
-    StructField("subject", StringType()), StructField("reply", StringType()),
-    StructField("sid", StringType()),
-    StructField("headers", ArrayType(StructType([
-        StructField("key", StringType()), StructField("value", StringType())]),
-        containsNull=False)),
+    *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
     StructField("layout", StringType()), StructField("version", IntegerType()),
     StructField("header_len", IntegerType()), StructField("flags", IntegerType()),
     StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
@@ -210,14 +234,9 @@ FIXED_COLUMNS = StructType([
     StructField("payload_type", StringType()),
     StructField("error_kind", StringType()), StructField("error_message", StringType()),
     StructField("warnings", ArrayType(StringType(), containsNull=False)),
-    StructField("payload", BinaryType()),
+    *_record_fields((_PAYLOAD,)),
     StructField("payload_json", StringType()),  # payloads without a struct column below
-    # Liftbridge's own non-envelope traffic (lbparse.traffic): its kind, the
-    # node whose subject it is, the Raft RPCs a message completed, all as JSON.
-    StructField("traffic", StringType()),
-    StructField("traffic_node", StringType()),
-    StructField("raft_rpcs", RAFT_RPCS),
-    StructField("traffic_json", StringType()),
+    *_record_fields(fields.TRAFFIC),
 ])
 
 
@@ -238,8 +257,9 @@ def arrow_output_schema() -> "pa.Schema":
 
 # What the readers (sources.py) hand the decoder: the message as captured,
 # or a problem row with `error_kind` already set and no payload.
-RECORD_COLUMNS = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
-                  "reply", "sid", "headers", "payload", "error_kind", "error_message")
+RECORD_COLUMNS: tuple[str, ...] = ("source", "position",
+                                   *(f.name for f in _record_fields(fields.RECORD)),
+                                   "error_kind", "error_message")
 
 
 @lru_cache(maxsize=None)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator, Mapping
 from urllib.parse import urlparse
+
+from lbparse.scratch import write_private
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -65,13 +66,11 @@ def _loopback(master: str) -> bool:
 
 
 def _log4j_file() -> str:
-    path = os.path.join(tempfile.gettempdir(), f"lbparse-log4j2-{os.getuid()}.properties")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            f.write(_LOG4J)
-        os.replace(tmp, path)
-    return path
+    """Our log4j2 configuration, in a file made fresh in this process's
+    private scratch directory: at a fixed name in the temp directory (as
+    it was), another local user could plant one first and have the JVM log
+    where they chose (issue #19)."""
+    return write_private("log4j2.properties", _LOG4J)
 
 
 def spark_session(master: str | None = None, *, app_name: str = "lbparse pipeline",

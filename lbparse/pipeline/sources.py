@@ -18,7 +18,10 @@ row per problem in the input (`error_kind` "input:KIND", no payload):
   input:unknown_format, input:bad_header, input:bad_block,
   input:unsupported_linktype, input:bad_record
       a capture file that cannot be read on (lbparse.capture.errors);
-  input:unreadable    the file cannot be opened or read (OSError);
+      input:bad_record is also a line (row) of our recordings that is not
+      a record, read past;
+  input:unreadable    the file cannot be opened or read (OSError), or is
+                      not a regular file (a FIFO is never opened);
   input:bad_parquet   a Parquet footer or row group that does not read;
   input:bad_column    the payload column is missing or not binary;
   input:reader_error  anything else the reader raised (a bug: say so).
@@ -30,6 +33,7 @@ key of the output.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -37,10 +41,13 @@ from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
-from lbparse.capture.formats import MISSING, PARQUET, sniff
+from lbparse.capture import columnar, fields
+from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
+from lbparse.limits import Limits
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.pipeline.schema import arrow_record_schema
 
@@ -49,8 +56,13 @@ __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
 PARQUET_UNIT_BYTES = 64 << 20
-# Columns of our own recordings (`lbparse record`) carried over when present.
-CARRIED = ("src", "dst", "direction", "verb", "reply", "sid", "headers")
+# A task's share of a large pcap/pcapng file read by the C capture loop: the
+# driver's index pass cuts it at the first record boundary past every this
+# many bytes (Spark's own default split is 128 MB).
+CAPTURE_UNIT_BYTES = 128 << 20
+# Columns of our own recordings (`lbparse record`) carried over when present:
+# the record's (fields.RECORD) but those every table input names itself.
+CARRIED = tuple(n for n in fields.RECORD_NAMES if n not in ("ts", "subject", "payload"))
 
 
 @dataclass(frozen=True)
@@ -62,6 +74,7 @@ class SourceOptions:
     timestamp_column: str | None = None  # default: "ts", else "timestamp"
     batch_rows: int = DEFAULT_BATCH_ROWS
     unit_bytes: int = PARQUET_UNIT_BYTES  # a task's share of a Parquet file
+    capture_unit_bytes: int = CAPTURE_UNIT_BYTES  # a task's share of a large capture
 
 
 @dataclass
@@ -77,6 +90,13 @@ class Unit:
     first_rows: list[int] | None = None  # index of each row group's first row
     rows: int | None = None  # rows in those row groups
     error: tuple[str, str] | None = None  # found while planning: one problem row
+    # A range of a capture cut by the index pass (columnar.NativeCapture.index):
+    # its first record's offset, the offset it stops before (-1: the end),
+    # its first position, and the reader's state at its start (base64).
+    start: int = 0
+    stop: int = -1
+    first_row: int = 0
+    snapshot: str | None = None
 
     @property
     def key(self) -> str:
@@ -153,6 +173,12 @@ def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
 def _plan_files(paths: list[str], options: SourceOptions) -> list[Unit]:
     units: list[Unit] = []
     for path in _files(paths):
+        if os.path.exists(path) and not regular_file(path):
+            # Never opened: a FIFO blocks the opener until someone writes.
+            units.append(Unit(path, "missing", 0, 0, error=(
+                "input:unreadable", f"{path}: not a regular file (a FIFO, socket or device); "
+                "not read")))
+            continue
         fmt = sniff(path)
         try:
             size = os.path.getsize(path)
@@ -165,8 +191,32 @@ def _plan_files(paths: list[str], options: SourceOptions) -> list[Unit]:
                               error=("input:unreadable", f"{path}: cannot be opened")))
         elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
+        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes \
+                and columnar.available():
+            units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
+    return units
+
+
+def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> list[Unit]:
+    """A large capture as ranges, so that several tasks read it: the index
+    pass (one reading, framing only, in C) cuts it at record boundaries with
+    the reader's state there, and each range's task restores that state and
+    reads on. Together the ranges give exactly one reading's rows."""
+    try:
+        cuts, _ = columnar.NativeCapture(path).index(options.capture_unit_bytes)
+    except (columnar.NativeUnsupported, OSError, CaptureError):
+        return [Unit(path, fmt, size, size)]  # one task reads it, and says what is wrong
+    cuts = [c for c in cuts if c.offset < size]
+    starts = [0, *(c.offset for c in cuts)]
+    stops = [*(c.offset for c in cuts), -1]
+    units = []
+    for i, (start, stop) in enumerate(zip(starts, stops)):
+        cut = cuts[i - 1] if i else None
+        units.append(Unit(path, fmt, size, (size if stop < 0 else stop) - start, i, start=start,
+                          stop=stop, first_row=cut.rows if cut else 0,
+                          snapshot=base64.b64encode(cut.snapshot).decode() if cut else None))
     return units
 
 
@@ -221,7 +271,7 @@ def _column_problem(schema: pa.Schema, options: SourceOptions) -> str | None:
 # -- reading (tasks) -------------------------------------------------------------
 
 class _Problem(NamedTuple):
-    ts: float | None
+    ts: int | None  # nanoseconds
     src: str | None
     dst: str | None
     kind: str
@@ -245,7 +295,7 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.items)
 
-    def problem(self, kind: str, message: str, ts: float | None = None,
+    def problem(self, kind: str, message: str, ts: int | None = None,
                 src: str | None = None, dst: str | None = None) -> None:
         self.items.append(_Problem(ts, src, dst, kind, message))
         self.problems += 1
@@ -263,7 +313,10 @@ class _Rows:
             elif f.name == "position":
                 arrays.append(pa.array(np.arange(self.next, self.next + n, dtype=np.int64)))
             elif f.name == "ts":
-                arrays.append(_timestamps(pa.array(col["ts"], pa.float64())))
+                ts, ts_ns = _times_ns(ns_array(col["ts"]))
+                arrays.append(ts)
+            elif f.name == "ts_ns":
+                arrays.append(ts_ns)
             else:
                 arrays.append(pa.array(col[f.name], f.type))
         self.next += n
@@ -301,14 +354,39 @@ def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
     return col
 
 
-def _timestamps(arr: pa.Array) -> pa.Array:
-    """Capture times (float seconds, or any timestamp) as Spark's timestamp."""
+def ns_array(values: list[int | None]) -> pa.Array:
+    """Capture times (integer nanoseconds) as an int64 array; a time that
+    64 bits do not hold (a damaged capture's clock, past the year 2262) is
+    null there, the row kept. So is -2**63 itself: numpy and pandas read it
+    as NaT (the C capture loop's null, too)."""
+    try:
+        arr = pa.array(values, pa.int64())
+    except (OverflowError, pa.ArrowInvalid):
+        return pa.array([v if v is None or -2**63 < v < 2**63 else None for v in values],
+                        pa.int64())
+    if len(arr) > arr.null_count and pc.min(arr).as_py() == -2**63:
+        arr = pc.if_else(pc.equal(arr, -2**63), pa.scalar(None, pa.int64()), arr)
+    return arr
+
+
+def _times_ns(ns: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """The `ts` and `ts_ns` columns from capture times in integer
+    nanoseconds: Spark's timestamp (microseconds, rounded down) and the
+    nanoseconds whole."""
     typ = arrow_record_schema().field("ts").type
+    null = np.asarray(ns.is_null())
+    micros = np.asarray(ns.fill_null(0), np.int64) // 1000
+    return pa.array(micros, pa.int64(), mask=null).cast(typ), ns
+
+
+def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """`ts` and `ts_ns` from a table's time column: a timestamp of any unit
+    (exact), or numbers of seconds since the epoch."""
     if pa.types.is_timestamp(arr.type):
-        return arr.cast(typ)
+        return _times_ns(arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64()))
     secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
-    micros = np.round(secs * 1e6).astype(np.int64)
-    return pa.array(micros, pa.int64(), mask=np.asarray(arr.is_null())).cast(typ)
+    ns = np.round(secs * 1e9).astype(np.int64)
+    return _times_ns(pa.array(ns, pa.int64(), mask=np.asarray(arr.is_null())))
 
 
 def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
@@ -324,7 +402,72 @@ def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[
         yield from _read_capture(unit, options, stats)
 
 
-def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
+def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
+                  limits: Limits | None = None, native: bool | None = None
+                  ) -> Iterator[pa.RecordBatch]:
+    """The C capture loop when it is built and takes the file, else the
+    reference (`native`: True or False to choose, for tests)."""
+    if native is None:
+        native = columnar.available()
+    if unit.start or unit.stop >= 0:  # a range of a large capture (_plan_capture)
+        cut = columnar.Cut(unit.start, unit.first_row, base64.b64decode(unit.snapshot or ""))
+        capture = columnar.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
+        yield from _read_capture_native(unit, options, stats, capture)
+        return
+    if native:
+        try:
+            capture = columnar.NativeCapture(unit.path, limits=limits)
+        except (columnar.NativeUnsupported, OSError):
+            pass  # the reference reads it, or reports it in its own words
+        else:
+            yield from _read_capture_native(unit, options, stats, capture)
+            return
+    yield from read_capture_reference(unit, options, stats, limits=limits)
+
+
+def _file_problem(unit: Unit, stats: UnitStats, kind: str, message: str, position: int
+                  ) -> pa.RecordBatch:
+    rows = _Rows(unit.path, position)
+    rows.problem(kind, message)
+    stats.file_error = f"{kind}: {message}"
+    return rows.batch()
+
+
+def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
+                         capture: "columnar.NativeCapture") -> Iterator[pa.RecordBatch]:
+    """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
+    position = capture.first
+    problem: tuple[str, str] | None = None
+    try:
+        for batch in capture.batches(arrow_record_schema(), source=unit.path,
+                                     max_rows=options.batch_rows, max_bytes=BATCH_BYTES):
+            position += batch.num_rows
+            yield batch
+    except CaptureError as exc:
+        problem = (f"input:{exc.kind}", str(exc))
+    except OSError as exc:
+        problem = ("input:unreadable", f"{unit.path}: {type(exc).__name__}: {exc}")
+    finally:
+        counts = capture.stats
+        capture.close()
+    stats.packets = counts["packets"]
+    for kind, n in counts["notices"].items():
+        stats.notices[kind] = stats.notices.get(kind, 0) + n
+    stats.gaps += counts["notices"].get("gap", 0)
+    stats.gap_bytes += counts["gap_bytes"]
+    if unit.start or unit.stop >= 0:
+        stats.bytes_read = unit.nbytes  # this range's share of the file
+    elif problem is None:
+        stats.bytes_read = counts["bytes_read"] or unit.size
+    else:
+        stats.bytes_read = counts["bytes_read"]
+    if problem is not None:
+        yield _file_problem(unit, stats, *problem, position)
+
+
+def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats, *,
+                           limits: Limits | None = None) -> Iterator[pa.RecordBatch]:
+    """The rows of a capture read by lbparse.capture's Python reader: the reference."""
     rows = _Rows(unit.path, 0)
     pending: list[Notice] = []
     reader: CaptureReader | None = None
@@ -336,7 +479,7 @@ def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         pending.clear()
 
     try:
-        reader = CaptureReader(unit.path, decode=False, on_notice=pending.append)
+        reader = CaptureReader(unit.path, decode=False, on_notice=pending.append, limits=limits)
         limit = options.batch_rows
         items = rows.items
         start = 0
@@ -434,11 +577,14 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
     schema = arrow_record_schema()
     n = batch.num_rows
     arrays = []
+    times = _ts_column(batch.column(wanted["ts"]), wanted["ts"]) if "ts" in wanted else None
     for f in schema:
         if f.name == "source":
             arrays.append(pa.repeat(pa.scalar(path, pa.string()), n))
         elif f.name == "position":
             arrays.append(pa.array(np.arange(first, first + n, dtype=np.int64)))
+        elif f.name in ("ts", "ts_ns") and times is not None:
+            arrays.append(times[f.name == "ts_ns"])
         elif f.name in wanted:
             col = batch.column(wanted[f.name])
             arrays.append(_convert(f, col, wanted[f.name]))
@@ -447,13 +593,15 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _ts_column(col: pa.Array, name: str) -> tuple[pa.Array, pa.Array]:
+    if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
+            or pa.types.is_floating(col.type)):
+        raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
+                           "seconds since the epoch")
+    return _table_times(col)
+
+
 def _convert(f: pa.Field, col: pa.Array, name: str) -> pa.Array:
-    if f.name == "ts":
-        if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
-                or pa.types.is_floating(col.type)):
-            raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
-                               "seconds since the epoch")
-        return _timestamps(col)
     if col.type == f.type:
         return col
     try:

@@ -65,7 +65,7 @@ def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
 def count_entry_problems(batch: Any) -> int:
     """Rows about damage in a segment rather than a stored entry."""
     kinds = batch.column("error_kind")
-    return len(kinds) - kinds.null_count
+    return int(len(kinds) - kinds.null_count)
 
 
 def count_problems(batch: Any) -> int:
@@ -130,6 +130,28 @@ class Summary:
     seconds: float = 0.0
     rows_written: int | None = None  # rows in the Parquet files (None: not known)
     files_written: int = 0
+    error: str | None = None  # why the job failed (then nothing was written)
+
+    @classmethod
+    def failed(cls, units: Iterable[Any], output: str, layout: str, seconds: float,
+               error: str) -> "Summary":
+        """A run that did not finish: the inputs it planned, nothing read."""
+        files: dict[str, FileSummary] = {}
+        for unit in units:
+            if unit.path not in files:
+                files[unit.path] = FileSummary(unit.path, unit.format, unit.size)
+        return cls(list(files.values()), output, layout, seconds, 0, 0, error)
+
+    @property
+    def outcome(self) -> str:
+        """"failed": the job did not finish (a crash, not the data's fault);
+        "problems": it finished and the inputs had problems (or the counts do
+        not add up); "ok": every input read whole."""
+        if self.error is not None:
+            return "failed"
+        if self.totals()["problems"] or self.checks():
+            return "problems"
+        return "ok"
 
     @classmethod
     def from_units(cls, units: Iterable[Any], counts: dict[str, dict[str, Any]], output: str,
@@ -165,8 +187,11 @@ class Summary:
         return t
 
     def checks(self) -> list[str]:
-        """Where the counts do not add up (an empty list: they all do)."""
-        bad = []
+        """Where the counts do not add up (an empty list: they all do; a
+        failed run counted nothing, so there is nothing to add up)."""
+        bad: list[str] = []
+        if self.error is not None:
+            return bad
         for f in self.files:
             if f.units_missing:
                 bad.append(f"{f.path}: counts of {f.units_missing} of its parts never came back")
@@ -187,9 +212,13 @@ class Summary:
         return self.totals()["rows"] / self.seconds if self.seconds else 0.0
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"output": self.output, "layout": self.layout, "seconds": round(self.seconds, 3),
-                "rows_per_second": round(self.rows_per_second, 1), "totals": self.totals(),
-                "checks": self.checks(), "files": [asdict(f) for f in self.files]}
+        d = {"outcome": self.outcome, "output": self.output, "layout": self.layout,
+             "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
+             "totals": self.totals(), "checks": self.checks(),
+             "files": [asdict(f) for f in self.files]}
+        if self.error is not None:
+            d["error"] = self.error
+        return d
 
     def table(self, max_files: int = 40) -> str:
         """The summary for people: one line per file, the totals, the breakdowns."""

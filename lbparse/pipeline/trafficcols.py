@@ -8,20 +8,22 @@ or an inbox that may carry a handshake's reply.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lbparse.capture import fields
 from lbparse.capture.records import STATUS
+from lbparse.jsonform import dumps
 from lbparse.pipeline.schema import arrow_output_schema
+from lbparse.raft.msgpack_structs import json_fields
 from lbparse.traffic import TrafficReader
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
 
-TRAFFIC_COLUMNS = ("traffic", "traffic_node", "raft_rpcs", "traffic_json")
+TRAFFIC_COLUMNS: tuple[str, ...] = tuple(c.name for c in fields.TRAFFIC)
 
 
 def _candidates(records: pa.RecordBatch, reader: TrafficReader) -> np.ndarray:
@@ -35,13 +37,18 @@ def _candidates(records: pa.RecordBatch, reader: TrafficReader) -> np.ndarray:
     return np.asarray(maybe.fill_null(False))
 
 
+def _bigint(n: int | None) -> int | None:
+    """A uint64 (term, index) as Spark's bigint holds it: above 2**63, wrapped
+    (as Spark's uint64 and the commit-log struct's are), never a failed batch."""
+    return n if n is None or n < 2**63 else n - 2**64
+
+
 def _rpc(r: Any) -> dict[str, Any]:
-    return {"role": r.role, "rpc": r.rpc, "term": r.term, "node": r.node, "error": r.error,
-            "fields_json": json.dumps(r.fields, ensure_ascii=False),
-            "entries": [{"index": e.index, "term": e.term, "type": e.type_name,
+    return {"role": r.role, "rpc": r.rpc, "term": _bigint(r.term), "node": r.node,
+            "error": r.error, "fields_json": dumps(json_fields(r.struct, r.fields)),
+            "entries": [{"index": _bigint(e.index), "term": _bigint(e.term), "type": e.type_name,
                          "command": (e.command.name or e.command.op) if e.command else None,
-                         "command_json": (json.dumps(e.command.to_json_dict(),
-                                                     ensure_ascii=False)
+                         "command_json": (dumps(e.command.to_json_dict())
                                           if e.command else None)} for e in r.entries]}
 
 
@@ -69,9 +76,11 @@ def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str,
                 continue
             kinds[i], nodes[i] = t.kind, t.node
             rpcs[i] = [_rpc(r) for r in t.rpcs]
-            texts[i] = json.dumps(t.to_json_dict(), ensure_ascii=False)
+            texts[i] = dumps(t.to_json_dict())
     if not any(k is not None for k in kinds):
         return {name: pa.nulls(n, schema.field(name).type) for name in TRAFFIC_COLUMNS}
-    return {"traffic": pa.array(kinds, pa.string()), "traffic_node": pa.array(nodes, pa.string()),
-            "raft_rpcs": pa.array(rpcs, schema.field("raft_rpcs").type),
-            "traffic_json": pa.array(texts, pa.string())}
+    # By the table's names (fields.TRAFFIC): a column added there and not filled
+    # here is a KeyError, not a column silently null.
+    values: dict[str, list[Any]] = {"traffic": kinds, "traffic_node": nodes, "raft_rpcs": rpcs,
+                                    "traffic_json": texts}
+    return {name: pa.array(values[name], schema.field(name).type) for name in TRAFFIC_COLUMNS}

@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+_kernels: Any
 try:
-    from lbparse.pipeline import _kernels
+    from lbparse.pipeline import _kernels  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
@@ -273,8 +274,10 @@ def _slot_table(known: tuple[int, ...]) -> np.ndarray:
 def _distinct(field: np.ndarray, hi: int) -> list[int]:
     """The distinct field numbers of a step, ascending."""
     if hi < 1 << 12:  # the usual: counting beats hashing
-        return np.flatnonzero(np.bincount(field, minlength=hi + 1)).tolist()
-    return np.unique(field).tolist()
+        found: list[int] = np.flatnonzero(np.bincount(field, minlength=hi + 1)).tolist()
+    else:
+        found = np.unique(field).tolist()
+    return found
 
 
 @lru_cache(maxsize=None)
@@ -421,8 +424,10 @@ class _Decoder:
         if null is not None and not null.any():
             null = None
         if t == F.TYPE_ENUM:
-            if fd.enum_type.is_closed:  # unknown numbers go to unknown fields: upb's call
-                known = np.isin(vals, [v.number for v in fd.enum_type.values])
+            enum = fd.enum_type
+            assert enum is not None  # an enum field has its enum
+            if enum.is_closed:  # unknown numbers go to unknown fields: upb's call
+                known = np.isin(vals, [v.number for v in enum.values])
                 if not known.all():
                     self.bad[(rows if dense else np.arange(k))[~known]] = True
             return enum_names(fd.enum_type, vals, null)
@@ -535,12 +540,21 @@ def _mark_unknown(dec: _Decoder, known: set[int]) -> None:
 
 def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
                    starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
-                   clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
+                   clean: bool = False, native: bool = True) -> tuple[pa.StructArray, np.ndarray]:
     """The messages `data[starts[i]:ends[i]]` as a struct column of len(starts),
     and `ok`: False for the messages left to upb (their slots hold nulls).
 
     `clean=True` also leaves out every message with a top-level field the
     type does not declare: an `ok` message is then one whose every field
     has a number and wire type of its type, what `payloads.fits_cleanly`
-    says of upb's parse (layout="auto" trusts a payload on that evidence)."""
+    says of upb's parse (layout="auto" trusts a payload on that evidence).
+
+    The C reader (wirescan_native, when setup.py built it) does this in one
+    pass per batch; the numpy reader here is the reference (`native=False`)."""
+    if native and len(starts):
+        from lbparse.pipeline import wirescan_native
+
+        if wirescan_native.available():
+            return wirescan_native.decode_structs(descriptor, arrow_type, data, starts, ends,
+                                                  emit_defaults, clean)
     return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults, clean=clean)

@@ -22,6 +22,7 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message as ProtoMessage
 
+from lbparse.jsonform import Int64
 from lbparse.payloads import message_class
 from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import StructValue, read_object, read_struct, text
@@ -97,10 +98,13 @@ class LogEntry:
         return log_type_name(self.type)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """Index, term (uint64) and appended_at (Unix ns) are `Int64`: decimal
+        strings in JSON (lbparse.jsonform)."""
         d: dict[str, Any] = {
-            "index": self.index, "term": self.term, "type": self.type,
+            "index": Int64(self.index), "term": Int64(self.term), "type": self.type,
             "type_name": self.type_name, "data": _b64(self.data),
-            "extensions": _b64(self.extensions), "appended_at": self.appended_at,
+            "extensions": _b64(self.extensions),
+            "appended_at": None if self.appended_at is None else Int64(self.appended_at),
         }
         if self.command is not None:
             d["command"] = self.command.to_json_dict()

@@ -17,10 +17,12 @@ from typing import Any, Callable
 
 import msgpack  # type: ignore[import-untyped]  # no type stubs
 
+from lbparse.jsonform import Int64
 from lbparse.raft.errors import RaftError
 from lbparse.raft.tables import STRUCTS, FieldSpec
 
-__all__ = ["StructValue", "go_time_ns", "read_object", "read_struct", "text"]
+__all__ = ["StructValue", "go_time_ns", "json_fields", "read_object", "read_struct", "text",
+           "wide_keys"]
 
 # Go's time.MarshalBinary counts seconds from January 1 of year 1 (UTC).
 _GO_TO_UNIX = 62_135_596_800
@@ -217,3 +219,17 @@ def base_keys(name: str) -> frozenset[str]:
 @lru_cache(maxsize=None)
 def all_keys(name: str) -> frozenset[str]:
     return frozenset(f.key for f in STRUCTS[name])
+
+
+@lru_cache(maxsize=None)
+def wide_keys(name: str) -> frozenset[str]:
+    """The keys of `name` that hold 64-bit integers: spec/raft.ksy's uint and
+    int without an enum (Go uint64, int64, int: terms, indexes, sizes)."""
+    return frozenset(f.key for f in STRUCTS[name] if f.type in ("uint", "int") and f.enum is None)
+
+
+def json_fields(name: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A struct's fields for its JSON: 64-bit integers as `Int64`, which
+    lbparse.jsonform writes as decimal strings (lbparse's JSON convention)."""
+    wide = wide_keys(name)
+    return {k: Int64(v) if k in wide and type(v) is int else v for k, v in fields.items()}

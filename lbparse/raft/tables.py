@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from lbparse_generated import raft_tables as _raw  # type: ignore[import-untyped]
+from lbparse_generated import raft_tables as _raw
 
 __all__ = ["COMMANDS", "Command", "FieldSpec", "LOG_TYPES", "RPC_TYPES", "RpcType",
            "STRUCTS", "SUFFRAGES", "SUBJECTS", "log_type_name", "suffrage_name"]

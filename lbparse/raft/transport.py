@@ -27,8 +27,8 @@ from typing import Any
 
 from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
 from lbparse.raft.errors import RaftError
-from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, key_name,
-                                          read_object, read_struct, text)
+from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, json_fields,
+                                          key_name, read_object, read_struct, text)
 from lbparse.raft.tables import RPC_TYPES, RpcType
 
 __all__ = ["REQUEST", "RESPONSE", "Chunk", "RPC", "StreamDecoder", "decode_request",
@@ -78,7 +78,8 @@ class RPC:
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "rpc": self.rpc, "rpc_type": self.rpc_type,
-                             "struct": self.struct, "fields": self.fields}
+                             "struct": self.struct, "fields": json_fields(self.struct,
+                                                                          self.fields)}
         if self.role == REQUEST and self.rpc_type == 0:
             d["entries"] = [e.to_json_dict() for e in self.entries]
         if self.error is not None:

@@ -99,7 +99,11 @@ def read_partition_dir(path: Path, node: str, stream: str) -> PartitionDir:
     segments: dict[int, SegmentFiles] = {}
     for child in sorted(path.iterdir()):
         parsed = segment_name(child.name)
-        if parsed:
+        if not child.is_file():
+            # A FIFO (or socket, device) named like one of Liftbridge's files:
+            # never opened, opening it blocks until someone writes (issue #19).
+            part.other_files.append(child)
+        elif parsed:
             seg = segments.setdefault(parsed[0], SegmentFiles(parsed[0]))
             if parsed[1] == LOG_SUFFIX:
                 seg.log = child
@@ -229,5 +233,16 @@ def unexpected_files(part: PartitionDir) -> list[Finding]:
     """Files in a partition directory that Liftbridge does not leave there."""
     return [Finding(str(p), None, "bad_file",
                     "not a segment or checkpoint file (an interrupted compaction or "
-                    "truncation leaves .cleaned/.truncated files)")
+                    "truncation leaves .cleaned/.truncated files)" if p.is_file() or p.is_dir()
+                    else _NOT_REGULAR)
             for p in part.other_files]
+
+
+_NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
+
+
+def unreadable_files(part: PartitionDir) -> list[Finding]:
+    """Files of a partition that are not regular files (a FIFO named like a
+    segment): never opened, since opening a FIFO blocks until someone writes."""
+    return [Finding(str(p), None, "bad_file", _NOT_REGULAR)
+            for p in part.other_files if not p.is_file() and not p.is_dir()]

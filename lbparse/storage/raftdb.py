@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lbparse.jsonform import Int64
 from lbparse.raft import LogEntry, RaftError, decode_log_entry
 from lbparse.storage.bbolt import BoltDB, Meta
 from lbparse.storage.errors import Finding, StorageError
@@ -38,7 +39,8 @@ class StoredLog:
     def to_json_dict(self) -> dict[str, Any]:
         if self.entry is not None:
             return self.entry.to_json_dict()
-        return {"index": self.index, "key_hex": self.key.hex(), "error": self.error}
+        return {"index": None if self.index is None else Int64(self.index),
+                "key_hex": self.key.hex(), "error": self.error}
 
 
 @dataclass
@@ -52,7 +54,10 @@ class RaftStore:
     findings: list[Finding] = field(default_factory=list)
 
     def stable_json(self) -> dict[str, Any]:
-        return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+        """The stable store for JSON: terms (u64) as Int64, decimal strings in
+        lbparse's JSON (lbparse.jsonform); the voted-for server as text."""
+        return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes)
+                    else Int64(v) if isinstance(v, int) else v)
                 for k, v in self.stable.items()}
 
 

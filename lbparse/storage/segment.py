@@ -313,8 +313,7 @@ def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
     if end - pos < head.size:
         raise commitlog._bad(f"entry body is {end - pos} bytes, needs at least {head.size}", pos)
     entry.crc32c, entry.magic, entry.attributes = head.unpack_from(buf, pos)
-    entry._crc_ok = (  # type: ignore[attr-defined]
-        fmt.crc(buf[pos + fmt.crc_width:end]) == entry.crc32c)
+    entry._crc_ok = fmt.crc(buf[pos + fmt.crc_width:end]) == entry.crc32c
     p = pos + head.size
     ts = fmt.body_timestamp
     if ts is not None and (fmt.timestamp_if is None or fmt.timestamp_if(entry.magic)):

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 from lbparse.commitlog import CommitLogEntry
 from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
-from lbparse.storage.datadir import PartitionDir, SegmentFiles
+from lbparse.storage.datadir import PartitionDir, SegmentFiles, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.index import CURRENT_INDEX, IndexReading, read_index
 from lbparse.storage.segment import SegmentReading, iter_segment
@@ -87,6 +87,8 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
     """Read every file of a partition and check what must hold."""
     check = PartitionCheck(part)
     out = _Limiter(check.findings)
+    for f in unreadable_files(part):
+        out.add(f)
     if not part.only_files:
         _read_checkpoints(check, out)
     last: _Last | None = None

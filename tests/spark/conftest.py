@@ -24,7 +24,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import lbparse  # noqa: E402
-from lbparse.capture.records import Record, record_writer  # noqa: E402
+from lbparse.capture.recordings import record_writer  # noqa: E402
+from lbparse.capture.records import Record  # noqa: E402
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
 from support.shared import LIFTBRIDGE  # noqa: E402
@@ -127,7 +128,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     pq.write_table(table, paths["table.parquet"], row_group_size=8)  # several row groups
     with record_writer(str(paths["records.jsonl"])) as w:
         for i, (s, p) in enumerate(items):
-            w.write(Record.make(1_763_700_000.0 + i, "127.0.0.1:40000", "127.0.0.1:4222",
+            w.write(Record.make((1_763_700_000 + i) * 10**9, "127.0.0.1:40000", "127.0.0.1:4222",
                                 "PUB", s, None, None, None, p))
     paths["garbage.bin"].write_bytes(bytes(range(7, 200)))
     paths["broken.parquet"].write_bytes(b"PAR1" + b"\0" * 40)

@@ -315,6 +315,7 @@ def _has_packed(m: Any) -> bool:
     return False
 
 
+@pytest.mark.slow  # a long property sweep (whole random messages through upb)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_scanner_equals_upb_on_random_messages(data: st.DataObject) -> None:
@@ -326,6 +327,7 @@ def test_scanner_equals_upb_on_random_messages(data: st.DataObject) -> None:
             assert good or _has_packed(m), m  # all else is the scanner's to do
 
 
+@pytest.mark.slow  # a long property sweep (whole random messages through upb)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:

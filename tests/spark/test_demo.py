@@ -39,3 +39,27 @@ def test_demo_runs_the_pipeline_on_the_bundled_capture(spark: Any, tmp_path: Pat
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["checks"] == [] and summary["totals"]["rows"] == 196
     assert spark.range(1).count() == 1  # the tests' session is still running
+    # last, the report of the capture (make demo prints its path)
+    assert f"report: {tmp_path}/report.html" in out
+    assert "vegaEmbed" in (tmp_path / "report.html").read_text()
+
+
+def test_report_of_the_pipeline_output_is_the_report_of_its_capture(spark: Any,
+                                                                     tmp_path: Path) -> None:
+    """`lbparse report DIR` on the pipeline's output (rows partitioned by MsgType,
+    read back in time order, payloads decoded again) says what the report of
+    the capture itself says."""
+    from lbparse.report import build_model
+
+    sample = str(resources.files("lbparse.examples").joinpath("sample.pcap"))
+    assert main(["pipeline", sample, "--out", str(tmp_path)]) == 0
+    direct, via = build_model([sample]), build_model([str(tmp_path)])
+    assert via["inputs"][0]["format"] == "pipeline"
+    assert via["inputs"][0]["pipeline_summary"]["rows"] == 196
+    for key in ("messages", "per_verb", "per_layout", "per_msg_type", "errors"):
+        assert via["totals"][key] == direct["totals"][key], key
+    for part in ("traffic", "latency", "partitions", "problems"):
+        assert via[part] == direct[part], part
+    # the pipeline's ts_ns: the capture's times to the nanosecond
+    for key in ("first_ns", "last_ns", "first_utc", "last_utc"):
+        assert via["report"][key] == direct["report"][key], key

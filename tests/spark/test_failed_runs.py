@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,12 @@ def test_a_failed_run_removes_its_output_and_the_next_run_starts_clean(
 
     with monkeypatch.context() as m:
         m.setattr(job, "commit", failing_commit)
-        with pytest.raises(OSError, match="disk full"):
+        with pytest.raises(job.JobFailed, match="disk full") as err:
             run(spark, _options(inputs, tmp_path))
+    assert isinstance(err.value.__cause__, OSError)
     assert not (tmp_path / "messages").exists()
+    failed = json.loads((tmp_path / "summary.json").read_text())
+    assert failed["outcome"] == "failed" and "disk full" in failed["error"]
     summary = run(spark, _options(inputs, tmp_path))  # no --overwrite needed
     assert summary.totals()["rows"] > 0 and (tmp_path / "messages" / "_SUCCESS").exists()
 
@@ -51,3 +57,39 @@ def test_what_a_killed_run_left_is_replaced_but_a_finished_run_is_kept(
     with pytest.raises(ValueError, match="exists"):
         run(spark, _options(inputs, mine))
     assert (mine / "messages" / "notes.txt").exists()
+
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _cli(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lbparse", "pipeline", "--test-conf",
+                           "--master", "local[1]", "--layout", "v0", "-q", *args],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_a_crashed_job_has_its_own_exit_status_and_outcome(inputs: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """Issue #19: a job that crashed exited 1 with a traceback, like a run
+    that only found bad data. A real crash (the tasks' results over
+    spark.driver.maxResultSize: Spark aborts the job) now exits 3, says
+    FAILED in one line, and summary.json's outcome is "failed"; a run over
+    damaged input still exits 1 with "problems", and a clean one 0 with "ok"."""
+    crashed = _cli([str(inputs["capture.pcap"]), "--out", str(tmp_path / "crashed"),
+                    "--conf", "spark.driver.maxResultSize=1k"])
+    assert crashed.returncode == 3, crashed.stderr[-2000:]
+    assert "lbparse pipeline: FAILED, nothing written: the job failed" in crashed.stderr
+    assert "Traceback" not in crashed.stderr
+    summary = json.loads((tmp_path / "crashed" / "summary.json").read_text())
+    assert summary["outcome"] == "failed" and summary["error"]
+    assert summary["totals"]["rows"] == 0 and not (tmp_path / "crashed" / "messages").exists()
+
+    damaged = _cli([str(inputs["capture.pcap"]), str(inputs["garbage.bin"]),
+                    "--out", str(tmp_path / "damaged")])
+    assert damaged.returncode == 1, damaged.stderr[-2000:]
+    assert json.loads((tmp_path / "damaged" / "summary.json").read_text())["outcome"] == "problems"
+
+    clean = _cli([str(inputs["capture.pcap"]), "--out", str(tmp_path / "clean")])
+    assert clean.returncode == 0, clean.stderr[-2000:]
+    assert json.loads((tmp_path / "clean" / "summary.json").read_text())["outcome"] == "ok"

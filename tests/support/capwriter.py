@@ -86,15 +86,24 @@ class Conn:
         return self._pkt(side, self.seq[side], FIN | ACK, b"")
 
 
-def write_pcap(path: str, frames: Iterable[tuple[float, bytes]], linktype: int = ETHERNET,
+NS = 1_000_000_000
+
+
+def write_pcap(path: str, frames: Iterable[tuple[float | int, bytes]], linktype: int = ETHERNET,
                nanos: bool = False, big_endian: bool = False, snaplen: int = 262144) -> None:
+    """`frames`: (time, frame); a time is float seconds or integer nanoseconds
+    (written exactly, to the file's resolution)."""
     e = ">" if big_endian else "<"
     magic = 0xA1B23C4D if nanos else 0xA1B2C3D4
     with open(path, "wb") as f:
         f.write(struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, snaplen, linktype))
         for ts, frame in frames:
-            sec = int(ts)
-            frac = round((ts - sec) * (1e9 if nanos else 1e6))
+            if isinstance(ts, int):
+                sec, ns = divmod(ts, NS)
+                frac = ns if nanos else ns // 1000
+            else:
+                sec = int(ts)
+                frac = round((ts - sec) * (1e9 if nanos else 1e6))
             cap = frame[:snaplen]
             f.write(struct.pack(e + "IIII", sec, frac, len(cap), len(frame)) + cap)
 
@@ -106,10 +115,13 @@ def _block(e: str, btype: int, body: bytes) -> bytes:
 
 
 def write_pcapng(path: str, interfaces: list[tuple[int, int, int]],
-                 packets: Iterable[tuple[int, float, bytes]], big_endian: bool = False) -> None:
-    """`interfaces`: (linktype, if_tsresol byte, snaplen); `packets`: (interface, ts, frame)."""
+                 packets: Iterable[tuple[int, float | int, bytes]], big_endian: bool = False
+                 ) -> None:
+    """`interfaces`: (linktype, if_tsresol byte, snaplen); `packets`: (interface,
+    time, frame), a time float seconds or integer nanoseconds (exact where
+    the interface's resolution holds it)."""
     e = ">" if big_endian else "<"
-    ticks = [2.0 ** (r & 0x7F) if r & 0x80 else 10.0 ** r for _, r, _ in interfaces]
+    ticks = [(1 << (r & 0x7F)) if r & 0x80 else 10 ** r for _, r, _ in interfaces]
     with open(path, "wb") as f:
         f.write(_block(e, 0x0A0D0D0A, struct.pack(e + "IHHq", 0x1A2B3C4D, 1, 0, -1)))
         f.write(_block(e, 0x00000004, b""))  # a name resolution block, to be skipped
@@ -117,7 +129,8 @@ def write_pcapng(path: str, interfaces: list[tuple[int, int, int]],
             opts = struct.pack(e + "HHB3x", 9, 1, res) + struct.pack(e + "HH", 0, 0)
             f.write(_block(e, 1, struct.pack(e + "HHI", lt, 0, snap) + opts))
         for iface, ts, frame in packets:
-            units = round(ts * ticks[iface])
+            units = (ts * ticks[iface] // NS if isinstance(ts, int)
+                     else round(ts * ticks[iface]))
             cap = frame[:interfaces[iface][2]]
             f.write(_block(e, 6, struct.pack(e + "IIIII", iface, units >> 32, units & 0xFFFFFFFF,
                                              len(cap), len(frame)) + cap))

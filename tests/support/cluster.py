@@ -18,11 +18,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.cli import LBPARSE
 from support.net import free_port
 from support.shared import LIFTBRIDGE
 
@@ -143,7 +143,7 @@ def _start_tap(port: int, out: Path, script: subprocess.Popen) -> subprocess.Pop
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]))
     with open(out / "tap.jsonl", "wb") as o, open(out / "tap.err", "wb") as e:
-        return subprocess.Popen([sys.executable, "-m", "lbparse", "tap",
+        return subprocess.Popen([*LBPARSE, "tap",
                                  f"nats://127.0.0.1:{port}", ">", "--reconnect-timeout",
                                  str(TAP_RECONNECT)], stdout=o, stderr=e, env=env)
 

@@ -268,11 +268,93 @@ def _over_limits(d: str, fmt: str) -> DamagedCapture:
                  notices={"limit": 1}, limits={"max_payload": 500, "max_frame": 2000})
 
 
+def _patch(path: str, at: int, value: bytes) -> None:
+    data = bytearray(open(path, "rb").read())
+    data[at:at + len(value)] = value
+    open(path, "wb").write(bytes(data))
+
+
+def _past_end(d: str, fmt: str) -> DamagedCapture:
+    """The record carrying message 5 claims a plausible length that runs past
+    the end of the file, and whole records follow it (issue #19)."""
+    s = _stream("past_end")
+    path = os.path.join(d, f"past_end.{fmt}")
+    spans = _write(path, fmt, s.packets)
+    at = spans[s.carries[5][0]][0]
+    claim = os.path.getsize(path) + 4000  # plausible: under any snap length the file allows
+    _patch(path, at + 8 if fmt == "pcap" else at + 4, struct.pack("<I", claim))
+    return _case("past_end", fmt, s, path, lost={s.subjects[5]},
+                 notices={"bad_block": 2, "gap": 1})
+
+
+def _garbled_section_header(d: str, fmt: str) -> DamagedCapture:
+    """The record carrying message 7 overwritten by bytes that read as a pcapng
+    section header with a bad byte-order magic (issue #19: CaptureError, exit 2)."""
+    s = _stream("garbled_shb")
+    path = os.path.join(d, f"garbled_shb.{fmt}")
+    spans = _write(path, fmt, s.packets)
+    at = spans[s.carries[7][0]][0]
+    _patch(path, at, struct.pack("<II", 0x0A0D0D0A, 28) + b"\xde\xad\xbe\xef")
+    return _case("garbled_shb", fmt, s, path, lost={s.subjects[7]},
+                 notices={"bad_block": 2, "gap": 1})
+
+
+def _tso_record(d: str, fmt: str) -> DamagedCapture:
+    """Message 3's packet as segmentation offload leaves it in a capture (IPv4
+    total length 0), its record's original length claiming 100,000 bytes the
+    capture did not hold; the next segment starts right after what it holds.
+    Nothing is missing (issue #19: the stream jumped by the claim)."""
+    s = _stream("tso")
+    k = s.carries[3][0]
+    s.packets[k] = s.packets[k][:2] + b"\0\0" + s.packets[k][4:]
+    path = os.path.join(d, f"tso.{fmt}")
+    spans = _write(path, fmt, s.packets)
+    start, end = spans[k]
+    caplen = end - start - (16 if fmt == "pcap" else 32)
+    _patch(path, start + 12 if fmt == "pcap" else start + 24, struct.pack("<I", caplen + 100_000))
+    return _case("tso", fmt, s, path)
+
+
+def _ipv6_payload_length_zero(d: str, fmt: str) -> DamagedCapture:
+    """The connection over IPv6, every packet's payload length 0 (a jumbogram's,
+    or offload's): the record's length tells (issue #19: every message dropped
+    without a notice, exit 0)."""
+    s = _stream("ipv6_zero")
+    conn = cw.Conn(client=("fd00::1", 40000), server=("fd00::2", 4222))
+    packets = conn.handshake() + conn.send("c", b"CONNECT {}\r\nPING\r\n")
+    for subj in s.subjects:
+        packets += conn.send("c", cw.pub(subj, s.payloads[subj]), mss=300)
+    packets.append(conn.fin("c"))
+    packets = [p[:4] + b"\0\0" + p[6:] for p in packets]
+    path = os.path.join(d, f"ipv6_zero.{fmt}")
+    _write(path, fmt, packets)
+    return _case("ipv6_zero", fmt, s, path)
+
+
+def _stale_ack(d: str, fmt: str) -> DamagedCapture:
+    """After message 4, a segment 2^31 - 16 bytes ahead; the server's last ACK
+    is the handshake's, long stale (issue #19: it counted as acknowledging the
+    hole, the stream jumped 2 GiB and every later message was lost). It waits
+    as any segment ahead, and its hole is declared at the end."""
+    s = _stream("stale_ack")
+    conn = s.conn
+    after = s.carries[4][-1] + 1
+    # The sequence number the client had reached after message 4.
+    seq = 1000 + 1 + sum(len(p) - 40 for p in s.packets[3:after])
+    bogus = conn.segment_at("c", seq + (1 << 31) - 16, b"x" * 11)
+    packets = s.packets[:after] + [bogus] + s.packets[after:]
+    path = os.path.join(d, f"stale_ack.{fmt}")
+    _write(path, fmt, packets)
+    return _case("stale_ack", fmt, s, path, notices={"gap": 1})
+
+
 DAMAGES: dict[str, Callable[[str, str], DamagedCapture]] = {
     "clean": _clean, "truncated": _truncated_file, "frame_cut": _frame_cut_by_gap,
     "dropped": _dropped_packet, "garbage_frames": _garbage_between_frames,
     "garbage_records": _garbage_between_records, "bad_block": _bad_block,
     "corrupt": _corrupt_payload, "lying": _lying_size, "limits": _over_limits,
+    "past_end": _past_end, "garbled_shb": _garbled_section_header, "tso": _tso_record,
+    "ipv6_zero": _ipv6_payload_length_zero, "stale_ack": _stale_ack,
 }
 
 

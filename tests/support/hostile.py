@@ -68,7 +68,7 @@ def _outcome(fn: Callable[[bytes], Any], raw: bytes) -> tuple:
         env = fn(raw)
     except EnvelopeError as exc:
         return ("error", exc.kind, str(exc))
-    return ("ok", tuple(env), env.to_json_dict())
+    return ("ok", env, env.to_json_dict())  # Envelope == compares every field
 
 
 def check_decode(data: bytes, **options: Any) -> None:
@@ -180,3 +180,156 @@ def check_capture(data: bytes, **options: Any) -> int:
         return check_capture_file(path, **options)
     finally:
         os.unlink(path)
+
+
+# -- issue #19: the batch decoder, Liftbridge's files, Raft --------------------------
+
+def split_payloads(data: bytes, most: int = 40) -> list[bytes]:
+    """Fuzzer bytes as a batch of payloads: each a length byte and that many
+    bytes (so that the fuzzer chooses sizes and the batch's composition)."""
+    out, pos = [], 0
+    while pos < len(data) and len(out) < most:
+        n = data[pos]
+        out.append(bytes(data[pos + 1:pos + 1 + n]))
+        pos += 1 + n
+    return out
+
+
+def check_batch(payloads: list[bytes], layouts: tuple[str, ...] = ("v0", "auto")) -> None:
+    """The pipeline's batch decoder, strict (an exception inside a vectorized
+    reader fails rather than falling back), on one batch and on the batch cut
+    in two: every row is lbparse.decode's row for that payload alone, errors
+    included (tests/spark/test_batch_composition.py's reference)."""
+    from spark.test_batch_composition import check_batches, strict  # needs pyarrow, not Spark
+
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+
+    if not payloads:
+        return
+    half = len(payloads) // 2
+    for layout in layouts:
+        check_batches(strict(DecodeOptions(layout=layout)),
+                      [payloads] + ([payloads[:half], payloads[half:]] if half else []))
+
+
+def check_storage(data: bytes) -> None:
+    """Any bytes as each of Liftbridge's files: only StorageError escapes; a
+    segment read in parts is the whole reading; the C entry loop (when
+    built) reads what the Python one reads."""
+    from lbparse.storage import read_index_bytes, read_segment_bytes
+    from lbparse.storage import segment as seg
+    from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
+    from lbparse.storage.errors import StorageError
+    from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
+    from lbparse.storage.raftdb import read_raft_db_bytes
+
+    for fmt in [None, *SEGMENT_FORMATS_BY_NAME.values()]:
+        whole = read_segment_bytes(data, "x.log", fmt, base_offset=7)
+        assert len(whole.entries) == len(whole.positions) == sum(1 for _ in whole)
+        entries, positions, damage = [], [], []
+        for part in seg.iter_segment_bytes(data, "x.log", fmt, base_offset=7, part_bytes=64):
+            entries += part.entries
+            positions += part.positions
+            damage += [f.line() for f in part.damage]
+        assert positions == whole.positions and entries == whole.entries
+        assert damage == [f.line() for f in whole.damage]
+        if fmt is not None and seg._native is not None:
+            fast: tuple[list, list] = ([], [])
+            slow: tuple[list, list] = ([], [])
+            for native, (es, ps) in ((True, fast), (False, slow)):
+                try:
+                    seg._scan(data, 0, len(data), es, ps, fmt, native=native)
+                except Exception as exc:  # noqa: BLE001  the Python loop's error ends both
+                    es.append(type(exc).__name__)
+            assert fast == slow, "the C entry loop and the Python one disagree"
+    reading = read_index_bytes(data, "x.index", 7)
+    width = reading.format.entry.size
+    assert all(e.index_position % width == 0 for e in reading.entries + reading.after_tail)
+    for parse in (parse_high_watermark, parse_leader_epochs):
+        try:
+            parse(data, "cp")
+        except StorageError as exc:
+            assert exc.path == "cp"
+    try:
+        store = read_raft_db_bytes(data, "raft.db")
+    except StorageError:
+        return
+    for f in store.findings:
+        assert f.path == "raft.db"
+
+
+def check_raft(data: bytes) -> None:
+    """Any bytes as a Raft log entry and as a transport stream cut anywhere:
+    an entry or RaftError, chunks whose error is a RaftError; the RPCs of a
+    stream do not depend on how it is cut into messages."""
+    from lbparse.raft import RaftError, StreamDecoder, decode_log_entry
+
+    try:
+        decode_log_entry(data)
+    except RaftError:
+        pass
+    if not data:
+        return
+    step = data[0] % 17 + 1
+    stream = data[1:]
+
+    def rpcs(pieces: list[bytes]) -> tuple[list[str], bool]:
+        """The RPCs, and whether any message was in error or skipped."""
+        dec, out, odd = StreamDecoder(), [], False
+        for piece in pieces:
+            chunk = dec.feed(piece)
+            assert chunk.error is None or isinstance(chunk.error, RaftError), chunk.error
+            odd = odd or chunk.error is not None or bool(chunk.skipped)
+            out += [json.dumps(r.to_json_dict(), sort_keys=True, default=repr) for r in chunk.rpcs]
+        return out, odd
+
+    whole, odd_whole = rpcs([stream])
+    cut, odd_cut = rpcs([stream[i:i + step] for i in range(0, len(stream), step)])
+    if not (odd_whole or odd_cut):  # a stream read whole: the cuts must not matter
+        assert cut == whole, f"cut every {step} bytes: {cut!r} != {whole!r}"
+
+
+def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict[str, Any]]:
+    import pyarrow as pa
+
+    from lbparse.pipeline.schema import arrow_record_schema
+    from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, _read_capture
+
+    size = os.path.getsize(path)
+    unit = Unit(path, "pcap", size, size)
+    stats = UnitStats(path, "pcap", size)
+    table = pa.Table.from_batches(list(_read_capture(unit, SourceOptions(), stats, limits=limits,
+                                                     native=native)),
+                                  schema=arrow_record_schema())
+    return table, dict(vars(stats))
+
+
+def check_native_capture(data: bytes, limits: Any = None) -> int:
+    """The C capture loop (lbparse/capture/_native.c) reads the bytes exactly
+    as the Python reader does: the same rows, notices and counts. Returns the
+    number of rows."""
+    fd, path = tempfile.mkstemp(prefix="lbparse-fuzz-", dir=_TMP)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        ref = _native_rows(path, False, limits)
+        got = _native_rows(path, True, limits)
+    finally:
+        os.unlink(path)
+    assert got[0].equals(ref[0]), "native capture rows differ from the reference's"
+    assert got[1] == ref[1], f"native counts {got[1]} != reference {ref[1]}"
+    return ref[0].num_rows
+
+
+def check_decode_arrow(data: bytes, layout: str = "v0") -> None:
+    """lbparse.decode_arrow gives lbparse.decode's answer for any bytes."""
+    batch = lbparse.decode_arrow([data], layout)
+    row = batch.to_pylist()[0]
+    try:
+        env = lbparse.decode(data, layout)
+    except EnvelopeError as exc:
+        assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message), row
+        return
+    assert row["error_kind"] is None, row
+    assert (row["layout"], row["msg_type_name"], row["payload_type"], row["crc32c"]) == \
+        (env.layout, env.msg_type_name, env.payload_type, env.crc32c)

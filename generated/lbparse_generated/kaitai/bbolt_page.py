@@ -353,13 +353,4 @@ class BboltPage(KaitaiStruct):
         self._m_freelist_count_overflow = 65535
         return getattr(self, '_m_freelist_count_overflow', None)
 
-    @property
-    def no_freelist(self):
-        """The meta `freelist` of a database that does not persist its freelist (PgidNoFreelist)."""
-        if hasattr(self, '_m_no_freelist'):
-            return self._m_no_freelist
-
-        self._m_no_freelist = 18446744073709552000
-        return getattr(self, '_m_no_freelist', None)
-
 

@@ -1,0 +1,87 @@
+"""The fuzz targets: each runs checks of tests/support/hostile.py on bytes.
+
+Plain functions, so that fuzz/harness.py (atheris, coverage-guided),
+fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
+sanitize`) and the tests run the same checks. `NATIVE` are the targets
+whose bytes reach the C modules (lbparse/capture/_native.c,
+lbparse/pipeline/_kernels.c, _structs.c): their checks hold the C code
+equal to its Python reference. Issue #19 added `batch` (the pipeline's
+batch decoder against lbparse.decode row by row), `storage` (segments,
+indexes, checkpoints, raft.db; the C entry loop against the Python one)
+and `raft` (Raft log entries and the transport stream).
+"""
+
+from __future__ import annotations
+
+from support import hostile
+
+# Imported here, under atheris.instrument_imports (harness.py), so that the
+# fuzzer sees inside them: the checks import them lazily.
+import lbparse.pipeline.decode_arrow  # noqa: F401
+import lbparse.raft  # noqa: F401
+import lbparse.storage  # noqa: F401
+import lbparse.storage.checkpoints  # noqa: F401
+import lbparse.storage.raftdb  # noqa: F401
+import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
+from lbparse.limits import Limits
+
+# Small limits, so that the limit checks themselves get fuzzed: inputs are
+# at most a few KiB.
+TIGHT = Limits(max_payload=300, max_frame=400, max_depth=6, max_reassembly=2000)
+
+
+def decode(data: bytes) -> None:
+    hostile.check_decode(data)
+
+
+def decode_limits(data: bytes) -> None:
+    hostile.check_decode(data, limits=TIGHT)
+
+
+def differential(data: bytes) -> None:
+    hostile.check_differential(data)
+
+
+def nats(data: bytes) -> None:
+    # First byte: the segment size, so that the fuzzer also explores splits.
+    if not data:
+        return
+    step = data[0] % 23 + 1
+    stream = data[1:]
+    hostile.check_nats(stream, list(range(step, len(stream), step)))
+    hostile.check_nats(stream, list(range(step, len(stream), step)), max_frame=TIGHT.max_frame)
+
+
+def capture(data: bytes) -> None:
+    hostile.check_capture(data, layout="auto")
+    hostile.check_capture(data, layout="v0", limits=TIGHT)
+
+
+def batch(data: bytes) -> None:
+    hostile.check_batch(hostile.split_payloads(data))
+
+
+def storage(data: bytes) -> None:
+    hostile.check_storage(data)
+
+
+def raft(data: bytes) -> None:
+    hostile.check_raft(data)
+
+
+def native_capture(data: bytes) -> None:
+    hostile.check_native_capture(data)
+    hostile.check_native_capture(data, limits=TIGHT)
+
+
+def decode_arrow(data: bytes) -> None:
+    for layout in ("v0", "auto"):
+        hostile.check_decode_arrow(data, layout)
+
+
+TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
+                                   storage, raft, native_capture, decode_arrow)}
+NATIVE = ("native_capture", "decode_arrow")
+# The seed corpus each target starts from when it has none of its own
+# (fuzz/build_corpus.py makes them).
+SEEDS = {"native_capture": "capture", "decode_arrow": "decode"}

@@ -1,0 +1,131 @@
+"""Arrow in, Arrow out: lbparse's answers as columns, for pandas, Polars, DuckDB, Spark.
+
+    >>> import lbparse
+    >>> batch = lbparse.decode_arrow([bytes.fromhex("b90e43b40008000b0a027331")])
+    >>> batch.column("msg_type_name").to_pylist()
+    ['ServerInfoResponse']
+    >>> for batch in lbparse.read_capture_arrow("nats.pcap"):    # doctest: +SKIP
+    ...     df = batch.to_pandas()
+
+`decode_arrow(payloads)` decodes many envelopes at once into one
+RecordBatch: one row per payload, exactly `lbparse.decode`'s answer for it
+(the header fields, the CRC and whether it matched, the MsgType, the
+payload as a typed struct column per payload type, or the error's kind and
+message). `read_capture_arrow(path)` reads a capture (pcap, pcapng, or our
+JSON Lines / Parquet recordings) and yields the rows `lbparse pipeline`
+writes: one per NATS message, with its capture columns (time, endpoints,
+verb, subject...), and one per problem in the input (`error_kind`
+`input:...`). Both run the pipeline's batch decoder; a capture is read by
+the C capture loop where it is built (setup.py), else by the Python reader.
+
+The heavy imports (pyarrow, the schema) happen at the first call, so that
+`import lbparse` stays light.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from lbparse.limits import Limits
+
+__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "read_capture_arrow"]
+
+# The capture's own columns, which decode_arrow's rows (payloads alone) do not have.
+_CAPTURE_ONLY = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
+                 "reply", "sid", "headers")
+# decode_arrow's first columns; then the payload and one struct column per payload type.
+DECODED_COLUMNS_FIRST = ("layout", "version", "header_len", "flags", "crc32c", "crc_ok",
+                         "msg_type", "msg_type_name", "payload_type", "error_kind",
+                         "error_message", "warnings")
+
+
+def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.tasks import _decoder as cached
+
+    options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient)
+    options.check()  # the library's own ValueError for an unknown layout or options
+    return cached(options)
+
+
+def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
+                 layout: str = "v0", *, verify_crc: bool = True,
+                 lenient: bool = False) -> "pa.RecordBatch":
+    """Decode many envelopes at once: one row per payload, in order.
+
+    `payloads`: a pyarrow binary (or large binary) array, chunked or not, or
+    anything `pyarrow.array(..., pyarrow.binary())` takes (a list of bytes);
+    a null payload gives a row with `error_kind` "input:null_payload".
+    `layout`, `verify_crc`, `lenient`: as `lbparse.decode`, whose answer
+    each row is, errors included (`error_kind`, `error_message`). Columns:
+    `DECODED_COLUMNS_FIRST`, `payload`, `payload_json`, then one struct
+    column per payload type (`proto_Message`, `proto_Ack`, ...,
+    `commitlog_ReplicationResponse`), null where the row has another type.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from lbparse.pipeline.schema import arrow_record_schema
+
+    arr = _binary(payloads)
+    n = len(arr)
+    decoder = _decoder(layout, verify_crc, lenient)
+    schema = arrow_record_schema()
+    cols = []
+    for f in schema:
+        if f.name == "payload":
+            cols.append(arr)
+        elif f.name == "source":
+            cols.append(pa.repeat(pa.scalar("", pa.string()), n))
+        elif f.name == "position":
+            cols.append(pa.array(np.arange(n, dtype=np.int64)))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    out = decoder(pa.RecordBatch.from_arrays(cols, schema=schema))
+    keep = [name for name in out.schema.names if name not in _CAPTURE_ONLY]
+    return out.select(keep)
+
+
+def _binary(payloads: Any) -> "pa.Array":
+    import pyarrow as pa
+
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks() if payloads.num_chunks != 1 else payloads.chunk(0)
+    if not isinstance(payloads, pa.Array):
+        payloads = pa.array(payloads if isinstance(payloads, (list, tuple)) else list(payloads),
+                            pa.binary())
+    if payloads.type != pa.binary():
+        payloads = payloads.cast(pa.binary())  # large_binary: a batch holds < 2 GiB
+    return payloads
+
+
+def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
+                       verify_crc: bool = True, lenient: bool = False,
+                       batch_rows: int = 65536,
+                       limits: "Limits | None" = None) -> Iterator["pa.RecordBatch"]:
+    """The rows `lbparse pipeline` makes of one capture file, as RecordBatches.
+
+    One row per NATS message (its capture columns, then decoded as
+    `decode_arrow` decodes) and one per problem the reader found (a gap, a
+    damaged block, a file that cannot be read: `error_kind` "input:KIND"),
+    in reading order; `position` numbers them from 0. At most `batch_rows`
+    rows a batch, and memory stays flat whatever the file size. `limits`
+    bounds what hostile input may cost (lbparse.Limits; captures only).
+    """
+    from lbparse.pipeline.sources import SourceOptions, UnitStats, _read_capture, plan, read_unit
+
+    decoder = _decoder(layout, verify_crc, lenient)
+    options = SourceOptions(batch_rows=batch_rows)
+    for unit in plan([os.fspath(path)], options):
+        stats = UnitStats(unit.path, unit.format, unit.size)
+        if unit.format in ("pcap", "pcapng") and unit.error is None:
+            records = _read_capture(unit, options, stats, limits=limits)
+        else:
+            records = read_unit(unit, options, stats)
+        for batch in records:
+            for start in range(0, max(batch.num_rows, 1), batch_rows):
+                yield decoder(batch.slice(start, batch_rows))

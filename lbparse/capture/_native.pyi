@@ -1,0 +1,16 @@
+"""Types of the C capture loop (_native.c)."""
+
+from typing import Any, Callable
+
+class Block:
+    """A column buffer (the buffer protocol)."""
+
+class Reader:
+    def __init__(self, path: str | bytes, name: str, max_frame: int, max_reassembly: int,
+                 block: int = ...) -> None: ...
+    def next_batch(self, max_rows: int, max_bytes: int) -> tuple[Any, ...] | None: ...
+    def stats(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
+def configure(capture_error: Callable[[str, str, int], BaseException],
+              endpoint: Callable[[bytes, int], str]) -> None: ...

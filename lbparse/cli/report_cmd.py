@@ -1,0 +1,173 @@
+"""Write one HTML page of what happened in a Liftbridge cluster.
+
+INPUT is a capture (pcap, pcapng; `-` reads one from stdin), a recording
+of `lbparse record` (.jsonl, .parquet), the output directory of `lbparse pipeline` (DIR or
+DIR/messages), or Liftbridge data directories (a node's, or a folder of
+them: segments, checkpoints, raft.db). Every input is read once, in a streaming pass that keeps
+counts per time bin (the bins widen with the time span, so the page stays
+a few MB whatever the input), and the page shows:
+
+  traffic       messages per second by MsgType and by stream, bytes per second
+  latency       each Publish paired with its Ack (ack inbox, correlation id):
+                the distribution and over time by AckPolicy; unacked publishes
+  partitions    leader and leader epoch of each partition over time (from the
+                leaders' ReplicationResponses, ISR changes, the Raft log where
+                decoded), leader changes, follower lag, ISR changes
+  cluster       NATS 503s (requests nobody answered: a node was down), the
+                metadata leader, Raft elections and metadata operations
+  data dirs     messages stored by stream over time, each replica's offsets,
+                HW and leader epochs; raft.db's ops name each epoch's leader
+  problems      envelopes that did not decode, capture notices and damage on
+                disk, over time, with the first examples of each kind
+
+The page is self-contained (Vega-Lite charts, their runtime inlined): it
+opens without a network. --json writes the data behind every chart (the
+page is rendered from exactly that data; times of charts in milliseconds,
+exact times as *_ns, nanoseconds since the epoch written as decimal
+strings by lbparse's JSON convention, with their UTC text as *_utc); --screenshot takes a PNG of the
+page in headless Chromium.
+
+Exit status: 0 when every input was read whole, 1 when the capture reader
+noticed something (gaps, cut messages, bytes that are not NATS) or a data
+directory holds damage (all shown in the page, as are envelopes that do
+not decode), 2 when an input could not be read or the options are wrong.
+
+examples:
+  lbparse report cluster.pcap -o report.html
+  lbparse report a.pcapng b.pcap --json report.json -o report.html
+  lbparse report out/pipeline -o report.html --screenshot report.png
+  tcpdump -w - -c 10000 port 4222 | lbparse report - -o report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from lbparse import jsonform
+from lbparse.capture import CaptureError, Notice, default_layout
+from lbparse.cli.capture_cmd import Progress
+from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
+from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.scratch import replace_file
+
+NAME = "report"
+HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="pcap, pcapng, .jsonl/.parquet recordings ('-' = stdin), "
+                   "`lbparse pipeline` output, or Liftbridge data directories")
+    p.add_argument("-o", "--output", metavar="HTML",
+                   help="the page to write (default: report.html unless only --json is asked)")
+    p.add_argument("--json", metavar="FILE", dest="json_out",
+                   help="also write the data behind every chart as JSON ('-' = stdout)")
+    p.add_argument("--screenshot", metavar="PNG",
+                   help="open the page in headless Chromium and save a full-page PNG of it")
+    p.add_argument("--no-raft", dest="raft", action="store_false",
+                   help="do not decode the Raft transport (faster; no elections or log ops)")
+    add_layout_argument(p, default=default_layout())
+    add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from lbparse.report import build_model, render_html
+    from lbparse.report.inputs import ReadOptions
+
+    if args.inputs.count("-") > 1:
+        raise ValueError("'-' (stdin) can be read only once")
+    output = args.output or (None if args.json_out else "report.html")
+    if args.screenshot and not output:
+        raise ValueError("--screenshot needs the page: give -o HTML")
+    noticed = 0
+    bar: Progress | None = None
+
+    def progress(name: str, done: int, total: int) -> None:
+        nonlocal bar
+        if args.quiet or not total:
+            return
+        if bar is None or bar.name != name:
+            if bar is not None:
+                bar.done()
+            bar = Progress(sys.stderr, name, total)
+        bar.update(done)
+
+    def notice(name: str, n: Notice) -> None:
+        nonlocal noticed
+        noticed += 1
+
+    start = time.monotonic()
+    try:
+        model = build_model(args.inputs, ReadOptions(layout=args.layout, limits=limits_from(args),
+                                                     on_progress=progress, on_notice=notice),
+                            raft=args.raft)
+    except CaptureError as exc:  # an input that is no capture at all
+        warn(NAME, str(exc))
+        return USAGE
+    finally:
+        if bar is not None:
+            bar.done()
+    if args.json_out:
+        _write_json(model, args.json_out)
+    if output:
+        _write_text(output, render_html(model))
+    if args.screenshot and output:
+        _screenshot(output, args.screenshot)
+    if not args.quiet:
+        _summary(model, output, args.json_out, time.monotonic() - start)
+    return DATA if noticed or model["storage"]["findings"] else OK
+
+
+def _write_json(model: dict[str, Any], path: str) -> None:
+    # lbparse's JSON convention: exact times (the *_ns fields) as decimal strings.
+    text = jsonform.dumps(model, indent=1) + "\n"
+    if path == "-":
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader left (`| head`): not an error, and the page is still
+            # written (lbparse.cli.main would end the run here).
+            silence_stdout()
+    else:
+        _write_text(path, text)
+
+
+def _write_text(path: str, text: str) -> None:
+    # Whole or not at all, through a fresh file of a random name: the output
+    # may be in /tmp, where `<path>.tmp<pid>` could be planted (issue #19).
+    replace_file(path, text)
+
+
+def _screenshot(page: str, png: str) -> None:
+    from lbparse.report.browser import BrowserError, look
+
+    try:
+        seen = look(page)
+    except BrowserError as exc:
+        raise ValueError(f"--screenshot: {exc}") from None
+    replace_file(png, seen.png)
+    for err in seen.errors:
+        print(f"lbparse report: the page in Chromium: {err}", file=sys.stderr)
+    if seen.rendered != "ok":
+        print(f"lbparse report: the page in Chromium: {seen.rendered}", file=sys.stderr)
+
+
+def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seconds: float) -> None:
+    t, lat, parts = model["totals"], model["latency"], model["partitions"]
+    changes = sum(1 for c in parts["leader_changes"] if c["leader_changed"])
+    lines = [f"lbparse report: {t.get('messages', 0):,} messages from {len(model['inputs'])} "
+             f"input(s) in {seconds:.1f} s; {lat['acked']:,} publishes acked, "
+             f"{lat['unacked']:,} never acked; {changes} partition leader changes; "
+             f"{model['cluster']['no_responders_total']:,} NATS 503s; "
+             f"{model['problems']['total']:,} problems"]
+    if html:
+        lines.append(f"lbparse report: wrote {html} ({os.path.getsize(html) / 1e6:.1f} MB)")
+    if json_out and json_out != "-":
+        lines.append(f"lbparse report: wrote {json_out}")
+    print("\n".join(lines), file=sys.stderr)

@@ -1,0 +1,44 @@
+"""Exit statuses and how a command ends: the conventions of tshark, jq and the nats CLI.
+
+0: everything was read and done. 1: a data problem (an input that does not
+decode, a gap in a capture, a server that cannot be reached). 2: a usage
+problem (a bad option value, a file that cannot be opened, an argument
+that is neither a file nor hex). A user's mistake is one line on stderr,
+`lbparse COMMAND: what was wrong`, never a traceback. A reader that goes
+away (`lbparse decode ... | head`) ends the run quietly with status 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["DATA", "OK", "USAGE", "DataError", "UsageError", "silence_stdout", "warn"]
+
+OK, DATA, USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The command was asked something it cannot do: exit status 2."""
+
+
+class DataError(Exception):
+    """The data (or the server holding it) stopped the command: exit status 1."""
+
+
+def warn(command: str, message: str) -> None:
+    """One line on stderr, named for the command."""
+    print(f"lbparse {command}: {message}", file=sys.stderr, flush=True)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null after its reader left.
+
+    What Python's documentation recommends for SIGPIPE: the interpreter
+    flushes stdout once more at exit, and that flush must not fail again
+    (it would print `Exception ignored ... BrokenPipeError`)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (an in-process test)
+        pass

@@ -1,0 +1,64 @@
+"""lbparse's JSON convention, in one place.
+
+- Inside payloads, protobuf's canonical JSON mapping (what
+  `json_format.MessageToDict` gives): lowerCamelCase field names, 64-bit
+  integers as decimal strings, bytes as base64, enums by name, default
+  values left out.
+- lbparse's own fields (the envelope, commit-log entries, records,
+  errors, statistics) in snake_case.
+- 64-bit integers of lbparse's own fields (offsets, epochs, timestamps,
+  nanosecond times) as decimal strings too, as that mapping writes int64:
+  JSON numbers past 2**53 lose digits in JavaScript, jq and many other
+  readers. Times are integer nanoseconds since the Unix epoch.
+
+`to_json_dict()` methods give Python values: a 64-bit integer there is an
+`Int64`, an `int` that compares equal to the number it holds (so the
+reference vectors' `expect` objects, which hold plain numbers, compare
+equal to them), and `dumps` writes it as a decimal string. Readers take
+either form back (`int64`), so JSON written by older versions still reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["Int64", "dumps", "int64", "to_json_value"]
+
+_DECIMAL = re.compile(r"-?[0-9]+")
+
+
+class Int64(int):
+    """A 64-bit integer of lbparse's own JSON: JSON text holds it as a decimal string."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+def to_json_value(obj: Any) -> Any:
+    """`obj` with every Int64 made a decimal string (dicts, lists, tuples walked)."""
+    if isinstance(obj, dict):
+        return {k: to_json_value(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json_value(v) for v in obj]
+    if isinstance(obj, Int64):
+        return str(int(obj))
+    return obj
+
+
+def dumps(obj: Any, *, indent: int | None = None) -> str:
+    """JSON text of `obj` by lbparse's convention (UTF-8 kept as it is)."""
+    return json.dumps(to_json_value(obj), ensure_ascii=False, indent=indent)
+
+
+def int64(value: Any, what: str = "value") -> int:
+    """A 64-bit integer read from JSON: a decimal string, or a number (as
+    older output and hand-written JSON give it). Anything else is a ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{what} is {value!r}, not an integer or a decimal string")
+    if isinstance(value, str) and not _DECIMAL.fullmatch(value):
+        raise ValueError(f"{what} is {value!r}, not a decimal integer")
+    return int(value)

@@ -1,0 +1,796 @@
+/*
+ * Protobuf messages straight into Arrow struct columns, in C: the native
+ * twin of wirescan.decode_structs (its numpy reader is the reference, and
+ * documents the rules; tests/test_native_decode.py holds the two equal,
+ * `ok` and values, on hypothesis-made messages, the reference vectors and
+ * the real capture's payloads).
+ *
+ * Program(spec): the message type compiled by wirescan_native.py from its
+ * descriptor and its Arrow type (fields in the Arrow struct's order, their
+ * numbers, protobuf kinds and wire types, nullability, enum names);
+ * Program.decode(data, starts, ends) -> (ok, column buffers).
+ *
+ * Each message is first checked (every rule that leaves it to upb: a tag or
+ * length past 5 bytes, a varint past 10, a wire type other than the field's,
+ * a singular field twice, a group, more than 256 fields, invalid UTF-8, an
+ * unknown number of a closed enum, a map entry with a key twice, an unknown
+ * field or no value, and, for `clean`, a field the type does not declare),
+ * then written: a message that fails leaves a null row and nothing else,
+ * so no partial output can misalign a column. Nothing is read outside
+ * data[starts[i]:ends[i]], checked against the buffer first.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_STEPS 256     /* wirescan.MAX_STEPS */
+#define MAX_SIZE_BYTES 5  /* wirescan.MAX_SIZE_BYTES */
+
+enum { K_INT32 = 1, K_SINT32, K_SINT64, K_BOOL, K_INT64, K_ENUM, K_FLOAT, K_DOUBLE, K_FIXED32,
+       K_FIXED64, K_STRING, K_BYTES, K_MESSAGE };
+enum { R_SINGLE = 0, R_LIST = 1, R_MAP = 2 };
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} gbuf;
+
+static int gb_put(gbuf *g, const void *s, size_t n) {
+    if (g->len + n > g->cap) {
+        size_t c = g->cap ? g->cap : 256;
+        while (c < g->len + n)
+            c *= 2;
+        uint8_t *q = realloc(g->p, c);
+        if (!q) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->p = q;
+        g->cap = c;
+    }
+    if (n)
+        memcpy(g->p + g->len, s, n);
+    g->len += n;
+    return 0;
+}
+
+struct node;
+
+typedef struct {
+    int32_t number;
+    int wire;            /* expected wire type */
+    int rep;             /* R_SINGLE, R_LIST, R_MAP */
+    int presence;        /* proto3 optional: null exactly when absent */
+    struct node *col;    /* the column: scalar or struct; for lists and maps, its elements */
+    gbuf offsets;        /* lists and maps: int32 offsets */
+} field;
+
+typedef struct node {
+    int kind;            /* K_*; K_MESSAGE: a struct */
+    int nullable;        /* a zero value (or absence) is null */
+    /* struct */
+    int nfields;
+    field *fields;
+    int32_t *numbers;    /* declared numbers checked for `strict` (sorted), or NULL */
+    int ndeclared;
+    int strict;          /* a number outside `numbers` leaves the message to upb */
+    int map_entry;       /* the entry of a map: key (field 0) and value (field 1) */
+    /* enum */
+    int32_t enum_lo;
+    int nnames;
+    char **names;        /* by number - enum_lo; NULL where none */
+    int closed;
+    PyObject *enum_name; /* for UNKNOWN_ENUM_VALUE_<name>_<n> */
+    /* builders */
+    gbuf valid, values, offsets, data;
+    int64_t length, nulls;
+} node;
+
+typedef struct {
+    PyObject_HEAD
+    node *root;
+    int clean;
+} Program;
+
+/* ---- reading ------------------------------------------------------------------ */
+static inline int varint(const uint8_t *d, int64_t p, int64_t lim, uint64_t *val, int64_t *next) {
+    uint64_t v = 0;
+    for (int j = 0; j < 10; j++, p++) {
+        if (p >= lim)
+            return 0;
+        uint8_t byte = d[p];
+        if (j == 9 && byte > 1)
+            return 0;
+        v |= (uint64_t)(byte & 0x7F) << (7 * j);
+        if (byte < 0x80) {
+            *val = v;
+            *next = p + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    int32_t f;      /* field index, -1 for a number the type does not declare */
+    int wt;
+    int64_t a, b;   /* value (varint) or start; end */
+} occ;
+
+/* The occurrences of one message (wirescan._Scan's rules); -1 if it breaks one. */
+static int scan(const node *m, const uint8_t *d, int64_t pos, int64_t end, occ *out) {
+    int n = 0;
+    while (pos < end) {
+        uint64_t tag, v;
+        int64_t p, a, b;
+        if (n == MAX_STEPS || !varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
+            p - pos > MAX_SIZE_BYTES)
+            return -1;
+        int wt = (int)(tag & 7);
+        if (wt == 0 || wt == 2) {
+            if (!varint(d, p, end, &v, &b))
+                return -1;
+            if (wt == 2) {
+                int64_t len = (int64_t)v;
+                if (len < 0 || len > end - b || b - p > MAX_SIZE_BYTES)
+                    return -1;
+                a = b;
+                b += len;
+            } else {
+                a = (int64_t)v;
+            }
+        } else if (wt == 1 || wt == 5) {
+            a = p;
+            b = p + (wt == 1 ? 8 : 4);
+            if (b > end)
+                return -1;
+        } else {
+            return -1;
+        }
+        uint32_t number = (uint32_t)(tag >> 3);
+        int32_t f = -1;
+        for (int i = 0; i < m->nfields; i++)
+            if ((uint32_t)m->fields[i].number == number) {
+                f = i;
+                break;
+            }
+        out[n].f = f;
+        out[n].wt = wt;
+        out[n].a = a;
+        out[n].b = b;
+        if (f < 0 && m->strict) {
+            int known = 0;
+            for (int i = 0; i < m->ndeclared; i++)
+                known |= (uint32_t)m->numbers[i] == number;
+            if (!known)
+                return -1;
+        }
+        n++;
+        pos = b;
+    }
+    return n;
+}
+
+/* Standard UTF-8 (what Arrow's string validation and upb accept). */
+static int utf8_ok(const uint8_t *s, int64_t n) {
+    int64_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF)
+            k = 1, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF)
+            k = 2, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4)
+            k = 3, cp = c & 0x07;
+        else
+            return 0;
+        for (int j = 1; j <= k; j++) {
+            if (i + j >= n || (s[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+/* A scalar's value as the column holds it (int64 for integer kinds, bool
+ * as 0/1), from an occurrence; and whether it is zero. */
+static int64_t int_value(int kind, const uint8_t *d, const occ *o) {
+    uint64_t raw = (uint64_t)o->a;
+    switch (kind) {
+    case K_INT32:
+    case K_ENUM:
+        return (int32_t)(uint32_t)raw;
+    case K_SINT32: {
+        uint32_t u = (uint32_t)raw;
+        return (int32_t)((u >> 1) ^ (0u - (u & 1u)));
+    }
+    case K_SINT64:
+        return (int64_t)((raw >> 1) ^ (0ull - (raw & 1ull)));
+    case K_BOOL:
+        return raw != 0;
+    case K_INT64:
+        return (int64_t)raw;
+    case K_FIXED32: {
+        uint32_t v;
+        memcpy(&v, d + o->a, 4);
+        return (int32_t)v;
+    }
+    case K_FIXED64: {
+        int64_t v;
+        memcpy(&v, d + o->a, 8);
+        return v;
+    }
+    }
+    return 0;
+}
+
+static const char *enum_name(const node *c, int64_t v) {
+    int64_t i = v - c->enum_lo;
+    return (i >= 0 && i < c->nnames) ? c->names[i] : NULL;
+}
+
+static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t end);
+
+/* A value of field f at occurrence o passes the rules (not its wire type: done). */
+static int check_value(const field *f, const node *c, const uint8_t *d, const occ *o) {
+    if (c->kind == K_MESSAGE)
+        return check_message(c, d, o->a, o->b);
+    if (c->kind == K_STRING)
+        return utf8_ok(d + o->a, o->b - o->a);
+    if (c->kind == K_ENUM && c->closed && !enum_name(c, int_value(K_ENUM, d, o)))
+        return 0;
+    (void)f;
+    return 1;
+}
+
+/* The key of a map entry (its field 0), as what makes two keys the same. */
+typedef struct {
+    int64_t v;
+    const uint8_t *s;
+    int64_t n;
+} key;
+
+static int entry_key(const node *entry, const uint8_t *d, int64_t pos, int64_t end, key *k) {
+    occ o[MAX_STEPS];
+    int n = scan(entry, d, pos, end, o);
+    k->v = 0;
+    k->s = (const uint8_t *)"";
+    k->n = 0;
+    const node *kc = entry->fields[0].col;
+    for (int i = 0; i < n; i++)
+        if (o[i].f == 0) {
+            if (kc->kind == K_STRING || kc->kind == K_BYTES) {
+                k->s = d + o[i].a;
+                k->n = o[i].b - o[i].a;
+            } else {
+                k->v = int_value(kc->kind, d, &o[i]);
+            }
+        }
+    return 1;
+}
+
+static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t end) {
+    occ o[MAX_STEPS];
+    int n = scan(m, d, pos, end, o);
+    if (n < 0)
+        return 0;
+    for (int fi = 0; fi < m->nfields; fi++) {
+        const field *f = &m->fields[fi];
+        int count = 0, values = 0;
+        for (int i = 0; i < n; i++) {
+            if (o[i].f != fi)
+                continue;
+            if (o[i].wt != f->wire)
+                return 0;
+            if (++count > 1 && f->rep == R_SINGLE)
+                return 0;
+            if (!check_value(f, f->col, d, &o[i]))
+                return 0;
+            if (f->rep == R_MAP) {
+                const node *entry = f->col;
+                /* an entry without its (message) value */
+                if (entry->nfields > 1 && entry->fields[1].col->kind == K_MESSAGE) {
+                    occ eo[MAX_STEPS];
+                    int en = scan(entry, d, o[i].a, o[i].b, eo);
+                    int has = 0;
+                    for (int j = 0; j < en; j++)
+                        has |= eo[j].f == 1;
+                    if (!has)
+                        return 0;
+                }
+                values++;
+            }
+        }
+        if (f->rep == R_MAP && values > 1) {
+            /* a key twice: upb keeps the last; left to it */
+            key seen[MAX_STEPS];
+            int k = 0;
+            for (int i = 0; i < n; i++) {
+                if (o[i].f != fi)
+                    continue;
+                key kk;
+                entry_key(f->col, d, o[i].a, o[i].b, &kk);
+                for (int j = 0; j < k; j++)
+                    if (seen[j].v == kk.v && seen[j].n == kk.n &&
+                        (kk.n == 0 || !memcmp(seen[j].s, kk.s, (size_t)kk.n)))
+                        return 0;
+                seen[k++] = kk;
+            }
+        }
+    }
+    return 1;
+}
+
+/* ---- writing -------------------------------------------------------------------- */
+static int put_valid(node *c, int valid) {
+    uint8_t v = (uint8_t)valid;
+    c->nulls += !valid;
+    return gb_put(&c->valid, &v, 1);
+}
+
+static int put_offset(gbuf *g, int64_t v) {
+    if (v > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a column passed 2 GiB in one batch");
+        return -1;
+    }
+    int32_t x = (int32_t)v;
+    return gb_put(g, &x, 4);
+}
+
+static int write_null(node *c);
+static int write_message(node *m, const uint8_t *d, int64_t pos, int64_t end);
+
+/* A scalar or message slot: `o` the occurrence, NULL when absent. */
+static int write_value(node *c, const uint8_t *d, const occ *o, int nullable, int presence) {
+    c->length++;
+    switch (c->kind) {
+    case K_MESSAGE: {
+        c->length--;
+        if (!o)
+            return write_null(c);
+        return write_message(c, d, o->a, o->b);
+    }
+    case K_STRING:
+    case K_BYTES: {
+        int64_t n = o ? o->b - o->a : 0;
+        int null = presence ? !o : (nullable && n == 0);
+        if (!null && n && gb_put(&c->data, d + o->a, (size_t)n) < 0)
+            return -1;
+        return put_offset(&c->offsets, (int64_t)c->data.len) || put_valid(c, !null);
+    }
+    case K_ENUM: {
+        int64_t v = o ? int_value(K_ENUM, d, o) : 0;
+        int null = presence ? !o : (nullable && v == 0);
+        if (!null) {
+            const char *name = enum_name(c, v);
+            if (name) {
+                if (gb_put(&c->data, name, strlen(name)) < 0)
+                    return -1;
+            } else {
+                PyObject *s = PyUnicode_FromFormat("UNKNOWN_ENUM_VALUE_%U_%lld", c->enum_name,
+                                                   (long long)v);
+                const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
+                int rc = u ? gb_put(&c->data, u, strlen(u)) : -1;
+                Py_XDECREF(s);
+                if (rc < 0)
+                    return -1;
+            }
+        }
+        return put_offset(&c->offsets, (int64_t)c->data.len) || put_valid(c, !null);
+    }
+    case K_FLOAT: {
+        float v = 0;
+        if (o)
+            memcpy(&v, d + o->a, 4);
+        int null = presence ? !o : (nullable && v == 0 && !signbit(v));
+        return gb_put(&c->values, &v, 4) || put_valid(c, !null);
+    }
+    case K_DOUBLE: {
+        double v = 0;
+        if (o)
+            memcpy(&v, d + o->a, 8);
+        int null = presence ? !o : (nullable && v == 0 && !signbit(v));
+        return gb_put(&c->values, &v, 8) || put_valid(c, !null);
+    }
+    case K_BOOL: {
+        uint8_t v = o ? (uint8_t)int_value(K_BOOL, d, o) : 0;
+        int null = presence ? !o : (nullable && !v);
+        return gb_put(&c->values, &v, 1) || put_valid(c, !null);
+    }
+    case K_INT32:
+    case K_SINT32:
+    case K_FIXED32: {
+        int32_t v = o ? (int32_t)int_value(c->kind, d, o) : 0;
+        int null = presence ? !o : (nullable && v == 0);
+        return gb_put(&c->values, &v, 4) || put_valid(c, !null);
+    }
+    default: {
+        int64_t v = o ? int_value(c->kind, d, o) : 0;
+        int null = presence ? !o : (nullable && v == 0);
+        return gb_put(&c->values, &v, 8) || put_valid(c, !null);
+    }
+    }
+}
+
+/* A null slot in a column (a message left to upb, an absent message). */
+static int write_null(node *c) {
+    if (c->kind == K_MESSAGE) {
+        c->length++;
+        if (put_valid(c, 0) < 0)
+            return -1;
+        for (int i = 0; i < c->nfields; i++) {
+            field *f = &c->fields[i];
+            if (f->rep != R_SINGLE) {
+                int64_t last = f->col->length;
+                if (put_offset(&f->offsets, last) < 0)
+                    return -1;
+            } else if (write_null(f->col) < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    return write_value(c, NULL, NULL, 1, 1);
+}
+
+static int write_message(node *m, const uint8_t *d, int64_t pos, int64_t end) {
+    occ o[MAX_STEPS];
+    int n = scan(m, d, pos, end, o);
+    if (n < 0)
+        return -1; /* checked before: cannot happen */
+    m->length++;
+    if (put_valid(m, 1) < 0)
+        return -1;
+    /* keep_zero: a map entry's key and value are kept even when zero, as is
+     * everything under Spark's emit.default.values (compiled as nullable=0) */
+    for (int fi = 0; fi < m->nfields; fi++) {
+        field *f = &m->fields[fi];
+        node *c = f->col;
+        if (f->rep == R_SINGLE) {
+            const occ *found = NULL;
+            for (int i = 0; i < n; i++)
+                if (o[i].f == fi)
+                    found = &o[i];
+            if (write_value(c, d, found, c->nullable, f->presence) < 0)
+                return -1;
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            if (o[i].f != fi)
+                continue;
+            if (c->kind == K_MESSAGE) {
+                if (write_message(c, d, o[i].a, o[i].b) < 0)
+                    return -1;
+            } else if (write_value(c, d, &o[i], 0, 0) < 0) {
+                return -1;
+            }
+        }
+        if (put_offset(&f->offsets, c->length) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- the program ------------------------------------------------------------------ */
+static void free_node(node *c) {
+    if (!c)
+        return;
+    for (int i = 0; i < c->nfields; i++) {
+        free_node(c->fields[i].col);
+        free(c->fields[i].offsets.p);
+    }
+    free(c->fields);
+    free(c->numbers);
+    for (int i = 0; i < c->nnames; i++)
+        free(c->names[i]);
+    free(c->names);
+    Py_XDECREF(c->enum_name);
+    free(c->valid.p);
+    free(c->values.p);
+    free(c->offsets.p);
+    free(c->data.p);
+    free(c);
+}
+
+/* spec of a column: (kind, nullable, fields, declared, strict, enum) where
+ * fields: ((number, wire, rep, presence, column spec), ...) for a message;
+ * declared: numbers (strict checks); enum: (lo, names, closed, enum name). */
+static node *compile(PyObject *spec, int depth) {
+    if (depth > 100) {
+        PyErr_SetString(PyExc_ValueError, "Program: nested too deeply");
+        return NULL;
+    }
+    int kind, nullable, strict;
+    PyObject *fields, *declared, *en;
+    if (!PyArg_ParseTuple(spec, "iiOOiO", &kind, &nullable, &fields, &declared, &strict, &en))
+        return NULL;
+    node *c = calloc(1, sizeof(node));
+    if (!c) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->kind = kind;
+    c->nullable = nullable;
+    c->strict = strict;
+    if (kind < K_INT32 || kind > K_MESSAGE) {
+        PyErr_Format(PyExc_ValueError, "Program: kind %d", kind);
+        goto fail;
+    }
+    if (kind == K_MESSAGE) {
+        Py_ssize_t nf = PySequence_Size(fields), nd = PySequence_Size(declared);
+        if (nf < 0 || nd < 0)
+            goto fail;
+        c->fields = calloc((size_t)(nf ? nf : 1), sizeof(field));
+        c->numbers = calloc((size_t)(nd ? nd : 1), sizeof(int32_t));
+        if (!c->fields || !c->numbers) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < nd; i++) {
+            PyObject *x = PySequence_GetItem(declared, i);
+            c->numbers[i] = x ? (int32_t)PyLong_AsLong(x) : 0;
+            Py_XDECREF(x);
+            if (PyErr_Occurred())
+                goto fail;
+        }
+        c->ndeclared = (int)nd;
+        for (Py_ssize_t i = 0; i < nf; i++) {
+            PyObject *fs = PySequence_GetItem(fields, i);
+            if (!fs)
+                goto fail;
+            field *f = &c->fields[i];
+            PyObject *sub;
+            int ok = PyArg_ParseTuple(fs, "iiiiO", &f->number, &f->wire, &f->rep, &f->presence,
+                                      &sub);
+            if (ok)
+                f->col = compile(sub, depth + 1);
+            Py_DECREF(fs);
+            c->nfields = (int)i + 1;
+            if (!ok || !f->col)
+                goto fail;
+            if (f->rep == R_MAP && (f->col->kind != K_MESSAGE || f->col->nfields != 2)) {
+                PyErr_SetString(PyExc_ValueError, "Program: a map's entry has key and value");
+                goto fail;
+            }
+        }
+    }
+    if (kind == K_ENUM) {
+        PyObject *names;
+        int lo;
+        if (!PyArg_ParseTuple(en, "iOiU", &lo, &names, &c->closed, &c->enum_name))
+            goto fail;
+        Py_INCREF(c->enum_name);
+        c->enum_lo = lo;
+        Py_ssize_t nn = PySequence_Size(names);
+        if (nn < 0)
+            goto fail;
+        c->names = calloc((size_t)(nn ? nn : 1), sizeof(char *));
+        if (!c->names) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        c->nnames = (int)nn;
+        for (Py_ssize_t i = 0; i < nn; i++) {
+            PyObject *x = PySequence_GetItem(names, i);
+            if (!x)
+                goto fail;
+            if (x != Py_None) {
+                const char *u = PyUnicode_AsUTF8(x);
+                if (!u || !(c->names[i] = strdup(u))) {
+                    Py_DECREF(x);
+                    if (!PyErr_Occurred())
+                        PyErr_NoMemory();
+                    goto fail;
+                }
+            }
+            Py_DECREF(x);
+        }
+    }
+    return c;
+fail:
+    free_node(c);
+    return NULL;
+}
+
+static void reset(node *c) {
+    c->valid.len = c->values.len = c->offsets.len = c->data.len = 0;
+    c->length = c->nulls = 0;
+    if (c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM)
+        put_offset(&c->offsets, 0);
+    for (int i = 0; i < c->nfields; i++) {
+        field *f = &c->fields[i];
+        f->offsets.len = 0;
+        if (f->rep != R_SINGLE)
+            put_offset(&f->offsets, 0);
+        reset(f->col);
+    }
+}
+
+static PyObject *bytes_of(const gbuf *g) {
+    return PyBytes_FromStringAndSize(g->p ? (const char *)g->p : "", (Py_ssize_t)g->len);
+}
+
+static PyObject *bitmap(const node *c) {
+    if (!c->nulls)
+        Py_RETURN_NONE;
+    size_t n = c->valid.len, nb = (n + 7) / 8;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nb ? nb : 1));
+    if (!b)
+        return NULL;
+    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(b);
+    memset(p, 0, nb ? nb : 1);
+    for (size_t i = 0; i < n; i++)
+        if (c->valid.p[i])
+            p[i / 8] |= (uint8_t)(1 << (i % 8));
+    return b;
+}
+
+/* (length, validity, values-or-offsets, data, children) of a column; bools packed. */
+static PyObject *output(const node *c) {
+    PyObject *children = PyList_New(0);
+    if (!children)
+        return NULL;
+    for (int i = 0; i < c->nfields; i++) {
+        const field *f = &c->fields[i];
+        PyObject *sub = output(f->col);
+        PyObject *item = sub ? (f->rep == R_SINGLE ? sub : Py_BuildValue("(iNN)", f->rep,
+                                                                         bytes_of(&f->offsets),
+                                                                         sub)) : NULL;
+        if (!item || PyList_Append(children, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(children);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    PyObject *values;
+    if (c->kind == K_BOOL) {
+        size_t n = c->values.len, nb = (n + 7) / 8;
+        values = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nb ? nb : 1));
+        if (values) {
+            uint8_t *p = (uint8_t *)PyBytes_AS_STRING(values);
+            memset(p, 0, nb ? nb : 1);
+            for (size_t i = 0; i < n; i++)
+                if (c->values.p[i])
+                    p[i / 8] |= (uint8_t)(1 << (i % 8));
+        }
+    } else if (c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM) {
+        values = bytes_of(&c->offsets);
+    } else {
+        values = bytes_of(&c->values);
+    }
+    return Py_BuildValue("(LNNNN)", (long long)c->length, bitmap(c), values, bytes_of(&c->data),
+                         children);
+}
+
+static int contiguous(PyObject *obj, Py_buffer *view, const char *name) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: a contiguous buffer is needed", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* decode(data, starts, ends) -> (ok bytes, column) */
+static PyObject *Program_decode(Program *self, PyObject *args) {
+    PyObject *a[3];
+    if (!PyArg_ParseTuple(args, "OOO:decode", &a[0], &a[1], &a[2]))
+        return NULL;
+    Py_buffer data, starts, ends;
+    if (contiguous(a[0], &data, "data") < 0)
+        return NULL;
+    if (contiguous(a[1], &starts, "starts") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (contiguous(a[2], &ends, "ends") < 0) {
+        PyBuffer_Release(&starts);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    PyObject *result = NULL, *ok = NULL;
+    Py_ssize_t k = starts.len / 8;
+    const int64_t *s = starts.buf, *e = ends.buf;
+    const uint8_t *d = data.buf;
+    if (starts.len % 8 || ends.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError, "decode: starts and ends need k int64 each");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (s[i] < 0 || e[i] < s[i] || e[i] > data.len) {
+            PyErr_Format(PyExc_ValueError, "range %zd is [%lld, %lld), outside the %zd bytes "
+                         "of data", i, (long long)s[i], (long long)e[i], data.len);
+            goto done;
+        }
+    ok = PyBytes_FromStringAndSize(NULL, k ? k : 1);
+    if (!ok)
+        goto done;
+    uint8_t *okp = (uint8_t *)PyBytes_AS_STRING(ok);
+    node *root = self->root;
+    reset(root);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        okp[i] = (uint8_t)check_message(root, d, s[i], e[i]);
+        if ((okp[i] ? write_message(root, d, s[i], e[i]) : write_null(root)) < 0)
+            goto done;
+    }
+    PyObject *col = output(root);
+    if (col)
+        result = Py_BuildValue("(NN)", PyBytes_FromStringAndSize((const char *)okp, k), col);
+done:
+    Py_XDECREF(ok);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static int Program_init(Program *self, PyObject *args, PyObject *kw) {
+    PyObject *spec;
+    if (!PyArg_ParseTuple(args, "O:Program", &spec))
+        return -1;
+    if (self->root) {
+        PyErr_SetString(PyExc_RuntimeError, "Program is compiled once");
+        return -1;
+    }
+    self->root = compile(spec, 0);
+    if (!self->root)
+        return -1;
+    if (self->root->kind != K_MESSAGE) {
+        PyErr_SetString(PyExc_ValueError, "Program: the root is a message");
+        return -1;
+    }
+    return 0;
+}
+
+static void Program_dealloc(Program *self) {
+    free_node(self->root);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef Program_methods[] = {
+    {"decode", (PyCFunction)Program_decode, METH_VARARGS,
+     "decode(data, starts, ends) -> (ok: bytes, column buffers)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lbparse.pipeline._structs.Program",
+    .tp_basicsize = sizeof(Program),
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Program(spec): a message type compiled for decode() (see _structs.c).",
+    .tp_methods = Program_methods,
+    .tp_init = (initproc)Program_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_structs",
+                                    "Protobuf into Arrow struct columns in C (see _structs.c).",
+                                    -1, NULL};
+
+PyMODINIT_FUNC PyInit__structs(void) {
+    if (PyType_Ready(&ProgramType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&ProgramType);
+    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0) {
+        Py_DECREF(&ProgramType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

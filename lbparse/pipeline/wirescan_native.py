@@ -1,0 +1,154 @@
+"""wirescan.decode_structs in C: protobuf messages straight into Arrow buffers.
+
+`decode_structs(descriptor, arrow_type, data, starts, ends, emit_defaults,
+clean)` has wirescan.decode_structs' contract exactly (the struct column of
+the messages, null where one is left to upb, and `ok`), and its numpy
+reader is the reference: tests/test_native_decode.py holds the two equal.
+The message type is compiled once (per descriptor, Arrow type and options)
+into a `_structs.Program` (fields in the Arrow struct's order, their
+numbers, kinds, wire types, nullability and enum names, read from the
+descriptor as wirescan reads it); one call decodes a whole batch, and the
+arrays are made from the buffers it fills, without a copy of the values.
+
+`available()` is False when setup.py did not build `_structs` (no C
+compiler, LBPARSE_PURE_PYTHON, a --py-files zip) or LBPARSE_NATIVE=0.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from lbparse.pipeline.schema import is_map
+
+try:
+    from lbparse.pipeline import _structs as _built
+except ImportError:  # not built
+    _built = None  # type: ignore[assignment]
+_structs: Any = _built
+
+__all__ = ["Unsupported", "available", "decode_structs"]
+
+
+class Unsupported(ValueError):
+    """A message type the C reader is not compiled for (wirescan's numpy reader reads it)."""
+
+F = FieldDescriptor
+# _structs.c's kinds
+_KIND = {F.TYPE_INT32: 1, F.TYPE_UINT32: 1, F.TYPE_SINT32: 2, F.TYPE_SINT64: 3, F.TYPE_BOOL: 4,
+         F.TYPE_INT64: 5, F.TYPE_UINT64: 5, F.TYPE_ENUM: 6, F.TYPE_FLOAT: 7, F.TYPE_DOUBLE: 8,
+         F.TYPE_FIXED32: 9, F.TYPE_SFIXED32: 9, F.TYPE_FIXED64: 10, F.TYPE_SFIXED64: 10,
+         F.TYPE_STRING: 11, F.TYPE_BYTES: 12, F.TYPE_MESSAGE: 13}
+_MESSAGE = 13
+_WIRE = {F.TYPE_DOUBLE: 1, F.TYPE_FIXED64: 1, F.TYPE_SFIXED64: 1,
+         F.TYPE_FLOAT: 5, F.TYPE_FIXED32: 5, F.TYPE_SFIXED32: 5,
+         F.TYPE_STRING: 2, F.TYPE_BYTES: 2, F.TYPE_MESSAGE: 2}
+
+
+def available() -> bool:
+    return _structs is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+
+
+def _enum(fd: FieldDescriptor) -> tuple[int, list[str | None], int, str]:
+    enum = fd.enum_type
+    assert enum is not None  # an enum field
+    by_number: dict[int, str] = {}
+    for v in enum.values:
+        by_number.setdefault(v.number, v.name)
+    lo, hi = min(by_number), max(by_number)
+    if hi - lo > 1 << 16:  # a table of names by number would be too large
+        raise Unsupported(f"enum {enum.full_name}: numbers from {lo} to {hi}")
+    return lo, [by_number.get(i) for i in range(lo, hi + 1)], int(enum.is_closed), enum.name
+
+
+def _scalar(fd: FieldDescriptor, nullable: bool) -> tuple[Any, ...]:
+    en = _enum(fd) if fd.type == F.TYPE_ENUM else None
+    return (_KIND[fd.type], int(nullable), (), (), 0, en)
+
+
+def _entry_type(map_type: pa.MapType) -> pa.StructType:
+    return pa.struct([pa.field("key", map_type.key_type), pa.field("value", map_type.item_type)])
+
+
+def _spec(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, keep_zero: bool,
+          clean: bool) -> tuple[Any, ...]:
+    """The Program spec of a message type (see _structs.c's compile)."""
+    by_name = descriptor.fields_by_name
+    fields = []
+    for i in range(arrow_type.num_fields):
+        af = arrow_type.field(i)
+        fd = by_name[af.name]
+        mt = fd.message_type
+        wire = _WIRE.get(fd.type, 0)
+        if fd.is_repeated and mt is not None and is_map(fd):
+            col, rep = _spec(mt, _entry_type(af.type), emit, True, False), 2
+        elif fd.is_repeated:
+            col = (_spec(mt, af.type.value_type, emit, False, False) if mt is not None
+                   else _scalar(fd, False))
+            rep = 1
+        elif mt is not None:
+            col, rep = _spec(mt, af.type, emit, False, False), 0
+        else:
+            col, rep = _scalar(fd, not (keep_zero or emit)), 0
+        presence = int(rep == 0 and mt is None and fd.has_presence)
+        fields.append((fd.number, wire, rep, presence, col))
+    if keep_zero:  # a map entry: a field it does not declare keeps it out of the map
+        declared = tuple(fd.number for fd in descriptor.fields)
+    elif clean:  # only the fields read count as known
+        declared = tuple(by_name[arrow_type.field(i).name].number
+                         for i in range(arrow_type.num_fields))
+    else:
+        declared = ()
+    return (_MESSAGE, 0, tuple(fields), declared, int(keep_zero or clean), None)
+
+
+@lru_cache(maxsize=256)
+def _program(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, clean: bool) -> Any:
+    return _structs.Program(_spec(descriptor, arrow_type, emit, False, clean))
+
+
+def _array(typ: pa.DataType, out: tuple[Any, ...]) -> pa.Array:
+    """An Arrow array of `typ` from a column's buffers (see _structs.c's output)."""
+    length, valid, values, data, children = out
+    vbuf = None if valid is None else pa.py_buffer(valid)
+    if pa.types.is_struct(typ):
+        kids = []
+        for i, child in enumerate(children):
+            ft = typ.field(i).type
+            if len(child) == 3:  # a list or a map: (rep, offsets, elements)
+                rep, offsets, elems = child
+                n = len(offsets) // 4 - 1
+                # A map's entries take its own key and item fields (the key
+                # not null): with others, Parquet's levels come out wrong.
+                inner = pa.struct([ft.key_field, ft.item_field]) if rep == 2 else ft.value_type
+                entries = _array(inner, elems)
+                kids.append(pa.Array.from_buffers(ft, n, [None, pa.py_buffer(offsets)],
+                                                  children=[entries]))
+            else:
+                kids.append(_array(ft, child))
+        return pa.StructArray.from_buffers(typ, length, [vbuf], children=kids)
+    if pa.types.is_string(typ) or pa.types.is_binary(typ):
+        return pa.Array.from_buffers(typ, length, [vbuf, pa.py_buffer(values), pa.py_buffer(data)])
+    return pa.Array.from_buffers(typ, length, [vbuf, pa.py_buffer(values)])
+
+
+def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
+                   starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
+                   clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
+    """wirescan.decode_structs, in C (see the module's doc)."""
+    try:
+        program = _program(descriptor, arrow_type, emit_defaults, clean)
+    except Unsupported:
+        from lbparse.pipeline.wirescan import decode_structs as numpy_reader
+
+        return numpy_reader(descriptor, arrow_type, data, starts, ends, emit_defaults, clean,
+                            native=False)
+    ok, out = program.decode(np.ascontiguousarray(data, np.uint8),
+                             np.ascontiguousarray(starts, np.int64),
+                             np.ascontiguousarray(ends, np.int64))
+    return _array(arrow_type, out), np.frombuffer(ok, np.uint8, len(starts)).astype(np.bool_)

@@ -1,0 +1,23 @@
+"""From input paths to the report's data model, in one streaming pass per input."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from lbparse.capture import Stats
+from lbparse.report.aggregate import Aggregator
+from lbparse.report.inputs import ReadOptions, read_input
+
+
+def build_model(paths: Iterable[str], options: ReadOptions | None = None,
+                raft: bool = True) -> dict[str, Any]:
+    """Read every input (captures, recordings, pipeline output) and return the
+    data behind every chart: what `lbparse report --json` writes.
+
+    `totals` are the capture reader's counts (`lbparse capture --stats`)
+    summed over the inputs; `raft=False` leaves the Raft transport undecoded."""
+    options = options or ReadOptions()
+    agg = Aggregator(raft=raft)
+    stats = Stats()
+    inputs = [read_input(p, agg, stats, options).to_json_dict() for p in paths]
+    return agg.model(inputs, stats.to_json_dict())

@@ -1,0 +1,347 @@
+"""The report's charts: Vega-Lite specs built with Altair, holding no data.
+
+Each chart names the datasets it draws (`alt.NamedData`); the page gives
+them the arrays of the report's data model under those names (render.py),
+so what is drawn is exactly what `--json` writes. `chart_list(model)`
+returns, section by section, every chart with its title, a sentence on
+how to read it, and the model paths of its data; a chart whose data is
+empty in this input is replaced by a line saying so (`Chart.empty`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import altair as alt
+
+WIDTH = "container"
+HEIGHT = 190
+TIME_FORMAT = "%H:%M:%S"
+MAX_LEGEND = 24
+
+
+@dataclass
+class Chart:
+    id: str
+    section: str
+    title: str
+    about: str
+    data: dict[str, str]            # dataset name -> model path ("traffic.by_msg_type")
+    spec: dict[str, Any] | None     # None when `empty` says why nothing is drawn
+    empty: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def dataset_name(path: str) -> str:
+    return path.replace(".", "__")
+
+
+def get_path(model: dict[str, Any], path: str) -> Any:
+    value: Any = model
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _time(field: str = "t", title: str = "time (UTC)") -> alt.X:
+    return alt.X(f"{field}:T", title=title, scale=alt.Scale(type="utc"),
+                 axis=alt.Axis(format=TIME_FORMAT, labelOverlap=True))
+
+
+def _tooltip_time(field: str = "t", title: str = "time") -> alt.Tooltip:
+    return alt.Tooltip(f"{field}:T", title=title, format="%H:%M:%S.%L",
+                       formatType="utc")
+
+
+def _binned_bars(name: str, key: str, value: str, bin_ms: float, y_title: str,
+                 legend: str) -> dict[str, Any]:
+    """Stacked bars over time bins: one row per (bin, key)."""
+    chart = alt.Chart(alt.NamedData(name)).transform_calculate(
+        t_end=f"datum.t + {bin_ms}").mark_bar(opacity=0.9).encode(
+        x=_time(), x2="t_end:T",
+        y=alt.Y(f"sum({value}):Q", title=y_title, stack="zero"),
+        color=alt.Color(f"{key}:N", title=legend, legend=alt.Legend(symbolLimit=MAX_LEGEND),
+                        scale=alt.Scale(scheme="tableau20")),
+        tooltip=[_tooltip_time(), alt.Tooltip(f"{key}:N", title=legend),
+                 alt.Tooltip(f"{value}:Q", title=y_title)],
+    ).properties(width=WIDTH, height=HEIGHT)
+    return _spec(chart)
+
+
+# Tableau 10: one colour per node, the same in every chart of the page.
+NODE_COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
+                "#ff9da6", "#9d755d", "#bab0ac")
+
+
+def node_scale(model: dict[str, Any]) -> alt.Scale:
+    """Nodes (and connections not tied to one) in one colour each, page-wide."""
+    names = {row["leader"] for path in ("partitions.leaders", "cluster.metadata_leaders",
+                                        "cluster.raft.terms")
+             for row in (get_path(model, path) or [])}
+    domain = sorted(names, key=lambda n: (n.count(":"), n))  # node names before endpoints
+    return alt.Scale(domain=domain, range=[NODE_COLOURS[k % len(NODE_COLOURS)]
+                                           for k in range(len(domain))])
+
+
+def _spec(chart: Any) -> dict[str, Any]:
+    """An Altair chart's Vega-Lite spec (Altair is typed as Any here: pyproject's mypy notes)."""
+    spec: dict[str, Any] = chart.to_dict()
+    return spec
+
+
+def _spec_or_empty(model: dict[str, Any], paths: dict[str, str], why: str,
+                   make: Any) -> tuple[dict[str, Any] | None, str]:
+    if all(not get_path(model, p) for p in paths.values()):
+        return None, why
+    return make(), ""
+
+
+def traffic_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    out = []
+    for cid, path, key, legend, title, about in (
+        ("rate_by_msg_type", "traffic.by_msg_type", "msg_type", "MsgType",
+         "Messages per second by MsgType",
+         "Every NATS message the capture holds, once per direction (a PUB and each MSG that "
+         "delivers it), by the envelope's MsgType; payloads that are no envelope by layout."),
+        ("rate_by_stream", "traffic.by_stream", "stream", "stream",
+         "Messages per second by stream",
+         "Messages about a stream: publishes and acks (their stream field), replication and "
+         "leader-epoch requests and their responses (the partition in the request subject)."),
+    ):
+        name = dataset_name(path)
+        spec, empty = _spec_or_empty(
+            model, {name: path}, "No message in this input names a stream.",
+            lambda name=name, key=key, legend=legend: _binned_bars(
+                name, key, "rate", bin_ms, "messages/s", legend))
+        out.append(Chart(cid, "Traffic", title, about, {name: path}, spec, empty))
+    name = dataset_name("traffic.bytes")
+    spec, empty = _spec_or_empty(model, {name: "traffic.bytes"}, "No messages.",
+                                 lambda: _binned_bars(name, "direction", "bytes_per_s", bin_ms,
+                                                      "payload bytes/s", "direction"))
+    out.append(Chart("bytes", "Traffic", "Payload bytes per second",
+                     "NATS payload bytes (envelopes included), client-to-server (PUB) and "
+                     "server-to-client (MSG).", {name: "traffic.bytes"}, spec, empty))
+    return out
+
+
+def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    out = []
+    hist = dataset_name("latency.histogram")
+
+    def histogram() -> dict[str, Any]:
+        return _spec(alt.Chart(alt.NamedData(hist)).mark_bar(opacity=0.75).encode(
+            x=alt.X("lo_ms:Q", title="publish -> ack (ms, log scale)",
+                    scale=alt.Scale(type="log")),
+            x2="hi_ms:Q",
+            y=alt.Y("count:Q", title="publishes", stack=None),
+            color=alt.Color("ack_policy:N", title="AckPolicy"),
+            tooltip=["ack_policy:N", alt.Tooltip("lo_ms:Q", title="from ms", format=".3f"),
+                     alt.Tooltip("hi_ms:Q", title="to ms", format=".3f"), "count:Q"],
+        ).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {hist: "latency.histogram"},
+                                 "No Publish was paired with its Ack in this input.", histogram)
+    out.append(Chart("latency_histogram", "Publish → Ack latency", "Latency distribution",
+                     "Each Publish paired with its Ack by ack inbox and correlation id; the time "
+                     "between the two as captured, by the Publish's AckPolicy.",
+                     {hist: "latency.histogram"}, spec, empty))
+    over = dataset_name("latency.over_time")
+
+    def over_time() -> dict[str, Any]:
+        base = alt.Chart(alt.NamedData(over)).transform_fold(
+            ["p50_ms", "p99_ms", "max_ms"], as_=["quantile", "ms"])
+        return _spec(base.mark_point(filled=True, size=28, opacity=0.8).encode(
+            x=_time(title="time the Publish was sent (UTC)"),
+            y=alt.Y("ms:Q", title="ms (log scale)", scale=alt.Scale(type="log")),
+            color=alt.Color("ack_policy:N", title="AckPolicy"),
+            shape=alt.Shape("quantile:N", title="statistic", sort=["p50_ms", "p99_ms", "max_ms"]),
+            tooltip=[_tooltip_time(), "ack_policy:N", "quantile:N",
+                     alt.Tooltip("ms:Q", format=".3f"), "count:Q"],
+        ).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {over: "latency.over_time"},
+                                 "No Publish was paired with its Ack in this input.", over_time)
+    out.append(Chart("latency_over_time", "Publish → Ack latency",
+                     "Latency over time (median, p99, max per time bin)",
+                     "By the time bin the Publish was sent in; a failover shows as publishes "
+                     "that waited seconds for their ack.", {over: "latency.over_time"}, spec,
+                     empty))
+    unacked = dataset_name("latency.unacked_over_time")
+    spec, empty = _spec_or_empty(
+        model, {unacked: "latency.unacked_over_time"},
+        "Every Publish that asked for an ack got one.",
+        lambda: _binned_bars(unacked, "ack_policy", "count", bin_ms, "publishes", "AckPolicy"))
+    out.append(Chart("unacked", "Publish → Ack latency", "Publishes never acked",
+                     "Publishes whose AckPolicy asks for an ack (LEADER, ALL) and whose Ack the "
+                     "capture does not hold, by the time they were sent.",
+                     {unacked: "latency.unacked_over_time"}, spec, empty))
+    return out
+
+
+def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    out = []
+    leaders = dataset_name("partitions.leaders")
+    changes = dataset_name("partitions.leader_changes")
+    isr = dataset_name("partitions.isr_events")
+
+    def timeline() -> dict[str, Any]:
+        y = alt.Y("partition_key:N", title="partition")
+        bars = alt.Chart(alt.NamedData(leaders)).transform_calculate(
+            end2=f"max(datum.end, datum.start + {bin_ms})").mark_bar(height=14).encode(
+            x=_time("start"), x2="end2:T", y=y,
+            color=alt.Color("leader:N", title="leader", scale=node_scale(model)),
+            tooltip=["partition_key:N", "leader:N", "epoch:Q", _tooltip_time("start", "from"),
+                     _tooltip_time("end", "to"), "observations:Q"])
+        labels = alt.Chart(alt.NamedData(leaders)).mark_text(
+            align="left", dx=3, dy=-11, fontSize=9).encode(
+            x=_time("start"), y=y, text=alt.Text("epoch:Q"))
+        layers = [bars, labels]
+        if get_path(model, "partitions.isr_events"):
+            layers.append(alt.Chart(alt.NamedData(isr)).mark_point(
+                filled=True, size=60, yOffset=9).encode(
+                x=_time(), y=y, shape=alt.Shape("op:N", title="metadata op"),
+                color=alt.value("#333"),
+                tooltip=[_tooltip_time(), "op:N", "partition_key:N", "replica:N", "leader:N",
+                         "epoch:Q", "source:N"]))
+        if get_path(model, "partitions.leader_changes"):
+            layers.append(alt.Chart(alt.NamedData(changes)).mark_tick(
+                color="#d62728", thickness=2, size=22).encode(
+                x=_time(), y=y,
+                tooltip=[_tooltip_time(), "partition_key:N", "from_leader:N", "to_leader:N",
+                         "from_epoch:Q", "to_epoch:Q"]))
+        n = len({row["partition_key"] for row in get_path(model, "partitions.leaders")})
+        return _spec(alt.layer(*layers).properties(width=WIDTH, height=max(80, 30 * n)))
+
+    data = {leaders: "partitions.leaders", changes: "partitions.leader_changes",
+            isr: "partitions.isr_events"}
+    spec, empty = _spec_or_empty(model, {leaders: "partitions.leaders"},
+                                 "No ReplicationResponse, ISR change or ChangeLeader names a "
+                                 "partition leader in this input.", timeline)
+    out.append(Chart("leaders", "Partitions", "Partition leaders over time",
+                     "Bars: the leader answering each partition's followers, labelled with its "
+                     "leader epoch; red ticks: leader changes; dots: ISR shrinks/expands and "
+                     "leader reports sent to the metadata leader.", data, spec, empty))
+
+    def epochs() -> dict[str, Any]:
+        return _spec(alt.Chart(alt.NamedData(leaders)).mark_line(
+            interpolate="step-after", point=True).encode(
+            x=_time("start"), y=alt.Y("epoch:Q", title="leader epoch"),
+            color=alt.Color("partition_key:N", title="partition"),
+            tooltip=["partition_key:N", "leader:N", "epoch:Q", _tooltip_time("start", "from")],
+        ).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {leaders: "partitions.leaders"},
+                                 "No leader epoch seen in this input.", epochs)
+    out.append(Chart("epochs", "Partitions", "Leader epoch of each partition",
+                     "The leader epoch the leader's ReplicationResponses (or the metadata ops) "
+                     "carry; it rises at every leader change.", {leaders: "partitions.leaders"},
+                     spec, empty))
+    lag = dataset_name("partitions.lag")
+
+    def lag_chart() -> dict[str, Any]:
+        return _spec(alt.Chart(alt.NamedData(lag)).mark_line(interpolate="step-after").encode(
+            x=_time(), y=alt.Y("lag:Q", title="messages behind HW"),
+            color=alt.Color("series:N", title="partition, follower",
+                            legend=alt.Legend(symbolLimit=MAX_LEGEND)),
+            tooltip=[_tooltip_time(), "series:N", "lag:Q"],
+        ).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {lag: "partitions.lag"},
+                                 "No ReplicationRequest was answered in this input.", lag_chart)
+    out.append(Chart("lag", "Partitions", "Follower lag",
+                     "The leader's high watermark minus the offset the follower asked from, "
+                     "largest per time bin.", {lag: "partitions.lag"}, spec, empty))
+    return out
+
+
+def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    out = []
+    nr = dataset_name("cluster.no_responders")
+    spec, empty = _spec_or_empty(
+        model, {nr: "cluster.no_responders"},
+        "No request went unanswered (no NATS 503 status in this input).",
+        lambda: _binned_bars(nr, "target", "count", bin_ms, "503 replies", "request subject"))
+    out.append(Chart("no_responders", "Cluster", "NATS 503: requests nobody was there to answer",
+                     "The NATS server's no-responders status (HMSG 'NATS/1.0 503') to a request, "
+                     "by the request's subject: a node that was down, a partition without a "
+                     "leader.", {nr: "cluster.no_responders"}, spec, empty))
+    terms = dataset_name("cluster.raft.terms")
+    answers = dataset_name("cluster.metadata_leaders")
+    elections = dataset_name("cluster.raft.elections")
+    raft_decoded = bool(get_path(model, "cluster.raft.decoded"))
+    leader_path = "cluster.raft.terms" if raft_decoded and get_path(
+        model, "cluster.raft.terms") else "cluster.metadata_leaders"
+    leader_name = terms if leader_path == "cluster.raft.terms" else answers
+
+    def metadata_leader() -> dict[str, Any]:
+        tips: list[Any] = ["leader:N", _tooltip_time("start", "from"), _tooltip_time("end", "to"),
+                           "term:Q" if leader_path == "cluster.raft.terms" else "answers:Q"]
+        bars = alt.Chart(alt.NamedData(leader_name)).transform_calculate(
+            end2=f"max(datum.end, datum.start + {bin_ms})", row="'metadata leader'").mark_bar(
+            height=16).encode(
+            x=_time("start"), x2="end2:T", y=alt.Y("row:N", title=None),
+            color=alt.Color("leader:N", title="metadata leader", scale=node_scale(model)),
+            tooltip=tips)
+        layers = [bars]
+        if raft_decoded and get_path(model, "cluster.raft.elections"):
+            layers.append(alt.Chart(alt.NamedData(elections)).mark_rule(
+                color="#d62728", strokeWidth=2).encode(
+                x=_time(), tooltip=[_tooltip_time(), "term:Q", "candidate:N"]))
+        return _spec(alt.layer(*layers).properties(width=WIDTH, height=70))
+
+    data = {leader_name: leader_path}
+    if raft_decoded:
+        data[elections] = "cluster.raft.elections"
+    spec, empty = _spec_or_empty(model, {leader_name: leader_path},
+                                 "No metadata leader seen in this input.", metadata_leader)
+    source = ("the leader of each Raft term (AppendEntries); red rules: elections (RequestVote)"
+              if leader_path == "cluster.raft.terms" else
+              "the node answering PropagatedRequests and RaftJoinRequests")
+    out.append(Chart("metadata_leader", "Cluster", "Metadata (Raft) leader",
+                     source[:1].upper() + source[1:] + ".", data, spec, empty))
+    ops_path = "cluster.raft.log_ops" if raft_decoded and get_path(
+        model, "cluster.raft.log_ops") else "cluster.propagated_ops"
+    ops = dataset_name(ops_path)
+    spec, empty = _spec_or_empty(
+        model, {ops: ops_path}, "No metadata operation in this input.",
+        lambda: _binned_bars(ops, "op", "count", bin_ms, "operations", "operation"))
+    out.append(Chart("metadata_ops", "Cluster", "Metadata operations",
+                     "Operations in the Raft log, each counted once (AppendEntries)"
+                     if ops_path == "cluster.raft.log_ops" else
+                     "Operations proposed to the metadata leader (PropagatedRequest): ISR "
+                     "changes, leader reports, stream changes.", {ops: ops_path}, spec, empty))
+    return out
+
+
+def problem_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    name = dataset_name("problems.over_time")
+    spec, empty = _spec_or_empty(
+        model, {name: "problems.over_time"},
+        "No problems: every message was read and decoded, and the capture reader noticed nothing.",
+        lambda: _binned_bars(name, "kind", "count", bin_ms, "problems", "kind"))
+    return [Chart("problems", "Problems", "Problems over time",
+                  "Envelopes that did not decode (error:KIND) and what the capture reader "
+                  "noticed (notice:KIND: gaps, cut messages, bytes that are not NATS...).",
+                  {name: "problems.over_time"}, spec, empty)]
+
+
+def storage_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """Only when data directories were read."""
+    if not get_path(model, "storage.replicas"):
+        return []
+    name = dataset_name("storage.stored_by_stream")
+    spec, empty = _spec_or_empty(
+        model, {name: "storage.stored_by_stream"}, "The partitions hold no messages.",
+        lambda: _binned_bars(name, "stream", "count", bin_ms, "messages stored", "stream"))
+    return [Chart("stored", "Data directories", "Messages stored, by their timestamp",
+                  "Every entry of every replica's segments (each replica counts: a message "
+                  "on three replicas counts three times), by the timestamp it was stored with.",
+                  {name: "storage.stored_by_stream"}, spec, empty)]
+
+
+def chart_list(model: dict[str, Any]) -> list[Chart]:
+    bin_ms = float(model["report"]["bin_s"]) * 1000
+    return (traffic_charts(model, bin_ms) + latency_charts(model, bin_ms)
+            + partition_charts(model, bin_ms) + cluster_charts(model, bin_ms)
+            + storage_charts(model, bin_ms) + problem_charts(model, bin_ms))

@@ -1,0 +1,105 @@
+"""The cluster: NATS 503s (no responders), the metadata leader, Raft elections and ops.
+
+- A request to a subject nobody serves (a node that is down) is answered
+  by the NATS server itself with a status message: `HMSG <reply inbox>`
+  whose header block's first line is `NATS/1.0 503` and carries no
+  headers. The request it answers is found by its reply inbox.
+- The metadata (Raft) leader answers PropagatedRequests and
+  RaftJoinRequests: the sender of a PropagatedResponse or RaftJoinResponse
+  is the metadata leader at that time.
+- The Raft transport (`<ns>.raft.metadata.<node>.request._INBOX...`) is
+  decoded where lbparse.raft is there (`raft_events.RaftEvents`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from lbparse.report.nodes import NodeMap
+from lbparse.report.timebins import MS, Counts, TimeAxis
+
+NO_RESPONDERS = b"NATS/1.0 503"
+STATUS_503 = b"\r\nStatus: 503\r\n"
+MAX_REPLIES = 200_000      # reply inbox -> request subject, oldest forgotten first
+TOP_TARGETS = 12          # drawn one by one over time; the rest as "(other)"
+MAX_TARGETS = 200          # distinct request subjects counted one by one
+OTHER = "(other subjects)"
+MAX_LEADER_SEGMENTS = 5000
+
+
+def is_no_responders(header_block: bytes | None) -> bool:
+    """A NATS status message 503: on the header block's first line, or kept as a
+    `Status: 503` header (recordings and the pipeline's output keep headers only)."""
+    if header_block is None:
+        return False
+    if header_block.startswith(NO_RESPONDERS):
+        return len(header_block) == len(NO_RESPONDERS) or \
+            header_block[len(NO_RESPONDERS)] in b" \r"
+    return STATUS_503 in header_block
+
+
+class Cluster:
+    def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
+        self.axis = axis
+        self.nodes = nodes
+        self.replies: OrderedDict[str, str] = OrderedDict()  # oldest out first
+        self.no_responders = Counts(axis)
+        self.no_responders_total = 0
+        self.targets: dict[str, dict[str, Any]] = {}
+        self.leader_segments: list[list[Any]] = []  # [endpoint, first_ns, last_ns, answers]
+        self.ops = Counts(axis)                       # metadata ops proposed, by op
+
+    def request(self, reply: str, subject: str) -> None:
+        replies = self.replies
+        if reply not in replies:
+            replies[reply] = subject
+            if len(replies) > MAX_REPLIES:
+                replies.popitem(last=False)
+
+    def status_503(self, ns: int, i: int, inbox: str) -> str:
+        """A no-responders status delivered to `inbox`; returns the request subject."""
+        target = self.replies.get(inbox, "(unknown request)")
+        key = target if target in self.targets or len(self.targets) < MAX_TARGETS else OTHER
+        info = self.targets.get(key)
+        if info is None:
+            info = self.targets[key] = {"subject": key, "count": 0, "first": ns / MS}
+        info["count"] += 1
+        info["last"] = ns / MS
+        self.no_responders.add(i, key)
+        self.no_responders_total += 1
+        return target
+
+    def metadata_answer(self, ns: int, endpoint: str) -> None:
+        """A PropagatedResponse / RaftJoinResponse sent from `endpoint`."""
+        segs = self.leader_segments
+        if segs and segs[-1][0] == endpoint:
+            segs[-1][2] = ns
+            segs[-1][3] += 1
+        elif len(segs) < MAX_LEADER_SEGMENTS:
+            segs.append([endpoint, ns, ns, 1])
+
+    def propagated(self, i: int, op: str) -> None:
+        self.ops.add(i, op)
+
+    def model(self) -> dict[str, Any]:
+        leaders: list[dict[str, Any]] = []
+        for endpoint, first, last, answers in self.leader_segments:
+            name = self.nodes.name(endpoint)
+            if leaders and leaders[-1]["leader"] == name:
+                leaders[-1]["end"] = last / MS
+                leaders[-1]["answers"] += answers
+            else:
+                leaders.append({"leader": name, "start": first / MS, "end": last / MS,
+                                "answers": answers, "source": "metadata answers"})
+        return {
+            "nodes": {e: n for e, n in sorted(self.nodes.by_endpoint.items())},
+            "node_names": self.nodes.nodes(),
+            "no_responders_total": self.no_responders_total,
+            "no_responders": self.no_responders.rows("target", "count", top=TOP_TARGETS),
+            "no_responders_by_target": sorted(self.targets.values(),
+                                              key=lambda d: (-d["count"], d["subject"])),
+            "metadata_leaders": leaders,
+            "propagated_ops": self.ops.rows("op", "count"),
+            "propagated_ops_total": self.ops.totals(),
+        }

@@ -1,0 +1,359 @@
+"""The report's fast path: decoded rows as Arrow record batches, counted over columns.
+
+`lbparse pipeline` reads a capture into record batches, one row per NATS
+message, decoded by its batch decoder (`arrow_batches`: the C capture
+reader where lbparse has it, `lbparse.read_capture_arrow`; else the
+pipeline's Python reader). `add_batch` puts a batch into an `Aggregator`:
+
+- over columns (numpy, pyarrow): the time bins, messages, bytes by
+  direction, messages by MsgType, and the capture's counts (`Stats`);
+- row by row, only what needs order (pairing a Publish with its Ack, a
+  request with its reply, leader epochs, the Raft transport, node names):
+  the handlers of `aggregate.Aggregator`, given each row's fields as
+  attributes (`_View`), the columns taken to Python once per batch.
+
+`test_report_fast_path_*` hold its model equal to the record path's
+(`Aggregator.add` over `CaptureReader`), the reference.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+
+from lbparse.capture import Notice, Stats
+from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
+from lbparse.capture.records import build_header_block
+from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator
+from lbparse.report.cluster import is_no_responders
+from lbparse.report.nodes import node_of_subject
+
+BATCH_ROWS = 65536
+# The MsgTypes whose message `Aggregator._typed_rest` reads (the sender's PUB).
+TYPED_REST = frozenset(("ServerInfoResponse", "RaftJoinRequest", "PropagatedResponse",
+                        "RaftJoinResponse", "PropagatedRequest"))
+
+
+def native_reader() -> bool:
+    """Whether this lbparse reads captures with the C capture loop (the pipeline's
+    reader, and lbparse.read_capture_arrow, use it when it is built)."""
+    try:
+        from lbparse.capture import columnar  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return False
+    return bool(columnar.available())
+
+
+def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
+    """The decoded rows of one capture file (what read_capture_arrow yields), and
+    the reader's counts in `stats` (a pipeline UnitStats)."""
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.pipeline.tasks import _decoder
+
+    decoder = _decoder(DecodeOptions(layout=layout))
+    options = SourceOptions(batch_rows=BATCH_ROWS)
+    for unit in plan([os.fspath(path)], options):
+        unit_stats = UnitStats(unit.path, unit.format, unit.size)
+        # read_capture_arrow's rows: the C capture loop where it is built, else
+        # lbparse.capture's Python reader
+        for batch in read_unit(unit, options, unit_stats):
+            yield decoder(batch)
+        stats.append(unit_stats)
+
+
+_FLAT: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _flat(arr: Any, desc: Any) -> Iterator[Any]:
+    """The rows of a struct column as objects with its fields as attributes.
+    Flat messages: a named tuple per row, each field's column taken to Python
+    once, proto3's left-out defaults filled over the column; messages that
+    nest others: a `_View` per row."""
+    names = tuple(f.name for f in arr.type)
+    if desc is not None and any(_field(desc, n)[0] is not None for n in names):
+        return (_View(d, desc) for d in arr.to_pylist())
+    key = (id(desc), names)
+    cls = _FLAT.get(key)
+    if cls is None:
+        from collections import namedtuple
+
+        cls = _FLAT[key] = namedtuple("Row", names, rename=True)  # type: ignore[misc,unused-ignore]
+    columns = []
+    for n in names:
+        child = arr.field(n)
+        default = _field(desc, n)[1]
+        if default is not None and child.null_count:
+            child = pc.fill_null(child, pa.scalar(default, child.type))
+        columns.append(child.to_pylist())
+    make: Callable[[Any], Any] = getattr(cls, "_make")
+    return map(make, zip(*columns))
+
+
+def _descriptor(column: str) -> Any:
+    """The protobuf descriptor of a struct column (proto_Message: proto.Message), or None."""
+    import lbparse
+
+    try:
+        return lbparse.message_class(column.replace("_", ".", 1)).DESCRIPTOR
+    except (KeyError, ValueError, AttributeError):
+        return None
+
+
+_MISSING = object()
+# (descriptor, field name) -> (the field's message descriptor or None, its default)
+_FIELDS: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _field(desc: Any, name: str) -> tuple[Any, Any]:
+    key = (id(desc), name)
+    info = _FIELDS.get(key)
+    if info is None:
+        f = desc.fields_by_name.get(name) if desc is not None else None
+        if f is None:
+            info = (None, None)
+        elif f.message_type is not None:
+            info = (f.message_type, None)
+        elif f.enum_type is not None:
+            info = (None, f.enum_type.values_by_number[0].name)
+        else:
+            info = (None, f.default_value)
+        _FIELDS[key] = info
+    return info
+
+
+class _View:
+    """A decoded message's fields as attributes (a struct row, as a dict), a
+    field left out (proto3's default) read as protobuf reads it: from the
+    message's descriptor (enums by the name of their value 0, as the rows
+    name them)."""
+
+    __slots__ = ("_d", "_desc")
+
+    def __init__(self, d: dict[str, Any] | None, desc: Any) -> None:
+        self._d = d or {}
+        self._desc = desc
+
+    def __getattr__(self, name: str) -> Any:
+        sub, default = _field(self._desc, name)
+        v = self._d.get(name)
+        if sub is not None:
+            return _View(v, sub)
+        return default if v is None else v
+
+
+class _Row:
+    """The record-like fields the handlers read."""
+
+    __slots__ = ("src", "dst", "verb", "subject", "reply", "error")
+
+    def __init__(self, src: str, dst: str, verb: str, subject: str, reply: str | None,
+                 error: Any = None) -> None:
+        self.src, self.dst, self.verb, self.subject, self.reply = src, dst, verb, subject, reply
+        self.error = error
+
+
+class _Error:
+    __slots__ = ("kind", "message")
+
+    def __init__(self, kind: str, message: str) -> None:
+        self.kind, self.message = kind, message
+
+
+def _names(batch: Any) -> Any:
+    """The by-MsgType key of each row, as `Aggregator.add` names it."""
+    name = batch.column("msg_type_name")
+    layout = batch.column("layout")
+    err = batch.column("error_kind")
+    unnamed = pc.binary_join_element_wise("(", layout, ")", "")
+    # An error row keeps the layout asked for: the error decides first.
+    return pc.if_else(pc.is_valid(err), "(error)",
+                      pc.if_else(pc.is_valid(name), name,
+                                 pc.if_else(pc.is_valid(layout), unnamed, "(not decoded)")))
+
+
+def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
+                 data: dict[tuple[int, str], int]) -> None:
+    """data[(bin, key)] += count (or the sum of weights) over the rows."""
+    codes = pc.dictionary_encode(keys).combine_chunks() if isinstance(
+        keys, pa.ChunkedArray) else pc.dictionary_encode(keys)
+    labels = codes.dictionary.to_pylist()
+    idx = np.asarray(codes.indices.fill_null(0), np.int64)
+    k = len(labels) or 1
+    lo = int(i.min())
+    combined = (i - lo) * k + idx
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    sums = np.bincount(inverse, weights=weights, minlength=len(uniq))
+    for c, n in zip(uniq.tolist(), sums.tolist()):
+        key = (lo + c // k, labels[c % k])
+        data[key] = data.get(key, 0) + int(n)
+
+
+def add_batch(agg: Aggregator, batch: Any, stats: Stats, where: str,
+              on_notice: Callable[[str, Notice], None] | None = None) -> tuple[int, int] | None:
+    """Put one batch of decoded rows into `agg` and `stats`; the first and last
+    message time of the batch (None without a message). The reader's notices
+    (rows `input:KIND`) go to `on_notice(where, notice)` too."""
+    kinds = batch.column("error_kind")
+    inputs = pc.fill_null(pc.starts_with(kinds, "input:"), False)
+    if pc.any(inputs).as_py():
+        _input_problems(agg, batch.filter(inputs), where, on_notice)
+        batch = batch.filter(pc.invert(inputs))
+    n = batch.num_rows
+    if n == 0:
+        return None
+    ns = np.asarray(batch.column("ts_ns").fill_null(0), np.int64)
+    lo, hi = int(ns.min()), int(ns.max())
+    axis = agg.axis
+    axis.index(lo)   # the axis grows to the batch's span first: every row's bin is then
+    axis.index(hi)   # ns // width, and stays right when the axis grows later (rekeyed)
+    i = ns // axis.width
+    sizes = np.asarray(pc.binary_length(batch.column("payload")).fill_null(0), np.int64)
+    agg.messages += n
+    agg.bytes += int(sizes.sum())
+    verbs = batch.column("verb")
+    publishing = pc.is_in(verbs, pa.array(PUBLISHING_VERBS))
+    direction = pc.if_else(publishing, "client_to_server", "server_to_client")
+    _count_pairs(i, direction, sizes.astype(np.float64), agg.volume.data)
+    names = _names(batch)
+    _count_pairs(i, names, None, agg.by_type.data)
+    _count_stats(stats, batch, names)
+    _rows(agg, batch, ns, i, names)
+    return lo, hi
+
+
+def _count_stats(stats: Stats, batch: Any, names: Any) -> None:
+    """What `Stats.count` counts, over the columns."""
+    stats.messages += batch.num_rows
+    per_subject = stats.per_subject
+    for subject, count in _value_counts(batch.column("subject")):
+        if subject in per_subject:
+            per_subject[subject] += count
+        elif len(per_subject) < MAX_SUBJECTS:
+            per_subject[subject] = count
+        else:
+            per_subject[OTHER_SUBJECTS] = per_subject.get(OTHER_SUBJECTS, 0) + count
+    for verb, count in _value_counts(batch.column("verb")):
+        stats.per_verb[verb] = stats.per_verb.get(verb, 0) + count
+    decoded = pc.and_(pc.is_null(batch.column("error_kind")),
+                      pc.is_valid(batch.column("layout")))
+    ok = batch.filter(decoded)
+    for layout, count in _value_counts(ok.column("layout")):
+        stats.per_layout[layout] = stats.per_layout.get(layout, 0) + count
+    for name, count in _value_counts(ok.column("msg_type_name")):
+        key = str(name)
+        stats.per_msg_type[key] = stats.per_msg_type.get(key, 0) + count
+    bad = batch.filter(pc.invert(decoded))
+    for kind, count in _value_counts(bad.column("error_kind")):
+        if kind is not None:
+            stats.errors[kind] = stats.errors.get(kind, 0) + count
+
+
+def _value_counts(arr: Any) -> list[tuple[Any, int]]:
+    """(value, count) in order of first appearance (as counting row by row gives them)."""
+    counts = pc.value_counts(arr)
+    return list(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
+
+
+def _input_problems(agg: Aggregator, rows: Any, where: str,
+                    on_notice: Callable[[str, Notice], None] | None) -> None:
+    """The reader's notices (rows `input:KIND`), as the record path's on_notice has them."""
+    for ts, kind, message, src, dst, source in zip(*(rows.column(c).to_pylist() for c in (
+            "ts_ns", "error_kind", "error_message", "src", "dst", "source"))):
+        kind = kind[len("input:"):]
+        # The pipeline's row says "<file>: <kind>: <the reader's message>".
+        message = (message or "").removeprefix(f"{source}: {kind}: ")
+        agg.notice(kind, ts, f"{where}: {src} -> {dst}" if src else where, message or "")
+        if on_notice is not None:
+            on_notice(where, Notice(kind, message or "", ts, src, dst))
+
+
+def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any) -> None:
+    """What needs the rows in order: requests and their replies, the handlers of
+    decoded envelopes, node names, 503s, errors and the Raft transport."""
+    cols = {c: batch.column(c).to_pylist() for c in ("src", "dst", "verb", "subject", "reply")}
+    name_list = names.to_pylist()
+    msg_names = batch.column("msg_type_name").to_pylist()
+    has_headers = pc.is_valid(batch.column("headers"))
+    headers = batch.column("headers")
+    kinds = batch.column("error_kind").to_pylist()
+    messages = batch.column("error_message")
+    # Each decoded message's struct column is its payload type's (schema.column_for:
+    # proto.Message: proto_Message); a MsgType may have another in another layout.
+    from lbparse.pipeline.schema import column_for
+
+    payload_types = batch.column("payload_type").to_pylist()
+    handlers = agg._handlers
+    structs: dict[tuple[str, str], Iterator[Any]] = {}
+    for n, pt in set(zip(msg_names, payload_types)):
+        col = column_for(pt) if pt else ""
+        if (n in handlers or n in TYPED_REST) and col in batch.schema.names:
+            rows = pc.and_(pc.and_(pc.equal(batch.column("msg_type_name"), n),
+                                   pc.equal(batch.column("payload_type"), pt)),
+                           pc.is_null(batch.column("error_kind")))
+            arr = batch.column(col).filter(pc.fill_null(rows, False))
+            structs[(n, pt)] = _flat(arr, _descriptor(col))
+    ns_list, i_list = ns.tolist(), i.tolist()
+    replies = agg._replies
+    nodes = agg.nodes
+    payload = batch.column("payload")
+    hdr = has_headers.to_pylist()
+    streams: list[str | None] = [None] * len(ns_list)
+    for k, (src, dst, verb, subject, reply) in enumerate(zip(
+            cols["src"], cols["dst"], cols["verb"], cols["subject"], cols["reply"])):
+        if reply and reply not in replies:
+            agg.cluster.request(reply, subject)
+        publishing = verb in PUBLISHING_VERBS
+        if not publishing and dst not in nodes.by_endpoint:
+            node = node_of_subject(subject)
+            if node is not None:
+                nodes.learn(dst, node)
+        t, b = ns_list[k], i_list[k]
+        stream = None
+        kind = kinds[k]
+        name = msg_names[k] if kind is None else None
+        if kind is not None:
+            agg.problems.error(t, b, _Row(src, dst, verb, subject, reply, _Error(
+                kind, messages[k].as_py() or "")))
+        elif name is not None:
+            it = structs.get((name, payload_types[k]))
+            m: Any = next(it) if it is not None else None
+            handler = handlers.get(name)
+            if handler is not None:
+                # the payload tells apart publishes that no ack inbox names
+                data = (payload[k].as_py() or b"") if name == "Publish" and not m.ackInbox \
+                    else b""
+                stream = handler(_Row(src, dst, verb, subject, reply), t, b, m, data)
+            elif publishing and name in TYPED_REST:
+                agg._typed_rest(_Row(src, dst, verb, subject, reply), t, b, name,
+                                m if m is not None else _View(None, None))
+        elif name_list[k] != "(not decoded)" and agg.raft is not None:
+            agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b,
+                           payload[k].as_py() or b"")
+        if stream:
+            streams[k] = stream
+        if verb == "HMSG" and hdr[k]:
+            pairs = headers[k].as_py()
+            if is_no_responders(build_header_block([(h["key"], h["value"]) for h in pairs])):
+                agg.cluster.status_503(t, b, subject)
+    _count_streams(agg, i, streams)
+
+
+def _count_streams(agg: Aggregator, i: np.ndarray, streams: list[str | None]) -> None:
+    """Messages by stream and bin; past MAX_STREAMS streams, the new ones together."""
+    from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
+
+    arr = pa.array(streams, pa.string())
+    known = pc.is_valid(arr)
+    if not pc.any(known).as_py():
+        return
+    for name in pc.unique(arr.filter(known)).to_pylist():  # in order of first appearance
+        if name not in agg.streams and len(agg.streams) >= MAX_STREAMS:
+            arr = pc.if_else(pc.equal(arr, name), OTHER_STREAMS, arr)
+            name = OTHER_STREAMS
+        agg.streams.add(name)
+    _count_pairs(i[np.asarray(known)], arr.filter(known), None, agg.by_stream.data)

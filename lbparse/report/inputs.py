@@ -1,0 +1,289 @@
+"""The report's inputs, each read once into an Aggregator.
+
+- captures (pcap, pcapng) and our recordings (JSON Lines, Parquet from
+  `lbparse record`): `lbparse.capture.CaptureReader`, whose `Stats` are
+  the counts `lbparse capture --stats` prints;
+- the pipeline's output (`lbparse pipeline --out DIR`: DIR, or DIR/messages):
+  its rows in time order, each payload decoded again (as our recordings
+  are: the bytes are the truth); its `input:*` rows are the reader's notices.
+
+- data directories of Liftbridge nodes (one node's, or a folder of them):
+  segments, checkpoints and raft.db, read with lbparse.storage (`storage`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from lbparse.capture import CaptureReader, Notice, Record, Stats
+from lbparse.capture.pipe import STDIN
+from lbparse.capture.records import build_header_block, decode_into
+from lbparse.report.aggregate import Aggregator
+from lbparse.report.timebins import MS, exact_time
+
+PIPELINE_COLUMNS = ("source", "position", "ts_ns", "src", "dst", "verb", "subject", "reply", "sid",
+                    "headers", "payload", "error_kind", "error_message")
+BATCH = 8192
+
+
+@dataclass
+class ReadOptions:
+    layout: str | None = None       # None: the capture reader's default (auto)
+    limits: Any = None              # lbparse.limits.Limits, or None for the defaults
+    on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
+    on_notice: Callable[[str, Notice], None] | None = None
+    # Captures through the columnar fast path (report.columnar); None: where it
+    # holds the record path's answers (pcap and pcapng files).
+    fast: bool | None = None
+
+
+@dataclass
+class InputSummary:
+    path: str
+    format: str
+    messages: int = 0
+    problems: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "format": self.format, "messages": self.messages,
+                "problems": self.problems, **self.extra}
+
+
+def kind_of(path: str) -> str:
+    """capture | pipeline | data_dir; `-` (stdin) is a capture or a recording."""
+    if path == STDIN:
+        return "capture"
+    if os.path.isdir(path):
+        if _pipeline_dataset(path) is not None:
+            return "pipeline"
+        if _looks_like_data_dir(path):
+            return "data_dir"
+        raise ValueError(f"{path}: a directory, but neither the output of `lbparse pipeline` "
+                         "(DIR/messages with Parquet files) nor a Liftbridge data directory")
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file or directory")
+    return "capture"
+
+
+def _pipeline_dataset(path: str) -> str | None:
+    for candidate in (os.path.join(path, "messages"), path):
+        if os.path.isdir(candidate) and any(
+                name.startswith("msg_type_name=") or name.endswith(".parquet")
+                for name in os.listdir(candidate)):
+            return candidate
+    return None
+
+
+def _looks_like_data_dir(path: str) -> bool:
+    """A node's data directory, or a folder of them (lbparse.storage's test)."""
+    from pathlib import Path
+
+    from lbparse.storage.datadir import is_data_dir
+
+    root = Path(path)
+    return is_data_dir(root) or any(is_data_dir(p) for p in root.iterdir() if p.is_dir())
+
+
+def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    kind = kind_of(path)
+    if kind == "capture":
+        return read_capture(path, agg, stats, options)
+    if kind == "pipeline":
+        return read_pipeline(path, agg, stats, options)
+    from lbparse.report.storage import read_data_dir
+
+    found = agg.problems.model()["total"]
+    extra = read_data_dir(path, agg)
+    summary = InputSummary(path, extra.pop("format"), 0, agg.problems.model()["total"] - found)
+    extra.pop("path"), extra.pop("messages"), extra.pop("problems")
+    summary.extra = extra
+    return summary
+
+
+def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    if options.fast or (options.fast is None and _columns_pay(path, options)):
+        return read_capture_columns(path, agg, stats, options)
+    return read_capture_records(path, agg, stats, options)
+
+
+def _columns_pay(path: str, options: ReadOptions) -> bool:
+    """Whether the columnar path is the faster here (bench/bench_report.py):
+    for `auto`, where the batch decoder classifies a batch at once (0.33x the
+    record path's time with the C capture reader, 0.49x without); for a fixed
+    layout the record path is faster either way (1.36x, 1.42x). It reads with
+    the default limits (the pipeline's reader)."""
+    return options.limits is None and _capture_kind(path) in ("pcap", "pcapng") and \
+        (options.layout or "auto") == "auto"
+
+
+def _capture_kind(path: str) -> str:
+    from lbparse.capture.formats import sniff
+
+    if path == STDIN:  # read once, as it comes: the record path (it spools what it must)
+        return "unknown"
+    try:
+        return str(sniff(path))
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
+                         options: ReadOptions) -> InputSummary:
+    """The fast path: decoded rows in Arrow batches, counted over columns."""
+    from lbparse.report.columnar import add_batch, arrow_batches
+
+    units: list[Any] = []
+    first: int | None = None
+    last: int | None = None
+    mine = Stats()
+    done = 0
+    for batch in arrow_batches(path, options.layout or "auto", units):
+        span = add_batch(agg, batch, mine, path, options.on_notice)
+        if span is not None:
+            first = span[0] if first is None else min(first, span[0])
+            last = span[1] if last is None else max(last, span[1])
+        done += batch.num_rows
+        if options.on_progress is not None:
+            options.on_progress(path, done, 0)
+    fmt = "records"
+    for u in units:
+        mine.packets += u.packets
+        mine.bytes_read += u.bytes_read
+        mine.gap_bytes += u.gap_bytes
+        for k, n in u.notices.items():
+            mine.notices[k] += n
+        fmt = {"pcap": "pcap", "pcapng": "pcapng"}.get(u.format, "records")
+    stats.merge(mine)
+    # NATS control lines (PING, SUB...) are not counted on this path.
+    return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
+        "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
+        **_span(first, last)})
+
+
+def read_capture_records(path: str, agg: Aggregator, stats: Stats,
+                         options: ReadOptions) -> InputSummary:
+    """The reference path: CaptureReader's records, one by one."""
+    def notice(n: Notice) -> None:
+        where = f"{path}: {n.src} -> {n.dst}" if n.src else path
+        agg.notice(n.kind, n.ts, where, n.message)
+        if options.on_notice is not None:
+            options.on_notice(path, n)
+
+    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice)
+    add = agg.add
+    first: int | None = None
+    last: int | None = None
+    progress = options.on_progress
+    for k, rec in enumerate(reader):
+        add(rec)
+        if first is None:
+            first = rec.ts
+        last = rec.ts
+        if progress is not None and not k & 4095:
+            progress(path, reader.bytes_read, reader.size)
+    stats.merge(reader.stats)
+    s = reader.stats
+    return InputSummary(path, _capture_format(reader), s.messages, sum(s.notices.values()), {
+        "packets": s.packets, "bytes_read": s.bytes_read, **_span(first, last)})
+
+
+def _span(first: int | None, last: int | None) -> dict[str, Any]:
+    """An input's first and last message: milliseconds (chart coordinates),
+    and exact (nanoseconds, UTC text)."""
+    return {"first": None if first is None else first / MS,
+            "last": None if last is None else last / MS,
+            **exact_time("first", first), **exact_time("last", last)}
+
+
+def _capture_format(reader: CaptureReader) -> str:
+    """pcap, pcapng, or records (ours: JSON Lines or Parquet), as the reader found it."""
+    name = type(reader._source).__name__ if reader._source is not None else ""
+    return {"PcapSource": "pcap", "PcapngSource": "pcapng"}.get(name, "records")
+
+
+def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    """The rows of `lbparse pipeline` output, in capture-time order."""
+    dataset_dir = _pipeline_dataset(path)
+    assert dataset_dir is not None
+    layout = options.layout or _default_layout()
+    summary = InputSummary(path, "pipeline")
+    first: int | None = None
+    last: int | None = None
+    rows = 0
+    for row in _pipeline_rows(dataset_dir):
+        rows += 1
+        kind = row["error_kind"]
+        if kind is not None and kind.startswith("input:"):
+            summary.problems += 1
+            agg.notice(kind[len("input:"):], _row_ns(row), f"{row['source']}",
+                       row["error_message"] or "")
+            stats.notices[kind[len("input:"):]] += 1
+            continue
+        rec = _record(row)
+        decode_into(rec, layout)
+        agg.add(rec)
+        stats.count(rec)
+        summary.messages += 1
+        first = rec.ts if first is None else first
+        last = rec.ts
+        if options.on_progress is not None and not rows & 4095:
+            options.on_progress(path, rows, 0)
+    summary.extra = {"rows": rows, **_span(first, last)}
+    summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
+    if os.path.isfile(summary_file):
+        with open(summary_file) as f:
+            totals = json.load(f).get("totals", {})
+        summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
+                                             if k in totals}
+    return summary
+
+
+def _default_layout() -> str:
+    from lbparse.capture import default_layout
+
+    return default_layout()
+
+
+def _row_ns(row: dict[str, Any]) -> int | None:
+    ts = row["ts_ns"]
+    return None if ts is None else int(ts)
+
+
+def _record(row: dict[str, Any]) -> Record:
+    headers = row["headers"]
+    block = None if headers is None else build_header_block(
+        [(h["key"], h["value"]) for h in headers])
+    return Record.make(row["ts_ns"] or 0, row["src"], row["dst"], row["verb"],
+                       row["subject"], row["reply"], row["sid"], block, row["payload"] or b"")
+
+
+def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
+    """Rows sorted by capture time (then file and position): the Parquet is
+    partitioned by MsgType, so its files are not in time order."""
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.dataset as ds  # type: ignore[import-untyped,unused-ignore]
+
+    data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
+    names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]
+    if "ts_ns" not in names:
+        # Output of a pipeline before ts_ns: its ts (a timestamp) is what there is.
+        names.insert(names.index("position") + 1 if "position" in names else 0, "ts")
+    table = data.to_table(columns=names)
+    if "ts_ns" not in names:
+        ts = table.column("ts")
+        if pa.types.is_timestamp(ts.type):
+            ts = pc.cast(pc.cast(ts, pa.timestamp("ns", tz=ts.type.tz)), pa.int64())
+        at = names.index("ts")
+        table = table.set_column(at, "ts_ns", ts)
+        names[at] = "ts_ns"
+    table = table.sort_by([("ts_ns", "ascending"), ("source", "ascending"),
+                           ("position", "ascending")])
+    for batch in table.to_batches(max_chunksize=BATCH):
+        cols = {n: batch.column(n).to_pylist() for n in names}
+        for k in range(batch.num_rows):
+            yield {n: (cols[n][k] if n in cols else None) for n in PIPELINE_COLUMNS}

@@ -1,0 +1,235 @@
+"""Partitions over time: leader and leader epoch, follower lag, ISR changes.
+
+What the envelopes say, as Liftbridge v1.9.0 sends them:
+
+- a follower's ReplicationRequest (`replicaID`, `offset`: the newest offset
+  it has, `leaderEpoch`) goes to `<ns>.<stream>.<partition>.replicate`, and
+  the leader answers on the request's reply inbox with a
+  ReplicationResponse (leader epoch, high watermark). The answer's sender
+  is the leader; its epoch is the leader epoch; HW minus the follower's
+  offset is the follower's lag.
+- PropagatedRequests to the metadata leader carry ShrinkISR/ExpandISR
+  (stream, partition, replica, leader, leaderEpoch: sent by the leader)
+  and ReportLeader (a follower saying the leader at that epoch is gone).
+- the metadata Raft log, where decoded (lbparse.raft), carries the
+  ChangeLeader/ShrinkISR/ExpandISR ops the controller committed.
+
+A leader "segment" is a run of observations of one (partition, epoch);
+the leader's name comes from the ops when they name it, else from the
+responding connection's node (`nodes.NodeMap`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from lbparse.report.nodes import NodeMap, partition_of_subject
+from lbparse.report.timebins import MS, Maxima, TimeAxis, exact_time
+
+MAX_PARTITIONS = 1000
+MAX_SEGMENTS = 2000        # per partition; past this, later epochs are counted only
+MAX_REQUESTS = 100_000     # replication requests waiting for their response
+MAX_EVENTS = 5000          # ISR changes and leader reports kept (counted beyond)
+MAX_LAG_SERIES = 20
+MAX_SHOWN = 40             # partitions whose leader timeline is in the model
+
+
+@dataclass
+class Segment:
+    epoch: int
+    first_ns: int
+    last_ns: int
+    endpoints: dict[str, int] = field(default_factory=dict)  # responder -> responses
+    named: str | None = None                                  # leader named by an op
+    observations: int = 0
+    source: str = "replication"
+
+
+class Partitions:
+    def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
+        self.axis = axis
+        self.nodes = nodes
+        # reply -> (stream, p, follower, offset); oldest out first
+        self.requests: OrderedDict[str, tuple[str, int, str, int]] = OrderedDict()
+        self.segments: dict[tuple[str, int], list[Segment]] = {}
+        self.lag = Maxima(axis)
+        self.lag_keys: set[str] = set()
+        self.events: list[dict[str, Any]] = []
+        self._event_keys: set[tuple[Any, ...]] = set()
+        self.events_dropped = 0
+        self.responses = 0
+        self.requests_seen = 0
+        self.deliveries: dict[str, list[tuple[str, int, int]]] = {}  # endpoint -> publishes
+        # (stream, partition, epoch) -> leader, from ops that carry no time (raft.db's
+        # entries of hashicorp/raft before AppendedAt): they name the segments of that epoch
+        self.epoch_names: dict[tuple[str, int, int], str] = {}
+
+    def name_epoch(self, stream: str, part: int, epoch: int, leader: str) -> None:
+        if leader and len(self.epoch_names) < MAX_PARTITIONS * 10:
+            self.epoch_names[(stream, part, epoch)] = leader
+
+    def delivery(self, endpoint: str, stream: str, part: int, ns: int) -> None:
+        """A Publish of (stream, part) delivered to `endpoint`, whose node is not
+        known yet: the partition's leader subscribes to its subject, so the
+        endpoint is likely the leader's (`resolve_deliveries`)."""
+        seen = self.deliveries.get(endpoint)
+        if seen is None:
+            if len(self.deliveries) >= MAX_PARTITIONS:
+                return
+            seen = self.deliveries[endpoint] = []
+        if len(seen) < 3:
+            seen.append((stream, part, ns))
+
+    def resolve_deliveries(self) -> None:
+        """Name the endpoints that received publishes after the partition's leader then."""
+        for endpoint, seen in self.deliveries.items():
+            if endpoint in self.nodes.by_endpoint:
+                continue
+            for stream, part, ns in seen:
+                segs = [s for s in self.segments.get((stream, part), ()) if s.first_ns <= ns]
+                if not segs:
+                    continue
+                name = self._leader_name(max(segs, key=lambda s: s.first_ns))
+                if name in self.nodes.by_endpoint.values() or name == segs[-1].named:
+                    self.nodes.learn(endpoint, name)
+                    break
+
+    # -- replication ---------------------------------------------------------
+
+    def replication_request(self, rec: Any, m: Any,
+                            where: tuple[str, int] | None = None) -> None:
+        """`where`: the partition of the request's subject, when the caller has it."""
+        if rec.verb not in ("PUB", "HPUB"):
+            return  # MSG copies: the PUB said it all
+        if where is None:
+            where = partition_of_subject(rec.subject)
+        if where is None:
+            return  # not a partition's replication subject
+        self.requests_seen += 1
+        self.nodes.learn(rec.src, m.replicaID)
+        if rec.reply:
+            self.requests[rec.reply] = (where[0], where[1], m.replicaID, m.offset)
+            if len(self.requests) > MAX_REQUESTS:
+                self.requests.popitem(last=False)
+
+    def replication_response(self, rec: Any, ns: int, i: int, rr: Any) -> None:
+        if rec.verb not in ("PUB", "HPUB"):
+            return
+        req = self.requests.pop(rec.subject, None)
+        if req is None:
+            return
+        stream, part, follower, offset = req
+        self.responses += 1
+        self._observe(stream, part, rr.leader_epoch, ns, endpoint=rec.src)
+        key = f"{stream}/{part} {follower}"
+        if key in self.lag_keys or len(self.lag_keys) < MAX_LAG_SERIES:
+            self.lag_keys.add(key)
+            self.lag.add(i, key, max(0, rr.high_watermark - offset))
+
+    def _observe(self, stream: str, part: int, epoch: int, ns: int, endpoint: str | None = None,
+                 named: str | None = None, source: str = "replication") -> None:
+        segs = self.segments.get((stream, part))
+        if segs is None:
+            if len(self.segments) >= MAX_PARTITIONS:
+                return
+            segs = self.segments[(stream, part)] = []
+        seg = segs[-1] if segs else None
+        if seg is None or seg.epoch != epoch:
+            seg = next((s for s in reversed(segs[-3:]) if s.epoch == epoch), None)
+            if seg is None:
+                if len(segs) >= MAX_SEGMENTS:
+                    return
+                seg = Segment(epoch, ns, ns, source=source)
+                segs.append(seg)
+        seg.last_ns = max(seg.last_ns, ns)
+        seg.first_ns = min(seg.first_ns, ns)
+        seg.observations += 1
+        if endpoint is not None:
+            seg.endpoints[endpoint] = seg.endpoints.get(endpoint, 0) + 1
+        if named:
+            seg.named = named
+
+    # -- metadata ops (propagated requests, the Raft log) ---------------------
+
+    def isr_change(self, ns: int, op: str, m: Any, replica: str, source: str) -> None:
+        """ShrinkISR / ExpandISR: `m` has stream, partition, leader, leaderEpoch."""
+        self._observe(m.stream, m.partition, m.leaderEpoch, ns, named=m.leader, source=source)
+        self._event(ns, op, m.stream, m.partition, replica, m.leader, m.leaderEpoch, source)
+
+    def leader_reported(self, ns: int, m: Any, source: str) -> None:
+        """ReportLeader: replica `m.replica` says leader `m.leader` at epoch is gone."""
+        self._event(ns, "report_leader", m.stream, m.partition, m.replica, m.leader,
+                    m.leaderEpoch, source)
+
+    def leader_changed(self, ns: int, stream: str, part: int, leader: str, epoch: int | None,
+                       source: str) -> None:
+        """ChangeLeader committed (the Raft log); its index is the new leader epoch."""
+        if epoch is not None:
+            self._observe(stream, part, epoch, ns, named=leader, source=source)
+        self._event(ns, "change_leader", stream, part, leader, leader, epoch, source)
+
+    def _event(self, ns: int, op: str, stream: str, part: int, replica: str, leader: str,
+               epoch: int | None, source: str) -> None:
+        key = (op, stream, part, replica, leader, epoch)
+        if key in self._event_keys:
+            return  # a copy: the same op delivered again, or in the Raft log too
+        if len(self.events) >= MAX_EVENTS:
+            self.events_dropped += 1
+            return
+        self._event_keys.add(key)
+        self.events.append({"t": ns / MS, "op": op, "stream": stream, "partition": part,
+                            "replica": replica, "leader": leader, "epoch": epoch,
+                            "source": source})
+
+    # -- the model -------------------------------------------------------------
+
+    def _leader_name(self, seg: Segment) -> str:
+        if seg.named:
+            return seg.named
+        if seg.endpoints:
+            return self.nodes.name(max(seg.endpoints, key=lambda e: seg.endpoints[e]))
+        return "?"
+
+    def model(self) -> dict[str, Any]:
+        for (stream, part, epoch), leader in self.epoch_names.items():
+            for seg in self.segments.get((stream, part), ()):
+                if seg.epoch == epoch and not seg.named:
+                    seg.named = leader
+        self.resolve_deliveries()
+        leaders, changes = [], []
+        # The partitions whose leadership moved most are drawn; a page of a
+        # thousand partitions' bars would show none of them.
+        shown = sorted(self.segments, key=lambda k: (-len(self.segments[k]), k))[:MAX_SHOWN]
+        for (stream, part) in sorted(shown):
+            segs = self.segments[(stream, part)]
+            prev: tuple[str, int] | None = None
+            for seg in sorted(segs, key=lambda s: s.first_ns):
+                name = self._leader_name(seg)
+                leaders.append({"stream": stream, "partition": part,
+                                "partition_key": f"{stream}/{part}", "leader": name,
+                                "epoch": seg.epoch, "start": seg.first_ns / MS,
+                                "end": seg.last_ns / MS, "observations": seg.observations})
+                if prev is not None and (prev[0] != name or prev[1] != seg.epoch):
+                    changes.append({"t": seg.first_ns / MS, **exact_time("t", seg.first_ns),
+                                    "stream": stream, "partition": part,
+                                    "partition_key": f"{stream}/{part}",
+                                    "from_leader": prev[0], "to_leader": name,
+                                    "from_epoch": prev[1], "to_epoch": seg.epoch,
+                                    "leader_changed": prev[0] != name})
+                prev = (name, seg.epoch)
+        events = sorted(self.events, key=lambda e: e["t"])
+        for e in events:
+            e["partition_key"] = f"{e['stream']}/{e['partition']}"
+        return {
+            "partitions": [f"{s}/{p}" for s, p in sorted(self.segments)],
+            "partitions_shown": len(shown),
+            "replication_requests": self.requests_seen,
+            "replication_responses": self.responses,
+            "leaders": leaders,
+            "leader_changes": sorted(changes, key=lambda c: c["t"]),
+            "isr_events": events,
+            "isr_events_dropped": self.events_dropped,
+            "lag": self.lag.rows("series", "lag"),
+        }

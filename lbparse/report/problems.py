@@ -1,0 +1,50 @@
+"""Problems over time: envelopes that did not decode (by error kind) and the
+capture reader's notices (gaps, cut messages, protocol trouble...), with
+the first few examples of each kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
+
+EXAMPLES = 3            # first examples kept per kind
+MAX_MESSAGE = 300       # characters of an example's message
+
+
+class Problems:
+    def __init__(self, axis: TimeAxis) -> None:
+        self.axis = axis
+        self.counts = Counts(axis)
+        self.examples: dict[str, list[dict[str, Any]]] = {}
+        self.untimed: dict[str, int] = {}  # notices without a time (a file cut short, say)
+
+    def error(self, ns: int, i: int, rec: Any) -> None:
+        kind = f"error:{rec.error.kind}"
+        self.counts.add(i, kind)
+        self._example(kind, ns, f"{rec.src} -> {rec.dst} {rec.verb} {rec.subject}",
+                      rec.error.message)
+
+    def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        """A reader's notice (or a pipeline row's input problem), `kind` as named there."""
+        key = f"notice:{kind}"
+        if ns is None:
+            self.untimed[key] = self.untimed.get(key, 0) + 1
+        else:
+            self.counts.add(self.axis.index(ns), key)
+        self._example(key, ns, where, message)
+
+    def _example(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        shown = self.examples.setdefault(kind, [])
+        if len(shown) < EXAMPLES:
+            shown.append({"t": None if ns is None else ns / MS, **exact_time("t", ns),
+                          "where": where,
+                          "message": message[:MAX_MESSAGE]})
+
+    def model(self) -> dict[str, Any]:
+        totals = self.counts.totals()
+        for k, n in self.untimed.items():
+            totals[k] = totals.get(k, 0) + n
+        return {"total": sum(totals.values()), "by_kind": dict(sorted(totals.items())),
+                "over_time": self.counts.rows("kind", "count"),
+                "examples": dict(sorted(self.examples.items()))}

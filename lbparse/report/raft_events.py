@@ -1,0 +1,169 @@
+"""Raft elections and metadata ops from the Raft transport, where lbparse.raft decodes it.
+
+Liftbridge's metadata Raft group talks over NATS (nats-on-a-log): each
+direction of a Raft connection is a byte stream published to
+`<ns>.raft.metadata.<node>.request._INBOX.<nuid>`, cut into NATS messages
+(lbparse.raft.StreamDecoder reads one stream message by message). From it:
+
+- RequestVote requests: an election (term, candidate); a candidate asks
+  every peer, so an election is one (term, candidate);
+- AppendEntries requests: the metadata leader of a term (heartbeats
+  included), and the log entries it replicates: Liftbridge's RaftLog ops
+  (ChangeLeader, ShrinkISR, ExpandISR, CreateStream...), each counted once
+  by its log index (the leader sends it to every follower).
+
+When lbparse.raft is not there (`available()` is False), none of this is
+read and the report says so.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from lbparse.report.partitions import Partitions
+from lbparse.report.timebins import MS, Counts, TimeAxis
+
+MAX_STREAMS = 4096       # transport streams decoded at once
+MAX_ENTRIES = 200_000    # log indexes remembered (entries counted once)
+MAX_ELECTIONS = 5000
+MAX_TERMS = 5000
+
+
+def available() -> bool:
+    try:
+        import lbparse.raft  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def is_transport_subject(subject: str) -> bool:
+    """`<ns>.raft.metadata.<node>.request.<inbox...>`."""
+    tokens = subject.split(".", 6)
+    return len(tokens) >= 6 and tokens[1] == "raft" and tokens[2] == "metadata" \
+        and tokens[4] == "request"
+
+
+class RaftEvents:
+    def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
+        from lbparse.raft import StreamDecoder  # type: ignore[import-not-found,unused-ignore]
+
+        self._decoder_class = StreamDecoder
+        self.axis = axis
+        self.partitions = partitions
+        self.decoders: OrderedDict[tuple[str, str], Any] = OrderedDict()  # oldest out first
+        self.elections: list[dict[str, Any]] = []
+        self._election_keys: set[tuple[int, str]] = set()
+        self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
+        self.entries: OrderedDict[int, None] = OrderedDict()
+        self.ops = Counts(axis)
+        self.untimed_ops: dict[str, int] = {}
+        self.rpcs = Counts(axis)
+        self.messages = 0
+        self.errors = 0
+        self.skipped_bytes = 0
+
+    def feed(self, ns: int, i: int, key: tuple[str, str], payload: bytes) -> None:
+        dec = self.decoders.get(key)
+        if dec is None:
+            if len(self.decoders) >= MAX_STREAMS:
+                self.decoders.popitem(last=False)
+            dec = self.decoders[key] = self._decoder_class()
+        self.messages += 1
+        chunk = dec.feed(payload)
+        if chunk.error is not None:
+            self.errors += 1
+        self.skipped_bytes += chunk.skipped
+        if chunk.closed:
+            del self.decoders[key]
+        for rpc in chunk.rpcs:
+            self._rpc(ns, i, rpc)
+
+    def _rpc(self, ns: int, i: int, rpc: Any) -> None:
+        self.rpcs.add(i, f"{rpc.rpc} {rpc.role}")
+        if rpc.role != "request":
+            return
+        term, node = rpc.term, rpc.node
+        if rpc.rpc == "RequestVote" and term is not None and node:
+            if (term, node) not in self._election_keys and len(self.elections) < MAX_ELECTIONS:
+                self._election_keys.add((term, node))
+                self.elections.append({"t": ns / MS, "term": term, "candidate": node})
+        elif rpc.rpc == "AppendEntries" and term is not None and node:
+            seen = self.terms.get(term)
+            if seen is None:
+                if len(self.terms) < MAX_TERMS:
+                    self.terms[term] = {"term": term, "leader": node, "start": ns / MS,
+                                        "end": ns / MS, "append_entries": 1}
+            else:
+                seen["end"] = max(seen["end"], ns / MS)
+                seen["append_entries"] += 1
+            for entry in rpc.entries:
+                self._entry(ns, i, entry)
+
+    def untimed_entry(self, entry: Any) -> None:
+        """A log entry without a time (raft.db before hashicorp/raft's AppendedAt):
+        counted once by index, and the leaders it names given to their epochs."""
+        if entry.index in self.entries:
+            return
+        self.entries[entry.index] = None
+        cmd = entry.command
+        name = entry.type_name if cmd is None else (cmd.name or cmd.op)
+        self.untimed_ops[name] = self.untimed_ops.get(name, 0) + 1
+        if cmd is None:
+            return
+        m, parts = cmd.message, self.partitions
+        if cmd.name == "CreateStream":
+            for p in m.stream.partitions:
+                parts.name_epoch(p.stream, p.id, p.leaderEpoch or entry.index, p.leader)
+        elif cmd.name == "ChangeLeader":
+            parts.name_epoch(m.stream, m.partition, entry.index, m.leader)
+        elif cmd.name in ("ShrinkISR", "ExpandISR"):
+            parts.name_epoch(m.stream, m.partition, m.leaderEpoch, m.leader)
+
+    def _entry(self, ns: int, i: int, entry: Any) -> None:
+        if entry.index in self.entries:
+            return
+        self.entries[entry.index] = None
+        if len(self.entries) > MAX_ENTRIES:
+            self.entries.popitem(last=False)
+        cmd = entry.command
+        if cmd is None:
+            self.ops.add(i, entry.type_name)
+            return
+        self.ops.add(i, cmd.name or cmd.op)
+        m = cmd.message
+        if cmd.name == "CreateStream":
+            for p in m.stream.partitions:  # the first leader of each partition; its
+                # epoch is the entry's index (the op says 0: the FSM sets it on apply)
+                self.partitions._observe(p.stream, p.id, p.leaderEpoch or entry.index, ns,
+                                         named=p.leader, source="raft log")
+        elif cmd.name == "ChangeLeader":
+            # Liftbridge's FSM makes the entry's log index the new leader epoch.
+            self.partitions.leader_changed(ns, m.stream, m.partition, m.leader, entry.index,
+                                           "raft log")
+        elif cmd.name == "ShrinkISR":
+            self.partitions.isr_change(ns, "shrink_isr", m, m.replicaToRemove, "raft log")
+        elif cmd.name == "ExpandISR":
+            self.partitions.isr_change(ns, "expand_isr", m, m.replicaToAdd, "raft log")
+
+    def model(self) -> dict[str, Any]:
+        return {
+            "decoded": True,
+            "transport_messages": self.messages,
+            "transport_errors": self.errors,
+            "skipped_bytes": self.skipped_bytes,
+            "elections": sorted(self.elections, key=lambda e: e["t"]),
+            "terms": [self.terms[t] for t in sorted(self.terms)],
+            "log_ops": self.ops.rows("op", "count"),
+            "log_ops_total": _sum(self.ops.totals(), self.untimed_ops),
+            "log_ops_untimed": dict(sorted(self.untimed_ops.items())),
+            "rpcs": self.rpcs.rows("rpc", "count"),
+        }
+
+
+def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, n in b.items():
+        out[k] = out.get(k, 0) + n
+    return dict(sorted(out.items()))

@@ -1,0 +1,256 @@
+"""The report's page: one self-contained HTML file rendered from the data model alone.
+
+`render_html(model)` writes the header (what was read, the time span, the
+counts), the charts of `charts.chart_list(model)` and a few tables, all
+from `model`. The page embeds the model once (a JSON script element); the
+Vega-Lite specs name their datasets, and a short script hands each chart
+its arrays from the embedded model before vega-embed draws it. The Vega,
+Vega-Lite and vega-embed runtimes are inlined (`vega_bundle`), so the page
+needs no network. When every chart has been drawn, the page sets
+`document.body.dataset.rendered` to "ok" (or to "error: ..."), which the
+headless-browser check waits for.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+from typing import Any
+
+from lbparse.jsonform import to_json_value
+from lbparse.report.bundle import vega_bundle
+from lbparse.report.charts import Chart, chart_list, get_path
+from lbparse.report.timebins import utc_text
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
+     background:#f6f7f9}
+header{background:#1f2d3d;color:#fff;padding:14px 28px}
+header h1{font-size:20px;margin:0 0 4px}
+header .sub{color:#c9d3de;font-size:13px}
+main{max-width:1400px;margin:0 auto;padding:8px 24px 40px}
+section{margin-top:18px}
+h2{font-size:17px;border-bottom:2px solid #d5dbe3;padding-bottom:3px;margin:18px 0 8px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
+.card{background:#fff;border:1px solid #dde3ea;border-radius:6px;padding:10px 14px}
+.card h3{font-size:14px;margin:0 0 2px}
+.card p.about{font-size:12px;color:#56606b;margin:0 0 6px}
+.chart{width:100%;min-height:60px}
+.empty{color:#2d7a3e;font-style:italic;padding:14px 4px}
+table{border-collapse:collapse;font-size:12.5px;margin:4px 0}
+td,th{padding:2px 10px 2px 0;text-align:left;vertical-align:top}
+th{color:#56606b;font-weight:600}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.kpis{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
+.kpi{background:#fff;border:1px solid #dde3ea;border-radius:6px;padding:6px 12px;min-width:120px}
+.kpi b{display:block;font-size:18px}
+.kpi span{font-size:12px;color:#56606b}
+.warn b{color:#b3261e}
+code{font-size:12px}
+"""
+
+SCRIPT = """
+(function () {
+  const model = JSON.parse(document.getElementById('lbparse-report-data').textContent);
+  const charts = JSON.parse(document.getElementById('lbparse-report-charts').textContent);
+  function get(path) {
+    return path.split('.').reduce((v, k) => (v && typeof v === 'object') ? v[k] : undefined, model);
+  }
+  const jobs = charts.map(function (c) {
+    const spec = c.spec;
+    spec.datasets = {};
+    for (const [name, path] of Object.entries(c.data)) spec.datasets[name] = get(path) || [];
+    return vegaEmbed('#chart-' + c.id, spec, {actions: false, renderer: 'canvas'});
+  });
+  Promise.all(jobs).then(
+    function () { document.body.dataset.rendered = 'ok'; },
+    function (err) { document.body.dataset.rendered = 'error: ' + err; console.error(err); });
+})();
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _when_ns(ns: Any) -> str:
+    """An exact time of the model (nanoseconds, an int or its decimal string) as UTC text."""
+    if ns is None:
+        return "—"
+    text = utc_text(int(ns))
+    return "—" if text is None else text.replace("T", " ").rstrip("Z") + " UTC"
+
+
+def _when_of(d: dict[str, Any], prefix: str) -> str:
+    """`d`'s time `prefix`: exact when the model has its nanoseconds, else its milliseconds."""
+    ns = d.get(f"{prefix}_ns")
+    return _when_ns(ns) if ns is not None else _when(d.get(prefix))
+
+
+def _when(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms"
+
+
+def _n(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else _e(value)
+
+
+def _script_json(obj: Any) -> str:
+    """JSON inside a <script> element: no `</` may end it early."""
+    return json.dumps(to_json_value(obj), ensure_ascii=False,
+                      separators=(",", ":")).replace("</", "<\\/")
+
+
+def _table(head: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(
+            f"<td class=n>{_n(v)}</td>" if i in numeric else f"<td>{_e(v)}</td>"
+            for i, v in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _counts_table(title: str, counts: dict[str, int]) -> str:
+    if not counts:
+        return ""
+    return (f"<div><h3>{_e(title)}</h3>"
+            + _table(["", "messages"], [[k, v] for k, v in counts.items()], {1}) + "</div>")
+
+
+def _format(item: dict[str, Any]) -> str:
+    if item["format"] == "data directory":
+        return (f"data directory: {item.get('nodes', 0)} node(s), {item.get('partitions', 0)} "
+                f"partition replicas, {item.get('stored_messages', 0):,} stored messages")
+    return str(item["format"])
+
+
+def _kpi(label: str, value: Any, warn: bool = False) -> str:
+    return f"<div class='kpi{' warn' if warn else ''}'><b>{_n(value)}</b><span>{_e(label)}</span></div>"
+
+
+def header_html(model: dict[str, Any]) -> str:
+    rep, totals = model["report"], model["totals"]
+    lat, cl, parts = model["latency"], model["cluster"], model["partitions"]
+    span = rep.get("duration_s")
+    kpis = "".join([
+        _kpi("NATS messages", totals.get("messages", 0)),
+        _kpi("payload bytes", totals.get("payload_bytes", 0)),
+        _kpi("publishes acked", lat["acked"]),
+        _kpi("publishes never acked", lat["unacked"], lat["unacked"] > 0),
+        _kpi("partition leader changes",
+             sum(1 for c in parts["leader_changes"] if c["leader_changed"])),
+        _kpi("NATS 503 (no responders)", cl["no_responders_total"], cl["no_responders_total"] > 0),
+        _kpi("problems", model["problems"]["total"], model["problems"]["total"] > 0),
+    ])
+    inputs = _table(["input", "format", "messages", "problems", "first", "last"],
+                    [[i["path"], _format(i), i["messages"], i["problems"], _when_of(i, "first"),
+                      _when_of(i, "last")] for i in model["inputs"]], {2, 3})
+    read = (f"{_n(totals.get('packets', 0))} packets, {_n(totals.get('bytes_read', 0))} bytes read, "
+            f"{_n(totals.get('gaps', 0))} gaps; per verb: "
+            + ", ".join(f"{k} {_n(v)}" for k, v in totals.get("per_verb", {}).items()))
+    return (f"<header><h1>Liftbridge report</h1><div class=sub>{_e(_when_of(rep, 'first'))} — "
+            f"{_e(_when_of(rep, 'last'))} ({'—' if span is None else f'{span:,.1f} s'}), "
+            f"time bins of {rep['bin_s']:g} s · {_e(rep['generator'])}</div></header>"
+            f"<main><div class=kpis>{kpis}</div><section><h2>What was read</h2>"
+            f"<div class=card>{inputs}<p>{read}</p>"
+            f"<div class=grid>{_counts_table('per MsgType', totals.get('per_msg_type', {}))}"
+            f"{_counts_table('per layout', totals.get('per_layout', {}))}"
+            f"{_counts_table('errors by kind', totals.get('errors', {}))}"
+            f"{_counts_table('capture notices', totals.get('notices', {}))}</div></div></section>")
+
+
+def chart_html(c: Chart) -> str:
+    body = (f"<div class=chart id='chart-{_e(c.id)}' data-chart='{_e(c.id)}'></div>"
+            if c.spec is not None else f"<div class=empty data-empty='{_e(c.id)}'>{_e(c.empty)}</div>")
+    return f"<div class=card><h3>{_e(c.title)}</h3><p class=about>{_e(c.about)}</p>{body}</div>"
+
+
+def tables_html(model: dict[str, Any], section: str) -> str:
+    """The tables under a section's charts."""
+    if section == "Publish → Ack latency":
+        lat = model["latency"]
+        rows = [[p, s["count"], s["p50_ms"], s["p90_ms"], s["p99_ms"], s["max_ms"],
+                 (lat["commit_summary"].get(p) or {}).get("p50_ms", "—")]
+                for p, s in lat["summary"].items()]
+        facts = (f"{_n(lat['publishes'])} publishes ({_n(lat['no_ack_expected'])} expected no ack), "
+                 f"{_n(lat['acks'])} acks ({_n(lat['acks_without_publish'])} without their "
+                 "publish in the capture); ack errors: "
+                 + (", ".join(f"{k} {_n(v)}" for k, v in lat["ack_errors"].items()) or "none"))
+        return ("<div class=card>" + _table(["AckPolicy", "pairs", "p50 ms", "p90 ms", "p99 ms",
+                                            "max ms", "server commit p50 ms"], rows, {1})
+                + f"<p>{facts}</p></div>")
+    if section == "Partitions":
+        changes = model["partitions"]["leader_changes"]
+        return "<div class=card><h3>Leader changes</h3>" + (_table(
+            ["time", "partition", "from", "to", "epochs"],
+            [[_when_of(c, "t"), c["partition_key"], c["from_leader"], c["to_leader"],
+              f"{c['from_epoch']} → {c['to_epoch']}"] for c in changes])
+            if changes else "<p>none</p>") + "</div>"
+    if section == "Cluster":
+        cl = model["cluster"]
+        targets = _table(["request subject", "503s", "first", "last"],
+                         [[t["subject"], t["count"], _when(t["first"]), _when(t["last"])]
+                          for t in cl["no_responders_by_target"][:20]], {1})
+        raft = cl["raft"]
+        raft_note = (f"Raft transport decoded: {_n(raft['transport_messages'])} messages, "
+                     f"{len(raft['elections'])} elections." if raft.get("decoded")
+                     else f"Raft transport not decoded: {_e(raft.get('why', ''))}.")
+        nodes = ", ".join(f"{n}: {e}" for e, n in cl["nodes"].items()) or "none"
+        return (f"<div class=card>{targets if cl['no_responders_by_target'] else ''}"
+                f"<p>{raft_note}</p><p>Connections named: {_e(nodes)}</p></div>")
+    if section == "Data directories":
+        st = model["storage"]
+        rows = [[r["node"], r["partition_key"], r["entries"], r["first_offset"], r["last_offset"],
+                 r["hw"], " ".join(f"{e}@{o}" for e, o in r["epochs"]), r["damage"]]
+                for r in st["replicas"]]
+        dbs = "; ".join(f"{d['node']}: {d['entries']} log entries, "
+                        + ", ".join(f"{k} {v}" for k, v in d["stable"].items())
+                        for d in st["raft_dbs"]) or "no raft.db"
+        return ("<div class=card><h3>Replicas</h3>" + _table(
+            ["node", "partition", "entries", "first offset", "last offset", "HW",
+             "leader epochs (epoch@start offset)", "damage"], rows, {2, 3, 4, 5, 7})
+            + f"<p>raft.db: {_e(dbs)}</p></div>")
+    if section == "Problems":
+        examples = model["problems"]["examples"]
+        if not examples:
+            return ""
+        rows = [[kind, _when_of(x, "t"), x["where"], x["message"]]
+                for kind, xs in examples.items() for x in xs]
+        return "<div class=card><h3>First examples</h3>" + _table(
+            ["kind", "time", "where", "message"], rows) + "</div>"
+    return ""
+
+
+def render_html(model: dict[str, Any]) -> str:
+    """The page, from the model alone."""
+    charts = chart_list(model)
+    sections: dict[str, list[Chart]] = {}
+    for c in charts:
+        sections.setdefault(c.section, []).append(c)
+    body = [header_html(model)]
+    for name, cs in sections.items():
+        body.append(f"<section><h2>{_e(name)}</h2><div class=grid>"
+                    + "".join(chart_html(c) for c in cs) + "</div>"
+                    + tables_html(model, name) + "</section>")
+    body.append("</main>")
+    drawn = [{"id": c.id, "spec": c.spec, "data": c.data} for c in charts if c.spec is not None]
+    return ("<!DOCTYPE html><html lang=en><head><meta charset='utf-8'>"
+            "<meta name=viewport content='width=device-width,initial-scale=1'>"
+            f"<title>Liftbridge report</title><style>{CSS}</style>"
+            f"<script>{vega_bundle()}</script></head><body>" + "".join(body)
+            + f"<script type='application/json' id='lbparse-report-data'>{_script_json(model)}"
+            "</script>"
+            f"<script type='application/json' id='lbparse-report-charts'>{_script_json(drawn)}"
+            f"</script><script>{SCRIPT}</script></body></html>")
+
+
+__all__ = ["get_path", "render_html"]

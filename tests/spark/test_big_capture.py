@@ -1,0 +1,52 @@
+"""One big capture on every core: `lbparse pipeline` cuts a large pcap/pcapng
+into ranges (sources._plan_capture) that several tasks read, and writes
+exactly the rows of a one-task reading. Here "large" is made small
+(capture_unit_bytes) so that the real cluster capture and a damaged one
+are cut into many ranges, and every message spanning packets may cross a
+cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbparse.capture import columnar
+from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.pipeline.job import PipelineOptions, run
+from lbparse.pipeline.sources import SourceOptions, plan
+from support.damage import damaged_captures
+from support.shared import LIFTBRIDGE
+
+pytestmark = pytest.mark.skipif(not columnar.available(),
+                                reason="the C capture loop is not built: captures are one task")
+
+
+def _rows(spark: Any, out: Path) -> list[tuple]:
+    df = spark.read.parquet(str(out / "messages"))
+    cols = [c for c in df.columns if c != "msg_type_name"] + ["msg_type_name"]
+    return sorted((tuple(r) for r in df.select(*cols).collect()), key=lambda r: (r[0], r[1]))
+
+
+def test_a_big_capture_is_read_by_several_tasks_as_by_one(spark: Any, tmp_path: Path) -> None:
+    inputs = [c.path for c in damaged_captures(tmp_path / "in", "pcapng")
+              if c.name in ("frame_cut", "garbage_records", "lying")]
+    short = LIFTBRIDGE / "samples" / "short.pcapng"
+    if short.exists():
+        inputs.append(str(short))
+    results = {}
+    for name, unit_bytes in (("one", 1 << 40), ("cut", 20000)):
+        source = SourceOptions(capture_unit_bytes=unit_bytes)
+        summary = run(spark, PipelineOptions(inputs=tuple(inputs), out=str(tmp_path / name),
+                                             decode=DecodeOptions(layout="auto"),
+                                             source=source))
+        assert not summary.checks(), summary.checks()
+        results[name] = (summary, _rows(spark, tmp_path / name))
+    units = plan(inputs, SourceOptions(capture_unit_bytes=20000))
+    assert len(units) > 2 * len(inputs)  # cut into many ranges
+    one, cut = results["one"], results["cut"]
+    assert cut[1] == one[1]  # the same rows, positions and all
+    t1, t2 = one[0].totals(), cut[0].totals()
+    for key in ("rows", "messages", "problems", "packets", "gaps"):
+        assert t2[key] == t1[key], key

@@ -1,0 +1,498 @@
+"""The command line keeps the habits of tshark, jq and the nats CLI, every command.
+
+Each test runs the real `lbparse` in a subprocess (tests/support/cli.py):
+`--version`; `-` for stdin, a capture read from a pipe as it arrives; a
+closed pipe ends the run quietly with status 0; a bad input line is reported
+with its number and the run goes on; exit status 0 ok, 1 data problems, 2
+usage, and never a traceback for a user's mistake; RFC 3339 times in tables.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+import lbparse
+from lbparse import jsonform
+from lbparse.capture import CaptureReader, record_writer
+from lbparse.cli.output import rfc3339
+from support.capwriter import ETHERNET, Conn, link, pub, write_pcap, write_pcapng
+from support.cli import LBPARSE, run_cli
+from support.net import free_port
+from support.segment_builder import messages, write_partition
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from vectors import VECTORS
+
+GOOD = [v["hex"] for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]]
+TIMEOUT = 20.0  # seconds for any one wait on a process
+
+
+@pytest.fixture(scope="module")
+def examples() -> Iterator[Path]:
+    """The example envelopes that ship with lbparse (one hex line each)."""
+    with resources.as_file(resources.files("lbparse.examples") / "envelopes.hex") as path:
+        yield path
+
+
+def _frames(n: int) -> list[bytes]:
+    """A client's TCP connection publishing n reference envelopes, Ethernet frames."""
+    conn = Conn()
+    frames = conn.handshake()
+    for i in range(n):
+        frames += conn.send("c", pub(f"lb.v{i % 3}", bytes.fromhex(GOOD[i % len(GOOD)])))
+    return [link(ETHERNET, f) for f in frames]
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One small capture in every format `lbparse capture` reads."""
+    tmp = tmp_path_factory.mktemp("captures")
+    frames = _frames(40)
+    paths = {"pcap": tmp / "t.pcap", "pcapng": tmp / "t.pcapng"}
+    write_pcap(str(paths["pcap"]), [(1_500_000_000.25 + i, f) for i, f in enumerate(frames)])
+    write_pcapng(str(paths["pcapng"]), [(ETHERNET, 9, 65535)],
+                 [(0, 1_500_000_000.25 + i, f) for i, f in enumerate(frames)])
+    for ext in ("jsonl", "parquet"):
+        paths[ext] = tmp / f"t.{ext}"
+        with record_writer(str(paths[ext])) as w:
+            for rec in CaptureReader(paths["pcap"], decode=False):
+                w.write(rec)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A node's data directory: one partition of two segments, made per the spec."""
+    node = tmp_path_factory.mktemp("data") / "node1"
+    write_partition(node / "streams" / "s" / "0", [messages(5), messages(5, first=5)],
+                    hw=9, epochs=[(3, 0)])
+    return node
+
+
+def assert_no_traceback(res: subprocess.CompletedProcess[bytes]) -> None:
+    assert b"Traceback" not in res.stderr, res.stderr.decode(errors="replace")
+
+
+# -- --version ---------------------------------------------------------------
+
+def test_version_names_the_lbparse_that_runs() -> None:
+    res = run_cli("--version")
+    assert res.returncode == 0 and res.stderr == b""
+    m = re.fullmatch(r"lbparse (\S+) from (.+) \(Python [\d.]+, (.+)\)\n", res.stdout.decode())
+    assert m, res.stdout
+    assert m[1] == lbparse.__version__
+    assert Path(m[2]) == Path(lbparse.__file__).parent
+    assert m[3] in ("capture path compiled", "pure Python") or m[3].endswith(" compiled")
+
+
+# -- a closed pipe -----------------------------------------------------------
+
+def _closed_pipe_cases(examples: Path, captures: dict[str, Path],
+                      data_dir: Path) -> list[list[str]]:
+    return [["--help"], ["--version"], ["decode", "--help"], ["spec"], ["spec", "--json"],
+            ["decode", "--hex", str(examples)], ["decode", "--pretty", "--hex", str(examples)],
+            ["check", "--hex", str(examples)], ["capture", str(captures["pcap"])],
+            ["capture", "--format", "table", str(captures["pcapng"])],
+            ["encode", "--type", "Ack", "--json", "{}"], ["demo", "--no-pipeline"],
+            ["segments", str(data_dir)], ["segments", "--format", "jsonl", str(data_dir)],
+            ["report", str(captures["pcap"]), "--json", "-", "-q"]]
+
+
+def test_a_reader_that_never_reads_ends_the_run_quietly(examples: Path, captures: dict[str, Path],
+                                                        data_dir: Path) -> None:
+    """Every command that writes to stdout, its reader gone before the first line."""
+    for args in _closed_pipe_cases(examples, captures, data_dir):
+        proc = subprocess.Popen([*LBPARSE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=60)
+        assert (proc.returncode, err) == (0, b""), (args, err.decode(errors="replace"))
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl"])
+def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:  # noqa: F811
+    """lbparse raft of a real raft.db (the shared `short` run), its reader gone."""
+    proc = subprocess.Popen([*LBPARSE, "raft", "--format", fmt, str(short_data / "node1")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (0, b""), err.decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", ["decode", "capture"])
+def test_head_takes_one_line_and_the_run_ends_quietly(tmp_path: Path, captures: dict[str, Path],
+                                                      command: str) -> None:
+    """`lbparse decode --hex BIG | head -n 1`: as head does, read a line and leave."""
+    if command == "decode":
+        big = tmp_path / "big.hex"
+        big.write_text("\n".join(GOOD * (3_000 // len(GOOD) + 1)) + "\n")  # ~1 MB out
+        args = ["decode", "--hex", str(big)]
+    else:
+        big = tmp_path / "big.pcap"
+        frames = _frames(3_000)  # ~1.5 MB of records, far more than a pipe holds
+        write_pcap(str(big), [(1.0 + i, f) for i, f in enumerate(frames)])
+        args = ["capture", str(big)]
+    proc = subprocess.Popen([*LBPARSE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert json.loads(first)
+    assert (proc.returncode, err) == (0, b""), err.decode(errors="replace")
+
+
+# -- bad lines ---------------------------------------------------------------
+
+def test_a_bad_hex_line_is_reported_with_its_number_and_the_run_goes_on() -> None:
+    lines = [GOOD[0], "zz not hex", "", "# a comment", GOOD[1], "\udcff", GOOD[2]]
+    data = "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n"
+    res = run_cli("decode", "--hex", stdin=data)
+    assert_no_traceback(res)
+    assert res.returncode == 1  # a data problem
+    out = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [o["payload_json"] for o in out] == [
+        lbparse.decode(bytes.fromhex(h)).to_json_dict()["payload_json"] for h in GOOD[:3]]
+    err = res.stderr.decode().splitlines()
+    assert len(err) == 2
+    assert err[0].startswith("lbparse decode: stdin:2: not hex") and "'zz not hex'" in err[0]
+    assert err[1] == "lbparse decode: stdin:6: not ASCII text (byte 0xff at column 1)"
+
+
+def test_a_bad_base64_line_in_a_file_is_reported_with_file_and_line(tmp_path: Path) -> None:
+    import base64
+
+    f = tmp_path / "in.b64"
+    good = base64.b64encode(bytes.fromhex(GOOD[0])).decode()
+    f.write_text(f"{good}\n!!!\n{good}\n")
+    for command in ("decode", "check"):
+        res = run_cli(command, "--base64", str(f), *(["--json"] if command == "check" else []))
+        assert_no_traceback(res)
+        assert res.returncode == 1
+        assert len(res.stdout.splitlines()) == (2 if command == "decode" else 2)
+        assert res.stderr.decode().startswith(f"lbparse {command}: {f}:2: not base64")
+
+
+def test_check_goes_on_past_a_bad_line_and_reports_crashes() -> None:
+    crashing = "b90e43b40028000a0a026964"  # header_len 40 past the data: panics a server
+    res = run_cli("check", "--hex", "--json", stdin=f"{GOOD[0]}\nxyz\n{crashing}\n".encode())
+    assert_no_traceback(res)
+    assert res.returncode == 1
+    out = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [o["input"] for o in out] == ["stdin:1", "stdin:3"]
+    assert [o["crashes_a_server"] for o in out] == [False, True]
+    assert "stdin:2: not hex" in res.stderr.decode()
+
+
+# -- exit statuses, one line, no traceback -----------------------------------
+
+def _usage_cases(tmp: Path, captures: dict[str, Path]) -> list[tuple[list[str], str]]:
+    not_capture = tmp / "notes.txt"
+    not_capture.write_bytes(b"\x01\x02\x03\x04 not a capture")
+    dead = f"nats://127.0.0.1:{free_port()}"
+    return [
+        ([], "the following arguments are required: COMMAND"),
+        (["nosuchcommand"], "invalid choice: 'nosuchcommand'"),
+        (["spec", "--bogus"], "unrecognized arguments: --bogus"),
+        (["decode", "no-such-file.bin"], "argument 'no-such-file.bin' is neither a file nor hex"),
+        (["decode", str(tmp)], "is a directory"),
+        (["decode", "--hex", str(tmp / "none.txt")], "none.txt: cannot open: No such file"),
+        (["decode", "--layout", "v9", "00"], "invalid choice: 'v9'"),
+        (["decode", "--max-payload", "0", "00"], "would refuse everything"),
+        (["check", "--hex", str(tmp / "none.txt")], "cannot open"),
+        (["encode", "--type", "Nope", "--json", "{}"], "unknown type 'Nope'"),
+        (["encode", "--type", "Ack", "--json", "{"], "--json is not JSON"),
+        (["encode", "--type", "Ack", "--json-file", str(tmp / "none.json")], "No such file"),
+        (["encode", "--type", "Ack", "--layout", "v9", "--json", "{}"], "invalid choice: 'v9'"),
+        (["capture", str(tmp / "none.pcap")], "none.pcap: cannot read: No such file"),
+        (["capture", str(not_capture)], "neither pcap, pcapng, JSON Lines nor Parquet"),
+        (["capture", "-", "-"], "'-' (stdin) can be read only once"),
+        (["capture", "--max-frame", "1x", str(captures["pcap"])], "--max-frame"),
+        (["tap", "a b"], "invalid server URL 'a b'"),
+        (["tap", dead], "the following arguments are required: SUBJECT"),
+        (["tap", dead, "a b"], "invalid subject 'a b'"),
+        (["tap", dead, "a..b"], "invalid subject 'a..b'"),
+        (["tap", dead, "a.>.b"], "'>' may only be the last token"),
+        (["tap", "http://127.0.0.1:4222", "x"], "invalid server URL"),
+        (["tap", "nats://127.0.0.1:99999", "x"], "invalid server URL"),
+        (["tap", dead, "x", "--count", "0"], "--count must be at least 1"),
+        (["record", dead, "x", "-o", str(tmp / "out.txt")], "must end in .jsonl or .parquet"),
+        (["record", dead, "x", "y z", "-o", str(tmp / "o.jsonl")], "invalid subject 'y z'"),
+        (["generate", "--lang", "cobol", "-o", str(tmp / "gen")], "unknown language 'cobol'"),
+        (["pipeline", "-", "--out", str(tmp / "p")], "'-' (stdin) cannot be a pipeline input"),
+        (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--conf", "x"],
+         "--conf takes KEY=VALUE"),
+        (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--batch-rows", "0"],
+         "--batch-rows must be at least 1"),
+        (["segments", str(tmp / "none")], "no such file or directory"),
+        (["segments", str(tmp)], "holds no Liftbridge data directory"),
+        (["segments", "--partition", "x", str(tmp)], "invalid int value: 'x'"),
+        (["raft", str(tmp / "none")], "no such file"),
+        (["report", str(tmp / "none.pcap"), "-o", str(tmp / "r.html")],
+         "none.pcap: no such file or directory"),
+        (["report", "-", "-", "-o", str(tmp / "r.html")], "'-' (stdin) can be read only once"),
+        (["report", str(captures["pcap"]), "--json", str(tmp / "r.json"), "--screenshot",
+          str(tmp / "r.png")], "--screenshot needs the page"),
+        (["report", str(not_capture), "-o", str(tmp / "r.html")], "neither pcap, pcapng"),
+    ]
+
+
+def _by_command(cases: list[tuple[list[str], str]]) -> tuple[list[Any], list[Any]]:
+    """(the first case of each command, the others)."""
+    seen: set[str] = set()
+    first, rest = [], []
+    for case in cases:
+        command = case[0][0] if case[0] else ""
+        (rest if command in seen else first).append(case)
+        seen.add(command)
+    return first, rest
+
+
+def _check_usage_errors(cases: list[tuple[list[str], str]]) -> None:
+    with ThreadPoolExecutor(4) as pool:  # one process each: their start-ups overlap
+        results = list(pool.map(lambda case: run_cli(*case[0]), cases))
+    for (args, said), res in zip(cases, results):
+        err = res.stderr.decode()
+        assert res.returncode == 2, (args, res.returncode, err)
+        assert len(err.splitlines()) == 1 and err.startswith("lbparse"), (args, err)
+        assert said in err, (args, err)
+
+
+def test_usage_errors_are_one_line_and_status_2(tmp_path: Path,
+                                                captures: dict[str, Path]) -> None:
+    """One usage error of every command (the first of its cases below)."""
+    _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[0])
+
+
+@pytest.mark.slow  # ~25 more processes; the fast loop runs one case per command (above)
+def test_every_usage_error_is_one_line_and_status_2(tmp_path: Path,
+                                                    captures: dict[str, Path]) -> None:
+    _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[1])
+
+
+def test_data_problems_are_status_1(tmp_path: Path) -> None:
+    res = run_cli("decode", "b90e43b4000c01")
+    assert res.returncode == 1 and res.stderr == b""
+    assert json.loads(res.stdout)["error"] == "too_short"
+    conn = Conn()
+    frames = conn.handshake() + conn.send("c", b"".join(pub(f"s.{i}", bytes(50))
+                                                        for i in range(10)), 60)
+    del frames[5]
+    gap = tmp_path / "gap.pcap"
+    write_pcap(str(gap), [(i, link(ETHERNET, f)) for i, f in enumerate(frames)])
+    res = run_cli("capture", str(gap))
+    assert_no_traceback(res)
+    assert res.returncode == 1 and b"60 bytes missing" in res.stderr
+
+
+def test_an_unreachable_server_is_one_line_and_status_1() -> None:
+    res = run_cli("tap", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5")
+    err = res.stderr.decode()
+    assert res.returncode == 1, err
+    assert len(err.splitlines()) == 1 and err.startswith("lbparse tap: "), err
+    assert "127.0.0.1" in err
+
+
+def test_record_to_an_unreachable_server_leaves_status_1(tmp_path: Path) -> None:
+    out = tmp_path / "r.jsonl"
+    res = run_cli("record", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5",
+                  "-o", str(out))
+    assert_no_traceback(res)
+    assert res.returncode == 1
+    assert res.stderr.decode().splitlines()[0].startswith("lbparse record: ")
+
+
+# -- stdin ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng", "jsonl", "parquet"])
+def test_capture_reads_stdin_as_it_reads_the_file(captures: dict[str, Path], fmt: str) -> None:
+    path = captures[fmt]
+    from_file = run_cli("capture", str(path))
+    from_stdin = run_cli("capture", "-", stdin=path.read_bytes())
+    assert from_file.returncode == from_stdin.returncode == 0, from_stdin.stderr
+    # Parsed: the order of a protobuf map's keys in JSON differs between processes.
+    records = [json.loads(line) for line in from_stdin.stdout.splitlines()]
+    assert records == [json.loads(line) for line in from_file.stdout.splitlines()]
+    assert len(records) == 40
+
+
+def test_problems_on_stdin_are_named_stdin(captures: dict[str, Path]) -> None:
+    data = captures["pcap"].read_bytes()
+    res = run_cli("capture", "-", stdin=data[:-30])  # the last packet cut short
+    assert res.returncode == 1
+    assert res.stderr.decode().startswith("lbparse capture: stdin: ")
+    res = run_cli("capture", "-", stdin=b"\x01\x02\x03\x04 not a capture")
+    assert res.returncode == 2
+    assert res.stderr.decode().startswith("lbparse capture: stdin: neither pcap")
+
+
+def test_decode_and_encode_read_stdin_for_dash() -> None:
+    res = run_cli("decode", "-", stdin=bytes.fromhex(GOOD[0]))
+    assert res.returncode == 0 and json.loads(res.stdout)["layout"] == "v0"
+    res = run_cli("encode", "--type", "Ack", "--json-file", "-",
+                  stdin=b'{"stream": "foo", "offset": "42"}')
+    assert res.returncode == 0 and res.stdout.startswith(b"b90e43b4")
+
+
+def test_report_reads_a_capture_from_stdin(captures: dict[str, Path], tmp_path: Path) -> None:
+    """`lbparse report -`: the same model as the file read by the record path
+    (the columnar path, a file's default, leaves NATS control lines uncounted)."""
+    from lbparse.report import build_model
+    from lbparse.report.inputs import ReadOptions
+
+    out = tmp_path / "r.json"
+    res = run_cli("report", "-", "--json", str(out), "-q", stdin=captures["pcapng"].read_bytes())
+    assert (res.returncode, res.stderr) == (0, b""), res.stderr.decode(errors="replace")
+    got = json.loads(out.read_text())
+    want = json.loads(jsonform.dumps(build_model([str(captures["pcapng"])],
+                                                 ReadOptions(fast=False))))
+    assert [i.pop("path") for i in got["inputs"]] == ["-"]
+    assert [i.pop("path") for i in want["inputs"]] == [str(captures["pcapng"])]
+    assert got == want and got["totals"]["messages"] == 40
+
+
+def _read_line(proc: subprocess.Popen[bytes], timeout: float = TIMEOUT) -> bytes:
+    """One line of the process's stdout, waiting at most `timeout` seconds.
+    The process must be started with bufsize=0: a buffered reader would take
+    the next lines too, out of select's sight."""
+    assert proc.stdout is not None
+    r, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert r, "no record within the time allowed: the capture is not streamed"
+    return proc.stdout.readline()
+
+
+def _packet_end(data: bytes, fmt: str, n: int) -> int:
+    """The offset just past the n-th packet of a little-endian pcap or pcapng file."""
+    import struct
+
+    if fmt == "pcap":
+        pos = 24
+        for _ in range(n):
+            pos += 16 + struct.unpack_from("<I", data, pos + 8)[0]
+        return pos
+    pos, seen = 0, 0
+    while seen < n:
+        btype, blen = struct.unpack_from("<II", data, pos)
+        pos += blen
+        seen += btype == 6  # an enhanced packet block
+    return pos
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> None:
+    """Each record comes out as soon as its packet went in, the pipe still open."""
+    data = captures[fmt].read_bytes()
+    # The file up to the end of the first packet carrying a message (the 4th,
+    # after the handshake), then the rest.
+    cut = _packet_end(data, fmt, 4)
+    # --layout v0: under auto a Publish (also a legacy Message) waits for the
+    # capture's proof of its generation (lbparse.generation) before it is written.
+    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data[:cut])
+        proc.stdin.flush()
+        first = json.loads(_read_line(proc))
+        assert first["subject"] == "lb.v0" and first["envelope"]["layout"] == "v0"
+        out, err = proc.communicate(data[cut:], timeout=TIMEOUT)  # and the end of input
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert proc.returncode == 0, err
+    assert len(out.splitlines()) == 39
+
+
+TCPDUMP = shutil.which("tcpdump")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(TCPDUMP is None or os.geteuid() != 0, reason="needs tcpdump and root")
+def test_tcpdump_into_capture_dash(nats_server: str) -> None:
+    """`tcpdump -U -w - | lbparse capture -`, live: records while tcpdump runs."""
+    import asyncio
+
+    import nats
+
+    port = nats_server.rsplit(":", 1)[1]
+    dump = subprocess.Popen([TCPDUMP, "-i", "lo", "--immediate-mode", "-U", "-B", "32768", "-n",
+                             "-s", "0", "-w", "-", f"tcp port {port}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cap = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=dump.stdout,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    assert dump.stdout is not None and dump.stderr is not None
+    dump.stdout.close()  # the capture process holds the pipe now
+    try:
+        r, _, _ = select.select([dump.stderr], [], [], TIMEOUT)
+        assert r and b"listening on" in dump.stderr.readline()
+
+        async def publish() -> None:
+            nc = await nats.connect(nats_server, allow_reconnect=False, connect_timeout=5)
+            for i in range(5):
+                await nc.publish(f"lb.live.{i}", bytes.fromhex(GOOD[i]))
+            await nc.flush(timeout=5)
+            await nc.close()
+
+        asyncio.run(publish())
+        subjects = [json.loads(_read_line(cap))["subject"] for _ in range(5)]
+        assert subjects == [f"lb.live.{i}" for i in range(5)]  # tcpdump still running
+    finally:
+        dump.send_signal(signal.SIGINT)
+        for proc in (dump, cap):
+            try:
+                proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+    assert cap.returncode == 0, cap.stderr.read() if cap.stderr else ""
+
+
+# -- times in tables, and the command line's own JSON --------------------------
+
+def test_tables_show_rfc3339_times(captures: dict[str, Path]) -> None:
+    res = run_cli("capture", "--format", "table", str(captures["pcap"]))
+    first = res.stdout.decode().splitlines()[0]
+    # The first message is in the 4th packet (after the handshake): 1.5e9 + 3.25 s.
+    want = datetime.datetime(2017, 7, 14, 2, 40, 3, 250000, datetime.timezone.utc)
+    # Capture times are integer nanoseconds: all nine digits of the fraction.
+    assert first.startswith(want.strftime("%Y-%m-%dT%H:%M:%S.%f000Z  ")), first
+
+
+def test_rfc3339() -> None:
+    assert rfc3339(1_500_000_003_250_000_001) == "2017-07-14T02:40:03.250000001Z"
+    assert rfc3339(0) == "1970-01-01T00:00:00.000000000Z"
+    assert rfc3339(-500_000_000) == "1969-12-31T23:59:59.500000000Z"
+    assert rfc3339(10**29) == "1e+20s"  # no calendar date: the number, in seconds
+    assert rfc3339(-(10**29)) == "-1e+20s"
+
+
+def _keys(obj: Any) -> Iterator[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield k
+            yield from _keys(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _keys(v)
+
+
+def test_the_command_lines_own_json_is_snake_case() -> None:
+    check = json.loads(run_cli("check", "--json", GOOD[0]).stdout)
+    spec = json.loads(run_cli("spec", "--json").stdout)
+    for key in [*_keys(check), *_keys(spec)]:
+        if key not in lbparse.layouts.LAYOUTS:  # layout names are names, not fields
+            assert re.fullmatch(r"[a-z0-9_]+", key), key
+

@@ -1,0 +1,298 @@
+"""Live recording loses nothing it received (issue #19, part 2), against a
+real nats-server: under load, on every stopping signal, with a tiny
+memory backlog (spilled to disk); credentials files and nkeys; no secret
+printed."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import lbparse
+from support.net import free_port, wait_accepting
+from test_live_reconnect import NATS_SERVER, Server, Tool, server  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.slow
+
+
+class ConfiguredServer(Server):
+    """A nats-server 2.9 started from a configuration file."""
+
+    def __init__(self, port: int, log: Path, config: str) -> None:
+        super().__init__(port, log)
+        self.conf = log.with_suffix(".conf")
+        self.conf.write_text(f"listen: 127.0.0.1:{port}\n" + config)
+
+    def start(self) -> None:
+        import subprocess
+
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([NATS_SERVER, "-c", str(self.conf)], stdout=log,
+                                         stderr=subprocess.STDOUT)
+        wait_accepting(self.port, self.proc)
+
+
+@pytest.fixture
+def configured(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """configured(text) -> a running ConfiguredServer (stopped after the test)."""
+    import subprocess
+
+    if subprocess.run(["which", NATS_SERVER], capture_output=True).returncode:
+        pytest.skip("nats-server is not installed")
+    started: list[ConfiguredServer] = []
+
+    def make(config: str) -> ConfiguredServer:
+        s = ConfiguredServer(free_port(), tmp_path / f"nats-{len(started)}.log", config)
+        s.start()
+        started.append(s)
+        return s
+
+    try:
+        yield make
+    finally:
+        for s in started:
+            s.stop()
+
+
+def _payload(i: int) -> bytes:
+    Message = lbparse.message_class("proto.Message")
+    return lbparse.encode(Message(stream="load", subject="load.x", key=b"k%d" % i,
+                                  value=b"v" * 60, offset=i), crc=True)
+
+
+def blast(port: int, n: int, subject: str = "load.x") -> float:
+    """Publish `n` envelopes as fast as a socket takes them (the PUB lines
+    made first, written in large chunks), then a PING answered by PONG: the
+    server has them all. Returns the rate achieved (messages a second)."""
+    lines = []
+    for i in range(n):
+        p = _payload(i)
+        lines.append(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(p), p))
+    chunks = [b"".join(lines[i:i + 2000]) for i in range(0, n, 2000)]
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.recv(4096)  # INFO
+        s.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\n')
+        t = time.perf_counter()
+        for chunk in chunks:
+            s.sendall(chunk)
+        rate = n / (time.perf_counter() - t)
+        s.sendall(b"PING\r\n")
+        got = b""
+        while b"PONG" not in got:  # bounded by the socket's timeout
+            data = s.recv(4096)
+            assert data, "the server closed the publisher's connection"
+            got += data
+        return rate
+
+
+def _offsets(path: Path) -> list[int]:
+    rows = pq.read_table(path, columns=["payload"]).column("payload").to_pylist()
+    return [lbparse.decode(p).message.offset for p in rows]
+
+
+def _received(stderr: str) -> int:
+    m = re.search(r"lbparse record: (\d+) messages", stderr)
+    assert m, stderr
+    return int(m.group(1))
+
+
+def test_record_at_50k_messages_a_second_loses_nothing(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #19: record -o x.parquet at 50k msg/s starved the network reader,
+    the server dropped it as a slow consumer, and a third of the messages
+    were missing. Decoding and writing now run off the reader's loop. The
+    server holds at most 4 MB for a client that reads slowly (max_pending),
+    a fifth of what is published."""
+    n = 150_000
+    srv = configured("max_pending: 4MB\nwrite_deadline: \"2s\"\n")
+    out = tmp_path / "load.parquet"
+    tool = Tool("record", srv.url, "load.>", "-o", str(out), "--count", str(n),
+                "--reconnect-timeout", "0")
+    try:
+        tool.wait_for("listening on")
+        rate = blast(srv.port, n)
+        code, _, err = tool.finish(timeout=300)
+    finally:
+        tool.kill()
+    assert rate > 50_000, f"the publisher reached only {rate:,.0f} msg/s"
+    assert code == 0, err
+    assert _offsets(out) == list(range(n)), err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_every_stopping_signal_writes_all_received_and_a_valid_file(
+        server: Server, tmp_path: Path, sig: signal.Signals) -> None:
+    """Issue #19: SIGINT with a backlog wrote 15% of what was delivered;
+    SIGHUP left a 4-byte unreadable Parquet file. A 1 MB memory backlog
+    makes most of the messages go through the spill file."""
+    n = 60_000
+    out = tmp_path / "sig.parquet"
+    tool = Tool("record", server.url, "load.>", "-o", str(out), "--backlog-mb", "1",
+                "--reconnect-timeout", "0")
+    try:
+        tool.wait_for("listening on")
+        blast(server.port, n)
+        time.sleep(0.5)  # delivered by the server; the backlog still being written
+        tool.proc.send_signal(sig)
+        code, _, err = tool.finish(timeout=300)
+    finally:
+        tool.kill()
+    received = _received(err)
+    assert code == 0, err
+    assert received == n, err  # the server had delivered them all before the signal
+    assert "by way of the spill file" in err, err
+    assert _offsets(out) == list(range(n))
+
+
+def test_a_second_signal_stops_at_once_and_says_what_is_missing(server: Server,
+                                                              tmp_path: Path) -> None:
+    n = 60_000
+    out = tmp_path / "twice.parquet"
+    tool = Tool("record", server.url, "load.>", "-o", str(out), "--backlog-mb", "1",
+                "--reconnect-timeout", "0")
+    try:
+        tool.wait_for("listening on")
+        blast(server.port, n)
+        time.sleep(0.5)
+        tool.proc.send_signal(signal.SIGINT)
+        tool.wait_for("signal again to stop now")
+        tool.proc.send_signal(signal.SIGINT)
+        code, _, err = tool.finish(timeout=120)
+    finally:
+        tool.kill()
+    assert code == 1, err
+    m = re.search(r"(\d+) received but NOT written", err)
+    assert m and "MAY BE MISSING MESSAGES" in err, err
+    written = _offsets(out)  # a valid file: everything written until then
+    assert written == list(range(len(written)))
+    assert len(written) + int(m.group(1)) == _received(err) == n
+
+
+def test_messages_the_client_library_drops_are_counted_and_said(
+        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #19: what was dropped as a slow consumer's went unsaid (exit 0).
+    nats-py drops a message when a subscription's pending queue is full;
+    the queue is made 50 messages deep here (nats-py's own option, on the
+    real client), so that a burst read in one go overflows it. Every
+    message the server delivered is then received or counted as dropped,
+    the first drop is said at once, and the session is not complete (the
+    CLI's exit 1 and MAY BE MISSING MESSAGES)."""
+    import asyncio
+    import os
+    import threading
+
+    from nats.aio.client import Client
+
+    from lbparse import live
+
+    original = Client.subscribe
+
+    async def shallow(self: Client, subject: str, *args: object, **kw: object) -> object:
+        kw["pending_msgs_limit"] = 50
+        return await original(self, subject, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Client, "subscribe", shallow)
+    n, events, written = 20_000, [], []
+
+    def publish_then_stop() -> None:
+        blast(server.port, n)
+        time.sleep(1.0)  # delivered by the server by now (it answered the PING)
+        os.kill(os.getpid(), signal.SIGINT)  # subscribe()'s own stop: drain, then return
+
+    def ready() -> None:
+        threading.Thread(target=publish_then_stop, daemon=True).start()
+
+    result = asyncio.run(live.subscribe(server.url, ["load.>"], written.append, on_ready=ready,
+                                        on_event=events.append, reconnect_timeout=0,
+                                        duration=120))
+    said = [e for e in events if "DROPPED as a slow consumer" in e]
+    assert result.dropped > 0 and len(said) == 1, events
+    assert result.messages + result.dropped == n and len(written) == result.messages
+    assert not result.complete and f"{result.dropped} dropped on arrival" in result.summary()
+
+
+# -- credentials ---------------------------------------------------------------------
+
+def _publish_with(url: str, subject: str, n: int, **auth: str) -> None:
+    import asyncio
+
+    import nats
+
+    async def go() -> None:
+        nc = await nats.connect(url, allow_reconnect=False, connect_timeout=5, **auth)
+        try:
+            for i in range(n):
+                await nc.publish(subject, _payload(i))
+            await nc.flush(timeout=5)
+        finally:
+            await nc.close()
+
+    asyncio.run(go())
+
+
+def _tap_with(srv: Server, options: list[str], publish: dict[str, str]) -> list[str]:
+    tool = Tool("tap", srv.url, "auth.>", "--count", "3", *options)
+    try:
+        tool.wait_for("listening on")
+        _publish_with(srv.url, "auth.x", 3, **publish)
+        code, out, err = tool.finish(timeout=60)
+    finally:
+        tool.kill()
+    assert code == 0, err
+    return out.splitlines()
+
+
+def test_an_nkey_user_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #19: --nkey crashed (No module named 'nkeys'). A nats-server
+    whose only user is an nkey (made here with the nkeys package)."""
+    from support.natsauth import nkey_user
+
+    config, seed = nkey_user(tmp_path)
+    srv = configured(config)
+    lines = _tap_with(srv, ["--nkey", str(seed)], {"nkeys_seed": str(seed)})
+    assert len(lines) == 3 and all('"subject": "auth.x"' in line for line in lines)
+    refused = Tool("tap", srv.url, "auth.>", "--count", "1", "--timeout", "2")
+    code, _, err = refused.finish(timeout=60)
+    assert code == 2 and "Traceback" not in err and "uthorization" in err
+
+
+def test_a_creds_file_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #19: --creds crashed. An operator, account and user signed with
+    the nkeys package, the account preloaded in the server's MEMORY resolver,
+    the user's JWT and seed in a .creds file as nsc writes it."""
+    from support.natsauth import operator_setup
+
+    config, creds = operator_setup(tmp_path)
+    srv = configured(config)
+    lines = _tap_with(srv, ["--creds", str(creds)], {"user_credentials": str(creds)})
+    assert len(lines) == 3
+
+
+def test_no_secret_is_ever_printed(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #19: a password in the URL was printed in the "listening on"
+    line and in errors. Neither a password nor a token appears now, in the
+    listening line, the summary, or the errors of a refused connection."""
+    secret = "s3cret-Pw-9731"
+    srv = configured(f'authorization {{ user: alice, password: "{secret}" }}\n')
+    url = srv.url.replace("nats://", f"nats://alice:{secret}@")
+    tool = Tool("tap", url, "sec.>", "--count", "1")
+    try:
+        tool.wait_for("listening on")
+        _publish_with(srv.url, "sec.x", 1, user="alice", password=secret)
+        code, out, err = tool.finish(timeout=60)
+    finally:
+        tool.kill()
+    assert code == 0 and "alice:***@" in err and secret not in err
+    for args in ([srv.url.replace("nats://", "nats://alice:wrong-Pw-5521@")],
+                 [srv.url, "--user", "alice", "--password", "wrong-Pw-5521"],
+                 [srv.url.replace("nats://", "nats://tok-Secret-8813@")]):
+        refused = Tool("tap", *args, "sec.>", "--count", "1", "--timeout", "2")
+        code, _, err = refused.finish(timeout=60)
+        assert code == 2 and "Traceback" not in err, err
+        assert "wrong-Pw-5521" not in err and "tok-Secret-8813" not in err, err

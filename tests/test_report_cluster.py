@@ -1,0 +1,193 @@
+"""The report of a real cluster's `full` run (shared/liftbridge/run_cluster.sh full:
+the metadata leader, then the leader of orders/0, SIGKILLed under a publishing
+client and restarted) tells the story, checked through the --json numbers:
+
+- each killed node's partitions change leader after its kill, and the
+  metadata leader moves off the first victim;
+- publish -> ack latency spikes around the kills (seconds against a median of
+  a millisecond or so);
+- NATS 503s, as many as the capture holds, naming the dead nodes' subjects
+  (when the run sent requests to them: not every run does);
+- the counts are those of `lbparse capture --stats`;
+
+and the page renders in headless Chromium with every chart drawn.
+
+The run comes from the session's `liftbridge_full` fixture (tests/conftest.py,
+issue #12); LBPARSE_FULL_RUN=DIR reads a run made earlier instead.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbparse.capture import CaptureReader
+from lbparse.report.cluster import is_no_responders
+
+pytestmark = pytest.mark.slow
+
+KILL = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == SIGKILL (node\d) \(([^)]*)\)", re.M)
+RESTART = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == restarting (node\d)", re.M)
+
+
+def full_run(request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
+    """(capture, run.log, data directories) of a `full` run."""
+    given = os.environ.get("LBPARSE_FULL_RUN")
+    if given:
+        return (Path(given) / "cluster.pcap", Path(given) / "logs" / "run.log",
+                Path(given) / "data")
+    try:
+        run = request.getfixturevalue("liftbridge_full")
+    except pytest.FixtureLookupError:
+        pytest.skip("no liftbridge_full fixture in this checkout (issue #12's cluster harness); "
+                    "set LBPARSE_FULL_RUN to a run_cluster.sh full output directory")
+    return Path(run.capture), Path(run.logs) / "run.log", Path(run.data)
+
+
+def _ms(clock: str, near_ms: float) -> float:
+    """run.log's local HH:MM:SS.mmm as ms since the epoch, on the day of `near_ms`."""
+    day = datetime.datetime.fromtimestamp(near_ms / 1000)
+    t = datetime.datetime.combine(day.date(), datetime.time.fromisoformat(clock))
+    ms = t.timestamp() * 1000
+    return ms + 86_400_000 if ms < near_ms - 43_200_000 else ms
+
+
+@pytest.fixture(scope="module")
+def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+          ) -> dict[str, Any]:
+    from test_report import cli
+
+    capture, log, data = full_run(request)
+    out = tmp_path_factory.mktemp("report-full")
+    res = cli("report", str(capture), "-o", str(out / "report.html"), "--json",
+              str(out / "report.json"))
+    assert res.returncode == 0, res.stderr.decode()
+    model = json.loads((out / "report.json").read_text())
+    text = log.read_text()
+    first = model["report"]["first"]
+    kills = [(_ms(c, first), node, why) for c, node, why in KILL.findall(text)]
+    restarts = {node: _ms(c, first) for c, node in RESTART.findall(text)}
+    assert len(kills) == 2, text
+    return {"model": model, "kills": kills, "restarts": restarts, "capture": capture,
+            "page": out / "report.html", "data": data}
+
+
+def leader_at(model: dict[str, Any], key: str, t: float) -> str | None:
+    segs = [s for s in model["partitions"]["leaders"] if s["partition_key"] == key
+            and s["start"] <= t]
+    return max(segs, key=lambda s: s["start"])["leader"] if segs else None
+
+
+def test_killed_leaders_partitions_change_leader(story: dict[str, Any]) -> None:
+    model = story["model"]
+    changes = model["partitions"]["leader_changes"]
+    moved_any = False
+    # partitions with a follower (a partition of one replica has nowhere to move)
+    replicated = {row["series"].split()[0] for row in model["partitions"]["lag"]}
+    for t, victim, _ in story["kills"]:
+        led = [k for k in sorted(replicated) if leader_at(model, k, t) == victim]
+        for key in led:
+            after = [c for c in changes if c["partition_key"] == key and c["from_leader"] == victim
+                     and t <= c["t"] <= t + 30_000]
+            assert after and after[0]["to_leader"] != victim, (key, victim)
+            assert after[0]["to_epoch"] > after[0]["from_epoch"]
+            moved_any = True
+    assert moved_any
+    # the second victim was chosen as the leader of orders/0
+    t, victim, why = story["kills"][1]
+    assert "orders/0" in why and leader_at(model, "orders/0", t) == victim
+
+
+def test_metadata_leader_moves_off_the_first_victim(story: dict[str, Any]) -> None:
+    model = story["model"]
+    t, victim, why = story["kills"][0]
+    assert "metadata leader" in why
+    raft = model["cluster"]["raft"]
+    leaders = raft["terms"] if raft.get("decoded") and raft["terms"] else \
+        model["cluster"]["metadata_leaders"]
+    # until the victim is back (it may be elected again afterwards)
+    back = story["restarts"][victim]
+    after = [seg for seg in leaders if t < seg["start"] < back]
+    assert after and all(seg["leader"] != victim for seg in after), leaders
+    if raft.get("decoded"):
+        assert any(t < e["t"] < t + 30_000 and e["candidate"] != victim
+                   for e in raft["elections"])
+
+
+def test_latency_spikes_around_the_kills(story: dict[str, Any]) -> None:
+    model = story["model"]
+    rows = model["latency"]["over_time"]
+    median = model["latency"]["summary"]["ALL"]["p50_ms"]
+    near = [r["max_ms"] for r in rows if any(t - 5_000 <= r["t"] <= t + 20_000
+                                             for t, _, _ in story["kills"])]
+    calm = [r["max_ms"] for r in rows if all(not t - 5_000 <= r["t"] <= t + 20_000
+                                             for t, _, _ in story["kills"])]
+    # How long a failover stalls publishes is the cluster's timing (466 ms
+    # to several seconds seen on this machine): the spike is judged against
+    # the run's own latencies, with a floor far above a healthy ack (~1 ms).
+    assert near and max(near) >= 100 and max(near) >= 20 * median, (max(near), median)
+    assert max(near) > 5 * sorted(calm)[len(calm) // 2]
+
+
+def test_503s_are_the_captures_and_name_the_dead_nodes(story: dict[str, Any]) -> None:
+    model = story["model"]
+    in_capture = sum(1 for r in CaptureReader(story["capture"], decode=False)
+                     if r.verb == "HMSG" and is_no_responders(r.header_block))
+    assert model["cluster"]["no_responders_total"] == in_capture
+    assert sum(r["count"] for r in model["cluster"]["no_responders"]) == in_capture
+    if not in_capture:
+        # Whether a request meets a dead node's subject is timing: some runs
+        # send none (then there is nothing to name, and the count above is 0).
+        return
+    for t, victim, _ in story["kills"]:
+        back = story["restarts"][victim]
+        assert any(f".{victim}." in x["subject"] and x["first"] <= back + 5_000 and
+                   x["last"] >= t for x in model["cluster"]["no_responders_by_target"]), victim
+
+
+def test_counts_match_capture_stats(story: dict[str, Any]) -> None:
+    from test_report import stats_of
+
+    stats, totals = stats_of(story["capture"]), story["model"]["totals"]
+    for key in ("messages", "packets", "bytes_read", "gaps"):
+        assert totals[key] == stats[key]
+    assert totals["per_msg_type"] == stats["per MsgType"]
+    assert totals["per_verb"] == stats["per verb"]
+
+
+def test_full_run_page_renders_in_chromium(story: dict[str, Any]) -> None:
+    from lbparse.report.browser import chromium
+    from test_report_browser import check_page
+
+    if chromium() is None:
+        pytest.skip("Chromium is not installed (make install-system)")
+    check_page(story["page"], story["model"])
+
+
+def test_data_directories_show_the_same_failover(story: dict[str, Any]) -> None:
+    """The nodes' data directories (segments: the epoch each message was written
+    in; raft.db: ChangeLeader and the other ops) give the leader changes the
+    capture gives, and the same Raft log operations."""
+    from lbparse.report import build_model
+
+    disk = build_model([str(story["data"])])
+    wire = story["model"]
+
+    def changes(m: dict[str, Any]) -> set[tuple[Any, ...]]:
+        return {(c["partition_key"], c["from_leader"], c["to_leader"], c["from_epoch"],
+                 c["to_epoch"]) for c in m["partitions"]["leader_changes"]}
+
+    # A change is on disk once a message was stored in the new epoch: every one
+    # there is one the wire shows, and the victim's orders/0 is among them
+    # (the run publishes to it afterwards).
+    assert changes(disk) <= changes(wire)
+    t, victim, _ = story["kills"][1]
+    assert any(c[0] == "orders/0" and c[1] == victim for c in changes(disk)), changes(disk)
+    if wire["cluster"]["raft"].get("decoded"):
+        assert disk["cluster"]["raft"]["log_ops_total"] == wire["cluster"]["raft"]["log_ops_total"]
