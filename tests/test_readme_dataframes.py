@@ -56,7 +56,7 @@ def test_polars_example() -> None:
     out = run(examples()["polars"])
     good = lbparse.decode(bytes.fromhex(
         "b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48"))
-    assert good.msg_type_name in out
+    assert good.msg_type_name is not None and good.msg_type_name in out
     try:
         lbparse.decode(b"not an envelope")
     except lbparse.EnvelopeError as exc:
