@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.pipeline.schema import CAPTURE_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -37,9 +38,6 @@ __all__ = ["CAPTURE_COLUMNS", "envelope_schema", "decode_payloads", "from_envelo
 # The pipeline's columns about where a message came from (the capture, the
 # connection), which a bare payload has not; and Liftbridge's own traffic,
 # which needs the connection's stream to be read.
-CAPTURE_COLUMNS = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
-                   "reply", "sid", "headers", "traffic", "traffic_node", "raft_rpcs",
-                   "traffic_json")
 
 
 @lru_cache(maxsize=None)
