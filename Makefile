@@ -125,8 +125,9 @@ generate-%:
 
 .PHONY: dist bench-spark
 
-## dist: what a Spark cluster needs: dist/lbparse.zip (for --py-files), the
-## application file dist/lbparse_pipeline.py, and the executors' dist/requirements.txt
+## dist: what a Spark cluster needs: dist/lbparse-env.tar.gz (a packed virtualenv with the
+## compiled modules, for --archives), dist/lbparse.zip (for --py-files), the application
+## file dist/lbparse_pipeline.py, and dist/requirements.txt (the zip's executors need it)
 dist:
 	$(PYTHON) tools/dist.py dist
 

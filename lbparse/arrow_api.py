@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "read_capture_arrow"]
 
-# The capture's own columns, which decode_arrow's rows (payloads alone) do not have.
-_CAPTURE_ONLY = ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
-                 "reply", "sid", "headers")
 # decode_arrow's first columns; then the payload and one struct column per payload type.
 DECODED_COLUMNS_FIRST = ("layout", "version", "header_len", "flags", "crc32c", "crc_ok",
                          "msg_type", "msg_type_name", "payload_type", "error_kind",
@@ -69,7 +66,7 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
     import numpy as np
     import pyarrow as pa
 
-    from lbparse.pipeline.schema import arrow_record_schema
+    from lbparse.pipeline.schema import CAPTURE_COLUMNS, arrow_record_schema
 
     arr = _binary(payloads)
     n = len(arr)
@@ -86,7 +83,7 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
         else:
             cols.append(pa.nulls(n, f.type))
     out = decoder(pa.RecordBatch.from_arrays(cols, schema=schema))
-    keep = [name for name in out.schema.names if name not in _CAPTURE_ONLY]
+    keep = [name for name in out.schema.names if name not in CAPTURE_COLUMNS]
     return out.select(keep)
 
 

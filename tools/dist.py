@@ -1,17 +1,32 @@
 """`make dist`: what a Spark cluster needs to run the pipeline.
 
-    python tools/dist.py [DIR]      (default: dist)
+    python tools/dist.py [DIR] [--no-env]     (default: dist)
 
 writes
+  DIR/lbparse-env.tar.gz    a packed virtualenv (venv-pack) holding lbparse, built
+                            with its compiled modules, and every dependency: what
+                            Spark's documentation recommends for shipping a Python
+                            environment with compiled code (--archives)
   DIR/lbparse.zip           lbparse and lbparse_generated, for --py-files
   DIR/lbparse_pipeline.py   the application file spark-submit runs
-  DIR/requirements.txt      the pinned dependencies executors must have
+  DIR/requirements.txt      the pinned dependencies executors need with the zip
 
-The zip holds only lbparse's own Python: its dependencies include compiled
-code (protobuf's upb, crc32c, numpy, pyarrow) that a zip on the Python path
-cannot carry, so every executor's Python needs requirements.txt installed
-(`pip install -r DIR/requirements.txt`), and PYSPARK_PYTHON must name that
-Python. Then:
+With the packed environment (the executors run lbparse's compiled
+capture loop and C kernels; Spark unpacks the archive in each executor's
+working directory under the name after '#'):
+
+  PYSPARK_PYTHON=./environment/bin/python spark-submit --master spark://HOST:7077 \\
+      --archives DIR/lbparse-env.tar.gz#environment DIR/lbparse_pipeline.py INPUT... --out OUT
+
+venv-pack does not carry the interpreter itself: the environment's python
+is a link to the Python that built it (here: sys.executable's
+installation), which must be at the same path on every worker.
+
+With the zip, for clusters that cannot take --archives: the zip holds only
+lbparse's own Python (a zip on the Python path cannot load extension
+modules, so the executors run the pure-Python fallbacks), and every
+executor's Python needs requirements.txt installed (`pip install -r
+DIR/requirements.txt`), and PYSPARK_PYTHON must name that Python. Then:
 
   spark-submit --master spark://HOST:7077 --py-files DIR/lbparse.zip \\
       DIR/lbparse_pipeline.py INPUT... --out OUT
@@ -20,12 +35,16 @@ Python. Then:
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["build"]
+__all__ = ["ENV_ARCHIVE", "build", "build_env"]
+
+ENV_ARCHIVE = "lbparse-env.tar.gz"
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = '''\
@@ -80,6 +99,53 @@ def build(out: str | os.PathLike[str] = "dist") -> list[Path]:
     return [zpath, launcher, reqs]
 
 
-if __name__ == "__main__":
-    for p in build(sys.argv[1] if len(sys.argv) > 1 else "dist"):
+def _env_requirements() -> list[str]:
+    """What the executors import besides lbparse's own dependencies: pandas (PySpark's
+    Arrow paths import it). PySpark itself is not packed: Spark puts its own
+    pyspark.zip on the executors' Python path."""
+    return [r for r in _requirements() if not r.startswith("pyspark")]
+
+
+def build_env(out: str | os.PathLike[str] = "dist") -> Path:
+    """A fresh virtualenv with lbparse installed from this tree (compiled modules
+    required), packed by venv-pack into out/lbparse-env.tar.gz; returns its path."""
+    import venv_pack
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / "build-env"
+    shutil.rmtree(work, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(work)], check=True)
+    python = str(work / "bin" / "python")
+    # A build without the C modules is refused: the point of the archive is them.
+    env = dict(os.environ, LBPARSE_EXPECT_COMPILED="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("PYTHONPATH", None)  # the new environment's own packages only
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir", str(ROOT),
+                    *_env_requirements()], check=True, env=env, cwd=str(out))
+    check = subprocess.run(
+        [python, "-c", "from lbparse.capture import compiled_modules, HOT_MODULES;"
+         "from lbparse.pipeline import crc; import sys;"
+         "sys.exit(0 if len(compiled_modules()) == len(HOT_MODULES) and crc._native else 1)"],
+        env=env, cwd=str(out))
+    if check.returncode != 0:
+        raise SystemExit("dist: lbparse installed without its compiled modules "
+                         "(a C compiler is needed: gcc)")
+    archive = out / ENV_ARCHIVE
+    venv_pack.pack(prefix=str(work), output=str(archive), force=True, verbose=False)
+    shutil.rmtree(work, ignore_errors=True)
+    return archive
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    out = args[0] if args else "dist"
+    paths = build(out)
+    if "--no-env" not in argv:
+        paths.insert(0, build_env(out))
+    for p in paths:
         print(f"{p}  ({p.stat().st_size:,} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -189,11 +189,12 @@ def run(args: argparse.Namespace) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
+    units = preflight(args, options)
     try:
         with run_session(args.master, conf=conf) as spark:
             progress = Progress(spark, sys.stderr, args.quiet)
             try:
-                summary = job.run(spark, options, on_plan=progress.planned)
+                summary = job.run(spark, options, on_plan=progress.planned, units=units)
             finally:
                 progress.done()
     except job.JobFailed as exc:
@@ -203,6 +204,26 @@ def run(args: argparse.Namespace) -> int:
         return JOB_FAILED
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]
+
+
+def preflight(args: argparse.Namespace, options: Any) -> list[Any]:
+    """Everything that can be wrong with the arguments, found before Spark starts
+    (ValueError: one line, exit 2); the inputs, planned."""
+    from lbparse.pipeline import preflight as pf
+    from lbparse.pipeline.session import under_spark_submit
+    from lbparse.pipeline.sources import plan
+
+    conf = _conf(args)
+    if not under_spark_submit():  # spark-submit has its own --master and --conf
+        pf.check_master(args.master)
+        pf.check_conf(conf)
+    pf.check_inputs(args.inputs)
+    options.decode.check()
+    units = plan(list(args.inputs), options.source)
+    pf.check_units(units, args.column)
+    if not under_spark_submit():
+        pf.check_reachable(args.master)
+    return units
 
 
 def print_report(summary: Any, out: str) -> None:

@@ -62,7 +62,11 @@ from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIEL
                           FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           VERSION, VERSION_OFFSET)
 
-__all__ = ["BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
+__all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
+
+# The layout column of a row `--layout auto` could not decode: envelope bytes that
+# no layout accepts (lbparse.detect raises the newest layout's error for them).
+UNDETERMINED = "undetermined"
 
 # The fixed header and the CRC field after it: what _headers reads of every row.
 _HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
@@ -454,7 +458,9 @@ class BatchDecoder:
     def _error(self, rows: _Rows, i: int, exc: EnvelopeError, hdr: dict[str, np.ndarray],
                b: bytes) -> None:
         rows.errors[i] = (exc.kind, exc.message)
-        rows.layout[i] = self.layouts(self.options.layout)
+        # The layout the row was decoded as; `auto` is no layout: it found none.
+        layout = self.options.layout
+        rows.layout[i] = self.layouts(UNDETERMINED if layout == "auto" else layout)
         if exc.kind in (FIELD_ERRORS["header"], FIELD_ERRORS["magic"]) or not hdr["magic"][i]:
             return
         # The header fields as found, up to the check that failed.

@@ -103,8 +103,10 @@ def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
 
 
 def run(spark: "SparkSession", options: PipelineOptions,
-        on_plan: Callable[[list[Unit], int], None] | None = None) -> Summary:
-    """Decode every input into DIR/messages and write DIR/summary.json."""
+        on_plan: Callable[[list[Unit], int], None] | None = None,
+        units: list[Unit] | None = None) -> Summary:
+    """Decode every input into DIR/messages and write DIR/summary.json (`units`:
+    the inputs already planned, as `lbparse pipeline` does before Spark starts)."""
     start = time.monotonic()
     options.decode.check()
     messages = _join(options.out, MESSAGES_DIR)
@@ -118,7 +120,8 @@ def run(spark: "SparkSession", options: PipelineOptions,
             # Overwritten, or what a run that never finished left (no
             # _SUCCESS, nothing committed): nothing to keep.
             fs.delete_dir(path)
-    units = plan(list(options.inputs), options.source)
+    if units is None:
+        units = plan(list(options.inputs), options.source)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
     groups = group_units(units, spark.sparkContext.defaultParallelism)

@@ -6,12 +6,23 @@ null struct still crosses as full Arrow buffers (about 600 bytes a row) and
 is turned into rows and written field by field; measured on local[2], that
 alone halves the throughput before any decoding is done.
 
-A file holds only the columns its rows fill: a Publish file has
-proto_Message and no other struct column (written all null, PropagatedRequest
-alone would cost pyarrow a third of a microsecond a row). The dataset's
-schema is DIR/_common_metadata, which Spark reads first when it infers a
-schema, and Spark reads a column a file lacks as null; other readers take
-that schema from _common_metadata, or unify the files' schemas by name.
+Every file holds every column of the dataset's schema (all-null where its
+rows have none of it), so that any reader takes the dataset whole with
+nothing passed by hand: pyarrow.dataset, pandas (through pq.read_table),
+DuckDB and Polars take the schema of one file and refuse or drop columns
+that other files lack or add. What it costs: about 3 ns per row for each
+leaf column a file's rows leave null (the Parquet writer encodes a
+definition level per row and leaf), ~0.35 us a row for the 150 leaves a
+Publish or Ack file leaves null (README, Speed). The dataset's schema is
+also DIR/_common_metadata, which Spark reads first when it infers one.
+
+A partition value is never null: rows without one (no MsgType: errors,
+non-envelope traffic, input problems) go to `NO_VALUE`, "(none)", the
+summary's name for them. Spark's own null directory,
+__HIVE_DEFAULT_PARTITION__, is read as null by Spark, pyarrow, DuckDB and
+Polars, but pandas.read_parquet (pyarrow's dictionary-typed partitions)
+fails on it ("Cannot yet unify dictionaries with nulls", pandas issue
+55400, open).
 
 Commit protocol (that of Hadoop's FileOutputCommitter, v1):
 - a task attempt writes under DIR/_temporary/RUN/ATTEMPT/msg_type_name=V/;
@@ -20,9 +31,9 @@ Commit protocol (that of Hadoop's FileOutputCommitter, v1):
   task, and the driver moves those files to DIR/msg_type_name=V/, then
   deletes DIR/_temporary/RUN: files of failed or duplicate (speculative)
   attempts are never listed and go with it.
-Directory names are Spark's: values escaped as Spark escapes them, a null
-value is __HIVE_DEFAULT_PARTITION__, and the partition column is not in the
-files, so `spark.read.parquet(DIR)` reads the dataset as Spark wrote it.
+Directory names are Spark's: values escaped as Spark escapes them, and the
+partition column is not in the files, so `spark.read.parquet(DIR)` reads the
+dataset as Spark wrote it.
 
 Paths may be local or any URI pyarrow.fs opens (file://, hdfs://, s3://).
 """
@@ -32,14 +43,15 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["DEFAULT_PARTITION", "PartitionedWriter", "WrittenFile", "attempt_id", "commit",
+__all__ = ["NO_VALUE", "PartitionedWriter", "WrittenFile", "attempt_id", "commit",
            "dataset_schema", "discard", "filesystem", "partition_dir"]
 
-DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+NO_VALUE = "(none)"  # the partition of rows whose value is null (see above)
 # Rows of one partition value are gathered up to this much Arrow data before
 # they are written as a row group, and a task holds at most TASK_BUFFER.
 ROW_GROUP_BYTES = 64 << 20
@@ -50,7 +62,7 @@ _ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
 
 def partition_dir(column: str, value: str | None) -> str:
     if value is None:
-        return f"{column}={DEFAULT_PARTITION}"
+        value = NO_VALUE
     return column + "=" + "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
 
 
@@ -73,10 +85,9 @@ class PartitionedWriter:
     """One task attempt's files: per partition value, row groups of ~64 MB.
 
     `write(value, n, columns)` takes the rows of one partition value as
-    columns by name; a column not given is null for those rows. A row group
-    holds the columns given for any of its rows (others null), and a file
-    the columns of its row groups: when a flush brings a different set, the
-    partition value gets a new file.
+    columns by name; a column not given is null for those rows. Every file
+    has the whole schema (see above); a partition value has one file per
+    task attempt.
     """
 
     def __init__(self, fs: pafs.FileSystem, base: str, schema: pa.Schema, column: str) -> None:
@@ -84,6 +95,7 @@ class PartitionedWriter:
         self.base = base
         self.column = column
         self.schema = dataset_schema(schema, column)
+        self.options = _options(self.schema)
         self.part = uuid.uuid4().hex[:12]
         self.buffers: dict[str | None, list[tuple[int, dict[str, pa.Array]]]] = {}
         self.buffered: dict[str | None, int] = {}
@@ -107,25 +119,31 @@ class PartitionedWriter:
         self.buffered.pop(value, None)
         if not parts:
             return
-        given = set().union(*(cols.keys() for _, cols in parts))
-        schema = pa.schema([f for f in self.schema if f.name in given])
+        schema = self.schema
         open_ = self.writers.get(value)
-        if open_ is not None and open_[1].schema != schema:
-            self._close(value)
-            open_ = None
         if open_ is None:
             d = partition_dir(self.column, value)
             rel = f"{d}/part-{self.part}-{self.count}.parquet"
             self.count += 1
             self.fs.create_dir(f"{self.base}/{d}", recursive=True)
             sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-            open_ = self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **_options(schema)))
+            open_ = self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **self.options))
             self.rows[rel] = 0
         rel, writer = open_
-        table = pa.Table.from_batches(
-            [pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type)
-                                         for f in schema], schema=schema) for n, cols in parts],
-            schema=schema)
+        total = sum(n for n, _ in parts)
+        arrays: list[pa.Array | pa.ChunkedArray] = []
+        for f in schema:
+            pieces = [cols.get(f.name) for _, cols in parts]
+            if all(p is None for p in pieces):
+                # A column none of these rows fill: one null array, not one per
+                # part (the writer's cost is per chunk and leaf: 1.3 against 0.4 us
+                # a row on the bench's mix).
+                arrays.append(pa.nulls(total, f.type))
+            else:
+                arrays.append(pa.chunked_array(
+                    [p if p is not None else pa.nulls(n, f.type)
+                     for (n, _), p in zip(parts, pieces)], f.type))
+        table = pa.Table.from_arrays(arrays, schema=schema)
         writer.write_table(table, row_group_size=table.num_rows)
         self.rows[rel] += table.num_rows
 
@@ -151,8 +169,41 @@ class PartitionedWriter:
 
 
 def dataset_schema(schema: pa.Schema, column: str) -> pa.Schema:
-    """The files' full schema: the output schema without the partition column."""
-    return pa.schema([f for f in schema if f.name != column])
+    """The files' full schema: the output schema without the partition column, and
+    what pandas needs to read integers as integers (`pandas_metadata`)."""
+    out = pa.schema([f for f in schema if f.name != column])
+    return out.with_metadata({**(out.metadata or {}), b"pandas": pandas_metadata(out)})
+
+
+@lru_cache(maxsize=8)
+def pandas_metadata(schema: pa.Schema) -> bytes:
+    """The `pandas` schema metadata (Arrow's pandas_compat format): nullable integer
+    and boolean columns as pandas' Int32, Int64 and boolean dtypes.
+
+    Without it pandas.read_parquet turns an integer column with a null into
+    float64 (version, msg_type, crc32c...); with it the columns keep Spark's
+    int and bigint. Nested values are pandas' business (dicts and arrays;
+    `dtype_backend="pyarrow"` keeps them as Arrow, exactly).
+    """
+    import json
+
+    from pyarrow.pandas_compat import get_logical_type
+
+    columns = []
+    for f in schema:
+        numpy_type, extra = "object", None
+        if pa.types.is_integer(f.type):
+            numpy_type = f"Int{f.type.bit_width}" if f.nullable else str(f.type)
+        elif pa.types.is_boolean(f.type):
+            numpy_type = "boolean" if f.nullable else "bool"
+        elif pa.types.is_timestamp(f.type):
+            numpy_type = f"datetime64[{f.type.unit}]"
+            extra = {"timezone": f.type.tz} if f.type.tz else None
+        columns.append({"name": f.name, "field_name": f.name,
+                        "pandas_type": get_logical_type(f.type), "numpy_type": numpy_type,
+                        "metadata": extra})
+    return json.dumps({"index_columns": [], "column_indexes": [], "columns": columns,
+                       "attributes": {}, "creator": {"library": "lbparse"}}).encode()
 
 
 # Top-level string columns whose row-group min/max let a query skip data.

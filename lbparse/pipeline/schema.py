@@ -260,6 +260,12 @@ def arrow_output_schema() -> "pa.Schema":
 RECORD_COLUMNS: tuple[str, ...] = ("source", "position",
                                    *(f.name for f in _record_fields(fields.RECORD)),
                                    "error_kind", "error_message")
+# The capture's own columns, which a payload alone does not have (decode_arrow,
+# lbparse.spark.from_envelope): the record's but the payload and its error,
+# and Liftbridge's non-envelope traffic named from the subject.
+CAPTURE_COLUMNS: tuple[str, ...] = tuple(
+    n for n in RECORD_COLUMNS if n not in ("payload", "error_kind", "error_message")
+) + tuple(c.name for c in fields.TRAFFIC)
 
 
 @lru_cache(maxsize=None)

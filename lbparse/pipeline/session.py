@@ -89,13 +89,24 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if _loopback(master):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = SparkSession.builder.master(master).appName(app_name)
+        # The Python workers run `python -m pyspark.daemon` in the driver's
+        # directory, which -m puts first on sys.path: from a checkout they
+        # imported its source, not the lbparse installed (whose C capture
+        # loop cut the inputs). PYTHONSAFEPATH keeps the directory out.
+        builder = SparkSession.builder.master(master).appName(app_name) \
+            .config("spark.executorEnv.PYTHONSAFEPATH", "1")
         if quiet:
             builder = builder.config("spark.driver.extraJavaOptions",
                                      f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
+            from lbparse.pipeline.preflight import start_error
+
+            raise ValueError(f"Spark did not start (--master {master}): "
+                             f"{start_error(exc)}") from None
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)
     return spark

@@ -229,10 +229,9 @@ def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
     except Exception as exc:  # noqa: BLE001  pyarrow has its own error types
         return [Unit(path, "parquet", size, size,
                      error=("input:bad_parquet", f"{path}: Parquet footer unreadable: {exc}"))]
-    if options.column not in names:
-        return [Unit(path, "parquet", size, size, error=(
-            "input:bad_column", f"{path}: no column {options.column!r} "
-            f"(columns: {', '.join(names)}); name the payload column with --column"))]
+    problem = _column_problem(meta.schema.to_arrow_schema(), options)
+    if problem is not None:
+        return [Unit(path, "parquet", size, size, error=("input:bad_column", f"{path}: {problem}"))]
     units: list[Unit] = []
     groups: list[int] = []
     firsts: list[int] = []
@@ -248,6 +247,25 @@ def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
             units.append(Unit(path, "parquet", size, nbytes, len(units), groups, firsts, rows))
             groups, firsts, rows, nbytes = [], [], 0, 0
     return units or [Unit(path, "parquet", size, 0, 0, [], [], 0)]
+
+
+def _column_problem(schema: pa.Schema, options: SourceOptions) -> str | None:
+    """Why the columns named (--column, --subject-column, --timestamp-column) cannot be
+    read from a table of this schema, or None."""
+    names = schema.names
+    listed = f"(columns: {', '.join(names)})"
+    if options.column not in names:
+        return f"no column {options.column!r} {listed}; name the payload column with --column"
+    typ = schema.field(options.column).type
+    if not (pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_string(typ)
+            or pa.types.is_large_string(typ) or pa.types.is_fixed_size_binary(typ)):
+        return (f"column {options.column!r} is {typ}, not bytes {listed}; name the payload "
+                "column with --column")
+    for flag, name in (("--subject-column", options.subject_column),
+                       ("--timestamp-column", options.timestamp_column)):
+        if name is not None and name not in names:
+            return f"no column {name!r} {listed} ({flag})"
+    return None
 
 
 # -- reading (tasks) -------------------------------------------------------------

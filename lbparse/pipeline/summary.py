@@ -245,6 +245,9 @@ class Summary:
             out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
         if t["per_stream"]:  # stored entries of data directories
             out += _wrapped(f"{'per stream:':<16}", [f"{k} {v:,}" for k, v in t["per_stream"].items()])
+        # Where the tasks' lbparse was, compiled or not (a cluster's executors may differ).
+        builds = list(dict.fromkeys(b for f in self.files for b in f.decoded_by))
+        out += _wrapped(f"{'decoded by:':<16}", builds) if builds else []
         problems = [(f.path, e) for f in self.files for e in f.file_errors]
         for path, e in problems[:20]:
             out.append(f"problem: {e}")

@@ -37,7 +37,8 @@ from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
 
-__all__ = ["RESULT_SCHEMA", "TaskOptions", "process_segment", "process_unit", "run_task"]
+__all__ = ["RESULT_SCHEMA", "TaskOptions", "decode_unit", "new_counts", "process_segment",
+           "process_unit", "run_task"]
 
 # A task's result: kind "unit" (key, counts as JSON), "file" (attempt, path, rows) or
 # "entries_file" (the same for DIR/entries).
@@ -82,10 +83,26 @@ def process_segment(unit: Unit, options: TaskOptions, writer: PartitionedWriter
         counts["write_seconds"] += time.perf_counter() - t1
     counts["messages"] = counts["rows"] - counts["problems"]
     counts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    counts["lbparse"] = os.path.dirname(lbparse.__file__)
+    counts["lbparse"] = decoded_by()
     counts.update(asdict(UnitStats(unit.path, unit.format, unit.size, bytes_read=unit.size)))
     counts.update({k: dict(v) for k, v in breakdowns.items()})
     return counts
+
+
+@lru_cache(maxsize=1)
+def decoded_by() -> str:
+    """Which lbparse this worker imported, and whether it runs compiled: on a cluster,
+    a packed environment's (compiled) or the --py-files zip's (pure Python)."""
+    from lbparse.capture import HOT_MODULES, compiled_modules
+    from lbparse.pipeline import crc
+
+    where = os.path.dirname(lbparse.__file__)
+    built = []
+    if compiled_modules():
+        built.append(f"capture {len(compiled_modules())}/{len(HOT_MODULES)}")
+    if crc._native is not None:
+        built.append("_kernels")
+    return f"{where} ({'compiled: ' + ', '.join(built) if built else 'pure Python'})"
 
 
 def _split(table: pa.Table, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
@@ -102,10 +119,26 @@ def _split(table: pa.Table, column: str) -> Iterator[tuple[str | None, int, dict
 
 def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) -> dict[str, Any]:
     """Read, decode and write one unit; its counts."""
+    counts = new_counts()
+    for decoded in decode_unit(unit, options, counts):
+        t = time.perf_counter()
+        for value, n, columns in decoded.partitions(PARTITION_COLUMN):
+            writer.write(value, n, columns)
+        counts["write_seconds"] += time.perf_counter() - t
+    return counts
+
+
+def new_counts() -> dict[str, Any]:
+    return {"rows": 0, "problems": 0, "read_seconds": 0.0, "decode_seconds": 0.0,
+            "write_seconds": 0.0}
+
+
+def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Iterator[Decoded]:
+    """The decoded batches of one unit, in order; `counts` (new_counts()) filled as they
+    go, and completed (the summary's per-unit counts) when the unit is done. What
+    `lbparse pipeline`'s tasks write and what the Spark data source (lbparse.spark) reads."""
     decoder = _decoder(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
-    counts: dict[str, Any] = {"rows": 0, "problems": 0, "read_seconds": 0.0,
-                              "decode_seconds": 0.0, "write_seconds": 0.0}
     breakdowns: dict[str, Counter[str]] = {}
     reading = read_unit(unit, options.source, stats)
     # auto: the unit's proof of generations, and its first batches held back
@@ -130,27 +163,21 @@ def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) ->
             else:
                 ready = [decoded]
             base += message_count(records)
-        t2 = time.perf_counter()
-        counts["decode_seconds"] += t2 - t1
+        counts["decode_seconds"] += time.perf_counter() - t1
         for decoded in ready:
             counts["rows"] += decoded.num_rows
             counts["problems"] += count_problems(decoded)
             count_batch(decoded, breakdowns)
-            for value, n, columns in decoded.partitions(PARTITION_COLUMN):
-                writer.write(value, n, columns)
-        counts["write_seconds"] += time.perf_counter() - t2
+            yield decoded
         if records is None:
             break
     counts["messages"] = counts["rows"] - counts["problems"]
     # The worker's peak memory so far (workers are reused: an upper bound
     # for this unit); flat whatever the file size, since reading streams.
     counts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    # Which lbparse the executor imported: on a cluster, the --py-files zip
-    # or an installed copy; worth knowing when versions differ.
-    counts["lbparse"] = os.path.dirname(lbparse.__file__)
+    counts["lbparse"] = decoded_by()
     counts.update(asdict(stats))
     counts.update({k: dict(v) for k, v in breakdowns.items()})
-    return counts
 
 
 def _release(decoder: BatchDecoder, context: GenerationContext | None,

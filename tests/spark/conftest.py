@@ -28,6 +28,8 @@ from lbparse.capture.recordings import record_writer  # noqa: E402
 from lbparse.capture.records import Record  # noqa: E402
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
+from support.shared import LIFTBRIDGE  # noqa: E402
+from support.storage_fixtures import short_data  # noqa: E402,F401 (a fixture)
 
 VECTORS = Path(__file__).parent.parent / "data" / "vectors.jsonl"
 
@@ -151,3 +153,40 @@ def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFa
     data = spark.read.parquet(os.path.join(out, "messages"))
     return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
             "json": json.loads((out / "summary.json").read_text())}
+
+
+# -- the pipeline's output over every kind of input, read by Spark -----------------
+
+SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
+KEY = ("source", "position")
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    return table.sort_by([(k, "ascending") for k in KEY])
+
+
+@pytest.fixture(scope="session")
+def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F811
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One run (auto) over every input kind, the real cluster's capture and data
+    directories among them; per dataset (messages, entries): its directory, and Spark's
+    reading of it (schema, and its rows as an Arrow table sorted by KEY)."""
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
+    from lbparse.pipeline.sources import SourceOptions
+
+    out = tmp_path_factory.mktemp("out-readers")
+    captures = (*map(str, inputs.values()), *([str(SHORT)] if SHORT.is_file() else []))
+    summary = run_pipeline(spark, PipelineOptions(
+        inputs=(*captures, str(short_data)), out=str(out),
+        decode=DecodeOptions(layout="auto"),
+        source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
+                             batch_rows=64, unit_bytes=1)))
+    assert summary.checks() == []
+    got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)]}
+    for name in ("messages", "entries"):
+        path = os.path.join(out, name)
+        df = spark.read.parquet(path)
+        got[name] = {"path": path, "schema": df.schema, "table": _sorted(df.toArrow())}
+    return got
+

@@ -217,7 +217,9 @@ def reference_row(p: bytes, o: DecodeOptions) -> dict[str, Any]:
     try:
         env = lbparse.decode(p, o.layout, verify_crc=o.verify_crc, lenient=o.lenient)
     except lbparse.EnvelopeError as exc:
-        row.update(layout=o.layout, error_kind=exc.kind, error_message=exc.message)
+        # auto found no layout: the row says so ("undetermined"), never "auto"
+        row.update(layout="undetermined" if o.layout == "auto" else o.layout,
+                   error_kind=exc.kind, error_message=exc.message)
         # The header as far as it was read: from the bytes, past the magic.
         if exc.kind not in ("too_short", "bad_magic") and len(p) >= 8 and p[:4] == MAGIC:
             row.update(version=p[4], header_len=p[5], flags=p[6])

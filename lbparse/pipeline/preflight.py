@@ -1,0 +1,124 @@
+"""What `lbparse pipeline` checks before Spark starts: errors a Spark user understands.
+
+A bad `--master`, a bad `--conf`, a master nobody answers at, an input
+that is not there, a payload column a table does not have: each is one
+line (a ValueError, which the command line prints and exits 2 on) before
+any work, instead of a JVM stack trace after Spark has started, or a
+minute of the driver retrying a master that is not there.
+
+Nothing here starts Spark or reads more than a Parquet footer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from typing import Iterable, Mapping, Sequence
+
+__all__ = ["check_conf", "check_inputs", "check_master", "check_reachable",
+           "check_units", "start_error"]
+
+# The master URLs Spark takes (SparkContext.createTaskScheduler, SparkSubmit).
+_MASTERS = (
+    re.compile(r"local"),
+    re.compile(r"local\[(\*|[1-9]\d*)\]"),
+    re.compile(r"local\[(\*|[1-9]\d*),\s*([1-9]\d*)\]"),  # threads, max task failures
+    re.compile(r"local-cluster\[\s*[1-9]\d*\s*,\s*[1-9]\d*\s*,\s*[1-9]\d*\s*\]"),
+    re.compile(r"spark://[^/\s]+"),
+    re.compile(r"yarn"),
+    re.compile(r"k8s://\S+"),
+)
+MASTER_FORMS = "local, local[N], local[*], spark://HOST:PORT, yarn or k8s://URL"
+CONNECT_TIMEOUT = 5.0
+
+# Settings whose values Spark parses as sizes ("4g", "512m") or counts; a
+# bad one makes the JVM or SparkContext fail with a stack trace at start.
+_SIZE = re.compile(r"\d+\s*([kmgtp]i?b?|b)?", re.I)
+_SIZE_KEYS = re.compile(r"spark\.(driver|executor)\.(memory|memoryOverhead)|"
+                        r"spark\.driver\.maxResultSize|spark\.executor\.pyspark\.memory|"
+                        r"spark\.(kryoserializer\.buffer\.max|sql\.files\.maxPartitionBytes)")
+_COUNT_KEYS = re.compile(r"spark\.(driver|executor|task)\.cores|spark\.executor\.instances|"
+                         r"spark\.cores\.max|spark\.default\.parallelism|"
+                         r"spark\.sql\.shuffle\.partitions")
+
+
+def check_master(master: str | None) -> None:
+    """Raise ValueError unless `master` is a Spark master URL (None: local[*])."""
+    if master is None:
+        return
+    if not any(p.fullmatch(master) for p in _MASTERS):
+        raise ValueError(f"--master {master!r} is not a Spark master URL ({MASTER_FORMS})")
+    if master.startswith("spark://"):
+        _spark_endpoints(master)
+
+
+def _spark_endpoints(master: str) -> list[tuple[str, int]]:
+    """HOST:PORT of each master of spark://H1:P1[,H2:P2...]."""
+    out = []
+    for item in master[len("spark://"):].split(","):
+        host, sep, port = item.strip().rpartition(":")
+        host = host.strip("[]")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"--master {master!r}: {item!r} is not HOST:PORT "
+                             "(a standalone master is spark://HOST:PORT, port 7077 by default)")
+        out.append((host, int(port)))
+    return out
+
+
+def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> None:
+    """For a standalone master: raise ValueError unless one of its masters accepts a
+    connection (Spark itself would retry for a minute, then fail with a stack trace)."""
+    if master is None or not master.startswith("spark://"):
+        return
+    reasons = []
+    for host, port in _spark_endpoints(master):
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as exc:
+            reasons.append(f"{host}:{port}: {exc.strerror or exc}")
+    raise ValueError(f"--master {master}: no Spark master answers ({'; '.join(reasons)}); "
+                     "is it started (spark-class org.apache.spark.deploy.master.Master)?")
+
+
+def check_conf(conf: Mapping[str, str]) -> None:
+    """Raise ValueError for a setting that is not Spark's or whose value Spark cannot read."""
+    for key, value in conf.items():
+        if not key.startswith("spark."):
+            raise ValueError(f"--conf {key}={value}: not a Spark setting (Spark's start with "
+                             "'spark.'; spark-submit ignores others)")
+        if _SIZE_KEYS.fullmatch(key) and not _SIZE.fullmatch(value.strip()):
+            raise ValueError(f"--conf {key}={value}: not a size (e.g. 512m, 4g)")
+        if _COUNT_KEYS.fullmatch(key) and not value.strip().isdigit():
+            raise ValueError(f"--conf {key}={value}: not a whole number")
+
+
+def check_inputs(paths: Sequence[str]) -> None:
+    """Raise ValueError for an input that is not there (before Spark starts for it)."""
+    missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
+    if missing:
+        raise ValueError(f"no such input: {', '.join(missing)}")
+
+
+def check_units(units: Iterable[object], column: str) -> None:
+    """Raise ValueError if a Parquet table lacks the payload column (--column), or has
+    it in a type that holds no bytes: nothing of that table could be decoded."""
+    for u in units:
+        error = getattr(u, "error", None)
+        if error is not None and error[0] == "input:bad_column":
+            raise ValueError(error[1])
+
+
+def start_error(exc: BaseException) -> str:
+    """One line of why Spark did not start (the JVM's own message, not its trace)."""
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        # py4j wraps the Java exception: "An error occurred while calling ...",
+        # then "java.lang.IllegalArgumentException: the reason".
+        m = re.match(r"(?:[\w.$]+(?:Exception|Error)):\s*(.+)", line)
+        if m:
+            return m.group(1)
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first

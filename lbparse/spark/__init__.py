@@ -1,0 +1,32 @@
+"""lbparse on Spark: a data source and a column function.
+
+    import lbparse.spark
+    lbparse.spark.register(spark)
+
+    spark.read.format("liftbridge").load("captures/")            # captures, recordings, tables
+    spark.read.format("liftbridge").load("data-dir/")            # Liftbridge data directories
+    spark.readStream.format("liftbridge").load("incoming/")      # new files as they appear
+    df.select(lbparse.spark.from_envelope("value"))              # any binary column
+
+The data source (source.py, stream.py) plans and reads its inputs with
+the pipeline's pieces, so its rows are `lbparse pipeline`'s; options are
+named as the command's flags (options.py). `from_envelope` (functions.py)
+decodes a column as `from_protobuf` does, through an Arrow UDF.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lbparse.spark.functions import envelope_schema, from_envelope
+from lbparse.spark.source import NAME, LiftbridgeDataSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["NAME", "LiftbridgeDataSource", "envelope_schema", "from_envelope", "register"]
+
+
+def register(spark: "SparkSession") -> None:
+    """Make `format("liftbridge")` known to this session (read and readStream)."""
+    spark.dataSource.register(LiftbridgeDataSource)

@@ -1,0 +1,98 @@
+"""`from_envelope(col)`: any binary column of NATS payloads decoded, as a struct column.
+
+    from lbparse.spark import from_envelope
+    df.select(from_envelope("value").alias("env")).select("env.msg_type_name",
+                                                          "env.proto_Message.stream")
+
+used as Spark's own `from_protobuf(col, messageName)` is: on any DataFrame
+(Kafka's `value`, a table's payload column, NATS messages...), no Parquet
+written first. The struct holds what `lbparse.decode` answers for each
+payload, in the pipeline's columns: the header fields (layout, version,
+header_len, flags, crc32c, crc_ok, msg_type, msg_type_name, payload_type),
+the error (error_kind, error_message), warnings, the payload, and the
+decoded payload as typed structs, one per payload type (proto_Message,
+proto_Ack, ..., commitlog_ReplicationResponse) or payload_json. A null
+payload gives error_kind "input:null_payload".
+
+It is an Arrow UDF (pyspark.sql.functions.arrow_udf): each Arrow batch of
+the column is decoded at once by the pipeline's batch decoder, the numpy
+and C paths included, and the struct column goes back as Arrow.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql.types import StructType
+
+from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.pipeline.schema import CAPTURE_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+__all__ = ["CAPTURE_COLUMNS", "envelope_schema", "decode_payloads", "from_envelope"]
+
+# The pipeline's columns about where a message came from (the capture, the
+# connection), which a bare payload has not; and Liftbridge's own traffic,
+# which needs the connection's stream to be read.
+
+
+@lru_cache(maxsize=None)
+def envelope_schema() -> StructType:
+    """The struct from_envelope makes: the pipeline's columns about the envelope."""
+    from lbparse.pipeline.schema import output_schema
+
+    return StructType([f for f in output_schema().fields if f.name not in CAPTURE_COLUMNS])
+
+
+def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArray:
+    """Decode a binary Arrow array into envelope_schema()'s struct array, row for row."""
+    import numpy as np
+
+    from lbparse.pipeline.schema import arrow_record_schema
+    from lbparse.pipeline.tasks import _decoder
+
+    if isinstance(payloads, pa.ChunkedArray):
+        payloads = payloads.combine_chunks()
+    if payloads.type != pa.binary():
+        payloads = payloads.cast(pa.binary())
+    n = len(payloads)
+    schema = arrow_record_schema()
+    cols = []
+    for f in schema:
+        if f.name == "payload":
+            cols.append(payloads)
+        elif f.name == "source":
+            cols.append(pa.repeat(pa.scalar("", pa.string()), n))
+        elif f.name == "position":
+            cols.append(pa.array(np.arange(n, dtype=np.int64)))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    out = _decoder(options)(pa.RecordBatch.from_arrays(cols, schema=schema))
+    names = [f.name for f in envelope_schema().fields]
+    return pa.StructArray.from_arrays([out.column(name) for name in names],
+                                      fields=[out.schema.field(name) for name in names])
+
+
+def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool = True,
+                  lenient: bool = False, emit_default_values: bool = False) -> "Column":
+    """The envelope struct of each payload of a binary column (see the module's doc).
+
+    `layout`, `verify_crc`, `lenient`: as `lbparse.decode`; `emit_default_values`:
+    protobuf zeros as values, not null (from_protobuf's emit.default.values).
+    Bad options raise ValueError here, on the driver.
+    """
+    from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]
+
+    options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient,
+                            emit_defaults=emit_default_values)
+    options.check()
+
+    def decode(payloads: pa.Array) -> pa.Array:  # the hints make it an Arrow UDF
+        return decode_payloads(payloads, options)
+
+    column: Column = arrow_udf(decode, envelope_schema())(col)
+    return column
