@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
 sys.path.insert(0, str(ROOT / "fuzz"))
 
+import cmpguard  # noqa: E402
+
 
 class _CaptureSource(importlib.abc.MetaPathFinder):
     """lbparse.capture's modules from their .py source, even where setup.py
@@ -56,7 +58,7 @@ TARGETS = targets.TARGETS
 def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
         sys.exit(f"usage: harness.py {{{','.join(TARGETS)}}} [libFuzzer options] [corpus...]")
-    target = TARGETS[sys.argv.pop(1)]
+    target = cmpguard.guarding(TARGETS[sys.argv.pop(1)])
     atheris.Setup(sys.argv, target)
     atheris.Fuzz()
 
