@@ -52,38 +52,41 @@ def _rpc(r: Any) -> dict[str, Any]:
                                           if e.command else None)} for e in r.entries]}
 
 
+def _null_columns(n: int) -> dict[str, pa.Array]:
+    schema = arrow_output_schema()
+    return {name: pa.nulls(n, schema.field(name).type) for name in TRAFFIC_COLUMNS}
+
+
 def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str, pa.Array]:
     """The traffic columns of a batch (rows in order; reading moves the reader on)."""
     n = records.num_rows
     schema = arrow_output_schema()
-    idx = np.flatnonzero(_candidates(records, reader))
-    found = False
-    kinds: list[str | None] = []
-    nodes: list[str | None] = []
-    rpcs: list[list[dict[str, Any]] | None] = []
-    texts: list[str | None] = []
-    if idx.size:
-        # Lists of n only when a row may be traffic: most batches have none,
-        # and a Python pass over n rows costs the pipeline ~0.1 us a row.
-        kinds, nodes, rpcs, texts = [None] * n, [None] * n, [None] * n, [None] * n
-        cols = {name: records.column(name) for name in ("src", "dst", "subject", "reply",
-                                                         "payload", "headers", "error_kind")}
-        for i in idx.tolist():
-            if cols["error_kind"][i].is_valid:  # a problem row of the input
-                continue
-            headers = cols["headers"][i].as_py()
-            status = headers[0]["value"] if headers and headers[0]["key"] == STATUS else None
-            t = reader.read(cols["src"][i].as_py() or "", cols["dst"][i].as_py() or "",
-                            cols["subject"][i].as_py() or "", cols["reply"][i].as_py(),
-                            cols["payload"][i].as_py() or b"", status=status)
-            if t is None:
-                continue
-            found = True
-            kinds[i], nodes[i] = t.kind, t.node
-            rpcs[i] = [_rpc(r) for r in t.rpcs]
-            texts[i] = dumps(t.to_json_dict())
-    if not found:
-        return {name: pa.nulls(n, schema.field(name).type) for name in TRAFFIC_COLUMNS}
+    idx = np.flatnonzero(_candidates(records, reader)).tolist()
+    # Most batches hold no traffic: no lists of n rows for them (a Python
+    # pass over every row costs the pipeline ~0.1 us a row).
+    if not idx:
+        return _null_columns(n)
+    kinds: list[str | None] = [None] * n
+    nodes: list[str | None] = [None] * n
+    rpcs: list[list[dict[str, Any]] | None] = [None] * n
+    texts: list[str | None] = [None] * n
+    cols = {name: records.column(name) for name in ("src", "dst", "subject", "reply",
+                                                     "payload", "headers", "error_kind")}
+    for i in idx:
+        if cols["error_kind"][i].is_valid:  # a problem row of the input
+            continue
+        headers = cols["headers"][i].as_py()
+        status = headers[0]["value"] if headers and headers[0]["key"] == STATUS else None
+        t = reader.read(cols["src"][i].as_py() or "", cols["dst"][i].as_py() or "",
+                        cols["subject"][i].as_py() or "", cols["reply"][i].as_py(),
+                        cols["payload"][i].as_py() or b"", status=status)
+        if t is None:
+            continue
+        kinds[i], nodes[i] = t.kind, t.node
+        rpcs[i] = [_rpc(r) for r in t.rpcs]
+        texts[i] = dumps(t.to_json_dict())
+    if all(kinds[i] is None for i in idx):
+        return _null_columns(n)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
     # here is a KeyError, not a column silently null.
     values: dict[str, list[Any]] = {"traffic": kinds, "traffic_node": nodes, "raft_rpcs": rpcs,
