@@ -36,7 +36,8 @@ def guarded(native: Callable[..., Any], shift: int) -> Callable[..., Any]:
             return native(left, right, op, counter, is_const)
         # atheris puts a constant first and mirrors the operator to match,
         # so the operands in this order with this operator are the original.
-        return _OPS[(op >> shift) % len(_OPS)](left, right)
+        # atheris instruments only operators of dis.cmp_op: the index is in range.
+        return _OPS[op >> shift](left, right)
 
     trace_cmp.native = native  # type: ignore[attr-defined]
     return trace_cmp
