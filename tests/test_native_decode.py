@@ -271,6 +271,48 @@ def test_every_protobuf_kind(payloads: list[bytes], emit: bool, clean: bool) -> 
     _assert_all_kinds(payloads, emit, clean)
 
 
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(v & 0x7F | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+@pytest.mark.parametrize("emit,clean", [(False, False), (True, True)])
+def test_utf8_at_every_position_of_an_ascii_string(emit: bool, clean: bool) -> None:
+    """The C reader skips ASCII eight bytes at a time: a multi-byte sequence,
+    valid or not, before, inside and after such a block is judged as the
+    reference judges it (string field s14)."""
+    seqs = ["é".encode(), "€".encode(), "𝄞".encode(), b"\xc3\x28", b"\xff", b"\x80",
+            b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82", b"\xc0\xaf"]
+    payloads = []
+    for before in range(18):
+        for seq in seqs:
+            for after in (0, 1, 7, 8, 9):
+                text = b"a" * before + seq + b"z" * after
+                payloads.append(b"\x72" + _varint(len(text)) + text)
+    _assert_all_kinds(payloads, emit, clean)
+    starts, ends, buf = binary_buffers(pa.array(payloads, pa.binary()))
+    _, ok = wirescan_native.decode_structs(ALL_KINDS.DESCRIPTOR, ALL_KINDS_TYPE,  # type: ignore
+                                           buf, starts, ends, emit, clean)
+    assert 0.2 < ok.mean() < 0.5, ok.mean()  # three of the ten sequences are valid
+
+
+@pytest.mark.parametrize("emit,clean", [(False, False), (True, False), (False, True)])
+def test_field_numbers_either_side_of_the_lookup_table(emit: bool, clean: bool) -> None:
+    """Numbers below 64 are found by table, the rest by search: declared
+    and undeclared numbers around that edge (AllKinds declares 1-15, 50-56,
+    101-115 and 201-215) are read, or refused under clean, as the
+    reference reads them."""
+    base = ALL_KINDS(s1=5, s14="x", color=1).SerializeToString()  # type: ignore[operator]
+    payloads = [base + _varint(n << 3) + b"\x01"
+                for n in (1, 2, 15, 16, 31, 49, 50, 56, 57, 62, 63, 64, 65, 100, 101, 115, 116,
+                          200, 201, 215, 216, 1000, 2**29 - 1)]
+    _assert_all_kinds(payloads, emit, clean)
+
+
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 def test_every_protobuf_kind_is_read_not_only_refused() -> None:
     """The messages above are mostly ones the readers take (else the test

@@ -27,6 +27,7 @@
 
 #define MAX_STEPS 256     /* wirescan.MAX_STEPS */
 #define MAX_SIZE_BYTES 5  /* wirescan.MAX_SIZE_BYTES */
+#define BY_NUMBER 64      /* field numbers below this are found by table, not by search */
 
 enum { K_INT32 = 1, K_SINT32, K_SINT64, K_BOOL, K_INT64, K_ENUM, K_FLOAT, K_DOUBLE, K_FIXED32,
        K_FIXED64, K_STRING, K_BYTES, K_MESSAGE };
@@ -77,6 +78,7 @@ typedef struct node {
     int ndeclared;
     int strict;          /* a number outside `numbers` leaves the message to upb */
     int map_entry;       /* the entry of a map: key (field 0) and value (field 1) */
+    int32_t by_number[BY_NUMBER]; /* a field number's index in fields, -1 if none */
     /* enum */
     int32_t enum_lo;
     int nnames;
@@ -151,11 +153,14 @@ static int scan(const node *m, const uint8_t *d, int64_t pos, int64_t end, occ *
         }
         uint32_t number = (uint32_t)(tag >> 3);
         int32_t f = -1;
-        for (int i = 0; i < m->nfields; i++)
-            if ((uint32_t)m->fields[i].number == number) {
-                f = i;
-                break;
-            }
+        if (number < BY_NUMBER)
+            f = m->by_number[number];
+        else
+            for (int i = 0; i < m->nfields; i++)
+                if ((uint32_t)m->fields[i].number == number) {
+                    f = i;
+                    break;
+                }
         out[n].f = f;
         out[n].wt = wt;
         out[n].a = a;
@@ -179,7 +184,12 @@ static int utf8_ok(const uint8_t *s, int64_t n) {
     while (i < n) {
         uint8_t c = s[i];
         if (c < 0x80) {
-            i++;
+            /* ASCII, the usual case: eight bytes at a time */
+            uint64_t w;
+            while (i + 8 <= n && (memcpy(&w, s + i, 8), !(w & 0x8080808080808080ull)))
+                i += 8;
+            if (i < n && s[i] < 0x80)
+                i++;
             continue;
         }
         int k;
@@ -282,56 +292,66 @@ static int entry_key(const node *entry, const uint8_t *d, int64_t pos, int64_t e
     return 1;
 }
 
-static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t end) {
-    occ o[MAX_STEPS];
-    int n = scan(m, d, pos, end, o);
-    if (n < 0)
-        return 0;
-    for (int fi = 0; fi < m->nfields; fi++) {
+/* A message whose occurrences `o` (n of them, from scan) pass the rules.
+ * One pass over the occurrences: a field's are checked where they come,
+ * which gives the same answer as field by field (every rule is a yes or
+ * no, and none has a side effect). */
+static int check_scanned(const node *m, const uint8_t *d, const occ *o, int n) {
+    int count[m->nfields > 0 ? m->nfields : 1];
+    memset(count, 0, sizeof count);
+    int repeated_maps = 0;
+    for (int i = 0; i < n; i++) {
+        int fi = o[i].f;
+        if (fi < 0)
+            continue;
         const field *f = &m->fields[fi];
-        int count = 0, values = 0;
+        if (o[i].wt != f->wire)
+            return 0;
+        if (++count[fi] > 1 && f->rep == R_SINGLE)
+            return 0;
+        if (!check_value(f, f->col, d, &o[i]))
+            return 0;
+        if (f->rep == R_MAP) {
+            const node *entry = f->col;
+            /* an entry without its (message) value */
+            if (entry->nfields > 1 && entry->fields[1].col->kind == K_MESSAGE) {
+                occ eo[MAX_STEPS];
+                int en = scan(entry, d, o[i].a, o[i].b, eo);
+                int has = 0;
+                for (int j = 0; j < en; j++)
+                    has |= eo[j].f == 1;
+                if (!has)
+                    return 0;
+            }
+            repeated_maps |= count[fi] > 1;
+        }
+    }
+    for (int fi = 0; repeated_maps && fi < m->nfields; fi++) {
+        const field *f = &m->fields[fi];
+        if (f->rep != R_MAP || count[fi] < 2)
+            continue;
+        /* a key twice: upb keeps the last; left to it */
+        key seen[MAX_STEPS];
+        int k = 0;
         for (int i = 0; i < n; i++) {
             if (o[i].f != fi)
                 continue;
-            if (o[i].wt != f->wire)
-                return 0;
-            if (++count > 1 && f->rep == R_SINGLE)
-                return 0;
-            if (!check_value(f, f->col, d, &o[i]))
-                return 0;
-            if (f->rep == R_MAP) {
-                const node *entry = f->col;
-                /* an entry without its (message) value */
-                if (entry->nfields > 1 && entry->fields[1].col->kind == K_MESSAGE) {
-                    occ eo[MAX_STEPS];
-                    int en = scan(entry, d, o[i].a, o[i].b, eo);
-                    int has = 0;
-                    for (int j = 0; j < en; j++)
-                        has |= eo[j].f == 1;
-                    if (!has)
-                        return 0;
-                }
-                values++;
-            }
-        }
-        if (f->rep == R_MAP && values > 1) {
-            /* a key twice: upb keeps the last; left to it */
-            key seen[MAX_STEPS];
-            int k = 0;
-            for (int i = 0; i < n; i++) {
-                if (o[i].f != fi)
-                    continue;
-                key kk;
-                entry_key(f->col, d, o[i].a, o[i].b, &kk);
-                for (int j = 0; j < k; j++)
-                    if (seen[j].v == kk.v && seen[j].n == kk.n &&
-                        (kk.n == 0 || !memcmp(seen[j].s, kk.s, (size_t)kk.n)))
-                        return 0;
-                seen[k++] = kk;
-            }
+            key kk;
+            entry_key(f->col, d, o[i].a, o[i].b, &kk);
+            for (int j = 0; j < k; j++)
+                if (seen[j].v == kk.v && seen[j].n == kk.n &&
+                    (kk.n == 0 || !memcmp(seen[j].s, kk.s, (size_t)kk.n)))
+                    return 0;
+            seen[k++] = kk;
         }
     }
     return 1;
+}
+
+static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t end) {
+    occ o[MAX_STEPS];
+    int n = scan(m, d, pos, end, o);
+    return n >= 0 && check_scanned(m, d, o, n);
 }
 
 /* ---- writing -------------------------------------------------------------------- */
@@ -446,29 +466,30 @@ static int write_null(node *c) {
     return write_value(c, NULL, NULL, 1, 1);
 }
 
-static int write_message(node *m, const uint8_t *d, int64_t pos, int64_t end) {
-    occ o[MAX_STEPS];
-    int n = scan(m, d, pos, end, o);
-    if (n < 0)
-        return -1; /* checked before: cannot happen */
+/* A checked message from its occurrences (scan's), into its columns. */
+static int write_scanned(node *m, const uint8_t *d, const occ *o, int n) {
     m->length++;
     if (put_valid(m, 1) < 0)
         return -1;
+    /* A singular field's value is its last occurrence (as upb keeps it). */
+    int last[m->nfields > 0 ? m->nfields : 1];
+    for (int fi = 0; fi < m->nfields; fi++)
+        last[fi] = -1;
+    for (int i = 0; i < n; i++)
+        if (o[i].f >= 0)
+            last[o[i].f] = i;
     /* keep_zero: a map entry's key and value are kept even when zero, as is
      * everything under Spark's emit.default.values (compiled as nullable=0) */
     for (int fi = 0; fi < m->nfields; fi++) {
         field *f = &m->fields[fi];
         node *c = f->col;
         if (f->rep == R_SINGLE) {
-            const occ *found = NULL;
-            for (int i = 0; i < n; i++)
-                if (o[i].f == fi)
-                    found = &o[i];
+            const occ *found = last[fi] >= 0 ? &o[last[fi]] : NULL;
             if (write_value(c, d, found, c->nullable, f->presence) < 0)
                 return -1;
             continue;
         }
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; last[fi] >= 0 && i <= last[fi]; i++) {
             if (o[i].f != fi)
                 continue;
             if (c->kind == K_MESSAGE) {
@@ -482,6 +503,14 @@ static int write_message(node *m, const uint8_t *d, int64_t pos, int64_t end) {
             return -1;
     }
     return 0;
+}
+
+static int write_message(node *m, const uint8_t *d, int64_t pos, int64_t end) {
+    occ o[MAX_STEPS];
+    int n = scan(m, d, pos, end, o);
+    if (n < 0)
+        return -1; /* checked before: cannot happen */
+    return write_scanned(m, d, o, n);
 }
 
 /* ---- the program ------------------------------------------------------------------ */
@@ -566,6 +595,12 @@ static node *compile(PyObject *spec, int depth) {
                 goto fail;
             }
         }
+        /* as the search finds them: the first field of a number */
+        for (int n = 0; n < BY_NUMBER; n++)
+            c->by_number[n] = -1;
+        for (int i = c->nfields - 1; i >= 0; i--)
+            if (c->fields[i].number > 0 && c->fields[i].number < BY_NUMBER)
+                c->by_number[c->fields[i].number] = i;
     }
     if (kind == K_ENUM) {
         PyObject *names;
@@ -721,9 +756,12 @@ static PyObject *Program_decode(Program *self, PyObject *args) {
     uint8_t *okp = (uint8_t *)PyBytes_AS_STRING(ok);
     node *root = self->root;
     reset(root);
+    occ o[MAX_STEPS];
     for (Py_ssize_t i = 0; i < k; i++) {
-        okp[i] = (uint8_t)check_message(root, d, s[i], e[i]);
-        if ((okp[i] ? write_message(root, d, s[i], e[i]) : write_null(root)) < 0)
+        /* scanned once: the checks and the writing read the same occurrences */
+        int n = scan(root, d, s[i], e[i], o);
+        okp[i] = (uint8_t)(n >= 0 && check_scanned(root, d, o, n));
+        if ((okp[i] ? write_scanned(root, d, o, n) : write_null(root)) < 0)
             goto done;
     }
     PyObject *col = output(root);
