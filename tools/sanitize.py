@@ -128,16 +128,18 @@ def fuzz_environment() -> dict[str, str] | None:
     return env
 
 
+# Every module of MODULES, imported from the sanitized build (not from the
+# installed package), with the sanitizer runtime in the process.
 _CHECK = """
-import sys, os
+import importlib, sys, os
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
-import lbparse.capture._native as n, lbparse.pipeline._kernels as k
 out = os.environ["LBPARSE_SANITIZED"]
-for m in (n, k):
+mods = [importlib.import_module(name) for name in sys.argv[1:]]
+for m in mods:
     assert m.__file__.startswith(out), f"{m.__name__} from {m.__file__}, not {out}"
 maps = open("/proc/self/maps").read()
 assert "asan" in maps, "no sanitizer runtime in the process"
-print("sanitized modules:", n.__file__, k.__file__)
+print("sanitized modules:", *(m.__file__ for m in mods))
 """
 
 
@@ -154,7 +156,7 @@ def main() -> int:
     env = environment(out, preload)
     print(f"sanitize: {cc}, {' '.join(SANITIZE)}; runtime {preload}", flush=True)
     steps = [
-        [sys.executable, "-P", "-c", _CHECK],
+        [sys.executable, "-P", "-c", _CHECK, *(name for name, _ in MODULES)],
         [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "--capture=sys",  # a sanitizer's report (fd 2) reaches the log when it aborts
          *[t for t in TESTS if (ROOT / t).exists()], *args],
