@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from lbparse.pipeline import crc as crc_mod
 from lbparse.pipeline import wirescan
 from lbparse.pipeline.crc import crc32c_ranges, crc32c_ranges_python
+from support.protowire import varint
 
 native = pytest.mark.skipif(crc_mod._native is None,
                             reason="pure-Python install: the C module was not built")
@@ -82,44 +83,26 @@ def test_mismatched_crc_lengths_are_refused() -> None:
 
 # -- the protobuf wire scan ---------------------------------------------------
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
-        n >>= 7
-        if not n:
-            return bytes(out)
-
-
-def _padded(n: int, width: int) -> bytes:
-    """n as a varint of at least `width` bytes (continuation bytes of zeros)."""
-    out = bytearray(_varint(n))
-    while len(out) < width:
-        out[-1] |= 0x80
-        out.append(0)
-    return bytes(out)
-
-
 @st.composite
 def field_bytes(draw: st.DrawFn) -> bytes:
     """One field as encoders write it, or something near it that is not."""
     number = draw(st.one_of(st.integers(1, 20), st.integers(0, (1 << 29) - 1)))
     wt = draw(st.sampled_from([0, 0, 1, 2, 2, 5, 3, 4, 6, 7]))
-    tag = _varint(number << 3 | wt)
+    tag = varint(number << 3 | wt)
     if wt == 0:
-        body = _varint(draw(st.integers(0, (1 << 64) - 1)))
+        body = varint(draw(st.integers(0, (1 << 64) - 1)))
     elif wt == 2:
         value = draw(st.binary(max_size=30))
-        body = _varint(draw(st.one_of(st.just(len(value)), st.integers(0, 1 << 64 - 1)))) + value
+        body = varint(draw(st.one_of(st.just(len(value)), st.integers(0, 1 << 64 - 1)))) + value
     else:
         body = draw(st.binary(max_size=9))
     if draw(st.integers(0, 7)) == 0:  # a tag or length padded past what it needs
         width = draw(st.integers(1, 11))
         if wt == 2 and draw(st.booleans()):
             n = len(value)
-            body = _padded(n, width) + value
+            body = varint(n, width) + value
         else:
-            tag = _padded(number << 3 | wt, width)
+            tag = varint(number << 3 | wt, width)
     out = tag + body
     if draw(st.integers(0, 9)) == 0:  # damage: cut, or an overlong varint
         out = draw(st.sampled_from([out[:draw(st.integers(0, len(out)))], b"\x88" + b"\xff" * 10]))
@@ -211,7 +194,7 @@ def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, w
     from lbparse.payloads import message_class
 
     ack = message_class("proto.Ack")
-    for wire in (_padded(0x0A, width) + b"\x01a", b"\x0a" + _padded(1, width) + b"a"):
+    for wire in (varint(0x0A, width) + b"\x01a", b"\x0a" + varint(1, width) + b"a"):
         data = np.frombuffer(wire, np.uint8)
         scan = wirescan._Scan(data, np.array([0]), np.array([len(wire)]), (1,),
                               native=native_scan)

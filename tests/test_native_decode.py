@@ -26,6 +26,7 @@ from lbparse.errors import EnvelopeError
 from lbparse.pipeline import wirescan, wirescan_native
 from lbparse.pipeline.decode_arrow import binary_buffers
 from lbparse.pipeline.schema import arrow_output_schema, payload_columns, typed_payloads
+from support.protowire import varint
 from support.shared import LIFTBRIDGE
 from vectors import VECTORS, data
 
@@ -271,15 +272,6 @@ def test_every_protobuf_kind(payloads: list[bytes], emit: bool, clean: bool) -> 
     _assert_all_kinds(payloads, emit, clean)
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append(v & 0x7F | (0x80 if v > 0x7F else 0))
-        v >>= 7
-        if not v:
-            return bytes(out)
-
-
 @pytest.mark.parametrize("emit,clean", [(False, False), (True, True)])
 def test_utf8_at_every_position_of_an_ascii_string(emit: bool, clean: bool) -> None:
     """The C reader skips ASCII eight bytes at a time: a multi-byte sequence,
@@ -292,7 +284,7 @@ def test_utf8_at_every_position_of_an_ascii_string(emit: bool, clean: bool) -> N
         for seq in seqs:
             for after in (0, 1, 7, 8, 9):
                 text = b"a" * before + seq + b"z" * after
-                payloads.append(b"\x72" + _varint(len(text)) + text)
+                payloads.append(b"\x72" + varint(len(text)) + text)
     _assert_all_kinds(payloads, emit, clean)
     starts, ends, buf = binary_buffers(pa.array(payloads, pa.binary()))
     _, ok = wirescan_native.decode_structs(ALL_KINDS.DESCRIPTOR, ALL_KINDS_TYPE,  # type: ignore
@@ -307,7 +299,7 @@ def test_field_numbers_either_side_of_the_lookup_table(emit: bool, clean: bool) 
     101-115 and 201-215) are read, or refused under clean, as the
     reference reads them."""
     base = ALL_KINDS(s1=5, s14="x", color=1).SerializeToString()  # type: ignore[operator]
-    payloads = [base + _varint(n << 3) + b"\x01"
+    payloads = [base + varint(n << 3) + b"\x01"
                 for n in (1, 2, 15, 16, 31, 49, 50, 56, 57, 62, 63, 64, 65, 100, 101, 115, 116,
                           200, 201, 215, 216, 1000, 2**29 - 1)]
     _assert_all_kinds(payloads, emit, clean)

@@ -35,6 +35,7 @@ from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
+from support.protowire import varint
 from support.shared import LIFTBRIDGE
 
 VECTORS = [json.loads(line) for line in
@@ -49,20 +50,6 @@ def v0(byte7: int, payload: bytes, crc: bool = False) -> bytes:
     if crc:
         return MAGIC + bytes([0, 12, 1, byte7]) + crc32c(payload).to_bytes(4, "big") + payload
     return MAGIC + bytes([0, 8, 0, byte7]) + payload
-
-
-def varint(n: int, width: int = 0) -> bytes:
-    """n as a protobuf varint, padded with continuation bytes to `width` bytes."""
-    out = bytearray()
-    while True:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-        if not n:
-            break
-    while len(out) < width:
-        out.append(0x80)
-    out[-1] &= 0x7F
-    return bytes(out)
 
 
 def fields_of(wire: bytes) -> list[tuple[int, int, int, int]] | None:
