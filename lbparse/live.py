@@ -256,6 +256,9 @@ class _Session:
         self.result = LiveResult()
         self.rate = _Rate()
         self.last_error: str | None = None
+        # What the server said when it refused a first connection: nats-py
+        # retries, and a later attempt's reset socket must not hide it.
+        self.refusal: str | None = None
         self.lost: Outage | None = None
         self.lost_mono = 0.0
         self.done = asyncio.Event()
@@ -284,6 +287,11 @@ class _Session:
             self.on_event(f"the server reports a slow consumer: {text}")
         # The cause of the next disconnection; nats-py would also log each one.
         self.last_error = text
+        # nats-py raises a plain Error with the text of the server's -ERR line
+        # while connecting; subclasses are its own (timeouts, closed, ...).
+        if not self.connected and type(exc) in (nats.errors.Error,
+                                                nats.errors.AuthorizationError):
+            self.refusal = text
 
     async def disconnected(self) -> None:
         if not self.connected or self.lost is not None or self.done.is_set():
@@ -529,9 +537,9 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
                                           reconnected_cb=session.reconnected), limit)
     except asyncio.TimeoutError:
         await _close_quietly(nc)
-        if session.last_error:  # it answered, and refused: say why (an auth error, say)
-            raise OSError(f"cannot connect to {session.url} within {limit:g} s: "
-                          f"{session.last_error}") from None
+        why = session.refusal or session.last_error
+        if why:  # it answered, and refused: say why (an auth error, say)
+            raise OSError(f"cannot connect to {session.url} within {limit:g} s: {why}") from None
         raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
     except (nats.errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import signal
 import socket
+import struct
+import threading
 import time
 from pathlib import Path
 
@@ -260,6 +262,62 @@ def test_an_nkey_user_taps(configured, tmp_path: Path) -> None:  # type: ignore[
     refused = Tool("tap", srv.url, "auth.>", "--count", "1", "--timeout", "2")
     code, _, err = refused.finish(timeout=60)
     assert code == 1 and "Traceback" not in err and "uthorization" in err
+
+
+class RefuseThenReset:
+    """A loopback peer doing what a nats-server refusing a client sometimes
+    does to nats-py's retries: the first connection gets INFO and, after the
+    CONNECT line, -ERR 'Authorization Violation'; every later one is reset
+    (the socket closed with linger 0) before anything is said. At most
+    `limit` connections are served; stop() closes the listening socket."""
+
+    def __init__(self, limit: int = 50) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url = f"nats://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.served = 0
+        self.limit = limit
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while self.served < self.limit:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:  # stop() closed the listening socket
+                return
+            with conn:
+                conn.settimeout(5)
+                if self.served == 0:
+                    conn.sendall(b'INFO {"server_id":"x","version":"2.9.0","max_payload":1048576,'
+                                 b'"auth_required":true}\r\n')
+                    conn.recv(4096)  # CONNECT and PING
+                    conn.sendall(b"-ERR 'Authorization Violation'\r\n")
+                else:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                    struct.pack("ii", 1, 0))
+            self.served += 1
+
+    def stop(self) -> None:
+        self.sock.close()
+        self.thread.join(timeout=5)
+
+
+def test_a_refusal_is_said_though_later_retries_were_reset() -> None:
+    """CI failure of 2026-11-26: a refused tap said "Connection reset by
+    peer", the last of nats-py's retries, rather than the server's
+    Authorization Violation of the first attempt."""
+    peer = RefuseThenReset()
+    try:
+        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1",
+                            "--timeout", "2").finish(timeout=60)
+    finally:
+        peer.stop()
+    assert peer.served > 1, "nats-py did not retry: the reset was never seen"
+    assert code == 1 and "Traceback" not in err, err
+    assert "Authorization Violation" in err and "reset" not in err, err
 
 
 def test_a_creds_file_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
