@@ -4,8 +4,8 @@ client and restarted) tells the story, checked through the --json numbers:
 
 - each killed node's partitions change leader after its kill, and the
   metadata leader moves off the first victim;
-- publish -> ack latency spikes around the kills (seconds against a median of
-  a millisecond or so);
+- publishes stall around the kills: acks late by up to seconds (against a
+  median of a millisecond or so), or never acked, and neither in the calm;
 - NATS 503s, as many as the capture holds, naming the dead nodes' subjects
   (when the run sent requests to them: not every run does);
 - the counts are those of `lbparse capture --stats`;
@@ -120,19 +120,32 @@ def test_metadata_leader_moves_off_the_first_victim(story: dict[str, Any]) -> No
                    for e in raft["elections"])
 
 
-def test_latency_spikes_around_the_kills(story: dict[str, Any]) -> None:
+def _near_a_kill(story: dict[str, Any], t: float) -> bool:
+    return any(k - 5_000 <= t <= k + 20_000 for k, _, _ in story["kills"])
+
+
+def test_the_failovers_stall_publishes_around_the_kills(story: dict[str, Any]) -> None:
+    """A publish caught by a kill either waits for its ack (late by hundreds
+    of ms to seconds: a new leader took it) or never has one (the leader died
+    with it in flight; the client gave up after its 4 s). Runs show either or
+    both (2026-11-26: a run with no ack over 100 ms, its stalled publish
+    unacked). Both are the report's numbers; neither happens in the calm."""
     model = story["model"]
     rows = model["latency"]["over_time"]
     median = model["latency"]["summary"]["ALL"]["p50_ms"]
-    near = [r["max_ms"] for r in rows if any(t - 5_000 <= r["t"] <= t + 20_000
-                                             for t, _, _ in story["kills"])]
-    calm = [r["max_ms"] for r in rows if all(not t - 5_000 <= r["t"] <= t + 20_000
-                                             for t, _, _ in story["kills"])]
+    near = [r["max_ms"] for r in rows if _near_a_kill(story, r["t"])]
+    calm = [r["max_ms"] for r in rows if not _near_a_kill(story, r["t"])]
+    unacked = model["latency"]["unacked_over_time"]
+    unacked_near = sum(r["count"] for r in unacked if _near_a_kill(story, r["t"]))
+    unacked_calm = sum(r["count"] for r in unacked if not _near_a_kill(story, r["t"]))
     # How long a failover stalls publishes is the cluster's timing (466 ms
-    # to several seconds seen on this machine): the spike is judged against
+    # to several seconds seen on this machine): a late ack is judged against
     # the run's own latencies, with a floor far above a healthy ack (~1 ms).
-    assert near and max(near) >= 100 and max(near) >= 20 * median, (max(near), median)
-    assert max(near) > 5 * sorted(calm)[len(calm) // 2]
+    late = bool(near) and max(near) >= 100 and max(near) >= 20 * median and \
+        max(near) > 5 * sorted(calm)[len(calm) // 2]
+    assert late or unacked_near, (max(near, default=None), median, unacked)
+    assert unacked_calm == 0, unacked
+    assert sum(r["count"] for r in unacked) == model["latency"]["unacked"]
 
 
 def test_503s_are_the_captures_and_name_the_dead_nodes(story: dict[str, Any]) -> None:
