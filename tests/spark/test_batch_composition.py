@@ -35,7 +35,7 @@ from lbparse.pipeline.columns import builder_for
 from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
-from support.protowire import varint
+from support.protowire import read_varint, varint
 from support.shared import LIFTBRIDGE
 
 VECTORS = [json.loads(line) for line in
@@ -57,34 +57,16 @@ def fields_of(wire: bytes) -> list[tuple[int, int, int, int]] | None:
     value, end); None when the bytes are not that simple."""
     out, pos = [], 0
     while pos < len(wire):
-        start, tag, shift = pos, 0, 0
-        while True:
-            if pos >= len(wire):
+        start = pos
+        if (got := read_varint(wire, pos)) is None:
+            return None
+        tag, tag_end = got
+        wt = tag & 7
+        if wt in (0, 2):
+            if (got := read_varint(wire, tag_end)) is None:
                 return None
-            b = wire[pos]
-            pos += 1
-            tag |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
-        tag_end, wt = pos, tag & 7
-        if wt == 0:
-            while pos < len(wire) and wire[pos] & 0x80:
-                pos += 1
-            pos += 1
-            value = tag_end
-        elif wt == 2:
-            n, shift = 0, 0
-            while True:
-                if pos >= len(wire):
-                    return None
-                b = wire[pos]
-                pos += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
-            value, pos = pos, pos + n
+            n, after = got
+            value, pos = (tag_end, after) if wt == 0 else (after, after + n)
         elif wt in (1, 5):
             value, pos = tag_end, tag_end + (8 if wt == 1 else 4)
         else:

@@ -16,3 +16,17 @@ def varint(n: int, width: int = 0) -> bytes:
         out.append(0x80)
     out[-1] &= 0x7F
     return bytes(out)
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int] | None:
+    """(the varint at `pos`, the position after it); None when the bytes end
+    inside it. Any length is read: this is for messages tests made."""
+    n = shift = 0
+    while pos < len(data):
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return n, pos
+    return None
