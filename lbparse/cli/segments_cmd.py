@@ -230,7 +230,7 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
             f"== {part.node} {part.stream}/{part.partition}  "
             f"segment {base} ({reading.size:,} bytes{note})") + "\n")
     cols = ("position", "offset", "timestamp", "epoch", "size", "crc", "key", "value", "headers")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for pos, e in reading:
         if not _in_range(e, args):
             continue
