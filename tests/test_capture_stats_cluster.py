@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
-from tests.support.shared import LIFTBRIDGE, needs_shared
+from support.cli import run_cli
+from support.shared import LIFTBRIDGE, needs_shared
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 pytestmark = needs_shared("liftbridge", "samples", "short.pcapng")
