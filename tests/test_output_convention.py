@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import lbparse
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.cli import run_cli
 from support.segment_builder import Msg, write_partition
@@ -54,6 +55,15 @@ def _big_replication_response() -> bytes:
         "entries": [{"offset": str(BIG_OFFSET), "timestamp": str(BIG_TIME),
                      "leader_epoch": str(BIG_EPOCH), "key_hex": "6b", "value_hex": "76",
                      "headers_hex": {}}]})
+
+
+def _encode_flatbuffers_ack() -> bytes:
+    """A FlatBuffers-layout Ack: decode_arrow has no struct column for it, so its
+    `payload_json` is JSON text (lbparse.flatbuf's fields; the offset 64-bit)."""
+    res = run_cli("encode", "--layout", "flatbuffers", "--type", "Ack", "--json",
+                  json.dumps({"stream": "s", "offset": str(BIG_OFFSET)}))
+    assert res.returncode == 0, res.stderr
+    return bytes.fromhex(res.stdout.decode().strip())
 
 
 def _status(inbox: str, text: str) -> bytes:
@@ -152,6 +162,8 @@ def _json_writers(short: Path, capture: Path, data: Path, tmp: Path) -> dict[str
         "decode crafted": _stdout("decode", rr),
         "check": _stdout("check", "--json", rr),
         "spec": _stdout("spec", "--json"),
+        "decode_arrow payload_json": "\n".join(lbparse.decode_arrow(
+            [_encode_flatbuffers_ack()], layout="flatbuffers").column("payload_json").to_pylist()),
     }
     for name, inputs in (("short", [str(SHORT), str(short)]), ("crafted", [str(capture)])):
         page = tmp / f"{name}.html"
@@ -164,7 +176,7 @@ def test_every_json_writer_passes_jq_with_64_bit_values(
     outputs = _json_writers(short_data, crafted, crafted_data, tmp_path)
     for name, text in outputs.items():
         values = assert_jq_round_trip(text)
-        if "crafted" in name or "torn" in name:  # values past 2**59 came out whole
+        if "crafted" in name or "torn" in name or "decode_arrow" in name:  # values past 2**59 came out whole
             assert re.search(r'"\d{19,20}"', json.dumps(values)), name
     # The values themselves, where they were put
     seg = json.loads(outputs["segments crafted (C)"])
@@ -249,3 +261,75 @@ def test_no_subject_can_change_the_report_page(crafted: Path, tmp_path: Path) ->
     assert [u for u in seen.requests if not u.startswith("file://")] == []
     for s in HTML_SUBJECTS:
         assert s in seen.text  # the 503s' request subjects, as text
+
+
+# --- the writers that need a server or Spark -----------------------------------
+
+def _listening(cmd: list[str]) -> subprocess.Popen[bytes]:
+    """Start `cmd` (tap or record) and wait, bounded, for its "listening on" line."""
+    import select
+    import time
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if select.select([proc.stderr], [], [], 0.2)[0]:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            if b"listening on" in line:
+                return proc
+            if not line:
+                break
+    proc.kill()
+    proc.wait(timeout=5)
+    raise AssertionError(f"{cmd[3]} did not start listening")
+
+
+@pytest.mark.slow  # a real nats-server, and a Spark run of the pipeline
+def test_tap_record_and_pipeline_json_pass_jq(nats_server: str, crafted: Path,
+                                              tmp_path: Path) -> None:
+    import asyncio
+
+    import nats
+    import pyarrow.parquet as pq
+
+    from support.cli import LBPARSE
+
+    big = _big_replication_response()
+    recording = tmp_path / "rec.jsonl"
+    tap = _listening([*LBPARSE, "tap", nats_server, "lb.>", "--count", "2", "--duration", "30"])
+    record = _listening([*LBPARSE, "record", nats_server, "lb.>", "--count", "2",
+                         "--duration", "30", "-o", str(recording)])
+
+    async def publish() -> None:
+        nc = await nats.connect(nats_server, allow_reconnect=False, connect_timeout=5)
+        try:
+            await nc.publish("lb.big", big)
+            await nc.publish("lb.small", b"x")
+            await nc.flush(timeout=5)
+        finally:
+            await nc.close()
+
+    try:
+        asyncio.run(publish())
+        tapped, _ = tap.communicate(timeout=60)
+        record.communicate(timeout=60)
+    finally:
+        for proc in (tap, record):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+    for text in (tapped.decode(), recording.read_text()):
+        values = assert_jq_round_trip(text)
+        assert len(values) == 2
+        assert values[0]["envelope"]["payload_json"]["leader_epoch"] == str(BIG_EPOCH)
+    # The pipeline: summary.json, and a stored envelope's JSON (entries' value_json)
+    data = tmp_path / "data" / "node1"
+    write_partition(data / "streams" / "s" / "0", [[Msg(BIG_OFFSET, BIG_TIME, 1, b"k", big)]])
+    out = tmp_path / "out"
+    res = run_cli("pipeline", str(crafted), str(data), "--out", str(out), "-q", timeout=600)
+    assert res.returncode in (0, 1), res.stderr
+    assert_jq_round_trip((out / "summary.json").read_text())
+    entries = pq.read_table(out / "entries").to_pylist()
+    texts = [e["value_json"] for e in entries if e["value_json"]]
+    assert len(texts) == 1 and f'"{BIG_EPOCH}"' in texts[0]
+    assert_jq_round_trip(texts[0])
