@@ -103,7 +103,7 @@ def test_top_n(folded: tuple) -> None:
     for title, rows in sections.items():
         assert len(rows) <= 4, title
         assert sum(rows.values()) == sum(folded[1][title].values()), title
-    assert "... 31 more rows (--all shows every row)" in text
+    assert "... 31 more rows (--all shows every row)" in text  # per subject: 34 rows
     res = run_cli("capture", str(SHORT), "-q", "--stats", "--top", "0")
     assert res.returncode == 2 and b"--top" in res.stderr
 

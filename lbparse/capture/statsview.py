@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+
 from lbparse.capture.records import DESCRIPTION, STATUS, Record
 from lbparse.textform import printable
 
@@ -173,11 +174,12 @@ def section(title: str, counts: dict[str, int], top: int | None, note: str = "")
     rows = _sorted(counts)
     shown = rows if top is None else rows[:top]
     lines = [f"{title}{' (' + note + ')' if note else ''}:"]
-    keys = [printable(k) for k, _ in shown]
-    width = min(max(32, *(len(k) for k in keys)), MAX_WIDTH)
-    lines += [f"  {k:<{width}} {v:>9}" for k, (_, v) in zip(keys, shown)]
     rest = rows[len(shown):]
+    left = (f"... {len(rest)} more row{'s' if len(rest) > 1 else ''} (--all shows every row)"
+            if rest else "")
+    keys = [printable(k) for k, _ in shown]
+    width = min(max(32, len(left), *(len(k) for k in keys)), MAX_WIDTH)
+    lines += [f"  {k:<{width}} {v:>9}" for k, (_, v) in zip(keys, shown)]
     if rest:
-        left = f"... {len(rest)} more rows (--all shows every row)"
         lines.append(f"  {left:<{width}} {sum(v for _, v in rest):>9}")
     return lines
