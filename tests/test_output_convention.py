@@ -237,6 +237,14 @@ def test_no_msg_type_is_one_word(tmp_path: Path) -> None:
     assert "(none)" in names and not names & {"None", "(plain)"}
 
 
+def test_no_none_in_the_page(short_data: Path, tmp_path: Path) -> None:
+    """An empty partition has no first or last offset: the page says —, not None."""
+    page = tmp_path / "r.html"
+    assert run_cli("report", str(short_data), "-o", str(page), "-q", timeout=300).returncode == 0
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page.read_text())
+    assert cells and "None" not in cells and "—" in cells
+
+
 # --- the page ----------------------------------------------------------------
 
 @pytest.mark.slow  # a headless Chromium (about 3 s)

@@ -71,7 +71,8 @@ SCRIPT = """
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """A value as HTML text; a missing one (an empty partition's offsets) as —, never None."""
+    return "—" if value is None else html.escape(str(value), quote=True)
 
 
 def _when_ns(ns: Any) -> str:
