@@ -222,6 +222,10 @@ def test_terminal_tables_escape_control_characters(crafted: Path, crafted_data: 
         b"node2", CLEAR.encode() + b"\x07"))
     raft = _terminal("raft", str(tmp_path))
     assert "\\u001b[2J\\u0007=\\u001b[2J\\u0007 (Voter)" in raft
+    # ... and whose stable store lacks LastVoteCand (the key renamed): "-", not None
+    db.write_bytes(db.read_bytes().replace(b"LastVoteCand", b"LastVoteCanX"))
+    raft = _terminal("raft", str(tmp_path))
+    assert "LastVoteCand -" in raft and "None" not in raft
     _terminal("report", str(crafted), "-o", str(crafted.with_suffix(".html")))
 
 

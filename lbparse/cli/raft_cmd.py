@@ -128,8 +128,9 @@ def _table(store: RaftStore, args: argparse.Namespace) -> None:
     # Paths, server ids and commands' fields are the input's: escaped for the terminal.
     print(printable(f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
                     f"{len(store.logs)} log entries)"))
-    print(printable(f"  CurrentTerm {st.get('CurrentTerm')}  LastVoteTerm "
-                    f"{st.get('LastVoteTerm')}  LastVoteCand {st.get('LastVoteCand')}"))
+    # A key the stable store lacks is "-", as a missing value in every table.
+    print(printable("  " + "  ".join(f"{k} {'-' if st.get(k) is None else st[k]}"
+                                     for k in ("CurrentTerm", "LastVoteTerm", "LastVoteCand"))))
     rows = [("index", "term", "type", "entry")]
     for log in store.logs:
         if not _wanted(log, args):
