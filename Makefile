@@ -1,7 +1,7 @@
 # lbparse: every generated file comes from spec/ through `make generate`.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromium
+APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromium jq
 # The toolchains that compile and run the generated parsers of other
 # languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
 LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \

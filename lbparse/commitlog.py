@@ -42,6 +42,7 @@ _INT64_TYPES = ("u8", "s8")
 _RESPONSE_INT64 = frozenset(n for n, t in REPLICATION_RESPONSE_FIELDS if t in _INT64_TYPES)
 _ENTRY_INT64 = frozenset(n for n, t in dict(REPLICATION_RESPONSE_FIELDS)["entries"]
                          if t in _INT64_TYPES)
+ENTRY_INT64 = _ENTRY_INT64  # for JSON writers of entry fields read otherwise (segments' damage)
 
 
 def _unhex(value: Any, what: str) -> bytes | None:

@@ -27,6 +27,8 @@ from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, r
                                      sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
+from lbparse.capture.statsview import connect_name
+from lbparse.textform import msg_type_word
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
@@ -87,6 +89,9 @@ class Stats:
         self.controls: Counter[str] = Counter()
         self.skipped_packets = 0  # not TCP over IP, or IP fragments
         self.limits: Counter[str] = Counter()  # resource limits hit, by name
+        # Each client endpoint's CONNECT `name` ("" when it gave none): who a
+        # connection is, in the words of the client itself (`--stats`).
+        self.names: dict[str, str] = {}
 
     def count(self, rec: Record) -> None:
         self.messages += 1
@@ -103,7 +108,7 @@ class Stats:
         env = rec.envelope
         if env is not None:
             _add(self.per_layout, env.layout)
-            _add(self.per_msg_type, str(env.msg_type_name))
+            _add(self.per_msg_type, msg_type_word(env.msg_type_name))
         elif rec.error is not None:
             _add(self.errors, rec.error.kind)
             if rec.error.limit:
@@ -133,6 +138,7 @@ class Stats:
                     mine[k] = mine.get(k, 0) + v
             else:
                 setattr(self, name, mine + value)
+        self.names.update(other.names)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -510,6 +516,8 @@ class CaptureReader:
             return self._finish(Record(ts, d, fr))
         if isinstance(fr, Control):
             self.stats.controls[fr.verb] += 1
+            if fr.verb == "CONNECT":
+                self.stats.names[d.src] = connect_name(fr.text)
         else:
             self._notice(_problem_notice(fr, ts, d))
         return None

@@ -13,7 +13,12 @@ are not NATS, damaged file blocks and resource limits hit are reported on
 stderr; parsing resumes at the next control line (or file block), so no
 record is ever made of bytes that did not arrive.
 
-The table view shows capture times in RFC 3339, UTC.
+The table view shows capture times in RFC 3339, UTC. --stats folds
+subjects that differ only in a random part (reply inboxes, Raft RPC
+inboxes, per-partition replication subjects) into one NATS wildcard row
+each and shows the --top N rows of each section (--all: every row, every
+subject), the NATS status messages (503s) by the subject of their request,
+and the connections by their CONNECT name.
 
 Exit status: 0 when every file was read whole, 1 when something was
 reported (gap, cut message, protocol problem, truncated file, a line of a
@@ -39,9 +44,11 @@ from lbparse import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
+from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.output import rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, warn
+from lbparse.textform import msg_type_word, printable
 
 NAME = "capture"
 HELP = "decode the NATS messages in pcap, pcapng or recorded files"
@@ -60,10 +67,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
                    help="one JSON object per message (default) or an aligned table")
     p.add_argument("--stats", action="store_true",
-                   help="print a summary on stderr at the end: messages per subject, layout and "
-                   "MsgType, errors by kind, gaps, bytes read")
+                   help="print a summary on stderr at the end: messages per subject (folded), "
+                   "layout and MsgType, errors by kind, gaps, bytes read, 503s, connections")
+    p.add_argument("--top", type=_positive, default=DEFAULT_TOP, metavar="N",
+                   help=f"--stats: the N largest rows of each section (default {DEFAULT_TOP})")
+    p.add_argument("--all", action="store_true",
+                   help="--stats: every row, every subject as it is (no folding)")
     p.add_argument("-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)")
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows, 1 or more")
+    return n
 
 
 def table_row(rec: Record) -> str:
@@ -77,26 +98,37 @@ def table_row(rec: Record) -> str:
     elif headers and headers[0][0] == STATUS:  # a NATS status message (503: no responders)
         what = " ".join(["status", *(v for k, v in headers[:2] if k in (STATUS, DESCRIPTION))])
     elif rec.envelope is not None:
-        what = f"{rec.envelope.layout} {rec.envelope.msg_type_name}"
+        what = f"{rec.envelope.layout} {msg_type_word(rec.envelope.msg_type_name)}"
     elif rec.error is not None:
         what = f"error {rec.error.kind}"
     else:
         what = ""
-    return (f"{t}  {arrow:<43} {rec.verb:<4} {rec.subject:<24} {len(rec.payload):>7}B  "
-            f"{what}{'  ' + extra if extra else ''}")
+    # Subjects, replies and header values are the input's: escaped for the terminal.
+    return printable(f"{t}  {arrow:<43} {rec.verb:<4} {rec.subject:<24} {len(rec.payload):>7}B  "
+                     f"{what}{'  ' + extra if extra else ''}")
 
 
-def format_stats(stats: Stats) -> str:
+def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None) -> str:
+    """The --stats summary. With `view` (the records' ClusterView): subjects
+    folded into patterns, NATS statuses and connections by CONNECT name;
+    `top`: at most that many rows per section (None: all, subjects unfolded)."""
     d = stats.to_json_dict()
     lines = [f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
              f"gaps {d['gaps']} ({d['gap_bytes']} bytes)"]
-    for title, key in (("per subject", "per_subject"), ("per verb", "per_verb"),
-                       ("per layout", "per_layout"), ("per MsgType", "per_msg_type"),
-                       ("errors by kind", "errors"), ("notices", "notices"),
-                       ("limits hit", "limits"), ("control lines", "controls")):
-        if d[key]:
-            lines.append(f"{title}:")
-            lines += [f"  {k:<32} {v}" for k, v in d[key].items()]
+    if view is not None and top is not None:
+        lines += section("per subject", view.subject_rows(), top, view.fold_note())
+    else:
+        lines += section("per subject", d["per_subject"], top)
+    for title, key in (("per verb", "per_verb"), ("per layout", "per_layout"),
+                       ("per MsgType", "per_msg_type"), ("errors by kind", "errors"),
+                       ("notices", "notices"), ("limits hit", "limits"),
+                       ("control lines", "controls")):
+        lines += section(title, d[key], top)
+    if view is not None:
+        lines += section("NATS status messages", view.statuses, top,
+                         "by the subject pattern of the request")
+        lines += section("connections by CONNECT name", view.by_name(stats.names), top,
+                         "messages published and delivered")
     return "\n".join(lines)
 
 
@@ -132,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     status = OK
     limits = limits_from(args)
     reported = 0
+    view = ClusterView() if args.stats else None
 
     def notice(n: Notice, name: str) -> None:
         nonlocal reported
@@ -142,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             reader = CaptureReader(name, layout=args.layout, subject=args.subject,
                                    limits=limits, on_notice=functools.partial(notice, name=name))
-            read_one(reader, args)
+            read_one(reader, args, view)
         except BrokenPipeError:
             raise
         except (CaptureError, OSError) as exc:  # the file as a whole cannot be read
@@ -155,18 +188,20 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, DATA)
     sys.stdout.flush()
     if args.stats:
-        print(format_stats(total), file=sys.stderr)
+        print(format_stats(total, view, None if args.all else args.top), file=sys.stderr)
     return status
 
 
-def read_one(reader: CaptureReader, args: argparse.Namespace) -> None:
-    """Write the records of one input."""
+def read_one(reader: CaptureReader, args: argparse.Namespace, view: ClusterView | None) -> None:
+    """Write the records of one input (and count them in `view`)."""
     write = sys.stdout.write
     # From a pipe (a live tcpdump) each record goes out when it is complete.
     live = reader.path == STDIN
     bar = Progress(sys.stderr, reader.name, reader.size)
     try:
         for i, rec in enumerate(reader):
+            if view is not None:
+                view.add(rec)
             if not args.quiet:
                 if args.format == "jsonl":
                     write(jsonform.dumps(rec.to_json_dict()) + "\n")

@@ -23,6 +23,7 @@ import argparse
 from typing import Any
 
 from lbparse import jsonform
+from lbparse.textform import msg_type_word
 from lbparse.api import decode
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.inputs import add_input_arguments, read_inputs
@@ -60,7 +61,8 @@ def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
         flags = f"0x{env.flags:02x}" + (" (crc)" if env.flags and env.flags & 1 else "")
         rows += [("version", env.version), ("header_len", env.header_len), ("flags", flags)]
         rows.append(("crc32c", "none" if env.crc32c is None else f"0x{env.crc32c:08x} (ok)"))
-        mt = env.msg_type_name if env.msg_type is None else f"{env.msg_type} {env.msg_type_name}"
+        name = msg_type_word(env.msg_type_name)
+        mt = name if env.msg_type is None else f"{env.msg_type} {name}"
         rows.append(("msg_type", mt))
     rows.append(("payload_type", f"{env.payload_type} ({len(env.payload)} bytes)"))
     for key in ("ambiguous", "layout_candidates", "payload_type_candidates", "reasons", "warnings"):

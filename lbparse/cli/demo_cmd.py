@@ -21,6 +21,7 @@ from typing import Any
 
 from lbparse.api import decode
 from lbparse.errors import EnvelopeError
+from lbparse.textform import msg_type_word
 
 NAME = "demo"
 HELP = ("decode the bundled examples, run the Spark pipeline on the bundled capture, "
@@ -72,7 +73,8 @@ def decode_examples() -> None:
             continue
         crc = "none" if env.crc32c is None else f"{env.crc32c:08x}"
         row = {"#": i, "crc32c": crc, **env.to_json_dict()["payload_json"]}
-        groups[f"MsgType {env.msg_type} {env.msg_type_name} ({env.payload_type})"].append(row)
+        groups[f"MsgType {env.msg_type} {msg_type_word(env.msg_type_name)} "
+               f"({env.payload_type})"].append(row)
     print(f"Decoded {len(lines)} example envelopes: {len(lines) - len(errors)} ok, "
           f"{len(errors)} rejected\n")
     for title in sorted(groups, key=lambda t: int(t.split()[1])):

@@ -31,6 +31,7 @@ import json
 import sys
 
 from lbparse import jsonform
+from lbparse.textform import printable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,17 +125,19 @@ def _summary(d: dict[str, Any]) -> str:
 def _table(store: RaftStore, args: argparse.Namespace) -> None:
     st = store.stable_json()
     m = store.meta
-    print(f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
-          f"{len(store.logs)} log entries)")
-    print(f"  CurrentTerm {st.get('CurrentTerm')}  LastVoteTerm {st.get('LastVoteTerm')}  "
-          f"LastVoteCand {st.get('LastVoteCand')}")
+    # Paths, server ids and commands' fields are the input's: escaped for the terminal.
+    print(printable(f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
+                    f"{len(store.logs)} log entries)"))
+    # A key the stable store lacks is "-", as a missing value in every table.
+    print(printable("  " + "  ".join(f"{k} {'-' if st.get(k) is None else st[k]}"
+                                     for k in ("CurrentTerm", "LastVoteTerm", "LastVoteCand"))))
     rows = [("index", "term", "type", "entry")]
     for log in store.logs:
         if not _wanted(log, args):
             continue
         d = log.to_json_dict()
-        rows.append((str(d.get("index")), str(d.get("term", "")), str(d.get("type_name", "?")),
-                     _summary(d)))
+        rows.append((str(d.get("index")), str(d.get("term", "")),
+                     printable(str(d.get("type_name", "?"))), printable(_summary(d))))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(r[:3], widths)) + "  " + r[3])

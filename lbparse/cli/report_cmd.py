@@ -48,6 +48,7 @@ import time
 from typing import Any
 
 from lbparse import jsonform
+from lbparse.textform import printable
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
@@ -170,4 +171,4 @@ def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seco
         lines.append(f"lbparse report: wrote {html} ({os.path.getsize(html) / 1e6:.1f} MB)")
     if json_out and json_out != "-":
         lines.append(f"lbparse report: wrote {json_out}")
-    print("\n".join(lines), file=sys.stderr)
+    print("\n".join(printable(x) for x in lines), file=sys.stderr)  # paths are the user's

@@ -40,17 +40,18 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Iterator, TextIO
 
+from lbparse import jsonform
 from lbparse.cli import output
-from lbparse.commitlog import CommitLogEntry
+from lbparse.commitlog import ENTRY_INT64, CommitLogEntry
 from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT
 from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
 from lbparse.storage.verify import PartitionCheck, check_partition, compare_replicas
+from lbparse.textform import printable
 
 NAME = "segments"
 HELP = "read (or --verify) Liftbridge segments, indexes and checkpoints on disk"
@@ -125,11 +126,11 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
         shown = False
         for f in unreadable_files(part):
             problems += 1
-            print(f.line(), file=sys.stderr)
+            print(printable(f.line()), file=sys.stderr)
         for base, n, reading in _readings(part, args):
             for f in reading.damage:
                 problems += 1
-                print(f.line(), file=sys.stderr)
+                print(printable(f.line()), file=sys.stderr)
             if args.quiet:
                 continue
             if args.format == "jsonl":
@@ -138,15 +139,18 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
                 _table(out, part, base, reading, args, shown, n == 0)
                 shown = True
         if not shown and not args.quiet and args.format == "table":
-            out.write(f"== {part.node} {part.stream}/{part.partition}  (no segments)\n")
+            out.write(printable(f"== {part.node} {part.stream}/{part.partition}  (no segments)")
+                      + "\n")
     if not parts:
         print("lbparse segments: no partition matches", file=sys.stderr)
     return 1 if problems else 0
 
 
 def _base_record(part: PartitionDir, base: int, reading: SegmentReading) -> dict[str, Any]:
+    # The segment's base offset is a 64-bit offset: a decimal string (lbparse.jsonform).
     return {"node": part.node, "file": reading.path, "stream": part.stream,
-            "partition": part.partition, "segment": base, "format": reading.format.name}
+            "partition": part.partition, "segment": jsonform.Int64(base),
+            "format": reading.format.name}
 
 
 def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
@@ -165,12 +169,13 @@ def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
     for f in reading.damage:
         rec = {**head, "position": f.position, "error": f.kind, "message": f.message}
         if f.position is not None:
-            rec.update(reading.damaged_headers.get(f.position, {}))
+            rec.update({k: jsonform.Int64(v) if k in ENTRY_INT64 else v
+                        for k, v in reading.damaged_headers.get(f.position, {}).items()})
         rows.append((f.position or 0, rec))
     rows.sort(key=lambda r: r[0])
     write = out.write
     for _, rec in rows:
-        write(json.dumps(rec, ensure_ascii=False) + "\n")
+        write(jsonform.dumps(rec) + "\n")
 
 
 def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
@@ -187,7 +192,7 @@ def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
     if args.from_offset is not None or args.to_offset is not None:
         keep = [i for i, e in enumerate(entries) if _in_range(e, args)]
         positions, entries = [positions[i] for i in keep], [entries[i] for i in keep]
-    prefix = (json.dumps(head, ensure_ascii=False)[:-1] + ", ").encode()
+    prefix = (jsonform.dumps(head)[:-1] + ", ").encode()
     out.flush()
     out.buffer.write(segment._native.jsonl(prefix, positions, entries))
     return True
@@ -221,10 +226,11 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
     fmt = reading.format
     note = "" if fmt is CURRENT else f", format {fmt.name}"
     if head:
-        out.write(f"{chr(10) if after else ''}== {part.node} {part.stream}/{part.partition}  "
-                  f"segment {base} ({reading.size:,} bytes{note})\n")
+        out.write(("\n" if after else "") + printable(
+            f"== {part.node} {part.stream}/{part.partition}  "
+            f"segment {base} ({reading.size:,} bytes{note})") + "\n")
     cols = ("position", "offset", "timestamp", "epoch", "size", "crc", "key", "value", "headers")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for pos, e in reading:
         if not _in_range(e, args):
             continue
@@ -233,12 +239,14 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
         if args.deep:
             dec = _deep(part.stream, e.value)
             if dec is not None:
-                value = json.dumps(dec.get("json", dec.get("error")), ensure_ascii=False)
+                value = jsonform.dumps(dec.get("json", dec.get("error")))
                 value = value if len(value) <= 80 else value[:79] + "…"
         rows.append((str(pos), str(e.offset), rfc3339(d["timestamp"]),
                      "-" if d["leader_epoch"] is None else str(d["leader_epoch"]), str(e.size),
                      "ok" if e.crc_ok else "BAD", _text(e.key, 16), value,
                      " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers)))
+    # Header keys and --deep values are the input's: escaped before they are measured.
+    rows = [tuple(printable(c) for c in r) for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
 
     def line(r: tuple[str, ...]) -> str:
@@ -275,9 +283,9 @@ def _verify(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     if not args.quiet:
         for f in findings:
             if args.format == "jsonl":
-                sys.stdout.write(json.dumps(f.to_json_dict(), ensure_ascii=False) + "\n")
+                sys.stdout.write(jsonform.dumps(f.to_json_dict()) + "\n")
             else:
-                sys.stdout.write(f.line() + "\n")
+                sys.stdout.write(printable(f.line()) + "\n")
     replicas = ", replicas compared across " + ", ".join(sorted(nodes)) if keep else ""
     print(f"verified {len(parts)} partition(s), {total_entries:,} entries{replicas}: "
           f"{len(findings)} finding(s)", file=sys.stderr)

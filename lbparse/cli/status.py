@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import sys
 
+from lbparse.textform import printable
+
 __all__ = ["DATA", "OK", "USAGE", "DataError", "UsageError", "silence_stdout", "warn"]
 
 OK, DATA, USAGE = 0, 1, 2
@@ -27,8 +29,8 @@ class DataError(Exception):
 
 
 def warn(command: str, message: str) -> None:
-    """One line on stderr, named for the command."""
-    print(f"lbparse {command}: {message}", file=sys.stderr, flush=True)
+    """One line on stderr, named for the command (what came from the input escaped)."""
+    print(f"lbparse {command}: {printable(message)}", file=sys.stderr, flush=True)
 
 
 def silence_stdout() -> None:

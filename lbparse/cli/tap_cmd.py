@@ -33,6 +33,7 @@ import sys
 from typing import Callable
 
 from lbparse import jsonform
+from lbparse.textform import printable
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
@@ -100,7 +101,7 @@ def ready_message(command: str, args: argparse.Namespace) -> None:
 def event_printer(command: str) -> Callable[[str], None]:
     """Connection losses and returns, as lines on stderr."""
     def say(line: str) -> None:
-        print(f"lbparse {command}: {line}", file=sys.stderr, flush=True)
+        print(f"lbparse {command}: {printable(line)}", file=sys.stderr, flush=True)
     return say
 
 

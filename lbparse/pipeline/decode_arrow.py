@@ -32,7 +32,6 @@ copies of them, and (auto) on payloads crafted to be unclean.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -43,6 +42,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 
+from lbparse import jsonform
 from lbparse.api import decode, decode_header
 from lbparse.commitlog import ReplicationResponse
 from lbparse.detect import contested_msg_types
@@ -558,7 +558,8 @@ class BatchDecoder:
             if i in used or m is None or isinstance(m, (bytes, bytearray)):
                 continue
             to_json = getattr(m, "to_json_dict", None)
-            json_col[i] = json.dumps(to_json() if to_json else str(m), ensure_ascii=False)
+            # lbparse's JSON: a commit-log message's offsets as decimal strings.
+            json_col[i] = jsonform.dumps(to_json() if to_json else str(m))
         return out, json_col
 
     def _raw_messages(self, rows: _Rows, mine: np.ndarray, data: np.ndarray) -> None:

@@ -21,7 +21,6 @@ entry, garbage, zeros, a malformed entry) is a row too, with error_kind
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +31,7 @@ import pyarrow as pa
 from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, MapType,
                                StringType, StructField, StructType, TimestampType)
 
+from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import message_class
@@ -276,6 +276,6 @@ def _envelope(cols: dict[str, Any], i: int, value: bytes) -> None:
         except EnvelopeError:
             continue
         cols["value_type"][i] = f"envelope {env.layout} {env.msg_type_name}"
-        cols["value_json"][i] = json.dumps(env.to_json_dict(), ensure_ascii=False)
+        cols["value_json"][i] = jsonform.dumps(env.to_json_dict())  # 64-bit values as strings
         return
 

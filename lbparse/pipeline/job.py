@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from pyarrow.fs import FileSelector, FileSystem, FileType
 
+from lbparse import jsonform
 from lbparse.pipeline.decode_arrow import DecodeOptions
 from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
                                       arrow_entries_schema)
@@ -218,7 +219,7 @@ def _join(location: str, *parts: str) -> str:
 
 def write_summary(summary: Summary, location: str) -> None:
     fs, path = filesystem(location)
-    text = json.dumps(summary.to_json_dict(), indent=1, ensure_ascii=False) + "\n"
+    text = jsonform.dumps(summary.to_json_dict(), indent=1) + "\n"  # lbparse's JSON
     with fs.open_output_stream(path) as f:
         f.write(text.encode("utf-8"))
 

@@ -17,6 +17,7 @@ from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
+from lbparse.textform import NO_MSG_TYPE
 
 SCHEMA_VERSION = 1
 MAX_STREAMS = 200
@@ -116,7 +117,7 @@ class Aggregator:
         if env is not None:
             name = env.msg_type_name
             if name is None:
-                name = f"({env.layout})"
+                name = NO_MSG_TYPE
                 if self.raft is not None:
                     self._raft_feed(rec, ns, i, payload)
             else:

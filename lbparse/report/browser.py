@@ -53,6 +53,7 @@ class Look:
     errors: list[str] = field(default_factory=list)   # console errors, exceptions
     empty_notes: int = 0
     requests: list[str] = field(default_factory=list)  # every URL the page asked for
+    text: str = ""                    # the page's text as shown (document.body.innerText)
 
 
 def chromium() -> str | None:
@@ -210,5 +211,6 @@ def _look(cdp: _Cdp, url: str, width: int) -> Look:
     shot = cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
     requests = [e["params"]["request"]["url"] for e in cdp.events
                 if e["method"] == "Network.requestWillBeSent"]
+    text = _evaluate(cdp, "document.body ? document.body.innerText : ''") or ""
     return Look(base64.b64decode(shot["data"]), rendered, charts, _errors(cdp.events), empty,
-                requests)
+                requests, text)

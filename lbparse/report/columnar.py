@@ -31,6 +31,7 @@ from lbparse.capture.records import build_header_block
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator
 from lbparse.report.cluster import is_no_responders
 from lbparse.report.nodes import node_of_subject
+from lbparse.textform import NO_MSG_TYPE, msg_type_word
 
 BATCH_ROWS = 65536
 # The MsgTypes whose message `Aggregator._typed_rest` reads (the sender's PUB).
@@ -169,11 +170,10 @@ def _names(batch: Any) -> Any:
     name = batch.column("msg_type_name")
     layout = batch.column("layout")
     err = batch.column("error_kind")
-    unnamed = pc.binary_join_element_wise("(", layout, ")", "")
     # An error row keeps the layout asked for: the error decides first.
     return pc.if_else(pc.is_valid(err), "(error)",
                       pc.if_else(pc.is_valid(name), name,
-                                 pc.if_else(pc.is_valid(layout), unnamed, "(not decoded)")))
+                                 pc.if_else(pc.is_valid(layout), NO_MSG_TYPE, "(not decoded)")))
 
 
 def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
@@ -245,7 +245,7 @@ def _count_stats(stats: Stats, batch: Any, names: Any) -> None:
     for layout, count in _value_counts(ok.column("layout")):
         stats.per_layout[layout] = stats.per_layout.get(layout, 0) + count
     for name, count in _value_counts(ok.column("msg_type_name")):
-        key = str(name)
+        key = msg_type_word(name)
         stats.per_msg_type[key] = stats.per_msg_type.get(key, 0) + count
     bad = batch.filter(pc.invert(decoded))
     for kind, count in _value_counts(bad.column("error_kind")):

@@ -71,7 +71,8 @@ SCRIPT = """
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """A value as HTML text; a missing one (an empty partition's offsets) as —, never None."""
+    return "—" if value is None else html.escape(str(value), quote=True)
 
 
 def _when_ns(ns: Any) -> str:
@@ -102,10 +103,18 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else _e(value)
 
 
+# Inside a <script> element the HTML parser still reads `</script`, and `<!--`
+# followed by `<script` makes it skip the next `</script>` (the page went blank).
+# JSON has these characters only inside strings, where \uXXXX means the same;
+# U+2028/U+2029 are line ends to older JavaScript.
+_SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                 "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _script_json(obj: Any) -> str:
-    """JSON inside a <script> element: no `</` may end it early."""
+    """JSON inside a <script> element: no string in it can end or change the element."""
     return json.dumps(to_json_value(obj), ensure_ascii=False,
-                      separators=(",", ":")).replace("</", "<\\/")
+                      separators=(",", ":")).translate(_SCRIPT_ESCAPES)
 
 
 def _table(head: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
@@ -156,7 +165,7 @@ def header_html(model: dict[str, Any]) -> str:
                       _when_of(i, "last")] for i in model["inputs"]], {2, 3})
     read = (f"{_n(totals.get('packets', 0))} packets, {_n(totals.get('bytes_read', 0))} bytes read, "
             f"{_n(totals.get('gaps', 0))} gaps; per verb: "
-            + ", ".join(f"{k} {_n(v)}" for k, v in totals.get("per_verb", {}).items()))
+            + ", ".join(f"{_e(k)} {_n(v)}" for k, v in totals.get("per_verb", {}).items()))
     return (f"<header><h1>Liftbridge report</h1><div class=sub>{_e(_when_of(rep, 'first'))} — "
             f"{_e(_when_of(rep, 'last'))} ({'—' if span is None else f'{span:,.1f} s'}), "
             f"time bins of {rep['bin_s']:g} s · {_e(rep['generator'])}</div></header>"

@@ -27,8 +27,8 @@
  *   The JSON Lines of `lbparse segments --format jsonl` for whole entries
  *   of a generation that stores every field: `prefix` (the object's
  *   opening, its keys about the file) then position and the entry as
- *   segment.entry_json gives it, written as json.dumps(ensure_ascii=False)
- *   writes them.
+ *   segment.entry_json gives it, written as lbparse.jsonform.dumps writes
+ *   them (offset, timestamp and leader_epoch as decimal strings, UTF-8 kept).
  *
  * tests/test_storage_native.py holds both equal to the Python code.
  */
@@ -520,6 +520,17 @@ static int put_attr_int(out_t *o, PyObject *e, int name) {
     return rc;
 }
 
+/* A 64-bit field as lbparse's JSON writes it (lbparse.jsonform): a decimal string. */
+static int put_attr_int64(out_t *o, PyObject *e, int name) {
+    PyObject *v = PyObject_GetAttr(e, names[name]);
+    if (!v)
+        return -1;
+    int rc = v == Py_None ? PUTS(o, "null")
+                          : (PUTS(o, "\"") < 0 || put_int(o, v) < 0) ? -1 : PUTS(o, "\"");
+    Py_DECREF(v);
+    return rc;
+}
+
 static int put_attr(out_t *o, PyObject *e, int name, int (*f)(out_t *, PyObject *)) {
     PyObject *v = PyObject_GetAttr(e, names[name]);
     if (!v)
@@ -542,11 +553,11 @@ static int put_entry(out_t *o, PyObject *prefix, PyObject *pos, PyObject *e) {
         PUTS(o, ", \"crc32c\": ") < 0 || put_attr_int(o, e, N_CRC) < 0 ||
         PUTS(o, ", \"headers_hex\": ") < 0 || put_attr(o, e, N_HEADERS, put_headers) < 0 ||
         PUTS(o, ", \"key_hex\": ") < 0 || put_attr(o, e, N_KEY, put_hex) < 0 ||
-        PUTS(o, ", \"leader_epoch\": ") < 0 || put_attr_int(o, e, N_EPOCH) < 0 ||
+        PUTS(o, ", \"leader_epoch\": ") < 0 || put_attr_int64(o, e, N_EPOCH) < 0 ||
         PUTS(o, ", \"magic\": ") < 0 || put_attr_int(o, e, N_MAGIC) < 0 ||
-        PUTS(o, ", \"offset\": ") < 0 || put_attr_int(o, e, N_OFFSET) < 0 ||
+        PUTS(o, ", \"offset\": ") < 0 || put_attr_int64(o, e, N_OFFSET) < 0 ||
         PUTS(o, ", \"size\": ") < 0 || put_attr_int(o, e, N_SIZE) < 0 ||
-        PUTS(o, ", \"timestamp\": ") < 0 || put_attr_int(o, e, N_TIMESTAMP) < 0 ||
+        PUTS(o, ", \"timestamp\": ") < 0 || put_attr_int64(o, e, N_TIMESTAMP) < 0 ||
         PUTS(o, ", \"value_hex\": ") < 0 || put_attr(o, e, N_VALUE, put_hex) < 0 ||
         PUTS(o, ", \"crc_ok\": ") < 0)
         return -1;
