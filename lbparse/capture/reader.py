@@ -22,6 +22,7 @@ import struct
 from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
+from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
                                      sniff_head)
@@ -87,6 +88,8 @@ class Stats:
         self.controls: Counter[str] = Counter()
         self.skipped_packets = 0  # not TCP over IP, or IP fragments
         self.limits: Counter[str] = Counter()  # resource limits hit, by name
+        # client endpoint -> the name its CONNECT line gave (lbparse.capture.connects)
+        self.connect_names: dict[str, str] = {}
 
     def count(self, rec: Record) -> None:
         self.messages += 1
@@ -133,6 +136,8 @@ class Stats:
                     mine[k] = mine.get(k, 0) + v
             else:
                 setattr(self, name, mine + value)
+        for endpoint, connect in other.connect_names.items():
+            remember_name(self.connect_names, endpoint, connect)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -510,6 +515,8 @@ class CaptureReader:
             return self._finish(Record(ts, d, fr))
         if isinstance(fr, Control):
             self.stats.controls[fr.verb] += 1
+            if fr.verb == "CONNECT":
+                remember(self.stats.connect_names, d.src, fr.text)
         else:
             self._notice(_problem_notice(fr, ts, d))
         return None

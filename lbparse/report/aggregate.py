@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.report.cluster import Cluster, is_no_responders
+from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
@@ -152,7 +152,7 @@ class Aggregator:
             return
         if rec.verb in PUBLISHING_VERBS:
             self._feed_msg_raft = False
-            self.raft.feed(ns, i, (rec.src, subject), payload)
+            self.raft.feed(ns, i, (rec.src, subject), payload, sender=rec.src)
         elif self._feed_msg_raft:
             self.raft.feed(ns, i, (rec.dst, subject), payload)
 
@@ -230,6 +230,12 @@ class Aggregator:
             self.nodes.learn(sender, m.reportLeaderOp.replica)
             self.partitions.leader_reported(ns, m.reportLeaderOp, "propagated request")
 
+    def connect_names(self, names: dict[str, str]) -> None:
+        """The CONNECT names of an input's connections (endpoint -> name): facts
+        that name their nodes over anything the messages suggested."""
+        for endpoint, name in names.items():
+            self.nodes.connect(endpoint, name)
+
     def storage(self) -> Any:
         """The data directories' part (report.storage.Storage), made when first asked for."""
         if self._storage is None:
@@ -275,6 +281,7 @@ class Aggregator:
         cluster = self.cluster.model()
         cluster["raft"] = self.raft.model() if self.raft is not None else {
             "decoded": False, "why": self.raft_missing}
+        check_leaders(cluster["metadata_leaders"], cluster["raft"].get("terms", []))
         return {
             "report": {
                 "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",
