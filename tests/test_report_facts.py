@@ -27,6 +27,7 @@ from lbparse.commitlog import ReplicationResponse
 from lbparse.report import build_model, render_html
 from lbparse.report.inputs import ReadOptions
 from support import capwriter as cw
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 NS = "liftbridge-default"
 T0 = 1_790_000_000.0
@@ -138,3 +139,35 @@ def test_page_and_json_agree_on_nodes_and_leaders(capture: Path) -> None:
 
 def test_model_is_json(capture: Path) -> None:
     json.dumps(build_model([str(capture)]))
+
+
+def test_a_change_dated_by_the_disk_says_it_is_inferred() -> None:
+    """Leader epochs seen only in segments (their first write) make an inferred
+    change; the same epoch seen on the wire is dated by the wire."""
+    from lbparse.report.aggregate import Aggregator
+
+    agg = Aggregator(raft=False)
+    parts = agg.partitions
+    t = int(T0 * 10**9)
+    for epoch, first, leader in ((5, t, "node1"), (9, t + 10**10, "node2")):
+        parts.name_epoch("orders", 0, epoch, leader)
+        parts._observe("orders", 0, epoch, first, source="segments")
+    (change,) = agg.model([], {})["partitions"]["leader_changes"]
+    assert (change["to_leader"], change["time_source"], change["inferred"]) == (
+        "node2", "segments", "inferred from data directories: first write in epoch 9")
+    page = _page_text(render_html(agg.model([], {})))
+    assert "(inferred from data directories: first write in epoch 9)" in page
+    parts._observe("orders", 0, 9, t + 9 * 10**9, named="node2", source="raft log")
+    (change,) = agg.model([], {})["partitions"]["leader_changes"]
+    assert (change["time_source"], change["inferred"]) == ("raft log", None)
+    assert int(change["t_ns"]) == t + 9 * 10**9
+
+
+def test_raft_db_entries_are_named_where_no_operation_stood(short_data: Path  # noqa: F811
+                                                            ) -> None:
+    model = build_model([str(short_data)])
+    untimed = model["cluster"]["raft"]["log_ops_untimed"]
+    assert untimed
+    page = _page_text(render_html(model))
+    assert "No metadata operation in this input" not in page
+    assert f"raft.db holds {sum(untimed.values()):,} log entries without an append time" in page

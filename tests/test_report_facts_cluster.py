@@ -151,6 +151,7 @@ def test_raft_db_entries_are_not_called_no_operation(reports: dict[str, Any]) ->
     untimed = model["cluster"]["raft"]["log_ops_untimed"]
     assert untimed and not model["cluster"]["raft"]["log_ops"]
     assert "No metadata operation in this input" not in page
+    assert "raft.db keeps each node's current term and vote, not who led" in page
     assert f"raft.db holds {sum(untimed.values()):,} log entries without an append time" in page
     for d in model["storage"]["raft_dbs"]:
         assert f"{d['node']}: {d['entries']} log entries" in page

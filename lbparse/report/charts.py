@@ -293,8 +293,11 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     data = {leader_name: leader_path}
     if raft_decoded:
         data[elections] = "cluster.raft.elections"
-    spec, empty = _spec_or_empty(model, {leader_name: leader_path},
-                                 "No metadata leader seen in this input.", metadata_leader)
+    why = "No metadata leader seen in this input."
+    if get_path(model, "storage.raft_dbs"):
+        why = ("No metadata leader seen in this input: raft.db keeps each node's current term "
+               "and vote, not who led.")
+    spec, empty = _spec_or_empty(model, {leader_name: leader_path}, why, metadata_leader)
     source = ("the leader of each Raft term (AppendEntries); red rules: elections (RequestVote)"
               if leader_path == "cluster.raft.terms" else
               "the node answering PropagatedRequests and RaftJoinRequests")
