@@ -36,6 +36,7 @@ NODE1_STREAMS = ("127.0.0.1", 41001)   # CONNECT LIFT...node1.streams
 NODE2_REPL = ("127.0.0.1", 41002)      # CONNECT LIFT...node2.replication
 NODE3_REPL = ("127.0.0.1", 41003)      # no CONNECT seen: named by its ServerInfoResponse
 GUESSED = ("127.0.0.1", 41004)         # no CONNECT, no message naming it: only deliveries
+CLIENT = ("127.0.0.1", 41005)          # CONNECT of a client (not LIFT...): never a node
 
 
 def _m(name: str, **fields: Any) -> bytes:
@@ -48,7 +49,8 @@ def _connect(name: str) -> bytes:
 
 
 def made_capture(path: Path) -> None:
-    conns = {ep: cw.Conn(ep, SERVER) for ep in (NODE1_STREAMS, NODE2_REPL, NODE3_REPL, GUESSED)}
+    conns = {ep: cw.Conn(ep, SERVER) for ep in (NODE1_STREAMS, NODE2_REPL, NODE3_REPL, GUESSED,
+                                                CLIENT)}
     frames: list[tuple[float, bytes]] = []
     t = T0
 
@@ -62,6 +64,7 @@ def made_capture(path: Path) -> None:
         frames.extend((t, cw.link(cw.ETHERNET, p)) for p in conn.handshake())
     send(NODE1_STREAMS, "c", _connect(f"LIFT.{NS}.node1.streams"))
     send(NODE2_REPL, "c", _connect(f"LIFT.{NS}.node2.replication"))
+    send(CLIENT, "c", _connect("some-client"))
     send(NODE3_REPL, "c", cw.pub("_INBOX.info.1", _m("protocol.ServerInfoResponse", id="node3")))
     # node3 leads orders/0 at epoch 5: it answers node2's replication request
     send(NODE2_REPL, "c", cw.pub(f"{NS}.orders.0.replicate", _m(
@@ -74,6 +77,7 @@ def made_capture(path: Path) -> None:
     # delivered to node1's streams connection (and to one nothing names)
     send(NODE1_STREAMS, "s", cw.msg("orders", 1, publish))
     send(GUESSED, "s", cw.msg("orders", 1, publish))
+    send(CLIENT, "s", cw.msg("orders", 1, publish))
     # node1's streams connection answers a PropagatedRequest: it is the metadata leader
     send(NODE1_STREAMS, "c", cw.pub("_INBOX.p.1", _m("protocol.PropagatedResponse")))
     cw.write_pcap(str(path), frames)
@@ -92,7 +96,8 @@ def test_connect_name_beats_the_delivery_guess(capture: Path, fast: bool) -> Non
     n1, n2, n3, guessed = (f"{h}:{p}" for h, p in (NODE1_STREAMS, NODE2_REPL, NODE3_REPL,
                                                    GUESSED))
     assert m["connections"] == {n1: f"LIFT.{NS}.node1.streams",
-                                n2: f"LIFT.{NS}.node2.replication"}
+                                n2: f"LIFT.{NS}.node2.replication",
+                                "127.0.0.1:41005": "some-client"}
     assert m["nodes"] == {n1: "node1", n2: "node2", n3: "node3", guessed: "node3"}
     assert m["node_sources"] == {n1: "CONNECT name", n2: "CONNECT name", n3: "messages",
                                  guessed: "inferred from publish deliveries"}

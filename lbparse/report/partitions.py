@@ -101,8 +101,8 @@ class Partitions:
     def resolve_deliveries(self) -> None:
         """Name the endpoints that received publishes after the partition's leader then."""
         for endpoint, seen in self.deliveries.items():
-            if endpoint in self.nodes.by_endpoint:
-                continue
+            if endpoint in self.nodes.by_endpoint or endpoint in self.nodes.connections:
+                continue  # named; or its CONNECT line says it is another client's
             for stream, part, ns in seen:
                 segs = [s for s in self.segments.get((stream, part), ()) if s.first_ns <= ns]
                 if not segs:
