@@ -78,6 +78,8 @@ def made_capture(path: Path) -> None:
     send(NODE1_STREAMS, "s", cw.msg("orders", 1, publish))
     send(GUESSED, "s", cw.msg("orders", 1, publish))
     send(CLIENT, "s", cw.msg("orders", 1, publish))
+    # a subject addressed to node2, delivered to the client too (a wildcard subscriber)
+    send(CLIENT, "s", cw.msg(f"{NS}.notify.node2", 2, b""))
     # node1's streams connection answers a PropagatedRequest: it is the metadata leader
     send(NODE1_STREAMS, "c", cw.pub("_INBOX.p.1", _m("protocol.PropagatedResponse")))
     cw.write_pcap(str(path), frames)
@@ -103,6 +105,8 @@ def test_connect_name_beats_the_delivery_guess(capture: Path, fast: bool) -> Non
                                  guessed: "inferred from publish deliveries"}
     (leader,) = m["metadata_leaders"]
     assert (leader["leader"], leader["leader_source"]) == ("node1", "CONNECT name")
+    assert m["node_conflicts"] == [{"endpoint": "127.0.0.1:41005", "messages_say": "node2",
+                                    "connect_name": "some-client"}]
 
 
 def test_an_endpoint_nothing_names_is_unknown(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.latency import AckLatency
-from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
+from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
@@ -110,7 +110,7 @@ class Aggregator:
             if dst not in self.nodes.by_endpoint:
                 node = node_of_subject(rec.subject)  # delivered on a subject naming its node
                 if node is not None:
-                    self.nodes.learn(dst, node)
+                    self.nodes.learn(dst, node, SUBSCRIBED)
         env = rec.envelope
         stream = None
         if env is not None:

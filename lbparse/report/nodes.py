@@ -59,8 +59,12 @@ def node_of_subject(subject: str) -> str | None:
 # How an endpoint's node is known (`NodeMap.how`), most certain first.
 CONNECT_NAME = "CONNECT name"
 FROM_MESSAGES = "messages"              # what its messages say (above), e.g. a replicaID
+# delivered a message on a subject addressed to one node: the node subscribes to
+# it, but so does any wildcard subscriber (a tap on '>'), whose CONNECT says so
+SUBSCRIBED = "delivered a subject naming its node"
 INFERRED = "inferred from publish deliveries"
-_RANK = {CONNECT_NAME: 0, FROM_MESSAGES: 1, INFERRED: 2}
+_RANK = {CONNECT_NAME: 0, FROM_MESSAGES: 1, SUBSCRIBED: 1, INFERRED: 2}
+_FROM_TRAFFIC = (FROM_MESSAGES, SUBSCRIBED)
 UNKNOWN = "unknown"
 MAX_CONFLICTS = 20
 
@@ -88,7 +92,8 @@ class NodeMap:
         had = self.how.get(endpoint)
         if had is not None:
             other = self.by_endpoint[endpoint]
-            if {had, how} == {CONNECT_NAME, FROM_MESSAGES} and other != node:
+            if other != node and CONNECT_NAME in (had, how) and \
+                    {had, how} & set(_FROM_TRAFFIC):
                 self._conflict(endpoint, other if how == CONNECT_NAME else node)
             if _RANK[had] <= _RANK[how]:
                 return
@@ -110,6 +115,10 @@ class NodeMap:
         if lift is not None:
             self.roles[endpoint] = lift.role
             self.learn(endpoint, lift.node, CONNECT_NAME)
+        elif self.how.get(endpoint) in (SUBSCRIBED, INFERRED):
+            # another client (a tap on '>' gets every node's subjects): not a node's
+            self._conflict(endpoint, self.by_endpoint.pop(endpoint))
+            del self.how[endpoint]
 
     def name(self, endpoint: str) -> str:
         """The node of `endpoint`, or `unknown(endpoint)` when nothing names it."""
