@@ -21,7 +21,6 @@ from typing import NamedTuple
 MAX_CONNECT_NAMES = 65536   # connections remembered by their name (a capture's start per client)
 MAX_NAME = 256              # characters of a name kept
 LIFT = "LIFT"
-ROLES = ("streams", "raft", "replication", "acks", "publishes")
 
 
 class LiftName(NamedTuple):

@@ -79,21 +79,20 @@ class NodeMap:
 
     def __init__(self) -> None:
         self.by_endpoint: dict[str, str] = {}
-        self.how: dict[str, str] = {}          # endpoint -> CONNECT_NAME | FROM_MESSAGES | INFERRED
+        self.how: dict[str, str] = {}          # endpoint -> CONNECT_NAME, FROM_MESSAGES...
         self.connections: dict[str, str] = {}  # endpoint -> its CONNECT name, any client's
-        self.roles: dict[str, str] = {}        # endpoint -> Liftbridge role (streams, raft...)
         self.conflicts: list[dict[str, str]] = []  # messages that named another node
 
     def learn(self, endpoint: str, node: str, how: str = FROM_MESSAGES) -> None:
         """`endpoint` is `node`'s, as `how` says: a more certain source replaces a
         less certain one; of equal ones the first holds."""
-        if not node:
-            return
         had = self.how.get(endpoint)
+        if had == how and self.by_endpoint[endpoint] == node or not node:
+            return  # the common case: a node's replication requests, again and again
         if had is not None:
             other = self.by_endpoint[endpoint]
             if other != node and CONNECT_NAME in (had, how) and \
-                    {had, how} & set(_FROM_TRAFFIC):
+                    (had in _FROM_TRAFFIC or how in _FROM_TRAFFIC):
                 self._conflict(endpoint, other if how == CONNECT_NAME else node)
             if _RANK[had] <= _RANK[how]:
                 return
@@ -113,7 +112,6 @@ class NodeMap:
         self.connections[endpoint] = name
         lift = lift_name(name)
         if lift is not None:
-            self.roles[endpoint] = lift.role
             self.learn(endpoint, lift.node, CONNECT_NAME)
         elif self.how.get(endpoint) in (SUBSCRIBED, INFERRED):
             # another client (a tap on '>' gets every node's subjects): not a node's
