@@ -9,8 +9,10 @@ line names them (`ConnectOptions`).
 When the connection is lost, it is re-established as the NATS clients do
 (the subscriptions are made again), for at most `reconnect_timeout`
 seconds; every loss is an `Outage`: when, why, for how long, and how many
-messages may have been missed meanwhile (NATS core does not redeliver
-them: an estimate, at the rate seen before the loss). `on_event` is told
+messages were missed meanwhile (NATS core does not redeliver them):
+counted where the messages carry offsets (Liftbridge's Acks:
+`live_gaps.OffsetGaps`), else an estimate at the rate seen before the
+loss, and said to be one. `on_event` is told
 each loss and return as it happens. A result with an outage, or one that
 gave up waiting, is not `complete`: messages may be missing.
 
@@ -34,6 +36,7 @@ from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
 from lbparse.live_backlog import Backlog, Raw
+from lbparse.live_gaps import OffsetGaps
 from lbparse.generation import GenerationContext, connection_key
 from lbparse.traffic import TrafficReader
 
@@ -136,6 +139,7 @@ class LiveResult:
     dropped: int = 0     # dropped by the client library as a slow consumer
     spilled: int = 0     # went through the backlog's spill file (not a loss)
     failure: str | None = None  # why writing stopped, when it did
+    gaps: OffsetGaps = field(default_factory=OffsetGaps)  # offsets skipped across outages
 
     @property
     def complete(self) -> bool:
@@ -146,14 +150,29 @@ class LiveResult:
     def may_have_missed(self) -> int:
         return sum(o.may_have_missed() for o in self.outages)
 
+    def missed_text(self) -> str:
+        """What was missed during the outages: counted by the offsets where messages
+        carry them, an estimate (said to be one) for the others."""
+        gaps = self.gaps
+        if not gaps.counted():
+            return (f"messages published meanwhile were not received (about "
+                    f"{self.may_have_missed()}: an estimate at the rates seen before; no "
+                    "offsets received on both sides of a loss to count them by)")
+        text = (f"{gaps.missed()} acked messages not received (counted: the offsets their "
+                f"partitions' acks skipped across the loss)")
+        if gaps.without_offsets:
+            rest = round(self.may_have_missed() * gaps.share_without())
+            text += (f"; messages without offsets: about {rest} not received (an estimate "
+                     "at the rates seen before)")
+        return text
+
     def summary(self) -> str:
         """One line: what was received and what may be missing."""
         text = f"{self.messages} messages"
         if self.outages:
             secs = sum(o.seconds() for o in self.outages)
             text += (f"; connection lost {len(self.outages)} time(s), {secs:.1f} s in all: "
-                     f"messages published meanwhile were not received (about "
-                     f"{self.may_have_missed()}, at the rates seen before)")
+                     + self.missed_text())
         if self.gave_up:
             text += "; the server did not come back: gave up"
         if self.dropped:
@@ -316,8 +335,9 @@ class _Session:
         self.last_error = None
         self.rate.restart()
         self.on_event(f"reconnected to {self.url} after {o.seconds():.1f} s; messages "
-                      f"published meanwhile were not received (about {o.may_have_missed()}, "
-                      f"at the {o.rate:.1f} msg/s seen before)")
+                      f"published meanwhile were not received (about {o.may_have_missed()}: "
+                      f"an estimate at the {o.rate:.1f} msg/s seen before; counted at the end "
+                      "where messages carry offsets)")
 
     def give_up(self) -> None:
         self.result.gave_up = True
@@ -325,7 +345,8 @@ class _Session:
         if self.lost is not None:
             self.on_event(f"{self.url} did not come back within "
                           f"{self.reconnect_timeout:g} s: giving up (about "
-                          f"{self.lost.may_have_missed()} messages may be missing)")
+                          f"{self.lost.may_have_missed()} messages may be missing: an "
+                          "estimate at the rate seen before)")
 
     async def watch(self, nc: Any) -> None:
         """Give up once the server has been gone for reconnect_timeout, or when
@@ -391,6 +412,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         if context is not None and rec.envelope is not None:
             rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
                                        rec.envelope, rec.payload)
+        result.gaps.see(rec, result.outages)
         on_record(rec)
 
     def failed() -> None:  # from the worker thread: stop the session

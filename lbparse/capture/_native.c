@@ -220,6 +220,8 @@ static const char *DIRECTION_NAME[] = {"", "client_to_server", "client_to_server
 #define N_CONTROLS 8
 static const char *CONTROL_NAME[N_CONTROLS] = {"INFO", "CONNECT", "SUB", "UNSUB", "PING",
                                                "PONG", "+OK", "-ERR"};
+#define C_CONNECT 1                    /* CONTROL_NAME's index of CONNECT */
+#define MAX_CONNECT_BYTES (8 << 20)    /* CONNECT text kept per reader */
 
 struct direction;
 
@@ -382,6 +384,10 @@ struct reader {
     int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
     int oom_guard;
+    /* CONNECT lines: [(src, text after the verb)], for the clients' names
+     * (lbparse.capture.connects); bounded in bytes kept */
+    PyObject *connects;
+    Py_ssize_t connect_bytes;
 };
 
 static PyObject *capture_error = NULL; /* callable(kind, message, offset) -> exception */
@@ -696,6 +702,23 @@ static int lost_here(reader *r, direction *d, int verb, const uint8_t *subj, Py_
     return desc ? notice_later(r, K_INCOMPLETE, desc, d->p.ending_ts, d, 0, 0, NULL) : -1;
 }
 
+/* A client's CONNECT line: its source and the line's text after the verb,
+ * kept until MAX_CONNECT_BYTES of text (a capture's connections start once). */
+static int note_connect(reader *r, direction *d, const uint8_t *text, Py_ssize_t n) {
+    if (r->connect_bytes + n > MAX_CONNECT_BYTES)
+        return 0;
+    if (!r->connects && !(r->connects = PyList_New(0)))
+        return -1;
+    PyObject *item = Py_BuildValue("(sy#)", d->src, (const char *)text, n);
+    if (!item || PyList_Append(r->connects, item) < 0) {
+        Py_XDECREF(item);
+        return -1;
+    }
+    Py_DECREF(item);
+    r->connect_bytes += n;
+    return 0;
+}
+
 static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssize_t p) {
     parser *P = &d->p;
     while (p < n) {
@@ -846,6 +869,9 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
             }
             if (control >= 0) {
                 r->controls[control]++;
+                if (control == C_CONNECT && np > 1 &&
+                    note_connect(r, d, b + parts[1].s, le - parts[1].s) < 0)
+                    return -1;
                 p = e + 1;
                 continue;
             }
@@ -2873,6 +2899,7 @@ static void Reader_dealloc(reader *r) {
     reader_clear(r);
     Py_XDECREF(r->name);
     Py_XDECREF(r->error);
+    Py_XDECREF(r->connects);
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
 
@@ -3081,12 +3108,16 @@ static PyObject *Reader_stats(reader *r, PyObject *unused) {
             }
             Py_DECREF(v);
         }
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:s}", "rows",
+    PyObject *connects = r->connects ? PyList_GetSlice(r->connects, 0, PY_SSIZE_T_MAX)
+                                     : PyList_New(0);
+    if (!connects)
+        goto fail;
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:s,s:N}", "rows",
                          (long long)r->total_rows, "packets", (long long)r->packets,
                          "bytes_read", (long long)r->s.bytes_read, "skipped_packets",
                          (long long)r->skipped, "gap_bytes", (long long)r->gap_bytes,
                          "controls", controls, "notices", notices, "limits", limits, "format",
-                         r->s.fmt == 1 ? "pcap" : "pcapng");
+                         r->s.fmt == 1 ? "pcap" : "pcapng", "connects", connects);
 fail:
     Py_XDECREF(controls);
     Py_XDECREF(notices);

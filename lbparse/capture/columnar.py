@@ -114,7 +114,8 @@ class NativeCapture:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """packets, bytes_read, skipped_packets, gap_bytes, controls, notices, limits, format."""
+        """packets, bytes_read, skipped_packets, gap_bytes, controls, notices, limits, format;
+        connects: [(client endpoint, CONNECT text)] (lbparse.capture.connects)."""
         return dict(self._reader.stats())
 
     def columns(self, max_rows: int, max_bytes: int) -> Iterator[tuple[int, dict[str, pa.Array]]]:

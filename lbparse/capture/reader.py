@@ -22,12 +22,12 @@ import struct
 from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
+from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
                                      sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
-from lbparse.capture.statsview import connect_name
 from lbparse.textform import msg_type_word
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
@@ -89,9 +89,8 @@ class Stats:
         self.controls: Counter[str] = Counter()
         self.skipped_packets = 0  # not TCP over IP, or IP fragments
         self.limits: Counter[str] = Counter()  # resource limits hit, by name
-        # Each client endpoint's CONNECT `name` ("" when it gave none): who a
-        # connection is, in the words of the client itself (`--stats`).
-        self.names: dict[str, str] = {}
+        # client endpoint -> the name its CONNECT line gave (lbparse.capture.connects)
+        self.connect_names: dict[str, str] = {}
 
     def count(self, rec: Record) -> None:
         self.messages += 1
@@ -138,7 +137,8 @@ class Stats:
                     mine[k] = mine.get(k, 0) + v
             else:
                 setattr(self, name, mine + value)
-        self.names.update(other.names)
+        for endpoint, connect in other.connect_names.items():
+            remember_name(self.connect_names, endpoint, connect)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -517,7 +517,7 @@ class CaptureReader:
         if isinstance(fr, Control):
             self.stats.controls[fr.verb] += 1
             if fr.verb == "CONNECT":
-                self.stats.names[d.src] = connect_name(fr.text)
+                remember(self.stats.connect_names, d.src, fr.text)
         else:
             self._notice(_problem_notice(fr, ts, d))
         return None

@@ -18,13 +18,12 @@ pattern) and the messages of each connection, named by its CONNECT `name`
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 
 from lbparse.capture.records import DESCRIPTION, STATUS, Record
 from lbparse.textform import printable
 
-__all__ = ["ClusterView", "DEFAULT_TOP", "connect_name", "fold", "section"]
+__all__ = ["ClusterView", "DEFAULT_TOP", "fold", "section"]
 
 DEFAULT_TOP = 20
 MAX_WIDTH = 72  # a longer key pushes its count right rather than widening every row
@@ -37,18 +36,8 @@ MAX_INBOXES = 100_000
 # Subjects remembered (to count the subjects of each pattern).
 MAX_SUBJECTS = 200_000
 UNKNOWN_REQUEST = "(request not in the capture)"
-NOT_SEEN = "(CONNECT not in the capture)"
-UNNAMED = "(no name)"
+NOT_SEEN = "(no CONNECT name in the capture)"
 _B62 = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def connect_name(text: bytes) -> str:
-    """The `name` of a CONNECT line's JSON ("" when it has none or is not JSON)."""
-    try:
-        name = json.loads(text).get("name")
-    except (ValueError, AttributeError, RecursionError):
-        return ""
-    return name if isinstance(name, str) else ""
 
 
 def _random_token(tok: str) -> bool:
@@ -156,8 +145,7 @@ class ClusterView:
         keyed `<CONNECT name>  <client endpoint>`."""
         out: dict[str, int] = {}
         for endpoint, conn in self.connections.items():
-            name = names.get(endpoint)
-            label = NOT_SEEN if name is None else (name or UNNAMED)
+            label = names.get(endpoint, NOT_SEEN)
             out[f"{label}  {endpoint}"] = conn.published + conn.delivered
         return out
 

@@ -127,7 +127,7 @@ def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None 
     if view is not None:
         lines += section("NATS status messages", view.statuses, top,
                          "by the subject pattern of the request")
-        lines += section("connections by CONNECT name", view.by_name(stats.names), top,
+        lines += section("connections by CONNECT name", view.by_name(stats.connect_names), top,
                          "messages published and delivered")
     return "\n".join(lines)
 

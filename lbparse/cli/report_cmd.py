@@ -161,10 +161,13 @@ def _screenshot(page: str, png: str) -> None:
 
 def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seconds: float) -> None:
     t, lat, parts = model["totals"], model["latency"], model["partitions"]
-    changes = sum(1 for c in parts["leader_changes"] if c["leader_changed"])
+    changes = [c for c in parts["leader_changes"] if c["leader_changed"]]
+    inferred = sum(1 for c in changes if c.get("inferred"))
+    dated = (f" ({inferred} dated by the first write of their epoch in data directories: "
+             "inferred)") if inferred else ""
     lines = [f"lbparse report: {t.get('messages', 0):,} messages from {len(model['inputs'])} "
              f"input(s) in {seconds:.1f} s; {lat['acked']:,} publishes acked, "
-             f"{lat['unacked']:,} never acked; {changes} partition leader changes; "
+             f"{lat['unacked']:,} never acked; {len(changes)} partition leader changes{dated}; "
              f"{model['cluster']['no_responders_total']:,} NATS 503s; "
              f"{model['problems']['total']:,} problems"]
     if html:

@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture import columnar, fields
+from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.limits import Limits
@@ -127,6 +128,11 @@ class UnitStats:
     gap_bytes: int = 0
     notices: dict[str, int] = field(default_factory=dict)
     file_error: str | None = None  # "input:KIND: message" when reading stopped early
+
+    def __post_init__(self) -> None:
+        # client endpoint -> its CONNECT line's name (lbparse.capture.connects), for
+        # the report; not a field: not one of the pipeline summary's counts
+        self.connect_names: dict[str, str] = {}
 
     def notice(self, n: Notice) -> None:
         self.notices[n.kind] = self.notices.get(n.kind, 0) + 1
@@ -455,6 +461,8 @@ def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
         stats.notices[kind] = stats.notices.get(kind, 0) + n
     stats.gaps += counts["notices"].get("gap", 0)
     stats.gap_bytes += counts["gap_bytes"]
+    for endpoint, text in counts.get("connects", ()):
+        remember(stats.connect_names, endpoint, text)
     if unit.start or unit.stop >= 0:
         stats.bytes_read = unit.nbytes  # this range's share of the file
     elif problem is None:
@@ -495,6 +503,7 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
         flush_notices()
         stats.packets = reader.stats.packets
         stats.bytes_read = reader.stats.bytes_read or unit.size
+        stats.connect_names.update(reader.stats.connect_names)
     except Exception as exc:  # noqa: BLE001  a bad file is a row, not a failed job
         flush_notices()
         if isinstance(exc, CaptureError):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.report.cluster import Cluster, is_no_responders
+from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.latency import AckLatency
-from lbparse.report.nodes import NodeMap, node_of_subject, partition_of_subject
+from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
@@ -111,7 +111,7 @@ class Aggregator:
             if dst not in self.nodes.by_endpoint:
                 node = node_of_subject(rec.subject)  # delivered on a subject naming its node
                 if node is not None:
-                    self.nodes.learn(dst, node)
+                    self.nodes.learn(dst, node, SUBSCRIBED)
         env = rec.envelope
         stream = None
         if env is not None:
@@ -153,7 +153,7 @@ class Aggregator:
             return
         if rec.verb in PUBLISHING_VERBS:
             self._feed_msg_raft = False
-            self.raft.feed(ns, i, (rec.src, subject), payload)
+            self.raft.feed(ns, i, (rec.src, subject), payload, sender=rec.src)
         elif self._feed_msg_raft:
             self.raft.feed(ns, i, (rec.dst, subject), payload)
 
@@ -231,6 +231,12 @@ class Aggregator:
             self.nodes.learn(sender, m.reportLeaderOp.replica)
             self.partitions.leader_reported(ns, m.reportLeaderOp, "propagated request")
 
+    def connect_names(self, names: dict[str, str]) -> None:
+        """The CONNECT names of an input's connections (endpoint -> name): facts
+        that name their nodes over anything the messages suggested."""
+        for endpoint, name in names.items():
+            self.nodes.connect(endpoint, name)
+
     def storage(self) -> Any:
         """The data directories' part (report.storage.Storage), made when first asked for."""
         if self._storage is None:
@@ -276,6 +282,7 @@ class Aggregator:
         cluster = self.cluster.model()
         cluster["raft"] = self.raft.model() if self.raft is not None else {
             "decoded": False, "why": self.raft_missing}
+        check_leaders(cluster["metadata_leaders"], cluster["raft"].get("terms", []))
         return {
             "report": {
                 "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",

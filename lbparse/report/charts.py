@@ -293,8 +293,11 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     data = {leader_name: leader_path}
     if raft_decoded:
         data[elections] = "cluster.raft.elections"
-    spec, empty = _spec_or_empty(model, {leader_name: leader_path},
-                                 "No metadata leader seen in this input.", metadata_leader)
+    why = "No metadata leader seen in this input."
+    if get_path(model, "storage.raft_dbs"):
+        why = ("No metadata leader seen in this input: raft.db keeps each node's current term "
+               "and vote, not who led.")
+    spec, empty = _spec_or_empty(model, {leader_name: leader_path}, why, metadata_leader)
     source = ("the leader of each Raft term (AppendEntries); red rules: elections (RequestVote)"
               if leader_path == "cluster.raft.terms" else
               "the node answering PropagatedRequests and RaftJoinRequests")
@@ -304,7 +307,7 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
         model, "cluster.raft.log_ops") else "cluster.propagated_ops"
     ops = dataset_name(ops_path)
     spec, empty = _spec_or_empty(
-        model, {ops: ops_path}, "No metadata operation in this input.",
+        model, {ops: ops_path}, _no_ops(model),
         lambda: _binned_bars(ops, "op", "count", bin_ms, "operations", "operation"))
     out.append(Chart("metadata_ops", "Cluster", "Metadata operations",
                      "Operations in the Raft log, each counted once (AppendEntries)"
@@ -312,6 +315,18 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                      "Operations proposed to the metadata leader (PropagatedRequest): ISR "
                      "changes, leader reports, stream changes.", {ops: ops_path}, spec, empty))
     return out
+
+
+def _no_ops(model: dict[str, Any]) -> str:
+    """Why the metadata operations chart is empty: none at all, or only raft.db
+    entries without an append time (hashicorp/raft before AppendedAt), which
+    cannot be drawn over time but are there."""
+    untimed = get_path(model, "cluster.raft.log_ops_untimed") or {}
+    if not untimed:
+        return "No metadata operation in this input."
+    ops = ", ".join(f"{op} {n:,}" for op, n in untimed.items())
+    return (f"No metadata operation with a time: raft.db holds {sum(untimed.values()):,} log "
+            f"entries without an append time ({ops}).")
 
 
 def problem_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:

@@ -91,10 +91,17 @@ class Cluster:
                 leaders[-1]["answers"] += answers
             else:
                 leaders.append({"leader": name, "start": first / MS, "end": last / MS,
-                                "answers": answers, "source": "metadata answers"})
+                                "answers": answers, "source": "metadata answers",
+                                "leader_source": self.nodes.source(endpoint)})
+        nodes = self.nodes
         return {
-            "nodes": {e: n for e, n in sorted(self.nodes.by_endpoint.items())},
-            "node_names": self.nodes.nodes(),
+            "nodes": {e: n for e, n in sorted(nodes.by_endpoint.items())},
+            # how each endpoint's node is known: "CONNECT name", "messages" (what its
+            # messages say) or "inferred from publish deliveries"
+            "node_sources": {e: nodes.how[e] for e in sorted(nodes.by_endpoint)},
+            "connections": dict(sorted(nodes.connections.items())),  # endpoint -> CONNECT name
+            "node_conflicts": nodes.conflicts,
+            "node_names": nodes.nodes(),
             "no_responders_total": self.no_responders_total,
             "no_responders": self.no_responders.rows("target", "count", top=TOP_TARGETS),
             "no_responders_by_target": sorted(self.targets.values(),
@@ -103,3 +110,14 @@ class Cluster:
             "propagated_ops": self.ops.rows("op", "count"),
             "propagated_ops_total": self.ops.totals(),
         }
+
+
+def check_leaders(leaders: list[dict[str, Any]], terms: list[dict[str, Any]]) -> None:
+    """Each metadata leader (the node that answered) beside the Raft terms whose
+    AppendEntries span its time: `raft_leaders` they name, and `agrees_with_raft`
+    (None where no decoded term spans it). Two facts that disagree say so."""
+    for seg in leaders:
+        named = sorted({t["leader"] for t in terms
+                        if t["start"] <= seg["end"] and seg["start"] <= t["end"]})
+        seg["raft_leaders"] = named
+        seg["agrees_with_raft"] = (seg["leader"] in named) if named else None

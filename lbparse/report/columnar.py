@@ -30,7 +30,7 @@ from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator
 from lbparse.report.cluster import is_no_responders
-from lbparse.report.nodes import node_of_subject
+from lbparse.report.nodes import SUBSCRIBED, node_of_subject
 from lbparse.textform import NO_MSG_TYPE, msg_type_word
 
 BATCH_ROWS = 65536
@@ -311,7 +311,7 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
         if not publishing and dst not in nodes.by_endpoint:
             node = node_of_subject(subject)
             if node is not None:
-                nodes.learn(dst, node)
+                nodes.learn(dst, node, SUBSCRIBED)
         t, b = ns_list[k], i_list[k]
         stream = None
         kind = kinds[k]

@@ -157,6 +157,8 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         for k, n in u.notices.items():
             mine.notices[k] += n
         fmt = {"pcap": "pcap", "pcapng": "pcapng"}.get(u.format, "records")
+        mine.connect_names.update(u.connect_names)
+    agg.connect_names(mine.connect_names)
     stats.merge(mine)
     # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
@@ -185,6 +187,7 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
         last = rec.ts
         if progress is not None and not k & 4095:
             progress(path, reader.bytes_read, reader.size)
+    agg.connect_names(reader.stats.connect_names)
     stats.merge(reader.stats)
     s = reader.stats
     return InputSummary(path, _capture_format(reader), s.messages, sum(s.notices.values()), {

@@ -11,6 +11,14 @@ ShrinkISR/ExpandISR (`leader`: the partition leader proposes them) or a
 ReportLeader (`replica`) to the metadata leader. The first tie of an endpoint
 holds (a restarted node gets new ports).
 
+Above all these, a connection's CONNECT line names it: Liftbridge's
+`LIFT.<namespace>.<node>.<role>` (lbparse.capture.connects) is what the
+node said of itself, and replaces whatever the messages suggested. Below
+them, an endpoint that only received a partition's publishes is guessed to
+be its leader's (`partitions.resolve_deliveries`): such a name is kept
+apart as inferred (`how`), and never replaces a fact. An endpoint that
+nothing names is "unknown" (`name`), never the guess of a name.
+
 Subject shapes follow Liftbridge v1.9.0's server (server/partition.go,
 server/metadata.go: `<namespace>.<stream>.<partition>.replicate|offset`).
 """
@@ -48,19 +56,76 @@ def node_of_subject(subject: str) -> str | None:
     return None
 
 
+# How an endpoint's node is known (`NodeMap.how`), most certain first.
+CONNECT_NAME = "CONNECT name"
+FROM_MESSAGES = "messages"              # what its messages say (above), e.g. a replicaID
+# delivered a message on a subject addressed to one node: the node subscribes to
+# it, but so does any wildcard subscriber (a tap on '>'), whose CONNECT says so
+SUBSCRIBED = "delivered a subject naming its node"
+INFERRED = "inferred from publish deliveries"
+_RANK = {CONNECT_NAME: 0, FROM_MESSAGES: 1, SUBSCRIBED: 1, INFERRED: 2}
+_FROM_TRAFFIC = (FROM_MESSAGES, SUBSCRIBED)
+UNKNOWN = "unknown"
+MAX_CONFLICTS = 20
+
+
+def unknown(endpoint: str) -> str:
+    """What the report calls the node of an endpoint that nothing names."""
+    return f"{UNKNOWN} ({endpoint})"
+
+
 class NodeMap:
-    """endpoint -> node name."""
+    """endpoint -> node name, and how each is known."""
 
     def __init__(self) -> None:
         self.by_endpoint: dict[str, str] = {}
+        self.how: dict[str, str] = {}          # endpoint -> CONNECT_NAME, FROM_MESSAGES...
+        self.connections: dict[str, str] = {}  # endpoint -> its CONNECT name, any client's
+        self.conflicts: list[dict[str, str]] = []  # messages that named another node
 
-    def learn(self, endpoint: str, node: str) -> None:
-        if node and endpoint not in self.by_endpoint:
-            self.by_endpoint[endpoint] = node
+    def learn(self, endpoint: str, node: str, how: str = FROM_MESSAGES) -> None:
+        """`endpoint` is `node`'s, as `how` says: a more certain source replaces a
+        less certain one; of equal ones the first holds."""
+        had = self.how.get(endpoint)
+        if had == how and self.by_endpoint[endpoint] == node or not node:
+            return  # the common case: a node's replication requests, again and again
+        if had is not None:
+            other = self.by_endpoint[endpoint]
+            if other != node and CONNECT_NAME in (had, how) and \
+                    (had in _FROM_TRAFFIC or how in _FROM_TRAFFIC):
+                self._conflict(endpoint, other if how == CONNECT_NAME else node)
+            if _RANK[had] <= _RANK[how]:
+                return
+        self.by_endpoint[endpoint] = node
+        self.how[endpoint] = how
+
+    def _conflict(self, endpoint: str, messages_say: str) -> None:
+        """Its messages named another node than its CONNECT line: the CONNECT name holds."""
+        if len(self.conflicts) < MAX_CONFLICTS:
+            self.conflicts.append({"endpoint": endpoint, "messages_say": messages_say,
+                                   "connect_name": self.connections.get(endpoint, "")})
+
+    def connect(self, endpoint: str, name: str) -> None:
+        """A CONNECT line from `endpoint` named its connection `name`."""
+        from lbparse.capture.connects import lift_name
+
+        self.connections[endpoint] = name
+        lift = lift_name(name)
+        if lift is not None:
+            self.learn(endpoint, lift.node, CONNECT_NAME)
+        elif self.how.get(endpoint) in (SUBSCRIBED, INFERRED):
+            # another client (a tap on '>' gets every node's subjects): not a node's
+            self._conflict(endpoint, self.by_endpoint.pop(endpoint))
+            del self.how[endpoint]
 
     def name(self, endpoint: str) -> str:
-        """The node of `endpoint`, or the endpoint itself when unknown."""
-        return self.by_endpoint.get(endpoint, endpoint)
+        """The node of `endpoint`, or `unknown(endpoint)` when nothing names it."""
+        node = self.by_endpoint.get(endpoint)
+        return unknown(endpoint) if node is None else node
+
+    def source(self, endpoint: str) -> str:
+        """How `endpoint`'s node is known: CONNECT_NAME, FROM_MESSAGES, INFERRED or UNKNOWN."""
+        return self.how.get(endpoint, UNKNOWN)
 
     def nodes(self) -> list[str]:
         return sorted(set(self.by_endpoint.values()))

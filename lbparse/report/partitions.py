@@ -16,7 +16,10 @@ What the envelopes say, as Liftbridge v1.9.0 sends them:
 
 A leader "segment" is a run of observations of one (partition, epoch);
 the leader's name comes from the ops when they name it, else from the
-responding connection's node (`nodes.NodeMap`).
+responding connection's node (`nodes.NodeMap`); each leader says where its
+name came from (`leader_source`). A segment seen only in data directories
+(`storage`) begins at the first entry written in its epoch: a leader change
+dated so is inferred, and says so (`time_source`, `inferred`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from lbparse.report.nodes import NodeMap, partition_of_subject
+from lbparse.report.nodes import INFERRED, NodeMap, partition_of_subject
 from lbparse.report.timebins import MS, Maxima, TimeAxis, exact_time
 
 MAX_PARTITIONS = 1000
@@ -45,6 +48,18 @@ class Segment:
     named: str | None = None                                  # leader named by an op
     observations: int = 0
     source: str = "replication"
+    named_by: str = ""         # the source of the op that named it
+    first_source: str = ""     # the source of the observation dated first_ns
+
+
+def time_source(seg: Segment) -> dict[str, Any]:
+    """Where a leader change's time comes from: seen on the wire, or inferred
+    from data directories (the first entry written in the new epoch, which
+    comes after the change, by as long as the first publish took)."""
+    if seg.first_source == "segments":
+        return {"time_source": "segments", "inferred":
+                f"inferred from data directories: first write in epoch {seg.epoch}"}
+    return {"time_source": seg.first_source, "inferred": None}
 
 
 class Partitions:
@@ -67,6 +82,7 @@ class Partitions:
         self.epoch_names: dict[tuple[str, int, int], str] = {}
 
     def name_epoch(self, stream: str, part: int, epoch: int, leader: str) -> None:
+        """A raft.db entry (no time) names the leader of an epoch."""
         if leader and len(self.epoch_names) < MAX_PARTITIONS * 10:
             self.epoch_names[(stream, part, epoch)] = leader
 
@@ -85,15 +101,15 @@ class Partitions:
     def resolve_deliveries(self) -> None:
         """Name the endpoints that received publishes after the partition's leader then."""
         for endpoint, seen in self.deliveries.items():
-            if endpoint in self.nodes.by_endpoint:
-                continue
+            if endpoint in self.nodes.by_endpoint or endpoint in self.nodes.connections:
+                continue  # named; or its CONNECT line says it is another client's
             for stream, part, ns in seen:
                 segs = [s for s in self.segments.get((stream, part), ()) if s.first_ns <= ns]
                 if not segs:
                     continue
-                name = self._leader_name(max(segs, key=lambda s: s.first_ns))
+                name, _ = self._leader_name(max(segs, key=lambda s: s.first_ns))
                 if name in self.nodes.by_endpoint.values() or name == segs[-1].named:
-                    self.nodes.learn(endpoint, name)
+                    self.nodes.learn(endpoint, name, INFERRED)
                     break
 
     # -- replication ---------------------------------------------------------
@@ -141,15 +157,16 @@ class Partitions:
             if seg is None:
                 if len(segs) >= MAX_SEGMENTS:
                     return
-                seg = Segment(epoch, ns, ns, source=source)
+                seg = Segment(epoch, ns, ns, source=source, first_source=source)
                 segs.append(seg)
         seg.last_ns = max(seg.last_ns, ns)
-        seg.first_ns = min(seg.first_ns, ns)
+        if ns < seg.first_ns or (ns == seg.first_ns and seg.first_source == "segments"):
+            seg.first_ns, seg.first_source = ns, source  # the wire's time before the disk's
         seg.observations += 1
         if endpoint is not None:
             seg.endpoints[endpoint] = seg.endpoints.get(endpoint, 0) + 1
         if named:
-            seg.named = named
+            seg.named, seg.named_by = named, source
 
     # -- metadata ops (propagated requests, the Raft log) ---------------------
 
@@ -185,18 +202,21 @@ class Partitions:
 
     # -- the model -------------------------------------------------------------
 
-    def _leader_name(self, seg: Segment) -> str:
+    def _leader_name(self, seg: Segment) -> tuple[str, str]:
+        """The segment's leader, and where that name comes from: the op that named
+        it, or the responding connection's node and how that is known."""
         if seg.named:
-            return seg.named
+            return seg.named, seg.named_by
         if seg.endpoints:
-            return self.nodes.name(max(seg.endpoints, key=lambda e: seg.endpoints[e]))
-        return "?"
+            endpoint = max(seg.endpoints, key=lambda e: seg.endpoints[e])
+            return self.nodes.name(endpoint), f"responder's node: {self.nodes.source(endpoint)}"
+        return "unknown", "unknown"
 
     def model(self) -> dict[str, Any]:
         for (stream, part, epoch), leader in self.epoch_names.items():
             for seg in self.segments.get((stream, part), ()):
                 if seg.epoch == epoch and not seg.named:
-                    seg.named = leader
+                    seg.named, seg.named_by = leader, "raft.db"
         self.resolve_deliveries()
         leaders, changes = [], []
         # The partitions whose leadership moved most are drawn; a page of a
@@ -206,18 +226,21 @@ class Partitions:
             segs = self.segments[(stream, part)]
             prev: tuple[str, int] | None = None
             for seg in sorted(segs, key=lambda s: s.first_ns):
-                name = self._leader_name(seg)
+                name, how = self._leader_name(seg)
                 leaders.append({"stream": stream, "partition": part,
                                 "partition_key": f"{stream}/{part}", "leader": name,
-                                "epoch": seg.epoch, "start": seg.first_ns / MS,
-                                "end": seg.last_ns / MS, "observations": seg.observations})
+                                "leader_source": how, "epoch": seg.epoch,
+                                "start": seg.first_ns / MS, "end": seg.last_ns / MS,
+                                "observations": seg.observations})
                 if prev is not None and (prev[0] != name or prev[1] != seg.epoch):
                     changes.append({"t": seg.first_ns / MS, **exact_time("t", seg.first_ns),
                                     "stream": stream, "partition": part,
                                     "partition_key": f"{stream}/{part}",
                                     "from_leader": prev[0], "to_leader": name,
+                                    "to_leader_source": how,
                                     "from_epoch": prev[1], "to_epoch": seg.epoch,
-                                    "leader_changed": prev[0] != name})
+                                    "leader_changed": prev[0] != name,
+                                    **time_source(seg)})
                 prev = (name, seg.epoch)
         events = sorted(self.events, key=lambda e: e["t"])
         for e in events:

@@ -64,7 +64,10 @@ class RaftEvents:
         self.errors = 0
         self.skipped_bytes = 0
 
-    def feed(self, ns: int, i: int, key: tuple[str, str], payload: bytes) -> None:
+    def feed(self, ns: int, i: int, key: tuple[str, str], payload: bytes,
+             sender: str | None = None) -> None:
+        """`sender`: the endpoint that published it (None for a delivery: a
+        recording's MSG), whose node a request's id names."""
         dec = self.decoders.get(key)
         if dec is None:
             if len(self.decoders) >= MAX_STREAMS:
@@ -78,6 +81,10 @@ class RaftEvents:
         if chunk.closed:
             del self.decoders[key]
         for rpc in chunk.rpcs:
+            if sender is not None and rpc.role == "request" and rpc.node:
+                # a request's id (AppendEntries' leader, RequestVote's candidate)
+                # is its sender's: the transport's requester sent it
+                self.partitions.nodes.learn(sender, rpc.node)
             self._rpc(ns, i, rpc)
 
     def _rpc(self, ns: int, i: int, rpc: Any) -> None:

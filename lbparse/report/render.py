@@ -200,9 +200,11 @@ def tables_html(model: dict[str, Any], section: str) -> str:
     if section == "Partitions":
         changes = model["partitions"]["leader_changes"]
         return "<div class=card><h3>Leader changes</h3>" + (_table(
-            ["time", "partition", "from", "to", "epochs"],
-            [[_when_of(c, "t"), c["partition_key"], c["from_leader"], c["to_leader"],
-              f"{c['from_epoch']} → {c['to_epoch']}"] for c in changes])
+            ["time", "partition", "from", "to", "epochs", "new leader named by"],
+            [[_when_of(c, "t") + (f" ({c['inferred']})" if c.get("inferred") else ""),
+              c["partition_key"], c["from_leader"], c["to_leader"],
+              f"{c['from_epoch']} → {c['to_epoch']}", c.get("to_leader_source", "")]
+             for c in changes])
             if changes else "<p>none</p>") + "</div>"
     if section == "Cluster":
         cl = model["cluster"]
@@ -213,9 +215,8 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         raft_note = (f"Raft transport decoded: {_n(raft['transport_messages'])} messages, "
                      f"{len(raft['elections'])} elections." if raft.get("decoded")
                      else f"Raft transport not decoded: {_e(raft.get('why', ''))}.")
-        nodes = ", ".join(f"{n}: {e}" for e, n in cl["nodes"].items()) or "none"
         return (f"<div class=card>{targets if cl['no_responders_by_target'] else ''}"
-                f"<p>{raft_note}</p><p>Connections named: {_e(nodes)}</p></div>")
+                f"<p>{raft_note}</p>{_leaders_table(cl)}{_nodes_table(cl)}</div>")
     if section == "Data directories":
         st = model["storage"]
         rows = [[r["node"], r["partition_key"], r["entries"], r["first_offset"], r["last_offset"],
@@ -237,6 +238,37 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         return "<div class=card><h3>First examples</h3>" + _table(
             ["kind", "time", "where", "message"], rows) + "</div>"
     return ""
+
+
+def _leaders_table(cl: dict[str, Any]) -> str:
+    """The metadata leaders by their answers, how each is named, beside the Raft terms."""
+    leaders = cl["metadata_leaders"]
+    if not leaders:
+        return ""
+    agree = {True: "yes", False: "NO", None: "no term decoded"}
+    return "<h3>Metadata leaders (the node answering PropagatedRequests)</h3>" + _table(
+        ["from", "to", "leader", "named by", "answers", "Raft terms' leader", "agrees"],
+        [[_when(x["start"]), _when(x["end"]), x["leader"], x.get("leader_source", ""),
+          x["answers"], ", ".join(x.get("raft_leaders", [])) or "—",
+          agree[x.get("agrees_with_raft")]] for x in leaders], {4})
+
+
+def _nodes_table(cl: dict[str, Any]) -> str:
+    """Each connection's node and how it is known (a CONNECT name is a fact, a
+    name from deliveries is inferred); connections nothing names are unknown."""
+    nodes, how = cl["nodes"], cl.get("node_sources", {})
+    connections = cl.get("connections", {})
+    endpoints = sorted(set(nodes) | set(connections))
+    if not endpoints:
+        return "<p>Connections named: none</p>"
+    rows = [[e, nodes.get(e, "unknown"), how.get(e, "unknown"), connections.get(e, "—")]
+            for e in endpoints]
+    conflicts = "".join(
+        f"<p>{_e(c['endpoint'])}: its messages say {_e(c['messages_say'])}, its CONNECT "
+        f"name {_e(c['connect_name'])}; the CONNECT name holds.</p>"
+        for c in cl.get("node_conflicts", []))
+    return ("<h3>Connections</h3>" + _table(["connection", "node", "named by", "CONNECT name"],
+                                            rows) + conflicts)
 
 
 def render_html(model: dict[str, Any]) -> str:
