@@ -232,8 +232,9 @@ def print_report(summary: Any, out: str) -> None:
     print(summary.table())
     print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
           f"({summary.rows_per_second:,.0f} rows/s)")
-    print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
-    if any(f.format == "segment" for f in summary.files):
+    if any(f.rows for f in summary.files if f.format != "segment"):  # else not written
+        print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
+    if any(f.rows for f in summary.files if f.format == "segment"):
         from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION
 
         print(f"Parquet: {out.rstrip('/')}/{ENTRIES_DIR}  ({t['entries']:,} stored entries of "
