@@ -52,13 +52,13 @@ import time
 from typing import Any, TextIO
 
 from lbparse.cli.common import add_layout_argument
+from lbparse.cli.status import JOB_FAILED  # exit status of a run whose job failed
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 
 # Spark, pyarrow and the decoder are imported when the command runs, not
 # when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
-JOB_FAILED = 3  # exit status of a run whose job failed (1: the data had problems)
 HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
