@@ -17,6 +17,7 @@ import select
 import shutil
 import signal
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -804,3 +805,39 @@ def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
     one = run_cli("raft", str(nodes[0] / "raft" / "raft.db"), "--json")
     assert one.stdout == run_cli("raft", str(nodes[0]), "--json").stdout
     assert run_cli("segments", str(short_data), "-q").returncode == 0  # what segments takes
+
+
+def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
+                                                 tmp_path: Path) -> None:
+    """As tshark keeps its -w file: `capture - -o FILE` from a live pipe, stopped
+    by SIGINT, leaves FILE with every record written before, says so, status 130."""
+    data = captures["pcap"].read_bytes()
+    out = tmp_path / "live.jsonl"
+    out.write_text("previous run\n")
+    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0", "-o", str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data[:_packet_end(data, "pcap", 6)])  # three messages; open pipe
+        proc.stdin.flush()
+        deadline = time.monotonic() + TIMEOUT
+        temp: list[Path] = []
+        while time.monotonic() < deadline and not temp:  # the new file beside the old
+            temp = [p for p in tmp_path.iterdir() if p.name.startswith(".live.jsonl.")]
+            time.sleep(0.05)
+        assert temp and out.read_text() == "previous run\n"
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and temp[0].read_bytes().count(b"\n") < 3:
+            time.sleep(0.05)  # the pipe's records are flushed as they come
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert proc.returncode == 130
+    assert err.decode().splitlines() == [
+        f"lbparse capture: interrupted: {out} holds what was written before"]
+    assert [json.loads(line)["subject"] for line in out.read_text().splitlines()] == \
+        ["lb.v0", "lb.v1", "lb.v2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]

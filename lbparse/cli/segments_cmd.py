@@ -83,9 +83,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _partition(text: str) -> int:
-    if not text.strip().isdigit():
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if number < 0:
         raise argparse.ArgumentTypeError(f"partitions are numbered from 0: not {text!r}")
-    return int(text)
+    return number
 
 
 def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[PartitionDir]:
