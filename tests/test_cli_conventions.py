@@ -593,6 +593,9 @@ def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
     old.write_text("previous")
     res = run_cli("encode", "--type", "Nope", "--payload", "{}", "-o", str(old))
     assert res.returncode == 2 and old.read_text() == "previous"
+    res = run_cli("capture", str(tmp_path / "typo.pcap"), "-o", str(old))  # status 2, no raise
+    assert res.returncode == 2 and old.read_text() == "previous"
+    assert res.stderr.decode().splitlines()[-1] == f"lbparse capture: {old} left as it was"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "dangling.txt", "link.txt", "old.txt", "precious.txt", "t.pcap"]
 

@@ -106,8 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)  # --help and --version print, too
         command = args.command
-        with stdout_to(args, command):  # -o FILE, checked before the command starts
+        with stdout_to(args, command) as run:  # -o FILE, checked before the command starts
             status = int(args._run(args) or 0)
+            run.failed = status == USAGE
             sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return status
     except BrokenPipeError:  # the reader left (`| head`): not an error

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 from lbparse import jsonform
 from lbparse.cli.status import UsageError, warn
 
-__all__ = ["STDOUT", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
+__all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
            "stdout_to"]
 
 STDOUT = "-"
@@ -78,33 +78,52 @@ def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str,
                    help="the same as --format jsonl")
 
 
+class Run:
+    """What the command's run says of its output: `failed` (a usage error's
+    status) keeps the old file, as an exception does."""
+
+    failed = False
+
+
 @contextlib.contextmanager
-def stdout_to(args: argparse.Namespace, command: str) -> Iterator[None]:
+def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
     """Run the command with sys.stdout on its `-o` file, when it has one.
 
     The file is checked before any work. A regular file (or a new name) is
     written as a new file beside it and renamed over it at the end, also
     after Ctrl-C (what was written is kept, as tshark keeps its -w file, and
-    said); a run that fails with an error leaves the old file as it was."""
+    said); a run that fails (an error, or `Run.failed`) leaves the old file
+    as it was."""
+    run = Run()
     path = getattr(args, "output", STDOUT) if getattr(args, "_stdout_file", False) else STDOUT
     if path == STDOUT or path in _STDOUT_NAMES:
-        yield
+        yield run
         return
     target = _OutputFile(path, _inputs(args))
     text = io.TextIOWrapper(target.open(), encoding="utf-8", newline="\n")
     saved, sys.stdout = sys.stdout, text
     try:
-        yield
+        yield run
     except KeyboardInterrupt:
         _finish(text, target, saved)
         warn(command, f"interrupted: {path} holds what was written before")
         raise
     except BaseException:
-        sys.stdout = saved
-        text.close()
-        target.discard()
+        _drop(text, target, saved)
         raise
+    if run.failed:
+        _drop(text, target, saved)
+        if not target.in_place:
+            warn(command, f"{path} left as it was")
+        return
     _finish(text, target, saved)
+
+
+def _drop(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
+    sys.stdout = saved
+    with contextlib.suppress(OSError, ValueError):
+        text.close()
+    target.discard()
 
 
 def _inputs(args: argparse.Namespace) -> list[str]:
