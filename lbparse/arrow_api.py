@@ -27,10 +27,21 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from lbparse.limits import Limits  # light, and named in read_capture_arrow's signature
+
 if TYPE_CHECKING:
     import pyarrow as pa
+else:
+    # The annotations name pyarrow types; `typing.get_type_hints` resolves them
+    # in this module's globals. A stand-in that imports pyarrow when an
+    # attribute is asked for keeps `import lbparse` light and the hints whole.
+    class _Pyarrow:
+        def __getattr__(self, name):
+            import pyarrow
 
-    from lbparse.limits import Limits
+            return getattr(pyarrow, name)
+
+    pa = _Pyarrow()
 
 __all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "read_capture_arrow"]
 

@@ -111,6 +111,20 @@ local function plugin_dir()
   local src = debug.getinfo(1, "S").source
   return src:sub(1, 1) == "@" and src:sub(2):match("^(.*)[/\\]") or nil
 end
+-- Dir.make makes one folder: make each missing one on the way, as a fresh
+-- user has no ~/.config either (the search-path file could not be written).
+local function make_dirs(path)
+  local at = 1
+  while true do
+    local sep = path:find("[/\\]", at + 1)
+    local prefix = sep and path:sub(1, sep - 1) or path
+    if prefix ~= "" and not prefix:match(":$") and not Dir.exists(prefix) then
+      pcall(Dir.make, prefix)
+    end
+    if sep == nil then return end
+    at = sep
+  end
+end
 local function setup_protobuf()
   local dir = plugin_dir()
   if protobuf == nil or dir == nil then return end
@@ -131,7 +145,7 @@ local function setup_protobuf()
       if not l:find("/" .. PROTO_DIR .. '","', 1, true) then keep[#keep + 1] = l end
     end
     keep[#keep + 1] = line
-    pcall(Dir.make, Dir.personal_config_path())
+    make_dirs(Dir.personal_config_path())
     local w = io.open(uat, "w")
     if w then
       w:write(table.concat(keep, "\n"), "\n")

@@ -134,3 +134,45 @@ def test_the_public_constructor_builds_what_decode_builds() -> None:
     fields: dict[str, Any] = env.as_dict()
     assert Envelope(**fields) == env
     assert Envelope(**fields).to_json_dict() == env.to_json_dict()
+
+
+def _public_callables() -> list[tuple[str, Any]]:
+    """Every public function of lbparse, and every public method of its public classes."""
+    import inspect
+
+    found: list[tuple[str, Any]] = []
+    for name in lbparse.__all__:
+        obj = getattr(lbparse, name)
+        if inspect.isclass(obj):
+            found.append((name, obj))
+            found += [(f"{name}.{m}", v) for m, v in vars(obj).items()
+                      if (not m.startswith("_") or m == "__init__")
+                      and (inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod)))]
+        elif callable(obj):
+            found.append((name, obj))
+    return found
+
+
+def test_get_type_hints_works_on_every_public_callable() -> None:
+    """typing.get_type_hints resolves every annotation (sphinx, pydantic and
+    typeguard call it): a name imported only under TYPE_CHECKING would raise
+    NameError (decode_arrow's pyarrow types did)."""
+    import sys
+    import typing
+
+    had_pyarrow = "pyarrow" in sys.modules
+    callables = _public_callables()
+    assert {"decode", "decode_arrow", "read_capture_arrow", "Envelope"} <= {n for n, _ in callables}
+    for name, obj in callables:
+        fn = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+        try:
+            typing.get_type_hints(fn)
+        except Exception as exc:
+            raise AssertionError(f"{name}: {exc!r}") from None
+    assert typing.get_type_hints(lbparse.decode_arrow)["return"].__name__ == "RecordBatch"
+    if not had_pyarrow:  # resolving the hints is what imported it, not `import lbparse`
+        import subprocess
+
+        out = subprocess.run([sys.executable, "-c", "import sys, lbparse; "
+                              "print('pyarrow' in sys.modules)"], capture_output=True, text=True)
+        assert out.stdout.strip() == "False", out

@@ -17,6 +17,7 @@ import select
 import shutil
 import signal
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
@@ -496,3 +497,350 @@ def test_the_command_lines_own_json_is_snake_case() -> None:
         if key not in lbparse.layouts.LAYOUTS:  # layout names are names, not fields
             assert re.fullmatch(r"[a-z0-9_]+", key), key
 
+
+
+# -- one set of habits (issue #25) -------------------------------------------
+
+def _parsers() -> dict[str, Any]:
+    """Each subcommand's argparse parser, by name."""
+    import argparse
+
+    from lbparse.cli import build_parser
+
+    top = build_parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def _option(parser: Any, flag: str) -> Any:
+    return next((a for a in parser._actions if flag in a.option_strings), None)
+
+
+# Their output options belong to the work on outputs (issue #25, item 1).
+OUTPUTS_ELSEWHERE = {"pipeline", "demo", "report"}
+
+
+def test_every_output_is_dash_o_or_dash_dash_output() -> None:
+    parsers = _parsers()
+    for name, p in parsers.items():
+        if name in OUTPUTS_ELSEWHERE:
+            continue
+        o = _option(p, "-o")
+        assert o is not None and o.option_strings == ["-o", "--output"], name
+
+
+@pytest.mark.parametrize("args", [
+    ["decode", GOOD[0], GOOD[1]],
+    ["decode", "--pretty", GOOD[0]],
+    ["check", "--json", GOOD[0]],
+    ["encode", "--type", "Ack", "--payload", '{"stream": "foo", "offset": "42"}', "--raw"],
+    ["spec", "--json"],
+    ["capture", "CAPTURE", "--format", "table"],
+    ["segments", "DATA", "--format", "jsonl"],
+    ["raft", "RAFT", "--format", "jsonl"],
+])
+def test_dash_o_writes_what_stdout_shows(args: list[str], tmp_path: Path, data_dir: Path,
+                                         captures: dict[str, Path],
+                                         short_data: Path) -> None:  # noqa: F811
+    real = {"CAPTURE": str(captures["pcap"]), "DATA": str(data_dir),
+            "RAFT": str(short_data / "node1")}
+    args = [real.get(a, a) for a in args]
+    shown = run_cli(*args)
+    assert shown.returncode == 0 and shown.stdout, shown.stderr
+    for out in (tmp_path / "out.txt", tmp_path / "again.txt"):
+        out.write_bytes(b"old")  # replaced, not appended to
+        res = run_cli(*args, "-o", str(out))
+        assert res.returncode == 0 and res.stdout == b"", res.stderr
+        assert out.read_bytes() == shown.stdout
+    assert run_cli(*args, "--output", "-").stdout == shown.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.txt", "out.txt"]  # no temp left
+
+
+def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
+                                                             captures: dict[str, Path]
+                                                             ) -> None:
+    cap = tmp_path / "t.pcap"
+    cap.write_bytes(captures["pcap"].read_bytes())
+    before = cap.read_bytes()
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    link = tmp_path / "link.txt"
+    link.symlink_to(precious)
+    dangling = tmp_path / "dangling.txt"
+    dangling.symlink_to(tmp_path / "nowhere")
+    cases = [
+        (["capture", str(cap), "-o", str(cap)], "is also an input"),
+        (["capture", str(cap), "-o", str(link)], "a symbolic link to"),
+        (["capture", str(cap), "-o", str(dangling)], "does not exist; not followed"),
+        (["capture", str(cap), "-o", str(tmp_path)], "is a directory"),
+        (["decode", str(cap), "-o", str(cap)], "is also an input"),
+        (["segments", str(tmp_path), "-o", str(tmp_path / "x.txt")], "inside the input"),
+    ]
+    for args, said in cases:
+        res = run_cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        assert res.stderr.decode().startswith(f"lbparse {args[0]}: ") and said in \
+            res.stderr.decode(), (args, res.stderr)
+    assert cap.read_bytes() == before and precious.read_text() == "keep me"
+    assert not (tmp_path / "nowhere").exists() and not (tmp_path / "x.txt").exists()
+    # A device is written in place (not replaced by a file), as is standard output's name.
+    res = run_cli("capture", str(cap), "-o", os.devnull)
+    assert res.returncode == 0 and os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+    res = run_cli("spec", "-o", "/dev/stdout")
+    assert res.returncode == 0 and res.stdout.startswith(b"layout v0")
+    # A run that fails leaves the old file as it was.
+    old = tmp_path / "old.txt"
+    old.write_text("previous")
+    res = run_cli("encode", "--type", "Nope", "--payload", "{}", "-o", str(old))
+    assert res.returncode == 2 and old.read_text() == "previous"
+    res = run_cli("capture", str(tmp_path / "typo.pcap"), "-o", str(old))  # status 2, no raise
+    assert res.returncode == 2 and old.read_text() == "previous"
+    assert res.stderr.decode().splitlines()[-1] == f"lbparse capture: {old} left as it was"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "dangling.txt", "link.txt", "old.txt", "precious.txt", "t.pcap"]
+
+
+def test_json_means_json_output_wherever_it_is_an_option(captures: dict[str, Path],
+                                                          data_dir: Path) -> None:
+    """--json takes no value and asks for JSON (Lines) output, in every command
+    but report (whose --json FILE is the outputs' work: see the README)."""
+    import argparse
+
+    for name, p in _parsers().items():
+        flag = _option(p, "--json")
+        if flag is None or name == "report":
+            continue
+        if name == "encode":  # its input, --payload now: the old name hidden, and said
+            assert flag.help == argparse.SUPPRESS
+            continue
+        assert flag.nargs == 0, name  # store_true / store_const: a flag, not a value
+    same = [(["capture", str(captures["pcap"])], "--format", "jsonl"),
+            (["segments", str(data_dir)], "--format", "jsonl"),
+            (["raft", str(data_dir.parent)], "--format", "jsonl")]
+    for args, *fmt in same:
+        a, b = run_cli(*args, "--json"), run_cli(*args, *fmt)
+        assert _lines(a.stdout) == _lines(b.stdout) and a.returncode == b.returncode, args
+    assert json.loads(run_cli("check", "--json", GOOD[0]).stdout.splitlines()[0])["input"]
+    tables = run_cli("spec", "--json").stdout.splitlines()  # JSON Lines: one object, one line
+    assert len(tables) == 1 and "v0" in json.loads(tables[0])
+
+
+def test_encode_takes_payload_and_the_old_json_still_works(tmp_path: Path) -> None:
+    msg = '{"stream": "foo", "offset": "42"}'
+    new = run_cli("encode", "--type", "Ack", "--payload", msg, "--crc")
+    assert new.returncode == 0 and new.stdout == b"b90e43b4000c010160a44fa00a03666f6f202a\n"
+    assert new.stderr == b""
+    old = run_cli("encode", "--type", "Ack", "--json", msg, "--crc")
+    assert old.stdout == new.stdout and old.returncode == 0
+    assert old.stderr.decode().splitlines() == [
+        "lbparse encode: --json is now --payload (--json still works, for now)"]
+    f = tmp_path / "m.json"
+    f.write_text(msg)
+    assert run_cli("encode", "--type", "Ack", "--payload-file", str(f), "--crc").stdout == \
+        new.stdout
+    bad = run_cli("encode", "--type", "Ack", "--payload", "{")
+    assert bad.returncode == 2 and bad.stderr.decode().startswith(
+        "lbparse encode: --payload is not JSON")
+
+
+def test_usage_errors_name_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """An option a command does not know is that command's usage error
+    (`lbparse capture: unrecognized arguments`), as every other one is."""
+    from lbparse.cli import COMMANDS, main
+
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as exc:
+            main([name, "--no-such-option", "x", "y"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, name
+        assert err.startswith(f"lbparse {name}: ") and err.count("\n") == 1, (name, err)
+    with pytest.raises(SystemExit):
+        main(["capture", "-c", "5"])  # -c is --count now: FILE is what is missing
+    assert capsys.readouterr().err.startswith(
+        "lbparse capture: the following arguments are required: FILE")
+    with pytest.raises(SystemExit):
+        main(["capture", "x.pcap", "-c", "5", "--bogus"])
+    assert capsys.readouterr().err.startswith("lbparse capture: unrecognized arguments: --bogus")
+
+
+def test_every_exit_status_is_documented() -> None:
+    """0, 1, 2, 3 and 130 in lbparse.cli.status, `lbparse --help` and the README;
+    and no command returns a status outside them."""
+    import ast
+
+    from lbparse.cli import pipeline_cmd, status
+
+    assert (status.OK, status.DATA, status.USAGE, status.JOB_FAILED, status.INTERRUPTED) == \
+        (0, 1, 2, 3, 130)
+    assert set(status.EXIT_STATUSES) == {0, 1, 2, 3, 130}
+    assert pipeline_cmd.JOB_FAILED is status.JOB_FAILED
+    helped = run_cli("--help").stdout.decode()
+    tail = helped.split("exit status", 1)[1]
+    for code in status.EXIT_STATUSES:
+        assert re.search(rf"^\s+{code}\s+\S", tail, re.M), code
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    for code in status.EXIT_STATUSES:
+        assert re.search(rf"^\| `{code}` \|", section, re.M), code
+    cli = Path(status.__file__).parent
+    for path in cli.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, int) and not isinstance(node.value.value, bool):
+                assert node.value.value in status.EXIT_STATUSES, (path.name, node.lineno)
+
+
+def _lines(out: bytes) -> list[Any]:
+    """JSON Lines as values: a protobuf map's keys come in any order from one
+    process to the next (the protobuf runtime's hash tables)."""
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_capture_count_stops_after_n_messages(captures: dict[str, Path]) -> None:
+    everything = _lines(run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]),
+                                "--layout", "v0").stdout)
+    assert len(everything) == 80
+    for n in (1, 5, 40, 41, 79):
+        res = run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]),
+                      "--layout", "v0", "-c", str(n))
+        assert res.returncode == 0 and _lines(res.stdout) == everything[:n], n
+    long = run_cli("capture", str(captures["pcap"]), "--count", "1000", "--layout", "v0")
+    assert _lines(long.stdout) == everything[:40]
+    for bad in ("0", "-1", "x"):
+        res = run_cli("capture", str(captures["pcap"]), "-c", bad)
+        assert res.returncode == 2 and b"lbparse capture: argument -c/--count" in res.stderr
+
+
+def test_capture_count_stops_a_live_pipe(captures: dict[str, Path]) -> None:
+    """From a pipe still open (tcpdump -U -w -), -c N ends the run at the N-th
+    message, as tshark -c does, without waiting for the end of input."""
+    data = captures["pcap"].read_bytes()
+    cut = _packet_end(data, "pcap", 6)  # the handshake, then three messages
+    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0", "-c", "2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data[:cut])
+        proc.stdin.flush()  # and the pipe stays open
+        proc.wait(timeout=TIMEOUT)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+        proc.stdin.close()
+    assert proc.returncode == 0
+    assert [json.loads(line)["subject"] for line in out.splitlines()] == ["lb.v0", "lb.v1"]
+
+
+def test_capture_takes_lenient_and_no_verify_crc_as_decode(tmp_path: Path) -> None:
+    by_id = {v["id"]: bytes.fromhex(v["hex"]) for v in VECTORS}
+    payloads = [by_id["bad_header_len_255_long"], by_id["bad_crc_zero"]]
+    conn = Conn()
+    frames = conn.handshake()
+    for i, p in enumerate(payloads):
+        frames += conn.send("c", pub(f"lb.{i}", p))
+    cap = tmp_path / "odd.pcap"
+    write_pcap(str(cap), [(1_500_000_000 + i, link(ETHERNET, f)) for i, f in enumerate(frames)])
+
+    def outcome(*options: str) -> list[str]:
+        res = run_cli("capture", str(cap), "--layout", "v0", *options)
+        recs = [json.loads(line) for line in res.stdout.splitlines()]
+        return [r["error"]["kind"] if "error" in r else r["envelope"]["msg_type_name"]
+                for r in recs]
+
+    def decoded(**options: Any) -> list[str]:
+        out = []
+        for p in payloads:
+            try:
+                out.append(str(lbparse.decode(p, "v0", **options).msg_type_name))
+            except lbparse.EnvelopeError as exc:
+                out.append(exc.kind)
+        return out
+
+    assert outcome() == decoded() == ["bad_header_len", "crc_mismatch"]
+    assert outcome("--no-verify-crc") == decoded(verify_crc=False)
+    assert outcome("--lenient") == decoded(lenient=True)
+    assert outcome("--lenient", "--no-verify-crc") == decoded(lenient=True, verify_crc=False)
+    assert outcome("--no-verify-crc") != outcome() != outcome("--lenient")
+    res = run_cli("capture", str(cap), "--lenient")  # the default layout is auto
+    assert res.returncode == 2 and b"--lenient needs a named --layout" in res.stderr
+
+
+def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path) -> None:
+    cases = [
+        (["segments", str(data_dir), "--stream", "nosuch"], 1,
+         "no partition matches --stream nosuch (found: s/0)"),
+        (["segments", str(data_dir), "--partition", "7", "--verify"], 1,
+         "no partition matches --partition 7 (found: s/0)"),
+        (["segments", str(data_dir), "--from-offset", "100"], 1, "no entry in offsets 100.."),
+        (["segments", str(data_dir), "--partition", "-1"], 2, "partitions are numbered from 0"),
+        (["segments", str(data_dir), "--from-offset", "10", "--to-offset", "5"], 2,
+         "--from-offset 10 is past --to-offset 5"),
+        (["raft", str(data_dir.parent), "--from-index", "5", "--to-index", "2"], 2,
+         "--from-index 5 is past --to-index 2"),
+    ]
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    cases += [(["capture", str(empty)], 1, "empty.pcap: empty (0 bytes): nothing to read"),
+              (["capture", "-"], 1, "stdin: empty (0 bytes)")]
+    for args, code, said in cases:
+        res = run_cli(*args, stdin=b"")
+        err = res.stderr.decode()
+        assert res.returncode == code, (args, res.returncode, err)
+        assert err.startswith(f"lbparse {args[0]}: ") and said in err, (args, err)
+    ok = run_cli("segments", str(data_dir), "--from-offset", "3", "--to-offset", "4")
+    assert ok.returncode == 0 and ok.stderr == b""
+
+
+def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
+    """A cluster's folder of data directories, a data directory, raft.db itself."""
+    nodes = sorted(p for p in short_data.iterdir() if (p / "raft" / "raft.db").is_file())
+    assert len(nodes) == 3
+    whole = run_cli("raft", str(short_data), "--json")
+    assert whole.returncode == 0, whole.stderr
+    parts = b"".join(run_cli("raft", str(n), "--json").stdout for n in nodes)
+    assert whole.stdout == parts
+    files = {json.loads(line)["file"] for line in whole.stdout.splitlines()}
+    assert files == {str(n / "raft" / "raft.db") for n in nodes}
+    one = run_cli("raft", str(nodes[0] / "raft" / "raft.db"), "--json")
+    assert one.stdout == run_cli("raft", str(nodes[0]), "--json").stdout
+    assert run_cli("segments", str(short_data), "-q").returncode == 0  # what segments takes
+
+
+def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
+                                                 tmp_path: Path) -> None:
+    """As tshark keeps its -w file: `capture - -o FILE` from a live pipe, stopped
+    by SIGINT, leaves FILE with every record written before, says so, status 130."""
+    data = captures["pcap"].read_bytes()
+    out = tmp_path / "live.jsonl"
+    out.write_text("previous run\n")
+    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0", "-o", str(out)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data[:_packet_end(data, "pcap", 6)])  # three messages; open pipe
+        proc.stdin.flush()
+        deadline = time.monotonic() + TIMEOUT
+        temp: list[Path] = []
+        while time.monotonic() < deadline and not temp:  # the new file beside the old
+            temp = [p for p in tmp_path.iterdir() if p.name.startswith(".live.jsonl.")]
+            time.sleep(0.05)
+        assert temp and out.read_text() == "previous run\n"
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and temp[0].read_bytes().count(b"\n") < 3:
+            time.sleep(0.05)  # the pipe's records are flushed as they come
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert proc.returncode == 130
+    assert err.decode().splitlines() == [
+        f"lbparse capture: interrupted: {out} holds what was written before"]
+    assert [json.loads(line)["subject"] for line in out.read_text().splitlines()] == \
+        ["lb.v0", "lb.v1", "lb.v2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]

@@ -249,3 +249,33 @@ def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Pa
             None if _headers(i) is None else [list(kv) for kv in _headers(i).items()]  # type: ignore[union-attr]
             for i in range(len(PAYLOADS))]
     assert all(r.dst.endswith(f":{port}") for r in pubs)
+
+
+def test_tap_dash_o_and_record_to_stdout(nats_server: str, tmp_path: Path) -> None:
+    """tap -o FILE writes what its stdout would show; record -o - writes its
+    JSON Lines on stdout (issue #25: -o and - the same in every command)."""
+    out_file = tmp_path / "tap.jsonl"
+    proc = _start([*LBPARSE, "tap", nats_server, "lb.>", "--layout", "v0", "--count", "10",
+                   "-o", str(out_file), "--duration", "30"], "listening on")
+    try:
+        asyncio.run(_publish_all(nats_server))
+        out, _ = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert out == ""
+    tapped = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [base64.b64decode(r["payload"]) for r in tapped] == PAYLOADS[:10]
+    proc = _start([*LBPARSE, "record", nats_server, "lb.>", "--layout", "v0", "--count", "10",
+                   "-o", "-", "--duration", "30"], "listening on")
+    try:
+        asyncio.run(_publish_all(nats_server))
+        out, err = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+    assert "10 messages to stdout" in err
+    recorded = [json.loads(line) for line in out.splitlines()]
+    assert [base64.b64decode(r["payload"]) for r in recorded] == PAYLOADS[:10]

@@ -147,6 +147,42 @@ def test_plugin_sets_up_the_protobuf_search_path(plugin: Path, tmp_path: Path) -
     assert out.splitlines() and all("orders" in line.split(",") for line in out.splitlines())
 
 
+def test_the_readmes_two_lines_work_for_a_fresh_user(tmp_path: Path) -> None:
+    """`lbparse generate --lang wireshark -o ~/.local/lib/wireshark/plugins`, then
+    tshark with -e pbf.proto.Message.stream, in a HOME with nothing in it (no
+    ~/.config): the plugin makes the folders of its search-path file, and the
+    payload fields come out on the first run (issue #25: "Some fields aren't
+    valid" until ~/.config/wireshark existed)."""
+    from support.cli import run_cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR")}
+    env["HOME"] = str(home)
+    res = run_cli("generate", "--lang", "wireshark", "-o",
+                  str(home / ".local/lib/wireshark/plugins"), env=env)
+    assert res.returncode == 0, res.stderr
+    capture = shared_path("liftbridge", "samples", "short.pcapng")
+    got = subprocess.run(["tshark", "-r", str(capture), "-o", f"nats.tcp_port:{CLUSTER_PORT}",
+                          "-T", "fields", "-E", "occurrence=a", "-e", "frame.number",
+                          "-e", "pbf.proto.Message.stream"],
+                         capture_output=True, text=True, errors="replace", timeout=300,
+                         env=env, cwd=home)
+    assert got.returncode == 0 and "aren't valid" not in got.stderr, got.stderr
+    streams = {s for line in got.stdout.splitlines()
+               for s in line.partition("\t")[2].split(",") if s}
+    want = set()
+    for rec in CaptureReader(capture, layout="auto"):
+        env_ = rec.envelope
+        if env_ is not None and env_.payload_type == "proto.Message" and env_.message.stream:
+            want.add(env_.message.stream)
+    assert want and streams == want, (streams, want)
+    search = home / ".config" / "wireshark" / "protobuf_search_paths"
+    assert search.read_text().strip() == (
+        f'"{home}/.local/lib/wireshark/plugins/{PROTO_DIR}","TRUE"')
+
+
 def test_a_bad_layout_preference_is_said(plugin: Path, config: Path) -> None:
     cmd = ["tshark", "-n", "-r", str(CAPTURES / "nats_verbose20.pcap"), "-X", f"lua_script:{plugin}",
            "-o", f"nats.tcp_port:{SHARED_PORT}", "-o", "liftbridge.layout:bogus",

@@ -276,16 +276,20 @@ class CaptureReader:
     verbs to yield (default all four). `on_notice(Notice)`: called for
     every gap, dropped message and protocol problem as it is found.
     `limits`: resource limits (default `lbparse.limits.DEFAULT`).
+    `verify_crc`, `lenient`: as `lbparse.decode` takes them.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, layout: str | None = None,
                  subject: str | None = None, decode: bool = True,
                  verbs: Iterable[str] = MESSAGE_VERBS,
                  on_notice: Callable[[Notice], None] | None = None,
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, verify_crc: bool = True,
+                 lenient: bool = False) -> None:
         self.path = os.fspath(path)
         self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
+        self.verify_crc = verify_crc
+        self.lenient = lenient
         self.layout = layout or default_layout()
         self.subject = subject
         self.decode = decode
@@ -318,13 +322,18 @@ class CaptureReader:
         return getattr(src, "bytes_read", 0) if src is not None else 0
 
     def _decoder(self) -> Callable[[bytes, str], Any]:
-        """lbparse.decode with this reader's limits; without options when
+        """lbparse.decode with this reader's options; without options when
         they are the defaults, the call decode's shortcut is made for."""
         from lbparse.api import decode
 
-        if self.limits is None or self.limits is DEFAULT:
-            return decode
-        return functools.partial(decode, limits=self.limits)
+        options: dict[str, Any] = {}
+        if self.limits is not None and self.limits is not DEFAULT:
+            options["limits"] = self.limits
+        if not self.verify_crc:
+            options["verify_crc"] = False
+        if self.lenient:
+            options["lenient"] = True
+        return functools.partial(decode, **options) if options else decode
 
     def _notice(self, n: Notice) -> None:
         self.stats.notice(n)

@@ -24,8 +24,9 @@ from __future__ import annotations
 import binascii
 import base64
 import json
+import sys
 from decimal import Decimal, InvalidOperation
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Callable, Iterator, TextIO
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
@@ -252,8 +253,11 @@ class ParquetRecordWriter:
 
 
 class JsonlRecordWriter:
+    """Records as JSON Lines to `path`; `-`: to standard output (left open)."""
+
     def __init__(self, path: str) -> None:
-        self._f = open(path, "w", encoding="utf-8")
+        self._own = path != "-"
+        self._f: TextIO = open(path, "w", encoding="utf-8") if self._own else sys.stdout
 
     def write(self, rec: Record) -> None:
         write_jsonl(self._f, rec)
@@ -262,7 +266,10 @@ class JsonlRecordWriter:
         self._f.flush()
 
     def close(self) -> None:
-        self._f.close()
+        if self._own:
+            self._f.close()
+        else:
+            self._f.flush()
 
     def __enter__(self) -> "JsonlRecordWriter":
         return self
@@ -275,7 +282,7 @@ def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
     """A writer of our capture format, chosen by the file name's extension."""
     if path.endswith(".parquet"):
         return ParquetRecordWriter(path)
-    if path.endswith((".jsonl", ".json")):
+    if path.endswith((".jsonl", ".json")) or path == "-":
         return JsonlRecordWriter(path)
     raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
 

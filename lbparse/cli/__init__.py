@@ -3,7 +3,8 @@
 A command module has `NAME`, `HELP`, `add_arguments(parser)` and
 `run(args) -> int`; `COMMANDS` lists them in the order `--help` shows.
 `main` turns what a command raises into one line on stderr and an exit
-status (lbparse.cli.status: 0 ok, 1 data problems, 2 usage).
+status (lbparse.cli.status: 0 ok, 1 data problems or nothing selected,
+2 usage, 3 a failed pipeline job, 130 interrupted).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import importlib
 import sys
 from typing import Any, NoReturn, Sequence
 
-from lbparse.cli.status import DATA, USAGE, DataError, UsageError, silence_stdout, warn
+from lbparse.cli.output import stdout_to
+from lbparse.cli.status import (DATA, EXIT_STATUSES, INTERRUPTED, USAGE, DataError, UsageError,
+                                silence_stdout, warn)
 
 COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
             "segments", "raft", "report"]
-INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,6 +27,22 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+class CommandParser(Parser):
+    """A subcommand's parser: what it does not know is its usage error.
+
+    argparse hands a subcommand's unknown arguments up to the top parser,
+    whose error would say `lbparse: unrecognized arguments` without the
+    command; here the command's own parser says it (`lbparse capture: ...`)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
 
 
 class _Version(argparse.Action):
@@ -57,11 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="lbparse",
         description="Read and write the Liftbridge envelope protocol (every generation), "
-        "from captures, live NATS servers and files. Exit status: 0 ok, 1 data problems "
-        "(an input that does not decode, a gap in a capture), 2 usage.",
+        "from captures, live NATS servers and files.",
+        epilog=exit_status_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=CommandParser)
     for name in COMMANDS:
         mod = importlib.import_module(f"lbparse.cli.{name}_cmd")
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.__doc__,
@@ -71,13 +90,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def exit_status_text() -> str:
+    """The exit statuses of every command, as `lbparse --help` ends."""
+    import textwrap
+
+    lines = ["exit status (every command):"]
+    for status, meaning in EXIT_STATUSES.items():
+        lines += textwrap.wrap(meaning, 76, initial_indent=f"  {status:<5}",
+                               subsequent_indent=" " * 7)
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     command = "lbparse"
     try:
         args = build_parser().parse_args(argv)  # --help and --version print, too
         command = args.command
-        status = int(args._run(args) or 0)
-        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        with stdout_to(args, command) as run:  # -o FILE, checked before the command starts
+            status = int(args._run(args) or 0)
+            run.failed = status == USAGE
+            sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
         return status
     except BrokenPipeError:  # the reader left (`| head`): not an error
         silence_stdout()

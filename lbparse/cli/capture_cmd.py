@@ -46,8 +46,8 @@ from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
-from lbparse.cli.output import rfc3339
-from lbparse.cli.status import DATA, OK, USAGE, warn
+from lbparse.cli.output import add_format_arguments, add_output_argument, rfc3339
+from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
 from lbparse.textform import msg_type_word, printable
 
 NAME = "capture"
@@ -64,8 +64,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_layout_argument(p, default=default_layout())
     p.add_argument("--subject", metavar="PATTERN",
                    help="only messages whose subject matches (NATS wildcards * and >)")
-    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
-                   help="one JSON object per message (default) or an aligned table")
+    p.add_argument("-c", "--count", type=_count, metavar="N",
+                   help="stop after N messages (of all the files, counted after --subject), "
+                   "as tshark -c")
+    p.add_argument("--lenient", action="store_true",
+                   help="accept what the upstream server accepts, with warnings (as decode)")
+    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
+                   help="do not check the CRC-32C (as decode)")
+    add_format_arguments(p, "jsonl", jsonl="one JSON object per message", table="an aligned table")
     p.add_argument("--stats", action="store_true",
                    help="print a summary on stderr at the end: messages per subject (folded), "
                    "layout and MsgType, errors by kind, gaps, bytes read, 503s, connections")
@@ -74,6 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true",
                    help="--stats: every row, every subject as it is (no folding)")
     p.add_argument("-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)")
+    add_output_argument(p, inputs="files", what="the records")
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
@@ -85,6 +92,13 @@ def _positive(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of rows, 1 or more")
     return n
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a count is a whole number of messages, 1 or more, "
+                                          f"not {text!r}")
+    return int(text)
 
 
 def table_row(rec: Record) -> str:
@@ -160,6 +174,9 @@ class Progress:
 def run(args: argparse.Namespace) -> int:
     if args.files.count(STDIN) > 1:
         raise ValueError("'-' (stdin) can be read only once")
+    if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
+        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
+                         "what each accepts; lenient would blur that)")
     total = Stats()
     status = OK
     limits = limits_from(args)
@@ -171,11 +188,15 @@ def run(args: argparse.Namespace) -> int:
         reported += 1
         warn(NAME, f"{input_name(name)}: {n}")
 
+    left = args.count  # messages still to write; None: all
     for name in args.files:
+        if left == 0:
+            break
         try:
             reader = CaptureReader(name, layout=args.layout, subject=args.subject,
-                                   limits=limits, on_notice=functools.partial(notice, name=name))
-            read_one(reader, args, view)
+                                   limits=limits, on_notice=functools.partial(notice, name=name),
+                                   verify_crc=args.verify_crc, lenient=args.lenient)
+            left = read_one(reader, args, left, view)
         except BrokenPipeError:
             raise
         except (CaptureError, OSError) as exc:  # the file as a whole cannot be read
@@ -184,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
             status = USAGE
             continue
         total.merge(reader.stats)
+        if not (reader.stats.bytes_read or reader.stats.packets or reader.stats.messages):
+            warn(NAME, f"{reader.name}: empty (0 bytes): nothing to read")
+            reported += 1
     if reported:
         status = max(status, DATA)
     sys.stdout.flush()
@@ -192,8 +216,10 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def read_one(reader: CaptureReader, args: argparse.Namespace, view: ClusterView | None) -> None:
-    """Write the records of one input (and count them in `view`)."""
+def read_one(reader: CaptureReader, args: argparse.Namespace, left: int | None,
+             view: ClusterView | None) -> int | None:
+    """Write the records of one input, at most `left` of them (None: all), and
+    count them in `view`; how many more may follow."""
     write = sys.stdout.write
     # From a pipe (a live tcpdump) each record goes out when it is complete.
     live = reader.path == STDIN
@@ -211,5 +237,10 @@ def read_one(reader: CaptureReader, args: argparse.Namespace, view: ClusterView 
                     sys.stdout.flush()
             if bar.on and not i & 1023:
                 bar.update(reader.bytes_read)
+            if left is not None:
+                left -= 1
+                if left == 0:
+                    break  # at once: a live pipe is not waited on for one more
     finally:
         bar.done()
+    return left

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 
 from lbparse.cli.inputs import add_input_arguments, read_inputs
-from lbparse.cli.output import print_json
+from lbparse.cli.output import add_output_argument, print_json
 from lbparse.cli.status import DATA, OK, warn
 from lbparse.upstream import upstream_verdict
 
@@ -30,7 +30,8 @@ HELP = "what upstream Liftbridge would do with the bytes (exit 1 if they crash i
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
-    p.add_argument("--json", action="store_true", help="one JSON object per input")
+    p.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
+    add_output_argument(p, inputs="inputs")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from lbparse.textform import msg_type_word
 from lbparse.api import decode
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.inputs import add_input_arguments, read_inputs
-from lbparse.cli.output import print_json
+from lbparse.cli.output import add_output_argument, print_json
 from lbparse.cli.status import DATA, OK, warn
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
@@ -46,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
                    help="do not check the CRC-32C")
     p.add_argument("--pretty", action="store_true", help="aligned human-readable view")
+    add_output_argument(p, inputs="inputs")
     add_limit_arguments(p, ("max_payload", "max_depth"))
 
 

@@ -1,4 +1,4 @@
-"""Build an envelope from a message given as JSON.
+"""Build an envelope from a message given as JSON (--payload, or --payload-file).
 
 --type names the payload by its MsgType name in the layout (Publish, Ack,
 ServerInfoRequest, ...) or by its full type name (proto.Message,
@@ -10,11 +10,16 @@ or "entries" instead of "data_hex" ([{"offset", "timestamp",
 "leader_epoch", "key_hex", "value_hex", "headers_hex"}], the
 `commitlog_messages` of the decoded JSON); for opaque bytes {"hex"}.
 
+The envelope is printed as hex, or as raw bytes with --raw; -o FILE
+writes it to FILE. (--json and --json-file, the old names of --payload
+and --payload-file, still work and say so: --json names JSON output in
+every other command.)
+
 examples:
-  lbparse encode --type Ack --json '{"stream": "foo", "offset": "42"}' --crc
-  lbparse encode --type ServerInfoRequest --json '{"id": "s1"}' --raw > req.bin
-  lbparse encode --layout flatbuffers --type Ack --json '{"stream": "foo", "offset": "42"}'
-  lbparse encode --layout flatbuffers-draft --type Replication --json '{"hex": "00ff"}'
+  lbparse encode --type Ack --payload '{"stream": "foo", "offset": "42"}' --crc
+  lbparse encode --type ServerInfoRequest --payload '{"id": "s1"}' --raw > req.bin
+  lbparse encode --layout flatbuffers --type Ack --payload '{"stream": "foo", "offset": "42"}'
+  lbparse encode --layout flatbuffers-draft --type Replication --payload '{"hex": "00ff"}'
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import sys
 from pathlib import Path
 
 from lbparse.api import encode, payload_from_json
+from lbparse.cli.output import add_output_argument
+from lbparse.cli.status import warn
 
 NAME = "encode"
 HELP = "build an envelope from JSON"
@@ -33,12 +40,17 @@ HELP = "build an envelope from JSON"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", required=True, help="MsgType name or full payload type name")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--json", help="the message as JSON")
-    src.add_argument("--json-file", metavar="FILE", help="file with the message as JSON ('-' = stdin)")
+    src.add_argument("--payload", metavar="JSON", help="the message as JSON")
+    src.add_argument("--payload-file", metavar="FILE",
+                     help="file with the message as JSON ('-' = stdin)")
+    # The old names: --json is JSON output everywhere else (lbparse.cli.output).
+    src.add_argument("--json", dest="old_payload", help=argparse.SUPPRESS)
+    src.add_argument("--json-file", dest="old_payload_file", help=argparse.SUPPRESS)
     p.add_argument("--layout", default="v0", choices=encodable_layouts(),
                    help="envelope generation to write (default: v0)")
     p.add_argument("--crc", action="store_true", help="add the CRC-32C (12-byte header)")
     p.add_argument("--raw", action="store_true", help="write raw bytes instead of hex")
+    add_output_argument(p, inputs=("payload_file", "old_payload_file"), what="the envelope")
 
 
 def encodable_layouts() -> list[str]:
@@ -47,15 +59,32 @@ def encodable_layouts() -> list[str]:
     return list(ENCODERS)
 
 
+_OLD_NAMES = (("old_payload", "payload", "--json", "--payload"),
+              ("old_payload_file", "payload_file", "--json-file", "--payload-file"))
+
+
+def _payload_text(args: argparse.Namespace) -> tuple[str, str]:
+    """The message's JSON text, and the option that gave it."""
+    for old, new, said, _ in _OLD_NAMES:
+        if getattr(args, old) is not None:
+            setattr(args, new, getattr(args, old))
+            option = said
+            break
+    else:
+        option = "--payload" if args.payload is not None else "--payload-file"
+    if args.payload is not None:
+        return args.payload, option
+    text = (sys.stdin.read() if args.payload_file == "-"
+            else Path(args.payload_file).read_text(encoding="utf-8"))
+    return text, option
+
+
 def run(args: argparse.Namespace) -> int:
-    text = args.json
-    if text is None:
-        text = (sys.stdin.read() if args.json_file == "-"
-                else Path(args.json_file).read_text(encoding="utf-8"))
+    text, option = _payload_text(args)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--json is not JSON: {exc}") from None
+        raise ValueError(f"{option} is not JSON: {exc}") from None
     # --type names a MsgType or payload type of --layout: its codec (protobuf,
     # FlatBuffers, ReplicationResponse, bytes) reads the JSON.
     message = payload_from_json(args.type, obj, layout=args.layout)
@@ -64,4 +93,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(wire)
     else:
         print(wire.hex())
+    for _, _, said, now in _OLD_NAMES:
+        if option == said:  # after the work: an error stays one line
+            warn(NAME, f"{said} is now {now} ({said} still works, for now)")
     return 0

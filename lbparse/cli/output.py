@@ -1,15 +1,33 @@
-"""How the commands print: JSON lines (lbparse's JSON convention), and times
-in tables (RFC 3339, UTC)."""
+"""How the commands print: JSON lines (lbparse's JSON convention), times in
+tables (RFC 3339, UTC), and where: stdout, or the file of `-o/--output`.
+
+Every command that prints its result takes `-o FILE` (`-`, the default:
+stdout), and `--json` means one thing wherever it is an option: the
+result as JSON (JSON Lines: one object a line) instead of a table, on
+stdout or in the `-o` file.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime
+import io
+import os
+import secrets
+import stat
 import sys
-from typing import Any
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from lbparse import jsonform
+from lbparse.cli.status import UsageError, warn
 
-__all__ = ["print_json", "rfc3339"]
+__all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
+           "stdout_to"]
+
+STDOUT = "-"
+# Names of standard output itself: written to as `-` is.
+_STDOUT_NAMES = ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _NS_PER_S = 1_000_000_000
@@ -34,3 +52,178 @@ def rfc3339(ns: int) -> str:
     except OverflowError:
         return f"{ns / _NS_PER_S:g}s"
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{fraction:09d}Z"
+
+
+# --- -o/--output and --json ------------------------------------------------
+
+def add_output_argument(p: argparse.ArgumentParser, inputs: str | tuple[str, ...] = (),
+                        what: str = "the output") -> None:
+    """-o/--output FILE for a command that prints its result on stdout.
+    `inputs`: the dests of the command's input paths (a list or one path),
+    which -o may not name."""
+    p.add_argument("-o", "--output", metavar="FILE", default=STDOUT,
+                   help=f"write {what} to FILE instead of stdout ('-', the default: stdout); "
+                   "a regular file is replaced when the command ends, a device or FIFO "
+                   "written in place, a link to a regular file or an input refused")
+    p.set_defaults(_stdout_file=True,
+                   _output_inputs=(inputs,) if isinstance(inputs, str) else inputs)
+
+
+def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str,
+                         table: str) -> None:
+    """--format jsonl|table, and --json for --format jsonl (its one meaning)."""
+    p.add_argument("--format", choices=("jsonl", "table"), default=default,
+                   help=f"{jsonl} or {table} (default: {default})")
+    p.add_argument("--json", dest="format", action="store_const", const="jsonl",
+                   help="the same as --format jsonl")
+
+
+class Run:
+    """What the command's run says of its output: `failed` (a usage error's
+    status) keeps the old file, as an exception does."""
+
+    failed = False
+
+
+@contextlib.contextmanager
+def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
+    """Run the command with sys.stdout on its `-o` file, when it has one.
+
+    The file is checked before any work. A regular file (or a new name) is
+    written as a new file beside it and renamed over it at the end, also
+    after Ctrl-C (what was written is kept, as tshark keeps its -w file, and
+    said); a run that fails (an error, or `Run.failed`) leaves the old file
+    as it was."""
+    run = Run()
+    path = getattr(args, "output", STDOUT) if getattr(args, "_stdout_file", False) else STDOUT
+    if path == STDOUT or path in _STDOUT_NAMES:
+        yield run
+        return
+    target = _OutputFile(path, _inputs(args))
+    text = io.TextIOWrapper(target.open(), encoding="utf-8", newline="\n")
+    saved, sys.stdout = sys.stdout, text
+    try:
+        yield run
+    except KeyboardInterrupt:
+        _finish(text, target, saved)
+        warn(command, f"interrupted: {path} holds what was written before")
+        raise
+    except BaseException:
+        _drop(text, target, saved)
+        raise
+    if run.failed:
+        _drop(text, target, saved)
+        if not target.in_place:
+            warn(command, f"{path} left as it was")
+        return
+    _finish(text, target, saved)
+
+
+def _drop(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
+    sys.stdout = saved
+    with contextlib.suppress(OSError, ValueError):
+        text.close()
+    target.discard()
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The input paths of the command's arguments (dests named by add_output_argument)."""
+    found: list[str] = []
+    for dest in args._output_inputs:
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            found.append(value)
+        elif value:
+            found.extend(str(v) for v in value)
+    return found
+
+
+def _finish(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
+    sys.stdout = saved
+    try:
+        text.close()  # flushes: a full disk is an error here, before the rename
+    except BaseException:
+        target.discard()
+        raise
+    target.commit()
+
+
+class _OutputFile:
+    """The file of `-o`: checked when made, then opened, then committed or discarded."""
+
+    def __init__(self, path: str, inputs: Iterable[str]) -> None:
+        self.path = path
+        self.temp: str | None = None
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
+        _refuse_inputs(path, inputs)
+        if st is None or stat.S_ISREG(st.st_mode):
+            self.in_place = False
+            self.mode = 0o666 if st is None else stat.S_IMODE(st.st_mode)
+        elif stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"{path}: is a directory; -o names a file")
+        elif stat.S_ISLNK(st.st_mode) and not os.path.exists(path):
+            raise UsageError(f"{path}: a symbolic link to {os.readlink(path)}, which does "
+                             "not exist; not followed: give the file itself")
+        else:  # a device, FIFO or socket, or a link: written through, never replaced
+            self.in_place = True
+            self.mode = 0
+
+    def open(self) -> BinaryIO:
+        if self.in_place:
+            return self._open_in_place()
+        folder, name = os.path.split(self.path)
+        for _ in range(100):
+            temp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                             self.mode)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UsageError(f"{self.path}: cannot write: {exc.strerror}") from None
+            self.temp = temp
+            return os.fdopen(fd, "wb")
+        raise UsageError(f"{self.path}: cannot make a new file beside it")
+
+    def _open_in_place(self) -> BinaryIO:
+        # No O_CREAT, no O_TRUNC: nothing is made or emptied through a link;
+        # what was opened is checked, not what the name was a moment ago.
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY)
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot write: {exc.strerror}") from None
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UsageError(f"{self.path}: a symbolic link to {os.path.realpath(self.path)}; "
+                             "not followed: give the file itself")
+        return os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        if self.temp is not None:
+            os.replace(self.temp, self.path)
+            self.temp = None
+
+    def discard(self) -> None:
+        if self.temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
+            self.temp = None
+
+
+def _refuse_inputs(path: str, inputs: Iterable[str]) -> None:
+    """-o may not name one of the inputs, nor a file inside an input directory."""
+    real = os.path.realpath(path)
+    for item in inputs:
+        if item == STDOUT or not os.path.exists(item):
+            continue  # stdin, or a hex string
+        if os.path.isdir(item):
+            inside = real.startswith(os.path.join(os.path.realpath(item), ""))
+            if inside:
+                raise UsageError(f"{path}: is inside the input {item}; not written there")
+        elif os.path.exists(path) and os.path.samefile(path, item):
+            raise UsageError(f"{path}: is also an input; not overwritten")

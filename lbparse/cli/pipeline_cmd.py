@@ -52,13 +52,13 @@ import time
 from typing import Any, TextIO
 
 from lbparse.cli.common import add_layout_argument
+from lbparse.cli.status import JOB_FAILED  # exit status of a run whose job failed
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 
 # Spark, pyarrow and the decoder are imported when the command runs, not
 # when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
-JOB_FAILED = 3  # exit status of a run whose job failed (1: the data had problems)
 HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
@@ -232,8 +232,9 @@ def print_report(summary: Any, out: str) -> None:
     print(summary.table())
     print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
           f"({summary.rows_per_second:,.0f} rows/s)")
-    print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
-    if any(f.format == "segment" for f in summary.files):
+    if any(f.rows for f in summary.files if f.format != "segment"):  # else not written
+        print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
+    if any(f.rows for f in summary.files if f.format == "segment"):
         from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION
 
         print(f"Parquet: {out.rstrip('/')}/{ENTRIES_DIR}  ({t['entries']:,} stored entries of "

@@ -10,18 +10,21 @@ configurations; and the stable store: CurrentTerm, LastVoteTerm,
 LastVoteCand. The log entries are decoded by lbparse.raft, the decoder
 that also reads the AppendEntries of captured Raft traffic.
 
-PATH is a raft.db file or a data directory holding raft/raft.db.
+PATH is what `lbparse segments` takes: a raft.db file, a node's data
+directory holding raft/raft.db, or a folder of data directories (a
+cluster's: each node's raft.db, in name order).
 
 Output: a table (default) or `--format jsonl`: first one object with the
 file's `stable` store and bbolt `meta`, then one object per log entry.
 
 Exit status: 0 when the whole file was read, 1 when pages or entries could
 not be (each reported on stderr with the file and position), 2 on usage
-errors (no such file, not a bbolt file).
+errors (no such file, no raft.db under a folder, not a bbolt file).
 
 examples:
   lbparse raft DATA/node1/raft/raft.db
   lbparse raft DATA/node1 --format jsonl | jq 'select(.command) | .command.name'
+  lbparse raft DATA --json -o raft.jsonl
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ import argparse
 import json
 import sys
 
+from pathlib import Path
+
 from lbparse import jsonform
 from lbparse.textform import printable
-from pathlib import Path
+from lbparse.cli.output import add_format_arguments, add_output_argument
+from lbparse.cli.status import UsageError
 from typing import TYPE_CHECKING, Any
 
 from lbparse.storage.datadir import RAFT_DB
@@ -48,21 +54,31 @@ FIELDS_WIDTH = 100
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a raft.db file, or a data directory with raft/raft.db")
-    p.add_argument("--format", choices=("table", "jsonl"), default="table",
-                   help="a table (default) or JSON Lines: the stable store, then one entry a line")
+                   help="a raft.db file, a data directory with raft/raft.db, or a folder "
+                   "of data directories")
+    add_format_arguments(p, "table", jsonl="JSON Lines (the stable store, then one entry a line)",
+                         table="a table")
     p.add_argument("--from-index", type=int, metavar="N", help="only entries from index N on")
     p.add_argument("--to-index", type=int, metavar="N", help="only entries up to index N")
+    add_output_argument(p, inputs="paths", what="the entries")
 
 
-def _db_path(raw: str) -> Path:
+def _db_paths(raw: str) -> list[Path]:
+    """The raft.db files PATH names: itself, its data directory's, or those
+    of the data directories in it (a cluster's folder, as `segments` takes)."""
     path = Path(raw)
+    if path.is_file():
+        return [path]
     if path.is_dir():
-        path = path / RAFT_DB
-    if not path.is_file():
-        raise StorageError("no such file (a raft.db, or a data directory holding "
-                           f"{RAFT_DB})", path=raw)
-    return path
+        if (path / RAFT_DB).is_file():
+            return [path / RAFT_DB]
+        found = sorted(child / RAFT_DB for child in path.iterdir()
+                       if child.is_dir() and (child / RAFT_DB).is_file())
+        if found:
+            return found
+        raise StorageError(f"no {RAFT_DB} here, nor in the data directories in it", path=raw)
+    raise StorageError("no such file (a raft.db, a data directory holding "
+                       f"{RAFT_DB}, or a folder of data directories)", path=raw)
 
 
 def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
@@ -75,10 +91,13 @@ def run(args: argparse.Namespace) -> int:
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
     from lbparse.storage.raftdb import read_raft_db
 
-    stores = []
+    if args.from_index is not None and args.to_index is not None and args.from_index > args.to_index:
+        raise UsageError(f"--from-index {args.from_index} is past --to-index {args.to_index}: "
+                         "no entry could be shown")
+    stores: list[RaftStore] = []
     for raw in args.paths:
         try:
-            stores.append(read_raft_db(_db_path(raw)))
+            stores.extend(read_raft_db(path) for path in _db_paths(raw))
         except StorageError as exc:
             print(f"lbparse raft: {exc}", file=sys.stderr)
             return 2

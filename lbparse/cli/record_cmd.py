@@ -1,7 +1,7 @@
 """Subscribe to a NATS server and write every message to our capture format.
 
 -o FILE.jsonl writes JSON Lines (payload base64), -o FILE.parquet writes
-Parquet (payload binary); both hold one record per message, the fields of
+Parquet (payload binary), -o - writes the JSON Lines on stdout; all hold one record per message, the fields of
 `lbparse capture`, and every lbparse reader accepts them like a pcap.
 Recording stops after --count messages, after --duration seconds, on
 Ctrl-C, SIGTERM or SIGHUP, or when a lost server does not come back
@@ -41,7 +41,7 @@ HELP = "record a NATS server's messages to .jsonl or .parquet"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="FILE.jsonl or FILE.parquet")
+                   help="FILE.jsonl or FILE.parquet; '-': JSON Lines on stdout")
     add_layout_argument(p, default=default_layout())
 
 
@@ -61,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
     extra = "" if result.written == result.messages else f" ({result.written} written)"
     if result.spilled:
         extra += f" ({result.spilled} by way of the spill file)"
-    print(f"lbparse record: {result.summary()} to {args.output}{extra}", file=sys.stderr)
+    where = "stdout" if args.output == "-" else args.output
+    print(f"lbparse record: {result.summary()} to {where}{extra}", file=sys.stderr)
     if result.complete:
         return 0
-    print(f"lbparse record: {args.output} MAY BE MISSING MESSAGES (see above)", file=sys.stderr)
+    print(f"lbparse record: {where} MAY BE MISSING MESSAGES (see above)", file=sys.stderr)
     return 1

@@ -27,8 +27,10 @@ smallest high watermark; the first offset that differs is named. Each
 finding is one line: FILE:POSITION: KIND: what was found.
 
 Exit status: 0 when everything was read whole (with --verify: every check
-holds), 1 when something was found, 2 on usage errors (a path that does
-not exist or holds no partition).
+holds), 1 when something was found, or when nothing matched --stream,
+--partition or the offsets (said on stderr), 2 on usage errors (a path
+that does not exist or holds no partition, a negative partition, an
+offset range that is empty).
 
 examples:
   lbparse segments DATA/node1
@@ -45,6 +47,8 @@ from typing import Any, Iterator, TextIO
 
 from lbparse import jsonform
 from lbparse.cli import output
+from lbparse.cli.output import add_format_arguments, add_output_argument
+from lbparse.cli.status import DATA, UsageError, warn
 from lbparse.commitlog import ENTRY_INT64, CommitLogEntry
 from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
@@ -61,11 +65,11 @@ VALUE_WIDTH = 40
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="data directory, streams/, a stream, a partition, or .log/.index files")
-    p.add_argument("--format", choices=("table", "jsonl"), default="table",
-                   help="an aligned table per partition (default) or one JSON object per entry")
+    add_format_arguments(p, "table", jsonl="one JSON object per entry",
+                         table="an aligned table per partition")
     p.add_argument("--stream", action="append", metavar="NAME",
                    help="only this stream (repeatable)")
-    p.add_argument("--partition", action="append", type=int, metavar="N",
+    p.add_argument("--partition", action="append", type=_partition, metavar="N",
                    help="only this partition number (repeatable)")
     p.add_argument("--from-offset", type=int, metavar="N", help="only entries from offset N on")
     p.add_argument("--to-offset", type=int, metavar="N", help="only entries up to offset N")
@@ -76,6 +80,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check the files (see above) and print one line per finding")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no entries or findings on stdout; with --verify only the exit status")
+    add_output_argument(p, inputs="paths", what="the entries (or findings)")
+
+
+def _partition(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"partitions are numbered from 0: not {text!r}")
+    return number
 
 
 def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[PartitionDir]:
@@ -84,13 +99,30 @@ def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[Parti
             and (not args.partition or p.partition in args.partition)]
 
 
+def _nothing_selected(found: list[PartitionDir], args: argparse.Namespace) -> str:
+    """What the empty selection was, and what there is instead."""
+    asked = " ".join([*(f"--stream {s}" for s in args.stream or ()),
+                      *(f"--partition {n}" for n in args.partition or ())])
+    there = sorted({f"{p.stream}/{p.partition}" for p in found})
+    shown = ", ".join(there[:10]) + (f" and {len(there) - 10} more" if len(there) > 10 else "")
+    return f"no partition matches {asked} (found: {shown})"
+
+
 def run(args: argparse.Namespace) -> int:
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
+    if (args.from_offset is not None and args.to_offset is not None
+            and args.from_offset > args.to_offset):
+        raise UsageError(f"--from-offset {args.from_offset} is past --to-offset "
+                         f"{args.to_offset}: no entry could be shown")
     try:
-        parts = _selected(find_partitions(args.paths), args)
+        found = find_partitions(args.paths)
     except StorageError as exc:
         print(f"lbparse segments: {exc}", file=sys.stderr)
         return 2
+    parts = _selected(found, args)
+    if found and not parts:
+        warn(NAME, _nothing_selected(found, args))
+        return DATA
     if args.verify:
         return _verify(parts, args)
     return _list(parts, args)
@@ -122,6 +154,8 @@ def _readings(part: PartitionDir, args: argparse.Namespace
 def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     out = sys.stdout
     problems = 0
+    ranged = args.from_offset is not None or args.to_offset is not None
+    in_range = 0  # entries in the offset range, when one is given
     for part in parts:
         shown = False
         for f in unreadable_files(part):
@@ -131,6 +165,8 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
             for f in reading.damage:
                 problems += 1
                 print(printable(f.line()), file=sys.stderr)
+            if ranged:
+                in_range += sum(1 for _, e in reading if _in_range(e, args))
             if args.quiet:
                 continue
             if args.format == "jsonl":
@@ -141,8 +177,11 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
         if not shown and not args.quiet and args.format == "table":
             out.write(printable(f"== {part.node} {part.stream}/{part.partition}  (no segments)")
                       + "\n")
-    if not parts:
-        print("lbparse segments: no partition matches", file=sys.stderr)
+    if ranged and not in_range:
+        span = f"{'' if args.from_offset is None else args.from_offset}.." \
+               f"{'' if args.to_offset is None else args.to_offset}"
+        warn(NAME, f"no entry in offsets {span} in the {len(parts)} partition(s) read")
+        return DATA
     return 1 if problems else 0
 
 

@@ -1,16 +1,16 @@
 """Print the layouts and MsgType tables, as read from the generated spec.
 
-Use --json for a machine-readable copy of the same tables.
+Use --json for a machine-readable copy of the same tables (one JSON object,
+on one line).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import argparse
 import json
 from typing import Any
 
+from lbparse.cli.output import add_output_argument
 from lbparse.layouts import LAYOUTS
 
 NAME = "spec"
@@ -19,6 +19,7 @@ HELP = "print the layouts and MsgType tables of the spec"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
+    add_output_argument(p, what="the tables")
 
 
 def as_json() -> dict[str, Any]:
@@ -35,8 +36,8 @@ def as_json() -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.json:
-        print(json.dumps(as_json(), indent=2))
+    if args.json:  # one line, as --json is everywhere (`| jq .` to indent it)
+        print(json.dumps(as_json()))
         return 0
     for name, lay in LAYOUTS.items():
         print(f"layout {name}: {lay.doc}")

@@ -1,11 +1,15 @@
 """Exit statuses and how a command ends: the conventions of tshark, jq and the nats CLI.
 
-0: everything was read and done. 1: a data problem (an input that does not
-decode, a gap in a capture, a server that cannot be reached). 2: a usage
-problem (a bad option value, a file that cannot be opened, an argument
-that is neither a file nor hex). A user's mistake is one line on stderr,
-`lbparse COMMAND: what was wrong`, never a traceback. A reader that goes
-away (`lbparse decode ... | head`) ends the run quietly with status 0.
+0 (OK): everything was read and done. 1 (DATA): a data problem (an input
+that does not decode, a gap in a capture, a server that cannot be
+reached), or nothing matched what was asked (an empty selection, an empty
+file), said on stderr. 2 (USAGE): a usage problem (a bad option value, a
+file that cannot be opened, an argument that is neither a file nor hex).
+3 (JOB_FAILED): `pipeline` only, the job itself failed (Spark, a worker,
+the output's filesystem). 130 (INTERRUPTED): Ctrl-C (128 + SIGINT, as a
+shell reports it). A user's mistake is one line on stderr, `lbparse
+COMMAND: what was wrong`, never a traceback. A reader that goes away
+(`lbparse decode ... | head`) ends the run quietly with status 0.
 """
 
 from __future__ import annotations
@@ -15,9 +19,23 @@ import sys
 
 from lbparse.textform import printable
 
-__all__ = ["DATA", "OK", "USAGE", "DataError", "UsageError", "silence_stdout", "warn"]
+__all__ = ["DATA", "EXIT_STATUSES", "INTERRUPTED", "JOB_FAILED", "OK", "USAGE", "DataError",
+           "UsageError", "silence_stdout", "warn"]
 
 OK, DATA, USAGE = 0, 1, 2
+JOB_FAILED = 3  # pipeline: the job failed, not the data (1) nor the arguments (2)
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+
+# What each status means, as `lbparse --help` and the README say it.
+EXIT_STATUSES = {
+    OK: "everything was read and done",
+    DATA: "a data problem (an input that does not decode, a gap in a capture, damage on "
+          "disk, a server that cannot be reached), or nothing matched what was asked (an "
+          "empty selection, an empty file), said on stderr",
+    USAGE: "a usage problem (a bad option, a file that cannot be opened)",
+    JOB_FAILED: "pipeline: the job itself failed (Spark, a worker, the output's filesystem)",
+    INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 class UsageError(Exception):

@@ -38,6 +38,7 @@ from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
 from lbparse.cli.common import add_layout_argument, server_url, subject
+from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DataError
 from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, ConnectOptions,
                           LiveResult, shown_url, subscribe)
@@ -125,8 +126,8 @@ def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Re
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     add_layout_argument(p, default=default_layout())
-    p.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
-                   help="one JSON object per message (default) or a table row")
+    add_format_arguments(p, "jsonl", jsonl="one JSON object per message", table="a table row")
+    add_output_argument(p, what="the messages")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -30,8 +30,7 @@ from pyarrow.fs import FileSelector, FileSystem, FileType
 
 from lbparse import jsonform
 from lbparse.pipeline.decode_arrow import DecodeOptions
-from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
-                                      arrow_entries_schema)
+from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION, arrow_entries_schema
 from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
@@ -140,11 +139,16 @@ def run(spark: "SparkSession", options: PipelineOptions,
                   .mapInArrow(lambda batches: run_task(batches, task_options, temporary,
                                                        entries_temporary), RESULT_SCHEMA)
                   .collect())
+        # Only the tables that have rows: DuckDB's and Polars' globs fail on
+        # a dataset of no files (data directories alone have no messages).
         files = [(r.attempt, r.path) for r in result if r.kind == "file"]
-        commit(fs, dest, temporary_path, files,
-               dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
+        if files:
+            commit(fs, dest, temporary_path, files,
+                   dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
+        else:
+            discard(fs, dest)
         entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
-        if any(u.format == SEGMENT_FORMAT for u in units):
+        if entry_files:
             fs.create_dir(entries_dest, recursive=True)
             commit(fs, entries_dest, entries_temporary_path, entry_files,
                    dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))

@@ -103,3 +103,32 @@ def test_summary_counts_the_entries(entries_run: dict[str, Any], inputs: dict[st
     assert capture and capture[0].messages > 20
     assert (entries_run["out"] / "messages" / "_SUCCESS").is_file()
     assert (entries_run["out"] / "entries" / "_common_metadata").is_file()
+
+
+def test_data_directories_alone_write_only_the_entries(spark: Any, short_data: Path,  # noqa: F811
+                                                       tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    """No messages without a capture: no DIR/messages at all, not an empty
+    dataset that the README's DuckDB and Polars lines fail on (issue #25),
+    and the command's report names only what it wrote."""
+    import duckdb
+    import polars
+
+    from lbparse.cli.pipeline_cmd import print_report
+    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
+    from lbparse.pipeline.sources import SourceOptions
+
+    out = tmp_path / "out"
+    summary = run_pipeline(spark, PipelineOptions(
+        inputs=(str(short_data),), out=str(out), decode=DecodeOptions(layout="v0"),
+        source=SourceOptions()))
+    assert sorted(p.name for p in out.iterdir()) == ["entries", "summary.json"]
+    glob = f"{out}/entries/**/*.parquet"
+    n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning=true)")
+    assert n.fetchall() == [(255,)]
+    assert polars.scan_parquet(glob, hive_partitioning=True).collect().height == 255
+    print_report(summary, str(out))
+    said = capsys.readouterr().out
+    assert f"Parquet: {out}/entries" in said and "messages" not in said.split("Parquet:", 1)[1]
