@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lbparse
+from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.payloads import REPLICATION_RESPONSE
 from lbparse.pipeline.columns import builder_for
@@ -214,7 +215,8 @@ def reference_row(p: bytes, o: DecodeOptions) -> dict[str, Any]:
         row[col] = builder_for(env.payload_type, schema.field(col).type, cls,
                                o.emit_defaults).build([env.message]).to_pylist()[0]
     elif env.message is not None and not isinstance(env.message, bytes):
-        row["payload_json"] = env.to_json_dict()["payload_json"]
+        # As lbparse's JSON writes it: 64-bit integers as decimal strings.
+        row["payload_json"] = jsonform.to_json_value(env.to_json_dict()["payload_json"])
     return row
 
 
