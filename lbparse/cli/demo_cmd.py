@@ -104,7 +104,10 @@ def check_outputs(out: str, pipeline: bool) -> FileOutput:
             outdir.check(out, True, inputs, writes_entries=False)
         else:
             check_dir(out, "-o", inputs)
-        return check_file(os.path.join(out, "report.html"), "-o", inputs)
+        page = os.path.join(out, "report.html")
+        if not os.path.isdir(out):  # made by the run: nothing there to check
+            return FileOutput("-o", page, "replace")
+        return check_file(page, "-o", inputs)
 
 
 def run_pipeline(out: str) -> int:
@@ -152,17 +155,19 @@ def write_report(out: str, page: FileOutput | None = None) -> str:
     import os
 
     from lbparse.report import build_model, render_html
+    from lbparse.scratch import replace_file
 
-    if page is None:
-        page = FileOutput("-o", os.path.join(out, "report.html"), "replace")
-    path = page.path
+    path = page.path if page is not None else os.path.join(out, "report.html")
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         print(f"\n== lbparse report {sample} -o {path}")
         model = build_model([str(sample)])
     os.makedirs(out, exist_ok=True)
     # Through a fresh file renamed over it (a link there was refused when
     # checked, and one planted since is replaced, never written through).
-    page.write(render_html(model))
+    if page is not None:
+        page.write(render_html(model))
+    else:  # unchecked: whatever is at the name is replaced by a rename
+        replace_file(path, render_html(model))
     t = model["totals"]
     print(f"{t['messages']} messages, {model['latency']['acked']} publishes paired with their "
           f"acks, {model['problems']['total']} problems shown")

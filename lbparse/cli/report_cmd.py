@@ -59,7 +59,7 @@ from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
-from lbparse.outputs import FileOutput, check_files
+from lbparse.outputs import FileOutput, check_file, check_files
 
 NAME = "report"
 HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
@@ -152,6 +152,11 @@ def _write(out: FileOutput, text: str) -> None:
         # The reader left (`| head`): not an error, and the other outputs
         # are still written (lbparse.cli.main would end the run here).
         silence_stdout()
+
+
+def _write_text(path: str, text: str) -> None:
+    """`text` to the output file `path`, checked as -o is."""
+    _write(check_file(path, "-o"), text)
 
 
 def _screenshot(page: str, png: FileOutput) -> None:
