@@ -145,9 +145,12 @@ class Signals:
 
     def __init__(self) -> None:
         self.hit: int | None = None
+        self.kept: list[str] = []  # the earlier output in DIR, kept if the run stops
+        self.done: int | None = None  # rows of the run, once its output is in place
         # py4j logs the interruption of a call to the JVM with its traceback
-        # (`logging.exception`, on the root logger): the run says it in one line.
-        logging.getLogger().addFilter(_not_interruptions)
+        # (`logging.exception`, on the root logger), and calls to a JVM gone
+        # with the signal: the run says it in one line.
+        logging.getLogger().addFilter(self._log)
         default = sys.unraisablehook
 
         def unraisable(u: Any) -> None:
@@ -155,6 +158,25 @@ class Signals:
                 default(u)
 
         sys.unraisablehook = unraisable
+
+    def quiet_after(self, spark: Any) -> None:
+        """Spark's Python side says nothing once the run is interrupted: PySpark's
+        accumulator server (a socketserver thread of this process) prints a
+        traceback when the JVM it serves dies with a SIGTERM to the group."""
+        server = getattr(spark.sparkContext, "_accumulatorServer", None)
+        if server is None:
+            return
+        report = server.handle_error
+
+        def handle_error(request: Any, address: Any) -> None:
+            if self.hit is None:
+                report(request, address)
+
+        server.handle_error = handle_error
+
+    def _log(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return self.hit is None and not (exc is not None and issubclass(exc, KeyboardInterrupt))
 
     def check(self) -> None:
         if self.hit is not None:
@@ -170,11 +192,6 @@ class Signals:
             return
         self.hit = signum
         raise Interrupted(signum)
-
-
-def _not_interruptions(record: logging.LogRecord) -> bool:
-    exc = record.exc_info[0] if record.exc_info else None
-    return not (exc is not None and issubclass(exc, KeyboardInterrupt))
 
 
 def _conf(args: argparse.Namespace) -> dict[str, str]:
@@ -249,9 +266,14 @@ def run(args: argparse.Namespace) -> int:
     signals.install()
     try:
         return _run(args, signals)
-    except Interrupted as exc:
-        print(interrupted_line(exc, args.out), file=sys.stderr, flush=True)
-        return 128 + exc.signum
+    except KeyboardInterrupt as exc:
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        if signals.done is not None:  # after the swap: the new output is whole
+            stopped.rows, stopped.finished, stopped.kept = signals.done, True, []
+        elif not (stopped.rows or stopped.kept or stopped.finished):
+            stopped.kept = signals.kept  # stopped before the job: what preflight found
+        print(interrupted_line(stopped, args.out), file=sys.stderr, flush=True)
+        return 128 + stopped.signum
 
 
 def _run(args: argparse.Namespace, signals: Signals) -> int:
@@ -275,16 +297,16 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
-    kept: list[str] = []
     try:
         units, out_plan = preflight(args, options)
-        kept = out_plan.replaces + out_plan.kept
+        signals.kept = out_plan.replaces + out_plan.kept
         say_replaced(out_plan)
         if not args.quiet:
             print(f"lbparse pipeline: starting Spark ({args.master or 'local[*]'})",
                   file=sys.stderr, flush=True)
         with run_session(args.master, conf=conf) as spark:
             signals.install()
+            signals.quiet_after(spark)
             signals.check()
             progress = Progress(spark, sys.stderr, args.quiet)
 
@@ -294,7 +316,8 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
 
             try:
                 summary = job.run(spark, options, on_plan=planned, units=units,
-                                  before_swap=signals.check)
+                                  check_interrupt=signals.check)
+                signals.done = summary.totals()["rows"]
             except BaseException:
                 if signals.hit is not None:
                     _quiet(spark)  # the job is cancelled and Spark stopped: no JVM chatter
@@ -307,15 +330,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
                  else f"; {exc.summary_path} says so" if exc.summary_path else "")
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
         return JOB_FAILED
-    except KeyboardInterrupt as exc:
-        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
-        if stopped.rows == 0 and not stopped.kept and not stopped.finished:
-            stopped.kept = kept  # stopped before the job: what preflight found is there
-        raise stopped from None
-    if signals.hit is not None:  # a signal Python could not raise until now
-        stopped = Interrupted(signals.hit)
-        stopped.rows, stopped.finished = summary.totals()["rows"], True
-        raise stopped
+    signals.check()  # a signal Python could not raise until now
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]
 

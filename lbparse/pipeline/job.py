@@ -110,15 +110,17 @@ def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
 def run(spark: "SparkSession", options: PipelineOptions,
         on_plan: Callable[[list[Unit], int], None] | None = None,
         units: list[Unit] | None = None,
-        before_swap: Callable[[], None] | None = None) -> Summary:
+        check_interrupt: Callable[[], None] | None = None) -> Summary:
     """Decode every input into DIR/messages and write DIR/summary.json (`units`:
     the inputs already planned, as `lbparse pipeline` does before Spark starts).
 
     The new output is written beside the old one and swapped in at the end
     (outdir.py): a run that fails or is interrupted (Interrupted, or
     KeyboardInterrupt, raised on as Interrupted with the rows done and what
-    was kept) leaves DIR as it was. `before_swap` is called last before the
-    swap (it may raise Interrupted: the new output is then dropped)."""
+    was kept) leaves DIR as it was. `check_interrupt` raises Interrupted if
+    the run was interrupted: it is called last before the swap, and when
+    the job fails (a signal to the process group stops the JVM too, and
+    the job then fails by the interruption, not by itself)."""
     start = time.monotonic()
     options.decode.check()
     if units is None:
@@ -162,20 +164,22 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                                       if r.kind in ("file", "entries_file")),
                                      files_written=len(files) + len(entry_files))
         write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
-        if before_swap is not None:
-            before_swap()
+        if check_interrupt is not None:
+            check_interrupt()
         with signals_deferred():  # a signal now waits for the renames to be done
             outdir.swap(fs, staging, out_path, out_plan.writes)
             swapped = True
     except BaseException as exc:
-        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not a crash
-            if isinstance(exc, KeyboardInterrupt):
-                stopped = exc if isinstance(exc, Interrupted) else Interrupted()
-                stopped.rows, stopped.finished = int(rows.value), swapped
-                stopped.kept = [] if swapped else out_plan.replaces + out_plan.kept
-                _discard_quietly(fs, staging)
-                if stopped is not exc:
-                    raise stopped from None
+        stopped = _interruption(exc, check_interrupt)
+        if stopped is not None:
+            stopped.rows, stopped.finished = int(rows.value), swapped
+            stopped.kept = [] if swapped else out_plan.replaces + out_plan.kept
+            _discard_quietly(fs, staging)
+            if stopped is exc:
+                raise
+            raise stopped from None
+        if not isinstance(exc, Exception):  # SystemExit: not a crash
+            _discard_quietly(fs, staging)
             raise
         _discard_quietly(fs, staging)
         reason = _first_line(exc)
@@ -183,8 +187,27 @@ def run(spark: "SparkSession", options: PipelineOptions,
             options, units, out_plan.path(MESSAGES_DIR), reason, time.monotonic() - start)
         raise JobFailed(f"the job failed ({type(exc).__name__}): {reason}", written,
                         kept=out_plan.replaces + out_plan.kept) from exc
-    _discard_quietly(fs, staging)  # the previous output, moved there by the swap
+    try:
+        _discard_quietly(fs, staging)  # the previous output, moved there by the swap
+    except KeyboardInterrupt as exc:  # the new output is in place, whole
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted()
+        stopped.rows, stopped.finished, stopped.kept = summary.totals()["rows"], True, []
+        raise stopped from None
     return summary
+
+
+def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Interrupted | None:
+    """The interruption that stopped the run, if it was one."""
+    if isinstance(exc, Interrupted):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted()
+    if isinstance(exc, Exception) and check is not None:
+        try:
+            check()
+        except Interrupted as stop:
+            return stop
+    return None
 
 
 def _counted(rows: "Accumulator[int]", options: TaskOptions, temporary: str,
