@@ -301,9 +301,6 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         units, out_plan = preflight(args, options)
         signals.kept = out_plan.replaces + out_plan.kept
         say_replaced(out_plan)
-        if not args.quiet:
-            print(f"lbparse pipeline: starting Spark ({args.master or 'local[*]'})",
-                  file=sys.stderr, flush=True)
         with run_session(args.master, conf=conf) as spark:
             signals.install()
             signals.quiet_after(spark)

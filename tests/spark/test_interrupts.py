@@ -172,9 +172,12 @@ def _summary_made(err: str, out: Path) -> bool:
 def test_sigint_before_spark_starts_keeps_the_earlier_output(earlier: Path,
                                                              tmp_path: Path) -> None:
     out, before = _copy(earlier, tmp_path)
-    rc, err, _ = interrupt(out, signal.SIGINT, _said("starting Spark"), True, "--overwrite")
+    # --overwrite says what it will replace just before Spark starts
+    rc, err, _ = interrupt(out, signal.SIGINT, _said("at the end of the run"), True,
+                           "--overwrite")
     rows, kept = one_line(rc, err, signal.SIGINT)
     assert rows == 0 and kept.startswith("previous output kept") and "messages" in kept
+    assert "task(s)" not in err  # Spark had not planned the job
     assert fingerprint(out) == before and not _staging(out)
 
 

@@ -5,7 +5,7 @@ started (52 s), deleted DIR/entries on --overwrite (a user's
 entries/precious.txt with it), overwrote summary.json without
 --overwrite, and wrote it through a link planted in a shared sticky
 directory. Each refusal here is one line, exit 2, before Spark starts
-(the run never says "starting Spark"), and leaves everything as it was.
+(the run never gets to plan its tasks), and leaves everything as it was.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def refused(res: subprocess.CompletedProcess[str], *words: str) -> None:
     assert res.returncode == 2, res.stderr[-2000:]
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("lbparse pipeline: "), res.stderr
-    assert "starting Spark" not in res.stderr and "Traceback" not in res.stderr
+    assert "task(s)" not in res.stderr and "Traceback" not in res.stderr
     for w in words:
         assert w in lines[0], (w, lines[0])
 
@@ -138,3 +138,21 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["rows"] == 196
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "entries", "messages", "notes.txt", "summary.json"]
+
+
+def test_demo_checks_its_output_before_it_runs(tmp_path: Path) -> None:
+    """`lbparse demo -o DIR` replaces DIR/messages each run: never a user's files."""
+    (tmp_path / "messages").mkdir()
+    (tmp_path / "messages" / "precious.txt").write_text("mine")
+    res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "demo", "-o", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Decoded" not in res.stdout, res.stderr
+    assert res.stderr.startswith("lbparse demo: ") and "precious.txt" in res.stderr
+    assert (tmp_path / "messages" / "precious.txt").read_text() == "mine"
+    page = tmp_path / "other" / "report.html"
+    page.parent.mkdir()
+    page.symlink_to(tmp_path / "messages" / "precious.txt")
+    res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "demo", "--no-pipeline",
+                          "--out", str(page.parent)], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Decoded" not in res.stdout and "symbolic link" in res.stderr
+    assert (tmp_path / "messages" / "precious.txt").read_text() == "mine"
