@@ -112,7 +112,7 @@ sanitize:
 ## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap, and
 ## write that capture's report (out/demo/report.html; the path is printed)
 demo: install
-	$(PYTHON) -m lbparse demo --out out/demo
+	$(PYTHON) -m lbparse demo -o out/demo
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .venv

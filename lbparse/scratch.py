@@ -86,14 +86,17 @@ def open_private(name: str) -> BinaryIO:
     return os.fdopen(fd, "w+b")
 
 
-def replace_file(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o666) -> None:
+def replace_file(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o666,
+                 chmod: int | None = None) -> None:
     """Write `data` to `path` whole or not at all (readers see the old file
     or the new one), through a new file of a random name beside it.
 
     The new file is created with O_EXCL | O_NOFOLLOW and `mode` less the
     umask (0666: as open() would make the output), never opened if
     something is there already; os.replace then renames it over `path`,
-    which replaces a link at `path` rather than writing through it."""
+    which replaces a link at `path` rather than writing through it.
+    `chmod`: these permission bits exactly (an existing file's, kept as
+    `>` keeps them), whatever the umask."""
     target = os.fspath(path)
     folder, name = os.path.split(target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -105,6 +108,8 @@ def replace_file(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o
             continue
         try:
             with os.fdopen(fd, "wb") as f:
+                if chmod is not None:
+                    os.fchmod(fd, chmod)
                 f.write(raw)
             os.replace(tmp, target)
         except BaseException:

@@ -10,6 +10,11 @@ tcpdump), printing the summary, where the Parquet went, and a look at
 the decoded columns. Last, the report of that capture (`lbparse report`):
 one HTML page of charts, written beside the pipeline's output (its path is
 printed). --no-pipeline skips Spark (the envelopes and the report remain).
+
+The output directory (-o DIR, default out/demo) is checked before
+anything runs, as `lbparse pipeline --overwrite` checks it: each run
+replaces DIR/messages, DIR/summary.json and DIR/report.html, and nothing
+else in DIR.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 from lbparse.api import decode
 from lbparse.errors import EnvelopeError
+from lbparse.outputs import FileOutput
 from lbparse.textform import msg_type_word
 
 NAME = "demo"
@@ -38,8 +44,11 @@ def example_lines() -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="only decode the example envelopes (no Spark)")
-    p.add_argument("--out", default="out/demo", metavar="DIR",
-                   help="where the pipeline writes (default: out/demo; replaced each run)")
+    from lbparse.cli.pipeline_cmd import add_output_argument
+
+    add_output_argument(p, required=False, default="out/demo",
+                        help="where the pipeline and the report write (default: out/demo; "
+                        "DIR/messages, DIR/summary.json and DIR/report.html replaced each run)")
 
 
 def _cell(value: Any) -> str:
@@ -83,6 +92,26 @@ def decode_examples() -> None:
         print(f"#{i} rejected: {err.kind}: {err.message}")
 
 
+def check_outputs(out: str, pipeline: bool) -> FileOutput:
+    """The demo's outputs, checked before any work (lbparse.outputs); the report's."""
+    import os
+
+    from lbparse.outputs import check_dir, check_file
+
+    with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
+        inputs = [str(sample)]
+        if pipeline:
+            from lbparse.pipeline import outdir
+
+            outdir.check(out, True, inputs, writes_entries=False)
+        else:
+            check_dir(out, "-o", inputs)
+        page = os.path.join(out, "report.html")
+        if not os.path.isdir(out):  # made by the run: nothing there to check
+            return FileOutput("-o", page, "replace")
+        return check_file(page, "-o", inputs)
+
+
 def run_pipeline(out: str) -> int:
     from lbparse.cli.pipeline_cmd import default_layout, print_report
     from lbparse.pipeline.decode_arrow import DecodeOptions
@@ -91,7 +120,7 @@ def run_pipeline(out: str) -> int:
 
     layout = default_layout()
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
-        print(f"\n== lbparse pipeline {sample} --out {out} --layout {layout}")
+        print(f"\n== lbparse pipeline {sample} -o {out} --layout {layout} --overwrite")
         print("   (Spark in local mode on every core; the first start takes a few seconds)\n")
         with run_session(conf=TEST_CONF) as spark:
             summary = run(spark, PipelineOptions(inputs=(str(sample),), out=out, overwrite=True,
@@ -121,21 +150,26 @@ def peek(spark: Any, path: str) -> None:
                 "Spark's from_protobuf gives it)", [r.asDict() for r in counts])
 
 
-def write_report(out: str) -> str:
-    """The report of the bundled capture, as `lbparse report` writes it; its path."""
+def write_report(out: str, page: FileOutput | None = None) -> str:
+    """The report of the bundled capture, as `lbparse report` writes it, to
+    `page` (as checked before the run; None: DIR/report.html replaced whole,
+    whatever is there); its path."""
     import os
 
     from lbparse.report import build_model, render_html
     from lbparse.scratch import replace_file
 
-    path = os.path.join(out, "report.html")
+    path = page.path if page is not None else os.path.join(out, "report.html")
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         print(f"\n== lbparse report {sample} -o {path}")
         model = build_model([str(sample)])
     os.makedirs(out, exist_ok=True)
-    # Through a fresh file renamed over it: a link planted at the name (the
-    # directory may be shared) is replaced, never written through.
-    replace_file(path, render_html(model))
+    # Through a fresh file renamed over it (a link there was refused when
+    # checked, and one planted since is replaced, never written through).
+    if page is not None:
+        page.write(render_html(model))
+    else:  # unchecked: whatever is at the name is replaced by a rename
+        replace_file(path, render_html(model))
     t = model["totals"]
     print(f"{t['messages']} messages, {model['latency']['acked']} publishes paired with their "
           f"acks, {model['problems']['total']} problems shown")
@@ -144,7 +178,8 @@ def write_report(out: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    page = check_outputs(args.out, args.pipeline)
     decode_examples()
     status = run_pipeline(args.out) if args.pipeline else 0
-    write_report(args.out)
+    write_report(args.out, page)
     return status

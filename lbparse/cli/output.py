@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 
 from lbparse import jsonform
 from lbparse.cli.status import UsageError, warn
+from lbparse.outputs import check_file, inside
 
 __all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
            "stdout_to"]
@@ -154,24 +155,16 @@ class _OutputFile:
     def __init__(self, path: str, inputs: Iterable[str]) -> None:
         self.path = path
         self.temp: str | None = None
+        inputs = list(inputs)
+        # The rules every output of lbparse follows (devices and FIFOs in
+        # place, links to files and inputs refused): lbparse.outputs.
+        checked = check_file(path, "-o", inputs)
+        _refuse_inside_inputs(path, inputs)
+        self.in_place = checked.kind == "in_place"
         try:
-            st = os.lstat(path)
+            self.mode = 0 if self.in_place else stat.S_IMODE(os.stat(path).st_mode)
         except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot write: {exc.strerror}") from None
-        _refuse_inputs(path, inputs)
-        if st is None or stat.S_ISREG(st.st_mode):
-            self.in_place = False
-            self.mode = 0o666 if st is None else stat.S_IMODE(st.st_mode)
-        elif stat.S_ISDIR(st.st_mode):
-            raise UsageError(f"{path}: is a directory; -o names a file")
-        elif stat.S_ISLNK(st.st_mode) and not os.path.exists(path):
-            raise UsageError(f"{path}: a symbolic link to {os.readlink(path)}, which does "
-                             "not exist; not followed: give the file itself")
-        else:  # a device, FIFO or socket, or a link: written through, never replaced
-            self.in_place = True
-            self.mode = 0
+            self.mode = 0o666
 
     def open(self) -> BinaryIO:
         if self.in_place:
@@ -215,15 +208,9 @@ class _OutputFile:
             self.temp = None
 
 
-def _refuse_inputs(path: str, inputs: Iterable[str]) -> None:
-    """-o may not name one of the inputs, nor a file inside an input directory."""
+def _refuse_inside_inputs(path: str, inputs: Iterable[str]) -> None:
+    """-o may not name a file inside an input directory (the next run would read it)."""
     real = os.path.realpath(path)
     for item in inputs:
-        if item == STDOUT or not os.path.exists(item):
-            continue  # stdin, or a hex string
-        if os.path.isdir(item):
-            inside = real.startswith(os.path.join(os.path.realpath(item), ""))
-            if inside:
-                raise UsageError(f"{path}: is inside the input {item}; not written there")
-        elif os.path.exists(path) and os.path.samefile(path, item):
-            raise UsageError(f"{path}: is also an input; not overwritten")
+        if item != STDOUT and os.path.isdir(item) and inside(real, os.path.realpath(item)):
+            raise UsageError(f"{path}: is inside the input {item}; not written there")

@@ -30,29 +30,46 @@ names another, e.g. a standalone cluster: --master spark://HOST:7077
 spark-submit line). Captures are read as streams, one file per task;
 Parquet files are split by row groups.
 
+The output (-o DIR) is checked before Spark starts and written beside
+the old one (a hidden DIR/.lbparse-staging-* directory), then swapped in
+by renames at the end: a run that fails or is interrupted (SIGINT,
+SIGTERM) leaves DIR as it was, the earlier output with its own summary.
+A run writes DIR/messages, DIR/entries (only with data directories among
+the inputs) and DIR/summary.json, and touches nothing else in DIR. An
+earlier run's table or summary is replaced only with --overwrite, which
+says what it replaces, and refuses a table holding files a run does not
+write; a symbolic link at any of those names is refused; DIR may not be
+an input directory or inside one.
+
 Exit status: 0 when every input was read whole, 1 when an input had
 problems (gaps, unreadable parts), 2 on bad arguments, 3 when the job
 itself failed (Spark, a worker, the output's filesystem: nothing was
-written, and DIR/summary.json says "outcome": "failed" with the reason).
-summary.json's "outcome" is "ok", "problems" or "failed" accordingly.
+written; on a first run DIR/summary.json says "outcome": "failed" with
+the reason, otherwise the earlier output is kept as it was), 130 when
+interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM (128 + the signal, as
+a shell reports it; one line says how many rows were done and what was
+kept). summary.json's "outcome" is "ok", "problems" or "failed".
 
 examples:
-  lbparse pipeline nats.pcap --out out/
-  lbparse pipeline captures/ traffic.parquet --out out/ --overwrite
-  lbparse pipeline payloads.parquet --column data --subject-column subj --out out/
-  lbparse pipeline big.pcapng --out out/ --master spark://10.0.0.5:7077
+  lbparse pipeline nats.pcap -o out/
+  lbparse pipeline captures/ traffic.parquet -o out/ --overwrite
+  lbparse pipeline payloads.parquet --column data --subject-column subj -o out/
+  lbparse pipeline big.pcapng -o out/ --master spark://10.0.0.5:7077
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
 import sys
 import threading
 import time
 from typing import Any, TextIO
 
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.status import JOB_FAILED  # exit status of a run whose job failed
+from lbparse.cli.status import JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
+from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 
 # Spark, pyarrow and the decoder are imported when the command runs, not
@@ -72,9 +89,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories "
                    "(not stdin: Spark's tasks open the inputs)")
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="where DIR/messages (Parquet) and DIR/summary.json go")
-    p.add_argument("--overwrite", action="store_true", help="replace DIR/messages if it exists")
+    add_output_argument(p, required=True,
+                        help="where DIR/messages (Parquet) and DIR/summary.json go")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier run's DIR/messages, DIR/entries (when this run "
+                   "writes it) and DIR/summary.json; nothing else in DIR")
     add_layout_argument(p, default=default_layout())
     p.add_argument("--lenient", action="store_true",
                    help="accept what the upstream server accepts (recorded in `warnings`)")
@@ -102,6 +121,76 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
                    help=f"rows per Arrow batch (default: {DEFAULT_BATCH_ROWS})")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only the summary")
+
+
+def add_output_argument(p: argparse.ArgumentParser, required: bool, help: str,
+                        default: str | None = None) -> None:
+    """-o/--output DIR, and --out (its former name, hidden) for the same thing."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("-o", "--output", dest="out", metavar="DIR", default=default, help=help)
+    g.add_argument("--out", dest="out", metavar="DIR", default=default, help=argparse.SUPPRESS)
+
+
+class Signals:
+    """SIGINT and SIGTERM raise Interrupted in the main thread, once: a second
+    signal while the run cleans up is not a second interruption (it would
+    break the cleanup with a traceback).
+
+    Python may run the handler where an exception cannot go anywhere (a
+    fork hook of subprocess while Spark starts, a finalizer): Python then
+    reports it as "Exception ignored" and goes on. That report is silenced
+    for Interrupted, and `check()`, called between the run's steps, raises
+    the interruption again where it can stop the run."""
+
+    def __init__(self) -> None:
+        self.hit: int | None = None
+        self.kept: list[str] = []  # the earlier output in DIR, kept if the run stops
+        self.done: int | None = None  # rows of the run, once its output is in place
+        # py4j logs the interruption of a call to the JVM with its traceback
+        # (`logging.exception`, on the root logger), and calls to a JVM gone
+        # with the signal: the run says it in one line.
+        logging.getLogger().addFilter(self._log)
+        default = sys.unraisablehook
+
+        def unraisable(u: Any) -> None:
+            if not isinstance(u.exc_value, Interrupted):
+                default(u)
+
+        sys.unraisablehook = unraisable
+
+    def quiet_after(self, spark: Any) -> None:
+        """Spark's Python side says nothing once the run is interrupted: PySpark's
+        accumulator server (a socketserver thread of this process) prints a
+        traceback when the JVM it serves dies with a SIGTERM to the group."""
+        server = getattr(spark.sparkContext, "_accumulatorServer", None)
+        if server is None:
+            return
+        report = server.handle_error
+
+        def handle_error(request: Any, address: Any) -> None:
+            if self.hit is None:
+                report(request, address)
+
+        server.handle_error = handle_error
+
+    def _log(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return self.hit is None and not (exc is not None and issubclass(exc, KeyboardInterrupt))
+
+    def check(self) -> None:
+        if self.hit is not None:
+            raise Interrupted(self.hit)
+
+    def install(self) -> None:
+        # Again after Spark starts: PySpark's SparkContext installs its own SIGINT handler.
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, self._handler)
+
+    def _handler(self, signum: int, _frame: Any) -> None:
+        if self.hit is not None:
+            return
+        self.hit = signum
+        raise Interrupted(signum)
 
 
 def _conf(args: argparse.Namespace) -> dict[str, str]:
@@ -154,7 +243,10 @@ class Progress:
     def _loop(self) -> None:
         every = 0.5 if self.tty else 60.0
         while not self.stop.wait(every):  # bounded by the run: done() sets stop
-            status = self._status()
+            try:
+                status = self._status()
+            except Exception:  # noqa: BLE001  Spark stopping (an interruption): no more progress
+                return
             if status:
                 self.out.write(f"\r\033[K{status}" if self.tty else f"{status}\n")
                 self.out.flush()
@@ -169,6 +261,21 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    signals = Signals()
+    signals.install()
+    try:
+        return _run(args, signals)
+    except KeyboardInterrupt as exc:
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        if signals.done is not None:  # after the swap: the new output is whole
+            stopped.rows, stopped.finished, stopped.kept = signals.done, True, []
+        elif not (stopped.rows or stopped.kept or stopped.finished):
+            stopped.kept = signals.kept  # stopped before the job: what preflight found
+        print(interrupted_line(stopped, args.out), file=sys.stderr, flush=True)
+        return 128 + stopped.signum
+
+
+def _run(args: argparse.Namespace, signals: Signals) -> int:
     # The options are checked before Spark is imported: a usage error is said at once.
     if args.batch_rows < 1:
         raise ValueError("--batch-rows must be at least 1")
@@ -189,27 +296,77 @@ def run(args: argparse.Namespace) -> int:
         source=SourceOptions(column=args.column, subject_column=args.subject_column,
                              timestamp_column=args.timestamp_column,
                              batch_rows=args.batch_rows))
-    units = preflight(args, options)
     try:
+        units, out_plan = preflight(args, options)
+        signals.kept = out_plan.replaces + out_plan.kept
+        say_replaced(out_plan)
         with run_session(args.master, conf=conf) as spark:
+            signals.install()
+            signals.quiet_after(spark)
+            signals.check()
             progress = Progress(spark, sys.stderr, args.quiet)
+
+            def planned(units: list[Any], tasks: int) -> None:
+                signals.check()
+                progress.planned(units, tasks)
+
             try:
-                summary = job.run(spark, options, on_plan=progress.planned, units=units)
+                summary = job.run(spark, options, on_plan=planned, units=units,
+                                  check_interrupt=signals.check)
+                signals.done = summary.totals()["rows"]
+            except BaseException:
+                if signals.hit is not None:
+                    _quiet(spark)  # the job is cancelled and Spark stopped: no JVM chatter
+                raise
             finally:
                 progress.done()
     except job.JobFailed as exc:
         # Not the data's fault, and not a usage error: its own exit status.
-        where = f"; {exc.summary_path} says so" if exc.summary_path else ""
+        where = (f"; the earlier output is kept ({', '.join(exc.kept)})" if exc.kept
+                 else f"; {exc.summary_path} says so" if exc.summary_path else "")
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
         return JOB_FAILED
+    signals.check()  # a signal Python could not raise until now
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]
 
 
-def preflight(args: argparse.Namespace, options: Any) -> list[Any]:
+def _quiet(spark: Any) -> None:
+    """After an interruption: the JVM says nothing more, and its jobs stop."""
+    try:
+        spark.sparkContext.setLogLevel("OFF")
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001  the JVM may be gone already
+        pass
+
+
+def interrupted_line(exc: Interrupted, out: str) -> str:
+    """The one line an interrupted run ends with: rows done, and what DIR holds."""
+    head = f"lbparse pipeline: interrupted ({signal.Signals(exc.signum).name}) after {exc.rows:,} rows"
+    if exc.finished:
+        return f"{head}; the new output was already in place in {out}"
+    if exc.kept:
+        return f"{head}; previous output kept ({', '.join(exc.kept)})"
+    return f"{head}; nothing written to {out}"
+
+
+def say_replaced(out_plan: Any) -> None:
+    """What --overwrite (or an unfinished earlier run) makes this run replace."""
+    if out_plan.replaces:
+        warn(NAME, f"--overwrite: replacing {', '.join(out_plan.replaces)} at the end of the run")
+    if out_plan.leftovers:
+        warn(NAME, f"replacing what an unfinished run left: {', '.join(out_plan.leftovers)}")
+    if out_plan.kept:
+        warn(NAME, f"keeping {', '.join(out_plan.kept)} (this run does not write it)")
+
+
+def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     """Everything that can be wrong with the arguments, found before Spark starts
-    (ValueError: one line, exit 2); the inputs, planned."""
+    (ValueError: one line, exit 2); the inputs, planned, and what the output
+    directory will get (pipeline.outdir)."""
+    from lbparse.pipeline import outdir
     from lbparse.pipeline import preflight as pf
+    from lbparse.pipeline.entries import SEGMENT_FORMAT
     from lbparse.pipeline.session import under_spark_submit
     from lbparse.pipeline.sources import plan
 
@@ -221,9 +378,13 @@ def preflight(args: argparse.Namespace, options: Any) -> list[Any]:
     options.decode.check()
     units = plan(list(args.inputs), options.source)
     pf.check_units(units, args.column)
+    if not units:
+        raise ValueError(f"no input files in {', '.join(args.inputs)}")
+    out_plan = outdir.check(options.out, options.overwrite, options.inputs,
+                            any(u.format == SEGMENT_FORMAT for u in units))
     if not under_spark_submit():
         pf.check_reachable(args.master)
-    return units
+    return units, out_plan
 
 
 def print_report(summary: Any, out: str) -> None:

@@ -27,6 +27,13 @@ exact times as *_ns, nanoseconds since the epoch written as decimal
 strings by lbparse's JSON convention, with their UTC text as *_utc); --screenshot takes a PNG of the
 page in headless Chromium.
 
+Outputs (-o, --json, --screenshot) are checked before any input is read,
+as coreutils treat them: `-` is standard output; a device or a FIFO
+(-o /dev/null) is written in place; a regular file is replaced whole
+(a new file beside it, renamed over it); a directory, an input, and a
+symbolic link to a file are refused (a link to a device, as /dev/stdout,
+is followed unless it is another user's in a sticky shared directory).
+
 Exit status: 0 when every input was read whole, 1 when the capture reader
 noticed something (gaps, cut messages, bytes that are not NATS) or a data
 directory holds damage (all shown in the page, as are envelopes that do
@@ -53,7 +60,7 @@ from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
-from lbparse.scratch import replace_file
+from lbparse.outputs import FileOutput, check_file, check_files
 
 NAME = "report"
 HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
@@ -64,7 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pcap, pcapng, .jsonl/.parquet recordings ('-' = stdin), "
                    "`lbparse pipeline` output, or Liftbridge data directories")
     p.add_argument("-o", "--output", metavar="HTML",
-                   help="the page to write (default: report.html unless only --json is asked)")
+                   help="the page to write ('-' = stdout; default: report.html unless only "
+                   "--json is asked)")
     p.add_argument("--json", metavar="FILE", dest="json_out",
                    help="also write the data behind every chart as JSON ('-' = stdout)")
     p.add_argument("--screenshot", metavar="PNG",
@@ -85,6 +93,12 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or (None if args.json_out else "report.html")
     if args.screenshot and not output:
         raise ValueError("--screenshot needs the page: give -o HTML")
+    if args.screenshot and output == "-":
+        raise ValueError("--screenshot needs the page in a file, not on standard output")
+    # Every output checked before any input is read (a directory, an input,
+    # a link: refused now, not after the work).
+    outs = check_files([("-o", output), ("--json", args.json_out),
+                        ("--screenshot", args.screenshot)], args.inputs)
     noticed = 0
     bar: Progress | None = None
 
@@ -113,53 +127,54 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.done()
-    if args.json_out:
-        _write_json(model, args.json_out)
-    if output:
-        _write_text(output, render_html(model))
-    if args.screenshot and output:
-        _screenshot(output, args.screenshot)
+    if "--json" in outs:
+        _write_json(model, outs["--json"])
+    if "-o" in outs:
+        _write(outs["-o"], render_html(model))
+    if "--screenshot" in outs and output:
+        _screenshot(output, outs["--screenshot"])
     if not args.quiet:
-        _summary(model, output, args.json_out, time.monotonic() - start)
+        _summary(model, outs, time.monotonic() - start)
     return DATA if noticed or model["storage"]["findings"] else OK
 
 
-def _write_json(model: dict[str, Any], path: str) -> None:
+def _write_json(model: dict[str, Any], out: FileOutput) -> None:
     # lbparse's JSON convention: exact times (the *_ns fields) as decimal strings.
-    text = jsonform.dumps(model, indent=1) + "\n"
-    if path == "-":
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            # The reader left (`| head`): not an error, and the page is still
-            # written (lbparse.cli.main would end the run here).
-            silence_stdout()
-    else:
-        _write_text(path, text)
+    _write(out, jsonform.dumps(model, indent=1) + "\n")
+
+
+def _write(out: FileOutput, text: str) -> None:
+    # lbparse.outputs: stdout, a device in place, or a file replaced whole
+    # through a fresh file of a random name (issue #19: `<path>.tmp<pid>`
+    # could be planted in /tmp).
+    try:
+        out.write(text)
+    except BrokenPipeError:
+        # The reader left (`| head`): not an error, and the other outputs
+        # are still written (lbparse.cli.main would end the run here).
+        silence_stdout()
 
 
 def _write_text(path: str, text: str) -> None:
-    # Whole or not at all, through a fresh file of a random name: the output
-    # may be in /tmp, where `<path>.tmp<pid>` could be planted (issue #19).
-    replace_file(path, text)
+    """`text` to the output file `path`, checked as -o is."""
+    _write(check_file(path, "-o"), text)
 
 
-def _screenshot(page: str, png: str) -> None:
+def _screenshot(page: str, png: FileOutput) -> None:
     from lbparse.report.browser import BrowserError, look
 
     try:
         seen = look(page)
     except BrowserError as exc:
         raise ValueError(f"--screenshot: {exc}") from None
-    replace_file(png, seen.png)
+    png.write(seen.png)
     for err in seen.errors:
         print(f"lbparse report: the page in Chromium: {err}", file=sys.stderr)
     if seen.rendered != "ok":
         print(f"lbparse report: the page in Chromium: {seen.rendered}", file=sys.stderr)
 
 
-def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seconds: float) -> None:
+def _summary(model: dict[str, Any], outs: dict[str, FileOutput], seconds: float) -> None:
     t, lat, parts = model["totals"], model["latency"], model["partitions"]
     changes = [c for c in parts["leader_changes"] if c["leader_changed"]]
     inferred = sum(1 for c in changes if c.get("inferred"))
@@ -170,8 +185,11 @@ def _summary(model: dict[str, Any], html: str | None, json_out: str | None, seco
              f"{lat['unacked']:,} never acked; {len(changes)} partition leader changes{dated}; "
              f"{model['cluster']['no_responders_total']:,} NATS 503s; "
              f"{model['problems']['total']:,} problems"]
-    if html:
-        lines.append(f"lbparse report: wrote {html} ({os.path.getsize(html) / 1e6:.1f} MB)")
-    if json_out and json_out != "-":
-        lines.append(f"lbparse report: wrote {json_out}")
+    for option in ("-o", "--json", "--screenshot"):
+        out = outs.get(option)
+        if out is None or out.kind == "stdout":
+            continue
+        size = os.path.getsize(out.path) if out.kind == "replace" else None
+        lines.append(f"lbparse report: wrote {out.path}"
+                     + (f" ({size / 1e6:.1f} MB)" if option == "-o" and size is not None else ""))
     print("\n".join(printable(x) for x in lines), file=sys.stderr)  # paths are the user's

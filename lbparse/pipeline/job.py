@@ -24,27 +24,31 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from pyarrow.fs import FileSelector, FileSystem, FileType
+from pyarrow.fs import FileSystem, LocalFileSystem
 
 from lbparse import jsonform
+from lbparse.outputs import Interrupted, signals_deferred
+from lbparse.pipeline import outdir
 from lbparse.pipeline.decode_arrow import DecodeOptions
-from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION, arrow_entries_schema
+from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
+                                      arrow_entries_schema)
 from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
 from lbparse.pipeline.summary import Summary
+from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
 from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
+from lbparse.scratch import replace_file
 
 if TYPE_CHECKING:
+    from pyspark import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "JobFailed", "PipelineOptions", "group_units", "main",
            "run"]
 
-MESSAGES_DIR = "messages"
-SUMMARY_FILE = "summary.json"
 # A task's share when files are small (they are grouped up to this), and at
 # most (larger files are never split but their own task).
 MIN_TASK_BYTES = 1 << 20
@@ -57,9 +61,11 @@ class JobFailed(RuntimeError):
     committed, and DIR/summary.json says so (`outcome` "failed"). The cause
     is chained (`__cause__`)."""
 
-    def __init__(self, message: str, summary_path: str | None) -> None:
+    def __init__(self, message: str, summary_path: str | None,
+                 kept: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.summary_path = summary_path
+        self.kept = list(kept)  # an earlier run's output, left as it was
 
 
 @dataclass(frozen=True)
@@ -104,76 +110,129 @@ def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
 
 def run(spark: "SparkSession", options: PipelineOptions,
         on_plan: Callable[[list[Unit], int], None] | None = None,
-        units: list[Unit] | None = None) -> Summary:
+        units: list[Unit] | None = None,
+        check_interrupt: Callable[[], None] | None = None) -> Summary:
     """Decode every input into DIR/messages and write DIR/summary.json (`units`:
-    the inputs already planned, as `lbparse pipeline` does before Spark starts)."""
+    the inputs already planned, as `lbparse pipeline` does before Spark starts).
+
+    The new output is written beside the old one and swapped in at the end
+    (outdir.py): a run that fails or is interrupted (Interrupted, or
+    KeyboardInterrupt, raised on as Interrupted with the rows done and what
+    was kept) leaves DIR as it was. `check_interrupt` raises Interrupted if
+    the run was interrupted: it is called last before the swap, and when
+    the job fails (a signal to the process group stops the JVM too, and
+    the job then fails by the interruption, not by itself)."""
     start = time.monotonic()
     options.decode.check()
-    messages = _join(options.out, MESSAGES_DIR)
-    entries = _join(options.out, ENTRIES_DIR)
-    fs, dest = filesystem(messages)
-    _, entries_dest = filesystem(entries)
-    for name, path in ((messages, dest), (entries, entries_dest)):
-        if fs.get_file_info(path).type != FileType.NotFound:
-            if not options.overwrite and not unfinished(fs, path):
-                raise ValueError(f"{name} exists; remove it or pass --overwrite")
-            # Overwritten, or what a run that never finished left (no
-            # _SUCCESS, nothing committed): nothing to keep.
-            fs.delete_dir(path)
     if units is None:
         units = plan(list(options.inputs), options.source)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
+    segments = any(u.format == SEGMENT_FORMAT for u in units)
+    out_plan = outdir.check(options.out, options.overwrite, options.inputs, segments)
     groups = group_units(units, spark.sparkContext.defaultParallelism)
     if on_plan is not None:
         on_plan(units, len(groups))
+    fs, out_path = filesystem(options.out)
+    outdir.clear_stale(fs, out_path)
+    staging = outdir.make_staging(fs, out_path)
     run_id = uuid.uuid4().hex[:12]
-    temporary = _join(messages, "_temporary", run_id)
-    _, temporary_path = filesystem(temporary)
-    entries_temporary = _join(entries, "_temporary", run_id)
-    _, entries_temporary_path = filesystem(entries_temporary)
+    dest, entries_dest = f"{staging}/{MESSAGES_DIR}", f"{staging}/{ENTRIES_DIR}"
+    temporary = f"{dest}/_temporary/{run_id}"
+    entries_temporary = f"{entries_dest}/_temporary/{run_id}"
     task_options = TaskOptions(options.decode, options.source)
-    fs.create_dir(dest, recursive=True)
+    rows = spark.sparkContext.accumulator(0)  # rows of the tasks done, for an interruption
+    swapped = False
     try:
-        result = (task_frame(spark, groups)
-                  .mapInArrow(lambda batches: run_task(batches, task_options, temporary,
-                                                       entries_temporary), RESULT_SCHEMA)
-                  .collect())
+        fs.create_dir(dest, recursive=True)
+        # The tasks open the same places by path or URI (they may run elsewhere).
+        where = _join(options.out, staging.rsplit("/", 1)[1])
+        task = _counted(rows, task_options, _join(where, MESSAGES_DIR, "_temporary", run_id),
+                        _join(where, ENTRIES_DIR, "_temporary", run_id))
+        result = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA).collect()
+        files = [(r.attempt, r.path) for r in result if r.kind == "file"]
         # Only the tables that have rows: DuckDB's and Polars' globs fail on
         # a dataset of no files (data directories alone have no messages).
-        files = [(r.attempt, r.path) for r in result if r.kind == "file"]
         if files:
-            commit(fs, dest, temporary_path, files,
+            commit(fs, dest, temporary, files,
                    dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
         else:
             discard(fs, dest)
         entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
         if entry_files:
             fs.create_dir(entries_dest, recursive=True)
-            commit(fs, entries_dest, entries_temporary_path, entry_files,
+            commit(fs, entries_dest, entries_temporary, entry_files,
                    dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
+        counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
+        summary = Summary.from_units(units, counts, out_plan.path(MESSAGES_DIR),
+                                     options.decode.layout, time.monotonic() - start,
+                                     rows_written=sum(r.rows for r in result
+                                                      if r.kind in ("file", "entries_file")),
+                                     files_written=len(files) + len(entry_files))
+        write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
+        if check_interrupt is not None:
+            check_interrupt()
+        with signals_deferred():  # a signal now waits for the renames to be done
+            outdir.swap(fs, staging, out_path, out_plan.writes)
+            swapped = True
     except BaseException as exc:
-        # A failed run leaves nothing, so that the next one starts clean
-        # (issue #12: its half-made DIR/messages made the re-run refuse).
-        discard(fs, dest)
-        discard(fs, entries_dest)
-        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: not a crash
+        stopped = _interruption(exc, check_interrupt)
+        if stopped is not None:
+            stopped.rows, stopped.finished = int(rows.value), swapped
+            stopped.kept = [] if swapped else out_plan.replaces + out_plan.kept
+            _discard_quietly(fs, staging)
+            if stopped is exc:
+                raise
+            raise stopped from None
+        if not isinstance(exc, Exception):  # SystemExit: not a crash
+            _discard_quietly(fs, staging)
             raise
+        _discard_quietly(fs, staging)
         reason = _first_line(exc)
-        written = _write_failed_summary(options, units, messages, reason,
-                                        time.monotonic() - start)
-        raise JobFailed(f"the job failed ({type(exc).__name__}): {reason}", written) from exc
-    finally:
-        discard(fs, temporary_path)  # no half-written files either way
-        discard(fs, entries_temporary_path)
-    counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
-    summary = Summary.from_units(units, counts, messages, options.decode.layout,
-                                 time.monotonic() - start,
-                                 rows_written=sum(r.rows for r in result
-                                                  if r.kind in ("file", "entries_file")),
-                                 files_written=len(files) + len(entry_files))
-    write_summary(summary, _join(options.out, SUMMARY_FILE))
+        written = None if out_plan.previous else _write_failed_summary(
+            options, units, out_plan.path(MESSAGES_DIR), reason, time.monotonic() - start)
+        raise JobFailed(f"the job failed ({type(exc).__name__}): {reason}", written,
+                        kept=out_plan.replaces + out_plan.kept) from exc
+    try:
+        _discard_quietly(fs, staging)  # the previous output, moved there by the swap
+    except KeyboardInterrupt as exc:  # the new output is in place, whole
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted()
+        stopped.rows, stopped.finished, stopped.kept = summary.totals()["rows"], True, []
+        raise stopped from None
     return summary
+
+
+def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Interrupted | None:
+    """The interruption that stopped the run, if it was one."""
+    if isinstance(exc, Interrupted):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted()
+    if isinstance(exc, Exception) and check is not None:
+        try:
+            check()
+        except Interrupted as stop:
+            return stop
+    return None
+
+
+def _counted(rows: "Accumulator[int]", options: TaskOptions, temporary: str,
+             entries_temporary: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The task, adding the rows of each file it wrote to `rows` (the driver
+    sees them as tasks finish: what an interrupted run had done)."""
+    def task(batches: Iterator[Any]) -> Iterator[Any]:
+        for result in run_task(batches, options, temporary, entries_temporary):
+            kinds, counts = result.column("kind").to_pylist(), result.column("rows").to_pylist()
+            rows.add(sum(n or 0 for k, n in zip(kinds, counts) if k in ("file", "entries_file")))
+            yield result
+    return task
+
+
+def _discard_quietly(fs: FileSystem, path: str) -> None:
+    try:
+        discard(fs, path)
+    except OSError:
+        pass  # left for the next run into DIR (outdir.clear_stale)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -205,26 +264,23 @@ def _write_failed_summary(options: PipelineOptions, units: Sequence[Unit], outpu
     return location
 
 
-def unfinished(fs: FileSystem, dest: str) -> bool:
-    """Whether `dest` is what a run that did not finish left: no _SUCCESS, and
-    nothing in it but _temporary (a killed run never cleans up)."""
-    try:
-        names = {info.base_name for info in fs.get_file_info(FileSelector(dest))}
-    except (FileNotFoundError, NotADirectoryError, OSError):
-        return False
-    return names <= {"_temporary"}
-
-
 def _join(location: str, *parts: str) -> str:
     """A path or URI with parts appended (local paths made absolute: tasks run elsewhere)."""
     base = location.rstrip("/") if "://" in location else os.path.abspath(location)
     return "/".join([base, *parts])
 
 
-def write_summary(summary: Summary, location: str) -> None:
-    fs, path = filesystem(location)
+def write_summary(summary: Summary, location: str, fs: FileSystem | None = None) -> None:
+    """The summary at `location` (with `fs`: a path in it, else a path or URI).
+    A local one is made whole through a new file renamed into place: a link
+    found at the name is replaced, never written through."""
     text = jsonform.dumps(summary.to_json_dict(), indent=1) + "\n"  # lbparse's JSON
-    with fs.open_output_stream(path) as f:
+    if fs is None:
+        fs, location = filesystem(location)
+    if isinstance(fs, LocalFileSystem):
+        replace_file(location, text)
+        return
+    with fs.open_output_stream(location) as f:
         f.write(text.encode("utf-8"))
 
 

@@ -123,6 +123,12 @@ def run_session(master: str | None = None, *, conf: Mapping[str, str] | None = N
     spark = spark_session(master, conf=conf)
     try:
         yield spark
-    finally:
+    except BaseException:
         if owned:
-            spark.stop()
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001  the JVM may be gone (a SIGTERM to the group):
+                pass  # what stopped the run is what to report
+        raise
+    if owned:
+        spark.stop()

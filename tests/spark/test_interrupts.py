@@ -1,0 +1,262 @@
+"""An interrupted `lbparse pipeline` keeps the previous results (issue #25).
+
+Ctrl-C during `pipeline --overwrite` deleted the earlier messages/, left
+the old summary.json saying "ok" for data that no longer existed, and
+printed four Python tracebacks and JVM errors. Here real signals go to a
+real `lbparse pipeline` process running a real Spark job (local[1], two
+real captures of the shared Liftbridge run, so that there are two tasks
+of a few seconds each), at several points of its run, found by watching
+what the run prints and writes: before Spark starts, while the job runs,
+after a task has written its files, and as the new summary is made (just
+before or during the swap). Each time: the earlier output is there, byte
+for byte, with its own summary (or the new one is there whole, with its
+own), nothing else is left, the process group holds no process (no JVM or
+Python worker outlives the run), the exit status is 128 + the signal, and
+stderr ends with one line saying how many rows were done and what was
+kept, with no traceback and no JVM error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import pyarrow.parquet as pq
+import pytest
+
+from support.shared import LIFTBRIDGE
+
+pytestmark = pytest.mark.slow
+
+CAPTURES = [LIFTBRIDGE / "samples" / "short.pcapng", LIFTBRIDGE / "samples" / "api-short.pcapng"]
+LINE = re.compile(r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
+                  r"(previous output kept \(.*\)|nothing written to .*|"
+                  r"the new output was already in place in .*)")
+
+
+def _command(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-P", "-m", "lbparse", "pipeline", "--test-conf", "--master",
+            "local[1]", *map(str, CAPTURES), "-o", str(out), *extra]
+
+
+@pytest.fixture(scope="module")
+def earlier(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run's output: what an interrupted re-run must keep."""
+    if not all(c.is_file() for c in CAPTURES):
+        pytest.skip("shared captures missing")
+    out = tmp_path_factory.mktemp("earlier") / "out"
+    res = subprocess.run(_command(out, "-q"), capture_output=True, text=True, timeout=600)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    return out
+
+
+def fingerprint(out: Path) -> dict[str, str]:
+    """Every file under `out` and a hash of its bytes."""
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def consistent(out: Path) -> int:
+    """The rows of out/messages, which out/summary.json must count exactly."""
+    summary = json.loads((out / "summary.json").read_text())
+    rows = sum(pq.ParquetFile(p).metadata.num_rows
+               for p in (out / "messages").rglob("part-*.parquet"))
+    assert summary["outcome"] in ("ok", "problems") and summary["totals"]["rows"] == rows
+    return rows
+
+
+def interrupt(out: Path, sig: int, when: Callable[[str, Path], bool], group: bool,
+              *extra: str) -> tuple[int, str, Path]:
+    """Run the pipeline into `out`; send `sig` when `when(stderr so far, out)`
+    says so (to the process group, as a terminal's Ctrl-C does, or to the
+    process alone, as `kill PID`). Its exit status and stderr."""
+    proc = subprocess.Popen(_command(out, *extra), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    os.set_blocking(fd, False)
+    got = b""
+    deadline = time.monotonic() + 300
+    sent = False
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            got += _read(fd)
+            if when(got.decode(errors="replace"), out):
+                (os.killpg if group else os.kill)(proc.pid, sig)
+                sent = True
+                break
+            time.sleep(0.002)
+        assert sent, f"the run ended before the point was reached:\n{got[-3000:]!r}"
+        proc.wait(timeout=300)
+        got += _read(fd)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+        proc.stderr.close()
+    err = got.decode(errors="replace")
+    _group_is_gone(proc.pid)
+    return proc.returncode, err, out
+
+
+def _read(fd: int) -> bytes:
+    """What the pipe holds now (non-blocking), to its end once the writer is gone."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+def _group_is_gone(pgid: int) -> None:
+    """No process of the run's group is left (the JVM, Spark's Python workers)."""
+    for _ in range(200):  # bounded: 20 s
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.killpg(pgid, signal.SIGKILL)
+    pytest.fail("processes of the interrupted run were still running 20 s after it ended")
+
+
+def one_line(rc: int, err: str, sig: int) -> tuple[int, str]:
+    """The exit status is 128 + sig; stderr ends with the one line; rows, and what it says."""
+    assert rc == 128 + sig, err[-3000:]
+    assert "Traceback" not in err and "Exception" not in err and " ERROR " not in err, err
+    lines = err.strip().splitlines()
+    assert sum("interrupted" in ln for ln in lines) == 1, err
+    m = LINE.fullmatch(lines[-1])
+    assert m and m.group(1) == signal.Signals(sig).name, lines[-1]
+    return int(m.group(2).replace(",", "")), m.group(3)
+
+
+def _copy(earlier: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    out = tmp_path / "out"
+    shutil.copytree(earlier, out)
+    return out, fingerprint(out)
+
+
+def _staging(out: Path) -> list[Path]:
+    return list(out.glob(".lbparse-staging-*"))
+
+
+def _said(text: str) -> Callable[[str, Path], bool]:
+    return lambda err, _out: text in err
+
+
+def _task_files(err: str, out: Path) -> bool:
+    """A task has written and closed its files (the other still runs)."""
+    return any(p.is_dir() for p in out.glob(".lbparse-staging-*/messages/_temporary/*/*"))
+
+
+def _summary_made(err: str, out: Path) -> bool:
+    """The new summary is in the staging directory: the swap is next, or under way."""
+    return bool(list(out.glob(".lbparse-staging-*/summary.json"))
+                or not list(out.glob(".lbparse-staging-*")) and "task(s)" in err)
+
+
+def test_sigint_before_spark_starts_keeps_the_earlier_output(earlier: Path,
+                                                             tmp_path: Path) -> None:
+    out, before = _copy(earlier, tmp_path)
+    # --overwrite says what it will replace just before Spark starts
+    rc, err, _ = interrupt(out, signal.SIGINT, _said("at the end of the run"), True,
+                           "--overwrite")
+    rows, kept = one_line(rc, err, signal.SIGINT)
+    assert rows == 0 and kept.startswith("previous output kept") and "messages" in kept
+    assert "task(s)" not in err  # Spark had not planned the job
+    assert fingerprint(out) == before and not _staging(out)
+
+
+def test_sigterm_while_the_job_runs_keeps_the_earlier_output(earlier: Path,
+                                                             tmp_path: Path) -> None:
+    out, before = _copy(earlier, tmp_path)
+    rc, err, _ = interrupt(out, signal.SIGTERM, _said("task(s)"), False, "--overwrite")
+    rows, kept = one_line(rc, err, signal.SIGTERM)
+    assert kept.startswith("previous output kept")
+    assert fingerprint(out) == before and not _staging(out)
+    consistent(out)
+
+
+def test_sigint_after_a_task_wrote_counts_its_rows_and_keeps_the_earlier_output(
+        earlier: Path, tmp_path: Path) -> None:
+    out, before = _copy(earlier, tmp_path)
+
+    def later(err: str, o: Path) -> bool:
+        if not _task_files(err, o):
+            return False
+        time.sleep(1.0)  # the task's end, and its rows, reach the driver
+        return True
+
+    rc, err, _ = interrupt(out, signal.SIGINT, later, True, "--overwrite")
+    rows, kept = one_line(rc, err, signal.SIGINT)
+    if kept.startswith("previous output kept"):
+        # the rows of the tasks done (all of them if the job had just ended)
+        assert 0 < rows <= consistent(earlier)
+        assert fingerprint(out) == before
+    else:  # the second task was quicker than the second we waited: the new output, whole
+        assert kept.startswith("the new output") and rows == consistent(out)
+    assert not _staging(out)
+
+
+def test_a_first_run_interrupted_leaves_nothing(tmp_path: Path) -> None:
+    if not all(c.is_file() for c in CAPTURES):
+        pytest.skip("shared captures missing")
+    out = tmp_path / "out"
+    rc, err, _ = interrupt(out, signal.SIGINT, _said("task(s)"), True)
+    rows, kept = one_line(rc, err, signal.SIGINT)
+    assert kept.startswith("nothing written")
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_a_signal_at_the_swap_leaves_one_whole_output(earlier: Path, tmp_path: Path) -> None:
+    """Sent as the new summary appears (the swap is next or under way): the
+    swap is a few renames with the signals held back, so DIR holds either
+    the earlier output or the new one, each whole with its own summary."""
+    out, before = _copy(earlier, tmp_path)
+    rc, err, _ = interrupt(out, signal.SIGTERM, _summary_made, True, "--overwrite")
+    rows, kept = one_line(rc, err, signal.SIGTERM)
+    if kept.startswith("previous output kept"):
+        assert fingerprint(out) == before
+    else:
+        assert kept.startswith("the new output") and rows == consistent(out)
+    consistent(out)
+    assert not _staging(out)
+
+
+def test_a_killed_runs_staging_is_removed_by_the_next_run(earlier: Path,
+                                                          tmp_path: Path) -> None:
+    """SIGKILL: nothing can clean up, but the earlier output is untouched, and
+    the next run into DIR removes what the killed one left."""
+    out, before = _copy(earlier, tmp_path)
+    proc = subprocess.Popen(_command(out, "--overwrite", "-q"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(3000):  # bounded: 300 s
+            if _task_files("", out) or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    _group_is_gone(proc.pid)
+    assert _staging(out), "the killed run had not started writing"
+    assert {k: v for k, v in fingerprint(out).items() if not k.startswith(".")} == before
+    res = subprocess.run(_command(out, "--overwrite", "-q"), capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    assert not _staging(out)
+    consistent(out)
