@@ -32,18 +32,20 @@ become.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import signal
 import stat
 import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import BinaryIO, Iterator, Sequence
 
 from lbparse.scratch import replace_file
 
-__all__ = ["STDOUT", "FileOutput", "Interrupted", "OutputError", "check_dir", "check_file",
+__all__ = ["STDOUT", "FileOutput", "StreamedOutput", "Interrupted", "OutputError", "check_dir", "check_file",
            "check_files", "follow_allowed", "inside", "signals_deferred"]
 
 STDOUT = "-"
@@ -90,6 +92,85 @@ class FileOutput:
     @property
     def describe(self) -> str:
         return "standard output" if self.kind == "stdout" else self.path
+
+
+class StreamedOutput:
+    """An output written as a stream (a command's records as they come):
+    checked when made (`check_file`), then opened, then committed or
+    discarded. A regular file (or a new name) is written as a new file of
+    a random name beside it (O_EXCL | O_NOFOLLOW, the old file's permission
+    bits) and renamed over it by `commit`; `discard` leaves the old file as
+    it was. A device or FIFO is written in place. With `grow_new`, a name
+    that is absent is made at once under its own name (O_EXCL | O_NOFOLLOW),
+    so that `tail -f` follows a recording as it grows: there is no old file
+    to keep, and `discard` removes it."""
+
+    def __init__(self, path: str, option: str, inputs: Sequence[str] = (), *,
+                 grow_new: bool = False) -> None:
+        self.path = path
+        self.temp: str | None = None
+        self.option = option
+        checked = check_file(path, option, inputs)
+        self.in_place = checked.kind == "in_place"
+        self.grow = False
+        try:
+            self.mode = 0 if self.in_place else stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            self.mode, self.grow = 0o666, grow_new
+
+    def open(self) -> BinaryIO:
+        if self.in_place:
+            return self._open_in_place()
+        if self.grow:
+            return self._make(self.path)
+        folder, name = os.path.split(self.path)
+        for _ in range(100):
+            temp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
+            try:
+                return self._make(temp)
+            except FileExistsError:
+                continue
+        raise OutputError(f"{self.option} {self.path}: cannot make a new file beside it")
+
+    def _make(self, path: str) -> BinaryIO:
+        """A new file at `path` (never one that exists, never through a link)."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, self.mode)
+        except FileExistsError:
+            if path == self.path:  # made by someone else since it was checked
+                raise OutputError(f"{self.option} {self.path}: appeared after it was "
+                                  "checked; not written") from None
+            raise
+        except OSError as exc:
+            raise OutputError(f"{self.option} {self.path}: cannot write: "
+                              f"{exc.strerror}") from None
+        self.temp = path
+        return os.fdopen(fd, "wb")
+
+    def _open_in_place(self) -> BinaryIO:
+        # No O_CREAT, no O_TRUNC: nothing is made or emptied through a link;
+        # what was opened is checked, not what the name was a moment ago.
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY)
+        except OSError as exc:
+            raise OutputError(f"{self.option} {self.path}: cannot write: {exc.strerror}") from None
+        st = os.fstat(fd)
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            os.close(fd)
+            raise OutputError(f"{self.option} {self.path}: became {_kind(st.st_mode)} after it "
+                              "was checked; not written")
+        return os.fdopen(fd, "wb")
+
+    def commit(self) -> None:
+        if self.temp is not None and self.temp != self.path:
+            os.replace(self.temp, self.path)
+        self.temp = None
+
+    def discard(self) -> None:
+        if self.temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
+            self.temp = None
 
 
 def follow_allowed(path: str, link: os.stat_result) -> bool:

@@ -189,3 +189,83 @@ def test_follow_allowed_is_the_kernels_rule(tmp_path: Path) -> None:
         assert outputs.follow_allowed(str(link), link.lstat())
         os.chown(tmp_path, 0, 0)
         os.chmod(tmp_path, 0o700)
+
+
+# --- record: a stream written as it comes --------------------------------------
+
+def _record(url: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LBPARSE, "record", url, "lb.>", "-o", str(out), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _publish(url: str, n: int) -> None:
+    import asyncio
+
+    import nats
+
+    async def go() -> None:
+        nc = await nats.connect(url)
+        for i in range(n):
+            await nc.publish(f"lb.r{i}", b"x%d" % i)
+        await nc.flush()
+        await nc.close()
+
+    asyncio.run(go())
+
+
+def test_record_refuses_a_link_to_a_file_before_connecting(tmp_path: Path) -> None:
+    from support.net import free_port
+
+    precious = tmp_path / "precious.jsonl"
+    precious.write_text("keep me\n")
+    link = tmp_path / "rec.jsonl"
+    link.symlink_to(precious)
+    res = _record(f"nats://127.0.0.1:{free_port()}", link, "--timeout", "0.5")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("lbparse record: -o ") and "symbolic link" in res.stderr, \
+        res.stderr
+    assert "cannot connect" not in res.stderr  # refused before the server was tried
+    assert precious.read_text() == "keep me\n" and link.is_symlink()
+
+
+def test_a_record_that_never_started_keeps_the_old_file(tmp_path: Path) -> None:
+    from support.net import free_port
+
+    old = tmp_path / "rec.jsonl"
+    old.write_text("an earlier recording\n")
+    new = tmp_path / "new.jsonl"
+    for out in (old, new):
+        res = _record(f"nats://127.0.0.1:{free_port()}", out, "--timeout", "0.5")
+        assert res.returncode != 0 and "Traceback" not in res.stderr, res.stderr
+    assert old.read_text() == "an earlier recording\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rec.jsonl"]  # no new, no temp
+
+
+@pytest.mark.slow
+def test_record_replaces_an_old_file_whole_and_writes_a_device_in_place(
+        nats_server: str, tmp_path: Path, null_device: Path) -> None:
+    old = tmp_path / "rec.jsonl"
+    old.write_text("an earlier recording\n")
+    old.chmod(0o640)
+    for out in (old, null_device):
+        proc = subprocess.Popen([*LBPARSE, "record", nats_server, "lb.>", "-o", str(out),
+                                 "--count", "3", "--duration", "30"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()  # bounded: the process ends by --duration
+            assert "listening on" in line, line
+            if out == old:  # the old file stays whole until the recording ends
+                assert old.read_text() == "an earlier recording\n"
+            _publish(nats_server, 3)
+            _, err = proc.communicate(timeout=40)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=5)
+        assert proc.returncode == 0, err
+    lines = old.read_text().splitlines()
+    assert [json.loads(x)["subject"] for x in lines] == ["lb.r0", "lb.r1", "lb.r2"]
+    assert stat.S_IMODE(old.stat().st_mode) == 0o640
+    assert stat.S_ISCHR(null_device.stat().st_mode)  # still a device
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left

@@ -22,11 +22,12 @@ like a pcap.
 from __future__ import annotations
 
 import binascii
+import io
 import base64
 import json
 import sys
 from decimal import Decimal, InvalidOperation
-from typing import IO, Any, Callable, Iterator, TextIO
+from typing import IO, Any, BinaryIO, Callable, Iterator, TextIO
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
@@ -205,11 +206,12 @@ def parquet_schema() -> Any:
 class ParquetRecordWriter:
     """Writes records in row groups of `batch` so memory stays flat."""
 
-    def __init__(self, path: str, batch: int = 4096) -> None:
+    def __init__(self, path: str, batch: int = 4096, stream: BinaryIO | None = None) -> None:
         import pyarrow.parquet as pq
 
         self.schema = parquet_schema()
-        self._writer = pq.ParquetWriter(path, self.schema)
+        self._writer = pq.ParquetWriter(path if stream is None else stream, self.schema)
+        self._stream = stream
         self._rows: list[dict[str, Any]] = []
         self._batch = batch
 
@@ -244,6 +246,8 @@ class ParquetRecordWriter:
     def close(self) -> None:
         self.flush()
         self._writer.close()
+        if self._stream is not None:
+            self._stream.close()
 
     def __enter__(self) -> "ParquetRecordWriter":
         return self
@@ -253,11 +257,14 @@ class ParquetRecordWriter:
 
 
 class JsonlRecordWriter:
-    """Records as JSON Lines to `path`; `-`: to standard output (left open)."""
+    """Records as JSON Lines to `path` (or to `stream`, opened for `path`);
+    `-`: to standard output (left open)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stream: BinaryIO | None = None) -> None:
         self._own = path != "-"
-        self._f: TextIO = open(path, "w", encoding="utf-8") if self._own else sys.stdout
+        self._f: TextIO = (sys.stdout if not self._own
+                           else open(path, "w", encoding="utf-8") if stream is None
+                           else io.TextIOWrapper(stream, encoding="utf-8", newline="\n"))
 
     def write(self, rec: Record) -> None:
         write_jsonl(self._f, rec)
@@ -278,13 +285,22 @@ class JsonlRecordWriter:
         self.close()
 
 
-def record_writer(path: str) -> JsonlRecordWriter | ParquetRecordWriter:
-    """A writer of our capture format, chosen by the file name's extension."""
+def record_writer(path: str, stream: BinaryIO | None = None, *, device: bool = False
+                  ) -> JsonlRecordWriter | ParquetRecordWriter:
+    """A writer of our capture format, chosen by the file name's extension
+    (a `device` or FIFO of another name gets JSON Lines, as `-` does); to
+    `stream` (opened for `path`, e.g. by lbparse.outputs) when given."""
+    if not device:
+        check_record_name(path)
     if path.endswith(".parquet"):
-        return ParquetRecordWriter(path)
-    if path.endswith((".jsonl", ".json")) or path == "-":
-        return JsonlRecordWriter(path)
-    raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
+        return ParquetRecordWriter(path, stream=stream)
+    return JsonlRecordWriter(path, stream)
+
+
+def check_record_name(path: str) -> None:
+    """ValueError unless `path` names a format record_writer writes."""
+    if not (path.endswith((".parquet", ".jsonl", ".json")) or path == "-"):
+        raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
 
 
 def _kind_check(kind: str) -> Callable[[Any], bool]:

@@ -14,14 +14,12 @@ import contextlib
 import datetime
 import io
 import os
-import secrets
-import stat
 import sys
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from lbparse import jsonform
 from lbparse.cli.status import UsageError, warn
-from lbparse.outputs import check_file, inside
+from lbparse.outputs import StreamedOutput, inside
 
 __all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
            "stdout_to"]
@@ -100,7 +98,9 @@ def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
     if path == STDOUT or path in _STDOUT_NAMES:
         yield run
         return
-    target = _OutputFile(path, _inputs(args))
+    inputs = _inputs(args)
+    _refuse_inside_inputs(path, inputs)
+    target = StreamedOutput(path, "-o", inputs)
     text = io.TextIOWrapper(target.open(), encoding="utf-8", newline="\n")
     saved, sys.stdout = sys.stdout, text
     try:
@@ -120,7 +120,7 @@ def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
     _finish(text, target, saved)
 
 
-def _drop(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
+def _drop(text: io.TextIOWrapper, target: StreamedOutput, saved: Any) -> None:
     sys.stdout = saved
     with contextlib.suppress(OSError, ValueError):
         text.close()
@@ -139,7 +139,7 @@ def _inputs(args: argparse.Namespace) -> list[str]:
     return found
 
 
-def _finish(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
+def _finish(text: io.TextIOWrapper, target: StreamedOutput, saved: Any) -> None:
     sys.stdout = saved
     try:
         text.close()  # flushes: a full disk is an error here, before the rename
@@ -147,65 +147,6 @@ def _finish(text: io.TextIOWrapper, target: "_OutputFile", saved: Any) -> None:
         target.discard()
         raise
     target.commit()
-
-
-class _OutputFile:
-    """The file of `-o`: checked when made, then opened, then committed or discarded."""
-
-    def __init__(self, path: str, inputs: Iterable[str]) -> None:
-        self.path = path
-        self.temp: str | None = None
-        inputs = list(inputs)
-        # The rules every output of lbparse follows (devices and FIFOs in
-        # place, links to files and inputs refused): lbparse.outputs.
-        checked = check_file(path, "-o", inputs)
-        _refuse_inside_inputs(path, inputs)
-        self.in_place = checked.kind == "in_place"
-        try:
-            self.mode = 0 if self.in_place else stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            self.mode = 0o666
-
-    def open(self) -> BinaryIO:
-        if self.in_place:
-            return self._open_in_place()
-        folder, name = os.path.split(self.path)
-        for _ in range(100):
-            temp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
-            try:
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             self.mode)
-            except FileExistsError:
-                continue
-            except OSError as exc:
-                raise UsageError(f"{self.path}: cannot write: {exc.strerror}") from None
-            self.temp = temp
-            return os.fdopen(fd, "wb")
-        raise UsageError(f"{self.path}: cannot make a new file beside it")
-
-    def _open_in_place(self) -> BinaryIO:
-        # No O_CREAT, no O_TRUNC: nothing is made or emptied through a link;
-        # what was opened is checked, not what the name was a moment ago.
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY)
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot write: {exc.strerror}") from None
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise UsageError(f"{self.path}: a symbolic link to {os.path.realpath(self.path)}; "
-                             "not followed: give the file itself")
-        return os.fdopen(fd, "wb")
-
-    def commit(self) -> None:
-        if self.temp is not None:
-            os.replace(self.temp, self.path)
-            self.temp = None
-
-    def discard(self) -> None:
-        if self.temp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.temp)
-            self.temp = None
 
 
 def _refuse_inside_inputs(path: str, inputs: Iterable[str]) -> None:

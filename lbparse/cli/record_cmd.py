@@ -29,10 +29,11 @@ import argparse
 import sys
 
 from lbparse.capture.reader import default_layout
-from lbparse.capture.recordings import JsonlRecordWriter, record_writer
+from lbparse.capture.recordings import JsonlRecordWriter, check_record_name, record_writer
 from lbparse.capture.records import Record
 from lbparse.cli.common import add_layout_argument
 from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, live_session
+from lbparse.outputs import StreamedOutput
 
 NAME = "record"
 HELP = "record a NATS server's messages to .jsonl or .parquet"
@@ -41,23 +42,44 @@ HELP = "record a NATS server's messages to .jsonl or .parquet"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="FILE.jsonl or FILE.parquet; '-': JSON Lines on stdout")
+                   help="FILE.jsonl or FILE.parquet; '-' (or a device or FIFO): JSON Lines "
+                   "on stdout (or there). A new FILE "
+                   "grows as messages come (`tail -f` follows it); an existing one is "
+                   "kept until the recording ends and replaces it (meanwhile it grows as "
+                   ".FILE.*.tmp beside it); a device or FIFO is written in place; a link "
+                   "to a file is refused")
     add_layout_argument(p, default=default_layout())
 
 
 def run(args: argparse.Namespace) -> int:
     connect_options(args)  # the options' errors before the file is made
-    writer = record_writer(args.output)
+    # Checked before connecting (lbparse.outputs): a device or FIFO written in
+    # place, a regular file replaced whole at the end, a link to a file refused.
+    target = None if args.output == "-" else StreamedOutput(args.output, "-o", grow_new=True)
+    device = target is not None and target.in_place
+    if not device:
+        check_record_name(args.output)
+    writer = record_writer(args.output, None if target is None else target.open(),
+                           device=device)
+    written = 0
 
     def write(rec: Record) -> None:
+        nonlocal written
         writer.write(rec)
+        written += 1
         if isinstance(writer, JsonlRecordWriter):
             writer.flush()  # so `tail -f` (and a test) sees each record as it comes
 
+    ended = False
     try:
         result = live_session(NAME, args, write)
+        ended = True
     finally:
         writer.close()  # whatever happened: a whole file of what was received
+        if target is not None and (ended or written):
+            target.commit()
+        elif target is not None:  # never started (no server): the old file stays
+            target.discard()
     extra = "" if result.written == result.messages else f" ({result.written} written)"
     if result.spilled:
         extra += f" ({result.spilled} by way of the spill file)"

@@ -50,6 +50,14 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# The JVM's shutdown after an interruption (Ctrl-C: issue #25, one line and no
+# JVM trace) may interrupt the removal of Spark's scratch directories, which
+# these two log as an ERROR with a stack trace; a scratch directory left in
+# the temp directory is all it means.
+logger.blocks.name = org.apache.spark.storage.DiskBlockManager
+logger.blocks.level = fatal
+logger.hooks.name = org.apache.spark.util.ShutdownHookManager
+logger.hooks.level = fatal
 """
 
 
