@@ -345,3 +345,18 @@ def test_tap_record_and_pipeline_json_pass_jq(nats_server: str, crafted: Path,
     texts = [e["value_json"] for e in entries if e["value_json"]]
     assert len(texts) == 1 and f'"{BIG_EPOCH}"' in texts[0]
     assert_jq_round_trip(texts[0])
+
+
+def test_the_pipelines_summary_table_escapes_what_came_from_the_inputs() -> None:
+    """The pipeline's terminal summary shows file paths, stream names and the
+    inputs' problems: none may reach the terminal raw."""
+    from lbparse.pipeline.summary import FileSummary, Summary
+
+    hostile = "cap\x1b]0;TITLE\x07\x1b[2J\x00\n.pcap"
+    f = FileSummary(hostile, "pcap", 10, rows=1)
+    f.file_errors.append(f"{hostile}: unreadable")
+    f.per_stream["orders\x1b[31m"] = 1
+    table = Summary([f], "out/messages", "v0").table()
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", table), table
+    assert "cap\\u001b]0;TITLE\\u0007\\u001b[2J\\u0000\\u000a.pcap" in table
+    assert "orders\\u001b[31m" in table

@@ -46,9 +46,8 @@ problems (gaps, unreadable parts), 2 on bad arguments, 3 when the job
 itself failed (Spark, a worker, the output's filesystem: nothing was
 written; on a first run DIR/summary.json says "outcome": "failed" with
 the reason, otherwise the earlier output is kept as it was), 130 when
-interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM (128 + the signal, as
-a shell reports it; one line says how many rows were done and what was
-kept). summary.json's "outcome" is "ok", "problems" or "failed".
+interrupted by SIGINT (Ctrl-C) or SIGTERM (one line says which, how many
+rows were done and what was kept). summary.json's "outcome" is "ok", "problems" or "failed".
 
 examples:
   lbparse pipeline nats.pcap -o out/
@@ -68,7 +67,7 @@ import time
 from typing import Any, TextIO
 
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.status import JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
+from lbparse.cli.status import INTERRUPTED, JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 
@@ -272,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         elif not (stopped.rows or stopped.kept or stopped.finished):
             stopped.kept = signals.kept  # stopped before the job: what preflight found
         print(interrupted_line(stopped, args.out), file=sys.stderr, flush=True)
-        return 128 + stopped.signum
+        return INTERRUPTED  # for SIGTERM too: one status for "stopped, results kept"
 
 
 def _run(args: argparse.Namespace, signals: Signals) -> int:

@@ -7,7 +7,7 @@ file), said on stderr. 2 (USAGE): a usage problem (a bad option value, a
 file that cannot be opened, an argument that is neither a file nor hex).
 3 (JOB_FAILED): `pipeline` only, the job itself failed (Spark, a worker,
 the output's filesystem). 130 (INTERRUPTED): Ctrl-C (128 + SIGINT, as a
-shell reports it). A user's mistake is one line on stderr, `lbparse
+shell reports it); `pipeline` says the same for SIGTERM, its earlier output kept. A user's mistake is one line on stderr, `lbparse
 COMMAND: what was wrong`, never a traceback. A reader that goes away
 (`lbparse decode ... | head`) ends the run quietly with status 0.
 """
@@ -34,7 +34,7 @@ EXIT_STATUSES = {
           "empty selection, an empty file), said on stderr",
     USAGE: "a usage problem (a bad option, a file that cannot be opened)",
     JOB_FAILED: "pipeline: the job itself failed (Spark, a worker, the output's filesystem)",
-    INTERRUPTED: "interrupted (Ctrl-C)",
+    INTERRUPTED: "interrupted (Ctrl-C; pipeline: SIGINT or SIGTERM, earlier output kept)",
 }
 
 

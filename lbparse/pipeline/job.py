@@ -169,6 +169,8 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                      rows_written=sum(r.rows for r in result
                                                       if r.kind in ("file", "entries_file")),
                                      files_written=len(files) + len(entry_files))
+        summary.tables = {name: out_plan.path(name) for name, written
+                          in ((MESSAGES_DIR, files), (ENTRIES_DIR, entry_files)) if written}
         write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
         if check_interrupt is not None:
             check_interrupt()

@@ -22,10 +22,12 @@ from typing import Any, Iterable
 
 import pyarrow.compute as pc
 
+from lbparse.textform import NO_MSG_TYPE, printable
+
 __all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_entries",
            "count_entry_problems", "count_problems"]
 
-NONE = "(none)"
+NONE = NO_MSG_TYPE  # the partition of rows without a MsgType
 BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
               ("per_error_kind", "error_kind"))
 
@@ -131,6 +133,8 @@ class Summary:
     rows_written: int | None = None  # rows in the Parquet files (None: not known)
     files_written: int = 0
     error: str | None = None  # why the job failed (then nothing was written)
+    # The tables this run wrote, by name (messages, entries): only those with rows.
+    tables: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def failed(cls, units: Iterable[Any], output: str, layout: str, seconds: float,
@@ -216,6 +220,8 @@ class Summary:
              "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
              "totals": self.totals(), "checks": self.checks(),
              "files": [asdict(f) for f in self.files]}
+        if self.error is None:
+            d["tables"] = dict(self.tables)
         if self.error is not None:
             d["error"] = self.error
         return d
@@ -255,7 +261,8 @@ class Summary:
             out.append(f"... and {len(problems) - 20} more problems (summary.json has them all)")
         for c in self.checks():
             out.append(f"COUNTS DO NOT ADD UP: {c}")
-        return "\n".join(out)
+        # Paths, stream names and problems come from the inputs: escaped for the terminal.
+        return "\n".join(printable(x) for x in out)
 
 
 def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:

@@ -125,6 +125,8 @@ def test_data_directories_alone_write_only_the_entries(spark: Any, short_data: P
         inputs=(str(short_data),), out=str(out), decode=DecodeOptions(layout="v0"),
         source=SourceOptions()))
     assert sorted(p.name for p in out.iterdir()) == ["entries", "summary.json"]
+    # The summary names the tables written, and only those.
+    assert json.loads((out / "summary.json").read_text())["tables"] == {"entries": f"{out}/entries"}
     glob = f"{out}/entries/**/*.parquet"
     n = duckdb.sql(f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning=true)")
     assert n.fetchall() == [(255,)]
