@@ -785,7 +785,9 @@ def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(b"")
     cases += [(["capture", str(empty)], 1, "empty.pcap: empty (0 bytes): nothing to read"),
-              (["capture", "-"], 1, "stdin: empty (0 bytes)")]
+              (["capture", "-"], 1, "stdin: empty (0 bytes)"),
+              (["report", str(empty), "-q", "-o", str(tmp_path / "r.html")], 1,
+               "empty.pcap: empty (0 bytes): nothing to read")]
     for args, code, said in cases:
         res = run_cli(*args, stdin=b"")
         err = res.stderr.decode()

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from typing import Any
@@ -135,7 +136,23 @@ def run(args: argparse.Namespace) -> int:
         _screenshot(output, outs["--screenshot"])
     if not args.quiet:
         _summary(model, outs, time.monotonic() - start)
-    return DATA if noticed or model["storage"]["findings"] else OK
+    empty = _empty_files(args.inputs)
+    for name in empty:  # said as capture says it: nothing in it to report on
+        warn(NAME, f"{name}: empty (0 bytes): nothing to read")
+    return DATA if noticed or empty or model["storage"]["findings"] else OK
+
+
+def _empty_files(inputs: list[str]) -> list[str]:
+    """The inputs that are regular files of 0 bytes (a capture cut before its header)."""
+    empty = []
+    for name in inputs:
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue  # stdin, a folder's absence: the readers say it
+        if stat.S_ISREG(st.st_mode) and st.st_size == 0:
+            empty.append(name)
+    return empty
 
 
 def _write_json(model: dict[str, Any], out: FileOutput) -> None:
