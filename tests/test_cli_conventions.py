@@ -846,3 +846,17 @@ def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
     assert [json.loads(line)["subject"] for line in out.read_text().splitlines()] == \
         ["lb.v0", "lb.v1", "lb.v2"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
+
+
+def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_path: Path
+                                                                          ) -> None:
+    """`generate -o` names a folder: a file or a device there is said in one line
+    (it was a raw errno after the work, from deep inside the writer)."""
+    f = tmp_path / "f.txt"
+    f.write_text("keep me")
+    for out, kind in ((f, "a regular file"), (Path(os.devnull), "a character device")):
+        res = run_cli("generate", "--lang", "graphviz", "-o", str(out))
+        err = res.stderr.decode()
+        assert res.returncode == 2 and err == f"lbparse generate: -o {out}: is {kind}, not a " \
+            "directory\n", err
+    assert f.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]

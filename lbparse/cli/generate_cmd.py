@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from lbparse.codegen import LANGUAGES, CodegenError, generate, resolve_languages
+from lbparse.outputs import check_dir
 
 NAME = "generate"
 HELP = "generate parsers, schemas and a Wireshark dissector for other languages"
@@ -35,6 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     langs = resolve_languages(args.lang)
+    check_dir(args.output, "-o")  # a file, a device, another user's link: refused before any work
     try:
         result = generate(langs, args.output, nest=True if args.nest else None)
     except CodegenError as exc:
