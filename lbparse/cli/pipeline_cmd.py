@@ -146,9 +146,11 @@ class Signals:
         self.kept: list[str] = []  # the earlier output in DIR, kept if the run stops
         self.done: int | None = None  # rows of the run, once its output is in place
         # py4j logs the interruption of a call to the JVM with its traceback
-        # (`logging.exception`, on the root logger), and calls to a JVM gone
-        # with the signal: the run says it in one line.
-        logging.getLogger().addFilter(self._log)
+        # (`logging.exception`, on the root logger and on its own loggers,
+        # whose records a filter of the root logger never sees), and calls to
+        # a JVM gone with the signal: the run says it in one line.
+        for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
+            logging.getLogger(name).addFilter(self._log)
         default = sys.unraisablehook
 
         def unraisable(u: Any) -> None:
@@ -260,11 +262,14 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lbparse.pipeline.outdir import remove_own
+
     signals = Signals()
     signals.install()
     try:
         return _run(args, signals)
     except KeyboardInterrupt as exc:
+        remove_own(args.out)  # Spark is stopped now: nothing writes there any more
         stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
         if signals.done is not None:  # after the swap: the new output is whole
             stopped.rows, stopped.finished, stopped.kept = signals.done, True, []

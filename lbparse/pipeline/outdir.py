@@ -195,6 +195,18 @@ def clear_stale(fs: pafs.FileSystem, out: str) -> None:
         shutil.rmtree(entry.path, ignore_errors=True)
 
 
+def remove_own(out: str) -> None:
+    """Remove this process's staging directories in `out`, once Spark is
+    stopped: a task still running when the run was stopped (a SIGTERM to the
+    driver alone) may have written into one after the run removed it."""
+    if "://" in out or not os.path.isdir(out):
+        return
+    mine = f"{STAGING_PREFIX}{os.getpid()}-"
+    for entry in os.scandir(out):
+        if entry.name.startswith(mine) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
