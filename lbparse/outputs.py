@@ -246,14 +246,7 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = ()) -> None:
     except OSError as exc:
         raise OutputError(f"{where}: {exc.strerror}") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
-        if not follow_allowed(path, st):
-            raise OutputError(f"{where}: a symbolic link of another user (uid {st.st_uid}) in "
-                              "a shared sticky directory; not followed")
-        try:
-            st = os.stat(path)
-        except OSError as exc:
-            raise OutputError(f"{where}: a symbolic link to {os.readlink(path)!r}: "
-                              f"{exc.strerror}") from None
+        st = _link_target(path, st, where)
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{where}: is {_kind(st.st_mode)}, not a directory")
     real = os.path.realpath(path)
@@ -295,17 +288,24 @@ def signals_deferred() -> Iterator[None]:
             signal.raise_signal(got[0])  # now, to the handler the caller had
 
 
-def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
-    """What the link at `path` points to, if lbparse may write through it."""
-    target = os.readlink(path)
+def _link_target(path: str, link: os.stat_result, where: str, missing: str = ""
+                 ) -> os.stat_result:
+    """What the link at `path` (its lstat: `link`) points to, if the kernel's
+    rule lets it be followed; `missing`: said after a target that is not there."""
     if not follow_allowed(path, link):
         raise OutputError(f"{where}: a symbolic link of another user (uid {link.st_uid}) in a "
                           "shared sticky directory; not followed, not replaced")
     try:
-        st = os.stat(path)
+        return os.stat(path)
     except OSError as exc:
-        raise OutputError(f"{where}: a symbolic link to {target!r}: {exc.strerror}; lbparse "
-                          "does not make files through links") from None
+        raise OutputError(f"{where}: a symbolic link to {os.readlink(path)!r}: "
+                          f"{exc.strerror}{missing}") from None
+
+
+def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
+    """What the link at `path` points to, if lbparse may write through it."""
+    target = os.readlink(path)
+    st = _link_target(path, link, where, "; lbparse does not make files through links")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return st
     raise OutputError(f"{where}: a symbolic link to {target!r} ({_kind(st.st_mode)}); lbparse "

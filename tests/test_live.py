@@ -101,6 +101,19 @@ def _finish(proc: subprocess.Popen, timeout: float = 30.0) -> tuple[str, str]:
     return out.decode(), err.decode()
 
 
+def _while_publishing(nats_server: str, cmd: list[str]) -> tuple[str, str]:
+    """Start `cmd` (a tap or record), publish every vector once it listens,
+    and return what it printed; the process is stopped whatever happens."""
+    proc = _start(cmd, "listening on")
+    try:
+        asyncio.run(_publish_all(nats_server))
+        return _finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 def _check_records(recs: list[dict]) -> None:
     assert len(recs) == len(PAYLOADS)
     for i, (r, payload) in enumerate(zip(recs, PAYLOADS)):
@@ -121,15 +134,9 @@ def _check_records(recs: list[dict]) -> None:
 
 
 def test_tap_sees_every_vector(nats_server: str) -> None:
-    proc = _start([*LBPARSE, "tap", nats_server, "lb.>", "--layout", "v0",
-                   "--count", str(len(PAYLOADS)), "--duration", "30"], "listening on")
-    try:
-        asyncio.run(_publish_all(nats_server))
-        out, _ = _finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+    out, _ = _while_publishing(nats_server, [*LBPARSE, "tap", nats_server, "lb.>", "--layout",
+                                             "v0", "--count", str(len(PAYLOADS)),
+                                             "--duration", "30"])
     _check_records([json.loads(line) for line in out.splitlines()])
 
 
@@ -164,15 +171,8 @@ def test_record_writes_every_vector(nats_server: str, tmp_path: Path, ext: str) 
 
 def test_record_count_stops(nats_server: str, tmp_path: Path) -> None:
     out_file = tmp_path / "ten.jsonl"
-    proc = _start([*LBPARSE, "record", nats_server, "lb.>", "--count",
-                   "10", "-o", str(out_file), "--duration", "30"], "listening on")
-    try:
-        asyncio.run(_publish_all(nats_server))
-        _finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+    _while_publishing(nats_server, [*LBPARSE, "record", nats_server, "lb.>", "--count", "10",
+                                    "-o", str(out_file), "--duration", "30"])
     lines = out_file.read_text().splitlines()
     assert len(lines) == 10
     assert [base64.b64decode(json.loads(x)["payload"]) for x in lines] == PAYLOADS[:10]
@@ -255,27 +255,15 @@ def test_tap_dash_o_and_record_to_stdout(nats_server: str, tmp_path: Path) -> No
     """tap -o FILE writes what its stdout would show; record -o - writes its
     JSON Lines on stdout (issue #25: -o and - the same in every command)."""
     out_file = tmp_path / "tap.jsonl"
-    proc = _start([*LBPARSE, "tap", nats_server, "lb.>", "--layout", "v0", "--count", "10",
-                   "-o", str(out_file), "--duration", "30"], "listening on")
-    try:
-        asyncio.run(_publish_all(nats_server))
-        out, _ = _finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+    out, _ = _while_publishing(nats_server, [*LBPARSE, "tap", nats_server, "lb.>", "--layout",
+                                             "v0", "--count", "10", "-o", str(out_file),
+                                             "--duration", "30"])
     assert out == ""
     tapped = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert [base64.b64decode(r["payload"]) for r in tapped] == PAYLOADS[:10]
-    proc = _start([*LBPARSE, "record", nats_server, "lb.>", "--layout", "v0", "--count", "10",
-                   "-o", "-", "--duration", "30"], "listening on")
-    try:
-        asyncio.run(_publish_all(nats_server))
-        out, err = _finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
+    out, err = _while_publishing(nats_server, [*LBPARSE, "record", nats_server, "lb.>",
+                                               "--layout", "v0", "--count", "10", "-o", "-",
+                                               "--duration", "30"])
     assert "10 messages to stdout" in err
     recorded = [json.loads(line) for line in out.splitlines()]
     assert [base64.b64decode(r["payload"]) for r in recorded] == PAYLOADS[:10]

@@ -14,7 +14,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +21,7 @@ import pytest
 
 from lbparse import scratch
 from lbparse.pipeline import session
+from support.users import throwaway_user
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,18 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def other_user() -> Iterator[int | None]:
     """The uid of a throwaway user (root only; None elsewhere: the planted
     file is then ours, which must not make it trusted either)."""
-    if os.getuid() != 0 or shutil.which("useradd") is None:
-        yield None
-        return
-    name = f"lbt{uuid.uuid4().hex[:8]}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                    name], check=True, capture_output=True, timeout=60)
-    try:
-        import pwd
-
-        yield pwd.getpwnam(name).pw_uid
-    finally:
-        subprocess.run(["userdel", name], capture_output=True, timeout=60)
+    with throwaway_user() as uid:
+        yield uid
 
 
 def _attacker_config(target: Path) -> str:
