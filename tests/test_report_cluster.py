@@ -34,6 +34,11 @@ pytestmark = pytest.mark.slow
 
 KILL = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == SIGKILL (node\d) \(([^)]*)\)", re.M)
 RESTART = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == restarting (node\d)", re.M)
+# A follower's own word that a partition's leader is gone and not yet replaced
+# (Liftbridge v1.9.0 logs it every ~3 s until the controller names a new one).
+NO_NEW_LEADER = re.compile(r'^time="\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d)" level=error msg="Leader '
+                           r'(\S+) for partition \[subject=[^,]*, stream=([^,]*), partition=(\d+)\] '
+                           r'exceeded max leader timeout', re.M)
 
 
 def full_run(request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
@@ -74,8 +79,13 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     kills = [(_ms(c, first), node, why) for c, node, why in KILL.findall(text)]
     restarts = {node: _ms(c, first) for c, node in RESTART.findall(text)}
     assert len(kills) == 2, text
+    # (partition key, dead leader) -> when the followers said it was not replaced yet
+    leaderless: dict[tuple[str, str], list[float]] = {}
+    for node_log in sorted(log.parent.glob("node*.log")):
+        for clock, leader, stream, p in NO_NEW_LEADER.findall(node_log.read_text()):
+            leaderless.setdefault((f"{stream}/{p}", leader), []).append(_ms(clock, first))
     return {"model": model, "kills": kills, "restarts": restarts, "capture": capture,
-            "page": out / "report.html", "data": data}
+            "page": out / "report.html", "data": data, "leaderless": leaderless}
 
 
 def leader_at(model: dict[str, Any], key: str, t: float) -> str | None:
@@ -95,6 +105,13 @@ def test_killed_leaders_partitions_change_leader(story: dict[str, Any]) -> None:
         for key in led:
             after = [c for c in changes if c["partition_key"] == key and c["from_leader"] == victim
                      and t <= c["t"] <= t + 30_000]
+            said = story["leaderless"].get((key, victim), [])
+            if any(s >= t + 30_000 for s in said):
+                # Liftbridge itself had not replaced the leader 30 s on (its
+                # followers say so in their logs; seen once, 2026-11-26: the
+                # controller's RPCs timed out): the report must not invent a change.
+                assert not after, (key, victim, after)
+                continue
             assert after and after[0]["to_leader"] != victim, (key, victim)
             assert after[0]["to_epoch"] > after[0]["from_epoch"]
             moved_any = True
@@ -124,6 +141,13 @@ def _near_a_kill(story: dict[str, Any], t: float) -> bool:
     return any(k - 5_000 <= t <= k + 20_000 for k, _, _ in story["kills"])
 
 
+def _leaderless(story: dict[str, Any], t: float) -> bool:
+    """Whether a partition had no leader at `t`, by its followers' logs (from
+    their first word to their last, and the client's 4 s ack timeout)."""
+    return any(min(said) - 5_000 <= t <= max(said) + 5_000
+               for said in story["leaderless"].values())
+
+
 def test_the_failovers_stall_publishes_around_the_kills(story: dict[str, Any]) -> None:
     """A publish caught by a kill either waits for its ack (late by hundreds
     of ms to seconds: a new leader took it) or never has one (the leader died
@@ -137,7 +161,10 @@ def test_the_failovers_stall_publishes_around_the_kills(story: dict[str, Any]) -
     calm = [r["max_ms"] for r in rows if not _near_a_kill(story, r["t"])]
     unacked = model["latency"]["unacked_over_time"]
     unacked_near = sum(r["count"] for r in unacked if _near_a_kill(story, r["t"]))
-    unacked_calm = sum(r["count"] for r in unacked if not _near_a_kill(story, r["t"]))
+    # A publish to a partition left without a leader (by Liftbridge's own
+    # logs) is not the calm either: it cannot be acked until one is named.
+    unacked_calm = sum(r["count"] for r in unacked
+                       if not _near_a_kill(story, r["t"]) and not _leaderless(story, r["t"]))
     # How long a failover stalls publishes is the cluster's timing (466 ms
     # to several seconds seen on this machine): a late ack is judged against
     # the run's own latencies, with a floor far above a healthy ack (~1 ms).
