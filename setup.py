@@ -9,13 +9,13 @@ as pure Python and behaves the same (tests/test_compiled.py holds the two
 equal).
 
 The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
-small C module, lbparse/pipeline/_kernels.c, built the same optional way;
+small C module, lbparse/columnar/_kernels.c, built the same optional way;
 without it crc.py and wirescan.py run their Python versions
 (tests/test_kernels.py holds the two equal). The whole capture loop, from
 pcap/pcapng records to the columns of Arrow record batches, is
 lbparse/capture/_native.c, also optional: without it the pipeline reads
 captures with the Python reader (tests/test_native_capture.py holds the two
-equal, row for row); so is lbparse/pipeline/_structs.c, protobuf straight
+equal, row for row); so is lbparse/columnar/_structs.c, protobuf straight
 into Arrow struct columns (tests/test_native_decode.py). The segment
 reader's entry loop is lbparse/storage/_scan.c, the same way
 (tests/test_storage_native.py). Everything else about the package is
@@ -36,11 +36,11 @@ from setuptools.command.build_py import build_py
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
-NATIVE = [Extension("lbparse.pipeline._kernels", ["lbparse/pipeline/_kernels.c"],
+NATIVE = [Extension("lbparse.columnar._kernels", ["lbparse/columnar/_kernels.c"],
                     extra_compile_args=["-O3"], optional=True),
           Extension("lbparse.capture._native", ["lbparse/capture/_native.c"],
                     extra_compile_args=["-O3"], optional=True),
-          Extension("lbparse.pipeline._structs", ["lbparse/pipeline/_structs.c"],
+          Extension("lbparse.columnar._structs", ["lbparse/columnar/_structs.c"],
                     extra_compile_args=["-O3"], optional=True),
           Extension("lbparse.storage._scan", ["lbparse/storage/_scan.c"],
                     extra_compile_args=["-O3"], optional=True)]

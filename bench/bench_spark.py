@@ -171,7 +171,7 @@ def uniform_cost(table: Path, rows: int, rounds: int) -> None:
     their rows fill (what it wrote before), interleaved; prints both and the cost."""
     import pyarrow.fs as pafs
 
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.output import PartitionedWriter, _options, partition_dir
     from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
     from lbparse.pipeline.sources import SourceOptions, plan
@@ -265,7 +265,7 @@ def main() -> int:
         return 0
     from pyspark import __version__ as spark_version
 
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run
     from lbparse.pipeline.session import TEST_CONF, spark_session
 

@@ -4,7 +4,7 @@ Plain functions, so that fuzz/harness.py (atheris, coverage-guided),
 fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
 sanitize`) and the tests run the same checks. `NATIVE` are the targets
 whose bytes reach the C modules (lbparse/capture/_native.c,
-lbparse/pipeline/_kernels.c, _structs.c): their checks hold the C code
+lbparse/columnar/_kernels.c, _structs.c): their checks hold the C code
 equal to its Python reference. Issue #19 added `batch` (the pipeline's
 batch decoder against lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
@@ -17,7 +17,7 @@ from support import hostile
 
 # Imported here, under atheris.instrument_imports (harness.py), so that the
 # fuzzer sees inside them: the checks import them lazily.
-import lbparse.pipeline.decode_arrow  # noqa: F401
+import lbparse.columnar.decode_arrow  # noqa: F401
 import lbparse.raft  # noqa: F401
 import lbparse.storage  # noqa: F401
 import lbparse.storage.checkpoints  # noqa: F401

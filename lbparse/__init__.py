@@ -10,7 +10,8 @@ submodules is documented but may move.
 """
 
 from lbparse.api import decode, decode_header, encode, encode_envelope, payload_from_json
-from lbparse.arrow_api import decode_arrow, read_capture_arrow
+from lbparse.columnar.api import (decode_arrow, decode_tables, read_capture_arrow,
+                                  read_capture_tables)
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
@@ -36,12 +37,14 @@ __all__ = [
     "UpstreamVerdict",
     "decode",
     "decode_arrow",
+    "decode_tables",
     "decode_header",
     "encode",
     "encode_envelope",
     "message_class",
     "payload_from_json",
     "read_capture_arrow",
+    "read_capture_tables",
     "upstream_verdict",
 ]
 __version__ = "0.1.0"

@@ -16,7 +16,7 @@ import pytest
 
 import lbparse
 from lbparse.errors import EnvelopeError
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import arrow_record_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from support.damage import damaged_captures

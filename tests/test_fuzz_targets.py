@@ -36,7 +36,7 @@ def test_every_target_runs_clean_on_its_seeds(name: str, corpus: Path) -> None:
 def test_the_batch_target_catches_a_misaligned_row(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow as pa
 
-    from lbparse.pipeline.decode_arrow import BatchDecoder
+    from lbparse.columnar.decode_arrow import BatchDecoder
 
     real = BatchDecoder.__call__
 

@@ -222,7 +222,7 @@ def test_record_json_decoding_keys_are_the_table() -> None:
     lists, in its order; our Parquet recordings' liftbridge_json and the
     pipeline's traffic columns are entries of the table too."""
     from lbparse.pipeline.schema import FIXED_COLUMNS
-    from lbparse.pipeline.trafficcols import TRAFFIC_COLUMNS
+    from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
 
     decoding = [c.name for c in fields.JSON_DECODING]
     rec = _traffic_record()
@@ -266,7 +266,7 @@ def test_raft_64_bit_fields_are_strings_in_every_output(tmp_path: Path) -> None:
 def test_the_pipelines_raft_columns_hold_any_uint64() -> None:
     """A term past 2**63 is wrapped in raft_rpcs' bigint (as Spark's uint64
     is), exact in traffic_json, and never fails the batch."""
-    from lbparse.pipeline.trafficcols import traffic_columns
+    from lbparse.columnar.trafficcols import traffic_columns
     from lbparse.traffic import TrafficReader
 
     rows = [{"src": "127.0.0.1:40000", "dst": "127.0.0.1:4222", "subject": RAFT_INBOX,

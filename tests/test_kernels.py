@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lbparse.pipeline import crc as crc_mod
-from lbparse.pipeline import wirescan
-from lbparse.pipeline.crc import crc32c_ranges, crc32c_ranges_python
+from lbparse.columnar import crc as crc_mod
+from lbparse.columnar import wirescan
+from lbparse.columnar.crc import crc32c_ranges, crc32c_ranges_python
 from support.protowire import varint
 
 native = pytest.mark.skipif(crc_mod._native is None,

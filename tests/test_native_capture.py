@@ -4,7 +4,7 @@ message), in the same order, and the same counts.
 
 The reference is lbparse.capture's Python reader as the pipeline's sources
 read it (`read_capture_reference`); the C loop is what the pipeline uses
-when it is built (`_read_capture` chooses). Compared on every shared
+when it is built (`read_capture` chooses). Compared on every shared
 capture, the bundled sample, the real cluster capture, every damaged
 capture of tests/support/damage.py (pcap and pcapng, with their limits),
 files read in small blocks, hostile bytes, and hypothesis-made captures:
@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from lbparse.capture import columnar
 from lbparse.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
-from lbparse.pipeline.sources import (SourceOptions, Unit, UnitStats, _read_capture, plan,
+from lbparse.pipeline.sources import (SourceOptions, Unit, UnitStats, read_capture, plan,
                                      read_unit)
 from support import capwriter as cw
 from support.damage import damaged_captures
@@ -47,7 +47,7 @@ def rows(path: str | Path, native: bool, limits: Limits | None = None,
     """The pipeline's record rows of a capture, and its unit counts."""
     unit = Unit(str(path), "pcap", os.path.getsize(path), os.path.getsize(path))
     stats = UnitStats(unit.path, unit.format, unit.size)
-    batches = list(_read_capture(unit, SourceOptions(batch_rows=batch_rows), stats,
+    batches = list(read_capture(unit, SourceOptions(batch_rows=batch_rows), stats,
                                  limits=limits, native=native))
     table = pa.Table.from_batches(batches, schema=arrow_record_schema())
     counts = {k: v for k, v in vars(stats).items()}
@@ -128,7 +128,7 @@ def test_files_the_native_loop_leaves_to_the_reference(tmp_path: Path) -> None:
     with pytest.raises(columnar.NativeUnsupported):
         columnar.NativeCapture(tmp_path / "linktype.pcap")
     unit = Unit(str(tmp_path / "gone.pcap"), "pcap", 0, 0)
-    got = [pa.Table.from_batches(list(_read_capture(unit, SourceOptions(), UnitStats(
+    got = [pa.Table.from_batches(list(read_capture(unit, SourceOptions(), UnitStats(
         unit.path, "pcap", 0), native=n))) for n in (False, True)]
     assert got[0].equals(got[1])
     assert got[0].column("error_kind").to_pylist() == ["input:unreadable"]

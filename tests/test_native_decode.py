@@ -1,4 +1,4 @@
-"""The C protobuf reader (lbparse/pipeline/_structs.c, wirescan_native.py)
+"""The C protobuf reader (lbparse/columnar/_structs.c, wirescan_native.py)
 gives exactly what wirescan's numpy reader (the reference) gives: the same
 `ok` rows and, for them, the same struct values, for every payload type,
 with Spark's emit.default.values on and off, `clean` on and off.
@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 import lbparse
 from lbparse.errors import EnvelopeError
-from lbparse.pipeline import wirescan, wirescan_native
-from lbparse.pipeline.decode_arrow import binary_buffers
+from lbparse.columnar import wirescan, wirescan_native
+from lbparse.columnar.decode_arrow import binary_buffers
 from lbparse.pipeline.schema import arrow_output_schema, payload_columns, typed_payloads
 from support.protowire import varint
 from support.shared import LIFTBRIDGE

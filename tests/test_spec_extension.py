@@ -39,7 +39,7 @@ CHECK = r'''
 import json, sys, tempfile
 import pyarrow as pa
 import lbparse
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import arrow_output_schema, arrow_record_schema, payload_columns
 
 out = {}

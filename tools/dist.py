@@ -124,7 +124,7 @@ def build_env(out: str | os.PathLike[str] = "dist") -> Path:
                     *_env_requirements()], check=True, env=env, cwd=str(out))
     check = subprocess.run(
         [python, "-c", "from lbparse.capture import compiled_modules, HOT_MODULES;"
-         "from lbparse.pipeline import crc; import sys;"
+         "from lbparse.columnar import crc; import sys;"
          "sys.exit(0 if len(compiled_modules()) == len(HOT_MODULES) and crc._native else 1)"],
         env=env, cwd=str(out))
     if check.returncode != 0:

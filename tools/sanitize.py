@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The C modules setup.py builds (NATIVE there; tests/test_native_capture.py
 # holds the two lists equal): module name, source.
-MODULES = [("lbparse.pipeline._kernels", "lbparse/pipeline/_kernels.c"),
+MODULES = [("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
            ("lbparse.capture._native", "lbparse/capture/_native.c"),
-           ("lbparse.pipeline._structs", "lbparse/pipeline/_structs.c"),
+           ("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
            ("lbparse.storage._scan", "lbparse/storage/_scan.c")]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
             "-fno-omit-frame-pointer", "-O1", "-g"]

@@ -114,7 +114,7 @@ def check_outputs(out: str, pipeline: bool) -> FileOutput:
 
 def run_pipeline(out: str) -> int:
     from lbparse.cli.pipeline_cmd import default_layout, print_report
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run
     from lbparse.pipeline.session import TEST_CONF, run_session
 

@@ -289,7 +289,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
     conf = _conf(args)
 
     from lbparse.pipeline import job
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.session import run_session
     from lbparse.pipeline.sources import SourceOptions
 

@@ -3,19 +3,15 @@
 `lbparse pipeline` (lbparse/cli/pipeline_cmd.py) is the way in; the
 pieces, each with one job:
 
-  schema.py        the output schema: fixed columns, one struct per payload
-                   type as Spark's from_protobuf derives it
+  schema.py        the Spark view of the decoded columns (lbparse.columnar.schema)
   sources.py       inputs: planned into units on the driver, streamed in tasks
-  wirescan.py      vectorized protobuf decoding (numpy), many messages at once
-  commitscan.py    vectorized ReplicationResponse (commit-log) decoding
-  columns.py       decoded protobuf objects to Arrow columns (the fallback)
-  decode_arrow.py  one Arrow batch of records in, decoded rows out
   output.py        Parquet written by the tasks, committed by the driver
   tasks.py         what one mapInArrow task runs
   summary.py       counts per input file, that add up
   session.py       the Spark session: local[*], a cluster, or spark-submit's
   job.py           a run, and the entry point for spark-submit
 
+The decoding itself is the columnar core, lbparse.columnar.
 (`make dist`, what a cluster needs, is build tooling: tools/dist.py.)
 
 This module imports nothing heavy: `lbparse --help` must not start Spark.

@@ -244,7 +244,7 @@ def _values(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], str
 
 def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type_name: str
            ) -> None:
-    from lbparse.pipeline.columns import struct_builder
+    from lbparse.columnar.columns import struct_builder
 
     cls = message_class(type_name)
     n = len(cols["position"])

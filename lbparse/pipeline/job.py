@@ -31,7 +31,7 @@ from pyarrow.fs import FileSystem, LocalFileSystem
 from lbparse import jsonform
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
                                       arrow_entries_schema)
 from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem

@@ -405,10 +405,10 @@ def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[
     elif unit.format == "parquet":
         yield from _read_parquet(unit, options, stats)
     else:
-        yield from _read_capture(unit, options, stats)
+        yield from read_capture(unit, options, stats)
 
 
-def _read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
+def read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
                   limits: Limits | None = None, native: bool | None = None
                   ) -> Iterator[pa.RecordBatch]:
     """The C capture loop when it is built and takes the file, else the

@@ -25,11 +25,11 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 
 import lbparse
 from lbparse.generation import NEWEST, GenerationContext
-from lbparse.pipeline.context import message_count
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions, Decoded
+from lbparse.columnar.context import message_count
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, Decoded, decoder_for
 from lbparse.pipeline.entries import (ENTRIES_PARTITION, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
-from lbparse.pipeline.trafficcols import TRAFFIC_COLUMNS
+from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
 from lbparse.traffic import TrafficReader
 from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
 from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
@@ -53,11 +53,6 @@ class TaskOptions:
     source: SourceOptions
 
 
-@lru_cache(maxsize=4)
-def _decoder(options: DecodeOptions) -> BatchDecoder:
-    # Built once per Python worker (they are reused across tasks): the
-    # schema and the per-type column builders are made here, not per batch.
-    return BatchDecoder(options)
 
 
 def process_segment(unit: Unit, options: TaskOptions, writer: PartitionedWriter
@@ -94,7 +89,7 @@ def decoded_by() -> str:
     """Which lbparse this worker imported, and whether it runs compiled: on a cluster,
     a packed environment's (compiled) or the --py-files zip's (pure Python)."""
     from lbparse.capture import HOT_MODULES, compiled_modules
-    from lbparse.pipeline import crc
+    from lbparse.columnar import crc
 
     where = os.path.dirname(lbparse.__file__)
     built = []
@@ -137,7 +132,7 @@ def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Ite
     """The decoded batches of one unit, in order; `counts` (new_counts()) filled as they
     go, and completed (the summary's per-unit counts) when the unit is done. What
     `lbparse pipeline`'s tasks write and what the Spark data source (lbparse.spark) reads."""
-    decoder = _decoder(options.decode)
+    decoder = decoder_for(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
     breakdowns: dict[str, Counter[str]] = {}
     reading = read_unit(unit, options.source, stats)

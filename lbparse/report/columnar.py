@@ -52,9 +52,9 @@ def native_reader() -> bool:
 def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
     """The decoded rows of one capture file (what read_capture_arrow yields), and
     the reader's counts in `stats` (a pipeline UnitStats)."""
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_unit
-    from lbparse.pipeline.tasks import _decoder
+    from lbparse.columnar.decode_arrow import decoder_for as _decoder
 
     decoder = _decoder(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
@@ -284,7 +284,7 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
     messages = batch.column("error_message")
     # Each decoded message's struct column is its payload type's (schema.column_for:
     # proto.Message: proto_Message); a MsgType may have another in another layout.
-    from lbparse.pipeline.schema import column_for
+    from lbparse.columnar.schema import column_for
 
     payload_types = batch.column("payload_type").to_pylist()
     handlers = agg._handlers

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.schema import CAPTURE_COLUMNS
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArra
     import numpy as np
 
     from lbparse.pipeline.schema import arrow_record_schema
-    from lbparse.pipeline.tasks import _decoder
+    from lbparse.columnar.decode_arrow import decoder_for as _decoder
 
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks()

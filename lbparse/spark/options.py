@@ -23,7 +23,7 @@ import json
 from typing import Mapping
 
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.sources import SourceOptions
 from lbparse.pipeline.tasks import TaskOptions
 

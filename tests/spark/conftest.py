@@ -139,7 +139,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
         ) -> dict[str, Any]:
     """One pipeline run over every input (layout v0): its summary, data and output dir."""
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.pipeline.sources import SourceOptions
 
@@ -171,7 +171,7 @@ def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F81
     """One run (auto) over every input kind, the real cluster's capture and data
     directories among them; per dataset (messages, entries): its directory, and Spark's
     reading of it (schema, and its rows as an Arrow table sorted by KEY)."""
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.pipeline.sources import SourceOptions
 

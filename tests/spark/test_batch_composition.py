@@ -32,8 +32,8 @@ import lbparse
 from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.payloads import REPLICATION_RESPONSE
-from lbparse.pipeline.columns import builder_for
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.columns import builder_for
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
 from support.protowire import read_varint, varint
@@ -396,7 +396,7 @@ def test_a_failing_vectorized_reader_sends_the_rows_to_the_per_row_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Not strict (production): whatever goes wrong inside a vectorized reader,
     the batch's rows are still lbparse.decode's, decoded one by one."""
-    from lbparse.pipeline import decode_arrow
+    from lbparse.columnar import decode_arrow
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise pa.ArrowInvalid("a reader bug")

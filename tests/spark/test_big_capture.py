@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lbparse.capture import columnar
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.sources import SourceOptions, plan
 from support.damage import damaged_captures

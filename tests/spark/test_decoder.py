@@ -28,12 +28,12 @@ from lbparse.commitlog import encode_replication_response, parse_replication_res
 from lbparse.dispatch import DECODERS
 from lbparse.limits import DEFAULT
 from lbparse.payloads import REPLICATION_RESPONSE, fits_cleanly
-from lbparse.pipeline.columns import ReplicationResponseBuilder, builder_for
-from lbparse.pipeline.commitscan import decode_replication
-from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.columns import ReplicationResponseBuilder, builder_for
+from lbparse.columnar.commitscan import decode_replication
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
-from lbparse.pipeline.wirescan import decode_structs, slices
+from lbparse.columnar.wirescan import decode_structs, slices
 from strategies import REPLICATION_RESPONSES, messages
 
 VECTORS = [json.loads(line) for line in
@@ -141,7 +141,7 @@ def test_the_c_kernels_and_their_python_fallbacks_decode_alike(layout: str, monk
                                                                ) -> None:
     """The batch CRC and the protobuf scan in C (setup.py builds them when it
     can) or in Python (a pure install, a --py-files zip): the same rows."""
-    from lbparse.pipeline import crc, wirescan
+    from lbparse.columnar import crc, wirescan
 
     payloads = PAYLOADS + _damaged(seed=11)
     built = BatchDecoder(DecodeOptions(layout=layout))(_batch(payloads)).to_pylist()

@@ -20,7 +20,7 @@ from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 @pytest.fixture(scope="module")
 def entries_run(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F811
                 tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.pipeline.sources import SourceOptions
 
@@ -116,7 +116,7 @@ def test_data_directories_alone_write_only_the_entries(spark: Any, short_data: P
     import polars
 
     from lbparse.cli.pipeline_cmd import print_report
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.pipeline.sources import SourceOptions
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lbparse.pipeline import job
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from generations import legacy_capture, v0_capture
 from lbparse.capture import CaptureReader
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.sources import SourceOptions
 from support.shared import LIFTBRIDGE

@@ -23,8 +23,8 @@ import pytest
 from google.protobuf import json_format
 
 import lbparse
-from lbparse.pipeline.columns import builder_for
-from lbparse.pipeline.decode_arrow import DecodeOptions
+from lbparse.columnar.columns import builder_for
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
 from lbparse.pipeline.sources import SourceOptions

@@ -62,7 +62,7 @@ def test_spark_reads_what_the_tasks_wrote(spark: Any, tmp_path: Path, monkeypatc
 def test_statistics_are_kept_for_numbers_times_source_and_subject(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    from lbparse.pipeline.decode_arrow import BatchDecoder, DecodeOptions
+    from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
     from lbparse.pipeline.schema import arrow_record_schema
     import lbparse
 

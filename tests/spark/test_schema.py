@@ -17,9 +17,9 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, MapType
 
-from lbparse.pipeline.columns import StructBuilder
+from lbparse.columnar.columns import StructBuilder
 from lbparse.pipeline.schema import message_struct, output_schema, payload_columns
-from lbparse.pipeline.wirescan import decode_structs
+from lbparse.columnar.wirescan import decode_structs
 
 F = descriptor_pb2.FieldDescriptorProto
 

@@ -202,7 +202,7 @@ def check_batch(payloads: list[bytes], layouts: tuple[str, ...] = ("v0", "auto")
     included (tests/spark/test_batch_composition.py's reference)."""
     from spark.test_batch_composition import check_batches, strict  # needs pyarrow, not Spark
 
-    from lbparse.pipeline.decode_arrow import DecodeOptions
+    from lbparse.columnar.decode_arrow import DecodeOptions
 
     if not payloads:
         return
@@ -293,12 +293,12 @@ def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict
     import pyarrow as pa
 
     from lbparse.pipeline.schema import arrow_record_schema
-    from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, _read_capture
+    from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture
 
     size = os.path.getsize(path)
     unit = Unit(path, "pcap", size, size)
     stats = UnitStats(path, "pcap", size)
-    table = pa.Table.from_batches(list(_read_capture(unit, SourceOptions(), stats, limits=limits,
+    table = pa.Table.from_batches(list(read_capture(unit, SourceOptions(), stats, limits=limits,
                                                      native=native)),
                                   schema=arrow_record_schema())
     return table, dict(vars(stats))

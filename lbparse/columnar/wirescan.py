@@ -36,7 +36,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 _kernels: Any
 try:
-    from lbparse.pipeline import _kernels  # type: ignore[attr-defined,no-redef]
+    from lbparse.columnar import _kernels  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
@@ -552,7 +552,7 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
     The C reader (wirescan_native, when setup.py built it) does this in one
     pass per batch; the numpy reader here is the reference (`native=False`)."""
     if native and len(starts):
-        from lbparse.pipeline import wirescan_native
+        from lbparse.columnar import wirescan_native
 
         if wirescan_native.available():
             return wirescan_native.decode_structs(descriptor, arrow_type, data, starts, ends,

@@ -17,7 +17,7 @@ import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
 
-from lbparse.pipeline.wirescan import slices
+from lbparse.columnar.wirescan import slices
 from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
 
 __all__ = ["decode_replication"]

@@ -43,7 +43,8 @@ else:
 
     pa = _Pyarrow()
 
-__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "read_capture_arrow"]
+__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "read_capture_arrow",
+           "read_capture_tables"]
 
 # decode_arrow's first columns; then the payload and one struct column per payload type.
 DECODED_COLUMNS_FIRST = ("layout", "version", "header_len", "flags", "crc32c", "crc_ok",
@@ -52,12 +53,11 @@ DECODED_COLUMNS_FIRST = ("layout", "version", "header_len", "flags", "crc32c", "
 
 
 def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
-    from lbparse.pipeline.decode_arrow import DecodeOptions
-    from lbparse.pipeline.tasks import _decoder as cached
+    from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 
     options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient)
     options.check()  # the library's own ValueError for an unknown layout or options
-    return cached(options)
+    return decoder_for(options)
 
 
 def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
@@ -74,14 +74,50 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
     column per payload type (`proto_Message`, `proto_Ack`, ...,
     `commitlog_ReplicationResponse`), null where the row has another type.
     """
+    from lbparse.columnar.schema import CAPTURE_COLUMNS
+
+    decoder = _decoder(layout, verify_crc, lenient)
+    out = decoder(_records(payloads))
+    keep = [name for name in out.schema.names if name not in CAPTURE_COLUMNS]
+    return out.select(keep)
+
+
+def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
+                  layout: str = "v0", *, verify_crc: bool = True,
+                  lenient: bool = False) -> "dict[str, pa.Table]":
+    """Decode many envelopes at once into narrow tables.
+
+    `"messages"`: one row per payload, in input order, `position` its index:
+    the header fields, msg_type_name, payload_type, the error (as
+    `decode_arrow`). Then one table per payload type present
+    (`"proto_Message"`, `"commitlog_ReplicationResponse"`, ...): `position`
+    and the payload's fields as top-level columns, one row per payload of
+    that type. Join a payload table to `messages` on `position`.
+
+        >>> t = lbparse.decode_tables([bytes.fromhex("b90e43b40008000b0a027331")])
+        >>> t["protocol_ServerInfoResponse"].column("id").to_pylist()
+        ['s1']
+    """
+    from lbparse.columnar.schema import CAPTURE_COLUMNS
+    from lbparse.columnar.tables import tables_of
+
+    decoder = _decoder(layout, verify_crc, lenient)
+    tables = tables_of(decoder.decode(_records(payloads)), keys=("position",))
+    drop = [c for c in CAPTURE_COLUMNS if c != "position"]
+    tables["messages"] = tables["messages"].drop_columns(
+        [c for c in drop if c in tables["messages"].column_names])
+    return tables
+
+
+def _records(payloads: Any) -> "pa.RecordBatch":
+    """The decoder's input for bare payloads: no capture columns, `position` the index."""
     import numpy as np
     import pyarrow as pa
 
-    from lbparse.pipeline.schema import CAPTURE_COLUMNS, arrow_record_schema
+    from lbparse.columnar.schema import arrow_record_schema
 
     arr = _binary(payloads)
     n = len(arr)
-    decoder = _decoder(layout, verify_crc, lenient)
     schema = arrow_record_schema()
     cols = []
     for f in schema:
@@ -93,9 +129,7 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
             cols.append(pa.array(np.arange(n, dtype=np.int64)))
         else:
             cols.append(pa.nulls(n, f.type))
-    out = decoder(pa.RecordBatch.from_arrays(cols, schema=schema))
-    keep = [name for name in out.schema.names if name not in CAPTURE_COLUMNS]
-    return out.select(keep)
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def _binary(payloads: Any) -> "pa.Array":
@@ -124,16 +158,41 @@ def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
     rows a batch, and memory stays flat whatever the file size. `limits`
     bounds what hostile input may cost (lbparse.Limits; captures only).
     """
-    from lbparse.pipeline.sources import SourceOptions, UnitStats, _read_capture, plan, read_unit
+    decoder = _decoder(layout, verify_crc, lenient)
+    for batch in _capture_records(path, batch_rows, limits):
+        yield decoder(batch)
+
+
+def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
+                        verify_crc: bool = True, lenient: bool = False,
+                        batch_rows: int = 65536, limits: "Limits | None" = None
+                        ) -> "Iterator[dict[str, pa.Table]]":
+    """`read_capture_arrow`'s rows as narrow tables, one dict per batch.
+
+    Each dict has `"messages"` (every row of the batch: capture columns,
+    header fields, msg_type_name, payload_type, error) and one table per
+    payload type present in the batch, keyed like `messages` by
+    `(source, position)`. The tables `lbparse pipeline` writes are these,
+    batch after batch.
+    """
+    from lbparse.columnar.tables import tables_of
 
     decoder = _decoder(layout, verify_crc, lenient)
+    for batch in _capture_records(path, batch_rows, limits):
+        yield tables_of(decoder.decode(batch))
+
+
+def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,
+                     limits: "Limits | None") -> "Iterator[pa.RecordBatch]":
+    from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_capture, read_unit
+
     options = SourceOptions(batch_rows=batch_rows)
     for unit in plan([os.fspath(path)], options):
         stats = UnitStats(unit.path, unit.format, unit.size)
         if unit.format in ("pcap", "pcapng") and unit.error is None:
-            records = _read_capture(unit, options, stats, limits=limits)
+            records = read_capture(unit, options, stats, limits=limits)
         else:
             records = read_unit(unit, options, stats)
         for batch in records:
             for start in range(0, max(batch.num_rows, 1), batch_rows):
-                yield decoder(batch.slice(start, batch_rows))
+                yield batch.slice(start, batch_rows)

@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from lbparse.pipeline.schema import is_map
+from lbparse.columnar.schema import is_map
 
 try:
-    from lbparse.pipeline import _structs as _built
+    from lbparse.columnar import _structs as _built
 except ImportError:  # not built
     _built = None  # type: ignore[assignment]
 _structs: Any = _built
@@ -144,7 +144,7 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
     try:
         program = _program(descriptor, arrow_type, emit_defaults, clean)
     except Unsupported:
-        from lbparse.pipeline.wirescan import decode_structs as numpy_reader
+        from lbparse.columnar.wirescan import decode_structs as numpy_reader
 
         return numpy_reader(descriptor, arrow_type, data, starts, ends, emit_defaults, clean,
                             native=False)

@@ -16,7 +16,7 @@ import numpy as np
 
 _native: Any
 try:
-    from lbparse.pipeline import _kernels as _native  # type: ignore[attr-defined,no-redef]
+    from lbparse.columnar import _kernels as _native  # type: ignore[attr-defined,no-redef]
 except ImportError:  # not built (no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip)
     _native = None
 

@@ -804,7 +804,7 @@ static PyMethodDef Program_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ProgramType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lbparse.pipeline._structs.Program",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lbparse.columnar._structs.Program",
     .tp_basicsize = sizeof(Program),
     .tp_dealloc = (destructor)Program_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

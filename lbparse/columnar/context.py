@@ -26,7 +26,7 @@ from lbparse.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, con
                                 scopes)
 
 if TYPE_CHECKING:
-    from lbparse.pipeline.decode_arrow import BatchDecoder
+    from lbparse.columnar.decode_arrow import BatchDecoder
 
 __all__ = ["apply_context", "message_count"]
 

@@ -33,7 +33,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.payloads import REPLICATION_RESPONSE, descriptor_of
-from lbparse.pipeline.wirescan import enum_names, scatter
+from lbparse.columnar.wirescan import enum_names, scatter
 
 __all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]
 

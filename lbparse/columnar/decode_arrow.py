@@ -33,6 +33,7 @@ copies of them, and (auto) on payloads crafted to be unclean.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterator
 
 import crc32c as _crc32c
@@ -52,17 +53,18 @@ from lbparse.generation import GenerationContext, proof_label, proves
 from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
-from lbparse.pipeline.columns import builder_for
-from lbparse.pipeline.commitscan import decode_replication
-from lbparse.pipeline.crc import crc32c_ranges
-from lbparse.pipeline.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
+from lbparse.columnar.columns import builder_for
+from lbparse.columnar.commitscan import decode_replication
+from lbparse.columnar.crc import crc32c_ranges
+from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
-from lbparse.pipeline.wirescan import decode_structs, scatter
+from lbparse.columnar.wirescan import decode_structs, scatter
 from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
                           FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           VERSION, VERSION_OFFSET)
 
-__all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers"]
+__all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
+           "decoder_for"]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
 # no layout accepts (lbparse.detect raises the newest layout's error for them).
@@ -246,7 +248,7 @@ class BatchDecoder:
         once, in order), the columns of Liftbridge's non-envelope traffic."""
         out = self.decoded(records, context, base)
         if traffic is not None:
-            from lbparse.pipeline.trafficcols import traffic_columns
+            from lbparse.columnar.trafficcols import traffic_columns
             out.columns.update(traffic_columns(traffic, records))
         return out
 
@@ -293,7 +295,7 @@ class BatchDecoder:
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
         if context is not None and self.options.layout == "auto":
-            from lbparse.pipeline.context import apply_context
+            from lbparse.columnar.context import apply_context
             apply_context(self, context, base, records, rows, take, preset, hdr,
                           (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)
@@ -629,6 +631,14 @@ class BatchDecoder:
             "payload_json": _strings(json_col),
         })
         return Decoded(n, self.schema, cols, structs)
+
+
+@lru_cache(maxsize=16)
+def decoder_for(options: DecodeOptions) -> BatchDecoder:
+    """The decoder of `options`, built once per process (Spark reuses its Python
+    workers across tasks): the schema and the column builders are made here,
+    not per batch."""
+    return BatchDecoder(options)
 
 
 def _present(rows: np.ndarray, n: int) -> np.ndarray:

@@ -1,0 +1,107 @@
+"""lbparse.decode_tables and read_capture_tables: the narrow tables hold exactly
+what decode_arrow's wide batch holds, split by payload type and joined back by
+position (the reference vectors, a real cluster capture)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+import lbparse
+from lbparse.columnar.schema import column_for
+from lbparse.columnar.tables import MESSAGES, payload_tables, table_schema
+from support.shared import LIFTBRIDGE
+from vectors import VECTORS, data
+
+SHORT = os.path.join(LIFTBRIDGE, "samples", "short.pcapng")
+
+
+def _payloads() -> list[bytes]:
+    return [data(v) for v in VECTORS]
+
+
+def _wide_rows(wide: pa.RecordBatch, column: str) -> list[tuple[int, dict]]:
+    vals = wide.column(column).to_pylist()
+    return [(i, v) for i, v in enumerate(vals) if v is not None]
+
+
+@pytest.mark.parametrize("layout", ["v0", "auto", "legacy"])
+def test_tables_hold_what_the_wide_batch_holds(layout: str) -> None:
+    payloads = _payloads()
+    wide = lbparse.decode_arrow(payloads, layout)
+    tables = lbparse.decode_tables(payloads, layout)
+    msgs = tables[MESSAGES]
+    assert msgs.column("position").to_pylist() == list(range(len(payloads)))
+    for name in msgs.column_names:
+        if name != "position":
+            assert msgs.column(name).to_pylist() == wide.column(name).to_pylist(), name
+    seen = set()
+    for table, ptype in payload_tables().items():
+        expected = _wide_rows(wide, column_for(ptype))
+        if not expected:
+            assert table not in tables
+            continue
+        seen.add(table)
+        got = tables[table]
+        assert got.schema == table_schema(table, ("position",))
+        rows = got.to_pylist()
+        assert [(r.pop("position"), r) for r in rows] == expected, table
+    assert set(tables) == seen | {MESSAGES}
+    assert seen, "the vectors hold typed payloads"
+
+
+def test_payload_columns_are_flat_and_typed() -> None:
+    t = lbparse.decode_tables([bytes.fromhex("b90e43b40008000b0a027331")])
+    info = t["protocol_ServerInfoResponse"]
+    assert info.column_names == ["position", "id", "host", "port"]
+    assert info.schema.field("port").type == pa.int32()
+    assert info.column("id").to_pylist() == ["s1"]
+    assert t[MESSAGES].column("msg_type_name").to_pylist() == ["ServerInfoResponse"]
+
+
+def test_no_sentinel_for_a_row_without_a_msg_type() -> None:
+    t = lbparse.decode_tables([b"xx", None])
+    msgs = t[MESSAGES]
+    assert msgs.column("msg_type_name").to_pylist() == [None, None]
+    assert msgs.column("error_kind").to_pylist() == ["too_short", "input:null_payload"]
+    assert set(t) == {MESSAGES}
+
+
+@pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
+def test_capture_tables_join_back_to_the_wide_rows() -> None:
+    wide = pa.Table.from_batches(list(lbparse.read_capture_arrow(SHORT, batch_rows=4096)))
+    parts: dict[str, list[pa.Table]] = {}
+    for batch in lbparse.read_capture_tables(SHORT, batch_rows=4096):
+        for name, table in batch.items():
+            parts.setdefault(name, []).append(table)
+    tables = {k: pa.concat_tables(v) for k, v in parts.items()}
+    assert tables[MESSAGES].num_rows == wide.num_rows
+    assert tables[MESSAGES].column("position").to_pylist() == wide.column("position").to_pylist()
+    for table, ptype in payload_tables().items():
+        expected = _wide_rows(wide.combine_chunks().to_batches()[0], column_for(ptype))
+        got = tables.get(table)
+        assert (got.num_rows if got is not None else 0) == len(expected), table
+        if got is None:
+            continue
+        positions = wide.column("position").to_pylist()
+        rows = got.to_pylist()
+        assert [(r.pop("source"), r.pop("position")) for r in rows] == \
+            [(wide.column("source")[i].as_py(), positions[i]) for i, _ in expected]
+        assert rows == [v for _, v in expected], table
+    assert len(tables) > 5
+
+
+def test_the_columnar_core_imports_nothing_of_spark() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, pkgutil, importlib, lbparse, lbparse.columnar as c\n"
+            "for m in pkgutil.iter_modules(c.__path__):\n"
+            "    importlib.import_module('lbparse.columnar.' + m.name)\n"
+            "lbparse.decode_tables([bytes.fromhex('b90e43b40008000b0a027331')])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
