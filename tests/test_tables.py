@@ -105,3 +105,15 @@ def test_the_columnar_core_imports_nothing_of_spark() -> None:
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "10"])
+def test_capture_readers_refuse_a_batch_size_that_is_not_a_count(bad: object) -> None:
+    for reader in (lbparse.read_capture_arrow, lbparse.read_capture_tables):
+        with pytest.raises(ValueError, match=f"batch_rows must be .*got {bad!r}"):
+            next(iter(reader(SHORT, batch_rows=bad)))  # type: ignore[arg-type]
+
+
+def test_capture_readers_refuse_limits_of_another_type() -> None:
+    with pytest.raises(TypeError, match="limits must be an lbparse.Limits; got dict"):
+        next(iter(lbparse.read_capture_tables(SHORT, limits={"max_flows": 1})))  # type: ignore[arg-type]

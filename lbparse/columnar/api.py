@@ -186,6 +186,10 @@ def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,
                      limits: "Limits | None") -> "Iterator[pa.RecordBatch]":
     from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_capture, read_unit
 
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ValueError(f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}")
+    if limits is not None and not isinstance(limits, Limits):
+        raise TypeError(f"limits must be an lbparse.Limits; got {type(limits).__name__}")
     options = SourceOptions(batch_rows=batch_rows)
     for unit in plan([os.fspath(path)], options):
         stats = UnitStats(unit.path, unit.format, unit.size)
