@@ -7,19 +7,20 @@ CRC-32C, and one corrupt envelope. Then the data pipeline, as
 real NATS traffic (lbparse/examples/sample.pcap, 196 messages of every
 MsgType, a few damaged on purpose, recorded from a real nats-server with
 tcpdump), printing the summary, where the Parquet went, and a look at
-the decoded columns. Last, the report of that capture (`lbparse report`):
+the decoded columns (messages joined to their payload tables). Last, the report of that capture (`lbparse report`):
 one HTML page of charts, written beside the pipeline's output (its path is
 printed). --no-pipeline skips Spark (the envelopes and the report remain).
 
 The output directory (-o DIR, default out/demo) is checked before
 anything runs, as `lbparse pipeline --overwrite` checks it: each run
-replaces DIR/messages, DIR/summary.json and DIR/report.html, and nothing
-else in DIR.
+replaces the pipeline's tables (DIR/messages, DIR/proto_Message, ...),
+DIR/summary.json and DIR/report.html, and nothing else in DIR.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections import defaultdict
 from importlib import resources
 from typing import Any
@@ -126,26 +127,27 @@ def run_pipeline(out: str) -> int:
             summary = run(spark, PipelineOptions(inputs=(str(sample),), out=out, overwrite=True,
                                                  decode=DecodeOptions(layout=layout)))
             print_report(summary, out)
-            peek(spark, summary.output)
+            peek(spark, out)
     return 0 if not summary.checks() else 1
 
 
-def peek(spark: Any, path: str) -> None:
-    """A few rows of the dataset, to show the typed columns."""
+def peek(spark: Any, out: str) -> None:
+    """A few rows of the tables, joined by (source, position), to show the typed columns."""
     from pyspark.sql import functions as F
 
-    data = spark.read.parquet(path)
-    rows = (data.where("msg_type_name = 'Publish' AND direction = 'client_to_server'")
+    def table(name: str) -> Any:
+        return spark.read.parquet(os.path.join(out, name))
+
+    key = ["source", "position"]
+    messages = table("messages").where("direction = 'client_to_server'")
+    rows = (messages.where("msg_type_name = 'Publish'").join(table("proto_Message"), key)
             .orderBy("position").limit(4)
-            .select("position", "subject", F.col("proto_Message.stream").alias("stream"),
-                    F.col("proto_Message.offset").alias("offset"),
-                    F.col("proto_Message.value").cast("string").alias("value")).collect())
-    print_table(f"\nspark.read.parquet({path!r}): Publish rows, typed columns",
-                [r.asDict() for r in rows])
-    counts = (data.where("msg_type_name = 'Ack' AND direction = 'client_to_server'")
-              .groupBy(F.col("proto_Ack.stream").alias("stream"),
-                       F.col("proto_Ack.ackError").alias("ackError"))
-              .count().orderBy("stream", "ackError").collect())
+            .select("position", messages["subject"], "stream", "offset",
+                    F.col("value").cast("string").alias("value")).collect())
+    print_table(f"\nDIR/messages joined to DIR/proto_Message on (source, position), "
+                f"DIR = {out!r}: Publish rows, typed columns", [r.asDict() for r in rows])
+    counts = (messages.where("msg_type_name = 'Ack'").join(table("proto_Ack"), key)
+              .groupBy("stream", "ackError").count().orderBy("stream", "ackError").collect())
     print_table("Acks per stream and proto_Ack.ackError (a proto3 zero, OK, is null, as "
                 "Spark's from_protobuf gives it)", [r.asDict() for r in counts])
 

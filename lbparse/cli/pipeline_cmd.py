@@ -5,18 +5,21 @@ or .parquet), any Parquet table with a binary column of NATS payloads
 (--column; --subject-column and --timestamp-column when it has them), a
 directory of those, or a Liftbridge data directory (its streams/, a
 stream, a partition, .log files): each stored entry becomes one row of
-DIR/entries (partitioned by stream): node, stream, partition, segment,
-position, offset, timestamp, leader_epoch, key, value, headers (a map),
-crc_ok, the error of damaged parts, and values of known type decoded
-into struct columns (__activity, __cursors; envelopes as value_json). Each NATS message becomes one row of
-DIR/messages (partitioned by msg_type_name): where it came from (source,
-position, ts, src, dst, direction, verb, subject, reply, sid, headers),
-the envelope header (layout, version, header_len, flags, crc32c, crc_ok,
+DIR/entries: node, stream, partition, segment, position, offset,
+timestamp, leader_epoch, key, value, headers (a map), crc_ok, the error
+of damaged parts, and values of known type decoded into struct columns
+(__activity, __cursors; envelopes as value_json). Each NATS message
+becomes one row of DIR/messages: where it came from (source, position,
+ts, src, dst, direction, verb, subject, reply, sid, headers), the
+envelope header (layout, version, header_len, flags, crc32c, crc_ok,
 msg_type, msg_type_name, payload_type), error_kind and error_message when
-it does not decode, the raw payload, and the decoded payload as typed
-columns: one struct per payload type (proto_Message, proto_Ack, ...),
-as Spark's from_protobuf would make it, and commitlog_ReplicationResponse
-with its commit-log entries.
+it does not decode, and the raw payload. Each decoded payload is one row
+of its type's table, DIR/proto_Message, DIR/proto_Ack, DIR/protocol_...,
+DIR/commitlog_ReplicationResponse (with its commit-log entries): the
+payload's fields as typed columns (as Spark's from_protobuf makes them),
+keyed like messages by (source, position). Every table is a directory of
+plain Parquet files (no partitions; null is null), read whole by Spark,
+pandas, pyarrow, DuckDB and Polars.
 
 Nothing is dropped: a message that does not decode is a row with its
 error, and a gap, a truncated or unreadable file is a row too (error_kind
@@ -34,8 +37,9 @@ The output (-o DIR) is checked before Spark starts and written beside
 the old one (a hidden DIR/.lbparse-staging-* directory), then swapped in
 by renames at the end: a run that fails or is interrupted (SIGINT,
 SIGTERM) leaves DIR as it was, the earlier output with its own summary.
-A run writes DIR/messages, DIR/entries (only with data directories among
-the inputs) and DIR/summary.json, and touches nothing else in DIR. An
+A run writes DIR/messages, the payload tables, DIR/entries (only with
+data directories among the inputs) and DIR/summary.json, and touches
+nothing else in DIR. An
 earlier run's table or summary is replaced only with --overwrite, which
 says what it replaces, and refuses a table holding files a run does not
 write; a symbolic link at any of those names is refused; DIR may not be
@@ -91,8 +95,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_argument(p, required=True,
                         help="where DIR/messages (Parquet) and DIR/summary.json go")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an earlier run's DIR/messages, DIR/entries (when this run "
-                   "writes it) and DIR/summary.json; nothing else in DIR")
+                   help="replace an earlier run's tables (DIR/messages, the payload tables, "
+                   "DIR/entries when this run writes it) and DIR/summary.json; nothing else "
+                   "in DIR")
     add_layout_argument(p, default=default_layout())
     p.add_argument("--lenient", action="store_true",
                    help="accept what the upstream server accepts (recorded in `warnings`)")
@@ -397,11 +402,7 @@ def print_report(summary: Any, out: str) -> None:
     print(summary.table())
     print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
           f"({summary.rows_per_second:,.0f} rows/s)")
-    if any(f.rows for f in summary.files if f.format != "segment"):  # else not written
-        print(f"Parquet: {summary.output}  (partitioned by msg_type_name)")
-    if any(f.rows for f in summary.files if f.format == "segment"):
-        from lbparse.pipeline.entries import ENTRIES_DIR, ENTRIES_PARTITION
-
-        print(f"Parquet: {out.rstrip('/')}/{ENTRIES_DIR}  ({t['entries']:,} stored entries of "
-              f"Liftbridge data directories, partitioned by {ENTRIES_PARTITION})")
+    # The tables written (only those with rows), with their rows.
+    for name, table in summary.tables.items():
+        print(f"Parquet: {table['path']}  ({table['rows']:,} rows)")
     print(f"summary: {out.rstrip('/')}/summary.json")

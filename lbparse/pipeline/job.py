@@ -6,15 +6,17 @@ a session, progress and the printed summary. `main(argv)` is the entry
 point for spark-submit (dist/lbparse_pipeline.py calls it), with the
 arguments of `lbparse pipeline`.
 
-Output, under --out DIR:
-  DIR/messages/msg_type_name=NAME/part-*.parquet   one row per NATS message
-  DIR/entries/stream=NAME/part-*.parquet           one row per stored entry of the
-                                                   Liftbridge data directories given
-  DIR/summary.json                                 the summary
-The data sits in its own directory because Spark reads every file of a
-dataset directory as data: summary.json beside the partitions would break
-`spark.read.parquet(DIR)`. The tasks write the Parquet files and the driver
-commits them (see output.py for why, and how).
+Output, under --out DIR, one directory per table (lbparse.columnar.tables):
+  DIR/messages/part-*.parquet        one row per NATS message (or input problem)
+  DIR/proto_Message/part-*.parquet   one per payload type present: its rows' payloads,
+  DIR/...                            flat columns, keyed like messages by (source, position)
+  DIR/entries/part-*.parquet         one row per stored entry of the Liftbridge
+                                     data directories given
+  DIR/summary.json                   the summary (its "tables": each table's path and rows)
+Each table sits in its own directory because Spark reads every file of a
+directory as data: summary.json beside the files would break
+`spark.read.parquet(DIR/messages)`. The tasks write the Parquet files and
+the driver commits them (see output.py for why, and how).
 """
 
 from __future__ import annotations
@@ -32,10 +34,8 @@ from lbparse import jsonform
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.pipeline.entries import (ENTRIES_DIR, ENTRIES_PARTITION, SEGMENT_FORMAT,
-                                      arrow_entries_schema)
-from lbparse.pipeline.output import commit, dataset_schema, discard, filesystem
-from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
+from lbparse.pipeline.entries import ENTRIES_DIR, SEGMENT_FORMAT
+from lbparse.pipeline.output import commit, discard, filesystem
 from lbparse.pipeline.sources import SourceOptions, Unit, plan
 from lbparse.pipeline.summary import Summary
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "JobFailed", "PipelineOptions", "group_units", "main",
            "run"]
 
+# The tables of one row per input row (a message, an entry, a problem): the
+# rows the summary counts. The payload tables hold some of messages' rows again.
+ROW_TABLES = (MESSAGES_DIR, ENTRIES_DIR)
 # A task's share when files are small (they are grouped up to this), and at
 # most (larger files are never split but their own task).
 MIN_TASK_BYTES = 1 << 20
@@ -112,7 +115,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
         on_plan: Callable[[list[Unit], int], None] | None = None,
         units: list[Unit] | None = None,
         check_interrupt: Callable[[], None] | None = None) -> Summary:
-    """Decode every input into DIR/messages and write DIR/summary.json (`units`:
+    """Decode every input into DIR's tables and write DIR/summary.json (`units`:
     the inputs already planned, as `lbparse pipeline` does before Spark starts).
 
     The new output is written beside the old one and swapped in at the end
@@ -137,40 +140,30 @@ def run(spark: "SparkSession", options: PipelineOptions,
     outdir.clear_stale(fs, out_path)
     staging = outdir.make_staging(fs, out_path)
     run_id = uuid.uuid4().hex[:12]
-    dest, entries_dest = f"{staging}/{MESSAGES_DIR}", f"{staging}/{ENTRIES_DIR}"
-    temporary = f"{dest}/_temporary/{run_id}"
-    entries_temporary = f"{entries_dest}/_temporary/{run_id}"
+    temporary = f"{staging}/_temporary/{run_id}"
     task_options = TaskOptions(options.decode, options.source)
     rows = spark.sparkContext.accumulator(0)  # rows of the tasks done, for an interruption
     swapped = False
     try:
-        fs.create_dir(dest, recursive=True)
-        # The tasks open the same places by path or URI (they may run elsewhere).
+        # The tasks open the same place by path or URI (they may run elsewhere).
         where = _join(options.out, staging.rsplit("/", 1)[1])
-        task = _counted(rows, task_options, _join(where, MESSAGES_DIR, "_temporary", run_id),
-                        _join(where, ENTRIES_DIR, "_temporary", run_id))
+        task = _counted(rows, task_options, _join(where, "_temporary", run_id))
         result = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA).collect()
-        files = [(r.attempt, r.path) for r in result if r.kind == "file"]
+        files = [r for r in result if r.kind == "file"]
         # Only the tables that have rows: DuckDB's and Polars' globs fail on
-        # a dataset of no files (data directories alone have no messages).
-        if files:
-            commit(fs, dest, temporary, files,
-                   dataset_schema(arrow_output_schema(), PARTITION_COLUMN))
-        else:
-            discard(fs, dest)
-        entry_files = [(r.attempt, r.path) for r in result if r.kind == "entries_file"]
-        if entry_files:
-            fs.create_dir(entries_dest, recursive=True)
-            commit(fs, entries_dest, entries_temporary, entry_files,
-                   dataset_schema(arrow_entries_schema(), ENTRIES_PARTITION))
+        # a table of no files (data directories alone have no messages).
+        commit(fs, staging, temporary, [(r.attempt, r.path) for r in files])
         counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
         summary = Summary.from_units(units, counts, out_plan.path(MESSAGES_DIR),
                                      options.decode.layout, time.monotonic() - start,
-                                     rows_written=sum(r.rows for r in result
-                                                      if r.kind in ("file", "entries_file")),
-                                     files_written=len(files) + len(entry_files))
-        summary.tables = {name: out_plan.path(name) for name, written
-                          in ((MESSAGES_DIR, files), (ENTRIES_DIR, entry_files)) if written}
+                                     rows_written=sum(r.rows for r in files
+                                                      if r.table in ROW_TABLES),
+                                     files_written=len(files))
+        table_rows: dict[str, int] = {}
+        for r in files:
+            table_rows[r.table] = table_rows.get(r.table, 0) + r.rows
+        summary.tables = {name: {"path": out_plan.path(name), "rows": table_rows[name]}
+                          for name in out_plan.writes if name in table_rows}
         write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
         if check_interrupt is not None:
             check_interrupt()
@@ -218,14 +211,14 @@ def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Inter
     return None
 
 
-def _counted(rows: "Accumulator[int]", options: TaskOptions, temporary: str,
-             entries_temporary: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The task, adding the rows of each file it wrote to `rows` (the driver
-    sees them as tasks finish: what an interrupted run had done)."""
+def _counted(rows: "Accumulator[int]", options: TaskOptions, temporary: str
+             ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The task, adding the rows of each messages or entries file it wrote to
+    `rows` (the driver sees them as tasks finish: what an interrupted run had done)."""
     def task(batches: Iterator[Any]) -> Iterator[Any]:
-        for result in run_task(batches, options, temporary, entries_temporary):
-            kinds, counts = result.column("kind").to_pylist(), result.column("rows").to_pylist()
-            rows.add(sum(n or 0 for k, n in zip(kinds, counts) if k in ("file", "entries_file")))
+        for result in run_task(batches, options, temporary):
+            tables, counts = result.column("table").to_pylist(), result.column("rows").to_pylist()
+            rows.add(sum(n or 0 for t, n in zip(tables, counts) if t in ROW_TABLES))
             yield result
     return task
 

@@ -1,10 +1,13 @@
 """The pipeline's output directory: checked before Spark starts, written beside
 the old output, swapped in at the end (issue #25).
 
-What a run writes under DIR: DIR/messages, DIR/entries (only when a
-Liftbridge data directory is among the inputs) and DIR/summary.json.
-Nothing else under DIR is touched: a table this run does not write stays
-(`kept`), and a user's own files elsewhere in DIR stay.
+What a run writes under DIR: its tables, DIR/messages and one per payload
+type (DIR/proto_Message, ...: `tables_written`), DIR/entries (only when a
+Liftbridge data directory is among the inputs) and DIR/summary.json. A
+table the run writes replaces the old one even when it has no rows (then
+the old one is moved away and none is there after: its rows were not this
+run's). Nothing else under DIR is touched: a table this run does not
+write stays (`kept`), and a user's own files elsewhere in DIR stay.
 
 Before any work (`check`): DIR is a directory or absent (lbparse.outputs:
 not an input, not inside one), and each name the run writes is absent, or
@@ -12,9 +15,9 @@ what an earlier run left. Without --overwrite an earlier run's table or
 summary is refused; what a run that never finished left (a table holding
 only _temporary, a summary saying "outcome": "failed") is replaced. With
 --overwrite a table is replaced only if it holds nothing but what a run
-writes (partition directories of part-*.parquet, _SUCCESS,
-_common_metadata): a user's file inside it makes the run refuse, rather
-than delete it. A symbolic link at any of the names is refused, with or
+writes (part-*.parquet, _SUCCESS; and what runs before the one-table-per-
+type layout wrote: partition directories of part files, _common_metadata):
+a user's file inside it makes the run refuse, rather than delete it. A symbolic link at any of the names is refused, with or
 without --overwrite: lbparse neither writes through it nor replaces it.
 
 While it runs (`make_staging`, `swap`): everything new goes to a hidden
@@ -42,15 +45,18 @@ from typing import Sequence
 
 import pyarrow.fs as pafs
 
+from lbparse.columnar.tables import MESSAGES, payload_tables
 from lbparse.outputs import OutputError, check_dir, inside
 
-__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "clear_stale", "make_staging",
-           "swap"]
+__all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "clear_stale",
+           "make_staging", "swap", "tables_written"]
 
-MESSAGES_DIR = "messages"
+MESSAGES_DIR = MESSAGES
 ENTRIES_DIR = "entries"  # lbparse.pipeline.entries.ENTRIES_DIR (not imported: it loads pyspark)
 SUMMARY_FILE = "summary.json"
-PARTITIONS = {MESSAGES_DIR: "msg_type_name", ENTRIES_DIR: "stream"}
+# The partition directories of the layout before one table per type (an
+# earlier run's output, replaced with --overwrite like any other).
+LEGACY_PARTITIONS = {MESSAGES_DIR: "msg_type_name", ENTRIES_DIR: "stream"}
 STAGING_PREFIX = ".lbparse-staging-"
 _STAGING = re.compile(re.escape(STAGING_PREFIX) + r"(\d+)-[0-9a-f]+")
 _PART = re.compile(r"part-[\w.-]*\.parquet")
@@ -76,11 +82,17 @@ class OutPlan:
         return _join(self.out, name)
 
 
+def tables_written(writes_entries: bool) -> tuple[str, ...]:
+    """The tables a run writes: messages and every payload type's, whatever the
+    rows (their rows come from the same inputs), and entries with data directories."""
+    tables = (MESSAGES_DIR, *payload_tables())
+    return (*tables, ENTRIES_DIR) if writes_entries else tables
+
+
 def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool,
           option: str = "-o/--output") -> OutPlan:
     """What writing DIR would replace, or OutputError (one line, before any work)."""
-    tables = (MESSAGES_DIR, ENTRIES_DIR) if writes_entries else (MESSAGES_DIR,)
-    plan = OutPlan(out, (*tables, SUMMARY_FILE))
+    plan = OutPlan(out, (*tables_written(writes_entries), SUMMARY_FILE))
     if "://" in out:
         _check_remote(plan, overwrite)
         return plan
@@ -114,7 +126,7 @@ def _check_table(plan: OutPlan, name: str, path: str, st: os.stat_result,
         return
     if not overwrite:
         raise OutputError(f"{path} exists; remove it or pass --overwrite")
-    foreign = _foreign(path, PARTITIONS[name])
+    foreign = _foreign(path, LEGACY_PARTITIONS.get(name))
     if foreign:
         shown = ", ".join(os.path.relpath(f, plan.out) for f in foreign[:3])
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
@@ -144,15 +156,19 @@ def _failed_summary(path: str) -> bool:
         return False
 
 
-def _foreign(path: str, column: str) -> list[str]:
-    """Files in a table directory that a pipeline run does not make."""
+def _foreign(path: str, column: str | None) -> list[str]:
+    """Files in a table directory that a pipeline run does not make (`column`:
+    the table's partition column in the layout before, if it had one)."""
     out: list[str] = []
     for entry in sorted(os.scandir(path), key=lambda e: e.name):
         if entry.name in ("_SUCCESS", "_common_metadata") and entry.is_file(follow_symlinks=False):
             continue
         if entry.name == "_temporary" and entry.is_dir(follow_symlinks=False):
             continue
-        if entry.name.startswith(column + "=") and entry.is_dir(follow_symlinks=False):
+        if _PART.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            continue
+        if column is not None and entry.name.startswith(column + "=") and \
+                entry.is_dir(follow_symlinks=False):
             out += [f.path for f in sorted(os.scandir(entry.path), key=lambda e: e.name)
                     if not (_PART.fullmatch(f.name) and f.is_file(follow_symlinks=False))]
             continue

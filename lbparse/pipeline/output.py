@@ -1,39 +1,30 @@
-"""The dataset: each task writes its own Parquet files; the driver commits them.
+"""The tables: each task writes its own Parquet files; the driver commits them.
 
-Why the tasks write, not Spark's DataFrameWriter: a row carries one struct
-column per payload type, and all but one are null. Handed to the JVM, every
-null struct still crosses as full Arrow buffers (about 600 bytes a row) and
-is turned into rows and written field by field; measured on local[2], that
-alone halves the throughput before any decoding is done.
+Why the tasks write, not Spark's DataFrameWriter: handing the decoded
+columns to the JVM turns them into rows and back, field by field; measured
+on local[2], that alone halves the throughput before any decoding is done.
 
-Every file holds every column of the dataset's schema (all-null where its
-rows have none of it), so that any reader takes the dataset whole with
-nothing passed by hand: pyarrow.dataset, pandas (through pq.read_table),
-DuckDB and Polars take the schema of one file and refuse or drop columns
-that other files lack or add. What it costs: about 3 ns per row for each
-leaf column a file's rows leave null (the Parquet writer encodes a
-definition level per row and leaf), ~0.35 us a row for the 150 leaves a
-Publish or Ack file leaves null (README, Speed). The dataset's schema is
-also DIR/_common_metadata, which Spark reads first when it infers one.
-
-A partition value is never null: rows without one (no MsgType: errors,
-non-envelope traffic, input problems) go to `NO_VALUE`, "(none)", the
-summary's name for them. Spark's own null directory,
-__HIVE_DEFAULT_PARTITION__, is read as null by Spark, pyarrow, DuckDB and
-Polars, but pandas.read_parquet (pyarrow's dictionary-typed partitions)
-fails on it ("Cannot yet unify dictionaries with nulls", pandas issue
-55400, open).
+A run writes one directory per table (lbparse.columnar.tables: `messages`,
+one narrow table per payload type, and `entries` for data directories),
+each of plain Parquet files, `TABLE/part-*.parquet`, with no Hive
+partitions: every column is in the files, and null is null. So every
+reader takes a table whole with nothing passed by hand (pandas, pyarrow,
+DuckDB, Polars and Spark read a directory of files of one schema), and no
+reader has to guess a partition value's type or spell a null one (Spark's
+`__HIVE_DEFAULT_PARTITION__` fails pandas, issue 55400; a sentinel such as
+"(none)" is a lie in a data column). A file holds its table's whole schema;
+tables are narrow, so few of its columns are null (the Parquet writer pays
+3-7 ns per row for each null leaf).
 
 Commit protocol (that of Hadoop's FileOutputCommitter, v1):
-- a task attempt writes under DIR/_temporary/RUN/ATTEMPT/msg_type_name=V/;
+- a task attempt writes under RUNDIR/_temporary/RUN/ATTEMPT/TABLE/;
 - it returns the list of its files as rows of its result;
 - Spark hands the driver the result of exactly one successful attempt per
-  task, and the driver moves those files to DIR/msg_type_name=V/, then
-  deletes DIR/_temporary/RUN: files of failed or duplicate (speculative)
+  task, and the driver moves those files to RUNDIR/TABLE/, then deletes
+  RUNDIR/_temporary/RUN: files of failed or duplicate (speculative)
   attempts are never listed and go with it.
-Directory names are Spark's: values escaped as Spark escapes them, and the
-partition column is not in the files, so `spark.read.parquet(DIR)` reads the
-dataset as Spark wrote it.
+A table's directory holds its part files and `_SUCCESS`, nothing else
+(Polars refuses a directory holding a `_common_metadata`).
 
 Paths may be local or any URI pyarrow.fs opens (file://, hdfs://, s3://).
 """
@@ -44,26 +35,19 @@ import os
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
+
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["NO_VALUE", "PartitionedWriter", "WrittenFile", "attempt_id", "commit",
-           "dataset_schema", "discard", "filesystem", "partition_dir"]
+__all__ = ["TableWriter", "WrittenFile", "attempt_id", "commit", "dataset_schema", "discard",
+           "filesystem"]
 
-NO_VALUE = "(none)"  # the partition of rows whose value is null (see above)
-# Rows of one partition value are gathered up to this much Arrow data before
-# they are written as a row group, and a task holds at most TASK_BUFFER.
+# Rows of one table are gathered up to this much Arrow data before they are
+# written as a row group, and a task holds at most TASK_BUFFER.
 ROW_GROUP_BYTES = 64 << 20
 TASK_BUFFER = 128 << 20
-# Spark's ExternalCatalogUtils.escapePathName: these become %XX.
-_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(0x20)}
-
-
-def partition_dir(column: str, value: str | None) -> str:
-    if value is None:
-        value = NO_VALUE
-    return column + "=" + "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in value)
 
 
 def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
@@ -76,65 +60,70 @@ def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    path: str  # relative to the attempt's directory: msg_type_name=V/part-....parquet
-    partition: str | None
+    path: str  # relative to the attempt's directory: TABLE/part-....parquet
+    table: str
     rows: int
 
 
-class PartitionedWriter:
-    """One task attempt's files: per partition value, row groups of ~64 MB.
+class TableWriter:
+    """One task attempt's files: per table, one file of row groups of ~64 MB.
 
-    `write(value, n, columns)` takes the rows of one partition value as
-    columns by name; a column not given is null for those rows. Every file
-    has the whole schema (see above); a partition value has one file per
-    task attempt.
+    `write(table, n, columns)` takes `n` rows of one table as columns by
+    name; a column not given is null for those rows. `schema_of(table)` is
+    the table's schema; every file has its table's whole schema.
     """
 
-    def __init__(self, fs: pafs.FileSystem, base: str, schema: pa.Schema, column: str) -> None:
+    def __init__(self, fs: pafs.FileSystem, base: str,
+                 schema_of: Callable[[str], pa.Schema]) -> None:
         self.fs = fs
         self.base = base
-        self.column = column
-        self.schema = dataset_schema(schema, column)
-        self.options = _options(self.schema)
+        self.schema_of = schema_of
         self.part = uuid.uuid4().hex[:12]
-        self.buffers: dict[str | None, list[tuple[int, dict[str, pa.Array]]]] = {}
-        self.buffered: dict[str | None, int] = {}
-        self.writers: dict[str | None, tuple[str, pq.ParquetWriter]] = {}
+        self.buffers: dict[str, list[tuple[int, dict[str, pa.Array]]]] = {}
+        self.buffered: dict[str, int] = {}
+        self.writers: dict[str, tuple[str, pq.ParquetWriter, pa.Schema]] = {}
         self.files: list[WrittenFile] = []
         self.rows: dict[str, int] = {}
-        self.count = 0
 
-    def write(self, value: str | None, n: int, columns: dict[str, pa.Array]) -> None:
+    def write(self, table: str, n: int, columns: dict[str, pa.Array]) -> None:
         if not n:
             return
-        self.buffers.setdefault(value, []).append((n, columns))
-        self.buffered[value] = self.buffered.get(value, 0) + sum(a.nbytes for a in columns.values())
-        if self.buffered[value] >= ROW_GROUP_BYTES:
-            self._flush(value)
+        self.buffers.setdefault(table, []).append((n, columns))
+        self.buffered[table] = self.buffered.get(table, 0) + sum(
+            a.nbytes for a in columns.values())
+        if self.buffered[table] >= ROW_GROUP_BYTES:
+            self._flush(table)
         while sum(self.buffered.values()) > TASK_BUFFER:
             self._flush(max(self.buffered, key=self.buffered.__getitem__))
 
-    def _flush(self, value: str | None) -> None:
-        parts = self.buffers.pop(value, [])
-        self.buffered.pop(value, None)
+    def write_table(self, name: str, table: pa.Table) -> None:
+        """All the rows of an Arrow table of `name` (its columns by name)."""
+        self.write(name, table.num_rows, {c: table.column(c).combine_chunks()
+                                          for c in table.column_names})
+
+    def _open(self, table: str) -> tuple[str, pq.ParquetWriter, pa.Schema]:
+        open_ = self.writers.get(table)
+        if open_ is None:
+            schema = dataset_schema(self.schema_of(table))
+            rel = f"{table}/part-{self.part}.parquet"
+            self.fs.create_dir(f"{self.base}/{table}", recursive=True)
+            sink = self.fs.open_output_stream(f"{self.base}/{rel}")
+            open_ = self.writers[table] = (rel, pq.ParquetWriter(sink, schema,
+                                                                 **_options(schema)), schema)
+            self.rows[rel] = 0
+        return open_
+
+    def _flush(self, table: str) -> None:
+        parts = self.buffers.pop(table, [])
+        self.buffered.pop(table, None)
         if not parts:
             return
-        schema = self.schema
-        open_ = self.writers.get(value)
-        if open_ is None:
-            d = partition_dir(self.column, value)
-            rel = f"{d}/part-{self.part}-{self.count}.parquet"
-            self.count += 1
-            self.fs.create_dir(f"{self.base}/{d}", recursive=True)
-            sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-            open_ = self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **self.options))
-            self.rows[rel] = 0
-        rel, writer = open_
+        rel, writer, schema = self._open(table)
         total = sum(n for n, _ in parts)
         arrays: list[pa.Array | pa.ChunkedArray] = []
         for f in schema:
             pieces = [cols.get(f.name) for _, cols in parts]
-            if all(p is None for p in pieces):
+            if all(p is None or p.null_count == len(p) for p in pieces):
                 # A column none of these rows fill: one null array, not one per
                 # part (the writer's cost is per chunk and leaf: 1.3 against 0.4 us
                 # a row on the bench's mix).
@@ -143,24 +132,21 @@ class PartitionedWriter:
                 arrays.append(pa.chunked_array(
                     [p if p is not None else pa.nulls(n, f.type)
                      for (n, _), p in zip(parts, pieces)], f.type))
-        table = pa.Table.from_arrays(arrays, schema=schema)
-        writer.write_table(table, row_group_size=table.num_rows)
-        self.rows[rel] += table.num_rows
-
-    def _close(self, value: str | None) -> None:
-        rel, writer = self.writers.pop(value)
-        writer.close()
-        self.files.append(WrittenFile(rel, value, self.rows[rel]))
+        data = pa.Table.from_arrays(arrays, schema=schema)
+        writer.write_table(data, row_group_size=data.num_rows)
+        self.rows[rel] += data.num_rows
 
     def close(self) -> list[WrittenFile]:
-        for value in list(self.buffers):
-            self._flush(value)
-        for value in list(self.writers):
-            self._close(value)
+        for table in list(self.buffers):
+            self._flush(table)
+        for table in list(self.writers):
+            rel, writer, _ = self.writers.pop(table)
+            writer.close()
+            self.files.append(WrittenFile(rel, table, self.rows[rel]))
         return self.files
 
     def abort(self) -> None:
-        for _, writer in self.writers.values():
+        for _, writer, _ in self.writers.values():
             try:
                 writer.close()
             except Exception:  # noqa: BLE001  the files are discarded anyway
@@ -168,11 +154,10 @@ class PartitionedWriter:
         self.writers.clear()
 
 
-def dataset_schema(schema: pa.Schema, column: str) -> pa.Schema:
-    """The files' full schema: the output schema without the partition column, and
-    what pandas needs to read integers as integers (`pandas_metadata`)."""
-    out = pa.schema([f for f in schema if f.name != column])
-    return out.with_metadata({**(out.metadata or {}), b"pandas": pandas_metadata(out)})
+def dataset_schema(schema: pa.Schema) -> pa.Schema:
+    """A table's files' schema: `schema` with what pandas needs to read integers
+    as integers (`pandas_metadata`)."""
+    return schema.with_metadata({**(schema.metadata or {}), b"pandas": pandas_metadata(schema)})
 
 
 @lru_cache(maxsize=8)
@@ -207,7 +192,7 @@ def pandas_metadata(schema: pa.Schema) -> bytes:
 
 
 # Top-level string columns whose row-group min/max let a query skip data.
-STRING_STATISTICS = ("source", "subject")
+STRING_STATISTICS = ("source", "subject", "msg_type_name")
 
 
 def _options(schema: pa.Schema) -> dict[str, list[str]]:
@@ -243,21 +228,22 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def commit(fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str, str]],
-           schema: pa.Schema) -> None:
-    """Move each (attempt dir, relative path) under `dest`, drop `temporary`, write the
-    dataset's schema (_common_metadata) and mark success."""
-    made: set[str] = set()
+def commit(fs: pafs.FileSystem, dest: str, temporary: str,
+           files: list[tuple[str, str]]) -> list[str]:
+    """Move each (attempt dir, TABLE/part file) to dest/TABLE/, drop `temporary`
+    and mark each table written (_SUCCESS); the tables, in the order first seen."""
+    tables: list[str] = []
     for attempt, rel in files:
-        parent = f"{dest}/{rel.rsplit('/', 1)[0]}"
-        if parent not in made:
-            fs.create_dir(parent, recursive=True)
-            made.add(parent)
+        table = rel.split("/", 1)[0]
+        if table not in tables:
+            fs.create_dir(f"{dest}/{table}", recursive=True)
+            tables.append(table)
         fs.move(f"{temporary}/{attempt}/{rel}", f"{dest}/{rel}")
     discard(fs, temporary)
-    pq.write_metadata(schema, f"{dest}/_common_metadata", filesystem=fs)
-    with fs.open_output_stream(f"{dest}/_SUCCESS"):
-        pass
+    for table in tables:
+        with fs.open_output_stream(f"{dest}/{table}/_SUCCESS"):
+            pass
+    return tables
 
 
 def discard(fs: pafs.FileSystem, path: str) -> None:

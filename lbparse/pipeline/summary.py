@@ -10,8 +10,10 @@ driver folds the units into one line per file (`Summary`), prints it
 The counts add up, and `checks()` says where they would not: for every
 file, rows = messages + problems, and the rows split by layout, by MsgType
 and by error kind each sum to the rows ("(none)" counts rows without a
-layout, MsgType or error); the totals are the sums of the files; and the
-rows in the Parquet files written are the rows counted.
+layout, MsgType or error: a key of the summary's counts, never a value in
+the data, where such a row's msg_type_name is null); the totals are the
+sums of the files; and the rows in the Parquet files written (messages
+and entries: one row per input row) are the rows counted.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from lbparse.textform import NO_MSG_TYPE, printable
 __all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_entries",
            "count_entry_problems", "count_problems"]
 
-NONE = NO_MSG_TYPE  # the partition of rows without a MsgType
+NONE = NO_MSG_TYPE  # the breakdowns' key for rows without a layout, MsgType or error
 BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
               ("per_error_kind", "error_kind"))
 
@@ -133,8 +135,9 @@ class Summary:
     rows_written: int | None = None  # rows in the Parquet files (None: not known)
     files_written: int = 0
     error: str | None = None  # why the job failed (then nothing was written)
-    # The tables this run wrote, by name (messages, entries): only those with rows.
-    tables: dict[str, str] = field(default_factory=dict)
+    # The tables this run wrote, by name (messages, proto_Message, ..., entries):
+    # each one's path and rows; only those with rows.
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def failed(cls, units: Iterable[Any], output: str, layout: str, seconds: float,
@@ -221,7 +224,7 @@ class Summary:
              "totals": self.totals(), "checks": self.checks(),
              "files": [asdict(f) for f in self.files]}
         if self.error is None:
-            d["tables"] = dict(self.tables)
+            d["tables"] = {k: dict(v) for k, v in self.tables.items()}
         if self.error is not None:
             d["error"] = self.error
         return d

@@ -2,10 +2,11 @@
 
 `run_task` is the function given to `mapInArrow`. Its input rows carry the
 task's units (JSON; see `job.task_frame`). It writes the decoded rows as
-Parquet itself (`output.PartitionedWriter`, under the run's temporary
-directory) and returns, as its result rows, one row of counts per unit and
-one row per file written; the driver commits those files and sums those
-counts. A task holds one batch (and the writer's bounded buffers) at a time,
+Parquet itself, one file per table (`output.TableWriter`, under the run's
+temporary directory: `messages` and the payload tables of
+lbparse.columnar.tables, `entries` for segments) and returns, as its
+result rows, one row of counts per unit and one row per file written; the
+driver commits those files and sums those counts. A task holds one batch (and the writer's bounded buffers) at a time,
 whatever the size of its files.
 """
 
@@ -21,30 +22,30 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
 
 import lbparse
 from lbparse.generation import NEWEST, GenerationContext
 from lbparse.columnar.context import message_count
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, Decoded, decoder_for
-from lbparse.pipeline.entries import (ENTRIES_PARTITION, SEGMENT_FORMAT, arrow_entries_schema,
+from lbparse.columnar.tables import table_schema, tables_of
+from lbparse.pipeline.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
 from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
 from lbparse.traffic import TrafficReader
-from lbparse.pipeline.output import PartitionedWriter, attempt_id, filesystem
-from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
+from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
 
 __all__ = ["RESULT_SCHEMA", "TaskOptions", "decode_unit", "new_counts", "process_segment",
-           "process_unit", "run_task"]
+           "process_unit", "run_task", "schema_of"]
 
-# A task's result: kind "unit" (key, counts as JSON), "file" (attempt, path, rows) or
-# "entries_file" (the same for DIR/entries).
-RESULT_SCHEMA = "kind string, key string, attempt string, path string, rows bigint, counts string"
-_RESULT = pa.schema([("kind", pa.string()), ("key", pa.string()), ("attempt", pa.string()),
-                     ("path", pa.string()), ("rows", pa.int64()), ("counts", pa.string())])
+# A task's result: kind "unit" (key, counts as JSON) or "file" (table, attempt, path, rows).
+RESULT_SCHEMA = ("kind string, key string, table string, attempt string, path string, "
+                 "rows bigint, counts string")
+_RESULT = pa.schema([("kind", pa.string()), ("key", pa.string()), ("table", pa.string()),
+                     ("attempt", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
+                     ("counts", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,12 @@ class TaskOptions:
 
 
 
-def process_segment(unit: Unit, options: TaskOptions, writer: PartitionedWriter
-                    ) -> dict[str, Any]:
+def schema_of(table: str) -> pa.Schema:
+    """The schema of a table the pipeline writes."""
+    return arrow_entries_schema() if table == ENTRIES_DIR else table_schema(table)
+
+
+def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
     """Read and write one segment file (a Liftbridge data directory's); its counts."""
     counts: dict[str, Any] = {"rows": 0, "problems": 0, "read_seconds": 0.0,
                               "decode_seconds": 0.0, "write_seconds": 0.0}
@@ -72,9 +77,7 @@ def process_segment(unit: Unit, options: TaskOptions, writer: PartitionedWriter
         counts["rows"] += batch.num_rows
         counts["problems"] += count_entry_problems(batch)
         count_entries(batch, breakdowns)
-        table = pa.Table.from_batches([batch])
-        for value, n, columns in _split(table, ENTRIES_PARTITION):
-            writer.write(value, n, columns)
+        writer.write(ENTRIES_DIR, batch.num_rows, dict(zip(batch.schema.names, batch.columns)))
         counts["write_seconds"] += time.perf_counter() - t1
     counts["messages"] = counts["rows"] - counts["problems"]
     counts["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -100,27 +103,21 @@ def decoded_by() -> str:
     return f"{where} ({'compiled: ' + ', '.join(built) if built else 'pure Python'})"
 
 
-def _split(table: pa.Table, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
-    """The rows of each value of `column`, as columns without it (what the writer takes).
-    A segment's rows all have one stream: one group."""
-    values = table.column(column).unique().to_pylist()
-    for value in values:
-        part = table if len(values) == 1 else table.filter(
-            pa.compute.equal(table.column(column), value))
-        cols = {name: part.column(name).combine_chunks() for name in part.column_names
-                if name != column}
-        yield value, part.num_rows, cols
-
-
-def process_unit(unit: Unit, options: TaskOptions, writer: PartitionedWriter) -> dict[str, Any]:
-    """Read, decode and write one unit; its counts."""
+def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
+    """Read, decode and write one unit (`messages` and a table per payload type
+    present); its counts."""
     counts = new_counts()
     for decoded in decode_unit(unit, options, counts):
         t = time.perf_counter()
-        for value, n, columns in decoded.partitions(PARTITION_COLUMN):
-            writer.write(value, n, columns)
+        for name, table in tables_of(decoded).items():
+            writer.write(name, table.num_rows, {c: _array(table.column(c))
+                                                for c in table.column_names})
         counts["write_seconds"] += time.perf_counter() - t
     return counts
+
+
+def _array(col: pa.ChunkedArray) -> pa.Array:
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def new_counts() -> dict[str, Any]:
@@ -196,43 +193,29 @@ def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
-def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str,
-             entries_temporary: str | None = None) -> Iterator[pa.RecordBatch]:
+def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
+             ) -> Iterator[pa.RecordBatch]:
     fs, base = filesystem(temporary)
     attempt = attempt_id()
-    writer = PartitionedWriter(fs, f"{base}/{attempt}", arrow_output_schema(), PARTITION_COLUMN)
-    # Entries of data directories go to their own dataset (DIR/entries),
-    # with a temporary directory of its own.
-    entries: PartitionedWriter | None = None
+    writer = TableWriter(fs, f"{base}/{attempt}", schema_of)
     done: list[tuple[str, dict[str, Any]]] = []
     try:
         for batch in batches:
             for row in batch.column(0).to_pylist():  # one row per task: its units, as JSON
                 for text in json.loads(row):
                     unit = Unit.from_json(text)
-                    if unit.format == SEGMENT_FORMAT:
-                        if entries is None:
-                            efs, ebase = filesystem(entries_temporary or f"{temporary}-entries")
-                            entries = PartitionedWriter(efs, f"{ebase}/{attempt}",
-                                                        arrow_entries_schema(), ENTRIES_PARTITION)
-                        done.append((unit.key, process_segment(unit, options, entries)))
-                    else:
-                        done.append((unit.key, process_unit(unit, options, writer)))
+                    process = process_segment if unit.format == SEGMENT_FORMAT else process_unit
+                    done.append((unit.key, process(unit, options, writer)))
         t = time.perf_counter()
         files = writer.close()
-        entry_files = entries.close() if entries is not None else []
         closing = time.perf_counter() - t
     except BaseException:
         writer.abort()
-        if entries is not None:
-            entries.abort()
         raise
     # Closing writes the rows still buffered: their units' writing time.
     rows = sum(c["rows"] for _, c in done) or 1
     for _, c in done:
         c["write_seconds"] += closing * c["rows"] / rows
     yield _result([{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
-                  + [{"kind": "file", "attempt": attempt, "path": f.path, "rows": f.rows}
-                     for f in files]
-                  + [{"kind": "entries_file", "attempt": attempt, "path": f.path,
-                      "rows": f.rows} for f in entry_files])
+                  + [{"kind": "file", "table": f.table, "attempt": attempt, "path": f.path,
+                      "rows": f.rows} for f in files])

@@ -265,12 +265,15 @@ def _record(row: dict[str, Any]) -> Record:
 
 
 def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
-    """Rows sorted by capture time (then file and position): the Parquet is
-    partitioned by MsgType, so its files are not in time order."""
+    """Rows sorted by capture time (then file and position): the files are
+    one per task (and, from runs before one table per type, per MsgType), so
+    they are not in time order. DIR/messages holds every row (the payload
+    tables hold the payloads decoded again here, from the bytes)."""
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.dataset as ds  # type: ignore[import-untyped,unused-ignore]
 
+    # "hive": an earlier run's msg_type_name=NAME/ directories read too.
     data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
     names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]
     if "ts_ns" not in names:
