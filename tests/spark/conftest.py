@@ -150,9 +150,36 @@ def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFa
         source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
                              batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
     summary = run_pipeline(spark, options)
-    data = spark.read.parquet(os.path.join(out, "messages"))
+    data = wide_frame(spark, out)
     return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
             "json": json.loads((out / "summary.json").read_text())}
+
+
+def wide_frame(spark: Any, out: Path) -> Any:
+    """The pipeline's tables joined back into the wide row (lbparse.decode_arrow's):
+    DIR/messages, each row with its payload table's row as a struct column named
+    after the table (null where it has none), in the order of the wide schema.
+    What the tests of the pipeline's values read; each payload row joins exactly
+    one message (asserted)."""
+    from pyspark.sql import functions as F
+
+    from lbparse.columnar.tables import payload_tables
+    from lbparse.pipeline.schema import output_schema
+
+    data = spark.read.parquet(os.path.join(out, "messages"))
+    keys = list(KEY)
+    for name in payload_tables():
+        where = os.path.join(out, name)
+        if not os.path.isdir(where):
+            data = data.withColumn(name, F.lit(None).cast(output_schema()[name].dataType))
+            continue
+        table = spark.read.parquet(where)
+        fields = [c for c in table.columns if c not in KEY]
+        payloads = table.select(*keys, F.struct(*fields).alias(name))
+        assert payloads.count() == payloads.join(data.select(*keys), keys).count(), name
+        assert payloads.select(*keys).distinct().count() == payloads.count(), name
+        data = data.join(payloads, keys, "left")
+    return data.select(*output_schema().names)
 
 
 # -- the pipeline's output over every kind of input, read by Spark -----------------
@@ -169,8 +196,10 @@ def _sorted(table: pa.Table) -> pa.Table:
 def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F811
              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run (auto) over every input kind, the real cluster's capture and data
-    directories among them; per dataset (messages, entries): its directory, and Spark's
-    reading of it (schema, and its rows as an Arrow table sorted by KEY)."""
+    directories among them; per table written (messages, entries, each payload
+    table, as summary.json lists them: `tables`): its directory, and Spark's
+    reading of it (schema, and its rows as an Arrow table sorted by KEY); and
+    `wide`, the tables joined back into the wide row (`wide_frame`)."""
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.pipeline.sources import SourceOptions
@@ -183,10 +212,14 @@ def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F81
         source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
                              batch_rows=64, unit_bytes=1)))
     assert summary.checks() == []
-    got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)]}
-    for name in ("messages", "entries"):
+    tables = json.loads((out / "summary.json").read_text())["tables"]
+    got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)], "out": out,
+                           "tables": list(tables), "summary": summary}
+    for name, table in tables.items():
         path = os.path.join(out, name)
+        assert table == {"path": path, "rows": spark.read.parquet(path).count()}
         df = spark.read.parquet(path)
         got[name] = {"path": path, "schema": df.schema, "table": _sorted(df.toArrow())}
+    got["wide"] = {"table": _sorted(wide_frame(spark, out).toArrow())}
     return got
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 import lbparse
 from lbparse.capture import CaptureReader
+from lbparse.columnar.tables import MESSAGES, payload_tables, table_schema
 from lbparse.pipeline.schema import output_schema
 
 CAPTURES = ("capture.pcap", "gap.pcap", "cut.pcap", "records.jsonl")
@@ -95,8 +96,8 @@ def test_problems_in_inputs_are_rows(run: dict[str, Any], inputs: dict[str, Path
     assert kinds["table.parquet"] == ["input:null_payload"]
     for r in run["rows"]:
         if (r.error_kind or "").startswith("input:"):
-            # no MsgType: the partition "(none)" (output.NO_VALUE; pandas cannot read a null one)
-            assert r.error_message and r.payload is None and r.msg_type_name == "(none)"
+            # no MsgType: null, as in lbparse.decode_tables (no sentinel string)
+            assert r.error_message and r.payload is None and r.msg_type_name is None
 
 
 def test_payloads_as_typed_columns(run: dict[str, Any], inputs: dict[str, Path]) -> None:
@@ -125,19 +126,32 @@ def test_payloads_as_typed_columns(run: dict[str, Any], inputs: dict[str, Path])
     assert (info.id, info.host, info.port) == ("s1", "lb.example", 9292)
 
 
-def test_dataset_schema_and_partitions(run: dict[str, Any]) -> None:
+def test_tables_and_their_schemas(run: dict[str, Any]) -> None:
+    """One directory per table, of plain Parquet files (no partition
+    directories), each file with its table's whole schema; joined back, the
+    tables are the wide row of lbparse.decode_arrow."""
     written = {f.name: f.dataType for f in run["data"].schema.fields}
     for f in output_schema().fields:
         assert written[f.name].simpleString() == f.dataType.simpleString(), f.name
-    parts = {p.name for p in (run["out"] / "messages").iterdir() if p.is_dir()}
-    assert {"msg_type_name=Publish", "msg_type_name=Ack", "msg_type_name=ReplicationResponse",
-            "msg_type_name=(none)"} <= parts
-    # Every file holds the dataset's whole schema (any reader takes the dataset whole),
-    # which is also _common_metadata.
-    files = list((run["out"] / "messages").glob("msg_type_name=*/*.parquet"))
-    assert len(files) >= 4
-    for f in files:
-        assert pq.read_schema(f).names == [n for n in output_schema().names
-                                           if n != "msg_type_name"], f
-    assert pq.read_schema(run["out"] / "messages" / "_common_metadata").names == \
-        [n for n in output_schema().names if n != "msg_type_name"]
+    out = run["out"]
+    tables = run["json"]["tables"]
+    assert list(tables)[0] == MESSAGES and set(tables) <= {MESSAGES, *payload_tables()}
+    assert {"proto_Message", "proto_Ack", "commitlog_ReplicationResponse",
+            "protocol_PropagatedRequest", "protocol_ServerInfoResponse",
+            "protocol_RaftJoinRequest"} <= set(tables)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(tables)
+    for name, table in tables.items():
+        d = out / name
+        assert table["path"] == str(d)
+        names = sorted(p.name for p in d.iterdir())
+        assert names[0] == "_SUCCESS" and all(n.startswith("part-") and n.endswith(".parquet")
+                                              for n in names[1:]), names
+        files = list(d.glob("*.parquet"))
+        assert table["rows"] == sum(pq.ParquetFile(f).metadata.num_rows for f in files) > 0
+        for f in files:
+            assert pq.read_schema(f).remove_metadata() == table_schema(name), f
+    # messages: one row per input row (the rows counted); a payload table: its rows' payloads
+    assert tables[MESSAGES]["rows"] == run["json"]["totals"]["rows"] == len(run["rows"])
+    for name in payload_tables():
+        assert tables.get(name, {"rows": 0})["rows"] == sum(
+            1 for r in run["rows"] if r[name] is not None), name

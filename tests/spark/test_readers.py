@@ -1,18 +1,19 @@
-"""The pipeline's Parquet, read whole by every common reader with nothing passed by hand.
+"""The pipeline's tables, each read whole by every common reader with nothing passed by hand.
 
-pandas.read_parquet(DIR), pyarrow.dataset.dataset(DIR, partitioning="hive"),
-DuckDB's read_parquet('DIR/**/*.parquet', hive_partitioning=true) and
-Polars' scan_parquet('DIR/**/*.parquet', hive_partitioning=True) each see
-every row and every column of the dataset, in the types Spark reads, with
-the values Spark reads (DIR/messages and DIR/entries, over every kind of
-input: broken ones, a real Liftbridge cluster's capture and data directories).
+spark.read.parquet(DIR/TABLE), pandas.read_parquet(DIR/TABLE),
+pyarrow.dataset.dataset(DIR/TABLE), DuckDB's read_parquet('DIR/TABLE/*.parquet')
+and Polars' read_parquet(DIR/TABLE) and scan_parquet(DIR/TABLE) each see every
+row and every column of every table (messages, entries, each payload
+table), in the types Spark reads, with the values Spark reads, nulls as
+nulls, over every kind of input: broken ones, a real Liftbridge cluster's
+capture and data directories. A row without a MsgType has msg_type_name
+null in all of them, never a sentinel string.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -120,19 +121,36 @@ def _polars_type(t: T.DataType) -> Any:
     return flat[type(t)]
 
 
-DATASETS = ("messages", "entries")
+def _tables(datasets: dict[str, Any]) -> list[str]:
+    """Every table the run wrote: messages, entries and the payload tables present."""
+    names = datasets["tables"]
+    assert {"messages", "entries", "proto_Message", "proto_Ack",
+            "commitlog_ReplicationResponse", "protocol_PropagatedRequest"} <= set(names)
+    return list(names)
 
 
-@pytest.mark.parametrize("name", DATASETS)
-def test_pyarrow_dataset_reads_it_whole(datasets: dict[str, Any], name: str) -> None:
+def test_spark_reads_every_table_whole(spark: Any, datasets: dict[str, Any]) -> None:
+    """Spark is the reference of the other readers: here it is held to the files."""
+    for name in _tables(datasets):
+        d = datasets[name]
+        files = list(Path(d["path"]).glob("*.parquet"))
+        assert d["table"].num_rows == sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        assert d["schema"].names == pq.read_schema(files[0]).names, name
+        for f in d["schema"].fields:  # Spark's types are the files' (as Spark reads Arrow)
+            want = pq.read_schema(files[0]).field(f.name).type
+            assert _same_arrow_type(_arrow_type(f.dataType), want), (name, f.name)
+
+
+def test_pyarrow_dataset_reads_every_table_whole(datasets: dict[str, Any]) -> None:
     import pyarrow.dataset as ds
 
-    d = datasets[name]
-    table = ds.dataset(d["path"], partitioning="hive").to_table()
-    for f in d["schema"].fields:
-        got = table.schema.field(f.name).type
-        assert _same_arrow_type(got, _arrow_type(f.dataType)), (f.name, got)
-    _same_rows(table, d["table"], "pyarrow.dataset")
+    for name in _tables(datasets):
+        d = datasets[name]
+        table = ds.dataset(d["path"]).to_table()
+        for f in d["schema"].fields:
+            got = table.schema.field(f.name).type
+            assert _same_arrow_type(got, _arrow_type(f.dataType)), (name, f.name, got)
+        _same_rows(table, d["table"], f"pyarrow.dataset {name}")
 
 
 def _pandas_dtype(f: T.StructField, nullable: bool) -> str:
@@ -146,53 +164,91 @@ def _pandas_dtype(f: T.StructField, nullable: bool) -> str:
     return "object"
 
 
-@pytest.mark.parametrize("name", DATASETS)
-def test_pandas_reads_it_whole(datasets: dict[str, Any], name: str) -> None:
-    d = datasets[name]
-    want = d["table"]
-    df = pd.read_parquet(d["path"])
-    assert sorted(df.columns) == sorted(want.column_names)
-    partition = {"messages": "msg_type_name", "entries": "stream"}[name]
-    files = pq.read_schema(os.path.join(d["path"], "_common_metadata"))
-    for f in d["schema"].fields:  # integers stay integers (the files' pandas metadata)
-        expected = "category" if f.name == partition else \
-            _pandas_dtype(f, files.field(f.name).nullable)
-        assert str(df[f.name].dtype) == expected, (f.name, df[f.name].dtype)
-    # Every value is Spark's (pandas makes integers nested beside a null float64, as
-    # numpy has no null integer: those are compared as float64).
-    table = pa.Table.from_pandas(df[want.column_names], schema=want.schema, preserve_index=False)
-    _same_rows(table, want, "pandas", nested_as_float=True)
-    # and exactly Spark's, types included, with pandas' Arrow dtypes
-    exact = pd.read_parquet(d["path"], dtype_backend="pyarrow")
-    _same_rows(pa.Table.from_pandas(exact[want.column_names], preserve_index=False)
-               .cast(want.schema), want, "pandas (dtype_backend='pyarrow')")
+def test_pandas_reads_every_table_whole(datasets: dict[str, Any]) -> None:
+    for name in _tables(datasets):
+        d = datasets[name]
+        want = d["table"]
+        df = pd.read_parquet(d["path"])
+        assert sorted(df.columns) == sorted(want.column_names), name
+        files = pq.read_schema(next(Path(d["path"]).glob("*.parquet")))
+        for f in d["schema"].fields:  # integers stay integers (the files' pandas metadata)
+            expected = _pandas_dtype(f, files.field(f.name).nullable)
+            assert str(df[f.name].dtype) == expected, (name, f.name, df[f.name].dtype)
+        # Every value is Spark's (pandas makes integers nested beside a null float64, as
+        # numpy has no null integer: those are compared as float64).
+        table = pa.Table.from_pandas(df[want.column_names], schema=want.schema,
+                                     preserve_index=False)
+        _same_rows(table, want, f"pandas {name}", nested_as_float=True)
+        # and exactly Spark's, types included, with pandas' Arrow dtypes
+        exact = pd.read_parquet(d["path"], dtype_backend="pyarrow")
+        _same_rows(pa.Table.from_pandas(exact[want.column_names], preserve_index=False)
+                   .cast(want.schema), want, f"pandas (dtype_backend='pyarrow') {name}")
 
 
-@pytest.mark.parametrize("name", DATASETS)
-def test_duckdb_reads_it_whole(datasets: dict[str, Any], name: str) -> None:
-    d = datasets[name]
-    rel = duckdb.sql(f"SELECT * FROM read_parquet('{d['path']}/**/*.parquet', "
-                     "hive_partitioning=true)")
-    types = dict(zip(rel.columns, rel.types))
-    for f in d["schema"].fields:
-        assert types[f.name] == _duckdb_type(f.dataType), (f.name, types[f.name])
-    _same_rows(rel.to_arrow_table(), d["table"], "duckdb")
+def test_duckdb_reads_every_table_whole(datasets: dict[str, Any]) -> None:
+    for name in _tables(datasets):
+        d = datasets[name]
+        rel = duckdb.sql(f"SELECT * FROM read_parquet('{d['path']}/*.parquet')")
+        types = dict(zip(rel.columns, rel.types))
+        for f in d["schema"].fields:
+            assert types[f.name] == _duckdb_type(f.dataType), (name, f.name, types[f.name])
+        _same_rows(rel.to_arrow_table(), d["table"], f"duckdb {name}")
 
 
-@pytest.mark.parametrize("name", DATASETS)
-def test_polars_reads_it_whole(datasets: dict[str, Any], name: str) -> None:
-    d = datasets[name]
-    frame = pl.scan_parquet(f"{d['path']}/**/*.parquet", hive_partitioning=True).collect()
-    for f in d["schema"].fields:
-        assert frame.schema[f.name] == _polars_type(f.dataType), (f.name, frame.schema[f.name])
-    _same_rows(frame.to_arrow(), d["table"], "polars")
+def test_polars_reads_every_table_whole(datasets: dict[str, Any]) -> None:
+    for name in _tables(datasets):
+        d = datasets[name]
+        for how, frame in (("read_parquet", pl.read_parquet(d["path"])),
+                           ("scan_parquet", pl.scan_parquet(d["path"]).collect())):
+            for f in d["schema"].fields:
+                assert frame.schema[f.name] == _polars_type(f.dataType), \
+                    (name, how, f.name, frame.schema[f.name])
+            _same_rows(frame.to_arrow(), d["table"], f"polars {how} {name}")
 
 
-def test_rows_without_a_msg_type_are_in_a_partition_every_reader_reads(
-        datasets: dict[str, Any]) -> None:
-    d = datasets["messages"]
-    parts = {p.name for p in Path(d["path"]).iterdir() if p.is_dir()}
-    assert "msg_type_name=(none)" in parts and not any("__HIVE_DEFAULT" in p for p in parts)
-    names = d["table"].column("msg_type_name").to_pylist()
-    assert None not in names and "(none)" in names
+def test_a_row_without_a_msg_type_reads_null_in_every_reader(spark: Any,
+                                                              datasets: dict[str, Any]) -> None:
+    """No sentinel: msg_type_name is null (errors, plain NATS, Raft traffic, input
+    problems), and as many rows have it null in each of the five readers."""
+    import pyarrow.dataset as ds
 
+    path = datasets["messages"]["path"]
+    want = sum(f.per_msg_type.get("(none)", 0) for f in datasets["summary"].files
+               if f.format != "segment")  # (the summary counts entries as "(none)" too)
+    assert want > 2000  # the real capture's Raft traffic among them
+    counts = {
+        "spark": spark.read.parquet(path).where("msg_type_name IS NULL").count(),
+        "pandas": int(pd.read_parquet(path, columns=["msg_type_name"])
+                      ["msg_type_name"].isna().sum()),
+        "pyarrow": ds.dataset(path).to_table(columns=["msg_type_name"])
+        .column("msg_type_name").null_count,
+        "duckdb": duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}/*.parquet') "
+                             "WHERE msg_type_name IS NULL").fetchall()[0][0],
+        "polars": pl.read_parquet(path).get_column("msg_type_name").null_count(),
+    }
+    assert counts == dict.fromkeys(counts, want)
+    sentinel = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}/*.parquet') "
+                          "WHERE msg_type_name = '(none)'").fetchall()[0][0]
+    assert sentinel == 0
+    assert not [p for p in Path(path).iterdir() if p.is_dir()]  # no partition directories
+
+
+def test_messages_join_their_payload_table_in_duckdb(datasets: dict[str, Any]) -> None:
+    """The README's join: Publish rows of messages with their Message's stream and
+    offset, by (source, position); each Publish has its Message, and nothing else does."""
+    out = datasets["out"]
+    joined = duckdb.sql(f"""
+        SELECT m.source, m.position, m.subject, p.stream, p.offset
+        FROM read_parquet('{out}/messages/*.parquet') m
+        JOIN read_parquet('{out}/proto_Message/*.parquet') p USING (source, position)
+        WHERE m.msg_type_name = 'Publish'
+        ORDER BY m.source, m.position""").fetchall()
+    wide = datasets["wide"]["table"]
+    want = [(r["source"], r["position"], r["subject"], r["proto_Message"]["stream"],
+             r["proto_Message"]["offset"]) for r in wide.to_pylist()
+            if r["msg_type_name"] == "Publish" and r["proto_Message"] is not None]
+    assert joined == want and len(want) > 200
+    assert ("orders", 100) in {(s, o) for _, _, _, s, o in joined}  # conftest's first Publish
+    publishes = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/messages/*.parquet') "
+                           "WHERE msg_type_name = 'Publish' AND error_kind IS NULL").fetchall()
+    assert publishes == [(len(joined),)]
