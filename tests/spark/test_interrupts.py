@@ -160,7 +160,7 @@ def _said(text: str) -> Callable[[str, Path], bool]:
 
 def _task_files(err: str, out: Path) -> bool:
     """A task has written and closed its files (the other still runs)."""
-    return any(p.is_dir() for p in out.glob(".lbparse-staging-*/messages/_temporary/*/*"))
+    return any(p.is_dir() for p in out.glob(".lbparse-staging-*/_temporary/*/*"))
 
 
 def _summary_made(err: str, out: Path) -> bool:

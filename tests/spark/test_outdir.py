@@ -72,9 +72,13 @@ def test_a_device_at_summary_json_is_refused_and_stays_a_device(tmp_path: Path) 
 
 
 def test_an_earlier_run_is_refused_before_spark_starts(tmp_path: Path) -> None:
-    (tmp_path / "messages" / "msg_type_name=Ack").mkdir(parents=True)
+    (tmp_path / "messages" / "msg_type_name=Ack").mkdir(parents=True)  # the layout before
     (tmp_path / "messages" / "_SUCCESS").write_text("")
     refused(pipeline(SAMPLE, "-o", str(tmp_path)), "messages exists", "--overwrite")
+    table = tmp_path / "t" / "proto_Ack"  # a payload table alone
+    table.mkdir(parents=True)
+    (table / "part-0.parquet").write_bytes(b"PAR1")
+    refused(pipeline(SAMPLE, "-o", str(tmp_path / "t")), "proto_Ack exists", "--overwrite")
     summary_only = tmp_path / "s"
     summary_only.mkdir()
     (summary_only / "summary.json").write_text('{"outcome": "ok"}')
@@ -91,6 +95,14 @@ def test_overwrite_refuses_a_table_holding_a_users_files(tmp_path: Path) -> None
     refused(pipeline(SAMPLE, "-o", str(tmp_path), "--overwrite"),
             "messages/msg_type_name=Ack/notes.md", "messages/precious.txt")
     assert (table / "precious.txt").read_text() == "mine"
+    payloads = tmp_path / "p" / "proto_Message"
+    payloads.mkdir(parents=True)
+    (payloads / "part-0.parquet").write_bytes(b"PAR1")
+    (payloads / "x=1").mkdir()  # a partition directory only messages and entries had
+    (payloads / "x=1" / "part-0.parquet").write_bytes(b"PAR1")
+    refused(pipeline(SAMPLE, "-o", str(tmp_path / "p"), "--overwrite"),
+            "holds files lbparse pipeline does not write (proto_Message/x=1)")
+    assert (payloads / "x=1" / "part-0.parquet").read_bytes() == b"PAR1"
 
 
 def test_an_output_in_or_at_an_input_is_refused(tmp_path: Path) -> None:
@@ -117,10 +129,15 @@ def test_output_option_spellings_and_help() -> None:
 
 
 def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
+                                                    inputs: dict[str, Path],
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A capture-only run writes no entries: DIR/entries (with a user's file in
-    it) and the user's own files in DIR stay; what is replaced is said."""
+    it) and the user's own files in DIR stay; what is replaced is said. A
+    payload table the run writes but has no rows for is moved away: its rows
+    were not this run's (joined to the new messages, they would lie)."""
     assert main(["pipeline", SAMPLE, "-o", str(tmp_path), "-q"]) == 0
+    tables = list(json.loads((tmp_path / "summary.json").read_text())["tables"])
+    assert len(tables) == 16  # messages and the 15 payload types of the sample
     entries = tmp_path / "entries"
     entries.mkdir()
     (entries / "precious.txt").write_text("mine")
@@ -129,19 +146,29 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     capsys.readouterr()
     assert main(["pipeline", SAMPLE, "--out", str(tmp_path), "--overwrite", "-q"]) == 0
     err = capsys.readouterr().err
-    assert (f"--overwrite: replacing {tmp_path}/messages, {tmp_path}/summary.json "
+    replaced = ", ".join(f"{tmp_path}/{t}" for t in tables)
+    assert (f"--overwrite: replacing {replaced}, {tmp_path}/summary.json "
             "at the end of the run") in err
     assert f"keeping {tmp_path}/entries (this run does not write it)" in err
     assert (entries / "precious.txt").read_text() == "mine"
     assert (tmp_path / "notes.txt").read_text() == "mine too"
     assert (tmp_path / "summary.json").read_text() != old_summary
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["rows"] == 196
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["entries", "notes.txt", "summary.json", *tables])
+    # A run of no payloads: the payload tables go, entries and the user's files stay.
+    assert main(["pipeline", str(inputs["garbage.bin"]), "--out", str(tmp_path), "--overwrite",
+                 "-q"]) == 1
+    assert json.loads((tmp_path / "summary.json").read_text())["tables"] == {
+        "messages": {"path": f"{tmp_path}/messages", "rows": 1}}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "entries", "messages", "notes.txt", "summary.json"]
+    assert (entries / "precious.txt").read_text() == "mine"
 
 
 def test_demo_checks_its_output_before_it_runs(tmp_path: Path) -> None:
-    """`lbparse demo -o DIR` replaces DIR/messages each run: never a user's files."""
+    """`lbparse demo -o DIR` replaces DIR/messages (and the payload tables) each run:
+    never a user's files."""
     (tmp_path / "messages").mkdir()
     (tmp_path / "messages" / "precious.txt").write_text("mine")
     res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "demo", "-o", str(tmp_path)],
