@@ -113,12 +113,14 @@ def test_a_named_layout_has_no_context(tmp_path: Path) -> None:
 
 
 class _Collect:
-    """A PartitionedWriter stand-in: the rows process_unit writes, by position."""
+    """A TableWriter stand-in: the rows process_unit writes to messages, by position."""
 
     def __init__(self) -> None:
         self.rows: dict[int, str | None] = {}
 
-    def write(self, value: str | None, n: int, columns: dict) -> None:
+    def write(self, table: str, n: int, columns: dict) -> None:
+        if table != "messages":  # a payload table: no layout
+            return
         for pos, layout, kind in zip(columns["position"].to_pylist(),
                                      columns["layout"].to_pylist(),
                                      columns["error_kind"].to_pylist()

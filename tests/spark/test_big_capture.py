@@ -23,10 +23,11 @@ pytestmark = pytest.mark.skipif(not columnar.available(),
                                 reason="the C capture loop is not built: captures are one task")
 
 
-def _rows(spark: Any, out: Path) -> list[tuple]:
-    df = spark.read.parquet(str(out / "messages"))
-    cols = [c for c in df.columns if c != "msg_type_name"] + ["msg_type_name"]
-    return sorted((tuple(r) for r in df.select(*cols).collect()), key=lambda r: (r[0], r[1]))
+def _rows(spark: Any, out: Path) -> dict[str, list[tuple]]:
+    """Every table's rows, sorted by (source, position)."""
+    return {p.name: sorted((tuple(r) for r in spark.read.parquet(str(p)).collect()),
+                           key=lambda r: (r[0], r[1]))
+            for p in sorted(out.iterdir()) if p.is_dir()}
 
 
 def test_a_big_capture_is_read_by_several_tasks_as_by_one(spark: Any, tmp_path: Path) -> None:
@@ -46,7 +47,8 @@ def test_a_big_capture_is_read_by_several_tasks_as_by_one(spark: Any, tmp_path: 
     units = plan(inputs, SourceOptions(capture_unit_bytes=20000))
     assert len(units) > 2 * len(inputs)  # cut into many ranges
     one, cut = results["one"], results["cut"]
-    assert cut[1] == one[1]  # the same rows, positions and all
+    assert cut[1] == one[1]  # the same rows of every table, positions and all
+    assert {"messages", "proto_Message", "commitlog_ReplicationResponse"} <= set(one[1])
     t1, t2 = one[0].totals(), cut[0].totals()
     for key in ("rows", "messages", "problems", "packets", "gaps"):
         assert t2[key] == t1[key], key

@@ -16,15 +16,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 import pytest
 from google.protobuf import json_format
 
 import lbparse
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import DecodeOptions
+from lbparse.columnar.tables import payload_tables
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
 from lbparse.pipeline.sources import SourceOptions
@@ -45,13 +44,19 @@ def capture(request: pytest.FixtureRequest) -> Path:
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    messages = out / "messages"
-    part = pa.schema([pa.field("msg_type_name", pa.string())])
-    schema = pq.read_schema(messages / "_common_metadata")
-    table = ds.dataset(str(messages), format="parquet",
-                       partitioning=ds.partitioning(part, flavor="hive"),
-                       schema=pa.unify_schemas([schema, part])).to_table()
-    return sorted(table.to_pylist(), key=lambda r: r["position"])
+    """DIR/messages, each row with its payload table's row (its columns but the
+    keys) under the table's name, None where it has none: every payload row
+    joins exactly one message."""
+    rows = {(r["source"], r["position"]): {**r, **dict.fromkeys(payload_tables())}
+            for r in ds.dataset(str(out / "messages")).to_table().to_pylist()}
+    for name in payload_tables():
+        if not (out / name).is_dir():
+            continue
+        for p in ds.dataset(str(out / name)).to_table().to_pylist():
+            row = rows[(p.pop("source"), p.pop("position"))]
+            assert row[name] is None, name
+            row[name] = p
+    return sorted(rows.values(), key=lambda r: r["position"])
 
 
 def _norm(v: Any) -> Any:
