@@ -162,66 +162,48 @@ def write_pcap(pool: tuple[list[bytes], list[str]], path: Path, min_bytes: int) 
     return messages
 
 
-# -- what uniform files cost ---------------------------------------------------------
+# -- what the narrow tables save ----------------------------------------------------
 
-def uniform_cost(table: Path, rows: int, rounds: int) -> None:
+def table_cost(table: Path, rows: int, rounds: int) -> None:
     """The task's own loop (read, decode, write: tasks.process_unit) on `rows` rows of
-    the table, in this process, writing files with every column (what the pipeline
-    writes, so that every Parquet reader takes them whole) and with only the columns
-    their rows fill (what it wrote before), interleaved; prints both and the cost."""
+    the table, in this process, writing one table per message type (what the
+    pipeline writes) and, for comparison, decode_arrow's one wide row (~150 leaf
+    columns, mostly null: what it wrote before issue #24), interleaved; prints both."""
     import pyarrow.fs as pafs
 
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.output import PartitionedWriter, _options, partition_dir
-    from lbparse.pipeline.schema import PARTITION_COLUMN, arrow_output_schema
+    from lbparse.columnar.schema import arrow_output_schema
+    from lbparse.pipeline.output import TableWriter, _options, dataset_schema
     from lbparse.pipeline.sources import SourceOptions, plan
-    from lbparse.pipeline.tasks import TaskOptions, process_unit
-
-    class SparseWriter(PartitionedWriter):
-        """Files holding only the columns their rows fill (the writer before issue #15)."""
-
-        def _flush(self, value: Any) -> None:
-            parts = self.buffers.pop(value, [])
-            self.buffered.pop(value, None)
-            if not parts:
-                return
-            given = set().union(*(cols.keys() for _, cols in parts))
-            schema = pa.schema([f for f in self.schema if f.name in given])
-            open_ = self.writers.get(value)
-            if open_ is not None and open_[1].schema != schema:
-                self._close(value)
-                open_ = None
-            if open_ is None:
-                d = partition_dir(self.column, value)
-                rel = f"{d}/part-{self.part}-{self.count}.parquet"
-                self.count += 1
-                self.fs.create_dir(f"{self.base}/{d}", recursive=True)
-                sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-                self.writers[value] = (rel, pq.ParquetWriter(sink, schema, **_options(schema)))
-                self.rows[rel] = 0
-            rel, writer = self.writers[value]
-            writer.write_table(pa.Table.from_batches(
-                [pa.RecordBatch.from_arrays([c[f.name] if f.name in c else pa.nulls(n, f.type)
-                                             for f in schema], schema=schema)
-                 for n, c in parts], schema=schema), row_group_size=sum(n for n, _ in parts))
-            self.rows[rel] += sum(n for n, _ in parts)
+    from lbparse.pipeline.tasks import (TaskOptions, decode_unit, new_counts, process_unit,
+                                        schema_of)
 
     first = sorted(table.iterdir())[0]
-    small = table.parent / "uniform-cost.parquet"
+    small = table.parent / "table-cost.parquet"
     pq.write_table(pq.read_table(first).slice(0, rows), small, row_group_size=128 * 1024)
     units = plan([str(small)], SourceOptions())
     options = TaskOptions(DecodeOptions(layout="v0"), SourceOptions())
-    times: dict[str, list[float]] = {"every column": [], "columns filled": []}
-    out = table.parent / "uniform-cost"
-    for _ in range(rounds):
-        for name, cls in (("every column", PartitionedWriter), ("columns filled", SparseWriter)):
-            shutil.rmtree(out, ignore_errors=True)
-            w = cls(pafs.LocalFileSystem(), str(out), arrow_output_schema(), PARTITION_COLUMN)
-            t = time.perf_counter()
+    out = table.parent / "table-cost"
+
+    def narrow() -> None:
+        w = TableWriter(pafs.LocalFileSystem(), str(out), schema_of)
+        for u in units:
+            process_unit(u, options, w)
+        w.close()
+
+    def wide() -> None:
+        schema = dataset_schema(arrow_output_schema())
+        out.mkdir()
+        with pq.ParquetWriter(out / "wide.parquet", schema, **_options(schema)) as w:
             for u in units:
-                process_unit(u, options, w)
-            w.close()
-            times[name].append(time.perf_counter() - t)
+                for decoded in decode_unit(u, options, new_counts()):
+                    w.write_batch(decoded.to_batch().replace_schema_metadata(schema.metadata))
+
+    times: dict[str, list[float]] = {"one table per type": [], "one wide row": []}
+    for _ in range(rounds):
+        for name, fn in (("one table per type", narrow), ("one wide row", wide)):
+            shutil.rmtree(out, ignore_errors=True)
+            times[name].append(timed(fn)[0])
     shutil.rmtree(out, ignore_errors=True)
     small.unlink()
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -229,9 +211,9 @@ def uniform_cost(table: Path, rows: int, rounds: int) -> None:
     print(f"one task's loop on {n:,} rows (read, decode v0, write), in this process, "
           f"medians of {rounds} interleaved rounds:")
     for k, v in med.items():
-        print(f"  files with {k:15} {v / n * 1e6:.2f} us a row")
-    print(f"  uniform files cost {(med['every column'] - med['columns filled']) / n * 1e6:.2f} "
-          f"us a row ({med['every column'] / med['columns filled']:.2f}x the loop)\n")
+        print(f"  {k:20} {v / n * 1e6:.2f} us a row")
+    print(f"  one table per type: {med['one table per type'] / med['one wide row']:.2f}x "
+          "the wide row's loop\n")
 
 
 # -- measuring ------------------------------------------------------------------
@@ -282,7 +264,7 @@ def main() -> int:
         print(f"table: {args.rows:,} envelopes, 4 Parquet files, {size / 1e6:,.0f} MB "
               f"(written in {t:.1f} s)\n")
 
-        uniform_cost(table, min(args.rows, 1_000_000), args.rounds)
+        table_cost(table, min(args.rows, 1_000_000), args.rounds)
         spark = spark_session("local[2]", conf=TEST_CONF)
 
         def plain() -> None:
