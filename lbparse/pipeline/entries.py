@@ -4,8 +4,9 @@ A data directory (or a node's streams/, one stream, one partition, single
 `.log` files) named as an input of `lbparse pipeline` is planned here into
 one unit per segment file; a task reads its segment as a stream
 (`lbparse.storage.iter_segment`, a part at a time) and makes Arrow batches
-of the entries schema below, written to DIR/entries (partitioned by
-stream) beside DIR/messages.
+of the entries schema below, written to DIR/entries (plain Parquet
+files like every table of the pipeline, the stream a column) beside
+DIR/messages.
 
 A row is a stored entry: where it is (source = the .log, position = its
 byte position, node, stream, partition, segment), its header (offset,
