@@ -15,10 +15,11 @@ what an earlier run left. Without --overwrite an earlier run's table or
 summary is refused; what a run that never finished left (a table holding
 only _temporary, a summary saying "outcome": "failed") is replaced. With
 --overwrite a table is replaced only if it holds nothing but what a run
-writes (part-*.parquet, _SUCCESS; and what runs before the one-table-per-
-type layout wrote: partition directories of part files, _common_metadata):
-a user's file inside it makes the run refuse, rather than delete it. A symbolic link at any of the names is refused, with or
-without --overwrite: lbparse neither writes through it nor replaces it.
+writes (part-*.parquet, _SUCCESS; and what runs before one table per
+type wrote: partition directories of part files, _common_metadata): a
+user's file inside it makes the run refuse, rather than delete it. A
+symbolic link at any of the names is refused, with or without
+--overwrite: lbparse neither writes through it nor replaces it.
 
 While it runs (`make_staging`, `swap`): everything new goes to a hidden
 directory of DIR, `.lbparse-staging-PID-RANDOM`, and is moved into place by

@@ -6,8 +6,9 @@ Parquet itself, one file per table (`output.TableWriter`, under the run's
 temporary directory: `messages` and the payload tables of
 lbparse.columnar.tables, `entries` for segments) and returns, as its
 result rows, one row of counts per unit and one row per file written; the
-driver commits those files and sums those counts. A task holds one batch (and the writer's bounded buffers) at a time,
-whatever the size of its files.
+driver commits those files and sums those counts. A task holds one batch
+(and the writer's bounded buffers) at a time, whatever the size of its
+files.
 """
 
 from __future__ import annotations
