@@ -127,6 +127,6 @@ def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
             candidates = tuple(env.layout_candidates)
         s, d = src[i].as_py(), dst[i].as_py()
         conn = connection_key(s, d) if s is not None and d is not None else None
-        layout, _, _ = ctx.choose(int(index[i]), conn, subject[i].as_py(), candidates)
+        layout, scope, _ = ctx.choose(int(index[i]), conn, subject[i].as_py(), candidates)
         if layout is not None and layout != dec.layouts.name(int(rows.layout[i])):
-            dec.redecode(rows, i, layout, b, int(ends[i]))
+            dec.redecode(rows, i, layout, b, int(ends[i]), scope)
