@@ -41,15 +41,27 @@ __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
 DEFAULT_MIN_FILE_AGE = 2.0
 
 
+def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
+    """The files under `inputs`, absolute (the tasks run elsewhere), directories
+    walked in name order; names starting with "." or "_" are not data (Spark's
+    rule, and lbparse.pipeline.sources.plan's)."""
+    for p in map(os.path.abspath, inputs):
+        if not os.path.isdir(p):
+            yield p
+            continue
+        for root, dirs, names in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            yield from (os.path.join(root, n) for n in sorted(names)
+                        if not n.startswith((".", "_")))
+
+
 def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None
                 ) -> list[str]:
     """The files under `inputs` that are whole: visible names, unchanged for `min_age`
     seconds; oldest first (then by name)."""
-    from lbparse.pipeline.sources import _files
-
     now = time.time() if now is None else now
     found = []
-    for path in _files(list(inputs)):
+    for path in _visible_files(inputs):
         try:
             mtime = os.stat(path).st_mtime
         except OSError:  # gone meanwhile
