@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from lbparse.pipeline.preflight import check_inputs
 from lbparse.pipeline.sources import Unit
-from lbparse.spark.options import paths, task_options
+from lbparse.spark.options import paths, table, task_options
 from lbparse.spark.source import plan_partitions, read_units
 
 __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
@@ -79,6 +79,7 @@ class FileStreamReader(DataSourceStreamReader):
         self.inputs = paths(options)
         check_inputs(self.inputs)
         self.task = task_options(options, stream=True)
+        self.table = table(options, storage=False)  # data directories are refused before
         self.min_age = float(lower.get("minfileage", DEFAULT_MIN_FILE_AGE))
         most = lower.get("maxfilespertrigger")
         if most is not None and (not most.isdigit() or int(most) < 1):
@@ -115,7 +116,7 @@ class FileStreamReader(DataSourceStreamReader):
             for p in new if p not in present]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_units([Unit.from_json(partition.value)], self.task)
+        yield from read_units([Unit.from_json(partition.value)], self.task, self.table)
 
     def commit(self, end: dict[str, list[str]]) -> None:
         pass  # nothing to release: the files stay where they are
