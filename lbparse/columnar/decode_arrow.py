@@ -202,7 +202,7 @@ class BatchDecoder:
         self.schema = arrow_output_schema()
         self.typed = typed_payloads()
         self.columns = payload_columns()
-        newest, contested = contested_msg_types()
+        newest, _ = contested_msg_types()
         self.auto = options.layout == "auto" and newest == "v0"
         # The numpy path: strict v0, and auto, whose answer for most strict
         # v0 envelopes is v0's (see _auto_v0). Tests turn it off to compare.
@@ -219,8 +219,6 @@ class BatchDecoder:
             self.v0_name[value] = self.names(mt.name)
             self.v0_ptype[value] = self.ptypes(mt.payload_type)
         self.ptype_names = list(self.ptypes.code)  # v0's codes -> payload types
-        # Payload types whose rows auto takes only when clean.
-        self.contested = {v0.msg_types[v].payload_type for v in contested if v in v0.msg_types}
         self._builders: dict[str, Any] = {}
         # auto's decision for the fast path's rows, by byte 7 * 2 + CRC flag (_decided_v0).
         self._auto_decisions: dict[int, tuple[float | None, bool, str | None]] = {}
