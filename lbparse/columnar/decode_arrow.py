@@ -220,8 +220,10 @@ class BatchDecoder:
             self.v0_ptype[value] = self.ptypes(mt.payload_type)
         self.ptype_names = list(self.ptypes.code)  # v0's codes -> payload types
         self._builders: dict[str, Any] = {}
-        # auto's decision for the fast path's rows, by byte 7 * 2 + CRC flag (_decided_v0).
-        self._auto_decisions: dict[int, tuple[float | None, bool, str | None]] = {}
+        # auto's decision for the fast path's rows, by byte 7 * 2 + CRC flag (_decided_v0):
+        # confidence, ambiguous, the reason, the layout candidates.
+        self.auto_decisions: dict[int, tuple[float | None, bool, str | None,
+                                             tuple[str, ...]]] = {}
         # Byte 7 values for which a FlatBuffers layout reads the payload as a table.
         self.fb_checked = np.zeros(256, np.bool_)
         for lay in LAYOUTS.values():
@@ -447,13 +449,14 @@ class BatchDecoder:
         ambiguous = np.zeros(512, np.int8)
         reason = np.full(512, -1, np.int32)
         for k in np.flatnonzero(np.bincount(key, minlength=512)).tolist():
-            if k not in self._auto_decisions:
+            if k not in self.auto_decisions:
                 i = int(np.flatnonzero(take)[np.argmax(key == k)])
                 env = decode(data[starts[i]:ends[i]].tobytes(), "auto",
                              verify_crc=self.options.verify_crc)
-                self._auto_decisions[k] = (env.confidence, env.ambiguous,
-                                           decisive_reason(env.layout, env.reasons))
-            c, a, r = self._auto_decisions[k]
+                self.auto_decisions[k] = (env.confidence, env.ambiguous,
+                                          decisive_reason(env.layout, env.reasons),
+                                          tuple(env.layout_candidates))
+            c, a, r, _ = self.auto_decisions[k]
             confidence[k] = np.nan if c is None else c
             ambiguous[k] = a
             reason[k] = rows.reason_code(r)
@@ -499,9 +502,15 @@ class BatchDecoder:
         rows.has_crc[i] = rows.has_header[i] = False
         o = self.options
         self._fill(rows, i, decode(b, layout, verify_crc=o.verify_crc), b, e)
+        self.decided_by_context(rows, i, layout, scope)
+
+    def decided_by_context(self, rows: _Rows, i: int, layout: str, scope: str) -> None:
+        """Row `i`'s layout decided by the capture's proof in `scope`, as the
+        capture reader decides it (lbparse.generation): its confidence, no
+        ambiguity, and its reason in the capture reader's words, but for
+        which message was the first proof (the pipeline notes proof without it)."""
         rows.confidence[i], rows.decided_ambiguous[i] = CONFIDENCE[scope], 0
-        # The capture reader's words (lbparse.generation), but for which message
-        # was the first proof: the pipeline notes proof without it.
+        rows.ambiguous.pop(i, None)
         what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
         rows.reason[i] = rows.reason_code(f"context: this {scope} carried {what}: {layout}")
 
