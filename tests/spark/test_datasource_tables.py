@@ -22,9 +22,12 @@ from lbparse.capture import fields
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
-# Liftbridge's own traffic is read by the pipeline's tasks (a reader per unit
-# across its batches); read_capture_tables leaves these columns null.
-TRAFFIC = tuple(c.name for c in fields.TRAFFIC)
+# What the pipeline's tasks add to read_capture_tables' rows, reading a unit
+# as a whole: Liftbridge's own traffic (a reader across the unit's batches),
+# and the capture's proof of generations deciding ambiguous envelopes (the
+# capture reader's confidence: tests/spark/test_decoder.py holds it).
+UNIT_WIDE = tuple(c.name for c in fields.TRAFFIC) + ("layout_confidence", "layout_ambiguous",
+                                                     "layout_reason")
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +66,7 @@ def test_each_table_is_read_capture_tables(liftbridge: Any,
         assert df.schema == from_arrow_schema(table_schema(name)), name
         got = df.toArrow()
         want = short_tables.get(name, table_schema(name).empty_table())
-        drop = TRAFFIC if name == MESSAGES else ()
+        drop = UNIT_WIDE if name == MESSAGES else ()
         assert got.num_rows == want.num_rows, name
         assert _rows(got, drop) == _rows(want, drop), name
     # the pipeline's tasks fill what read_capture_tables leaves: Liftbridge's own traffic
