@@ -116,14 +116,18 @@ def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows
     decides them (GenerationContext.choose): usually for the layout they have
     (the newest: a v0 Publish in a capture with MsgTypes only v0 has), which
     then only changes how it was decided. Grouped by connection, subject and
-    candidates, whose proof is looked up once; each row's own limit
-    (threshold) compared with numpy."""
+    candidates, whose proof is looked up once; each row's index compared
+    with numpy.
+
+    Only proof before the row counts here, so that a row says the same
+    whatever the batches: the capture reader also credits its first proof
+    to the messages it held before it (threshold), but the pipeline's tasks
+    decode held batches again only when that proof is of an older layout
+    (pipeline.tasks._release), so those rows keep auto's own answer."""
     amb = np.flatnonzero(rows.decided_ambiguous == 1)
     if not amb.size:
         return
-    f = ctx.first_proof
-    idx = index[amb]
-    limits = np.where(idx < f, f + 1, idx) if f is not None and ctx.in_window(f) else idx
+    limits = index[amb]
     take = pa.array(amb)
     groups: dict[tuple[Any, Any, tuple[str, ...]], list[int]] = {}
     for k, (s, d, sub, i) in enumerate(zip(src.take(take).to_pylist(),
