@@ -16,7 +16,7 @@ import pytest
 
 import lbparse
 from lbparse.errors import EnvelopeError
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
 from lbparse.pipeline.schema import arrow_record_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from support.damage import damaged_captures
@@ -30,10 +30,13 @@ def _answer(b: bytes, layout: str, **options: Any) -> dict[str, Any]:
     try:
         env = lbparse.decode(b, layout, **options)
     except EnvelopeError as exc:
-        return {"error_kind": exc.kind, "error_message": exc.message}
+        return {"error_kind": exc.kind, "error_message": exc.message, "layout_confidence": None,
+                "layout_ambiguous": None, "layout_reason": None}
     return {"error_kind": None, "layout": env.layout, "msg_type_name": env.msg_type_name,
             "payload_type": env.payload_type, "header_len": env.header_len,
-            "crc32c": env.crc32c}
+            "crc32c": env.crc32c, "layout_confidence": env.confidence,
+            "layout_ambiguous": env.ambiguous,
+            "layout_reason": decisive_reason(env.layout, env.reasons)}
 
 
 @pytest.mark.parametrize("layout,options", [("v0", {}), ("auto", {}), ("v0", {"lenient": True}),

@@ -499,3 +499,23 @@ def test_report_reads_a_fixed_layout_through_records_by_default() -> None:
 
     model = build_model([str(sample_pcap())], ReadOptions(layout="v0"))
     assert model["inputs"][0].get("reader", "records") == "records"  # columns say so
+
+
+def test_report_fast_path_takes_each_rows_payload_from_its_table() -> None:
+    """The fast path reads payloads from the narrow tables: each row of a MsgType
+    gets its own, and a row its table lacks (a FlatBuffers Ack, in payload_json)
+    gets none, not its neighbour's."""
+    from lbparse.report.columnar import _messages, _payload_rows
+
+    ack = lbparse.message_class("proto.Ack")
+    flat = lbparse.encode(lbparse.payload_from_json("Ack", {"stream": "fb", "offset": "42"},
+                                                    layout="flatbuffers"),
+                          layout="flatbuffers", msg_type="Ack")
+    payloads = [lbparse.encode(ack(stream="s", offset=1)), flat,
+                lbparse.encode(ack(stream="s", offset=2)), flat,
+                lbparse.encode(ack(stream="s", offset=3))]
+    tables = lbparse.decode_tables(payloads, "auto")
+    batch = _messages(tables)
+    assert batch.column("layout").to_pylist() == ["v0", "flatbuffers", "v0", "flatbuffers", "v0"]
+    got = _payload_rows(batch, tables, "Ack", "proto.Ack").to_pylist()
+    assert [None if g is None else g["offset"] for g in got] == [1, None, 2, None, 3]

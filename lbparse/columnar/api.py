@@ -47,7 +47,8 @@ __all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "read_captu
            "read_capture_tables"]
 
 # decode_arrow's first columns; then the payload and one struct column per payload type.
-DECODED_COLUMNS_FIRST = ("layout", "version", "header_len", "flags", "crc32c", "crc_ok",
+DECODED_COLUMNS_FIRST = ("layout", "layout_confidence", "layout_ambiguous", "layout_reason",
+                         "version", "header_len", "flags", "crc32c", "crc_ok",
                          "msg_type", "msg_type_name", "payload_type", "error_kind",
                          "error_message", "warnings")
 

@@ -58,6 +58,8 @@ def apply_context(dec: "BatchDecoder", ctx: GenerationContext, base: int,
     horizon = max(base + n, ctx.threshold(base))
     if others and min(ctx.first[("capture",)][lay] for lay in others) < horizon:
         _resolve(dec, ctx, index, records, rows, fast, buffers, src, dst, subject)
+    if ctx.first:
+        _settle(dec, ctx, index, rows, buffers, src, dst, subject)
 
 
 def _window(ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens: np.ndarray
@@ -107,6 +109,57 @@ def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: An
                 ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
 
 
+def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows: Any,
+            buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
+            subject: pa.Array) -> None:
+    """The rows still ambiguous that the context decides, as the capture reader
+    decides them (GenerationContext.choose): usually for the layout they have
+    (the newest: a v0 Publish in a capture with MsgTypes only v0 has), which
+    then only changes how it was decided. Grouped by connection, subject and
+    candidates, whose proof is looked up once; each row's index compared
+    with numpy.
+
+    Only proof before the row counts here, so that a row says the same
+    whatever the batches: the capture reader also credits its first proof
+    to the messages it held before it (threshold), but the pipeline's tasks
+    decode held batches again only when that proof is of an older layout
+    (pipeline.tasks._release), so those rows keep auto's own answer."""
+    amb = np.flatnonzero(rows.decided_ambiguous == 1)
+    if not amb.size:
+        return
+    limits = index[amb]
+    take = pa.array(amb)
+    groups: dict[tuple[Any, Any, tuple[str, ...]], list[int]] = {}
+    for k, (s, d, sub, i) in enumerate(zip(src.take(take).to_pylist(),
+                                           dst.take(take).to_pylist(),
+                                           subject.take(take).to_pylist(), amb.tolist())):
+        cands = rows.ambiguous.get(i) or dec.auto_decisions[
+            int(rows.msg_type[i]) * 2 + int(rows.has_crc[i])][3]
+        conn = connection_key(s, d) if s is not None and d is not None else None
+        groups.setdefault((conn, sub, cands), []).append(k)
+    for (conn, sub, cands), members in groups.items():
+        mine = np.array(members)
+        open_ = np.ones(len(mine), np.bool_)  # not decided by a narrower scope
+        for scope, key in scopes(conn, sub):
+            firsts = ctx.first.get(key, {})
+            first = np.array([firsts.get(c, np.iinfo(np.int64).max) for c in cands])
+            proven = first[None, :] < limits[mine][:, None]
+            count = proven.sum(axis=1)
+            for k in np.flatnonzero(open_ & (count == 1)).tolist():
+                _decide(dec, rows, int(amb[mine[k]]), cands[int(np.argmax(proven[k]))],
+                        scope, buffers)
+            open_ &= count == 0  # more than one proven: still ambiguous, as the reader says
+
+
+def _decide(dec: "BatchDecoder", rows: Any, i: int, layout: str, scope: str,
+            buffers: tuple[np.ndarray, ...]) -> None:
+    if layout == dec.layouts.name(int(rows.layout[i])):
+        dec.decided_by_context(rows, i, layout, scope)
+        return
+    starts, ends, data = buffers
+    dec.redecode(rows, i, layout, data[starts[i]:ends[i]].tobytes(), int(ends[i]), scope)
+
+
 def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
              records: pa.RecordBatch, rows: Any, fast: np.ndarray,
              buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
@@ -127,6 +180,6 @@ def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
             candidates = tuple(env.layout_candidates)
         s, d = src[i].as_py(), dst[i].as_py()
         conn = connection_key(s, d) if s is not None and d is not None else None
-        layout, _, _ = ctx.choose(int(index[i]), conn, subject[i].as_py(), candidates)
+        layout, scope, _ = ctx.choose(int(index[i]), conn, subject[i].as_py(), candidates)
         if layout is not None and layout != dec.layouts.name(int(rows.layout[i])):
-            dec.redecode(rows, i, layout, b, int(ends[i]))
+            dec.redecode(rows, i, layout, b, int(ends[i]), scope)

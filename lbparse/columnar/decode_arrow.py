@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import crc32c as _crc32c
 import numpy as np
@@ -49,10 +49,10 @@ from lbparse.commitlog import ReplicationResponse
 from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
-from lbparse.generation import GenerationContext, proof_label, proves
+from lbparse.generation import CONFIDENCE, NEWEST, GenerationContext, proof_label, proves
 from lbparse.traffic import TrafficReader
 from lbparse.limits import DEFAULT
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
+from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.commitscan import decode_replication
 from lbparse.columnar.crc import crc32c_ranges
@@ -64,7 +64,7 @@ from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIEL
                           VERSION, VERSION_OFFSET)
 
 __all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
-           "decoder_for"]
+           "decisive_reason", "decoder_for"]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
 # no layout accepts (lbparse.detect raises the newest layout's error for them).
@@ -158,6 +158,12 @@ class _Rows:
     # auto, per-row rows: layout candidates of the ambiguous; what the others prove
     ambiguous: dict[int, tuple[str, ...]] = field(default_factory=dict)
     proofs: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # How the layout was decided (Envelope.confidence, .ambiguous, decisive_reason):
+    # NaN / -1 where null; `reason` codes index `reason_texts` (-1: none).
+    confidence: np.ndarray = field(init=False)
+    decided_ambiguous: np.ndarray = field(init=False)  # -1 null, 0, 1
+    reason: np.ndarray = field(init=False)
+    reason_texts: dict[str, int] = field(default_factory=dict)
     # Payloads decoded before the rows were taken: per payload type, the
     # rows (ascending) and their struct values.
     decoded: dict[str, tuple[np.ndarray, pa.Array]] = field(default_factory=dict)
@@ -177,6 +183,15 @@ class _Rows:
         self.ptype = np.full(n, -1, np.int32)
         self.pstart = np.zeros(n, np.int64)
         self.pend = np.full(n, -1, np.int64)  # -1: no payload range to decode
+        self.confidence = np.full(n, np.nan)
+        self.decided_ambiguous = np.full(n, -1, np.int8)
+        self.reason = np.full(n, -1, np.int32)
+
+    def reason_code(self, reason: str | None) -> int:
+        """The code of a row's reason (-1 for none: the column is null there)."""
+        if reason is None:
+            return -1
+        return self.reason_texts.setdefault(reason, len(self.reason_texts))
 
 
 class BatchDecoder:
@@ -187,7 +202,7 @@ class BatchDecoder:
         self.schema = arrow_output_schema()
         self.typed = typed_payloads()
         self.columns = payload_columns()
-        newest, contested = contested_msg_types()
+        newest, _ = contested_msg_types()
         self.auto = options.layout == "auto" and newest == "v0"
         # The numpy path: strict v0, and auto, whose answer for most strict
         # v0 envelopes is v0's (see _auto_v0). Tests turn it off to compare.
@@ -204,9 +219,17 @@ class BatchDecoder:
             self.v0_name[value] = self.names(mt.name)
             self.v0_ptype[value] = self.ptypes(mt.payload_type)
         self.ptype_names = list(self.ptypes.code)  # v0's codes -> payload types
-        # Payload types whose rows auto takes only when clean.
-        self.contested = {v0.msg_types[v].payload_type for v in contested if v in v0.msg_types}
         self._builders: dict[str, Any] = {}
+        # auto's decision for the fast path's rows, by byte 7 * 2 + CRC flag (_decided_v0):
+        # confidence, ambiguous, the reason, the layout candidates.
+        self.auto_decisions: dict[int, tuple[float | None, bool, str | None,
+                                             tuple[str, ...]]] = {}
+        # Byte 7 values for which a FlatBuffers layout reads the payload as a table.
+        self.fb_checked = np.zeros(256, np.bool_)
+        for lay in LAYOUTS.values():
+            if lay.payload_format == "flatbuffers":
+                for value, mt in lay.msg_types.items():
+                    self.fb_checked[value] |= mt.payload_type != BYTES
         # strict: an exception of a vectorized reader propagates (tests);
         # otherwise the rows go the per-row way and `fallbacks` counts it.
         self.strict = False
@@ -291,6 +314,7 @@ class BatchDecoder:
             if self.auto:
                 take = self._auto_v0(rows, take, hdr, starts, ends, data)
             self._fill_v0(rows, take, hdr, starts, ends)
+            self._decided_v0(rows, take, hdr, starts, ends, data)
             rest = todo & ~take
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
@@ -348,15 +372,23 @@ class BatchDecoder:
         there are any, else among all, the most recent: v0 (detect.py).
         So when v0 decodes the bytes, auto's envelope is v0's exactly when
         v0's payload is clean or no other layout's is. Other layouts that
-        are clean too only make it `ambiguous`, which no column holds.
+        are clean too only make it `ambiguous` (layout_ambiguous).
         Only for Publish and Ack (byte 7 of 0 and 1: legacy, FlatBuffers)
-        can another layout be clean (`contested_msg_types`): their rows are
-        taken when the payload is clean, every top-level field of its type
-        with its wire type (the vectorized reader's `clean`); the other
-        MsgTypes' rows whenever the payload decodes. The rest, payloads the
-        vectorized readers leave to upb or lbparse.commitlog included, go
-        row by row through lbparse.decode(b, "auto")."""
+        can another layout be clean (`contested_msg_types`). Rows are taken
+        when the payload is clean, every top-level field of its type with
+        its wire type (the vectorized reader's `clean`: an unclean one
+        changes auto's confidence and reasons), and for Publish and Ack
+        when no FlatBuffers layout may read it as a table (_decided_v0).
+        The rest, payloads the vectorized readers leave to upb or
+        lbparse.commitlog included, go row by row through
+        lbparse.decode(b, "auto")."""
         t = np.flatnonzero(take)
+        # A payload a FlatBuffers layout may read as a table: auto's reasons
+        # (and maybe its answer) depend on that table, so row by row.
+        fb = t[self.fb_checked[hdr["byte7"][t]]]
+        if fb.size:
+            take[fb[_flatbuffer_like(data, starts[fb] + hdr["hl"][fb], ends[fb])]] = False
+            t = np.flatnonzero(take)
         b7 = hdr["byte7"][t]
         pstart, pend = starts[t] + hdr["hl"][t], ends[t]
         codes = self.v0_ptype[b7]
@@ -364,8 +396,9 @@ class BatchDecoder:
             sel = codes == code
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
-            arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel],
-                                       clean=ptype in self.contested)
+            # Clean payloads only: an unclean one changes auto's confidence
+            # and reasons (and for Publish and Ack its layout).
+            arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel], clean=True)
             mine = t[sel]
             if not ok.all():
                 take[mine[~ok]] = False
@@ -394,6 +427,43 @@ class BatchDecoder:
             rows.pstart[t] = starts[t] + hl[t]
             rows.pend[t] = ends[t]
 
+    def _decided_v0(self, rows: _Rows, take: np.ndarray, hdr: dict[str, np.ndarray],
+                    starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
+        """How the layout of the rows taken was decided, as lbparse.decode says it.
+
+        A named layout decides nothing: not ambiguous, no confidence, no
+        reasons. For auto, the rows taken are strict v0 envelopes whose
+        payload is clean and, for Publish and Ack, no FlatBuffers table
+        (_auto_v0): detect's confidence, ambiguity and reasons then depend
+        on byte 7 and the CRC flag alone (which layouts refuse that MsgType
+        or carry opaque bytes for it; whether a CRC was verified). So each
+        such pair is decided once per decoder by lbparse.decode itself, on
+        its first row, and given to every row of the pair."""
+        rows.decided_ambiguous[take] = 0
+        if not self.auto or not take.any():
+            return
+        # Per key, looked up in tables of 512: three gathers, not a pass per key
+        # (boolean masks and intp keys: the cheapest numpy has for this).
+        key = (hdr["byte7"][take] * 2 + hdr["has_crc"][take]).astype(np.intp)
+        confidence = np.full(512, np.nan)
+        ambiguous = np.zeros(512, np.int8)
+        reason = np.full(512, -1, np.int32)
+        for k in np.flatnonzero(np.bincount(key, minlength=512)).tolist():
+            if k not in self.auto_decisions:
+                i = int(np.flatnonzero(take)[np.argmax(key == k)])
+                env = decode(data[starts[i]:ends[i]].tobytes(), "auto",
+                             verify_crc=self.options.verify_crc)
+                self.auto_decisions[k] = (env.confidence, env.ambiguous,
+                                          decisive_reason(env.layout, env.reasons),
+                                          tuple(env.layout_candidates))
+            c, a, r, _ = self.auto_decisions[k]
+            confidence[k] = np.nan if c is None else c
+            ambiguous[k] = a
+            reason[k] = rows.reason_code(r)
+        rows.confidence[take] = confidence[key]
+        rows.decided_ambiguous[take] = ambiguous[key]
+        rows.reason[take] = reason[key]
+
     def _per_row(self, rows: _Rows, idx: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
         """lbparse.decode on each row: its envelope, or its error."""
@@ -415,8 +485,10 @@ class BatchDecoder:
                     rows.proofs[i] = (proof, proof_label(env))
             self._fill(rows, i, env, b, e)
 
-    def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int) -> None:
-        """Row `i` decoded again as `layout` (the generation its context proves)."""
+    def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int,
+                 scope: str = "capture") -> None:
+        """Row `i` decoded again as `layout` (the generation its context proves
+        in `scope`: decided as the capture reader decides it, lbparse.generation)."""
         for ptype, (mine, arr) in list(rows.decoded.items()):
             keep = mine != i
             if not keep.all():
@@ -430,6 +502,17 @@ class BatchDecoder:
         rows.has_crc[i] = rows.has_header[i] = False
         o = self.options
         self._fill(rows, i, decode(b, layout, verify_crc=o.verify_crc), b, e)
+        self.decided_by_context(rows, i, layout, scope)
+
+    def decided_by_context(self, rows: _Rows, i: int, layout: str, scope: str) -> None:
+        """Row `i`'s layout decided by the capture's proof in `scope`, as the
+        capture reader decides it (lbparse.generation): its confidence, no
+        ambiguity, and its reason in the capture reader's words, but for
+        which message was the first proof (the pipeline notes proof without it)."""
+        rows.confidence[i], rows.decided_ambiguous[i] = CONFIDENCE[scope], 0
+        rows.ambiguous.pop(i, None)
+        what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
+        rows.reason[i] = rows.reason_code(f"context: this {scope} carried {what}: {layout}")
 
     def _fill(self, rows: _Rows, i: int, env: Any, b: bytes, e: int) -> None:
         """Row `i`'s columns from its envelope (`b` its bytes, ending at `e` in the batch)."""
@@ -447,6 +530,9 @@ class BatchDecoder:
             rows.msg_type[i] = env.msg_type
         rows.name[i] = self.names(env.msg_type_name)
         rows.ptype[i] = self.ptypes(env.payload_type)
+        rows.confidence[i] = np.nan if env.confidence is None else env.confidence
+        rows.decided_ambiguous[i] = env.ambiguous
+        rows.reason[i] = rows.reason_code(decisive_reason(env.layout, env.reasons))
         if env.warnings:
             rows.warnings[i] = tuple(env.warnings)
         msg = env.message
@@ -485,6 +571,14 @@ class BatchDecoder:
                 rows.msg_type[i] = h.msg_type
             rows.name[i] = self.names(h.msg_type_name)
             rows.ptype[i] = self.ptypes(h.payload_type)
+
+    def _reasons(self, rows: _Rows) -> pa.Array:
+        """The layout_reason column: each row's decisive reason, null where it has none."""
+        if not rows.reason_texts:
+            return pa.nulls(rows.n, pa.string())
+        table = pa.array(list(rows.reason_texts), pa.string())
+        codes = rows.reason
+        return table.take(pa.array(np.where(codes < 0, 0, codes), pa.int32(), mask=codes < 0))
 
     # -- typed columns -----------------------------------------------------
 
@@ -594,6 +688,8 @@ class BatchDecoder:
         rows.errors[i] = (exc.kind, exc.message)
         rows.messages.pop(i, None)
         rows.pend[i] = -1
+        # lbparse.decode raises: nothing was decided
+        rows.confidence[i], rows.decided_ambiguous[i], rows.reason[i] = np.nan, -1, -1
 
     # -- output ------------------------------------------------------------
 
@@ -616,6 +712,11 @@ class BatchDecoder:
         warnings = self.schema.field("warnings").type
         cols.update({
             "layout": self.layouts.array(rows.layout),
+            "layout_confidence": pa.array(rows.confidence, pa.float64(),
+                                          mask=np.isnan(rows.confidence)),
+            "layout_ambiguous": pa.array(rows.decided_ambiguous == 1, pa.bool_(),
+                                         mask=rows.decided_ambiguous < 0),
+            "layout_reason": self._reasons(rows),
             "version": pa.array(rows.version, pa.int32(), mask=hh),
             "header_len": pa.array(rows.header_len, pa.int32(), mask=hh),
             "flags": pa.array(rows.flags, pa.int32(), mask=hh),
@@ -645,6 +746,42 @@ def _present(rows: np.ndarray, n: int) -> np.ndarray:
     present = np.zeros(n, np.bool_)
     present[rows] = True
     return present
+
+
+def decisive_reason(layout: str | None, reasons: Sequence[str]) -> str | None:
+    """The reason of an envelope's `reasons` (lbparse.detect, lbparse.generation)
+    that decided its layout: the capture's context when it spoke last, else
+    the line describing the envelope chosen (detect writes it "LAYOUT: ..."),
+    else the last (a plain payload's). None when there are no reasons (a
+    layout named, not detected). The whole list is one lbparse.decode away;
+    as a column it would cost ~5 strings a row (measured: 90-130 ns a row
+    on the fast path against ~13 for one)."""
+    if not reasons:
+        return None
+    for reason in reversed(reasons):
+        if reason.startswith("context: ") or reason.startswith(f"{layout}: "):
+            return reason
+    return reasons[-1]
+
+
+def _flatbuffer_like(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """lbparse.flatbuf.plausible of each payload `data[starts[i]:ends[i]]`, with
+    numpy: do its root offset and the root's vtable lie inside it?"""
+    n = ends - starts
+    last = len(data) - 1
+
+    def u32(at: np.ndarray) -> np.ndarray:  # little-endian; used only where in bounds
+        v = np.zeros(len(at), np.int64)
+        for k in range(4):
+            v |= data[np.minimum(at + k, last)].astype(np.int64) << (8 * k)
+        return v
+
+    root = u32(starts)
+    ok = (n >= 8) & (root + 4 <= n)
+    rel = u32(starts + np.where(ok, root, 0))
+    vtable = root - np.where(rel >= 1 << 31, rel - (1 << 32), rel)  # the i32 at the root
+    result: np.ndarray = ok & (vtable >= 0) & (vtable + 4 <= n)
+    return result
 
 
 def _strings(values: list[str | None]) -> pa.Array:

@@ -229,7 +229,13 @@ FIXED_FIELDS: tuple[pa.Field, ...] = (
     pa.field("source", pa.string(), False),        # input file
     pa.field("position", pa.int64(), False),       # row of that file (see sources.py)
     *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
-    pa.field("layout", pa.string()), pa.field("version", pa.int32()),
+    pa.field("layout", pa.string()),
+    # How `layout` was decided (layout auto, lbparse.detect): Envelope.confidence,
+    # .ambiguous and the decisive one of its .reasons (decode_arrow.decisive_reason);
+    # a named layout decides nothing (null, false, null).
+    pa.field("layout_confidence", pa.float64()), pa.field("layout_ambiguous", pa.bool_()),
+    pa.field("layout_reason", pa.string()),
+    pa.field("version", pa.int32()),
     pa.field("header_len", pa.int32()), pa.field("flags", pa.int32()),
     pa.field("crc32c", pa.int64()), pa.field("crc_ok", pa.bool_()),
     pa.field("msg_type", pa.int32()), pa.field(PARTITION_COLUMN, pa.string()),

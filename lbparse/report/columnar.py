@@ -1,16 +1,19 @@
 """The report's fast path: decoded rows as Arrow record batches, counted over columns.
 
 `lbparse pipeline` reads a capture into record batches, one row per NATS
-message, decoded by its batch decoder (`arrow_batches`: the C capture
-reader where lbparse has it, `lbparse.read_capture_arrow`; else the
-pipeline's Python reader). `add_batch` puts a batch into an `Aggregator`:
+message, decoded by the columnar core into narrow tables (`arrow_batches`:
+the C capture reader where lbparse has it, as `lbparse.read_capture_tables`;
+else the pipeline's Python reader): `messages`, and one table per payload
+type with the rows of that type. `add_batch` puts such a batch into an
+`Aggregator`:
 
 - over columns (numpy, pyarrow): the time bins, messages, bytes by
   direction, messages by MsgType, and the capture's counts (`Stats`);
 - row by row, only what needs order (pairing a Publish with its Ack, a
   request with its reply, leader epochs, the Raft transport, node names):
-  the handlers of `aggregate.Aggregator`, given each row's fields as
-  attributes (`_View`), the columns taken to Python once per batch.
+  the handlers of `aggregate.Aggregator`, given each row's payload fields
+  as attributes (`_View`) from its payload table, the columns taken to
+  Python once per batch.
 
 `test_report_fast_path_*` hold its model equal to the record path's
 (`Aggregator.add` over `CaptureReader`), the reference.
@@ -49,22 +52,30 @@ def native_reader() -> bool:
     return bool(columnar.available())
 
 
-def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[Any]:
-    """The decoded rows of one capture file (what read_capture_arrow yields), and
-    the reader's counts in `stats` (a pipeline UnitStats)."""
-    from lbparse.columnar.decode_arrow import DecodeOptions
+def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]]:
+    """The decoded rows of one capture file as narrow tables (what
+    read_capture_tables yields), and the reader's counts in `stats` (a
+    pipeline UnitStats)."""
+    from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
+    from lbparse.columnar.tables import tables_of
     from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_unit
-    from lbparse.columnar.decode_arrow import decoder_for as _decoder
 
-    decoder = _decoder(DecodeOptions(layout=layout))
+    decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
     for unit in plan([os.fspath(path)], options):
         unit_stats = UnitStats(unit.path, unit.format, unit.size)
-        # read_capture_arrow's rows: the C capture loop where it is built, else
+        # read_capture_tables's rows: the C capture loop where it is built, else
         # lbparse.capture's Python reader
         for batch in read_unit(unit, options, unit_stats):
-            yield decoder(batch)
+            yield tables_of(decoder.decode(batch))
         stats.append(unit_stats)
+
+
+def _messages(tables: dict[str, Any]) -> Any:
+    """The messages table of a batch's tables, as one record batch."""
+    table = tables["messages"].combine_chunks()  # one chunk already: tables_of makes one
+    chunks = table.to_batches()
+    return chunks[0] if chunks else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 _FLAT: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -193,11 +204,13 @@ def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
         data[key] = data.get(key, 0) + int(n)
 
 
-def add_batch(agg: Aggregator, batch: Any, stats: Stats, where: str,
+def add_batch(agg: Aggregator, tables: dict[str, Any], stats: Stats, where: str,
               on_notice: Callable[[str, Notice], None] | None = None) -> tuple[int, int] | None:
-    """Put one batch of decoded rows into `agg` and `stats`; the first and last
-    message time of the batch (None without a message). The reader's notices
-    (rows `input:KIND`) go to `on_notice(where, notice)` too."""
+    """Put one batch of decoded rows (arrow_batches' tables) into `agg` and
+    `stats`; the first and last message time of the batch (None without a
+    message). The reader's notices (rows `input:KIND`) go to
+    `on_notice(where, notice)` too."""
+    batch = _messages(tables)
     kinds = batch.column("error_kind")
     inputs = pc.fill_null(pc.starts_with(kinds, "input:"), False)
     if pc.any(inputs).as_py():
@@ -222,7 +235,7 @@ def add_batch(agg: Aggregator, batch: Any, stats: Stats, where: str,
     names = _names(batch)
     _count_pairs(i, names, None, agg.by_type.data)
     _count_stats(stats, batch, names)
-    _rows(agg, batch, ns, i, names)
+    _rows(agg, batch, tables, ns, i, names)
     return lo, hi
 
 
@@ -272,7 +285,35 @@ def _input_problems(agg: Aggregator, rows: Any, where: str,
             on_notice(where, Notice(kind, message or "", ts, src, dst))
 
 
-def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any) -> None:
+def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: str
+                  ) -> Any | None:
+    """The payloads of the decoded rows of `batch` named `name` with
+    `payload_type`, in row order, as a struct array of their payload
+    table's fields: null for a row its table lacks (a FlatBuffers payload
+    of the same type name, in payload_json). None when no table has the type."""
+    from lbparse.columnar.schema import column_for
+    from lbparse.columnar.tables import JOIN_KEYS
+
+    table = tables.get(column_for(payload_type))
+    if table is None:
+        return None
+    rows = pc.and_(pc.and_(pc.equal(batch.column("msg_type_name"), name),
+                           pc.equal(batch.column("payload_type"), payload_type)),
+                   pc.is_null(batch.column("error_kind")))
+    wanted = np.asarray(batch.column("position").filter(pc.fill_null(rows, False)))
+    # A payload table's rows are rows of messages (unique positions, ascending).
+    have = np.asarray(table.column("position"))
+    at = np.searchsorted(have, wanted)
+    found = at < len(have)
+    found[found] = have[at[found]] == wanted[found]
+    fields = [f for f in table.schema if f.name not in JOIN_KEYS]
+    values = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields],
+                                        fields=fields)
+    return values.take(pa.array(np.where(found, at, 0), mask=~found))
+
+
+def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i: np.ndarray,
+          names: Any) -> None:
     """What needs the rows in order: requests and their replies, the handlers of
     decoded envelopes, node names, 503s, errors and the Raft transport."""
     cols = {c: batch.column(c).to_pylist() for c in ("src", "dst", "verb", "subject", "reply")}
@@ -282,21 +323,18 @@ def _rows(agg: Aggregator, batch: Any, ns: np.ndarray, i: np.ndarray, names: Any
     headers = batch.column("headers")
     kinds = batch.column("error_kind").to_pylist()
     messages = batch.column("error_message")
-    # Each decoded message's struct column is its payload type's (schema.column_for:
-    # proto.Message: proto_Message); a MsgType may have another in another layout.
+    # Each decoded message's payload is in its payload type's table
+    # (proto.Message: proto_Message); a MsgType may have another in another layout.
     from lbparse.columnar.schema import column_for
 
     payload_types = batch.column("payload_type").to_pylist()
     handlers = agg._handlers
     structs: dict[tuple[str, str], Iterator[Any]] = {}
     for n, pt in set(zip(msg_names, payload_types)):
-        col = column_for(pt) if pt else ""
-        if (n in handlers or n in TYPED_REST) and col in batch.schema.names:
-            rows = pc.and_(pc.and_(pc.equal(batch.column("msg_type_name"), n),
-                                   pc.equal(batch.column("payload_type"), pt)),
-                           pc.is_null(batch.column("error_kind")))
-            arr = batch.column(col).filter(pc.fill_null(rows, False))
-            structs[(n, pt)] = _flat(arr, _descriptor(col))
+        if (n in handlers or n in TYPED_REST) and pt:
+            arr = _payload_rows(batch, tables, n, pt)
+            if arr is not None:
+                structs[(n, pt)] = _flat(arr, _descriptor(column_for(pt)))
     ns_list, i_list = ns.tolist(), i.tolist()
     replies = agg._replies
     nodes = agg.nodes

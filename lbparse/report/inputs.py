@@ -141,12 +141,12 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     last: int | None = None
     mine = Stats()
     done = 0
-    for batch in arrow_batches(path, options.layout or "auto", units):
-        span = add_batch(agg, batch, mine, path, options.on_notice)
+    for tables in arrow_batches(path, options.layout or "auto", units):
+        span = add_batch(agg, tables, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
             last = span[1] if last is None else max(last, span[1])
-        done += batch.num_rows
+        done += tables["messages"].num_rows
         if options.on_progress is not None:
             options.on_progress(path, done, 0)
     fmt = "records"

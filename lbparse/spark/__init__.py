@@ -5,6 +5,7 @@
 
     spark.read.format("liftbridge").load("captures/")            # captures, recordings, tables
     spark.read.format("liftbridge").load("data-dir/")            # Liftbridge data directories
+    spark.read.format("liftbridge").option("table", "proto_Ack").load("captures/")  # one table
     spark.readStream.format("liftbridge").load("incoming/")      # new files as they appear
     df.select(lbparse.spark.from_envelope("value"))              # any binary column
 

@@ -52,8 +52,8 @@ def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArra
     """Decode a binary Arrow array into envelope_schema()'s struct array, row for row."""
     import numpy as np
 
-    from lbparse.pipeline.schema import arrow_record_schema
-    from lbparse.columnar.decode_arrow import decoder_for as _decoder
+    from lbparse.columnar.decode_arrow import decoder_for
+    from lbparse.columnar.schema import arrow_record_schema
 
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks()
@@ -71,7 +71,7 @@ def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArra
             cols.append(pa.array(np.arange(n, dtype=np.int64)))
         else:
             cols.append(pa.nulls(n, f.type))
-    out = _decoder(options)(pa.RecordBatch.from_arrays(cols, schema=schema))
+    out = decoder_for(options)(pa.RecordBatch.from_arrays(cols, schema=schema))
     names = [f.name for f in envelope_schema().fields]
     return pa.StructArray.from_arrays([out.column(name) for name in names],
                                       fields=[out.schema.field(name) for name in names])

@@ -12,6 +12,7 @@
 | `subjectColumn` | `--subject-column` | its subject column |
 | `timestampColumn` | `--timestamp-column` | its capture-time column |
 | `batchRows` | `--batch-rows` | rows per Arrow batch |
+| `table` | | `messages` or a payload table (`proto_Message`, ...): lbparse.decode_tables' tables; none: the wide rows |
 
 Spark's options are case-insensitive; an option that is none of these is
 refused (a typo would otherwise be silently ignored).
@@ -27,10 +28,13 @@ from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.sources import SourceOptions
 from lbparse.pipeline.tasks import TaskOptions
 
-__all__ = ["KNOWN", "STREAM_ONLY", "paths", "task_options"]
+__all__ = ["ENTRIES", "KNOWN", "STREAM_ONLY", "paths", "table", "task_options"]
+
+# The table of Liftbridge data directories (their stored entries).
+ENTRIES = "entries"
 
 KNOWN = ("layout", "lenient", "verifycrc", "emitdefaultvalues", "column", "subjectcolumn",
-         "timestampcolumn", "batchrows", "path", "paths")
+         "timestampcolumn", "batchrows", "table", "path", "paths")
 # Options of readStream alone (lbparse.spark.stream).
 STREAM_ONLY = ("maxfilespertrigger", "minfileage")
 
@@ -50,7 +54,8 @@ def _check_names(options: Mapping[str, str], stream: bool) -> None:
     if unknown:
         raise ValueError(f"liftbridge data source: unknown option(s) {', '.join(unknown)} "
                          "(options are lbparse pipeline's flags: layout, lenient, verifyCrc, "
-                         "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows"
+                         "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows, "
+                         "and table"
                          + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")")
 
 
@@ -76,6 +81,24 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
                            subject_column=o.get("subjectcolumn"),
                            timestamp_column=o.get("timestampcolumn"), batch_rows=int(rows))
     return TaskOptions(decode, source)
+
+
+def table(options: Mapping[str, str], storage: bool) -> str | None:
+    """The table named by the `table` option (None: the wide rows), checked
+    against the tables of the inputs: data directories have `entries`;
+    captures, recordings and payload tables have `messages` and one table
+    per payload type (lbparse.columnar.tables)."""
+    from lbparse.columnar.tables import MESSAGES, payload_tables
+
+    name = _lower(options).get("table")
+    if name is None:
+        return None
+    known = [ENTRIES] if storage else [MESSAGES, *payload_tables()]
+    if name not in known:
+        raise ValueError(f"liftbridge data source: option table: no table {name!r} in "
+                         f"{'data directories' if storage else 'captures'}; the tables are "
+                         f"{', '.join(known)}")
+    return name
 
 
 def paths(options: Mapping[str, str]) -> list[str]:

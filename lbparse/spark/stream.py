@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from lbparse.pipeline.preflight import check_inputs
 from lbparse.pipeline.sources import Unit
-from lbparse.spark.options import paths, task_options
+from lbparse.spark.options import paths, table, task_options
 from lbparse.spark.source import plan_partitions, read_units
 
 __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
@@ -41,15 +41,27 @@ __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
 DEFAULT_MIN_FILE_AGE = 2.0
 
 
+def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
+    """The files under `inputs`, absolute (the tasks run elsewhere), directories
+    walked in name order; names starting with "." or "_" are not data (Spark's
+    rule, and lbparse.pipeline.sources.plan's)."""
+    for p in map(os.path.abspath, inputs):
+        if not os.path.isdir(p):
+            yield p
+            continue
+        for root, dirs, names in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+            yield from (os.path.join(root, n) for n in sorted(names)
+                        if not n.startswith((".", "_")))
+
+
 def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None
                 ) -> list[str]:
     """The files under `inputs` that are whole: visible names, unchanged for `min_age`
     seconds; oldest first (then by name)."""
-    from lbparse.pipeline.sources import _files
-
     now = time.time() if now is None else now
     found = []
-    for path in _files(list(inputs)):
+    for path in _visible_files(inputs):
         try:
             mtime = os.stat(path).st_mtime
         except OSError:  # gone meanwhile
@@ -67,6 +79,7 @@ class FileStreamReader(DataSourceStreamReader):
         self.inputs = paths(options)
         check_inputs(self.inputs)
         self.task = task_options(options, stream=True)
+        self.table = table(options, storage=False)  # data directories are refused before
         self.min_age = float(lower.get("minfileage", DEFAULT_MIN_FILE_AGE))
         most = lower.get("maxfilespertrigger")
         if most is not None and (not most.isdigit() or int(most) < 1):
@@ -103,7 +116,7 @@ class FileStreamReader(DataSourceStreamReader):
             for p in new if p not in present]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        yield from read_units([Unit.from_json(partition.value)], self.task)
+        yield from read_units([Unit.from_json(partition.value)], self.task, self.table)
 
     def commit(self, end: dict[str, list[str]]) -> None:
         pass  # nothing to release: the files stay where they are

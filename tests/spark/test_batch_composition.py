@@ -33,7 +33,7 @@ from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.payloads import REPLICATION_RESPONSE
 from lbparse.columnar.columns import builder_for
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
 from support.protowire import read_varint, varint
@@ -164,8 +164,8 @@ def pool() -> tuple[bytes, ...]:
 
 # -- the reference row -------------------------------------------------------------
 
-FIXED = ("layout", "version", "header_len", "flags", "crc32c", "crc_ok", "msg_type",
-         "msg_type_name", "payload_type", "error_kind", "error_message", "warnings",
+FIXED = ("layout", "layout_confidence", "layout_ambiguous", "layout_reason", "version",
+         "header_len", "flags", "crc32c", "crc_ok", "msg_type", "msg_type_name", "payload_type", "error_kind", "error_message", "warnings",
          "payload_json")
 
 
@@ -205,7 +205,9 @@ def reference_row(p: bytes, o: DecodeOptions) -> dict[str, Any]:
     row.update(layout=env.layout, version=env.version, header_len=env.header_len,
                flags=env.flags, crc32c=env.crc32c, msg_type=env.msg_type,
                msg_type_name=env.msg_type_name, payload_type=env.payload_type,
-               warnings=list(env.warnings) or None)
+               warnings=list(env.warnings) or None, layout_confidence=env.confidence,
+               layout_ambiguous=env.ambiguous,
+               layout_reason=decisive_reason(env.layout, env.reasons))
     if env.crc32c is not None:
         row["crc_ok"] = crc32c(env.payload) == env.crc32c
     cls = typed_payloads().get(env.payload_type)

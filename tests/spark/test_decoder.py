@@ -30,7 +30,13 @@ from lbparse.limits import DEFAULT
 from lbparse.payloads import REPLICATION_RESPONSE, fits_cleanly
 from lbparse.columnar.columns import ReplicationResponseBuilder, builder_for
 from lbparse.columnar.commitscan import decode_replication
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
+from generations import legacy_capture, v0_capture
+from support.shared import LIFTBRIDGE
+from lbparse.capture import CaptureReader
+from lbparse.pipeline.sources import SourceOptions, plan
+from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
+from lbparse.columnar.decode_arrow import (BatchDecoder, DecodeOptions, _flatbuffer_like,
+                                           decisive_reason)
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
                                      typed_payloads)
 from lbparse.columnar.wirescan import decode_structs, slices
@@ -103,6 +109,9 @@ def test_batch_decoder_gives_what_lbparse_decode_gives(layout: str, lenient: boo
             assert (cols["error_kind"][i], cols["error_message"][i]) == (exc.kind, exc.message)
             # the layout decoded as; auto's error rows found none ("undetermined")
             assert cols["layout"][i] == ("undetermined" if layout == "auto" else layout)
+            # nothing was decided: no confidence, ambiguity or reason
+            assert (cols["layout_confidence"][i], cols["layout_ambiguous"][i],
+                    cols["layout_reason"][i]) == (None, None, None)
             continue
         decoded += 1
         got = tuple(cols[k][i] for k in ("error_kind", "layout", "version", "header_len", "flags",
@@ -110,6 +119,9 @@ def test_batch_decoder_gives_what_lbparse_decode_gives(layout: str, lenient: boo
         assert got == (None, env.layout, env.version, env.header_len, env.flags, env.crc32c,
                        env.msg_type, env.msg_type_name, env.payload_type), i
         assert tuple(cols["warnings"][i] or ()) == tuple(env.warnings)
+        assert (cols["layout_confidence"][i], cols["layout_ambiguous"][i],
+                cols["layout_reason"][i]) == \
+            (env.confidence, env.ambiguous, decisive_reason(env.layout, env.reasons)), i
         cls = typed_payloads().get(env.payload_type)
         if isinstance(env.message, cls or lbparse.ReplicationResponse) and \
                 env.payload_type in typed_payloads():
@@ -183,6 +195,20 @@ def _flat_ack_in_unknown_fields() -> bytes:
     return bytes([0x5A, 0x02, 0, 0, 0x62, length & 0x7F | 0x80, length >> 7]) + bytes(pad) + flat
 
 
+def _flat_publish_in_a_clean_message() -> bytes:
+    """Bytes that are a clean protobuf proto.Message (key b"\\0\\0", then a
+    value) and a well-formed FlatBuffers PublishRequest: the root offset 530
+    (12 02 00 00) reads as the key, and the value holds the FlatBuffer,
+    moved to put its root table at 530. v0, legacy and both FlatBuffers
+    layouts are clean candidates: auto's v0 is ambiguous, confidence 0.25."""
+    flat = flatbuf.build_table(flatbuf.FlatTable("proto.PublishRequest", stream="orders",
+                                                 value=b"v"))
+    content = bytes(530 - int.from_bytes(flat[:4], "little") - 7) + flat
+    assert 128 <= len(content) < 1 << 14
+    return bytes.fromhex("12020000 1a") + bytes([len(content) & 0x7F | 0x80,
+                                                 len(content) >> 7]) + content
+
+
 CRAFTED = [
     (1, _flat_ack_in_unknown_fields()),     # FlatBuffers' clean Ack, v0's unclean Ack
     (0, ACK),                               # legacy's clean Ack, v0's unclean Publish
@@ -197,6 +223,7 @@ CRAFTED = [
     (11, INFO + UNKNOWN_FIELD),             # MsgTypes no other layout claims: v0, clean or not
     (11, bytes.fromhex("1805") + INFO),     # host (string) as a varint
     (2, PUBLISH),
+    (0, _flat_publish_in_a_clean_message()),  # clean for all four: v0, ambiguous
 ]
 
 
@@ -237,6 +264,84 @@ def test_auto_fast_path_gives_what_the_per_row_path_gives(
     assert per_row[1] < len(payloads) - 200  # the fast path took the well-formed rows
     for i, (g, w) in enumerate(zip(got, want)):
         assert _norm(g) == _norm(w), (i, payloads[i].hex())
+
+
+def test_the_crafted_publish_is_clean_for_every_enveloped_layout() -> None:
+    env = lbparse.decode(_v0(0, _flat_publish_in_a_clean_message(), False), "auto")
+    assert (env.layout, env.ambiguous, env.confidence) == ("v0", True, 0.25)
+    assert len(env.layout_candidates) == 4
+
+
+@given(st.lists(st.binary(max_size=40), max_size=30), st.data())
+@settings(max_examples=300, deadline=None)
+def test_flatbuffer_like_is_flatbuf_plausible(payloads: list[bytes], data: st.DataObject) -> None:
+    """The numpy look at root offset and vtable answers as lbparse.flatbuf.plausible."""
+    # Small root offsets: random bytes rarely point inside a 40-byte buffer.
+    payloads = [data.draw(st.integers(0, 40)).to_bytes(4, "little") + p if data.draw(
+        st.booleans()) else p for p in payloads]
+    buf = b"".join(payloads)
+    ends = np.cumsum([len(p) for p in payloads], dtype=np.int64)
+    starts = ends - np.array([len(p) for p in payloads], np.int64)
+    arr = np.frombuffer(buf, np.uint8) if buf else np.zeros(1, np.uint8)
+    assert _flatbuffer_like(arr, starts, ends).tolist() == [flatbuf.plausible(p) for p in payloads]
+
+
+@pytest.mark.parametrize("hexed,layout,reason", [
+    ("b90e43b4000800" + "0b" + "0a027331", "v0",
+     "v0: MsgType 11 ServerInfoResponse in its table; every protobuf field of the payload "
+     "fits protocol.ServerInfoResponse"),
+    ("68656c6c6f", "plain", "no envelope magic and no LIFT message: plain NATS payload"),
+])
+def test_the_decisive_reason_names_the_answer(hexed: str, layout: str, reason: str) -> None:
+    env = lbparse.decode(bytes.fromhex(hexed), "auto")
+    assert env.layout == layout
+    assert decisive_reason(env.layout, env.reasons) == reason
+    assert decisive_reason("v0", ()) is None
+    # the capture's context, when it spoke, decided
+    assert decisive_reason("legacy", ("v0: ...", "legacy: ...", "context: x: legacy")) == \
+        "context: x: legacy"
+
+
+@pytest.mark.parametrize("batch_rows", [3, 1 << 16])
+@pytest.mark.parametrize("which", ["legacy", "v0", "sample"])
+def test_rows_the_context_decides_say_how_it_decided(tmp_path: Path, which: str,
+                                                     batch_rows: int) -> None:
+    """Auto finds Publishes (and legacy Messages) ambiguous, v0 or legacy; the
+    capture's proof decides them (legacy's Acks; the MsgTypes only v0 has),
+    as `lbparse capture` decides them: the same layout, confidence and no
+    ambiguity, and a reason saying the context chose, whether the row is
+    decoded again (legacy) or keeps its layout (v0). Whatever the batches:
+    so a row the capture reader decided by a later proof (it holds a
+    capture's first messages for it) and that keeps its layout keeps auto's
+    own answer (context._settle)."""
+    if which == "sample":
+        path = LIFTBRIDGE / "samples" / "short.pcapng"
+        if not path.exists():
+            pytest.skip(f"shared material missing: {path}")
+    else:
+        path = (legacy_capture if which == "legacy" else v0_capture)(tmp_path / "c.pcap")
+    want = [r.envelope for r in CaptureReader(path) if r.envelope is not None]
+    # The pipeline's tasks: batches held until the unit's first proof, then decided
+    batch_rows = max(batch_rows, 100) if which == "sample" else batch_rows
+    [unit] = plan([str(path)], SourceOptions(batch_rows=batch_rows))
+    out = [r for d in decode_unit(unit, TaskOptions(DecodeOptions(layout="auto"),
+                                                    SourceOptions(batch_rows=batch_rows)),
+                                  new_counts())
+           for r in d.to_batch().to_pylist() if r["error_kind"] is None]
+    assert len(out) == len(want)
+    resolved = 0
+    for position, (env, row) in enumerate(zip(want, out)):
+        later = re.search(r"message (\d+)\): v0$", env.reasons[-1])
+        if later and int(later.group(1)) > position:
+            env = lbparse.decode(row["payload"], "auto")
+        assert (row["layout"], row["layout_confidence"], row["layout_ambiguous"]) == \
+            (env.layout, env.confidence, env.ambiguous), position
+        if env.reasons[-1].startswith("context: "):
+            resolved += 1
+            what = "MsgTypes only it has" if env.layout == "v0" else "envelopes only it reads"
+            assert re.fullmatch(rf"context: this \w+ carried {what}: {env.layout}",
+                                row["layout_reason"]), row["layout_reason"]
+    assert resolved >= 3
 
 
 @pytest.mark.parametrize("layout", ["v0", "auto"])
