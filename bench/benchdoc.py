@@ -232,15 +232,22 @@ def _cpu_model() -> str:
 
 
 def _commit() -> str:
+    """The lbparse measured: the commit of the checkout it was imported from
+    (and whether its code differs from it), else its version and place."""
+    import lbparse
+
+    where = Path(lbparse.__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        head = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "lbparse", "bench", "setup.py"],
+        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--",
+                                "lbparse", "setup.py"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "(not a git checkout)"
-    return f"{head}{' with uncommitted changes' if dirty else ''}" if head else "(unknown)"
+        head = dirty = ""
+    if not head:
+        return f"{lbparse.__version__} installed at {where}"
+    return f"{head}{' with uncommitted changes' if dirty else ''}"
 
 
 def _versions() -> str:
