@@ -87,8 +87,8 @@ typecheck:
 	$(PYTHON) -m mypy
 
 ## bench: decoding, capture and report benchmarks (medians of interleaved rounds, ratios,
-## one core each); each rewrites its section of docs/benchmarks.md. About ten minutes
-## (the report's makes a capture of a million messages); bench-spark and bench-big apart
+## one core each); each rewrites its section of docs/benchmarks.md. Under ten minutes
+## (the report's makes a capture of 300,000 messages); bench-spark and bench-big apart
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
 

@@ -116,7 +116,7 @@ def main() -> int:
                          f"{med['read_capture_arrow'] / med['dpkt']:.2f}x",
                          f"{msgs / med['read_capture_tables v0']:,.0f}",
                          f"{med['read_capture_tables v0'] / med['dpkt']:.2f}x"])
-            name = label if path == small else path.name
+            name = f"{SMALL:,} small messages" if path == small else path.name
             section.target(f"read_capture_tables, {name}: messages/s", rate, ">=", 1_000_000,
                            "{:,.0f}")
             section.target(f"read_capture_tables, {name}: time", ratio, "<=", 0.5, "{:.2f}x dpkt")
