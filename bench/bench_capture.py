@@ -28,8 +28,10 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
+from benchdoc import Section, pin_one_core  # noqa: E402
 from support.shared import CAPTURES  # noqa: E402  (../shared or $LBPARSE_SHARED, as the tests)
 
 RUNS = 5
@@ -133,7 +135,8 @@ def run_ours(path: str, decode: bool) -> int:
     return n
 
 
-def bench(name: str, path: str, packets: int) -> dict[str, float]:
+def bench(name: str, path: str, packets: int, section: Section | None = None
+          ) -> dict[str, float]:
     mb = os.path.getsize(path) / 1e6
     cases = {"dpkt iteration": lambda: run_dpkt(path),
              "lbparse frames": lambda: run_ours(path, False),
@@ -150,29 +153,53 @@ def bench(name: str, path: str, packets: int) -> dict[str, float]:
     for label, t, m in rows:
         print(f"  {label:<16} {t:9.4f} {packets / t:12,.0f} {mb / t:9.1f} "
               f"{(m or 0) / t:11,.0f} {t / t_dpkt:7.2f}")
+    if section is not None:
+        section.lines += [f"{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB:", ""]
+        section.table(["reader", "seconds", "packets/s", "MB/s", "messages/s", "x dpkt"],
+                      [[label, f"{t:.4f}", f"{packets / t:,.0f}", f"{mb / t:,.1f}",
+                        f"{(m or 0) / t:,.0f}" if m else "", f"{t / t_dpkt:.2f}x"]
+                       for label, t, m in rows])
     return {"pps": packets / t_frames, "ratio": t_frames / t_dpkt}
 
 
 def main() -> int:
     small_n = int(os.environ.get("BENCH_SMALL_PACKETS", "200000"))
+    section = Section("capture", "The record path's capture reader against dpkt",
+                      "python bench/bench_capture.py (make bench)")
+    section.cpu = pin_one_core()
     compiled = compiled_modules()
+    section.para(
+        "`CaptureReader` (the record path: one Record per NATS message; "
+        f"{len(compiled)} of its {len(HOT_MODULES)} hot modules compiled by mypyc) against "
+        "dpkt's bare `dpkt.pcap.Reader` iteration of the same file, wall clock, the process "
+        f"pinned to one core, {RUNS} interleaved runs, medians. `frames`: link, IP, TCP "
+        "reassembly and NATS framing; `decoded`: each payload decoded as a v0 envelope too. "
+        "The captures are generated in a temporary directory.")
     print(f"capture modules compiled (setup.py, mypyc): {len(compiled)} of {len(HOT_MODULES)}"
           + ("" if compiled else "; pure Python (LBPARSE_PURE_PYTHON, or no C compiler)"))
     with tempfile.TemporaryDirectory(prefix="lbparse-bench-") as tmp:
         small, large = os.path.join(tmp, "small.pcap"), os.path.join(tmp, "large.pcap")
         ps = make_small(small, small_n)
         pl = make_large(large, 300, 200_000)
-        s = bench("small messages (one per packet)", small, ps)
-        big = bench("large messages (200 kB, 4 segments each)", large, pl)
+        s = bench("small messages (one per packet)", small, ps, section)
+        big = bench("large messages (200 kB, 4 segments each)", large, pl, section)
     print(f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
           f"{s['ratio']:.2f}x dpkt's time (target <= 3)")
     print(f"large: {big['ratio']:.2f}x dpkt's time")
+    section.target("CaptureReader frames, small messages: packets/s", s["pps"], ">=", 300_000,
+                   "{:,.0f}")
+    section.target("CaptureReader frames, small messages: time", s["ratio"], "<=", 3.0,
+                   "{:.2f}x dpkt")
     shared = CAPTURES / "nats_1000.pcap"
     if shared.exists():
         t, n = median_time(lambda: run_ours(str(shared), False))
         td, _ = median_time(lambda: run_dpkt(str(shared)))
         print(f"shared nats_1000.pcap: {n} messages in {t * 1000:.1f} ms "
               f"({shared.stat().st_size / 1e6 / t:.0f} MB/s), {t / td:.2f}x dpkt's time")
+        section.para(f"The shared `nats_1000.pcap` ({n:,} messages, framing): "
+                     f"{t * 1000:.1f} ms, {shared.stat().st_size / 1e6 / t:,.0f} MB/s, "
+                     f"{t / td:.2f}x dpkt's time.")
+    section.write()
     return 0
 
 

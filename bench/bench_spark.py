@@ -1,37 +1,37 @@
-"""The pipeline on Spark against a plain Spark scan-and-write, on local[2].
+"""The pipeline on Spark against a plain Spark scan-and-write of the same rows, on local[2].
 
-    make bench-spark            (python bench/bench_spark.py --run)
+    make bench-spark            (python bench/bench_spark.py --run [--rows N] [--rounds R])
 
-1. Writes 5 million envelopes of mixed MsgTypes (Publish 45%, Ack 40%,
-   ReplicationRequest 5%, ReplicationResponse with 1-5 commit-log entries
-   3%, other server RPCs 7%; CRC-32C on most) into Parquet (payload,
-   subject, ts), from a pool of 100,000 distinct envelopes made by
-   lbparse.encode.
-2. Measures, in one Spark session on local[2], interleaved, three times
-   each after a warm-up: a plain scan-and-write of that table
+1. Writes ROWS (5 million) envelopes of mixed MsgTypes (Publish 45%, Ack
+   40%, ReplicationRequest 5%, ReplicationResponse with 1-5 commit-log
+   entries 3%, other server RPCs 7%; CRC-32C on most) into Parquet
+   (payload, subject, ts), from a pool of 100,000 distinct envelopes made by
+   lbparse.encode (seeded: the same table at every run).
+2. Starts one Spark session on local[2] and measures in it, interleaved,
+   ROUNDS times each after a warm-up: a plain scan-and-write of that table
    (spark.read.parquet(...).write.parquet(...)), and `lbparse pipeline` on
-   it with `--layout v0` (header, CRC, protobuf into typed columns,
-   Parquet) and with the default `--layout auto` (the same, once each
-   row's layout is known). Prints rows/s of each (medians) and the ratios
-   pipeline / plain; target: >= 0.5.
-3. Prints where each layout's pipeline time went (reading, decoding,
-   writing, as the tasks measured them).
-4. Writes a pcap of at least 1 GB (NATS PUB and MSG frames carrying the
-   same envelopes over one TCP connection) and measures the pipeline on it
-   (one capture file is one task: TCP is reassembled front to back); then
-   deletes it.
+   it with `--layout v0` and with the default `--layout auto`, each run
+   through the command's own entry point (lbparse.cli.main, which runs in
+   the session already there): whatever tables the pipeline writes, it is
+   timed whole, from its arguments to its summary.
+3. Prints rows/s of each (medians), the ratios plain / pipeline (target:
+   >= 0.8), and where the pipeline's time went as its summary.json says
+   (the tasks' reading, decoding and writing), and writes its section of
+   docs/benchmarks.md.
 
-Timings are printed, never asserted; the machine may be shared, so the
-runs are interleaved and the medians compared. Without --run (as `make
-bench` calls every bench/bench_*.py) it only says how to run it: it takes
-minutes and ~3 GB of disk.
+Timings are printed, never asserted. Without --run (as `make bench` calls
+every bench/bench_*.py) it only says how to run it: it takes minutes and
+~2 GB of disk (a temporary directory, removed after). The helpers here
+(envelope_pool, write_pcap) also make bench_big.py's capture.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import os
-import platform
 import random
 import shutil
 import statistics
@@ -40,14 +40,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-import lbparse
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import lbparse  # noqa: E402
+from benchdoc import Section  # noqa: E402
+from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 
 T0 = 1_763_700_000_000_000_000
 MIX = (("Publish", 0.45), ("Ack", 0.40), ("ReplicationRequest", 0.05),
@@ -162,61 +165,11 @@ def write_pcap(pool: tuple[list[bytes], list[str]], path: Path, min_bytes: int) 
     return messages
 
 
-# -- what the narrow tables save ----------------------------------------------------
-
-def table_cost(table: Path, rows: int, rounds: int) -> None:
-    """The task's own loop (read, decode, write: tasks.process_unit) on `rows` rows of
-    the table, in this process, writing one table per message type (what the
-    pipeline writes) and, for comparison, decode_arrow's one wide row (~150 leaf
-    columns, mostly null: what it wrote before issue #24), interleaved; prints both."""
-    import pyarrow.fs as pafs
-
-    from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.columnar.schema import arrow_output_schema
-    from lbparse.pipeline.output import TableWriter, _options, dataset_schema
-    from lbparse.pipeline.sources import SourceOptions, plan
-    from lbparse.pipeline.tasks import (TaskOptions, decode_unit, new_counts, process_unit,
-                                        schema_of)
-
-    first = sorted(table.iterdir())[0]
-    small = table.parent / "table-cost.parquet"
-    pq.write_table(pq.read_table(first).slice(0, rows), small, row_group_size=128 * 1024)
-    units = plan([str(small)], SourceOptions())
-    options = TaskOptions(DecodeOptions(layout="v0"), SourceOptions())
-    out = table.parent / "table-cost"
-
-    def narrow() -> None:
-        w = TableWriter(pafs.LocalFileSystem(), str(out), schema_of)
-        for u in units:
-            process_unit(u, options, w)
-        w.close()
-
-    def wide() -> None:
-        schema = dataset_schema(arrow_output_schema())
-        out.mkdir()
-        with pq.ParquetWriter(out / "wide.parquet", schema, **_options(schema)) as w:
-            for u in units:
-                for decoded in decode_unit(u, options, new_counts()):
-                    w.write_batch(decoded.to_batch().replace_schema_metadata(schema.metadata))
-
-    times: dict[str, list[float]] = {"one table per type": [], "one wide row": []}
-    for _ in range(rounds):
-        for name, fn in (("one table per type", narrow), ("one wide row", wide)):
-            shutil.rmtree(out, ignore_errors=True)
-            times[name].append(timed(fn)[0])
-    shutil.rmtree(out, ignore_errors=True)
-    small.unlink()
-    med = {k: statistics.median(v) for k, v in times.items()}
-    n = sum(u.rows or 0 for u in units)
-    print(f"one task's loop on {n:,} rows (read, decode v0, write), in this process, "
-          f"medians of {rounds} interleaved rounds:")
-    for k, v in med.items():
-        print(f"  {k:20} {v / n * 1e6:.2f} us a row")
-    print(f"  one table per type: {med['one table per type'] / med['one wide row']:.2f}x "
-          "the wide row's loop\n")
-
 
 # -- measuring ------------------------------------------------------------------
+
+MASTER = "local[2]"
+
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t = time.perf_counter()
@@ -224,106 +177,131 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t, result
 
 
-def breakdown(what: str, wall: float, tt: dict[str, Any], rows: int) -> str:
-    """Where a run's task time went, in seconds and per row."""
-    busy = tt["read_seconds"] + tt["decode_seconds"] + tt["write_seconds"]
-    per = {k: tt[f"{k}_seconds"] / rows * 1e6 for k in ("read", "decode", "write")}
-    return (f"{what}: {wall:.1f} s on 2 cores; its tasks spent {tt['read_seconds']:.1f} s "
-            f"reading Parquet, {tt['decode_seconds']:.1f} s decoding, {tt['write_seconds']:.1f} s "
-            f"writing Parquet ({busy:.1f} s of {2 * wall:.1f} core-seconds; per row: "
-            f"{per['read']:.2f} / {per['decode']:.2f} / {per['write']:.2f} us)")
+@contextlib.contextmanager
+def session(master: str = MASTER) -> Iterator[Any]:
+    """A plain Spark session: the one the plain scan-and-write runs in, and the
+    one `lbparse pipeline` finds already active and runs in."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (SparkSession.builder.master(master).appName("lbparse bench")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def pipeline(inputs: list[str], out: Path, *args: str) -> dict[str, Any]:
+    """`lbparse pipeline INPUTS -o OUT --overwrite ARGS` by its entry point, in
+    this process (so in the active session); its summary.json. Its printed
+    report is kept from the bench's output; a failed run stops the bench."""
+    from lbparse.cli import main as lbparse_main
+
+    argv = ["pipeline", *inputs, "-o", str(out), "--overwrite", "--quiet",
+            "--master", MASTER, *args]
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        status = lbparse_main(argv)
+    if status != 0:
+        raise SystemExit(f"lbparse {' '.join(argv)}: exit status {status}\n{said.getvalue()}")
+    return json.loads((out / "summary.json").read_text())
+
+
+def where(summary: dict[str, Any], wall: float, cores: int = 2) -> str:
+    """Where a run's task time went, as its summary.json says (if it says)."""
+    t = summary.get("totals", {})
+    parts = [(k, t.get(f"{k}_seconds")) for k in ("read", "decode", "write")]
+    if any(v is None for _, v in parts):
+        return "(summary.json gives no task times)"
+    rows = t.get("rows") or 1
+    busy = sum(v for _, v in parts)
+    return (", ".join(f"{k} {v:.1f} s ({v / rows * 1e6:.2f} us a row)" for k, v in parts)
+            + f": {busy:.1f} of {cores * wall:.1f} core-seconds")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", action="store_true", help="run it (takes minutes, ~3 GB of disk)")
+    ap.add_argument("--run", action="store_true", help="run it (takes minutes, ~2 GB of disk)")
     ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--pcap-gb", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     args = ap.parse_args()
     if not args.run:
-        print("bench_spark: skipped (minutes, ~3 GB of disk): run `make bench-spark`")
+        print("bench_spark: skipped (minutes, ~2 GB of disk): run `make bench-spark`")
         return 0
-    from pyspark import __version__ as spark_version
-
-    from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.job import PipelineOptions, run
-    from lbparse.pipeline.session import TEST_CONF, spark_session
-
-    work = Path(args.dir or tempfile.mkdtemp(prefix="lbparse-bench-spark-"))
-    work.mkdir(parents=True, exist_ok=True)
+    section = Section("spark", "The pipeline against a plain Spark scan-and-write",
+                      f"make bench-spark (python bench/bench_spark.py --run --rows {args.rows} "
+                      f"--rounds {args.rounds})")
+    work = Path(tempfile.mkdtemp(prefix="lbparse-bench-spark-"))
     try:
-        print(f"lbparse pipeline benchmark: local[2], Spark {spark_version}, Python "
-              f"{platform.python_version()}, {os.cpu_count()} CPUs, work dir {work}")
         t, pool = timed(lambda: envelope_pool(100_000))
         print(f"envelope pool: 100,000 distinct envelopes in {t:.1f} s; mix: "
               + ", ".join(f"{name} {share:.0%}" for name, share in MIX))
-        table = work / "table"
+        table, warm = work / "table", work / "warm"
         t, size = timed(lambda: write_table(pool, args.rows, table))
-        print(f"table: {args.rows:,} envelopes, 4 Parquet files, {size / 1e6:,.0f} MB "
-              f"(written in {t:.1f} s)\n")
-
-        table_cost(table, min(args.rows, 1_000_000), args.rounds)
-        spark = spark_session("local[2]", conf=TEST_CONF)
-
-        def plain() -> None:
-            spark.read.parquet(str(table)).write.mode("overwrite").parquet(str(work / "plain"))
-
-        def pipeline(layout: str = "v0", inputs: tuple[str, ...] = (str(table),)) -> Any:
-            return run(spark, PipelineOptions(inputs=inputs, out=str(work / "pipe"),
-                                              overwrite=True, decode=DecodeOptions(layout=layout)))
-
-        warm = work / "warm"
         write_table(pool, 200_000, warm, files=2)
-        spark.read.parquet(str(warm)).write.mode("overwrite").parquet(str(work / "plain"))
+        print(f"table: {args.rows:,} envelopes, 4 Parquet files, {size / 1e6:,.0f} MB "
+              f"(written in {t:.1f} s)", flush=True)
         layouts = ("v0", "auto")
-        for layout in layouts:
-            pipeline(layout, (str(warm),))
-        results: dict[str, list[float]] = {"plain scan+write": []}
-        results.update({f"pipeline --layout {lay}": [] for lay in layouts})
-        last: dict[str, Any] = {}
-        for _ in range(args.rounds):
-            results["plain scan+write"].append(timed(plain)[0])
-            for layout in layouts:
-                t, last[layout] = timed(lambda lay=layout: pipeline(lay))
-                results[f"pipeline --layout {layout}"].append(t)
-        for summary in last.values():
-            assert not summary.checks(), summary.checks()
-        print(f"{'':26}" + "".join(f"{'run ' + str(i + 1):>12}" for i in range(args.rounds))
-              + f"{'median':>14}")
-        med = {}
-        for name, times in results.items():
-            med[name] = statistics.median(times)
-            print(f"{name:26}" + "".join(f"{args.rows / t:>12,.0f}" for t in times)
-                  + f"{args.rows / med[name]:>14,.0f}  rows/s")
-        print()
-        for layout in layouts:
-            name = f"pipeline --layout {layout}"
-            ratio = med["plain scan+write"] / med[name]
-            print(f"ratio {name} / plain (medians): {ratio:.2f}   (target: at least 0.50)")
-        for layout in layouts:
-            wall = results[f"pipeline --layout {layout}"][-1]
-            print(breakdown(f"last --layout {layout} run", wall, last[layout].totals(), args.rows))
+        names = ["plain scan-and-write", *(f"lbparse pipeline --layout {lay}" for lay in layouts)]
+        times: dict[str, list[float]] = {n: [] for n in names}
+        last: dict[str, dict[str, Any]] = {}
+        with session() as spark:
+            def plain(src: Path) -> None:
+                spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(work / "plain"))
 
-        shutil.rmtree(table)
-        shutil.rmtree(work / "plain", ignore_errors=True)
-        pcap = work / "nats.pcap"
-        t, messages = timed(lambda: write_pcap(pool, pcap, int(args.pcap_gb * 1e9)))
-        gb = pcap.stat().st_size / 1e9
-        print(f"\npcap: {gb:.2f} GB, {messages:,} NATS messages (PUB and MSG), written in {t:.1f} s")
-        t, summary = timed(lambda: pipeline(inputs=(str(pcap),)))
-        assert not summary.checks(), summary.checks()
-        tt = summary.totals()
-        print(f"pipeline on the pcap: {t:.1f} s: {gb / t:.3f} GB/s, {tt['rows'] / t:,.0f} rows/s "
-              f"(one file, one task: read {tt['read_seconds']:.1f} s, decode "
-              f"{tt['decode_seconds']:.1f} s, write {tt['write_seconds']:.1f} s; the Python "
-              f"worker peaked at {tt['peak_rss_mb']:,.0f} MB)")
-        pcap.unlink()
-        spark.stop()
+            plain(warm)  # warm: the JVM's scan and write paths, the Python workers
+            for layout in layouts:
+                pipeline([str(warm)], work / "pipe", "--layout", layout)
+            for r in range(args.rounds):
+                times[names[0]].append(timed(lambda: plain(table))[0])
+                for name, layout in zip(names[1:], layouts):
+                    t, last[name] = timed(lambda lay=layout: pipeline(
+                        [str(table)], work / "pipe", "--layout", lay))
+                    times[name].append(t)
+                print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.1f} s" for n in names),
+                      flush=True)
     finally:
-        if not args.dir:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    med = {n: statistics.median(v) for n, v in times.items()}
+    rows = []
+    for n in names:
+        ratio = med[names[0]] / med[n]
+        per_round = [p / q for p, q in zip(times[names[0]], times[n])]
+        rows.append([n, " / ".join(f"{args.rows / t:,.0f}" for t in times[n]),
+                     f"{args.rows / med[n]:,.0f}", f"{med[n]:.1f}",
+                     "" if n == names[0] else f"**{ratio:.2f}**",
+                     "" if n == names[0] else f"{min(per_round):.2f}–{max(per_round):.2f}"])
+        print(f"{n:32} {args.rows / med[n]:>12,.0f} rows/s  ({med[n]:.1f} s)"
+              + ("" if n == names[0] else f"  plain / this = {ratio:.2f}"))
+    for n in names[1:]:
+        section.target(f"{n}: plain scan-and-write's time / its time", med[names[0]] / med[n],
+                       ">=", 0.8, "{:.2f}")
+        print(f"{n}, last round: {where(last[n], times[n][-1])}")
+    section.para(
+        f"{args.rows:,} envelopes of mixed MsgTypes in 4 Parquet files ({size / 1e6:,.0f} MB: "
+        + ", ".join(f"{name} {share:.0%}" for name, share in MIX)
+        + "; CRC-32C on most), drawn from 100,000 distinct envelopes made by `lbparse.encode`. "
+        f"One Spark session on {MASTER} (not pinned: two cores), warmed up, then {args.rounds} "
+        "interleaved rounds of: a plain `spark.read.parquet(...).write.parquet(...)` of the "
+        "table, and `lbparse pipeline TABLE -o OUT --overwrite --layout v0` and `--layout "
+        "auto` run by the command's entry point in that session (whatever tables it writes), "
+        "each timed whole (wall clock). The ratio is the plain scan-and-write's median time "
+        "over the pipeline's: 1.0 would be decoding for free.")
+    section.table(["", "rows/s, each round", "rows/s, median", "seconds", "plain / this",
+                   "per round"], rows)
+    section.para("Where the pipeline's last runs spent their time, as their summary.json "
+                 "says (the tasks' own clocks): "
+                 + "; ".join(f"`--layout {lay}`: {where(last[n], times[n][-1])}"
+                             for n, lay in zip(names[1:], layouts)) + ".")
+    section.write()
     return 0
 
 
