@@ -117,3 +117,27 @@ def test_capture_readers_refuse_a_batch_size_that_is_not_a_count(bad: object) ->
 def test_capture_readers_refuse_limits_of_another_type() -> None:
     with pytest.raises(TypeError, match="limits must be an lbparse.Limits; got dict"):
         next(iter(lbparse.read_capture_tables(SHORT, limits={"max_flows": 1})))  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
+@pytest.mark.parametrize("layout", ["auto", "v0"])
+def test_capture_tables_are_the_pipeline_tasks_rows(layout: str) -> None:
+    """read_capture_tables decodes a capture as the pipeline's tasks decode a unit:
+    Liftbridge's own traffic read across batches, auto's context applied (batches
+    of 500 rows, so both cross batch boundaries)."""
+    from lbparse.columnar.decode_arrow import DecodeOptions
+    from lbparse.columnar.tables import tables_of
+    from lbparse.pipeline.sources import SourceOptions, plan
+    from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
+
+    options = TaskOptions(DecodeOptions(layout=layout), SourceOptions(batch_rows=500))
+    (unit,) = plan([SHORT], options.source)
+    tasks = [tables_of(d) for d in decode_unit(unit, options, new_counts())]
+    ours = list(lbparse.read_capture_tables(SHORT, layout, batch_rows=500))
+    assert len(ours) == len(tasks) > 10
+    for a, b in zip(ours, tasks):
+        assert a.keys() == b.keys()
+        for name in a:
+            assert a[name].equals(b[name]), name
+    traffic = pa.concat_tables(t[MESSAGES] for t in ours).column("traffic")
+    assert traffic.null_count < len(traffic)  # the capture's Raft traffic is named

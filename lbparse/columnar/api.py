@@ -159,9 +159,11 @@ def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
     rows a batch, and memory stays flat whatever the file size. `limits`
     bounds what hostile input may cost (lbparse.Limits; captures only).
     """
+    from lbparse.columnar.ordered import decode_in_order
+
     decoder = _decoder(layout, verify_crc, lenient)
-    for batch in _capture_records(path, batch_rows, limits):
-        yield decoder(batch)
+    for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
+        yield decoded.to_batch()
 
 
 def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
@@ -178,9 +180,11 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     """
     from lbparse.columnar.tables import tables_of
 
+    from lbparse.columnar.ordered import decode_in_order
+
     decoder = _decoder(layout, verify_crc, lenient)
-    for batch in _capture_records(path, batch_rows, limits):
-        yield tables_of(decoder.decode(batch))
+    for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
+        yield tables_of(decoded)
 
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,

@@ -123,7 +123,7 @@ def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows
     whatever the batches: the capture reader also credits its first proof
     to the messages it held before it (threshold), but the pipeline's tasks
     decode held batches again only when that proof is of an older layout
-    (pipeline.tasks._release), so those rows keep auto's own answer."""
+    (columnar.ordered._release), so those rows keep auto's own answer."""
     amb = np.flatnonzero(rows.decided_ambiguous == 1)
     if not amb.size:
         return

@@ -25,14 +25,11 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 import lbparse
-from lbparse.generation import NEWEST, GenerationContext
-from lbparse.columnar.context import message_count
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, Decoded, decoder_for
+from lbparse.columnar.ordered import decode_in_order
+from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
 from lbparse.columnar.tables import table_schema, tables_of
 from lbparse.pipeline.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
-from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
-from lbparse.traffic import TrafficReader
 from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
@@ -133,37 +130,19 @@ def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Ite
     decoder = decoder_for(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
     breakdowns: dict[str, Counter[str]] = {}
-    reading = read_unit(unit, options.source, stats)
-    # auto: the unit's proof of generations, and its first batches held back
-    # until the proof comes (lbparse.generation: as the capture reader does).
-    context = GenerationContext() if options.decode.layout == "auto" else None
-    traffic = TrafficReader()  # Liftbridge's non-envelope traffic, across the unit's batches
-    held: list[tuple[pa.RecordBatch, Decoded, int]] = []
-    base = 0
+    decoding = decode_in_order(_timed(read_unit(unit, options.source, stats), counts),
+                               decoder)
     while True:
-        t0 = time.perf_counter()
-        records = next(reading, None)
-        t1 = time.perf_counter()
-        counts["read_seconds"] += t1 - t0
-        if records is None:
-            ready = _release(decoder, context, held)
-        else:
-            decoded = decoder.decode(records, context=context, base=base, traffic=traffic)
-            if context is not None and (held or context.waiting(base)):
-                held.append((records, decoded, base))
-                ready = _release(decoder, context, held) if not context.waiting(
-                    base + message_count(records)) else []
-            else:
-                ready = [decoded]
-            base += message_count(records)
-        counts["decode_seconds"] += time.perf_counter() - t1
-        for decoded in ready:
-            counts["rows"] += decoded.num_rows
-            counts["problems"] += count_problems(decoded)
-            count_batch(decoded, breakdowns)
-            yield decoded
-        if records is None:
+        t0, read0 = time.perf_counter(), counts["read_seconds"]
+        decoded = next(decoding, None)
+        # What the step took but reading: the decoding (held batches included).
+        counts["decode_seconds"] += time.perf_counter() - t0 - (counts["read_seconds"] - read0)
+        if decoded is None:
             break
+        counts["rows"] += decoded.num_rows
+        counts["problems"] += count_problems(decoded)
+        count_batch(decoded, breakdowns)
+        yield decoded
     counts["messages"] = counts["rows"] - counts["problems"]
     # The worker's peak memory so far (workers are reused: an upper bound
     # for this unit); flat whatever the file size, since reading streams.
@@ -173,21 +152,16 @@ def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Ite
     counts.update({k: dict(v) for k, v in breakdowns.items()})
 
 
-def _release(decoder: BatchDecoder, context: GenerationContext | None,
-             held: list[tuple[pa.RecordBatch, Decoded, int]]) -> list[Decoded]:
-    """The held batches, decoded again if the unit's first proof is of a layout
-    other than the newest (only then can it change their rows); emptied."""
-    out = []
-    first = context.first.get(("capture",), {}) if context is not None else {}
-    again = any(lay != NEWEST for lay in first)
-    for records, decoded, base in held:
-        if again:  # decoded anew; the traffic columns (read once, in order) are kept
-            fresh = decoder.decode(records, context=context, base=base)
-            fresh.columns.update({k: decoded.columns[k] for k in TRAFFIC_COLUMNS})
-            decoded = fresh
-        out.append(decoded)
-    held.clear()
-    return out
+def _timed(batches: Iterator[pa.RecordBatch], counts: dict[str, Any]
+           ) -> Iterator[pa.RecordBatch]:
+    """`batches`, the time spent reading them added to counts["read_seconds"]."""
+    while True:
+        t0 = time.perf_counter()
+        records = next(batches, None)
+        counts["read_seconds"] += time.perf_counter() - t0
+        if records is None:
+            return
+        yield records
 
 
 def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:

@@ -18,16 +18,9 @@ import lbparse
 import lbparse.spark
 from lbparse.columnar.schema import CAPTURE_COLUMNS
 from lbparse.columnar.tables import MESSAGES, payload_tables, table_schema
-from lbparse.capture import fields
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
-# What the pipeline's tasks add to read_capture_tables' rows, reading a unit
-# as a whole: Liftbridge's own traffic (a reader across the unit's batches),
-# and the capture's proof of generations deciding ambiguous envelopes (the
-# capture reader's confidence: tests/spark/test_decoder.py holds it).
-UNIT_WIDE = tuple(c.name for c in fields.TRAFFIC) + ("layout_confidence", "layout_ambiguous",
-                                                     "layout_reason")
 
 pytestmark = pytest.mark.slow
 
@@ -66,10 +59,10 @@ def test_each_table_is_read_capture_tables(liftbridge: Any,
         assert df.schema == from_arrow_schema(table_schema(name)), name
         got = df.toArrow()
         want = short_tables.get(name, table_schema(name).empty_table())
-        drop = UNIT_WIDE if name == MESSAGES else ()
         assert got.num_rows == want.num_rows, name
-        assert _rows(got, drop) == _rows(want, drop), name
-    # the pipeline's tasks fill what read_capture_tables leaves: Liftbridge's own traffic
+        # all of it: Liftbridge's own traffic and the layout auto decided by the
+        # capture's proof too (both read across the capture's batches, in order)
+        assert _rows(got) == _rows(want), name
     msgs = liftbridge.option("table", MESSAGES).load(str(SHORT)).where("traffic IS NOT NULL")
     assert msgs.count() > 0
 
