@@ -32,6 +32,7 @@ copies of them, and (auto) on payloads crafted to be unclean.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterator
@@ -64,7 +65,7 @@ from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIEL
                           VERSION, VERSION_OFFSET)
 
 __all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
-           "decoder_for"]
+           "decoder_for", "group_rows", "native_available"]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
 # no layout accepts (lbparse.detect raises the newest layout's error for them).
@@ -73,6 +74,21 @@ UNDETERMINED = "undetermined"
 # The fixed header and the CRC field after it: what _headers reads of every row.
 _HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
 _MAX_PAYLOAD = DEFAULT.max_payload  # the per-row path decodes with the default limits
+# The envelope header as the C pass (_kernels.headers) reads it: lbparse.wire's facts.
+_ENVELOPE = (bytes(MAGIC), VERSION_OFFSET, HEADER_LEN_OFFSET, FLAGS_OFFSET, MSG_TYPE_OFFSET,
+             CRC_OFFSET, CRC_STRUCT.size, HEADER_SIZE, CRC_HEADER_LEN, CRC_FLAG, VERSION,
+             _MAX_PAYLOAD)
+
+_kernels: Any
+try:
+    from lbparse.columnar import _kernels  # type: ignore[attr-defined,no-redef]
+except ImportError:  # not built: numpy does the same
+    _kernels = None
+
+
+def native_available() -> bool:
+    """The C kernels are built and not turned off (LBPARSE_NATIVE=0)."""
+    return _kernels is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 _crc = _crc32c.crc32c
 
 
@@ -212,6 +228,9 @@ class BatchDecoder:
         self.strict = False
         self.fallbacks = 0
         self._use_vectorized = True
+        # The C passes (headers and CRCs, grouping, ReplicationResponse, the
+        # protobuf reader); False runs their Python references (tests compare).
+        self.native = native_available()
 
     def _vectorized(self, ptype: str, typ: pa.DataType, data: np.ndarray, starts: np.ndarray,
                     ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
@@ -222,10 +241,11 @@ class BatchDecoder:
         if self._use_vectorized:
             try:
                 if ptype == REPLICATION_RESPONSE:
-                    arr, ok = decode_replication(typ, data, starts, ends)
+                    arr, ok = decode_replication(typ, data, starts, ends, native=self.native)
                 else:
                     arr, ok = decode_structs(self._descriptor(ptype), typ, data, starts,
-                                             ends, self.options.emit_defaults, clean=clean)
+                                             ends, self.options.emit_defaults, clean=clean,
+                                             native=self.native)
                 if len(arr) == k and len(ok) == k and arr.type == typ:
                     return arr, ok
                 raise ValueError(f"the vectorized {ptype} reader gave {len(arr)} rows of "
@@ -283,7 +303,7 @@ class BatchDecoder:
         # Rows neither preset nor with a payload: a null cell in a table.
         for i in np.flatnonzero(~preset & ~todo):
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
-        hdr = self._headers(rows, starts, ends, data)
+        hdr = self._headers(rows, starts, ends, data, todo if fast else None)
         rest = todo
         take = np.zeros(n, np.bool_)
         if fast:
@@ -300,12 +320,17 @@ class BatchDecoder:
                           (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)
 
-    def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
-                 ) -> dict[str, np.ndarray]:
+    def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
+                 todo: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The fixed header and the CRC field of every row, as header fields.
         Bytes past a row's end are read too (or the buffer's last byte), but
         only used where the row is long enough: the magic needs the fixed
-        header, the CRC the CRC-sized one."""
+        header, the CRC the CRC-sized one.
+
+        With `todo` and the C kernels (`native`), one C pass also does
+        `_v0_rows`' checks and CRCs: `take` and `crc_ok` come with the fields."""
+        if self.native and todo is not None:
+            return self._headers_native(starts, ends, data, todo)
         lens = ends - starts
         last = len(data) - 1
         b = [data[np.minimum(starts + k, last)] for k in range(_HEADER_AND_CRC)]
@@ -322,9 +347,30 @@ class BatchDecoder:
                 "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
                 "has_crc": magic & (flags & CRC_FLAG != 0) & (lens >= CRC_HEADER_LEN)}
 
+    def _headers_native(self, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
+                        todo: np.ndarray) -> dict[str, np.ndarray]:
+        """`_headers` and `_v0_rows`' decision in one C pass (`_kernels.headers`)."""
+        n = len(starts)
+        out = {"lens": np.empty(n, np.int64), "magic": np.empty(n, np.bool_),
+               "version": np.empty(n, np.int32), "hl": np.empty(n, np.int32),
+               "flags": np.empty(n, np.int32), "byte7": np.empty(n, np.int32),
+               "crc": np.empty(n, np.int64), "has_crc": np.empty(n, np.bool_),
+               "take": np.empty(n, np.bool_), "crc_ok": np.empty(n, np.int8)}
+        u8 = np.uint8
+        _kernels.headers(np.ascontiguousarray(data, u8), np.ascontiguousarray(starts, np.int64),
+                         np.ascontiguousarray(ends, np.int64),
+                         np.ascontiguousarray(todo).view(u8), _ENVELOPE, self.v0_known.view(u8),
+                         self.options.verify_crc, out["lens"], out["magic"].view(u8),
+                         out["version"], out["hl"], out["flags"], out["byte7"], out["crc"],
+                         out["has_crc"].view(u8), out["take"].view(u8), out["crc_ok"])
+        return out
+
     def _v0_rows(self, rows: _Rows, todo: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
+        if "take" in hdr:  # decided by the C pass (_headers_native)
+            rows.crc_ok[:] = hdr["crc_ok"]
+            return hdr["take"].copy()
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
         take: np.ndarray = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
@@ -360,8 +406,9 @@ class BatchDecoder:
         b7 = hdr["byte7"][t]
         pstart, pend = starts[t] + hdr["hl"][t], ends[t]
         codes = self.v0_ptype[b7]
-        for code in np.unique(codes).tolist():
-            sel = codes == code
+        order, bounds = group_rows(codes, len(self.ptype_names), self.native)
+        for code in np.flatnonzero(np.diff(bounds)).tolist():
+            sel = order[bounds[code]:bounds[code + 1]]
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
             arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel],
@@ -509,11 +556,14 @@ class BatchDecoder:
         json_col: list[str | None] = [None] * rows.n
         codes = rows.ptype
         used: set[int] = set()
+        # The rows of each payload type with a range to decode, in one pass.
+        by_type, bounds = group_rows(np.where(rows.pend >= 0, codes, -1),
+                                     len(self.ptypes.code), self.native)
         for ptype, col in self.columns.items():
             code = self.ptypes.code.get(ptype)
             if code is None:
                 continue
-            mine = np.flatnonzero((codes == code) & (rows.pend >= 0))
+            mine = by_type[bounds[code]:bounds[code + 1]]
             cls: type = self.typed[ptype] or ReplicationResponse
 
             def objects() -> list[int]:
@@ -639,6 +689,25 @@ def decoder_for(options: DecodeOptions) -> BatchDecoder:
     workers across tasks): the schema and the column builders are made here,
     not per batch."""
     return BatchDecoder(options)
+
+
+def group_rows(codes: np.ndarray, ncodes: int, native: bool = True
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows grouped by code, for codes 0..ncodes-1 (others in no group):
+    (order, bounds), the rows of code c being order[bounds[c]:bounds[c+1]],
+    ascending. One counting sort in C (`_kernels.group`) when built; numpy's
+    stable argsort is the reference (`native=False`)."""
+    c = np.ascontiguousarray(codes, np.int32)
+    if native and _kernels is not None:
+        order = np.empty(len(c), np.int64)
+        bounds = np.empty(ncodes + 1, np.int64)
+        grouped = _kernels.group(c, ncodes, order, bounds)
+        return order[:grouped], bounds
+    inside = np.flatnonzero((c >= 0) & (c < ncodes))
+    order = inside[np.argsort(c[inside], kind="stable")]
+    bounds = np.zeros(ncodes + 1, np.int64)
+    np.cumsum(np.bincount(c[inside], minlength=ncodes), out=bounds[1:])
+    return order.astype(np.int64), bounds
 
 
 def _present(rows: np.ndarray, n: int) -> np.ndarray:
