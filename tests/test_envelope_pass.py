@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 
 from lbparse.capture import columnar
 from lbparse.columnar import commitscan
-from lbparse.columnar.decode_arrow import native_available
+from lbparse.columnar.decode_arrow import DecodeOptions, native_available
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.wire import CRC_HEADER_LEN
 from support import damage
 from support.native_pass import (check_decoder, check_group, check_headers, check_replication,
-                                 records)
+                                 decoders, records)
 from support.shared import CAPTURES, LIFTBRIDGE
 from vectors import VECTORS, data
 
@@ -241,3 +241,69 @@ def test_the_check_catches_a_header_pass_that_disagrees(monkeypatch: pytest.Monk
 def test_the_records_helper_is_the_decoders_input() -> None:
     batch = records([b"a", None])
     assert batch.schema == arrow_record_schema() and batch.num_rows == 2
+
+
+# -- rows without the envelope magic ---------------------------------------------------
+
+def _non_envelopes() -> list[bytes | None]:
+    rnd = np.random.default_rng(7)
+    out: list[bytes | None] = [b"", b"\xb9", b"\xb9\x0e\x43", bytes.fromhex("b90e43b4"),
+                               bytes.fromhex("b90e43b40008"), b"LIF", b"LIFT", b"LIFTx",
+                               b"LIFT" + bytes(20), b'{"op": "pub"}', b"PING", b"+OK", None,
+                               b"x" * 7, b"x" * 8, b"y" * 8, b"\xff" * 30]
+    out += [rnd.integers(0, 256, int(n), dtype=np.uint8).tobytes()
+            for n in rnd.integers(0, 40, 200)]
+    return out + VECTOR_PAYLOADS[:20]
+
+
+def test_rows_without_the_magic_get_lbparse_decodes_answer() -> None:
+    """Classified at once (one lbparse.decode per distinct length or first
+    bytes under v0, one for every plain row under auto), each row is still
+    lbparse.decode's answer for it, errors and their messages included."""
+    import lbparse
+    from lbparse.errors import EnvelopeError
+
+    payloads = _non_envelopes()
+    check_decoder(payloads)
+    for layout in ("v0", "auto"):
+        c, _ = decoders(DecodeOptions(layout=layout))
+        got = c.decode(records(payloads)).to_batch().to_pylist()
+        for p, row in zip(payloads, got):
+            if p is None:
+                continue
+            try:
+                env = lbparse.decode(p, layout)
+            except EnvelopeError as exc:
+                assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message)
+                continue
+            assert row["error_kind"] is None
+            assert (row["layout"], row["payload_type"], row["msg_type_name"]) == \
+                (env.layout, env.payload_type, env.msg_type_name)
+
+
+def test_a_row_over_max_payload_is_left_to_lbparse() -> None:
+    from lbparse.limits import DEFAULT
+
+    big = b"x" * (DEFAULT.max_payload + 1)
+    check_decoder([big, b"plain", b"x" * DEFAULT.max_payload], crcs=(True,))
+
+
+def test_plain_rows_do_not_each_call_lbparse_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Teeth for the classification: 2,000 rows without the magic cost a
+    handful of lbparse.decode calls, not one each (under v0: one per
+    distinct first bytes)."""
+    from lbparse.columnar import decode_arrow
+
+    calls = []
+    real = decode_arrow.decode
+
+    def counting(*args, **kw):  # type: ignore[no-untyped-def]
+        calls.append(args[0])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(decode_arrow, "decode", counting)
+    payloads = [b'{"n": %d}' % i for i in range(1000)] + [b"PING"] * 1000
+    for layout in ("v0", "auto"):
+        calls.clear()
+        decoders(DecodeOptions(layout=layout))[0].decode(records(payloads))
+        assert len(calls) <= 3, (layout, len(calls))

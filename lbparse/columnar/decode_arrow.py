@@ -60,7 +60,7 @@ from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.columnar.wirescan import decode_structs, scatter
-from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
+from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
                           FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           VERSION, VERSION_OFFSET)
 
@@ -312,6 +312,8 @@ class BatchDecoder:
                 take = self._auto_v0(rows, take, hdr, starts, ends, data)
             self._fill_v0(rows, take, hdr, starts, ends)
             rest = todo & ~take
+        if rest.any() and self.native:
+            rest = self._headerless(rows, rest, hdr, starts, ends, data)
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
         if context is not None and self.options.layout == "auto":
@@ -440,6 +442,57 @@ class BatchDecoder:
         if not self.auto:  # auto's payloads are in rows.decoded already
             rows.pstart[t] = starts[t] + hl[t]
             rows.pend[t] = ends[t]
+
+    def _headerless(self, rows: _Rows, rest: np.ndarray, hdr: dict[str, np.ndarray],
+                    starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
+        """Rows without the envelope magic, classified at once; the rows left
+        for `_per_row` (those another layout's prefix could match).
+
+        v0 (strict or lenient) refuses such a row by its first check that
+        fails: shorter than the fixed header (the message names the length)
+        or the magic (it names the first bytes). lbparse.decode words that
+        error once per distinct length or first bytes, and every row of the
+        same key gets it. auto makes a row that starts with neither the
+        magic nor the LIFT cookie, within max_payload, a `plain` envelope
+        whose every column but the bytes is the same: lbparse.decode
+        decodes one, and the others are filled from it."""
+        layout = self.options.layout
+        if layout not in ("v0", "auto"):
+            return rest
+        lens = hdr["lens"]
+        if layout == "v0":
+            mine = rest & ~hdr["magic"]
+        else:
+            head = _first_word(data, starts, lens)
+            mine = rest & (head != _MAGIC_WORD) & (head != _COOKIE_WORD) & \
+                (lens < _MAX_PAYLOAD)
+        idx = np.flatnonzero(mine)
+        if not idx.size:
+            return rest
+        raw = data.tobytes() if len(idx) > 64 else None
+        o = self.options
+        known: dict[Any, Any] = {}
+        done = np.zeros(len(rest), np.bool_)
+        for i in idx.tolist():
+            s, e = int(starts[i]), int(ends[i])
+            b = raw[s:e] if raw is not None else data[s:e].tobytes()
+            key = (len(b) if len(b) < HEADER_SIZE else b[:len(MAGIC)]) if layout == "v0" else 0
+            got = known.get(key)
+            if got is None:
+                try:
+                    got = decode(b, layout, verify_crc=o.verify_crc, lenient=o.lenient)
+                except EnvelopeError as exc:
+                    got = exc
+                if not _same_for_the_class(got, layout):
+                    break  # not what this class gives: the rest each their own decode
+                known[key] = got
+            done[i] = True
+            if isinstance(got, EnvelopeError):
+                self._error(rows, i, got, hdr, b)
+            else:
+                self._fill(rows, i, got, b, e)
+                rows.messages[i] = b  # the plain envelope's message is its bytes
+        return rest & ~done
 
     def _per_row(self, rows: _Rows, idx: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
@@ -689,6 +742,34 @@ def decoder_for(options: DecodeOptions) -> BatchDecoder:
     workers across tasks): the schema and the column builders are made here,
     not per batch."""
     return BatchDecoder(options)
+
+
+def _same_for_the_class(got: Any, layout: str) -> bool:
+    """What lbparse.decode gave one row of `_headerless`' class is what it
+    gives them all: an error under v0; under auto a plain envelope that is
+    not ambiguous and proves no generation."""
+    if layout != "auto":
+        return isinstance(got, EnvelopeError)
+    return not isinstance(got, EnvelopeError) and got.layout == "plain" and \
+        not got.ambiguous and proves(got) is None
+
+
+def _word(prefix: bytes) -> int:
+    """A 4-byte prefix as _first_word gives it (big-endian)."""
+    return int.from_bytes(prefix[:4].ljust(4, b"\0"), "big")
+
+
+_MAGIC_WORD, _COOKIE_WORD = _word(MAGIC), _word(COOKIE)
+assert len(MAGIC) == len(COOKIE) == 4, "_first_word reads 4 bytes"
+
+
+def _first_word(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Each row's first 4 bytes as a big-endian number, -1 for rows shorter than 4."""
+    last = len(data) - 1
+    w = np.zeros(len(starts), np.int64)
+    for k in range(4):
+        w = (w << 8) | data[np.minimum(starts + k, last)]
+    return np.where(lens >= 4, w, -1)
 
 
 def group_rows(codes: np.ndarray, ncodes: int, native: bool = True

@@ -11,6 +11,7 @@ and the `native_pass` fuzz target (fuzz/targets.py) run them.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ def records(payloads: list[bytes | None]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
+@lru_cache(maxsize=16)
 def decoders(options: DecodeOptions) -> tuple[BatchDecoder, BatchDecoder]:
     """(C, Python) decoders of `options`, strict: a failing reader raises."""
     pair = []
