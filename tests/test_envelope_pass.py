@@ -265,14 +265,14 @@ def test_rows_without_the_magic_get_lbparse_decodes_answer() -> None:
 
     payloads = _non_envelopes()
     check_decoder(payloads)
-    for layout in ("v0", "auto"):
-        c, _ = decoders(DecodeOptions(layout=layout))
+    for layout, lenient in (("v0", False), ("v0", True), ("auto", False)):
+        c, _ = decoders(DecodeOptions(layout=layout, lenient=lenient))
         got = c.decode(records(payloads)).to_batch().to_pylist()
         for p, row in zip(payloads, got):
             if p is None:
                 continue
             try:
-                env = lbparse.decode(p, layout)
+                env = lbparse.decode(p, layout, lenient=lenient)
             except EnvelopeError as exc:
                 assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message)
                 continue
