@@ -312,7 +312,7 @@ class BatchDecoder:
                 take = self._auto_v0(rows, take, hdr, starts, ends, data)
             self._fill_v0(rows, take, hdr, starts, ends)
             rest = todo & ~take
-        if rest.any() and self.native:
+        if rest.any() and fast and self.native:  # not fast: every row its own decode
             rest = self._headerless(rows, rest, hdr, starts, ends, data)
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
@@ -448,7 +448,7 @@ class BatchDecoder:
         """Rows without the envelope magic, classified at once; the rows left
         for `_per_row` (those another layout's prefix could match).
 
-        v0 (strict or lenient) refuses such a row by its first check that
+        strict v0 refuses such a row by its first check that
         fails: shorter than the fixed header (the message names the length)
         or the magic (it names the first bytes). lbparse.decode words that
         error once per distinct length or first bytes, and every row of the
