@@ -612,6 +612,9 @@ class BatchDecoder:
         # The rows of each payload type with a range to decode, in one pass.
         by_type, bounds = group_rows(np.where(rows.pend >= 0, codes, -1),
                                      len(self.ptypes.code), self.native)
+        # The decoded objects by payload type code, once (plain rows' bytes
+        # are many and never typed): not one walk of them per type.
+        by_code = _objects_by_code(rows.messages, codes)
         for ptype, col in self.columns.items():
             code = self.ptypes.code.get(ptype)
             if code is None:
@@ -622,8 +625,7 @@ class BatchDecoder:
             def objects() -> list[int]:
                 # Decoded objects of this column's class (a FlatBuffers table
                 # of the same name is not: it goes to payload_json).
-                return [i for i, m in rows.messages.items() if codes[i] == code
-                        and isinstance(m, cls)]
+                return [i for i in by_code.get(code, ()) if isinstance(rows.messages.get(i), cls)]
 
             objs = objects()
             pre = rows.decoded.get(ptype)
@@ -646,6 +648,7 @@ class BatchDecoder:
                     else:
                         for i in mine[~ok].tolist():
                             self._upb(rows, i, cls, data, starts, ends)
+                    by_code = _objects_by_code(rows.messages, codes)
                     objs = objects()
             used.update(objs)
             if objs:
@@ -742,6 +745,16 @@ def decoder_for(options: DecodeOptions) -> BatchDecoder:
     workers across tasks): the schema and the column builders are made here,
     not per batch."""
     return BatchDecoder(options)
+
+
+def _objects_by_code(messages: dict[int, Any], codes: np.ndarray) -> dict[int, list[int]]:
+    """The rows of decoded objects (not bytes), by their payload type code, in
+    the dict's order."""
+    out: dict[int, list[int]] = {}
+    for i, m in messages.items():
+        if m is not None and not isinstance(m, (bytes, bytearray)):
+            out.setdefault(int(codes[i]), []).append(i)
+    return out
 
 
 def _same_for_the_class(got: Any, layout: str) -> bool:
