@@ -5,7 +5,7 @@ fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
 sanitize`) and the tests run the same checks. `NATIVE` are the targets
 whose bytes reach the C modules (lbparse/capture/_native.c,
 lbparse/columnar/_kernels.c, _structs.c): their checks hold the C code
-equal to its Python reference. Issue #19 added `batch` (the pipeline's
+equal to its Python reference (`native_pass`: the batch decoder's C passes). Issue #19 added `batch` (the pipeline's
 batch decoder against lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
 and `raft` (Raft log entries and the transport stream).
@@ -79,9 +79,23 @@ def decode_arrow(data: bytes) -> None:
         hostile.check_decode_arrow(data, layout)
 
 
+def native_pass(data: bytes) -> None:
+    """The batch decoder's C passes (issue #24: headers and CRCs, grouping, the
+    ReplicationResponse walk, packed numbers) against their Python references."""
+    from support import native_pass as npass
+
+    payloads = hostile.split_payloads(data)
+    npass.check_headers(payloads)
+    npass.check_group([b - 8 for b in data[:200]], 40)
+    # The payloads as ReplicationResponses too, and behind a v0 header of either size.
+    npass.check_replication(payloads + [p[8:] for p in payloads] + [p[12:] for p in payloads])
+    if payloads:
+        npass.check_decoder(payloads)
+
+
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, raft, native_capture, decode_arrow)}
-NATIVE = ("native_capture", "decode_arrow")
+                                   storage, raft, native_capture, decode_arrow, native_pass)}
+NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).
-SEEDS = {"native_capture": "capture", "decode_arrow": "decode"}
+SEEDS = {"native_capture": "capture", "decode_arrow": "decode", "native_pass": "batch"}

@@ -17,6 +17,7 @@ import pytest
 import lbparse
 from lbparse.errors import EnvelopeError
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
+from lbparse.columnar.ordered import decode_in_order
 from lbparse.pipeline.schema import arrow_record_schema
 from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from support.damage import damaged_captures
@@ -72,8 +73,9 @@ def _reference(path: str, layout: str) -> pa.Table:
     unit = Unit(path, "pcap", 0, 0)
     stats = UnitStats(path, "pcap", 0)
     decoder = BatchDecoder(DecodeOptions(layout=layout))
-    return pa.Table.from_batches(
-        [decoder(b) for b in read_capture_reference(unit, SourceOptions(), stats)])
+    # decoded as the pipeline's tasks decode a unit: in order, traffic and context
+    records = read_capture_reference(unit, SourceOptions(), stats)
+    return pa.Table.from_batches([d.to_batch() for d in decode_in_order(records, decoder)])
 
 
 @pytest.mark.parametrize("layout", ["auto", "v0"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -173,7 +174,7 @@ def _all_kinds() -> tuple[object, pa.StructType]:
         msg.field.add(name=f"s{n}", number=n, type=t, label=F.LABEL_OPTIONAL)
         r = msg.field.add(name=f"r{n}", number=n + 100, type=t, label=F.LABEL_REPEATED)
         if t not in (F.TYPE_STRING, F.TYPE_BYTES):
-            r.options.packed = n == 1  # packed ones are left to upb; unpacked are read
+            r.options.packed = n == 1  # r1 packed by its encoder, the others not
         o = msg.field.add(name=f"o{n}", number=n + 200, type=t, label=F.LABEL_OPTIONAL,
                           proto3_optional=True)
         msg.oneof_decl.add(name=f"_o{n}")
@@ -222,8 +223,7 @@ def all_kinds_messages(draw: st.DrawFn) -> bytes:
             setattr(m, f"s{k}", draw(strat))
         if draw(st.booleans()):
             setattr(m, f"o{k}", draw(strat))
-        if k != 1 or draw(st.integers(0, 9)) == 0:  # r1 is packed: its rows go to upb
-            getattr(m, f"r{k}").extend(draw(st.lists(strat, max_size=3)))
+        getattr(m, f"r{k}").extend(draw(st.lists(strat, max_size=3)))  # r1 packed
     m.color = draw(st.sampled_from([0, 1, 2, 40, 7]))
     m.colors.extend(draw(st.lists(st.sampled_from([0, 2, 40, 9]), max_size=3)))
     if draw(st.booleans()):
@@ -266,10 +266,71 @@ def _assert_all_kinds(payloads: list[bytes], emit: bool, clean: bool) -> None:
 def test_every_protobuf_kind(payloads: list[bytes], emit: bool, clean: bool) -> None:
     """Values of every kind (zigzag, fixed widths, -0.0 and NaN floats,
     optional fields, enums past their names, nested messages, maps with
-    message values), and what is left to upb (packed repeated fields, a
+    message values, packed repeated numbers), and what is left to upb (a
     singular field twice, a map key twice or a map entry without its
     message value, invalid UTF-8, unknown fields under clean)."""
     _assert_all_kinds(payloads, emit, clean)
+
+
+# Each numeric kind of AllKinds (field r<k>, number 100 + k): its elements' encoding.
+_PACKED = {
+    1: lambda v: varint(v & (2**64 - 1)), 2: varint,
+    3: lambda v: varint(((v << 1) ^ (v >> 31)) & (2**32 - 1)),
+    4: lambda v: varint(v & (2**64 - 1)), 5: varint,
+    6: lambda v: varint(((v << 1) ^ (v >> 63)) & (2**64 - 1)), 7: lambda v: varint(int(v)),
+    8: lambda v: struct.pack("<f", v), 9: lambda v: struct.pack("<d", v),
+    10: lambda v: struct.pack("<I", v), 11: lambda v: struct.pack("<i", v),
+    12: lambda v: struct.pack("<Q", v), 13: lambda v: struct.pack("<q", v)}
+_EDGES = {1: [0, -1, 2**31 - 1, -2**31, 7], 2: [0, 2**32 - 1, 300], 3: [0, -1, 1, -2**31],
+          4: [0, -1, 2**63 - 1, -2**63], 5: [0, 2**64 - 1], 6: [0, -1, 2**63 - 1, -2**63],
+          7: [True, False, True], 8: [0.0, -2.5, 1e30], 9: [0.0, -0.0, 1e300, -3.25],
+          10: [0, 2**32 - 1], 11: [-2**31, 5], 12: [0, 2**64 - 1], 13: [-2**63, 9]}
+
+
+def _signed(k: int, v: object) -> object:
+    """upb's value as the column holds it: unsigned numbers wrap as Java's (Spark's) do."""
+    bits = {2: 32, 10: 32, 5: 64, 12: 64}.get(k)
+    if bits and isinstance(v, int) and v >= 1 << (bits - 1):
+        return v - (1 << bits)
+    return v
+
+
+def _packed(k: int, values: list) -> bytes:
+    body = b"".join(_PACKED[k](v) for v in values)
+    return varint((100 + k) << 3 | 2) + varint(len(body)) + body
+
+
+@pytest.mark.parametrize("emit,clean", [(False, False), (True, True)])
+def test_packed_repeated_numbers_are_read_as_upb_reads_them(emit: bool, clean: bool) -> None:
+    """Every numeric kind packed (proto3's default encoding; Liftbridge's
+    PauseStreamOp.partitions): both readers take the message and give upb's
+    values; a packed run mixed with unpacked elements too. A run cut inside
+    an element is left to upb by both (it refuses it)."""
+    desc, typ = ALL_KINDS.DESCRIPTOR, ALL_KINDS_TYPE  # type: ignore[attr-defined]
+    payloads, cut = [], []
+    for k, values in _EDGES.items():
+        payloads.append(_packed(k, values))
+        payloads.append(_packed(k, values[:1]) + _packed(k, []) + _packed(k, values[1:]))
+        whole = _packed(k, values)
+        unpacked = ALL_KINDS(**{f"r{k}": values[:1]}).SerializeToString()  # type: ignore
+        payloads.append(unpacked + whole)
+        body = b"".join(_PACKED[k](v) for v in values)
+        if k <= 7:  # a varint cut: its last byte still says "more"
+            body = body[:-1] + bytes([body[-1] | 0x80])
+        else:
+            body = body[:-1]
+        cut.append(varint((100 + k) << 3 | 2) + varint(len(body)) + body)
+    _assert_all_kinds(payloads + cut, emit, clean)
+    starts, ends, buf = binary_buffers(pa.array(payloads + cut, pa.binary()))
+    got, ok = wirescan_native.decode_structs(desc, typ, buf, starts, ends, emit, clean)
+    assert ok.tolist() == [True] * len(payloads) + [False] * len(cut)
+    for p, row in zip(payloads, got.to_pylist()):
+        upb = ALL_KINDS.FromString(p)  # type: ignore[attr-defined]
+        for k in _EDGES:
+            assert row[f"r{k}"] == [_signed(k, v) for v in getattr(upb, f"r{k}")], (k, p.hex())
+    for p in cut:
+        with pytest.raises(Exception):
+            ALL_KINDS.FromString(p)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("emit,clean", [(False, False), (True, True)])

@@ -37,7 +37,8 @@ SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
             "-fno-omit-frame-pointer", "-O1", "-g"]
 # Tests whose inputs reach the C modules, hostile ones above all.
 TESTS = ["tests/test_native_capture.py", "tests/test_kernels.py", "tests/test_arrow_api.py",
-         "tests/test_native_decode.py", "tests/spark/test_decoder.py",
+         "tests/test_native_decode.py", "tests/test_envelope_pass.py",
+         "tests/spark/test_decoder.py",
          "tests/spark/test_batch_composition.py", "tests/test_storage_native.py"]
 ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:" \
                "handle_abort=1:detect_stack_use_after_return=0"

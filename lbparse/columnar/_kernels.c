@@ -342,6 +342,486 @@ done:
     return result;
 }
 
+/* ---- envelope headers ------------------------------------------------------ */
+
+/* Big-endian unsigned integer of w (<= 8) bytes at p. */
+static inline uint64_t be(const uint8_t *p, int w) {
+    uint64_t v = 0;
+    for (int j = 0; j < w; j++)
+        v = v << 8 | p[j];
+    return v;
+}
+
+/* headers(data, starts, ends, todo, spec, known, verify_crc,
+ *         lens, magic, version, hl, flags, byte7, crc, has_crc, take, crc_ok)
+ * decode_arrow's _headers and _v0_rows in one pass (their numpy code is the
+ * reference; tests/test_envelope_pass.py holds the two equal). spec, from
+ * lbparse.wire: (magic bytes, version offset, header length offset, flags
+ * offset, msg type offset, crc offset, crc size, header size, crc header
+ * length, crc flag, version, max payload). A byte past a row's end reads
+ * as the byte there, or the buffer's last (as the numpy gather does); it
+ * is only used where the row is long enough. known: uint8[256], byte 7 ->
+ * a MsgType of v0. todo: uint8 per row (rows to take from). Outputs: int64
+ * lens and crc, uint8 magic, has_crc and take, int32 version, hl, flags,
+ * byte7, int8 crc_ok (-1 where no CRC was checked). */
+static PyObject *headers(PyObject *self, PyObject *args) {
+    (void)self;
+    enum { NIN = 5, NOUT = 10 };
+    PyObject *o[NIN + NOUT], *spec;
+    int verify;
+    const char *magic;
+    Py_ssize_t nmagic;
+    long long voff, hloff, foff, toff, coff, csize, hsize, chlen, cflag, version, maxp;
+    if (!PyArg_ParseTuple(args, "OOOOOOpOOOOOOOOOO:headers", &o[0], &o[1], &o[2], &o[3], &spec,
+                          &o[4], &verify, &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11],
+                          &o[12], &o[13], &o[14]))
+        return NULL;
+    if (!PyArg_ParseTuple(spec, "y#LLLLLLLLLLL:headers spec", &magic, &nmagic, &voff, &hloff,
+                          &foff, &toff, &coff, &csize, &hsize, &chlen, &cflag, &version, &maxp))
+        return NULL;
+    long long span = coff + csize; /* bytes read of every row */
+    long long offs[] = {voff, hloff, foff, toff, coff};
+    for (int j = 0; j < 5; j++)
+        if (offs[j] < 0 || offs[j] >= span || span > 64 || csize < 1 || csize > 8 ||
+            nmagic > span) {
+            PyErr_SetString(PyExc_ValueError, "headers: the spec's offsets are outside its header");
+            return NULL;
+        }
+    static const char *names[] = {"data", "starts", "ends", "todo", "known", "lens", "magic",
+                                  "version", "hl", "flags", "byte7", "crc", "has_crc", "take",
+                                  "crc_ok"};
+    static const int widths[] = {0, 8, 8, 1, 1, 8, 1, 4, 4, 4, 4, 8, 1, 1, 1};
+    Py_buffer v[NIN + NOUT];
+    int held = 0;
+    PyObject *result = NULL;
+    for (; held < NIN + NOUT; held++)
+        if (contiguous(o[held], &v[held], held >= NIN ? PyBUF_WRITABLE : PyBUF_SIMPLE,
+                       names[held]) < 0)
+            goto done;
+    Py_ssize_t n = v[1].len / 8;
+    for (int j = 1; j < NIN + NOUT; j++) {
+        Py_ssize_t want = j == 4 ? 256 : n * widths[j];
+        if (v[j].len != want) {
+            PyErr_Format(PyExc_ValueError, "headers: %s has %zd bytes, not %zd", names[j],
+                         v[j].len, want);
+            goto done;
+        }
+    }
+    const int64_t *s = v[1].buf, *e = v[2].buf;
+    const uint8_t *d = v[0].buf, *todo = v[3].buf, *known = v[4].buf;
+    Py_ssize_t dlen = v[0].len;
+    if (dlen < 1) {
+        PyErr_SetString(PyExc_ValueError, "headers: data is empty (one byte at least)");
+        goto done;
+    }
+    if (check_ranges(s, e, n, dlen) < 0)
+        goto done;
+    int64_t *lens = v[5].buf, *crcs = v[11].buf;
+    uint8_t *mg = v[6].buf, *hc = v[12].buf, *take = v[13].buf;
+    int32_t *ver = v[7].buf, *hl = v[8].buf, *fl = v[9].buf, *b7 = v[10].buf;
+    int8_t *cok = v[14].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t b[64];
+        int64_t len = e[i] - s[i];
+        if (s[i] + span <= dlen) {
+            memcpy(b, d + s[i], (size_t)span);
+        } else {
+            for (long long j = 0; j < span; j++)
+                b[j] = d[s[i] + j < dlen ? s[i] + j : dlen - 1];
+        }
+        int m = len >= hsize && memcmp(b, magic, (size_t)nmagic) == 0;
+        lens[i] = len;
+        mg[i] = (uint8_t)m;
+        ver[i] = b[voff];
+        hl[i] = b[hloff];
+        fl[i] = b[foff];
+        b7[i] = b[toff];
+        crcs[i] = (int64_t)be(b + coff, (int)csize);
+        int flag = (b[foff] & cflag) != 0;
+        hc[i] = (uint8_t)(m && flag && len >= chlen);
+        cok[i] = -1;
+        int t = todo[i] && m && b[voff] == version && b[hloff] == (flag ? chlen : hsize) &&
+                len >= b[hloff] && len - b[hloff] <= maxp && known[b[toff]];
+        if (t && flag) {
+            int match = crc(d + s[i] + chlen, (size_t)(len - chlen)) == (uint32_t)crcs[i];
+            cok[i] = (int8_t)match;
+            if (verify && !match)
+                t = 0;
+        }
+        take[i] = (uint8_t)t;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    while (held-- > 0)
+        PyBuffer_Release(&v[held]);
+    return result;
+}
+
+/* group(codes, ncodes, order, bounds): a stable counting sort of the rows
+ * by code. codes: int32, one per row, -1 (or any value outside
+ * 0..ncodes-1) for rows in no group; bounds: int64[ncodes + 1], order: int64
+ * with room for every row. Afterwards order[bounds[c]:bounds[c+1]] are the
+ * rows of code c, ascending; returns how many rows are grouped. */
+static PyObject *group(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3];
+    Py_ssize_t ncodes;
+    if (!PyArg_ParseTuple(args, "OnOO:group", &o[0], &ncodes, &o[1], &o[2]))
+        return NULL;
+    Py_buffer codes, order, bounds;
+    if (contiguous(o[0], &codes, PyBUF_SIMPLE, "codes") < 0)
+        return NULL;
+    if (contiguous(o[1], &order, PyBUF_WRITABLE, "order") < 0) {
+        PyBuffer_Release(&codes);
+        return NULL;
+    }
+    if (contiguous(o[2], &bounds, PyBUF_WRITABLE, "bounds") < 0) {
+        PyBuffer_Release(&order);
+        PyBuffer_Release(&codes);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = codes.len / 4;
+    if (codes.len % 4 || ncodes < 0 || bounds.len != (ncodes + 1) * 8 || order.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "group: codes need n int32, order n int64 and bounds "
+                        "ncodes + 1 int64");
+        goto done;
+    }
+    const int32_t *c = codes.buf;
+    int64_t *b = bounds.buf, *out = order.buf;
+    memset(b, 0, (size_t)bounds.len);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 0 && c[i] < ncodes)
+            b[c[i] + 1]++;
+    for (Py_ssize_t j = 0; j < ncodes; j++)
+        b[j + 1] += b[j];
+    int64_t *next = malloc((size_t)(ncodes ? ncodes : 1) * 8);
+    if (!next) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(next, b, (size_t)ncodes * 8);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 0 && c[i] < ncodes)
+            out[next[c[i]]++] = i;
+    free(next);
+    result = PyLong_FromLongLong((long long)b[ncodes]);
+done:
+    PyBuffer_Release(&bounds);
+    PyBuffer_Release(&order);
+    PyBuffer_Release(&codes);
+    return result;
+}
+
+/* ---- ReplicationResponse ------------------------------------------------------ */
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+} gbuf;
+
+static int gb_put(gbuf *g, const void *src, size_t n) {
+    if (g->len + n > g->cap) {
+        size_t c = g->cap ? g->cap : 256;
+        while (c < g->len + n)
+            c *= 2;
+        uint8_t *q = realloc(g->p, c);
+        if (!q)
+            return -1;
+        g->p = q;
+        g->cap = c;
+    }
+    if (n)
+        memcpy(g->p + g->len, src, n);
+    g->len += n;
+    return 0;
+}
+
+static int gb_i64(gbuf *g, int64_t v) { return gb_put(g, &v, 8); }
+static int gb_i32(gbuf *g, int32_t v) { return gb_put(g, &v, 4); }
+
+/* A field of a fixed layout: where, how wide, whether signed. */
+typedef struct {
+    long long off, width, sign;
+} fld;
+
+static int parse_fld(PyObject *t, fld *f) {
+    if (!PyArg_ParseTuple(t, "LLL", &f->off, &f->width, &f->sign))
+        return -1;
+    if (f->off < 0 || f->off > 64 || f->width < 1 || f->width > 8) {
+        PyErr_SetString(PyExc_ValueError, "replication: a field's offset or width is out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* The integer of field f at p, as int64 (unsigned 64-bit wraps, as Spark's bigint). */
+static inline int64_t rd(const uint8_t *p, fld f) {
+    uint64_t u = be(p + f.off, (int)f.width);
+    if (f.sign && f.width < 8 && (u >> (8 * f.width - 1)) & 1)
+        u |= ~0ull << (8 * f.width);
+    return (int64_t)u;
+}
+
+/* Standard UTF-8, as Arrow validates it. */
+static int utf8(const uint8_t *p, int64_t n) {
+    int64_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int k;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF)
+            k = 1, cp = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF)
+            k = 2, cp = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4)
+            k = 3, cp = c & 0x07;
+        else
+            return 0;
+        if (i + k >= n)
+            return 0;
+        for (int j = 1; j <= k; j++) {
+            if ((p[i + j] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i + j] & 0x3F);
+        }
+        if ((k == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (k == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+enum { E_OFFSET, E_TIMESTAMP, E_EPOCH, E_SIZE, E_CRC, E_CRC_OK, E_MAGIC, E_ATTR, E_KEY_VALID,
+       E_KEY_OFF, E_KEY, E_VAL_VALID, E_VAL_OFF, E_VAL, E_H_OFF, E_HK_OFF, E_HK, E_HV_OFF, E_HV,
+       E_N };
+
+typedef struct {
+    fld epoch, hw, e_offset, e_ts, e_epoch, e_size, b_crc, b_magic, b_attr, b_klen, vlen, hcount,
+        hklen, hvlen;
+    long long prefix, ehead, bhead, body_min, nil, crc_skip, max_entries, max_headers;
+} rr_layout;
+
+/* Lengths of the growable outputs, to cut a payload's entries off again. */
+typedef struct {
+    size_t len[E_N];
+} mark;
+
+/* One payload's entries appended to g; 0 when it is left to lbparse
+ * (then the caller cuts what was appended). */
+static int rr_payload(const rr_layout *L, const uint8_t *d, int64_t pos, int64_t end, gbuf *g,
+                      uint32_t (*f)(const uint8_t *, size_t), int *nomem) {
+    int64_t entries = 0;
+    while (pos < end) {
+        if (pos + L->ehead > end)
+            return 0;
+        int64_t size = rd(d + pos, L->e_size);
+        int64_t body = pos + L->ehead, bend = body + size;
+        if (size < 0 || size > end - body || size < L->body_min)
+            return 0;
+        int64_t klen = rd(d + body, L->b_klen);
+        int64_t p = body + L->bhead;
+        if (!(klen == L->nil || (klen >= 0 && klen <= bend - p)))
+            return 0;
+        int64_t kstart = p;
+        p += klen > 0 ? klen : 0;
+        if (p + L->vlen.width > bend)
+            return 0;
+        int64_t vlen = rd(d + p, L->vlen);
+        p += L->vlen.width;
+        if (!(vlen == L->nil || (vlen >= 0 && vlen <= bend - p)))
+            return 0;
+        int64_t vstart = p;
+        p += vlen > 0 ? vlen : 0;
+        if (p + L->hcount.width > bend)
+            return 0;
+        int64_t hcount = rd(d + p, L->hcount);
+        p += L->hcount.width;
+        if (hcount < 0)
+            hcount = 0;
+        if (hcount >= L->max_headers)
+            return 0;
+        for (int64_t j = 0; j < hcount; j++) {
+            if (p + L->hklen.width > bend)
+                return 0;
+            int64_t hk = rd(d + p, L->hklen);
+            int64_t ks = p + L->hklen.width;
+            if (hk < 0 || hk > bend - ks - L->hvlen.width)
+                return 0;
+            int64_t hv = rd(d + ks + hk, L->hvlen);
+            int64_t vs = ks + hk + L->hvlen.width;
+            if (hv < 0 || hv > bend - vs)
+                return 0;
+            if (!utf8(d + ks, hk))
+                return 0;
+            if (gb_put(&g[E_HK], d + ks, (size_t)hk) || gb_i32(&g[E_HK_OFF], (int32_t)g[E_HK].len) ||
+                gb_put(&g[E_HV], d + vs, (size_t)hv) || gb_i32(&g[E_HV_OFF], (int32_t)g[E_HV].len))
+                goto nomem;
+            p = vs + hv;
+        }
+        if (p != bend)
+            return 0; /* bytes after the headers: unusual, left to lbparse */
+        int64_t crc_v = rd(d + body, L->b_crc);
+        uint8_t ok = (int64_t)f(d + body + L->crc_skip, (size_t)(bend - body - L->crc_skip)) ==
+                     crc_v;
+        uint8_t kv = klen != L->nil, vv = vlen != L->nil;
+        if (gb_i64(&g[E_OFFSET], rd(d + pos, L->e_offset)) ||
+            gb_i64(&g[E_TIMESTAMP], rd(d + pos, L->e_ts)) ||
+            gb_i64(&g[E_EPOCH], rd(d + pos, L->e_epoch)) || gb_i64(&g[E_SIZE], size) ||
+            gb_i64(&g[E_CRC], crc_v) || gb_put(&g[E_CRC_OK], &ok, 1) ||
+            gb_i32(&g[E_MAGIC], (int32_t)rd(d + body, L->b_magic)) ||
+            gb_i32(&g[E_ATTR], (int32_t)rd(d + body, L->b_attr)) ||
+            gb_put(&g[E_KEY_VALID], &kv, 1) ||
+            (kv && gb_put(&g[E_KEY], d + kstart, (size_t)klen)) ||
+            gb_i32(&g[E_KEY_OFF], (int32_t)g[E_KEY].len) || gb_put(&g[E_VAL_VALID], &vv, 1) ||
+            (vv && gb_put(&g[E_VAL], d + vstart, (size_t)vlen)) ||
+            gb_i32(&g[E_VAL_OFF], (int32_t)g[E_VAL].len) ||
+            gb_i32(&g[E_H_OFF], (int32_t)(g[E_HK_OFF].len / 4 - 1)))
+            goto nomem;
+        pos = bend;
+        if (++entries == L->max_entries)
+            return 0; /* as many as the numpy walk's steps: left to lbparse */
+    }
+    return 1;
+nomem:
+    *nomem = 1;
+    return 0;
+}
+
+static int parse_layout(PyObject *spec, rr_layout *L) {
+    PyObject *f[14];
+    if (!PyArg_ParseTuple(spec, "(OO)(OOOO)(OOOO)OOOOLLLLLLLL:replication layout", &f[0], &f[1],
+                          &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11],
+                          &f[12], &f[13], &L->prefix, &L->ehead, &L->bhead, &L->body_min, &L->nil,
+                          &L->crc_skip, &L->max_entries, &L->max_headers))
+        return -1;
+    fld *dst[] = {&L->epoch, &L->hw, &L->e_offset, &L->e_ts, &L->e_epoch, &L->e_size,
+                  &L->b_crc, &L->b_magic, &L->b_attr, &L->b_klen, &L->vlen, &L->hcount,
+                  &L->hklen, &L->hvlen};
+    for (int j = 0; j < 14; j++)
+        if (parse_fld(f[j], dst[j]) < 0)
+            return -1;
+    /* every fixed field inside its part, the body's head inside the shortest body */
+    if (L->epoch.off + L->epoch.width > L->prefix || L->hw.off + L->hw.width > L->prefix ||
+        L->e_offset.off + L->e_offset.width > L->ehead || L->e_ts.off + L->e_ts.width > L->ehead ||
+        L->e_epoch.off + L->e_epoch.width > L->ehead || L->e_size.off + L->e_size.width > L->ehead ||
+        L->b_crc.off + L->b_crc.width > L->bhead || L->b_magic.off + L->b_magic.width > L->bhead ||
+        L->b_attr.off + L->b_attr.width > L->bhead || L->b_klen.off + L->b_klen.width > L->bhead ||
+        L->body_min < L->bhead || L->crc_skip < 0 || L->crc_skip > L->body_min ||
+        L->vlen.off || L->hcount.off || L->hklen.off || L->hvlen.off) {
+        PyErr_SetString(PyExc_ValueError, "replication: the layout's fields do not fit its parts");
+        return -1;
+    }
+    return 0;
+}
+
+/* replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns)
+ * commitscan.decode_replication's walk (its numpy code is the reference):
+ * every payload's entries and their headers, each entry's CRC-32C checked,
+ * straight into Arrow buffers: ok (uint8 per payload), epoch and hw (int64
+ * per payload), e_off (int32 list offsets of the entries, per payload), and
+ * the entries' columns in the order of the E_* names (int64 offset,
+ * timestamp, leader epoch, size, crc; uint8 crc_ok; int32 magic,
+ * attributes; key and value: uint8 validity, int32 offsets, bytes; the
+ * headers: int32 list offsets, key offsets and bytes, value offsets and
+ * bytes). A payload left to lbparse has no entries (ok 0). */
+static PyObject *replication(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3], *spec;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "OOOO|p:replication", &o[0], &o[1], &o[2], &spec, &portable))
+        return NULL;
+    rr_layout L;
+    if (parse_layout(spec, &L) < 0)
+        return NULL;
+    uint32_t (*f)(const uint8_t *, size_t) = portable ? crc_soft : crc;
+    Py_buffer v[3];
+    int held = 0;
+    static const char *names[] = {"data", "starts", "ends"};
+    PyObject *result = NULL;
+    gbuf g[E_N];
+    memset(g, 0, sizeof g);
+    gbuf pay[4]; /* ok, epoch, hw, e_off */
+    memset(pay, 0, sizeof pay);
+    for (; held < 3; held++)
+        if (contiguous(o[held], &v[held], PyBUF_SIMPLE, names[held]) < 0)
+            goto done;
+    Py_ssize_t k = v[1].len / 8;
+    if (v[1].len % 8 || v[2].len != v[1].len) {
+        PyErr_SetString(PyExc_ValueError, "replication: starts and ends need k int64 each");
+        goto done;
+    }
+    const int64_t *s = v[1].buf, *e = v[2].buf;
+    const uint8_t *d = v[0].buf;
+    if (check_ranges(s, e, k, v[0].len) < 0)
+        goto done;
+    int nomem = 0;
+    if (gb_i32(&pay[3], 0) || gb_i32(&g[E_KEY_OFF], 0) || gb_i32(&g[E_VAL_OFF], 0) ||
+        gb_i32(&g[E_H_OFF], 0) || gb_i32(&g[E_HK_OFF], 0) || gb_i32(&g[E_HV_OFF], 0))
+        nomem = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < k && !nomem; i++) {
+        int64_t len = e[i] - s[i];
+        uint8_t ok = len >= L.prefix;
+        int64_t ep = ok ? rd(d + s[i], L.epoch) : 0, hw = ok ? rd(d + s[i], L.hw) : 0;
+        if (ok) {
+            mark m;
+            for (int j = 0; j < E_N; j++)
+                m.len[j] = g[j].len;
+            ok = (uint8_t)rr_payload(&L, d, s[i] + L.prefix, e[i], g, f, &nomem);
+            if (!ok)
+                for (int j = 0; j < E_N; j++)
+                    g[j].len = m.len[j];
+        }
+        if (gb_put(&pay[0], &ok, 1) || gb_i64(&pay[1], ep) || gb_i64(&pay[2], hw) ||
+            gb_i32(&pay[3], (int32_t)(g[E_OFFSET].len / 8)))
+            nomem = 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (g[E_KEY].len > INT32_MAX || g[E_VAL].len > INT32_MAX || g[E_HK].len > INT32_MAX ||
+        g[E_HV].len > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "replication: a column passed 2 GiB in one batch");
+        goto done;
+    }
+    PyObject *cols = PyTuple_New(E_N);
+    if (!cols)
+        goto done;
+    for (int j = 0; j < E_N; j++) {
+        PyObject *b = PyBytes_FromStringAndSize(g[j].p ? (const char *)g[j].p : "",
+                                                (Py_ssize_t)g[j].len);
+        if (!b) {
+            Py_DECREF(cols);
+            goto done;
+        }
+        PyTuple_SET_ITEM(cols, j, b);
+    }
+    result = Py_BuildValue("(y#y#y#y#N)", pay[0].p ? (const char *)pay[0].p : "",
+                           (Py_ssize_t)pay[0].len, pay[1].p ? (const char *)pay[1].p : "",
+                           (Py_ssize_t)pay[1].len, pay[2].p ? (const char *)pay[2].p : "",
+                           (Py_ssize_t)pay[2].len, (const char *)pay[3].p, (Py_ssize_t)pay[3].len,
+                           cols);
+done:
+    for (int j = 0; j < E_N; j++)
+        free(g[j].p);
+    for (int j = 0; j < 4; j++)
+        free(pay[j].p);
+    while (held-- > 0)
+        PyBuffer_Release(&v[held]);
+    return result;
+}
+
 static PyObject *implementation(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(crc == crc_soft ? "slicing-by-8" : "sse4.2");
 }
@@ -353,6 +833,14 @@ static PyMethodDef methods[] = {
      "scan(data, starts, ends, max_steps, slot_of, counts, next, rows, fields, wires, a, b, "
      "bad): protobuf field occurrences, counted per slot (counts given) or written grouped "
      "by slot (next and the rest given)."},
+    {"headers", headers, METH_VARARGS,
+     "headers(data, starts, ends, todo, spec, known, verify_crc, lens, magic, version, hl, "
+     "flags, byte7, crc, has_crc, take, crc_ok): every row's envelope header and CRC."},
+    {"group", group, METH_VARARGS,
+     "group(codes, ncodes, order, bounds) -> grouped: the rows by code, a counting sort."},
+    {"replication", replication, METH_VARARGS,
+     "replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns): "
+     "ReplicationResponse payloads into Arrow buffers."},
     {"implementation", implementation, METH_NOARGS,
      "implementation(): which CRC code this CPU runs: 'sse4.2' or 'slicing-by-8'."},
     {NULL, NULL, 0, NULL}};

@@ -11,7 +11,8 @@
  * Program.decode(data, starts, ends) -> (ok, column buffers).
  *
  * Each message is first checked (every rule that leaves it to upb: a tag or
- * length past 5 bytes, a varint past 10, a wire type other than the field's,
+ * length past 5 bytes, a varint past 10, a wire type other than the field's
+ * (a repeated number packed is read: its elements one by one),
  * a singular field twice, a group, more than 256 fields, invalid UTF-8, an
  * unknown number of a closed enum, a map entry with a key twice, an unknown
  * field or no value, and, for `clean`, a field the type does not declare),
@@ -254,6 +255,41 @@ static const char *enum_name(const node *c, int64_t v) {
 
 static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t end);
 
+/* A repeated scalar of a numeric kind may come packed: one length-delimited
+ * occurrence holding the elements back to back (wire type 2 where the field
+ * expects 0, 1 or 5). upb reads both forms, whatever the field declares. */
+static inline int packable(const field *f) {
+    return f->rep == R_LIST && f->wire != 2;
+}
+
+/* The elements of a packed occurrence, one at a time: *e is the next one as
+ * an unpacked occurrence of the field's wire type; 0 at the end, -1 if the
+ * bytes are not whole elements (a varint cut or too long, a fixed width
+ * that does not divide the length). */
+static inline int packed_next(const field *f, const uint8_t *d, int64_t *pos, int64_t end,
+                              occ *e) {
+    if (*pos >= end)
+        return 0;
+    e->f = -1;
+    e->wt = f->wire;
+    if (f->wire == 0) {
+        uint64_t v;
+        int64_t nx;
+        if (!varint(d, *pos, end, &v, &nx))
+            return -1;
+        e->a = (int64_t)v;
+        e->b = nx;
+    } else {
+        int64_t w = f->wire == 1 ? 8 : 4;
+        if (end - *pos < w)
+            return -1;
+        e->a = *pos;
+        e->b = *pos + w;
+    }
+    *pos = e->b;
+    return 1;
+}
+
 /* A value of field f at occurrence o passes the rules (not its wire type: done). */
 static int check_value(const field *f, const node *c, const uint8_t *d, const occ *o) {
     if (c->kind == K_MESSAGE)
@@ -305,6 +341,18 @@ static int check_scanned(const node *m, const uint8_t *d, const occ *o, int n) {
         if (fi < 0)
             continue;
         const field *f = &m->fields[fi];
+        if (o[i].wt == 2 && packable(f)) {
+            int64_t p = o[i].a;
+            occ e;
+            int r;
+            while ((r = packed_next(f, d, &p, o[i].b, &e)) > 0)
+                if (!check_value(f, f->col, d, &e))
+                    return 0;
+            if (r < 0)
+                return 0;
+            count[fi]++;
+            continue;
+        }
         if (o[i].wt != f->wire)
             return 0;
         if (++count[fi] > 1 && f->rep == R_SINGLE)
@@ -495,6 +543,12 @@ static int write_scanned(node *m, const uint8_t *d, const occ *o, int n) {
             if (c->kind == K_MESSAGE) {
                 if (write_message(c, d, o[i].a, o[i].b) < 0)
                     return -1;
+            } else if (o[i].wt == 2 && packable(f)) {
+                int64_t p = o[i].a;
+                occ e;
+                while (packed_next(f, d, &p, o[i].b, &e) > 0) /* checked: whole elements */
+                    if (write_value(c, d, &e, 0, 0) < 0)
+                        return -1;
             } else if (write_value(c, d, &o[i], 0, 0) < 0) {
                 return -1;
             }

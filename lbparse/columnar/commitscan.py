@@ -9,9 +9,17 @@ which also words the errors) when anything is unusual: a length that runs
 past its entry, a body shorter than its fields, bytes left after the last
 header of an entry, a header key that is not UTF-8. The values are those
 of `columns.ReplicationResponseBuilder`; a test holds the two equal.
+
+The walk runs in C (`_kernels.replication`: one pass per batch, every
+entry's CRC-32C computed there, the columns written straight into Arrow
+buffers) when setup.py built it; the numpy walk here is the reference
+(`native=False`), and tests/test_envelope_pass.py holds the two equal.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
 
 import crc32c as _crc32c
 import numpy as np
@@ -19,6 +27,12 @@ import pyarrow as pa
 
 from lbparse.columnar.wirescan import slices
 from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
+
+_kernels: Any
+try:
+    from lbparse.columnar import _kernels  # type: ignore[attr-defined,no-redef]
+except ImportError:  # not built: the numpy walk below does the same
+    _kernels = None
 
 __all__ = ["decode_replication"]
 
@@ -66,8 +80,10 @@ def _binary(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.nda
 
 
 def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray,
-                       ends: np.ndarray) -> tuple[pa.StructArray, np.ndarray]:
+                       ends: np.ndarray, native: bool = True) -> tuple[pa.StructArray, np.ndarray]:
     """The payloads as a struct column (null where left to lbparse), and `ok`."""
+    if native and _kernels is not None:
+        return _native(arrow_type, data, starts, ends)
     k = len(starts)
     ok = (ends - starts) >= REPLICATION_PREFIX.size
     epoch = np.zeros(k, np.int64)
@@ -244,3 +260,101 @@ def _not_utf8(b: bytes) -> bool:
     except UnicodeDecodeError:
         return True
     return False
+
+
+def _field(fmt: str, offset: int = 0) -> tuple[int, int, int]:
+    """(offset, width, signed) of an integer of struct format `fmt`, for the C walk."""
+    code = _NUMPY[fmt[1:]]
+    return offset, int(code[1]), int(code[0] == "i")
+
+
+def layout() -> tuple[Any, ...]:
+    """The commit-log layout as `_kernels.replication` takes it (lbparse.wire's
+    facts, and this module's limits)."""
+    def at(part: Any, name: str) -> tuple[int, int, int]:
+        return _field(part[name].format, part[name].offset)
+
+    return ((at(_RR, "leader_epoch"), at(_RR, "high_watermark")),
+            tuple(at(_ENTRY, n) for n in ("offset", "timestamp", "leader_epoch", "size")),
+            tuple(at(_BODY, n) for n in ("crc32c", "magic", "attributes", "key_len")),
+            _field(_VALUE_LEN), _field(_HEADER_COUNT), _field(_HKEY_LEN), _field(_HVALUE_LEN),
+            REPLICATION_PREFIX.size, ENTRY_HEAD.size, BODY_HEAD.size, _BODY_MIN, NIL_LENGTH,
+            _BODY["crc32c"].size, MAX_ENTRIES, MAX_HEADERS)
+
+
+@lru_cache(maxsize=4)
+def _layout_cached(max_entries: int, max_headers: int) -> tuple[Any, ...]:
+    return layout()
+
+
+def _buffer(b: bytes) -> pa.Buffer:
+    return pa.py_buffer(b)
+
+
+def _bits(flags: bytes, n: int) -> tuple[pa.Buffer | None, int]:
+    """A validity (or bool) bitmap of one byte per value; None when all are set."""
+    a = np.frombuffer(flags, np.uint8, n)
+    nulls = n - int(np.count_nonzero(a))
+    return pa.py_buffer(np.packbits(a, bitorder="little")), nulls
+
+
+def _numbers(typ: pa.DataType, raw: bytes, width: int, n: int) -> pa.Array:
+    arr = pa.Array.from_buffers(pa.int64() if width == 8 else pa.int32(), n,
+                                [None, pa.py_buffer(raw)])
+    return arr if arr.type == typ else arr.cast(typ)
+
+
+def _native(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+            ) -> tuple[pa.StructArray, np.ndarray]:
+    """decode_replication by `_kernels.replication` (one C pass), as Arrow from its buffers."""
+    assert _kernels is not None
+    k = len(starts)
+    ok_b, epoch, hw, e_off, c = _kernels.replication(
+        np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64), _layout_cached(MAX_ENTRIES, MAX_HEADERS))
+    (offset, timestamp, e_epoch, size, crc, crc_ok, magic, attributes, key_valid, key_off, key,
+     val_valid, val_off, val, h_off, hk_off, hk, hv_off, hv) = c
+    m = len(offset) // 8
+    nh = len(hk_off) // 4 - 1
+    entries_type = arrow_type.field("entries").type
+    entry_type = entries_type.value_type
+    headers_type = entry_type.field("headers").type
+    hstruct = headers_type.value_type
+    hkeys = pa.Array.from_buffers(hstruct.field(0).type, nh, [None, _buffer(hk_off), _buffer(hk)])
+    hvals = pa.Array.from_buffers(hstruct.field(1).type, nh, [None, _buffer(hv_off), _buffer(hv)])
+    headers = pa.Array.from_buffers(headers_type, m, [None, _buffer(h_off)], children=[
+        pa.StructArray.from_arrays([hkeys, hvals], fields=[hstruct.field(0), hstruct.field(1)])])
+    kbits, knulls = _bits(key_valid, m)
+    vbits, vnulls = _bits(val_valid, m)
+    okbits, _ = _bits(crc_ok, m)
+    cols = {
+        "offset": (offset, 8), "timestamp": (timestamp, 8), "leader_epoch": (e_epoch, 8),
+        "size": (size, 8), "crc32c": (crc, 8), "magic": (magic, 4), "attributes": (attributes, 4)}
+    fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
+    arrays = []
+    for f in fields:
+        if f.name in cols:
+            raw, width = cols[f.name]
+            arrays.append(_numbers(f.type, raw, width, m))
+        elif f.name == "crc_ok":
+            arrays.append(pa.Array.from_buffers(pa.bool_(), m, [None, okbits]))
+        elif f.name == "key":
+            arrays.append(pa.Array.from_buffers(f.type, m, [kbits if knulls else None,
+                                                            _buffer(key_off), _buffer(key)],
+                                                null_count=knulls))
+        elif f.name == "value":
+            arrays.append(pa.Array.from_buffers(f.type, m, [vbits if vnulls else None,
+                                                            _buffer(val_off), _buffer(val)],
+                                                null_count=vnulls))
+        else:
+            arrays.append(headers)
+    entries = pa.StructArray.from_arrays(arrays, fields=fields)
+    ok = np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
+    top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+    values = {"leader_epoch": epoch, "high_watermark": hw}
+    children = [_numbers(f.type, values[f.name], 8, k) if f.name in values else
+                pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
+                for f in top]
+    arr = pa.StructArray.from_arrays(children, fields=top,
+                                     mask=pa.array(~ok) if not ok.all() else None)
+    return arr, ok

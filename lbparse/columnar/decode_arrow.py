@@ -32,6 +32,7 @@ copies of them, and (auto) on payloads crafted to be unclean.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
@@ -59,12 +60,12 @@ from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.columnar.wirescan import decode_structs, scatter
-from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
+from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
                           FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           VERSION, VERSION_OFFSET)
 
 __all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
-           "decisive_reason", "decoder_for"]
+           "decisive_reason", "decoder_for", "group_rows", "native_available"]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
 # no layout accepts (lbparse.detect raises the newest layout's error for them).
@@ -73,6 +74,21 @@ UNDETERMINED = "undetermined"
 # The fixed header and the CRC field after it: what _headers reads of every row.
 _HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
 _MAX_PAYLOAD = DEFAULT.max_payload  # the per-row path decodes with the default limits
+# The envelope header as the C pass (_kernels.headers) reads it: lbparse.wire's facts.
+_ENVELOPE = (bytes(MAGIC), VERSION_OFFSET, HEADER_LEN_OFFSET, FLAGS_OFFSET, MSG_TYPE_OFFSET,
+             CRC_OFFSET, CRC_STRUCT.size, HEADER_SIZE, CRC_HEADER_LEN, CRC_FLAG, VERSION,
+             _MAX_PAYLOAD)
+
+_kernels: Any
+try:
+    from lbparse.columnar import _kernels  # type: ignore[attr-defined,no-redef]
+except ImportError:  # not built: numpy does the same
+    _kernels = None
+
+
+def native_available() -> bool:
+    """The C kernels are built and not turned off (LBPARSE_NATIVE=0)."""
+    return _kernels is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 _crc = _crc32c.crc32c
 
 
@@ -235,6 +251,9 @@ class BatchDecoder:
         self.strict = False
         self.fallbacks = 0
         self._use_vectorized = True
+        # The C passes (headers and CRCs, grouping, ReplicationResponse, the
+        # protobuf reader); False runs their Python references (tests compare).
+        self.native = native_available()
 
     def _vectorized(self, ptype: str, typ: pa.DataType, data: np.ndarray, starts: np.ndarray,
                     ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
@@ -245,10 +264,11 @@ class BatchDecoder:
         if self._use_vectorized:
             try:
                 if ptype == REPLICATION_RESPONSE:
-                    arr, ok = decode_replication(typ, data, starts, ends)
+                    arr, ok = decode_replication(typ, data, starts, ends, native=self.native)
                 else:
                     arr, ok = decode_structs(self._descriptor(ptype), typ, data, starts,
-                                             ends, self.options.emit_defaults, clean=clean)
+                                             ends, self.options.emit_defaults, clean=clean,
+                                             native=self.native)
                 if len(arr) == k and len(ok) == k and arr.type == typ:
                     return arr, ok
                 raise ValueError(f"the vectorized {ptype} reader gave {len(arr)} rows of "
@@ -306,7 +326,7 @@ class BatchDecoder:
         # Rows neither preset nor with a payload: a null cell in a table.
         for i in np.flatnonzero(~preset & ~todo):
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
-        hdr = self._headers(rows, starts, ends, data)
+        hdr = self._headers(rows, starts, ends, data, todo if fast else None)
         rest = todo
         take = np.zeros(n, np.bool_)
         if fast:
@@ -316,6 +336,8 @@ class BatchDecoder:
             self._fill_v0(rows, take, hdr, starts, ends)
             self._decided_v0(rows, take, hdr, starts, ends, data)
             rest = todo & ~take
+        if rest.any() and fast and self.native:  # not fast: every row its own decode
+            rest = self._headerless(rows, rest, hdr, starts, ends, data)
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
         if context is not None and self.options.layout == "auto":
@@ -324,12 +346,17 @@ class BatchDecoder:
                           (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)
 
-    def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray
-                 ) -> dict[str, np.ndarray]:
+    def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
+                 todo: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The fixed header and the CRC field of every row, as header fields.
         Bytes past a row's end are read too (or the buffer's last byte), but
         only used where the row is long enough: the magic needs the fixed
-        header, the CRC the CRC-sized one."""
+        header, the CRC the CRC-sized one.
+
+        With `todo` and the C kernels (`native`), one C pass also does
+        `_v0_rows`' checks and CRCs: `take` and `crc_ok` come with the fields."""
+        if self.native and todo is not None:
+            return self._headers_native(starts, ends, data, todo)
         lens = ends - starts
         last = len(data) - 1
         b = [data[np.minimum(starts + k, last)] for k in range(_HEADER_AND_CRC)]
@@ -346,9 +373,30 @@ class BatchDecoder:
                 "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
                 "has_crc": magic & (flags & CRC_FLAG != 0) & (lens >= CRC_HEADER_LEN)}
 
+    def _headers_native(self, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
+                        todo: np.ndarray) -> dict[str, np.ndarray]:
+        """`_headers` and `_v0_rows`' decision in one C pass (`_kernels.headers`)."""
+        n = len(starts)
+        out = {"lens": np.empty(n, np.int64), "magic": np.empty(n, np.bool_),
+               "version": np.empty(n, np.int32), "hl": np.empty(n, np.int32),
+               "flags": np.empty(n, np.int32), "byte7": np.empty(n, np.int32),
+               "crc": np.empty(n, np.int64), "has_crc": np.empty(n, np.bool_),
+               "take": np.empty(n, np.bool_), "crc_ok": np.empty(n, np.int8)}
+        u8 = np.uint8
+        _kernels.headers(np.ascontiguousarray(data, u8), np.ascontiguousarray(starts, np.int64),
+                         np.ascontiguousarray(ends, np.int64),
+                         np.ascontiguousarray(todo).view(u8), _ENVELOPE, self.v0_known.view(u8),
+                         self.options.verify_crc, out["lens"], out["magic"].view(u8),
+                         out["version"], out["hl"], out["flags"], out["byte7"], out["crc"],
+                         out["has_crc"].view(u8), out["take"].view(u8), out["crc_ok"])
+        return out
+
     def _v0_rows(self, rows: _Rows, todo: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
+        if "take" in hdr:  # decided by the C pass (_headers_native)
+            rows.crc_ok[:] = hdr["crc_ok"]
+            return hdr["take"].copy()
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
         take: np.ndarray = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
@@ -392,8 +440,9 @@ class BatchDecoder:
         b7 = hdr["byte7"][t]
         pstart, pend = starts[t] + hdr["hl"][t], ends[t]
         codes = self.v0_ptype[b7]
-        for code in np.unique(codes).tolist():
-            sel = codes == code
+        order, bounds = group_rows(codes, len(self.ptype_names), self.native)
+        for code in np.flatnonzero(np.diff(bounds)).tolist():
+            sel = order[bounds[code]:bounds[code + 1]]
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
             # Clean payloads only: an unclean one changes auto's confidence
@@ -463,6 +512,57 @@ class BatchDecoder:
         rows.confidence[take] = confidence[key]
         rows.decided_ambiguous[take] = ambiguous[key]
         rows.reason[take] = reason[key]
+
+    def _headerless(self, rows: _Rows, rest: np.ndarray, hdr: dict[str, np.ndarray],
+                    starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
+        """Rows without the envelope magic, classified at once; the rows left
+        for `_per_row` (those another layout's prefix could match).
+
+        strict v0 refuses such a row by its first check that
+        fails: shorter than the fixed header (the message names the length)
+        or the magic (it names the first bytes). lbparse.decode words that
+        error once per distinct length or first bytes, and every row of the
+        same key gets it. auto makes a row that starts with neither the
+        magic nor the LIFT cookie, within max_payload, a `plain` envelope
+        whose every column but the bytes is the same: lbparse.decode
+        decodes one, and the others are filled from it."""
+        layout = self.options.layout
+        if layout not in ("v0", "auto"):
+            return rest
+        lens = hdr["lens"]
+        if layout == "v0":
+            mine = rest & ~hdr["magic"]
+        else:
+            head = _first_word(data, starts, lens)
+            mine = rest & (head != _MAGIC_WORD) & (head != _COOKIE_WORD) & \
+                (lens < _MAX_PAYLOAD)
+        idx = np.flatnonzero(mine)
+        if not idx.size:
+            return rest
+        raw = data.tobytes() if len(idx) > 64 else None
+        o = self.options
+        known: dict[Any, Any] = {}
+        done = np.zeros(len(rest), np.bool_)
+        for i in idx.tolist():
+            s, e = int(starts[i]), int(ends[i])
+            b = raw[s:e] if raw is not None else data[s:e].tobytes()
+            key = (len(b) if len(b) < HEADER_SIZE else b[:len(MAGIC)]) if layout == "v0" else 0
+            got = known.get(key)
+            if got is None:
+                try:
+                    got = decode(b, layout, verify_crc=o.verify_crc, lenient=o.lenient)
+                except EnvelopeError as exc:
+                    got = exc
+                if not _same_for_the_class(got, layout):
+                    break  # not what this class gives: the rest each their own decode
+                known[key] = got
+            done[i] = True
+            if isinstance(got, EnvelopeError):
+                self._error(rows, i, got, hdr, b)
+            else:
+                self._fill(rows, i, got, b, e)
+                rows.messages[i] = b  # the plain envelope's message is its bytes
+        return rest & ~done
 
     def _per_row(self, rows: _Rows, idx: np.ndarray, hdr: dict[str, np.ndarray],
                  starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
@@ -603,18 +703,23 @@ class BatchDecoder:
         json_col: list[str | None] = [None] * rows.n
         codes = rows.ptype
         used: set[int] = set()
+        # The rows of each payload type with a range to decode, in one pass.
+        by_type, bounds = group_rows(np.where(rows.pend >= 0, codes, -1),
+                                     len(self.ptypes.code), self.native)
+        # The decoded objects by payload type code, once (plain rows' bytes
+        # are many and never typed): not one walk of them per type.
+        by_code = _objects_by_code(rows.messages, codes)
         for ptype, col in self.columns.items():
             code = self.ptypes.code.get(ptype)
             if code is None:
                 continue
-            mine = np.flatnonzero((codes == code) & (rows.pend >= 0))
+            mine = by_type[bounds[code]:bounds[code + 1]]
             cls: type = self.typed[ptype] or ReplicationResponse
 
             def objects() -> list[int]:
                 # Decoded objects of this column's class (a FlatBuffers table
                 # of the same name is not: it goes to payload_json).
-                return [i for i, m in rows.messages.items() if codes[i] == code
-                        and isinstance(m, cls)]
+                return [i for i in by_code.get(code, ()) if isinstance(rows.messages.get(i), cls)]
 
             objs = objects()
             pre = rows.decoded.get(ptype)
@@ -637,6 +742,7 @@ class BatchDecoder:
                     else:
                         for i in mine[~ok].tolist():
                             self._upb(rows, i, cls, data, starts, ends)
+                    by_code = _objects_by_code(rows.messages, codes)
                     objs = objects()
             used.update(objs)
             if objs:
@@ -740,6 +846,63 @@ def decoder_for(options: DecodeOptions) -> BatchDecoder:
     workers across tasks): the schema and the column builders are made here,
     not per batch."""
     return BatchDecoder(options)
+
+
+def _objects_by_code(messages: dict[int, Any], codes: np.ndarray) -> dict[int, list[int]]:
+    """The rows of decoded objects (not bytes), by their payload type code, in
+    the dict's order."""
+    out: dict[int, list[int]] = {}
+    for i, m in messages.items():
+        if m is not None and not isinstance(m, (bytes, bytearray)):
+            out.setdefault(int(codes[i]), []).append(i)
+    return out
+
+
+def _same_for_the_class(got: Any, layout: str) -> bool:
+    """What lbparse.decode gave one row of `_headerless`' class is what it
+    gives them all: an error under v0; under auto a plain envelope that is
+    not ambiguous and proves no generation."""
+    if layout != "auto":
+        return isinstance(got, EnvelopeError)
+    return not isinstance(got, EnvelopeError) and got.layout == "plain" and \
+        not got.ambiguous and proves(got) is None
+
+
+def _word(prefix: bytes) -> int:
+    """A 4-byte prefix as _first_word gives it (big-endian)."""
+    return int.from_bytes(prefix[:4].ljust(4, b"\0"), "big")
+
+
+_MAGIC_WORD, _COOKIE_WORD = _word(MAGIC), _word(COOKIE)
+assert len(MAGIC) == len(COOKIE) == 4, "_first_word reads 4 bytes"
+
+
+def _first_word(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Each row's first 4 bytes as a big-endian number, -1 for rows shorter than 4."""
+    last = len(data) - 1
+    w = np.zeros(len(starts), np.int64)
+    for k in range(4):
+        w = (w << 8) | data[np.minimum(starts + k, last)]
+    return np.where(lens >= 4, w, -1)
+
+
+def group_rows(codes: np.ndarray, ncodes: int, native: bool = True
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows grouped by code, for codes 0..ncodes-1 (others in no group):
+    (order, bounds), the rows of code c being order[bounds[c]:bounds[c+1]],
+    ascending. One counting sort in C (`_kernels.group`) when built; numpy's
+    stable argsort is the reference (`native=False`)."""
+    c = np.ascontiguousarray(codes, np.int32)
+    if native and _kernels is not None:
+        order = np.empty(len(c), np.int64)
+        bounds = np.empty(ncodes + 1, np.int64)
+        grouped = _kernels.group(c, ncodes, order, bounds)
+        return order[:grouped], bounds
+    inside = np.flatnonzero((c >= 0) & (c < ncodes))
+    order = inside[np.argsort(c[inside], kind="stable")]
+    bounds = np.zeros(ncodes + 1, np.int64)
+    np.cumsum(np.bincount(c[inside], minlength=ncodes), out=bounds[1:])
+    return order.astype(np.int64), bounds
 
 
 def _present(rows: np.ndarray, n: int) -> np.ndarray:

@@ -8,9 +8,9 @@ over all of them together. A Publish costs about as many numpy passes as
 it has fields, instead of a `FromString` and a getattr per field per row.
 
 It covers what encoders write: known fields with their wire type, each
-singular field at most once, unpacked repeated fields, maps without
+singular field at most once, repeated fields packed or not, maps without
 duplicate keys, valid UTF-8, tags and lengths of at most 5 bytes. Any
-message outside that (packed repeated fields, a wire type that does not
+message outside that (a packed run cut inside an element, a wire type that does not
 match the field, a singular field twice (legal: upb merges it), a map entry with a key twice or with a field it does not
 declare (upb keeps such an entry out of the map), truncated or malformed
 bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decodes those with upb
@@ -328,7 +328,9 @@ class _Decoder:
             return empty, empty, empty
         rows, wt, a, b = parts[0] if len(parts) == 1 else (np.concatenate(x) for x in zip(*parts))
         expected = _WIRE.get(fd.type, 0)
-        wrong = wt != expected  # includes packed repeated scalars: left to upb
+        if fd.is_repeated and expected != 2 and (wt == 2).any():
+            rows, wt, a, b = self._unpacked(rows, wt, a, b, expected)
+        wrong = wt != expected
         if wrong.any():
             self.bad[rows[wrong]] = True
             right = ~wrong
@@ -348,6 +350,42 @@ class _Decoder:
                 last = order[np.append(r[1:] != r[:-1], True)]
                 rows, a, b = rows[last], a[last], b[last]
         return rows, a, b
+
+    def _unpacked(self, rows: np.ndarray, wt: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  expected: int) -> tuple[np.ndarray, ...]:
+        """Packed occurrences of a repeated number (wire type 2) as one
+        occurrence per element, in place; a packed run that is not whole
+        elements marks its row. Python per packed run: the reference (the C
+        reader does this in its pass)."""
+        out: list[list[int]] = [[], [], [], []]
+        width = {1: 8, 5: 4}.get(expected, 0)
+        data = self.data
+        for r, w, x, y in zip(rows.tolist(), wt.tolist(), a.tolist(), b.tolist()):
+            if w != 2:
+                for col, v in zip(out, (r, w, x, y)):
+                    col.append(v)
+                continue
+            p, elems = x, []
+            while p < y:
+                if width:
+                    if y - p < width:
+                        break
+                    elems.append((p, p + width))
+                    p += width
+                    continue
+                val, nxt, ok = varints(data, np.array([p], np.int64), np.array([y], np.int64))
+                if not ok[0] or int(nxt[0]) > y:
+                    break
+                elems.append((int(val.view(np.int64)[0]), int(nxt[0])))
+                p = int(nxt[0])
+            if p < y:  # a cut element: upb refuses the message
+                self.bad[r] = True
+                continue
+            for ex, ey in elems:
+                for col, v in zip(out, (r, expected, ex, ey)):
+                    col.append(v)
+        return (np.array(out[0], np.int64), np.array(out[1], wt.dtype), np.array(out[2], np.int64),
+                np.array(out[3], np.int64))
 
     def column(self, fd: FieldDescriptor, typ: pa.DataType) -> pa.Array:
         rows, a, b = self.occurrences(fd)
