@@ -43,7 +43,7 @@ def top_three() -> list[tuple[str, int]]:
 
 
 def test_the_readme_has_the_three_examples() -> None:
-    assert set(examples()) == {"pandas", "polars", "duckdb"}
+    assert set(examples()) == {"pandas", "polars", "duckdb", "tables"}
 
 
 def test_pandas_example() -> None:
@@ -69,3 +69,16 @@ def test_duckdb_example() -> None:
     out = run(examples()["duckdb"])
     for name, n in top_three():
         assert re.search(rf"{name}\s*│\s*{n}\b", out), out
+
+
+def test_tables_example() -> None:
+    """The join of the narrow tables gives what the wide rows say: each Publish's
+    subject with its Message's stream, the three commonest pairs."""
+    out = run(examples()["tables"])
+    wide = pa.Table.from_batches(lbparse.read_capture_arrow(str(SAMPLE))).to_pylist()
+    pairs = [(r["subject"], r["proto_Message"]["stream"]) for r in wide
+             if r["proto_Message"] is not None]
+    counts = sorted({p: pairs.count(p) for p in pairs}.items(), key=lambda kv: (-kv[1], kv[0]))
+    assert len(counts) >= 3
+    for (subject, stream), n in counts[:3]:
+        assert re.search(rf"{re.escape(subject)}\s*│\s*{stream}\s*│\s*{n}\b", out), out
