@@ -154,7 +154,11 @@ def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows
 def _decide(dec: "BatchDecoder", rows: Any, i: int, layout: str, scope: str,
             buffers: tuple[np.ndarray, ...]) -> None:
     if layout == dec.layouts.name(int(rows.layout[i])):
-        dec.decided_by_context(rows, i, layout, scope)
+        # A proof that keeps the row's layout changes only how it was decided,
+        # and the pipeline reads a big capture's ranges apart (sources.plan):
+        # a range's rows would say "context" or not by where the cut fell.
+        # They keep auto's own answer, the same however the capture is cut
+        # (tests/spark/test_big_capture.py).
         return
     starts, ends, data = buffers
     dec.redecode(rows, i, layout, data[starts[i]:ends[i]].tobytes(), int(ends[i]), scope)
