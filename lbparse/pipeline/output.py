@@ -181,6 +181,8 @@ def pandas_metadata(schema: pa.Schema) -> bytes:
             numpy_type = f"Int{f.type.bit_width}" if f.nullable else str(f.type)
         elif pa.types.is_boolean(f.type):
             numpy_type = "boolean" if f.nullable else "bool"
+        elif pa.types.is_floating(f.type):
+            numpy_type = str(f.type.to_pandas_dtype().__name__)  # NaN is its null
         elif pa.types.is_timestamp(f.type):
             numpy_type = f"datetime64[{f.type.unit}]"
             extra = {"timezone": f.type.tz} if f.type.tz else None

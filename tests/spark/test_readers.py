@@ -161,6 +161,8 @@ def _pandas_dtype(f: T.StructField, nullable: bool) -> str:
         return "boolean"
     if isinstance(f.dataType, T.TimestampType):
         return "datetime64[us, UTC]"
+    if isinstance(f.dataType, (T.FloatType, T.DoubleType)):
+        return "float32" if isinstance(f.dataType, T.FloatType) else "float64"
     return "object"
 
 
