@@ -43,8 +43,8 @@ else:
 
     pa = _Pyarrow()
 
-__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "read_capture_arrow",
-           "read_capture_tables"]
+__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "payload_records",
+           "read_capture_arrow", "read_capture_tables"]
 
 # decode_arrow's first columns; then the payload and one struct column per payload type.
 DECODED_COLUMNS_FIRST = ("layout", "layout_confidence", "layout_ambiguous", "layout_reason",
@@ -78,7 +78,7 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
     from lbparse.columnar.schema import CAPTURE_COLUMNS
 
     decoder = _decoder(layout, verify_crc, lenient)
-    out = decoder(_records(payloads))
+    out = decoder(payload_records(payloads))
     keep = [name for name in out.schema.names if name not in CAPTURE_COLUMNS]
     return out.select(keep)
 
@@ -103,15 +103,16 @@ def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]
     from lbparse.columnar.tables import tables_of
 
     decoder = _decoder(layout, verify_crc, lenient)
-    tables = tables_of(decoder.decode(_records(payloads)), keys=("position",))
+    tables = tables_of(decoder.decode(payload_records(payloads)), keys=("position",))
     drop = [c for c in CAPTURE_COLUMNS if c != "position"]
     tables["messages"] = tables["messages"].drop_columns(
         [c for c in drop if c in tables["messages"].column_names])
     return tables
 
 
-def _records(payloads: Any) -> "pa.RecordBatch":
-    """The decoder's input for bare payloads: no capture columns, `position` the index."""
+def payload_records(payloads: Any) -> "pa.RecordBatch":
+    """The decoder's input for bare payloads (anything `decode_arrow` takes): no
+    capture columns, `position` the index."""
     import numpy as np
     import pyarrow as pa
 

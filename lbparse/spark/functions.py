@@ -50,28 +50,10 @@ def envelope_schema() -> StructType:
 
 def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArray:
     """Decode a binary Arrow array into envelope_schema()'s struct array, row for row."""
-    import numpy as np
-
+    from lbparse.columnar.api import payload_records
     from lbparse.columnar.decode_arrow import decoder_for
-    from lbparse.columnar.schema import arrow_record_schema
 
-    if isinstance(payloads, pa.ChunkedArray):
-        payloads = payloads.combine_chunks()
-    if payloads.type != pa.binary():
-        payloads = payloads.cast(pa.binary())
-    n = len(payloads)
-    schema = arrow_record_schema()
-    cols = []
-    for f in schema:
-        if f.name == "payload":
-            cols.append(payloads)
-        elif f.name == "source":
-            cols.append(pa.repeat(pa.scalar("", pa.string()), n))
-        elif f.name == "position":
-            cols.append(pa.array(np.arange(n, dtype=np.int64)))
-        else:
-            cols.append(pa.nulls(n, f.type))
-    out = decoder_for(options)(pa.RecordBatch.from_arrays(cols, schema=schema))
+    out = decoder_for(options)(payload_records(payloads))
     names = [f.name for f in envelope_schema().fields]
     return pa.StructArray.from_arrays([out.column(name) for name in names],
                                       fields=[out.schema.field(name) for name in names])
