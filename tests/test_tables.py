@@ -11,8 +11,10 @@ import pytest
 
 import lbparse
 from lbparse.columnar.schema import column_for
-from lbparse.columnar.tables import MESSAGES, payload_tables, table_schema
+from lbparse.columnar.tables import (MESSAGES, RAFT_ENTRIES, TRAFFIC_TABLES, payload_tables,
+                                     table_names, table_schema)
 from support.shared import LIFTBRIDGE
+from support.traffic_tables import traffic_back
 from vectors import VECTORS, data
 
 SHORT = os.path.join(LIFTBRIDGE, "samples", "short.pcapng")
@@ -91,6 +93,40 @@ def test_capture_tables_join_back_to_the_wide_rows() -> None:
             [(wide.column("source")[i].as_py(), positions[i]) for i, _ in expected]
         assert rows == [v for _, v in expected], table
     assert len(tables) > 5
+
+
+@pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
+def test_the_traffic_tables_join_back_to_the_wide_rows() -> None:
+    """Liftbridge's Raft transport and handshakes in three narrow tables: rebuilt,
+    they are exactly the wide rows' traffic columns, across batch boundaries."""
+    wide = pa.Table.from_batches(list(lbparse.read_capture_arrow(SHORT, batch_rows=300)))
+    parts: dict[str, list[pa.Table]] = {}
+    for batch in lbparse.read_capture_tables(SHORT, batch_rows=300):
+        for name, table in batch.items():
+            parts.setdefault(name, []).append(table)
+    tables = {k: pa.concat_tables(v) for k, v in parts.items()}
+    assert set(TRAFFIC_TABLES) <= set(tables) <= set(table_names())
+    cols = ("traffic", "traffic_node", "raft_rpcs", "traffic_json")
+    want = {(r["source"], r["position"]): {c: r[c] for c in cols}
+            for r in wide.select(["source", "position", *cols]).to_pylist() if r["traffic"]}
+    got = traffic_back(tables)
+    for v in want.values():
+        v["raft_rpcs"] = v["raft_rpcs"] or []
+    assert got == want
+    assert sum(len(v["raft_rpcs"]) for v in got.values()) > 1000  # the capture's Raft RPCs
+    assert tables[RAFT_ENTRIES].num_rows > 50
+    msgs = tables[MESSAGES]
+    assert "traffic" in msgs.column_names  # the kind stays, to filter without a join
+    assert not {"traffic_node", "raft_rpcs", "traffic_json"} & set(msgs.column_names)
+
+
+def test_traffic_tables_have_schemas_and_names() -> None:
+    for name in TRAFFIC_TABLES:
+        schema = table_schema(name)
+        assert schema.names[:2] == ["source", "position"], name
+    assert table_schema(RAFT_ENTRIES).names[2:4] == ["rpc_seq", "entry_seq"]
+    with pytest.raises(ValueError, match="'raft_entries'"):
+        table_schema("nosuch")
 
 
 def test_the_columnar_core_imports_nothing_of_spark() -> None:

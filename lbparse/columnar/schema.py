@@ -34,7 +34,8 @@ from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
 __all__ = ["CAPTURE_COLUMNS", "COMMITLOG_ENTRY", "FIXED_FIELDS", "PARTITION_COLUMN",
-           "RAFT_RPCS", "RECORD_COLUMNS", "REPLICATION_RESPONSE_TYPE", "arrow_output_schema",
+           "RAFT_ENTRY", "RAFT_RPC", "RAFT_RPCS", "RECORD_COLUMNS", "REPLICATION_RESPONSE_TYPE",
+           "arrow_output_schema",
            "arrow_record_schema", "column_for", "is_map", "message_type", "payload_columns",
            "payload_type_of", "typed_payloads"]
 
@@ -190,12 +191,13 @@ RAFT_ENTRY = pa.struct([
     pa.field("type", pa.string()), pa.field("command", pa.string()),
     pa.field("command_json", pa.string()),
 ])
-RAFT_RPCS = _list(pa.struct([
+RAFT_RPC = pa.struct([
     pa.field("role", pa.string()), pa.field("rpc", pa.string()),
     pa.field("term", pa.int64()), pa.field("node", pa.string()),
     pa.field("error", pa.string()), pa.field("fields_json", pa.string()),
     pa.field("entries", _list(RAFT_ENTRY)),
-]))
+])
+RAFT_RPCS = _list(RAFT_RPC)
 
 # The record's columns by their kind (lbparse.capture.fields). A timestamp
 # holds microseconds (Spark's): a capture time is also kept whole, in

@@ -11,6 +11,13 @@ type the rows that have one with their struct values) becomes:
   `commitlog_ReplicationResponse`, ...): the rows of that type only, the
   join keys first, then the payload's own fields as top-level columns
   (lists and structs only where the payload itself nests).
+- Liftbridge's own traffic that is not an envelope (lbparse.traffic: the
+  metadata Raft group's transport, its handshakes): `messages` names its kind
+  (`traffic`); `traffic` holds one row per such message (its node, all of it
+  as JSON), `raft_rpcs` one row per Raft RPC a message completed (`rpc_seq`
+  its place in the message, from 0) and `raft_entries` one row per log entry
+  of an RPC (`entry_seq` its place in the RPC), joined to its RPC on
+  `(source, position, rpc_seq)`.
 
 The join keys are `(source, position)`; a table of payloads that did not
 come from a file (`decode_tables`) has `position` alone.
@@ -23,15 +30,31 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from lbparse.columnar.decode_arrow import Decoded
-from lbparse.columnar.schema import FIXED_FIELDS, arrow_output_schema, payload_columns
+import pyarrow.compute as pc
 
-__all__ = ["JOIN_KEYS", "MESSAGES", "MESSAGE_FIELDS", "payload_tables", "table_schema",
-           "tables_of"]
+from lbparse.columnar.decode_arrow import Decoded
+from lbparse.columnar.schema import (FIXED_FIELDS, RAFT_ENTRY, RAFT_RPC, arrow_output_schema,
+                                     payload_columns)
+
+__all__ = ["JOIN_KEYS", "MESSAGES", "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC",
+           "TRAFFIC_TABLES", "payload_tables", "table_names", "table_schema", "tables_of"]
 
 MESSAGES = "messages"
+TRAFFIC = "traffic"
+RAFT_RPCS = "raft_rpcs"
+RAFT_ENTRIES = "raft_entries"
+TRAFFIC_TABLES = (TRAFFIC, RAFT_RPCS, RAFT_ENTRIES)
 JOIN_KEYS = ("source", "position")
-MESSAGE_FIELDS: tuple[str, ...] = tuple(f.name for f in FIXED_FIELDS)
+# The wide row's traffic columns that live in the traffic tables; `traffic`
+# (the kind) stays in messages, as msg_type_name does, to filter without a join.
+_TRAFFIC_DETAIL = ("traffic_node", "raft_rpcs", "traffic_json")
+MESSAGE_FIELDS: tuple[str, ...] = tuple(f.name for f in FIXED_FIELDS
+                                        if f.name not in _TRAFFIC_DETAIL)
+_RPC_SEQ = pa.field("rpc_seq", pa.int32(), False)
+_TRAFFIC_FIELDS = (pa.field("kind", pa.string(), False), pa.field("node", pa.string()),
+                   pa.field("traffic_json", pa.string()))
+_RPC_FIELDS = (_RPC_SEQ, *(f for f in RAFT_RPC if f.name != "entries"))
+_ENTRY_FIELDS = (_RPC_SEQ, pa.field("entry_seq", pa.int32(), False), *RAFT_ENTRY)
 
 
 @lru_cache(maxsize=None)
@@ -41,15 +64,27 @@ def payload_tables() -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)
+def table_names() -> tuple[str, ...]:
+    """Every table a capture's decoding may give, messages first."""
+    return (MESSAGES, *payload_tables(), *TRAFFIC_TABLES)
+
+
+_TRAFFIC_SCHEMAS = {TRAFFIC: _TRAFFIC_FIELDS, RAFT_RPCS: _RPC_FIELDS,
+                    RAFT_ENTRIES: _ENTRY_FIELDS}
+
+
+@lru_cache(maxsize=None)
 def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
     """The schema of table `name` whose join keys are `keys`."""
     out = arrow_output_schema()
     if name == MESSAGES:
         return pa.schema([out.field(n) for n in MESSAGE_FIELDS
                           if n in keys or n not in JOIN_KEYS])
+    if name in _TRAFFIC_SCHEMAS:
+        return pa.schema([out.field(k) for k in keys] + list(_TRAFFIC_SCHEMAS[name]))
     if name not in payload_tables():
-        raise ValueError(f"no table {name!r}: the tables are {MESSAGES!r} and "
-                         f"{', '.join(sorted(payload_tables()))}")
+        raise ValueError(f"no table {name!r}: the tables are "
+                         f"{', '.join(repr(t) for t in table_names())}")
     struct = out.field(name).type
     fields = [out.field(k) for k in keys] + list(struct)
     clash = set(keys) & {f.name for f in struct}
@@ -78,7 +113,44 @@ def tables_of(decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS,
             continue
         rows, arr = found
         out[name] = _payload_table(name, keys, [cols[k] for k in keys], rows, arr)
+    out.update(_traffic_tables(cols, keys, empty))
     return out
+
+
+def _traffic_tables(cols: dict[str, pa.Array], keys: tuple[str, ...],
+                    empty: bool) -> dict[str, pa.Table]:
+    """The traffic tables of a batch whose traffic reader ran and named some
+    message (lbparse.columnar.trafficcols); none (or empty ones) otherwise."""
+    kind = cols.get("traffic")
+    if kind is None or kind.null_count == len(kind):
+        return {t: table_schema(t, keys).empty_table() for t in TRAFFIC_TABLES} if empty else {}
+    rows = pc.indices_nonzero(kind.is_valid())
+    key_cols = [cols[k].take(rows) for k in keys]
+    traffic = [kind.take(rows), cols["traffic_node"].take(rows), cols["traffic_json"].take(rows)]
+    out = {TRAFFIC: _table(TRAFFIC, keys, key_cols + traffic)}
+    rpcs = cols["raft_rpcs"].take(rows)
+    rpc_rows, rpc_seq, rpc = _explode(rpcs)
+    rpc_keys = [k.take(rpc_rows) for k in key_cols]
+    out[RAFT_RPCS] = _table(RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [
+        rpc.field(f.name) for f in _RPC_FIELDS[1:]])
+    entry_rows, entry_seq, entry = _explode(rpc.field("entries"))
+    out[RAFT_ENTRIES] = _table(RAFT_ENTRIES, keys, [k.take(entry_rows) for k in rpc_keys] + [
+        rpc_seq.take(entry_rows), entry_seq] + [entry.field(f.name) for f in RAFT_ENTRY])
+    return out
+
+
+def _explode(lists: pa.Array) -> tuple[pa.Array, pa.Array, pa.StructArray]:
+    """A list column's elements, each with the row it came from and its place in
+    that row's list."""
+    parents = pc.list_parent_indices(lists)
+    lengths = np.asarray(pc.list_value_length(lists).fill_null(0), np.int64)
+    starts = np.cumsum(lengths) - lengths
+    place = np.arange(len(parents), dtype=np.int64) - starts[np.asarray(parents, np.int64)]
+    return parents, pa.array(place.astype(np.int32)), pc.list_flatten(lists)
+
+
+def _table(name: str, keys: tuple[str, ...], arrays: list[pa.Array]) -> pa.Table:
+    return pa.Table.from_arrays(arrays, schema=table_schema(name, keys))
 
 
 def _payload_table(name: str, keys: tuple[str, ...], key_cols: list[pa.Array],

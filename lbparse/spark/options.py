@@ -86,14 +86,14 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
 def table(options: Mapping[str, str], storage: bool) -> str | None:
     """The table named by the `table` option (None: the wide rows), checked
     against the tables of the inputs: data directories have `entries`;
-    captures, recordings and payload tables have `messages` and one table
-    per payload type (lbparse.columnar.tables)."""
-    from lbparse.columnar.tables import MESSAGES, payload_tables
+    captures, recordings and payload tables have `messages`, one table per
+    payload type and the traffic tables (lbparse.columnar.tables)."""
+    from lbparse.columnar.tables import table_names
 
     name = _lower(options).get("table")
     if name is None:
         return None
-    known = [ENTRIES] if storage else [MESSAGES, *payload_tables()]
+    known = [ENTRIES] if storage else list(table_names())
     if name not in known:
         raise ValueError(f"liftbridge data source: option table: no table {name!r} in "
                          f"{'data directories' if storage else 'captures'}; the tables are "

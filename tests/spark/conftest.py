@@ -179,7 +179,55 @@ def wide_frame(spark: Any, out: Path) -> Any:
         assert payloads.count() == payloads.join(data.select(*keys), keys).count(), name
         assert payloads.select(*keys).distinct().count() == payloads.count(), name
         data = data.join(payloads, keys, "left")
+    traffic = _traffic_frame(spark, out)
+    for name in ("traffic_node", "raft_rpcs", "traffic_json"):
+        if traffic is None:
+            data = data.withColumn(name, F.lit(None).cast(output_schema()[name].dataType))
+    if traffic is not None:
+        assert traffic.count() == traffic.join(data.select(*keys), keys).count()
+        data = data.join(traffic, keys, "left")
     return data.select(*output_schema().names)
+
+
+def _traffic_frame(spark: Any, out: Path) -> Any:
+    """The wide row's traffic detail (traffic_node, raft_rpcs, traffic_json) by
+    KEY, rebuilt from DIR/traffic, DIR/raft_rpcs and DIR/raft_entries, the
+    lists in their seq order; None without a traffic table."""
+    from pyspark.sql import functions as F
+
+    from lbparse.columnar.schema import RAFT_ENTRY, RAFT_RPC
+    from lbparse.pipeline.schema import output_schema
+
+    def read(name: str) -> Any:
+        where = os.path.join(out, name)
+        return spark.read.parquet(where) if os.path.isdir(where) else None
+
+    def ordered(df: Any, by: list[str], seq: str, fields: list[str], alias: str) -> Any:
+        packed = F.sort_array(F.collect_list(F.struct(seq, *fields)))
+        return df.groupBy(*by).agg(packed.alias("l")).select(*by, F.transform(
+            "l", lambda x: F.struct(*[x[f].alias(f) for f in fields])).alias(alias))
+
+    traffic, rpcs, entries = read("traffic"), read("raft_rpcs"), read("raft_entries")
+    if traffic is None:
+        return None
+    keys = list(KEY)
+    rpc_type = output_schema()["raft_rpcs"].dataType
+    entry_type = rpc_type.elementType["entries"].dataType
+    frame = traffic.select(*keys, F.col("node").alias("traffic_node"), "traffic_json")
+    if rpcs is not None:
+        if entries is not None:
+            grouped = ordered(entries, [*keys, "rpc_seq"], "entry_seq",
+                              [f.name for f in RAFT_ENTRY], "entries")
+            rpcs = rpcs.join(grouped, [*keys, "rpc_seq"], "left")
+        else:
+            rpcs = rpcs.withColumn("entries", F.lit(None).cast(entry_type))
+        rpcs = rpcs.withColumn("entries", F.coalesce("entries", F.array().cast(entry_type)))
+        frame = frame.join(ordered(rpcs, keys, "rpc_seq", [f.name for f in RAFT_RPC],
+                                   "raft_rpcs"), keys, "left")
+    else:
+        frame = frame.withColumn("raft_rpcs", F.lit(None).cast(rpc_type))
+    return frame.withColumn("raft_rpcs", F.coalesce("raft_rpcs", F.array().cast(rpc_type))
+                            .cast(rpc_type))
 
 
 # -- the pipeline's output over every kind of input, read by Spark -----------------

@@ -17,7 +17,7 @@ import pytest
 import lbparse
 import lbparse.spark
 from lbparse.columnar.schema import CAPTURE_COLUMNS
-from lbparse.columnar.tables import MESSAGES, payload_tables, table_schema
+from lbparse.columnar.tables import MESSAGES, table_names, table_schema
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
@@ -52,7 +52,7 @@ def test_each_table_is_read_capture_tables(liftbridge: Any,
                                            short_tables: dict[str, pa.Table]) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    names = [MESSAGES, *payload_tables()]
+    names = table_names()
     assert len(short_tables) > 8  # the capture has many payload types
     for name in names:
         df = liftbridge.option("table", name).load(str(SHORT))

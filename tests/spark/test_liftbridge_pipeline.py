@@ -23,12 +23,13 @@ from google.protobuf import json_format
 import lbparse
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.columnar.tables import payload_tables
+from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
 from lbparse.pipeline.sources import SourceOptions
 from support.cluster import ClusterRun, lbtruth
 from support.shared import LIFTBRIDGE
+from support.traffic_tables import TRAFFIC_COLUMNS, traffic_back
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 
@@ -49,6 +50,13 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     joins exactly one message."""
     rows = {(r["source"], r["position"]): {**r, **dict.fromkeys(payload_tables())}
             for r in ds.dataset(str(out / "messages")).to_table().to_pylist()}
+    traffic = traffic_back({name: ds.dataset(str(out / name)).to_table()
+                            for name in TRAFFIC_TABLES if (out / name).is_dir()})
+    for key, row in rows.items():
+        found = traffic.pop(key, dict.fromkeys(TRAFFIC_COLUMNS))
+        assert found.pop("traffic") == row["traffic"], key  # the kind in both tables
+        row.update(found)
+    assert not traffic, "every traffic row joins a message"
     for name in payload_tables():
         if not (out / name).is_dir():
             continue
