@@ -29,6 +29,7 @@ examples:
   lbparse capture nats.pcap --subject 'foo.>'
   lbparse capture a.pcapng b.pcap --format table --stats
   lbparse capture traffic.parquet -q --stats
+  lbparse capture a.pcapng --tables out/    # then: duckdb -c "FROM 'out/messages/*.parquet'"
   tcpdump -i lo -U -w - port 4222 | lbparse capture - --format table
 """
 
@@ -48,6 +49,8 @@ from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument, rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
+from lbparse.cli.tables_out import check_tables_dir, write_tables
+from lbparse.outputs import STDOUT
 from lbparse.textform import msg_type_word, printable
 
 NAME = "capture"
@@ -81,6 +84,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--stats: every row, every subject as it is (no folding)")
     p.add_argument("-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)")
     add_output_argument(p, inputs="files", what="the records")
+    p.add_argument("--tables", metavar="DIR",
+                   help="instead of records, write the decoded tables (messages, one per "
+                   "payload type, the Raft traffic) to a new directory DIR as Parquet, "
+                   "DIR/<table>/part-00000.parquet, as `lbparse pipeline` writes them "
+                   "(without Spark)")
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
@@ -172,6 +180,8 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.tables is not None:
+        return run_tables(args)
     if args.files.count(STDIN) > 1:
         raise ValueError("'-' (stdin) can be read only once")
     if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
@@ -214,6 +224,38 @@ def run(args: argparse.Namespace) -> int:
     if args.stats:
         print(format_stats(total, view, None if args.all else args.top), file=sys.stderr)
     return status
+
+
+# What --tables cannot honour: its tables are the whole of each file.
+_NOT_WITH_TABLES = (("subject", "--subject"), ("count", "-c/--count"), ("stats", "--stats"),
+                    ("quiet", "-q/--quiet"))
+
+
+def run_tables(args: argparse.Namespace) -> int:
+    """--tables DIR: the files through the columnar core into Parquet tables."""
+    for dest, option in _NOT_WITH_TABLES:
+        if getattr(args, dest):
+            raise UsageError(f"{option} does not go with --tables (the tables hold every "
+                             "message: filter them where you read them)")
+    if args.output != STDOUT or args.format != "jsonl":
+        raise UsageError("--tables writes its own directory: -o/--output and --format do "
+                         "not go with it")
+    if STDIN in args.files:
+        raise UsageError("--tables reads files, not '-' (stdin): write the capture to a "
+                         "file first")
+    if args.lenient and args.layout == "auto":
+        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
+                         "what each accepts; lenient would blur that)")
+    check_tables_dir(args.tables, args.files)
+    done = write_tables(args.tables, args.files, args.layout, verify_crc=args.verify_crc,
+                        lenient=args.lenient, limits=limits_from(args),
+                        on_problem=lambda kind, text: warn(NAME, text))
+    rows = ", ".join(f"{t} {n:,}" for t, n in done.rows.items())
+    print(f"{args.tables}: {len(done.rows)} tables ({rows})", file=sys.stderr)
+    kinds = {k for k, _ in done.problems}
+    if kinds & {"unreadable", "unknown_format"}:
+        return USAGE  # a file could not be read at all, as without --tables
+    return DATA if done.problems else OK
 
 
 def read_one(reader: CaptureReader, args: argparse.Namespace, left: int | None,
