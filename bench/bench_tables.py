@@ -128,6 +128,38 @@ def row(name: str, count: int, distinct: int, r: dict[str, list[float]]) -> list
             f"{a / g:.2f}x"]
 
 
+def fixed_and_per_row(res: dict[str, dict[str, list[float]]], n: int) -> dict[str, float]:
+    """decode_tables' time split as a + b * rows from the mix at two batch sizes
+    (the same envelopes): a, the per-call cost (us), b, the per-row cost (ns);
+    Go's per-row cost beside them."""
+    small = statistics.median(res["the whole mix"]["tables"]) * n
+    big = statistics.median(res[BIG_MIX]["tables"]) * BATCH
+    per_row = (big - small) / (BATCH - n)
+    return {"per_call_us": (small - per_row * n) / 1e3, "per_row_ns": per_row,
+            "go_ns": statistics.median(res[BIG_MIX]["go"])}
+
+
+def profile_rows(envs: list[bytes], calls: int = 100, top: int = 12) -> list[list[Any]]:
+    """Where decode_tables' time goes on the mix: cProfile's own time per
+    function, its share of the whole, the top ones."""
+    import cProfile
+    import pstats
+
+    arr = pa.array(envs, pa.binary())
+    lbparse.decode_tables(arr)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        lbparse.decode_tables(arr)
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in stats.values())
+    rows = sorted(((v[2], f"{os.path.basename(k[0])}:{k[2]}", v[1] // calls)
+                   for k, v in stats.items()), reverse=True)[:top]
+    return [[name, f"{t / total:.1%}", f"{t / calls / len(envs) * 1e9:.0f}", per]
+            for t, name, per in rows]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -191,6 +223,19 @@ def main() -> int:
         "envelope are medians over the rounds, `x Go` their ratio, and the spread of the "
         "per-round ratios beside it.")
     section.table(header, rows)
+    split = fixed_and_per_row(res, n)
+    section.para(
+        f"The same envelopes at two batch sizes give decode_tables' cost as a per-call part "
+        f"and a per-row part: **{split['per_call_us']:,.0f} us a call** (one Arrow array per "
+        f"column and payload type, built in Python) plus **{split['per_row_ns']:.0f} ns a "
+        f"row**, against Go's {split['go_ns']:.0f} ns a row "
+        f"({split['per_row_ns'] / split['go_ns']:.2f}x). On {n:,} rows the per-call part is "
+        f"{split['per_call_us'] * 1e3 / n:.0f} ns of each row.")
+    section.para(
+        "Where the rest goes: cProfile's own time of each function over 100 calls on the "
+        "whole mix (profiling slows Python code more than C: shares, not times, are what "
+        "to read).")
+    section.table(["function", "share", "ns a row", "calls a batch"], profile_rows(envs))
     section.write()
     return 0
 

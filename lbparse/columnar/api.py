@@ -104,9 +104,9 @@ def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]
 
     decoder = _decoder(layout, verify_crc, lenient)
     tables = tables_of(decoder.decode(payload_records(payloads)), keys=("position",))
-    drop = [c for c in CAPTURE_COLUMNS if c != "position"]
+    have = set(tables["messages"].column_names)  # a set: column_names is a new list each time
     tables["messages"] = tables["messages"].drop_columns(
-        [c for c in drop if c in tables["messages"].column_names])
+        [c for c in CAPTURE_COLUMNS if c != "position" and c in have])
     return tables
 
 
