@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.types import (BinaryType, BooleanType, IntegerType, LongType, MapType,
-                               StringType, StructField, StructType, TimestampType)
 
 from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry
@@ -45,6 +43,8 @@ from lbparse.storage.values import KNOWN_STREAMS
 from lbparse.wire import MAGIC
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
     from lbparse.pipeline.sources import Unit
 
 __all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
@@ -54,25 +54,29 @@ ENTRIES_DIR = "entries"
 ENTRIES_PARTITION = "stream"
 SEGMENT_FORMAT = "segment"  # a Unit's format for a segment file
 
-FIXED = StructType([
-    StructField("source", StringType(), False),     # the .log file
-    StructField("position", LongType(), False),     # byte position of the entry (or damage)
-    StructField("node", StringType()), StructField(ENTRIES_PARTITION, StringType()),
-    StructField("partition", IntegerType()), StructField("segment", LongType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", LongType()),           # as stored: Unix nanoseconds
-    StructField("time", TimestampType()),           # the same, as Spark's timestamp (us)
-    StructField("leader_epoch", LongType()), StructField("size", LongType()),
-    StructField("crc32c", LongType()), StructField("crc_ok", BooleanType()),
-    StructField("magic", IntegerType()), StructField("attributes", IntegerType()),
-    StructField("key", BinaryType()), StructField("value", BinaryType()),
-    StructField("headers", MapType(StringType(), BinaryType(), valueContainsNull=False)),
-    StructField("format", StringType()),            # the segment's generation
-    StructField("error_kind", StringType()), StructField("error_message", StringType()),
-    StructField("value_type", StringType()),        # the decoded value's type, if known
-    StructField("value_error", StringType()),       # why a value of known type did not decode
-    StructField("value_json", StringType()),        # a value that is an envelope, as JSON
-])
+# Declared in Arrow (what the tasks write); Spark's view derived from it
+# (entries_schema), as lbparse.columnar.schema does for the messages, so that
+# reading data directories needs no Spark.
+FIXED: tuple[pa.Field, ...] = (
+    pa.field("source", pa.string(), False),     # the .log file
+    pa.field("position", pa.int64(), False),    # byte position of the entry (or damage)
+    pa.field("node", pa.string()), pa.field(ENTRIES_PARTITION, pa.string()),
+    pa.field("partition", pa.int32()), pa.field("segment", pa.int64()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.int64()),          # as stored: Unix nanoseconds
+    pa.field("time", pa.timestamp("us", tz="UTC")),  # the same, as Spark's timestamp (us)
+    pa.field("leader_epoch", pa.int64()), pa.field("size", pa.int64()),
+    pa.field("crc32c", pa.int64()), pa.field("crc_ok", pa.bool_()),
+    pa.field("magic", pa.int32()), pa.field("attributes", pa.int32()),
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+    pa.field("headers", pa.map_(pa.field("key", pa.string(), False),
+                                pa.field("value", pa.binary(), False))),
+    pa.field("format", pa.string()),            # the segment's generation
+    pa.field("error_kind", pa.string()), pa.field("error_message", pa.string()),
+    pa.field("value_type", pa.string()),        # the decoded value's type, if known
+    pa.field("value_error", pa.string()),       # why a value of known type did not decode
+    pa.field("value_json", pa.string()),        # a value that is an envelope, as JSON
+)
 
 
 def value_columns() -> dict[str, str]:
@@ -82,21 +86,23 @@ def value_columns() -> dict[str, str]:
 
 
 @lru_cache(maxsize=None)
-def entries_schema() -> StructType:
-    from lbparse.pipeline.schema import message_struct
+def arrow_entries_schema() -> pa.Schema:
+    """The entries table: the fixed columns, then one struct column per known value type."""
+    from lbparse.columnar.schema import message_type
 
-    fields = list(FIXED.fields)
+    fields = list(FIXED)
     for type_name, column in value_columns().items():
         descriptor: Any = message_class(type_name).DESCRIPTOR
-        fields.append(StructField(column, message_struct(descriptor)))
-    return StructType(fields)
+        fields.append(pa.field(column, message_type(descriptor)))
+    return pa.schema(fields)
 
 
 @lru_cache(maxsize=None)
-def arrow_entries_schema() -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
+def entries_schema() -> "StructType":
+    """Spark's view of the entries table."""
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    return to_arrow_schema(entries_schema(), timezone="UTC")
+    return from_arrow_schema(arrow_entries_schema())
 
 
 # -- planning (driver) ---------------------------------------------------------

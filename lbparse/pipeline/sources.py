@@ -50,7 +50,7 @@ from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.limits import Limits
 from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
-from lbparse.pipeline.schema import arrow_record_schema
+from lbparse.columnar.schema import arrow_record_schema
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 
