@@ -34,7 +34,7 @@ install-node:
 	cd tools && npm ci --no-audit --no-fund --loglevel=error
 
 install-python:
-	$(PYTHON) -m pip install -q -e '.[dev,spark]'
+	$(PYTHON) -m pip install -q -e '.[all,dev]'
 
 ## wheel: dist/lbparse-VERSION.tar.gz and the wheel built from that sdist (the
 ## capture hot path compiled by mypyc and the pipeline's C kernels, when gcc is there;
@@ -46,14 +46,25 @@ wheel:
 	$(PYTHON) -m build --outdir dist .
 
 ## venv: a fresh virtualenv VENV (default .venv) with the wheel installed, not
-## editable, with the dev and spark extras: what CI tests (make test PYTHON=VENV/bin/python)
+## editable, with every extra and the dev tools: what CI tests (make test PYTHON=VENV/bin/python)
 VENV ?= .venv
 venv:
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(MAKE) wheel PYTHON=$(abspath $(VENV))/bin/python
-	$(VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)[dev,spark]"
+	$(VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)[all,dev]"
 	cd / && $(abspath $(VENV))/bin/lbparse --version
+
+## test-light: the light install (`pip install lbparse`, no extra) in a fresh virtualenv
+## LIGHT_VENV from the wheel `make wheel` built, and its tests (tests/test_extras.py)
+LIGHT_VENV ?= .venv-light
+.PHONY: test-light
+test-light:
+	rm -rf $(LIGHT_VENV)
+	$(PYTHON) -m venv $(LIGHT_VENV)
+	$(LIGHT_VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)" "pytest==9.0.3"
+	LBPARSE_LIGHT=1 $(LIGHT_VENV)/bin/python -P -m pytest -q -p no:cacheprovider --noconftest \
+	    tests/test_extras.py
 
 ## generate: rebuild generated/ from spec/
 generate:

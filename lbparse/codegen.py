@@ -194,10 +194,8 @@ def write_go_mod(folder: Path, package: str = GO_PACKAGE) -> Path:
 
 def write_descriptor_set(out: Path) -> Path:
     """Copy the .proto files into `out` and write `out/lbparse.desc`."""
-    try:
-        from grpc_tools import protoc
-    except ImportError:
-        raise CodegenError("grpcio-tools is missing (pip install 'grpcio-tools==1.85.1')") from None
+    # Not installed: the command line names the extra (lbparse.extras).
+    from grpc_tools import protoc
     out.mkdir(parents=True, exist_ok=True)
     protos = proto_files()
     for p in protos:

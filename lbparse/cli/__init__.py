@@ -122,6 +122,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except KeyboardInterrupt:
         return INTERRUPTED
+    except ModuleNotFoundError as exc:
+        from lbparse.extras import missing_extra
+
+        hint = missing_extra(exc)
+        if hint is None:
+            raise  # not an optional part: a broken install or a bug, its traceback says which
+        warn(command, hint)
+        return USAGE
     except Exception as exc:
         failed = exit_status(exc)
         if failed is None:
