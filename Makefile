@@ -55,6 +55,12 @@ venv:
 	$(VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)[all,dev]"
 	cd / && $(abspath $(VENV))/bin/lbparse --version
 
+## docs: the manual (docs/pages, README.md as its home page) as a site in build/site;
+## strict: a warning (a page left out of the nav, a broken API reference) fails
+.PHONY: docs
+docs:
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict -q -f docs/mkdocs.yml
+
 ## test-light: the light install (`pip install lbparse`, no extra) in a fresh virtualenv
 ## LIGHT_VENV from the wheel `make wheel` built, and its tests (tests/test_extras.py)
 LIGHT_VENV ?= .venv-light
@@ -98,7 +104,7 @@ typecheck:
 	$(PYTHON) -m mypy
 
 ## bench: decoding, capture and report benchmarks (medians of interleaved rounds, ratios,
-## one core each); each rewrites its section of docs/benchmarks.md. Under ten minutes
+## one core each); each rewrites its section of docs/pages/benchmarks.md. Under ten minutes
 ## (the report's makes a capture of 300,000 messages); bench-spark and bench-big apart
 bench:
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done

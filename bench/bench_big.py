@@ -13,7 +13,7 @@
 3. Runs the same command once more as a user does, a fresh process
    (`python -m lbparse pipeline ...`), Spark's start included.
 4. Removes the capture and the outputs, and writes its section of
-   docs/benchmarks.md.
+   docs/pages/benchmarks.md.
 
 Without --run (as `make bench` calls every bench/bench_*.py) it only says
 how to run it: minutes, and ~3 GB of disk while it runs.

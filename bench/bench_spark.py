@@ -17,7 +17,7 @@
 3. Prints rows/s of each (medians), the ratios plain / pipeline (target:
    >= 0.8), and where the pipeline's time went as its summary.json says
    (the tasks' reading, decoding and writing), and writes its section of
-   docs/benchmarks.md.
+   docs/pages/benchmarks.md.
 
 Timings are printed, never asserted. Without --run (as `make bench` calls
 every bench/bench_*.py) it only says how to run it: it takes minutes and

@@ -1,8 +1,8 @@
-"""docs/benchmarks.md, written by the benchmarks themselves.
+"""docs/pages/benchmarks.md, written by the benchmarks themselves.
 
 Each bench builds a `Section` (its tables, its targets met or missed, the
 machine it ran on) and calls `Section.write()`, which rewrites that
-bench's section of docs/benchmarks.md whole and leaves the other benches'
+bench's section of docs/pages/benchmarks.md whole and leaves the other benches'
 sections as their last runs wrote them; the table of targets at the top is
 rebuilt from every section's targets (kept as JSON in the section's
 opening marker). Nothing in the file is typed by hand.
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = Path(os.environ.get("LBPARSE_BENCH_DOC") or ROOT / "docs" / "benchmarks.md")
+DOC = Path(os.environ.get("LBPARSE_BENCH_DOC") or ROOT / "docs" / "pages" / "benchmarks.md")
 # The order of the sections in the file (a bench not listed goes last).
 ORDER = ("tables", "capture_tables", "decode", "capture", "segments", "report", "spark", "big")
 _SECTION = re.compile(r"<!-- bench:(\w+) (\{.*?\}) -->\n(.*?)<!-- /bench:\1 -->\n", re.S)
@@ -116,7 +116,7 @@ class Target:
 
 @dataclass
 class Section:
-    """One bench's part of docs/benchmarks.md."""
+    """One bench's part of docs/pages/benchmarks.md."""
 
     name: str  # its marker: bench:NAME
     title: str

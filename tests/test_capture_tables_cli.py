@@ -73,13 +73,15 @@ def test_every_reader_reads_every_table_whole(written: Path) -> None:
 
 @needs_short
 def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
-    """The README's DuckDB query over the Raft tables, as written but for DIR."""
+    """The manual's DuckDB query over the Raft tables, as written but for DIR."""
     import re
 
     import duckdb
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    (query,) = re.findall(r"<!-- sql example: raft_entries -->\n```sql\n(.*?)```", readme, re.S)
+    from support.manual import manual
+
+    (query,) = re.findall(r"<!-- sql example: raft_entries -->\n```sql\n(.*?)```", manual(),
+                          re.S)
     rows = duckdb.sql(query.replace("'out/", f"'{written}/")).fetchall()
     ops = [op for _, _, op in rows]
     assert ops.count("CreateStream") == 5 and "PublishActivity" in ops  # the run made 5 streams

@@ -127,12 +127,12 @@ def test_readme_example_runs(name: str, tmp_path: Path) -> None:
 
 
 def test_readme_javascript_snippet(tmp_path: Path) -> None:
-    """The main README's JavaScript: no crash on an unknown MsgType, 64-bit exact."""
+    """The manual's JavaScript: no crash on an unknown MsgType, 64-bit exact."""
     lang = LANGS["javascript"]
     if lang.missing():
         pytest.skip(f"javascript toolchain missing: {', '.join(lang.missing())}")
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### JavaScript\n\n```js\n") + len("### JavaScript\n\n```js\n")
+    text = (ROOT / "docs" / "pages" / "languages.md").read_text(encoding="utf-8")
+    start = text.index("## JavaScript\n\n```js\n") + len("## JavaScript\n\n```js\n")
     snippet = text[start:text.index("```", start)]
     expected: list[str] = []  # what it prints: the comment lines it ends with
     for line in reversed(snippet.rstrip().splitlines()):

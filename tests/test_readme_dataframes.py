@@ -1,6 +1,7 @@
 """The README's pandas, Polars and DuckDB examples, run exactly as written.
 
-Each block follows a `<!-- dataframe example: NAME -->` marker in README.md;
+Each block follows a `<!-- dataframe example: NAME -->` marker in the manual
+(README.md or docs/pages);
 it runs in a fresh interpreter from the repository's top directory, as a
 user pastes it, and its output is checked against lbparse's own answers.
 """
@@ -15,13 +16,14 @@ import pyarrow as pa
 import pytest
 
 import lbparse
+from support.manual import manual
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "lbparse" / "examples" / "sample.pcap"
 
 
 def examples() -> dict[str, str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = manual()
     found = re.findall(r"<!-- dataframe example: (\w+) -->\n```python\n(.*?)```", text, re.S)
     return dict(found)
 
