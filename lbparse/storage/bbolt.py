@@ -7,8 +7,8 @@ fact here (page header, meta, element structs, flags, constants) comes from
 from its root page through branch pages to its leaves, and yields the
 pairs in key order. A page that is not what its parent says (wrong id,
 unknown type, past the end of the file, an element pointing outside its
-page, a loop) becomes a `Finding` and its subtree is skipped; the rest is
-read.
+page, a loop, a page reached twice, a tree past the depth limit) becomes a
+`Finding` and its subtree is skipped; the rest is read.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ NO_FREELIST: int = BBOLT["constants"]["no_freelist"]
 # Where bbolt's first meta page says nothing usable, the page size is
 # looked for among those an OS uses.
 PAGE_SIZES = (4096, 8192, 16384, 32768, 65536, 1024, 2048)
-MAX_DEPTH = 64  # a B+tree deeper than this is a loop
+# A limit, not a fact of bbolt: a tree of 4 KiB pages holding 2^64 keys is
+# well under 20 levels; a deeper one is read down to here and said.
+MAX_DEPTH = 64
 
 
 def fnv1a64(data: bytes) -> int:
@@ -266,11 +268,13 @@ class BoltDB:
             except StorageError as exc:
                 self._finding(None, f"inline bucket page: {exc.detail}")
             return
-        yield from self._walk(root, set(), 0)
+        yield from self._walk(root, set(), [], None)
 
-    def _walk(self, pgid: int, seen: set[int], depth: int) -> Iterator[Element]:
-        if pgid in seen or depth > MAX_DEPTH:
-            self._finding(pgid * self.page_size, f"page {pgid} is reached twice (a loop)")
+    def _walk(self, pgid: int, seen: set[int], above: list[int], parent: int | None
+              ) -> Iterator[Element]:
+        """The leaves under page `pgid`; `above` is the path of branch pages
+        from the bucket's root to it, `seen` every page read under this root."""
+        if not self._enter(pgid, seen, above, parent):
             return
         seen.add(pgid)
         try:
@@ -281,12 +285,34 @@ class BoltDB:
         if page.flags == PAGE_TYPES["leaf"]:
             yield from page.elements
         elif page.flags == PAGE_TYPES["branch"]:
+            above.append(pgid)
             for e in page.elements:
                 assert e.pgid is not None
-                yield from self._walk(e.pgid, seen, depth + 1)
+                yield from self._walk(e.pgid, seen, above, pgid)
+            above.pop()
         else:
             self._finding(pgid * self.page_size,
                           f"page {pgid} is a {page.type} page inside a bucket's tree")
+
+    def _enter(self, pgid: int, seen: set[int], above: list[int], parent: int | None) -> bool:
+        """Whether to read page `pgid` under `parent`; if not, why, said as a finding:
+        a loop (the page is one of its own ancestors), a page reached a second
+        time (a page of a B+tree has one parent), or the depth limit."""
+        at = pgid * self.page_size
+        if pgid in seen and pgid in above:
+            path = " -> ".join(map(str, above[above.index(pgid):] + [pgid]))
+            self._finding(at, f"page {pgid} is its own ancestor, a loop ({path}): "
+                          "not read again")
+        elif pgid in seen:
+            self._finding(at, f"page {pgid} is reached a second time (from branch page "
+                          f"{parent}): a page has one parent; its subtree was read once")
+        elif len(above) >= MAX_DEPTH:
+            self._finding(at, f"page {pgid} is {len(above) + 1} levels below its bucket's "
+                          f"root (branch page {above[0]}), past the depth limit of "
+                          f"{MAX_DEPTH}: its subtree is not read")
+        else:
+            return True
+        return False
 
     def bucket(self, *names: bytes) -> Iterator[Element]:
         """The pairs of a bucket, by its path of names from the root bucket."""
