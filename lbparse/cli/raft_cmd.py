@@ -17,6 +17,9 @@ cluster's: each node's raft.db, in name order).
 Output: a table (default) or `--format jsonl`: first one object with the
 file's `stable` store and bbolt `meta`, then one object per log entry.
 
+The file is mapped, never read whole; what is decoded is copied out of it
+within --max-raft-db bytes (the log past it is counted and said).
+
 Exit status: 0 when the whole file was read, 1 when pages or entries could
 not be (each reported on stderr with the file and position), 2 on usage
 errors (no such file, no raft.db under a folder, not a bbolt file).
@@ -38,6 +41,7 @@ from pathlib import Path
 from lbparse import jsonform
 from lbparse.textform import printable
 from lbparse.cli.output import add_format_arguments, add_output_argument
+from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.status import UsageError
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          table="a table")
     p.add_argument("--from-index", type=int, metavar="N", help="only entries from index N on")
     p.add_argument("--to-index", type=int, metavar="N", help="only entries up to index N")
+    add_limit_arguments(p, ("max_raft_db",))
     add_output_argument(p, inputs="paths", what="the entries")
 
 
@@ -95,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--from-index {args.from_index} is past --to-index {args.to_index}: "
                          "no entry could be shown")
     stores: list[RaftStore] = []
+    limits = limits_from(args)
     for raw in args.paths:
         try:
-            stores.extend(read_raft_db(path) for path in _db_paths(raw))
+            stores.extend(read_raft_db(path, limits) for path in _db_paths(raw))
         except StorageError as exc:
             print(f"lbparse raft: {exc}", file=sys.stderr)
             return 2
