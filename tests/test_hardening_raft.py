@@ -201,6 +201,31 @@ def test_a_real_loop_is_called_a_loop() -> None:
     assert "page 4 is its own ancestor, a loop (4 -> 6 -> 4)" in f.message
 
 
+# -- 4. every problem in every format, and the exit status ---------------------------
+
+def test_a_command_that_is_not_a_raftlog_shows_in_the_table_and_the_status(tmp_path: Path
+                                                                           ) -> None:
+    """The table showed a LogCommand that is not a RaftLog as an empty row,
+    exit status 0 (the warning was only in JSON Lines)."""
+    path = tmp_path / "raft.db"
+    path.write_bytes(bb.raft_db({4: bb.leaf(4, [(0, bb.key(1), bb.log_value(1, data=b"\xff")),
+                                                (0, bb.key(2), bb.log_value(2, data=b""))])},
+                                logs_root=4))
+    for fmt in ("table", "jsonl"):
+        res = _lbparse("raft", str(path), "--format", fmt)
+        assert res.returncode == 1, (fmt, res.stderr)
+        [line] = res.stderr.splitlines()
+        assert line.startswith(f"{path}: bad_log_entry: log index 1: LogCommand data kept as "
+                               "bytes") and "not a protocol.RaftLog" in line
+    table = _lbparse("raft", str(path)).stdout
+    row = next(x for x in table.splitlines() if x.lstrip().startswith("1 "))
+    assert "warning: LogCommand data kept as bytes" in row
+    assert "1 problem found in this file (listed on stderr)" in table
+    jsonl = [json.loads(x) for x in _lbparse("raft", str(path), "--format",
+                                             "jsonl").stdout.splitlines()]
+    assert "not a protocol.RaftLog" in jsonl[1]["warnings"][0] and "warnings" not in jsonl[2]
+
+
 # -- 3. linear time and memory -------------------------------------------------------
 
 def _memory_exponent(make: Callable[[int], bytes], sizes: list[int],

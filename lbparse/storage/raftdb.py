@@ -137,6 +137,9 @@ def _read_log(e: Element, store: RaftStore) -> None:
     if log.error is not None:
         store.findings.append(Finding(store.path, None, "bad_log_entry",
                                       f"log key {_key_text(e.key)}: {log.error}"))
+    elif log.entry is not None:  # data kept as bytes, keys missing: said, not only in JSON
+        store.findings += [Finding(store.path, None, "bad_log_entry", f"log index {index}: {w}")
+                           for w in log.entry.warnings]
     store.logs.append(log)
 
 
