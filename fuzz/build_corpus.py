@@ -8,7 +8,8 @@ NATS streams of those envelopes (with headers, replies, control lines) for
 `nats`; small pcap and pcapng captures of them, over several link types,
 for `capture`; batches of envelopes for `batch`; segments of every
 generation, indexes, checkpoints and raft.db pages for `storage`; Raft log
-entries and transport streams for `raft`. The seeds are made, never stored: fuzz/corpus/ is not
+entries and transport streams for `raft`; whole raft.db files (real and crafted) for
+`raftdb`. The seeds are made, never stored: fuzz/corpus/ is not
 committed (the fuzzer's finds grow it).
 """
 
@@ -102,6 +103,35 @@ def storage_files() -> list[bytes]:
     return out
 
 
+def raft_dbs() -> list[bytes]:
+    """Whole raft.db files for `raftdb`: the three nodes' of the shared
+    `short` run, and crafted ones (keys sharing one value, a page reached
+    twice, a loop, a command that is not a RaftLog)."""
+    from support import bolt_builder as bb
+    from support.shared import LIFTBRIDGE
+
+    out = []
+    sample = LIFTBRIDGE / "samples" / "data-short.tar.gz"
+    if sample.is_file():
+        import tarfile
+
+        with tarfile.open(sample) as tar:
+            for member in tar.getmembers():
+                f = tar.extractfile(member) if member.name.endswith("raft/raft.db") else None
+                if f is not None:
+                    out.append(f.read())
+    leaf5 = bb.leaf(5, [(0, bb.key(1), bb.log_value(1)), (0, bb.key(2), bb.log_value(2))])
+    out += [bb.raft_db({4: bb.aliased_leaf(4, 40, bb.key(1), bb.log_value(1, data=bytes(900)))},
+                       logs_root=4),
+            bb.raft_db({4: bb.branch(4, [(bb.key(1), 5), (bb.key(2), 5)]), 5: leaf5}, logs_root=4),
+            bb.raft_db({4: bb.branch(4, [(bb.key(1), 6)]),
+                        6: bb.branch(6, [(bb.key(1), 5), (bb.key(2), 4)]), 5: leaf5}, logs_root=4),
+            bb.raft_db({4: bb.leaf(4, [(0, bb.key(1), bb.log_value(1, data=b"\xff")),
+                                       (0, bb.key(9), bb.log_value(3, typ=5, data=b"\x93"))])},
+                       logs_root=4)]
+    return out
+
+
 def raft_streams() -> list[bytes]:
     """Raft log entries and transport streams (first byte: the cut, see hostile.check_raft)."""
     import test_raft as t
@@ -117,7 +147,8 @@ def build(out_dir: Path) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
                  "nats": nats_streams(envs), "capture": captures(envs, tmp),
-                 "batch": batches(envs), "storage": storage_files(), "raft": raft_streams()}
+                 "batch": batches(envs), "storage": storage_files(), "raft": raft_streams(),
+                 "raftdb": raft_dbs()}
     counts = {}
     for target, items in seeds.items():
         d = out_dir / target

@@ -8,7 +8,8 @@ lbparse/columnar/_kernels.c, _structs.c): their checks hold the C code
 equal to its Python reference (`native_pass`: the batch decoder's C passes). Issue #19 added `batch` (the pipeline's
 batch decoder against lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
-and `raft` (Raft log entries and the transport stream).
+and `raft` (Raft log entries and the transport stream); issue #27 `raftdb`
+(whole raft.db files: the bbolt walk and the log's copy budget).
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def raft(data: bytes) -> None:
     hostile.check_raft(data)
 
 
+def raftdb(data: bytes) -> None:
+    """raft.db (issue #27): the bbolt walk, the log's budget, the stable store."""
+    hostile.check_raftdb(data)
+
+
 def native_capture(data: bytes) -> None:
     hostile.check_native_capture(data)
     hostile.check_native_capture(data, limits=TIGHT)
@@ -94,7 +100,8 @@ def native_pass(data: bytes) -> None:
 
 
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, raft, native_capture, decode_arrow, native_pass)}
+                                   storage, raft, raftdb, native_capture, decode_arrow,
+                                   native_pass)}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).

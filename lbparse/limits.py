@@ -20,6 +20,11 @@ applied silently:
   max_reassembly  bytes one direction of a TCP connection may hold waiting
                   behind a hole; past it the hole is declared lost (a
                   Notice("limit"), then the usual "gap").
+  max_raft_db     bytes of raft.db's keys and values (log entries, the
+                  stable store) read out of the file in all; past it the
+                  log keys left are counted, not decoded: a Finding("limit")
+                  (lbparse.storage.raftdb). Elements that share one value
+                  cost it each time.
 
     >>> Limits(max_payload=parse_size("1MiB")).max_payload
     1048576
@@ -51,13 +56,18 @@ class Limits:
     max_frame: int = 64 << 20
     max_depth: int = PROTOBUF_MAX_DEPTH
     max_reassembly: int = 16 << 20
+    # Liftbridge's metadata log holds a few thousand small entries (raft
+    # keeps ~10k after a snapshot): a few MB.
+    max_raft_db: int = 256 << 20
     # For decode's shortcut, one attribute read on the hot path: the longest
     # data it may take (any header length leaves the payload within
     # max_payload); -1 when a depth check below the runtime's own is due.
     shortcut_cap: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for f in fields(self)[:4]:
+        for f in fields(self):
+            if not f.init:
+                continue
             value = getattr(self, f.name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")

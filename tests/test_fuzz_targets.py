@@ -74,6 +74,21 @@ def test_the_storage_target_catches_a_c_loop_that_disagrees(corpus: Path,
             targets.storage(data)
 
 
+def test_the_raftdb_target_catches_a_budget_overrun(corpus: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The raftdb target (issue #27) fails on a reader that copies past
+    Limits.max_raft_db (its crafted seed of keys sharing one value)."""
+    from lbparse.storage import raftdb
+
+    seeds = [p.read_bytes() for p in sorted((corpus / "raftdb").iterdir())]
+    for data in seeds:
+        targets.raftdb(data)
+    monkeypatch.setattr(raftdb._Budget, "take", lambda self, n: True)
+    with pytest.raises(AssertionError, match="over the budget"):
+        for data in seeds:
+            targets.raftdb(data)
+
+
 def _harness(name: str, corpus: Path, runs: int) -> str:
     """fuzz/harness.py (atheris, libFuzzer) on a copy of the target's seeds,
     `runs` executions: the campaign's own machinery, bounded."""

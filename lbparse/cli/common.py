@@ -24,6 +24,8 @@ _LIMIT_HELP = {
     "max_frame": "refuse NATS messages that declare more than SIZE bytes, without buffering them",
     "max_depth": "refuse protobuf payloads nested deeper than N levels (1..100)",
     "max_reassembly": "bytes one TCP direction may hold behind a hole before it is declared lost",
+    "max_raft_db": "bytes of raft.db's keys and values decoded in all; the log past it is "
+                   "counted, not decoded",
 }
 
 
@@ -59,7 +61,7 @@ def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
 def limits_from(args: Any) -> Limits | None:
     """The Limits the options ask for; None when they are the defaults."""
     chosen = {n: getattr(args, n) for n in ("max_payload", "max_frame", "max_depth",
-                                            "max_reassembly") if hasattr(args, n)}
+                                            "max_reassembly", "max_raft_db") if hasattr(args, n)}
     limits = Limits(**chosen)
     return None if limits == DEFAULT else limits
 

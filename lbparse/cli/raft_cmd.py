@@ -17,9 +17,18 @@ cluster's: each node's raft.db, in name order).
 Output: a table (default) or `--format jsonl`: first one object with the
 file's `stable` store and bbolt `meta`, then one object per log entry.
 
-Exit status: 0 when the whole file was read, 1 when pages or entries could
-not be (each reported on stderr with the file and position), 2 on usage
-errors (no such file, no raft.db under a folder, not a bbolt file).
+Every problem (a damaged page, an entry that does not decode, a command
+that is not a RaftLog, the --max-raft-db limit reached) is one line on
+stderr with the file and position, whatever the format; the table also
+marks the entry's row.
+
+The file is mapped, never read whole; what is decoded is copied out of it
+within --max-raft-db bytes (the log past it is counted and said).
+
+Exit status: 0 when the whole file was read, 1 when anything was found
+(pages or entries that could not be read, entries with warnings, a limit
+reached), 2 on usage errors (no such file, no raft.db under a folder, not
+a bbolt file).
 
 examples:
   lbparse raft DATA/node1/raft/raft.db
@@ -38,6 +47,7 @@ from pathlib import Path
 from lbparse import jsonform
 from lbparse.textform import printable
 from lbparse.cli.output import add_format_arguments, add_output_argument
+from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.status import UsageError
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          table="a table")
     p.add_argument("--from-index", type=int, metavar="N", help="only entries from index N on")
     p.add_argument("--to-index", type=int, metavar="N", help="only entries up to index N")
+    add_limit_arguments(p, ("max_raft_db",))
     add_output_argument(p, inputs="paths", what="the entries")
 
 
@@ -95,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--from-index {args.from_index} is past --to-index {args.to_index}: "
                          "no entry could be shown")
     stores: list[RaftStore] = []
+    limits = limits_from(args)
     for raw in args.paths:
         try:
-            stores.extend(read_raft_db(path) for path in _db_paths(raw))
+            stores.extend(read_raft_db(path, limits) for path in _db_paths(raw))
         except StorageError as exc:
             print(f"lbparse raft: {exc}", file=sys.stderr)
             return 2
@@ -128,6 +140,15 @@ def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
 
 
 def _summary(d: dict[str, Any]) -> str:
+    """The entry column: what is wrong with the entry first (a cut row must
+    still show it), then what it holds."""
+    contents = _contents(d)
+    text = "; ".join([f"warning: {w}" for w in d.get("warnings", ())]
+                     + ([contents] if contents else []))
+    return text if len(text) <= FIELDS_WIDTH else text[:FIELDS_WIDTH - 1] + "…"
+
+
+def _contents(d: dict[str, Any]) -> str:
     if "command" in d:
         text = f"{d['command']['name'] or d['command']['op']} " + json.dumps(
             d["command"]["fields"], separators=(",", ":"))
@@ -138,7 +159,7 @@ def _summary(d: dict[str, Any]) -> str:
         text = "error: " + d["error"]
     else:
         text = ""
-    return text if len(text) <= FIELDS_WIDTH else text[:FIELDS_WIDTH - 1] + "…"
+    return text
 
 
 def _table(store: RaftStore, args: argparse.Namespace) -> None:
@@ -160,3 +181,6 @@ def _table(store: RaftStore, args: argparse.Namespace) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(r[:3], widths)) + "  " + r[3])
+    if store.findings:  # the lines themselves are on stderr, in every format
+        n = len(store.findings)
+        print(f"  {n} problem{'s' if n > 1 else ''} found in this file (listed on stderr)")

@@ -7,16 +7,22 @@ fact here (page header, meta, element structs, flags, constants) comes from
 from its root page through branch pages to its leaves, and yields the
 pairs in key order. A page that is not what its parent says (wrong id,
 unknown type, past the end of the file, an element pointing outside its
-page, a loop) becomes a `Finding` and its subtree is skipped; the rest is
-read.
+page, a loop, a page reached twice, a tree past the depth limit) becomes a
+`Finding` and its subtree is skipped; the rest is read.
+
+Nothing is copied out of the file: `BoltDB.open` maps it (mmap), pages
+and elements are `memoryview` slices of it, so a sparse file or keys that
+all point at one large value cost only what is read of them. What keeps
+a key or a value (lbparse.storage.raftdb) copies it, within its budget.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Union
 
 from lbparse.storage.errors import Finding, StorageError
 from lbparse_generated.storage_layouts import BBOLT
@@ -39,10 +45,15 @@ NO_FREELIST: int = BBOLT["constants"]["no_freelist"]
 # Where bbolt's first meta page says nothing usable, the page size is
 # looked for among those an OS uses.
 PAGE_SIZES = (4096, 8192, 16384, 32768, 65536, 1024, 2048)
-MAX_DEPTH = 64  # a B+tree deeper than this is a loop
+# A limit, not a fact of bbolt: a tree of 4 KiB pages holding 2^64 keys is
+# well under 20 levels; a deeper one is read down to here and said.
+MAX_DEPTH = 64
+
+# What a BoltDB reads: bytes, or a file's map (BoltDB.open).
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 
-def fnv1a64(data: bytes) -> int:
+def fnv1a64(data: bytes | memoryview) -> int:
     """FNV-1a 64 (hash/fnv New64a), the checksum of a bbolt meta page."""
     h = 0xCBF29CE484222325
     for b in data:
@@ -75,10 +86,11 @@ class Meta:
 
 @dataclass(frozen=True)
 class Element:
-    """One element of a branch (key, child pgid) or leaf page (flags, key, value)."""
+    """One element of a branch (key, child pgid) or leaf page (flags, key,
+    value); key and value are views of the page (bytes(...) copies them)."""
 
-    key: bytes
-    value: bytes = b""
+    key: memoryview
+    value: memoryview = memoryview(b"")
     flags: int = 0
     pgid: int | None = None
 
@@ -98,13 +110,15 @@ class Page:
     elements: list[Element] = field(default_factory=list)
     meta: Meta | None = None
     freelist: list[int] | None = None
+    # What is wrong with the page that does not stop it being read.
+    problems: list[str] = field(default_factory=list)
 
     @property
     def type(self) -> str:
         return TYPE_NAMES.get(self.flags, f"unknown 0x{self.flags:x}")
 
 
-def _meta(buf: bytes, at: int, page: int) -> Meta:
+def _meta(buf: memoryview, at: int, page: int) -> Meta:
     values = dict(zip(META_FIELDS, META.unpack_from(buf, at)))
     checked = buf[at:at + BBOLT["meta_checksummed"]]
     return Meta(page, values["magic"], values["version"], values["page_size"], values["flags"],
@@ -113,12 +127,14 @@ def _meta(buf: bytes, at: int, page: int) -> Meta:
                 fnv1a64(checked) == values["checksum"])
 
 
-def parse_page(buf: bytes, start: int = 0, end: int | None = None) -> Page:
-    """The page at buf[start:end] (a page and its overflow, or an inline page).
+def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
+    """The page at source[start:end] (a page and its overflow, or an inline
+    page); its elements are views of `source`.
 
-    Raises StorageError (position in `buf`) where an element or the page's
+    Raises StorageError (position in `source`) where an element or the page's
     data would lie outside [start, end).
     """
+    buf = source if isinstance(source, memoryview) else memoryview(source)
     end = len(buf) if end is None else end
     if end - start < PAGE_HEADER.size:
         raise StorageError(f"{end - start} bytes, a page header needs {PAGE_HEADER.size}",
@@ -133,6 +149,8 @@ def parse_page(buf: bytes, start: int = 0, end: int | None = None) -> Page:
         page.elements = _branch_elements(buf, data, end, count)
     elif flags == PAGE_TYPES["leaf"]:
         page.elements = _leaf_elements(buf, data, end, count)
+        _overlap(page, sum(len(e.key) + len(e.value) for e in page.elements),
+                 end - data - count * LEAF.size)
     elif flags == PAGE_TYPES["freelist"]:
         page.freelist = _freelist(buf, data, end, count)
     return page
@@ -144,7 +162,16 @@ def _need(stop: int, end: int, at: int, what: str) -> None:
                            position=at, kind="bad_page")
 
 
-def _branch_elements(buf: bytes, data: int, end: int, count: int) -> list[Element]:
+def _overlap(page: Page, claimed: int, room: int) -> None:
+    """bbolt writes each element's key and value once, one after another
+    (node.write): elements claiming more bytes than the page holds share them."""
+    if claimed > room:
+        page.problems.append(f"its {page.count} elements claim {claimed} bytes of keys and "
+                             f"values, the page holds {room}: they overlap (bbolt writes "
+                             "each once)")
+
+
+def _branch_elements(buf: memoryview, data: int, end: int, count: int) -> list[Element]:
     _need(data + count * BRANCH.size, end, data, f"{count} branch elements")
     out = []
     for i in range(count):
@@ -155,7 +182,7 @@ def _branch_elements(buf: bytes, data: int, end: int, count: int) -> list[Elemen
     return out
 
 
-def _leaf_elements(buf: bytes, data: int, end: int, count: int) -> list[Element]:
+def _leaf_elements(buf: memoryview, data: int, end: int, count: int) -> list[Element]:
     _need(data + count * LEAF.size, end, data, f"{count} leaf elements")
     out = []
     for i in range(count):
@@ -167,7 +194,7 @@ def _leaf_elements(buf: bytes, data: int, end: int, count: int) -> list[Element]
     return out
 
 
-def _freelist(buf: bytes, data: int, end: int, count: int) -> list[int]:
+def _freelist(buf: memoryview, data: int, end: int, count: int) -> list[int]:
     if count == FREELIST_OVERFLOW:
         _need(data + PGID.size, end, data, "the freelist count")
         count = PGID.unpack_from(buf, data)[0]
@@ -177,10 +204,10 @@ def _freelist(buf: bytes, data: int, end: int, count: int) -> list[int]:
 
 
 class BoltDB:
-    """A bbolt file, read whole; `findings` lists what could not be read."""
+    """A bbolt file, read where its pages say; `findings` lists what could not be read."""
 
-    def __init__(self, data: bytes, path: str = "<bytes>") -> None:
-        self.data = data
+    def __init__(self, data: Buffer, path: str = "<bytes>") -> None:
+        self.data = data if isinstance(data, memoryview) else memoryview(data)
         self.path = path
         self.findings: list[Finding] = []
         self.metas = self._read_metas()
@@ -193,7 +220,9 @@ class BoltDB:
 
     @classmethod
     def open(cls, path: str | Path) -> "BoltDB":
-        return cls(Path(path).read_bytes(), str(path))
+        """The file mapped, not read: only the pages walked are paged in (a
+        sparse file's holes never are)."""
+        return cls(map_file(path), str(path))
 
     def _read_metas(self) -> list[Meta]:
         """Pages 0 and 1; page 1 sits one page size in, which page 0 says (or a guess)."""
@@ -258,7 +287,7 @@ class BoltDB:
             yield pgid, page
             pgid += page.overflow + 1
 
-    def items(self, root: int, inline: bytes | None = None) -> Iterator[Element]:
+    def items(self, root: int, inline: memoryview | None = None) -> Iterator[Element]:
         """The leaf elements of the bucket rooted at page `root` (or inline), in key order."""
         if inline is not None:
             try:
@@ -266,11 +295,13 @@ class BoltDB:
             except StorageError as exc:
                 self._finding(None, f"inline bucket page: {exc.detail}")
             return
-        yield from self._walk(root, set(), 0)
+        yield from self._walk(root, set(), [], None)
 
-    def _walk(self, pgid: int, seen: set[int], depth: int) -> Iterator[Element]:
-        if pgid in seen or depth > MAX_DEPTH:
-            self._finding(pgid * self.page_size, f"page {pgid} is reached twice (a loop)")
+    def _walk(self, pgid: int, seen: set[int], above: list[int], parent: int | None
+              ) -> Iterator[Element]:
+        """The leaves under page `pgid`; `above` is the path of branch pages
+        from the bucket's root to it, `seen` every page read under this root."""
+        if not self._enter(pgid, seen, above, parent):
             return
         seen.add(pgid)
         try:
@@ -278,15 +309,39 @@ class BoltDB:
         except StorageError as exc:
             self.findings.append(Finding(self.path, exc.position, "bad_page", exc.detail))
             return
+        for problem in page.problems:
+            self._finding(pgid * self.page_size, f"page {pgid}: {problem}")
         if page.flags == PAGE_TYPES["leaf"]:
             yield from page.elements
         elif page.flags == PAGE_TYPES["branch"]:
+            above.append(pgid)
             for e in page.elements:
                 assert e.pgid is not None
-                yield from self._walk(e.pgid, seen, depth + 1)
+                yield from self._walk(e.pgid, seen, above, pgid)
+            above.pop()
         else:
             self._finding(pgid * self.page_size,
                           f"page {pgid} is a {page.type} page inside a bucket's tree")
+
+    def _enter(self, pgid: int, seen: set[int], above: list[int], parent: int | None) -> bool:
+        """Whether to read page `pgid` under `parent`; if not, why, said as a finding:
+        a loop (the page is one of its own ancestors), a page reached a second
+        time (a page of a B+tree has one parent), or the depth limit."""
+        at = pgid * self.page_size
+        if pgid in seen and pgid in above:
+            path = " -> ".join(map(str, above[above.index(pgid):] + [pgid]))
+            self._finding(at, f"page {pgid} is its own ancestor, a loop ({path}): "
+                          "not read again")
+        elif pgid in seen:
+            self._finding(at, f"page {pgid} is reached a second time (from branch page "
+                          f"{parent}): a page has one parent; its subtree was read once")
+        elif len(above) >= MAX_DEPTH:
+            self._finding(at, f"page {pgid} is {len(above) + 1} levels below its bucket's "
+                          f"root (branch page {above[0]}), past the depth limit of "
+                          f"{MAX_DEPTH}: its subtree is not read")
+        else:
+            return True
+        return False
 
     def bucket(self, *names: bytes) -> Iterator[Element]:
         """The pairs of a bucket, by its path of names from the root bucket."""
@@ -301,7 +356,7 @@ class BoltDB:
                                    path=self.path, kind="bad_page")
         yield from self.items(root, inline)
 
-    def _open_bucket(self, value: bytes) -> tuple[int, bytes | None]:
+    def _open_bucket(self, value: memoryview) -> tuple[int, memoryview | None]:
         if len(value) < BUCKET.size:
             raise StorageError(f"bucket value of {len(value)} bytes, needs {BUCKET.size}",
                                path=self.path, kind="bad_page")
@@ -310,4 +365,14 @@ class BoltDB:
 
     def buckets(self) -> list[bytes]:
         """The names of the top-level buckets."""
-        return [e.key for e in self.items(self.meta.root) if e.is_bucket]
+        return [bytes(e.key) for e in self.items(self.meta.root) if e.is_bucket]
+
+
+def map_file(path: str | Path) -> Buffer:
+    """The file's bytes as a read-only map (b"" when it is empty: mmap refuses
+    a length of 0). The map stays while a view of it does."""
+    with open(path, "rb") as f:
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return b""

@@ -6,6 +6,11 @@ raft-boltdb (v2, the one Liftbridge v1.9.0 uses) holds two buckets
 lbparse.raft (the same decoder that reads the AppendEntries of captures);
 and `conf`, the stable store: CurrentTerm, LastVoteTerm (big-endian u64)
 and LastVoteCand (the voted-for server).
+
+The file is mapped, not read (lbparse.storage.bbolt): what is kept is
+copied out of it within `limits.max_raft_db` bytes (lbparse.limits); past
+that the log keys left are counted and said in one Finding("limit"), and
+the stable store is still read.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lbparse.jsonform import Int64
+from lbparse.limits import DEFAULT, Limits
 from lbparse.raft import LogEntry, RaftError, decode_log_entry
-from lbparse.storage.bbolt import BoltDB, Meta
+from lbparse.storage.bbolt import BoltDB, Buffer, Element, Meta, map_file
 from lbparse.storage.errors import Finding, StorageError
 from lbparse_generated.storage_layouts import BBOLT
 
@@ -61,48 +67,99 @@ class RaftStore:
                 for k, v in self.stable.items()}
 
 
-def read_raft_db(path: str | Path) -> RaftStore:
-    return read_raft_db_bytes(Path(path).read_bytes(), str(path))
+def read_raft_db(path: str | Path, limits: Limits | None = None) -> RaftStore:
+    """raft.db at `path`, mapped (a sparse file's holes are never read)."""
+    return read_raft_db_bytes(map_file(path), str(path), limits)
 
 
-def read_raft_db_bytes(data: bytes, path: str = "<bytes>") -> RaftStore:
+def read_raft_db_bytes(data: Buffer, path: str = "<bytes>",
+                       limits: Limits | None = None) -> RaftStore:
     """Read raft.db's log and stable store; StorageError if it is no bbolt file."""
     db = BoltDB(data, path)
     store = RaftStore(path, db.meta)
-    _read_logs(db, store)
-    _read_stable(db, store)
+    budget = _Budget((limits or DEFAULT).max_raft_db)
+    _read_logs(db, store, budget)
+    _read_stable(db, store, budget)
     store.findings[:0] = db.findings
     return store
 
 
-def _read_logs(db: BoltDB, store: RaftStore) -> None:
+class _Budget:
+    """Bytes that may still be copied out of the file (Limits.max_raft_db)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = self.left = size
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            return False
+        self.left -= n
+        return True
+
+
+def _read_logs(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
+    first: Element | None = None  # the first element past the budget
+    left = 0  # elements from it on: counted, not copied (the walk goes on for its findings)
     try:
-        items = list(db.bucket(NAMES["logs_bucket"].encode()))
+        for e in db.bucket(NAMES["logs_bucket"].encode()):
+            if first is None and budget.take(len(e.key) + len(e.value)):
+                _read_log(e, store)
+            else:
+                first = first or e
+                left += 1
     except StorageError as exc:
         store.findings.append(Finding(store.path, exc.position, "bad_page", exc.detail))
-        return
-    for e in items:
-        index = U64_BE.unpack(e.key)[0] if len(e.key) == U64_BE.size else None
-        log = StoredLog(index, e.key)
-        if index is None:
-            log.error = f"key of {len(e.key)} bytes, a log index is {U64_BE.size}"
+    if first is not None:
+        store.findings.append(Finding(store.path, None, "limit", (
+            f"log key {_key_text(first.key)}: the {budget.size} bytes of keys and values "
+            f"lbparse reads of raft.db are spent (max_raft_db); this key and the {left - 1} "
+            "after it are not decoded (--max-raft-db raises the limit)")))
+
+
+def _key_text(k: memoryview) -> str:
+    """A key for a message: its hex, cut (a hostile key may be any length)."""
+    return k[:16].hex() + ("..." if len(k) > 16 else "")
+
+
+def _read_log(e: Element, store: RaftStore) -> None:
+    index = U64_BE.unpack(e.key)[0] if len(e.key) == U64_BE.size else None
+    log = StoredLog(index, bytes(e.key))
+    if index is None:
+        log.error = f"key of {len(e.key)} bytes, a log index is {U64_BE.size}"
+    else:
+        try:
+            log.entry = decode_log_entry(e.value)
+        except RaftError as exc:
+            log.error = f"{exc.kind}: {exc.message}"
         else:
-            try:
-                log.entry = decode_log_entry(e.value)
-            except RaftError as exc:
-                log.error = f"{exc.kind}: {exc.message}"
-            else:
-                if log.entry.index != index:
-                    log.error = f"the entry says index {log.entry.index}, its key {index}"
-        if log.error is not None:
-            store.findings.append(Finding(store.path, None, "bad_log_entry",
-                                          f"log key {e.key.hex()}: {log.error}"))
-        store.logs.append(log)
+            if log.entry.index != index:
+                log.error = f"the entry says index {log.entry.index}, its key {index}"
+    if log.error is not None:
+        store.findings.append(Finding(store.path, None, "bad_log_entry",
+                                      f"log key {_key_text(e.key)}: {log.error}"))
+    elif log.entry is not None:  # data kept as bytes, keys missing: said, not only in JSON
+        store.findings += [Finding(store.path, None, "bad_log_entry", f"log index {index}: {w}")
+                           for w in log.entry.warnings]
+    store.logs.append(log)
 
 
-def _read_stable(db: BoltDB, store: RaftStore) -> None:
+def _read_stable(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
+    """The stable store's keys raft-boltdb writes; the bucket's other keys are
+    not copied (a hostile bucket may hold any number)."""
+    wanted = {n.encode() for n in (*NAMES["stable_uint64_keys"], *NAMES["stable_bytes_keys"])}
+    items: dict[bytes, bytes] = {}
     try:
-        items = {e.key: e.value for e in db.bucket(NAMES["conf_bucket"].encode())}
+        for e in db.bucket(NAMES["conf_bucket"].encode()):
+            k = bytes(e.key) if len(e.key) <= 32 else b""
+            if k not in wanted or k in items:
+                continue
+            if not budget.take(len(e.value)):
+                store.findings.append(Finding(store.path, None, "limit", (
+                    f"stable store {k.decode()} is {len(e.value)} bytes, past what is left "
+                    f"of the {budget.size} bytes lbparse reads of raft.db (max_raft_db): "
+                    "not read")))
+                continue
+            items[k] = bytes(e.value)
     except StorageError as exc:
         store.findings.append(Finding(store.path, exc.position, "bad_page", exc.detail))
         return

@@ -289,6 +289,39 @@ def check_raft(data: bytes) -> None:
         assert cut == whole, f"cut every {step} bytes: {cut!r} != {whole!r}"
 
 
+def check_raftdb(data: bytes, budget: int = 4096) -> None:
+    """Any bytes as raft.db (issue #27): only StorageError escapes; what the
+    store keeps of the file's keys and values stays within Limits.max_raft_db,
+    past which exactly one `limit` finding is said; a smaller budget reads a
+    prefix of the log a larger one reads; every page finding is worded as
+    one of the walk's problems."""
+    from lbparse.limits import Limits
+    from lbparse.storage.errors import StorageError
+    from lbparse.storage.raftdb import read_raft_db_bytes
+
+    try:
+        wide = read_raft_db_bytes(data, "raft.db", Limits(max_raft_db=1 << 24))
+    except StorageError as exc:
+        assert exc.path == "raft.db", exc
+        return
+    tight = read_raft_db_bytes(memoryview(data), "raft.db", Limits(max_raft_db=budget))
+    kept = sum(len(log.key) + (len(log.entry.data or b"") + len(log.entry.extensions or b"")
+                               if log.entry is not None else 0) for log in tight.logs)
+    assert kept <= budget, f"{kept} bytes of the log kept, over the budget of {budget}"
+    assert all(f.path == "raft.db" for f in wide.findings + tight.findings)
+    limits = [f for f in tight.findings if f.kind == "limit" and "log key" in f.message]
+    assert len(limits) <= 1, limits
+
+    def rows(store: Any) -> list[str]:
+        return [json.dumps(log.to_json_dict(), sort_keys=True, default=str) for log in store.logs]
+
+    assert rows(tight) == rows(wide)[:len(tight.logs)]
+    if not limits:
+        assert len(tight.logs) == len(wide.logs)
+    for f in wide.findings:
+        assert f.kind != "bad_page" or "(a loop)" not in f.message, f  # words of issue #27
+
+
 def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict[str, Any]]:
     import pyarrow as pa
 
