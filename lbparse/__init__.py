@@ -15,7 +15,7 @@ from lbparse.columnar.api import (decode_arrow, decode_tables, read_capture_arro
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse
 from lbparse.layouts import LAYOUTS, Layout, MsgType
 from lbparse.envelope import Envelope
-from lbparse.errors import KINDS, EnvelopeError
+from lbparse.errors import KINDS, EnvelopeError, LbparseError
 from lbparse.flatbuf import FlatTable
 from lbparse.header import Header
 from lbparse.limits import Limits
@@ -26,6 +26,7 @@ __all__ = [
     "CommitLogEntry",
     "Envelope",
     "EnvelopeError",
+    "LbparseError",
     "FlatTable",
     "Header",
     "KINDS",

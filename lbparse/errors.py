@@ -1,4 +1,13 @@
-"""The one exception lbparse raises for bad bytes, and its kinds.
+"""The errors lbparse raises for its input: `LbparseError`, their base, and
+the envelope's own, `EnvelopeError`, with its kinds.
+
+`LbparseError` is what "lbparse refused these bytes (or this file)" means
+to a program: a `ValueError` with a `kind` (each subclass lists its own
+KINDS), a message that says what was found and where, `where` (the byte
+offset or position it concerns, when there is one) and one JSON shape,
+`{"error": kind, "message": message, ...}` (a subclass may add keys).
+`EnvelopeError` (here), `lbparse.capture.CaptureError`,
+`lbparse.raft.RaftError` and `lbparse.storage.StorageError` derive from it.
 
 Every failure to decode input bytes is an `EnvelopeError` whose `kind` is
 one of `KINDS`, listed in the order a strict decoder checks them. The
@@ -25,7 +34,25 @@ KINDS: tuple[str, ...] = (
 )
 
 
-class EnvelopeError(ValueError):
+class LbparseError(ValueError):
+    """lbparse refused these bytes, or this file: the base of its input errors."""
+
+    kind: str
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    @property
+    def where(self) -> int | None:
+        """The byte offset (or position) the error concerns, None when it has none."""
+        return getattr(self, "offset", None)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"error": self.kind, "message": self.message}
+
+
+class EnvelopeError(LbparseError):
     """Bytes that are not a well-formed envelope of the requested layout."""
 
     kind: str
@@ -53,12 +80,8 @@ class EnvelopeError(ValueError):
         self.actual = actual
         self.limit = limit
 
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
-
-    def to_json_dict(self) -> dict[str, str]:
-        d = {"error": self.kind, "message": self.message}
+    def to_json_dict(self) -> dict[str, Any]:
+        d = super().to_json_dict()
         if self.limit is not None:
             d["limit"] = self.limit
         return d

@@ -11,6 +11,8 @@ at all.
 
 from __future__ import annotations
 
+from lbparse.errors import LbparseError
+
 KINDS: tuple[str, ...] = (
     "unknown_format",        # not pcap, pcapng, nor our JSON Lines / Parquet records
     "bad_header",            # a pcap file header or pcapng section header that makes no sense
@@ -23,7 +25,7 @@ KINDS: tuple[str, ...] = (
 )
 
 
-class CaptureError(ValueError):
+class CaptureError(LbparseError):
     """A capture file lbparse cannot read; `kind` is one of `KINDS`.
 
     The message says what was found and where (file offset, line number);
@@ -39,13 +41,6 @@ class CaptureError(ValueError):
         super().__init__(message)
         self.kind = kind
         self.offset = offset
-
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
-
-    def to_json_dict(self) -> dict[str, str]:
-        return {"error": self.kind, "message": self.message}
 
     def __repr__(self) -> str:
         return f"CaptureError({self.kind!r}, {self.message!r})"

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from lbparse.errors import LbparseError
+
 __all__ = ["KINDS", "RaftError"]
 
 KINDS: tuple[str, ...] = (
@@ -13,7 +17,7 @@ KINDS: tuple[str, ...] = (
 )
 
 
-class RaftError(ValueError):
+class RaftError(LbparseError):
     """Bytes that are not what hashicorp/raft writes; `offset` where it went wrong."""
 
     kind: str
@@ -26,12 +30,8 @@ class RaftError(ValueError):
         self.kind = kind
         self.offset = offset
 
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
-
-    def to_json_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "message": self.message, "offset": self.offset}
+    def to_json_dict(self) -> dict[str, Any]:
+        return {**super().to_json_dict(), "offset": self.offset}
 
     def __repr__(self) -> str:
         return f"RaftError({self.kind!r}, {self.message!r})"

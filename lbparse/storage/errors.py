@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lbparse.errors import LbparseError
+
 # Kinds of findings, in the order `--verify` explains them in the README.
 KINDS: tuple[str, ...] = (
     "crc_mismatch",      # an entry's stored CRC is not the CRC of its body
@@ -38,7 +40,7 @@ KINDS: tuple[str, ...] = (
 )
 
 
-class StorageError(ValueError):
+class StorageError(LbparseError):
     """A file (or bytes) that cannot be read as the Liftbridge file it should be."""
 
     def __init__(self, message: str, *, path: str | Path | None = None,
@@ -51,6 +53,14 @@ class StorageError(ValueError):
         self.position = position
         self.kind = kind
         self.detail = message
+
+    @property
+    def where(self) -> int | None:
+        return self.position
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"error": self.kind, "message": self.detail, "path": self.path,
+                "position": self.position}
 
 
 @dataclass(frozen=True)
