@@ -403,7 +403,9 @@ def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
     with pytest.raises(wirescan_native.Unsupported):
         wirescan_native._program(desc, typ, False, False)
     starts, ends, buf = binary_buffers(pa.array(payloads, pa.binary()))
-    got, ok = wirescan_native.decode_structs(desc, typ, buf, starts, ends)
+    with pytest.raises(wirescan_native.Unsupported):  # C says so; the dispatcher reads it in numpy
+        wirescan_native.decode_structs(desc, typ, buf, starts, ends)
+    got, ok = wirescan.decode_structs(desc, typ, buf, starts, ends)
     assert ok.all()
     assert got.to_pylist() == [{"e": None}, {"e": "HUGE"}, {"e": "UNKNOWN_ENUM_VALUE_Sparse_5"}]
 

@@ -15,7 +15,7 @@ first batches back while it has no proof yet (see generation.WINDOW).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -25,10 +25,20 @@ from lbparse.api import decode
 from lbparse.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, connection_key,
                                 scopes)
 
-if TYPE_CHECKING:
-    from lbparse.columnar.decode_arrow import BatchDecoder
 
-__all__ = ["apply_context", "message_count"]
+
+class ContextDecoder(Protocol):
+    """What the context asks of the batch decoder (decode_arrow.BatchDecoder),
+    which calls it: a protocol, so this module needs nothing of that one."""
+
+    options: Any
+    layouts: Any
+    auto_decisions: dict[int, Any]
+
+    def redecode(self, rows: Any, i: int, layout: str, b: bytes, e: int,
+                 scope: str = ...) -> None: ...
+
+__all__ = ["ContextDecoder", "apply_context", "message_count"]
 
 
 def message_count(records: pa.RecordBatch) -> int:
@@ -37,7 +47,7 @@ def message_count(records: pa.RecordBatch) -> int:
     return int(records.num_rows) - problems
 
 
-def apply_context(dec: "BatchDecoder", ctx: GenerationContext, base: int,
+def apply_context(dec: ContextDecoder, ctx: GenerationContext, base: int,
                   records: pa.RecordBatch, rows: Any, fast: np.ndarray, preset: np.ndarray,
                   hdr: dict[str, np.ndarray], buffers: tuple[np.ndarray, ...]) -> None:
     """Note the batch's proof in `ctx`; resolve its ambiguous rows by it."""
@@ -109,7 +119,7 @@ def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: An
                 ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
 
 
-def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows: Any,
+def _settle(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray, rows: Any,
             buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
             subject: pa.Array) -> None:
     """The rows still ambiguous that the context decides, as the capture reader
@@ -151,7 +161,7 @@ def _settle(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray, rows
             open_ &= count == 0  # more than one proven: still ambiguous, as the reader says
 
 
-def _decide(dec: "BatchDecoder", rows: Any, i: int, layout: str, scope: str,
+def _decide(dec: ContextDecoder, rows: Any, i: int, layout: str, scope: str,
             buffers: tuple[np.ndarray, ...]) -> None:
     if layout == dec.layouts.name(int(rows.layout[i])):
         # A proof that keeps the row's layout changes only how it was decided,
@@ -164,7 +174,7 @@ def _decide(dec: "BatchDecoder", rows: Any, i: int, layout: str, scope: str,
     dec.redecode(rows, i, layout, data[starts[i]:ends[i]].tobytes(), int(ends[i]), scope)
 
 
-def _resolve(dec: "BatchDecoder", ctx: GenerationContext, index: np.ndarray,
+def _resolve(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray,
              records: pa.RecordBatch, rows: Any, fast: np.ndarray,
              buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
              subject: pa.Array) -> None:

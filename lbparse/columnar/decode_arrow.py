@@ -56,6 +56,7 @@ from lbparse.limits import DEFAULT
 from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.commitscan import decode_replication
+from lbparse.columnar.context import apply_context
 from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
@@ -341,7 +342,6 @@ class BatchDecoder:
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
         if context is not None and self.options.layout == "auto":
-            from lbparse.columnar.context import apply_context
             apply_context(self, context, base, records, rows, take, preset, hdr,
                           (starts, ends, data))
         return self._assemble(records, rows, preset, starts, ends, data)

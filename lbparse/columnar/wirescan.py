@@ -34,6 +34,8 @@ import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from lbparse.columnar import wirescan_native
+
 _kernels: Any
 try:
     from lbparse.columnar import _kernels  # type: ignore[attr-defined,no-redef]
@@ -589,10 +591,10 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
 
     The C reader (wirescan_native, when setup.py built it) does this in one
     pass per batch; the numpy reader here is the reference (`native=False`)."""
-    if native and len(starts):
-        from lbparse.columnar import wirescan_native
-
-        if wirescan_native.available():
+    if native and len(starts) and wirescan_native.available():
+        try:
             return wirescan_native.decode_structs(descriptor, arrow_type, data, starts, ends,
                                                   emit_defaults, clean)
+        except wirescan_native.Unsupported:
+            pass  # a type the C reader is not compiled for: the numpy reader below
     return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults, clean=clean)

@@ -140,14 +140,11 @@ def _array(typ: pa.DataType, out: tuple[Any, ...]) -> pa.Array:
 def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
                    starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
                    clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
-    """wirescan.decode_structs, in C (see the module's doc)."""
-    try:
-        program = _program(descriptor, arrow_type, emit_defaults, clean)
-    except Unsupported:
-        from lbparse.columnar.wirescan import decode_structs as numpy_reader
-
-        return numpy_reader(descriptor, arrow_type, data, starts, ends, emit_defaults, clean,
-                            native=False)
+    """wirescan.decode_structs, in C (see the module's doc); Unsupported for a type
+    the C reader is not compiled for."""
+    # Unsupported (a type the C reader is not compiled for) goes to the caller,
+    # wirescan.decode_structs, whose numpy reader reads it.
+    program = _program(descriptor, arrow_type, emit_defaults, clean)
     ok, out = program.decode(np.ascontiguousarray(data, np.uint8),
                              np.ascontiguousarray(starts, np.int64),
                              np.ascontiguousarray(ends, np.int64))
