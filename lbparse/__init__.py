@@ -21,6 +21,7 @@ from lbparse.header import Header
 from lbparse.limits import Limits
 from lbparse.payloads import message_class
 from lbparse.upstream import UpstreamVerdict, upstream_verdict
+from lbparse.version import __version__ as __version__
 
 __all__ = [
     "CommitLogEntry",
@@ -48,4 +49,3 @@ __all__ = [
     "read_capture_tables",
     "upstream_verdict",
 ]
-__version__ = "0.1.0"

@@ -34,18 +34,17 @@ from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import message_class
+from lbparse.pipeline.units import Unit
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
                                      looks_like_partition, partition_number, segment_name,
                                      unreadable_files)
 from lbparse.storage.errors import StorageError
 from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
-from lbparse.storage.values import KNOWN_STREAMS
+from lbparse.storage.values import KNOWN_STREAMS, stored_envelope
 from lbparse.wire import MAGIC
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
-
-    from lbparse.pipeline.sources import Unit
 
 __all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
            "entries_schema", "plan_storage", "read_segment_unit", "value_columns"]
@@ -107,11 +106,9 @@ def entries_schema() -> "StructType":
 
 # -- planning (driver) ---------------------------------------------------------
 
-def plan_storage(path: str) -> list["Unit"] | None:
+def plan_storage(path: str) -> list[Unit] | None:
     """One unit per segment file of a data directory (or streams/, a stream,
     a partition, a .log file); None when `path` is none of those."""
-    from lbparse.pipeline.sources import Unit
-
     if not _looks_like_storage(path):
         return None
     try:
@@ -154,7 +151,7 @@ def _where(log: str) -> tuple[str, str, int | None, int]:
     return node, stream, partition_number(part_dir.name), base_offset_of(log) or 0
 
 
-def read_segment_unit(unit: "Unit", batch_rows: int) -> Iterator[pa.RecordBatch]:
+def read_segment_unit(unit: Unit, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """The rows of one segment file, a part at a time, in file order."""
     node, stream, partition, base = _where(unit.path)
     head = {"source": unit.path, "node": node, ENTRIES_PARTITION: stream,
@@ -275,14 +272,8 @@ def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type
 
 
 def _envelope(cols: dict[str, Any], i: int, value: bytes) -> None:
-    from lbparse import decode
-
-    for layout in ("v0", "legacy"):
-        try:
-            env = decode(value, layout)
-        except EnvelopeError:
-            continue
+    env = stored_envelope(value)
+    if env is not None:
         cols["value_type"][i] = f"envelope {env.layout} {env.msg_type_name}"
         cols["value_json"][i] = jsonform.dumps(env.to_json_dict())  # 64-bit values as strings
-        return
 

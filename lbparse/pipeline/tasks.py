@@ -24,7 +24,6 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-import lbparse
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
 from lbparse.columnar.tables import table_schema, tables_of
@@ -92,7 +91,7 @@ def decoded_by() -> str:
     from lbparse.capture import HOT_MODULES, compiled_modules
     from lbparse.columnar import crc
 
-    where = os.path.dirname(lbparse.__file__)
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the lbparse package
     built = []
     if compiled_modules():
         built.append(f"capture {len(compiled_modules())}/{len(HOT_MODULES)}")

@@ -18,6 +18,7 @@ from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
 from lbparse.textform import NO_MSG_TYPE
+from lbparse.version import __version__
 
 SCHEMA_VERSION = 1
 MAX_STREAMS = 200
@@ -269,8 +270,6 @@ class Aggregator:
 
     def model(self, inputs: list[dict[str, Any]], stats: dict[str, Any]) -> dict[str, Any]:
         """The report's data: plain JSON values only."""
-        from lbparse import __version__
-
         first, last = self.axis.first_ns, self.axis.last_ns
         totals = dict(stats)
         subjects = totals.pop("per_subject", {})

@@ -108,10 +108,10 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
 
 def _descriptor(column: str) -> Any:
     """The protobuf descriptor of a struct column (proto_Message: proto.Message), or None."""
-    import lbparse
+    from lbparse.payloads import message_class
 
     try:
-        return lbparse.message_class(column.replace("_", ".", 1)).DESCRIPTOR
+        return message_class(column.replace("_", ".", 1)).DESCRIPTOR
     except (KeyError, ValueError, AttributeError):
         return None
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from lbparse.api import decode
+from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import ProtoCodec
 from lbparse_generated.storage_layouts import DATA_DIR
 
-__all__ = ["KNOWN_STREAMS", "decode_value"]
+__all__ = ["KNOWN_STREAMS", "decode_value", "stored_envelope"]
 
 KNOWN_STREAMS: dict[str, str] = {name: spec["value"]
                                  for name, spec in DATA_DIR["known_streams"].items()}
@@ -43,13 +45,18 @@ def decode_value(stream: str, value: bytes | None) -> dict[str, Any] | None:
     return _envelope(value)
 
 
-def _envelope(value: bytes) -> dict[str, Any] | None:
-    from lbparse import decode
-
+def stored_envelope(value: bytes) -> Envelope | None:
+    """A stored value that is an envelope (v0, else legacy: what Liftbridge
+    keeps in its own streams), decoded; None when it is neither."""
     for layout in ("v0", "legacy"):
         try:
-            env = decode(value, layout)
+            return decode(value, layout)
         except EnvelopeError:
             continue
-        return {"type": f"envelope ({env.layout})", "json": env.to_json_dict()}
     return None
+
+
+def _envelope(value: bytes) -> dict[str, Any] | None:
+    env = stored_envelope(value)
+    return None if env is None else {"type": f"envelope ({env.layout})",
+                                     "json": env.to_json_dict()}
