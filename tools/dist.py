@@ -51,9 +51,9 @@ LAUNCHER = '''\
 """spark-submit's application file: `lbparse pipeline` with these arguments."""
 import sys
 
-from lbparse.pipeline.job import main
+from lbparse.cli import main
 
-sys.exit(main(sys.argv[1:]))
+sys.exit(main(["pipeline", *sys.argv[1:]]))
 '''
 
 

@@ -9,7 +9,7 @@ pieces, each with one job:
   tasks.py         what one mapInArrow task runs
   summary.py       counts per input file, that add up
   session.py       the Spark session: local[*], a cluster, or spark-submit's
-  job.py           a run, and the entry point for spark-submit
+  job.py           a run (spark-submit runs `lbparse pipeline`: tools/dist.py)
 
 The decoding itself is the columnar core, lbparse.columnar.
 (`make dist`, what a cluster needs, is build tooling: tools/dist.py.)

@@ -277,16 +277,3 @@ def write_summary(summary: Summary, location: str, fs: FileSystem | None = None)
         return
     with fs.open_output_stream(location) as f:
         f.write(text.encode("utf-8"))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """spark-submit's entry point: `lbparse pipeline` with these arguments."""
-    import sys
-
-    from lbparse.cli import main as cli_main
-
-    return cli_main(["pipeline", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -65,7 +65,7 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOptions:
     """The pipeline's options from the data source's (ValueError for bad ones)."""
-    from lbparse.cli.pipeline_cmd import default_layout
+    from lbparse.capture import default_layout
 
     _check_names(options, stream)
     o = _lower(options)
