@@ -16,6 +16,7 @@ from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
+from lbparse.report.storage import Storage
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
 from lbparse.textform import NO_MSG_TYPE
 from lbparse.version import __version__
@@ -241,8 +242,6 @@ class Aggregator:
     def storage(self) -> Any:
         """The data directories' part (report.storage.Storage), made when first asked for."""
         if self._storage is None:
-            from lbparse.report.storage import Storage
-
             self._storage = Storage(self)
         return self._storage
 

@@ -21,10 +21,12 @@ ChangeLeader/CreateStream op of the same epoch. Damage is each a problem
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lbparse.report.aggregate import Aggregator
 from lbparse.report.timebins import MS, Counts
+
+if TYPE_CHECKING:  # the aggregator owns a Storage, made on first use (Aggregator.storage)
+    from lbparse.report.aggregate import Aggregator
 
 RAFT_DB = Path("raft") / "raft.db"
 
@@ -32,7 +34,7 @@ RAFT_DB = Path("raft") / "raft.db"
 class Storage:
     """The data directories' part of the report."""
 
-    def __init__(self, agg: Aggregator) -> None:
+    def __init__(self, agg: "Aggregator") -> None:
         self.agg = agg
         self.stored = Counts(agg.axis)     # stored messages by stream
         self.replicas: list[dict[str, Any]] = []
@@ -140,7 +142,7 @@ class Storage:
                 "raft_dbs": self.raft_dbs, "findings": self.findings}
 
 
-def read_data_dir(path: str, agg: Aggregator) -> dict[str, Any]:
+def read_data_dir(path: str, agg: "Aggregator") -> dict[str, Any]:
     """Every node's partitions and raft.db under `path` into `agg`; the input's summary."""
     from lbparse.storage import StorageError, find_partitions
     from lbparse.storage.datadir import is_data_dir, node_name
