@@ -51,7 +51,7 @@ class FlatFields:
     __slots__ = ("_fields", "_zeros")
 
     def __init__(self, table: FlatTable) -> None:
-        from lbparse.flatbuf import TABLES
+        from lbparse_generated.fb_schema import TABLES
 
         self._fields = table.fields
         self._zeros = {name: "" if ftype in ("string", "[ubyte]") else 0
