@@ -120,7 +120,7 @@ def _block(text: bytes, marker: bytes) -> bytes | None:
 
 
 def _check_seed(flag: str, path: str, seed: bytes) -> None:
-    import nkeys
+    import nkeys  # type: ignore[import-untyped]
 
     try:
         nkeys.from_seed(bytearray(seed)).wipe()
