@@ -120,7 +120,7 @@ def _block(text: bytes, marker: bytes) -> bytes | None:
 
 
 def _check_seed(flag: str, path: str, seed: bytes) -> None:
-    import nkeys  # type: ignore[import-untyped]
+    import nkeys  # type: ignore[import-untyped,unused-ignore]
 
     try:
         nkeys.from_seed(bytearray(seed)).wipe()
