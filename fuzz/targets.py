@@ -20,6 +20,8 @@ from support import hostile
 # fuzzer sees inside them: the checks import them lazily.
 import lbparse.columnar.decode_arrow  # noqa: F401
 import lbparse.raft  # noqa: F401
+import lbparse.report.aggregate  # noqa: F401
+import lbparse.report.columnar  # noqa: F401
 import lbparse.storage  # noqa: F401
 import lbparse.storage.checkpoints  # noqa: F401
 import lbparse.storage.raftdb  # noqa: F401
@@ -99,10 +101,19 @@ def native_pass(data: bytes) -> None:
         npass.check_decoder(payloads)
 
 
+def report(data: bytes) -> None:
+    """The report's aggregation (issue #27): its two paths, columns and records,
+    count the same (tests/support/report_check.py)."""
+    from support.report_check import check_report
+
+    check_report(data)
+
+
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
                                    storage, raft, raftdb, native_capture, decode_arrow,
-                                   native_pass)}
+                                   native_pass, report)}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).
-SEEDS = {"native_capture": "capture", "decode_arrow": "decode", "native_pass": "batch"}
+SEEDS = {"native_capture": "capture", "decode_arrow": "decode", "native_pass": "batch",
+         "report": "batch"}

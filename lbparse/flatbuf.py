@@ -17,6 +17,7 @@ vector entries share one 50 KB vector decodes to 100 MB, and an 8 MB one of
 from __future__ import annotations
 
 import base64
+import binascii
 import struct
 from typing import Any
 
@@ -69,11 +70,13 @@ class FlatTable:
 
     @classmethod
     def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> "FlatTable":
+        if not isinstance(obj, dict):
+            raise ValueError(f"a {type_name} table is a JSON object of its fields, not {obj!r}")
         types = {name: ftype for _, name, ftype in TABLES[type_name]}
         unknown = set(obj) - set(types)
         if unknown:
             raise ValueError(f"{type_name} has no field {', '.join(sorted(unknown))}")
-        return cls(type_name, {k: _from_json(types[k], v) for k, v in obj.items()})
+        return cls(type_name, {k: _from_json(types[k], v, k) for k, v in obj.items()})
 
 
 # 64-bit scalars: decimal strings in JSON (lbparse.jsonform), as protobuf writes int64.
@@ -92,18 +95,59 @@ def _json(ftype: str, value: Any) -> Any:
     return value
 
 
-def _from_json(ftype: str, value: Any) -> Any:
+# The range of each integer type the tables have (api.fbs), for JSON read in.
+_RANGES = {"byte": (-2**7, 2**7 - 1), "ubyte": (0, 2**8 - 1), "short": (-2**15, 2**15 - 1),
+           "ushort": (0, 2**16 - 1), "int": (-2**31, 2**31 - 1), "uint": (0, 2**32 - 1),
+           "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1),
+           "long": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1), "ulong": (0, 2**64 - 1),
+           "int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int16": (-2**15, 2**15 - 1),
+           "uint16": (0, 2**16 - 1)}
+
+
+def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
+    """A field's value from JSON; ValueError (naming the field) for one that
+    does not fit its type: the builder would raise a TypeError mid-build."""
     if ftype in _INT64:
-        return int64(value, ftype)
+        return _in_range(int64(value, name), ftype, name)
     if ftype == "[ubyte]":
-        return base64.b64decode(value, validate=True)
+        if not isinstance(value, str):
+            raise ValueError(f"{name} is {value!r}, not base64 text")
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"{name} is {value[:40]!r}, not base64 ({exc})") from None
     if ftype.startswith("enum "):
-        if isinstance(value, str):
-            names = {n: v for v, n in ENUMS[ftype[5:]]["values"].items()}
+        enum = ENUMS[ftype[5:]]
+        if isinstance(value, str) and not value.isdigit():
+            names = {n: v for v, n in enum["values"].items()}
+            if value not in names:
+                raise ValueError(f"{name} is {value!r}, not one of {', '.join(names)}")
             return names[value]
-        return int(value)
+        return _in_range(_whole(value, name), enum["base"], name)
     if ftype.startswith("["):
+        if not isinstance(value, list):
+            raise ValueError(f"{name} is {value!r}, not a list")
         return [FlatTable.from_json_dict(ftype[1:-1], v) for v in value]
+    if ftype == "string":
+        if not isinstance(value, str):
+            raise ValueError(f"{name} is {value!r}, not a string")
+        return value
+    if ftype in _RANGES:
+        return _in_range(_whole(value, name), ftype, name)
+    return value
+
+
+def _whole(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or \
+            isinstance(value, str) and not value.lstrip("-").isdigit():
+        raise ValueError(f"{name} is {value!r}, not a whole number")
+    return int(value)
+
+
+def _in_range(value: int, ftype: str, name: str) -> int:
+    lo, hi = _RANGES.get(ftype, (value, value))
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} is {value}, out of {ftype}'s range ({lo} to {hi})")
     return value
 
 

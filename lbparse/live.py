@@ -84,6 +84,51 @@ class ConnectOptions:
         return kw
 
 
+def check_credentials(options: ConnectOptions) -> None:
+    """Raise ValueError (one line) for a --nkey or --creds file that nats-py
+    would fail on while connecting, with a traceback: unreadable, no user JWT,
+    no NKey seed, or a seed that is not one."""
+    if options.nkey:
+        _check_seed("--nkey", options.nkey, _read(options.nkey, "--nkey").strip())
+    if options.creds:
+        text = _read(options.creds, "--creds")
+        if _block(text, b"BEGIN NATS USER JWT") is None:
+            raise ValueError(f"--creds {options.creds}: no user JWT (a line "
+                             "'-----BEGIN NATS USER JWT-----' and the JWT after it)")
+        seed = _block(text, b"BEGIN USER NKEY SEED")
+        if seed is None:
+            raise ValueError(f"--creds {options.creds}: no NKey seed (a line "
+                             "'-----BEGIN USER NKEY SEED-----' and the seed after it)")
+        _check_seed("--creds", options.creds, seed)
+
+
+def _read(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20)  # a credentials file is a few hundred bytes
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
+
+
+def _block(text: bytes, marker: bytes) -> bytes | None:
+    """The line after the one holding `marker` (as nats-py reads a .creds file)."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines[:-1]):
+        if marker in line and lines[k + 1].strip():
+            return lines[k + 1].strip()
+    return None
+
+
+def _check_seed(flag: str, path: str, seed: bytes) -> None:
+    import nkeys  # type: ignore[import-untyped,unused-ignore]
+
+    try:
+        nkeys.from_seed(bytearray(seed)).wipe()
+    except (nkeys.NkeysError, ValueError) as exc:  # binascii.Error is a ValueError
+        raise ValueError(f"{flag} {path}: not an NKey seed ({exc or type(exc).__name__}; "
+                         "a user seed is 58 characters starting with SU)") from None
+
+
 DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
 DEFAULT_BACKLOG_BYTES = 64 << 20   # messages held in memory before the backlog spills to disk
 RECONNECT_WAIT = 0.5               # between attempts (nats-py's default is 2 s)
@@ -566,6 +611,13 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
     except (nats.errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)
         raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
+    except ValueError as exc:
+        # asyncio's readline ("Separator is not found, and chunk exceed the
+        # limit"): the first line, the server's INFO, never ended.
+        await _close_quietly(nc)
+        raise OSError(f"cannot connect to {session.url}: its first line (a NATS server's "
+                      f"INFO) does not end within what a NATS client reads ({exc}): is it a "
+                      "NATS server?") from None
 
 
 async def _close_quietly(nc: Any) -> None:

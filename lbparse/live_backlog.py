@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from sys import getsizeof
 from collections import deque
 from typing import BinaryIO, NamedTuple
 
@@ -40,8 +41,19 @@ class Raw(NamedTuple):
     data: bytes
 
     def size(self) -> int:
-        return (len(self.data) + len(self.headers or b"") + len(self.subject)
-                + len(self.reply or "") + 64)
+        """What holding the message costs in memory: its objects as CPython
+        keeps them (counting the payload and 64 bytes made a flood of small
+        messages hold three times --backlog-mb)."""
+        n = _HELD + getsizeof(self.data) + getsizeof(self.subject)
+        for field in (self.reply, self.sid, self.headers):
+            if field is not None:
+                n += getsizeof(field)
+        return n
+
+
+# A held message's own objects besides its fields': the tuple of eight, its
+# ts and the deque's slot (server and local are the connection's, shared).
+_HELD = getsizeof(tuple(range(8))) + getsizeof(1 << 62) + 8
 
 
 # ts, then the lengths of the text and bytes fields (-1: None).

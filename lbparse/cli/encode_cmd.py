@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from lbparse.api import encode, payload_from_json
 from lbparse.cli.output import add_output_argument
@@ -79,16 +81,39 @@ def _payload_text(args: argparse.Namespace) -> tuple[str, str]:
     return text, option
 
 
+def _encode(message: Any, layout: str, crc: bool, option: str) -> bytes:
+    """The envelope; a value its field cannot hold (a commit-log entry's offset
+    of -1 or 2^64, a magic of 300: the spec's field sizes) is one line."""
+    import construct
+
+    try:
+        return encode(message, layout=layout, crc=crc)
+    except construct.ConstructError as exc:
+        # construct says "Error in path (building) -> offset" and the reason
+        # on a line of its own
+        text = " ".join(str(exc).split())
+        where = re.match(r"Error in path \(building\) -> (\S+) (.*)", text)
+        field, why = (where[1], where[2]) if where else ("a value", text)
+        raise ValueError(f"{option}: {field} does not fit its field in the spec ({why})"
+                         ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     text, option = _payload_text(args)
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{option} is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{option} is {text.strip()[:40]}, not a JSON object of the "
+                         "message's fields")
     # --type names a MsgType or payload type of --layout: its codec (protobuf,
     # FlatBuffers, ReplicationResponse, bytes) reads the JSON.
-    message = payload_from_json(args.type, obj, layout=args.layout)
-    wire = encode(message, layout=args.layout, crc=args.crc)
+    try:
+        message = payload_from_json(args.type, obj, layout=args.layout)
+    except ValueError as exc:
+        raise ValueError(f"{option}: {exc}") from None
+    wire = _encode(message, args.layout, args.crc, option)
     if args.raw:
         sys.stdout.buffer.write(wire)
     else:

@@ -41,7 +41,7 @@ from lbparse.cli.common import add_layout_argument, server_url, subject
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DataError
 from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, ConnectOptions,
-                          LiveResult, shown_url, subscribe)
+                          LiveResult, check_credentials, shown_url, subscribe)
 
 NAME = "tap"
 HELP = "subscribe to a NATS server and print each message decoded"
@@ -87,10 +87,12 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
         raise ValueError("--reconnect-timeout must be 0 or more seconds")
     if args.backlog_mb <= 0:
         raise ValueError("--backlog-mb must be more than 0")
-    return ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
-                          password=args.password, token=args.token, tlscert=args.tlscert,
-                          tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
-                          timeout=args.timeout, name=args.connection_name)
+    options = ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
+                             password=args.password, token=args.token, tlscert=args.tlscert,
+                             tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
+                             timeout=args.timeout, name=args.connection_name)
+    check_credentials(options)
+    return options
 
 
 def ready_message(command: str, args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lbparse.flatbuf import FlatTable
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
@@ -40,6 +41,36 @@ def _op_name(m: Any) -> str:
         value = m.DESCRIPTOR.fields_by_name["op"].enum_type.values_by_number.get(number)
         name = _OPS[number] = value.name if value is not None else f"Op({number})"
     return name
+
+
+class FlatFields:
+    """A FlatBuffers table (the FlatBuffers layouts' Publish and Ack) read as the
+    handlers read the protobuf message of the same MsgType: fields as
+    attributes, one absent (or that only the protobuf message has, such as
+    ackError) as its zero, byte vectors (correlationId) as text, since the
+    protobuf messages have strings there."""
+
+    __slots__ = ("_fields", "_zeros")
+
+    def __init__(self, table: FlatTable) -> None:
+        from lbparse_generated.fb_schema import TABLES
+
+        self._fields = table.fields
+        self._zeros = {name: "" if ftype in ("string", "[ubyte]") else 0
+                       for _, name, ftype in TABLES[table.type_name]}
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._fields.get(name)
+        if value is None:
+            return self._zeros.get(name, 0)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        return value
+
+
+def handler_view(message: Any) -> Any:
+    """What a handler reads of a decoded payload: FlatBuffers tables as FlatFields."""
+    return FlatFields(message) if isinstance(message, FlatTable) else message
 
 
 class Aggregator:
@@ -125,7 +156,7 @@ class Aggregator:
             else:
                 handler = self._handlers.get(name)
                 if handler is not None:
-                    stream = handler(rec, ns, i, env.message, payload)
+                    stream = handler(rec, ns, i, handler_view(env.message), payload)
                 elif publishing:
                     self._typed_rest(rec, ns, i, name, env.message)
         elif rec.error is not None:

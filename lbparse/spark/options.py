@@ -15,20 +15,34 @@
 | `table` | | `messages` or a payload table (`proto_Message`, ...): lbparse.decode_tables' tables; none: the wide rows |
 
 Spark's options are case-insensitive; an option that is none of these is
-refused (a typo would otherwise be silently ignored).
+refused (a typo would otherwise be silently ignored), and each value is
+checked here, on the driver, before any task runs: a bad one is a
+ValueError of one line naming the option.
+
+The inputs are load()'s: `path` (one) and `paths` (load([...]) writes a JSON
+list; a JSON string or a plain path is one input). Each is a local path or a
+`file:` URI, and a glob where it is not a file itself (`*`, `?`, `[...]` and
+`{a,b}`, as Spark's Hadoop globs): its matches in name order, none matching
+being a missing input.
 """
 
 from __future__ import annotations
 
+import glob
 import json
+import math
+import os
+import re
 from typing import Mapping
+from urllib.parse import unquote, urlparse
 
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.sources import SourceOptions
 from lbparse.pipeline.tasks import TaskOptions
 
-__all__ = ["ENTRIES", "KNOWN", "STREAM_ONLY", "paths", "table", "task_options"]
+__all__ = ["ENTRIES", "KNOWN", "MAX_COUNT", "STREAM_ONLY", "paths", "stream_options", "table",
+           "task_options"]
 
 # The table of Liftbridge data directories (their stored entries).
 ENTRIES = "entries"
@@ -37,6 +51,11 @@ KNOWN = ("layout", "lenient", "verifycrc", "emitdefaultvalues", "column", "subje
          "timestampcolumn", "batchrows", "table", "path", "paths")
 # Options of readStream alone (lbparse.spark.stream).
 STREAM_ONLY = ("maxfilespertrigger", "minfileage")
+# The largest batchRows and maxFilesPerTrigger: the C reader and Spark's JVM
+# take them as machine integers (10**20 rows failed in the task with an
+# OverflowError); a batch is bounded by its bytes long before this.
+MAX_COUNT = 2**31 - 1
+_GLOB = re.compile(r"[*?\[{]")
 
 
 def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
@@ -59,6 +78,35 @@ def _check_names(options: Mapping[str, str], stream: bool) -> None:
                          + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")")
 
 
+def _count(options: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number option in 1..MAX_COUNT (`options` lower-cased)."""
+    value = options.get(name.lower())
+    if value is None:
+        return default
+    text = value.strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_COUNT:
+        raise ValueError(f"liftbridge data source: option {name}: {value!r} is not a whole "
+                         f"number from 1 to {MAX_COUNT}")
+    return int(text)
+
+
+def stream_options(options: Mapping[str, str], default_age: float) -> tuple[float, int | None]:
+    """readStream's minFileAge (seconds, >= 0) and maxFilesPerTrigger (None: no bound)."""
+    o = _lower(options)
+    age = o.get("minfileage")
+    seconds = default_age
+    if age is not None:
+        try:
+            seconds = float(age)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"liftbridge data source: option minFileAge: {age!r} is not a "
+                             "number of seconds (0 or more)")
+    most = _count(o, "maxFilesPerTrigger", 0) or None
+    return seconds, most
+
+
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in options.items()}
 
@@ -69,9 +117,7 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
 
     _check_names(options, stream)
     o = _lower(options)
-    rows = o.get("batchrows", str(DEFAULT_BATCH_ROWS))
-    if not rows.isdigit() or int(rows) < 1:
-        raise ValueError(f"option batchRows: {rows!r} is not a positive whole number")
+    rows = _count(o, "batchRows", DEFAULT_BATCH_ROWS)
     decode = DecodeOptions(layout=o.get("layout", default_layout()),
                            verify_crc=_bool(o, "verifycrc", True),
                            lenient=_bool(o, "lenient", False),
@@ -79,7 +125,7 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
     decode.check()
     source = SourceOptions(column=o.get("column", "payload"),
                            subject_column=o.get("subjectcolumn"),
-                           timestamp_column=o.get("timestampcolumn"), batch_rows=int(rows))
+                           timestamp_column=o.get("timestampcolumn"), batch_rows=rows)
     return TaskOptions(decode, source)
 
 
@@ -102,13 +148,86 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
 
 
 def paths(options: Mapping[str, str]) -> list[str]:
-    """The paths given to load(): `path` for one, `paths` (a JSON list) for several."""
+    """The paths given to load(): `path` for one, `paths` for several (a JSON list,
+    or one path), `file:` URIs as local paths, globs expanded."""
     o = _lower(options)
-    out: list[str] = []
-    if o.get("paths"):
-        out += json.loads(o["paths"])
+    given: list[str] = []
+    if o.get("paths", "").strip():
+        given += _paths_option(o["paths"])
     if o.get("path"):
-        out.append(o["path"])
-    if not out:
+        given.append(o["path"])
+    if not given:
         raise ValueError("liftbridge data source: no path (load(path) or load([paths]))")
-    return out
+    return [found for p in given for found in _expand(_local(p))]
+
+
+def _paths_option(text: str) -> list[str]:
+    """`paths`: a JSON list of strings (what load([...]) writes), a JSON string, or
+    one plain path."""
+    if not text.lstrip().startswith(("[", '"')):
+        return [text]
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"liftbridge data source: option paths: {text[:200]!r} is not JSON "
+                         f"({exc.msg} at character {exc.pos}); give a JSON list of paths "
+                         "or one path") from None
+    items = value if isinstance(value, list) else [value]
+    wrong = [v for v in items if not isinstance(v, str) or not v]
+    if wrong:
+        raise ValueError(f"liftbridge data source: option paths: {wrong[0]!r} in "
+                         f"{text[:200]!r} is not a path (paths are strings)")
+    return items
+
+
+def _local(path: str) -> str:
+    """A local path for a `file:` URI (the tasks open inputs as local files);
+    other URIs are refused."""
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", path) or os.path.exists(path):
+        return path
+    uri = urlparse(path)
+    if uri.scheme == "file" and uri.netloc in ("", "localhost"):
+        return unquote(uri.path)
+    if len(uri.scheme) > 1:  # (C:\x is a path)
+        raise ValueError(f"liftbridge data source: {path}: not a local file; the tasks read "
+                         "local paths and file: URIs")
+    return path
+
+
+def _expand(path: str) -> list[str]:
+    """The files a glob matches, in name order (the path itself when it is there
+    or has no glob characters; a glob matching nothing stays, a missing input)."""
+    if os.path.exists(path) or not _GLOB.search(path):
+        return [path]
+    found = sorted({m for pattern in _braces(path) for m in glob.glob(pattern)})
+    return found or [path]
+
+
+def _braces(pattern: str) -> list[str]:
+    """{a,b} alternatives expanded (Hadoop's globs have them; Python's do not)."""
+    depth, start = 0, -1
+    for i, c in enumerate(pattern):
+        if c == "{":
+            depth += 1
+            start = i if depth == 1 else start
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                head, body, tail = pattern[:start], pattern[start + 1:i], pattern[i + 1:]
+                return [head + alt + rest for alt in _top_level(body)
+                        for rest in _braces(tail)]
+    return [pattern]
+
+
+def _top_level(body: str) -> list[str]:
+    """The comma-separated alternatives of a brace's body, nested braces expanded."""
+    parts, depth, cur = [], 0, ""
+    for c in body:
+        if c == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        depth += (c == "{") - (c == "}")
+        cur += c
+    parts.append(cur)
+    return [e for part in parts for e in _braces(part)]

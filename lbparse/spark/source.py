@@ -41,7 +41,7 @@ from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.schema import output_schema
 from lbparse.pipeline.sources import Unit, plan
 from lbparse.pipeline.tasks import TaskOptions
-from lbparse.spark.options import ENTRIES, paths, table, task_options
+from lbparse.spark.options import ENTRIES, paths, stream_options, table, task_options
 
 __all__ = ["LiftbridgeDataSource", "UnitReader", "read_units"]
 
@@ -156,6 +156,9 @@ class LiftbridgeDataSource(DataSource):
         if not self._streaming():
             plan_partitions(inputs, task)
         else:
+            from lbparse.spark.stream import DEFAULT_MIN_FILE_AGE
+
+            stream_options(dict(self.options), DEFAULT_MIN_FILE_AGE)
             check_inputs(inputs)
         return schema
 

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from lbparse.pipeline.preflight import check_inputs
 from lbparse.pipeline.sources import Unit
-from lbparse.spark.options import paths, table, task_options
+from lbparse.spark.options import paths, stream_options, table, task_options
 from lbparse.spark.source import plan_partitions, read_units
 
 __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
@@ -75,16 +75,11 @@ class FileStreamReader(DataSourceStreamReader):
     """Offsets: {"files": [every file taken so far, in order]}."""
 
     def __init__(self, options: dict[str, str]) -> None:
-        lower = {k.lower(): v for k, v in options.items()}
         self.inputs = paths(options)
         check_inputs(self.inputs)
         self.task = task_options(options, stream=True)
         self.table = table(options, storage=False)  # data directories are refused before
-        self.min_age = float(lower.get("minfileage", DEFAULT_MIN_FILE_AGE))
-        most = lower.get("maxfilespertrigger")
-        if most is not None and (not most.isdigit() or int(most) < 1):
-            raise ValueError(f"option maxFilesPerTrigger: {most!r} is not a positive number")
-        self.max_files = int(most) if most is not None else None
+        self.min_age, self.max_files = stream_options(options, DEFAULT_MIN_FILE_AGE)
 
     def initialOffset(self) -> dict[str, list[str]]:
         return {"files": []}
