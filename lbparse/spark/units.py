@@ -1,0 +1,95 @@
+"""The data source's units, batch and streaming alike: the inputs planned on
+the driver as `lbparse pipeline` plans them (one input partition per unit),
+their schema, and each unit read in its task (source.py's UnitReader,
+stream.py's FileStreamReader)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.types import StructType
+
+from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage
+from lbparse.pipeline.preflight import check_inputs, check_units
+from lbparse.pipeline.schema import entries_schema, output_schema
+from lbparse.columnar.sources import Unit, plan
+from lbparse.pipeline.tasks import TaskOptions
+
+__all__ = ["is_storage", "plan_partitions", "read_units", "schema_of", "storage_inputs",
+           "table_struct"]
+
+
+def is_storage(path: str) -> bool:
+    """Whether a path is Liftbridge's storage (its rows are entries, not messages)."""
+    try:
+        return plan_storage(path) is not None
+    except OSError:
+        return False
+
+
+def storage_inputs(inputs: Sequence[str]) -> bool:
+    """Whether the inputs are data directories (entries) rather than captures (messages)."""
+    storage = [is_storage(p) for p in inputs]
+    if any(storage) and not all(storage):
+        both = [p for p, s in zip(inputs, storage) if s][:1] + \
+            [p for p, s in zip(inputs, storage) if not s][:1]
+        raise ValueError("liftbridge data source: data directories and captures have "
+                         f"different rows (entries, messages): load them apart ({', '.join(both)})")
+    return bool(storage) and all(storage)
+
+
+def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
+    """The rows' schema: the pipeline's messages (wide, or table `name`), or the
+    entries of data directories."""
+    if storage_inputs(inputs):
+        return entries_schema()
+    return output_schema() if name is None else table_struct(name)
+
+
+def table_struct(name: str) -> StructType:
+    """A narrow table's schema, as Spark's: its Arrow schema converted."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from lbparse.columnar.tables import table_schema
+
+    return from_arrow_schema(table_schema(name))
+
+
+def plan_partitions(inputs: list[str], task: TaskOptions) -> list[InputPartition]:
+    """One input partition per unit, as the pipeline plans them (refusing what
+    `lbparse pipeline` refuses before any work)."""
+    check_inputs(inputs)
+    units = plan(inputs, task.source)
+    check_units(units, task.source.column)
+    return [InputPartition(u.to_json()) for u in units]
+
+
+def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """The rows of the units, as the pipeline's Arrow batches (the wide rows,
+    or those of table `name`)."""
+    from lbparse.columnar.entries import read_segment_unit
+    from lbparse.pipeline.tasks import decode_unit, new_counts
+
+    for unit in units:
+        if unit.format == SEGMENT_FORMAT:
+            batches = read_segment_unit(unit, task.source.batch_rows)
+        elif name is None:
+            batches = (d.to_batch() for d in decode_unit(unit, task, new_counts()))
+        else:
+            batches = _table_batches(decode_unit(unit, task, new_counts()), name)
+        for batch in batches:
+            if batch.num_rows:
+                yield batch
+
+
+def _table_batches(decoded: Iterator[Any], name: str) -> Iterator[pa.RecordBatch]:
+    """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of)."""
+    from lbparse.columnar.tables import tables_of
+
+    for d in decoded:
+        found = tables_of(d).get(name)
+        if found is not None:
+            yield from found.to_batches()
