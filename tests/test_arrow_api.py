@@ -19,7 +19,7 @@ from lbparse.errors import EnvelopeError
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.pipeline.schema import arrow_record_schema
-from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture_reference
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from support.damage import damaged_captures
 from support.shared import LIFTBRIDGE
 from vectors import VECTORS, data

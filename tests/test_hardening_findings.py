@@ -473,7 +473,7 @@ def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:
     import sys
 
     from lbparse.capture import CaptureError, CaptureReader
-    from lbparse.pipeline.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions, plan
 
     d = tmp_path / "inputs"
     d.mkdir()
@@ -509,7 +509,7 @@ def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path) -> None:
     import sys
     import threading
 
-    from lbparse.pipeline.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions, plan
 
     part = tmp_path / "node" / "streams" / "s" / "0"
     part.mkdir(parents=True)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from lbparse.capture import columnar
 from lbparse.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
-from lbparse.pipeline.sources import (SourceOptions, Unit, UnitStats, read_capture, plan,
+from lbparse.columnar.sources import (SourceOptions, Unit, UnitStats, read_capture, plan,
                                      read_unit)
 from support import capwriter as cw
 from support.damage import damaged_captures

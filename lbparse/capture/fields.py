@@ -10,7 +10,7 @@ their types from here:
 - our Parquet recordings (`recordings.parquet_schema`, `read_parquet`), which
   add `DECODING`, the stored decoding;
 - the pipeline's record batches and output table (`pipeline/schema.py`,
-  `pipeline/sources.py`), which put `source` and `position` first, the
+  `columnar/sources.py`), which put `source` and `position` first, the
   decoded envelope after, and `TRAFFIC`, Liftbridge's own non-envelope
   traffic (`pipeline/trafficcols.py`);
 - live recordings (`lbparse record`, lbparse/live.py), which write records.

@@ -296,7 +296,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
     from lbparse.pipeline import job
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.session import run_session
-    from lbparse.pipeline.sources import SourceOptions
+    from lbparse.columnar.sources import SourceOptions
 
     options = job.PipelineOptions(
         inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
@@ -375,9 +375,9 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     directory will get (pipeline.outdir)."""
     from lbparse.pipeline import outdir
     from lbparse.pipeline import preflight as pf
-    from lbparse.pipeline.entries import SEGMENT_FORMAT
+    from lbparse.columnar.entries import SEGMENT_FORMAT
     from lbparse.pipeline.session import under_spark_submit
-    from lbparse.pipeline.sources import plan
+    from lbparse.columnar.sources import plan
 
     conf = _conf(args)
     if not under_spark_submit():  # spark-submit has its own --master and --conf

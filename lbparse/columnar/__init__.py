@@ -16,6 +16,16 @@ The pieces, each with one job:
   crc.py             CRC-32C over many ranges (_kernels.c, else crc32c per range)
   context.py         layout auto: a batch's generation proof applied
   trafficcols.py     Liftbridge's non-envelope traffic (Raft, inboxes) as columns
+  sources.py         inputs (captures, recordings, Parquet tables, data directories)
+                     planned into units and read as Arrow record batches
+  units.py           what one unit is, and what reading it saw
+  entries.py         Liftbridge's segments as the `entries` table
 
 This module imports nothing heavy: `import lbparse` stays light.
 """
+
+# A batch ends at this many rows or this much input, whichever comes first:
+# large batches spread numpy's per-call costs, the byte bound keeps a batch
+# of large messages from filling the task's memory.
+DEFAULT_BATCH_ROWS = 65536
+BATCH_BYTES = 64 << 20

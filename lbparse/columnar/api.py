@@ -190,7 +190,7 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,
                      limits: "Limits | None") -> "Iterator[pa.RecordBatch]":
-    from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_capture, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_capture, read_unit
 
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ValueError(f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}")

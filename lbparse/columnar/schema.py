@@ -223,7 +223,7 @@ def _record_fields(columns: tuple[fields.Column, ...]) -> list[pa.Field]:
 _PAYLOAD = fields.column("payload")
 
 # One row per NATS message (or per problem found in an input, see
-# lbparse.pipeline.sources): where it came from, the message as captured
+# lbparse.columnar.sources): where it came from, the message as captured
 # (fields.RECORD, the payload last), the envelope header (for an error: as
 # far as it was read), and Liftbridge's own non-envelope traffic
 # (fields.TRAFFIC).
@@ -257,7 +257,7 @@ def arrow_output_schema() -> pa.Schema:
     return pa.schema([*FIXED_FIELDS, *structs])
 
 
-# What the readers (lbparse.pipeline.sources) hand the decoder: the message
+# What the readers (lbparse.columnar.sources) hand the decoder: the message
 # as captured, or a problem row with `error_kind` already set and no payload.
 RECORD_COLUMNS: tuple[str, ...] = ("source", "position",
                                    *(f.name for f in _record_fields(fields.RECORD)),

@@ -34,9 +34,9 @@ from lbparse import jsonform
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.pipeline.entries import ENTRIES_DIR, SEGMENT_FORMAT
+from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
 from lbparse.pipeline.output import commit, discard, filesystem
-from lbparse.pipeline.sources import SourceOptions, Unit, plan
+from lbparse.columnar.sources import SourceOptions, Unit, plan
 from lbparse.pipeline.summary import Summary
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
 from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task

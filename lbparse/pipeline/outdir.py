@@ -53,7 +53,7 @@ __all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "c
            "make_staging", "swap", "tables_written"]
 
 MESSAGES_DIR = MESSAGES
-ENTRIES_DIR = "entries"  # lbparse.pipeline.entries.ENTRIES_DIR (not imported: it loads pyspark)
+ENTRIES_DIR = "entries"  # lbparse.columnar.entries.ENTRIES_DIR (not imported: it loads pyspark)
 SUMMARY_FILE = "summary.json"
 # The partition directories of the layout before one table per type (an
 # earlier run's output, replaced with --overwrite like any other).

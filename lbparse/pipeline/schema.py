@@ -14,6 +14,7 @@ from google.protobuf.descriptor import Descriptor
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 
+from lbparse.columnar.entries import arrow_entries_schema
 from lbparse.columnar.schema import (CAPTURE_COLUMNS, FIXED_FIELDS, PARTITION_COLUMN,
                                      RECORD_COLUMNS, arrow_output_schema, arrow_record_schema,
                                      column_for, is_map, message_type, payload_columns,
@@ -22,7 +23,7 @@ from lbparse.columnar.schema import (CAPTURE_COLUMNS, FIXED_FIELDS, PARTITION_CO
 import pyarrow as pa
 
 __all__ = ["CAPTURE_COLUMNS", "FIXED_COLUMNS", "PARTITION_COLUMN", "RECORD_COLUMNS",
-           "arrow_output_schema", "arrow_record_schema", "column_for", "is_map",
+           "arrow_output_schema", "arrow_record_schema", "column_for", "entries_schema", "is_map",
            "message_struct", "output_schema", "payload_columns", "payload_struct",
            "typed_payloads"]
 
@@ -48,3 +49,9 @@ FIXED_COLUMNS: StructType = from_arrow_schema(pa.schema(list(FIXED_FIELDS)))
 @lru_cache(maxsize=None)
 def output_schema() -> StructType:
     return from_arrow_schema(arrow_output_schema())
+
+
+@lru_cache(maxsize=None)
+def entries_schema() -> StructType:
+    """Spark's view of the entries table (lbparse.columnar.entries)."""
+    return from_arrow_schema(arrow_entries_schema())

@@ -27,10 +27,10 @@ import pyarrow as pa
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
 from lbparse.columnar.tables import table_schema, tables_of
-from lbparse.pipeline.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
+from lbparse.columnar.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
 from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
-from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_unit
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
 

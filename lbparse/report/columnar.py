@@ -59,7 +59,7 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]
     pipeline UnitStats)."""
     from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
     from lbparse.columnar.tables import tables_of
-    from lbparse.pipeline.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
 
     decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)

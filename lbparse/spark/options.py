@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlparse
 
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.pipeline.sources import SourceOptions
+from lbparse.columnar.sources import SourceOptions
 from lbparse.pipeline.tasks import TaskOptions
 
 __all__ = ["ENTRIES", "KNOWN", "MAX_COUNT", "STREAM_ONLY", "paths", "stream_options", "table",

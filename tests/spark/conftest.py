@@ -141,7 +141,7 @@ def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFa
     """One pipeline run over every input (layout v0): its summary, data and output dir."""
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
-    from lbparse.pipeline.sources import SourceOptions
+    from lbparse.columnar.sources import SourceOptions
 
     out = tmp_path_factory.mktemp("out")
     options = PipelineOptions(
@@ -250,7 +250,7 @@ def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F81
     `wide`, the tables joined back into the wide row (`wide_frame`)."""
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
-    from lbparse.pipeline.sources import SourceOptions
+    from lbparse.columnar.sources import SourceOptions
 
     out = tmp_path_factory.mktemp("out-readers")
     captures = (*map(str, inputs.values()), *([str(SHORT)] if SHORT.is_file() else []))

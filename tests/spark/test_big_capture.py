@@ -15,7 +15,7 @@ import pytest
 from lbparse.capture import columnar
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
-from lbparse.pipeline.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions, plan
 from support.damage import damaged_captures
 from support.shared import LIFTBRIDGE
 

@@ -16,7 +16,7 @@ import pytest
 
 import lbparse
 import lbparse.spark
-from lbparse.pipeline.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.spark.functions import CAPTURE_COLUMNS
 from support.shared import LIFTBRIDGE
 

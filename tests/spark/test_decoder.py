@@ -33,7 +33,7 @@ from lbparse.columnar.commitscan import decode_replication
 from generations import legacy_capture, v0_capture
 from support.shared import LIFTBRIDGE
 from lbparse.capture import CaptureReader
-from lbparse.pipeline.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 from lbparse.generation import NEWEST
 from lbparse.columnar.decode_arrow import (BatchDecoder, DecodeOptions, _flatbuffer_like,

@@ -22,7 +22,7 @@ def entries_run(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: 
                 tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
-    from lbparse.pipeline.sources import SourceOptions
+    from lbparse.columnar.sources import SourceOptions
 
     damaged = tmp_path_factory.mktemp("damaged") / "DATA"
     folder = write_partition(damaged / "streams" / "made" / "0", [messages(5)], hw=4,
@@ -122,7 +122,7 @@ def test_data_directories_alone_write_only_the_entries(spark: Any, short_data: P
     from lbparse.cli.pipeline_cmd import print_report
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
-    from lbparse.pipeline.sources import SourceOptions
+    from lbparse.columnar.sources import SourceOptions
 
     out = tmp_path / "out"
     summary = run_pipeline(spark, PipelineOptions(

@@ -14,7 +14,7 @@ from generations import legacy_capture, v0_capture
 from lbparse.capture import CaptureReader
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.pipeline.job import PipelineOptions, run
-from lbparse.pipeline.sources import SourceOptions
+from lbparse.columnar.sources import SourceOptions
 from support.shared import LIFTBRIDGE
 from test_liftbridge_pipeline import read_rows
 

@@ -26,7 +26,7 @@ from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
-from lbparse.pipeline.sources import SourceOptions
+from lbparse.columnar.sources import SourceOptions
 from support.cluster import ClusterRun, lbtruth
 from support.shared import LIFTBRIDGE
 from support.traffic_tables import TRAFFIC_COLUMNS, traffic_back

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from lbparse.capture import CaptureReader
 from lbparse.cli import main
-from lbparse.pipeline.sources import Unit
+from lbparse.columnar.sources import Unit
 from lbparse.pipeline.summary import NONE, Summary
 
 

@@ -326,7 +326,7 @@ def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict
     import pyarrow as pa
 
     from lbparse.pipeline.schema import arrow_record_schema
-    from lbparse.pipeline.sources import SourceOptions, Unit, UnitStats, read_capture
+    from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
 
     size = os.path.getsize(path)
     unit = Unit(path, "pcap", size, size)

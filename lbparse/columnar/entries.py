@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +34,7 @@ from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import message_class
-from lbparse.pipeline.units import Unit
+from lbparse.columnar.units import Unit
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
                                      looks_like_partition, partition_number, segment_name,
                                      unreadable_files)
@@ -43,18 +43,15 @@ from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, 
 from lbparse.storage.values import KNOWN_STREAMS, stored_envelope
 from lbparse.wire import MAGIC
 
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
-
 __all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
-           "entries_schema", "plan_storage", "read_segment_unit", "value_columns"]
+           "plan_storage", "read_segment_unit", "value_columns"]
 
 ENTRIES_DIR = "entries"
 ENTRIES_PARTITION = "stream"
 SEGMENT_FORMAT = "segment"  # a Unit's format for a segment file
 
 # Declared in Arrow (what the tasks write); Spark's view derived from it
-# (entries_schema), as lbparse.columnar.schema does for the messages, so that
+# (lbparse.pipeline.schema.entries_schema), as for the messages, so that
 # reading data directories needs no Spark.
 FIXED: tuple[pa.Field, ...] = (
     pa.field("source", pa.string(), False),     # the .log file
@@ -94,14 +91,6 @@ def arrow_entries_schema() -> pa.Schema:
         descriptor: Any = message_class(type_name).DESCRIPTOR
         fields.append(pa.field(column, message_type(descriptor)))
     return pa.schema(fields)
-
-
-@lru_cache(maxsize=None)
-def entries_schema() -> "StructType":
-    """Spark's view of the entries table."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(arrow_entries_schema())
 
 
 # -- planning (driver) ---------------------------------------------------------

@@ -49,9 +49,9 @@ from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.limits import Limits
-from lbparse.pipeline import BATCH_BYTES, DEFAULT_BATCH_ROWS
-from lbparse.pipeline.entries import plan_storage
-from lbparse.pipeline.units import Unit, UnitStats
+from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
+from lbparse.columnar.entries import plan_storage
+from lbparse.columnar.units import Unit, UnitStats
 from lbparse.columnar.schema import arrow_record_schema
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]

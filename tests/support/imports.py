@@ -1,0 +1,112 @@
+"""lbparse's import graph, read from the source (ast): every `import` of an
+lbparse module, at module level or inside a function (where a circle hides),
+but those under `if TYPE_CHECKING:` (never run)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent / "lbparse"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(tree: ast.AST, modules: set[str], here: str) -> set[str]:
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found.update(_resolve(a.name, modules))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.update(_resolve(sub if sub in modules else node.module, modules))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    found.discard(here)
+    return found
+
+
+def _resolve(name: str, modules: set[str]) -> set[str]:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return {name} if name.startswith("lbparse") else set()
+
+
+def graph() -> dict[str, set[str]]:
+    """module -> the lbparse modules it imports."""
+    paths = {module_name(p): p for p in ROOT.rglob("*.py")}
+    # C extensions are modules too (their stubs name them): none imports back
+    modules = set(paths) | {module_name(p) for p in ROOT.rglob("*.pyi")}
+    return {m: _imports(ast.parse(p.read_text(encoding="utf-8")), modules, m)
+            for m, p in paths.items()}
+
+
+def third_party(module: str) -> set[str]:
+    """The top-level names of what `module` imports from outside lbparse."""
+    paths = {module_name(p): p for p in ROOT.rglob("*.py")}
+    tree = ast.parse(paths[module].read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module.split(".")[0])
+    return out - {"lbparse", "__future__"}
+
+
+def circles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    import sys
+    sys.setrecursionlimit(10000)
+    for v in sorted(g):
+        if v not in index:
+            strong(v)
+    return out
