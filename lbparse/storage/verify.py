@@ -98,22 +98,33 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
                             f"index of base offset {seg.base_offset} without its .log"))
             continue
         located = _Located(str(seg.log))
-        done = 0
-        for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
-            if progress:
-                progress(max(reading.end_position - done, 0))
-                done = max(done, reading.end_position)
-            for f in reading.damage:
-                out.add(f)
-            first = not located.positions
-            last = _check_entries(check, reading, seg, last, out, keep_digests, first)
-            located.add(reading)
+        try:
+            last = _check_segment(check, seg, located, last, out, keep_digests, progress)
+        except (ValueError, OSError) as exc:  # one file that cannot be read: a finding
+            out.add(Finding(str(seg.log), None, "bad_file", str(exc)))
         check.bytes += located.size
         _check_index(seg, located, out)
     if not part.only_files:
         _check_high_watermark(check, out)
     out.close()
     return check
+
+
+def _check_segment(check: PartitionCheck, seg: SegmentFiles, located: _Located,
+                   last: _Last | None, out: _Limiter, keep_digests: bool,
+                   progress: Callable[[int], None] | None) -> _Last | None:
+    assert seg.log is not None
+    done = 0
+    for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
+        if progress:
+            progress(max(reading.end_position - done, 0))
+            done = max(done, reading.end_position)
+        for f in reading.damage:
+            out.add(f)
+        first = not located.positions
+        last = _check_entries(check, reading, seg, last, out, keep_digests, first)
+        located.add(reading)
+    return last
 
 
 @dataclass
@@ -204,7 +215,7 @@ def _check_index(seg: SegmentFiles, located: _Located, out: _Limiter) -> None:
         return
     try:
         index = read_index(seg.index, seg.base_offset, located.index_format or CURRENT_INDEX)
-    except (StorageError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # StorageError is a ValueError
         out.add(Finding(str(seg.index), None, "bad_file", str(exc)))
         return
     for f in index.damage:
@@ -251,12 +262,12 @@ def _read_checkpoints(check: PartitionCheck, out: _Limiter) -> None:
     if part.hw_file is not None:
         try:
             check.high_watermark = read_high_watermark(part.hw_file)
-        except (StorageError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # StorageError is a ValueError
             out.add(_unreadable(str(part.hw_file), exc))
     if part.epoch_file is not None:
         try:
             check.epochs = read_leader_epochs(part.epoch_file)
-        except (StorageError, OSError) as exc:
+        except (ValueError, OSError) as exc:
             out.add(_unreadable(str(part.epoch_file), exc))
 
 
