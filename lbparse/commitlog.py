@@ -210,11 +210,15 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
     if end - pos < _BODY_MIN:
         raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
-    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
     p = pos + _BODY_HEAD.size
     if klen != NIL_LENGTH:
         entry.key, p = _sized(buf, p, end, klen, "key")
-    return parse_value_and_headers(buf, p, end, entry)
+    stop = parse_value_and_headers(buf, p, end, entry)
+    # The CRC once the body is known to be whole: lbparse.storage's resync
+    # tries an entry at every position, and a body that is no entry must
+    # cost no pass over the (attacker-declared) rest of the file.
+    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
+    return stop
 
 
 # lbparse.storage reads the bodies of segment files with it too.
