@@ -5,13 +5,14 @@ one bad file is one finding, Liftbridge's reading of what it accepts, and
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
+from lbparse.storage.checkpoints import LeaderEpoch, parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError
 from support.cli import LBPARSE
 from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
@@ -24,7 +25,8 @@ def _segments(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
-@pytest.mark.parametrize("text", [HUGE, "-" + HUGE, "1" * 21, "0" * 4_400 + "7"])
+@pytest.mark.parametrize("text", [HUGE, "-" + HUGE, "1" * 21, "0" * 4_400 + "7"],
+                         ids=["5000-nines", "negative", "21-digits", "leading-zeros"])
 def test_a_checkpoint_number_of_thousands_of_digits_is_a_bad_checkpoint(text: str) -> None:
     with pytest.raises(StorageError, match="not a decimal 64-bit integer") as hw:
         parse_high_watermark(text.encode() + b"\n", "hw")
@@ -66,3 +68,24 @@ def test_a_damaged_three_node_data_directory_is_verified_whole(short_data: Path,
             ("node2/streams/events/0/leader-epoch-checkpoint", "bad_checkpoint"),
             ("node3/streams/orders/0/00000000000000000000.log", "garbage"),
             } <= found, found
+
+
+def _naive_against(epochs: list[LeaderEpoch], offset: int, epoch: int) -> bool:
+    """The epoch check as it was written first: every line, for every entry."""
+    return any((offset > ep.start_offset and epoch < ep.epoch)
+               or (offset < ep.start_offset and epoch >= ep.epoch) for ep in epochs)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_epoch_index_finds_what_every_line_finds(seed: int) -> None:
+    from lbparse.storage.verify import _EpochIndex
+
+    rnd = random.Random(seed)
+    epochs = [LeaderEpoch(rnd.randrange(6), rnd.randrange(30)) for _ in range(rnd.randrange(8))]
+    index = _EpochIndex(epochs)
+    for offset in range(-1, 32):
+        for epoch in range(-1, 7):
+            ep = index.against(offset, epoch)
+            assert (ep is not None) == _naive_against(epochs, offset, epoch)
+            if ep is not None:
+                assert _naive_against([ep], offset, epoch)
