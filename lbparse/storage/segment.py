@@ -232,10 +232,16 @@ def _scan(data: Buffer, pos: int, end: int, entries: list[CommitLogEntry], posit
         pos = _native.scan(data, pos, end, header, body, kind, CommitLogEntry, entries, positions)
         if pos >= end:
             return
-    if fmt.current_body and fmt.header_fields == CURRENT.header_fields:
-        commitlog.scan_entries(cast(bytes, data), pos, end, entries, positions, fmt.crc)
-    else:
-        _scan_generic(data, pos, end, entries, positions, fmt)
+    first = len(entries)
+    try:
+        if fmt.current_body and fmt.header_fields == CURRENT.header_fields:
+            commitlog.scan_entries(cast(bytes, data), pos, end, entries, positions, fmt.crc)
+        else:
+            _scan_generic(data, pos, end, entries, positions, fmt)
+    finally:
+        for e in entries[first:]:  # the spec's offset is unsigned; Liftbridge's an int64
+            if e.offset >= INT64_LIMIT:
+                e.offset -= 1 << 64
 
 
 _LAYOUTS: dict[str, tuple[Any, ...] | None] = {}
@@ -266,6 +272,8 @@ def _widths(fmt_text: str) -> list[tuple[int, int, bool]]:
 
 def _header_layout(fmt: SegmentFormat) -> tuple[Any, ...]:
     fields = dict(zip(fmt.header_fields, _widths(fmt.header.format)))
+    at, width, _ = fields["offset"]
+    fields["offset"] = (at, width, True)  # an int64 to Liftbridge (commitlog.Message.Offset)
     absent = (-1, 8, False)  # position -1: the generation has no such field
     return (fmt.header.size, fields["offset"], fields.get("timestamp", absent),
             fields.get("leader_epoch", absent), fields["size"])
@@ -329,7 +337,17 @@ def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
 
 def header_at(data: Buffer, pos: int, fmt: SegmentFormat) -> dict[str, int]:
     """The entry-header fields at `pos`, by name."""
-    return dict(zip(fmt.header_fields, fmt.header.unpack_from(data, pos)))
+    fields = dict(zip(fmt.header_fields, fmt.header.unpack_from(data, pos)))
+    fields["offset"] = _int64(fields["offset"])
+    return fields
+
+
+INT64_LIMIT = 1 << 63
+
+
+def _int64(value: int) -> int:
+    """An offset as Liftbridge reads it: the header's 8 bytes as an int64."""
+    return value - (1 << 64) if value >= INT64_LIMIT else value
 
 
 def _problem_at(data: Buffer, pos: int, fmt: SegmentFormat) -> str:
@@ -371,7 +389,7 @@ def _whole_entry(data: Buffer, pos: int, end: int, fmt: SegmentFormat,
     size = values[fmt.header_fields.index("size")]
     if size < fmt.body_head.size or size > end - pos - hl:
         return False
-    if min_offset is not None and not min_offset <= values[0] < min_offset + (1 << 40):
+    if min_offset is not None and not min_offset <= _int64(values[0]) < min_offset + (1 << 40):
         return False
     if fmt.current_body and not _body_fits(data, pos + hl, pos + hl + size, fmt):
         return False
@@ -473,7 +491,7 @@ def _recover(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | 
                         f"{left} bytes at the end of the file, an entry header needs {hl} "
                         "(the last write was cut short)"), end)
     values = fmt.header.unpack_from(data, at)
-    offset, size = values[0], values[fmt.header_fields.index("size")]
+    offset, size = _int64(values[0]), values[fmt.header_fields.index("size")]
     whole = size <= left - hl
     nxt = at + hl + size
     if whole and (nxt == end or _whole_entry(data, nxt, end, fmt, offset + 1)):
