@@ -65,6 +65,12 @@ def storage(data: bytes) -> None:
     hostile.check_storage(data)
 
 
+def checkpoints(data: bytes) -> None:
+    """The checkpoint readers (issue #27) and the index reader: any bytes give
+    numbers or one bad_checkpoint StorageError of one short line."""
+    hostile.check_checkpoints(data)
+
+
 def raft(data: bytes) -> None:
     hostile.check_raft(data)
 
@@ -94,7 +100,8 @@ def native_pass(data: bytes) -> None:
 
 
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, raft, native_capture, decode_arrow, native_pass)}
+                                   storage, checkpoints, raft, native_capture, decode_arrow,
+                                   native_pass)}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).
