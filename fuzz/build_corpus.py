@@ -132,6 +132,15 @@ def raft_dbs() -> list[bytes]:
     return out
 
 
+def checkpoint_files() -> list[bytes]:
+    """Both checkpoint files as Liftbridge writes them, and an index."""
+    from support.segment_builder import build_index, build_segment, messages
+
+    msgs = messages(4, first=7)
+    return [b"0\n3\n4 0\n7 12\n9 40\n", b"41\n", b"0\n0\n", b"-1", b"0\n1\n5 -3\n",
+            b"9223372036854775807\n", b"0\n2\n1 2\n", build_index(msgs, build_segment(msgs), 7)]
+
+
 def raft_streams() -> list[bytes]:
     """Raft log entries and transport streams (first byte: the cut, see hostile.check_raft)."""
     import test_raft as t
@@ -148,7 +157,7 @@ def build(out_dir: Path) -> dict[str, int]:
         seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
                  "nats": nats_streams(envs), "capture": captures(envs, tmp),
                  "batch": batches(envs), "storage": storage_files(), "raft": raft_streams(),
-                 "raftdb": raft_dbs()}
+                 "raftdb": raft_dbs(), "checkpoints": checkpoint_files()}
     counts = {}
     for target, items in seeds.items():
         d = out_dir / target

@@ -68,6 +68,12 @@ def storage(data: bytes) -> None:
     hostile.check_storage(data)
 
 
+def checkpoints(data: bytes) -> None:
+    """The checkpoint readers (issue #27) and the index reader: any bytes give
+    numbers or one bad_checkpoint StorageError of one short line."""
+    hostile.check_checkpoints(data)
+
+
 def raft(data: bytes) -> None:
     hostile.check_raft(data)
 
@@ -110,8 +116,8 @@ def report(data: bytes) -> None:
 
 
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, raft, raftdb, native_capture, decode_arrow,
-                                   native_pass, report)}
+                                   storage, checkpoints, raft, raftdb, native_capture,
+                                   decode_arrow, native_pass, report)}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).

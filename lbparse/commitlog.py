@@ -7,6 +7,7 @@ in the tests); encoding goes through the generated construct declaration.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -79,6 +80,9 @@ class CommitLogEntry:
     size: int | None = field(default=None, compare=False)
     # Set by the readers (lbparse.storage's C scanner too, by this name).
     _crc_ok: bool | None = field(default=None, init=False, compare=False, repr=False)
+    # Each header key's bytes, when one of them is not UTF-8 (None otherwise):
+    # `headers` has such a key as Liftbridge reads it, U+FFFD per bad byte.
+    header_keys_raw: list[bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def crc_ok(self) -> bool | None:
@@ -189,6 +193,18 @@ class ReplicationResponse:
         return cls(epoch, hw, read, data=data)
 
 
+def _go_replace(exc: UnicodeError) -> tuple[str, int]:
+    """U+FFFD for each byte that is not UTF-8, as Go turns a string into
+    JSON (encoding/json; utf8.DecodeRuneInString gives width 1 to each)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "\ufffd" * (exc.end - exc.start), exc.end
+
+
+GO_REPLACE = "lbparse.go-replace"
+codecs.register_error(GO_REPLACE, _go_replace)
+
+
 def _bad(msg: str, offset: int) -> EnvelopeError:
     return EnvelopeError("bad_payload", f"ReplicationResponse: {msg} at payload offset {offset}",
                          offset=offset)
@@ -210,11 +226,15 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
     if end - pos < _BODY_MIN:
         raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
-    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
     p = pos + _BODY_HEAD.size
     if klen != NIL_LENGTH:
         entry.key, p = _sized(buf, p, end, klen, "key")
-    return parse_value_and_headers(buf, p, end, entry)
+    stop = parse_value_and_headers(buf, p, end, entry)
+    # The CRC once the body is known to be whole: lbparse.storage's resync
+    # tries an entry at every position, and a body that is no entry must
+    # cost no pass over the (attacker-declared) rest of the file.
+    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
+    return stop
 
 
 # lbparse.storage reads the bodies of segment files with it too.
@@ -261,6 +281,7 @@ def parse_value_and_headers(buf: bytes, p: int, end: int, entry: CommitLogEntry,
     (count,) = _HEADER_COUNT.unpack_from(buf, p)
     p += _HEADER_COUNT.size
     found = []
+    raw: list[bytes] | None = None  # the keys' bytes, once one is not UTF-8
     for _ in range(max(count, 0)):
         if p + _HKEY_LEN.size > end:
             raise _bad("header key length runs past the entry body", p)
@@ -273,8 +294,12 @@ def parse_value_and_headers(buf: bytes, p: int, end: int, entry: CommitLogEntry,
         try:
             found.append((hkey.decode("utf-8"), hval))
         except UnicodeDecodeError:
-            raise _bad("header key is not UTF-8", p) from None
+            found.append((hkey.decode("utf-8", GO_REPLACE), hval))
+            raw = [k.encode() for k, _ in found[:-1]] if raw is None else raw
+        if raw is not None:
+            raw.append(hkey)
     entry.headers = found
+    entry.header_keys_raw = raw
     return p
 
 

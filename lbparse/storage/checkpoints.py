@@ -26,6 +26,10 @@ HW_FILE: str = CHECKPOINTS["files"]["replication_offset"]
 EPOCH_FILE: str = CHECKPOINTS["files"]["leader_epoch"]
 _KIND = LiftbridgeCheckpoint.CheckpointKind
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
+# The longest decimal a signed 64-bit integer has ("-9223372036854775808"):
+# longer text is refused before int() reads it (which, past 4,300 digits,
+# raises a ValueError of its own instead of a finding).
+_INT64_CHARS = 20
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,10 @@ def _parse(data: bytes, kind: LiftbridgeCheckpoint.CheckpointKind, path: str
 def _number(text: str, what: str, path: str, position: int) -> int:
     # What Go's strconv.ParseInt(s, 10, 64) takes (Python's int() also
     # takes spaces and underscores).
-    if not _DECIMAL.fullmatch(text) or not -(1 << 63) <= int(text) < (1 << 63):
-        raise StorageError(f"{what} is {text!r}, not a decimal 64-bit integer", path=path,
+    if (len(text) > _INT64_CHARS or not _DECIMAL.fullmatch(text)
+            or not -(1 << 63) <= int(text) < (1 << 63)):
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        raise StorageError(f"{what} is {shown!r}, not a decimal 64-bit integer", path=path,
                            position=position, kind="bad_checkpoint")
     return int(text)
 

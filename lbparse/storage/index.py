@@ -9,8 +9,11 @@ else is reported, entry by entry, and not taken as part of the index.
 
 from __future__ import annotations
 
+import mmap
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Union
 
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_FORMATS_BY_NAME, IndexFormat
@@ -19,6 +22,9 @@ __all__ = ["IndexEntry", "IndexReading", "read_index", "read_index_bytes", "CURR
 
 CURRENT_INDEX: IndexFormat = max(INDEX_FORMATS_BY_NAME.values(), key=lambda f: f.id)
 MAX_TAIL_FINDINGS = 10  # entries after the zero tail reported one by one, then counted
+CHUNK = 1 << 20  # bytes of the index read at a time
+Buffer = Union[bytes, mmap.mmap]
+_ZEROS = bytes(CHUNK)
 
 
 @dataclass(frozen=True)
@@ -54,16 +60,43 @@ class IndexReading:
 
 def read_index(path: str | Path, base_offset: int | None = None,
                fmt: IndexFormat = CURRENT_INDEX) -> IndexReading:
-    """Read a `.index` file; the base offset defaults to the one its name gives."""
+    """Read a `.index` file; the base offset defaults to the one its name gives.
+
+    The file is mapped, not read: a preallocated (or sparse) index of
+    gigabytes costs the pages that hold entries, and the zeros after them
+    are found through the file's holes where the system tells them.
+    """
     p = Path(path)
     if base_offset is None:
         stem = p.name.split(".", 1)[0]
         base_offset = int(stem) if stem.isdigit() else 0
     try:
-        data = p.read_bytes()
+        f = open(p, "rb")
     except IsADirectoryError:
         raise StorageError("is a directory, not an index file", path=path) from None
-    return read_index_bytes(data, str(path), base_offset, fmt)
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return read_index_bytes(b"", str(path), base_offset, fmt)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return read_index_bytes(data, str(path), base_offset, fmt,
+                                    _next_data(f.fileno(), size))
+
+
+def _next_data(fd: int, size: int) -> Callable[[int], int]:
+    """Where the file's next stretch of data starts at or after a position (holes
+    read as zeros); the position itself where the system does not say."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+
+    def at(pos: int) -> int:
+        if seek_data is None or pos >= size:
+            return pos
+        try:
+            return max(pos, os.lseek(fd, pos, seek_data))
+        except OSError:  # ENXIO: nothing but a hole after pos
+            return size
+
+    return at
 
 
 def _entry(fmt: IndexFormat, at: int, values: tuple[int, ...], base: int) -> IndexEntry:
@@ -84,32 +117,49 @@ def _empty(fmt: IndexFormat, i: int, values: tuple[int, ...]) -> bool:
     return i > 0 and not any(values)
 
 
-def read_index_bytes(data: bytes, path: str = "<bytes>", base_offset: int = 0,
-                     fmt: IndexFormat = CURRENT_INDEX) -> IndexReading:
-    reading = IndexReading(path, fmt, len(data), base_offset)
+def read_index_bytes(data: Buffer, path: str = "<bytes>", base_offset: int = 0,
+                     fmt: IndexFormat = CURRENT_INDEX,
+                     next_data: Callable[[int], int] | None = None) -> IndexReading:
+    """Read an index's bytes (or map), a chunk at a time.
+
+    `next_data(pos)`: where data starts again at or after `pos` (a file's
+    holes, all zeros, are skipped once the zero tail is found)."""
+    size = len(data)
+    reading = IndexReading(path, fmt, size, base_offset)
     width = fmt.entry.size
-    whole = len(data) // width * width
-    if data.count(0, whole) != len(data) - whole:
+    whole = size // width * width
+    rest = bytes(data[whole:])
+    if rest.count(0) != len(rest):
         reading.damage.append(Finding(path, whole, "index_tail",
-                                      f"{len(data) - whole} bytes after the last whole "
+                                      f"{size - whole} bytes after the last whole "
                                       f"{width}-byte entry"))
-    # Only the entries before the trailing zeros need unpacking (a
-    # preallocated index is 10 MiB of mostly zeros).
-    upto = min(-(-len(data.rstrip(b"\x00")) // width) * width, whole)
-    rows = fmt.entry.iter_unpack(data[:upto])
-    for i, values in enumerate(rows):
-        at = i * width
-        if reading.zero_tail is None:
-            if _empty(fmt, i, values):
-                reading.zero_tail = at
-            else:
-                reading.entries.append(_entry(fmt, at, values, base_offset))
-        elif any(values):
-            reading.after_tail.append(_entry(fmt, at, values, base_offset))
-    if reading.zero_tail is None and upto < whole:
-        reading.zero_tail = upto
+    step = max(CHUNK // width, 1) * width
+    pos = 0
+    while pos < whole:
+        if reading.zero_tail is not None and next_data is not None:
+            pos = min(whole, next_data(pos) // width * width)
+        chunk = data[pos:min(whole, pos + step)]
+        if not chunk:
+            break
+        # Zeros need no unpacking once the tail is found (a preallocated
+        # index is 10 MiB of mostly zeros).
+        if reading.zero_tail is None or chunk != _ZEROS[:len(chunk)]:
+            _entries(reading, fmt, pos, chunk)
+        pos += len(chunk)
     _report_after_tail(reading)
     return reading
+
+
+def _entries(reading: IndexReading, fmt: IndexFormat, pos: int, chunk: bytes) -> None:
+    width = fmt.entry.size
+    for i, values in enumerate(fmt.entry.iter_unpack(chunk), pos // width):
+        if reading.zero_tail is None:
+            if _empty(fmt, i, values):
+                reading.zero_tail = i * width
+            else:
+                reading.entries.append(_entry(fmt, i * width, values, reading.base_offset))
+        elif any(values):
+            reading.after_tail.append(_entry(fmt, i * width, values, reading.base_offset))
 
 
 def _report_after_tail(reading: IndexReading) -> None:

@@ -49,6 +49,7 @@ class PartitionCheck:
     epochs: list[LeaderEpoch] | None = None
     digests: list[Digest] = field(default_factory=list)
     locations: list[tuple[str, int]] = field(default_factory=list)  # (file, position) per digest
+    epoch_index: _EpochIndex | None = field(default=None, repr=False)  # made from `epochs`
 
 
 class _Limiter:
@@ -98,22 +99,33 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
                             f"index of base offset {seg.base_offset} without its .log"))
             continue
         located = _Located(str(seg.log))
-        done = 0
-        for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
-            if progress:
-                progress(max(reading.end_position - done, 0))
-                done = max(done, reading.end_position)
-            for f in reading.damage:
-                out.add(f)
-            first = not located.positions
-            last = _check_entries(check, reading, seg, last, out, keep_digests, first)
-            located.add(reading)
+        try:
+            last = _check_segment(check, seg, located, last, out, keep_digests, progress)
+        except (ValueError, OSError) as exc:  # one file that cannot be read: a finding
+            out.add(Finding(str(seg.log), None, "bad_file", str(exc)))
         check.bytes += located.size
         _check_index(seg, located, out)
     if not part.only_files:
         _check_high_watermark(check, out)
     out.close()
     return check
+
+
+def _check_segment(check: PartitionCheck, seg: SegmentFiles, located: _Located,
+                   last: _Last | None, out: _Limiter, keep_digests: bool,
+                   progress: Callable[[int], None] | None) -> _Last | None:
+    assert seg.log is not None
+    done = 0
+    for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
+        if progress:
+            progress(max(reading.end_position - done, 0))
+            done = max(done, reading.end_position)
+        for f in reading.damage:
+            out.add(f)
+        first = not located.positions
+        last = _check_entries(check, reading, seg, last, out, keep_digests, first)
+        located.add(reading)
+    return last
 
 
 @dataclass
@@ -145,7 +157,11 @@ def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentF
     path = reading.path
     fmt = reading.format
     has_epoch = fmt.field_index("leader_epoch") is not None
-    epochs = check.epochs if has_epoch else None
+    epochs = None
+    if has_epoch and check.epochs is not None:
+        if check.epoch_index is None:
+            check.epoch_index = _EpochIndex(check.epochs)
+        epochs = check.epoch_index
     if reading.entries and first:
         head = reading.entries[0]
         if last is not None and head.offset > last.offset + 1:
@@ -204,7 +220,7 @@ def _check_index(seg: SegmentFiles, located: _Located, out: _Limiter) -> None:
         return
     try:
         index = read_index(seg.index, seg.base_offset, located.index_format or CURRENT_INDEX)
-    except (StorageError, OSError) as exc:
+    except (ValueError, OSError) as exc:  # StorageError is a ValueError
         out.add(Finding(str(seg.index), None, "bad_file", str(exc)))
         return
     for f in index.damage:
@@ -251,12 +267,12 @@ def _read_checkpoints(check: PartitionCheck, out: _Limiter) -> None:
     if part.hw_file is not None:
         try:
             check.high_watermark = read_high_watermark(part.hw_file)
-        except (StorageError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # StorageError is a ValueError
             out.add(_unreadable(str(part.hw_file), exc))
     if part.epoch_file is not None:
         try:
             check.epochs = read_leader_epochs(part.epoch_file)
-        except (StorageError, OSError) as exc:
+        except (ValueError, OSError) as exc:
             out.add(_unreadable(str(part.epoch_file), exc))
 
 
@@ -274,7 +290,38 @@ def _check_high_watermark(check: PartitionCheck, out: _Limiter) -> None:
                         f"high watermark {hw} is past the last offset on disk ({last})"))
 
 
-def _check_epoch(path: str, pos: int, e: CommitLogEntry, epochs: list[LeaderEpoch],
+class _EpochIndex:
+    """The checkpoint's epochs arranged so that an entry is checked against all
+    of them in O(log lines): by start offset, the greatest epoch of those
+    starting before each, and the least of those starting after (one scan of
+    every line per entry made 1,000 entries x 100,000 lines take 30.9 s)."""
+
+    def __init__(self, epochs: list[LeaderEpoch]) -> None:
+        self.listed = {ep.epoch for ep in epochs}
+        order = sorted(epochs, key=lambda ep: ep.start_offset)
+        self.starts = [ep.start_offset for ep in order]
+        self.max_before: list[LeaderEpoch] = []  # [i]: greatest epoch of order[:i + 1]
+        for ep in order:
+            best = self.max_before[-1] if self.max_before else ep
+            self.max_before.append(ep if ep.epoch > best.epoch else best)
+        self.min_after: list[LeaderEpoch] = list(order)  # [i]: least epoch of order[i:]
+        for i in range(len(order) - 2, -1, -1):
+            if self.min_after[i + 1].epoch < self.min_after[i].epoch:
+                self.min_after[i] = self.min_after[i + 1]
+
+    def against(self, offset: int, epoch: int) -> LeaderEpoch | None:
+        """A line the entry disagrees with: one that starts a later epoch
+        before the entry, or an epoch no later than the entry's after it."""
+        before = bisect.bisect_left(self.starts, offset)  # lines starting before the offset
+        if before and self.max_before[before - 1].epoch > epoch:
+            return self.max_before[before - 1]
+        after = bisect.bisect_right(self.starts, offset)  # the first line starting after it
+        if after < len(self.starts) and self.min_after[after].epoch <= epoch:
+            return self.min_after[after]
+        return None
+
+
+def _check_epoch(path: str, pos: int, e: CommitLogEntry, epochs: _EpochIndex,
                  epoch_file: str, out: _Limiter) -> None:
     """An entry agrees with the epoch checkpoint.
 
@@ -284,19 +331,16 @@ def _check_epoch(path: str, pos: int, e: CommitLogEntry, epochs: list[LeaderEpoc
     offset has that epoch or a later one, and every message before it an
     earlier one; and every epoch that has messages is listed.
     """
-    if not any(ep.epoch == e.leader_epoch for ep in epochs):
+    if e.leader_epoch not in epochs.listed:
         out.add(Finding(path, pos, "epoch_checkpoint",
                         f"offset {e.offset} has leader epoch {e.leader_epoch}, which "
                         f"{epoch_file} does not list"))
         return
-    for ep in epochs:
-        later = e.offset > ep.start_offset and e.leader_epoch < ep.epoch
-        earlier = e.offset < ep.start_offset and e.leader_epoch >= ep.epoch
-        if later or earlier:
-            out.add(Finding(path, pos, "epoch_checkpoint",
-                            f"offset {e.offset} has leader epoch {e.leader_epoch}, but "
-                            f"{epoch_file} starts epoch {ep.epoch} at {ep.start_offset}"))
-            return
+    ep = epochs.against(e.offset, e.leader_epoch)
+    if ep is not None:
+        out.add(Finding(path, pos, "epoch_checkpoint",
+                        f"offset {e.offset} has leader epoch {e.leader_epoch}, but "
+                        f"{epoch_file} starts epoch {ep.epoch} at {ep.start_offset}"))
 
 
 def compare_replicas(checks: Iterable[PartitionCheck]) -> list[Finding]:

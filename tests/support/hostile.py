@@ -212,6 +212,35 @@ def check_batch(payloads: list[bytes], layouts: tuple[str, ...] = ("v0", "auto")
                       [payloads] + ([payloads[:half], payloads[half:]] if half else []))
 
 
+def check_checkpoints(data: bytes) -> None:
+    """Bytes as both checkpoint files and as an index, read a chunk at a time."""
+    from lbparse.storage import index as idx
+    from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
+    from lbparse.storage.errors import StorageError
+
+    for parse in (parse_high_watermark, parse_leader_epochs):
+        try:
+            got = parse(data, "cp")
+        except StorageError as exc:
+            assert exc.path == "cp" and exc.kind == "bad_checkpoint", exc.kind
+            assert exc.position is None or 0 <= exc.position <= len(data)
+            assert len(str(exc)) < 300, len(str(exc))
+            continue
+        values = [got] if isinstance(got, int) else [v for e in got
+                                                     for v in (e.epoch, e.start_offset)]
+        assert all(-(1 << 63) <= v < (1 << 63) for v in values), values
+    # The index read whole and in chunks of a few entries (its loop's cuts).
+    whole = idx.read_index_bytes(data, "x.index", 7)
+    chunk = idx.CHUNK
+    idx.CHUNK = 40
+    try:
+        parts = idx.read_index_bytes(data, "x.index", 7)
+    finally:
+        idx.CHUNK = chunk
+    assert (whole.entries, whole.after_tail, whole.zero_tail, whole.damage) == \
+        (parts.entries, parts.after_tail, parts.zero_tail, parts.damage)
+
+
 def check_storage(data: bytes) -> None:
     """Any bytes as each of Liftbridge's files: only StorageError escapes; a
     segment read in parts is the whole reading; the C entry loop (when

@@ -63,7 +63,10 @@ def _entry_dict(e: Any) -> dict[str, Any]:
         ts = None if ms is None else ms * NS_PER_MS
     crc = _get(b, "crc32c") if _get(b, "crc32c") is not None else _get(b, "crc32")
     headers = _get(b, "headers")
-    return dict(offset=_get(e, "offset"), timestamp=ts, leader_epoch=_get(e, "leader_epoch"),
+    # The spec's offset is a u8; Liftbridge (and lbparse) read those 8 bytes as an int64.
+    offset = _get(e, "offset")
+    offset = offset - (1 << 64) if offset >= 1 << 63 else offset
+    return dict(offset=offset, timestamp=ts, leader_epoch=_get(e, "leader_epoch"),
                 size=_get(e, "size"), crc=crc, magic=_get(b, "magic"),
                 attributes=_get(b, "attributes"),
                 key=_plain(_get(b, "key")) if _get(b, "key_len") != -1 else None,
