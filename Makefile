@@ -89,14 +89,18 @@ check-generated:
 
 ## test: the whole test suite. -P: lbparse is imported from where it is installed
 ## (the checkout itself only with an editable install or PYTHONPATH), never
-## implicitly from the current directory
+## implicitly from the current directory. On JOBS workers (pytest-xdist; default: every
+## core): the tests of one Spark session or one Liftbridge cluster stay on one worker
+## (tests/conftest.py), so each starts once a run
+JOBS ?= auto
 test:
-	$(PYTHON) -P -m pytest -q
+	$(PYTHON) -P -m pytest -q -n $(JOBS) --dist loadgroup
 
 ## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
-## tshark, Node and other languages, long fuzz sweeps): well under a minute
+## tshark, Node and other languages, long fuzz sweeps, any test of half a second or
+## more): under a minute
 test-fast:
-	$(PYTHON) -P -m pytest -q -m "not slow"
+	$(PYTHON) -P -m pytest -q -m "not slow" -n $(JOBS)
 
 ## typecheck: mypy --strict over lbparse (configured in pyproject.toml [tool.mypy])
 .PHONY: typecheck

@@ -37,13 +37,23 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
 
 
+# Fixtures started once a session: on several workers (pytest-xdist, `make
+# test`), the tests that use one run on one worker (--dist loadgroup), so it
+# starts once a run, not once a worker.
+ONCE_A_RUN = {"liftbridge_short": "cluster", "liftbridge_full": "cluster", "spark": "spark"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts Spark (the `spark` fixture of tests/spark) or a
     Liftbridge cluster, directly or through another fixture, is slow: `make
-    test-fast` leaves it out."""
+    test-fast` leaves it out; and it runs on its fixture's worker."""
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        names = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & names:
             item.add_marker(pytest.mark.slow)
+        groups = sorted({ONCE_A_RUN[n] for n in names & set(ONCE_A_RUN)})
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("+".join(groups)))
 
 
 @pytest.fixture

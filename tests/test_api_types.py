@@ -55,6 +55,7 @@ def _snippet_errors(errors: list[str], line: int) -> list[str]:
     return [e for e in errors if re.search(rf"snippet\.py:{line}: error", e)]
 
 
+@pytest.mark.slow
 def test_lbparse_is_mypy_strict_clean(mypy_errors: list[str]) -> None:
     assert [e for e in mypy_errors if "snippet.py" not in e] == []
 

@@ -78,6 +78,7 @@ def _reference(path: str, layout: str) -> pa.Table:
     return pa.Table.from_batches([d.to_batch() for d in decode_in_order(records, decoder)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["auto", "v0"])
 def test_read_capture_arrow_is_the_pipelines_rows(layout: str, tmp_path: Path) -> None:
     paths = [c.path for c in damaged_captures(tmp_path, "pcapng")]

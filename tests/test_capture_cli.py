@@ -104,6 +104,7 @@ def test_unreadable_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "neither pcap, pcapng" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @needs_shared
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
 def test_our_format_round_trip(tmp_path: Path, ext: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,6 +71,7 @@ def unfolded() -> tuple[str, dict[str, dict[str, int]], int]:
     return _stats("--all")
 
 
+@pytest.mark.slow
 def test_a_screenful_with_every_count(folded: tuple, unfolded: tuple) -> None:
     text, sections, messages = folded
     all_text, all_sections, all_messages = unfolded
@@ -98,6 +99,7 @@ def test_a_screenful_with_every_count(folded: tuple, unfolded: tuple) -> None:
     assert "None" not in text and "(none)" in sections["per MsgType"]
 
 
+@pytest.mark.slow
 def test_top_n(folded: tuple) -> None:
     text, sections, _ = _stats("--top", "3")
     for title, rows in sections.items():
@@ -108,6 +110,7 @@ def test_top_n(folded: tuple) -> None:
     assert res.returncode == 2 and b"--top" in res.stderr
 
 
+@pytest.mark.slow
 def test_503s_per_request_subject(folded: tuple) -> None:
     """The 503s: as many as the capture's bytes hold `NATS/1.0 503` lines, each
     counted under the subject pattern of the request whose inbox it came to."""
@@ -123,6 +126,7 @@ def test_503s_per_request_subject(folded: tuple) -> None:
     assert statuses == {f"503 no responders to {k}": n for k, n in targets.items()}
 
 
+@pytest.mark.slow
 def test_connections_by_connect_name(folded: tuple) -> None:
     names = [json.loads(p.split(b"CONNECT ", 1)[1].split(b"\r\n", 1)[0]).get("name")
              for p in _tshark_payloads() if p.startswith(b"CONNECT ")]

@@ -40,6 +40,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @needs_short
 def test_the_tables_are_the_columnar_cores(written: Path) -> None:
     want = _core_tables(SHORT)
@@ -95,6 +96,7 @@ def test_dir_is_made_with_the_users_umask(written: Path) -> None:
     assert stat.S_IMODE(written.stat().st_mode) == 0o777 & ~mask
 
 
+@pytest.mark.slow
 def test_a_damaged_capture_is_written_and_said(tmp_path: Path) -> None:
     conn = Conn()
     frames = conn.handshake() + conn.send("c", pub("lb.x", bytes.fromhex("b90e43b40008000b0a027331")))
@@ -109,6 +111,7 @@ def test_a_damaged_capture_is_written_and_said(tmp_path: Path) -> None:
     assert (out / MESSAGES).is_dir()
 
 
+@pytest.mark.slow
 def test_a_file_that_cannot_be_read_is_status_2(tmp_path: Path) -> None:
     out = tmp_path / "out"
     done = run_cli("capture", str(tmp_path / "nosuch.pcap"), "--tables", str(out))
@@ -116,6 +119,7 @@ def test_a_file_that_cannot_be_read_is_status_2(tmp_path: Path) -> None:
     assert "nosuch.pcap: No such file or directory" in done.stderr.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra,word", [(["--subject", "a.>"], "--subject"),
                                         (["-c", "3"], "-c/--count"), (["--stats"], "--stats"),
                                         (["-o", "x.jsonl"], "-o/--output"),
@@ -127,6 +131,7 @@ def test_options_that_do_not_go_with_tables(tmp_path: Path, extra: list[str], wo
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_a_dir_with_something_in_it_is_refused_and_kept(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -139,6 +144,7 @@ def test_a_dir_with_something_in_it_is_refused_and_kept(tmp_path: Path) -> None:
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
 
 
+@pytest.mark.slow
 def test_stdin_and_an_input_as_dir_are_refused(tmp_path: Path) -> None:
     done = run_cli("capture", "-", "--tables", str(tmp_path / "o"))
     assert done.returncode == 2 and "not '-' (stdin)" in done.stderr.decode()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from vectors import VECTORS
 from support.cli import LBPARSE
 
@@ -16,6 +18,7 @@ def lbparse(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProce
                           capture_output=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_decode_hex_argument_prints_vector_json() -> None:
     res = lbparse("decode", PUBLISH_CRC["hex"])
     assert res.returncode == 0, res.stderr
@@ -24,6 +27,7 @@ def test_decode_hex_argument_prints_vector_json() -> None:
     assert got["payload_json"] == PUBLISH_CRC["expect"]["payload_json"]
 
 
+@pytest.mark.slow
 def test_decode_raw_stdin_and_error_exit_status() -> None:
     res = lbparse("decode", stdin=bytes.fromhex(PUBLISH_CRC["hex"]))
     assert res.returncode == 0 and json.loads(res.stdout)["msg_type_name"] == "Publish"
@@ -33,6 +37,7 @@ def test_decode_raw_stdin_and_error_exit_status() -> None:
                                       "message": "envelope needs at least 8 bytes, got 7"}
 
 
+@pytest.mark.slow
 def test_decode_line_oriented_hex_and_base64(tmp_path) -> None:
     f = tmp_path / "in.txt"
     f.write_text("\n".join(v["hex"] for v in VECTORS[:5]) + "\n")
@@ -44,12 +49,14 @@ def test_decode_line_oriented_hex_and_base64(tmp_path) -> None:
     assert json.loads(res.stdout)["crc32c"] == PUBLISH_CRC["expect"]["crc32c"]
 
 
+@pytest.mark.slow
 def test_decode_pretty_view() -> None:
     out = lbparse("decode", "--pretty", PUBLISH_CRC["hex"]).stdout.decode()
     assert "msg_type      0 Publish" in out
     assert "crc32c        0x8df060ea (ok)" in out
 
 
+@pytest.mark.slow
 def test_encode_then_decode() -> None:
     res = lbparse("encode", "--type", "Ack", "--json", '{"stream": "foo", "offset": "42"}', "--crc")
     assert res.returncode == 0, res.stderr
@@ -61,6 +68,7 @@ def test_encode_then_decode() -> None:
     assert raw.stdout == bytes.fromhex("b90e43b40008000a0a027331")
 
 
+@pytest.mark.slow
 def test_encode_reports_bad_input_clearly() -> None:
     res = lbparse("encode", "--type", "Nope", "--json", "{}")
     assert res.returncode == 2 and b"unknown type 'Nope'" in res.stderr
@@ -68,6 +76,7 @@ def test_encode_reports_bad_input_clearly() -> None:
     assert res.returncode == 2 and b"does not fit proto.Ack" in res.stderr
 
 
+@pytest.mark.slow
 def test_spec_lists_the_generated_tables() -> None:
     tables = json.loads(lbparse("spec", "--json").stdout)
     assert tables["v0"]["msg_types"]["14"] == {"name": "PartitionNotification",
@@ -75,6 +84,7 @@ def test_spec_lists_the_generated_tables() -> None:
     assert "legacy" in tables
 
 
+@pytest.mark.slow
 def test_demo_decodes_the_examples() -> None:
     res = lbparse("demo", "--no-pipeline")  # the Spark part: tests/spark/test_demo.py
     assert res.returncode == 0
@@ -84,12 +94,14 @@ def test_demo_decodes_the_examples() -> None:
     assert "crc_mismatch" in out
 
 
+@pytest.mark.slow
 def test_help_explains_every_command() -> None:
     out = lbparse("--help").stdout.decode()
     for cmd in ("decode", "encode", "spec", "demo"):
         assert cmd in out
 
 
+@pytest.mark.slow
 def test_decode_auto_reports_evidence_and_ambiguity() -> None:
     legacy_message = next(v for v in VECTORS if v["id"] == "legacy_message")["hex"]
     got = json.loads(lbparse("decode", "--layout", "auto", legacy_message).stdout)
@@ -100,6 +112,7 @@ def test_decode_auto_reports_evidence_and_ambiguity() -> None:
     assert plain["layout"] == "plain" and plain["payload_json"] == {"hex": "68656c6c6f"}
 
 
+@pytest.mark.slow
 def test_decode_every_layout_is_a_choice() -> None:
     out = lbparse("decode", "--help").stdout.decode()
     for layout in ("auto", "v0", "legacy", "flatbuffers", "flatbuffers-draft", "lift-cookie",

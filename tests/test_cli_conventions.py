@@ -88,6 +88,7 @@ def assert_no_traceback(res: subprocess.CompletedProcess[bytes]) -> None:
 
 # -- --version ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_version_names_the_lbparse_that_runs() -> None:
     res = run_cli("--version")
     assert res.returncode == 0 and res.stderr == b""
@@ -111,6 +112,7 @@ def _closed_pipe_cases(examples: Path, captures: dict[str, Path],
             ["report", str(captures["pcap"]), "--json", "-", "-q"]]
 
 
+@pytest.mark.slow
 def test_a_reader_that_never_reads_ends_the_run_quietly(examples: Path, captures: dict[str, Path],
                                                         data_dir: Path) -> None:
     """Every command that writes to stdout, its reader gone before the first line."""
@@ -122,6 +124,7 @@ def test_a_reader_that_never_reads_ends_the_run_quietly(examples: Path, captures
         assert (proc.returncode, err) == (0, b""), (args, err.decode(errors="replace"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
 def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:  # noqa: F811
     """lbparse raft of a real raft.db (the shared `short` run), its reader gone."""
@@ -133,6 +136,7 @@ def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:  # 
     assert (proc.returncode, err) == (0, b""), err.decode(errors="replace")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["decode", "capture"])
 def test_head_takes_one_line_and_the_run_ends_quietly(tmp_path: Path, captures: dict[str, Path],
                                                       command: str) -> None:
@@ -157,6 +161,7 @@ def test_head_takes_one_line_and_the_run_ends_quietly(tmp_path: Path, captures: 
 
 # -- bad lines ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_bad_hex_line_is_reported_with_its_number_and_the_run_goes_on() -> None:
     lines = [GOOD[0], "zz not hex", "", "# a comment", GOOD[1], "\udcff", GOOD[2]]
     data = "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n"
@@ -172,6 +177,7 @@ def test_a_bad_hex_line_is_reported_with_its_number_and_the_run_goes_on() -> Non
     assert err[1] == "lbparse decode: stdin:6: not ASCII text (byte 0xff at column 1)"
 
 
+@pytest.mark.slow
 def test_a_bad_base64_line_in_a_file_is_reported_with_file_and_line(tmp_path: Path) -> None:
     import base64
 
@@ -186,6 +192,7 @@ def test_a_bad_base64_line_in_a_file_is_reported_with_file_and_line(tmp_path: Pa
         assert res.stderr.decode().startswith(f"lbparse {command}: {f}:2: not base64")
 
 
+@pytest.mark.slow
 def test_check_goes_on_past_a_bad_line_and_reports_crashes() -> None:
     crashing = "b90e43b40028000a0a026964"  # header_len 40 past the data: panics a server
     res = run_cli("check", "--hex", "--json", stdin=f"{GOOD[0]}\nxyz\n{crashing}\n".encode())
@@ -271,6 +278,7 @@ def _check_usage_errors(cases: list[tuple[list[str], str]]) -> None:
         assert said in err, (args, err)
 
 
+@pytest.mark.slow
 def test_usage_errors_are_one_line_and_status_2(tmp_path: Path,
                                                 captures: dict[str, Path]) -> None:
     """One usage error of every command (the first of its cases below)."""
@@ -283,6 +291,7 @@ def test_every_usage_error_is_one_line_and_status_2(tmp_path: Path,
     _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[1])
 
 
+@pytest.mark.slow
 def test_data_problems_are_status_1(tmp_path: Path) -> None:
     res = run_cli("decode", "b90e43b4000c01")
     assert res.returncode == 1 and res.stderr == b""
@@ -298,6 +307,7 @@ def test_data_problems_are_status_1(tmp_path: Path) -> None:
     assert res.returncode == 1 and b"60 bytes missing" in res.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_server_is_one_line_and_status_1() -> None:
     res = run_cli("tap", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5")
     err = res.stderr.decode()
@@ -306,6 +316,7 @@ def test_an_unreachable_server_is_one_line_and_status_1() -> None:
     assert "127.0.0.1" in err
 
 
+@pytest.mark.slow
 def test_record_to_an_unreachable_server_leaves_status_1(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     res = run_cli("record", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5",
@@ -317,6 +328,7 @@ def test_record_to_an_unreachable_server_leaves_status_1(tmp_path: Path) -> None
 
 # -- stdin ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng", "jsonl", "parquet"])
 def test_capture_reads_stdin_as_it_reads_the_file(captures: dict[str, Path], fmt: str) -> None:
     path = captures[fmt]
@@ -329,6 +341,7 @@ def test_capture_reads_stdin_as_it_reads_the_file(captures: dict[str, Path], fmt
     assert len(records) == 40
 
 
+@pytest.mark.slow
 def test_problems_on_stdin_are_named_stdin(captures: dict[str, Path]) -> None:
     data = captures["pcap"].read_bytes()
     res = run_cli("capture", "-", stdin=data[:-30])  # the last packet cut short
@@ -339,6 +352,7 @@ def test_problems_on_stdin_are_named_stdin(captures: dict[str, Path]) -> None:
     assert res.stderr.decode().startswith("lbparse capture: stdin: neither pcap")
 
 
+@pytest.mark.slow
 def test_decode_and_encode_read_stdin_for_dash() -> None:
     res = run_cli("decode", "-", stdin=bytes.fromhex(GOOD[0]))
     assert res.returncode == 0 and json.loads(res.stdout)["layout"] == "v0"
@@ -347,6 +361,7 @@ def test_decode_and_encode_read_stdin_for_dash() -> None:
     assert res.returncode == 0 and res.stdout.startswith(b"b90e43b4")
 
 
+@pytest.mark.slow
 def test_report_reads_a_capture_from_stdin(captures: dict[str, Path], tmp_path: Path) -> None:
     """`lbparse report -`: the same model as the file read by the record path
     (the columnar path, a file's default, leaves NATS control lines uncounted)."""
@@ -391,6 +406,7 @@ def _packet_end(data: bytes, fmt: str, n: int) -> int:
     return pos
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> None:
     """Each record comes out as soon as its packet went in, the pipe still open."""
@@ -463,6 +479,7 @@ def test_tcpdump_into_capture_dash(nats_server: str) -> None:
 
 # -- times in tables, and the command line's own JSON --------------------------
 
+@pytest.mark.slow
 def test_tables_show_rfc3339_times(captures: dict[str, Path]) -> None:
     res = run_cli("capture", "--format", "table", str(captures["pcap"]))
     first = res.stdout.decode().splitlines()[0]
@@ -490,6 +507,7 @@ def _keys(obj: Any) -> Iterator[str]:
             yield from _keys(v)
 
 
+@pytest.mark.slow
 def test_the_command_lines_own_json_is_snake_case() -> None:
     check = json.loads(run_cli("check", "--json", GOOD[0]).stdout)
     spec = json.loads(run_cli("spec", "--json").stdout)
@@ -539,6 +557,7 @@ def test_every_output_is_dash_o_or_dash_dash_output() -> None:
     ["segments", "DATA", "--format", "jsonl"],
     ["raft", "RAFT", "--format", "jsonl"],
 ])
+@pytest.mark.slow
 def test_dash_o_writes_what_stdout_shows(args: list[str], tmp_path: Path, data_dir: Path,
                                          captures: dict[str, Path],
                                          short_data: Path) -> None:  # noqa: F811
@@ -556,6 +575,7 @@ def test_dash_o_writes_what_stdout_shows(args: list[str], tmp_path: Path, data_d
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again.txt", "out.txt"]  # no temp left
 
 
+@pytest.mark.slow
 def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
                                                              captures: dict[str, Path]
                                                              ) -> None:
@@ -600,6 +620,7 @@ def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
         "dangling.txt", "link.txt", "old.txt", "precious.txt", "t.pcap"]
 
 
+@pytest.mark.slow
 def test_json_means_json_output_wherever_it_is_an_option(captures: dict[str, Path],
                                                           data_dir: Path) -> None:
     """--json takes no value and asks for JSON (Lines) output, in every command
@@ -625,6 +646,7 @@ def test_json_means_json_output_wherever_it_is_an_option(captures: dict[str, Pat
     assert len(tables) == 1 and "v0" in json.loads(tables[0])
 
 
+@pytest.mark.slow
 def test_encode_takes_payload_and_the_old_json_still_works(tmp_path: Path) -> None:
     msg = '{"stream": "foo", "offset": "42"}'
     new = run_cli("encode", "--type", "Ack", "--payload", msg, "--crc")
@@ -663,6 +685,7 @@ def test_usage_errors_name_the_subcommand(capsys: pytest.CaptureFixture[str]) ->
     assert capsys.readouterr().err.startswith("lbparse capture: unrecognized arguments: --bogus")
 
 
+@pytest.mark.slow
 def test_every_exit_status_is_documented() -> None:
     """0, 1, 2, 3 and 130 in lbparse.cli.status, `lbparse --help` and the README;
     and no command returns a status outside them."""
@@ -696,6 +719,7 @@ def _lines(out: bytes) -> list[Any]:
     return [json.loads(line) for line in out.splitlines()]
 
 
+@pytest.mark.slow
 def test_capture_count_stops_after_n_messages(captures: dict[str, Path]) -> None:
     everything = _lines(run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]),
                                 "--layout", "v0").stdout)
@@ -711,6 +735,7 @@ def test_capture_count_stops_after_n_messages(captures: dict[str, Path]) -> None
         assert res.returncode == 2 and b"lbparse capture: argument -c/--count" in res.stderr
 
 
+@pytest.mark.slow
 def test_capture_count_stops_a_live_pipe(captures: dict[str, Path]) -> None:
     """From a pipe still open (tcpdump -U -w -), -c N ends the run at the N-th
     message, as tshark -c does, without waiting for the end of input."""
@@ -735,6 +760,7 @@ def test_capture_count_stops_a_live_pipe(captures: dict[str, Path]) -> None:
     assert [json.loads(line)["subject"] for line in out.splitlines()] == ["lb.v0", "lb.v1"]
 
 
+@pytest.mark.slow
 def test_capture_takes_lenient_and_no_verify_crc_as_decode(tmp_path: Path) -> None:
     by_id = {v["id"]: bytes.fromhex(v["hex"]) for v in VECTORS}
     payloads = [by_id["bad_header_len_255_long"], by_id["bad_crc_zero"]]
@@ -769,6 +795,7 @@ def test_capture_takes_lenient_and_no_verify_crc_as_decode(tmp_path: Path) -> No
     assert res.returncode == 2 and b"--lenient needs a named --layout" in res.stderr
 
 
+@pytest.mark.slow
 def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path) -> None:
     cases = [
         (["segments", str(data_dir), "--stream", "nosuch"], 1,
@@ -797,6 +824,7 @@ def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path
     assert ok.returncode == 0 and ok.stderr == b""
 
 
+@pytest.mark.slow
 def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
     """A cluster's folder of data directories, a data directory, raft.db itself."""
     nodes = sorted(p for p in short_data.iterdir() if (p / "raft" / "raft.db").is_file())
@@ -812,6 +840,7 @@ def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
     assert run_cli("segments", str(short_data), "-q").returncode == 0  # what segments takes
 
 
+@pytest.mark.slow
 def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
                                                  tmp_path: Path) -> None:
     """As tshark keeps its -w file: `capture - -o FILE` from a live pipe, stopped
@@ -848,6 +877,7 @@ def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
     assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
 
 
+@pytest.mark.slow
 def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_path: Path
                                                                           ) -> None:
     """`generate -o` names a folder: a file or a device there is said in one line

@@ -67,6 +67,7 @@ _LINES = [b"PUB a.b 5\r\nhello\r\n", b"PUB  a.b  r.1  3\r\nxyz\r\n", b"MSG a.b 7
           b"garbage\r\n", b"PUB a 99999999999\r\n", b"HPUB a 9 3\r\n", b"\r\n"]
 
 
+@pytest.mark.slow
 @needs_compiled
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(st.sampled_from(_LINES) | st.binary(max_size=12), max_size=20),
@@ -118,6 +119,7 @@ for path in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_captures_compiled_equal_source(tmp_path: Path) -> None:
     paths = [str(p) for p in sorted(SHARED.glob("*.pcap*"))]

@@ -36,6 +36,7 @@ def test_commitlog_parsers_agree(v: dict) -> None:
     assert len(got["lbparse"]) == len(v["expect"]["commitlog_messages"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", LAYOUTS)
 @settings(max_examples=300, deadline=None)
 @given(raw=st.binary(max_size=24) | st.binary(min_size=1, max_size=16).map(
@@ -47,6 +48,7 @@ def test_header_parsers_agree_on_random_bytes(layout: str, raw: bytes) -> None:
     _agree(raw, layout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
 @settings(max_examples=200, deadline=None)
 @given(version=st.sampled_from([0, 0, 0, 1]), hl=st.sampled_from([0, 7, 8, 9, 12, 13, 40]),
@@ -77,6 +79,7 @@ def test_decode_shortcut_equals_full_decoder_on_vectors(v: dict) -> None:
     _shortcut_agrees(data(v))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(version=st.sampled_from([0, 0, 1]), hl=st.sampled_from([8, 8, 12, 12, 9, 40]),
        flags=st.integers(0, 255), byte7=st.integers(0, 16), tail=st.binary(max_size=24),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +35,7 @@ def test_the_readmes_links_to_the_manual_are_pages() -> None:
     assert set(_nav()) - {"index.md", "api.md"} <= linked  # the README names every page
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_the_readme_home_and_the_api_reference(tmp_path: Path) -> None:
     import os
     import subprocess

@@ -47,6 +47,7 @@ def _rr(**entry: object) -> str:
     (["--layout", "flatbuffers", "--type", "Publish", "--payload", '{"partition": -1}'],
      "--payload: partition is -1, out of uint32's range"),
 ])
+@pytest.mark.slow
 def test_json_that_does_not_fit_is_one_line(args: list[str], wanted: str) -> None:
     done = run_cli("encode", *args)
     lines = done.stderr.decode().splitlines()
@@ -55,6 +56,7 @@ def test_json_that_does_not_fit_is_one_line(args: list[str], wanted: str) -> Non
     assert done.stdout == b""
 
 
+@pytest.mark.slow
 def test_fitting_flatbuffers_json_still_encodes() -> None:
     done = run_cli("encode", "--layout", "flatbuffers", "--type", "Ack", "--payload",
                    '{"ackPolicy": "ALL", "offset": "-5", "correlationId": "YWI=", "stream": "s"}')

@@ -95,6 +95,7 @@ def envelopes(draw: st.DrawFn) -> list[bytes | None]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelopes(), st.booleans(), st.integers(0, 2**12 - 1))
 def test_the_header_pass_equals_numpy_on_damaged_envelopes(payloads: list[bytes | None],
@@ -113,6 +114,7 @@ def test_a_batch_whose_data_buffer_ends_inside_a_header() -> None:
 
 # -- grouping -------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-3, 20), max_size=200), st.integers(0, 18))
 def test_grouping_equals_a_stable_sort(codes: list[int], ncodes: int) -> None:
@@ -161,6 +163,7 @@ def damaged_responses(draw: st.DrawFn) -> bytes:
     return bytes(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(damaged_responses(), min_size=1, max_size=6))
 def test_the_replication_walk_equals_numpy_on_hypothesis_payloads(payloads: list[bytes]) -> None:
@@ -197,6 +200,7 @@ def test_the_decoder_equals_its_python_reference_on_every_vector() -> None:
     check_decoder(VECTOR_PAYLOADS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CAPTURE_FILES, ids=lambda p: p.name)
 def test_the_decoder_equals_its_python_reference_on_the_real_captures(path: Path) -> None:
     for batch in capture_batches(path):
@@ -213,6 +217,7 @@ def test_the_decoder_equals_its_python_reference_on_damaged_captures(tmp_path: P
             check_decoder(batch, crcs=(True,))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelopes())
 def test_the_decoder_equals_its_python_reference_on_damaged_envelopes(

@@ -65,6 +65,7 @@ def test_the_table_is_pyprojects() -> None:
     (["tap", "nats://127.0.0.1:9", "foo", "--count", "1"], ("nats", "nkeys", "nacl"), "live"),
     (["generate", "--lang", "python", "-o", "gen"], ("grpc_tools",), "generate"),
 ])
+@pytest.mark.slow
 def test_a_command_without_its_extra_says_which_pip_install(
         tmp_path: Path, argv: list[str], block: tuple[str, ...], extra: str) -> None:
     done = _lbparse(argv, block, cwd=tmp_path)
@@ -85,6 +86,7 @@ def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) ->
 ALL_OPTIONAL = tuple(MODULES)
 
 
+@pytest.mark.slow
 def test_decoding_captures_and_tables_need_no_extra(tmp_path: Path) -> None:
     assert _lbparse(["decode", ENVELOPE], ALL_OPTIONAL).stdout.count('"s1"') == 1
     done = _lbparse(["capture", SAMPLE, "-c", "3", "--format", "table"], ALL_OPTIONAL)
@@ -95,6 +97,7 @@ def test_decoding_captures_and_tables_need_no_extra(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("lbparse "), done.stderr
 
 
+@pytest.mark.slow
 def test_data_directories_need_no_extra(tmp_path: Path) -> None:
     import tarfile
 

@@ -94,6 +94,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return {fmt: _capture(tmp, fmt) for fmt in ("pcap", "pcapng")}
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=timedelta(seconds=10),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(["pcap", "pcapng"]), data=st.data())
@@ -106,6 +107,7 @@ def test_absurd_length_fields(clean: dict[str, bytes], fmt: str, data: st.DataOb
     check_capture(bytes(raw), layout="v0")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=timedelta(seconds=10),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(["pcap", "pcapng"]), data=st.data())

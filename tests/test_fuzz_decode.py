@@ -58,6 +58,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.binary(max_size=96))
 def test_random_bytes(data: bytes) -> None:
@@ -65,6 +66,7 @@ def test_random_bytes(data: bytes) -> None:
     check_differential(data)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.binary(max_size=40).map(lambda t: bytes.fromhex("b90e43b4") + t))
 def test_random_bytes_after_the_magic(data: bytes) -> None:
@@ -72,6 +74,7 @@ def test_random_bytes_after_the_magic(data: bytes) -> None:
     check_differential(data)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated())
 def test_mutated_envelopes(data: bytes) -> None:
@@ -90,6 +93,7 @@ def test_truncation_at_every_header_boundary(seed: int) -> None:
         check_headers_agree(data[:cut])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=timedelta(seconds=5))
 @given(version=st.sampled_from([0, 0, 0, 1, 255]), hl=st.integers(0, 255),
        flags=st.integers(0, 255), byte7=st.integers(0, 255), payload=st.sampled_from(SEEDS),

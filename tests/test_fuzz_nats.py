@@ -66,6 +66,7 @@ def damaged_frame(draw: st.DrawFn) -> bytes:
     return frame
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=timedelta(seconds=5),
           suppress_health_check=[HealthCheck.too_slow])
 @given(frames=st.lists(FRAME | damaged_frame(), max_size=8),

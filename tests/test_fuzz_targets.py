@@ -109,6 +109,7 @@ def _harness(name: str, corpus: Path, runs: int) -> str:
     return out.stderr
 
 
+@pytest.mark.slow
 def test_the_atheris_harness_runs_a_short_campaign(corpus: Path) -> None:
     """The smoke of `make fuzz`: a few hundred coverage-guided executions
     of the decoder (the long campaign runs outside the suite)."""
@@ -187,6 +188,7 @@ def test_the_guard_compares_as_python_does() -> None:
     assert len(calls) == 12
 
 
+@pytest.mark.slow
 def test_the_batch_target_holds_its_memory_under_the_fuzzer(corpus: Path) -> None:
     """The campaign's own harness on the batch target: libFuzzer's rss from
     its 256th execution (past the warm-up: Arrow's pools, the reference's

@@ -57,6 +57,7 @@ def _cli(paths: list[str], extra: list[str]) -> tuple[list[dict], str, int]:
     return [json.loads(line) for line in out.stdout.splitlines()], out.stderr, out.returncode
 
 
+@pytest.mark.slow
 def test_lbparse_capture_accounts_for_every_message(cases: list) -> None:
     """The same, through the command line: records on stdout, notices on
     stderr (one line each, naming the file), the --stats summary adding up."""

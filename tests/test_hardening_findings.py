@@ -95,6 +95,7 @@ def test_flatbuffers_shared_vectors_cannot_multiply_memory() -> None:
         lbparse.decode(small, "flatbuffers", limits=lbparse.Limits(max_payload=300))
 
 
+@pytest.mark.slow
 def test_lowercase_message_verbs_parse_in_linear_time() -> None:
     """lbparse/capture/nats.py: a message verb in lower case was handled by
     rewriting the whole buffer in upper case, once per line: a segment of
@@ -182,6 +183,7 @@ def test_a_parquet_column_of_the_wrong_type_is_a_bad_record(tmp_path) -> None:
         list(CaptureReader(tmp_path / "r.parquet"))
 
 
+@pytest.mark.slow
 def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
     """lbparse/cli/capture_cmd.py: `--format table` crashed with
     OverflowError on a timestamp datetime cannot hold (pcapng's if_tsresol
@@ -381,6 +383,7 @@ def _jsonl_record(i: int, **over: object) -> str:
     _jsonl_record(9).replace('"ts": 1700000009.0', '"ts": NaN'),
     _jsonl_record(9, subject=None),
 ], ids=["not_json", "ts_400_digits", "ts_1e999", "ts_nan", "null_subject"])
+@pytest.mark.slow
 def test_one_bad_line_of_a_recording_costs_that_line_only(bad: str, tmp_path) -> None:
     """lbparse/capture/records.py (issue #19): one line that was not a record
     ended the reading of the whole file (CaptureError), an integer of 400
@@ -418,6 +421,7 @@ def test_bad_lines_before_the_first_record_are_held_not_lost(tmp_path) -> None:
     assert [n.kind for n in notices] == ["bad_record", "bad_record"]
 
 
+@pytest.mark.slow
 def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     """lbparse/capture/recordings.py (issue #19): a null cell in our Parquet
     recording raised TypeError (a traceback from lbparse capture); an
@@ -462,6 +466,7 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     assert [n.kind for n in notices] == ["bad_record"]
 
 
+@pytest.mark.slow
 def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:
     """lbparse/capture/formats.py, reader.py, pipeline/sources.py (issue #19):
     a FIFO in an input directory blocked the pipeline's planning forever
@@ -499,6 +504,7 @@ def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:
     assert '"subject": "s.0"' in out.stdout and "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path) -> None:
     """lbparse/storage/datadir.py (issue #19): a FIFO named like a segment,
     index or checkpoint in a partition directory blocked lbparse segments

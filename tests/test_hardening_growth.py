@@ -155,6 +155,7 @@ def test_a_refused_protobuf_payload_is_judged_in_linear_time() -> None:
     _check_linear(_refused_at_the_end, _auto_and_check, [32_000, 64_000, 128_000, 256_000])
 
 
+@pytest.mark.slow
 def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """lbparse/wirefit.py, detect.py, upstream.py: a payload the protobuf
@@ -206,6 +207,7 @@ def _shared_table_vector(entries: int) -> bytes:
     return ENVELOPE + bytes(b.Output())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entries,max_payload", [(2_000_000, 8 << 20), (50_000, 1 << 20)])
 def test_offsets_to_one_table_cannot_multiply_objects(entries: int, max_payload: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

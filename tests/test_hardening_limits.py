@@ -103,6 +103,7 @@ def _parses(payload: bytes) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=timedelta(seconds=5))
 @given(nest=NEST, extra=st.integers(0, 105))
 def test_depth_walk_agrees_with_the_protobuf_runtime(nest: bytes, extra: int) -> None:
@@ -172,6 +173,7 @@ def _lbparse(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=60, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_cli_options(tmp_path: Path) -> None:
     wire = lbparse.encode(Message(value=b"v" * 40)).hex()
     out = _lbparse("decode", "--max-payload", "10", wire)

@@ -84,6 +84,7 @@ def test_keys_sharing_one_value_are_copied_within_the_budget() -> None:
     assert store.stable["CurrentTerm"] == 2  # read on past the limit
 
 
+@pytest.mark.slow
 def test_the_crafted_file_of_the_issue_stays_bounded(tmp_path: Path) -> None:
     """The issue's file: one leaf page of 65,535 keys pointing at one 1 MB
     region (2 MB on disk). `lbparse raft` ran out of memory at 3 GB; now it
@@ -96,6 +97,7 @@ def test_the_crafted_file_of_the_issue_stays_bounded(tmp_path: Path) -> None:
     assert rss < 1_200_000, f"peak RSS {rss >> 10} MiB"
 
 
+@pytest.mark.slow
 def test_the_budget_is_an_option_of_the_command(tmp_path: Path) -> None:
     path = tmp_path / "raft.db"
     path.write_bytes(_aliased(64, 64 << 10))
@@ -126,6 +128,7 @@ def test_a_sparse_raft_db_is_not_read_whole(tmp_path: Path) -> None:
     assert [log.index for log in stores[0].logs] == [1, 2, 3] and stores[0].findings == []
 
 
+@pytest.mark.slow
 def test_an_8_gb_sparse_raft_db_costs_no_memory(tmp_path: Path) -> None:
     path = _sparse(tmp_path / "raft.db", 8 << 30)
     rss, res = _max_rss_kb("raft", str(path))
@@ -203,6 +206,7 @@ def test_a_real_loop_is_called_a_loop() -> None:
 
 # -- 4. every problem in every format, and the exit status ---------------------------
 
+@pytest.mark.slow
 def test_a_command_that_is_not_a_raftlog_shows_in_the_table_and_the_status(tmp_path: Path
                                                                            ) -> None:
     """The table showed a LogCommand that is not a RaftLog as an empty row,

@@ -41,6 +41,7 @@ def test_there_is_no_import_circle() -> None:
     assert circles(graph()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(FORBIDDEN))
 def test_each_wing_imports_only_down(name: str) -> None:
     bad = sorted(f"{m} -> {x}" for m, deps in graph().items() if wing(m) == name
@@ -54,6 +55,7 @@ def test_only_the_command_line_imports_the_command_line() -> None:
     assert bad == []
 
 
+@pytest.mark.slow
 def test_the_codec_needs_no_numpy_and_no_arrow() -> None:
     heavy = {"numpy", "pyarrow", "pandas", "pyspark"}
     bad = {m: sorted(third_party(m) & heavy) for m in graph() if wing(m) == "codec"}

@@ -29,6 +29,7 @@ needs_install = pytest.mark.skipif(not INSTALLED, reason="LBPARSE_EXPECT_INSTALL
                                    "(CI sets it, testing the installed wheel)")
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_the_lbparse_the_tests_import(tmp_path: Path) -> None:
     code = "import lbparse, lbparse_generated; print(lbparse.__file__); print(lbparse_generated.__file__)"
     # From the checkout's root, where `python -m` would put the checkout first without -P.
@@ -94,6 +95,7 @@ def test_missing_node_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monke
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
+@pytest.mark.slow
 def test_generate_without_node_says_so_in_one_line(tmp_path: Path) -> None:
     """What a user without Node sees: one line, status 1, no traceback. (In a
     checkout tools/node_modules is used, and `node` itself is then missing.)"""

@@ -39,6 +39,7 @@ def buffers_and_ranges(draw: st.DrawFn) -> tuple[bytes, list[int], list[int]]:
     return data, starts, ends
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(buffers_and_ranges())
 def test_every_range_as_crc32c_gives_it(case: tuple[bytes, list[int], list[int]]) -> None:

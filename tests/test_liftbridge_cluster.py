@@ -71,6 +71,7 @@ def payload(r: dict[str, Any]) -> bytes:
     return base64.b64decode(r["payload"])
 
 
+@pytest.mark.slow
 def test_every_nats_message_once_per_direction(capture: Path,
                                                records: list[dict[str, Any]]) -> None:
     """The messages of each direction of each connection, in order, are those an
@@ -150,6 +151,7 @@ def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str,
     # (a full run has more of every kind: held by the same function)
 
 
+@pytest.mark.slow
 def test_the_sample_capture_holds_its_recorded_facts() -> None:
     """samples/short.pcapng.json was counted by a parser independent of lbparse."""
     if not SAMPLE.exists():

@@ -19,6 +19,7 @@ def _raw(i: int, size: int) -> Raw:
                None, bytes([i & 255]) * size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [0, 10, 100, 1000, 20_000])
 def test_memory_held_keeps_to_max_bytes(size: int) -> None:
     limit = 1 << 20

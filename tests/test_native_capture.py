@@ -277,6 +277,7 @@ def assert_split_same(path: str | Path, every: int) -> int:
     return n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [1, 300, 5000, 1 << 20])
 def test_a_capture_cut_into_ranges_reads_as_one(every: int, tmp_path: Path) -> None:
     """Cut at every record (every=1), every message that spans packets
@@ -304,6 +305,7 @@ def test_a_range_with_its_problems(tmp_path: Path) -> None:
     assert assert_split_same(path, 200) > 3
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
@@ -317,6 +319,7 @@ def test_hypothesis_captures(capture: tuple[str, list, dict[str, Any]], tmp_path
         assert_split_same(path, options["snaplen"] // 2)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600), fmt=st.sampled_from(["pcap", "pcapng"]))

@@ -136,6 +136,7 @@ def mutated(draw: st.DrawFn) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(payloads=mutated(), ptype=st.sampled_from(TYPES), emit=st.booleans(),
        clean=st.booleans())
@@ -260,6 +261,7 @@ def _assert_all_kinds(payloads: list[bytes], emit: bool, clean: bool) -> None:
         assert repr(x) == repr(y), payloads[np.flatnonzero(ref_ok)[i]].hex()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(payloads=st.lists(all_kinds_messages(), min_size=1, max_size=6), emit=st.booleans(),
        clean=st.booleans())
@@ -366,6 +368,7 @@ def test_field_numbers_either_side_of_the_lookup_table(emit: bool, clean: bool) 
     _assert_all_kinds(payloads, emit, clean)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 def test_every_protobuf_kind_is_read_not_only_refused() -> None:
     """The messages above are mostly ones the readers take (else the test

@@ -141,6 +141,7 @@ def test_endless_line_is_bounded() -> None:
     assert p.feed(b"\r\nPING\r\n")[-1] == Control("PING", b"")
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.integers(0, 10**25).map(lambda n: str(n).encode()),
                  st.binary(max_size=22),

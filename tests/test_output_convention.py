@@ -171,6 +171,7 @@ def _json_writers(short: Path, capture: Path, data: Path, tmp: Path) -> dict[str
     return out
 
 
+@pytest.mark.slow
 def test_every_json_writer_passes_jq_with_64_bit_values(
         short_data: Path, crafted: Path, crafted_data: Path, tmp_path: Path) -> None:
     outputs = _json_writers(short_data, crafted, crafted_data, tmp_path)
@@ -199,6 +200,7 @@ def _terminal(*args: str) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_terminal_tables_escape_control_characters(crafted: Path, crafted_data: Path,
                                                    short_data: Path, tmp_path: Path) -> None:
     table = _terminal("capture", str(crafted), "--format", "table")
@@ -229,6 +231,7 @@ def test_terminal_tables_escape_control_characters(crafted: Path, crafted_data: 
     _terminal("report", str(crafted), "-o", str(crafted.with_suffix(".html")))
 
 
+@pytest.mark.slow
 def test_no_msg_type_is_one_word(tmp_path: Path) -> None:
     table = _terminal("capture", str(SHORT), "--format", "table")
     assert " plain (none)" in table and "None" not in table
@@ -241,6 +244,7 @@ def test_no_msg_type_is_one_word(tmp_path: Path) -> None:
     assert "(none)" in names and not names & {"None", "(plain)"}
 
 
+@pytest.mark.slow
 def test_no_none_in_the_page(short_data: Path, tmp_path: Path) -> None:
     """An empty partition has no first or last offset: the page says —, not None."""
     page = tmp_path / "r.html"

@@ -60,6 +60,7 @@ def one_line(err: str, *words: str) -> None:
         assert w in err, (w, err)
 
 
+@pytest.mark.slow
 @ROOT_ONLY
 def test_a_device_stays_a_device_and_the_json_goes_to_stdout(null_device: Path) -> None:
     """`report CAP -o DEVICE --json -`: the old code renamed a 1 MB page over
@@ -72,6 +73,7 @@ def test_a_device_stays_a_device_and_the_json_goes_to_stdout(null_device: Path) 
     assert os.listdir(null_device.parent) == ["null"]  # no temporary file left beside it
 
 
+@pytest.mark.slow
 def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     fifo = tmp_path / "page.fifo"
     os.mkfifo(fifo)
@@ -85,6 +87,7 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
     assert got and b"vegaEmbed" in got[0]
 
 
+@pytest.mark.slow
 def test_a_link_to_a_file_is_refused_before_any_input_is_read(tmp_path: Path,
                                                               silent_fifo: Path) -> None:
     target = tmp_path / "precious.txt"
@@ -98,6 +101,7 @@ def test_a_link_to_a_file_is_refused_before_any_input_is_read(tmp_path: Path,
     assert target.read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_a_link_to_a_device_is_followed_in_place(tmp_path: Path) -> None:
     """/dev/stdout and /dev/null given through a link: written in place."""
     link = tmp_path / "out"
@@ -110,6 +114,7 @@ def test_a_link_to_a_device_is_followed_in_place(tmp_path: Path) -> None:
     assert res.returncode == 0 and b"vegaEmbed" in res.stdout
 
 
+@pytest.mark.slow
 def test_an_input_given_as_output_is_refused(tmp_path: Path) -> None:
     cap = tmp_path / "in.pcap"
     cap.write_bytes(Path(sample()).read_bytes())
@@ -128,6 +133,7 @@ def test_an_input_given_as_output_is_refused(tmp_path: Path) -> None:
     assert cap.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_a_directory_is_refused_at_once(tmp_path: Path, silent_fifo: Path) -> None:
     """The old code read the inputs for 5.5 s, then failed with a raw [Errno 21]."""
     res = report(str(silent_fifo), "-o", str(tmp_path), timeout=60)
@@ -141,6 +147,7 @@ def test_a_directory_is_refused_at_once(tmp_path: Path, silent_fifo: Path) -> No
     one_line(res.stderr, "both write to standard output")
 
 
+@pytest.mark.slow
 def test_a_regular_file_is_replaced_whole_keeping_its_permissions(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     page.write_text("old")
@@ -154,6 +161,7 @@ def test_a_regular_file_is_replaced_whole_keeping_its_permissions(tmp_path: Path
     assert sorted(os.listdir(tmp_path)) == ["other-name", "report.html"]
 
 
+@pytest.mark.slow
 def test_another_users_link_in_a_sticky_shared_directory_is_not_followed(tmp_path: Path
                                                                         ) -> None:
     """A link planted in a shared sticky directory (as /tmp is) by another
@@ -213,6 +221,7 @@ def _publish(url: str, n: int) -> None:
     asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_record_refuses_a_link_to_a_file_before_connecting(tmp_path: Path) -> None:
     from support.net import free_port
 
@@ -228,6 +237,7 @@ def test_record_refuses_a_link_to_a_file_before_connecting(tmp_path: Path) -> No
     assert precious.read_text() == "keep me\n" and link.is_symlink()
 
 
+@pytest.mark.slow
 def test_a_record_that_never_started_keeps_the_old_file(tmp_path: Path) -> None:
     from support.net import free_port
 

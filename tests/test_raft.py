@@ -215,6 +215,7 @@ def test_any_bytes_give_an_entry_or_a_raft_error(data: bytes) -> None:
         pass
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_damaged_entries_give_an_entry_or_a_raft_error(data: st.DataObject) -> None:
@@ -283,6 +284,7 @@ def cut(stream: bytes, points: list[int]) -> list[bytes]:
     return [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)])]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(1, 2000), max_size=12), st.booleans())
 def test_a_stream_cut_anywhere_gives_the_same_rpcs(points: list[int], responses: bool) -> None:
@@ -348,6 +350,7 @@ def test_the_role_from_the_handshake_refuses_the_other_direction() -> None:
     assert chunks[0].skipped and [r.rpc for r in chunks[1].rpcs] == ["RequestVote"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.binary(max_size=60), max_size=8))
 def test_any_messages_give_chunks_never_another_exception(messages: list[bytes]) -> None:

@@ -48,12 +48,14 @@ def test_the_readme_has_the_three_examples() -> None:
     assert set(examples()) == {"pandas", "polars", "duckdb", "tables"}
 
 
+@pytest.mark.slow
 def test_pandas_example() -> None:
     out = run(examples()["pandas"])
     for name, n in top_three()[:2]:  # ties past the first two may print in either order
         assert re.search(rf"^{name}\s+{n}$", out, re.M), out
 
 
+@pytest.mark.slow
 def test_polars_example() -> None:
     out = run(examples()["polars"])
     good = lbparse.decode(bytes.fromhex(
@@ -67,12 +69,14 @@ def test_polars_example() -> None:
         pytest.fail("the README's bad payload decodes")
 
 
+@pytest.mark.slow
 def test_duckdb_example() -> None:
     out = run(examples()["duckdb"])
     for name, n in top_three():
         assert re.search(rf"{name}\s*│\s*{n}\b", out), out
 
 
+@pytest.mark.slow
 def test_tables_example() -> None:
     """The join of the narrow tables gives what the wide rows say: each Publish's
     subject with its Message's stream, the three commonest pairs."""

@@ -219,6 +219,7 @@ def test_histogram_buckets_hold_their_values() -> None:
         assert lo <= ns < hi and (hi - lo) * 8 <= max(lo, 8)
 
 
+@pytest.mark.slow
 def test_page_stays_small_whatever_the_input(tmp_path: Path) -> None:
     """Ten days of traffic on 600 streams: the bins widen, the streams beyond
     the largest are drawn together, the page stays a few MB."""
@@ -274,6 +275,7 @@ def capture(request: pytest.FixtureRequest) -> Path:
     return SHORT
 
 
+@pytest.mark.slow
 def test_report_counts_are_the_capture_stats_and_the_page_is_rendered_from_the_json(
         capture: Path, tmp_path: Path) -> None:
     page, data = tmp_path / "r.html", tmp_path / "r.json"
@@ -305,6 +307,7 @@ def test_report_counts_are_the_capture_stats_and_the_page_is_rendered_from_the_j
     assert render_html(json.loads(data.read_text())) == page.read_text()
 
 
+@pytest.mark.slow
 def test_the_page_loads_nothing_from_anywhere(tmp_path: Path) -> None:
     page = tmp_path / "r.html"
     cli("report", str(sample_pcap()), "-o", str(page), "-q")
@@ -316,6 +319,7 @@ def test_the_page_loads_nothing_from_anywhere(tmp_path: Path) -> None:
     assert "vegaEmbed" in text and "lbparse-report-data" in text
 
 
+@pytest.mark.slow
 def test_damaged_capture_is_reported_with_its_problems(tmp_path: Path) -> None:
     data = sample_pcap().read_bytes()
     cut = tmp_path / "cut.pcap"
@@ -329,6 +333,7 @@ def test_damaged_capture_is_reported_with_its_problems(tmp_path: Path) -> None:
     assert model["totals"]["messages"] == stats_of(cut)["messages"] > 0
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"not a capture at all")
@@ -365,6 +370,7 @@ def data_short(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "data-short"
 
 
+@pytest.mark.slow
 def test_data_directories_say_what_their_files_hold(data_short: Path, tmp_path: Path) -> None:
     """Every replica's entries, offsets and high watermark as the independent
     listing of the shared sample counts them."""
@@ -410,12 +416,14 @@ def test_data_directories_and_capture_of_one_run_agree(data_short: Path) -> None
     assert ops == wire["cluster"]["raft"]["log_ops_total"]
 
 
+@pytest.mark.slow
 def test_json_to_a_closed_pipe_is_quiet() -> None:
     res = subprocess.run(f"{shlex.join(LBPARSE)} report {shlex.quote(str(sample_pcap()))} "
                          "--json - -q | head -1", shell=True, capture_output=True, timeout=300)
     assert res.stdout == b"{\n" and res.stderr == b""
 
 
+@pytest.mark.slow
 def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path) -> None:
     import shutil
 
@@ -465,6 +473,7 @@ def made_cluster_capture(path: Path, n: int) -> None:
     make_capture(str(path), n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", [None, "v0"])
 def test_report_fast_path_equals_the_record_path(capture: Path, layout: str | None,
                                                  tmp_path: Path) -> None:
@@ -472,6 +481,7 @@ def test_report_fast_path_equals_the_record_path(capture: Path, layout: str | No
     assert fast == ref
 
 
+@pytest.mark.slow
 def test_report_fast_path_equals_the_record_path_on_damage_and_made_traffic(
         tmp_path: Path) -> None:
     data = sample_pcap().read_bytes()

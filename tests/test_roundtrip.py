@@ -25,6 +25,7 @@ def _pairs() -> list[tuple[str, str]]:
             for ptype in lbparse.LAYOUTS[layout].payload_types]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout,payload_type", _pairs())
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), crc=st.booleans())
@@ -256,6 +257,7 @@ def test_replication_response_json_round_trip() -> None:
         lbparse.ReplicationResponse.from_json_dict({**d["payload_json"], "entries": []})
 
 
+@pytest.mark.slow
 def test_encode_cli_builds_every_layout_by_msg_type_name() -> None:
     """`lbparse encode --layout L --type NAME --json ...` for the FlatBuffers
     layouts too; what it prints decodes to that MsgType."""

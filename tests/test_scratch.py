@@ -208,6 +208,7 @@ def test_a_cache_file_is_used_only_when_only_we_can_have_written_it(
     assert scratch.read_own(fifo) is None  # and it did not block
 
 
+@pytest.mark.slow
 def test_the_vega_cache_planted_by_someone_else_is_not_inlined(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("vl_convert")

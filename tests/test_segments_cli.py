@@ -10,6 +10,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import lbparse
 from support.cli import LBPARSE
 from support.segment_builder import Msg, messages, write_partition
@@ -31,6 +33,7 @@ def _jsonl(*args: str) -> list[dict]:
     return [json.loads(line) for line in res.stdout.splitlines()]
 
 
+@pytest.mark.slow
 def test_jsonl_has_every_key_and_equals_lbtruth(short_data: Path) -> None:
     rows = _jsonl(str(short_data / "node1"))
     assert len(rows) == 85 and all(KEYS <= set(r) for r in rows)
@@ -44,6 +47,7 @@ def test_jsonl_has_every_key_and_equals_lbtruth(short_data: Path) -> None:
     assert {(r["stream"], r["partition"], r["segment"]) for r in mine} == {("events", 0, "0")}
 
 
+@pytest.mark.slow
 def test_table_is_readable(short_data: Path) -> None:
     res = _lbparse(str(short_data / "node1" / "streams" / "orders" / "0"), "--to-offset", "2")
     assert res.returncode == 0
@@ -55,6 +59,7 @@ def test_table_is_readable(short_data: Path) -> None:
     assert "Z " in lines[2]  # RFC 3339 times
 
 
+@pytest.mark.slow
 def test_filters(short_data: Path) -> None:
     rows = _jsonl(str(short_data), "--stream", "orders", "--partition", "1",
                   "--from-offset", "3", "--to-offset", "5")
@@ -64,6 +69,7 @@ def test_filters(short_data: Path) -> None:
     assert sorted({r["offset"] for r in rows}) == ["3", "4", "5"]
 
 
+@pytest.mark.slow
 def test_deep_decodes_known_values(short_data: Path, tmp_path: Path) -> None:
     act = _jsonl(str(short_data / "node1" / "streams" / "__activity"), "--deep")
     assert act[0]["value_decoded"]["type"] == "proto.ActivityStreamEvent"
@@ -79,6 +85,7 @@ def test_deep_decodes_known_values(short_data: Path, tmp_path: Path) -> None:
     assert rows[1]["value_decoded"] is None
 
 
+@pytest.mark.slow
 def test_verify_clean_real_data(short_data: Path) -> None:
     res = _lbparse("--verify", *(str(short_data / n) for n in ("node1", "node2", "node3")))
     assert res.returncode == 0, res.stdout
@@ -87,6 +94,7 @@ def test_verify_clean_real_data(short_data: Path) -> None:
            "node3: 0 finding(s)" in res.stderr
 
 
+@pytest.mark.slow
 def test_verify_reports_each_finding_on_one_line(short_data: Path, tmp_path: Path) -> None:
     for n in ("node1", "node2"):
         shutil.copytree(short_data / n, tmp_path / n)
@@ -106,6 +114,7 @@ def test_verify_reports_each_finding_on_one_line(short_data: Path, tmp_path: Pat
     assert [json.loads(x)["kind"] for x in res.stdout.splitlines()] == ["crc_mismatch"]
 
 
+@pytest.mark.slow
 def test_damage_is_reported_while_listing(tmp_path: Path) -> None:
     folder = write_partition(tmp_path / "D" / "streams" / "s" / "0", [messages(4)], hw=3,
                              epochs=[(3, 0)])
@@ -119,6 +128,7 @@ def test_damage_is_reported_while_listing(tmp_path: Path) -> None:
     assert rows[-1]["error"] == "torn_entry" and rows[-1]["size"] > 0
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     res = _lbparse(str(tmp_path / "missing"))
     assert res.returncode == 2 and "no such file" in res.stderr and "Traceback" not in res.stderr
@@ -129,6 +139,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert res.returncode == 2
 
 
+@pytest.mark.slow
 def test_closed_pipe_is_quiet(short_data: Path) -> None:
     cmd = (f"{shlex.join(LBPARSE)} segments --format jsonl {short_data} | head -1; "
            "exit ${PIPESTATUS[0]}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from lbparse.storage import (check_partition, find_partitions, read_index_bytes,
@@ -97,6 +99,7 @@ def test_damaged_real_raft_db(short_data: Path, data: st.DataObject) -> None:  #
         assert f.path == "raft.db"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(files=st.dictionaries(
     st.sampled_from(["00000000000000000000.log", "00000000000000000000.index",
@@ -114,6 +117,7 @@ def test_any_partition_directory_verifies_without_raising(tmp_path_factory, file
         assert Path(f.path).parent == folder or f.path.startswith(str(folder))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data(), fmt=st.sampled_from(list(SEGMENT_FORMATS_BY_NAME)))
 def test_reading_in_parts_equals_reading_whole(data: st.DataObject, fmt: str) -> None:

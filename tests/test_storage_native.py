@@ -68,6 +68,7 @@ def test_built_segments(fmt: str) -> None:
     _equal(build_segment(msgs, fmt), fmt)
 
 
+@pytest.mark.slow
 @native
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), fmt=st.sampled_from(NATIVE_FORMATS))
@@ -115,6 +116,7 @@ def _jsonl_reference(head: dict, positions: list[int], entries: list) -> list[di
     magic=st.integers(0, 255), attributes=st.integers(0, 255),
     crc32c=st.integers(0, 2**32 - 1), size=st.integers(0, 2**32 - 1)), max_size=5),
     crc=st.lists(st.booleans(), min_size=5, max_size=5))
+@pytest.mark.slow
 def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> None:
     """The C JSON Lines of `lbparse segments --format jsonl` parse to what
     lbparse.jsonform.dumps of the Python records gives (valid JSON; offset,

@@ -118,6 +118,7 @@ def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_raft_command_table_and_jsonl(short_data: Path) -> None:
     res = _lbparse("raft", str(short_data / "node1"))
     assert res.returncode == 0, res.stderr
@@ -134,6 +135,7 @@ def test_raft_command_table_and_jsonl(short_data: Path) -> None:
     assert lines[1]["command"]["name"] == "CreateStream"
 
 
+@pytest.mark.slow
 def test_raft_command_exit_codes(short_data: Path, tmp_path: Path) -> None:
     assert _lbparse("raft", str(tmp_path / "none")).returncode == 2
     (tmp_path / "x.db").write_bytes(bytes(100))

@@ -42,6 +42,7 @@ def test_real_segments_equal_lbtruth_entry_by_entry(short_data: Path) -> None:
     assert total == 255
 
 
+@pytest.mark.slow
 def test_real_indexes_equal_lbtruth(short_data: Path) -> None:
     for path in sorted(short_data.glob("node*/streams/*/*/*.index")):
         reading = read_index(path)
@@ -75,6 +76,7 @@ def test_real_directories_match_the_independent_listing(short_data: Path) -> Non
             assert [(e.epoch, e.start_offset) for e in epochs] == list(zip(nums[::2], nums[1::2]))
 
 
+@pytest.mark.slow
 def test_real_directories_verify_clean_and_replicas_agree(short_data: Path) -> None:
     parts = find_partitions([short_data / "node1", short_data / "node2", short_data / "node3"])
     assert len(parts) == 21

@@ -71,6 +71,7 @@ def test_no_sentinel_for_a_row_without_a_msg_type() -> None:
     assert set(t) == {MESSAGES}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
 def test_capture_tables_join_back_to_the_wide_rows() -> None:
     wide = pa.Table.from_batches(list(lbparse.read_capture_arrow(SHORT, batch_rows=4096)))
@@ -95,6 +96,7 @@ def test_capture_tables_join_back_to_the_wide_rows() -> None:
     assert len(tables) > 5
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
 def test_the_traffic_tables_join_back_to_the_wide_rows() -> None:
     """Liftbridge's Raft transport and handshakes in three narrow tables: rebuilt,
@@ -129,6 +131,7 @@ def test_traffic_tables_have_schemas_and_names() -> None:
         table_schema("nosuch")
 
 
+@pytest.mark.slow
 def test_the_columnar_core_imports_nothing_of_spark() -> None:
     import subprocess
     import sys
@@ -155,6 +158,7 @@ def test_capture_readers_refuse_limits_of_another_type() -> None:
         next(iter(lbparse.read_capture_tables(SHORT, limits={"max_flows": 1})))  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
 @pytest.mark.parametrize("layout", ["auto", "v0"])
 def test_capture_tables_are_the_pipeline_tasks_rows(layout: str) -> None:

@@ -60,6 +60,7 @@ def test_plain_bytes_are_stored_as_plain_messages() -> None:
     assert {x.outcome for x in v.verdicts if "server" in x.generation} == {"plain"}
 
 
+@pytest.mark.slow
 def test_check_command_exits_non_zero_on_a_crashing_input(tmp_path) -> None:
     good = "b90e43b40008000a0a027331"
     crash = "b90e43b40028000a0a026964"

@@ -377,6 +377,7 @@ def _kinds() -> dict[str, list[bytes]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("o", OPTIONS, ids=repr)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.data_too_large])
@@ -394,6 +395,7 @@ def test_the_pool_has_teeth() -> None:
         assert len(real_payloads()) > 500
 
 
+@pytest.mark.slow
 def test_a_failing_vectorized_reader_sends_the_rows_to_the_per_row_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Not strict (production): whatever goes wrong inside a vectorized reader,

@@ -87,6 +87,7 @@ def _norm(v: Any) -> Any:
     return v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", sorted(DECODERS))
 @pytest.mark.parametrize("lenient", [False, True])
 def test_batch_decoder_gives_what_lbparse_decode_gives(layout: str, lenient: bool) -> None:
@@ -149,6 +150,7 @@ def test_fast_path_and_per_row_path_agree() -> None:
     assert same > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["v0", "auto"])
 def test_the_c_kernels_and_their_python_fallbacks_decode_alike(layout: str, monkeypatch: Any
                                                                ) -> None:
@@ -235,6 +237,7 @@ def _auto_payloads() -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verify_crc", [True, False])
 @pytest.mark.parametrize("emit_defaults", [False, True])
 def test_auto_fast_path_gives_what_the_per_row_path_gives(
@@ -273,6 +276,7 @@ def test_the_crafted_publish_is_clean_for_every_enveloped_layout() -> None:
     assert len(env.layout_candidates) == 4
 
 
+@pytest.mark.slow
 @given(st.lists(st.binary(max_size=40), max_size=30), st.data())
 @settings(max_examples=300, deadline=None)
 def test_flatbuffer_like_is_flatbuf_plausible(payloads: list[bytes], data: st.DataObject) -> None:
@@ -303,6 +307,7 @@ def test_the_decisive_reason_names_the_answer(hexed: str, layout: str, reason: s
         "context: x: legacy"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_rows", [3, 1 << 16])
 @pytest.mark.parametrize("which", ["legacy", "v0", "sample"])
 def test_rows_the_context_decides_say_how_it_decided(tmp_path: Path, which: str,
@@ -460,6 +465,7 @@ def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:
         _scan_vs_upb(ptype, wires)
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(REPLICATION_RESPONSES, min_size=1, max_size=4), st.data())
 def test_replication_reader_equals_lbparse(rrs: list[Any], data: st.DataObject) -> None:

@@ -42,6 +42,7 @@ def refused(res: subprocess.CompletedProcess[str], *words: str) -> None:
         assert w in lines[0], (w, lines[0])
 
 
+@pytest.mark.slow
 def test_a_link_planted_at_summary_json_in_a_sticky_directory_is_never_written(
         tmp_path: Path) -> None:
     """Another user's link at DIR/summary.json, DIR a shared sticky directory
@@ -63,6 +64,7 @@ def test_a_link_planted_at_summary_json_in_a_sticky_directory_is_never_written(
     assert sorted(os.listdir(shared)) == ["summary.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.getuid() != 0, reason="mknod needs root")
 def test_a_device_at_summary_json_is_refused_and_stays_a_device(tmp_path: Path) -> None:
     dev = tmp_path / "summary.json"
@@ -71,6 +73,7 @@ def test_a_device_at_summary_json_is_refused_and_stays_a_device(tmp_path: Path) 
     assert stat.S_ISCHR(dev.lstat().st_mode)
 
 
+@pytest.mark.slow
 def test_an_earlier_run_is_refused_before_spark_starts(tmp_path: Path) -> None:
     (tmp_path / "messages" / "msg_type_name=Ack").mkdir(parents=True)  # the layout before
     (tmp_path / "messages" / "_SUCCESS").write_text("")
@@ -86,6 +89,7 @@ def test_an_earlier_run_is_refused_before_spark_starts(tmp_path: Path) -> None:
     assert (summary_only / "summary.json").read_text() == '{"outcome": "ok"}'
 
 
+@pytest.mark.slow
 def test_overwrite_refuses_a_table_holding_a_users_files(tmp_path: Path) -> None:
     table = tmp_path / "messages"
     (table / "msg_type_name=Ack").mkdir(parents=True)
@@ -105,6 +109,7 @@ def test_overwrite_refuses_a_table_holding_a_users_files(tmp_path: Path) -> None
     assert (payloads / "x=1" / "part-0.parquet").read_bytes() == b"PAR1"
 
 
+@pytest.mark.slow
 def test_an_output_in_or_at_an_input_is_refused(tmp_path: Path) -> None:
     captures = tmp_path / "captures"
     captures.mkdir()
@@ -120,6 +125,7 @@ def test_an_output_in_or_at_an_input_is_refused(tmp_path: Path) -> None:
             "which this run replaces")
 
 
+@pytest.mark.slow
 def test_output_option_spellings_and_help() -> None:
     res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "pipeline", "--help"],
                          capture_output=True, text=True, timeout=60)
@@ -166,6 +172,7 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     assert (entries / "precious.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_demo_checks_its_output_before_it_runs(tmp_path: Path) -> None:
     """`lbparse demo -o DIR` replaces DIR/messages (and the payload tables) each run:
     never a user's files."""
