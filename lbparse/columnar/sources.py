@@ -82,26 +82,50 @@ class SourceOptions:
 
 # -- planning (driver) ---------------------------------------------------------
 
-def _files(paths: list[str]) -> Iterator[str]:
+Skipped = list[tuple[str, str]]  # (path, why it was not read)
+NOT_DATA = "named with a leading . or _: not data (Spark's rule for a directory)"
+
+
+def _files(paths: list[str], skipped: Skipped | None = None) -> Iterator[str]:
     # Absolute: the tasks that open these files run elsewhere (an executor's
     # working directory is not the driver's).
     for p in map(os.path.abspath, paths):
         if os.path.isdir(p):
-            for root, dirs, names in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-                for name in sorted(names):
-                    # Spark's own rule: names starting with . or _ are not data.
-                    if not name.startswith((".", "_")):
-                        yield os.path.join(root, name)
+            yield from _walk(p, [] if skipped is None else skipped)
         else:
             yield p
 
 
-def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
+def _walk(top: str, skipped: Skipped) -> Iterator[str]:
+    """The files of a directory, sorted; what is left out said in `skipped`."""
+    def unreadable(exc: OSError) -> None:
+        skipped.append((str(exc.filename or top), f"cannot be listed: {exc.strerror or exc}"))
+
+    for root, dirs, names in os.walk(top, onerror=unreadable):
+        for d in sorted(dirs):
+            path = os.path.join(root, d)
+            if d.startswith((".", "_")):
+                skipped.append((path, NOT_DATA))
+            elif os.path.islink(path):  # os.walk does not follow it
+                skipped.append((path, "a link to a directory: not followed"))
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
+        for name in sorted(names):
+            # Spark's own rule: names starting with . or _ are not data.
+            if name.startswith((".", "_")):
+                skipped.append((os.path.join(root, name), NOT_DATA))
+            else:
+                yield os.path.join(root, name)
+
+
+def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None
+         ) -> list[Unit]:
     """Every input file as units, in the order given (directories sorted).
 
     A Liftbridge data directory (or its streams/, a stream, a partition, a
-    .log file) is planned as one unit per segment file (pipeline/entries.py).
+    .log file) is planned as one unit per segment file (columnar/entries.py).
+    What a directory holds and is not read (names with a leading . or _,
+    links to directories, folders that cannot be listed) is added to
+    `skipped`, with why.
     """
 
     units: list[Unit] = []
@@ -110,13 +134,14 @@ def plan(paths: list[str], options: SourceOptions) -> list[Unit]:
         if segments is not None:
             units += segments
         else:
-            units += _plan_files([given], options)
+            units += _plan_files([given], options, skipped)
     return units
 
 
-def _plan_files(paths: list[str], options: SourceOptions) -> list[Unit]:
+def _plan_files(paths: list[str], options: SourceOptions, skipped: Skipped | None = None
+                ) -> list[Unit]:
     units: list[Unit] = []
-    for path in _files(paths):
+    for path in _files(paths, skipped):
         if os.path.exists(path) and not regular_file(path):
             # Never opened: a FIFO blocks the opener until someone writes.
             units.append(Unit(path, "missing", 0, 0, error=(

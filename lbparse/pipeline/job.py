@@ -127,8 +127,9 @@ def run(spark: "SparkSession", options: PipelineOptions,
     the job then fails by the interruption, not by itself)."""
     start = time.monotonic()
     options.decode.check()
+    skipped: list[tuple[str, str]] = []
     if units is None:
-        units = plan(list(options.inputs), options.source)
+        units = plan(list(options.inputs), options.source, skipped)
     if not units:
         raise ValueError(f"no input files in {', '.join(options.inputs)}")
     segments = any(u.format == SEGMENT_FORMAT for u in units)
@@ -159,6 +160,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
                                      rows_written=sum(r.rows for r in files
                                                       if r.table in ROW_TABLES),
                                      files_written=len(files))
+        summary.skipped = [{"path": p, "reason": why} for p, why in skipped]
         table_rows: dict[str, int] = {}
         for r in files:
             table_rows[r.table] = table_rows.get(r.table, 0) + r.rows

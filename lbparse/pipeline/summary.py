@@ -138,6 +138,9 @@ class Summary:
     # The tables this run wrote, by name (messages, proto_Message, ..., entries):
     # each one's path and rows; only those with rows.
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # What the inputs' directories held and the run did not read, and why
+    # (columnar.sources.plan): [{"path": ..., "reason": ...}].
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
     def failed(cls, units: Iterable[Any], output: str, layout: str, seconds: float,
@@ -222,7 +225,7 @@ class Summary:
         d = {"outcome": self.outcome, "output": self.output, "layout": self.layout,
              "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
              "totals": self.totals(), "checks": self.checks(),
-             "files": [asdict(f) for f in self.files]}
+             "files": [asdict(f) for f in self.files], "skipped": list(self.skipped)}
         if self.error is None:
             d["tables"] = {k: dict(v) for k, v in self.tables.items()}
         if self.error is not None:
@@ -262,6 +265,10 @@ class Summary:
             out.append(f"problem: {e}")
         if len(problems) > 20:
             out.append(f"... and {len(problems) - 20} more problems (summary.json has them all)")
+        for item in self.skipped[:20]:
+            out.append(f"skipped: {item['path']}: {item['reason']}")
+        if len(self.skipped) > 20:
+            out.append(f"... and {len(self.skipped) - 20} more skipped (summary.json has them all)")
         for c in self.checks():
             out.append(f"COUNTS DO NOT ADD UP: {c}")
         # Paths, stream names and problems come from the inputs: escaped for the terminal.
