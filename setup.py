@@ -36,14 +36,20 @@ from setuptools.command.build_py import build_py
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
-NATIVE = [Extension("lbparse.columnar._kernels", ["lbparse/columnar/_kernels.c"],
-                    extra_compile_args=["-O3"], optional=True),
-          Extension("lbparse.capture._native", ["lbparse/capture/_native.c"],
-                    extra_compile_args=["-O3"], optional=True),
-          Extension("lbparse.columnar._structs", ["lbparse/columnar/_structs.c"],
-                    extra_compile_args=["-O3"], optional=True),
-          Extension("lbparse.storage._scan", ["lbparse/storage/_scan.c"],
-                    extra_compile_args=["-O3"], optional=True)]
+# The C modules' shared parts (CRC-32C, the varint) are written once, as
+# headers in lbparse/_c (the sdist carries them: MANIFEST.in).
+C_HEADERS = ["lbparse/_c/lb_crc.h", "lbparse/_c/lb_varint.h"]
+
+
+def _native(name: str, source: str) -> Extension:
+    return Extension(name, [source], include_dirs=["lbparse/_c"], depends=C_HEADERS,
+                     extra_compile_args=["-O3"], optional=True)
+
+
+NATIVE = [_native("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
+          _native("lbparse.capture._native", "lbparse/capture/_native.c"),
+          _native("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
+          _native("lbparse.storage._scan", "lbparse/storage/_scan.c")]
 
 
 def ext_modules() -> list:

@@ -206,3 +206,23 @@ def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, w
         except Exception:  # noqa: BLE001  upb's DecodeError
             upb_ok = False
         assert upb_ok == (width <= wirescan.MAX_SIZE_BYTES)
+
+
+def test_the_c_modules_share_their_crc_and_varint() -> None:
+    """CRC-32C (its polynomials and the SSE 4.2 path) and the varint are written
+    once, in lbparse/_c's headers, and every C module that needs them includes
+    those: none has its own copy."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "lbparse"
+    facts = ("0x82F63B78", "0xEDB88320", "__builtin_ia32_crc32", "(byte & 0x7F) << (7 * j)")
+    for source in root.rglob("*.c"):
+        text = source.read_text()
+        assert not [f for f in facts if f in text], source
+    headers = {h.name: h.read_text() for h in (root / "_c").glob("*.h")}
+    assert all(any(f in h for h in headers.values()) for f in facts)
+    for name, needs in (("columnar/_kernels.c", ("lb_crc.h", "lb_varint.h")),
+                        ("columnar/_structs.c", ("lb_varint.h",)),
+                        ("storage/_scan.c", ("lb_crc.h",))):
+        text = (root / name).read_text()
+        assert all(f'#include "{h}"' in text for h in needs), name

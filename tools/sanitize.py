@@ -72,7 +72,8 @@ def build(out: Path, cc: str, flags: list[str]) -> Path:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     for module, source in MODULES:
         target = out / (module.replace(".", "/") + suffix)
-        cmd = [cc, "-shared", "-fPIC", *flags, f"-I{include}", str(ROOT / source), "-o",
+        cmd = [cc, "-shared", "-fPIC", *flags, f"-I{include}", f"-I{ROOT / 'lbparse' / '_c'}",
+               str(ROOT / source), "-o",
                str(target), "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:

@@ -31,61 +31,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define POLY 0x82F63B78u /* CRC-32C, reflected */
+#include "lb_crc.h"
+#include "lb_varint.h"
 
-static uint32_t table[8][256]; /* slicing-by-8 tables */
+static lb_crc_table table; /* CRC-32C, slicing-by-8 */
 
-static void make_tables(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (POLY & (0u - (c & 1u)));
-        table[0][n] = c;
-    }
-    for (uint32_t n = 0; n < 256; n++)
-        for (int t = 1; t < 8; t++)
-            table[t][n] = (table[t - 1][n] >> 8) ^ table[0][table[t - 1][n] & 0xFF];
-}
-
-static uint32_t crc_soft(const uint8_t *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        /* The tables index bytes in memory order: little-endian words only. */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        uint32_t lo = (uint32_t)w ^ c, hi = (uint32_t)(w >> 32);
-        c = table[7][lo & 0xFF] ^ table[6][(lo >> 8) & 0xFF] ^ table[5][(lo >> 16) & 0xFF] ^
-            table[4][lo >> 24] ^ table[3][hi & 0xFF] ^ table[2][(hi >> 8) & 0xFF] ^
-            table[1][(hi >> 16) & 0xFF] ^ table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-#else
-        break;
-#endif
-    }
-    while (n--)
-        c = (c >> 8) ^ table[0][(c ^ *p++) & 0xFF];
-    return c ^ 0xFFFFFFFFu;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_HW 1
-__attribute__((target("sse4.2"))) static uint32_t crc_hw(const uint8_t *p, size_t n) {
-    uint64_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = __builtin_ia32_crc32di(c, w);
-        p += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--)
-        c32 = __builtin_ia32_crc32qi(c32, *p++);
-    return c32 ^ 0xFFFFFFFFu;
-}
-#endif
+static uint32_t crc_soft(const uint8_t *p, size_t n) { return lb_crc_soft(table, p, n); }
 
 static uint32_t (*crc)(const uint8_t *, size_t) = crc_soft;
 
@@ -162,25 +113,6 @@ fail_data:
 
 #define MAX_SIZE_BYTES 5 /* longest tag or length varint upb reads (wirescan.MAX_SIZE_BYTES) */
 
-/* A varint at p (before lim): its value and the position after it; 0 if it
- * runs past lim, is longer than 10 bytes or has bits past 64. */
-static inline int varint(const uint8_t *d, int64_t p, int64_t lim, uint64_t *val, int64_t *next) {
-    uint64_t v = 0;
-    for (int j = 0; j < 10; j++, p++) {
-        if (p >= lim)
-            return 0;
-        uint8_t byte = d[p];
-        if (j == 9 && byte > 1)
-            return 0;
-        v |= (uint64_t)(byte & 0x7F) << (7 * j);
-        if (byte < 0x80) {
-            *val = v;
-            *next = p + 1;
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* Where the occurrences go: grouped by slot (the caller's field numbers,
  * the last slot for any other), each group in scan order. Counting only
@@ -209,12 +141,12 @@ static int scan_message(const uint8_t *d, int64_t pos, int64_t end, int64_t row,
         uint64_t tag, v;
         int64_t p, a, b;
         /* A tag of more than MAX_SIZE_BYTES bytes is corrupt for upb (wirescan.py). */
-        if (step == max_steps || !varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
+        if (step == max_steps || !lb_varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
             p - pos > MAX_SIZE_BYTES)
             return 0;
         int wt = (int)(tag & 7);
         if (wt == 0 || wt == 2) {
-            if (!varint(d, p, end, &v, &b))
+            if (!lb_varint(d, p, end, &v, &b))
                 return 0;
             if (wt == 2) {
                 int64_t n = (int64_t)v; /* a huge length turns negative: refused */
@@ -850,11 +782,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels",
                                     methods};
 
 PyMODINIT_FUNC PyInit__kernels(void) {
-    make_tables();
-#ifdef HAVE_HW
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("sse4.2"))
-        crc = crc_hw;
+    lb_crc_tables(table, LB_CRC32C_POLY);
+#ifdef LB_CRC32C_HW
+    if (lb_crc32c_has_hw())
+        crc = lb_crc32c_hw;
 #endif
     return PyModule_Create(&module);
 }

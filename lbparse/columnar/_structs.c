@@ -22,6 +22,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "lb_varint.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -98,23 +100,6 @@ typedef struct {
 } Program;
 
 /* ---- reading ------------------------------------------------------------------ */
-static inline int varint(const uint8_t *d, int64_t p, int64_t lim, uint64_t *val, int64_t *next) {
-    uint64_t v = 0;
-    for (int j = 0; j < 10; j++, p++) {
-        if (p >= lim)
-            return 0;
-        uint8_t byte = d[p];
-        if (j == 9 && byte > 1)
-            return 0;
-        v |= (uint64_t)(byte & 0x7F) << (7 * j);
-        if (byte < 0x80) {
-            *val = v;
-            *next = p + 1;
-            return 1;
-        }
-    }
-    return 0;
-}
 
 typedef struct {
     int32_t f;      /* field index, -1 for a number the type does not declare */
@@ -128,12 +113,12 @@ static int scan(const node *m, const uint8_t *d, int64_t pos, int64_t end, occ *
     while (pos < end) {
         uint64_t tag, v;
         int64_t p, a, b;
-        if (n == MAX_STEPS || !varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
+        if (n == MAX_STEPS || !lb_varint(d, pos, end, &tag, &p) || tag > 0xFFFFFFFFu || tag < 8 ||
             p - pos > MAX_SIZE_BYTES)
             return -1;
         int wt = (int)(tag & 7);
         if (wt == 0 || wt == 2) {
-            if (!varint(d, p, end, &v, &b))
+            if (!lb_varint(d, p, end, &v, &b))
                 return -1;
             if (wt == 2) {
                 int64_t len = (int64_t)v;
@@ -275,7 +260,7 @@ static inline int packed_next(const field *f, const uint8_t *d, int64_t *pos, in
     if (f->wire == 0) {
         uint64_t v;
         int64_t nx;
-        if (!varint(d, *pos, end, &v, &nx))
+        if (!lb_varint(d, *pos, end, &v, &nx))
             return -1;
         e->a = (int64_t)v;
         e->b = nx;

@@ -37,68 +37,17 @@
 #include <stdint.h>
 #include <string.h>
 
-#define POLY_C 0x82F63B78u    /* CRC-32C, reflected */
-#define POLY_IEEE 0xEDB88320u /* CRC-32 (IEEE 802.3), reflected */
+#include "lb_crc.h"
 
-static uint32_t tables[2][8][256]; /* slicing-by-8, per polynomial */
-
-static void make_tables(int k, uint32_t poly) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int i = 0; i < 8; i++)
-            c = (c >> 1) ^ (poly & (0u - (c & 1u)));
-        tables[k][0][n] = c;
-    }
-    for (uint32_t n = 0; n < 256; n++)
-        for (int t = 1; t < 8; t++)
-            tables[k][t][n] = (tables[k][t - 1][n] >> 8) ^ tables[k][0][tables[k][t - 1][n] & 0xFF];
-}
-
-static uint32_t crc_soft(int k, const uint8_t *p, size_t n) {
-    uint32_t (*table)[256] = tables[k];
-    uint32_t c = 0xFFFFFFFFu;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        uint32_t lo = (uint32_t)w ^ c, hi = (uint32_t)(w >> 32);
-        c = table[7][lo & 0xFF] ^ table[6][(lo >> 8) & 0xFF] ^ table[5][(lo >> 16) & 0xFF] ^
-            table[4][lo >> 24] ^ table[3][hi & 0xFF] ^ table[2][(hi >> 8) & 0xFF] ^
-            table[1][(hi >> 16) & 0xFF] ^ table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-#endif
-    while (n--)
-        c = (c >> 8) ^ table[0][(c ^ *p++) & 0xFF];
-    return c ^ 0xFFFFFFFFu;
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_HW 1
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(const uint8_t *p, size_t n) {
-    uint64_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = __builtin_ia32_crc32di(c, w);
-        p += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--)
-        c32 = __builtin_ia32_crc32qi(c32, *p++);
-    return c32 ^ 0xFFFFFFFFu;
-}
+static lb_crc_table tables[2]; /* slicing-by-8: CRC-32C, CRC-32 (IEEE) */
 static int have_hw = 0;
-#endif
 
 static uint32_t crc_of(int kind, const uint8_t *p, size_t n) {
-#ifdef HAVE_HW
+#ifdef LB_CRC32C_HW
     if (kind == 0 && have_hw)
-        return crc32c_hw(p, n);
+        return lb_crc32c_hw(p, n);
 #endif
-    return crc_soft(kind, p, n);
+    return lb_crc_soft(tables[kind], p, n);
 }
 
 /* A big-endian integer of 1, 2, 4 or 8 bytes, signed or not, as int64
@@ -584,7 +533,7 @@ static PyObject *jsonl(PyObject *self, PyObject *args) {
 }
 
 static PyObject *implementation(PyObject *self, PyObject *unused) {
-#ifdef HAVE_HW
+#ifdef LB_CRC32C_HW
     if (have_hw)
         return PyUnicode_FromString("sse4.2");
 #endif
@@ -623,12 +572,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",
                                     methods};
 
 PyMODINIT_FUNC PyInit__scan(void) {
-    make_tables(0, POLY_C);
-    make_tables(1, POLY_IEEE);
-#ifdef HAVE_HW
-    __builtin_cpu_init();
-    have_hw = __builtin_cpu_supports("sse4.2");
-#endif
+    lb_crc_tables(tables[0], LB_CRC32C_POLY);
+    lb_crc_tables(tables[1], LB_CRC32_IEEE_POLY);
+    have_hw = lb_crc32c_has_hw();
     if (init_names() < 0)
         return NULL;
     return PyModule_Create(&module);
