@@ -110,7 +110,7 @@ class Aggregator:
         }
         self.messages = 0
         self.bytes = 0
-        self._storage: Any = None
+        self._storage: Storage | None = None
 
     # -- records ----------------------------------------------------------------
 
@@ -270,10 +270,10 @@ class Aggregator:
         for endpoint, name in names.items():
             self.nodes.connect(endpoint, name)
 
-    def storage(self) -> Any:
+    def storage(self) -> Storage:
         """The data directories' part (report.storage.Storage), made when first asked for."""
         if self._storage is None:
-            self._storage = Storage(self)
+            self._storage = Storage(self.axis, self.partitions, self.raft, self.problems)
         return self._storage
 
     def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:

@@ -97,7 +97,7 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
     from lbparse.report.storage import read_data_dir
 
     found = agg.problems.model()["total"]
-    extra = read_data_dir(path, agg)
+    extra = read_data_dir(path, agg.storage())
     summary = InputSummary(path, extra.pop("format"), 0, agg.problems.model()["total"] - found)
     extra.pop("path"), extra.pop("messages"), extra.pop("problems")
     summary.extra = extra

@@ -21,22 +21,24 @@ ChangeLeader/CreateStream op of the same epoch. Damage is each a problem
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lbparse.report.timebins import MS, Counts
-
-if TYPE_CHECKING:  # the aggregator owns a Storage, made on first use (Aggregator.storage)
-    from lbparse.report.aggregate import Aggregator
+from lbparse.report.partitions import Partitions
+from lbparse.report.problems import Problems
+from lbparse.report.timebins import MS, Counts, TimeAxis
 
 RAFT_DB = Path("raft") / "raft.db"
 
 
 class Storage:
-    """The data directories' part of the report."""
+    """The data directories' part of the report: the aggregator's axis, partitions,
+    Raft events (None when not asked for) and problems, which it feeds (the
+    aggregator makes it on first use: Aggregator.storage)."""
 
-    def __init__(self, agg: "Aggregator") -> None:
-        self.agg = agg
-        self.stored = Counts(agg.axis)     # stored messages by stream
+    def __init__(self, axis: TimeAxis, partitions: Partitions, raft: Any,
+                 problems: Problems) -> None:
+        self.axis, self.partitions, self.raft, self.problems = axis, partitions, raft, problems
+        self.stored = Counts(axis)     # stored messages by stream
         self.replicas: list[dict[str, Any]] = []
         self.raft_dbs: list[dict[str, Any]] = []
         self.findings = 0
@@ -45,7 +47,7 @@ class Storage:
         from lbparse.storage import StorageError
         from lbparse.storage.segment import iter_segment
 
-        agg, stored, key = self.agg, self.stored, f"{part.stream}/{part.partition}"
+        axis, stored, key = self.axis, self.stored, f"{part.stream}/{part.partition}"
         epochs: dict[int, list[int]] = {}   # epoch -> [first ns, last ns]
         row: dict[str, Any] = {"node": part.node, "partition_key": key, "entries": 0,
                                "first_offset": None, "last_offset": None, "first": None,
@@ -58,7 +60,7 @@ class Storage:
                     self._damage(reading.damage, row)
                     for e in reading.entries:
                         ns = e.timestamp
-                        i = agg.axis.index(ns)
+                        i = axis.index(ns)
                         k = (i, part.stream)
                         stored.data[k] = stored.data.get(k, 0) + 1
                         span = epochs.get(e.leader_epoch)
@@ -76,7 +78,7 @@ class Storage:
         if part.partition is not None:
             for epoch, (first, last) in epochs.items():
                 for ns in (first, last):
-                    agg.partitions._observe(part.stream, part.partition, epoch, ns,
+                    self.partitions._observe(part.stream, part.partition, epoch, ns,
                                             source="segments")
         row["hw"], row["epochs"] = self._checkpoints(part)
         self.replicas.append(row)
@@ -106,7 +108,7 @@ class Storage:
         except StorageError as exc:
             self._problem("unreadable", str(path), str(exc))
             return
-        raft, agg = self.agg.raft, self.agg
+        raft = self.raft
         entries = 0
         for log in store.logs:
             entry = log.entry
@@ -116,7 +118,7 @@ class Storage:
             if raft is None:
                 continue
             if entry.appended_at:
-                raft._entry(entry.appended_at, agg.axis.index(entry.appended_at), entry)
+                raft._entry(entry.appended_at, self.axis.index(entry.appended_at), entry)
             else:
                 raft.untimed_entry(entry)
         for f in store.findings:
@@ -134,7 +136,7 @@ class Storage:
 
     def _problem(self, kind: str, where: str, message: str) -> None:
         self.findings += 1
-        self.agg.problems.notice(f"storage:{kind}", None, where, message)
+        self.problems.notice(f"storage:{kind}", None, where, message)
 
     def model(self) -> dict[str, Any]:
         return {"replicas": sorted(self.replicas, key=lambda r: (r["partition_key"], r["node"])),
@@ -142,8 +144,8 @@ class Storage:
                 "raft_dbs": self.raft_dbs, "findings": self.findings}
 
 
-def read_data_dir(path: str, agg: "Aggregator") -> dict[str, Any]:
-    """Every node's partitions and raft.db under `path` into `agg`; the input's summary."""
+def read_data_dir(path: str, storage: Storage) -> dict[str, Any]:
+    """Every node's partitions and raft.db under `path` into `storage`; the input's summary."""
     from lbparse.storage import StorageError, find_partitions
     from lbparse.storage.datadir import is_data_dir, node_name
 
@@ -152,7 +154,6 @@ def read_data_dir(path: str, agg: "Aggregator") -> dict[str, Any]:
         parts = find_partitions([root])
     except StorageError as exc:
         raise ValueError(f"{path}: {exc}") from None
-    storage = agg.storage()
     before = sum(r["entries"] for r in storage.replicas)
     for part in parts:
         storage.partition(part)
