@@ -38,7 +38,7 @@ from lbparse.capture.records import Record, build_header_block, decode_into
 from lbparse.live_backlog import Backlog, Raw
 from lbparse.live_gaps import OffsetGaps
 from lbparse.generation import GenerationContext, connection_key
-from lbparse.traffic import TrafficReader
+from lbparse.capture.traffic import TrafficReader
 
 
 @dataclass

@@ -208,7 +208,7 @@ def _append_entries(term: int = BIG, index: int = 2**53 + 1) -> bytes:
 
 
 def _traffic_record() -> Record:
-    from lbparse.traffic import TrafficReader
+    from lbparse.capture.traffic import TrafficReader
 
     rec = Record.make(T0_NS, "127.0.0.1:40000", "127.0.0.1:4222", "PUB", RAFT_INBOX, None, None,
                       None, _append_entries())
@@ -267,7 +267,7 @@ def test_the_pipelines_raft_columns_hold_any_uint64() -> None:
     """A term past 2**63 is wrapped in raft_rpcs' bigint (as Spark's uint64
     is), exact in traffic_json, and never fails the batch."""
     from lbparse.columnar.trafficcols import traffic_columns
-    from lbparse.traffic import TrafficReader
+    from lbparse.capture.traffic import TrafficReader
 
     rows = [{"src": "127.0.0.1:40000", "dst": "127.0.0.1:4222", "subject": RAFT_INBOX,
              "reply": None, "payload": _append_entries(), "headers": None, "error_kind": None}]

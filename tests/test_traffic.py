@@ -1,4 +1,4 @@
-"""Liftbridge's non-envelope traffic named and decoded (issue #12): lbparse.traffic.
+"""Liftbridge's non-envelope traffic named and decoded (issue #12): lbparse.capture.traffic.
 
 On the real cluster's capture every message of the metadata Raft group is
 named (transport stream requests and responses, the accept handshake and
@@ -21,7 +21,7 @@ from lbparse.capture import CaptureReader
 from lbparse.capture.recordings import record_writer
 from lbparse.capture.records import Record
 from lbparse.raft import SUBJECTS
-from lbparse.traffic import TrafficReader, subject_kind
+from lbparse.capture.traffic import TrafficReader, subject_kind
 from support.shared import LIFTBRIDGE
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"

@@ -74,7 +74,7 @@ DECODING: tuple[Column, ...] = (
     Column("error_kind", OPTIONAL_TEXT, "why the payload did not decode (EnvelopeError.kind)"),
     Column("error_message", OPTIONAL_TEXT, "what the error says"),
     Column("liftbridge_json", OPTIONAL_TEXT, "Liftbridge's own non-envelope traffic "
-           "(lbparse.traffic: the Raft transport, its handshake, the bootstrap probe), JSON text"),
+           "(lbparse.capture.traffic: the Raft transport, its handshake, the bootstrap probe), JSON text"),
 )
 
 # What a record's JSON (Record.to_json_dict) holds after its columns, each
@@ -83,15 +83,15 @@ DECODING: tuple[Column, ...] = (
 JSON_DECODING: tuple[Column, ...] = (
     Column("envelope", OBJECT, "the decoded envelope's JSON, with its layout"),
     Column("error", OBJECT, "why the payload did not decode: {kind, message} (EnvelopeError)"),
-    Column("liftbridge", OBJECT, "Liftbridge's own non-envelope traffic (lbparse.traffic), "
+    Column("liftbridge", OBJECT, "Liftbridge's own non-envelope traffic (lbparse.capture.traffic), "
            "its JSON: the Parquet recordings' liftbridge_json"),
 )
 
 # The pipeline's columns of Liftbridge's own non-envelope traffic
-# (lbparse.traffic, one reader per unit; pipeline/trafficcols.py), after the
+# (lbparse.capture.traffic, one reader per unit; pipeline/trafficcols.py), after the
 # envelope's.
 TRAFFIC: tuple[Column, ...] = (
-    Column("traffic", OPTIONAL_TEXT, "its kind (lbparse.traffic.KINDS: raft_request, "
+    Column("traffic", OPTIONAL_TEXT, "its kind (lbparse.capture.traffic.KINDS: raft_request, "
            "raft_accept, ...), null for any other message"),
     Column("traffic_node", OPTIONAL_TEXT, "the node whose subject it is"),
     Column("raft_rpcs", RAFT_RPCS, "the Raft RPCs the message completed, with their terms, "

@@ -310,10 +310,10 @@ class CaptureReader:
         if self.decode and self.layout == "auto":
             from lbparse.generation import GenerationContext
             self._context = GenerationContext(self._decode)
-        # Liftbridge's non-envelope traffic, named and decoded (lbparse.traffic).
+        # Liftbridge's non-envelope traffic, named and decoded (lbparse.capture.traffic).
         self._traffic: Any = None
         if self.decode:
-            from lbparse.traffic import TrafficReader
+            from lbparse.capture.traffic import TrafficReader
             self._traffic = TrafficReader()
 
     @property

@@ -4,7 +4,7 @@ A JSON Lines record is `Record.to_json_dict()` written by lbparse's JSON
 convention (lbparse.jsonform: `ts` a decimal string of nanoseconds,
 `payload` base64), then `envelope` (the decoded envelope's JSON, with its
 `layout`) or `error` ({"kind", "message"}), and `liftbridge` for
-Liftbridge's own non-envelope traffic (lbparse.traffic; fields.JSON_DECODING).
+Liftbridge's own non-envelope traffic (lbparse.capture.traffic; fields.JSON_DECODING).
 The Parquet file has the same columns (lbparse.capture.fields.RECORD; `ts`
 a timestamp[ns, UTC], `payload` binary, `headers` a list of key/value
 structs, a NATS status first as Status and Description) and the decoding as

@@ -8,7 +8,7 @@ time, integer nanoseconds since the Unix epoch), `src` and `dst`
 ([key, value] pairs, a NATS status first as Status and Description; null
 without a header block), `payload`. What lbparse made of it is `envelope`
 or `error`, and `traffic` for Liftbridge's own non-envelope traffic
-(lbparse.traffic); its JSON adds them as `fields.JSON_DECODING` says.
+(lbparse.capture.traffic); its JSON adds them as `fields.JSON_DECODING` says.
 `record_columns` turns many records into columns for the pipeline. Our
 files of records (JSON Lines, Parquet) are lbparse.capture.recordings.
 
@@ -60,7 +60,7 @@ class Record:
         self._frame = frame
         self.envelope = envelope
         self.error = error
-        # Liftbridge's own non-envelope traffic (lbparse.traffic.Traffic), when it is.
+        # Liftbridge's own non-envelope traffic (lbparse.capture.traffic.Traffic), when it is.
         self.traffic: Any = None
 
     @classmethod

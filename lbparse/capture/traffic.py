@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lbparse.capture.records import STATUS, parse_headers
 from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
 from lbparse.raft.transport import REQUEST, RESPONSE
 
@@ -125,8 +126,6 @@ def _bounded_put(d: dict[str, str], key: str, value: str, limit: int) -> None:
 def _status(block: bytes | None) -> str | None:
     if not block:
         return None
-    from lbparse.capture.records import STATUS, parse_headers
-
     headers = parse_headers(block)
     return headers[0][1] if headers and headers[0][0] == STATUS else None
 

@@ -51,7 +51,7 @@ from lbparse.detect import contested_msg_types
 from lbparse.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 from lbparse.generation import CONFIDENCE, NEWEST, GenerationContext, proof_label, proves
-from lbparse.traffic import TrafficReader
+from lbparse.capture.traffic import TrafficReader
 from lbparse.limits import DEFAULT
 from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.columns import builder_for

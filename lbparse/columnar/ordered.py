@@ -7,7 +7,7 @@ Two things make a batch's rows depend on the batches before it, so an input
   (lbparse.generation). The first batches are held back until a proof
   comes, and decoded again if it names a layout older than the newest;
 - Liftbridge's non-envelope traffic (Raft's transport, inboxes), whose
-  streams span batches (lbparse.traffic.TrafficReader, fed each batch once).
+  streams span batches (lbparse.capture.traffic.TrafficReader, fed each batch once).
 
 `lbparse pipeline`'s tasks, the Spark data source and `read_capture_tables`
 all decode through `decode_in_order`, so they give the same rows.
@@ -23,7 +23,7 @@ from lbparse.columnar.context import message_count
 from lbparse.columnar.decode_arrow import BatchDecoder, Decoded
 from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
 from lbparse.generation import NEWEST, GenerationContext
-from lbparse.traffic import TrafficReader
+from lbparse.capture.traffic import TrafficReader
 
 __all__ = ["decode_in_order"]
 

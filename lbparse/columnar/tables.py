@@ -11,7 +11,7 @@ type the rows that have one with their struct values) becomes:
   `commitlog_ReplicationResponse`, ...): the rows of that type only, the
   join keys first, then the payload's own fields as top-level columns
   (lists and structs only where the payload itself nests).
-- Liftbridge's own traffic that is not an envelope (lbparse.traffic: the
+- Liftbridge's own traffic that is not an envelope (lbparse.capture.traffic: the
   metadata Raft group's transport, its handshakes): `messages` names its kind
   (`traffic`); `traffic` holds one row per such message (its node, all of it
   as JSON), `raft_rpcs` one row per Raft RPC a message completed (`rpc_seq`

@@ -1,4 +1,4 @@
-"""The pipeline's columns of Liftbridge's non-envelope traffic (lbparse.traffic).
+"""The pipeline's columns of Liftbridge's non-envelope traffic (lbparse.capture.traffic).
 
 Each unit (a capture file) has one `TrafficReader`, fed its rows in order
 (Raft streams span messages and batches). Only rows that may be such
@@ -19,7 +19,7 @@ from lbparse.capture.records import STATUS
 from lbparse.jsonform import dumps
 from lbparse.columnar.schema import arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
-from lbparse.traffic import TrafficReader
+from lbparse.capture.traffic import TrafficReader
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
 
