@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
+from lbparse.columnar.units import INPUT_PROBLEM, input_problems
 from lbparse.limits import Limits
 from lbparse.outputs import OutputError, check_dir, signals_deferred
 
@@ -99,11 +100,10 @@ def _write(work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa
 
 def _problems(messages: pa.Table, run: TablesRun, on_problem: Callable[[str, str], None]) -> None:
     """The reader's problem rows (error_kind input:KIND), said as they come."""
-    kinds = messages.column("error_kind")
-    found = pc.starts_with(kinds.fill_null(""), "input:")
+    found = input_problems(messages.column("error_kind"))
     if not pc.any(found).as_py():
         return
     for row in messages.filter(found).select(["error_kind", "error_message"]).to_pylist():
-        kind = row["error_kind"].removeprefix("input:")
+        kind = row["error_kind"].removeprefix(INPUT_PROBLEM)
         run.problems.append((kind, row["error_message"]))
         on_problem(kind, row["error_message"])

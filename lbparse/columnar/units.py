@@ -6,10 +6,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow.compute as pc
 
 from lbparse.capture import Notice
 
-__all__ = ["Unit", "UnitStats"]
+__all__ = ["INPUT_PROBLEM", "Unit", "UnitStats", "input_problems"]
+
+# The error_kind prefix of a row about the input (a gap, a damaged block, a file
+# that cannot be read: `input:KIND`) rather than about a message.
+INPUT_PROBLEM = "input:"
+
+
+def input_problems(kinds: Any) -> Any:
+    """Which rows of an error_kind column are about the input (a boolean column,
+    false where the kind is null)."""
+    return pc.fill_null(pc.starts_with(kinds, INPUT_PROBLEM), False)
 
 
 @dataclass

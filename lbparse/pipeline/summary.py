@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 import pyarrow.compute as pc
 
+from lbparse.columnar.units import input_problems
 from lbparse.textform import NO_MSG_TYPE, printable
 
 __all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_entries",
@@ -77,7 +78,7 @@ def count_problems(batch: Any) -> int:
     kinds = batch.column("error_kind")
     if kinds.null_count == len(kinds):
         return 0
-    return pc.sum(pc.starts_with(kinds, "input:")).as_py() or 0
+    return pc.sum(input_problems(kinds)).as_py() or 0
 
 
 @dataclass

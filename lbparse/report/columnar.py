@@ -31,6 +31,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 from lbparse.capture import Notice, Stats
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
+from lbparse.columnar.units import INPUT_PROBLEM, input_problems
 from lbparse.layouts import LAYOUTS
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator, handler_view
 from lbparse.report.cluster import is_no_responders
@@ -218,7 +219,7 @@ def add_batch(agg: Aggregator, tables: dict[str, Any], stats: Stats, where: str,
     `on_notice(where, notice)` too."""
     batch = _messages(tables)
     kinds = batch.column("error_kind")
-    inputs = pc.fill_null(pc.starts_with(kinds, "input:"), False)
+    inputs = input_problems(kinds)
     if pc.any(inputs).as_py():
         _input_problems(agg, batch.filter(inputs), where, on_notice)
         batch = batch.filter(pc.invert(inputs))
@@ -283,7 +284,7 @@ def _input_problems(agg: Aggregator, rows: Any, where: str,
     """The reader's notices (rows `input:KIND`), as the record path's on_notice has them."""
     for ts, kind, message, src, dst, source in zip(*(rows.column(c).to_pylist() for c in (
             "ts_ns", "error_kind", "error_message", "src", "dst", "source"))):
-        kind = kind[len("input:"):]
+        kind = kind[len(INPUT_PROBLEM):]
         # The pipeline's row says "<file>: <kind>: <the reader's message>".
         message = (message or "").removeprefix(f"{source}: {kind}: ")
         agg.notice(kind, ts, f"{where}: {src} -> {dst}" if src else where, message or "")
