@@ -180,13 +180,13 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
+        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
+                         "what each accepts; lenient would blur that)")
     if args.tables is not None:
         return run_tables(args)
     if args.files.count(STDIN) > 1:
         raise ValueError("'-' (stdin) can be read only once")
-    if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
-        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
-                         "what each accepts; lenient would blur that)")
     total = Stats()
     status = OK
     limits = limits_from(args)
@@ -243,9 +243,6 @@ def run_tables(args: argparse.Namespace) -> int:
     if STDIN in args.files:
         raise UsageError("--tables reads files, not '-' (stdin): write the capture to a "
                          "file first")
-    if args.lenient and args.layout == "auto":
-        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
-                         "what each accepts; lenient would blur that)")
     check_tables_dir(args.tables, args.files)
     done = write_tables(args.tables, args.files, args.layout, verify_crc=args.verify_crc,
                         lenient=args.lenient, limits=limits_from(args),
