@@ -15,6 +15,7 @@ import lbparse
 from lbparse.columnar.tables import MESSAGES, TRAFFIC_TABLES, table_schema
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.cli import run_cli
+from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
@@ -22,11 +23,9 @@ needs_short = pytest.mark.skipif(not SHORT.is_file(), reason=f"shared material m
 
 
 def _core_tables(path: Path) -> dict[str, pa.Table]:
-    parts: dict[str, list[pa.Table]] = {}
-    for batch in lbparse.read_capture_tables(path):
-        for name, table in batch.items():
-            parts.setdefault(name, []).append(table)
-    return {k: pa.concat_tables(v) for k, v in parts.items() if sum(t.num_rows for t in v)}
+    """The tables read_capture_tables gives that have rows (--tables writes those)."""
+    return {k: t for k, t in concat_tables(lbparse.read_capture_tables(path)).items()
+            if t.num_rows}
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import json
 import math
 import subprocess
 import sys
-import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,19 +22,9 @@ from lbparse.storage.bbolt import LEAF, MAX_DEPTH, PAGE_HEADER, PAGE_TYPES, Bolt
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
 from support import bolt_builder as bb
 from support.cli import LBPARSE
-from support.growth import assert_linear
+from support.growth import assert_linear, peak_bytes
 
 SMALL = Limits(max_raft_db=4 << 20)
-
-
-def _traced_peak(run: Callable[[], object]) -> int:
-    """Bytes at the peak of Python's allocations while `run` runs."""
-    tracemalloc.start()
-    try:
-        run()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _aliased(count: int, value_bytes: int) -> bytes:
@@ -70,7 +59,7 @@ def test_keys_sharing_one_value_are_copied_within_the_budget() -> None:
     Limits.max_raft_db, the rest counted and said."""
     data = _aliased(4096, 256 << 10)  # 1.3 MB of file, 1 GiB if each key were copied
     stores = []
-    peak = _traced_peak(lambda: stores.append(read_raft_db_bytes(data, "raft.db", SMALL)))
+    peak = peak_bytes(lambda: stores.append(read_raft_db_bytes(data, "raft.db", SMALL)))
     store = stores[0]
     assert peak < 4 * SMALL.max_raft_db + 2 * len(data), f"{peak >> 20} MiB"
     kinds = [f.kind for f in store.findings]
@@ -123,7 +112,7 @@ def test_a_sparse_raft_db_is_not_read_whole(tmp_path: Path) -> None:
     1 GB, 8 GB a MemoryError. It is mapped: only the pages walked are read."""
     path = _sparse(tmp_path / "raft.db", 1 << 30)
     stores = []
-    peak = _traced_peak(lambda: stores.append(read_raft_db(path)))
+    peak = peak_bytes(lambda: stores.append(read_raft_db(path)))
     assert peak < 8 << 20, f"{peak >> 20} MiB"
     assert [log.index for log in stores[0].logs] == [1, 2, 3] and stores[0].findings == []
 
@@ -147,7 +136,7 @@ def test_a_value_claiming_the_hole_is_refused_by_the_budget(tmp_path: Path) -> N
     path = tmp_path / "raft.db"
     bb.write_sparse(str(path), data, 4 * bb.PAGE + claim + bb.PAGE)
     stores = []
-    peak = _traced_peak(lambda: stores.append(read_raft_db(path)))
+    peak = peak_bytes(lambda: stores.append(read_raft_db(path)))
     assert peak < 8 << 20, f"{peak >> 20} MiB"
     assert [f.kind for f in stores[0].findings] == ["limit"] and stores[0].logs == []
 
@@ -236,7 +225,7 @@ def _memory_exponent(make: Callable[[int], bytes], sizes: list[int],
                      read: Callable[[bytes], object]) -> float:
     """How the traced peak grows with the input from sizes[0] to sizes[-1]."""
     inputs = {n: make(n) for n in sizes}
-    peaks = [_traced_peak(lambda: read(inputs[n])) for n in sizes]
+    peaks = [peak_bytes(lambda: read(inputs[n])) for n in sizes]
     first = max(peaks[0], 1)
     return math.log(max(peaks[-1], first) / first) / math.log(sizes[-1] / sizes[0])
 
@@ -295,5 +284,5 @@ def test_sparse_files_cost_the_same_whatever_their_size(tmp_path: Path) -> None:
     """The hole grows 1x, 2x, 4x: time and memory stay those of the data."""
     paths = {n: _sparse(tmp_path / f"raft{n}.db", n << 30) for n in (1, 2, 4)}
     assert_linear(lambda n: read_raft_db(paths[n]), [1, 2, 4], max_exponent=0.3, floor=0.01)
-    peaks = [_traced_peak(lambda: read_raft_db(paths[n])) for n in (1, 2, 4)]
+    peaks = [peak_bytes(lambda: read_raft_db(paths[n])) for n in (1, 2, 4)]
     assert max(peaks) < 2 * min(peaks) + (1 << 20), peaks

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import random
 import struct
-import tracemalloc
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,19 +18,10 @@ from lbparse.storage.checkpoints import LeaderEpoch
 from lbparse.storage.segment import read_segment_bytes
 from lbparse.storage.datadir import PartitionDir, find_partitions
 from lbparse.storage.verify import check_partition
-from support.growth import assert_linear
+from support.growth import assert_linear, peak_bytes
 from support.segment_builder import Msg, build_segment, messages, write_partition
 
 MAX_EXPONENT = 1.3
-
-
-def _peak(run: Callable[[], object]) -> int:
-    tracemalloc.start()
-    try:
-        run()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _check(make: Callable[[int], Any], run: Callable[[Any], object], sizes: list[int],
@@ -40,7 +30,7 @@ def _check(make: Callable[[int], Any], run: Callable[[Any], object], sizes: list
     more than `memory_growth` x that of the smallest (4x the input: linear)."""
     inputs = {n: make(n) for n in sizes}
     assert_linear(lambda n: run(inputs[n]), sizes, max_exponent=MAX_EXPONENT)
-    small, big = (_peak(lambda: run(inputs[n])) for n in (sizes[0], sizes[-1]))
+    small, big = (peak_bytes(lambda: run(inputs[n])) for n in (sizes[0], sizes[-1]))
     assert big <= memory_growth * max(small, 1 << 16), (small, big)
 
 

@@ -13,6 +13,7 @@ import lbparse
 from lbparse.columnar.schema import column_for
 from lbparse.columnar.tables import (MESSAGES, RAFT_ENTRIES, TRAFFIC_TABLES, payload_tables,
                                      table_names, table_schema)
+from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
 from support.traffic_tables import traffic_back
 from vectors import VECTORS, data
@@ -75,11 +76,7 @@ def test_no_sentinel_for_a_row_without_a_msg_type() -> None:
 @pytest.mark.skipif(not os.path.exists(SHORT), reason="../shared/liftbridge/samples missing")
 def test_capture_tables_join_back_to_the_wide_rows() -> None:
     wide = pa.Table.from_batches(list(lbparse.read_capture_arrow(SHORT, batch_rows=4096)))
-    parts: dict[str, list[pa.Table]] = {}
-    for batch in lbparse.read_capture_tables(SHORT, batch_rows=4096):
-        for name, table in batch.items():
-            parts.setdefault(name, []).append(table)
-    tables = {k: pa.concat_tables(v) for k, v in parts.items()}
+    tables = concat_tables(lbparse.read_capture_tables(SHORT, batch_rows=4096))
     assert tables[MESSAGES].num_rows == wide.num_rows
     assert tables[MESSAGES].column("position").to_pylist() == wide.column("position").to_pylist()
     for table, ptype in payload_tables().items():
@@ -102,11 +99,7 @@ def test_the_traffic_tables_join_back_to_the_wide_rows() -> None:
     """Liftbridge's Raft transport and handshakes in three narrow tables: rebuilt,
     they are exactly the wide rows' traffic columns, across batch boundaries."""
     wide = pa.Table.from_batches(list(lbparse.read_capture_arrow(SHORT, batch_rows=300)))
-    parts: dict[str, list[pa.Table]] = {}
-    for batch in lbparse.read_capture_tables(SHORT, batch_rows=300):
-        for name, table in batch.items():
-            parts.setdefault(name, []).append(table)
-    tables = {k: pa.concat_tables(v) for k, v in parts.items()}
+    tables = concat_tables(lbparse.read_capture_tables(SHORT, batch_rows=300))
     assert set(TRAFFIC_TABLES) <= set(tables) <= set(table_names())
     cols = ("traffic", "traffic_node", "raft_rpcs", "traffic_json")
     want = {(r["source"], r["position"]): {c: r[c] for c in cols}

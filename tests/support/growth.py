@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import math
 import time
+import tracemalloc
 from typing import Callable, Sequence
 
 
@@ -57,3 +58,13 @@ def assert_linear(run: Callable[[int], object], sizes: Sequence[int], *, rounds:
     assert exponent < max_exponent, \
         f"time grows as size^{exponent:.2f} (worse than linear): {steps}"
     return best
+
+
+def peak_bytes(run: Callable[[], object]) -> int:
+    """Bytes at the peak of Python's allocations while `run` runs (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
