@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from lbparse import jsonform
 from lbparse.commitlog import CommitLogEntry
-from lbparse.errors import EnvelopeError
 from lbparse.payloads import message_class
+from lbparse.columnar.schema import message_type
 from lbparse.columnar.units import Unit
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
                                      looks_like_partition, partition_number, segment_name,
@@ -84,8 +84,6 @@ def value_columns() -> dict[str, str]:
 @lru_cache(maxsize=None)
 def arrow_entries_schema() -> pa.Schema:
     """The entries table: the fixed columns, then one struct column per known value type."""
-    from lbparse.columnar.schema import message_type
-
     fields = list(FIXED)
     for type_name, column in value_columns().items():
         descriptor: Any = message_class(type_name).DESCRIPTOR

@@ -29,7 +29,6 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
 
 from lbparse.columnar.decode_arrow import Decoded
