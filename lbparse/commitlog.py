@@ -352,6 +352,15 @@ def _lenval(data: bytes | None) -> tuple[int, bytes]:
     return (NIL_LENGTH, b"") if data is None else (len(data), data)
 
 
+def header_items(e: CommitLogEntry) -> list[tuple[bytes, bytes]]:
+    """Each header as stored: its key's bytes (`header_keys_raw` when a key
+    was not UTF-8, so a read entry is written back byte for byte), its value."""
+    keys = e.header_keys_raw or [k.encode() for k, _ in e.headers]
+    if len(keys) != len(e.headers):
+        raise ValueError(f"header_keys_raw has {len(keys)} keys for {len(e.headers)} headers")
+    return [(k, v) for k, (_, v) in zip(keys, e.headers)]
+
+
 def encode_entry(e: CommitLogEntry) -> bytes:
     klen, key = _lenval(e.key)
     vlen, value = _lenval(e.value)
@@ -360,8 +369,8 @@ def encode_entry(e: CommitLogEntry) -> bytes:
         key_len=klen, key=key if klen >= 0 else None,
         value_len=vlen, value=value if vlen >= 0 else None,
         header_count=len(e.headers),
-        headers=[dict(key_len=len(k.encode()), key=k, value_len=len(v), value=v)
-                 for k, v in e.headers],
+        headers=[dict(key_len=len(k), key=k, value_len=len(v), value=v)
+                 for k, v in header_items(e)],
     )
     # The CRC covers the body after itself: build once to learn it.
     body: bytes = _cs.liftbridge_commitlog__body.build(body_fields)

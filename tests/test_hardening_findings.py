@@ -44,6 +44,22 @@ def test_construct_commitlog_repeats_a_negative_header_count_zero_times() -> Non
     assert got["lbparse"][0]["headers"] == []
 
 
+@pytest.mark.parametrize("key", [b"\xd0\xba\xd0\xbb\xd1", b"IF\xb9\xbb", b"\xff", b"ok"])
+def test_commitlog_header_keys_that_are_not_utf8_read_the_same_everywhere(key: bytes) -> None:
+    """spec/commitlog.ksy (fuzz target differential, session 33): the spec
+    declared a header key `type: str, encoding: UTF-8`, so the Kaitai and
+    construct parsers refused a whole message set over one key that is not
+    UTF-8, while lbparse (like Liftbridge, whose Go strings hold any bytes)
+    reads it. The key is now bytes in the spec; all three give its bytes."""
+    import struct
+
+    header = struct.pack(">h", len(key)) + key + struct.pack(">i", 3) + b"\x00\x01\x02"
+    got = {p: commitlog_result(_entry(header_count=1, tail=header), p)
+           for p in ("kaitai", "construct", "lbparse")}
+    assert got["kaitai"] == got["construct"] == got["lbparse"] != "bad_payload"
+    assert got["lbparse"][0]["headers"] == [(key, b"\x00\x01\x02")]
+
+
 @pytest.mark.parametrize("lengths", [dict(key_len=-2), dict(value_len=-2),
                                      dict(key_len=-(2**31))])
 def test_commitlog_lengths_below_minus_one_are_invalid_everywhere(lengths: dict) -> None:

@@ -25,7 +25,8 @@ import pytest
 
 from lbparse.codegen import generate
 from lbparse.langdocs import DOCS
-from support.conformance import capture_cases, compare, driver_input, vector_cases
+from support.conformance import (capture_cases, compare, driver_input, odd_key_cases,
+                                 vector_cases)
 from support.langs import LANGS, BuildError, Language
 from support.shared import shared_path
 
@@ -90,6 +91,13 @@ def test_real_cluster_capture(name: str, built, tmp_path_factory) -> None:
     cmd = driver(LANGS[name], built, tmp_path_factory)
     cases = capture_cases(capture)
     assert len(cases) > 100  # the short run holds ~600 distinct envelopes
+    check(name, cases, run_driver(cmd, cases))
+
+
+@pytest.mark.parametrize("name", list(LANGS))
+def test_header_keys_that_are_not_utf8(name: str, built, tmp_path_factory) -> None:
+    cmd = driver(LANGS[name], built, tmp_path_factory)
+    cases = odd_key_cases()
     check(name, cases, run_driver(cmd, cases))
 
 

@@ -70,7 +70,7 @@ liftbridge_envelope = Struct(
 liftbridge_commitlog__header = Struct(
     "key_len" / Int16sb,
     "_valid_key_len" / Check(lambda this: this.key_len >= 0),
-    "key" / StringEncoded(Bytes(lambda this: this.key_len), 'utf8'),
+    "key" / Bytes(lambda this: this.key_len),
     "value_len" / Int32sb,
     "_valid_value_len" / Check(lambda this: this.value_len >= 0),
     "value" / Bytes(lambda this: this.value_len),

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator
 import yaml
 
 from lbparse import decode, decode_header
-from lbparse.commitlog import parse_replication_response
+from lbparse.commitlog import header_items, parse_replication_response
 from lbparse.layouts import layout_named
 from lbparse.errors import EnvelopeError
 from lbparse.header import read_header
@@ -114,6 +114,26 @@ def vector_cases() -> list[tuple[str, bytes, str]]:
     return cases
 
 
+def odd_key_cases() -> list[tuple[str, bytes, str]]:
+    """(case id, bytes, layout): ReplicationResponses whose header keys are
+    not UTF-8. Liftbridge stores such keys (a Go string holds any bytes);
+    every language's parser must give their bytes, not refuse the message
+    set (the fuzzer's differential target found Python's doing so)."""
+    import lbparse
+    from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+
+    keys = [b"\xff", b"\xd0\xba\xd0", b"IF\xb9\xbb", b"\xed\xa0\x80", b"ok\x00"]
+    cases = []
+    for i, key in enumerate(keys):
+        entry = CommitLogEntry(i, 5, 0, key=b"k", value=b"v",
+                               headers=[(key.decode("utf-8", "replace"), b"x"), ("ok", b"y")],
+                               header_keys_raw=[key, b"ok"])
+        data = lbparse.encode(ReplicationResponse(1, 2, [entry]),
+                              msg_type="ReplicationResponse", crc=bool(i % 2))
+        cases.append((f"odd-key-{key.hex()}", data, "v0"))
+    return cases
+
+
 def capture_cases(path: Path) -> list[tuple[str, bytes, str]]:
     """(case id, bytes, layout) for each distinct envelope of a capture.
 
@@ -161,7 +181,7 @@ def expected_commitlog(payload: bytes) -> dict[str, Any]:
                          "leader_epoch": str(e.leader_epoch), "size": e.size,
                          "crc32c": e.crc32c, "magic": e.magic, "attributes": e.attributes,
                          "key": hexs(e.key), "value": hexs(e.value),
-                         "headers": [[k.encode().hex(), v.hex()] for k, v in e.headers]}
+                         "headers": [[k.hex(), v.hex()] for k, v in header_items(e)]}
                         for e in rr.entries]}
 
 

@@ -143,15 +143,15 @@ def commitlog_entries(payload: bytes, parser: str) -> list[dict[str, Any]]:
         key = lambda b: b.key  # noqa: E731
         value = lambda b: b.value  # noqa: E731
     else:
-        from lbparse.commitlog import parse_replication_response
+        from lbparse.commitlog import header_items, parse_replication_response
 
         return [dict(offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
                      size=e.size, crc32c=e.crc32c, magic=e.magic, attributes=e.attributes,
-                     key=e.key, value=e.value, headers=list(e.headers))
+                     key=e.key, value=e.value, headers=header_items(e))
                 for e in parse_replication_response(payload).entries]
     return [dict(offset=o, timestamp=t, leader_epoch=le, size=s, crc32c=b.crc32c, magic=b.magic,
                  attributes=b.attributes, key=_plain(key(b)), value=_plain(value(b)),
-                 headers=[(k, _plain(v)) for k, v in headers(b)])
+                 headers=[(_plain(k), _plain(v)) for k, v in headers(b)])
             for o, t, le, s, b in items]
 
 

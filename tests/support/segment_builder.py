@@ -58,8 +58,8 @@ def body_fields(m: Msg, fmt_name: str) -> dict[str, Any]:
     d: dict[str, Any] = {crc_field: 0, "magic": m.magic, "attributes": m.attributes,
                          "key_len": klen, "key": key, "value_len": vlen, "value": value,
                          "header_count": len(m.headers),
-                         "headers": [dict(key_len=len(k.encode()), key=k, value_len=len(v),
-                                          value=v) for k, v in m.headers]}
+                         "headers": [dict(key_len=len(k.encode()), key=k.encode(),
+                                          value_len=len(v), value=v) for k, v in m.headers]}
     fmt = SEGMENT_FORMATS_BY_NAME[fmt_name]
     if fmt.body_timestamp is not None:
         present = fmt.timestamp_if is None or fmt.timestamp_if(m.magic)

@@ -16,6 +16,7 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
+from lbparse.commitlog import header_items
 from lbparse.storage import bbolt
 from lbparse.storage.errors import StorageError
 from lbparse.storage.formats import INDEX_FORMATS_BY_NAME, SEGMENT_FORMATS_BY_NAME
@@ -71,7 +72,7 @@ def _entry_dict(e: Any) -> dict[str, Any]:
                 attributes=_get(b, "attributes"),
                 key=_plain(_get(b, "key")) if _get(b, "key_len") != -1 else None,
                 value=_plain(_get(b, "value")) if _get(b, "value_len") != -1 else None,
-                headers=[(_get(h, "key"), _plain(_get(h, "value"))) for h in headers or []])
+                headers=[(_plain(_get(h, "key")), _plain(_get(h, "value"))) for h in headers or []])
 
 
 def _entries_field(fmt_name: str) -> str:
@@ -97,7 +98,7 @@ def segment_entries(data: bytes, fmt_name: str, parser: str) -> list[dict[str, A
                             leader_epoch=e.leader_epoch if fmt.field_index("leader_epoch")
                             is not None else None, size=e.size, crc=e.crc32c, magic=e.magic,
                             attributes=e.attributes, key=e.key, value=e.value,
-                            headers=list(e.headers)))
+                            headers=header_items(e)))
         return out
     try:
         if parser == "kaitai":

@@ -132,7 +132,7 @@ class LiftbridgeCommitlog(KaitaiStruct):
             _ = self.key_len
             if not _ >= 0:
                 raise kaitaistruct.ValidationExprError(self.key_len, self._io, u"/types/header/seq/0")
-            self.key = (self._io.read_bytes(self.key_len)).decode(u"UTF-8")
+            self.key = self._io.read_bytes(self.key_len)
             self.value_len = self._io.read_s4be()
             _ = self.value_len
             if not _ >= 0:

@@ -39,7 +39,7 @@ public static class Driver
             ",\"key\":" + (e.Body.KeyLen >= 0 ? "\"" + Hex(e.Body.Key) + "\"" : "null") +
             ",\"value\":" + (e.Body.ValueLen >= 0 ? "\"" + Hex(e.Body.Value) + "\"" : "null") +
             ",\"headers\":[" + string.Join(",", e.Body.Headers.Select(h =>
-                "[\"" + Hex(Encoding.UTF8.GetBytes(h.Key)) + "\",\"" + Hex(h.Value) + "\"]")) + "]}");
+                "[\"" + Hex(h.Key) + "\",\"" + Hex(h.Value) + "\"]")) + "]}");
         return "{\"ok\":true,\"leader_epoch\":\"" + cl.LeaderEpoch + "\",\"high_watermark\":\"" +
                cl.HighWatermark + "\",\"entries\":[" + string.Join(",", entries) + "]}";
     }

@@ -41,7 +41,7 @@ func commitlog(payload []byte) obj {
 		b := e.Body
 		headers := [][]string{}
 		for _, h := range b.Headers {
-			headers = append(headers, []string{hex.EncodeToString([]byte(h.Key)), hex.EncodeToString(h.Value)})
+			headers = append(headers, []string{hex.EncodeToString(h.Key), hex.EncodeToString(h.Value)})
 		}
 		entries = append(entries, obj{
 			"offset": strconv.FormatUint(e.Offset, 10), "timestamp": strconv.FormatInt(e.Timestamp, 10),

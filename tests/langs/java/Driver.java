@@ -65,7 +65,7 @@ public class Driver {
               .append(",\"headers\":[");
             String hsep = "";
             for (LiftbridgeCommitlog.Header h : b.headers()) {
-                sb.append(hsep).append("[\"").append(hex(h.key().getBytes(StandardCharsets.UTF_8)))
+                sb.append(hsep).append("[\"").append(hex(h.key()))
                   .append("\",\"").append(hex(h.value())).append("\"]");
                 hsep = ",";
             }

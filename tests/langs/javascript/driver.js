@@ -40,7 +40,7 @@ function commitlog(payload) {
       magic: e.body.magic, attributes: e.body.attributes,
       key: e.body.keyLen >= 0 ? hex(e.body.key) : null,
       value: e.body.valueLen >= 0 ? hex(e.body.value) : null,
-      headers: e.body.headers.map((h) => [Buffer.from(h.key, "utf8").toString("hex"), hex(h.value)]),
+      headers: e.body.headers.map((h) => [hex(h.key), hex(h.value)]),
     })),
   };
 }

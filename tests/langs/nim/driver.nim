@@ -11,9 +11,6 @@ import liftbridge_envelope, liftbridge_commitlog
 proc toHex(b: seq[byte]): string =
   for x in b: result.add(toHex(x.int, 2).toLowerAscii)
 
-proc toHex(s: string): string =
-  for c in s: result.add(toHex(ord(c), 2).toLowerAscii)
-
 proc failure(e: ref Exception): JsonNode =
   %*{"ok": false, "error": $e.name & ": " & e.msg}
 

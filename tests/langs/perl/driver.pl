@@ -5,7 +5,6 @@
 # parse errors; any other `die` is a crash and ends the process.
 use strict;
 use warnings;
-use Encode ();
 use JSON::PP;
 use IO::KaitaiStruct;
 use LiftbridgeEnvelope;
@@ -36,7 +35,7 @@ sub commitlog {
             crc32c => 0 + $b->crc32c(), magic => 0 + $b->magic(), attributes => 0 + $b->attributes(),
             key => $b->key_len() >= 0 ? unpack('H*', $b->key()) : undef,
             value => $b->value_len() >= 0 ? unpack('H*', $b->value()) : undef,
-            headers => [map { [unpack('H*', Encode::encode('UTF-8', $_->key())), unpack('H*', $_->value())] } @{ $b->headers() }],
+            headers => [map { [unpack('H*', $_->key()), unpack('H*', $_->value())] } @{ $b->headers() }],
         };
     }
     return { ok => JSON::PP::true, leader_epoch => "" . $cl->leader_epoch(),

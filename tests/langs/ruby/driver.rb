@@ -23,7 +23,7 @@ def commitlog(payload)
     { offset: e.offset.to_s, timestamp: e.timestamp.to_s, leader_epoch: e.leader_epoch.to_s,
       size: e.size, crc32c: b.crc32c, magic: b.magic, attributes: b.attributes,
       key: hex_or_nil(b.key, b.key_len >= 0), value: hex_or_nil(b.value, b.value_len >= 0),
-      headers: b.headers.map { |h| [h.key.b.unpack1('H*'), h.value.unpack1('H*')] } }
+      headers: b.headers.map { |h| [h.key.unpack1('H*'), h.value.unpack1('H*')] } }
   end
   { ok: true, leader_epoch: cl.leader_epoch.to_s, high_watermark: cl.high_watermark.to_s,
     entries: entries }
