@@ -292,7 +292,8 @@ def commitlog_fields(ksy: dict[str, Any]) -> list[tuple[str, str, str]]:
         prefix = "liftbridge.commitlog" if name == root else f"liftbridge.commitlog.{name}"
         for f in seq:
             ftype = f.get("type")
-            kind = ("none" if ftype in types else "string" if ftype == "str" else
+            text = ftype == "str" or f.get("-text") == "go-utf8"
+            kind = ("none" if ftype in types else "string" if text else
                     ftype if ftype in INT_SIZES else "bytes")
             out.append((f"{prefix}.{f['id']}", kind, f"{name}.{f['id']}"))
     return out
