@@ -27,6 +27,7 @@ LIGHT = os.environ.get("LBPARSE_LIGHT") == "1"
 SAMPLE = str(Path(importlib.util.find_spec("lbparse.examples").origin).parent  # type: ignore[arg-type,union-attr]
              / "sample.pcap")
 ENVELOPE = "b90e43b40008000b0a027331"  # v0 ServerInfoResponse{id: "s1"}
+ALL_OPTIONAL = tuple(MODULES)
 
 
 def _python(code: str, block: tuple[str, ...] = (), cwd: Path | None = None
@@ -80,6 +81,14 @@ def test_a_command_without_its_extra_says_which_pip_install(
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow
+def test_the_report_as_json_needs_no_extra(tmp_path: Path) -> None:
+    """The page needs Altair; the model alone (--json) does not."""
+    done = _lbparse(["report", SAMPLE, "--json", "r.json", "-q"], ALL_OPTIONAL, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
 def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) -> None:
     """A broken install is not dressed up as a missing extra."""
     done = _lbparse(["decode", ENVELOPE], ("crc32c", "lbparse.columnar._kernels"), cwd=tmp_path)
@@ -112,8 +121,6 @@ def test_need_leaves_a_module_that_is_not_optional_alone() -> None:
                    ("pyarrow",))
     assert done.stdout == "missing pyarrow\n", done.stderr
 
-
-ALL_OPTIONAL = tuple(MODULES)
 
 
 @pytest.mark.slow
