@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.reader import _endpoint
 from lbparse.capture.records import parse_headers
 from lbparse.limits import DEFAULT, Limits
 
@@ -64,12 +65,6 @@ def available() -> bool:
 
 def _capture_error(kind: str, message: str, offset: int) -> CaptureError:
     return CaptureError(kind, message, offset=offset)
-
-
-def _endpoint(addr: bytes, port: int) -> str:
-    from lbparse.capture.reader import _endpoint as endpoint
-
-    return endpoint(addr, port)
 
 
 if _native is not None:
