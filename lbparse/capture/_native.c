@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lb_gbuf.h"
+
 /* ---- facts shared with the reference (named there) ----------------------- */
 #define BLOCK_DEFAULT (1 << 20)     /* pcap.BLOCK */
 #define MAX_RECORD (1 << 26)        /* pcap.MAX_RECORD */
@@ -39,53 +41,7 @@
 #define MAX_FLOWS (1 << 16)         /* reader.MAX_FLOWS */
 #define HALF (1u << 31)
 
-/* ---- growable buffers ------------------------------------------------------ */
-typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-} gbuf;
-
-static int gb_reserve(gbuf *g, size_t extra) {
-    if (g->len + extra <= g->cap)
-        return 0;
-    size_t c = g->cap ? g->cap : 64;
-    while (c < g->len + extra) {
-        if (c > ((size_t)1 << 40)) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c *= 2;
-    }
-    uint8_t *q = realloc(g->p, c);
-    if (!q) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    g->p = q;
-    g->cap = c;
-    return 0;
-}
-
-static int gb_put(gbuf *g, const void *s, size_t n) {
-    if (n == 0)
-        return 0;
-    if (gb_reserve(g, n) < 0)
-        return -1;
-    memcpy(g->p + g->len, s, n);
-    g->len += n;
-    return 0;
-}
-
-static void gb_free(gbuf *g) {
-    free(g->p);
-    g->p = NULL;
-    g->len = g->cap = 0;
-}
-
-static int gb_set(gbuf *g, const void *s, size_t n) {
-    g->len = 0;
-    return gb_put(g, s, n);
-}
+/* ---- growable buffers: lb_gbuf (lbparse/_c/lb_gbuf.h) ------------------------ */
 
 /* A Python object owning a malloc'd block: what a batch's columns are handed
  * out as (pyarrow wraps any buffer without a copy). */
@@ -116,22 +72,20 @@ static PyTypeObject BlockType = {
 };
 
 /* The bytes of g as a Block; g is left empty. */
-static PyObject *gb_take(gbuf *g) {
+static PyObject *gb_take(lb_gbuf *g) {
     Block *b = PyObject_New(Block, &BlockType);
     if (!b)
         return NULL;
-    b->p = g->p;
     b->len = (Py_ssize_t)g->len;
-    g->p = NULL;
-    g->len = g->cap = 0;
+    b->p = lb_gb_detach(g);
     return (PyObject *)b;
 }
 
 /* ---- columns --------------------------------------------------------------- */
 typedef struct {
-    gbuf off;   /* int32 offsets, n + 1 of them */
-    gbuf data;
-    gbuf valid; /* one byte per row, packed into a bitmap at the end */
+    lb_gbuf off;   /* int32 offsets, n + 1 of them */
+    lb_gbuf data;
+    lb_gbuf valid; /* one byte per row, packed into a bitmap at the end */
     Py_ssize_t nulls;
 } varcol;
 
@@ -139,7 +93,7 @@ static int vc_init(varcol *c) {
     int32_t z = 0;
     c->off.len = c->data.len = c->valid.len = 0;
     c->nulls = 0;
-    return gb_put(&c->off, &z, 4);
+    return lb_gb_put_py(&c->off, &z, 4);
 }
 
 static int vc_end(varcol *c, uint8_t valid) {
@@ -148,7 +102,7 @@ static int vc_end(varcol *c, uint8_t valid) {
         return -1;
     }
     int32_t o = (int32_t)c->data.len;
-    if (gb_put(&c->off, &o, 4) < 0 || gb_put(&c->valid, &valid, 1) < 0)
+    if (lb_gb_put_py(&c->off, &o, 4) < 0 || lb_gb_put_py(&c->valid, &valid, 1) < 0)
         return -1;
     c->nulls += !valid;
     return 0;
@@ -157,7 +111,7 @@ static int vc_end(varcol *c, uint8_t valid) {
 static int vc_null(varcol *c) { return vc_end(c, 0); }
 
 static int vc_bytes(varcol *c, const uint8_t *s, Py_ssize_t n) {
-    if (gb_put(&c->data, s, (size_t)n) < 0)
+    if (lb_gb_put_py(&c->data, s, (size_t)n) < 0)
         return -1;
     return vc_end(c, 1);
 }
@@ -241,14 +195,14 @@ typedef struct {
 typedef struct reader reader;
 
 typedef struct {
-    gbuf rest;              /* a control line not yet ended by LF (rest + parts) */
+    lb_gbuf rest;              /* a control line not yet ended by LF (rest + parts) */
     Py_ssize_t rest0;       /* the length of its first piece (nats: _rest) */
     int waiting;            /* a message line whose payload is still arriving */
     int w_verb;
-    gbuf w_subj, w_reply, w_sid;
+    lb_gbuf w_subj, w_reply, w_sid;
     int w_has_reply, w_has_sid;
     Py_ssize_t w_hsize;
-    gbuf held;              /* the payload bytes that came so far */
+    lb_gbuf held;              /* the payload bytes that came so far */
     Py_ssize_t need;
     int resync, here;
     int64_t max_frame;
@@ -331,8 +285,7 @@ typedef struct {
     /* source */
     FILE *f;
     int fmt;                  /* 1 pcap, 2 pcapng */
-    uint8_t *buf;
-    size_t n, bufcap;
+    lb_gbuf buf;              /* the file's bytes held: buf.p[0:buf.len] */
     int64_t base;
     size_t pos;
     int eof;
@@ -366,13 +319,13 @@ struct reader {
     Py_ssize_t nframes, cap_frames;
     notice *notices;
     Py_ssize_t nnotices, cap_notices;
-    gbuf *keep;               /* buffers the frames point into */
+    lb_gbuf *keep;               /* buffers the frames point into */
     Py_ssize_t nkeep, cap_keep;
     tsns ts;
     uint8_t unsupported[65536 / 8];
     /* output */
     varcol src, dst, direction, verb, subject, reply, sid, hdr, payload, ekind, emsg;
-    gbuf ts_col, ts_valid;
+    lb_gbuf ts_col, ts_valid;
     Py_ssize_t rows;
     /* stats */
     int64_t packets, skipped, gap_bytes, controls[N_CONTROLS], notice_counts[N_KINDS];
@@ -464,10 +417,10 @@ static void drop_frames(reader *r, Py_ssize_t from) {
 }
 
 /* Keep a buffer alive until this packet's frames are rows; g is left empty. */
-static const uint8_t *keep(reader *r, gbuf *g) {
+static const uint8_t *keep(reader *r, lb_gbuf *g) {
     if (r->nkeep == r->cap_keep) {
         Py_ssize_t c = r->cap_keep ? 2 * r->cap_keep : 8;
-        gbuf *q = realloc(r->keep, (size_t)c * sizeof(gbuf));
+        lb_gbuf *q = realloc(r->keep, (size_t)c * sizeof(lb_gbuf));
         if (!q) {
             PyErr_NoMemory();
             return NULL;
@@ -476,15 +429,13 @@ static const uint8_t *keep(reader *r, gbuf *g) {
         r->cap_keep = c;
     }
     r->keep[r->nkeep++] = *g;
-    const uint8_t *p = g->p ? g->p : (const uint8_t *)"";
-    g->p = NULL;
-    g->len = g->cap = 0;
-    return p;
+    const uint8_t *p = lb_gb_detach(g);
+    return p ? p : (const uint8_t *)"";
 }
 
 static void free_kept(reader *r) {
     for (Py_ssize_t i = 0; i < r->nkeep; i++)
-        gb_free(&r->keep[i]);
+        lb_gb_free(&r->keep[i]);
     r->nkeep = 0;
 }
 
@@ -517,11 +468,11 @@ static void parser_init(parser *p, int resync, int64_t max_frame) {
 }
 
 static void parser_free(parser *p) {
-    gb_free(&p->rest);
-    gb_free(&p->held);
-    gb_free(&p->w_subj);
-    gb_free(&p->w_reply);
-    gb_free(&p->w_sid);
+    lb_gb_free(&p->rest);
+    lb_gb_free(&p->held);
+    lb_gb_free(&p->w_subj);
+    lb_gb_free(&p->w_reply);
+    lb_gb_free(&p->w_sid);
 }
 
 static int parser_busy(const parser *p) { return p->waiting || p->rest0 > 0; }
@@ -581,7 +532,7 @@ static Py_ssize_t find_line(parser *P, const uint8_t *b, Py_ssize_t n, Py_ssize_
         Py_ssize_t start = nl >= 0 ? nl + 1 : p;
         Py_ssize_t n_keep = n - start;
         if (n_keep && n_keep <= 16) {
-            if (gb_set(&P->rest, b + start, (size_t)n_keep) < 0) {
+            if (lb_gb_set_py(&P->rest, b + start, (size_t)n_keep) < 0) {
                 *err = 1;
                 return -1;
             }
@@ -681,13 +632,13 @@ static int start_wait(parser *P, int verb, const uint8_t *b, span subj, span rep
     P->w_verb = verb;
     P->w_has_reply = reply.n >= 0;
     P->w_has_sid = sid.n >= 0;
-    if (gb_set(&P->w_subj, b + subj.s, (size_t)subj.n) < 0 ||
-        gb_set(&P->w_reply, reply.n >= 0 ? b + reply.s : b, reply.n >= 0 ? (size_t)reply.n : 0) < 0 ||
-        gb_set(&P->w_sid, sid.n >= 0 ? b + sid.s : b, sid.n >= 0 ? (size_t)sid.n : 0) < 0)
+    if (lb_gb_set_py(&P->w_subj, b + subj.s, (size_t)subj.n) < 0 ||
+        lb_gb_set_py(&P->w_reply, reply.n >= 0 ? b + reply.s : b, reply.n >= 0 ? (size_t)reply.n : 0) < 0 ||
+        lb_gb_set_py(&P->w_sid, sid.n >= 0 ? b + sid.s : b, sid.n >= 0 ? (size_t)sid.n : 0) < 0)
         return -1;
     P->w_hsize = (Py_ssize_t)hsize;
     P->need = (Py_ssize_t)total + 2;
-    return gb_set(&P->held, b + start, (size_t)(n - start));
+    return lb_gb_set_py(&P->held, b + start, (size_t)(n - start));
 }
 
 /* nats._lost, as an "incomplete" notice of the packet. */
@@ -752,7 +703,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
                 p += 1;
                 continue;
             }
-            if (gb_set(&P->rest, b + p, (size_t)(n - p)) < 0)
+            if (lb_gb_set_py(&P->rest, b + p, (size_t)(n - p)) < 0)
                 return -1;
             P->rest0 = n - p;
             return 0;
@@ -985,7 +936,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
 static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
     parser *P = &d->p;
     if (P->waiting) {
-        if (gb_put(&P->held, data, (size_t)len) < 0)
+        if (lb_gb_put_py(&P->held, data, (size_t)len) < 0)
             return -1;
         if ((Py_ssize_t)P->held.len < P->need)
             return 0;
@@ -1041,8 +992,8 @@ static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
     if (P->rest0 > 0) {
         if (!P->resync && !memchr(data, '\n', (size_t)len) &&
             (Py_ssize_t)P->rest.len + len <= MAX_LINE)
-            return gb_put(&P->rest, data, (size_t)len); /* cannot end the line */
-        if (gb_put(&P->rest, data, (size_t)len) < 0)
+            return lb_gb_put_py(&P->rest, data, (size_t)len); /* cannot end the line */
+        if (lb_gb_put_py(&P->rest, data, (size_t)len) < 0)
             return -1;
         Py_ssize_t n = (Py_ssize_t)P->rest.len;
         P->rest0 = 0;
@@ -1202,7 +1153,7 @@ static int drain(reader *r, direction *d, tsns ts) {
         else if (back < s.len + s.missing)
             rc = deliver(r, d, NULL, 0, s.missing - (back - s.len), ts);
         /* The bytes delivered may be pointed at by frames: keep them for the packet. */
-        gbuf g = {s.data, (size_t)s.len, (size_t)s.len};
+        lb_gbuf g = {s.data, (size_t)s.len, (size_t)s.len};
         if (!keep(r, &g)) {
             free(s.data);
             return -1;
@@ -1607,7 +1558,7 @@ static direction *new_flow(reader *r, const uint8_t *k, int n) {
 static int put_ts(reader *r, int has, tsns ts) {
     uint8_t v = (uint8_t)(has && ts != TS_NONE);
     int64_t ns = v ? ts : 0;
-    if (gb_put(&r->ts_col, &ns, 8) < 0 || gb_put(&r->ts_valid, &v, 1) < 0)
+    if (lb_gb_put_py(&r->ts_col, &ns, 8) < 0 || lb_gb_put_py(&r->ts_valid, &v, 1) < 0)
         return -1;
     return 0;
 }
@@ -1693,21 +1644,11 @@ static inline uint16_t rd16(const uint8_t *p, int big) {
 /* The file's bytes up to buf[target] (fewer at its end), read from buf[at]
  * on; returns how many were read, -1 on error. */
 static int64_t fill(source *s, size_t at, size_t target) {
-    if (s->bufcap < target) {
-        size_t c = s->bufcap ? s->bufcap : s->block;
-        while (c < target)
-            c *= 2;
-        uint8_t *q = realloc(s->buf, c);
-        if (!q) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        s->buf = q;
-        s->bufcap = c;
-    }
+    if (lb_gb_room_py(&s->buf, target) < 0)
+        return -1;
     size_t got = 0;
     while (at + got < target) {
-        size_t k = fread(s->buf + at + got, 1, target - at - got, s->f);
+        size_t k = fread(s->buf.p + at + got, 1, target - at - got, s->f);
         if (k == 0) {
             if (ferror(s->f)) {
                 PyErr_SetFromErrno(PyExc_OSError);
@@ -1731,16 +1672,16 @@ static size_t blocks_for(source *s, size_t need) {
  * file has them, read in the reference's whole blocks from that offset (so
  * that bytes_read, the progress count, moves as the reference's does). */
 static int refill(source *s, size_t need) {
-    size_t kept = s->n - s->pos;
+    size_t kept = s->buf.len - s->pos;
     s->base += (int64_t)s->pos;
     if (kept)
-        memmove(s->buf, s->buf + s->pos, kept);
+        memmove(s->buf.p, s->buf.p + s->pos, kept);
     s->pos = 0;
     size_t target = blocks_for(s, need > kept + 1 ? need : kept + 1);
     int64_t got = fill(s, kept, target);
     if (got < 0)
         return -1;
-    s->n = kept + (size_t)got;
+    s->buf.len = kept + (size_t)got;
     s->eof = got == 0;
     return 0;
 }
@@ -1783,11 +1724,11 @@ static int pcap_plausible(source *s, const uint8_t *q) {
  * packet read as empty records. */
 static int64_t pcap_after_damage(source *s, size_t pos, size_t n) {
     for (size_t q = pos; q + 16 <= n; q++) {
-        int incl = pcap_plausible(s, s->buf + q);
+        int incl = pcap_plausible(s, s->buf.p + q);
         if (incl <= 0)
             continue;
         size_t nxt = q + 16 + (size_t)incl;
-        if (nxt == n || (nxt + 16 <= n && pcap_plausible(s, s->buf + nxt) > 0))
+        if (nxt == n || (nxt + 16 <= n && pcap_plausible(s, s->buf.p + nxt) > 0))
             return (int64_t)q;
     }
     return -1;
@@ -1795,9 +1736,9 @@ static int64_t pcap_after_damage(source *s, size_t pos, size_t n) {
 
 /* pcap._resync: (offset, 0) found, else (offset to keep from, bytes needed). */
 static void pcap_resync(source *s, size_t *pos, size_t *need) {
-    size_t n = s->n;
+    size_t n = s->buf.len;
     for (size_t q = *pos; q + 16 <= n; q++) {
-        int incl = pcap_plausible(s, s->buf + q);
+        int incl = pcap_plausible(s, s->buf.p + q);
         if (incl < 0)
             continue;
         size_t nxt = q + 16 + (size_t)incl;
@@ -1814,7 +1755,7 @@ static void pcap_resync(source *s, size_t *pos, size_t *need) {
             }
             continue;
         }
-        if (pcap_plausible(s, s->buf + nxt) >= 0) {
+        if (pcap_plausible(s, s->buf.p + nxt) >= 0) {
             *pos = q;
             *need = 0;
             return;
@@ -1829,7 +1770,7 @@ static void pcap_resync(source *s, size_t *pos, size_t *need) {
 static int pcap_next(reader *r, packet *pk) {
     source *s = &r->s;
     for (;;) {
-        size_t n = s->n, need = 16;
+        size_t n = s->buf.len, need = 16;
         if (s->bad_at >= 0) {
             size_t pos = s->pos;
             pcap_resync(s, &pos, &need);
@@ -1850,7 +1791,7 @@ static int pcap_next(reader *r, packet *pk) {
             if (r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
                 return 2; /* the end of this range: the next one goes on from here */
             if (s->pos + 16 <= n) {
-                const uint8_t *h = s->buf + s->pos;
+                const uint8_t *h = s->buf.p + s->pos;
                 incl = rd32(h + 8, s->big);
                 size_t end = s->pos + 16 + (size_t)incl;
                 if (!(end > n || incl > s->max_record)) {
@@ -1941,9 +1882,9 @@ static int known_block(uint32_t t) {
 }
 
 static void ng_resync(source *s, size_t *pos, size_t *need) {
-    size_t n = s->n;
+    size_t n = s->buf.len;
     for (size_t q = *pos; q + 12 <= n; q++) {
-        const uint8_t *h = s->buf + q;
+        const uint8_t *h = s->buf.p + q;
         uint32_t btype = rd32(h, s->ng_big), blen;
         int tail_big;
         if (btype == SHB) {
@@ -2073,7 +2014,7 @@ static int ng_interface(source *s, const uint8_t *h, uint32_t blen) {
 static int pcapng_next(reader *r, packet *pk) {
     source *s = &r->s;
     for (;;) {
-        size_t n = s->n, need = 12;
+        size_t n = s->buf.len, need = 12;
         if (s->bad_at >= 0) {
             size_t pos = s->pos;
             ng_resync(s, &pos, &need);
@@ -2092,7 +2033,7 @@ static int pcapng_next(reader *r, packet *pk) {
         if (s->bad_at < 0 && r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
             return 2; /* the end of this range: the next one goes on from here */
         while (s->bad_at < 0 && s->pos + 12 <= n) {
-            const uint8_t *h = s->buf + s->pos;
+            const uint8_t *h = s->buf.p + s->pos;
             int64_t at = s->base + (int64_t)s->pos;
             uint32_t btype = rd32(h, s->ng_big), blen = rd32(h + 4, s->ng_big);
             if (btype == SHB) {
@@ -2142,7 +2083,7 @@ static int pcapng_next(reader *r, packet *pk) {
                 need = blen;
                 break;
             }
-            uint32_t tail = rd32(s->buf + end - 4, s->ng_big);
+            uint32_t tail = rd32(s->buf.p + end - 4, s->ng_big);
             if (tail != blen) {
                 s->bad_at = at;
                 if (ng_damaged(r, at, btype, PyUnicode_FromFormat(
@@ -2221,7 +2162,7 @@ static int pcapng_next(reader *r, packet *pk) {
                  * not a file cut short. */
                 int64_t at = s->base + (int64_t)s->pos;
                 s->bad_at = at;
-                if (ng_damaged(r, at, rd32(s->buf + s->pos, s->ng_big), PyUnicode_FromFormat(
+                if (ng_damaged(r, at, rd32(s->buf.p + s->pos, s->ng_big), PyUnicode_FromFormat(
                         "has length %zu, past the end of the file at %lld, and blocks follow it",
                         need, (long long)(s->base + (int64_t)n))) < 0)
                     return -1;
@@ -2484,15 +2425,15 @@ static int finish_all(reader *r) {
  * interfaces and row count (positions). */
 #define SNAP_MAGIC 0x31534C42u /* "BLS1" */
 
-static int w_raw(gbuf *g, const void *p, size_t n) { return gb_put(g, p, n); }
-static int w_u8(gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
-static int w_u32(gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
-static int w_i64(gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
-static int w_u64(gbuf *g, uint64_t v) { return w_raw(g, &v, 8); }
-static int w_bytes(gbuf *g, const void *p, size_t n) {
+static int w_raw(lb_gbuf *g, const void *p, size_t n) { return lb_gb_put_py(g, p, n); }
+static int w_u8(lb_gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
+static int w_u32(lb_gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
+static int w_i64(lb_gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
+static int w_u64(lb_gbuf *g, uint64_t v) { return w_raw(g, &v, 8); }
+static int w_bytes(lb_gbuf *g, const void *p, size_t n) {
     return w_i64(g, (int64_t)n) || w_raw(g, p ? p : "", n);
 }
-static int w_str(gbuf *g, const char *s) { return w_bytes(g, s, strlen(s)); }
+static int w_str(lb_gbuf *g, const char *s) { return w_bytes(g, s, strlen(s)); }
 
 typedef struct {
     const uint8_t *p;
@@ -2514,36 +2455,35 @@ static uint32_t r_u32(des *d) { uint32_t v; r_raw(d, &v, 4); return v; }
 static int64_t r_i64(des *d) { int64_t v; r_raw(d, &v, 8); return v; }
 static uint64_t r_u64(des *d) { uint64_t v; r_raw(d, &v, 8); return v; }
 /* Bytes into g (replacing what it held). */
-static int r_bytes(des *d, gbuf *g) {
+static int r_bytes(des *d, lb_gbuf *g) {
     int64_t k = r_i64(d);
     if (d->bad || k < 0 || (uint64_t)k > d->n - d->at) {
         d->bad = 1;
         return 0;
     }
-    g->len = 0;
-    if (gb_put(g, d->p + d->at, (size_t)k) < 0)
+    if (lb_gb_set_py(g, d->p + d->at, (size_t)k) < 0)
         return -1;
     d->at += (size_t)k;
     return 0;
 }
 static char *r_str(des *d) {
-    gbuf g = {0, 0, 0};
+    lb_gbuf g = {0, 0, 0};
     if (r_bytes(d, &g) < 0)
         return NULL;
     char *out = malloc(g.len + 1);
     if (!out) {
-        gb_free(&g);
+        lb_gb_free(&g);
         PyErr_NoMemory();
         return NULL;
     }
     if (g.len)
         memcpy(out, g.p, g.len);
     out[g.len] = 0;
-    gb_free(&g);
+    lb_gb_free(&g);
     return out;
 }
 
-static int w_direction(gbuf *g, const direction *d) {
+static int w_direction(lb_gbuf *g, const direction *d) {
     const parser *P = &d->p;
     if (w_str(g, d->src) || w_str(g, d->dst) || w_u8(g, (uint8_t)d->has_next) ||
         w_u32(g, d->next_seq) || w_i64(g, d->pending_bytes) || w_i64(g, d->next_pos) ||
@@ -2563,7 +2503,7 @@ static int w_direction(gbuf *g, const direction *d) {
            w_u8(g, (uint8_t)P->resync) || w_u8(g, (uint8_t)P->here);
 }
 
-static int snapshot(reader *r, gbuf *g) {
+static int snapshot(reader *r, lb_gbuf *g) {
     source *s = &r->s;
     flowtab *t = &r->flows;
     if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_i64(g, r->flow_cap) || w_i64(g, r->ts) ||
@@ -2639,7 +2579,7 @@ static int r_direction(des *in, direction *d, reader *r) {
     }
     d->cap_pending = np ? np : 1;
     for (uint32_t i = 0; i < np && !in->bad; i++) {
-        gbuf g = {0, 0, 0};
+        lb_gbuf g = {0, 0, 0};
         int64_t pos = r_i64(in), missing = r_i64(in);
         if (r_bytes(in, &g) < 0)
             return -1;
@@ -2781,7 +2721,7 @@ static int seek_source(source *s, int64_t offset) {
         return -1;
     }
     s->base = offset;
-    s->pos = s->n = 0;
+    s->pos = s->buf.len = 0;
     s->eof = 0;
     s->bad_at = -1;
     s->bytes_read = offset;
@@ -2806,12 +2746,12 @@ static int start_batch(reader *r) {
 }
 
 /* A validity bitmap from one byte per row, or None when nothing is null. */
-static PyObject *bitmap(gbuf *valid, Py_ssize_t nulls) {
+static PyObject *bitmap(lb_gbuf *valid, Py_ssize_t nulls) {
     if (!nulls)
         Py_RETURN_NONE;
-    gbuf bits = {0, 0, 0};
+    lb_gbuf bits = {0, 0, 0};
     size_t n = valid->len, nb = (n + 7) / 8;
-    if (gb_reserve(&bits, nb ? nb : 1) < 0)
+    if (lb_gb_reserve_py(&bits, nb ? nb : 1) < 0)
         return NULL;
     memset(bits.p, 0, nb ? nb : 1);
     for (size_t i = 0; i < n; i++)
@@ -2858,8 +2798,7 @@ static void reader_clear(reader *r) {
     if (r->s.f)
         fclose(r->s.f);
     r->s.f = NULL;
-    free(r->s.buf);
-    r->s.buf = NULL;
+    lb_gb_free(&r->s.buf);
     free(r->s.ifaces);
     r->s.ifaces = NULL;
     end_packet(r);
@@ -2887,12 +2826,12 @@ static void reader_clear(reader *r) {
     r->cap_keep = 0;
     for (int i = 0; i < NCOLS; i++) {
         varcol *c = cols(r, i);
-        gb_free(&c->off);
-        gb_free(&c->data);
-        gb_free(&c->valid);
+        lb_gb_free(&c->off);
+        lb_gb_free(&c->data);
+        lb_gb_free(&c->valid);
     }
-    gb_free(&r->ts_col);
-    gb_free(&r->ts_valid);
+    lb_gb_free(&r->ts_col);
+    lb_gb_free(&r->ts_valid);
 }
 
 static void Reader_dealloc(reader *r) {
@@ -2919,14 +2858,8 @@ static int open_source(reader *r, const char *path) {
         }
         s->fmt = 2;
         /* PcapngSource: the 12 bytes read, then read_more(f, 0) */
-        s->bufcap = s->block + 12;
-        s->buf = malloc(s->bufcap);
-        if (!s->buf) {
-            PyErr_NoMemory();
+        if (lb_gb_set_py(&s->buf, head, 12) < 0)
             return -1;
-        }
-        memcpy(s->buf, head, 12);
-        s->n = 12;
         if (fseek(s->f, 12, SEEK_SET) != 0) {
             PyErr_SetFromErrno(PyExc_OSError);
             return -1;
@@ -2934,7 +2867,7 @@ static int open_source(reader *r, const char *path) {
         int64_t k = fill(s, 12, 12 + blocks_for(s, 0));
         if (k < 0)
             return -1;
-        s->n = 12 + (size_t)k;
+        s->buf.len = 12 + (size_t)k;
         s->base = 0;
         return 0;
     }
@@ -2966,7 +2899,7 @@ static int open_source(reader *r, const char *path) {
     int64_t k = fill(s, 0, blocks_for(s, s->block));
     if (k < 0)
         return -1;
-    s->n = (size_t)k;
+    s->buf.len = (size_t)k;
     s->base = 24;
     s->bytes_read = 24;
     return 0;
@@ -3161,14 +3094,14 @@ static PyObject *Reader_index(reader *r, PyObject *args) {
             goto fail;
         int64_t at = r->s.base + (int64_t)r->s.pos;
         if (at >= next_cut && r->s.bad_at < 0) {
-            gbuf g = {0, 0, 0};
+            lb_gbuf g = {0, 0, 0};
             if (snapshot(r, &g) < 0) {
-                gb_free(&g);
+                lb_gb_free(&g);
                 goto fail;
             }
             PyObject *item = Py_BuildValue("(LLy#)", (long long)at, (long long)r->total_rows,
                                            (const char *)g.p, (Py_ssize_t)g.len);
-            gb_free(&g);
+            lb_gb_free(&g);
             if (!item || PyList_Append(cuts, item) < 0) {
                 Py_XDECREF(item);
                 goto fail;
