@@ -237,7 +237,8 @@ def test_the_c_modules_share_one_growable_buffer() -> None:
     import re
 
     root = Path(__file__).resolve().parent.parent / "lbparse"
-    own = re.compile(r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*(?:realloc|PyMem_Realloc)\(|\}\s*gbuf;")
+    own = re.compile(r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*"
+                     r"(?:realloc|PyMem_Realloc|PyMem_RawRealloc|LB_GBUF_REALLOC)\(|\}\s*gbuf;")
     sources = sorted(root.rglob("*.c"))
     assert len(sources) == 4
     for source in sources:

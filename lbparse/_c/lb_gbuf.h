@@ -19,14 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes p[0:len] of a malloc'd block of cap bytes (free() it, or hand the
- * block on with lb_gb_detach). All zero is the empty buffer. */
+/* The allocator: realloc and free, unless the module names another pair
+ * before it includes this (storage/_scan.c: Python's raw allocator, so that
+ * tracemalloc, and tests/test_storage_growth.py, see its buffer). */
+#ifndef LB_GBUF_REALLOC
+#define LB_GBUF_REALLOC realloc
+#define LB_GBUF_FREE free
+#endif
+
+/* Bytes p[0:len] of a block of cap bytes from LB_GBUF_REALLOC (lb_gb_free
+ * it, or hand the block on with lb_gb_detach). All zero is the empty buffer. */
 typedef struct {
     uint8_t *p;
     size_t len, cap;
 } lb_gbuf;
 
+/* The first capacity; a module whose buffers are long from the start names
+ * its own before it includes this (a power of two, below LB_GBUF_MAX / 2). */
+#ifndef LB_GBUF_FIRST
 #define LB_GBUF_FIRST ((size_t)64)
+#endif
 /* No buffer grows past this: lengths fit ptrdiff_t and Py_ssize_t (and
  * malloc refuses more anyway). */
 #define LB_GBUF_MAX ((size_t)PTRDIFF_MAX)
@@ -40,7 +52,7 @@ static inline int lb_gb_room(lb_gbuf *g, size_t size) {
     size_t c = g->cap ? g->cap : LB_GBUF_FIRST;
     while (c < size)
         c = c > LB_GBUF_MAX / 2 ? LB_GBUF_MAX : 2 * c;
-    uint8_t *q = realloc(g->p, c);
+    uint8_t *q = LB_GBUF_REALLOC(g->p, c);
     if (!q)
         return -1;
     g->p = q;
@@ -77,13 +89,13 @@ static inline int lb_gb_set(lb_gbuf *g, const void *s, size_t n) {
 }
 
 static inline void lb_gb_free(lb_gbuf *g) {
-    free(g->p);
+    LB_GBUF_FREE(g->p);
     g->p = NULL;
     g->len = g->cap = 0;
 }
 
-/* The block (NULL when nothing was ever put), now the caller's to free();
- * g is left empty. */
+/* The block (NULL when nothing was ever put), now the caller's to free
+ * (LB_GBUF_FREE); g is left empty. */
 static inline uint8_t *lb_gb_detach(lb_gbuf *g) {
     uint8_t *p = g->p;
     g->p = NULL;

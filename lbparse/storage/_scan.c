@@ -38,6 +38,11 @@
 #include <string.h>
 
 #include "lb_crc.h"
+/* The JSON Lines buffer never leaves this file: Python's raw allocator,
+ * which tracemalloc sees (tests/test_storage_growth.py measures it). */
+#define LB_GBUF_REALLOC PyMem_RawRealloc
+#define LB_GBUF_FREE PyMem_RawFree
+#define LB_GBUF_FIRST ((size_t)1 << 16) /* a segment's lines: many KiB at once */
 #include "lb_gbuf.h"
 
 static lb_crc_table tables[2]; /* slicing-by-8: CRC-32C, CRC-32 (IEEE) */
