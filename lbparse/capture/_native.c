@@ -13,12 +13,15 @@
  *
  * Safety: every read of input is bounds-checked against the bytes actually
  * held (never a length field); memory follows the bytes read, as in the
- * reference (records up to MAX_RECORD, a message up to max_frame, segments
+ * reference (records up to max_record, a message up to max_frame, segments
  * behind a hole up to max_reassembly). The rare paths (notice messages,
  * non-ASCII names, IPv6 endpoints, size fields that are not plain digits)
  * call the Python runtime, so that their text is Python's own.
  *
- * Reader(path, name, max_frame, max_reassembly[, block])
+ * Reader(path, name, max_frame, max_reassembly, rules)
+ *   rules: the loop's limits, named as in RULES below, each read from the
+ *   Python reference's constant when the reader is made (columnar.rules());
+ *   one outside the range this file takes is a ValueError.
  *   .next_batch(max_rows, max_bytes) -> tuple of column buffers, or None at
  *   the end; a file that cannot be read raises CaptureError (through the
  *   `raise_error` callable given to configure()), after the rows before it.
@@ -32,14 +35,63 @@
 
 #include "lb_gbuf.h"
 
-/* ---- facts shared with the reference (named there) ----------------------- */
-#define BLOCK_DEFAULT (1 << 20)     /* pcap.BLOCK */
-#define MAX_RECORD (1 << 26)        /* pcap.MAX_RECORD */
-#define MIN_MAX_RECORD (1 << 18)    /* pcap.MIN_MAX_RECORD */
-#define MAX_LINE (1 << 16)          /* nats.MAX_LINE */
-#define MAX_PENDING_SEGMENTS 4096   /* tcp.MAX_PENDING_SEGMENTS */
-#define MAX_FLOWS (1 << 16)         /* reader.MAX_FLOWS */
 #define HALF (1u << 31)
+
+/* ---- the loop's limits, handed over by the reference --------------------- */
+/* Each is the Python constant named in lbparse/capture/columnar.py's rules(),
+ * read when a Reader is made, so that the two loops cannot disagree (a test
+ * that lowers one lowers it for both). The ranges are what this file's
+ * arithmetic takes (int64 and uint32 sums, 2 * max_flows). */
+typedef struct {
+    int64_t block;                /* pcap.BLOCK: bytes per read */
+    int64_t max_record;           /* pcap.MAX_RECORD */
+    int64_t min_max_record;       /* pcap.MIN_MAX_RECORD */
+    int64_t max_line;             /* nats.MAX_LINE */
+    int64_t max_pending_segments; /* tcp.MAX_PENDING_SEGMENTS */
+    int64_t max_flows;            /* reader.MAX_FLOWS */
+    int64_t max_connect_bytes;    /* connects.MAX_CONNECT_BYTES */
+} rules;
+
+static const struct {
+    const char *name;
+    size_t at;
+    int64_t lo, hi;
+} RULES[] = {
+    {"block", offsetof(rules, block), 16, 1 << 30},
+    {"max_record", offsetof(rules, max_record), 16, 1 << 30},
+    {"min_max_record", offsetof(rules, min_max_record), 16, 1 << 30},
+    {"max_line", offsetof(rules, max_line), 1, 1 << 30},
+    {"max_pending_segments", offsetof(rules, max_pending_segments), 0, 1 << 24},
+    {"max_flows", offsetof(rules, max_flows), 0, 1 << 30},
+    {"max_connect_bytes", offsetof(rules, max_connect_bytes), 0, 1 << 30},
+};
+#define N_RULES (sizeof RULES / sizeof RULES[0])
+
+/* `rules` (a dict of exactly RULES' names to ints in their ranges) into *out. */
+static int parse_rules(PyObject *d, rules *out) {
+    if (!PyDict_Check(d) || PyDict_Size(d) != (Py_ssize_t)N_RULES) {
+        PyErr_Format(PyExc_TypeError, "rules: a dict of the %d limits is needed", (int)N_RULES);
+        return -1;
+    }
+    for (size_t k = 0; k < N_RULES; k++) {
+        PyObject *v = PyDict_GetItemString(d, RULES[k].name); /* borrowed */
+        if (!v || !PyLong_Check(v)) {
+            PyErr_Format(PyExc_TypeError, "rules: %s needs an int", RULES[k].name);
+            return -1;
+        }
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || x < RULES[k].lo || x > RULES[k].hi) {
+            PyErr_Format(PyExc_ValueError, "rules: %s %R is outside %lld..%lld, what the C loop takes",
+                         RULES[k].name, v, (long long)RULES[k].lo, (long long)RULES[k].hi);
+            return -1;
+        }
+        *(int64_t *)((char *)out + RULES[k].at) = (int64_t)x;
+    }
+    return 0;
+}
 
 /* ---- growable buffers: lb_gbuf (lbparse/_c/lb_gbuf.h) ------------------------ */
 
@@ -175,7 +227,6 @@ static const char *DIRECTION_NAME[] = {"", "client_to_server", "client_to_server
 static const char *CONTROL_NAME[N_CONTROLS] = {"INFO", "CONNECT", "SUB", "UNSUB", "PING",
                                                "PONG", "+OK", "-ERR"};
 #define C_CONNECT 1                    /* CONTROL_NAME's index of CONNECT */
-#define MAX_CONNECT_BYTES (8 << 20)    /* CONNECT text kept per reader */
 
 struct direction;
 
@@ -297,6 +348,7 @@ typedef struct {
     int big;                  /* byte order */
     int64_t tick;             /* nanoseconds per unit of the fraction field */
     uint32_t linktype, snaplen, max_record, frac_limit;
+    int64_t record_limit;     /* pcap.MAX_RECORD, for pcapng's blocks as well */
     /* pcapng */
     int ng_big;
     /* ts = units * num / den + offset_s seconds; den_inf: a unit finer than
@@ -334,6 +386,7 @@ struct reader {
     int count_only;           /* the index pass: rows counted, no columns built */
     int64_t total_rows;       /* rows so far in the whole file (positions) */
     int64_t flow_cap;         /* the table size at which idle connections are forgotten */
+    rules rules;              /* the loop's limits (the reference's constants) */
     int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
     int oom_guard;
@@ -654,9 +707,9 @@ static int lost_here(reader *r, direction *d, int verb, const uint8_t *subj, Py_
 }
 
 /* A client's CONNECT line: its source and the line's text after the verb,
- * kept until MAX_CONNECT_BYTES of text (a capture's connections start once). */
+ * kept until max_connect_bytes of text (a capture's connections start once). */
 static int note_connect(reader *r, direction *d, const uint8_t *text, Py_ssize_t n) {
-    if (r->connect_bytes + n > MAX_CONNECT_BYTES)
+    if (r->connect_bytes + n > r->rules.max_connect_bytes)
         return 0;
     if (!r->connects && !(r->connects = PyList_New(0)))
         return -1;
@@ -687,7 +740,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
         Py_ssize_t e = lf ? lf - b : -1;
         Py_ssize_t le = (e > p && b[e - 1] == '\r') ? e - 1 : e;
         if (e < 0) {
-            if (n - p > MAX_LINE) {
+            if (n - p > r->rules.max_line) {
                 PyObject *rp = brepr(b + p, n - p < 40 ? n - p : 40);
                 if (!rp)
                     return -1;
@@ -991,7 +1044,7 @@ static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
     }
     if (P->rest0 > 0) {
         if (!P->resync && !memchr(data, '\n', (size_t)len) &&
-            (Py_ssize_t)P->rest.len + len <= MAX_LINE)
+            (Py_ssize_t)P->rest.len + len <= r->rules.max_line)
             return lb_gb_put_py(&P->rest, data, (size_t)len); /* cannot end the line */
         if (lb_gb_put_py(&P->rest, data, (size_t)len) < 0)
             return -1;
@@ -1282,13 +1335,14 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
         /* an ACK ahead of what was delivered, and at or past the segment */
         if (peer->has_ack && off <= acked && acked < HALF) {
             why = PyUnicode_FromString("the peer acknowledged them");
-        } else if (d->pending_bytes > d->max_pending || d->npending > MAX_PENDING_SEGMENTS) {
+        } else if (d->pending_bytes > d->max_pending ||
+                   d->npending > r->rules.max_pending_segments) {
             why = PyUnicode_FromFormat("%lld bytes waited behind them", (long long)d->pending_bytes);
             PyObject *msg = PyUnicode_FromFormat(
                 "%lld bytes in %zd segments wait behind a hole at sequence %lu, over the limit "
-                "of %lld bytes (max_reassembly) or %d segments; the hole is declared lost",
+                "of %lld bytes (max_reassembly) or %lld segments; the hole is declared lost",
                 (long long)d->pending_bytes, d->npending, (unsigned long)d->next_seq,
-                (long long)d->max_pending, MAX_PENDING_SEGMENTS);
+                (long long)d->max_pending, (long long)r->rules.max_pending_segments);
             if (notice_later(r, K_LIMIT, msg, ts, d, 1, d->pending_bytes, "max_reassembly") < 0) {
                 Py_XDECREF(why);
                 return -1;
@@ -1513,7 +1567,8 @@ static direction *new_flow(reader *r, const uint8_t *k, int n) {
         /* scanned once per doubling: busy connections cannot be forgotten */
         if (forget_idle(r) < 0)
             return NULL;
-        r->flow_cap = r->flows.used > MAX_FLOWS ? 2 * (int64_t)r->flows.used : 2 * MAX_FLOWS;
+        int64_t least = 2 * r->rules.max_flows;
+        r->flow_cap = r->flows.used > r->rules.max_flows ? 2 * (int64_t)r->flows.used : least;
     }
     conn *c = calloc(1, sizeof(conn));
     if (!c) {
@@ -1901,7 +1956,7 @@ static void ng_resync(source *s, size_t *pos, size_t *need) {
         } else {
             continue;
         }
-        if (blen < 12 || blen % 4 || blen > MAX_RECORD)
+        if (blen < 12 || blen % 4 || blen > s->record_limit)
             continue;
         if (q + blen > n) {
             if (s->eof)
@@ -2070,7 +2125,7 @@ static int pcapng_next(reader *r, packet *pk) {
                 }
                 blen = rd32(h + 4, s->ng_big);
             }
-            if (blen < 12 || blen % 4 || blen > MAX_RECORD) {
+            if (blen < 12 || blen % 4 || blen > s->record_limit) {
                 s->bad_at = at;
                 if (ng_damaged(r, at, btype, PyUnicode_FromFormat("has length %lu",
                                                                   (unsigned long)blen)) < 0)
@@ -2570,7 +2625,7 @@ static int r_direction(des *in, direction *d, reader *r) {
     d->closed = r_u8(in);
     d->cut = r_i64(in);
     uint32_t np = r_u32(in);
-    if (in->bad || np > MAX_PENDING_SEGMENTS + 1u)
+    if (in->bad || np > r->rules.max_pending_segments + 1)
         return in->bad = 1, 0;
     d->heap = calloc(np ? np : 1, sizeof(pending_seg));
     if (!d->heap) {
@@ -2894,8 +2949,9 @@ static int open_source(reader *r, const char *path) {
         PyErr_SetString(PyExc_ValueError, "unsupported link type: the reference reports it");
         return -1;
     }
-    uint32_t mr = s->snaplen > MIN_MAX_RECORD ? s->snaplen : MIN_MAX_RECORD;
-    s->max_record = mr < MAX_RECORD ? mr : MAX_RECORD;
+    /* pcap.py: min(max(snaplen, MIN_MAX_RECORD), MAX_RECORD) */
+    int64_t mr = s->snaplen > r->rules.min_max_record ? s->snaplen : r->rules.min_max_record;
+    s->max_record = (uint32_t)(mr < s->record_limit ? mr : s->record_limit);
     int64_t k = fill(s, 0, blocks_for(s, s->block));
     if (k < 0)
         return -1;
@@ -2906,13 +2962,12 @@ static int open_source(reader *r, const char *path) {
 }
 
 static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "name", "max_frame", "max_reassembly", "block", NULL};
+    static char *kwlist[] = {"path", "name", "max_frame", "max_reassembly", "rules", NULL};
     PyObject *path;
-    PyObject *name;
+    PyObject *name, *given;
     long long max_frame, max_reassembly;
-    Py_ssize_t block = BLOCK_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&ULL|n", kwlist, PyUnicode_FSConverter, &path,
-                                     &name, &max_frame, &max_reassembly, &block))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&ULLO", kwlist, PyUnicode_FSConverter, &path,
+                                     &name, &max_frame, &max_reassembly, &given))
         return -1;
     if (r->s.f || r->name) {
         Py_DECREF(path);
@@ -2924,19 +2979,24 @@ static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return -1;
     }
-    if (block < 16 || max_frame < 0 || max_reassembly < 0) {
+    if (max_frame < 0 || max_reassembly < 0) {
         Py_DECREF(path);
-        PyErr_SetString(PyExc_ValueError, "block >= 16, limits >= 0");
+        PyErr_SetString(PyExc_ValueError, "limits >= 0");
+        return -1;
+    }
+    if (parse_rules(given, &r->rules) < 0) {
+        Py_DECREF(path);
         return -1;
     }
     Py_INCREF(name);
     r->name = name;
     r->max_frame = max_frame;
     r->max_reassembly = max_reassembly;
-    r->s.block = (size_t)block;
+    r->s.block = (size_t)r->rules.block;
+    r->s.record_limit = r->rules.max_record;
     r->s.bad_at = -1;
     r->stop = -1;
-    r->flow_cap = 2 * MAX_FLOWS;
+    r->flow_cap = 2 * r->rules.max_flows;
     int rc = open_source(r, PyBytes_AS_STRING(path));
     Py_DECREF(path);
     if (rc < 0)
