@@ -78,6 +78,7 @@ class Example:
     timeout: float = 300
     loose: bool = False                  # a transcript of a run that differs each time: check only
     cluster: str = ""                    # a Liftbridge cluster run (conftest's fixture), as `full`
+    tools: tuple[str, ...] = ()          # programs it runs besides lbparse: skipped without them
 
 
 def _has(*needles: str) -> Callable[[str, Path], None]:
@@ -169,17 +170,22 @@ EXAMPLES: dict[str, Example] = {
     "readme-capture": Example(slow=True, check=_has("per MsgType:", "Publish")),
     "readme-storage": Example(check=_has("LogConfiguration", "0 finding(s)")),
     "readme-report": Example(slow=True, check=_files("report.html")),
-    "readme-generate": Example(slow=True, check=_files("parsers/go", "parsers/java", "parsers/rust",
+    "readme-generate": Example(tools=("node",), check=_files("parsers/go", "parsers/java", "parsers/rust",
                                                        "home/.local/lib/wireshark/plugins/liftbridge.lua")),
     # captures.md
     "capture-table": Example(),
     "capture-cluster": Example(),
-    "capture-raft-record": Example(check=_raft_record),
+    "capture-raft-record": Example(slow=True, check=_raft_record),
     # cli.md
     "cli-decode": Example(),
     "cli-bad-subject": Example(),
     # format.md
     "spec-tree": Example(check=_spec_tree),
+    # languages.md
+    "generate": Example(tools=("node",), check=_files(
+        "out/js/LiftbridgeEnvelope.js", "out/javascript/LiftbridgeEnvelope.js", "out/wireshark/liftbridge.lua",
+        "out/go/go.mod")),
+    "wireshark": Example(tools=("tshark",)),
     # layouts.md
     "layouts-auto": Example(),
     "check": Example(),
@@ -205,7 +211,7 @@ EXAMPLES: dict[str, Example] = {
 # (test_no_example_is_pending says so, as an expected failure, until none is).
 PENDING = {
     "readme-live", "readme-pipeline", "readme-datasource", "tap", "record-reconnect",
-    "generate", "wireshark", "pipeline-commands", "pipeline-tables", "pipeline-sql",
+    "pipeline-commands", "pipeline-tables", "pipeline-sql",
     "pipeline-readers", "pipeline-entries", "datasource", "report",
 }
 
@@ -371,6 +377,9 @@ def _run(name: str, tmp_path: Path, short_data: Callable[[], Path],
          request: pytest.FixtureRequest) -> None:
     block = marked(name)
     example = EXAMPLES[name]
+    missing = [t for t in example.tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"{block.where} runs {', '.join(missing)}, not installed (`make install`)")
     named = block.text + (marked(example.after).text if example.after else "")
     work = _workspace(Block(block.page, block.line, block.lang, named, block.mark), tmp_path,
                       short_data)
@@ -418,7 +427,10 @@ def _params() -> list[object]:
     params: list[object] = []
     for name, example in EXAMPLES.items():
         marks = []
-        if example.slow or example.spark or example.cluster:
+        # Each starts a process (an interpreter: a second or more), and the
+        # fast loop stays under a minute: slow, but a listing held to the checkout.
+        if example.check is None or marked(name).lang or marked(name).text.startswith("$ ") \
+                or example.slow or example.spark or example.cluster:
             marks.append(pytest.mark.slow)
         if example.spark or example.cluster:  # conftest's groups: one session, one cluster a run
             marks.append(pytest.mark.xdist_group("spark" if example.spark else "cluster"))

@@ -95,7 +95,7 @@ def transcript(text: str) -> list[Step]:
         command = line[2:]
         while command.endswith("\\"):
             i += 1
-            command = command[:-1] + "\n" + lines[i]
+            command += "\n" + lines[i]  # bash reads the backslash-newline
         i += 1
         printed: list[str] = []
         while i < len(lines) and not lines[i].startswith("$ "):
