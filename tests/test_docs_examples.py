@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -51,10 +51,26 @@ WORKSPACE: dict[str, tuple[str, ...]] = {
     "data": ("liftbridge", "samples", "data-short.tar.gz"),        # data-short, extracted
     "DATA": ("liftbridge", "samples", "data-short.tar.gz"),        # data-short/node1
     "captures": ("captures", "nats_1000.pcap"),                    # a folder holding it
+    "a.pcapng": ("captures", "nats_1000.pcapng"),
+    "b.pcap": ("captures", "nats_verbose20.pcap"),
+    "b.pcapng": ("liftbridge", "samples", "short.pcapng"),
+    "data-dir": ("liftbridge", "samples", "data-short.tar.gz"),    # data-short, extracted
+    "incoming": ("captures", "nats_1000.pcap"),                    # a folder holding it
 }
 # ../shared is the shared material itself; envelopes.txt (`--hex`) is every
 # reference vector's hex, one a line; publish.bin is the reference vector
-# v0_publish_full_crc (a v0 Publish with its CRC, stream `stream-ü`).
+# v0_publish_full_crc (a v0 Publish with its CRC, stream `stream-ü`);
+# payloads.parquet and a.parquet are a table of every reference vector's
+# bytes (`data`) with a subject (`subj`).
+
+
+def _payload_table(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    hexes = [json.loads(line)["hex"] for line in VECTORS.read_text().splitlines()]
+    pq.write_table(pa.table({"data": pa.array([bytes.fromhex(h) for h in hexes], pa.binary()),
+                             "subj": [f"vectors.{i}" for i in range(len(hexes))]}), path)
 
 
 def _vector(name: str) -> str:
@@ -144,6 +160,41 @@ def _raft_record(text: str, work: Path) -> None:
                if '"raft_request"' in line), "no record holds the manual's"
 
 
+def _pipeline_tables(text: str, work: Path) -> None:
+    """pipeline.md's listing of DIR, against the run above (no data directory in it)."""
+    out = work / "out"
+    for table in ("messages", "proto_Message"):
+        assert f"out/{table}/part-….parquet" in text and list((out / table).glob("part-*.parquet"))
+    summary = json.loads((out / "summary.json").read_text())
+    assert "tables" in summary and "skipped" in summary and '"tables"' in text and '"skipped"' in text
+    others = {p.name for p in out.iterdir() if p.is_dir()} - {"messages", "proto_Message"}
+    assert all(re.match(r"(proto|protocol|commitlog)_", n) or n in summary["tables"] for n in others), others
+
+
+def _report_inputs(work: Path) -> None:
+    """report.md's inputs beyond WORKSPACE: recording.parquet, `lbparse record`'s
+    format (nats_verbose20.pcapng's records, written by lbparse's recording
+    writer), and out/, the pipeline's tables (of nats_1000.pcap, by `lbparse
+    capture --tables`, which writes that layout without Spark)."""
+    from lbparse.capture import CaptureReader, record_writer
+
+    with record_writer(str(work / "recording.parquet")) as writer:
+        for record in CaptureReader(str(shared_path("captures", "nats_verbose20.pcapng"))):
+            writer.write(record)
+    done = _bash(f"lbparse capture {shared_path('captures', 'nats_1000.pcap')} --tables out",
+                 work, 300)
+    assert done.returncode == 0, done.stdout
+
+
+def _report_outputs(out: str, work: Path) -> None:
+    page = (work / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "vega" in page
+    model = json.loads((work / "report.json").read_text())
+    assert {"report", "inputs", "totals", "traffic", "latency"} <= set(model)
+    assert len(model["inputs"]) == 3  # a.pcapng b.pcap recording.parquet
+    assert (work / "report.png").read_bytes().startswith(b"\x89PNG")
+
+
 def _damaged_nodes(work: Path) -> None:
     """storage.md: node1 and node2, node2's orders/0 with a flipped byte, its tail cut off."""
     for n in ("node1", "node2"):
@@ -172,6 +223,12 @@ EXAMPLES: dict[str, Example] = {
     "readme-report": Example(slow=True, check=_files("report.html")),
     "readme-generate": Example(tools=("node",), check=_files("parsers/go", "parsers/java", "parsers/rust",
                                                        "home/.local/lib/wireshark/plugins/liftbridge.lua")),
+    "readme-pipeline": Example(spark=True, check=_files("out/messages", "out/summary.json")),
+    "readme-sql": Example(spark=True, after="readme-pipeline", check=_has("stream", "offset")),
+    "readme-datasource": Example(spark=True, claims=(
+        "envs = df.select(lbparse.spark.from_envelope('data').alias('env'))"
+        ".select('env.msg_type_name').collect()\n"
+        "assert 'Publish' in {r[0] for r in envs}")),
     # captures.md
     "capture-table": Example(),
     "capture-cluster": Example(),
@@ -189,6 +246,24 @@ EXAMPLES: dict[str, Example] = {
     # layouts.md
     "layouts-auto": Example(),
     "check": Example(),
+    # pipeline.md
+    "pipeline-commands": Example(spark=True, check=_files("out/summary.json", "tables/summary.json")),
+    "pipeline-tables": Example(spark=True, after="pipeline-commands", check=_pipeline_tables),
+    "pipeline-sql": Example(spark=True, after="pipeline-tables", check=_has("Publish")),
+    "pipeline-readers": Example(spark=True, after="pipeline-sql", claims=(
+        "n = spark.read.parquet('out/messages').count()\n"
+        "assert n == len(pandas.read_parquet('out/messages')) == "
+        "pyarrow.dataset.dataset('out/messages').count_rows() == len(polars.read_parquet('out/messages'))\n"
+        "assert duckdb.sql(\"SELECT count(*) FROM read_parquet('out/messages/*.parquet')\").fetchall() == [(n,)]")),
+    "pipeline-entries": Example(spark=True),
+    "pipeline-entries-spark": Example(spark=True, after="pipeline-entries"),
+    "datasource": Example(spark=True, claims=(
+        "assert entries.count() == 255 and msgs.count() > 0\n"
+        "assert 'Publish' in {r[0] for r in kafka.select(lbparse.spark.from_envelope('value')"
+        ".alias('env')).select('env.msg_type_name').collect()}\n"
+        "query.processAllAvailable()\n"
+        "query.stop()\n"
+        "assert spark.read.parquet('out/').count() == msgs.count()")),
     # python-api.md
     "python-api": Example(claims="assert (env.msg_type_name, env.message.stream) == "
                           "('Publish', 'stream-\u00fc')\n"
@@ -198,6 +273,8 @@ EXAMPLES: dict[str, Example] = {
     "arrow": Example(after="python-api",
                      claims="assert list(df['msg_type_name'])[:2] == ['Publish', 'Ack']\n"
                      "assert df['error_kind'][2] == 'bad_magic'"),
+    # report.md
+    "report": Example(tools=("chromium",), setup=_report_inputs, check=_report_outputs),
     # storage.md
     "data-dir-layout": Example(check=_data_dir_layout),
     "segments": Example(),
@@ -271,15 +348,18 @@ def _workspace(block: Block, tmp: Path, short_data: Callable[[], Path]) -> Path:
         if not re.search(rf"(?<![\w/.-]){re.escape(name)}\b", block.text):
             continue
         source = shared_path(*parts)
-        if name in ("data-short", "data"):
+        if name in ("data-short", "data", "data-dir"):
             (work / name).symlink_to(short_data())
         elif name == "DATA":
             (work / name).symlink_to(short_data() / "node1")
-        elif name == "captures":
+        elif name in ("captures", "incoming"):
             (work / name).mkdir()
             (work / name / source.name).symlink_to(source)
         else:
             (work / name).symlink_to(source)
+    for name in ("payloads.parquet", "a.parquet"):
+        if name in block.text:
+            _payload_table(work / name)
     if "publish.bin" in block.text:
         (work / "publish.bin").write_bytes(bytes.fromhex(_vector("v0_publish_full_crc")))
     if "envelopes.txt" in block.text:
@@ -325,11 +405,15 @@ def _run_transcript(block: Block, example: Example, work: Path) -> str:
 # its last traceback line (the class's own name).
 REPL = """
 import sys
+names = {"lbparse": lbparse}
 for statement in sys.argv[1:]:
     try:
-        value = eval(statement)
-    except SyntaxError:
-        exec(statement)
+        try:
+            code = compile(statement, "<stdin>", "eval")
+        except SyntaxError:
+            exec(statement, names)
+            continue
+        value = eval(code, names)
     except Exception as exc:
         print(f"{type(exc).__name__}: {exc}")
     else:
@@ -359,8 +443,6 @@ def _run_repl(block: Block, example: Example, work: Path) -> str:
 
 def _run_python(block: Block, example: Example, work: Path) -> str:
     code = block.text + "\n" + example.claims
-    if example.after:
-        code = marked(example.after).text + "\n" + code
     done = subprocess.run([sys.executable, "-P", "-c", code], cwd=work, env=_env(work), text=True,
                           capture_output=True, timeout=example.timeout)
     assert done.returncode == 0, f"{block.where}:\n{done.stderr[-3000:]}"
@@ -368,42 +450,71 @@ def _run_python(block: Block, example: Example, work: Path) -> str:
 
 
 def _run_sql(block: Block, example: Example, work: Path) -> str:
-    import duckdb
+    code = "import sys, duckdb; print(duckdb.sql(sys.stdin.read()))"
+    done = subprocess.run([sys.executable, "-P", "-c", code], input=block.text, cwd=work,
+                          env=_env(work), text=True, capture_output=True, timeout=example.timeout)
+    assert done.returncode == 0, f"{block.where}:\n{done.stderr[-3000:]}"
+    return done.stdout
 
-    return str(duckdb.connect().sql(block.text))
+
+def _execute(block: Block, example: Example, work: Path) -> str:
+    """Run one block by its kind; what it printed."""
+    if block.text.startswith("$ "):
+        return _run_transcript(block, example, work)
+    if block.lang == "python" and block.text.startswith(">>> "):
+        return _run_repl(block, example, work)
+    if block.lang == "python":
+        return _run_python(block, example, work)
+    if block.lang == "sh":
+        done = _bash("set -e -o pipefail\n" + block.text, work, example.timeout)
+        assert done.returncode == example.status.get(0, 0), f"{block.where}:\n{done.stdout[-3000:]}"
+        return done.stdout
+    if block.lang == "sql":
+        return _run_sql(block, example, work)
+    if example.check is not None:  # a listing: its check holds it against what is there
+        return block.text
+    raise AssertionError(f"{block.where}: no way to run a {block.lang or 'plain'} block")
+
+
+def _chain(name: str) -> list[str]:
+    """The examples a block builds on, first to last, then the block."""
+    names = [name]
+    while EXAMPLES[names[0]].after:
+        names.insert(0, EXAMPLES[names[0]].after)
+    return names
 
 
 def _run(name: str, tmp_path: Path, short_data: Callable[[], Path],
          request: pytest.FixtureRequest) -> None:
-    block = marked(name)
-    example = EXAMPLES[name]
-    missing = [t for t in example.tools if shutil.which(t) is None]
+    chain = _chain(name)
+    blocks = [marked(n) for n in chain]
+    missing = [t for n in chain for t in EXAMPLES[n].tools if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"{block.where} runs {', '.join(missing)}, not installed (`make install`)")
-    named = block.text + (marked(example.after).text if example.after else "")
-    work = _workspace(Block(block.page, block.line, block.lang, named, block.mark), tmp_path,
-                      short_data)
-    if example.setup is not None:
-        example.setup(work)
-    if example.cluster:
-        (work / example.cluster.removeprefix("liftbridge_")).symlink_to(
-            request.getfixturevalue(example.cluster).out)
-    if block.text.startswith("$ "):
-        out = _run_transcript(block, example, work)
-    elif block.lang == "python" and block.text.startswith(">>> "):
-        out = _run_repl(block, example, work)
-    elif block.lang == "python":
-        out = _run_python(block, example, work)
-    elif block.lang == "sh":
-        done = _bash("set -e -o pipefail\n" + block.text, work, example.timeout)
-        assert done.returncode == example.status.get(0, 0), f"{block.where}:\n{done.stdout[-3000:]}"
-        out = done.stdout
-    elif block.lang == "sql":
-        out = _run_sql(block, example, work)
-    elif example.check is not None:  # a listing: its check holds it against what is there
-        out = block.text
-    else:
-        raise AssertionError(f"{block.where}: no way to run a {block.lang or 'plain'} block")
+        pytest.skip(f"{blocks[-1].where} runs {', '.join(missing)}, not installed (`make install`)")
+    last = blocks[-1]
+    work = _workspace(Block(last.page, last.line, last.lang, "".join(b.text for b in blocks),
+                            last.mark), tmp_path, short_data)
+    for n in chain:
+        example = EXAMPLES[n]
+        if example.setup is not None:
+            example.setup(work)
+        if example.cluster:
+            (work / example.cluster.removeprefix("liftbridge_")).symlink_to(
+                request.getfixturevalue(example.cluster).out)
+    # Python blocks a python block builds on run in its interpreter (their
+    # names are its names); any other block before it runs first, on its own.
+    python = [i for i, b in enumerate(blocks) if b.lang == "python" and not b.text.startswith(">>> ")]
+    joined = python[0] if python and python == list(range(python[0], len(blocks))) else len(blocks) - 1
+    for n, block in zip(chain[:joined], blocks[:joined]):
+        out = _execute(block, EXAMPLES[n], work)
+        check = EXAMPLES[n].check
+        if check is not None:
+            check(out, work)
+    head = blocks[joined]
+    text = "\n".join(b.text + EXAMPLES[n].claims for n, b in zip(chain[joined:], blocks[joined:]))
+    example = EXAMPLES[name]
+    out = _execute(Block(head.page, head.line, head.lang, text, head.mark),
+                   replace(example, claims=""), work)
     if example.check is not None:
         example.check(out, work)
 
@@ -425,7 +536,10 @@ def short_data_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Pa
 
 def _params() -> list[object]:
     params: list[object] = []
+    built_on = {e.after for e in EXAMPLES.values()}
     for name, example in EXAMPLES.items():
+        if name in built_on:
+            continue  # run, with its check, in the test of the block built on it
         marks = []
         # Each starts a process (an interpreter: a second or more), and the
         # fast loop stays under a minute: slow, but a listing held to the checkout.
