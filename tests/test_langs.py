@@ -140,7 +140,8 @@ def test_readme_javascript_snippet(tmp_path: Path) -> None:
     if lang.missing():
         pytest.skip(f"javascript toolchain missing: {', '.join(lang.missing())}")
     text = (ROOT / "docs" / "pages" / "languages.md").read_text(encoding="utf-8")
-    start = text.index("## JavaScript\n\n```js\n") + len("## JavaScript\n\n```js\n")
+    opening = "<!-- js example: snippet -->\n```js\n"
+    start = text.index(opening) + len(opening)
     snippet = text[start:text.index("```", start)]
     expected: list[str] = []  # what it prints: the comment lines it ends with
     for line in reversed(snippet.rstrip().splitlines()):
