@@ -557,8 +557,11 @@ def _params() -> list[object]:
         if example.check is None or marked(name).lang or marked(name).text.startswith("$ ") \
                 or example.slow or example.spark or example.cluster:
             marks.append(pytest.mark.slow)
-        if example.spark or example.cluster:  # conftest's groups: one session, one cluster a run
-            marks.append(pytest.mark.xdist_group("spark" if example.spark else "cluster"))
+        # The cluster is conftest's, started once a run on its group's worker.
+        # A Spark example starts its own JVM (the user's command), so it runs
+        # on whichever worker is free, not behind the in-process session's tests.
+        if example.cluster:
+            marks.append(pytest.mark.xdist_group("cluster"))
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 
