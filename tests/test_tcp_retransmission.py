@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lbparse.capture import CaptureReader
+from lbparse.capture import CaptureReader, columnar
 from lbparse.capture.notices import Notice
 from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from support import capwriter as cw
@@ -143,8 +143,20 @@ def test_many_retransmissions_keep_memory_bounded(differ: bool, tmp_path: Path) 
     assert big <= 1.25 * small, (small, big)
 
 
+def _read_native(path: str) -> int:
+    rows = 0
+    for n, _ in columnar.NativeCapture(path).columns(65536, 1 << 26):
+        rows += n
+    return rows
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("differ", [False, True])
-def test_many_retransmissions_are_compared_in_linear_time(differ: bool, tmp_path: Path) -> None:
+def test_many_retransmissions_are_compared_in_linear_time(differ: bool, native: bool,
+                                                          tmp_path: Path) -> None:
+    if native and not columnar.available():
+        pytest.skip("the C capture module is not built")
     paths = {n: _resent(tmp_path, n, differ) for n in (500, 1000, 2000, 4000)}
-    assert_linear(lambda n: _read(paths[n]), list(paths), max_exponent=1.3)
+    read = _read_native if native else _read
+    assert_linear(lambda n: read(paths[n]), list(paths), max_exponent=1.3)
