@@ -30,8 +30,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from lbparse import resources
+from lbparse.errors import KINDS
+from lbparse.extras import need
 from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
 from lbparse.langdocs import write_docs
+from lbparse.wireshark import write_plugin
+from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
 
 __all__ = [
     "ALIASES",
@@ -194,8 +198,7 @@ def write_go_mod(folder: Path, package: str = GO_PACKAGE) -> Path:
 
 def write_descriptor_set(out: Path) -> Path:
     """Copy the .proto files into `out` and write `out/lbparse.desc`."""
-    # Not installed: the command line names the extra (lbparse.extras).
-    from grpc_tools import protoc
+    protoc = need("grpc_tools.protoc")  # the generate extra's; the rest of codegen needs none
     out.mkdir(parents=True, exist_ok=True)
     protos = proto_files()
     for p in protos:
@@ -242,9 +245,6 @@ def msg_type_table() -> dict[str, Any]:
     spec gains later appear without a change here; only `msg_types`
     becomes a list of {value, name, payload_type} for JSON.
     """
-    from lbparse.errors import KINDS
-    from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
-
     layouts = {}
     for name, raw in LAYOUTS.items():
         entry = {k: _jsonable(v) for k, v in raw.items() if k != "msg_types"}
@@ -320,8 +320,6 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
             folder = outdir / lang if nest else outdir
             folder.mkdir(parents=True, exist_ok=True)
             if lang == "wireshark":
-                from lbparse.wireshark import write_plugin
-
                 # Only what belongs in a Wireshark plugins folder.
                 result.folders[lang], result.files[lang] = folder, write_plugin(folder)
                 result.parsers[lang] = []

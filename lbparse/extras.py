@@ -6,11 +6,37 @@ the tables need. The rest comes with an extra (pyproject.toml's
 which module comes with which, so a command whose extra is missing says in
 one line what fixes it (`missing_extra`, called by lbparse.cli.main).
 tests/test_extras.py holds this table equal to pyproject.toml.
+
+`need(module)` is the one way a function imports at run time: an import
+inside a function hides a circle from the reader, so everything else is
+imported at the top, and tests/test_import_contracts.py fails on any other
+function-local import that is not the standard library's. It takes:
+
+- an optional module (MODULES) in a module that must work without its
+  extra: the command line's modules (`lbparse --help` imports every
+  command), lbparse.live (tap's and record's options), lbparse.codegen
+  (protoc, for `generate`'s descriptor sets only), report.browser
+  (websocket, for --screenshot only), pipeline.session and .output;
+- an lbparse module that needs an extra (NEEDS_EXTRA), from a module that
+  does not: the command line's way into the Spark job and the report's page;
+- a hard dependency, or an lbparse module that imports one, kept out of
+  startup on purpose (LATE): `import lbparse` imports neither pyarrow nor
+  numpy (lbparse.columnar.api calls the columnar core late), flatbuffers
+  imports numpy, pyarrow.dataset imports pandas where it is installed.
+
+Where a whole wing needs its extra it imports it at the top: the Spark data
+source (lbparse.spark), the Spark job (lbparse.pipeline.job and .schema),
+the report's page (lbparse.report.render, .charts, .bundle). A missing extra
+there is a ModuleNotFoundError too, which lbparse.cli.main turns into
+`missing_extra`'s line.
 """
 
 from __future__ import annotations
 
-__all__ = ["EXTRAS", "MODULES", "missing_extra"]
+import importlib
+from types import ModuleType
+
+__all__ = ["EXTRAS", "LATE", "MODULES", "NEEDS_EXTRA", "MissingExtra", "missing_extra", "need"]
 
 # extra -> what it is for
 EXTRAS: dict[str, str] = {
@@ -29,6 +55,38 @@ MODULES: dict[str, tuple[str, str]] = {
     "nats": ("nats-py", "live"), "nkeys": ("nkeys", "live"), "nacl": ("PyNaCl", "live"),
     "grpc_tools": ("grpcio-tools", "generate"), "grpc": ("grpcio-tools", "generate"),
 }
+
+
+# lbparse modules that import an extra's module at their top -> the extra
+NEEDS_EXTRA: dict[str, str] = {
+    "lbparse.pipeline.job": "spark",
+    "lbparse.report.render": "report",
+}
+
+# Imported late on purpose (see the docstring): pyarrow and numpy, and the
+# columnar core's modules that lbparse.columnar.api (in `import lbparse`) calls.
+LATE: frozenset[str] = frozenset({
+    "pyarrow", "numpy", "flatbuffers",
+    "lbparse.columnar.decode_arrow", "lbparse.columnar.ordered", "lbparse.columnar.schema",
+    "lbparse.columnar.sources", "lbparse.columnar.tables",
+})
+
+
+class MissingExtra(ModuleNotFoundError):
+    """An optional module is not installed; the message is missing_extra's line."""
+
+
+def need(module: str) -> ModuleType:
+    """`module`, imported now: an optional module, an lbparse module that needs
+    one (NEEDS_EXTRA) or a module kept out of startup (LATE). Without its
+    extra: MissingExtra, whose message names the `pip install` that fixes it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        line = missing_extra(exc)
+        if line is None:
+            raise  # not an optional module: a broken install, its traceback says which
+        raise MissingExtra(line, name=exc.name) from None
 
 
 def missing_extra(exc: BaseException) -> str | None:

@@ -21,6 +21,7 @@ import binascii
 import struct
 from typing import Any
 
+from lbparse.extras import need
 from lbparse.jsonform import Int64, int64
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
@@ -311,9 +312,9 @@ _FLAGS: dict[str, Any] = {}
 
 def build_table(table: FlatTable) -> bytes:
     """Serialize a table as a finished FlatBuffer; every field in `fields` is written."""
-    # Imported here, not at the top: the flatbuffers package imports numpy
+    # Late (lbparse.extras.LATE): the flatbuffers package imports numpy
     # (~85 ms and a BLAS thread pool) that decoding never needs.
-    import flatbuffers
+    flatbuffers = need("flatbuffers")
     if not _FLAGS:
         _FLAGS.update((fmt, getattr(flatbuffers.number_types, name))
                       for fmt, name in _SCALAR_FLAGS.items())

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable
 
+from lbparse.api import decode
 from lbparse.detect import contested_msg_types
 from lbparse.envelope import Envelope
 from lbparse.errors import EnvelopeError
@@ -100,7 +101,6 @@ class GenerationContext:
     def __init__(self, redecode: Callable[[bytes, str], Envelope] | None = None,
                  window: int | None = None, window_bytes: int | None = None) -> None:
         if redecode is None:
-            from lbparse.api import decode
             redecode = decode
         self.redecode: Callable[[bytes, str], Envelope] = redecode
         self.window = WINDOW if window is None else window

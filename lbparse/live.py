@@ -35,10 +35,11 @@ from typing import Any, Callable, Sequence
 from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
+from lbparse.capture.traffic import TrafficReader
+from lbparse.extras import need
+from lbparse.generation import GenerationContext, connection_key
 from lbparse.live_backlog import Backlog, Raw
 from lbparse.live_gaps import OffsetGaps
-from lbparse.generation import GenerationContext, connection_key
-from lbparse.capture.traffic import TrafficReader
 
 
 @dataclass
@@ -120,8 +121,7 @@ def _block(text: bytes, marker: bytes) -> bytes | None:
 
 
 def _check_seed(flag: str, path: str, seed: bytes) -> None:
-    import nkeys  # type: ignore[import-untyped,unused-ignore]
-
+    nkeys = need("nkeys")
     try:
         nkeys.from_seed(bytearray(seed)).wipe()
     except (nkeys.NkeysError, ValueError) as exc:  # binascii.Error is a ValueError
@@ -262,9 +262,9 @@ def _stamp(ns: int) -> str:
 
 
 def _raw_client_class() -> type:
-    from nats.aio.client import Client
-
-    class _RawClient(Client):
+    # nats-py is the live extra's; this module is not (the command line
+    # imports it for tap's and record's options): its Client is found here.
+    class _RawClient(need("nats.aio.client").Client):  # type: ignore[misc]
         _lb_raw: bytes | None = None
 
         async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,
@@ -336,9 +336,8 @@ class _Session:
         self.server, self.local = _endpoints(self.nc, self.url)
 
     async def error(self, exc: Exception) -> None:
-        import nats.errors
-
-        if isinstance(exc, nats.errors.SlowConsumerError):
+        errors = need("nats.errors")
+        if isinstance(exc, errors.SlowConsumerError):
             # nats-py's pending limits were passed: it dropped this message.
             # Said at the first, counted always (the summary has the total).
             self.dropped += 1
@@ -353,8 +352,7 @@ class _Session:
         self.last_error = text
         # nats-py raises a plain Error with the text of the server's -ERR line
         # while connecting; subclasses are its own (timeouts, closed, ...).
-        if not self.connected and type(exc) in (nats.errors.Error,
-                                                nats.errors.AuthorizationError):
+        if not self.connected and type(exc) in (errors.Error, errors.AuthorizationError):
             self.refusal = text
 
     async def disconnected(self) -> None:
@@ -592,8 +590,7 @@ class _Worker(threading.Thread):
 
 
 async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session) -> None:
-    import nats.errors
-
+    errors = need("nats.errors")
     # nats-py keeps retrying a refused first connection despite
     # allow_reconnect=False: bound it ourselves.
     limit = options.timeout * 2 + 1
@@ -608,7 +605,7 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
         if why:  # it answered, and refused: say why (an auth error, say)
             raise OSError(f"cannot connect to {session.url} within {limit:g} s: {why}") from None
         raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
-    except (nats.errors.Error, ssl.SSLError, OSError) as exc:
+    except (errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)
         raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
     except ValueError as exc:

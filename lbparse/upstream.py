@@ -24,6 +24,7 @@ from lbparse.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, mes
 from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FLAGS_OFFSET,
                           HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
+from lbparse.payloads import infer_payload_type
 from lbparse.wirefit import gogo_problem, shared_walks, well_formed
 
 __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
@@ -153,8 +154,6 @@ def _natural_expectation(data: bytes, decoder: UpstreamDecoder) -> str:
             return mt.name if mt is not None and mt.name in _CLIENT_FACING else "Publish"
         return mt.name if mt is not None else "Publish"
     if decoder.envelope == "alpha":
-        from lbparse.payloads import infer_payload_type
-
         hl = data[HEADER_LEN_OFFSET] if len(data) > MSG_TYPE_OFFSET else len(data)
         payload = data[hl:] if hl <= len(data) else b""
         return infer_payload_type(LAYOUTS["legacy"].payload_types, payload)[0]

@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
+from google.protobuf.descriptor import FieldDescriptor
 
 from lbparse import resources
 from lbparse.errors import KINDS
 from lbparse.layouts import LAYOUTS, Layout
 from lbparse.lua_expr import LuaExpr
+from lbparse.payloads import message_class
 from lbparse.wireshark_lua import LUA_BODY
 
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "PROTO_DIR", "lua_source", "write_dissector",
@@ -204,8 +206,7 @@ _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 
 def _wire_types(desc: Any) -> dict[int, set[int | str]]:
-    from google.protobuf.descriptor import FieldDescriptor as F
-
+    F = FieldDescriptor
     wire = {F.TYPE_FIXED64: _I64, F.TYPE_SFIXED64: _I64, F.TYPE_DOUBLE: _I64,
             F.TYPE_FIXED32: _I32, F.TYPE_SFIXED32: _I32, F.TYPE_FLOAT: _I32,
             F.TYPE_STRING: _LEN, F.TYPE_BYTES: _LEN, F.TYPE_MESSAGE: _LEN}
@@ -220,8 +221,6 @@ def _wire_types(desc: Any) -> dict[int, set[int | str]]:
 
 def wire_lua(layouts: Mapping[str, Layout]) -> str:
     """`WIRE[type][field number] = {wire types}` for every protobuf payload type."""
-    from lbparse.payloads import message_class
-
     names = sorted({t for lay in layouts.values() if lay.payload_format == "protobuf"
                     for t in lay.payload_types if t not in ("raw", "bytes")})
     rows = []
@@ -292,7 +291,8 @@ def commitlog_fields(ksy: dict[str, Any]) -> list[tuple[str, str, str]]:
         prefix = "liftbridge.commitlog" if name == root else f"liftbridge.commitlog.{name}"
         for f in seq:
             ftype = f.get("type")
-            kind = ("none" if ftype in types else "string" if ftype == "str" else
+            text = ftype == "str" or f.get("-text") == "go-utf8"
+            kind = ("none" if ftype in types else "string" if text else
                     ftype if ftype in INT_SIZES else "bytes")
             out.append((f"{prefix}.{f['id']}", kind, f"{name}.{f['id']}"))
     return out

@@ -101,14 +101,17 @@ types:
           a negative number of bytes).
       - id: key
         size: key_len
+        -text: go-utf8
         doc: |
           The header name, as bytes. Liftbridge's Go code keeps headers in a
           map of string keys, and a Go string holds any bytes: a key that is
           not UTF-8 is stored and served as it came. Reading it as `str`
           would refuse the whole message set over one key, so the spec keeps
-          the bytes and each reader decides (lbparse: UTF-8, U+FFFD for each
-          bad byte, as Go's JSON encoder writes it; the bytes in
-          `CommitLogEntry.header_keys_raw`).
+          the bytes and each reader decides. `-text: go-utf8` (an lbparse key,
+          ignored by the Kaitai compiler) says the bytes are shown as text:
+          UTF-8, U+FFFD for each bad byte, as Go's JSON encoder writes them
+          (lbparse's tables and the Wireshark field are strings; the bytes
+          are in `CommitLogEntry.header_keys_raw`).
       - id: value_len
         type: s4
         valid:

@@ -27,10 +27,11 @@ LIGHT = os.environ.get("LBPARSE_LIGHT") == "1"
 SAMPLE = str(Path(importlib.util.find_spec("lbparse.examples").origin).parent  # type: ignore[arg-type,union-attr]
              / "sample.pcap")
 ENVELOPE = "b90e43b40008000b0a027331"  # v0 ServerInfoResponse{id: "s1"}
+ALL_OPTIONAL = tuple(MODULES)
 
 
-def _lbparse(argv: list[str], block: tuple[str, ...] = (), cwd: Path | None = None
-             ) -> subprocess.CompletedProcess[str]:
+def _python(code: str, block: tuple[str, ...] = (), cwd: Path | None = None
+            ) -> subprocess.CompletedProcess[str]:
     # A finder ahead of the others that finds none of `block`: importing one
     # fails as it does where it is not installed.
     code = ("import sys\n"
@@ -39,11 +40,14 @@ def _lbparse(argv: list[str], block: tuple[str, ...] = (), cwd: Path | None = No
             "    def find_spec(name, path=None, target=None):\n"
             f"        if name.split('.')[0] in {block!r}:\n"
             "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-            "sys.meta_path.insert(0, Absent)\n"
-            "from lbparse.cli import main\n"
-            f"sys.exit(main({argv!r}))\n")
+            "sys.meta_path.insert(0, Absent)\n" + code)
     return subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
                           timeout=120, cwd=cwd)
+
+
+def _lbparse(argv: list[str], block: tuple[str, ...] = (), cwd: Path | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    return _python(f"from lbparse.cli import main\nsys.exit(main({argv!r}))\n", block, cwd)
 
 
 def test_the_table_is_pyprojects() -> None:
@@ -77,13 +81,46 @@ def test_a_command_without_its_extra_says_which_pip_install(
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+@pytest.mark.slow
+def test_the_report_as_json_needs_no_extra(tmp_path: Path) -> None:
+    """The page needs Altair; the model alone (--json) does not."""
+    done = _lbparse(["report", SAMPLE, "--json", "r.json", "-q"], ALL_OPTIONAL, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
 def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) -> None:
     """A broken install is not dressed up as a missing extra."""
     done = _lbparse(["decode", ENVELOPE], ("crc32c", "lbparse.columnar._kernels"), cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" in done.stderr, done.stderr
 
 
-ALL_OPTIONAL = tuple(MODULES)
+@pytest.mark.parametrize("module,block,extra", [
+    ("lbparse.report.render", ("altair",), "report"),
+    ("lbparse.pipeline.job", ("pyspark",), "spark"),
+    ("nats.errors", ("nats",), "live"),
+])
+def test_need_says_which_pip_install(module: str, block: tuple[str, ...], extra: str) -> None:
+    """lbparse.extras.need, the one way a function imports late: a missing
+    extra is MissingExtra (a ModuleNotFoundError) with missing_extra's line."""
+    done = _python("from lbparse.extras import MissingExtra, need\n"
+                   f"try:\n    need({module!r})\n"
+                   "except MissingExtra as exc:\n    print(exc.name, exc)\n", block)
+    assert done.returncode == 0, done.stderr
+    name = done.stdout.split(" ", 1)[0]  # the module missing (several, in the light install)
+    assert MODULES[name][1] == extra and done.stdout.endswith(
+        f"pip install 'lbparse[{extra}]' (or 'lbparse[all]')\n"), done.stdout
+
+
+def test_need_leaves_a_module_that_is_not_optional_alone() -> None:
+    """A hard dependency missing is a broken install: its own error, not an extra's."""
+    done = _python("from lbparse.extras import MissingExtra, need\n"
+                   "try:\n    need('pyarrow')\n"
+                   "except MissingExtra:\n    print('extra')\n"
+                   "except ModuleNotFoundError as exc:\n    print('missing', exc.name)\n",
+                   ("pyarrow",))
+    assert done.stdout == "missing pyarrow\n", done.stderr
+
 
 
 @pytest.mark.slow

@@ -60,6 +60,26 @@ def test_commitlog_header_keys_that_are_not_utf8_read_the_same_everywhere(key: b
     assert got["lbparse"][0]["headers"] == [(key, b"\x00\x01\x02")]
 
 
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_odd_header_keys_stay_strings_in_the_tables(native: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """spec/commitlog.ksy's `-text: go-utf8`: the key is bytes on the wire
+    but a string column (U+FFFD for each bad byte) in every table, native
+    and Python, as before the spec kept the bytes."""
+    import pyarrow as pa
+
+    from support.conformance import odd_key_cases
+
+    monkeypatch.setenv("LBPARSE_NATIVE", native)
+    table = lbparse.decode_arrow([d for _, d, _ in odd_key_cases()])
+    col = table.column("commitlog_ReplicationResponse")
+    headers = col.type.field("entries").type.value_type.field("headers").type.value_type
+    assert headers.field("key").type == pa.string()
+    keys = [[h["key"] for h in e["headers"]] for rr in col.to_pylist() for e in rr["entries"]]
+    assert keys == [["\ufffd", "ok"], ["\u043a\ufffd", "ok"], ["IF\ufffd\ufffd", "ok"],
+                        ["\ufffd\ufffd\ufffd", "ok"], ["ok\x00", "ok"]]
+
+
 @pytest.mark.parametrize("lengths", [dict(key_len=-2), dict(value_len=-2),
                                      dict(key_len=-(2**31))])
 def test_commitlog_lengths_below_minus_one_are_invalid_everywhere(lengths: dict) -> None:

@@ -5,9 +5,13 @@ functions counted: that is where circles hide). Read from the source
 
 from __future__ import annotations
 
+import ast
+import sys
+
 import pytest
 
-from support.imports import circles, graph, third_party
+from lbparse.extras import LATE, MODULES, NEEDS_EXTRA
+from support.imports import ROOT, circles, function_imports, graph, module_name, third_party
 
 # The envelope codec: bytes in, objects out; no numpy, no I/O, no wing.
 CODEC = {"api", "envelope", "header", "headerless", "enveloped", "payloads", "errors", "wire",
@@ -69,3 +73,52 @@ def test_the_contract_test_sees_a_circle_and_a_wrong_direction() -> None:
          "lbparse.storage.x": {"lbparse.report.y"}, "lbparse.report.y": set()}
     assert circles(g) == [["lbparse.capture.a", "lbparse.capture.b"]]
     assert wing("lbparse.report.y") in FORBIDDEN[wing("lbparse.storage.x")]
+
+
+def _late_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, what) for each import inside a function that is not the standard
+    library's (lbparse, lbparse_generated, a dependency), and each call of
+    lbparse.extras.need whose module is not in its tables."""
+    bad = [(line, name) for line, name in function_imports(tree)
+           if name.split(".")[0] not in sys.stdlib_module_names]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "need":
+            arg = node.args[0] if node.args else None
+            name = arg.value if isinstance(arg, ast.Constant) else None
+            if not isinstance(name, str) or not (
+                    name.split(".")[0] in MODULES or name in NEEDS_EXTRA or name in LATE
+                    or name.split(".")[0] in LATE):
+                bad.append((node.lineno, f"need({ast.unparse(arg) if arg else ''})"))
+    return bad
+
+
+def test_a_function_imports_only_through_the_helper() -> None:
+    """No import inside a function but the standard library's: the rest at the
+    top, or through lbparse.extras.need for an optional module, an lbparse
+    module that needs an extra, or what startup leaves out (LATE)."""
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad += [f"{module_name(path)}:{line}: {what}" for line, what in _late_imports(tree)]
+    assert bad == []
+
+
+def test_the_helper_check_sees_a_late_import_and_a_stray_need() -> None:
+    tree = ast.parse("import os\n"
+                     "def f():\n    import json\n    from lbparse.api import decode\n"
+                     "    import pyarrow\n    need('pyspark.sql')\n    need('pyarrow.dataset')\n"
+                     "    need('lbparse.storage')\n"
+                     "    if TYPE_CHECKING:\n        import numpy\n"
+                     "class C:\n    async def g(self):\n        import nats\n")
+    assert _late_imports(tree) == [(4, "lbparse.api"), (5, "pyarrow"), (13, "nats"),
+                                   (8, "need('lbparse.storage')")]
+
+
+@pytest.mark.parametrize("module", sorted(NEEDS_EXTRA))
+def test_each_module_said_to_need_an_extra_imports_it(module: str) -> None:
+    """NEEDS_EXTRA says which extra: the module, or an lbparse module it
+    imports, imports a module of that extra at the top."""
+    extra = NEEDS_EXTRA[module]
+    found = set().union(*(third_party(m) for m in {module, *graph()[module]}))
+    assert {m for m in found if MODULES.get(m, ("", ""))[1] == extra}, (module, extra)

@@ -5,6 +5,7 @@ wire scan equals wirescan's numpy scan occurrence by occurrence."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import crc32c
 import numpy as np
@@ -226,3 +227,46 @@ def test_the_c_modules_share_their_crc_and_varint() -> None:
                         ("storage/_scan.c", ("lb_crc.h",))):
         text = (root / name).read_text()
         assert all(f'#include "{h}"' in text for h in needs), name
+
+
+def test_the_c_modules_share_one_growable_buffer() -> None:
+    """The growable byte buffer is written once, in lbparse/_c/lb_gbuf.h:
+    every C module includes it, and none reallocates a byte buffer of its
+    own (_native.c, _kernels.c, _structs.c and _scan.c each had one, with
+    different rules for a size that overflows)."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "lbparse"
+    own = re.compile(r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*"
+                     r"(?:realloc|PyMem_Realloc|PyMem_RawRealloc|LB_GBUF_REALLOC)\(|\}\s*gbuf;")
+    sources = sorted(root.rglob("*.c"))
+    assert len(sources) == 4
+    for source in sources:
+        text = source.read_text()
+        assert '#include "lb_gbuf.h"' in text, source
+        assert not own.findall(text), source
+    assert own.findall((root / "_c" / "lb_gbuf.h").read_text())
+
+
+def test_the_growable_buffer_keeps_its_rule(tmp_path: Path) -> None:
+    """lb_gbuf.h compiled alone (tests/support/gbuf_check.c): a size whose sum
+    wraps or passes PTRDIFF_MAX is refused before any arithmetic, a failed
+    allocation leaves the bytes, length and capacity as they were, the
+    capacity doubles from 64."""
+    import shutil
+    import subprocess
+    import sysconfig
+
+    cc = next((c for c in (sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang")
+               if c and shutil.which(c.split()[0])), None)
+    if cc is None:
+        pytest.skip("no C compiler to build the header's check")
+    here = Path(__file__).resolve().parent
+    exe = tmp_path / "gbuf_check"
+    # (no -Werror: the compiler rightly sees the sizes past PTRDIFF_MAX the check passes)
+    subprocess.run([*cc.split(), "-O1", f"-I{here.parent / 'lbparse' / '_c'}", str(here / "support" / "gbuf_check.c"),
+                    "-o", str(exe)], check=True, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    lines = out.stdout.splitlines()
+    assert [line for line in lines if not line.endswith(" ok")] == []
+    assert len(lines) == 14 and out.returncode == 0

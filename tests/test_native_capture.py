@@ -35,6 +35,7 @@ from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from support import capwriter as cw
 from support import retransmit
 from support.damage import damaged_captures
+from support.reading import pipeline_rows as rows
 from support.shared import CAPTURES, LIFTBRIDGE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,18 +43,6 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(
     not columnar.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),
     reason="the C capture module is not built (setup.py): nothing to compare")
-
-
-def rows(path: str | Path, native: bool, limits: Limits | None = None,
-         batch_rows: int = 65536) -> tuple[pa.Table, dict[str, Any]]:
-    """The pipeline's record rows of a capture, and its unit counts."""
-    unit = Unit(str(path), "pcap", os.path.getsize(path), os.path.getsize(path))
-    stats = UnitStats(unit.path, unit.format, unit.size)
-    batches = list(read_capture(unit, SourceOptions(batch_rows=batch_rows), stats,
-                                 limits=limits, native=native))
-    table = pa.Table.from_batches(batches, schema=arrow_record_schema())
-    counts = {k: v for k, v in vars(stats).items()}
-    return table, counts
 
 
 def assert_same(path: str | Path, limits: Limits | None = None, batch_rows: int = 65536) -> int:
@@ -115,6 +104,151 @@ def test_small_blocks_read_the_same(block: int, tmp_path: Path) -> None:
         small = pa.Table.from_batches(list(cap.batches(schema)), schema=schema)
         assert small.equals(whole), (path, block)
         assert cap.stats["bytes_read"] == os.path.getsize(path)
+
+
+# -- the loop's limits: the reference's constants, handed to C (columnar.rules) ------
+
+def _pcap(path: Path, packets: list[bytes], snaplen: int = 262144) -> Path:
+    cw.write_pcap(str(path), [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p))
+                              for k, p in enumerate(packets)], snaplen=snaplen)
+    return path
+
+
+def _forgotten_and_repeated(tmp_path: Path) -> Path:
+    """A segment sent again after 400 other connections: a duplicate while
+    its connection is remembered, a new message once it was forgotten."""
+    conn = cw.Conn()
+    packets = conn.handshake()
+    again = conn.send("c", cw.pub("a", b"once"))
+    packets += again
+    for i in range(400):
+        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)
+                           ).handshake()[:1]
+    packets += again + conn.send("c", cw.pub("b", b"after"))
+    return _pcap(tmp_path / "flows.pcap", packets)
+
+
+def _long_line(tmp_path: Path) -> Path:
+    conn = cw.Conn()
+    packets = conn.handshake() + conn.send("c", b"x" * 300) + conn.send("c", cw.pub("ok", b"1"))
+    return _pcap(tmp_path / "line.pcap", packets)
+
+
+def _behind_a_hole(tmp_path: Path) -> Path:
+    conn = cw.Conn()
+    packets = conn.handshake()
+    segments = conn.send("c", b"".join(cw.pub(f"s{i}", b"p" * 20) for i in range(8)), mss=30)
+    return _pcap(tmp_path / "hole.pcap", packets + segments[1:])
+
+
+def _big_records(tmp_path: Path, snaplen: int = 262144) -> Path:
+    conn = cw.Conn()
+    packets = conn.handshake() + conn.send("c", cw.pub("big", b"b" * 1400)) + \
+        conn.send("c", cw.pub("small", b"s"))
+    return _pcap(tmp_path / "records.pcap", packets, snaplen)
+
+
+def _big_records_small_snaplen(tmp_path: Path) -> Path:
+    """Records past the file's snap length (64): taken up to MIN_MAX_RECORD."""
+    path = _big_records(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[16:20] = struct.pack("<I", 64)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _big_blocks(tmp_path: Path) -> Path:
+    conn = cw.Conn()
+    packets = conn.handshake() + conn.send("c", cw.pub("big", b"b" * 1400)) + \
+        conn.send("c", cw.pub("small", b"s"))
+    path = tmp_path / "records.pcapng"
+    cw.write_pcapng(str(path), [(cw.ETHERNET, 6, 65535)],
+                    [(0, 1.7e9 + k, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
+    return path
+
+
+LOWERED = [("reader", "MAX_FLOWS", 50, _forgotten_and_repeated),
+           ("nats", "MAX_LINE", 100, _long_line),
+           ("tcp", "MAX_PENDING_SEGMENTS", 3, _behind_a_hole),
+           ("pcap", "MAX_RECORD", 1000, _big_records),
+           ("pcap", "MIN_MAX_RECORD", 1000, _big_records_small_snaplen),
+           ("pcap", "MAX_RECORD", 1000, _big_blocks)]
+
+
+@pytest.mark.parametrize("module, name, value, make", LOWERED,
+                         ids=[f"{n}-{m.__name__.strip('_')}" for _, n, _, m in LOWERED])
+def test_a_limit_lowered_in_python_holds_in_the_c_loop(module: str, name: str, value: int,
+                                                       make: Any, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C loop has no copy of the reference's limits: lowered in Python,
+    each changes the reference's rows at the limit, and the C loop's rows
+    equal them, problems included."""
+    import importlib
+
+    path = make(tmp_path)
+    default, _ = rows(path, False)
+    monkeypatch.setattr(importlib.import_module(f"lbparse.capture.{module}"), name, value)
+    assert columnar.rules()[name.lower()] == value
+    columnar.NativeCapture(path)  # the C loop takes it (no quiet fall-back to the reference)
+    lowered, _ = rows(path, False)
+    assert not lowered.equals(default), "the limit was not reached: no test of it"
+    assert_same(path)
+
+
+def test_the_c_loop_keeps_connect_text_up_to_the_python_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAX_CONNECT_BYTES is the C loop's own bound (the reference reads each
+    CONNECT line's name at once), and it too comes from Python."""
+    import lbparse.capture.connects as connects
+
+    conn = cw.Conn()
+    line = b'{"name":"LIFT.ns.n1.raft"}'
+    path = _pcap(tmp_path / "connect.pcap",
+                 conn.handshake() + conn.send("c", b"CONNECT " + line + b"\r\n"))
+
+    def kept() -> list[bytes]:
+        capture = columnar.NativeCapture(path)
+        assert sum(n for n, _ in capture.columns(100, 1 << 20)) == 0
+        return [text for _, text in capture.stats["connects"]]
+
+    assert kept() == [line]
+    monkeypatch.setattr(connects, "MAX_CONNECT_BYTES", len(line))
+    assert kept() == [line]
+    monkeypatch.setattr(connects, "MAX_CONNECT_BYTES", len(line) - 1)
+    assert kept() == []
+
+
+@pytest.mark.parametrize("name, value", [("MAX_FLOWS", 1 << 31), ("MAX_FLOWS", -1)])
+def test_a_limit_the_c_loop_cannot_take_leaves_the_file_to_the_reference(
+        name: str, value: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lbparse.capture.reader as reader_module
+
+    path = _long_line(tmp_path)
+    monkeypatch.setattr(reader_module, name, value)
+    with pytest.raises(columnar.NativeUnsupported, match=f"{name.lower()} {value} is outside"):
+        columnar.NativeCapture(path)
+    got, _ = rows(path, True)  # the reference reads it
+    assert got.equals(rows(path, False)[0])
+
+
+def test_the_c_reader_checks_every_limit_it_is_given(tmp_path: Path) -> None:
+    from lbparse.capture import _native
+
+    path = str(_long_line(tmp_path))
+    good = columnar.rules()
+    _native.Reader(path, "x", 1000, 1000, good)
+    for name, lo in (("block", 16), ("max_record", 16), ("min_max_record", 16), ("max_line", 1),
+                     ("max_pending_segments", 0), ("max_flows", 0), ("max_connect_bytes", 0)):
+        _native.Reader(path, "x", 1000, 1000, {**good, name: lo})
+        for bad in (lo - 1, 1 << 62, 1 << 70):
+            with pytest.raises(ValueError, match=f"rules: {name} {bad} is outside"):
+                _native.Reader(path, "x", 1000, 1000, {**good, name: bad})
+        with pytest.raises(TypeError, match=f"rules: {name} needs an int"):
+            _native.Reader(path, "x", 1000, 1000, {**good, name: str(lo)})
+    with pytest.raises(TypeError, match="a dict of the 7 limits"):
+        _native.Reader(path, "x", 1000, 1000, {**good, "max_other": 1})
+    with pytest.raises(TypeError, match="a dict of the 7 limits"):
+        _native.Reader(path, "x", 1000, 1000, list(good.items()))
 
 
 def test_files_the_native_loop_leaves_to_the_reference(tmp_path: Path) -> None:

@@ -202,7 +202,7 @@ def _value_fields(ksy: dict[str, Any], type_name: str | None) -> list[tuple[str,
                 out.append((f["id"], inner))
             else:
                 out += inner
-        elif t == "str":
+        elif t == "str" or f.get("-text") == "go-utf8":
             out.append((f["id"], "str"))
         elif t is None:
             out.append((f["id"], "bytes"))

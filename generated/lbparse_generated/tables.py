@@ -220,4 +220,4 @@ REPLICATION_RESPONSE_FIELDS: tuple[tuple[str, Any], ...] = (('leader_epoch', 'u8
    ('attributes', 'u1'),
    ('key', 'bytes'),
    ('value', 'bytes'),
-   ('headers', (('key', 'bytes'), ('value', 'bytes'))))))
+   ('headers', (('key', 'str'), ('value', 'bytes'))))))

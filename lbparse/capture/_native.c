@@ -13,12 +13,15 @@
  *
  * Safety: every read of input is bounds-checked against the bytes actually
  * held (never a length field); memory follows the bytes read, as in the
- * reference (records up to MAX_RECORD, a message up to max_frame, segments
+ * reference (records up to max_record, a message up to max_frame, segments
  * behind a hole up to max_reassembly). The rare paths (notice messages,
  * non-ASCII names, IPv6 endpoints, size fields that are not plain digits)
  * call the Python runtime, so that their text is Python's own.
  *
- * Reader(path, name, max_frame, max_reassembly[, block])
+ * Reader(path, name, max_frame, max_reassembly, rules)
+ *   rules: the loop's limits, named as in RULES below, each read from the
+ *   Python reference's constant when the reader is made (columnar.rules());
+ *   one outside the range this file takes is a ValueError.
  *   .next_batch(max_rows, max_bytes) -> tuple of column buffers, or None at
  *   the end; a file that cannot be read raises CaptureError (through the
  *   `raise_error` callable given to configure()), after the rows before it.
@@ -30,62 +33,67 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- facts shared with the reference (named there) ----------------------- */
-#define BLOCK_DEFAULT (1 << 20)     /* pcap.BLOCK */
-#define MAX_RECORD (1 << 26)        /* pcap.MAX_RECORD */
-#define MIN_MAX_RECORD (1 << 18)    /* pcap.MIN_MAX_RECORD */
-#define MAX_LINE (1 << 16)          /* nats.MAX_LINE */
-#define MAX_PENDING_SEGMENTS 4096   /* tcp.MAX_PENDING_SEGMENTS */
-#define MAX_FLOWS (1 << 16)         /* reader.MAX_FLOWS */
+#include "lb_gbuf.h"
+
 #define HALF (1u << 31)
 
-/* ---- growable buffers ------------------------------------------------------ */
+/* ---- the loop's limits, handed over by the reference --------------------- */
+/* Each is the Python constant named in lbparse/capture/columnar.py's rules(),
+ * read when a Reader is made, so that the two loops cannot disagree (a test
+ * that lowers one lowers it for both). The ranges are what this file's
+ * arithmetic takes (int64 and uint32 sums, 2 * max_flows). */
 typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-} gbuf;
+    int64_t block;                /* pcap.BLOCK: bytes per read */
+    int64_t max_record;           /* pcap.MAX_RECORD */
+    int64_t min_max_record;       /* pcap.MIN_MAX_RECORD */
+    int64_t max_line;             /* nats.MAX_LINE */
+    int64_t max_pending_segments; /* tcp.MAX_PENDING_SEGMENTS */
+    int64_t max_flows;            /* reader.MAX_FLOWS */
+    int64_t max_connect_bytes;    /* connects.MAX_CONNECT_BYTES */
+} rules;
 
-static int gb_reserve(gbuf *g, size_t extra) {
-    if (g->len + extra <= g->cap)
-        return 0;
-    size_t c = g->cap ? g->cap : 64;
-    while (c < g->len + extra) {
-        if (c > ((size_t)1 << 40)) {
-            PyErr_NoMemory();
+static const struct {
+    const char *name;
+    size_t at;
+    int64_t lo, hi;
+} RULES[] = {
+    {"block", offsetof(rules, block), 16, 1 << 30},
+    {"max_record", offsetof(rules, max_record), 16, 1 << 30},
+    {"min_max_record", offsetof(rules, min_max_record), 16, 1 << 30},
+    {"max_line", offsetof(rules, max_line), 1, 1 << 30},
+    {"max_pending_segments", offsetof(rules, max_pending_segments), 0, 1 << 24},
+    {"max_flows", offsetof(rules, max_flows), 0, 1 << 30},
+    {"max_connect_bytes", offsetof(rules, max_connect_bytes), 0, 1 << 30},
+};
+#define N_RULES (sizeof RULES / sizeof RULES[0])
+
+/* `rules` (a dict of exactly RULES' names to ints in their ranges) into *out. */
+static int parse_rules(PyObject *d, rules *out) {
+    if (!PyDict_Check(d) || PyDict_Size(d) != (Py_ssize_t)N_RULES) {
+        PyErr_Format(PyExc_TypeError, "rules: a dict of the %d limits is needed", (int)N_RULES);
+        return -1;
+    }
+    for (size_t k = 0; k < N_RULES; k++) {
+        PyObject *v = PyDict_GetItemString(d, RULES[k].name); /* borrowed */
+        if (!v || !PyLong_Check(v)) {
+            PyErr_Format(PyExc_TypeError, "rules: %s needs an int", RULES[k].name);
             return -1;
         }
-        c *= 2;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || x < RULES[k].lo || x > RULES[k].hi) {
+            PyErr_Format(PyExc_ValueError, "rules: %s %R is outside %lld..%lld, what the C loop takes",
+                         RULES[k].name, v, (long long)RULES[k].lo, (long long)RULES[k].hi);
+            return -1;
+        }
+        *(int64_t *)((char *)out + RULES[k].at) = (int64_t)x;
     }
-    uint8_t *q = realloc(g->p, c);
-    if (!q) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    g->p = q;
-    g->cap = c;
     return 0;
 }
 
-static int gb_put(gbuf *g, const void *s, size_t n) {
-    if (n == 0)
-        return 0;
-    if (gb_reserve(g, n) < 0)
-        return -1;
-    memcpy(g->p + g->len, s, n);
-    g->len += n;
-    return 0;
-}
-
-static void gb_free(gbuf *g) {
-    free(g->p);
-    g->p = NULL;
-    g->len = g->cap = 0;
-}
-
-static int gb_set(gbuf *g, const void *s, size_t n) {
-    g->len = 0;
-    return gb_put(g, s, n);
-}
+/* ---- growable buffers: lb_gbuf (lbparse/_c/lb_gbuf.h) ------------------------ */
 
 /* A Python object owning a malloc'd block: what a batch's columns are handed
  * out as (pyarrow wraps any buffer without a copy). */
@@ -116,22 +124,20 @@ static PyTypeObject BlockType = {
 };
 
 /* The bytes of g as a Block; g is left empty. */
-static PyObject *gb_take(gbuf *g) {
+static PyObject *gb_take(lb_gbuf *g) {
     Block *b = PyObject_New(Block, &BlockType);
     if (!b)
         return NULL;
-    b->p = g->p;
     b->len = (Py_ssize_t)g->len;
-    g->p = NULL;
-    g->len = g->cap = 0;
+    b->p = lb_gb_detach(g);
     return (PyObject *)b;
 }
 
 /* ---- columns --------------------------------------------------------------- */
 typedef struct {
-    gbuf off;   /* int32 offsets, n + 1 of them */
-    gbuf data;
-    gbuf valid; /* one byte per row, packed into a bitmap at the end */
+    lb_gbuf off;   /* int32 offsets, n + 1 of them */
+    lb_gbuf data;
+    lb_gbuf valid; /* one byte per row, packed into a bitmap at the end */
     Py_ssize_t nulls;
 } varcol;
 
@@ -139,7 +145,7 @@ static int vc_init(varcol *c) {
     int32_t z = 0;
     c->off.len = c->data.len = c->valid.len = 0;
     c->nulls = 0;
-    return gb_put(&c->off, &z, 4);
+    return lb_gb_put_py(&c->off, &z, 4);
 }
 
 static int vc_end(varcol *c, uint8_t valid) {
@@ -148,7 +154,7 @@ static int vc_end(varcol *c, uint8_t valid) {
         return -1;
     }
     int32_t o = (int32_t)c->data.len;
-    if (gb_put(&c->off, &o, 4) < 0 || gb_put(&c->valid, &valid, 1) < 0)
+    if (lb_gb_put_py(&c->off, &o, 4) < 0 || lb_gb_put_py(&c->valid, &valid, 1) < 0)
         return -1;
     c->nulls += !valid;
     return 0;
@@ -157,7 +163,7 @@ static int vc_end(varcol *c, uint8_t valid) {
 static int vc_null(varcol *c) { return vc_end(c, 0); }
 
 static int vc_bytes(varcol *c, const uint8_t *s, Py_ssize_t n) {
-    if (gb_put(&c->data, s, (size_t)n) < 0)
+    if (lb_gb_put_py(&c->data, s, (size_t)n) < 0)
         return -1;
     return vc_end(c, 1);
 }
@@ -221,7 +227,6 @@ static const char *DIRECTION_NAME[] = {"", "client_to_server", "client_to_server
 static const char *CONTROL_NAME[N_CONTROLS] = {"INFO", "CONNECT", "SUB", "UNSUB", "PING",
                                                "PONG", "+OK", "-ERR"};
 #define C_CONNECT 1                    /* CONTROL_NAME's index of CONNECT */
-#define MAX_CONNECT_BYTES (8 << 20)    /* CONNECT text kept per reader */
 
 struct direction;
 
@@ -241,14 +246,14 @@ typedef struct {
 typedef struct reader reader;
 
 typedef struct {
-    gbuf rest;              /* a control line not yet ended by LF (rest + parts) */
+    lb_gbuf rest;              /* a control line not yet ended by LF (rest + parts) */
     Py_ssize_t rest0;       /* the length of its first piece (nats: _rest) */
     int waiting;            /* a message line whose payload is still arriving */
     int w_verb;
-    gbuf w_subj, w_reply, w_sid;
+    lb_gbuf w_subj, w_reply, w_sid;
     int w_has_reply, w_has_sid;
     Py_ssize_t w_hsize;
-    gbuf held;              /* the payload bytes that came so far */
+    lb_gbuf held;              /* the payload bytes that came so far */
     Py_ssize_t need;
     int resync, here;
     int64_t max_frame;
@@ -341,8 +346,7 @@ typedef struct {
     /* source */
     FILE *f;
     int fmt;                  /* 1 pcap, 2 pcapng */
-    uint8_t *buf;
-    size_t n, bufcap;
+    lb_gbuf buf;              /* the file's bytes held: buf.p[0:buf.len] */
     int64_t base;
     size_t pos;
     int eof;
@@ -354,6 +358,7 @@ typedef struct {
     int big;                  /* byte order */
     int64_t tick;             /* nanoseconds per unit of the fraction field */
     uint32_t linktype, snaplen, max_record, frac_limit;
+    int64_t record_limit;     /* pcap.MAX_RECORD, for pcapng's blocks as well */
     /* pcapng */
     int ng_big;
     /* ts = units * num / den + offset_s seconds; den_inf: a unit finer than
@@ -376,13 +381,13 @@ struct reader {
     Py_ssize_t nframes, cap_frames;
     notice *notices;
     Py_ssize_t nnotices, cap_notices;
-    gbuf *keep;               /* buffers the frames point into */
+    lb_gbuf *keep;               /* buffers the frames point into */
     Py_ssize_t nkeep, cap_keep;
     tsns ts;
     uint8_t unsupported[65536 / 8];
     /* output */
     varcol src, dst, direction, verb, subject, reply, sid, hdr, payload, ekind, emsg;
-    gbuf ts_col, ts_valid;
+    lb_gbuf ts_col, ts_valid;
     Py_ssize_t rows;
     /* stats */
     int64_t packets, skipped, gap_bytes, controls[N_CONTROLS], notice_counts[N_KINDS];
@@ -391,6 +396,7 @@ struct reader {
     int count_only;           /* the index pass: rows counted, no columns built */
     int64_t total_rows;       /* rows so far in the whole file (positions) */
     int64_t flow_cap;         /* the table size at which idle connections are forgotten */
+    rules rules;              /* the loop's limits (the reference's constants) */
     int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
     int oom_guard;
@@ -474,10 +480,10 @@ static void drop_frames(reader *r, Py_ssize_t from) {
 }
 
 /* Keep a buffer alive until this packet's frames are rows; g is left empty. */
-static const uint8_t *keep(reader *r, gbuf *g) {
+static const uint8_t *keep(reader *r, lb_gbuf *g) {
     if (r->nkeep == r->cap_keep) {
         Py_ssize_t c = r->cap_keep ? 2 * r->cap_keep : 8;
-        gbuf *q = realloc(r->keep, (size_t)c * sizeof(gbuf));
+        lb_gbuf *q = realloc(r->keep, (size_t)c * sizeof(lb_gbuf));
         if (!q) {
             PyErr_NoMemory();
             return NULL;
@@ -486,15 +492,13 @@ static const uint8_t *keep(reader *r, gbuf *g) {
         r->cap_keep = c;
     }
     r->keep[r->nkeep++] = *g;
-    const uint8_t *p = g->p ? g->p : (const uint8_t *)"";
-    g->p = NULL;
-    g->len = g->cap = 0;
-    return p;
+    const uint8_t *p = lb_gb_detach(g);
+    return p ? p : (const uint8_t *)"";
 }
 
 static void free_kept(reader *r) {
     for (Py_ssize_t i = 0; i < r->nkeep; i++)
-        gb_free(&r->keep[i]);
+        lb_gb_free(&r->keep[i]);
     r->nkeep = 0;
 }
 
@@ -527,11 +531,11 @@ static void parser_init(parser *p, int resync, int64_t max_frame) {
 }
 
 static void parser_free(parser *p) {
-    gb_free(&p->rest);
-    gb_free(&p->held);
-    gb_free(&p->w_subj);
-    gb_free(&p->w_reply);
-    gb_free(&p->w_sid);
+    lb_gb_free(&p->rest);
+    lb_gb_free(&p->held);
+    lb_gb_free(&p->w_subj);
+    lb_gb_free(&p->w_reply);
+    lb_gb_free(&p->w_sid);
 }
 
 static int parser_busy(const parser *p) { return p->waiting || p->rest0 > 0; }
@@ -591,7 +595,7 @@ static Py_ssize_t find_line(parser *P, const uint8_t *b, Py_ssize_t n, Py_ssize_
         Py_ssize_t start = nl >= 0 ? nl + 1 : p;
         Py_ssize_t n_keep = n - start;
         if (n_keep && n_keep <= 16) {
-            if (gb_set(&P->rest, b + start, (size_t)n_keep) < 0) {
+            if (lb_gb_set_py(&P->rest, b + start, (size_t)n_keep) < 0) {
                 *err = 1;
                 return -1;
             }
@@ -691,13 +695,13 @@ static int start_wait(parser *P, int verb, const uint8_t *b, span subj, span rep
     P->w_verb = verb;
     P->w_has_reply = reply.n >= 0;
     P->w_has_sid = sid.n >= 0;
-    if (gb_set(&P->w_subj, b + subj.s, (size_t)subj.n) < 0 ||
-        gb_set(&P->w_reply, reply.n >= 0 ? b + reply.s : b, reply.n >= 0 ? (size_t)reply.n : 0) < 0 ||
-        gb_set(&P->w_sid, sid.n >= 0 ? b + sid.s : b, sid.n >= 0 ? (size_t)sid.n : 0) < 0)
+    if (lb_gb_set_py(&P->w_subj, b + subj.s, (size_t)subj.n) < 0 ||
+        lb_gb_set_py(&P->w_reply, reply.n >= 0 ? b + reply.s : b, reply.n >= 0 ? (size_t)reply.n : 0) < 0 ||
+        lb_gb_set_py(&P->w_sid, sid.n >= 0 ? b + sid.s : b, sid.n >= 0 ? (size_t)sid.n : 0) < 0)
         return -1;
     P->w_hsize = (Py_ssize_t)hsize;
     P->need = (Py_ssize_t)total + 2;
-    return gb_set(&P->held, b + start, (size_t)(n - start));
+    return lb_gb_set_py(&P->held, b + start, (size_t)(n - start));
 }
 
 /* nats._lost, as an "incomplete" notice of the packet. */
@@ -713,9 +717,9 @@ static int lost_here(reader *r, direction *d, int verb, const uint8_t *subj, Py_
 }
 
 /* A client's CONNECT line: its source and the line's text after the verb,
- * kept until MAX_CONNECT_BYTES of text (a capture's connections start once). */
+ * kept until max_connect_bytes of text (a capture's connections start once). */
 static int note_connect(reader *r, direction *d, const uint8_t *text, Py_ssize_t n) {
-    if (r->connect_bytes + n > MAX_CONNECT_BYTES)
+    if (r->connect_bytes + n > r->rules.max_connect_bytes)
         return 0;
     if (!r->connects && !(r->connects = PyList_New(0)))
         return -1;
@@ -746,7 +750,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
         Py_ssize_t e = lf ? lf - b : -1;
         Py_ssize_t le = (e > p && b[e - 1] == '\r') ? e - 1 : e;
         if (e < 0) {
-            if (n - p > MAX_LINE) {
+            if (n - p > r->rules.max_line) {
                 PyObject *rp = brepr(b + p, n - p < 40 ? n - p : 40);
                 if (!rp)
                     return -1;
@@ -762,7 +766,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
                 p += 1;
                 continue;
             }
-            if (gb_set(&P->rest, b + p, (size_t)(n - p)) < 0)
+            if (lb_gb_set_py(&P->rest, b + p, (size_t)(n - p)) < 0)
                 return -1;
             P->rest0 = n - p;
             return 0;
@@ -995,7 +999,7 @@ static int parse(reader *r, direction *d, const uint8_t *b, Py_ssize_t n, Py_ssi
 static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
     parser *P = &d->p;
     if (P->waiting) {
-        if (gb_put(&P->held, data, (size_t)len) < 0)
+        if (lb_gb_put_py(&P->held, data, (size_t)len) < 0)
             return -1;
         if ((Py_ssize_t)P->held.len < P->need)
             return 0;
@@ -1050,9 +1054,9 @@ static int feed(reader *r, direction *d, const uint8_t *data, Py_ssize_t len) {
     }
     if (P->rest0 > 0) {
         if (!P->resync && !memchr(data, '\n', (size_t)len) &&
-            (Py_ssize_t)P->rest.len + len <= MAX_LINE)
-            return gb_put(&P->rest, data, (size_t)len); /* cannot end the line */
-        if (gb_put(&P->rest, data, (size_t)len) < 0)
+            (Py_ssize_t)P->rest.len + len <= r->rules.max_line)
+            return lb_gb_put_py(&P->rest, data, (size_t)len); /* cannot end the line */
+        if (lb_gb_put_py(&P->rest, data, (size_t)len) < 0)
             return -1;
         Py_ssize_t n = (Py_ssize_t)P->rest.len;
         P->rest0 = 0;
@@ -1274,7 +1278,7 @@ static int drain(reader *r, direction *d, tsns ts) {
         else if (rc == 0 && back < s.len + s.missing)
             rc = deliver(r, d, NULL, 0, s.missing - (back - s.len), ts);
         /* The bytes delivered may be pointed at by frames: keep them for the packet. */
-        gbuf g = {s.data, (size_t)s.len, (size_t)s.len};
+        lb_gbuf g = {s.data, (size_t)s.len, (size_t)s.len};
         if (!keep(r, &g)) {
             free(s.data);
             return -1;
@@ -1408,13 +1412,14 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
         /* an ACK ahead of what was delivered, and at or past the segment */
         if (peer->has_ack && off <= acked && acked < HALF) {
             why = PyUnicode_FromString("the peer acknowledged them");
-        } else if (d->pending_bytes > d->max_pending || d->npending > MAX_PENDING_SEGMENTS) {
+        } else if (d->pending_bytes > d->max_pending ||
+                   d->npending > r->rules.max_pending_segments) {
             why = PyUnicode_FromFormat("%lld bytes waited behind them", (long long)d->pending_bytes);
             PyObject *msg = PyUnicode_FromFormat(
                 "%lld bytes in %zd segments wait behind a hole at sequence %lu, over the limit "
-                "of %lld bytes (max_reassembly) or %d segments; the hole is declared lost",
+                "of %lld bytes (max_reassembly) or %lld segments; the hole is declared lost",
                 (long long)d->pending_bytes, d->npending, (unsigned long)d->next_seq,
-                (long long)d->max_pending, MAX_PENDING_SEGMENTS);
+                (long long)d->max_pending, (long long)r->rules.max_pending_segments);
             if (notice_later(r, K_LIMIT, msg, ts, d, 1, d->pending_bytes, "max_reassembly") < 0) {
                 Py_XDECREF(why);
                 return -1;
@@ -1640,7 +1645,8 @@ static direction *new_flow(reader *r, const uint8_t *k, int n) {
         /* scanned once per doubling: busy connections cannot be forgotten */
         if (forget_idle(r) < 0)
             return NULL;
-        r->flow_cap = r->flows.used > MAX_FLOWS ? 2 * (int64_t)r->flows.used : 2 * MAX_FLOWS;
+        int64_t least = 2 * r->rules.max_flows;
+        r->flow_cap = r->flows.used > r->rules.max_flows ? 2 * (int64_t)r->flows.used : least;
     }
     conn *c = calloc(1, sizeof(conn));
     if (!c) {
@@ -1685,7 +1691,7 @@ static direction *new_flow(reader *r, const uint8_t *k, int n) {
 static int put_ts(reader *r, int has, tsns ts) {
     uint8_t v = (uint8_t)(has && ts != TS_NONE);
     int64_t ns = v ? ts : 0;
-    if (gb_put(&r->ts_col, &ns, 8) < 0 || gb_put(&r->ts_valid, &v, 1) < 0)
+    if (lb_gb_put_py(&r->ts_col, &ns, 8) < 0 || lb_gb_put_py(&r->ts_valid, &v, 1) < 0)
         return -1;
     return 0;
 }
@@ -1771,21 +1777,11 @@ static inline uint16_t rd16(const uint8_t *p, int big) {
 /* The file's bytes up to buf[target] (fewer at its end), read from buf[at]
  * on; returns how many were read, -1 on error. */
 static int64_t fill(source *s, size_t at, size_t target) {
-    if (s->bufcap < target) {
-        size_t c = s->bufcap ? s->bufcap : s->block;
-        while (c < target)
-            c *= 2;
-        uint8_t *q = realloc(s->buf, c);
-        if (!q) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        s->buf = q;
-        s->bufcap = c;
-    }
+    if (lb_gb_room_py(&s->buf, target) < 0)
+        return -1;
     size_t got = 0;
     while (at + got < target) {
-        size_t k = fread(s->buf + at + got, 1, target - at - got, s->f);
+        size_t k = fread(s->buf.p + at + got, 1, target - at - got, s->f);
         if (k == 0) {
             if (ferror(s->f)) {
                 PyErr_SetFromErrno(PyExc_OSError);
@@ -1809,16 +1805,16 @@ static size_t blocks_for(source *s, size_t need) {
  * file has them, read in the reference's whole blocks from that offset (so
  * that bytes_read, the progress count, moves as the reference's does). */
 static int refill(source *s, size_t need) {
-    size_t kept = s->n - s->pos;
+    size_t kept = s->buf.len - s->pos;
     s->base += (int64_t)s->pos;
     if (kept)
-        memmove(s->buf, s->buf + s->pos, kept);
+        memmove(s->buf.p, s->buf.p + s->pos, kept);
     s->pos = 0;
     size_t target = blocks_for(s, need > kept + 1 ? need : kept + 1);
     int64_t got = fill(s, kept, target);
     if (got < 0)
         return -1;
-    s->n = kept + (size_t)got;
+    s->buf.len = kept + (size_t)got;
     s->eof = got == 0;
     return 0;
 }
@@ -1861,11 +1857,11 @@ static int pcap_plausible(source *s, const uint8_t *q) {
  * packet read as empty records. */
 static int64_t pcap_after_damage(source *s, size_t pos, size_t n) {
     for (size_t q = pos; q + 16 <= n; q++) {
-        int incl = pcap_plausible(s, s->buf + q);
+        int incl = pcap_plausible(s, s->buf.p + q);
         if (incl <= 0)
             continue;
         size_t nxt = q + 16 + (size_t)incl;
-        if (nxt == n || (nxt + 16 <= n && pcap_plausible(s, s->buf + nxt) > 0))
+        if (nxt == n || (nxt + 16 <= n && pcap_plausible(s, s->buf.p + nxt) > 0))
             return (int64_t)q;
     }
     return -1;
@@ -1873,9 +1869,9 @@ static int64_t pcap_after_damage(source *s, size_t pos, size_t n) {
 
 /* pcap._resync: (offset, 0) found, else (offset to keep from, bytes needed). */
 static void pcap_resync(source *s, size_t *pos, size_t *need) {
-    size_t n = s->n;
+    size_t n = s->buf.len;
     for (size_t q = *pos; q + 16 <= n; q++) {
-        int incl = pcap_plausible(s, s->buf + q);
+        int incl = pcap_plausible(s, s->buf.p + q);
         if (incl < 0)
             continue;
         size_t nxt = q + 16 + (size_t)incl;
@@ -1892,7 +1888,7 @@ static void pcap_resync(source *s, size_t *pos, size_t *need) {
             }
             continue;
         }
-        if (pcap_plausible(s, s->buf + nxt) >= 0) {
+        if (pcap_plausible(s, s->buf.p + nxt) >= 0) {
             *pos = q;
             *need = 0;
             return;
@@ -1907,7 +1903,7 @@ static void pcap_resync(source *s, size_t *pos, size_t *need) {
 static int pcap_next(reader *r, packet *pk) {
     source *s = &r->s;
     for (;;) {
-        size_t n = s->n, need = 16;
+        size_t n = s->buf.len, need = 16;
         if (s->bad_at >= 0) {
             size_t pos = s->pos;
             pcap_resync(s, &pos, &need);
@@ -1928,7 +1924,7 @@ static int pcap_next(reader *r, packet *pk) {
             if (r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
                 return 2; /* the end of this range: the next one goes on from here */
             if (s->pos + 16 <= n) {
-                const uint8_t *h = s->buf + s->pos;
+                const uint8_t *h = s->buf.p + s->pos;
                 incl = rd32(h + 8, s->big);
                 size_t end = s->pos + 16 + (size_t)incl;
                 if (!(end > n || incl > s->max_record)) {
@@ -2019,9 +2015,9 @@ static int known_block(uint32_t t) {
 }
 
 static void ng_resync(source *s, size_t *pos, size_t *need) {
-    size_t n = s->n;
+    size_t n = s->buf.len;
     for (size_t q = *pos; q + 12 <= n; q++) {
-        const uint8_t *h = s->buf + q;
+        const uint8_t *h = s->buf.p + q;
         uint32_t btype = rd32(h, s->ng_big), blen;
         int tail_big;
         if (btype == SHB) {
@@ -2038,7 +2034,7 @@ static void ng_resync(source *s, size_t *pos, size_t *need) {
         } else {
             continue;
         }
-        if (blen < 12 || blen % 4 || blen > MAX_RECORD)
+        if (blen < 12 || blen % 4 || blen > s->record_limit)
             continue;
         if (q + blen > n) {
             if (s->eof)
@@ -2151,7 +2147,7 @@ static int ng_interface(source *s, const uint8_t *h, uint32_t blen) {
 static int pcapng_next(reader *r, packet *pk) {
     source *s = &r->s;
     for (;;) {
-        size_t n = s->n, need = 12;
+        size_t n = s->buf.len, need = 12;
         if (s->bad_at >= 0) {
             size_t pos = s->pos;
             ng_resync(s, &pos, &need);
@@ -2170,7 +2166,7 @@ static int pcapng_next(reader *r, packet *pk) {
         if (s->bad_at < 0 && r->stop >= 0 && s->base + (int64_t)s->pos >= r->stop)
             return 2; /* the end of this range: the next one goes on from here */
         while (s->bad_at < 0 && s->pos + 12 <= n) {
-            const uint8_t *h = s->buf + s->pos;
+            const uint8_t *h = s->buf.p + s->pos;
             int64_t at = s->base + (int64_t)s->pos;
             uint32_t btype = rd32(h, s->ng_big), blen = rd32(h + 4, s->ng_big);
             if (btype == SHB) {
@@ -2207,7 +2203,7 @@ static int pcapng_next(reader *r, packet *pk) {
                 }
                 blen = rd32(h + 4, s->ng_big);
             }
-            if (blen < 12 || blen % 4 || blen > MAX_RECORD) {
+            if (blen < 12 || blen % 4 || blen > s->record_limit) {
                 s->bad_at = at;
                 if (ng_damaged(r, at, btype, PyUnicode_FromFormat("has length %lu",
                                                                   (unsigned long)blen)) < 0)
@@ -2220,7 +2216,7 @@ static int pcapng_next(reader *r, packet *pk) {
                 need = blen;
                 break;
             }
-            uint32_t tail = rd32(s->buf + end - 4, s->ng_big);
+            uint32_t tail = rd32(s->buf.p + end - 4, s->ng_big);
             if (tail != blen) {
                 s->bad_at = at;
                 if (ng_damaged(r, at, btype, PyUnicode_FromFormat(
@@ -2299,7 +2295,7 @@ static int pcapng_next(reader *r, packet *pk) {
                  * not a file cut short. */
                 int64_t at = s->base + (int64_t)s->pos;
                 s->bad_at = at;
-                if (ng_damaged(r, at, rd32(s->buf + s->pos, s->ng_big), PyUnicode_FromFormat(
+                if (ng_damaged(r, at, rd32(s->buf.p + s->pos, s->ng_big), PyUnicode_FromFormat(
                         "has length %zu, past the end of the file at %lld, and blocks follow it",
                         need, (long long)(s->base + (int64_t)n))) < 0)
                     return -1;
@@ -2564,15 +2560,15 @@ static int finish_all(reader *r) {
  * interfaces and row count (positions). */
 #define SNAP_MAGIC 0x32534C42u /* "BLS2": "BLS1" and the retransmission window */
 
-static int w_raw(gbuf *g, const void *p, size_t n) { return gb_put(g, p, n); }
-static int w_u8(gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
-static int w_u32(gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
-static int w_i64(gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
-static int w_u64(gbuf *g, uint64_t v) { return w_raw(g, &v, 8); }
-static int w_bytes(gbuf *g, const void *p, size_t n) {
+static int w_raw(lb_gbuf *g, const void *p, size_t n) { return lb_gb_put_py(g, p, n); }
+static int w_u8(lb_gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
+static int w_u32(lb_gbuf *g, uint32_t v) { return w_raw(g, &v, 4); }
+static int w_i64(lb_gbuf *g, int64_t v) { return w_raw(g, &v, 8); }
+static int w_u64(lb_gbuf *g, uint64_t v) { return w_raw(g, &v, 8); }
+static int w_bytes(lb_gbuf *g, const void *p, size_t n) {
     return w_i64(g, (int64_t)n) || w_raw(g, p ? p : "", n);
 }
-static int w_str(gbuf *g, const char *s) { return w_bytes(g, s, strlen(s)); }
+static int w_str(lb_gbuf *g, const char *s) { return w_bytes(g, s, strlen(s)); }
 
 typedef struct {
     const uint8_t *p;
@@ -2594,37 +2590,36 @@ static uint32_t r_u32(des *d) { uint32_t v; r_raw(d, &v, 4); return v; }
 static int64_t r_i64(des *d) { int64_t v; r_raw(d, &v, 8); return v; }
 static uint64_t r_u64(des *d) { uint64_t v; r_raw(d, &v, 8); return v; }
 /* Bytes into g (replacing what it held). */
-static int r_bytes(des *d, gbuf *g) {
+static int r_bytes(des *d, lb_gbuf *g) {
     int64_t k = r_i64(d);
     if (d->bad || k < 0 || (uint64_t)k > d->n - d->at) {
         d->bad = 1;
         return 0;
     }
-    g->len = 0;
-    if (gb_put(g, d->p + d->at, (size_t)k) < 0)
+    if (lb_gb_set_py(g, d->p + d->at, (size_t)k) < 0)
         return -1;
     d->at += (size_t)k;
     return 0;
 }
 static char *r_str(des *d) {
-    gbuf g = {0, 0, 0};
+    lb_gbuf g = {0, 0, 0};
     if (r_bytes(d, &g) < 0)
         return NULL;
     char *out = malloc(g.len + 1);
     if (!out) {
-        gb_free(&g);
+        lb_gb_free(&g);
         PyErr_NoMemory();
         return NULL;
     }
     if (g.len)
         memcpy(out, g.p, g.len);
     out[g.len] = 0;
-    gb_free(&g);
+    lb_gb_free(&g);
     return out;
 }
 
 /* The retransmission window, oldest byte first, and whether one was told. */
-static int w_window(gbuf *g, const direction *d) {
+static int w_window(lb_gbuf *g, const direction *d) {
     Py_ssize_t start = (d->win_end - d->win_len + RETRANSMIT_WINDOW) % RETRANSMIT_WINDOW;
     Py_ssize_t first = RETRANSMIT_WINDOW - start < d->win_len ? RETRANSMIT_WINDOW - start
                                                                : d->win_len;
@@ -2634,21 +2629,21 @@ static int w_window(gbuf *g, const direction *d) {
 }
 
 static int r_window(des *in, direction *d) {
-    gbuf g = {0, 0, 0};
+    lb_gbuf g = {0, 0, 0};
     d->told = r_u8(in);
     if (r_bytes(in, &g) < 0)
         return -1;
     if (g.len > RETRANSMIT_WINDOW || d->told > 1)
         in->bad = 1;
     else if (g.len && keep_window(d, g.p, (Py_ssize_t)g.len) < 0) {
-        gb_free(&g);
+        lb_gb_free(&g);
         return -1;
     }
-    gb_free(&g);
+    lb_gb_free(&g);
     return 0;
 }
 
-static int w_direction(gbuf *g, const direction *d) {
+static int w_direction(lb_gbuf *g, const direction *d) {
     const parser *P = &d->p;
     if (w_str(g, d->src) || w_str(g, d->dst) || w_u8(g, (uint8_t)d->has_next) ||
         w_u32(g, d->next_seq) || w_i64(g, d->pending_bytes) || w_i64(g, d->next_pos) ||
@@ -2668,7 +2663,7 @@ static int w_direction(gbuf *g, const direction *d) {
            w_u8(g, (uint8_t)P->resync) || w_u8(g, (uint8_t)P->here) || w_window(g, d);
 }
 
-static int snapshot(reader *r, gbuf *g) {
+static int snapshot(reader *r, lb_gbuf *g) {
     source *s = &r->s;
     flowtab *t = &r->flows;
     if (w_u32(g, SNAP_MAGIC) || w_i64(g, r->total_rows) || w_i64(g, r->flow_cap) || w_i64(g, r->ts) ||
@@ -2735,7 +2730,7 @@ static int r_direction(des *in, direction *d, reader *r) {
     d->closed = r_u8(in);
     d->cut = r_i64(in);
     uint32_t np = r_u32(in);
-    if (in->bad || np > MAX_PENDING_SEGMENTS + 1u)
+    if (in->bad || np > r->rules.max_pending_segments + 1)
         return in->bad = 1, 0;
     d->heap = calloc(np ? np : 1, sizeof(pending_seg));
     if (!d->heap) {
@@ -2744,7 +2739,7 @@ static int r_direction(des *in, direction *d, reader *r) {
     }
     d->cap_pending = np ? np : 1;
     for (uint32_t i = 0; i < np && !in->bad; i++) {
-        gbuf g = {0, 0, 0};
+        lb_gbuf g = {0, 0, 0};
         int64_t pos = r_i64(in), missing = r_i64(in);
         if (r_bytes(in, &g) < 0)
             return -1;
@@ -2888,7 +2883,7 @@ static int seek_source(source *s, int64_t offset) {
         return -1;
     }
     s->base = offset;
-    s->pos = s->n = 0;
+    s->pos = s->buf.len = 0;
     s->eof = 0;
     s->bad_at = -1;
     s->bytes_read = offset;
@@ -2913,12 +2908,12 @@ static int start_batch(reader *r) {
 }
 
 /* A validity bitmap from one byte per row, or None when nothing is null. */
-static PyObject *bitmap(gbuf *valid, Py_ssize_t nulls) {
+static PyObject *bitmap(lb_gbuf *valid, Py_ssize_t nulls) {
     if (!nulls)
         Py_RETURN_NONE;
-    gbuf bits = {0, 0, 0};
+    lb_gbuf bits = {0, 0, 0};
     size_t n = valid->len, nb = (n + 7) / 8;
-    if (gb_reserve(&bits, nb ? nb : 1) < 0)
+    if (lb_gb_reserve_py(&bits, nb ? nb : 1) < 0)
         return NULL;
     memset(bits.p, 0, nb ? nb : 1);
     for (size_t i = 0; i < n; i++)
@@ -2965,8 +2960,7 @@ static void reader_clear(reader *r) {
     if (r->s.f)
         fclose(r->s.f);
     r->s.f = NULL;
-    free(r->s.buf);
-    r->s.buf = NULL;
+    lb_gb_free(&r->s.buf);
     free(r->s.ifaces);
     r->s.ifaces = NULL;
     end_packet(r);
@@ -2994,12 +2988,12 @@ static void reader_clear(reader *r) {
     r->cap_keep = 0;
     for (int i = 0; i < NCOLS; i++) {
         varcol *c = cols(r, i);
-        gb_free(&c->off);
-        gb_free(&c->data);
-        gb_free(&c->valid);
+        lb_gb_free(&c->off);
+        lb_gb_free(&c->data);
+        lb_gb_free(&c->valid);
     }
-    gb_free(&r->ts_col);
-    gb_free(&r->ts_valid);
+    lb_gb_free(&r->ts_col);
+    lb_gb_free(&r->ts_valid);
 }
 
 static void Reader_dealloc(reader *r) {
@@ -3026,14 +3020,8 @@ static int open_source(reader *r, const char *path) {
         }
         s->fmt = 2;
         /* PcapngSource: the 12 bytes read, then read_more(f, 0) */
-        s->bufcap = s->block + 12;
-        s->buf = malloc(s->bufcap);
-        if (!s->buf) {
-            PyErr_NoMemory();
+        if (lb_gb_set_py(&s->buf, head, 12) < 0)
             return -1;
-        }
-        memcpy(s->buf, head, 12);
-        s->n = 12;
         if (fseek(s->f, 12, SEEK_SET) != 0) {
             PyErr_SetFromErrno(PyExc_OSError);
             return -1;
@@ -3041,7 +3029,7 @@ static int open_source(reader *r, const char *path) {
         int64_t k = fill(s, 12, 12 + blocks_for(s, 0));
         if (k < 0)
             return -1;
-        s->n = 12 + (size_t)k;
+        s->buf.len = 12 + (size_t)k;
         s->base = 0;
         return 0;
     }
@@ -3068,25 +3056,25 @@ static int open_source(reader *r, const char *path) {
         PyErr_SetString(PyExc_ValueError, "unsupported link type: the reference reports it");
         return -1;
     }
-    uint32_t mr = s->snaplen > MIN_MAX_RECORD ? s->snaplen : MIN_MAX_RECORD;
-    s->max_record = mr < MAX_RECORD ? mr : MAX_RECORD;
+    /* pcap.py: min(max(snaplen, MIN_MAX_RECORD), MAX_RECORD) */
+    int64_t mr = s->snaplen > r->rules.min_max_record ? s->snaplen : r->rules.min_max_record;
+    s->max_record = (uint32_t)(mr < s->record_limit ? mr : s->record_limit);
     int64_t k = fill(s, 0, blocks_for(s, s->block));
     if (k < 0)
         return -1;
-    s->n = (size_t)k;
+    s->buf.len = (size_t)k;
     s->base = 24;
     s->bytes_read = 24;
     return 0;
 }
 
 static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "name", "max_frame", "max_reassembly", "block", NULL};
+    static char *kwlist[] = {"path", "name", "max_frame", "max_reassembly", "rules", NULL};
     PyObject *path;
-    PyObject *name;
+    PyObject *name, *given;
     long long max_frame, max_reassembly;
-    Py_ssize_t block = BLOCK_DEFAULT;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&ULL|n", kwlist, PyUnicode_FSConverter, &path,
-                                     &name, &max_frame, &max_reassembly, &block))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&ULLO", kwlist, PyUnicode_FSConverter, &path,
+                                     &name, &max_frame, &max_reassembly, &given))
         return -1;
     if (r->s.f || r->name) {
         Py_DECREF(path);
@@ -3098,19 +3086,24 @@ static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return -1;
     }
-    if (block < 16 || max_frame < 0 || max_reassembly < 0) {
+    if (max_frame < 0 || max_reassembly < 0) {
         Py_DECREF(path);
-        PyErr_SetString(PyExc_ValueError, "block >= 16, limits >= 0");
+        PyErr_SetString(PyExc_ValueError, "limits >= 0");
+        return -1;
+    }
+    if (parse_rules(given, &r->rules) < 0) {
+        Py_DECREF(path);
         return -1;
     }
     Py_INCREF(name);
     r->name = name;
     r->max_frame = max_frame;
     r->max_reassembly = max_reassembly;
-    r->s.block = (size_t)block;
+    r->s.block = (size_t)r->rules.block;
+    r->s.record_limit = r->rules.max_record;
     r->s.bad_at = -1;
     r->stop = -1;
-    r->flow_cap = 2 * MAX_FLOWS;
+    r->flow_cap = 2 * r->rules.max_flows;
     int rc = open_source(r, PyBytes_AS_STRING(path));
     Py_DECREF(path);
     if (rc < 0)
@@ -3268,14 +3261,14 @@ static PyObject *Reader_index(reader *r, PyObject *args) {
             goto fail;
         int64_t at = r->s.base + (int64_t)r->s.pos;
         if (at >= next_cut && r->s.bad_at < 0) {
-            gbuf g = {0, 0, 0};
+            lb_gbuf g = {0, 0, 0};
             if (snapshot(r, &g) < 0) {
-                gb_free(&g);
+                lb_gb_free(&g);
                 goto fail;
             }
             PyObject *item = Py_BuildValue("(LLy#)", (long long)at, (long long)r->total_rows,
                                            (const char *)g.p, (Py_ssize_t)g.len);
-            gb_free(&g);
+            lb_gb_free(&g);
             if (!item || PyList_Append(cuts, item) < 0) {
                 Py_XDECREF(item);
                 goto fail;

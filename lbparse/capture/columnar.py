@@ -24,7 +24,9 @@ from typing import Any, Iterator, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from lbparse.capture import connects, nats, pcap, reader, tcp
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.reader import _endpoint
 from lbparse.capture.records import parse_headers
 from lbparse.limits import DEFAULT, Limits
 
@@ -34,7 +36,7 @@ try:
 except ImportError:  # not built: no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip
     _native = None
 
-__all__ = ["Cut", "NativeCapture", "NativeUnsupported", "available"]
+__all__ = ["Cut", "NativeCapture", "NativeUnsupported", "available", "rules"]
 
 # The C loop's columns, in the order next_batch returns them (after n and ts).
 _COLUMNS = ("src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
@@ -66,10 +68,17 @@ def _capture_error(kind: str, message: str, offset: int) -> CaptureError:
     return CaptureError(kind, message, offset=offset)
 
 
-def _endpoint(addr: bytes, port: int) -> str:
-    from lbparse.capture.reader import _endpoint as endpoint
-
-    return endpoint(addr, port)
+def rules() -> dict[str, int]:
+    """The capture loop's limits, each the reference's own constant, read
+    now (not at import): the C loop takes them when a reader is made and
+    has no copy of its own, so that a limit changed in Python (a test that
+    lowers reader.MAX_FLOWS) holds for both loops. A value outside what
+    the C loop's arithmetic takes makes NativeCapture refuse (the
+    reference then reads)."""
+    return {"block": pcap.BLOCK, "max_record": pcap.MAX_RECORD,
+            "min_max_record": pcap.MIN_MAX_RECORD, "max_line": nats.MAX_LINE,
+            "max_pending_segments": tcp.MAX_PENDING_SEGMENTS, "max_flows": reader.MAX_FLOWS,
+            "max_connect_bytes": connects.MAX_CONNECT_BYTES}
 
 
 if _native is not None:
@@ -89,12 +98,13 @@ class NativeCapture:
             raise NativeUnsupported("limits past what one Arrow batch holds")
         self.path = os.fspath(path)
         self.name = self.path if name is None else name
-        args: list[Any] = [self.path, self.name, lim.max_frame, lim.max_reassembly]
+        given = rules()
         if block is not None:
-            args.append(block)
+            given["block"] = block
         try:
-            self._reader = _native.Reader(*args)
-        except ValueError as exc:  # not a file header the C loop takes
+            self._reader = _native.Reader(self.path, self.name, lim.max_frame, lim.max_reassembly,
+                                          given)
+        except ValueError as exc:  # not a file header, or limits, the C loop takes
             raise NativeUnsupported(str(exc)) from None
         self.first = 0
         if resume is not None or stop >= 0:

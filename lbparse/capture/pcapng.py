@@ -24,7 +24,8 @@ from typing import BinaryIO, Callable, Iterator
 
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture.pcap import MAX_RECORD, NS_PER_S, Packet, read_more, refill
+from lbparse.capture import pcap
+from lbparse.capture.pcap import NS_PER_S, Packet, read_more, refill
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -123,7 +124,7 @@ class PcapngSource:
                     blen = struct.unpack_from(endian + "I", buf, pos + 4)[0]
                     u32 = struct.Struct(endian + "I").unpack_from
                     epb = struct.Struct(endian + "IIIII").unpack_from
-                if blen < 12 or blen % 4 or blen > MAX_RECORD:
+                if blen < 12 or blen % 4 or blen > pcap.MAX_RECORD:
                     bad_at = self._damaged(base + pos, btype, f"has length {blen}")
                     pos += 1
                     break
@@ -211,7 +212,7 @@ class PcapngSource:
                 tail = endian + "I"
             else:
                 continue
-            if blen < 12 or blen % 4 or blen > MAX_RECORD:
+            if blen < 12 or blen % 4 or blen > pcap.MAX_RECORD:
                 continue
             if q + blen > n:
                 if eof:

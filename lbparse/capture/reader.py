@@ -22,27 +22,29 @@ import struct
 from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
+from lbparse.api import decode
 from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
                                      sniff_head)
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
-from lbparse.textform import msg_type_word
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import Packet, PcapSource
 from lbparse.capture.pcapng import PcapngSource
 from lbparse.capture.pipe import STDIN, input_name, input_size, open_input, spool
-from lbparse.capture.records import Record
 from lbparse.capture.recordings import read_jsonl, read_parquet
+from lbparse.capture.records import Record
 from lbparse.capture.tcp import MASK, Direction
+from lbparse.capture.traffic import TrafficReader
+from lbparse.dispatch import DECODERS
 from lbparse.errors import EnvelopeError
+from lbparse.generation import GenerationContext, connection_key
 from lbparse.limits import DEFAULT, Limits
+from lbparse.textform import msg_type_word
 
 
 def default_layout() -> str:
-    from lbparse.dispatch import DECODERS
-
     return "auto" if "auto" in DECODERS else "v0"
 
 
@@ -308,12 +310,10 @@ class CaptureReader:
         # (lbparse.generation); None for a named layout.
         self._context: Any = None
         if self.decode and self.layout == "auto":
-            from lbparse.generation import GenerationContext
             self._context = GenerationContext(self._decode)
         # Liftbridge's non-envelope traffic, named and decoded (lbparse.capture.traffic).
         self._traffic: Any = None
         if self.decode:
-            from lbparse.capture.traffic import TrafficReader
             self._traffic = TrafficReader()
 
     @property
@@ -324,8 +324,6 @@ class CaptureReader:
     def _decoder(self) -> Callable[[bytes, str], Any]:
         """lbparse.decode with this reader's options; without options when
         they are the defaults, the call decode's shortcut is made for."""
-        from lbparse.api import decode
-
         options: dict[str, Any] = {}
         if self.limits is not None and self.limits is not DEFAULT:
             options["limits"] = self.limits
@@ -571,8 +569,6 @@ class CaptureReader:
         """The records, with those that wait for the capture's first proof held
         back (and every record after them, to keep the order) until it comes,
         or until the context's window has passed without it."""
-        from lbparse.generation import connection_key
-
         ctx = self._context
         held: list[tuple[int, Record]] = []
         for rec in recs:

@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import IO, Any, BinaryIO, Callable, Iterator, TextIO
 
 from lbparse.capture.errors import CaptureError
+from lbparse.extras import need  # pyarrow late: for Parquet recordings only, not pcaps
 from lbparse.capture.notices import Notice
 from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, REQUIRED,
                                     TEXT, TIME_NS)
@@ -185,7 +186,7 @@ def read_jsonl(f: IO[bytes], name: str,
 
 def arrow_type(kind: str) -> Any:
     """The Arrow type of a column kind (fields.py) in our Parquet recordings."""
-    import pyarrow as pa
+    pa = need("pyarrow")
 
     if kind == TIME_NS:
         return pa.timestamp("ns", tz="UTC")
@@ -198,7 +199,7 @@ def arrow_type(kind: str) -> Any:
 
 def parquet_schema() -> Any:
     """The schema of a Parquet recording: fields.RECORD, then fields.DECODING."""
-    import pyarrow as pa
+    pa = need("pyarrow")
 
     return pa.schema([(c.name, arrow_type(c.kind)) for c in RECORD + DECODING])
 
@@ -207,7 +208,7 @@ class ParquetRecordWriter:
     """Writes records in row groups of `batch` so memory stays flat."""
 
     def __init__(self, path: str, batch: int = 4096, stream: BinaryIO | None = None) -> None:
-        import pyarrow.parquet as pq
+        pq = need("pyarrow.parquet")
 
         self.schema = parquet_schema()
         self._writer = pq.ParquetWriter(path if stream is None else stream, self.schema)
@@ -237,7 +238,7 @@ class ParquetRecordWriter:
             self.flush()
 
     def flush(self) -> None:
-        import pyarrow as pa
+        pa = need("pyarrow")
 
         if self._rows:
             self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
@@ -305,7 +306,7 @@ def check_record_name(path: str) -> None:
 
 def _kind_check(kind: str) -> Callable[[Any], bool]:
     """What Arrow types a Parquet column of a kind may have (fields.py)."""
-    import pyarrow as pa
+    pa = need("pyarrow")
 
     t = pa.types
     if kind == TIME_NS:  # a timestamp; numbers are seconds (older recordings)
@@ -331,7 +332,7 @@ def _ts_ns(column: Any) -> list[int | str | None]:
     of any unit exactly, floating point numbers as seconds (older
     recordings), integers as nanoseconds. A value that is no time (an
     infinite float) is the reason, as text: its row is a bad record."""
-    import pyarrow as pa
+    pa = need("pyarrow")
 
     typ = column.type
     if pa.types.is_timestamp(typ):
@@ -355,7 +356,7 @@ def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
     where a record has a value: a TypeError traceback before, issue #19) or
     a row group that does not read is a notice, and reading goes on (see
     `_BadRecords`); a file without the columns of a record is CaptureError."""
-    import pyarrow.parquet as pq
+    pq = need("pyarrow.parquet")
 
     try:
         pf = pq.ParquetFile(path)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from lbparse.api import decode
 from lbparse.capture.fields import BYTES, RECORD, RECORD_NAMES, TIME_NS
 from lbparse.capture.nats import Frame
 from lbparse.envelope import Envelope
@@ -230,8 +231,6 @@ def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) 
 
 
 def decode_into(rec: Record, layout: str) -> Record:
-    from lbparse.api import decode
-
     try:
         rec.envelope = decode(rec.payload, layout)
     except EnvelopeError as exc:

@@ -14,9 +14,14 @@ import importlib
 import sys
 from typing import Any, NoReturn, Sequence
 
+import lbparse
+from lbparse.capture import HOT_MODULES, compiled_modules
+from lbparse.capture.errors import CaptureError
 from lbparse.cli.output import stdout_to
 from lbparse.cli.status import (DATA, EXIT_STATUSES, INTERRUPTED, USAGE, DataError, UsageError,
                                 silence_stdout, warn)
+from lbparse.errors import EnvelopeError
+from lbparse.extras import missing_extra
 
 COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
             "segments", "raft", "report"]
@@ -60,9 +65,6 @@ class _Version(argparse.Action):
 def version_text() -> str:
     import os
     import platform
-
-    import lbparse
-    from lbparse.capture import HOT_MODULES, compiled_modules
 
     compiled = len(compiled_modules())
     build = ("capture path compiled" if compiled == len(HOT_MODULES)
@@ -123,8 +125,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return INTERRUPTED
     except ModuleNotFoundError as exc:
-        from lbparse.extras import missing_extra
-
         hint = missing_extra(exc)
         if hint is None:
             raise  # not an optional part: a broken install or a bug, its traceback says which
@@ -140,9 +140,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def exit_status(exc: Exception) -> int | None:
     """The status a command's exception ends the run with; None for a bug."""
-    from lbparse.capture.errors import CaptureError
-    from lbparse.errors import EnvelopeError
-
     if isinstance(exc, (DataError, EnvelopeError)):
         return DATA
     if isinstance(exc, (UsageError, CaptureError, ValueError, OSError)):

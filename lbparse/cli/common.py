@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lbparse.limits import DEFAULT, Limits, parse_size
+from lbparse.dispatch import DECODERS
+from lbparse.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
 
 
 def layout_choices() -> list[str]:
-    from lbparse.dispatch import DECODERS
-
     return list(DECODERS)
 
 
@@ -40,8 +39,6 @@ def _size(text: str) -> int:
 
 
 def _depth(text: str) -> int:
-    from lbparse.limits import PROTOBUF_MAX_DEPTH
-
     if not text.strip().isdigit() or not 1 <= int(text) <= PROTOBUF_MAX_DEPTH:
         raise argparse.ArgumentTypeError(f"a depth is 1..{PROTOBUF_MAX_DEPTH}, not {text!r}")
     return int(text)

@@ -26,8 +26,16 @@ from importlib import resources
 from typing import Any
 
 from lbparse.api import decode
+from lbparse.capture import default_layout
+from lbparse.cli.pipeline_cmd import add_output_argument, print_report
+from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.errors import EnvelopeError
-from lbparse.outputs import FileOutput
+from lbparse.extras import need
+from lbparse.outputs import FileOutput, check_dir, check_file
+from lbparse.pipeline import outdir
+from lbparse.pipeline.session import TEST_CONF, run_session
+from lbparse.report.build import build_model
+from lbparse.scratch import replace_file
 from lbparse.textform import msg_type_word
 
 NAME = "demo"
@@ -45,8 +53,6 @@ def example_lines() -> list[str]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="only decode the example envelopes (no Spark)")
-    from lbparse.cli.pipeline_cmd import add_output_argument
-
     add_output_argument(p, required=False, default="out/demo",
                         help="where the pipeline and the report write (default: out/demo; "
                         "DIR/messages, DIR/summary.json and DIR/report.html replaced each run)")
@@ -95,15 +101,9 @@ def decode_examples() -> None:
 
 def check_outputs(out: str, pipeline: bool) -> FileOutput:
     """The demo's outputs, checked before any work (lbparse.outputs); the report's."""
-    import os
-
-    from lbparse.outputs import check_dir, check_file
-
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         inputs = [str(sample)]
         if pipeline:
-            from lbparse.pipeline import outdir
-
             outdir.check(out, True, inputs, writes_entries=False)
         else:
             check_dir(out, "-o", inputs)
@@ -114,18 +114,14 @@ def check_outputs(out: str, pipeline: bool) -> FileOutput:
 
 
 def run_pipeline(out: str) -> int:
-    from lbparse.cli.pipeline_cmd import default_layout, print_report
-    from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.job import PipelineOptions, run
-    from lbparse.pipeline.session import TEST_CONF, run_session
-
+    job = need("lbparse.pipeline.job")  # Spark's: the spark extra
     layout = default_layout()
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         print(f"\n== lbparse pipeline {sample} -o {out} --layout {layout} --overwrite")
         print("   (Spark in local mode on every core; the first start takes a few seconds)\n")
         with run_session(conf=TEST_CONF) as spark:
-            summary = run(spark, PipelineOptions(inputs=(str(sample),), out=out, overwrite=True,
-                                                 decode=DecodeOptions(layout=layout)))
+            summary = job.run(spark, job.PipelineOptions(
+                inputs=(str(sample),), out=out, overwrite=True, decode=DecodeOptions(layout=layout)))
             print_report(summary, out)
             peek(spark, out)
     return 0 if not summary.checks() else 1
@@ -133,7 +129,7 @@ def run_pipeline(out: str) -> int:
 
 def peek(spark: Any, out: str) -> None:
     """A few rows of the tables, joined by (source, position), to show the typed columns."""
-    from pyspark.sql import functions as F
+    F = need("pyspark.sql.functions")
 
     def table(name: str) -> Any:
         return spark.read.parquet(os.path.join(out, name))
@@ -156,11 +152,7 @@ def write_report(out: str, page: FileOutput | None = None) -> str:
     """The report of the bundled capture, as `lbparse report` writes it, to
     `page` (as checked before the run; None: DIR/report.html replaced whole,
     whatever is there); its path."""
-    import os
-
-    from lbparse.report import build_model, render_html
-    from lbparse.scratch import replace_file
-
+    render_html = need("lbparse.report.render").render_html  # Altair's: the report extra
     path = page.path if page is not None else os.path.join(out, "report.html")
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         print(f"\n== lbparse report {sample} -o {path}")

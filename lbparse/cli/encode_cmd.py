@@ -31,9 +31,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import construct
+
 from lbparse.api import encode, payload_from_json
 from lbparse.cli.output import add_output_argument
 from lbparse.cli.status import warn
+from lbparse.dispatch import ENCODERS
 
 NAME = "encode"
 HELP = "build an envelope from JSON"
@@ -56,8 +59,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def encodable_layouts() -> list[str]:
-    from lbparse.dispatch import ENCODERS
-
     return list(ENCODERS)
 
 
@@ -84,8 +85,6 @@ def _payload_text(args: argparse.Namespace) -> tuple[str, str]:
 def _encode(message: Any, layout: str, crc: bool, option: str) -> bytes:
     """The envelope; a value its field cannot hold (a commit-log entry's offset
     of -1 or 2^64, a magic of 300: the spec's field sizes) is one line."""
-    import construct
-
     try:
         return encode(message, layout=layout, crc=crc)
     except construct.ConstructError as exc:

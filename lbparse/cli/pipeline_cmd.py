@@ -70,22 +70,23 @@ import threading
 import time
 from typing import Any, TextIO
 
+from lbparse.capture import default_layout
 from lbparse.cli.common import add_layout_argument
 from lbparse.cli.status import INTERRUPTED, JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
+from lbparse.columnar.decode_arrow import DecodeOptions
+from lbparse.columnar.entries import SEGMENT_FORMAT
+from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.extras import need
 from lbparse.outputs import Interrupted
-from lbparse.pipeline import DEFAULT_BATCH_ROWS
+from lbparse.pipeline import DEFAULT_BATCH_ROWS, outdir
+from lbparse.pipeline import preflight as pf
+from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
 
-# Spark, pyarrow and the decoder are imported when the command runs, not
-# when `lbparse` builds its parser for every other command.
+# Spark is imported when the command runs (the job, through lbparse.extras.need),
+# not when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
 HELP = "decode captures or payload tables on Spark into a Parquet dataset"
-
-
-def default_layout() -> str:
-    from lbparse.dispatch import DECODERS
-
-    return "auto" if "auto" in DECODERS else "v0"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -207,8 +208,6 @@ def _conf(args: argparse.Namespace) -> dict[str, str]:
             raise ValueError(f"--conf takes KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
     if args.test_conf:
-        from lbparse.pipeline.session import TEST_CONF
-
         conf = {**TEST_CONF, **conf}
     return conf
 
@@ -267,14 +266,12 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lbparse.pipeline.outdir import remove_own
-
     signals = Signals()
     signals.install()
     try:
         return _run(args, signals)
     except KeyboardInterrupt as exc:
-        remove_own(args.out)  # Spark is stopped now: nothing writes there any more
+        outdir.remove_own(args.out)  # Spark is stopped now: nothing writes there any more
         stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
         if signals.done is not None:  # after the swap: the new output is whole
             stopped.rows, stopped.finished, stopped.kept = signals.done, True, []
@@ -292,12 +289,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
                          "themselves; save it to a file (`lbparse capture -` reads stdin)")
     conf = _conf(args)
-
-    from lbparse.pipeline import job
-    from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.session import run_session
-    from lbparse.columnar.sources import SourceOptions
-
+    job = need("lbparse.pipeline.job")  # Spark's: the spark extra
     options = job.PipelineOptions(
         inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
         decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,
@@ -373,12 +365,6 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     """Everything that can be wrong with the arguments, found before Spark starts
     (ValueError: one line, exit 2); the inputs, planned, and what the output
     directory will get (pipeline.outdir)."""
-    from lbparse.pipeline import outdir
-    from lbparse.pipeline import preflight as pf
-    from lbparse.columnar.entries import SEGMENT_FORMAT
-    from lbparse.pipeline.session import under_spark_submit
-    from lbparse.columnar.sources import plan
-
     conf = _conf(args)
     if not under_spark_submit():  # spark-submit has its own --master and --conf
         pf.check_master(args.master)

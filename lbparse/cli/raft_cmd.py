@@ -45,14 +45,15 @@ import sys
 from pathlib import Path
 
 from lbparse import jsonform
-from lbparse.textform import printable
-from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.common import add_limit_arguments, limits_from
+from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import UsageError
+from lbparse.textform import printable
 from typing import TYPE_CHECKING, Any
 
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
+from lbparse.storage.raftdb import read_raft_db
 
 if TYPE_CHECKING:  # lbparse.raft (msgpack) is imported when the command runs
     from lbparse.storage.raftdb import RaftStore, StoredLog
@@ -100,7 +101,6 @@ def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
-    from lbparse.storage.raftdb import read_raft_db
 
     if args.from_index is not None and args.to_index is not None and args.from_index > args.to_index:
         raise UsageError(f"--from-index {args.from_index} is past --to-index {args.to_index}: "

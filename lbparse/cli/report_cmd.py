@@ -56,12 +56,16 @@ import time
 from typing import Any
 
 from lbparse import jsonform
-from lbparse.textform import printable
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.extras import need
 from lbparse.outputs import FileOutput, check_file, check_files
+from lbparse.report.browser import BrowserError, look
+from lbparse.report.build import build_model
+from lbparse.report.inputs import ReadOptions
+from lbparse.textform import printable
 
 NAME = "report"
 HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
@@ -86,12 +90,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lbparse.report import build_model, render_html
-    from lbparse.report.inputs import ReadOptions
-
     if args.inputs.count("-") > 1:
         raise ValueError("'-' (stdin) can be read only once")
     output = args.output or (None if args.json_out else "report.html")
+    # The page needs Altair (the report extra): missing, said before any input is read.
+    render = need("lbparse.report.render") if output else None
     if args.screenshot and not output:
         raise ValueError("--screenshot needs the page: give -o HTML")
     if args.screenshot and output == "-":
@@ -130,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
             bar.done()
     if "--json" in outs:
         _write_json(model, outs["--json"])
-    if "-o" in outs:
-        _write(outs["-o"], render_html(model))
+    if render is not None and "-o" in outs:
+        _write(outs["-o"], render.render_html(model))
     if "--screenshot" in outs and output:
         _screenshot(output, outs["--screenshot"])
     if not args.quiet:
@@ -178,8 +181,6 @@ def _write_text(path: str, text: str) -> None:
 
 
 def _screenshot(page: str, png: FileOutput) -> None:
-    from lbparse.report.browser import BrowserError, look
-
     try:
         seen = look(page)
     except BrowserError as exc:

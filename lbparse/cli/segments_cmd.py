@@ -50,10 +50,12 @@ from lbparse.cli import output
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DATA, UsageError, warn
 from lbparse.commitlog import ENTRY_INT64, CommitLogEntry
+from lbparse.storage import segment
 from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT
 from lbparse.storage.segment import SegmentReading, entry_json, iter_segment
+from lbparse.storage.values import decode_value
 from lbparse.storage.verify import PartitionCheck, check_partition, compare_replicas
 from lbparse.textform import printable
 
@@ -221,8 +223,6 @@ def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
                   args: argparse.Namespace) -> bool:
     """The lines written by the C formatter (when built): whole entries of a
     generation that stores every field, nothing to decode. False: not done."""
-    from lbparse.storage import segment
-
     fmt = reading.format
     if (segment._native is None or args.deep or reading.damage
             or fmt.field_index("leader_epoch") is None or fmt.field_index("timestamp") is None):
@@ -238,8 +238,6 @@ def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
 
 
 def _deep(stream: str, value: bytes | None) -> dict[str, Any] | None:
-    from lbparse.storage.values import decode_value
-
     return decode_value(stream, value)
 
 

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "lb_crc.h"
+#include "lb_gbuf.h"
 #include "lb_varint.h"
 
 static lb_crc_table table; /* CRC-32C, slicing-by-8 */
@@ -450,30 +451,9 @@ done:
 
 /* ---- ReplicationResponse ------------------------------------------------------ */
 
-typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-} gbuf;
-
-static int gb_put(gbuf *g, const void *src, size_t n) {
-    if (g->len + n > g->cap) {
-        size_t c = g->cap ? g->cap : 256;
-        while (c < g->len + n)
-            c *= 2;
-        uint8_t *q = realloc(g->p, c);
-        if (!q)
-            return -1;
-        g->p = q;
-        g->cap = c;
-    }
-    if (n)
-        memcpy(g->p + g->len, src, n);
-    g->len += n;
-    return 0;
-}
-
-static int gb_i64(gbuf *g, int64_t v) { return gb_put(g, &v, 8); }
-static int gb_i32(gbuf *g, int32_t v) { return gb_put(g, &v, 4); }
+/* The outputs grow without the GIL: lb_gb_put, no MemoryError set there. */
+static int gb_i64(lb_gbuf *g, int64_t v) { return lb_gb_put(g, &v, 8); }
+static int gb_i32(lb_gbuf *g, int32_t v) { return lb_gb_put(g, &v, 4); }
 
 /* A field of a fixed layout: where, how wide, whether signed. */
 typedef struct {
@@ -549,7 +529,7 @@ typedef struct {
 
 /* One payload's entries appended to g; 0 when it is left to lbparse
  * (then the caller cuts what was appended). */
-static int rr_payload(const rr_layout *L, const uint8_t *d, int64_t pos, int64_t end, gbuf *g,
+static int rr_payload(const rr_layout *L, const uint8_t *d, int64_t pos, int64_t end, lb_gbuf *g,
                       uint32_t (*f)(const uint8_t *, size_t), int *nomem) {
     int64_t entries = 0;
     while (pos < end) {
@@ -594,8 +574,8 @@ static int rr_payload(const rr_layout *L, const uint8_t *d, int64_t pos, int64_t
                 return 0;
             if (!utf8(d + ks, hk))
                 return 0;
-            if (gb_put(&g[E_HK], d + ks, (size_t)hk) || gb_i32(&g[E_HK_OFF], (int32_t)g[E_HK].len) ||
-                gb_put(&g[E_HV], d + vs, (size_t)hv) || gb_i32(&g[E_HV_OFF], (int32_t)g[E_HV].len))
+            if (lb_gb_put(&g[E_HK], d + ks, (size_t)hk) || gb_i32(&g[E_HK_OFF], (int32_t)g[E_HK].len) ||
+                lb_gb_put(&g[E_HV], d + vs, (size_t)hv) || gb_i32(&g[E_HV_OFF], (int32_t)g[E_HV].len))
                 goto nomem;
             p = vs + hv;
         }
@@ -608,13 +588,13 @@ static int rr_payload(const rr_layout *L, const uint8_t *d, int64_t pos, int64_t
         if (gb_i64(&g[E_OFFSET], rd(d + pos, L->e_offset)) ||
             gb_i64(&g[E_TIMESTAMP], rd(d + pos, L->e_ts)) ||
             gb_i64(&g[E_EPOCH], rd(d + pos, L->e_epoch)) || gb_i64(&g[E_SIZE], size) ||
-            gb_i64(&g[E_CRC], crc_v) || gb_put(&g[E_CRC_OK], &ok, 1) ||
+            gb_i64(&g[E_CRC], crc_v) || lb_gb_put(&g[E_CRC_OK], &ok, 1) ||
             gb_i32(&g[E_MAGIC], (int32_t)rd(d + body, L->b_magic)) ||
             gb_i32(&g[E_ATTR], (int32_t)rd(d + body, L->b_attr)) ||
-            gb_put(&g[E_KEY_VALID], &kv, 1) ||
-            (kv && gb_put(&g[E_KEY], d + kstart, (size_t)klen)) ||
-            gb_i32(&g[E_KEY_OFF], (int32_t)g[E_KEY].len) || gb_put(&g[E_VAL_VALID], &vv, 1) ||
-            (vv && gb_put(&g[E_VAL], d + vstart, (size_t)vlen)) ||
+            lb_gb_put(&g[E_KEY_VALID], &kv, 1) ||
+            (kv && lb_gb_put(&g[E_KEY], d + kstart, (size_t)klen)) ||
+            gb_i32(&g[E_KEY_OFF], (int32_t)g[E_KEY].len) || lb_gb_put(&g[E_VAL_VALID], &vv, 1) ||
+            (vv && lb_gb_put(&g[E_VAL], d + vstart, (size_t)vlen)) ||
             gb_i32(&g[E_VAL_OFF], (int32_t)g[E_VAL].len) ||
             gb_i32(&g[E_H_OFF], (int32_t)(g[E_HK_OFF].len / 4 - 1)))
             goto nomem;
@@ -679,9 +659,9 @@ static PyObject *replication(PyObject *self, PyObject *args) {
     int held = 0;
     static const char *names[] = {"data", "starts", "ends"};
     PyObject *result = NULL;
-    gbuf g[E_N];
+    lb_gbuf g[E_N];
     memset(g, 0, sizeof g);
-    gbuf pay[4]; /* ok, epoch, hw, e_off */
+    lb_gbuf pay[4]; /* ok, epoch, hw, e_off */
     memset(pay, 0, sizeof pay);
     for (; held < 3; held++)
         if (contiguous(o[held], &v[held], PyBUF_SIMPLE, names[held]) < 0)
@@ -713,7 +693,7 @@ static PyObject *replication(PyObject *self, PyObject *args) {
                 for (int j = 0; j < E_N; j++)
                     g[j].len = m.len[j];
         }
-        if (gb_put(&pay[0], &ok, 1) || gb_i64(&pay[1], ep) || gb_i64(&pay[2], hw) ||
+        if (lb_gb_put(&pay[0], &ok, 1) || gb_i64(&pay[1], ep) || gb_i64(&pay[2], hw) ||
             gb_i32(&pay[3], (int32_t)(g[E_OFFSET].len / 8)))
             nomem = 1;
     }
@@ -746,9 +726,9 @@ static PyObject *replication(PyObject *self, PyObject *args) {
                            cols);
 done:
     for (int j = 0; j < E_N; j++)
-        free(g[j].p);
+        lb_gb_free(&g[j]);
     for (int j = 0; j < 4; j++)
-        free(pay[j].p);
+        lb_gb_free(&pay[j]);
     while (held-- > 0)
         PyBuffer_Release(&v[held]);
     return result;

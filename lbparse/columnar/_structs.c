@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "lb_gbuf.h"
 #include "lb_varint.h"
 #include <math.h>
 #include <stdint.h>
@@ -36,29 +37,6 @@ enum { K_INT32 = 1, K_SINT32, K_SINT64, K_BOOL, K_INT64, K_ENUM, K_FLOAT, K_DOUB
        K_FIXED64, K_STRING, K_BYTES, K_MESSAGE };
 enum { R_SINGLE = 0, R_LIST = 1, R_MAP = 2 };
 
-typedef struct {
-    uint8_t *p;
-    size_t len, cap;
-} gbuf;
-
-static int gb_put(gbuf *g, const void *s, size_t n) {
-    if (g->len + n > g->cap) {
-        size_t c = g->cap ? g->cap : 256;
-        while (c < g->len + n)
-            c *= 2;
-        uint8_t *q = realloc(g->p, c);
-        if (!q) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        g->p = q;
-        g->cap = c;
-    }
-    if (n)
-        memcpy(g->p + g->len, s, n);
-    g->len += n;
-    return 0;
-}
 
 struct node;
 
@@ -68,7 +46,7 @@ typedef struct {
     int rep;             /* R_SINGLE, R_LIST, R_MAP */
     int presence;        /* proto3 optional: null exactly when absent */
     struct node *col;    /* the column: scalar or struct; for lists and maps, its elements */
-    gbuf offsets;        /* lists and maps: int32 offsets */
+    lb_gbuf offsets;        /* lists and maps: int32 offsets */
 } field;
 
 typedef struct node {
@@ -89,7 +67,7 @@ typedef struct node {
     int closed;
     PyObject *enum_name; /* for UNKNOWN_ENUM_VALUE_<name>_<n> */
     /* builders */
-    gbuf valid, values, offsets, data;
+    lb_gbuf valid, values, offsets, data;
     int64_t length, nulls;
 } node;
 
@@ -391,16 +369,16 @@ static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t e
 static int put_valid(node *c, int valid) {
     uint8_t v = (uint8_t)valid;
     c->nulls += !valid;
-    return gb_put(&c->valid, &v, 1);
+    return lb_gb_put_py(&c->valid, &v, 1);
 }
 
-static int put_offset(gbuf *g, int64_t v) {
+static int put_offset(lb_gbuf *g, int64_t v) {
     if (v > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "a column passed 2 GiB in one batch");
         return -1;
     }
     int32_t x = (int32_t)v;
-    return gb_put(g, &x, 4);
+    return lb_gb_put_py(g, &x, 4);
 }
 
 static int write_null(node *c);
@@ -420,7 +398,7 @@ static int write_value(node *c, const uint8_t *d, const occ *o, int nullable, in
     case K_BYTES: {
         int64_t n = o ? o->b - o->a : 0;
         int null = presence ? !o : (nullable && n == 0);
-        if (!null && n && gb_put(&c->data, d + o->a, (size_t)n) < 0)
+        if (!null && n && lb_gb_put_py(&c->data, d + o->a, (size_t)n) < 0)
             return -1;
         return put_offset(&c->offsets, (int64_t)c->data.len) || put_valid(c, !null);
     }
@@ -430,13 +408,13 @@ static int write_value(node *c, const uint8_t *d, const occ *o, int nullable, in
         if (!null) {
             const char *name = enum_name(c, v);
             if (name) {
-                if (gb_put(&c->data, name, strlen(name)) < 0)
+                if (lb_gb_put_py(&c->data, name, strlen(name)) < 0)
                     return -1;
             } else {
                 PyObject *s = PyUnicode_FromFormat("UNKNOWN_ENUM_VALUE_%U_%lld", c->enum_name,
                                                    (long long)v);
                 const char *u = s ? PyUnicode_AsUTF8(s) : NULL;
-                int rc = u ? gb_put(&c->data, u, strlen(u)) : -1;
+                int rc = u ? lb_gb_put_py(&c->data, u, strlen(u)) : -1;
                 Py_XDECREF(s);
                 if (rc < 0)
                     return -1;
@@ -449,31 +427,31 @@ static int write_value(node *c, const uint8_t *d, const occ *o, int nullable, in
         if (o)
             memcpy(&v, d + o->a, 4);
         int null = presence ? !o : (nullable && v == 0 && !signbit(v));
-        return gb_put(&c->values, &v, 4) || put_valid(c, !null);
+        return lb_gb_put_py(&c->values, &v, 4) || put_valid(c, !null);
     }
     case K_DOUBLE: {
         double v = 0;
         if (o)
             memcpy(&v, d + o->a, 8);
         int null = presence ? !o : (nullable && v == 0 && !signbit(v));
-        return gb_put(&c->values, &v, 8) || put_valid(c, !null);
+        return lb_gb_put_py(&c->values, &v, 8) || put_valid(c, !null);
     }
     case K_BOOL: {
         uint8_t v = o ? (uint8_t)int_value(K_BOOL, d, o) : 0;
         int null = presence ? !o : (nullable && !v);
-        return gb_put(&c->values, &v, 1) || put_valid(c, !null);
+        return lb_gb_put_py(&c->values, &v, 1) || put_valid(c, !null);
     }
     case K_INT32:
     case K_SINT32:
     case K_FIXED32: {
         int32_t v = o ? (int32_t)int_value(c->kind, d, o) : 0;
         int null = presence ? !o : (nullable && v == 0);
-        return gb_put(&c->values, &v, 4) || put_valid(c, !null);
+        return lb_gb_put_py(&c->values, &v, 4) || put_valid(c, !null);
     }
     default: {
         int64_t v = o ? int_value(c->kind, d, o) : 0;
         int null = presence ? !o : (nullable && v == 0);
-        return gb_put(&c->values, &v, 8) || put_valid(c, !null);
+        return lb_gb_put_py(&c->values, &v, 8) || put_valid(c, !null);
     }
     }
 }
@@ -558,7 +536,7 @@ static void free_node(node *c) {
         return;
     for (int i = 0; i < c->nfields; i++) {
         free_node(c->fields[i].col);
-        free(c->fields[i].offsets.p);
+        lb_gb_free(&c->fields[i].offsets);
     }
     free(c->fields);
     free(c->numbers);
@@ -566,10 +544,10 @@ static void free_node(node *c) {
         free(c->names[i]);
     free(c->names);
     Py_XDECREF(c->enum_name);
-    free(c->valid.p);
-    free(c->values.p);
-    free(c->offsets.p);
-    free(c->data.p);
+    lb_gb_free(&c->valid);
+    lb_gb_free(&c->values);
+    lb_gb_free(&c->offsets);
+    lb_gb_free(&c->data);
     free(c);
 }
 
@@ -693,7 +671,7 @@ static void reset(node *c) {
     }
 }
 
-static PyObject *bytes_of(const gbuf *g) {
+static PyObject *bytes_of(const lb_gbuf *g) {
     return PyBytes_FromStringAndSize(g->p ? (const char *)g->p : "", (Py_ssize_t)g->len);
 }
 

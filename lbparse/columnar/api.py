@@ -18,15 +18,17 @@ verb, subject...), and one per problem in the input (`error_kind`
 `input:...`). Both run the pipeline's batch decoder; a capture is read by
 the C capture loop where it is built (setup.py), else by the Python reader.
 
-The heavy imports (pyarrow, the schema) happen at the first call, so that
-`import lbparse` stays light.
+The heavy imports (pyarrow, numpy, the columnar core) happen at the first
+call, through lbparse.extras.need (its LATE table), so that `import lbparse`
+stays light.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
 
+from lbparse.extras import need
 from lbparse.limits import Limits  # light, and named in read_capture_arrow's signature
 
 if TYPE_CHECKING:
@@ -37,9 +39,7 @@ else:
     # attribute is asked for keeps `import lbparse` light and the hints whole.
     class _Pyarrow:
         def __getattr__(self, name):
-            import pyarrow
-
-            return getattr(pyarrow, name)
+            return getattr(need("pyarrow"), name)
 
     pa = _Pyarrow()
 
@@ -54,11 +54,10 @@ DECODED_COLUMNS_FIRST = ("layout", "layout_confidence", "layout_ambiguous", "lay
 
 
 def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
-    from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
-
-    options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient)
+    decode_arrow = need("lbparse.columnar.decode_arrow")
+    options = decode_arrow.DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient)
     options.check()  # the library's own ValueError for an unknown layout or options
-    return decoder_for(options)
+    return decode_arrow.decoder_for(options)
 
 
 def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
@@ -75,12 +74,11 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
     column per payload type (`proto_Message`, `proto_Ack`, ...,
     `commitlog_ReplicationResponse`), null where the row has another type.
     """
-    from lbparse.columnar.schema import CAPTURE_COLUMNS
-
+    capture_columns = need("lbparse.columnar.schema").CAPTURE_COLUMNS
     decoder = _decoder(layout, verify_crc, lenient)
     out = decoder(payload_records(payloads))
-    keep = [name for name in out.schema.names if name not in CAPTURE_COLUMNS]
-    return out.select(keep)
+    keep = [name for name in out.schema.names if name not in capture_columns]
+    return cast("pa.RecordBatch", out.select(keep))
 
 
 def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
@@ -99,28 +97,24 @@ def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]
         >>> t["protocol_ServerInfoResponse"].column("id").to_pylist()
         ['s1']
     """
-    from lbparse.columnar.schema import CAPTURE_COLUMNS
-    from lbparse.columnar.tables import tables_of
-
+    capture_columns = need("lbparse.columnar.schema").CAPTURE_COLUMNS
+    tables_of = need("lbparse.columnar.tables").tables_of
     decoder = _decoder(layout, verify_crc, lenient)
-    tables = tables_of(decoder.decode(payload_records(payloads)), keys=("position",))
+    tables: dict[str, pa.Table] = tables_of(decoder.decode(payload_records(payloads)),
+                                            keys=("position",))
     have = set(tables["messages"].column_names)  # a set: column_names is a new list each time
     tables["messages"] = tables["messages"].drop_columns(
-        [c for c in CAPTURE_COLUMNS if c != "position" and c in have])
+        [c for c in capture_columns if c != "position" and c in have])
     return tables
 
 
 def payload_records(payloads: Any) -> "pa.RecordBatch":
     """The decoder's input for bare payloads (anything `decode_arrow` takes): no
     capture columns, `position` the index."""
-    import numpy as np
-    import pyarrow as pa
-
-    from lbparse.columnar.schema import arrow_record_schema
-
+    np = need("numpy")
     arr = _binary(payloads)
     n = len(arr)
-    schema = arrow_record_schema()
+    schema = need("lbparse.columnar.schema").arrow_record_schema()
     cols = []
     for f in schema:
         if f.name == "payload":
@@ -135,8 +129,6 @@ def payload_records(payloads: Any) -> "pa.RecordBatch":
 
 
 def _binary(payloads: Any) -> "pa.Array":
-    import pyarrow as pa
-
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks() if payloads.num_chunks != 1 else payloads.chunk(0)
     if not isinstance(payloads, pa.Array):
@@ -160,8 +152,7 @@ def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
     rows a batch, and memory stays flat whatever the file size. `limits`
     bounds what hostile input may cost (lbparse.Limits; captures only).
     """
-    from lbparse.columnar.ordered import decode_in_order
-
+    decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     decoder = _decoder(layout, verify_crc, lenient)
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
         yield decoded.to_batch()
@@ -179,10 +170,8 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     `(source, position)`. The tables `lbparse pipeline` writes are these,
     batch after batch.
     """
-    from lbparse.columnar.tables import tables_of
-
-    from lbparse.columnar.ordered import decode_in_order
-
+    tables_of = need("lbparse.columnar.tables").tables_of
+    decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     decoder = _decoder(layout, verify_crc, lenient)
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
         yield tables_of(decoded)
@@ -190,19 +179,18 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,
                      limits: "Limits | None") -> "Iterator[pa.RecordBatch]":
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_capture, read_unit
-
+    sources = need("lbparse.columnar.sources")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ValueError(f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}")
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an lbparse.Limits; got {type(limits).__name__}")
-    options = SourceOptions(batch_rows=batch_rows)
-    for unit in plan([os.fspath(path)], options):
-        stats = UnitStats(unit.path, unit.format, unit.size)
+    options = sources.SourceOptions(batch_rows=batch_rows)
+    for unit in sources.plan([os.fspath(path)], options):
+        stats = sources.UnitStats(unit.path, unit.format, unit.size)
         if unit.format in ("pcap", "pcapng") and unit.error is None:
-            records = read_capture(unit, options, stats, limits=limits)
+            records = sources.read_capture(unit, options, stats, limits=limits)
         else:
-            records = read_unit(unit, options, stats)
+            records = sources.read_unit(unit, options, stats)
         for batch in records:
             for start in range(0, max(batch.num_rows, 1), batch_rows):
                 yield batch.slice(start, batch_rows)

@@ -64,6 +64,7 @@ from lbparse.columnar.wirescan import decode_structs, scatter
 from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
                           FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
                           VERSION, VERSION_OFFSET)
+from lbparse.columnar.trafficcols import traffic_columns
 
 __all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
            "decisive_reason", "decoder_for", "group_rows", "native_available"]
@@ -292,7 +293,6 @@ class BatchDecoder:
         once, in order), the columns of Liftbridge's non-envelope traffic."""
         out = self.decoded(records, context, base)
         if traffic is not None:
-            from lbparse.columnar.trafficcols import traffic_columns
             out.columns.update(traffic_columns(traffic, records))
         return out
 

@@ -38,6 +38,7 @@ from lbparse.columnar.units import Unit
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
                                      looks_like_partition, partition_number, segment_name,
                                      unreadable_files)
+from lbparse.columnar.columns import struct_builder
 from lbparse.storage.errors import StorageError
 from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
 from lbparse.storage.values import KNOWN_STREAMS, stored_envelope
@@ -235,8 +236,6 @@ def _values(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], str
 
 def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type_name: str
            ) -> None:
-    from lbparse.columnar.columns import struct_builder
-
     cls = message_class(type_name)
     n = len(cols["position"])
     decoded: list[Any] = []

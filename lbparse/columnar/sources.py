@@ -43,17 +43,18 @@ from typing import Any, Iterator, NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
 from lbparse.capture import columnar, fields
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
-from lbparse.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.entries import plan_storage
-from lbparse.columnar.units import Unit, UnitStats
 from lbparse.columnar.schema import arrow_record_schema
+from lbparse.columnar.units import Unit, UnitStats
+from lbparse.limits import Limits
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 
@@ -191,8 +192,6 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
 
 
 def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
-    import pyarrow.parquet as pq
-
     try:
         meta = pq.ParquetFile(path).metadata
         names = meta.schema.to_arrow_schema().names
@@ -488,8 +487,6 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
 
 
 def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
-    import pyarrow.parquet as pq
-
     try:
         pf = pq.ParquetFile(unit.path)
         names = pf.schema_arrow.names

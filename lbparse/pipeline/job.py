@@ -29,16 +29,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from pyarrow.fs import FileSystem, LocalFileSystem
+from pyspark.sql import functions as F
 
 from lbparse import jsonform
-from lbparse.outputs import Interrupted, signals_deferred
-from lbparse.pipeline import outdir
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
-from lbparse.pipeline.output import commit, discard, filesystem
 from lbparse.columnar.sources import SourceOptions, Unit, plan
-from lbparse.pipeline.summary import Summary
+from lbparse.outputs import Interrupted, signals_deferred
+from lbparse.pipeline import outdir
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
+from lbparse.pipeline.output import commit, discard, filesystem
+from lbparse.pipeline.summary import Summary
 from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
 from lbparse.scratch import replace_file
 
@@ -104,8 +105,6 @@ def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
     Made in the JVM (a range, and the JSON as literals): a Python RDD would
     start a Python worker on every executor just to turn rows into rows.
     """
-    from pyspark.sql import functions as F
-
     texts = F.array(*[F.lit(json.dumps([u.to_json() for u in g])) for g in groups])
     return (spark.range(0, len(groups), 1, numPartitions=len(groups))
             .select(F.element_at(texts, (F.col("id") + 1).cast("int")).alias("units")))

@@ -31,6 +31,7 @@ Paths may be local or any URI pyarrow.fs opens (file://, hdfs://, s3://).
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from dataclasses import dataclass
@@ -40,6 +41,9 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from pyarrow.pandas_compat import get_logical_type
+
+from lbparse.extras import need
 
 __all__ = ["TableWriter", "WrittenFile", "attempt_id", "commit", "dataset_schema", "discard",
            "filesystem"]
@@ -170,10 +174,6 @@ def pandas_metadata(schema: pa.Schema) -> bytes:
     int and bigint. Nested values are pandas' business (dicts and arrays;
     `dtype_backend="pyarrow"` keeps them as Arrow, exactly).
     """
-    import json
-
-    from pyarrow.pandas_compat import get_logical_type
-
     columns = []
     for f in schema:
         numpy_type, extra = "object", None
@@ -265,9 +265,7 @@ def discard(fs: pafs.FileSystem, path: str) -> None:
 
 def attempt_id() -> str:
     """This task attempt's directory name (stage, partition, attempt)."""
-    from pyspark import TaskContext
-
-    ctx = TaskContext.get()
+    ctx = need("pyspark").TaskContext.get()  # a Spark task's; the pieces run without Spark
     if ctx is None:  # outside Spark (tests of the pieces)
         return f"local-{uuid.uuid4().hex[:8]}"
     return f"stage{ctx.stageId()}-task{ctx.partitionId()}-attempt{ctx.attemptNumber()}"

@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, cast
 from urllib.parse import urlparse
 
+from lbparse.extras import need
+from lbparse.pipeline.preflight import start_error
 from lbparse.scratch import write_private
 
 if TYPE_CHECKING:
@@ -81,16 +83,21 @@ def _log4j_file() -> str:
     return write_private("log4j2.properties", _LOG4J)
 
 
+def _session_class() -> "type[SparkSession]":
+    # Spark is the spark extra's; the rest of this module is not (the command
+    # line checks its options with under_spark_submit before Spark starts).
+    return cast("type[SparkSession]", need("pyspark.sql").SparkSession)
+
+
 def spark_session(master: str | None = None, *, app_name: str = "lbparse pipeline",
                   conf: Mapping[str, str] | None = None, quiet: bool = True) -> "SparkSession":
     """The SparkSession to run in: the active one (spark-submit's, a test's), or a new one."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
+    session = _session_class()
+    active = session.getActiveSession()
     if active is not None:
         spark = active
     elif under_spark_submit():
-        spark = SparkSession.builder.appName(app_name).getOrCreate()
+        spark = session.builder.appName(app_name).getOrCreate()
     else:
         master = master or "local[*]"
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -101,7 +108,7 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         # directory, which -m puts first on sys.path: from a checkout they
         # imported its source, not the lbparse installed (whose C capture
         # loop cut the inputs). PYTHONSAFEPATH keeps the directory out.
-        builder = SparkSession.builder.master(master).appName(app_name) \
+        builder = session.builder.master(master).appName(app_name) \
             .config("spark.executorEnv.PYTHONSAFEPATH", "1")
         if quiet:
             builder = builder.config("spark.driver.extraJavaOptions",
@@ -111,8 +118,6 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         try:
             spark = builder.getOrCreate()
         except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
-            from lbparse.pipeline.preflight import start_error
-
             raise ValueError(f"Spark did not start (--master {master}): "
                              f"{start_error(exc)}") from None
     for k, v in DEFAULT_CONF.items():
@@ -125,9 +130,7 @@ def run_session(master: str | None = None, *, conf: Mapping[str, str] | None = N
                 ) -> Iterator["SparkSession"]:
     """A session for one run: stopped at the end if it was started here, left
     running if it was already there (spark-submit's, a caller's, a test's)."""
-    from pyspark.sql import SparkSession
-
-    owned = SparkSession.getActiveSession() is None and not under_spark_submit()
+    owned = _session_class().getActiveSession() is None and not under_spark_submit()
     spark = spark_session(master, conf=conf)
     try:
         yield spark

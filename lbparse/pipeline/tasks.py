@@ -33,6 +33,8 @@ from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
+from lbparse.capture import HOT_MODULES, compiled_modules
+from lbparse.columnar import crc
 
 __all__ = ["RESULT_SCHEMA", "TaskOptions", "decode_unit", "new_counts", "process_segment",
            "process_unit", "run_task", "schema_of"]
@@ -88,9 +90,6 @@ def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> di
 def decoded_by() -> str:
     """Which lbparse this worker imported, and whether it runs compiled: on a cluster,
     a packed environment's (compiled) or the --py-files zip's (pure Python)."""
-    from lbparse.capture import HOT_MODULES, compiled_modules
-    from lbparse.columnar import crc
-
     where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the lbparse package
     built = []
     if compiled_modules():

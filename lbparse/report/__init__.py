@@ -12,20 +12,20 @@ rendered from that data alone (`render`, with the Vega-Lite specs of
 `charts`), so a script can check every number the page shows.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from lbparse.extras import need
+from lbparse.report.build import build_model
+
+if TYPE_CHECKING:
+    from lbparse.report.render import render_html
 
 __all__ = ["build_model", "render_html"]
 
 
 def __getattr__(name: str) -> Any:
-    # Imported when first asked for: rendering imports Altair (about a second),
-    # which reading and aggregating do not need.
-    if name == "build_model":
-        from lbparse.report.build import build_model
-
-        return build_model
+    # render_html when first asked for: the page needs Altair (the report
+    # extra, about a second to import), which reading and aggregating do not.
     if name == "render_html":
-        from lbparse.report.render import render_html
-
-        return render_html
+        return need("lbparse.report.render").render_html
     raise AttributeError(f"module 'lbparse.report' has no attribute {name!r}")

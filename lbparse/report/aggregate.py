@@ -17,10 +17,12 @@ from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
+from lbparse.report.raft_events import RaftEvents, is_transport_subject
 from lbparse.report.storage import Storage
 from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
 from lbparse.textform import NO_MSG_TYPE
 from lbparse.version import __version__
+from lbparse_generated.fb_schema import TABLES
 
 SCHEMA_VERSION = 1
 MAX_STREAMS = 200
@@ -53,8 +55,6 @@ class FlatFields:
     __slots__ = ("_fields", "_zeros")
 
     def __init__(self, table: FlatTable) -> None:
-        from lbparse_generated.fb_schema import TABLES
-
         self._fields = table.fields
         self._zeros = {name: "" if ftype in ("string", "[ubyte]") else 0
                        for _, name, ftype in TABLES[table.type_name]}
@@ -88,14 +88,8 @@ class Aggregator:
         self.raft: Any = None
         self.raft_missing = "not asked for"
         if raft:
-            from lbparse.report import raft_events
-
-            if raft_events.available():
-                self.raft = raft_events.RaftEvents(self.axis, self.partitions)
-                self.raft_missing = ""
-            else:
-                self.raft_missing = ("lbparse.raft is not in this lbparse: the Raft transport "
-                                     "is not decoded")
+            self.raft = RaftEvents(self.axis, self.partitions)
+            self.raft_missing = ""
         self._feed_msg_raft = True   # until a PUB is seen: a recording holds only MSGs
         self._partition_cache: dict[str, tuple[str, int] | None] = {}
         self._replies = self.cluster.replies
@@ -179,8 +173,6 @@ class Aggregator:
             self.cluster.status_503(ns, i, rec.subject)
 
     def _raft_feed(self, rec: Any, ns: int, i: int, payload: bytes) -> None:
-        from lbparse.report.raft_events import is_transport_subject
-
         subject = rec.subject
         if not is_transport_subject(subject):
             return

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lbparse.extras import need
+
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--mute-audio", "--remote-debugging-address=127.0.0.1",
@@ -72,9 +74,9 @@ class _Cdp:
     """The DevTools protocol over one WebSocket: commands and the events between them."""
 
     def __init__(self, url: str, timeout: float) -> None:
-        import websocket  # websocket-client
-
-        self.ws = websocket.create_connection(url, timeout=timeout, suppress_origin=True)
+        # websocket-client, the report extra: here, not at the top, since
+        # `lbparse report` imports this module without it (no --screenshot)
+        self.ws = need("websocket").create_connection(url, timeout=timeout, suppress_origin=True)
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 

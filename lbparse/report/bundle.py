@@ -5,6 +5,9 @@ vl-convert-python ships the three libraries and bundles them
 `inline=True`), for the Vega-Lite version Altair's specs are written for.
 Bundling takes a second or two, so the result is kept in the user's cache
 directory, keyed by the versions, and read from there afterwards.
+
+Only the page (lbparse.report.render) imports this module: Altair and
+vl-convert, the report extra, are imported at the top.
 """
 
 from __future__ import annotations
@@ -12,16 +15,18 @@ from __future__ import annotations
 import functools
 import os
 import re
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+import vl_convert as vlc
+from altair.vegalite import SCHEMA_VERSION
 
 from lbparse.scratch import read_own, replace_file
 
 
 def vegalite_version() -> str:
     """The Vega-Lite version of Altair's schema, as vl-convert names it (v6_4)."""
-    from altair.vegalite import SCHEMA_VERSION
-
     return "_".join(SCHEMA_VERSION.split(".")[:2])
 
 
@@ -39,10 +44,6 @@ def _bundle(vlc: Any, vl: str) -> str:
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str:
     """The runtimes' JavaScript, safe inside a <script> element (defines `vegaEmbed`)."""
-    from importlib.metadata import version
-
-    import vl_convert as vlc
-
     vl = vegalite_version()
     name = f"vega-bundle-vlc{version('vl-convert-python')}-{vl}.js"
     path = _cache_dir() / name

@@ -28,11 +28,18 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from lbparse.capture import Notice, Stats
+from lbparse.api import decode
+from lbparse.capture import Notice, Stats, columnar
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
+from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
+from lbparse.columnar.schema import column_for
+from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
 from lbparse.layouts import LAYOUTS
+from lbparse.payloads import message_class
+from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator, handler_view
 from lbparse.report.cluster import is_no_responders
 from lbparse.report.nodes import SUBSCRIBED, node_of_subject
@@ -47,10 +54,6 @@ TYPED_REST = frozenset(("ServerInfoResponse", "RaftJoinRequest", "PropagatedResp
 def native_reader() -> bool:
     """Whether this lbparse reads captures with the C capture loop (the pipeline's
     reader, and lbparse.read_capture_arrow, use it when it is built)."""
-    try:
-        from lbparse.capture import columnar  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return False
     return bool(columnar.available())
 
 
@@ -58,10 +61,6 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]
     """The decoded rows of one capture file as narrow tables (what
     read_capture_tables yields), and the reader's counts in `stats` (a
     pipeline UnitStats)."""
-    from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
-    from lbparse.columnar.tables import tables_of
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
-
     decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
     for unit in plan([os.fspath(path)], options):
@@ -110,8 +109,6 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
 
 def _descriptor(column: str) -> Any:
     """The protobuf descriptor of a struct column (proto_Message: proto.Message), or None."""
-    from lbparse.payloads import message_class
-
     try:
         return message_class(column.replace("_", ".", 1)).DESCRIPTOR
     except (KeyError, ValueError, AttributeError):
@@ -298,9 +295,6 @@ def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: s
     `payload_type`, in row order, as a struct array of their payload
     table's fields: null for a row its table lacks (a FlatBuffers payload
     of the same type name, in payload_json). None when no table has the type."""
-    from lbparse.columnar.schema import column_for
-    from lbparse.columnar.tables import JOIN_KEYS
-
     table = tables.get(column_for(payload_type))
     if table is None:
         return None
@@ -332,7 +326,6 @@ def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i
     messages = batch.column("error_message")
     # Each decoded message's payload is in its payload type's table
     # (proto.Message: proto_Message); a MsgType may have another in another layout.
-    from lbparse.columnar.schema import column_for
 
     payload_types = batch.column("payload_type").to_pylist()
     layouts = batch.column("layout").to_pylist()
@@ -395,9 +388,7 @@ def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i
 def _flat_message(envelope: bytes, layout: str) -> Any:
     """The FlatBuffers table of an envelope the columnar pass decoded, as the
     handlers read it (a FlatBuffers Ack's fields are not proto_Ack's)."""
-    import lbparse
-
-    return handler_view(lbparse.decode(envelope, layout).message)
+    return handler_view(decode(envelope, layout).message)
 
 
 def _count_streams(agg: Aggregator, i: np.ndarray, streams: list[str | None]) -> None:
@@ -406,8 +397,6 @@ def _count_streams(agg: Aggregator, i: np.ndarray, streams: list[str | None]) ->
     The streams past the limit are replaced in one pass (pc.is_in): one
     replacement per new stream was a pass over the batch each, quadratic in
     the streams of a batch (100,000 distinct streams: 64.9 s)."""
-    from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
-
     arr = pa.array(streams, pa.string())
     known = pc.is_valid(arr)
     if not pc.any(known).as_py():

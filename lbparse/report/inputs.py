@@ -16,13 +16,22 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from lbparse.capture import CaptureReader, Notice, Record, Stats
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+
+from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
+from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
+from lbparse.report.columnar import add_batch, arrow_batches
+from lbparse.report.storage import read_data_dir
 from lbparse.report.timebins import MS, exact_time
+from lbparse.storage.datadir import is_data_dir
 
 PIPELINE_COLUMNS = ("source", "position", "ts_ns", "src", "dst", "verb", "subject", "reply", "sid",
                     "headers", "payload", "error_kind", "error_message")
@@ -80,10 +89,6 @@ def _pipeline_dataset(path: str) -> str | None:
 
 def _looks_like_data_dir(path: str) -> bool:
     """A node's data directory, or a folder of them (lbparse.storage's test)."""
-    from pathlib import Path
-
-    from lbparse.storage.datadir import is_data_dir
-
     root = Path(path)
     return is_data_dir(root) or any(is_data_dir(p) for p in root.iterdir() if p.is_dir())
 
@@ -94,7 +99,6 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
         return read_capture(path, agg, stats, options)
     if kind == "pipeline":
         return read_pipeline(path, agg, stats, options)
-    from lbparse.report.storage import read_data_dir
 
     found = agg.problems.model()["total"]
     extra = read_data_dir(path, agg.storage())
@@ -121,8 +125,6 @@ def _columns_pay(path: str, options: ReadOptions) -> bool:
 
 
 def _capture_kind(path: str) -> str:
-    from lbparse.capture.formats import sniff
-
     if path == STDIN:  # read once, as it comes: the record path (it spools what it must)
         return "unknown"
     try:
@@ -134,8 +136,6 @@ def _capture_kind(path: str) -> str:
 def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
                          options: ReadOptions) -> InputSummary:
     """The fast path: decoded rows in Arrow batches, counted over columns."""
-    from lbparse.report.columnar import add_batch, arrow_batches
-
     units: list[Any] = []
     first: int | None = None
     last: int | None = None
@@ -246,8 +246,6 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
 
 
 def _default_layout() -> str:
-    from lbparse.capture import default_layout
-
     return default_layout()
 
 
@@ -269,12 +267,10 @@ def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
     one per task (and, from runs before one table per type, per MsgType), so
     they are not in time order. DIR/messages holds every row (the payload
     tables hold the payloads decoded again here, from the bytes)."""
-    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
-    import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
-    import pyarrow.dataset as ds  # type: ignore[import-untyped,unused-ignore]
-
     # "hive": an earlier run's msg_type_name=NAME/ directories read too.
-    data = ds.dataset(dataset_dir, format="parquet", partitioning="hive")
+    # Late (lbparse.extras.LATE): pyarrow.dataset imports pandas, 0.6 s that
+    # `lbparse --help` (which imports this module) would pay.
+    data = need("pyarrow.dataset").dataset(dataset_dir, format="parquet", partitioning="hive")
     names = [c for c in PIPELINE_COLUMNS if c in data.schema.names]
     if "ts_ns" not in names:
         # Output of a pipeline before ts_ns: its ts (a timestamp) is what there is.

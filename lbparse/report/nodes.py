@@ -24,6 +24,7 @@ server/metadata.go: `<namespace>.<stream>.<partition>.replicate|offset`).
 """
 
 from __future__ import annotations
+from lbparse.capture.connects import lift_name
 
 # Tokens after `<ns>.raft.metadata.` that are not node names.
 RAFT_SUBJECT_WORDS = ("join", "info", "propagate", "status", "fetch", "bootstrap")
@@ -107,8 +108,6 @@ class NodeMap:
 
     def connect(self, endpoint: str, name: str) -> None:
         """A CONNECT line from `endpoint` named its connection `name`."""
-        from lbparse.capture.connects import lift_name
-
         self.connections[endpoint] = name
         lift = lift_name(name)
         if lift is not None:

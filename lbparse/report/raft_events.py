@@ -11,9 +11,6 @@ direction of a Raft connection is a byte stream published to
   included), and the log entries it replicates: Liftbridge's RaftLog ops
   (ChangeLeader, ShrinkISR, ExpandISR, CreateStream...), each counted once
   by its log index (the leader sends it to every follower).
-
-When lbparse.raft is not there (`available()` is False), none of this is
-read and the report says so.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from lbparse.raft import StreamDecoder
 from lbparse.report.partitions import Partitions
 from lbparse.report.timebins import MS, Counts, TimeAxis
 
@@ -28,14 +26,6 @@ MAX_STREAMS = 4096       # transport streams decoded at once
 MAX_ENTRIES = 200_000    # log indexes remembered (entries counted once)
 MAX_ELECTIONS = 5000
 MAX_TERMS = 5000
-
-
-def available() -> bool:
-    try:
-        import lbparse.raft  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def is_transport_subject(subject: str) -> bool:
@@ -47,9 +37,6 @@ def is_transport_subject(subject: str) -> bool:
 
 class RaftEvents:
     def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
-        from lbparse.raft import StreamDecoder  # type: ignore[import-not-found,unused-ignore]
-
-        self._decoder_class = StreamDecoder
         self.axis = axis
         self.partitions = partitions
         self.decoders: OrderedDict[tuple[str, str], Any] = OrderedDict()  # oldest out first
@@ -72,7 +59,7 @@ class RaftEvents:
         if dec is None:
             if len(self.decoders) >= MAX_STREAMS:
                 self.decoders.popitem(last=False)
-            dec = self.decoders[key] = self._decoder_class()
+            dec = self.decoders[key] = StreamDecoder()
         self.messages += 1
         chunk = dec.feed(payload)
         if chunk.error is not None:

@@ -26,6 +26,10 @@ from typing import Any
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, Counts, TimeAxis
+from lbparse.storage import StorageError, find_partitions, read_high_watermark, read_leader_epochs
+from lbparse.storage.datadir import is_data_dir, node_name
+from lbparse.storage.raftdb import read_raft_db
+from lbparse.storage.segment import iter_segment
 
 RAFT_DB = Path("raft") / "raft.db"
 
@@ -44,9 +48,6 @@ class Storage:
         self.findings = 0
 
     def partition(self, part: Any) -> None:
-        from lbparse.storage import StorageError
-        from lbparse.storage.segment import iter_segment
-
         axis, stored, key = self.axis, self.stored, f"{part.stream}/{part.partition}"
         epochs: dict[int, list[int]] = {}   # epoch -> [first ns, last ns]
         row: dict[str, Any] = {"node": part.node, "partition_key": key, "entries": 0,
@@ -84,8 +85,6 @@ class Storage:
         self.replicas.append(row)
 
     def _checkpoints(self, part: Any) -> tuple[int | None, list[list[int]]]:
-        from lbparse.storage import StorageError, read_high_watermark, read_leader_epochs
-
         hw, epochs = None, []
         try:
             if part.hw_file is not None:
@@ -97,9 +96,6 @@ class Storage:
         return hw, epochs
 
     def raft_db(self, data_dir: Path, node: str) -> None:
-        from lbparse.storage import StorageError
-        from lbparse.storage.raftdb import read_raft_db
-
         path = data_dir / RAFT_DB
         if not path.is_file():
             return
@@ -146,9 +142,6 @@ class Storage:
 
 def read_data_dir(path: str, storage: Storage) -> dict[str, Any]:
     """Every node's partitions and raft.db under `path` into `storage`; the input's summary."""
-    from lbparse.storage import StorageError, find_partitions
-    from lbparse.storage.datadir import is_data_dir, node_name
-
     root = Path(path)
     try:
         parts = find_partitions([root])

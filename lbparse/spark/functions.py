@@ -25,10 +25,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]
 from pyspark.sql.types import StructType
 
-from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.pipeline.schema import CAPTURE_COLUMNS
+from lbparse.columnar.api import payload_records
+from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
+from lbparse.pipeline.schema import CAPTURE_COLUMNS, output_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -43,16 +45,11 @@ __all__ = ["CAPTURE_COLUMNS", "envelope_schema", "decode_payloads", "from_envelo
 @lru_cache(maxsize=None)
 def envelope_schema() -> StructType:
     """The struct from_envelope makes: the pipeline's columns about the envelope."""
-    from lbparse.pipeline.schema import output_schema
-
     return StructType([f for f in output_schema().fields if f.name not in CAPTURE_COLUMNS])
 
 
 def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArray:
     """Decode a binary Arrow array into envelope_schema()'s struct array, row for row."""
-    from lbparse.columnar.api import payload_records
-    from lbparse.columnar.decode_arrow import decoder_for
-
     out = decoder_for(options)(payload_records(payloads))
     names = [f.name for f in envelope_schema().fields]
     return pa.StructArray.from_arrays([out.column(name) for name in names],
@@ -67,8 +64,6 @@ def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool
     protobuf zeros as values, not null (from_protobuf's emit.default.values).
     Bad options raise ValueError here, on the driver.
     """
-    from pyspark.sql.functions import arrow_udf  # type: ignore[attr-defined]
-
     options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient,
                             emit_defaults=emit_default_values)
     options.check()

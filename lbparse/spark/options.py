@@ -36,9 +36,11 @@ import re
 from typing import Mapping
 from urllib.parse import unquote, urlparse
 
-from lbparse.pipeline import DEFAULT_BATCH_ROWS
+from lbparse.capture import default_layout
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
+from lbparse.columnar.tables import table_names
+from lbparse.pipeline import DEFAULT_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
 __all__ = ["ENTRIES", "KNOWN", "MAX_COUNT", "STREAM_ONLY", "paths", "stream_options", "table",
@@ -113,8 +115,6 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOptions:
     """The pipeline's options from the data source's (ValueError for bad ones)."""
-    from lbparse.capture import default_layout
-
     _check_names(options, stream)
     o = _lower(options)
     rows = _count(o, "batchRows", DEFAULT_BATCH_ROWS)
@@ -134,8 +134,6 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
     against the tables of the inputs: data directories have `entries`;
     captures, recordings and payload tables have `messages`, one table per
     payload type and the traffic tables (lbparse.columnar.tables)."""
-    from lbparse.columnar.tables import table_names
-
     name = _lower(options).get("table")
     if name is None:
         return None

@@ -9,13 +9,15 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage
+from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
+from lbparse.columnar.sources import Unit, plan
+from lbparse.columnar.tables import table_schema, tables_of
 from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.schema import entries_schema, output_schema
-from lbparse.columnar.sources import Unit, plan
-from lbparse.pipeline.tasks import TaskOptions
+from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
 __all__ = ["is_storage", "plan_partitions", "read_units", "schema_of", "storage_inputs",
            "table_struct"]
@@ -50,10 +52,6 @@ def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
 
 def table_struct(name: str) -> StructType:
     """A narrow table's schema, as Spark's: its Arrow schema converted."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from lbparse.columnar.tables import table_schema
-
     return from_arrow_schema(table_schema(name))
 
 
@@ -70,9 +68,6 @@ def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
                ) -> Iterator[pa.RecordBatch]:
     """The rows of the units, as the pipeline's Arrow batches (the wide rows,
     or those of table `name`)."""
-    from lbparse.columnar.entries import read_segment_unit
-    from lbparse.pipeline.tasks import decode_unit, new_counts
-
     for unit in units:
         if unit.format == SEGMENT_FORMAT:
             batches = read_segment_unit(unit, task.source.batch_rows)
@@ -87,8 +82,6 @@ def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
 
 def _table_batches(decoded: Iterator[Any], name: str) -> Iterator[pa.RecordBatch]:
     """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of)."""
-    from lbparse.columnar.tables import tables_of
-
     for d in decoded:
         found = tables_of(d).get(name)
         if found is not None:

@@ -38,6 +38,12 @@
 #include <string.h>
 
 #include "lb_crc.h"
+/* The JSON Lines buffer never leaves this file: Python's raw allocator,
+ * which tracemalloc sees (tests/test_storage_growth.py measures it). */
+#define LB_GBUF_REALLOC PyMem_RawRealloc
+#define LB_GBUF_FREE PyMem_RawFree
+#define LB_GBUF_FIRST ((size_t)1 << 16) /* a segment's lines: many KiB at once */
+#include "lb_gbuf.h"
 
 static lb_crc_table tables[2]; /* slicing-by-8: CRC-32C, CRC-32 (IEEE) */
 static int have_hw = 0;
@@ -310,39 +316,24 @@ error:
 
 /* ---- JSON Lines of entries (lbparse segments --format jsonl) -------------- */
 
-typedef struct {
-    char *buf;
-    Py_ssize_t len, cap;
-} out_t;
+static int put(lb_gbuf *o, const char *s, Py_ssize_t n) { return lb_gb_put_py(o, s, (size_t)n); }
 
-static int grow(out_t *o, Py_ssize_t more) {
-    if (o->len + more <= o->cap)
-        return 0;
-    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
-    while (cap < o->len + more)
-        cap *= 2;
-    char *b = PyMem_Realloc(o->buf, (size_t)cap);
-    if (!b) {
+/* Room for k * n + 2 bytes (a string of n escaped k bytes each, quoted). */
+static int room_quoted(lb_gbuf *o, Py_ssize_t n, size_t k) {
+    if ((size_t)n > (LB_GBUF_MAX - 2) / k) {
         PyErr_NoMemory();
         return -1;
     }
-    o->buf = b;
-    o->cap = cap;
-    return 0;
+    return lb_gb_reserve_py(o, k * (size_t)n + 2);
 }
 
-static int put(out_t *o, const char *s, Py_ssize_t n) {
-    if (grow(o, n) < 0)
-        return -1;
-    memcpy(o->buf + o->len, s, (size_t)n);
-    o->len += n;
-    return 0;
-}
+/* The end of what is written: where the next byte goes. */
+static char *tail(lb_gbuf *o) { return (char *)o->p + o->len; }
 
 #define PUTS(o, lit) put(o, lit, (Py_ssize_t)(sizeof(lit) - 1))
 
 /* An int attribute as decimal (any size: Python's own conversion beyond 64 bits). */
-static int put_int(out_t *o, PyObject *v) {
+static int put_int(lb_gbuf *o, PyObject *v) {
     char tmp[32];
     int overflow = 0;
     long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -362,7 +353,7 @@ static int put_int(out_t *o, PyObject *v) {
     return rc;
 }
 
-static int put_hex(out_t *o, PyObject *b) {
+static int put_hex(lb_gbuf *o, PyObject *b) {
     static const char digits[] = "0123456789abcdef";
     if (b == Py_None)
         return PUTS(o, "null");
@@ -370,9 +361,9 @@ static int put_hex(out_t *o, PyObject *b) {
     Py_ssize_t n;
     if (PyBytes_AsStringAndSize(b, &p, &n) < 0)
         return -1;
-    if (grow(o, 2 * n + 2) < 0)
+    if (room_quoted(o, n, 2) < 0)
         return -1;
-    char *w = o->buf + o->len;
+    char *w = tail(o);
     *w++ = '"';
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
@@ -380,17 +371,17 @@ static int put_hex(out_t *o, PyObject *b) {
         *w++ = digits[c & 15];
     }
     *w++ = '"';
-    o->len = w - o->buf;
+    o->len = (size_t)(w - (char *)o->p);
     return 0;
 }
 
 /* A string as json.dumps(s, ensure_ascii=False) writes it. */
-static int put_str(out_t *o, PyObject *s) {
+static int put_str(lb_gbuf *o, PyObject *s) {
     Py_ssize_t n;
     const char *t = PyUnicode_AsUTF8AndSize(s, &n);
-    if (!t || grow(o, 6 * n + 2) < 0)
+    if (!t || room_quoted(o, n, 6) < 0)
         return -1;
-    char *w = o->buf + o->len;
+    char *w = tail(o);
     *w++ = '"';
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)t[i];
@@ -411,7 +402,7 @@ static int put_str(out_t *o, PyObject *s) {
         }
     }
     *w++ = '"';
-    o->len = w - o->buf;
+    o->len = (size_t)(w - (char *)o->p);
     return 0;
 }
 
@@ -420,7 +411,7 @@ static int put_str(out_t *o, PyObject *s) {
 /* The headers as an object, as Python's dict(headers) makes it: each key once,
  * where it first comes, with its last value. A dict finds the repeated keys
  * (comparing every pair made one entry of 32,767 keys take 28.5 s). */
-static int put_headers(out_t *o, PyObject *headers) {
+static int put_headers(lb_gbuf *o, PyObject *headers) {
     if (!PyList_Check(headers)) {
         PyErr_SetString(PyExc_TypeError, "headers: a list is needed");
         return -1;
@@ -452,7 +443,7 @@ static int put_headers(out_t *o, PyObject *headers) {
     return rc < 0 ? -1 : PUTS(o, "}");
 }
 
-static int put_attr_int(out_t *o, PyObject *e, int name) {
+static int put_attr_int(lb_gbuf *o, PyObject *e, int name) {
     PyObject *v = PyObject_GetAttr(e, names[name]);
     if (!v)
         return -1;
@@ -462,7 +453,7 @@ static int put_attr_int(out_t *o, PyObject *e, int name) {
 }
 
 /* A 64-bit field as lbparse's JSON writes it (lbparse.jsonform): a decimal string. */
-static int put_attr_int64(out_t *o, PyObject *e, int name) {
+static int put_attr_int64(lb_gbuf *o, PyObject *e, int name) {
     PyObject *v = PyObject_GetAttr(e, names[name]);
     if (!v)
         return -1;
@@ -472,7 +463,7 @@ static int put_attr_int64(out_t *o, PyObject *e, int name) {
     return rc;
 }
 
-static int put_attr(out_t *o, PyObject *e, int name, int (*f)(out_t *, PyObject *)) {
+static int put_attr(lb_gbuf *o, PyObject *e, int name, int (*f)(lb_gbuf *, PyObject *)) {
     PyObject *v = PyObject_GetAttr(e, names[name]);
     if (!v)
         return -1;
@@ -485,7 +476,7 @@ static int put_attr(out_t *o, PyObject *e, int name, int (*f)(out_t *, PyObject 
 enum { N_OFFSET, N_TIMESTAMP, N_EPOCH, N_SIZE, N_CRC, N_MAGIC, N_ATTRS, N_KEY, N_VALUE,
        N_HEADERS };
 
-static int put_entry(out_t *o, PyObject *prefix, PyObject *pos, PyObject *e) {
+static int put_entry(lb_gbuf *o, PyObject *prefix, PyObject *pos, PyObject *e) {
     char *p;
     Py_ssize_t n;
     if (PyBytes_AsStringAndSize(prefix, &p, &n) < 0 || put(o, p, n) < 0 ||
@@ -521,14 +512,14 @@ static PyObject *jsonl(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "jsonl: as many positions as entries are needed");
         return NULL;
     }
-    out_t o = {NULL, 0, 0};
+    lb_gbuf o = {NULL, 0, 0};
     for (Py_ssize_t i = 0; i < n; i++)
         if (put_entry(&o, prefix, PyList_GET_ITEM(positions, i), PyList_GET_ITEM(entries, i)) < 0) {
-            PyMem_Free(o.buf);
+            lb_gb_free(&o);
             return NULL;
         }
-    PyObject *result = PyBytes_FromStringAndSize(o.buf ? o.buf : "", o.len);
-    PyMem_Free(o.buf);
+    PyObject *result = PyBytes_FromStringAndSize(o.p ? (const char *)o.p : "", (Py_ssize_t)o.len);
+    lb_gb_free(&o);
     return result;
 }
 

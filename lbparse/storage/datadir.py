@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from lbparse.payloads import message_class
 from lbparse.storage.checkpoints import EPOCH_FILE, HW_FILE
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_SUFFIX, LOG_SUFFIX, NAME_DIGITS
@@ -59,8 +60,6 @@ def node_name(data_dir: Path) -> str:
     """The server id in DATA/liftbridge (protocol.ServerState), else the folder's name."""
     state = data_dir / STATE_FILE
     try:
-        from lbparse.payloads import message_class
-
         msg = message_class(DATA_DIR["state_type"])()
         msg.ParseFromString(state.read_bytes())
         server_id = getattr(msg, "serverID", "")

@@ -62,6 +62,28 @@ def graph() -> dict[str, set[str]]:
             for m, p in paths.items()}
 
 
+def function_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, module) of each import inside a function (but under `if
+    TYPE_CHECKING:`, never run); `from X import y` gives X."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        if isinstance(node, ast.If) and _type_checking(node):
+            for child in node.orelse:
+                visit(child, inside)
+            return
+        if inside and isinstance(node, ast.Import):
+            found.extend((node.lineno, a.name) for a in node.names)
+        elif inside and isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, "." * node.level + (node.module or "")))
+        inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
 def third_party(module: str) -> set[str]:
     """The top-level names of what `module` imports from outside lbparse."""
     paths = {module_name(p): p for p in ROOT.rglob("*.py")}

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
 
 from lbparse.capture import CaptureReader
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
+from lbparse.limits import Limits
+from lbparse.pipeline.schema import arrow_record_schema
 
 
 def read_all(path: str) -> dict[str, Any]:
@@ -25,3 +30,15 @@ def concat_tables(batches: Iterable[dict[str, pa.Table]]) -> dict[str, pa.Table]
         for name, table in batch.items():
             parts.setdefault(name, []).append(table)
     return {k: pa.concat_tables(v) for k, v in parts.items()}
+
+
+def pipeline_rows(path: str | Path, native: bool, limits: Limits | None = None,
+                  batch_rows: int = 65536) -> tuple[pa.Table, dict[str, Any]]:
+    """The pipeline's record rows of a capture (the C loop's, or the
+    reference's: `native`), and its unit counts."""
+    unit = Unit(str(path), "pcap", os.path.getsize(path), os.path.getsize(path))
+    stats = UnitStats(unit.path, unit.format, unit.size)
+    batches = list(read_capture(unit, SourceOptions(batch_rows=batch_rows), stats,
+                                 limits=limits, native=native))
+    table = pa.Table.from_batches(batches, schema=arrow_record_schema())
+    return table, dict(vars(stats))
