@@ -31,7 +31,9 @@ from lbparse.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
 from lbparse.columnar.sources import (SourceOptions, Unit, UnitStats, read_capture, plan,
                                      read_unit)
+from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from support import capwriter as cw
+from support import retransmit
 from support.damage import damaged_captures
 from support.reading import pipeline_rows as rows
 from support.shared import CAPTURES, LIFTBRIDGE
@@ -324,13 +326,22 @@ def captures(draw: st.DrawFn) -> tuple[str, list[tuple[int, float, bytes]], dict
         conn = cw.Conn(client=(a, port), server=(b, 4222),
                        isn=(draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 2**32 - 1))))
         packets = conn.handshake() if draw(st.booleans()) else []
+        sent = {"c": b"", "s": b""}
         for side in draw(st.lists(st.sampled_from("cs"), min_size=1, max_size=4)):
             data = draw(_stream())
+            sent[side] += data
             packets += conn.send(side, data, mss=draw(st.sampled_from([None, 1, 7, 40, 300])))
         for _ in range(draw(st.integers(0, 3))):  # retransmissions and overlaps
             side = rnd.choice("cs")
-            start = conn.seq[side] - rnd.randint(0, 60)
-            packets.append(conn.segment_at(side, start, draw(st.binary(max_size=40))))
+            back = rnd.randint(0, 60)
+            again = draw(st.binary(max_size=40))
+            if back <= len(sent[side]) and draw(st.booleans()):
+                # a copy of the bytes sent (then new ones), maybe one changed
+                copy = bytearray(sent[side][len(sent[side]) - back:] + again)[:40]
+                if copy and rnd.random() < 0.5:
+                    copy[rnd.randrange(len(copy))] ^= 1
+                again = bytes(copy)
+            packets.append(conn.segment_at(side, conn.seq[side] - back, again))
         if packets and draw(st.booleans()):
             k = rnd.randrange(len(packets))
             del packets[k]  # a dropped packet
@@ -451,6 +462,66 @@ def test_hypothesis_captures(capture: tuple[str, list, dict[str, Any]], tmp_path
     assert_same(path, options["limits"])
     if options["limits"] is None:
         assert_split_same(path, options["snaplen"] // 2)
+
+
+@pytest.mark.parametrize("name", list(retransmit.CAPTURES))
+def test_retransmissions_read_alike(name: str, tmp_path: Path) -> None:
+    """Retransmissions that differ or not, within the window kept to compare
+    them or beyond it: the same rows and notices, read whole and cut into
+    ranges (the window, and whether a notice was given, go over with the
+    snapshot)."""
+    build, told = retransmit.CAPTURES[name]
+    path = build(tmp_path / f"{name}.pcap")
+    table, counts = rows(path, True)
+    assert counts["notices"].get("retransmission", 0) == told
+    assert table.column("error_kind").to_pylist().count("input:retransmission") == told
+    assert_same(path)
+    # ranges of one record, and of a few: one starts after a notice and
+    # holds bytes delivered and a copy of them (`told` goes over too)
+    assert [assert_split_same(path, every) > 5 for every in (1, 200, 500)][0]
+
+
+@st.composite
+def long_retransmissions(draw: st.DrawFn) -> list[tuple[int, float, bytes]]:
+    """A stream longer than the retransmission window, both ways, in segments
+    of random sizes, with copies of bytes sent up to 1.5 windows back
+    (equal, or a few bytes changed) among them."""
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    conn = cw.Conn(isn=(draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 2**32 - 1))))
+    packets = conn.handshake() if draw(st.booleans()) else []
+    sizes = st.sampled_from([0, 100, RETRANSMIT_WINDOW // 2, RETRANSMIT_WINDOW + 500,
+                             3 * RETRANSMIT_WINDOW])
+    streams = {side: retransmit.long_stream(draw(sizes) + rnd.randint(0, 999)) for side in "cs"}
+    sent = {"c": 0, "s": 0}
+    copies = draw(st.integers(0, 12))
+    while sent["c"] < len(streams["c"]) or sent["s"] < len(streams["s"]):
+        side = rnd.choice("cs")
+        at = sent[side]
+        piece = streams[side][at:at + rnd.choice([1, 7, 536, 1460, 5000])]
+        packets += conn.send(side, piece)
+        sent[side] += len(piece)
+        if sent[side] and copies and rnd.random() < 0.2:
+            copies -= 1
+            back = rnd.randint(1, min(sent[side], 3 * RETRANSMIT_WINDOW // 2))
+            start = sent[side] - back
+            copy = bytearray(streams[side][start:start + rnd.randint(1, 2 * back)])
+            for _ in range(rnd.choice([0, 0, 1, 3])):
+                copy[rnd.randrange(len(copy))] ^= 0x41
+            packets.append(conn.segment_at(side, conn.seq[side] - back, bytes(copy)))
+    return [(cw.ETHERNET, 1.7e9 + k * 0.001, cw.link(cw.ETHERNET, p))
+            for k, p in enumerate(packets)]
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large])
+@given(frames=long_retransmissions())
+def test_hypothesis_retransmissions_past_the_window(frames: list, tmp_path: Path) -> None:
+    path = tmp_path / "long.pcap"
+    _write(path, "pcap", frames, {"snaplen": 262144, "damage": [], "cut": None})
+    assert_same(path)
+    assert_split_same(path, 3000)
 
 
 @pytest.mark.slow

@@ -262,6 +262,8 @@ typedef struct {
 } parser;
 
 /* ---- TCP ------------------------------------------------------------------- */
+#define RETRANSMIT_WINDOW 4096      /* tcp.RETRANSMIT_WINDOW */
+
 typedef struct {
     int64_t pos;
     uint8_t *data;
@@ -284,6 +286,13 @@ typedef struct direction {
     /* bytes a record claimed the capture cut right after next_seq: the next
      * segment's sequence number settles the claim (tcp.py's module doc) */
     int64_t cut;
+    /* the last bytes delivered, to compare a retransmission with (tcp.py's
+     * window): a ring of RETRANSMIT_WINDOW bytes, allocated at the first
+     * byte, win_len of them held, the newest ending at win_end; told: a
+     * retransmission that differed was reported (nothing more compared) */
+    uint8_t *win;
+    Py_ssize_t win_len, win_end;
+    int told;
     struct conn *conn;
 } direction;
 
@@ -317,9 +326,10 @@ typedef int64_t tsns;
 #define TS_NONE INT64_MIN
 #define NS_PER_S 1000000000LL
 
-enum { K_GAP, K_INCOMPLETE, K_PROTOCOL, K_TRUNCATED, K_LIMIT, K_BAD_BLOCK, N_KINDS };
+enum { K_GAP, K_INCOMPLETE, K_PROTOCOL, K_TRUNCATED, K_LIMIT, K_BAD_BLOCK, K_RETRANSMISSION,
+       N_KINDS };
 static const char *KIND_NAME[N_KINDS] = {"gap", "incomplete", "protocol", "truncated", "limit",
-                                         "bad_block"};
+                                         "bad_block", "retransmission"};
 
 typedef struct {
     int kind;
@@ -1164,6 +1174,66 @@ static void clear_pending(direction *d) {
 
 static int lose(reader *r, direction *d, int64_t nbytes, tsns ts, PyObject *why);
 
+/* tcp.Direction.keep: `len` bytes were just delivered; the ring keeps the last. */
+static int keep_window(direction *d, const uint8_t *data, Py_ssize_t len) {
+    if (d->told || len == 0)
+        return 0;
+    if (!d->win && !(d->win = malloc(RETRANSMIT_WINDOW))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (len > RETRANSMIT_WINDOW) {
+        data += len - RETRANSMIT_WINDOW;
+        len = RETRANSMIT_WINDOW;
+    }
+    Py_ssize_t first = RETRANSMIT_WINDOW - d->win_end;
+    if (first > len)
+        first = len;
+    memcpy(d->win + d->win_end, data, (size_t)first);
+    memcpy(d->win, data + first, (size_t)(len - first));
+    d->win_end = (d->win_end + len) % RETRANSMIT_WINDOW;
+    d->win_len = d->win_len + len > RETRANSMIT_WINDOW ? RETRANSMIT_WINDOW : d->win_len + len;
+    return 0;
+}
+
+/* The byte `back` (1..win_len) bytes behind next_seq. */
+static inline uint8_t win_at(const direction *d, Py_ssize_t back) {
+    return d->win[(d->win_end - back + RETRANSMIT_WINDOW) % RETRANSMIT_WINDOW];
+}
+
+/* tcp.Direction._compare: `data` starts `back` (> 0) bytes behind next_seq;
+ * its bytes the window holds were delivered from another copy: a notice if
+ * they differ, the first time in this direction. */
+static int compare_window(reader *r, direction *d, int64_t back, const uint8_t *data,
+                          Py_ssize_t len, tsns ts) {
+    if (d->told)
+        return 0;
+    int64_t lo = back - d->win_len > 0 ? back - d->win_len : 0, hi = back < len ? back : len;
+    if (lo >= hi)
+        return 0;
+    int64_t first = -1, differ = 0;
+    for (int64_t i = lo; i < hi; i++)
+        if (data[i] != win_at(d, (Py_ssize_t)(back - i))) {
+            differ++;
+            if (first < 0)
+                first = i;
+        }
+    if (!differ)
+        return 0;
+    uint32_t seq = d->next_seq - (uint32_t)back;
+    PyObject *msg = PyUnicode_FromFormat(
+        "retransmitted bytes differ from those delivered: %lld of %lld bytes compared in a "
+        "segment of %zd bytes at sequence %lu, the first at sequence %lu; the copy delivered "
+        "first was kept (later retransmissions in this direction are not compared)",
+        (long long)differ, (long long)(hi - lo), len, (unsigned long)seq,
+        (unsigned long)(uint32_t)(seq + (uint32_t)first));
+    d->told = 1;
+    free(d->win);
+    d->win = NULL;
+    d->win_len = d->win_end = 0;
+    return notice_later(r, K_RETRANSMISSION, msg, ts, d, 1, differ, NULL);
+}
+
 static int deliver(reader *r, direction *d, const uint8_t *data, Py_ssize_t len, int64_t missing,
                    tsns ts) {
     if (len) {
@@ -1171,6 +1241,8 @@ static int deliver(reader *r, direction *d, const uint8_t *data, Py_ssize_t len,
             return -1;
         d->next_seq += (uint32_t)len;
         d->next_pos += len;
+        if (keep_window(d, data, len) < 0)
+            return -1;
     }
     if (missing)
         d->cut = missing; /* a claim: the next segment settles it */
@@ -1200,10 +1272,10 @@ static int drain(reader *r, direction *d, tsns ts) {
         heap_down(d->heap, d->npending, 0);
         d->pending_bytes -= s.len;
         int64_t back = d->next_pos - s.pos;
-        int rc = 0;
-        if (back < s.len)
+        int rc = back > 0 ? compare_window(r, d, back, s.data, s.len, ts) : 0;
+        if (rc == 0 && back < s.len)
             rc = deliver(r, d, s.data + back, s.len - (Py_ssize_t)back, s.missing, ts);
-        else if (back < s.len + s.missing)
+        else if (rc == 0 && back < s.len + s.missing)
             rc = deliver(r, d, NULL, 0, s.missing - (back - s.len), ts);
         /* The bytes delivered may be pointed at by frames: keep them for the packet. */
         lb_gbuf g = {s.data, (size_t)s.len, (size_t)s.len};
@@ -1230,6 +1302,7 @@ static int lose(reader *r, direction *d, int64_t nbytes, tsns ts, PyObject *why)
     if (abandon(r, d, ts) < 0)
         return -1;
     d->p.resync = d->p.here = 1; /* parser.gap(): nothing half-read is left */
+    d->win_len = d->win_end = 0;   /* no longer right behind next_seq */
     d->next_seq += (uint32_t)nbytes;
     d->next_pos += nbytes;
     return 0;
@@ -1262,6 +1335,8 @@ static int syn(reader *r, direction *d, uint32_t seq, tsns ts) {
     parser_init(&d->p, 0, r->max_frame);
     d->closed = 0;
     d->cut = 0;
+    d->win_len = d->win_end = 0;
+    d->told = 0;
     return 0;
 }
 
@@ -1277,6 +1352,8 @@ static int segment(reader *r, direction *d, uint32_t seq, const uint8_t *data, P
     uint32_t off = seq - d->next_seq;
     if (off >= HALF) {
         int64_t back = (int64_t)((1ull << 32) - off);
+        if (compare_window(r, d, back, data, len, ts) < 0)
+            return -1;
         if (back >= len + missing)
             return 0; /* a retransmission of bytes already delivered */
         if (back >= len) {
@@ -1557,6 +1634,7 @@ static void free_conn(conn *c) {
         free(d->dst);
         clear_pending(d);
         free(d->heap);
+        free(d->win);
         parser_free(&d->p);
     }
     free(c);
@@ -2409,6 +2487,8 @@ static int handle(reader *r, packet *pk) {
         if (d->has_next && seq == d->next_seq && !missing && !d->npending && !d->cut) {
             d->next_seq = seq + (uint32_t)avail;
             rc = feed(r, d, data, (Py_ssize_t)avail);
+            if (rc == 0)
+                rc = keep_window(d, data, (Py_ssize_t)avail);
         } else {
             rc = segment(r, d, seq, data, (Py_ssize_t)avail, missing, ts);
         }
@@ -2478,7 +2558,7 @@ static int finish_all(reader *r) {
  * makes exactly the rows a single reading makes from there: the same flows,
  * TCP segments waiting behind holes, half-read NATS frames, pcapng
  * interfaces and row count (positions). */
-#define SNAP_MAGIC 0x31534C42u /* "BLS1" */
+#define SNAP_MAGIC 0x32534C42u /* "BLS2": "BLS1" and the retransmission window */
 
 static int w_raw(lb_gbuf *g, const void *p, size_t n) { return lb_gb_put_py(g, p, n); }
 static int w_u8(lb_gbuf *g, uint8_t v) { return w_raw(g, &v, 1); }
@@ -2538,6 +2618,31 @@ static char *r_str(des *d) {
     return out;
 }
 
+/* The retransmission window, oldest byte first, and whether one was told. */
+static int w_window(lb_gbuf *g, const direction *d) {
+    Py_ssize_t start = (d->win_end - d->win_len + RETRANSMIT_WINDOW) % RETRANSMIT_WINDOW;
+    Py_ssize_t first = RETRANSMIT_WINDOW - start < d->win_len ? RETRANSMIT_WINDOW - start
+                                                               : d->win_len;
+    return w_u8(g, (uint8_t)d->told) || w_i64(g, (int64_t)d->win_len) ||
+           (d->win_len && (w_raw(g, d->win + start, (size_t)first) ||
+                           w_raw(g, d->win, (size_t)(d->win_len - first))));
+}
+
+static int r_window(des *in, direction *d) {
+    lb_gbuf g = {0, 0, 0};
+    d->told = r_u8(in);
+    if (r_bytes(in, &g) < 0)
+        return -1;
+    if (g.len > RETRANSMIT_WINDOW || d->told > 1)
+        in->bad = 1;
+    else if (g.len && keep_window(d, g.p, (Py_ssize_t)g.len) < 0) {
+        lb_gb_free(&g);
+        return -1;
+    }
+    lb_gb_free(&g);
+    return 0;
+}
+
 static int w_direction(lb_gbuf *g, const direction *d) {
     const parser *P = &d->p;
     if (w_str(g, d->src) || w_str(g, d->dst) || w_u8(g, (uint8_t)d->has_next) ||
@@ -2555,7 +2660,7 @@ static int w_direction(lb_gbuf *g, const direction *d) {
            w_bytes(g, P->w_sid.p, P->w_sid.len) || w_u8(g, (uint8_t)P->w_has_reply) ||
            w_u8(g, (uint8_t)P->w_has_sid) || w_i64(g, P->w_hsize) ||
            w_bytes(g, P->held.p, P->held.len) || w_i64(g, P->need) ||
-           w_u8(g, (uint8_t)P->resync) || w_u8(g, (uint8_t)P->here);
+           w_u8(g, (uint8_t)P->resync) || w_u8(g, (uint8_t)P->here) || w_window(g, d);
 }
 
 static int snapshot(reader *r, lb_gbuf *g) {
@@ -2662,6 +2767,8 @@ static int r_direction(des *in, direction *d, reader *r) {
     P->need = r_i64(in);
     P->resync = r_u8(in);
     P->here = r_u8(in);
+    if (r_window(in, d) < 0)
+        return -1;
     if (P->rest0 < 0 || P->rest0 > (Py_ssize_t)P->rest.len ||
         (P->waiting && (P->w_verb < V_PUB || P->w_verb > V_HMSG || P->need < 2 ||
                         P->w_hsize < 0 || P->w_hsize > P->need - 2 ||

@@ -15,6 +15,9 @@ Kinds:
   bad_record  a line (row) of our JSON Lines (Parquet) records that is not a
               record, or a Parquet row group that does not read; reading
               went on with the next
+  retransmission  a second copy of TCP bytes (a retransmission, an overlap)
+              differs from the bytes delivered first, which were kept; said
+              once per direction of a connection (lbparse.capture.tcp)
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from typing import Any
 
 from lbparse.jsonform import Int64
 
-NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record")
+NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record",
+                "retransmission")
 
 
 class Notice:

@@ -472,7 +472,9 @@ class CaptureReader:
                 if avail:
                     if seq == d.next_seq and not missing and not d.pending and not d.cut:
                         d.next_seq = (seq + avail) & MASK
-                        frames = d.parser.feed(buf[data:data + avail])
+                        chunk = buf[data:data + avail]
+                        frames = d.parser.feed(chunk)
+                        d.keep(chunk)
                     else:
                         frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
                 elif missing:

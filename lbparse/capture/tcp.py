@@ -21,6 +21,15 @@ end, nothing was cut (a TSO-style record: IPv4 total length 0 and an
 original length that lies) and the stream goes on whole. An ACK counts as
 acknowledging a hole only when it lies ahead of what was delivered: a
 stale one, behind it, says nothing about a segment 2^31 bytes on.
+
+A retransmission (or an overlap) keeps the bytes delivered first. Each
+direction keeps the last `RETRANSMIT_WINDOW` bytes it delivered, and the
+bytes of a later copy that fall in that window are compared with them: when
+they differ, a `retransmission` notice says where (the segment's sequence,
+the bytes compared, how many differ and the first that does), once per
+direction of a connection: later copies in that direction are not compared.
+Bytes further back than the window, or before a gap (a loss empties the
+window), are not compared: memory stays bounded, whatever the stream.
 """
 
 from __future__ import annotations
@@ -36,13 +45,18 @@ MASK: Final = 0xFFFFFFFF
 HALF: Final = 1 << 31
 MAX_PENDING_BYTES = 1 << 24
 MAX_PENDING_SEGMENTS = 4096
+# The last bytes each direction delivered, kept to compare a retransmission
+# with: a few segments' worth (real retransmissions resend the latest
+# bytes), small enough for 10^5 connections (_native.c's copy of the fact).
+RETRANSMIT_WINDOW: Final = 4096
 
 
 class Direction:
     """One direction of a TCP connection: sequence state and its NATS parser."""
 
     __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
-                 "client", "closed", "max_pending", "max_frame", "next_pos", "order", "cut")
+                 "client", "closed", "max_pending", "max_frame", "next_pos", "order", "cut",
+                 "window", "recent", "recent_bytes", "told")
 
     def __init__(self, src: str, dst: str, max_pending: int = MAX_PENDING_BYTES,
                  max_frame: int = MAX_FRAME) -> None:
@@ -70,6 +84,47 @@ class Direction:
         # Bytes a record claimed the capture cut right after next_seq: the
         # next segment's sequence number settles the claim (see the module doc).
         self.cut = 0
+        # The last bytes delivered, to compare a retransmission with: the
+        # window (at most RETRANSMIT_WINDOW bytes) and, after it, the segments
+        # delivered since it was last gathered, by reference (no copy per
+        # packet: this is the hot path). told: a retransmission that
+        # differed was reported (then nothing more is compared, or kept).
+        self.window = b""
+        self.recent: list[bytes] = []
+        self.recent_bytes = 0
+        self.told = False
+
+    def keep(self, data: bytes) -> None:
+        """`data` was just delivered (after next_seq moved past it)."""
+        if self.told:
+            return
+        recent = self.recent
+        recent.append(data)
+        self.recent_bytes += len(data)
+        if len(recent) >= 32 or self.recent_bytes >= RETRANSMIT_WINDOW:
+            self._gather()
+
+    def _gather(self) -> bytes:
+        """The window, the segments delivered since gathered into it."""
+        recent = self.recent
+        if recent:
+            if self.recent_bytes >= RETRANSMIT_WINDOW:
+                tail = recent[0] if len(recent) == 1 else b"".join(recent)
+                self.window = tail[len(tail) - RETRANSMIT_WINDOW:]
+            else:  # (not window + ...: mypyc 1.13's bytes + bytes leaks the left one)
+                recent.insert(0, self.window)
+                joined = b"".join(recent)
+                self.window = joined[max(0, len(joined) - RETRANSMIT_WINDOW):]
+            recent.clear()
+            self.recent_bytes = 0
+        return self.window
+
+    def _forget(self) -> None:
+        """The bytes delivered so far are not compared with (a loss, a new
+        connection, a notice given)."""
+        self.window = b""
+        self.recent.clear()
+        self.recent_bytes = 0
 
     def syn(self, seq: int, notices: list[Notice], ts: int) -> None:
         if self.next_seq is not None:
@@ -79,6 +134,8 @@ class Direction:
         self.parser = NatsParser(max_frame=self.max_frame)
         self.closed = False
         self.cut = 0
+        self._forget()
+        self.told = False
 
     def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
                 ts: int) -> list[Parsed]:
@@ -95,6 +152,7 @@ class Direction:
         off = (seq - self.next_seq) & MASK
         if off >= HALF:
             back = (1 << 32) - off
+            self._compare(back, data, notices, ts)
             if back >= len(data) + missing:
                 return frames  # a retransmission of bytes already delivered
             if back >= len(data):
@@ -156,6 +214,7 @@ class Direction:
             frames.extend(self.parser.feed(data))
             self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
             self.next_pos += len(data)
+            self.keep(data)
         if missing:
             self.cut = missing  # a claim: the next segment settles it
 
@@ -181,10 +240,41 @@ class Direction:
             data, missing = pending.pop(pos)
             self.pending_bytes -= len(data)
             back = self.next_pos - pos
+            if back > 0:
+                self._compare(back, data, notices, ts)
             if back < len(data):
                 self._deliver(data[back:], missing, frames, notices, ts)
             elif back < len(data) + missing:
                 self._deliver(b"", missing - (back - len(data)), frames, notices, ts)
+
+    def _compare(self, back: int, data: bytes, notices: list[Notice], ts: int | None) -> None:
+        """`data` starts `back` (> 0) bytes behind next_seq: its bytes that
+        the window holds were delivered already, from another copy; a
+        notice if they differ (the first time in this direction)."""
+        if self.told:
+            return
+        window = self._gather()
+        lo, hi = max(0, back - len(window)), min(back, len(data))
+        if lo >= hi:
+            return
+        at = len(window) - back  # the window's index of data[0]
+        if data[lo:hi] == window[at + lo:at + hi]:
+            return
+        first, differ = -1, 0
+        for i in range(lo, hi):
+            if data[i] != window[at + i]:
+                differ += 1
+                if first < 0:
+                    first = i
+        seq = (self.next_seq - back) & MASK  # type: ignore[operator]
+        notices.append(Notice(
+            "retransmission", f"retransmitted bytes differ from those delivered: {differ} of "
+            f"{hi - lo} bytes compared in a segment of {len(data)} bytes at sequence {seq}, the "
+            f"first at sequence {(seq + first) & MASK}; the copy delivered first was kept (later "
+            "retransmissions in this direction are not compared)", ts, self.src, self.dst,
+            differ))
+        self.told = True
+        self._forget()
 
     def _nearest(self) -> int:
         """Bytes from next_seq to the nearest waiting segment (after a drain)."""
@@ -199,5 +289,6 @@ class Direction:
         for lost in self.parser.abandon(frames):
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         self.parser.gap()  # nothing half-read is left: this only resynchronises
+        self._forget()  # what was delivered is no longer right behind next_seq
         self.next_seq = (self.next_seq + nbytes) & MASK  # type: ignore[operator]
         self.next_pos += nbytes

@@ -13,7 +13,8 @@ batch, so a file larger than a task's memory is fine (Spark's
 schema `schema.arrow_record_schema()`: one row per NATS message, and one
 row per problem in the input (`error_kind` "input:KIND", no payload):
 
-  input:gap, input:incomplete, input:protocol, input:truncated
+  input:gap, input:incomplete, input:protocol, input:truncated,
+  input:retransmission
       what the capture reader noticed (see lbparse.capture.notices);
   input:unknown_format, input:bad_header, input:bad_block,
   input:unsupported_linktype, input:bad_record
