@@ -219,15 +219,19 @@ def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) 
     three digits, and the Description after it, go back into the first line."""
     if headers is None:
         return None
-    first = HEADER_LINE
+    # Parts joined once, never bytes + bytes: mypyc 1.13 leaks the left operand.
+    parts = [HEADER_LINE]
     rest = list(headers)
     if rest and rest[0][0] == STATUS and len(rest[0][1]) == 3 and rest[0][1].isdigit():
-        first += b" " + rest[0][1].encode()
+        parts += (b" ", rest[0][1].encode())
         rest = rest[1:]
         if rest and rest[0][0] == DESCRIPTION:
-            first += b" " + rest[0][1].encode()
+            parts += (b" ", rest[0][1].encode())
             rest = rest[1:]
-    return first + b"\r\n" + b"".join(f"{k}: {v}\r\n".encode() for k, v in rest) + b"\r\n"
+    parts.append(b"\r\n")
+    parts += (f"{k}: {v}\r\n".encode() for k, v in rest)
+    parts.append(b"\r\n")
+    return b"".join(parts)
 
 
 def decode_into(rec: Record, layout: str) -> Record:
