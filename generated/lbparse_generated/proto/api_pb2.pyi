@@ -6,8 +6,11 @@ Liftbridge public API protobuf schema, package `proto`.
 Written for lbparse from the field and enum tables in shared/wire
 (fields.tsv, enums.tsv), which were extracted from the compiled descriptors
 of Liftbridge's `api.proto`. Names, numbers, types, labels and packages are
-those of the original; service definitions are left out because lbparse
-only decodes the messages that travel inside envelopes.
+those of the original. The `service API` at the end (and the seven empty
+response messages it names, which have no fields and so no rows in those
+tables) are the RPCs of upstream liftbridge-api v1.9.0 (api.proto, tag
+v1.9.0): method names, request and response types and which side streams.
+They map a gRPC call's `:path` (`/proto.API/<Method>`) to its messages.
 """
 
 from collections import abc as _abc
@@ -249,6 +252,21 @@ class CreateStreamRequest(_message.Message):
 Global___CreateStreamRequest: _TypeAlias = CreateStreamRequest  # noqa: Y015
 
 @_typing.final
+class CreateStreamResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreateStreamResponse: _TypeAlias = CreateStreamResponse  # noqa: Y015
+
+@_typing.final
 class DeleteStreamRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -266,6 +284,21 @@ class DeleteStreamRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeleteStreamRequest: _TypeAlias = DeleteStreamRequest  # noqa: Y015
+
+@_typing.final
+class DeleteStreamResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteStreamResponse: _TypeAlias = DeleteStreamResponse  # noqa: Y015
 
 @_typing.final
 class PauseStreamRequest(_message.Message):
@@ -294,6 +327,21 @@ class PauseStreamRequest(_message.Message):
 Global___PauseStreamRequest: _TypeAlias = PauseStreamRequest  # noqa: Y015
 
 @_typing.final
+class PauseStreamResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseStreamResponse: _TypeAlias = PauseStreamResponse  # noqa: Y015
+
+@_typing.final
 class SetStreamReadonlyRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -318,6 +366,21 @@ class SetStreamReadonlyRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SetStreamReadonlyRequest: _TypeAlias = SetStreamReadonlyRequest  # noqa: Y015
+
+@_typing.final
+class SetStreamReadonlyResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetStreamReadonlyResponse: _TypeAlias = SetStreamReadonlyResponse  # noqa: Y015
 
 @_typing.final
 class Consumer(_message.Message):
@@ -733,6 +796,21 @@ class SetCursorRequest(_message.Message):
 Global___SetCursorRequest: _TypeAlias = SetCursorRequest  # noqa: Y015
 
 @_typing.final
+class SetCursorResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetCursorResponse: _TypeAlias = SetCursorResponse  # noqa: Y015
+
+@_typing.final
 class FetchCursorRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -853,6 +931,21 @@ class LeaveConsumerGroupRequest(_message.Message):
 Global___LeaveConsumerGroupRequest: _TypeAlias = LeaveConsumerGroupRequest  # noqa: Y015
 
 @_typing.final
+class LeaveConsumerGroupResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LeaveConsumerGroupResponse: _TypeAlias = LeaveConsumerGroupResponse  # noqa: Y015
+
+@_typing.final
 class FetchConsumerGroupAssignmentsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -950,6 +1043,21 @@ class ReportConsumerGroupCoordinatorRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReportConsumerGroupCoordinatorRequest: _TypeAlias = ReportConsumerGroupCoordinatorRequest  # noqa: Y015
+
+@_typing.final
+class ReportConsumerGroupCoordinatorResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReportConsumerGroupCoordinatorResponse: _TypeAlias = ReportConsumerGroupCoordinatorResponse  # noqa: Y015
 
 @_typing.final
 class Broker(_message.Message):
