@@ -63,6 +63,12 @@ def driver(lang: Language, built: dict[str, list[str] | str],
     return cmd
 
 
+# A language's generated parser and driver are built once a worker (`built`):
+# its tests share one xdist group, so under `make test` they run on one
+# worker and the build happens once a run, not once per worker.
+BY_LANGUAGE = [pytest.param(name, marks=pytest.mark.xdist_group(f"lang-{name}")) for name in LANGS]
+
+
 def run_driver(cmd: list[str], cases: list[tuple[str, bytes, str]]) -> str:
     res = subprocess.run(cmd, input=driver_input(cases), capture_output=True, text=True,
                          timeout=RUN_TIMEOUT)
@@ -78,14 +84,14 @@ def check(lang: str, cases: list[tuple[str, bytes, str]], stdout: str) -> None:
                      + "\n".join(bad[:SHOWN]))
 
 
-@pytest.mark.parametrize("name", list(LANGS))
+@pytest.mark.parametrize("name", BY_LANGUAGE)
 def test_reference_vectors_every_layout(name: str, built, tmp_path_factory) -> None:
     cmd = driver(LANGS[name], built, tmp_path_factory)
     cases = vector_cases()
     check(name, cases, run_driver(cmd, cases))
 
 
-@pytest.mark.parametrize("name", list(LANGS))
+@pytest.mark.parametrize("name", BY_LANGUAGE)
 def test_real_cluster_capture(name: str, built, tmp_path_factory) -> None:
     capture = shared_path("liftbridge", "samples", "short.pcapng")
     cmd = driver(LANGS[name], built, tmp_path_factory)
@@ -94,7 +100,7 @@ def test_real_cluster_capture(name: str, built, tmp_path_factory) -> None:
     check(name, cases, run_driver(cmd, cases))
 
 
-@pytest.mark.parametrize("name", list(LANGS))
+@pytest.mark.parametrize("name", BY_LANGUAGE)
 def test_header_keys_that_are_not_utf8(name: str, built, tmp_path_factory) -> None:
     cmd = driver(LANGS[name], built, tmp_path_factory)
     cases = odd_key_cases()

@@ -1,6 +1,6 @@
 """`make dist`: what a Spark cluster needs to run the pipeline.
 
-    python tools/dist.py [DIR] [--no-env]     (default: dist)
+    python tools/dist.py [DIR] [--no-env] [--wheel=WHEEL]     (default: dist)
 
 writes
   DIR/lbparse-env.tar.gz    a packed virtualenv (venv-pack) holding lbparse, built
@@ -106,9 +106,12 @@ def _env_requirements() -> list[str]:
     return [r for r in _requirements() if not r.startswith("pyspark")]
 
 
-def build_env(out: str | os.PathLike[str] = "dist") -> Path:
+def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
+              compress_level: int = 4) -> Path:
     """A fresh virtualenv with lbparse installed from this tree (compiled modules
-    required), packed by venv-pack into out/lbparse-env.tar.gz; returns its path."""
+    required), packed by venv-pack into out/lbparse-env.tar.gz; returns its path.
+    `wheel`: lbparse's wheel already built from this tree (`make wheel`), installed
+    instead of building again (the compiled modules take minutes to build)."""
     import venv_pack
 
     out = Path(out)
@@ -120,8 +123,8 @@ def build_env(out: str | os.PathLike[str] = "dist") -> Path:
     # A build without the C modules is refused: the point of the archive is them.
     env = dict(os.environ, LBPARSE_EXPECT_COMPILED="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)  # the new environment's own packages only
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir", str(ROOT),
-                    *_env_requirements()], check=True, env=env, cwd=str(out))
+    subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir",
+                    str(wheel or ROOT), *_env_requirements()], check=True, env=env, cwd=str(out))
     check = subprocess.run(
         [python, "-c", "from lbparse.capture import compiled_modules, HOT_MODULES;"
          "from lbparse.columnar import crc; import sys;"
@@ -131,7 +134,8 @@ def build_env(out: str | os.PathLike[str] = "dist") -> Path:
         raise SystemExit("dist: lbparse installed without its compiled modules "
                          "(a C compiler is needed: gcc)")
     archive = out / ENV_ARCHIVE
-    venv_pack.pack(prefix=str(work), output=str(archive), force=True, verbose=False)
+    venv_pack.pack(prefix=str(work), output=str(archive), force=True, verbose=False,
+                   compress_level=compress_level)
     shutil.rmtree(work, ignore_errors=True)
     return archive
 
@@ -140,8 +144,9 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     out = args[0] if args else "dist"
     paths = build(out)
+    wheels = [Path(a.split("=", 1)[1]) for a in argv if a.startswith("--wheel=")]
     if "--no-env" not in argv:
-        paths.insert(0, build_env(out))
+        paths.insert(0, build_env(out, wheel=wheels[-1] if wheels else None))
     for p in paths:
         print(f"{p}  ({p.stat().st_size:,} bytes)")
     return 0
