@@ -8,6 +8,14 @@ and each PUB, HPUB, MSG and HMSG becomes one record, in capture order:
 JSON Lines with ts, src, dst, direction, verb, subject, reply, sid,
 headers, payload (base64), and `envelope` or `error`.
 
+Cleartext HTTP/2 (gRPC, Liftbridge's client API) is read too, on any
+port: one record per gRPC message ({"grpc": "message", ...}: the call's
+stream id, method, direction, type and the message as JSON) and one per
+call ({"grpc": "call", ...}: method, request and response messages,
+grpc-status and grpc-message, times of request, first response and
+trailers, how it ended), in capture order among the NATS records (not
+with --subject; -c counts NATS messages only).
+
 Gaps in the capture (dropped packets, a short snap length), bytes that
 are not NATS, damaged file blocks and resource limits hit are reported on
 stderr; parsing resumes at the next control line (or file block), so no
@@ -43,6 +51,7 @@ from typing import TextIO
 
 from lbparse import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
@@ -130,6 +139,23 @@ def table_row(rec: Record) -> str:
                      f"{what}{'  ' + extra if extra else ''}")
 
 
+def grpc_row(item: GrpcMessage | GrpcCall) -> str:
+    """The table row of a gRPC message or call."""
+    if isinstance(item, GrpcMessage):
+        arrow = f"{item.src} -> {item.dst}"
+        what = f"error {item.error}" if item.error is not None else (item.type or "")
+        return printable(f"{rfc3339(item.ts or 0)}  {arrow:<43} GRPC {item.method or '?':<24} "
+                         f"{item.length:>7}B  {what}  stream={item.stream_id} #{item.index}")
+    arrow = f"{item.client} -> {item.server}"
+    took = ""
+    if item.request_ts is not None and item.end_ts is not None:
+        took = f" {(item.end_ts - item.request_ts) / 1e6:.3f}ms"
+    counts = f"{item.counts[CLIENT_TO_SERVER]}->{item.counts[SERVER_TO_CLIENT]}"
+    return printable(f"{rfc3339(item.end_ts or 0)}  {arrow:<43} CALL {item.method_name or '?':<24} "
+                     f"{counts:>8}  status={item.grpc_status} {item.end}{took}  "
+                     f"stream={item.stream_id}")
+
+
 def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None) -> str:
     """The --stats summary. With `view` (the records' ClusterView): subjects
     folded into patterns, NATS statuses and connections by CONNECT name;
@@ -198,6 +224,14 @@ def run(args: argparse.Namespace) -> int:
         reported += 1
         warn(NAME, f"{input_name(name)}: {n}")
 
+    def grpc(item: GrpcMessage | GrpcCall) -> None:
+        if args.quiet or args.subject is not None:
+            return
+        if args.format == "jsonl":
+            sys.stdout.write(jsonform.dumps(item.to_json_dict()) + "\n")
+        else:
+            sys.stdout.write(grpc_row(item) + "\n")
+
     left = args.count  # messages still to write; None: all
     for name in args.files:
         if left == 0:
@@ -205,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             reader = CaptureReader(name, layout=args.layout, subject=args.subject,
                                    limits=limits, on_notice=functools.partial(notice, name=name),
-                                   verify_crc=args.verify_crc, lenient=args.lenient)
+                                   verify_crc=args.verify_crc, lenient=args.lenient,
+                                   on_grpc=grpc)
             left = read_one(reader, args, left, view)
         except BrokenPipeError:
             raise
