@@ -68,18 +68,23 @@ def _header_ok(length: int, ftype: int, sid: int) -> bool:
     return _LENGTHS.get(ftype, length) == length
 
 
-def looks_like_frames(data: bytes) -> bool:
-    """Do `data` start with HTTP/2 frames: every frame header up to the end
-    plausible, and the whole frames among them ending exactly where `data`
-    does or in a last frame cut by it?"""
+def _frame_headers(data: bytes) -> int:
+    """How many plausible frame headers `data` starts with, one after the
+    other up to its end; -1 if one of them is not."""
     pos, seen = 0, 0
     while len(data) - pos >= 9:
         length = int.from_bytes(data[pos:pos + 3], "big")
         if not _header_ok(length, data[pos + 3], int.from_bytes(data[pos + 5:pos + 9], "big")):
-            return False
+            return -1
         seen += 1
         pos += 9 + length
-    return seen > 0 and (pos >= len(data) or len(data) - pos < 9)
+    return seen
+
+
+def looks_like_frames(data: bytes) -> bool:
+    """Do `data` start with HTTP/2 frames (at least one header, each
+    plausible, up to where `data` ends, inside the last frame or not)?"""
+    return _frame_headers(data) > 0
 
 
 class Clock:
@@ -294,6 +299,7 @@ class Side:
         self.hpack_told = False
         self.max_frame = DEFAULT_MAX_FRAME   # what this side accepts (its SETTINGS)
         self.block: tuple[int, int, bool, list[bytes], int] | None = None
+        self.skipping: int | None = None  # the stream whose header block was dropped
 
     @staticmethod
     def _decoder() -> hpack.Decoder:
@@ -312,7 +318,8 @@ class Side:
             return self
         if self.peer.active or looks_like_frames(data):
             self._start(mid)
-            self.lost = not looks_like_frames(data)
+            # A first segment too short to hold a frame header is taken as one's start.
+            self.lost = _frame_headers(data) < 0
             return self
         return None
 
@@ -394,6 +401,8 @@ class Side:
 
     # -- frames ----------------------------------------------------------------
     def _frame(self, ftype: int, flags: int, sid: int, payload: bytes) -> None:
+        if ftype != CONTINUATION:
+            self.skipping = None
         if self.block is not None and ftype != CONTINUATION:
             self.conn.notice(self, f"stream {self.block[0]}: header block not ended before a "
                              f"frame of type {ftype}; dropped", "protocol")
@@ -439,6 +448,10 @@ class Side:
 
     def _continuation(self, flags: int, sid: int, payload: bytes) -> None:
         block = self.block
+        if block is None and sid == self.skipping:  # the rest of a block refused
+            if flags & END_HEADERS:
+                self.skipping = None
+            return
         if block is None or block[0] != sid:
             self.conn.notice(self, f"stream {sid}: CONTINUATION without a header block to "
                              "continue; dropped", "protocol")
@@ -450,7 +463,7 @@ class Side:
                              "max_header_block")
             self.block = None
             self.hpack_unknown = True
-            self.lost = True  # the rest of the flood is skipped up to a segment of frames
+            self.skipping = None if flags & END_HEADERS else sid  # its rest is skipped
             return
         block[3].append(payload)
         self.block = (block[0], block[1], block[2], block[3], size)
