@@ -65,11 +65,12 @@ def test_every_call_of_the_api_capture_is_read(api_short: tuple[list[Any], list[
         if call.end == "trailers":  # answered: status, first response and trailers timed
             assert call.grpc_status is not None and call.http_status == "200"
             assert call.request_ts <= call.first_response_ts <= call.trailers_ts  # type: ignore[operator]
-        else:  # the client cancelled a stream, or the capture ended first: said
-            assert call.end in ("rst_stream", "capture_end")
+        else:  # the client cancelled a stream, or closed its connection first: said
+            assert call.end in ("rst_stream", "closed", "capture_end")
             assert call.method.client_streaming or call.method.server_streaming
     ended = Counter(c.end for c in calls if c.end != "trailers")
-    said = Counter("rst_stream" if "RST_STREAM" in n.message else "capture_end"
+    said = Counter("rst_stream" if "RST_STREAM" in n.message else
+                   "closed" if "the connection ends" in n.message else "capture_end"
                    for n in notices if n.kind in ("grpc", "incomplete"))
     assert ended == said
 
@@ -174,9 +175,9 @@ def request_headers(enc: hpack.Encoder, method: str, *extra: tuple[str, str]) ->
 
 
 def h2c_capture(path: Path, client: list[bytes], server: list[bytes], port: int = 7001,
-                handshake: bool = True, mss: int | None = None) -> Path:
+                handshake: bool = True, mss: int | None = None, fin: bool = False) -> Path:
     """A capture of one connection: the client's bytes, then the server's,
-    alternating by piece."""
+    alternating by piece (`fin`: then both close)."""
     conn = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", port))
     pkts = conn.handshake() if handshake else []
     for i in range(max(len(client), len(server))):
@@ -184,6 +185,8 @@ def h2c_capture(path: Path, client: list[bytes], server: list[bytes], port: int 
             pkts += conn.send("c", client[i], mss)
         if i < len(server):
             pkts += conn.send("s", server[i], mss)
+    if fin:
+        pkts += [conn.fin("c"), conn.fin("s")]
     cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
                               for i, p in enumerate(pkts)])
     return path
@@ -280,6 +283,21 @@ def test_rst_stream_goaway_and_a_half_captured_call(tmp_path: Path) -> None:
     for words in ("HPACK state unknown", "stream 3: a response whose request",
                   "RST_STREAM CANCEL on stream 5", "GOAWAY NO_ERROR, last stream 5"):
         assert words in said
+
+
+@pytest.mark.parametrize("fin", [True, False])
+def test_a_call_open_when_its_connection_or_the_capture_ends(tmp_path: Path, fin: bool) -> None:
+    enc = hpack.Encoder()
+    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
+              + frame(1, 4, 1, request_headers(enc, "Subscribe"))
+              + frame(0, 1, 1, grpc_message(api_pb2.SubscribeRequest(stream="s")
+                                            .SerializeToString()))]
+    server = [SETTINGS + frame(1, 4, 1, enc.encode([(":status", "200")]))]
+    items, notices, _ = read(h2c_capture(tmp_path / "open.pcap", client, server, fin=fin))
+    (call,) = calls_of(items)
+    assert call.end == ("closed" if fin else "capture_end")
+    (n,) = notices
+    assert n.kind == "incomplete" and ("connection" if fin else "capture") in n.message
 
 
 def test_nats_flows_read_the_same_with_on_grpc() -> None:

@@ -106,6 +106,9 @@ class Flows:
         self.clock = Clock()
         self.max_length = max_length
         self.open: dict[int, Connection] = {}
+        # Set by the reader when the capture has ended: a direction that ends
+        # then ends with the capture, not with its connection.
+        self.ending = False
 
     def pair(self, src: str, dst: str) -> tuple["Side", "Side"]:
         conn = Connection(self)
@@ -267,13 +270,15 @@ class Connection:
         for call in gone:
             self._end(side, call, "goaway")
 
-    def close(self) -> None:
-        """The capture ended with these calls open."""
+    def close(self, how: str = "capture_end") -> None:
+        """The capture (`how`: capture_end) or the connection (closed) ended
+        with these calls open."""
+        what = "capture" if how == "capture_end" else "connection"
         for call in list(self.calls.values()):
             assert self.client is not None  # a call was made: its client is known
             self.notice(self.client, f"stream {call.stream_id} ({call.method_name}): the "
-                        "capture ends before the call does", "incomplete")
-            self._end(self.client, call, "capture_end")
+                        f"{what} ends before the call does", "incomplete")
+            self._end(self.client, call, how)
 
 
 def _port(endpoint: str) -> int:
@@ -300,6 +305,7 @@ class Side:
         self.max_frame = DEFAULT_MAX_FRAME   # what this side accepts (its SETTINGS)
         self.block: tuple[int, int, bool, list[bytes], int] | None = None
         self.skipping: int | None = None  # the stream whose header block was dropped
+        self.ended = False        # its TCP direction ended (FIN, RST)
 
     @staticmethod
     def _decoder() -> hpack.Decoder:
@@ -312,6 +318,8 @@ class Side:
         """Self if the first bytes of this direction, `data`, are HTTP/2
         (`mid`: the capture holds no handshake), else None."""
         if PREFACE.startswith(data[:len(PREFACE)]) and data:
+            if self.conn.calls:  # the same addresses and ports, a new connection
+                self.conn.close("closed")
             self._start(False)
             self.preface = True
             self.conn.client = self
@@ -325,6 +333,7 @@ class Side:
 
     def _start(self, mid: bool) -> None:
         self.active = True
+        self.ended = self.peer.ended = False
         self.buf = bytearray()
         self.decoder = self._decoder()
         self.block = None
@@ -347,6 +356,7 @@ class Side:
         self.preface = False
         self.lost = True
         self.hpack_unknown = True
+        self.ended = False  # abandon came first: this was a loss, not the end
         self.conn.notice(self, "HTTP/2 frames lost at a gap; reading resumes at the next "
                          "segment that starts with frames, HPACK state unknown")
 
@@ -356,6 +366,9 @@ class Side:
         if self.buf and not self.lost:
             lost.append(f"HTTP/2: {len(self.buf)} bytes of a frame, its end never came")
         self.buf.clear()
+        self.ended = not self.conn.flows.ending
+        if self.ended and (self.peer.ended or not self.peer.active) and self.conn.calls:
+            self.conn.close("closed")
         return lost
 
     def feed(self, data: bytes) -> None:

@@ -525,6 +525,8 @@ class CaptureReader:
                     rec = self._accept(ts, d, fr, matched)
                     if rec is not None:
                         yield rec
+            if h2 is not None:
+                h2.ending = True
             for d in list(flows.values()):
                 frames = d.finish(notices, ts)
                 yield from self._emit(ts, d, frames, matched)
