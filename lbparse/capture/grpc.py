@@ -20,6 +20,7 @@ from google.protobuf import json_format
 from google.protobuf.message_factory import GetMessageClass
 
 from lbparse.jsonform import Int64
+from lbparse_generated.proto import api_pb2
 
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
@@ -37,8 +38,6 @@ class Method(NamedTuple):
 
 
 def _methods() -> dict[str, Method]:
-    from lbparse_generated.proto import api_pb2
-
     service = api_pb2.DESCRIPTOR.services_by_name["API"]
     return {f"/{service.full_name}/{m.name}": Method(
         m.name, GetMessageClass(m.input_type), GetMessageClass(m.output_type),

@@ -27,6 +27,7 @@ from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
                                      sniff_head)
+from lbparse.capture.h2 import Flows
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
@@ -436,8 +437,6 @@ class CaptureReader:
         ip_end: int
         h2: Any = None
         if self.on_grpc is not None:
-            from lbparse.capture.h2 import Flows  # hpack and the API's protobuf: only then
-
             h2 = Flows(flow_limits.max_frame)
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:
