@@ -300,6 +300,21 @@ def test_a_call_open_when_its_connection_or_the_capture_ends(tmp_path: Path, fin
     assert n.kind == "incomplete" and ("connection" if fin else "capture") in n.message
 
 
+def test_nats_caught_inside_a_binary_payload_stays_nats(tmp_path: Path) -> None:
+    """A NATS connection whose capture starts inside a payload that begins
+    like an HTTP/2 frame header (a DATA frame of 16 bytes, cut): without
+    the handshake, only whole frames make a direction HTTP/2."""
+    conn = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", 4222))
+    pkts = conn.send("s", b"\x00\x00\x10\x00\x00\x00\x00\x00\x01abcde")
+    pkts += conn.send("s", b"\r\n" + cw.msg("a.b", 1, b"hello"))
+    path = tmp_path / "mid-nats.pcap"
+    cw.write_pcap(str(path), [(1.7e9 + i, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)])
+    items: list[Any] = []
+    recs = list(CaptureReader(path, layout="plain", on_grpc=items.append))
+    assert [(r.verb, r.subject, r.payload) for r in recs] == [("MSG", "a.b", b"hello")]
+    assert items == []
+
+
 def test_nats_flows_read_the_same_with_on_grpc() -> None:
     """HTTP/2's sniff takes no NATS connection of the real cluster capture."""
     path = LIFTBRIDGE / "samples" / "short.pcapng"

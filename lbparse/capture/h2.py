@@ -68,9 +68,10 @@ def _header_ok(length: int, ftype: int, sid: int) -> bool:
     return _LENGTHS.get(ftype, length) == length
 
 
-def _frame_headers(data: bytes) -> int:
+def _frame_headers(data: bytes, whole: bool = False) -> int:
     """How many plausible frame headers `data` starts with, one after the
-    other up to its end; -1 if one of them is not."""
+    other up to its end; -1 if one of them is not (or, `whole`, if the
+    last frame does not end where `data` does)."""
     pos, seen = 0, 0
     while len(data) - pos >= 9:
         length = int.from_bytes(data[pos:pos + 3], "big")
@@ -78,13 +79,14 @@ def _frame_headers(data: bytes) -> int:
             return -1
         seen += 1
         pos += 9 + length
-    return seen
+    return -1 if whole and pos != len(data) else seen
 
 
-def looks_like_frames(data: bytes) -> bool:
+def looks_like_frames(data: bytes, whole: bool = False) -> bool:
     """Do `data` start with HTTP/2 frames (at least one header, each
-    plausible, up to where `data` ends, inside the last frame or not)?"""
-    return _frame_headers(data) > 0
+    plausible, up to where `data` ends: inside the last frame, or, `whole`,
+    at its end)?"""
+    return _frame_headers(data, whole) > 0
 
 
 class Clock:
@@ -324,7 +326,10 @@ class Side:
             self.preface = True
             self.conn.client = self
             return self
-        if self.peer.active or looks_like_frames(data):
+        # From inside a connection, with nothing else to go by, only whole
+        # frames count: a NATS stream caught inside a binary payload can
+        # start with a plausible header, hardly with a chain ending with the segment.
+        if self.peer.active or looks_like_frames(data, whole=mid):
             self._start(mid)
             # A first segment too short to hold a frame header is taken as one's start.
             self.lost = _frame_headers(data) < 0
