@@ -326,6 +326,24 @@ def test_nats_flows_read_the_same_with_on_grpc() -> None:
     assert with_grpc == plain and items == []
 
 
+def test_the_clis_output_reads_back_as_its_nats_records(tmp_path: Path) -> None:
+    """lbparse capture's JSON Lines, gRPC records among them, read back:
+    the NATS records again, the gRPC lines skipped, nothing reported."""
+    capture = shared_path("liftbridge", "samples", "api-short.pcapng")
+    env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
+    out = tmp_path / "api.jsonl"
+    run = [sys.executable, "-P", "-m", "lbparse", "capture"]
+    subprocess.run(run + [str(capture), "-o", str(out)], env=env, timeout=300,
+                   capture_output=True)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    nats = [d for d in lines if "grpc" not in d]
+    assert nats and len(nats) < len(lines)
+    again = subprocess.run(run + [str(out)], env=env, timeout=300, capture_output=True,
+                           text=True)
+    assert again.returncode == 0 and again.stderr == ""
+    assert [json.loads(line) for line in again.stdout.splitlines()] == nats
+
+
 def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> None:
     path = _unary(tmp_path)
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
