@@ -344,6 +344,21 @@ def test_the_clis_output_reads_back_as_its_nats_records(tmp_path: Path) -> None:
     assert [json.loads(line) for line in again.stdout.splitlines()] == nats
 
 
+def test_the_clis_stats_count_calls_by_method_and_status(
+        api_short: tuple[list[Any], list[Notice], int]) -> None:
+    capture = shared_path("liftbridge", "samples", "api-short.pcapng")
+    env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
+    out = subprocess.run([sys.executable, "-P", "-m", "lbparse", "capture", str(capture), "-q",
+                          "--stats", "--all"], env=env, timeout=300, capture_output=True,
+                         text=True).stderr.splitlines()
+    rows = out[out.index("gRPC calls (by method and grpc-status, or how they ended):") + 1:]
+    got = {line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1])
+           for line in rows if line.startswith("  ")}
+    want = Counter(f"{c.method_name} " + (f"status {c.grpc_status}" if c.grpc_status is not None
+                                          else str(c.end)) for c in calls_of(api_short[0]))
+    assert got == want
+
+
 def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> None:
     path = _unary(tmp_path)
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}

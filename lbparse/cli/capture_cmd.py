@@ -156,10 +156,12 @@ def grpc_row(item: GrpcMessage | GrpcCall) -> str:
                      f"stream={item.stream_id}")
 
 
-def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None) -> str:
+def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None,
+                 grpc: dict[str, int] | None = None) -> str:
     """The --stats summary. With `view` (the records' ClusterView): subjects
     folded into patterns, NATS statuses and connections by CONNECT name;
-    `top`: at most that many rows per section (None: all, subjects unfolded)."""
+    `top`: at most that many rows per section (None: all, subjects unfolded);
+    `grpc`: gRPC calls by method and how they ended (`grpc_key`)."""
     d = stats.to_json_dict()
     lines = [f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
              f"gaps {d['gaps']} ({d['gap_bytes']} bytes)"]
@@ -177,7 +179,14 @@ def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None 
                          "by the subject pattern of the request")
         lines += section("connections by CONNECT name", view.by_name(stats.connect_names), top,
                          "messages published and delivered")
+    lines += section("gRPC calls", grpc or {}, top, "by method and grpc-status, or how they ended")
     return "\n".join(lines)
+
+
+def grpc_key(call: GrpcCall) -> str:
+    """A call's row in --stats: its method and status (or how it ended without one)."""
+    end = f"status {call.grpc_status}" if call.grpc_status is not None else call.end
+    return f"{call.method_name or '(method unknown)'} {end}"
 
 
 class Progress:
@@ -224,7 +233,12 @@ def run(args: argparse.Namespace) -> int:
         reported += 1
         warn(NAME, f"{input_name(name)}: {n}")
 
+    grpc_calls: dict[str, int] = {}
+
     def grpc(item: GrpcMessage | GrpcCall) -> None:
+        if isinstance(item, GrpcCall):
+            key = grpc_key(item)
+            grpc_calls[key] = grpc_calls.get(key, 0) + 1
         if args.quiet or args.subject is not None:
             return
         if args.format == "jsonl":
@@ -257,7 +271,8 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, DATA)
     sys.stdout.flush()
     if args.stats:
-        print(format_stats(total, view, None if args.all else args.top), file=sys.stderr)
+        print(format_stats(total, view, None if args.all else args.top, grpc_calls),
+              file=sys.stderr)
     return status
 
 
