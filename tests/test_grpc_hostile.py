@@ -208,6 +208,46 @@ def test_open_streams_past_the_limit_are_given_up(monkeypatch: pytest.MonkeyPatc
     assert {n.limit for n in notices(flows)} == {"max_streams"}
 
 
+def test_half_received_messages_of_all_calls_are_bounded() -> None:
+    """Many streams, each with a message begun and never ended: together
+    held to max_reassembly (here 64 KiB), the call that goes over dropped."""
+    flows = h2.Flows(1 << 20, max_buffered=1 << 16)
+    side, _ = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
+    side.sniff(PREFACE, False)
+    side.feed(PREFACE + SETTINGS)
+    enc = hpack.Encoder()
+    for sid in range(1, 41, 2):
+        side.feed(frame(1, 4, sid, request_headers(enc, "PublishAsync"))
+                  + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000))
+        assert flows.buffered <= 1 << 16
+    assert {n.limit for n in notices(flows)} == {"max_reassembly"}
+    side.feed(a_call(enc, 41))
+    assert requests(flows) == [{"stream": "after"}]
+    flows.close()
+    assert flows.buffered == 0
+
+
+def test_messages_kept_by_open_calls_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Subscribe's records count every message and keep those the budget
+    holds; the per-message records have them all."""
+    monkeypatch.setattr(h2, "MAX_KEPT_BYTES", 10 * (h2.MESSAGE_COST + 12))
+    flows, side = client_side()
+    server = side.peer
+    server.sniff(SETTINGS, False)
+    enc, senc = hpack.Encoder(), hpack.Encoder()
+    side.feed(frame(1, 4, 1, request_headers(enc, "Subscribe")) + frame(0, 1, 1, grpc_message(
+        api_pb2.SubscribeRequest(stream="s").SerializeToString())))
+    body = api_pb2.Message(stream="s", offset=7).SerializeToString()
+    server.feed(SETTINGS + frame(1, 4, 1, senc.encode([(":status", "200")]))
+                + b"".join(frame(0, 0, 1, grpc_message(body)) for _ in range(50))
+                + frame(1, 5, 1, senc.encode([("grpc-status", "0")])))
+    (call,) = [c for c in flows.out if isinstance(c, GrpcCall)]
+    d = call.to_json_dict()
+    assert d["response_count"] == 50 and 0 < len(d["responses"]) < 50
+    assert len([m for m in flows.out if isinstance(m, GrpcMessage)]) == 51
+    assert flows.kept_bytes == 0  # given back when the call ended
+
+
 # -- anything -----------------------------------------------------------------------
 
 # Frames of any type, flags and (small) stream id around random payloads:

@@ -25,7 +25,9 @@ from lbparse_generated.proto import api_pb2
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
 # Messages a call record keeps of each side (a Subscribe may deliver
-# millions): the per-message records carry every one.
+# millions): the per-message records carry every one. Past this count, or
+# the reader's byte budget for all open calls (lbparse.capture.h2), a call
+# counts its messages without keeping them.
 MAX_KEPT = 1000
 
 
@@ -177,6 +179,7 @@ class GrpcCall:
             CLIENT_TO_SERVER: [], SERVER_TO_CLIENT: []}
         self.counts = {CLIENT_TO_SERVER: 0, SERVER_TO_CLIENT: 0}
         self.client_done = False
+        self.kept_bytes = 0  # what its kept messages count against the reader's budget
         self.end: str | None = None
         self.rst_code: int | None = None
 
@@ -184,11 +187,14 @@ class GrpcCall:
     def method_name(self) -> str | None:
         return self.method.name if self.method is not None else None
 
-    def keep(self, direction: str, message: dict[str, Any] | None) -> None:
+    def keep(self, direction: str, message: dict[str, Any] | None, room: bool) -> bool:
+        """Count the message; keep it if `room` and under MAX_KEPT. Kept?"""
         self.counts[direction] += 1
         kept = self.messages[direction]
-        if len(kept) < MAX_KEPT:
+        if room and len(kept) < MAX_KEPT:
             kept.append(message)
+            return True
+        return False
 
     def to_json_dict(self) -> dict[str, Any]:
         req, resp = self.messages[CLIENT_TO_SERVER], self.messages[SERVER_TO_CLIENT]

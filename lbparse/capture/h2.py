@@ -41,6 +41,12 @@ MAX_HEADER_BLOCK = 256 << 10
 MAX_HEADER_LIST = 256 << 10
 MAX_TABLE = 64 << 10
 MAX_STREAMS = 4096
+# All open calls of a reading together: the bytes of messages their records
+# keep (each counted 64 bytes more, so that empty ones count too), and the
+# bytes of half-received messages they hold (past it, the call that would
+# go over gives up its message: a `limit` notice, max_reassembly).
+MAX_KEPT_BYTES = 64 << 20
+MESSAGE_COST = 64
 # Exact lengths and stream rules of the frame types that have them: what a
 # sniff checks, so that NATS text or envelope bytes are not taken for frames.
 _LENGTHS = {PRIORITY: 5, RST_STREAM: 4, PING: 8, WINDOW_UPDATE: 4}
@@ -103,10 +109,13 @@ class Flows:
     the output list, the clock, and the connections with calls still open
     (closed at the capture's end: `close`)."""
 
-    def __init__(self, max_length: int) -> None:
+    def __init__(self, max_length: int, max_buffered: int = 16 << 20) -> None:
         self.out: list[Any] = []
         self.clock = Clock()
         self.max_length = max_length
+        self.kept_bytes = 0      # see MAX_KEPT_BYTES
+        self.buffered = 0        # half-received gRPC messages, all calls
+        self.max_buffered = max_buffered
         self.open: dict[int, Connection] = {}
         # Set by the reader when the capture has ended: a direction that ends
         # then ends with the capture, not with its connection.
@@ -213,11 +222,21 @@ class Connection:
         direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
         splitter: Splitter = call.splitters[direction]  # type: ignore[attr-defined]
         told = splitter.refused is not None
+        before = len(splitter.buf)
         for flag, body in splitter.feed(payload):
             self._message(side, call, direction, flag, body)
         if splitter.refused is not None and not told:
             self.notice(side, f"stream {sid} ({call.method_name}): {splitter.refused}", "limit",
                         "max_frame")
+        flows = self.flows
+        flows.buffered += len(splitter.buf) - before
+        if flows.buffered > flows.max_buffered:
+            self.notice(side, f"stream {sid} ({call.method_name}): half-received gRPC messages "
+                        f"of all calls past {flows.max_buffered} bytes (max_reassembly): this "
+                        "one's dropped and the rest of this side of the call skipped", "limit",
+                        "max_reassembly")
+            splitter.refused = "over max_reassembly"
+            self._clear(splitter)
         if end_stream:
             if side is self.client:
                 call.client_done = True
@@ -233,24 +252,34 @@ class Connection:
         message, error = decode_message(cls, flag, body, call.encodings[direction],
                                         self.flows.max_length)
         index = call.counts[direction]
-        call.keep(direction, message)
+        cost = len(body) + MESSAGE_COST
+        flows = self.flows
+        if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
+            call.kept_bytes += cost
+            flows.kept_bytes += cost
         self.flows.out.append(GrpcMessage(
             self.flows.clock.ts, side.src, side.dst, direction, call.stream_id,
             call.method_name, None if cls is None else cls.DESCRIPTOR.full_name, index,
             bool(flag & 1), len(body), message, error))
 
     def _leftover(self, side: Side, call: GrpcCall, direction: str) -> None:
-        left = call.splitters[direction].leftover()  # type: ignore[attr-defined]
+        splitter: Splitter = call.splitters[direction]  # type: ignore[attr-defined]
+        left = splitter.leftover()
         if left:
             self.notice(side, f"stream {call.stream_id} ({call.method_name}): {left}; "
                         "message dropped", "incomplete")
-            call.splitters[direction].buf.clear()  # type: ignore[attr-defined]
+            self._clear(splitter)
+
+    def _clear(self, splitter: Splitter) -> None:
+        self.flows.buffered -= len(splitter.buf)
+        splitter.buf.clear()
 
     def _end(self, side: Side, call: GrpcCall, how: str) -> None:
         self._leftover(side, call, CLIENT_TO_SERVER)
         self._leftover(side, call, SERVER_TO_CLIENT)
         call.end = how
         call.end_ts = self.flows.clock.ts
+        self.flows.kept_bytes -= call.kept_bytes
         self.calls.pop(call.stream_id, None)
         if not self.calls:
             self.flows.open.pop(id(self), None)

@@ -437,7 +437,7 @@ class CaptureReader:
         ip_end: int
         h2: Any = None
         if self.on_grpc is not None:
-            h2 = Flows(flow_limits.max_frame)
+            h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly)
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:
                 npk += 1
