@@ -92,6 +92,26 @@ def test_a_dynamic_table_size_past_the_limit_is_refused() -> None:
     assert calls == [] and flows.open  # the call is open, its method unknown
 
 
+@pytest.mark.parametrize("announced", [0, 8192, 1 << 30])
+def test_the_table_size_is_what_the_receiver_announced(announced: int) -> None:
+    """A table of 8 KiB is taken after the server's SETTINGS allow it, not
+    before, and never past MAX_TABLE whatever they say."""
+    flows, side = client_side()
+    server = side.peer
+    server.sniff(SETTINGS, False)
+    if announced:
+        server.feed(frame(4, 0, 0, (1).to_bytes(2, "big") + announced.to_bytes(4, "big")))
+    enc = hpack.Encoder()
+    enc.header_table_size = 8192
+    side.feed(frame(1, 4, 1, request_headers(enc, "FetchCursor")))
+    refused = [n for n in notices(flows) if "InvalidTableSizeError" in n.message]
+    assert bool(refused) == (announced == 0)
+    assert side.decoder.header_table.maxsize <= h2.MAX_TABLE
+    enc.header_table_size = 1 << 20
+    side.feed(frame(1, 4, 3, request_headers(enc, "FetchCursor")))
+    assert side.decoder.header_table.maxsize <= h2.MAX_TABLE
+
+
 def _header_list_bomb(refs: int) -> bytes:
     """One 4000-byte header added to the table, then `refs` one-byte
     references to it: 4 KB on the wire per thousand, 4 MB decoded."""

@@ -39,6 +39,7 @@ END_STREAM, END_HEADERS, PADDED, PRIO = 0x1, 0x4, 0x8, 0x20
 DEFAULT_MAX_FRAME = 16384
 MAX_HEADER_BLOCK = 256 << 10
 MAX_HEADER_LIST = 256 << 10
+DEFAULT_TABLE = 4096  # SETTINGS_HEADER_TABLE_SIZE until the receiver says otherwise
 MAX_TABLE = 64 << 10
 MAX_STREAMS = 4096
 # All open calls of a reading together: the bytes of messages their records
@@ -339,9 +340,11 @@ class Side:
         self.ended = False        # its TCP direction ended (FIN, RST)
 
     @staticmethod
-    def _decoder() -> hpack.Decoder:
+    def _decoder(table: int = DEFAULT_TABLE) -> hpack.Decoder:
+        """HPACK's decoder for this direction's header blocks: its table as
+        large as the receiver allows (its SETTINGS), at most MAX_TABLE."""
         d = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
-        d.max_allowed_table_size = MAX_TABLE
+        d.max_allowed_table_size = table
         return d
 
     # -- what the NATS parser asks -----------------------------------------
@@ -369,7 +372,8 @@ class Side:
         self.active = True
         self.ended = self.peer.ended = False
         self.buf = bytearray()
-        self.decoder = self._decoder()
+        # From inside a connection the receiver's SETTINGS are not known.
+        self.decoder = self._decoder(MAX_TABLE if mid else DEFAULT_TABLE)
         self.block = None
         self.preface = self.lost = False
         self.hpack_unknown = mid
@@ -550,3 +554,5 @@ class Side:
             value = int.from_bytes(payload[i + 2:i + 6], "big")
             if ident == 5 and DEFAULT_MAX_FRAME <= value < 1 << 24:
                 self.max_frame = value
+            elif ident == 1:  # what the peer's encoder may use
+                self.peer.decoder.max_allowed_table_size = min(value, MAX_TABLE)
