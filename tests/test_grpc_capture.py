@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -152,6 +153,65 @@ def test_the_api_capture_agrees_with_tshark(api_short: tuple[list[Any], list[Not
     ours = Counter(m.type for m in msgs if m.length)
     theirs = Counter(names)
     assert ours and {t: theirs[t] for t in ours} == ours
+
+
+# -- a fresh run of the real cluster, its API captured ------------------------------
+
+@pytest.fixture(scope="module")
+def api_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A `short` run of the real cluster with CAPTURE_API=1 (its own: the
+    session's run captures NATS only)."""
+    from support.cluster import missing_tools, run_cluster
+
+    why = missing_tools()
+    if why:
+        pytest.skip(why)
+    old = os.environ.get("CAPTURE_API")
+    os.environ["CAPTURE_API"] = "1"
+    try:
+        return run_cluster("short", tmp_path_factory.mktemp("liftbridge-api"), tap_too=False)
+    finally:
+        if old is None:
+            del os.environ["CAPTURE_API"]
+        else:
+            os.environ["CAPTURE_API"] = old
+
+
+def client_stats(log: str) -> Counter[str]:
+    """The counts lbclient prints last: `... done in 12.3s: k=v k=v ...`."""
+    line = [x for x in log.splitlines() if " done in " in x][-1]
+    return Counter({k: int(v) for k, v in
+                    (kv.split("=") for kv in line.split(": ", 1)[1].split())})
+
+
+@pytest.mark.slow
+def test_a_fresh_runs_calls_agree_with_what_its_client_did(api_run: Any) -> None:
+    items, notices, nats = read(api_run.capture)
+    stats = client_stats(api_run.log("client.log"))
+    assert nats and not [n for n in notices if n.kind == "protocol"]
+    msgs = messages_of(items)
+    assert msgs and all(m.error is None for m in msgs)
+    ok = Counter(c.method_name for c in calls_of(items) if c.grpc_status == 0)
+    assert ok["CreateStream"] == stats["create_stream"]
+    assert ok["PublishToSubject"] == stats["pts_ok"]
+    # go-liftbridge publishes on PublishAsync streams, Publish too: every
+    # publish the client made is a PublishRequest there, every ack it got a
+    # PublishResponse with an ack.
+    # Its admin step's publishes (to paused and readonly partitions) are
+    # logged, not counted: one line each, ": <nil>" or "resumed it" when acked.
+    admin = [x for x in api_run.log("client.log").splitlines()
+             if "] publish to paused " in x or "] publish to readonly " in x]
+    admin_ok = [x for x in admin if "resumed it" in x or ": <nil>" in x]
+    acks = sum(v for k, v in stats.items() if k.startswith("ack_"))  # per AckPolicy
+    published = [m for m in msgs if m.type == "proto.PublishRequest"]
+    answers = [m.message or {} for m in msgs if m.type == "proto.PublishResponse"]
+    assert len(published) == acks + len(admin) + sum(stats[k] for k in (
+        "sent_none", "async_ack", "async_err", "async_send_err", "publish_err", "occ_ok",
+        "occ_err", "too_large_err"))
+    assert len([a for a in answers if "asyncError" not in a]) == \
+        acks + stats["async_ack"] + stats["occ_ok"] + len(admin_ok)
+    assert len([a for a in answers if "asyncError" in a]) == \
+        stats["occ_err"] + stats["too_large_err"] + len(admin) - len(admin_ok)
 
 
 # -- calls made here ----------------------------------------------------------------
