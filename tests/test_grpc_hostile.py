@@ -112,6 +112,17 @@ def test_the_table_size_is_what_the_receiver_announced(announced: int) -> None:
     assert side.decoder.header_table.maxsize <= h2.MAX_TABLE
 
 
+def test_settings_before_the_peer_speaks_are_kept_for_it() -> None:
+    """From inside a connection the server may speak first: its
+    SETTINGS_HEADER_TABLE_SIZE waits for the client's direction."""
+    flows = h2.Flows(1 << 20)
+    client, server = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
+    settings = frame(4, 0, 0, (1).to_bytes(2, "big") + (8192).to_bytes(4, "big"))
+    assert server.sniff(settings, True) is server
+    server.feed(settings)
+    assert client.table == 8192 and not client.active
+
+
 def _header_list_bomb(refs: int) -> bytes:
     """One 4000-byte header added to the table, then `refs` one-byte
     references to it: 4 KB on the wire per thousand, 4 MB decoded."""

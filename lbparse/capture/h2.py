@@ -331,7 +331,10 @@ class Side:
         self.preface = False      # the client's preface is still to come
         self.lost = False         # frame boundaries lost: wait for a segment of frames
         self.buf = bytearray()
-        self.decoder = self._decoder()
+        # Made when the direction turns out HTTP/2 (_start): every TCP flow
+        # of a reading gets Sides, most of them NATS.
+        self.decoder: hpack.Decoder
+        self.table = DEFAULT_TABLE  # the HPACK table its receiver allows
         self.hpack_unknown = False
         self.hpack_told = False
         self.max_frame = DEFAULT_MAX_FRAME   # what this side accepts (its SETTINGS)
@@ -373,7 +376,7 @@ class Side:
         self.ended = self.peer.ended = False
         self.buf = bytearray()
         # From inside a connection the receiver's SETTINGS are not known.
-        self.decoder = self._decoder(MAX_TABLE if mid else DEFAULT_TABLE)
+        self.decoder = self._decoder(MAX_TABLE if mid else self.table)
         self.block = None
         self.preface = self.lost = False
         self.hpack_unknown = mid
@@ -555,4 +558,6 @@ class Side:
             if ident == 5 and DEFAULT_MAX_FRAME <= value < 1 << 24:
                 self.max_frame = value
             elif ident == 1:  # what the peer's encoder may use
-                self.peer.decoder.max_allowed_table_size = min(value, MAX_TABLE)
+                self.peer.table = min(value, MAX_TABLE)
+                if self.peer.active:
+                    self.peer.decoder.max_allowed_table_size = self.peer.table
