@@ -375,6 +375,36 @@ def test_nats_caught_inside_a_binary_payload_stays_nats(tmp_path: Path) -> None:
     assert items == []
 
 
+def test_a_live_http2_connection_is_not_forgotten_past_max_flows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_FLOWS connections the reader forgets idle ones; an HTTP/2
+    connection between calls is not idle: its HPACK tables would be lost
+    (the next call's :path is a reference into them)."""
+    from lbparse.capture import reader
+
+    monkeypatch.setattr(reader, "MAX_FLOWS", 4)
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    req = grpc_message(api_pb2.FetchCursorRequest(stream="s").SerializeToString())
+    h2c = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", 7001))
+    pkts = h2c.handshake()
+    pkts += h2c.send("c", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS)
+    pkts += h2c.send("s", SETTINGS)
+    for sid in (1, 3):
+        pkts += h2c.send("c", frame(1, 4, sid, request_headers(ce, "FetchCursor"))
+                         + frame(0, 1, sid, req))
+        pkts += h2c.send("s", frame(1, 5, sid, se.encode([(":status", "200"),
+                                                          ("grpc-status", "0")])))
+        for port in range(20):  # connections enough to make the reader forget idle ones
+            nats = cw.Conn(("127.0.0.1", 40000 + sid * 100 + port), ("127.0.0.1", 4222))
+            pkts += nats.handshake() + nats.send("c", cw.pub("a", b"x"))
+    path = tmp_path / "many.pcap"
+    cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
+                              for i, p in enumerate(pkts)])
+    items, notices, nats_count = read(path)
+    assert nats_count == 40 and notices == []
+    assert [c.method_name for c in calls_of(items)] == ["FetchCursor", "FetchCursor"]
+
+
 def test_nats_flows_read_the_same_with_on_grpc() -> None:
     """HTTP/2's sniff takes no NATS connection of the real cluster capture."""
     path = LIFTBRIDGE / "samples" / "short.pcapng"

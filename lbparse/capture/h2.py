@@ -388,7 +388,10 @@ class Side:
 
     @property
     def busy(self) -> bool:
-        return bool(self.buf) or bool(self.conn.calls)
+        """Not to be forgotten (lbparse.capture.reader forgets idle flows past
+        MAX_FLOWS): a live connection's HPACK table is state that a flow
+        made anew would not find again, unlike NATS's."""
+        return (self.active and not self.ended) or bool(self.buf) or bool(self.conn.calls)
 
     def gap(self) -> None:
         """Bytes went missing: frame boundaries, and the HPACK state, are lost."""
