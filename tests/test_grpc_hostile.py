@@ -123,6 +123,31 @@ def test_settings_before_the_peer_speaks_are_kept_for_it() -> None:
     assert client.table == 8192 and not client.active
 
 
+def test_after_a_failed_header_block_no_shifted_entry_is_trusted() -> None:
+    """A block fails half-way (a reference past the table), so the entry its
+    encoder added after that point is missing here: the next request's
+    :path, a reference that counts that entry, would land on the entry
+    before it. It is refused and said, never decoded to a wrong header;
+    entries added since the failure are used."""
+    flows, side = client_side()
+    enc = hpack.Encoder()
+    side.feed(frame(1, 4, 1, request_headers(enc, "FetchCursor")))
+    failed = b"\xff\x80\x01" + enc.encode([("x-added", "after the failure")])
+    side.feed(frame(1, 4, 3, failed))
+    # A new :path (a literal, added) and :authority, content-type, te:
+    # references that count the missing entry, each landing one entry
+    # further here (:authority's on the first call's :path).
+    side.feed(frame(1, 4, 5, request_headers(enc, "FetchMetadata")))
+    calls = {c.stream_id: c for c in side.conn.calls.values()}
+    assert calls[1].method_name == "FetchCursor"
+    assert calls[5].path is None, calls[5].path  # not a neighbour's value
+    said = [n.message for n in notices(flows)]
+    assert sum("InvalidTableIndex" in m for m in said) == 1  # said once, when lost
+    assert any("stream 5: the request's headers were not decoded" in m for m in said)
+    assert side._decode(7, enc.encode([("x-new", "1")])) == [("x-new", "1")]  # added since:
+    assert side._decode(9, enc.encode([("x-new", "1")])) == [("x-new", "1")]  # referenced
+
+
 def _header_list_bomb(refs: int) -> bytes:
     """One 4000-byte header added to the table, then `refs` one-byte
     references to it: 4 KB on the wire per thousand, 4 MB decoded."""
@@ -323,5 +348,8 @@ def test_a_hostile_capture_is_read_whole(tmp_path: Path) -> None:
     limits = [n.limit for n in got if n.kind == "limit"]
     assert limits == ["max_header_block", "max_header_list"]
     assert any("SETTINGS_MAX_FRAME_SIZE" in n.message for n in got)
-    reqs = [m.message for m in items if isinstance(m, GrpcMessage)]
-    assert reqs == [{"stream": "after"}, {"stream": "after"}]
+    reqs = [(m.stream_id, m.message, m.error) for m in items if isinstance(m, GrpcMessage)]
+    # The call after the lying frame refers to HPACK entries from before the
+    # loss: its method is not guessed, its message kept undecoded.
+    assert reqs[0] == (5, {"stream": "after"}, None)
+    assert reqs[1][:2] == (7, None) and "method unknown" in (reqs[1][2] or "")

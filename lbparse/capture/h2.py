@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import hpack
+from hpack.table import HeaderTable
 
 from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
                                   GrpcMessage, Splitter, decode_message)
@@ -313,6 +314,30 @@ class Connection:
             self._end(self.client, call, how)
 
 
+class Table(HeaderTable):
+    """HPACK's dynamic table, knowing which of its entries to trust. When a
+    header block is lost, or fails half-way, the entries it added on the
+    encoder's side are missing here: a later reference past the entries
+    added since would land on an older one, and decode to a wrong header
+    without a word. `trusted` counts the entries added since (None: every
+    entry is trusted); a reference past them is refused (InvalidTableIndex)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trusted: int | None = None
+
+    def add(self, name: bytes, value: bytes) -> None:
+        if self.trusted is not None:
+            self.trusted += 1
+        super().add(name, value)
+
+    def get_by_index(self, index: int) -> tuple[bytes, bytes]:
+        if self.trusted is not None and index > self.STATIC_TABLE_LENGTH + self.trusted:
+            raise hpack.InvalidTableIndex(f"table entry {index} may have shifted since the "
+                                          "HPACK state was lost")
+        return super().get_by_index(index)
+
+
 def _port(endpoint: str) -> int:
     port = endpoint.rpartition(":")[2]
     return int(port) if port.isdigit() else 0
@@ -347,8 +372,16 @@ class Side:
         """HPACK's decoder for this direction's header blocks: its table as
         large as the receiver allows (its SETTINGS), at most MAX_TABLE."""
         d = hpack.Decoder(max_header_list_size=MAX_HEADER_LIST)
+        d.header_table = Table()
         d.max_allowed_table_size = table
         return d
+
+    def _hpack_lost(self) -> None:
+        """A header block of this direction was not (all) decoded."""
+        self.hpack_unknown = True
+        table = self.decoder.header_table
+        if isinstance(table, Table):
+            table.trusted = 0
 
     # -- what the NATS parser asks -----------------------------------------
     def sniff(self, data: bytes, mid: bool) -> Side | None:
@@ -399,7 +432,7 @@ class Side:
         self.block = None
         self.preface = False
         self.lost = True
-        self.hpack_unknown = True
+        self._hpack_lost()
         self.ended = False  # abandon came first: this was a loss, not the end
         self.conn.notice(self, "HTTP/2 frames lost at a gap; reading resumes at the next "
                          "segment that starts with frames, HPACK state unknown")
@@ -454,7 +487,7 @@ class Side:
         self.block = None
         self.preface = False
         self.lost = True
-        self.hpack_unknown = True
+        self._hpack_lost()
 
     # -- frames ----------------------------------------------------------------
     def _frame(self, ftype: int, flags: int, sid: int, payload: bytes) -> None:
@@ -464,7 +497,7 @@ class Side:
             self.conn.notice(self, f"stream {self.block[0]}: header block not ended before a "
                              f"frame of type {ftype}; dropped", "protocol")
             self.block = None
-            self.hpack_unknown = True
+            self._hpack_lost()
         if ftype == DATA:
             body = self._unpad(flags, payload)
             if body is not None:
@@ -488,7 +521,7 @@ class Side:
             self.conn.notice(self, f"HTTP/2 padding of {payload[:1].hex() or 'no'} byte(s) "
                              f"in a frame of {len(payload)}: frame dropped", "protocol")
             if flags & (END_HEADERS | PRIO):
-                self.hpack_unknown = True
+                self._hpack_lost()
             return None
         return payload[1:len(payload) - payload[0]]
 
@@ -519,7 +552,7 @@ class Side:
                              "(max_header_block): dropped, HPACK state unknown", "limit",
                              "max_header_block")
             self.block = None
-            self.hpack_unknown = True
+            self._hpack_lost()
             self.skipping = None if flags & END_HEADERS else sid  # its rest is skipped
             return
         block[3].append(payload)
@@ -542,14 +575,14 @@ class Side:
             self.conn.notice(self, f"stream {sid}: header list past {MAX_HEADER_LIST} bytes "
                              "decoded (max_header_list): dropped, HPACK state unknown", "limit",
                              "max_header_list")
-            self.hpack_unknown = True
+            self._hpack_lost()
             return None
         except Exception as exc:  # noqa: BLE001  HPACKError and anything bad bytes raise
             if not self.hpack_unknown or not self.hpack_told:
                 self.conn.notice(self, f"stream {sid}: header block not decoded (HPACK: "
                                  f"{type(exc).__name__}: {exc}); HPACK state unknown", "grpc")
                 self.hpack_told = True
-            self.hpack_unknown = True
+            self._hpack_lost()
             return None
         return [(bytes(n).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
                 for n, v in raw]
