@@ -13,6 +13,11 @@ message framing (lbparse.capture.grpc). What comes out (`GrpcMessage`,
 `GrpcCall`, `Notice`) is appended to one list the reader empties after
 each packet; the reader sets `Clock.ts` to each packet's time first.
 
+A capture that starts inside a connection, or loses bytes, leaves the
+HPACK tables unknown: header blocks are then decoded as far as the entries
+seen since allow (`Table`), never by a guess; what could not be decoded
+is a notice, and the call's messages are still cut, undecoded.
+
 Bounded whatever the bytes: a frame longer than the receiver's
 SETTINGS_MAX_FRAME_SIZE is refused without buffering it (the direction then
 waits for a segment that starts with frames again); a header block is cut
