@@ -406,7 +406,9 @@ _BANNER = """\
 -- liftbridge-proto/ beside it into a Wireshark plugins folder (or run
 -- tshark -X lua_script:liftbridge.lua).
 -- Preferences: nats.tcp_port (TCP port of the NATS server),
--- liftbridge.layout (auto, or the generation the envelopes are).
+-- liftbridge.layout (auto, or the generation the envelopes are),
+-- liftbridge.api_ports (the gRPC API's ports, read as HTTP/2: gRPC messages
+-- then show as pbf.proto.* fields, their types from api.proto's service).
 
 -- ---- from the spec -------------------------------------------------------
 """

@@ -644,7 +644,24 @@ end
 nats.prefs_changed = register_port
 register_port()
 
+-- Liftbridge's client API is gRPC over cleartext HTTP/2 (h2c): its ports go
+-- to Wireshark's HTTP/2 dissector, whose gRPC hands each message to protobuf,
+-- which finds its type by the call's :path in api.proto's `service API`.
+lb.prefs.api_ports = Pref.range("API ports", "9292",
+  "TCP ports of Liftbridge's gRPC API (a range, as 9292 or 29392-29394)", 65535)
+local http2 = Dissector.get("http2")
+local registered_api = nil
+local function register_api_ports()
+  if http2 == nil then return end
+  local tcp = DissectorTable.get("tcp.port")
+  if registered_api then tcp:remove(registered_api, http2) end
+  registered_api = lb.prefs.api_ports
+  if registered_api ~= "" then tcp:add(registered_api, http2) end
+end
+register_api_ports()
+
 lb.prefs_changed = function()
+  register_api_ports()
   if chosen_layout() == nil then
     report_failure("liftbridge.layout is '" .. lb.prefs.layout .. "', not one of " .. LAYOUT_CHOICES)
   end

@@ -551,3 +551,25 @@ def test_no_expert_error_on_payloads_that_are_not_envelopes(plugin: Path, config
     plain = run_tshark(plugin, config, capture, CLUSTER_PORT, "-T", "fields", "-e", "frame.number",
                        "-Y", 'liftbridge.layout == "plain"')
     assert len(plain.splitlines()) > 1000
+
+
+def test_the_plugin_reads_the_grpc_api_on_its_ports(plugin: Path, config: Path) -> None:
+    """liftbridge.api_ports hands the API's ports to HTTP/2, whose gRPC finds
+    each message's type through api.proto's service: tshark shows the
+    PublishRequests' fields, the same correlation ids lbparse reads."""
+    from lbparse.capture.grpc import GrpcMessage
+
+    capture = shared_path("liftbridge", "samples", "api-short.pcapng")
+    items: list[Any] = []
+    for _ in CaptureReader(capture, on_grpc=items.append):
+        pass
+    want = [m.message["correlationId"] for m in items if isinstance(m, GrpcMessage)
+            and m.type == "proto.PublishRequest"]
+    fields = ("-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
+              "-e", "pbf.proto.PublishRequest.correlationId")
+    for ports, expect in (("29392-29394", want), ("9292", [])):
+        out = run_tshark(plugin, config, capture, 24333, "-o", f"liftbridge.api_ports:{ports}",
+                         *fields)
+        got = [c for line in out.splitlines() for c in line.split("|") if c]
+        assert sorted(got) == sorted(expect), ports
+    assert want

@@ -25,7 +25,7 @@ still arriving holds only what came so far.
 from __future__ import annotations
 
 import re
-from typing import Final, Union
+from typing import Any, Final, Union
 
 MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
@@ -167,9 +167,10 @@ class NatsParser:
     """
 
     __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_buf", "_bpos", "_need", "_resync",
-                 "_here", "_max_frame")
+                 "_here", "_max_frame", "_sniff", "_other")
 
-    def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME) -> None:
+    def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME,
+                 sniff: Any = None) -> None:
         self._rest = b""            # a control line not yet ended by LF
         # Later pieces of it, kept apart until one holds a newline: joining
         # them on every piece cost time quadratic in the line's length.
@@ -186,14 +187,33 @@ class NatsParser:
         self._resync = resync
         self._here = resync
         self._max_frame = max_frame
+        # Another protocol's parser (HTTP/2: lbparse.capture.h2): `sniff(first
+        # bytes, resync)` is asked once, before the first bytes are read, and
+        # what it returns, when not None, takes every byte from then on.
+        self._sniff = sniff
+        self._other: Any = None
 
     @property
     def busy(self) -> bool:
         """True while a frame is half-read (its end still to come)."""
+        if self._other is not None:
+            return bool(self._other.busy)
         return self._wait is not None or bool(self._rest)
+
+    def _handed(self, data: bytes) -> bool:
+        """Whether `data` went to another protocol's parser (see __init__)."""
+        if self._other is None:
+            sniff, self._sniff = self._sniff, None
+            self._other = sniff(data, self._resync)
+            if self._other is None:
+                return False
+        self._other.feed(data)
+        return True
 
     def feed(self, data: bytes) -> list[Parsed]:
         frames: list[Parsed] = []
+        if (self._sniff is not None or self._other is not None) and self._handed(data):
+            return frames
         if self._wait is not None:
             buf = self._buf
             buf += data
@@ -247,6 +267,8 @@ class NatsParser:
         (returned as a description) and resume at the next control line.
         Frames found in the dropped bytes (see `abandon`) go to `frames`."""
         lost = self.abandon([] if frames is None else frames)
+        if self._other is not None:
+            self._other.gap()
         self._resync = self._here = True
         return "; ".join(lost) or None
 
@@ -264,6 +286,8 @@ class NatsParser:
         the stream. One pass over those bytes: a message line among them
         whose payload runs past their end is lost too, right there, and the
         pass goes on from its payload."""
+        if self._other is not None:
+            return list(self._other.abandon())
         lost: list[str] = []
         d = self._describe()
         if d:

@@ -27,7 +27,7 @@ from typing import Any
 from lbparse.jsonform import Int64
 
 NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record",
-                "retransmission")
+                "retransmission", "grpc")
 
 
 class Notice:

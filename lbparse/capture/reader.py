@@ -27,6 +27,7 @@ from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
                                      sniff_head)
+from lbparse.capture.h2 import Flows
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
 from lbparse.capture.notices import Notice
@@ -225,12 +226,18 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
     return key, seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
-def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits) -> Direction:
+def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits,
+              h2: Any = None) -> Direction:
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
     src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
-    d = Direction(src, dst, limits.max_reassembly, limits.max_frame)
-    r = Direction(dst, src, limits.max_reassembly, limits.max_frame)
+    ds: Any = None
+    rs: Any = None
+    if h2 is not None:  # each direction's HTTP/2 sniffer (lbparse.capture.h2)
+        ds, rs = h2.pair(src, dst)
+        ds, rs = ds.sniff, rs.sniff
+    d = Direction(src, dst, limits.max_reassembly, limits.max_frame, ds)
+    r = Direction(dst, src, limits.max_reassembly, limits.max_frame, rs)
     d.peer, r.peer = r, d
     flows[key] = d
     flows[_reverse(key)] = r
@@ -287,6 +294,10 @@ class CaptureReader:
     every gap, dropped message and protocol problem as it is found.
     `limits`: resource limits (default `lbparse.limits.DEFAULT`).
     `verify_crc`, `lenient`: as `lbparse.decode` takes them.
+    `on_grpc(item)`: when given, cleartext HTTP/2 is read too, on any port
+    (lbparse.capture.h2), and each gRPC message and call (GrpcMessage,
+    GrpcCall: lbparse.capture.grpc) passed to it as it completes; without
+    it, HTTP/2 bytes are "protocol" notices, as any bytes that are not NATS.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, layout: str | None = None,
@@ -294,7 +305,7 @@ class CaptureReader:
                  verbs: Iterable[str] = MESSAGE_VERBS,
                  on_notice: Callable[[Notice], None] | None = None,
                  limits: Limits | None = None, verify_crc: bool = True,
-                 lenient: bool = False) -> None:
+                 lenient: bool = False, on_grpc: Callable[[Any], None] | None = None) -> None:
         self.path = os.fspath(path)
         self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
@@ -305,6 +316,7 @@ class CaptureReader:
         self.decode = decode
         self.verbs = frozenset(verbs)
         self.on_notice = on_notice
+        self.on_grpc = on_grpc
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
         if self.path != STDIN and os.path.exists(self.path) and not regular_file(self.path):
@@ -423,9 +435,14 @@ class CaptureReader:
         offflags: int
         data: int
         ip_end: int
+        h2: Any = None
+        if self.on_grpc is not None:
+            h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly)
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:
                 npk += 1
+                if h2 is not None:
+                    h2.clock.ts = ts
                 parts = None
                 if lt == 1 and caplen >= 54:
                     et, vihl, tot, frag, proto, key, seq, ack, offflags = \
@@ -469,7 +486,7 @@ class CaptureReader:
                         continue  # a bare ACK of a connection we know nothing of
                     if len(flows) >= flow_cap:
                         flow_cap = _forget_idle(flows)
-                    d = _new_flow(flows, key, flow_limits)
+                    d = _new_flow(flows, key, flow_limits, h2)
                 if offflags & _ACK:
                     d.ack = ack
                 if offflags & _SYN:
@@ -499,20 +516,36 @@ class CaptureReader:
                     for n in notices:
                         self._notice(n)
                     notices.clear()
+                if h2 is not None and h2.out:
+                    self._grpc_out(h2.out)
                 if not frames:
                     continue
                 for fr in frames:
                     rec = self._accept(ts, d, fr, matched)
                     if rec is not None:
                         yield rec
+            if h2 is not None:
+                h2.ending = True
             for d in list(flows.values()):
                 frames = d.finish(notices, ts)
                 yield from self._emit(ts, d, frames, matched)
                 for n in notices:
                     self._notice(n)
                 notices.clear()
+            if h2 is not None:
+                h2.close()  # calls still open when the capture ends
+                self._grpc_out(h2.out)
         finally:
             stats.packets += npk
+
+    def _grpc_out(self, out: list[Any]) -> None:
+        """HTTP/2's notices and gRPC records, in the order they came."""
+        for item in out:
+            if isinstance(item, Notice):
+                self._notice(item)
+            elif self.on_grpc is not None:
+                self.on_grpc(item)
+        out.clear()
 
     def _emit(self, ts: int, d: Direction, frames: list[Parsed],
               matched: dict[str, bool]) -> Iterator[Record]:

@@ -156,6 +156,11 @@ class _BadRecords:
             self.on_notice(Notice("bad_record", message + "; skipped, reading on"))
 
 
+# The "grpc" of the gRPC records `lbparse capture` writes among the NATS
+# ones (lbparse.capture.grpc): its output, read back, skips them.
+GRPC_LINES = ("message", "call")
+
+
 def read_jsonl(f: IO[bytes], name: str,
                on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
     """Records of our JSON Lines format; a line that is not one is a notice
@@ -167,6 +172,8 @@ def read_jsonl(f: IO[bytes], name: str,
         where = f"{name}:{lineno}"
         try:
             d = json.loads(line)
+            if isinstance(d, dict) and d.get("grpc") in GRPC_LINES:
+                continue  # lbparse capture's gRPC records: not NATS messages, not read back
             _check_record_types(d)
             record = Record.make(ts_from_json(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
                                  d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),

@@ -35,7 +35,7 @@ window), are not compared: memory stays bounded, whatever the stream.
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import Final
+from typing import Any, Final
 
 from lbparse.capture.nats import MAX_FRAME, NatsParser, Parsed
 from lbparse.capture.notices import Notice
@@ -56,10 +56,10 @@ class Direction:
 
     __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
                  "client", "closed", "max_pending", "max_frame", "next_pos", "order", "cut",
-                 "window", "recent", "recent_bytes", "told")
+                 "window", "recent", "recent_bytes", "told", "sniff")
 
     def __init__(self, src: str, dst: str, max_pending: int = MAX_PENDING_BYTES,
-                 max_frame: int = MAX_FRAME) -> None:
+                 max_frame: int = MAX_FRAME, sniff: Any = None) -> None:
         self.src = src
         self.dst = dst
         self.max_pending = max_pending
@@ -76,7 +76,8 @@ class Direction:
         self.order: list[int] = []
         self.next_pos = 0
         self.pending_bytes = 0
-        self.parser = NatsParser(max_frame=max_frame)
+        self.sniff = sniff  # HTTP/2's, each parser's (lbparse.capture.nats, sniff)
+        self.parser = NatsParser(max_frame=max_frame, sniff=sniff)
         self.peer: Direction = self
         self.ack: int | None = None   # the last ACK number this side sent
         self.client: bool | None = None  # from the handshake, when seen
@@ -131,7 +132,7 @@ class Direction:
             # The same addresses and ports, a new connection.
             self.finish(notices, ts)
         self.next_seq = (seq + 1) & MASK
-        self.parser = NatsParser(max_frame=self.max_frame)
+        self.parser = NatsParser(max_frame=self.max_frame, sniff=self.sniff)
         self.closed = False
         self.cut = 0
         self._forget()
@@ -145,7 +146,7 @@ class Direction:
             # No handshake seen: the capture starts inside the stream, maybe
             # inside a frame.
             self.next_seq = seq
-            self.parser = NatsParser(resync=True, max_frame=self.max_frame)
+            self.parser = NatsParser(resync=True, max_frame=self.max_frame, sniff=self.sniff)
         frames: list[Parsed] = []
         if self.cut:
             self._settle_cut((seq - self.next_seq) & MASK, frames, notices, ts)

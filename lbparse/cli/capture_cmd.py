@@ -8,6 +8,14 @@ and each PUB, HPUB, MSG and HMSG becomes one record, in capture order:
 JSON Lines with ts, src, dst, direction, verb, subject, reply, sid,
 headers, payload (base64), and `envelope` or `error`.
 
+Cleartext HTTP/2 (gRPC, Liftbridge's client API) is read too, on any
+port: one record per gRPC message ({"grpc": "message", ...}: the call's
+stream id, method, direction, type and the message as JSON) and one per
+call ({"grpc": "call", ...}: method, request and response messages,
+grpc-status and grpc-message, times of request, first response and
+trailers, how it ended), in capture order among the NATS records (not
+with --subject; -c counts NATS messages only).
+
 Gaps in the capture (dropped packets, a short snap length), bytes that
 are not NATS, damaged file blocks and resource limits hit are reported on
 stderr; parsing resumes at the next control line (or file block), so no
@@ -43,6 +51,7 @@ from typing import TextIO
 
 from lbparse import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
+from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
@@ -130,10 +139,29 @@ def table_row(rec: Record) -> str:
                      f"{what}{'  ' + extra if extra else ''}")
 
 
-def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None) -> str:
+def grpc_row(item: GrpcMessage | GrpcCall) -> str:
+    """The table row of a gRPC message or call."""
+    if isinstance(item, GrpcMessage):
+        arrow = f"{item.src} -> {item.dst}"
+        what = f"error {item.error}" if item.error is not None else (item.type or "")
+        return printable(f"{rfc3339(item.ts or 0)}  {arrow:<43} GRPC {item.method or '?':<24} "
+                         f"{item.length:>7}B  {what}  stream={item.stream_id} #{item.index}")
+    arrow = f"{item.client} -> {item.server}"
+    took = ""
+    if item.request_ts is not None and item.end_ts is not None:
+        took = f" {(item.end_ts - item.request_ts) / 1e6:.3f}ms"
+    counts = f"{item.counts[CLIENT_TO_SERVER]}->{item.counts[SERVER_TO_CLIENT]}"
+    return printable(f"{rfc3339(item.end_ts or 0)}  {arrow:<43} CALL {item.method_name or '?':<24} "
+                     f"{counts:>8}  status={item.grpc_status} {item.end}{took}  "
+                     f"stream={item.stream_id}")
+
+
+def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None,
+                 grpc: dict[str, int] | None = None) -> str:
     """The --stats summary. With `view` (the records' ClusterView): subjects
     folded into patterns, NATS statuses and connections by CONNECT name;
-    `top`: at most that many rows per section (None: all, subjects unfolded)."""
+    `top`: at most that many rows per section (None: all, subjects unfolded);
+    `grpc`: gRPC calls by method and how they ended (`grpc_key`)."""
     d = stats.to_json_dict()
     lines = [f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
              f"gaps {d['gaps']} ({d['gap_bytes']} bytes)"]
@@ -151,7 +179,14 @@ def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None 
                          "by the subject pattern of the request")
         lines += section("connections by CONNECT name", view.by_name(stats.connect_names), top,
                          "messages published and delivered")
+    lines += section("gRPC calls", grpc or {}, top, "by method and grpc-status, or how they ended")
     return "\n".join(lines)
+
+
+def grpc_key(call: GrpcCall) -> str:
+    """A call's row in --stats: its method and status (or how it ended without one)."""
+    end = f"status {call.grpc_status}" if call.grpc_status is not None else call.end
+    return f"{call.method_name or '(method unknown)'} {end}"
 
 
 class Progress:
@@ -198,6 +233,19 @@ def run(args: argparse.Namespace) -> int:
         reported += 1
         warn(NAME, f"{input_name(name)}: {n}")
 
+    grpc_calls: dict[str, int] = {}
+
+    def grpc(item: GrpcMessage | GrpcCall) -> None:
+        if isinstance(item, GrpcCall):
+            key = grpc_key(item)
+            grpc_calls[key] = grpc_calls.get(key, 0) + 1
+        if args.quiet or args.subject is not None:
+            return
+        if args.format == "jsonl":
+            sys.stdout.write(jsonform.dumps(item.to_json_dict()) + "\n")
+        else:
+            sys.stdout.write(grpc_row(item) + "\n")
+
     left = args.count  # messages still to write; None: all
     for name in args.files:
         if left == 0:
@@ -205,7 +253,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             reader = CaptureReader(name, layout=args.layout, subject=args.subject,
                                    limits=limits, on_notice=functools.partial(notice, name=name),
-                                   verify_crc=args.verify_crc, lenient=args.lenient)
+                                   verify_crc=args.verify_crc, lenient=args.lenient,
+                                   on_grpc=grpc)
             left = read_one(reader, args, left, view)
         except BrokenPipeError:
             raise
@@ -222,7 +271,8 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, DATA)
     sys.stdout.flush()
     if args.stats:
-        print(format_stats(total, view, None if args.all else args.top), file=sys.stderr)
+        print(format_stats(total, view, None if args.all else args.top, grpc_calls),
+              file=sys.stderr)
     return status
 
 
