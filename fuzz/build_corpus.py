@@ -9,7 +9,7 @@ NATS streams of those envelopes (with headers, replies, control lines) for
 for `capture`; batches of envelopes for `batch`; segments of every
 generation, indexes, checkpoints and raft.db pages for `storage`; Raft log
 entries and transport streams for `raft`; whole raft.db files (real and crafted) for
-`raftdb`. The seeds are made, never stored: fuzz/corpus/ is not
+`raftdb`; HTTP/2 connections carrying gRPC calls for `h2`. The seeds are made, never stored: fuzz/corpus/ is not
 committed (the fuzzer's finds grow it).
 """
 
@@ -151,13 +151,55 @@ def raft_streams() -> list[bytes]:
                       enumerate([t.REQUESTS, t.RESPONSES, t.REQUESTS[1:3]])]
 
 
+def h2_connections() -> list[bytes]:
+    """HTTP/2 connections carrying gRPC calls (hostile.h2_pieces' form: a byte of
+    side and length before each piece of at most 128 bytes): unary calls, server
+    and client streams, a gzip-compressed message, trailers with an error, a
+    CONTINUATION, RST_STREAM and GOAWAY."""
+    import gzip
+
+    import hpack
+    import test_grpc_capture as g
+    from lbparse_generated.proto import api_pb2
+
+    def pieces(side: int, data: bytes) -> bytes:
+        return b"".join(bytes([side << 7 | len(data[i:i + 128]) - 1]) + data[i:i + 128]
+                        for i in range(0, len(data), 128))
+
+    creq, cresp = hpack.Encoder(), hpack.Encoder()
+    body = api_pb2.FetchCursorRequest(stream="s", partition=1, cursorId="c").SerializeToString()
+    pub = api_pb2.PublishRequest(key=b"k", value=b"v" * 40, stream="s",
+                                 correlationId="c1").SerializeToString()
+    # Header blocks in the order they are sent: HPACK's table is the encoder's history.
+    fetch = g.request_headers(creq, "FetchCursor")
+    block = g.request_headers(creq, "Publish", ("grpc-encoding", "gzip"))
+    stream = g.request_headers(creq, "PublishAsync")
+    status = cresp.encode([(":status", "200"), ("content-type", "application/grpc")])
+    client = g.SETTINGS + g.frame(1, 4, 1, fetch) + g.frame(0, 1, 1, g.grpc_message(body)) \
+        + g.frame(1, 0, 3, block[:5]) + g.frame(9, 4, 3, block[5:]) \
+        + g.frame(0, 1, 3, g.grpc_message(gzip.compress(pub, mtime=0), flag=1)) \
+        + g.frame(1, 4, 5, stream) \
+        + g.frame(0, 0, 5, g.grpc_message(pub) * 2) + g.frame(3, 0, 5, (8).to_bytes(4, "big"))
+    server = g.SETTINGS + g.frame(1, 4, 1, status) \
+        + g.frame(0, 0, 1, g.grpc_message(api_pb2.FetchCursorResponse(offset=7)
+                                          .SerializeToString())) \
+        + g.frame(1, 5, 1, cresp.encode([("grpc-status", "0")])) \
+        + g.frame(1, 5, 3, cresp.encode([(":status", "200"), ("grpc-status", "5"),
+                                        ("grpc-message", "no such stream")])) \
+        + g.frame(7, 0, 0, (5).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye")
+    return [bytes([0]) + pieces(0, client) + pieces(1, server),
+            bytes([3]) + pieces(0, client[:200]) + pieces(1, server) + pieces(0, client[200:]),
+            bytes([8]) + pieces(1, server) + pieces(0, client)]
+
+
 def build(out_dir: Path) -> dict[str, int]:
     envs = envelopes()
     with tempfile.TemporaryDirectory() as tmp:
         seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
                  "nats": nats_streams(envs), "capture": captures(envs, tmp),
                  "batch": batches(envs), "storage": storage_files(), "raft": raft_streams(),
-                 "raftdb": raft_dbs(), "checkpoints": checkpoint_files()}
+                 "raftdb": raft_dbs(), "checkpoints": checkpoint_files(),
+                 "h2": h2_connections()}
     counts = {}
     for target, items in seeds.items():
         d = out_dir / target

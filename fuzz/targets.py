@@ -9,7 +9,8 @@ equal to its Python reference (`native_pass`: the batch decoder's C passes). Iss
 batch decoder against lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
 and `raft` (Raft log entries and the transport stream); issue #27 `raftdb`
-(whole raft.db files: the bbolt walk and the log's copy budget).
+(whole raft.db files: the bbolt walk and the log's copy budget); issue #28
+`h2` (an HTTP/2 connection carrying gRPC: lbparse.capture.h2 and grpc).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import lbparse.report.columnar  # noqa: F401
 import lbparse.storage  # noqa: F401
 import lbparse.storage.checkpoints  # noqa: F401
 import lbparse.storage.raftdb  # noqa: F401
+import lbparse.capture.h2  # noqa: F401
+import lbparse.capture.grpc  # noqa: F401
 import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
 from lbparse.limits import Limits
 
@@ -107,6 +110,11 @@ def native_pass(data: bytes) -> None:
         npass.check_decoder(payloads)
 
 
+def h2(data: bytes) -> None:
+    """HTTP/2 and gRPC (issue #28): a connection's segments, cut two ways."""
+    hostile.check_h2(data)
+
+
 def report(data: bytes) -> None:
     """The report's aggregation (issue #27): its two paths, columns and records,
     count the same (tests/support/report_check.py)."""
@@ -117,7 +125,7 @@ def report(data: bytes) -> None:
 
 TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
                                    storage, checkpoints, raft, raftdb, native_capture,
-                                   decode_arrow, native_pass, report)}
+                                   decode_arrow, native_pass, report, h2)}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).

@@ -89,6 +89,25 @@ def test_the_raftdb_target_catches_a_budget_overrun(corpus: Path,
             targets.raftdb(data)
 
 
+def test_the_h2_target_catches_a_reader_that_depends_on_the_cut(
+        corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The h2 target (issue #28) reads each seed connection whole and cut into
+    small segments: a reader that loses a segment's last byte when it is cut
+    small (a frame header split across segments, say) fails it."""
+    from lbparse.capture import h2
+
+    seeds = [p.read_bytes() for p in sorted((corpus / "h2").iterdir())]
+    assert len(seeds) >= 3
+    for data in seeds:
+        targets.h2(data)
+    real = h2.Side.feed
+    monkeypatch.setattr(h2.Side, "feed",
+                        lambda self, data: real(self, data[:-1] if 1 < len(data) < 4 else data))
+    with pytest.raises(AssertionError, match="cut every"):
+        for data in seeds:
+            targets.h2(data)
+
+
 def _harness(name: str, corpus: Path, runs: int) -> str:
     """fuzz/harness.py (atheris, libFuzzer) on a copy of the target's seeds,
     `runs` executions: the campaign's own machinery, bounded."""

@@ -353,3 +353,37 @@ def test_a_hostile_capture_is_read_whole(tmp_path: Path) -> None:
     # loss: its method is not guessed, its message kept undecoded.
     assert reqs[0] == (5, {"stream": "after"}, None)
     assert reqs[1][:2] == (7, None) and "method unknown" in (reqs[1][2] or "")
+
+
+# -- the h2 fuzz target's finds (fuzz/targets.py `h2`; inputs in tests/data/fuzz) -------
+
+FUZZ_FINDS = Path(__file__).parent / "data" / "fuzz"
+
+
+@pytest.mark.parametrize("name", ["h2-resync-d0bf86fa.bin", "h2-silent-loss-5867f10b.bin",
+                                  "h2-address-b40309ff.bin"])
+def test_the_h2_fuzz_finds_read_alike_however_cut(name: str) -> None:
+    from support import hostile
+
+    hostile.check_h2((FUZZ_FINDS / name).read_bytes())
+
+
+def test_a_first_segment_that_is_not_frames_is_said() -> None:
+    """A direction whose peer speaks HTTP/2 but whose first bytes hold no
+    plausible frame header was skipped with no word until a segment that
+    starts with frames came."""
+    flows, client = client_side()
+    server = client.peer
+    assert server.sniff(b"\xff" * 40, False) is server
+    server.feed(b"\xff" * 40)
+    said = [n.message for n in notices(flows)]
+    assert any("the first 40 bytes of this direction are not HTTP/2 frames" in m for m in said), said
+
+
+def test_an_hpack_error_is_said_without_an_address() -> None:
+    """hpack's message for an over-long integer holds a memoryview's repr
+    (`<memory at 0x7f...>`): the notice differed from run to run."""
+    flows, client = client_side()
+    client.feed(frame(1, 4, 1, b"\x3f" + b"\xff" * 12 + b"\x01"))
+    said = [n.message for n in notices(flows) if "header block not decoded" in n.message]
+    assert said and not any(" at 0x" in m for m in said), said

@@ -28,6 +28,7 @@ message at `max_frame`, and open calls per connection at MAX_STREAMS.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import unquote
 
@@ -67,6 +68,15 @@ ERROR_CODES = ("NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERR
 
 def error_name(code: int) -> str:
     return ERROR_CODES[code] if code < len(ERROR_CODES) else f"error {code}"
+
+
+# hpack's messages may hold an object's repr (`<memory at 0x7f...>`): an address
+# differs run to run and tells the reader nothing.
+_REPR = re.compile(r":? ?<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def _said(exc: Exception) -> str:
+    return _REPR.sub("", str(exc))
 
 
 def _header_ok(length: int, ftype: int, sid: int) -> bool:
@@ -404,8 +414,11 @@ class Side:
         # start with a plausible header, hardly with a chain ending with the segment.
         if self.peer.active or looks_like_frames(data, whole=mid):
             self._start(mid)
-            # A first segment too short to hold a frame header is taken as one's start.
-            self.lost = _frame_headers(data) < 0
+            # A first segment too short to hold a frame header is taken as one's start;
+            # one that holds an implausible header is a loss, and said.
+            if _frame_headers(data) < 0:
+                self._lose(f"the first {len(data)} bytes of this direction are not HTTP/2 "
+                           "frames")
             return self
         return None
 
@@ -585,7 +598,8 @@ class Side:
         except Exception as exc:  # noqa: BLE001  HPACKError and anything bad bytes raise
             if not self.hpack_unknown or not self.hpack_told:
                 self.conn.notice(self, f"stream {sid}: header block not decoded (HPACK: "
-                                 f"{type(exc).__name__}: {exc}); HPACK state unknown", "grpc")
+                                 f"{type(exc).__name__}: {_said(exc)}); HPACK state unknown",
+                                 "grpc")
                 self.hpack_told = True
             self._hpack_lost()
             return None

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import lbparse
-from lbparse.capture import CaptureError, CaptureReader, NatsParser
+from lbparse.capture import CaptureError, CaptureReader, NatsParser, h2
 from lbparse.capture.nats import Parsed, Problem
 from lbparse.errors import EnvelopeError
 from lbparse.payloads import REPLICATION_RESPONSE
@@ -395,3 +395,66 @@ def check_decode_arrow(data: bytes, layout: str = "v0") -> None:
     assert row["error_kind"] is None, row
     assert (row["layout"], row["msg_type_name"], row["payload_type"], row["crc32c"]) == \
         (env.layout, env.msg_type_name, env.payload_type, env.crc32c)
+
+
+# -- issue #28: HTTP/2 and gRPC (lbparse.capture.h2, grpc) -----------------------------
+
+H2_LIMIT = 1 << 16  # a gRPC message and all calls' half-received bytes: small, so hit
+
+
+def h2_pieces(data: bytes) -> list[tuple[int, bytes]]:
+    """The fuzzer's bytes as one connection's segments: each a byte (bit 7: the
+    server's; bits 0-6: length - 1) then its bytes. The client's start with
+    the preface (fed before them)."""
+    out, i = [], 0
+    while i < len(data):
+        n = (data[i] & 0x7F) + 1
+        out.append((data[i] >> 7, data[i + 1:i + 1 + n]))
+        i += 1 + n
+    return out
+
+
+def h2_records(pieces: list[tuple[int, bytes]], step: int) -> list[str]:
+    """Every record and notice (as JSON) of the connection, each segment fed
+    `step` bytes at a time; memory held to the limits throughout."""
+    flows = h2.Flows(H2_LIMIT, max_buffered=H2_LIMIT)
+    client, server = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
+    assert client.sniff(h2.PREFACE, False) is client
+    client.feed(h2.PREFACE)
+    started = False
+    for i, (side, data) in enumerate(pieces):
+        flows.clock.ts = i
+        if side and not started:  # the server's first bytes: HTTP/2, since its peer is
+            started = server.sniff(data, False) is server
+        for j in range(0, len(data), step):
+            (server if side else client).feed(data[j:j + step])
+        assert flows.buffered <= flows.max_buffered, (flows.buffered, flows.max_buffered)
+    flows.ending = True
+    flows.close()
+    return [json.dumps(o.to_json_dict(), sort_keys=True) for o in flows.out]
+
+
+# Once frames are lost (a frame past the size limit), reading resumes at a
+# segment that starts with frames: from there on, by design, the cut matters.
+_H2_LOST = "reading resumes at the next segment"
+
+
+def _before_loss(records: list[str]) -> tuple[list[str], str | None]:
+    for i, rec in enumerate(records):
+        if _H2_LOST in rec:
+            return records[:i], rec
+    return records, None
+
+
+def check_h2(data: bytes) -> None:
+    """Any bytes of an HTTP/2 connection: no exception, memory within the limits,
+    and the same calls, messages and notices however the segments are cut (the
+    first byte: how many bytes at a time), up to the first loss of frames,
+    which is found at the same place too."""
+    if not data:
+        return
+    pieces = h2_pieces(data[1:])
+    step = data[0] % 9 + 1
+    whole, split = h2_records(pieces, 1 << 30), h2_records(pieces, step)
+    assert _before_loss(split) == _before_loss(whole), \
+        f"cut every {step} bytes: {split!r} != {whole!r}"
