@@ -15,7 +15,7 @@ had none); a message carries its call's. The columns are the schemas'
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +27,7 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_
 from lbparse.jsonform import dumps
 from lbparse.limits import Limits
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "sources_with_http2"]
+__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "read_grpc", "sources_with_http2"]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading.
 HTTP2_HINTS = ("input:protocol", "input:incomplete")
@@ -117,16 +117,29 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None) -> Iterator[None]:
+    """The Python reader's pass over `path` for its gRPC records, one step per
+    NATS record (which it does not decode: the first reading did)."""
+    try:
+        for _ in CaptureReader(path, decode=False, limits=limits, on_grpc=on_grpc):
+            yield None
+    except (CaptureError, OSError):
+        pass  # the NATS reading of the same file has said what is wrong (a problem row)
+
+
+def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None) -> None:
+    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report)."""
+    for _ in _reading(path, on_grpc, limits):
+        pass
+
+
 def grpc_tables(path: str, *, limits: Limits | None = None,
                 batch_rows: int = 65536) -> Iterator[dict[str, pa.Table]]:
     """The gRPC tables of capture `path` (its rows' `source`), about
     `batch_rows` rows at a time: the reader's gRPC records as they come."""
     rows = GrpcRows(path)
-    try:
-        for _ in CaptureReader(path, decode=False, limits=limits, on_grpc=rows.add):
-            if len(rows) >= batch_rows:
-                yield rows.flush()
-    except (CaptureError, OSError):
-        pass  # the NATS reading of the same file has said what is wrong (a problem row)
+    for _ in _reading(path, rows.add, limits):
+        if len(rows) >= batch_rows:
+            yield rows.flush()
     if len(rows):
         yield rows.flush()

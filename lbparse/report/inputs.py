@@ -26,6 +26,7 @@ from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
+from lbparse.columnar.grpctables import read_grpc, sources_with_http2
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.columnar import add_batch, arrow_batches
@@ -141,7 +142,9 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     last: int | None = None
     mine = Stats()
     done = 0
+    http2: set[str] = set()
     for tables in arrow_batches(path, options.layout or "auto", units):
+        http2 |= sources_with_http2(tables["messages"])
         span = add_batch(agg, tables, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
@@ -160,6 +163,9 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         mine.connect_names.update(u.connect_names)
     agg.connect_names(mine.connect_names)
     stats.merge(mine)
+    # The C loop reads NATS only: HTTP/2 (the client's gRPC calls) read again.
+    for source in sorted(http2):
+        read_grpc(source, agg.client.add)
     # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
         "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
@@ -175,7 +181,8 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
         if options.on_notice is not None:
             options.on_notice(path, n)
 
-    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice)
+    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice,
+                           on_grpc=agg.client.add)
     add = agg.add
     first: int | None = None
     last: int | None = None
