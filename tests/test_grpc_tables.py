@@ -23,6 +23,7 @@ from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.cli.status import DATA
 from lbparse.columnar import grpctables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
+from support import capwriter as cw
 from support.cli import run_cli
 from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
@@ -158,3 +159,24 @@ def test_grpc_rows_number_calls_in_the_order_first_seen() -> None:
     assert tables[GRPC_CALLS].column("position").to_pylist() == [0, 2]
     assert tables[GRPC_CALLS].schema == table_schema(GRPC_CALLS)
     assert isinstance(tables[GRPC_CALLS], pa.Table) and not len(rows)
+
+
+@pytest.mark.parametrize("client", [
+    b"PUB a.b 5\r\nhello\r\nPUB a.b 5",              # a control line the capture cuts
+    b"\xb9\x0eC\xb4 not NATS\r\nPUB a 1\r\nx\r\n",  # bytes that are not a control line
+])
+def test_nats_problem_rows_do_not_call_for_a_second_reading(
+        tmp_path: Path, client: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    conn = cw.Conn()
+    pkts = conn.handshake() + conn.send("c", client)
+    path = tmp_path / "nats.pcap"
+    cw.write_pcap(str(path), [(1.7e9 + i, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)])
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a second reading of a NATS-only capture")
+
+    monkeypatch.setattr(grpctables, "CaptureReader", refuse)
+    tables = concat_tables(lbparse.read_capture_tables(path))
+    kinds = tables["messages"].column("error_kind").to_pylist()
+    assert {"input:incomplete", "input:protocol"} & set(kinds), kinds
+    assert not set(GRPC_TABLES) & set(tables)

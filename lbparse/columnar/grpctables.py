@@ -2,7 +2,7 @@
 
 The C capture loop reads NATS only: an HTTP/2 connection is, to it, bytes
 that are not NATS (`input:protocol` or `input:incomplete` rows). A file
-whose rows say so is read once more by the Python reader with `on_grpc`
+whose rows show HTTP/2's bytes (HTTP2_BYTES) is read once more by the Python reader with `on_grpc`
 (lbparse.capture.h2, grpc; `decode=False`: its NATS records are not
 wanted again), whose GrpcCall and GrpcMessage records become rows here. A
 file without such a row (a NATS-only capture) costs nothing more.
@@ -29,8 +29,15 @@ from lbparse.limits import Limits
 
 __all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "read_grpc", "sources_with_http2"]
 
-# The problem rows an HTTP/2 connection gives a NATS-only reading.
+# The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
+# are not a NATS control line (or one cut short) which start as HTTP/2 does,
+# with the client's preface or a frame header (its 24-bit length's first byte
+# 0: any frame within the default SETTINGS_MAX_FRAME_SIZE, 16 KiB). A NATS
+# control line starts with a letter (PUB, MSG, ...), +OK or -ERR; a capture
+# that cuts a NATS message short, or starts inside one, is not read again.
 HTTP2_HINTS = ("input:protocol", "input:incomplete")
+HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes): "
+               r"b['\"](PRI \* HTTP/2\.0|\\x00)")
 
 _CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
 
@@ -40,7 +47,9 @@ def sources_with_http2(messages: pa.Table) -> set[str]:
     hint = pc.is_in(messages.column("error_kind"), pa.array(HTTP2_HINTS))
     if not pc.any(hint).as_py():
         return set()
-    return set(pc.unique(messages.column("source").filter(hint)).to_pylist())
+    rows = messages.filter(hint)
+    http2 = pc.match_substring_regex(rows.column("error_message"), HTTP2_BYTES)
+    return set(pc.unique(rows.column("source").filter(http2.fill_null(False))).to_pylist())
 
 
 def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
