@@ -180,3 +180,19 @@ def test_nats_problem_rows_do_not_call_for_a_second_reading(
     kinds = tables["messages"].column("error_kind").to_pylist()
     assert {"input:incomplete", "input:protocol"} & set(kinds), kinds
     assert not set(GRPC_TABLES) & set(tables)
+
+
+def test_a_messages_json_has_its_map_entries_in_key_order() -> None:
+    """A protobuf map's entries come in its hash table's order, which is not
+    the same from one process to the next (the pipeline's workers made other
+    JSON of the same PublishRequest than the driver): sorted, the same bytes
+    make the same JSON."""
+    from lbparse.capture.grpc import decode_message
+    from lbparse_generated.proto import api_pb2
+
+    keys = [f"h{i:02d}-{chr(122 - i)}" for i in range(24)][::-1]
+    request = api_pb2.PublishRequest(stream="s", headers={k: b"v" for k in keys})
+    message, error = decode_message(api_pb2.PublishRequest, 0, request.SerializeToString(),
+                                    None, 1 << 20)
+    assert error is None and message is not None
+    assert list(message["headers"]) == sorted(keys)
