@@ -1,0 +1,38 @@
+"""`lbparse pipeline` on the shared capture of a real cluster's client API
+(api-short.pcapng): the gRPC tables it writes are those `lbparse capture
+--tables` writes (lbparse.columnar.grpctables), 55 calls and 287 messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+
+import lbparse
+from lbparse.columnar.sources import SourceOptions
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
+from lbparse.pipeline.job import PipelineOptions, run
+from support.reading import concat_tables
+from support.shared import LIFTBRIDGE
+
+API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
+
+
+@pytest.mark.slow
+def test_the_pipeline_writes_the_grpc_tables(spark: Any, tmp_path: Path) -> None:
+    if not API_SHORT.exists():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+    summary = run(spark, PipelineOptions(inputs=(str(API_SHORT),), out=str(tmp_path),
+                                         source=SourceOptions(batch_rows=100)))
+    want = concat_tables(lbparse.read_capture_tables(API_SHORT))
+    for name, rows, order in ((GRPC_CALLS, 55, ["position"]),
+                              (GRPC_MESSAGES, 287, ["position", "message_seq"])):
+        got = ds.dataset(str(tmp_path / name)).to_table()
+        assert got.schema.remove_metadata() == table_schema(name)
+        assert got.num_rows == rows
+        by = [(c, "ascending") for c in order]
+        assert got.sort_by(by).equals(want[name].sort_by(by))
+    assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {GRPC_CALLS: 55,
+                                                                    GRPC_MESSAGES: 287}
