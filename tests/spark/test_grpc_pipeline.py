@@ -1,6 +1,7 @@
-"""`lbparse pipeline` on the shared capture of a real cluster's client API
-(api-short.pcapng): the gRPC tables it writes are those `lbparse capture
---tables` writes (lbparse.columnar.grpctables), 55 calls and 287 messages."""
+"""`lbparse pipeline` and `format("liftbridge")` on the shared capture of a
+real cluster's client API (api-short.pcapng): the gRPC tables they give
+are those `lbparse capture --tables` writes (lbparse.columnar.grpctables),
+55 calls and 287 messages."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pyarrow.dataset as ds
 import pytest
 
 import lbparse
+import lbparse.spark
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
 from lbparse.pipeline.job import PipelineOptions, run
@@ -36,3 +38,22 @@ def test_the_pipeline_writes_the_grpc_tables(spark: Any, tmp_path: Path) -> None
         assert got.sort_by(by).equals(want[name].sort_by(by))
     assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {GRPC_CALLS: 55,
                                                                     GRPC_MESSAGES: 287}
+
+
+@pytest.mark.slow
+def test_the_data_source_reads_the_grpc_tables(spark: Any) -> None:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if not API_SHORT.exists():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+    lbparse.spark.register(spark)
+    want = concat_tables(lbparse.read_capture_tables(API_SHORT))
+    frames = {}
+    for name, order in ((GRPC_CALLS, ["position"]), (GRPC_MESSAGES, ["position", "message_seq"])):
+        df = spark.read.format("liftbridge").option("table", name).load(str(API_SHORT))
+        assert df.schema == from_arrow_schema(table_schema(name))
+        by = [(c, "ascending") for c in order]
+        assert df.toArrow().sort_by(by).to_pylist() == want[name].sort_by(by).to_pylist()
+        frames[name] = df
+    joined = frames[GRPC_CALLS].join(frames[GRPC_MESSAGES], ["source", "position"])
+    assert joined.count() == 287
