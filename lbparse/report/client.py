@@ -19,10 +19,12 @@ each call ends) and keeps bounded state:
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Any
 
-from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
+from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
+                                  GrpcMessage)
 from lbparse.report.histogram import Histogram
 from lbparse.report.latency import MAX_PENDING
 from lbparse.report.timebins import Counts, TimeAxis, exact_time
@@ -53,6 +55,21 @@ class _Method:
         self.latency = Histogram()
 
 
+def _call_of(row: dict[str, Any], request: dict[str, Any] | None) -> GrpcCall:
+    """A grpc_calls row as the GrpcCall it was made of (its first request, if any)."""
+    c = GrpcCall(row["client"], row["server"], row["stream_id"])
+    c.path, c.method = row["path"], METHODS.get(row["path"] or "")
+    c.request_ts, c.first_response_ts = row["request_ts_ns"], row["first_response_ts_ns"]
+    c.trailers_ts, c.end_ts = row["trailers_ts_ns"], row["end_ts_ns"]
+    c.http_status, c.grpc_status, c.grpc_message = (row["http_status"], row["grpc_status"],
+                                                    row["grpc_message"])
+    c.end, c.rst_code = row["end"], row["rst_stream_error"]
+    c.counts = {CLIENT_TO_SERVER: row["request_count"], SERVER_TO_CLIENT: row["response_count"]}
+    if request is not None:
+        c.messages[CLIENT_TO_SERVER].append(request)
+    return c
+
+
 class ClientCalls:
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
@@ -78,6 +95,21 @@ class ClientCalls:
             self._message(item)
         elif isinstance(item, GrpcCall):
             self._call(item)
+
+    def add_tables(self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+        """The rows of the gRPC tables (lbparse.columnar.grpctables: the
+        pipeline's output), as the records they were made of: messages in
+        time order, then each call with its Subscribe request."""
+        first: dict[tuple[str, int], dict[str, Any]] = {}
+        for r in sorted(messages, key=lambda r: (r["ts_ns"] or 0, r["message_seq"])):
+            body = None if r["message_json"] is None else json.loads(r["message_json"])
+            self._message(GrpcMessage(r["ts_ns"], r["src"], r["dst"], r["direction"],
+                                      r["stream_id"], r["method"], r["type"], r["index"],
+                                      r["compressed"], r["length"], body, r["error"]))
+            if r["direction"] == CLIENT_TO_SERVER and r["index"] == 0:
+                first[(r["source"], r["position"])] = body or {}
+        for r in sorted(calls, key=lambda r: (r["end_ts_ns"] or 0, r["position"])):
+            self._call(_call_of(r, first.get((r["source"], r["position"]))))
 
     def _message(self, m: GrpcMessage) -> None:
         self.messages += 1

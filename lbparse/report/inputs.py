@@ -27,6 +27,7 @@ from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
 from lbparse.columnar.grpctables import read_grpc, sources_with_http2
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.columnar import add_batch, arrow_batches
@@ -243,6 +244,7 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         if options.on_progress is not None and not rows & 4095:
             options.on_progress(path, rows, 0)
     summary.extra = {"rows": rows, **_span(first, last)}
+    _pipeline_grpc(os.path.dirname(dataset_dir.rstrip("/")), agg)
     summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
     if os.path.isfile(summary_file):
         with open(summary_file) as f:
@@ -250,6 +252,17 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
                                              if k in totals}
     return summary
+
+
+def _pipeline_grpc(out: str, agg: Aggregator) -> None:
+    """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages)."""
+    tables = {}
+    for name in GRPC_TABLES:
+        path = os.path.join(out, name)
+        if not os.path.isdir(path):
+            return
+        tables[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table()
+    agg.client.add_tables(tables[GRPC_CALLS].to_pylist(), tables[GRPC_MESSAGES].to_pylist())
 
 
 def _default_layout() -> str:

@@ -1,7 +1,8 @@
 """`lbparse pipeline` and `format("liftbridge")` on the shared capture of a
 real cluster's client API (api-short.pcapng): the gRPC tables they give
 are those `lbparse capture --tables` writes (lbparse.columnar.grpctables),
-55 calls and 287 messages."""
+55 calls and 287 messages; `lbparse report` on the pipeline's output has
+the capture's client section."""
 
 from __future__ import annotations
 
@@ -38,6 +39,12 @@ def test_the_pipeline_writes_the_grpc_tables(spark: Any, tmp_path: Path) -> None
         assert got.sort_by(by).equals(want[name].sort_by(by))
     assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {GRPC_CALLS: 55,
                                                                     GRPC_MESSAGES: 287}
+    # lbparse report on the pipeline's output: the same client section as on the capture
+    from lbparse.report import build_model
+
+    client = build_model([str(tmp_path)])["client"]
+    assert client is not None and client["calls"] == 55
+    assert client == build_model([str(API_SHORT)])["client"]
 
 
 @pytest.mark.slow
