@@ -256,13 +256,14 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
 
 def _pipeline_grpc(out: str, agg: Aggregator) -> None:
     """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages)."""
-    tables = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
     for name in GRPC_TABLES:
         path = os.path.join(out, name)
-        if not os.path.isdir(path):
-            return
-        tables[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table()
-    agg.client.add_tables(tables[GRPC_CALLS].to_pylist(), tables[GRPC_MESSAGES].to_pylist())
+        # A table without rows is not written (calls that carried no message).
+        rows[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table() \
+            .to_pylist() if os.path.isdir(path) else []
+    if rows[GRPC_CALLS] or rows[GRPC_MESSAGES]:
+        agg.client.add_tables(rows[GRPC_CALLS], rows[GRPC_MESSAGES])
 
 
 def _default_layout() -> str:
