@@ -269,7 +269,8 @@ GRPC_CALL_FIELDS: tuple[pa.Field, ...] = (
     pa.field("grpc_status", pa.int32()), pa.field("grpc_message", pa.string()),
     *_time("request_ts"), *_time("first_response_ts"), *_time("trailers_ts"),
     *_time("end_ts"),
-    pa.field("end", pa.string()),            # trailers, rst_stream, goaway, closed, capture_end, dropped
+    # how it ended: trailers, rst_stream, goaway, closed, capture_end, dropped
+    pa.field("end", pa.string()),
     pa.field("rst_stream_error", pa.int64()),
 )
 # One row per gRPC message, keyed by its call's (source, position) and its place

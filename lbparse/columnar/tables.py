@@ -42,8 +42,9 @@ from lbparse.columnar.decode_arrow import Decoded
 from lbparse.columnar.schema import (FIXED_FIELDS, GRPC_CALL_FIELDS, GRPC_MESSAGE_FIELDS,
                                      RAFT_ENTRY, RAFT_RPC, arrow_output_schema, payload_columns)
 
-__all__ = ["GRPC_CALLS", "GRPC_MESSAGES", "GRPC_TABLES", "JOIN_KEYS", "MESSAGES", "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC",
-           "TRAFFIC_TABLES", "payload_tables", "table_names", "table_schema", "tables_of"]
+__all__ = ["GRPC_CALLS", "GRPC_MESSAGES", "GRPC_TABLES", "JOIN_KEYS", "MESSAGES",
+           "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC", "TRAFFIC_TABLES",
+           "payload_tables", "table_names", "table_schema", "tables_of"]
 
 MESSAGES = "messages"
 TRAFFIC = "traffic"
