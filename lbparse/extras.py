@@ -67,7 +67,8 @@ NEEDS_EXTRA: dict[str, str] = {
 # columnar core's modules that lbparse.columnar.api (in `import lbparse`) calls.
 LATE: frozenset[str] = frozenset({
     "pyarrow", "numpy", "flatbuffers",
-    "lbparse.columnar.decode_arrow", "lbparse.columnar.ordered", "lbparse.columnar.schema",
+    "lbparse.columnar.decode_arrow", "lbparse.columnar.grpctables", "lbparse.columnar.ordered",
+    "lbparse.columnar.schema",
     "lbparse.columnar.sources", "lbparse.columnar.tables",
 })
 

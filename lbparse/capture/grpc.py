@@ -123,9 +123,31 @@ def decode_message(cls: Any, flag: int, data: bytes, encoding: str | None,
     if cls is None:
         return None, "method unknown (its request headers were not read): not decoded"
     try:
-        return json_format.MessageToDict(cls.FromString(data)), None
+        message = cls.FromString(data)
+        return _maps_sorted(json_format.MessageToDict(message), cls.DESCRIPTOR), None
     except Exception as exc:  # noqa: BLE001  DecodeError, RecursionError: all bad bytes
         return None, f"not a {cls.DESCRIPTOR.full_name}: {type(exc).__name__}: {exc}"
+
+
+def _maps_sorted(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:
+    """`d` (MessageToDict's) with every map field's entries in key order: a
+    map's order is the hash table's, which differs from one process to the
+    next (PublishRequest's headers), and the same bytes must make the same
+    JSON (the tables are compared across runs and workers)."""
+    for fd in descriptor.fields:
+        value = d.get(fd.json_name)
+        if value is None or fd.message_type is None:
+            continue
+        if fd.message_type.GetOptions().map_entry:
+            entry = fd.message_type.fields_by_name["value"].message_type
+            items = sorted(value.items())
+            d[fd.json_name] = {k: _maps_sorted(v, entry) if entry is not None else v
+                               for k, v in items}
+        elif isinstance(value, list):
+            d[fd.json_name] = [_maps_sorted(v, fd.message_type) for v in value]
+        elif isinstance(value, dict):
+            d[fd.json_name] = _maps_sorted(value, fd.message_type)
+    return d
 
 
 def _ns(ts: int | None) -> Int64 | None:

@@ -10,6 +10,9 @@ a few MB whatever the input), and the page shows:
   traffic       messages per second by MsgType and by stream, bytes per second
   latency       each Publish paired with its Ack (ack inbox, correlation id):
                 the distribution and over time by AckPolicy; unacked publishes
+  client        when a capture holds the gRPC API (cleartext HTTP/2): latency
+                per method, PublishAsync's responses by correlation id per
+                AckPolicy, error statuses over time, subscriptions
   partitions    leader and leader epoch of each partition over time (from the
                 leaders' ReplicationResponses, ISR changes, the Raft log where
                 decoded), leader changes, follower lag, ISR changes

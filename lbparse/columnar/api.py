@@ -168,13 +168,26 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     header fields, msg_type_name, payload_type, error) and one table per
     payload type present in the batch, keyed like `messages` by
     `(source, position)`. The tables `lbparse pipeline` writes are these,
-    batch after batch.
+    batch after batch. A capture that holds cleartext HTTP/2 then gives
+    `"grpc_calls"` and `"grpc_messages"` (the client's gRPC calls and their
+    messages, lbparse.columnar.grpctables), in dicts whose `"messages"` is
+    empty.
     """
     tables_of = need("lbparse.columnar.tables").tables_of
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
+    grpc = need("lbparse.columnar.grpctables")
     decoder = _decoder(layout, verify_crc, lenient)
+    http2: set[str] = set()
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
-        yield tables_of(decoded)
+        tables: dict[str, pa.Table] = tables_of(decoded)
+        http2 |= grpc.sources_with_http2(tables["messages"])
+        yield tables
+    # The C loop reads NATS only: a file that showed bytes that are not NATS
+    # is read again for its HTTP/2 (lbparse.columnar.grpctables).
+    empty = need("lbparse.columnar.tables").table_schema("messages").empty_table()
+    for source in sorted(http2):
+        for found in grpc.grpc_tables(source, limits=limits, batch_rows=batch_rows):
+            yield {"messages": empty, **found}
 
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,

@@ -33,7 +33,8 @@ from lbparse.layouts import LAYOUTS
 from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.wire import REPLICATION_RESPONSE_FIELDS
 
-__all__ = ["CAPTURE_COLUMNS", "COMMITLOG_ENTRY", "FIXED_FIELDS", "PARTITION_COLUMN",
+__all__ = ["CAPTURE_COLUMNS", "COMMITLOG_ENTRY", "FIXED_FIELDS", "GRPC_CALL_FIELDS",
+           "GRPC_MESSAGE_FIELDS", "PARTITION_COLUMN",
            "RAFT_ENTRY", "RAFT_RPC", "RAFT_RPCS", "RECORD_COLUMNS", "REPLICATION_RESPONSE_TYPE",
            "arrow_output_schema",
            "arrow_record_schema", "column_for", "is_map", "message_type", "payload_columns",
@@ -247,6 +248,43 @@ FIXED_FIELDS: tuple[pa.Field, ...] = (
     *_record_fields((_PAYLOAD,)),
     pa.field("payload_json", pa.string()),  # payloads without a struct column below
     *_record_fields(fields.TRAFFIC),
+)
+
+
+def _time(name: str) -> tuple[pa.Field, pa.Field]:
+    """A capture time as the record's TIME_NS kind gives it: microseconds, and whole as `_ns`."""
+    return (pa.field(name, _TYPES[fields.TIME_NS]), pa.field(f"{name}_ns", pa.int64()))
+
+
+# The client's gRPC calls (lbparse.capture.grpc.GrpcCall; lbparse.columnar.grpctables),
+# after the join keys: one row per call. `position` in the gRPC tables numbers a
+# file's calls (in the order they were first seen), not its NATS rows.
+GRPC_CALL_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("client", pa.string()), pa.field("server", pa.string()),  # the connection
+    pa.field("stream_id", pa.int64()),       # HTTP/2 stream id
+    pa.field("method", pa.string()),         # null: its :path was not read or is unknown
+    pa.field("path", pa.string()),
+    pa.field("request_count", pa.int64()), pa.field("response_count", pa.int64()),
+    pa.field("http_status", pa.string()),
+    pa.field("grpc_status", pa.int32()), pa.field("grpc_message", pa.string()),
+    *_time("request_ts"), *_time("first_response_ts"), *_time("trailers_ts"),
+    *_time("end_ts"),
+    # how it ended: trailers, rst_stream, goaway, closed, capture_end, dropped
+    pa.field("end", pa.string()),
+    pa.field("rst_stream_error", pa.int64()),
+)
+# One row per gRPC message, keyed by its call's (source, position) and its place
+# among the call's messages (`message_seq`, both directions, from 0).
+GRPC_MESSAGE_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("message_seq", pa.int32(), False),
+    *_time("ts"), pa.field("src", pa.string()), pa.field("dst", pa.string()),
+    pa.field("direction", pa.string()),
+    pa.field("stream_id", pa.int64()), pa.field("method", pa.string()),
+    pa.field("type", pa.string()),           # the protobuf message type, proto.PublishRequest
+    pa.field("index", pa.int32()),           # its place on its side of the call
+    pa.field("compressed", pa.bool_()), pa.field("length", pa.int64()),
+    pa.field("message_json", pa.string()),   # canonical protobuf JSON (lbparse.jsonform)
+    pa.field("error", pa.string()),          # why it did not decode
 )
 
 

@@ -21,6 +21,13 @@ type the rows that have one with their struct values) becomes:
 
 The join keys are `(source, position)`; a table of payloads that did not
 come from a file (`decode_tables`) has `position` alone.
+
+The client's side, gRPC over HTTP/2 (lbparse.columnar.grpctables, for
+`lbparse capture --tables` and `read_capture_tables`; not yet the pipeline):
+`grpc_calls`, one row per call, and `grpc_messages`, one row per gRPC
+message (`message_seq` its place in its call), joined to its call on
+`(source, position)`; there `position` numbers a file's calls, not its
+NATS rows.
 """
 
 from __future__ import annotations
@@ -32,17 +39,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lbparse.columnar.decode_arrow import Decoded
-from lbparse.columnar.schema import (FIXED_FIELDS, RAFT_ENTRY, RAFT_RPC, arrow_output_schema,
-                                     payload_columns)
+from lbparse.columnar.schema import (FIXED_FIELDS, GRPC_CALL_FIELDS, GRPC_MESSAGE_FIELDS,
+                                     RAFT_ENTRY, RAFT_RPC, arrow_output_schema, payload_columns)
 
-__all__ = ["JOIN_KEYS", "MESSAGES", "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC",
-           "TRAFFIC_TABLES", "payload_tables", "table_names", "table_schema", "tables_of"]
+__all__ = ["GRPC_CALLS", "GRPC_MESSAGES", "GRPC_TABLES", "JOIN_KEYS", "MESSAGES",
+           "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC", "TRAFFIC_TABLES",
+           "payload_tables", "table_names", "table_schema", "tables_of"]
 
 MESSAGES = "messages"
 TRAFFIC = "traffic"
 RAFT_RPCS = "raft_rpcs"
 RAFT_ENTRIES = "raft_entries"
 TRAFFIC_TABLES = (TRAFFIC, RAFT_RPCS, RAFT_ENTRIES)
+GRPC_CALLS = "grpc_calls"
+GRPC_MESSAGES = "grpc_messages"
+GRPC_TABLES = (GRPC_CALLS, GRPC_MESSAGES)
 JOIN_KEYS = ("source", "position")
 # The wide row's traffic columns that live in the traffic tables; `traffic`
 # (the kind) stays in messages, as msg_type_name does, to filter without a join.
@@ -68,8 +79,9 @@ def table_names() -> tuple[str, ...]:
     return (MESSAGES, *payload_tables(), *TRAFFIC_TABLES)
 
 
-_TRAFFIC_SCHEMAS = {TRAFFIC: _TRAFFIC_FIELDS, RAFT_RPCS: _RPC_FIELDS,
-                    RAFT_ENTRIES: _ENTRY_FIELDS}
+_OWN_SCHEMAS = {TRAFFIC: _TRAFFIC_FIELDS, RAFT_RPCS: _RPC_FIELDS,
+                RAFT_ENTRIES: _ENTRY_FIELDS, GRPC_CALLS: GRPC_CALL_FIELDS,
+                GRPC_MESSAGES: GRPC_MESSAGE_FIELDS}
 
 
 @lru_cache(maxsize=None)
@@ -79,8 +91,8 @@ def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
     if name == MESSAGES:
         return pa.schema([out.field(n) for n in MESSAGE_FIELDS
                           if n in keys or n not in JOIN_KEYS])
-    if name in _TRAFFIC_SCHEMAS:
-        return pa.schema([out.field(k) for k in keys] + list(_TRAFFIC_SCHEMAS[name]))
+    if name in _OWN_SCHEMAS:
+        return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]))
     if name not in payload_tables():
         raise ValueError(f"no table {name!r}: the tables are "
                          f"{', '.join(repr(t) for t in table_names())}")

@@ -46,7 +46,7 @@ from typing import Sequence
 
 import pyarrow.fs as pafs
 
-from lbparse.columnar.tables import MESSAGES, table_names
+from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_names
 from lbparse.outputs import OutputError, check_dir, inside
 
 __all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "clear_stale",
@@ -84,10 +84,10 @@ class OutPlan:
 
 
 def tables_written(writes_entries: bool) -> tuple[str, ...]:
-    """The tables a run writes: messages, every payload type's and the traffic
-    tables, whatever the rows (their rows come from the same inputs), and entries
+    """The tables a run writes: messages, every payload type's, the traffic
+    tables and the gRPC ones, whatever the rows (their rows come from the same inputs), and entries
     with data directories."""
-    tables = table_names()
+    tables = (*table_names(), *GRPC_TABLES)
     return (*tables, ENTRIES_DIR) if writes_entries else tables
 
 

@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
-from lbparse.columnar.tables import table_schema, tables_of
+from lbparse.columnar.grpctables import grpc_tables, sources_with_http2
+from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
 from lbparse.columnar.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
 from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
@@ -103,12 +104,24 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     """Read, decode and write one unit (`messages` and a table per payload type
     present); its counts."""
     counts = new_counts()
+    http2: set[str] = set()
     for decoded in decode_unit(unit, options, counts):
         t = time.perf_counter()
         for name, table in tables_of(decoded).items():
+            if name == MESSAGES:
+                http2 |= sources_with_http2(table)
             writer.write(name, table.num_rows, {c: _array(table.column(c))
                                                 for c in table.column_names})
         counts["write_seconds"] += time.perf_counter() - t
+    # The C loop reads NATS only: a whole capture whose rows showed HTTP/2 is
+    # read again for its gRPC calls (lbparse.columnar.grpctables). A range of
+    # a large capture cannot be: HTTP/2's state (HPACK) runs from the start.
+    if http2 and unit.start == 0 and unit.stop < 0:
+        t = time.perf_counter()
+        for found in grpc_tables(unit.path, batch_rows=options.source.batch_rows):
+            for name, table in found.items():
+                writer.write_table(name, table)
+        counts["read_seconds"] += time.perf_counter() - t
     return counts
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from lbparse.flatbuf import FlatTable
+from lbparse.report.client import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
@@ -84,6 +85,7 @@ class Aggregator:
         self.partitions = Partitions(self.axis, self.nodes)
         self.cluster = Cluster(self.axis, self.nodes)
         self.problems = Problems(self.axis)
+        self.client = ClientCalls(self.axis)   # the gRPC API (report.client)
         self.streams: set[str] = set()
         self.raft: Any = None
         self.raft_missing = "not asked for"
@@ -320,6 +322,7 @@ class Aggregator:
             "partitions": partitions,
             "cluster": cluster,
             "problems": self.problems.model(),
+            "client": self.client.model(),
             "storage": storage or {"replicas": [], "stored_by_stream": [], "raft_dbs": [],
                                    "findings": 0},
         }

@@ -355,8 +355,27 @@ def storage_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                   {name: "storage.stored_by_stream"}, spec, empty)]
 
 
+CLIENT = "Client (gRPC API)"
+
+
+def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The client's section, only when the inputs held gRPC calls (report.client)."""
+    if not model.get("client"):
+        return []
+    errors = dataset_name("client.errors_over_time")
+    spec, empty = _spec_or_empty(
+        model, {errors: "client.errors_over_time"},
+        "Every call that ended with a grpc-status had OK, and no PublishResponse an asyncError.",
+        lambda: _binned_bars(errors, "error", "count", bin_ms, "calls", "method: status"))
+    return [Chart("client_errors", CLIENT, "Error statuses over time",
+                  "Calls that ended with a grpc-status other than OK, by method, and "
+                  "PublishAsync's asyncErrors, by the time they ended.",
+                  {errors: "client.errors_over_time"}, spec, empty)]
+
+
 def chart_list(model: dict[str, Any]) -> list[Chart]:
     bin_ms = float(model["report"]["bin_s"]) * 1000
     return (traffic_charts(model, bin_ms) + latency_charts(model, bin_ms)
+            + client_charts(model, bin_ms)
             + partition_charts(model, bin_ms) + cluster_charts(model, bin_ms)
             + storage_charts(model, bin_ms) + problem_charts(model, bin_ms))

@@ -26,6 +26,8 @@ from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
+from lbparse.columnar.grpctables import read_grpc, sources_with_http2
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.columnar import add_batch, arrow_batches
@@ -141,7 +143,9 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     last: int | None = None
     mine = Stats()
     done = 0
+    http2: set[str] = set()
     for tables in arrow_batches(path, options.layout or "auto", units):
+        http2 |= sources_with_http2(tables["messages"])
         span = add_batch(agg, tables, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
@@ -160,6 +164,9 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         mine.connect_names.update(u.connect_names)
     agg.connect_names(mine.connect_names)
     stats.merge(mine)
+    # The C loop reads NATS only: HTTP/2 (the client's gRPC calls) read again.
+    for source in sorted(http2):
+        read_grpc(source, agg.client.add)
     # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
         "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
@@ -175,7 +182,8 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
         if options.on_notice is not None:
             options.on_notice(path, n)
 
-    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice)
+    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice,
+                           on_grpc=agg.client.add)
     add = agg.add
     first: int | None = None
     last: int | None = None
@@ -236,6 +244,7 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         if options.on_progress is not None and not rows & 4095:
             options.on_progress(path, rows, 0)
     summary.extra = {"rows": rows, **_span(first, last)}
+    _pipeline_grpc(os.path.dirname(dataset_dir.rstrip("/")), agg)
     summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
     if os.path.isfile(summary_file):
         with open(summary_file) as f:
@@ -243,6 +252,18 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
                                              if k in totals}
     return summary
+
+
+def _pipeline_grpc(out: str, agg: Aggregator) -> None:
+    """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in GRPC_TABLES:
+        path = os.path.join(out, name)
+        # A table without rows is not written (calls that carried no message).
+        rows[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table() \
+            .to_pylist() if os.path.isdir(path) else []
+    if rows[GRPC_CALLS] or rows[GRPC_MESSAGES]:
+        agg.client.add_tables(rows[GRPC_CALLS], rows[GRPC_MESSAGES])
 
 
 def _default_layout() -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from lbparse.jsonform import to_json_value
 from lbparse.report.bundle import vega_bundle
-from lbparse.report.charts import Chart, chart_list, get_path
+from lbparse.report.charts import CLIENT, Chart, chart_list, get_path
 from lbparse.report.timebins import utc_text
 
 CSS = """
@@ -197,6 +197,8 @@ def tables_html(model: dict[str, Any], section: str) -> str:
         return ("<div class=card>" + _table(["AckPolicy", "pairs", "p50 ms", "p90 ms", "p99 ms",
                                             "max ms", "server commit p50 ms"], rows, {1})
                 + f"<p>{facts}</p></div>")
+    if section == CLIENT:
+        return _client_tables(model["client"])
     if section == "Partitions":
         changes = model["partitions"]["leader_changes"]
         return "<div class=card><h3>Leader changes</h3>" + (_table(
@@ -269,6 +271,35 @@ def _nodes_table(cl: dict[str, Any]) -> str:
         for c in cl.get("node_conflicts", []))
     return ("<h3>Connections</h3>" + _table(["connection", "node", "named by", "CONNECT name"],
                                             rows) + conflicts)
+
+
+def _client_tables(cl: dict[str, Any]) -> str:
+    """Latency per method, PublishAsync's per AckPolicy, the subscriptions."""
+    def lat(s: dict[str, Any]) -> list[Any]:
+        return [s["p50_ms"], s["p90_ms"], s["max_ms"]]
+
+    methods = [[m["method"], m["calls"],
+                ", ".join(f"{k} {_n(v)}" for k, v in m["outcomes"].items()),
+                *lat(m["latency"])] for m in cl["methods"]]
+    pa_ = cl["publish_async"]
+    policies = [[p["ack_policy"], p["requests"], p["answered"], *lat(p["latency"])]
+                for p in pa_["by_policy"]]
+    subs = [[s["stream"], s["partition"], s["server"], s["messages"], s["outcome"],
+             _when_of(s, "start"), s["duration_s"]] for s in cl["subscriptions"]]
+    more = cl["more_subscriptions"]
+    return ("<div class=card><h3>Calls by method (request to first response)</h3>"
+            + _table(["method", "calls", "outcomes", "p50 ms", "p90 ms", "max ms"], methods, {1})
+            + f"<p>{_n(cl['calls'])} calls, {_n(cl['messages'])} gRPC messages</p>"
+            + "<h3>PublishAsync: PublishRequest to its PublishResponse (correlationId)</h3>"
+            + _table(["AckPolicy", "requests", "answered", "p50 ms", "p90 ms", "max ms"],
+                     policies, {1, 2})
+            + f"<p>{_n(pa_['async_errors'])} asyncErrors, {_n(pa_['unanswered'])} requests "
+            f"unanswered, {_n(pa_['responses_without_request'])} responses without their "
+            "request in the capture</p>"
+            + "<h3>Subscriptions</h3>"
+            + _table(["stream", "partition", "server", "messages", "ended", "from", "seconds"],
+                     subs, {1, 3})
+            + (f"<p>and {_n(more)} more</p>" if more else "") + "</div>")
 
 
 def render_html(model: dict[str, Any]) -> str:

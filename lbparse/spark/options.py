@@ -39,7 +39,7 @@ from urllib.parse import unquote, urlparse
 from lbparse.capture import default_layout
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
-from lbparse.columnar.tables import table_names
+from lbparse.columnar.tables import GRPC_TABLES, table_names
 from lbparse.pipeline import DEFAULT_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
@@ -133,11 +133,12 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
     """The table named by the `table` option (None: the wide rows), checked
     against the tables of the inputs: data directories have `entries`;
     captures, recordings and payload tables have `messages`, one table per
-    payload type and the traffic tables (lbparse.columnar.tables)."""
+    payload type and the traffic tables (lbparse.columnar.tables), captures
+    the gRPC tables too."""
     name = _lower(options).get("table")
     if name is None:
         return None
-    known = [ENTRIES] if storage else list(table_names())
+    known = [ENTRIES] if storage else [*table_names(), *GRPC_TABLES]
     if name not in known:
         raise ValueError(f"liftbridge data source: option table: no table {name!r} in "
                          f"{'data directories' if storage else 'captures'}; the tables are "

@@ -13,8 +13,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
+from lbparse.capture.formats import PCAP, PCAPNG
+from lbparse.columnar.grpctables import grpc_tables
 from lbparse.columnar.sources import Unit, plan
-from lbparse.columnar.tables import table_schema, tables_of
+from lbparse.columnar.tables import GRPC_TABLES, table_schema, tables_of
 from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.schema import entries_schema, output_schema
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
@@ -71,6 +73,8 @@ def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
     for unit in units:
         if unit.format == SEGMENT_FORMAT:
             batches = read_segment_unit(unit, task.source.batch_rows)
+        elif name in GRPC_TABLES:
+            batches = _grpc_batches(unit, name, task)
         elif name is None:
             batches = (d.to_batch() for d in decode_unit(unit, task, new_counts()))
         else:
@@ -78,6 +82,17 @@ def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
         for batch in batches:
             if batch.num_rows:
                 yield batch
+
+
+def _grpc_batches(unit: Unit, name: str, task: TaskOptions) -> Iterator[pa.RecordBatch]:
+    """gRPC table `name` of a capture (lbparse.columnar.grpctables), read whole
+    by the task of its first unit: HPACK's state runs from a connection's
+    start, so a range of a capture cannot be read alone. Asked for, it is
+    read: no NATS reading decides whether the file holds HTTP/2."""
+    if unit.format not in (PCAP, PCAPNG) or unit.index != 0 or unit.error is not None:
+        return
+    for found in grpc_tables(unit.path, batch_rows=task.source.batch_rows):
+        yield from found[name].to_batches()
 
 
 def _table_batches(decoded: Iterator[Any], name: str) -> Iterator[pa.RecordBatch]:

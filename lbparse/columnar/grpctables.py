@@ -1,0 +1,154 @@
+"""The client's gRPC calls of a capture as tables: `grpc_calls` and `grpc_messages`.
+
+The C capture loop reads NATS only: an HTTP/2 connection is, to it, bytes
+that are not NATS (`input:protocol` or `input:incomplete` rows). A file
+whose rows show HTTP/2's bytes (HTTP2_BYTES) is read once more by the Python reader with `on_grpc`
+(lbparse.capture.h2, grpc; `decode=False`: its NATS records are not
+wanted again), whose GrpcCall and GrpcMessage records become rows here. A
+file without such a row (a NATS-only capture) costs nothing more.
+
+Keys: `(source, position)`, `position` the call's number in its file, in
+the order calls were first seen (a message, or the call's record when it
+had none); a message carries its call's. The columns are the schemas'
+(lbparse.columnar.schema, GRPC_CALL_FIELDS and GRPC_MESSAGE_FIELDS).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lbparse.capture.errors import CaptureError
+from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
+from lbparse.capture.reader import CaptureReader
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
+from lbparse.jsonform import dumps
+from lbparse.limits import Limits
+
+__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "read_grpc", "sources_with_http2"]
+
+# The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
+# are not a NATS control line (or one cut short) which start as HTTP/2 does,
+# with the client's preface or a frame header (its 24-bit length's first byte
+# 0: any frame within the default SETTINGS_MAX_FRAME_SIZE, 16 KiB). A NATS
+# control line starts with a letter (PUB, MSG, ...), +OK or -ERR; a capture
+# that cuts a NATS message short, or starts inside one, is not read again.
+HTTP2_HINTS = ("input:protocol", "input:incomplete")
+HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes): "
+               r"b['\"](PRI \* HTTP/2\.0|\\x00)")
+
+_CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
+
+
+def sources_with_http2(messages: pa.Table) -> set[str]:
+    """The sources of `messages` with a row that may be HTTP/2 (HTTP2_HINTS)."""
+    hint = pc.is_in(messages.column("error_kind"), pa.array(HTTP2_HINTS))
+    if not pc.any(hint).as_py():
+        return set()
+    rows = messages.filter(hint)
+    http2 = pc.match_substring_regex(rows.column("error_message"), HTTP2_BYTES)
+    return set(pc.unique(rows.column("source").filter(http2.fill_null(False))).to_pylist())
+
+
+def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
+    """A capture time as its two columns: microseconds (rounded down) and whole."""
+    row[name] = None if ns is None else ns // 1000
+    row[f"{name}_ns"] = ns
+
+
+class GrpcRows:
+    """gRPC records of one file (on_grpc's items) as rows, flushed as tables."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.calls: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self._open: dict[_CallKey, tuple[int, int]] = {}  # -> (position, messages so far)
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self.calls) + len(self.messages)
+
+    def _position(self, key: _CallKey, message: bool) -> tuple[int, int]:
+        """The call's position and (for a message) its message_seq."""
+        found = self._open.get(key)
+        if found is None:
+            found = (self._next, 0)
+            self._next += 1
+        if message:
+            self._open[key] = (found[0], found[1] + 1)
+        return found
+
+    def add(self, item: Any) -> None:
+        if isinstance(item, GrpcMessage):
+            self._message(item)
+        elif isinstance(item, GrpcCall):
+            self._call(item)
+
+    def _message(self, m: GrpcMessage) -> None:
+        client, server = (m.src, m.dst) if m.direction == CLIENT_TO_SERVER else (m.dst, m.src)
+        position, seq = self._position((client, server, m.stream_id), True)
+        row: dict[str, Any] = {
+            "source": self.source, "position": position, "message_seq": seq,
+            "src": m.src, "dst": m.dst, "direction": m.direction, "stream_id": m.stream_id,
+            "method": m.method, "type": m.type, "index": m.index, "compressed": m.compressed,
+            "length": m.length, "error": m.error,
+            "message_json": None if m.message is None else dumps(m.message)}
+        _times(row, "ts", m.ts)
+        self.messages.append(row)
+
+    def _call(self, c: GrpcCall) -> None:
+        key = (c.client, c.server, c.stream_id)
+        position, _ = self._position(key, False)
+        self._open.pop(key, None)  # its stream id may come again on a new connection
+        d = c.to_json_dict()
+        row: dict[str, Any] = {k: d.get(k) for k in (
+            "client", "server", "stream_id", "method", "path", "request_count",
+            "response_count", "http_status", "grpc_status", "grpc_message", "end",
+            "rst_stream_error")}
+        row.update(source=self.source, position=position)
+        for name, ns in (("request_ts", c.request_ts), ("first_response_ts", c.first_response_ts),
+                         ("trailers_ts", c.trailers_ts), ("end_ts", c.end_ts)):
+            _times(row, name, ns)
+        self.calls.append(row)
+
+    def flush(self) -> dict[str, pa.Table]:
+        out = {GRPC_CALLS: _table(GRPC_CALLS, self.calls),
+               GRPC_MESSAGES: _table(GRPC_MESSAGES, self.messages)}
+        self.calls, self.messages = [], []
+        return out
+
+
+def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    schema = table_schema(name, JOIN_KEYS)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None) -> Iterator[None]:
+    """The Python reader's pass over `path` for its gRPC records, one step per
+    NATS record (which it does not decode: the first reading did)."""
+    try:
+        for _ in CaptureReader(path, decode=False, limits=limits, on_grpc=on_grpc):
+            yield None
+    except (CaptureError, OSError):
+        pass  # the NATS reading of the same file has said what is wrong (a problem row)
+
+
+def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None) -> None:
+    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report)."""
+    for _ in _reading(path, on_grpc, limits):
+        pass
+
+
+def grpc_tables(path: str, *, limits: Limits | None = None,
+                batch_rows: int = 65536) -> Iterator[dict[str, pa.Table]]:
+    """The gRPC tables of capture `path` (its rows' `source`), about
+    `batch_rows` rows at a time: the reader's gRPC records as they come."""
+    rows = GrpcRows(path)
+    for _ in _reading(path, rows.add, limits):
+        if len(rows) >= batch_rows:
+            yield rows.flush()
+    if len(rows):
+        yield rows.flush()
