@@ -186,6 +186,26 @@ class StreamsClient:
                                        f"({'; '.join(failures[-3:])})") from None
                 time.sleep(min(0.2 * len(failures), 2.0))  # a new leader takes a moment
 
+    def first_offset(self, stream: str, partition: int, end: int) -> int:
+        """The oldest offset the partition still has (`end` when it has none:
+        retention may have removed the first ones, so this is asked, not 0)."""
+        if end <= 0:
+            return 0
+        info = self.partition(stream, partition)
+        address = self._reader_address(info)
+        req = api_pb2.SubscribeRequest(stream=stream, partition=partition,
+                                       startPosition=api_pb2.EARLIEST,
+                                       readISRReplica=self.replica)
+        try:
+            for msg in self._messages(address, req):
+                return int(msg.offset)
+        except grpc.RpcError as exc:
+            raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+        except _Silent:
+            raise StreamsError(f"{stream}/{partition}: {address} sent nothing for "
+                               f"{self.timeout:g} s from the earliest offset") from None
+        return end
+
     def _reader_address(self, info: PartitionInfo) -> str:
         if info.address:
             return info.address
@@ -202,6 +222,17 @@ class StreamsClient:
             stream=stream, partition=partition, startPosition=api_pb2.OFFSET,
             startOffset=start, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
             readISRReplica=self.replica)
+        for msg in self._messages(address, req):
+            yield msg
+            if msg.offset >= end - 1:
+                return
+        raise StreamsError(f"{stream}/{partition}: {address} ended the subscription "
+                           f"before offset {end - 1}")
+
+    def _messages(self, address: str, req: api_pb2.SubscribeRequest
+                  ) -> Iterator[api_pb2.Message]:
+        """A Subscribe call's messages, cancelled when the caller stops or nothing
+        comes for `timeout` seconds (then _Silent)."""
         call = self._stub(address).Subscribe(req)
         dog = _Watchdog(call, self.timeout)
         try:
@@ -212,10 +243,6 @@ class StreamsClient:
                     first = False
                     continue
                 yield msg
-                if msg.offset >= end - 1:
-                    return
-            raise StreamsError(f"{stream}/{partition}: {address} ended the subscription "
-                               f"before offset {end - 1}")
         except grpc.RpcError:
             if dog.fired:
                 raise _Silent(f"nothing for {self.timeout:g} s") from None
