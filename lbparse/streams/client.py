@@ -37,7 +37,7 @@ __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient
            "StreamsError", "parse_servers"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
-DEFAULT_RETRIES = 5     # a partition's read resumed after its node failed, at most
+DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
 
 # gRPC codes that mean "this node, not the request": try another, or again.
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -47,6 +47,10 @@ _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EX
 
 class StreamsError(Exception):
     """A read that cannot be done; the message is one line."""
+
+
+class Unanswered(StreamsError):
+    """No server answered FetchMetadata (all down, or electing a metadata leader)."""
 
 
 def parse_servers(text: str) -> list[str]:
@@ -91,6 +95,7 @@ class StreamsClient:
         self.retries = retries
         self.replica = replica
         self._channels: dict[str, grpc.Channel] = {}
+        self.resumed = 0  # reads taken up again after a node failed (for tests and logs)
 
     def __enter__(self) -> StreamsClient:
         return self
@@ -121,7 +126,7 @@ class StreamsClient:
                 return resp
             except grpc.RpcError as exc:
                 errors.append(f"{address}: {_status(exc)}")
-        raise StreamsError(f"no Liftbridge server answered FetchMetadata within "
+        raise Unanswered(f"no Liftbridge server answered FetchMetadata within "
                            f"{self.timeout:g} s ({'; '.join(errors)})")
 
     def partitions(self, streams: Sequence[str]) -> list[PartitionInfo]:
@@ -160,31 +165,45 @@ class StreamsClient:
                                "a range of offsets")
         failures: list[str] = []
         while start < end:
-            info = self.partition(stream, partition)
-            if end > info.end:
-                raise StreamsError(
-                    f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
-                    f"offset is {info.high_watermark})")
-            address = self._reader_address(info)
             try:
-                for msg in self._subscribe(address, stream, partition, start, end):
-                    if msg.offset != start:
-                        raise StreamsError(
-                            f"{stream}/{partition}: {address} sent offset {msg.offset} where "
-                            f"{start} was next (offsets before it are gone: retention?)")
+                for msg in self._read_once(stream, partition, start, end):
                     yield msg
                     start += 1
                 return
-            except (grpc.RpcError, _Silent) as exc:
-                if isinstance(exc, grpc.RpcError) and exc.code() not in _RETRYABLE:
-                    raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
-                        from None
-                failures.append(f"{address}: {_status(exc)}")
+            except (grpc.RpcError, _Silent, Unanswered) as exc:
+                failures.append(_status(exc))
                 if len(failures) > self.retries:
                     raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
                                        f"after {len(failures)} failures "
-                                       f"({'; '.join(failures[-3:])})") from None
-                time.sleep(min(0.2 * len(failures), 2.0))  # a new leader takes a moment
+                                       f"({'; '.join(failures[-2:])})") from None
+                self.resumed += 1
+                # a new leader takes a few seconds (the replicas' leader.timeout)
+                time.sleep(min(0.5 * len(failures), 2.0))
+
+    def _read_once(self, stream: str, partition: int, start: int, end: int
+                   ) -> Iterator[api_pb2.Message]:
+        """One subscription at the partition's leader from `start`; a failure of
+        the node (an RpcError of _RETRYABLE, _Silent, Unanswered) is the caller's
+        to retry, any other is a StreamsError."""
+        info = self.partition(stream, partition)
+        if end > info.end:
+            raise StreamsError(
+                f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
+                f"offset is {info.high_watermark})")
+        address = self._reader_address(info)
+        try:
+            for msg in self._subscribe(address, stream, partition, start, end):
+                if msg.offset != start:
+                    raise StreamsError(
+                        f"{stream}/{partition}: {address} sent offset {msg.offset} where "
+                        f"{start} was next (offsets before it are gone: retention?)")
+                yield msg
+                start += 1
+        except grpc.RpcError as exc:
+            if exc.code() not in _RETRYABLE:
+                raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
+                    from None
+            raise
 
     def first_offset(self, stream: str, partition: int, end: int) -> int:
         """The oldest offset the partition still has (`end` when it has none:

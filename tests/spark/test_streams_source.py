@@ -201,3 +201,31 @@ def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
     got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
                  key=lambda t: (t["stream"], t["partition"], t["offset"]))
     assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+
+
+def test_a_read_goes_on_when_the_partition_leader_is_killed(cluster: LiveCluster) -> None:
+    """The leader SIGKILLed between two reads of a partition (as between two
+    micro-batches): the next read finds the dead node still named leader, looks
+    the partition up again until a new leader is elected and reads on from there;
+    the result is the segments' entries, each once. (Last in the module: the
+    killed node is started again.)"""
+    stream = STREAMS[0]
+    cluster.lbclient("-mode", "publish", "-batch", "F", "-n", "300", "-prefix", PREFIX)
+    want = committed(cluster, [stream])[stream, 0]
+
+    def row(m: Any) -> dict[str, Any]:
+        return as_truth(stream, 0, {"offset": m.offset, "timestamp": m.timestamp,
+                                    "key": m.key, "value": m.value, "headers": m.headers})
+
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        info = client.partition(stream, 0)
+        assert info.end == len(want) > 40
+        got = [row(m) for m in client.read(stream, 0, 0, 20)]
+        cluster.kill(info.leader)
+        try:
+            got += [row(m) for m in client.read(stream, 0, 20, info.end)]
+            assert client.resumed >= 1  # the dead leader was asked, and another found
+            assert client.partition(stream, 0).leader != info.leader
+        finally:
+            cluster.start_node(info.leader)
+    assert got == [truth(stream, 0, e) for e in want]
