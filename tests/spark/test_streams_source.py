@@ -7,8 +7,11 @@ their segments, as Liftbridge's own decoder reads them (lbtruth segment)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,7 +23,7 @@ pytest.importorskip("grpc")
 import lbparse.spark  # noqa: E402
 from lbparse.streams.client import StreamsClient, StreamsError  # noqa: E402
 from support.cluster import BIN  # noqa: E402
-from support.live_cluster import LiveCluster  # noqa: E402
+from support.live_cluster import LiveCluster, env_with_checkout  # noqa: E402
 from support.net import NATS_SERVER  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
@@ -201,6 +204,78 @@ def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
     got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
                  key=lambda t: (t["stream"], t["partition"], t["offset"]))
     assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+
+
+DRIVER = """\
+import sys, time
+import lbparse.spark
+from lbparse.pipeline.session import TEST_CONF, spark_session
+servers, streams, out, chk = sys.argv[1:5]
+spark = spark_session("local[2]", conf=TEST_CONF)
+lbparse.spark.register(spark)
+q = (spark.readStream.format("liftbridge-streams").option("servers", servers)
+     .option("stream", streams).option("maxRecordsPerTrigger", "25").load()
+     .writeStream.format("parquet").option("checkpointLocation", chk)
+     .trigger(processingTime="1 second").start(out))
+q.awaitTermination(600)  # until SIGKILLed
+"""
+
+
+def test_a_streaming_driver_killed_and_restarted_reads_each_message_once(
+        session: Any, cluster: LiveCluster, tmp_path: Path) -> None:
+    """The driver of a streaming query (its own Python and JVM, as spark-submit
+    runs it) SIGKILLed while lbclient publishes; the query started again from
+    its checkpoint (here, in this session) writes every message on disk once."""
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    publisher = cluster.lbclient("-mode", "publish", "-batch", "K", "-n", "150", "-pace",
+                                 "40ms", "-prefix", PREFIX, background=True)
+    assert isinstance(publisher, subprocess.Popen)
+    with open(tmp_path / "driver.log", "wb") as log:
+        driver = subprocess.Popen(
+            [sys.executable, "-P", str(script), cluster.servers, ",".join(STREAMS), str(out),
+             str(chk)], stdout=log, stderr=subprocess.STDOUT, env=env_with_checkout(),
+            start_new_session=True)  # its JVM in its process group, killed with it
+    try:
+        # a few micro-batches committed, then the kill, wherever the next one is
+        _wait(lambda: len(list((chk / "commits").glob("[0-9]*"))) >= 3 or
+              driver.poll() is not None, 240, "the driver committed nothing")
+        assert driver.poll() is None, (tmp_path / "driver.log").read_text()[-2000:]
+    finally:
+        _kill_group(driver)
+    try:
+        publisher.wait(timeout=120)
+        entries = committed(cluster, STREAMS)
+        total = sum(map(len, entries.values()))
+        again = (session.readStream.format("liftbridge-streams")
+                 .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
+                 .load().writeStream.format("parquet").option("checkpointLocation", str(chk))
+                 .trigger(processingTime="1 second").start(str(out)))
+        try:
+            _wait(lambda: session.read.parquet(str(out)).count() >= total, 180,
+                  "the restarted query did not catch up")
+        finally:
+            again.stop()
+    finally:
+        if publisher.poll() is None:
+            publisher.kill()
+            publisher.wait(timeout=10)
+    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
+    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
+    assert len(keys) == len(set(keys))  # no message twice
+    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
+                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
+    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a process started in a session of its own, and its group (the JVM)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
 
 
 def test_a_read_goes_on_when_the_partition_leader_is_killed(cluster: LiveCluster) -> None:
