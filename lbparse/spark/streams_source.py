@@ -28,6 +28,12 @@ both planned on the driver and replayed by Spark as they were after a
 restart, so a message is read once. A partition that appears later is read
 from its first offset.
 
+A partition whose leader dies is looked up again (FetchMetadata, while a new
+leader is elected) and read on from the next offset at the new leader, by
+the client's retries (lbparse.streams.client); past them the task fails with
+one line. The ranges planned never pass a high watermark, so what a new
+leader truncates was never read.
+
 The rows (ROW_FIELDS): stream, partition, offset, timestamp (Unix
 nanoseconds, as stored) and time (the same as Spark's timestamp), key,
 value, headers (as stored: the server adds `subject` and `reply`), subject,

@@ -38,6 +38,7 @@ __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient
 
 DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
 DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
+METADATA_ROUNDS = 3     # FetchMetadata asked of every server, at most, a pause between
 
 # gRPC codes that mean "this node, not the request": try another, or again.
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -49,8 +50,9 @@ class StreamsError(Exception):
     """A read that cannot be done; the message is one line."""
 
 
-class Unanswered(StreamsError):
-    """No server answered FetchMetadata (all down, or electing a metadata leader)."""
+class Transient(StreamsError):
+    """What a failover looks like for a while: no server answers FetchMetadata
+    (a metadata leader being elected), or a partition has no leader yet."""
 
 
 def parse_servers(text: str) -> list[str]:
@@ -117,17 +119,23 @@ class StreamsClient:
     # -- metadata -----------------------------------------------------------------
 
     def metadata(self, streams: Sequence[str]) -> api_pb2.FetchMetadataResponse:
-        """FetchMetadata of `streams` from the first server that answers."""
-        errors = []
-        for address in self.servers:
-            try:
-                resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
-                    api_pb2.FetchMetadataRequest(streams=list(streams)), timeout=self.timeout)
-                return resp
-            except grpc.RpcError as exc:
-                errors.append(f"{address}: {_status(exc)}")
-        raise Unanswered(f"no Liftbridge server answered FetchMetadata within "
-                           f"{self.timeout:g} s ({'; '.join(errors)})")
+        """FetchMetadata of `streams` from the first server that answers, every
+        server asked METADATA_ROUNDS times at most (an election takes seconds)."""
+        errors: list[str] = []
+        for round_ in range(METADATA_ROUNDS):
+            if round_:
+                time.sleep(1.0)
+            errors = []
+            for address in self.servers:
+                try:
+                    resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
+                        api_pb2.FetchMetadataRequest(streams=list(streams)),
+                        timeout=self.timeout)
+                    return resp
+                except grpc.RpcError as exc:
+                    errors.append(f"{address}: {_status(exc)}")
+        raise Transient(f"no Liftbridge server answered FetchMetadata within "
+                        f"{self.timeout:g} s ({'; '.join(errors)})")
 
     def partitions(self, streams: Sequence[str]) -> list[PartitionInfo]:
         """Every partition of `streams`, in stream then partition order; a stream
@@ -170,7 +178,7 @@ class StreamsClient:
                     yield msg
                     start += 1
                 return
-            except (grpc.RpcError, _Silent, Unanswered) as exc:
+            except (grpc.RpcError, _Silent, Transient) as exc:
                 failures.append(_status(exc))
                 if len(failures) > self.retries:
                     raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
@@ -183,7 +191,7 @@ class StreamsClient:
     def _read_once(self, stream: str, partition: int, start: int, end: int
                    ) -> Iterator[api_pb2.Message]:
         """One subscription at the partition's leader from `start`; a failure of
-        the node (an RpcError of _RETRYABLE, _Silent, Unanswered) is the caller's
+        the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
         to retry, any other is a StreamsError."""
         info = self.partition(stream, partition)
         if end > info.end:
@@ -230,7 +238,7 @@ class StreamsClient:
             return info.address
         if self.replica and info.isr:
             return info.isr[0]
-        raise StreamsError(f"{info.stream}/{info.partition}: no leader now "
+        raise Transient(f"{info.stream}/{info.partition}: no leader now "
                            f"(asked {','.join(self.servers)})")
 
     def _subscribe(self, address: str, stream: str, partition: int, start: int, end: int

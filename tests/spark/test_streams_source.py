@@ -304,3 +304,60 @@ def test_a_read_goes_on_when_the_partition_leader_is_killed(cluster: LiveCluster
         finally:
             cluster.start_node(info.leader)
     assert got == [truth(stream, 0, e) for e in want]
+
+
+def _isr_full(cluster: LiveCluster) -> bool:
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        return all(len(p.isr) == 3 and p.address for p in client.partitions(STREAMS))
+
+
+def test_a_streaming_query_reads_on_through_a_leader_failover(
+        session: Any, cluster: LiveCluster, tmp_path: Path) -> None:
+    """The leader of a partition SIGKILLed while a streaming query reads and
+    lbclient publishes: the query goes on (the leader looked up again), and its
+    output is every message on disk once. (Last: a node is started again.)"""
+    _wait(lambda: _isr_full(cluster), 90, "the cluster did not get its three replicas back")
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    publisher = cluster.lbclient("-mode", "publish", "-batch", "L", "-n", "200", "-pace",
+                                 "40ms", "-prefix", PREFIX, background=True)
+    assert isinstance(publisher, subprocess.Popen)
+    query = (session.readStream.format("liftbridge-streams")
+             .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
+             .option("maxRecordsPerTrigger", "40").load()
+             .writeStream.format("parquet").option("checkpointLocation", str(chk))
+             .trigger(processingTime="1 second").start(str(out)))
+
+    def read_rows(at_least: int) -> Any:
+        def enough() -> bool:
+            assert query.exception() is None, query.exception()
+            return sum(p["numInputRows"] for p in query.recentProgress) >= at_least
+        return enough
+
+    killed = ""
+    try:
+        _wait(read_rows(60), 120, "the query read nothing")
+        with StreamsClient(cluster.addresses) as client:
+            killed = client.partition(STREAMS[0], 0).leader
+        cluster.kill(killed)
+        _wait(read_rows(200), 180, "the query did not go on after the failover")
+        cluster.start_node(killed)
+        killed = ""
+        publisher.wait(timeout=120)
+        entries = committed(cluster, STREAMS, limit=60)
+        total = sum(map(len, entries.values()))
+        _wait(lambda: session.read.parquet(str(out)).count() >= total, 240,
+              "the query did not catch up")
+        assert query.exception() is None
+    finally:
+        query.stop()
+        if killed:
+            cluster.start_node(killed)
+        if publisher.poll() is None:
+            publisher.kill()
+            publisher.wait(timeout=10)
+    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
+    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
+    assert len(keys) == len(set(keys))
+    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
+                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
+    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
