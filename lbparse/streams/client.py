@@ -141,14 +141,20 @@ class StreamsClient:
         """Every partition of `streams`, in stream then partition order; a stream
         that does not exist is an error."""
         resp = self.metadata(streams)
+        missing = _missing(resp, streams)
+        if missing:
+            # A node that has just started answers before it has replayed the
+            # metadata log: a stream is missing only if no server knows it.
+            resp = self._knowing(streams, resp)
+            missing = _missing(resp, streams)
+        if missing:
+            raise StreamsError(f"stream {missing[0]!r} does not exist (asked "
+                               f"{','.join(self.servers)})")
         brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
         found = {m.name: m for m in resp.streamMetadata}
         out = []
         for name in streams:
-            meta = found.get(name)
-            if meta is None or meta.error == api_pb2.StreamMetadata.UNKNOWN_STREAM:
-                raise StreamsError(f"stream {name!r} does not exist (asked "
-                                   f"{','.join(self.servers)})")
+            meta = found[name]
             for pid in sorted(meta.partitions):
                 p = meta.partitions[pid]
                 out.append(PartitionInfo(
@@ -156,6 +162,19 @@ class StreamsClient:
                     tuple(brokers[i] for i in p.isr if i in brokers), p.highWatermark,
                     p.newestOffset, p.paused, p.readonly))
         return out
+
+    def _knowing(self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
+                 ) -> api_pb2.FetchMetadataResponse:
+        """The first server's answer that knows every stream, each server asked once."""
+        for address in self.servers:
+            try:
+                resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
+                    api_pb2.FetchMetadataRequest(streams=list(streams)), timeout=self.timeout)
+            except grpc.RpcError:
+                continue
+            if not _missing(resp, streams):
+                return resp
+        return first
 
     def partition(self, stream: str, partition: int) -> PartitionInfo:
         for p in self.partitions([stream]):
@@ -194,6 +213,11 @@ class StreamsClient:
         the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
         to retry, any other is a StreamsError."""
         info = self.partition(stream, partition)
+        if info.end < end <= info.newest_offset + 1:
+            # a new leader learns the high watermark from its followers: the
+            # messages are in its log and are committed again in a moment
+            raise Transient(f"{stream}/{partition}: high watermark {info.high_watermark} "
+                            f"behind offset {end - 1} at {info.address or 'no leader'}")
         if end > info.end:
             raise StreamsError(
                 f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
@@ -310,6 +334,13 @@ class _Watchdog:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _missing(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[str]:
+    """The streams an answer does not know."""
+    known = {m.name for m in resp.streamMetadata
+             if m.error != api_pb2.StreamMetadata.UNKNOWN_STREAM}
+    return [s for s in streams if s not in known]
 
 
 def _status(exc: BaseException) -> str:
