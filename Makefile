@@ -145,7 +145,7 @@ clean:
 generate-%:
 	$(PYTHON) -m lbparse generate --lang $* --nest -o out
 
-.PHONY: dist bench-spark
+.PHONY: dist bench-spark bench-streams
 
 ## dist: what a Spark cluster needs: dist/lbparse-env.tar.gz (a packed virtualenv with the
 ## compiled modules, for --archives), dist/lbparse.zip (for --py-files), the application
@@ -157,6 +157,11 @@ dist:
 ## envelopes, on local[2] (target: >= 0.8 of its speed); minutes, ~2 GB of disk
 bench-spark:
 	$(PYTHON) bench/bench_spark.py --run
+
+## bench-streams: format("liftbridge-streams") on local[2] against a bare gRPC Subscribe loop,
+## a live 3-node cluster holding a million small messages; minutes
+bench-streams:
+	$(PYTHON) bench/bench_streams.py --run
 
 ## bench-big: the pipeline on a 1 GB pcap made for the run (and removed), on local[2]
 ## (target: >= 100 MB/s); minutes, ~3 GB of disk while it runs

@@ -29,7 +29,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 DOC = Path(os.environ.get("LBPARSE_BENCH_DOC") or ROOT / "docs" / "pages" / "benchmarks.md")
 # The order of the sections in the file (a bench not listed goes last).
-ORDER = ("tables", "capture_tables", "decode", "capture", "segments", "report", "spark", "big")
+ORDER = ("tables", "capture_tables", "decode", "capture", "segments", "report", "spark", "big",
+         "streams")
 _SECTION = re.compile(r"<!-- bench:(\w+) (\{.*?\}) -->\n(.*?)<!-- /bench:\1 -->\n", re.S)
 
 HEAD = """\

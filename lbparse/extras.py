@@ -44,6 +44,8 @@ EXTRAS: dict[str, str] = {
     "report": "lbparse report",
     "live": "lbparse tap and record (live NATS servers)",
     "generate": "lbparse generate's descriptor sets (protoc)",
+    "streams": "reading Liftbridge streams through its gRPC API (lbparse.streams, "
+               "format('liftbridge-streams'))",
 }
 
 # top-level module -> (the distribution that brings it, its extra)
@@ -53,7 +55,7 @@ MODULES: dict[str, tuple[str, str]] = {
     "altair": ("altair", "report"), "vl_convert": ("vl-convert-python", "report"),
     "websocket": ("websocket-client", "report"),
     "nats": ("nats-py", "live"), "nkeys": ("nkeys", "live"), "nacl": ("PyNaCl", "live"),
-    "grpc_tools": ("grpcio-tools", "generate"), "grpc": ("grpcio-tools", "generate"),
+    "grpc_tools": ("grpcio-tools", "generate"), "grpc": ("grpcio", "streams"),
 }
 
 
@@ -61,6 +63,8 @@ MODULES: dict[str, tuple[str, str]] = {
 NEEDS_EXTRA: dict[str, str] = {
     "lbparse.pipeline.job": "spark",
     "lbparse.report.render": "report",
+    "lbparse.streams.client": "streams",
+    "lbparse.spark.streams_source": "streams",
 }
 
 # Imported late on purpose (see the docstring): pyarrow and numpy, and the

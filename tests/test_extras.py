@@ -99,6 +99,8 @@ def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) ->
     ("lbparse.report.render", ("altair",), "report"),
     ("lbparse.pipeline.job", ("pyspark",), "spark"),
     ("nats.errors", ("nats",), "live"),
+    ("lbparse.streams.client", ("grpc",), "streams"),
+    ("lbparse.spark.streams_source", ("grpc",), "streams"),
 ])
 def test_need_says_which_pip_install(module: str, block: tuple[str, ...], extra: str) -> None:
     """lbparse.extras.need, the one way a function imports late: a missing

@@ -5,7 +5,8 @@ spec/*.ksy (Kaitai Struct 0.11), spec/proto/*.proto. Outputs, in the Python
 package `lbparse_generated` under OUTDIR:
 
 - kaitai/          the Kaitai Struct compiler's Python parsers (via Node)
-- proto/           protoc's Python modules and mypy stubs (grpcio-tools)
+- proto/           protoc's Python modules and mypy stubs (grpcio-tools), and
+                   the gRPC stubs of api.proto's `service API` (api_pb2_grpc.py)
 - construct_schema.py   a construct declaration of each .ksy, emitted here
 - tables.py        layouts, MsgType tables and payload types, from the
                    custom `-` keys of spec/envelope.ksy; the fixed facts of
@@ -73,10 +74,21 @@ def run_protoc(out: Path) -> None:
         f"-I{SPEC / 'proto'}",
         f"--python_out={out}",
         f"--mypy_out=quiet:{out}",
+        f"--grpc_python_out={out}",
         *[str(SPEC / "proto" / f) for f in PROTO_FILES],
     ]
     if protoc.main(args) != 0:
         sys.exit("protoc failed")
+    # The gRPC plugin imports its messages as a top-level module (`import
+    # api_pb2`); in lbparse_generated.proto they are package-relative. A proto
+    # file without a service gets an _grpc module of imports alone: dropped.
+    for path in sorted(out.glob("*_pb2_grpc.py")):
+        text = path.read_text(encoding="utf-8")
+        if not re.search(r"^class \w+Stub\b", text, flags=re.M):
+            path.unlink()
+            continue
+        text = re.sub(r"^import (\w+_pb2) as ", r"from . import \1 as ", text, flags=re.M)
+        path.write_text(text, encoding="utf-8")
 
 
 def run_flatc(out: Path) -> None:

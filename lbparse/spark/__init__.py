@@ -8,17 +8,22 @@
     spark.read.format("liftbridge").option("table", "proto_Ack").load("captures/")  # one table
     spark.readStream.format("liftbridge").load("incoming/")      # new files as they appear
     df.select(lbparse.spark.from_envelope("value"))              # any binary column
+    spark.read.format("liftbridge-streams").option("servers", "127.0.0.1:9292") \
+        .option("stream", "orders").load()                       # live streams, by offset
 
 The data source (source.py, stream.py) plans and reads its inputs with
 the pipeline's pieces, so its rows are `lbparse pipeline`'s; options are
 named as the command's flags (options.py). `from_envelope` (functions.py)
-decodes a column as `from_protobuf` does, through an Arrow UDF.
+decodes a column as `from_protobuf` does, through an Arrow UDF. The streams
+source (streams_source.py) reads through Liftbridge's gRPC API and needs the
+extra `streams` (grpcio): register() leaves it out where that is missing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lbparse.extras import MissingExtra, need
 from lbparse.spark.functions import envelope_schema, from_envelope
 from lbparse.spark.source import NAME, LiftbridgeDataSource
 
@@ -29,5 +34,11 @@ __all__ = ["NAME", "LiftbridgeDataSource", "envelope_schema", "from_envelope", "
 
 
 def register(spark: "SparkSession") -> None:
-    """Make `format("liftbridge")` known to this session (read and readStream)."""
+    """Make `format("liftbridge")` known to this session (read and readStream), and
+    `format("liftbridge-streams")` where the extra `streams` is installed."""
     spark.dataSource.register(LiftbridgeDataSource)
+    try:
+        streams = need("lbparse.spark.streams_source")
+    except MissingExtra:
+        return  # the file source alone: format("liftbridge-streams") stays unknown
+    spark.dataSource.register(streams.LiftbridgeStreamsDataSource)

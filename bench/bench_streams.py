@@ -1,0 +1,212 @@
+"""format("liftbridge-streams") on local[2] against a bare Python gRPC Subscribe loop.
+
+    make bench-streams          (python bench/bench_streams.py --run [--messages N])
+
+1. Starts a real 3-node Liftbridge v1.9.0 cluster on loopback (the tests'
+   tests/support/live_cluster.py), creates a stream of 2 partitions
+   (replication factor 1: the bench reads, it does not replicate) and
+   publishes N (1 million) small messages (an 8-byte key, a 40-byte value)
+   through PublishAsync, AckPolicy LEADER, until both high watermarks hold them.
+2. Reads the whole stream three ways, interleaved, ROUNDS times each, wall
+   clock: the floor, a bare loop of Subscribe calls on the generated stub
+   (lbparse_generated.proto.api_pb2_grpc) that only counts the messages;
+   lbparse.streams.client's read (offsets checked, watchdog); and Spark,
+   spark.read.format("liftbridge-streams").load() written to the noop sink
+   on local[2] (one Spark partition per Liftbridge partition, both at once).
+3. Prints messages/s and MB/s (keys and values) of each, and writes its
+   section of docs/pages/benchmarks.md. Nothing is pinned: the cluster, the
+   JVM and the Python workers share the machine's cores, as they would.
+
+Without --run (as `make bench` calls every bench/bench_*.py) it only says
+how to run it: publishing a million messages takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from benchdoc import Section  # noqa: E402
+
+STREAM, PARTITIONS = "bench", 2
+KEY_BYTES, VALUE_BYTES = 8, 40
+WINDOW = 2000  # PublishAsync requests in flight
+
+
+def publish(addr: str, n: int) -> None:
+    """n messages over PublishAsync, round robin over the partitions; waits for
+    every ack (AckPolicy LEADER), a bounded window in flight."""
+    import grpc
+
+    from lbparse_generated.proto import api_pb2, api_pb2_grpc
+
+    stub = api_pb2_grpc.APIStub(grpc.insecure_channel(addr))
+    stub.CreateStream(api_pb2.CreateStreamRequest(
+        subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=1), timeout=30)
+    value = b"v" * VALUE_BYTES
+    acked = 0
+    sent = 0
+
+    def requests() -> Iterator[Any]:
+        nonlocal sent
+        for i in range(n):
+            while sent - acked >= WINDOW:
+                time.sleep(0.001)
+            sent += 1
+            yield api_pb2.PublishRequest(
+                stream=STREAM, partition=i % PARTITIONS, key=b"k%07d" % (i % 10_000_000),
+                value=value, correlationId=str(i), ackPolicy=api_pb2.LEADER)
+
+    for resp in stub.PublishAsync(requests(), timeout=3600):
+        if resp.HasField("asyncError"):
+            raise RuntimeError(f"publish failed: {resp.asyncError.message}")
+        acked += 1
+        if acked == n:
+            break
+
+
+def bare_loop(addresses: list[str], leaders: dict[int, str], n_per: dict[int, int]) -> int:
+    """The floor: Subscribe on the stub, count the messages, nothing else."""
+    import grpc
+
+    from lbparse_generated.proto import api_pb2, api_pb2_grpc
+
+    count = 0
+    for pid, end in n_per.items():
+        with grpc.insecure_channel(leaders[pid]) as channel:
+            call = api_pb2_grpc.APIStub(channel).Subscribe(api_pb2.SubscribeRequest(
+                stream=STREAM, partition=pid, startPosition=api_pb2.OFFSET, startOffset=0,
+                stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1))
+            got = -1  # the first message is the server's empty one
+            for msg in call:
+                got += 1
+                if got and msg.offset == end - 1:
+                    break
+            call.cancel()
+            count += got
+    return count
+
+
+def client_loop(addresses: list[str], n_per: dict[int, int]) -> int:
+    from lbparse.streams.client import StreamsClient
+
+    count = 0
+    with StreamsClient(addresses) as client:
+        for pid, end in n_per.items():
+            for _ in client.read(STREAM, pid, 0, end):
+                count += 1
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="store_true", help="run it (minutes)")
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if not args.run:
+        print("bench_streams: `make bench-streams` (python bench/bench_streams.py --run): "
+              "a live cluster and a million messages, minutes")
+        return
+    from support.live_cluster import LiveCluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-streams-"))
+    cluster = LiveCluster(tmp)
+    try:
+        cluster.start()
+        run(cluster, args.messages, args.rounds)
+    finally:
+        cluster.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(cluster: Any, n: int, rounds: int) -> None:
+    import lbparse.spark
+    from lbparse.pipeline.session import TEST_CONF, spark_session
+    from lbparse.streams.client import StreamsClient
+
+    section = Section("streams", "Liftbridge streams into Spark against a bare gRPC loop",
+                      "python bench/bench_streams.py --run (make bench-streams)")
+    t = time.monotonic()
+    publish(_first_answering(cluster), n)
+    publish_s = time.monotonic() - t
+    print(f"published {n:,} in {publish_s:.1f} s", flush=True)
+    with StreamsClient(cluster.addresses) as client:
+        deadline = time.monotonic() + 120
+        while True:
+            parts = client.partitions([STREAM])
+            if sum(p.end for p in parts) >= n or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    n_per = {p.partition: p.end for p in parts}
+    leaders = {p.partition: p.address for p in parts}
+    total = sum(n_per.values())
+    assert total == n, f"{total} committed of {n} published"
+    mb = total * (KEY_BYTES + VALUE_BYTES) / 1e6
+    spark = spark_session("local[2]", conf=TEST_CONF)
+    lbparse.spark.register(spark)
+
+    def spark_read() -> int:
+        df = (spark.read.format("liftbridge-streams").option("servers", cluster.servers)
+              .option("stream", STREAM).load())
+        df.write.format("noop").mode("overwrite").save()
+        return total
+
+    cases: dict[str, Callable[[], int]] = {
+        "bare gRPC Subscribe loop (the floor)": lambda: bare_loop(cluster.addresses, leaders,
+                                                                  n_per),
+        "lbparse.streams.client read": lambda: client_loop(cluster.addresses, n_per),
+        "Spark format(\"liftbridge-streams\"), local[2], noop sink": spark_read,
+    }
+    try:
+        spark_read()  # warm-up: the JVM, the Python workers
+        samples: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(rounds):
+            for name, fn in cases.items():
+                t = time.monotonic()
+                got = fn()
+                samples[name].append(time.monotonic() - t)
+                assert got == total, (name, got, total)
+    finally:
+        spark.stop()
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    floor = med["bare gRPC Subscribe loop (the floor)"]
+    rows = [[k, f"{total / s:,.0f}", f"{mb / s:.1f}", f"{s / floor:.2f}x"]
+            for k, s in med.items()]
+    for r in rows:
+        print(" | ".join(r))
+    section.para(f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions "
+                 f"holding {total:,} messages ({KEY_BYTES}-byte keys, {VALUE_BYTES}-byte "
+                 f"values: {mb:.1f} MB), published through PublishAsync in {publish_s:.0f} s. "
+                 f"Wall-clock medians of {rounds} interleaved rounds; nothing pinned.")
+    section.table(["read", "messages/s", "MB/s", "time / floor"], rows)
+    section.write()
+
+
+def _first_answering(cluster: Any) -> str:
+    from lbparse.streams.client import StreamsClient
+
+    deadline = time.monotonic() + 60
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        while True:
+            try:
+                client.metadata([])
+                return str(cluster.addresses[0])
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""`format("liftbridge-streams")`: Liftbridge streams read live, by offset,
+through the nodes' gRPC API (lbparse.streams.client), batch and streaming.
+
+    lbparse.spark.register(spark)
+    df = (spark.read.format("liftbridge-streams")
+          .option("servers", "127.0.0.1:9292,127.0.0.1:9293").option("stream", "orders")
+          .load())                                            # every committed message
+    q = (spark.readStream.format("liftbridge-streams").option("servers", "127.0.0.1:9292")
+         .option("stream", "orders,events").load()
+         .writeStream.format("parquet").option("checkpointLocation", "chk/").start("out/"))
+
+One input partition per Liftbridge partition, read from its leader: the
+offsets start..end-1 of the range planned on the driver. Options (names
+case-insensitive, as the Kafka source's where they fit):
+
+| option | |
+|---|---|
+| `servers` | `host:port[,host:port...]`: any nodes of the cluster (required) |
+| `stream` | a stream, or a comma list of streams (required) |
+| `startingOffsets` | `earliest` (default), `latest`, or JSON `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest) |
+| `endingOffsets` | batch only: `latest` (default: the high watermark + 1 of each partition when the read is planned), or JSON as above |
+| `maxRecordsPerTrigger` | streaming only: at most this many messages per micro-batch |
+| `timeout` | seconds a call or a silent subscription may take (default 10) |
+
+Streaming offsets are `{"stream": {"partition": next offset}}` (JSON, kept in
+the checkpoint): a micro-batch reads from its start offset to its end offset,
+both planned on the driver and replayed by Spark as they were after a
+restart, so a message is read once. A partition that appears later is read
+from its first offset.
+
+A partition whose leader dies is looked up again (FetchMetadata, while a new
+leader is elected) and read on from the next offset at the new leader, by
+the client's retries (lbparse.streams.client); past them the task fails with
+one line. The ranges planned never pass a high watermark, so what a new
+leader truncates was never read.
+
+The rows (ROW_FIELDS): stream, partition, offset, timestamp (Unix
+nanoseconds, as stored) and time (the same as Spark's timestamp), key,
+value, headers (as stored: the server adds `subject` and `reply`), subject,
+reply_subject, correlation_id, ack_inbox, and leader_epoch, which is null:
+the API's Message does not carry it (the segments do: format("liftbridge")
+on a data directory). A value that is an envelope decodes with
+lbparse.spark.from_envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition)
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.types import StructType
+
+from lbparse.streams.client import DEFAULT_TIMEOUT, StreamsClient, StreamsError, parse_servers
+from lbparse_generated.proto import api_pb2
+
+__all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions",
+           "arrow_schema"]
+
+NAME = "liftbridge-streams"
+EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
+BATCH_ROWS = 4096
+
+KNOWN = ("servers", "stream", "startingoffsets", "endingoffsets", "maxrecordspertrigger",
+         "timeout")
+
+ROW_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("stream", pa.string(), False), pa.field("partition", pa.int32(), False),
+    pa.field("offset", pa.int64(), False),
+    pa.field("timestamp", pa.int64()),                 # Unix nanoseconds, as stored
+    pa.field("time", pa.timestamp("us", tz="UTC")),    # the same, as Spark's timestamp
+    pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+    pa.field("headers", pa.map_(pa.field("key", pa.string(), False),
+                                pa.field("value", pa.binary(), False))),
+    pa.field("subject", pa.string()), pa.field("reply_subject", pa.string()),
+    pa.field("correlation_id", pa.string()), pa.field("ack_inbox", pa.string()),
+    pa.field("leader_epoch", pa.int64()),              # not in the API's Message: null
+)
+
+
+def arrow_schema() -> pa.Schema:
+    return pa.schema(ROW_FIELDS)
+
+
+Offsets = dict[str, dict[str, int]]  # {stream: {partition (as text, JSON's keys): offset}}
+
+
+@dataclass(frozen=True)
+class StreamsOptions:
+    servers: list[str]
+    streams: list[str]
+    starting: str | Offsets
+    ending: str | Offsets
+    max_records: int | None
+    timeout: float
+
+    def client(self) -> StreamsClient:
+        return StreamsClient(self.servers, timeout=self.timeout)
+
+
+def parse_options(options: Mapping[str, str], streaming: bool | None) -> StreamsOptions:
+    """The options, checked on the driver: a bad one is a ValueError of one line.
+    `streaming` None: not known yet (load()), those of one mode alone unchecked."""
+    opts = {k.lower(): v for k, v in options.items()}
+    unknown = sorted(set(opts) - set(KNOWN))
+    if unknown:
+        raise ValueError(f"{NAME}: unknown option {unknown[0]!r} (known: servers, stream, "
+                         "startingOffsets, endingOffsets, maxRecordsPerTrigger, timeout)")
+    for name in ("servers", "stream"):
+        if not opts.get(name, "").strip():
+            raise ValueError(f"{NAME}: option {name!r} is required")
+    try:
+        servers = parse_servers(opts["servers"])
+    except StreamsError as exc:
+        raise ValueError(f"{NAME}: option 'servers': {exc}") from None
+    streams = list(dict.fromkeys(s.strip() for s in opts["stream"].split(",") if s.strip()))
+    if streaming is True and "endingoffsets" in opts:
+        raise ValueError(f"{NAME}: endingOffsets is for batch reads (read), not readStream")
+    if streaming is False and "maxrecordspertrigger" in opts:
+        raise ValueError(f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
+    return StreamsOptions(
+        servers, streams,
+        _offsets_option(opts, "startingoffsets", "earliest", streams, ("earliest", "latest")),
+        _offsets_option(opts, "endingoffsets", "latest", streams, ("latest",)),
+        _positive(opts, "maxrecordspertrigger", int), _positive(opts, "timeout", float)
+        or DEFAULT_TIMEOUT)
+
+
+def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float]
+              ) -> Any:
+    if name not in opts:
+        return None
+    try:
+        value = kind(opts[name])
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise ValueError(f"{NAME}: option {name!r} must be a positive number, not "
+                         f"{opts[name]!r}")
+    return value
+
+
+def _offsets_option(opts: Mapping[str, str], name: str, default: str, streams: list[str],
+                    words: tuple[str, ...]) -> str | Offsets:
+    text = opts.get(name, default).strip()
+    if text.lower() in words:
+        return text.lower()
+    try:
+        found = json.loads(text)
+        ok = isinstance(found, dict) and all(
+            isinstance(parts, dict) and all(
+                k.isdigit() and isinstance(v, int) and v >= EARLIEST for k, v in parts.items())
+            for parts in found.values())
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
+                         f'{{"stream": {{"partition": offset}}}}, not {text!r}')
+    extra = sorted(set(found) - set(streams))
+    if extra:
+        raise ValueError(f"{NAME}: option {name!r} names stream {extra[0]!r}, which option "
+                         "'stream' does not")
+    return {s: {str(int(k)): v for k, v in parts.items()} for s, parts in found.items()}
+
+
+# -- planning (driver) -----------------------------------------------------------
+
+def _resolve(client: StreamsClient, opts: StreamsOptions, which: str | Offsets,
+             ends: Offsets) -> Offsets:
+    """`which` (earliest, latest or JSON) as an offset per partition; `ends` are the
+    partitions' high watermarks + 1. A partition the JSON leaves out starts at
+    its earliest offset (a starting position) or ends at its latest."""
+    out: Offsets = {}
+    for stream, parts in ends.items():
+        out[stream] = {}
+        for pid, end in parts.items():
+            if isinstance(which, str):
+                want = LATEST if which == "latest" else EARLIEST
+            else:
+                want = which.get(stream, {}).get(pid, EARLIEST if which is opts.starting
+                                                 else LATEST)
+            if want == LATEST:
+                out[stream][pid] = end
+            elif want == EARLIEST:
+                out[stream][pid] = client.first_offset(stream, int(pid), end)
+            elif want > end:
+                raise StreamsError(f"{stream}/{pid}: offset {want} out of range (the last "
+                                   f"committed offset is {end - 1})")
+            else:
+                out[stream][pid] = want
+    return out
+
+
+def _ends(client: StreamsClient, opts: StreamsOptions) -> Offsets:
+    out: Offsets = {}
+    for p in client.partitions(opts.streams):
+        out.setdefault(p.stream, {})[str(p.partition)] = p.end
+    return out
+
+
+def _ranges(start: Offsets, end: Offsets) -> list[InputPartition]:
+    """One input partition per Liftbridge partition with something to read."""
+    parts = []
+    for stream in sorted(end):
+        for pid in sorted(end[stream], key=int):
+            lo = start.get(stream, {}).get(pid, 0)
+            hi = end[stream][pid]
+            if hi > lo:
+                parts.append(InputPartition(json.dumps([stream, int(pid), lo, hi])))
+    return parts
+
+
+def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    stream, pid, lo, hi = json.loads(partition.value)
+    with opts.client() as client:
+        rows: list[api_pb2.Message] = []
+        for msg in client.read(stream, pid, lo, hi):
+            rows.append(msg)
+            if len(rows) >= BATCH_ROWS:
+                yield _batch(rows)
+                rows = []
+        if rows:
+            yield _batch(rows)
+
+
+def _batch(msgs: Sequence[api_pb2.Message]) -> pa.RecordBatch:
+    """Messages as a batch of ROW_FIELDS' columns."""
+    ts = [m.timestamp for m in msgs]
+    return pa.RecordBatch.from_arrays([
+        pa.array([m.stream for m in msgs], pa.string()),
+        pa.array([m.partition for m in msgs], pa.int32()),
+        pa.array([m.offset for m in msgs], pa.int64()),
+        pa.array(ts, pa.int64()),
+        pa.array([t // 1000 for t in ts], pa.timestamp("us", tz="UTC")),
+        pa.array([m.key for m in msgs], pa.binary()),
+        pa.array([m.value for m in msgs], pa.binary()),
+        pa.array([sorted(m.headers.items()) for m in msgs], ROW_FIELDS[7].type),
+        pa.array([m.subject for m in msgs], pa.string()),
+        pa.array([m.replySubject for m in msgs], pa.string()),
+        pa.array([m.correlationId for m in msgs], pa.string()),
+        pa.array([m.ackInbox for m in msgs], pa.string()),
+        pa.nulls(len(msgs), pa.int64()),
+    ], schema=arrow_schema())
+
+
+# -- Spark's classes ---------------------------------------------------------------
+
+class StreamsBatchReader(DataSourceReader):
+    def __init__(self, opts: StreamsOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        with self.opts.client() as client:
+            ends = _ends(client, self.opts)
+            start = _resolve(client, self.opts, self.opts.starting, ends)
+            end = _resolve(client, self.opts, self.opts.ending, ends)
+        for stream, parts in end.items():
+            for pid, hi in parts.items():
+                if start[stream][pid] > hi:
+                    raise StreamsError(f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
+                                       f"is past endingOffsets {hi}")
+        return _ranges(start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from _read(self.opts, partition)
+
+
+class StreamsStreamReader(DataSourceStreamReader):
+    """Offsets: {stream: {partition: the next offset to read}}."""
+
+    def __init__(self, opts: StreamsOptions) -> None:
+        self.opts = opts
+
+    def initialOffset(self) -> Offsets:
+        with self.opts.client() as client:
+            return _resolve(client, self.opts, self.opts.starting, _ends(client, self.opts))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.opts.max_records) if self.opts.max_records \
+            else ReadAllAvailable()
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        with self.opts.client() as client:
+            ends = _ends(client, self.opts)
+            # a partition new since the start is read from its first offset
+            firsts = {s: {p: start.get(s, {}).get(p) for p in parts} for s, parts in ends.items()}
+            for s, parts in firsts.items():
+                for p in parts:
+                    if parts[p] is None:
+                        parts[p] = client.first_offset(s, int(p), ends[s][p])
+        begin: Offsets = {s: {p: int(v or 0) for p, v in parts.items()}
+                          for s, parts in firsts.items()}
+        if isinstance(limit, ReadMaxRows):
+            return _capped(begin, ends, limit.max_rows)
+        return ends
+
+    def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
+        return _ranges(start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        yield from _read(self.opts, partition)
+
+    def commit(self, end: Offsets) -> None:
+        pass  # nothing to release: Liftbridge keeps the messages by its retention
+
+    def stop(self) -> None:
+        pass
+
+
+def _capped(begin: Offsets, ends: Offsets, budget: int) -> Offsets:
+    """End offsets that take at most `budget` messages in all, shared out among the
+    partitions with something to read (each gets at least one while any is left)."""
+    waiting = [(s, p) for s in sorted(ends) for p in sorted(ends[s], key=int)
+               if ends[s][p] > begin[s][p]]
+    out = {s: dict(parts) for s, parts in begin.items()}
+    share = max(1, budget // max(1, len(waiting)))
+    for s, p in waiting:
+        take = min(share, budget, ends[s][p] - begin[s][p])
+        out[s][p] = begin[s][p] + take
+        budget -= take
+    return out
+
+
+class LiftbridgeStreamsDataSource(DataSource):
+    """`format("liftbridge-streams")`: see the module's doc."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        # Called by load(): bad options fail there, before any task runs (the
+        # options of one mode alone are checked when the reader is made).
+        parse_options(dict(self.options), streaming=None)
+        return from_arrow_schema(arrow_schema())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return StreamsBatchReader(parse_options(dict(self.options), streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StreamsStreamReader(parse_options(dict(self.options), streaming=True))

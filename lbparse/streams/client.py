@@ -1,0 +1,352 @@
+"""A small client of Liftbridge's gRPC API (spec/proto/api.proto's `service API`):
+where each partition is led (FetchMetadata) and a partition's messages by
+offset (Subscribe), every wait bounded.
+
+    with StreamsClient(parse_servers("127.0.0.1:9292,127.0.0.1:9293")) as client:
+        parts = client.partitions(["orders"])          # leader, high watermark, ...
+        for msg in client.read("orders", 0, 0, parts[0].end):
+            print(msg.offset, msg.key, msg.value)
+
+`read(stream, partition, start, end)` yields the messages of offsets
+start..end-1, in order, each once. Liftbridge hands a subscriber only
+committed messages, so `end` may be at most the high watermark + 1
+(`PartitionInfo.end`); a range past it is an error, not a wait. The
+subscription is made with the leader (or, with `replica=True`, any replica
+in the ISR, as Liftbridge's readISRReplica allows); when that node goes
+away or stays silent for `timeout` seconds, the partition's leader is
+looked up again and the read goes on from the next offset, `retries`
+times at most.
+
+Errors are StreamsError, one line: which servers, which stream, what was
+found.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Iterator, Sequence
+
+import grpc
+
+from lbparse_generated.proto import api_pb2, api_pb2_grpc
+
+__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient",
+           "StreamsError", "parse_servers"]
+
+DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
+DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
+METADATA_ROUNDS = 3     # FetchMetadata asked of every server, at most, a pause between
+
+# gRPC codes that mean "this node, not the request": try another, or again.
+_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                        grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.CANCELLED,
+                        grpc.StatusCode.INTERNAL})
+
+
+class StreamsError(Exception):
+    """A read that cannot be done; the message is one line."""
+
+
+class Transient(StreamsError):
+    """What a failover looks like for a while: no server answers FetchMetadata
+    (a metadata leader being elected), or a partition has no leader yet."""
+
+
+def parse_servers(text: str) -> list[str]:
+    """'host:port,host:port' -> ['host:port', ...]; each must name a port."""
+    servers = [s.strip() for s in text.split(",") if s.strip()]
+    if not servers:
+        raise StreamsError("no server given: servers is 'host:port[,host:port...]'")
+    for s in servers:
+        host, _, port = s.rpartition(":")
+        if not host or not port.isdigit():
+            raise StreamsError(f"server {s!r} is not host:port")
+    return servers
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition as FetchMetadata describes it."""
+
+    stream: str
+    partition: int
+    leader: str                 # server id ('' while there is none)
+    address: str                # the leader's host:port ('' while there is none)
+    isr: tuple[str, ...]        # addresses of the in-sync replicas
+    high_watermark: int         # the last committed offset, -1 when there is none
+    newest_offset: int
+    paused: bool
+    readonly: bool
+
+    @property
+    def end(self) -> int:
+        """The offset after the last committed message: what a read may reach."""
+        return self.high_watermark + 1
+
+
+class StreamsClient:
+    """Channels to the servers, opened as needed and closed by close()."""
+
+    def __init__(self, servers: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
+                 retries: int = DEFAULT_RETRIES, replica: bool = False) -> None:
+        self.servers = list(servers)
+        self.timeout = timeout
+        self.retries = retries
+        self.replica = replica
+        self._channels: dict[str, grpc.Channel] = {}
+        self.resumed = 0  # reads taken up again after a node failed (for tests and logs)
+
+    def __enter__(self) -> StreamsClient:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+
+    def _stub(self, address: str) -> api_pb2_grpc.APIStub:
+        if address not in self._channels:
+            self._channels[address] = grpc.insecure_channel(address)
+        return api_pb2_grpc.APIStub(self._channels[address])
+
+    # -- metadata -----------------------------------------------------------------
+
+    def metadata(self, streams: Sequence[str]) -> api_pb2.FetchMetadataResponse:
+        """FetchMetadata of `streams` from the first server that answers, every
+        server asked METADATA_ROUNDS times at most (an election takes seconds)."""
+        errors: list[str] = []
+        for round_ in range(METADATA_ROUNDS):
+            if round_:
+                time.sleep(1.0)
+            errors = []
+            for address in self.servers:
+                try:
+                    resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
+                        api_pb2.FetchMetadataRequest(streams=list(streams)),
+                        timeout=self.timeout)
+                    return resp
+                except grpc.RpcError as exc:
+                    errors.append(f"{address}: {_status(exc)}")
+        raise Transient(f"no Liftbridge server answered FetchMetadata within "
+                        f"{self.timeout:g} s ({'; '.join(errors)})")
+
+    def partitions(self, streams: Sequence[str]) -> list[PartitionInfo]:
+        """Every partition of `streams`, in stream then partition order; a stream
+        that does not exist is an error."""
+        resp = self.metadata(streams)
+        missing = _missing(resp, streams)
+        if missing:
+            # A node that has just started answers before it has replayed the
+            # metadata log: a stream is missing only if no server knows it.
+            resp = self._knowing(streams, resp)
+            missing = _missing(resp, streams)
+        if missing:
+            raise StreamsError(f"stream {missing[0]!r} does not exist (asked "
+                               f"{','.join(self.servers)})")
+        brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
+        found = {m.name: m for m in resp.streamMetadata}
+        out = []
+        for name in streams:
+            meta = found[name]
+            for pid in sorted(meta.partitions):
+                p = meta.partitions[pid]
+                out.append(PartitionInfo(
+                    name, pid, p.leader, brokers.get(p.leader, ""),
+                    tuple(brokers[i] for i in p.isr if i in brokers), p.highWatermark,
+                    p.newestOffset, p.paused, p.readonly))
+        return out
+
+    def _knowing(self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
+                 ) -> api_pb2.FetchMetadataResponse:
+        """The first server's answer that knows every stream, each server asked once."""
+        for address in self.servers:
+            try:
+                resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
+                    api_pb2.FetchMetadataRequest(streams=list(streams)), timeout=self.timeout)
+            except grpc.RpcError:
+                continue
+            if not _missing(resp, streams):
+                return resp
+        return first
+
+    def partition(self, stream: str, partition: int) -> PartitionInfo:
+        for p in self.partitions([stream]):
+            if p.partition == partition:
+                return p
+        raise StreamsError(f"stream {stream!r} has no partition {partition}")
+
+    # -- reading ------------------------------------------------------------------
+
+    def read(self, stream: str, partition: int, start: int, end: int
+             ) -> Iterator[api_pb2.Message]:
+        """The messages of offsets start..end-1 of one partition, in order."""
+        if start < 0 or end < start:
+            raise StreamsError(f"{stream}/{partition}: offset range {start}..{end} is not "
+                               "a range of offsets")
+        failures: list[str] = []
+        while start < end:
+            try:
+                for msg in self._read_once(stream, partition, start, end):
+                    yield msg
+                    start += 1
+                return
+            except (grpc.RpcError, _Silent, Transient) as exc:
+                failures.append(_status(exc))
+                if len(failures) > self.retries:
+                    raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
+                                       f"after {len(failures)} failures "
+                                       f"({'; '.join(failures[-2:])})") from None
+                self.resumed += 1
+                # a new leader takes a few seconds (the replicas' leader.timeout)
+                time.sleep(min(0.5 * len(failures), 2.0))
+
+    def _read_once(self, stream: str, partition: int, start: int, end: int
+                   ) -> Iterator[api_pb2.Message]:
+        """One subscription at the partition's leader from `start`; a failure of
+        the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
+        to retry, any other is a StreamsError."""
+        info = self.partition(stream, partition)
+        if info.end < end <= info.newest_offset + 1:
+            # a new leader learns the high watermark from its followers: the
+            # messages are in its log and are committed again in a moment
+            raise Transient(f"{stream}/{partition}: high watermark {info.high_watermark} "
+                            f"behind offset {end - 1} at {info.address or 'no leader'}")
+        if end > info.end:
+            raise StreamsError(
+                f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
+                f"offset is {info.high_watermark})")
+        address = self._reader_address(info)
+        try:
+            for msg in self._subscribe(address, stream, partition, start, end):
+                if msg.offset != start:
+                    raise StreamsError(
+                        f"{stream}/{partition}: {address} sent offset {msg.offset} where "
+                        f"{start} was next (offsets before it are gone: retention?)")
+                yield msg
+                start += 1
+        except grpc.RpcError as exc:
+            if exc.code() not in _RETRYABLE:
+                raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
+                    from None
+            raise
+
+    def first_offset(self, stream: str, partition: int, end: int) -> int:
+        """The oldest offset the partition still has (`end` when it has none:
+        retention may have removed the first ones, so this is asked, not 0)."""
+        if end <= 0:
+            return 0
+        info = self.partition(stream, partition)
+        address = self._reader_address(info)
+        req = api_pb2.SubscribeRequest(stream=stream, partition=partition,
+                                       startPosition=api_pb2.EARLIEST,
+                                       readISRReplica=self.replica)
+        try:
+            for msg in self._messages(address, req):
+                return int(msg.offset)
+        except grpc.RpcError as exc:
+            raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+        except _Silent:
+            raise StreamsError(f"{stream}/{partition}: {address} sent nothing for "
+                               f"{self.timeout:g} s from the earliest offset") from None
+        return end
+
+    def _reader_address(self, info: PartitionInfo) -> str:
+        if info.address:
+            return info.address
+        if self.replica and info.isr:
+            return info.isr[0]
+        raise Transient(f"{info.stream}/{info.partition}: no leader now "
+                           f"(asked {','.join(self.servers)})")
+
+    def _subscribe(self, address: str, stream: str, partition: int, start: int, end: int
+                   ) -> Iterator[api_pb2.Message]:
+        """One Subscribe call from `start` that stops after offset end-1; a
+        watchdog cancels it when nothing comes for `timeout` seconds."""
+        req = api_pb2.SubscribeRequest(
+            stream=stream, partition=partition, startPosition=api_pb2.OFFSET,
+            startOffset=start, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
+            readISRReplica=self.replica)
+        for msg in self._messages(address, req):
+            yield msg
+            if msg.offset >= end - 1:
+                return
+        raise StreamsError(f"{stream}/{partition}: {address} ended the subscription "
+                           f"before offset {end - 1}")
+
+    def _messages(self, address: str, req: api_pb2.SubscribeRequest
+                  ) -> Iterator[api_pb2.Message]:
+        """A Subscribe call's messages, cancelled when the caller stops or nothing
+        comes for `timeout` seconds (then _Silent)."""
+        call = self._stub(address).Subscribe(req)
+        dog = _Watchdog(call, self.timeout)
+        try:
+            first = True
+            for msg in call:
+                dog.fed()
+                if first:  # the server's empty message: the subscription is made
+                    first = False
+                    continue
+                yield msg
+        except grpc.RpcError:
+            if dog.fired:
+                raise _Silent(f"nothing for {self.timeout:g} s") from None
+            raise
+        finally:
+            dog.stop()
+            call.cancel()
+
+
+class _Silent(Exception):
+    """A subscription that stayed silent past its timeout (the watchdog cancelled it)."""
+
+
+class _Watchdog:
+    """Cancels a streaming call that stays silent for `timeout` seconds: one thread
+    per call that looks every so often, rather than a timer per message."""
+
+    def __init__(self, call: grpc.Future, timeout: float) -> None:
+        self.call = call
+        self.timeout = timeout
+        self.last = time.monotonic()
+        self.fired = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def fed(self) -> None:
+        self.last = time.monotonic()
+
+    def _run(self) -> None:
+        step = min(0.5, self.timeout / 4)
+        while not self._stop.wait(step):
+            if time.monotonic() - self.last > self.timeout:
+                self.fired = True
+                self.call.cancel()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _missing(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[str]:
+    """The streams an answer does not know."""
+    known = {m.name for m in resp.streamMetadata
+             if m.error != api_pb2.StreamMetadata.UNKNOWN_STREAM}
+    return [s for s in streams if s not in known]
+
+
+def _status(exc: BaseException) -> str:
+    """A gRPC error as 'CODE: details', on one line."""
+    if isinstance(exc, grpc.RpcError):
+        code = exc.code()
+        name = code.name if code is not None else "UNKNOWN"
+        return f"{name}: {' '.join(str(exc.details() or '').split())}"
+    return " ".join(str(exc).split())

@@ -1,0 +1,175 @@
+"""A real 3-node Liftbridge v1.9.0 cluster that stays up while tests talk to it.
+
+run_cluster.sh (tests/support/cluster.py) plays a whole scenario and stops;
+tests that read streams live need the cluster itself: one nats-server and
+three nodes on free loopback ports, configured as run_cluster.sh's `short`
+mode configures them, started once (a module fixture) and stopped by their
+process ids. `publish` drives the real go-liftbridge client (lbclient),
+`segment_entries` reads what a node keeps on disk with lbtruth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from support.cluster import BIN, _free_run
+from support.net import NATS_SERVER, free_port
+
+READY_TIMEOUT = 60.0  # seconds for the three nodes to elect and answer
+
+CONFIG = """\
+listen: 127.0.0.1:{port}
+data.dir: {data}
+metadata.cache.max.age: 2s
+logging:
+  level: info
+nats:
+  servers:
+    - nats://127.0.0.1:{nats}
+clustering:
+  server.id: node{n}
+  namespace: liftbridge-default
+  raft.bootstrap.peers:
+    - node1
+    - node2
+    - node3
+  replica:
+    max:
+      lag.time: 6s
+      leader.timeout: 3s
+      idle.wait: 1s
+cursors:
+  stream:
+    partitions: 1
+    replication.factor: 3
+"""
+
+
+@dataclass
+class LiveCluster:
+    root: Path
+    nats_port: int = 0
+    lb_port: int = 0
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def addresses(self) -> list[str]:
+        return [f"127.0.0.1:{self.lb_port + i}" for i in range(3)]
+
+    @property
+    def servers(self) -> str:
+        return ",".join(self.addresses)
+
+    def data(self, node: str) -> Path:
+        return self.root / "data" / node
+
+    def start(self) -> None:
+        self.nats_port, self.lb_port = free_port(), _free_run(3)
+        logs = self.root / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        self.procs["nats"] = subprocess.Popen(
+            [NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.nats_port),
+             "-l", str(logs / "nats-server.log")], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        for n in (1, 2, 3):
+            self.start_node(f"node{n}")
+        self._wait_ready()
+
+    def start_node(self, node: str) -> None:
+        n = int(node[-1])
+        logs = self.root / "logs"
+        conf = logs / f"{node}.yaml"
+        conf.write_text(CONFIG.format(port=self.lb_port + n - 1, data=self.data(node),
+                                      nats=self.nats_port, n=n))
+        with open(logs / f"{node}.log", "ab") as log:
+            self.procs[node] = subprocess.Popen([str(BIN / "liftbridge"), "--config", str(conf)],
+                                                stdout=log, stderr=subprocess.STDOUT)
+
+    def _wait_ready(self) -> None:
+        """Until every node accepts on its port (the metadata leader is elected
+        later: lbclient's connect and the tests' first calls retry)."""
+        deadline = time.monotonic() + READY_TIMEOUT
+        for address in self.addresses:
+            host, port = address.rsplit(":", 1)
+            while True:
+                for name, proc in self.procs.items():
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
+                                           + self.log_tail(name))
+                try:
+                    with socket.create_connection((host, int(port)), timeout=0.5):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
+                    time.sleep(0.2)
+
+    def log_tail(self, name: str) -> str:
+        path = self.root / "logs" / f"{name}.log"
+        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
+
+    def kill(self, node: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(node)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        """Every process started, by its id: the nodes first, then NATS."""
+        for name in [n for n in self.procs if n != "nats"] + ["nats"]:
+            proc = self.procs.pop(name, None)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+    # -- the real client ---------------------------------------------------------
+
+    def lbclient(self, *args: str, timeout: float = 180.0, background: bool = False
+                 ) -> subprocess.Popen[bytes] | subprocess.CompletedProcess[bytes]:
+        argv = [str(BIN / "lbclient"), "-addrs", self.servers, "-nats",
+                f"nats://127.0.0.1:{self.nats_port}", *args]
+        if background:
+            out = open(self.root / "logs" / "lbclient-bg.log", "ab")
+            return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        done = subprocess.run(argv, capture_output=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"lbclient {' '.join(args)} exited {done.returncode}:\n"
+                               + done.stdout.decode(errors="replace")[-2000:])
+        return done
+
+    # -- the truth on disk ---------------------------------------------------------
+
+    def segment_entries(self, stream: str, partition: int) -> list[dict[str, object]]:
+        """The partition's entries as lbtruth reads them from each node holding it,
+        the longest replica's (replicas hold the same entries, a lagging one fewer)."""
+        best: list[dict[str, object]] = []
+        for node in ("node1", "node2", "node3"):
+            folder = self.data(node) / "streams" / stream / str(partition)
+            if not folder.is_dir():
+                continue
+            entries: list[dict[str, object]] = []
+            for log in sorted(folder.glob("*.log")):
+                out = subprocess.run([str(BIN / "lbtruth"), "segment", str(log)],
+                                     capture_output=True, timeout=120, check=True)
+                entries += [json.loads(line) for line in out.stdout.decode().splitlines()]
+            if len(entries) > len(best):
+                best = entries
+        return best
+
+
+def env_with_checkout() -> dict[str, str]:
+    """The environment a subprocess needs to import this checkout's lbparse."""
+    root = Path(__file__).resolve().parents[2]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]))

@@ -1,0 +1,56 @@
+"""format("liftbridge-streams")'s options and its micro-batch budget, on the
+driver's side alone (no Spark session, no cluster: those are in
+tests/spark/test_streams_source.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("grpc")
+
+from lbparse.spark.streams_source import _capped, parse_options  # noqa: E402
+
+BASE = {"servers": "127.0.0.1:9292,127.0.0.1:9293", "stream": "orders, events,orders"}
+
+
+def test_the_options_are_read_as_the_kafka_sources() -> None:
+    opts = parse_options({**BASE, "STARTINGOFFSETS": json.dumps({"orders": {"0": 5, "1": -2}}),
+                          "maxRecordsPerTrigger": "100", "timeout": "2.5"}, streaming=True)
+    assert opts.servers == ["127.0.0.1:9292", "127.0.0.1:9293"]
+    assert opts.streams == ["orders", "events"]  # a stream named twice is read once
+    assert opts.starting == {"orders": {"0": 5, "1": -2}} and opts.ending == "latest"
+    assert opts.max_records == 100 and opts.timeout == 2.5
+    assert parse_options(BASE, streaming=False).starting == "earliest"
+
+
+@pytest.mark.parametrize("extra,streaming,message", [
+    ({"startingOffset": "earliest"}, None, "unknown option 'startingoffset'"),
+    ({"servers": ""}, None, "option 'servers' is required"),
+    ({"servers": "localhost"}, None, "option 'servers': server 'localhost' is not host:port"),
+    ({"startingOffsets": "first"}, None, "option 'startingoffsets' is earliest or latest or JSON"),
+    ({"endingOffsets": "earliest"}, False, "option 'endingoffsets' is latest or JSON"),
+    ({"startingOffsets": '{"other": {"0": 1}}'}, None, "names stream 'other'"),
+    ({"startingOffsets": '{"orders": {"x": 1}}'}, None, "is earliest or latest or JSON"),
+    ({"endingOffsets": "latest"}, True, "endingOffsets is for batch reads"),
+    ({"maxRecordsPerTrigger": "10"}, False, "maxRecordsPerTrigger is for readStream"),
+    ({"maxRecordsPerTrigger": "0"}, True, "'maxrecordspertrigger' must be a positive number"),
+    ({"timeout": "soon"}, None, "'timeout' must be a positive number, not 'soon'"),
+])
+def test_a_bad_option_is_one_line_naming_it(extra: dict[str, str], streaming: bool | None,
+                                            message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        parse_options({**BASE, **extra}, streaming=streaming)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert str(err.value).startswith("liftbridge-streams: ")
+
+
+def test_a_micro_batch_budget_is_shared_and_never_stalls() -> None:
+    begin = {"a": {"0": 10, "1": 0, "2": 7}}
+    ends = {"a": {"0": 110, "1": 3, "2": 7}}
+    assert _capped(begin, ends, 50) == {"a": {"0": 35, "1": 3, "2": 7}}
+    assert _capped(begin, ends, 1000) == ends
+    # a budget smaller than the partitions waiting: one each while it lasts
+    assert _capped(begin, ends, 1) == {"a": {"0": 11, "1": 0, "2": 7}}
