@@ -43,6 +43,7 @@ VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 WORKSPACE: dict[str, tuple[str, ...]] = {
     "nats.pcapng": ("liftbridge", "samples", "short.pcapng"),   # a real cluster's capture
     "short.pcapng": ("liftbridge", "samples", "short.pcapng"),
+    "api-short.pcapng": ("liftbridge", "samples", "api-short.pcapng"),  # with the clients' gRPC
     "cluster.pcap": ("liftbridge", "samples", "short.pcapng"),
     "nats.pcap": ("captures", "nats_1000.pcap"),
     "nats_verbose20.pcap": ("captures", "nats_verbose20.pcap"),
@@ -228,6 +229,9 @@ EXAMPLES: dict[str, Example] = {
                              "assert {'messages', 'proto_Message'} <= set(tables)"),
     "readme-layouts": Example(check=_hex_lines, status={0: 1}),  # some vectors are errors
     "readme-capture": Example(slow=True, check=_has("per MsgType:", "Publish")),
+    # exit 1: the capture's notices (a Subscribe cancelled by its client: RST_STREAM)
+    "readme-grpc": Example(slow=True, status={0: 1},
+                           check=_has("CALL PublishAsync", "CALL Subscribe", "status=0")),
     "readme-storage": Example(check=_has("LogConfiguration", "0 finding(s)")),
     "readme-report": Example(slow=True, check=_files("report.html")),
     "readme-generate": Example(tools=("node",), check=_files("parsers/go", "parsers/java", "parsers/rust",
