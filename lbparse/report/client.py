@@ -27,6 +27,7 @@ from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, G
                                   GrpcMessage)
 from lbparse.report.histogram import Histogram
 from lbparse.report.latency import MAX_PENDING
+from lbparse.report.publish_join import PublishJoin
 from lbparse.report.timebins import Counts, TimeAxis, exact_time
 
 # gRPC's status codes (grpc/grpc doc/statuscodes.md), by number.
@@ -85,6 +86,8 @@ class ClientCalls:
         self.responses_without_request = 0
         self.subscriptions: list[dict[str, Any]] = []
         self.more_subscriptions = 0
+        # each publish joined to its NATS Publish and Ack (fed by the Aggregator)
+        self.join = PublishJoin()
 
     @property
     def calls(self) -> int:
@@ -113,11 +116,17 @@ class ClientCalls:
 
     def _message(self, m: GrpcMessage) -> None:
         self.messages += 1
-        if m.method != "PublishAsync" or m.message is None or m.ts is None:
+        if m.method not in ("PublishAsync", "Publish") or m.message is None or m.ts is None:
             return
         to_server = m.direction == CLIENT_TO_SERVER
         client, server = (m.src, m.dst) if to_server else (m.dst, m.src)
         body = m.message
+        if to_server:
+            self.join.request(m.ts, m.method, body, client, server)
+        else:
+            self.join.response(m.ts, body)
+        if m.method != "PublishAsync":
+            return
         if to_server:
             policy = str(body.get("ackPolicy", DEFAULT_POLICY))
             self.requests[policy] = self.requests.get(policy, 0) + 1
@@ -197,6 +206,7 @@ class ClientCalls:
             },
             "errors": self.errors.totals(),
             "errors_over_time": self.errors.rows("error", "count"),
+            "publish_join": self.join.model(),
             "subscriptions": self.subscriptions,
             "more_subscriptions": self.more_subscriptions,
             "bin_ms": self.axis.width_s * 1000 if self.axis.width_s else None,
