@@ -19,6 +19,9 @@ from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcMessage
 from lbparse.cli.status import DATA
 from lbparse.report import build_model, render_html
+from lbparse.columnar.grpctables import grpc_tables
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES
+from lbparse.report.aggregate import Aggregator
 from lbparse.report.inputs import ReadOptions
 from support.cli import run_cli
 from support.shared import LIFTBRIDGE
@@ -161,3 +164,41 @@ def test_the_join_chart_draws_its_points_in_chromium(
     coloured = [p for p in img.get_flattened_data() if max(p) - min(p) > 80]
     hues = {max(range(3), key=lambda c: p[c]) for p in coloured}
     assert len(coloured) > 200 and len(hues) >= 2, (len(coloured), hues)
+
+
+def test_the_pipelines_grpc_tables_give_the_same_join(
+        models: dict[str, dict[str, Any]]) -> None:
+    """`lbparse report` on a pipeline's output reads the client's side back from
+    its grpc_calls and grpc_messages tables (ClientCalls.add_tables), the NATS
+    side from its rows: here the same tables, made without Spark."""
+    agg = Aggregator()
+    for rec in CaptureReader(API_SHORT):
+        agg.add(rec)
+    tables: dict[str, list[dict[str, Any]]] = {GRPC_CALLS: [], GRPC_MESSAGES: []}
+    for batch in grpc_tables(str(API_SHORT)):
+        for name in tables:
+            if name in batch:
+                tables[name] += batch[name].to_pylist()
+    agg.client.add_tables(tables[GRPC_CALLS], tables[GRPC_MESSAGES])
+    assert agg.client.join.model() == models["records"]["client"]["publish_join"]
+
+
+def test_the_join_does_not_depend_on_the_order_the_client_side_comes_in(
+        models: dict[str, dict[str, Any]]) -> None:
+    """The paths see the client's messages in different orders (as each call's
+    messages complete, or sorted by time from the tables): the requests given
+    newest first, then the responses, make the same join, rows in request time order."""
+    agg = Aggregator()
+    grpc: list[Any] = []
+    for rec in CaptureReader(API_SHORT, on_grpc=grpc.append):
+        agg.add(rec)
+    msgs = [g for g in grpc if isinstance(g, GrpcMessage)]
+    for g in sorted((g for g in msgs if g.direction == "client_to_server"),
+                    key=lambda g: -(g.ts or 0)):
+        agg.client.add(g)
+    for g in msgs:
+        if g.direction == "server_to_client":
+            agg.client.add(g)
+    join = agg.client.join.model()
+    assert join == models["records"]["client"]["publish_join"]
+    assert join is not None and len(join["messages"]) == 71

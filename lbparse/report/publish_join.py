@@ -121,7 +121,8 @@ class PublishJoin:
         counts = {"client_publishes": len(self.requests), "expecting_ack": 0,
                   "found_on_nats": 0, "not_found_on_nats": 0, "acked_on_nats": 0,
                   "ack_missing": 0, "offsets_agree": 0, "offsets_differ": 0}
-        for cid, r in self.requests.items():
+        # in request time order: the paths see the client's messages in different orders
+        for cid, r in sorted(self.requests.items(), key=lambda kv: (kv[1].ts, kv[0])):
             row = self._row(cid, r, counts)
             if len(rows) < MAX_ROWS:
                 rows.append(row)
