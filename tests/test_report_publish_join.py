@@ -27,7 +27,7 @@ from support.cli import run_cli
 from support.shared import LIFTBRIDGE
 
 API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
-PUBLISH_METHODS = ("Publish", "PublishAsync")
+PUBLISH_METHODS = ("Publish", "PublishAsync", "PublishToSubject")
 
 
 class HandJoin:
@@ -38,12 +38,15 @@ class HandJoin:
         grpc: list[Any] = []
         self.publishes: dict[tuple[str, str], int] = {}
         self.acks: dict[tuple[str, str], tuple[int, int]] = {}
+        self.inbox_acks: dict[str, tuple[int, int]] = {}  # Acks without a correlationId
         for rec in CaptureReader(path, on_grpc=grpc.append):
             env = rec.envelope
             if env is None or env.msg_type_name not in ("Publish", "Ack"):
                 continue
             m = env.message
             if not m.correlationId:
+                if env.msg_type_name == "Ack":
+                    self.inbox_acks.setdefault(m.ackInbox, (rec.ts, m.offset))
                 continue
             key = (m.stream, m.correlationId)
             if env.msg_type_name == "Publish":
@@ -53,12 +56,19 @@ class HandJoin:
         msgs = [g for g in grpc if isinstance(g, GrpcMessage) and g.method in PUBLISH_METHODS
                 and g.message is not None]
         self.requests = {g.message["correlationId"]: g for g in msgs
-                         if g.direction == "client_to_server"}
+                         if g.direction == "client_to_server" and g.method != "PublishToSubject"}
         self.responses: dict[str, GrpcMessage] = {}
         for g in msgs:
-            if g.direction == "server_to_client":
+            if g.direction == "server_to_client" and g.method != "PublishToSubject":
                 assert g.message is not None
                 self.responses.setdefault(g.message["correlationId"], g)
+        # PublishToSubject's request and response, paired by their call
+        calls: dict[tuple[str, str, int], list[GrpcMessage]] = {}
+        for g in msgs:
+            if g.method == "PublishToSubject":
+                client = g.src if g.direction == "client_to_server" else g.dst
+                calls.setdefault((client, g.stream_id), []).append(g)
+        self.to_subject = list(calls.values())
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +90,7 @@ def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(
         models: dict[str, dict[str, Any]], hand: HandJoin) -> None:
     join = models["columns"]["client"]["publish_join"]
     assert join == models["records"]["client"]["publish_join"]  # both paths, the same join
-    rows = {r["correlation_id"]: r for r in join["messages"]}
+    rows = {r["correlation_id"]: r for r in join["messages"] if r["correlation_id"]}
     assert set(rows) == set(hand.requests) and len(rows) == 71
     checked = 0
     for cid, req in hand.requests.items():
@@ -108,14 +118,25 @@ def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(
     found = sum(1 for cid, r in hand.requests.items()
                 if (r.message or {})["stream"] and ((r.message or {})["stream"], cid)
                 in hand.publishes.keys() | hand.acks.keys())
+    # PublishToSubject: no correlationId; its response's ack names the NATS Ack's inbox
+    to_subject = [r for r in join["messages"] if r["method"] == "PublishToSubject"]
+    assert len(to_subject) == len(hand.to_subject) == 4
+    for (req, resp), row in zip(sorted(hand.to_subject, key=lambda c: c[0].ts or 0),
+                                to_subject):
+        assert req.message is not None and resp.message is not None
+        ack = hand.inbox_acks[resp.message["ack"]["ackInbox"]]
+        assert (row["subject"], row["request_ns"], row["nats_ack_ns"], row["response_ns"]) == \
+            (req.message["subject"], req.ts, ack[0], resp.ts)
+        assert row["offset"] == ack[1] == int(resp.message["ack"]["offset"]) == \
+            row["response_offset"]
     assert (join["client_publishes"], join["found_on_nats"], join["not_found_on_nats"]) == \
-        (len(hand.requests), found, len(hand.requests) - found) == (71, 70, 1)
-    assert (join["offsets_agree"], join["offsets_differ"]) == (checked, 0)
+        (len(hand.requests) + 4, found + 4, len(hand.requests) - found) == (75, 74, 1)
+    assert (join["offsets_agree"], join["offsets_differ"]) == (checked + 4, 0)
     expecting = [c for c, r in hand.requests.items()
                  if (r.message or {}).get("ackPolicy", "LEADER") != "NONE"]
-    assert join["expecting_ack"] == len(expecting) == 57
+    assert join["expecting_ack"] == len(expecting) + 4 == 61
     assert join["acked_on_nats"] == sum(1 for c in expecting
-                                        if (rows[c]["stream"], c) in hand.acks) == 56
+                                        if (rows[c]["stream"], c) in hand.acks) + 4 == 60
 
 
 def test_the_join_is_in_the_json_and_the_page(tmp_path: Path, hand: HandJoin) -> None:
@@ -132,15 +153,16 @@ def test_the_join_is_in_the_json_and_the_page(tmp_path: Path, hand: HandJoin) ->
     assert row["nats_ack_ns"] == str(hand.acks[(row["stream"], cid)][0])  # exact, as text
     html = page.read_text()
     assert "Client publishes joined to the cluster's NATS Publish and Ack" in html
-    assert "71 client publishes: 70 found on NATS, 1 not" in html
+    assert "75 client publishes: 74 found on NATS, 1 not" in html
     assert cid in html
     assert "data-chart='client_publish_join'" in html  # drawn: the model has its rows
 
 
 def test_the_page_from_the_model_alone_shows_the_join(models: dict[str, dict[str, Any]]) -> None:
     html = render_html(models["records"])
-    assert "56 of the 57 expecting an ack acked on NATS" in html
-    assert "51 agree, 0 differ" in html
+    assert "60 of the 61 expecting an ack acked on NATS" in html
+    assert "55 agree, 0 differ" in html
+    assert "(to subject orders.2)" in html
 
 
 @pytest.mark.slow  # a headless Chromium, about 3 s
@@ -201,4 +223,4 @@ def test_the_join_does_not_depend_on_the_order_the_client_side_comes_in(
             agg.client.add(g)
     join = agg.client.join.model()
     assert join == models["records"]["client"]["publish_join"]
-    assert join is not None and len(join["messages"]) == 71
+    assert join is not None and len(join["messages"]) == 75

@@ -38,6 +38,7 @@ STATUS_NAMES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCE
 DEFAULT_POLICY = "LEADER"  # proto.AckPolicy's zero: absent from canonical JSON
 MAX_SUBSCRIPTIONS = 1000   # listed one by one; the rest counted
 UNKNOWN_METHOD = "(unknown method)"
+PUBLISH_METHODS = ("PublishAsync", "Publish", "PublishToSubject")  # joined to NATS
 
 
 def status_name(code: int | None, end: str | None) -> str:
@@ -116,15 +117,15 @@ class ClientCalls:
 
     def _message(self, m: GrpcMessage) -> None:
         self.messages += 1
-        if m.method not in ("PublishAsync", "Publish") or m.message is None or m.ts is None:
+        if m.method not in PUBLISH_METHODS or m.message is None or m.ts is None:
             return
         to_server = m.direction == CLIENT_TO_SERVER
         client, server = (m.src, m.dst) if to_server else (m.dst, m.src)
         body = m.message
         if to_server:
-            self.join.request(m.ts, m.method, body, client, server)
+            self.join.request(m.ts, m.method, body, (client, server, m.stream_id))
         else:
-            self.join.response(m.ts, body)
+            self.join.response(m.ts, m.method, body, (client, server, m.stream_id))
         if m.method != "PublishAsync":
             return
         if to_server:

@@ -5,7 +5,9 @@ and a correlationId. The node that takes it puts a proto.Message on the
 stream's subject over NATS with the same stream and correlationId, and the
 partition leader answers with a proto.Ack carrying them again, with the
 offset given to the message; the node then sends the client its
-PublishResponse, whose ack holds that offset too.
+PublishResponse, whose ack holds that offset too. A PublishToSubject names
+no correlationId: its response's ack names the ack inbox of the NATS
+Publish and Ack, and is joined by that.
 
 `PublishJoin` keeps each side, first sighting only (NATS shows a message as
 the sender's PUB and again as each subscriber's MSG), in tables bounded by
@@ -27,13 +29,15 @@ MAX_ROWS = 1000      # messages listed one by one in the model; the rest counted
 
 
 class _Request:
-    __slots__ = ("ts", "method", "stream", "policy", "client", "server",
-                 "response_ts", "response_offset", "async_error")
+    __slots__ = ("ts", "method", "stream", "policy", "client", "server", "subject",
+                 "response_ts", "response_offset", "async_error", "ack_inbox")
 
     def __init__(self, ts: int, method: str, stream: str, policy: str, client: str,
                  server: str) -> None:
         self.ts, self.method, self.stream, self.policy = ts, method, stream, policy
         self.client, self.server = client, server
+        self.subject: str | None = None   # PublishToSubject's
+        self.ack_inbox: str | None = None  # the response's ack's: PublishToSubject's key
         self.response_ts: int | None = None
         self.response_offset: int | None = None
         self.async_error: str | None = None
@@ -48,35 +52,56 @@ def _remember(table: OrderedDict[Any, Any], key: Any, value: Any) -> None:
         table.popitem(last=False)
 
 
+def _earliest(table: OrderedDict[Any, Any], key: Any, seen: tuple[Any, ...]) -> None:
+    """`seen` (its time first) under `key` unless an earlier sighting is there."""
+    old = table.get(key)
+    if old is None or seen[0] < old[0]:
+        table[key] = seen
+        if len(table) > MAX_KEPT:
+            table.popitem(last=False)
+
+
 def _ms(a: int | None, b: int | None) -> float | None:
     return None if a is None or b is None else round((b - a) / 1e6, 3)
 
 
 class PublishJoin:
     def __init__(self) -> None:
-        self.requests: OrderedDict[str, _Request] = OrderedDict()   # by correlationId
+        # by correlationId; PublishToSubject's (which has none) by its call
+        self.requests: OrderedDict[str | tuple[str, str, int], _Request] = OrderedDict()
         # (stream, correlationId) -> (ns, NATS subject)
         self.publishes: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
         # (stream, correlationId) -> (ns, offset, partition subject, policy, ack error)
         self.acks: OrderedDict[tuple[str, str], tuple[int, int, str, str, str]] = OrderedDict()
+        # the same for the envelopes without a correlationId, by their ack inbox
+        self.inbox_publishes: OrderedDict[str, tuple[int, str]] = OrderedDict()
+        self.inbox_acks: OrderedDict[str, tuple[int, int, str, str, str]] = OrderedDict()
 
     # -- the client's side (gRPC messages) ---------------------------------------
 
-    def request(self, ts: int, method: str, body: dict[str, Any], client: str,
-                server: str) -> None:
+    def request(self, ts: int, method: str, body: dict[str, Any],
+                call: tuple[str, str, int]) -> None:
+        """A PublishRequest (by its correlationId) or a PublishToSubjectRequest
+        (by its call: a unary call's response is its only one)."""
         cid = str(body.get("correlationId", ""))
-        if cid:
-            _remember(self.requests, cid, _Request(
-                ts, method, str(body.get("stream", "")),
-                str(body.get("ackPolicy", "LEADER")), client, server))
+        key: str | tuple[str, str, int] = call if method == "PublishToSubject" else cid
+        if key:
+            r = _Request(ts, method, str(body.get("stream", "")),
+                         str(body.get("ackPolicy", "LEADER")), call[0], call[1])
+            if method == "PublishToSubject":
+                r.subject = str(body.get("subject", ""))
+            _remember(self.requests, key, r)
 
-    def response(self, ts: int, body: dict[str, Any]) -> None:
+    def response(self, ts: int, method: str, body: dict[str, Any],
+                 call: tuple[str, str, int]) -> None:
         ack = body.get("ack") or {}
         cid = str(body.get("correlationId") or ack.get("correlationId", ""))
-        r = self.requests.get(cid)
+        r = self.requests.get(call if method == "PublishToSubject" else cid)
         if r is None or r.response_ts is not None:
             return
         r.response_ts = ts
+        if method == "PublishToSubject":
+            r.stream, r.ack_inbox = str(ack.get("stream", "")), ack.get("ackInbox")
         error = body.get("asyncError")
         if error is not None:
             r.async_error = str(error.get("message") or error.get("code") or "asyncError")
@@ -89,27 +114,22 @@ class PublishJoin:
     def nats_publish(self, ns: int, m: Any, subject: str | None) -> None:
         cid = str(m.correlationId or "")
         if cid:
-            key = (str(m.stream), cid)
-            seen = self.publishes.get(key)
-            if seen is None or ns < seen[0]:
-                self.publishes[key] = (ns, subject or "")
-                if len(self.publishes) > MAX_KEPT:
-                    self.publishes.popitem(last=False)
+            _earliest(self.publishes, (str(m.stream), cid), (ns, subject or ""))
+        elif m.ackInbox:
+            _earliest(self.inbox_publishes, str(m.ackInbox), (ns, subject or ""))
 
     def nats_ack(self, ns: int, m: Any) -> None:
         cid = str(m.correlationId or "")
-        if not cid:
-            return
-        key = (str(m.stream), cid)
-        seen = self.acks.get(key)
-        if seen is not None and seen[0] <= ns:
+        if not cid and not m.ackInbox:
             return
         error = m.ackError if hasattr(m, "ackError") else 0
         error_name = error if isinstance(error, str) else ACK_ERRORS.get(error, str(error))
-        self.acks[key] = (ns, int(m.offset), str(m.partitionSubject),
-                          _policy_name(m.ackPolicy), str(error_name))
-        if len(self.acks) > MAX_KEPT:
-            self.acks.popitem(last=False)
+        seen = (ns, int(m.offset), str(m.partitionSubject), _policy_name(m.ackPolicy),
+                str(error_name))
+        if cid:
+            _earliest(self.acks, (str(m.stream), cid), seen)
+        else:
+            _earliest(self.inbox_acks, str(m.ackInbox), seen)
 
     # -- the join -------------------------------------------------------------
 
@@ -122,15 +142,18 @@ class PublishJoin:
                   "found_on_nats": 0, "not_found_on_nats": 0, "acked_on_nats": 0,
                   "ack_missing": 0, "offsets_agree": 0, "offsets_differ": 0}
         # in request time order: the paths see the client's messages in different orders
-        for cid, r in sorted(self.requests.items(), key=lambda kv: (kv[1].ts, kv[0])):
-            row = self._row(cid, r, counts)
+        for key, r in sorted(self.requests.items(), key=lambda kv: (kv[1].ts, str(kv[0]))):
+            row = self._row(key if isinstance(key, str) else None, r, counts)
             if len(rows) < MAX_ROWS:
                 rows.append(row)
         return {**counts, "messages": rows, "more_messages": max(len(self.requests) - MAX_ROWS, 0)}
 
-    def _row(self, cid: str, r: _Request, counts: dict[str, int]) -> dict[str, Any]:
-        publish = self.publishes.get((r.stream, cid))
-        ack = self.acks.get((r.stream, cid))
+    def _row(self, cid: str | None, r: _Request, counts: dict[str, int]) -> dict[str, Any]:
+        if cid is not None:
+            publish, ack = self.publishes.get((r.stream, cid)), self.acks.get((r.stream, cid))
+        else:
+            inbox = r.ack_inbox or ""
+            publish, ack = self.inbox_publishes.get(inbox), self.inbox_acks.get(inbox)
         expects = r.policy != "NONE"
         counts["expecting_ack"] += expects
         counts["found_on_nats" if publish or ack else "not_found_on_nats"] += 1
@@ -144,6 +167,7 @@ class PublishJoin:
         return {
             "stream": r.stream, "correlation_id": cid, "method": r.method,
             "ack_policy": r.policy, "client": r.client, "server": r.server,
+            "subject": r.subject, "ack_inbox": r.ack_inbox,
             "nats_subject": publish[1] if publish else None,
             "partition_subject": ack[2] if ack else None,
             "nats_ack_policy": ack[3] if ack else None,

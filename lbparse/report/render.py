@@ -310,7 +310,8 @@ def _publish_join_html(j: dict[str, Any] | None) -> str:
     """Each client publish beside its NATS Publish and Ack: times after the request."""
     if j is None:
         return ""
-    rows = [[m["stream"], m["correlation_id"], m["ack_policy"], _when_of(m, "request"),
+    rows = [[m["stream"], m["correlation_id"] or f"(to subject {m['subject']})",
+             m["ack_policy"], _when_of(m, "request"),
              m["to_nats_publish_ms"], m["to_nats_ack_ms"], m["to_response_ms"],
              m["offset"], m["response_offset"], m["async_error"] or m["ack_error"] or ""]
             for m in j["messages"][:JOIN_ROWS_SHOWN]]
