@@ -313,11 +313,12 @@ def _publish_join_html(j: dict[str, Any] | None) -> str:
     rows = [[m["stream"], m["correlation_id"] or f"(to subject {m['subject']})",
              m["ack_policy"], _when_of(m, "request"),
              m["to_nats_publish_ms"], m["to_nats_ack_ms"], m["to_response_ms"],
-             m["offset"], m["response_offset"], m["async_error"] or m["ack_error"] or ""]
+             m["offset"], m["response_offset"],
+             m["async_error"] or (m["ack_error"] if m["ack_error"] != "OK" else "") or ""]
             for m in j["messages"][:JOIN_ROWS_SHOWN]]
     hidden = len(j["messages"]) - len(rows) + j["more_messages"]
     return ("<h3>Client publishes joined to the cluster's NATS Publish and Ack "
-            "(stream, correlationId)</h3>"
+            "(stream and correlationId; PublishToSubject by its ack inbox)</h3>"
             f"<p>{_n(j['client_publishes'])} client publishes: {_n(j['found_on_nats'])} found "
             f"on NATS, {_n(j['not_found_on_nats'])} not; {_n(j['acked_on_nats'])} of the "
             f"{_n(j['expecting_ack'])} expecting an ack acked on NATS; offsets of NATS Ack "
