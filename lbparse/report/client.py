@@ -14,7 +14,10 @@ each call ends) and keeps bounded state:
   a stream the client cancelled or cut, is counted in its method's outcomes);
 - subscriptions: each Subscribe call, its stream and partition, the server
   it was made to and the messages it delivered (the first, empty message is
-  the server's "subscribed", not counted).
+  the server's "subscribed", not counted);
+- each Publish/PublishAsync/PublishToSubject request and its response, for
+  `join` (report.publish_join) to meet the NATS Publish and Ack of the same
+  message, which the Aggregator gives it.
 """
 
 from __future__ import annotations
