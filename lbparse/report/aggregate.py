@@ -200,12 +200,14 @@ class Aggregator:
 
     def _on_publish(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
         self.latency.publish(ns, i, m, payload)
+        self.client.join.nats_publish(ns, m, rec.subject)
         if rec.verb not in PUBLISHING_VERBS and rec.dst not in self.nodes.by_endpoint:
             self.partitions.delivery(rec.dst, m.stream, m.partition, ns)
         return str(m.stream)
 
     def _on_ack(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
         self.latency.ack(ns, m)
+        self.client.join.nats_ack(ns, m)
         return str(m.stream)
 
     def _on_replication_response(self, rec: Any, ns: int, i: int, m: Any,

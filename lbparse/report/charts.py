@@ -370,7 +370,34 @@ def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     return [Chart("client_errors", CLIENT, "Error statuses over time",
                   "Calls that ended with a grpc-status other than OK, by method, and "
                   "PublishAsync's asyncErrors, by the time they ended.",
-                  {errors: "client.errors_over_time"}, spec, empty)]
+                  {errors: "client.errors_over_time"}, spec, empty), _publish_join_chart(model)]
+
+
+def _publish_join_chart(model: dict[str, Any]) -> Chart:
+    """Each client publish: after its request, the NATS Publish, the Ack, the response."""
+    path = "client.publish_join.messages"
+    name = dataset_name(path)
+    steps = ["to_nats_publish_ms", "to_nats_ack_ms", "to_response_ms"]
+
+    def make() -> dict[str, Any]:
+        base = alt.Chart(alt.NamedData(name)).transform_fold(steps, as_=["step", "ms"]) \
+            .transform_filter("datum.ms != null && datum.ms > 0")
+        return _spec(base.mark_point(filled=True, size=28, opacity=0.8).encode(
+            x=_time("request", "time of the client's PublishRequest (UTC)"),
+            y=alt.Y("ms:Q", title="ms after the request (log scale)",
+                    scale=alt.Scale(type="log")),
+            color=alt.Color("step:N", title="step", sort=steps),
+            tooltip=[_tooltip_time("request", "request"), "stream:N", "correlation_id:N",
+                     "ack_policy:N", "step:N", alt.Tooltip("ms:Q", format=".3f"), "offset:Q"],
+        ).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {name: path}, "No client publish named a correlationId.",
+                                 make)
+    return Chart("client_publish_join", CLIENT, "Client publishes through the cluster",
+                 "Each Publish/PublishAsync request joined by stream and correlationId to the "
+                 "NATS Publish the node put on the stream's subject, the partition leader's Ack, "
+                 "and the PublishResponse back to the client: each as ms after the request.",
+                 {name: path}, spec, empty)
 
 
 def chart_list(model: dict[str, Any]) -> list[Chart]:

@@ -14,7 +14,10 @@ each call ends) and keeps bounded state:
   a stream the client cancelled or cut, is counted in its method's outcomes);
 - subscriptions: each Subscribe call, its stream and partition, the server
   it was made to and the messages it delivered (the first, empty message is
-  the server's "subscribed", not counted).
+  the server's "subscribed", not counted);
+- each Publish/PublishAsync/PublishToSubject request and its response, for
+  `join` (report.publish_join) to meet the NATS Publish and Ack of the same
+  message, which the Aggregator gives it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, G
                                   GrpcMessage)
 from lbparse.report.histogram import Histogram
 from lbparse.report.latency import MAX_PENDING
+from lbparse.report.publish_join import PublishJoin
 from lbparse.report.timebins import Counts, TimeAxis, exact_time
 
 # gRPC's status codes (grpc/grpc doc/statuscodes.md), by number.
@@ -37,6 +41,7 @@ STATUS_NAMES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCE
 DEFAULT_POLICY = "LEADER"  # proto.AckPolicy's zero: absent from canonical JSON
 MAX_SUBSCRIPTIONS = 1000   # listed one by one; the rest counted
 UNKNOWN_METHOD = "(unknown method)"
+PUBLISH_METHODS = ("PublishAsync", "Publish", "PublishToSubject")  # joined to NATS
 
 
 def status_name(code: int | None, end: str | None) -> str:
@@ -85,6 +90,8 @@ class ClientCalls:
         self.responses_without_request = 0
         self.subscriptions: list[dict[str, Any]] = []
         self.more_subscriptions = 0
+        # each publish joined to its NATS Publish and Ack (fed by the Aggregator)
+        self.join = PublishJoin()
 
     @property
     def calls(self) -> int:
@@ -113,11 +120,17 @@ class ClientCalls:
 
     def _message(self, m: GrpcMessage) -> None:
         self.messages += 1
-        if m.method != "PublishAsync" or m.message is None or m.ts is None:
+        if m.method not in PUBLISH_METHODS or m.message is None or m.ts is None:
             return
         to_server = m.direction == CLIENT_TO_SERVER
         client, server = (m.src, m.dst) if to_server else (m.dst, m.src)
         body = m.message
+        if to_server:
+            self.join.request(m.ts, m.method, body, (client, server, m.stream_id))
+        else:
+            self.join.response(m.ts, m.method, body, (client, server, m.stream_id))
+        if m.method != "PublishAsync":
+            return
         if to_server:
             policy = str(body.get("ackPolicy", DEFAULT_POLICY))
             self.requests[policy] = self.requests.get(policy, 0) + 1
@@ -197,6 +210,7 @@ class ClientCalls:
             },
             "errors": self.errors.totals(),
             "errors_over_time": self.errors.rows("error", "count"),
+            "publish_join": self.join.model(),
             "subscriptions": self.subscriptions,
             "more_subscriptions": self.more_subscriptions,
             "bin_ms": self.axis.width_s * 1000 if self.axis.width_s else None,

@@ -296,10 +296,39 @@ def _client_tables(cl: dict[str, Any]) -> str:
             + f"<p>{_n(pa_['async_errors'])} asyncErrors, {_n(pa_['unanswered'])} requests "
             f"unanswered, {_n(pa_['responses_without_request'])} responses without their "
             "request in the capture</p>"
+            + _publish_join_html(cl.get("publish_join"))
             + "<h3>Subscriptions</h3>"
             + _table(["stream", "partition", "server", "messages", "ended", "from", "seconds"],
                      subs, {1, 3})
             + (f"<p>and {_n(more)} more</p>" if more else "") + "</div>")
+
+
+JOIN_ROWS_SHOWN = 100  # the page's table; --json lists up to publish_join.MAX_ROWS
+
+
+def _publish_join_html(j: dict[str, Any] | None) -> str:
+    """Each client publish beside its NATS Publish and Ack: times after the request."""
+    if j is None:
+        return ""
+    rows = [[m["stream"], m["correlation_id"] or f"(to subject {m['subject']})",
+             m["ack_policy"], _when_of(m, "request"),
+             m["to_nats_publish_ms"], m["to_nats_ack_ms"], m["to_response_ms"],
+             m["offset"], m["response_offset"],
+             m["async_error"] or (m["ack_error"] if m["ack_error"] != "OK" else "") or ""]
+            for m in j["messages"][:JOIN_ROWS_SHOWN]]
+    hidden = len(j["messages"]) - len(rows) + j["more_messages"]
+    return ("<h3>Client publishes joined to the cluster's NATS Publish and Ack "
+            "(stream and correlationId; PublishToSubject by its ack inbox)</h3>"
+            f"<p>{_n(j['client_publishes'])} client publishes: {_n(j['found_on_nats'])} found "
+            f"on NATS, {_n(j['not_found_on_nats'])} not; {_n(j['acked_on_nats'])} of the "
+            f"{_n(j['expecting_ack'])} expecting an ack acked on NATS; offsets of NATS Ack "
+            f"and PublishResponse: {_n(j['offsets_agree'])} agree, "
+            f"{_n(j['offsets_differ'])} differ</p>"
+            + _table(["stream", "correlationId", "AckPolicy", "request", "NATS publish ms",
+                      "NATS ack ms", "response ms", "offset (Ack)", "offset (response)",
+                      "error"], rows, {4, 5, 6, 7, 8})
+            + (f"<p>and {_n(hidden)} more (in --json up to the first "
+               f"{_n(len(j['messages']))})</p>" if hidden else ""))
 
 
 def render_html(model: dict[str, Any]) -> str:
