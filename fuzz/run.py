@@ -4,6 +4,7 @@
     python fuzz/run.py --seconds 40 --ci             # make fuzz-ci
     python fuzz/run.py --seconds 120 --targets nats,capture
     python fuzz/run.py --seconds 5400 --weights decode=4,differential=4    # a long campaign
+    python fuzz/run.py --seconds 600 --jobs 2        # two targets at once: half the wall time
 
 The seconds are the whole campaign's, shared out equally among the targets
 (each also takes a few seconds to start); each target's line gives its
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -91,6 +93,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60, help="the whole campaign (default 60)")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset")
     ap.add_argument("--ci", action="store_true", help="fresh temporary corpus, nothing kept")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="targets run at once (default 1; each takes a core for its share)")
     ap.add_argument("--weights", default="", metavar="T=W,...",
                     help="shares of the time by target (default equal), e.g. decode=4,batch=1: "
                     "a long campaign gives the fast targets more of it")
@@ -118,17 +122,20 @@ def main() -> int:
                                         "(build/fuzz-native)" if native_env else
                                         "no clang: the normal build, Python coverage only"),
                   flush=True)
-        results = []
-        for t in targets:
+        def one(t: str) -> dict:
             share = max(args.seconds * weights[t] / total_weight, 3)
             r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
                            base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log",
                            native_env if t in NATIVE else None)
-            results.append(r)
             status = f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}" if r["crashes"] \
                 else "no crash"
             print(f"{t:<14} {r['seconds']:>5}s {r['execs']:>9} execs  cov {r['coverage']:>5}  "
                   f"corpus {r['corpus']:>5}  {status}", flush=True)
+            return r
+
+        # Each target is its own process (harness.py): --jobs of them at once, one a core.
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            results = list(pool.map(one, targets))
         total = sum(r["execs"] for r in results)
         crashed = [r for r in results if r["crashes"]]
         print(f"fuzz: {len(targets)} targets, {total} executions, "
