@@ -405,6 +405,7 @@ def test_a_live_http2_connection_is_not_forgotten_past_max_flows(
     assert [c.method_name for c in calls_of(items)] == ["FetchCursor", "FetchCursor"]
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_nats_flows_read_the_same_with_on_grpc() -> None:
     """HTTP/2's sniff takes no NATS connection of the real cluster capture."""
     path = LIFTBRIDGE / "samples" / "short.pcapng"
@@ -416,6 +417,7 @@ def test_nats_flows_read_the_same_with_on_grpc() -> None:
     assert with_grpc == plain and items == []
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_clis_output_reads_back_as_its_nats_records(tmp_path: Path) -> None:
     """lbparse capture's JSON Lines, gRPC records among them, read back:
     the NATS records again, the gRPC lines skipped, nothing reported."""
@@ -434,6 +436,7 @@ def test_the_clis_output_reads_back_as_its_nats_records(tmp_path: Path) -> None:
     assert [json.loads(line) for line in again.stdout.splitlines()] == nats
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_clis_stats_count_calls_by_method_and_status(
         api_short: tuple[list[Any], list[Notice], int]) -> None:
     capture = shared_path("liftbridge", "samples", "api-short.pcapng")
@@ -449,6 +452,7 @@ def test_the_clis_stats_count_calls_by_method_and_status(
     assert got == want
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> None:
     path = _unary(tmp_path)
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}

@@ -139,6 +139,7 @@ def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(
                                         if (rows[c]["stream"], c) in hand.acks) + 4 == 60
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_join_is_in_the_json_and_the_page(tmp_path: Path, hand: HandJoin) -> None:
     page, data = tmp_path / "r.html", tmp_path / "r.json"
     res = run_cli("report", str(API_SHORT), "-o", str(page), "--json", str(data), "-q",

@@ -42,6 +42,7 @@ def test_servers_are_host_port_pairs() -> None:
             parse_servers(bad)
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_an_unreachable_server_is_one_line_within_the_timeout() -> None:
     port = free_port()  # nothing listens there
     start = time.monotonic()
