@@ -9,7 +9,6 @@ follows it is still read."""
 from __future__ import annotations
 
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from hypothesis import strategies as st
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse_generated.proto import api_pb2
-from support.growth import assert_linear
+from support.growth import assert_linear, peak_bytes as peak_of
 from test_grpc_capture import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 
 PREFACE = h2.PREFACE
@@ -48,15 +47,6 @@ def a_call(enc: hpack.Encoder, sid: int) -> bytes:
 
 def requests(flows: h2.Flows) -> list[Any]:
     return [m.message for m in flows.out if isinstance(m, GrpcMessage)]
-
-
-def peak_of(run: Any) -> int:
-    tracemalloc.start()
-    try:
-        run()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 # -- frame lengths ------------------------------------------------------------------

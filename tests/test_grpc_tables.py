@@ -18,29 +18,22 @@ import pyarrow.dataset as ds
 import pytest
 
 import lbparse
-from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.cli.status import DATA
 from lbparse.columnar import grpctables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
 from support import capwriter as cw
+from support.api_short import API_SHORT, CALLS, MESSAGES, grpc_items
 from support.cli import run_cli
 from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
 
-API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
-CALLS, MESSAGES = 55, 287  # tshark's HTTP/2 and gRPC dissection of api-short
 
 
 @pytest.fixture(scope="module")
 def reader_items() -> list[Any]:
-    if not API_SHORT.is_file():
-        pytest.skip(f"shared material missing: {API_SHORT}")
-    items: list[Any] = []
-    for _ in CaptureReader(API_SHORT, on_grpc=items.append):
-        pass
-    return items
+    return grpc_items()
 
 
 @pytest.fixture(scope="module")

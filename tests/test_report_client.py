@@ -12,34 +12,24 @@ from typing import Any
 
 import pytest
 
-from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.report import build_model, render_html
 from lbparse.report.charts import CLIENT
 from lbparse.report.client import status_name
-from lbparse.report.inputs import ReadOptions
+from support.api_short import grpc_items, report_models
 from support.shared import LIFTBRIDGE
 
-API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 
 
 @pytest.fixture(scope="module")
 def items() -> list[Any]:
-    if not API_SHORT.is_file():
-        pytest.skip(f"shared material missing: {API_SHORT}")
-    found: list[Any] = []
-    for _ in CaptureReader(API_SHORT, on_grpc=found.append):
-        pass
-    return found
+    return grpc_items()
 
 
 @pytest.fixture(scope="module")
 def models() -> dict[str, dict[str, Any]]:
-    if not API_SHORT.is_file():
-        pytest.skip(f"shared material missing: {API_SHORT}")
-    return {path: build_model([str(API_SHORT)], ReadOptions(fast=fast))
-            for path, fast in (("columns", True), ("records", False))}
+    return report_models()
 
 
 def test_the_client_section_counts_what_the_reader_finds(

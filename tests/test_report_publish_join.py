@@ -18,15 +18,13 @@ import pytest
 from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcMessage
 from lbparse.cli.status import DATA
-from lbparse.report import build_model, render_html
+from lbparse.report import render_html
 from lbparse.columnar.grpctables import grpc_tables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES
 from lbparse.report.aggregate import Aggregator
-from lbparse.report.inputs import ReadOptions
+from support.api_short import API_SHORT, report_models
 from support.cli import run_cli
-from support.shared import LIFTBRIDGE
 
-API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 PUBLISH_METHODS = ("Publish", "PublishAsync", "PublishToSubject")
 
 
@@ -80,10 +78,7 @@ def hand() -> HandJoin:
 
 @pytest.fixture(scope="module")
 def models() -> dict[str, dict[str, Any]]:
-    if not API_SHORT.is_file():
-        pytest.skip(f"shared material missing: {API_SHORT}")
-    return {path: build_model([str(API_SHORT)], ReadOptions(fast=fast))
-            for path, fast in (("columns", True), ("records", False))}
+    return report_models()
 
 
 def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(

@@ -1,0 +1,51 @@
+"""The shared capture with the clients' gRPC calls (api-short.pcapng, a
+`CAPTURE_API=1 run_cluster.sh short` run), read once a test process: its
+gRPC records and its report models, for the tests of the gRPC tables, the
+report's client section and the publish join."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from lbparse.capture import CaptureReader
+from lbparse.report import build_model
+from lbparse.report.inputs import ReadOptions
+from support.shared import LIFTBRIDGE
+
+API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
+CALLS, MESSAGES = 55, 287  # tshark's HTTP/2 and gRPC dissection of api-short
+
+
+def need_api_short() -> None:
+    if not API_SHORT.is_file():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+
+
+@functools.cache
+def _grpc_items() -> tuple[Any, ...]:
+    items: list[Any] = []
+    for _ in CaptureReader(API_SHORT, on_grpc=items.append):
+        pass
+    return tuple(items)
+
+
+def grpc_items() -> list[Any]:
+    """Every gRPC call and message the reader finds, in its order."""
+    need_api_short()
+    return list(_grpc_items())
+
+
+@functools.cache
+def _report_models() -> dict[str, dict[str, Any]]:
+    return {path: build_model([str(API_SHORT)], ReadOptions(fast=fast))
+            for path, fast in (("columns", True), ("records", False))}
+
+
+def report_models() -> dict[str, dict[str, Any]]:
+    """The report's model of the capture by both its paths: "columns" (the
+    columnar reading) and "records" (the reader's records). Shared: read only."""
+    need_api_short()
+    return _report_models()
