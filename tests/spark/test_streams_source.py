@@ -162,6 +162,33 @@ def _wait(cond: Any, limit: float, what: str) -> None:
         time.sleep(0.5)
 
 
+def _query(session: Any, cluster: LiveCluster, out: Path, chk: Path, **options: str) -> Any:
+    """A streaming query of every stream of STREAMS into Parquet at `out`, its
+    checkpoint at `chk`, a micro-batch a second."""
+    return (session.readStream.format("liftbridge-streams")
+            .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
+            .options(**options).load()
+            .writeStream.format("parquet").option("checkpointLocation", str(chk))
+            .trigger(processingTime="1 second").start(str(out)))
+
+
+def _stop(publisher: subprocess.Popen[bytes]) -> None:
+    if publisher.poll() is None:
+        publisher.kill()
+        publisher.wait(timeout=10)
+
+
+def _each_message_once(session: Any, out: Path,
+                       entries: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
+    """The query's output at `out` is every entry on disk (`committed`), none twice."""
+    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
+    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
+    assert len(keys) == len(set(keys))  # no message twice
+    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
+                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
+    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+
+
 def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
         session: Any, cluster: LiveCluster, tmp_path: Path) -> None:
     """A query with a checkpoint, stopped and started again while lbclient keeps
@@ -169,11 +196,7 @@ def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
     out, chk = tmp_path / "out", tmp_path / "chk"
 
     def start() -> Any:
-        return (session.readStream.format("liftbridge-streams")
-                .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
-                .option("maxRecordsPerTrigger", "25").load()
-                .writeStream.format("parquet").option("checkpointLocation", str(chk))
-                .trigger(processingTime="1 second").start(str(out)))
+        return _query(session, cluster, out, chk, maxRecordsPerTrigger="25")
 
     def done_rows(q: Any) -> int:
         return sum(p["numInputRows"] for p in q.recentProgress)
@@ -197,15 +220,8 @@ def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
         finally:
             second.stop()
     finally:
-        if publisher.poll() is None:
-            publisher.kill()
-            publisher.wait(timeout=10)
-    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
-    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
-    assert len(keys) == len(set(keys))  # no message twice
-    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
-                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
-    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+        _stop(publisher)
+    _each_message_once(session, out, entries)
 
 
 DRIVER = """\
@@ -250,25 +266,15 @@ def test_a_streaming_driver_killed_and_restarted_reads_each_message_once(
         publisher.wait(timeout=120)
         entries = committed(cluster, STREAMS)
         total = sum(map(len, entries.values()))
-        again = (session.readStream.format("liftbridge-streams")
-                 .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
-                 .load().writeStream.format("parquet").option("checkpointLocation", str(chk))
-                 .trigger(processingTime="1 second").start(str(out)))
+        again = _query(session, cluster, out, chk)
         try:
             _wait(lambda: session.read.parquet(str(out)).count() >= total, 180,
                   "the restarted query did not catch up")
         finally:
             again.stop()
     finally:
-        if publisher.poll() is None:
-            publisher.kill()
-            publisher.wait(timeout=10)
-    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
-    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
-    assert len(keys) == len(set(keys))  # no message twice
-    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
-                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
-    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+        _stop(publisher)
+    _each_message_once(session, out, entries)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -326,11 +332,7 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
     publisher = cluster.lbclient("-mode", "publish", "-batch", "L", "-n", "200", "-pace",
                                  "40ms", "-prefix", PREFIX, background=True)
     assert isinstance(publisher, subprocess.Popen)
-    query = (session.readStream.format("liftbridge-streams")
-             .option("servers", cluster.servers).option("stream", ",".join(STREAMS))
-             .option("maxRecordsPerTrigger", "40").load()
-             .writeStream.format("parquet").option("checkpointLocation", str(chk))
-             .trigger(processingTime="1 second").start(str(out)))
+    query = _query(session, cluster, out, chk, maxRecordsPerTrigger="40")
 
     def read_rows(at_least: int) -> Any:
         def enough() -> bool:
@@ -358,12 +360,5 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
         query.stop()
         if killed:
             cluster.start_node(killed)
-        if publisher.poll() is None:
-            publisher.kill()
-            publisher.wait(timeout=10)
-    rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
-    keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
-    assert len(keys) == len(set(keys))
-    got = sorted((as_truth(r["stream"], r["partition"], r) for r in rows),
-                 key=lambda t: (t["stream"], t["partition"], t["offset"]))
-    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+        _stop(publisher)
+    _each_message_once(session, out, entries)
