@@ -31,7 +31,7 @@ from lbparse.report.aggregate import Aggregator
 from lbparse.report.histogram import Histogram, bucket_bounds, bucket_of
 from lbparse.report.timebins import MAX_BINS, WIDTHS, Counts, TimeAxis, utc_text
 from support.cli import LBPARSE
-from support.shared import LIFTBRIDGE, ROOT
+from support.shared import LIFTBRIDGE, ROOT, shared_path
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 T0 = 1_790_000_000 * 10**9  # capture time, integer nanoseconds
@@ -479,6 +479,19 @@ def test_report_fast_path_equals_the_record_path(capture: Path, layout: str | No
                                                  tmp_path: Path) -> None:
     ref, fast = both_paths([str(capture)], layout)
     assert fast == ref
+
+
+@pytest.mark.slow
+def test_report_fast_path_equals_the_record_path_with_grpc() -> None:
+    """A capture of the clients' gRPC calls too (api-short): the C loop takes
+    HTTP/2 for bytes that are not NATS; the fast path holds those rows until
+    the gRPC reading names the connections, and says only what the record
+    path says (HTTP/2's own notices, no NATS protocol problem)."""
+    ref, fast = both_paths([str(shared_path("liftbridge", "samples", "api-short.pcapng"))],
+                           None)
+    assert fast == ref
+    assert "notice:protocol" not in fast["problems"]["by_kind"]
+    assert fast["client"]["calls"] == 55 and fast["client"]["metadata_lookups"]["lookups"]
 
 
 @pytest.mark.slow

@@ -137,6 +137,9 @@ class Flows:
         # Set by the reader when the capture has ended: a direction that ends
         # then ends with the capture, not with its connection.
         self.ending = False
+        # Each connection found to be HTTP/2, as (lower, higher) endpoint: what a
+        # NATS-only reading of the same capture took for bytes that are not NATS.
+        self.connections: set[tuple[str, str]] = set()
 
     def pair(self, src: str, dst: str) -> tuple["Side", "Side"]:
         conn = Connection(self)
@@ -424,6 +427,7 @@ class Side:
 
     def _start(self, mid: bool) -> None:
         self.active = True
+        self.conn.flows.connections.add((min(self.src, self.dst), max(self.src, self.dst)))
         self.ended = self.peer.ended = False
         self.buf = bytearray()
         # From inside a connection the receiver's SETTINGS are not known.

@@ -317,6 +317,8 @@ class CaptureReader:
         self.verbs = frozenset(verbs)
         self.on_notice = on_notice
         self.on_grpc = on_grpc
+        # With on_grpc: each connection found to be HTTP/2, (lower, higher) endpoint.
+        self.http2_connections: set[tuple[str, str]] = set()
         self.stats = Stats()
         self.notices: list[Notice] = []  # the latest, for callers that poll
         if self.path != STDIN and os.path.exists(self.path) and not regular_file(self.path):
@@ -438,6 +440,7 @@ class CaptureReader:
         h2: Any = None
         if self.on_grpc is not None:
             h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly)
+            h2.connections = self.http2_connections
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:
                 npk += 1

@@ -21,13 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lbparse.capture.errors import CaptureError
+from lbparse.capture.notices import Notice
 from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
 from lbparse.capture.reader import CaptureReader
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
 from lbparse.jsonform import dumps
 from lbparse.limits import Limits
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "read_grpc", "sources_with_http2"]
+__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "http2_rows", "on_connections", "read_grpc",
+           "sources_with_http2"]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
 # are not a NATS control line (or one cut short) which start as HTTP/2 does,
@@ -50,6 +52,24 @@ def sources_with_http2(messages: pa.Table) -> set[str]:
     rows = messages.filter(hint)
     http2 = pc.match_substring_regex(rows.column("error_message"), HTTP2_BYTES)
     return set(pc.unique(rows.column("source").filter(http2.fill_null(False))).to_pylist())
+
+
+def http2_rows(messages: pa.Table) -> pa.Array | None:
+    """The rows of `messages` that may be an HTTP/2 connection's bytes taken
+    for NATS (HTTP2_HINTS and HTTP2_BYTES), as a mask; None when there are none."""
+    hint = pc.is_in(messages.column("error_kind"), pa.array(HTTP2_HINTS))
+    if not pc.any(hint).as_py():
+        return None
+    bytes_ = pc.match_substring_regex(messages.column("error_message"), HTTP2_BYTES)
+    mask = pc.and_(hint, bytes_.fill_null(False)).fill_null(False)
+    return mask if pc.any(mask).as_py() else None
+
+
+def on_connections(rows: pa.Table, connections: set[tuple[str, str]]) -> pa.Array:
+    """A mask of `rows` whose (src, dst) is one of `connections` ((lower, higher))."""
+    pairs = zip(rows.column("src").to_pylist(), rows.column("dst").to_pylist())
+    return pa.array([s is not None and d is not None and (min(s, d), max(s, d)) in connections
+                     for s, d in pairs], pa.bool_())
 
 
 def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
@@ -126,20 +146,40 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None) -> Iterator[None]:
+def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None,
+             on_notice: Callable[[Notice], None] | None = None,
+             found: set[tuple[str, str]] | None = None) -> Iterator[None]:
     """The Python reader's pass over `path` for its gRPC records, one step per
-    NATS record (which it does not decode: the first reading did)."""
+    NATS record (which it does not decode: the first reading did).
+    `on_notice` gets the notices said of HTTP/2 connections only (the first
+    reading said the rest); `found` gets those connections."""
+    reader = CaptureReader(path, decode=False, limits=limits, on_grpc=on_grpc)
+    http2 = reader.http2_connections
+
+    def notice(n: Notice) -> None:
+        if on_notice is not None and n.src and n.dst and \
+                (min(n.src, n.dst), max(n.src, n.dst)) in http2:
+            on_notice(n)
+
+    reader.on_notice = notice
     try:
-        for _ in CaptureReader(path, decode=False, limits=limits, on_grpc=on_grpc):
+        for _ in reader:
             yield None
     except (CaptureError, OSError):
         pass  # the NATS reading of the same file has said what is wrong (a problem row)
+    if found is not None:
+        found |= http2
 
 
-def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None) -> None:
-    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report)."""
-    for _ in _reading(path, on_grpc, limits):
+def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None,
+              on_notice: Callable[[Notice], None] | None = None) -> set[tuple[str, str]]:
+    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report),
+    and each notice said of its HTTP/2 connections to `on_notice`; the
+    connections found to be HTTP/2, as (lower, higher) endpoint."""
+    found: set[tuple[str, str]] = set()
+    for _ in _reading(path, on_grpc, limits, on_notice, found):
         pass
+    return found
 
 
 def grpc_tables(path: str, *, limits: Limits | None = None,

@@ -26,8 +26,9 @@ from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
-from lbparse.columnar.grpctables import read_grpc, sources_with_http2
+from lbparse.columnar.grpctables import http2_rows, on_connections, read_grpc
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
+from lbparse.columnar.units import INPUT_PROBLEM
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.columnar import add_batch, arrow_batches
@@ -143,9 +144,12 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     last: int | None = None
     mine = Stats()
     done = 0
-    http2: set[str] = set()
+    held: list[Any] = []  # rows that may be HTTP/2's bytes, said once the gRPC reading tells
     for tables in arrow_batches(path, options.layout or "auto", units):
-        http2 |= sources_with_http2(tables["messages"])
+        mask = http2_rows(tables["messages"])
+        if mask is not None:
+            held.append(tables["messages"].filter(mask))
+            tables = {**tables, "messages": tables["messages"].filter(pc.invert(mask))}
         span = add_batch(agg, tables, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
@@ -163,14 +167,36 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         fmt = {"pcap": "pcap", "pcapng": "pcapng"}.get(u.format, "records")
         mine.connect_names.update(u.connect_names)
     agg.connect_names(mine.connect_names)
+    if held:
+        _read_http2(path, agg, mine, held, options.on_notice)
     stats.merge(mine)
-    # The C loop reads NATS only: HTTP/2 (the client's gRPC calls) read again.
-    for source in sorted(http2):
-        read_grpc(source, agg.client.add)
     # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
         "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
         **_span(first, last)})
+
+
+def _read_http2(path: str, agg: Aggregator, stats: Stats, held: list[Any],
+                on_notice: Callable[[str, Notice], None] | None) -> None:
+    """The C loop reads NATS only: a capture whose rows may show HTTP/2 is read
+    again for the client's gRPC calls (and HTTP/2's notices). The held rows
+    of the connections that were HTTP/2 are not problems (the record path,
+    which reads HTTP/2 as it goes, has none); the others are said."""
+    def said(n: Notice) -> None:
+        agg.notice(n.kind, n.ts, f"{path}: {n.src} -> {n.dst}" if n.src else path, n.message)
+        stats.notices[n.kind] += 1
+        if on_notice is not None:
+            on_notice(path, n)
+
+    http2 = read_grpc(path, agg.client.add, on_notice=said)
+    for rows in held:
+        theirs = on_connections(rows, http2)
+        for kind in rows.filter(theirs).column("error_kind").to_pylist():
+            name = kind[len(INPUT_PROBLEM):]
+            stats.notices[name] -= 1
+            if stats.notices[name] <= 0:
+                del stats.notices[name]  # as the record path, which never counted it
+        add_batch(agg, {"messages": rows.filter(pc.invert(theirs))}, stats, path, on_notice)
 
 
 def read_capture_records(path: str, agg: Aggregator, stats: Stats,
