@@ -85,13 +85,14 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 # -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------
 
-def _cluster(mode: str, factory: pytest.TempPathFactory) -> "ClusterRun":
+def _cluster(mode: str, factory: pytest.TempPathFactory, capture_api: bool = False
+             ) -> "ClusterRun":
     from support.cluster import missing_tools, run_cluster
 
     why = missing_tools()
     if why:
         pytest.skip(why)
-    return run_cluster(mode, factory.mktemp(f"liftbridge-{mode}"))
+    return run_cluster(mode, factory.mktemp(f"liftbridge-{mode}"), capture_api=capture_api)
 
 
 @pytest.fixture(scope="session")
@@ -104,5 +105,7 @@ def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
 @pytest.fixture(scope="session")
 def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     """One `full` run (~90 s, two failovers: the metadata leader, then a partition
-    leader SIGKILLed and restarted), at most once a test run."""
-    return _cluster("full", tmp_path_factory)
+    leader SIGKILLed and restarted), at most once a test run; its capture holds
+    the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
+    and the report's want."""
+    return _cluster("full", tmp_path_factory, capture_api=True)

@@ -72,8 +72,15 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     out = tmp_path_factory.mktemp("report-full")
     res = cli("report", str(capture), "-o", str(out / "report.html"), "--json",
               str(out / "report.json"))
-    assert res.returncode == 0, res.stderr.decode()
     model = json.loads((out / "report.json").read_text())
+    # The run's capture holds the clients' gRPC calls (CAPTURE_API=1): the
+    # streams they reset or left open when closing their connections are
+    # notices (status 1), and they are the only problems.
+    problems = model["problems"]
+    assert res.returncode == (1 if problems["total"] else 0), res.stderr.decode()
+    assert set(problems["by_kind"]) <= {"notice:grpc", "notice:incomplete"}, problems["by_kind"]
+    assert all("RST_STREAM" in x["message"] or "ends before the call does" in x["message"]
+               for xs in problems["examples"].values() for x in xs), problems["examples"]
     text = log.read_text()
     first = model["report"]["first"]
     kills = [(_ms(c, first), node, why) for c, node, why in KILL.findall(text)]
@@ -173,6 +180,40 @@ def test_the_failovers_stall_publishes_around_the_kills(story: dict[str, Any]) -
     assert late or unacked_near, (max(near, default=None), median, unacked)
     assert unacked_calm == 0, unacked
     assert sum(r["count"] for r in unacked) == model["latency"]["unacked"]
+
+
+def test_each_killed_node_is_silent_until_its_restart(story: dict[str, Any]) -> None:
+    """The report's node silences (no connection of the node sends or is
+    delivered anything) start at each SIGKILL and end after its restart; no
+    other node falls silent before the capture's end."""
+    silences = story["model"]["cluster"]["node_silences"]
+    for t, victim, _ in story["kills"]:
+        back = story["restarts"][victim]
+        assert [s for s in silences if s["node"] == victim and abs(s["start"] - t) <= 2_000
+                and s["end"] is not None and back <= s["end"] <= back + 30_000], \
+            (victim, t, back, silences)
+    victims = {v for _, v, _ in story["kills"]}
+    assert all(s["node"] in victims or s["end"] is None for s in silences), silences
+
+
+def test_metadata_lookups_wait_while_a_failed_node_is_down(story: dict[str, Any]) -> None:
+    """The client's FetchMetadata/FetchPartitionMetadata calls, placed against
+    the failovers: every one is placed; each failover is one of the kills';
+    lookups during a failover or while its failed node is down wait for
+    hundreds of ms to seconds (3-5 s seen), those in the calm a few ms."""
+    client = story["model"]["client"]
+    ml = client["metadata_lookups"]
+    calls = {m["method"]: m["calls"] for m in client["methods"]}
+    assert len(ml["lookups"]) == sum(calls.get(m, 0) for m in ml["methods"]) > 0
+    groups = {g["when"]: g for g in ml["groups"]}
+    assert sum(g["lookups"] for g in groups.values()) == len(ml["lookups"])
+    kills = [t for t, _, _ in story["kills"]]
+    assert ml["failovers"] and all(any(k - 10_000 <= f["start"] <= k + 30_000 for k in kills)
+                                   for f in ml["failovers"]), ml["failovers"]
+    waited = [r["latency_ms"] for r in ml["lookups"]
+              if r["when"] != "calm" and r["latency_ms"] is not None]
+    calm = groups["calm"]["latency"]["p50_ms"]
+    assert waited and max(waited) >= 500 and calm is not None and calm < 50, (waited, calm)
 
 
 def test_503s_are_the_captures_and_name_the_dead_nodes(story: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from lbparse.flatbuf import FlatTable
 from lbparse.report.client import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
+from lbparse.report.failovers import Activity, failover_windows, lookups_model
 from lbparse.report.latency import AckLatency
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
@@ -107,6 +108,7 @@ class Aggregator:
         self.messages = 0
         self.bytes = 0
         self._storage: Storage | None = None
+        self.activity = Activity()  # each connection's span: when nodes went silent
 
     # -- records ----------------------------------------------------------------
 
@@ -132,6 +134,14 @@ class Aggregator:
         data = self.volume.data
         key = (i, "client_to_server" if publishing else "server_to_client")
         data[key] = data.get(key, 0) + size
+        spans = self.activity.spans
+        endpoint = rec.src if publishing else rec.dst
+        span = spans.get(endpoint)
+        if span is not None and span[0] <= ns:
+            if ns > span[1]:
+                span[1] = ns
+        else:
+            self.activity.see_span(endpoint, ns, ns)
         reply = rec.reply
         if reply and reply not in self._replies:  # its delivery names the same request
             self.cluster.request(reply, rec.subject)
@@ -308,6 +318,11 @@ class Aggregator:
         cluster["raft"] = self.raft.model() if self.raft is not None else {
             "decoded": False, "why": self.raft_missing}
         check_leaders(cluster["metadata_leaders"], cluster["raft"].get("terms", []))
+        cluster["node_silences"] = self.activity.silences(self.nodes, last)
+        client = self.client.model()
+        if client is not None:
+            client["metadata_lookups"] = lookups_model(self.client.lookups, failover_windows(
+                partitions, cluster, None if last is None else last / MS))
         return {
             "report": {
                 "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",
@@ -324,7 +339,7 @@ class Aggregator:
             "partitions": partitions,
             "cluster": cluster,
             "problems": self.problems.model(),
-            "client": self.client.model(),
+            "client": client,
             "storage": storage or {"replicas": [], "stored_by_stream": [], "raft_dbs": [],
                                    "findings": 0},
         }

@@ -370,7 +370,45 @@ def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     return [Chart("client_errors", CLIENT, "Error statuses over time",
                   "Calls that ended with a grpc-status other than OK, by method, and "
                   "PublishAsync's asyncErrors, by the time they ended.",
-                  {errors: "client.errors_over_time"}, spec, empty), _publish_join_chart(model)]
+                  {errors: "client.errors_over_time"}, spec, empty), _lookups_chart(model),
+            _publish_join_chart(model)]
+
+
+def _lookups_chart(model: dict[str, Any]) -> Chart:
+    """Metadata lookups' latency over time, the failovers shaded behind them."""
+    path, windows = "client.metadata_lookups.lookups", "client.metadata_lookups.failovers"
+    name, wname = dataset_name(path), dataset_name(windows)
+
+    def make() -> dict[str, Any]:
+        during = alt.Chart(alt.NamedData(wname)).mark_rect(color="#e45756", opacity=0.25) \
+            .encode(x=_time("start"), x2="end:T",
+                    tooltip=[_tooltip_time("start", "failover from"),
+                             _tooltip_time("end", "to"), "changes:N"])
+        after = alt.Chart(alt.NamedData(wname)).transform_filter(
+            "datum.after_end != null").mark_rect(color="#e45756", opacity=0.08).encode(
+            x=_time("end"), x2="after_end:T",
+            tooltip=[_tooltip_time("end", "old leader silent from"),
+                     _tooltip_time("after_end", "until")])
+        points = alt.Chart(alt.NamedData(name)).transform_filter(
+            "datum.latency_ms != null && datum.latency_ms > 0").mark_point(
+            filled=True, size=36).encode(
+            x=_time(), y=alt.Y("latency_ms:Q", title="ms to the answer (log scale)",
+                               scale=alt.Scale(type="log")),
+            color=alt.Color("when:N", title="when", sort=["during", "after", "calm"],
+                            scale=alt.Scale(domain=["during", "after", "calm"],
+                                            range=["#e45756", "#f58518", "#4c78a8"])),
+            shape=alt.Shape("method:N", title="method"),
+            tooltip=[_tooltip_time(), "method:N", "server:N", "outcome:N",
+                     alt.Tooltip("latency_ms:Q", format=".3f"), "when:N"])
+        return _spec(alt.layer(during, after, points).properties(width=WIDTH, height=HEIGHT))
+
+    spec, empty = _spec_or_empty(model, {name: path}, "The client looked up no metadata "
+                                 "(no FetchMetadata or FetchPartitionMetadata call).", make)
+    return Chart("client_metadata_lookups", CLIENT, "Metadata lookups around failovers",
+                 "Each FetchMetadata and FetchPartitionMetadata call at its start, by the time "
+                 "to its answer. Dark bands: failovers (a leader gone until the next shows); "
+                 "light bands: the old leader's node still silent after it.",
+                 {name: path, wname: windows}, spec, empty)
 
 
 def _publish_join_chart(model: dict[str, Any]) -> Chart:

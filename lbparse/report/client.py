@@ -28,6 +28,7 @@ from typing import Any
 
 from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
                                   GrpcMessage)
+from lbparse.report.failovers import LOOKUP_METHODS, Lookups
 from lbparse.report.histogram import Histogram
 from lbparse.report.latency import MAX_PENDING
 from lbparse.report.publish_join import PublishJoin
@@ -92,6 +93,9 @@ class ClientCalls:
         self.more_subscriptions = 0
         # each publish joined to its NATS Publish and Ack (fed by the Aggregator)
         self.join = PublishJoin()
+        # FetchMetadata and FetchPartitionMetadata, placed against the
+        # failovers when the model is made (report.failovers)
+        self.lookups = Lookups()
 
     @property
     def calls(self) -> int:
@@ -171,6 +175,8 @@ class ClientCalls:
             self.errors.add(self.axis.index(end), f"{name}: {outcome}")
         if name == "Subscribe":
             self._subscription(c, outcome)
+        elif name in LOOKUP_METHODS:
+            self.lookups.add(name, c.server, c.request_ts, c.first_response_ts, c.end_ts, outcome)
 
     def _subscription(self, c: GrpcCall, outcome: str) -> None:
         if len(self.subscriptions) >= MAX_SUBSCRIPTIONS:

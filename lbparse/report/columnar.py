@@ -236,11 +236,23 @@ def add_batch(agg: Aggregator, tables: dict[str, Any], stats: Stats, where: str,
     publishing = pc.is_in(verbs, pa.array(PUBLISHING_VERBS))
     direction = pc.if_else(publishing, "client_to_server", "server_to_client")
     _count_pairs(i, direction, sizes.astype(np.float64), agg.volume.data)
+    _see_spans(agg, batch, publishing)
     names = _names(batch)
     _count_pairs(i, names, None, agg.by_type.data)
     _count_stats(stats, batch, names)
     _rows(agg, batch, tables, ns, i, names)
     return lo, hi
+
+
+def _see_spans(agg: Aggregator, batch: Any, publishing: Any) -> None:
+    """Each connection's first and last row of the batch (Aggregator.add's
+    `activity`), its client side: the sender of a PUB, the receiver of a MSG."""
+    endpoint = pc.if_else(publishing, batch.column("src"), batch.column("dst"))
+    spans = pa.table({"e": endpoint, "t": batch.column("ts_ns")}).group_by("e").aggregate(
+        [("t", "min"), ("t", "max")]).sort_by([("t_min", "ascending"), ("e", "ascending")])
+    for e, lo, hi in zip(*(spans.column(c).to_pylist() for c in ("e", "t_min", "t_max"))):
+        if e is not None and lo is not None:
+            agg.activity.see_span(e, lo, hi)
 
 
 def _count_stats(stats: Stats, batch: Any, names: Any) -> None:

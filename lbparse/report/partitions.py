@@ -225,6 +225,7 @@ class Partitions:
         for (stream, part) in sorted(shown):
             segs = self.segments[(stream, part)]
             prev: tuple[str, int] | None = None
+            last_seen = 0
             for seg in sorted(segs, key=lambda s: s.first_ns):
                 name, how = self._leader_name(seg)
                 leaders.append({"stream": stream, "partition": part,
@@ -240,8 +241,11 @@ class Partitions:
                                     "to_leader_source": how,
                                     "from_epoch": prev[1], "to_epoch": seg.epoch,
                                     "leader_changed": prev[0] != name,
+                                    # the old leader's last sign: a failover's start
+                                    "from_last_seen": last_seen / MS,
                                     **time_source(seg)})
                 prev = (name, seg.epoch)
+                last_seen = seg.last_ns
         events = sorted(self.events, key=lambda e: e["t"])
         for e in events:
             e["partition_key"] = f"{e['stream']}/{e['partition']}"

@@ -218,7 +218,8 @@ def tables_html(model: dict[str, Any], section: str) -> str:
                      f"{len(raft['elections'])} elections." if raft.get("decoded")
                      else f"Raft transport not decoded: {_e(raft.get('why', ''))}.")
         return (f"<div class=card>{targets if cl['no_responders_by_target'] else ''}"
-                f"<p>{raft_note}</p>{_leaders_table(cl)}{_nodes_table(cl)}</div>")
+                f"<p>{raft_note}</p>{_leaders_table(cl)}{_silences_table(cl)}"
+                f"{_nodes_table(cl)}</div>")
     if section == "Data directories":
         st = model["storage"]
         rows = [[r["node"], r["partition_key"], r["entries"], r["first_offset"], r["last_offset"],
@@ -253,6 +254,19 @@ def _leaders_table(cl: dict[str, Any]) -> str:
         [[_when(x["start"]), _when(x["end"]), x["leader"], x.get("leader_source", ""),
           x["answers"], ", ".join(x.get("raft_leaders", [])) or "—",
           agree[x.get("agrees_with_raft")]] for x in leaders], {4})
+
+
+def _silences_table(cl: dict[str, Any]) -> str:
+    """Nodes none of whose connections said or heard anything for a while
+    (report.failovers.Activity): down, or cut off from NATS."""
+    silences = cl.get("node_silences") or []
+    if not silences:
+        return ""
+    return "<h3>Nodes silent (no connection of theirs sent or received)</h3>" + _table(
+        ["node", "from", "to", "seconds"],
+        [[x["node"], _when_of(x, "start"),
+          _when_of(x, "end") if x["end"] is not None else "end of capture",
+          x["seconds"] if x["seconds"] is not None else "—"] for x in silences], {3})
 
 
 def _nodes_table(cl: dict[str, Any]) -> str:
@@ -296,11 +310,33 @@ def _client_tables(cl: dict[str, Any]) -> str:
             + f"<p>{_n(pa_['async_errors'])} asyncErrors, {_n(pa_['unanswered'])} requests "
             f"unanswered, {_n(pa_['responses_without_request'])} responses without their "
             "request in the capture</p>"
+            + _lookups_html(cl.get("metadata_lookups"))
             + _publish_join_html(cl.get("publish_join"))
             + "<h3>Subscriptions</h3>"
             + _table(["stream", "partition", "server", "messages", "ended", "from", "seconds"],
                      subs, {1, 3})
             + (f"<p>and {_n(more)} more</p>" if more else "") + "</div>")
+
+
+def _lookups_html(ml: dict[str, Any] | None) -> str:
+    """The metadata lookups during, after and away from failovers, and each failover's."""
+    if not ml or not ml["lookups"]:
+        return ""
+
+    def lat(s: dict[str, Any]) -> list[Any]:
+        return [s["latency"]["p50_ms"], s["latency"]["max_ms"]]
+
+    groups = [[g["when"], g["lookups"], g["failed"], *lat(g)] for g in ml["groups"]]
+    failovers = [[_when_of(f, "start"), "; ".join(f["changes"]),
+                  f["during"]["lookups"], f["after"]["lookups"],
+                  f["after"]["latency"]["max_ms"]] for f in ml["failovers"]]
+    more = ml["more_lookups"]
+    return ("<h3>Metadata lookups (FetchMetadata, FetchPartitionMetadata) and failovers</h3>"
+            + _table(["when", "lookups", "not OK", "p50 ms", "max ms"], groups, {1, 2})
+            + (_table(["failover from", "what changed", "lookups during", "lookups after",
+                       "max ms after"], failovers, {2, 3}) if failovers else
+               "<p>No failover in this input.</p>")
+            + (f"<p>and {_n(more)} lookups more, not placed</p>" if more else ""))
 
 
 JOIN_ROWS_SHOWN = 100  # the page's table; --json lists up to publish_join.MAX_ROWS

@@ -86,12 +86,15 @@ def _free_run(n: int) -> int:
     raise RuntimeError(f"no {n} consecutive free loopback ports found")
 
 
-def run_cluster(mode: str, out: Path, tap_too: bool = True) -> ClusterRun:
+def run_cluster(mode: str, out: Path, tap_too: bool = True,
+                capture_api: bool = False) -> ClusterRun:
     """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers), with
-    `lbparse tap` on its NATS server from the moment it accepts connections."""
+    `lbparse tap` on its NATS server from the moment it accepts connections;
+    `capture_api`: the clients' gRPC calls to the nodes captured too (CAPTURE_API=1)."""
     nats_port = free_port()
     lb_port = _free_run(3)
-    env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port))
+    env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port),
+               CAPTURE_API="1" if capture_api else "0")
     start = time.monotonic()
     tap = None
     with open(out / f"run_cluster-{mode}.out", "wb") as log:
