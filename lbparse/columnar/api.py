@@ -171,23 +171,31 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     batch after batch. A capture that holds cleartext HTTP/2 then gives
     `"grpc_calls"` and `"grpc_messages"` (the client's gRPC calls and their
     messages, lbparse.columnar.grpctables), in dicts whose `"messages"` is
-    empty.
+    empty; the bytes of its HTTP/2 connections are not NATS problem rows
+    (a row that looked like HTTP/2 but was not comes last, its `position`
+    still its own).
     """
     tables_of = need("lbparse.columnar.tables").tables_of
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     grpc = need("lbparse.columnar.grpctables")
     decoder = _decoder(layout, verify_crc, lenient)
-    http2: set[str] = set()
+    held = grpc.Held()
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
         tables: dict[str, pa.Table] = tables_of(decoded)
-        http2 |= grpc.sources_with_http2(tables["messages"])
+        tables["messages"] = held.take(tables["messages"])
         yield tables
-    # The C loop reads NATS only: a file that showed bytes that are not NATS
-    # is read again for its HTTP/2 (lbparse.columnar.grpctables).
+    # The C loop reads NATS only: a file that showed bytes that may be HTTP/2
+    # is read again for it (lbparse.columnar.grpctables); the rows it held
+    # back are problems only where the connection was not HTTP/2.
     empty = need("lbparse.columnar.tables").table_schema("messages").empty_table()
-    for source in sorted(http2):
-        for found in grpc.grpc_tables(source, limits=limits, batch_rows=batch_rows):
+    connections: set[tuple[str, str]] = set()
+    for source in sorted(held.sources()):
+        for found in grpc.grpc_tables(source, limits=limits, batch_rows=batch_rows,
+                                      found=connections):
             yield {"messages": empty, **found}
+    problems, _ = held.release(connections)
+    if problems.num_rows:
+        yield {"messages": problems}
 
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,

@@ -28,7 +28,7 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_
 from lbparse.jsonform import dumps
 from lbparse.limits import Limits
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "grpc_tables", "http2_rows", "on_connections", "read_grpc",
+__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "on_connections", "read_grpc",
            "sources_with_http2"]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
@@ -63,6 +63,43 @@ def http2_rows(messages: pa.Table) -> pa.Array | None:
     bytes_ = pc.match_substring_regex(messages.column("error_message"), HTTP2_BYTES)
     mask = pc.and_(hint, bytes_.fill_null(False)).fill_null(False)
     return mask if pc.any(mask).as_py() else None
+
+
+MAX_HELD = 100_000  # rows held at once; past it, rows that may be HTTP/2 stay where they are
+
+
+class Held:
+    """`messages` rows that may be HTTP/2's bytes taken for NATS (http2_rows),
+    held back until the gRPC reading names the connections that were HTTP/2:
+    theirs are no problem (the Python reader, reading HTTP/2 as it goes,
+    has none), the others are given back."""
+
+    def __init__(self) -> None:
+        self.rows: list[pa.Table] = []
+        self.count = 0
+
+    def take(self, messages: pa.Table) -> pa.Table:
+        """`messages` without the rows it holds from now on."""
+        mask = http2_rows(messages) if self.count < MAX_HELD else None
+        if mask is None:
+            return messages
+        held = messages.filter(mask)
+        self.rows.append(held)
+        self.count += held.num_rows
+        return messages.filter(pc.invert(mask))
+
+    def sources(self) -> set[str]:
+        return {s for t in self.rows for s in t.column("source").to_pylist()}
+
+    def release(self, connections: set[tuple[str, str]]) -> tuple[pa.Table, pa.Table]:
+        """(the held rows not on `connections`, those on them), and nothing held."""
+        if not self.rows:
+            empty = table_schema("messages").empty_table()
+            return empty, empty
+        rows = pa.concat_tables(self.rows)
+        self.rows, self.count = [], 0
+        theirs = on_connections(rows, connections)
+        return rows.filter(pc.invert(theirs)), rows.filter(theirs)
 
 
 def on_connections(rows: pa.Table, connections: set[tuple[str, str]]) -> pa.Array:
@@ -182,12 +219,13 @@ def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | Non
     return found
 
 
-def grpc_tables(path: str, *, limits: Limits | None = None,
-                batch_rows: int = 65536) -> Iterator[dict[str, pa.Table]]:
+def grpc_tables(path: str, *, limits: Limits | None = None, batch_rows: int = 65536,
+                found: set[tuple[str, str]] | None = None) -> Iterator[dict[str, pa.Table]]:
     """The gRPC tables of capture `path` (its rows' `source`), about
-    `batch_rows` rows at a time: the reader's gRPC records as they come."""
+    `batch_rows` rows at a time: the reader's gRPC records as they come.
+    `found` gets the connections that were HTTP/2 (for Held.release)."""
     rows = GrpcRows(path)
-    for _ in _reading(path, rows.add, limits):
+    for _ in _reading(path, rows.add, limits, found=found):
         if len(rows) >= batch_rows:
             yield rows.flush()
     if len(rows):

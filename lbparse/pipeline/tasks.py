@@ -26,12 +26,13 @@ import pyarrow as pa
 
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
-from lbparse.columnar.grpctables import grpc_tables, sources_with_http2
+from lbparse.columnar.grpctables import Held, grpc_tables
 from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
 from lbparse.columnar.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
 from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
+from lbparse.columnar.units import INPUT_PROBLEM
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
 from lbparse.capture import HOT_MODULES, compiled_modules
@@ -104,25 +105,57 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     """Read, decode and write one unit (`messages` and a table per payload type
     present); its counts."""
     counts = new_counts()
-    http2: set[str] = set()
+    held = Held()
     for decoded in decode_unit(unit, options, counts):
         t = time.perf_counter()
         for name, table in tables_of(decoded).items():
             if name == MESSAGES:
-                http2 |= sources_with_http2(table)
-            writer.write(name, table.num_rows, {c: _array(table.column(c))
-                                                for c in table.column_names})
+                table = held.take(table)
+            _write(writer, name, table)
         counts["write_seconds"] += time.perf_counter() - t
-    # The C loop reads NATS only: a whole capture whose rows showed HTTP/2 is
+    # The C loop reads NATS only: a whole capture whose rows may show HTTP/2 is
     # read again for its gRPC calls (lbparse.columnar.grpctables). A range of
     # a large capture cannot be: HTTP/2's state (HPACK) runs from the start.
-    if http2 and unit.start == 0 and unit.stop < 0:
+    connections: set[tuple[str, str]] = set()
+    if held.rows and unit.start == 0 and unit.stop < 0:
         t = time.perf_counter()
-        for found in grpc_tables(unit.path, batch_rows=options.source.batch_rows):
+        for found in grpc_tables(unit.path, batch_rows=options.source.batch_rows,
+                                 found=connections):
             for name, table in found.items():
                 writer.write_table(name, table)
         counts["read_seconds"] += time.perf_counter() - t
+    problems, http2 = held.release(connections)
+    if problems.num_rows:
+        _write(writer, MESSAGES, problems)
+    _uncount(counts, http2)
     return counts
+
+
+def _write(writer: TableWriter, name: str, table: pa.Table) -> None:
+    writer.write(name, table.num_rows, {c: _array(table.column(c)) for c in table.column_names})
+
+
+def _uncount(counts: dict[str, Any], rows: pa.Table) -> None:
+    """Take the rows of HTTP/2 connections (held, then not written) out of
+    the unit's counts: the rows, problems and breakdowns decode_unit made."""
+    if not rows.num_rows:
+        return
+    counts["rows"] -= rows.num_rows
+    counts["problems"] -= rows.num_rows
+    less: dict[str, Counter[str]] = {}
+    count_batch(rows, less)
+    for key, c in less.items():
+        kept = counts.get(key, {})
+        for value, n in c.items():
+            kept[value] = kept.get(value, 0) - n
+            if kept[value] <= 0:
+                del kept[value]
+    notices = counts.get("notices", {})
+    for kind in rows.column("error_kind").to_pylist():
+        name = kind[len(INPUT_PROBLEM):]
+        notices[name] = notices.get(name, 0) - 1
+        if notices[name] <= 0:
+            del notices[name]
 
 
 def _array(col: pa.ChunkedArray) -> pa.Array:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 
@@ -39,6 +40,16 @@ def test_the_pipeline_writes_the_grpc_tables(spark: Any, tmp_path: Path) -> None
         assert got.sort_by(by).equals(want[name].sort_by(by))
     assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {GRPC_CALLS: 55,
                                                                     GRPC_MESSAGES: 287}
+    # The NATS reading took the HTTP/2 bytes for bytes that are not NATS: no
+    # such problem row is written or counted, and every count adds up.
+    messages = ds.dataset(str(tmp_path / "messages")).to_table()
+    assert messages.num_rows == want["messages"].num_rows
+    assert messages.filter(pc.starts_with(messages.column("error_kind"), "input:")
+                           .fill_null(False)).num_rows == 0
+    totals = summary.totals()
+    assert totals["problems"] == 0 and not summary.checks() and summary.outcome == "ok"
+    assert totals["rows"] == messages.num_rows and "input:protocol" not in \
+        totals["per_error_kind"]
     # lbparse report on the pipeline's output: the same client section as on the capture
     from lbparse.report import build_model
 
