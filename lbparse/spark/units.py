@@ -14,9 +14,9 @@ from pyspark.sql.types import StructType
 
 from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
 from lbparse.capture.formats import PCAP, PCAPNG
-from lbparse.columnar.grpctables import grpc_tables
+from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
 from lbparse.columnar.sources import Unit, plan
-from lbparse.columnar.tables import GRPC_TABLES, table_schema, tables_of
+from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
 from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.schema import entries_schema, output_schema
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
@@ -78,7 +78,7 @@ def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
         elif name is None:
             batches = (d.to_batch() for d in decode_unit(unit, task, new_counts()))
         else:
-            batches = _table_batches(decode_unit(unit, task, new_counts()), name)
+            batches = _table_batches(decode_unit(unit, task, new_counts()), name, unit)
         for batch in batches:
             if batch.num_rows:
                 yield batch
@@ -95,9 +95,18 @@ def _grpc_batches(unit: Unit, name: str, task: TaskOptions) -> Iterator[pa.Recor
         yield from found[name].to_batches()
 
 
-def _table_batches(decoded: Iterator[Any], name: str) -> Iterator[pa.RecordBatch]:
-    """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of)."""
+def _table_batches(decoded: Iterator[Any], name: str, unit: Unit | None = None
+                   ) -> Iterator[pa.RecordBatch]:
+    """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of);
+    `messages` without the rows of HTTP/2 connections, as the pipeline
+    writes it (a whole capture `unit` is read again for them: Held)."""
+    held = Held()
     for d in decoded:
         found = tables_of(d).get(name)
         if found is not None:
-            yield from found.to_batches()
+            yield from (held.take(found) if name == MESSAGES else found).to_batches()
+    connections: set[tuple[str, str]] = set()
+    if held.rows and unit is not None and unit.start == 0 and unit.stop < 0:
+        connections = read_grpc(unit.path, lambda item: None)
+    problems, _ = held.release(connections)
+    yield from problems.to_batches()

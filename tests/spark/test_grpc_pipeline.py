@@ -75,3 +75,9 @@ def test_the_data_source_reads_the_grpc_tables(spark: Any) -> None:
         frames[name] = df
     joined = frames[GRPC_CALLS].join(frames[GRPC_MESSAGES], ["source", "position"])
     assert joined.count() == 287
+    # messages: as read_capture_tables gives them, no HTTP/2 bytes as problems
+    messages = spark.read.format("liftbridge").option("table", "messages") \
+        .load(str(API_SHORT)).toArrow()
+    assert messages.num_rows == want["messages"].num_rows
+    assert messages.filter(pc.starts_with(messages.column("error_kind"), "input:")
+                           .fill_null(False)).num_rows == 0
