@@ -148,6 +148,35 @@ class LiveCluster:
                                + done.stdout.decode(errors="replace")[-2000:])
         return done
 
+    # -- the API, for what lbclient does not do ------------------------------------
+
+    def api(self, method: str, request: object, tries: int = 30) -> object:
+        """One unary call of Liftbridge's API (CreateStream with a subject of
+        one's own, PauseStream, SetStreamReadonly, DeleteStream, Publish) at the
+        first node, tried again while the cluster elects (`tries` seconds at most)."""
+        import grpc  # the streams extra: only the tests that use it need it
+        from lbparse_generated.proto import api_pb2_grpc
+        with grpc.insecure_channel(self.addresses[0]) as channel:
+            call = getattr(api_pb2_grpc.APIStub(channel), method)
+            for attempt in range(tries):
+                try:
+                    return call(request, timeout=5)
+                except grpc.RpcError as exc:
+                    if attempt == tries - 1 or exc.code() not in (
+                            grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                            grpc.StatusCode.INTERNAL, grpc.StatusCode.FAILED_PRECONDITION):
+                        raise
+                    time.sleep(1.0)
+        raise AssertionError("unreachable")
+
+    def node_log_count(self, text: str) -> int:
+        """How many lines of the nodes' logs hold `text`."""
+        return sum(self.log_tail_all(f"node{n}").count(text) for n in (1, 2, 3))
+
+    def log_tail_all(self, name: str) -> str:
+        path = self.root / "logs" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
     # -- the truth on disk ---------------------------------------------------------
 
     def segment_entries(self, stream: str, partition: int) -> list[dict[str, object]]:
