@@ -306,6 +306,8 @@ def _ranges(start: Offsets, end: Offsets) -> list[InputPartition]:
 
 
 def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if partition.value is None:
+        return  # Spark's one partition when none was planned: nothing to read
     stream, pid, lo, hi = json.loads(partition.value)
     with opts.client() as client:
         rows: list[api_pb2.Message] = []

@@ -292,10 +292,10 @@ class StreamsClient:
         """The leader; with `replica`, an in-sync follower (the load off the
         leader, readISRReplica's purpose), a partition's turn choosing which and
         each retry moving to the next (the leader last)."""
-        if self.replica and info.isr:
-            others = sorted(a for a in info.isr if a != info.address)
+        others = sorted(a for a in info.isr if a != info.address)
+        if self.replica and others:
             choices = others + ([info.address] if info.address else [])
-            return choices[(info.partition + turn) % len(choices)]
+            return choices[(info.partition % len(others) + turn) % len(choices)]
         if info.address:
             return info.address
         raise Transient(f"{info.stream}/{info.partition}: no leader now "

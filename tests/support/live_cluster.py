@@ -78,6 +78,8 @@ class LiveCluster:
             [NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.nats_port),
              "-l", str(logs / "nats-server.log")], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
+        # a node that finds no NATS exits at once ("no servers available")
+        self._wait_accepting(f"127.0.0.1:{self.nats_port}")
         for n in (1, 2, 3):
             self.start_node(f"node{n}")
         self._wait_ready()
@@ -97,19 +99,25 @@ class LiveCluster:
         later: lbclient's connect and the tests' first calls retry)."""
         deadline = time.monotonic() + READY_TIMEOUT
         for address in self.addresses:
-            host, port = address.rsplit(":", 1)
-            while True:
-                for name, proc in self.procs.items():
-                    if proc.poll() is not None:
-                        raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
-                                           + self.log_tail(name))
-                try:
-                    with socket.create_connection((host, int(port)), timeout=0.5):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
-                    time.sleep(0.2)
+            self._wait_accepting(address, deadline)
+
+    def _wait_accepting(self, address: str, deadline: float | None = None) -> None:
+        """Until `address` accepts a connection; a process that exits, or the
+        deadline (READY_TIMEOUT from now by default) passing, is an error."""
+        deadline = deadline or time.monotonic() + READY_TIMEOUT
+        host, port = address.rsplit(":", 1)
+        while True:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
+                                       + self.log_tail(name))
+            try:
+                with socket.create_connection((host, int(port)), timeout=0.5):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
+                time.sleep(0.2)
 
     def log_tail(self, name: str) -> str:
         path = self.root / "logs" / f"{name}.log"
