@@ -9,18 +9,30 @@ through the nodes' gRPC API (lbparse.streams.client), batch and streaming.
          .option("stream", "orders,events").load()
          .writeStream.format("parquet").option("checkpointLocation", "chk/").start("out/"))
 
-One input partition per Liftbridge partition, read from its leader: the
-offsets start..end-1 of the range planned on the driver. Options (names
-case-insensitive, as the Kafka source's where they fit):
+One input partition per Liftbridge partition, read from its leader (or an
+in-sync follower, readISRReplica): the offsets start..end-1 of the range
+planned on the driver. Options (names case-insensitive, as the Kafka
+source's where they fit):
 
 | option | |
 |---|---|
 | `servers` | `host:port[,host:port...]`: any nodes of the cluster (required) |
-| `stream` | a stream, or a comma list of streams (required) |
+| `stream` | a stream, or a comma list of streams (this or subjectPattern) |
+| `subjectPattern` | the streams whose subject matches (NATS wildcards `*`, `>`) |
 | `startingOffsets` | `earliest` (default), `latest`, or JSON `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest) |
+| `startingTimestamp` | Unix ms: each partition from its first message at or after it |
+| `startingOffsetsByTimestamp` | JSON as startingOffsets, of Unix ms |
 | `endingOffsets` | batch only: `latest` (default: the high watermark + 1 of each partition when the read is planned), or JSON as above |
+| `endingTimestamp`, `endingOffsetsByTimestamp` | batch only: up to the first message at or after the time |
 | `maxRecordsPerTrigger` | streaming only: at most this many messages per micro-batch |
+| `readISRReplica` | `true`: read each partition from an in-sync follower |
 | `timeout` | seconds a call or a silent subscription may take (default 10) |
+
+A time is resolved to an offset per partition on the driver, so what is
+planned and checkpointed is offsets. With subjectPattern the streams are
+listed again at each micro-batch (a stream made later is read from its
+first offset). A paused partition (Liftbridge reads nothing of it) fails a
+batch read in one line; a streaming query holds it where it is.
 
 Streaming offsets are `{"stream": {"partition": next offset}}` (JSON, kept in
 the checkpoint): a micro-batch reads from its start offset to its end offset,

@@ -11,8 +11,8 @@ offset (Subscribe), every wait bounded.
 start..end-1, in order, each once. Liftbridge hands a subscriber only
 committed messages, so `end` may be at most the high watermark + 1
 (`PartitionInfo.end`); a range past it is an error, not a wait. The
-subscription is made with the leader (or, with `replica=True`, any replica
-in the ISR, as Liftbridge's readISRReplica allows); when that node goes
+subscription is made with the leader (or, with `replica=True`, an in-sync
+follower, as Liftbridge's readISRReplica allows); when that node goes
 away or stays silent for `timeout` seconds, the partition's leader is
 looked up again and the read goes on from the next offset, `retries`
 times at most.
