@@ -268,9 +268,8 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
             if ms is not None:
                 out[stream][pid] = client.offset_at(stream, int(pid), ms * 1_000_000, end)
                 continue
-            if by_time is not None or isinstance(which, str):
-                word = which if isinstance(which, str) else ""
-                want = LATEST if word == "latest" or (not word and not starting) else EARLIEST
+            if isinstance(which, str):  # a word, or the default beside a time
+                want = LATEST if which == "latest" else EARLIEST
             else:
                 want = which.get(stream, {}).get(pid, EARLIEST if starting else LATEST)
             if want == LATEST:
