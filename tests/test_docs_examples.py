@@ -306,6 +306,7 @@ ELSEWHERE = {
     "dataframe": "tests/test_readme_dataframes.py",
     "sql": "tests/test_capture_tables_cli.py",
     "js": "tests/test_langs.py",
+    "streams": "tests/spark/test_streams_source.py",
 }
 
 

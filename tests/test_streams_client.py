@@ -12,7 +12,8 @@ import pytest
 
 grpc = pytest.importorskip("grpc")
 
-from lbparse.streams.client import StreamsClient, StreamsError, parse_servers  # noqa: E402
+from lbparse.streams.client import (StreamsClient, StreamsError, parse_servers,  # noqa: E402
+                                    subject_matches)
 from lbparse_generated.proto import api_pb2, api_pb2_grpc  # noqa: E402
 from support.net import free_port  # noqa: E402
 
@@ -53,3 +54,15 @@ def test_an_unreachable_server_is_one_line_within_the_timeout() -> None:
     text = str(err.value)
     assert "\n" not in text and text.startswith("no Liftbridge server answered FetchMetadata")
     assert f"127.0.0.1:{port}: UNAVAILABLE" in text
+
+
+@pytest.mark.parametrize("pattern,subject,matches", [
+    ("lb.orders", "lb.orders", True), ("lb.orders", "lb.orders.x", False),
+    ("lb.*.orders", "lb.eu.orders", True), ("lb.*.orders", "lb.eu.x.orders", False),
+    ("lb.*", "lb", False), ("lb.>", "lb.eu.audit.log", True), ("lb.>", "lb", False),
+    ("*", "orders", True), ("*", "a.b", False), (">", "a.b", True),
+    ("lb.e*", "lb.eu", False),  # a wildcard is a whole token, as NATS has it
+])
+def test_a_subject_pattern_is_a_nats_wildcard(pattern: str, subject: str,
+                                              matches: bool) -> None:
+    assert subject_matches(pattern, subject) is matches

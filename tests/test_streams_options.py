@@ -38,6 +38,20 @@ def test_the_options_are_read_as_the_kafka_sources() -> None:
     ({"maxRecordsPerTrigger": "10"}, False, "maxRecordsPerTrigger is for readStream"),
     ({"maxRecordsPerTrigger": "0"}, True, "'maxrecordspertrigger' must be a positive number"),
     ({"timeout": "soon"}, None, "'timeout' must be a positive number, not 'soon'"),
+    ({"subjectPattern": "lb.>"}, None,
+     "give exactly one of the options 'stream' and 'subjectPattern', not both"),
+    ({"stream": ""}, None,
+     "give exactly one of the options 'stream' and 'subjectPattern', not neither"),
+    ({"startingTimestamp": "1700000000000", "startingOffsets": "latest"}, None,
+     "options 'startingoffsets' and 'startingtimestamp' both say where to start"),
+    ({"endingOffsetsByTimestamp": '{"orders": {"0": 1}}', "endingTimestamp": "5"}, False,
+     "options 'endingtimestamp' and 'endingoffsetsbytimestamp' both say where to end"),
+    ({"startingTimestamp": "yesterday"}, None, "'startingtimestamp' must be a positive number"),
+    ({"startingOffsetsByTimestamp": '{"orders": {"0": -1}}'}, None,
+     "'startingoffsetsbytimestamp' is JSON"),
+    ({"startingOffsetsByTimestamp": '{"other": {"0": 1}}'}, None, "names stream 'other'"),
+    ({"endingTimestamp": "5"}, True, "endingTimestamp is for batch reads (read), not readStream"),
+    ({"readISRReplica": "yes"}, None, "'readisrreplica' is true or false, not 'yes'"),
 ])
 def test_a_bad_option_is_one_line_naming_it(extra: dict[str, str], streaming: bool | None,
                                             message: str) -> None:
@@ -45,6 +59,19 @@ def test_a_bad_option_is_one_line_naming_it(extra: dict[str, str], streaming: bo
         parse_options({**BASE, **extra}, streaming=streaming)
     assert message in str(err.value) and "\n" not in str(err.value)
     assert str(err.value).startswith("liftbridge-streams: ")
+
+
+def test_timestamps_patterns_and_replicas_are_options() -> None:
+    opts = parse_options({"servers": "127.0.0.1:9292", "subjectPattern": "lb.*.orders",
+                          "startingOffsetsByTimestamp": '{"any": {"1": 1700000000000}}',
+                          "endingTimestamp": "1800000000000", "readISRReplica": "TRUE"},
+                         streaming=False)
+    assert opts.streams == [] and opts.pattern == "lb.*.orders"
+    assert opts.starting_ms == {"any": {"1": 1700000000000}}
+    assert opts.ending_ms == 1800000000000 and opts.replica and opts.client().replica
+    plain = parse_options(BASE, streaming=None)
+    assert (plain.pattern, plain.starting_ms, plain.ending_ms, plain.replica) == \
+        ("", None, None, False)
 
 
 def test_a_micro_batch_budget_is_shared_and_never_stalls() -> None:

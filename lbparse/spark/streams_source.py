@@ -9,18 +9,30 @@ through the nodes' gRPC API (lbparse.streams.client), batch and streaming.
          .option("stream", "orders,events").load()
          .writeStream.format("parquet").option("checkpointLocation", "chk/").start("out/"))
 
-One input partition per Liftbridge partition, read from its leader: the
-offsets start..end-1 of the range planned on the driver. Options (names
-case-insensitive, as the Kafka source's where they fit):
+One input partition per Liftbridge partition, read from its leader (or an
+in-sync follower, readISRReplica): the offsets start..end-1 of the range
+planned on the driver. Options (names case-insensitive, as the Kafka
+source's where they fit):
 
 | option | |
 |---|---|
 | `servers` | `host:port[,host:port...]`: any nodes of the cluster (required) |
-| `stream` | a stream, or a comma list of streams (required) |
+| `stream` | a stream, or a comma list of streams (this or subjectPattern) |
+| `subjectPattern` | the streams whose subject matches (NATS wildcards `*`, `>`) |
 | `startingOffsets` | `earliest` (default), `latest`, or JSON `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest) |
+| `startingTimestamp` | Unix ms: each partition from its first message at or after it |
+| `startingOffsetsByTimestamp` | JSON as startingOffsets, of Unix ms |
 | `endingOffsets` | batch only: `latest` (default: the high watermark + 1 of each partition when the read is planned), or JSON as above |
+| `endingTimestamp`, `endingOffsetsByTimestamp` | batch only: up to the first message at or after the time |
 | `maxRecordsPerTrigger` | streaming only: at most this many messages per micro-batch |
+| `readISRReplica` | `true`: read each partition from an in-sync follower |
 | `timeout` | seconds a call or a silent subscription may take (default 10) |
+
+A time is resolved to an offset per partition on the driver, so what is
+planned and checkpointed is offsets. With subjectPattern the streams are
+listed again at each micro-batch (a stream made later is read from its
+first offset). A paused partition (Liftbridge reads nothing of it) fails a
+batch read in one line; a streaming query holds it where it is.
 
 Streaming offsets are `{"stream": {"partition": next offset}}` (JSON, kept in
 the checkpoint): a micro-batch reads from its start offset to its end offset,
@@ -66,8 +78,12 @@ NAME = "liftbridge-streams"
 EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
 BATCH_ROWS = 4096
 
-KNOWN = ("servers", "stream", "startingoffsets", "endingoffsets", "maxrecordspertrigger",
-         "timeout")
+KNOWN = ("servers", "stream", "subjectpattern", "startingoffsets", "startingtimestamp",
+         "startingoffsetsbytimestamp", "endingoffsets", "endingtimestamp",
+         "endingoffsetsbytimestamp", "maxrecordspertrigger", "readisrreplica", "timeout")
+KNOWN_NAMES = ("servers, stream, subjectPattern, startingOffsets, startingTimestamp, "
+               "startingOffsetsByTimestamp, endingOffsets, endingTimestamp, "
+               "endingOffsetsByTimestamp, maxRecordsPerTrigger, readISRReplica, timeout")
 
 ROW_FIELDS: tuple[pa.Field, ...] = (
     pa.field("stream", pa.string(), False), pa.field("partition", pa.int32(), False),
@@ -88,19 +104,26 @@ def arrow_schema() -> pa.Schema:
 
 
 Offsets = dict[str, dict[str, int]]  # {stream: {partition (as text, JSON's keys): offset}}
+# A position by time (Unix milliseconds, as the Kafka source's): one for every
+# partition, or per partition as Offsets.
+ByTime = int | Offsets
 
 
 @dataclass(frozen=True)
 class StreamsOptions:
     servers: list[str]
-    streams: list[str]
+    streams: list[str]          # empty when `pattern` chooses them
     starting: str | Offsets
     ending: str | Offsets
     max_records: int | None
     timeout: float
+    pattern: str = ""           # subjectPattern: the streams whose subject matches
+    starting_ms: ByTime | None = None  # startingTimestamp / ...ByTimestamp: over `starting`
+    ending_ms: ByTime | None = None
+    replica: bool = False       # readISRReplica
 
     def client(self) -> StreamsClient:
-        return StreamsClient(self.servers, timeout=self.timeout)
+        return StreamsClient(self.servers, timeout=self.timeout, replica=self.replica)
 
 
 def parse_options(options: Mapping[str, str], streaming: bool | None) -> StreamsOptions:
@@ -109,26 +132,77 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
     opts = {k.lower(): v for k, v in options.items()}
     unknown = sorted(set(opts) - set(KNOWN))
     if unknown:
-        raise ValueError(f"{NAME}: unknown option {unknown[0]!r} (known: servers, stream, "
-                         "startingOffsets, endingOffsets, maxRecordsPerTrigger, timeout)")
-    for name in ("servers", "stream"):
-        if not opts.get(name, "").strip():
-            raise ValueError(f"{NAME}: option {name!r} is required")
+        raise ValueError(f"{NAME}: unknown option {unknown[0]!r} (known: {KNOWN_NAMES})")
+    if not opts.get("servers", "").strip():
+        raise ValueError(f"{NAME}: option 'servers' is required")
     try:
         servers = parse_servers(opts["servers"])
     except StreamsError as exc:
         raise ValueError(f"{NAME}: option 'servers': {exc}") from None
-    streams = list(dict.fromkeys(s.strip() for s in opts["stream"].split(",") if s.strip()))
-    if streaming is True and "endingoffsets" in opts:
-        raise ValueError(f"{NAME}: endingOffsets is for batch reads (read), not readStream")
+    streams = list(dict.fromkeys(s.strip() for s in opts.get("stream", "").split(",")
+                                 if s.strip()))
+    pattern = opts.get("subjectpattern", "").strip()
+    if bool(streams) == bool(pattern):
+        raise ValueError(f"{NAME}: give exactly one of the options 'stream' and "
+                         f"'subjectPattern', not {'both' if pattern else 'neither'}")
+    ending = [k for k in KNOWN_NAMES.split(", ") if k.startswith("ending") and k.lower() in opts]
+    if streaming is True and ending:
+        raise ValueError(f"{NAME}: {ending[0]} is for batch reads (read), not readStream")
     if streaming is False and "maxrecordspertrigger" in opts:
         raise ValueError(f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
+    named = _Named(streams, pattern)
     return StreamsOptions(
         servers, streams,
-        _offsets_option(opts, "startingoffsets", "earliest", streams, ("earliest", "latest")),
-        _offsets_option(opts, "endingoffsets", "latest", streams, ("latest",)),
+        _offsets_option(opts, "startingoffsets", "earliest", named, ("earliest", "latest")),
+        _offsets_option(opts, "endingoffsets", "latest", named, ("latest",)),
         _positive(opts, "maxrecordspertrigger", int), _positive(opts, "timeout", float)
-        or DEFAULT_TIMEOUT)
+        or DEFAULT_TIMEOUT, pattern, _by_time(opts, "starting", named),
+        _by_time(opts, "ending", named), _flag(opts, "readisrreplica"))
+
+
+@dataclass(frozen=True)
+class _Named:
+    """The streams the options choose, to check the JSON options' stream names."""
+
+    streams: list[str]
+    pattern: str
+
+    def check(self, option: str, found: Mapping[str, Any]) -> None:
+        if self.pattern:
+            return  # the streams a pattern matches are known only to the cluster
+        for name in sorted(found):
+            if name not in self.streams:
+                raise ValueError(f"{NAME}: option {option!r} names stream {name!r}, which "
+                                 "option 'stream' does not")
+
+
+def _flag(opts: Mapping[str, str], name: str) -> bool:
+    text = opts.get(name, "false").strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"{NAME}: option {name!r} is true or false, not {opts[name]!r}")
+    return text == "true"
+
+
+def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | None:
+    """startingTimestamp (one for all) or startingOffsetsByTimestamp (JSON per
+    partition), in Unix ms; at most one of them and startingOffsets (and so
+    for ending)."""
+    given = [k for k in (f"{which}offsets", f"{which}timestamp", f"{which}offsetsbytimestamp")
+             if k in opts]
+    if len(given) > 1:
+        raise ValueError(f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
+                         f"{'start' if which == 'starting' else 'end'}: give one")
+    if f"{which}timestamp" in opts:
+        return int(_positive(opts, f"{which}timestamp", int))
+    name = f"{which}offsetsbytimestamp"
+    if name not in opts:
+        return None
+    found = _json_offsets(opts[name], minimum=0)
+    if found is None:
+        raise ValueError(f"{NAME}: option {name!r} is JSON "
+                         f'{{"stream": {{"partition": Unix milliseconds}}}}, not {opts[name]!r}')
+    named.check(name, found)
+    return found
 
 
 def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float]
@@ -145,45 +219,59 @@ def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float]
     return value
 
 
-def _offsets_option(opts: Mapping[str, str], name: str, default: str, streams: list[str],
+def _offsets_option(opts: Mapping[str, str], name: str, default: str, named: _Named,
                     words: tuple[str, ...]) -> str | Offsets:
     text = opts.get(name, default).strip()
     if text.lower() in words:
         return text.lower()
+    found = _json_offsets(text, minimum=EARLIEST)
+    if found is None:
+        raise ValueError(f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
+                         f'{{"stream": {{"partition": offset}}}}, not {text!r}')
+    named.check(name, found)
+    return found
+
+
+def _json_offsets(text: str, minimum: int) -> Offsets | None:
+    """{"stream": {"partition": n}} with every n >= minimum, or None."""
     try:
         found = json.loads(text)
         ok = isinstance(found, dict) and all(
             isinstance(parts, dict) and all(
-                k.isdigit() and isinstance(v, int) and v >= EARLIEST for k, v in parts.items())
+                k.isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+                for k, v in parts.items())
             for parts in found.values())
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
-                         f'{{"stream": {{"partition": offset}}}}, not {text!r}')
-    extra = sorted(set(found) - set(streams))
-    if extra:
-        raise ValueError(f"{NAME}: option {name!r} names stream {extra[0]!r}, which option "
-                         "'stream' does not")
+        return None
     return {s: {str(int(k)): v for k, v in parts.items()} for s, parts in found.items()}
 
 
 # -- planning (driver) -----------------------------------------------------------
 
-def _resolve(client: StreamsClient, opts: StreamsOptions, which: str | Offsets,
+def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
              ends: Offsets) -> Offsets:
-    """`which` (earliest, latest or JSON) as an offset per partition; `ends` are the
+    """Where reads start (or end) as an offset per partition; `ends` are the
     partitions' high watermarks + 1. A partition the JSON leaves out starts at
-    its earliest offset (a starting position) or ends at its latest."""
+    its earliest offset (a starting position) or ends at its latest. A
+    timestamp is the first offset at or after it (the end when none is), so
+    what is planned, and checkpointed, is offsets."""
+    which = opts.starting if starting else opts.ending
+    by_time = opts.starting_ms if starting else opts.ending_ms
     out: Offsets = {}
     for stream, parts in ends.items():
         out[stream] = {}
         for pid, end in parts.items():
-            if isinstance(which, str):
+            ms = by_time if isinstance(by_time, int) or by_time is None \
+                else by_time.get(stream, {}).get(pid)
+            if ms is not None:
+                out[stream][pid] = client.offset_at(stream, int(pid), ms * 1_000_000, end)
+                continue
+            if isinstance(which, str):  # a word, or the default beside a time
                 want = LATEST if which == "latest" else EARLIEST
             else:
-                want = which.get(stream, {}).get(pid, EARLIEST if which is opts.starting
-                                                 else LATEST)
+                want = which.get(stream, {}).get(pid, EARLIEST if starting else LATEST)
             if want == LATEST:
                 out[stream][pid] = end
             elif want == EARLIEST:
@@ -196,10 +284,23 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, which: str | Offsets,
     return out
 
 
-def _ends(client: StreamsClient, opts: StreamsOptions) -> Offsets:
+def _ends(client: StreamsClient, opts: StreamsOptions, held: Offsets | None = None
+          ) -> Offsets:
+    """Each partition's high watermark + 1: of the streams named, or of those
+    whose subject matches the pattern now (so a stream made later is found).
+    `held` (streaming): a paused partition ends where it is (its offset in
+    `held`), left out when it has none yet; Liftbridge reads nothing of it
+    until a publish resumes it. A batch read of a paused partition fails."""
     out: Offsets = {}
-    for p in client.partitions(opts.streams):
-        out.setdefault(p.stream, {})[str(p.partition)] = p.end
+    infos = client.matching(opts.pattern) if opts.pattern else client.partitions(opts.streams)
+    for p in infos:
+        end = p.end
+        if p.paused and held is not None:
+            at = held.get(p.stream, {}).get(str(p.partition))
+            if at is None:
+                continue
+            end = at
+        out.setdefault(p.stream, {})[str(p.partition)] = end
     return out
 
 
@@ -216,6 +317,8 @@ def _ranges(start: Offsets, end: Offsets) -> list[InputPartition]:
 
 
 def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    if partition.value is None:
+        return  # Spark's one partition when none was planned: nothing to read
     stream, pid, lo, hi = json.loads(partition.value)
     with opts.client() as client:
         rows: list[api_pb2.Message] = []
@@ -257,8 +360,8 @@ class StreamsBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         with self.opts.client() as client:
             ends = _ends(client, self.opts)
-            start = _resolve(client, self.opts, self.opts.starting, ends)
-            end = _resolve(client, self.opts, self.opts.ending, ends)
+            start = _resolve(client, self.opts, True, ends)
+            end = _resolve(client, self.opts, False, ends)
         for stream, parts in end.items():
             for pid, hi in parts.items():
                 if start[stream][pid] > hi:
@@ -278,7 +381,9 @@ class StreamsStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> Offsets:
         with self.opts.client() as client:
-            return _resolve(client, self.opts, self.opts.starting, _ends(client, self.opts))
+            # a paused partition to start at its earliest offset or a timestamp
+            # is an error here: where that is cannot be known while it is paused
+            return _resolve(client, self.opts, True, _ends(client, self.opts))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.opts.max_records) if self.opts.max_records \
@@ -286,7 +391,7 @@ class StreamsStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         with self.opts.client() as client:
-            ends = _ends(client, self.opts)
+            ends = _ends(client, self.opts, held=start)
             # a partition new since the start is read from its first offset
             firsts = {s: {p: start.get(s, {}).get(p) for p in parts} for s, parts in ends.items()}
             for s, parts in firsts.items():

@@ -11,8 +11,8 @@ offset (Subscribe), every wait bounded.
 start..end-1, in order, each once. Liftbridge hands a subscriber only
 committed messages, so `end` may be at most the high watermark + 1
 (`PartitionInfo.end`); a range past it is an error, not a wait. The
-subscription is made with the leader (or, with `replica=True`, any replica
-in the ISR, as Liftbridge's readISRReplica allows); when that node goes
+subscription is made with the leader (or, with `replica=True`, an in-sync
+follower, as Liftbridge's readISRReplica allows); when that node goes
 away or stays silent for `timeout` seconds, the partition's leader is
 looked up again and the read goes on from the next offset, `retries`
 times at most.
@@ -34,7 +34,7 @@ import grpc
 from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient",
-           "StreamsError", "parse_servers"]
+           "StreamsError", "parse_servers", "subject_matches"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
 DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
@@ -137,6 +137,16 @@ class StreamsClient:
         raise Transient(f"no Liftbridge server answered FetchMetadata within "
                         f"{self.timeout:g} s ({'; '.join(errors)})")
 
+    def matching(self, pattern: str) -> list[PartitionInfo]:
+        """Every partition of the streams whose subject matches the NATS subject
+        `pattern` (`*` a token, `>` the rest), in stream then partition order;
+        none is an empty list, not an error (streams come and go)."""
+        resp = self.metadata([])  # no names: every stream the server knows
+        names = sorted(m.name for m in resp.streamMetadata
+                       if m.error == api_pb2.StreamMetadata.OK
+                       and subject_matches(pattern, m.subject))
+        return _infos(resp, names)
+
     def partitions(self, streams: Sequence[str]) -> list[PartitionInfo]:
         """Every partition of `streams`, in stream then partition order; a stream
         that does not exist is an error."""
@@ -150,18 +160,7 @@ class StreamsClient:
         if missing:
             raise StreamsError(f"stream {missing[0]!r} does not exist (asked "
                                f"{','.join(self.servers)})")
-        brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
-        found = {m.name: m for m in resp.streamMetadata}
-        out = []
-        for name in streams:
-            meta = found[name]
-            for pid in sorted(meta.partitions):
-                p = meta.partitions[pid]
-                out.append(PartitionInfo(
-                    name, pid, p.leader, brokers.get(p.leader, ""),
-                    tuple(brokers[i] for i in p.isr if i in brokers), p.highWatermark,
-                    p.newestOffset, p.paused, p.readonly))
-        return out
+        return _infos(resp, streams)
 
     def _knowing(self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
                  ) -> api_pb2.FetchMetadataResponse:
@@ -222,7 +221,8 @@ class StreamsClient:
             raise StreamsError(
                 f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
                 f"offset is {info.high_watermark})")
-        address = self._reader_address(info)
+        _not_paused(info)
+        address = self._reader_address(info, self.resumed)
         try:
             for msg in self._subscribe(address, stream, partition, start, end):
                 if msg.offset != start:
@@ -232,6 +232,9 @@ class StreamsClient:
                 yield msg
                 start += 1
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                raise StreamsError(f"{stream}/{partition}: deleted while read, at offset "
+                                   f"{start} ({address}: {_status(exc)})") from None
             if exc.code() not in _RETRYABLE:
                 raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
                     from None
@@ -243,6 +246,7 @@ class StreamsClient:
         if end <= 0:
             return 0
         info = self.partition(stream, partition)
+        _not_paused(info)
         address = self._reader_address(info)
         req = api_pb2.SubscribeRequest(stream=stream, partition=partition,
                                        startPosition=api_pb2.EARLIEST,
@@ -257,11 +261,43 @@ class StreamsClient:
                                f"{self.timeout:g} s from the earliest offset") from None
         return end
 
-    def _reader_address(self, info: PartitionInfo) -> str:
+    def offset_at(self, stream: str, partition: int, timestamp: int, end: int) -> int:
+        """The first offset whose message has a timestamp (Unix ns) >= `timestamp`,
+        `end` when no committed message has (the server finds it: a Subscribe
+        from that timestamp, stopped at the last committed offset)."""
+        if end <= 0:
+            return 0
+        info = self.partition(stream, partition)
+        _not_paused(info)
+        address = self._reader_address(info)
+        req = api_pb2.SubscribeRequest(
+            stream=stream, partition=partition, startPosition=api_pb2.TIMESTAMP,
+            startTimestamp=timestamp, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
+            readISRReplica=self.replica)
+        try:
+            for msg in self._messages(address, req):
+                return min(int(msg.offset), end)
+        except grpc.RpcError as exc:
+            # the server's answer when the timestamp is past the last offset
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and \
+                    "before start offset" in str(exc.details()):
+                return end
+            raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+        except _Silent:
+            raise StreamsError(f"{stream}/{partition}: {address} sent nothing for "
+                               f"{self.timeout:g} s from timestamp {timestamp}") from None
+        return end
+
+    def _reader_address(self, info: PartitionInfo, turn: int = 0) -> str:
+        """The leader; with `replica`, an in-sync follower (the load off the
+        leader, readISRReplica's purpose), a partition's turn choosing which and
+        each retry moving to the next (the leader last)."""
+        others = sorted(a for a in info.isr if a != info.address)
+        if self.replica and others:
+            choices = others + ([info.address] if info.address else [])
+            return choices[(info.partition % len(others) + turn) % len(choices)]
         if info.address:
             return info.address
-        if self.replica and info.isr:
-            return info.isr[0]
         raise Transient(f"{info.stream}/{info.partition}: no leader now "
                            f"(asked {','.join(self.servers)})")
 
@@ -303,6 +339,15 @@ class StreamsClient:
             call.cancel()
 
 
+def _not_paused(info: PartitionInfo) -> None:
+    """Liftbridge closes a paused partition's log: a Subscribe fails INTERNAL
+    ("segment has been closed") until a publish resumes it. Said plainly."""
+    if info.paused:
+        raise StreamsError(f"{info.stream}/{info.partition}: paused (PauseStream): Liftbridge "
+                           "reads no message of a paused partition until a publish to it "
+                           "resumes it")
+
+
 class _Silent(Exception):
     """A subscription that stayed silent past its timeout (the watchdog cancelled it)."""
 
@@ -334,6 +379,34 @@ class _Watchdog:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _infos(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]
+           ) -> list[PartitionInfo]:
+    """The partitions of `streams` (each known to `resp`) as PartitionInfo."""
+    brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
+    found = {m.name: m for m in resp.streamMetadata}
+    out = []
+    for name in streams:
+        meta = found[name]
+        for pid in sorted(meta.partitions):
+            p = meta.partitions[pid]
+            out.append(PartitionInfo(
+                name, pid, p.leader, brokers.get(p.leader, ""),
+                tuple(brokers[i] for i in p.isr if i in brokers), p.highWatermark,
+                p.newestOffset, p.paused, p.readonly))
+    return out
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """NATS's rule: tokens split at '.', `*` matches one token, `>` (last) one or more."""
+    want, have = pattern.split("."), subject.split(".")
+    for i, token in enumerate(want):
+        if token == ">" and i == len(want) - 1:
+            return len(have) > i
+        if i >= len(have) or (token != "*" and token != have[i]):
+            return False
+    return len(have) == len(want)
 
 
 def _missing(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[str]:

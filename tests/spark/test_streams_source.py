@@ -22,10 +22,14 @@ import pytest
 pytest.importorskip("grpc")
 
 import lbparse.spark  # noqa: E402
+from lbparse.spark.streams_source import StreamsStreamReader, parse_options  # noqa: E402
 from lbparse.streams.client import StreamsClient, StreamsError  # noqa: E402
+from lbparse_generated.proto import api_pb2  # noqa: E402
+from pyspark.sql.streaming.datasource import ReadAllAvailable  # noqa: E402
 from support.cluster import BIN  # noqa: E402
+from support.doc_blocks import marked  # noqa: E402
 from support.live_cluster import LiveCluster, env_with_checkout  # noqa: E402
-from support.net import NATS_SERVER  # noqa: E402
+from support.net import NATS_SERVER, free_port  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not (BIN / "liftbridge").exists() or not shutil.which(NATS_SERVER),
@@ -284,6 +288,230 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     proc.wait(timeout=30)
+
+
+# -- subject patterns, timestamps, follower reads, and what v1.9.0 does to a read
+#    of a stream paused, readonly or deleted (the same cluster; streams of their own)
+
+def _make_stream(cluster: LiveCluster, name: str, subject: str, partitions: int = 1,
+                 n: int = 6) -> None:
+    """A stream with a subject of its own (lbclient's subjects are its names), and
+    `n` messages with keys and headers published through the API, each acked by
+    every replica."""
+    cluster.api("CreateStream", api_pb2.CreateStreamRequest(
+        subject=subject, name=name, replicationFactor=3, partitions=partitions))
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        _wait(lambda: all(p.address for p in client.partitions([name])), 30,
+              f"{name} got no leader")
+    for i in range(n):
+        cluster.api("Publish", api_pb2.PublishRequest(
+            stream=name, partition=i % partitions, key=b"k%d" % i, value=b"%s-%d" % (
+                name.encode(), i), headers={"n": b"%d" % i}, ackPolicy=api_pb2.ALL))
+
+
+def _as_truths(rows: list[Any]) -> list[dict[str, Any]]:
+    return sorted((as_truth(r["stream"], r["partition"], r.asDict()) for r in rows),
+                  key=lambda t: (t["stream"], t["partition"], t["offset"]))
+
+
+def _written(session: Any, out: Path) -> int:
+    """The rows a query has written to `out` so far (none before its first file)."""
+    # the file sink's log names the files written: none until its first entry
+    return session.read.parquet(str(out)).count() \
+        if list(out.glob("_spark_metadata/[0-9]*")) else 0
+
+
+def _truths(entries: dict[tuple[str, int], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+
+
+PATTERNED = {"pat-eu-orders": ("pat.eu.orders", 2), "pat-us-orders": ("pat.us.orders", 1),
+             "pat-eu-audit": ("pat.eu.audit.log", 1)}
+
+
+@pytest.fixture(scope="module")
+def patterned(cluster: LiveCluster) -> LiveCluster:
+    """The cluster with PATTERNED's streams, made once."""
+    for name, (subject, partitions) in PATTERNED.items():
+        _make_stream(cluster, name, subject, partitions)
+    return cluster
+
+
+def test_a_subject_pattern_reads_the_streams_whose_subject_matches(
+        session: Any, patterned: LiveCluster) -> None:
+    cluster = patterned
+    entries = committed(cluster, list(PATTERNED))
+    for pattern, names in (("pat.*.orders", {"pat-eu-orders", "pat-us-orders"}),
+                           ("pat.eu.>", {"pat-eu-orders", "pat-eu-audit"})):
+        got = _as_truths(reader(session, cluster, subjectPattern=pattern).load().collect())
+        assert got == _truths({k: v for k, v in entries.items() if k[0] in names})
+    assert reader(session, cluster, subjectPattern="nothing.*").load().count() == 0
+    with pytest.raises(Exception, match="exactly one of the options 'stream' and "
+                                        "'subjectPattern', not both"):
+        reader(session, cluster, stream="x", subjectPattern="pat.>").load()
+
+
+def test_a_streaming_pattern_query_takes_up_a_stream_made_after_it_started(
+        session: Any, patterned: LiveCluster, tmp_path: Path) -> None:
+    """The streams a pattern matches are listed again at each micro-batch: a
+    stream made while the query runs is read from its first offset."""
+    cluster = patterned
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    before = committed(cluster, ["pat-eu-orders", "pat-us-orders"])
+    query = (session.readStream.format("liftbridge-streams")
+             .option("servers", cluster.servers).option("subjectPattern", "pat.*.orders")
+             .load().writeStream.format("parquet").option("checkpointLocation", str(chk))
+             .trigger(processingTime="1 second").start(str(out)))
+    try:
+        _wait(lambda: _written(session, out) >= sum(map(len, before.values())), 120,
+              "the query read nothing")
+        _make_stream(cluster, "pat-jp-orders", "pat.jp.orders", 1, n=5)
+        _make_stream(cluster, "pat-jp-audit", "pat.jp.audit", 1, n=3)  # not matched
+        entries = committed(cluster, ["pat-eu-orders", "pat-us-orders", "pat-jp-orders"])
+        _wait(lambda: session.read.parquet(str(out)).count() >= sum(map(len, entries.values())),
+              120, "the query did not take up the new stream")
+        assert query.exception() is None
+    finally:
+        query.stop()
+    _each_message_once(session, out, entries)
+
+
+def test_a_read_from_a_timestamp_is_what_came_after_it(session: Any,
+                                                       cluster: LiveCluster) -> None:
+    """Two batches a second apart (the real client); from a time between them:
+    exactly the second, field by field as on disk; up to it: exactly the first."""
+    prefix = "ts-"
+    streams = [prefix + "orders", prefix + "events"]
+    cluster.lbclient("-mode", "setup", "-n", "30", "-prefix", prefix)
+    first = committed(cluster, streams)
+    time.sleep(1.0)
+    middle = time.time_ns() // 1_000_000  # Unix ms, as the Kafka source's
+    time.sleep(1.0)
+    cluster.lbclient("-mode", "publish", "-batch", "T", "-n", "30", "-prefix", prefix)
+    both = committed(cluster, streams)
+    later = {k: es[len(first[k]):] for k, es in both.items()}
+    assert all(later.values()) and all(e["timestamp"] >= middle * 1_000_000
+                                       for es in later.values() for e in es)
+
+    def rows(**options: str) -> list[dict[str, Any]]:
+        return _as_truths(reader(session, cluster, stream=",".join(streams), **options)
+                          .load().collect())
+
+    assert rows(startingTimestamp=str(middle)) == _truths(later)
+    assert rows(endingTimestamp=str(middle)) == _truths(first)
+    by_part = json.dumps({streams[0]: {"1": middle}})  # the others from their earliest
+    assert rows(startingOffsetsByTimestamp=by_part) == _truths(
+        {k: later[k] if k == (streams[0], 1) else es for k, es in both.items()})
+    # past the last message: the end, nothing to read
+    assert rows(startingTimestamp=str(middle + 3_600_000)) == []
+    # a streaming query's first offsets are offsets (what its checkpoint keeps)
+    stream_reader = StreamsStreamReader(parse_options(
+        {"servers": cluster.servers, "stream": ",".join(streams),
+         "startingTimestamp": str(middle)}, streaming=True))
+    assert stream_reader.initialOffset() == {
+        s: {str(p): len(first[s, p]) for (s2, p) in first if s2 == s} for s in streams}
+
+
+def test_a_read_isr_replica_read_goes_to_followers_and_is_the_segments(
+        session: Any, cluster: LiveCluster) -> None:
+    """readISRReplica: each partition read from an in-sync follower (the node
+    logs that it accepts a subscription as a non-leader), the same rows."""
+    entries = committed(cluster, STREAMS)
+    accepted = "Accepting subscription to partition"
+    before = cluster.node_log_count(accepted)
+    got = _as_truths(reader(session, cluster, stream=",".join(STREAMS),
+                            readISRReplica="true").load().collect())
+    assert got == _truths(entries)
+    # each of the 4 partitions: its first offset and its range, at a follower
+    assert cluster.node_log_count(accepted) - before >= 8
+
+
+def test_readonly_paused_deleted_out_of_range_and_unreachable_are_each_one_line(
+        session: Any, cluster: LiveCluster) -> None:
+    """What Liftbridge v1.9.0 does to a read, as docs/pages/pipeline.md's table
+    says, each bounded by `timeout`."""
+    for name in ("x-readonly", "x-paused", "x-deleted"):
+        _make_stream(cluster, name, "x." + name)
+    ro = committed(cluster, ["x-readonly"])
+    cluster.api("SetStreamReadonly", api_pb2.SetStreamReadonlyRequest(name="x-readonly",
+                                                                      readonly=True))
+    cluster.api("PauseStream", api_pb2.PauseStreamRequest(name="x-paused"))
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        _wait(lambda: client.partition("x-readonly", 0).readonly and
+              client.partition("x-paused", 0).paused, 30, "not readonly and paused")
+    # readonly: read to its end, the batch completes
+    assert _as_truths(reader(session, cluster, stream="x-readonly").load().collect()) == \
+        _truths(ro)
+
+    def fails(match: str, limit: float, **options: str) -> None:
+        start = time.monotonic()
+        with pytest.raises(Exception, match=match):
+            reader(session, cluster, timeout="3", **options).load().collect()
+        assert time.monotonic() - start < limit
+
+    # paused: Liftbridge reads nothing of it (Subscribe: INTERNAL "segment has
+    # been closed"); a batch says so, a streaming query holds it where it is
+    fails(r"x-paused/0: paused \(PauseStream\): Liftbridge reads no message", 30,
+          stream="x-paused")
+    held = StreamsStreamReader(parse_options({"servers": cluster.servers,
+                                              "stream": "x-paused"}, streaming=True))
+    assert held.latestOffset({"x-paused": {"0": 2}}, ReadAllAvailable()) == \
+        {"x-paused": {"0": 2}}
+    with pytest.raises(StreamsError, match=r"x-paused/0: paused \(PauseStream\)"):
+        held.initialOffset()  # its earliest offset is not known while it is paused
+    # deleted between planning and reading (once every node knows: until then
+    # the nodes still serve it), or before
+    with StreamsClient(cluster.addresses, timeout=3) as client:
+        end = client.partition("x-deleted", 0).end
+        cluster.api("DeleteStream", api_pb2.DeleteStreamRequest(name="x-deleted"))
+        _wait(lambda: not _known_anywhere(cluster, "x-deleted"), 30, "x-deleted still known")
+        with pytest.raises(StreamsError, match="stream 'x-deleted' does not exist"):
+            list(client.read("x-deleted", 0, 0, end))
+    fails("stream 'x-deleted' does not exist", 30, stream="x-deleted")
+    # an offset out of range, and no server there
+    fails(f"{STREAMS[1]}/0: offset 1000000 out of range", 30, stream=STREAMS[1],
+          startingOffsets=json.dumps({STREAMS[1]: {"0": 1_000_000}}))
+    start = time.monotonic()
+    with pytest.raises(Exception, match="no Liftbridge server answered FetchMetadata"):
+        (session.read.format("liftbridge-streams").option("servers", f"127.0.0.1:{free_port()}")
+         .option("stream", "orders").option("timeout", "1").load().collect())
+    assert time.monotonic() - start < 30
+
+
+def _known_anywhere(cluster: LiveCluster, stream: str) -> bool:
+    """Whether any node's FetchMetadata still knows `stream`."""
+    for address in cluster.addresses:
+        with StreamsClient([address], timeout=3) as client:
+            resp = client.metadata([stream])
+        if any(m.name == stream and m.error == api_pb2.StreamMetadata.OK
+               for m in resp.streamMetadata):
+            return True
+    return False
+
+
+def test_the_readmes_read_in_five_lines(session: Any, cluster: LiveCluster,
+                                       tmp_path: Path) -> None:
+    """The README's block, as written but for its servers and paths: the batch
+    read is the segments, the query writes every message of `orders` once."""
+    block = marked("readme-streams", "streams")  # <!-- streams example: readme-streams -->
+    cluster.lbclient("-mode", "setup", "-n", "30")  # streams orders and events, as named there
+    entries = committed(cluster, ["orders", "events"])
+    out, chk = tmp_path / "out", tmp_path / "chk"
+    code = (block.text.replace('"127.0.0.1:9292,127.0.0.1:9293"', repr(cluster.servers))
+            .replace('"127.0.0.1:9292"', repr(cluster.addresses[0]))
+            .replace('"chk/"', repr(str(chk))).replace('"out/"', repr(str(out))))
+    assert code.count(cluster.addresses[0]) == 2 and code.count(str(tmp_path)) == 2
+    scope: dict[str, Any] = {"spark": session, "lbparse": lbparse}
+    exec(compile(code, block.where, "exec"), scope)
+    query = scope["q"]
+    try:
+        assert _as_truths(scope["df"].collect()) == _truths(entries)
+        orders = {k: v for k, v in entries.items() if k[0] == "orders"}
+        _wait(lambda: _written(session, out) >= sum(map(len, orders.values())), 120,
+              "the README's query read nothing")
+    finally:
+        query.stop()
+    _each_message_once(session, out, orders)
 
 
 def test_a_read_goes_on_when_the_partition_leader_is_killed(cluster: LiveCluster) -> None:

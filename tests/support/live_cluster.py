@@ -78,6 +78,8 @@ class LiveCluster:
             [NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.nats_port),
              "-l", str(logs / "nats-server.log")], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
+        # a node that finds no NATS exits at once ("no servers available")
+        self._wait_accepting(f"127.0.0.1:{self.nats_port}")
         for n in (1, 2, 3):
             self.start_node(f"node{n}")
         self._wait_ready()
@@ -97,19 +99,25 @@ class LiveCluster:
         later: lbclient's connect and the tests' first calls retry)."""
         deadline = time.monotonic() + READY_TIMEOUT
         for address in self.addresses:
-            host, port = address.rsplit(":", 1)
-            while True:
-                for name, proc in self.procs.items():
-                    if proc.poll() is not None:
-                        raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
-                                           + self.log_tail(name))
-                try:
-                    with socket.create_connection((host, int(port)), timeout=0.5):
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
-                    time.sleep(0.2)
+            self._wait_accepting(address, deadline)
+
+    def _wait_accepting(self, address: str, deadline: float | None = None) -> None:
+        """Until `address` accepts a connection; a process that exits, or the
+        deadline (READY_TIMEOUT from now by default) passing, is an error."""
+        deadline = deadline or time.monotonic() + READY_TIMEOUT
+        host, port = address.rsplit(":", 1)
+        while True:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
+                                       + self.log_tail(name))
+            try:
+                with socket.create_connection((host, int(port)), timeout=0.5):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
+                time.sleep(0.2)
 
     def log_tail(self, name: str) -> str:
         path = self.root / "logs" / f"{name}.log"
@@ -147,6 +155,35 @@ class LiveCluster:
             raise RuntimeError(f"lbclient {' '.join(args)} exited {done.returncode}:\n"
                                + done.stdout.decode(errors="replace")[-2000:])
         return done
+
+    # -- the API, for what lbclient does not do ------------------------------------
+
+    def api(self, method: str, request: object, tries: int = 30) -> object:
+        """One unary call of Liftbridge's API (CreateStream with a subject of
+        one's own, PauseStream, SetStreamReadonly, DeleteStream, Publish) at the
+        first node, tried again while the cluster elects (`tries` seconds at most)."""
+        import grpc  # the streams extra: only the tests that use it need it
+        from lbparse_generated.proto import api_pb2_grpc
+        with grpc.insecure_channel(self.addresses[0]) as channel:
+            call = getattr(api_pb2_grpc.APIStub(channel), method)
+            for attempt in range(tries):
+                try:
+                    return call(request, timeout=5)
+                except grpc.RpcError as exc:
+                    if attempt == tries - 1 or exc.code() not in (
+                            grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                            grpc.StatusCode.INTERNAL, grpc.StatusCode.FAILED_PRECONDITION):
+                        raise
+                    time.sleep(1.0)
+        raise AssertionError("unreachable")
+
+    def node_log_count(self, text: str) -> int:
+        """How many lines of the nodes' logs hold `text`."""
+        return sum(self.log_tail_all(f"node{n}").count(text) for n in (1, 2, 3))
+
+    def log_tail_all(self, name: str) -> str:
+        path = self.root / "logs" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
 
     # -- the truth on disk ---------------------------------------------------------
 
