@@ -12,12 +12,15 @@ a few MB whatever the input), and the page shows:
                 the distribution and over time by AckPolicy; unacked publishes
   client        when a capture holds the gRPC API (cleartext HTTP/2): latency
                 per method, PublishAsync's responses by correlation id per
-                AckPolicy, error statuses over time, subscriptions
+                AckPolicy, error statuses over time, subscriptions, each
+                publish joined to its NATS Publish and Ack, and metadata
+                lookups during and after failovers
   partitions    leader and leader epoch of each partition over time (from the
                 leaders' ReplicationResponses, ISR changes, the Raft log where
                 decoded), leader changes, follower lag, ISR changes
   cluster       NATS 503s (requests nobody answered: a node was down), the
-                metadata leader, Raft elections and metadata operations
+                metadata leader, Raft elections and metadata operations,
+                nodes gone silent (none of their connections said anything)
   data dirs     messages stored by stream over time, each replica's offsets,
                 HW and leader epochs; raft.db's ops name each epoch's leader
   problems      envelopes that did not decode, capture notices and damage on
