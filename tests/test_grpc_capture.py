@@ -209,8 +209,10 @@ def check_calls_against_client_log(run: Any) -> None:
     # have reached the wire before the connection broke.
     failed = stats["async_send_err"] + stats["publish_err"]
     assert made <= len(published) <= made + failed, (len(published), made, failed)
-    assert len([a for a in answers if "asyncError" not in a]) == \
-        acks + stats["async_ack"] + stats["occ_ok"] + len(admin_ok)
+    # ... and one the client gave up on may still be answered, after it stopped waiting.
+    acked = acks + stats["async_ack"] + stats["occ_ok"] + len(admin_ok)
+    answered = len([a for a in answers if "asyncError" not in a])
+    assert acked <= answered <= acked + failed, (answered, acked, failed)
     assert len([a for a in answers if "asyncError" in a]) == \
         stats["occ_err"] + stats["too_large_err"] + len(admin) - len(admin_ok)
 

@@ -63,6 +63,17 @@ def _ms(clock: str, near_ms: float) -> float:
     return ms + 86_400_000 if ms < near_ms - 43_200_000 else ms
 
 
+def check_status(res: Any, model: dict[str, Any]) -> None:
+    """The run's capture holds the clients' gRPC calls (CAPTURE_API=1): the
+    streams they reset or left open when closing their connections are
+    notices (`lbparse report` exits 1), and they are its only problems."""
+    problems = model["problems"]
+    assert res.returncode == (1 if problems["total"] else 0), res.stderr.decode()
+    assert set(problems["by_kind"]) <= {"notice:grpc", "notice:incomplete"}, problems["by_kind"]
+    assert all("RST_STREAM" in x["message"] or "ends before the call does" in x["message"]
+               for xs in problems["examples"].values() for x in xs), problems["examples"]
+
+
 @pytest.fixture(scope="module")
 def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
           ) -> dict[str, Any]:
@@ -73,14 +84,7 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     res = cli("report", str(capture), "-o", str(out / "report.html"), "--json",
               str(out / "report.json"))
     model = json.loads((out / "report.json").read_text())
-    # The run's capture holds the clients' gRPC calls (CAPTURE_API=1): the
-    # streams they reset or left open when closing their connections are
-    # notices (status 1), and they are the only problems.
-    problems = model["problems"]
-    assert res.returncode == (1 if problems["total"] else 0), res.stderr.decode()
-    assert set(problems["by_kind"]) <= {"notice:grpc", "notice:incomplete"}, problems["by_kind"]
-    assert all("RST_STREAM" in x["message"] or "ends before the call does" in x["message"]
-               for xs in problems["examples"].values() for x in xs), problems["examples"]
+    check_status(res, model)
     text = log.read_text()
     first = model["report"]["first"]
     kills = [(_ms(c, first), node, why) for c, node, why in KILL.findall(text)]

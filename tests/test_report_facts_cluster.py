@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from test_report import cli
-from test_report_cluster import full_run
+from test_report_cluster import check_status, full_run
 
 pytestmark = pytest.mark.slow
 
@@ -44,11 +44,12 @@ def report(tmp: Path, *args: str) -> tuple[dict[str, Any], str, str]:
     """(the JSON, the page's visible text, the terminal's lines) of `lbparse report ARGS`."""
     page_path, json_path = tmp / "r.html", tmp / "r.json"
     res = cli("report", *args, "-o", str(page_path), "--json", str(json_path))
-    assert res.returncode == 0, res.stderr.decode()
+    model = json.loads(json_path.read_text())
+    check_status(res, model)
     page = page_path.read_text()
     body = page.split("</head>", 1)[1].split("<script type='application/json'", 1)[0]
     text = html.unescape(re.sub(r"(?:<[^>]+>)+", "|", body))
-    return json.loads(json_path.read_text()), text, res.stderr.decode()
+    return model, text, res.stderr.decode()
 
 
 @pytest.fixture(scope="module")
