@@ -28,8 +28,8 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_
 from lbparse.jsonform import dumps
 from lbparse.limits import Limits
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "on_connections", "read_grpc",
-           "sources_with_http2"]
+__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "on_connections",
+           "read_grpc"]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
 # are not a NATS control line (or one cut short) which start as HTTP/2 does,
@@ -42,16 +42,6 @@ HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes): "
                r"b['\"](PRI \* HTTP/2\.0|\\x00)")
 
 _CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
-
-
-def sources_with_http2(messages: pa.Table) -> set[str]:
-    """The sources of `messages` with a row that may be HTTP/2 (HTTP2_HINTS)."""
-    hint = pc.is_in(messages.column("error_kind"), pa.array(HTTP2_HINTS))
-    if not pc.any(hint).as_py():
-        return set()
-    rows = messages.filter(hint)
-    http2 = pc.match_substring_regex(rows.column("error_message"), HTTP2_BYTES)
-    return set(pc.unique(rows.column("source").filter(http2.fill_null(False))).to_pylist())
 
 
 def http2_rows(messages: pa.Table) -> pa.Array | None:

@@ -26,7 +26,7 @@ from lbparse.capture import CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.formats import sniff
 from lbparse.capture.pipe import STDIN
 from lbparse.capture.records import build_header_block, decode_into
-from lbparse.columnar.grpctables import http2_rows, on_connections, read_grpc
+from lbparse.columnar.grpctables import Held, read_grpc
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
 from lbparse.columnar.units import INPUT_PROBLEM
 from lbparse.extras import need
@@ -144,12 +144,9 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
     last: int | None = None
     mine = Stats()
     done = 0
-    held: list[Any] = []  # rows that may be HTTP/2's bytes, said once the gRPC reading tells
+    held = Held()  # rows that may be HTTP/2's bytes, said once the gRPC reading tells
     for tables in arrow_batches(path, options.layout or "auto", units):
-        mask = http2_rows(tables["messages"])
-        if mask is not None:
-            held.append(tables["messages"].filter(mask))
-            tables = {**tables, "messages": tables["messages"].filter(pc.invert(mask))}
+        tables = {**tables, "messages": held.take(tables["messages"])}
         span = add_batch(agg, tables, mine, path, options.on_notice)
         if span is not None:
             first = span[0] if first is None else min(first, span[0])
@@ -167,7 +164,7 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         fmt = {"pcap": "pcap", "pcapng": "pcapng"}.get(u.format, "records")
         mine.connect_names.update(u.connect_names)
     agg.connect_names(mine.connect_names)
-    if held:
+    if held.rows:
         _read_http2(path, agg, mine, held, options.on_notice)
     stats.merge(mine)
     # NATS control lines (PING, SUB...) are not counted on this path.
@@ -176,7 +173,7 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         **_span(first, last)})
 
 
-def _read_http2(path: str, agg: Aggregator, stats: Stats, held: list[Any],
+def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
                 on_notice: Callable[[str, Notice], None] | None) -> None:
     """The C loop reads NATS only: a capture whose rows may show HTTP/2 is read
     again for the client's gRPC calls (and HTTP/2's notices). The held rows
@@ -188,15 +185,13 @@ def _read_http2(path: str, agg: Aggregator, stats: Stats, held: list[Any],
         if on_notice is not None:
             on_notice(path, n)
 
-    http2 = read_grpc(path, agg.client.add, on_notice=said)
-    for rows in held:
-        theirs = on_connections(rows, http2)
-        for kind in rows.filter(theirs).column("error_kind").to_pylist():
-            name = kind[len(INPUT_PROBLEM):]
-            stats.notices[name] -= 1
-            if stats.notices[name] <= 0:
-                del stats.notices[name]  # as the record path, which never counted it
-        add_batch(agg, {"messages": rows.filter(pc.invert(theirs))}, stats, path, on_notice)
+    problems, theirs = held.release(read_grpc(path, agg.client.add, on_notice=said))
+    for kind in theirs.column("error_kind").to_pylist():
+        name = kind[len(INPUT_PROBLEM):]
+        stats.notices[name] -= 1
+        if stats.notices[name] <= 0:
+            del stats.notices[name]  # as the record path, which never counted it
+    add_batch(agg, {"messages": problems}, stats, path, on_notice)
 
 
 def read_capture_records(path: str, agg: Aggregator, stats: Stats,
