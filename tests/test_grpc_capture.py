@@ -186,9 +186,10 @@ def check_calls_against_client_log(run: Any) -> None:
     items, notices, nats = read(run.capture)
     log = run.log("client.log")
     stats = client_stats(log)
-    assert nats and not [n for n in notices if n.kind == "protocol"]
+    assert nats and not [n.to_json_dict() for n in notices if n.kind == "protocol"]
     msgs = messages_of(items)
-    assert msgs and all(m.error is None for m in msgs)
+    bad = [m.to_json_dict() for m in msgs if m.error is not None]
+    assert msgs and not bad, (len(bad), bad[:3], [n.to_json_dict() for n in notices][:10])
     ok = Counter(c.method_name for c in calls_of(items) if c.grpc_status == 0)
     assert ok["CreateStream"] == stats["create_stream"]
     assert ok["PublishToSubject"] == stats["pts_ok"]

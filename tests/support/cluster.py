@@ -65,34 +65,13 @@ def missing_tools() -> str | None:
     return None
 
 
-def _free_run(n: int) -> int:
-    """The first of n consecutive free loopback ports."""
-    for _ in range(50):
-        base = free_port()
-        if base + n >= 65535:
-            continue
-        socks = []
-        try:
-            for p in range(base, base + n):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free loopback ports found")
-
-
 def run_cluster(mode: str, out: Path, tap_too: bool = True,
                 capture_api: bool = False) -> ClusterRun:
     """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers), with
     `lbparse tap` on its NATS server from the moment it accepts connections;
     `capture_api`: the clients' gRPC calls to the nodes captured too (CAPTURE_API=1)."""
     nats_port = free_port()
-    lb_port = _free_run(3)
+    lb_port = free_port(3)
     env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port),
                CAPTURE_API="1" if capture_api else "0")
     start = time.monotonic()
