@@ -91,10 +91,11 @@ check-generated:
 ## (the checkout itself only with an editable install or PYTHONPATH), never
 ## implicitly from the current directory. On JOBS workers (pytest-xdist; default: every
 ## core): the tests of one Spark session or one Liftbridge cluster stay on one worker
-## (tests/conftest.py), so each starts once a run
+## (tests/conftest.py), so each starts once a run. The 30 slowest tests are
+## listed at the end (where CI's minutes go).
 JOBS ?= auto
 test:
-	$(PYTHON) -P -m pytest -q -n $(JOBS) --dist loadgroup
+	$(PYTHON) -P -m pytest -q -n $(JOBS) --dist loadgroup --durations=30
 
 ## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
 ## tshark, Node and other languages, long fuzz sweeps, any test of half a second or
@@ -129,7 +130,7 @@ fuzz-ci:
 ## then the hostile-input and differential tests and the fuzz corpus through them
 .PHONY: sanitize
 sanitize:
-	$(PYTHON) tools/sanitize.py
+	$(PYTHON) tools/sanitize.py -n $(JOBS)
 
 ## demo: install, decode the bundled example envelopes, then run the Spark pipeline
 ## (local mode, every core) on the bundled capture lbparse/examples/sample.pcap, and

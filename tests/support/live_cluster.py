@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support.cluster import BIN, _free_run
+from support.cluster import BIN
 from support.net import NATS_SERVER, free_port
 
 READY_TIMEOUT = 60.0  # seconds for the three nodes to elect and answer
@@ -71,7 +71,7 @@ class LiveCluster:
         return self.root / "data" / node
 
     def start(self) -> None:
-        self.nats_port, self.lb_port = free_port(), _free_run(3)
+        self.nats_port, self.lb_port = free_port(), free_port(3)
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.procs["nats"] = subprocess.Popen(
