@@ -29,31 +29,42 @@ if _OWN_CACHE is not None:
     os.environ["LBPARSE_CACHE_DIR"] = _OWN_CACHE
 
 
+# Every JVM Spark starts in the tests (a session, the CLI's, spark-submit's
+# driver and executors, a standalone master and worker) runs the JIT's first
+# tier only, with the serial collector: a test's JVM lives seconds on tiny
+# inputs, where C2's compilations and the parallel collector's threads only
+# cost (a pipeline CLI run measured 23 CPU-s, 15 with these). Given through a
+# configuration directory of the tests' own (spark.*.defaultJavaOptions come
+# before lbparse's extraJavaOptions), not JDK_JAVA_OPTIONS, whose notice on
+# stderr the CLI's tests would read.
+_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_SPARK_CONF = None if os.environ.get("SPARK_CONF_DIR") else \
+    tempfile.mkdtemp(prefix="lbparse-test-spark-conf-")
+if _SPARK_CONF is not None:
+    Path(_SPARK_CONF, "spark-defaults.conf").write_text(
+        f"spark.driver.defaultJavaOptions {_JVM_FLAGS}\n"
+        f"spark.executor.defaultJavaOptions {_JVM_FLAGS}\n")
+    os.environ["SPARK_CONF_DIR"] = _SPARK_CONF
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _JVM_FLAGS)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _OWN_CACHE is not None:
-        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+    for own in (_OWN_CACHE, _SPARK_CONF):
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
 
 
 SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
 
 
-# Fixtures started once a session: on several workers (pytest-xdist, `make
-# test`), the tests that use one run on one worker (--dist loadgroup), so it
-# starts once a run, not once a worker.
-ONCE_A_RUN = {"liftbridge_short": "cluster", "liftbridge_full": "cluster", "spark": "spark"}
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts Spark (the `spark` fixture of tests/spark) or a
     Liftbridge cluster, directly or through another fixture, is slow: `make
-    test-fast` leaves it out; and it runs on its fixture's worker."""
+    test-fast` leaves it out. (A cluster is made once a run whichever worker
+    asks: support/once.py; Spark once a worker.)"""
     for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        if SLOW_FIXTURES & names:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        groups = sorted({ONCE_A_RUN[n] for n in names & set(ONCE_A_RUN)})
-        if groups:
-            item.add_marker(pytest.mark.xdist_group("+".join(groups)))
 
 
 @pytest.fixture
@@ -87,25 +98,28 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 def _cluster(mode: str, factory: pytest.TempPathFactory, capture_api: bool = False
              ) -> "ClusterRun":
-    from support.cluster import missing_tools, run_cluster
+    from support.cluster import ClusterRun, missing_tools, run_cluster
+    from support.once import once_a_run
 
     why = missing_tools()
     if why:
         pytest.skip(why)
-    return run_cluster(mode, factory.mktemp(f"liftbridge-{mode}"), capture_api=capture_api)
+    return once_a_run(factory, f"liftbridge-{mode}",
+                      lambda out: run_cluster(mode, out, capture_api=capture_api),
+                      ClusterRun.dump, ClusterRun.load)
 
 
 @pytest.fixture(scope="session")
 def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
-    """One `short` run of a real 3-node Liftbridge cluster (~25 s), at most once a
-    test run: its capture, data directories and logs."""
+    """One `short` run of a real 3-node Liftbridge cluster (~25 s), once a test
+    run, whichever worker asks first: its capture, data directories and logs."""
     return _cluster("short", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     """One `full` run (~90 s, two failovers: the metadata leader, then a partition
-    leader SIGKILLed and restarted), at most once a test run; its capture holds
+    leader SIGKILLed and restarted), once a test run; its capture holds
     the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
     and the report's want."""
     return _cluster("full", tmp_path_factory, capture_api=True)

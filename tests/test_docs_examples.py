@@ -86,7 +86,7 @@ def _vector(name: str) -> str:
 class Example:
     """How to run one marked block, beyond running it."""
     slow: bool = False
-    spark: bool = False                  # starts Spark: the spark worker's (xdist_group)
+    spark: bool = False                  # starts Spark (its own JVM: the user's command)
     claims: str = ""                     # python: run after the block, what its comments say
     after: str = ""                      # python: the example of the page it builds on, run first
     check: Callable[[str, Path], None] | None = None   # on what it printed, in its directory
@@ -562,11 +562,8 @@ def _params() -> list[object]:
         if example.check is None or marked(name).lang or marked(name).text.startswith("$ ") \
                 or example.slow or example.spark or example.cluster:
             marks.append(pytest.mark.slow)
-        # The cluster is conftest's, started once a run on its group's worker.
-        # A Spark example starts its own JVM (the user's command), so it runs
-        # on whichever worker is free, not behind the in-process session's tests.
-        if example.cluster:
-            marks.append(pytest.mark.xdist_group("cluster"))
+        # The cluster is conftest's, made once a run whichever worker asks; a
+        # Spark example starts its own JVM (the user's command).
         params.append(pytest.param(name, marks=marks, id=name))
     return params
 

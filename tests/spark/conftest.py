@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,7 +30,8 @@ from lbparse.capture.records import Record  # noqa: E402
 from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
 from support.shared import LIFTBRIDGE  # noqa: E402
-from support.storage_fixtures import short_data  # noqa: E402,F401 (a fixture)
+from support.once import once_a_run  # noqa: E402
+from support.storage_fixtures import extract_short_data  # noqa: E402
 
 VECTORS = Path(__file__).parent.parent / "data" / "vectors.jsonl"
 
@@ -109,8 +111,14 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every kind of input, good and bad, by name."""
-    d = tmp_path_factory.mktemp("inputs")
+    """Every kind of input, good and bad, by name; written once a run (the
+    pipeline runs below, shared by the workers, name them)."""
+    return once_a_run(tmp_path_factory, "spark-inputs", _write_inputs,
+                      lambda paths: json.dumps({k: str(v) for k, v in paths.items()}).encode(),
+                      lambda data: {k: Path(v) for k, v in json.loads(data).items()})
+
+
+def _write_inputs(d: Path) -> dict[str, Path]:
     paths = {name: d / name for name in (
         "capture.pcap", "gap.pcap", "cut.pcap", "table.parquet", "records.jsonl",
         "garbage.bin", "broken.parquet", "missing.pcap")}
@@ -138,18 +146,21 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
         ) -> dict[str, Any]:
-    """One pipeline run over every input (layout v0): its summary, data and output dir."""
+    """One pipeline run over every input (layout v0), made once a run: its
+    summary, data and output dir."""
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.columnar.sources import SourceOptions
 
-    out = tmp_path_factory.mktemp("out")
-    options = PipelineOptions(
-        inputs=tuple(str(p) for p in inputs.values()), out=str(out),
-        decode=DecodeOptions(layout="v0"),
-        source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
-                             batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
-    summary = run_pipeline(spark, options)
+    def make(out: Path) -> tuple[Path, Any]:
+        options = PipelineOptions(
+            inputs=tuple(str(p) for p in inputs.values()), out=str(out),
+            decode=DecodeOptions(layout="v0"),
+            source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
+                                 batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
+        return out, run_pipeline(spark, options)
+
+    out, summary = once_a_run(tmp_path_factory, "spark-run", make, pickle.dumps, pickle.loads)
     data = wide_frame(spark, out)
     return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
             "json": json.loads((out / "summary.json").read_text())}
@@ -241,7 +252,7 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 
 @pytest.fixture(scope="session")
-def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F811
+def datasets(spark: Any, inputs: dict[str, Path],
              tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One run (auto) over every input kind, the real cluster's capture and data
     directories among them; per table written (messages, entries, each payload
@@ -252,13 +263,19 @@ def datasets(spark: Any, inputs: dict[str, Path], short_data: Path,  # noqa: F81
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.columnar.sources import SourceOptions
 
-    out = tmp_path_factory.mktemp("out-readers")
     captures = (*map(str, inputs.values()), *([str(SHORT)] if SHORT.is_file() else []))
-    summary = run_pipeline(spark, PipelineOptions(
-        inputs=(*captures, str(short_data)), out=str(out),
-        decode=DecodeOptions(layout="auto"),
-        source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
-                             batch_rows=64, unit_bytes=1)))
+
+    def make(d: Path) -> tuple[Path, Path, Any]:  # made once a run
+        data_dir = extract_short_data(d)
+        out = d / "out-readers"
+        return out, data_dir, run_pipeline(spark, PipelineOptions(
+            inputs=(*captures, str(data_dir)), out=str(out),
+            decode=DecodeOptions(layout="auto"),
+            source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
+                                 batch_rows=64, unit_bytes=1)))
+
+    out, short_data, summary = once_a_run(tmp_path_factory, "spark-datasets", make,
+                                          pickle.dumps, pickle.loads)
     assert summary.checks() == []
     tables = json.loads((out / "summary.json").read_text())["tables"]
     got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)], "out": out,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,18 +20,17 @@ from typing import Any, Iterator
 import pyspark
 import pytest
 
+from support.net import free_port
 from support.tools import load_tool
+
+# One standalone cluster (and one packed environment) for the module: its tests
+# run on one xdist worker, which starts them once.
+pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 BIN = Path(pyspark.__file__).parent / "bin"
 ROOT = Path(__file__).resolve().parent.parent.parent
 START_TIMEOUT = 90.0
 JOB_TIMEOUT = 180.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env() -> dict[str, str]:
@@ -99,7 +97,7 @@ def _wait(what: str, ready: Any, procs: list[tuple[subprocess.Popen, Path]]) -> 
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """spark://127.0.0.1:PORT of a master with one worker (2 cores, 1 GB)."""
     d = tmp_path_factory.mktemp("standalone")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     master_log, worker_log = d / "master.log", d / "worker.log"
     master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                      "--port", str(port), "--webui-port", str(ui)], master_log)
@@ -107,7 +105,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         _wait("master", lambda: _master_state(ui) is not None, [(master, master_log)])
         worker = _start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                         "--host", "127.0.0.1", "--webui-port", str(_free_port()),
+                         "--host", "127.0.0.1", "--webui-port", str(free_port()),
                          "--cores", "2", "--memory", "1g", "--work-dir", str(d / "work")],
                         worker_log)
         _wait("worker", lambda: (_master_state(ui) or {}).get("aliveworkers", 0) >= 1,

@@ -35,7 +35,8 @@ import pytest
 
 from support.shared import LIFTBRIDGE
 
-pytestmark = pytest.mark.slow
+# `earlier` (one finished CLI run) is made once: the module's tests on one worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
 
 CAPTURES = [LIFTBRIDGE / "samples" / "short.pcapng", LIFTBRIDGE / "samples" / "api-short.pcapng"]
 LINE = re.compile(r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "

@@ -20,13 +20,18 @@ LBTRUTH = LIFTBRIDGE / "bin" / "lbtruth"
 @pytest.fixture(scope="session")
 def short_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The three data directories of the shared `short` run (node1..node3)."""
+    out = tmp_path_factory.mktemp("data-short")
+    yield extract_short_data(out)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def extract_short_data(into: Path) -> Path:
+    """INTO/data-short: the `short` run's data directories, from the shared sample."""
     if not SAMPLE.is_file():
         pytest.skip(f"shared material missing: {SAMPLE} (set LBPARSE_SHARED)")
-    out = tmp_path_factory.mktemp("data-short")
     with tarfile.open(SAMPLE) as tar:
-        tar.extractall(out, filter="data")
-    yield out / "data-short"
-    shutil.rmtree(out, ignore_errors=True)
+        tar.extractall(into, filter="data")
+    return into / "data-short"
 
 
 def lbtruth(*args: str, panics: bool = False) -> list[str]:

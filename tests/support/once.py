@@ -1,0 +1,61 @@
+"""Made once a test run, shared by every pytest-xdist worker.
+
+A session fixture runs once per worker: on `make test`'s two workers a
+real Liftbridge cluster (90 s of three nodes, a client and a capture) or a
+pipeline run was made twice, once for each worker its tests landed on.
+`once_a_run(factory, name, make, dump, load)` makes it once: the first
+worker to ask holds a lock in the run's shared temporary directory while
+`make(DIR)` runs; every other worker waits on the lock and rebuilds the
+value with `load` from what `dump` wrote. A `make` that failed fails the
+others the same way, without running it again; one that skipped skips them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+
+def run_dir(factory: pytest.TempPathFactory) -> Path:
+    """The temporary directory of this whole run: the workers' common parent
+    under xdist, the session's own otherwise."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once_a_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T],
+               dump: Callable[[T], bytes], load: Callable[[bytes], T]) -> T:
+    """`make(DIR)` once a run (DIR: a fresh directory of its own), `load(dump(value))`
+    in every worker that asks after it."""
+    root = run_dir(factory) / "once"
+    root.mkdir(exist_ok=True)
+    done, failed, skipped = (root / f"{name}.{end}" for end in ("value", "failed", "skipped"))
+    with open(root / f"{name}.lock", "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            return load(done.read_bytes())
+        if skipped.exists():
+            pytest.skip(skipped.read_text())
+        if failed.exists():
+            pytest.fail(f"{name}: failed in another worker of this run:\n"
+                        f"{failed.read_text(errors='replace')}")
+        out = root / name
+        out.mkdir()
+        try:
+            value = make(out)
+        except pytest.skip.Exception as exc:
+            skipped.write_text(str(exc))
+            raise
+        except BaseException as exc:
+            failed.write_text(f"{type(exc).__name__}: {exc}")
+            raise
+        partial = root / f"{name}.value.partial"
+        partial.write_bytes(dump(value))
+        partial.rename(done)
+        return value
