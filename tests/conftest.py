@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -49,6 +50,8 @@ if _SPARK_CONF is not None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _AHEAD:  # a run started ahead stops by its own timeout; its processes are ours
+        _AHEAD[0].join()
     for own in (_OWN_CACHE, _SPARK_CONF):
         if own is not None:
             shutil.rmtree(own, ignore_errors=True)
@@ -96,8 +99,36 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 # -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------
 
-def _cluster(mode: str, factory: pytest.TempPathFactory, capture_api: bool = False
-             ) -> "ClusterRun":
+CLUSTER_MODES = {"liftbridge_short": ("short", False), "liftbridge_full": ("full", True)}
+_AHEAD: list[threading.Thread] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The cluster runs the collected tests use start now, in a thread: a run is
+    mostly the script's own waits (a minute and a half for `full`), which a
+    worker that asked for it only when a test needed it spent idle. The
+    first test that needs one waits for what is left (support/once.py: a
+    run is made once whichever worker starts it)."""
+    from support.cluster import missing_tools
+
+    used = set().union(*(getattr(i, "fixturenames", ()) for i in session.items))
+    wanted = [name for name in CLUSTER_MODES if name in used]
+    if not wanted or missing_tools():
+        return
+    factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
+
+    def ahead() -> None:
+        for name in wanted:  # one after the other: each is three nodes, a client and a capture
+            try:
+                _cluster(*CLUSTER_MODES[name], factory)
+            except BaseException:  # noqa: BLE001  said again by the test that needs it
+                pass
+
+    _AHEAD.append(threading.Thread(target=ahead, name="clusters ahead", daemon=True))
+    _AHEAD[0].start()
+
+
+def _cluster(mode: str, capture_api: bool, factory: pytest.TempPathFactory) -> "ClusterRun":
     from support.cluster import ClusterRun, missing_tools, run_cluster
     from support.once import once_a_run
 
@@ -113,7 +144,7 @@ def _cluster(mode: str, factory: pytest.TempPathFactory, capture_api: bool = Fal
 def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     """One `short` run of a real 3-node Liftbridge cluster (~25 s), once a test
     run, whichever worker asks first: its capture, data directories and logs."""
-    return _cluster("short", tmp_path_factory)
+    return _cluster(*CLUSTER_MODES["liftbridge_short"], tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -122,4 +153,4 @@ def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     leader SIGKILLed and restarted), once a test run; its capture holds
     the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
     and the report's want."""
-    return _cluster("full", tmp_path_factory, capture_api=True)
+    return _cluster(*CLUSTER_MODES["liftbridge_full"], tmp_path_factory)
