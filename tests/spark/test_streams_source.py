@@ -303,10 +303,14 @@ def _make_stream(cluster: LiveCluster, name: str, subject: str, partitions: int 
     with StreamsClient(cluster.addresses, timeout=5) as client:
         _wait(lambda: all(p.address for p in client.partitions([name])), 30,
               f"{name} got no leader")
+    # The first node may apply the new stream to its metadata after another node
+    # answered for its leader (CI: "no such stream" to the first Publish):
+    # NOT_FOUND is tried again, within api's bound.
     for i in range(n):
         cluster.api("Publish", api_pb2.PublishRequest(
             stream=name, partition=i % partitions, key=b"k%d" % i, value=b"%s-%d" % (
-                name.encode(), i), headers={"n": b"%d" % i}, ackPolicy=api_pb2.ALL))
+                name.encode(), i), headers={"n": b"%d" % i}, ackPolicy=api_pb2.ALL),
+            not_yet=("NOT_FOUND",))
 
 
 def _as_truths(rows: list[Any]) -> list[dict[str, Any]]:

@@ -158,10 +158,12 @@ class LiveCluster:
 
     # -- the API, for what lbclient does not do ------------------------------------
 
-    def api(self, method: str, request: object, tries: int = 30) -> object:
+    def api(self, method: str, request: object, tries: int = 30,
+            not_yet: tuple[str, ...] = ()) -> object:
         """One unary call of Liftbridge's API (CreateStream with a subject of
         one's own, PauseStream, SetStreamReadonly, DeleteStream, Publish) at the
-        first node, tried again while the cluster elects (`tries` seconds at most)."""
+        first node, tried again while the cluster elects (`tries` seconds at most);
+        `not_yet`: status codes (names) that mean the node has not caught up yet."""
         import grpc  # the streams extra: only the tests that use it need it
         from lbparse_generated.proto import api_pb2_grpc
         with grpc.insecure_channel(self.addresses[0]) as channel:
@@ -172,7 +174,8 @@ class LiveCluster:
                 except grpc.RpcError as exc:
                     if attempt == tries - 1 or exc.code() not in (
                             grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                            grpc.StatusCode.INTERNAL, grpc.StatusCode.FAILED_PRECONDITION):
+                            grpc.StatusCode.INTERNAL, grpc.StatusCode.FAILED_PRECONDITION,
+                            *(getattr(grpc.StatusCode, code) for code in not_yet)):
                         raise
                     time.sleep(1.0)
         raise AssertionError("unreachable")
