@@ -129,15 +129,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _cluster(mode: str, capture_api: bool, factory: pytest.TempPathFactory) -> "ClusterRun":
-    from support.cluster import ClusterRun, missing_tools, run_cluster
+    from support.cluster import missing_tools, run_cluster
     from support.once import once_a_run
 
     why = missing_tools()
     if why:
         pytest.skip(why)
     return once_a_run(factory, f"liftbridge-{mode}",
-                      lambda out: run_cluster(mode, out, capture_api=capture_api),
-                      ClusterRun.dump, ClusterRun.load)
+                      lambda out: run_cluster(mode, out, capture_api=capture_api))
 
 
 @pytest.fixture(scope="session")

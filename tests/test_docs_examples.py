@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -34,6 +33,7 @@ import pytest
 
 from support.doc_blocks import Block, all_blocks, marked, printed_as_documented, transcript
 from support.shared import shared_path
+from support.storage_fixtures import extract_short_data
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
@@ -542,10 +542,7 @@ def short_data_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[], Pa
 
     def get() -> Path:
         if not made:
-            out = tmp_path_factory.mktemp("data-short")
-            with tarfile.open(shared_path("liftbridge", "samples", "data-short.tar.gz")) as tar:
-                tar.extractall(out, filter="data")
-            made.append(out / "data-short")
+            made.append(extract_short_data(tmp_path_factory.mktemp("data-short")))
         return made[0]
     return get
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 from pathlib import Path
 from typing import Any, Iterator
@@ -113,9 +112,7 @@ def spark() -> Iterator[Any]:
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every kind of input, good and bad, by name; written once a run (the
     pipeline runs below, shared by the workers, name them)."""
-    return once_a_run(tmp_path_factory, "spark-inputs", _write_inputs,
-                      lambda paths: json.dumps({k: str(v) for k, v in paths.items()}).encode(),
-                      lambda data: {k: Path(v) for k, v in json.loads(data).items()})
+    return once_a_run(tmp_path_factory, "spark-inputs", _write_inputs)
 
 
 def _write_inputs(d: Path) -> dict[str, Path]:
@@ -160,7 +157,7 @@ def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFa
                                  batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
         return out, run_pipeline(spark, options)
 
-    out, summary = once_a_run(tmp_path_factory, "spark-run", make, pickle.dumps, pickle.loads)
+    out, summary = once_a_run(tmp_path_factory, "spark-run", make)
     data = wide_frame(spark, out)
     return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
             "json": json.loads((out / "summary.json").read_text())}
@@ -274,8 +271,7 @@ def datasets(spark: Any, inputs: dict[str, Path],
             source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
                                  batch_rows=64, unit_bytes=1)))
 
-    out, short_data, summary = once_a_run(tmp_path_factory, "spark-datasets", make,
-                                          pickle.dumps, pickle.loads)
+    out, short_data, summary = once_a_run(tmp_path_factory, "spark-datasets", make)
     assert summary.checks() == []
     tables = json.loads((out / "summary.json").read_text())["tables"]
     got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)], "out": out,

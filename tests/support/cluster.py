@@ -12,8 +12,6 @@ the nodes) and then every PID its log names is stopped too.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import re
 import shutil
@@ -53,18 +51,6 @@ class ClusterRun:
 
     def log(self, name: str = "run.log") -> str:
         return (self.logs / name).read_text(errors="replace")
-
-    def dump(self) -> bytes:
-        """JSON, for another test worker (support/once.py)."""
-        return json.dumps({k: str(v) if isinstance(v, Path) else v
-                           for k, v in dataclasses.asdict(self).items()}).encode()
-
-    @classmethod
-    def load(cls, data: bytes) -> "ClusterRun":
-        fields = json.loads(data)
-        paths = {f.name for f in dataclasses.fields(cls) if "Path" in str(f.type)}
-        return cls(**{k: Path(v) if k in paths and v is not None else v
-                      for k, v in fields.items()})
 
 
 def missing_tools() -> str | None:

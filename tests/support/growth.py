@@ -2,8 +2,9 @@
 
 `assert_linear(run, sizes)` times `run(n)` for the first and the last size
 (the sizes between only to explain a failure), both once per round,
-`rounds` rounds interleaved, and keeps each size's minimum: load from other processes only ever adds time, so the minimum is
-the best estimate of the work, and interleaving gives every size the same
+`rounds` rounds interleaved, and keeps each size's minimum: load from
+other processes only ever adds time, so the minimum is the best estimate
+of the work, and interleaving gives every size the same
 chances. The growth exponent from the first to the last size must stay
 below `max_exponent`: 1 is linear, 2 quadratic; the default 1.4 lets an
 8x input take up to 18x the time (caches, allocation), where a quadratic

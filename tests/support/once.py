@@ -3,10 +3,10 @@
 A session fixture runs once per worker: on `make test`'s two workers a
 real Liftbridge cluster (90 s of three nodes, a client and a capture) or a
 pipeline run was made twice, once for each worker its tests landed on.
-`once_a_run(factory, name, make, dump, load)` makes it once: the first
-worker to ask holds a lock in the run's shared temporary directory while
-`make(DIR)` runs; every other worker waits on the lock and rebuilds the
-value with `load` from what `dump` wrote. A `make` that failed fails the
+`once_a_run(factory, name, make)` makes it once: the first worker to ask
+holds a lock in the run's shared temporary directory while `make(DIR)`
+runs; every other worker waits on the lock and unpickles the value it
+wrote (paths, summaries: what the tests share is small). A `make` that failed fails the
 others the same way, without running it again; one that skipped skips them.
 """
 
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import pickle
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, cast
 
 import pytest
 
@@ -29,17 +30,16 @@ def run_dir(factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def once_a_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T],
-               dump: Callable[[T], bytes], load: Callable[[bytes], T]) -> T:
-    """`make(DIR)` once a run (DIR: a fresh directory of its own), `load(dump(value))`
-    in every worker that asks after it."""
+def once_a_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T]) -> T:
+    """`make(DIR)` once a run (DIR: a fresh directory of its own), its value
+    pickled for every worker that asks after it."""
     root = run_dir(factory) / "once"
     root.mkdir(exist_ok=True)
     done, failed, skipped = (root / f"{name}.{end}" for end in ("value", "failed", "skipped"))
     with open(root / f"{name}.lock", "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if done.exists():
-            return load(done.read_bytes())
+            return cast(T, pickle.loads(done.read_bytes()))
         if skipped.exists():
             pytest.skip(skipped.read_text())
         if failed.exists():
@@ -56,6 +56,6 @@ def once_a_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path]
             failed.write_text(f"{type(exc).__name__}: {exc}")
             raise
         partial = root / f"{name}.value.partial"
-        partial.write_bytes(dump(value))
+        partial.write_bytes(pickle.dumps(value))
         partial.rename(done)
         return value
