@@ -216,7 +216,7 @@ def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
             first.stop()
         second = start()
         try:
-            publisher.wait(timeout=120)
+            _publisher_ends(publisher, cluster, 120)
             entries = committed(cluster, STREAMS)
             total = sum(map(len, entries.values()))
             _wait(lambda: session.read.parquet(str(out)).count() >= total, 180,
@@ -267,7 +267,7 @@ def test_a_streaming_driver_killed_and_restarted_reads_each_message_once(
     finally:
         _kill_group(driver)
     try:
-        publisher.wait(timeout=120)
+        _publisher_ends(publisher, cluster, 120)
         entries = committed(cluster, STREAMS)
         total = sum(map(len, entries.values()))
         again = _query(session, cluster, out, chk)
@@ -311,6 +311,17 @@ def _make_stream(cluster: LiveCluster, name: str, subject: str, partitions: int 
             stream=name, partition=i % partitions, key=b"k%d" % i, value=b"%s-%d" % (
                 name.encode(), i), headers={"n": b"%d" % i}, ackPolicy=api_pb2.ALL),
             not_yet=("NOT_FOUND",))
+
+
+def _publisher_ends(publisher: subprocess.Popen, cluster: LiveCluster, seconds: float) -> None:
+    """Wait for the background lbclient; if it outlives `seconds`, fail with its log
+    (a CI run once saw one still running two minutes after a failover)."""
+    try:
+        publisher.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        log = (cluster.root / "logs" / "lbclient-bg.log").read_text(errors="replace")
+        raise AssertionError(f"lbclient publish did not end {seconds:.0f} s after the query "
+                             f"read its rows; its log:\n{log[-3000:]}") from None
 
 
 def _as_truths(rows: list[Any]) -> list[dict[str, Any]]:
@@ -582,7 +593,7 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
         cluster.start_node(killed)
         killed = ""
         _wait(read_rows(200), 240, "the query did not go on after the failover")
-        publisher.wait(timeout=120)
+        _publisher_ends(publisher, cluster, 120)
         entries = committed(cluster, STREAMS, limit=60)
         total = sum(map(len, entries.values()))
         _wait(lambda: session.read.parquet(str(out)).count() >= total, 240,
