@@ -14,7 +14,7 @@ function-local import that is not the standard library's. It takes:
 
 - an optional module (MODULES) in a module that must work without its
   extra: the command line's modules (`lbparse --help` imports every
-  command), lbparse.live (tap's and record's options), lbparse.codegen
+  command), lbparse.live (tap's and record's options), lbparse.codegen.targets
   (protoc, for `generate`'s descriptor sets only), report.browser
   (websocket, for --screenshot only), pipeline.session and .output;
 - an lbparse module that needs an extra (NEEDS_EXTRA), from a module that

@@ -18,20 +18,24 @@ CODEC = {"api", "envelope", "header", "headerless", "enveloped", "payloads", "er
          "layouts", "commitlog", "flatbuf", "detect", "dispatch", "generation", "upstream",
          "limits", "jsonform", "textform", "version", "extras"}
 WINGS = ("columnar", "capture", "storage", "raft", "pipeline", "spark", "report", "cli",
-         "streams")
+         "streams", "codegen")
 
 # wing -> the wings it must not import (a wing may always import the codec)
 FORBIDDEN: dict[str, set[str]] = {
     "codec": set(WINGS),
-    "raft": {"columnar", "capture", "storage", "pipeline", "spark", "report", "cli"},
-    "storage": {"columnar", "capture", "pipeline", "spark", "report", "cli"},
-    "capture": {"columnar", "storage", "pipeline", "spark", "report", "cli"},
-    "columnar": {"pipeline", "spark", "report", "cli"},
-    "pipeline": {"spark", "report", "cli"},
-    "spark": {"report", "cli"},
-    "report": {"spark", "cli"},
+    "raft": {"columnar", "capture", "storage", "pipeline", "spark", "report", "cli", "codegen"},
+    "storage": {"columnar", "capture", "pipeline", "spark", "report", "cli", "codegen"},
+    "capture": {"columnar", "storage", "pipeline", "spark", "report", "cli", "codegen"},
+    "columnar": {"pipeline", "spark", "report", "cli", "codegen"},
+    "pipeline": {"spark", "report", "cli", "codegen"},
+    "spark": {"report", "cli", "codegen"},
+    "report": {"spark", "cli", "codegen"},
     # the gRPC client of live streams: the codec's generated messages, no other wing
-    "streams": {"columnar", "capture", "storage", "raft", "pipeline", "spark", "report", "cli"},
+    "streams": {"columnar", "capture", "storage", "raft", "pipeline", "spark", "report", "cli",
+                "codegen"},
+    # other languages and Wireshark, from the spec and the codec's tables: no other wing
+    "codegen": {"columnar", "capture", "storage", "raft", "pipeline", "spark", "report", "cli",
+                "live", "streams"},
 }
 
 

@@ -7,7 +7,7 @@ bytes comes from the spec, as Lua tables at the top of the file:
 
 - `SEQ`: the envelope's fields in read order (`spec/envelope.ksy`: sizes,
   `contents`, `valid` and `if` expressions translated to Lua by
-  `lbparse.lua_expr`, `-error` kinds);
+  `lbparse.codegen.lua_expr`, `-error` kinds);
 - `LAYOUTS`: every layout, newest first, with its MsgType table and payload
   types (`lbparse.layouts`, generated from the spec);
 - `FLAG_SPLIT`: which kind a failed CRC-flag check is, flag set or clear
@@ -21,7 +21,7 @@ bytes comes from the spec, as Lua tables at the top of the file:
   `-nats-subjects` and `rpc_type` when the spec has them, else from the
   fallback below (the facts of shared/liftbridge/README.md).
 
-The Lua after the tables (`lbparse.wireshark_lua`) is the fixed part: NATS
+The Lua after the tables (`lbparse.codegen.wireshark_lua`) is the fixed part: NATS
 framing, the walk over those tables, the trees.
 """
 
@@ -36,11 +36,11 @@ import yaml
 from google.protobuf.descriptor import FieldDescriptor
 
 from lbparse import resources
+from lbparse.codegen.lua_expr import LuaExpr
+from lbparse.codegen.wireshark_lua import LUA_BODY
 from lbparse.errors import KINDS
 from lbparse.layouts import LAYOUTS, Layout
-from lbparse.lua_expr import LuaExpr
 from lbparse.payloads import message_class
-from lbparse.wireshark_lua import LUA_BODY
 
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "PROTO_DIR", "lua_source", "write_dissector",
            "write_plugin"]

@@ -1,6 +1,6 @@
-"""The rules lbparse.kaitai_fixups applies to other languages' generated code.
+"""The rules lbparse.codegen.kaitai_fixups applies to other languages' generated code.
 
-Every target is also compiled and run by tests/test_langs.py; these tests
+Every target is also compiled and run by tests/codegen/test_langs.py; these tests
 pin the rules themselves, on small specs, so that a rule that silently stops
 applying (or starts applying where it must not) fails here by name.
 """
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lbparse.kaitai_fixups import (ExprError, PerlDialect, NimDialect, csharp_imported,
+from lbparse.codegen.kaitai_fixups import (ExprError, PerlDialect, NimDialect, csharp_imported,
                                    js_bigint, parse_expr)
 
 

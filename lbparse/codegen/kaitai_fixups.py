@@ -3,8 +3,8 @@
 The compiler's JS API cannot set the options its command line has (Go and
 Java packages), and some of its targets fall short of the spec in ways that
 stop the code from compiling or parsing as the spec says. Each fix here is
-one small rewrite of the generated source, applied by `codegen.generate`
-and held by tests/test_langs.py (which compiles and runs every language):
+one small rewrite of the generated source, applied by `lbparse.codegen.generate`
+and held by tests/codegen/test_langs.py (which compiles and runs every language):
 
 - Go, Java: the package clause the compiler leaves out.
 - C#: a field named like its type (`header: {type: header}`) or a parameter

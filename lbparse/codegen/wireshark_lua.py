@@ -1,5 +1,5 @@
 """The fixed part of the Wireshark plugin: NATS framing and the walk over the
-spec's tables (which `lbparse.wireshark` writes above it). No fact about
+spec's tables (which `lbparse.codegen.wireshark` writes above it). No fact about
 the Liftbridge bytes is written here: offsets, sizes, checks, error kinds,
 layouts, MsgTypes, the commit-log layout and the subject table all come
 from those tables. Lua 5.2, as Wireshark 4.0 embeds it (`bit32`, no 64-bit

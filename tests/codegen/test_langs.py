@@ -24,14 +24,14 @@ from pathlib import Path
 import pytest
 
 from lbparse.codegen import generate
-from lbparse.langdocs import DOCS
+from lbparse.codegen.langdocs import DOCS
 from support.conformance import (capture_cases, compare, driver_input, odd_key_cases,
                                  vector_cases)
 from support.langs import LANGS, BuildError, Language
 from support.shared import shared_path
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT = 300  # seconds for one driver over every case
 SHOWN = 15  # disagreements printed when a language fails
 

@@ -5,7 +5,7 @@ line, the example and what it prints, what to know in that language) and
 the example program itself. Every example reads the same three envelopes: a
 ServerInfoResponse, a v0 envelope whose MsgType (99) is not in the table, and
 a ReplicationResponse whose high watermark, 9007199254740993 (2^53 + 1),
-only an exact 64-bit integer holds. tests/test_langs.py runs each example
+only an exact 64-bit integer holds. tests/codegen/test_langs.py runs each example
 with its README's build line and compares what it prints with `output`.
 
 The build lines name the Kaitai runtime's folder `$KAITAI_RUNTIME` (the

@@ -15,7 +15,7 @@
 
 With several targets each gets its own folder `out/LANG`. The target
 `wireshark` is not a Kaitai language: it writes the Lua dissector of
-`lbparse.wireshark` beside the same schemas.
+`lbparse.codegen.wireshark` beside the same schemas.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from lbparse import resources
+from lbparse.codegen.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
+from lbparse.codegen.langdocs import write_docs
+from lbparse.codegen.wireshark import write_plugin
 from lbparse.errors import KINDS
 from lbparse.extras import need
-from lbparse.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
-from lbparse.langdocs import write_docs
-from lbparse.wireshark import write_plugin
 from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
 
 __all__ = [
@@ -176,7 +176,7 @@ def _fix_options(lang: str, sources: list[Path]) -> dict[str, Any]:
 
 
 def _fix(lang: str, path: Path, specs: list[dict[str, Any]], options: dict[str, Any]) -> None:
-    """Apply lbparse.kaitai_fixups to one generated source file, in place."""
+    """Apply lbparse.codegen.kaitai_fixups to one generated source file, in place."""
     suffix = FIXUPS.get(lang, ("",))[0]
     ksy = _spec_of(path, specs)
     if path.suffix != suffix or ksy is None:

@@ -33,15 +33,15 @@ import pytest
 
 from lbparse import decode, decode_header, encode, message_class
 from lbparse.capture import CaptureReader
+from lbparse.codegen.wireshark import DEFAULT_PORT, FILE_NAME, PROTO_DIR, lua_source, write_plugin
 from lbparse.errors import EnvelopeError
 from lbparse.layouts import LAYOUTS
 from lbparse.wirefit import scan
-from lbparse.wireshark import DEFAULT_PORT, FILE_NAME, PROTO_DIR, lua_source, write_plugin
 from support.net import free_port, wait_file_settles
 from support.shared import CAPTURES, shared_path
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 SHARED_PORT = 14222  # the port the shared captures were recorded on
 CLUSTER_PORT = 24223  # the NATS port of samples/short.pcapng

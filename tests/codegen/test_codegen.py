@@ -10,28 +10,28 @@ from pathlib import Path
 import pytest
 from google.protobuf import descriptor_pb2
 
-from lbparse import codegen
+from lbparse.codegen import targets
 from lbparse_generated.tables import LAYOUTS
 from support.cli import LBPARSE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KSY = sorted(p.stem for p in (ROOT / "spec").glob("*.ksy"))
 PROTOS = sorted(p.name for p in (ROOT / "spec" / "proto").glob("*.proto"))
 # Targets whose 0.11 compiler lacks a construct our spec uses; ksc.js then
 # drops just that check and says so. Any other warning is a regression. (Nim's
-# missing checks are written by lbparse.kaitai_fixups: no warning is left.)
+# missing checks are written by lbparse.codegen.kaitai_fixups: no warning is left.)
 KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def every_language(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, codegen.Generated]:
+def every_language(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, targets.Generated]:
     out = tmp_path_factory.mktemp("codegen")
     # One call, one Node process for all 14 Kaitai targets, plus Wireshark.
-    return out, codegen.generate(["all"], out)
+    return out, targets.generate(["all"], out)
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler
-@pytest.mark.parametrize("lang", list(codegen.KAITAI_TARGETS))
+@pytest.mark.parametrize("lang", list(targets.KAITAI_TARGETS))
 def test_every_kaitai_target_compiles(every_language, lang: str) -> None:
     out, result = every_language
     folder = out / lang
@@ -65,7 +65,7 @@ def test_only_known_compiler_gaps(every_language) -> None:
     out, result = every_language
     for warning in result.warnings:
         target = warning.split(":", 1)[0]
-        lang = next(k for k, v in codegen.KAITAI_TARGETS.items() if v == target)
+        lang = next(k for k, v in targets.KAITAI_TARGETS.items() if v == target)
         assert lang in KNOWN_GAPS and KNOWN_GAPS[lang] in warning, warning
         assert warning in (out / lang / "WARNINGS.txt").read_text()
 
@@ -74,10 +74,10 @@ def test_only_known_compiler_gaps(every_language) -> None:
 def test_go_gets_a_package_clause_and_a_module(every_language) -> None:
     out, _ = every_language
     for path in (out / "go").glob("*.go"):
-        assert f"\npackage {codegen.GO_PACKAGE}\n" in path.read_text()
+        assert f"\npackage {targets.GO_PACKAGE}\n" in path.read_text()
     mod = (out / "go" / "go.mod").read_text()
-    assert f"module {codegen.GO_PACKAGE}\n" in mod
-    assert f"{codegen.GO_RUNTIME} {codegen.GO_RUNTIME_VERSION}" in mod
+    assert f"module {targets.GO_PACKAGE}\n" in mod
+    assert f"{targets.GO_RUNTIME} {targets.GO_RUNTIME_VERSION}" in mod
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler
@@ -85,7 +85,7 @@ def test_java_gets_a_package_clause(every_language) -> None:
     out, _ = every_language
     for path in (out / "java").glob("*.java"):
         if path.name != "Example.java":
-            assert f"\npackage {codegen.JAVA_PACKAGE};\n" in path.read_text()
+            assert f"\npackage {targets.JAVA_PACKAGE};\n" in path.read_text()
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler
@@ -156,9 +156,9 @@ def test_cli_single_language_writes_flat(tmp_path: Path) -> None:
 
 def test_unknown_language_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown language 'cobol'"):
-        codegen.resolve_languages(["cobol"])
-    assert codegen.resolve_languages(["js,c++", "js"]) == ["javascript", "cpp"]
-    assert codegen.resolve_languages(["all"]) == list(codegen.LANGUAGES)
+        targets.resolve_languages(["cobol"])
+    assert targets.resolve_languages(["js,c++", "js"]) == ["javascript", "cpp"]
+    assert targets.resolve_languages(["all"]) == list(targets.LANGUAGES)
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler
