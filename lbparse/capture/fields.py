@@ -13,7 +13,7 @@ their types from here:
   `columnar/sources.py`), which put `source` and `position` first, the
   decoded envelope after, and `TRAFFIC`, Liftbridge's own non-envelope
   traffic (`pipeline/trafficcols.py`);
-- live recordings (`lbparse record`, lbparse/live.py), which write records.
+- live recordings (`lbparse record`, lbparse/live/), which write records.
 
 Kinds: `TIME_NS` (capture time, integer nanoseconds since the Unix epoch;
 JSON: a decimal string, lbparse.jsonform; Parquet: timestamp[ns, UTC]),

@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from lbparse.live_backlog import Backlog, Raw
+from lbparse.live.backlog import Backlog, Raw
 
 SERVER, LOCAL = "127.0.0.1:4222", "127.0.0.1:40000"  # one connection's, shared
 

@@ -11,7 +11,7 @@ When the connection is lost, it is re-established as the NATS clients do
 seconds; every loss is an `Outage`: when, why, for how long, and how many
 messages were missed meanwhile (NATS core does not redeliver them):
 counted where the messages carry offsets (Liftbridge's Acks:
-`live_gaps.OffsetGaps`), else an estimate at the rate seen before the
+`gaps.OffsetGaps`), else an estimate at the rate seen before the
 loss, and said to be one. `on_event` is told
 each loss and return as it happens. A result with an outage, or one that
 gave up waiting, is not `complete`: messages may be missing.
@@ -38,8 +38,8 @@ from lbparse.capture.records import Record, build_header_block, decode_into
 from lbparse.capture.traffic import TrafficReader
 from lbparse.extras import need
 from lbparse.generation import GenerationContext, connection_key
-from lbparse.live_backlog import Backlog, Raw
-from lbparse.live_gaps import OffsetGaps
+from lbparse.live.backlog import Backlog, Raw
+from lbparse.live.gaps import OffsetGaps
 
 
 @dataclass

@@ -28,7 +28,7 @@ from support.cli import LBPARSE
 from support.net import free_port
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NATS_SERVER = "nats-server"
 
 

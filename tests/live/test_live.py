@@ -26,10 +26,10 @@ from support.net import wait_file_settles
 
 pytestmark = pytest.mark.slow  # live servers (nats-server, tcpdump)
 
+ROOT = Path(__file__).resolve().parents[2]
 VECTORS = [json.loads(line) for line in
-           (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
+           (ROOT / "tests" / "data" / "vectors.jsonl").read_text().splitlines() if line]
 PAYLOADS = [bytes.fromhex(v["hex"]) for v in VECTORS]
-ROOT = Path(__file__).parent.parent
 ENVELOPE_KEYS = ("version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
                  "payload_type", "payload_json")
 
