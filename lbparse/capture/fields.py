@@ -16,7 +16,7 @@ their types from here:
 - live recordings (`lbparse record`, lbparse/live/), which write records.
 
 Kinds: `TIME_NS` (capture time, integer nanoseconds since the Unix epoch;
-JSON: a decimal string, lbparse.jsonform; Parquet: timestamp[ns, UTC]),
+JSON: a decimal string, lbparse.codec.jsonform; Parquet: timestamp[ns, UTC]),
 `TEXT`, `OPTIONAL_TEXT` (null allowed), `HEADERS` (the NATS header block as
 [key, value] pairs in wire order, a NATS status line's code and text first
 as `Status` and `Description`, as nats.go and nats.py give them; null

@@ -9,7 +9,7 @@ bytes comes from the spec, as Lua tables at the top of the file:
   `contents`, `valid` and `if` expressions translated to Lua by
   `lbparse.codegen.lua_expr`, `-error` kinds);
 - `LAYOUTS`: every layout, newest first, with its MsgType table and payload
-  types (`lbparse.layouts`, generated from the spec);
+  types (`lbparse.codec.layouts`, generated from the spec);
 - `FLAG_SPLIT`: which kind a failed CRC-flag check is, flag set or clear
   (the spec's `-error` and `-error-flag-clear`);
 - `WIRE`: the field numbers and wire types of every protobuf payload type
@@ -36,11 +36,11 @@ import yaml
 from google.protobuf.descriptor import FieldDescriptor
 
 from lbparse import resources
+from lbparse.codec.layouts import LAYOUTS, Layout
+from lbparse.codec.payloads import message_class
 from lbparse.codegen.lua_expr import LuaExpr
 from lbparse.codegen.wireshark_lua import LUA_BODY
 from lbparse.errors import KINDS
-from lbparse.layouts import LAYOUTS, Layout
-from lbparse.payloads import message_class
 
 __all__ = ["DEFAULT_PORT", "FILE_NAME", "PROTO_DIR", "lua_source", "write_dissector",
            "write_plugin"]

@@ -36,8 +36,8 @@ from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
 from lbparse.capture.traffic import TrafficReader
+from lbparse.codec.generation import GenerationContext, connection_key
 from lbparse.extras import need
-from lbparse.generation import GenerationContext, connection_key
 from lbparse.live.backlog import Backlog, Raw
 from lbparse.live.gaps import OffsetGaps
 
@@ -437,7 +437,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
 
     traffic = TrafficReader() if layout is not None else None
     # auto: ambiguous envelopes resolved by what this session has received so
-    # far (lbparse.generation; nothing is held back: a tap prints as it goes).
+    # far (lbparse.codec.generation; nothing is held back: a tap prints as it goes).
     context = GenerationContext(window=0) if layout == "auto" else None
     backlog = Backlog(backlog_bytes)
     loop = asyncio.get_running_loop()

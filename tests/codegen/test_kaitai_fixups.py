@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lbparse.codegen.kaitai_fixups import (ExprError, PerlDialect, NimDialect, csharp_imported,
-                                   js_bigint, parse_expr)
+                                           js_bigint, parse_expr)
 
 
 def _ksy(seq: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:

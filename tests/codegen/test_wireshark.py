@@ -33,10 +33,10 @@ import pytest
 
 from lbparse import decode, decode_header, encode, message_class
 from lbparse.capture import CaptureReader
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.wirefit import scan
 from lbparse.codegen.wireshark import DEFAULT_PORT, FILE_NAME, PROTO_DIR, lua_source, write_plugin
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import LAYOUTS
-from lbparse.wirefit import scan
 from support.net import free_port, wait_file_settles
 from support.shared import CAPTURES, shared_path
 

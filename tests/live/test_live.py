@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import lbparse
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.capture import CaptureReader
 from lbparse.errors import EnvelopeError
 from support.cli import LBPARSE
@@ -52,7 +52,7 @@ def _same_value(got: object, want: object) -> bool:
 
 def _expected_decoding(payload: bytes) -> dict:
     try:
-        # As JSON text gives it back (lbparse.jsonform: 64-bit fields are strings).
+        # As JSON text gives it back (lbparse.codec.jsonform: 64-bit fields are strings).
         return {"envelope": json.loads(jsonform.dumps(lbparse.decode(payload, "v0").to_json_dict()))}
     except EnvelopeError as exc:
         return {"error": {"kind": exc.kind, "message": exc.message}}

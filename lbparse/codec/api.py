@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import crc32c as _crc32c
 from google.protobuf import json_format
 
-from lbparse import dispatch as _dispatch
-from lbparse.envelope import NO_EXTRA, Buffer, Envelope, Head, as_bytes, make_head
-from lbparse.header import Header, read_header, resolve_msg_type
-from lbparse.layouts import layout_named
-from lbparse.limits import DEFAULT, Limits
-from lbparse.payloads import BYTES, codec_in_layout
-from lbparse.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_STRUCT, HEADER_SIZE, MAGIC, VERSION
+from lbparse.codec import dispatch as _dispatch
+from lbparse.codec.envelope import NO_EXTRA, Buffer, Envelope, Head, as_bytes, make_head
+from lbparse.codec.header import Header, read_header, resolve_msg_type
+from lbparse.codec.layouts import layout_named
+from lbparse.codec.limits import DEFAULT, Limits
+from lbparse.codec.payloads import BYTES, codec_in_layout
+from lbparse.codec.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_STRUCT, HEADER_SIZE, MAGIC, VERSION
 
 __all__ = ["decode", "decode_header", "encode", "encode_envelope", "payload_from_json"]
 
@@ -94,7 +94,7 @@ def _decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenien
 
     Raises `EnvelopeError` (with `.kind`) for any bytes that are not a
     well-formed envelope; never any other exception for bad bytes.
-    `limits` (`lbparse.limits.Limits`, None for the defaults) bounds the
+    `limits` (`lbparse.codec.limits.Limits`, None for the defaults) bounds the
     payload size and protobuf nesting; a payload over a limit is `bad_payload` with `.limit`.
     """
     if limits is None:

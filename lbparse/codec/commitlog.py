@@ -13,15 +13,15 @@ from typing import Any, Callable
 
 import crc32c as _crc32c
 
+from lbparse.codec.jsonform import Int64, int64
+from lbparse.codec.wire import (BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX,
+                                REPLICATION_RESPONSE_FIELDS, int_struct)
 from lbparse.errors import EnvelopeError
-from lbparse.jsonform import Int64, int64
-from lbparse.wire import (BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX,
-                          REPLICATION_RESPONSE_FIELDS, int_struct)
 from lbparse_generated import construct_schema as _cs
 
 __all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"]
 
-# Struct formats and sizes from spec/commitlog.ksy (through lbparse.wire).
+# Struct formats and sizes from spec/commitlog.ksy (through lbparse.codec.wire).
 _PREFIX = ENTRY_HEAD.struct  # offset, timestamp, leader_epoch, size
 _BODY_HEAD = BODY_HEAD.struct  # crc32c, magic, attributes, key_len
 _KEY_LEN = int_struct("liftbridge_commitlog::body", "key_len")
@@ -38,7 +38,7 @@ _CRC_END = BODY_HEAD.fields["crc32c"].size
 
 
 # Which of an entry's and a response's integers are 64-bit (spec/commitlog.ksy):
-# JSON holds those as decimal strings (lbparse.jsonform).
+# JSON holds those as decimal strings (lbparse.codec.jsonform).
 _INT64_TYPES = ("u8", "s8")
 _RESPONSE_INT64 = frozenset(n for n, t in REPLICATION_RESPONSE_FIELDS if t in _INT64_TYPES)
 _ENTRY_INT64 = frozenset(n for n, t in dict(REPLICATION_RESPONSE_FIELDS)["entries"]

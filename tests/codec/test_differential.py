@@ -67,7 +67,7 @@ def _outcome(fn, raw: bytes) -> object:
 
 
 def _shortcut_agrees(raw: bytes) -> None:
-    from lbparse.dispatch import DECODERS
+    from lbparse.codec.dispatch import DECODERS
 
     full = DECODERS["v0"]
     assert _outcome(lbparse.decode, raw) == _outcome(lambda d: full(d, True, False, None), raw)
@@ -106,8 +106,8 @@ def test_decode_with_options_equals_full_decoder(flags: int, byte7: int, tail: b
     shortcut); it must give what the full decoder gives with the same options."""
     import crc32c
 
-    from lbparse.dispatch import DECODERS
-    from lbparse.limits import DEFAULT
+    from lbparse.codec.dispatch import DECODERS
+    from lbparse.codec.limits import DEFAULT
 
     hl = 12 if flags & 1 else 8
     raw = bytes.fromhex("b90e43b4") + bytes([0, hl, flags, byte7])
@@ -142,7 +142,7 @@ def test_decode_signature_is_the_documented_one() -> None:
     assert lbparse.decode(data=raw, layout="v0").msg_type_name == lbparse.decode(raw).msg_type_name
 
 
-@pytest.mark.parametrize("module", ["lbparse", "lbparse.limits"])
+@pytest.mark.parametrize("module", ["lbparse", "lbparse.codec.limits"])
 def test_docstring_examples_run(module: str) -> None:
     import doctest
     import importlib

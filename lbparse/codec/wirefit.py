@@ -3,7 +3,7 @@ Go code (the upstream server's internal RPCs, the Go client) reads it.
 
 gogo rejects a known field whose wire type does not match the schema, where
 protobuf-python and protobuf-go keep it as an unknown field; and it does
-not check UTF-8. `lbparse.upstream` uses this to say what upstream does.
+not check UTF-8. `lbparse.codec.upstream` uses this to say what upstream does.
 No allocation sized by the input, and no object per field (levels are
 read by offsets, submessages judged in place); every loop advances by at
 least one byte.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lbparse
-from lbparse.dispatch import DECODERS
+from lbparse.codec.dispatch import DECODERS
 from vectors import accepted_kinds, data, params
 
 EXPECT_KEYS = ("version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",

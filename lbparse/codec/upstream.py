@@ -19,13 +19,13 @@ from typing import Any
 import crc32c as _crc32c
 
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import LAYOUTS
-from lbparse.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, message_class
-from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FLAGS_OFFSET,
-                          HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
-                          REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
-from lbparse.payloads import infer_payload_type
-from lbparse.wirefit import gogo_problem, shared_walks, well_formed
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, message_class
+from lbparse.codec.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT,
+                                FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC,
+                                MSG_TYPE_OFFSET, REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
+from lbparse.codec.payloads import infer_payload_type
+from lbparse.codec.wirefit import gogo_problem, shared_walks, well_formed
 
 __all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
            "upstream_verdict"]

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 import lbparse
-from lbparse.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
+from lbparse.codec.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
 from vectors import data, params
 from support.cli import LBPARSE
 

@@ -21,8 +21,8 @@ import binascii
 import struct
 from typing import Any
 
+from lbparse.codec.jsonform import Int64, int64
 from lbparse.extras import need
-from lbparse.jsonform import Int64, int64
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 __all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
@@ -80,7 +80,7 @@ class FlatTable:
         return cls(type_name, {k: _from_json(types[k], v, k) for k, v in obj.items()})
 
 
-# 64-bit scalars: decimal strings in JSON (lbparse.jsonform), as protobuf writes int64.
+# 64-bit scalars: decimal strings in JSON (lbparse.codec.jsonform), as protobuf writes int64.
 _INT64 = frozenset({"long", "ulong", "int64", "uint64"})
 
 
@@ -152,7 +152,7 @@ def _in_range(value: int, ftype: str, name: str) -> int:
     return value
 
 
-# What read_table may copy out of a buffer by default: lbparse.limits'
+# What read_table may copy out of a buffer by default: lbparse.codec.limits'
 # default max_payload (not imported: limits would import the codecs).
 MAX_BYTES = 8 << 20
 # What a table read counts against max_bytes, about what CPython spends on

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from lbparse.codec.layouts import Layout
+from lbparse.codec.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_PAIRING_ERRORS,
+                                CRC_STRUCT, FIELD_ERRORS, FLAGS_OFFSET, HEADER, HEADER_LEN_OFFSET,
+                                HEADER_LENS, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET, VERSION,
+                                VERSION_OFFSET)
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import Layout
-from lbparse.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_PAIRING_ERRORS, CRC_STRUCT,
-                          FIELD_ERRORS, FLAGS_OFFSET, HEADER, HEADER_LEN_OFFSET, HEADER_LENS,
-                          HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET, VERSION, VERSION_OFFSET)
 
 __all__ = ["Header", "read_header", "resolve_msg_type"]
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import lbparse
-from lbparse.flatbuf import FlatBufferError, FlatTable, build_table, read_table
+from lbparse.codec.flatbuf import FlatBufferError, FlatTable, build_table, read_table
 from lbparse_generated.fb_schema import TABLES
 from strategies import flat_tables
 from vectors import data, params

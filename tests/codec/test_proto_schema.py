@@ -8,10 +8,10 @@ from pathlib import Path
 
 from google.protobuf.descriptor import FieldDescriptor as F
 
-from lbparse.payloads import MESSAGE_CLASSES
+from lbparse.codec.payloads import MESSAGE_CLASSES
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SCALARS = {
     F.TYPE_INT32: "int32", F.TYPE_INT64: "int64", F.TYPE_UINT32: "uint32",
     F.TYPE_UINT64: "uint64", F.TYPE_BOOL: "bool", F.TYPE_STRING: "string",

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable
 
-from lbparse.api import decode
-from lbparse.detect import contested_msg_types
-from lbparse.envelope import Envelope
+from lbparse.codec.api import decode
+from lbparse.codec.detect import contested_msg_types
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import LAYOUTS
 
 __all__ = ["CONFIDENCE", "NEWEST", "WINDOW", "GenerationContext", "connection_key",
            "proof_label", "proves", "scopes"]

@@ -19,8 +19,8 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
-from lbparse.layouts import LAYOUTS
-from lbparse.payloads import REPLICATION_RESPONSE, codec_for
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.payloads import REPLICATION_RESPONSE, codec_for
 
 __all__ = ["Buffer", "Envelope", "Extra", "Head", "NO_EXTRA", "as_bytes", "build_envelope",
            "make_extra", "make_head"]

@@ -13,18 +13,18 @@ error of the newest layout; anything else is `plain`.
 
 from __future__ import annotations
 
-from lbparse.layouts import LAYOUTS, Layout
-from lbparse.envelope import Envelope, build_envelope
-from lbparse.enveloped import EnvelopedDecoder, check_crc
+from lbparse.codec.layouts import LAYOUTS, Layout
+from lbparse.codec.envelope import Envelope, build_envelope
+from lbparse.codec.enveloped import EnvelopedDecoder, check_crc
 from lbparse.errors import EnvelopeError
-from lbparse import flatbuf
-from lbparse.flatbuf import FlatTable
-from lbparse.header import read_header
-from lbparse.headerless import decode_lift_cookie, decode_plain
-from lbparse.limits import DEFAULT, Limits, check_payload_size
-from lbparse.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
-from lbparse.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
-from lbparse.wirefit import shared_walks
+from lbparse.codec import flatbuf
+from lbparse.codec.flatbuf import FlatTable
+from lbparse.codec.header import read_header
+from lbparse.codec.headerless import decode_lift_cookie, decode_plain
+from lbparse.codec.limits import DEFAULT, Limits, check_payload_size
+from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
+from lbparse.codec.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
+from lbparse.codec.wirefit import shared_walks
 
 __all__ = ["contested_msg_types", "detect"]
 

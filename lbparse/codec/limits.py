@@ -36,8 +36,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from lbparse.codec.wirefit import nesting_depth
 from lbparse.errors import EnvelopeError
-from lbparse.wirefit import nesting_depth
 
 __all__ = ["DEFAULT", "LIMIT_NAMES", "Limits", "PROTOBUF_MAX_DEPTH", "check_depth",
            "check_payload_size", "depth_error", "parse_size"]

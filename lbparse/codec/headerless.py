@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.layouts import LAYOUTS
-from lbparse.envelope import NO_EXTRA, Envelope, build_envelope, make_head
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.envelope import NO_EXTRA, Envelope, build_envelope, make_head
 from lbparse.errors import EnvelopeError
-from lbparse.limits import DEFAULT, Limits, check_depth, check_payload_size
-from lbparse.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
-from lbparse.wire import COOKIE, FIELD_ERRORS
+from lbparse.codec.limits import DEFAULT, Limits, check_depth, check_payload_size
+from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
+from lbparse.codec.wire import COOKIE, FIELD_ERRORS
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
 __all__ = ["decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]

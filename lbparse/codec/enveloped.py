@@ -16,14 +16,15 @@ from typing import Any, Callable
 
 import crc32c as _crc32c
 
-from lbparse.envelope import NO_EXTRA, Envelope, build_envelope, make_extra, make_head
+from lbparse.codec.envelope import NO_EXTRA, Envelope, build_envelope, make_extra, make_head
+from lbparse.codec.header import read_header, resolve_msg_type
+from lbparse.codec.layouts import Layout
+from lbparse.codec.limits import (DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth,
+                                  check_payload_size)
+from lbparse.codec.payloads import (FlatBuffersCodec, ProtoCodec, codec_for, descriptor_of,
+                                    infer_payload_type, payload_type_of, protobuf_error)
+from lbparse.codec.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, HEADER_SIZE, VERSION
 from lbparse.errors import EnvelopeError
-from lbparse.header import read_header, resolve_msg_type
-from lbparse.layouts import Layout
-from lbparse.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth, check_payload_size
-from lbparse.payloads import (FlatBuffersCodec, ProtoCodec, codec_for, descriptor_of,
-                              infer_payload_type, payload_type_of, protobuf_error)
-from lbparse.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, HEADER_SIZE, VERSION
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["EnvelopedDecoder", "check_crc", "encode_enveloped"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, TypeVar, Union
 
-from lbparse.detect import detect
-from lbparse.envelope import Envelope
-from lbparse.enveloped import EnvelopedDecoder, encode_enveloped
-from lbparse.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
-                                encode_plain)
-from lbparse.layouts import LAYOUTS
-from lbparse.limits import Limits
+from lbparse.codec.detect import detect
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.enveloped import EnvelopedDecoder, encode_enveloped
+from lbparse.codec.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
+                                      encode_plain)
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.limits import Limits
 
 __all__ = ["DECODERS", "ENCODERS", "Decoder", "Encoder", "decoder", "encoder",
            "enveloped_decoder"]

@@ -13,9 +13,9 @@ from hypothesis import assume, given, settings, strategies as st
 from google.protobuf.message import Message as ProtoMessage
 
 import lbparse
-from lbparse import jsonform
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE, codec_for, fits_cleanly
-from lbparse.wire import CRC_FLAG
+from lbparse.codec import jsonform
+from lbparse.codec.payloads import CODECS, REPLICATION_RESPONSE, codec_for, fits_cleanly
+from lbparse.codec.wire import CRC_FLAG
 from strategies import payloads
 from support.shared import shared_path
 from vectors import VECTORS, data, params

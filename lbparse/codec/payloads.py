@@ -16,10 +16,10 @@ from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from lbparse import commitlog, flatbuf
-from lbparse.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
+from lbparse.codec import commitlog, flatbuf
+from lbparse.codec.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
 from lbparse.errors import EnvelopeError
-from lbparse.limits import PROTOBUF_MAX_DEPTH, depth_error
+from lbparse.codec.limits import PROTOBUF_MAX_DEPTH, depth_error
 from lbparse_generated.proto import api_pb2, internal_pb2
 
 __all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "codec_in_layout",
