@@ -3,7 +3,7 @@ PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := nats-server tcpdump tshark flatbuffers-compiler gcc clang chromium jq
 # The toolchains that compile and run the generated parsers of other
-# languages (tests/test_langs.py); Java's JDK, Perl and g++ are usually there.
+# languages (tests/codegen/test_langs.py); Java's JDK, Perl and g++ are usually there.
 LANG_PACKAGES := golang-go golang-golang-x-text-dev openjdk-17-jdk-headless g++ ruby php-cli \
                  perl lua5.3 mono-mcs mono-runtime nim
 

@@ -38,7 +38,7 @@ import lbparse  # noqa: E402
 from bench_capture import PcapWriter  # noqa: E402
 from benchdoc import Section, pin_one_core  # noqa: E402
 from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
-from lbparse.commitlog import ReplicationResponse  # noqa: E402
+from lbparse.codec.commitlog import ReplicationResponse  # noqa: E402
 from lbparse.report import build_model, render_html  # noqa: E402
 from lbparse.report.inputs import ReadOptions  # noqa: E402
 

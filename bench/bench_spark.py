@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import lbparse  # noqa: E402
 from benchdoc import Section  # noqa: E402
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 
 T0 = 1_763_700_000_000_000_000
 MIX = (("Publish", 0.45), ("Ack", 0.40), ("ReplicationRequest", 0.05),

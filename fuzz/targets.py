@@ -29,7 +29,7 @@ import lbparse.storage.raftdb  # noqa: F401
 import lbparse.capture.h2  # noqa: F401
 import lbparse.capture.grpc  # noqa: F401
 import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
-from lbparse.limits import Limits
+from lbparse.codec.limits import Limits
 
 # Small limits, so that the limit checks themselves get fuzzed: inputs are
 # at most a few KiB.

@@ -5,22 +5,24 @@
     >>> env.msg_type_name, env.message.id
     ('ServerInfoResponse', 's1')
 
-The public API is what this module exports; everything in underscore-free
-submodules is documented but may move.
+The public API is this module's `__all__`. Behind it the package is
+in wings, one folder one job (the envelope codec, the columnar core,
+capture, storage, raft, live, the Spark job and data source, the report,
+code generation, the command line), named in the manual (docs/pages/format.md).
 """
 
-from lbparse.api import decode, decode_header, encode, encode_envelope, payload_from_json
+from lbparse.codec.api import decode, decode_header, encode, encode_envelope, payload_from_json
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.flatbuf import FlatTable
+from lbparse.codec.header import Header
+from lbparse.codec.layouts import LAYOUTS, Layout, MsgType
+from lbparse.codec.limits import Limits
+from lbparse.codec.payloads import message_class
+from lbparse.codec.upstream import UpstreamVerdict, upstream_verdict
 from lbparse.columnar.api import (decode_arrow, decode_tables, read_capture_arrow,
                                   read_capture_tables)
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.layouts import LAYOUTS, Layout, MsgType
-from lbparse.envelope import Envelope
 from lbparse.errors import KINDS, EnvelopeError, LbparseError
-from lbparse.flatbuf import FlatTable
-from lbparse.header import Header
-from lbparse.limits import Limits
-from lbparse.payloads import message_class
-from lbparse.upstream import UpstreamVerdict, upstream_verdict
 from lbparse.version import __version__ as __version__
 
 __all__ = [

@@ -13,7 +13,7 @@ Every failure to decode input bytes is an `EnvelopeError` whose `kind` is
 one of `KINDS`, listed in the order a strict decoder checks them. The
 message says what was found and where; `offset`, `expected` and `actual`
 carry the same facts for programs. When a resource limit refused the bytes
-(see `lbparse.limits`), `limit` names it (`max_payload`, `max_depth`) and
+(see `lbparse.codec.limits`), `limit` names it (`max_payload`, `max_depth`) and
 `expected` is its value; otherwise `limit` is None.
 """
 

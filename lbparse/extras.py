@@ -14,9 +14,10 @@ function-local import that is not the standard library's. It takes:
 
 - an optional module (MODULES) in a module that must work without its
   extra: the command line's modules (`lbparse --help` imports every
-  command), lbparse.live (tap's and record's options), lbparse.codegen
-  (protoc, for `generate`'s descriptor sets only), report.browser
-  (websocket, for --screenshot only), pipeline.session and .output;
+  command), lbparse.live.subscriber (tap's and record's options),
+  lbparse.codegen.targets (protoc, for `generate`'s descriptor sets only),
+  report.browser (websocket, for --screenshot only), pipeline.session and
+  .output;
 - an lbparse module that needs an extra (NEEDS_EXTRA), from a module that
   does not: the command line's way into the Spark job and the report's page;
 - a hard dependency, or an lbparse module that imports one, kept out of

@@ -1,6 +1,6 @@
 """Where lbparse finds its spec and the Kaitai compiler, installed or in a checkout.
 
-`lbparse generate` (lbparse/codegen.py, lbparse/wireshark.py) reads the spec
+`lbparse generate` (lbparse/codegen/) reads the spec
 (`spec/*.ksy`, `spec/proto`, `spec/flatbuffers`) and runs the Kaitai Struct
 compiler through `tools/ksc.js`. An installed lbparse carries those files as
 package data, `lbparse/_data/spec` and `lbparse/_data/tools` (setup.py copies

@@ -7,10 +7,10 @@ from typing import Any
 from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
 from hypothesis import strategies as st
 
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.layouts import LAYOUTS
-from lbparse.flatbuf import FlatTable
-from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, message_class
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.flatbuf import FlatTable
+from lbparse.codec.payloads import BYTES, CODECS, REPLICATION_RESPONSE, message_class
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import lbparse
-from lbparse.envelope import Envelope
+from lbparse.codec.envelope import Envelope
 
 # One mypy run for the module (mypy_errors): its tests on one xdist worker.
 pytestmark = pytest.mark.xdist_group("mypy")

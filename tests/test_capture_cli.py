@@ -42,7 +42,7 @@ def test_jsonl_records_match_the_oracle(capsys: pytest.CaptureFixture[str]) -> N
             assert r["verb"] == verbs[m["headers"] is not None]
             assert (r["subject"], r["reply"], r["headers"]) == (m["subject"], m["reply"], m["headers"])
             assert base64.b64decode(r["payload"]).hex() == m["payload_hex"]
-            # Capture time: integer nanoseconds, a decimal string (lbparse.jsonform).
+            # Capture time: integer nanoseconds, a decimal string (lbparse.codec.jsonform).
             assert r["ts"].isdigit() and ":" in r["src"] and ":" in r["dst"]
     assert all(r["sid"] is None for r in pubs) and all(r["sid"] == "1" for r in msgs)
     errors = [r["error"] for r in recs if "error" in r]

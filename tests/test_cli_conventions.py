@@ -26,7 +26,7 @@ from typing import Any, Iterator
 import pytest
 
 import lbparse
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.capture import CaptureReader, record_writer
 from lbparse.cli.output import rfc3339
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap, write_pcapng
@@ -415,7 +415,7 @@ def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> Non
     # after the handshake), then the rest.
     cut = _packet_end(data, fmt, 4)
     # --layout v0: under auto a Publish (also a legacy Message) waits for the
-    # capture's proof of its generation (lbparse.generation) before it is written.
+    # capture's proof of its generation (lbparse.codec.generation) before it is written.
     proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     assert proc.stdin is not None
@@ -512,7 +512,7 @@ def test_the_command_lines_own_json_is_snake_case() -> None:
     check = json.loads(run_cli("check", "--json", GOOD[0]).stdout)
     spec = json.loads(run_cli("spec", "--json").stdout)
     for key in [*_keys(check), *_keys(spec)]:
-        if key not in lbparse.layouts.LAYOUTS:  # layout names are names, not fields
+        if key not in lbparse.codec.layouts.LAYOUTS:  # layout names are names, not fields
             assert re.fullmatch(r"[a-z0-9_]+", key), key
 
 

@@ -182,7 +182,7 @@ def test_the_compiled_reader_does_not_leak_keys() -> None:
     dropped, and each header block built, stayed in memory for good."""
     from lbparse.capture import reader
     from lbparse.capture.records import build_header_block
-    from lbparse.limits import Limits
+    from lbparse.codec.limits import Limits
 
     assert reader.dissect(229, IPV6_TCP, 0, len(IPV6_TCP)) is not None  # LINKTYPE_IPV6
     assert _growth(lambda: reader.dissect(229, IPV6_TCP, 0, len(IPV6_TCP))) < 64_000

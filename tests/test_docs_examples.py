@@ -305,7 +305,7 @@ PENDING = {"readme-live", "tap", "record-reconnect"}
 ELSEWHERE = {
     "dataframe": "tests/test_readme_dataframes.py",
     "sql": "tests/test_capture_tables_cli.py",
-    "js": "tests/test_langs.py",
+    "js": "tests/codegen/test_langs.py",
     "streams": "tests/spark/test_streams_source.py",
 }
 

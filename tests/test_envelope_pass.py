@@ -23,11 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lbparse.capture import columnar
+from lbparse.codec.commitlog import (CommitLogEntry, ReplicationResponse,
+                                     encode_replication_response)
+from lbparse.codec.wire import CRC_HEADER_LEN
 from lbparse.columnar import commitscan
 from lbparse.columnar.decode_arrow import DecodeOptions, native_available
 from lbparse.columnar.schema import arrow_record_schema
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
-from lbparse.wire import CRC_HEADER_LEN
 from support import damage
 from support.native_pass import (check_decoder, check_group, check_headers, check_replication,
                                  decoders, records)
@@ -287,7 +288,7 @@ def test_rows_without_the_magic_get_lbparse_decodes_answer() -> None:
 
 
 def test_a_row_over_max_payload_is_left_to_lbparse() -> None:
-    from lbparse.limits import DEFAULT
+    from lbparse.codec.limits import DEFAULT
 
     big = b"x" * (DEFAULT.max_payload + 1)
     check_decoder([big, b"plain", b"x" * DEFAULT.max_payload], crcs=(True,))

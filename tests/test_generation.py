@@ -1,4 +1,4 @@
-"""`auto` with what the capture knows (issue #12): lbparse.generation in the capture reader.
+"""`auto` with what the capture knows (issue #12): lbparse.codec.generation in the capture reader.
 
 Alone, a legacy proto.Message and a v0 Publish are the same bytes
 (`ambiguous`). In a capture, the messages around them prove the generation:
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import lbparse
-from lbparse import generation
+from lbparse.codec import generation
 from lbparse.capture import CaptureReader
 from generations import (LEGACY_ACK, LEGACY_MESSAGE, V0_INFO, V0_PUBLISH, legacy_capture,
                          v0_capture, _write)

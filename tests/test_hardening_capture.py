@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lbparse.capture import CaptureReader
-from lbparse.limits import Limits
+from lbparse.codec.limits import Limits
 from support.cli import LBPARSE
 from support.damage import DAMAGES, check_accounting, damaged_captures
 

@@ -111,7 +111,7 @@ def _shared_vector_bomb(entries: int, size: int) -> bytes:
 
 
 def test_flatbuffers_shared_vectors_cannot_multiply_memory() -> None:
-    """lbparse/flatbuf.py: 2,000 vector entries sharing one 50 KB byte
+    """lbparse/codec/flatbuf.py: 2,000 vector entries sharing one 50 KB byte
     vector made a 58 KB payload decode into 100 MB. What a payload may copy
     out is now capped by max_payload, and hitting the cap says so."""
     data = _shared_vector_bomb(2000, 50_000)

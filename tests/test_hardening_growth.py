@@ -16,7 +16,7 @@ import flatbuffers
 import pytest
 
 import lbparse
-from lbparse import flatbuf, wirefit
+from lbparse.codec import flatbuf, wirefit
 from lbparse.capture import CaptureReader, reader
 from lbparse.capture.nats import Frame, NatsParser, Parsed, Problem
 from support import capwriter as cw
@@ -158,7 +158,7 @@ def test_a_refused_protobuf_payload_is_judged_in_linear_time() -> None:
 @pytest.mark.slow
 def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """lbparse/wirefit.py, detect.py, upstream.py: a payload the protobuf
+    """lbparse/codec/wirefit.py, detect.py, upstream.py: a payload the protobuf
     runtime refuses at its last byte was walked again in Python for every
     candidate layout of `auto` and every upstream decoder of `check` (8 MB:
     22-28 s), and `check` made a tuple and a copy of every field (285 MB).
@@ -211,7 +211,7 @@ def _shared_table_vector(entries: int) -> bytes:
 @pytest.mark.parametrize("entries,max_payload", [(2_000_000, 8 << 20), (50_000, 1 << 20)])
 def test_offsets_to_one_table_cannot_multiply_objects(entries: int, max_payload: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """lbparse/flatbuf.py: each of N offsets to one table became its own
+    """lbparse/codec/flatbuf.py: each of N offsets to one table became its own
     FlatTable, and only the 4 bytes of each offset counted against
     max_payload: 8 MB decoded into 2 million objects (620 MB, 11.5 s).
     Each table read now counts what its object costs; the tables made are

@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 import lbparse
 from lbparse.capture import CaptureReader, columnar
-from lbparse.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
-from lbparse.wirefit import nesting_depth
+from lbparse.codec.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
+from lbparse.codec.wirefit import nesting_depth
 from support import capwriter as cw
 from support.cli import LBPARSE
 from support.reading import pipeline_rows

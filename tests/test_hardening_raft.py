@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
-from lbparse.limits import Limits
+from lbparse.codec.limits import Limits
 from lbparse.storage.bbolt import LEAF, MAX_DEPTH, PAGE_HEADER, PAGE_TYPES, BoltDB
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
 from support import bolt_builder as bb

@@ -1,4 +1,4 @@
-"""One JSON convention (lbparse.jsonform), and one table of record columns
+"""One JSON convention (lbparse.codec.jsonform), and one table of record columns
 (lbparse.capture.fields) that every output takes its columns from.
 
 - payloads: protobuf's canonical JSON mapping (lowerCamelCase, int64 as
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import lbparse
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.capture import CaptureReader, Record, fields
 from lbparse.capture.recordings import (JsonlRecordWriter, ParquetRecordWriter, parquet_schema,
                                         read_jsonl)

@@ -193,7 +193,7 @@ def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, w
     reach upb and its error (issue #19)."""
     if native_scan and wirescan._kernels is None:
         pytest.skip("pure-Python install: the C module was not built")
-    from lbparse.payloads import message_class
+    from lbparse.codec.payloads import message_class
 
     ack = message_class("proto.Ack")
     for wire in (varint(0x0A, width) + b"\x01a", b"\x0a" + varint(1, width) + b"a"):

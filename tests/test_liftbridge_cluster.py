@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from support.cli import LBPARSE
 from support.cluster import ClusterRun, lbtruth
 from support.natsoracle import messages as oracle_messages
@@ -106,7 +106,7 @@ def _entries(truth: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in m.items() if k != "crc_ok"} for m in truth["messages"]]
 
 
-# lbparse's JSON writes 64-bit integers as decimal strings (lbparse.jsonform),
+# lbparse's JSON writes 64-bit integers as decimal strings (lbparse.codec.jsonform),
 # lbtruth (Go's encoding/json) as numbers: compared as the integers they are.
 _INT64_ENTRY = ("offset", "timestamp", "leader_epoch")
 

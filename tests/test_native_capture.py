@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lbparse.capture import columnar
-from lbparse.limits import Limits
+from lbparse.codec.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
 from lbparse.columnar.sources import (SourceOptions, Unit, UnitStats, read_capture, plan,
                                      read_unit)

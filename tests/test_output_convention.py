@@ -59,7 +59,7 @@ def _big_replication_response() -> bytes:
 
 def _encode_flatbuffers_ack() -> bytes:
     """A FlatBuffers-layout Ack: decode_arrow has no struct column for it, so its
-    `payload_json` is JSON text (lbparse.flatbuf's fields; the offset 64-bit)."""
+    `payload_json` is JSON text (lbparse.codec.flatbuf's fields; the offset 64-bit)."""
     res = run_cli("encode", "--layout", "flatbuffers", "--type", "Ack", "--json",
                   json.dumps({"stream": "s", "offset": str(BIG_OFFSET)}))
     assert res.returncode == 0, res.stderr

@@ -25,7 +25,7 @@ import lbparse
 from lbparse.capture import CaptureReader, Record
 from lbparse.capture.recordings import JsonlRecordWriter
 from lbparse.capture.records import decode_into
-from lbparse.commitlog import ReplicationResponse
+from lbparse.codec.commitlog import ReplicationResponse
 from lbparse.report import build_model, render_html
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.histogram import Histogram, bucket_bounds, bucket_of

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 import lbparse
-from lbparse.commitlog import ReplicationResponse
+from lbparse.codec.commitlog import ReplicationResponse
 from lbparse.report import build_model, render_html
 from lbparse.report.inputs import ReadOptions
 from support import capwriter as cw

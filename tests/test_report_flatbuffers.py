@@ -12,7 +12,7 @@ import pytest
 import lbparse
 from lbparse.capture import Record
 from lbparse.capture.recordings import JsonlRecordWriter
-from lbparse.flatbuf import FlatTable
+from lbparse.codec.flatbuf import FlatTable
 from lbparse.report import build_model
 from lbparse.report.inputs import ReadOptions
 from support import capwriter as cw

@@ -70,7 +70,7 @@ for layout in ("v0", "auto"):
     decoded[layout] = [got["msg_type_name"], got[cols["protocol.Heartbeat"]]]
 out["pipeline"] = [cols.get("protocol.Heartbeat"),
                    cols.get("protocol.Heartbeat") in arrow_output_schema().names, decoded]
-from lbparse import wireshark
+from lbparse.codegen import wireshark
 with tempfile.TemporaryDirectory() as d:
     lua = wireshark.write_dissector(d).read_text()
 out["wireshark"] = ["Heartbeat" in lua, "v0-next" in lua]

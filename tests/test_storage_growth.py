@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from lbparse.commitlog import CommitLogEntry
+from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.storage import segment
 from lbparse.storage.checkpoints import LeaderEpoch
 from lbparse.storage.segment import read_segment_bytes

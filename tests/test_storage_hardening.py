@@ -168,7 +168,7 @@ def test_segments_read_what_liftbridge_reads(tmp_path: Path) -> None:
 
 def test_decode_keeps_every_entry_of_a_response_with_a_key_not_utf8() -> None:
     import lbparse
-    from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+    from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
     rr = ReplicationResponse(1, 2, [CommitLogEntry(5, 6, 7, b"k", b"v", [("h", b"x")]),
                                     CommitLogEntry(6, 6, 7, b"k", b"v", [("Z", b"y")])])

@@ -12,7 +12,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from lbparse.commitlog import CommitLogEntry
+from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.storage import segment as seg
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
@@ -119,11 +119,11 @@ def _jsonl_reference(head: dict, positions: list[int], entries: list) -> list[di
 @pytest.mark.slow
 def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> None:
     """The C JSON Lines of `lbparse segments --format jsonl` parse to what
-    lbparse.jsonform.dumps of the Python records gives (valid JSON; offset,
+    lbparse.codec.jsonform.dumps of the Python records gives (valid JSON; offset,
     timestamp and leader_epoch as decimal strings, every digit kept)."""
     import json
 
-    from lbparse import jsonform
+    from lbparse.codec import jsonform
 
     for e, ok in zip(entries, crc):
         e._crc_ok = ok
@@ -145,7 +145,7 @@ def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> No
 def test_jsonl_formatter_on_real_segments(short_data) -> None:
     import json
 
-    from lbparse import jsonform
+    from lbparse.codec import jsonform
 
     for log in sorted(short_data.glob("node*/streams/*/*/*.log")):
         reading = seg.read_segment(log)

@@ -127,7 +127,7 @@ def test_raft_command_table_and_jsonl(short_data: Path) -> None:
     res = _lbparse("raft", str(short_data / "node2" / "raft" / "raft.db"), "--format", "jsonl",
                    "--from-index", "5", "--to-index", "9")
     lines = [json.loads(x) for x in res.stdout.splitlines()]
-    # 64-bit integers (terms, indexes, txid) are decimal strings (lbparse.jsonform)
+    # 64-bit integers (terms, indexes, txid) are decimal strings (lbparse.codec.jsonform)
     assert lines[0]["stable"]["CurrentTerm"] == "2" and lines[0]["meta"]["page_size"] == 4096
     assert lines[0]["meta"]["txid"] == str(int(lines[0]["meta"]["txid"]))
     assert [x["index"] for x in lines[1:]] == ["5", "6", "7", "8", "9"]

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 import lbparse
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
 __all__ = ["sample_messages"]
 

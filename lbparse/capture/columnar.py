@@ -28,7 +28,7 @@ from lbparse.capture import connects, nats, pcap, reader, tcp
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.reader import _endpoint
 from lbparse.capture.records import parse_headers
-from lbparse.limits import DEFAULT, Limits
+from lbparse.codec.limits import DEFAULT, Limits
 
 _native: Any
 try:

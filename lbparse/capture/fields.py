@@ -13,10 +13,10 @@ their types from here:
   `columnar/sources.py`), which put `source` and `position` first, the
   decoded envelope after, and `TRAFFIC`, Liftbridge's own non-envelope
   traffic (`pipeline/trafficcols.py`);
-- live recordings (`lbparse record`, lbparse/live.py), which write records.
+- live recordings (`lbparse record`, lbparse/live/), which write records.
 
 Kinds: `TIME_NS` (capture time, integer nanoseconds since the Unix epoch;
-JSON: a decimal string, lbparse.jsonform; Parquet: timestamp[ns, UTC]),
+JSON: a decimal string, lbparse.codec.jsonform; Parquet: timestamp[ns, UTC]),
 `TEXT`, `OPTIONAL_TEXT` (null allowed), `HEADERS` (the NATS header block as
 [key, value] pairs in wire order, a NATS status line's code and text first
 as `Status` and `Description`, as nats.go and nats.py give them; null

@@ -5,7 +5,7 @@ request and response types and which side streams, read from the `service
 API` of spec/proto/api.proto (its generated descriptor: no list here).
 `Splitter` cuts one direction of one call's DATA bytes into gRPC's
 length-prefixed messages (a flag byte, a 4-byte length); `decode_message`
-makes a message's canonical protobuf JSON (lbparse.jsonform), gunzipped
+makes a message's canonical protobuf JSON (lbparse.codec.jsonform), gunzipped
 first when its compressed flag is set and the call said `grpc-encoding:
 gzip`. `GrpcMessage` is the record of one message, `GrpcCall` that of one
 call (lbparse.capture.h2 makes both).
@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from google.protobuf import json_format
 from google.protobuf.message_factory import GetMessageClass
 
-from lbparse.jsonform import Int64
+from lbparse.codec.jsonform import Int64
 from lbparse_generated.proto import api_pb2
 
 CLIENT_TO_SERVER = "client_to_server"

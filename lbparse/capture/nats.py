@@ -34,7 +34,7 @@ CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR
 # number in, and the C loop takes it from here, lbparse.capture.columnar.rules.)
 MAX_LINE = 1 << 16
 CRLF: Final = b"\r\n"
-# lbparse.limits' default max_frame (not imported: limits imports decoders).
+# lbparse.codec.limits' default max_frame (not imported: limits imports decoders).
 MAX_FRAME = 64 << 20
 
 _PUB, _HPUB, _MSG, _HMSG = 1, 2, 3, 4

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.jsonform import Int64
+from lbparse.codec.jsonform import Int64
 
 NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record",
                 "retransmission", "grpc")

@@ -6,9 +6,9 @@ pcapng, and our own JSON Lines and Parquet records, told apart by their
 first bytes; `-` is standard input (`tcpdump -U -w - | lbparse capture -`,
 read as it arrives: lbparse.capture.pipe). Problems in readable traffic
 become `Notice`s (passed to `on_notice` as they happen and counted in
-`stats`); a file that cannot be read at all raises `CaptureError`. `limits` (lbparse.limits.Limits) bounds
-what hostile input may cost; every limit hit is a Notice or a record's
-error, and is counted in `stats.limits`.
+`stats`); a file that cannot be read at all raises `CaptureError`. `limits`
+(lbparse.codec.limits.Limits) bounds what hostile input may cost; every
+limit hit is a Notice or a record's error, and is counted in `stats.limits`.
 
 The packet loop is the hot path: Ethernet/IPv4/TCP and in-order segments
 are handled inline, everything else through `linktypes` and `Direction`.
@@ -22,7 +22,6 @@ import struct
 from collections import Counter
 from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
 
-from lbparse.api import decode
 from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
@@ -38,10 +37,11 @@ from lbparse.capture.recordings import read_jsonl, read_parquet
 from lbparse.capture.records import Record
 from lbparse.capture.tcp import MASK, Direction
 from lbparse.capture.traffic import TrafficReader
-from lbparse.dispatch import DECODERS
+from lbparse.codec.api import decode
+from lbparse.codec.dispatch import DECODERS
+from lbparse.codec.generation import GenerationContext, connection_key
+from lbparse.codec.limits import DEFAULT, Limits
 from lbparse.errors import EnvelopeError
-from lbparse.generation import GenerationContext, connection_key
-from lbparse.limits import DEFAULT, Limits
 from lbparse.textform import msg_type_word
 
 
@@ -292,7 +292,7 @@ class CaptureReader:
     other messages are skipped before decoding. `verbs`: which message
     verbs to yield (default all four). `on_notice(Notice)`: called for
     every gap, dropped message and protocol problem as it is found.
-    `limits`: resource limits (default `lbparse.limits.DEFAULT`).
+    `limits`: resource limits (default `lbparse.codec.limits.DEFAULT`).
     `verify_crc`, `lenient`: as `lbparse.decode` takes them.
     `on_grpc(item)`: when given, cleartext HTTP/2 is read too, on any port
     (lbparse.capture.h2), and each gRPC message and call (GrpcMessage,
@@ -329,7 +329,7 @@ class CaptureReader:
         self._source: Any = None
         self._decode = self._decoder()
         # auto: ambiguous envelopes resolved by what the capture has shown
-        # (lbparse.generation); None for a named layout.
+        # (lbparse.codec.generation); None for a named layout.
         self._context: Any = None
         if self.decode and self.layout == "auto":
             self._context = GenerationContext(self._decode)

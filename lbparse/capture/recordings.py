@@ -1,7 +1,7 @@
 """Our capture format for recorded traffic: records in JSON Lines and in Parquet.
 
 A JSON Lines record is `Record.to_json_dict()` written by lbparse's JSON
-convention (lbparse.jsonform: `ts` a decimal string of nanoseconds,
+convention (lbparse.codec.jsonform: `ts` a decimal string of nanoseconds,
 `payload` base64), then `envelope` (the decoded envelope's JSON, with its
 `layout`) or `error` ({"kind", "message"}), and `liftbridge` for
 Liftbridge's own non-envelope traffic (lbparse.capture.traffic; fields.JSON_DECODING).
@@ -35,7 +35,7 @@ from lbparse.capture.notices import Notice
 from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, REQUIRED,
                                     TEXT, TIME_NS)
 from lbparse.capture.records import Record, build_header_block
-from lbparse.jsonform import dumps, int64
+from lbparse.codec.jsonform import dumps, int64
 
 __all__ = ["JsonlRecordWriter", "ParquetRecordWriter", "arrow_type", "parquet_schema",
            "read_jsonl", "read_parquet", "record_writer", "ts_from_json", "write_jsonl"]

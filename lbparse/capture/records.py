@@ -20,12 +20,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from lbparse.api import decode
 from lbparse.capture.fields import BYTES, RECORD, RECORD_NAMES, TIME_NS
 from lbparse.capture.nats import Frame
-from lbparse.envelope import Envelope
+from lbparse.codec.api import decode
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.jsonform import Int64
 from lbparse.errors import EnvelopeError
-from lbparse.jsonform import Int64
 
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"

@@ -49,7 +49,7 @@ import sys
 import time
 from typing import TextIO
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.capture.pipe import STDIN, input_name

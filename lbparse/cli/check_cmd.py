@@ -22,7 +22,7 @@ import argparse
 from lbparse.cli.inputs import add_input_arguments, read_inputs
 from lbparse.cli.output import add_output_argument, print_json
 from lbparse.cli.status import DATA, OK, warn
-from lbparse.upstream import upstream_verdict
+from lbparse.codec.upstream import upstream_verdict
 
 NAME = "check"
 HELP = "what upstream Liftbridge would do with the bytes (exit 1 if they crash it)"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lbparse.dispatch import DECODERS
-from lbparse.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
+from lbparse.codec.dispatch import DECODERS
+from lbparse.codec.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
 
 
 def layout_choices() -> list[str]:
@@ -45,7 +45,7 @@ def _depth(text: str) -> int:
 
 
 def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
-    """--max-payload and friends: lbparse.limits.Limits fields, defaults shown."""
+    """--max-payload and friends: lbparse.codec.limits.Limits fields, defaults shown."""
     group = parser.add_argument_group("resource limits (each reported when hit)")
     for name in names:
         default = getattr(DEFAULT, name)

@@ -22,14 +22,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.textform import msg_type_word
-from lbparse.api import decode
+from lbparse.codec.api import decode
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.inputs import add_input_arguments, read_inputs
 from lbparse.cli.output import add_output_argument, print_json
 from lbparse.cli.status import DATA, OK, warn
-from lbparse.envelope import Envelope
+from lbparse.codec.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
 NAME = "decode"

@@ -25,9 +25,9 @@ from collections import defaultdict
 from importlib import resources
 from typing import Any
 
-from lbparse.api import decode
 from lbparse.capture import default_layout
 from lbparse.cli.pipeline_cmd import add_output_argument, print_report
+from lbparse.codec.api import decode
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.errors import EnvelopeError
 from lbparse.extras import need

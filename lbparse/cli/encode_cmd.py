@@ -33,10 +33,10 @@ from typing import Any
 
 import construct
 
-from lbparse.api import encode, payload_from_json
 from lbparse.cli.output import add_output_argument
 from lbparse.cli.status import warn
-from lbparse.dispatch import ENCODERS
+from lbparse.codec.api import encode, payload_from_json
+from lbparse.codec.dispatch import ENCODERS
 
 NAME = "encode"
 HELP = "build an envelope from JSON"

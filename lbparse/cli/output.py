@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, Iterable, Iterator
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.cli.status import UsageError, warn
 from lbparse.outputs import StreamedOutput, inside
 
@@ -33,7 +33,7 @@ _NS_PER_S = 1_000_000_000
 
 
 def print_json(obj: Any) -> None:
-    """One JSON object on one line, by lbparse.jsonform (64-bit integers as
+    """One JSON object on one line, by lbparse.codec.jsonform (64-bit integers as
     decimal strings, UTF-8 as it is, not \\u escapes)."""
     sys.stdout.write(jsonform.dumps(obj) + "\n")
 

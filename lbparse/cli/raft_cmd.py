@@ -44,7 +44,7 @@ import sys
 
 from pathlib import Path
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import UsageError
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
     m = store.meta
     # bbolt's txid and page ids are u64 (spec/bbolt.ksy): decimal strings in
-    # lbparse's JSON, as the log's indexes and terms (lbparse.jsonform).
+    # lbparse's JSON, as the log's indexes and terms (lbparse.codec.jsonform).
     u64 = jsonform.Int64
     head = {"file": store.path, "stable": store.stable_json(),
             "meta": {"page_size": m.page_size, "txid": u64(m.txid), "root": u64(m.root),

@@ -61,7 +61,7 @@ import sys
 import time
 from typing import Any
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from

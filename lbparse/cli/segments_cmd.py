@@ -45,11 +45,11 @@ import argparse
 import sys
 from typing import Any, Iterator, TextIO
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.cli import output
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DATA, UsageError, warn
-from lbparse.commitlog import ENTRY_INT64, CommitLogEntry
+from lbparse.codec.commitlog import ENTRY_INT64, CommitLogEntry
 from lbparse.storage import segment
 from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
 from lbparse.storage.errors import Finding, StorageError
@@ -188,7 +188,7 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
 
 
 def _base_record(part: PartitionDir, base: int, reading: SegmentReading) -> dict[str, Any]:
-    # The segment's base offset is a 64-bit offset: a decimal string (lbparse.jsonform).
+    # The segment's base offset is a 64-bit offset: a decimal string (lbparse.codec.jsonform).
     return {"node": part.node, "file": reading.path, "stream": part.stream,
             "partition": part.partition, "segment": jsonform.Int64(base),
             "format": reading.format.name}

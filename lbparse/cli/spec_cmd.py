@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from lbparse.cli.output import add_output_argument
-from lbparse.layouts import LAYOUTS
+from lbparse.codec.layouts import LAYOUTS
 
 NAME = "spec"
 HELP = "print the layouts and MsgType tables of the spec"

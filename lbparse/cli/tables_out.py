@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lbparse.codec.limits import Limits
 from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.limits import Limits
 from lbparse.outputs import OutputError, check_dir, signals_deferred
 
 __all__ = ["TablesRun", "check_tables_dir", "write_tables"]

@@ -32,7 +32,7 @@ import asyncio
 import sys
 from typing import Callable
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.textform import printable
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record

@@ -289,7 +289,7 @@ static inline uint64_t be(const uint8_t *p, int w) {
  *         lens, magic, version, hl, flags, byte7, crc, has_crc, take, crc_ok)
  * decode_arrow's _headers and _v0_rows in one pass (their numpy code is the
  * reference; tests/test_envelope_pass.py holds the two equal). spec, from
- * lbparse.wire: (magic bytes, version offset, header length offset, flags
+ * lbparse.codec.wire: (magic bytes, version offset, header length offset, flags
  * offset, msg type offset, crc offset, crc size, header size, crc header
  * length, crc flag, version, max payload). A byte past a row's end reads
  * as the byte there, or the buffer's last (as the numpy gather does); it

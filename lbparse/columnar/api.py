@@ -28,8 +28,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
 
+from lbparse.codec.limits import Limits  # light, and named in read_capture_arrow's signature
 from lbparse.extras import need
-from lbparse.limits import Limits  # light, and named in read_capture_arrow's signature
 
 if TYPE_CHECKING:
     import pyarrow as pa

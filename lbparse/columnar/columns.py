@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
-from lbparse.payloads import REPLICATION_RESPONSE, descriptor_of
+from lbparse.codec.payloads import REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.wirescan import enum_names, scatter
 
 __all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]

@@ -4,7 +4,7 @@
 `data[starts[i]:ends[i]]` (spec/commitlog.ksy: leader epoch, high
 watermark, then entries back to back) into the struct column of
 `schema.REPLICATION_RESPONSE_STRUCT`, one entry of every payload per step, with
-numpy. A payload is left to `lbparse.commitlog` (the caller's fallback,
+numpy. A payload is left to `lbparse.codec.commitlog` (the caller's fallback,
 which also words the errors) when anything is unusual: a length that runs
 past its entry, a body shorter than its fields, bytes left after the last
 header of an entry, a header key that is not UTF-8. The values are those
@@ -25,8 +25,8 @@ import crc32c as _crc32c
 import numpy as np
 import pyarrow as pa
 
+from lbparse.codec.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
 from lbparse.columnar.wirescan import slices
-from lbparse.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
 
 _kernels: Any
 try:
@@ -39,7 +39,7 @@ __all__ = ["decode_replication"]
 MAX_ENTRIES = 1 << 16  # entries per payload read here; more are left to lbparse
 MAX_HEADERS = 1 << 10  # headers per entry
 
-# Formats, offsets and sizes from spec/commitlog.ksy (through lbparse.wire).
+# Formats, offsets and sizes from spec/commitlog.ksy (through lbparse.codec.wire).
 _RR = REPLICATION_PREFIX.fields  # leader_epoch, high_watermark
 _ENTRY = ENTRY_HEAD.fields  # offset, timestamp, leader_epoch, size
 _BODY = BODY_HEAD.fields  # crc32c, magic, attributes, key_len
@@ -269,7 +269,7 @@ def _field(fmt: str, offset: int = 0) -> tuple[int, int, int]:
 
 
 def layout() -> tuple[Any, ...]:
-    """The commit-log layout as `_kernels.replication` takes it (lbparse.wire's
+    """The commit-log layout as `_kernels.replication` takes it (lbparse.codec.wire's
     facts, and this module's limits)."""
     def at(part: Any, name: str) -> tuple[int, int, int]:
         return _field(part[name].format, part[name].offset)

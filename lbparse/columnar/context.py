@@ -1,4 +1,4 @@
-"""`--layout auto` in the pipeline with what the capture knows (lbparse.generation).
+"""`--layout auto` in the pipeline with what the capture knows (lbparse.codec.generation).
 
 Each unit (a capture file) has one `GenerationContext`; every batch of it
 notes its proof there, message by message in the unit's order, and the
@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lbparse.api import decode
-from lbparse.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, connection_key,
-                                scopes)
+from lbparse.codec.api import decode
+from lbparse.codec.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, connection_key,
+                                      scopes)
 
 
 

@@ -44,16 +44,16 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 
-from lbparse import jsonform
-from lbparse.api import decode, decode_header
-from lbparse.commitlog import ReplicationResponse
-from lbparse.detect import contested_msg_types
-from lbparse.layouts import LAYOUTS
+from lbparse.codec import jsonform
+from lbparse.codec.api import decode, decode_header
+from lbparse.codec.commitlog import ReplicationResponse
+from lbparse.codec.detect import contested_msg_types
+from lbparse.codec.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
-from lbparse.generation import CONFIDENCE, NEWEST, GenerationContext, proof_label, proves
+from lbparse.codec.generation import CONFIDENCE, NEWEST, GenerationContext, proof_label, proves
 from lbparse.capture.traffic import TrafficReader
-from lbparse.limits import DEFAULT
-from lbparse.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
+from lbparse.codec.limits import DEFAULT
+from lbparse.codec.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.commitscan import decode_replication
 from lbparse.columnar.context import apply_context
@@ -61,22 +61,22 @@ from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
                                      typed_payloads)
 from lbparse.columnar.wirescan import decode_structs, scatter
-from lbparse.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, FIELD_ERRORS,
-                          FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC, MSG_TYPE_OFFSET,
-                          VERSION, VERSION_OFFSET)
+from lbparse.codec.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT,
+                                FIELD_ERRORS, FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC,
+                                MSG_TYPE_OFFSET, VERSION, VERSION_OFFSET)
 from lbparse.columnar.trafficcols import traffic_columns
 
 __all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
            "decisive_reason", "decoder_for", "group_rows", "native_available"]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
-# no layout accepts (lbparse.detect raises the newest layout's error for them).
+# no layout accepts (lbparse.codec.detect raises the newest layout's error for them).
 UNDETERMINED = "undetermined"
 
 # The fixed header and the CRC field after it: what _headers reads of every row.
 _HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
 _MAX_PAYLOAD = DEFAULT.max_payload  # the per-row path decodes with the default limits
-# The envelope header as the C pass (_kernels.headers) reads it: lbparse.wire's facts.
+# The envelope header as the C pass (_kernels.headers) reads it: lbparse.codec.wire's facts.
 _ENVELOPE = (bytes(MAGIC), VERSION_OFFSET, HEADER_LEN_OFFSET, FLAGS_OFFSET, MSG_TYPE_OFFSET,
              CRC_OFFSET, CRC_STRUCT.size, HEADER_SIZE, CRC_HEADER_LEN, CRC_FLAG, VERSION,
              _MAX_PAYLOAD)
@@ -261,7 +261,7 @@ class BatchDecoder:
                     ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
         """The vectorized reader of a payload type over the ranges: (column, ok).
         If it fails (or is off), no row is ok: every one is left to upb or
-        lbparse.commitlog, row by row."""
+        lbparse.codec.commitlog, row by row."""
         k = len(starts)
         if self._use_vectorized:
             try:
@@ -306,7 +306,7 @@ class BatchDecoder:
         `context` (layout auto): the proof of generations of the unit this
         batch belongs to, `base` the index of its first message there; the
         batch's proof is noted in it and its ambiguous envelopes resolved
-        by it, as the capture reader does (lbparse.generation)."""
+        by it, as the capture reader does (lbparse.codec.generation)."""
         try:
             return self._decode(records, self.fast, vectorized=True, context=context, base=base)
         except Exception:
@@ -428,7 +428,7 @@ class BatchDecoder:
         changes auto's confidence and reasons), and for Publish and Ack
         when no FlatBuffers layout may read it as a table (_decided_v0).
         The rest, payloads the vectorized readers leave to upb or
-        lbparse.commitlog included, go row by row through
+        lbparse.codec.commitlog included, go row by row through
         lbparse.decode(b, "auto")."""
         t = np.flatnonzero(take)
         # A payload a FlatBuffers layout may read as a table: auto's reasons
@@ -588,7 +588,7 @@ class BatchDecoder:
     def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int,
                  scope: str = "capture") -> None:
         """Row `i` decoded again as `layout` (the generation its context proves
-        in `scope`: decided as the capture reader decides it, lbparse.generation)."""
+        in `scope`: decided as the capture reader decides it, lbparse.codec.generation)."""
         for ptype, (mine, arr) in list(rows.decoded.items()):
             keep = mine != i
             if not keep.all():
@@ -606,7 +606,7 @@ class BatchDecoder:
 
     def decided_by_context(self, rows: _Rows, i: int, layout: str, scope: str) -> None:
         """Row `i`'s layout decided by the capture's proof in `scope`, as the
-        capture reader decides it (lbparse.generation): its confidence, no
+        capture reader decides it (lbparse.codec.generation): its confidence, no
         ambiguity, and its reason in the capture reader's words, but for
         which message was the first proof (the pipeline notes proof without it)."""
         rows.confidence[i], rows.decided_ambiguous[i] = CONFIDENCE[scope], 0
@@ -736,7 +736,7 @@ class BatchDecoder:
                 else:
                     got_rows.append(mine[ok])
                     parts.append(arr.filter(pa.array(ok)))
-                    # Left to lbparse.commitlog or upb: decoded, or the error named.
+                    # Left to lbparse.codec.commitlog or upb: decoded, or the error named.
                     if ptype == REPLICATION_RESPONSE:
                         self._raw_messages(rows, mine[~ok], data)
                     else:
@@ -765,7 +765,8 @@ class BatchDecoder:
         return out, json_col
 
     def _raw_messages(self, rows: _Rows, mine: np.ndarray, data: np.ndarray) -> None:
-        """ReplicationResponse payloads the vectorized reader left: lbparse.commitlog's parser."""
+        """ReplicationResponse payloads the vectorized reader left: the codec's
+        parser (lbparse.codec.commitlog)."""
         parse = CODECS[REPLICATION_RESPONSE].decode
         for i in mine.tolist():
             try:
@@ -912,7 +913,7 @@ def _present(rows: np.ndarray, n: int) -> np.ndarray:
 
 
 def decisive_reason(layout: str | None, reasons: Sequence[str]) -> str | None:
-    """The reason of an envelope's `reasons` (lbparse.detect, lbparse.generation)
+    """The reason of an envelope's `reasons` (lbparse.codec.detect, lbparse.codec.generation)
     that decided its layout: the capture's context when it spoke last, else
     the line describing the envelope chosen (detect writes it "LAYOUT: ..."),
     else the last (a plain payload's). None when there are no reasons (a
@@ -928,7 +929,7 @@ def decisive_reason(layout: str | None, reasons: Sequence[str]) -> str | None:
 
 
 def _flatbuffer_like(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """lbparse.flatbuf.plausible of each payload `data[starts[i]:ends[i]]`, with
+    """lbparse.codec.flatbuf.plausible of each payload `data[starts[i]:ends[i]]`, with
     numpy: do its root offset and the root's vtable lie inside it?"""
     n = ends - starts
     last = len(data) - 1

@@ -30,9 +30,9 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from lbparse import jsonform
-from lbparse.commitlog import CommitLogEntry
-from lbparse.payloads import message_class
+from lbparse.codec import jsonform
+from lbparse.codec.commitlog import CommitLogEntry
+from lbparse.codec.payloads import message_class
 from lbparse.columnar.schema import message_type
 from lbparse.columnar.units import Unit
 from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
@@ -42,7 +42,7 @@ from lbparse.columnar.columns import struct_builder
 from lbparse.storage.errors import StorageError
 from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
 from lbparse.storage.values import KNOWN_STREAMS, stored_envelope
-from lbparse.wire import MAGIC
+from lbparse.codec.wire import MAGIC
 
 __all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
            "plan_storage", "read_segment_unit", "value_columns"]

@@ -25,8 +25,8 @@ from lbparse.capture.notices import Notice
 from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
 from lbparse.capture.reader import CaptureReader
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
-from lbparse.jsonform import dumps
-from lbparse.limits import Limits
+from lbparse.codec.jsonform import dumps
+from lbparse.codec.limits import Limits
 
 __all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "on_connections",
            "read_grpc"]

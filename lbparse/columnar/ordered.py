@@ -4,7 +4,7 @@ Two things make a batch's rows depend on the batches before it, so an input
 (a capture, a recording, a table's file) is decoded as one ordered stream:
 
 - layout auto: the generation the input's other messages prove
-  (lbparse.generation). The first batches are held back until a proof
+  (lbparse.codec.generation). The first batches are held back until a proof
   comes, and decoded again if it names a layout older than the newest;
 - Liftbridge's non-envelope traffic (Raft's transport, inboxes), whose
   streams span batches (lbparse.capture.traffic.TrafficReader, fed each batch once).
@@ -22,7 +22,7 @@ import pyarrow as pa
 from lbparse.columnar.context import message_count
 from lbparse.columnar.decode_arrow import BatchDecoder, Decoded
 from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
-from lbparse.generation import NEWEST, GenerationContext
+from lbparse.codec.generation import NEWEST, GenerationContext
 from lbparse.capture.traffic import TrafficReader
 
 __all__ = ["decode_in_order"]

@@ -14,7 +14,7 @@ of the same columns.
 
 ReplicationResponse (payload type `raw`) is not protobuf: its struct is
 leader epoch, high watermark and the commit-log entries as a list of
-structs, mirroring `lbparse.commitlog`. Payloads of any other kind (the
+structs, mirroring `lbparse.codec.commitlog`. Payloads of any other kind (the
 FlatBuffers layouts) go to `payload_json`, the codec's JSON, so that no
 decoded payload is lost; opaque `bytes` payloads are the `payload` column.
 """
@@ -29,9 +29,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.capture import fields
-from lbparse.layouts import LAYOUTS
-from lbparse.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
-from lbparse.wire import REPLICATION_RESPONSE_FIELDS
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
+from lbparse.codec.wire import REPLICATION_RESPONSE_FIELDS
 
 __all__ = ["CAPTURE_COLUMNS", "COMMITLOG_ENTRY", "FIXED_FIELDS", "GRPC_CALL_FIELDS",
            "GRPC_MESSAGE_FIELDS", "PARTITION_COLUMN",
@@ -111,7 +111,7 @@ def message_type(descriptor: Descriptor) -> pa.StructType:
 
 
 # The ReplicationResponse struct follows spec/commitlog.ksy's values (through
-# lbparse.wire): 64-bit integers (offsets, epochs, timestamps, some unsigned)
+# lbparse.codec.wire): 64-bit integers (offsets, epochs, timestamps, some unsigned)
 # and 32-bit unsigned ones are int64 (like Spark's uint64, they wrap above
 # 2**63), smaller ones int32; byte strings binary, strings string, lists of
 # structs. Each CRC-32C is followed by `crc_ok`, whether it matched.
@@ -233,7 +233,7 @@ FIXED_FIELDS: tuple[pa.Field, ...] = (
     pa.field("position", pa.int64(), False),       # row of that file (see sources.py)
     *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
     pa.field("layout", pa.string()),
-    # How `layout` was decided (layout auto, lbparse.detect): Envelope.confidence,
+    # How `layout` was decided (layout auto, lbparse.codec.detect): Envelope.confidence,
     # .ambiguous and the decisive one of its .reasons (decode_arrow.decisive_reason);
     # a named layout decides nothing (null, false, null).
     pa.field("layout_confidence", pa.float64()), pa.field("layout_ambiguous", pa.bool_()),
@@ -283,7 +283,7 @@ GRPC_MESSAGE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("type", pa.string()),           # the protobuf message type, proto.PublishRequest
     pa.field("index", pa.int32()),           # its place on its side of the call
     pa.field("compressed", pa.bool_()), pa.field("length", pa.int64()),
-    pa.field("message_json", pa.string()),   # canonical protobuf JSON (lbparse.jsonform)
+    pa.field("message_json", pa.string()),   # canonical protobuf JSON (lbparse.codec.jsonform)
     pa.field("error", pa.string()),          # why it did not decode
 )
 

@@ -50,11 +50,11 @@ from lbparse.capture import columnar, fields
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
+from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.entries import plan_storage
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
-from lbparse.limits import Limits
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 

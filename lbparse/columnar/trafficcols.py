@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from lbparse.capture import fields
 from lbparse.capture.records import STATUS
-from lbparse.jsonform import dumps
+from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
 from lbparse.capture.traffic import TrafficReader

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from pyarrow.fs import FileSystem, LocalFileSystem
 from pyspark.sql import functions as F
 
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, Unit, plan

@@ -22,8 +22,8 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message as ProtoMessage
 
-from lbparse.jsonform import Int64
-from lbparse.payloads import message_class
+from lbparse.codec.jsonform import Int64
+from lbparse.codec.payloads import message_class
 from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import StructValue, read_object, read_struct, text
 from lbparse.raft.tables import COMMANDS, log_type_name, suffrage_name
@@ -99,7 +99,7 @@ class LogEntry:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Index, term (uint64) and appended_at (Unix ns) are `Int64`: decimal
-        strings in JSON (lbparse.jsonform)."""
+        strings in JSON (lbparse.codec.jsonform)."""
         d: dict[str, Any] = {
             "index": Int64(self.index), "term": Int64(self.term), "type": self.type,
             "type_name": self.type_name, "data": _b64(self.data),

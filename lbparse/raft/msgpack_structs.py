@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import msgpack  # type: ignore[import-untyped]  # no type stubs
 
-from lbparse.jsonform import Int64
+from lbparse.codec.jsonform import Int64
 from lbparse.raft.errors import RaftError
 from lbparse.raft.tables import STRUCTS, FieldSpec
 
@@ -230,6 +230,6 @@ def wide_keys(name: str) -> frozenset[str]:
 
 def json_fields(name: str, fields: dict[str, Any]) -> dict[str, Any]:
     """A struct's fields for its JSON: 64-bit integers as `Int64`, which
-    lbparse.jsonform writes as decimal strings (lbparse's JSON convention)."""
+    lbparse.codec.jsonform writes as decimal strings (lbparse's JSON convention)."""
     wide = wide_keys(name)
     return {k: Int64(v) if k in wide and type(v) is int else v for k, v in fields.items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.flatbuf import FlatTable
+from lbparse.codec.flatbuf import FlatTable
 from lbparse.report.client import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.failovers import Activity, failover_windows, lookups_model

@@ -28,17 +28,17 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from lbparse.api import decode
 from lbparse.capture import Notice, Stats, columnar
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
+from lbparse.codec.api import decode
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.codec.payloads import message_class
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 from lbparse.columnar.schema import column_for
 from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
 from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.layouts import LAYOUTS
-from lbparse.payloads import message_class
 from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
 from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator, handler_view
 from lbparse.report.cluster import is_no_responders

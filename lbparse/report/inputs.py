@@ -44,7 +44,7 @@ BATCH = 8192
 @dataclass
 class ReadOptions:
     layout: str | None = None       # None: the capture reader's default (auto)
-    limits: Any = None              # lbparse.limits.Limits, or None for the defaults
+    limits: Any = None              # lbparse.codec.limits.Limits, or None for the defaults
     on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
     on_notice: Callable[[str, Notice], None] | None = None
     # Captures through the columnar fast path (report.columnar); None: where it

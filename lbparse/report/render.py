@@ -18,7 +18,7 @@ import html
 import json
 from typing import Any
 
-from lbparse.jsonform import to_json_value
+from lbparse.codec.jsonform import to_json_value
 from lbparse.report.bundle import vega_bundle
 from lbparse.report.charts import CLIENT, Chart, chart_list, get_path
 from lbparse.report.timebins import utc_text

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable, Protocol
 
-from lbparse.jsonform import Int64
+from lbparse.codec.jsonform import Int64
 
 MS = 1_000_000
 S = 1_000 * MS

@@ -4,8 +4,8 @@
  * scan(data, pos, end, header, body, crc_kind, entry_cls, entries, positions) -> stop
  *
  *   Reads the commit-log entries of data[pos:end] exactly as
- *   lbparse.commitlog.scan_entries does, appending one `entry_cls` object
- *   (lbparse.commitlog.CommitLogEntry: offset, timestamp, leader_epoch,
+ *   lbparse.codec.commitlog.scan_entries does, appending one `entry_cls` object
+ *   (lbparse.codec.commitlog.CommitLogEntry: offset, timestamp, leader_epoch,
  *   size, crc32c, magic, attributes, key, value, headers, _crc_ok) to
  *   `entries` and its byte position to `positions` per whole entry. It
  *   stops at the first entry that is not whole and returns where that
@@ -27,7 +27,7 @@
  *   The JSON Lines of `lbparse segments --format jsonl` for whole entries
  *   of a generation that stores every field: `prefix` (the object's
  *   opening, its keys about the file) then position and the entry as
- *   segment.entry_json gives it, written as lbparse.jsonform.dumps writes
+ *   segment.entry_json gives it, written as lbparse.codec.jsonform.dumps writes
  *   them (offset, timestamp and leader_epoch as decimal strings, UTF-8 kept).
  *
  * tests/test_storage_native.py holds both equal to the Python code.
@@ -452,7 +452,7 @@ static int put_attr_int(lb_gbuf *o, PyObject *e, int name) {
     return rc;
 }
 
-/* A 64-bit field as lbparse's JSON writes it (lbparse.jsonform): a decimal string. */
+/* A 64-bit field as lbparse's JSON writes it (lbparse.codec.jsonform): a decimal string. */
 static int put_attr_int64(lb_gbuf *o, PyObject *e, int name) {
     PyObject *v = PyObject_GetAttr(e, names[name]);
     if (!v)

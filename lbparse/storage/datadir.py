@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from lbparse.payloads import message_class
+from lbparse.codec.payloads import message_class
 from lbparse.storage.checkpoints import EPOCH_FILE, HW_FILE
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_SUFFIX, LOG_SUFFIX, NAME_DIGITS

@@ -36,7 +36,7 @@ KINDS: tuple[str, ...] = (
     "replica_mismatch",  # replicas differ below the smallest high watermark
     "bad_page",          # bbolt: a page that is not what it should be
     "bad_log_entry",     # raft: a log entry that does not decode
-    "limit",             # a resource limit (lbparse.limits) reached: what lies past it not read
+    "limit",             # a resource limit (lbparse.codec.limits) reached: nothing past it read
 )
 
 

@@ -57,7 +57,7 @@ class SegmentFormat:
     timestamp_if: Callable[[int], bool] | None   # of magic; None: always (when present)
     headers_if: Callable[[int], bool] | None     # of magic; None: always
     index: IndexFormat
-    current_body: bool  # the body of commitlog.ksy: lbparse.commitlog reads it
+    current_body: bool  # the body of commitlog.ksy: lbparse.codec.commitlog reads it
 
     @property
     def header_len(self) -> int:

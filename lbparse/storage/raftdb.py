@@ -8,7 +8,7 @@ and `conf`, the stable store: CurrentTerm, LastVoteTerm (big-endian u64)
 and LastVoteCand (the voted-for server).
 
 The file is mapped, not read (lbparse.storage.bbolt): what is kept is
-copied out of it within `limits.max_raft_db` bytes (lbparse.limits); past
+copied out of it within `limits.max_raft_db` bytes (lbparse.codec.limits); past
 that the log keys left are counted and said in one Finding("limit"), and
 the stable store is still read.
 """
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lbparse.jsonform import Int64
-from lbparse.limits import DEFAULT, Limits
+from lbparse.codec.jsonform import Int64
+from lbparse.codec.limits import DEFAULT, Limits
 from lbparse.raft import LogEntry, RaftError, decode_log_entry
 from lbparse.storage.bbolt import BoltDB, Buffer, Element, Meta, map_file
 from lbparse.storage.errors import Finding, StorageError
@@ -61,7 +61,7 @@ class RaftStore:
 
     def stable_json(self) -> dict[str, Any]:
         """The stable store for JSON: terms (u64) as Int64, decimal strings in
-        lbparse's JSON (lbparse.jsonform); the voted-for server as text."""
+        lbparse's JSON (lbparse.codec.jsonform); the voted-for server as text."""
         return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes)
                     else Int64(v) if isinstance(v, int) else v)
                 for k, v in self.stable.items()}

@@ -1,6 +1,6 @@
 """Reading one commit-log segment (`<base offset>.log`), damaged or not.
 
-The entries are read by lbparse.commitlog's entry loop and body parser (the
+The entries are read by lbparse.codec.commitlog's entry loop and body parser (the
 code that reads ReplicationResponse payloads, which carry the same
 entries); the older generations of the entry (spec/segment.ksy) go through
 a loop of their own over the same body code. Reading never stops at
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Union, cast
 
-from lbparse import commitlog
-from lbparse.commitlog import CommitLogEntry
+from lbparse.codec import commitlog
+from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT, SegmentFormat, by_recency
@@ -38,7 +38,7 @@ __all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "iter_segment
            "iter_segment_bytes", "detect_format", "entry_json"]
 
 # What a segment is read from: its bytes, or the file mapped into memory
-# (lbparse.commitlog's code takes either: it slices and unpacks).
+# (lbparse.codec.commitlog's code takes either: it slices and unpacks).
 Buffer = Union[bytes, mmap.mmap]
 NS_PER_MS = 1_000_000  # the first generations kept the timestamp in milliseconds
 DETECT_ENTRIES = 16  # entries read from the start of a file to tell its generation

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.api import decode
-from lbparse.envelope import Envelope
+from lbparse.codec.api import decode
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.payloads import ProtoCodec
 from lbparse.errors import EnvelopeError
-from lbparse.payloads import ProtoCodec
 from lbparse_generated.storage_layouts import DATA_DIR
 
 __all__ = ["KNOWN_STREAMS", "decode_value", "stored_envelope"]

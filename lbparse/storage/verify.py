@@ -17,7 +17,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from lbparse.commitlog import CommitLogEntry
+from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
 from lbparse.storage.datadir import PartitionDir, SegmentFiles, unreadable_files
 from lbparse.storage.errors import Finding, StorageError

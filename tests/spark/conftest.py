@@ -26,7 +26,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import lbparse  # noqa: E402
 from lbparse.capture.recordings import record_writer  # noqa: E402
 from lbparse.capture.records import Record  # noqa: E402
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
 from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
 from support.shared import LIFTBRIDGE  # noqa: E402
 from support.once import once_a_run  # noqa: E402

@@ -29,9 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lbparse
-from lbparse import jsonform
-from lbparse.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
-from lbparse.payloads import REPLICATION_RESPONSE
+from lbparse.codec import jsonform
+from lbparse.codec.commitlog import (CommitLogEntry, ReplicationResponse,
+                                     encode_replication_response)
+from lbparse.codec.payloads import REPLICATION_RESPONSE
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,

@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lbparse
-from lbparse import jsonform
+from lbparse.codec import jsonform
 from crc32c import crc32c
-from lbparse import flatbuf
-from lbparse.commitlog import encode_replication_response, parse_replication_response
-from lbparse.dispatch import DECODERS
-from lbparse.limits import DEFAULT
-from lbparse.payloads import REPLICATION_RESPONSE, fits_cleanly
+from lbparse.codec import flatbuf
+from lbparse.codec.commitlog import encode_replication_response, parse_replication_response
+from lbparse.codec.dispatch import DECODERS
+from lbparse.codec.limits import DEFAULT
+from lbparse.codec.payloads import REPLICATION_RESPONSE, fits_cleanly
 from lbparse.columnar.columns import ReplicationResponseBuilder, builder_for
 from lbparse.columnar.commitscan import decode_replication
 from generations import legacy_capture, v0_capture
@@ -35,7 +35,7 @@ from support.shared import LIFTBRIDGE
 from lbparse.capture import CaptureReader
 from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
-from lbparse.generation import NEWEST
+from lbparse.codec.generation import NEWEST
 from lbparse.columnar.decode_arrow import (BatchDecoder, DecodeOptions, _flatbuffer_like,
                                            decisive_reason)
 from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
@@ -280,7 +280,7 @@ def test_the_crafted_publish_is_clean_for_every_enveloped_layout() -> None:
 @given(st.lists(st.binary(max_size=40), max_size=30), st.data())
 @settings(max_examples=300, deadline=None)
 def test_flatbuffer_like_is_flatbuf_plausible(payloads: list[bytes], data: st.DataObject) -> None:
-    """The numpy look at root offset and vtable answers as lbparse.flatbuf.plausible."""
+    """The numpy look at root offset and vtable answers as lbparse.codec.flatbuf.plausible."""
     # Small root offsets: random bytes rarely point inside a 40-byte buffer.
     payloads = [data.draw(st.integers(0, 40)).to_bytes(4, "little") + p if data.draw(
         st.booleans()) else p for p in payloads]
@@ -469,7 +469,8 @@ def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(REPLICATION_RESPONSES, min_size=1, max_size=4), st.data())
 def test_replication_reader_equals_lbparse(rrs: list[Any], data: st.DataObject) -> None:
-    """The vectorized commit-log reader: lbparse.commitlog's values, or it leaves the payload."""
+    """The vectorized commit-log reader: lbparse.codec.commitlog's values, or it
+    leaves the payload."""
     typ = arrow_output_schema().field(column_for(REPLICATION_RESPONSE)).type
     wires = []
     for rr in rrs:

@@ -33,10 +33,10 @@ from typing import Any, Iterable, Iterator
 import yaml
 
 from lbparse import decode, decode_header
-from lbparse.commitlog import header_items, parse_replication_response
-from lbparse.layouts import layout_named
+from lbparse.codec.commitlog import header_items, parse_replication_response
+from lbparse.codec.layouts import layout_named
 from lbparse.errors import EnvelopeError
-from lbparse.header import read_header
+from lbparse.codec.header import read_header
 from lbparse_generated.tables import LAYOUTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def odd_key_cases() -> list[tuple[str, bytes, str]]:
     every language's parser must give their bytes, not refuse the message
     set (the fuzzer's differential target found Python's doing so)."""
     import lbparse
-    from lbparse.commitlog import CommitLogEntry, ReplicationResponse
+    from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
     keys = [b"\xff", b"\xd0\xba\xd0", b"IF\xb9\xbb", b"\xed\xa0\x80", b"ok\x00"]
     cases = []

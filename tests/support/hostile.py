@@ -29,8 +29,8 @@ import lbparse
 from lbparse.capture import CaptureError, CaptureReader, NatsParser, h2
 from lbparse.capture.nats import Parsed, Problem
 from lbparse.errors import EnvelopeError
-from lbparse.payloads import REPLICATION_RESPONSE
-from lbparse.dispatch import DECODERS
+from lbparse.codec.payloads import REPLICATION_RESPONSE
+from lbparse.codec.dispatch import DECODERS
 from support.reference import PARSERS, commitlog_result
 
 LAYOUT_NAMES = [*lbparse.LAYOUTS, "auto"]
@@ -41,7 +41,7 @@ VECTORS = Path(__file__).resolve().parent.parent / "data" / "vectors.jsonl"
 def seed_envelopes() -> list[bytes]:
     """Every reference vector, and well-formed payloads of every layout: the
     seeds of the mutation tests and of the atheris corpora."""
-    from lbparse.flatbuf import FlatTable
+    from lbparse.codec.flatbuf import FlatTable
 
     lines = VECTORS.read_text(encoding="utf-8").splitlines()
     out = [bytes.fromhex(json.loads(x)["hex"]) for x in lines if x.strip()]
@@ -324,7 +324,7 @@ def check_raftdb(data: bytes, budget: int = 4096) -> None:
     past which exactly one `limit` finding is said; a smaller budget reads a
     prefix of the log a larger one reads; every page finding is worded as
     one of the walk's problems."""
-    from lbparse.limits import Limits
+    from lbparse.codec.limits import Limits
     from lbparse.storage.errors import StorageError
     from lbparse.storage.raftdb import read_raft_db_bytes
 

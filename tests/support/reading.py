@@ -9,8 +9,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from lbparse.capture import CaptureReader
+from lbparse.codec.limits import Limits
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
-from lbparse.limits import Limits
 from lbparse.pipeline.schema import arrow_record_schema
 
 

@@ -17,9 +17,9 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
+from lbparse.codec.layouts import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
+from lbparse.codec.wire import CRC_FLAG, CRC_PAIRING_ERRORS, FLAGS_OFFSET, HEADER_SIZE
 from lbparse.errors import EnvelopeError
-from lbparse.layouts import FIELD_ERRORS, HEADER_SEQ, LAYOUTS, TOP_SEQ
-from lbparse.wire import CRC_FLAG, CRC_PAIRING_ERRORS, FLAGS_OFFSET, HEADER_SIZE
 from lbparse_generated import construct_schema as cs
 from lbparse_generated.kaitai.liftbridge_commitlog import LiftbridgeCommitlog
 from lbparse_generated.kaitai.liftbridge_envelope import LiftbridgeEnvelope
@@ -107,7 +107,7 @@ def construct_header(data: bytes, layout: str = "v0") -> HeaderResult:
 
 
 def fast_header(data: bytes, layout: str = "v0") -> HeaderResult:
-    from lbparse.api import decode_header
+    from lbparse.codec.api import decode_header
 
     try:
         h = decode_header(data, layout)
@@ -143,7 +143,7 @@ def commitlog_entries(payload: bytes, parser: str) -> list[dict[str, Any]]:
         key = lambda b: b.key  # noqa: E731
         value = lambda b: b.value  # noqa: E731
     else:
-        from lbparse.commitlog import header_items, parse_replication_response
+        from lbparse.codec.commitlog import header_items, parse_replication_response
 
         return [dict(offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
                      size=e.size, crc32c=e.crc32c, magic=e.magic, attributes=e.attributes,

@@ -16,7 +16,7 @@ import construct
 import kaitaistruct
 from kaitaistruct import KaitaiStream
 
-from lbparse.commitlog import header_items
+from lbparse.codec.commitlog import header_items
 from lbparse.storage import bbolt
 from lbparse.storage.errors import StorageError
 from lbparse.storage.formats import INDEX_FORMATS_BY_NAME, SEGMENT_FORMATS_BY_NAME

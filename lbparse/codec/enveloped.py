@@ -1,0 +1,167 @@
+"""Decoding and encoding of the layouts with the envelope header (v0, legacy,
+the FlatBuffers layouts).
+
+`EnvelopedDecoder(layout)` is the complete decoder of one layout, with every
+check and error message; `lbparse.decode` has a shortcut for the common
+case in front of it (api.py). Everything that can be resolved once
+(MsgType tables, payload parsers) is resolved when the decoder is made.
+`encode_enveloped` builds an envelope through the construct schema
+generated from the spec.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable
+
+import crc32c as _crc32c
+
+from lbparse.codec.envelope import NO_EXTRA, Envelope, build_envelope, make_extra, make_head
+from lbparse.codec.header import read_header, resolve_msg_type
+from lbparse.codec.layouts import Layout
+from lbparse.codec.limits import (DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth,
+                                  check_payload_size)
+from lbparse.codec.payloads import (FlatBuffersCodec, ProtoCodec, codec_for, descriptor_of,
+                                    infer_payload_type, payload_type_of, protobuf_error)
+from lbparse.codec.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, HEADER_SIZE, VERSION
+from lbparse.errors import EnvelopeError
+from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
+
+__all__ = ["EnvelopedDecoder", "check_crc", "encode_enveloped"]
+
+_crc = _crc32c.crc32c
+
+
+def _raw_parser(layout: Layout, ptype: str) -> Callable[[bytes], Any]:
+    """The fastest callable that parses a payload type (may raise anything)."""
+    codec = codec_for(layout.codec_key(ptype))
+    return codec.python_type.FromString if isinstance(codec, ProtoCodec) else codec.decode
+
+
+def _bad_payload(ptype: str, payload: bytes, exc: Exception, codec: Any,
+                 limits: Limits) -> EnvelopeError:
+    if isinstance(codec, ProtoCodec):
+        return protobuf_error(ptype, codec.python_type, payload, exc, limits.max_depth)
+    return EnvelopeError("bad_payload",
+                         f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
+
+
+def check_crc(data: bytes, hl: int, crc: int | None) -> None:
+    """Raise crc_mismatch unless the CRC-32C (if any) matches the payload."""
+    if crc is not None:
+        actual = _crc(data[hl:])
+        if actual != crc:
+            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset {CRC_OFFSET}) is "
+                                f"{crc:#010x}, payload bytes {hl}..{len(data)} give {actual:#010x}",
+                                offset=CRC_OFFSET, expected=crc, actual=actual)
+
+
+class EnvelopedDecoder:
+    """Decoder of one layout with the 8/12-byte envelope header (v0, legacy...).
+
+    Everything that depends only on the layout (MsgType table, payload
+    parsers) is resolved here once. This is the complete decoder, with every
+    check and error message; `lbparse.decode` has a shortcut for the common
+    case in front of it (see api.py).
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.name = layout.name
+        self.reserved = layout.byte7 == "reserved"  # nonzero byte 7 earns a warning
+        # The header does not name the payload type: infer it from wire types.
+        self.infer = bool(layout.payload_alternatives) and not layout.has_msg_type
+        self.by_byte7: dict[int, tuple[int | None, str | None, str, Any]] = {}
+        if layout.has_msg_type:
+            for v, mt in layout.msg_types.items():
+                self.by_byte7[v] = (v, mt.name, mt.payload_type, _raw_parser(layout, mt.payload_type))
+        elif layout.default_payload_type:
+            ptype = layout.default_payload_type
+            self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(layout, ptype))
+
+    def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
+                 payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
+        hl, flags, crc, byte7, found = read_header(data, self.layout, lenient)
+        # Before the CRC: a refused payload costs nothing more.
+        check_payload_size(len(data) - hl, hl, limits or DEFAULT)
+        if verify_crc:
+            check_crc(data, hl, crc)
+        return self.finish(data, hl, flags, crc, byte7, tuple(found), payload_type, limits)
+
+    def finish(self, data: bytes, hl: int, flags: int, crc: int | None, byte7: int,
+               warnings: tuple[str, ...], payload_type: str | None = None,
+               limits: Limits | None = None) -> Envelope:
+        """The payload half of decoding, once the header is read, its payload
+        size allowed and the CRC checked (layout="auto" reads the header once
+        and finishes it with each layout)."""
+        lim = limits or DEFAULT
+        payload = data[hl:]
+        candidates: list[str] = []
+        if self.infer and payload_type is None:
+            payload_type, candidates = infer_payload_type(self.layout.payload_types, payload)
+        entry = self.by_byte7.get(byte7) if payload_type is None else None
+        if entry is None:
+            msg_type, name, ptype = resolve_msg_type(self.layout, byte7, payload_type)
+            parse = _raw_parser(self.layout, ptype)
+        else:
+            msg_type, name, ptype, parse = entry
+        if lim is not DEFAULT:
+            codec = codec_for(self.layout.codec_key(ptype))
+            if isinstance(codec, ProtoCodec) and lim.max_depth < PROTOBUF_MAX_DEPTH:
+                check_depth(payload, descriptor_of(codec.python_type), lim)
+            elif isinstance(codec, FlatBuffersCodec):
+                parse = partial(codec.decode_bounded, max_bytes=lim.max_payload)
+        try:
+            message = parse(payload)
+        except EnvelopeError:
+            raise
+        except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
+            raise _bad_payload(ptype, payload, exc, codec_for(self.layout.codec_key(ptype)),
+                               lim) from None
+        head = make_head(self.name, VERSION, hl, flags, msg_type, name, ptype)
+        if len(candidates) > 1:
+            return build_envelope(head, crc, payload, message, make_extra(
+                warnings, ambiguous=True, payload_type_candidates=tuple(candidates)))
+        return build_envelope(head, crc, payload, message,
+                              make_extra(warnings) if warnings else NO_EXTRA)
+
+
+def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool,
+                     flags: int = 0) -> bytes:
+    """Build header and payload through the construct schema generated from the spec.
+
+    `msg_type` follows from the message's type when None; `flags` are the
+    header's flag bits besides the CRC flag (unassigned; upstream ignores
+    them, and they are kept so that a decoded envelope encodes back to its
+    bytes)."""
+    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
+        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag "
+                         f"({CRC_FLAG:#x}; say crc=True for it)")
+    ptype = payload_type_of(message)
+    if layout.has_msg_type:
+        if msg_type is None:
+            mt = layout.by_payload_type.get(ptype)
+            if mt is None:
+                raise ValueError(f"{ptype} has no MsgType in the {layout.name} layout")
+            msg_type = mt.value
+        elif msg_type not in layout.msg_types or layout.msg_types[msg_type].payload_type != ptype:
+            raise ValueError(f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} "
+                             "layout")
+    else:
+        if ptype not in layout.payload_types:
+            raise ValueError(f"the {layout.name} layout carries {', '.join(layout.payload_types)}, "
+                             f"not {ptype}")
+        msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
+    codec = codec_for(layout.codec_key(ptype))
+    if not codec.accepts(message):
+        raise TypeError(f"the {layout.name} layout carries its {ptype} as "
+                        f"{codec.python_type.__name__} ({layout.payload_format}), not as "
+                        f"{type(message).__name__}; lbparse.payload_from_json({ptype!r}, ..., "
+                        f"layout={layout.name!r}) builds one")
+    payload = codec.encode(message)
+    header = dict(version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
+                  flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
+    wire: bytes = _envelope_schema.build(
+        dict(header=header, crc32c=_crc(payload) if crc else None, payload=payload),
+        layout=layout.id)
+    return wire

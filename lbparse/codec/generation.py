@@ -1,0 +1,246 @@
+"""`auto` with what a capture knows: the generation each connection has shown.
+
+`lbparse.decode(data, "auto")` judges one payload alone. Some bytes fit two
+generations equally (a legacy proto.Message is byte for byte a v0 Publish)
+and stay `ambiguous`. A capture knows more: the other messages of the same
+TCP connection, of the same subject, of the same file. `GenerationContext`
+keeps which generations a capture's messages have proved, and resolves an
+ambiguous envelope by the narrowest scope with proof of one of its
+candidates: its subject on its connection (unless the subject is an inbox,
+`_INBOX.…`: one reply to one request), its connection, the capture.
+The envelope then says so (`reasons`) with a confidence to match
+(`CONFIDENCE`); a scope with proof of two candidates resolves nothing
+(and the reason says that).
+
+Proof (`proves`) is an unambiguous envelope of an enveloped layout that no
+other layout could also have read: a MsgType only the newest layout has
+(outside `detect.contested_msg_types()`: for v0, anything but Publish and
+Ack), or an older layout whose payload schema confirmed the bytes (auto
+chose it over the newest, confidence 0.95 or more).
+
+Which proof counts (`threshold`): that of the messages before the
+ambiguous one; and for the messages a capture starts with, before any
+proof at all, that of the capture's first proof too, if it comes within
+its first `WINDOW` messages and `WINDOW_BYTES` of payload (a cluster's
+first Publish often comes before its first MsgType only v0 has). The
+capture reader holds those first messages back until then; the pipeline
+decides the same from the same rule (`first_proof`, `window_end`,
+`first`), so that both give every message the same layout.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Hashable, Iterable
+
+from lbparse.codec.api import decode
+from lbparse.codec.detect import contested_msg_types
+from lbparse.codec.envelope import Envelope
+from lbparse.codec.layouts import LAYOUTS
+from lbparse.errors import EnvelopeError
+
+__all__ = ["CONFIDENCE", "NEWEST", "WINDOW", "GenerationContext", "connection_key",
+           "proof_label", "proves", "scopes"]
+
+CONFIDENCE = {"subject": 0.9, "connection": 0.9, "capture": 0.8}
+# A capture's first messages may wait for its first proof: at most these many,
+# and only while the payloads before them add up to less than WINDOW_BYTES.
+WINDOW = 10_000
+WINDOW_BYTES = 64 << 20
+NEWEST, CONTESTED = contested_msg_types()
+Key = tuple[str, str]
+
+
+def connection_key(src: str, dst: str) -> Key:
+    """One key for both directions of a TCP connection."""
+    return (src, dst) if src <= dst else (dst, src)
+
+
+def proves(env: Envelope) -> str | None:
+    """The generation this envelope proves, or None (see the module doc)."""
+    if env.ambiguous or not LAYOUTS[env.layout].has_header:
+        return None
+    if env.layout == NEWEST:
+        return NEWEST if env.msg_type is not None and env.msg_type not in CONTESTED else None
+    return env.layout if (env.confidence or 0) >= 0.95 else None
+
+
+def proof_label(env: Envelope) -> str:
+    """What a proof is called in the reasons: its MsgType, or its payload type."""
+    return env.msg_type_name if LAYOUTS[env.layout].has_msg_type and env.msg_type_name \
+        else env.payload_type
+
+
+INBOX = "_INBOX."
+
+
+def subject_scope(subject: str | None) -> bool:
+    """Whether a subject is a scope of its own: not a NATS inbox (`_INBOX.…`),
+    which carries the one reply to one request."""
+    return subject is not None and not subject.startswith(INBOX)
+
+
+def scopes(conn: Key | None, subject: str | None) -> list[tuple[str, Hashable]]:
+    """The scopes of a message, narrowest first: (name, key)."""
+    out: list[tuple[str, Hashable]] = []
+    if conn is not None:
+        if subject_scope(subject):
+            out.append(("subject", ("subject", conn, subject)))
+        out.append(("connection", ("connection", conn)))
+    out.append(("capture", ("capture",)))
+    return out
+
+
+class GenerationContext:
+    """The proof of one capture (or one pipeline unit), message by message.
+
+    `prove(index, ...)` notes message `index`'s proof; `choose(index, ...)`
+    says which candidate an ambiguous message `index` is, by the proof
+    that counts for it (see the module doc). `see(...)` does both for a
+    decoded envelope and returns it resolved (the capture reader's use)."""
+
+    def __init__(self, redecode: Callable[[bytes, str], Envelope] | None = None,
+                 window: int | None = None, window_bytes: int | None = None) -> None:
+        if redecode is None:
+            redecode = decode
+        self.redecode: Callable[[bytes, str], Envelope] = redecode
+        self.window = WINDOW if window is None else window
+        self.window_bytes = WINDOW_BYTES if window_bytes is None else window_bytes
+        # The first message outside the window (index), once it is known.
+        self.window_end: int | None = None
+        self.offset = 0  # payload bytes seen (note)
+        self.first: dict[Hashable, dict[str, int]] = {}      # scope -> layout -> first index
+        self.labels: dict[Hashable, dict[str, str]] = {}     # ... and what that message was
+        self._keys: dict[tuple[Key | None, str | None], list[Hashable]] = {}
+        self.first_proof: int | None = None
+        self.index = 0  # messages seen (see)
+        self.resolved = 0
+
+    # -- the rule ---------------------------------------------------------------
+
+    def prove(self, index: int, conn: Key | None, subject: str | None, layout: str,
+              label: str) -> None:
+        if self.first_proof is None:
+            self.first_proof = index
+        keys = self._keys.get((conn, subject))
+        if keys is None:
+            if len(self._keys) > 100_000:  # bounded: a cache of scope keys
+                self._keys.clear()
+            keys = self._keys[(conn, subject)] = [key for _, key in scopes(conn, subject)]
+        for key in keys:
+            firsts = self.first.get(key)
+            if firsts is None:
+                firsts = self.first[key] = {}
+                self.labels[key] = {}
+            if layout not in firsts:
+                firsts[layout] = index
+                self.labels[key][layout] = label
+
+    def outside(self, index: int, offset: int) -> None:
+        """Message `index` has `offset` payload bytes before it: the window ends at
+        the first message with either past its bound."""
+        if self.window_end is None and (index >= self.window or offset >= self.window_bytes):
+            self.window_end = index
+
+    def in_window(self, index: int) -> bool:
+        return self.window_end is None or index < self.window_end
+
+    def threshold(self, index: int) -> int:
+        """Proof of messages before this index counts for message `index`."""
+        f = self.first_proof
+        if f is not None and index < f and self.in_window(f):
+            return f + 1
+        return index
+
+    def choose(self, index: int, conn: Key | None, subject: str | None,
+               candidates: Iterable[str]) -> tuple[str | None, str, list[str]]:
+        """(layout or None, scope name, layouts proven there) for an ambiguous message."""
+        limit = self.threshold(index)
+        cands = list(candidates)
+        for name, key in scopes(conn, subject):
+            firsts = self.first.get(key, {})
+            proven = [c for c in cands if firsts.get(c, limit) < limit]
+            if len(proven) == 1:
+                return proven[0], name, proven
+            if proven:
+                return None, name, proven
+        return None, "", []
+
+    def waiting(self, index: int) -> bool:
+        """Whether an ambiguous message at `index` may still get proof from a later one."""
+        return self.first_proof is None and self.in_window(index)
+
+    # -- the capture reader's use ----------------------------------------------------
+
+    def note(self, src: str, dst: str, subject: str, env: Envelope | None, data: bytes
+             ) -> tuple[int, Envelope | None, bool]:
+        """The next message of a capture, in order: (its index, its envelope
+        resolved if it may be now, whether it must wait for the first proof)."""
+        index = self.index
+        self.index += 1
+        self.outside(index, self.offset)
+        self.offset += len(data)
+        if env is None:
+            return index, env, False
+        conn = (src, dst) if src <= dst else (dst, src)
+        layout = proves(env)
+        if layout is not None:
+            self.prove(index, conn, subject, layout, proof_label(env))
+        if not env.ambiguous:
+            return index, env, False
+        if self.waiting(index):
+            return index, env, True
+        return index, self.resolve(index, conn, subject, env, data), False
+
+    def see(self, conn: Key | None, subject: str | None, env: Envelope, data: bytes,
+            index: int | None = None) -> Envelope:
+        """Note `env`'s proof, then resolve it if ambiguous (by what counts for it)."""
+        if index is None:
+            index = self.index
+            self.index += 1
+        layout = proves(env)
+        if layout is not None:
+            self.prove(index, conn, subject, layout, proof_label(env))
+        return self.resolve(index, conn, subject, env, data)
+
+    def resolve(self, index: int, conn: Key | None, subject: str | None, env: Envelope,
+                data: bytes) -> Envelope:
+        if not env.ambiguous:
+            return env
+        layout, scope, proven = self.choose(index, conn, subject, env.layout_candidates)
+        if not proven:
+            return env
+        where = _where(scope, conn, subject)
+        if layout is None:
+            return _classified(env, [*env.reasons, f"context: {where} carried "
+                                     f"{' and '.join(proven)} alike: still ambiguous"])
+        chosen = env
+        if layout != env.layout:
+            try:
+                chosen = self.redecode(data, layout)
+            except EnvelopeError:  # a candidate decodes; should it not, keep auto's answer
+                return env
+        key = dict(scopes(conn, subject))[scope]
+        first = f"first: {self.labels[key][layout]}, message {self.first[key][layout]}"
+        what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
+        self.resolved += 1
+        return _classified(chosen, [*env.reasons, f"context: {where} carried {what} ({first}): "
+                                    f"{layout}"], CONFIDENCE[scope], resolved=True)
+
+
+def _classified(env: Envelope, reasons: list[str], confidence: float | None = None,
+                resolved: bool = False) -> Envelope:
+    """A copy of `env` (immutable) with new reasons (and, resolved, its
+    confidence and no ambiguity); `env` itself is left as it was."""
+    if resolved:
+        return env.replace(reasons=tuple(reasons), confidence=confidence, ambiguous=False,
+                           layout_candidates=())
+    return env.replace(reasons=tuple(reasons))
+
+
+def _where(scope: str, conn: Key | None, subject: str | None) -> str:
+    if scope == "capture" or conn is None:
+        return "this capture"
+    pair = f"{conn[0]} <-> {conn[1]}"
+    if scope == "subject":
+        return f"subject {subject} on this connection ({pair})"
+    return f"this connection ({pair})"

@@ -1,0 +1,123 @@
+"""Resource limits: how much of its memory and time hostile bytes may claim.
+
+Every size field lbparse reads is checked against the bytes actually
+present before anything is allocated for it; these limits bound what
+genuine-looking input may still cost. Each has a default that no
+legitimate Liftbridge traffic reaches, and each is reported when hit, never
+applied silently:
+
+  max_payload     decode refuses a payload longer than this:
+                  EnvelopeError("bad_payload") with `.limit == "max_payload"`.
+                  It also caps what a FlatBuffers payload may expand to
+                  (vectors that share one table or byte vector).
+  max_frame       the NATS parser refuses a PUB/HPUB/MSG/HMSG whose declared
+                  size is larger, without buffering it: a Notice("limit"),
+                  and parsing resumes at the next control line.
+  max_depth       protobuf nesting (messages within messages, groups) deeper
+                  than this is EnvelopeError("bad_payload") with
+                  `.limit == "max_depth"`. At most 100, the protobuf
+                  runtime's own bound.
+  max_reassembly  bytes one direction of a TCP connection may hold waiting
+                  behind a hole; past it the hole is declared lost (a
+                  Notice("limit"), then the usual "gap").
+  max_raft_db     bytes of raft.db's keys and values (log entries, the
+                  stable store) read out of the file in all; past it the
+                  log keys left are counted, not decoded: a Finding("limit")
+                  (lbparse.storage.raftdb). Elements that share one value
+                  cost it each time.
+
+    >>> Limits(max_payload=parse_size("1MiB")).max_payload
+    1048576
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from lbparse.codec.wirefit import nesting_depth
+from lbparse.errors import EnvelopeError
+
+__all__ = ["DEFAULT", "LIMIT_NAMES", "Limits", "PROTOBUF_MAX_DEPTH", "check_depth",
+           "check_payload_size", "depth_error", "parse_size"]
+
+# The protobuf runtime (upb) refuses deeper nesting itself, whatever we say.
+PROTOBUF_MAX_DEPTH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits for `decode` and `CaptureReader` (see the module doc)."""
+
+    # nats-server warns above an 8 MB max_payload; Liftbridge's default is 1 MB.
+    max_payload: int = 8 << 20
+    # The largest max_payload nats-server accepts (it must not exceed max_pending, 64 MB).
+    max_frame: int = 64 << 20
+    max_depth: int = PROTOBUF_MAX_DEPTH
+    max_reassembly: int = 16 << 20
+    # Liftbridge's metadata log holds a few thousand small entries (raft
+    # keeps ~10k after a snapshot): a few MB.
+    max_raft_db: int = 256 << 20
+    # For decode's shortcut, one attribute read on the hot path: the longest
+    # data it may take (any header length leaves the payload within
+    # max_payload); -1 when a depth check below the runtime's own is due.
+    shortcut_cap: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            if not f.init:
+                continue
+            value = getattr(self, f.name)
+            if type(value) is not int or value < 1:
+                raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
+        if self.max_depth > PROTOBUF_MAX_DEPTH:
+            raise ValueError(f"Limits.max_depth is at most {PROTOBUF_MAX_DEPTH} (the protobuf "
+                             f"runtime's own bound), not {self.max_depth}")
+        object.__setattr__(self, "shortcut_cap", self.max_payload + 8
+                           if self.max_depth >= PROTOBUF_MAX_DEPTH else -1)
+
+
+DEFAULT = Limits()
+LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Limits) if f.init)
+
+_SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)(i?b?)\s*", re.I)
+
+
+def parse_size(text: str) -> int:
+    """`4096`, `64k`, `8M`, `1MiB`, `2GB`: bytes (k, M, G are powers of 1024)."""
+    m = _SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (e.g. 4096, 64k, 8M, 1GiB)")
+    unit = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+    return int(m.group(1)) * unit
+
+
+def check_payload_size(size: int, offset: int, limits: Limits) -> None:
+    """Refuse a payload of `size` bytes (starting at `offset`) over max_payload."""
+    if size > limits.max_payload:
+        raise EnvelopeError("bad_payload", f"payload (offset {offset}) is {size} bytes, over the "
+                            f"limit of {limits.max_payload} (max_payload)", offset=offset,
+                            expected=limits.max_payload, actual=size, limit="max_payload")
+
+
+def depth_error(payload: bytes, desc: Any, max_depth: int) -> EnvelopeError | None:
+    """The max_depth error for a protobuf payload nested deeper than
+    `max_depth` as the message type `desc`, or None."""
+    depth = nesting_depth(payload, desc, max_depth)
+    if depth <= max_depth:
+        return None
+    return EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) nests deeper than "
+                         f"{max_depth} levels of protobuf messages and groups as "
+                         f"{desc.full_name}, the limit (max_depth)",
+                         expected=max_depth, actual=depth, limit="max_depth")
+
+
+def check_depth(payload: bytes, desc: Any, limits: Limits) -> None:
+    """Refuse a protobuf payload nested deeper than max_depth. Only needed
+    below PROTOBUF_MAX_DEPTH: the runtime refuses deeper nesting itself."""
+    # Each level costs at least two bytes (a tag and a length or an end-group).
+    if limits.max_depth < PROTOBUF_MAX_DEPTH and len(payload) > 2 * limits.max_depth:
+        err = depth_error(payload, desc, limits.max_depth)
+        if err is not None:
+            raise err

@@ -1,0 +1,626 @@
+"""Live traffic: subscribe to a NATS server and make a `Record` of every
+message as it arrives (nats-py).
+
+`subscribe(url, subjects, on_record, ...)` runs until `count` messages,
+`duration` seconds, SIGINT/SIGTERM, or the server is gone for good, and
+returns a `LiveResult`. Connection options are named as the NATS command
+line names them (`ConnectOptions`).
+
+When the connection is lost, it is re-established as the NATS clients do
+(the subscriptions are made again), for at most `reconnect_timeout`
+seconds; every loss is an `Outage`: when, why, for how long, and how many
+messages were missed meanwhile (NATS core does not redeliver them):
+counted where the messages carry offsets (Liftbridge's Acks:
+`gaps.OffsetGaps`), else an estimate at the rate seen before the
+loss, and said to be one. `on_event` is told
+each loss and return as it happens. A result with an outage, or one that
+gave up waiting, is not `complete`: messages may be missing.
+
+nats-py hands callbacks parsed headers only, so an empty header block
+would look like none and repeated keys would merge. To keep records
+byte-exact, `_RawClient` keeps the raw header block nats-py parsed from
+(nats-py 2.16 internals, hence the fallback to the parsed headers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import ssl
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+from urllib.parse import urlparse, urlunparse
+
+from lbparse.capture.records import Record, build_header_block, decode_into
+from lbparse.capture.traffic import TrafficReader
+from lbparse.codec.generation import GenerationContext, connection_key
+from lbparse.extras import need
+from lbparse.live.backlog import Backlog, Raw
+from lbparse.live.gaps import OffsetGaps
+
+
+@dataclass
+class ConnectOptions:
+    """Credentials, TLS and timeouts, by their `nats` CLI names."""
+
+    creds: str | None = None       # a .creds file (JWT and NKey seed)
+    nkey: str | None = None        # an NKey seed file
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    tlscert: str | None = None
+    tlskey: str | None = None
+    tlsca: str | None = None
+    tlsfirst: bool = False         # TLS handshake before the server's INFO
+    timeout: float = 5.0           # connect timeout, seconds
+    name: str = "lbparse"
+
+    def nats_kwargs(self, url: str, reconnect: bool = False) -> dict[str, Any]:
+        kw: dict[str, Any] = {
+            "servers": [url], "name": self.name, "connect_timeout": self.timeout,
+            # Reconnecting is bounded by subscribe()'s own deadline, and every
+            # loss is reported (Outage), so that none is hidden.
+            "allow_reconnect": reconnect, "max_reconnect_attempts": -1 if reconnect else 0,
+            "reconnect_time_wait": RECONNECT_WAIT,
+        }
+        if self.creds:
+            kw["user_credentials"] = self.creds
+        if self.nkey:
+            kw["nkeys_seed"] = self.nkey
+        if self.user is not None:
+            kw["user"] = self.user
+        if self.password is not None:
+            kw["password"] = self.password
+        if self.token is not None:
+            kw["token"] = self.token
+        if self.tlscert or self.tlsca or self.tlsfirst or urlparse(url).scheme == "tls":
+            ctx = ssl.create_default_context(cafile=self.tlsca)
+            if self.tlscert:
+                ctx.load_cert_chain(self.tlscert, self.tlskey)
+            kw["tls"] = ctx
+            kw["tls_handshake_first"] = self.tlsfirst
+        return kw
+
+
+def check_credentials(options: ConnectOptions) -> None:
+    """Raise ValueError (one line) for a --nkey or --creds file that nats-py
+    would fail on while connecting, with a traceback: unreadable, no user JWT,
+    no NKey seed, or a seed that is not one."""
+    if options.nkey:
+        _check_seed("--nkey", options.nkey, _read(options.nkey, "--nkey").strip())
+    if options.creds:
+        text = _read(options.creds, "--creds")
+        if _block(text, b"BEGIN NATS USER JWT") is None:
+            raise ValueError(f"--creds {options.creds}: no user JWT (a line "
+                             "'-----BEGIN NATS USER JWT-----' and the JWT after it)")
+        seed = _block(text, b"BEGIN USER NKEY SEED")
+        if seed is None:
+            raise ValueError(f"--creds {options.creds}: no NKey seed (a line "
+                             "'-----BEGIN USER NKEY SEED-----' and the seed after it)")
+        _check_seed("--creds", options.creds, seed)
+
+
+def _read(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1 << 20)  # a credentials file is a few hundred bytes
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
+
+
+def _block(text: bytes, marker: bytes) -> bytes | None:
+    """The line after the one holding `marker` (as nats-py reads a .creds file)."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines[:-1]):
+        if marker in line and lines[k + 1].strip():
+            return lines[k + 1].strip()
+    return None
+
+
+def _check_seed(flag: str, path: str, seed: bytes) -> None:
+    nkeys = need("nkeys")
+    try:
+        nkeys.from_seed(bytearray(seed)).wipe()
+    except (nkeys.NkeysError, ValueError) as exc:  # binascii.Error is a ValueError
+        raise ValueError(f"{flag} {path}: not an NKey seed ({exc or type(exc).__name__}; "
+                         "a user seed is 58 characters starting with SU)") from None
+
+
+DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
+DEFAULT_BACKLOG_BYTES = 64 << 20   # messages held in memory before the backlog spills to disk
+RECONNECT_WAIT = 0.5               # between attempts (nats-py's default is 2 s)
+RATE_WINDOW = 10.0                 # seconds of arrivals the missed-message estimate uses
+
+
+def shown_url(url: str) -> str:
+    """The URL without its secrets, for messages: a password is never
+    printed, and neither is a user part without one (NATS reads
+    `nats://TOKEN@host` as an authentication token)."""
+    try:
+        u = urlparse(url)
+        port = u.port
+    except ValueError:  # not a URL we can take apart: show nothing of its user part
+        return url.rpartition("@")[2] if "@" in url else url
+    if "@" not in u.netloc:
+        return url
+    user = "***" if u.password is None else f"{u.username}:***"
+    netloc = f"{user}@{u.hostname}" + (f":{port}" if port else "")
+    return urlunparse(u._replace(netloc=netloc))
+
+
+@dataclass
+class Outage:
+    """One loss of the connection: when (Unix time, integer nanoseconds, as
+    every time lbparse gives), why, until when, and the arrival rate before
+    it (messages a second), for the estimate of what was missed."""
+
+    lost_at: int
+    reason: str
+    rate: float
+    back_at: int | None = None  # None: never came back
+
+    def seconds(self, now: int | None = None) -> float:
+        """How long it lasted (until `now`, ns, or the present while it lasts)."""
+        end = self.back_at if self.back_at is not None else (now or time.time_ns())
+        return max(end - self.lost_at, 0) / 1e9
+
+    def may_have_missed(self, now: int | None = None) -> int:
+        """Messages that may have been published meanwhile, at the rate seen before."""
+        return round(self.rate * self.seconds(now))
+
+
+@dataclass
+class LiveResult:
+    """What a live session got: messages, the connection's losses, whether it gave up."""
+
+    messages: int = 0   # received from the server
+    outages: list[Outage] = field(default_factory=list)
+    gave_up: bool = False  # the server did not come back within reconnect_timeout
+    written: int = 0     # handed to on_record (decoded and written)
+    unwritten: int = 0   # received, not written: a second signal, or a failure
+    dropped: int = 0     # dropped by the client library as a slow consumer
+    spilled: int = 0     # went through the backlog's spill file (not a loss)
+    failure: str | None = None  # why writing stopped, when it did
+    gaps: OffsetGaps = field(default_factory=OffsetGaps)  # offsets skipped across outages
+
+    @property
+    def complete(self) -> bool:
+        """No loss: nothing can be missing."""
+        return (not self.outages and not self.gave_up and not self.unwritten
+                and not self.dropped and self.failure is None)
+
+    def may_have_missed(self) -> int:
+        return sum(o.may_have_missed() for o in self.outages)
+
+    def missed_text(self) -> str:
+        """What was missed during the outages: counted by the offsets where messages
+        carry them, an estimate (said to be one) for the others."""
+        gaps = self.gaps
+        if not gaps.counted():
+            return (f"messages published meanwhile were not received (about "
+                    f"{self.may_have_missed()}: an estimate at the rates seen before; no "
+                    "offsets received on both sides of a loss to count them by)")
+        text = (f"{gaps.missed()} acked messages not received (counted: the offsets their "
+                f"partitions' acks skipped across the loss)")
+        if gaps.without_offsets:
+            rest = round(self.may_have_missed() * gaps.share_without())
+            text += (f"; messages without offsets: about {rest} not received (an estimate "
+                     "at the rates seen before)")
+        return text
+
+    def summary(self) -> str:
+        """One line: what was received and what may be missing."""
+        text = f"{self.messages} messages"
+        if self.outages:
+            secs = sum(o.seconds() for o in self.outages)
+            text += (f"; connection lost {len(self.outages)} time(s), {secs:.1f} s in all: "
+                     + self.missed_text())
+        if self.gave_up:
+            text += "; the server did not come back: gave up"
+        if self.dropped:
+            text += (f"; {self.dropped} dropped on arrival as a slow consumer's (the client "
+                     "library's pending limits)")
+        if self.failure is not None:
+            text += f"; writing failed: {self.failure}"
+        if self.unwritten:
+            text += f"; {self.unwritten} received but NOT written"
+        return text
+
+
+class _Rate:
+    """Messages a second over the last RATE_WINDOW seconds of a connection."""
+
+    def __init__(self) -> None:
+        self.since = time.monotonic()
+        self.times: deque[float] = deque()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        self.times.append(now)
+        while self.times and now - self.times[0] > RATE_WINDOW:
+            self.times.popleft()
+
+    def rate(self) -> float:
+        now = time.monotonic()
+        while self.times and now - self.times[0] > RATE_WINDOW:
+            self.times.popleft()
+        span = min(now - self.since, RATE_WINDOW)
+        return len(self.times) / span if span > 0 else 0.0
+
+    def restart(self) -> None:
+        self.since = time.monotonic()
+        self.times.clear()
+
+
+def _stamp(ns: int) -> str:
+    """A Unix time in nanoseconds as UTC, to the millisecond."""
+    s, frac = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{frac // 1_000_000:03d}Z"
+
+
+def _raw_client_class() -> type:
+    # nats-py is the live extra's; this module is not (the command line
+    # imports it for tap's and record's options): its Client is found here.
+    class _RawClient(need("nats.aio.client").Client):  # type: ignore[misc]
+        _lb_raw: bytes | None = None
+
+        async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,
+                               headers: bytes) -> None:
+            # Called once per MSG/HMSG, in order, and it builds the Msg
+            # before returning: the stash cannot be overtaken.
+            self._lb_raw = headers or None
+            await super()._process_msg(sid, subject, reply, data, headers)
+
+        def _build_message(self, *args: Any, **kw: Any) -> Any:
+            msg = super()._build_message(*args, **kw)
+            msg._lb_raw_headers = self._lb_raw
+            return msg
+
+    return _RawClient
+
+
+def _endpoints(nc: Any, url: str) -> tuple[str, str]:  # url: shown (no password)
+    """(server, local) as host:port; the socket's when nats-py lets us see it."""
+    def fmt(addr: Any) -> str | None:
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            host = addr[0]
+            return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
+        return None
+
+    writer = getattr(getattr(nc, "_transport", None), "_io_writer", None)
+    peer = local = None
+    if writer is not None:
+        peer = fmt(writer.get_extra_info("peername"))
+        local = fmt(writer.get_extra_info("sockname"))
+    u = urlparse(url)
+    return peer or f"{u.hostname}:{u.port or 4222}", local or "local:0"
+
+
+def message_record(msg: Any, server: str, local: str) -> Record:
+    raw = getattr(msg, "_lb_raw_headers", None)
+    if raw is None and msg.headers:
+        raw = build_header_block(list(msg.headers.items()))
+    sid = getattr(msg, "_sid", None)
+    return Record.make(time.time_ns(), server, local, "HMSG" if raw is not None else "MSG",
+                       msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
+                       msg.data)
+
+
+class _Session:
+    """The connection's state for subscribe(): losses, returns, the give-up deadline."""
+
+    def __init__(self, url: str, reconnect_timeout: float,
+                 on_event: Callable[[str], None] | None) -> None:
+        self.url = shown_url(url)
+        self.reconnect_timeout = reconnect_timeout
+        self.on_event = on_event or (lambda line: None)
+        self.result = LiveResult()
+        self.rate = _Rate()
+        self.last_error: str | None = None
+        # What the server said when it refused a first connection: nats-py
+        # retries, and a later attempt's reset socket must not hide it.
+        self.refusal: str | None = None
+        self.lost: Outage | None = None
+        self.lost_mono = 0.0
+        self.done = asyncio.Event()
+        self.nc: Any = None
+        self.server = self.local = ""
+        self.connected = False  # a first connection was made: only then can one be lost
+        self.dropped = 0  # messages the client library dropped as a slow consumer's
+
+    def endpoints(self) -> None:
+        """(server, local) of the current connection: a new one has a new local port."""
+        self.server, self.local = _endpoints(self.nc, self.url)
+
+    async def error(self, exc: Exception) -> None:
+        errors = need("nats.errors")
+        if isinstance(exc, errors.SlowConsumerError):
+            # nats-py's pending limits were passed: it dropped this message.
+            # Said at the first, counted always (the summary has the total).
+            self.dropped += 1
+            if self.dropped == 1:
+                self.on_event(f"messages are being DROPPED as a slow consumer's (first on "
+                              f"{exc.subject}): they will be missing; counting them")
+            return
+        text = str(exc) or type(exc).__name__
+        if "slow consumer" in text.lower():  # the server's word for it, when it says so
+            self.on_event(f"the server reports a slow consumer: {text}")
+        # The cause of the next disconnection; nats-py would also log each one.
+        self.last_error = text
+        # nats-py raises a plain Error with the text of the server's -ERR line
+        # while connecting; subclasses are its own (timeouts, closed, ...).
+        if not self.connected and type(exc) in (errors.Error, errors.AuthorizationError):
+            self.refusal = text
+
+    async def disconnected(self) -> None:
+        if not self.connected or self.lost is not None or self.done.is_set():
+            return  # a first connect that failed (_connect says why), already lost, or closing
+        self.lost = Outage(time.time_ns(), self.last_error or "connection closed",
+                           self.rate.rate())
+        self.lost_mono = time.monotonic()
+        self.result.outages.append(self.lost)
+        how = (f"reconnecting for up to {self.reconnect_timeout:g} s"
+               if self.reconnect_timeout > 0 else "not reconnecting (--reconnect-timeout 0)")
+        self.on_event(f"connection to {self.url} lost at {_stamp(self.lost.lost_at)} "
+                      f"({self.lost.reason}); {how}")
+        if self.reconnect_timeout <= 0:
+            self.give_up()
+
+    async def reconnected(self) -> None:
+        self.endpoints()
+        if self.lost is None:
+            return
+        self.lost.back_at = time.time_ns()
+        o, self.lost = self.lost, None
+        self.last_error = None
+        self.rate.restart()
+        self.on_event(f"reconnected to {self.url} after {o.seconds():.1f} s; messages "
+                      f"published meanwhile were not received (about {o.may_have_missed()}: "
+                      f"an estimate at the {o.rate:.1f} msg/s seen before; counted at the end "
+                      "where messages carry offsets)")
+
+    def give_up(self) -> None:
+        self.result.gave_up = True
+        self.done.set()
+        if self.lost is not None:
+            self.on_event(f"{self.url} did not come back within "
+                          f"{self.reconnect_timeout:g} s: giving up (about "
+                          f"{self.lost.may_have_missed()} messages may be missing: an "
+                          "estimate at the rate seen before)")
+
+    async def watch(self, nc: Any) -> None:
+        """Give up once the server has been gone for reconnect_timeout, or when
+        the connection is closed for good."""
+        while not self.done.is_set():
+            if self.lost is not None and \
+                    time.monotonic() - self.lost_mono > self.reconnect_timeout:
+                self.give_up()
+                return
+            if nc.is_closed:
+                if self.lost is None:  # closed without a disconnection first
+                    await self.disconnected()
+                self.give_up()
+                return
+            await asyncio.sleep(0.1)
+
+
+async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Record], None], *,
+                    options: ConnectOptions | None = None, layout: str | None = None,
+                    count: int | None = None, duration: float | None = None,
+                    on_ready: Callable[[], None] | None = None,
+                    reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
+                    on_event: Callable[[str], None] | None = None,
+                    backlog_bytes: int = DEFAULT_BACKLOG_BYTES) -> LiveResult:
+    """Subscribe to `subjects` and call `on_record` for each message, decoded
+    as `layout` (None: not decoded); reconnect after a loss for at most
+    `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
+    loss and return.
+
+    `on_record` runs in a worker thread, fed through a `Backlog` (memory up
+    to `backlog_bytes`, then a private spill file): the network reader only
+    hands messages on, so the server never finds it slow. On SIGINT, SIGTERM
+    or SIGHUP it stops receiving and everything received is handed to
+    `on_record` before it returns; a second signal stops that too, and the
+    result counts what was not written."""
+    options = options or ConnectOptions()
+    nc = _raw_client_class()()
+    session = _Session(url, reconnect_timeout, on_event)
+    session.nc = nc
+    await _connect(nc, url, options, session)
+    session.connected = True
+    session.endpoints()
+    done = session.done
+    result = session.result
+
+    traffic = TrafficReader() if layout is not None else None
+    # auto: ambiguous envelopes resolved by what this session has received so
+    # far (lbparse.codec.generation; nothing is held back: a tap prints as it goes).
+    context = GenerationContext(window=0) if layout == "auto" else None
+    backlog = Backlog(backlog_bytes)
+    loop = asyncio.get_running_loop()
+
+    def process(raw: Raw) -> None:
+        """Decode and hand on one message: the worker thread's work."""
+        rec = Record.make(raw.ts, raw.server, raw.local,
+                          "HMSG" if raw.headers is not None else "MSG", raw.subject, raw.reply,
+                          raw.sid, raw.headers, raw.data)
+        if layout is not None:
+            decode_into(rec, layout)
+        if traffic is not None:
+            rec.traffic = traffic.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload,
+                                       rec.header_block)
+        if context is not None and rec.envelope is not None:
+            rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
+                                       rec.envelope, rec.payload)
+        result.gaps.see(rec, result.outages)
+        on_record(rec)
+
+    def failed() -> None:  # from the worker thread: stop the session
+        loop.call_soon_threadsafe(done.set)
+
+    worker = _Worker(backlog, process, failed)
+    worker.start()
+
+    accepting = True  # until --count is reached, or the connection is closed after a drain
+    stops = 0
+
+    async def handle(msg: Any) -> None:
+        # The network reader's loop: nothing here but handing the message on.
+        nonlocal accepting
+        if not accepting:
+            if stops >= 2:  # received while draining, then told to stop at once
+                result.messages += 1
+                result.unwritten += 1
+            return
+        raw = getattr(msg, "_lb_raw_headers", None)
+        if raw is None and msg.headers:
+            raw = build_header_block(list(msg.headers.items()))
+        sid = getattr(msg, "_sid", None)
+        backlog.put(Raw(time.time_ns(), session.server, session.local, msg.subject,
+                        msg.reply or None, None if sid is None else str(sid), raw, msg.data))
+        result.messages += 1
+        session.rate.tick()
+        if count is not None and result.messages >= count:
+            accepting = False
+            done.set()
+
+    def stop() -> None:
+        """SIGINT, SIGTERM, SIGHUP: stop receiving and write what was received;
+        a second one: stop writing too (what is left is counted, and said)."""
+        nonlocal stops
+        stops += 1
+        done.set()
+        if stops == 2:
+            result.unwritten += backlog.abandon()
+
+    for sig in STOP_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, stop)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    watcher = None
+    try:
+        for subject in subjects:
+            await nc.subscribe(subject, cb=handle)
+        # The server has the subscriptions once it answered our PING.
+        await nc.flush(timeout=options.timeout)
+        if on_ready is not None:
+            on_ready()
+        if count is None or result.messages < count:
+            watcher = asyncio.ensure_future(session.watch(nc))
+            waiter = asyncio.ensure_future(done.wait())
+            try:
+                await asyncio.wait({waiter, watcher}, timeout=duration,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+    finally:
+        done.set()  # a disconnection while closing is not an outage
+        if watcher is not None:
+            watcher.cancel()
+        if accepting and nc.is_connected:
+            # Stopped by a signal or --duration: unsubscribe and read what the
+            # server had sent until then (its PONG comes after it), so that
+            # what reached the socket is received, and written.
+            try:
+                await asyncio.wait_for(nc.drain(), options.timeout * 2 + 1)
+            except Exception:  # noqa: BLE001  a broken connection: closed below
+                pass
+        accepting = False
+        if not nc.is_closed:
+            await _close_quietly(nc)
+        # Everything received is written before the file is closed (unless a
+        # second signal says stop now): the signals stay ours meanwhile.
+        backlog.close()
+        left = backlog.pending()
+        if left > DRAIN_NOTICE and on_event is not None:
+            on_event(f"writing the {left} messages received and not yet written; "
+                     "signal again to stop now (they would be lost)")
+        await loop.run_in_executor(None, worker.join)
+        for sig in STOP_SIGNALS:
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+    result.written = worker.written
+    result.spilled = backlog.spilled
+    result.dropped = session.dropped
+    if worker.error is not None:
+        result.failure = f"{type(worker.error).__name__}: {worker.error}"
+        result.unwritten += backlog.abandon() + 1  # the one it failed on
+    if isinstance(worker.error, BrokenPipeError):
+        raise worker.error  # the reader of a tap's output left: the command's to handle
+    return result
+
+
+# Signals that stop a tap or a recording cleanly (SIGHUP: the terminal went away).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Past this many messages still to write at the end, say so (it may take a while).
+DRAIN_NOTICE = 10_000
+
+
+class _Worker(threading.Thread):
+    """Takes messages from the backlog and processes them, in order, until it
+    is closed and empty (or abandoned); stops at the first failure."""
+
+    def __init__(self, backlog: Backlog, process: Callable[[Raw], None],
+                 on_failure: Callable[[], None]) -> None:
+        super().__init__(name="lbparse-live-writer", daemon=True)
+        self.backlog = backlog
+        self.process = process
+        self.on_failure = on_failure
+        self.written = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        while True:
+            item = self.backlog.get()
+            if item is None:
+                return
+            try:
+                self.process(item)
+            except BaseException as exc:  # noqa: BLE001  reported by subscribe()
+                self.error = exc
+                self.on_failure()
+                return
+            self.written += 1
+
+
+async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session) -> None:
+    errors = need("nats.errors")
+    # nats-py keeps retrying a refused first connection despite
+    # allow_reconnect=False: bound it ourselves.
+    limit = options.timeout * 2 + 1
+    kw = options.nats_kwargs(url, reconnect=session.reconnect_timeout > 0)
+    try:
+        await asyncio.wait_for(nc.connect(**kw, error_cb=session.error,
+                                          disconnected_cb=session.disconnected,
+                                          reconnected_cb=session.reconnected), limit)
+    except asyncio.TimeoutError:
+        await _close_quietly(nc)
+        why = session.refusal or session.last_error
+        if why:  # it answered, and refused: say why (an auth error, say)
+            raise OSError(f"cannot connect to {session.url} within {limit:g} s: {why}") from None
+        raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
+    except (errors.Error, ssl.SSLError, OSError) as exc:
+        await _close_quietly(nc)
+        raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
+    except ValueError as exc:
+        # asyncio's readline ("Separator is not found, and chunk exceed the
+        # limit"): the first line, the server's INFO, never ended.
+        await _close_quietly(nc)
+        raise OSError(f"cannot connect to {session.url}: its first line (a NATS server's "
+                      f"INFO) does not end within what a NATS client reads ({exc}): is it a "
+                      "NATS server?") from None
+
+
+async def _close_quietly(nc: Any) -> None:
+    try:
+        await nc.close()
+    except Exception:  # already broken; the caller reports the real cause
+        pass
+
+

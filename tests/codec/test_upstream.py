@@ -1,0 +1,80 @@
+"""lbparse.upstream_verdict against what Liftbridge's own Go decoders did
+with every reference vector (the vectors' `upstream_go`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+import lbparse
+from lbparse.codec.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
+from vectors import data, params
+from support.cli import LBPARSE
+
+_KEY = re.compile(r"^(server|legacy_27b155c|client_v2|client_0a5bc38\^)"
+                  r"\.(?:Unmarshal(\w+)|UnmarshalEnvelope\((\w+)\))$")
+_BY_KEY = {d.key: d for d in UPSTREAM_DECODERS.values()}
+OUTCOME = {"ok": {"accepted"}, "error": {"rejected", "plain"}, "panic": {"crash"},
+           "not a message": {"plain"}}
+
+
+def _cases() -> list:
+    cases = []
+    for p in params(lambda v: isinstance(v.get("upstream_go"), dict)):
+        for key, said in p.values[0]["upstream_go"].items():
+            m = _KEY.match(key)
+            if m is None:
+                continue  # the gogo build of the server API: same envelope code
+            cases.append(pytest.param(p.values[0], key, said, id=f"{p.id}-{key}"))
+    return cases
+
+
+@pytest.mark.parametrize("v,key,said", _cases())
+def test_model_matches_what_upstream_did(v: dict, key: str, said: str) -> None:
+    m = _KEY.match(key)
+    decoder = _BY_KEY[m.group(1)]
+    expected = m.group(2) or m.group(3)
+    if decoder.envelope == "v0":
+        expected = {"Message": "Publish"}.get(expected, expected)
+    elif decoder.envelope == "alpha":
+        expected = f"proto.{expected}"
+    verdict = simulate(data(v), decoder, expected)
+    word = next(w for w in OUTCOME if said.startswith(w))
+    assert verdict.outcome in OUTCOME[word], (verdict, said)
+
+
+def test_a_header_length_past_the_data_crashes_upstream() -> None:
+    v = upstream_verdict(bytes.fromhex("b90e43b40028000a0a026964"))
+    assert v.crashes
+    outcomes = {x.generation: x.outcome for x in v.verdicts}
+    assert outcomes["server (v1.0.0-beta and later)"] == "crash"
+    assert outcomes["server v1.0.0-alpha"] == "crash"
+
+
+def test_plain_bytes_are_stored_as_plain_messages() -> None:
+    v = upstream_verdict(b"hello world")
+    assert not v.crashes
+    assert {x.outcome for x in v.verdicts if "server" in x.generation} == {"plain"}
+
+
+@pytest.mark.slow
+def test_check_command_exits_non_zero_on_a_crashing_input(tmp_path) -> None:
+    good = "b90e43b40008000a0a027331"
+    crash = "b90e43b40028000a0a026964"
+    run = lambda *a: subprocess.run([*LBPARSE, "check", *a],  # noqa: E731
+                                    capture_output=True, timeout=60)
+    ok = run(good)
+    assert ok.returncode == 0, ok.stderr
+    assert b"accepted as MsgType 10 ServerInfoRequest" in ok.stdout
+    bad = run(good, crash)
+    assert bad.returncode == 1
+    assert b"crash" in bad.stdout and b"slice bounds out of range [40:12]" in bad.stdout
+    js = run("--json", crash)
+    assert json.loads(js.stdout.splitlines()[0])["crashes_a_server"] is True
+
+
+def test_verdict_is_exported() -> None:
+    assert lbparse.upstream_verdict is upstream_verdict
