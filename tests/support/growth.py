@@ -50,20 +50,31 @@ def assert_linear(run: Callable[[int], object], sizes: Sequence[int], *, rounds:
                   max_exponent: float = 1.4, floor: float = 0.002) -> list[float]:
     """Fail if time grows faster than linearly from sizes[0] to sizes[-1].
 
-    Only the first and the last size are timed, the exponent being theirs;
-    the sizes between are timed, once, to say how the time grew when it
-    fails. `floor`: seconds below which a timing is noise (the first size is
-    raised to it, which can only make the check more lenient)."""
+    Only the first and the last size are timed, the exponent being theirs.
+    An exponent over the bound is timed again (`rounds` more rounds, each
+    size keeping its minimum over all) before it fails: on a loaded machine
+    every round of one size can land in a busy spell (CI: 500 messages in
+    32 ms, 4,000 in 491 ms, a linear reader at size^1.31), where a parser
+    that is really worse than linear is as slow the second time. The sizes
+    between are timed, once, to say how the time grew when it fails.
+    `floor`: seconds below which a timing is noise (the first size is raised
+    to it, which can only make the check more lenient)."""
     ends = [sizes[0], sizes[-1]]
     best = timings(run, ends, rounds)
-    first = max(best[0], floor)
-    exponent = math.log(max(best[-1], first) / first) / math.log(ends[-1] / ends[0])
+    if _exponent(best, ends, floor) >= max_exponent:
+        best = [min(a, b) for a, b in zip(best, timings(run, ends, rounds))]
+    exponent = _exponent(best, ends, floor)
     if exponent >= max_exponent:
         between = timings(run, sizes[1:-1], 1) if len(sizes) > 2 else []
         steps = ", ".join(f"{n}: {t * 1e3:.1f} ms"
                           for n, t in zip(sizes, [best[0], *between, best[-1]]))
         raise AssertionError(f"time grows as size^{exponent:.2f} (worse than linear): {steps}")
     return best
+
+
+def _exponent(best: Sequence[float], ends: Sequence[int], floor: float) -> float:
+    first = max(best[0], floor)
+    return math.log(max(best[-1], first) / first) / math.log(ends[-1] / ends[0])
 
 
 def peak_bytes(run: Callable[[], object]) -> int:
