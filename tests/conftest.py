@@ -3,6 +3,7 @@ cluster; Spark tests marked slow; a session cache for what lbparse installs."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
+from support import jvm
 from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
 
 if TYPE_CHECKING:
@@ -30,31 +32,21 @@ if _OWN_CACHE is not None:
     os.environ["LBPARSE_CACHE_DIR"] = _OWN_CACHE
 
 
-# Every JVM Spark starts in the tests (a session, the CLI's, spark-submit's
-# driver and executors, a standalone master and worker) runs the JIT's first
-# tier only, with the serial collector: a test's JVM lives seconds on tiny
-# inputs, where C2's compilations and the parallel collector's threads only
-# cost (a pipeline CLI run measured 23 CPU-s, 15 with these). Given through a
-# configuration directory of the tests' own (spark.*.defaultJavaOptions come
-# before lbparse's extraJavaOptions), not JDK_JAVA_OPTIONS, whose notice on
-# stderr the CLI's tests would read.
-_JVM_FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-_SPARK_CONF = None if os.environ.get("SPARK_CONF_DIR") else \
-    tempfile.mkdtemp(prefix="lbparse-test-spark-conf-")
-if _SPARK_CONF is not None:
-    Path(_SPARK_CONF, "spark-defaults.conf").write_text(
-        f"spark.driver.defaultJavaOptions {_JVM_FLAGS}\n"
-        f"spark.executor.defaultJavaOptions {_JVM_FLAGS}\n")
-    os.environ["SPARK_CONF_DIR"] = _SPARK_CONF
-    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", _JVM_FLAGS)
+# Every JVM Spark starts in the tests runs with support/jvm.py's flags (and,
+# once it is made, its class archive), unless the caller chose its own (an
+# xdist worker finds the controller's, which is ours).
+_JVM_OPTS = None if os.environ.get("SPARK_SUBMIT_OPTS", "") not in ("", jvm.options(None)) \
+    else jvm.options(None)
+if _JVM_OPTS is not None:
+    os.environ["SPARK_SUBMIT_OPTS"] = _JVM_OPTS
+    os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", jvm.FLAGS)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _AHEAD:  # a run started ahead stops by its own timeout; its processes are ours
-        _AHEAD[0].join()
-    for own in (_OWN_CACHE, _SPARK_CONF):
-        if own is not None:
-            shutil.rmtree(own, ignore_errors=True)
+    for thread in _AHEAD:  # each stops by its own timeout; its processes are ours
+        thread.join()
+    if _OWN_CACHE is not None:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
@@ -104,6 +96,11 @@ _AHEAD: list[threading.Thread] = []
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    _clusters_ahead(session)
+    _class_archive_ahead(session)
+
+
+def _clusters_ahead(session: pytest.Session) -> None:
     """The cluster runs the collected tests use start now, in a thread: a run is
     mostly the script's own waits (a minute and a half for `full`), which a
     worker that asked for it only when a test needed it spent idle. The
@@ -125,7 +122,39 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 pass
 
     _AHEAD.append(threading.Thread(target=ahead, name="clusters ahead", daemon=True))
-    _AHEAD[0].start()
+    _AHEAD[-1].start()
+
+
+# Slow tests selected before a run makes the JVMs' class archive: it costs one
+# pipeline run (~30 CPU-s) and saves ~5 CPU-s on each Spark JVM after it, which
+# a run of a few slow tests would not pay back.
+ARCHIVE_AFTER = 50
+
+
+def _class_archive_ahead(session: pytest.Session) -> None:
+    """Every worker's Spark JVMs use support/jvm.py's class archive of this
+    run from when it is there; the first worker here makes it, in a thread."""
+    slow = sum(1 for i in session.items if i.get_closest_marker("slow"))
+    if _JVM_OPTS is None or slow < ARCHIVE_AFTER or importlib.util.find_spec("pyspark") is None:
+        return
+    from support.once import run_dir
+
+    root = run_dir(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+    archive = root / "spark-classes.jsa"
+    os.environ["SPARK_SUBMIT_OPTS"] = jvm.options(archive)
+    try:
+        (root / "spark-classes.started").touch(exist_ok=False)  # one worker makes it
+    except FileExistsError:
+        return
+
+    def make() -> None:
+        try:
+            jvm.make_archive(archive, root / "spark-classes")
+        except (OSError, subprocess.SubprocessError):
+            pass  # the JVMs run without it (its log: spark-classes/archive.log)
+
+    _AHEAD.append(threading.Thread(target=make, name="class archive", daemon=True))
+    _AHEAD[-1].start()
 
 
 def _cluster(mode: str, capture_api: bool, factory: pytest.TempPathFactory) -> "ClusterRun":

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import pyspark
 import pytest
 
+from support import jvm
 from support.net import free_port
 from support.tools import load_tool
 
@@ -120,7 +121,9 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _submit(standalone: str, args: list[str], cwd: Path, env: dict[str, str] | None = None
             ) -> tuple[int, str]:
     cmd = [str(BIN / "spark-submit"), "--master", standalone,
-           "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false", *args]
+           "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false",
+           # the executors' JVMs are the worker's: SPARK_SUBMIT_OPTS reaches the driver only
+           "--conf", f"spark.executor.defaultJavaOptions={jvm.FLAGS}", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             env=env or _env(), cwd=cwd, start_new_session=True)
     try:
