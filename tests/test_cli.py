@@ -118,3 +118,35 @@ def test_decode_every_layout_is_a_choice() -> None:
     for layout in ("auto", "v0", "legacy", "flatbuffers", "flatbuffers-draft", "lift-cookie",
                    "plain"):
         assert layout in out
+
+
+_LOADED = """\
+import sys
+from lbparse.cli import main
+heavy = {"pyarrow", "numpy", "pandas", "pyspark", "altair", "nats", "grpc"}
+try:
+    main(sys.argv[1:])
+finally:  # --help and --version end in SystemExit
+    print(sorted(m for m in sys.modules
+                 if m.split(".")[0] in heavy or m.startswith("lbparse.cli.")), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args, command", [
+    (["--help"], None),
+    (["--version"], None),
+    (["decode", PUBLISH_CRC["hex"]], "decode"),
+    (["segments", "--help"], "segments"),
+])
+def test_a_run_imports_its_own_command_only(args: list[str], command: str | None) -> None:
+    """`lbparse --help` lists every command from lbparse.cli.COMMANDS; a run
+    imports the module of the command it runs, none of the others' (which
+    brought pyarrow and numpy into `lbparse --help`: 0.3 s of each start)."""
+    import sys
+
+    res = subprocess.run([sys.executable, "-P", "-c", _LOADED, *args], capture_output=True,
+                         text=True, timeout=60)
+    loaded = eval(res.stderr.strip().splitlines()[-1])  # noqa: S307  our own repr
+    own = {f"lbparse.cli.{command}_cmd"} if command else set()
+    assert {m for m in loaded if m.endswith("_cmd")} == own, res.stderr
+    assert not {m for m in loaded if not m.startswith("lbparse.")}, loaded

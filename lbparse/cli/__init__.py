@@ -1,7 +1,9 @@
 """The `lbparse` command line. Each subcommand lives in its own module.
 
-A command module has `NAME`, `HELP`, `add_arguments(parser)` and
-`run(args) -> int`; `COMMANDS` lists them in the order `--help` shows.
+A command module has `NAME`, `add_arguments(parser)` and `run(args) ->
+int`; `COMMANDS` lists them, with their line of `--help`, in its order. A
+run imports the one command it runs: `lbparse decode` does not load
+pyarrow, the Spark job or the report for commands it does not run.
 `main` turns what a command raises into one line on stderr and an exit
 status (lbparse.cli.status: 0 ok, 1 data problems or nothing selected,
 2 usage, 3 a failed pipeline job, 130 interrupted).
@@ -23,8 +25,24 @@ from lbparse.cli.status import (DATA, EXIT_STATUSES, INTERRUPTED, USAGE, DataErr
 from lbparse.errors import EnvelopeError
 from lbparse.extras import missing_extra
 
-COMMANDS = ["decode", "encode", "check", "capture", "tap", "record", "spec", "demo", "generate", "pipeline",
-            "segments", "raft", "report"]
+# command -> its line in `lbparse --help`, in that order; its module
+# lbparse.cli.COMMAND_cmd is imported only when it runs (or for its own --help)
+COMMANDS: dict[str, str] = {
+    "decode": "decode envelopes from hex, files or stdin",
+    "encode": "build an envelope from JSON",
+    "check": "what upstream Liftbridge would do with the bytes (exit 1 if they crash it)",
+    "capture": "decode the NATS messages in pcap, pcapng or recorded files",
+    "tap": "subscribe to a NATS server and print each message decoded",
+    "record": "record a NATS server's messages to .jsonl or .parquet",
+    "spec": "print the layouts and MsgType tables of the spec",
+    "demo": "decode the bundled examples, run the Spark pipeline on the bundled capture, "
+            "and write its report",
+    "generate": "generate parsers, schemas and a Wireshark dissector for other languages",
+    "pipeline": "decode captures or payload tables on Spark into a Parquet dataset",
+    "segments": "read (or --verify) Liftbridge segments, indexes and checkpoints on disk",
+    "raft": "read the metadata Raft log and stable store in a node's raft/raft.db",
+    "report": "write an HTML report (charts) of captures, recordings or pipeline output",
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -73,7 +91,10 @@ def version_text() -> str:
     return f"lbparse {lbparse.__version__} from {where} (Python {platform.python_version()}, {build})"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `only`, that command's options alone, the
+    others listed by name and help (what parsing a run of `only` needs; ""
+    for none: `lbparse --help`, `--version` or a word that is no command)."""
     parser = Parser(
         prog="lbparse",
         description="Read and write the Liftbridge envelope protocol (every generation), "
@@ -83,13 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=CommandParser)
-    for name in COMMANDS:
+    for name, help_line in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_line)
+            continue
         mod = importlib.import_module(f"lbparse.cli.{name}_cmd")
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.__doc__,
+        p = sub.add_parser(name, help=help_line, description=mod.__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str:
+    """The command `argv` runs: its first word that is not an option, when it
+    names one (the top level's options take no value); "" otherwise."""
+    first = next((a for a in argv if not a.startswith("-")), "")
+    return first if first in COMMANDS else ""
 
 
 def exit_status_text() -> str:
@@ -106,7 +137,8 @@ def exit_status_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     command = "lbparse"
     try:
-        args = build_parser().parse_args(argv)  # --help and --version print, too
+        words = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(command_of(words)).parse_args(words)  # --help, --version print
         command = args.command
         with stdout_to(args, command) as run:  # -o FILE, checked before the command starts
             status = int(args._run(args) or 0)

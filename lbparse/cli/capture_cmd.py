@@ -63,7 +63,6 @@ from lbparse.outputs import STDOUT
 from lbparse.textform import msg_type_word, printable
 
 NAME = "capture"
-HELP = "decode the NATS messages in pcap, pcapng or recorded files"
 
 # Files smaller than this finish before a progress bar would be read.
 PROGRESS_MIN_BYTES = 8 << 20

@@ -25,7 +25,6 @@ from lbparse.cli.status import DATA, OK, warn
 from lbparse.codec.upstream import upstream_verdict
 
 NAME = "check"
-HELP = "what upstream Liftbridge would do with the bytes (exit 1 if they crash it)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

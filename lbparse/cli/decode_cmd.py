@@ -33,7 +33,6 @@ from lbparse.codec.envelope import Envelope
 from lbparse.errors import EnvelopeError
 
 NAME = "decode"
-HELP = "decode envelopes from hex, files or stdin"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -39,8 +39,6 @@ from lbparse.scratch import replace_file
 from lbparse.textform import msg_type_word
 
 NAME = "demo"
-HELP = ("decode the bundled examples, run the Spark pipeline on the bundled capture, "
-        "and write its report")
 MAX_COLUMNS = 5
 MAX_WIDTH = 24
 

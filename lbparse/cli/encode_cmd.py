@@ -39,7 +39,6 @@ from lbparse.codec.api import encode, payload_from_json
 from lbparse.codec.dispatch import ENCODERS
 
 NAME = "encode"
-HELP = "build an envelope from JSON"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

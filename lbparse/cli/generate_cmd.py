@@ -23,7 +23,6 @@ from lbparse.codegen import LANGUAGES, CodegenError, generate, resolve_languages
 from lbparse.outputs import check_dir
 
 NAME = "generate"
-HELP = "generate parsers, schemas and a Wireshark dissector for other languages"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

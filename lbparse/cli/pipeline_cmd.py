@@ -86,7 +86,6 @@ from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
 # not when `lbparse` builds its parser for every other command.
 
 NAME = "pipeline"
-HELP = "decode captures or payload tables on Spark into a Parquet dataset"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # lbparse.raft (msgpack) is imported when the command runs
     from lbparse.storage.raftdb import RaftStore, StoredLog
 
 NAME = "raft"
-HELP = "read the metadata Raft log and stable store in a node's raft/raft.db"
 FIELDS_WIDTH = 100
 
 

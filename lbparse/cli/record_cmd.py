@@ -36,7 +36,6 @@ from lbparse.cli.tap_cmd import add_connection_arguments, connect_options, live_
 from lbparse.outputs import StreamedOutput
 
 NAME = "record"
-HELP = "record a NATS server's messages to .jsonl or .parquet"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -74,7 +74,6 @@ from lbparse.report.inputs import ReadOptions
 from lbparse.textform import printable
 
 NAME = "report"
-HELP = "write an HTML report (charts) of captures, recordings or pipeline output"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

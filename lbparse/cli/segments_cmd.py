@@ -60,7 +60,6 @@ from lbparse.storage.verify import PartitionCheck, check_partition, compare_repl
 from lbparse.textform import printable
 
 NAME = "segments"
-HELP = "read (or --verify) Liftbridge segments, indexes and checkpoints on disk"
 VALUE_WIDTH = 40
 
 

@@ -14,7 +14,6 @@ from lbparse.cli.output import add_output_argument
 from lbparse.codec.layouts import LAYOUTS
 
 NAME = "spec"
-HELP = "print the layouts and MsgType tables of the spec"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -44,7 +44,6 @@ from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, Conn
                           LiveResult, check_credentials, shown_url, subscribe)
 
 NAME = "tap"
-HELP = "subscribe to a NATS server and print each message decoded"
 
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
