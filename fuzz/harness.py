@@ -2,7 +2,8 @@
 
     python fuzz/harness.py TARGET [libFuzzer options] [CORPUS_DIR...]
 
-TARGET is one of `TARGETS` (fuzz/targets.py). Each runs an entry point of
+TARGET is one of `TARGETS` (fuzz/targets.py), or `every`: all of them in
+one process, the first byte of an input choosing which. Each runs an entry point of
 tests/support/hostile.py (the same checks the hypothesis tests run) on the
 fuzzer's bytes; an exception other than the documented EnvelopeError /
 CaptureError, or a broken invariant (AssertionError), is a crash that
@@ -52,7 +53,8 @@ with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "suppor
                                          "targets"]):
     import targets
 
-TARGETS = targets.TARGETS
+# `every`: all of them in one process, the first byte choosing (targets.every)
+TARGETS = {**targets.TARGETS, "every": targets.every}
 
 
 def main() -> None:
