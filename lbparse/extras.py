@@ -75,6 +75,7 @@ LATE: frozenset[str] = frozenset({
     "lbparse.columnar.decode_arrow", "lbparse.columnar.grpctables", "lbparse.columnar.ordered",
     "lbparse.columnar.schema",
     "lbparse.columnar.sources", "lbparse.columnar.tables",
+    "lbparse.cli.tables_out",  # `capture --tables`: the command's other runs need no pyarrow
 })
 
 

@@ -137,6 +137,7 @@ finally:  # --help and --version end in SystemExit
     (["--version"], None),
     (["decode", PUBLISH_CRC["hex"]], "decode"),
     (["segments", "--help"], "segments"),
+    (["capture", "--help"], "capture"),  # pyarrow: only for --tables
 ])
 def test_a_run_imports_its_own_command_only(args: list[str], command: str | None) -> None:
     """`lbparse --help` lists every command from lbparse.cli.COMMANDS; a run
