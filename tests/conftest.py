@@ -43,6 +43,8 @@ if _JVM_OPTS is not None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for job in _ARCHIVING:  # of no use once the tests are over
+        job.stop()
     for thread in _AHEAD:  # each stops by its own timeout; its processes are ours
         thread.join()
     if _OWN_CACHE is not None:
@@ -93,9 +95,13 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 CLUSTER_MODES = {"liftbridge_short": ("short", False), "liftbridge_full": ("full", True)}
 _AHEAD: list[threading.Thread] = []
+_ARCHIVING: list[jvm.ArchiveJob] = []
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    # The run's temporary directory, made here before any thread asks for it
+    # (two threads making it at once: FileExistsError, CI's INTERNALERROR).
+    session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     _clusters_ahead(session)
     _class_archive_ahead(session)
 
@@ -133,9 +139,12 @@ ARCHIVE_AFTER = 50
 
 def _class_archive_ahead(session: pytest.Session) -> None:
     """Every worker's Spark JVMs use support/jvm.py's class archive of this
-    run from when it is there; the first worker here makes it, in a thread."""
+    run from when it is there; the first worker here makes it, in a thread.
+    Not under a sanitizer's LD_PRELOAD (tools/sanitize.py): the archiving JVM
+    would run under it too."""
     slow = sum(1 for i in session.items if i.get_closest_marker("slow"))
-    if _JVM_OPTS is None or slow < ARCHIVE_AFTER or importlib.util.find_spec("pyspark") is None:
+    if _JVM_OPTS is None or slow < ARCHIVE_AFTER or os.environ.get("LD_PRELOAD") \
+            or importlib.util.find_spec("pyspark") is None:
         return
     from support.once import run_dir
 
@@ -146,14 +155,13 @@ def _class_archive_ahead(session: pytest.Session) -> None:
         (root / "spark-classes.started").touch(exist_ok=False)  # one worker makes it
     except FileExistsError:
         return
-
-    def make() -> None:
-        try:
-            jvm.make_archive(archive, root / "spark-classes")
-        except (OSError, subprocess.SubprocessError):
-            pass  # the JVMs run without it (its log: spark-classes/archive.log)
-
-    _AHEAD.append(threading.Thread(target=make, name="class archive", daemon=True))
+    try:
+        _ARCHIVING.append(jvm.ArchiveJob(archive, root / "spark-classes"))
+    except OSError:
+        return  # the JVMs run without it
+    # Its outcome is only ever a file that is there or not (its log: spark-classes/archive.log).
+    _AHEAD.append(threading.Thread(target=_ARCHIVING[-1].wait, name="class archive",
+                                   daemon=True))
     _AHEAD[-1].start()
 
 

@@ -144,21 +144,26 @@ def _write_inputs(d: Path) -> dict[str, Path]:
 def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
         ) -> dict[str, Any]:
     """One pipeline run over every input (layout v0), made once a run: its
-    summary, data and output dir."""
+    summary, data and output dir. Its tables joined back into the wide row
+    (`wide_frame`: a Spark job or three per table, with their checks) are
+    joined once a run too, and written beside it for every worker to read."""
     from lbparse.columnar.decode_arrow import DecodeOptions
     from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.columnar.sources import SourceOptions
 
-    def make(out: Path) -> tuple[Path, Any]:
+    def make(d: Path) -> tuple[Path, Any, Path]:
+        out, wide = d / "out", d / "wide"
         options = PipelineOptions(
             inputs=tuple(str(p) for p in inputs.values()), out=str(out),
             decode=DecodeOptions(layout="v0"),
             source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
                                  batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
-        return out, run_pipeline(spark, options)
+        summary = run_pipeline(spark, options)
+        wide_frame(spark, out).write.parquet(str(wide))
+        return out, summary, wide
 
-    out, summary = once_a_run(tmp_path_factory, "spark-run", make)
-    data = wide_frame(spark, out)
+    out, summary, wide = once_a_run(tmp_path_factory, "spark-run", make)
+    data = spark.read.parquet(str(wide))
     return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
             "json": json.loads((out / "summary.json").read_text())}
 
@@ -262,25 +267,31 @@ def datasets(spark: Any, inputs: dict[str, Path],
 
     captures = (*map(str, inputs.values()), *([str(SHORT)] if SHORT.is_file() else []))
 
-    def make(d: Path) -> tuple[Path, Path, Any]:  # made once a run
+    def make(d: Path) -> tuple[Path, Path, Any, dict[str, Any]]:  # made once a run
         data_dir = extract_short_data(d)
         out = d / "out-readers"
-        return out, data_dir, run_pipeline(spark, PipelineOptions(
+        summary = run_pipeline(spark, PipelineOptions(
             inputs=(*captures, str(data_dir)), out=str(out),
             decode=DecodeOptions(layout="auto"),
             source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
                                  batch_rows=64, unit_bytes=1)))
+        return out, data_dir, summary, _read_tables(spark, out)
 
-    out, short_data, summary = once_a_run(tmp_path_factory, "spark-datasets", make)
+    out, short_data, summary, read = once_a_run(tmp_path_factory, "spark-datasets", make)
     assert summary.checks() == []
     tables = json.loads((out / "summary.json").read_text())["tables"]
-    got: dict[str, Any] = {"captures": captures, "data_dirs": [str(short_data)], "out": out,
-                           "tables": list(tables), "summary": summary}
-    for name, table in tables.items():
+    return {"captures": captures, "data_dirs": [str(short_data)], "out": out,
+            "tables": list(tables), "summary": summary, **read}
+
+
+def _read_tables(spark: Any, out: Path) -> dict[str, Any]:
+    """Each table of the run in `out` as Spark reads it (its schema, its rows as
+    Arrow sorted by KEY), and `wide`: once a run, for every worker."""
+    got: dict[str, Any] = {}
+    for name, table in json.loads((out / "summary.json").read_text())["tables"].items():
         path = os.path.join(out, name)
-        assert table == {"path": path, "rows": spark.read.parquet(path).count()}
         df = spark.read.parquet(path)
+        assert table == {"path": path, "rows": df.count()}
         got[name] = {"path": path, "schema": df.schema, "table": _sorted(df.toArrow())}
     got["wide"] = {"table": _sorted(wide_frame(spark, out).toArrow())}
     return got
-

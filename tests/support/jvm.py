@@ -9,7 +9,7 @@ Two things cut that, both measured on a local session that counts a
   compilations and the parallel collector's threads only cost in a JVM of
   seconds): a pipeline CLI run, 23 CPU-s to 15.
 - a class-data-sharing archive (JDK AppCDS) made once a run by
-  `make_archive`, from a JVM that ran a small lbparse pipeline: the JVMs
+  `ArchiveJob`, from a JVM that ran a small lbparse pipeline: the JVMs
   after it map Spark's classes parsed and verified, 13.7 CPU-s to 6.9.
 
 Both go through SPARK_SUBMIT_OPTS, which Spark's launcher puts on the
@@ -25,6 +25,7 @@ without it, silently (`-Xlog:cds*=off`: no warning on a CLI's stdout).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -53,21 +54,46 @@ def options(archive: Path | None) -> str:
     return f"{FLAGS} -XX:SharedArchiveFile={archive} {QUIET}"
 
 
-def make_archive(archive: Path, work: Path) -> None:
-    """Write the class archive at `archive` (whole or not at all: a JVM
-    starting meanwhile finds it absent), from one spark-submit of the
-    workload in `work`. spark-submit runs the JVM itself, so its exit
-    (after the archive is written) is the end of the wait."""
-    work.mkdir(parents=True, exist_ok=True)
-    script, partial = work / "workload.py", work / f"{archive.name}.partial"
-    script.write_text(_WORKLOAD)
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               SPARK_SUBMIT_OPTS=f"{FLAGS} -XX:ArchiveClassesAtExit={partial} {QUIET}")
-    import pyspark  # here: a test run without Spark imports none of it
+class ArchiveJob:
+    """The JVM that writes the class archive at `archive` (whole or not at all:
+    a JVM starting meanwhile finds it absent), one spark-submit of the workload
+    in `work`. spark-submit runs the JVM itself, so its exit (after the archive
+    is written) is the end of `wait`; `stop` ends it early, with the Python
+    process it started (its own process group)."""
 
-    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    with open(work / "archive.log", "wb") as log:
-        subprocess.run([str(spark_submit), "--master", "local[2]", str(script), str(SAMPLE),
-                        str(work / "out")], stdout=log, stderr=subprocess.STDOUT, env=env,
-                       timeout=TIMEOUT, cwd=work, check=True)
-    partial.rename(archive)
+    def __init__(self, archive: Path, work: Path) -> None:
+        import pyspark  # here: a test run without Spark imports none of it
+
+        work.mkdir(parents=True, exist_ok=True)
+        script, self.partial = work / "workload.py", work / f"{archive.name}.partial"
+        self.archive = archive
+        script.write_text(_WORKLOAD)
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
+                   PYSPARK_DRIVER_PYTHON=sys.executable,
+                   SPARK_SUBMIT_OPTS=f"{FLAGS} -XX:ArchiveClassesAtExit={self.partial} {QUIET}")
+        spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        with open(work / "archive.log", "wb") as log:
+            self.proc = subprocess.Popen(
+                [str(spark_submit), "--master", "local[2]", str(script), str(SAMPLE),
+                 str(work / "out")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work,
+                start_new_session=True)
+
+    def wait(self) -> bool:
+        """True when the archive is there, within TIMEOUT."""
+        try:
+            code = self.proc.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            return False
+        if code != 0 or not self.partial.exists():
+            return False
+        self.partial.rename(self.archive)
+        return True
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
