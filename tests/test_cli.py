@@ -132,6 +132,7 @@ finally:  # --help and --version end in SystemExit
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, command", [
     (["--help"], None),
     (["--version"], None),

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from lbparse.extras import LATE, MODULES, NEEDS_EXTRA
-from support.imports import ROOT, circles, function_imports, graph, module_name, third_party
+from support.imports import (ROOT, circles, function_imports, graph, module_name, parsed,
+                             third_party)
 
 # The top level but the front (__init__) and __main__: what every wing may
 # use (the error base, the version, the extras' helper, package data, output
@@ -121,7 +122,7 @@ def test_a_function_imports_only_through_the_helper() -> None:
     module that needs an extra, or what startup leaves out (LATE)."""
     bad = []
     for path in sorted(ROOT.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path)
         bad += [f"{module_name(path)}:{line}: {what}" for line, what in _late_imports(tree)]
     assert bad == []
 

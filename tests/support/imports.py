@@ -5,6 +5,7 @@ but those under `if TYPE_CHECKING:` (never run)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent / "lbparse"
@@ -53,13 +54,21 @@ def _resolve(name: str, modules: set[str]) -> set[str]:
     return {name} if name.startswith("lbparse") else set()
 
 
+@functools.lru_cache(maxsize=None)
 def graph() -> dict[str, set[str]]:
-    """module -> the lbparse modules it imports."""
+    """module -> the lbparse modules it imports (made once a process: read it,
+    never change it)."""
     paths = {module_name(p): p for p in ROOT.rglob("*.py")}
     # C extensions are modules too (their stubs name them): none imports back
     modules = set(paths) | {module_name(p) for p in ROOT.rglob("*.pyi")}
-    return {m: _imports(ast.parse(p.read_text(encoding="utf-8")), modules, m)
-            for m, p in paths.items()}
+    return {m: _imports(parsed(p), modules, m) for m, p in paths.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """`path`'s syntax tree, parsed once a process (the contract tests ask for
+    the whole graph a dozen times; nothing mutates a tree)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def function_imports(tree: ast.AST) -> list[tuple[int, str]]:
@@ -87,7 +96,7 @@ def function_imports(tree: ast.AST) -> list[tuple[int, str]]:
 def third_party(module: str) -> set[str]:
     """The top-level names of what `module` imports from outside lbparse."""
     paths = {module_name(p): p for p in ROOT.rglob("*.py")}
-    tree = ast.parse(paths[module].read_text(encoding="utf-8"))
+    tree = parsed(paths[module])
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
