@@ -145,6 +145,8 @@ def every(data: bytes) -> None:
         _ran.add(name)
         print(f"every: ran {name}", flush=True)
     TARGETS[name](data[1:])
+
+
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).
 SEEDS = {"native_capture": "capture", "decode_arrow": "decode", "native_pass": "batch",

@@ -13,8 +13,8 @@ imported at the top, and tests/test_import_contracts.py fails on any other
 function-local import that is not the standard library's. It takes:
 
 - an optional module (MODULES) in a module that must work without its
-  extra: the command line's modules (`lbparse --help` imports every
-  command), lbparse.live.subscriber (tap's and record's options),
+  extra: the command line's modules (`lbparse COMMAND --help` imports its
+  module, extra or not), lbparse.live.subscriber (tap's and record's options),
   lbparse.codegen.targets (protoc, for `generate`'s descriptor sets only),
   report.browser (websocket, for --screenshot only), pipeline.session and
   .output;

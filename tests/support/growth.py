@@ -53,9 +53,10 @@ def assert_linear(run: Callable[[int], object], sizes: Sequence[int], *, rounds:
     Only the first and the last size are timed, the exponent being theirs.
     An exponent over the bound is timed again (`rounds` more rounds, each
     size keeping its minimum over all) before it fails: on a loaded machine
-    every round of one size can land in a busy spell (CI: 500 messages in
-    32 ms, 4,000 in 491 ms, a linear reader at size^1.31), where a parser
-    that is really worse than linear is as slow the second time. The sizes
+    every round of one size can land in a busy spell (a full run here: 500
+    messages in 32 ms, 4,000 in 491 ms, a linear reader at size^1.31),
+    where a parser that is really worse than linear is as slow the second
+    time. The sizes
     between are timed, once, to say how the time grew when it fails.
     `floor`: seconds below which a timing is noise (the first size is raised
     to it, which can only make the check more lenient)."""
