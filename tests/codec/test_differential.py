@@ -3,10 +3,15 @@ lbparse's hand-written fast path agree field by field, errors included."""
 
 from __future__ import annotations
 
+import crc32c
 import pytest
+from construct import ConstructError
 from hypothesis import example, given, settings, strategies as st
 
 import lbparse
+from lbparse.codec.enveloped import build_wire, schema_wire
+from lbparse.codec.header import read_header
+from lbparse.codec.wire import CRC_FLAG
 from support.reference import PARSERS, commitlog_entries
 from vectors import data, params
 
@@ -149,3 +154,28 @@ def test_docstring_examples_run(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
+@settings(max_examples=60, deadline=None)
+@given(msg_type=st.integers(0, 255), crc=st.booleans(),
+       flags=st.integers(0, 255).map(lambda f: f & ~CRC_FLAG), payload=st.binary(max_size=40))
+@example(msg_type=255, crc=True, flags=0xFE, payload=b"")
+def test_header_build_equals_the_schemas(layout: str, msg_type: int, crc: bool, flags: int,
+                                         payload: bytes) -> None:
+    """encode's fast path (one struct call) builds what the construct schema builds."""
+    lay = lbparse.LAYOUTS[layout]
+    wire = build_wire(lay, msg_type, crc, flags, payload)
+    assert wire == schema_wire(lay, msg_type, crc, flags, payload)
+    hl, got_flags, got_crc, byte7, _ = read_header(wire, lay, False)  # and reads back
+    assert (wire[hl:], got_flags & ~CRC_FLAG, byte7) == (payload, flags, msg_type)
+    assert got_crc == (crc32c.crc32c(payload) if crc else None)
+
+
+@pytest.mark.parametrize("msg_type", [-1, 256])
+def test_a_header_byte_out_of_range_is_refused_by_both_builds(msg_type: int) -> None:
+    lay = lbparse.LAYOUTS["legacy"]
+    with pytest.raises(ValueError, match="one byte"):
+        build_wire(lay, msg_type, False, 0, b"")
+    with pytest.raises(ConstructError):
+        schema_wire(lay, msg_type, False, 0, b"")
