@@ -323,6 +323,9 @@ class _Session:
         # What the server said when it refused a first connection: nats-py
         # retries, and a later attempt's reset socket must not hide it.
         self.refusal: str | None = None
+        # Set by a refusal that no retry can change (wrong credentials):
+        # connecting stops at once rather than at its time limit.
+        self.refused = asyncio.Event()
         self.lost: Outage | None = None
         self.lost_mono = 0.0
         self.done = asyncio.Event()
@@ -354,6 +357,8 @@ class _Session:
         # while connecting; subclasses are its own (timeouts, closed, ...).
         if not self.connected and type(exc) in (errors.Error, errors.AuthorizationError):
             self.refusal = text
+            if _FINAL_REFUSAL in text.lower() or isinstance(exc, errors.AuthorizationError):
+                self.refused.set()
 
     async def disconnected(self) -> None:
         if not self.connected or self.lost is not None or self.done.is_set():
@@ -595,16 +600,22 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
     # allow_reconnect=False: bound it ourselves.
     limit = options.timeout * 2 + 1
     kw = options.nats_kwargs(url, reconnect=session.reconnect_timeout > 0)
+    connecting = asyncio.ensure_future(nc.connect(**kw, error_cb=session.error,
+                                                  disconnected_cb=session.disconnected,
+                                                  reconnected_cb=session.reconnected))
+    refused = asyncio.ensure_future(session.refused.wait())
     try:
-        await asyncio.wait_for(nc.connect(**kw, error_cb=session.error,
-                                          disconnected_cb=session.disconnected,
-                                          reconnected_cb=session.reconnected), limit)
-    except asyncio.TimeoutError:
+        await asyncio.wait({connecting, refused}, timeout=limit,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        refused.cancel()
+    if not connecting.done():
+        connecting.cancel()
+        await asyncio.gather(connecting, return_exceptions=True)
         await _close_quietly(nc)
-        why = session.refusal or session.last_error
-        if why:  # it answered, and refused: say why (an auth error, say)
-            raise OSError(f"cannot connect to {session.url} within {limit:g} s: {why}") from None
-        raise OSError(f"no NATS server answered at {session.url} within {limit:g} s") from None
+        raise _not_connected(session, limit)
+    try:
+        connecting.result()
     except (errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)
         raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
@@ -615,6 +626,21 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
         raise OSError(f"cannot connect to {session.url}: its first line (a NATS server's "
                       f"INFO) does not end within what a NATS client reads ({exc}): is it a "
                       "NATS server?") from None
+
+
+def _not_connected(session: _Session, limit: float) -> OSError:
+    """Why a first connection was given up: refused for good, refused, or silence."""
+    why = session.refusal or session.last_error
+    if session.refused.is_set():  # said as soon as the server said it
+        return OSError(f"cannot connect to {session.url}: {why}")
+    if why:  # it answered, and refused (an error a retry might not have had)
+        return OSError(f"cannot connect to {session.url} within {limit:g} s: {why}")
+    return OSError(f"no NATS server answered at {session.url} within {limit:g} s")
+
+
+# The server's word for wrong or missing credentials (nats-py passes it on as
+# the text of a plain Error while connecting): retrying cannot change it.
+_FINAL_REFUSAL = "authorization violation"
 
 
 async def _close_quietly(nc: Any) -> None:

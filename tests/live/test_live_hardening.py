@@ -267,11 +267,12 @@ def test_an_nkey_user_taps(configured, tmp_path: Path) -> None:  # type: ignore[
 class RefuseThenReset:
     """A loopback peer doing what a nats-server refusing a client sometimes
     does to nats-py's retries: the first connection gets INFO and, after the
-    CONNECT line, -ERR 'Authorization Violation'; every later one is reset
-    (the socket closed with linger 0) before anything is said. At most
-    `limit` connections are served; stop() closes the listening socket."""
+    CONNECT line, -ERR `error`; every later one is reset (the socket closed
+    with linger 0) before anything is said. At most `limit` connections are
+    served; stop() closes the listening socket."""
 
-    def __init__(self, limit: int = 50) -> None:
+    def __init__(self, error: bytes = b"'Authorization Violation'", limit: int = 50) -> None:
+        self.error = error
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
         self.url = f"nats://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -294,7 +295,7 @@ class RefuseThenReset:
                     conn.sendall(b'INFO {"server_id":"x","version":"2.9.0","max_payload":1048576,'
                                  b'"auth_required":true}\r\n')
                     conn.recv(4096)  # CONNECT and PING
-                    conn.sendall(b"-ERR 'Authorization Violation'\r\n")
+                    conn.sendall(b"-ERR " + self.error + b"\r\n")
                 else:
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                     struct.pack("ii", 1, 0))
@@ -307,9 +308,9 @@ class RefuseThenReset:
 
 def test_a_refusal_is_said_though_later_retries_were_reset() -> None:
     """CI failure of 2026-11-26: a refused tap said "Connection reset by
-    peer", the last of nats-py's retries, rather than the server's
-    Authorization Violation of the first attempt."""
-    peer = RefuseThenReset()
+    peer", the last of nats-py's retries, rather than the server's refusal
+    of the first attempt (a refusal a retry might get past: it retries)."""
+    peer = RefuseThenReset(b"'maximum connections exceeded'")
     try:
         code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1",
                             "--timeout", "2").finish(timeout=60)
@@ -317,7 +318,24 @@ def test_a_refusal_is_said_though_later_retries_were_reset() -> None:
         peer.stop()
     assert peer.served > 1, "nats-py did not retry: the reset was never seen"
     assert code == 1 and "Traceback" not in err, err
-    assert "Authorization Violation" in err and "reset" not in err, err
+    assert "maximum connections exceeded" in err and "reset" not in err, err
+
+
+def test_wrong_credentials_are_said_at_once() -> None:
+    """An Authorization Violation is final: no retry is made, and it is said
+    as soon as the server says it, not at the end of the 5 s allowed to
+    connect (a tap with a mistyped password waited those 5 s)."""
+    peer = RefuseThenReset()
+    start = time.monotonic()
+    try:
+        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1",
+                            "--timeout", "2").finish(timeout=60)
+    finally:
+        peer.stop()
+    assert code == 1 and "Traceback" not in err, err
+    assert "Authorization Violation" in err and "within" not in err, err
+    assert peer.served == 1, f"{peer.served} connections: retried after a final refusal"
+    assert time.monotonic() - start < 4, "said only when the time to connect was over"
 
 
 def test_a_creds_file_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
