@@ -18,8 +18,10 @@ driver), and not through a configuration directory: Spark puts that on
 the class path, and the JDK archives no class path holding a non-empty
 directory. Not JDK_JAVA_OPTIONS either: the JVM says "Picked up" on
 stderr, which the CLI's tests read. A JVM whose archive is not there yet
-(or whose class path differs, as a standalone worker's executors) runs as
-without it, silently (`-Xlog:cds*=off`: no warning on a CLI's stdout).
+(or whose class path differs) runs as without it, silently
+(`-Xlog:cds*=off`: no warning on a CLI's stdout). A standalone cluster's
+master, worker and executors are started by Spark, not spark-submit:
+test_cluster hands them the same options.
 """
 
 from __future__ import annotations
