@@ -6,8 +6,10 @@
     python fuzz/run.py --seconds 5400 --weights decode=4,differential=4    # a long campaign
     python fuzz/run.py --seconds 600 --jobs 2        # two targets at once: half the wall time
 
-The seconds are the whole campaign's, shared out equally among the targets
-(each also takes a few seconds to start); each target's line gives its
+The seconds are the whole campaign's, shared out equally among the targets;
+each target is forked from a harness server (one a job; the C modules'
+targets under clang have their own) that instrumented lbparse once: a
+second or so to start, where a harness of its own took 9.5 s. Each target's line gives its
 executions, coverage and corpus, and the last line the total. The targets
 of the C modules (`native_capture`, `decode_arrow`) run against a build of
 them with libFuzzer's coverage and AddressSanitizer when clang is there
@@ -22,6 +24,8 @@ the next. Exit status 1 when anything crashed.
 from __future__ import annotations
 
 import argparse
+import json
+import queue
 import re
 import shutil
 import subprocess
@@ -47,38 +51,85 @@ MAX_RESTARTS = 5
 GUARDS = ["-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1"]
 
 
+class Server:
+    """One `harness.py serve`: lbparse instrumented once, a campaign forked
+    from it a request (the start took 9.5 s a target, 8 of them instrumenting)."""
+
+    def __init__(self, log: Path, env: dict[str, str] | None = None) -> None:
+        self._log = open(log, "w")
+        # -P under `env` (the native targets'): its instrumented copy on
+        # PYTHONPATH, not the checkout
+        cmd = [sys.executable, *(["-P"] if env is not None else []), str(HERE / "harness.py"),
+               "serve"]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._log, text=True, cwd=HERE.parent, env=env)
+
+    def run(self, target: str, args: list[str], log: Path, seconds: float) -> str:
+        """The exit status of one campaign (its output in `log`), or `timeout`."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([str(log), seconds, target, *args]) + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()  # the server bounds it by `seconds`
+        if not answer:
+            raise RuntimeError(f"fuzz: the harness server ended (exit {self.proc.wait()}); "
+                               f"see {self._log.name}")
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+        self._log.close()
+
+
+def _start(target: str, corpus: Path, artifacts: Path, left: float, log: Path,
+           env: dict[str, str] | None, server: Server | None) -> int | None:
+    """One start of the target's campaign: its exit status (None: killed at its time)."""
+    args = [str(corpus), f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/",
+            *GUARDS]
+    if server is not None:
+        answer = server.run(target, args, log, left + 60)
+        return None if answer == "timeout" else int(answer)
+    cmd = [sys.executable, str(HERE / "harness.py"), target, *args]
+    if env is not None:
+        cmd.insert(1, "-P")  # the instrumented copy on PYTHONPATH, not the checkout
+    with open(log, "a") as out:
+        try:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=left + 60, cwd=HERE.parent, env=env)
+        except subprocess.TimeoutExpired:
+            return None
+    return proc.returncode
+
+
 def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path,
-               env: dict[str, str] | None = None) -> dict:
+               env: dict[str, str] | None = None, server: Server | None = None) -> dict:
+    """The target's campaign for `seconds`, restarted after a crash; run in
+    `server` when given (native targets need their own environment: not)."""
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds
     execs, cov, crashes, starts = 0, 0, [], 0
-    with open(log, "w") as out:
-        while starts <= MAX_RESTARTS:
-            left = deadline - time.monotonic()
-            if left < 2:
-                break
-            starts += 1
-            before = set(artifacts.iterdir())
-            cmd = [sys.executable, str(HERE / "harness.py"), target, str(corpus),
-                   f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/", *GUARDS]
-            if env is not None:
-                cmd.insert(1, "-P")  # the instrumented copy on PYTHONPATH, not the checkout
-            try:
-                proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                      timeout=left + 60, cwd=HERE.parent, env=env)
-            except subprocess.TimeoutExpired:
-                # One input outlived the whole share (libFuzzer checks its
-                # time between inputs): subprocess.run killed the harness;
-                # the other targets still run (this ended a campaign once).
+    log.write_text("")
+    while starts <= MAX_RESTARTS:
+        left = deadline - time.monotonic()
+        if left < 2:
+            break
+        starts += 1
+        before = set(artifacts.iterdir())
+        code = _start(target, corpus, artifacts, left, log, env, server)
+        if code is None:
+            # One input outlived the whole share (libFuzzer checks its time
+            # between inputs): the harness was killed; the other targets still
+            # run (this ended a campaign once).
+            with open(log, "a") as out:
                 out.write(f"\nrun.py: harness killed {int(left) + 60} s after it started\n")
-                out.flush()
-                crashes.append("overran-its-time")
-                break
-            new = sorted(set(artifacts.iterdir()) - before)
-            crashes += [p.name for p in new]
-            if proc.returncode == 0 or not new:
-                break
+            crashes.append("overran-its-time")
+            break
+        new = sorted(set(artifacts.iterdir()) - before)
+        crashes += [p.name for p in new]
+        if code == 0 or not new:
+            break
     text = log.read_text(errors="replace")
     for m in re.finditer(r"stat::number_of_executed_units:\s*(\d+)", text):
         execs += int(m.group(1))
@@ -122,20 +173,38 @@ def main() -> int:
                                         "(build/fuzz-native)" if native_env else
                                         "no clang: the normal build, Python coverage only"),
                   flush=True)
+        logs = base if args.ci else HERE
+        # The native targets run in their own environment (the instrumented
+        # C build): servers of their own.
+        native = {t for t in targets if t in NATIVE and native_env is not None}
+        servers: dict[bool, queue.Queue[Server]] = {False: queue.Queue(), True: queue.Queue()}
+        for kind, names in ((False, set(targets) - native), (True, native)):
+            for i in range(min(args.jobs, len(names))):
+                servers[kind].put(Server(logs / f"fuzz-server-{'native-' * kind}{i}.log",
+                                         native_env if kind else None))
+
         def one(t: str) -> dict:
             share = max(args.seconds * weights[t] / total_weight, 3)
-            r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
-                           base / f"fuzz-{t}.log" if args.ci else HERE / f"fuzz-{t}.log",
-                           native_env if t in NATIVE else None)
+            server = servers[t in native].get()
+            try:
+                r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
+                               logs / f"fuzz-{t}.log", server=server)
+            finally:
+                servers[t in native].put(server)
             status = f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}" if r["crashes"] \
                 else "no crash"
             print(f"{t:<14} {r['seconds']:>5}s {r['execs']:>9} execs  cov {r['coverage']:>5}  "
                   f"corpus {r['corpus']:>5}  {status}", flush=True)
             return r
 
-        # Each target is its own process (harness.py): --jobs of them at once, one a core.
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            results = list(pool.map(one, targets))
+        # --jobs targets at once, one a core.
+        try:
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                results = list(pool.map(one, targets))
+        finally:
+            for pool_of in servers.values():
+                while not pool_of.empty():
+                    pool_of.get().close()
         total = sum(r["execs"] for r in results)
         crashed = [r for r in results if r["crashes"]]
         print(f"fuzz: {len(targets)} targets, {total} executions, "

@@ -129,82 +129,31 @@ def _harness(name: str, corpus: Path, runs: int) -> str:
 
 
 @pytest.mark.slow
-def test_the_atheris_harness_runs_a_short_campaign(corpus: Path) -> None:
-    """The smoke of `make fuzz`: a few hundred coverage-guided executions
-    of the decoder (the long campaign runs outside the suite)."""
-    _harness("decode", corpus, 300)
-
-
-# -- atheris keeps every comparison's result (fuzz/cmpguard.py) -------------------------
-
-_PROBE = """
-import sys
-sys.path.insert(0, {fuzz!r})
-import atheris, numpy as np, cmpguard
-seen = set()
-rows = np.arange(64)
-
-@atheris.instrument_func
-def compare(data):
-    return rows == len(data)          # a new array, as the batch decoder's comparisons
-
-def target(data):
-    out = compare(data)
-    count = sys.getrefcount(out)  # 2: this name and the call's argument
-    if count not in seen:         # libFuzzer ends the process itself: print as found
-        seen.add(count)
-        print("refcount", count, flush=True)
-{wrap}
-atheris.Setup(sys.argv, target)
-atheris.Fuzz()
-"""
-
-
-@pytest.mark.parametrize("guarded", [True, False])
-def test_the_harness_keeps_no_comparison_result(guarded: bool, tmp_path: Path) -> None:
-    """Under atheris.Fuzz (libFuzzer's loop: it binds its own hook when it
-    starts) a comparison of numpy arrays in instrumented code leaves its
-    result with one reference too many, forever: the batch target's memory
-    grew ~100 KB an execution to libFuzzer's 2 GB limit in issue #19's
-    campaign. Through `cmpguard.guarding` (what fuzz/harness.py runs) no
-    result is kept; without it, this probe sees the leak (so it can fail)."""
+def test_run_py_forks_each_campaign_from_one_server(corpus: Path, tmp_path: Path) -> None:
+    """The smoke of `make fuzz`, run its way: one harness server instruments
+    lbparse once, and each target's short campaign (the decoder's, the NATS
+    parser's: a few seconds of coverage-guided executions) is a fork of it,
+    with its own log and exit status; a campaign past its time is killed
+    and said. (The direct `harness.py TARGET` runs in the tests below.)"""
     pytest.importorskip("atheris")
-    import subprocess
+    import run as fuzz_run
 
-    probe = tmp_path / "probe.py"
-    probe.write_text(_PROBE.format(fuzz=str(ROOT / "fuzz"),
-                                   wrap="target = cmpguard.guarding(target)" if guarded else ""))
-    out = subprocess.run([sys.executable, str(probe), "-runs=2000"], capture_output=True,
-                         text=True, timeout=120, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-2000:]
-    refcounts = {int(x) for x in re.findall(r"^refcount (\d+)$", out.stdout, re.MULTILINE)}
-    assert refcounts == ({2} if guarded else {3}), out.stdout + out.stderr[-2000:]
-
-
-def test_the_guard_compares_as_python_does() -> None:
-    """The guard's own comparisons: every operator, operands either way round,
-    as atheris passes them (a constant first, the operator mirrored)."""
-    import operator
-
-    import numpy as np
-
-    import cmpguard
-
-    pytest.importorskip("atheris")
-    from atheris.version_dependent import REVERSE_CMP_OP
-
-    calls = []
-    native = cmpguard.guarded(lambda *a: calls.append(a) or "native", shift=0)
-    ops = (operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge)
-    a = np.array([1, 2, 3])
-    for op_id, op in enumerate(ops):
-        assert (native(a, 2, op_id, 7, False) == op(a, 2)).all()
-        # `a OP 2` with the constant put first: `2 MIRRORED a`
-        assert (native(2, a, REVERSE_CMP_OP[op_id], 7, True) == op(a, 2)).all()
-        assert native(2.5, 2, op_id, 7, False) == op(2.5, 2)
-        assert native(3, 2, op_id, 7, False) == "native"   # ints: atheris reports them
-        assert native(b"a", b"b", op_id, 7, True) == "native"
-    assert len(calls) == 12
+    server = fuzz_run.Server(tmp_path / "server.log")
+    try:
+        results = {t: fuzz_run.run_target(t, 3, tmp_path / "corpus" / t, tmp_path / "art" / t,
+                                          tmp_path / f"{t}.log", server=server)
+                   for t in ("decode", "nats")}
+        endless = server.run("decode", [str(corpus / "decode"), "-runs=100000000"],
+                             tmp_path / "endless.log", 3)
+    finally:
+        server.close()
+    assert server.proc.returncode == 0
+    for t, r in results.items():
+        log = (tmp_path / f"{t}.log").read_text()
+        assert r["execs"] > 0 and r["coverage"] > 0 and not r["crashes"], (r, log[-2000:])
+        assert r["starts"] == 1 and "Done" in log, log[-2000:]
+    assert endless == "timeout"
+    assert "Instrumenting lbparse" in (tmp_path / "server.log").read_text()  # once, there
 
 
 @pytest.mark.slow
