@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import lbparse
 from lbparse.codec import jsonform
@@ -67,6 +68,31 @@ def test_int64_is_an_int_and_written_as_a_string() -> None:
     assert n == 1_700_000_000_000_000_001 and isinstance(n, int)
     assert jsonform.dumps({"t": n, "l": [n], "plain": 5}) == \
         '{"t": "1700000000000000001", "l": ["1700000000000000001"], "plain": 5}'
+
+
+def _walked(obj: Any) -> Any:
+    """to_json_value as first written (isinstance all the way): the reference."""
+    if isinstance(obj, dict):
+        return {k: _walked(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_walked(v) for v in obj]
+    return str(int(obj)) if isinstance(obj, jsonform.Int64) else obj
+
+
+_leaves = (st.integers(-2**70, 2**70) | st.integers(-2**70, 2**70).map(jsonform.Int64)
+           | st.booleans() | st.none() | st.text(max_size=5) | st.floats(allow_nan=False))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.recursive(_leaves, lambda inner: st.lists(inner, max_size=3)
+                    | st.lists(inner, max_size=3).map(tuple)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=12))
+def test_the_json_walk_and_text_are_the_references(obj: Any) -> None:
+    """to_json_value's exact-type shortcut and dumps' one encoder give what
+    the plain walk and json.dumps give."""
+    assert jsonform.to_json_value(obj) == _walked(obj)
+    assert jsonform.dumps(obj) == json.dumps(_walked(obj), ensure_ascii=False)
+    assert jsonform.dumps(obj, indent=2) == json.dumps(_walked(obj), ensure_ascii=False, indent=2)
 
 
 @pytest.mark.parametrize("value,want", [("42", 42), (42, 42), ("-9223372036854775808", -2**63)])

@@ -38,8 +38,18 @@ class Int64(int):
         return int.__repr__(self)
 
 
+# Values that are their own JSON value, by exact type (an Int64 is not one):
+# a record's dict is mostly these, and is walked once a message.
+_AS_THEY_ARE = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json_value(obj: Any) -> Any:
     """`obj` with every Int64 made a decimal string (dicts, lists, tuples walked)."""
+    kind = type(obj)
+    if kind is dict:
+        return {k: v if type(v) in _AS_THEY_ARE else to_json_value(v) for k, v in obj.items()}
+    if kind in _AS_THEY_ARE:
+        return obj
     if isinstance(obj, dict):
         return {k: to_json_value(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -49,8 +59,15 @@ def to_json_value(obj: Any) -> Any:
     return obj
 
 
+# One encoder, made once: json.dumps with any argument besides the object
+# makes a new JSONEncoder each call (a third of the time of a record's JSON).
+_COMPACT = json.JSONEncoder(ensure_ascii=False)
+
+
 def dumps(obj: Any, *, indent: int | None = None) -> str:
     """JSON text of `obj` by lbparse's convention (UTF-8 kept as it is)."""
+    if indent is None:
+        return _COMPACT.encode(to_json_value(obj))
     return json.dumps(to_json_value(obj), ensure_ascii=False, indent=indent)
 
 
