@@ -66,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         nonlocal written
         writer.write(rec)
         written += 1
-        if isinstance(writer, JsonlRecordWriter):
-            writer.flush()  # so `tail -f` (and a test) sees each record as it comes
 
     ended = False
     try:
-        result = live_session(NAME, args, write)
+        # JSON Lines flushed whenever the recording has caught up: `tail -f`
+        # (and a test) sees each record as it comes
+        result = live_session(NAME, args, write, on_idle=writer.flush
+                              if isinstance(writer, JsonlRecordWriter) else None)
         ended = True
     finally:
         writer.close()  # whatever happened: a whole file of what was received

@@ -107,17 +107,19 @@ def event_printer(command: str) -> Callable[[str], None]:
     return say
 
 
-def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Record], None]
-                 ) -> LiveResult:
-    """Run the subscription of `args` (tap and record share it). A server that
-    cannot be reached is a DataError: one line, status 1 (as the nats CLI)."""
+def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Record], None],
+                 on_idle: Callable[[], None] | None = None) -> LiveResult:
+    """Run the subscription of `args` (tap and record share it); `on_idle`:
+    the output's flush (subscribe() calls it when it has caught up). A
+    server that cannot be reached is a DataError: one line, status 1 (as
+    the nats CLI)."""
     try:
         return asyncio.run(subscribe(
             args.server, args.subjects, on_record, options=connect_options(args),
             layout=args.layout, count=args.count, duration=args.duration,
             on_ready=lambda: ready_message(command, args),
             reconnect_timeout=args.reconnect_timeout, on_event=event_printer(command),
-            backlog_bytes=int(args.backlog_mb * (1 << 20))))
+            backlog_bytes=int(args.backlog_mb * (1 << 20)), on_idle=on_idle))
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -138,9 +140,8 @@ def run(args: argparse.Namespace) -> int:
         line = (jsonform.dumps(rec.to_json_dict()) if args.format == "jsonl"
                 else table_row(rec))
         sys.stdout.write(line + "\n")
-        sys.stdout.flush()
 
-    result = live_session(NAME, args, show)
+    result = live_session(NAME, args, show, on_idle=sys.stdout.flush)
     if result.complete:
         return 0
     event_printer(NAME)(result.summary())

@@ -418,11 +418,15 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
                     on_ready: Callable[[], None] | None = None,
                     reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
                     on_event: Callable[[str], None] | None = None,
-                    backlog_bytes: int = DEFAULT_BACKLOG_BYTES) -> LiveResult:
+                    backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
+                    on_idle: Callable[[], None] | None = None) -> LiveResult:
     """Subscribe to `subjects` and call `on_record` for each message, decoded
     as `layout` (None: not decoded); reconnect after a loss for at most
     `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
-    loss and return.
+    loss and return. `on_idle` is called whenever the worker has caught up
+    (nothing left to hand on): flush there, not at each message, and a
+    reader of the output sees every message as it comes when they come
+    slowly, in large writes under a flood.
 
     `on_record` runs in a worker thread, fed through a `Backlog` (memory up
     to `backlog_bytes`, then a private spill file): the network reader only
@@ -466,7 +470,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     def failed() -> None:  # from the worker thread: stop the session
         loop.call_soon_threadsafe(done.set)
 
-    worker = _Worker(backlog, process, failed)
+    worker = _Worker(backlog, process, failed, on_idle)
     worker.start()
 
     accepting = True  # until --count is reached, or the connection is closed after a drain
@@ -572,11 +576,13 @@ class _Worker(threading.Thread):
     is closed and empty (or abandoned); stops at the first failure."""
 
     def __init__(self, backlog: Backlog, process: Callable[[Raw], None],
-                 on_failure: Callable[[], None]) -> None:
+                 on_failure: Callable[[], None],
+                 on_idle: Callable[[], None] | None = None) -> None:
         super().__init__(name="lbparse-live-writer", daemon=True)
         self.backlog = backlog
         self.process = process
         self.on_failure = on_failure
+        self.on_idle = on_idle
         self.written = 0
         self.error: BaseException | None = None
 
@@ -587,6 +593,8 @@ class _Worker(threading.Thread):
                 return
             try:
                 self.process(item)
+                if self.on_idle is not None and not self.backlog.pending():
+                    self.on_idle()  # caught up
             except BaseException as exc:  # noqa: BLE001  reported by subscribe()
                 self.error = exc
                 self.on_failure()

@@ -84,8 +84,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
 class Tool:
     """`lbparse tap|record ...` as a process; its stderr lines, read as they come."""
 
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen([*LBPARSE, *args], cwd=ROOT,
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen([*LBPARSE, *args], cwd=ROOT, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: list[str] = []
 
@@ -231,3 +231,41 @@ def test_a_record_file_is_whole_when_the_server_never_comes_back(
         rec.kill()
     assert rc == 1 and "gave up" in err
     assert [r.subject for r in CaptureReader(str(out))] == [f"lb.r{i}" for i in range(4)]
+
+
+def _lines_of(proc: subprocess.Popen, got: list[bytes], want: int, timeout: float = 10.0) -> None:
+    """Read the process's stdout, as it comes, until it has given `want` lines."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while sum(chunk.count(b"\n") for chunk in got) < want and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.1)[0]:
+            got.append(os.read(proc.stdout.fileno(), 1 << 16))
+
+
+def test_each_message_reaches_the_output_as_it_comes(server: Server, tmp_path: Path) -> None:
+    """Outputs are flushed whenever the writer has caught up (not at each
+    message: a flood is written in large writes): a message that comes on
+    its own is in tap's stdout and in record's JSON Lines file at once,
+    while both still run."""
+    out = tmp_path / "live.jsonl"
+    # stdout a pipe, as a user's `| jq`: block-buffered unless flushed
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    record = Tool("record", server.url, "lb.>", "-o", str(out), "--reconnect-timeout", "0",
+                  env=env)
+    tap = Tool("tap", server.url, "lb.>", "--reconnect-timeout", "0", env=env)
+    shown: list[bytes] = []
+    try:
+        record.wait_for("listening on")
+        tap.wait_for("listening on")
+        for i in range(1, 4):
+            publish(server.url, i, 1)
+            _lines_of(tap.proc, shown, i)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and out.read_bytes().count(b"\n") < i:
+                time.sleep(0.05)
+            assert out.read_bytes().count(b"\n") == i, f"record: message {i} not in the file"
+            assert b"".join(shown).count(b"\n") == i, f"tap: message {i} not on stdout"
+        assert record.proc.poll() is None and tap.proc.poll() is None
+    finally:
+        record.kill()
+        tap.kill()
