@@ -175,6 +175,8 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
     besides the CRC flag."""
     if not 0 <= msg_type <= 0xFF:
         raise ValueError(f"byte 7 of the {layout.name} header is one byte, not {msg_type}")
+    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:  # the spec's flags/header_len check
+        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag")
     values = dict(magic=MAGIC, version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
                   flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
     head = HEADER.struct.pack(*[values[name] for name in _HEADER_FIELDS])

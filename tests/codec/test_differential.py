@@ -172,10 +172,11 @@ def test_header_build_equals_the_schemas(layout: str, msg_type: int, crc: bool, 
     assert got_crc == (crc32c.crc32c(payload) if crc else None)
 
 
-@pytest.mark.parametrize("msg_type", [-1, 256])
-def test_a_header_byte_out_of_range_is_refused_by_both_builds(msg_type: int) -> None:
+@pytest.mark.parametrize("msg_type, flags", [(-1, 0), (256, 0), (0, CRC_FLAG), (0, 256)])
+def test_a_header_the_spec_refuses_is_refused_by_both_builds(msg_type: int, flags: int) -> None:
+    """A byte 7 or flags out of range, or the CRC flag without the CRC."""
     lay = lbparse.LAYOUTS["legacy"]
     with pytest.raises(ValueError, match="one byte"):
-        build_wire(lay, msg_type, False, 0, b"")
+        build_wire(lay, msg_type, False, flags, b"")
     with pytest.raises(ConstructError):
-        schema_wire(lay, msg_type, False, 0, b"")
+        schema_wire(lay, msg_type, False, flags, b"")
