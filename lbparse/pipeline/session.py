@@ -60,6 +60,12 @@ logger.blocks.name = org.apache.spark.storage.DiskBlockManager
 logger.blocks.level = fatal
 logger.hooks.name = org.apache.spark.util.ShutdownHookManager
 logger.hooks.level = fatal
+# And the session's stop, under way as the signal reaches the JVM too (a
+# SIGTERM to the group at the swap, CI 2026-11-27): the shuffle tracker's
+# goodbye is interrupted ("Error communicating with MapOutputTracker",
+# InterruptedException). The pipeline's job has no shuffle to lose.
+logger.mapoutput.name = org.apache.spark.MapOutputTrackerMaster
+logger.mapoutput.level = fatal
 """
 
 
