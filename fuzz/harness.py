@@ -3,7 +3,12 @@
     python fuzz/harness.py TARGET [libFuzzer options] [CORPUS_DIR...]
 
 TARGET is one of `TARGETS` (fuzz/targets.py), or `every`: all of them in
-one process, the first byte of an input choosing which.
+one process, the first byte of an input choosing which. Each runs an entry point of
+tests/support/hostile.py (the same checks the hypothesis tests run) on the
+fuzzer's bytes; an exception other than the documented EnvelopeError /
+CaptureError, or a broken invariant (AssertionError), is a crash that
+libFuzzer saves as an artifact. `fuzz/run.py` (make fuzz) runs every target
+time-boxed with its seed corpus; run this directly to work on one target.
 
     python fuzz/harness.py serve
 
@@ -12,12 +17,7 @@ options and corpus...], and runs each in a child forked from this process
 (its output to LOG; killed past SECONDS), answering one line: the child's
 exit status, or `timeout`. Instrumenting lbparse as it is imported takes
 8 of the 9.5 s a harness takes to start: `fuzz/run.py` starts one server a
-job and forks a campaign a target from it. Each runs an entry point of
-tests/support/hostile.py (the same checks the hypothesis tests run) on the
-fuzzer's bytes; an exception other than the documented EnvelopeError /
-CaptureError, or a broken invariant (AssertionError), is a crash that
-libFuzzer saves as an artifact. `fuzz/run.py` (make fuzz) runs every target
-time-boxed with its seed corpus; run this directly to work on one target.
+job and forks a campaign a target from it.
 """
 
 from __future__ import annotations

@@ -82,30 +82,9 @@ class Server:
         self._log.close()
 
 
-def _start(target: str, corpus: Path, artifacts: Path, left: float, log: Path,
-           env: dict[str, str] | None, server: Server | None) -> int | None:
-    """One start of the target's campaign: its exit status (None: killed at its time)."""
-    args = [str(corpus), f"-max_total_time={int(left)}", f"-artifact_prefix={artifacts}/",
-            *GUARDS]
-    if server is not None:
-        answer = server.run(target, args, log, left + 60)
-        return None if answer == "timeout" else int(answer)
-    cmd = [sys.executable, str(HERE / "harness.py"), target, *args]
-    if env is not None:
-        cmd.insert(1, "-P")  # the instrumented copy on PYTHONPATH, not the checkout
-    with open(log, "a") as out:
-        try:
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=left + 60, cwd=HERE.parent, env=env)
-        except subprocess.TimeoutExpired:
-            return None
-    return proc.returncode
-
-
 def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path,
-               env: dict[str, str] | None = None, server: Server | None = None) -> dict:
-    """The target's campaign for `seconds`, restarted after a crash; run in
-    `server` when given (native targets need their own environment: not)."""
+               server: Server) -> dict:
+    """The target's campaign for `seconds`, forked from `server`, restarted after a crash."""
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + seconds
@@ -117,8 +96,9 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
             break
         starts += 1
         before = set(artifacts.iterdir())
-        code = _start(target, corpus, artifacts, left, log, env, server)
-        if code is None:
+        answer = server.run(target, [str(corpus), f"-max_total_time={int(left)}",
+                                     f"-artifact_prefix={artifacts}/", *GUARDS], log, left + 60)
+        if answer == "timeout":
             # One input outlived the whole share (libFuzzer checks its time
             # between inputs): the harness was killed; the other targets still
             # run (this ended a campaign once).
@@ -128,7 +108,7 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
             break
         new = sorted(set(artifacts.iterdir()) - before)
         crashes += [p.name for p in new]
-        if code == 0 or not new:
+        if answer == "0" or not new:
             break
     text = log.read_text(errors="replace")
     for m in re.finditer(r"stat::number_of_executed_units:\s*(\d+)", text):

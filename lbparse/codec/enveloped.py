@@ -137,9 +137,7 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
     header's flag bits besides the CRC flag (unassigned; upstream ignores
     them, and they are kept so that a decoded envelope encodes back to its
     bytes)."""
-    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
-        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag "
-                         f"({CRC_FLAG:#x}; say crc=True for it)")
+    _check_flags(flags)  # before any work on the message
     ptype = payload_type_of(message)
     if layout.has_msg_type:
         if msg_type is None:
@@ -164,6 +162,12 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
     return build_wire(layout, msg_type, crc, flags, codec.encode(message))
 
 
+def _check_flags(flags: int) -> None:
+    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
+        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag "
+                         f"({CRC_FLAG:#x}; say crc=True for it)")
+
+
 # The header's fields in the spec's order (wire.HEADER: magic, version, ...).
 _HEADER_FIELDS = tuple(HEADER.fields)
 
@@ -175,8 +179,7 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
     besides the CRC flag."""
     if not 0 <= msg_type <= 0xFF:
         raise ValueError(f"byte 7 of the {layout.name} header is one byte, not {msg_type}")
-    if not 0 <= flags <= 0xFF or flags & CRC_FLAG:  # the spec's flags/header_len check
-        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag")
+    _check_flags(flags)  # the spec's flags/header_len check, as schema_wire makes it
     values = dict(magic=MAGIC, version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
                   flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
     head = HEADER.struct.pack(*[values[name] for name in _HEADER_FIELDS])
