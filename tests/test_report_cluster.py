@@ -39,6 +39,9 @@ RESTART = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == restarting (node\d)", re.M)
 NO_NEW_LEADER = re.compile(r'^time="\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d)" level=error msg="Leader '
                            r'(\S+) for partition \[subject=[^,]*, stream=([^,]*), partition=(\d+)\] '
                            r'exceeded max leader timeout', re.M)
+# A node winning a Raft election, in its own log (hashicorp/raft's line, second resolution).
+ELECTED = re.compile(r'^time="\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d)" level=info msg=" raft: '
+                     r'entering leader state', re.M)
 
 
 def full_run(request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
@@ -92,11 +95,15 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     assert len(kills) == 2, text
     # (partition key, dead leader) -> when the followers said it was not replaced yet
     leaderless: dict[tuple[str, str], list[float]] = {}
+    elected: list[float] = []
     for node_log in sorted(log.parent.glob("node*.log")):
-        for clock, leader, stream, p in NO_NEW_LEADER.findall(node_log.read_text()):
+        text = node_log.read_text()
+        for clock, leader, stream, p in NO_NEW_LEADER.findall(text):
             leaderless.setdefault((f"{stream}/{p}", leader), []).append(_ms(clock, first))
+        elected += [_ms(clock, first) for clock in ELECTED.findall(text)]
     return {"model": model, "kills": kills, "restarts": restarts, "capture": capture,
-            "page": out / "report.html", "data": data, "leaderless": leaderless}
+            "page": out / "report.html", "data": data, "leaderless": leaderless,
+            "elected": elected}
 
 
 def leader_at(model: dict[str, Any], key: str, t: float) -> str | None:
@@ -215,8 +222,9 @@ def test_each_killed_node_is_silent_until_its_restart(story: dict[str, Any]) -> 
 
 def test_metadata_lookups_wait_while_a_failed_node_is_down(story: dict[str, Any]) -> None:
     """The client's FetchMetadata/FetchPartitionMetadata calls, placed against
-    the failovers: every one is placed; each failover is one of the kills';
-    lookups during a failover or while its failed node is down wait for
+    the failovers: every one is placed; each failover is one of the kills', or
+    an election the nodes' logs show (a loaded machine can stall a leader's
+    heartbeats: seen once, 32 s after the second kill); lookups during a failover or while its failed node is down wait for
     hundreds of ms to seconds (3-5 s seen), those in the calm a few ms."""
     client = story["model"]["client"]
     ml = client["metadata_lookups"]
@@ -225,8 +233,13 @@ def test_metadata_lookups_wait_while_a_failed_node_is_down(story: dict[str, Any]
     groups = {g["when"]: g for g in ml["groups"]}
     assert sum(g["lookups"] for g in groups.values()) == len(ml["lookups"])
     kills = [t for t, _, _ in story["kills"]]
-    assert ml["failovers"] and all(any(k - 10_000 <= f["start"] <= k + 30_000 for k in kills)
-                                   for f in ml["failovers"]), ml["failovers"]
+    after_kill = [f for f in ml["failovers"]
+                  if any(k - 10_000 <= f["start"] <= k + 30_000 for k in kills)]
+    # the logs' clock is whole seconds: an election in [start - 3 s, end + 3 s]
+    elected = [f for f in ml["failovers"] if any(f["start"] - 3_000 <= e <= (f["end"] or f["start"])
+                                                   + 3_000 for e in story["elected"])]
+    assert after_kill and all(f in after_kill or f in elected for f in ml["failovers"]), \
+        (ml["failovers"], story["elected"])
     waited = [r["latency_ms"] for r in ml["lookups"]
               if r["when"] != "calm" and r["latency_ms"] is not None]
     calm = groups["calm"]["latency"]["p50_ms"]
