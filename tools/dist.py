@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 __all__ = ["ENV_ARCHIVE", "build", "build_env"]
@@ -106,25 +107,78 @@ def _env_requirements() -> list[str]:
     return [r for r in _requirements() if not r.startswith("pyspark")]
 
 
+def _installed(requirements: list[str]) -> list[metadata.Distribution]:
+    """The distributions installed here that `requirements` need, with theirs,
+    each checked against its pin."""
+    from packaging.requirements import Requirement
+
+    found: dict[str, metadata.Distribution] = {}
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # another platform's, or an extra's
+        dist = metadata.distribution(req.name)
+        if not req.specifier.contains(dist.version, prereleases=True):
+            raise SystemExit(f"dist: {req.name} {dist.version} is installed here, "
+                             f"lbparse pins {req}")
+        key = dist.metadata["Name"].lower()
+        if key not in found:
+            found[key] = dist
+            todo += [Requirement(r) for r in dist.requires or ()]
+    return list(found.values())
+
+
+def _copy_installed(requirements: list[str], site: Path) -> None:
+    """Put the installed files of `requirements` (_installed) into `site`, a
+    site-packages: linked where it can be, copied where not. Files installed
+    outside site-packages (scripts) are left out: the executors import only."""
+    for dist in _installed(requirements):
+        for f in dist.files or ():
+            if f.parts[0] == "..":
+                continue
+            src, dst = Path(str(f.locate())), site / f
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+
 def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
-              compress_level: int = 4) -> Path:
+              compress_level: int = 4, from_here: bool = False) -> Path:
     """A fresh virtualenv with lbparse installed from this tree (compiled modules
     required), packed by venv-pack into out/lbparse-env.tar.gz; returns its path.
     `wheel`: lbparse's wheel already built from this tree (`make wheel`), installed
-    instead of building again (the compiled modules take minutes to build)."""
+    instead of building again (the compiled modules take minutes to build).
+    `from_here`: no package index: lbparse built with the build tools installed
+    here, its dependencies the ones installed here (their pinned versions, or
+    an error); what the tests use (network only to 127.0.0.1)."""
     import venv_pack
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     work = out / "build-env"
     shutil.rmtree(work, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(work)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", *(["--without-pip"] * from_here), str(work)],
+                   check=True)
     python = str(work / "bin" / "python")
     # A build without the C modules is refused: the point of the archive is them.
     env = dict(os.environ, LBPARSE_EXPECT_COMPILED="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)  # the new environment's own packages only
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir",
-                    str(wheel or ROOT), *_env_requirements()], check=True, env=env, cwd=str(out))
+    if from_here:
+        site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path("
+                                    "'purelib'))"], check=True, capture_output=True, text=True,
+                                   env=env).stdout.strip())
+        _copy_installed(_env_requirements(), site)
+        # this Python's pip, installing into the new environment (`--python`)
+        subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
+                        "--no-index", "--no-deps", "--no-build-isolation", str(wheel or ROOT)],
+                       check=True, env=env, cwd=str(out))
+    else:
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir",
+                        str(wheel or ROOT), *_env_requirements()], check=True, env=env,
+                       cwd=str(out))
     check = subprocess.run(
         [python, "-c", "from lbparse.capture import compiled_modules, HOT_MODULES;"
          "from lbparse.columnar import crc; import sys;"

@@ -46,8 +46,11 @@ def _jvm_options() -> str:
     """The tests' JVM flags and class archive (conftest puts them in
     SPARK_SUBMIT_OPTS) for the JVMs spark-submit does not start: the master,
     the worker and its executors, whose class path is the driver's (the
-    archive maps: 6,900 of their 9,100 classes, an executor's CPU 5.8 s to 4)."""
-    return os.environ.get("SPARK_SUBMIT_OPTS") or jvm.FLAGS
+    archive maps: 6,900 of their 9,100 classes, an executor's CPU 5.8 s to 4).
+    Not the drivers' Spark settings (jvm.DRIVER): an executor's JVM options may
+    not set Spark options (INVALID_EXECUTOR_SPARK_OPTIONS)."""
+    given = (os.environ.get("SPARK_SUBMIT_OPTS") or jvm.FLAGS).split()
+    return " ".join(o for o in given if o not in jvm.DRIVER.split())
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
@@ -203,14 +206,17 @@ def test_pipeline_with_the_zip(standalone: str, run: dict[str, Any], inputs: dic
 def env_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`make dist`'s packed virtualenv. In CI (LBPARSE_EXPECT_INSTALLED) from the
     wheel that CI built from this tree and installed (dist/); elsewhere built
-    from the tree, which compiles lbparse again (minutes). Not compressed (gzip
-    level 0): the archive only crosses loopback, and packing 360 MB at level 1
-    took 9.5 s of CPU to 2.2."""
+    from the tree, which compiles lbparse again (minutes). Its dependencies are
+    the pinned ones installed here, not fetched from the package index
+    (`from_here`: network only to 127.0.0.1; in CI the fixture took 31 s, most
+    of it downloading pyarrow, pandas and numpy, and now 4 s). Not compressed
+    (gzip level 0): the archive only crosses loopback, and packing 360 MB at
+    level 1 took 9.5 s of CPU to 2.2."""
     pytest.importorskip("venv_pack")
     out = tmp_path_factory.mktemp("dist-env")
     wheels = sorted((ROOT / "dist").glob("lbparse-*.whl"))
     wheel = wheels[0] if os.environ.get("LBPARSE_EXPECT_INSTALLED") and len(wheels) == 1 else None
-    return load_tool("dist").build_env(out, wheel=wheel, compress_level=0)
+    return load_tool("dist").build_env(out, wheel=wheel, compress_level=0, from_here=True)
 
 
 @pytest.mark.slow

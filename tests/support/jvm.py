@@ -33,6 +33,11 @@ import sys
 from pathlib import Path
 
 FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Spark settings as system properties (SparkConf reads every `spark.*` one):
+# no web UI in a driver, whoever starts it (a CLI run, a manual's example, a
+# spark-submit): its Jetty server is ~1.3 of a pipeline CLI run's ~11 CPU-s,
+# and no test looks at it.
+DRIVER = "-Dspark.ui.enabled=false"
 QUIET = "-Xlog:cds*=off"
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "lbparse" / "examples" / "sample.pcap"
@@ -52,8 +57,8 @@ def options(archive: Path | None) -> str:
     """SPARK_SUBMIT_OPTS for the tests' JVMs: the flags, and the archive
     if one is (or will be) at `archive`."""
     if archive is None:
-        return FLAGS
-    return f"{FLAGS} -XX:SharedArchiveFile={archive} {QUIET}"
+        return f"{FLAGS} {DRIVER}"
+    return f"{FLAGS} {DRIVER} -XX:SharedArchiveFile={archive} {QUIET}"
 
 
 class ArchiveJob:
@@ -72,7 +77,7 @@ class ArchiveJob:
         script.write_text(_WORKLOAD)
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                    PYSPARK_DRIVER_PYTHON=sys.executable,
-                   SPARK_SUBMIT_OPTS=f"{FLAGS} -XX:ArchiveClassesAtExit={self.partial} {QUIET}")
+                   SPARK_SUBMIT_OPTS=f"{FLAGS} {DRIVER} -XX:ArchiveClassesAtExit={self.partial} {QUIET}")
         spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         with open(work / "archive.log", "wb") as log:
             self.proc = subprocess.Popen(
