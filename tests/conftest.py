@@ -93,7 +93,10 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 # -- a real Liftbridge cluster (shared/liftbridge/run_cluster.sh) -----------------
 
-CLUSTER_MODES = {"liftbridge_short": ("short", False), "liftbridge_full": ("full", True)}
+# fixture -> (run_cluster.sh mode, the clients' gRPC captured too, `lbparse tap` beside it),
+# in the order the runs are made ahead
+CLUSTER_MODES = {"liftbridge_short": ("short", False, True), "liftbridge_full": ("full", True, True),
+                 "liftbridge_short_api": ("short", True, False)}
 _AHEAD: list[threading.Thread] = []
 _ARCHIVING: list[jvm.ArchiveJob] = []
 
@@ -165,15 +168,17 @@ def _class_archive_ahead(session: pytest.Session) -> None:
     _AHEAD[-1].start()
 
 
-def _cluster(mode: str, capture_api: bool, factory: pytest.TempPathFactory) -> "ClusterRun":
+def _cluster(mode: str, capture_api: bool, tap_too: bool, factory: pytest.TempPathFactory
+             ) -> "ClusterRun":
     from support.cluster import missing_tools, run_cluster
     from support.once import once_a_run
 
     why = missing_tools()
     if why:
         pytest.skip(why)
-    return once_a_run(factory, f"liftbridge-{mode}",
-                      lambda out: run_cluster(mode, out, capture_api=capture_api))
+    name = f"liftbridge-{mode}" + ("-api" if capture_api and mode == "short" else "")
+    return once_a_run(factory, name, lambda out: run_cluster(mode, out, tap_too=tap_too,
+                                                             capture_api=capture_api))
 
 
 @pytest.fixture(scope="session")
@@ -190,3 +195,12 @@ def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
     and the report's want."""
     return _cluster(*CLUSTER_MODES["liftbridge_full"], tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def liftbridge_short_api(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+    """A `short` run of its own with the clients' gRPC calls captured too
+    (CAPTURE_API=1; `liftbridge_short` captures NATS only), no tap, once a
+    test run: made ahead, after the two above, where a worker asking for it
+    waited ~23 s for its script."""
+    return _cluster(*CLUSTER_MODES["liftbridge_short_api"], tmp_path_factory)

@@ -157,16 +157,10 @@ def test_the_api_capture_agrees_with_tshark(api_short: tuple[list[Any], list[Not
 # -- a fresh run of the real cluster, its API captured ------------------------------
 
 @pytest.fixture(scope="module")
-def api_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A `short` run of the real cluster with CAPTURE_API=1 (its own: the
-    session's `short` run captures NATS only)."""
-    from support.cluster import missing_tools, run_cluster
-
-    why = missing_tools()
-    if why:
-        pytest.skip(why)
-    return run_cluster("short", tmp_path_factory.mktemp("liftbridge-api"), tap_too=False,
-                       capture_api=True)
+def api_run(liftbridge_short_api: Any) -> Any:
+    """A `short` run of the real cluster with CAPTURE_API=1 (conftest's: its
+    own, the session's `short` run captures NATS only)."""
+    return liftbridge_short_api
 
 
 def client_stats(log: str) -> Counter[str]:
