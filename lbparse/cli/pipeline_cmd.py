@@ -310,10 +310,12 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
                 signals.check()
                 progress.planned(units, tasks)
 
+            def swapped(summary: Any) -> None:
+                signals.done = summary.totals()["rows"]
+
             try:
                 summary = job.run(spark, options, on_plan=planned, units=units,
-                                  check_interrupt=signals.check)
-                signals.done = summary.totals()["rows"]
+                                  check_interrupt=signals.check, on_swapped=swapped)
             except BaseException:
                 if signals.hit is not None:
                     _quiet(spark)  # the job is cancelled and Spark stopped: no JVM chatter

@@ -113,7 +113,8 @@ def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
 def run(spark: "SparkSession", options: PipelineOptions,
         on_plan: Callable[[list[Unit], int], None] | None = None,
         units: list[Unit] | None = None,
-        check_interrupt: Callable[[], None] | None = None) -> Summary:
+        check_interrupt: Callable[[], None] | None = None,
+        on_swapped: Callable[[Summary], None] | None = None) -> Summary:
     """Decode every input into DIR's tables and write DIR/summary.json (`units`:
     the inputs already planned, as `lbparse pipeline` does before Spark starts).
 
@@ -123,7 +124,10 @@ def run(spark: "SparkSession", options: PipelineOptions,
     was kept) leaves DIR as it was. `check_interrupt` raises Interrupted if
     the run was interrupted: it is called last before the swap, and when
     the job fails (a signal to the process group stops the JVM too, and
-    the job then fails by the interruption, not by itself)."""
+    the job then fails by the interruption, not by itself). `on_swapped` is
+    called as the new output is in place, with the signals still held back:
+    a caller told so cannot mistake a signal that comes after it, wherever
+    it lands, for one that kept the earlier output."""
     start = time.monotonic()
     options.decode.check()
     skipped: list[tuple[str, str]] = []
@@ -171,6 +175,8 @@ def run(spark: "SparkSession", options: PipelineOptions,
         with signals_deferred():  # a signal now waits for the renames to be done
             outdir.swap(fs, staging, out_path, out_plan.writes)
             swapped = True
+            if on_swapped is not None:
+                on_swapped(summary)
     except BaseException as exc:
         stopped = _interruption(exc, check_interrupt)
         if stopped is not None:

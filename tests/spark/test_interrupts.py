@@ -238,6 +238,36 @@ def test_a_signal_at_the_swap_leaves_one_whole_output(earlier: Path, tmp_path: P
     assert not _staging(out)
 
 
+# `lbparse pipeline` whose job, once it has returned, has a SIGTERM land: the
+# latest a signal can come before the run is over (CI saw one land there: the
+# run said "previous output kept" over the new output).
+SIGNAL_AFTER_THE_JOB = """\
+import os, signal, sys
+from lbparse.cli import main
+from lbparse.pipeline import job
+
+def run_then_signal(*args, **kwargs):
+    summary = job_run(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return summary
+
+job_run, job.run = job.run, run_then_signal
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_signal_after_the_swap_says_the_new_output_is_in_place(earlier: Path,
+                                                                 tmp_path: Path) -> None:
+    out, before = _copy(earlier, tmp_path)
+    res = subprocess.run([sys.executable, "-P", "-c", SIGNAL_AFTER_THE_JOB,
+                          *_command(out, "--overwrite")[4:]], capture_output=True, text=True,
+                         timeout=600)
+    rows, kept = one_line(res.returncode, res.stderr, signal.SIGTERM)
+    assert kept.startswith("the new output was already in place"), res.stderr[-2000:]
+    assert rows == consistent(out) and fingerprint(out) != before
+    assert not _staging(out)
+
+
 def test_a_killed_runs_staging_is_removed_by_the_next_run(earlier: Path,
                                                           tmp_path: Path) -> None:
     """SIGKILL: nothing can clean up, but the earlier output is untouched, and
