@@ -2,9 +2,8 @@
 
 `run(spark, options)` does the work in a given session and returns the
 `Summary`; `lbparse pipeline` (lbparse/cli/pipeline_cmd.py) wraps it with
-a session, progress and the printed summary. `main(argv)` is the entry
-point for spark-submit (dist/lbparse_pipeline.py calls it), with the
-arguments of `lbparse pipeline`.
+a session, progress and the printed summary; spark-submit's application
+file (dist/lbparse_pipeline.py, tools/dist.py) calls that command line.
 
 Output, under --out DIR, one directory per table (lbparse.columnar.tables):
   DIR/messages/part-*.parquet        one row per NATS message (or input problem)
@@ -47,8 +46,7 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "JobFailed", "PipelineOptions", "group_units", "main",
-           "run"]
+__all__ = ["MESSAGES_DIR", "SUMMARY_FILE", "JobFailed", "PipelineOptions", "group_units", "run"]
 
 # The tables of one row per input row (a message, an entry, a problem): the
 # rows the summary counts. The payload tables hold some of messages' rows again.
