@@ -35,9 +35,8 @@ key of the output.
 from __future__ import annotations
 
 import base64
-import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
 
 import numpy as np
@@ -194,7 +193,7 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
 def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
     try:
         meta = pq.ParquetFile(path).metadata
-        names = meta.schema.to_arrow_schema().names
+        meta.schema.to_arrow_schema()  # a footer whose schema Arrow cannot take is unreadable too
     except Exception as exc:  # noqa: BLE001  pyarrow has its own error types
         return [Unit(path, "parquet", size, size,
                      error=("input:bad_parquet", f"{path}: Parquet footer unreadable: {exc}"))]
