@@ -78,7 +78,7 @@ from lbparse.columnar.entries import SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
-from lbparse.pipeline import DEFAULT_BATCH_ROWS, outdir
+from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, outdir
 from lbparse.pipeline import preflight as pf
 from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
 
@@ -282,8 +282,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, signals: Signals) -> int:
     # The options are checked before Spark is imported: a usage error is said at once.
-    if args.batch_rows < 1:
-        raise ValueError("--batch-rows must be at least 1")
+    if not 1 <= args.batch_rows <= MAX_BATCH_ROWS:
+        raise ValueError(f"--batch-rows must be at least 1 and at most {MAX_BATCH_ROWS:,}, "
+                         f"not {args.batch_rows:,}")
     if "-" in args.inputs:
         raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
                          "themselves; save it to a file (`lbparse capture -` reads stdin)")

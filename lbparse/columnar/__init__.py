@@ -29,3 +29,7 @@ This module imports nothing heavy: `import lbparse` stays light.
 # of large messages from filling the task's memory.
 DEFAULT_BATCH_ROWS = 65536
 BATCH_BYTES = 64 << 20
+# The most rows a batch may be asked for: the C reader and Spark's JVM take
+# it as a machine integer (10**20 rows failed in the task with an
+# OverflowError); a batch is bounded by its bytes long before this.
+MAX_BATCH_ROWS = 2**31 - 1

@@ -17,6 +17,6 @@ tasks) and the decoding are the columnar core's, lbparse.columnar.
 This module imports nothing heavy: `lbparse --help` must not start Spark.
 """
 
-from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
+from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS
 
-__all__ = ["BATCH_BYTES", "DEFAULT_BATCH_ROWS"]
+__all__ = ["BATCH_BYTES", "DEFAULT_BATCH_ROWS", "MAX_BATCH_ROWS"]

@@ -40,7 +40,7 @@ from lbparse.capture import default_layout
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_TABLES, table_names
-from lbparse.pipeline import DEFAULT_BATCH_ROWS
+from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
 __all__ = ["ENTRIES", "KNOWN", "MAX_COUNT", "STREAM_ONLY", "paths", "stream_options", "table",
@@ -53,10 +53,9 @@ KNOWN = ("layout", "lenient", "verifycrc", "emitdefaultvalues", "column", "subje
          "timestampcolumn", "batchrows", "table", "path", "paths")
 # Options of readStream alone (lbparse.spark.stream).
 STREAM_ONLY = ("maxfilespertrigger", "minfileage")
-# The largest batchRows and maxFilesPerTrigger: the C reader and Spark's JVM
-# take them as machine integers (10**20 rows failed in the task with an
-# OverflowError); a batch is bounded by its bytes long before this.
-MAX_COUNT = 2**31 - 1
+# The largest batchRows and maxFilesPerTrigger (machine integers, as
+# --batch-rows is bounded: lbparse.columnar.MAX_BATCH_ROWS).
+MAX_COUNT = MAX_BATCH_ROWS
 _GLOB = re.compile(r"[*?\[{]")
 
 
