@@ -145,6 +145,17 @@ def _copy_installed(requirements: list[str], site: Path) -> None:
                 shutil.copy2(src, dst)
 
 
+def _wheel_here(out: Path, env: dict[str, str]) -> Path:
+    """lbparse's wheel built from this tree with the build tools installed here."""
+    wheels = out / "wheel"
+    shutil.rmtree(wheels, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-index", "--no-deps",
+                    "--no-build-isolation", "-w", str(wheels), str(ROOT)], check=True, env=env,
+                   cwd=str(out))
+    (found,) = wheels.glob("lbparse-*.whl")
+    return found
+
+
 def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
               compress_level: int = 4, from_here: bool = False) -> Path:
     """A fresh virtualenv with lbparse installed from this tree (compiled modules
@@ -171,10 +182,12 @@ def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
                                     "'purelib'))"], check=True, capture_output=True, text=True,
                                    env=env).stdout.strip())
         _copy_installed(_env_requirements(), site)
+        if wheel is None:  # built by this Python: the new environment has no setuptools
+            wheel = _wheel_here(out, env)
         # this Python's pip, installing into the new environment (`--python`)
         subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
-                        "--no-index", "--no-deps", "--no-build-isolation", str(wheel or ROOT)],
-                       check=True, env=env, cwd=str(out))
+                        "--no-index", "--no-deps", str(wheel)], check=True, env=env,
+                       cwd=str(out))
     else:
         subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir",
                         str(wheel or ROOT), *_env_requirements()], check=True, env=env,
