@@ -3,6 +3,7 @@ cluster; Spark tests marked slow; a session cache for what lbparse installs."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import shutil
@@ -107,6 +108,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     _clusters_ahead(session)
     _class_archive_ahead(session)
+    _freeze_the_heap()
+
+
+def _freeze_the_heap() -> None:
+    """What the session holds once collected (the modules imported, the items,
+    hypothesis' and the vectors' tables: up to two million objects a worker)
+    lives to its end: frozen, the collector's full collections, which the
+    tests' own allocations set off, no longer walk it each time. (`make
+    test-fast`: ~10 % less CPU.)"""
+    gc.collect()
+    gc.freeze()
 
 
 def _clusters_ahead(session: pytest.Session) -> None:

@@ -14,12 +14,13 @@ The cyclic garbage collector is paused while a run is timed (and a
 collection made before it): its full collections land on whichever run
 crosses a threshold, which made one size of a linear parser look 10x
 slower; CPython keeps them amortized linear by design, so leaving them out
-measures the parser's own growth. What the process held before the
-timings is frozen (gc.freeze) for their length, so that each of those
-collections walks only the objects made since: in a pytest worker that
-has run a few hundred tests each took up to a second, and the growth
-tests spent five times their work collecting (125 s of a `make test`
-against 30 s on their own).
+measures the parser's own growth. What the process holds when the
+timings start is frozen (gc.freeze), so that each of those collections
+walks only the objects made since: in a pytest worker that has run a few
+hundred tests each took up to a second, and the growth tests spent five
+times their work collecting (125 s of a `make test` against 30 s on their
+own). It stays frozen: gc.unfreeze would thaw the session's heap too,
+which conftest froze after collection.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3)
     """The minimum seconds of `run(n)` over `rounds` interleaved rounds, per size."""
     best = [math.inf] * len(sizes)
     enabled = gc.isenabled()
-    gc.freeze()
+    gc.freeze()  # for good (see above)
     try:
         for _ in range(rounds):
             for i, n in enumerate(sizes):
@@ -47,7 +48,6 @@ def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3)
                 if enabled:
                     gc.enable()
     finally:
-        gc.unfreeze()
         if enabled:
             gc.enable()
     return best
