@@ -32,6 +32,7 @@ import shutil
 import sys
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
@@ -120,4 +121,16 @@ class BuildPy(build_py):
                 shutil.copyfile(src, dst)
 
 
-setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy})
+class BuildExt(build_ext):
+    """build_ext with the extensions compiled side by side, one a core (unless
+    --parallel says otherwise): mypyc's and the four C modules are
+    independent (`python setup.py build_ext` here: 26 s one after the other,
+    20-21 s side by side)."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
+
+
+setup(ext_modules=ext_modules(), cmdclass={"build_py": BuildPy, "build_ext": BuildExt})
