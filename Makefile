@@ -48,10 +48,16 @@ wheel:
 ## venv: a fresh virtualenv VENV (default .venv) with the wheel installed, not
 ## editable, with every extra and the dev tools: what CI tests (make test PYTHON=VENV/bin/python)
 VENV ?= .venv
+## The dependencies (tools/pins.py) install while the wheel compiles: `build` works
+## in an isolated environment of its own, so the two pips never share one.
 venv:
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(MAKE) wheel PYTHON=$(abspath $(VENV))/bin/python
+	$(VENV)/bin/python -m pip install -q '$(BUILD_PIN)'
+	$(VENV)/bin/python tools/pins.py all dev > $(VENV)/pins.txt
+	$(VENV)/bin/python -m pip install -q -r $(VENV)/pins.txt & deps=$$!; \
+	  $(MAKE) wheel PYTHON=$(abspath $(VENV))/bin/python; built=$$?; \
+	  wait $$deps && test $$built = 0
 	$(VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)[all,dev]"
 	cd / && $(abspath $(VENV))/bin/lbparse --version
 

@@ -158,3 +158,25 @@ def test_generate_javascript_and_decode_from_the_install(tmp_path: Path) -> None
         name = got.get("msg_type_name") or f"MsgType {bytes.fromhex(hex_text)[7]}"
         assert line.startswith(f"v0 {name}:"), (line, got)
         assert ("unknown_msg_type" in line) == (got.get("error") == "unknown_msg_type"), (line, got)
+
+
+
+def test_make_venvs_pins_are_what_the_wheel_requires_with_every_extra() -> None:
+    """tools/pins.py (what `make venv` installs while the wheel compiles) reads
+    pyproject.toml itself: it must name what lbparse's installed metadata
+    requires with [all,dev], no more and no less."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from support.tools import load_tool
+
+    extras = {"spark", "report", "live", "generate", "streams", "dev"}
+    wanted = set()
+    for line in metadata.requires("lbparse") or []:
+        req = Requirement(line)
+        if req.name != "lbparse" and (req.marker is None or  # lbparse[...]: `all`'s extras
+                                      any(req.marker.evaluate({"extra": e}) for e in extras)):
+            wanted.add(f"{req.name}{req.specifier}")
+    pins = load_tool("pins").requirements(["all", "dev"])
+    assert len(pins) == len(set(pins)) == len(wanted)
+    assert {f"{r.name}{r.specifier}" for r in map(Requirement, pins)} == wanted
