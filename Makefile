@@ -46,10 +46,10 @@ wheel:
 	$(PYTHON) -m build --outdir dist .
 
 ## venv: a fresh virtualenv VENV (default .venv) with the wheel installed, not
-## editable, with every extra and the dev tools: what CI tests (make test PYTHON=VENV/bin/python)
+## editable, with every extra and the dev tools: what CI tests (make test PYTHON=VENV/bin/python);
+## the dependencies (tools/pins.py) install while the wheel compiles
 VENV ?= .venv
-## The dependencies (tools/pins.py) install while the wheel compiles: `build` works
-## in an isolated environment of its own, so the two pips never share one.
+# `build` compiles in an isolated environment of its own: the two pips never share one.
 venv:
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
