@@ -138,7 +138,7 @@ def _clusters_ahead(session: pytest.Session) -> None:
     def ahead() -> None:
         for name in wanted:  # one after the other: each is three nodes, a client and a capture
             try:
-                _cluster(*CLUSTER_MODES[name], factory)
+                _cluster(name, factory)
             except BaseException:  # noqa: BLE001  said again by the test that needs it
                 pass
 
@@ -180,24 +180,24 @@ def _class_archive_ahead(session: pytest.Session) -> None:
     _AHEAD[-1].start()
 
 
-def _cluster(mode: str, capture_api: bool, tap_too: bool, factory: pytest.TempPathFactory
-             ) -> "ClusterRun":
+def _cluster(fixture: str, factory: pytest.TempPathFactory) -> "ClusterRun":
+    """The run of CLUSTER_MODES[fixture], made once a test run (named by the fixture)."""
     from support.cluster import missing_tools, run_cluster
     from support.once import once_a_run
 
     why = missing_tools()
     if why:
         pytest.skip(why)
-    name = f"liftbridge-{mode}" + ("-api" if capture_api and mode == "short" else "")
-    return once_a_run(factory, name, lambda out: run_cluster(mode, out, tap_too=tap_too,
-                                                             capture_api=capture_api))
+    mode, capture_api, tap_too = CLUSTER_MODES[fixture]
+    return once_a_run(factory, fixture, lambda out: run_cluster(mode, out, tap_too=tap_too,
+                                                                capture_api=capture_api))
 
 
 @pytest.fixture(scope="session")
 def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     """One `short` run of a real 3-node Liftbridge cluster (~25 s), once a test
     run, whichever worker asks first: its capture, data directories and logs."""
-    return _cluster(*CLUSTER_MODES["liftbridge_short"], tmp_path_factory)
+    return _cluster("liftbridge_short", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -206,7 +206,7 @@ def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
     leader SIGKILLed and restarted), once a test run; its capture holds
     the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
     and the report's want."""
-    return _cluster(*CLUSTER_MODES["liftbridge_full"], tmp_path_factory)
+    return _cluster("liftbridge_full", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -215,4 +215,4 @@ def liftbridge_short_api(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRu
     (CAPTURE_API=1; `liftbridge_short` captures NATS only), no tap, once a
     test run: made ahead, after the two above, where a worker asking for it
     waited ~23 s for its script."""
-    return _cluster(*CLUSTER_MODES["liftbridge_short_api"], tmp_path_factory)
+    return _cluster("liftbridge_short_api", tmp_path_factory)
