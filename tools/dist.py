@@ -35,6 +35,7 @@ DIR/requirements.txt`), and PYSPARK_PYTHON must name that Python. Then:
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import subprocess
 import sys
@@ -68,10 +69,9 @@ def _packages() -> list[tuple[Path, str]]:
 
 
 def _requirements() -> list[str]:
-    import tomllib
-
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return list(project["dependencies"]) + list(project["optional-dependencies"]["spark"])
+    """lbparse's pinned dependencies and its `spark` extra, as tools/pins.py reads them."""
+    pins = runpy.run_path(str(Path(__file__).with_name("pins.py")))
+    return list(pins["requirements"](["spark"]))
 
 
 def build(out: str | os.PathLike[str] = "dist") -> list[Path]:

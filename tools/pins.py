@@ -27,7 +27,8 @@ def requirements(extras: list[str]) -> list[str]:
         req = todo.pop(0)
         own = re.fullmatch(r"lbparse\[([\w,\s-]+)\]", req)
         if own is None:
-            out.extend([req] if req not in out else [])
+            if req not in out:
+                out.append(req)
             continue
         for extra in (e.strip() for e in own.group(1).split(",")):
             if extra not in optional:
