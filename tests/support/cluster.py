@@ -66,8 +66,17 @@ def missing_tools() -> str | None:
     return None
 
 
-class NodePanicked(RuntimeError):
+class RunAgain(RuntimeError):
+    """A run that did not do what its script says, through no fault of ours:
+    made once more (run_cluster)."""
+
+
+class NodePanicked(RunAgain):
     """A Liftbridge node died of a Go panic during the run."""
+
+
+class FollowerKilled(RunAgain):
+    """`full`'s first SIGKILL hit a node that was no longer the metadata leader."""
 
 
 def run_cluster(mode: str, out: Path, tap_too: bool = True,
@@ -80,10 +89,11 @@ def run_cluster(mode: str, out: Path, tap_too: bool = True,
     leadership while committing (`close of closed channel` in
     activityManager.BecomeFollower, seen in a loaded CI run); the cluster then
     never finishes its script. Such a run is stopped as soon as the panic is
-    in a node's log and made once more, in OUT/retry, saying so on stderr."""
+    in a node's log and made once more, in OUT/retry, saying so on stderr. So
+    is a `full` run whose first failover did not happen (_follower_killed)."""
     try:
         return _run_once(mode, out, tap_too, capture_api)
-    except NodePanicked as exc:
+    except RunAgain as exc:
         print(f"run_cluster: {exc}; running the cluster once more", file=sys.stderr)
         retry = out / "retry"
         retry.mkdir()
@@ -155,7 +165,35 @@ def _run_once(mode: str, out: Path, tap_too: bool, capture_api: bool) -> Cluster
         tail = (out / f"run_cluster-{mode}.out").read_text(errors="replace")[-3000:]
         raise RuntimeError(f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}"
                            f":\n{tail}")
+    follower = _follower_killed(run) if mode == "full" else None
+    if follower:
+        raise FollowerKilled(f"no metadata failover in {out}: {follower}")
     return run
+
+
+KILL = re.compile(r"^(\d\d:\d\d:\d\d)\.\d+ == SIGKILL (node\d+) \(metadata leader\)", re.M)
+LEADERSHIP = re.compile(r'^time="\S+ (\d\d:\d\d:\d\d)".*msg="Server (became metadata leader|'
+                        r'lost metadata leadership)', re.M)
+
+
+def _follower_killed(run: ClusterRun) -> str | None:
+    """What says the script's metadata leader was not the leader when killed, or None.
+
+    The script takes the first node log (node1, node2, ...) that says it
+    became metadata leader; on a loaded machine the leadership can move
+    before the kill (a CI run: node1 lost it 12 s before), and the kill then
+    hits a follower: no election, one term, and the failover tests fail."""
+    kill = KILL.search(run.log())
+    if kill is None:
+        return None
+    at, node = kill.groups()
+    held = False
+    log = (run.logs / f"{node}.log").read_text(errors="replace")
+    for when, what in LEADERSHIP.findall(log):  # seconds, the same day: a run is minutes
+        if when > at:
+            break
+        held = what.startswith("became")
+    return None if held else f"{node}, killed at {at}, had lost the metadata leadership"
 
 
 TAP_RECONNECT = 5  # seconds the tap waits for the server the script stops at its end
