@@ -436,6 +436,21 @@ def test_a_capture_cut_into_ranges_reads_as_one(every: int, tmp_path: Path) -> N
     assert ranges > len(paths) or every > 10000
 
 
+def test_a_range_handed_to_a_task_as_json_reads_as_in_this_process(tmp_path: Path) -> None:
+    """A Spark task gets its range as JSON (the snapshot in base64): the unit
+    comes back equal, and reads the same rows as the unit planned here."""
+    (path, *_) = [c.path for c in damaged_captures(tmp_path, "pcapng")]
+    units = plan([path], SourceOptions(capture_unit_bytes=300))
+    assert len(units) > 3 and all(isinstance(u.snapshot, bytes) for u in units[1:])
+    for unit in units:
+        back = Unit.from_json(unit.to_json())
+        assert back == unit
+        here, there = (pa.Table.from_batches(
+            list(read_unit(u, SourceOptions(), UnitStats(u.path, u.format, u.size))),
+            schema=arrow_record_schema()) for u in (unit, back))
+        assert here.equals(there)
+
+
 def test_a_range_with_its_problems(tmp_path: Path) -> None:
     """A bad section header in the last range: that range's rows end with it."""
     path = tmp_path / "two.pcapng"

@@ -34,7 +34,6 @@ key of the output.
 
 from __future__ import annotations
 
-import base64
 import os
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
@@ -186,7 +185,7 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
         cut = cuts[i - 1] if i else None
         units.append(Unit(path, fmt, size, (size if stop < 0 else stop) - start, i, start=start,
                           stop=stop, first_row=cut.rows if cut else 0,
-                          snapshot=base64.b64encode(cut.snapshot).decode() if cut else None))
+                          snapshot=cut.snapshot if cut else None))
     return units
 
 
@@ -378,7 +377,7 @@ def read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
     if native is None:
         native = columnar.available()
     if unit.start or unit.stop >= 0:  # a range of a large capture (_plan_capture)
-        cut = columnar.Cut(unit.start, unit.first_row, base64.b64decode(unit.snapshot or ""))
+        cut = columnar.Cut(unit.start, unit.first_row, unit.snapshot or b"")
         capture = columnar.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
         yield from _read_capture_native(unit, options, stats, capture)
         return
