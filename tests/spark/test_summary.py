@@ -91,7 +91,7 @@ def test_cli_prints_the_summary(spark: Any, inputs: dict[str, Path], tmp_path: P
     assert main(["pipeline", *good, "--out", str(tmp_path), "--layout", "v0", "-q"]) == 0
     out = capsys.readouterr().out
     assert "capture.pcap" in out and f"Parquet: {tmp_path}/messages" in out
-    assert (tmp_path / "summary.json").exists()
+    assert json.loads((tmp_path / "summary.json").read_text())["outcome"] == "ok"
     # The session is the tests' and still runs; the output is not overwritten unasked.
     assert spark.range(1).count() == 1
     assert main(["pipeline", *good, "--out", str(tmp_path)]) == 2
@@ -99,3 +99,6 @@ def test_cli_prints_the_summary(spark: Any, inputs: dict[str, Path], tmp_path: P
     bad = [str(inputs["garbage.bin"])]
     assert main(["pipeline", *bad, "--out", str(tmp_path), "--overwrite", "-q"]) == 1
     assert "problem: input:unknown_format" in capsys.readouterr().out
+    # damaged input: status 1 and "problems", a crash's being 3 and "failed"
+    # (test_failed_runs.py)
+    assert json.loads((tmp_path / "summary.json").read_text())["outcome"] == "problems"
