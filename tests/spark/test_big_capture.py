@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from lbparse.capture import columnar
@@ -23,10 +25,13 @@ pytestmark = pytest.mark.skipif(not columnar.available(),
                                 reason="the C capture loop is not built: captures are one task")
 
 
-def _rows(spark: Any, out: Path) -> dict[str, list[tuple]]:
-    """Every table's rows, sorted by (source, position)."""
-    return {p.name: sorted((tuple(r) for r in spark.read.parquet(str(p)).collect()),
-                           key=lambda r: (r[0], r[1]))
+def _rows(out: Path) -> dict[str, pa.Table]:
+    """Every table's rows in (source, position) order (a stable sort: the rows
+    of one position keep theirs), read from its Parquet files by pyarrow: the
+    same rows Spark reads back (as the tests of the pipeline's values do),
+    without carrying ~8,000 of them through the JVM into Python objects
+    (4 s a run against 0.1)."""
+    return {p.name: pq.read_table(p).sort_by([("source", "ascending"), ("position", "ascending")])
             for p in sorted(out.iterdir()) if p.is_dir()}
 
 
@@ -43,7 +48,7 @@ def test_a_big_capture_is_read_by_several_tasks_as_by_one(spark: Any, tmp_path: 
                                              decode=DecodeOptions(layout="auto"),
                                              source=source))
         assert not summary.checks(), summary.checks()
-        results[name] = (summary, _rows(spark, tmp_path / name))
+        results[name] = (summary, _rows(tmp_path / name))
     units = plan(inputs, SourceOptions(capture_unit_bytes=20000))
     assert len(units) > 2 * len(inputs)  # cut into many ranges
     one, cut = results["one"], results["cut"]
