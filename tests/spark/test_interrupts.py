@@ -36,7 +36,8 @@ import pytest
 from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
 from support.shared import LIFTBRIDGE
 
-# The module's tests on one worker: `earlier` is that worker's.
+# The module's tests on one worker, one after the other: each times its signal by
+# what a run prints or writes, and two runs at once would slow each other's.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
 
 CAPTURES = [LIFTBRIDGE / "samples" / "short.pcapng", LIFTBRIDGE / "samples" / "api-short.pcapng"]

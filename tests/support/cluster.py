@@ -189,11 +189,20 @@ def _follower_killed(run: ClusterRun) -> str | None:
     at, node = kill.groups()
     held = False
     log = (run.logs / f"{node}.log").read_text(errors="replace")
-    for when, what in LEADERSHIP.findall(log):  # seconds, the same day: a run is minutes
-        if when > at:
+    for when, what in LEADERSHIP.findall(log):
+        if _after(when, at):
             break
         held = what.startswith("became")
     return None if held else f"{node}, killed at {at}, had lost the metadata leadership"
+
+
+def _after(when: str, at: str) -> bool:
+    """`when` is later than `at` (HH:MM:SS, no date): a run lasts minutes, so
+    the nearer way round the clock is the one (23:59:58 is before 00:00:03)."""
+    def seconds(t: str) -> int:
+        h, m, s = map(int, t.split(":"))
+        return h * 3600 + m * 60 + s
+    return 0 < (seconds(when) - seconds(at)) % 86400 < 43200
 
 
 TAP_RECONNECT = 5  # seconds the tap waits for the server the script stops at its end
