@@ -111,19 +111,27 @@ def test_record_at_50k_messages_a_second_loses_nothing(configured, tmp_path: Pat
     server holds at most 4 MB for a client that reads slowly (max_pending),
     a fifth of what is published."""
     n = 150_000
-    srv = configured("max_pending: 4MB\nwrite_deadline: \"2s\"\n")
-    out = tmp_path / "load.parquet"
-    tool = Tool("record", srv.url, "load.>", "-o", str(out), "--count", str(n),
-                "--reconnect-timeout", "0")
-    try:
-        tool.wait_for("listening on")
-        rate = blast(srv.port, n)
-        code, _, err = tool.finish(timeout=300)
-    finally:
-        tool.kill()
-    assert rate > 50_000, f"the publisher reached only {rate:,.0f} msg/s"
-    assert code == 0, err
-    assert _offsets(out) == list(range(n)), err
+    rate = 0.0
+    # The publisher goes as fast as nats-server takes it in, which a busy
+    # machine can hold under 50k msg/s (CI: 44,680 once): each flood must
+    # lose nothing, and one of at most three must reach the rate.
+    for attempt in range(3):
+        srv = configured("max_pending: 4MB\nwrite_deadline: \"2s\"\n")
+        out = tmp_path / f"load-{attempt}.parquet"
+        tool = Tool("record", srv.url, "load.>", "-o", str(out), "--count", str(n),
+                    "--reconnect-timeout", "0")
+        try:
+            tool.wait_for("listening on")
+            rate = blast(srv.port, n)
+            code, _, err = tool.finish(timeout=300)
+        finally:
+            tool.kill()
+        assert code == 0, err
+        assert _offsets(out) == list(range(n)), err
+        if rate > 50_000:
+            return
+    pytest.fail(f"the publisher never reached 50,000 msg/s in three floods (the last: "
+                f"{rate:,.0f}): the machine was too busy to test that rate")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
