@@ -25,6 +25,7 @@ byte-exact, `_RawClient` keeps the raw header block nats-py parsed from
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
 import ssl
 import threading
@@ -348,6 +349,8 @@ class _Session:
                 self.on_event(f"messages are being DROPPED as a slow consumer's (first on "
                               f"{exc.subject}): they will be missing; counting them")
             return
+        if not self.connected and isinstance(exc, asyncio.TimeoutError):
+            return  # silence, not a cause: _not_connected says no server answered
         text = str(exc) or type(exc).__name__
         if "slow consumer" in text.lower():  # the server's word for it, when it says so
             self.on_event(f"the server reports a slow consumer: {text}")
@@ -359,6 +362,11 @@ class _Session:
             self.refusal = text
             if _FINAL_REFUSAL in text.lower() or isinstance(exc, errors.AuthorizationError):
                 self.refused.set()
+        elif not self.connected and _nothing_listening(exc):
+            # nats-py would try again every 2 s until our time limit; the `nats`
+            # CLI and curl say it at once, and so do we (--timeout is for silence)
+            self.refusal = "connection refused: is a NATS server running there?"
+            self.refused.set()
 
     async def disconnected(self) -> None:
         if not self.connected or self.lost is not None or self.done.is_set():
@@ -644,6 +652,17 @@ def _not_connected(session: _Session, limit: float) -> OSError:
     if why:  # it answered, and refused (an error a retry might not have had)
         return OSError(f"cannot connect to {session.url} within {limit:g} s: {why}")
     return OSError(f"no NATS server answered at {session.url} within {limit:g} s")
+
+
+def _nothing_listening(exc: BaseException) -> bool:
+    """A TCP connection refused: nothing listens at that address. A host name
+    of several addresses (localhost: ::1 and 127.0.0.1) that all refused is
+    asyncio's one plain OSError joining their errors."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    text = str(exc)
+    return type(exc) is OSError and text.startswith("Multiple exceptions: ") and \
+        text.count("[Errno ") == text.count(f"[Errno {errno.ECONNREFUSED}]")
 
 
 # The server's word for wrong or missing credentials (nats-py passes it on as
