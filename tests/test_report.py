@@ -442,6 +442,28 @@ def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path
                          for x in model["problems"]["examples"][k])
 
 
+
+@pytest.mark.slow
+def test_max_raft_db_reaches_the_data_directories_raft_db(data_short: Path, tmp_path: Path
+                                                         ) -> None:
+    """`--max-raft-db`, as `lbparse raft` takes it: each node's raft.db is read
+    within it, the log past it counted and said (storage:limit problems: the
+    log's, and the stable store's values past the budget; exit 1); at the
+    default, the same run reads every entry."""
+    small = cli("report", str(data_short), "--max-raft-db", "2k", "--json",
+                str(tmp_path / "small.json"), "-q")
+    whole = cli("report", str(data_short), "--json", str(tmp_path / "whole.json"), "-q")
+    assert small.returncode == 1 and whole.returncode == 0, (small.stderr, whole.stderr)
+    cut, full = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("small", "whole"))
+    assert cut["problems"]["by_kind"].get("notice:storage:limit", 0) >= 3, cut["problems"]
+    said = cut["problems"]["examples"]["notice:storage:limit"]
+    assert any("log key" in x["message"] and "--max-raft-db raises the limit" in x["message"]
+               and x["where"].endswith("node1/raft/raft.db") for x in said), said
+    assert "notice:storage:limit" not in full["problems"]["by_kind"]
+    entries = {n: {d["node"]: d["entries"] for d in m["storage"]["raft_dbs"]}
+               for n, m in (("cut", cut), ("full", full))}
+    assert all(entries["cut"][node] < n for node, n in entries["full"].items()), entries
+
 # -- the columnar fast path against the record path ------------------------------
 
 # What the columnar path does not count: NATS control lines (PING, SUB...), the

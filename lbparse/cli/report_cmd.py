@@ -90,7 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-raft", dest="raft", action="store_false",
                    help="do not decode the Raft transport (faster; no elections or log ops)")
     add_layout_argument(p, default=default_layout())
-    add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
+    add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly",
+                            "max_raft_db"))
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 

@@ -104,7 +104,7 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
         return read_pipeline(path, agg, stats, options)
 
     found = agg.problems.model()["total"]
-    extra = read_data_dir(path, agg.storage())
+    extra = read_data_dir(path, agg.storage(), options.limits)
     summary = InputSummary(path, extra.pop("format"), 0, agg.problems.model()["total"] - found)
     extra.pop("path"), extra.pop("messages"), extra.pop("problems")
     summary.extra = extra

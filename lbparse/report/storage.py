@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lbparse.codec.limits import Limits
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, Counts, TimeAxis
@@ -95,12 +96,12 @@ class Storage:
             self._problem("bad_checkpoint", str(part.path), str(exc))
         return hw, epochs
 
-    def raft_db(self, data_dir: Path, node: str) -> None:
+    def raft_db(self, data_dir: Path, node: str, limits: Limits | None = None) -> None:
         path = data_dir / RAFT_DB
         if not path.is_file():
             return
         try:
-            store = read_raft_db(path)
+            store = read_raft_db(path, limits)
         except StorageError as exc:
             self._problem("unreadable", str(path), str(exc))
             return
@@ -140,8 +141,9 @@ class Storage:
                 "raft_dbs": self.raft_dbs, "findings": self.findings}
 
 
-def read_data_dir(path: str, storage: Storage) -> dict[str, Any]:
-    """Every node's partitions and raft.db under `path` into `storage`; the input's summary."""
+def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> dict[str, Any]:
+    """Every node's partitions and raft.db under `path` into `storage`; the input's
+    summary. `limits`: the run's (raft.db's max_raft_db; None, the defaults)."""
     root = Path(path)
     try:
         parts = find_partitions([root])
@@ -153,7 +155,7 @@ def read_data_dir(path: str, storage: Storage) -> dict[str, Any]:
     dirs = [root] if is_data_dir(root) else sorted(
         p for p in root.iterdir() if p.is_dir() and is_data_dir(p))
     for d in dirs:
-        storage.raft_db(d, node_name(d))
+        storage.raft_db(d, node_name(d), limits)
     entries = sum(r["entries"] for r in storage.replicas) - before
     return {"path": path, "format": "data directory", "messages": 0, "problems": 0,
             "stored_messages": entries, "partitions": len(parts), "nodes": len(dirs)}
