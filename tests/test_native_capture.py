@@ -305,9 +305,29 @@ _LINES = [b"PUB a.b 5\r\nhello\r\n", b"PUB  a.b  r.1  3\r\nxyz\r\n", b"MSG a.b 7
 _ADDRS = [("10.0.0.1", "10.0.0.2"), ("fe80::1", "2001:db8::2"), ("127.0.0.1", "127.0.0.1")]
 
 
+# The strategies of a draw, made once (hypothesis checks each strategy the
+# first time it draws from it: made anew in every draw, a third of this
+# generation's time).
+_PIECES = st.lists(st.sampled_from(_LINES) | st.binary(max_size=24), max_size=14)
+_FORMAT = st.sampled_from(["pcap", "pcapng"])
+_LINKTYPE = st.sampled_from([cw.ETHERNET, cw.LINUX_SLL, cw.LINUX_SLL2, cw.NULL, cw.LOOP, cw.RAW])
+_SEED, _U32, _BOOL = st.integers(0, 2**32), st.integers(0, 2**32 - 1), st.booleans()
+_CONNS, _ADDR, _UP_TO_3 = st.integers(1, 3), st.integers(0, len(_ADDRS) - 1), st.integers(0, 3)
+_SIDES = st.lists(st.sampled_from("cs"), min_size=1, max_size=4)
+_MSS = st.sampled_from([None, 1, 7, 40, 300])
+_AGAIN = st.binary(max_size=40)
+_END = st.sampled_from(["", "fin", "fins", "rst"])
+_SNAPLEN = st.sampled_from([262144, 262144, 80, 120])
+_LIMITS = st.sampled_from([None, Limits(max_frame=40, max_reassembly=100),
+                           Limits(max_frame=1000, max_reassembly=60)])
+_DAMAGE = st.lists(st.tuples(st.integers(0, 10**6), st.binary(min_size=1, max_size=6)),
+                   max_size=3)
+_CUT = st.none() | st.integers(24, 10**6)
+
+
 @st.composite
 def _stream(draw: st.DrawFn) -> bytes:
-    pieces = draw(st.lists(st.sampled_from(_LINES) | st.binary(max_size=24), max_size=14))
+    pieces = draw(_PIECES)
     return b"".join(pieces)
 
 
@@ -315,49 +335,48 @@ def _stream(draw: st.DrawFn) -> bytes:
 def captures(draw: st.DrawFn) -> tuple[str, list[tuple[int, float, bytes]], dict[str, Any]]:
     """(format, packets as (linktype, ts, frame), options): connections
     interleaved, each side's bytes cut into segments and then disordered."""
-    fmt = draw(st.sampled_from(["pcap", "pcapng"]))
-    linktype = draw(st.sampled_from([cw.ETHERNET, cw.LINUX_SLL, cw.LINUX_SLL2, cw.NULL, cw.LOOP,
-                                     cw.RAW]))
-    rnd = random.Random(draw(st.integers(0, 2**32)))
+    fmt = draw(_FORMAT)
+    linktype = draw(_LINKTYPE)
+    rnd = random.Random(draw(_SEED))
     conns: list[list[bytes]] = []
-    for c in range(draw(st.integers(1, 3))):
-        a, b = _ADDRS[draw(st.integers(0, len(_ADDRS) - 1))]
-        port = 40000 + c if draw(st.booleans()) else 4222  # the same ports: a reused flow
+    for c in range(draw(_CONNS)):
+        a, b = _ADDRS[draw(_ADDR)]
+        port = 40000 + c if draw(_BOOL) else 4222  # the same ports: a reused flow
         conn = cw.Conn(client=(a, port), server=(b, 4222),
-                       isn=(draw(st.integers(0, 2**32 - 1)), draw(st.integers(0, 2**32 - 1))))
-        packets = conn.handshake() if draw(st.booleans()) else []
+                       isn=(draw(_U32), draw(_U32)))
+        packets = conn.handshake() if draw(_BOOL) else []
         sent = {"c": b"", "s": b""}
-        for side in draw(st.lists(st.sampled_from("cs"), min_size=1, max_size=4)):
+        for side in draw(_SIDES):
             data = draw(_stream())
             sent[side] += data
-            packets += conn.send(side, data, mss=draw(st.sampled_from([None, 1, 7, 40, 300])))
-        for _ in range(draw(st.integers(0, 3))):  # retransmissions and overlaps
+            packets += conn.send(side, data, mss=draw(_MSS))
+        for _ in range(draw(_UP_TO_3)):  # retransmissions and overlaps
             side = rnd.choice("cs")
             back = rnd.randint(0, 60)
-            again = draw(st.binary(max_size=40))
-            if back <= len(sent[side]) and draw(st.booleans()):
+            again = draw(_AGAIN)
+            if back <= len(sent[side]) and draw(_BOOL):
                 # a copy of the bytes sent (then new ones), maybe one changed
                 copy = bytearray(sent[side][len(sent[side]) - back:] + again)[:40]
                 if copy and rnd.random() < 0.5:
                     copy[rnd.randrange(len(copy))] ^= 1
                 again = bytes(copy)
             packets.append(conn.segment_at(side, conn.seq[side] - back, again))
-        if packets and draw(st.booleans()):
+        if packets and draw(_BOOL):
             k = rnd.randrange(len(packets))
             del packets[k]  # a dropped packet
-        for _ in range(draw(st.integers(0, 3))):  # reordering
+        for _ in range(draw(_UP_TO_3)):  # reordering
             if len(packets) > 1:
                 i = rnd.randrange(len(packets) - 1)
                 packets[i], packets[i + 1] = packets[i + 1], packets[i]
-        end = draw(st.sampled_from(["", "fin", "fins", "rst"]))
+        end = draw(_END)
         if end == "fin" or end == "fins":
             packets.append(conn.fin("c"))
         if end == "fins":
             packets.append(conn.fin("s"))
         if end == "rst":
             packets.append(conn._pkt("s", conn.seq["s"], cw.RST | cw.ACK, b""))
-        if draw(st.booleans()):  # the same addresses, a new connection
-            conn.seq = {"c": draw(st.integers(0, 2**32 - 1)), "s": 5}
+        if draw(_BOOL):  # the same addresses, a new connection
+            conn.seq = {"c": draw(_U32), "s": 5}
             packets += conn.handshake() + conn.send("c", draw(_stream()), mss=50)
         conns.append(packets)
     merged: list[bytes] = []
@@ -365,13 +384,10 @@ def captures(draw: st.DrawFn) -> tuple[str, list[tuple[int, float, bytes]], dict
         live = [p for p in conns if p]
         merged.append(rnd.choice(live).pop(0))
     frames = [(linktype, 1.7e9 + k * 0.001, cw.link(linktype, p)) for k, p in enumerate(merged)]
-    options = {"snaplen": draw(st.sampled_from([262144, 262144, 80, 120])),
-               "limits": draw(st.sampled_from([None, Limits(max_frame=40, max_reassembly=100),
-                                               Limits(max_frame=1000, max_reassembly=60)])),
-               "damage": draw(st.lists(st.tuples(st.integers(0, 10**6), st.binary(min_size=1,
-                                                                                 max_size=6)),
-                                       max_size=3)),
-               "cut": draw(st.none() | st.integers(24, 10**6))}
+    options = {"snaplen": draw(_SNAPLEN),
+               "limits": draw(_LIMITS),
+               "damage": draw(_DAMAGE),
+               "cut": draw(_CUT)}
     return fmt, frames, options
 
 

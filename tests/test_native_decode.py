@@ -210,42 +210,54 @@ def _all_kinds() -> tuple[object, pa.StructType]:
 ALL_KINDS, ALL_KINDS_TYPE = _all_kinds()
 
 
+# The strategies of a draw, made once (hypothesis checks each strategy the first
+# time it draws from it: for strategies made anew in every draw, most of the
+# generation's time).
+_INTS = st.integers(-2**31, 2**31 - 1)
+_VALUES = {1: _INTS, 2: st.integers(0, 2**32 - 1), 3: _INTS, 4: st.integers(-2**63, 2**63 - 1),
+           5: st.integers(0, 2**64 - 1), 6: st.integers(-2**63, 2**63 - 1), 7: st.booleans(),
+           8: st.floats(width=32), 9: st.floats(), 10: st.integers(0, 2**32 - 1), 11: _INTS,
+           12: st.integers(0, 2**64 - 1), 13: st.integers(-2**63, 2**63 - 1),
+           14: st.text(max_size=6), 15: st.binary(max_size=6)}
+_REPEATED = {k: st.lists(strat, max_size=3) for k, strat in _VALUES.items()}
+_COLOR, _COLORS = st.sampled_from([0, 1, 2, 40, 7]), st.lists(st.sampled_from([0, 2, 40, 9]),
+                                                              max_size=3)
+_NESTEDS, _SHORT_TEXT, _SHORT_BYTES = st.integers(0, 2), st.text(max_size=3), st.binary(max_size=3)
+_M1_KEYS, _M2_KEYS = st.lists(_SHORT_TEXT, max_size=3), st.lists(_INTS, max_size=2)
+_M3_KEYS, _M3_VALUE = st.lists(st.booleans(), max_size=2), st.integers(-5, 5)
+_TAILED = st.integers(0, 3)
+_TAIL = st.sampled_from([b"\x08\x01", b"\xa2\x03\x02\x08\x01",
+                         b"\xb2\x03\x04\x08\x01\x08\x02", b"\xb2\x03\x02\x08\x01",
+                         b"\x72\x02\xc3\x28", b"\xaa\x06\x02\x01\x02",
+                         b"\x90\x03\x07", b"\xfd\x01\x00\x00\x00\x80",
+                         b"\xba\x03\x02\x08\x01", b"\x45\x00\x00\x00\x80"])
+
+
 @st.composite
 def all_kinds_messages(draw: st.DrawFn) -> bytes:
     m = ALL_KINDS()  # type: ignore[operator]
-    ints = st.integers(-2**31, 2**31 - 1)
-    values = {1: ints, 2: st.integers(0, 2**32 - 1), 3: ints, 4: st.integers(-2**63, 2**63 - 1),
-              5: st.integers(0, 2**64 - 1), 6: st.integers(-2**63, 2**63 - 1), 7: st.booleans(),
-              8: st.floats(width=32), 9: st.floats(), 10: st.integers(0, 2**32 - 1), 11: ints,
-              12: st.integers(0, 2**64 - 1), 13: st.integers(-2**63, 2**63 - 1),
-              14: st.text(max_size=6), 15: st.binary(max_size=6)}
-    for k, strat in values.items():
+    for k, strat in _VALUES.items():
         if draw(st.booleans()):
             setattr(m, f"s{k}", draw(strat))
         if draw(st.booleans()):
             setattr(m, f"o{k}", draw(strat))
-        getattr(m, f"r{k}").extend(draw(st.lists(strat, max_size=3)))  # r1 packed
-    m.color = draw(st.sampled_from([0, 1, 2, 40, 7]))
-    m.colors.extend(draw(st.lists(st.sampled_from([0, 2, 40, 9]), max_size=3)))
+        getattr(m, f"r{k}").extend(draw(_REPEATED[k]))  # r1 packed
+    m.color = draw(_COLOR)
+    m.colors.extend(draw(_COLORS))
     if draw(st.booleans()):
-        m.nested.x = draw(ints)
-    for _ in range(draw(st.integers(0, 2))):
-        m.nesteds.add(x=draw(ints), s=draw(st.text(max_size=3)))
-    for k in draw(st.lists(st.text(max_size=3), max_size=3)):
-        m.m1[k] = draw(st.binary(max_size=3))
-    for k in draw(st.lists(ints, max_size=2)):
-        m.m2[k].x = draw(ints)
-    for k in draw(st.lists(st.booleans(), max_size=2)):
-        m.m3[k] = draw(st.integers(-5, 5))
+        m.nested.x = draw(_INTS)
+    for _ in range(draw(_NESTEDS)):
+        m.nesteds.add(x=draw(_INTS), s=draw(_SHORT_TEXT))
+    for k in draw(_M1_KEYS):
+        m.m1[k] = draw(_SHORT_BYTES)
+    for k in draw(_M2_KEYS):
+        m.m2[k].x = draw(_INTS)
+    for k in draw(_M3_KEYS):
+        m.m3[k] = draw(_M3_VALUE)
     wire = m.SerializeToString(deterministic=draw(st.booleans()))
-    if draw(st.integers(0, 3)):
+    if draw(_TAILED):
         return wire
-    tail = draw(st.sampled_from([b"\x08\x01", b"\xa2\x03\x02\x08\x01",
-                                 b"\xb2\x03\x04\x08\x01\x08\x02", b"\xb2\x03\x02\x08\x01",
-                                 b"\x72\x02\xc3\x28", b"\xaa\x06\x02\x01\x02",
-                                 b"\x90\x03\x07", b"\xfd\x01\x00\x00\x00\x80",
-                                 b"\xba\x03\x02\x08\x01", b"\x45\x00\x00\x00\x80"]))
-    return wire + tail
+    return wire + draw(_TAIL)
 
 
 def _assert_all_kinds(payloads: list[bytes], emit: bool, clean: bool) -> None:
