@@ -355,15 +355,24 @@ def test_batches_of_only_errors_and_of_one_msgtype(o: DecodeOptions) -> None:
 @st.composite
 def batches(draw: st.DrawFn) -> list[list[bytes]]:
     """Payloads from the pool in any order (sometimes of one kind only), cut anywhere."""
-    items = pool()
+    mixed, kinds, of_kind = _strategies()
     if draw(st.booleans()):
-        picks = draw(st.lists(st.sampled_from(items), min_size=1, max_size=60))
+        picks = draw(mixed)
     else:  # a run of one MsgType (or one error): the small batches that broke before
-        kind = draw(st.sampled_from(sorted(_kinds())))
-        picks = draw(st.lists(st.sampled_from(_kinds()[kind]), min_size=1, max_size=25))
+        picks = draw(of_kind[draw(kinds)])
     cuts = sorted(set(draw(st.lists(st.integers(1, len(picks)), max_size=4))))
     bounds = [0, *[c for c in cuts if c < len(picks)], len(picks)]
     return [picks[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@lru_cache(maxsize=1)
+def _strategies() -> tuple[Any, Any, dict[str, Any]]:
+    """batches' strategies over the pool, made once: hypothesis checks a strategy
+    the first time it draws from it, a sampled_from over the whole pool included."""
+    of_kind = {k: st.lists(st.sampled_from(v), min_size=1, max_size=25)
+               for k, v in _kinds().items()}
+    return (st.lists(st.sampled_from(pool()), min_size=1, max_size=60),
+            st.sampled_from(sorted(of_kind)), of_kind)
 
 
 @lru_cache(maxsize=1)
