@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator, Mapping, cast
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 from urllib.parse import urlparse
 
 from lbparse.extras import need
@@ -122,13 +122,55 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
         try:
-            spark = builder.getOrCreate()
+            spark = _started(builder)
         except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
             raise ValueError(f"Spark did not start (--master {master}): "
                              f"{start_error(exc)}") from None
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)
     return spark
+
+
+def _started(builder: Any) -> "SparkSession":
+    """builder.getOrCreate(); the JVM it launched is killed if the start fails
+    or is interrupted.
+
+    PySpark starts the JVM ignoring SIGINT, and the JVM exits with this
+    process only once its gateway is up (it watches its stdin from then on).
+    Ctrl-C before that interrupted PySpark's wait, which removed the file the
+    JVM was to write its port to: the JVM lived on, alone, its stack trace on
+    stderr (found: 7 left running after as many interrupted starts). So the
+    process PySpark launches (spark-submit, which execs the JVM) is noted as
+    it is made, and killed if a signal stops getOrCreate, and PySpark forgets
+    its gateway, so that a later start in this process launches a new one.
+    (A start that fails on its own is PySpark's to clean up, as before.)"""
+    gateway: Any = need("pyspark.java_gateway")  # PySpark's launcher of the JVM
+    launch = gateway.Popen
+    made: list[Any] = []
+
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        made.append(launch(*args, **kwargs))
+        return made[-1]
+
+    gateway.Popen = noted
+    try:
+        return cast("SparkSession", builder.getOrCreate())
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # KeyboardInterrupt: the signal handlers'
+            _kill(made, need("pyspark").SparkContext)
+        raise
+    finally:
+        gateway.Popen = launch
+
+
+def _kill(launched: list[Any], context: Any) -> None:
+    """The JVMs launched, killed; PySpark's gateway forgotten if it is theirs."""
+    for proc in launched:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if getattr(context._gateway, "proc", None) in launched:
+        context._gateway = context._jvm = None
 
 
 @contextmanager

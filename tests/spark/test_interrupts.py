@@ -6,9 +6,10 @@ printed four Python tracebacks and JVM errors. Here real signals go to a
 real `lbparse pipeline` process running a real Spark job (local[1], two
 real captures of the shared Liftbridge run, so that there are two tasks
 of a few seconds each), at several points of its run, found by watching
-what the run prints and writes: before Spark starts, while the job runs,
-after a task has written its files, and as the new summary is made (just
-before or during the swap). Each time: the earlier output is there, byte
+what the run prints and writes: before Spark starts, as its JVM starts,
+while the job runs, after a task has written its files, and as the new
+summary is made (just before or during the swap). Each time: the earlier
+output is there, byte
 for byte, with its own summary (or the new one is there whole, with its
 own), nothing else is left, the process group holds no process (no JVM or
 Python worker outlives the run), the exit status is 130 (either signal), and
@@ -174,6 +175,24 @@ def _task_files(err: str, out: Path) -> bool:
     return any(p.is_dir() for p in out.glob(".lbparse-staging-*/_temporary/*/*"))
 
 
+def _jvm_starting(err: str, out: Path) -> bool:
+    """The run's Spark JVM is there (a SparkSubmit process whose parent's
+    command line names `out`), just started: Spark starts after the notice of
+    what --overwrite replaces, and a JVM takes a second or more to open the
+    gateway PySpark waits for."""
+    if "at the end of the run" not in err:
+        return False
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"SparkSubmit" in (proc / "cmdline").read_bytes():
+                parent = (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                if str(out).encode() in Path(f"/proc/{parent}/cmdline").read_bytes():
+                    return True
+        except OSError:  # gone meanwhile
+            continue
+    return False
+
+
 def _summary_made(err: str, out: Path) -> bool:
     """The new summary is in the staging directory: the swap is next, or under way."""
     return bool(list(out.glob(".lbparse-staging-*/summary.json"))
@@ -189,6 +208,20 @@ def test_sigint_before_spark_starts_keeps_the_earlier_output(earlier: Path,
     rows, kept = one_line(rc, err, signal.SIGINT)
     assert rows == 0 and kept.startswith("previous output kept") and "messages" in kept
     assert "task(s)" not in err  # Spark had not planned the job
+    assert fingerprint(out) == before and not _staging(out)
+
+
+def test_sigint_while_spark_starts_stops_its_jvm_too(earlier: Path, tmp_path: Path) -> None:
+    """Ctrl-C as Spark's JVM starts, before PySpark has its gateway: the JVM
+    ignores SIGINT (PySpark starts it so) and exits with its Python only once
+    the gateway is up. Interrupted there, PySpark's wait removed the file the
+    JVM was to write, and the JVM lived on, alone, with a stack trace on
+    stderr. Now the run kills the JVM it launched: the group empties (the
+    check of `interrupt`), one line, the output kept."""
+    out, before = _copy(earlier, tmp_path)
+    rc, err, _ = interrupt(out, signal.SIGINT, _jvm_starting, True, "--overwrite")
+    rows, kept = one_line(rc, err, signal.SIGINT)
+    assert rows == 0 and kept.startswith("previous output kept") and "messages" in kept
     assert fingerprint(out) == before and not _staging(out)
 
 
