@@ -132,8 +132,7 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
 
 
 def _started(builder: Any) -> "SparkSession":
-    """builder.getOrCreate(); the JVM it launched is killed if the start fails
-    or is interrupted.
+    """builder.getOrCreate(); the JVM it launched is killed if a signal stops it.
 
     PySpark starts the JVM ignoring SIGINT, and the JVM exits with this
     process only once its gateway is up (it watches its stdin from then on).
