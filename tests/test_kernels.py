@@ -86,8 +86,8 @@ def test_mismatched_crc_lengths_are_refused() -> None:
 # -- the protobuf wire scan ---------------------------------------------------
 
 # The strategies each draw uses, made once: hypothesis checks a strategy
-# (validate, is_empty...) the first time it draws from it, which for strategies
-# made anew in every draw was two thirds of this sweep's CPU.
+# (validate, is_empty...) the first time it draws from it, so strategies made
+# anew in every draw were checked in every draw (this sweep: 14.9 CPU-s, now 10.5).
 _NUMBER = st.one_of(st.integers(1, 20), st.integers(0, (1 << 29) - 1))
 _WIRE_TYPE = st.sampled_from([0, 0, 1, 2, 2, 5, 3, 4, 6, 7])
 _U64 = st.integers(0, (1 << 64) - 1)

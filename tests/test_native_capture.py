@@ -305,9 +305,9 @@ _LINES = [b"PUB a.b 5\r\nhello\r\n", b"PUB  a.b  r.1  3\r\nxyz\r\n", b"MSG a.b 7
 _ADDRS = [("10.0.0.1", "10.0.0.2"), ("fe80::1", "2001:db8::2"), ("127.0.0.1", "127.0.0.1")]
 
 
-# The strategies of a draw, made once (hypothesis checks each strategy the
-# first time it draws from it: made anew in every draw, a third of this
-# generation's time).
+# The strategies of a draw, made once: hypothesis checks each strategy the
+# first time it draws from it, so strategies made anew in every draw were
+# checked in every draw (test_hypothesis_captures: 10.3 CPU-s, now 7.3).
 _PIECES = st.lists(st.sampled_from(_LINES) | st.binary(max_size=24), max_size=14)
 _FORMAT = st.sampled_from(["pcap", "pcapng"])
 _LINKTYPE = st.sampled_from([cw.ETHERNET, cw.LINUX_SLL, cw.LINUX_SLL2, cw.NULL, cw.LOOP, cw.RAW])

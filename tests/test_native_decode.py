@@ -210,9 +210,9 @@ def _all_kinds() -> tuple[object, pa.StructType]:
 ALL_KINDS, ALL_KINDS_TYPE = _all_kinds()
 
 
-# The strategies of a draw, made once (hypothesis checks each strategy the first
-# time it draws from it: for strategies made anew in every draw, most of the
-# generation's time).
+# The strategies of a draw, made once: hypothesis checks each strategy the first
+# time it draws from it, so strategies made anew in every draw were checked in
+# every draw (the two test_every_protobuf_kind tests: 20.5 CPU-s, now 18.2).
 _INTS = st.integers(-2**31, 2**31 - 1)
 _VALUES = {1: _INTS, 2: st.integers(0, 2**32 - 1), 3: _INTS, 4: st.integers(-2**63, 2**63 - 1),
            5: st.integers(0, 2**64 - 1), 6: st.integers(-2**63, 2**63 - 1), 7: st.booleans(),

@@ -442,7 +442,6 @@ def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path
                          for x in model["problems"]["examples"][k])
 
 
-
 @pytest.mark.slow
 def test_max_raft_db_reaches_the_data_directories_raft_db(data_short: Path, tmp_path: Path
                                                          ) -> None:
@@ -463,6 +462,7 @@ def test_max_raft_db_reaches_the_data_directories_raft_db(data_short: Path, tmp_
     entries = {n: {d["node"]: d["entries"] for d in m["storage"]["raft_dbs"]}
                for n, m in (("cut", cut), ("full", full))}
     assert all(entries["cut"][node] < n for node, n in entries["full"].items()), entries
+
 
 # -- the columnar fast path against the record path ------------------------------
 

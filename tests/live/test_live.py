@@ -206,7 +206,6 @@ def test_a_refused_connection_is_said_at_once_in_one_line(tmp_path: Path, host: 
     assert not (tmp_path / "out.jsonl").exists()  # nothing received: nothing written
 
 
-
 def test_a_server_that_accepts_and_stays_silent_is_given_up_in_one_line(tmp_path: Path) -> None:
     """A listener that never says INFO: given up after --timeout twice and a
     second (nats-py's second try), said as silence, not as a TimeoutError."""
@@ -221,6 +220,7 @@ def test_a_server_that_accepts_and_stays_silent_is_given_up_in_one_line(tmp_path
     lines = out.stderr.decode().splitlines()
     assert out.returncode == 1 and lines == [
         f"lbparse tap: no NATS server answered at {url} within 3 s"], lines
+
 
 TCPDUMP = shutil.which("tcpdump")
 

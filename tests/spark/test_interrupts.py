@@ -9,12 +9,11 @@ of a few seconds each), at several points of its run, found by watching
 what the run prints and writes: before Spark starts, as its JVM starts,
 while the job runs, after a task has written its files, and as the new
 summary is made (just before or during the swap). Each time: the earlier
-output is there, byte
-for byte, with its own summary (or the new one is there whole, with its
-own), nothing else is left, the process group holds no process (no JVM or
-Python worker outlives the run), the exit status is 130 (either signal), and
-stderr ends with one line saying how many rows were done and what was
-kept, with no traceback and no JVM error.
+output is there, byte for byte, with its own summary (or the new one is
+there whole, with its own), nothing else is left, the process group holds
+no process (no JVM or Python worker outlives the run), the exit status is
+130 (either signal), and stderr ends with one line saying how many rows
+were done and what was kept, with no traceback and no JVM error.
 """
 
 from __future__ import annotations
