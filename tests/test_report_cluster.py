@@ -30,7 +30,8 @@ import pytest
 from lbparse.capture import CaptureReader
 from lbparse.report.cluster import is_no_responders
 
-pytestmark = pytest.mark.slow
+# `story` reports the full run once a module: its tests on one xdist worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-story")]
 
 KILL = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == SIGKILL (node\d) \(([^)]*)\)", re.M)
 RESTART = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == restarting (node\d)", re.M)

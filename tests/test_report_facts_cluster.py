@@ -29,7 +29,9 @@ import pytest
 from test_report import cli
 from test_report_cluster import check_status, full_run
 
-pytestmark = pytest.mark.slow
+# `reports` makes four reports of the full run (~7 s): its tests on one xdist
+# worker, which makes them once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-facts")]
 
 BECAME = re.compile(r'^time="([\d-]+ [\d:]+)" level=info msg="Server became metadata leader',
                     re.M)
