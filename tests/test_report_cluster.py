@@ -29,9 +29,9 @@ import pytest
 
 from lbparse.capture import CaptureReader
 from lbparse.report.cluster import is_no_responders
+from support.once import once_a_run
 
-# `story` reports the full run once a module: its tests on one xdist worker.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-story")]
+pytestmark = pytest.mark.slow
 
 KILL = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == SIGKILL (node\d) \(([^)]*)\)", re.M)
 RESTART = re.compile(r"^(\d\d:\d\d:\d\d\.\d{3}) == restarting (node\d)", re.M)
@@ -84,7 +84,14 @@ def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     from test_report import cli
 
     capture, log, data = full_run(request)
-    out = tmp_path_factory.mktemp("report-full")
+    # Made once a run, whichever worker asks first (the module's tests are
+    # spread over both). Not an xdist_group: --dist loadgroup sends the largest
+    # groups first, and the group would wait there for the `full` run (CI: 100 s).
+    return once_a_run(tmp_path_factory, "report-story",
+                      lambda out: _story(cli, capture, log, data, out))
+
+
+def _story(cli: Any, capture: Path, log: Path, data: Path, out: Path) -> dict[str, Any]:
     res = cli("report", str(capture), "-o", str(out / "report.html"), "--json",
               str(out / "report.json"))
     model = json.loads((out / "report.json").read_text())

@@ -26,12 +26,11 @@ from typing import Any
 
 import pytest
 
+from support.once import once_a_run
 from test_report import cli
 from test_report_cluster import check_status, full_run
 
-# `reports` makes four reports of the full run (~7 s): its tests on one xdist
-# worker, which makes them once.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report-facts")]
+pytestmark = pytest.mark.slow
 
 BECAME = re.compile(r'^time="([\d-]+ [\d:]+)" level=info msg="Server became metadata leader',
                     re.M)
@@ -58,11 +57,17 @@ def report(tmp: Path, *args: str) -> tuple[dict[str, Any], str, str]:
 def reports(run: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory
             ) -> dict[str, tuple[dict[str, Any], str, str]]:
     capture, _, data = run
-    made = {}
-    for name, args in {"capture": [str(capture)], "no_raft": [str(capture), "--no-raft"],
-                       "data": [str(data)], "both": [str(capture), str(data)]}.items():
-        made[name] = report(tmp_path_factory.mktemp(name), *args)
-    return made
+
+    def make(out: Path) -> dict[str, tuple[dict[str, Any], str, str]]:
+        made = {}
+        for name, args in {"capture": [str(capture)], "no_raft": [str(capture), "--no-raft"],
+                           "data": [str(data)], "both": [str(capture), str(data)]}.items():
+            (out / name).mkdir()
+            made[name] = report(out / name, *args)
+        return made
+    # Once a run (four reports, ~7 s), whichever worker asks first: the
+    # module's tests are spread over both.
+    return once_a_run(tmp_path_factory, "report-facts", make)
 
 
 def connect_names(capture: Path) -> dict[str, str]:
