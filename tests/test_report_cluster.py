@@ -81,17 +81,17 @@ def check_status(res: Any, model: dict[str, Any]) -> None:
 @pytest.fixture(scope="module")
 def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
           ) -> dict[str, Any]:
-    from test_report import cli
-
     capture, log, data = full_run(request)
     # Made once a run, whichever worker asks first (the module's tests are
     # spread over both). Not an xdist_group: --dist loadgroup sends the largest
     # groups first, and the group would wait there for the `full` run (CI: 100 s).
     return once_a_run(tmp_path_factory, "report-story",
-                      lambda out: _story(cli, capture, log, data, out))
+                      lambda out: _story(capture, log, data, out))
 
 
-def _story(cli: Any, capture: Path, log: Path, data: Path, out: Path) -> dict[str, Any]:
+def _story(capture: Path, log: Path, data: Path, out: Path) -> dict[str, Any]:
+    from test_report import cli
+
     res = cli("report", str(capture), "-o", str(out / "report.html"), "--json",
               str(out / "report.json"))
     model = json.loads((out / "report.json").read_text())
