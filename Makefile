@@ -106,7 +106,7 @@ JOBS ?= auto
 # (make test-fast on 2 cores: 60 s without them, 45 with)
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PYTHON) -P -m pytest
 test:
-	$(PYTEST) -q -n $(JOBS) --dist loadgroup --durations=30
+	$(PYTEST) -q -n $(JOBS) --dist loadgroup --waiting-lane --durations=30
 
 ## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
 ## tshark, Node and other languages, long fuzz sweeps, any test of half a second or

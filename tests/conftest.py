@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
-from support import jvm
+from support import jvm, lanes
 from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
 
 if TYPE_CHECKING:
@@ -41,6 +41,19 @@ _JVM_OPTS = None if os.environ.get("SPARK_SUBMIT_OPTS", "") not in ("", jvm.opti
 if _JVM_OPTS is not None:
     os.environ["SPARK_SUBMIT_OPTS"] = _JVM_OPTS
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", jvm.FLAGS)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    lanes.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    lanes.add_the_lane(config)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: a run without xdist has none
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    return lanes.scheduler(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -106,8 +119,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The run's temporary directory, made here before any thread asks for it
     # (two threads making it at once: FileExistsError, CI's INTERNALERROR).
     session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    _clusters_ahead(session)
-    _class_archive_ahead(session)
+    if not lanes.is_lane_worker(session.config):  # the lane runs none of their tests
+        _clusters_ahead(session)
+        _class_archive_ahead(session)
     _freeze_the_heap()
 
 
