@@ -97,8 +97,9 @@ check-generated:
 ## (the checkout itself only with an editable install or PYTHONPATH), never
 ## implicitly from the current directory. On JOBS workers (pytest-xdist; default: every
 ## core): the tests of one Spark session or one Liftbridge cluster stay on one worker
-## (tests/conftest.py), so each starts once a run. The 30 slowest tests are
-## listed at the end (where CI's minutes go).
+## (tests/conftest.py), so each starts once a run; and one worker more, the waiting
+## lane, for the tests that mostly wait (tests/support/lanes.py). The 30 slowest tests
+## are listed at the end (where CI's minutes go).
 JOBS ?= auto
 # The tests write Python's bytecode caches, even where PYTHONDONTWRITEBYTECODE is
 # set (as in some sandboxes): else each of the suite's processes (the workers,
