@@ -21,6 +21,7 @@ import pytest
 
 from lbparse.capture import CaptureReader, Notice
 from lbparse.capture.grpc import METHODS, GrpcCall, GrpcMessage
+from lbparse.columnar.grpctables import grpc_tables
 from lbparse_generated.proto import api_pb2
 from support import capwriter as cw
 from support.shared import LIFTBRIDGE, shared_path
@@ -379,6 +380,45 @@ def test_rst_stream_goaway_and_a_half_captured_call(tmp_path: Path) -> None:
     for words in ("HPACK state unknown", "stream 3: a response whose request",
                   "RST_STREAM CANCEL on stream 5", "GOAWAY NO_ERROR, last stream 5"):
         assert words in said
+
+
+def test_a_reset_calls_late_answer_is_its_own(tmp_path: Path) -> None:
+    """The client cancels a FetchMetadata (RST_STREAM) as the node's answer is
+    on its way, as a real `full` run's client once did: the answer's frames
+    are the reset call's (RFC 9113, 5.4.2), its message decoded as its
+    response, no call of their own and no "response whose request the
+    capture does not hold"."""
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    answer = api_pb2.FetchMetadataResponse(
+        brokers=[api_pb2.Broker(id="node1", host="127.0.0.1", port=9292)]).SerializeToString()
+    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
+              + frame(1, 4, 5, request_headers(ce, "FetchMetadata"))
+              + frame(0, 1, 5, grpc_message(b"")),
+              frame(3, 0, 5, (8).to_bytes(4, "big"))]
+    server = [SETTINGS, frame(1, 4, 5, se.encode([(":status", "200")]))
+              + frame(0, 0, 5, grpc_message(answer))
+              + frame(1, 5, 5, se.encode([("grpc-status", "0")]))]
+    capture = h2c_capture(tmp_path / "late.pcap", client, server)
+    items, notices, _ = read(capture)
+    (call,) = calls_of(items)
+    assert (call.method_name, call.end, call.rst_code) == ("FetchMetadata", "rst_stream", 8)
+    late = messages_of(items)[-1]
+    assert late.to_json_dict() | {"ts": None} == {
+        "grpc": "message", "ts": None, "src": "127.0.0.1:7001", "dst": "127.0.0.1:51000",
+        "direction": "server_to_client", "stream_id": 5, "method": "FetchMetadata",
+        "type": "proto.FetchMetadataResponse", "index": 0, "compressed": False,
+        "length": len(answer), "late": True,
+        "message": {"brokers": [{"id": "node1", "host": "127.0.0.1", "port": 9292}]}}
+    # In the tables, the late message joins its call's row, after its request.
+    (tables,) = grpc_tables(str(capture))
+    calls, msgs = (tables[t].to_pylist() for t in ("grpc_calls", "grpc_messages"))
+    assert [(c["position"], c["end"]) for c in calls] == [(0, "rst_stream")]
+    assert [(m["position"], m["message_seq"], m["direction"]) for m in msgs] == [
+        (0, 0, "client_to_server"), (0, 1, "server_to_client")]
+    assert [n.message for n in notices] == [
+        "RST_STREAM CANCEL on stream 5 (FetchMetadata)",
+        "stream 5 (FetchMetadata): frames after its RST_STREAM, sent before the reset "
+        "reached the peer: read as the reset call's"]
 
 
 @pytest.mark.parametrize("fin", [True, False])

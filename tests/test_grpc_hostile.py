@@ -273,6 +273,29 @@ def test_half_received_messages_of_all_calls_are_bounded() -> None:
     assert flows.buffered == 0
 
 
+def test_late_frames_of_reset_calls_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reset calls are kept for their late frames, the last MAX_RESETS of a
+    connection; their half-received late messages count in max_reassembly
+    and are let go with the connection."""
+    monkeypatch.setattr(h2, "MAX_RESETS", 4)
+    flows = h2.Flows(1 << 20, max_buffered=1 << 16)
+    side, server = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
+    side.sniff(PREFACE, False)
+    side.feed(PREFACE + SETTINGS)
+    enc = hpack.Encoder()
+    for sid in range(1, 21, 2):
+        side.feed(frame(1, 4, sid, request_headers(enc, "Subscribe"))
+                  + frame(3, 0, sid, (8).to_bytes(4, "big")))
+        server.feed((SETTINGS if sid == 1 else b"")
+                    + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000))
+        assert len(side.conn.resets) <= 4 and flows.buffered <= 1 << 16
+    assert flows.buffered == 4 * 10005  # the last four's (prefix and body), the others' let go
+    assert {n.limit for n in notices(flows)} == {None}  # within max_reassembly
+    assert [c for c in flows.out if isinstance(c, GrpcCall) and c.end != "rst_stream"] == []
+    flows.close()
+    assert flows.buffered == 0
+
+
 def test_messages_kept_by_open_calls_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Subscribe's records count every message and keep those the budget
     holds; the per-message records have them all."""

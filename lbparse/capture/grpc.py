@@ -158,14 +158,18 @@ class GrpcMessage:
     """One gRPC message: which call, which side, and what it decoded to."""
 
     __slots__ = ("ts", "src", "dst", "direction", "stream_id", "method", "type", "index",
-                 "compressed", "length", "message", "error")
+                 "compressed", "length", "message", "error", "late")
 
     def __init__(self, ts: int | None, src: str, dst: str, direction: str, stream_id: int,
                  method: str | None, type_: str | None, index: int, compressed: bool,
-                 length: int, message: dict[str, Any] | None, error: str | None) -> None:
+                 length: int, message: dict[str, Any] | None, error: str | None,
+                 late: bool = False) -> None:
         self.ts, self.src, self.dst, self.direction = ts, src, dst, direction
         self.stream_id, self.method, self.type, self.index = stream_id, method, type_, index
         self.compressed, self.length, self.message, self.error = compressed, length, message, error
+        # After its call's RST_STREAM (the call already out): sent before the
+        # reset reached this message's sender (lbparse.capture.h2).
+        self.late = late
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -173,6 +177,8 @@ class GrpcMessage:
             "direction": self.direction, "stream_id": self.stream_id, "method": self.method,
             "type": self.type, "index": self.index, "compressed": self.compressed,
             "length": self.length}
+        if self.late:
+            d["late"] = True
         if self.error is not None:
             d["error"] = self.error
         else:

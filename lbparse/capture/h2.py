@@ -23,7 +23,13 @@ SETTINGS_MAX_FRAME_SIZE is refused without buffering it (the direction then
 waits for a segment that starts with frames again); a header block is cut
 at MAX_HEADER_BLOCK bytes (CONTINUATION floods), a decoded header list at
 MAX_HEADER_LIST (HPACK bombs), the dynamic table at MAX_TABLE, a gRPC
-message at `max_frame`, and open calls per connection at MAX_STREAMS.
+message at `max_frame`, open calls per connection at MAX_STREAMS, and the
+reset calls kept for their late frames at MAX_RESETS.
+
+A stream reset by one side may still carry frames the other sent before
+the RST_STREAM reached it (RFC 9113, section 5.4.2; a real cluster's
+client cancels a lookup as the node's answer is on its way): they are the
+reset call's, its messages read as such, and no call of their own.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ MAX_HEADER_LIST = 256 << 10
 DEFAULT_TABLE = 4096  # SETTINGS_HEADER_TABLE_SIZE until the receiver says otherwise
 MAX_TABLE = 64 << 10
 MAX_STREAMS = 4096
+MAX_RESETS = 64  # reset calls a connection keeps for their late frames, the last ones
 # All open calls of a reading together: the bytes of messages their records
 # keep (each counted 64 bytes more, so that empty ones count too), and the
 # bytes of half-received messages they hold (past it, the call that would
@@ -159,6 +166,7 @@ class Connection:
         self.flows = flows
         self.calls: dict[int, GrpcCall] = {}
         self.client: Side | None = None
+        self.resets: dict[int, _Reset] = {}  # by stream id, the last MAX_RESETS
 
     def notice(self, side: Side, message: str, kind: str = "grpc",
                limit: str | None = None) -> None:
@@ -194,6 +202,8 @@ class Connection:
 
     def headers(self, side: Side, sid: int, headers: list[tuple[str, str]] | None,
                 end_stream: bool) -> None:
+        if sid not in self.calls and self._late(side, sid) is not None:
+            return  # a reset call's late headers: its status no longer changes it
         names = dict(headers or ())
         request = ":path" in names or ":method" in names
         call = self._call(side, sid, request)
@@ -233,18 +243,36 @@ class Connection:
 
     def data(self, side: Side, sid: int, payload: bytes, end_stream: bool) -> None:
         call = self.calls.get(sid)
+        direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
         if call is None:
+            late = self._late(side, sid)
+            if late is not None:
+                self._feed(side, late.call, late.splitters[direction], payload, late)
+                return
             if not payload and not end_stream:
                 return
             self.notice(side, f"stream {sid}: DATA whose headers the capture does not hold; "
                         "its method is unknown")
             call = self._call(side, sid, False)
+            direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
+        self._feed(side, call, call.splitters[direction], payload)  # type: ignore[attr-defined]
+        if end_stream:
+            if side is self.client:
+                call.client_done = True
+                self._leftover(side, call, direction)
+            else:
+                self._end(side, call, "end_stream")
+
+    def _feed(self, side: Side, call: GrpcCall, splitter: Splitter, payload: bytes,
+              late: _Reset | None = None) -> None:
+        """A DATA frame's bytes into one side of a call: its whole messages
+        out, the rest held within max_reassembly."""
         direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
-        splitter: Splitter = call.splitters[direction]  # type: ignore[attr-defined]
+        sid = call.stream_id
         told = splitter.refused is not None
         before = len(splitter.buf)
         for flag, body in splitter.feed(payload):
-            self._message(side, call, direction, flag, body)
+            self._message(side, call, direction, flag, body, late)
         if splitter.refused is not None and not told:
             self.notice(side, f"stream {sid} ({call.method_name}): {splitter.refused}", "limit",
                         "max_frame")
@@ -257,30 +285,30 @@ class Connection:
                         "max_reassembly")
             splitter.refused = "over max_reassembly"
             self._clear(splitter)
-        if end_stream:
-            if side is self.client:
-                call.client_done = True
-                self._leftover(side, call, direction)
-            else:
-                self._end(side, call, "end_stream")
+        if late is not None and splitter.buf:
+            flows.open[id(self)] = self  # closed at the capture's end: the bytes let go
 
     def _message(self, side: Side, call: GrpcCall, direction: str, flag: int,
-                 body: bytes) -> None:
+                 body: bytes, late: _Reset | None = None) -> None:
         method = call.method
         cls = None if method is None else (
             method.request if direction == CLIENT_TO_SERVER else method.response)
         message, error = decode_message(cls, flag, body, call.encodings[direction],
                                         self.flows.max_length)
-        index = call.counts[direction]
-        cost = len(body) + MESSAGE_COST
         flows = self.flows
-        if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
-            call.kept_bytes += cost
-            flows.kept_bytes += cost
+        if late is not None:  # the call is out already: counted here, not kept
+            index = late.counts[direction]
+            late.counts[direction] += 1
+        else:
+            index = call.counts[direction]
+            cost = len(body) + MESSAGE_COST
+            if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
+                call.kept_bytes += cost
+                flows.kept_bytes += cost
         self.flows.out.append(GrpcMessage(
             self.flows.clock.ts, side.src, side.dst, direction, call.stream_id,
             call.method_name, None if cls is None else cls.DESCRIPTOR.full_name, index,
-            bool(flag & 1), len(body), message, error))
+            bool(flag & 1), len(body), message, error, late is not None))
 
     def _leftover(self, side: Side, call: GrpcCall, direction: str) -> None:
         splitter: Splitter = call.splitters[direction]  # type: ignore[attr-defined]
@@ -301,17 +329,41 @@ class Connection:
         call.end_ts = self.flows.clock.ts
         self.flows.kept_bytes -= call.kept_bytes
         self.calls.pop(call.stream_id, None)
-        if not self.calls:
+        if not self.calls and not self._holding():
             self.flows.open.pop(id(self), None)
         self.flows.out.append(call)
 
     def reset(self, side: Side, sid: int, code: int) -> None:
         call = self.calls.get(sid)
-        method = call.method_name if call is not None else None
+        late = self.resets.get(sid)
+        method = call.method_name if call is not None else \
+            late.call.method_name if late is not None else None
         self.notice(side, f"RST_STREAM {error_name(code)} on stream {sid} ({method})")
         if call is not None:
             call.rst_code = code
             self._end(side, call, "rst_stream")
+            if len(self.resets) >= MAX_RESETS:
+                self._forget(next(iter(self.resets)))
+            self.resets[sid] = _Reset(call, self.flows.max_length)
+
+    def _late(self, side: Side, sid: int) -> _Reset | None:
+        """The reset call a frame on stream `sid` is late for (None: none);
+        said once a stream."""
+        late = self.resets.get(sid)
+        if late is not None and not late.said:
+            late.said = True
+            self.notice(side, f"stream {sid} ({late.call.method_name}): frames after its "
+                        "RST_STREAM, sent before the reset reached the peer: read as the "
+                        "reset call's")
+        return late
+
+    def _holding(self) -> bool:
+        """A reset call's late message half-received."""
+        return any(sp.buf for late in self.resets.values() for sp in late.splitters.values())
+
+    def _forget(self, sid: int) -> None:
+        for splitter in self.resets.pop(sid).splitters.values():
+            self._clear(splitter)
 
     def goaway(self, side: Side, last: int, code: int, debug: bytes) -> None:
         gone = [c for s, c in self.calls.items() if s > last]
@@ -325,11 +377,25 @@ class Connection:
         """The capture (`how`: capture_end) or the connection (closed) ended
         with these calls open."""
         what = "capture" if how == "capture_end" else "connection"
+        for sid in list(self.resets):
+            self._forget(sid)
         for call in list(self.calls.values()):
             assert self.client is not None  # a call was made: its client is known
             self.notice(self.client, f"stream {call.stream_id} ({call.method_name}): the "
                         f"{what} ends before the call does", "incomplete")
             self._end(self.client, call, how)
+
+
+class _Reset:
+    """A call ended by RST_STREAM, kept for the frames its peer had sent before
+    the reset reached it: its messages are cut and decoded as the call's
+    (numbered on from its counts), the call itself already out."""
+
+    def __init__(self, call: GrpcCall, max_length: int) -> None:
+        self.call = call
+        self.splitters = {d: Splitter(max_length) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
+        self.counts = dict(call.counts)
+        self.said = False
 
 
 class Table(HeaderTable):

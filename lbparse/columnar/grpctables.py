@@ -42,6 +42,10 @@ HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes): "
                r"b['\"](PRI \* HTTP/2\.0|\\x00)")
 
 _CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
+# Reset calls of a file whose row a late message can still find (each
+# connection keeps its last lbparse.capture.h2.MAX_RESETS; a message later
+# than these many resets has a position of its own, as before it).
+RESETS_KEPT = 4096
 
 
 def http2_rows(messages: pa.Table) -> pa.Array | None:
@@ -113,6 +117,9 @@ class GrpcRows:
         self.calls: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self._open: dict[_CallKey, tuple[int, int]] = {}  # -> (position, messages so far)
+        # Calls out after an RST_STREAM, for the late messages that may follow
+        # (GrpcMessage.late): the last RESETS_KEPT of the file.
+        self._reset: dict[_CallKey, tuple[int, int]] = {}
         self._next = 0
 
     def __len__(self) -> int:
@@ -136,7 +143,12 @@ class GrpcRows:
 
     def _message(self, m: GrpcMessage) -> None:
         client, server = (m.src, m.dst) if m.direction == CLIENT_TO_SERVER else (m.dst, m.src)
-        position, seq = self._position((client, server, m.stream_id), True)
+        key = (client, server, m.stream_id)
+        if m.late and key not in self._open and key in self._reset:
+            position, seq = self._reset[key]  # its call's row, already written
+            self._reset[key] = (position, seq + 1)
+        else:
+            position, seq = self._position(key, True)
         row: dict[str, Any] = {
             "source": self.source, "position": position, "message_seq": seq,
             "src": m.src, "dst": m.dst, "direction": m.direction, "stream_id": m.stream_id,
@@ -148,8 +160,12 @@ class GrpcRows:
 
     def _call(self, c: GrpcCall) -> None:
         key = (c.client, c.server, c.stream_id)
-        position, _ = self._position(key, False)
+        position, seq = self._position(key, False)
         self._open.pop(key, None)  # its stream id may come again on a new connection
+        if c.end == "rst_stream":
+            if len(self._reset) >= RESETS_KEPT:
+                del self._reset[next(iter(self._reset))]
+            self._reset[key] = (position, seq)
         d = c.to_json_dict()
         row: dict[str, Any] = {k: d.get(k) for k in (
             "client", "server", "stream_id", "method", "path", "request_count",
