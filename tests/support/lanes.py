@@ -1,14 +1,16 @@
 """`make test`'s waiting lane: a worker of its own for the tests that mostly wait.
 
 A run on 2 cores left ~105 core-seconds idle (/proc/stat each second, the
-tests' own start and end times beside it), most of it in one window: both
-workers in tests/live at once, each waiting for a server to be given up on,
-a reconnect, a refusal retried. Those tests take ~45 s of a worker and
-~0.2 of a core. With `--waiting-lane` (pytest-xdist), the run starts one
-worker more than `-n` asks for; that worker takes WAITING's tests while the
-others take the rest, then it stops: the cores stay with the tests that use
-them. A test in WAITING that the other workers reach first (no other work
-left) runs there as usual; a run without such tests stops the lane at once.
+tests' own start and end times beside it), a third of it in one window:
+both workers in tests/live at once, each waiting for a server to be given
+up on, a reconnect, a refusal retried. Those tests take ~45 s of a worker
+and ~0.2 of a core. With `--waiting-lane` (pytest-xdist, `--dist
+loadgroup`), the run starts one worker more than `-n` asks for; that worker
+takes WAITING's tests while the others take the rest, then it stops: the
+cores stay with the tests that use them (that window: 35 idle core-seconds
+to 12). A test in WAITING that the other workers reach first (no other
+work left) runs there as usual; a run without such tests stops the lane at
+once.
 
 The controller sees node ids only, so WAITING names tests by node id
 prefix (a module, or a module's test); tests/test_lanes.py holds each to a
@@ -42,8 +44,8 @@ def waits(scope: str) -> bool:
 
 def addoption(parser: pytest.Parser) -> None:
     parser.addoption(OPTION, action="store_true",
-                     help="with -n and --dist loadgroup: one worker more, for the tests that mostly wait "
-                          "(tests/support/lanes.py)")
+                     help="with -n and --dist loadgroup: one worker more, for the tests "
+                          "that mostly wait (tests/support/lanes.py)")
 
 
 def add_the_lane(config: pytest.Config) -> None:
@@ -59,9 +61,10 @@ def _asked(config: pytest.Config) -> bool:
 
 
 def is_lane_worker(config: pytest.Config) -> bool:
-    """This process is the lane (the last worker; LaneScheduling's choice too)."""
+    """This process is the lane (the last worker; LaneScheduling's choice too).
+    A worker's own dist is "no"; xdist tells it `loadgroup`."""
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    return bool(_asked(config) and count
+    return bool(_asked(config) and getattr(config.option, "loadgroup", False) and count
                 and os.environ.get("PYTEST_XDIST_WORKER") == f"gw{int(count) - 1}")
 
 
