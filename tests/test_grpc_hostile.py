@@ -292,8 +292,9 @@ def test_late_frames_of_reset_calls_are_bounded(monkeypatch: pytest.MonkeyPatch)
     assert flows.buffered == 4 * 10005  # the last four's (prefix and body), the others' let go
     assert {n.limit for n in notices(flows)} == {None}  # within max_reassembly
     assert [c for c in flows.out if isinstance(c, GrpcCall) and c.end != "rst_stream"] == []
+    assert list(flows.open.values()) == [side.conn]  # no call open: kept for those bytes
     flows.close()
-    assert flows.buffered == 0
+    assert flows.buffered == 0 and flows.open == {}
 
 
 def test_messages_kept_by_open_calls_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

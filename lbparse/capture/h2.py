@@ -384,6 +384,7 @@ class Connection:
             self.notice(self.client, f"stream {call.stream_id} ({call.method_name}): the "
                         f"{what} ends before the call does", "incomplete")
             self._end(self.client, call, how)
+        self.flows.open.pop(id(self), None)  # held for a late message only, if at all
 
 
 class _Reset:
