@@ -26,8 +26,10 @@ from test_grpc_capture import SETTINGS, frame, grpc_message, h2c_capture, reques
 PREFACE = h2.PREFACE
 
 
-def client_side(max_length: int = 1 << 20) -> tuple[h2.Flows, h2.Side]:
-    flows = h2.Flows(max_length)
+def client_side(max_length: int = 1 << 20, **limits: int) -> tuple[h2.Flows, h2.Side]:
+    """A connection's client side after its preface (`.peer`: the server's);
+    `limits`: Flows' others (max_buffered)."""
+    flows = h2.Flows(max_length, **limits)
     side, _ = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
     got = side.sniff(PREFACE, False)
     assert got is side
@@ -257,10 +259,7 @@ def test_open_streams_past_the_limit_are_given_up(monkeypatch: pytest.MonkeyPatc
 def test_half_received_messages_of_all_calls_are_bounded() -> None:
     """Many streams, each with a message begun and never ended: together
     held to max_reassembly (here 64 KiB), the call that goes over dropped."""
-    flows = h2.Flows(1 << 20, max_buffered=1 << 16)
-    side, _ = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
-    side.sniff(PREFACE, False)
-    side.feed(PREFACE + SETTINGS)
+    flows, side = client_side(max_buffered=1 << 16)
     enc = hpack.Encoder()
     for sid in range(1, 41, 2):
         side.feed(frame(1, 4, sid, request_headers(enc, "PublishAsync"))
@@ -278,10 +277,8 @@ def test_late_frames_of_reset_calls_are_bounded(monkeypatch: pytest.MonkeyPatch)
     connection; their half-received late messages count in max_reassembly
     and are let go with the connection."""
     monkeypatch.setattr(h2, "MAX_RESETS", 4)
-    flows = h2.Flows(1 << 20, max_buffered=1 << 16)
-    side, server = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
-    side.sniff(PREFACE, False)
-    side.feed(PREFACE + SETTINGS)
+    flows, side = client_side(max_buffered=1 << 16)
+    server = side.peer
     enc = hpack.Encoder()
     for sid in range(1, 21, 2):
         side.feed(frame(1, 4, sid, request_headers(enc, "Subscribe"))
