@@ -243,19 +243,18 @@ class Connection:
 
     def data(self, side: Side, sid: int, payload: bytes, end_stream: bool) -> None:
         call = self.calls.get(sid)
-        direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
         if call is None:
             late = self._late(side, sid)
             if late is not None:
-                self._feed(side, late.call, late.splitters[direction], payload, late)
+                self._feed(side, late.call, self._direction(side), payload, late)
                 return
             if not payload and not end_stream:
                 return
             self.notice(side, f"stream {sid}: DATA whose headers the capture does not hold; "
                         "its method is unknown")
-            call = self._call(side, sid, False)
-            direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
-        self._feed(side, call, call.splitters[direction], payload)  # type: ignore[attr-defined]
+            call = self._call(side, sid, False)  # may settle which side is the client
+        direction = self._direction(side)
+        self._feed(side, call, direction, payload)
         if end_stream:
             if side is self.client:
                 call.client_done = True
@@ -263,11 +262,15 @@ class Connection:
             else:
                 self._end(side, call, "end_stream")
 
-    def _feed(self, side: Side, call: GrpcCall, splitter: Splitter, payload: bytes,
+    def _direction(self, side: Side) -> str:
+        return CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
+
+    def _feed(self, side: Side, call: GrpcCall, direction: str, payload: bytes,
               late: _Reset | None = None) -> None:
-        """A DATA frame's bytes into one side of a call: its whole messages
-        out, the rest held within max_reassembly."""
-        direction = CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
+        """A DATA frame's bytes into one side of a call (`late`: of a reset
+        call): its whole messages out, the rest held within max_reassembly."""
+        splitter: Splitter = (late.splitters if late is not None  # a call's: set by _call
+                              else call.splitters)[direction]  # type: ignore[attr-defined]
         sid = call.stream_id
         told = splitter.refused is not None
         before = len(splitter.buf)
