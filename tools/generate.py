@@ -29,8 +29,10 @@ from __future__ import annotations
 import argparse
 import pprint
 import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import yaml
@@ -66,12 +68,27 @@ def run_kaitai(out: Path, lang: str = "python") -> None:
         sys.exit(f"kaitai-struct-compiler failed:\n{res.stderr}")
 
 
+def mypy_plugin() -> str:
+    """The protoc-gen-mypy of the Python running this script.
+
+    mypy-protobuf installs it beside that Python (a virtualenv's bin/), which
+    need not be on PATH: `make check-generated PYTHON=.venv/bin/python` runs
+    with the venv unactivated, and protoc alone would look it up on PATH.
+    """
+    scripts = sysconfig.get_path("scripts")
+    found = shutil.which("protoc-gen-mypy", path=scripts) or shutil.which("protoc-gen-mypy")
+    if found is None:
+        sys.exit(f"protoc-gen-mypy not found in {scripts} or on PATH: pip install mypy-protobuf (make venv does)")
+    return found
+
+
 def run_protoc(out: Path) -> None:
     from grpc_tools import protoc
 
     args = [
         "protoc",
         f"-I{SPEC / 'proto'}",
+        f"--plugin=protoc-gen-mypy={mypy_plugin()}",
         f"--python_out={out}",
         f"--mypy_out=quiet:{out}",
         f"--grpc_python_out={out}",
