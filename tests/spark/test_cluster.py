@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,6 +129,9 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if worker is not None:
             _stop(worker)
         _stop(master)
+        # The executors' copies of the packed environment (~350 MB unpacked);
+        # the logs stay until the run ends.
+        shutil.rmtree(d / "work", ignore_errors=True)
 
 
 def _submit(standalone: str, args: list[str], cwd: Path, env: dict[str, str] | None = None
@@ -203,20 +207,25 @@ def test_pipeline_with_the_zip(standalone: str, run: dict[str, Any], inputs: dic
 
 
 @pytest.fixture(scope="module")
-def env_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def env_archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """`make dist`'s packed virtualenv. In CI (LBPARSE_EXPECT_INSTALLED) from the
     wheel that CI built from this tree and installed (dist/); elsewhere built
     from the tree, which compiles lbparse again (minutes). Its dependencies are
     the pinned ones installed here, not fetched from the package index
     (`from_here`: network only to 127.0.0.1; in CI the fixture took 31 s, most
-    of it downloading pyarrow, pandas and numpy, and now 4 s). Not compressed
-    (gzip level 0): the archive only crosses loopback, and packing 360 MB at
-    level 1 took 9.5 s of CPU to 2.2."""
+    of it downloading pyarrow, pandas and numpy, and now 4 s). gzip level 1:
+    354 MB to 120 MB, and Spark keeps two copies of it (the driver's and the
+    executor's) beside the unpacked one: the module's peak of disk went from
+    2.1 GB (level 0) to 1.2 GB, for ~4 s more of CPU (a CI machine with less
+    disk had run out)."""
     pytest.importorskip("venv_pack")
     out = tmp_path_factory.mktemp("dist-env")
     wheels = sorted((ROOT / "dist").glob("lbparse-*.whl"))
     wheel = wheels[0] if os.environ.get("LBPARSE_EXPECT_INSTALLED") and len(wheels) == 1 else None
-    return load_tool("dist").build_env(out, wheel=wheel, compress_level=0, from_here=True)
+    try:
+        yield load_tool("dist").build_env(out, wheel=wheel, compress_level=1, from_here=True)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)  # of no use once the module is done
 
 
 @pytest.mark.slow
