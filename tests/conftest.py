@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 import pytest
-from support import jvm, lanes
+from support import jvm, lanes, runtmp
 from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         thread.join()
     if _OWN_CACHE is not None:
         shutil.rmtree(_OWN_CACHE, ignore_errors=True)
+    if runtmp.OWN is not None:  # the controller's, after its workers are gone
+        shutil.rmtree(runtmp.OWN, ignore_errors=True)
 
 
 SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}

@@ -5,6 +5,7 @@ a CI machine with less disk ran out)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,15 @@ def test_a_passed_tests_files_go_and_a_failed_tests_stay(tmp_path: Path) -> None
     assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout[-2000:]
     left = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
     assert left == ["test_fails0/evidence"], left
+
+
+def test_the_processes_the_tests_start_write_in_the_runs_directory() -> None:
+    """support/runtmp.py: TMPDIR for what the tests start, removed at the end."""
+    from support import runtmp
+
+    assert os.path.isdir(runtmp.PATH) and os.environ["TMPDIR"] == runtmp.PATH
+    done = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp())"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    made = done.stdout.strip()
+    assert os.path.dirname(made) == runtmp.PATH, made
+    os.rmdir(made)

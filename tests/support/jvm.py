@@ -32,7 +32,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+from support import runtmp
+
+# java.io.tmpdir: the run's temporary directory (support/runtmp.py), where a
+# JVM a test kills leaves its Spark directories (Spark's local directory is
+# java.io.tmpdir unless set). Left out for a path the shell-split options
+# could not carry.
+FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + \
+    ("" if any(c.isspace() for c in runtmp.PATH) else f" -Djava.io.tmpdir={runtmp.PATH}")
 # Spark settings as system properties (SparkConf reads every `spark.*` one):
 # no web UI in a driver, whoever starts it (a CLI run, a manual's example, a
 # spark-submit): its Jetty server is ~1.3 of a pipeline CLI run's ~11 CPU-s,
