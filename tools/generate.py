@@ -78,7 +78,8 @@ def mypy_plugin() -> str:
     scripts = sysconfig.get_path("scripts")
     found = shutil.which("protoc-gen-mypy", path=scripts) or shutil.which("protoc-gen-mypy")
     if found is None:
-        sys.exit(f"protoc-gen-mypy not found in {scripts} or on PATH: pip install mypy-protobuf (make venv does)")
+        sys.exit(f"protoc-gen-mypy not found in {scripts} or on PATH: "
+                 "pip install mypy-protobuf (make venv does)")
     return found
 
 
