@@ -188,8 +188,7 @@ class Connection:
         if call is None:
             client = self._client_of(side, request)
             call = GrpcCall(client.src, client.dst, sid)
-            call.splitters = {d: Splitter(self.flows.max_length)  # type: ignore[attr-defined]
-                              for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
+            call.splitters = _both_sides(self.flows.max_length)  # type: ignore[attr-defined]
             if len(self.calls) >= MAX_STREAMS:
                 oldest = self.calls[next(iter(self.calls))]
                 self.notice(side, f"more than {MAX_STREAMS} calls open on one connection "
@@ -296,9 +295,9 @@ class Connection:
         method = call.method
         cls = None if method is None else (
             method.request if direction == CLIENT_TO_SERVER else method.response)
-        message, error = decode_message(cls, flag, body, call.encodings[direction],
-                                        self.flows.max_length)
         flows = self.flows
+        message, error = decode_message(cls, flag, body, call.encodings[direction],
+                                        flows.max_length)
         if late is not None:  # the call is out already: counted here, not kept
             index = late.counts[direction]
             late.counts[direction] += 1
@@ -308,8 +307,8 @@ class Connection:
             if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
                 call.kept_bytes += cost
                 flows.kept_bytes += cost
-        self.flows.out.append(GrpcMessage(
-            self.flows.clock.ts, side.src, side.dst, direction, call.stream_id,
+        flows.out.append(GrpcMessage(
+            flows.clock.ts, side.src, side.dst, direction, call.stream_id,
             call.method_name, None if cls is None else cls.DESCRIPTOR.full_name, index,
             bool(flag & 1), len(body), message, error, late is not None))
 
@@ -390,6 +389,11 @@ class Connection:
         self.flows.open.pop(id(self), None)  # held for a late message only, if at all
 
 
+def _both_sides(max_length: int) -> dict[str, Splitter]:
+    """A call's message splitters, one a direction."""
+    return {d: Splitter(max_length) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
+
+
 class _Reset:
     """A call ended by RST_STREAM, kept for the frames its peer had sent before
     the reset reached it: its messages are cut and decoded as the call's
@@ -397,7 +401,7 @@ class _Reset:
 
     def __init__(self, call: GrpcCall, max_length: int) -> None:
         self.call = call
-        self.splitters = {d: Splitter(max_length) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
+        self.splitters = _both_sides(max_length)
         self.counts = dict(call.counts)
         self.said = False
 
