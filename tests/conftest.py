@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -25,12 +24,13 @@ if TYPE_CHECKING:
 sys.path.insert(0, str(Path(__file__).parent))
 
 # What lbparse installs for a user (the Kaitai compiler, on first use of an
-# installed lbparse: lbparse/resources.py) goes to a cache of this session,
-# not the user's ~/.cache, unless LBPARSE_CACHE_DIR names one.
-_OWN_CACHE = None if os.environ.get("LBPARSE_CACHE_DIR") else \
-    tempfile.mkdtemp(prefix="lbparse-test-cache-")
-if _OWN_CACHE is not None:
-    os.environ["LBPARSE_CACHE_DIR"] = _OWN_CACHE
+# installed lbparse: lbparse/resources.py) goes to a cache of this run, in its
+# temporary directory and removed with it, not the user's ~/.cache, unless
+# LBPARSE_CACHE_DIR names one.
+if not os.environ.get("LBPARSE_CACHE_DIR"):
+    os.environ["LBPARSE_CACHE_DIR"] = os.path.join(runtmp.PATH, "lbparse-cache")
+    # 0700 whatever the umask: lbparse refuses a cache others may write to
+    os.makedirs(os.environ["LBPARSE_CACHE_DIR"], mode=0o700, exist_ok=True)
 
 
 # Every JVM Spark starts in the tests runs with support/jvm.py's flags (and,
@@ -61,8 +61,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         job.stop()
     for thread in _AHEAD:  # each stops by its own timeout; its processes are ours
         thread.join()
-    if _OWN_CACHE is not None:
-        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
     if runtmp.OWN is not None:  # the controller's, after its workers are gone
         shutil.rmtree(runtmp.OWN, ignore_errors=True)
 

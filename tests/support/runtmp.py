@@ -6,7 +6,8 @@ java.io.tmpdir (support/jvm.py), which is also Spark's local directory. What
 a process killed on purpose leaves behind (a JVM's spark-*, blockmgr-* and
 artifacts-* directories, the native libraries it unpacked, lbparse's scratch
 directory) then goes with the run instead of staying in /tmp for good: about
-1 MB a run, on CI machines whose /tmp serves hundreds of runs.
+1 MB a run, on CI machines whose /tmp serves hundreds of runs. lbparse's
+cache of the run (conftest's LBPARSE_CACHE_DIR) is in it too.
 
 Made once, by the process that imports this first (pytest's controller); its
 workers inherit the variable and share it. The controller keeps its own
