@@ -40,11 +40,14 @@ both planned on the driver and replayed by Spark as they were after a
 restart, so a message is read once. A partition that appears later is read
 from its first offset.
 
-A partition whose leader dies is looked up again (FetchMetadata, while a new
-leader is elected) and read on from the next offset at the new leader, by
-the client's retries (lbparse.streams.client); past them the task fails with
-one line. The ranges planned never pass a high watermark, so what a new
-leader truncates was never read.
+Each partition's end is its leader's high watermark + 1 (never what the first
+server to answer holds of it), and each task subscribes at the node the
+plan found. A partition whose leader dies is looked up again (FetchMetadata,
+while a new leader is elected) and read on from the next offset at the new
+leader, by the client's retries (lbparse.streams.client); past them the task
+fails with one line. The ranges planned never pass a high watermark, so what
+a new leader truncates was never read. Batches end at BATCH_ROWS messages or
+BATCH_BYTES bytes, so a task holds one batch of messages of any size.
 
 The rows (ROW_FIELDS): stream, partition, offset, timestamp (Unix
 nanoseconds, as stored) and time (the same as Spark's timestamp), key,
@@ -58,8 +61,9 @@ lbparse.spark.from_envelope.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
@@ -68,7 +72,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from lbparse.streams.client import DEFAULT_TIMEOUT, StreamsClient, StreamsError, parse_servers
+from lbparse.streams.client import (DEFAULT_TIMEOUT, MAX_TIMEOUT, StreamsClient, StreamsError,
+                                    parse_servers)
 from lbparse_generated.proto import api_pb2
 
 __all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions",
@@ -76,7 +81,15 @@ __all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions"
 
 NAME = "liftbridge-streams"
 EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
+# A batch handed to Spark ends at whichever comes first: BATCH_ROWS messages, or
+# BATCH_BYTES of keys, values and headers (then one message more at most). A
+# task holds one batch, so its memory is bounded by the batch, whatever the
+# messages' size; Arrow's 2 GiB a binary array is never approached.
 BATCH_ROWS = 4096
+MAX_OFFSET = 2**63 - 1                  # an offset is an int64
+MAX_PARTITION = 2**31 - 1               # a partition an int32
+MAX_MS = (2**63 - 1) // 1_000_000       # Unix ms whose ns (as stored) fit an int64
+BATCH_BYTES = 16 * 1024 * 1024
 
 KNOWN = ("servers", "stream", "subjectpattern", "startingoffsets", "startingtimestamp",
          "startingoffsetsbytimestamp", "endingoffsets", "endingtimestamp",
@@ -155,8 +168,8 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
         servers, streams,
         _offsets_option(opts, "startingoffsets", "earliest", named, ("earliest", "latest")),
         _offsets_option(opts, "endingoffsets", "latest", named, ("latest",)),
-        _positive(opts, "maxrecordspertrigger", int), _positive(opts, "timeout", float)
-        or DEFAULT_TIMEOUT, pattern, _by_time(opts, "starting", named),
+        _positive(opts, "maxrecordspertrigger", int, MAX_OFFSET),
+        _positive(opts, "timeout", float, MAX_TIMEOUT) or DEFAULT_TIMEOUT, pattern, _by_time(opts, "starting", named),
         _by_time(opts, "ending", named), _flag(opts, "readisrreplica"))
 
 
@@ -179,7 +192,7 @@ class _Named:
 def _flag(opts: Mapping[str, str], name: str) -> bool:
     text = opts.get(name, "false").strip().lower()
     if text not in ("true", "false"):
-        raise ValueError(f"{NAME}: option {name!r} is true or false, not {opts[name]!r}")
+        raise ValueError(f"{NAME}: option {name!r} is true or false, not {_shown(opts[name])}")
     return text == "true"
 
 
@@ -193,30 +206,36 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         raise ValueError(f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
                          f"{'start' if which == 'starting' else 'end'}: give one")
     if f"{which}timestamp" in opts:
-        return int(_positive(opts, f"{which}timestamp", int))
+        return int(_positive(opts, f"{which}timestamp", int, MAX_MS))
     name = f"{which}offsetsbytimestamp"
     if name not in opts:
         return None
-    found = _json_offsets(opts[name], minimum=0)
+    found = _json_offsets(opts[name], minimum=0, maximum=MAX_MS)
     if found is None:
         raise ValueError(f"{NAME}: option {name!r} is JSON "
-                         f'{{"stream": {{"partition": Unix milliseconds}}}}, not {opts[name]!r}')
+                         f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}')
     named.check(name, found)
     return found
 
 
-def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float]
-              ) -> Any:
+def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float],
+              most: float) -> Any:
+    """A number in (0, most], or None when the option is not given."""
     if name not in opts:
         return None
     try:
-        value = kind(opts[name])
+        value = kind(opts[name].strip())
     except ValueError:
         value = 0
-    if not value > 0:
-        raise ValueError(f"{NAME}: option {name!r} must be a positive number, not "
-                         f"{opts[name]!r}")
+    if not (0 < value <= most):  # NaN and infinities are not numbers here
+        raise ValueError(f"{NAME}: option {name!r} must be a positive number of at most "
+                         f"{most:g}, not {_shown(opts[name])}")
     return value
+
+
+def _shown(text: str) -> str:
+    """An option's value in a message: repr, cut to 60 characters."""
+    return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
 
 
 def _offsets_option(opts: Mapping[str, str], name: str, default: str, named: _Named,
@@ -224,28 +243,33 @@ def _offsets_option(opts: Mapping[str, str], name: str, default: str, named: _Na
     text = opts.get(name, default).strip()
     if text.lower() in words:
         return text.lower()
-    found = _json_offsets(text, minimum=EARLIEST)
+    found = _json_offsets(text, minimum=EARLIEST, maximum=MAX_OFFSET)
     if found is None:
         raise ValueError(f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
-                         f'{{"stream": {{"partition": offset}}}}, not {text!r}')
+                         f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}')
     named.check(name, found)
     return found
 
 
-def _json_offsets(text: str, minimum: int) -> Offsets | None:
-    """{"stream": {"partition": n}} with every n >= minimum, or None."""
+def _json_offsets(text: str, minimum: int, maximum: int) -> Offsets | None:
+    """{"stream": {"partition": n}} with every n in [minimum, maximum] and every
+    partition a number Liftbridge's int32 holds, or None."""
     try:
         found = json.loads(text)
-        ok = isinstance(found, dict) and all(
-            isinstance(parts, dict) and all(
-                k.isdigit() and isinstance(v, int) and not isinstance(v, bool) and v >= minimum
-                for k, v in parts.items())
-            for parts in found.values())
-    except ValueError:
-        ok = False
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
+        return None
+    ok = isinstance(found, dict) and all(
+        isinstance(parts, dict) and all(
+            _PARTITION.fullmatch(k) and int(k) <= MAX_PARTITION and isinstance(v, int)
+            and not isinstance(v, bool) and minimum <= v <= maximum
+            for k, v in parts.items())
+        for parts in found.values())
     if not ok:
         return None
     return {s: {str(int(k)): v for k, v in parts.items()} for s, parts in found.items()}
+
+
+_PARTITION = re.compile(r"[0-9]{1,10}")  # ASCII digits: str.isdigit() also takes '²'
 
 
 # -- planning (driver) -----------------------------------------------------------
@@ -259,6 +283,11 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
     what is planned, and checkpointed, is offsets."""
     which = opts.starting if starting else opts.ending
     by_time = opts.starting_ms if starting else opts.ending_ms
+    for name, given in (("startingOffsets" if starting else "endingOffsets", which),
+                        ("startingOffsetsByTimestamp" if starting
+                         else "endingOffsetsByTimestamp", by_time)):
+        if isinstance(given, dict):
+            _known_partitions(name, given, ends)
     out: Offsets = {}
     for stream, parts in ends.items():
         out[stream] = {}
@@ -284,51 +313,89 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
     return out
 
 
+def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
+    """A partition that a JSON option names is one the stream has (a stream the
+    cluster does not have is an error already, or, with subjectPattern, a
+    stream that may come later)."""
+    for stream in sorted(given):
+        if stream not in ends:
+            continue
+        for pid in sorted(given[stream], key=int):
+            if pid not in ends[stream]:
+                have = sorted(map(int, ends[stream]))
+                raise StreamsError(
+                    f"option {option!r} names partition {pid} of stream {stream!r}, which has "
+                    + (f"partitions {have[0]} to {have[-1]}" if len(have) > 1
+                       else f"partition {have[0]} alone" if have else "no partition"))
+
+
 def _ends(client: StreamsClient, opts: StreamsOptions, held: Offsets | None = None
-          ) -> Offsets:
-    """Each partition's high watermark + 1: of the streams named, or of those
-    whose subject matches the pattern now (so a stream made later is found).
-    `held` (streaming): a paused partition ends where it is (its offset in
-    `held`), left out when it has none yet; Liftbridge reads nothing of it
-    until a publish resumes it. A batch read of a paused partition fails."""
+          ) -> tuple[Offsets, dict[tuple[str, str], str]]:
+    """Each partition's high watermark + 1, as its leader has it: of the streams
+    named, or of those whose subject matches the pattern now (so a stream made
+    later is found); and the node each is to be read from. `held`
+    (streaming): a paused partition ends where it is (its offset in `held`),
+    left out when it has none yet; Liftbridge reads nothing of it until a
+    publish resumes it. A batch read of a paused partition fails."""
     out: Offsets = {}
-    infos = client.matching(opts.pattern) if opts.pattern else client.partitions(opts.streams)
+    at: dict[tuple[str, str], str] = {}
+    streaming = held is not None
+    infos = client.matching(opts.pattern, leaderless=streaming) if opts.pattern \
+        else client.partitions(opts.streams, leaderless=streaming)
     for p in infos:
         end = p.end
-        if p.paused and held is not None:
-            at = held.get(p.stream, {}).get(str(p.partition))
-            if at is None:
+        if (p.paused or not p.described) and held is not None:
+            # held where it is: paused, or its leader being elected (the next
+            # micro-batch reads on once it has one)
+            found = held.get(p.stream, {}).get(str(p.partition))
+            if found is None:
                 continue
-            end = at
+            end = found
         out.setdefault(p.stream, {})[str(p.partition)] = end
-    return out
+        if p.described and p.address:
+            at[p.stream, str(p.partition)] = client.reader_address(p)
+    return out, at
 
 
-def _ranges(start: Offsets, end: Offsets) -> list[InputPartition]:
-    """One input partition per Liftbridge partition with something to read."""
+def _ranges(start: Offsets, end: Offsets, at: Mapping[tuple[str, str], str] | None = None
+            ) -> list[InputPartition]:
+    """One input partition per Liftbridge partition with something to read;
+    `at`: the node each was planned with (its task subscribes there first,
+    without a lookup of its own)."""
     parts = []
     for stream in sorted(end):
         for pid in sorted(end[stream], key=int):
             lo = start.get(stream, {}).get(pid, 0)
             hi = end[stream][pid]
             if hi > lo:
-                parts.append(InputPartition(json.dumps([stream, int(pid), lo, hi])))
+                node = (at or {}).get((stream, pid), "")
+                parts.append(InputPartition(json.dumps([stream, int(pid), lo, hi, node])))
     return parts
 
 
 def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if partition.value is None:
         return  # Spark's one partition when none was planned: nothing to read
-    stream, pid, lo, hi = json.loads(partition.value)
+    stream, pid, lo, hi, *rest = json.loads(partition.value)
     with opts.client() as client:
-        rows: list[api_pb2.Message] = []
-        for msg in client.read(stream, pid, lo, hi):
-            rows.append(msg)
-            if len(rows) >= BATCH_ROWS:
-                yield _batch(rows)
-                rows = []
-        if rows:
-            yield _batch(rows)
+        yield from batches(client.read(stream, pid, lo, hi, rest[0] if rest else ""))
+
+
+def batches(messages: Iterable[api_pb2.Message], rows: int = BATCH_ROWS,
+            size: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
+    """Messages as record batches of ROW_FIELDS, each ending after `rows`
+    messages or once it holds `size` bytes of keys, values and headers."""
+    held: list[api_pb2.Message] = []
+    nbytes = 0
+    for msg in messages:
+        held.append(msg)
+        nbytes += len(msg.value) + len(msg.key) + sum(
+            len(k) + len(v) for k, v in msg.headers.items())
+        if len(held) >= rows or nbytes >= size:
+            yield _batch(held)
+            held, nbytes = [], 0
+    if held:
+        yield _batch(held)
 
 
 def _batch(msgs: Sequence[api_pb2.Message]) -> pa.RecordBatch:
@@ -359,7 +426,7 @@ class StreamsBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         with self.opts.client() as client:
-            ends = _ends(client, self.opts)
+            ends, at = _ends(client, self.opts)
             start = _resolve(client, self.opts, True, ends)
             end = _resolve(client, self.opts, False, ends)
         for stream, parts in end.items():
@@ -367,7 +434,7 @@ class StreamsBatchReader(DataSourceReader):
                 if start[stream][pid] > hi:
                     raise StreamsError(f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
                                        f"is past endingOffsets {hi}")
-        return _ranges(start, end)
+        return _ranges(start, end, at)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read(self.opts, partition)
@@ -378,12 +445,13 @@ class StreamsStreamReader(DataSourceStreamReader):
 
     def __init__(self, opts: StreamsOptions) -> None:
         self.opts = opts
+        self._at: dict[tuple[str, str], str] = {}
 
     def initialOffset(self) -> Offsets:
         with self.opts.client() as client:
             # a paused partition to start at its earliest offset or a timestamp
             # is an error here: where that is cannot be known while it is paused
-            return _resolve(client, self.opts, True, _ends(client, self.opts))
+            return _resolve(client, self.opts, True, _ends(client, self.opts)[0])
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.opts.max_records) if self.opts.max_records \
@@ -391,7 +459,7 @@ class StreamsStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         with self.opts.client() as client:
-            ends = _ends(client, self.opts, held=start)
+            ends, self._at = _ends(client, self.opts, held=start)
             # a partition new since the start is read from its first offset
             firsts = {s: {p: start.get(s, {}).get(p) for p in parts} for s, parts in ends.items()}
             for s, parts in firsts.items():
@@ -405,7 +473,8 @@ class StreamsStreamReader(DataSourceStreamReader):
         return ends
 
     def partitions(self, start: Offsets, end: Offsets) -> Sequence[InputPartition]:
-        return _ranges(start, end)
+        # the nodes of the last plan; none for a batch replayed after a restart
+        return _ranges(start, end, self._at)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from _read(self.opts, partition)

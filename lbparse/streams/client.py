@@ -7,6 +7,18 @@ offset (Subscribe), every wait bounded.
         for msg in client.read("orders", 0, 0, parts[0].end):
             print(msg.offset, msg.key, msg.value)
 
+A partition's end (its high watermark and newest offset) is asked of its
+leader (FetchPartitionMetadata), never taken from whichever node answered
+FetchMetadata: a Liftbridge v1.9.0 node reports its own replica's, -1 for a
+partition it holds no replica of and one behind on a follower that lags.
+
+Unary calls carry no gRPC deadline; their wait is bounded here, `timeout`
+seconds, and the call cancelled past it. A v1.9.0 node holds a
+FetchMetadata that has a deadline until that deadline whenever a node is
+down (server/metadata.go, fetchBrokerInfo), where one without a deadline is
+answered after the server's own 3 s survey: a lookup during a failover
+takes the cluster's time, not the client's timeout.
+
 `read(stream, partition, start, end)` yields the messages of offsets
 start..end-1, in order, each once. Liftbridge hands a subscriber only
 committed messages, so `end` may be at most the high watermark + 1
@@ -25,11 +37,12 @@ found.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import grpc
 
@@ -39,8 +52,14 @@ __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient
            "StreamsError", "parse_servers", "subject_matches"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
+MAX_TIMEOUT = 3600.0    # the largest timeout taken: an hour
 DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
 METADATA_ROUNDS = 3     # FetchMetadata asked of every server, at most, a pause between
+# The largest message a Subscribe may bring: a Liftbridge message travels in one
+# NATS message, and NATS's max_payload is at most 64 MiB; the rest is the
+# Message's other fields (key, headers, subjects). gRPC's own default is 4 MiB,
+# under what a cluster with a raised limit stores.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024 + 1024 * 1024
 
 # gRPC codes that mean "this node, not the request": try another, or again.
 _RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -55,6 +74,17 @@ class StreamsError(Exception):
 class Transient(StreamsError):
     """What a failover looks like for a while: no server answers FetchMetadata
     (a metadata leader being elected), or a partition has no leader yet."""
+
+
+class _NoLeader(Transient):
+    """A partition whose leader is unknown, gone or moved: asked again (_rounds)."""
+
+
+class _TimedOut(Exception):
+    """A unary call not answered within the timeout (then cancelled)."""
+
+
+T = TypeVar("T")
 
 
 def parse_servers(text: str) -> list[str]:
@@ -82,6 +112,9 @@ class PartitionInfo:
     newest_offset: int
     paused: bool
     readonly: bool
+    # False: its leader could not be asked (partitions(..., leaderless=True)); the
+    # high watermark and newest offset are then what FetchMetadata's node had
+    described: bool = True
 
     @property
     def end(self) -> int:
@@ -115,8 +148,28 @@ class StreamsClient:
 
     def _stub(self, address: str) -> api_pb2_grpc.APIStub:
         if address not in self._channels:
-            self._channels[address] = grpc.insecure_channel(address)
+            self._channels[address] = grpc.insecure_channel(
+                address, options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
         return api_pb2_grpc.APIStub(self._channels[address])
+
+    def _call(self, address: str, method: str, request: object) -> grpc.Future:
+        """A unary call started without a deadline (see the module's doc): the
+        caller waits for it with _answer."""
+        future: grpc.Future = getattr(self._stub(address), method).future(request)
+        return future
+
+    def _answer(self, future: grpc.Future, wait: float | None = None) -> object:
+        """The answer of a call made by _call, waited for `wait` (the timeout)
+        seconds at most; past it the call is cancelled and this raises _TimedOut.
+        A call that failed raises its grpc.RpcError."""
+        try:
+            return future.result(timeout=self.timeout if wait is None else wait)
+        except grpc.FutureTimeoutError:
+            future.cancel()
+            raise _TimedOut(f"no answer within {self.timeout:g} s") from None
+
+    def _unary(self, address: str, method: str, request: object) -> object:
+        return self._answer(self._call(address, method, request))
 
     # -- metadata -----------------------------------------------------------------
 
@@ -130,28 +183,75 @@ class StreamsClient:
             errors = []
             for address in self.servers:
                 try:
-                    resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
-                        api_pb2.FetchMetadataRequest(streams=list(streams)),
-                        timeout=self.timeout)
+                    resp = self._unary(address, "FetchMetadata",
+                                       api_pb2.FetchMetadataRequest(streams=list(streams)))
+                    assert isinstance(resp, api_pb2.FetchMetadataResponse)
                     return resp
-                except grpc.RpcError as exc:
+                except (grpc.RpcError, _TimedOut) as exc:
                     errors.append(f"{address}: {_status(exc)}")
         raise Transient(f"no Liftbridge server answered FetchMetadata within "
                         f"{self.timeout:g} s ({'; '.join(errors)})")
 
-    def matching(self, pattern: str) -> list[PartitionInfo]:
+    def matching(self, pattern: str, leaderless: bool = False) -> list[PartitionInfo]:
         """Every partition of the streams whose subject matches the NATS subject
-        `pattern` (`*` a token, `>` the rest), in stream then partition order;
-        none is an empty list, not an error (streams come and go)."""
-        resp = self.metadata([])  # no names: every stream the server knows
-        names = sorted(m.name for m in resp.streamMetadata
-                       if m.error == api_pb2.StreamMetadata.OK
-                       and subject_matches(pattern, m.subject))
-        return _infos(resp, names)
+        `pattern` (`*` a token, `>` the rest), in stream then partition order,
+        each as its leader describes it; none is an empty list, not an error
+        (streams come and go). `leaderless` and the errors: as partitions()."""
+        def once() -> list[PartitionInfo]:
+            resp = self.metadata([])  # no names: every stream the server knows
+            names = sorted(m.name for m in resp.streamMetadata
+                           if m.error == api_pb2.StreamMetadata.OK
+                           and subject_matches(pattern, m.subject))
+            return self._at_leaders(resp, _infos(resp, names), leaderless)
+        return once() if leaderless else self._rounds(once)
 
-    def partitions(self, streams: Sequence[str]) -> list[PartitionInfo]:
-        """Every partition of `streams`, in stream then partition order; a stream
-        that does not exist is an error."""
+    def partitions(self, streams: Sequence[str], leaderless: bool = False
+                   ) -> list[PartitionInfo]:
+        """Every partition of `streams`, in stream then partition order, each as
+        its leader describes it (high watermark, newest offset, ISR, paused).
+
+        Args:
+            streams: the streams' names.
+            leaderless: True: one lookup, and a partition whose leader cannot be
+                asked now comes with `described` False (a streaming plan holds it
+                where it is until it has one); False: looked up again for up to
+                2 x timeout (an election), then an error.
+
+        Raises:
+            StreamsError: a stream that does not exist.
+            Transient: a partition with no leader to answer (never left out).
+        """
+        if leaderless:
+            return self._at_leaders(*self._described(streams), leaderless=True)
+        return self._rounds(lambda: self._at_leaders(*self._described(streams)))
+
+    def partition(self, stream: str, partition: int) -> PartitionInfo:
+        """One partition as its leader describes it; one lookup, no rounds (the
+        reads retry). Raises StreamsError when the stream or the partition does
+        not exist, Transient when its leader cannot be asked now."""
+        resp, infos = self._described([stream])
+        for p in infos:
+            if p.partition == partition:
+                return self._at_leaders(resp, [p])[0]
+        raise StreamsError(f"stream {stream!r} has no partition {partition}")
+
+    def _rounds(self, lookup: Callable[[], T]) -> T:
+        """`lookup` tried again while a partition has no leader to answer, for
+        2 x timeout at most (an election takes seconds), a pause between; the
+        last _NoLeader raised as it is."""
+        deadline = time.monotonic() + 2 * self.timeout
+        while True:
+            try:
+                return lookup()
+            except _NoLeader:
+                if time.monotonic() + 1.0 > deadline:
+                    raise
+                time.sleep(1.0)
+
+    def _described(self, streams: Sequence[str]
+                   ) -> tuple[api_pb2.FetchMetadataResponse, list[PartitionInfo]]:
+        """FetchMetadata of `streams` and their partitions as it describes them;
+        a stream that no server knows is a StreamsError."""
         resp = self.metadata(streams)
         missing = _missing(resp, streams)
         if missing:
@@ -162,39 +262,100 @@ class StreamsClient:
         if missing:
             raise StreamsError(f"stream {missing[0]!r} does not exist (asked "
                                f"{','.join(self.servers)})")
-        return _infos(resp, streams)
+        return resp, _infos(resp, streams)
 
     def _knowing(self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
                  ) -> api_pb2.FetchMetadataResponse:
         """The first server's answer that knows every stream, each server asked once."""
         for address in self.servers:
             try:
-                resp: api_pb2.FetchMetadataResponse = self._stub(address).FetchMetadata(
-                    api_pb2.FetchMetadataRequest(streams=list(streams)), timeout=self.timeout)
-            except grpc.RpcError:
+                resp = self._unary(address, "FetchMetadata",
+                                   api_pb2.FetchMetadataRequest(streams=list(streams)))
+            except (grpc.RpcError, _TimedOut):
                 continue
+            assert isinstance(resp, api_pb2.FetchMetadataResponse)
             if not _missing(resp, streams):
                 return resp
         return first
 
-    def partition(self, stream: str, partition: int) -> PartitionInfo:
-        for p in self.partitions([stream]):
-            if p.partition == partition:
-                return p
-        raise StreamsError(f"stream {stream!r} has no partition {partition}")
+    def _at_leaders(self, resp: api_pb2.FetchMetadataResponse, infos: list[PartitionInfo],
+                    leaderless: bool = False) -> list[PartitionInfo]:
+        """`infos` with each partition's state as its leader has it: the leaders
+        asked at once (FetchPartitionMetadata, which only a leader answers).
+        Raises _NoLeader naming the first partition whose leader is unknown,
+        gone, or no longer its leader; with `leaderless`, that partition comes
+        as FetchMetadata described it, `described` False."""
+        brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
+        # A paused partition's log is closed and its leader answers "should be sent
+        # to partition leader": its metadata is FetchMetadata's (reads of it fail
+        # or hold, the high watermark is not used).
+        calls = [self._call(p.address, "FetchPartitionMetadata",
+                            api_pb2.FetchPartitionMetadataRequest(
+                                stream=p.stream, partition=p.partition))
+                 if p.address and not p.paused else None for p in infos]
+        try:
+            out = []
+            for p, call in zip(infos, calls):
+                if p.paused:
+                    out.append(p)
+                    continue
+                try:
+                    if call is None:
+                        raise _NoLeader(f"{p.stream}/{p.partition}: no leader now (asked "
+                                        f"{','.join(self.servers)})")
+                    try:
+                        answer = self._answer(call)
+                    except (grpc.RpcError, _TimedOut) as exc:
+                        raise _NoLeader(f"{p.stream}/{p.partition}: its leader {p.leader} "
+                                        f"({p.address}) did not describe it: {_status(exc)}"
+                                        ) from None
+                except _NoLeader:
+                    if not leaderless:
+                        raise
+                    out.append(dataclasses.replace(p, described=False))
+                    continue
+                assert isinstance(answer, api_pb2.FetchPartitionMetadataResponse)
+                m = answer.metadata
+                out.append(PartitionInfo(
+                    p.stream, p.partition, p.leader, p.address,
+                    tuple(brokers[i] for i in m.isr if i in brokers), m.highWatermark,
+                    m.newestOffset, m.paused, m.readonly))
+            return out
+        finally:
+            for call in calls:
+                if call is not None:
+                    call.cancel()  # nothing once answered; the rest, after a failure
 
     # -- reading ------------------------------------------------------------------
 
-    def read(self, stream: str, partition: int, start: int, end: int
+    def read(self, stream: str, partition: int, start: int, end: int, at: str = ""
              ) -> Iterator[api_pb2.Message]:
-        """The messages of offsets start..end-1 of one partition, in order."""
+        """The messages of offsets start..end-1 of one partition, in order.
+
+        Args:
+            stream, partition: the partition.
+            start, end: the offsets, end excluded; `end` at most the partition's
+                `PartitionInfo.end` (its leader's high watermark + 1).
+            at: the node to subscribe at first (`host:port`), as a plan made from
+                `partitions()` knows it (`PartitionInfo.address`, or a follower with
+                `replica`); '' to look the partition up first. Past a failure the
+                partition is always looked up again.
+
+        Yields:
+            api_pb2.Message, offsets start..end-1, each once.
+
+        Raises:
+            StreamsError: a range that is not committed, a partition paused,
+                deleted or gone, or `retries` failures of its nodes in a row.
+        """
         if start < 0 or end < start:
             raise StreamsError(f"{stream}/{partition}: offset range {start}..{end} is not "
                                "a range of offsets")
         failures: list[str] = []
         while start < end:
             try:
-                for msg in self._read_once(stream, partition, start, end, bool(failures)):
+                for msg in self._read_once(stream, partition, start, end, bool(failures),
+                                           "" if failures else at):
                     yield msg
                     start += 1
                 return
@@ -209,11 +370,16 @@ class StreamsClient:
                 time.sleep(min(0.5 * len(failures), 2.0))
 
     def _read_once(self, stream: str, partition: int, start: int, end: int,
-                   failing_over: bool = False) -> Iterator[api_pb2.Message]:
+                   failing_over: bool = False, at: str = "") -> Iterator[api_pb2.Message]:
         """One subscription at the partition's leader from `start`; a failure of
         the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
         to retry, any other is a StreamsError. `failing_over`: this read has
-        lost its node already."""
+        lost its node already. `at`: the node a plan chose, subscribed to with
+        no lookup (the plan's range was committed at its leader; a node that
+        is no longer the one to ask fails the call, and the retry looks up)."""
+        if at:
+            yield from self._subscribed(at, stream, partition, start, end)
+            return
         info = self.partition(stream, partition)
         if info.end < end and (failing_over or end <= info.newest_offset + 1):
             # A new leader learns the high watermark from its followers: the
@@ -229,7 +395,13 @@ class StreamsClient:
                 f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
                 f"offset is {info.high_watermark})")
         _not_paused(info)
-        address = self._reader_address(info, self.resumed)
+        yield from self._subscribed(self.reader_address(info, self.resumed), stream,
+                                    partition, start, end)
+
+    def _subscribed(self, address: str, stream: str, partition: int, start: int, end: int
+                    ) -> Iterator[api_pb2.Message]:
+        """_subscribe's messages, each checked to be the next offset; the node's
+        failures as _read_once says."""
         try:
             for msg in self._subscribe(address, stream, partition, start, end):
                 if msg.offset != start:
@@ -254,7 +426,7 @@ class StreamsClient:
             return 0
         info = self.partition(stream, partition)
         _not_paused(info)
-        address = self._reader_address(info)
+        address = self.reader_address(info)
         req = api_pb2.SubscribeRequest(stream=stream, partition=partition,
                                        startPosition=api_pb2.EARLIEST,
                                        readISRReplica=self.replica)
@@ -276,7 +448,7 @@ class StreamsClient:
             return 0
         info = self.partition(stream, partition)
         _not_paused(info)
-        address = self._reader_address(info)
+        address = self.reader_address(info)
         req = api_pb2.SubscribeRequest(
             stream=stream, partition=partition, startPosition=api_pb2.TIMESTAMP,
             startTimestamp=timestamp, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
@@ -295,7 +467,7 @@ class StreamsClient:
                                f"{self.timeout:g} s from timestamp {timestamp}") from None
         return end
 
-    def _reader_address(self, info: PartitionInfo, turn: int = 0) -> str:
+    def reader_address(self, info: PartitionInfo, turn: int = 0) -> str:
         """The leader; with `replica`, an in-sync follower (the load off the
         leader, readISRReplica's purpose), a partition's turn choosing which and
         each retry moving to the next (the leader last)."""

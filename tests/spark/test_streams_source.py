@@ -6,6 +6,7 @@ their segments, as Liftbridge's own decoder reads them (lbtruth segment)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -151,6 +152,55 @@ def test_a_batch_read_is_the_segments(session: Any, cluster: LiveCluster) -> Non
                   .collect()) == [(0, 3), (0, 4), (0, 5), (0, 6), (1, 0), (1, 1)]
 
 
+SCRATCH = PREFIX + "scratch"  # 2 partitions of 2 replicas: some node holds none of each
+
+
+def _own_high_watermarks(cluster: LiveCluster, stream: str) -> dict[str, dict[int, int]]:
+    """What each node's own FetchMetadata says a partition's high watermark is
+    (a v1.9.0 node answers with its own replica's: -1 where it holds none)."""
+    out = {}
+    for address in cluster.addresses:
+        with StreamsClient([address], timeout=5) as client:
+            meta = {m.name: m for m in client.metadata([stream]).streamMetadata}[stream]
+            out[address] = {pid: p.highWatermark for pid, p in meta.partitions.items()}
+    return out
+
+
+def test_every_order_of_servers_reads_every_partition(session: Any, cluster: LiveCluster
+                                                      ) -> None:
+    """A stream whose replicas do not cover every node, read with `servers` in
+    each of its six orders: every partition whole, its end asked of its leader
+    (the first node named may hold no replica of it, and says -1)."""
+    _make_stream(cluster, SCRATCH, "x." + SCRATCH, partitions=2, n=30, replicas=2)
+    entries = committed(cluster, [SCRATCH])
+    # 15 each, or more: the API's Publish is tried again past a timeout (a busy machine)
+    ends = [len(entries[SCRATCH, p]) for p in (0, 1)]
+    assert min(ends) >= 15, ends
+    own = _own_high_watermarks(cluster, SCRATCH)
+    # what the fix is for: some node says -1 of a partition its leader has messages of
+    assert any(hw == -1 for node in own.values() for hw in node.values()), own
+    want = _truths(entries)
+    for order in itertools.permutations(cluster.addresses):
+        servers = ",".join(order)
+        with StreamsClient(list(order), timeout=5) as client:
+            assert [p.end for p in client.partitions([SCRATCH])] == ends, servers
+        rows = (session.read.format("liftbridge-streams").option("servers", servers)
+                .option("stream", SCRATCH).load().collect())
+        assert _as_truths(rows) == want, servers
+        # a starting offset is in range whichever node answers first
+        ranged = (session.read.format("liftbridge-streams").option("servers", servers)
+                  .option("stream", SCRATCH)
+                  .option("startingOffsets", json.dumps({SCRATCH: {"0": 5}})).load())
+        assert sorted((r.partition, r.offset) for r in ranged.collect()) == \
+            [(0, o) for o in range(5, ends[0])] + [(1, o) for o in range(ends[1])], servers
+    # a partition the stream does not have is named, not left out
+    with pytest.raises(Exception, match=f"option 'startingOffsets' names partition 7 of "
+                       f"stream '{SCRATCH}', which has partitions 0 to 1"):
+        (session.read.format("liftbridge-streams").option("servers", cluster.servers)
+         .option("stream", SCRATCH)
+         .option("startingOffsets", json.dumps({SCRATCH: {"7": 3}})).load().collect())
+
+
 def test_a_missing_stream_or_a_bad_option_fails_the_read(session: Any,
                                                           cluster: LiveCluster) -> None:
     with pytest.raises(Exception, match="stream 'no-such-stream' does not exist"):
@@ -294,12 +344,18 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 #    of a stream paused, readonly or deleted (the same cluster; streams of their own)
 
 def _make_stream(cluster: LiveCluster, name: str, subject: str, partitions: int = 1,
-                 n: int = 6) -> None:
+                 n: int = 6, replicas: int = 3) -> None:
     """A stream with a subject of its own (lbclient's subjects are its names), and
     `n` messages with keys and headers published through the API, each acked by
     every replica."""
-    cluster.api("CreateStream", api_pb2.CreateStreamRequest(
-        subject=subject, name=name, replicationFactor=3, partitions=partitions))
+    import grpc
+    try:
+        cluster.api("CreateStream", api_pb2.CreateStreamRequest(
+            subject=subject, name=name, replicationFactor=replicas, partitions=partitions))
+    except grpc.RpcError as exc:
+        # a first try that timed out on a busy machine, yet made the stream
+        if exc.code() != grpc.StatusCode.ALREADY_EXISTS:
+            raise
     with StreamsClient(cluster.addresses, timeout=5) as client:
         _wait(lambda: all(p.address for p in client.partitions([name])), 30,
               f"{name} got no leader")
@@ -605,3 +661,59 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
             cluster.start_node(killed)
         _stop(publisher)
     _each_message_once(session, out, entries)
+
+
+# -- failover in the cluster's time: a node killed and left down for the read ----------
+
+ELECTION = 10.0  # seconds a partition may go without a leader after a kill (replica
+                 # leader.timeout 3 s, and the metadata group's own election before it)
+TIMEOUT = 5.0    # the client's timeout in these tests
+
+
+def _rows_of(client: StreamsClient, stream: str, pid: int, lo: int, hi: int, at: str
+             ) -> list[dict[str, Any]]:
+    return [as_truth(stream, pid, {"offset": m.offset, "timestamp": m.timestamp, "key": m.key,
+                                   "value": m.value, "headers": m.headers})
+            for m in client.read(stream, pid, lo, hi, at)]
+
+
+def test_a_planned_read_ends_in_the_clusters_time_when_a_node_dies_and_stays_down(
+        cluster: LiveCluster) -> None:
+    """Every partition planned through node X (the first server named, and the
+    leader of orders/0), X then SIGKILLed and left down while the plan is read,
+    as a batch's tasks read it: the partitions X led fail over and end within
+    ELECTION + 2 x timeout of the kill; the ones it only followed read on at
+    their leaders without a failure; each message once, as the segments hold it."""
+    _wait(lambda: _isr_full(cluster), 90, "the cluster did not get its three replicas back")
+    cluster.lbclient("-mode", "publish", "-batch", "G", "-n", "120", "-prefix", PREFIX)
+    entries = committed(cluster, STREAMS)
+    with StreamsClient(cluster.addresses, timeout=TIMEOUT) as client:
+        x = client.partition(STREAMS[0], 0)
+    servers = [x.address] + [a for a in cluster.addresses if a != x.address]
+    with StreamsClient(servers, timeout=TIMEOUT) as planner:
+        plan = planner.partitions(STREAMS)
+    assert all(p.end == len(entries[p.stream, p.partition]) > 10 for p in plan)
+    got = {}
+    for p in plan:  # a first micro-batch, before the kill
+        with StreamsClient(servers, timeout=TIMEOUT) as client:
+            got[p.stream, p.partition] = _rows_of(client, p.stream, p.partition, 0, 10,
+                                                   p.address)
+    cluster.kill(x.leader)
+    killed = time.monotonic()
+    took: dict[tuple[str, int], float] = {}
+    resumed: dict[tuple[str, int], int] = {}
+    try:
+        for p in plan:
+            with StreamsClient(servers, timeout=TIMEOUT) as client:
+                got[p.stream, p.partition] += _rows_of(client, p.stream, p.partition, 10,
+                                                        p.end, p.address)
+                took[p.stream, p.partition] = time.monotonic() - killed
+                resumed[p.stream, p.partition] = client.resumed
+    finally:
+        cluster.start_node(x.leader)
+    assert got == {k: [truth(*k, e) for e in v] for k, v in entries.items()}
+    assert max(took.values()) < ELECTION + 2 * TIMEOUT, took
+    assert resumed[STREAMS[0], 0] >= 1  # it was X's, and failed over
+    for p in plan:
+        if p.leader != x.leader:  # X was a follower (or no replica) of it: no failover
+            assert resumed[p.stream, p.partition] == 0, (p, resumed)

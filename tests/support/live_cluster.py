@@ -51,6 +51,12 @@ cursors:
     replication.factor: 3
 """
 
+# With `max_message` set: NATS's max_payload and Liftbridge's largest message
+# (clustering.replication.max.bytes, default 1 MiB: a larger publish is nacked
+# TOO_LARGE) raised to hold messages of that many bytes, and their headers.
+NATS_LIMITS = "max_payload: {payload}\n"
+LARGE_CONFIG = "clustering:\n  replication.max.bytes: {replication}\n"
+
 
 @dataclass
 class LiveCluster:
@@ -58,6 +64,7 @@ class LiveCluster:
     nats_port: int = 0
     lb_port: int = 0
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    max_message: int = 0  # bytes: 0 keeps NATS's and Liftbridge's limits (1 MiB)
 
     @property
     def addresses(self) -> list[str]:
@@ -74,8 +81,14 @@ class LiveCluster:
         self.nats_port, self.lb_port = free_port(), free_port(3)
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
+        limits: list[str] = []
+        if self.max_message:
+            conf = logs / "nats-server.conf"
+            # NATS's largest max_payload is 64 MiB
+            conf.write_text(NATS_LIMITS.format(payload=min(2 * self.max_message, 64 << 20)))
+            limits = ["-c", str(conf)]
         self.procs["nats"] = subprocess.Popen(
-            [NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.nats_port),
+            [NATS_SERVER, *limits, "-a", "127.0.0.1", "-p", str(self.nats_port),
              "-l", str(logs / "nats-server.log")], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         # a node that finds no NATS exits at once ("no servers available")
@@ -88,8 +101,12 @@ class LiveCluster:
         n = int(node[-1])
         logs = self.root / "logs"
         conf = logs / f"{node}.yaml"
-        conf.write_text(CONFIG.format(port=self.lb_port + n - 1, data=self.data(node),
-                                      nats=self.nats_port, n=n))
+        text = CONFIG.format(port=self.lb_port + n - 1, data=self.data(node),
+                             nats=self.nats_port, n=n)
+        if self.max_message:
+            text = text.replace("clustering:\n", LARGE_CONFIG.format(
+                replication=2 * self.max_message), 1)
+        conf.write_text(text)
         with open(logs / f"{node}.log", "ab") as log:
             self.procs[node] = subprocess.Popen([str(BIN / "liftbridge"), "--config", str(conf)],
                                                 stdout=log, stderr=subprocess.STDOUT)
