@@ -159,7 +159,7 @@ clean:
 generate-%:
 	$(PYTHON) -m lbparse generate --lang $* --nest -o out
 
-.PHONY: dist bench-spark bench-streams
+.PHONY: dist bench-spark bench-streams bench-failover
 
 ## dist: what a Spark cluster needs: dist/lbparse-env.tar.gz (a packed virtualenv with the
 ## compiled modules, for --archives), dist/lbparse.zip (for --py-files), the application
@@ -176,6 +176,11 @@ bench-spark:
 ## a live 3-node cluster holding a million small messages; minutes
 bench-streams:
 	$(PYTHON) bench/bench_streams.py --run
+
+## bench-failover: a node killed mid-read of a live 3-node cluster, many times (the leader,
+## a follower, the planning node; left down or back): the read's end against its bound; minutes
+bench-failover:
+	$(PYTHON) bench/bench_failover.py --run
 
 ## bench-big: the pipeline on a 1 GB pcap made for the run (and removed), on local[2]
 ## (target: >= 100 MB/s); minutes, ~3 GB of disk while it runs

@@ -65,13 +65,18 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf.message import DecodeError
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from lbparse.columnar import wirescan
+from lbparse.columnar.schema import message_type
 from lbparse.streams.client import (DEFAULT_TIMEOUT, MAX_TIMEOUT, StreamsClient, StreamsError,
                                     parse_servers)
 from lbparse_generated.proto import api_pb2
@@ -378,24 +383,103 @@ def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.Record
         return  # Spark's one partition when none was planned: nothing to read
     stream, pid, lo, hi, *rest = json.loads(partition.value)
     with opts.client() as client:
-        yield from batches(client.read(stream, pid, lo, hi, rest[0] if rest else ""))
+        yield from batches(client.read_raw(stream, pid, lo, hi, rest[0] if rest else ""),
+                           stream, pid, lo)
 
 
-def batches(messages: Iterable[api_pb2.Message], rows: int = BATCH_ROWS,
-            size: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
-    """Messages as record batches of ROW_FIELDS, each ending after `rows`
-    messages or once it holds `size` bytes of keys, values and headers."""
-    held: list[api_pb2.Message] = []
+def batches(raws: Iterable[bytes], stream: str, partition: int, first: int,
+            rows: int = BATCH_ROWS, size: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
+    """Serialized Messages of one partition, offsets first, first + 1, ... (as
+    StreamsClient.read_raw yields them), as record batches of ROW_FIELDS,
+    each ending after `rows` messages or once it holds `size` bytes.
+
+    Raises:
+        StreamsError: a message that is not the next offset, or not a Message.
+    """
+    held: list[bytes] = []
     nbytes = 0
-    for msg in messages:
-        held.append(msg)
-        nbytes += len(msg.value) + len(msg.key) + sum(
-            len(k) + len(v) for k, v in msg.headers.items())
+    for raw in raws:
+        held.append(raw)
+        nbytes += len(raw)
         if len(held) >= rows or nbytes >= size:
-            yield _batch(held)
+            yield raw_batch(held, stream, partition, first)
+            first += len(held)
             held, nbytes = [], 0
     if held:
-        yield _batch(held)
+        yield raw_batch(held, stream, partition, first)
+
+
+# The fields of api.proto's Message that the rows hold, as from_protobuf types them
+_MESSAGE = api_pb2.Message.DESCRIPTOR
+_FIELDS = ("offset", "key", "value", "timestamp", "stream", "partition", "subject",
+           "replySubject", "headers", "ackInbox", "correlationId")
+_STRUCT = pa.struct([message_type(_MESSAGE).field(name) for name in _FIELDS])
+
+
+def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int
+              ) -> pa.RecordBatch:
+    """Serialized Messages, offsets first.. in order, as one batch of ROW_FIELDS.
+
+    The messages are read a batch at a time by lbparse's protobuf reader
+    (wirescan.decode_structs: C when built, its numpy reference otherwise);
+    a batch it leaves to upb (a duplicate map key, a field of another wire
+    type) is parsed by upb, message by message, and made by `_batch`, the
+    reference this path is held equal to (tests/test_streams_batches.py).
+
+    Raises:
+        StreamsError: a message that is not the next offset, or not a Message.
+    """
+    n = len(raws)
+    lens = np.fromiter(map(len, raws), np.int64, n)
+    ends = np.cumsum(lens)
+    data = np.frombuffer(b"".join(raws), np.uint8)
+    structs, ok = wirescan.decode_structs(_MESSAGE, _STRUCT, data, ends - lens, ends,
+                                          emit_defaults=True)
+    if ok.all():
+        ts = structs.field("timestamp")
+        batch = pa.RecordBatch.from_arrays([
+            structs.field("stream"), structs.field("partition"), structs.field("offset"), ts,
+            pa.array(ts.to_numpy() // 1000, pa.timestamp("us", tz="UTC")),
+            structs.field("key"), structs.field("value"), _sorted_map(structs.field("headers")),
+            structs.field("subject"), structs.field("replySubject"),
+            structs.field("correlationId"), structs.field("ackInbox"),
+            pa.nulls(n, pa.int64()),
+        ], schema=arrow_schema())
+    else:
+        try:
+            batch = _batch([api_pb2.Message.FromString(raw) for raw in raws])
+        except DecodeError:
+            raise StreamsError(f"{stream}/{partition}: the server sent a message that is not "
+                               f"an api.proto Message, in offsets {first}..{first + n - 1}"
+                               ) from None
+    _next_offsets(batch.column(2), stream, partition, first)
+    return batch
+
+
+def _next_offsets(offsets: pa.Array, stream: str, partition: int, first: int) -> None:
+    """A batch's offsets are first, first + 1, ...: a message skipped (retention
+    removed it) or sent twice is an error, not a row out of place."""
+    got = offsets.to_numpy()
+    want = np.arange(first, first + len(got), dtype=np.int64)
+    wrong = np.flatnonzero(got != want)
+    if len(wrong):
+        i = int(wrong[0])
+        raise StreamsError(f"{stream}/{partition}: the server sent offset {int(got[i])} where "
+                           f"{first + i} was next (offsets before it are gone: retention?)")
+
+
+def _sorted_map(headers: pa.MapArray) -> pa.MapArray:
+    """Each row's headers in key order (the server sends a Go map's random order),
+    as `_batch` sorts them."""
+    if not len(headers.keys):
+        return headers
+    offsets = headers.offsets.to_numpy()
+    # (pc.list_parent_indices aborts the process on a MapArray: pyarrow 26)
+    rows = np.repeat(np.arange(len(headers)), np.diff(offsets))
+    order = pc.sort_indices(pa.table({"row": rows, "key": headers.keys}),
+                            sort_keys=[("row", "ascending"), ("key", "ascending")])
+    return pa.MapArray.from_arrays(headers.offsets, headers.keys.take(order),
+                                   headers.items.take(order), type=ROW_FIELDS[7].type)
 
 
 def _batch(msgs: Sequence[api_pb2.Message]) -> pa.RecordBatch:

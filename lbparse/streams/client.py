@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import grpc
 
@@ -226,14 +226,18 @@ class StreamsClient:
         return self._rounds(lambda: self._at_leaders(*self._described(streams)))
 
     def partition(self, stream: str, partition: int) -> PartitionInfo:
-        """One partition as its leader describes it; one lookup, no rounds (the
-        reads retry). Raises StreamsError when the stream or the partition does
-        not exist, Transient when its leader cannot be asked now."""
-        resp, infos = self._described([stream])
-        for p in infos:
-            if p.partition == partition:
-                return self._at_leaders(resp, [p])[0]
-        raise StreamsError(f"stream {stream!r} has no partition {partition}")
+        """One partition as its leader describes it, looked up again for up to
+        2 x timeout while it has none to answer (an election; a pause or resume
+        that the node answering FetchMetadata has not applied yet). Raises
+        StreamsError when the stream or the partition does not exist, Transient
+        when its leader cannot be asked."""
+        def once() -> PartitionInfo:
+            resp, infos = self._described([stream])
+            for p in infos:
+                if p.partition == partition:
+                    return self._at_leaders(resp, [p])[0]
+            raise StreamsError(f"stream {stream!r} has no partition {partition}")
+        return self._rounds(once)
 
     def _rounds(self, lookup: Callable[[], T]) -> T:
         """`lookup` tried again while a partition has no leader to answer, for
@@ -328,6 +332,15 @@ class StreamsClient:
 
     # -- reading ------------------------------------------------------------------
 
+    def read_raw(self, stream: str, partition: int, start: int, end: int, at: str = ""
+                 ) -> Iterator[bytes]:
+        """read(), the messages as the server serialized them (api.proto's
+        Message), not parsed: offsets start..end-1 are the caller's to check
+        (lbparse.spark.streams_source.batches checks them, a batch at a time).
+        Errors as read()'s."""
+        messages: Iterator[bytes] = self._read(stream, partition, start, end, at, raw=True)
+        return messages
+
     def read(self, stream: str, partition: int, start: int, end: int, at: str = ""
              ) -> Iterator[api_pb2.Message]:
         """The messages of offsets start..end-1 of one partition, in order.
@@ -348,6 +361,12 @@ class StreamsClient:
             StreamsError: a range that is not committed, a partition paused,
                 deleted or gone, or `retries` failures of its nodes in a row.
         """
+        messages: Iterator[api_pb2.Message] = self._read(stream, partition, start, end, at)
+        return messages
+
+    def _read(self, stream: str, partition: int, start: int, end: int, at: str,
+              raw: bool = False) -> Iterator[Any]:
+        """read() (raw: read_raw()): the retries around _read_once."""
         if start < 0 or end < start:
             raise StreamsError(f"{stream}/{partition}: offset range {start}..{end} is not "
                                "a range of offsets")
@@ -355,7 +374,7 @@ class StreamsClient:
         while start < end:
             try:
                 for msg in self._read_once(stream, partition, start, end, bool(failures),
-                                           "" if failures else at):
+                                           "" if failures else at, raw):
                     yield msg
                     start += 1
                 return
@@ -370,7 +389,8 @@ class StreamsClient:
                 time.sleep(min(0.5 * len(failures), 2.0))
 
     def _read_once(self, stream: str, partition: int, start: int, end: int,
-                   failing_over: bool = False, at: str = "") -> Iterator[api_pb2.Message]:
+                   failing_over: bool = False, at: str = "", raw: bool = False
+                   ) -> Iterator[Any]:
         """One subscription at the partition's leader from `start`; a failure of
         the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
         to retry, any other is a StreamsError. `failing_over`: this read has
@@ -378,7 +398,7 @@ class StreamsClient:
         no lookup (the plan's range was committed at its leader; a node that
         is no longer the one to ask fails the call, and the retry looks up)."""
         if at:
-            yield from self._subscribed(at, stream, partition, start, end)
+            yield from self._subscribed(at, stream, partition, start, end, raw)
             return
         info = self.partition(stream, partition)
         if info.end < end and (failing_over or end <= info.newest_offset + 1):
@@ -396,13 +416,16 @@ class StreamsClient:
                 f"offset is {info.high_watermark})")
         _not_paused(info)
         yield from self._subscribed(self.reader_address(info, self.resumed), stream,
-                                    partition, start, end)
+                                    partition, start, end, raw)
 
-    def _subscribed(self, address: str, stream: str, partition: int, start: int, end: int
-                    ) -> Iterator[api_pb2.Message]:
-        """_subscribe's messages, each checked to be the next offset; the node's
-        failures as _read_once says."""
+    def _subscribed(self, address: str, stream: str, partition: int, start: int, end: int,
+                    raw: bool = False) -> Iterator[Any]:
+        """_subscribe's messages, each checked to be the next offset (raw: as
+        bytes, unchecked); the node's failures as _read_once says."""
         try:
+            if raw:
+                yield from self._subscribe(address, stream, partition, start, end, raw=True)
+                return
             for msg in self._subscribe(address, stream, partition, start, end):
                 if msg.offset != start:
                     raise StreamsError(
@@ -480,26 +503,42 @@ class StreamsClient:
         raise Transient(f"{info.stream}/{info.partition}: no leader now "
                            f"(asked {','.join(self.servers)})")
 
-    def _subscribe(self, address: str, stream: str, partition: int, start: int, end: int
-                   ) -> Iterator[api_pb2.Message]:
-        """One Subscribe call from `start` that stops after offset end-1; a
-        watchdog cancels it when nothing comes for `timeout` seconds."""
+    def _subscribe(self, address: str, stream: str, partition: int, start: int, end: int,
+                   raw: bool = False) -> Iterator[Any]:
+        """One Subscribe call from `start` that stops after offset end-1 (raw:
+        after end - start messages); a watchdog cancels it when nothing comes
+        for `timeout` seconds."""
         req = api_pb2.SubscribeRequest(
             stream=stream, partition=partition, startPosition=api_pb2.OFFSET,
             startOffset=start, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
             readISRReplica=self.replica)
-        for msg in self._messages(address, req):
-            yield msg
-            if msg.offset >= end - 1:
-                return
+        if raw:
+            left = end - start
+            for data in self._messages(address, req, raw=True):
+                yield data
+                left -= 1
+                if not left:
+                    return
+        else:
+            for msg in self._messages(address, req):
+                yield msg
+                if msg.offset >= end - 1:
+                    return
         raise StreamsError(f"{stream}/{partition}: {address} ended the subscription "
                            f"before offset {end - 1}")
 
-    def _messages(self, address: str, req: api_pb2.SubscribeRequest
-                  ) -> Iterator[api_pb2.Message]:
-        """A Subscribe call's messages, cancelled when the caller stops or nothing
-        comes for `timeout` seconds (then _Silent)."""
-        call = self._stub(address).Subscribe(req)
+    def _messages(self, address: str, req: api_pb2.SubscribeRequest, raw: bool = False
+                  ) -> Iterator[Any]:
+        """A Subscribe call's messages (raw: as bytes), cancelled when the caller
+        stops or nothing comes for `timeout` seconds (then _Silent)."""
+        if raw:
+            self._stub(address)  # the channel
+            call = self._channels[address].unary_stream(
+                "/proto.API/Subscribe",
+                request_serializer=api_pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=None)(req)
+        else:
+            call = self._stub(address).Subscribe(req)
         dog = _Watchdog(call, self.timeout)
         try:
             first = True

@@ -108,7 +108,7 @@ def test_batches_end_at_their_byte_bound(cluster: LiveCluster) -> None:
     4,096 rows of 8 MiB would be 32 GiB in one batch."""
     with StreamsClient(cluster.addresses, timeout=10) as client:
         sizes = [(b.num_rows, b.column("value").nbytes)
-                 for b in batches(client.read("flood", 0, 0, FLOOD))]
+                 for b in batches(client.read_raw("flood", 0, 0, FLOOD), "flood", 0, 0)]
     assert sum(rows for rows, _ in sizes) == FLOOD
     assert all(nbytes < BATCH_BYTES + LARGEST + MiB for _, nbytes in sizes), sizes
     assert len(sizes) >= FLOOD * LARGEST // (BATCH_BYTES + LARGEST)
@@ -126,7 +126,8 @@ def peak():  # this process's own (ru_maxrss would count the parent's, as at for
 
 before = peak()
 with StreamsClient(sys.argv[1].split(","), timeout=10) as client:
-    rows = sum(b.num_rows for b in batches(client.read("flood", 0, 0, int(sys.argv[2]))))
+    rows = sum(b.num_rows for b in batches(client.read_raw("flood", 0, 0, int(sys.argv[2])),
+                                          "flood", 0, 0))
 print(rows, before, peak())
 """
 
