@@ -8,6 +8,7 @@ follows it is still read."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -398,3 +399,57 @@ def test_an_hpack_error_is_said_without_an_address() -> None:
     client.feed(frame(1, 4, 1, b"\x3f" + b"\xff" * 12 + b"\x01"))
     said = [n.message for n in notices(flows) if "header block not decoded" in n.message]
     assert said and not any(" at 0x" in m for m in said), said
+
+
+# -- one header value costs one null (the review's class 2) -----------------------
+
+def _statuses(tmp_path: Path, name: str, statuses: list[str]) -> Path:
+    """A capture of unary calls whose trailers carry `statuses` as grpc-status."""
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    req = api_pb2.FetchCursorRequest(stream="s").SerializeToString()
+    client = [PREFACE + SETTINGS]
+    server = [SETTINGS]
+    for i, status in enumerate(statuses):
+        sid = 2 * i + 1
+        client.append(frame(1, 4, sid, request_headers(ce, "FetchCursor"))
+                      + frame(0, 1, sid, grpc_message(req)))
+        server.append(frame(1, 5, sid, se.encode([(":status", "200"),
+                                                  ("grpc-status", status)])))
+    return h2c_capture(tmp_path / name, client, server, fin=True)
+
+
+BAD_STATUSES = ["\u00b2", "9" * 5000, "99999999999", "-1", " 5", "\u0663"]
+
+
+def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) -> None:
+    """`grpc-status: ²` (str.isdigit() takes it, int() does not), 5,000 digits,
+    a number past the column's int32, a sign, a space, an Arabic-Indic three:
+    each call's status is null with a notice naming its stream, the calls
+    around it are read, and so is the next file (one bad value is never an
+    aborted file, run or job)."""
+    from support.cli import run_cli
+
+    bad = _statuses(tmp_path, "bad.pcap", ["0", *BAD_STATUSES, "5"])
+    good = _statuses(tmp_path, "good.pcap", ["0"])
+    items: list[Any] = []
+    got: list[Notice] = []
+    list(CaptureReader(bad, on_grpc=items.append, on_notice=got.append))
+    calls = sorted((i for i in items if isinstance(i, GrpcCall)), key=lambda c: c.stream_id)
+    assert [c.grpc_status for c in calls] == [0, *[None] * len(BAD_STATUSES), 5]
+    said = [n.message for n in got if "grpc-status" in n.message]
+    assert len(said) == len(BAD_STATUSES) and all(len(m) < 200 for m in said)
+    assert "stream 3: grpc-status '²' is not a status code (0 to 2147483647)" in said[0]
+    # the command line: rc 1 (a notice), every call of both files, no traceback
+    out = run_cli("capture", str(bad), str(good), "--format", "jsonl")
+    assert out.returncode == 1, out.stderr.decode()[-2000:]
+    assert b"Traceback" not in out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    statuses = [d["grpc_status"] for d in lines if d.get("grpc") == "call"]
+    assert statuses == [0, *[None] * len(BAD_STATUSES), 5, 0]
+    tables = tmp_path / "tables"
+    out = run_cli("capture", str(bad), str(good), "--tables", str(tables))
+    assert out.returncode in (0, 1) and b"Traceback" not in out.stderr, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+    calls_table = pq.read_table(tables / "grpc_calls").to_pydict()
+    assert sorted(calls_table["grpc_status"], key=lambda s: (s is None, s)) == \
+        [0, 0, 5, *[None] * len(BAD_STATUSES)]

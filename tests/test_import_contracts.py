@@ -16,9 +16,11 @@ from support.imports import (ROOT, circles, function_imports, graph, module_name
 
 # The top level but the front (__init__) and __main__: what every wing may
 # use (the error base, the version, the extras' helper, package data, output
-# files, scratch space, text for people, the bundled examples); it imports no
+# files, scratch space, text for people, the bundled examples, numbers read from
+# text); it imports no
 # wing and not the codec.
-BASE = {"errors", "version", "extras", "resources", "outputs", "scratch", "textform", "examples"}
+BASE = {"errors", "version", "extras", "resources", "outputs", "scratch", "textform", "examples",
+        "digits"}
 # The wings, one folder one job; below them all the envelope codec
 # (lbparse/codec): bytes in, objects out; no numpy, no I/O, no wing.
 WINGS = ("columnar", "capture", "storage", "raft", "pipeline", "spark", "report", "cli",

@@ -44,6 +44,7 @@ from hpack.table import HeaderTable
 from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
                                   GrpcMessage, Splitter, decode_message)
 from lbparse.capture.notices import Notice
+from lbparse.digits import ascii_int
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS = 0, 1, 2, 3, 4
@@ -54,6 +55,7 @@ MAX_HEADER_BLOCK = 256 << 10
 MAX_HEADER_LIST = 256 << 10
 DEFAULT_TABLE = 4096  # SETTINGS_HEADER_TABLE_SIZE until the receiver says otherwise
 MAX_TABLE = 64 << 10
+GRPC_STATUS_MAX = 2**31 - 1  # grpc_calls.grpc_status is an int32 (gRPC's codes are 0-16)
 MAX_STREAMS = 4096
 MAX_RESETS = 64  # reset calls a connection keeps for their late frames, the last ones
 # All open calls of a reading together: the bytes of messages their records
@@ -228,7 +230,11 @@ class Connection:
         if "grpc-status" in names:
             call.trailers_ts = now
             status = names["grpc-status"]
-            call.grpc_status = int(status) if status.isdigit() else None
+            call.grpc_status = ascii_int(status, GRPC_STATUS_MAX)
+            if call.grpc_status is None:
+                self.notice(side, f"stream {sid}: grpc-status {status[:40]!r}"
+                            f"{'...' if len(status) > 40 else ''} is not a status code "
+                            f"(0 to {GRPC_STATUS_MAX}): the call's status is null")
             if "grpc-message" in names:
                 call.grpc_message = unquote(names["grpc-message"])
         if end_stream:
@@ -432,7 +438,7 @@ class Table(HeaderTable):
 
 def _port(endpoint: str) -> int:
     port = endpoint.rpartition(":")[2]
-    return int(port) if port.isdigit() else 0
+    return ascii_int(port, 65535) or 0
 
 
 class Side:

@@ -58,6 +58,7 @@ from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument, rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
+from lbparse.digits import ascii_int
 from lbparse.extras import need
 from lbparse.outputs import STDOUT
 from lbparse.textform import msg_type_word, printable
@@ -111,10 +112,11 @@ def _positive(text: str) -> int:
 
 
 def _count(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
+    count = ascii_int(text.strip())
+    if not count:
         raise argparse.ArgumentTypeError(f"a count is a whole number of messages, 1 or more, "
                                           f"not {text!r}")
-    return int(text)
+    return count
 
 
 def table_row(rec: Record) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from lbparse.codec.dispatch import DECODERS
 from lbparse.codec.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
+from lbparse.digits import ascii_int
 
 
 def layout_choices() -> list[str]:
@@ -39,9 +40,10 @@ def _size(text: str) -> int:
 
 
 def _depth(text: str) -> int:
-    if not text.strip().isdigit() or not 1 <= int(text) <= PROTOBUF_MAX_DEPTH:
+    depth = ascii_int(text.strip(), PROTOBUF_MAX_DEPTH)
+    if not depth:
         raise argparse.ArgumentTypeError(f"a depth is 1..{PROTOBUF_MAX_DEPTH}, not {text!r}")
-    return int(text)
+    return depth
 
 
 def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:

@@ -22,6 +22,7 @@ import struct
 from typing import Any
 
 from lbparse.codec.jsonform import Int64, int64
+from lbparse.digits import ascii_int
 from lbparse.extras import need
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
@@ -119,7 +120,7 @@ def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
             raise ValueError(f"{name} is {value[:40]!r}, not base64 ({exc})") from None
     if ftype.startswith("enum "):
         enum = ENUMS[ftype[5:]]
-        if isinstance(value, str) and not value.isdigit():
+        if isinstance(value, str) and ascii_int(value) is None:
             names = {n: v for v, n in enum["values"].items()}
             if value not in names:
                 raise ValueError(f"{name} is {value!r}, not one of {', '.join(names)}")
@@ -139,9 +140,13 @@ def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
 
 
 def _whole(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)) or \
-            isinstance(value, str) and not value.lstrip("-").isdigit():
-        raise ValueError(f"{name} is {value!r}, not a whole number")
+    if isinstance(value, str):
+        number = ascii_int(value.removeprefix("-"))
+        if number is not None:
+            return -number if value.startswith("-") else number
+    if isinstance(value, bool) or not isinstance(value, int):
+        shown = value[:40] if isinstance(value, str) else value
+        raise ValueError(f"{name} is {shown!r}, not a whole number")
     return int(value)
 
 

@@ -16,6 +16,8 @@ import re
 import socket
 from typing import Iterable, Mapping, Sequence
 
+from lbparse.digits import ascii_int
+
 __all__ = ["check_conf", "check_inputs", "check_master", "check_reachable",
            "check_units", "start_error"]
 
@@ -59,7 +61,7 @@ def _spark_endpoints(master: str) -> list[tuple[str, int]]:
     for item in master[len("spark://"):].split(","):
         host, sep, port = item.strip().rpartition(":")
         host = host.strip("[]")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        if not sep or not host or not ascii_int(port, 65535):
             raise ValueError(f"--master {master!r}: {item!r} is not HOST:PORT "
                              "(a standalone master is spark://HOST:PORT, port 7077 by default)")
         out.append((host, int(port)))
@@ -90,7 +92,7 @@ def check_conf(conf: Mapping[str, str]) -> None:
                              "'spark.'; spark-submit ignores others)")
         if _SIZE_KEYS.fullmatch(key) and not _SIZE.fullmatch(value.strip()):
             raise ValueError(f"--conf {key}={value}: not a size (e.g. 512m, 4g)")
-        if _COUNT_KEYS.fullmatch(key) and not value.strip().isdigit():
+        if _COUNT_KEYS.fullmatch(key) and ascii_int(value.strip()) is None:
             raise ValueError(f"--conf {key}={value}: not a whole number")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from lbparse.digits import ascii_int
 from lbparse.report.histogram import Histogram
 from lbparse.report.timebins import Counts, TimeAxis
 
@@ -32,7 +33,8 @@ ACK_ERRORS = {0: "OK", 1: "UNKNOWN", 2: "INCORRECT_OFFSET", 3: "TOO_LARGE", 4: "
 
 def _policy_name(value: int | str) -> str:
     if isinstance(value, str):  # the columnar path's rows name their enums
-        return value if not value.isdigit() else _policy_name(int(value))
+        number = ascii_int(value)
+        return value if number is None else _policy_name(number)
     return POLICY_NAMES.get(value, f"policy {value}")
 
 

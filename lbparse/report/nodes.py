@@ -25,6 +25,7 @@ server/metadata.go: `<namespace>.<stream>.<partition>.replicate|offset`).
 
 from __future__ import annotations
 from lbparse.capture.connects import lift_name
+from lbparse.digits import ascii_int
 
 # Tokens after `<ns>.raft.metadata.` that are not node names.
 RAFT_SUBJECT_WORDS = ("join", "info", "propagate", "status", "fetch", "bootstrap")
@@ -39,9 +40,10 @@ def partition_of_subject(subject: str) -> tuple[str, int] | None:
         return None
     rest, _, part = head.rpartition(".")
     namespace, _, stream = rest.partition(".")
-    if not part.isdigit() or not stream or not namespace:
+    number = ascii_int(part, 2**31 - 1)  # a partition is an int32
+    if number is None or not stream or not namespace:
         return None
-    return stream, int(part)
+    return stream, number
 
 
 def node_of_subject(subject: str) -> str | None:

@@ -40,6 +40,7 @@ from lbparse.capture import default_layout
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_TABLES, table_names
+from lbparse.digits import ascii_int
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
@@ -85,10 +86,11 @@ def _count(options: Mapping[str, str], name: str, default: int) -> int:
     if value is None:
         return default
     text = value.strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_COUNT:
+    count = ascii_int(text, MAX_COUNT)
+    if not count:
         raise ValueError(f"liftbridge data source: option {name}: {value!r} is not a whole "
                          f"number from 1 to {MAX_COUNT}")
-    return int(text)
+    return count
 
 
 def stream_options(options: Mapping[str, str], default_age: float) -> tuple[float, int | None]:

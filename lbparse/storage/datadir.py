@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from lbparse.codec.payloads import message_class
+from lbparse.digits import ascii_int
 from lbparse.storage.checkpoints import EPOCH_FILE, HW_FILE
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_SUFFIX, LOG_SUFFIX, NAME_DIGITS
@@ -79,8 +80,9 @@ def segment_name(name: str) -> tuple[int, str] | None:
     for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
         if name.endswith(suffix):
             stem = name[: -len(suffix)]
-            if len(stem) == NAME_DIGITS and stem.isdigit():
-                return int(stem), suffix
+            base = ascii_int(stem) if len(stem) == NAME_DIGITS else None
+            if base is not None:
+                return base, suffix
     return None
 
 
@@ -90,7 +92,7 @@ def looks_like_partition(path: Path) -> bool:
 
 
 def partition_number(name: str) -> int | None:
-    return int(name) if name.isdigit() else None
+    return ascii_int(name, 2**31 - 1)  # a partition is an int32
 
 
 def read_partition_dir(path: Path, node: str, stream: str) -> PartitionDir:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
+from lbparse.digits import ascii_int
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_FORMATS_BY_NAME, IndexFormat
 
@@ -69,7 +70,7 @@ def read_index(path: str | Path, base_offset: int | None = None,
     p = Path(path)
     if base_offset is None:
         stem = p.name.split(".", 1)[0]
-        base_offset = int(stem) if stem.isdigit() else 0
+        base_offset = ascii_int(stem) or 0
     try:
         f = open(p, "rb")
     except IsADirectoryError:

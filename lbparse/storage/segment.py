@@ -23,6 +23,7 @@ from typing import Any, Iterator, Union, cast
 
 from lbparse.codec import commitlog
 from lbparse.codec.commitlog import CommitLogEntry
+from lbparse.digits import ascii_int
 from lbparse.errors import EnvelopeError
 from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import CURRENT, SegmentFormat, by_recency
@@ -113,7 +114,7 @@ def read_segment(path: str | Path, fmt: SegmentFormat | None = None) -> SegmentR
 def base_offset_of(path: str | Path) -> int | None:
     """The base offset a segment file's name gives (None if the name is not one)."""
     stem = Path(path).name.split(".", 1)[0]
-    return int(stem) if stem.isdigit() else None
+    return ascii_int(stem)
 
 
 def read_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat | None = None,

@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import grpc
 
+from lbparse.digits import ascii_int
 from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
 __all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient",
@@ -55,6 +56,10 @@ DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
 MAX_TIMEOUT = 3600.0    # the largest timeout taken: an hour
 DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
 METADATA_ROUNDS = 3     # FetchMetadata asked of every server, at most, a pause between
+# A FetchMetadata is waited for this long at least, whatever the timeout: with a
+# node down, v1.9.0 answers one that has no deadline after surveying the nodes
+# for 3 s (server/metadata.go's defaultFetchBrokerInfoTimeout).
+METADATA_SURVEY = 4.0
 # The largest message a Subscribe may bring: a Liftbridge message travels in one
 # NATS message, and NATS's max_payload is at most 64 MiB; the rest is the
 # Message's other fields (key, headers, subjects). gRPC's own default is 4 MiB,
@@ -94,7 +99,7 @@ def parse_servers(text: str) -> list[str]:
         raise StreamsError("no server given: servers is 'host:port[,host:port...]'")
     for s in servers:
         host, _, port = s.rpartition(":")
-        if not host or not port.isdigit():
+        if not host or not ascii_int(port, 65535):
             raise StreamsError(f"server {s!r} is not host:port")
     return servers
 
@@ -158,18 +163,20 @@ class StreamsClient:
         future: grpc.Future = getattr(self._stub(address), method).future(request)
         return future
 
-    def _answer(self, future: grpc.Future, wait: float | None = None) -> object:
-        """The answer of a call made by _call, waited for `wait` (the timeout)
-        seconds at most; past it the call is cancelled and this raises _TimedOut.
-        A call that failed raises its grpc.RpcError."""
+    def _answer(self, future: grpc.Future, wait: float = 0.0) -> object:
+        """The answer of a call made by _call, waited for the timeout (or `wait`
+        seconds, if more) at most; past it the call is cancelled and this raises
+        _TimedOut. A call that failed raises its grpc.RpcError."""
+        wait = max(wait, self.timeout)
         try:
-            return future.result(timeout=self.timeout if wait is None else wait)
+            return future.result(timeout=wait)
         except grpc.FutureTimeoutError:
             future.cancel()
-            raise _TimedOut(f"no answer within {self.timeout:g} s") from None
+            raise _TimedOut(f"no answer within {wait:g} s") from None
 
-    def _unary(self, address: str, method: str, request: object) -> object:
-        return self._answer(self._call(address, method, request))
+    def _unary(self, address: str, method: str, request: object, wait: float = 0.0
+               ) -> object:
+        return self._answer(self._call(address, method, request), wait)
 
     # -- metadata -----------------------------------------------------------------
 
@@ -184,13 +191,14 @@ class StreamsClient:
             for address in self.servers:
                 try:
                     resp = self._unary(address, "FetchMetadata",
-                                       api_pb2.FetchMetadataRequest(streams=list(streams)))
+                                       api_pb2.FetchMetadataRequest(streams=list(streams)),
+                                       METADATA_SURVEY)
                     assert isinstance(resp, api_pb2.FetchMetadataResponse)
                     return resp
                 except (grpc.RpcError, _TimedOut) as exc:
                     errors.append(f"{address}: {_status(exc)}")
         raise Transient(f"no Liftbridge server answered FetchMetadata within "
-                        f"{self.timeout:g} s ({'; '.join(errors)})")
+                        f"{max(self.timeout, METADATA_SURVEY):g} s ({'; '.join(errors)})")
 
     def matching(self, pattern: str, leaderless: bool = False) -> list[PartitionInfo]:
         """Every partition of the streams whose subject matches the NATS subject
@@ -274,7 +282,8 @@ class StreamsClient:
         for address in self.servers:
             try:
                 resp = self._unary(address, "FetchMetadata",
-                                   api_pb2.FetchMetadataRequest(streams=list(streams)))
+                                   api_pb2.FetchMetadataRequest(streams=list(streams)),
+                                   METADATA_SURVEY)
             except (grpc.RpcError, _TimedOut):
                 continue
             assert isinstance(resp, api_pb2.FetchMetadataResponse)
