@@ -111,8 +111,13 @@ def test_settings_before_the_peer_speaks_are_kept_for_it() -> None:
     flows = h2.Flows(1 << 20)
     client, server = flows.pair("127.0.0.1:51000", "127.0.0.1:7001")
     settings = frame(4, 0, 0, (1).to_bytes(2, "big") + (8192).to_bytes(4, "big"))
-    assert server.sniff(settings, True) is server
-    server.feed(settings)
+    # one frame from inside a connection does not tell (it may be a NATS client's
+    # bytes); the next one, where the first ends, does (the NATS parser holds the
+    # first and asks again with both)
+    assert server.sniff(settings, True) == h2.UNDECIDED
+    ping = frame(6, 0, 0, b"\x00" * 8)
+    assert server.sniff(settings + ping, True) is server
+    server.feed(settings + ping)
     assert client.table == 8192 and not client.active
 
 
@@ -453,3 +458,57 @@ def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) ->
     calls_table = pq.read_table(tables / "grpc_calls").to_pydict()
     assert sorted(calls_table["grpc_status"], key=lambda s: (s is None, s)) == \
         [0, 0, 5, *[None] * len(BAD_STATUSES)]
+
+
+# -- NATS never taken for HTTP/2 on a prefix or one frame (the review's class 4) ------
+
+SETTINGS_LIKE = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # 9 bytes: an empty SETTINGS frame
+
+
+def _nats_client(path: Path, first: list[bytes], handshake: bool) -> Path:
+    """A NATS connection whose client's first segments are `first`, then five
+    PUBs a segment each; the server's INFO and PONG."""
+    import support.capwriter as cw
+
+    conn = cw.Conn(("127.0.0.1", 40000), ("127.0.0.1", 4222))
+    pkts = conn.handshake() if handshake else []
+    pkts += conn.send("s", b'INFO {"server_id":"x"}\r\n')
+    for piece in first:
+        pkts += conn.send("c", piece)
+    pkts += conn.send("s", b"PONG\r\n")
+    for i in range(5):
+        pkts += conn.send("c", b"PUB orders.%d 2\r\nhi\r\n" % i)
+    cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
+                              for i, p in enumerate(pkts)])
+    return path
+
+
+@pytest.mark.parametrize("first,handshake", [
+    ([b"P", b"ING\r\n"], True), ([b"P", b"ING\r\n"], False),
+    ([b"PRI", b" * HTTP/1.1\r\n"], True),     # the preface's start, then not the preface
+    ([SETTINGS_LIKE, b"PING\r\n"], False),   # one plausible frame, from inside a connection
+    ([SETTINGS_LIKE + b"\r\n"], False),  # a payload's end, as a capture may start
+], ids=["P-first", "P-first-mid", "PRI-not-preface", "settings-like-mid", "settings-alone-mid"])
+def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
+        tmp_path: Path, first: list[bytes], handshake: bool) -> None:
+    """A client can hide its publishes from a reader that takes a first byte
+    `P`, or 9 bytes that parse as a SETTINGS frame, for HTTP/2: every path
+    reads the five PUBs (the records, JSON Lines, `capture --tables`'s C
+    loop), and no HTTP/2 is said."""
+    from support.cli import run_cli
+
+    path = _nats_client(tmp_path / "nats.pcap", first, handshake)
+    items: list[Any] = []
+    got: list[Notice] = []
+    records = list(CaptureReader(path, on_grpc=items.append, on_notice=got.append))
+    verbs = [r.verb for r in records]
+    assert verbs.count("PUB") == 5, verbs
+    assert items == [] and not any("HTTP/2" in n.message for n in got), got
+    out = run_cli("capture", str(path), "--format", "jsonl")
+    assert [json.loads(line).get("verb") for line in out.stdout.splitlines()].count("PUB") == 5
+    tables = tmp_path / "tables"
+    out = run_cli("capture", str(path), "--tables", str(tables))
+    assert b"Traceback" not in out.stderr, out.stderr[-2000:]
+    import pyarrow.parquet as pq
+    rows = pq.read_table(tables / "messages").to_pydict()
+    assert rows["verb"].count("PUB") == 5

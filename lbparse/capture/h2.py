@@ -43,6 +43,7 @@ from hpack.table import HeaderTable
 
 from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
                                   GrpcMessage, Splitter, decode_message)
+from lbparse.capture.nats import UNDECIDED
 from lbparse.capture.notices import Notice
 from lbparse.digits import ascii_int
 
@@ -55,6 +56,7 @@ MAX_HEADER_BLOCK = 256 << 10
 MAX_HEADER_LIST = 256 << 10
 DEFAULT_TABLE = 4096  # SETTINGS_HEADER_TABLE_SIZE until the receiver says otherwise
 MAX_TABLE = 64 << 10
+UNDECIDED_BYTES = 64 << 10  # a direction's first bytes held while sniff cannot tell, at most
 GRPC_STATUS_MAX = 2**31 - 1  # grpc_calls.grpc_status is an int32 (gRPC's codes are 0-16)
 MAX_STREAMS = 4096
 MAX_RESETS = 64  # reset calls a connection keeps for their late frames, the last ones
@@ -482,10 +484,19 @@ class Side:
             table.trusted = 0
 
     # -- what the NATS parser asks -----------------------------------------
-    def sniff(self, data: bytes, mid: bool) -> Side | None:
+    def sniff(self, data: bytes, mid: bool) -> Side | str | None:
         """Self if the first bytes of this direction, `data`, are HTTP/2
-        (`mid`: the capture holds no handshake), else None."""
+        (`mid`: the capture holds no handshake), None if not, UNDECIDED while
+        they cannot tell (the NATS parser holds them and asks again with more).
+
+        HTTP/2 is the whole preface (a first segment of `P` alone may be NATS's
+        PING: undecided until 24 bytes are there), or, from inside a connection,
+        a run of at least two plausible frame headers, each where the frame
+        before it ends (one is undecided, up to UNDECIDED_BYTES): a NATS
+        client's bytes are never taken for HTTP/2 on less."""
         if PREFACE.startswith(data[:len(PREFACE)]) and data:
+            if len(data) < len(PREFACE):
+                return UNDECIDED
             if self.conn.calls:  # the same addresses and ports, a new connection
                 self.conn.close("closed")
             self._start(False)
@@ -495,7 +506,13 @@ class Side:
         # From inside a connection, with nothing else to go by, only whole
         # frames count: a NATS stream caught inside a binary payload can
         # start with a plausible header, hardly with a chain ending with the segment.
-        if self.peer.active or looks_like_frames(data, whole=mid):
+        if mid and not self.peer.active:
+            frames = _frame_headers(data)  # plausible headers, one after the other
+            if frames in (0, 1) and len(data) < UNDECIDED_BYTES:
+                return UNDECIDED
+            if frames < 2:
+                return None
+        if self.peer.active or mid or looks_like_frames(data):
             self._start(mid)
             # A first segment too short to hold a frame header is taken as one's start;
             # one that holds an implausible header is a loss, and said.

@@ -36,6 +36,9 @@ MAX_LINE = 1 << 16
 CRLF: Final = b"\r\n"
 # lbparse.codec.limits' default max_frame (not imported: limits imports decoders).
 MAX_FRAME = 64 << 20
+# What a sniffer (see NatsParser) answers when the first bytes do not tell yet:
+# they are held, and it is asked again with the next bytes after them.
+UNDECIDED: Final = "undecided"
 
 _PUB, _HPUB, _MSG, _HMSG = 1, 2, 3, 4
 _VERBS: dict[bytes, int | str] = {b"PUB": _PUB, b"HPUB": _HPUB, b"MSG": _MSG, b"HMSG": _HMSG}
@@ -167,7 +170,7 @@ class NatsParser:
     """
 
     __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_buf", "_bpos", "_need", "_resync",
-                 "_here", "_max_frame", "_sniff", "_other")
+                 "_here", "_max_frame", "_sniff", "_other", "_held")
 
     def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME,
                  sniff: Any = None) -> None:
@@ -188,32 +191,45 @@ class NatsParser:
         self._here = resync
         self._max_frame = max_frame
         # Another protocol's parser (HTTP/2: lbparse.capture.h2): `sniff(first
-        # bytes, resync)` is asked once, before the first bytes are read, and
-        # what it returns, when not None, takes every byte from then on.
+        # bytes, resync)` is asked before the first bytes are read, and what it
+        # returns, when not None, takes every byte from then on; UNDECIDED:
+        # the bytes are held (`_held`) and it is asked again with more.
         self._sniff = sniff
         self._other: Any = None
+        self._held = b""
 
     @property
     def busy(self) -> bool:
         """True while a frame is half-read (its end still to come)."""
         if self._other is not None:
             return bool(self._other.busy)
-        return self._wait is not None or bool(self._rest)
+        return self._wait is not None or bool(self._rest) or bool(self._held)
 
-    def _handed(self, data: bytes) -> bool:
-        """Whether `data` went to another protocol's parser (see __init__)."""
+    def _handed(self, data: bytes) -> bytes | None:
+        """None when `data` went to another protocol's parser or is held while
+        the sniffer cannot tell (see __init__); else the bytes to read as NATS,
+        those held first."""
         if self._other is None:
-            sniff, self._sniff = self._sniff, None
-            self._other = sniff(data, self._resync)
-            if self._other is None:
-                return False
+            if self._held:
+                data = self._held + data
+            got = self._sniff(data, self._resync)
+            if got == UNDECIDED:
+                self._held = data
+                return None
+            self._sniff, self._held = None, b""
+            if got is None:
+                return data
+            self._other = got
         self._other.feed(data)
-        return True
+        return None
 
     def feed(self, data: bytes) -> list[Parsed]:
         frames: list[Parsed] = []
-        if (self._sniff is not None or self._other is not None) and self._handed(data):
-            return frames
+        if self._sniff is not None or self._other is not None:
+            mine = self._handed(data)
+            if mine is None:
+                return frames
+            data = mine
         if self._wait is not None:
             buf = self._buf
             buf += data
@@ -288,6 +304,9 @@ class NatsParser:
         pass goes on from its payload."""
         if self._other is not None:
             return list(self._other.abandon())
+        if self._held:  # ended while the sniffer could not tell: NATS, as far as it goes
+            undecided, self._held, self._sniff = self._held, b"", None
+            frames.extend(self.feed(undecided))
         lost: list[str] = []
         d = self._describe()
         if d:
