@@ -218,6 +218,46 @@ def test_every_order_of_servers_reads_every_partition(session: Any, cluster: Liv
          .option("startingOffsets", json.dumps({SCRATCH: {"7": 3}})).load().collect())
 
 
+LAGGING = PREFIX + "lagging"
+
+
+def test_a_lagging_follower_named_first_hides_nothing(session: Any, cluster: LiveCluster
+                                                      ) -> None:
+    """A follower stopped (SIGSTOP) while its leader commits without it (it
+    leaves the ISR after replica.max.lag.time, 6 s), then let go and named
+    first: its own high watermark is behind the leader's until it catches up,
+    and a read planned through it reads every committed message."""
+    import grpc
+
+    from lbparse_generated.proto import api_pb2_grpc
+
+    _make_stream(cluster, LAGGING, "x." + LAGGING, n=5)
+    first = committed(cluster, [LAGGING])[LAGGING, 0]
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        info = client.partition(LAGGING, 0)
+    follower = next(a for a in info.isr if a != info.address)
+    node = f"node{cluster.addresses.index(follower) + 1}"
+    cluster.procs[node].send_signal(signal.SIGSTOP)
+    try:
+        with grpc.insecure_channel(info.address) as channel:
+            stub = api_pb2_grpc.APIStub(channel)
+            for i in range(20):  # acked by the leader alone; committed once the ISR shrinks
+                stub.Publish(api_pb2.PublishRequest(stream=LAGGING, value=b"late-%d" % i,
+                                                    ackPolicy=api_pb2.LEADER), timeout=10)
+        want = len(first) + 20
+        with StreamsClient([info.address], timeout=5) as client:
+            _wait(lambda: client.partition(LAGGING, 0).end == want, 30,
+                  "the leader did not commit without the stopped follower")
+    finally:
+        cluster.procs[node].send_signal(signal.SIGCONT)
+    servers = ",".join([follower] + [a for a in cluster.addresses if a != follower])
+    with StreamsClient(servers.split(","), timeout=5) as client:
+        assert [p.end for p in client.partitions([LAGGING])] == [want]
+    rows = (session.read.format("liftbridge-streams").option("servers", servers)
+            .option("stream", LAGGING).load().select("offset").collect())
+    assert sorted(r.offset for r in rows) == list(range(want))
+
+
 def test_a_missing_stream_or_a_bad_option_fails_the_read(session: Any,
                                                           cluster: LiveCluster) -> None:
     with pytest.raises(Exception, match="stream 'no-such-stream' does not exist"):
