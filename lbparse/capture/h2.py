@@ -495,7 +495,7 @@ class Side:
         before it ends (one is undecided, up to UNDECIDED_BYTES): a NATS
         client's bytes are never taken for HTTP/2 on less."""
         if PREFACE.startswith(data[:len(PREFACE)]) and data:
-            if len(data) < len(PREFACE):
+            if len(data) < len(PREFACE) and not self.peer.active:
                 return UNDECIDED
             if self.conn.calls:  # the same addresses and ports, a new connection
                 self.conn.close("closed")
