@@ -85,6 +85,10 @@ class _NoLeader(Transient):
     """A partition whose leader is unknown, gone or moved: asked again (_rounds)."""
 
 
+class _NotFound(Exception):
+    """A Subscribe answered NOT_FOUND (the read asks whether it was deleted)."""
+
+
 class _TimedOut(Exception):
     """A unary call not answered within the timeout (then cancelled)."""
 
@@ -387,15 +391,34 @@ class StreamsClient:
                     yield msg
                     start += 1
                 return
+            except _NotFound as exc:
+                # Deleted, or a node that has just started and not yet replayed the
+                # metadata log (it says NOT_FOUND of a partition it will have)
+                if not self._still_there(stream, partition):
+                    raise StreamsError(f"{stream}/{partition}: deleted while read, at offset "
+                                       f"{start} ({exc})") from None
+                failure = _status(exc)
             except (grpc.RpcError, _Silent, Transient) as exc:
-                failures.append(_status(exc))
-                if len(failures) > self.retries:
-                    raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
-                                       f"after {len(failures)} failures "
-                                       f"({'; '.join(failures[-2:])})") from None
-                self.resumed += 1
-                # a new leader takes a few seconds (the replicas' leader.timeout)
-                time.sleep(min(0.5 * len(failures), 2.0))
+                failure = _status(exc)
+            failures.append(failure)
+            if len(failures) > self.retries:
+                raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
+                                   f"after {len(failures)} failures "
+                                   f"({'; '.join(failures[-2:])})") from None
+            self.resumed += 1
+            # a new leader takes a few seconds (the replicas' leader.timeout)
+            time.sleep(min(0.5 * len(failures), 2.0))
+
+    def _still_there(self, stream: str, partition: int) -> bool:
+        """Whether a server still knows the partition (True when none answers:
+        the read's retries decide then)."""
+        try:
+            _, infos = self._described([stream])
+        except Transient:
+            return True
+        except StreamsError:  # no server knows the stream
+            return False
+        return any(p.partition == partition for p in infos)
 
     def _read_once(self, stream: str, partition: int, start: int, end: int,
                    failing_over: bool = False, at: str = "", raw: bool = False
@@ -444,8 +467,7 @@ class StreamsClient:
                 start += 1
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
-                raise StreamsError(f"{stream}/{partition}: deleted while read, at offset "
-                                   f"{start} ({address}: {_status(exc)})") from None
+                raise _NotFound(f"{address}: {_status(exc)}") from None
             if exc.code() not in _RETRYABLE:
                 raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
                     from None

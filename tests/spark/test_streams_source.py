@@ -554,6 +554,41 @@ def test_a_read_isr_replica_read_goes_to_followers_and_is_the_segments(
     assert cluster.node_log_count(accepted) - before >= 8
 
 
+def test_a_stream_deleted_mid_read_is_one_line_naming_the_offset(cluster: LiveCluster
+                                                                  ) -> None:
+    """DeleteStream while a read is under way (more than gRPC's window still to
+    come): the Subscribe ends NOT_FOUND; the read asks whether any server
+    still knows the stream (a node just started says NOT_FOUND of what it has
+    not replayed yet, and is read on from) and, none does, says so in one line."""
+    import grpc
+
+    from lbparse_generated.proto import api_pb2_grpc
+
+    name = PREFIX + "doomed"
+    _make_stream(cluster, name, "x." + name, n=1)
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        leader = client.partition(name, 0).address
+    with grpc.insecure_channel(leader) as channel:
+        stub = api_pb2_grpc.APIStub(channel)
+        for _ in range(300):  # 300 x 64 KiB: far past what a Subscribe sends ahead
+            stub.Publish(api_pb2.PublishRequest(stream=name, value=b"v" * 65536,
+                                                ackPolicy=api_pb2.ALL), timeout=10)
+    end = committed(cluster, [name])[name, 0]
+    with StreamsClient(cluster.addresses, timeout=5) as client:
+        reading = client.read(name, 0, 0, len(end))
+        got = [next(reading).offset for _ in range(5)]
+        cluster.api("DeleteStream", api_pb2.DeleteStreamRequest(name=name))
+        _wait(lambda: not _known_anywhere(cluster, name), 30, f"{name} still known")
+        with pytest.raises(StreamsError) as err:
+            for m in reading:  # the messages sent ahead, then the end
+                got.append(m.offset)
+    assert got[:5] == [0, 1, 2, 3, 4] and got == list(range(len(got))) and len(got) < len(end)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"{name}/0: ")
+    assert (f"deleted while read, at offset {len(got)} (" in text
+            or f"stream {name!r} does not exist" in text), text
+
+
 def test_readonly_paused_deleted_out_of_range_and_unreachable_are_each_one_line(
         session: Any, cluster: LiveCluster) -> None:
     """What Liftbridge v1.9.0 does to a read, as docs/pages/pipeline.md's table
