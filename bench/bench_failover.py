@@ -21,6 +21,11 @@ answer time with a gRPC deadline and without one (Liftbridge v1.9.0 holds a
 call that has a deadline until that deadline while a node is down), and the
 read speed on the survivors against the speed before the kill.
 
+Before each run, with every node up, each of the six orders of the servers
+is asked for the partitions of a second stream, of 2 replicas on the 3 nodes
+(some node holds none of each): every order must give every partition its
+leader's end.
+
 Without --run (as `make bench` calls every bench/bench_*.py) it only says how
 to run it: a run is ~15 s, the whole bench some minutes.
 """
@@ -44,6 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from benchdoc import Section  # noqa: E402
 
 STREAM, PARTITIONS, MESSAGES = "failover", 3, 3000
+SPARSE = "sparse"  # 2 partitions of 2 replicas: some node holds no replica of each
 TIMEOUT = 5.0      # the client's timeout
 ELECTION = 10.0    # seconds a partition may go without a leader after a kill
 RESTART_AFTER = 4.0
@@ -58,7 +64,13 @@ def _publish(cluster: Any) -> None:
     stub = api_pb2_grpc.APIStub(grpc.insecure_channel(cluster.addresses[0]))
     cluster.api("CreateStream", api_pb2.CreateStreamRequest(
         subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=3))
+    cluster.api("CreateStream", api_pb2.CreateStreamRequest(
+        subject=SPARSE, name=SPARSE, partitions=2, replicationFactor=2))
     time.sleep(2)
+    for i in range(40):
+        cluster.api("Publish", api_pb2.PublishRequest(stream=SPARSE, partition=i % 2,
+                                                      value=b"s", ackPolicy=api_pb2.ALL),
+                    not_yet=("NOT_FOUND",))
 
     def requests() -> Any:
         for i in range(MESSAGES):
@@ -94,10 +106,27 @@ def _settled(cluster: Any) -> list[Any]:
         time.sleep(0.5)
 
 
+def every_order(cluster: Any) -> bool:
+    """Whether every order of the servers gives each partition of SPARSE the end
+    its leader gives (a node with no replica of it says -1 of it itself)."""
+    import itertools
+
+    from lbparse.streams.client import StreamsClient
+
+    with StreamsClient(cluster.addresses, timeout=TIMEOUT) as client:
+        truth = [(p.partition, p.end) for p in client.partitions([SPARSE])]
+    ok = all(end > 0 for _, end in truth)
+    for order in itertools.permutations(cluster.addresses):
+        with StreamsClient(list(order), timeout=TIMEOUT) as client:
+            ok &= [(p.partition, p.end) for p in client.partitions([SPARSE])] == truth
+    return ok
+
+
 def one_run(cluster: Any, who: str, left_down: bool) -> dict[str, Any]:
     from lbparse.streams.client import StreamsClient
 
     parts = _settled(cluster)
+    orders_ok = every_order(cluster)
     p0 = parts[0]
     leaders = {p.leader for p in parts}
     if who == "leader":
@@ -139,7 +168,7 @@ def one_run(cluster: Any, who: str, left_down: bool) -> dict[str, Any]:
             cluster.start_node(victim)
     exact = all(seen[p.partition] == list(range(p.end)) for p in plan)
     return {"took": took, "exact": exact, "failed_over": failed_over, "after": after,
-            "victim_led": victim in leaders}
+            "victim_led": victim in leaders, "orders_ok": orders_ok}
 
 
 def _speed(servers: list[str], plan: list[Any]) -> float:
@@ -234,6 +263,10 @@ def run(cluster: Any, runs: int) -> None:
                      f"{statistics.median(r['after'] for r in rs) / before:.2f}"])
     section.target(f"a read's end after a node's kill, the worst of {runs * len(cases)} runs",
                    worst, "<=", bound, "{:.1f} s")
+    orders = [r["orders_ok"] for rs in results.values() for r in rs]
+    section.target("runs in which every order of `servers` gave every partition's end "
+                   "(a stream of 2 replicas on 3 nodes)", sum(orders), ">=", len(orders),
+                   "{:.0f}")
     section.para(f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions of 3 "
                  f"replicas, {MESSAGES:,} messages; the client's timeout {TIMEOUT:g} s, so the "
                  f"bound is {ELECTION:g} s of election + 2 x {TIMEOUT:g} s = {bound:g} s. Each "

@@ -142,8 +142,8 @@ def peek(spark: Any, out: str) -> None:
                 f"DIR = {out!r}: Publish rows, typed columns", [r.asDict() for r in rows])
     counts = (messages.where("msg_type_name = 'Ack'").join(table("proto_Ack"), key)
               .groupBy("stream", "ackError").count().orderBy("stream", "ackError").collect())
-    print_table("Acks per stream and proto_Ack.ackError (a proto3 zero, OK, is null, as "
-                "Spark's from_protobuf gives it)", [r.asDict() for r in counts])
+    print_table("Acks per stream and proto_Ack.ackError (OK is enum value 0: a value, as "
+                "the data has it)", [r.asDict() for r in counts])
 
 
 def write_report(out: str, page: FileOutput | None = None) -> str:

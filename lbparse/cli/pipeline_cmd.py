@@ -103,9 +103,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="accept what the upstream server accepts (recorded in `warnings`)")
     p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
                    help="decode payloads whose CRC-32C does not match (crc_ok says false)")
-    p.add_argument("--emit-default-values", dest="emit_defaults", action="store_true",
-                   help="protobuf fields at their default (0, \"\") as values, not null "
-                   "(Spark's from_protobuf option emit.default.values)")
+    p.add_argument("--emit-default-values", dest="emit_defaults",
+                   action=argparse.BooleanOptionalAction, default=True,
+                   help="protobuf fields at their default (0, \"\", an enum's first value) as "
+                   "values (the default); --no-emit-default-values: null, as Spark's "
+                   "from_protobuf gives them without emit.default.values")
     g = p.add_argument_group("Parquet tables")
     g.add_argument("--column", default="payload", metavar="NAME",
                    help="the binary column of NATS payloads (default: payload)")

@@ -97,12 +97,14 @@ _crc = _crc32c.crc32c
 @dataclass(frozen=True)
 class DecodeOptions:
     """How payloads are decoded (the `lbparse.decode` options, and Spark's
-    `emit.default.values` for the struct columns)."""
+    `emit.default.values` for the struct columns: proto3 zeros, "" and an
+    enum's first value are values by default, as the data has them; null
+    with False, as from_protobuf gives them without it)."""
 
     layout: str = "v0"
     verify_crc: bool = True
     lenient: bool = False
-    emit_defaults: bool = False
+    emit_defaults: bool = True
 
     def check(self) -> None:
         """Raise ValueError (the library's own) if lbparse.decode refuses these options."""

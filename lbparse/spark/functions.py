@@ -57,11 +57,12 @@ def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArra
 
 
 def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool = True,
-                  lenient: bool = False, emit_default_values: bool = False) -> "Column":
+                  lenient: bool = False, emit_default_values: bool = True) -> "Column":
     """The envelope struct of each payload of a binary column (see the module's doc).
 
     `layout`, `verify_crc`, `lenient`: as `lbparse.decode`; `emit_default_values`:
-    protobuf zeros as values, not null (from_protobuf's emit.default.values).
+    protobuf zeros as values (the default), or, False, null as from_protobuf
+    gives them without its emit.default.values.
     Bad options raise ValueError here, on the driver.
     """
     options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient,

@@ -122,7 +122,7 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
     decode = DecodeOptions(layout=o.get("layout", default_layout()),
                            verify_crc=_bool(o, "verifycrc", True),
                            lenient=_bool(o, "lenient", False),
-                           emit_defaults=_bool(o, "emitdefaultvalues", False))
+                           emit_defaults=_bool(o, "emitdefaultvalues", True))
     decode.check()
     source = SourceOptions(column=o.get("column", "payload"),
                            subject_column=o.get("subjectcolumn"),

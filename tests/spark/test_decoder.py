@@ -128,8 +128,8 @@ def test_batch_decoder_gives_what_lbparse_decode_gives(layout: str, lenient: boo
         if isinstance(env.message, cls or lbparse.ReplicationResponse) and \
                 env.payload_type in typed_payloads():
             col = column_for(env.payload_type)
-            want = builder_for(env.payload_type, schema.field(col).type, cls).build(
-                [env.message]).to_pylist()[0]
+            want = builder_for(env.payload_type, schema.field(col).type, cls,
+                               options.emit_defaults).build([env.message]).to_pylist()[0]
             assert _norm(cols[col][i]) == _norm(want), i
         elif not isinstance(env.message, bytes):
             # lbparse's JSON: 64-bit integers as decimal strings

@@ -79,15 +79,16 @@ def _norm(v: Any) -> Any:
 
 def _struct_of_truth(truth: dict[str, Any]) -> Any:
     """The struct column Liftbridge's decoding gives: its JSON parsed back into the
-    message, built by the pipeline's upb-side builder (columns.py)."""
+    message, built by the pipeline's upb-side builder (columns.py) with the
+    pipeline's default options (zeros as values)."""
     name = truth["msg_type_name"]
     ptype = lbparse.LAYOUTS["v0"].msg_types[truth["msg_type"]].payload_type
     cls = typed_payloads()[ptype]
     msg = json_format.ParseDict(truth["payload_json"], cls())
     col = column_for(ptype)
     assert name
-    return col, builder_for(ptype, arrow_output_schema().field(col).type, cls).build(
-        [msg]).to_pylist()[0]
+    return col, builder_for(ptype, arrow_output_schema().field(col).type, cls,
+                            DecodeOptions().emit_defaults).build([msg]).to_pylist()[0]
 
 
 def _entries(row: dict[str, Any]) -> list[dict[str, Any]]:

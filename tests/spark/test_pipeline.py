@@ -108,12 +108,12 @@ def test_payloads_as_typed_columns(run: dict[str, Any], inputs: dict[str, Path])
         m = r.proto_Message
         assert (m.offset, bytes(m.key), m.stream, m.subject) == (100 + i, b"k-%d" % i, "orders",
                                                                    "orders.eu")
-        assert m.partition == (i % 2 or None)  # proto3 zero is null, as from_protobuf gives
-        assert m.ackPolicy == [None, "ALL", "NONE"][i % 3]
+        assert m.partition == i % 2  # a proto3 zero is a value, as the data has it
+        assert m.ackPolicy == ["LEADER", "ALL", "NONE"][i % 3]
         assert m.headers == ({"content-type": b"json"} if i % 2 else {})
         assert r.proto_Ack is None and r.commitlog_ReplicationResponse is None
     acks = [r.proto_Ack for r in rows if r.msg_type_name == "Ack"]
-    assert [a.ackError for a in acks[:2]] == [None, "UNKNOWN"]
+    assert [a.ackError for a in acks[:2]] == ["OK", "UNKNOWN"]
     rr = next(r.commitlog_ReplicationResponse for r in rows if r.msg_type == 3)
     assert (rr.leader_epoch, rr.high_watermark, len(rr.entries)) == (4, 109, 3)
     e = rr.entries[1]

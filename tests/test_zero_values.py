@@ -1,0 +1,61 @@
+"""proto3 zero values are values in the tables, as the data has them: on a real
+cluster's capture (shared/liftbridge/samples/short.pcapng), `WHERE ackPolicy =
+'LEADER'` and `partition = 0` find their rows, through the Python API and
+`lbparse capture --tables` read by pandas (NULL was every LEADER, every
+partition 0, every offset 0). Spark's from_protobuf convention, null for a
+default, stays an option (DecodeOptions.emit_defaults=False; the pipeline's
+--no-emit-default-values and the data sources' emitDefaultValues=false:
+tests/spark)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import lbparse
+from lbparse.columnar.api import payload_records
+from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
+from support.cli import run_cli
+from support.shared import shared_path
+
+
+def _column(tables: list[dict[str, pa.Table]], table: str, column: str) -> list[Any]:
+    return [v for t in tables if table in t for v in t[table].column(column).to_pylist()]
+
+
+def test_zeros_are_values_in_the_capture_tables() -> None:
+    tables = list(lbparse.read_capture_tables(shared_path("liftbridge", "samples",
+                                                          "short.pcapng")))
+    policies = Counter(_column(tables, "proto_Ack", "ackPolicy"))
+    assert policies["LEADER"] > 0 and None not in policies, policies  # enum value 0
+    partitions = _column(tables, "proto_Message", "partition")
+    assert partitions and None not in partitions and 0 in partitions
+    assert 0 in _column(tables, "proto_Ack", "offset")  # the first message's ack
+    assert "OK" in _column(tables, "proto_Ack", "ackError")
+
+
+def test_pandas_reads_zeros_as_integers_and_names_from_capture_tables(tmp_path: Path) -> None:
+    import pandas as pd
+
+    out = tmp_path / "t"
+    done = run_cli("capture", str(shared_path("liftbridge", "samples", "short.pcapng")),
+                   "--tables", str(out))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    acks = pd.read_parquet(out / "proto_Ack")
+    assert (acks["ackPolicy"] == "LEADER").sum() > 0
+    msgs = pd.read_parquet(out / "proto_Message")
+    assert (msgs["partition"] == 0).all() and pd.api.types.is_integer_dtype(msgs["partition"])
+
+
+def test_nulls_for_defaults_are_an_option() -> None:
+    """from_protobuf's convention, asked for: LEADER, 0 and OK are null again."""
+    ack = lbparse.message_class("proto.Ack")(stream="s", offset=0, ackPolicy=0)
+    payloads = pa.array([lbparse.encode(ack)], pa.binary())
+    for emit, want in ((True, ("LEADER", 0, "OK")), (False, (None, None, None))):
+        batch = decoder_for(DecodeOptions(layout="v0", emit_defaults=emit))(
+            payload_records(payloads))
+        row = batch.column("proto_Ack").to_pylist()[0]
+        assert (row["ackPolicy"], row["offset"], row["ackError"]) == want
