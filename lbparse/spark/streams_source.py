@@ -87,7 +87,7 @@ __all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions"
 NAME = "liftbridge-streams"
 EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
 # A batch handed to Spark ends at whichever comes first: BATCH_ROWS messages, or
-# BATCH_BYTES of keys, values and headers (then one message more at most). A
+# BATCH_BYTES of serialized messages (the last one may pass it). A
 # task holds one batch, so its memory is bounded by the batch, whatever the
 # messages' size; Arrow's 2 GiB a binary array is never approached.
 BATCH_ROWS = 4096
