@@ -59,3 +59,31 @@ def test_nulls_for_defaults_are_an_option() -> None:
             payload_records(payloads))
         row = batch.column("proto_Ack").to_pylist()[0]
         assert (row["ackPolicy"], row["offset"], row["ackError"]) == want
+
+
+def test_pandas_reads_every_integer_column_as_an_integer(tmp_path: Path) -> None:
+    """`capture --tables` writes the pipeline's Parquet layout (pandas metadata):
+    every integer column of every table, nulls or not, reads as an integer
+    dtype (it read as float64 where a column had a null: messages' version,
+    header_len, crc32c; grpc_calls' nanosecond times, changed by the cast)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "t"
+    done = run_cli("capture", str(shared_path("liftbridge", "samples", "api-short.pcapng")),
+                   "--tables", str(out))
+    assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
+    tables = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert {"messages", "proto_Ack", "grpc_calls"} <= set(tables), tables
+    checked = 0
+    for name in tables:
+        schema = pq.read_schema(next((out / name).glob("*.parquet")))
+        frame = pd.read_parquet(out / name)
+        for field in schema:
+            if pa.types.is_integer(field.type):
+                assert pd.api.types.is_integer_dtype(frame[field.name]), (name, field.name)
+                checked += 1
+    assert checked > 20
+    calls = pd.read_parquet(out / "grpc_calls")
+    ts = pq.read_table(out / "grpc_calls").column("request_ts_ns").to_pylist()
+    assert [None if pd.isna(v) else int(v) for v in calls["request_ts_ns"]] == ts

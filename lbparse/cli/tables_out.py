@@ -26,6 +26,7 @@ from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
 from lbparse.outputs import OutputError, check_dir, signals_deferred
+from lbparse.pipeline.output import parquet_writer
 
 __all__ = ["TablesRun", "check_tables_dir", "write_tables"]
 
@@ -92,8 +93,8 @@ def _write(work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa
     w = writers.get(table)
     if w is None:
         os.mkdir(os.path.join(work, table))
-        w = writers[table] = pq.ParquetWriter(os.path.join(work, table, PART),
-                                              table_schema(table))
+        w = writers[table] = parquet_writer(os.path.join(work, table, PART),
+                                            table_schema(table))
     w.write_table(rows)
     run.rows[table] = run.rows.get(table, 0) + rows.num_rows
 

@@ -36,7 +36,7 @@ import os
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -46,7 +46,7 @@ from pyarrow.pandas_compat import get_logical_type
 from lbparse.extras import need
 
 __all__ = ["TableWriter", "WrittenFile", "attempt_id", "commit", "dataset_schema", "discard",
-           "filesystem"]
+           "filesystem", "parquet_writer"]
 
 # Rows of one table are gathered up to this much Arrow data before they are
 # written as a row group, and a task holds at most TASK_BUFFER.
@@ -112,8 +112,7 @@ class TableWriter:
             rel = f"{table}/part-{self.part}.parquet"
             self.fs.create_dir(f"{self.base}/{table}", recursive=True)
             sink = self.fs.open_output_stream(f"{self.base}/{rel}")
-            open_ = self.writers[table] = (rel, pq.ParquetWriter(sink, schema,
-                                                                 **_options(schema)), schema)
+            open_ = self.writers[table] = (rel, parquet_writer(sink, schema), schema)
             self.rows[rel] = 0
         return open_
 
@@ -156,6 +155,15 @@ class TableWriter:
             except Exception:  # noqa: BLE001  the files are discarded anyway
                 pass
         self.writers.clear()
+
+
+def parquet_writer(where: Any, schema: pa.Schema) -> pq.ParquetWriter:
+    """A Parquet writer of one table as every lbparse writer writes it (the
+    pipeline, `capture --tables`): `dataset_schema`'s pandas metadata, so
+    pandas reads integers as integers, and `_options`' dictionaries and
+    statistics. `where`: a path or an output stream."""
+    full = dataset_schema(schema)
+    return pq.ParquetWriter(where, full, **_options(full))
 
 
 def dataset_schema(schema: pa.Schema) -> pa.Schema:
