@@ -107,13 +107,27 @@ class ClientCalls:
         elif isinstance(item, GrpcCall):
             self._call(item)
 
-    def add_tables(self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+    def add_tables(self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]
+                   ) -> list[tuple[str, str]]:
         """The rows of the gRPC tables (lbparse.columnar.grpctables: the
         pipeline's output), as the records they were made of: messages in
-        time order, then each call with its Subscribe request."""
+        time order, then each call with its Subscribe request.
+
+        Returns:
+            (where, why) of each message row whose message_json is not JSON
+            (the message is then taken as undecoded, its call read on).
+        """
         first: dict[tuple[str, int], dict[str, Any]] = {}
+        bad: list[tuple[str, str]] = []
         for r in sorted(messages, key=lambda r: (r["ts_ns"] or 0, r["message_seq"])):
-            body = None if r["message_json"] is None else json.loads(r["message_json"])
+            body = None
+            if r["message_json"] is not None:
+                try:
+                    body = json.loads(r["message_json"])
+                except (ValueError, RecursionError) as exc:  # nested past Python's stack
+                    why = "nested too deep" if isinstance(exc, RecursionError) else \
+                        " ".join(str(exc).split())[:80]
+                    bad.append((f"{r['source']} position {r['position']}", why))
             self._message(GrpcMessage(r["ts_ns"], r["src"], r["dst"], r["direction"],
                                       r["stream_id"], r["method"], r["type"], r["index"],
                                       r["compressed"], r["length"], body, r["error"]))
@@ -121,6 +135,7 @@ class ClientCalls:
                 first[(r["source"], r["position"])] = body or {}
         for r in sorted(calls, key=lambda r: (r["end_ts_ns"] or 0, r["position"])):
             self._call(_call_of(r, first.get((r["source"], r["position"]))))
+        return bad
 
     def _message(self, m: GrpcMessage) -> None:
         self.messages += 1

@@ -70,12 +70,13 @@ def kind_of(path: str) -> str:
     if path == STDIN:
         return "capture"
     if os.path.isdir(path):
-        if _pipeline_dataset(path) is not None:
+        if _pipeline_dataset(path) is not None or _grpc_only_output(path):
             return "pipeline"
         if _looks_like_data_dir(path):
             return "data_dir"
         raise ValueError(f"{path}: a directory, but neither the output of `lbparse pipeline` "
-                         "(DIR/messages with Parquet files) nor a Liftbridge data directory")
+                         "or `capture --tables` (DIR/messages or DIR/grpc_calls with Parquet "
+                         "files) nor a Liftbridge data directory")
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such file or directory")
     return "capture"
@@ -88,6 +89,17 @@ def _pipeline_dataset(path: str) -> str | None:
                 for name in os.listdir(candidate)):
             return candidate
     return None
+
+
+def _grpc_only_output(path: str) -> bool:
+    """The tables of captures that held gRPC alone (`lbparse pipeline`,
+    `capture --tables`): no `messages` table (it has no row), a gRPC table
+    with Parquet files."""
+    for name in GRPC_TABLES:
+        table = os.path.join(path, name)
+        if os.path.isdir(table) and any(f.endswith(".parquet") for f in os.listdir(table)):
+            return True
+    return False
 
 
 def _looks_like_data_dir(path: str) -> bool:
@@ -240,13 +252,13 @@ def _capture_format(reader: CaptureReader) -> str:
 def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
     """The rows of `lbparse pipeline` output, in capture-time order."""
     dataset_dir = _pipeline_dataset(path)
-    assert dataset_dir is not None
+    out = path if dataset_dir is None else os.path.dirname(dataset_dir.rstrip("/"))
     layout = options.layout or _default_layout()
     summary = InputSummary(path, "pipeline")
     first: int | None = None
     last: int | None = None
     rows = 0
-    for row in _pipeline_rows(dataset_dir):
+    for row in _pipeline_rows(dataset_dir) if dataset_dir is not None else ():
         rows += 1
         kind = row["error_kind"]
         if kind is not None and kind.startswith("input:"):
@@ -265,8 +277,8 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         if options.on_progress is not None and not rows & 4095:
             options.on_progress(path, rows, 0)
     summary.extra = {"rows": rows, **_span(first, last)}
-    _pipeline_grpc(os.path.dirname(dataset_dir.rstrip("/")), agg)
-    summary_file = os.path.join(os.path.dirname(dataset_dir.rstrip("/")), "summary.json")
+    summary.problems += _pipeline_grpc(out, agg, options.on_notice)
+    summary_file = os.path.join(out, "summary.json")
     if os.path.isfile(summary_file):
         with open(summary_file) as f:
             totals = json.load(f).get("totals", {})
@@ -275,16 +287,33 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
     return summary
 
 
-def _pipeline_grpc(out: str, agg: Aggregator) -> None:
-    """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages)."""
+def _pipeline_grpc(out: str, agg: Aggregator,
+                   on_notice: Callable[[str, Notice], None] | None = None) -> int:
+    """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages);
+    the problems found in them (a message_json that is not JSON: a notice
+    naming the table, the message left undecoded)."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for name in GRPC_TABLES:
         path = os.path.join(out, name)
         # A table without rows is not written (calls that carried no message).
         rows[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table() \
             .to_pylist() if os.path.isdir(path) else []
-    if rows[GRPC_CALLS] or rows[GRPC_MESSAGES]:
-        agg.client.add_tables(rows[GRPC_CALLS], rows[GRPC_MESSAGES])
+    if not (rows[GRPC_CALLS] or rows[GRPC_MESSAGES]):
+        return 0
+    bad = agg.client.add_tables(rows[GRPC_CALLS], rows[GRPC_MESSAGES])
+    table = os.path.join(out, GRPC_MESSAGES)
+    said = [f"{where}: message_json is not JSON ({why}); the message is left undecoded"
+            for where, why in bad[:MAX_SAID]]
+    if len(bad) > MAX_SAID:
+        said.append(f"{len(bad) - MAX_SAID} more rows whose message_json is not JSON")
+    for text in said:
+        agg.notice("bad_record", None, table, text)
+        if on_notice is not None:  # a problem of the input: the command's exit status says it
+            on_notice(table, Notice("bad_record", text))
+    return len(bad)
+
+
+MAX_SAID = 20  # notices of bad rows said one by one, a table; the rest counted
 
 
 def _default_layout() -> str:
