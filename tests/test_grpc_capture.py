@@ -543,3 +543,22 @@ def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> N
                            timeout=120).stdout.splitlines()
     assert [line.split()[4] for line in table] == ["GRPC", "GRPC", "CALL", "GRPC", "CALL"]
     assert "status=5" in table[-1] and "FetchCursor" in table[-1]
+
+
+@pytest.mark.slow  # over half a second: not in make test-fast
+def test_a_call_without_a_status_says_so_in_the_table(tmp_path: Path) -> None:
+    """A call the capture cuts before its trailers has no grpc-status: the table
+    says `no status`, never Python's `status=None`."""
+    ce = hpack.Encoder()
+    req = api_pb2.FetchCursorRequest(stream="orders").SerializeToString()
+    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
+              + frame(1, 4, 1, request_headers(ce, "FetchCursor"))
+              + frame(0, 1, 1, grpc_message(req))]
+    path = h2c_capture(tmp_path / "cut.pcap", client, [SETTINGS], fin=True)
+    env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
+    out = subprocess.run([sys.executable, "-P", "-m", "lbparse", "capture", str(path),
+                          "--format", "table"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    calls = [line for line in out.stdout.splitlines() if " CALL " in line]
+    assert len(calls) == 1 and "FetchCursor" in calls[0], out.stdout
+    assert " no status " in calls[0] and "None" not in out.stdout

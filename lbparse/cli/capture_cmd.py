@@ -152,9 +152,10 @@ def grpc_row(item: GrpcMessage | GrpcCall) -> str:
     if item.request_ts is not None and item.end_ts is not None:
         took = f" {(item.end_ts - item.request_ts) / 1e6:.3f}ms"
     counts = f"{item.counts[CLIENT_TO_SERVER]}->{item.counts[SERVER_TO_CLIENT]}"
+    # a call cut before its trailers has no status: said so, not as Python's None
+    status = "no status" if item.grpc_status is None else f"status={item.grpc_status}"
     return printable(f"{rfc3339(item.end_ts or 0)}  {arrow:<43} CALL {item.method_name or '?':<24} "
-                     f"{counts:>8}  status={item.grpc_status} {item.end}{took}  "
-                     f"stream={item.stream_id}")
+                     f"{counts:>8}  {status} {item.end}{took}  stream={item.stream_id}")
 
 
 def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None,
