@@ -892,3 +892,28 @@ def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_p
         assert res.returncode == 2 and err == f"lbparse generate: -o {out}: is {kind}, not a " \
             "directory\n", err
     assert f.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_every_help_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--help` of lbparse and of each command, as a terminal of 80 columns
+    shows it: no line past 80 (21 were: long choice lists in the usage, raw
+    text and examples not wrapped)."""
+    import argparse
+    import contextlib
+    import io
+
+    from lbparse.cli import build_parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    top = build_parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {"lbparse": top.format_help()}
+    for name in sub.choices:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            build_parser(name).parse_args([name, "--help"])
+        helps[name] = out.getvalue()
+    assert len(helps) > 10
+    long = [f"{name}: {line}" for name, text in helps.items() for line in text.splitlines()
+            if len(line) > 80]
+    assert long == []

@@ -97,7 +97,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for none: `lbparse --help`, `--version` or a word that is no command)."""
     parser = Parser(
         prog="lbparse",
-        description="Read and write the Liftbridge envelope protocol (every generation), "
+        description="Read and write the Liftbridge envelope protocol (every generation),\n"
         "from captures, live NATS servers and files.",
         epilog=exit_status_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )

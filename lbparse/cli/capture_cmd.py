@@ -3,7 +3,8 @@
 FILE is pcap or pcapng (Ethernet, Linux cooked v1/v2, BSD loopback or raw
 IP; IPv4 and IPv6), or our own records from `lbparse record` (.jsonl or
 .parquet); `-` is standard input, read as it arrives (`tcpdump -U -w - |
-lbparse capture -`; each record is written out as soon as it is complete). TCP connections are reassembled, the NATS protocol is parsed,
+lbparse capture -`; each record is written out as soon as it is
+complete). TCP connections are reassembled, the NATS protocol is parsed,
 and each PUB, HPUB, MSG and HMSG becomes one record, in capture order:
 JSON Lines with ts, src, dst, direction, verb, subject, reply, sid,
 headers, payload (base64), and `envelope` or `error`.
@@ -37,7 +38,8 @@ examples:
   lbparse capture nats.pcap --subject 'foo.>'
   lbparse capture a.pcapng b.pcap --format table --stats
   lbparse capture traffic.parquet -q --stats
-  lbparse capture a.pcapng --tables out/    # then: duckdb -c "FROM 'out/messages/*.parquet'"
+  lbparse capture a.pcapng --tables out/
+  duckdb -c "FROM 'out/messages/*.parquet'"   # the tables, queried
   tcpdump -i lo -U -w - port 4222 | lbparse capture - --format table
 """
 

@@ -16,7 +16,9 @@ def layout_choices() -> list[str]:
 
 def add_layout_argument(parser: Any, default: str = "v0") -> None:
     parser.add_argument("--layout", default=default, choices=layout_choices(),
-                        help=f"envelope generation to decode as (default: {default})")
+                        metavar="LAYOUT",  # the choices are in the help, wrapped there
+                        help=f"envelope generation to decode as: {', '.join(layout_choices())} "
+                        f"(default: {default})")
 
 
 _LIMIT_HELP = {

@@ -12,7 +12,7 @@ was bad), 2 when an argument is neither a file nor hex, or a file cannot
 be opened.
 
 examples:
-  lbparse decode b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48
+  lbparse decode b90e43b40008000a0a027331         # a ServerInfoRequest
   lbparse decode --hex envelopes.txt --pretty
   cat msg.bin | lbparse decode --layout legacy
 """

@@ -9,7 +9,8 @@ MsgType, a few damaged on purpose, recorded from a real nats-server with
 tcpdump), printing the summary, where the Parquet went, and a look at
 the decoded columns (messages joined to their payload tables). Last, the
 report of that capture (`lbparse report`): one HTML page of charts,
-written beside the pipeline's output (its path is printed). --no-pipeline skips Spark (the envelopes and the report remain).
+written beside the pipeline's output (its path is printed). --no-pipeline
+skips Spark (the envelopes and the report remain).
 
 The output directory (-o DIR, default out/demo) is checked before
 anything runs, as `lbparse pipeline --overwrite` checks it: each run

@@ -17,9 +17,11 @@ every other command.)
 
 examples:
   lbparse encode --type Ack --payload '{"stream": "foo", "offset": "42"}' --crc
-  lbparse encode --type ServerInfoRequest --payload '{"id": "s1"}' --raw > req.bin
-  lbparse encode --layout flatbuffers --type Ack --payload '{"stream": "foo", "offset": "42"}'
-  lbparse encode --layout flatbuffers-draft --type Replication --payload '{"hex": "00ff"}'
+  lbparse encode --type ServerInfoRequest --payload '{"id": "s1"}' --raw >r.bin
+  lbparse encode --layout flatbuffers --type Ack \\
+      --payload '{"stream": "foo", "offset": "42"}'
+  lbparse encode --layout flatbuffers-draft --type Replication \\
+      --payload '{"hex": "00ff"}'
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # The old names: --json is JSON output everywhere else (lbparse.cli.output).
     src.add_argument("--json", dest="old_payload", help=argparse.SUPPRESS)
     src.add_argument("--json-file", dest="old_payload_file", help=argparse.SUPPRESS)
-    p.add_argument("--layout", default="v0", choices=encodable_layouts(),
-                   help="envelope generation to write (default: v0)")
+    p.add_argument("--layout", default="v0", choices=encodable_layouts(), metavar="LAYOUT",
+                   help=f"envelope generation to write: {', '.join(encodable_layouts())} "
+                   "(default: v0)")
     p.add_argument("--crc", action="store_true", help="add the CRC-32C (12-byte header)")
     p.add_argument("--raw", action="store_true", help="write raw bytes instead of hex")
     add_output_argument(p, inputs=("payload_file", "old_payload_file"), what="the envelope")

@@ -51,7 +51,8 @@ itself failed (Spark, a worker, the output's filesystem: nothing was
 written; on a first run DIR/summary.json says "outcome": "failed" with
 the reason, otherwise the earlier output is kept as it was), 130 when
 interrupted by SIGINT (Ctrl-C) or SIGTERM (one line says which, how many
-rows were done and what was kept). summary.json's "outcome" is "ok", "problems" or "failed".
+rows were done and what was kept). summary.json's "outcome" is "ok",
+"problems" or "failed".
 
 examples:
   lbparse pipeline nats.pcap -o out/

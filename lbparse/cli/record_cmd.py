@@ -1,8 +1,9 @@
 """Subscribe to a NATS server and write every message to our capture format.
 
 -o FILE.jsonl writes JSON Lines (payload base64), -o FILE.parquet writes
-Parquet (payload binary), -o - writes the JSON Lines on stdout; all hold one record per message, the fields of
-`lbparse capture`, and every lbparse reader accepts them like a pcap.
+Parquet (payload binary), -o - writes the JSON Lines on stdout; all hold
+one record per message, the fields of `lbparse capture`, and every
+lbparse reader accepts them like a pcap.
 Recording stops after --count messages, after --duration seconds, on
 Ctrl-C, SIGTERM or SIGHUP, or when a lost server does not come back
 within --reconnect-timeout; every message received is written first, and
@@ -20,7 +21,8 @@ or when the server cannot be reached.
 
 examples:
   lbparse record nats://127.0.0.1:4222 'foo.>' -o traffic.parquet --duration 60
-  lbparse record nats://127.0.0.1:4222 lb.x --count 100 -o x.jsonl --user me --password pw
+  lbparse record nats://127.0.0.1:4222 lb.x --count 100 -o x.jsonl \\
+      --user me --password pw
 """
 
 from __future__ import annotations

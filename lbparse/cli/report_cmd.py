@@ -1,9 +1,10 @@
 """Write one HTML page of what happened in a Liftbridge cluster.
 
 INPUT is a capture (pcap, pcapng; `-` reads one from stdin), a recording
-of `lbparse record` (.jsonl, .parquet), the output directory of `lbparse pipeline` (DIR or
-DIR/messages), or Liftbridge data directories (a node's, or a folder of
-them: segments, checkpoints, raft.db). Every input is read once, in a streaming pass that keeps
+of `lbparse record` (.jsonl, .parquet), the output directory of `lbparse
+pipeline` or `capture --tables` (DIR or DIR/messages), or Liftbridge data
+directories (a node's, or a folder of them: segments, checkpoints,
+raft.db). Every input is read once, in a streaming pass that keeps
 counts per time bin (the bins widen with the time span, so the page stays
 a few MB whatever the input), and the page shows:
 
@@ -30,8 +31,8 @@ The page is self-contained (Vega-Lite charts, their runtime inlined): it
 opens without a network. --json writes the data behind every chart (the
 page is rendered from exactly that data; times of charts in milliseconds,
 exact times as *_ns, nanoseconds since the epoch written as decimal
-strings by lbparse's JSON convention, with their UTC text as *_utc); --screenshot takes a PNG of the
-page in headless Chromium.
+strings by lbparse's JSON convention, with their UTC text as *_utc);
+--screenshot takes a PNG of the page in headless Chromium.
 
 Outputs (-o, --json, --screenshot) are checked before any input is read,
 as coreutils treat them: `-` is standard output; a device or a FIFO

@@ -34,7 +34,8 @@ offset range that is empty).
 
 examples:
   lbparse segments DATA/node1
-  lbparse segments DATA/node1/streams/orders --partition 0 --from-offset 10 --to-offset 20
+  lbparse segments DATA/node1/streams/orders --partition 0 \\
+      --from-offset 10 --to-offset 20
   lbparse segments DATA --format jsonl --deep | jq .value_decoded
   lbparse segments --verify DATA/node1 DATA/node2 DATA/node3
 """
