@@ -61,10 +61,11 @@ def _spark_endpoints(master: str) -> list[tuple[str, int]]:
     for item in master[len("spark://"):].split(","):
         host, sep, port = item.strip().rpartition(":")
         host = host.strip("[]")
-        if not sep or not host or not ascii_int(port, 65535):
+        number = ascii_int(port, 65535)
+        if not sep or not host or not number:
             raise ValueError(f"--master {master!r}: {item!r} is not HOST:PORT "
                              "(a standalone master is spark://HOST:PORT, port 7077 by default)")
-        out.append((host, int(port)))
+        out.append((host, number))
     return out
 
 

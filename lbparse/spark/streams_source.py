@@ -61,7 +61,6 @@ lbparse.spark.from_envelope.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -77,6 +76,7 @@ from pyspark.sql.types import StructType
 
 from lbparse.columnar import wirescan
 from lbparse.columnar.schema import message_type
+from lbparse.digits import ascii_int
 from lbparse.streams.client import (DEFAULT_TIMEOUT, MAX_TIMEOUT, StreamsClient, StreamsError,
                                     parse_servers)
 from lbparse_generated.proto import api_pb2
@@ -265,16 +265,13 @@ def _json_offsets(text: str, minimum: int, maximum: int) -> Offsets | None:
         return None
     ok = isinstance(found, dict) and all(
         isinstance(parts, dict) and all(
-            _PARTITION.fullmatch(k) and int(k) <= MAX_PARTITION and isinstance(v, int)
+            ascii_int(k, MAX_PARTITION) is not None and isinstance(v, int)
             and not isinstance(v, bool) and minimum <= v <= maximum
             for k, v in parts.items())
         for parts in found.values())
     if not ok:
         return None
     return {s: {str(int(k)): v for k, v in parts.items()} for s, parts in found.items()}
-
-
-_PARTITION = re.compile(r"[0-9]{1,10}")  # ASCII digits: str.isdigit() also takes '²'
 
 
 # -- planning (driver) -----------------------------------------------------------
