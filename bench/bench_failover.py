@@ -33,10 +33,8 @@ to run it: a run is ~15 s, the whole bench some minutes.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -225,16 +223,10 @@ def main() -> None:
         print("bench_failover: `make bench-failover` (python bench/bench_failover.py --run): "
               "a live cluster, a node killed mid-read many times, minutes")
         return
-    from support.live_cluster import LiveCluster
+    from support.live_cluster import temporary_cluster
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-failover-"))
-    cluster = LiveCluster(tmp)
-    try:
-        cluster.start()
+    with temporary_cluster("bench-failover-") as cluster:
         run(cluster, args.runs)
-    finally:
-        cluster.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(cluster: Any, runs: int) -> None:

@@ -38,10 +38,8 @@ how to run it: publishing a million messages takes minutes.
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -197,16 +195,10 @@ def main() -> None:
         print("bench_streams: `make bench-streams` (python bench/bench_streams.py --run): "
               "a live cluster and a million messages, minutes")
         return
-    from support.live_cluster import LiveCluster
+    from support.live_cluster import temporary_cluster
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-streams-"))
-    cluster = LiveCluster(tmp)
-    try:
-        cluster.start()
+    with temporary_cluster("bench-streams-") as cluster:
         run(cluster, args.messages, args.rounds)
-    finally:
-        cluster.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def run(cluster: Any, n: int, rounds: int) -> None:

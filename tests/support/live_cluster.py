@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from support.cluster import BIN
 from support.net import NATS_SERVER, free_port
@@ -223,6 +227,20 @@ class LiveCluster:
             if len(entries) > len(best):
                 best = entries
         return best
+
+
+@contextmanager
+def temporary_cluster(prefix: str) -> Iterator[LiveCluster]:
+    """A LiveCluster in a directory of its own (for the benches, outside pytest),
+    started, and stopped and removed at the end."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = LiveCluster(root)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def env_with_checkout() -> dict[str, str]:
