@@ -378,6 +378,7 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     options.decode.check()
     units = plan(list(args.inputs), options.source)
     pf.check_units(units, args.column)
+    pf.check_formats(args.inputs, units)
     if not units:
         raise ValueError(f"no input files in {', '.join(args.inputs)}")
     out_plan = outdir.check(options.out, options.overwrite, options.inputs,

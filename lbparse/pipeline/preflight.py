@@ -16,9 +16,11 @@ import re
 import socket
 from typing import Iterable, Mapping, Sequence
 
+from lbparse.capture.formats import UNKNOWN
 from lbparse.digits import ascii_int
+from lbparse.textform import printable
 
-__all__ = ["check_conf", "check_inputs", "check_master", "check_reachable",
+__all__ = ["check_conf", "check_formats", "check_inputs", "check_master", "check_reachable",
            "check_units", "start_error"]
 
 # The master URLs Spark takes (SparkContext.createTaskScheduler, SparkSubmit).
@@ -111,6 +113,50 @@ def check_units(units: Iterable[object], column: str) -> None:
         error = getattr(u, "error", None)
         if error is not None and error[0] == "input:bad_column":
             raise ValueError(error[1])
+
+
+# Formats people hand over by mistake, by their first bytes: what the line says
+# instead of the bytes in hex.
+_PACKED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
+           (b"\x28\xb5\x2f\xfd", "zstd"), (b"PK\x03\x04", "zip"))
+_SHOWN_BYTES = 40  # of a text file's start, its first line quoted
+
+
+def check_formats(paths: Sequence[str], units: Iterable[object]) -> None:
+    """Raise ValueError for a file named as an input that is in no format the
+    pipeline reads (as `lbparse capture` and `lbparse report` refuse it): a
+    mistake on the command line, said before Spark starts rather than as a
+    problem row after it. A file of that kind inside an input directory is
+    the directory's business and stays a row (input:unknown_format)."""
+    given = {os.path.abspath(p): p for p in paths if "://" not in p}
+    bad: dict[str, None] = {}
+    for u in units:
+        path = getattr(u, "path", "")
+        if getattr(u, "format", None) == UNKNOWN and path in given:
+            bad[given[path]] = None
+    if bad:
+        raise ValueError("; ".join(f"{p}: neither pcap, pcapng, JSON Lines nor Parquet "
+                                   f"({_found(p)})" for p in bad))
+
+
+def _found(path: str) -> str:
+    """What the file's first bytes look like, in a few words."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SHOWN_BYTES)
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    for magic, name in _PACKED:
+        if head.startswith(magic):
+            return f"{name}-compressed: uncompress it first"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A character cut by the end of the head is still text.
+        text = head[:exc.start].decode("utf-8") if exc.start >= len(head) - 3 else ""
+    if text and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"text: '{printable(text.splitlines()[0])}'"
+    return f"first bytes {head[:8].hex()}"
 
 
 def start_error(exc: BaseException) -> str:

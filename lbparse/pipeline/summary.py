@@ -237,8 +237,9 @@ class Summary:
         """The summary for people: one line per file, the totals, the breakdowns."""
         t = self.totals()
         head = ("input", "format", "bytes read", "packets", "messages", "gaps", "problems", "rows")
-        lines = [[_short(f.path), f.format, f.bytes_read, f.packets, f.messages, f.gaps,
-                  f.problems, f.rows] for f in self.files]
+        under, names = shown_paths([f.path for f in self.files])
+        lines = [[name, f.format, f.bytes_read, f.packets, f.messages, f.gaps,
+                  f.problems, f.rows] for name, f in zip(names, self.files)]
         shown = lines[:max_files]
         if len(lines) > max_files:
             rest = self.files[max_files:]
@@ -253,7 +254,8 @@ class Summary:
             return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                              for i, (c, w) in enumerate(zip(row, widths))).rstrip()
 
-        out = [line(head)] + [line(r) for r in cells]
+        out = [f"inputs under {under}"] if under else []
+        out += [line(head)] + [line(r) for r in cells]
         for title, (key, _) in zip(("per layout", "per MsgType", "per error kind"), BREAKDOWNS):
             out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
         if t["per_stream"]:  # stored entries of data directories
@@ -287,5 +289,52 @@ def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:
             for i, line in enumerate(lines)]
 
 
-def _short(path: str, width: int = 44) -> str:
-    return path if len(path) <= width else "…" + path[-(width - 1):]
+def shown_paths(paths: list[str], width: int = 44) -> tuple[str, list[str]]:
+    """The directory the paths share ("" if none worth saying) and each path
+    as the summary shows it: below that directory, and cut in the middle
+    (whole directories first) when longer than `width`. Cut from the left,
+    the 21 segments of a data directory all read `...0/00000000000000000000.log`;
+    rows must stay apart, so a cut that makes two rows alike is not made."""
+    under = _common_dir(paths) if len(set(paths)) > 1 else ""
+    rest = [p[len(under):] for p in paths]
+    cut = [_cut(p, width) for p in rest]
+    seen = Counter(cut)
+    return under, [c if seen[c] == 1 else p for c, p in zip(cut, rest)]
+
+
+def _common_dir(paths: list[str]) -> str:
+    """The longest directory, ending in "/", that holds every path; "" for the
+    root alone (nothing to take off)."""
+    dirs = [p.split("/")[:-1] for p in paths]
+    common: list[str] = []
+    for parts in zip(*dirs):
+        if any(part != parts[0] for part in parts):
+            break
+        common.append(parts[0])
+    prefix = "/".join(common)
+    return prefix + "/" if prefix.strip("/") else ""
+
+
+def _cut(path: str, width: int) -> str:
+    """`path` in at most `width` characters: its first directory (below the
+    common one, where paths part), then as much of its end as fits (a
+    segment's stream, partition and file name), what lies between written "…"."""
+    if len(path) <= width:
+        return path
+    root = "/" if path.startswith("/") else ""
+    parts = path[len(root):].split("/")
+    tail = [parts.pop()]
+    head = [parts.pop(0)] if len(parts) > 1 else []
+
+    def joined() -> str:
+        return root + "/".join([*head, "…", *tail] if parts else [*head, *tail])
+
+    while parts and len(root + "/".join([*head, "…", parts[-1], *tail])) <= width:
+        tail.insert(0, parts.pop())
+    while parts and len(root + "/".join([*head, parts[0], "…", *tail])) <= width:
+        head.append(parts.pop(0))
+    shown = joined()
+    if len(shown) <= width:
+        return shown
+    half = (width - 1) // 2  # a name too long by itself: cut in its middle
+    return shown[:half] + "…" + shown[-(width - 1 - half):]

@@ -1,0 +1,124 @@
+"""Smaller habits of the command line (issue #46, item 8), each through the real
+`lbparse` in a subprocess: the pipeline refuses an input in no format it reads
+before Spark starts, as `capture` and `report` do; `pipeline -q` leaves stderr
+to the summary's own problems; the pipeline's summary tells its rows apart
+when the inputs' paths differ only in their middle; `capture` prints a table
+on a terminal and JSON Lines elsewhere when no --format is given."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_cli
+
+CAPTURE = Path("/work/shared/captures/nats_verbose20.pcap")
+SAMPLE = Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap"
+
+
+def _small_capture() -> Path:
+    """A capture of a few kilobytes (the shared one where it is, else lbparse's own)."""
+    return CAPTURE if CAPTURE.exists() else SAMPLE
+
+
+def _java_that_tells(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose Java writes a file when anything starts it: Spark's
+    launcher (spark-class) runs $JAVA_HOME/bin/java first thing."""
+    home, started = tmp_path / "java-home", tmp_path / "java-was-started"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text(f"#!/bin/sh\ntouch '{started}'\nexit 1\n")
+    java.chmod(java.stat().st_mode | stat.S_IXUSR)
+    return {**os.environ, "JAVA_HOME": str(home)}, started
+
+
+# --- 1. pipeline: an input in no format it reads is refused before Spark starts ---
+
+def test_pipeline_refuses_a_text_file_at_once_without_a_jvm(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("meeting notes, not a capture\nsecond line\n")
+    env, started = _java_that_tells(tmp_path)
+    t0 = time.monotonic()
+    res = run_cli("pipeline", str(_small_capture()), str(notes), "-o", str(tmp_path / "out"),
+                  env=env, timeout=60)
+    took = time.monotonic() - t0
+    err = res.stderr.decode()
+    assert res.returncode == 2, err
+    assert err.splitlines() == [
+        f"lbparse pipeline: {notes}: neither pcap, pcapng, JSON Lines nor Parquet "
+        "(text: 'meeting notes, not a capture')"], err
+    assert not started.exists(), "a JVM was started"
+    # Spark's JVM takes 5 to 10 s to start here; the refusal is the Python alone.
+    assert took < 5, took
+    assert not (tmp_path / "out").exists()
+
+
+def test_pipeline_says_what_a_refused_file_holds(tmp_path: Path) -> None:
+    """A gzipped capture and a file of other bytes, each named with what was found."""
+    packed = tmp_path / "nats.pcap.gz"
+    packed.write_bytes(b"\x1f\x8b\x08\x00" + bytes(20))
+    other = tmp_path / "other.bin"
+    other.write_bytes(bytes(range(7, 40)))
+    env, started = _java_that_tells(tmp_path)
+    res = run_cli("pipeline", str(packed), str(other), "-o", str(tmp_path / "out"), env=env)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.decode().splitlines() == [
+        f"lbparse pipeline: {packed}: neither pcap, pcapng, JSON Lines nor Parquet "
+        f"(gzip-compressed: uncompress it first); {other}: neither pcap, pcapng, JSON Lines "
+        "nor Parquet (first bytes 0708090a0b0c0d0e)"]
+    assert not started.exists()
+
+
+# --- 3. the pipeline's summary: rows told apart ---------------------------------
+
+def test_summary_rows_differ_where_the_paths_do() -> None:
+    """Paths alike but for a directory in their middle: each row keeps that
+    directory (below the directory they share, named once above the table)."""
+    from lbparse.pipeline.summary import FileSummary, Summary
+
+    top = "/srv/captures/a-rather-long-directory-of-the-team/nightly"
+    paths = [f"{top}/run-{i:02d}/node1/metadata-raft-traffic/of-the-cluster/capture.pcapng"
+             for i in range(21)]
+    summary = Summary([FileSummary(p, "pcapng", 10, rows=1, messages=1) for p in paths],
+                      "out", "auto")
+    lines = summary.table().splitlines()
+    assert lines[0] == f"inputs under {top}/"
+    rows = [line.split("  ")[0] for line in lines[2:23]]
+    assert len(set(rows)) == 21, rows
+    for i, row in enumerate(rows):
+        assert row.startswith(f"run-{i:02d}/") and row.endswith("capture.pcapng"), row
+        assert len(row) <= 44, row
+
+
+def test_summary_rows_of_segments_keep_node_stream_and_partition() -> None:
+    """A data directory's segments (all named 00000000000000000000.log): each
+    row keeps what tells it apart, the whole path when a cut would not."""
+    from lbparse.pipeline.summary import FileSummary, Summary
+
+    log = "00000000000000000000.log"
+    paths = [f"/var/lib/liftbridge/data/node{n}/streams/{s}/{p}/{log}"
+             for n in (1, 2, 3) for s in ("orders", "__activity", "a-stream-with-a-long-name")
+             for p in (0, 1)][:21]
+    table = Summary([FileSummary(p, "segment", 10) for p in paths], "out", "auto").table()
+    lines = table.splitlines()
+    assert lines[0] == "inputs under /var/lib/liftbridge/data/"
+    rows = [line.split("  ")[0] for line in lines[2:2 + len(paths)]]
+    assert len(set(rows)) == len(paths), rows
+    for path, row in zip(paths, rows):
+        node, stream, part = path.split("/")[5], path.split("/")[7], path.split("/")[8]
+        assert row.startswith(node + "/") and row.endswith(f"{part}/{log}"), row
+        assert stream in row or "…" not in row, row
+
+
+def test_summary_of_one_long_path_keeps_both_ends() -> None:
+    from lbparse.pipeline.summary import shown_paths
+
+    path = "/home/someone/work/2026-11-28/cluster-a/captures/node1/capture-of-the-night.pcapng"
+    under, (shown,) = shown_paths([path])
+    assert under == "" and len(shown) <= 44
+    assert shown.startswith("/home/") and shown.endswith("/capture-of-the-night.pcapng"), shown
