@@ -16,6 +16,7 @@ from lbparse.report.client import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.failovers import Activity, failover_windows, lookups_model
 from lbparse.report.latency import AckLatency
+from lbparse.report.leaders import leader_terms
 from lbparse.report.nodes import SUBSCRIBED, NodeMap, node_of_subject, partition_of_subject
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
@@ -319,6 +320,8 @@ class Aggregator:
             "decoded": False, "why": self.raft_missing}
         check_leaders(cluster["metadata_leaders"], cluster["raft"].get("terms", []))
         cluster["node_silences"] = self.activity.silences(self.nodes, last)
+        cluster["leader_terms"] = leader_terms(
+            cluster, storage["raft_dbs"] if storage is not None else [], last)
         client = self.client.model()
         if client is not None:
             client["metadata_lookups"] = lookups_model(self.client.lookups, failover_windows(

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from typing import Any
 
 from lbparse.report.nodes import NodeMap
-from lbparse.report.timebins import MS, Counts, TimeAxis
+from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
 NO_RESPONDERS = b"NATS/1.0 503"
 STATUS_503 = b"\r\nStatus: 503\r\n"
@@ -88,9 +88,13 @@ class Cluster:
             name = self.nodes.name(endpoint)
             if leaders and leaders[-1]["leader"] == name:
                 leaders[-1]["end"] = last / MS
+                leaders[-1].update(exact_time("end", last))
                 leaders[-1]["answers"] += answers
             else:
-                leaders.append({"leader": name, "start": first / MS, "end": last / MS,
+                # start/end: its first and last answer, not its term's span
+                # (report.leaders has that)
+                leaders.append({"leader": name, "start": first / MS, **exact_time("start", first),
+                                "end": last / MS, **exact_time("end", last),
                                 "answers": answers, "source": "metadata answers",
                                 "leader_source": self.nodes.source(endpoint)})
         nodes = self.nodes

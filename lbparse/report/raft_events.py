@@ -20,7 +20,7 @@ from typing import Any
 
 from lbparse.raft import StreamDecoder
 from lbparse.report.partitions import Partitions
-from lbparse.report.timebins import MS, Counts, TimeAxis
+from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
 MAX_STREAMS = 4096       # transport streams decoded at once
 MAX_ENTRIES = 200_000    # log indexes remembered (entries counted once)
@@ -43,6 +43,9 @@ class RaftEvents:
         self.elections: list[dict[str, Any]] = []
         self._election_keys: set[tuple[int, str]] = set()
         self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
+        # term -> the earliest append time of its raft.db entries (hashicorp/raft's
+        # AppendedAt, where written): a new leader's first entry marks its win
+        self.db_term_first: dict[int, int] = {}
         self.entries: OrderedDict[int, None] = OrderedDict()
         self.ops = Counts(axis)
         self.untimed_ops: dict[str, int] = {}
@@ -82,18 +85,28 @@ class RaftEvents:
         if rpc.rpc == "RequestVote" and term is not None and node:
             if (term, node) not in self._election_keys and len(self.elections) < MAX_ELECTIONS:
                 self._election_keys.add((term, node))
-                self.elections.append({"t": ns / MS, "term": term, "candidate": node})
+                self.elections.append({"t": ns / MS, **exact_time("t", ns), "term": term,
+                                       "candidate": node})
         elif rpc.rpc == "AppendEntries" and term is not None and node:
             seen = self.terms.get(term)
             if seen is None:
                 if len(self.terms) < MAX_TERMS:
                     self.terms[term] = {"term": term, "leader": node, "start": ns / MS,
-                                        "end": ns / MS, "append_entries": 1}
+                                        "end": ns / MS, "append_entries": 1,
+                                        "first_ns": ns, "last_ns": ns}
             else:
-                seen["end"] = max(seen["end"], ns / MS)
+                if ns > seen["last_ns"]:
+                    seen["end"], seen["last_ns"] = ns / MS, ns
                 seen["append_entries"] += 1
             for entry in rpc.entries:
                 self._entry(ns, i, entry)
+
+    def db_entry_time(self, term: int, appended_at: int) -> None:
+        """A raft.db entry of `term` appended at `appended_at` (ns)."""
+        first = self.db_term_first.get(term)
+        if first is None or appended_at < first:
+            if first is not None or len(self.db_term_first) < MAX_TERMS:
+                self.db_term_first[term] = appended_at
 
     def untimed_entry(self, entry: Any) -> None:
         """A log entry without a time (raft.db before hashicorp/raft's AppendedAt):
@@ -148,12 +161,23 @@ class RaftEvents:
             "transport_errors": self.errors,
             "skipped_bytes": self.skipped_bytes,
             "elections": sorted(self.elections, key=lambda e: e["t"]),
-            "terms": [self.terms[t] for t in sorted(self.terms)],
+            "terms": [_term_model(self.terms[t]) for t in sorted(self.terms)],
+            "db_term_first": [{"term": t, **exact_time("first", ns)}
+                              for t, ns in sorted(self.db_term_first.items())],
             "log_ops": self.ops.rows("op", "count"),
             "log_ops_total": _sum(self.ops.totals(), self.untimed_ops),
             "log_ops_untimed": dict(sorted(self.untimed_ops.items())),
             "rpcs": self.rpcs.rows("rpc", "count"),
         }
+
+
+def _term_model(t: dict[str, Any]) -> dict[str, Any]:
+    """A term for the model: its exact first and last AppendEntries as the
+    model's exact times (`start_ns`, `end_ns`), beside the chart's ms."""
+    out = {k: v for k, v in t.items() if k not in ("first_ns", "last_ns")}
+    out.update(exact_time("start", t["first_ns"]))
+    out.update(exact_time("end", t["last_ns"]))
+    return out
 
 
 def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -243,17 +243,37 @@ def tables_html(model: dict[str, Any], section: str) -> str:
     return ""
 
 
+LEADER_ROWS_SHOWN = 200  # terms on the page; --json has them all
+
+
 def _leaders_table(cl: dict[str, Any]) -> str:
-    """The metadata leaders by their answers, how each is named, beside the Raft terms."""
+    """Each metadata leader's term, from its win to its loss (report.leaders),
+    then the nodes that answered PropagatedRequests, beside the Raft terms."""
+    terms = cl.get("leader_terms") or []
+    out = ""
+    if terms:
+        shown = terms[:LEADER_ROWS_SHOWN]
+        out = ("<h3>Metadata leaders (each term, from its win to its loss)</h3>" + _table(
+            ["leader", "term", "from", "from: inferred from", "to", "to: inferred from",
+             "seconds", "answers"],
+            [[x["leader"], "—" if x["term"] is None else x["term"], _when_of(x, "start"),
+              x["won_from"], _when_of(x, "end"), x["lost_from"], x["seconds"], x["answers"]]
+             for x in shown], {1, 6, 7})
+            + (f"<p>and {_n(len(terms) - len(shown))} terms more (in --json)</p>"
+               if len(terms) > len(shown) else ""))
     leaders = cl["metadata_leaders"]
     if not leaders:
-        return ""
+        return out
     agree = {True: "yes", False: "NO", None: "no term decoded"}
-    return "<h3>Metadata leaders (the node answering PropagatedRequests)</h3>" + _table(
-        ["from", "to", "leader", "named by", "answers", "Raft terms' leader", "agrees"],
-        [[_when(x["start"]), _when(x["end"]), x["leader"], x.get("leader_source", ""),
-          x["answers"], ", ".join(x.get("raft_leaders", [])) or "—",
-          agree[x.get("agrees_with_raft")]] for x in leaders], {4})
+    # An answer is the leader's act, but the first and last answers are not
+    # when it won and lost: a leader may go on leading long after answering.
+    return out + ("<h3>Nodes answering PropagatedRequests (the metadata leader's act; "
+                  "first and last answer, not the term)</h3>") + _table(
+        ["leader", "named by", "answers", "Raft terms' leader", "agrees", "first answer",
+         "last answer"],
+        [[x["leader"], x.get("leader_source", ""), x["answers"],
+          ", ".join(x.get("raft_leaders", [])) or "—", agree[x.get("agrees_with_raft")],
+          _when_of(x, "start"), _when_of(x, "end")] for x in leaders], {2})
 
 
 def _silences_table(cl: dict[str, Any]) -> str:

@@ -116,14 +116,20 @@ class Storage:
                 continue
             if entry.appended_at:
                 raft._entry(entry.appended_at, self.axis.index(entry.appended_at), entry)
+                raft.db_entry_time(entry.term, entry.appended_at)
             else:
                 raft.untimed_entry(entry)
         for f in store.findings:
             self._problem(f.kind, f"{f.path}" + (f" offset {f.position}"
                                                    if f.position is not None else ""), f.message)
+        vote = store.stable.get("LastVoteCand")
         self.raft_dbs.append({"node": node, "path": str(path), "entries": entries,
                               "stable": {k: v for k, v in store.stable.items()
-                                         if isinstance(v, int)}})
+                                         if isinstance(v, int)},
+                              # whom the node last voted for (in LastVoteTerm): the
+                              # votes a term's winner got, as the voters kept them
+                              "last_vote_candidate": vote.decode(errors="replace")
+                              if isinstance(vote, bytes) and vote else None})
 
     def _damage(self, findings: list[Any], row: dict[str, Any]) -> None:
         for f in findings:
