@@ -173,9 +173,10 @@ class Connection:
         self.resets: dict[int, _Reset] = {}  # by stream id, the last MAX_RESETS
 
     def notice(self, side: Side, message: str, kind: str = "grpc",
-               limit: str | None = None) -> None:
+               limit: str | None = None, info: bool = False) -> None:
+        """`info`: normal behaviour that lost nothing (lbparse.capture.notices)."""
         self.flows.out.append(Notice(kind, message, self.flows.clock.ts, side.src, side.dst,
-                                     limit=limit))
+                                     limit=limit, info=info))
 
     def _client_of(self, side: Side, request: bool) -> Side:
         if self.client is None:
@@ -215,8 +216,10 @@ class Connection:
             if call.request_ts is None:
                 call.request_ts = now
                 if headers is None:
+                    # Its cause (a gap, a block that failed, a start inside the
+                    # connection) was said when it happened, as what it is.
                     self.notice(side, f"stream {sid}: the request's headers were not decoded "
-                                "(HPACK state unknown); its method is unknown")
+                                "(HPACK state unknown); its method is unknown", info=True)
                 self._request(call, names)
             if end_stream:
                 call.client_done = True
@@ -224,7 +227,8 @@ class Connection:
             return
         if call.request_ts is None and call.first_response_ts is None:
             self.notice(side, f"stream {sid}: a response whose request the capture does not "
-                        "hold (it started before the capture); its method is unknown")
+                        "hold (it started before the capture); its method is unknown",
+                        info=True)
         if call.first_response_ts is None:
             call.first_response_ts = now
             call.http_status = names.get(":status")
@@ -258,7 +262,7 @@ class Connection:
             if not payload and not end_stream:
                 return
             self.notice(side, f"stream {sid}: DATA whose headers the capture does not hold; "
-                        "its method is unknown")
+                        "its method is unknown", info=True)
             call = self._call(side, sid, False)  # may settle which side is the client
         direction = self._direction(side)
         self._feed(side, call, direction, payload)
@@ -348,7 +352,10 @@ class Connection:
         late = self.resets.get(sid)
         method = call.method_name if call is not None else \
             late.call.method_name if late is not None else None
-        self.notice(side, f"RST_STREAM {error_name(code)} on stream {sid} ({method})")
+        # A reset is the call's own end (grpc_calls.rst_code), chosen by a peer
+        # (CANCEL: the client gave up a Subscribe): nothing of it was lost.
+        self.notice(side, f"RST_STREAM {error_name(code)} on stream {sid} ({method})",
+                    info=True)
         if call is not None:
             call.rst_code = code
             self._end(side, call, "rst_stream")
@@ -364,7 +371,7 @@ class Connection:
             late.said = True
             self.notice(side, f"stream {sid} ({late.call.method_name}): frames after its "
                         "RST_STREAM, sent before the reset reached the peer: read as the "
-                        "reset call's")
+                        "reset call's", info=True)
         return late
 
     def _holding(self) -> bool:
@@ -379,7 +386,7 @@ class Connection:
         gone = [c for s, c in self.calls.items() if s > last]
         self.notice(side, f"GOAWAY {error_name(code)}, last stream {last}"
                     f"{', ' + repr(debug[:80]) if debug else ''}; {len(gone)} open calls "
-                    "past it end unanswered")
+                    "past it end unanswered", info=True)
         for call in gone:
             self._end(side, call, "goaway")
 
@@ -391,8 +398,10 @@ class Connection:
             self._forget(sid)
         for call in list(self.calls.values()):
             assert self.client is not None  # a call was made: its client is known
+            # What the call carried up to here is read; a half-received
+            # message (_leftover, in _end) is a problem of its own.
             self.notice(self.client, f"stream {call.stream_id} ({call.method_name}): the "
-                        f"{what} ends before the call does", "incomplete")
+                        f"{what} ends before the call does", "incomplete", info=True)
             self._end(self.client, call, how)
         self.flows.open.pop(id(self), None)  # held for a late message only, if at all
 
@@ -535,7 +544,7 @@ class Side:
         if mid:
             self.conn.notice(self, "HTTP/2 from inside a connection (its start is not in the "
                              "capture): HPACK state unknown; header blocks decoded as far as "
-                             "the table seen allows")
+                             "the table seen allows", info=True)
             self.hpack_told = True
 
     @property

@@ -18,6 +18,14 @@ Kinds:
   retransmission  a second copy of TCP bytes (a retransmission, an overlap)
               differs from the bytes delivered first, which were kept; said
               once per direction of a connection (lbparse.capture.tcp)
+  grpc        something of a gRPC call or its HTTP/2 connection
+
+A notice is a *problem* (the input lost data, or could not be read as what
+it is: exit status 1, a red tile in the report, a problem row in the
+tables) unless `info` is set: then it is *information*, normal client or
+capture behaviour that lost nothing (a call the client cancelled, a call or
+connection cut by the capture's end, a connection whose start the capture
+does not hold). Information is counted and shown, never a problem.
 """
 
 from __future__ import annotations
@@ -31,11 +39,11 @@ NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_bloc
 
 
 class Notice:
-    __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit")
+    __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit", "info")
 
     def __init__(self, kind: str, message: str, ts: int | None = None, src: str | None = None,
                  dst: str | None = None, nbytes: int | None = None,
-                 limit: str | None = None) -> None:
+                 limit: str | None = None, info: bool = False) -> None:
         self.kind = kind
         self.message = message
         self.ts = ts
@@ -43,6 +51,7 @@ class Notice:
         self.dst = dst
         self.nbytes = nbytes
         self.limit = limit
+        self.info = info
 
     def to_json_dict(self) -> dict[str, Any]:
         d = {"notice": self.kind, "message": self.message,
@@ -50,11 +59,13 @@ class Notice:
              "dst": self.dst, "bytes": self.nbytes}
         if self.limit is not None:
             d["limit"] = self.limit
+        if self.info:
+            d["info"] = True
         return d
 
     def __str__(self) -> str:
         where = f"{self.src} -> {self.dst}: " if self.src else ""
-        return f"{self.kind}: {where}{self.message}"
+        return f"{'note: ' if self.info else ''}{self.kind}: {where}{self.message}"
 
     def __repr__(self) -> str:
         return f"Notice({self.kind!r}, {str(self)!r})"

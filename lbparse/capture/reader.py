@@ -87,7 +87,9 @@ class Stats:
         self.per_layout: dict[str, int] = {}
         self.per_msg_type: dict[str, int] = {}
         self.errors: dict[str, int] = {}
-        self.notices: Counter[str] = Counter()
+        self.notices: Counter[str] = Counter()  # problems only
+        # Information notices (Notice.info: normal behaviour, nothing lost), by kind
+        self.notes: Counter[str] = Counter()
         self.gap_bytes = 0
         self.controls: Counter[str] = Counter()
         self.skipped_packets = 0  # not TCP over IP, or IP fragments
@@ -117,6 +119,9 @@ class Stats:
                 self.limits[rec.error.limit] += 1
 
     def notice(self, n: Notice) -> None:
+        if n.info:
+            self.notes[n.kind] += 1
+            return
         self.notices[n.kind] += 1
         if n.limit:
             self.limits[n.limit] += 1
@@ -128,8 +133,8 @@ class Stats:
         return self.notices["gap"]
 
     FIELDS = ("messages", "packets", "bytes_read", "per_subject", "per_verb", "per_layout",
-              "per_msg_type", "errors", "notices", "gap_bytes", "controls", "skipped_packets",
-              "limits")
+              "per_msg_type", "errors", "notices", "notes", "gap_bytes", "controls",
+              "skipped_packets", "limits")
 
     def merge(self, other: "Stats") -> None:
         for name in self.FIELDS:  # named: compiled (setup.py), a Stats has no __dict__
@@ -150,7 +155,8 @@ class Stats:
             "per_verb": dict(self.per_verb), "per_layout": dict(self.per_layout),
             "per_msg_type": _most_common(self.per_msg_type),
             "errors": dict(self.errors), "gaps": self.gaps, "gap_bytes": self.gap_bytes,
-            "notices": dict(self.notices), "controls": dict(self.controls),
+            "notices": dict(self.notices), "notes": dict(self.notes),
+            "controls": dict(self.controls),
             "skipped_packets": self.skipped_packets, "limits": dict(self.limits),
         }
 

@@ -29,10 +29,12 @@ each and shows the --top N rows of each section (--all: every row, every
 subject), the NATS status messages (503s) by the subject of their request,
 and the connections by their CONNECT name.
 
-Exit status: 0 when every file was read whole, 1 when something was
-reported (gap, cut message, protocol problem, truncated file, a line of a
-recording that is not a record), 2 when a file could not be read at all
-(the other files are still read).
+Exit status: 0 when every file was read whole, 1 when a problem was
+reported (gap, cut message, protocol problem, truncated file, a limit, a
+line of a recording that is not a record), 2 when a file could not be read
+at all (the other files are still read). Notes of normal client or capture
+behaviour (a cancelled gRPC call, a call cut by the capture's end) are
+counted in one line per file, not problems.
 
 examples:
   lbparse capture nats.pcap --subject 'foo.>'
@@ -175,7 +177,8 @@ def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None 
         lines += section("per subject", d["per_subject"], top)
     for title, key in (("per verb", "per_verb"), ("per layout", "per_layout"),
                        ("per MsgType", "per_msg_type"), ("errors by kind", "errors"),
-                       ("notices", "notices"), ("limits hit", "limits"),
+                       ("notices", "notices"), ("notes (not problems)", "notes"),
+                       ("limits hit", "limits"),
                        ("control lines", "controls")):
         lines += section(title, d[key], top)
     if view is not None:
@@ -185,6 +188,26 @@ def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None 
                          "messages published and delivered")
     lines += section("gRPC calls", grpc or {}, top, "by method and grpc-status, or how they ended")
     return "\n".join(lines)
+
+
+class Notes:
+    """An input's information notices (Notice.info: a cancelled call, a call cut by
+    the capture's end...): counted, and said in one line when the input is done,
+    never a problem (the exit status stays 0 for them)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: Notice | None = None
+
+    def add(self, n: Notice) -> None:
+        self.count += 1
+        self.first = self.first or n
+
+    def say(self, name: str) -> None:
+        if self.count:
+            warn(NAME, f"{name}: {self.count} note{'s' if self.count > 1 else ''} of normal "
+                 f"client or capture behaviour, not problems (the first: {self.first})")
+        self.count, self.first = 0, None
 
 
 def grpc_key(call: GrpcCall) -> str:
@@ -232,8 +255,13 @@ def run(args: argparse.Namespace) -> int:
     reported = 0
     view = ClusterView() if args.stats else None
 
+    notes = Notes()
+
     def notice(n: Notice, name: str) -> None:
         nonlocal reported
+        if n.info:  # normal behaviour: counted, said once per file, not a problem
+            notes.add(n)
+            return
         reported += 1
         warn(NAME, f"{input_name(name)}: {n}")
 
@@ -260,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
                                    verify_crc=args.verify_crc, lenient=args.lenient,
                                    on_grpc=grpc)
             left = read_one(reader, args, left, view)
+            notes.say(input_name(name))
         except BrokenPipeError:
             raise
         except (CaptureError, OSError) as exc:  # the file as a whole cannot be read
@@ -303,6 +332,11 @@ def run_tables(args: argparse.Namespace) -> int:
     done = out.write_tables(args.tables, args.files, args.layout, verify_crc=args.verify_crc,
                             lenient=args.lenient, limits=limits_from(args),
                             on_problem=lambda kind, text: warn(NAME, text))
+    for name, said in done.notes.items():
+        notes = Notes()
+        for n in said:
+            notes.add(n)
+        notes.say(input_name(name))
     rows = ", ".join(f"{t} {n:,}" for t, n in done.rows.items())
     print(f"{args.tables}: {len(done.rows)} tables ({rows})", file=sys.stderr)
     kinds = {k for k, _ in done.problems}

@@ -42,9 +42,11 @@ symbolic link to a file are refused (a link to a device, as /dev/stdout,
 is followed unless it is another user's in a sticky shared directory).
 
 Exit status: 0 when every input was read whole, 1 when the capture reader
-noticed something (gaps, cut messages, bytes that are not NATS) or a data
-directory holds damage (all shown in the page, as are envelopes that do
-not decode), 2 when an input could not be read or the options are wrong.
+noticed a problem (gaps, cut messages, bytes that are not NATS, a limit)
+or a data directory holds damage (all shown in the page, as are envelopes
+that do not decode), 2 when an input could not be read or the options are
+wrong. Notes of normal client or capture behaviour (a cancelled gRPC call,
+a call cut by the capture's end) are shown and counted, not problems.
 
 examples:
   lbparse report cluster.pcap -o report.html
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
     def notice(name: str, n: Notice) -> None:
         nonlocal noticed
-        noticed += 1
+        noticed += not n.info  # a note (normal behaviour) is no problem
 
     start = time.monotonic()
     try:
@@ -209,7 +211,9 @@ def _summary(model: dict[str, Any], outs: dict[str, FileOutput], seconds: float)
              f"input(s) in {seconds:.1f} s; {lat['acked']:,} publishes acked, "
              f"{lat['unacked']:,} never acked; {len(changes)} partition leader changes{dated}; "
              f"{model['cluster']['no_responders_total']:,} NATS 503s; "
-             f"{model['problems']['total']:,} problems"]
+             f"{model['problems']['total']:,} problems"
+             + (f" ({notes:,} notes of normal client or capture behaviour, not problems)"
+                if (notes := model["problems"].get("notes", {}).get("total")) else "")]
     for option in ("-o", "--json", "--screenshot"):
         out = outs.get(option)
         if out is None or out.kind == "stdout":

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lbparse.capture.notices import Notice
 from lbparse.codec.limits import Limits
 from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
@@ -35,11 +36,13 @@ PART = "part-00000.parquet"
 
 @dataclass
 class TablesRun:
-    """What a run wrote: rows per table, and the inputs' problems (as
-    (kind, message): a gap, a damaged block, a file that cannot be read)."""
+    """What a run wrote: rows per table, the inputs' problems (as (kind,
+    message): a gap, a damaged block, a file that cannot be read), and per
+    input the information notices (Notice.info: normal behaviour, no rows)."""
 
     rows: dict[str, int] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: dict[str, list[Notice]] = field(default_factory=dict)
 
 
 def check_tables_dir(path: str, inputs: Sequence[str]) -> None:
@@ -61,8 +64,10 @@ def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bo
     run = TablesRun()
     try:
         for name in files:
+            notes = run.notes.setdefault(name, [])
             for tables in read_capture_tables(name, layout, verify_crc=verify_crc,
-                                              lenient=lenient, limits=limits):
+                                              lenient=lenient, limits=limits,
+                                              on_info=notes.append):
                 _problems(tables["messages"], run, on_problem)
                 for table, rows in tables.items():
                     _write(work, writers, table, rows, run)

@@ -26,22 +26,29 @@ stays light.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
 
 from lbparse.codec.limits import Limits  # light, and named in read_capture_arrow's signature
 from lbparse.extras import need
 
 if TYPE_CHECKING:
     import pyarrow as pa
-else:
-    # The annotations name pyarrow types; `typing.get_type_hints` resolves them
-    # in this module's globals. A stand-in that imports pyarrow when an
-    # attribute is asked for keeps `import lbparse` light and the hints whole.
-    class _Pyarrow:
-        def __getattr__(self, name):
-            return getattr(need("pyarrow"), name)
 
-    pa = _Pyarrow()
+    from lbparse import capture
+else:
+    # The annotations name pyarrow's types and lbparse.capture's Notice;
+    # `typing.get_type_hints` resolves them in this module's globals. A
+    # stand-in that imports the module when an attribute is asked for keeps
+    # `import lbparse` light and the hints whole.
+    class _Late:
+        def __init__(self, module):
+            self._module = module
+
+        def __getattr__(self, name):
+            return getattr(need(self._module), name)
+
+    pa = _Late("pyarrow")
+    capture = _Late("lbparse.capture")
 
 __all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "payload_records",
            "read_capture_arrow", "read_capture_tables"]
@@ -160,7 +167,8 @@ def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
 
 def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
                         verify_crc: bool = True, lenient: bool = False,
-                        batch_rows: int = 65536, limits: "Limits | None" = None
+                        batch_rows: int = 65536, limits: "Limits | None" = None,
+                        on_info: "Callable[[capture.Notice], None] | None" = None
                         ) -> "Iterator[dict[str, pa.Table]]":
     """`read_capture_arrow`'s rows as narrow tables, one dict per batch.
 
@@ -173,15 +181,21 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     messages, lbparse.columnar.grpctables), in dicts whose `"messages"` is
     empty; the bytes of its HTTP/2 connections are not NATS problem rows
     (a row that looked like HTTP/2 but was not comes last, its `position`
-    still its own).
+    still its own). What the gRPC reading lost (a limit, a message cut
+    short: lbparse.capture.notices) is a problem row of `messages`
+    (`input:KIND`), numbered after the file's own rows; what it noticed
+    that is normal behaviour (`Notice.info`: a cancelled call, a call cut
+    by the capture's end) goes to `on_info`, and is not a row.
     """
     tables_of = need("lbparse.columnar.tables").tables_of
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     grpc = need("lbparse.columnar.grpctables")
     decoder = _decoder(layout, verify_crc, lenient)
     held = grpc.Held()
+    after: dict[str, int] = {}  # source -> the position after its last row
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
         tables: dict[str, pa.Table] = tables_of(decoded)
+        _positions_after(tables["messages"], after)
         tables["messages"] = held.take(tables["messages"])
         yield tables
     # The C loop reads NATS only: a file that showed bytes that may be HTTP/2
@@ -190,12 +204,31 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     empty = need("lbparse.columnar.tables").table_schema("messages").empty_table()
     connections: set[tuple[str, str]] = set()
     for source in sorted(held.sources()):
+        notices: list[capture.Notice] = []
         for found in grpc.grpc_tables(source, limits=limits, batch_rows=batch_rows,
-                                      found=connections):
+                                      found=connections, on_notice=notices.append):
             yield {"messages": empty, **found}
+        if on_info is not None:
+            for n in notices:
+                if n.info:
+                    on_info(n)
+        rows = grpc.notice_rows(source, after.get(source, 0), notices)
+        if rows.num_rows:
+            yield {"messages": rows}
     problems, _ = held.release(connections)
     if problems.num_rows:
         yield {"messages": problems}
+
+
+def _positions_after(messages: "pa.Table", after: dict[str, int]) -> None:
+    """Note, per source, the position after the last of `messages`' rows."""
+    if not messages.num_rows:
+        return
+    pc = need("pyarrow.compute")
+    for source in pc.unique(messages.column("source")).to_pylist():
+        rows = messages.filter(pc.equal(messages.column("source"), source))
+        last = pc.max(rows.column("position")).as_py()
+        after[source] = max(after.get(source, 0), last + 1)
 
 
 def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,

@@ -28,8 +28,8 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_
 from lbparse.codec.jsonform import dumps
 from lbparse.codec.limits import Limits
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "on_connections",
-           "read_grpc"]
+__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "notice_rows",
+           "on_connections", "read_grpc"]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
 # are not a NATS control line (or one cut short) which start as HTTP/2 does,
@@ -200,7 +200,7 @@ def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None,
     http2 = reader.http2_connections
 
     def notice(n: Notice) -> None:
-        if on_notice is not None and n.src and n.dst and \
+        if on_notice is not None and n.src and n.dst and not _tcp_said(n) and \
                 (min(n.src, n.dst), max(n.src, n.dst)) in http2:
             on_notice(n)
 
@@ -212,6 +212,15 @@ def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None,
         pass  # the NATS reading of the same file has said what is wrong (a problem row)
     if found is not None:
         found |= http2
+
+
+def _tcp_said(n: Notice) -> bool:
+    """A notice of TCP reassembly (lbparse.capture.tcp: a gap, a retransmission
+    that differs, segments past max_reassembly behind a hole, the one that
+    counts its bytes): the first reading, the C loop, said it of the HTTP/2
+    connection as of any other; said again here it would count twice."""
+    return n.kind in ("gap", "retransmission") or (
+        n.kind == "limit" and n.limit == "max_reassembly" and n.nbytes is not None)
 
 
 def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None,
@@ -226,13 +235,41 @@ def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | Non
 
 
 def grpc_tables(path: str, *, limits: Limits | None = None, batch_rows: int = 65536,
-                found: set[tuple[str, str]] | None = None) -> Iterator[dict[str, pa.Table]]:
+                found: set[tuple[str, str]] | None = None,
+                on_notice: Callable[[Notice], None] | None = None
+                ) -> Iterator[dict[str, pa.Table]]:
     """The gRPC tables of capture `path` (its rows' `source`), about
     `batch_rows` rows at a time: the reader's gRPC records as they come.
-    `found` gets the connections that were HTTP/2 (for Held.release)."""
+    `found` gets the connections that were HTTP/2 (for Held.release);
+    `on_notice` each notice said of them (problems and information alike:
+    `notice_rows` makes the problems rows)."""
     rows = GrpcRows(path)
-    for _ in _reading(path, rows.add, limits, found=found):
+    for _ in _reading(path, rows.add, limits, on_notice, found):
         if len(rows) >= batch_rows:
             yield rows.flush()
     if len(rows):
         yield rows.flush()
+
+
+def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
+    """The problems among `notices` (not Notice.info) as `messages` rows, as the
+    NATS reading gives its own (error_kind `input:KIND`, the notice as
+    error_message), numbered from `first`: what the gRPC reading of `source`
+    lost is a problem of the tables as it is of the records."""
+    problems = [n for n in notices if not n.info]
+    schema = table_schema("messages", JOIN_KEYS)
+    ns = pa.array([n.ts for n in problems], pa.int64())
+    given: dict[str, pa.Array] = {
+        "source": pa.array([source] * len(problems), pa.string()),
+        "position": pa.array(range(first, first + len(problems)), pa.int64()),
+        "ts": pa.array([None if n.ts is None else n.ts // 1000 for n in problems],
+                       pa.int64()).cast(schema.field("ts").type),
+        "ts_ns": ns,
+        "src": pa.array([n.src for n in problems], pa.string()),
+        "dst": pa.array([n.dst for n in problems], pa.string()),
+        "error_kind": pa.array([f"input:{n.kind}" for n in problems], pa.string()),
+        "error_message": pa.array([f"{source}: {n}" for n in problems], pa.string()),
+    }
+    return pa.Table.from_arrays(
+        [given[f.name] if f.name in given else pa.nulls(len(problems), f.type) for f in schema],
+        schema=schema)

@@ -444,6 +444,8 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
     def flush_notices() -> None:
         for n in pending:
             stats.notice(n)
+            if n.info:  # information: counted, not a problem row
+                continue
             rows.problem(f"input:{n.kind}", f"{unit.path}: {n}", n.ts, n.src, n.dst)
         pending.clear()
 

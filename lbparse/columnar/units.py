@@ -81,7 +81,8 @@ class UnitStats:
     packets: int = 0
     gaps: int = 0
     gap_bytes: int = 0
-    notices: dict[str, int] = field(default_factory=dict)
+    notices: dict[str, int] = field(default_factory=dict)  # problems, by kind
+    notes: dict[str, int] = field(default_factory=dict)  # information (Notice.info), by kind
     file_error: str | None = None  # "input:KIND: message" when reading stopped early
 
     def __post_init__(self) -> None:
@@ -90,6 +91,9 @@ class UnitStats:
         self.connect_names: dict[str, str] = {}
 
     def notice(self, n: Notice) -> None:
+        if n.info:
+            self.notes[n.kind] = self.notes.get(n.kind, 0) + 1
+            return
         self.notices[n.kind] = self.notices.get(n.kind, 0) + 1
         if n.kind == "gap":
             self.gaps += 1

@@ -96,6 +96,7 @@ class FileSummary:
     gaps: int = 0
     gap_bytes: int = 0
     notices: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, int] = field(default_factory=dict)  # normal behaviour, not problems
     per_layout: dict[str, int] = field(default_factory=dict)
     per_msg_type: dict[str, int] = field(default_factory=dict)
     per_error_kind: dict[str, int] = field(default_factory=dict)
@@ -114,7 +115,8 @@ class FileSummary:
         for name in ("bytes_read", "packets", "messages", "problems", "rows", "gaps",
                      "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
             setattr(self, name, getattr(self, name) + u.get(name, 0))
-        for name in ("notices", "per_layout", "per_msg_type", "per_error_kind", "per_stream"):
+        for name in ("notices", "notes", "per_layout", "per_msg_type", "per_error_kind",
+                     "per_stream"):
             mine = Counter(getattr(self, name))
             mine.update(u.get(name, {}))
             setattr(self, name, dict(mine))
@@ -190,6 +192,10 @@ class Summary:
             for f in self.files:
                 c.update(getattr(f, name))
             t[name] = dict(c.most_common())
+        notes: Counter[str] = Counter()
+        for f in self.files:
+            notes.update(f.notes)
+        t["notes"] = dict(notes.most_common())
         t["entries"] = sum(f.messages for f in self.files if f.format == "segment")
         t["peak_rss_mb"] = max((f.peak_rss_mb for f in self.files), default=0.0)
         t["files_with_problems"] = sum(1 for f in self.files if f.problems)
@@ -260,6 +266,9 @@ class Summary:
             out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
         if t["per_stream"]:  # stored entries of data directories
             out += _wrapped(f"{'per stream:':<16}", [f"{k} {v:,}" for k, v in t["per_stream"].items()])
+        if t["notes"]:  # normal client or capture behaviour (a cancelled call...)
+            out += _wrapped(f"{'notes:':<16}", [f"{k} {v:,}" for k, v in t["notes"].items()]
+                            + ["(normal client or capture behaviour, not problems)"])
         # Where the tasks' lbparse was, compiled or not (a cluster's executors may differ).
         builds = list(dict.fromkeys(b for f in self.files for b in f.decoded_by))
         out += _wrapped(f"{'decoded by:':<16}", builds) if builds else []

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
-from lbparse.columnar.grpctables import Held, grpc_tables
+from lbparse.columnar.grpctables import Held, grpc_tables, notice_rows
 from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
 from lbparse.columnar.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
                                       read_segment_unit)
@@ -35,7 +35,7 @@ from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.columnar.units import INPUT_PROBLEM
 from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
                                       count_problems)
-from lbparse.capture import HOT_MODULES, compiled_modules
+from lbparse.capture import HOT_MODULES, Notice, compiled_modules
 from lbparse.columnar import crc
 
 __all__ = ["RESULT_SCHEMA", "TaskOptions", "decode_unit", "new_counts", "process_segment",
@@ -117,17 +117,28 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     # read again for its gRPC calls (lbparse.columnar.grpctables). A range of
     # a large capture cannot be: HTTP/2's state (HPACK) runs from the start.
     connections: set[tuple[str, str]] = set()
+    notices: list[Notice] = []
     if held.rows and unit.start == 0 and unit.stop < 0:
         t = time.perf_counter()
         for found in grpc_tables(unit.path, batch_rows=options.source.batch_rows,
-                                 found=connections):
+                                 found=connections, on_notice=notices.append):
             for name, table in found.items():
                 writer.write_table(name, table)
         counts["read_seconds"] += time.perf_counter() - t
+    # What the gRPC reading lost: problem rows numbered after the file's own
+    # (as read_capture_tables numbers them); its notes only counted.
+    lost = notice_rows(unit.path, unit.first_row + counts["rows"], notices)
+    if lost.num_rows:
+        _write(writer, MESSAGES, lost)
+        _count(counts, lost, 1)
+    notes = counts.setdefault("notes", {})
+    for n in notices:
+        if n.info:
+            notes[n.kind] = notes.get(n.kind, 0) + 1
     problems, http2 = held.release(connections)
     if problems.num_rows:
         _write(writer, MESSAGES, problems)
-    _uncount(counts, http2)
+    _count(counts, http2, -1)
     return counts
 
 
@@ -135,25 +146,26 @@ def _write(writer: TableWriter, name: str, table: pa.Table) -> None:
     writer.write(name, table.num_rows, {c: _array(table.column(c)) for c in table.column_names})
 
 
-def _uncount(counts: dict[str, Any], rows: pa.Table) -> None:
-    """Take the rows of HTTP/2 connections (held, then not written) out of
-    the unit's counts: the rows, problems and breakdowns decode_unit made."""
+def _count(counts: dict[str, Any], rows: pa.Table, sign: int) -> None:
+    """Problem rows into the unit's counts (`sign` 1: the rows, problems,
+    breakdowns and notices decode_unit would have made of them), or out of
+    them (-1: the rows of HTTP/2 connections, held, then not written)."""
     if not rows.num_rows:
         return
-    counts["rows"] -= rows.num_rows
-    counts["problems"] -= rows.num_rows
-    less: dict[str, Counter[str]] = {}
-    count_batch(rows, less)
-    for key, c in less.items():
-        kept = counts.get(key, {})
+    counts["rows"] += sign * rows.num_rows
+    counts["problems"] += sign * rows.num_rows
+    more: dict[str, Counter[str]] = {}
+    count_batch(rows, more)
+    for key, c in more.items():
+        kept = counts.setdefault(key, {})
         for value, n in c.items():
-            kept[value] = kept.get(value, 0) - n
+            kept[value] = kept.get(value, 0) + sign * n
             if kept[value] <= 0:
                 del kept[value]
-    notices = counts.get("notices", {})
+    notices = counts.setdefault("notices", {})
     for kind in rows.column("error_kind").to_pylist():
         name = kind[len(INPUT_PROBLEM):]
-        notices[name] = notices.get(name, 0) - 1
+        notices[name] = notices.get(name, 0) + sign
         if notices[name] <= 0:
             del notices[name]
 

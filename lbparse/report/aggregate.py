@@ -286,6 +286,10 @@ class Aggregator:
     def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
         self.problems.notice(kind, ns, where, message)
 
+    def note(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        """An information notice (lbparse.capture.Notice.info): shown, not a problem."""
+        self.problems.note(kind, ns, where, message)
+
     # -- the model ----------------------------------------------------------------
 
     def traffic_model(self) -> dict[str, Any]:

@@ -192,7 +192,14 @@ def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
     of the connections that were HTTP/2 are not problems (the record path,
     which reads HTTP/2 as it goes, has none); the others are said."""
     def said(n: Notice) -> None:
-        agg.notice(n.kind, n.ts, f"{path}: {n.src} -> {n.dst}" if n.src else path, n.message)
+        where = f"{path}: {n.src} -> {n.dst}" if n.src else path
+        if n.info:  # normal behaviour: information, not a problem
+            agg.note(n.kind, n.ts, where, n.message)
+            stats.notes[n.kind] += 1
+            if on_notice is not None:
+                on_notice(path, n)
+            return
+        agg.notice(n.kind, n.ts, where, n.message)
         stats.notices[n.kind] += 1
         if on_notice is not None:
             on_notice(path, n)
@@ -211,7 +218,10 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
     """The reference path: CaptureReader's records, one by one."""
     def notice(n: Notice) -> None:
         where = f"{path}: {n.src} -> {n.dst}" if n.src else path
-        agg.notice(n.kind, n.ts, where, n.message)
+        if n.info:  # normal behaviour: information, not a problem
+            agg.note(n.kind, n.ts, where, n.message)
+        else:
+            agg.notice(n.kind, n.ts, where, n.message)
         if options.on_notice is not None:
             options.on_notice(path, n)
 
@@ -266,6 +276,9 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
             agg.notice(kind[len("input:"):], _row_ns(row), f"{row['source']}",
                        row["error_message"] or "")
             stats.notices[kind[len("input:"):]] += 1
+            if options.on_notice is not None:  # a problem row: the run's verdict too
+                options.on_notice(path, Notice(kind[len("input:"):], row["error_message"] or "",
+                                               _row_ns(row), row["src"], row["dst"]))
             continue
         rec = _record(row)
         decode_into(rec, layout)
@@ -284,6 +297,9 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
             totals = json.load(f).get("totals", {})
         summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
                                              if k in totals}
+        # The notes (normal behaviour) are counted there, not rows: counted here too
+        for kind, n in totals.get("notes", {}).items():
+            agg.problems.count_notes(kind, n)
     return summary
 
 

@@ -18,6 +18,10 @@ class Problems:
         self.counts = Counts(axis)
         self.examples: dict[str, list[dict[str, Any]]] = {}
         self.untimed: dict[str, int] = {}  # notices without a time (a file cut short, say)
+        # Information notices (normal client or capture behaviour: a cancelled
+        # call, a call cut by the capture's end): counted and shown, never problems
+        self.notes: dict[str, int] = {}
+        self.note_examples: dict[str, list[dict[str, Any]]] = {}
 
     def error(self, ns: int, i: int, rec: Any) -> None:
         kind = f"error:{rec.error.kind}"
@@ -34,8 +38,21 @@ class Problems:
             self.counts.add(self.axis.index(ns), key)
         self._example(key, ns, where, message)
 
-    def _example(self, kind: str, ns: int | None, where: str, message: str) -> None:
-        shown = self.examples.setdefault(kind, [])
+    def note(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        """A reader's information notice (Notice.info), `kind` as named there."""
+        key = f"note:{kind}"
+        self.notes[key] = self.notes.get(key, 0) + 1
+        self._example(key, ns, where, message, self.note_examples)
+
+    def count_notes(self, kind: str, n: int) -> None:
+        """`n` information notices of `kind` known by their count only (a
+        pipeline's summary.json)."""
+        key = f"note:{kind}"
+        self.notes[key] = self.notes.get(key, 0) + n
+
+    def _example(self, kind: str, ns: int | None, where: str, message: str,
+                 examples: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        shown = (self.examples if examples is None else examples).setdefault(kind, [])
         if len(shown) < EXAMPLES:
             shown.append({"t": None if ns is None else ns / MS, **exact_time("t", ns),
                           "where": where,
@@ -47,4 +64,7 @@ class Problems:
             totals[k] = totals.get(k, 0) + n
         return {"total": sum(totals.values()), "by_kind": dict(sorted(totals.items())),
                 "over_time": self.counts.rows("kind", "count"),
-                "examples": dict(sorted(self.examples.items()))}
+                "examples": dict(sorted(self.examples.items())),
+                "notes": {"total": sum(self.notes.values()),
+                          "by_kind": dict(sorted(self.notes.items())),
+                          "examples": dict(sorted(self.note_examples.items()))}}

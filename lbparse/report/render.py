@@ -159,6 +159,9 @@ def header_html(model: dict[str, Any]) -> str:
              sum(1 for c in parts["leader_changes"] if c["leader_changed"])),
         _kpi("NATS 503 (no responders)", cl["no_responders_total"], cl["no_responders_total"] > 0),
         _kpi("problems", model["problems"]["total"], model["problems"]["total"] > 0),
+        # normal client and capture behaviour (a cancelled call...): never red
+        *([_kpi("notes (not problems)", model["problems"]["notes"]["total"])]
+          if model["problems"].get("notes", {}).get("total") else []),
     ])
     inputs = _table(["input", "format", "messages", "problems", "first", "last"],
                     [[i["path"], _format(i), i["messages"], i["problems"], _when_of(i, "first"),
@@ -233,13 +236,17 @@ def tables_html(model: dict[str, Any], section: str) -> str:
              "leader epochs (epoch@start offset)", "damage"], rows, {2, 3, 4, 5, 7})
             + f"<p>raft.db: {_e(dbs)}</p></div>")
     if section == "Problems":
-        examples = model["problems"]["examples"]
-        if not examples:
-            return ""
-        rows = [[kind, _when_of(x, "t"), x["where"], x["message"]]
-                for kind, xs in examples.items() for x in xs]
-        return "<div class=card><h3>First examples</h3>" + _table(
-            ["kind", "time", "where", "message"], rows) + "</div>"
+        out = ""
+        for title, examples in (
+                ("First examples", model["problems"]["examples"]),
+                ("Notes: normal client and capture behaviour, not problems (first examples)",
+                 model["problems"].get("notes", {}).get("examples", {}))):
+            rows = [[kind, _when_of(x, "t"), x["where"], x["message"]]
+                    for kind, xs in examples.items() for x in xs]
+            if rows:
+                out += f"<div class=card><h3>{_e(title)}</h3>" + _table(
+                    ["kind", "time", "where", "message"], rows) + "</div>"
+        return out
     return ""
 
 

@@ -1,0 +1,141 @@
+"""One verdict per file (#46): `capture`, `capture --tables`, `report` (from the
+capture by both its paths, and from the pipeline's output) and `pipeline`
+give the same problem count and the same exit status for the same file.
+
+A problem is data lost or unreadable; normal client and capture behaviour (a
+Subscribe the client cancelled, a call cut by the capture's end) is a *note*:
+counted and shown everywhere, never a problem. The files: the shared real
+captures (api-short.pcapng holds 5 RST_STREAM CANCELs and 5 calls open at the
+end) and api-short with two of a gRPC connection's segments dropped
+(`editcap`): two TCP gaps, and HTTP/2 frames lost at each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lbparse.columnar.sources import SourceOptions
+from lbparse.pipeline.job import PipelineOptions, run
+from lbparse.report import build_model
+from lbparse.report.inputs import ReadOptions
+from support.cli import run_cli
+from support.shared import LIFTBRIDGE, SHARED
+
+pytest.importorskip("altair")
+
+API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
+# Two client -> server segments of a gRPC connection (port 29392) of api-short,
+# by frame number: tshark -Y 'tcp.dstport==29392 && tcp.len>0'
+DROPPED = ("2495", "2736")
+FILES = ("api-short.pcapng", "gap.pcapng", "short.pcapng", "nats_1000.pcap",
+         "nats_verbose20.pcapng")
+NOTES = re.compile(r": (\d+) notes? of normal client or capture behaviour")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if not API_SHORT.is_file():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+    if shutil.which("editcap") is None:
+        pytest.skip("editcap (Wireshark's) is not installed")
+    d = tmp_path_factory.mktemp("verdict")
+    gap = d / "gap.pcapng"
+    subprocess.run(["editcap", str(API_SHORT), str(gap), *DROPPED], check=True,
+                   capture_output=True, timeout=60)
+    return {"api-short.pcapng": API_SHORT, "gap.pcapng": gap,
+            "short.pcapng": LIFTBRIDGE / "samples" / "short.pcapng",
+            "nats_1000.pcap": SHARED / "captures" / "nats_1000.pcap",
+            "nats_verbose20.pcapng": SHARED / "captures" / "nats_verbose20.pcapng"}
+
+
+def _said(stderr: str, path: Path) -> tuple[int, int]:
+    """(problem lines, notes) that `lbparse capture` said of `path`."""
+    problems = notes = 0
+    for line in stderr.splitlines():
+        if f": {path}: " not in line and f": {path.name}: " not in line:
+            continue
+        m = NOTES.search(line)
+        if m:
+            notes += int(m.group(1))
+        else:
+            problems += 1
+    return problems, notes
+
+
+def _notices(model: dict[str, Any]) -> tuple[int, int]:
+    """(the reader's problems, notes) in a report model; envelopes that do not
+    decode (error:*) are the data's, not the reading's."""
+    p = model["problems"]
+    return (sum(n for k, n in p["by_kind"].items() if k.startswith("notice:")),
+            p["notes"]["total"])
+
+
+@pytest.fixture(scope="module")
+def verdicts(inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempPathFactory
+             ) -> dict[str, dict[str, tuple[int, int, int]]]:
+    """Per file, per way of reading it: (exit status, problems, notes)."""
+    d = tmp_path_factory.mktemp("verdicts")
+    out: dict[str, dict[str, tuple[int, int, int]]] = {}
+    for name, path in inputs.items():
+        got: dict[str, tuple[int, int, int]] = {}
+        done = run_cli("capture", str(path), "-o", str(d / f"{name}.jsonl"))
+        got["capture"] = (done.returncode, *_said(done.stderr.decode(), path))
+        tables = d / f"{name}.tables"
+        done = run_cli("capture", str(path), "--tables", str(tables))
+        got["capture --tables"] = (done.returncode, *_said(done.stderr.decode(), path))
+        model = d / f"{name}.json"
+        done = run_cli("report", str(path), "-o", str(d / f"{name}.html"), "--json", str(model))
+        got["report"] = (done.returncode, *_notices(json.loads(model.read_text())))
+        records = build_model([str(path)], ReadOptions(fast=False))
+        got["report (records)"] = (got["report"][0], *_notices(records))
+        pipe = d / f"{name}.pipeline"
+        summary = run(spark, PipelineOptions(inputs=(str(path),), out=str(pipe),
+                                             source=SourceOptions(batch_rows=4096)))
+        totals = summary.totals()
+        got["pipeline"] = (int(summary.outcome == "problems"), totals["problems"],
+                           sum(totals["notes"].values()))
+        model = d / f"{name}.pipeline.json"
+        done = run_cli("report", str(pipe), "-o", str(d / f"{name}.p.html"), "--json", str(model))
+        got["report of the pipeline"] = (done.returncode, *_notices(json.loads(model.read_text())))
+        out[name] = got
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FILES)
+def test_every_reading_gives_one_verdict(verdicts: dict[str, dict[str, tuple[int, int, int]]],
+                                         name: str) -> None:
+    got = verdicts[name]
+    assert len(set(got.values())) == 1, got
+
+
+@pytest.mark.slow
+def test_normal_client_behaviour_is_a_note_not_a_problem(
+        verdicts: dict[str, dict[str, tuple[int, int, int]]], inputs: dict[str, Path]) -> None:
+    # tshark counts api-short's RST_STREAMs (the client cancelling Subscribes)
+    rst = subprocess.run(["tshark", "-r", str(inputs["api-short.pcapng"]), "-Y",
+                          "http2.type == 3", "-T", "fields", "-e", "frame.number",
+                          "-d", "tcp.port==29392-29394,http2"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    resets = len(rst.stdout.split())
+    assert resets > 0
+    rc, problems, notes = verdicts["api-short.pcapng"]["capture"]
+    assert (rc, problems) == (0, 0)
+    # each reset, and each call still open when its connection ended, is a note
+    assert notes > resets
+
+
+@pytest.mark.slow
+def test_data_lost_in_a_grpc_connection_is_a_problem_everywhere(
+        verdicts: dict[str, dict[str, tuple[int, int, int]]]) -> None:
+    rc, problems, notes = verdicts["gap.pcapng"]["capture --tables"]
+    # two TCP gaps, and the HTTP/2 frames lost at each: said by every reading
+    assert (rc, problems) == (1, 4)
+    assert notes == verdicts["api-short.pcapng"]["capture"][2]
