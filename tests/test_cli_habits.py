@@ -17,13 +17,7 @@ import pytest
 
 from support.cli import run_cli
 
-CAPTURE = Path("/work/shared/captures/nats_verbose20.pcap")
 SAMPLE = Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap"
-
-
-def _small_capture() -> Path:
-    """A capture of a few kilobytes (the shared one where it is, else lbparse's own)."""
-    return CAPTURE if CAPTURE.exists() else SAMPLE
 
 
 def _java_that_tells(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -44,7 +38,7 @@ def test_pipeline_refuses_a_text_file_at_once_without_a_jvm(tmp_path: Path) -> N
     notes.write_text("meeting notes, not a capture\nsecond line\n")
     env, started = _java_that_tells(tmp_path)
     t0 = time.monotonic()
-    res = run_cli("pipeline", str(_small_capture()), str(notes), "-o", str(tmp_path / "out"),
+    res = run_cli("pipeline", str(SAMPLE), str(notes), "-o", str(tmp_path / "out"),
                   env=env, timeout=60)
     took = time.monotonic() - t0
     err = res.stderr.decode()
@@ -122,3 +116,32 @@ def test_summary_of_one_long_path_keeps_both_ends() -> None:
     under, (shown,) = shown_paths([path])
     assert under == "" and len(shown) <= 44
     assert shown.startswith("/home/") and shown.endswith("/capture-of-the-night.pcapng"), shown
+
+
+# --- 2 and 3: a real run, quiet, of inputs whose paths differ in their middle ----
+
+@pytest.mark.slow
+def test_quiet_pipeline_says_only_its_summary(tmp_path: Path) -> None:
+    """`pipeline -q`: stdout holds the summary, stderr nothing at all (no JVM
+    banner, no log4j line, no progress bar of Spark's); and the summary's rows
+    of three captures at paths alike but for a directory in their middle are
+    three different rows."""
+    top = tmp_path / "captures-of-the-cluster-taken-during-the-long-night"
+    inputs = []
+    for run in ("run-01", "run-02", "run-03"):
+        path = top / run / "node1" / "metadata-raft-traffic" / "capture.pcap"
+        path.parent.mkdir(parents=True)
+        shutil.copy(SAMPLE, path)
+        inputs.append(str(path))
+    out = tmp_path / "out"
+    res = run_cli("pipeline", "-q", *inputs, "-o", str(out), "--master", "local[1]", timeout=300)
+    err, text = res.stderr.decode(), res.stdout.decode()
+    assert res.returncode == 0, err
+    assert err == "", err  # not even Java's "WARNING: Using incubator modules"
+    lines = text.splitlines()
+    assert lines[0] == f"inputs under {top}/"
+    rows = [line.split("  ")[0] for line in lines[2:5]]
+    assert rows == [f"{run}/…/metadata-raft-traffic/capture.pcap"
+                    for run in ("run-01", "run-02", "run-03")], text
+    assert lines[-1] == f"summary: {out}/summary.json"
+

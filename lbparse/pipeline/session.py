@@ -10,12 +10,20 @@ lbparse and its pinned dependencies are installed), so PYSPARK_PYTHON is
 set to it unless already set; on a loopback or local master Spark is also
 told to bind to 127.0.0.1 (SPARK_LOCAL_IP), which keeps it off the
 network and quiet about which interface it picked.
+
+A session started here is quiet (`quiet=True`, the default): what the JVM
+writes on stderr while it starts (Java's own warnings, Spark's banner) is
+held back and shown only if the start fails; from then on log4j says
+errors only, and Spark draws no progress bar of its own (the pipeline has
+its progress line, and `-q`).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 from urllib.parse import urlparse
@@ -42,8 +50,12 @@ TEST_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
 }
+# Settings of a quiet start, before the caller's (which may set them back).
+# Spark draws a progress bar on stderr in a shell, and PySpark's session is
+# a shell to it ("pyspark-shell").
+QUIET_START_CONF: dict[str, str] = {"spark.ui.showConsoleProgress": "false"}
 # Spark's startup chatter (log4j's default is INFO and WARN lines about
-# native libraries): warnings and errors of our own run still show.
+# native libraries): errors of our own run still show.
 _LOG4J = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -52,6 +64,11 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# Spark's level for a shell (PySpark's session is one to it): WARN unless
+# set here, and when it is not the root's, Spark prints "Setting default
+# log level to WARN" and how to change it, on every start.
+logger.shell.name = org.apache.spark.repl.Main
+logger.shell.level = error
 # The JVM's shutdown after an interruption (Ctrl-C: issue #25, one line and no
 # JVM trace) may interrupt the removal of Spark's scratch directories, which
 # these two log as an ERROR with a stack trace; a scratch directory left in
@@ -119,10 +136,12 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         if quiet:
             builder = builder.config("spark.driver.extraJavaOptions",
                                      f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
+            for k, v in QUIET_START_CONF.items():
+                builder = builder.config(k, v)
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
         try:
-            spark = _started(builder)
+            spark = _started(builder, HeldStderr() if quiet else None)
         except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
             raise ValueError(f"Spark did not start (--master {master}): "
                              f"{start_error(exc)}") from None
@@ -131,7 +150,59 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
     return spark
 
 
-def _started(builder: Any) -> "SparkSession":
+class HeldStderr:
+    """The JVM's stderr, through a pipe: held back while Spark starts, written
+    on (to this process's stderr) once it has started.
+
+    The JVM says things at start that no log4j setting reaches: Java's own
+    "WARNING: Using incubator modules" (Spark adds the module), and lines
+    printed before log4j is configured. A start that fails shows them all:
+    the JVM's reason (a heap too small, a bad option) is among them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.held: list[bytes] | None = []  # None: started, lines go through
+        self.relays: list[tuple[Any, threading.Thread]] = []
+
+    def attach(self, proc: Any) -> None:
+        """Relay `proc`'s stderr (a pipe) from now on, until the JVM closes it."""
+        relay = threading.Thread(target=self._relay, args=(proc.stderr,), name="JVM stderr",
+                                 daemon=True)
+        relay.start()
+        self.relays.append((proc, relay))
+
+    def _relay(self, pipe: Any) -> None:
+        with pipe:
+            for line in iter(pipe.readline, b""):
+                with self.lock:
+                    if self.held is not None:
+                        self.held.append(line)
+                        continue
+                _write_stderr(line)
+
+    def release(self, show: bool) -> None:
+        """The start is over: from now on lines go through; `show`: the held ones too."""
+        if show:  # a JVM that exited: its last words first, then the caller's line
+            for proc, relay in self.relays:
+                if proc.poll() is not None:
+                    relay.join(timeout=2)
+        with self.lock:
+            held, self.held = self.held or [], None
+        if show:
+            for line in held:
+                _write_stderr(line)
+
+
+def _write_stderr(data: bytes) -> None:
+    # fd 2 itself, as the JVM wrote before: not sys.stderr, which a caller
+    # (pytest, -o) may have swapped for its own object.
+    try:
+        os.write(2, data)
+    except OSError:  # stderr closed: nothing to tell it
+        pass
+
+
+def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
     """builder.getOrCreate(); the JVM it launched is killed if a signal stops it.
 
     PySpark starts the JVM ignoring SIGINT, and the JVM exits with this
@@ -148,18 +219,28 @@ def _started(builder: Any) -> "SparkSession":
     made: list[Any] = []
 
     def noted(*args: Any, **kwargs: Any) -> Any:
+        if stderr is not None:
+            kwargs.setdefault("stderr", subprocess.PIPE)
         made.append(launch(*args, **kwargs))
+        if stderr is not None and made[-1].stderr is not None:
+            stderr.attach(made[-1])
         return made[-1]
 
     gateway.Popen = noted
+    failed = False  # on its own: the JVM's held words are its reason
     try:
         return cast("SparkSession", builder.getOrCreate())
     except BaseException as exc:
         if not isinstance(exc, Exception):  # KeyboardInterrupt: the signal handlers'
             _kill(made, need("pyspark").SparkContext)
+        else:
+            failed = True
         raise
     finally:
         gateway.Popen = launch
+        if stderr is not None:
+            # An interruption is the pipeline's one line, without the JVM's words.
+            stderr.release(show=failed)
 
 
 def _kill(launched: list[Any], context: Any) -> None:
