@@ -7,15 +7,20 @@ on a terminal and JSON Lines elsewhere when no --format is given."""
 
 from __future__ import annotations
 
+import json
 import os
+import pty
+import re
+import select
 import shutil
 import stat
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from support.cli import run_cli
+from support.cli import LBPARSE, run_cli
 
 SAMPLE = Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap"
 
@@ -145,3 +150,71 @@ def test_quiet_pipeline_says_only_its_summary(tmp_path: Path) -> None:
                     for run in ("run-01", "run-02", "run-03")], text
     assert lines[-1] == f"summary: {out}/summary.json"
 
+
+# --- 4. capture: a table on a terminal, JSON Lines elsewhere ----------------------
+
+TABLE_ROW = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z  \S+ -> \S+")
+
+
+def _on_a_terminal(*args: str, timeout: float = 60) -> tuple[int, str]:
+    """Run `lbparse ARGS...` with its stdout on a new pseudo-terminal; its exit
+    status and what it wrote there (the terminal's CR LF as LF)."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([*LBPARSE, *args], stdout=slave, stderr=subprocess.PIPE)
+    finally:
+        os.close(slave)  # the child's copy stays: EOF (EIO) once it exits
+    got = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1.0)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 1 << 16)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            got += chunk
+        rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    return rc, got.decode().replace("\r\n", "\n")
+
+
+@pytest.mark.slow  # five runs of lbparse: most of a second
+def test_capture_prints_a_table_on_a_terminal_and_json_lines_elsewhere(tmp_path: Path) -> None:
+    rc, text = _on_a_terminal("capture", str(SAMPLE))
+    assert rc == 0, text
+    lines = text.splitlines()
+    assert lines and all(TABLE_ROW.match(line) for line in lines), lines[:3]
+    # The same run through a pipe: JSON Lines, one record each, the same many.
+    piped = run_cli("capture", str(SAMPLE))
+    assert piped.returncode == 0, piped.stderr
+    records = [json.loads(line) for line in piped.stdout.decode().splitlines()]
+    assert len(records) == len(lines) and all("ts" in r for r in records)
+    # On a terminal, into a file: JSON Lines there (the file is not the terminal).
+    out = tmp_path / "records.jsonl"
+    rc, text = _on_a_terminal("capture", str(SAMPLE), "-o", str(out))
+    assert rc == 0 and text == "", text
+    assert [json.loads(line) for line in out.read_text().splitlines()] == records
+    # Asked for, each format is what it says wherever it goes.
+    rc, text = _on_a_terminal("capture", str(SAMPLE), "--json")
+    assert rc == 0 and [json.loads(line) for line in text.splitlines()] == records
+    table = run_cli("capture", str(SAMPLE), "--format", "table")
+    assert table.stdout.decode().splitlines() == lines
+
+
+def test_capture_help_says_the_default_follows_the_output() -> None:
+    res = run_cli("capture", "--help", env={**os.environ, "COLUMNS": "80"})
+    text = " ".join(res.stdout.decode().split())
+    assert "(default: a table on a terminal, else jsonl)" in text, text

@@ -22,6 +22,8 @@ are not NATS, damaged file blocks and resource limits hit are reported on
 stderr; parsing resumes at the next control line (or file block), so no
 record is ever made of bytes that did not arrive.
 
+Without --format: a table when the output is a terminal, JSON Lines
+elsewhere (a pipe, a file, -o FILE).
 The table view shows capture times in RFC 3339, UTC. --stats folds
 subjects that differ only in a random part (reply inboxes, Raft RPC
 inboxes, per-partition replication subjects) into one NATS wildcard row
@@ -59,8 +61,9 @@ from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, G
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
-from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
-from lbparse.cli.output import add_format_arguments, add_output_argument, rfc3339
+from lbparse.cli.common import (add_layout_argument, add_limit_arguments,
+                                add_terminal_format_arguments, format_for_output, limits_from)
+from lbparse.cli.output import add_output_argument, rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
 from lbparse.digits import ascii_int
 from lbparse.extras import need
@@ -87,7 +90,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="accept what the upstream server accepts, with warnings (as decode)")
     p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
                    help="do not check the CRC-32C (as decode)")
-    add_format_arguments(p, "jsonl", jsonl="one JSON object per message", table="an aligned table")
+    add_terminal_format_arguments(p, jsonl="one JSON object per message",
+                                  table="an aligned table")
     p.add_argument("--stats", action="store_true",
                    help="print a summary on stderr at the end: messages per subject (folded), "
                    "layout and MsgType, errors by kind, gaps, bytes read, 503s, connections")
@@ -249,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         return run_tables(args)
     if args.files.count(STDIN) > 1:
         raise ValueError("'-' (stdin) can be read only once")
+    format_for_output(args)
     total = Stats()
     status = OK
     limits = limits_from(args)
@@ -320,7 +325,7 @@ def run_tables(args: argparse.Namespace) -> int:
         if getattr(args, dest):
             raise UsageError(f"{option} does not go with --tables (the tables hold every "
                              "message: filter them where you read them)")
-    if args.output != STDOUT or args.format != "jsonl":
+    if args.output != STDOUT or args.format not in (None, "jsonl"):
         raise UsageError("--tables writes its own directory: -o/--output and --format do "
                          "not go with it")
     if STDIN in args.files:

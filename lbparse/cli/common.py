@@ -1,10 +1,13 @@
-"""Options shared by the command modules: --layout, the resource limits, subjects."""
+"""Options shared by the command modules: --layout, the resource limits, subjects,
+and --format's default where the output goes."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import Any, TextIO
 
+from lbparse.cli.output import add_format_arguments
 from lbparse.codec.dispatch import DECODERS
 from lbparse.codec.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
 from lbparse.digits import ascii_int
@@ -79,6 +82,32 @@ def subject(text: str) -> str:
     return text
 
 
+# --format when it is not given: a table for a person at a terminal, JSON
+# Lines for a program (a pipe, the -o file), as `ls` prints columns only to a
+# terminal. The words are the option's help; the value is chosen at run time.
+FORMAT_BY_TERMINAL = "a table on a terminal, else jsonl"
+
+
+def add_terminal_format_arguments(p: argparse.ArgumentParser, jsonl: str, table: str) -> None:
+    """--format jsonl|table (and --json) whose default is `format_for_output`'s choice."""
+    add_format_arguments(p, FORMAT_BY_TERMINAL, jsonl=jsonl, table=table)
+    p.set_defaults(format=None)  # not given: said by format_for_output
+
+
+def format_for_output(args: argparse.Namespace, out: TextIO | None = None) -> str:
+    """args.format, set when it was not given: "table" if the output (`out`,
+    default sys.stdout: the -o file while a command runs) is a terminal,
+    else "jsonl"."""
+    if args.format is None:
+        stream = sys.stdout if out is None else out
+        try:
+            tty = stream.isatty()
+        except (AttributeError, ValueError):  # closed, or not a file at all
+            tty = False
+        args.format = "table" if tty else "jsonl"
+    return str(args.format)
+
+
 NATS_SCHEMES = ("nats", "tls", "ws", "wss")
 
 
@@ -101,5 +130,6 @@ def server_url(text: str) -> str:
     return url
 
 
-__all__ = ["NATS_SCHEMES", "add_layout_argument", "add_limit_arguments", "layout_choices",
-           "limits_from", "server_url", "subject"]
+__all__ = ["FORMAT_BY_TERMINAL", "NATS_SCHEMES", "add_layout_argument", "add_limit_arguments",
+           "add_terminal_format_arguments", "format_for_output", "layout_choices", "limits_from",
+           "server_url", "subject"]
