@@ -451,10 +451,15 @@ def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) ->
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     statuses = [d["grpc_status"] for d in lines if d.get("grpc") == "call"]
     assert statuses == [0, *[None] * len(BAD_STATUSES), 5, 0]
+    import pyarrow.parquet as pq
+
     tables = tmp_path / "tables"
     out = run_cli("capture", str(bad), str(good), "--tables", str(tables))
-    assert out.returncode in (0, 1) and b"Traceback" not in out.stderr, out.stderr[-2000:]
-    import pyarrow.parquet as pq
+    # one verdict: the tables carry the notices as problem rows, rc 1 as above
+    assert out.returncode == 1 and b"Traceback" not in out.stderr, out.stderr[-2000:]
+    said_rows = pq.read_table(tables / "messages", columns=["error_kind", "error_message"])
+    assert sum("grpc-status" in (m or "") for m in
+               said_rows.column("error_message").to_pylist()) == len(BAD_STATUSES)
     calls_table = pq.read_table(tables / "grpc_calls").to_pydict()
     assert sorted(calls_table["grpc_status"], key=lambda s: (s is None, s)) == \
         [0, 0, 5, *[None] * len(BAD_STATUSES)]
