@@ -87,3 +87,37 @@ def test_pandas_reads_every_integer_column_as_an_integer(tmp_path: Path) -> None
     calls = pd.read_parquet(out / "grpc_calls")
     ts = pq.read_table(out / "grpc_calls").column("request_ts_ns").to_pylist()
     assert [None if pd.isna(v) else int(v) for v in calls["request_ts_ns"]] == ts
+
+
+def test_the_tables_in_memory_read_as_their_files_do(tmp_path: Path) -> None:
+    """One layout everywhere: `read_capture_tables`' tables carry the schema
+    `capture --tables` writes, pandas metadata included, so `to_pandas()` on
+    them gives the dtypes `pandas.read_parquet` gives on the files (integers
+    with nulls as Int32/Int64, where they were float64)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    import lbparse
+
+    capture = shared_path("liftbridge", "samples", "api-short.pcapng")
+    out = tmp_path / "t"
+    done = run_cli("capture", str(capture), "--tables", str(out))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    memory: dict[str, list[pa.Table]] = {}
+    for batch in lbparse.read_capture_tables(capture):
+        for name, table in batch.items():
+            memory.setdefault(name, []).append(table)
+    compared = 0
+    for name, parts in memory.items():
+        table = pa.concat_tables(parts)
+        if not table.num_rows:
+            continue
+        written = pq.read_schema(next((out / name).glob("*.parquet")))
+        # (field metadata aside: Parquet names a map's value after its column)
+        assert table.schema.equals(written) and table.schema.metadata == written.metadata, name
+        frame = table.to_pandas()
+        assert frame.dtypes.to_dict() == pd.read_parquet(out / name).dtypes.to_dict(), name
+        compared += 1
+    assert compared >= 10
+    frame = pa.concat_tables(memory["messages"]).to_pandas()
+    assert str(frame["version"].dtype) == "Int32" and str(frame["crc32c"].dtype) == "Int64"

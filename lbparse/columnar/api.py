@@ -41,14 +41,14 @@ else:
     # stand-in that imports the module when an attribute is asked for keeps
     # `import lbparse` light and the hints whole.
     class _Late:
-        def __init__(self, module):
-            self._module = module
+        def __init__(self, load):
+            self._load = load
 
         def __getattr__(self, name):
-            return getattr(need(self._module), name)
+            return getattr(self._load(), name)
 
-    pa = _Late("pyarrow")
-    capture = _Late("lbparse.capture")
+    pa = _Late(lambda: need("pyarrow"))
+    capture = _Late(lambda: need("lbparse.capture"))
 
 __all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "payload_records",
            "read_capture_arrow", "read_capture_tables"]

@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lbparse.columnar.decode_arrow import Decoded
+from lbparse.columnar.pandas_meta import dataset_schema
 from lbparse.columnar.schema import (FIXED_FIELDS, GRPC_CALL_FIELDS, GRPC_MESSAGE_FIELDS,
                                      RAFT_ENTRY, RAFT_RPC, arrow_output_schema, payload_columns)
 
@@ -86,7 +87,13 @@ _OWN_SCHEMAS = {TRAFFIC: _TRAFFIC_FIELDS, RAFT_RPCS: _RPC_FIELDS,
 
 @lru_cache(maxsize=None)
 def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
-    """The schema of table `name` whose join keys are `keys`."""
+    """The schema of table `name` whose join keys are `keys`, with the `pandas`
+    metadata that makes `to_pandas()` read its integers as integers, in
+    memory as from its files (lbparse.columnar.pandas_meta)."""
+    return dataset_schema(_table_schema(name, keys))
+
+
+def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
     out = arrow_output_schema()
     if name == MESSAGES:
         return pa.schema([out.field(n) for n in MESSAGE_FIELDS
