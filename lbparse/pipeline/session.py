@@ -21,7 +21,6 @@ its progress line, and `-q`).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from contextlib import contextmanager
@@ -161,24 +160,46 @@ class HeldStderr:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.held: list[bytes] | None = []  # None: started, lines go through
+        self.held: list[bytes] | None = []  # None: started, what comes goes through
         self.relays: list[tuple[Any, threading.Thread]] = []
 
-    def attach(self, proc: Any) -> None:
-        """Relay `proc`'s stderr (a pipe) from now on, until the JVM closes it."""
-        relay = threading.Thread(target=self._relay, args=(proc.stderr,), name="JVM stderr",
+    def launch(self, popen: Any, *args: Any, **kwargs: Any) -> Any:
+        """popen(*args, **kwargs) with its stderr on a pipe of ours, relayed until
+        the JVM closes it. The pipe is read with os.read, not through a file
+        object: a daemon thread blocked inside a buffered reader can abort
+        the interpreter's exit (_enter_buffered_busy)."""
+        if "stderr" in kwargs:  # the caller's choice
+            return popen(*args, **kwargs)
+        read, write = os.pipe()
+        try:
+            proc = popen(*args, **kwargs, stderr=write)
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)  # the JVM has its copy: EOF once it exits
+        relay = threading.Thread(target=self._relay, args=(read,), name="JVM stderr",
                                  daemon=True)
         relay.start()
         self.relays.append((proc, relay))
+        return proc
 
-    def _relay(self, pipe: Any) -> None:
-        with pipe:
-            for line in iter(pipe.readline, b""):
+    def _relay(self, fd: int) -> None:
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:
+                    return
+                if not chunk:
+                    return
                 with self.lock:
                     if self.held is not None:
-                        self.held.append(line)
+                        self.held.append(chunk)
                         continue
-                _write_stderr(line)
+                _write_stderr(chunk)
+        finally:
+            os.close(fd)
 
     def release(self, show: bool) -> None:
         """The start is over: from now on lines go through; `show`: the held ones too."""
@@ -189,8 +210,8 @@ class HeldStderr:
         with self.lock:
             held, self.held = self.held or [], None
         if show:
-            for line in held:
-                _write_stderr(line)
+            for chunk in held:
+                _write_stderr(chunk)
 
 
 def _write_stderr(data: bytes) -> None:
@@ -219,11 +240,8 @@ def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
     made: list[Any] = []
 
     def noted(*args: Any, **kwargs: Any) -> Any:
-        if stderr is not None:
-            kwargs.setdefault("stderr", subprocess.PIPE)
-        made.append(launch(*args, **kwargs))
-        if stderr is not None and made[-1].stderr is not None:
-            stderr.attach(made[-1])
+        made.append(launch(*args, **kwargs) if stderr is None
+                    else stderr.launch(launch, *args, **kwargs))
         return made[-1]
 
     gateway.Popen = noted
