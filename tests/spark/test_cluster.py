@@ -152,37 +152,45 @@ def _submit(standalone: str, args: list[str], cwd: Path, env: dict[str, str] | N
 def _pipeline_args(inputs: dict[str, Path], out: Path) -> list[str]:
     # Inputs named relative to the directory spark-submit runs in, as people
     # type them: the executors run elsewhere, and must still find them. (A
-    # missing input is refused before any work: not given here.)
-    return [*(p.name for name, p in inputs.items() if name != "missing.pcap"), "--out", str(out),
+    # missing input, and a file in no format the pipeline reads, are refused
+    # before any work: not given here.)
+    return [*(p.name for name, p in inputs.items() if name not in REFUSED), "--out", str(out),
             "--layout", "v0", "--column", "data", "--subject-column", "subj",
             "--timestamp-column", "t", "--batch-rows", "16", "-q"]
+
+
+# Inputs the command line refuses before any work (the in-process run reads
+# each as one problem row), by the kind of that row
+REFUSED = {"missing.pcap": "input:unreadable", "garbage.bin": "input:unknown_format"}
 
 
 def _same_as_local(out: Path, run: dict[str, Any], spark: Any) -> dict[str, Any]:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["checks"] == []
     local = run["json"]
-    missing = next(f for f in local["files"] if f["path"].endswith("missing.pcap"))
+    refused = [f for f in local["files"] if f["path"].endswith(tuple(REFUSED))]
 
     def counts(totals: dict[str, Any]) -> dict[str, Any]:  # all but timings
         return {k: v for k, v in totals.items() if not k.endswith(("seconds", "_mb"))}
 
     got, want = counts(summary["totals"]), counts(local["totals"])
-    # the local run had missing.pcap (one problem row): take it out of its totals
+    # the local run had the refused inputs (one problem row each): out of its totals
+    n = len(REFUSED)
     for k in ("files", "rows", "problems", "files_with_problems", "rows_written"):
-        want[k] -= 1
+        want[k] -= n
     want["per_error_kind"] = dict(want["per_error_kind"])
-    want["per_error_kind"]["input:unreadable"] -= 1
+    for kind in REFUSED.values():
+        want["per_error_kind"][kind] -= 1
     want["per_error_kind"] = {k: v for k, v in want["per_error_kind"].items() if v}
-    want["per_layout"] = {k: v - (k == "(none)") for k, v in want["per_layout"].items()}
-    want["per_msg_type"] = {k: v - (k == "(none)") for k, v in want["per_msg_type"].items()}
-    assert missing["rows"] == 1
+    want["per_layout"] = {k: v - n * (k == "(none)") for k, v in want["per_layout"].items()}
+    want["per_msg_type"] = {k: v - n * (k == "(none)") for k, v in want["per_msg_type"].items()}
+    assert [f["rows"] for f in refused] == [1] * n
     assert got == want
 
     def keyed(rows: Any) -> list[tuple]:
         return sorted((r.source, r.position, r.error_kind, r.msg_type_name,
                        None if r.payload is None else bytes(r.payload)) for r in rows
-                      if not r.source.endswith("missing.pcap"))
+                      if not r.source.endswith(tuple(REFUSED)))
 
     cluster_rows = spark.read.parquet(str(out / "messages")).collect()
     assert keyed(cluster_rows) == keyed(run["rows"])
@@ -198,7 +206,7 @@ def test_pipeline_with_the_zip(standalone: str, run: dict[str, Any], inputs: dic
     code, text = _submit(standalone, ["--py-files", str(zpath), str(launcher),
                                       *_pipeline_args(inputs, out)], where)
     assert code == 1, text[-4000:]  # 1: some inputs are broken on purpose
-    assert "rows from 7 file(s)" in text, text[-4000:]
+    assert "rows from 6 file(s)" in text, text[-4000:]
     summary = _same_as_local(out, run, spark)
     # The executors decoded with the zip's lbparse, not the one installed here.
     used = {p for f in summary["files"] for p in f["decoded_by"]}

@@ -163,8 +163,11 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["entries", "notes.txt", "summary.json", *tables])
     # A run of no payloads: the payload tables go, entries and the user's files stay.
-    assert main(["pipeline", str(inputs["garbage.bin"]), "--out", str(tmp_path), "--overwrite",
-                 "-q"]) == 1
+    # (named, a file in no format is refused before any work; inside a folder, a row)
+    junk = tmp_path.parent / f"{tmp_path.name}-junk"
+    junk.mkdir()
+    (junk / "garbage.bin").symlink_to(inputs["garbage.bin"])
+    assert main(["pipeline", str(junk), "--out", str(tmp_path), "--overwrite", "-q"]) == 1
     assert json.loads((tmp_path / "summary.json").read_text())["tables"] == {
         "messages": {"path": f"{tmp_path}/messages", "rows": 1}}
     assert sorted(p.name for p in tmp_path.iterdir()) == [

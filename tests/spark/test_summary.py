@@ -96,9 +96,9 @@ def test_cli_prints_the_summary(spark: Any, inputs: dict[str, Path], tmp_path: P
     assert spark.range(1).count() == 1
     assert main(["pipeline", *good, "--out", str(tmp_path)]) == 2
     assert "exists; remove it or pass --overwrite" in capsys.readouterr().err
-    bad = [str(inputs["garbage.bin"])]
+    bad = [str(inputs["cut.pcap"])]  # a capture that ends inside a packet
     assert main(["pipeline", *bad, "--out", str(tmp_path), "--overwrite", "-q"]) == 1
-    assert "problem: input:unknown_format" in capsys.readouterr().out
+    assert "input:truncated 1" in capsys.readouterr().out  # per error kind
     # damaged input: status 1 and "problems", a crash's being 3 and "failed"
     # (test_failed_runs.py)
     assert json.loads((tmp_path / "summary.json").read_text())["outcome"] == "problems"
