@@ -17,7 +17,6 @@ import pytest
 
 from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcMessage
-from lbparse.cli.status import DATA
 from lbparse.report import render_html
 from lbparse.columnar.grpctables import grpc_tables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES
@@ -139,8 +138,8 @@ def test_the_join_is_in_the_json_and_the_page(tmp_path: Path, hand: HandJoin) ->
     page, data = tmp_path / "r.html", tmp_path / "r.json"
     res = run_cli("report", str(API_SHORT), "-o", str(page), "--json", str(data), "-q",
                   timeout=120)
-    # DATA: the capture's HTTP/2 and NATS notices are problems the report lists
-    assert res.returncode == DATA, res.stderr
+    # 0: the capture's cancelled and cut calls are notes, not problems
+    assert res.returncode == 0, res.stderr
     join = json.loads(data.read_text())["client"]["publish_join"]
     cid = next(c for c, r in hand.requests.items() if r.message and
                r.message.get("ackPolicy") == "ALL" and (r.message["stream"], c) in hand.acks)

@@ -178,6 +178,7 @@ def _same_as_local(out: Path, run: dict[str, Any], spark: Any) -> dict[str, Any]
     n = len(REFUSED)
     for k in ("files", "rows", "problems", "files_with_problems", "rows_written"):
         want[k] -= n
+    want["size"] -= sum(f["size"] for f in refused)
     want["per_error_kind"] = dict(want["per_error_kind"])
     for kind in REFUSED.values():
         want["per_error_kind"][kind] -= 1
