@@ -23,6 +23,19 @@ capture is read or Spark starts. What each kind of path gets:
   an input            refused: the same file (device and inode) as an input;
                       for a directory output, one inside an input directory
                       or holding one
+  a name that cannot be written, refused before any input is read: '' (no
+                      name), a file name ending in / (a directory's name), a
+                      part longer than NAME_MAX or a path past PATH_MAX, a
+                      parent directory that is missing, read-only (a
+                      read-only mount, an immutable directory, no write
+                      permission), an existing file that is immutable or
+                      append-only (chattr +i, +a: no rename replaces it)
+
+A temporary file never outlives the run: it is removed when the run fails,
+is interrupted, or when the rename finds the name turned into something
+else (a directory). Writing to an output that fails (a full disk: ENOSPC,
+EDQUOT; an I/O error) raises OutputFailed, naming the output and the cause,
+never an OSError that a command could take for its input's.
 
 The checks are repeated where a race could matter: a device opened in
 place is checked again on the open file (fstat), and a regular file is
@@ -33,26 +46,55 @@ become.
 from __future__ import annotations
 
 import contextlib
+import errno
+import io
 import os
 import secrets
 import signal
 import stat
+import struct
 import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
-from lbparse.scratch import replace_file
-
-__all__ = ["STDOUT", "FileOutput", "StreamedOutput", "Interrupted", "OutputError", "check_dir", "check_file",
-           "check_files", "follow_allowed", "inside", "signals_deferred"]
+__all__ = ["STDOUT", "FileOutput", "StreamedOutput", "Interrupted", "OutputError", "OutputFailed",
+           "check_dir", "check_file", "check_files", "check_folder", "follow_allowed", "inside",
+           "signals_deferred", "temp_name", "write_failed"]
 
 STDOUT = "-"
+
+# Linux's limits: a part of a path (NAME_MAX, unless the filesystem says
+# less) and a whole path with its NUL (PATH_MAX). Past them the kernel
+# says ENAMETOOLONG, at whatever step first meets the name.
+NAME_MAX = 255
+PATH_MAX = 4096
+# What a temporary name beside an output adds to the shortest name it can
+# be cut to: "." + "." + 16 hex digits + ".tmp".
+_TEMP_MIN = 22
+# chattr's flags (FS_IOC_GETFLAGS, _IOR('f', 1, long)): neither an
+# immutable nor an append-only file can be renamed over, even by root.
+_FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 1
+_IMMUTABLE_FL, _APPEND_FL = 0x10, 0x20
 
 
 class OutputError(ValueError):
     """An output lbparse will not write (a usage error: exit status 2)."""
+
+
+class OutputFailed(OutputError):
+    """Writing an output failed (a full disk, an I/O error): exit status 2,
+    one line naming the output. Not an OSError on purpose: a command that
+    takes an OSError for its input's (a file it cannot read) must not take
+    this one for it."""
+
+
+def write_failed(where: str, exc: OSError) -> OutputFailed:
+    """The OutputFailed of `exc`, raised while writing the output `where`."""
+    code = exc.errno
+    why = os.strerror(code) if isinstance(code, int) and code > 0 else (exc.strerror or str(exc))
+    return OutputFailed(f"{where}: cannot write: {why}")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -78,12 +120,17 @@ class FileOutput:
 
     def write(self, data: bytes | str) -> None:
         if self.kind == "stdout":
-            if isinstance(data, str):
-                sys.stdout.write(data)
-            else:
+            try:
+                if isinstance(data, str):
+                    sys.stdout.write(data)
+                else:
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(data)
                 sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-            sys.stdout.flush()
+            except BrokenPipeError:
+                raise  # the reader left: the caller's to say (it is no failure)
+            except OSError as exc:
+                raise write_failed("standard output", exc) from None
         elif self.kind == "in_place":
             _write_in_place(self, data.encode("utf-8") if isinstance(data, str) else data)
         else:
@@ -92,6 +139,71 @@ class FileOutput:
     @property
     def describe(self) -> str:
         return "standard output" if self.kind == "stdout" else self.path
+
+
+class OutputFile(io.FileIO):
+    """An output's open file whose write errors are OutputFailed, naming the
+    output (BrokenPipeError stays what it is: the reader left). After one
+    failure the rest is dropped: the failure was said once, and a buffer
+    flushed again when it is collected must not say it twice."""
+
+    def __init__(self, fd: int, where: str, closefd: bool = True) -> None:
+        super().__init__(fd, "wb", closefd=closefd)
+        self.where = where
+        self.failed = False
+
+    def write(self, data: object) -> int:
+        if self.failed:
+            return len(memoryview(data))  # type: ignore[arg-type]
+        try:
+            return super().write(data)  # type: ignore[arg-type]
+        except BrokenPipeError:
+            self.failed = True  # what a later flush (at exit) would write has no reader
+            raise
+        except OSError as exc:
+            self.failed = True
+            raise write_failed(self.where, exc) from None
+
+
+def temp_name(path: str, suffix: str = ".tmp") -> str:
+    """A new random name beside `path` for its temporary file (or directory):
+    `.NAME.<16 hex>.tmp`, NAME cut short so that the name fits NAME_MAX."""
+    folder, name = os.path.split(path)
+    room = _name_max(folder or ".") - (_TEMP_MIN - len(".tmp") + len(suffix))
+    stem = os.fsdecode(os.fsencode(name)[:max(room, 0)])
+    return os.path.join(folder, f".{stem}.{secrets.token_hex(8)}{suffix}")
+
+
+def _new_beside(path: str, mode: int, where: str) -> tuple[str, int]:
+    """A new file of a random name beside `path` (O_EXCL | O_NOFOLLOW), open."""
+    for _ in range(100):
+        temp = temp_name(path)
+        try:
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                 | os.O_CLOEXEC, mode)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(f"{where}: cannot make a file beside it: {exc.strerror}") from None
+    raise OutputError(f"{where}: cannot make a new file beside it")
+
+
+def _rename_over(temp: str, path: str, where: str) -> None:
+    """`temp` renamed over `path`; on failure `temp` is removed and the
+    reason said in one line (a name turned into a directory meanwhile)."""
+    try:
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        try:
+            now = os.lstat(path)
+        except OSError:
+            now = None
+        if now is not None and not stat.S_ISREG(now.st_mode):
+            raise OutputError(f"{where}: became {_kind(now.st_mode)} after it was checked; "
+                              "not replaced, nothing written") from None
+        raise OutputError(f"{where}: cannot replace it: {exc.strerror}; nothing written") from None
 
 
 class StreamedOutput:
@@ -103,7 +215,8 @@ class StreamedOutput:
     it was. A device or FIFO is written in place. With `grow_new`, a name
     that is absent is made at once under its own name (O_EXCL | O_NOFOLLOW),
     so that `tail -f` follows a recording as it grows: there is no old file
-    to keep, and `discard` removes it."""
+    to keep, and `discard` removes it. The open file's write errors are
+    OutputFailed (OutputFile); a commit that fails removes the new file."""
 
     def __init__(self, path: str, option: str, inputs: Sequence[str] = (), *,
                  grow_new: bool = False) -> None:
@@ -118,53 +231,52 @@ class StreamedOutput:
         except FileNotFoundError:
             self.mode, self.grow = 0o666, grow_new
 
+    @property
+    def where(self) -> str:
+        return f"{self.option} {self.path}"
+
     def open(self) -> BinaryIO:
         if self.in_place:
             return self._open_in_place()
         if self.grow:
             return self._make(self.path)
-        folder, name = os.path.split(self.path)
-        for _ in range(100):
-            temp = os.path.join(folder, f".{name}.{secrets.token_hex(8)}.tmp")
-            try:
-                return self._make(temp)
-            except FileExistsError:
-                continue
-        raise OutputError(f"{self.option} {self.path}: cannot make a new file beside it")
+        self.temp, fd = _new_beside(self.path, self.mode, self.where)
+        return self._wrap(fd)
+
+    def _wrap(self, fd: int) -> BinaryIO:
+        return io.BufferedWriter(OutputFile(fd, self.where))
 
     def _make(self, path: str) -> BinaryIO:
         """A new file at `path` (never one that exists, never through a link)."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, self.mode)
-        except FileExistsError:
-            if path == self.path:  # made by someone else since it was checked
-                raise OutputError(f"{self.option} {self.path}: appeared after it was "
-                                  "checked; not written") from None
-            raise
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, self.mode)
+        except FileExistsError:  # made by someone else since it was checked
+            raise OutputError(f"{self.where}: appeared after it was checked; not "
+                              "written") from None
         except OSError as exc:
-            raise OutputError(f"{self.option} {self.path}: cannot write: "
-                              f"{exc.strerror}") from None
+            raise OutputError(f"{self.where}: cannot write: {exc.strerror}") from None
         self.temp = path
-        return os.fdopen(fd, "wb")
+        return self._wrap(fd)
 
     def _open_in_place(self) -> BinaryIO:
         # No O_CREAT, no O_TRUNC: nothing is made or emptied through a link;
         # what was opened is checked, not what the name was a moment ago.
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY)
+            fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
         except OSError as exc:
-            raise OutputError(f"{self.option} {self.path}: cannot write: {exc.strerror}") from None
+            raise OutputError(f"{self.where}: cannot write: {exc.strerror}") from None
         st = os.fstat(fd)
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             os.close(fd)
-            raise OutputError(f"{self.option} {self.path}: became {_kind(st.st_mode)} after it "
+            raise OutputError(f"{self.where}: became {_kind(st.st_mode)} after it "
                               "was checked; not written")
-        return os.fdopen(fd, "wb")
+        return self._wrap(fd)
 
     def commit(self) -> None:
-        if self.temp is not None and self.temp != self.path:
-            os.replace(self.temp, self.path)
-        self.temp = None
+        temp, self.temp = self.temp, None
+        if temp is not None and temp != self.path:
+            _rename_over(temp, self.path, self.where)
 
     def discard(self) -> None:
         if self.temp is not None:
@@ -189,23 +301,31 @@ def follow_allowed(path: str, link: os.stat_result) -> bool:
 
 def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput:
     """The output file `path` (given with `option`) as it will be written, or
-    OutputError saying in one line why it will not be (see the module doc)."""
+    OutputError saying in one line why it will not be (see the module doc).
+    Nothing is read, made or opened for writing: this is what every command
+    calls before it reads any input."""
     if path == STDOUT:
         return FileOutput(option, path, "stdout")
-    where = f"{option} {path}"
+    where = _where(option, path)
+    _check_name(path, where)
+    if path.endswith("/") and not os.path.isdir(path):
+        raise OutputError(f"{where}: ends in '/', the name of a directory; give the file's name")
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        _check_folder(path, where)
+        check_folder(path, where)
         return FileOutput(option, path, "replace")
     except OSError as exc:
         raise OutputError(f"{where}: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         st = _followed(path, st, where)
     elif stat.S_ISREG(st.st_mode):
-        _check_folder(path, where)
+        check_folder(path, where)
+        _check_replaceable(path, st, where)
     _not_an_input(st, where, inputs)
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        if not _access(path, os.W_OK):
+            raise OutputError(f"{where}: cannot write: {_why_not_writable(path)}")
         return FileOutput(option, path, "in_place")
     if stat.S_ISREG(st.st_mode):
         return FileOutput(option, path, "replace")
@@ -233,12 +353,20 @@ def check_files(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str]
     return checked
 
 
-def check_dir(path: str, option: str, inputs: Sequence[str] = ()) -> None:
-    """An output directory: absent (it is made), a directory, or a link to one
-    that may be followed; never an input, inside one, or holding one."""
+def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int = 0) -> None:
+    """An output directory: absent (it is made, with the directories it needs,
+    in the nearest one that exists, which must be writable), or a writable
+    directory, or a link to one that may be followed; never an input,
+    inside one, or holding one. `deepest`: the bytes the run adds to DIR's
+    absolute path at most (its files' names), which must fit PATH_MAX."""
     if "://" in path:
         return  # another filesystem (hdfs://, s3://): its own rules
-    where = f"{option} {path}"
+    where = _where(option, path)
+    _check_name(path, where)
+    full = len(os.fsencode(os.path.abspath(path))) + deepest
+    if deepest and full >= PATH_MAX:
+        raise OutputError(f"{where}: too long: what the run writes in it would have paths of "
+                          f"{full} bytes, past PATH_MAX ({PATH_MAX - 1}); give a shorter one")
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -249,6 +377,11 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = ()) -> None:
         st = _link_target(path, st, where)
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{where}: is {_kind(st.st_mode)}, not a directory")
+    if st is not None:
+        if not _access(path, os.W_OK | os.X_OK):
+            raise OutputError(f"{where}: cannot write in it: {_why_not_writable(path)}")
+    else:
+        _check_ancestor(path, where)
     real = os.path.realpath(path)
     for inp in inputs:
         if "://" in inp or inp == STDOUT or not os.path.exists(inp):
@@ -257,6 +390,27 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = ()) -> None:
         if inside(real, other) and os.path.isdir(other):
             raise OutputError(f"{where}: is {'the input' if real == other else 'inside the input'}"
                               f" {inp}; write the output elsewhere")
+
+
+def _check_ancestor(path: str, where: str) -> None:
+    """The nearest directory of `path` that exists: where the missing ones are made."""
+    parent = path.rstrip("/") or "/"
+    for _ in range(parent.count("/") + 2):  # one step a part of the path
+        parent = os.path.dirname(parent) or "."
+        try:
+            st = os.stat(parent)
+        except FileNotFoundError:
+            if parent in (".", "/"):
+                break
+            continue
+        except OSError as exc:
+            raise OutputError(f"{where}: {parent}: {exc.strerror}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"{where}: {parent} is {_kind(st.st_mode)}, not a directory")
+        if not _access(parent, os.W_OK | os.X_OK):
+            raise OutputError(f"{where}: cannot make it in {os.path.abspath(parent)}: "
+                              f"{_why_not_writable(parent)}")
+        return
 
 
 def inside(path: str, folder: str) -> bool:
@@ -313,13 +467,131 @@ def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
                       f"{os.path.realpath(path)} itself, or - for standard output")
 
 
-def _check_folder(path: str, where: str) -> None:
-    """The directory a new file is made in (then renamed over `path`)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OutputError(f"{where}: no such directory {folder}")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{where}: cannot make a file in {folder} (permission denied)")
+def check_folder(path: str, where: str) -> None:
+    """The directory the output file `path` is made in (as a new file of a
+    random name, renamed over `path`): there, a directory, writable, with
+    room in PATH_MAX for that new file's name. Its name is taken as the
+    kernel will take it (`nodir/..` is not `.` while nodir is missing)."""
+    folder = os.path.dirname(path) or "."
+    shown = os.path.abspath(folder)
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        raise OutputError(f"{where}: no such directory {shown}") from None
+    except OSError as exc:
+        raise OutputError(f"{where}: {shown}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{where}: {shown} is {_kind(st.st_mode)}, not a directory")
+    if not _access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"{where}: cannot make a file in {shown}: {_why_not_writable(folder)}")
+    if len(os.fsencode(folder)) + 1 + _TEMP_MIN >= PATH_MAX:
+        raise OutputError(f"{where}: too long: no room in PATH_MAX ({PATH_MAX - 1} bytes) for "
+                          "the new file written beside it; give a shorter path")
+
+
+def _where(option: str, path: str) -> str:
+    return f"{option} {path if path else repr(path)}"
+
+
+def _check_name(path: str, where: str) -> None:
+    """A name the kernel takes: not empty, no NUL, each part within NAME_MAX,
+    the whole within PATH_MAX (said here, rather than ENAMETOOLONG later)."""
+    if not path:
+        raise OutputError(f"{where}: an empty name; give a name, or - for standard output")
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise OutputError(f"{where}: a name with a NUL byte in it")
+    if len(raw) >= PATH_MAX:
+        raise OutputError(f"{where}: too long: a path of {len(raw)} bytes, past PATH_MAX "
+                          f"({PATH_MAX - 1})")
+    limit = _name_max(_existing_dir(path))
+    for part in raw.split(b"/"):
+        if len(part) > limit:
+            raise OutputError(f"{where}: too long: a name of {len(part)} bytes in it, past "
+                              f"NAME_MAX ({limit} bytes a name)")
+
+
+def _existing_dir(path: str) -> str:
+    """The nearest directory above `path` that exists (for its limits)."""
+    parent = path
+    for _ in range(path.count("/") + 2):
+        parent = os.path.dirname(parent.rstrip("/")) or ("/" if path.startswith("/") else ".")
+        if os.path.isdir(parent):
+            return parent
+        if parent in (".", "/"):
+            break
+    return "."
+
+
+def _name_max(folder: str) -> int:
+    try:
+        return min(os.pathconf(folder, "PC_NAME_MAX"), NAME_MAX)
+    except (OSError, ValueError):
+        return NAME_MAX
+
+
+def _access(path: str, mode: int) -> bool:
+    """os.access as the process is (its effective ids, where the OS says so).
+    The kernel answers for a read-only mount and an immutable inode too,
+    for root as well."""
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, mode, effective_ids=effective)
+
+
+def _why_not_writable(path: str) -> str:
+    """Why `path` (found not writable) is not: the mount, chattr, or permissions."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "Read-only file system"
+    except OSError:
+        pass
+    flags = _inode_flags(path)
+    if flags & _IMMUTABLE_FL:
+        return "immutable (chattr +i)"
+    if flags & _APPEND_FL:
+        return "append-only (chattr +a)"
+    return "Permission denied"
+
+
+def _inode_flags(path: str) -> int:
+    """chattr's flags of `path` (0 where they cannot be read). Opened without
+    following a link and without blocking: a FIFO is never waited on."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
+                     | os.O_CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        import fcntl
+
+        got = fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))
+        return int.from_bytes(got[:4], sys.byteorder)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def _check_replaceable(path: str, st: os.stat_result, where: str) -> None:
+    """An existing file a rename can replace: not immutable or append-only,
+    not another user's in a sticky directory (unless we may: root, or the
+    directory is ours)."""
+    flags = _inode_flags(path)
+    if flags & (_IMMUTABLE_FL | _APPEND_FL):
+        kind = "immutable (chattr +i)" if flags & _IMMUTABLE_FL else "append-only (chattr +a)"
+        raise OutputError(f"{where}: is {kind}; it cannot be replaced")
+    uid = os.geteuid()
+    if uid == 0 or st.st_uid == uid:
+        return
+    try:
+        d = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return
+    if d.st_mode & stat.S_ISVTX and d.st_uid != uid:
+        raise OutputError(f"{where}: belongs to uid {st.st_uid} in a sticky directory; "
+                          "only its owner can replace it")
 
 
 def _not_an_input(st: os.stat_result, where: str, inputs: Sequence[str]) -> None:
@@ -354,16 +626,30 @@ def _kind(mode: int) -> str:
 
 def _write_in_place(out: FileOutput, raw: bytes) -> None:
     # No O_CREAT: this never makes a file, and a device stays a device.
-    fd = os.open(out.path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
-    with os.fdopen(fd, "wb") as f:
+    where = _where(out.option, out.path)
+    try:
+        fd = os.open(out.path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OutputError(f"{where}: cannot write: {exc.strerror}") from None
+    with OutputFile(fd, where) as f:
         st = os.fstat(fd)  # what was opened, whatever the name is now
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-            raise OutputError(f"{out.option} {out.path}: became {_kind(st.st_mode)} after it "
+            raise OutputError(f"{where}: became {_kind(st.st_mode)} after it "
                               "was checked; not written")
-        f.write(raw)
+        _write_all(f, raw)
+
+
+def _write_all(f: OutputFile, raw: bytes) -> None:
+    view = memoryview(raw)
+    while view:
+        view = view[f.write(view):]
 
 
 def _replace(out: FileOutput, data: bytes | str) -> None:
+    """`data` to the file `out.path`, whole or not at all: a new file of a
+    random name beside it (O_EXCL | O_NOFOLLOW: nothing planted there is
+    written through), renamed over it, removed on any failure."""
+    where = _where(out.option, out.path)
     keep = None
     try:
         st = os.lstat(out.path)
@@ -371,7 +657,18 @@ def _replace(out: FileOutput, data: bytes | str) -> None:
         st = None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):  # changed since it was checked
-            raise OutputError(f"{out.option} {out.path}: became {_kind(st.st_mode)} after it "
+            raise OutputError(f"{where}: became {_kind(st.st_mode)} after it "
                               "was checked; not replaced")
         keep = stat.S_IMODE(st.st_mode)  # as `>` keeps the file's permissions
-    replace_file(out.path, data, chmod=keep)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    temp, fd = _new_beside(out.path, 0o666, where)
+    try:
+        with OutputFile(fd, where) as f:
+            if keep is not None:
+                os.fchmod(fd, keep)
+            _write_all(f, raw)
+        _rename_over(temp, out.path, where)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from lbparse.codec import jsonform
 from lbparse.cli.status import UsageError, warn
-from lbparse.outputs import StreamedOutput, inside
+from lbparse.outputs import OutputFile, StreamedOutput, inside
 
 __all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
            "stdout_to"]
@@ -96,7 +96,8 @@ def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
     run = Run()
     path = getattr(args, "output", STDOUT) if getattr(args, "_stdout_file", False) else STDOUT
     if path == STDOUT or path in _STDOUT_NAMES:
-        yield run
+        with _guarded_stdout():
+            yield run
         return
     inputs = _inputs(args)
     _refuse_inside_inputs(path, inputs)
@@ -118,6 +119,37 @@ def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
             warn(command, f"{path} left as it was")
         return
     _finish(text, target, saved)
+
+
+@contextlib.contextmanager
+def _guarded_stdout() -> Iterator[None]:
+    """The process's own stdout, its write errors said as the output's
+    (OutputFailed: `standard output: cannot write: No space left on
+    device`), not an OSError a command could take for its input's. Only
+    the real stdout of the process (an in-process caller's stand-in is
+    left alone); written on the same descriptor, never closed here."""
+    real = sys.stdout
+    buffer = getattr(real, "buffer", None)
+    # PYTHONUNBUFFERED (python -u): the text layer writes on the raw file itself
+    unbuffered = isinstance(buffer, io.FileIO)
+    raw = buffer if unbuffered else getattr(buffer, "raw", None)
+    if real is not sys.__stdout__ or not isinstance(raw, io.FileIO) or \
+            not isinstance(real, io.TextIOWrapper):
+        yield
+        return
+    real.flush()
+    out = OutputFile(raw.fileno(), "standard output", closefd=False)
+    guarded = io.TextIOWrapper(out if unbuffered else io.BufferedWriter(out),
+                               encoding=real.encoding, errors=real.errors,
+                               line_buffering=real.line_buffering,
+                               write_through=real.write_through)
+    sys.stdout = guarded
+    try:
+        yield
+        guarded.flush()
+    finally:
+        if sys.stdout is guarded:
+            sys.stdout = real
 
 
 def _drop(text: io.TextIOWrapper, target: StreamedOutput, saved: Any) -> None:

@@ -5,15 +5,18 @@ the reader and decoder `lbparse pipeline` runs in its tasks) and each table
 is written as DIR/<table>/part-00000.parquet: the layout the pipeline
 writes, so what reads one reads the other. Tables without rows are not
 written. DIR is made whole beside itself and renamed into place at the
-end: a run that fails or is interrupted leaves no DIR, and an existing
-DIR with anything in it is refused before any reading.
+end: a run that fails or is interrupted leaves no DIR (and nothing
+beside it), an existing DIR with anything in it is refused before any
+reading, and so is a DIR that could not be made there (lbparse.outputs:
+a missing or read-only parent, a name too long). A write that fails (a
+full disk) is said as DIR's problem, never an input's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -26,7 +29,8 @@ from lbparse.codec.limits import Limits
 from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.outputs import OutputError, check_dir, signals_deferred
+from lbparse.outputs import (OutputError, check_dir, check_folder, signals_deferred, temp_name,
+                             write_failed)
 from lbparse.pipeline.output import parquet_writer
 
 __all__ = ["TablesRun", "check_tables_dir", "write_tables"]
@@ -51,15 +55,16 @@ def check_tables_dir(path: str, inputs: Sequence[str]) -> None:
     if os.path.isdir(path) and os.listdir(path):
         raise OutputError(f"--tables {path}: exists and is not empty; the tables are written "
                           "to a new directory (remove it or name another)")
+    # DIR is made beside itself and renamed into place: its parent is written
+    check_folder(path.rstrip("/") or path, f"--tables {path}")
 
 
 def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bool,
                  lenient: bool, limits: Limits | None,
                  on_problem: Callable[[str, str], None]) -> TablesRun:
     """Read `files` in order into the tables of DIR `path` (checked before)."""
-    parent = os.path.dirname(os.path.abspath(path))
-    work = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", dir=parent)
-    os.chmod(work, 0o777 & ~_umask())  # mkdtemp's 0700 would hide DIR from its group
+    where = f"--tables {path}"
+    work = _work_dir(path.rstrip("/") or path, where)
     writers: dict[str, pq.ParquetWriter] = {}
     run = TablesRun()
     try:
@@ -70,25 +75,55 @@ def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bo
                                               on_info=notes.append):
                 _problems(tables["messages"], run, on_problem)
                 for table, rows in tables.items():
-                    _write(work, writers, table, rows, run)
-        for w in writers.values():
-            w.close()
+                    try:
+                        _write(work, writers, table, rows, run)
+                    except OSError as exc:  # the output's (a full disk), not the input's
+                        raise write_failed(where, exc) from None
+        try:
+            for w in writers.values():
+                w.close()
+        except OSError as exc:
+            raise write_failed(where, exc) from None
         writers.clear()
         with signals_deferred():  # the swap whole or not at all
-            if os.path.isdir(path):
-                os.rmdir(path)  # empty (checked); a file put there since: the rename fails
-            os.rename(work, path)
+            try:
+                if os.path.isdir(path):
+                    os.rmdir(path)  # empty (checked); a file put there since: the rename fails
+                os.rename(work, path)
+            except OSError as exc:
+                raise OutputError(f"{where}: cannot put the tables in place: {exc.strerror}; "
+                                  "nothing written") from None
     finally:
         for w in writers.values():
-            w.close()
+            _close_quietly(w)
         shutil.rmtree(work, ignore_errors=True)
     return run
 
 
-def _umask() -> int:
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
+def _work_dir(path: str, where: str) -> str:
+    """A new directory beside `path` (a random name that fits NAME_MAX), with
+    the permissions the umask gives a new directory, as DIR would have."""
+    for _ in range(100):
+        work = temp_name(path)
+        try:
+            os.mkdir(work, 0o777)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OutputError(f"{where}: cannot make a directory beside it: "
+                              f"{exc.strerror}") from None
+        return work
+    raise OutputError(f"{where}: cannot make a new directory beside it")
+
+
+def _close_quietly(w: pq.ParquetWriter) -> None:
+    """Close a writer of a run that failed: its file goes with the work
+    directory. A close that fails (the disk that failed the run) is not
+    tried again when pyarrow collects the writer (its __del__ would print
+    a traceback)."""
+    with contextlib.suppress(Exception):
+        w.close()
+    w.is_open = False
 
 
 def _write(work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa.Table,
