@@ -371,6 +371,7 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     (ValueError: one line, exit 2); the inputs, planned, and what the output
     directory will get (pipeline.outdir)."""
     conf = _conf(args)
+    outdir.check_location(options.out, options.inputs)  # before any input is read
     if not under_spark_submit():  # spark-submit has its own --master and --conf
         pf.check_master(args.master)
         pf.check_conf(conf)

@@ -10,7 +10,10 @@ run's). Nothing else under DIR is touched: a table this run does not
 write stays (`kept`), and a user's own files elsewhere in DIR stay.
 
 Before any work (`check`): DIR is a directory or absent (lbparse.outputs:
-not an input, not inside one), and each name the run writes is absent, or
+not an input, not inside one; a directory it can write in, or one it can
+make: not read-only, not immutable, its files' paths within PATH_MAX:
+`check_location`, which `lbparse pipeline` calls before it reads any
+input), and each name the run writes is absent, or
 what an earlier run left. Without --overwrite an earlier run's table or
 summary is refused; what a run that never finished left (a table holding
 only _temporary, a summary saying "outcome": "failed") is replaced. With
@@ -49,8 +52,8 @@ import pyarrow.fs as pafs
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_names
 from lbparse.outputs import OutputError, check_dir, inside
 
-__all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "clear_stale",
-           "make_staging", "swap", "tables_written"]
+__all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "check_location",
+           "clear_stale", "make_staging", "swap", "tables_written"]
 
 MESSAGES_DIR = MESSAGES
 ENTRIES_DIR = "entries"  # lbparse.columnar.entries.ENTRIES_DIR (not imported: it loads pyspark)
@@ -91,6 +94,25 @@ def tables_written(writes_entries: bool) -> tuple[str, ...]:
     return (*tables, ENTRIES_DIR) if writes_entries else tables
 
 
+def _deepest() -> int:
+    """The most bytes a run adds to DIR's path: a task's file in the staging
+    directory (STAGING-PID-HEX/_temporary/RUN/ATTEMPT/TABLE/part-HEX.parquet),
+    with the largest pid and Spark ids there can be."""
+    staging = f"/{STAGING_PREFIX}{2**22}-{'0' * 12}"
+    attempt = f"/_temporary/{'0' * 12}/stage{2**31}-task{2**31}-attempt{2**31}"
+    table = "/" + max(tables_written(True), key=len)
+    return len(staging + attempt + table + f"/part-{'0' * 12}.parquet")
+
+
+def check_location(out: str, inputs: Sequence[str], option: str = "-o/--output") -> None:
+    """DIR as a place to write (lbparse.outputs.check_dir: a writable directory,
+    or one that can be made; its files' paths within PATH_MAX), or
+    OutputError: what `check` looks at first, and what the pipeline says
+    before it reads any input."""
+    if "://" not in out:
+        check_dir(out, option, inputs, deepest=_deepest())
+
+
 def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool,
           option: str = "-o/--output") -> OutPlan:
     """What writing DIR would replace, or OutputError (one line, before any work)."""
@@ -98,7 +120,7 @@ def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool
     if "://" in out:
         _check_remote(plan, overwrite)
         return plan
-    check_dir(out, option, inputs)
+    check_location(out, inputs, option)
     for name in plan.writes:
         path = plan.path(name)
         _not_an_input(path, inputs)
