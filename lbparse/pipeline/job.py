@@ -244,11 +244,28 @@ def _first_line(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001  the JVM may be gone already
         text = str(exc).strip()
     text = text or type(exc).__name__
+    worker = _worker_error(text)
+    if worker is not None:
+        return worker[:500]
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith(("at ", "Traceback", "File ")):
             return line[:500]
     return text[:500]
+
+
+def _worker_error(text: str) -> str | None:
+    """The exception line of the last Python traceback in `text`: a task that
+    failed in its Python worker (a full disk: `OSError: DIR: cannot write:
+    No space left on device`), whose text begins by saying only that the
+    worker failed. The traceback's first line not indented is the exception."""
+    at = text.rfind("Traceback (most recent call last):")
+    if at < 0:
+        return None
+    for line in text[at:].splitlines()[1:]:
+        if line.strip() and not line[0].isspace():
+            return line.strip()
+    return None
 
 
 def _write_failed_summary(options: PipelineOptions, units: Sequence[Unit], output: str,

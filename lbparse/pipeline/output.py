@@ -31,10 +31,11 @@ Paths may be local or any URI pyarrow.fs opens (file://, hdfs://, s3://).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -42,6 +43,7 @@ import pyarrow.parquet as pq
 
 from lbparse.columnar.pandas_meta import dataset_schema, pandas_metadata
 from lbparse.extras import need
+from lbparse.pipeline.outdir import STAGING_PREFIX
 
 __all__ = ["TableWriter", "WrittenFile", "attempt_id", "commit", "dataset_schema", "discard",
            "filesystem", "parquet_writer"]
@@ -87,7 +89,25 @@ class TableWriter:
         self.files: list[WrittenFile] = []
         self.rows: dict[str, int] = {}
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write that fails (a full disk) said as the output's, in one line:
+        the driver's last line is the exception line of this task's
+        traceback, which pyarrow words as bytes not written to some file."""
+        try:
+            yield
+        except OSError as exc:
+            code = exc.errno if isinstance(exc.errno, int) and exc.errno > 0 else None
+            why = os.strerror(code) if code is not None else str(exc)
+            # the staging directory of DIR is the task's detail: DIR is the output
+            out = self.base.split("/" + STAGING_PREFIX, 1)[0]
+            raise OSError(f"{out}: cannot write: {why}") from exc
+
     def write(self, table: str, n: int, columns: dict[str, pa.Array]) -> None:
+        with self._writing():
+            self._write(table, n, columns)
+
+    def _write(self, table: str, n: int, columns: dict[str, pa.Array]) -> None:
         if not n:
             return
         self.buffers.setdefault(table, []).append((n, columns))
@@ -138,6 +158,10 @@ class TableWriter:
         self.rows[rel] += data.num_rows
 
     def close(self) -> list[WrittenFile]:
+        with self._writing():
+            return self._close()
+
+    def _close(self) -> list[WrittenFile]:
         for table in list(self.buffers):
             self._flush(table)
         for table in list(self.writers):
