@@ -60,18 +60,9 @@ WORKSPACE: dict[str, tuple[str, ...]] = {
     "docs/examples/": (),  # the checkout's own: the files the README's examples ship with
 }
 EXAMPLES_DIR = ROOT / "docs" / "examples"
-# ../shared is the shared material itself; payloads.parquet and a.parquet
-# are a table of every reference vector's bytes (`data`) with a subject
-# (`subj`). The README's examples make or ship everything they name.
-
-
-def _payload_table(path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    hexes = [json.loads(line)["hex"] for line in VECTORS.read_text().splitlines()]
-    pq.write_table(pa.table({"data": pa.array([bytes.fromhex(h) for h in hexes], pa.binary()),
-                             "subj": [f"vectors.{i}" for i in range(len(hexes))]}), path)
+# ../shared is the shared material itself. The README's examples, and the
+# manual's but for a few names above, make or ship everything they name
+# (docs/examples/).
 
 
 def _vector(name: str) -> str:
@@ -192,34 +183,23 @@ def _pipeline_tables(text: str, work: Path) -> None:
     assert all(re.match(r"(proto|protocol|commitlog)_", n) or n in summary["tables"] for n in others), others
 
 
-def _report_inputs(work: Path) -> None:
-    """report.md's inputs beyond WORKSPACE: recording.parquet, `lbparse record`'s
-    format (nats_verbose20.pcapng's records, written by lbparse's recording
-    writer), and out/, the pipeline's tables (of nats_1000.pcap, by `lbparse
-    capture --tables`, which writes that layout without Spark)."""
-    from lbparse.capture import CaptureReader, record_writer
-
-    with record_writer(str(work / "recording.parquet")) as writer:
-        for record in CaptureReader(str(shared_path("captures", "nats_verbose20.pcapng"))):
-            writer.write(record)
-    done = _bash(f"lbparse capture {shared_path('captures', 'nats_1000.pcap')} --tables out",
-                 work, 300)
-    assert done.returncode == 0, done.stdout
-
-
 def _report_outputs(out: str, work: Path) -> None:
     page = (work / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and "vega" in page
     model = json.loads((work / "report.json").read_text())
     assert {"report", "inputs", "totals", "traffic", "latency"} <= set(model)
-    assert len(model["inputs"]) == 3  # a.pcapng b.pcap recording.parquet
+    assert len(model["inputs"]) == 3  # docs/examples/captures/'s two, recording.jsonl
     assert (work / "report.png").read_bytes().startswith(b"\x89PNG")
 
 
 def _damaged_nodes(work: Path) -> None:
     """storage.md: node1 and node2, node2's orders/0 with a flipped byte, its tail cut off."""
+    import tarfile
+
+    with tarfile.open(EXAMPLES_DIR / "data-short.tar.gz") as tar:
+        tar.extractall(work / "damaged", filter="data")
     for n in ("node1", "node2"):
-        shutil.copytree(work / "data-short" / n, work / n)
+        shutil.copytree(work / "damaged" / "data-short" / n, work / n)
     log = work / "node2" / "streams" / "orders" / "0" / "00000000000000000000.log"
     data = bytearray(log.read_bytes())
     data[data.find(b'"i":12') + 5] ^= 0x01  # a value byte of offset 4
@@ -298,11 +278,11 @@ EXAMPLES: dict[str, Example] = {
                      claims="assert list(df['msg_type_name'])[:2] == ['Publish', 'Ack']\n"
                      "assert df['error_kind'][2] == 'bad_magic'"),
     # report.md
-    "report": Example(tools=("chromium",), setup=_report_inputs, check=_report_outputs),
+    "report": Example(tools=("chromium",), check=_report_outputs),
     # storage.md
     "data-dir-layout": Example(check=_data_dir_layout),
     "segments": Example(),
-    "verify": Example(setup=_damaged_nodes, status={1: 1}),
+    "verify": Example(setup=_damaged_nodes, status={2: 1}),
     "raft": Example(),
     "raft-full": Example(cluster="liftbridge_full", loose=True, check=_shrink_isr),
     "storage-python": Example(),
@@ -372,6 +352,8 @@ def _workspace(block: Block, tmp: Path, short_data: Callable[[], Path]) -> Path:
         if not re.search(rf"(?<![\w/.-]){re.escape(key)}{end}", block.text):
             continue
         name = key.rstrip("/")
+        if name == "data-short" and "docs/examples/data-short.tar.gz" in block.text:
+            continue  # the block extracts its own
         if name == "docs/examples":
             (work / "docs").mkdir()
             (work / name).symlink_to(EXAMPLES_DIR)
@@ -386,9 +368,6 @@ def _workspace(block: Block, tmp: Path, short_data: Callable[[], Path]) -> Path:
             (work / name / source.name).symlink_to(source)
         else:
             (work / name).symlink_to(source)
-    for name in ("payloads.parquet", "a.parquet"):
-        if name in block.text:
-            _payload_table(work / name)
     return work
 
 
