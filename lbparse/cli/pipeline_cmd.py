@@ -64,7 +64,6 @@ examples:
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 import threading
@@ -80,7 +79,9 @@ from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, outdir
+from lbparse.pipeline import interrupts
 from lbparse.pipeline import preflight as pf
+from lbparse.pipeline.interrupts import Interrupts
 from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
 
 # Spark is imported when the command runs (the job, through lbparse.extras.need),
@@ -139,33 +140,25 @@ def add_output_argument(p: argparse.ArgumentParser, required: bool, help: str,
 
 
 class Signals:
-    """SIGINT and SIGTERM raise Interrupted in the main thread, once: a second
-    signal while the run cleans up is not a second interruption (it would
-    break the cleanup with a traceback).
-
-    Python may run the handler where an exception cannot go anywhere (a
-    fork hook of subprocess while Spark starts, a finalizer): Python then
-    reports it as "Exception ignored" and goes on. That report is silenced
-    for Interrupted, and `check()`, called between the run's steps, raises
-    the interruption again where it can stop the run."""
+    """The command's side of SIGINT and SIGTERM: lbparse.pipeline.interrupts
+    takes the signals (recorded, and acted on by a thread of its own while
+    Spark may be inside a call, raised as Interrupted elsewhere); this keeps
+    what the one line says about the output."""
 
     def __init__(self) -> None:
-        self.hit: int | None = None
+        self.interrupts = Interrupts()
         self.kept: list[str] = []  # the earlier output in DIR, kept if the run stops
         self.done: int | None = None  # rows of the run, once its output is in place
-        # py4j logs the interruption of a call to the JVM with its traceback
-        # (`logging.exception`, on the root logger and on its own loggers,
-        # whose records a filter of the root logger never sees), and calls to
-        # a JVM gone with the signal: the run says it in one line.
-        for name in ("", "py4j", "py4j.java_gateway", "py4j.clientserver"):
-            logging.getLogger(name).addFilter(self._log)
-        default = sys.unraisablehook
 
-        def unraisable(u: Any) -> None:
-            if not isinstance(u.exc_value, Interrupted):
-                default(u)
+    @property
+    def hit(self) -> int | None:
+        return self.interrupts.hit
 
-        sys.unraisablehook = unraisable
+    def install(self) -> None:
+        self.interrupts.install()
+
+    def check(self) -> None:
+        self.interrupts.check()
 
     def quiet_after(self, spark: Any) -> None:
         """Spark's Python side says nothing once the run is interrupted: PySpark's
@@ -181,25 +174,6 @@ class Signals:
                 report(request, address)
 
         server.handle_error = handle_error
-
-    def _log(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[0] if record.exc_info else None
-        return self.hit is None and not (exc is not None and issubclass(exc, KeyboardInterrupt))
-
-    def check(self) -> None:
-        if self.hit is not None:
-            raise Interrupted(self.hit)
-
-    def install(self) -> None:
-        # Again after Spark starts: PySpark's SparkContext installs its own SIGINT handler.
-        for s in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(s, self._handler)
-
-    def _handler(self, signum: int, _frame: Any) -> None:
-        if self.hit is not None:
-            return
-        self.hit = signum
-        raise Interrupted(signum)
 
 
 def _conf(args: argparse.Namespace) -> dict[str, str]:
@@ -272,15 +246,23 @@ def run(args: argparse.Namespace) -> int:
     signals.install()
     try:
         return _run(args, signals)
-    except KeyboardInterrupt as exc:
+    except BaseException as exc:  # noqa: B036  the interruption, however it surfaces
+        if isinstance(exc, SystemExit) or (signals.hit is None
+                                           and not isinstance(exc, KeyboardInterrupt)):
+            raise
+        # Once a signal came, whatever ends the run is the interruption: a call
+        # to a JVM cancelled, stopped or killed under it fails as it must.
+        signals.interrupts.taken()  # a second signal: not a second interruption
         outdir.remove_own(args.out)  # Spark is stopped now: nothing writes there any more
-        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signals.hit or signal.SIGINT)
         if signals.done is not None:  # after the swap: the new output is whole
             stopped.rows, stopped.finished, stopped.kept = signals.done, True, []
         elif not (stopped.rows or stopped.kept or stopped.finished):
             stopped.kept = signals.kept  # stopped before the job: what preflight found
         print(interrupted_line(stopped, args.out), file=sys.stderr, flush=True)
         return INTERRUPTED  # for SIGTERM too: one status for "stopped, results kept"
+    finally:
+        signals.interrupts.close()
 
 
 def _run(args: argparse.Namespace, signals: Signals) -> int:
@@ -304,46 +286,45 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         units, out_plan = preflight(args, options)
         signals.kept = out_plan.replaces + out_plan.kept
         say_replaced(out_plan)
-        with run_session(args.master, conf=conf) as spark:
-            signals.install()
+        # From Spark's start to its stop the main thread may be inside a call
+        # to the JVM at any moment: a signal is recorded there, not raised, and
+        # signals.check() raises it between the run's steps.
+        with interrupts.spark_calls(), run_session(args.master, conf=conf) as spark:
+            signals.interrupts.reinstall()  # should Spark have put its own in place
             signals.quiet_after(spark)
-            signals.check()
-            progress = Progress(spark, sys.stderr, args.quiet)
-
-            def planned(units: list[Any], tasks: int) -> None:
+            with interrupts.spark_calls(lambda: _quiet(spark)):
                 signals.check()
-                progress.planned(units, tasks)
+                progress = Progress(spark, sys.stderr, args.quiet)
 
-            def swapped(summary: Any) -> None:
-                signals.done = summary.totals()["rows"]
+                def planned(units: list[Any], tasks: int) -> None:
+                    signals.check()
+                    progress.planned(units, tasks)
 
-            try:
-                summary = job.run(spark, options, on_plan=planned, units=units,
-                                  check_interrupt=signals.check, on_swapped=swapped)
-            except BaseException:
-                if signals.hit is not None:
-                    _quiet(spark)  # the job is cancelled and Spark stopped: no JVM chatter
-                raise
-            finally:
-                progress.done()
+                def swapped(summary: Any) -> None:
+                    signals.done = summary.totals()["rows"]
+
+                try:
+                    summary = job.run(spark, options, on_plan=planned, units=units,
+                                      check_interrupt=signals.check, on_swapped=swapped)
+                finally:
+                    progress.done()
+            signals.check()  # Spark's stop, next, needs no cancelling
     except job.JobFailed as exc:
         # Not the data's fault, and not a usage error: its own exit status.
         where = (f"; the earlier output is kept ({', '.join(exc.kept)})" if exc.kept
                  else f"; {exc.summary_path} says so" if exc.summary_path else "")
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
         return JOB_FAILED
-    signals.check()  # a signal Python could not raise until now
+    signals.check()  # a signal during Spark's stop
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]
 
 
 def _quiet(spark: Any) -> None:
-    """After an interruption: the JVM says nothing more, and its jobs stop."""
-    try:
-        spark.sparkContext.setLogLevel("OFF")
-        spark.sparkContext.cancelAllJobs()
-    except Exception:  # noqa: BLE001  the JVM may be gone already
-        pass
+    """After an interruption (run by the interrupts' watcher thread, on a py4j
+    connection of its own): the JVM logs nothing more, and its jobs stop."""
+    spark.sparkContext.setLogLevel("OFF")
+    spark.sparkContext.cancelAllJobs()
 
 
 def interrupted_line(exc: Interrupted, out: str) -> str:

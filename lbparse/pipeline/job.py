@@ -120,9 +120,12 @@ def run(spark: "SparkSession", options: PipelineOptions,
     (outdir.py): a run that fails or is interrupted (Interrupted, or
     KeyboardInterrupt, raised on as Interrupted with the rows done and what
     was kept) leaves DIR as it was. `check_interrupt` raises Interrupted if
-    the run was interrupted: it is called last before the swap, and when
-    the job fails (a signal to the process group stops the JVM too, and
-    the job then fails by the interruption, not by itself). `on_swapped` is
+    the run was interrupted: it is called between the steps (a caller whose
+    signal handler only records the signal while Spark may be inside a call,
+    as lbparse.pipeline.interrupts does, is stopped there), last before the
+    swap, and when the job fails (a signal to the process group stops the
+    JVM too, and the job then fails by the interruption, not by itself); a
+    job cancelled for the signal fails that way too. `on_swapped` is
     called as the new output is in place, with the signals still held back:
     a caller told so cannot mistake a signal that comes after it, wherever
     it lands, for one that kept the earlier output."""
@@ -150,11 +153,15 @@ def run(spark: "SparkSession", options: PipelineOptions,
         # The tasks open the same place by path or URI (they may run elsewhere).
         where = _join(options.out, staging.rsplit("/", 1)[1])
         task = _counted(rows, task_options, _join(where, "_temporary", run_id))
-        result = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA).collect()
+        frame = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA)
+        _check(check_interrupt)  # before the job, and after it: it may have ended
+        result = frame.collect()  # as the signal came, its cancelling too late
+        _check(check_interrupt)
         files = [r for r in result if r.kind == "file"]
         # Only the tables that have rows: DuckDB's and Polars' globs fail on
         # a table of no files (data directories alone have no messages).
         commit(fs, staging, temporary, [(r.attempt, r.path) for r in files])
+        _check(check_interrupt)
         counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
         summary = Summary.from_units(units, counts, out_plan.path(MESSAGES_DIR),
                                      options.decode.layout, time.monotonic() - start,
@@ -168,8 +175,7 @@ def run(spark: "SparkSession", options: PipelineOptions,
         summary.tables = {name: {"path": out_plan.path(name), "rows": table_rows[name]}
                           for name in out_plan.writes if name in table_rows}
         write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
-        if check_interrupt is not None:
-            check_interrupt()
+        _check(check_interrupt)
         with signals_deferred():  # a signal now waits for the renames to be done
             outdir.swap(fs, staging, out_path, out_plan.writes)
             swapped = True
@@ -200,6 +206,11 @@ def run(spark: "SparkSession", options: PipelineOptions,
         stopped.rows, stopped.finished, stopped.kept = summary.totals()["rows"], True, []
         raise stopped from None
     return summary
+
+
+def _check(check_interrupt: Callable[[], None] | None) -> None:
+    if check_interrupt is not None:
+        check_interrupt()
 
 
 def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Interrupted | None:

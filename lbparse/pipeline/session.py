@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
 from urllib.parse import urlparse
 
 from lbparse.extras import need
+from lbparse.outputs import Interrupted
+from lbparse.pipeline import interrupts
 from lbparse.pipeline.preflight import start_error
 from lbparse.scratch import write_private
 
@@ -161,6 +163,7 @@ class HeldStderr:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.held: list[bytes] | None = []  # None: started, what comes goes through
+        self.muted = False
         self.relays: list[tuple[Any, threading.Thread]] = []
 
     def launch(self, popen: Any, *args: Any, **kwargs: Any) -> Any:
@@ -194,12 +197,20 @@ class HeldStderr:
                 if not chunk:
                     return
                 with self.lock:
+                    if self.muted:
+                        continue  # read on: a JVM writing to a full pipe would block
                     if self.held is not None:
                         self.held.append(chunk)
                         continue
                 _write_stderr(chunk)
         finally:
             os.close(fd)
+
+    def mute(self) -> None:
+        """Nothing more of the JVM's (and its Python workers') stderr, held or
+        to come: after an interruption, what they say as they die is noise."""
+        with self.lock:
+            self.muted, self.held = True, None
 
     def release(self, show: bool) -> None:
         """The start is over: from now on lines go through; `show`: the held ones too."""
@@ -209,7 +220,7 @@ class HeldStderr:
                     relay.join(timeout=2)
         with self.lock:
             held, self.held = self.held or [], None
-        if show:
+        if show and not self.muted:
             for chunk in held:
                 _write_stderr(chunk)
 
@@ -234,8 +245,16 @@ def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
     process PySpark launches (spark-submit, which execs the JVM) is noted as
     it is made, and killed if a signal stops getOrCreate, and PySpark forgets
     its gateway, so that a later start in this process launches a new one.
-    (A start that fails on its own is PySpark's to clean up, as before.)"""
+    (A start that fails on its own is PySpark's to clean up, as before.)
+
+    Under the pipeline's interrupt handling (interrupts.py) the signal does
+    not raise inside the start, half of which is calls to the JVM: the
+    watcher thread kills the JVM, the start fails for it, and that failure is
+    the interruption. PySpark's own SIGINT handler, which SparkContext
+    installs as it starts and which calls the JVM from inside whatever call
+    the main thread is in, is not installed then."""
     gateway: Any = need("pyspark.java_gateway")  # PySpark's launcher of the JVM
+    context: Any = need("pyspark").SparkContext
     launch = gateway.Popen
     made: list[Any] = []
 
@@ -244,13 +263,25 @@ def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
                     else stderr.launch(launch, *args, **kwargs))
         return made[-1]
 
+    def kill_launched() -> None:  # the interrupts' watcher thread, on a signal
+        for proc in list(made):
+            if proc.poll() is None:
+                proc.kill()
+
     gateway.Popen = noted
     failed = False  # on its own: the JVM's held words are its reason
+    if stderr is not None:
+        interrupts.on_interrupt(stderr.mute)
     try:
-        return cast("SparkSession", builder.getOrCreate())
+        with interrupts.spark_calls(kill_launched), _handlers_kept(context):
+            return cast("SparkSession", builder.getOrCreate())
     except BaseException as exc:
+        signum = interrupts.interrupted()
         if not isinstance(exc, Exception):  # KeyboardInterrupt: the signal handlers'
-            _kill(made, need("pyspark").SparkContext)
+            _kill(made, context)
+        elif signum is not None:  # the start failed as its JVM was killed for a signal
+            _kill(made, context)
+            raise Interrupted(signum) from None
         else:
             failed = True
         raise
@@ -259,6 +290,36 @@ def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
         if stderr is not None:
             # An interruption is the pipeline's one line, without the JVM's words.
             stderr.release(show=failed)
+
+
+class _KeepHandlers:
+    """The `signal` module as PySpark's SparkContext sees it while the pipeline
+    starts it: signal.signal() leaves the handler as it is."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def signal(self, signum: int, _handler: Any) -> Any:
+        return self._real.getsignal(signum)
+
+
+@contextmanager
+def _handlers_kept(context: Any) -> Iterator[None]:
+    """SparkContext starts without installing its SIGINT handler, under the
+    pipeline's interrupt handling only (other callers keep PySpark's)."""
+    module = sys.modules.get(context.__module__)
+    real = getattr(module, "signal", None)
+    if interrupts.active() is None or module is None or real is None:
+        yield
+        return
+    setattr(module, "signal", _KeepHandlers(real))
+    try:
+        yield
+    finally:
+        setattr(module, "signal", real)
 
 
 def _kill(launched: list[Any], context: Any) -> None:
