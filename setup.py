@@ -39,7 +39,8 @@ COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/captur
             "lbparse/capture/reader.py", "lbparse/capture/records.py"]
 # The C modules' shared parts (CRC-32C, the varint) are written once, as
 # headers in lbparse/_c (the sdist carries them: MANIFEST.in).
-C_HEADERS = ["lbparse/_c/lb_crc.h", "lbparse/_c/lb_gbuf.h", "lbparse/_c/lb_varint.h"]
+C_HEADERS = ["lbparse/_c/lb_arrow.h", "lbparse/_c/lb_crc.h", "lbparse/_c/lb_gbuf.h",
+             "lbparse/_c/lb_varint.h"]
 
 
 def _native(name: str, source: str) -> Extension:

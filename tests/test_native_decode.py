@@ -452,3 +452,30 @@ def test_the_decoder_uses_it(monkeypatch: pytest.MonkeyPatch) -> None:
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     lbparse.decode_arrow([data(v) for v in VECTORS[:20]])
     assert calls
+
+
+def test_a_column_is_the_callers_once_handed_over() -> None:
+    """The column leaves C through the Arrow C data interface with its buffers
+    (lbparse/_c/lb_arrow.h): the next batch the same Program decodes fills new
+    buffers, never the ones an earlier column holds; a column decoded and never
+    imported is freed by drop (make sanitize runs this under ASan)."""
+    msg = lbparse.message_class("proto.Message")
+    typ = arrow_output_schema().field(payload_columns()["proto.Message"]).type
+    desc = typed_payloads()["proto.Message"].DESCRIPTOR
+
+    def batch(stream: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raw = [msg(stream=f"{stream}{i}", value=bytes([i]) * 40, headers={"h": b"v" * i},
+                   partition=i).SerializeToString() for i in range(50)]
+        ends = np.cumsum([len(r) for r in raw])
+        return np.frombuffer(b"".join(raw), np.uint8), ends - [len(r) for r in raw], ends
+
+    first, ok = wirescan_native.decode_structs(desc, typ, *batch("a"))
+    want = first.to_pylist()
+    assert ok.all() and want[7]["stream"] == "a7" and want[7]["headers"] == [("h", b"v" * 7)]
+    for stream in ("b", "c"):  # the same Program, twice more
+        wirescan_native.decode_structs(desc, typ, *batch(stream))
+    assert first.to_pylist() == want
+    program = wirescan_native._program(desc, typ, False, False)
+    for _ in range(3):  # decoded, never imported: freed whole
+        _, address = program.decode(*batch("d"))
+        wirescan_native._structs.drop(address)

@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "lb_arrow.h"
 #include "lb_gbuf.h"
 #include "lb_varint.h"
 #include <math.h>
@@ -671,61 +672,49 @@ static void reset(node *c) {
     }
 }
 
-static PyObject *bytes_of(const lb_gbuf *g) {
-    return PyBytes_FromStringAndSize(g->p ? (const char *)g->p : "", (Py_ssize_t)g->len);
-}
-
-static PyObject *bitmap(const node *c) {
-    if (!c->nulls)
-        Py_RETURN_NONE;
-    size_t n = c->valid.len, nb = (n + 7) / 8;
-    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nb ? nb : 1));
-    if (!b)
-        return NULL;
-    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(b);
-    memset(p, 0, nb ? nb : 1);
-    for (size_t i = 0; i < n; i++)
-        if (c->valid.p[i])
-            p[i / 8] |= (uint8_t)(1 << (i % 8));
-    return b;
-}
-
-/* (length, validity, values-or-offsets, data, children) of a column; bools packed. */
-static PyObject *output(const node *c) {
-    PyObject *children = PyList_New(0);
-    if (!children)
-        return NULL;
-    for (int i = 0; i < c->nfields; i++) {
-        const field *f = &c->fields[i];
-        PyObject *sub = output(f->col);
-        PyObject *item = sub ? (f->rep == R_SINGLE ? sub : Py_BuildValue("(iNN)", f->rep,
-                                                                         bytes_of(&f->offsets),
-                                                                         sub)) : NULL;
-        if (!item || PyList_Append(children, item) < 0) {
-            Py_XDECREF(item);
-            Py_DECREF(children);
-            return NULL;
-        }
-        Py_DECREF(item);
+/* A column as an Arrow array (lb_arrow.h): its buffers handed over, not
+ * copied (the builders start empty again), bools and validity packed into
+ * bitmaps; lists and maps as their offsets over their elements' array.
+ * 0, or -1 when memory ran out (a released with whatever it holds). */
+static int export_node(node *c, struct ArrowArray *a) {
+    int strings = c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM;
+    int n_buffers = c->kind == K_MESSAGE ? 1 : strings ? 3 : 2;
+    if (lb_arrow_init(a, c->length, c->nulls, n_buffers, c->kind == K_MESSAGE ? c->nfields : 0) < 0)
+        return -1;
+    if (c->nulls) {
+        uint8_t *bits = lb_arrow_bitmap(c->valid.p, c->valid.len);
+        if (!bits)
+            return -1;
+        lb_arrow_own(a, 0, bits);
     }
-    PyObject *values;
-    if (c->kind == K_BOOL) {
-        size_t n = c->values.len, nb = (n + 7) / 8;
-        values = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(nb ? nb : 1));
-        if (values) {
-            uint8_t *p = (uint8_t *)PyBytes_AS_STRING(values);
-            memset(p, 0, nb ? nb : 1);
-            for (size_t i = 0; i < n; i++)
-                if (c->values.p[i])
-                    p[i / 8] |= (uint8_t)(1 << (i % 8));
+    if (c->kind == K_MESSAGE) {
+        for (int i = 0; i < c->nfields; i++) {
+            field *f = &c->fields[i];
+            struct ArrowArray *child = a->children[i];
+            if (f->rep == R_SINGLE) {
+                if (export_node(f->col, child) < 0)
+                    return -1;
+                continue;
+            }
+            int64_t n = (int64_t)(f->offsets.len / 4) - 1;
+            if (lb_arrow_init(child, n, 0, 2, 1) < 0)
+                return -1;
+            lb_arrow_own(child, 1, lb_gb_detach(&f->offsets));
+            if (export_node(f->col, child->children[0]) < 0)
+                return -1;
         }
-    } else if (c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM) {
-        values = bytes_of(&c->offsets);
+    } else if (c->kind == K_BOOL) {
+        uint8_t *bits = lb_arrow_bitmap(c->values.p, c->values.len);
+        if (!bits)
+            return -1;
+        lb_arrow_own(a, 1, bits);
+    } else if (strings) {
+        lb_arrow_own(a, 1, lb_gb_detach(&c->offsets));
+        lb_arrow_own(a, 2, lb_gb_detach(&c->data));
     } else {
-        values = bytes_of(&c->values);
+        lb_arrow_own(a, 1, lb_gb_detach(&c->values));
     }
-    return Py_BuildValue("(LNNNN)", (long long)c->length, bitmap(c), values, bytes_of(&c->data),
-                         children);
+    return 0;
 }
 
 static int contiguous(PyObject *obj, Py_buffer *view, const char *name) {
@@ -736,7 +725,10 @@ static int contiguous(PyObject *obj, Py_buffer *view, const char *name) {
     return 0;
 }
 
-/* decode(data, starts, ends) -> (ok bytes, column) */
+/* decode(data, starts, ends) -> (ok bytes, address): the column as an Arrow C
+ * data interface array, a struct ArrowArray at `address` that the caller
+ * imports (pa.Array._import_from_c(address, the column's type)) and then
+ * gives back to drop(), which frees it (and what it holds, if not imported). */
 static PyObject *Program_decode(Program *self, PyObject *args) {
     PyObject *a[3];
     if (!PyArg_ParseTuple(args, "OOO:decode", &a[0], &a[1], &a[2]))
@@ -781,9 +773,18 @@ static PyObject *Program_decode(Program *self, PyObject *args) {
         if ((okp[i] ? write_scanned(root, d, o, n) : write_null(root)) < 0)
             goto done;
     }
-    PyObject *col = output(root);
-    if (col)
-        result = Py_BuildValue("(NN)", PyBytes_FromStringAndSize((const char *)okp, k), col);
+    struct ArrowArray *array = calloc(1, sizeof *array);
+    if (!array || export_node(root, array) < 0) {
+        if (array && array->release)
+            array->release(array);
+        free(array);
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(NK)", PyBytes_FromStringAndSize((const char *)okp, k),
+                           (unsigned long long)(uintptr_t)array);
+    if (!result)
+        lb_arrow_drop(array);
 done:
     Py_XDECREF(ok);
     PyBuffer_Release(&ends);
@@ -817,7 +818,7 @@ static void Program_dealloc(Program *self) {
 
 static PyMethodDef Program_methods[] = {
     {"decode", (PyCFunction)Program_decode, METH_VARARGS,
-     "decode(data, starts, ends) -> (ok: bytes, column buffers)"},
+     "decode(data, starts, ends) -> (ok: bytes, address of the column's ArrowArray)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ProgramType = {
@@ -831,9 +832,22 @@ static PyTypeObject ProgramType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* drop(address): an array decode() made, given back once imported (or not). */
+static PyObject *drop(PyObject *mod, PyObject *arg) {
+    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    lb_arrow_drop((struct ArrowArray *)(uintptr_t)address);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"drop", drop, METH_O, "drop(address): free an array decode() made (released if not imported)"},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_structs",
                                     "Protobuf into Arrow struct columns in C (see _structs.c).",
-                                    -1, NULL};
+                                    -1, module_methods};
 
 PyMODINIT_FUNC PyInit__structs(void) {
     if (PyType_Ready(&ProgramType) < 0)

@@ -7,8 +7,10 @@ reader is the reference: tests/test_native_decode.py holds the two equal.
 The message type is compiled once (per descriptor, Arrow type and options)
 into a `_structs.Program` (fields in the Arrow struct's order, their
 numbers, kinds, wire types, nullability and enum names, read from the
-descriptor as wirescan reads it); one call decodes a whole batch, and the
-arrays are made from the buffers it fills, without a copy of the values.
+descriptor as wirescan reads it); one call decodes a whole batch into an
+Arrow array built in C (lbparse/_c/lb_arrow.h), which pyarrow takes whole
+through the Arrow C data interface: no copy of the values, no Python per
+column.
 
 `available()` is False when setup.py did not build `_structs` (no C
 compiler, LBPARSE_PURE_PYTHON, a --py-files zip) or LBPARSE_NATIVE=0.
@@ -112,31 +114,6 @@ def _program(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, clea
     return _structs.Program(_spec(descriptor, arrow_type, emit, False, clean))
 
 
-def _array(typ: pa.DataType, out: tuple[Any, ...]) -> pa.Array:
-    """An Arrow array of `typ` from a column's buffers (see _structs.c's output)."""
-    length, valid, values, data, children = out
-    vbuf = None if valid is None else pa.py_buffer(valid)
-    if pa.types.is_struct(typ):
-        kids = []
-        for i, child in enumerate(children):
-            ft = typ.field(i).type
-            if len(child) == 3:  # a list or a map: (rep, offsets, elements)
-                rep, offsets, elems = child
-                n = len(offsets) // 4 - 1
-                # A map's entries take its own key and item fields (the key
-                # not null): with others, Parquet's levels come out wrong.
-                inner = pa.struct([ft.key_field, ft.item_field]) if rep == 2 else ft.value_type
-                entries = _array(inner, elems)
-                kids.append(pa.Array.from_buffers(ft, n, [None, pa.py_buffer(offsets)],
-                                                  children=[entries]))
-            else:
-                kids.append(_array(ft, child))
-        return pa.StructArray.from_buffers(typ, length, [vbuf], children=kids)
-    if pa.types.is_string(typ) or pa.types.is_binary(typ):
-        return pa.Array.from_buffers(typ, length, [vbuf, pa.py_buffer(values), pa.py_buffer(data)])
-    return pa.Array.from_buffers(typ, length, [vbuf, pa.py_buffer(values)])
-
-
 def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
                    starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
                    clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
@@ -145,7 +122,11 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
     # Unsupported (a type the C reader is not compiled for) goes to the caller,
     # wirescan.decode_structs, whose numpy reader reads it.
     program = _program(descriptor, arrow_type, emit_defaults, clean)
-    ok, out = program.decode(np.ascontiguousarray(data, np.uint8),
-                             np.ascontiguousarray(starts, np.int64),
-                             np.ascontiguousarray(ends, np.int64))
-    return _array(arrow_type, out), np.frombuffer(ok, np.uint8, len(starts)).astype(np.bool_)
+    ok, address = program.decode(np.ascontiguousarray(data, np.uint8),
+                                 np.ascontiguousarray(starts, np.int64),
+                                 np.ascontiguousarray(ends, np.int64))
+    try:  # pyarrow moves the array out; the struct that held it is freed either way
+        column = pa.Array._import_from_c(address, arrow_type)
+    finally:
+        _structs.drop(address)
+    return column, np.frombuffer(ok, np.uint8, len(starts)).astype(np.bool_)
