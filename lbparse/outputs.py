@@ -362,7 +362,7 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int =
     if "://" in path:
         return  # another filesystem (hdfs://, s3://): its own rules
     where = _where(option, path)
-    _check_name(path, where)
+    _check_name(path, where, "give a directory's name (. for this one)")
     full = len(os.fsencode(os.path.abspath(path))) + deepest
     if deepest and full >= PATH_MAX:
         raise OutputError(f"{where}: too long: what the run writes in it would have paths of "
@@ -493,11 +493,13 @@ def _where(option: str, path: str) -> str:
     return f"{option} {path if path else repr(path)}"
 
 
-def _check_name(path: str, where: str) -> None:
-    """A name the kernel takes: not empty, no NUL, each part within NAME_MAX,
-    the whole within PATH_MAX (said here, rather than ENAMETOOLONG later)."""
+def _check_name(path: str, where: str, empty: str = "give a name, or - for standard output"
+                ) -> None:
+    """A name the kernel takes: not empty (`empty`: what to give instead), no
+    NUL, each part within NAME_MAX, the whole within PATH_MAX (said here,
+    rather than ENAMETOOLONG later)."""
     if not path:
-        raise OutputError(f"{where}: an empty name; give a name, or - for standard output")
+        raise OutputError(f"{where}: an empty name; {empty}")
     raw = os.fsencode(path)
     if b"\0" in raw:
         raise OutputError(f"{where}: a name with a NUL byte in it")
