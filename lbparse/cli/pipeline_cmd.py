@@ -64,6 +64,7 @@ examples:
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -147,7 +148,8 @@ class Signals:
 
     def __init__(self) -> None:
         self.interrupts = Interrupts()
-        self.kept: list[str] = []  # the earlier output in DIR, kept if the run stops
+        # The earlier output in DIR, kept if the run stops (None: not looked at yet).
+        self.kept: list[str] | None = None
         self.done: int | None = None  # rows of the run, once its output is in place
 
     @property
@@ -258,11 +260,22 @@ def run(args: argparse.Namespace) -> int:
         if signals.done is not None:  # after the swap: the new output is whole
             stopped.rows, stopped.finished, stopped.kept = signals.done, True, []
         elif not (stopped.rows or stopped.kept or stopped.finished):
-            stopped.kept = signals.kept  # stopped before the job: what preflight found
+            # Stopped before the job: what preflight found, or (stopped before
+            # it looked) what of a run's output DIR holds.
+            stopped.kept = signals.kept if signals.kept is not None else _there(args.out)
         print(interrupted_line(stopped, args.out), file=sys.stderr, flush=True)
         return INTERRUPTED  # for SIGTERM too: one status for "stopped, results kept"
     finally:
         signals.interrupts.close()
+
+
+def _there(out: str) -> list[str]:
+    """The names of a run's output in DIR now, as preflight's plan lists them."""
+    plan = outdir.OutPlan(out, (*outdir.tables_written(True), outdir.SUMMARY_FILE))
+    try:
+        return [plan.path(n) for n in plan.writes if os.path.lexists(plan.path(n))]
+    except (OSError, ValueError):  # a path no system call takes: nothing there
+        return []
 
 
 def _run(args: argparse.Namespace, signals: Signals) -> int:
