@@ -73,6 +73,7 @@ class Interrupts:
         self._wakeup: tuple[int, int] | None = None
         self._previous_wakeup = -1
         self._watcher: threading.Thread | None = None
+        self._hooks: tuple[Any, Any, Any, Any] = (None, None, None, None)
 
     # -- setup ---------------------------------------------------------------
 
@@ -103,6 +104,12 @@ class Interrupts:
         """The run is over: the wakeup pipe and its watcher go (the handlers stay:
         a signal now, with nothing of Spark left, raises Interrupted once)."""
         global _ACTIVE
+        self._seen.set()  # a watcher still repeating its stops ends them
+        if self.hit is None:  # nothing to keep quiet: the hooks as they were
+            if sys.unraisablehook is self._hooks[0]:
+                sys.unraisablehook = self._hooks[1]
+            if threading.excepthook is self._hooks[2]:
+                threading.excepthook = self._hooks[3]
         if self._wakeup is not None:
             read, write = self._wakeup
             self._wakeup = None
@@ -114,7 +121,7 @@ class Interrupts:
                 pass
             os.close(write)  # the watcher reads EOF, closes `read` and ends
             if self._watcher is not None:
-                self._watcher.join(timeout=SETTLE)
+                self._watcher.join(timeout=2)  # a daemon: one stuck in a call stays behind
         if _ACTIVE is self:
             _ACTIVE = None
 
@@ -140,6 +147,7 @@ class Interrupts:
 
         sys.unraisablehook = quiet_unraisable
         threading.excepthook = quiet_thread
+        self._hooks = (quiet_unraisable, unraisable, quiet_thread, excepthook)
 
     # -- the signal ----------------------------------------------------------
 
