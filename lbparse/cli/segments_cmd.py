@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from lbparse.codec import jsonform
 from lbparse.cli import output
@@ -137,8 +137,8 @@ def _in_range(entry: CommitLogEntry, args: argparse.Namespace) -> bool:
             and (args.to_offset is None or entry.offset <= args.to_offset))
 
 
-def _readings(part: PartitionDir, args: argparse.Namespace
-              ) -> Iterator[tuple[int, int, SegmentReading]]:
+def _readings(part: PartitionDir, args: argparse.Namespace,
+              unreadable: Callable[[Finding], None]) -> Iterator[tuple[int, int, SegmentReading]]:
     """(base offset, part number, part) of the segments that can hold entries in
     the offset range, each read as a stream (a part at a time)."""
     segs = [s for s in part.segments if s.log is not None]
@@ -149,8 +149,11 @@ def _readings(part: PartitionDir, args: argparse.Namespace
         if args.to_offset is not None and seg.base_offset > args.to_offset:
             break
         assert seg.log is not None
-        for n, reading in enumerate(iter_segment(seg.log)):
-            yield seg.base_offset, n, reading
+        try:
+            for n, reading in enumerate(iter_segment(seg.log)):
+                yield seg.base_offset, n, reading
+        except StorageError as exc:  # this file only: one line, the others are read
+            unreadable(Finding(str(seg.log), exc.position, "bad_file", exc.detail))
 
 
 def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
@@ -163,7 +166,13 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
         for f in unreadable_files(part):
             problems += 1
             print(printable(f.line()), file=sys.stderr)
-        for base, n, reading in _readings(part, args):
+        def unreadable(f: Finding) -> None:
+            nonlocal problems, shown
+            problems += 1
+            shown = True  # it has a segment, unread: not "(no segments)"
+            print(printable(f.line()), file=sys.stderr)
+
+        for base, n, reading in _readings(part, args, unreadable):
             for f in reading.damage:
                 problems += 1
                 print(printable(f.line()), file=sys.stderr)

@@ -149,7 +149,15 @@ def iter_segment(path: str | Path, fmt: SegmentFormat | None = None,
         if size == 0:
             yield SegmentReading(str(path), fmt or CURRENT, 0)
             return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:
+            # Under an address-space limit (ulimit -v) a large segment cannot be
+            # mapped whole; one line naming the file, not a bare "[Errno 12]".
+            raise StorageError(f"cannot be mapped into memory to be read ({size:,} bytes): "
+                               f"{exc.strerror or exc}; is the address space limited "
+                               "(ulimit -v)?", path=path) from None
+        with data:
             yield from iter_segment_bytes(data, str(path), fmt, base_offset_of(path), part_bytes)
 
 

@@ -50,6 +50,9 @@ class PartitionCheck:
     digests: list[Digest] = field(default_factory=list)
     locations: list[tuple[str, int]] = field(default_factory=list)  # (file, position) per digest
     epoch_index: _EpochIndex | None = field(default=None, repr=False)  # made from `epochs`
+    # A .log whose reading failed: what it holds is unknown, so nothing that
+    # needs it (its index, the high watermark, replicas) is judged.
+    unread: bool = False
 
 
 class _Limiter:
@@ -102,10 +105,15 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
         try:
             last = _check_segment(check, seg, located, last, out, keep_digests, progress)
         except (ValueError, OSError) as exc:  # one file that cannot be read: a finding
-            out.add(Finding(str(seg.log), None, "bad_file", str(exc)))
+            detail = exc.detail if isinstance(exc, StorageError) else str(exc)
+            out.add(Finding(str(seg.log), None, "bad_file", detail))
+            # Not "0 bytes": its index is not compared with entries never read
+            # (a 3 GB .log that could not be mapped gave one false finding
+            # per index entry), nor the next segment's offsets with its.
+            located.failed, check.unread, last = True, True, None
         check.bytes += located.size
         _check_index(seg, located, out)
-    if not part.only_files:
+    if not part.only_files and not check.unread:
         _check_high_watermark(check, out)
     out.close()
     return check
@@ -140,6 +148,7 @@ class _Located:
     offsets: list[int] = field(default_factory=list)
     timestamps: list[int] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    failed: bool = False  # the .log's reading failed: its entries are not all known
 
     def add(self, reading: SegmentReading) -> None:
         self.size = reading.size
@@ -225,7 +234,8 @@ def _check_index(seg: SegmentFiles, located: _Located, out: _Limiter) -> None:
         return
     for f in index.damage:
         out.add(f)
-    _compare_index(index, located, out)
+    if not located.failed:
+        _compare_index(index, located, out)
 
 
 def _compare_index(index: IndexReading, located: _Located, out: _Limiter) -> None:
@@ -351,7 +361,7 @@ def compare_replicas(checks: Iterable[PartitionCheck]) -> list[Finding]:
     """
     groups: dict[tuple[str, int | None], list[PartitionCheck]] = {}
     for c in checks:
-        if not c.part.only_files:
+        if not c.part.only_files and not c.unread:
             groups.setdefault(c.part.key, []).append(c)
     findings = []
     for group in groups.values():
