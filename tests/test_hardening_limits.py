@@ -25,7 +25,8 @@ Message = lbparse.message_class("proto.Message")
 
 def test_defaults_and_validation() -> None:
     assert LIMIT_NAMES == ("max_payload", "max_frame", "max_depth", "max_reassembly",
-                           "max_raft_db")
+                           "max_raft_db", "max_grpc_elements", "max_grpc_inflate",
+                           "max_grpc_headers", "max_open_calls")
     assert (DEFAULT.max_payload, DEFAULT.max_frame, DEFAULT.max_depth, DEFAULT.max_reassembly) \
         == (8 << 20, 64 << 20, 100, 16 << 20)
     for bad in (dict(max_payload=0), dict(max_frame=-1), dict(max_depth=101),

@@ -9,6 +9,13 @@ makes a message's canonical protobuf JSON (lbparse.codec.jsonform), gunzipped
 first when its compressed flag is set and the call said `grpc-encoding:
 gzip`. `GrpcMessage` is the record of one message, `GrpcCall` that of one
 call (lbparse.capture.h2 makes both).
+
+What a message may cost decoded is bounded (`Budget`, from
+lbparse.codec.limits): its gunzipped size by max_frame, what gzip adds to
+all the messages of a reading by max_grpc_inflate, and the protobuf fields
+it decodes to by max_grpc_elements, counted on its wire bytes
+(`element_count`) before the runtime and MessageToDict make an object of
+each (33M empty brokers in 64 MB took 5 GB and 96 s).
 """
 
 from __future__ import annotations
@@ -16,10 +23,14 @@ from __future__ import annotations
 import zlib
 from typing import Any, NamedTuple
 
+from functools import lru_cache
+
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.message_factory import GetMessageClass
 
 from lbparse.codec.jsonform import Int64
+from lbparse.codec.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits
 from lbparse_generated.proto import api_pb2
 
 CLIENT_TO_SERVER = "client_to_server"
@@ -98,35 +109,191 @@ class Splitter:
         return f"a gRPC message of {want} bytes ended after {have - 5}"
 
 
-def gunzip(data: bytes, max_length: int) -> bytes:
-    """`data` gunzipped, refused (ValueError) past `max_length` bytes:
-    a small message must not expand into gigabytes."""
+class Budget:
+    """What decoding the gRPC messages of one reading may cost: each message
+    (max_frame gunzipped, max_grpc_elements fields) and all of them
+    (max_grpc_inflate: what gzip adds, given up as it is spent)."""
+
+    __slots__ = ("max_length", "max_elements", "inflate_left", "max_inflate")
+
+    def __init__(self, max_length: int, limits: Limits = DEFAULT) -> None:
+        self.max_length = max_length
+        self.max_elements = limits.max_grpc_elements
+        self.max_inflate = self.inflate_left = limits.max_grpc_inflate
+
+
+class Decoded(NamedTuple):
+    """A message decoded (`message`) or not (`error`, and `limit`, the name of
+    the limit that refused it, if one did); `size` its bytes gunzipped,
+    `elements` the protobuf fields it holds (0 when not counted)."""
+    message: dict[str, Any] | None
+    error: str | None
+    limit: str | None = None
+    size: int = 0
+    elements: int = 0
+
+
+class LimitError(ValueError):
+    """A limit refused the bytes; `limit` names it."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
+    """`data` gunzipped, refused (LimitError) past `max_length` bytes, or
+    past what `budget` has left for gzip to add: a small message must not
+    expand into gigabytes, nor many small ones."""
+    room = max_length
+    if budget is not None and len(data) + budget.inflate_left < room:
+        room = len(data) + budget.inflate_left
     d = zlib.decompressobj(wbits=31)
-    out = d.decompress(data, max_length + 1)
-    if len(out) > max_length:
-        raise ValueError(f"gzip expands past {max_length} bytes (max_frame)")
+    out = d.decompress(data, room + 1)
+    if len(out) > room:
+        if room == max_length:
+            raise LimitError(f"gzip expands past {max_length} bytes (max_frame)", "max_frame")
+        raise LimitError(f"gzip expands past the {budget.max_inflate if budget else 0} bytes "
+                         "decompression may add to this capture's gRPC messages in all "
+                         "(max_grpc_inflate); not decompressed", "max_grpc_inflate")
     if not d.eof:
         raise ValueError("gzip stream is cut short")
+    if budget is not None and len(out) > len(data):
+        budget.inflate_left -= len(out) - len(data)
     return out
 
 
 def decode_message(cls: Any, flag: int, data: bytes, encoding: str | None,
                    max_length: int) -> tuple[dict[str, Any] | None, str | None]:
-    """(canonical JSON, None) or (None, what is wrong)."""
+    """(canonical JSON, None) or (None, what is wrong), within the default
+    limits but for max_frame (`max_length`)."""
+    decoded = decode_counted(cls, flag, data, encoding, Budget(max_length))
+    return decoded.message, decoded.error
+
+
+def decode_counted(cls: Any, flag: int, data: bytes, encoding: str | None,
+                   budget: Budget) -> Decoded:
+    """A message's canonical JSON, within `budget` (which it spends)."""
     if flag & 1:
         if encoding != "gzip":
-            return None, f"compressed with {encoding or 'an unnamed encoding'!r}, not decoded"
+            return Decoded(None, f"compressed with {encoding or 'an unnamed encoding'!r}, "
+                           "not decoded")
         try:
-            data = gunzip(data, max_length)
+            data = gunzip(data, budget.max_length, budget)
+        except LimitError as exc:
+            return Decoded(None, f"gzip: {exc}", exc.limit)
         except (ValueError, zlib.error) as exc:
-            return None, f"gzip: {exc}"
+            return Decoded(None, f"gzip: {exc}")
     if cls is None:
-        return None, "method unknown (its request headers were not read): not decoded"
+        return Decoded(None, "method unknown (its request headers were not read): not decoded",
+                       size=len(data))
+    desc = cls.DESCRIPTOR
+    elements = element_count(data, desc, budget.max_elements)
+    if elements > budget.max_elements:
+        return Decoded(None, f"{len(data)} bytes that hold more than {budget.max_elements} "
+                       f"protobuf fields as {desc.full_name} (max_grpc_elements): not decoded",
+                       "max_grpc_elements", len(data), elements)
     try:
         message = cls.FromString(data)
-        return _maps_sorted(json_format.MessageToDict(message), cls.DESCRIPTOR), None
+        return Decoded(_maps_sorted(json_format.MessageToDict(message), desc), None,
+                       size=len(data), elements=elements)
     except Exception as exc:  # noqa: BLE001  DecodeError, RecursionError: all bad bytes
-        return None, f"not a {cls.DESCRIPTOR.full_name}: {type(exc).__name__}: {exc}"
+        return Decoded(None, f"not a {desc.full_name}: {type(exc).__name__}: {exc}",
+                       size=len(data), elements=elements)
+
+
+_VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
+# Bytes each element of a packed repeated field takes (0: a varint, its own length).
+_PACKED = {F.TYPE_FIXED64: 8, F.TYPE_SFIXED64: 8, F.TYPE_DOUBLE: 8, F.TYPE_FIXED32: 4,
+           F.TYPE_SFIXED32: 4, F.TYPE_FLOAT: 4}
+_CONTINUED = bytes(range(0x80, 0x100))  # a varint's bytes but its last
+
+
+@lru_cache(maxsize=None)
+def _layout(desc: Any) -> dict[int, Any]:
+    """Field number -> the submessage's descriptor, or for a repeated scalar
+    (packable) the bytes one element takes (0: a varint)."""
+    out: dict[int, Any] = {}
+    for f in desc.fields:
+        if f.type == F.TYPE_MESSAGE and f.message_type is not None:
+            out[f.number] = f.message_type
+        elif f.is_repeated and f.type not in (F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_GROUP):
+            out[f.number] = _PACKED.get(f.type, 0)
+    return out
+
+
+def element_count(buf: bytes, desc: Any, limit: int) -> int:
+    """How many fields `buf` holds as the message type `desc`, at every
+    level (each element of a repeated field, packed or not; a map entry and
+    its key and value), as the protobuf runtime would make them; stops as
+    soon as the count passes `limit` (returning a count above it), and at
+    the first malformed byte (the runtime refuses those). No object per
+    field; levels are walked in place, to the runtime's own depth."""
+    return _count(buf, 0, len(buf), desc, limit, 0)
+
+
+def _count(buf: bytes, pos: int, end: int, desc: Any, left: int, depth: int) -> int:
+    """Fields of buf[pos:end] as `desc`, once past `left` no more counted."""
+    n = 0
+    layout = _layout(desc) if desc is not None else {}
+    while pos < end:
+        n += 1
+        if n > left:
+            return n
+        b = buf[pos]
+        if b < 0x80:  # one-byte tags and lengths: most of them, inline
+            key, pos = b, pos + 1
+        else:
+            key, pos = _varint(buf, pos, end)
+            if pos < 0:
+                return n
+        wire = key & 7
+        if wire == _VARINT:
+            if pos < end and buf[pos] < 0x80:
+                pos += 1
+            else:
+                pos = _varint(buf, pos, end)[1]
+                if pos < 0:
+                    return n
+        elif wire == _I64:
+            pos += 8
+        elif wire == _I32:
+            pos += 4
+        elif wire == _LEN:
+            if pos < end and buf[pos] < 0x80:
+                length, pos = buf[pos], pos + 1
+            else:
+                length, pos = _varint(buf, pos, end)
+                if pos < 0:
+                    return n
+            start, pos = pos, pos + length
+            if pos > end:
+                return n
+            inner = layout.get(key >> 3)
+            if inner is None or start == pos:
+                continue
+            if isinstance(inner, int):  # packed: one field, as many elements
+                if inner:
+                    n += length // inner - 1
+                else:
+                    n += len(buf[start:pos].translate(None, _CONTINUED)) - 1
+            elif depth < PROTOBUF_MAX_DEPTH:  # deeper, the runtime refuses it
+                n += _count(buf, start, pos, inner, left - n, depth + 1)
+        elif wire not in (3, 4):  # groups: their fields are counted as this level's
+            return n
+    return n
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    """(value, position after it); position -1 if it does not end by `end`."""
+    result = shift = 0
+    for i in range(pos, min(pos + 10, end)):
+        b = buf[i]
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, i + 1
+        shift += 7
+    return 0, -1
 
 
 def _maps_sorted(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:

@@ -23,8 +23,13 @@ SETTINGS_MAX_FRAME_SIZE is refused without buffering it (the direction then
 waits for a segment that starts with frames again); a header block is cut
 at MAX_HEADER_BLOCK bytes (CONTINUATION floods), a decoded header list at
 MAX_HEADER_LIST (HPACK bombs), the dynamic table at MAX_TABLE, a gRPC
-message at `max_frame`, open calls per connection at MAX_STREAMS, and the
-reset calls kept for their late frames at MAX_RESETS.
+message at `max_frame`, open calls per connection at MAX_STREAMS and in
+all at `max_open_calls`, and the reset calls kept for their late frames at
+MAX_RESETS. What messages decode to is bounded by lbparse.capture.grpc's
+`Budget` (max_grpc_elements, max_grpc_inflate), what call records keep of
+their headers by `max_grpc_headers`, and what open calls keep of their
+messages by MAX_KEPT_BYTES, counted as decoded (fields and bytes, not the
+compressed bytes that came).
 
 A stream reset by one side may still carry frames the other sent before
 the RST_STREAM reached it (RFC 9113, section 5.4.2; a real cluster's
@@ -41,10 +46,11 @@ from urllib.parse import unquote
 import hpack
 from hpack.table import HeaderTable
 
-from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
-                                  GrpcMessage, Splitter, decode_message)
+from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, Budget,
+                                  GrpcCall, GrpcMessage, Splitter, decode_counted)
 from lbparse.capture.nats import UNDECIDED
 from lbparse.capture.notices import Notice
+from lbparse.codec.limits import DEFAULT, Limits
 from lbparse.digits import ascii_int
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -61,11 +67,16 @@ GRPC_STATUS_MAX = 2**31 - 1  # grpc_calls.grpc_status is an int32 (gRPC's codes 
 MAX_STREAMS = 4096
 MAX_RESETS = 64  # reset calls a connection keeps for their late frames, the last ones
 # All open calls of a reading together: the bytes of messages their records
-# keep (each counted 64 bytes more, so that empty ones count too), and the
+# keep, as decoded (each counted 64 bytes more, and as much again for each
+# protobuf field, what a field costs as a dict entry or list item), and the
 # bytes of half-received messages they hold (past it, the call that would
 # go over gives up its message: a `limit` notice, max_reassembly).
 MAX_KEPT_BYTES = 64 << 20
 MESSAGE_COST = 64
+# A header value a call record keeps costs nothing against max_grpc_headers
+# up to this long: a record costs as much anyway.
+FREE_HEADER = 256
+_PATHS = {path: path for path in METHODS}
 # Exact lengths and stream rules of the frame types that have them: what a
 # sniff checks, so that NATS text or envelope bytes are not taken for frames.
 _LENGTHS = {PRIORITY: 5, RST_STREAM: 4, PING: 8, WINDOW_UPDATE: 4}
@@ -137,10 +148,21 @@ class Flows:
     the output list, the clock, and the connections with calls still open
     (closed at the capture's end: `close`)."""
 
-    def __init__(self, max_length: int, max_buffered: int = 16 << 20) -> None:
+    def __init__(self, max_length: int, max_buffered: int = 16 << 20,
+                 limits: Limits | None = None) -> None:
+        """`max_length`: max_frame; `max_buffered`: max_reassembly; `limits`:
+        the gRPC ones (lbparse.codec.limits.GRPC_LIMITS)."""
+        limits = limits or DEFAULT
         self.out: list[Any] = []
         self.clock = Clock()
         self.max_length = max_length
+        self.budget = Budget(max_length, limits)
+        self.inflate_told = False
+        self.headers_left = self.max_headers = limits.max_grpc_headers
+        self.max_open_calls = limits.max_open_calls
+        # Every open call of the reading, oldest first: the one given up
+        # past max_open_calls.
+        self.calls: dict[GrpcCall, Connection] = {}
         self.kept_bytes = 0      # see MAX_KEPT_BYTES
         self.buffered = 0        # half-received gRPC messages, all calls
         self.max_buffered = max_buffered
@@ -171,6 +193,7 @@ class Connection:
         self.calls: dict[int, GrpcCall] = {}
         self.client: Side | None = None
         self.resets: dict[int, _Reset] = {}  # by stream id, the last MAX_RESETS
+        self.headers_told = False  # max_grpc_headers said on this connection
 
     def notice(self, side: Side, message: str, kind: str = "grpc",
                limit: str | None = None, info: bool = False) -> None:
@@ -200,9 +223,35 @@ class Connection:
                             f"(max_streams): stream {oldest.stream_id} given up", "limit",
                             "max_streams")
                 self._end(side, oldest, "dropped")
+            flows = self.flows
+            if len(flows.calls) >= flows.max_open_calls:
+                first, conn = next(iter(flows.calls.items()))
+                on = conn.client or side  # known: it has a call
+                conn.notice(on, f"more than {flows.max_open_calls} calls open in the capture "
+                            f"(max_open_calls): stream {first.stream_id} given up", "limit",
+                            "max_open_calls")
+                conn._end(on, first, "dropped")
             self.calls[sid] = call
-            self.flows.open[id(self)] = self
+            flows.calls[call] = self
+            flows.open[id(self)] = self
         return call
+
+    def _kept(self, side: Side, value: str | None, what: str) -> str | None:
+        """A header value as a call record may keep it: past FREE_HEADER
+        bytes, within max_grpc_headers (spent), else not at all."""
+        if value is None or len(value) <= FREE_HEADER:
+            return value
+        flows = self.flows
+        if len(value) <= flows.headers_left:
+            flows.headers_left -= len(value)
+            return value
+        if not self.headers_told:
+            self.headers_told = True
+            self.notice(side, f"{what} of {len(value)} bytes not kept: the header values of "
+                        f"this capture's calls past {flows.max_headers} bytes in all "
+                        "(max_grpc_headers); said once a connection", "limit",
+                        "max_grpc_headers")
+        return None
 
     def headers(self, side: Side, sid: int, headers: list[tuple[str, str]] | None,
                 end_stream: bool) -> None:
@@ -220,7 +269,7 @@ class Connection:
                     # connection) was said when it happened, as what it is.
                     self.notice(side, f"stream {sid}: the request's headers were not decoded "
                                 "(HPACK state unknown); its method is unknown", info=True)
-                self._request(call, names)
+                self._request(side, call, names)
             if end_stream:
                 call.client_done = True
                 self._leftover(side, call, CLIENT_TO_SERVER)
@@ -231,8 +280,9 @@ class Connection:
                         info=True)
         if call.first_response_ts is None:
             call.first_response_ts = now
-            call.http_status = names.get(":status")
-            call.encodings[SERVER_TO_CLIENT] = names.get("grpc-encoding")
+            call.http_status = self._kept(side, names.get(":status"), ":status")
+            call.encodings[SERVER_TO_CLIENT] = self._kept(side, names.get("grpc-encoding"),
+                                                          "grpc-encoding")
         if "grpc-status" in names:
             call.trailers_ts = now
             status = names["grpc-status"]
@@ -242,15 +292,19 @@ class Connection:
                             f"{'...' if len(status) > 40 else ''} is not a status code "
                             f"(0 to {GRPC_STATUS_MAX}): the call's status is null")
             if "grpc-message" in names:
-                call.grpc_message = unquote(names["grpc-message"])
+                call.grpc_message = self._kept(side, unquote(names["grpc-message"]),
+                                               "grpc-message")
         if end_stream:
             self._end(side, call, "trailers" if call.trailers_ts is not None else "end_stream")
 
-    @staticmethod
-    def _request(call: GrpcCall, names: dict[str, str]) -> None:
-        call.path = names.get(":path")
-        call.method = METHODS.get(call.path or "")
-        call.encodings[CLIENT_TO_SERVER] = names.get("grpc-encoding")
+    def _request(self, side: Side, call: GrpcCall, names: dict[str, str]) -> None:
+        path = names.get(":path")
+        call.method = METHODS.get(path or "")
+        # A method's path is one of METHODS' own strings, kept once for all calls.
+        call.path = self._kept(side, path, ":path") if call.method is None else \
+            _PATHS[path or ""]
+        call.encodings[CLIENT_TO_SERVER] = self._kept(side, names.get("grpc-encoding"),
+                                                      "grpc-encoding")
 
     def data(self, side: Side, sid: int, payload: bytes, end_stream: bool) -> None:
         call = self.calls.get(sid)
@@ -308,14 +362,21 @@ class Connection:
         cls = None if method is None else (
             method.request if direction == CLIENT_TO_SERVER else method.response)
         flows = self.flows
-        message, error = decode_message(cls, flag, body, call.encodings[direction],
-                                        flows.max_length)
+        decoded = decode_counted(cls, flag, body, call.encodings[direction], flows.budget)
+        message, error = decoded.message, decoded.error
+        if decoded.limit == "max_grpc_elements" or (
+                decoded.limit == "max_grpc_inflate" and not flows.inflate_told):
+            flows.inflate_told |= decoded.limit == "max_grpc_inflate"
+            self.notice(side, f"stream {call.stream_id} ({call.method_name}) message "
+                        f"{call.counts[direction] if late is None else late.counts[direction]}"
+                        f": {error}", "limit", decoded.limit)
         if late is not None:  # the call is out already: counted here, not kept
             index = late.counts[direction]
             late.counts[direction] += 1
         else:
             index = call.counts[direction]
-            cost = len(body) + MESSAGE_COST
+            cost = MESSAGE_COST if message is None else \
+                decoded.size + MESSAGE_COST * (1 + decoded.elements)
             if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
                 call.kept_bytes += cost
                 flows.kept_bytes += cost
@@ -343,6 +404,7 @@ class Connection:
         call.end_ts = self.flows.clock.ts
         self.flows.kept_bytes -= call.kept_bytes
         self.calls.pop(call.stream_id, None)
+        self.flows.calls.pop(call, None)
         if not self.calls and not self._holding():
             self.flows.open.pop(id(self), None)
         self.flows.out.append(call)

@@ -9,7 +9,8 @@ from typing import Any, TextIO
 
 from lbparse.cli.output import add_format_arguments
 from lbparse.codec.dispatch import DECODERS
-from lbparse.codec.limits import DEFAULT, Limits, PROTOBUF_MAX_DEPTH, parse_size
+from lbparse.codec.limits import (COUNT_LIMITS, DEFAULT, GRPC_LIMITS, LIMIT_NAMES, Limits,
+                                  PROTOBUF_MAX_DEPTH, parse_size)
 from lbparse.digits import ascii_int
 
 
@@ -31,6 +32,14 @@ _LIMIT_HELP = {
     "max_reassembly": "bytes one TCP direction may hold behind a hole before it is declared lost",
     "max_raft_db": "bytes of raft.db's keys and values decoded in all; the log past it is "
                    "counted, not decoded",
+    "max_grpc_elements": "protobuf fields one gRPC message may decode to; past it the message "
+                         "is not decoded",
+    "max_grpc_inflate": "bytes gzip may add to a capture's gRPC messages, in all; past it "
+                        "compressed messages that would grow are not decompressed",
+    "max_grpc_headers": "bytes of long header values (over 256 bytes) gRPC call records keep, "
+                        "in all; past it they are not kept",
+    "max_open_calls": "gRPC calls open at once, all connections together; past it the oldest "
+                      "is given up",
 }
 
 
@@ -52,20 +61,23 @@ def _depth(text: str) -> int:
 
 
 def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
-    """--max-payload and friends: lbparse.codec.limits.Limits fields, defaults shown."""
+    """--max-payload and friends: lbparse.codec.limits.Limits fields, defaults shown.
+    A command that reads captures (one that takes max_reassembly) reads their
+    gRPC too, and takes GRPC_LIMITS with it."""
     group = parser.add_argument_group("resource limits (each reported when hit)")
+    if "max_reassembly" in names:
+        names = names + tuple(n for n in GRPC_LIMITS if n not in names)
     for name in names:
         default = getattr(DEFAULT, name)
         group.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
                            type=_depth if name == "max_depth" else _size,
-                           metavar="N" if name == "max_depth" else "SIZE",
+                           metavar="N" if name in COUNT_LIMITS else "SIZE",
                            help=f"{_LIMIT_HELP[name]} (default: {default})")
 
 
 def limits_from(args: Any) -> Limits | None:
     """The Limits the options ask for; None when they are the defaults."""
-    chosen = {n: getattr(args, n) for n in ("max_payload", "max_frame", "max_depth",
-                                            "max_reassembly", "max_raft_db") if hasattr(args, n)}
+    chosen = {n: getattr(args, n) for n in LIMIT_NAMES if hasattr(args, n)}
     limits = Limits(**chosen)
     return None if limits == DEFAULT else limits
 

@@ -20,6 +20,30 @@ applied silently:
   max_reassembly  bytes one direction of a TCP connection may hold waiting
                   behind a hole; past it the hole is declared lost (a
                   Notice("limit"), then the usual "gap").
+  max_grpc_elements
+                  protobuf fields (each element of a repeated field, each
+                  field of every submessage) one gRPC message in a capture
+                  may decode to, counted by a walk of its wire bytes that
+                  stops past the limit; past it the message is not decoded
+                  (its record's error; a Notice("limit")).
+  max_grpc_inflate
+                  bytes gzip may add to the gRPC messages of one capture
+                  reading, in all (each message's decompressed size less its
+                  compressed one); past it a compressed message that would
+                  grow is not decompressed (its record's error; a
+                  Notice("limit") the first time). With max_frame, which
+                  bounds each message decompressed, it keeps what the
+                  messages decode to within the capture's size plus this.
+  max_grpc_headers
+                  bytes of header values (an unknown :path, grpc-message,
+                  :status, grpc-encoding) longer than 256 bytes that the
+                  gRPC call records of one reading keep, in all: HPACK lets
+                  a value sent once be named again in two bytes by every
+                  call. Past it such values are not kept (null; a
+                  Notice("limit") once per connection).
+  max_open_calls  gRPC calls open at once in a capture reading, all
+                  connections together; past it the oldest open call is
+                  given up (ended "dropped", a Notice("limit")).
   max_raft_db     bytes of raft.db's keys and values (log entries, the
                   stable store) read out of the file in all; past it the
                   log keys left are counted, not decoded: a Finding("limit")
@@ -39,7 +63,7 @@ from typing import Any
 from lbparse.codec.wirefit import nesting_depth
 from lbparse.errors import EnvelopeError
 
-__all__ = ["DEFAULT", "LIMIT_NAMES", "Limits", "PROTOBUF_MAX_DEPTH", "check_depth",
+__all__ = ["COUNT_LIMITS", "DEFAULT", "GRPC_LIMITS", "LIMIT_NAMES", "Limits", "PROTOBUF_MAX_DEPTH", "check_depth",
            "check_payload_size", "depth_error", "parse_size"]
 
 # The protobuf runtime (upb) refuses deeper nesting itself, whatever we say.
@@ -59,6 +83,14 @@ class Limits:
     # Liftbridge's metadata log holds a few thousand small entries (raft
     # keeps ~10k after a snapshot): a few MB.
     max_raft_db: int = 256 << 20
+    # gRPC in captures (lbparse.capture.h2, grpc). A real FetchMetadataResponse
+    # of a large cluster is some 100k fields; Liftbridge's clients send
+    # gzip rarely if ever; a call's headers are tens of bytes, and a client
+    # holds tens of calls open.
+    max_grpc_elements: int = 1 << 20
+    max_grpc_inflate: int = 256 << 20
+    max_grpc_headers: int = 64 << 20
+    max_open_calls: int = 16384
     # For decode's shortcut, one attribute read on the hot path: the longest
     # data it may take (any header length leaves the payload within
     # max_payload); -1 when a depth check below the runtime's own is due.
@@ -80,6 +112,10 @@ class Limits:
 
 DEFAULT = Limits()
 LIMIT_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Limits) if f.init)
+# What gRPC in a capture may cost: options of every command that reads captures.
+GRPC_LIMITS = ("max_grpc_elements", "max_grpc_inflate", "max_grpc_headers", "max_open_calls")
+# The limits that count things, not bytes.
+COUNT_LIMITS = ("max_depth", "max_grpc_elements", "max_open_calls")
 
 _SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)(i?b?)\s*", re.I)
 
