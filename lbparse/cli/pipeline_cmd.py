@@ -245,8 +245,8 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     signals = Signals()
-    signals.install()
     try:
+        signals.install()  # in the try: a signal the instant its handler is in place
         return _run(args, signals)
     except BaseException as exc:  # noqa: B036  the interruption, however it surfaces
         if isinstance(exc, SystemExit) or (signals.hit is None

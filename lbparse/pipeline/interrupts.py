@@ -82,8 +82,6 @@ class Interrupts:
         global _ACTIVE
         if _ACTIVE is not None and _ACTIVE is not self:
             _ACTIVE.close()  # an earlier run in this process (tests call main())
-        for s in SIGNALS:
-            signal.signal(s, self._handler)
         if self._wakeup is None:
             read, write = os.pipe()
             os.set_blocking(write, False)  # the C handler must never block on it
@@ -99,6 +97,9 @@ class Interrupts:
                 self._watcher.start()
         self._quiet_hooks()
         _ACTIVE = self
+        # Last: a signal from now on finds everything else in place.
+        for s in SIGNALS:
+            signal.signal(s, self._handler)
 
     def close(self) -> None:
         """The run is over: the wakeup pipe and its watcher go (the handlers stay:

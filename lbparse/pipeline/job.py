@@ -154,9 +154,9 @@ def run(spark: "SparkSession", options: PipelineOptions,
         where = _join(options.out, staging.rsplit("/", 1)[1])
         task = _counted(rows, task_options, _join(where, "_temporary", run_id))
         frame = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA)
-        _check(check_interrupt)  # before the job, and after it: it may have ended
-        result = frame.collect()  # as the signal came, its cancelling too late
         _check(check_interrupt)
+        result = frame.collect()
+        _check(check_interrupt)  # a job that ended as the signal came was not cancelled
         files = [r for r in result if r.kind == "file"]
         # Only the tables that have rows: DuckDB's and Polars' globs fail on
         # a table of no files (data directories alone have no messages).
