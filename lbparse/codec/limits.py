@@ -85,10 +85,11 @@ class Limits:
     max_raft_db: int = 256 << 20
     # gRPC in captures (lbparse.capture.h2, grpc). A real FetchMetadataResponse
     # of a large cluster is some 100k fields; Liftbridge's clients send
-    # gzip rarely if ever; a call's headers are tens of bytes, and a client
-    # holds tens of calls open.
+    # gzip rarely if ever (what gzip may add is one largest message's worth,
+    # max_frame); a call's headers are tens of bytes, and a client holds
+    # tens of calls open.
     max_grpc_elements: int = 1 << 20
-    max_grpc_inflate: int = 256 << 20
+    max_grpc_inflate: int = 64 << 20
     max_grpc_headers: int = 64 << 20
     max_open_calls: int = 16384
     # For decode's shortcut, one attribute read on the hot path: the longest
