@@ -211,10 +211,24 @@ def parquet_schema() -> Any:
     return pa.schema([(c.name, arrow_type(c.kind)) for c in RECORD + DECODING])
 
 
-class ParquetRecordWriter:
-    """Writes records in row groups of `batch` so memory stays flat."""
+# What a Parquet writer holds before it writes a row group, counted as the
+# rows' bytes (payload, texts, decoded JSON); Arrow's copy and the encoder's
+# pages come to about twice that again while it is written. A row count alone
+# held 4,096 rows whatever their size: a flood of 4 KB messages made the
+# recorder 400 MB, of 60 KB ones 2.5 GB (issue #47).
+WRITER_BATCH_BYTES = 4 << 20
+# A row's own objects besides its texts' bytes: the dict, its slots, the
+# str and bytes headers (tracemalloc: about 800 bytes in all for a row of a
+# small message; rounded up).
+_ROW_HELD = 1024
 
-    def __init__(self, path: str, batch: int = 4096, stream: BinaryIO | None = None) -> None:
+
+class ParquetRecordWriter:
+    """Writes records in row groups of at most `batch` rows and about
+    `max_bytes` held, so memory stays flat whatever the messages' size."""
+
+    def __init__(self, path: str, batch: int = 4096, stream: BinaryIO | None = None,
+                 max_bytes: int = WRITER_BATCH_BYTES) -> None:
         pq = need("pyarrow.parquet")
 
         self.schema = parquet_schema()
@@ -222,6 +236,11 @@ class ParquetRecordWriter:
         self._stream = stream
         self._rows: list[dict[str, Any]] = []
         self._batch = batch
+        self._max_bytes = max_bytes
+        self._held = 0
+        # Arrow's first zoned timestamp array imports pandas (50 MB): paid
+        # here, before a recorder listens, not inside its first flood.
+        need("pyarrow").array([], self.schema.field("ts").type)
 
     def write(self, rec: Record) -> None:
         env = rec.envelope
@@ -241,7 +260,10 @@ class ParquetRecordWriter:
                                 if rec.traffic is not None else None),
         })
         self._rows.append(row)
-        if len(self._rows) >= self._batch:
+        self._held += _ROW_HELD + len(row["payload"]) + sum(
+            len(row[k]) for k in ("subject", "reply", "envelope_json", "error_message",
+                                  "liftbridge_json") if row[k] is not None)
+        if len(self._rows) >= self._batch or self._held >= self._max_bytes:
             self.flush()
 
     def flush(self) -> None:
@@ -250,6 +272,7 @@ class ParquetRecordWriter:
         if self._rows:
             self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
             self._rows = []
+            self._held = 0
 
     def close(self) -> None:
         self.flush()

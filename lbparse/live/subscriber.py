@@ -520,8 +520,10 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
             pass
     watcher = None
     try:
+        msgs_limit, bytes_limit = pending_limits(backlog_bytes, nc.max_payload)
         for subject in subjects:
-            await nc.subscribe(subject, cb=handle)
+            await nc.subscribe(subject, cb=handle, pending_msgs_limit=msgs_limit,
+                               pending_bytes_limit=bytes_limit)
         # The server has the subscriptions once it answered our PING.
         await nc.flush(timeout=options.timeout)
         if on_ready is not None:
@@ -571,6 +573,26 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     if isinstance(worker.error, BrokenPipeError):
         raise worker.error  # the reader of a tap's output left: the command's to handle
     return result
+
+
+# nats-py queues each message it parses until the subscription's task hands
+# it to `handle`; its default bounds (512 Ki messages, 128 MiB of payload)
+# let that queue alone outgrow a small --backlog-mb several times over
+# (issue #47). Ours follow the backlog: half of it in payload bytes (but
+# room for two of the largest messages the server allows), and a message
+# count that keeps the queue's own objects (about 400 bytes a message)
+# under the backlog too, never so few that one read of the socket (up to
+# 320 KiB: 18-byte messages, some 18,000 of them) would overflow it.
+# Past either, nats-py drops the message and tells `_Session.error`: counted,
+# said at the first, totalled in the summary.
+PENDING_MSGS_PER_BYTE = 512
+MIN_PENDING_MSGS = 32_768
+
+
+def pending_limits(backlog_bytes: int, max_payload: int) -> tuple[int, int]:
+    """nats-py's pending limits of a subscription: (messages, payload bytes)."""
+    return (max(backlog_bytes // PENDING_MSGS_PER_BYTE, MIN_PENDING_MSGS),
+            max(backlog_bytes // 2, 2 * max(max_payload, 1)))
 
 
 # Signals that stop a tap or a recording cleanly (SIGHUP: the terminal went away).
