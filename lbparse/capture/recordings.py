@@ -34,7 +34,7 @@ from lbparse.extras import need  # pyarrow late: for Parquet recordings only, no
 from lbparse.capture.notices import Notice
 from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, REQUIRED,
                                     TEXT, TIME_NS)
-from lbparse.capture.records import Record, build_header_block
+from lbparse.capture.records import NO_TIME, Record, build_header_block
 from lbparse.codec.jsonform import dumps, int64
 
 __all__ = ["JsonlRecordWriter", "ParquetRecordWriter", "arrow_type", "parquet_schema",
@@ -75,6 +75,20 @@ def ts_from_json(value: Any) -> int:
     if not -2**128 < ns < 2**128:
         raise ValueError(f"ts is {_short(value)}, past any time a capture holds")
     return ns
+
+
+def fits_int64(ns: int) -> bool:
+    """Whether a time is one our records hold: 64 bits of nanoseconds (the
+    years 1677 to 2262), -2**63 itself being NO_TIME."""
+    return -2**63 < ns < 2**63
+
+
+def _no_time(value: Any) -> str:
+    """Why a record's `ts` was left out (the value as the file gave it)."""
+    if value is None:
+        return "ts is null: the record is read without its time"
+    return (f"ts {_short(value)} does not fit 64 bits of nanoseconds (the years 1677 to "
+            "2262): the record is read without its time")
 
 
 def _short(value: Any) -> str:
@@ -145,6 +159,13 @@ class _BadRecords:
                 self._emit(f"... and {self.more} more that are not capture records")
             self.held = []
 
+    def bad_field(self, message: str) -> None:
+        """A record read with one field left out: the record is good (it
+        counts as the file's proof), the field a notice of its own."""
+        self.ok()
+        if self.on_notice is not None:
+            self.on_notice(Notice("bad_record", message))
+
     def end(self) -> None:
         if not self.good and self.held:
             others = len(self.held) - 1 + self.more
@@ -175,8 +196,13 @@ def read_jsonl(f: IO[bytes], name: str,
             if isinstance(d, dict) and d.get("grpc") in GRPC_LINES:
                 continue  # lbparse capture's gRPC records: not NATS messages, not read back
             _check_record_types(d)
-            record = Record.make(ts_from_json(d["ts"]), d["src"], d["dst"], d["verb"], d["subject"],
-                                 d.get("reply"), d.get("sid"), build_header_block(d.get("headers")),
+            raw_ts = d["ts"]
+            # A time we cannot hold costs its own field, not the record
+            # (issue #47: one past int64 printed as 9.22337e+18s, stored null, unsaid).
+            ts = NO_TIME if raw_ts is None else ts_from_json(raw_ts)
+            record = Record.make(ts if fits_int64(ts) else NO_TIME, d["src"], d["dst"],
+                                 d["verb"], d["subject"], d.get("reply"), d.get("sid"),
+                                 build_header_block(d.get("headers")),
                                  base64.b64decode(d["payload"], validate=True))
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             bad.bad(f"{where}: not a capture record: {exc}")
@@ -184,7 +210,10 @@ def read_jsonl(f: IO[bytes], name: str,
         except RecursionError:  # json nests as deep as the line does
             bad.bad(f"{where}: not a capture record: JSON nested too deeply")
             continue
-        bad.ok()
+        if record.ts == NO_TIME:
+            bad.bad_field(f"{where}: {_no_time(raw_ts)}")
+        else:
+            bad.ok()
         yield record
     bad.end()
 
@@ -245,8 +274,8 @@ class ParquetRecordWriter:
     def write(self, rec: Record) -> None:
         env = rec.envelope
         row: dict[str, Any] = {c.name: getattr(rec, c.name) for c in RECORD}
-        if not -2**63 <= row["ts"] < 2**63:
-            row["ts"] = None  # a damaged capture's clock, past what Parquet's timestamp holds
+        if not fits_int64(row["ts"]):
+            row["ts"] = None  # NO_TIME, or a damaged capture's clock past what Parquet holds
         headers = row["headers"]
         row["headers"] = None if headers is None else [{"key": k, "value": v}
                                                        for k, v in headers]
@@ -369,6 +398,8 @@ def _ts_ns(column: Any) -> list[int | str | None]:
         column = column.cast(pa.timestamp("ns", tz=typ.tz)).cast(pa.int64())
     elif pa.types.is_floating(typ):
         return [None if v is None else _ts_or_why(v) for v in column.to_pylist()]
+    elif pa.types.is_unsigned_integer(typ):  # a uint64 past int64 would fail the row group's cast
+        return list(column.to_pylist())
     values: list[int | str | None] = column.cast(pa.int64()).to_pylist()
     return values
 
@@ -413,7 +444,10 @@ def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
                     except (ValueError, TypeError) as exc:
                         bad.bad(f"{path}: row {index}: not a capture record: {exc}")
                     else:
-                        bad.ok()
+                        if record.ts == NO_TIME:
+                            bad.bad_field(f"{path}: row {index}: {_no_time(ts)}")
+                        else:
+                            bad.ok()
                         yield record
                     index += 1
         except (ValueError, TypeError, OSError) as exc:  # pyarrow's errors are ValueError, OSError
@@ -436,6 +470,7 @@ def _parquet_record(ts: int | str | None, row: dict[str, Any]) -> Record:
         raise TypeError("headers hold a null key or value")
     block = (None if headers is None
              else build_header_block([(h["key"], h["value"]) for h in headers]))
-    # A null time is one no timestamp could hold (the writer's rule): unknown, 0.
-    return Record.make(ts or 0, row["src"], row["dst"], row["verb"], row["subject"],
+    # A null time is one no timestamp could hold (the writer's rule): none.
+    return Record.make(NO_TIME if ts is None or not fits_int64(ts) else ts,
+                       row["src"], row["dst"], row["verb"], row["subject"],
                        row.get("reply"), row.get("sid"), block, row["payload"])

@@ -27,6 +27,11 @@ from lbparse.codec.envelope import Envelope
 from lbparse.codec.jsonform import Int64
 from lbparse.errors import EnvelopeError
 
+# The time of a record that has none we can hold: a recording's `ts` past
+# 64 bits of nanoseconds (or null). The C capture loop's null, and
+# sources.ns_array's: the tables hold it as null, and so does its JSON.
+NO_TIME = -2**63
+
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
 DIRECTION_OF_VERB = {"PUB": CLIENT_TO_SERVER, "HPUB": CLIENT_TO_SERVER,
@@ -133,7 +138,7 @@ class Record:
         for c in RECORD:
             value = getattr(self, c.name)
             if c.kind == TIME_NS:
-                value = Int64(value)
+                value = None if value == NO_TIME else Int64(value)
             elif c.kind == BYTES:
                 value = base64.b64encode(value).decode("ascii")
             d[c.name] = value

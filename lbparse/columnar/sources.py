@@ -350,10 +350,19 @@ def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     """`ts` and `ts_ns` from a table's time column: a timestamp of any unit
     (exact), or numbers of seconds since the epoch."""
     if pa.types.is_timestamp(arr.type):
-        return _times_ns(arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64()))
+        ns = arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64())
+        if len(ns) > ns.null_count and pc.min(ns).as_py() == -2**63:  # NO_TIME: null
+            ns = pc.if_else(pc.equal(ns, -2**63), pa.scalar(None, pa.int64()), ns)
+        return _times_ns(ns)
     secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
-    ns = np.round(secs * 1e9).astype(np.int64)
-    return _times_ns(pa.array(ns, pa.int64(), mask=np.asarray(arr.is_null())))
+    with np.errstate(invalid="ignore", over="ignore"):
+        scaled = np.round(secs * 1e9)
+    # Seconds past 64 bits of nanoseconds (an older recording's damaged
+    # clock), NaN and infinities are null, as the record readers make them;
+    # astype made them -2**63 or worse, unsaid.
+    past = ~(np.abs(scaled) < 2.0**63)
+    ns = np.where(past, 0.0, scaled).astype(np.int64)
+    return _times_ns(pa.array(ns, pa.int64(), mask=np.asarray(arr.is_null()) | past))
 
 
 def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
