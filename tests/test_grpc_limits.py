@@ -341,3 +341,25 @@ def test_a_real_api_capture_reads_as_before() -> None:
     assert len([m for m in items if isinstance(m, GrpcMessage)]) == 287
     assert not [n for n in notices if n.kind == "limit"]
     assert not [m for m in items if isinstance(m, GrpcMessage) and m.error]
+
+
+@pytest.mark.parametrize("command", [["capture", "-o", os.devnull],
+                                     ["report", "--json", "TABLES", "-q"],
+                                     ["capture", "--tables", "TABLES"]])
+def test_the_options_reach_the_grpc_reading(command: list[str], tmp_path: Path) -> None:
+    """--max-open-calls (as every gRPC limit) is what the reading of the calls
+    uses, in the record path, the report's and the tables': api-short holds
+    more than 2 calls open at once (a Subscribe and PublishAsync streams)."""
+    from support.cli import run_cli
+    from support.shared import shared_path
+
+    path = shared_path("liftbridge", "samples", "api-short.pcapng")
+    args = [str(tmp_path / "t") if a == "TABLES" else a for a in command]
+    done = run_cli(command[0], str(path), *args[1:], "--max-open-calls", "2", timeout=300)
+    err = done.stderr.decode()
+    assert "Traceback" not in err, err[-2000:]
+    said = err + ((tmp_path / "t").read_text() if command[0] == "report" else "")
+    assert done.returncode == 1 and "max_open_calls" in said, err[-2000:]
+    again = [str(tmp_path / "u") if a == "TABLES" else a for a in command]
+    done = run_cli(command[0], str(path), *again[1:], timeout=300)
+    assert done.returncode == 0 and "max_open_calls" not in done.stderr.decode()

@@ -445,7 +445,7 @@ class CaptureReader:
         ip_end: int
         h2: Any = None
         if self.on_grpc is not None:
-            h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly)
+            h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly, flow_limits)
             h2.connections = self.http2_connections
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:

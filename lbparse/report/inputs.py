@@ -177,7 +177,7 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         mine.connect_names.update(u.connect_names)
     agg.connect_names(mine.connect_names)
     if held.rows:
-        _read_http2(path, agg, mine, held, options.on_notice)
+        _read_http2(path, agg, mine, held, options.on_notice, options.limits)
     stats.merge(mine)
     # NATS control lines (PING, SUB...) are not counted on this path.
     return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
@@ -186,7 +186,8 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
 
 
 def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
-                on_notice: Callable[[str, Notice], None] | None) -> None:
+                on_notice: Callable[[str, Notice], None] | None,
+                limits: Any = None) -> None:
     """The C loop reads NATS only: a capture whose rows may show HTTP/2 is read
     again for the client's gRPC calls (and HTTP/2's notices). The held rows
     of the connections that were HTTP/2 are not problems (the record path,
@@ -204,7 +205,8 @@ def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
         if on_notice is not None:
             on_notice(path, n)
 
-    problems, theirs = held.release(read_grpc(path, agg.client.add, on_notice=said))
+    problems, theirs = held.release(read_grpc(path, agg.client.add, limits=limits,
+                                              on_notice=said))
     for kind in theirs.column("error_kind").to_pylist():
         name = kind[len(INPUT_PROBLEM):]
         stats.notices[name] -= 1
