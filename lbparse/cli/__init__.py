@@ -136,8 +136,8 @@ def exit_status_text() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     command = "lbparse"
+    words = sys.argv[1:] if argv is None else list(argv)
     try:
-        words = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(command_of(words)).parse_args(words)  # --help, --version print
         command = args.command
         with stdout_to(args, command) as run:  # -o FILE, checked before the command starts
@@ -155,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             silence_stdout()
         raise
     except KeyboardInterrupt:
+        if command_of(words) == "pipeline":  # before (or after) its own handling: one line
+            warn("pipeline", "interrupted")
         return INTERRUPTED
     except ModuleNotFoundError as exc:
         hint = missing_extra(exc)
