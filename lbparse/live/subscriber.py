@@ -223,7 +223,7 @@ class LiveResult:
             text += "; the server did not come back: gave up"
         if self.dropped:
             text += (f"; {self.dropped} dropped on arrival as a slow consumer's (the client "
-                     "library's pending limits)")
+                     "library's pending limits, set by --backlog-mb)")
         if self.failure is not None:
             text += f"; writing failed: {self.failure}"
         if self.unwritten:
@@ -347,7 +347,8 @@ class _Session:
             self.dropped += 1
             if self.dropped == 1:
                 self.on_event(f"messages are being DROPPED as a slow consumer's (first on "
-                              f"{exc.subject}): they will be missing; counting them")
+                              f"{exc.subject}: the client library's queue, bounded by "
+                              "--backlog-mb, is full): they will be missing; counting them")
             return
         if not self.connected and isinstance(exc, asyncio.TimeoutError):
             return  # silence, not a cause: _not_connected says no server answered
