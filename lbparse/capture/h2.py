@@ -39,6 +39,7 @@ reset call's, its messages read as such, and no call of their own.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 from urllib.parse import unquote
@@ -66,6 +67,9 @@ UNDECIDED_BYTES = 64 << 10  # a direction's first bytes held while sniff cannot 
 GRPC_STATUS_MAX = 2**31 - 1  # grpc_calls.grpc_status is an int32 (gRPC's codes are 0-16)
 MAX_STREAMS = 4096
 MAX_RESETS = 64  # reset calls a connection keeps for their late frames, the last ones
+# GOAWAYs said a connection; later ones are said only when they end calls (a
+# storm of them would be a notice each, and nothing to say)
+MAX_GOAWAYS_SAID = 16
 # All open calls of a reading together: the bytes of messages their records
 # keep, as decoded (each counted 64 bytes more, and as much again for each
 # protobuf field, what a field costs as a dict entry or list item), and the
@@ -191,9 +195,14 @@ class Connection:
     def __init__(self, flows: Flows) -> None:
         self.flows = flows
         self.calls: dict[int, GrpcCall] = {}
+        # The open calls' stream ids, sorted: a GOAWAY finds the calls past its
+        # last stream in O(log n + those), however many are open and in
+        # whatever order a (hostile) client opened them.
+        self.sids: list[int] = []
         self.client: Side | None = None
         self.resets: dict[int, _Reset] = {}  # by stream id, the last MAX_RESETS
         self.headers_told = False  # max_grpc_headers said on this connection
+        self.goaways = 0  # GOAWAY frames seen (the first MAX_GOAWAYS_SAID are said)
 
     def notice(self, side: Side, message: str, kind: str = "grpc",
                limit: str | None = None, info: bool = False) -> None:
@@ -232,6 +241,7 @@ class Connection:
                             "max_open_calls")
                 conn._end(on, first, "dropped")
             self.calls[sid] = call
+            bisect.insort(self.sids, sid)
             flows.calls[call] = self
             flows.open[id(self)] = self
         return call
@@ -403,7 +413,8 @@ class Connection:
         call.end = how
         call.end_ts = self.flows.clock.ts
         self.flows.kept_bytes -= call.kept_bytes
-        self.calls.pop(call.stream_id, None)
+        if self.calls.pop(call.stream_id, None) is not None:
+            del self.sids[bisect.bisect_left(self.sids, call.stream_id)]
         self.flows.calls.pop(call, None)
         if not self.calls and not self._holding():
             self.flows.open.pop(id(self), None)
@@ -445,10 +456,14 @@ class Connection:
             self._clear(splitter)
 
     def goaway(self, side: Side, last: int, code: int, debug: bytes) -> None:
-        gone = [c for s, c in self.calls.items() if s > last]
-        self.notice(side, f"GOAWAY {error_name(code)}, last stream {last}"
-                    f"{', ' + repr(debug[:80]) if debug else ''}; {len(gone)} open calls "
-                    "past it end unanswered", info=True)
+        gone = [self.calls[s] for s in self.sids[bisect.bisect_right(self.sids, last):]]
+        self.goaways += 1
+        if self.goaways <= MAX_GOAWAYS_SAID or gone:
+            more = "; later GOAWAYs that end no call are not said" \
+                if self.goaways == MAX_GOAWAYS_SAID else ""
+            self.notice(side, f"GOAWAY {error_name(code)}, last stream {last}"
+                        f"{', ' + repr(debug[:80]) if debug else ''}; {len(gone)} open calls "
+                        f"past it end unanswered{more}", info=True)
         for call in gone:
             self._end(side, call, "goaway")
 
