@@ -223,7 +223,9 @@ def test_a_parquet_column_of_the_wrong_type_is_a_bad_record(tmp_path) -> None:
 def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
     """lbparse/cli/capture_cmd.py: `--format table` crashed with
     OverflowError on a timestamp datetime cannot hold (pcapng's if_tsresol
-    allows them)."""
+    allows them). In a recording, a time past 64 bits of nanoseconds is now
+    its record's bad field (#47): said, the record read without its time,
+    never a float such as 1e+20 nor the year 1677 shown for it."""
     import subprocess
     import sys
 
@@ -232,8 +234,9 @@ def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
                     '"payload": "eA=="}\n')
     out = subprocess.run([*LBPARSE, "capture", "--format", "table",
                           str(path)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and "Traceback" not in out.stderr
-    assert out.stdout.startswith("1e+20")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stdout.startswith("(no time)") and "1677" not in out.stdout
+    assert "r.jsonl:1: ts 1e+20 does not fit" in out.stderr
 
 
 def _pcapng_head() -> bytes:
@@ -463,7 +466,8 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     """lbparse/capture/recordings.py (issue #19): a null cell in our Parquet
     recording raised TypeError (a traceback from lbparse capture); an
     infinite time in an older recording's float seconds ended the file. A
-    null time is still read as unknown (0), as the writer means it."""
+    null time is the record's bad field (#47): read without its time
+    (NO_TIME), and said."""
     import subprocess
     import sys
 
@@ -485,9 +489,12 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path, row_group_size=3)
     notices: list = []
     recs = list(CaptureReader(path, on_notice=notices.append))
-    assert [r.subject for r in recs] == ["s.0", "s.1", "s.5"] and recs[1].ts == 0
-    assert [n.kind for n in notices] == ["bad_record"] * 3
-    assert "row 2" in notices[0].message and "row 4" in notices[2].message
+    from lbparse.capture.records import NO_TIME
+
+    assert [r.subject for r in recs] == ["s.0", "s.1", "s.5"] and recs[1].ts == NO_TIME
+    assert [n.kind for n in notices] == ["bad_record"] * 4
+    assert "row 1: ts is null" in notices[0].message
+    assert "row 2" in notices[1].message and "row 4" in notices[3].message
     out = subprocess.run([sys.executable, "-m", "lbparse", "capture", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "Traceback" not in out.stderr

@@ -171,3 +171,27 @@ def test_pipeline_sources_read_null_times(tmp_path: Path) -> None:
     assert [r["ts_ns"] for r in got[".jsonl"] if r["subject"]] == [GOOD, None, GOOD + 1]
     times = [r["ts_ns"] for r in got[".parquet"]]
     assert abs(times[0] - GOOD) < 1000 and times[1:] == [None, None]
+
+
+def test_a_timeless_record_is_on_no_time_axis(tmp_path: Path) -> None:
+    """The report counts a record whose time did not fit, and places it in no
+    time bin: its axis is the other records' (not stretched back to 1677,
+    NO_TIME's year); `capture --format table` shows it as having no time."""
+    import json
+
+    from support.cli import run_cli
+
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
+                    '"payload": "eA=="}\n{"ts": "1700000000000000000", "src": "a:1", '
+                    '"dst": "b:2", "verb": "PUB", "subject": "s", "payload": "eA=="}\n')
+    done = run_cli("report", str(path), "-o", str(tmp_path / "r.html"), "--json",
+                   str(tmp_path / "r.json"), "-q")
+    assert done.returncode == 1 and b"Traceback" not in done.stderr
+    model = json.loads((tmp_path / "r.json").read_text())
+    assert model["totals"]["messages"] == 2
+    assert model["report"]["first_utc"] == model["report"]["last_utc"] \
+        == "2023-11-14T22:13:20.000000000Z"
+    table = run_cli("capture", str(path), "--format", "table")
+    rows = table.stdout.decode().splitlines()
+    assert rows[0].startswith("(no time)") and rows[1].startswith("2023-11-14T22:13:20")

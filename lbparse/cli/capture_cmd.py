@@ -59,7 +59,7 @@ from lbparse.codec import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.capture.pipe import STDIN, input_name
-from lbparse.capture.records import DESCRIPTION, STATUS
+from lbparse.capture.records import DESCRIPTION, NO_TIME, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
 from lbparse.cli.common import (add_layout_argument, add_limit_arguments,
                                 add_terminal_format_arguments, format_for_output, limits_from)
@@ -128,7 +128,8 @@ def _count(text: str) -> int:
 
 
 def table_row(rec: Record) -> str:
-    t = rfc3339(rec.ts)
+    # a recording's time that did not fit (said as a bad_record): no time, not 1677
+    t = "(no time)".ljust(30) if rec.ts == NO_TIME else rfc3339(rec.ts)
     arrow = f"{rec.src} -> {rec.dst}"
     extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
                                  f"reply={rec.reply}" if rec.reply else "") if x)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lbparse.capture.records import NO_TIME
 from lbparse.codec.flatbuf import FlatTable
 from lbparse.report.client import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
@@ -118,6 +119,10 @@ class Aggregator:
         # capture. Counters are updated in their dicts directly and the
         # time bin is computed inline unless the axis must grow.
         ns: int = rec.ts  # integer nanoseconds since the epoch (fields.RECORD's ts)
+        if ns == NO_TIME:  # a recording's time that did not fit (its bad_record said):
+            self.messages += 1  # counted, on no time axis (not in 1677)
+            self.bytes += len(rec.payload)
+            return
         axis = self.axis
         i = ns // axis.width
         if not axis.lo <= i <= axis.hi:
