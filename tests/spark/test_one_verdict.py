@@ -77,35 +77,37 @@ def _notices(model: dict[str, Any]) -> tuple[int, int]:
             p["notes"]["total"])
 
 
+def _verdict(name: str, path: Path, spark: Any, d: Path) -> dict[str, tuple[int, int, int]]:
+    """Per way of reading `path`: (exit status, problems, notes)."""
+    got: dict[str, tuple[int, int, int]] = {}
+    done = run_cli("capture", str(path), "-o", str(d / f"{name}.jsonl"))
+    got["capture"] = (done.returncode, *_said(done.stderr.decode(), path))
+    tables = d / f"{name}.tables"
+    done = run_cli("capture", str(path), "--tables", str(tables))
+    got["capture --tables"] = (done.returncode, *_said(done.stderr.decode(), path))
+    model = d / f"{name}.json"
+    done = run_cli("report", str(path), "-o", str(d / f"{name}.html"), "--json", str(model))
+    got["report"] = (done.returncode, *_notices(json.loads(model.read_text())))
+    records = build_model([str(path)], ReadOptions(fast=False))
+    got["report (records)"] = (got["report"][0], *_notices(records))
+    pipe = d / f"{name}.pipeline"
+    summary = run(spark, PipelineOptions(inputs=(str(path),), out=str(pipe),
+                                         source=SourceOptions(batch_rows=4096)))
+    totals = summary.totals()
+    got["pipeline"] = (int(summary.outcome == "problems"), totals["problems"],
+                       sum(totals["notes"].values()))
+    model = d / f"{name}.pipeline.json"
+    done = run_cli("report", str(pipe), "-o", str(d / f"{name}.p.html"), "--json", str(model))
+    got["report of the pipeline"] = (done.returncode, *_notices(json.loads(model.read_text())))
+    return got
+
+
 @pytest.fixture(scope="module")
 def verdicts(inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempPathFactory
              ) -> dict[str, dict[str, tuple[int, int, int]]]:
     """Per file, per way of reading it: (exit status, problems, notes)."""
     d = tmp_path_factory.mktemp("verdicts")
-    out: dict[str, dict[str, tuple[int, int, int]]] = {}
-    for name, path in inputs.items():
-        got: dict[str, tuple[int, int, int]] = {}
-        done = run_cli("capture", str(path), "-o", str(d / f"{name}.jsonl"))
-        got["capture"] = (done.returncode, *_said(done.stderr.decode(), path))
-        tables = d / f"{name}.tables"
-        done = run_cli("capture", str(path), "--tables", str(tables))
-        got["capture --tables"] = (done.returncode, *_said(done.stderr.decode(), path))
-        model = d / f"{name}.json"
-        done = run_cli("report", str(path), "-o", str(d / f"{name}.html"), "--json", str(model))
-        got["report"] = (done.returncode, *_notices(json.loads(model.read_text())))
-        records = build_model([str(path)], ReadOptions(fast=False))
-        got["report (records)"] = (got["report"][0], *_notices(records))
-        pipe = d / f"{name}.pipeline"
-        summary = run(spark, PipelineOptions(inputs=(str(path),), out=str(pipe),
-                                             source=SourceOptions(batch_rows=4096)))
-        totals = summary.totals()
-        got["pipeline"] = (int(summary.outcome == "problems"), totals["problems"],
-                           sum(totals["notes"].values()))
-        model = d / f"{name}.pipeline.json"
-        done = run_cli("report", str(pipe), "-o", str(d / f"{name}.p.html"), "--json", str(model))
-        got["report of the pipeline"] = (done.returncode, *_notices(json.loads(model.read_text())))
-        out[name] = got
-    return out
+    return {name: _verdict(name, path, spark, d) for name, path in inputs.items()}
 
 
 @pytest.mark.slow
@@ -139,3 +141,18 @@ def test_data_lost_in_a_grpc_connection_is_a_problem_everywhere(
     # two TCP gaps, and the HTTP/2 frames lost at each: said by every reading
     assert (rc, problems) == (1, 4)
     assert notes == verdicts["api-short.pcapng"]["capture"][2]
+
+
+@pytest.mark.slow
+def test_a_fresh_full_run_gets_one_verdict(request: pytest.FixtureRequest, spark: Any,
+                                           tmp_path: Path) -> None:
+    """A fresh `run_cluster.sh full` (its clients' gRPC captured, two nodes
+    killed): every reading gives its capture the same verdict, and a normal
+    run's cancelled and cut calls are notes, not problems."""
+    from test_report_cluster import full_run
+
+    capture, _, _ = full_run(request)
+    got = _verdict("full", capture, spark, tmp_path)
+    assert len(set(got.values())) == 1, got
+    rc, problems, notes = got["capture"]
+    assert (rc, problems) == (0, 0) and notes > 0, got
