@@ -38,8 +38,8 @@ __all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "noti
 # control line starts with a letter (PUB, MSG, ...), +OK or -ERR; a capture
 # that cuts a NATS message short, or starts inside one, is not read again.
 HTTP2_HINTS = ("input:protocol", "input:incomplete")
-HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes): "
-               r"b['\"](PRI \* HTTP/2\.0|\\x00)")
+HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes|\d+ bytes without "
+               r"a line end where a control line was expected): b['\"](PRI \* HTTP/2\.0|\\x00)")
 
 _CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
 # Reset calls of a file whose row a late message can still find (each
