@@ -18,13 +18,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow.parquet as pq
 import pytest
 
-from support.net import free_port
-from test_live_reconnect import NATS_SERVER, Server, Tool
+from test_live_reconnect import Server, Tool, server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -51,18 +49,6 @@ print(n)
 """
 
 
-@pytest.fixture
-def nats(tmp_path: Path) -> Iterator[Server]:
-    if subprocess.run(["which", NATS_SERVER], capture_output=True).returncode:
-        pytest.skip("nats-server is not installed")
-    s = Server(free_port(), tmp_path / "nats-server.log")
-    s.start()
-    try:
-        yield s
-    finally:
-        s.stop()
-
-
 def _mib(pid: int, key: str) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -80,10 +66,10 @@ def _kill(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
 
 
 @pytest.mark.parametrize("size", [4000, 100])
-def test_record_under_a_flood_keeps_to_its_memory_bound(nats: Server, tmp_path: Path,
+def test_record_under_a_flood_keeps_to_its_memory_bound(server: Server, tmp_path: Path,
                                                         size: int) -> None:
     out = tmp_path / "flood.parquet"
-    tool = Tool("record", nats.url, "load.>", "-o", str(out), "--reconnect-timeout", "0",
+    tool = Tool("record", server.url, "load.>", "-o", str(out), "--reconnect-timeout", "0",
                 "--backlog-mb", str(BACKLOG_MB))
     publisher = None
     try:
@@ -91,7 +77,7 @@ def test_record_under_a_flood_keeps_to_its_memory_bound(nats: Server, tmp_path: 
         time.sleep(0.5)
         idle = _mib(tool.proc.pid, "VmRSS")
         assert idle is not None
-        publisher = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(nats.port),
+        publisher = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(server.port),
                                       str(FLOOD_SECONDS), str(size)], stdout=subprocess.PIPE)
         published = int(publisher.communicate(timeout=FLOOD_SECONDS + 60)[0])
         time.sleep(1)  # what the server still held reaches the recorder

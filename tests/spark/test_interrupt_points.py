@@ -25,8 +25,6 @@ and a job of a few seconds on copies of a real capture.
 from __future__ import annotations
 
 import concurrent.futures
-import hashlib
-import json
 import os
 import random
 import re
@@ -39,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import pyarrow.parquet as pq
 import pytest
 
+from test_interrupts import consistent, fingerprint
 from support.shared import LIFTBRIDGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
@@ -159,20 +157,6 @@ def _phase(seen: Seen, before_summary: str) -> str:
     if _jvm(seen):
         return "spark start"
     return "before Spark"
-
-
-def fingerprint(out: Path) -> dict[str, str]:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(out.rglob("*")) if p.is_file()}
-
-
-def consistent(out: Path) -> int:
-    """The rows of out/messages, which out/summary.json counts exactly."""
-    summary = json.loads((out / "summary.json").read_text())
-    rows = sum(pq.ParquetFile(p).metadata.num_rows
-               for p in (out / "messages").rglob("part-*.parquet"))
-    assert summary["outcome"] in ("ok", "problems") and summary["totals"]["rows"] == rows
-    return rows
 
 
 def launch(inputs: Path, out: Path, point: Point | None, before_summary: str,

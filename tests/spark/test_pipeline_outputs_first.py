@@ -16,12 +16,11 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
+from test_outputs_first import mounted, silent_fifo  # noqa: F401  (a fixture)
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
@@ -37,27 +36,6 @@ def pipeline(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProce
                            "--master", "local[1]", *args], capture_output=True, text=True,
                           timeout=timeout)
     return done, time.monotonic() - start
-
-
-@pytest.fixture
-def silent_fifo(tmp_path: Path) -> Path:
-    fifo = tmp_path / "silent.pcap"
-    os.mkfifo(fifo)
-    return fifo
-
-
-@contextmanager
-def mounted(where: Path, *options: str) -> Iterator[Path]:
-    where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
-                          capture_output=True, text=True, timeout=30)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        if subprocess.run(["umount", str(where)], capture_output=True, timeout=30).returncode:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
 
 
 def refused_at_once(done: subprocess.CompletedProcess[str], seconds: float, *words: str) -> None:
