@@ -38,6 +38,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -166,6 +167,9 @@ class Interrupts:
             # Every log record from now on is a thread or the JVM dying under
             # the interruption: py4j logs each failed call with its traceback.
             logging.disable(logging.CRITICAL)
+            # And PySpark's warnings of the JVM it could not stop cleanly
+            # ("Unable to cleanly shutdown Spark JVM process"): the same dying.
+            warnings.simplefilter("ignore")
 
     def _watch(self, fd: int) -> None:
         try:
