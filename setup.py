@@ -35,23 +35,40 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
-COMPILED = ["lbparse/capture/nats.py", "lbparse/capture/tcp.py", "lbparse/capture/pcap.py",
-            "lbparse/capture/reader.py", "lbparse/capture/records.py"]
+COMPILED = [
+    "lbparse/capture/nats.py",
+    "lbparse/capture/tcp.py",
+    "lbparse/capture/pcap.py",
+    "lbparse/capture/reader.py",
+    "lbparse/capture/records.py",
+]
 # The C modules' shared parts (CRC-32C, the varint) are written once, as
 # headers in lbparse/_c (the sdist carries them: MANIFEST.in).
-C_HEADERS = ["lbparse/_c/lb_arrow.h", "lbparse/_c/lb_crc.h", "lbparse/_c/lb_gbuf.h",
-             "lbparse/_c/lb_varint.h"]
+C_HEADERS = [
+    "lbparse/_c/lb_arrow.h",
+    "lbparse/_c/lb_crc.h",
+    "lbparse/_c/lb_gbuf.h",
+    "lbparse/_c/lb_varint.h",
+]
 
 
 def _native(name: str, source: str) -> Extension:
-    return Extension(name, [source], include_dirs=["lbparse/_c"], depends=C_HEADERS,
-                     extra_compile_args=["-O3"], optional=True)
+    return Extension(
+        name,
+        [source],
+        include_dirs=["lbparse/_c"],
+        depends=C_HEADERS,
+        extra_compile_args=["-O3"],
+        optional=True,
+    )
 
 
-NATIVE = [_native("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
-          _native("lbparse.capture._native", "lbparse/capture/_native.c"),
-          _native("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
-          _native("lbparse.storage._scan", "lbparse/storage/_scan.c")]
+NATIVE = [
+    _native("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
+    _native("lbparse.capture._native", "lbparse/capture/_native.c"),
+    _native("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
+    _native("lbparse.storage._scan", "lbparse/storage/_scan.c"),
+]
 
 
 def ext_modules() -> list:
@@ -65,11 +82,11 @@ def mypyc_modules() -> list:
         from mypyc.build import mypycify
 
         # Type-check only these files; what they import is taken as declared.
-        exts = mypycify(["--ignore-missing-imports", "--follow-imports=silent", *COMPILED],
-                        opt_level="3")
+        exts = mypycify(
+            ["--ignore-missing-imports", "--follow-imports=silent", *COMPILED], opt_level="3"
+        )
     except (Exception, SystemExit) as exc:  # mypyc exits on a type error
-        print(f"lbparse: not compiling the capture modules ({exc!r}); pure Python",
-              file=sys.stderr)
+        print(f"lbparse: not compiling the capture modules ({exc!r}); pure Python", file=sys.stderr)
         remove_stale_builds()
         return []
     for ext in exts:
@@ -87,15 +104,22 @@ def remove_stale_builds() -> None:
         stale += glob.glob(os.path.join(here, path[:-3] + ".*.so"))
         stale += glob.glob(os.path.join(here, path[:-3] + ".*.pyd"))
     for f in stale:
-        print(f"lbparse: removing {os.path.relpath(f, here)}, left by an earlier build",
-              file=sys.stderr)
+        print(
+            f"lbparse: removing {os.path.relpath(f, here)}, left by an earlier build",
+            file=sys.stderr,
+        )
         os.remove(f)
 
 
 # Package data copied from the checkout (lbparse/resources.py finds it):
 # source folder or file -> path under lbparse/_data.
-PACKAGE_DATA = [("spec", "spec"), *((f"tools/{name}", f"tools/{name}")
-                                    for name in ("ksc.js", "package.json", "package-lock.json"))]
+PACKAGE_DATA = [
+    ("spec", "spec"),
+    *(
+        (f"tools/{name}", f"tools/{name}")
+        for name in ("ksc.js", "package.json", "package-lock.json")
+    ),
+]
 
 
 class BuildPy(build_py):
@@ -116,8 +140,9 @@ class BuildPy(build_py):
                 raise SystemExit(f"lbparse: {src} is missing: the wheel would not generate code")
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if os.path.isdir(src):
-                shutil.copytree(src, dst, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(
+                    src, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+                )
             else:
                 shutil.copyfile(src, dst)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -34,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_spark import MASTER, envelope_pool, pipeline, session, timed, where, write_pcap  # noqa: E402
-from benchdoc import Section  # noqa: E402
+from bench_spark import MASTER, envelope_pool, pipeline, session, timed, where, write_pcap
+from benchdoc import Section
 
 
 def main() -> int:
@@ -47,9 +46,11 @@ def main() -> int:
     if not args.run:
         print("bench_big: skipped (minutes, ~3 GB of disk): run `make bench-big`")
         return 0
-    section = Section("big", "The pipeline on a 1 GB capture",
-                      f"make bench-big (python bench/bench_big.py --run --gb {args.gb} "
-                      f"--rounds {args.rounds})")
+    section = Section(
+        "big",
+        "The pipeline on a 1 GB capture",
+        f"make bench-big (python bench/bench_big.py --run --gb {args.gb} --rounds {args.rounds})",
+    )
     work = Path(tempfile.mkdtemp(prefix="lbparse-bench-big-"))
     try:
         pool = envelope_pool(100_000)
@@ -57,8 +58,11 @@ def main() -> int:
         t, messages = timed(lambda: write_pcap(pool, pcap, int(args.gb * 1e9)))
         write_pcap(pool, warm, 20_000_000)
         size = pcap.stat().st_size
-        print(f"pcap: {size / 1e9:.2f} GB, {messages:,} NATS messages (PUB and MSG), written "
-              f"in {t:.1f} s", flush=True)
+        print(
+            f"pcap: {size / 1e9:.2f} GB, {messages:,} NATS messages (PUB and MSG), written "
+            f"in {t:.1f} s",
+            flush=True,
+        )
         times: list[float] = []
         summary: dict = {}
         with session() as _spark:
@@ -69,8 +73,19 @@ def main() -> int:
                 print(f"round {r + 1}: {t:.1f} s, {size / t / 1e6:.1f} MB/s", flush=True)
         rows = summary.get("totals", {}).get("rows", messages)
         shutil.rmtree(work / "out", ignore_errors=True)
-        cmd = [sys.executable, "-P", "-m", "lbparse", "pipeline", str(pcap), "-o",
-               str(work / "out"), "--master", MASTER, "--quiet"]
+        cmd = [
+            sys.executable,
+            "-P",
+            "-m",
+            "lbparse",
+            "pipeline",
+            str(pcap),
+            "-o",
+            str(work / "out"),
+            "--master",
+            MASTER,
+            "--quiet",
+        ]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
         cold = time.perf_counter() - t0
@@ -81,8 +96,13 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = statistics.median(times)
-    section.target(f"lbparse pipeline, a {size / 1e9:.2f} GB pcap, {MASTER}", size / med / 1e6,
-                   ">=", 100, "{:,.1f} MB/s")
+    section.target(
+        f"lbparse pipeline, a {size / 1e9:.2f} GB pcap, {MASTER}",
+        size / med / 1e6,
+        ">=",
+        100,
+        "{:,.1f} MB/s",
+    )
     section.para(
         f"A pcap of {size / 1e9:.2f} GB ({messages:,} NATS messages, PUB and MSG frames over "
         "one loopback TCP connection in 65 kB segments, carrying the 100,000 envelopes of "
@@ -91,17 +111,39 @@ def main() -> int:
         f"{MASTER}`, run by the command's entry point in one Spark session warmed up on a "
         f"20 MB capture ({args.rounds} runs, wall clock, median), then once as a fresh "
         "process, Spark's start included. Not pinned: two cores. MB/s are of the capture "
-        "file.")
-    section.table(["", "seconds", "MB/s", "rows/s"],
-                  [[f"in a warm session, run {i + 1}", f"{t:.1f}", f"{size / t / 1e6:,.1f}",
-                    f"{rows / t:,.0f}"] for i, t in enumerate(times)]
-                  + [["in a warm session, median", f"{med:.1f}", f"**{size / med / 1e6:,.1f}**",
-                      f"{rows / med:,.0f}"],
-                     ["a fresh process (`python -m lbparse pipeline`)", f"{cold:.1f}",
-                      f"{size / cold / 1e6:,.1f}", f"{rows / cold:,.0f}"]])
-    section.para(f"Where the time went, as summary.json says (the tasks' own clocks): last warm "
-                 f"run: {where(summary, times[-1])}; the fresh process: "
-                 f"{where(cold_summary, cold)}.")
+        "file."
+    )
+    section.table(
+        ["", "seconds", "MB/s", "rows/s"],
+        [
+            [
+                f"in a warm session, run {i + 1}",
+                f"{t:.1f}",
+                f"{size / t / 1e6:,.1f}",
+                f"{rows / t:,.0f}",
+            ]
+            for i, t in enumerate(times)
+        ]
+        + [
+            [
+                "in a warm session, median",
+                f"{med:.1f}",
+                f"**{size / med / 1e6:,.1f}**",
+                f"{rows / med:,.0f}",
+            ],
+            [
+                "a fresh process (`python -m lbparse pipeline`)",
+                f"{cold:.1f}",
+                f"{size / cold / 1e6:,.1f}",
+                f"{rows / cold:,.0f}",
+            ],
+        ],
+    )
+    section.para(
+        f"Where the time went, as summary.json says (the tasks' own clocks): last warm "
+        f"run: {where(summary, times[-1])}; the fresh process: "
+        f"{where(cold_summary, cold)}."
+    )
     section.write()
     return 0
 

@@ -23,16 +23,17 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
-from benchdoc import Section, pin_one_core  # noqa: E402
-from support.shared import CAPTURES  # noqa: E402  (../shared or $LBPARSE_SHARED, as the tests)
+from benchdoc import Section, pin_one_core
+from support.shared import CAPTURES
+
+from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules
 
 RUNS = 5
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,10 +57,22 @@ class PcapWriter:
 
     def send(self, side: int, data: bytes) -> None:
         ports = (40000, 4222) if side == 0 else (4222, 40000)
-        tcp = struct.pack("!HHIIHHHH", ports[0], ports[1], self.seq[side], self.seq[1 - side],
-                          0x5018, 65535, 0, 0)
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(data), 0, 0x4000, 64, 6, 0,
-                         b"\x7f\0\0\x01", b"\x7f\0\0\x01")
+        tcp = struct.pack(
+            "!HHIIHHHH", ports[0], ports[1], self.seq[side], self.seq[1 - side], 0x5018, 65535, 0, 0
+        )
+        ip = struct.pack(
+            "!BBHHHBBH4s4s",
+            0x45,
+            0,
+            40 + len(data),
+            0,
+            0x4000,
+            64,
+            6,
+            0,
+            b"\x7f\0\0\x01",
+            b"\x7f\0\0\x01",
+        )
         frame = b"\0" * 12 + b"\x08\x00" + ip + tcp + data
         self.ts += 0.00001
         sec = int(self.ts)
@@ -90,7 +103,7 @@ def make_large(path: str, n: int, size: int) -> int:
     for i in range(n):
         frame = b"HPUB lb.big  12 %d\r\nNATS/1.0\r\n\r\n" % (size + 12) + body + b"\r\n"
         for k in range(0, len(frame), mss):
-            w.send(0, frame[k:k + mss])
+            w.send(0, frame[k : k + mss])
     w.close()
     return w.packets
 
@@ -104,8 +117,9 @@ def median_time(fn: Callable[[], int], runs: int = RUNS) -> tuple[float, int]:
     return statistics.median(times), result
 
 
-def interleaved(cases: dict[str, Callable[[], int]], runs: int = RUNS
-                ) -> dict[str, tuple[float, int]]:
+def interleaved(
+    cases: dict[str, Callable[[], int]], runs: int = RUNS
+) -> dict[str, tuple[float, int]]:
     """Median seconds and result of each case, the cases taking turns run
     after run so that a noisy moment on a shared machine hits all alike."""
     times: dict[str, list[float]] = {name: [] for name in cases}
@@ -135,37 +149,58 @@ def run_ours(path: str, decode: bool) -> int:
     return n
 
 
-def bench(name: str, path: str, packets: int, section: Section | None = None
-          ) -> dict[str, float]:
+def bench(name: str, path: str, packets: int, section: Section | None = None) -> dict[str, float]:
     mb = os.path.getsize(path) / 1e6
-    cases = {"dpkt iteration": lambda: run_dpkt(path),
-             "lbparse frames": lambda: run_ours(path, False),
-             "lbparse decoded": lambda: run_ours(path, True)}
+    cases = {
+        "dpkt iteration": lambda: run_dpkt(path),
+        "lbparse frames": lambda: run_ours(path, False),
+        "lbparse decoded": lambda: run_ours(path, True),
+    }
     times = interleaved(cases)
     t_dpkt, t_frames, t_dec = (times[k][0] for k in cases)
     assert times["dpkt iteration"][1] == packets, (times["dpkt iteration"][1], packets)
     msgs = times["lbparse frames"][1]
-    rows = [("dpkt iteration", t_dpkt, None), ("lbparse frames", t_frames, msgs),
-            ("lbparse decoded", t_dec, msgs)]
-    print(f"\n{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB "
-          f"(median of {RUNS} interleaved runs)")
+    rows = [
+        ("dpkt iteration", t_dpkt, None),
+        ("lbparse frames", t_frames, msgs),
+        ("lbparse decoded", t_dec, msgs),
+    ]
+    print(
+        f"\n{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB "
+        f"(median of {RUNS} interleaved runs)"
+    )
     print(f"  {'':<16} {'seconds':>9} {'packets/s':>12} {'MB/s':>9} {'msgs/s':>11} {'x dpkt':>7}")
     for label, t, m in rows:
-        print(f"  {label:<16} {t:9.4f} {packets / t:12,.0f} {mb / t:9.1f} "
-              f"{(m or 0) / t:11,.0f} {t / t_dpkt:7.2f}")
+        print(
+            f"  {label:<16} {t:9.4f} {packets / t:12,.0f} {mb / t:9.1f} "
+            f"{(m or 0) / t:11,.0f} {t / t_dpkt:7.2f}"
+        )
     if section is not None:
         section.lines += [f"{name}: {packets:,} packets, {msgs:,} messages, {mb:.1f} MB:", ""]
-        section.table(["reader", "seconds", "packets/s", "MB/s", "messages/s", "x dpkt"],
-                      [[label, f"{t:.4f}", f"{packets / t:,.0f}", f"{mb / t:,.1f}",
-                        f"{(m or 0) / t:,.0f}" if m else "", f"{t / t_dpkt:.2f}x"]
-                       for label, t, m in rows])
+        section.table(
+            ["reader", "seconds", "packets/s", "MB/s", "messages/s", "x dpkt"],
+            [
+                [
+                    label,
+                    f"{t:.4f}",
+                    f"{packets / t:,.0f}",
+                    f"{mb / t:,.1f}",
+                    f"{(m or 0) / t:,.0f}" if m else "",
+                    f"{t / t_dpkt:.2f}x",
+                ]
+                for label, t, m in rows
+            ],
+        )
     return {"pps": packets / t_frames, "ratio": t_frames / t_dpkt}
 
 
 def main() -> int:
     small_n = int(os.environ.get("BENCH_SMALL_PACKETS", "200000"))
-    section = Section("capture", "The record path's capture reader against dpkt",
-                      "python bench/bench_capture.py (make bench)")
+    section = Section(
+        "capture",
+        "The record path's capture reader against dpkt",
+        "python bench/bench_capture.py (make bench)",
+    )
     section.cpu = pin_one_core()
     compiled = compiled_modules()
     section.para(
@@ -174,31 +209,42 @@ def main() -> int:
         "dpkt's bare `dpkt.pcap.Reader` iteration of the same file, wall clock, the process "
         f"pinned to one core, {RUNS} interleaved runs, medians. `frames`: link, IP, TCP "
         "reassembly and NATS framing; `decoded`: each payload decoded as a v0 envelope too. "
-        "The captures are generated in a temporary directory.")
-    print(f"capture modules compiled (setup.py, mypyc): {len(compiled)} of {len(HOT_MODULES)}"
-          + ("" if compiled else "; pure Python (LBPARSE_PURE_PYTHON, or no C compiler)"))
+        "The captures are generated in a temporary directory."
+    )
+    print(
+        f"capture modules compiled (setup.py, mypyc): {len(compiled)} of {len(HOT_MODULES)}"
+        + ("" if compiled else "; pure Python (LBPARSE_PURE_PYTHON, or no C compiler)")
+    )
     with tempfile.TemporaryDirectory(prefix="lbparse-bench-") as tmp:
         small, large = os.path.join(tmp, "small.pcap"), os.path.join(tmp, "large.pcap")
         ps = make_small(small, small_n)
         pl = make_large(large, 300, 200_000)
         s = bench("small messages (one per packet)", small, ps, section)
         big = bench("large messages (200 kB, 4 segments each)", large, pl, section)
-    print(f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
-          f"{s['ratio']:.2f}x dpkt's time (target <= 3)")
+    print(
+        f"\nsmall: {s['pps']:,.0f} packets/s (target >= 300,000), "
+        f"{s['ratio']:.2f}x dpkt's time (target <= 3)"
+    )
     print(f"large: {big['ratio']:.2f}x dpkt's time")
-    section.target("CaptureReader frames, small messages: packets/s", s["pps"], ">=", 300_000,
-                   "{:,.0f}")
-    section.target("CaptureReader frames, small messages: time", s["ratio"], "<=", 3.0,
-                   "{:.2f}x dpkt")
+    section.target(
+        "CaptureReader frames, small messages: packets/s", s["pps"], ">=", 300_000, "{:,.0f}"
+    )
+    section.target(
+        "CaptureReader frames, small messages: time", s["ratio"], "<=", 3.0, "{:.2f}x dpkt"
+    )
     shared = CAPTURES / "nats_1000.pcap"
     if shared.exists():
         t, n = median_time(lambda: run_ours(str(shared), False))
         td, _ = median_time(lambda: run_dpkt(str(shared)))
-        print(f"shared nats_1000.pcap: {n} messages in {t * 1000:.1f} ms "
-              f"({shared.stat().st_size / 1e6 / t:.0f} MB/s), {t / td:.2f}x dpkt's time")
-        section.para(f"The shared `nats_1000.pcap` ({n:,} messages, framing): "
-                     f"{t * 1000:.1f} ms, {shared.stat().st_size / 1e6 / t:,.0f} MB/s, "
-                     f"{t / td:.2f}x dpkt's time.")
+        print(
+            f"shared nats_1000.pcap: {n} messages in {t * 1000:.1f} ms "
+            f"({shared.stat().st_size / 1e6 / t:.0f} MB/s), {t / td:.2f}x dpkt's time"
+        )
+        section.para(
+            f"The shared `nats_1000.pcap` ({n:,} messages, framing): "
+            f"{t * 1000:.1f} ms, {shared.stat().st_size / 1e6 / t:,.0f} MB/s, "
+            f"{t / td:.2f}x dpkt's time."
+        )
     section.write()
     return 0
 

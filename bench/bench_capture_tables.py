@@ -31,14 +31,16 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import lbparse  # noqa: E402
 from benchdoc import Section, interleaved, pin_one_core, spread  # noqa: E402
+
+import lbparse  # noqa: E402
 
 SHARED = Path(os.environ.get("LBPARSE_SHARED") or HERE.parent.parent / "shared")
 SMALL = 200_000
@@ -46,8 +48,10 @@ MIN_SECONDS = 0.3  # a case is called again within a round until it took about t
 
 
 def real_captures() -> list[Path]:
-    found = [*(SHARED / "liftbridge" / "samples").glob("*.pcap*"),
-             *(SHARED / "captures").glob("*.pcap*")]
+    found = [
+        *(SHARED / "liftbridge" / "samples").glob("*.pcap*"),
+        *(SHARED / "captures").glob("*.pcap*"),
+    ]
     return sorted(p for p in found if p.suffix in (".pcap", ".pcapng"))
 
 
@@ -71,10 +75,12 @@ def run_arrow(path: Path) -> int:
 
 
 def cases(path: Path) -> dict[str, Callable[[], Any]]:
-    return {"dpkt": lambda: run_dpkt(path),
-            "read_capture_tables": lambda: run_tables(path),
-            "read_capture_arrow": lambda: run_arrow(path),
-            "read_capture_tables v0": lambda: run_tables(path, "v0")}
+    return {
+        "dpkt": lambda: run_dpkt(path),
+        "read_capture_tables": lambda: run_tables(path),
+        "read_capture_arrow": lambda: run_arrow(path),
+        "read_capture_tables v0": lambda: run_tables(path, "v0"),
+    }
 
 
 def main() -> int:
@@ -83,8 +89,11 @@ def main() -> int:
     args = ap.parse_args()
     import bench_capture
 
-    section = Section("capture_tables", "Capture readers against dpkt's bare iteration",
-                      "python bench/bench_capture_tables.py (make bench)")
+    section = Section(
+        "capture_tables",
+        "Capture readers against dpkt's bare iteration",
+        "python bench/bench_capture_tables.py (make bench)",
+    )
     section.cpu = pin_one_core()
     tmp = Path(tempfile.mkdtemp(prefix="lbparse-bench-capture-tables-"))
     rows: list[list[Any]] = []
@@ -102,23 +111,37 @@ def main() -> int:
             ratio = med["read_capture_tables"] / med["dpkt"]
             per_round = [t / d for t, d in zip(samples["read_capture_tables"], samples["dpkt"])]
             rate = msgs / med["read_capture_tables"]
-            print(f"{path.name}: {path.stat().st_size / 1e6:.1f} MB, {packets:,} packets, "
-                  f"{msgs:,} messages; dpkt {med['dpkt'] * 1e3:.1f} ms; tables "
-                  f"{med['read_capture_tables'] * 1e3:.1f} ms = {rate:,.0f} msgs/s, "
-                  f"{ratio:.2f}x dpkt; arrow {msgs / med['read_capture_arrow']:,.0f} msgs/s, "
-                  f"{med['read_capture_arrow'] / med['dpkt']:.2f}x; tables v0 "
-                  f"{msgs / med['read_capture_tables v0']:,.0f} msgs/s, "
-                  f"{med['read_capture_tables v0'] / med['dpkt']:.2f}x", flush=True)
-            rows.append([label, f"{path.stat().st_size / 1e6:.1f}", f"{packets:,}", f"{msgs:,}",
-                         f"{med['dpkt'] * 1e3:,.1f}", f"{med['read_capture_tables'] * 1e3:,.1f}",
-                         f"**{rate:,.0f}**", f"**{ratio:.2f}x**", spread(per_round),
-                         f"{msgs / med['read_capture_arrow']:,.0f}",
-                         f"{med['read_capture_arrow'] / med['dpkt']:.2f}x",
-                         f"{msgs / med['read_capture_tables v0']:,.0f}",
-                         f"{med['read_capture_tables v0'] / med['dpkt']:.2f}x"])
+            print(
+                f"{path.name}: {path.stat().st_size / 1e6:.1f} MB, {packets:,} packets, "
+                f"{msgs:,} messages; dpkt {med['dpkt'] * 1e3:.1f} ms; tables "
+                f"{med['read_capture_tables'] * 1e3:.1f} ms = {rate:,.0f} msgs/s, "
+                f"{ratio:.2f}x dpkt; arrow {msgs / med['read_capture_arrow']:,.0f} msgs/s, "
+                f"{med['read_capture_arrow'] / med['dpkt']:.2f}x; tables v0 "
+                f"{msgs / med['read_capture_tables v0']:,.0f} msgs/s, "
+                f"{med['read_capture_tables v0'] / med['dpkt']:.2f}x",
+                flush=True,
+            )
+            rows.append(
+                [
+                    label,
+                    f"{path.stat().st_size / 1e6:.1f}",
+                    f"{packets:,}",
+                    f"{msgs:,}",
+                    f"{med['dpkt'] * 1e3:,.1f}",
+                    f"{med['read_capture_tables'] * 1e3:,.1f}",
+                    f"**{rate:,.0f}**",
+                    f"**{ratio:.2f}x**",
+                    spread(per_round),
+                    f"{msgs / med['read_capture_arrow']:,.0f}",
+                    f"{med['read_capture_arrow'] / med['dpkt']:.2f}x",
+                    f"{msgs / med['read_capture_tables v0']:,.0f}",
+                    f"{med['read_capture_tables v0'] / med['dpkt']:.2f}x",
+                ]
+            )
             name = f"{SMALL:,} small messages" if path == small else path.name
-            section.target(f"read_capture_tables, {name}: messages/s", rate, ">=", 1_000_000,
-                           "{:,.0f}")
+            section.target(
+                f"read_capture_tables, {name}: messages/s", rate, ">=", 1_000_000, "{:,.0f}"
+            )
             section.target(f"read_capture_tables, {name}: time", ratio, "<=", 0.5, "{:.2f}x dpkt")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -130,13 +153,29 @@ def main() -> int:
         "`dpkt.pcap.Reader`/`dpkt.pcapng.Reader` iterated over every packet, nothing decoded. "
         "`read_capture_tables` (layout auto, the default) decodes every message into narrow "
         "tables; `read_capture_arrow` gives the same rows as one wide batch; `v0`: "
-        "read_capture_tables with `layout=\"v0\"`. Messages/s are decoded rows (one per NATS "
+        'read_capture_tables with `layout="v0"`. Messages/s are decoded rows (one per NATS '
         "message, or per problem in the input) per CPU-second; `x dpkt` is the time against "
         "dpkt's on the same file (0.5x: half its time). A capture of a few packets measures "
-        "the per-call costs, not the reading.")
-    section.table(["capture", "MB", "packets", "messages", "dpkt ms", "tables ms",
-                   "tables msgs/s", "tables x dpkt", "per round", "arrow msgs/s", "arrow x dpkt",
-                   "tables v0 msgs/s", "v0 x dpkt"], rows)
+        "the per-call costs, not the reading."
+    )
+    section.table(
+        [
+            "capture",
+            "MB",
+            "packets",
+            "messages",
+            "dpkt ms",
+            "tables ms",
+            "tables msgs/s",
+            "tables x dpkt",
+            "per round",
+            "arrow msgs/s",
+            "arrow x dpkt",
+            "tables v0 msgs/s",
+            "v0 x dpkt",
+        ],
+        rows,
+    )
     section.write()
     return 0
 

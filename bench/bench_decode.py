@@ -18,9 +18,9 @@ import statistics
 import struct
 import sys
 import timeit
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
-from typing import Callable
 
 import crc32c
 from kaitaistruct import KaitaiStream
@@ -32,25 +32,40 @@ from lbparse_generated.kaitai.liftbridge_commitlog import LiftbridgeCommitlog
 from lbparse_generated.kaitai.liftbridge_envelope import LiftbridgeEnvelope
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchdoc import Section, pin_one_core  # noqa: E402
+from benchdoc import Section, pin_one_core
 
 REPEATS = 15
 
 
 def publish_150() -> bytes:
     msg = lbparse.message_class("proto.Message")(
-        key=b"order-000017", value=b"v" * 60, stream="orders", partition=3,
-        subject="orders.eu", ackInbox="_INBOX.acks.0001", correlationId="corr-0017",
-        ackPolicy=1, timestamp=1_763_700_000_000_000_000)
+        key=b"order-000017",
+        value=b"v" * 60,
+        stream="orders",
+        partition=3,
+        subject="orders.eu",
+        ackInbox="_INBOX.acks.0001",
+        correlationId="corr-0017",
+        ackPolicy=1,
+        timestamp=1_763_700_000_000_000_000,
+    )
     wire = lbparse.encode(msg, crc=True)
     assert 145 <= len(wire) <= 155, len(wire)
     return wire
 
 
 def replication_response_10() -> bytes:
-    entries = [lbparse.CommitLogEntry(100 + i, 1_763_700_000_000_000_000 + i, 4,
-                                      key=b"key-%d" % i, value=b"x" * 40,
-                                      headers=[("subject", b"orders.eu")]) for i in range(10)]
+    entries = [
+        lbparse.CommitLogEntry(
+            100 + i,
+            1_763_700_000_000_000_000 + i,
+            4,
+            key=b"key-%d" % i,
+            value=b"x" * 40,
+            headers=[("subject", b"orders.eu")],
+        )
+        for i in range(10)
+    ]
     return lbparse.encode(lbparse.ReplicationResponse(4, 109, entries), crc=True)
 
 
@@ -111,48 +126,63 @@ def report(title: str, results: dict[str, float], base: str, section: Section) -
         print(f"  {name:<28} {t * 1e6:>9.2f} us {t / results[base]:>15.2f}x")
     section.lines.append(f"{title}:")
     section.lines.append("")
-    section.table(["parser", "us a message", f"x {base}"],
-                  [[name, f"{t * 1e6:.2f}", f"{t / results[base]:.2f}x"]
-                   for name, t in results.items()])
+    section.table(
+        ["parser", "us a message", f"x {base}"],
+        [[name, f"{t * 1e6:.2f}", f"{t / results[base]:.2f}x"] for name, t in results.items()],
+    )
 
 
 def main() -> int:
-    section = Section("decode", "lbparse.decode against the bare minimum",
-                      "python bench/bench_decode.py (make bench)")
+    section = Section(
+        "decode",
+        "lbparse.decode against the bare minimum",
+        "python bench/bench_decode.py (make bench)",
+    )
     section.cpu = pin_one_core()
     section.para(
         "One message decoded again and again (timeit, wall clock; the process pinned to one "
         f"core), the parsers taking turns, {REPEATS} rounds, medians. The bare minimum is "
         "what any decoder of the envelope must do: one `struct` read of the header, one "
         "`crc32c` call, `Message.FromString`. The Kaitai and construct parsers are generated "
-        "from spec/.")
+        "from spec/."
+    )
     pub = publish_150()
     rr = replication_response_10()
-    res = measure({
-        "bare minimum": lambda: bare_minimum(pub),
-        "lbparse.decode": lambda: lbparse.decode(pub),
-        "kaitai (header+payload)": lambda: kaitai(pub, False),
-        "construct (header+payload)": lambda: construct_parse(pub, False),
-    })
+    res = measure(
+        {
+            "bare minimum": lambda: bare_minimum(pub),
+            "lbparse.decode": lambda: lbparse.decode(pub),
+            "kaitai (header+payload)": lambda: kaitai(pub, False),
+            "construct (header+payload)": lambda: construct_parse(pub, False),
+        }
+    )
     report(f"Publish with CRC, {len(pub)} bytes", res, "bare minimum", section)
     ratio = res["lbparse.decode"] / res["bare minimum"]
     verdict = "meets" if ratio <= 1.5 else "MISSES"
     print(f"  lbparse.decode / bare minimum = {ratio:.2f} ({verdict} the 1.5x target)")
-    section.target(f"lbparse.decode, a {len(pub)}-byte Publish with CRC", ratio, "<=", 1.5,
-                   "{:.2f}x the bare minimum")
-    res = measure({
-        "lbparse.decode": lambda: lbparse.decode(rr),
-        "kaitai (envelope+commitlog)": lambda: kaitai(rr, True),
-        "construct (envelope+commitlog)": lambda: construct_parse(rr, True),
-    })
-    report(f"ReplicationResponse with 10 entries, {len(rr)} bytes", res, "lbparse.decode",
-           section)
+    section.target(
+        f"lbparse.decode, a {len(pub)}-byte Publish with CRC",
+        ratio,
+        "<=",
+        1.5,
+        "{:.2f}x the bare minimum",
+    )
+    res = measure(
+        {
+            "lbparse.decode": lambda: lbparse.decode(rr),
+            "kaitai (envelope+commitlog)": lambda: kaitai(rr, True),
+            "construct (envelope+commitlog)": lambda: construct_parse(rr, True),
+        }
+    )
+    report(f"ReplicationResponse with 10 entries, {len(rr)} bytes", res, "lbparse.decode", section)
     assert lbparse.encode(_PUB_MSG, crc=True) == construct_encode(_PUB_MSG) == bare_encode(_PUB_MSG)
-    res = measure({
-        "bare minimum": lambda: bare_encode(_PUB_MSG),
-        "lbparse.encode": lambda: lbparse.encode(_PUB_MSG, crc=True),
-        "construct build (header)": lambda: construct_encode(_PUB_MSG),
-    })
+    res = measure(
+        {
+            "bare minimum": lambda: bare_encode(_PUB_MSG),
+            "lbparse.encode": lambda: lbparse.encode(_PUB_MSG, crc=True),
+            "construct build (header)": lambda: construct_encode(_PUB_MSG),
+        }
+    )
     report(f"The Publish encoded, with CRC, {len(pub)} bytes", res, "bare minimum", section)
     section.write()
     return 0

@@ -48,10 +48,10 @@ from benchdoc import Section  # noqa: E402
 
 STREAM, PARTITIONS, MESSAGES = "failover", 3, 3000
 SPARSE = "sparse"  # 2 partitions of 2 replicas: some node holds no replica of each
-TIMEOUT = 5.0      # the client's timeout
-ELECTION = 10.0    # seconds a partition may go without a leader after a kill
+TIMEOUT = 5.0  # the client's timeout
+ELECTION = 10.0  # seconds a partition may go without a leader after a kill
 RESTART_AFTER = 4.0
-FIRST = 100        # messages of each partition read before the kill
+FIRST = 100  # messages of each partition read before the kill
 
 
 def _publish(cluster: Any) -> None:
@@ -60,21 +60,36 @@ def _publish(cluster: Any) -> None:
     from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
     stub = api_pb2_grpc.APIStub(grpc.insecure_channel(cluster.addresses[0]))
-    cluster.api("CreateStream", api_pb2.CreateStreamRequest(
-        subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=3))
-    cluster.api("CreateStream", api_pb2.CreateStreamRequest(
-        subject=SPARSE, name=SPARSE, partitions=2, replicationFactor=2))
+    cluster.api(
+        "CreateStream",
+        api_pb2.CreateStreamRequest(
+            subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=3
+        ),
+    )
+    cluster.api(
+        "CreateStream",
+        api_pb2.CreateStreamRequest(subject=SPARSE, name=SPARSE, partitions=2, replicationFactor=2),
+    )
     time.sleep(2)
     for i in range(40):
-        cluster.api("Publish", api_pb2.PublishRequest(stream=SPARSE, partition=i % 2,
-                                                      value=b"s", ackPolicy=api_pb2.ALL),
-                    not_yet=("NOT_FOUND",))
+        cluster.api(
+            "Publish",
+            api_pb2.PublishRequest(
+                stream=SPARSE, partition=i % 2, value=b"s", ackPolicy=api_pb2.ALL
+            ),
+            not_yet=("NOT_FOUND",),
+        )
 
     def requests() -> Any:
         for i in range(MESSAGES):
-            yield api_pb2.PublishRequest(stream=STREAM, partition=i % PARTITIONS,
-                                         key=b"k%d" % i, value=b"v" * 100,
-                                         correlationId=str(i), ackPolicy=api_pb2.ALL)
+            yield api_pb2.PublishRequest(
+                stream=STREAM,
+                partition=i % PARTITIONS,
+                key=b"k%d" % i,
+                value=b"v" * 100,
+                correlationId=str(i),
+                ackPolicy=api_pb2.ALL,
+            )
 
     acked = 0
     for resp in stub.PublishAsync(requests(), timeout=300):
@@ -94,8 +109,7 @@ def _settled(cluster: Any) -> list[Any]:
         try:
             with StreamsClient(cluster.addresses, timeout=TIMEOUT) as client:
                 parts = client.partitions([STREAM])
-            if all(len(p.isr) == 3 for p in parts) and \
-                    sum(p.end for p in parts) == MESSAGES:
+            if all(len(p.isr) == 3 for p in parts) and sum(p.end for p in parts) == MESSAGES:
                 return parts
         except StreamsError:
             pass
@@ -143,8 +157,9 @@ def one_run(cluster: Any, who: str, left_down: bool) -> dict[str, Any]:
     seen: dict[int, list[int]] = {}
     for p in plan:
         with StreamsClient(servers, timeout=TIMEOUT) as client:
-            seen[p.partition] = [m.offset for m in client.read(STREAM, p.partition, 0, FIRST,
-                                                               p.address)]
+            seen[p.partition] = [
+                m.offset for m in client.read(STREAM, p.partition, 0, FIRST, p.address)
+            ]
     cluster.kill(victim)
     killed = time.monotonic()
     back = None if left_down else threading.Timer(RESTART_AFTER, cluster.start_node, (victim,))
@@ -154,8 +169,9 @@ def one_run(cluster: Any, who: str, left_down: bool) -> dict[str, Any]:
     try:
         for p in plan:
             with StreamsClient(servers, timeout=TIMEOUT) as client:
-                seen[p.partition] += [m.offset for m in client.read(
-                    STREAM, p.partition, FIRST, p.end, p.address)]
+                seen[p.partition] += [
+                    m.offset for m in client.read(STREAM, p.partition, FIRST, p.end, p.address)
+                ]
                 failed_over += client.resumed
         took = time.monotonic() - killed
         after = _speed(servers, plan)
@@ -165,8 +181,14 @@ def one_run(cluster: Any, who: str, left_down: bool) -> dict[str, Any]:
         else:
             cluster.start_node(victim)
     exact = all(seen[p.partition] == list(range(p.end)) for p in plan)
-    return {"took": took, "exact": exact, "failed_over": failed_over, "after": after,
-            "victim_led": victim in leaders, "orders_ok": orders_ok}
+    return {
+        "took": took,
+        "exact": exact,
+        "failed_over": failed_over,
+        "after": after,
+        "victim_led": victim in leaders,
+        "orders_ok": orders_ok,
+    }
 
 
 def _speed(servers: list[str], plan: list[Any]) -> float:
@@ -200,8 +222,10 @@ def metadata_waits(cluster: Any, rounds: int) -> dict[str, float]:
         time.sleep(3)  # past the nodes' 2 s broker cache
         stub = api_pb2_grpc.APIStub(grpc.insecure_channel(cluster.addresses[0]))
         for _ in range(rounds):
-            for name, kwargs in (("with a 10 s deadline", {"timeout": 10.0}),
-                                 ("without a deadline", {})):
+            for name, kwargs in (
+                ("with a 10 s deadline", {"timeout": 10.0}),
+                ("without a deadline", {}),
+            ):
                 time.sleep(2.1)  # the broker cache expired again
                 t = time.monotonic()
                 try:
@@ -220,8 +244,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=4, help="runs of each case")
     args = parser.parse_args()
     if not args.run:
-        print("bench_failover: `make bench-failover` (python bench/bench_failover.py --run): "
-              "a live cluster, a node killed mid-read many times, minutes")
+        print(
+            "bench_failover: `make bench-failover` (python bench/bench_failover.py --run): "
+            "a live cluster, a node killed mid-read many times, minutes"
+        )
         return
     from support.live_cluster import temporary_cluster
 
@@ -230,8 +256,11 @@ def main() -> None:
 
 
 def run(cluster: Any, runs: int) -> None:
-    section = Section("failover", "A node killed mid-read: the read's end after the kill",
-                      "python bench/bench_failover.py --run (make bench-failover)")
+    section = Section(
+        "failover",
+        "A node killed mid-read: the read's end after the kill",
+        "python bench/bench_failover.py --run (make bench-failover)",
+    )
     _publish(cluster)
     before = _speed(cluster.addresses, _settled(cluster))
     cases = [(who, down) for who in ("leader", "follower", "planner") for down in (True, False)]
@@ -240,9 +269,11 @@ def run(cluster: Any, runs: int) -> None:
         for who, down in cases:
             r = one_run(cluster, who, down)
             results[who, down].append(r)
-            print(f"run {i + 1} {who:8s} {'left down' if down else 'restarted'}: "
-                  f"{r['took']:.1f} s, exact {r['exact']}, failovers {r['failed_over']}",
-                  flush=True)
+            print(
+                f"run {i + 1} {who:8s} {'left down' if down else 'restarted'}: "
+                f"{r['took']:.1f} s, exact {r['exact']}, failovers {r['failed_over']}",
+                flush=True,
+            )
     waits = metadata_waits(cluster, 3)
     bound = ELECTION + 2 * TIMEOUT
     rows = []
@@ -250,31 +281,62 @@ def run(cluster: Any, runs: int) -> None:
     for (who, down), rs in results.items():
         took = [r["took"] for r in rs]
         worst = max(worst, *took)
-        rows.append([f"{who}{' (it led a partition)' if any(r['victim_led'] for r in rs) else ''}",
-                     "left down" if down else f"back after {RESTART_AFTER:g} s", len(rs),
-                     f"{statistics.median(took):.1f} s", f"{max(took):.1f} s",
-                     f"{sum(r['failed_over'] for r in rs)}",
-                     "yes" if all(r["exact"] for r in rs) else "**no**",
-                     f"{statistics.median(r['after'] for r in rs) / before:.2f}"])
-    section.target(f"a read's end after a node's kill, the worst of {runs * len(cases)} runs",
-                   worst, "<=", bound, "{:.1f} s")
+        rows.append(
+            [
+                f"{who}{' (it led a partition)' if any(r['victim_led'] for r in rs) else ''}",
+                "left down" if down else f"back after {RESTART_AFTER:g} s",
+                len(rs),
+                f"{statistics.median(took):.1f} s",
+                f"{max(took):.1f} s",
+                f"{sum(r['failed_over'] for r in rs)}",
+                "yes" if all(r["exact"] for r in rs) else "**no**",
+                f"{statistics.median(r['after'] for r in rs) / before:.2f}",
+            ]
+        )
+    section.target(
+        f"a read's end after a node's kill, the worst of {runs * len(cases)} runs",
+        worst,
+        "<=",
+        bound,
+        "{:.1f} s",
+    )
     orders = [r["orders_ok"] for rs in results.values() for r in rs]
-    section.target("runs in which every order of `servers` gave every partition's end "
-                   "(a stream of 2 replicas on 3 nodes)", sum(orders), ">=", len(orders),
-                   "{:.0f}")
-    section.para(f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions of 3 "
-                 f"replicas, {MESSAGES:,} messages; the client's timeout {TIMEOUT:g} s, so the "
-                 f"bound is {ELECTION:g} s of election + 2 x {TIMEOUT:g} s = {bound:g} s. Each "
-                 f"run reads {FIRST} messages of every partition, kills the node, and reads the "
-                 "rest of every partition from the plan; `exact`: every offset once; "
-                 "`survivors' speed`: a whole read after the run (on the survivors, when the node "
-                 "was left down) over one before the first, their plans' lookups not counted.")
-    section.table(["node killed", "then", "runs", "median", "worst", "failovers", "exact",
-                   "survivors' speed"], rows)
-    section.para("FetchMetadata at a live node while another is down (its 2 s broker cache "
-                 "expired), medians of 3: " + ", ".join(
-                     f"{k} {v:.1f} s" for k, v in waits.items())
-                 + ". lbparse sends it without a deadline and waits `timeout` itself.")
+    section.target(
+        "runs in which every order of `servers` gave every partition's end "
+        "(a stream of 2 replicas on 3 nodes)",
+        sum(orders),
+        ">=",
+        len(orders),
+        "{:.0f}",
+    )
+    section.para(
+        f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions of 3 "
+        f"replicas, {MESSAGES:,} messages; the client's timeout {TIMEOUT:g} s, so the "
+        f"bound is {ELECTION:g} s of election + 2 x {TIMEOUT:g} s = {bound:g} s. Each "
+        f"run reads {FIRST} messages of every partition, kills the node, and reads the "
+        "rest of every partition from the plan; `exact`: every offset once; "
+        "`survivors' speed`: a whole read after the run (on the survivors, when the node "
+        "was left down) over one before the first, their plans' lookups not counted."
+    )
+    section.table(
+        [
+            "node killed",
+            "then",
+            "runs",
+            "median",
+            "worst",
+            "failovers",
+            "exact",
+            "survivors' speed",
+        ],
+        rows,
+    )
+    section.para(
+        "FetchMetadata at a live node while another is down (its 2 s broker cache "
+        "expired), medians of 3: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in waits.items())
+        + ". lbparse sends it without a deadline and waits `timeout` itself."
+    )
     section.write()
 
 

@@ -23,9 +23,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_native as bn  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-import bench_native as bn  # noqa: E402
 from lbparse.columnar.api import _records  # noqa: E402
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions  # noqa: E402
 from lbparse.columnar.tables import tables_of  # noqa: E402
@@ -34,9 +34,13 @@ from lbparse.columnar.tables import tables_of  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="the mix this many times over in one batch (13: a pipeline batch, 65,536 "
-                         "rows or so, where the per-batch costs are spread thinner)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="the mix this many times over in one batch (13: a pipeline batch, 65,536 "
+        "rows or so, where the per-batch costs are spread thinner)",
+    )
     args = ap.parse_args()
     envs = bn.envelope_mix(bn.SHORT) * args.repeat
     records = _records(pa.array(envs, pa.binary()))
@@ -54,12 +58,16 @@ def main() -> None:
         for _ in range(args.rounds):
             times["lbbench (Go)"].append(bn.lbbench_ns(hexfile))
             for name, d in decoders.items():
-                times[name].append(bn.best_of(
-                    lambda d=d: tables_of(d.decode(records), keys=("position",)), 5)
-                    / len(envs) * 1e9)
+                times[name].append(
+                    bn.best_of(lambda d=d: tables_of(d.decode(records), keys=("position",)), 5)
+                    / len(envs)
+                    * 1e9
+                )
     go = statistics.median(times["lbbench (Go)"])
-    print(f"{len(envs):,} envelopes of short.pcapng ({args.repeat}x its mix) in one batch, "
-          f"{args.rounds} interleaved rounds")
+    print(
+        f"{len(envs):,} envelopes of short.pcapng ({args.repeat}x its mix) in one batch, "
+        f"{args.rounds} interleaved rounds"
+    )
     for name, t in times.items():
         m = statistics.median(t)
         print(f"  {name:<18} {m:7.0f} ns/envelope   {m / go:5.2f}x Go")

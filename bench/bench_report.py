@@ -34,19 +34,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import lbparse  # noqa: E402
-from bench_capture import PcapWriter  # noqa: E402
-from benchdoc import Section, pin_one_core  # noqa: E402
-from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules  # noqa: E402
-from lbparse.codec.commitlog import ReplicationResponse  # noqa: E402
-from lbparse.report import build_model, render_html  # noqa: E402
-from lbparse.report.inputs import ReadOptions  # noqa: E402
+from bench_capture import PcapWriter
+from benchdoc import Section, pin_one_core
+
+import lbparse
+from lbparse.capture import HOT_MODULES, CaptureReader, compiled_modules
+from lbparse.codec.commitlog import ReplicationResponse
+from lbparse.report import build_model, render_html
+from lbparse.report.inputs import ReadOptions
 
 MESSAGES = int(os.environ.get("BENCH_REPORT_MESSAGES", 300_000))
 RUNS = 3
 NS = "liftbridge-default"
-
-
 
 
 def make_capture(path: str, n: int) -> int:
@@ -62,14 +61,28 @@ def make_capture(path: str, n: int) -> int:
         nonlocal sent
         r = f" {reply}" if reply else ""
         if hdr:
-            w.send(1, b"HMSG %s 1%s %d %d\r\n" % (subject.encode(), r.encode(), len(hdr),
-                                                  len(hdr) + len(payload)) + hdr + payload + b"\r\n")
+            w.send(
+                1,
+                b"HMSG %s 1%s %d %d\r\n"
+                % (subject.encode(), r.encode(), len(hdr), len(hdr) + len(payload))
+                + hdr
+                + payload
+                + b"\r\n",
+            )
             sent += 1
         else:
-            w.send(0, b"PUB %s%s %d\r\n" % (subject.encode(), r.encode(), len(payload))
-                   + payload + b"\r\n")
-            w.send(1, b"MSG %s 1%s %d\r\n" % (subject.encode(), r.encode(), len(payload))
-                   + payload + b"\r\n")
+            w.send(
+                0,
+                b"PUB %s%s %d\r\n" % (subject.encode(), r.encode(), len(payload))
+                + payload
+                + b"\r\n",
+            )
+            w.send(
+                1,
+                b"MSG %s 1%s %d\r\n" % (subject.encode(), r.encode(), len(payload))
+                + payload
+                + b"\r\n",
+            )
             sent += 2
         w.ts += step * (1 if not hdr else 0.5) - 0.00001 * (1 if hdr else 2)
 
@@ -78,16 +91,38 @@ def make_capture(path: str, n: int) -> int:
         epoch = 5 if sent < n // 2 else 9
         policy = i % 3
         cid = f"c{i}"
-        send(f"orders.{part}", lbparse.encode(Message(
-            stream="orders", partition=part, value=b"x" * 40, ackInbox="acks.bench",
-            correlationId=cid, ackPolicy=policy)))
+        send(
+            f"orders.{part}",
+            lbparse.encode(
+                Message(
+                    stream="orders",
+                    partition=part,
+                    value=b"x" * 40,
+                    ackInbox="acks.bench",
+                    correlationId=cid,
+                    ackPolicy=policy,
+                )
+            ),
+        )
         if policy != 2 and i % 50:
-            send("acks.bench", lbparse.encode(Ack(stream="orders", ackInbox="acks.bench",
-                                                  correlationId=cid, ackPolicy=policy,
-                                                  offset=i)))
+            send(
+                "acks.bench",
+                lbparse.encode(
+                    Ack(
+                        stream="orders",
+                        ackInbox="acks.bench",
+                        correlationId=cid,
+                        ackPolicy=policy,
+                        offset=i,
+                    )
+                ),
+            )
         reply = f"_INBOX.f{part}.{i}"
-        send(f"{NS}.orders.{part}.replicate", lbparse.encode(Req(
-            replicaID=f"node{part % 3 + 1}", offset=i, leaderEpoch=epoch)), reply)
+        send(
+            f"{NS}.orders.{part}.replicate",
+            lbparse.encode(Req(replicaID=f"node{part % 3 + 1}", offset=i, leaderEpoch=epoch)),
+            reply,
+        )
         if i % 1000 == 999:
             send(reply, b"", hdr=b"NATS/1.0 503\r\n\r\n")
         else:
@@ -110,16 +145,19 @@ def report(path: str, layout: str, fast: bool) -> int:
 
 
 def main() -> None:
-    section = Section("report", "lbparse report at scale",
-                      "python bench/bench_report.py (make bench)")
+    section = Section(
+        "report", "lbparse report at scale", "python bench/bench_report.py (make bench)"
+    )
     section.cpu = pin_one_core()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "report.pcap")
         t = time.perf_counter()
         n = make_capture(path, MESSAGES)
         print(f"capture modules compiled: {len(compiled_modules())} of {len(HOT_MODULES)}")
-        print(f"capture: {n:,} messages, {os.path.getsize(path) / 1e6:.0f} MB "
-              f"(made in {time.perf_counter() - t:.0f} s)")
+        print(
+            f"capture: {n:,} messages, {os.path.getsize(path) / 1e6:.0f} MB "
+            f"(made in {time.perf_counter() - t:.0f} s)"
+        )
         made = time.perf_counter() - t
         try:
             from lbparse.report.columnar import native_reader
@@ -144,12 +182,21 @@ def main() -> None:
         rows = []
         for layout in ("v0", "auto"):
             r, rec, col = (med[f"{k} {layout}"] for k in ("read", "records", "columns"))
-            print(f"--layout {layout:<5} read {r:6.1f} s   records {rec:6.1f} s   "
-                  f"columns {col:6.1f} s ({n / col:,.0f} messages/s)   "
-                  f"columns/records {col / rec:.2f}x   records/read {rec / r:.2f}x")
-            rows.append([f"`--layout {layout}`", f"{r:.1f}", f"{rec:.1f}",
-                         f"{col:.1f} ({n / col:,.0f} messages/s)", f"{col / rec:.2f}x",
-                         f"{rec / r:.2f}x"])
+            print(
+                f"--layout {layout:<5} read {r:6.1f} s   records {rec:6.1f} s   "
+                f"columns {col:6.1f} s ({n / col:,.0f} messages/s)   "
+                f"columns/records {col / rec:.2f}x   records/read {rec / r:.2f}x"
+            )
+            rows.append(
+                [
+                    f"`--layout {layout}`",
+                    f"{r:.1f}",
+                    f"{rec:.1f}",
+                    f"{col:.1f} ({n / col:,.0f} messages/s)",
+                    f"{col / rec:.2f}x",
+                    f"{rec / r:.2f}x",
+                ]
+            )
         print(f"page: {size / 1e6:.2f} MB (medians of {RUNS} interleaved runs)")
         section.para(
             f"A generated capture of {n:,} messages ({os.path.getsize(path) / 1e6:.0f} MB, made "
@@ -160,9 +207,11 @@ def main() -> None:
             f"path (C capture reader: {native}); both with `render_html`. Wall clock, pinned to "
             f"one core, medians of {RUNS} interleaved runs in one process (seconds). The page: "
             f"{size / 1e6:.2f} MB. Capture modules compiled: {len(compiled_modules())} of "
-            f"{len(HOT_MODULES)}.")
-        section.table(["", "read", "records", "columns", "columns / records", "records / read"],
-                      rows)
+            f"{len(HOT_MODULES)}."
+        )
+        section.table(
+            ["", "read", "records", "columns", "columns / records", "records / read"], rows
+        )
     section.write()
 
 

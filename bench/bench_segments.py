@@ -25,14 +25,15 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchdoc import Section, pin_one_core  # noqa: E402
-from lbparse.storage import read_segment, read_segment_bytes  # noqa: E402
-from lbparse.storage import segment as seg_mod  # noqa: E402
-from lbparse.storage.formats import CURRENT  # noqa: E402
+from benchdoc import Section, pin_one_core
+
+from lbparse.storage import read_segment, read_segment_bytes
+from lbparse.storage import segment as seg_mod
+from lbparse.storage.formats import CURRENT
 
 REPEATS = 5
 SHARED = Path(os.environ.get("LBPARSE_SHARED") or Path(__file__).resolve().parents[2] / "shared")
@@ -48,7 +49,7 @@ def real_entries() -> list[bytes]:
         assert member is not None
         data = member.read()
     reading = read_segment_bytes(data)
-    return [data[p:p + CURRENT.header_len + (e.size or 0)] for p, e in reading]
+    return [data[p : p + CURRENT.header_len + (e.size or 0)] for p, e in reading]
 
 
 def grow(entries: list[bytes], size: int) -> bytes:
@@ -62,7 +63,7 @@ def grow(entries: list[bytes], size: int) -> bytes:
         for raw in entries:
             fields = list(head.unpack_from(raw))
             fields[i_off] = offset
-            out += head.pack(*fields) + raw[head.size:]
+            out += head.pack(*fields) + raw[head.size :]
             offset += 1
     return bytes(out)
 
@@ -94,8 +95,11 @@ def main() -> int:
         print(f"skipped: needs {LBTRUTH} and {SAMPLE} (set LBPARSE_SHARED)")
         return 0
     size = int(float(sys.argv[1]) * 1e6) if len(sys.argv) > 1 else 32_000_000
-    section = Section("segments", "Reading segments against Liftbridge's own reader",
-                      "python bench/bench_segments.py (make bench)")
+    section = Section(
+        "segments",
+        "Reading segments against Liftbridge's own reader",
+        "python bench/bench_segments.py (make bench)",
+    )
     section.cpu = pin_one_core()
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "00000000000000000000.log")
@@ -109,7 +113,10 @@ def main() -> int:
             "lbparse read_segment, pure Python": lambda: python_only(path),
             "lbparse segments --format jsonl": lambda: subprocess.run(
                 [sys.executable, "-m", "lbparse", "segments", "--format", "jsonl", path],
-                stdout=subprocess.DEVNULL, env=env, check=True),
+                stdout=subprocess.DEVNULL,
+                env=env,
+                check=True,
+            ),
         }
         samples: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(REPEATS):
@@ -119,29 +126,44 @@ def main() -> int:
     base = med["lbtruth segment (Go, JSON out)"]
     native = seg_mod._native
     loop = f"built, CRC {native.implementation()}" if native is not None else "not built"
-    print(f"\nsegment of {len(data) / 1e6:.1f} MB, {n:,} real entries "
-          f"({len(data) / n:.0f} bytes each), median of {REPEATS} interleaved runs "
-          f"(C loop: {loop})")
+    print(
+        f"\nsegment of {len(data) / 1e6:.1f} MB, {n:,} real entries "
+        f"({len(data) / n:.0f} bytes each), median of {REPEATS} interleaved runs "
+        f"(C loop: {loop})"
+    )
     print(f"  {'reader':<38} {'time':>8} {'MB/s':>8} {'us/entry':>9} {'vs lbtruth':>11}")
     for name, t in med.items():
-        print(f"  {name:<38} {t:>7.2f}s {len(data) / 1e6 / t:>8.1f} {t / n * 1e6:>9.2f} "
-              f"{t / base:>10.2f}x")
+        print(
+            f"  {name:<38} {t:>7.2f}s {len(data) / 1e6 / t:>8.1f} {t / n * 1e6:>9.2f} "
+            f"{t / base:>10.2f}x"
+        )
     ratio = med["lbparse read_segment"] / base
     verdict = "meets" if ratio <= 1.0 else "MISSES"
-    print(f"  read_segment / lbtruth = {ratio:.2f} ({verdict} the target: at least as fast "
-          "per byte)")
-    section.target("read_segment, a segment of real entries", ratio, "<=", 1.0,
-                   "{:.2f}x lbtruth")
+    print(
+        f"  read_segment / lbtruth = {ratio:.2f} ({verdict} the target: at least as fast per byte)"
+    )
+    section.target("read_segment, a segment of real entries", ratio, "<=", 1.0, "{:.2f}x lbtruth")
     section.para(
         f"A segment of real entries (the shared `short` run's orders/0, offsets renumbered) "
         f"grown to {len(data) / 1e6:.1f} MB, {n:,} entries ({len(data) / n:.0f} bytes each). "
         "`lbtruth segment` is Liftbridge v1.9.0's `commitlog.SerializedMessage` over the file, "
         "each entry written as JSON; `read_segment` makes every entry an object, CRC checked "
         f"(C loop: {loop}). Wall clock, everything pinned to one core (the commands too), "
-        f"{REPEATS} interleaved runs, medians.")
-    section.table(["reader", "seconds", "MB/s", "us an entry", "x lbtruth"],
-                  [[name, f"{t:.2f}", f"{len(data) / 1e6 / t:,.1f}", f"{t / n * 1e6:.2f}",
-                    f"{t / base:.2f}x"] for name, t in med.items()])
+        f"{REPEATS} interleaved runs, medians."
+    )
+    section.table(
+        ["reader", "seconds", "MB/s", "us an entry", "x lbtruth"],
+        [
+            [
+                name,
+                f"{t:.2f}",
+                f"{len(data) / 1e6 / t:,.1f}",
+                f"{t / n * 1e6:.2f}",
+                f"{t / base:.2f}x",
+            ]
+            for name, t in med.items()
+        ],
+    )
     section.write()
     return 0
 

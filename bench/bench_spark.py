@@ -39,8 +39,9 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -48,19 +49,27 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import lbparse  # noqa: E402
-from benchdoc import Section  # noqa: E402
-from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
+from benchdoc import Section
+
+import lbparse
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
 T0 = 1_763_700_000_000_000_000
-MIX = (("Publish", 0.45), ("Ack", 0.40), ("ReplicationRequest", 0.05),
-       ("ReplicationResponse", 0.03), ("other RPCs", 0.07))
-RPCS = (("protocol.ServerInfoResponse", lambda i: dict(id="s1", host="10.0.0.1", port=9292)),
-        ("protocol.PartitionStatusRequest", lambda i: dict(stream="orders", partition=i % 8)),
-        ("protocol.LeaderEpochOffsetResponse", lambda i: dict(endOffset=i)),
-        ("protocol.RaftJoinRequest", lambda i: dict(nodeID=f"n{i}", nodeAddr="10.0.0.3:9293")),
-        ("protocol.PartitionNotification", lambda i: dict(stream="orders", partition=i % 8)),
-        ("protocol.PropagatedResponse", lambda i: dict(op=i % 10)))
+MIX = (
+    ("Publish", 0.45),
+    ("Ack", 0.40),
+    ("ReplicationRequest", 0.05),
+    ("ReplicationResponse", 0.03),
+    ("other RPCs", 0.07),
+)
+RPCS = (
+    ("protocol.ServerInfoResponse", lambda i: dict(id="s1", host="10.0.0.1", port=9292)),
+    ("protocol.PartitionStatusRequest", lambda i: dict(stream="orders", partition=i % 8)),
+    ("protocol.LeaderEpochOffsetResponse", lambda i: dict(endOffset=i)),
+    ("protocol.RaftJoinRequest", lambda i: dict(nodeID=f"n{i}", nodeAddr="10.0.0.3:9293")),
+    ("protocol.PartitionNotification", lambda i: dict(stream="orders", partition=i % 8)),
+    ("protocol.PropagatedResponse", lambda i: dict(op=i % 10)),
+)
 
 
 def envelope_pool(n: int, seed: int = 1) -> tuple[list[bytes], list[str]]:
@@ -74,18 +83,32 @@ def envelope_pool(n: int, seed: int = 1) -> tuple[list[bytes], list[str]]:
         if kind == "Publish":
             stream = rnd.choice(("orders", "payments", "audit"))
             msg = M("proto.Message")(
-                offset=i, key=b"%s-%d" % (stream.encode(), i), stream=stream,
+                offset=i,
+                key=b"%s-%d" % (stream.encode(), i),
+                stream=stream,
                 value=b'{"amount": %d, "sku": "A-%d"}' % (rnd.randrange(1000), i % 97),
-                partition=i % 8, subject=f"{stream}.eu", timestamp=T0 + i,
-                ackInbox=f"_INBOX.acks.{i % 16}", correlationId=f"c-{i}", ackPolicy=i % 3,
-                headers={"content-type": b"application/json"} if i % 3 == 0 else {})
+                partition=i % 8,
+                subject=f"{stream}.eu",
+                timestamp=T0 + i,
+                ackInbox=f"_INBOX.acks.{i % 16}",
+                correlationId=f"c-{i}",
+                ackPolicy=i % 3,
+                headers={"content-type": b"application/json"} if i % 3 == 0 else {},
+            )
             payloads.append(lbparse.encode(msg, crc=i % 2 == 0))
             subjects.append(f"{stream}.eu")
         elif kind == "Ack":
-            msg = M("proto.Ack")(stream="orders", partitionSubject=f"orders.eu.{i % 8}",
-                                 msgSubject="orders.eu", offset=i, ackInbox=f"_INBOX.acks.{i % 16}",
-                                 correlationId=f"c-{i}", ackPolicy=1, receptionTimestamp=T0 + i,
-                                 commitTimestamp=T0 + i + 5000)
+            msg = M("proto.Ack")(
+                stream="orders",
+                partitionSubject=f"orders.eu.{i % 8}",
+                msgSubject="orders.eu",
+                offset=i,
+                ackInbox=f"_INBOX.acks.{i % 16}",
+                correlationId=f"c-{i}",
+                ackPolicy=1,
+                receptionTimestamp=T0 + i,
+                commitTimestamp=T0 + i + 5000,
+            )
             payloads.append(lbparse.encode(msg, crc=True))
             subjects.append(f"_INBOX.acks.{i % 16}")
         elif kind == "ReplicationRequest":
@@ -93,9 +116,17 @@ def envelope_pool(n: int, seed: int = 1) -> tuple[list[bytes], list[str]]:
             payloads.append(lbparse.encode(msg, crc=True))
             subjects.append("liftbridge-default.replicate.orders.0")
         elif kind == "ReplicationResponse":
-            entries = [CommitLogEntry(i + j, T0 + j, 4, key=b"k%d" % j, value=b"v" * 40,
-                                      headers=[("subject", b"orders.eu")])
-                       for j in range(1 + i % 5)]
+            entries = [
+                CommitLogEntry(
+                    i + j,
+                    T0 + j,
+                    4,
+                    key=b"k%d" % j,
+                    value=b"v" * 40,
+                    headers=[("subject", b"orders.eu")],
+                )
+                for j in range(1 + i % 5)
+            ]
             payloads.append(lbparse.encode(ReplicationResponse(4, i, entries), crc=True))
             subjects.append("liftbridge-default.replicate.orders.0.reply")
         else:
@@ -111,15 +142,20 @@ def write_table(pool: tuple[list[bytes], list[str]], rows: int, out: Path, files
     pick = np.random.default_rng(2).integers(0, len(payloads), rows)
     out.mkdir(parents=True)
     for f in range(files):
-        sl = pa.array(pick[f * rows // files:(f + 1) * rows // files])
+        sl = pa.array(pick[f * rows // files : (f + 1) * rows // files])
         ts = 1_763_700_000.0 + np.arange(len(sl)) * 1e-4 + f * 1e3
-        pq.write_table(pa.table({"payload": payloads.take(sl), "subject": subjects.take(sl),
-                                 "ts": pa.array(ts)}),
-                       out / f"part-{f}.parquet", row_group_size=128 * 1024)
+        pq.write_table(
+            pa.table(
+                {"payload": payloads.take(sl), "subject": subjects.take(sl), "ts": pa.array(ts)}
+            ),
+            out / f"part-{f}.parquet",
+            row_group_size=128 * 1024,
+        )
     return sum(p.stat().st_size for p in out.iterdir())
 
 
 # -- a pcap of NATS traffic -----------------------------------------------------
+
 
 def _frames(pool: tuple[list[bytes], list[str]], verb: str, n: int) -> bytes:
     out = []
@@ -150,20 +186,41 @@ def write_pcap(pool: tuple[list[bytes], list[str]], path: Path, min_bytes: int) 
                 data = streams[side]
                 (src, sport), (dst, dport) = ends[side], ends["s" if side == "c" else "c"]
                 for off in range(0, len(data), mss):
-                    seg = data[off:off + mss]
-                    tcp = struct.pack("!HHIIHHHH", sport, dport, seq[side] & 0xFFFFFFFF, 0,
-                                      (5 << 12) | 0x18, 65535, 0, 0)
-                    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(seg), 0,
-                                     0x4000, 64, 6, 0, src, dst)
+                    seg = data[off : off + mss]
+                    tcp = struct.pack(
+                        "!HHIIHHHH",
+                        sport,
+                        dport,
+                        seq[side] & 0xFFFFFFFF,
+                        0,
+                        (5 << 12) | 0x18,
+                        65535,
+                        0,
+                        0,
+                    )
+                    ip = struct.pack(
+                        "!BBHHHBBH4s4s",
+                        0x45,
+                        0,
+                        20 + len(tcp) + len(seg),
+                        0,
+                        0x4000,
+                        64,
+                        6,
+                        0,
+                        src,
+                        dst,
+                    )
                     frame = b"\0" * 12 + b"\x08\x00" + ip + tcp + seg
                     ts += 1e-5
-                    f.write(struct.pack("<IIII", int(ts), int(ts % 1 * 1e6), len(frame),
-                                        len(frame)) + frame)
+                    f.write(
+                        struct.pack("<IIII", int(ts), int(ts % 1 * 1e6), len(frame), len(frame))
+                        + frame
+                    )
                     seq[side] += len(seg)
                     written += 16 + len(frame)
                 messages += per_stream
     return messages
-
 
 
 # -- measuring ------------------------------------------------------------------
@@ -186,12 +243,15 @@ def session(master: str = MASTER) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (SparkSession.builder.master(master).appName("lbparse bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("lbparse bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         yield spark
@@ -205,8 +265,17 @@ def pipeline(inputs: list[str], out: Path, *args: str) -> dict[str, Any]:
     report is kept from the bench's output; a failed run stops the bench."""
     from lbparse.cli import main as lbparse_main
 
-    argv = ["pipeline", *inputs, "-o", str(out), "--overwrite", "--quiet",
-            "--master", MASTER, *args]
+    argv = [
+        "pipeline",
+        *inputs,
+        "-o",
+        str(out),
+        "--overwrite",
+        "--quiet",
+        "--master",
+        MASTER,
+        *args,
+    ]
     said = io.StringIO()
     with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
         status = lbparse_main(argv)
@@ -223,8 +292,10 @@ def where(summary: dict[str, Any], wall: float, cores: int = 2) -> str:
         return "(summary.json gives no task times)"
     rows = t.get("rows") or 1
     busy = sum(v for _, v in parts)
-    return (", ".join(f"{k} {v:.1f} s ({v / rows * 1e6:.2f} us a row)" for k, v in parts)
-            + f": {busy:.1f} of {cores * wall:.1f} core-seconds")
+    return (
+        ", ".join(f"{k} {v:.1f} s ({v / rows * 1e6:.2f} us a row)" for k, v in parts)
+        + f": {busy:.1f} of {cores * wall:.1f} core-seconds"
+    )
 
 
 def main() -> int:
@@ -236,24 +307,33 @@ def main() -> int:
     if not args.run:
         print("bench_spark: skipped (minutes, ~2 GB of disk): run `make bench-spark`")
         return 0
-    section = Section("spark", "The pipeline against a plain Spark scan-and-write",
-                      f"make bench-spark (python bench/bench_spark.py --run --rows {args.rows} "
-                      f"--rounds {args.rounds})")
+    section = Section(
+        "spark",
+        "The pipeline against a plain Spark scan-and-write",
+        f"make bench-spark (python bench/bench_spark.py --run --rows {args.rows} "
+        f"--rounds {args.rounds})",
+    )
     work = Path(tempfile.mkdtemp(prefix="lbparse-bench-spark-"))
     try:
         t, pool = timed(lambda: envelope_pool(100_000))
-        print(f"envelope pool: 100,000 distinct envelopes in {t:.1f} s; mix: "
-              + ", ".join(f"{name} {share:.0%}" for name, share in MIX))
+        print(
+            f"envelope pool: 100,000 distinct envelopes in {t:.1f} s; mix: "
+            + ", ".join(f"{name} {share:.0%}" for name, share in MIX)
+        )
         table, warm = work / "table", work / "warm"
         t, size = timed(lambda: write_table(pool, args.rows, table))
         write_table(pool, 200_000, warm, files=2)
-        print(f"table: {args.rows:,} envelopes, 4 Parquet files, {size / 1e6:,.0f} MB "
-              f"(written in {t:.1f} s)", flush=True)
+        print(
+            f"table: {args.rows:,} envelopes, 4 Parquet files, {size / 1e6:,.0f} MB "
+            f"(written in {t:.1f} s)",
+            flush=True,
+        )
         layouts = ("v0", "auto")
         names = ["plain scan-and-write", *(f"lbparse pipeline --layout {lay}" for lay in layouts)]
         times: dict[str, list[float]] = {n: [] for n in names}
         last: dict[str, dict[str, Any]] = {}
         with session() as spark:
+
             def plain(src: Path) -> None:
                 spark.read.parquet(str(src)).write.mode("overwrite").parquet(str(work / "plain"))
 
@@ -263,11 +343,14 @@ def main() -> int:
             for r in range(args.rounds):
                 times[names[0]].append(timed(lambda: plain(table))[0])
                 for name, layout in zip(names[1:], layouts):
-                    t, last[name] = timed(lambda lay=layout: pipeline(
-                        [str(table)], work / "pipe", "--layout", lay))
+                    t, last[name] = timed(
+                        lambda lay=layout: pipeline([str(table)], work / "pipe", "--layout", lay)
+                    )
                     times[name].append(t)
-                print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.1f} s" for n in names),
-                      flush=True)
+                print(
+                    f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.1f} s" for n in names),
+                    flush=True,
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = {n: statistics.median(v) for n, v in times.items()}
@@ -275,15 +358,28 @@ def main() -> int:
     for n in names:
         ratio = med[names[0]] / med[n]
         per_round = [p / q for p, q in zip(times[names[0]], times[n])]
-        rows.append([n, " / ".join(f"{args.rows / t:,.0f}" for t in times[n]),
-                     f"{args.rows / med[n]:,.0f}", f"{med[n]:.1f}",
-                     "" if n == names[0] else f"**{ratio:.2f}**",
-                     "" if n == names[0] else f"{min(per_round):.2f}–{max(per_round):.2f}"])
-        print(f"{n:32} {args.rows / med[n]:>12,.0f} rows/s  ({med[n]:.1f} s)"
-              + ("" if n == names[0] else f"  plain / this = {ratio:.2f}"))
+        rows.append(
+            [
+                n,
+                " / ".join(f"{args.rows / t:,.0f}" for t in times[n]),
+                f"{args.rows / med[n]:,.0f}",
+                f"{med[n]:.1f}",
+                "" if n == names[0] else f"**{ratio:.2f}**",
+                "" if n == names[0] else f"{min(per_round):.2f}–{max(per_round):.2f}",
+            ]
+        )
+        print(
+            f"{n:32} {args.rows / med[n]:>12,.0f} rows/s  ({med[n]:.1f} s)"
+            + ("" if n == names[0] else f"  plain / this = {ratio:.2f}")
+        )
     for n in names[1:]:
-        section.target(f"{n}: plain scan-and-write's time / its time", med[names[0]] / med[n],
-                       ">=", 0.8, "{:.2f}")
+        section.target(
+            f"{n}: plain scan-and-write's time / its time",
+            med[names[0]] / med[n],
+            ">=",
+            0.8,
+            "{:.2f}",
+        )
         print(f"{n}, last round: {where(last[n], times[n][-1])}")
     section.para(
         f"{args.rows:,} envelopes of mixed MsgTypes in 4 Parquet files ({size / 1e6:,.0f} MB: "
@@ -294,13 +390,20 @@ def main() -> int:
         "table, and `lbparse pipeline TABLE -o OUT --overwrite --layout v0` and `--layout "
         "auto` run by the command's entry point in that session (whatever tables it writes), "
         "each timed whole (wall clock). The ratio is the plain scan-and-write's median time "
-        "over the pipeline's: 1.0 would be decoding for free.")
-    section.table(["", "rows/s, each round", "rows/s, median", "seconds", "plain / this",
-                   "per round"], rows)
-    section.para("Where the pipeline's last runs spent their time, as their summary.json "
-                 "says (the tasks' own clocks): "
-                 + "; ".join(f"`--layout {lay}`: {where(last[n], times[n][-1])}"
-                             for n, lay in zip(names[1:], layouts)) + ".")
+        "over the pipeline's: 1.0 would be decoding for free."
+    )
+    section.table(
+        ["", "rows/s, each round", "rows/s, median", "seconds", "plain / this", "per round"], rows
+    )
+    section.para(
+        "Where the pipeline's last runs spent their time, as their summary.json "
+        "says (the tasks' own clocks): "
+        + "; ".join(
+            f"`--layout {lay}`: {where(last[n], times[n][-1])}"
+            for n, lay in zip(names[1:], layouts)
+        )
+        + "."
+    )
     section.write()
     return 0
 

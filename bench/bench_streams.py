@@ -41,8 +41,9 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -63,8 +64,12 @@ def publish(addr: str, n: int) -> None:
     from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
     stub = api_pb2_grpc.APIStub(grpc.insecure_channel(addr))
-    stub.CreateStream(api_pb2.CreateStreamRequest(
-        subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=1), timeout=30)
+    stub.CreateStream(
+        api_pb2.CreateStreamRequest(
+            subject=STREAM, name=STREAM, partitions=PARTITIONS, replicationFactor=1
+        ),
+        timeout=30,
+    )
     value = b"v" * VALUE_BYTES
     acked = 0
     sent = 0
@@ -76,8 +81,13 @@ def publish(addr: str, n: int) -> None:
                 time.sleep(0.001)
             sent += 1
             yield api_pb2.PublishRequest(
-                stream=STREAM, partition=i % PARTITIONS, key=b"k%07d" % (i % 10_000_000),
-                value=value, correlationId=str(i), ackPolicy=api_pb2.LEADER)
+                stream=STREAM,
+                partition=i % PARTITIONS,
+                key=b"k%07d" % (i % 10_000_000),
+                value=value,
+                correlationId=str(i),
+                ackPolicy=api_pb2.LEADER,
+            )
 
     for resp in stub.PublishAsync(requests(), timeout=3600):
         if resp.HasField("asyncError"):
@@ -96,9 +106,16 @@ def bare_loop(addresses: list[str], leaders: dict[int, str], n_per: dict[int, in
     count = 0
     for pid, end in n_per.items():
         with grpc.insecure_channel(leaders[pid]) as channel:
-            call = api_pb2_grpc.APIStub(channel).Subscribe(api_pb2.SubscribeRequest(
-                stream=STREAM, partition=pid, startPosition=api_pb2.OFFSET, startOffset=0,
-                stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1))
+            call = api_pb2_grpc.APIStub(channel).Subscribe(
+                api_pb2.SubscribeRequest(
+                    stream=STREAM,
+                    partition=pid,
+                    startPosition=api_pb2.OFFSET,
+                    startOffset=0,
+                    stopPosition=api_pb2.STOP_OFFSET,
+                    stopOffset=end - 1,
+                )
+            )
             got = -1  # the first message is the server's empty one
             for msg in call:
                 got += 1
@@ -125,10 +142,23 @@ def parallel_floor(leaders: dict[int, str], n_per: dict[int, int]) -> int:
     import subprocess
 
     here = str(Path(__file__).resolve().parent)
-    procs = [subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()\n"
-                               + PARALLEL, here, leaders[pid], str(pid), str(end)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for pid, end in n_per.items()]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; sys.stdin.readline()\n" + PARALLEL,
+                here,
+                leaders[pid],
+                str(pid),
+                str(end),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for pid, end in n_per.items()
+    ]
     time.sleep(1.0)  # each has started and imported grpc (~0.3 s)
     t = time.monotonic()
     for proc in procs:
@@ -147,9 +177,23 @@ def go_client(cluster: Any, n_per: dict[int, int]) -> tuple[float, int]:
     import subprocess
 
     out = subprocess.run(
-        [str(cluster_bin() / "lbclient"), "-addrs", cluster.servers, "-nats",
-         f"nats://127.0.0.1:{cluster.nats_port}", "-mode", "final", "-n", "0",
-         "-prefix", STREAM[:-len("orders")]], capture_output=True, text=True, timeout=600)
+        [
+            str(cluster_bin() / "lbclient"),
+            "-addrs",
+            cluster.servers,
+            "-nats",
+            f"nats://127.0.0.1:{cluster.nats_port}",
+            "-mode",
+            "final",
+            "-n",
+            "0",
+            "-prefix",
+            STREAM[: -len("orders")],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = out.stdout.splitlines()
 
     def at(line: str) -> float:
@@ -171,6 +215,7 @@ def go_client(cluster: Any, n_per: dict[int, int]) -> tuple[float, int]:
 
 def cluster_bin() -> Path:
     from support.cluster import BIN
+
     return Path(BIN)
 
 
@@ -192,8 +237,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if not args.run:
-        print("bench_streams: `make bench-streams` (python bench/bench_streams.py --run): "
-              "a live cluster and a million messages, minutes")
+        print(
+            "bench_streams: `make bench-streams` (python bench/bench_streams.py --run): "
+            "a live cluster and a million messages, minutes"
+        )
         return
     from support.live_cluster import temporary_cluster
 
@@ -206,8 +253,11 @@ def run(cluster: Any, n: int, rounds: int) -> None:
     from lbparse.pipeline.session import TEST_CONF, spark_session
     from lbparse.streams.client import StreamsClient
 
-    section = Section("streams", "Liftbridge streams into Spark against bare gRPC loops and Go",
-                      "python bench/bench_streams.py --run (make bench-streams)")
+    section = Section(
+        "streams",
+        "Liftbridge streams into Spark against bare gRPC loops and Go",
+        "python bench/bench_streams.py --run (make bench-streams)",
+    )
     t = time.monotonic()
     publish(_first_answering(cluster), n)
     publish_s = time.monotonic() - t
@@ -228,19 +278,23 @@ def run(cluster: Any, n: int, rounds: int) -> None:
     lbparse.spark.register(spark)
 
     def spark_read() -> int:
-        df = (spark.read.format("liftbridge-streams").option("servers", cluster.servers)
-              .option("stream", STREAM).load())
+        df = (
+            spark.read.format("liftbridge-streams")
+            .option("servers", cluster.servers)
+            .option("stream", STREAM)
+            .load()
+        )
         df.write.format("noop").mode("overwrite").save()
         return total
 
     floor_name = "bare gRPC Subscribe loops, a process per partition, at once (the floor)"
-    spark_name = "Spark format(\"liftbridge-streams\"), local[2], noop sink"
+    spark_name = 'Spark format("liftbridge-streams"), local[2], noop sink'
     cases: dict[str, Callable[[], int]] = {
         floor_name: lambda: parallel_floor(leaders, n_per),
-        "a bare gRPC Subscribe loop, one process, partition after partition":
-            lambda: bare_loop(cluster.addresses, leaders, n_per),
-        "lbparse.streams.client read, one process": lambda: client_loop(cluster.addresses,
-                                                                        n_per),
+        "a bare gRPC Subscribe loop, one process, partition after partition": lambda: bare_loop(
+            cluster.addresses, leaders, n_per
+        ),
+        "lbparse.streams.client read, one process": lambda: client_loop(cluster.addresses, n_per),
         spark_name: spark_read,
     }
     try:
@@ -262,25 +316,33 @@ def run(cluster: Any, n: int, rounds: int) -> None:
     med = {k: statistics.median(v) for k, v in samples.items()}
     med["go-liftbridge (lbclient readBack), partition after partition, once"] = go_s
     floor = med[floor_name]
-    rows = [[k, f"{total / s:,.0f}", f"{mb / s:.1f}", f"{floor / s:.2f}"]
-            for k, s in med.items()]
+    rows = [[k, f"{total / s:,.0f}", f"{mb / s:.1f}", f"{floor / s:.2f}"] for k, s in med.items()]
     for r in rows:
         print(" | ".join(r))
     ratio = floor / med[spark_name]
-    section.target("Spark format(\"liftbridge-streams\"), local[2]: messages/s / the floor's",
-                   ratio, ">=", 0.9, "{:.2f}")
-    section.para(f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions "
-                 f"holding {total:,} messages ({KEY_BYTES}-byte keys, {VALUE_BYTES}-byte "
-                 f"values: {mb:.1f} MB), published through PublishAsync in {publish_s:.0f} s. "
-                 f"Wall-clock medians of {rounds} interleaved rounds (Go: one run, last); "
-                 "nothing pinned. `of the floor`: messages/s over the floor's.")
+    section.target(
+        'Spark format("liftbridge-streams"), local[2]: messages/s / the floor\'s',
+        ratio,
+        ">=",
+        0.9,
+        "{:.2f}",
+    )
+    section.para(
+        f"A live 3-node cluster on loopback; a stream of {PARTITIONS} partitions "
+        f"holding {total:,} messages ({KEY_BYTES}-byte keys, {VALUE_BYTES}-byte "
+        f"values: {mb:.1f} MB), published through PublishAsync in {publish_s:.0f} s. "
+        f"Wall-clock medians of {rounds} interleaved rounds (Go: one run, last); "
+        "nothing pinned. `of the floor`: messages/s over the floor's."
+    )
     section.table(["read", "messages/s", "MB/s", "of the floor"], rows)
-    section.para("Why the floor reads its partitions at once: on this machine one Subscribe "
-                 "loop alone is bound by the wake-up of an idle core (~70 us a message), "
-                 "where two at once each read ~3x faster; Spark reads its partitions at "
-                 "once, so its floor does too. Go's client reads partition after partition "
-                 "and still outruns both: the gap is Python's gRPC, per message, not lbparse's "
-                 "work (a Spark task decodes a batch of messages at once, ~0.6 us each).")
+    section.para(
+        "Why the floor reads its partitions at once: on this machine one Subscribe "
+        "loop alone is bound by the wake-up of an idle core (~70 us a message), "
+        "where two at once each read ~3x faster; Spark reads its partitions at "
+        "once, so its floor does too. Go's client reads partition after partition "
+        "and still outruns both: the gap is Python's gRPC, per message, not lbparse's "
+        "work (a Spark task decodes a batch of messages at once, ~0.6 us each)."
+    )
     section.write()
 
 

@@ -43,9 +43,9 @@ sys.path.insert(0, str(HERE))
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
+from benchdoc import Section, cpu_seconds, pin_one_core, spread  # noqa: E402
 
 import lbparse  # noqa: E402
-from benchdoc import Section, cpu_seconds, pin_one_core, spread  # noqa: E402
 
 SHARED = Path(os.environ.get("LBPARSE_SHARED") or HERE.parent.parent / "shared")
 SHORT = SHARED / "liftbridge" / "samples" / "short.pcapng"
@@ -60,8 +60,9 @@ BIG_MIX = f"the whole mix, repeated to one {BATCH:,}-row batch"
 
 def envelope_mix(path: Path) -> list[bytes]:
     """Every NATS payload of the capture that starts with the envelope magic."""
-    payloads = pa.concat_arrays([b.column("payload") for b in
-                                 lbparse.read_capture_arrow(path, layout="v0")])
+    payloads = pa.concat_arrays(
+        [b.column("payload") for b in lbparse.read_capture_arrow(path, layout="v0")]
+    )
     payloads = payloads.filter(pc.is_valid(payloads))
     return [p for p in payloads.to_pylist() if p[:4] == MAGIC]
 
@@ -82,12 +83,17 @@ def groups(envs: list[bytes]) -> dict[str, list[bytes]]:
 
 
 def repeated(envs: list[bytes], n: int) -> list[bytes]:
-    return (envs * (n // len(envs) + 1))[:max(n, len(envs))]
+    return (envs * (n // len(envs) + 1))[: max(n, len(envs))]
 
 
 def lbbench_ns(hexfile: Path) -> float:
-    out = subprocess.run([str(LBBENCH), str(hexfile), str(GO_ROUNDS)], capture_output=True,
-                         text=True, check=True, timeout=300).stdout
+    out = subprocess.run(
+        [str(LBBENCH), str(hexfile), str(GO_ROUNDS)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
     m = re.search(r"median (\d+(?:\.\d+)?)", out)
     if not m:
         raise RuntimeError(f"lbbench said: {out!r}")
@@ -99,8 +105,9 @@ def ours_ns(fn: Any, arr: pa.Array) -> float:
     return statistics.median(times) / len(arr) * 1e9
 
 
-def measure(sets: dict[str, list[bytes]], tmp: Path, rounds: int
-            ) -> dict[str, dict[str, list[float]]]:
+def measure(
+    sets: dict[str, list[bytes]], tmp: Path, rounds: int
+) -> dict[str, dict[str, list[float]]]:
     """ns/envelope per round of Go, decode_tables and decode_arrow, per set."""
     inputs = {}
     for i, (name, envs) in enumerate(sets.items()):
@@ -111,7 +118,8 @@ def measure(sets: dict[str, list[bytes]], tmp: Path, rounds: int
         lbparse.decode_arrow(arr)
         inputs[name] = (hexfile, arr)
     res: dict[str, dict[str, list[float]]] = {
-        name: {"go": [], "tables": [], "arrow": []} for name in sets}
+        name: {"go": [], "tables": [], "arrow": []} for name in sets
+    }
     for _ in range(rounds):
         for name, (hexfile, arr) in inputs.items():
             res[name]["go"].append(lbbench_ns(hexfile))
@@ -123,9 +131,16 @@ def measure(sets: dict[str, list[bytes]], tmp: Path, rounds: int
 def row(name: str, count: int, distinct: int, r: dict[str, list[float]]) -> list[Any]:
     g, t, a = (statistics.median(r[k]) for k in ("go", "tables", "arrow"))
     per_round = [x / y for x, y in zip(r["tables"], r["go"])]
-    return [name, f"{count:,}" + (f" ({distinct:,} distinct)" if distinct != count else ""),
-            f"{g:,.0f}", f"{t:,.0f}", f"**{t / g:.2f}x**", spread(per_round), f"{a:,.0f}",
-            f"{a / g:.2f}x"]
+    return [
+        name,
+        f"{count:,}" + (f" ({distinct:,} distinct)" if distinct != count else ""),
+        f"{g:,.0f}",
+        f"{t:,.0f}",
+        f"**{t / g:.2f}x**",
+        spread(per_round),
+        f"{a:,.0f}",
+        f"{a / g:.2f}x",
+    ]
 
 
 def fixed_and_per_row(res: dict[str, dict[str, list[float]]], n: int) -> dict[str, float]:
@@ -135,8 +150,11 @@ def fixed_and_per_row(res: dict[str, dict[str, list[float]]], n: int) -> dict[st
     small = statistics.median(res["the whole mix"]["tables"]) * n
     big = statistics.median(res[BIG_MIX]["tables"]) * BATCH
     per_row = (big - small) / (BATCH - n)
-    return {"per_call_us": (small - per_row * n) / 1e3, "per_row_ns": per_row,
-            "go_ns": statistics.median(res[BIG_MIX]["go"])}
+    return {
+        "per_call_us": (small - per_row * n) / 1e3,
+        "per_row_ns": per_row,
+        "go_ns": statistics.median(res[BIG_MIX]["go"]),
+    }
 
 
 def profile_rows(envs: list[bytes], calls: int = 100, top: int = 12) -> list[list[Any]]:
@@ -154,10 +172,14 @@ def profile_rows(envs: list[bytes], calls: int = 100, top: int = 12) -> list[lis
     prof.disable()
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     total = sum(v[2] for v in stats.values())
-    rows = sorted(((v[2], f"{os.path.basename(k[0])}:{k[2]}", v[1] // calls)
-                   for k, v in stats.items()), reverse=True)[:top]
-    return [[name, f"{t / total:.1%}", f"{t / calls / len(envs) * 1e9:.0f}", per]
-            for t, name, per in rows]
+    rows = sorted(
+        ((v[2], f"{os.path.basename(k[0])}:{k[2]}", v[1] // calls) for k, v in stats.items()),
+        reverse=True,
+    )[:top]
+    return [
+        [name, f"{t / total:.1%}", f"{t / calls / len(envs) * 1e9:.0f}", per]
+        for t, name, per in rows
+    ]
 
 
 def main() -> int:
@@ -165,11 +187,16 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     if not SHORT.exists() or not LBBENCH.exists():
-        print(f"bench_tables: skipped: {SHORT} or {LBBENCH} missing (../shared beside the "
-              "checkout, or LBPARSE_SHARED)")
+        print(
+            f"bench_tables: skipped: {SHORT} or {LBBENCH} missing (../shared beside the "
+            "checkout, or LBPARSE_SHARED)"
+        )
         return 0
-    section = Section("tables", "decode_tables against Liftbridge's Go decoders",
-                      "python bench/bench_tables.py (make bench)")
+    section = Section(
+        "tables",
+        "decode_tables against Liftbridge's Go decoders",
+        "python bench/bench_tables.py (make bench)",
+    )
     section.cpu = pin_one_core()
     envs = envelope_mix(SHORT)
     by_type = groups(envs)
@@ -177,37 +204,61 @@ def main() -> int:
     # Per-batch costs (one Arrow array per column and type) weigh on 5,072
     # rows; the pipeline hands the decoder batches of 65,536.
     sets = {"the whole mix": envs, BIG_MIX: repeated(envs, BATCH)}
-    sets.update({name: repeated(g, n) for name, g in
-                 sorted(by_type.items(), key=lambda kv: -len(kv[1]))})
+    sets.update(
+        {name: repeated(g, n) for name, g in sorted(by_type.items(), key=lambda kv: -len(kv[1]))}
+    )
     tmp = Path(tempfile.mkdtemp(prefix="lbparse-bench-tables-"))
     try:
         res = measure(sets, tmp, args.rounds)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    header = ["envelopes", "count", "Go ns", "decode_tables ns", "x Go", "x Go, per round",
-              "decode_arrow ns", "x Go"]
-    rows = [row("the whole mix", n, n, res["the whole mix"]),
-            row(BIG_MIX, BATCH, n, res[BIG_MIX])]
+    header = [
+        "envelopes",
+        "count",
+        "Go ns",
+        "decode_tables ns",
+        "x Go",
+        "x Go, per round",
+        "decode_arrow ns",
+        "x Go",
+    ]
+    rows = [row("the whole mix", n, n, res["the whole mix"]), row(BIG_MIX, BATCH, n, res[BIG_MIX])]
     rows += [row(name, len(sets[name]), len(by_type[name]), res[name]) for name in by_type]
-    print(f"envelopes of {SHORT.name}: {n:,} ({sum(map(len, envs)) / 1e6:.2f} MB), "
-          f"{args.rounds} interleaved rounds, CPU {section.cpu}")
+    print(
+        f"envelopes of {SHORT.name}: {n:,} ({sum(map(len, envs)) / 1e6:.2f} MB), "
+        f"{args.rounds} interleaved rounds, CPU {section.cpu}"
+    )
     widths = [34, 20, 8, 16, 7, 16, 14, 7]
     print("  ".join(f"{h:>{w}}" for h, w in zip(header, widths)))
     for r in rows:
         print("  ".join(f"{str(c).strip('*'):>{w}}" for c, w in zip(r, widths)))
 
     med = {k: statistics.median(res["the whole mix"][k]) for k in ("go", "tables", "arrow")}
-    hdr = {k: statistics.median(res[HEADER_ONLY][k]) for k in ("go", "tables")} \
-        if HEADER_ONLY in res else None
-    section.target("decode_tables, the real envelope mix", med["tables"] / med["go"], "<=", 0.5,
-                   "{:.2f}x Go")
+    hdr = (
+        {k: statistics.median(res[HEADER_ONLY][k]) for k in ("go", "tables")}
+        if HEADER_ONLY in res
+        else None
+    )
+    section.target(
+        "decode_tables, the real envelope mix", med["tables"] / med["go"], "<=", 0.5, "{:.2f}x Go"
+    )
     big = {k: statistics.median(res[BIG_MIX][k]) for k in ("go", "tables")}
-    section.target(f"decode_tables, the mix in one {BATCH:,}-row batch", big["tables"] / big["go"],
-                   "<=", 0.5, "{:.2f}x Go")
+    section.target(
+        f"decode_tables, the mix in one {BATCH:,}-row batch",
+        big["tables"] / big["go"],
+        "<=",
+        0.5,
+        "{:.2f}x Go",
+    )
     if hdr:
-        section.target("decode_tables, header-only ReplicationResponses", hdr["tables"] / hdr["go"],
-                       "<=", 2.0, "{:.2f}x Go")
+        section.target(
+            "decode_tables, header-only ReplicationResponses",
+            hdr["tables"] / hdr["go"],
+            "<=",
+            2.0,
+            "{:.2f}x Go",
+        )
     for t in section.targets:
         print(f"{t.what}: {t.measured} (target {t.target}: {t.verdict().strip('*')})")
     section.para(
@@ -221,7 +272,8 @@ def main() -> int:
         "(`messages` plus one narrow table per payload type) and `decode_arrow` (one wide "
         f"batch). {args.rounds} rounds, Go and lbparse taking turns on each set; ns per "
         "envelope are medians over the rounds, `x Go` their ratio, and the spread of the "
-        "per-round ratios beside it.")
+        "per-round ratios beside it."
+    )
     section.table(header, rows)
     split = fixed_and_per_row(res, n)
     section.para(
@@ -230,11 +282,13 @@ def main() -> int:
         f"column and payload type, built in Python) plus **{split['per_row_ns']:.0f} ns a "
         f"row**, against Go's {split['go_ns']:.0f} ns a row "
         f"({split['per_row_ns'] / split['go_ns']:.2f}x). On {n:,} rows the per-call part is "
-        f"{split['per_call_us'] * 1e3 / n:.0f} ns of each row.")
+        f"{split['per_call_us'] * 1e3 / n:.0f} ns of each row."
+    )
     section.para(
         "Where the rest goes: cProfile's own time of each function over 100 calls on the "
         "whole mix (profiling slows Python code more than C: shares, not times, are what "
-        "to read).")
+        "to read)."
+    )
     section.table(["function", "share", "ns a row", "calls a batch"], profile_rows(envs))
     section.write()
     return 0

@@ -22,15 +22,25 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = Path(os.environ.get("LBPARSE_BENCH_DOC") or ROOT / "docs" / "pages" / "benchmarks.md")
 # The order of the sections in the file (a bench not listed goes last).
-ORDER = ("tables", "capture_tables", "decode", "capture", "segments", "report", "spark", "big",
-         "streams")
+ORDER = (
+    "tables",
+    "capture_tables",
+    "decode",
+    "capture",
+    "segments",
+    "report",
+    "spark",
+    "big",
+    "streams",
+)
 _SECTION = re.compile(r"<!-- bench:(\w+) (\{.*?\}) -->\n(.*?)<!-- /bench:\1 -->\n", re.S)
 
 HEAD = """\
@@ -72,10 +82,13 @@ def cpu_seconds(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.process_time() - t, result
 
 
-def interleaved(cases: dict[str, Callable[[], Any]], rounds: int, *,
-                min_seconds: float = 0.0, clock: Callable[[Callable[[], Any]],
-                                                          tuple[float, Any]] = cpu_seconds
-                ) -> tuple[dict[str, list[float]], dict[str, Any]]:
+def interleaved(
+    cases: dict[str, Callable[[], Any]],
+    rounds: int,
+    *,
+    min_seconds: float = 0.0,
+    clock: Callable[[Callable[[], Any]], tuple[float, Any]] = cpu_seconds,
+) -> tuple[dict[str, list[float]], dict[str, Any]]:
     """Seconds per call of each case, round after round, the cases taking
     turns so that a noisy moment hits all alike. A case is called as often
     as `min_seconds` takes in a round (the median call counts); its first
@@ -100,8 +113,9 @@ def interleaved(cases: dict[str, Callable[[], Any]], rounds: int, *,
 
 def spread(values: list[float], fmt: str = "{:.2f}") -> str:
     lo, hi = min(values), max(values)
-    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
-        f"{fmt.format(lo)}–{fmt.format(hi)}"
+    return (
+        fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}–{fmt.format(hi)}"
+    )
 
 
 @dataclass
@@ -152,29 +166,40 @@ class Section:
         model = _cpu_model()
         pinned = f"pinned to CPU {self.cpu}" if self.cpu is not None else "not pinned"
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        return (f"{self.when()} UTC, {time.time() - self.started:,.0f} s; lbparse {_commit()}; "
-                f"{cpus} CPUs ({model}), {mem:.0f} GB, {pinned}; load average "
-                f"{self.load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
-                f"Python {platform.python_version()}{_versions()}")
+        return (
+            f"{self.when()} UTC, {time.time() - self.started:,.0f} s; lbparse {_commit()}; "
+            f"{cpus} CPUs ({model}), {mem:.0f} GB, {pinned}; load average "
+            f"{self.load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
+            f"Python {platform.python_version()}{_versions()}"
+        )
 
     def when(self) -> str:
-        return datetime.datetime.fromtimestamp(self.started, datetime.timezone.utc) \
-            .strftime("%Y-%m-%d %H:%M")
+        return datetime.datetime.fromtimestamp(self.started, datetime.UTC).strftime(
+            "%Y-%m-%d %H:%M"
+        )
 
     def render(self) -> str:
-        meta = {"title": self.title, "targets": [t.__dict__ for t in self.targets],
-                "when": self.when()}
+        meta = {
+            "title": self.title,
+            "targets": [t.__dict__ for t in self.targets],
+            "when": self.when(),
+        }
         body = [f"## {self.title}", "", f"`{self.command}`. Run {self.machine()}.", ""]
         if self.targets:
             body += ["| target | measured | wanted | |", "|---|---:|---:|---|"]
-            body += [f"| {t.what} | {t.measured} | {t.target} | {t.verdict()} |"
-                     for t in self.targets]
+            body += [
+                f"| {t.what} | {t.measured} | {t.target} | {t.verdict()} |" for t in self.targets
+            ]
             body.append("")
         body += self.lines
         while body and body[-1] == "":
             body.pop()
-        return (f"<!-- bench:{self.name} {json.dumps(meta, ensure_ascii=False)} -->\n"
-                + "\n".join(body) + "\n\n" + f"<!-- /bench:{self.name} -->\n")
+        return (
+            f"<!-- bench:{self.name} {json.dumps(meta, ensure_ascii=False)} -->\n"
+            + "\n".join(body)
+            + "\n\n"
+            + f"<!-- /bench:{self.name} -->\n"
+        )
 
     def write(self, doc: Path = DOC) -> None:
         """This section into `doc`, the others kept; the targets table rebuilt."""
@@ -196,12 +221,20 @@ def write_doc(doc: Path, sections: dict[str, str]) -> None:
         meta = json.loads(_SECTION.match(sections[name]).group(2))  # type: ignore[union-attr]
         for t in meta["targets"]:
             mark = "met" if t["met"] else "**missed**"
-            rows.append(f"| {t['what']} | {t['measured']} | {t['target']} | {mark} | "
-                        f"[{name}](#{_anchor(meta['title'])}), {meta['when']} UTC |")
-    summary = ["## Targets", "",
-               "Every target of the sections below, as their last runs measured it.", "",
-               "| target | measured | wanted | | bench, run |", "|---|---:|---:|---|---|",
-               *rows, ""]
+            rows.append(
+                f"| {t['what']} | {t['measured']} | {t['target']} | {mark} | "
+                f"[{name}](#{_anchor(meta['title'])}), {meta['when']} UTC |"
+            )
+    summary = [
+        "## Targets",
+        "",
+        "Every target of the sections below, as their last runs measured it.",
+        "",
+        "| target | measured | wanted | | bench, run |",
+        "|---|---:|---:|---|---|",
+        *rows,
+        "",
+    ]
     text = HEAD + "\n" + "\n".join(summary) + "\n" + "\n".join(sections[n] for n in names)
     doc.parent.mkdir(parents=True, exist_ok=True)
     tmp = doc.with_name(f".{doc.name}.{os.getpid()}")
@@ -239,11 +272,18 @@ def _commit() -> str:
 
     where = Path(lbparse.__file__).resolve().parent.parent
     try:
-        head = subprocess.run(["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--",
-                                "lbparse", "setup.py"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--", "lbparse", "setup.py"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         head = dirty = ""
     if not head:

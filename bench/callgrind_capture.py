@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_capture import make_small  # noqa: E402
+from bench_capture import make_small
 
 READ = """
 import sys
@@ -34,9 +34,20 @@ print(n, len(compiled_modules()))
 
 def instructions(path: str, out: str) -> tuple[int, str]:
     """Total instructions of reading `path` (callgrind's summary), and the output."""
-    res = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                          sys.executable, "-c", READ, path],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            "-c",
+            READ,
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     text = Path(out).read_text()
     m = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.M)
     if m is None:
@@ -53,7 +64,9 @@ def main() -> int:
             packets = make_small(path, k)
             total, said = instructions(path, os.path.join(tmp, f"cg{k}.out"))
             counts.append((packets, total))
-            print(f"{packets:,} packets: {total:,} instructions (messages, compiled modules: {said})")
+            print(
+                f"{packets:,} packets: {total:,} instructions (messages, compiled modules: {said})"
+            )
     (p1, i1), (p2, i2) = counts
     print(f"{(i2 - i1) / (p2 - p1):,.0f} instructions a packet")
     return 0

@@ -56,8 +56,9 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
     # ../x.png); in the site it sits at the root, beside the home page.
     prefix = "docs/" if page.file.src_uri == "index.md" else "../"
     for name in IMAGES:
-        markdown = re.sub(r"\]\(\s*" + re.escape(prefix + name) + r"(?=[\s)#?])",
-                          "](" + name, markdown)
+        markdown = re.sub(
+            r"\]\(\s*" + re.escape(prefix + name) + r"(?=[\s)#?])", "](" + name, markdown
+        )
     return markdown
 
 

@@ -35,14 +35,15 @@ def envelopes() -> list[bytes]:
 
 def nats_streams(envs: list[bytes]) -> list[bytes]:
     out = []
-    control = b"INFO {\"server_id\":\"x\",\"max_payload\":1048576}\r\nPING\r\nPONG\r\n+OK\r\n"
+    control = b'INFO {"server_id":"x","max_payload":1048576}\r\nPING\r\nPONG\r\n+OK\r\n'
     for i in range(0, len(envs), 4):
-        chunk = envs[i:i + 4]
+        chunk = envs[i : i + 4]
         frames = [control]
         for k, env in enumerate(chunk):
             frames.append(cw.pub(f"lb.s{k}", env, reply="_INBOX.1" if k % 2 else None))
-            frames.append(cw.msg(f"lb.s{k}", k + 1, env,
-                                 headers=[("Nats-Msg-Id", str(i))] if k % 2 else None))
+            frames.append(
+                cw.msg(f"lb.s{k}", k + 1, env, headers=[("Nats-Msg-Id", str(i))] if k % 2 else None)
+            )
         # First byte: the segment size (see harness.nats).
         out.append(bytes([i % 23]) + b"".join(frames))
     return out
@@ -52,10 +53,12 @@ def captures(envs: list[bytes], tmp: str) -> list[bytes]:
     out = []
     links = [cw.ETHERNET, cw.LINUX_SLL, cw.LINUX_SLL2, cw.NULL, cw.RAW, cw.LOOP]
     for i in range(0, min(len(envs), 48), 3):
-        conn = cw.Conn(client=("127.0.0.1" if i % 2 else "::1", 40000 + i),
-                       server=("127.0.0.1" if i % 2 else "::1", 4222))
+        conn = cw.Conn(
+            client=("127.0.0.1" if i % 2 else "::1", 40000 + i),
+            server=("127.0.0.1" if i % 2 else "::1", 4222),
+        )
         pkts = conn.handshake()
-        for env in envs[i:i + 3]:
+        for env in envs[i : i + 3]:
             pkts += conn.send("c", cw.pub("lb.x", env), mss=40 if i % 4 else None)
             pkts += conn.send("s", cw.msg("lb.x", 1, env))
         pkts.append(conn.fin("c"))
@@ -65,8 +68,12 @@ def captures(envs: list[bytes], tmp: str) -> list[bytes]:
         if i % 2:
             cw.write_pcap(path, frames, linktype=lt, nanos=bool(i % 3), big_endian=bool(i % 5 == 0))
         else:
-            cw.write_pcapng(path, [(lt, 6, 65535)], [(0, ts, f) for ts, f in frames],
-                            big_endian=bool(i % 4 == 0))
+            cw.write_pcapng(
+                path,
+                [(lt, 6, 65535)],
+                [(0, ts, f) for ts, f in frames],
+                big_endian=bool(i % 4 == 0),
+            )
         out.append(Path(path).read_bytes())
     return out
 
@@ -76,21 +83,22 @@ def batches(envs: list[bytes]) -> list[bytes]:
     small = [e for e in envs if len(e) < 256]
     out = []
     for i in range(0, len(small), 5):
-        out.append(b"".join(bytes([len(e)]) + e for e in small[i:i + 5 + i % 7]))
+        out.append(b"".join(bytes([len(e)]) + e for e in small[i : i + 5 + i % 7]))
     return out
 
 
 def storage_files() -> list[bytes]:
     """Segments of every generation, their indexes, checkpoints, raft.db's first pages."""
-    from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
     from support.segment_builder import build_index, build_segment, messages
     from support.shared import LIFTBRIDGE
+
+    from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
 
     out = [b"0\n3\n4 0\n7 12\n9 40\n", b"41\n", b"0\n0\n"]
     for k, name in enumerate(SEGMENT_FORMATS_BY_NAME):
         msgs = messages(3 + k % 3, first=7)
         seg = build_segment(msgs, name)
-        out += [seg, build_index(msgs, seg, 7, name), seg[:len(seg) - 5] + b"\0" * 9]
+        out += [seg, build_index(msgs, seg, 7, name), seg[: len(seg) - 5] + b"\0" * 9]
     sample = LIFTBRIDGE / "samples" / "data-short.tar.gz"
     if sample.is_file():
         import tarfile
@@ -121,14 +129,32 @@ def raft_dbs() -> list[bytes]:
                 if f is not None:
                     out.append(f.read())
     leaf5 = bb.leaf(5, [(0, bb.key(1), bb.log_value(1)), (0, bb.key(2), bb.log_value(2))])
-    out += [bb.raft_db({4: bb.aliased_leaf(4, 40, bb.key(1), bb.log_value(1, data=bytes(900)))},
-                       logs_root=4),
-            bb.raft_db({4: bb.branch(4, [(bb.key(1), 5), (bb.key(2), 5)]), 5: leaf5}, logs_root=4),
-            bb.raft_db({4: bb.branch(4, [(bb.key(1), 6)]),
-                        6: bb.branch(6, [(bb.key(1), 5), (bb.key(2), 4)]), 5: leaf5}, logs_root=4),
-            bb.raft_db({4: bb.leaf(4, [(0, bb.key(1), bb.log_value(1, data=b"\xff")),
-                                       (0, bb.key(9), bb.log_value(3, typ=5, data=b"\x93"))])},
-                       logs_root=4)]
+    out += [
+        bb.raft_db(
+            {4: bb.aliased_leaf(4, 40, bb.key(1), bb.log_value(1, data=bytes(900)))}, logs_root=4
+        ),
+        bb.raft_db({4: bb.branch(4, [(bb.key(1), 5), (bb.key(2), 5)]), 5: leaf5}, logs_root=4),
+        bb.raft_db(
+            {
+                4: bb.branch(4, [(bb.key(1), 6)]),
+                6: bb.branch(6, [(bb.key(1), 5), (bb.key(2), 4)]),
+                5: leaf5,
+            },
+            logs_root=4,
+        ),
+        bb.raft_db(
+            {
+                4: bb.leaf(
+                    4,
+                    [
+                        (0, bb.key(1), bb.log_value(1, data=b"\xff")),
+                        (0, bb.key(9), bb.log_value(3, typ=5, data=b"\x93")),
+                    ],
+                )
+            },
+            logs_root=4,
+        ),
+    ]
     return out
 
 
@@ -137,18 +163,30 @@ def checkpoint_files() -> list[bytes]:
     from support.segment_builder import build_index, build_segment, messages
 
     msgs = messages(4, first=7)
-    return [b"0\n3\n4 0\n7 12\n9 40\n", b"41\n", b"0\n0\n", b"-1", b"0\n1\n5 -3\n",
-            b"9223372036854775807\n", b"0\n2\n1 2\n", build_index(msgs, build_segment(msgs), 7)]
+    return [
+        b"0\n3\n4 0\n7 12\n9 40\n",
+        b"41\n",
+        b"0\n0\n",
+        b"-1",
+        b"0\n1\n5 -3\n",
+        b"9223372036854775807\n",
+        b"0\n2\n1 2\n",
+        build_index(msgs, build_segment(msgs), 7),
+    ]
 
 
 def raft_streams() -> list[bytes]:
     """Raft log entries and transport streams (first byte: the cut, see hostile.check_raft)."""
     import test_raft as t
 
-    entries = [t.pack(t.log_map(data=t.raft_log("CHANGE_LEADER", stream="s", leader="n"))),
-               t.pack(t.log_map(typ=2))]
-    return entries + [bytes([k]) + b"".join(msgs) for k, msgs in
-                      enumerate([t.REQUESTS, t.RESPONSES, t.REQUESTS[1:3]])]
+    entries = [
+        t.pack(t.log_map(data=t.raft_log("CHANGE_LEADER", stream="s", leader="n"))),
+        t.pack(t.log_map(typ=2)),
+    ]
+    return entries + [
+        bytes([k]) + b"".join(msgs)
+        for k, msgs in enumerate([t.REQUESTS, t.RESPONSES, t.REQUESTS[1:3]])
+    ]
 
 
 def h2_connections() -> list[bytes]:
@@ -160,46 +198,76 @@ def h2_connections() -> list[bytes]:
 
     import hpack
     import test_grpc_capture as g
+
     from lbparse_generated.proto import api_pb2
 
     def pieces(side: int, data: bytes) -> bytes:
-        return b"".join(bytes([side << 7 | len(data[i:i + 128]) - 1]) + data[i:i + 128]
-                        for i in range(0, len(data), 128))
+        return b"".join(
+            bytes([side << 7 | len(data[i : i + 128]) - 1]) + data[i : i + 128]
+            for i in range(0, len(data), 128)
+        )
 
     creq, cresp = hpack.Encoder(), hpack.Encoder()
     body = api_pb2.FetchCursorRequest(stream="s", partition=1, cursorId="c").SerializeToString()
-    pub = api_pb2.PublishRequest(key=b"k", value=b"v" * 40, stream="s",
-                                 correlationId="c1").SerializeToString()
+    pub = api_pb2.PublishRequest(
+        key=b"k", value=b"v" * 40, stream="s", correlationId="c1"
+    ).SerializeToString()
     # Header blocks in the order they are sent: HPACK's table is the encoder's history.
     fetch = g.request_headers(creq, "FetchCursor")
     block = g.request_headers(creq, "Publish", ("grpc-encoding", "gzip"))
     stream = g.request_headers(creq, "PublishAsync")
     status = cresp.encode([(":status", "200"), ("content-type", "application/grpc")])
-    client = g.SETTINGS + g.frame(1, 4, 1, fetch) + g.frame(0, 1, 1, g.grpc_message(body)) \
-        + g.frame(1, 0, 3, block[:5]) + g.frame(9, 4, 3, block[5:]) \
-        + g.frame(0, 1, 3, g.grpc_message(gzip.compress(pub, mtime=0), flag=1)) \
-        + g.frame(1, 4, 5, stream) \
-        + g.frame(0, 0, 5, g.grpc_message(pub) * 2) + g.frame(3, 0, 5, (8).to_bytes(4, "big"))
-    server = g.SETTINGS + g.frame(1, 4, 1, status) \
-        + g.frame(0, 0, 1, g.grpc_message(api_pb2.FetchCursorResponse(offset=7)
-                                          .SerializeToString())) \
-        + g.frame(1, 5, 1, cresp.encode([("grpc-status", "0")])) \
-        + g.frame(1, 5, 3, cresp.encode([(":status", "200"), ("grpc-status", "5"),
-                                        ("grpc-message", "no such stream")])) \
+    client = (
+        g.SETTINGS
+        + g.frame(1, 4, 1, fetch)
+        + g.frame(0, 1, 1, g.grpc_message(body))
+        + g.frame(1, 0, 3, block[:5])
+        + g.frame(9, 4, 3, block[5:])
+        + g.frame(0, 1, 3, g.grpc_message(gzip.compress(pub, mtime=0), flag=1))
+        + g.frame(1, 4, 5, stream)
+        + g.frame(0, 0, 5, g.grpc_message(pub) * 2)
+        + g.frame(3, 0, 5, (8).to_bytes(4, "big"))
+    )
+    server = (
+        g.SETTINGS
+        + g.frame(1, 4, 1, status)
+        + g.frame(
+            0, 0, 1, g.grpc_message(api_pb2.FetchCursorResponse(offset=7).SerializeToString())
+        )
+        + g.frame(1, 5, 1, cresp.encode([("grpc-status", "0")]))
+        + g.frame(
+            1,
+            5,
+            3,
+            cresp.encode(
+                [(":status", "200"), ("grpc-status", "5"), ("grpc-message", "no such stream")]
+            ),
+        )
         + g.frame(7, 0, 0, (5).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye")
-    return [bytes([0]) + pieces(0, client) + pieces(1, server),
-            bytes([3]) + pieces(0, client[:200]) + pieces(1, server) + pieces(0, client[200:]),
-            bytes([8]) + pieces(1, server) + pieces(0, client)]
+    )
+    return [
+        bytes([0]) + pieces(0, client) + pieces(1, server),
+        bytes([3]) + pieces(0, client[:200]) + pieces(1, server) + pieces(0, client[200:]),
+        bytes([8]) + pieces(1, server) + pieces(0, client),
+    ]
 
 
 def build(out_dir: Path) -> dict[str, int]:
     envs = envelopes()
     with tempfile.TemporaryDirectory() as tmp:
-        seeds = {"decode": envs, "decode_limits": envs, "differential": envs,
-                 "nats": nats_streams(envs), "capture": captures(envs, tmp),
-                 "batch": batches(envs), "storage": storage_files(), "raft": raft_streams(),
-                 "raftdb": raft_dbs(), "checkpoints": checkpoint_files(),
-                 "h2": h2_connections()}
+        seeds = {
+            "decode": envs,
+            "decode_limits": envs,
+            "differential": envs,
+            "nats": nats_streams(envs),
+            "capture": captures(envs, tmp),
+            "batch": batches(envs),
+            "storage": storage_files(),
+            "raft": raft_streams(),
+            "raftdb": raft_dbs(),
+            "checkpoints": checkpoint_files(),
+            "h2": h2_connections(),
+        }
     counts = {}
     for target, items in seeds.items():
         d = out_dir / target

@@ -19,7 +19,8 @@ at each input (a check when it is in place).
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # What atheris's hook reports to libFuzzer (ints as integer comparisons,
 # str and bytes as memcmp); every comparison of these gives a bool.

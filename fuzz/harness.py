@@ -37,7 +37,7 @@ if os.environ.get("LBPARSE_FUZZ_NATIVE"):
     # defines: its symbols must be global to be found when they load.
     sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)
 
-import atheris  # noqa: E402
+import atheris
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
@@ -60,8 +60,9 @@ class _CaptureSource(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _CaptureSource())
 
-with atheris.instrument_imports(include=["lbparse", "lbparse_generated", "support", "spark",
-                                         "targets"]):
+with atheris.instrument_imports(
+    include=["lbparse", "lbparse_generated", "support", "spark", "targets"]
+):
     import targets
 
 # `every`: all of them in one process, the first byte choosing (targets.every)
@@ -73,8 +74,10 @@ def main() -> None:
         serve()
         return
     if len(sys.argv) < 2 or sys.argv[1] not in TARGETS:
-        sys.exit(f"usage: harness.py {{{','.join(TARGETS)}}} [libFuzzer options] [corpus...]"
-                 "\n       harness.py serve")
+        sys.exit(
+            f"usage: harness.py {{{','.join(TARGETS)}}} [libFuzzer options] [corpus...]"
+            "\n       harness.py serve"
+        )
     fuzz(sys.argv[1], sys.argv[2:])
 
 
@@ -108,8 +111,9 @@ def _forked(log: str, seconds: float, name: str, args: list[str]) -> str:
             os.close(fd)
             fuzz(name, args)
             os._exit(0)
-        except BaseException:  # noqa: BLE001  never back into the server's loop
+        except BaseException:
             import traceback
+
             traceback.print_exc()
             sys.stderr.flush()
             os._exit(70)

@@ -33,8 +33,9 @@ def main() -> int:
     ap.add_argument("--targets", default="", help="comma-separated subset")
     ap.add_argument("dirs", nargs="*", type=Path, help="more inputs (files or directories)")
     args = ap.parse_args()
-    names = [t for t in args.targets.split(",") if t] or \
-        (list(targets.NATIVE) if args.native else list(targets.TARGETS))
+    names = [t for t in args.targets.split(",") if t] or (
+        list(targets.NATIVE) if args.native else list(targets.TARGETS)
+    )
     unknown = set(names) - set(targets.TARGETS)
     if unknown:
         ap.error(f"unknown targets {', '.join(sorted(unknown))}")
@@ -53,13 +54,16 @@ def main() -> int:
                     continue
                 try:
                     targets.TARGETS[name](path.read_bytes())
-                except Exception:  # noqa: BLE001  every failure is reported, then counted
+                except Exception:
                     bad += 1
                     print(f"{name}: {path}: FAILED", file=sys.stderr)
                     traceback.print_exc()
             failed += bad
-            print(f"{name:<16} {len(inputs):>5} inputs  {bad} failed  "
-                  f"{time.perf_counter() - t0:.1f}s", flush=True)
+            print(
+                f"{name:<16} {len(inputs):>5} inputs  {bad} failed  "
+                f"{time.perf_counter() - t0:.1f}s",
+                flush=True,
+            )
     return 1 if failed else 0
 
 

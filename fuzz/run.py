@@ -59,10 +59,21 @@ class Server:
         self._log = open(log, "w")
         # -P under `env` (the native targets'): its instrumented copy on
         # PYTHONPATH, not the checkout
-        cmd = [sys.executable, *(["-P"] if env is not None else []), str(HERE / "harness.py"),
-               "serve"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log, text=True, cwd=HERE.parent, env=env)
+        cmd = [
+            sys.executable,
+            *(["-P"] if env is not None else []),
+            str(HERE / "harness.py"),
+            "serve",
+        ]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            cwd=HERE.parent,
+            env=env,
+        )
 
     def run(self, target: str, args: list[str], log: Path, seconds: float) -> str:
         """The exit status of one campaign (its output in `log`), or `timeout`."""
@@ -71,8 +82,9 @@ class Server:
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline().strip()  # the server bounds it by `seconds`
         if not answer:
-            raise RuntimeError(f"fuzz: the harness server ended (exit {self.proc.wait()}); "
-                               f"see {self._log.name}")
+            raise RuntimeError(
+                f"fuzz: the harness server ended (exit {self.proc.wait()}); see {self._log.name}"
+            )
         return answer
 
     def close(self) -> None:
@@ -82,8 +94,9 @@ class Server:
         self._log.close()
 
 
-def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: Path,
-               server: Server) -> dict:
+def run_target(
+    target: str, seconds: float, corpus: Path, artifacts: Path, log: Path, server: Server
+) -> dict:
     """The target's campaign for `seconds`, forked from `server`, restarted after a crash."""
     corpus.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(parents=True, exist_ok=True)
@@ -96,8 +109,17 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
             break
         starts += 1
         before = set(artifacts.iterdir())
-        answer = server.run(target, [str(corpus), f"-max_total_time={int(left)}",
-                                     f"-artifact_prefix={artifacts}/", *GUARDS], log, left + 60)
+        answer = server.run(
+            target,
+            [
+                str(corpus),
+                f"-max_total_time={int(left)}",
+                f"-artifact_prefix={artifacts}/",
+                *GUARDS,
+            ],
+            log,
+            left + 60,
+        )
         if answer == "timeout":
             # One input outlived the whole share (libFuzzer checks its time
             # between inputs): the harness was killed; the other targets still
@@ -115,8 +137,15 @@ def run_target(target: str, seconds: float, corpus: Path, artifacts: Path, log: 
         execs += int(m.group(1))
     covs = re.findall(r"\bcov: (\d+)", text)
     cov = int(covs[-1]) if covs else 0
-    return {"target": target, "seconds": round(seconds), "execs": execs, "coverage": cov,
-            "corpus": sum(1 for _ in corpus.iterdir()), "crashes": crashes, "starts": starts}
+    return {
+        "target": target,
+        "seconds": round(seconds),
+        "execs": execs,
+        "coverage": cov,
+        "corpus": sum(1 for _ in corpus.iterdir()),
+        "crashes": crashes,
+        "starts": starts,
+    }
 
 
 def main() -> int:
@@ -124,11 +153,20 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60, help="the whole campaign (default 60)")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset")
     ap.add_argument("--ci", action="store_true", help="fresh temporary corpus, nothing kept")
-    ap.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="targets run at once (default 1; each takes a core for its share)")
-    ap.add_argument("--weights", default="", metavar="T=W,...",
-                    help="shares of the time by target (default equal), e.g. decode=4,batch=1: "
-                    "a long campaign gives the fast targets more of it")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="targets run at once (default 1; each takes a core for its share)",
+    )
+    ap.add_argument(
+        "--weights",
+        default="",
+        metavar="T=W,...",
+        help="shares of the time by target (default equal), e.g. decode=4,batch=1: "
+        "a long campaign gives the fast targets more of it",
+    )
     args = ap.parse_args()
     targets = [t for t in args.targets.split(",") if t]
     unknown = set(targets) - set(TARGETS)
@@ -149,10 +187,15 @@ def main() -> int:
         total_weight = sum(weights.values())
         native_env = sanitize.fuzz_environment() if set(targets) & set(NATIVE) else None
         if set(targets) & set(NATIVE):
-            print("native targets: " + ("C modules with libFuzzer coverage and ASan "
-                                        "(build/fuzz-native)" if native_env else
-                                        "no clang: the normal build, Python coverage only"),
-                  flush=True)
+            print(
+                "native targets: "
+                + (
+                    "C modules with libFuzzer coverage and ASan (build/fuzz-native)"
+                    if native_env
+                    else "no clang: the normal build, Python coverage only"
+                ),
+                flush=True,
+            )
         logs = base if args.ci else HERE
         # The native targets run in their own environment (the instrumented
         # C build): servers of their own.
@@ -160,21 +203,37 @@ def main() -> int:
         servers: dict[bool, queue.Queue[Server]] = {False: queue.Queue(), True: queue.Queue()}
         for kind, names in ((False, set(targets) - native), (True, native)):
             for i in range(min(args.jobs, len(names))):
-                servers[kind].put(Server(logs / f"fuzz-server-{'native-' * kind}{i}.log",
-                                         native_env if kind else None))
+                servers[kind].put(
+                    Server(
+                        logs / f"fuzz-server-{'native-' * kind}{i}.log",
+                        native_env if kind else None,
+                    )
+                )
 
         def one(t: str) -> dict:
             share = max(args.seconds * weights[t] / total_weight, 3)
             server = servers[t in native].get()
             try:
-                r = run_target(t, share, base / "corpus" / t, HERE / "artifacts" / t,
-                               logs / f"fuzz-{t}.log", server=server)
+                r = run_target(
+                    t,
+                    share,
+                    base / "corpus" / t,
+                    HERE / "artifacts" / t,
+                    logs / f"fuzz-{t}.log",
+                    server=server,
+                )
             finally:
                 servers[t in native].put(server)
-            status = f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}" if r["crashes"] \
+            status = (
+                f"{len(r['crashes'])} CRASHES: {', '.join(r['crashes'])}"
+                if r["crashes"]
                 else "no crash"
-            print(f"{t:<14} {r['seconds']:>5}s {r['execs']:>9} execs  cov {r['coverage']:>5}  "
-                  f"corpus {r['corpus']:>5}  {status}", flush=True)
+            )
+            print(
+                f"{t:<14} {r['seconds']:>5}s {r['execs']:>9} execs  cov {r['coverage']:>5}  "
+                f"corpus {r['corpus']:>5}  {status}",
+                flush=True,
+            )
             return r
 
         # --jobs targets at once, one a core.
@@ -187,9 +246,11 @@ def main() -> int:
                     pool_of.get().close()
         total = sum(r["execs"] for r in results)
         crashed = [r for r in results if r["crashes"]]
-        print(f"fuzz: {len(targets)} targets, {total} executions, "
-              f"{sum(len(r['crashes']) for r in crashed)} crash(es)"
-              + (f"; artifacts in {HERE / 'artifacts'}" if crashed else ""))
+        print(
+            f"fuzz: {len(targets)} targets, {total} executions, "
+            f"{sum(len(r['crashes']) for r in crashed)} crash(es)"
+            + (f"; artifacts in {HERE / 'artifacts'}" if crashed else "")
+        )
         return 1 if crashed else 0
     finally:
         if args.ci:

@@ -15,20 +15,21 @@ and `raft` (Raft log entries and the transport stream); issue #27 `raftdb`
 
 from __future__ import annotations
 
+import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
 from support import hostile
+
+import lbparse.capture.grpc
+import lbparse.capture.h2
 
 # Imported here, under atheris.instrument_imports (harness.py), so that the
 # fuzzer sees inside them: the checks import them lazily.
-import lbparse.columnar.decode_arrow  # noqa: F401
-import lbparse.raft  # noqa: F401
-import lbparse.report.aggregate  # noqa: F401
-import lbparse.report.columnar  # noqa: F401
-import lbparse.storage  # noqa: F401
-import lbparse.storage.checkpoints  # noqa: F401
+import lbparse.columnar.decode_arrow
+import lbparse.raft
+import lbparse.report.aggregate
+import lbparse.report.columnar
+import lbparse.storage
+import lbparse.storage.checkpoints
 import lbparse.storage.raftdb  # noqa: F401
-import lbparse.capture.h2  # noqa: F401
-import lbparse.capture.grpc  # noqa: F401
-import spark.test_batch_composition  # noqa: F401  the batch decoder's reference
 from lbparse.codec.limits import Limits
 
 # Small limits, so that the limit checks themselves get fuzzed: inputs are
@@ -123,9 +124,26 @@ def report(data: bytes) -> None:
     check_report(data)
 
 
-TARGETS = {f.__name__: f for f in (decode, decode_limits, differential, nats, capture, batch,
-                                   storage, checkpoints, raft, raftdb, native_capture,
-                                   decode_arrow, native_pass, report, h2)}
+TARGETS = {
+    f.__name__: f
+    for f in (
+        decode,
+        decode_limits,
+        differential,
+        nats,
+        capture,
+        batch,
+        storage,
+        checkpoints,
+        raft,
+        raftdb,
+        native_capture,
+        decode_arrow,
+        native_pass,
+        report,
+        h2,
+    )
+}
 NATIVE = ("native_capture", "decode_arrow", "native_pass")
 EVERY = tuple(TARGETS)
 _ran: set[str] = set()
@@ -149,5 +167,9 @@ def every(data: bytes) -> None:
 
 # The seed corpus each target starts from when it has none of its own
 # (fuzz/build_corpus.py makes them).
-SEEDS = {"native_capture": "capture", "decode_arrow": "decode", "native_pass": "batch",
-         "report": "batch"}
+SEEDS = {
+    "native_capture": "capture",
+    "decode_arrow": "decode",
+    "native_pass": "batch",
+    "report": "batch",
+}

@@ -20,8 +20,12 @@ from lbparse.codec.layouts import LAYOUTS, Layout, MsgType
 from lbparse.codec.limits import Limits
 from lbparse.codec.payloads import message_class
 from lbparse.codec.upstream import UpstreamVerdict, upstream_verdict
-from lbparse.columnar.api import (decode_arrow, decode_tables, read_capture_arrow,
-                                  read_capture_tables)
+from lbparse.columnar.api import (
+    decode_arrow,
+    decode_tables,
+    read_capture_arrow,
+    read_capture_tables,
+)
 from lbparse.errors import KINDS, EnvelopeError, LbparseError
 from lbparse.version import __version__ as __version__
 

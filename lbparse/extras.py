@@ -46,17 +46,22 @@ EXTRAS: dict[str, str] = {
     "live": "lbparse tap and record (live NATS servers)",
     "generate": "lbparse generate's descriptor sets (protoc)",
     "streams": "reading Liftbridge streams through its gRPC API (lbparse.streams, "
-               "format('liftbridge-streams'))",
+    "format('liftbridge-streams'))",
 }
 
 # top-level module -> (the distribution that brings it, its extra)
 MODULES: dict[str, tuple[str, str]] = {
-    "pyspark": ("pyspark", "spark"), "py4j": ("pyspark", "spark"),
+    "pyspark": ("pyspark", "spark"),
+    "py4j": ("pyspark", "spark"),
     "pandas": ("pandas", "spark"),
-    "altair": ("altair", "report"), "vl_convert": ("vl-convert-python", "report"),
+    "altair": ("altair", "report"),
+    "vl_convert": ("vl-convert-python", "report"),
     "websocket": ("websocket-client", "report"),
-    "nats": ("nats-py", "live"), "nkeys": ("nkeys", "live"), "nacl": ("PyNaCl", "live"),
-    "grpc_tools": ("grpcio-tools", "generate"), "grpc": ("grpcio", "streams"),
+    "nats": ("nats-py", "live"),
+    "nkeys": ("nkeys", "live"),
+    "nacl": ("PyNaCl", "live"),
+    "grpc_tools": ("grpcio-tools", "generate"),
+    "grpc": ("grpcio", "streams"),
 }
 
 
@@ -70,14 +75,21 @@ NEEDS_EXTRA: dict[str, str] = {
 
 # Imported late on purpose (see the docstring): pyarrow and numpy, and the
 # columnar core's modules that lbparse.columnar.api (in `import lbparse`) calls.
-LATE: frozenset[str] = frozenset({
-    "pyarrow", "numpy", "flatbuffers",
-    "lbparse.columnar.decode_arrow", "lbparse.columnar.grpctables", "lbparse.columnar.ordered",
-    "lbparse.columnar.schema",
-    "lbparse.columnar.sources", "lbparse.columnar.tables",
-    "lbparse.cli.tables_out",  # `capture --tables`: the command's other runs need no pyarrow
-    "lbparse.capture",  # read_capture_tables' hint of on_info (Notice): 28 ms import lbparse spares
-})
+LATE: frozenset[str] = frozenset(
+    {
+        "pyarrow",
+        "numpy",
+        "flatbuffers",
+        "lbparse.columnar.decode_arrow",
+        "lbparse.columnar.grpctables",
+        "lbparse.columnar.ordered",
+        "lbparse.columnar.schema",
+        "lbparse.columnar.sources",
+        "lbparse.columnar.tables",
+        "lbparse.cli.tables_out",  # `capture --tables`: the command's other runs need no pyarrow
+        "lbparse.capture",  # read_capture_tables' hint of on_info (Notice): 28 ms import lbparse spares
+    }
+)
 
 
 class MissingExtra(ModuleNotFoundError):
@@ -106,5 +118,7 @@ def missing_extra(exc: BaseException) -> str | None:
     if found is None:
         return None
     dist, extra = found
-    return (f"{dist} is not installed: it comes with the extra {extra!r} ({EXTRAS[extra]}): "
-            f"pip install 'lbparse[{extra}]' (or 'lbparse[all]')")
+    return (
+        f"{dist} is not installed: it comes with the extra {extra!r} ({EXTRAS[extra]}): "
+        f"pip install 'lbparse[{extra}]' (or 'lbparse[all]')"
+    )

@@ -46,7 +46,6 @@ become.
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import os
 import secrets
@@ -55,13 +54,28 @@ import stat
 import struct
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Sequence
+from typing import BinaryIO
 
-__all__ = ["STDOUT", "FileOutput", "StreamedOutput", "Interrupted", "OutputError", "OutputFailed",
-           "check_dir", "check_file", "check_files", "check_folder", "follow_allowed", "inside",
-           "signals_deferred", "temp_name", "write_failed"]
+__all__ = [
+    "STDOUT",
+    "FileOutput",
+    "StreamedOutput",
+    "Interrupted",
+    "OutputError",
+    "OutputFailed",
+    "check_dir",
+    "check_file",
+    "check_files",
+    "check_folder",
+    "follow_allowed",
+    "inside",
+    "signals_deferred",
+    "temp_name",
+    "write_failed",
+]
 
 STDOUT = "-"
 
@@ -170,7 +184,7 @@ def temp_name(path: str, suffix: str = ".tmp") -> str:
     `.NAME.<16 hex>.tmp`, NAME cut short so that the name fits NAME_MAX."""
     folder, name = os.path.split(path)
     room = _name_max(folder or ".") - (_TEMP_MIN - len(".tmp") + len(suffix))
-    stem = os.fsdecode(os.fsencode(name)[:max(room, 0)])
+    stem = os.fsdecode(os.fsencode(name)[: max(room, 0)])
     return os.path.join(folder, f".{stem}.{secrets.token_hex(8)}{suffix}")
 
 
@@ -179,8 +193,9 @@ def _new_beside(path: str, mode: int, where: str) -> tuple[str, int]:
     for _ in range(100):
         temp = temp_name(path)
         try:
-            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                                 | os.O_CLOEXEC, mode)
+            return temp, os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode
+            )
         except FileExistsError:
             continue
         except OSError as exc:
@@ -201,8 +216,10 @@ def _rename_over(temp: str, path: str, where: str) -> None:
         except OSError:
             now = None
         if now is not None and not stat.S_ISREG(now.st_mode):
-            raise OutputError(f"{where}: became {_kind(now.st_mode)} after it was checked; "
-                              "not replaced, nothing written") from None
+            raise OutputError(
+                f"{where}: became {_kind(now.st_mode)} after it was checked; "
+                "not replaced, nothing written"
+            ) from None
         raise OutputError(f"{where}: cannot replace it: {exc.strerror}; nothing written") from None
 
 
@@ -218,8 +235,9 @@ class StreamedOutput:
     to keep, and `discard` removes it. The open file's write errors are
     OutputFailed (OutputFile); a commit that fails removes the new file."""
 
-    def __init__(self, path: str, option: str, inputs: Sequence[str] = (), *,
-                 grow_new: bool = False) -> None:
+    def __init__(
+        self, path: str, option: str, inputs: Sequence[str] = (), *, grow_new: bool = False
+    ) -> None:
         self.path = path
         self.temp: str | None = None
         self.option = option
@@ -249,11 +267,11 @@ class StreamedOutput:
     def _make(self, path: str) -> BinaryIO:
         """A new file at `path` (never one that exists, never through a link)."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, self.mode)
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, self.mode
+            )
         except FileExistsError:  # made by someone else since it was checked
-            raise OutputError(f"{self.where}: appeared after it was checked; not "
-                              "written") from None
+            raise OutputError(f"{self.where}: appeared after it was checked; not written") from None
         except OSError as exc:
             raise OutputError(f"{self.where}: cannot write: {exc.strerror}") from None
         self.temp = path
@@ -269,8 +287,9 @@ class StreamedOutput:
         st = os.fstat(fd)
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             os.close(fd)
-            raise OutputError(f"{self.where}: became {_kind(st.st_mode)} after it "
-                              "was checked; not written")
+            raise OutputError(
+                f"{self.where}: became {_kind(st.st_mode)} after it was checked; not written"
+            )
         return self._wrap(fd)
 
     def commit(self) -> None:
@@ -329,12 +348,15 @@ def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput
         return FileOutput(option, path, "in_place")
     if stat.S_ISREG(st.st_mode):
         return FileOutput(option, path, "replace")
-    raise OutputError(f"{where}: is {_kind(st.st_mode)}; lbparse writes files, devices "
-                      "such as /dev/null, FIFOs or - (standard output)")
+    raise OutputError(
+        f"{where}: is {_kind(st.st_mode)}; lbparse writes files, devices "
+        "such as /dev/null, FIFOs or - (standard output)"
+    )
 
 
-def check_files(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str] = ()
-                ) -> dict[str, FileOutput]:
+def check_files(
+    outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str] = ()
+) -> dict[str, FileOutput]:
     """Each (option, path) given (None: not asked) checked, by option; two
     outputs at the same place are refused (devices aside: both write in place)."""
     checked: dict[str, FileOutput] = {}
@@ -347,8 +369,10 @@ def check_files(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str]
             continue
         key = "-" if out.kind == "stdout" else _identity(out.path)
         if key in seen:
-            raise OutputError(f"{seen[key].option} and {out.option} both write to "
-                              f"{out.describe}; give each its own")
+            raise OutputError(
+                f"{seen[key].option} and {out.option} both write to "
+                f"{out.describe}; give each its own"
+            )
         seen[key] = out
     return checked
 
@@ -365,8 +389,10 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int =
     _check_name(path, where, "give a directory's name (. for this one)")
     full = len(os.fsencode(os.path.abspath(path))) + deepest
     if deepest and full >= PATH_MAX:
-        raise OutputError(f"{where}: too long: what the run writes in it would have paths of "
-                          f"{full} bytes, past PATH_MAX ({PATH_MAX - 1}); give a shorter one")
+        raise OutputError(
+            f"{where}: too long: what the run writes in it would have paths of "
+            f"{full} bytes, past PATH_MAX ({PATH_MAX - 1}); give a shorter one"
+        )
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -388,8 +414,10 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int =
             continue
         other = os.path.realpath(inp)
         if inside(real, other) and os.path.isdir(other):
-            raise OutputError(f"{where}: is {'the input' if real == other else 'inside the input'}"
-                              f" {inp}; write the output elsewhere")
+            raise OutputError(
+                f"{where}: is {'the input' if real == other else 'inside the input'}"
+                f" {inp}; write the output elsewhere"
+            )
 
 
 def _check_ancestor(path: str, where: str) -> None:
@@ -408,8 +436,9 @@ def _check_ancestor(path: str, where: str) -> None:
         if not stat.S_ISDIR(st.st_mode):
             raise OutputError(f"{where}: {parent} is {_kind(st.st_mode)}, not a directory")
         if not _access(parent, os.W_OK | os.X_OK):
-            raise OutputError(f"{where}: cannot make it in {os.path.abspath(parent)}: "
-                              f"{_why_not_writable(parent)}")
+            raise OutputError(
+                f"{where}: cannot make it in {os.path.abspath(parent)}: {_why_not_writable(parent)}"
+            )
         return
 
 
@@ -442,18 +471,20 @@ def signals_deferred() -> Iterator[None]:
             signal.raise_signal(got[0])  # now, to the handler the caller had
 
 
-def _link_target(path: str, link: os.stat_result, where: str, missing: str = ""
-                 ) -> os.stat_result:
+def _link_target(path: str, link: os.stat_result, where: str, missing: str = "") -> os.stat_result:
     """What the link at `path` (its lstat: `link`) points to, if the kernel's
     rule lets it be followed; `missing`: said after a target that is not there."""
     if not follow_allowed(path, link):
-        raise OutputError(f"{where}: a symbolic link of another user (uid {link.st_uid}) in a "
-                          "shared sticky directory; not followed, not replaced")
+        raise OutputError(
+            f"{where}: a symbolic link of another user (uid {link.st_uid}) in a "
+            "shared sticky directory; not followed, not replaced"
+        )
     try:
         return os.stat(path)
     except OSError as exc:
-        raise OutputError(f"{where}: a symbolic link to {os.readlink(path)!r}: "
-                          f"{exc.strerror}{missing}") from None
+        raise OutputError(
+            f"{where}: a symbolic link to {os.readlink(path)!r}: {exc.strerror}{missing}"
+        ) from None
 
 
 def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
@@ -462,9 +493,11 @@ def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
     st = _link_target(path, link, where, "; lbparse does not make files through links")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return st
-    raise OutputError(f"{where}: a symbolic link to {target!r} ({_kind(st.st_mode)}); lbparse "
-                      "neither replaces a link nor writes a file through one: give "
-                      f"{os.path.realpath(path)} itself, or - for standard output")
+    raise OutputError(
+        f"{where}: a symbolic link to {target!r} ({_kind(st.st_mode)}); lbparse "
+        "neither replaces a link nor writes a file through one: give "
+        f"{os.path.realpath(path)} itself, or - for standard output"
+    )
 
 
 def check_folder(path: str, where: str) -> None:
@@ -485,16 +518,19 @@ def check_folder(path: str, where: str) -> None:
     if not _access(folder, os.W_OK | os.X_OK):
         raise OutputError(f"{where}: cannot make a file in {shown}: {_why_not_writable(folder)}")
     if len(os.fsencode(folder)) + 1 + _TEMP_MIN >= PATH_MAX:
-        raise OutputError(f"{where}: too long: no room in PATH_MAX ({PATH_MAX - 1} bytes) for "
-                          "the new file written beside it; give a shorter path")
+        raise OutputError(
+            f"{where}: too long: no room in PATH_MAX ({PATH_MAX - 1} bytes) for "
+            "the new file written beside it; give a shorter path"
+        )
 
 
 def _where(option: str, path: str) -> str:
     return f"{option} {path if path else repr(path)}"
 
 
-def _check_name(path: str, where: str, empty: str = "give a name, or - for standard output"
-                ) -> None:
+def _check_name(
+    path: str, where: str, empty: str = "give a name, or - for standard output"
+) -> None:
     """A name the kernel takes: not empty (`empty`: what to give instead), no
     NUL, each part within NAME_MAX, the whole within PATH_MAX (said here,
     rather than ENAMETOOLONG later)."""
@@ -504,13 +540,16 @@ def _check_name(path: str, where: str, empty: str = "give a name, or - for stand
     if b"\0" in raw:
         raise OutputError(f"{where}: a name with a NUL byte in it")
     if len(raw) >= PATH_MAX:
-        raise OutputError(f"{where}: too long: a path of {len(raw)} bytes, past PATH_MAX "
-                          f"({PATH_MAX - 1})")
+        raise OutputError(
+            f"{where}: too long: a path of {len(raw)} bytes, past PATH_MAX ({PATH_MAX - 1})"
+        )
     limit = _name_max(_existing_dir(path))
     for part in raw.split(b"/"):
         if len(part) > limit:
-            raise OutputError(f"{where}: too long: a name of {len(part)} bytes in it, past "
-                              f"NAME_MAX ({limit} bytes a name)")
+            raise OutputError(
+                f"{where}: too long: a name of {len(part)} bytes in it, past "
+                f"NAME_MAX ({limit} bytes a name)"
+            )
 
 
 def _existing_dir(path: str) -> str:
@@ -561,8 +600,7 @@ def _inode_flags(path: str) -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
-                     | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return 0
     try:
@@ -592,8 +630,10 @@ def _check_replaceable(path: str, st: os.stat_result, where: str) -> None:
     except OSError:
         return
     if d.st_mode & stat.S_ISVTX and d.st_uid != uid:
-        raise OutputError(f"{where}: belongs to uid {st.st_uid} in a sticky directory; "
-                          "only its owner can replace it")
+        raise OutputError(
+            f"{where}: belongs to uid {st.st_uid} in a sticky directory; "
+            "only its owner can replace it"
+        )
 
 
 def _not_an_input(st: os.stat_result, where: str, inputs: Sequence[str]) -> None:
@@ -617,10 +657,15 @@ def _identity(path: str) -> object:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISLNK, "a symbolic link"),
-                       (stat.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -636,15 +681,16 @@ def _write_in_place(out: FileOutput, raw: bytes) -> None:
     with OutputFile(fd, where) as f:
         st = os.fstat(fd)  # what was opened, whatever the name is now
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-            raise OutputError(f"{where}: became {_kind(st.st_mode)} after it "
-                              "was checked; not written")
+            raise OutputError(
+                f"{where}: became {_kind(st.st_mode)} after it was checked; not written"
+            )
         _write_all(f, raw)
 
 
 def _write_all(f: OutputFile, raw: bytes) -> None:
     view = memoryview(raw)
     while view:
-        view = view[f.write(view):]
+        view = view[f.write(view) :]
 
 
 def _replace(out: FileOutput, data: bytes | str) -> None:
@@ -659,8 +705,9 @@ def _replace(out: FileOutput, data: bytes | str) -> None:
         st = None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):  # changed since it was checked
-            raise OutputError(f"{where}: became {_kind(st.st_mode)} after it "
-                              "was checked; not replaced")
+            raise OutputError(
+                f"{where}: became {_kind(st.st_mode)} after it was checked; not replaced"
+            )
         keep = stat.S_IMODE(st.st_mode)  # as `>` keeps the file's permissions
     raw = data.encode("utf-8") if isinstance(data, str) else data
     temp, fd = _new_beside(out.path, 0o666, where)

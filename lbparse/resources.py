@@ -29,12 +29,19 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterator
 
-__all__ = ["KAITAI_FILES", "ResourceError", "cache_dir", "compiler_folder", "kaitai_compiler", "spec_dir",
-           "tools_dir"]
+__all__ = [
+    "KAITAI_FILES",
+    "ResourceError",
+    "cache_dir",
+    "compiler_folder",
+    "kaitai_compiler",
+    "spec_dir",
+    "tools_dir",
+]
 
 # What the Kaitai side of `generate` needs, beside the spec: the driver and
 # the npm manifest it is installed from.
@@ -83,13 +90,18 @@ def _ours(folder: Path) -> bool:
     except OSError:
         return False
     group_ok = not st.st_mode & stat.S_IWGRP or st.st_gid == os.getgid()
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-            and not st.st_mode & stat.S_IWOTH and group_ok)
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.getuid()
+        and not st.st_mode & stat.S_IWOTH
+        and group_ok
+    )
 
 
 def _ready(folder: Path) -> bool:
-    return (folder / "ksc.js").is_file() and \
-        (folder / "node_modules" / COMPILER_PACKAGE / "package.json").is_file()
+    return (folder / "ksc.js").is_file() and (
+        folder / "node_modules" / COMPILER_PACKAGE / "package.json"
+    ).is_file()
 
 
 def _pinned_version(tools: Path) -> str:
@@ -112,17 +124,21 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
         return tools / "ksc.js"
     missing = [name for name in KAITAI_FILES if not (tools / name).is_file()]
     if missing:
-        raise ResourceError(f"{tools} lacks {', '.join(missing)}: this lbparse was installed "
-                            "without its package data (build it with `pip wheel .` or "
-                            "`python -m build`)")
+        raise ResourceError(
+            f"{tools} lacks {', '.join(missing)}: this lbparse was installed "
+            "without its package data (build it with `pip wheel .` or "
+            "`python -m build`)"
+        )
     version = _pinned_version(tools)
     target = compiler_folder(tools)
     for folder in (target.parent, target):
         if os.path.lexists(folder) and not _ours(folder):
             # Node runs what is in there: never a folder another user made
             # or can change (a cache directory may be shared; issue #19).
-            raise ResourceError(f"{folder} is not a directory of this user's that only it can "
-                                "change: not used (remove it, or set LBPARSE_CACHE_DIR)")
+            raise ResourceError(
+                f"{folder} is not a directory of this user's that only it can "
+                "change: not used (remove it, or set LBPARSE_CACHE_DIR)"
+            )
     if not _ready(target):
         _install(tools, target, version, say)
     return target / "ksc.js"
@@ -143,7 +159,8 @@ def _need(program: str) -> str:
         raise ResourceError(
             f"{program} not found on PATH: `lbparse generate` runs the Kaitai Struct compiler, "
             "an npm package, under Node.js (20 or later) and installs it with npm on first "
-            "use; install Node.js and npm (Debian: apt-get install nodejs npm)")
+            "use; install Node.js and npm (Debian: apt-get install nodejs npm)"
+        )
     return path
 
 
@@ -174,18 +191,25 @@ def _install(tools: Path, target: Path, version: str, say: Callable[[str], None]
             for name in KAITAI_FILES:
                 shutil.copyfile(tools / name, work / name)
             try:
-                res = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                                     cwd=work, capture_output=True, text=True,
-                                     timeout=NPM_TIMEOUT)
+                res = subprocess.run(
+                    [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                    cwd=work,
+                    capture_output=True,
+                    text=True,
+                    timeout=NPM_TIMEOUT,
+                )
             except subprocess.TimeoutExpired:
-                raise ResourceError(f"npm ci of {COMPILER_PACKAGE} {version} took more than "
-                                    f"{NPM_TIMEOUT} s; stopped") from None
+                raise ResourceError(
+                    f"npm ci of {COMPILER_PACKAGE} {version} took more than "
+                    f"{NPM_TIMEOUT} s; stopped"
+                ) from None
             if res.returncode != 0 or not _ready(work):
                 detail = (res.stderr or res.stdout).strip().splitlines()[-5:]
                 raise ResourceError(
                     f"npm ci of {COMPILER_PACKAGE} {version} failed (exit {res.returncode}; "
                     "it fetches the pinned package from the npm registry once): "
-                    + " | ".join(detail))
+                    + " | ".join(detail)
+                )
             os.rename(work, target)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -41,8 +41,11 @@ def _ours(path: str) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
-            and stat.S_IMODE(st.st_mode) & 0o077 == 0)
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.getuid()
+        and stat.S_IMODE(st.st_mode) & 0o077 == 0
+    )
 
 
 def private_dir() -> str:
@@ -86,8 +89,9 @@ def open_private(name: str) -> BinaryIO:
     return os.fdopen(fd, "w+b")
 
 
-def replace_file(path: str | os.PathLike[str], data: bytes | str, mode: int = 0o666,
-                 chmod: int | None = None) -> None:
+def replace_file(
+    path: str | os.PathLike[str], data: bytes | str, mode: int = 0o666, chmod: int | None = None
+) -> None:
     """Write `data` to `path` whole or not at all (readers see the old file
     or the new one), through a new file of a random name beside it.
 
@@ -133,7 +137,10 @@ def read_own(path: str | os.PathLike[str]) -> bytes | None:
         return None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())  # the file opened, not whatever the name is now
-        if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid()
-                or stat.S_IMODE(st.st_mode) & 0o022):
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.getuid()
+            or stat.S_IMODE(st.st_mode) & 0o022
+        ):
             return None
         return f.read()

@@ -10,12 +10,14 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from support import jvm, lanes, runtmp
-from support.net import NATS_SERVER, free_port, stop_process as _stop, wait_accepting
+from support.net import NATS_SERVER, free_port, wait_accepting
+from support.net import stop_process as _stop
 
 if TYPE_CHECKING:
     from support.cluster import ClusterRun
@@ -36,8 +38,11 @@ if not os.environ.get("LBPARSE_CACHE_DIR"):
 # Every JVM Spark starts in the tests runs with support/jvm.py's flags (and,
 # once it is made, its class archive), unless the caller chose its own (an
 # xdist worker finds the controller's, which is ours).
-_JVM_OPTS = None if os.environ.get("SPARK_SUBMIT_OPTS", "") not in ("", jvm.options(None)) \
+_JVM_OPTS = (
+    None
+    if os.environ.get("SPARK_SUBMIT_OPTS", "") not in ("", jvm.options(None))
     else jvm.options(None)
+)
 if _JVM_OPTS is not None:
     os.environ["SPARK_SUBMIT_OPTS"] = _JVM_OPTS
     os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", jvm.FLAGS)
@@ -87,8 +92,9 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
     for _ in range(3):  # another process may take the port between probe and bind
         port = free_port()
         log = open(tmp_path / f"nats-server-{port}.log", "wb")
-        proc = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port)],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [NATS_SERVER, "-a", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             wait_accepting(port, proc)
         except RuntimeError as exc:
@@ -109,8 +115,11 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
 
 # fixture -> (run_cluster.sh mode, the clients' gRPC captured too, `lbparse tap` beside it),
 # in the order the runs are made ahead
-CLUSTER_MODES = {"liftbridge_short": ("short", False, True), "liftbridge_full": ("full", True, True),
-                 "liftbridge_short_api": ("short", True, False)}
+CLUSTER_MODES = {
+    "liftbridge_short": ("short", False, True),
+    "liftbridge_full": ("full", True, True),
+    "liftbridge_short_api": ("short", True, False),
+}
 _AHEAD: list[threading.Thread] = []
 _ARCHIVING: list[jvm.ArchiveJob] = []
 
@@ -153,7 +162,7 @@ def _clusters_ahead(session: pytest.Session) -> None:
         for name in wanted:  # one after the other: each is three nodes, a client and a capture
             try:
                 _cluster(name, factory)
-            except BaseException:  # noqa: BLE001  said again by the test that needs it
+            except BaseException:
                 pass
 
     _AHEAD.append(threading.Thread(target=ahead, name="clusters ahead", daemon=True))
@@ -172,8 +181,12 @@ def _class_archive_ahead(session: pytest.Session) -> None:
     Not under a sanitizer's LD_PRELOAD (tools/sanitize.py): the archiving JVM
     would run under it too."""
     slow = sum(1 for i in session.items if i.get_closest_marker("slow"))
-    if _JVM_OPTS is None or slow < ARCHIVE_AFTER or os.environ.get("LD_PRELOAD") \
-            or importlib.util.find_spec("pyspark") is None:
+    if (
+        _JVM_OPTS is None
+        or slow < ARCHIVE_AFTER
+        or os.environ.get("LD_PRELOAD")
+        or importlib.util.find_spec("pyspark") is None
+    ):
         return
     from support.once import run_dir
 
@@ -189,12 +202,11 @@ def _class_archive_ahead(session: pytest.Session) -> None:
     except OSError:
         return  # the JVMs run without it
     # Its outcome is only ever a file that is there or not (its log: spark-classes/archive.log).
-    _AHEAD.append(threading.Thread(target=_ARCHIVING[-1].wait, name="class archive",
-                                   daemon=True))
+    _AHEAD.append(threading.Thread(target=_ARCHIVING[-1].wait, name="class archive", daemon=True))
     _AHEAD[-1].start()
 
 
-def _cluster(fixture: str, factory: pytest.TempPathFactory) -> "ClusterRun":
+def _cluster(fixture: str, factory: pytest.TempPathFactory) -> ClusterRun:
     """The run of CLUSTER_MODES[fixture], made once a test run (named by the fixture)."""
     from support.cluster import missing_tools, run_cluster
     from support.once import once_a_run
@@ -203,19 +215,22 @@ def _cluster(fixture: str, factory: pytest.TempPathFactory) -> "ClusterRun":
     if why:
         pytest.skip(why)
     mode, capture_api, tap_too = CLUSTER_MODES[fixture]
-    return once_a_run(factory, fixture, lambda out: run_cluster(mode, out, tap_too=tap_too,
-                                                                capture_api=capture_api))
+    return once_a_run(
+        factory,
+        fixture,
+        lambda out: run_cluster(mode, out, tap_too=tap_too, capture_api=capture_api),
+    )
 
 
 @pytest.fixture(scope="session")
-def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+def liftbridge_short(tmp_path_factory: pytest.TempPathFactory) -> ClusterRun:
     """One `short` run of a real 3-node Liftbridge cluster (~25 s), once a test
     run, whichever worker asks first: its capture, data directories and logs."""
     return _cluster("liftbridge_short", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> ClusterRun:
     """One `full` run (~90 s, two failovers: the metadata leader, then a partition
     leader SIGKILLed and restarted), once a test run; its capture holds
     the clients' gRPC calls too (CAPTURE_API=1), as the client side's tests
@@ -224,7 +239,7 @@ def liftbridge_full(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
 
 
 @pytest.fixture(scope="session")
-def liftbridge_short_api(tmp_path_factory: pytest.TempPathFactory) -> "ClusterRun":
+def liftbridge_short_api(tmp_path_factory: pytest.TempPathFactory) -> ClusterRun:
     """A `short` run of its own with the clients' gRPC calls captured too
     (CAPTURE_API=1; `liftbridge_short` captures NATS only), no tap, once a
     test run: made ahead, after the two above, where a worker asking for it

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lbparse
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
+
+import lbparse
 
 M = lbparse.message_class
 
-LEGACY_MESSAGE = lbparse.encode(M("proto.Message")(key=b"k", value=b"legacy", stream="s",
-                                                   subject="foo"), layout="legacy")
-LEGACY_ACK = bytes.fromhex("b90e43b4000800000a01731205666f6f2e311a03666f6f200a2a0461636b73"
-                           "320263313801")
-V0_PUBLISH = lbparse.encode(M("proto.Message")(key=b"k", value=b"v0", stream="s",
-                                               subject="foo"))
+LEGACY_MESSAGE = lbparse.encode(
+    M("proto.Message")(key=b"k", value=b"legacy", stream="s", subject="foo"), layout="legacy"
+)
+LEGACY_ACK = bytes.fromhex(
+    "b90e43b4000800000a01731205666f6f2e311a03666f6f200a2a0461636b73320263313801"
+)
+V0_PUBLISH = lbparse.encode(M("proto.Message")(key=b"k", value=b"v0", stream="s", subject="foo"))
 V0_INFO = lbparse.encode(M("protocol.ServerInfoRequest")(id="node1"))
 
 
@@ -36,8 +38,9 @@ def _write(path: Path, conns: list[tuple[Conn, list[tuple[str, bytes]]]]) -> Non
             if q:
                 subject, payload = q.pop(0)
                 frames += conn.send("c", pub(subject, payload))
-    write_pcap(str(path), [(1_763_700_000 + i * 0.001, link(ETHERNET, f))
-                           for i, f in enumerate(frames)])
+    write_pcap(
+        str(path), [(1_763_700_000 + i * 0.001, link(ETHERNET, f)) for i, f in enumerate(frames)]
+    )
 
 
 def legacy_capture(path: Path, messages: int = 6, acks_from: int = 3) -> Path:
@@ -45,8 +48,10 @@ def legacy_capture(path: Path, messages: int = 6, acks_from: int = 3) -> Path:
     a = Conn(client=("127.0.0.1", 40001))
     b = Conn(client=("127.0.0.1", 40002))
     filler = [("other", b"not an envelope")] * acks_from
-    _write(path, [(a, [("orders", LEGACY_MESSAGE)] * messages),
-                  (b, filler + [("acks", LEGACY_ACK)] * 2)])
+    _write(
+        path,
+        [(a, [("orders", LEGACY_MESSAGE)] * messages), (b, filler + [("acks", LEGACY_ACK)] * 2)],
+    )
     return path
 
 
@@ -55,7 +60,11 @@ def v0_capture(path: Path) -> Path:
     connection 2 after the first Publish, then on connection 1 too."""
     a = Conn(client=("127.0.0.1", 40011))
     b = Conn(client=("127.0.0.1", 40012))
-    _write(path, [(a, [("orders", V0_PUBLISH)] * 3 + [("info", V0_INFO)] +
-                   [("orders", V0_PUBLISH)] * 2),
-                  (b, [("other", b"plain")] + [("info", V0_INFO)])])
+    _write(
+        path,
+        [
+            (a, [("orders", V0_PUBLISH)] * 3 + [("info", V0_INFO)] + [("orders", V0_PUBLISH)] * 2),
+            (b, [("other", b"plain")] + [("info", V0_INFO)]),
+        ],
+    )
     return path

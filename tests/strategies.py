@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import FieldDescriptor as F
 from hypothesis import strategies as st
 
 from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
-from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.flatbuf import FlatTable
+from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import BYTES, CODECS, REPLICATION_RESPONSE, message_class
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 INTS = {
-    F.TYPE_INT32: st.integers(-2**31, 2**31 - 1), F.TYPE_SINT32: st.integers(-2**31, 2**31 - 1),
-    F.TYPE_SFIXED32: st.integers(-2**31, 2**31 - 1),
-    F.TYPE_INT64: st.integers(-2**63, 2**63 - 1), F.TYPE_SINT64: st.integers(-2**63, 2**63 - 1),
-    F.TYPE_SFIXED64: st.integers(-2**63, 2**63 - 1),
-    F.TYPE_UINT32: st.integers(0, 2**32 - 1), F.TYPE_FIXED32: st.integers(0, 2**32 - 1),
-    F.TYPE_UINT64: st.integers(0, 2**64 - 1), F.TYPE_FIXED64: st.integers(0, 2**64 - 1),
+    F.TYPE_INT32: st.integers(-(2**31), 2**31 - 1),
+    F.TYPE_SINT32: st.integers(-(2**31), 2**31 - 1),
+    F.TYPE_SFIXED32: st.integers(-(2**31), 2**31 - 1),
+    F.TYPE_INT64: st.integers(-(2**63), 2**63 - 1),
+    F.TYPE_SINT64: st.integers(-(2**63), 2**63 - 1),
+    F.TYPE_SFIXED64: st.integers(-(2**63), 2**63 - 1),
+    F.TYPE_UINT32: st.integers(0, 2**32 - 1),
+    F.TYPE_FIXED32: st.integers(0, 2**32 - 1),
+    F.TYPE_UINT64: st.integers(0, 2**64 - 1),
+    F.TYPE_FIXED64: st.integers(0, 2**64 - 1),
 }
 
 
@@ -90,21 +95,27 @@ def _opt_bytes() -> st.SearchStrategy[bytes | None]:
 
 ENTRIES = st.builds(
     CommitLogEntry,
-    offset=st.integers(0, 2**64 - 1), timestamp=st.integers(-2**63, 2**63 - 1),
-    leader_epoch=st.integers(0, 2**64 - 1), key=_opt_bytes(), value=_opt_bytes(),
+    offset=st.integers(0, 2**64 - 1),
+    timestamp=st.integers(-(2**63), 2**63 - 1),
+    leader_epoch=st.integers(0, 2**64 - 1),
+    key=_opt_bytes(),
+    value=_opt_bytes(),
     headers=st.lists(st.tuples(TEXT, st.binary(max_size=8)), max_size=3),
 )
 REPLICATION_RESPONSES = st.builds(
-    ReplicationResponse, leader_epoch=st.integers(0, 2**64 - 1),
-    high_watermark=st.integers(-2**63, 2**63 - 1), entries=st.lists(ENTRIES, max_size=4),
+    ReplicationResponse,
+    leader_epoch=st.integers(0, 2**64 - 1),
+    high_watermark=st.integers(-(2**63), 2**63 - 1),
+    entries=st.lists(ENTRIES, max_size=4),
 )
 
 
-_FB_SCALARS = {"uint32": st.integers(0, 2**32 - 1), "int64": st.integers(-2**63, 2**63 - 1)}
+_FB_SCALARS = {"uint32": st.integers(0, 2**32 - 1), "int64": st.integers(-(2**63), 2**63 - 1)}
 
 
 def flat_tables(type_name: str, depth: int = 0) -> st.SearchStrategy[FlatTable]:
     """Random FlatBuffers tables: any subset of the fields, each any value."""
+
     def value(ftype: str) -> st.SearchStrategy[Any]:
         if ftype == "string":
             return TEXT
@@ -117,8 +128,9 @@ def flat_tables(type_name: str, depth: int = 0) -> st.SearchStrategy[FlatTable]:
         return _FB_SCALARS[ftype]
 
     fields = {name: value(ftype) for _, name, ftype in TABLES[type_name]}
-    return st.builds(lambda chosen: FlatTable(type_name, chosen),
-                     st.fixed_dictionaries({}, optional=fields))
+    return st.builds(
+        lambda chosen: FlatTable(type_name, chosen), st.fixed_dictionaries({}, optional=fields)
+    )
 
 
 def payloads(payload_type: str, layout: str = "v0") -> st.SearchStrategy[Any]:

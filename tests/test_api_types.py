@@ -21,13 +21,15 @@ from lbparse.codec.envelope import Envelope
 pytestmark = pytest.mark.xdist_group("mypy")
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLISH = bytes.fromhex("b90e43b4000c01008df060ea08ffffffffffffffff7f120400ff10801a1568656c6c6f20e29c"
-                        "9320e4b896e7958c20f09f9a8020959a97ece39fe7cb172a0973747265616d2dc3bc30073a"
-                        "09666f6f2e6261722e3e420e5f494e424f582e7265706c792e314a1a0a0c636f6e74656e74"
-                        "2d74797065120a746578742f706c61696e520761636b732ecf805a09636f72722dcea92d31"
-                        "6001")
+PUBLISH = bytes.fromhex(
+    "b90e43b4000c01008df060ea08ffffffffffffffff7f120400ff10801a1568656c6c6f20e29c"
+    "9320e4b896e7958c20f09f9a8020959a97ece39fe7cb172a0973747265616d2dc3bc30073a"
+    "09666f6f2e6261722e3e420e5f494e424f582e7265706c792e314a1a0a0c636f6e74656e74"
+    "2d74797065120a746578742f706c61696e520761636b732ecf805a09636f72722dcea92d31"
+    "6001"
+)
 
-SNIPPET = '''\
+SNIPPET = """\
 import lbparse
 
 env: lbparse.Envelope = lbparse.decode(b"", "v0")
@@ -39,7 +41,7 @@ lbparse.decode(b"", "v0", lenient="yes", verify_crcc=True)  # BAD: two errors
 lbparse.decode(b"", "v0", True)  # BAD: options are keyword-only
 layout: int = env.layout  # BAD: a str
 env.layout = "v0"  # BAD: read-only
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +49,17 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     api = pytest.importorskip("mypy.api", reason="mypy is a dev dependency (pyproject.toml)")
     snippet = tmp_path_factory.mktemp("mypy") / "snippet.py"
     snippet.write_text(SNIPPET)
-    out, err, _ = api.run(["--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary",
-                           "--cache-dir", str(ROOT / ".mypy_cache"),
-                           str(ROOT / "lbparse"), str(snippet)])
+    out, err, _ = api.run(
+        [
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--no-error-summary",
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            str(ROOT / "lbparse"),
+            str(snippet),
+        ]
+    )
     assert not err, err
     return [line for line in out.splitlines() if ": error:" in line]
 
@@ -81,6 +91,7 @@ def test_envelope_fields_are_typed_and_read_only(mypy_errors: list[str]) -> None
 
 
 # -- the Envelope record ---------------------------------------------------------
+
 
 def test_envelope_is_a_record_not_a_tuple() -> None:
     env = lbparse.decode(PUBLISH)
@@ -119,8 +130,14 @@ def test_equality_compares_every_field() -> None:
     env = lbparse.decode(PUBLISH)
     assert env == lbparse.decode(PUBLISH)
     assert env == lbparse.decode(PUBLISH, verify_crc=False)  # the shortcut and the full decoder
-    for name, value in (("crc32c", 1), ("layout", "legacy"), ("warnings", ("w",)),
-                        ("reasons", ("r",)), ("confidence", 0.5), ("payload", b"")):
+    for name, value in (
+        ("crc32c", 1),
+        ("layout", "legacy"),
+        ("warnings", ("w",)),
+        ("reasons", ("r",)),
+        ("confidence", 0.5),
+        ("payload", b""),
+    ):
         assert env.replace(**{name: value}) != env, name
     assert env.replace() == env
     assert (env == "v0") is False
@@ -149,9 +166,12 @@ def _public_callables() -> list[tuple[str, Any]]:
         obj = getattr(lbparse, name)
         if inspect.isclass(obj):
             found.append((name, obj))
-            found += [(f"{name}.{m}", v) for m, v in vars(obj).items()
-                      if (not m.startswith("_") or m == "__init__")
-                      and (inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod)))]
+            found += [
+                (f"{name}.{m}", v)
+                for m, v in vars(obj).items()
+                if (not m.startswith("_") or m == "__init__")
+                and (inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod)))
+            ]
         elif callable(obj):
             found.append((name, obj))
     return found
@@ -177,6 +197,9 @@ def test_get_type_hints_works_on_every_public_callable() -> None:
     if not had_pyarrow:  # resolving the hints is what imported it, not `import lbparse`
         import subprocess
 
-        out = subprocess.run([sys.executable, "-c", "import sys, lbparse; "
-                              "print('pyarrow' in sys.modules)"], capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", "import sys, lbparse; print('pyarrow' in sys.modules)"],
+            capture_output=True,
+            text=True,
+        )
         assert out.stdout.strip() == "False", out

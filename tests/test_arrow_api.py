@@ -13,16 +13,16 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-import lbparse
-from lbparse.errors import EnvelopeError
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
-from lbparse.columnar.ordered import decode_in_order
-from lbparse.pipeline.schema import arrow_record_schema
-from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from support.damage import damaged_captures
 from support.shared import LIFTBRIDGE
 from vectors import VECTORS, data
+
+import lbparse
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
+from lbparse.columnar.ordered import decode_in_order
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture_reference
+from lbparse.errors import EnvelopeError
+from lbparse.pipeline.schema import arrow_record_schema
 
 PAYLOADS = [data(v) for v in VECTORS]
 
@@ -31,17 +31,36 @@ def _answer(b: bytes, layout: str, **options: Any) -> dict[str, Any]:
     try:
         env = lbparse.decode(b, layout, **options)
     except EnvelopeError as exc:
-        return {"error_kind": exc.kind, "error_message": exc.message, "layout_confidence": None,
-                "layout_ambiguous": None, "layout_reason": None}
-    return {"error_kind": None, "layout": env.layout, "msg_type_name": env.msg_type_name,
-            "payload_type": env.payload_type, "header_len": env.header_len,
-            "crc32c": env.crc32c, "layout_confidence": env.confidence,
-            "layout_ambiguous": env.ambiguous,
-            "layout_reason": decisive_reason(env.layout, env.reasons)}
+        return {
+            "error_kind": exc.kind,
+            "error_message": exc.message,
+            "layout_confidence": None,
+            "layout_ambiguous": None,
+            "layout_reason": None,
+        }
+    return {
+        "error_kind": None,
+        "layout": env.layout,
+        "msg_type_name": env.msg_type_name,
+        "payload_type": env.payload_type,
+        "header_len": env.header_len,
+        "crc32c": env.crc32c,
+        "layout_confidence": env.confidence,
+        "layout_ambiguous": env.ambiguous,
+        "layout_reason": decisive_reason(env.layout, env.reasons),
+    }
 
 
-@pytest.mark.parametrize("layout,options", [("v0", {}), ("auto", {}), ("v0", {"lenient": True}),
-                                            ("v0", {"verify_crc": False}), ("legacy", {})])
+@pytest.mark.parametrize(
+    "layout,options",
+    [
+        ("v0", {}),
+        ("auto", {}),
+        ("v0", {"lenient": True}),
+        ("v0", {"verify_crc": False}),
+        ("legacy", {}),
+    ],
+)
 def test_decode_arrow_is_decode(layout: str, options: dict[str, Any]) -> None:
     batch = lbparse.decode_arrow(PAYLOADS, layout, **options)
     assert batch.num_rows == len(PAYLOADS)
@@ -55,9 +74,12 @@ def test_decode_arrow_is_decode(layout: str, options: dict[str, Any]) -> None:
 
 def test_decode_arrow_takes_arrays_of_any_binary_kind() -> None:
     want = lbparse.decode_arrow(PAYLOADS[:20])
-    for given in (pa.array(PAYLOADS[:20], pa.large_binary()),
-                  pa.chunked_array([PAYLOADS[:7], PAYLOADS[7:20]], pa.binary()),
-                  iter(PAYLOADS[:20]), tuple(PAYLOADS[:20])):
+    for given in (
+        pa.array(PAYLOADS[:20], pa.large_binary()),
+        pa.chunked_array([PAYLOADS[:7], PAYLOADS[7:20]], pa.binary()),
+        iter(PAYLOADS[:20]),
+        tuple(PAYLOADS[:20]),
+    ):
         assert lbparse.decode_arrow(given).equals(want)
     nulls = lbparse.decode_arrow([None, b""])
     assert nulls.column("error_kind").to_pylist() == ["input:null_payload", "too_short"]
@@ -107,6 +129,8 @@ def test_record_schema_columns_lead_the_capture_rows(tmp_path: Path) -> None:
     case = damaged_captures(tmp_path, "pcap", names=["clean"])[0]
     batch = next(lbparse.read_capture_arrow(case.path))
     names = batch.schema.names
-    assert names[:len(arrow_record_schema().names) - 3] == \
-        [n for n in arrow_record_schema().names if n not in ("payload", "error_kind",
-                                                             "error_message")]
+    assert names[: len(arrow_record_schema().names) - 3] == [
+        n
+        for n in arrow_record_schema().names
+        if n not in ("payload", "error_kind", "error_message")
+    ]

@@ -7,16 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
-
-from lbparse.capture import CaptureReader, record_writer
-from lbparse.cli import main
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.shared import CAPTURES
 
+from lbparse.capture import CaptureReader, record_writer
+from lbparse.cli import main
+
 SHARED = CAPTURES
 ORACLE = SHARED / "nats_1000.oracle.json"
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
+VECTORS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines()
+    if line
+]
 KEYS = {"ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "headers", "payload"}
 
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="shared captures not present")
@@ -40,7 +43,11 @@ def test_jsonl_records_match_the_oracle(capsys: pytest.CaptureFixture[str]) -> N
         for r, m in zip(side, oracle):
             assert KEYS <= set(r) and ("envelope" in r) != ("error" in r)
             assert r["verb"] == verbs[m["headers"] is not None]
-            assert (r["subject"], r["reply"], r["headers"]) == (m["subject"], m["reply"], m["headers"])
+            assert (r["subject"], r["reply"], r["headers"]) == (
+                m["subject"],
+                m["reply"],
+                m["headers"],
+            )
             assert base64.b64decode(r["payload"]).hex() == m["payload_hex"]
             # Capture time: integer nanoseconds, a decimal string (lbparse.codec.jsonform).
             assert r["ts"].isdigit() and ":" in r["src"] and ":" in r["dst"]
@@ -49,11 +56,14 @@ def test_jsonl_records_match_the_oracle(capsys: pytest.CaptureFixture[str]) -> N
     assert errors and set(errors[0]) == {"kind", "message"}
 
 
-def test_envelopes_decoded_with_their_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_envelopes_decoded_with_their_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     valid = [v for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]][:5]
     conn = Conn()
-    frames = conn.handshake() + conn.send("c", b"".join(pub("lb.x", bytes.fromhex(v["hex"]))
-                                                        for v in valid))
+    frames = conn.handshake() + conn.send(
+        "c", b"".join(pub("lb.x", bytes.fromhex(v["hex"])) for v in valid)
+    )
     path = tmp_path / "t.pcap"
     write_pcap(path, [(1.5 + i, link(ETHERNET, f)) for i, f in enumerate(frames)])
     assert main(["capture", str(path), "--layout", "v0"]) == 0
@@ -66,8 +76,22 @@ def test_envelopes_decoded_with_their_layout(tmp_path: Path, capsys: pytest.Capt
 
 @needs_shared
 def test_subject_filter_table_and_stats(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["capture", str(SHARED / "nats_verbose20.pcap"), "--subject", "foo.*",
-                 "--format", "table", "--stats", "--layout", "v0"]) == 0
+    assert (
+        main(
+            [
+                "capture",
+                str(SHARED / "nats_verbose20.pcap"),
+                "--subject",
+                "foo.*",
+                "--format",
+                "table",
+                "--stats",
+                "--layout",
+                "v0",
+            ]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     rows = out.splitlines()
     assert rows and all(" foo." in row for row in rows)
@@ -86,7 +110,9 @@ def test_quiet_stats_over_several_files(capsys: pytest.CaptureFixture[str]) -> N
 
 def test_gap_reported_and_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conn = Conn()
-    frames = conn.handshake() + conn.send("c", b"".join(pub(f"s.{i}", bytes(50)) for i in range(10)), 60)
+    frames = conn.handshake() + conn.send(
+        "c", b"".join(pub(f"s.{i}", bytes(50)) for i in range(10)), 60
+    )
     del frames[5]
     path = tmp_path / "gap.pcap"
     write_pcap(path, [(i, link(ETHERNET, f)) for i, f in enumerate(frames)])
@@ -107,7 +133,9 @@ def test_unreadable_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
 @pytest.mark.slow
 @needs_shared
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
-def test_our_format_round_trip(tmp_path: Path, ext: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_our_format_round_trip(
+    tmp_path: Path, ext: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = SHARED / "nats_1000.pcap"
     out = tmp_path / f"rec.{ext}"
     with record_writer(str(out)) as w:

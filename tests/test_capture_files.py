@@ -8,14 +8,29 @@ import json
 from pathlib import Path
 
 import pytest
-
-from lbparse.capture import CaptureError, CaptureReader, Notice
-from support.capwriter import (ETHERNET, LINUX_SLL, LINUX_SLL2, LOOP, NULL, RAW, Conn, link,
-                               msg, pub, write_pcap, write_pcapng)
+from support.capwriter import (
+    ETHERNET,
+    LINUX_SLL,
+    LINUX_SLL2,
+    LOOP,
+    NULL,
+    RAW,
+    Conn,
+    link,
+    msg,
+    pub,
+    write_pcap,
+    write_pcapng,
+)
 from support.shared import CAPTURES
 
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines() if line]
+from lbparse.capture import CaptureError, CaptureReader, Notice
+
+VECTORS = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines()
+    if line
+]
 VALID = [v for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]][:20]
 PAYLOADS = [bytes.fromhex(v["hex"]) for v in VALID]
 T0 = 1_700_000_000.0  # seconds
@@ -41,7 +56,7 @@ def _frames(conn: Conn, mss: int = 100, n: int = 20) -> list[bytes]:
     out = conn.handshake()
     cs, ss = conn.send("c", cbytes, mss), conn.send("s", sbytes, mss)
     for i in range(max(len(cs), len(ss))):  # interleave the two directions
-        out += cs[i:i + 1] + ss[i:i + 1]
+        out += cs[i : i + 1] + ss[i : i + 1]
     return out + [conn.fin("c"), conn.fin("s")]
 
 
@@ -58,8 +73,9 @@ def _expect_all(recs: list, n: int = 20) -> None:
         assert [r.payload for r in side] == [PAYLOADS[i % len(PAYLOADS)] for i in range(n)]
         assert [r.subject for r in side] == [f"foo.{i % 4}" for i in range(n)]
         assert [r.reply for r in side] == [f"_INBOX.{i}" if i % 2 else None for i in range(n)]
-        assert [r.headers for r in side] == [[["X-Seq", str(i)]] if i % 3 == 0 else None
-                                             for i in range(n)]
+        assert [r.headers for r in side] == [
+            [["X-Seq", str(i)]] if i % 3 == 0 else None for i in range(n)
+        ]
     assert all(r.envelope is not None and r.envelope.layout == "v0" for r in recs)
     assert all(r.sid == "7" for r in msgs) and all(r.sid is None for r in pubs)
 
@@ -83,11 +99,11 @@ def test_pcap_resolutions_and_byte_orders(tmp_path: Path, nanos: bool, big_endia
 @pytest.mark.parametrize("linktype", [ETHERNET, LINUX_SLL, LINUX_SLL2, NULL, LOOP, RAW])
 @pytest.mark.parametrize("family", ["ipv4", "ipv6"])
 def test_link_types_and_address_families(tmp_path: Path, linktype: int, family: str) -> None:
-    conn = (Conn() if family == "ipv4"
-            else Conn(("2001:db8::1", 40000), ("2001:db8::2", 4222)))
+    conn = Conn() if family == "ipv4" else Conn(("2001:db8::1", 40000), ("2001:db8::2", 4222))
     path = tmp_path / "t.pcap"
-    write_pcap(path, [(T0 + i, link(linktype, f)) for i, f in enumerate(_frames(conn))],
-               linktype=linktype)
+    write_pcap(
+        path, [(T0 + i, link(linktype, f)) for i, f in enumerate(_frames(conn))], linktype=linktype
+    )
     recs, notices = _read(path)
     assert notices == []
     _expect_all(recs)
@@ -117,8 +133,11 @@ def test_pcapng_several_interfaces(tmp_path: Path) -> None:
         v6 = [r.ts for r in recs if r.src.startswith("[") or r.dst.startswith("[")]
         # ns clock: to the nanosecond; 2^-20 s clock (~954 ns a unit): within a unit.
         assert all((t - T0_NS) % 1_000_001 == 0 for t in v4)
-        assert all(0 <= (t - T0_NS - 500_000) % 1_000_000 < 954 or
-                   (t - T0_NS - 500_000) % 1_000_000 > 1_000_000 - 954 for t in v6)
+        assert all(
+            0 <= (t - T0_NS - 500_000) % 1_000_000 < 954
+            or (t - T0_NS - 500_000) % 1_000_000 > 1_000_000 - 954
+            for t in v6
+        )
         assert [r.ts for r in recs] == sorted(r.ts for r in recs)
 
 
@@ -134,9 +153,11 @@ def test_reordered_duplicated_and_overlapping_segments(tmp_path: Path) -> None:
         shuffled += [segs[i + 1], segs[i]]
         if i % 6 == 0:
             shuffled.append(segs[i])
-    shuffled += segs[len(segs) // 2 * 2:]
+    shuffled += segs[len(segs) // 2 * 2 :]
     for off in (0, 30, 777, len(cbytes) - 40):
-        shuffled.insert(len(shuffled) // 2, conn.segment_at("c", start_c + off, cbytes[off:off + 75]))
+        shuffled.insert(
+            len(shuffled) // 2, conn.segment_at("c", start_c + off, cbytes[off : off + 75])
+        )
     out += shuffled + conn.send("s", sbytes, 700)
     path = tmp_path / "t.pcap"
     write_pcap(path, [(T0 + i, link(ETHERNET, f)) for i, f in enumerate(out)])
@@ -172,8 +193,9 @@ def test_gap_declared_as_soon_as_the_peer_acknowledges_past_it(tmp_path: Path) -
     lost = segs.pop(3)
     ack = conn.segment_at("s", conn.seq["s"], b"")  # acks everything the client sent
     path = tmp_path / "t.pcap"
-    write_pcap(path, [(T0 + i, link(ETHERNET, f))
-                      for i, f in enumerate(out + segs[:5] + [ack] + segs[5:])])
+    write_pcap(
+        path, [(T0 + i, link(ETHERNET, f)) for i, f in enumerate(out + segs[:5] + [ack] + segs[5:])]
+    )
     notices: list[Notice] = []
     reader = CaptureReader(path, on_notice=notices.append, decode=False)
     recs = list(reader)
@@ -202,8 +224,11 @@ def test_cut_last_packet(tmp_path: Path) -> None:
     conn = Conn()
     out = conn.handshake() + conn.send("c", pub("a", PAYLOADS[0]) + pub("b", PAYLOADS[1]))
     path = tmp_path / "t.pcap"
-    write_pcap(path, [(T0 + i, link(ETHERNET, f)) for i, f in enumerate(out)],
-               snaplen=len(link(ETHERNET, out[-1])) - 20)
+    write_pcap(
+        path,
+        [(T0 + i, link(ETHERNET, f)) for i, f in enumerate(out)],
+        snaplen=len(link(ETHERNET, out[-1])) - 20,
+    )
     recs, notices = _read(path)
     assert [r.subject for r in recs] == ["a"]
     assert [n.kind for n in notices] == ["gap", "incomplete"]
@@ -218,18 +243,21 @@ def test_truncated_file(tmp_path: Path, fmt: str, cut: int) -> None:
     if fmt == "pcap":
         write_pcap(path, [(T0 + i, link(ETHERNET, f)) for i, f in enumerate(frames)])
     else:
-        write_pcapng(path, [(ETHERNET, 6, 262144)],
-                     [(0, T0 + i, link(ETHERNET, f)) for i, f in enumerate(frames)])
+        write_pcapng(
+            path,
+            [(ETHERNET, 6, 262144)],
+            [(0, T0 + i, link(ETHERNET, f)) for i, f in enumerate(frames)],
+        )
     whole, _ = _read(path)
     data = path.read_bytes()
     # Drop the two FINs and cut into the last data packet.
     fins = 2 * (16 + len(link(ETHERNET, frames[-1]))) if fmt == "pcap" else 0
     if fmt == "pcapng":
         fins = 2 * (32 + len(link(ETHERNET, frames[-1])) + (-len(link(ETHERNET, frames[-1])) % 4))
-    path.write_bytes(data[:len(data) - fins - cut])
+    path.write_bytes(data[: len(data) - fins - cut])
     recs, notices = _read(path)
     assert notices[0].kind == "truncated"
-    assert [r.payload for r in recs] == [r.payload for r in whole[:len(recs)]]
+    assert [r.payload for r in recs] == [r.payload for r in whole[: len(recs)]]
     assert 0 < len(recs) < len(whole)
 
 
@@ -245,7 +273,7 @@ def test_capture_starting_mid_stream(tmp_path: Path) -> None:
     sent = [PAYLOADS[i % len(PAYLOADS)] for i in range(20)]
     for side in ("client_to_server", "server_to_client"):
         got = [r.payload for r in recs if r.direction == side]
-        assert got == sent[len(sent) - len(got):] and len(got) >= 18
+        assert got == sent[len(sent) - len(got) :] and len(got) >= 18
 
 
 def test_unreadable_files(tmp_path: Path) -> None:
@@ -294,7 +322,9 @@ def test_record_columns_are_the_records_fields() -> None:
 
     shared = CAPTURES
     recs = [r for p in sorted(shared.glob("*.pcap*")) for r in CaptureReader(p, decode=False)]
-    recs.append(Record.make(1_500_000_000, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x"))
+    recs.append(
+        Record.make(1_500_000_000, "a:1", "b:2", "HPUB", "s", "r", None, b"NATS/1.0\r\n\r\n", b"x")
+    )
     cols = record_columns(recs)
     assert list(cols) == list(COLUMNS) and len(recs) > 100
     for name in COLUMNS:

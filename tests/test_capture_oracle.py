@@ -4,12 +4,11 @@ order, on the publish side and on the delivery side."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from support.shared import CAPTURES
 
 from lbparse.capture import CaptureReader, Record
-from support.shared import CAPTURES
 
 SHARED = CAPTURES
 CASES = [(name, ext) for name in ("nats_1000", "nats_verbose20") for ext in ("pcap", "pcapng")]
@@ -61,7 +60,9 @@ def test_oracle_publish_and_delivery(name: str, ext: str) -> None:
 def test_pcap_and_pcapng_agree() -> None:
     a = list(CaptureReader(SHARED / "nats_1000.pcap", decode=False))
     b = list(CaptureReader(SHARED / "nats_1000.pcapng", decode=False))
-    assert [(r.verb, r.subject, r.payload) for r in a] == [(r.verb, r.subject, r.payload) for r in b]
+    assert [(r.verb, r.subject, r.payload) for r in a] == [
+        (r.verb, r.subject, r.payload) for r in b
+    ]
     # Microsecond and nanosecond captures of the same traffic by two tools
     # (times in integer nanoseconds): the same moment within 10 ms, and the
     # pcapng's digits below the microsecond kept.
@@ -77,8 +78,9 @@ def test_verbose_capture_counts_ok_replies() -> None:
 
 
 def test_subject_filter_and_verbs() -> None:
-    reader = CaptureReader(SHARED / "nats_1000.pcap", subject="foo.bar", verbs=("MSG", "HMSG"),
-                           decode=False)
+    reader = CaptureReader(
+        SHARED / "nats_1000.pcap", subject="foo.bar", verbs=("MSG", "HMSG"), decode=False
+    )
     recs = list(reader)
     expected = [m for m in _oracle("nats_1000") if m["subject"] == "foo.bar"]
     assert [r.payload.hex() for r in recs] == [m["payload_hex"] for m in expected]

@@ -15,10 +15,8 @@ import json
 import re
 import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
-
 from support.cli import run_cli
 from support.shared import LIFTBRIDGE, needs_shared
 
@@ -35,7 +33,7 @@ def _sections(text: str) -> dict[str, dict[str, int]]:
     start = next(i for i, x in enumerate(lines) if HEAD.match(x))
     out: dict[str, dict[str, int]] = {}
     title = ""
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("  "):
             title = line.split(" (")[0].rstrip(":")
             out[title] = {}
@@ -55,9 +53,13 @@ def _stats(*args: str) -> tuple[str, dict[str, dict[str, int]], int]:
 
 def _tshark_payloads() -> list[bytes]:
     """Every TCP segment's payload, as tshark reads the file (no lbparse)."""
-    out = subprocess.run(["tshark", "-r", str(SHORT), "-Y", "tcp.len > 0", "-T", "fields",
-                          "-e", "tcp.payload"], capture_output=True, text=True, timeout=300,
-                         check=True).stdout
+    out = subprocess.run(
+        ["tshark", "-r", str(SHORT), "-Y", "tcp.len > 0", "-T", "fields", "-e", "tcp.payload"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     return [bytes.fromhex(x.replace(":", "")) for x in out.split()]
 
 
@@ -87,12 +89,16 @@ def test_a_screenful_with_every_count(folded: tuple, unfolded: tuple) -> None:
     assert subjects[next(k for k in subjects if k.startswith("_INBOX.>"))] == inboxes
     raft1 = "liftbridge-default.raft.metadata.node1.request._INBOX.>"
     assert sum(n for k, n in subjects.items() if k.startswith(raft1)) == sum(
-        n for k, n in all_sections["per subject"].items()
-        if k.startswith("liftbridge-default.raft.metadata.node1.request._INBOX."))
+        n
+        for k, n in all_sections["per subject"].items()
+        if k.startswith("liftbridge-default.raft.metadata.node1.request._INBOX.")
+    )
     orders = [k for k in subjects if k.startswith("liftbridge-default.orders.*.replicate")]
     assert orders and subjects[orders[0]] == sum(
-        n for k, n in all_sections["per subject"].items()
-        if re.fullmatch(r"liftbridge-default\.orders\.\d+\.replicate", k))
+        n
+        for k, n in all_sections["per subject"].items()
+        if re.fullmatch(r"liftbridge-default\.orders\.\d+\.replicate", k)
+    )
     # Every other section: the same totals folded or not
     for title, rows in all_sections.items():
         assert sum(sections[title].values()) == sum(rows.values()), title
@@ -121,15 +127,21 @@ def test_503s_per_request_subject(folded: tuple) -> None:
     res = run_cli("capture", str(SHORT), timeout=300)
     recs = [json.loads(x) for x in res.stdout.splitlines()]
     asked = {r["reply"]: r["subject"] for r in recs if r["verb"] in ("PUB", "HPUB") and r["reply"]}
-    targets = Counter(re.sub(r"\.\d+\.(replicate|offset)$", r".*.\1", asked[r["subject"]])
-                      for r in recs if r["headers"] and r["headers"][0] == ["Status", "503"])
+    targets = Counter(
+        re.sub(r"\.\d+\.(replicate|offset)$", r".*.\1", asked[r["subject"]])
+        for r in recs
+        if r["headers"] and r["headers"][0] == ["Status", "503"]
+    )
     assert statuses == {f"503 no responders to {k}": n for k, n in targets.items()}
 
 
 @pytest.mark.slow
 def test_connections_by_connect_name(folded: tuple) -> None:
-    names = [json.loads(p.split(b"CONNECT ", 1)[1].split(b"\r\n", 1)[0]).get("name")
-             for p in _tshark_payloads() if p.startswith(b"CONNECT ")]
+    names = [
+        json.loads(p.split(b"CONNECT ", 1)[1].split(b"\r\n", 1)[0]).get("name")
+        for p in _tshark_payloads()
+        if p.startswith(b"CONNECT ")
+    ]
     assert len(names) == 16 and all(names)
     rows = folded[1]["connections by CONNECT name"]
     assert sorted(k.split()[0] for k in rows) == sorted(names)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-
-import lbparse
-from lbparse.columnar.tables import MESSAGES, TRAFFIC_TABLES, table_schema
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.cli import run_cli
 from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
+
+import lbparse
+from lbparse.columnar.tables import MESSAGES, TRAFFIC_TABLES, table_schema
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 needs_short = pytest.mark.skipif(not SHORT.is_file(), reason=f"shared material missing: {SHORT}")
@@ -24,8 +24,7 @@ needs_short = pytest.mark.skipif(not SHORT.is_file(), reason=f"shared material m
 
 def _core_tables(path: Path) -> dict[str, pa.Table]:
     """The tables read_capture_tables gives that have rows (--tables writes those)."""
-    return {k: t for k, t in concat_tables(lbparse.read_capture_tables(path)).items()
-            if t.num_rows}
+    return {k: t for k, t in concat_tables(lbparse.read_capture_tables(path)).items() if t.num_rows}
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +64,11 @@ def test_every_reader_reads_every_table_whole(written: Path) -> None:
         assert duckdb.sql(f"SELECT count(*) FROM '{d}/*.parquet'").fetchall() == [(rows,)]
     msgs = pd.read_parquet(written / MESSAGES)
     assert msgs["msg_type_name"].isna().sum() > 0  # null is null, no sentinel
-    joined = duckdb.sql(f"SELECT m.msg_type_name, count(*) FROM '{written}/messages/*.parquet' m "
-                        f"JOIN '{written}/raft_rpcs/*.parquet' r USING (source, position) "
-                        "GROUP BY 1").fetchall()
+    joined = duckdb.sql(
+        f"SELECT m.msg_type_name, count(*) FROM '{written}/messages/*.parquet' m "
+        f"JOIN '{written}/raft_rpcs/*.parquet' r USING (source, position) "
+        "GROUP BY 1"
+    ).fetchall()
     assert joined == [(None, 2416)]  # the Raft RPCs are traffic, no envelope
 
 
@@ -77,11 +78,9 @@ def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
     import re
 
     import duckdb
-
     from support.manual import manual
 
-    (query,) = re.findall(r"<!-- sql example: raft_entries -->\n```sql\n(.*?)```", manual(),
-                          re.S)
+    (query,) = re.findall(r"<!-- sql example: raft_entries -->\n```sql\n(.*?)```", manual(), re.S)
     rows = duckdb.sql(query.replace("'out/", f"'{written}/")).fetchall()
     ops = [op for _, _, op in rows]
     assert ops.count("CreateStream") == 5 and "PublishActivity" in ops  # the run made 5 streams
@@ -98,7 +97,9 @@ def test_dir_is_made_with_the_users_umask(written: Path) -> None:
 @pytest.mark.slow
 def test_a_damaged_capture_is_written_and_said(tmp_path: Path) -> None:
     conn = Conn()
-    frames = conn.handshake() + conn.send("c", pub("lb.x", bytes.fromhex("b90e43b40008000b0a027331")))
+    frames = conn.handshake() + conn.send(
+        "c", pub("lb.x", bytes.fromhex("b90e43b40008000b0a027331"))
+    )
     path = tmp_path / "t.pcap"
     write_pcap(path, [(1.0 + i, link(ETHERNET, f)) for i, f in enumerate(frames)])
     path.write_bytes(path.read_bytes()[:-5])  # the last packet cut short
@@ -119,10 +120,16 @@ def test_a_file_that_cannot_be_read_is_status_2(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra,word", [(["--subject", "a.>"], "--subject"),
-                                        (["-c", "3"], "-c/--count"), (["--stats"], "--stats"),
-                                        (["-o", "x.jsonl"], "-o/--output"),
-                                        (["--format", "table"], "--format")])
+@pytest.mark.parametrize(
+    "extra,word",
+    [
+        (["--subject", "a.>"], "--subject"),
+        (["-c", "3"], "-c/--count"),
+        (["--stats"], "--stats"),
+        (["-o", "x.jsonl"], "-o/--output"),
+        (["--format", "table"], "--format"),
+    ],
+)
 def test_options_that_do_not_go_with_tables(tmp_path: Path, extra: list[str], word: str) -> None:
     done = run_cli("capture", "x.pcap", "--tables", str(tmp_path / "o"), *extra)
     err = done.stderr.decode()
@@ -137,9 +144,11 @@ def test_a_dir_with_something_in_it_is_refused_and_kept(tmp_path: Path) -> None:
     (out / "mine.txt").write_text("keep me")
     done = run_cli("capture", str(tmp_path / "x.pcap"), "--tables", str(out))
     assert done.returncode == 2
-    assert done.stderr.decode() == (f"lbparse capture: --tables {out}: exists and is not empty; "
-                                     "the tables are written to a new directory (remove it or "
-                                     "name another)\n")
+    assert done.stderr.decode() == (
+        f"lbparse capture: --tables {out}: exists and is not empty; "
+        "the tables are written to a new directory (remove it or "
+        "name another)\n"
+    )
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
 
 

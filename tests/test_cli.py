@@ -6,16 +6,14 @@ import json
 import subprocess
 
 import pytest
-
-from vectors import VECTORS
 from support.cli import LBPARSE
+from vectors import VECTORS
 
 PUBLISH_CRC = next(v for v in VECTORS if v["id"] == "v0_publish_full_crc")
 
 
 def lbparse(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*LBPARSE, *args], input=stdin,
-                          capture_output=True, timeout=60)
+    return subprocess.run([*LBPARSE, *args], input=stdin, capture_output=True, timeout=60)
 
 
 @pytest.mark.slow
@@ -33,8 +31,10 @@ def test_decode_raw_stdin_and_error_exit_status() -> None:
     assert res.returncode == 0 and json.loads(res.stdout)["msg_type_name"] == "Publish"
     res = lbparse("decode", "b90e43b4000c01")
     assert res.returncode == 1
-    assert json.loads(res.stdout) == {"error": "too_short",
-                                      "message": "envelope needs at least 8 bytes, got 7"}
+    assert json.loads(res.stdout) == {
+        "error": "too_short",
+        "message": "envelope needs at least 8 bytes, got 7",
+    }
 
 
 @pytest.mark.slow
@@ -44,6 +44,7 @@ def test_decode_line_oriented_hex_and_base64(tmp_path) -> None:
     res = lbparse("decode", "--hex", str(f))
     assert len(res.stdout.splitlines()) == 5
     import base64
+
     b64 = base64.b64encode(bytes.fromhex(PUBLISH_CRC["hex"])) + b"\n"
     res = lbparse("decode", "--base64", stdin=b64)
     assert json.loads(res.stdout)["crc32c"] == PUBLISH_CRC["expect"]["crc32c"]
@@ -64,7 +65,9 @@ def test_encode_then_decode() -> None:
     assert wire.startswith("b90e43b4000c0101")
     got = json.loads(lbparse("decode", wire).stdout)
     assert got["payload_json"] == {"stream": "foo", "offset": "42"}
-    raw = lbparse("encode", "--type", "protocol.ServerInfoRequest", "--json", '{"id":"s1"}', "--raw")
+    raw = lbparse(
+        "encode", "--type", "protocol.ServerInfoRequest", "--json", '{"id":"s1"}', "--raw"
+    )
     assert raw.stdout == bytes.fromhex("b90e43b40008000a0a027331")
 
 
@@ -79,8 +82,10 @@ def test_encode_reports_bad_input_clearly() -> None:
 @pytest.mark.slow
 def test_spec_lists_the_generated_tables() -> None:
     tables = json.loads(lbparse("spec", "--json").stdout)
-    assert tables["v0"]["msg_types"]["14"] == {"name": "PartitionNotification",
-                                              "payload_type": "protocol.PartitionNotification"}
+    assert tables["v0"]["msg_types"]["14"] == {
+        "name": "PartitionNotification",
+        "payload_type": "protocol.PartitionNotification",
+    }
     assert "legacy" in tables
 
 
@@ -115,8 +120,15 @@ def test_decode_auto_reports_evidence_and_ambiguity() -> None:
 @pytest.mark.slow
 def test_decode_every_layout_is_a_choice() -> None:
     out = lbparse("decode", "--help").stdout.decode()
-    for layout in ("auto", "v0", "legacy", "flatbuffers", "flatbuffers-draft", "lift-cookie",
-                   "plain"):
+    for layout in (
+        "auto",
+        "v0",
+        "legacy",
+        "flatbuffers",
+        "flatbuffers-draft",
+        "lift-cookie",
+        "plain",
+    ):
         assert layout in out
 
 
@@ -133,22 +145,26 @@ finally:  # --help and --version end in SystemExit
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, command", [
-    (["--help"], None),
-    (["--version"], None),
-    (["decode", PUBLISH_CRC["hex"]], "decode"),
-    (["segments", "--help"], "segments"),
-    (["capture", "--help"], "capture"),  # pyarrow: only for --tables
-])
+@pytest.mark.parametrize(
+    "args, command",
+    [
+        (["--help"], None),
+        (["--version"], None),
+        (["decode", PUBLISH_CRC["hex"]], "decode"),
+        (["segments", "--help"], "segments"),
+        (["capture", "--help"], "capture"),  # pyarrow: only for --tables
+    ],
+)
 def test_a_run_imports_its_own_command_only(args: list[str], command: str | None) -> None:
     """`lbparse --help` lists every command from lbparse.cli.COMMANDS; a run
     imports the module of the command it runs, none of the others' (which
     brought pyarrow and numpy into `lbparse --help`: 0.3 s of each start)."""
     import sys
 
-    res = subprocess.run([sys.executable, "-P", "-c", _LOADED, *args], capture_output=True,
-                         text=True, timeout=60)
-    loaded = eval(res.stderr.strip().splitlines()[-1])  # noqa: S307  our own repr
+    res = subprocess.run(
+        [sys.executable, "-P", "-c", _LOADED, *args], capture_output=True, text=True, timeout=60
+    )
+    loaded = eval(res.stderr.strip().splitlines()[-1])
     own = {f"lbparse.cli.{command}_cmd"} if command else set()
     assert {m for m in loaded if m.endswith("_cmd")} == own, res.stderr
     assert not {m for m in loaded if not m.startswith("lbparse.")}, loaded

@@ -18,23 +18,24 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
-import lbparse
-from lbparse.codec import jsonform
-from lbparse.capture import CaptureReader, record_writer
-from lbparse.cli.output import rfc3339
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap, write_pcapng
 from support.cli import LBPARSE, run_cli
 from support.net import free_port
 from support.segment_builder import messages, write_partition
 from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 from vectors import VECTORS
+
+import lbparse
+from lbparse.capture import CaptureReader, record_writer
+from lbparse.cli.output import rfc3339
+from lbparse.codec import jsonform
 
 GOOD = [v["hex"] for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]]
 TIMEOUT = 20.0  # seconds for any one wait on a process
@@ -63,8 +64,11 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     frames = _frames(40)
     paths = {"pcap": tmp / "t.pcap", "pcapng": tmp / "t.pcapng"}
     write_pcap(str(paths["pcap"]), [(1_500_000_000.25 + i, f) for i, f in enumerate(frames)])
-    write_pcapng(str(paths["pcapng"]), [(ETHERNET, 9, 65535)],
-                 [(0, 1_500_000_000.25 + i, f) for i, f in enumerate(frames)])
+    write_pcapng(
+        str(paths["pcapng"]),
+        [(ETHERNET, 9, 65535)],
+        [(0, 1_500_000_000.25 + i, f) for i, f in enumerate(frames)],
+    )
     for ext in ("jsonl", "parquet"):
         paths[ext] = tmp / f"t.{ext}"
         with record_writer(str(paths[ext])) as w:
@@ -77,8 +81,9 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A node's data directory: one partition of two segments, made per the spec."""
     node = tmp_path_factory.mktemp("data") / "node1"
-    write_partition(node / "streams" / "s" / "0", [messages(5), messages(5, first=5)],
-                    hw=9, epochs=[(3, 0)])
+    write_partition(
+        node / "streams" / "s" / "0", [messages(5), messages(5, first=5)], hw=9, epochs=[(3, 0)]
+    )
     return node
 
 
@@ -87,6 +92,7 @@ def assert_no_traceback(res: subprocess.CompletedProcess[bytes]) -> None:
 
 
 # -- --version ---------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_version_names_the_lbparse_that_runs() -> None:
@@ -101,20 +107,33 @@ def test_version_names_the_lbparse_that_runs() -> None:
 
 # -- a closed pipe -----------------------------------------------------------
 
-def _closed_pipe_cases(examples: Path, captures: dict[str, Path],
-                      data_dir: Path) -> list[list[str]]:
-    return [["--help"], ["--version"], ["decode", "--help"], ["spec"], ["spec", "--json"],
-            ["decode", "--hex", str(examples)], ["decode", "--pretty", "--hex", str(examples)],
-            ["check", "--hex", str(examples)], ["capture", str(captures["pcap"])],
-            ["capture", "--format", "table", str(captures["pcapng"])],
-            ["encode", "--type", "Ack", "--json", "{}"], ["demo", "--no-pipeline"],
-            ["segments", str(data_dir)], ["segments", "--format", "jsonl", str(data_dir)],
-            ["report", str(captures["pcap"]), "--json", "-", "-q"]]
+
+def _closed_pipe_cases(
+    examples: Path, captures: dict[str, Path], data_dir: Path
+) -> list[list[str]]:
+    return [
+        ["--help"],
+        ["--version"],
+        ["decode", "--help"],
+        ["spec"],
+        ["spec", "--json"],
+        ["decode", "--hex", str(examples)],
+        ["decode", "--pretty", "--hex", str(examples)],
+        ["check", "--hex", str(examples)],
+        ["capture", str(captures["pcap"])],
+        ["capture", "--format", "table", str(captures["pcapng"])],
+        ["encode", "--type", "Ack", "--json", "{}"],
+        ["demo", "--no-pipeline"],
+        ["segments", str(data_dir)],
+        ["segments", "--format", "jsonl", str(data_dir)],
+        ["report", str(captures["pcap"]), "--json", "-", "-q"],
+    ]
 
 
 @pytest.mark.slow
-def test_a_reader_that_never_reads_ends_the_run_quietly(examples: Path, captures: dict[str, Path],
-                                                        data_dir: Path) -> None:
+def test_a_reader_that_never_reads_ends_the_run_quietly(
+    examples: Path, captures: dict[str, Path], data_dir: Path
+) -> None:
     """Every command that writes to stdout, its reader gone before the first line."""
     for args in _closed_pipe_cases(examples, captures, data_dir):
         proc = subprocess.Popen([*LBPARSE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -126,10 +145,13 @@ def test_a_reader_that_never_reads_ends_the_run_quietly(examples: Path, captures
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
-def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:  # noqa: F811
+def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:
     """lbparse raft of a real raft.db (the shared `short` run), its reader gone."""
-    proc = subprocess.Popen([*LBPARSE, "raft", "--format", fmt, str(short_data / "node1")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*LBPARSE, "raft", "--format", fmt, str(short_data / "node1")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None
     proc.stdout.close()
     _, err = proc.communicate(timeout=60)
@@ -138,8 +160,9 @@ def test_raft_to_a_closed_pipe_is_quiet(short_data: Path, fmt: str) -> None:  # 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["decode", "capture"])
-def test_head_takes_one_line_and_the_run_ends_quietly(tmp_path: Path, captures: dict[str, Path],
-                                                      command: str) -> None:
+def test_head_takes_one_line_and_the_run_ends_quietly(
+    tmp_path: Path, captures: dict[str, Path], command: str
+) -> None:
     """`lbparse decode --hex BIG | head -n 1`: as head does, read a line and leave."""
     if command == "decode":
         big = tmp_path / "big.hex"
@@ -161,6 +184,7 @@ def test_head_takes_one_line_and_the_run_ends_quietly(tmp_path: Path, captures: 
 
 # -- bad lines ---------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_a_bad_hex_line_is_reported_with_its_number_and_the_run_goes_on() -> None:
     lines = [GOOD[0], "zz not hex", "", "# a comment", GOOD[1], "\udcff", GOOD[2]]
@@ -170,7 +194,8 @@ def test_a_bad_hex_line_is_reported_with_its_number_and_the_run_goes_on() -> Non
     assert res.returncode == 1  # a data problem
     out = [json.loads(line) for line in res.stdout.splitlines()]
     assert [o["payload_json"] for o in out] == [
-        lbparse.decode(bytes.fromhex(h)).to_json_dict()["payload_json"] for h in GOOD[:3]]
+        lbparse.decode(bytes.fromhex(h)).to_json_dict()["payload_json"] for h in GOOD[:3]
+    ]
     err = res.stderr.decode().splitlines()
     assert len(err) == 2
     assert err[0].startswith("lbparse decode: stdin:2: not hex") and "'zz not hex'" in err[0]
@@ -206,6 +231,7 @@ def test_check_goes_on_past_a_bad_line_and_reports_crashes() -> None:
 
 # -- exit statuses, one line, no traceback -----------------------------------
 
+
 def _usage_cases(tmp: Path, captures: dict[str, Path]) -> list[tuple[list[str], str]]:
     not_capture = tmp / "notes.txt"
     not_capture.write_bytes(b"\x01\x02\x03\x04 not a capture")
@@ -240,21 +266,45 @@ def _usage_cases(tmp: Path, captures: dict[str, Path]) -> list[tuple[list[str], 
         (["record", dead, "x", "y z", "-o", str(tmp / "o.jsonl")], "invalid subject 'y z'"),
         (["generate", "--lang", "cobol", "-o", str(tmp / "gen")], "unknown language 'cobol'"),
         (["pipeline", "-", "--out", str(tmp / "p")], "'-' (stdin) cannot be a pipeline input"),
-        (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--conf", "x"],
-         "--conf takes KEY=VALUE"),
-        (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--batch-rows", "0"],
-         "--batch-rows must be at least 1"),
-        (["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--batch-rows", "1" + "0" * 20],
-         "--batch-rows must be at least 1 and at most 2,147,483,647, not 100,000,000,000,000,000,000"),
+        (
+            ["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--conf", "x"],
+            "--conf takes KEY=VALUE",
+        ),
+        (
+            ["pipeline", str(captures["pcap"]), "--out", str(tmp / "p"), "--batch-rows", "0"],
+            "--batch-rows must be at least 1",
+        ),
+        (
+            [
+                "pipeline",
+                str(captures["pcap"]),
+                "--out",
+                str(tmp / "p"),
+                "--batch-rows",
+                "1" + "0" * 20,
+            ],
+            "--batch-rows must be at least 1 and at most 2,147,483,647, not 100,000,000,000,000,000,000",
+        ),
         (["segments", str(tmp / "none")], "no such file or directory"),
         (["segments", str(tmp)], "holds no Liftbridge data directory"),
         (["segments", "--partition", "x", str(tmp)], "invalid int value: 'x'"),
         (["raft", str(tmp / "none")], "no such file"),
-        (["report", str(tmp / "none.pcap"), "-o", str(tmp / "r.html")],
-         "none.pcap: no such file or directory"),
+        (
+            ["report", str(tmp / "none.pcap"), "-o", str(tmp / "r.html")],
+            "none.pcap: no such file or directory",
+        ),
         (["report", "-", "-", "-o", str(tmp / "r.html")], "'-' (stdin) can be read only once"),
-        (["report", str(captures["pcap"]), "--json", str(tmp / "r.json"), "--screenshot",
-          str(tmp / "r.png")], "--screenshot needs the page"),
+        (
+            [
+                "report",
+                str(captures["pcap"]),
+                "--json",
+                str(tmp / "r.json"),
+                "--screenshot",
+                str(tmp / "r.png"),
+            ],
+            "--screenshot needs the page",
+        ),
         (["report", str(not_capture), "-o", str(tmp / "r.html")], "neither pcap, pcapng"),
     ]
 
@@ -281,15 +331,15 @@ def _check_usage_errors(cases: list[tuple[list[str], str]]) -> None:
 
 
 @pytest.mark.slow
-def test_usage_errors_are_one_line_and_status_2(tmp_path: Path,
-                                                captures: dict[str, Path]) -> None:
+def test_usage_errors_are_one_line_and_status_2(tmp_path: Path, captures: dict[str, Path]) -> None:
     """One usage error of every command (the first of its cases below)."""
     _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[0])
 
 
 @pytest.mark.slow  # ~25 more processes; the fast loop runs one case per command (above)
-def test_every_usage_error_is_one_line_and_status_2(tmp_path: Path,
-                                                    captures: dict[str, Path]) -> None:
+def test_every_usage_error_is_one_line_and_status_2(
+    tmp_path: Path, captures: dict[str, Path]
+) -> None:
     _check_usage_errors(_by_command(_usage_cases(tmp_path, captures))[1])
 
 
@@ -299,8 +349,9 @@ def test_data_problems_are_status_1(tmp_path: Path) -> None:
     assert res.returncode == 1 and res.stderr == b""
     assert json.loads(res.stdout)["error"] == "too_short"
     conn = Conn()
-    frames = conn.handshake() + conn.send("c", b"".join(pub(f"s.{i}", bytes(50))
-                                                        for i in range(10)), 60)
+    frames = conn.handshake() + conn.send(
+        "c", b"".join(pub(f"s.{i}", bytes(50)) for i in range(10)), 60
+    )
     del frames[5]
     gap = tmp_path / "gap.pcap"
     write_pcap(str(gap), [(i, link(ETHERNET, f)) for i, f in enumerate(frames)])
@@ -321,14 +372,16 @@ def test_an_unreachable_server_is_one_line_and_status_1() -> None:
 @pytest.mark.slow
 def test_record_to_an_unreachable_server_leaves_status_1(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    res = run_cli("record", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5",
-                  "-o", str(out))
+    res = run_cli(
+        "record", f"nats://127.0.0.1:{free_port()}", "x", "--timeout", "0.5", "-o", str(out)
+    )
     assert_no_traceback(res)
     assert res.returncode == 1
     assert res.stderr.decode().splitlines()[0].startswith("lbparse record: ")
 
 
 # -- stdin ---------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng", "jsonl", "parquet"])
@@ -358,8 +411,9 @@ def test_problems_on_stdin_are_named_stdin(captures: dict[str, Path]) -> None:
 def test_decode_and_encode_read_stdin_for_dash() -> None:
     res = run_cli("decode", "-", stdin=bytes.fromhex(GOOD[0]))
     assert res.returncode == 0 and json.loads(res.stdout)["layout"] == "v0"
-    res = run_cli("encode", "--type", "Ack", "--json-file", "-",
-                  stdin=b'{"stream": "foo", "offset": "42"}')
+    res = run_cli(
+        "encode", "--type", "Ack", "--json-file", "-", stdin=b'{"stream": "foo", "offset": "42"}'
+    )
     assert res.returncode == 0 and res.stdout.startswith(b"b90e43b4")
 
 
@@ -374,8 +428,9 @@ def test_report_reads_a_capture_from_stdin(captures: dict[str, Path], tmp_path: 
     res = run_cli("report", "-", "--json", str(out), "-q", stdin=captures["pcapng"].read_bytes())
     assert (res.returncode, res.stderr) == (0, b""), res.stderr.decode(errors="replace")
     got = json.loads(out.read_text())
-    want = json.loads(jsonform.dumps(build_model([str(captures["pcapng"])],
-                                                 ReadOptions(fast=False))))
+    want = json.loads(
+        jsonform.dumps(build_model([str(captures["pcapng"])], ReadOptions(fast=False)))
+    )
     assert [i.pop("path") for i in got["inputs"]] == ["-"]
     assert [i.pop("path") for i in want["inputs"]] == [str(captures["pcapng"])]
     assert got == want and got["totals"]["messages"] == 40
@@ -418,8 +473,13 @@ def test_capture_from_a_pipe_streams(captures: dict[str, Path], fmt: str) -> Non
     cut = _packet_end(data, fmt, 4)
     # --layout v0: under auto a Publish (also a legacy Message) waits for the
     # capture's proof of its generation (lbparse.codec.generation) before it is written.
-    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    proc = subprocess.Popen(
+        [*LBPARSE, "capture", "-", "--layout", "v0"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
     assert proc.stdin is not None
     try:
         proc.stdin.write(data[:cut])
@@ -447,11 +507,32 @@ def test_tcpdump_into_capture_dash(nats_server: str) -> None:
     import nats
 
     port = nats_server.rsplit(":", 1)[1]
-    dump = subprocess.Popen([TCPDUMP, "-i", "lo", "--immediate-mode", "-U", "-B", "32768", "-n",
-                             "-s", "0", "-w", "-", f"tcp port {port}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    cap = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0"], stdin=dump.stdout,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    dump = subprocess.Popen(
+        [
+            TCPDUMP,
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-U",
+            "-B",
+            "32768",
+            "-n",
+            "-s",
+            "0",
+            "-w",
+            "-",
+            f"tcp port {port}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    cap = subprocess.Popen(
+        [*LBPARSE, "capture", "-", "--layout", "v0"],
+        stdin=dump.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
     assert dump.stdout is not None and dump.stderr is not None
     dump.stdout.close()  # the capture process holds the pipe now
     try:
@@ -481,12 +562,13 @@ def test_tcpdump_into_capture_dash(nats_server: str) -> None:
 
 # -- times in tables, and the command line's own JSON --------------------------
 
+
 @pytest.mark.slow
 def test_tables_show_rfc3339_times(captures: dict[str, Path]) -> None:
     res = run_cli("capture", "--format", "table", str(captures["pcap"]))
     first = res.stdout.decode().splitlines()[0]
     # The first message is in the 4th packet (after the handshake): 1.5e9 + 3.25 s.
-    want = datetime.datetime(2017, 7, 14, 2, 40, 3, 250000, datetime.timezone.utc)
+    want = datetime.datetime(2017, 7, 14, 2, 40, 3, 250000, datetime.UTC)
     # Capture times are integer nanoseconds: all nine digits of the fraction.
     assert first.startswith(want.strftime("%Y-%m-%dT%H:%M:%S.%f000Z  ")), first
 
@@ -518,8 +600,8 @@ def test_the_command_lines_own_json_is_snake_case() -> None:
             assert re.fullmatch(r"[a-z0-9_]+", key), key
 
 
-
 # -- one set of habits (issue #25) -------------------------------------------
+
 
 def _parsers() -> dict[str, Any]:
     """Each subcommand's argparse parser, by name."""
@@ -549,22 +631,28 @@ def test_every_output_is_dash_o_or_dash_dash_output() -> None:
         assert o is not None and o.option_strings == ["-o", "--output"], name
 
 
-@pytest.mark.parametrize("args", [
-    ["decode", GOOD[0], GOOD[1]],
-    ["decode", "--pretty", GOOD[0]],
-    ["check", "--json", GOOD[0]],
-    ["encode", "--type", "Ack", "--payload", '{"stream": "foo", "offset": "42"}', "--raw"],
-    ["spec", "--json"],
-    ["capture", "CAPTURE", "--format", "table"],
-    ["segments", "DATA", "--format", "jsonl"],
-    ["raft", "RAFT", "--format", "jsonl"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["decode", GOOD[0], GOOD[1]],
+        ["decode", "--pretty", GOOD[0]],
+        ["check", "--json", GOOD[0]],
+        ["encode", "--type", "Ack", "--payload", '{"stream": "foo", "offset": "42"}', "--raw"],
+        ["spec", "--json"],
+        ["capture", "CAPTURE", "--format", "table"],
+        ["segments", "DATA", "--format", "jsonl"],
+        ["raft", "RAFT", "--format", "jsonl"],
+    ],
+)
 @pytest.mark.slow
-def test_dash_o_writes_what_stdout_shows(args: list[str], tmp_path: Path, data_dir: Path,
-                                         captures: dict[str, Path],
-                                         short_data: Path) -> None:  # noqa: F811
-    real = {"CAPTURE": str(captures["pcap"]), "DATA": str(data_dir),
-            "RAFT": str(short_data / "node1")}
+def test_dash_o_writes_what_stdout_shows(
+    args: list[str], tmp_path: Path, data_dir: Path, captures: dict[str, Path], short_data: Path
+) -> None:
+    real = {
+        "CAPTURE": str(captures["pcap"]),
+        "DATA": str(data_dir),
+        "RAFT": str(short_data / "node1"),
+    }
     args = [real.get(a, a) for a in args]
     shown = run_cli(*args)
     assert shown.returncode == 0 and shown.stdout, shown.stderr
@@ -578,9 +666,9 @@ def test_dash_o_writes_what_stdout_shows(args: list[str], tmp_path: Path, data_d
 
 
 @pytest.mark.slow
-def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
-                                                             captures: dict[str, Path]
-                                                             ) -> None:
+def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(
+    tmp_path: Path, captures: dict[str, Path]
+) -> None:
     cap = tmp_path / "t.pcap"
     cap.write_bytes(captures["pcap"].read_bytes())
     before = cap.read_bytes()
@@ -601,8 +689,9 @@ def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
     for args, said in cases:
         res = run_cli(*args)
         assert res.returncode == 2, (args, res.stderr)
-        assert res.stderr.decode().startswith(f"lbparse {args[0]}: ") and said in \
-            res.stderr.decode(), (args, res.stderr)
+        assert (
+            res.stderr.decode().startswith(f"lbparse {args[0]}: ") and said in res.stderr.decode()
+        ), (args, res.stderr)
     assert cap.read_bytes() == before and precious.read_text() == "keep me"
     assert not (tmp_path / "nowhere").exists() and not (tmp_path / "x.txt").exists()
     # A device is written in place (not replaced by a file), as is standard output's name.
@@ -619,12 +708,18 @@ def test_dash_o_never_clobbers_an_input_a_link_or_a_directory(tmp_path: Path,
     assert res.returncode == 2 and old.read_text() == "previous"
     assert res.stderr.decode().splitlines()[-1] == f"lbparse capture: {old} left as it was"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "dangling.txt", "link.txt", "old.txt", "precious.txt", "t.pcap"]
+        "dangling.txt",
+        "link.txt",
+        "old.txt",
+        "precious.txt",
+        "t.pcap",
+    ]
 
 
 @pytest.mark.slow
-def test_json_means_json_output_wherever_it_is_an_option(captures: dict[str, Path],
-                                                          data_dir: Path) -> None:
+def test_json_means_json_output_wherever_it_is_an_option(
+    captures: dict[str, Path], data_dir: Path
+) -> None:
     """--json takes no value and asks for JSON (Lines) output, in every command
     but report (whose --json FILE is the outputs' work: see the README)."""
     import argparse
@@ -637,9 +732,11 @@ def test_json_means_json_output_wherever_it_is_an_option(captures: dict[str, Pat
             assert flag.help == argparse.SUPPRESS
             continue
         assert flag.nargs == 0, name  # store_true / store_const: a flag, not a value
-    same = [(["capture", str(captures["pcap"])], "--format", "jsonl"),
-            (["segments", str(data_dir)], "--format", "jsonl"),
-            (["raft", str(data_dir.parent)], "--format", "jsonl")]
+    same = [
+        (["capture", str(captures["pcap"])], "--format", "jsonl"),
+        (["segments", str(data_dir)], "--format", "jsonl"),
+        (["raft", str(data_dir.parent)], "--format", "jsonl"),
+    ]
     for args, *fmt in same:
         a, b = run_cli(*args, "--json"), run_cli(*args, *fmt)
         assert _lines(a.stdout) == _lines(b.stdout) and a.returncode == b.returncode, args
@@ -657,14 +754,17 @@ def test_encode_takes_payload_and_the_old_json_still_works(tmp_path: Path) -> No
     old = run_cli("encode", "--type", "Ack", "--json", msg, "--crc")
     assert old.stdout == new.stdout and old.returncode == 0
     assert old.stderr.decode().splitlines() == [
-        "lbparse encode: --json is now --payload (--json still works, for now)"]
+        "lbparse encode: --json is now --payload (--json still works, for now)"
+    ]
     f = tmp_path / "m.json"
     f.write_text(msg)
-    assert run_cli("encode", "--type", "Ack", "--payload-file", str(f), "--crc").stdout == \
-        new.stdout
+    assert (
+        run_cli("encode", "--type", "Ack", "--payload-file", str(f), "--crc").stdout == new.stdout
+    )
     bad = run_cli("encode", "--type", "Ack", "--payload", "{")
     assert bad.returncode == 2 and bad.stderr.decode().startswith(
-        "lbparse encode: --payload is not JSON")
+        "lbparse encode: --payload is not JSON"
+    )
 
 
 def test_usage_errors_name_the_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
@@ -681,7 +781,8 @@ def test_usage_errors_name_the_subcommand(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["capture", "-c", "5"])  # -c is --count now: FILE is what is missing
     assert capsys.readouterr().err.startswith(
-        "lbparse capture: the following arguments are required: FILE")
+        "lbparse capture: the following arguments are required: FILE"
+    )
     with pytest.raises(SystemExit):
         main(["capture", "x.pcap", "-c", "5", "--bogus"])
     assert capsys.readouterr().err.startswith("lbparse capture: unrecognized arguments: --bogus")
@@ -695,8 +796,13 @@ def test_every_exit_status_is_documented() -> None:
 
     from lbparse.cli import pipeline_cmd, status
 
-    assert (status.OK, status.DATA, status.USAGE, status.JOB_FAILED, status.INTERRUPTED) == \
-        (0, 1, 2, 3, 130)
+    assert (status.OK, status.DATA, status.USAGE, status.JOB_FAILED, status.INTERRUPTED) == (
+        0,
+        1,
+        2,
+        3,
+        130,
+    )
     assert set(status.EXIT_STATUSES) == {0, 1, 2, 3, 130}
     assert pipeline_cmd.JOB_FAILED is status.JOB_FAILED
     helped = run_cli("--help").stdout.decode()
@@ -710,8 +816,12 @@ def test_every_exit_status_is_documented() -> None:
     cli = Path(status.__file__).parent
     for path in cli.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant) \
-                    and isinstance(node.value.value, int) and not isinstance(node.value.value, bool):
+            if (
+                isinstance(node, ast.Return)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, int)
+                and not isinstance(node.value.value, bool)
+            ):
                 assert node.value.value in status.EXIT_STATUSES, (path.name, node.lineno)
 
 
@@ -723,12 +833,20 @@ def _lines(out: bytes) -> list[Any]:
 
 @pytest.mark.slow
 def test_capture_count_stops_after_n_messages(captures: dict[str, Path]) -> None:
-    everything = _lines(run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]),
-                                "--layout", "v0").stdout)
+    everything = _lines(
+        run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]), "--layout", "v0").stdout
+    )
     assert len(everything) == 80
     for n in (1, 5, 40, 41, 79):
-        res = run_cli("capture", str(captures["pcap"]), str(captures["pcapng"]),
-                      "--layout", "v0", "-c", str(n))
+        res = run_cli(
+            "capture",
+            str(captures["pcap"]),
+            str(captures["pcapng"]),
+            "--layout",
+            "v0",
+            "-c",
+            str(n),
+        )
         assert res.returncode == 0 and _lines(res.stdout) == everything[:n], n
     long = run_cli("capture", str(captures["pcap"]), "--count", "1000", "--layout", "v0")
     assert _lines(long.stdout) == everything[:40]
@@ -743,9 +861,12 @@ def test_capture_count_stops_a_live_pipe(captures: dict[str, Path]) -> None:
     message, as tshark -c does, without waiting for the end of input."""
     data = captures["pcap"].read_bytes()
     cut = _packet_end(data, "pcap", 6)  # the handshake, then three messages
-    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0", "-c", "2"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*LBPARSE, "capture", "-", "--layout", "v0", "-c", "2"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None
     try:
         proc.stdin.write(data[:cut])
@@ -776,8 +897,9 @@ def test_capture_takes_lenient_and_no_verify_crc_as_decode(tmp_path: Path) -> No
     def outcome(*options: str) -> list[str]:
         res = run_cli("capture", str(cap), "--layout", "v0", *options)
         recs = [json.loads(line) for line in res.stdout.splitlines()]
-        return [r["error"]["kind"] if "error" in r else r["envelope"]["msg_type_name"]
-                for r in recs]
+        return [
+            r["error"]["kind"] if "error" in r else r["envelope"]["msg_type_name"] for r in recs
+        ]
 
     def decoded(**options: Any) -> list[str]:
         out = []
@@ -800,23 +922,40 @@ def test_capture_takes_lenient_and_no_verify_crc_as_decode(tmp_path: Path) -> No
 @pytest.mark.slow
 def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path) -> None:
     cases = [
-        (["segments", str(data_dir), "--stream", "nosuch"], 1,
-         "no partition matches --stream nosuch (found: s/0)"),
-        (["segments", str(data_dir), "--partition", "7", "--verify"], 1,
-         "no partition matches --partition 7 (found: s/0)"),
+        (
+            ["segments", str(data_dir), "--stream", "nosuch"],
+            1,
+            "no partition matches --stream nosuch (found: s/0)",
+        ),
+        (
+            ["segments", str(data_dir), "--partition", "7", "--verify"],
+            1,
+            "no partition matches --partition 7 (found: s/0)",
+        ),
         (["segments", str(data_dir), "--from-offset", "100"], 1, "no entry in offsets 100.."),
         (["segments", str(data_dir), "--partition", "-1"], 2, "partitions are numbered from 0"),
-        (["segments", str(data_dir), "--from-offset", "10", "--to-offset", "5"], 2,
-         "--from-offset 10 is past --to-offset 5"),
-        (["raft", str(data_dir.parent), "--from-index", "5", "--to-index", "2"], 2,
-         "--from-index 5 is past --to-index 2"),
+        (
+            ["segments", str(data_dir), "--from-offset", "10", "--to-offset", "5"],
+            2,
+            "--from-offset 10 is past --to-offset 5",
+        ),
+        (
+            ["raft", str(data_dir.parent), "--from-index", "5", "--to-index", "2"],
+            2,
+            "--from-index 5 is past --to-index 2",
+        ),
     ]
     empty = tmp_path / "empty.pcap"
     empty.write_bytes(b"")
-    cases += [(["capture", str(empty)], 1, "empty.pcap: empty (0 bytes): nothing to read"),
-              (["capture", "-"], 1, "stdin: empty (0 bytes)"),
-              (["report", str(empty), "-q", "-o", str(tmp_path / "r.html")], 1,
-               "empty.pcap: empty (0 bytes): nothing to read")]
+    cases += [
+        (["capture", str(empty)], 1, "empty.pcap: empty (0 bytes): nothing to read"),
+        (["capture", "-"], 1, "stdin: empty (0 bytes)"),
+        (
+            ["report", str(empty), "-q", "-o", str(tmp_path / "r.html")],
+            1,
+            "empty.pcap: empty (0 bytes): nothing to read",
+        ),
+    ]
     for args, code, said in cases:
         res = run_cli(*args, stdin=b"")
         err = res.stderr.decode()
@@ -827,7 +966,7 @@ def test_an_empty_selection_is_said_with_status_1(data_dir: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
+def test_raft_takes_what_segments_takes(short_data: Path) -> None:
     """A cluster's folder of data directories, a data directory, raft.db itself."""
     nodes = sorted(p for p in short_data.iterdir() if (p / "raft" / "raft.db").is_file())
     assert len(nodes) == 3
@@ -843,18 +982,21 @@ def test_raft_takes_what_segments_takes(short_data: Path) -> None:  # noqa: F811
 
 
 @pytest.mark.slow
-def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
-                                                 tmp_path: Path) -> None:
+def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path], tmp_path: Path) -> None:
     """As tshark keeps its -w file: `capture - -o FILE` from a live pipe, stopped
     by SIGINT, leaves FILE with every record written before, says so, status 130."""
     data = captures["pcap"].read_bytes()
     out = tmp_path / "live.jsonl"
     out.write_text("previous run\n")
-    proc = subprocess.Popen([*LBPARSE, "capture", "-", "--layout", "v0", "-o", str(out)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*LBPARSE, "capture", "-", "--layout", "v0", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None
     try:
-        proc.stdin.write(data[:_packet_end(data, "pcap", 6)])  # three messages; open pipe
+        proc.stdin.write(data[: _packet_end(data, "pcap", 6)])  # three messages; open pipe
         proc.stdin.flush()
         deadline = time.monotonic() + TIMEOUT
         temp: list[Path] = []
@@ -873,15 +1015,18 @@ def test_dash_o_keeps_what_was_written_at_ctrl_c(captures: dict[str, Path],
             proc.wait(timeout=5)
     assert proc.returncode == 130
     assert err.decode().splitlines() == [
-        f"lbparse capture: interrupted: {out} holds what was written before"]
-    assert [json.loads(line)["subject"] for line in out.read_text().splitlines()] == \
-        ["lb.v0", "lb.v1", "lb.v2"]
+        f"lbparse capture: interrupted: {out} holds what was written before"
+    ]
+    assert [json.loads(line)["subject"] for line in out.read_text().splitlines()] == [
+        "lb.v0",
+        "lb.v1",
+        "lb.v2",
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
 
 
 @pytest.mark.slow
-def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_path: Path
-                                                                          ) -> None:
+def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_path: Path) -> None:
     """`generate -o` names a folder: a file or a device there is said in one line
     (it was a raw errno after the work, from deep inside the writer)."""
     f = tmp_path / "f.txt"
@@ -889,8 +1034,10 @@ def test_generate_refuses_a_file_or_a_device_as_its_folder_before_any_work(tmp_p
     for out, kind in ((f, "a regular file"), (Path(os.devnull), "a character device")):
         res = run_cli("generate", "--lang", "graphviz", "-o", str(out))
         err = res.stderr.decode()
-        assert res.returncode == 2 and err == f"lbparse generate: -o {out}: is {kind}, not a " \
-            "directory\n", err
+        assert (
+            res.returncode == 2
+            and err == f"lbparse generate: -o {out}: is {kind}, not a directory\n"
+        ), err
     assert f.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
 
@@ -914,6 +1061,10 @@ def test_every_help_line_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> Non
             build_parser(name).parse_args([name, "--help"])
         helps[name] = out.getvalue()
     assert len(helps) > 10
-    long = [f"{name}: {line}" for name, text in helps.items() for line in text.splitlines()
-            if len(line) > 80]
+    long = [
+        f"{name}: {line}"
+        for name, text in helps.items()
+        for line in text.splitlines()
+        if len(line) > 80
+    ]
     assert long == []

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support.cli import LBPARSE, run_cli
 
 SAMPLE = Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap"
@@ -38,19 +37,22 @@ def _java_that_tells(tmp_path: Path) -> tuple[dict[str, str], Path]:
 
 # --- 1. pipeline: an input in no format it reads is refused before Spark starts ---
 
+
 def test_pipeline_refuses_a_text_file_at_once_without_a_jvm(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("meeting notes, not a capture\nsecond line\n")
     env, started = _java_that_tells(tmp_path)
     t0 = time.monotonic()
-    res = run_cli("pipeline", str(SAMPLE), str(notes), "-o", str(tmp_path / "out"),
-                  env=env, timeout=60)
+    res = run_cli(
+        "pipeline", str(SAMPLE), str(notes), "-o", str(tmp_path / "out"), env=env, timeout=60
+    )
     took = time.monotonic() - t0
     err = res.stderr.decode()
     assert res.returncode == 2, err
     assert err.splitlines() == [
         f"lbparse pipeline: {notes}: neither pcap, pcapng, JSON Lines nor Parquet "
-        "(text: 'meeting notes, not a capture')"], err
+        "(text: 'meeting notes, not a capture')"
+    ], err
     assert not started.exists(), "a JVM was started"
     # Spark's JVM takes 5 to 10 s to start here; the refusal is the Python alone.
     assert took < 5, took
@@ -69,11 +71,13 @@ def test_pipeline_says_what_a_refused_file_holds(tmp_path: Path) -> None:
     assert res.stderr.decode().splitlines() == [
         f"lbparse pipeline: {packed}: neither pcap, pcapng, JSON Lines nor Parquet "
         f"(gzip-compressed: uncompress it first); {other}: neither pcap, pcapng, JSON Lines "
-        "nor Parquet (first bytes 0708090a0b0c0d0e)"]
+        "nor Parquet (first bytes 0708090a0b0c0d0e)"
+    ]
     assert not started.exists()
 
 
 # --- 3. the pipeline's summary: rows told apart ---------------------------------
+
 
 def test_summary_rows_differ_where_the_paths_do() -> None:
     """Paths alike but for a directory in their middle: each row keeps that
@@ -81,10 +85,13 @@ def test_summary_rows_differ_where_the_paths_do() -> None:
     from lbparse.pipeline.summary import FileSummary, Summary
 
     top = "/srv/captures/a-rather-long-directory-of-the-team/nightly"
-    paths = [f"{top}/run-{i:02d}/node1/metadata-raft-traffic/of-the-cluster/capture.pcapng"
-             for i in range(21)]
-    summary = Summary([FileSummary(p, "pcapng", 10, rows=1, messages=1) for p in paths],
-                      "out", "auto")
+    paths = [
+        f"{top}/run-{i:02d}/node1/metadata-raft-traffic/of-the-cluster/capture.pcapng"
+        for i in range(21)
+    ]
+    summary = Summary(
+        [FileSummary(p, "pcapng", 10, rows=1, messages=1) for p in paths], "out", "auto"
+    )
     lines = summary.table().splitlines()
     assert lines[0] == f"inputs under {top}/"
     rows = [line.split("  ")[0] for line in lines[2:23]]
@@ -100,13 +107,16 @@ def test_summary_rows_of_segments_keep_node_stream_and_partition() -> None:
     from lbparse.pipeline.summary import FileSummary, Summary
 
     log = "00000000000000000000.log"
-    paths = [f"/var/lib/liftbridge/data/node{n}/streams/{s}/{p}/{log}"
-             for n in (1, 2, 3) for s in ("orders", "__activity", "a-stream-with-a-long-name")
-             for p in (0, 1)][:21]
+    paths = [
+        f"/var/lib/liftbridge/data/node{n}/streams/{s}/{p}/{log}"
+        for n in (1, 2, 3)
+        for s in ("orders", "__activity", "a-stream-with-a-long-name")
+        for p in (0, 1)
+    ][:21]
     table = Summary([FileSummary(p, "segment", 10) for p in paths], "out", "auto").table()
     lines = table.splitlines()
     assert lines[0] == "inputs under /var/lib/liftbridge/data/"
-    rows = [line.split("  ")[0] for line in lines[2:2 + len(paths)]]
+    rows = [line.split("  ")[0] for line in lines[2 : 2 + len(paths)]]
     assert len(set(rows)) == len(paths), rows
     for path, row in zip(paths, rows):
         node, stream, part = path.split("/")[5], path.split("/")[7], path.split("/")[8]
@@ -124,6 +134,7 @@ def test_summary_of_one_long_path_keeps_both_ends() -> None:
 
 
 # --- 2 and 3: a real run, quiet, of inputs whose paths differ in their middle ----
+
 
 @pytest.mark.slow
 def test_quiet_pipeline_says_only_its_summary(tmp_path: Path) -> None:
@@ -146,8 +157,9 @@ def test_quiet_pipeline_says_only_its_summary(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0] == f"inputs under {top}/"
     rows = [line.split("  ")[0] for line in lines[2:5]]
-    assert rows == [f"{run}/…/metadata-raft-traffic/capture.pcap"
-                    for run in ("run-01", "run-02", "run-03")], text
+    assert rows == [
+        f"{run}/…/metadata-raft-traffic/capture.pcap" for run in ("run-01", "run-02", "run-03")
+    ], text
     assert lines[-1] == f"summary: {out}/summary.json"
 
 

@@ -14,12 +14,16 @@ def _run(tmp_path: Path, kill_at: str, node1: list[tuple[str, str]]) -> ClusterR
     (time, what) for each leadership change, as Liftbridge logs them."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    (logs / "run.log").write_text(f"12:00:00.100 == start\n{kill_at}.250 == SIGKILL node1 "
-                                  "(metadata leader)\n")
-    said = {"won": "Server became metadata leader, performing leader promotion actions",
-            "lost": "Server lost metadata leadership, performing leader stepdown actions"}
-    (logs / "node1.log").write_text("".join(
-        f'time="2026-11-28 {when}" level=info msg="{said[what]}"\n' for when, what in node1))
+    (logs / "run.log").write_text(
+        f"12:00:00.100 == start\n{kill_at}.250 == SIGKILL node1 (metadata leader)\n"
+    )
+    said = {
+        "won": "Server became metadata leader, performing leader promotion actions",
+        "lost": "Server lost metadata leadership, performing leader stepdown actions",
+    }
+    (logs / "node1.log").write_text(
+        "".join(f'time="2026-11-28 {when}" level=info msg="{said[what]}"\n' for when, what in node1)
+    )
     return ClusterRun("full", tmp_path, tmp_path / "c.pcap", tmp_path / "data", logs, 1, 2, 9.0)
 
 
@@ -28,8 +32,7 @@ def test_a_kill_of_the_leader_is_a_failover(tmp_path: Path) -> None:
 
 
 def test_a_kill_of_a_node_that_had_lost_the_leadership_is_not(tmp_path: Path) -> None:
-    said = _follower_killed(_run(tmp_path, "12:00:40", [("12:00:05", "won"),
-                                                       ("12:00:28", "lost")]))
+    said = _follower_killed(_run(tmp_path, "12:00:40", [("12:00:05", "won"), ("12:00:28", "lost")]))
     assert said == "node1, killed at 12:00:40, had lost the metadata leadership"
 
 

@@ -25,19 +25,20 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from lbparse.capture import HOT_MODULES, compiled_modules
-from lbparse.capture.nats import NatsParser
 from support.damage import damaged_captures
 from support.reading import read_all
 from support.shared import CAPTURES
+
+from lbparse.capture import HOT_MODULES, compiled_modules
+from lbparse.capture.nats import NatsParser
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = CAPTURES
 COMPILED = compiled_modules()
 
 needs_compiled = pytest.mark.skipif(
-    not COMPILED, reason="pure-Python install (setup.py compiled nothing): nothing to compare")
+    not COMPILED, reason="pure-Python install (setup.py compiled nothing): nothing to compare"
+)
 
 
 def test_compiled_when_expected() -> None:
@@ -53,28 +54,47 @@ def test_setup_compiles_the_hot_modules() -> None:
 
 def _pure_nats() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "lbparse_pure_nats", ROOT / "lbparse" / "capture" / "nats.py")
+        "lbparse_pure_nats", ROOT / "lbparse" / "capture" / "nats.py"
+    )
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-_LINES = [b"PUB a.b 5\r\nhello\r\n", b"PUB  a.b  r.1  3\r\nxyz\r\n", b"MSG a.b 7 2\r\nhi\r\n",
-          b"MSG a.b 7 _INBOX.x 0\r\n\r\n", b"HPUB h 12 14\r\nNATS/1.0\r\n\r\nok\r\n",
-          b"HMSG h 1 r 12 12\r\nNATS/1.0\r\n\r\n\r\n", b"PING\r\n", b"+OK\r\n", b"pub x 1\r\nz\r\n",
-          b"-ERR 'boom'\r\n", b"INFO {\"a\":1}\r\n", b"MSG bad\r\n", b"PUB a 3\r\nxyzW\r\n",
-          b"garbage\r\n", b"PUB a 99999999999\r\n", b"HPUB a 9 3\r\n", b"\r\n"]
+_LINES = [
+    b"PUB a.b 5\r\nhello\r\n",
+    b"PUB  a.b  r.1  3\r\nxyz\r\n",
+    b"MSG a.b 7 2\r\nhi\r\n",
+    b"MSG a.b 7 _INBOX.x 0\r\n\r\n",
+    b"HPUB h 12 14\r\nNATS/1.0\r\n\r\nok\r\n",
+    b"HMSG h 1 r 12 12\r\nNATS/1.0\r\n\r\n\r\n",
+    b"PING\r\n",
+    b"+OK\r\n",
+    b"pub x 1\r\nz\r\n",
+    b"-ERR 'boom'\r\n",
+    b'INFO {"a":1}\r\n',
+    b"MSG bad\r\n",
+    b"PUB a 3\r\nxyzW\r\n",
+    b"garbage\r\n",
+    b"PUB a 99999999999\r\n",
+    b"HPUB a 9 3\r\n",
+    b"\r\n",
+]
 
 
 @pytest.mark.slow
 @needs_compiled
 @settings(max_examples=300, deadline=None)
-@given(pieces=st.lists(st.sampled_from(_LINES) | st.binary(max_size=12), max_size=20),
-       cuts=st.lists(st.integers(0, 400), max_size=8), resync=st.booleans(),
-       max_frame=st.sampled_from([64 << 20, 4]))
-def test_nats_parser_compiled_equals_source(pieces: list[bytes], cuts: list[int], resync: bool,
-                                            max_frame: int) -> None:
+@given(
+    pieces=st.lists(st.sampled_from(_LINES) | st.binary(max_size=12), max_size=20),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+    resync=st.booleans(),
+    max_frame=st.sampled_from([64 << 20, 4]),
+)
+def test_nats_parser_compiled_equals_source(
+    pieces: list[bytes], cuts: list[int], resync: bool, max_frame: int
+) -> None:
     assert "lbparse.capture.nats" in COMPILED
     stream = b"".join(pieces)
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
@@ -128,12 +148,20 @@ def test_captures_compiled_equal_source(tmp_path: Path) -> None:
     assert len(paths) > 10
     # A copy of the package with no compiled module in it: the pure source.
     pure = tmp_path / "pure"
-    shutil.copytree(ROOT / "lbparse", pure / "lbparse",
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(pure), str(ROOT / "generated"),
-                                                       *sys.path]))
-    out = subprocess.run([sys.executable, "-c", _READ, *paths],
-                         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    shutil.copytree(
+        ROOT / "lbparse", pure / "lbparse", ignore=shutil.ignore_patterns("*.so", "__pycache__")
+    )
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(pure), str(ROOT / "generated"), *sys.path])
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _READ, *paths],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     source = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(source) == len(paths)

@@ -9,12 +9,12 @@ import argparse
 from pathlib import Path
 
 import pytest
+from support.cli import run_cli
 
 from lbparse.codec.flatbuf import _whole
 from lbparse.digits import ascii_int
 from lbparse.storage.datadir import partition_number, segment_name
 from lbparse.storage.segment import base_offset_of
-from support.cli import run_cli
 
 SHAPES = ["\u00b2", "\u0663", "\uff15", "12\u00b2", "-1", "+1", " 1", "1 ", "", "1.0", "1e3"]
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +49,6 @@ def test_the_readmes_links_to_the_manual_are_pages() -> None:
     assert set(_nav()) - {"index.md", "api.md"} <= linked  # the README names every page
 
 
-
-
 def _api_blocks() -> set[str]:
     return set(re.findall(r"^::: ([\w.]+)\s*$", (PAGES / "api.md").read_text(), re.M))
 
@@ -75,10 +72,24 @@ def test_the_report_pages_image_is_the_checkouts_file() -> None:
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     """`make docs`'s build (--strict -q) into `site`."""
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f",
-                           str(config), "-d", str(site)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-q",
+            "-f",
+            str(config),
+            "-d",
+            str(site),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -156,10 +167,13 @@ def test_a_strict_build_fails_on_an_image_not_in_the_site(tmp_path: Path) -> Non
     text = report.read_text()
     assert "](../report-full-run.png)" in text
     # the path the page had (relative to the checkout, not the page), and a file that is not there
-    report.write_text(text.replace("](../report-full-run.png)", "](docs/report-full-run.png)")
-                      + '\n<img src="missing%20shot.png" alt="gone">\n')
+    report.write_text(
+        text.replace("](../report-full-run.png)", "](docs/report-full-run.png)")
+        + '\n<img src="missing%20shot.png" alt="gone">\n'
+    )
     done = _build(tmp_path / "docs" / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
     for src in ("docs/report-full-run.png", "missing%20shot.png"):
-        assert re.search(rf"report\.md: the image '{re.escape(src)}' is not a file of the site",
-                         done.stderr), done.stderr
+        assert re.search(
+            rf"report\.md: the image '{re.escape(src)}' is not a file of the site", done.stderr
+        ), done.stderr

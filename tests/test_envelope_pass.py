@@ -21,26 +21,35 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import damage
+from support.native_pass import (
+    check_decoder,
+    check_group,
+    check_headers,
+    check_replication,
+    decoders,
+    records,
+)
+from support.shared import CAPTURES, LIFTBRIDGE
+from vectors import VECTORS, data
 
 from lbparse.capture import columnar
-from lbparse.codec.commitlog import (CommitLogEntry, ReplicationResponse,
-                                     encode_replication_response)
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.codec.wire import CRC_HEADER_LEN
 from lbparse.columnar import commitscan
 from lbparse.columnar.decode_arrow import DecodeOptions, native_available
 from lbparse.columnar.schema import arrow_record_schema
-from support import damage
-from support.native_pass import (check_decoder, check_group, check_headers, check_replication,
-                                 decoders, records)
-from support.shared import CAPTURES, LIFTBRIDGE
-from vectors import VECTORS, data
 
-pytestmark = pytest.mark.skipif(not native_available(),
-                                reason="pure-Python install: the C kernels were not built")
+pytestmark = pytest.mark.skipif(
+    not native_available(), reason="pure-Python install: the C kernels were not built"
+)
 
 SAMPLES = LIFTBRIDGE / "samples"
-CAPTURE_FILES = [SAMPLES / "short.pcapng", SAMPLES / "api-short.pcapng",
-                 *sorted(CAPTURES.glob("*.pcap*"))]
+CAPTURE_FILES = [
+    SAMPLES / "short.pcapng",
+    SAMPLES / "api-short.pcapng",
+    *sorted(CAPTURES.glob("*.pcap*")),
+]
 VECTOR_PAYLOADS = [data(v) for v in VECTORS]
 
 
@@ -51,17 +60,22 @@ def capture_batches(path: Path) -> list[pa.RecordBatch]:
 
 
 def payloads_of(path: Path) -> list[bytes]:
-    return [p for b in capture_batches(path) for p in b.column("payload").to_pylist()
-            if p is not None]
+    return [
+        p for b in capture_batches(path) for p in b.column("payload").to_pylist() if p is not None
+    ]
 
 
 def rr_payloads(envelopes: list[bytes]) -> list[bytes]:
     """The ReplicationResponse payloads (MsgType 3) of v0 envelopes."""
-    return [e[CRC_HEADER_LEN if e[5] & 1 else 8:] for e in envelopes
-            if e[:4] == bytes.fromhex("b90e43b4") and len(e) > 8 and e[7] == 3]
+    return [
+        e[CRC_HEADER_LEN if e[5] & 1 else 8 :]
+        for e in envelopes
+        if e[:4] == bytes.fromhex("b90e43b4") and len(e) > 8 and e[7] == 3
+    ]
 
 
 # -- the header pass ----------------------------------------------------------
+
 
 def test_the_header_pass_equals_numpy_on_every_vector() -> None:
     for verify in (True, False):
@@ -89,7 +103,7 @@ def envelopes(draw: st.DrawFn) -> list[bytes | None]:
         if kind in (1, 2, 3) and b:
             b[draw(st.integers(0, min(len(b), 14) - 1))] ^= draw(st.integers(1, 255))
         if kind in (4, 5):
-            b = b[:draw(st.integers(0, len(b)))]
+            b = b[: draw(st.integers(0, len(b)))]
         if kind == 6 and len(b) > 5:
             b[5] ^= 1  # the CRC flag
         out.append(bytes(b))
@@ -99,10 +113,13 @@ def envelopes(draw: st.DrawFn) -> list[bytes | None]:
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelopes(), st.booleans(), st.integers(0, 2**12 - 1))
-def test_the_header_pass_equals_numpy_on_damaged_envelopes(payloads: list[bytes | None],
-                                                           verify: bool, todo_bits: int) -> None:
-    todo = np.array([p is not None and (todo_bits >> (i % 12)) & 1 == 0
-                     for i, p in enumerate(payloads)], np.bool_)
+def test_the_header_pass_equals_numpy_on_damaged_envelopes(
+    payloads: list[bytes | None], verify: bool, todo_bits: int
+) -> None:
+    todo = np.array(
+        [p is not None and (todo_bits >> (i % 12)) & 1 == 0 for i, p in enumerate(payloads)],
+        np.bool_,
+    )
     check_headers(payloads, verify_crc=verify)
     check_headers(payloads, todo=todo, verify_crc=verify)
 
@@ -115,6 +132,7 @@ def test_a_batch_whose_data_buffer_ends_inside_a_header() -> None:
 
 # -- grouping -------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-3, 20), max_size=200), st.integers(0, 18))
@@ -123,6 +141,7 @@ def test_grouping_equals_a_stable_sort(codes: list[int], ncodes: int) -> None:
 
 
 # -- ReplicationResponse ----------------------------------------------------------
+
 
 def test_the_replication_walk_equals_numpy_on_the_real_mix() -> None:
     payloads = rr_payloads(payloads_of(SAMPLES / "short.pcapng"))
@@ -138,13 +157,21 @@ def test_the_replication_walk_equals_numpy_on_the_vectors() -> None:
 
 
 header = st.tuples(st.text(max_size=4), st.binary(max_size=4))
-entry = st.builds(CommitLogEntry, offset=st.integers(0, 2**63 - 1),
-                  timestamp=st.integers(-2**63, 2**63 - 1), leader_epoch=st.integers(0, 2**64 - 1),
-                  key=st.none() | st.binary(max_size=5), value=st.none() | st.binary(max_size=8),
-                  headers=st.lists(header, max_size=3))
-responses = st.builds(ReplicationResponse, leader_epoch=st.integers(0, 2**64 - 1),
-                      high_watermark=st.integers(-2**63, 2**63 - 1),
-                      entries=st.lists(entry, max_size=4))
+entry = st.builds(
+    CommitLogEntry,
+    offset=st.integers(0, 2**63 - 1),
+    timestamp=st.integers(-(2**63), 2**63 - 1),
+    leader_epoch=st.integers(0, 2**64 - 1),
+    key=st.none() | st.binary(max_size=5),
+    value=st.none() | st.binary(max_size=8),
+    headers=st.lists(header, max_size=3),
+)
+responses = st.builds(
+    ReplicationResponse,
+    leader_epoch=st.integers(0, 2**64 - 1),
+    high_watermark=st.integers(-(2**63), 2**63 - 1),
+    entries=st.lists(entry, max_size=4),
+)
 
 
 @st.composite
@@ -154,13 +181,16 @@ def damaged_responses(draw: st.DrawFn) -> bytes:
     if kind == 1 and b:
         b[draw(st.integers(0, len(b) - 1))] ^= draw(st.integers(1, 255))
     elif kind == 2:
-        b = b[:draw(st.integers(0, len(b)))]
+        b = b[: draw(st.integers(0, len(b)))]
     elif kind == 3:
         b += draw(st.binary(min_size=1, max_size=6))
     elif kind == 4 and len(b) > 16:  # a length field set to -1, -2 or huge
         at = draw(st.integers(16, len(b) - 1))
-        b[at:at + 4] = draw(st.sampled_from([b"\xff\xff\xff\xff", b"\xff\xff\xff\xfe",
-                                             b"\x7f\xff\xff\xff", b"\x00\x00\x00\x00"]))
+        b[at : at + 4] = draw(
+            st.sampled_from(
+                [b"\xff\xff\xff\xff", b"\xff\xff\xff\xfe", b"\x7f\xff\xff\xff", b"\x00\x00\x00\x00"]
+            )
+        )
     return bytes(b)
 
 
@@ -175,7 +205,7 @@ def test_invalid_utf8_header_keys_and_crc_mismatches() -> None:
     good = ReplicationResponse(1, 2, [CommitLogEntry(5, 6, 7, b"k", b"v", [("h", b"x")])])
     b = encode_replication_response(good)
     at = b.rindex(b"hx") if b"hx" in b else b.rindex(b"h")
-    bad_key = b[:at] + b"\xff" + b[at + 1:]  # the header key
+    bad_key = b[:at] + b"\xff" + b[at + 1 :]  # the header key
     bad_crc = bytearray(b)
     bad_crc[16 + 28] ^= 1  # the entry's stored CRC
     got, ok = check_replication([b, bad_key, bytes(bad_crc)])
@@ -188,14 +218,21 @@ def test_the_entry_and_header_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     is left to lbparse by both walks (the limits set small here)."""
     monkeypatch.setattr(commitscan, "MAX_ENTRIES", 3)
     monkeypatch.setattr(commitscan, "MAX_HEADERS", 2)
-    payloads = [encode_replication_response(ReplicationResponse(1, 2, [
-        CommitLogEntry(i, 0, 0, None, b"v", [("k", b"")] * h) for i in range(n)]))
-        for n in range(5) for h in range(4)]
+    payloads = [
+        encode_replication_response(
+            ReplicationResponse(
+                1, 2, [CommitLogEntry(i, 0, 0, None, b"v", [("k", b"")] * h) for i in range(n)]
+            )
+        )
+        for n in range(5)
+        for h in range(4)
+    ]
     _, ok = check_replication(payloads)
     assert 0 < ok.sum() < len(payloads)
 
 
 # -- the whole decoder, C against Python ---------------------------------------------
+
 
 def test_the_decoder_equals_its_python_reference_on_every_vector() -> None:
     check_decoder(VECTOR_PAYLOADS)
@@ -210,8 +247,9 @@ def test_the_decoder_equals_its_python_reference_on_the_real_captures(path: Path
 
 def test_the_decoder_equals_its_python_reference_on_damaged_captures(tmp_path: Path) -> None:
     (tmp_path / "pcap").mkdir()
-    cases = damage.damaged_captures(tmp_path, "pcapng") + \
-        damage.damaged_captures(tmp_path / "pcap", "pcap")
+    cases = damage.damaged_captures(tmp_path, "pcapng") + damage.damaged_captures(
+        tmp_path / "pcap", "pcap"
+    )
     assert len(cases) > 10
     for case in cases:
         for batch in capture_batches(Path(case.path)):
@@ -222,7 +260,8 @@ def test_the_decoder_equals_its_python_reference_on_damaged_captures(tmp_path: P
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(envelopes())
 def test_the_decoder_equals_its_python_reference_on_damaged_envelopes(
-        payloads: list[bytes | None]) -> None:
+    payloads: list[bytes | None],
+) -> None:
     check_decoder(payloads)
 
 
@@ -237,9 +276,19 @@ def test_the_check_catches_a_header_pass_that_disagrees(monkeypatch: pytest.Monk
         take = args[-2]
         take[np.flatnonzero(take)[:1]] = 0
 
-    monkeypatch.setattr(decode_arrow, "_kernels", type("K", (), {
-        "headers": staticmethod(drops_one), "group": real.__self__.group,
-        "replication": real.__self__.replication}))
+    monkeypatch.setattr(
+        decode_arrow,
+        "_kernels",
+        type(
+            "K",
+            (),
+            {
+                "headers": staticmethod(drops_one),
+                "group": real.__self__.group,
+                "replication": real.__self__.replication,
+            },
+        ),
+    )
     with pytest.raises(AssertionError):
         check_headers(VECTOR_PAYLOADS)
 
@@ -251,14 +300,31 @@ def test_the_records_helper_is_the_decoders_input() -> None:
 
 # -- rows without the envelope magic ---------------------------------------------------
 
+
 def _non_envelopes() -> list[bytes | None]:
     rnd = np.random.default_rng(7)
-    out: list[bytes | None] = [b"", b"\xb9", b"\xb9\x0e\x43", bytes.fromhex("b90e43b4"),
-                               bytes.fromhex("b90e43b40008"), b"LIF", b"LIFT", b"LIFTx",
-                               b"LIFT" + bytes(20), b'{"op": "pub"}', b"PING", b"+OK", None,
-                               b"x" * 7, b"x" * 8, b"y" * 8, b"\xff" * 30]
-    out += [rnd.integers(0, 256, int(n), dtype=np.uint8).tobytes()
-            for n in rnd.integers(0, 40, 200)]
+    out: list[bytes | None] = [
+        b"",
+        b"\xb9",
+        b"\xb9\x0e\x43",
+        bytes.fromhex("b90e43b4"),
+        bytes.fromhex("b90e43b40008"),
+        b"LIF",
+        b"LIFT",
+        b"LIFTx",
+        b"LIFT" + bytes(20),
+        b'{"op": "pub"}',
+        b"PING",
+        b"+OK",
+        None,
+        b"x" * 7,
+        b"x" * 8,
+        b"y" * 8,
+        b"\xff" * 30,
+    ]
+    out += [
+        rnd.integers(0, 256, int(n), dtype=np.uint8).tobytes() for n in rnd.integers(0, 40, 200)
+    ]
     return out + VECTOR_PAYLOADS[:20]
 
 
@@ -283,8 +349,11 @@ def test_rows_without_the_magic_get_lbparse_decodes_answer() -> None:
                 assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message)
                 continue
             assert row["error_kind"] is None
-            assert (row["layout"], row["payload_type"], row["msg_type_name"]) == \
-                (env.layout, env.payload_type, env.msg_type_name)
+            assert (row["layout"], row["payload_type"], row["msg_type_name"]) == (
+                env.layout,
+                env.payload_type,
+                env.msg_type_name,
+            )
 
 
 def test_a_row_over_max_payload_is_left_to_lbparse() -> None:

@@ -10,9 +10,8 @@ import pytest
 
 import lbparse
 from lbparse.capture import CaptureError, CaptureReader
-from lbparse.raft import RaftError, StreamDecoder
+from lbparse.raft import RaftError
 from lbparse.storage.errors import StorageError
-from lbparse.storage.segment import iter_segment
 
 
 def _decode_error() -> lbparse.LbparseError:
@@ -40,22 +39,33 @@ def test_every_input_error_is_one_catchable_kind(tmp_path: Path) -> None:
 
 def test_one_json_shape() -> None:
     errors: list[lbparse.LbparseError] = [
-        _decode_error(), CaptureError("bad_header", "x.pcap: bad header at 24", offset=24),
+        _decode_error(),
+        CaptureError("bad_header", "x.pcap: bad header at 24", offset=24),
         RaftError("truncated", "the bytes end inside a map", offset=3),
-        StorageError("bad magic", path="00000.log", position=8, kind="bad_entry")]
+        StorageError("bad magic", path="00000.log", position=8, kind="bad_entry"),
+    ]
     for e in errors:
         d = e.to_json_dict()
         assert list(d)[:2] == ["error", "message"] and d["error"] == e.kind, d
         assert d["message"] and isinstance(d["message"], str)
-    assert errors[2].to_json_dict() == {"error": "truncated",
-                                        "message": "the bytes end inside a map", "offset": 3}
+    assert errors[2].to_json_dict() == {
+        "error": "truncated",
+        "message": "the bytes end inside a map",
+        "offset": 3,
+    }
     store = errors[3]
     assert store.where == 8 and store.to_json_dict() == {
-        "error": "bad_entry", "message": "bad magic", "path": "00000.log", "position": 8}
+        "error": "bad_entry",
+        "message": "bad magic",
+        "path": "00000.log",
+        "position": 8,
+    }
 
 
 def test_the_envelopes_shape_is_the_vectors() -> None:
     """The reference vectors pin {"error": kind, ...}: the base keeps it."""
     d = _decode_error().to_json_dict()
-    assert d == {"error": "bad_header_len",
-                 "message": "header_len (offset 5) is 255, expected 8 or 12"}
+    assert d == {
+        "error": "bad_header_len",
+        "message": "header_len (offset 5) is 255, expected 8 or 12",
+    }

@@ -24,29 +24,36 @@ from lbparse.extras import EXTRAS, MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHT = os.environ.get("LBPARSE_LIGHT") == "1"
-SAMPLE = str(Path(importlib.util.find_spec("lbparse.examples").origin).parent  # type: ignore[arg-type,union-attr]
-             / "sample.pcap")
+SAMPLE = str(
+    Path(importlib.util.find_spec("lbparse.examples").origin).parent  # type: ignore[arg-type,union-attr]
+    / "sample.pcap"
+)
 ENVELOPE = "b90e43b40008000b0a027331"  # v0 ServerInfoResponse{id: "s1"}
 ALL_OPTIONAL = tuple(MODULES)
 
 
-def _python(code: str, block: tuple[str, ...] = (), cwd: Path | None = None
-            ) -> subprocess.CompletedProcess[str]:
+def _python(
+    code: str, block: tuple[str, ...] = (), cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     # A finder ahead of the others that finds none of `block`: importing one
     # fails as it does where it is not installed.
-    code = ("import sys\n"
-            "class Absent:\n"
-            "    @staticmethod\n"
-            "    def find_spec(name, path=None, target=None):\n"
-            f"        if name.split('.')[0] in {block!r}:\n"
-            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-            "sys.meta_path.insert(0, Absent)\n" + code)
-    return subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    code = (
+        "import sys\n"
+        "class Absent:\n"
+        "    @staticmethod\n"
+        "    def find_spec(name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {block!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Absent)\n" + code
+    )
+    return subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
 
 
-def _lbparse(argv: list[str], block: tuple[str, ...] = (), cwd: Path | None = None
-             ) -> subprocess.CompletedProcess[str]:
+def _lbparse(
+    argv: list[str], block: tuple[str, ...] = (), cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return _python(f"from lbparse.cli import main\nsys.exit(main({argv!r}))\n", block, cwd)
 
 
@@ -54,7 +61,8 @@ def test_the_table_is_pyprojects() -> None:
     """Each optional module's distribution is in its extra's list, and each
     distribution of an extra has its module in the table."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert set(extras) == {*EXTRAS, "all", "dev"}
     assert extras["all"] == [f"lbparse[{','.join(EXTRAS)}]"]
     pinned = {extra: {d.split("==")[0] for d in extras[extra]} for extra in EXTRAS}
@@ -63,20 +71,25 @@ def test_the_table_is_pyprojects() -> None:
     assert {(d, e) for e, ds in pinned.items() for d in ds} == set(MODULES.values())
 
 
-@pytest.mark.parametrize("argv,block,extra", [
-    (["report", SAMPLE, "-o", "r.html"], ("altair", "vl_convert"), "report"),
-    (["pipeline", SAMPLE, "-o", "out"], ("pyspark", "py4j"), "spark"),
-    (["tap", "nats://127.0.0.1:9", "foo", "--count", "1"], ("nats", "nkeys", "nacl"), "live"),
-    (["generate", "--lang", "python", "-o", "gen"], ("grpc_tools",), "generate"),
-])
+@pytest.mark.parametrize(
+    "argv,block,extra",
+    [
+        (["report", SAMPLE, "-o", "r.html"], ("altair", "vl_convert"), "report"),
+        (["pipeline", SAMPLE, "-o", "out"], ("pyspark", "py4j"), "spark"),
+        (["tap", "nats://127.0.0.1:9", "foo", "--count", "1"], ("nats", "nkeys", "nacl"), "live"),
+        (["generate", "--lang", "python", "-o", "gen"], ("grpc_tools",), "generate"),
+    ],
+)
 @pytest.mark.slow
 def test_a_command_without_its_extra_says_which_pip_install(
-        tmp_path: Path, argv: list[str], block: tuple[str, ...], extra: str) -> None:
+    tmp_path: Path, argv: list[str], block: tuple[str, ...], extra: str
+) -> None:
     done = _lbparse(argv, block, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     line = f"pip install 'lbparse[{extra}]' (or 'lbparse[all]')\n"
-    assert done.stderr.startswith(f"lbparse {argv[0]}: ") and done.stderr.endswith(line), \
+    assert done.stderr.startswith(f"lbparse {argv[0]}: ") and done.stderr.endswith(line), (
         done.stderr
+    )
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written
 
@@ -95,19 +108,25 @@ def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) ->
     assert done.returncode != 0 and "Traceback" in done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("module,block,extra", [
-    ("lbparse.report.render", ("altair",), "report"),
-    ("lbparse.pipeline.job", ("pyspark",), "spark"),
-    ("nats.errors", ("nats",), "live"),
-    ("lbparse.streams.client", ("grpc",), "streams"),
-    ("lbparse.spark.streams_source", ("grpc",), "streams"),
-])
+@pytest.mark.parametrize(
+    "module,block,extra",
+    [
+        ("lbparse.report.render", ("altair",), "report"),
+        ("lbparse.pipeline.job", ("pyspark",), "spark"),
+        ("nats.errors", ("nats",), "live"),
+        ("lbparse.streams.client", ("grpc",), "streams"),
+        ("lbparse.spark.streams_source", ("grpc",), "streams"),
+    ],
+)
 def test_need_says_which_pip_install(module: str, block: tuple[str, ...], extra: str) -> None:
     """lbparse.extras.need, the one way a function imports late: a missing
     extra is MissingExtra (a ModuleNotFoundError) with missing_extra's line."""
-    done = _python("from lbparse.extras import MissingExtra, need\n"
-                   f"try:\n    need({module!r})\n"
-                   "except MissingExtra as exc:\n    print(exc.name, exc)\n", block)
+    done = _python(
+        "from lbparse.extras import MissingExtra, need\n"
+        f"try:\n    need({module!r})\n"
+        "except MissingExtra as exc:\n    print(exc.name, exc)\n",
+        block,
+    )
     assert done.returncode == 0, done.stderr
     name = done.stdout.split(" ", 1)[0]  # the module missing (several, in the light install)
     # One blocked here, or, in the light install, another extra's not installed at all
@@ -115,18 +134,20 @@ def test_need_says_which_pip_install(module: str, block: tuple[str, ...], extra:
     assert name in block or importlib.util.find_spec(name) is None, done.stdout
     said = extra if name in block else MODULES[name][1]
     assert MODULES[name][1] == said and done.stdout.endswith(
-        f"pip install 'lbparse[{said}]' (or 'lbparse[all]')\n"), done.stdout
+        f"pip install 'lbparse[{said}]' (or 'lbparse[all]')\n"
+    ), done.stdout
 
 
 def test_need_leaves_a_module_that_is_not_optional_alone() -> None:
     """A hard dependency missing is a broken install: its own error, not an extra's."""
-    done = _python("from lbparse.extras import MissingExtra, need\n"
-                   "try:\n    need('pyarrow')\n"
-                   "except MissingExtra:\n    print('extra')\n"
-                   "except ModuleNotFoundError as exc:\n    print('missing', exc.name)\n",
-                   ("pyarrow",))
+    done = _python(
+        "from lbparse.extras import MissingExtra, need\n"
+        "try:\n    need('pyarrow')\n"
+        "except MissingExtra:\n    print('extra')\n"
+        "except ModuleNotFoundError as exc:\n    print('missing', exc.name)\n",
+        ("pyarrow",),
+    )
     assert done.stdout == "missing pyarrow\n", done.stderr
-
 
 
 @pytest.mark.slow

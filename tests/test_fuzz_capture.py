@@ -11,11 +11,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from lbparse.capture import KINDS, CaptureError, CaptureReader
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support import capwriter as cw
 from support.hostile import check_capture, check_capture_file, seed_envelopes
+
+from lbparse.capture import KINDS, CaptureError, CaptureReader
 
 PAYLOADS = seed_envelopes()[:6]
 
@@ -84,8 +85,9 @@ def _length_fields(data: bytes, fmt: str) -> list[int]:
     return out
 
 
-ABSURD = st.sampled_from([0, 1, 3, 11, 12, 13, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 26, (1 << 26) + 4,
-                          65536]) | st.integers(0, (1 << 32) - 1)
+ABSURD = st.sampled_from(
+    [0, 1, 3, 11, 12, 13, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 26, (1 << 26) + 4, 65536]
+) | st.integers(0, (1 << 32) - 1)
 
 
 @pytest.fixture(scope="module")
@@ -95,21 +97,27 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=timedelta(seconds=10),
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=timedelta(seconds=10),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(fmt=st.sampled_from(["pcap", "pcapng"]), data=st.data())
 def test_absurd_length_fields(clean: dict[str, bytes], fmt: str, data: st.DataObject) -> None:
     raw = bytearray(clean[fmt])
     fields = _length_fields(bytes(raw), fmt)
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.sampled_from(fields))
-        raw[at:at + 4] = struct.pack("<I", data.draw(ABSURD))
+        raw[at : at + 4] = struct.pack("<I", data.draw(ABSURD))
     check_capture(bytes(raw), layout="v0")
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=timedelta(seconds=10),
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=timedelta(seconds=10),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(fmt=st.sampled_from(["pcap", "pcapng"]), data=st.data())
 def test_random_damage(clean: dict[str, bytes], fmt: str, data: st.DataObject) -> None:
     raw = bytearray(clean[fmt])
@@ -121,9 +129,9 @@ def test_random_damage(clean: dict[str, bytes], fmt: str, data: st.DataObject) -
         elif how == "insert":
             raw[at:at] = data.draw(st.binary(min_size=1, max_size=40))
         elif how == "delete":
-            del raw[at:at + data.draw(st.integers(1, 40))]
+            del raw[at : at + data.draw(st.integers(1, 40))]
         elif how == "overwrite":
-            raw[at:at + 8] = data.draw(st.binary(min_size=8, max_size=8))
+            raw[at : at + 8] = data.draw(st.binary(min_size=8, max_size=8))
         elif how == "cut":
             del raw[at:]
     check_capture(bytes(raw), layout="auto")

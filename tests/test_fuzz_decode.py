@@ -12,16 +12,16 @@ from datetime import timedelta
 
 import crc32c
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from support.hostile import (check_decode, check_differential, check_headers_agree,
-                             seed_envelopes)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.hostile import check_decode, check_differential, check_headers_agree, seed_envelopes
 
 SEEDS = seed_envelopes()
 # Generous: a hang (a loop not bounded by the input) shows as a deadline
 # failure, a slow shared machine does not.
-FUZZ = settings(max_examples=500, deadline=timedelta(seconds=5),
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=500, deadline=timedelta(seconds=5), suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite
@@ -29,14 +29,27 @@ def mutated(draw: st.DrawFn) -> bytes:
     """A seed envelope with one to three structure-aware mutations."""
     data = bytearray(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(1, 3))):
-        op = draw(st.sampled_from(["flip", "truncate", "header_len", "msg_type", "crc",
-                                   "fix_crc", "splice", "insert", "delete"]))
+        op = draw(
+            st.sampled_from(
+                [
+                    "flip",
+                    "truncate",
+                    "header_len",
+                    "msg_type",
+                    "crc",
+                    "fix_crc",
+                    "splice",
+                    "insert",
+                    "delete",
+                ]
+            )
+        )
         n = len(data)
         if op == "flip" and n:
             i = draw(st.integers(0, n - 1))
             data[i] ^= 1 << draw(st.integers(0, 7))
         elif op == "truncate":
-            del data[draw(st.integers(0, n)):]
+            del data[draw(st.integers(0, n)) :]
         elif op == "header_len" and n > 5:
             data[5] = draw(st.sampled_from([0, 4, 7, 8, 9, 11, 12, 13, 16, 64, 255]))
         elif op == "msg_type" and n > 7:
@@ -48,13 +61,13 @@ def mutated(draw: st.DrawFn) -> bytes:
             data[8:12] = crc32c.crc32c(bytes(data[12:])).to_bytes(4, "big")
         elif op == "splice" and n:
             i = draw(st.integers(0, n - 1))
-            data[i:i + 8] = draw(st.binary(min_size=1, max_size=8))
+            data[i : i + 8] = draw(st.binary(min_size=1, max_size=8))
         elif op == "insert":
             i = draw(st.integers(0, n))
             data[i:i] = draw(st.binary(min_size=1, max_size=16))
         elif op == "delete" and n:
             i = draw(st.integers(0, n - 1))
-            del data[i:i + draw(st.integers(1, 8))]
+            del data[i : i + draw(st.integers(1, 8))]
     return bytes(data)
 
 
@@ -95,11 +108,17 @@ def test_truncation_at_every_header_boundary(seed: int) -> None:
 
 @pytest.mark.slow
 @settings(max_examples=150, deadline=timedelta(seconds=5))
-@given(version=st.sampled_from([0, 0, 0, 1, 255]), hl=st.integers(0, 255),
-       flags=st.integers(0, 255), byte7=st.integers(0, 255), payload=st.sampled_from(SEEDS),
-       crc=st.sampled_from(["right", "wrong", "none"]))
-def test_header_sweeps(version: int, hl: int, flags: int, byte7: int, payload: bytes,
-                       crc: str) -> None:
+@given(
+    version=st.sampled_from([0, 0, 0, 1, 255]),
+    hl=st.integers(0, 255),
+    flags=st.integers(0, 255),
+    byte7=st.integers(0, 255),
+    payload=st.sampled_from(SEEDS),
+    crc=st.sampled_from(["right", "wrong", "none"]),
+)
+def test_header_sweeps(
+    version: int, hl: int, flags: int, byte7: int, payload: bytes, crc: str
+) -> None:
     """Every header length and MsgType over real payloads, the CRC right,
     wrong or absent."""
     body = payload[12:] if payload[6:7] == b"\x01" else payload[8:]

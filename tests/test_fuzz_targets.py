@@ -53,9 +53,9 @@ def test_the_batch_target_catches_a_misaligned_row(monkeypatch: pytest.MonkeyPat
         targets.batch(bytes([len(ack)]) + ack + bytes([len(msg)]) + msg)
 
 
-def test_the_storage_target_catches_a_c_loop_that_disagrees(corpus: Path,
-                                                           monkeypatch: pytest.MonkeyPatch
-                                                           ) -> None:
+def test_the_storage_target_catches_a_c_loop_that_disagrees(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lbparse.storage import segment as seg
 
     if seg._native is None:
@@ -74,8 +74,9 @@ def test_the_storage_target_catches_a_c_loop_that_disagrees(corpus: Path,
             targets.storage(data)
 
 
-def test_the_raftdb_target_catches_a_budget_overrun(corpus: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_raftdb_target_catches_a_budget_overrun(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The raftdb target (issue #27) fails on a reader that copies past
     Limits.max_raft_db (its crafted seed of keys sharing one value)."""
     from lbparse.storage import raftdb
@@ -90,7 +91,8 @@ def test_the_raftdb_target_catches_a_budget_overrun(corpus: Path,
 
 
 def test_the_h2_target_catches_a_reader_that_depends_on_the_cut(
-        corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The h2 target (issue #28) reads each seed connection whole and cut into
     small segments: a reader that loses a segment's last byte when it is cut
     small (a frame header split across segments, say) fails it."""
@@ -101,8 +103,9 @@ def test_the_h2_target_catches_a_reader_that_depends_on_the_cut(
     for data in seeds:
         targets.h2(data)
     real = h2.Side.feed
-    monkeypatch.setattr(h2.Side, "feed",
-                        lambda self, data: real(self, data[:-1] if 1 < len(data) < 4 else data))
+    monkeypatch.setattr(
+        h2.Side, "feed", lambda self, data: real(self, data[:-1] if 1 < len(data) < 4 else data)
+    )
     with pytest.raises(AssertionError, match="cut every"):
         for data in seeds:
             targets.h2(data)
@@ -117,10 +120,22 @@ def _harness(name: str, corpus: Path, runs: int) -> str:
     pytest.importorskip("atheris")
     work = corpus.parent / f"run-{name}-{runs}"
     shutil.copytree(corpus / targets.SEEDS.get(name, name), work)
-    out = subprocess.run([sys.executable, str(ROOT / "fuzz" / "harness.py"), name, str(work),
-                          f"-runs={runs}", "-timeout=10", "-rss_limit_mb=2048",
-                          f"-artifact_prefix={corpus.parent}/"],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "fuzz" / "harness.py"),
+            name,
+            str(work),
+            f"-runs={runs}",
+            "-timeout=10",
+            "-rss_limit_mb=2048",
+            f"-artifact_prefix={corpus.parent}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     # libFuzzer counts the seeds it loads too: at least `runs` in all.
     done = re.search(r"^Done (\d+) runs", out.stderr, re.MULTILINE)
@@ -140,11 +155,20 @@ def test_run_py_forks_each_campaign_from_one_server(corpus: Path, tmp_path: Path
 
     server = fuzz_run.Server(tmp_path / "server.log")
     try:
-        results = {t: fuzz_run.run_target(t, 3, tmp_path / "corpus" / t, tmp_path / "art" / t,
-                                          tmp_path / f"{t}.log", server=server)
-                   for t in ("decode", "nats")}
-        endless = server.run("decode", [str(corpus / "decode"), "-runs=100000000"],
-                             tmp_path / "endless.log", 3)
+        results = {
+            t: fuzz_run.run_target(
+                t,
+                3,
+                tmp_path / "corpus" / t,
+                tmp_path / "art" / t,
+                tmp_path / f"{t}.log",
+                server=server,
+            )
+            for t in ("decode", "nats")
+        }
+        endless = server.run(
+            "decode", [str(corpus / "decode"), "-runs=100000000"], tmp_path / "endless.log", 3
+        )
     finally:
         server.close()
     assert server.proc.returncode == 0
@@ -163,8 +187,9 @@ def test_the_batch_target_holds_its_memory_under_the_fuzzer(corpus: Path) -> Non
     cache) to its 512th grows less than 12 MB, 47 KB an execution (before
     the guard: ~100 KB an execution, 56 MB over 550; now about 2 MB)."""
     err = _harness("batch", corpus, 512)
-    rss = [(int(n), int(mb)) for n, mb in re.findall(r"^#(\d+)\s.*\brss: (\d+)Mb", err,
-                                                      re.MULTILINE)]
+    rss = [
+        (int(n), int(mb)) for n, mb in re.findall(r"^#(\d+)\s.*\brss: (\d+)Mb", err, re.MULTILINE)
+    ]
     after = [(n, mb) for n, mb in rss if n >= 256]
     assert len(after) >= 2 and after[-1][0] - after[0][0] >= 200, err[-2000:]
     assert after[-1][1] - after[0][1] < 12, rss

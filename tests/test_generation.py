@@ -12,13 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from generations import (
+    LEGACY_ACK,
+    LEGACY_MESSAGE,
+    V0_INFO,
+    V0_PUBLISH,
+    _write,
+    legacy_capture,
+    v0_capture,
+)
+from support.capwriter import Conn
 
 import lbparse
-from lbparse.codec import generation
 from lbparse.capture import CaptureReader
-from generations import (LEGACY_ACK, LEGACY_MESSAGE, V0_INFO, V0_PUBLISH, legacy_capture,
-                         v0_capture, _write)
-from support.capwriter import Conn
+from lbparse.codec import generation
 
 
 def test_alone_each_stays_ambiguous() -> None:
@@ -53,14 +60,20 @@ def test_a_v0_capture_reads_as_v0_by_the_narrowest_scope(tmp_path: Path) -> None
 
 
 def test_proof_of_both_resolves_nothing(tmp_path: Path) -> None:
-    conns = [(Conn(client=("127.0.0.1", 40021)), [("info", V0_INFO)]),
-             (Conn(client=("127.0.0.1", 40022)), [("acks", LEGACY_ACK)]),
-             (Conn(client=("127.0.0.1", 40023)), [("x", b"plain"), ("x", b"plain"),
-                                                  ("orders", V0_PUBLISH)])]
+    conns = [
+        (Conn(client=("127.0.0.1", 40021)), [("info", V0_INFO)]),
+        (Conn(client=("127.0.0.1", 40022)), [("acks", LEGACY_ACK)]),
+        (
+            Conn(client=("127.0.0.1", 40023)),
+            [("x", b"plain"), ("x", b"plain"), ("orders", V0_PUBLISH)],
+        ),
+    ]
     _write(tmp_path / "both.pcap", conns)
     env = [r.envelope for r in CaptureReader(tmp_path / "both.pcap") if r.subject == "orders"][0]
-    assert env.ambiguous and env.reasons[-1] == \
-        "context: this capture carried v0 and legacy alike: still ambiguous"
+    assert (
+        env.ambiguous
+        and env.reasons[-1] == "context: this capture carried v0 and legacy alike: still ambiguous"
+    )
 
 
 def test_resolving_gives_a_new_envelope_and_leaves_the_decoded_one_alone() -> None:
@@ -74,12 +87,18 @@ def test_resolving_gives_a_new_envelope_and_leaves_the_decoded_one_alone() -> No
     before = amb.to_json_dict()
     got = ctx.see(conn, "orders", amb, V0_PUBLISH)
     assert got is not amb and amb.to_json_dict() == before and amb.ambiguous
-    assert (got.layout, got.ambiguous, got.layout_candidates, got.confidence) == \
-        ("v0", False, (), 0.9)
+    assert (got.layout, got.ambiguous, got.layout_candidates, got.confidence) == (
+        "v0",
+        False,
+        (),
+        0.9,
+    )
     assert got.reasons[:-1] == amb.reasons and got.reasons[-1].startswith(
-        "context: this connection (127.0.0.1:40011 <-> 127.0.0.1:4222) carried MsgTypes only")
-    assert got == amb.replace(ambiguous=False, layout_candidates=(), confidence=0.9,
-                              reasons=got.reasons)
+        "context: this connection (127.0.0.1:40011 <-> 127.0.0.1:4222) carried MsgTypes only"
+    )
+    assert got == amb.replace(
+        ambiguous=False, layout_candidates=(), confidence=0.9, reasons=got.reasons
+    )
     with pytest.raises(AttributeError):
         amb.reasons = ()  # type: ignore[misc]
     # Proof of both: still ambiguous, and only the copy says why.
@@ -91,7 +110,8 @@ def test_resolving_gives_a_new_envelope_and_leaves_the_decoded_one_alone() -> No
 
 
 def test_no_proof_within_the_window_leaves_the_first_messages_alone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(generation, "WINDOW", 3)
     path = legacy_capture(tmp_path / "late.pcap", messages=8, acks_from=6)
     reader = CaptureReader(path)
@@ -101,9 +121,10 @@ def test_no_proof_within_the_window_leaves_the_first_messages_alone(
     assert first_ack > 3
     before = [r.envelope for r in recs[:first_ack] if r.subject == "orders"]
     assert all(e.ambiguous for e in before)  # never held past the window: auto's own answer
-    assert all(e.layout == "legacy" for e in orders[len(before):])
-    assert [r.subject for r in recs] == [r.subject for r in
-                                         CaptureReader(path, layout="v0")]  # order kept
+    assert all(e.layout == "legacy" for e in orders[len(before) :])
+    assert [r.subject for r in recs] == [
+        r.subject for r in CaptureReader(path, layout="v0")
+    ]  # order kept
     assert reader.stats.messages == len(recs)
 
 
@@ -121,18 +142,21 @@ class _Collect:
     def write(self, table: str, n: int, columns: dict) -> None:
         if table != "messages":  # a payload table: no layout
             return
-        for pos, layout, kind in zip(columns["position"].to_pylist(),
-                                     columns["layout"].to_pylist(),
-                                     columns["error_kind"].to_pylist()
-                                     if "error_kind" in columns else [None] * n):
+        for pos, layout, kind in zip(
+            columns["position"].to_pylist(),
+            columns["layout"].to_pylist(),
+            columns["error_kind"].to_pylist() if "error_kind" in columns else [None] * n,
+        ):
             self.rows[pos] = None if kind else layout
 
 
-@pytest.mark.parametrize("window,window_bytes,batch_rows", [
-    (10_000, 64 << 20, 2), (3, 64 << 20, 2), (10_000, 150, 2), (10_000, 150, 64)])
+@pytest.mark.parametrize(
+    "window,window_bytes,batch_rows",
+    [(10_000, 64 << 20, 2), (3, 64 << 20, 2), (10_000, 150, 2), (10_000, 150, 64)],
+)
 def test_the_pipelines_unit_reading_gives_the_readers_layouts(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int, window_bytes: int,
-        batch_rows: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int, window_bytes: int, batch_rows: int
+) -> None:
     """Without Spark: process_unit (one unit, batches of `batch_rows`, held until
     the first proof) against the capture reader, whatever bounds the window."""
     from lbparse.columnar.decode_arrow import DecodeOptions
@@ -145,8 +169,9 @@ def test_the_pipelines_unit_reading_gives_the_readers_layouts(
     want = [r.envelope.layout if r.envelope else None for r in CaptureReader(path)]
     source = SourceOptions(batch_rows=batch_rows)
     writer = _Collect()
-    process_unit(plan([str(path)], source)[0], TaskOptions(DecodeOptions(layout="auto"), source),
-                 writer)  # type: ignore[arg-type]
+    process_unit(
+        plan([str(path)], source)[0], TaskOptions(DecodeOptions(layout="auto"), source), writer
+    )  # type: ignore[arg-type]
     assert [writer.rows[i] for i in sorted(writer.rows)] == want
     if window == 10_000 and window_bytes > 1000:
         assert want.count("legacy") == 10  # 8 Messages and 2 Acks: all resolved

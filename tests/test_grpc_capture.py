@@ -18,13 +18,13 @@ from typing import Any
 
 import hpack
 import pytest
+from support import capwriter as cw
+from support.shared import LIFTBRIDGE, shared_path
 
 from lbparse.capture import CaptureReader, Notice
 from lbparse.capture.grpc import METHODS, GrpcCall, GrpcMessage
 from lbparse.columnar.grpctables import grpc_tables
 from lbparse_generated.proto import api_pb2
-from support import capwriter as cw
-from support.shared import LIFTBRIDGE, shared_path
 
 ROOT = Path(__file__).resolve().parent.parent
 API_PORTS = (29392, 29393, 29394)
@@ -52,8 +52,10 @@ def api_short() -> tuple[list[Any], list[Notice], int]:
 
 # -- the shared capture -------------------------------------------------------------
 
-def test_every_call_of_the_api_capture_is_read(api_short: tuple[list[Any], list[Notice], int]
-                                               ) -> None:
+
+def test_every_call_of_the_api_capture_is_read(
+    api_short: tuple[list[Any], list[Notice], int],
+) -> None:
     items, notices, _ = api_short
     calls = calls_of(items)
     assert calls, "no gRPC call found"
@@ -70,14 +72,21 @@ def test_every_call_of_the_api_capture_is_read(api_short: tuple[list[Any], list[
             assert call.end in ("rst_stream", "closed", "capture_end")
             assert call.method.client_streaming or call.method.server_streaming
     ended = Counter(c.end for c in calls if c.end != "trailers")
-    said = Counter("rst_stream" if "RST_STREAM" in n.message else
-                   "closed" if "the connection ends" in n.message else "capture_end"
-                   for n in notices if n.kind in ("grpc", "incomplete"))
+    said = Counter(
+        "rst_stream"
+        if "RST_STREAM" in n.message
+        else "closed"
+        if "the connection ends" in n.message
+        else "capture_end"
+        for n in notices
+        if n.kind in ("grpc", "incomplete")
+    )
     assert ended == said
 
 
-def test_each_calls_messages_are_its_records(api_short: tuple[list[Any], list[Notice], int]
-                                             ) -> None:
+def test_each_calls_messages_are_its_records(
+    api_short: tuple[list[Any], list[Notice], int],
+) -> None:
     items, _, _ = api_short
     per_call: dict[tuple[str, int], Counter[str]] = {}
     for m in messages_of(items):
@@ -100,8 +109,9 @@ def test_each_calls_messages_are_its_records(api_short: tuple[list[Any], list[No
     assert not per_call  # no message outside a call
 
 
-def test_subscribe_and_publish_async_streams(api_short: tuple[list[Any], list[Notice], int]
-                                             ) -> None:
+def test_subscribe_and_publish_async_streams(
+    api_short: tuple[list[Any], list[Notice], int],
+) -> None:
     """Subscribe's server stream is its sequence of Messages (the first an
     empty one: the server's "subscribed"), PublishAsync's two streams
     their PublishRequests and PublishResponses, paired by correlation id."""
@@ -116,19 +126,39 @@ def test_subscribe_and_publish_async_streams(api_short: tuple[list[Any], list[No
     pubs = [c for c in calls if c.method_name == "PublishAsync"]
     assert pubs
     sent = {m["correlationId"] for c in pubs for m in c.to_json_dict()["requests"]}
-    acked = {m["correlationId"] for c in pubs for m in c.to_json_dict()["responses"]
-             if "correlationId" in m}
+    acked = {
+        m["correlationId"]
+        for c in pubs
+        for m in c.to_json_dict()["responses"]
+        if "correlationId" in m
+    }
     assert acked and acked <= sent
 
 
 def _tshark(capture: Path, *fields: str, ports: Any = API_PORTS) -> list[list[str]]:
     decode = [a for p in ports for a in ("-d", f"tcp.port=={p},http2")]
     out = subprocess.run(
-        ["tshark", "-n", "-r", str(capture), *decode, "-o",
-         f'uat:protobuf_search_paths:"{ROOT / "spec" / "proto"}","TRUE"',
-         "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
-         *(a for f in fields for a in ("-e", f))],
-        capture_output=True, text=True, timeout=300, check=True).stdout
+        [
+            "tshark",
+            "-n",
+            "-r",
+            str(capture),
+            *decode,
+            "-o",
+            f'uat:protobuf_search_paths:"{ROOT / "spec" / "proto"}","TRUE"',
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-E",
+            "aggregator=|",
+            *(a for f in fields for a in ("-e", f)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     columns: list[list[str]] = [[] for _ in fields]
     for line in out.splitlines():
         for i, value in enumerate(line.split("\t")):
@@ -137,15 +167,17 @@ def _tshark(capture: Path, *fields: str, ports: Any = API_PORTS) -> list[list[st
 
 
 @pytest.mark.slow
-def test_the_api_capture_agrees_with_tshark(api_short: tuple[list[Any], list[Notice], int]
-                                            ) -> None:
+def test_the_api_capture_agrees_with_tshark(api_short: tuple[list[Any], list[Notice], int]) -> None:
     """tshark, told the API's ports and spec/proto, finds as many calls of
     each method, as many gRPC messages, and as many (non-empty) messages
     of each request and response type."""
     items, _, _ = api_short
-    paths, lengths, names = _tshark(shared_path("liftbridge", "samples", "api-short.pcapng"),
-                                    "http2.headers.path", "grpc.message_length",
-                                    "protobuf.message.name")
+    paths, lengths, names = _tshark(
+        shared_path("liftbridge", "samples", "api-short.pcapng"),
+        "http2.headers.path",
+        "grpc.message_length",
+        "protobuf.message.name",
+    )
     assert Counter(c.path for c in calls_of(items)) == Counter(paths)
     msgs = messages_of(items)
     assert len(msgs) == len(lengths)
@@ -156,6 +188,7 @@ def test_the_api_capture_agrees_with_tshark(api_short: tuple[list[Any], list[Not
 
 
 # -- a fresh run of the real cluster, its API captured ------------------------------
+
 
 @pytest.fixture(scope="module")
 def api_run(liftbridge_short_api: Any) -> Any:
@@ -171,8 +204,9 @@ def client_stats(log: str) -> Counter[str]:
     stats: Counter[str] = Counter()
     for line in log.splitlines():
         if " done in " in line:
-            stats.update({k: int(v) for k, v in
-                          (kv.split("=") for kv in line.split(": ", 1)[1].split())})
+            stats.update(
+                {k: int(v) for k, v in (kv.split("=") for kv in line.split(": ", 1)[1].split())}
+            )
     return stats
 
 
@@ -193,8 +227,9 @@ def check_calls_against_client_log(run: Any) -> None:
     # PublishResponse with an ack.
     # Its admin step's publishes (to paused and readonly partitions) are
     # logged, not counted: one line each, ": <nil>" or "resumed it" when acked.
-    admin = [x for x in log.splitlines()
-             if "] publish to paused " in x or "] publish to readonly " in x]
+    admin = [
+        x for x in log.splitlines() if "] publish to paused " in x or "] publish to readonly " in x
+    ]
     admin_ok = [x for x in admin if "resumed it" in x or ": <nil>" in x]
     acks = sum(v for k, v in stats.items() if k.startswith("ack_"))  # per AckPolicy
     published = [m for m in msgs if m.type == "proto.PublishRequest"]
@@ -204,8 +239,11 @@ def check_calls_against_client_log(run: Any) -> None:
     # failed: `async_err`) sat in the client's HTTP/2 buffer first, and a
     # node killed under it loses it (grpc-go #2159): only a run that kills
     # nodes may lose those, and only on a stream the kill cut.
-    answered_sends = acks + len(admin) + sum(stats[k] for k in (
-        "async_ack", "occ_ok", "occ_err", "too_large_err"))
+    answered_sends = (
+        acks
+        + len(admin)
+        + sum(stats[k] for k in ("async_ack", "occ_ok", "occ_err", "too_large_err"))
+    )
     buffered = stats["sent_none"] + stats["async_err"]
     made = answered_sends + buffered
     # A publish that failed to send (a node killed under it) may or may not
@@ -222,8 +260,9 @@ def check_calls_against_client_log(run: Any) -> None:
     acked = acks + stats["async_ack"] + stats["occ_ok"] + len(admin_ok)
     answered = len([a for a in answers if "asyncError" not in a])
     assert acked <= answered <= acked + failed, (answered, acked, failed)
-    assert len([a for a in answers if "asyncError" in a]) == \
-        stats["occ_err"] + stats["too_large_err"] + len(admin) - len(admin_ok)
+    assert len([a for a in answers if "asyncError" in a]) == stats["occ_err"] + stats[
+        "too_large_err"
+    ] + len(admin) - len(admin_ok)
 
 
 @pytest.mark.slow
@@ -244,8 +283,9 @@ def test_the_full_run_agrees_with_tshark(liftbridge_full: Any) -> None:
     and as many gRPC messages, of the same lengths."""
     items, _, _ = read(liftbridge_full.capture)
     ports = range(liftbridge_full.lb_port, liftbridge_full.lb_port + 3)
-    paths, lengths = _tshark(liftbridge_full.capture, "http2.headers.path",
-                             "grpc.message_length", ports=ports)
+    paths, lengths = _tshark(
+        liftbridge_full.capture, "http2.headers.path", "grpc.message_length", ports=ports
+    )
     assert Counter(c.path for c in calls_of(items)) == Counter(paths)
     msgs = messages_of(items)
     assert sorted(m.length for m in msgs) == sorted(int(n) for n in lengths)
@@ -253,9 +293,11 @@ def test_the_full_run_agrees_with_tshark(liftbridge_full: Any) -> None:
 
 # -- calls made here ----------------------------------------------------------------
 
+
 def frame(ftype: int, flags: int, sid: int, payload: bytes) -> bytes:
-    return len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") \
-        + payload
+    return (
+        len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
+    )
 
 
 def grpc_message(body: bytes, flag: int = 0) -> bytes:
@@ -266,13 +308,28 @@ SETTINGS = frame(4, 0, 0, b"")
 
 
 def request_headers(enc: hpack.Encoder, method: str, *extra: tuple[str, str]) -> bytes:
-    return enc.encode([(":method", "POST"), (":scheme", "http"), (":path", f"/proto.API/{method}"),
-                       (":authority", "127.0.0.1"), ("content-type", "application/grpc"),
-                       ("te", "trailers"), *extra])
+    return enc.encode(
+        [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", f"/proto.API/{method}"),
+            (":authority", "127.0.0.1"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            *extra,
+        ]
+    )
 
 
-def h2c_capture(path: Path, client: list[bytes], server: list[bytes], port: int = 7001,
-                handshake: bool = True, mss: int | None = None, fin: bool = False) -> Path:
+def h2c_capture(
+    path: Path,
+    client: list[bytes],
+    server: list[bytes],
+    port: int = 7001,
+    handshake: bool = True,
+    mss: int | None = None,
+    fin: bool = False,
+) -> Path:
     """A capture of one connection: the client's bytes, then the server's,
     alternating by piece (`fin`: then both close)."""
     conn = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", port))
@@ -284,8 +341,9 @@ def h2c_capture(path: Path, client: list[bytes], server: list[bytes], port: int 
             pkts += conn.send("s", server[i], mss)
     if fin:
         pkts += [conn.fin("c"), conn.fin("s")]
-    cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(pkts)])
+    cw.write_pcap(
+        str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
+    )
     return path
 
 
@@ -293,18 +351,37 @@ def _unary(tmp_path: Path, mss: int | None = None) -> Path:
     ce, se = hpack.Encoder(), hpack.Encoder()
     req = api_pb2.FetchCursorRequest(stream="orders", partition=2, cursorId="c1")
     resp = api_pb2.FetchCursorResponse(offset=41)
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
-              + frame(1, 4, 1, request_headers(ce, "FetchCursor", ("grpc-encoding", "gzip")))
-              + frame(0, 1, 1, grpc_message(gzip.compress(req.SerializeToString()), 1))]
-    server = [SETTINGS + frame(1, 4, 1, se.encode([(":status", "200"),
-                                                    ("content-type", "application/grpc")]))
-              + frame(0, 0, 1, grpc_message(resp.SerializeToString()))
-              + frame(1, 5, 1, se.encode([("grpc-status", "0"), ("grpc-message", "")]))]
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(ce, "FetchCursor", ("grpc-encoding", "gzip")))
+        + frame(0, 1, 1, grpc_message(gzip.compress(req.SerializeToString()), 1))
+    ]
+    server = [
+        SETTINGS
+        + frame(1, 4, 1, se.encode([(":status", "200"), ("content-type", "application/grpc")]))
+        + frame(0, 0, 1, grpc_message(resp.SerializeToString()))
+        + frame(1, 5, 1, se.encode([("grpc-status", "0"), ("grpc-message", "")]))
+    ]
     # A second call on the same connection, its path from HPACK's dynamic table.
-    client.append(frame(1, 4, 3, request_headers(ce, "FetchCursor"))
-                  + frame(0, 1, 3, grpc_message(req.SerializeToString())))
-    server.append(frame(1, 5, 3, se.encode([(":status", "200"), ("grpc-status", "5"),
-                                            ("grpc-message", "no such stream: orders%0A")])))
+    client.append(
+        frame(1, 4, 3, request_headers(ce, "FetchCursor"))
+        + frame(0, 1, 3, grpc_message(req.SerializeToString()))
+    )
+    server.append(
+        frame(
+            1,
+            5,
+            3,
+            se.encode(
+                [
+                    (":status", "200"),
+                    ("grpc-status", "5"),
+                    ("grpc-message", "no such stream: orders%0A"),
+                ]
+            ),
+        )
+    )
     return h2c_capture(tmp_path / "unary.pcap", client, server, mss=mss)
 
 
@@ -316,22 +393,45 @@ def test_unary_calls_on_any_port(tmp_path: Path, mss: int | None) -> None:
     items, notices, nats = read(_unary(tmp_path, mss))
     assert nats == 0 and notices == []
     first, second = calls_of(items)
-    assert first.to_json_dict() | {"ts": None, "request_ts": None, "first_response_ts": None,
-                                   "trailers_ts": None} == {
-        "grpc": "call", "ts": None, "client": "127.0.0.1:51000", "server": "127.0.0.1:7001",
-        "stream_id": 1, "method": "FetchCursor", "path": "/proto.API/FetchCursor",
-        "request_ts": None, "first_response_ts": None, "trailers_ts": None,
-        "http_status": "200", "grpc_status": 0, "grpc_message": "", "end": "trailers",
-        "request_count": 1, "response_count": 1,
+    assert first.to_json_dict() | {
+        "ts": None,
+        "request_ts": None,
+        "first_response_ts": None,
+        "trailers_ts": None,
+    } == {
+        "grpc": "call",
+        "ts": None,
+        "client": "127.0.0.1:51000",
+        "server": "127.0.0.1:7001",
+        "stream_id": 1,
+        "method": "FetchCursor",
+        "path": "/proto.API/FetchCursor",
+        "request_ts": None,
+        "first_response_ts": None,
+        "trailers_ts": None,
+        "http_status": "200",
+        "grpc_status": 0,
+        "grpc_message": "",
+        "end": "trailers",
+        "request_count": 1,
+        "response_count": 1,
         "requests": [{"stream": "orders", "partition": 2, "cursorId": "c1"}],
-        "responses": [{"offset": "41"}]}
+        "responses": [{"offset": "41"}],
+    }
     assert first.request_ts < first.first_response_ts <= first.trailers_ts  # type: ignore[operator]
-    assert (second.method_name, second.grpc_status, second.grpc_message, second.end) == \
-        ("FetchCursor", 5, "no such stream: orders\n", "trailers")
+    assert (second.method_name, second.grpc_status, second.grpc_message, second.end) == (
+        "FetchCursor",
+        5,
+        "no such stream: orders\n",
+        "trailers",
+    )
     assert second.first_response_ts == second.trailers_ts
     req = messages_of(items)[0]
     assert (req.compressed, req.type, req.message) == (
-        True, "proto.FetchCursorRequest", {"stream": "orders", "partition": 2, "cursorId": "c1"})
+        True,
+        "proto.FetchCursorRequest",
+        {"stream": "orders", "partition": 2, "cursorId": "c1"},
+    )
 
 
 def test_without_on_grpc_http2_stays_a_protocol_notice(tmp_path: Path) -> None:
@@ -343,13 +443,17 @@ def test_without_on_grpc_http2_stays_a_protocol_notice(tmp_path: Path) -> None:
 def test_other_encodings_are_named_and_the_rest_read(tmp_path: Path) -> None:
     ce, se = hpack.Encoder(), hpack.Encoder()
     body = api_pb2.FetchCursorRequest(stream="x").SerializeToString()
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
-              + frame(1, 4, 1, request_headers(ce, "FetchCursor", ("grpc-encoding", "snappy")))
-              + frame(0, 1, 1, grpc_message(b"\xff" + body, 1))]
-    server = [frame(1, 4, 1, se.encode([(":status", "200")]))
-              + frame(0, 0, 1, grpc_message(api_pb2.FetchCursorResponse(offset=3)
-                                            .SerializeToString()))
-              + frame(1, 5, 1, se.encode([("grpc-status", "0")]))]
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(ce, "FetchCursor", ("grpc-encoding", "snappy")))
+        + frame(0, 1, 1, grpc_message(b"\xff" + body, 1))
+    ]
+    server = [
+        frame(1, 4, 1, se.encode([(":status", "200")]))
+        + frame(0, 0, 1, grpc_message(api_pb2.FetchCursorResponse(offset=3).SerializeToString()))
+        + frame(1, 5, 1, se.encode([("grpc-status", "0")]))
+    ]
     items, _, _ = read(h2c_capture(tmp_path / "snappy.pcap", client, server))
     req, resp = messages_of(items)
     assert req.message is None and "'snappy'" in (req.error or "")
@@ -362,23 +466,29 @@ def test_rst_stream_goaway_and_a_half_captured_call(tmp_path: Path) -> None:
     by the client, a GOAWAY: each said, each call a record, nothing lost."""
     ce, se = hpack.Encoder(), hpack.Encoder()
     pub = api_pb2.PublishRequest(stream="s", correlationId="k1").SerializeToString()
-    client = [frame(1, 4, 5, request_headers(ce, "PublishAsync"))
-              + frame(0, 0, 5, grpc_message(pub)),
-              frame(3, 0, 5, (8).to_bytes(4, "big"))]
-    server = [frame(1, 4, 3, se.encode([(":status", "200")]))
-              + frame(0, 0, 3, grpc_message(api_pb2.FetchMetadataResponse().SerializeToString()))
-              + frame(1, 5, 3, se.encode([("grpc-status", "0")])),
-              frame(7, 0, 0, (5).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye")]
-    items, notices, _ = read(h2c_capture(tmp_path / "mid.pcap", client, server,
-                                         handshake=False))
+    client = [
+        frame(1, 4, 5, request_headers(ce, "PublishAsync")) + frame(0, 0, 5, grpc_message(pub)),
+        frame(3, 0, 5, (8).to_bytes(4, "big")),
+    ]
+    server = [
+        frame(1, 4, 3, se.encode([(":status", "200")]))
+        + frame(0, 0, 3, grpc_message(api_pb2.FetchMetadataResponse().SerializeToString()))
+        + frame(1, 5, 3, se.encode([("grpc-status", "0")])),
+        frame(7, 0, 0, (5).to_bytes(4, "big") + (0).to_bytes(4, "big") + b"bye"),
+    ]
+    items, notices, _ = read(h2c_capture(tmp_path / "mid.pcap", client, server, handshake=False))
     calls = {c.stream_id: c for c in calls_of(items)}
     assert calls[3].end == "trailers" and calls[3].method is None
     assert calls[3].counts["server_to_client"] == 1
     assert calls[5].end == "rst_stream" and calls[5].rst_code == 8
     assert calls[5].to_json_dict()["requests"] == [{"stream": "s", "correlationId": "k1"}]
     said = " | ".join(n.message for n in notices)
-    for words in ("HPACK state unknown", "stream 3: a response whose request",
-                  "RST_STREAM CANCEL on stream 5", "GOAWAY NO_ERROR, last stream 5"):
+    for words in (
+        "HPACK state unknown",
+        "stream 3: a response whose request",
+        "RST_STREAM CANCEL on stream 5",
+        "GOAWAY NO_ERROR, last stream 5",
+    ):
         assert words in said
 
 
@@ -390,44 +500,65 @@ def test_a_reset_calls_late_answer_is_its_own(tmp_path: Path) -> None:
     capture does not hold"."""
     ce, se = hpack.Encoder(), hpack.Encoder()
     answer = api_pb2.FetchMetadataResponse(
-        brokers=[api_pb2.Broker(id="node1", host="127.0.0.1", port=9292)]).SerializeToString()
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
-              + frame(1, 4, 5, request_headers(ce, "FetchMetadata"))
-              + frame(0, 1, 5, grpc_message(b"")),
-              frame(3, 0, 5, (8).to_bytes(4, "big"))]
-    server = [SETTINGS, frame(1, 4, 5, se.encode([(":status", "200")]))
-              + frame(0, 0, 5, grpc_message(answer))
-              + frame(1, 5, 5, se.encode([("grpc-status", "0")]))]
+        brokers=[api_pb2.Broker(id="node1", host="127.0.0.1", port=9292)]
+    ).SerializeToString()
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + SETTINGS
+        + frame(1, 4, 5, request_headers(ce, "FetchMetadata"))
+        + frame(0, 1, 5, grpc_message(b"")),
+        frame(3, 0, 5, (8).to_bytes(4, "big")),
+    ]
+    server = [
+        SETTINGS,
+        frame(1, 4, 5, se.encode([(":status", "200")]))
+        + frame(0, 0, 5, grpc_message(answer))
+        + frame(1, 5, 5, se.encode([("grpc-status", "0")])),
+    ]
     capture = h2c_capture(tmp_path / "late.pcap", client, server)
     items, notices, _ = read(capture)
     (call,) = calls_of(items)
     assert (call.method_name, call.end, call.rst_code) == ("FetchMetadata", "rst_stream", 8)
     late = messages_of(items)[-1]
     assert late.to_json_dict() | {"ts": None} == {
-        "grpc": "message", "ts": None, "src": "127.0.0.1:7001", "dst": "127.0.0.1:51000",
-        "direction": "server_to_client", "stream_id": 5, "method": "FetchMetadata",
-        "type": "proto.FetchMetadataResponse", "index": 0, "compressed": False,
-        "length": len(answer), "late": True,
-        "message": {"brokers": [{"id": "node1", "host": "127.0.0.1", "port": 9292}]}}
+        "grpc": "message",
+        "ts": None,
+        "src": "127.0.0.1:7001",
+        "dst": "127.0.0.1:51000",
+        "direction": "server_to_client",
+        "stream_id": 5,
+        "method": "FetchMetadata",
+        "type": "proto.FetchMetadataResponse",
+        "index": 0,
+        "compressed": False,
+        "length": len(answer),
+        "late": True,
+        "message": {"brokers": [{"id": "node1", "host": "127.0.0.1", "port": 9292}]},
+    }
     # In the tables, the late message joins its call's row, after its request.
     (tables,) = grpc_tables(str(capture))
     calls, msgs = (tables[t].to_pylist() for t in ("grpc_calls", "grpc_messages"))
     assert [(c["position"], c["end"]) for c in calls] == [(0, "rst_stream")]
     assert [(m["position"], m["message_seq"], m["direction"]) for m in msgs] == [
-        (0, 0, "client_to_server"), (0, 1, "server_to_client")]
+        (0, 0, "client_to_server"),
+        (0, 1, "server_to_client"),
+    ]
     assert [n.message for n in notices] == [
         "RST_STREAM CANCEL on stream 5 (FetchMetadata)",
         "stream 5 (FetchMetadata): frames after its RST_STREAM, sent before the reset "
-        "reached the peer: read as the reset call's"]
+        "reached the peer: read as the reset call's",
+    ]
 
 
 @pytest.mark.parametrize("fin", [True, False])
 def test_a_call_open_when_its_connection_or_the_capture_ends(tmp_path: Path, fin: bool) -> None:
     enc = hpack.Encoder()
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
-              + frame(1, 4, 1, request_headers(enc, "Subscribe"))
-              + frame(0, 1, 1, grpc_message(api_pb2.SubscribeRequest(stream="s")
-                                            .SerializeToString()))]
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(enc, "Subscribe"))
+        + frame(0, 1, 1, grpc_message(api_pb2.SubscribeRequest(stream="s").SerializeToString()))
+    ]
     server = [SETTINGS + frame(1, 4, 1, enc.encode([(":status", "200")]))]
     items, notices, _ = read(h2c_capture(tmp_path / "open.pcap", client, server, fin=fin))
     (call,) = calls_of(items)
@@ -452,7 +583,8 @@ def test_nats_caught_inside_a_binary_payload_stays_nats(tmp_path: Path) -> None:
 
 
 def test_a_live_http2_connection_is_not_forgotten_past_max_flows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Past MAX_FLOWS connections the reader forgets idle ones; an HTTP/2
     connection between calls is not idle: its HPACK tables would be lost
     (the next call's :path is a reference into them)."""
@@ -466,16 +598,19 @@ def test_a_live_http2_connection_is_not_forgotten_past_max_flows(
     pkts += h2c.send("c", b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS)
     pkts += h2c.send("s", SETTINGS)
     for sid in (1, 3):
-        pkts += h2c.send("c", frame(1, 4, sid, request_headers(ce, "FetchCursor"))
-                         + frame(0, 1, sid, req))
-        pkts += h2c.send("s", frame(1, 5, sid, se.encode([(":status", "200"),
-                                                          ("grpc-status", "0")])))
+        pkts += h2c.send(
+            "c", frame(1, 4, sid, request_headers(ce, "FetchCursor")) + frame(0, 1, sid, req)
+        )
+        pkts += h2c.send(
+            "s", frame(1, 5, sid, se.encode([(":status", "200"), ("grpc-status", "0")]))
+        )
         for port in range(20):  # connections enough to make the reader forget idle ones
             nats = cw.Conn(("127.0.0.1", 40000 + sid * 100 + port), ("127.0.0.1", 4222))
             pkts += nats.handshake() + nats.send("c", cw.pub("a", b"x"))
     path = tmp_path / "many.pcap"
-    cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(pkts)])
+    cw.write_pcap(
+        str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
+    )
     items, notices, nats_count = read(path)
     assert nats_count == 40 and notices == []
     assert [c.method_name for c in calls_of(items)] == ["FetchCursor", "FetchCursor"]
@@ -501,30 +636,39 @@ def test_the_clis_output_reads_back_as_its_nats_records(tmp_path: Path) -> None:
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
     out = tmp_path / "api.jsonl"
     run = [sys.executable, "-P", "-m", "lbparse", "capture"]
-    subprocess.run(run + [str(capture), "-o", str(out)], env=env, timeout=300,
-                   capture_output=True)
+    subprocess.run(run + [str(capture), "-o", str(out)], env=env, timeout=300, capture_output=True)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     nats = [d for d in lines if "grpc" not in d]
     assert nats and len(nats) < len(lines)
-    again = subprocess.run(run + [str(out)], env=env, timeout=300, capture_output=True,
-                           text=True)
+    again = subprocess.run(run + [str(out)], env=env, timeout=300, capture_output=True, text=True)
     assert again.returncode == 0 and again.stderr == ""
     assert [json.loads(line) for line in again.stdout.splitlines()] == nats
 
 
 @pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_clis_stats_count_calls_by_method_and_status(
-        api_short: tuple[list[Any], list[Notice], int]) -> None:
+    api_short: tuple[list[Any], list[Notice], int],
+) -> None:
     capture = shared_path("liftbridge", "samples", "api-short.pcapng")
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
-    out = subprocess.run([sys.executable, "-P", "-m", "lbparse", "capture", str(capture), "-q",
-                          "--stats", "--all"], env=env, timeout=300, capture_output=True,
-                         text=True).stderr.splitlines()
-    rows = out[out.index("gRPC calls (by method and grpc-status, or how they ended):") + 1:]
-    got = {line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1])
-           for line in rows if line.startswith("  ")}
-    want = Counter(f"{c.method_name} " + (f"status {c.grpc_status}" if c.grpc_status is not None
-                                          else str(c.end)) for c in calls_of(api_short[0]))
+    out = subprocess.run(
+        [sys.executable, "-P", "-m", "lbparse", "capture", str(capture), "-q", "--stats", "--all"],
+        env=env,
+        timeout=300,
+        capture_output=True,
+        text=True,
+    ).stderr.splitlines()
+    rows = out[out.index("gRPC calls (by method and grpc-status, or how they ended):") + 1 :]
+    got = {
+        line.rsplit(None, 1)[0].strip(): int(line.rsplit(None, 1)[1])
+        for line in rows
+        if line.startswith("  ")
+    }
+    want = Counter(
+        f"{c.method_name} "
+        + (f"status {c.grpc_status}" if c.grpc_status is not None else str(c.end))
+        for c in calls_of(api_short[0])
+    )
     assert got == want
 
 
@@ -537,10 +681,16 @@ def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert [(r["grpc"], r["stream_id"]) for r in rows] == [
-        ("message", 1), ("message", 1), ("call", 1), ("message", 3), ("call", 3)]
+        ("message", 1),
+        ("message", 1),
+        ("call", 1),
+        ("message", 3),
+        ("call", 3),
+    ]
     assert rows[2]["ts"] == rows[2]["trailers_ts"] and isinstance(rows[2]["ts"], str)
-    table = subprocess.run(run + ["--format", "table"], capture_output=True, text=True, env=env,
-                           timeout=120).stdout.splitlines()
+    table = subprocess.run(
+        run + ["--format", "table"], capture_output=True, text=True, env=env, timeout=120
+    ).stdout.splitlines()
     assert [line.split()[4] for line in table] == ["GRPC", "GRPC", "CALL", "GRPC", "CALL"]
     assert "status=5" in table[-1] and "FetchCursor" in table[-1]
 
@@ -551,14 +701,21 @@ def test_a_call_without_a_status_says_so_in_the_table(tmp_path: Path) -> None:
     says `no status`, never Python's `status=None`."""
     ce = hpack.Encoder()
     req = api_pb2.FetchCursorRequest(stream="orders").SerializeToString()
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS
-              + frame(1, 4, 1, request_headers(ce, "FetchCursor"))
-              + frame(0, 1, 1, grpc_message(req))]
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(ce, "FetchCursor"))
+        + frame(0, 1, 1, grpc_message(req))
+    ]
     path = h2c_capture(tmp_path / "cut.pcap", client, [SETTINGS], fin=True)
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
-    out = subprocess.run([sys.executable, "-P", "-m", "lbparse", "capture", str(path),
-                          "--format", "table"], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-P", "-m", "lbparse", "capture", str(path), "--format", "table"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     calls = [line for line in out.stdout.splitlines() if " CALL " in line]
     assert len(calls) == 1 and "FetchCursor" in calls[0], out.stdout
     assert " no status " in calls[0] and "None" not in out.stdout

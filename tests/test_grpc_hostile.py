@@ -17,12 +17,13 @@ import hpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.growth import assert_linear
+from support.growth import peak_bytes as peak_of
+from test_grpc_capture import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse_generated.proto import api_pb2
-from support.growth import assert_linear, peak_bytes as peak_of
-from test_grpc_capture import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 
 PREFACE = h2.PREFACE
 
@@ -44,8 +45,9 @@ def notices(flows: h2.Flows) -> list[Notice]:
 
 def a_call(enc: hpack.Encoder, sid: int) -> bytes:
     body = api_pb2.FetchCursorRequest(stream="after").SerializeToString()
-    return frame(1, 4, sid, request_headers(enc, "FetchCursor")) + \
-        frame(0, 1, sid, grpc_message(body))
+    return frame(1, 4, sid, request_headers(enc, "FetchCursor")) + frame(
+        0, 1, sid, grpc_message(body)
+    )
 
 
 def requests(flows: h2.Flows) -> list[Any]:
@@ -53,6 +55,7 @@ def requests(flows: h2.Flows) -> list[Any]:
 
 
 # -- frame lengths ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("length", [16385, 0xFFFFFF])
 def test_a_frame_length_past_the_receivers_limit_is_refused_unbuffered(length: int) -> None:
@@ -62,7 +65,7 @@ def test_a_frame_length_past_the_receivers_limit_is_refused_unbuffered(length: i
     def run() -> None:
         side.feed(length.to_bytes(3, "big") + b"\x00\x00\x00\x00\x00\x01" + junk[:1000])
         for i in range(0, len(junk), 4096):
-            side.feed(junk[i:i + 4096])
+            side.feed(junk[i : i + 4096])
 
     assert peak_of(run) < 256 << 10  # nothing of the megabyte is held
     assert [n.kind for n in notices(flows)] == ["protocol"]
@@ -72,6 +75,7 @@ def test_a_frame_length_past_the_receivers_limit_is_refused_unbuffered(length: i
 
 
 # -- HPACK bombs --------------------------------------------------------------------
+
 
 def test_a_dynamic_table_size_past_the_limit_is_refused() -> None:
     flows, side = client_side()
@@ -158,9 +162,14 @@ def test_a_header_list_that_expands_past_the_limit_stops_there(refs: int) -> Non
     flows, side = client_side()
     block = _header_list_bomb(refs)
     t = time.perf_counter()
-    peak = peak_of(lambda: side.feed(b"".join(
-        frame(9 if i else 1, 4 if i + 16000 >= len(block) else 0, 1, block[i:i + 16000])
-        for i in range(0, len(block), 16000))))
+    peak = peak_of(
+        lambda: side.feed(
+            b"".join(
+                frame(9 if i else 1, 4 if i + 16000 >= len(block) else 0, 1, block[i : i + 16000])
+                for i in range(0, len(block), 16000)
+            )
+        )
+    )
     assert time.perf_counter() - t < 5
     assert peak < 4 * h2.MAX_HEADER_LIST + len(block) * 3
     if refs * 4000 > h2.MAX_HEADER_LIST:
@@ -170,6 +179,7 @@ def test_a_header_list_that_expands_past_the_limit_stops_there(refs: int) -> Non
 
 
 # -- CONTINUATION floods ------------------------------------------------------------
+
 
 def _flood(n: int) -> list[bytes]:
     """HEADERS without END_HEADERS, then `n` CONTINUATION frames of 1000 bytes."""
@@ -198,12 +208,13 @@ def test_continuation_floods_cost_linear_time() -> None:
         _, side = client_side()
         data = floods[n]
         for i in range(0, len(data), 1400):
-            side.feed(data[i:i + 1400])
+            side.feed(data[i : i + 1400])
 
     assert_linear(run, list(floods))
 
 
 # -- gRPC lengths -------------------------------------------------------------------
+
 
 def test_a_grpc_length_past_the_limit_is_refused_unbuffered() -> None:
     flows, side = client_side(max_length=1 << 20)
@@ -225,8 +236,10 @@ def test_a_grpc_length_past_the_limit_is_refused_unbuffered() -> None:
 def test_a_grpc_length_past_the_streams_end_is_said() -> None:
     flows, side = client_side()
     enc = hpack.Encoder()
-    side.feed(frame(1, 4, 1, request_headers(enc, "FetchCursor"))
-              + frame(0, 1, 1, b"\x00\x00\x00\x00\x64" + b"\x0a\x01x"))
+    side.feed(
+        frame(1, 4, 1, request_headers(enc, "FetchCursor"))
+        + frame(0, 1, 1, b"\x00\x00\x00\x00\x64" + b"\x0a\x01x")
+    )
     (n,) = notices(flows)
     assert n.kind == "incomplete" and "gRPC message of 100 bytes ended after 3" in n.message
     side.feed(a_call(enc, 3))
@@ -241,14 +254,16 @@ def test_gzip_that_expands_past_the_limit_is_refused() -> None:
     bomb = gzip.compress(b"\x00" * (64 << 20))  # 64 MB in ~64 KB
     msg = grpc_message(bomb, 1)
     side.feed(frame(1, 4, 1, request_headers(enc, "FetchCursor", ("grpc-encoding", "gzip"))))
-    peak = peak_of(lambda: [side.feed(frame(0, 0, 1, msg[i:i + 16000]))
-                            for i in range(0, len(msg), 16000)])
+    peak = peak_of(
+        lambda: [side.feed(frame(0, 0, 1, msg[i : i + 16000])) for i in range(0, len(msg), 16000)]
+    )
     assert peak < 4 << 20
     (m,) = [m for m in flows.out if isinstance(m, GrpcMessage)]
     assert m.message is None and "expands past 65536" in (m.error or "")
 
 
 # -- streams ------------------------------------------------------------------------
+
 
 def test_open_streams_past_the_limit_are_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(h2, "MAX_STREAMS", 8)
@@ -268,8 +283,10 @@ def test_half_received_messages_of_all_calls_are_bounded() -> None:
     flows, side = client_side(max_buffered=1 << 16)
     enc = hpack.Encoder()
     for sid in range(1, 41, 2):
-        side.feed(frame(1, 4, sid, request_headers(enc, "PublishAsync"))
-                  + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000))
+        side.feed(
+            frame(1, 4, sid, request_headers(enc, "PublishAsync"))
+            + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000)
+        )
         assert flows.buffered <= 1 << 16
     assert {n.limit for n in notices(flows)} == {"max_reassembly"}
     side.feed(a_call(enc, 41))
@@ -287,10 +304,14 @@ def test_late_frames_of_reset_calls_are_bounded(monkeypatch: pytest.MonkeyPatch)
     server = side.peer
     enc = hpack.Encoder()
     for sid in range(1, 21, 2):
-        side.feed(frame(1, 4, sid, request_headers(enc, "Subscribe"))
-                  + frame(3, 0, sid, (8).to_bytes(4, "big")))
-        server.feed((SETTINGS if sid == 1 else b"")
-                    + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000))
+        side.feed(
+            frame(1, 4, sid, request_headers(enc, "Subscribe"))
+            + frame(3, 0, sid, (8).to_bytes(4, "big"))
+        )
+        server.feed(
+            (SETTINGS if sid == 1 else b"")
+            + frame(0, 0, sid, b"\x00\x00\x00\xea\x60" + b"\x00" * 10000)
+        )
         assert len(side.conn.resets) <= 4 and flows.buffered <= 1 << 16
     assert flows.buffered == 4 * 10005  # the last four's (prefix and body), the others' let go
     assert {n.limit for n in notices(flows)} == {None}  # within max_reassembly
@@ -308,12 +329,17 @@ def test_messages_kept_by_open_calls_are_bounded(monkeypatch: pytest.MonkeyPatch
     server = side.peer
     server.sniff(SETTINGS, False)
     enc, senc = hpack.Encoder(), hpack.Encoder()
-    side.feed(frame(1, 4, 1, request_headers(enc, "Subscribe")) + frame(0, 1, 1, grpc_message(
-        api_pb2.SubscribeRequest(stream="s").SerializeToString())))
+    side.feed(
+        frame(1, 4, 1, request_headers(enc, "Subscribe"))
+        + frame(0, 1, 1, grpc_message(api_pb2.SubscribeRequest(stream="s").SerializeToString()))
+    )
     body = api_pb2.Message(stream="s", offset=7).SerializeToString()
-    server.feed(SETTINGS + frame(1, 4, 1, senc.encode([(":status", "200")]))
-                + b"".join(frame(0, 0, 1, grpc_message(body)) for _ in range(50))
-                + frame(1, 5, 1, senc.encode([("grpc-status", "0")])))
+    server.feed(
+        SETTINGS
+        + frame(1, 4, 1, senc.encode([(":status", "200")]))
+        + b"".join(frame(0, 0, 1, grpc_message(body)) for _ in range(50))
+        + frame(1, 5, 1, senc.encode([("grpc-status", "0")]))
+    )
     (call,) = [c for c in flows.out if isinstance(c, GrpcCall)]
     d = call.to_json_dict()
     assert d["response_count"] == 50 and 0 < len(d["responses"]) < 50
@@ -325,9 +351,12 @@ def test_messages_kept_by_open_calls_are_bounded(monkeypatch: pytest.MonkeyPatch
 
 # Frames of any type, flags and (small) stream id around random payloads:
 # past the frame layer, into padding, header blocks, HPACK and gRPC.
-_FRAMES = st.lists(st.builds(frame, st.integers(0, 10), st.integers(0, 255),
-                             st.integers(0, 7), st.binary(max_size=60)),
-                   max_size=30).map(b"".join)
+_FRAMES = st.lists(
+    st.builds(
+        frame, st.integers(0, 10), st.integers(0, 255), st.integers(0, 7), st.binary(max_size=60)
+    ),
+    max_size=30,
+).map(b"".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -337,8 +366,8 @@ def test_any_bytes_after_the_preface_are_read_without_a_crash(data: bytes, cut: 
     server = side.peer
     assert server.sniff(data[:cut] or b"\0", False) is server  # its peer is HTTP/2
     for i in range(0, len(data), cut):
-        side.feed(data[i:i + cut])
-        server.feed(data[i:i + cut])  # as responses too
+        side.feed(data[i : i + cut])
+        server.feed(data[i : i + cut])  # as responses too
     side.abandon()
     server.abandon()
     flows.close()
@@ -351,11 +380,15 @@ def test_a_hostile_capture_is_read_whole(tmp_path: Path) -> None:
     """Through the reader: a flood, a bomb and a lying frame on one
     connection, then a good call: each said, the good call read."""
     enc = hpack.Encoder()
-    client = [PREFACE + SETTINGS, *_flood(400), frame(9, 4, 1, b""),
-              frame(1, 4, 3, _header_list_bomb(2_000)),
-              a_call(enc, 5),
-              b"\xff\xff\xff\x00\x00\x00\x00\x00\x07" + b"\x00" * 1000,
-              a_call(enc, 7)]
+    client = [
+        PREFACE + SETTINGS,
+        *_flood(400),
+        frame(9, 4, 1, b""),
+        frame(1, 4, 3, _header_list_bomb(2_000)),
+        a_call(enc, 5),
+        b"\xff\xff\xff\x00\x00\x00\x00\x00\x07" + b"\x00" * 1000,
+        a_call(enc, 7),
+    ]
     path = h2c_capture(tmp_path / "hostile.pcap", client, [])
     items: list[Any] = []
     got: list[Notice] = []
@@ -377,8 +410,9 @@ def test_a_hostile_capture_is_read_whole(tmp_path: Path) -> None:
 FUZZ_FINDS = Path(__file__).parent / "data" / "fuzz"
 
 
-@pytest.mark.parametrize("name", ["h2-resync-d0bf86fa.bin", "h2-silent-loss-5867f10b.bin",
-                                  "h2-address-b40309ff.bin"])
+@pytest.mark.parametrize(
+    "name", ["h2-resync-d0bf86fa.bin", "h2-silent-loss-5867f10b.bin", "h2-address-b40309ff.bin"]
+)
 def test_the_h2_fuzz_finds_read_alike_however_cut(name: str) -> None:
     from support import hostile
 
@@ -394,7 +428,9 @@ def test_a_first_segment_that_is_not_frames_is_said() -> None:
     assert server.sniff(b"\xff" * 40, False) is server
     server.feed(b"\xff" * 40)
     said = [n.message for n in notices(flows)]
-    assert any("the first 40 bytes of this direction are not HTTP/2 frames" in m for m in said), said
+    assert any("the first 40 bytes of this direction are not HTTP/2 frames" in m for m in said), (
+        said
+    )
 
 
 def test_an_hpack_error_is_said_without_an_address() -> None:
@@ -408,6 +444,7 @@ def test_an_hpack_error_is_said_without_an_address() -> None:
 
 # -- one header value costs one null (the review's class 2) -----------------------
 
+
 def _statuses(tmp_path: Path, name: str, statuses: list[str]) -> Path:
     """A capture of unary calls whose trailers carry `statuses` as grpc-status."""
     ce, se = hpack.Encoder(), hpack.Encoder()
@@ -416,10 +453,11 @@ def _statuses(tmp_path: Path, name: str, statuses: list[str]) -> Path:
     server = [SETTINGS]
     for i, status in enumerate(statuses):
         sid = 2 * i + 1
-        client.append(frame(1, 4, sid, request_headers(ce, "FetchCursor"))
-                      + frame(0, 1, sid, grpc_message(req)))
-        server.append(frame(1, 5, sid, se.encode([(":status", "200"),
-                                                  ("grpc-status", status)])))
+        client.append(
+            frame(1, 4, sid, request_headers(ce, "FetchCursor"))
+            + frame(0, 1, sid, grpc_message(req))
+        )
+        server.append(frame(1, 5, sid, se.encode([(":status", "200"), ("grpc-status", status)])))
     return h2c_capture(tmp_path / name, client, server, fin=True)
 
 
@@ -458,11 +496,16 @@ def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) ->
     # one verdict: the tables carry the notices as problem rows, rc 1 as above
     assert out.returncode == 1 and b"Traceback" not in out.stderr, out.stderr[-2000:]
     said_rows = pq.read_table(tables / "messages", columns=["error_kind", "error_message"])
-    assert sum("grpc-status" in (m or "") for m in
-               said_rows.column("error_message").to_pylist()) == len(BAD_STATUSES)
+    assert sum(
+        "grpc-status" in (m or "") for m in said_rows.column("error_message").to_pylist()
+    ) == len(BAD_STATUSES)
     calls_table = pq.read_table(tables / "grpc_calls").to_pydict()
-    assert sorted(calls_table["grpc_status"], key=lambda s: (s is None, s)) == \
-        [0, 0, 5, *[None] * len(BAD_STATUSES)]
+    assert sorted(calls_table["grpc_status"], key=lambda s: (s is None, s)) == [
+        0,
+        0,
+        5,
+        *[None] * len(BAD_STATUSES),
+    ]
 
 
 # -- NATS never taken for HTTP/2 on a prefix or one frame (the review's class 4) ------
@@ -483,19 +526,26 @@ def _nats_client(path: Path, first: list[bytes], handshake: bool) -> Path:
     pkts += conn.send("s", b"PONG\r\n")
     for i in range(5):
         pkts += conn.send("c", b"PUB orders.%d 2\r\nhi\r\n" % i)
-    cw.write_pcap(str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(pkts)])
+    cw.write_pcap(
+        str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
+    )
     return path
 
 
-@pytest.mark.parametrize("first,handshake", [
-    ([b"P", b"ING\r\n"], True), ([b"P", b"ING\r\n"], False),
-    ([b"PRI", b" * HTTP/1.1\r\n"], True),     # the preface's start, then not the preface
-    ([SETTINGS_LIKE, b"PING\r\n"], False),   # one plausible frame, from inside a connection
-    ([SETTINGS_LIKE + b"\r\n"], False),  # a payload's end, as a capture may start
-], ids=["P-first", "P-first-mid", "PRI-not-preface", "settings-like-mid", "settings-alone-mid"])
+@pytest.mark.parametrize(
+    "first,handshake",
+    [
+        ([b"P", b"ING\r\n"], True),
+        ([b"P", b"ING\r\n"], False),
+        ([b"PRI", b" * HTTP/1.1\r\n"], True),  # the preface's start, then not the preface
+        ([SETTINGS_LIKE, b"PING\r\n"], False),  # one plausible frame, from inside a connection
+        ([SETTINGS_LIKE + b"\r\n"], False),  # a payload's end, as a capture may start
+    ],
+    ids=["P-first", "P-first-mid", "PRI-not-preface", "settings-like-mid", "settings-alone-mid"],
+)
 def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
-        tmp_path: Path, first: list[bytes], handshake: bool) -> None:
+    tmp_path: Path, first: list[bytes], handshake: bool
+) -> None:
     """A client can hide its publishes from a reader that takes a first byte
     `P`, or 9 bytes that parse as a SETTINGS frame, for HTTP/2: every path
     reads the five PUBs (the records, JSON Lines, `capture --tables`'s C
@@ -515,6 +565,7 @@ def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
     out = run_cli("capture", str(path), "--tables", str(tables))
     assert b"Traceback" not in out.stderr, out.stderr[-2000:]
     import pyarrow.parquet as pq
+
     rows = pq.read_table(tables / "messages").to_pydict()
     assert rows["verb"].count("PUB") == 5
 
@@ -528,12 +579,16 @@ def test_a_long_run_of_http2_bytes_is_no_nats_problem_in_the_tables(tmp_path: Pa
     from support.cli import run_cli
 
     ce, se = hpack.Encoder(), hpack.Encoder()
-    client = [b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS,
-              frame(1, 4, 1, request_headers(ce, "Subscribe")) + frame(0, 0, 1, grpc_message(b""))]
+    client = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + SETTINGS,
+        frame(1, 4, 1, request_headers(ce, "Subscribe")) + frame(0, 0, 1, grpc_message(b"")),
+    ]
     body = grpc_message(b"a" * 120_000)
-    server = [SETTINGS, frame(1, 4, 1, se.encode([(":status", "200"),
-                                                  ("content-type", "application/grpc")]))
-              + b"".join(frame(0, 0, 1, body[i:i + 16_000]) for i in range(0, len(body), 16_000))]
+    server = [
+        SETTINGS,
+        frame(1, 4, 1, se.encode([(":status", "200"), ("content-type", "application/grpc")]))
+        + b"".join(frame(0, 0, 1, body[i : i + 16_000]) for i in range(0, len(body), 16_000)),
+    ]
     path = h2c_capture(tmp_path / "big.pcap", client, server, fin=True, mss=1400)
     records = run_cli("capture", str(path), "-o", str(tmp_path / "r.jsonl"))
     tables = run_cli("capture", str(path), "--tables", str(tmp_path / "t"))

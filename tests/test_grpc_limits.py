@@ -17,19 +17,19 @@ import os
 import subprocess
 import sys
 import time
-import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import hpack
 import pytest
+from support import capwriter as cw
+from test_grpc_capture import SETTINGS, frame, grpc_message, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage, element_count
-from lbparse.codec.limits import DEFAULT, Limits
+from lbparse.codec.limits import Limits
 from lbparse_generated.proto import api_pb2
-from support import capwriter as cw
-from test_grpc_capture import SETTINGS, frame, grpc_message, request_headers
 
 ROOT = Path(__file__).resolve().parent.parent
 PREFACE = h2.PREFACE
@@ -41,12 +41,14 @@ SECONDS = 30  # each run's bound here: they take a few seconds (the report's set
 
 # -- the captures --------------------------------------------------------------------
 
+
 def _frames(sid: int, data: bytes, end: bool = False) -> bytes:
     """`data` as DATA frames of at most 16 KiB (the default SETTINGS_MAX_FRAME_SIZE)."""
     step = h2.DEFAULT_MAX_FRAME
-    pieces = [data[i:i + step] for i in range(0, len(data), step)] or [b""]
-    return b"".join(frame(0, 1 if end and i == len(pieces) - 1 else 0, sid, p)
-                    for i, p in enumerate(pieces))
+    pieces = [data[i : i + step] for i in range(0, len(data), step)] or [b""]
+    return b"".join(
+        frame(0, 1 if end and i == len(pieces) - 1 else 0, sid, p) for i, p in enumerate(pieces)
+    )
 
 
 def _gzip(data: bytes) -> bytes:
@@ -56,11 +58,14 @@ def _gzip(data: bytes) -> bytes:
 def _ordinary_call(ce: hpack.Encoder, se: hpack.Encoder, sid: int) -> tuple[bytes, bytes]:
     """A FetchCursor call, answered: what must still be read after the hostile one."""
     req = api_pb2.FetchCursorRequest(stream="after", partition=1, cursorId="c")
-    client = frame(1, 4, sid, request_headers(ce, "FetchCursor")) \
-        + _frames(sid, grpc_message(req.SerializeToString()), end=True)
-    server = frame(1, 4, sid, se.encode([(":status", "200"), ("content-type", "application/grpc")])) \
-        + _frames(sid, grpc_message(api_pb2.FetchCursorResponse(offset=41).SerializeToString())) \
+    client = frame(1, 4, sid, request_headers(ce, "FetchCursor")) + _frames(
+        sid, grpc_message(req.SerializeToString()), end=True
+    )
+    server = (
+        frame(1, 4, sid, se.encode([(":status", "200"), ("content-type", "application/grpc")]))
+        + _frames(sid, grpc_message(api_pb2.FetchCursorResponse(offset=41).SerializeToString()))
         + frame(1, 5, sid, se.encode([("grpc-status", "0")]))
+    )
     return client, server
 
 
@@ -76,8 +81,9 @@ def _write(path: Path, conns: list[tuple[list[bytes], list[bytes]]]) -> Path:
                 pkts += conn.send("c", client[i], 65000)
             if i < len(server):
                 pkts += conn.send("s", server[i], 65000)
-    cw.write_pcap(str(path), [(1.7e9 + i / 1e4, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(pkts)])
+    cw.write_pcap(
+        str(path), [(1.7e9 + i / 1e4, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
+    )
     return path
 
 
@@ -86,11 +92,29 @@ def metadata_bomb(path: Path, brokers: int = 33_550_000) -> Path:
     each: 64 MB, under max_frame), then an ordinary call."""
     ce, se = hpack.Encoder(), hpack.Encoder()
     body = _gzip(b"\x0a\x00" * brokers)
-    client = [PREFACE + SETTINGS + frame(1, 4, 1, request_headers(ce, "FetchMetadata"))
-              + _frames(1, grpc_message(b""), end=True)]
-    server = [SETTINGS + frame(1, 4, 1, se.encode([(":status", "200"), ("grpc-encoding", "gzip"),
-                                                   ("content-type", "application/grpc")]))
-              + _frames(1, grpc_message(body, 1)) + frame(1, 5, 1, se.encode([("grpc-status", "0")]))]
+    client = [
+        PREFACE
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(ce, "FetchMetadata"))
+        + _frames(1, grpc_message(b""), end=True)
+    ]
+    server = [
+        SETTINGS
+        + frame(
+            1,
+            4,
+            1,
+            se.encode(
+                [
+                    (":status", "200"),
+                    ("grpc-encoding", "gzip"),
+                    ("content-type", "application/grpc"),
+                ]
+            ),
+        )
+        + _frames(1, grpc_message(body, 1))
+        + frame(1, 5, 1, se.encode([("grpc-status", "0")]))
+    ]
     after = _ordinary_call(ce, se, 3)
     return _write(path, [(client + [after[0]], server + [after[1]])])
 
@@ -100,8 +124,11 @@ def publish_bomb(path: Path, messages: int = 40, size: int = 60_000_000) -> Path
     with a value of `size` zero bytes, then an ordinary call."""
     ce, se = hpack.Encoder(), hpack.Encoder()
     one = _gzip(api_pb2.PublishRequest(stream="s", value=bytes(size)).SerializeToString())
-    client = [PREFACE + SETTINGS + frame(1, 4, 1, request_headers(
-        ce, "PublishAsync", ("grpc-encoding", "gzip")))]
+    client = [
+        PREFACE
+        + SETTINGS
+        + frame(1, 4, 1, request_headers(ce, "PublishAsync", ("grpc-encoding", "gzip")))
+    ]
     client += [_frames(1, grpc_message(one, 1)) for _ in range(messages)]
     server = [SETTINGS + frame(1, 4, 1, se.encode([(":status", "200")]))]
     server += [b""] * (len(client) - 1)
@@ -109,8 +136,7 @@ def publish_bomb(path: Path, messages: int = 40, size: int = 60_000_000) -> Path
     return _write(path, [(client + [after[0]], server + [after[1]])])
 
 
-def path_bomb(path: Path, connections: int = 6, calls: int = 4095,
-              length: int = 65_000) -> Path:
+def path_bomb(path: Path, connections: int = 6, calls: int = 4095, length: int = 65_000) -> Path:
     """(c) On each connection a `length`-byte :path put once in HPACK's
     dynamic table (the server allows a 64 KiB one), then named by `calls`
     open calls; an ordinary call after them on each connection."""
@@ -120,17 +146,24 @@ def path_bomb(path: Path, connections: int = 6, calls: int = 4095,
         ce.header_table_size = h2.MAX_TABLE
         table = (1).to_bytes(2, "big") + h2.MAX_TABLE.to_bytes(4, "big")
         long_path = "/" + "p" * (length - 1)
-        headers = [(":method", "POST"), (":scheme", "http"), (":path", long_path),
-                   ("content-type", "application/grpc")]
+        headers = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":path", long_path),
+            ("content-type", "application/grpc"),
+        ]
         first = ce.encode(headers)  # the long :path added to the table: 4 frames
-        pieces = [first[i:i + h2.DEFAULT_MAX_FRAME]
-                  for i in range(0, len(first), h2.DEFAULT_MAX_FRAME)]
+        pieces = [
+            first[i : i + h2.DEFAULT_MAX_FRAME] for i in range(0, len(first), h2.DEFAULT_MAX_FRAME)
+        ]
         opens = frame(1, 0, 1, pieces[0]) + b"".join(
-            frame(9, 4 if i == len(pieces) - 1 else 0, 1, p) for i, p in enumerate(pieces) if i)
+            frame(9, 4 if i == len(pieces) - 1 else 0, 1, p) for i, p in enumerate(pieces) if i
+        )
         opens += b"".join(frame(1, 4, 2 * i + 1, ce.encode(headers)) for i in range(1, calls))
         after = _ordinary_call(ce, se, 2 * calls + 1)
-        conns.append(([PREFACE + SETTINGS, opens, after[0]],
-                      [frame(4, 0, 0, table), b"", after[1]]))
+        conns.append(
+            ([PREFACE + SETTINGS, opens, after[0]], [frame(4, 0, 0, table), b"", after[1]])
+        )
     return _write(path, conns)
 
 
@@ -164,25 +197,38 @@ finally:
 """
 
 
-def run_bounded(tmp: Path, *args: str, limit: int = ADDRESS_SPACE
-                ) -> tuple[int, str, str, float, int]:
+def run_bounded(
+    tmp: Path, *args: str, limit: int = ADDRESS_SPACE
+) -> tuple[int, str, str, float, int]:
     """(exit status, stdout, stderr, seconds, peak RSS in bytes) of `lbparse
     args` in an address space of `limit` bytes."""
     # One Arrow and BLAS thread: a pool sized by the cores reserves address
     # space per thread, and under RLIMIT_AS Arrow's acero waits forever for a
     # thread it could not start (report's tables; pyarrow's, not ours).
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'generated'}",
-               OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'generated'}", OMP_NUM_THREADS="1"
+    )
     peak, out, err = tmp / "peak", tmp / "stdout", tmp / "stderr"
     start = time.monotonic()
     # Files, not pipes: a helper the command leaves running must not hold us.
     with open(out, "wb") as o, open(err, "wb") as e:
-        proc = subprocess.run([sys.executable, "-P", "-c", _BOUNDED.format(limit=limit),
-                               str(peak), *args], cwd=ROOT, env=env, stdout=o, stderr=e,
-                              stdin=subprocess.DEVNULL, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-P", "-c", _BOUNDED.format(limit=limit), str(peak), *args],
+            cwd=ROOT,
+            env=env,
+            stdout=o,
+            stderr=e,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
     seconds = time.monotonic() - start
-    return (proc.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"),
-            seconds, int(peak.read_text() or 0) if peak.exists() else -1)
+    return (
+        proc.returncode,
+        out.read_text(errors="replace"),
+        err.read_text(errors="replace"),
+        seconds,
+        int(peak.read_text() or 0) if peak.exists() else -1,
+    )
 
 
 # -- each capture, each command ------------------------------------------------------
@@ -201,7 +247,8 @@ COMMANDS = {
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
-        bombs: dict[str, Path], tmp_path: Path, case: str, command: str) -> None:
+    bombs: dict[str, Path], tmp_path: Path, case: str, command: str
+) -> None:
     """Exit 1 with a limit notice naming the limit, no traceback, in seconds
     and within the address space; the call after the hostile one is read."""
     capture = str(bombs[case])
@@ -211,7 +258,8 @@ def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
     elif command == "report":
         args += ["-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json")]
     rc, out, err, seconds, peak = run_bounded(
-        tmp_path, *args, capture, limit=REPORT_SPACE if command == "report" else ADDRESS_SPACE)
+        tmp_path, *args, capture, limit=REPORT_SPACE if command == "report" else ADDRESS_SPACE
+    )
     print(f"{case} {command}: rc {rc}, {seconds:.1f} s, peak RSS {peak >> 20} MiB")
     assert "Traceback" not in err and "MemoryError" not in err, err[-2000:]
     assert rc == 1, err[-2000:]
@@ -227,16 +275,20 @@ def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
         assert "FetchCursor status 0" in err
     elif command == "tables":
         import pyarrow.parquet as pq
+
         calls = pq.read_table(tmp_path / "tables" / "grpc_calls").to_pylist()
         assert any(c["method"] == "FetchCursor" and c["grpc_status"] == 0 for c in calls)
         problems = pq.read_table(tmp_path / "tables" / "messages").to_pylist()
-        assert any(p["error_kind"] == "input:limit" and any(
-            f"({n})" in p["error_message"] for n in names) for p in problems)
+        assert any(
+            p["error_kind"] == "input:limit" and any(f"({n})" in p["error_message"] for n in names)
+            for p in problems
+        )
     else:
         assert "FetchCursor" in (tmp_path / "r.json").read_text()
 
 
 # -- each limit, at small values -----------------------------------------------------
+
 
 def _connection(flows: h2.Flows, port: int = 51000) -> tuple[h2.Side, h2.Side]:
     client, server = flows.pair(f"127.0.0.1:{port}", "127.0.0.1:9292")
@@ -274,9 +326,12 @@ def test_max_grpc_elements() -> None:
     ce, se = hpack.Encoder(), hpack.Encoder()
     client.feed(frame(1, 5, 1, request_headers(ce, "FetchMetadata")))
     body = b"\x0a\x00" * 1001
-    server.feed(frame(1, 4, 1, se.encode([(":status", "200")])) + _frames(1, grpc_message(body))
-                + _frames(1, grpc_message(body[:2000])) + frame(1, 5, 1, se.encode([
-                    ("grpc-status", "0")])))
+    server.feed(
+        frame(1, 4, 1, se.encode([(":status", "200")]))
+        + _frames(1, grpc_message(body))
+        + _frames(1, grpc_message(body[:2000]))
+        + frame(1, 5, 1, se.encode([("grpc-status", "0")]))
+    )
     first, second = _messages(flows)
     assert first.message is None and "(max_grpc_elements)" in (first.error or "")
     assert second.message == {"brokers": [{}] * 1000}
@@ -318,8 +373,10 @@ def test_max_grpc_headers_and_max_open_calls() -> None:
     assert len(flows.calls) == 6
     dropped = [c for c in flows.out if isinstance(c, GrpcCall)]
     assert [(c.client, c.stream_id, c.end) for c in dropped] == [
-        ("127.0.0.1:51000", 1, "dropped"), ("127.0.0.1:51000", 3, "dropped"),
-        ("127.0.0.1:51000", 5, "dropped")]
+        ("127.0.0.1:51000", 1, "dropped"),
+        ("127.0.0.1:51000", 3, "dropped"),
+        ("127.0.0.1:51000", 5, "dropped"),
+    ]
     paths = [c.path for c in dropped] + [c.path for c in flows.calls]
     assert paths == [long_path] * 3 + [None] * 6
     assert flows.headers_left == 1000
@@ -331,6 +388,7 @@ def test_max_grpc_headers_and_max_open_calls() -> None:
 
 def test_a_real_api_capture_reads_as_before() -> None:
     from support.shared import shared_path
+
     path = shared_path("liftbridge", "samples", "api-short.pcapng")
     items: list[Any] = []
     notices: list[Notice] = []
@@ -343,9 +401,14 @@ def test_a_real_api_capture_reads_as_before() -> None:
     assert not [m for m in items if isinstance(m, GrpcMessage) and m.error]
 
 
-@pytest.mark.parametrize("command", [["capture", "-o", os.devnull],
-                                     ["report", "--json", "TABLES", "-q"],
-                                     ["capture", "--tables", "TABLES"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["capture", "-o", os.devnull],
+        ["report", "--json", "TABLES", "-q"],
+        ["capture", "--tables", "TABLES"],
+    ],
+)
 def test_the_options_reach_the_grpc_reading(command: list[str], tmp_path: Path) -> None:
     """--max-open-calls (as every gRPC limit) is what the reading of the calls
     uses, in the record path, the report's and the tables': api-short holds

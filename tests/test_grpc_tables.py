@@ -17,17 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
+from support import capwriter as cw
+from support.api_short import API_SHORT, CALLS, MESSAGES, grpc_items
+from support.cli import run_cli
+from support.reading import concat_tables
+from support.shared import LIFTBRIDGE
 
 import lbparse
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.cli.status import OK
 from lbparse.columnar import grpctables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
-from support import capwriter as cw
-from support.api_short import API_SHORT, CALLS, MESSAGES, grpc_items
-from support.cli import run_cli
-from support.reading import concat_tables
-from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 
@@ -49,13 +49,16 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == OK, done.stderr
     assert f"grpc_calls {CALLS}, grpc_messages {MESSAGES})" in done.stderr.decode()
     messages = ds.dataset(str(out / "messages")).to_table()
-    assert messages.filter(pc.starts_with(messages.column("error_kind"), "input:")
-                           .fill_null(False)).num_rows == 0
+    assert (
+        messages.filter(
+            pc.starts_with(messages.column("error_kind"), "input:").fill_null(False)
+        ).num_rows
+        == 0
+    )
     return out
 
 
-def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: list[Any]
-                                                  ) -> None:
+def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: list[Any]) -> None:
     import duckdb
     import pandas as pd
 
@@ -71,9 +74,11 @@ def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: l
         assert duckdb.sql(f"SELECT count(*) FROM '{d}/*.parquet'").fetchall() == [(rows,)]
     got = pd.read_parquet(written / GRPC_CALLS)
     assert Counter(got["method"]) == Counter(c.method_name for c in calls)
-    assert Counter(zip(got["method"], got["grpc_status"].fillna(-1).astype(int), got["end"])) == \
-        Counter((c.method_name, -1 if c.grpc_status is None else c.grpc_status, c.end)
-                for c in calls)
+    assert Counter(
+        zip(got["method"], got["grpc_status"].fillna(-1).astype(int), got["end"])
+    ) == Counter(
+        (c.method_name, -1 if c.grpc_status is None else c.grpc_status, c.end) for c in calls
+    )
     assert got["request_count"].sum() + got["response_count"].sum() == MESSAGES
     assert (got["request_ts_ns"] <= got["end_ts_ns"]).all()
     assert (got["request_ts"].astype("int64") == got["request_ts_ns"] // 1000).all()
@@ -89,7 +94,8 @@ def test_messages_join_their_calls_on_the_keys(written: Path) -> None:
         f"count(*) FILTER (WHERE m.direction = 'server_to_client'), "
         f"bool_and(m.method IS NOT DISTINCT FROM c.method AND m.stream_id = c.stream_id), "
         f"max(m.message_seq) + 1 "
-        f"FROM {c} c JOIN {m} m USING (source, position) GROUP BY ALL").fetchall()
+        f"FROM {c} c JOIN {m} m USING (source, position) GROUP BY ALL"
+    ).fetchall()
     assert sum(r[5] + r[6] for r in joined) == MESSAGES
     for pos, method, _, requests, responses, sent, got, same, seqs in joined:
         assert (sent, got) == (requests, responses), (pos, method)
@@ -101,11 +107,27 @@ def test_messages_join_their_calls_on_the_keys(written: Path) -> None:
 def test_message_rows_are_the_readers_messages(written: Path, reader_items: list[Any]) -> None:
     """Type, direction, size and canonical JSON of each message, as the reader made them."""
     rows = ds.dataset(str(written / GRPC_MESSAGES)).to_table().to_pylist()
-    ours = Counter((r["type"], r["direction"], r["length"], r["compressed"],
-                    json.dumps(json.loads(r["message_json"]), sort_keys=True)) for r in rows)
-    theirs = Counter((m.type, m.direction, m.length, m.compressed,
-                      json.dumps(m.to_json_dict()["message"], sort_keys=True))
-                     for m in reader_items if isinstance(m, GrpcMessage))
+    ours = Counter(
+        (
+            r["type"],
+            r["direction"],
+            r["length"],
+            r["compressed"],
+            json.dumps(json.loads(r["message_json"]), sort_keys=True),
+        )
+        for r in rows
+    )
+    theirs = Counter(
+        (
+            m.type,
+            m.direction,
+            m.length,
+            m.compressed,
+            json.dumps(m.to_json_dict()["message"], sort_keys=True),
+        )
+        for m in reader_items
+        if isinstance(m, GrpcMessage)
+    )
     assert ours == theirs
     assert {r["type"] for r in rows} >= {"proto.PublishRequest", "proto.PublishResponse"}
 
@@ -143,8 +165,22 @@ def test_grpc_rows_number_calls_in_the_order_first_seen() -> None:
     rows = grpctables.GrpcRows("x.pcap")
     a, b = "10.0.0.1:5000", "10.0.0.2:9292"
     for stream in (1, 3, 1):
-        rows.add(GrpcMessage(10, a, b, "client_to_server", stream, "FetchCursor",
-                             "proto.FetchCursorRequest", 0, False, 0, {}, None))
+        rows.add(
+            GrpcMessage(
+                10,
+                a,
+                b,
+                "client_to_server",
+                stream,
+                "FetchCursor",
+                "proto.FetchCursorRequest",
+                0,
+                False,
+                0,
+                {},
+                None,
+            )
+        )
         if stream == 1:
             call = GrpcCall(a, b, stream)
             call.end = "trailers"
@@ -153,18 +189,23 @@ def test_grpc_rows_number_calls_in_the_order_first_seen() -> None:
     assert tables[GRPC_MESSAGES].select(["stream_id", "position", "message_seq"]).to_pylist() == [
         {"stream_id": 1, "position": 0, "message_seq": 0},
         {"stream_id": 3, "position": 1, "message_seq": 0},
-        {"stream_id": 1, "position": 2, "message_seq": 0}]
+        {"stream_id": 1, "position": 2, "message_seq": 0},
+    ]
     assert tables[GRPC_CALLS].column("position").to_pylist() == [0, 2]
     assert tables[GRPC_CALLS].schema == table_schema(GRPC_CALLS)
     assert isinstance(tables[GRPC_CALLS], pa.Table) and not len(rows)
 
 
-@pytest.mark.parametrize("client", [
-    b"PUB a.b 5\r\nhello\r\nPUB a.b 5",              # a control line the capture cuts
-    b"\xb9\x0eC\xb4 not NATS\r\nPUB a 1\r\nx\r\n",  # bytes that are not a control line
-])
+@pytest.mark.parametrize(
+    "client",
+    [
+        b"PUB a.b 5\r\nhello\r\nPUB a.b 5",  # a control line the capture cuts
+        b"\xb9\x0eC\xb4 not NATS\r\nPUB a 1\r\nx\r\n",  # bytes that are not a control line
+    ],
+)
 def test_nats_problem_rows_do_not_call_for_a_second_reading(
-        tmp_path: Path, client: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, client: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     conn = cw.Conn()
     pkts = conn.handshake() + conn.send("c", client)
     path = tmp_path / "nats.pcap"
@@ -190,8 +231,9 @@ def test_a_messages_json_has_its_map_entries_in_key_order() -> None:
 
     keys = [f"h{i:02d}-{chr(122 - i)}" for i in range(24)][::-1]
     request = api_pb2.PublishRequest(stream="s", headers={k: b"v" for k in keys})
-    message, error = decode_message(api_pb2.PublishRequest, 0, request.SerializeToString(),
-                                    None, 1 << 20)
+    message, error = decode_message(
+        api_pb2.PublishRequest, 0, request.SerializeToString(), None, 1 << 20
+    )
     assert error is None and message is not None
     assert list(message["headers"]) == sorted(keys)
 
@@ -201,8 +243,9 @@ def test_a_row_that_looks_like_http2_but_is_not_is_still_a_problem(tmp_path: Pat
     row is held for the gRPC reading, which finds no HTTP/2 there, and
     given back, last, with its own position."""
     conn = cw.Conn()
-    pkts = conn.handshake() + conn.send("c", b"\x00\x00\x00\x04\x00\x00\x00\x00\x00 junk\r\n"
-                                             b"PUB a 1\r\nx\r\nPUB b 1\r\ny\r\n")
+    pkts = conn.handshake() + conn.send(
+        "c", b"\x00\x00\x00\x04\x00\x00\x00\x00\x00 junk\r\nPUB a 1\r\nx\r\nPUB b 1\r\ny\r\n"
+    )
     path = tmp_path / "nats.pcap"
     cw.write_pcap(str(path), [(1.7e9 + i, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)])
     messages = concat_tables(lbparse.read_capture_tables(path))["messages"]

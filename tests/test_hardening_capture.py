@@ -13,11 +13,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.cli import LBPARSE
+from support.damage import DAMAGES, check_accounting, damaged_captures
 
 from lbparse.capture import CaptureReader
 from lbparse.codec.limits import Limits
-from support.cli import LBPARSE
-from support.damage import DAMAGES, check_accounting, damaged_captures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,11 +31,18 @@ def cases(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 def test_reader_accounts_for_every_message(cases: list, name: str) -> None:
     case = next(c for c in cases if c.name == name)
     notices: list = []
-    reader = CaptureReader(case.path, layout="v0", on_notice=notices.append,
-                           limits=Limits(**case.limits) if case.limits else None)
+    reader = CaptureReader(
+        case.path,
+        layout="v0",
+        on_notice=notices.append,
+        limits=Limits(**case.limits) if case.limits else None,
+    )
     records = list(reader)
-    tally = check_accounting(case, [(r.subject, r.error.kind if r.error else None, r.payload)
-                                    for r in records], [n.kind for n in notices])
+    tally = check_accounting(
+        case,
+        [(r.subject, r.error.kind if r.error else None, r.payload) for r in records],
+        [n.kind for n in notices],
+    )
     stats = reader.stats
     assert stats.messages == len(records) == tally["decoded"] + tally["errors"]
     assert dict(stats.errors) == dict(Counter(r.error.kind for r in records if r.error))
@@ -51,8 +58,13 @@ _NOTICE = re.compile(r"^lbparse capture: (?P<file>.+?): (?P<kind>[a-z_]+): ", re
 
 
 def _cli(paths: list[str], extra: list[str]) -> tuple[list[dict], str, int]:
-    out = subprocess.run([*LBPARSE, "capture", "--layout", "v0", "--stats",
-                          *extra, *paths], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run(
+        [*LBPARSE, "capture", "--layout", "v0", "--stats", *extra, *paths],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert "Traceback" not in out.stderr, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines()], out.stderr, out.returncode
 
@@ -70,9 +82,18 @@ def test_lbparse_capture_accounts_for_every_message(cases: list) -> None:
         for case in group:
             mine = [r for r in records if r["subject"].startswith(f"lb.{case.name}.")]
             total += len(mine)
-            check_accounting(case, [(r["subject"], r["error"]["kind"] if "error" in r else None,
-                                     base64.b64decode(r["payload"])) for r in mine],
-                             [kind for file, kind in notices if file == case.path])
+            check_accounting(
+                case,
+                [
+                    (
+                        r["subject"],
+                        r["error"]["kind"] if "error" in r else None,
+                        base64.b64decode(r["payload"]),
+                    )
+                    for r in mine
+                ],
+                [kind for file, kind in notices if file == case.path],
+            )
         assert total == len(records)
         summary = re.search(r"^messages (\d+)", stderr, re.M)
         assert summary and int(summary.group(1)) == len(records)

@@ -7,10 +7,10 @@ import tracemalloc
 
 import flatbuffers
 import pytest
-
-import lbparse
 from support.cli import LBPARSE
 from support.reference import commitlog_result
+
+import lbparse
 
 
 def test_construct_commitlog_rejects_a_broken_last_entry() -> None:
@@ -19,18 +19,25 @@ def test_construct_commitlog_rejects_a_broken_last_entry() -> None:
     parser read a ReplicationResponse with a cut entry as having none where
     Kaitai and lbparse reject it."""
     payload = bytes(16) + bytes(5)  # epoch, watermark, then 5 bytes of a 28-byte entry header
-    assert {p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")} == \
-        dict.fromkeys(("kaitai", "construct", "lbparse"), "bad_payload")
+    assert {
+        p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")
+    } == dict.fromkeys(("kaitai", "construct", "lbparse"), "bad_payload")
 
 
-def _entry(key_len: int = -1, value_len: int = 0, header_count: int = 0, tail: bytes = b"") -> bytes:
+def _entry(
+    key_len: int = -1, value_len: int = 0, header_count: int = 0, tail: bytes = b""
+) -> bytes:
     """A ReplicationResponse payload with one entry of these lengths."""
     import struct
 
     import crc32c
 
-    body = struct.pack(">BBi", 1, 0, key_len) + struct.pack(">i", value_len) \
-        + struct.pack(">h", header_count) + tail
+    body = (
+        struct.pack(">BBi", 1, 0, key_len)
+        + struct.pack(">i", value_len)
+        + struct.pack(">h", header_count)
+        + tail
+    )
     body = struct.pack(">I", crc32c.crc32c(body)) + body
     return bytes(16) + struct.pack(">QqQI", 0, 5, 0, len(body)) + body
 
@@ -38,8 +45,10 @@ def _entry(key_len: int = -1, value_len: int = 0, header_count: int = 0, tail: b
 def test_construct_commitlog_repeats_a_negative_header_count_zero_times() -> None:
     """tools/ksy_construct.py: Kaitai (and lbparse) read a negative
     header_count as no headers; construct's Array raised on it."""
-    got = {p: commitlog_result(_entry(header_count=-32768), p)
-           for p in ("kaitai", "construct", "lbparse")}
+    got = {
+        p: commitlog_result(_entry(header_count=-32768), p)
+        for p in ("kaitai", "construct", "lbparse")
+    }
     assert got["kaitai"] == got["construct"] == got["lbparse"] != "bad_payload"
     assert got["lbparse"][0]["headers"] == []
 
@@ -54,20 +63,22 @@ def test_commitlog_header_keys_that_are_not_utf8_read_the_same_everywhere(key: b
     import struct
 
     header = struct.pack(">h", len(key)) + key + struct.pack(">i", 3) + b"\x00\x01\x02"
-    got = {p: commitlog_result(_entry(header_count=1, tail=header), p)
-           for p in ("kaitai", "construct", "lbparse")}
+    got = {
+        p: commitlog_result(_entry(header_count=1, tail=header), p)
+        for p in ("kaitai", "construct", "lbparse")
+    }
     assert got["kaitai"] == got["construct"] == got["lbparse"] != "bad_payload"
     assert got["lbparse"][0]["headers"] == [(key, b"\x00\x01\x02")]
 
 
 @pytest.mark.parametrize("native", ["1", "0"])
-def test_odd_header_keys_stay_strings_in_the_tables(native: str,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_odd_header_keys_stay_strings_in_the_tables(
+    native: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """spec/commitlog.ksy's `-text: go-utf8`: the key is bytes on the wire
     but a string column (U+FFFD for each bad byte) in every table, native
     and Python, as before the spec kept the bytes."""
     import pyarrow as pa
-
     from support.conformance import odd_key_cases
 
     monkeypatch.setenv("LBPARSE_NATIVE", native)
@@ -76,20 +87,25 @@ def test_odd_header_keys_stay_strings_in_the_tables(native: str,
     headers = col.type.field("entries").type.value_type.field("headers").type.value_type
     assert headers.field("key").type == pa.string()
     keys = [[h["key"] for h in e["headers"]] for rr in col.to_pylist() for e in rr["entries"]]
-    assert keys == [["\ufffd", "ok"], ["\u043a\ufffd", "ok"], ["IF\ufffd\ufffd", "ok"],
-                        ["\ufffd\ufffd\ufffd", "ok"], ["ok\x00", "ok"]]
+    assert keys == [
+        ["\ufffd", "ok"],
+        ["\u043a\ufffd", "ok"],
+        ["IF\ufffd\ufffd", "ok"],
+        ["\ufffd\ufffd\ufffd", "ok"],
+        ["ok\x00", "ok"],
+    ]
 
 
-@pytest.mark.parametrize("lengths", [dict(key_len=-2), dict(value_len=-2),
-                                     dict(key_len=-(2**31))])
+@pytest.mark.parametrize("lengths", [dict(key_len=-2), dict(value_len=-2), dict(key_len=-(2**31))])
 def test_commitlog_lengths_below_minus_one_are_invalid_everywhere(lengths: dict) -> None:
     """spec/commitlog.ksy: key_len and value_len below -1 read as "nil" by
     the Kaitai and construct parsers, as an error by lbparse. Liftbridge
     slices the body by such a length (a Go panic), so the spec now says
     `valid: _ >= -1` and all three reject them."""
     payload = _entry(**lengths)
-    assert {p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")} == \
-        dict.fromkeys(("kaitai", "construct", "lbparse"), "bad_payload")
+    assert {
+        p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")
+    } == dict.fromkeys(("kaitai", "construct", "lbparse"), "bad_payload")
 
 
 def _shared_vector_bomb(entries: int, size: int) -> bytes:
@@ -137,8 +153,9 @@ def test_lowercase_message_verbs_parse_in_linear_time() -> None:
     rewriting the whole buffer in upper case, once per line: a segment of
     n such lines took n copies of itself. (Timed as the growth tests are:
     minima of interleaved rounds, tests/support/growth.py.)"""
-    from lbparse.capture.nats import Frame, NatsParser
     from support.growth import assert_linear
+
+    from lbparse.capture.nats import Frame, NatsParser
 
     inputs = {n: b"pub a 1\r\nx\r\n" * n for n in (10_000, 20_000, 40_000, 80_000)}
 
@@ -163,17 +180,23 @@ def test_a_lying_size_field_does_not_swallow_the_messages_after_it() -> None:
     assert recovered == [Frame("PUB", "b", None, None, None, b"hi")] * 3
 
 
-@pytest.mark.parametrize("stream,cut", [
-    (b"bogus\r\nPUB a 1\r\nx\r\n", 7),          # a bad line ends the segment
-    (b"PUB a 5\r\nPUB b 1\r\nx\r\n", 9),        # a lying size: the next frame starts its payload
-])
-def test_a_message_right_after_a_bad_line_survives_any_segmentation(stream: bytes, cut: int) -> None:
+@pytest.mark.parametrize(
+    "stream,cut",
+    [
+        (b"bogus\r\nPUB a 1\r\nx\r\n", 7),  # a bad line ends the segment
+        (b"PUB a 5\r\nPUB b 1\r\nx\r\n", 9),  # a lying size: the next frame starts its payload
+    ],
+)
+def test_a_message_right_after_a_bad_line_survives_any_segmentation(
+    stream: bytes, cut: int
+) -> None:
     """lbparse/capture/nats.py: after a bad line, resynchronisation looked
     for a verb after a newline it could see; when the bad line ended a TCP
     segment (or the rescan started at the payload), the message starting
     the next piece was lost. Found by the atheris `nats` target."""
-    from lbparse.capture.nats import Frame
     from support.hostile import check_nats, nats_frames
+
+    from lbparse.capture.nats import Frame
 
     def subjects(cuts: list[int]) -> list[str]:
         return [f.subject for f in nats_frames(stream, cuts) if isinstance(f, Frame)]
@@ -182,14 +205,17 @@ def test_a_message_right_after_a_bad_line_survives_any_segmentation(stream: byte
     assert subjects([cut])[-1:] == subjects([])[-1:] != []
 
 
-@pytest.mark.parametrize("text", [
-    b" 1\n",                                   # valid JSON, not an object (atheris, target capture)
-    b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": 5, "payload": ""}\n',
-    b'{"ts": true, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": ""}\n',
-    b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": "", '
-    b'"headers": [["k"]]}\n',
-    b'{"a":' * 100_000 + b"\n",                # deeper than json's recursion
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b" 1\n",  # valid JSON, not an object (atheris, target capture)
+        b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": 5, "payload": ""}\n',
+        b'{"ts": true, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": ""}\n',
+        b'{"ts": 1, "src": "a", "dst": "b", "verb": "PUB", "subject": "s", "payload": "", '
+        b'"headers": [["k"]]}\n',
+        b'{"a":' * 100_000 + b"\n",  # deeper than json's recursion
+    ],
+)
 def test_a_json_line_that_is_not_a_record_is_a_bad_record(text: bytes, tmp_path) -> None:
     """lbparse/capture/records.py: a JSON Lines line that parsed but was
     not an object raised AttributeError; fields of the wrong type became
@@ -212,9 +238,20 @@ def test_a_parquet_column_of_the_wrong_type_is_a_bad_record(tmp_path) -> None:
 
     from lbparse.capture import CaptureError, CaptureReader
 
-    pq.write_table(pa.table({"ts": [1.0], "src": ["a"], "dst": ["b"], "direction": ["x"],
-                             "verb": ["PUB"], "subject": [5], "payload": [b""]}),
-                   tmp_path / "r.parquet")
+    pq.write_table(
+        pa.table(
+            {
+                "ts": [1.0],
+                "src": ["a"],
+                "dst": ["b"],
+                "direction": ["x"],
+                "verb": ["PUB"],
+                "subject": [5],
+                "payload": [b""],
+            }
+        ),
+        tmp_path / "r.parquet",
+    )
     with pytest.raises(CaptureError, match="subject: int64"):
         list(CaptureReader(tmp_path / "r.parquet"))
 
@@ -227,13 +264,18 @@ def test_table_format_shows_a_timestamp_past_year_9999(tmp_path) -> None:
     its record's bad field (#47): said, the record read without its time,
     never a float such as 1e+20 nor the year 1677 shown for it."""
     import subprocess
-    import sys
 
     path = tmp_path / "r.jsonl"
-    path.write_text('{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
-                    '"payload": "eA=="}\n')
-    out = subprocess.run([*LBPARSE, "capture", "--format", "table",
-                          str(path)], capture_output=True, text=True, timeout=60)
+    path.write_text(
+        '{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
+        '"payload": "eA=="}\n'
+    )
+    out = subprocess.run(
+        [*LBPARSE, "capture", "--format", "table", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stdout.startswith("(no time)") and "1677" not in out.stdout
     assert "r.jsonl:1: ts 1e+20 does not fit" in out.stderr
@@ -246,18 +288,33 @@ def _pcapng_head() -> bytes:
         n = len(body) + 12
         return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
 
-    return (block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
-            + block(1, struct.pack("<HHI", 1, 0, 65535)))
+    return block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)) + block(
+        1, struct.pack("<HHI", 1, 0, 65535)
+    )
 
 
-@pytest.mark.parametrize("name,data", [
-    ("claim.pcap", bytes.fromhex("d4c3b2a1020004000000000000000000000004000100000001000000"
-                                 "00000000000000040000000400") + b"x" * 50),
-    ("claim.pcapng", _pcapng_head() + (6).to_bytes(4, "little") + (60 << 20).to_bytes(4, "little")
-     + b"x" * 40),
-])
-def test_a_length_field_costs_no_memory_before_its_bytes_are_there(name: str, data: bytes,
-                                                                     tmp_path) -> None:
+@pytest.mark.parametrize(
+    "name,data",
+    [
+        (
+            "claim.pcap",
+            bytes.fromhex(
+                "d4c3b2a102000400000000000000000000000400010000000100000000000000000000040000000400"
+            )
+            + b"x" * 50,
+        ),
+        (
+            "claim.pcapng",
+            _pcapng_head()
+            + (6).to_bytes(4, "little")
+            + (60 << 20).to_bytes(4, "little")
+            + b"x" * 40,
+        ),
+    ],
+)
+def test_a_length_field_costs_no_memory_before_its_bytes_are_there(
+    name: str, data: bytes, tmp_path
+) -> None:
     """lbparse/capture/pcap.py, pcapng.py: the readers asked f.read() for a
     record's claimed length, and f.read(n) allocates n bytes before it
     knows the file has them: 60 MiB for a 90-byte file."""
@@ -276,10 +333,13 @@ def test_a_length_field_costs_no_memory_before_its_bytes_are_there(name: str, da
     assert notices and notices[-1].kind in ("truncated", "bad_block")
 
 
-@pytest.mark.parametrize("block", [
-    bytes.fromhex("060000000c0000000c000000"),   # an EPB of 12 bytes: no room for its fields
-    bytes.fromhex("010000000c0000000c000000"),   # an IDB of 12 bytes
-])
+@pytest.mark.parametrize(
+    "block",
+    [
+        bytes.fromhex("060000000c0000000c000000"),  # an EPB of 12 bytes: no room for its fields
+        bytes.fromhex("010000000c0000000c000000"),  # an IDB of 12 bytes
+    ],
+)
 def test_a_pcapng_block_too_short_for_its_fields_is_a_notice(block: bytes, tmp_path) -> None:
     """lbparse/capture/pcapng.py: a block shorter than its fixed fields, at
     the end of the file, made struct.unpack_from raise struct.error."""
@@ -296,8 +356,9 @@ def test_reading_goes_on_past_a_damaged_block(tmp_path) -> None:
     """lbparse/capture/pcap.py, pcapng.py: a record or block whose length
     made no sense raised CaptureError("bad_block"), losing every message
     after it. Reading now resumes at the next plausible record or block."""
-    from lbparse.capture import CaptureReader
     from support import capwriter as cw
+
+    from lbparse.capture import CaptureReader
 
     conn = cw.Conn()
     packets = conn.handshake()
@@ -310,8 +371,12 @@ def test_reading_goes_on_past_a_damaged_block(tmp_path) -> None:
     cut = len(data) - sum(16 + len(f) for _, f in frames[-2:])  # before the last two packets
     path.write_bytes(data[:cut] + b"\xde\xad" * 9 + data[cut:])
     notices: list = []
-    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == \
-        ["lb.0", "lb.1", "lb.2", "lb.3"]
+    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == [
+        "lb.0",
+        "lb.1",
+        "lb.2",
+        "lb.3",
+    ]
     assert [n.kind for n in notices] == ["bad_block", "bad_block"]
     assert "skipped 18 damaged bytes" in notices[1].message
 
@@ -324,19 +389,22 @@ def test_thousands_of_segments_waiting_behind_holes_cost_no_scan_per_packet(tmp_
     import random
     import time
 
-    from lbparse.capture import CaptureReader
     from support import capwriter as cw
+
+    from lbparse.capture import CaptureReader
 
     def seconds(n: int) -> float:
         conn = cw.Conn()
         packets = conn.handshake()
         rnd = random.Random(n)
         base = conn.seq["c"]
-        packets += [conn.segment_at("c", base + rnd.randrange(1, 1 << 30), b"x" * 11)
-                    for _ in range(n)]
+        packets += [
+            conn.segment_at("c", base + rnd.randrange(1, 1 << 30), b"x" * 11) for _ in range(n)
+        ]
         path = tmp_path / f"holes{n}.pcap"
-        cw.write_pcap(path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p))
-                             for k, p in enumerate(packets)])
+        cw.write_pcap(
+            path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)]
+        )
         t = time.perf_counter()
         notices: list = []
         assert list(CaptureReader(path, layout="plain", on_notice=notices.append)) == []
@@ -361,7 +429,7 @@ def test_a_long_control_line_in_tiny_segments_parses_in_linear_time() -> None:
         # CPU time, not wall: the growth is the parser's, not the machine's load
         t = time.process_time()
         for i in range(len(line)):
-            frames += parser.feed(line[i:i + 1])
+            frames += parser.feed(line[i : i + 1])
         assert [f.verb for f in frames if isinstance(f, Control)] == ["INFO", "PING"]
         assert len(frames) == 2 and isinstance(frames[0], Control) and len(frames[0].text) == n
         return time.process_time() - t
@@ -376,8 +444,9 @@ def test_the_subject_cache_keeps_no_long_subjects() -> None:
     line may be that long) could make it hold 4 GiB."""
     from lbparse.capture import nats
 
-    frames = nats.NatsParser().feed(b"".join(b"PUB %s 1\r\nx\r\n" % (b"s%05d" % i + b"x" * 2000)
-                                             for i in range(50)))
+    frames = nats.NatsParser().feed(
+        b"".join(b"PUB %s 1\r\nx\r\n" % (b"s%05d" % i + b"x" * 2000) for i in range(50))
+    )
     assert len(frames) == 50 and isinstance(frames[0], nats.Frame)
     assert len(frames[0].subject) == 2006
     assert all(len(k) <= nats._NAME_MAX for k in nats._names)
@@ -389,8 +458,9 @@ def test_a_file_cut_inside_a_packet_of_zeros_is_still_truncated(fmt: str, tmp_pa
     the end of the file is damage when whole records follow it, and the
     reader resumes there; runs of zeros in the cut packet look like empty
     records, and must not make a file cut short look damaged."""
-    from lbparse.capture import CaptureReader
     from support import capwriter as cw
+
+    from lbparse.capture import CaptureReader
 
     conn = cw.Conn()
     packets = conn.handshake() + conn.send("c", cw.pub("a", b"x") + cw.pub("z", bytes(3000)))
@@ -401,7 +471,7 @@ def test_a_file_cut_inside_a_packet_of_zeros_is_still_truncated(fmt: str, tmp_pa
     else:
         cw.write_pcapng(path, [(cw.ETHERNET, 6, 262144)], [(0, ts, f) for ts, f in frames])
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) - 1000])
+    path.write_bytes(data[: len(data) - 1000])
     notices: list = []
     assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == []
     assert [n.kind for n in notices] == ["truncated"]
@@ -410,19 +480,29 @@ def test_a_file_cut_inside_a_packet_of_zeros_is_still_truncated(fmt: str, tmp_pa
 def _jsonl_record(i: int, **over: object) -> str:
     import json
 
-    d = {"ts": 1.7e9 + i, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": f"s.{i}",
-         "payload": "eA=="}
+    d = {
+        "ts": 1.7e9 + i,
+        "src": "a:1",
+        "dst": "b:2",
+        "verb": "PUB",
+        "subject": f"s.{i}",
+        "payload": "eA==",
+    }
     d.update(over)
     return json.dumps(d)
 
 
-@pytest.mark.parametrize("bad", [
-    "{not json",
-    _jsonl_record(9, ts=10**400),                         # overflowed float(): a traceback
-    _jsonl_record(9).replace('"ts": 1700000009.0', '"ts": 1e999'),   # infinity
-    _jsonl_record(9).replace('"ts": 1700000009.0', '"ts": NaN'),
-    _jsonl_record(9, subject=None),
-], ids=["not_json", "ts_400_digits", "ts_1e999", "ts_nan", "null_subject"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "{not json",
+        _jsonl_record(9, ts=10**400),  # overflowed float(): a traceback
+        _jsonl_record(9).replace('"ts": 1700000009.0', '"ts": 1e999'),  # infinity
+        _jsonl_record(9).replace('"ts": 1700000009.0', '"ts": NaN'),
+        _jsonl_record(9, subject=None),
+    ],
+    ids=["not_json", "ts_400_digits", "ts_1e999", "ts_nan", "null_subject"],
+)
 @pytest.mark.slow
 def test_one_bad_line_of_a_recording_costs_that_line_only(bad: str, tmp_path) -> None:
     """lbparse/capture/records.py (issue #19): one line that was not a record
@@ -439,11 +519,18 @@ def test_one_bad_line_of_a_recording_costs_that_line_only(bad: str, tmp_path) ->
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join([_jsonl_record(0), _jsonl_record(1), bad, _jsonl_record(2)]) + "\n")
     notices: list = []
-    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == \
-        ["s.0", "s.1", "s.2"]
+    assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == [
+        "s.0",
+        "s.1",
+        "s.2",
+    ]
     assert [n.kind for n in notices] == ["bad_record"] and "r.jsonl:3" in notices[0].message
-    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", str(path)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "lbparse", "capture", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr and "bad_record" in out.stderr
     assert [json.loads(x)["subject"] for x in out.stdout.splitlines()] == ["s.0", "s.1", "s.2"]
     assert "Infinity" not in out.stdout and "NaN" not in out.stdout
@@ -453,9 +540,16 @@ def test_bad_lines_before_the_first_record_are_held_not_lost(tmp_path) -> None:
     from lbparse.capture import CaptureReader
 
     path = tmp_path / "r.jsonl"
-    path.write_text("\n".join(["{bad", _jsonl_record(0, ts=float("inf")).replace("Infinity",
-                                                                              "1e999"),
-                               _jsonl_record(1)]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                "{bad",
+                _jsonl_record(0, ts=float("inf")).replace("Infinity", "1e999"),
+                _jsonl_record(1),
+            ]
+        )
+        + "\n"
+    )
     notices: list = []
     assert [r.subject for r in CaptureReader(path, on_notice=notices.append)] == ["s.1"]
     assert [n.kind for n in notices] == ["bad_record", "bad_record"]
@@ -478,9 +572,19 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     from lbparse.capture.recordings import parquet_schema
 
     schema = parquet_schema()
-    rows = [{"ts": 1_700_000_000_000_000_000 + i, "src": "a:1", "dst": "b:2",
-             "direction": "client_to_server", "verb": "PUB", "subject": f"s.{i}", "payload": b"x",
-             "headers": None} for i in range(6)]
+    rows = [
+        {
+            "ts": 1_700_000_000_000_000_000 + i,
+            "src": "a:1",
+            "dst": "b:2",
+            "direction": "client_to_server",
+            "verb": "PUB",
+            "subject": f"s.{i}",
+            "payload": b"x",
+            "headers": None,
+        }
+        for i in range(6)
+    ]
     rows[1]["ts"] = None
     rows[2]["subject"] = None
     rows[3]["payload"] = None
@@ -495,18 +599,30 @@ def test_a_null_cell_in_a_recording_costs_its_row_only(tmp_path) -> None:
     assert [n.kind for n in notices] == ["bad_record"] * 4
     assert "row 1: ts is null" in notices[0].message
     assert "row 2" in notices[1].message and "row 4" in notices[3].message
-    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", str(path)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "lbparse", "capture", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and "Traceback" not in out.stderr
 
-    old = pa.table({"ts": [1.7e9, float("inf"), 1.7e9 + 2], "src": ["a:1"] * 3,
-                    "dst": ["b:2"] * 3, "direction": ["client_to_server"] * 3,
-                    "verb": ["PUB"] * 3, "subject": ["t.0", "t.1", "t.2"],
-                    "payload": [b"x"] * 3})
+    old = pa.table(
+        {
+            "ts": [1.7e9, float("inf"), 1.7e9 + 2],
+            "src": ["a:1"] * 3,
+            "dst": ["b:2"] * 3,
+            "direction": ["client_to_server"] * 3,
+            "verb": ["PUB"] * 3,
+            "subject": ["t.0", "t.1", "t.2"],
+            "payload": [b"x"] * 3,
+        }
+    )
     pq.write_table(old, tmp_path / "old.parquet")
     notices.clear()
-    assert [r.subject for r in CaptureReader(tmp_path / "old.parquet",
-                                             on_notice=notices.append)] == ["t.0", "t.2"]
+    assert [
+        r.subject for r in CaptureReader(tmp_path / "old.parquet", on_notice=notices.append)
+    ] == ["t.0", "t.2"]
     assert [n.kind for n in notices] == ["bad_record"]
 
 
@@ -531,19 +647,26 @@ def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:
     import threading
 
     planned: dict = {}
-    t = threading.Thread(target=lambda: planned.update(units=plan([str(d)], SourceOptions())),
-                         daemon=True)
+    t = threading.Thread(
+        target=lambda: planned.update(units=plan([str(d)], SourceOptions())), daemon=True
+    )
     t.start()
     t.join(30)
     assert "units" in planned, "planning blocked on the FIFO"
     units = planned["units"]
-    assert [(os.path.basename(u.path), u.error[0] if u.error else None) for u in units] == \
-        [("a-fifo.pcap", "input:unreadable"), ("b.jsonl", None)]
+    assert [(os.path.basename(u.path), u.error[0] if u.error else None) for u in units] == [
+        ("a-fifo.pcap", "input:unreadable"),
+        ("b.jsonl", None),
+    ]
     with pytest.raises(CaptureError) as err:
         CaptureReader(d / "a-fifo.pcap")
     assert err.value.kind == "not_a_file"
-    out = subprocess.run([sys.executable, "-m", "lbparse", "capture", str(d / "a-fifo.pcap"),
-                          str(d / "b.jsonl")], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "lbparse", "capture", str(d / "a-fifo.pcap"), str(d / "b.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and "not a regular file" in out.stderr
     assert '"subject": "s.0"' in out.stdout and "Traceback" not in out.stderr
 
@@ -564,18 +687,27 @@ def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path) -> None:
     part = tmp_path / "node" / "streams" / "s" / "0"
     part.mkdir(parents=True)
     (tmp_path / "node" / "liftbridge").write_bytes(b"")
-    for name in ("00000000000000000000.log", "00000000000000000000.index",
-                 "replication-offset-checkpoint"):
+    for name in (
+        "00000000000000000000.log",
+        "00000000000000000000.index",
+        "replication-offset-checkpoint",
+    ):
         os.mkfifo(part / name)
     for extra in ([], ["--verify"]):
-        out = subprocess.run([sys.executable, "-m", "lbparse", "segments", *extra,
-                              str(tmp_path / "node")], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "lbparse", "segments", *extra, str(tmp_path / "node")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 1, out.stderr
         assert (out.stdout + out.stderr).count("not a regular file") == 3
         assert "Traceback" not in out.stderr
     planned: dict = {}
-    t = threading.Thread(target=lambda: planned.update(
-        units=plan([str(tmp_path / "node")], SourceOptions())), daemon=True)
+    t = threading.Thread(
+        target=lambda: planned.update(units=plan([str(tmp_path / "node")], SourceOptions())),
+        daemon=True,
+    )
     t.start()
     t.join(30)
     assert {u.error[0] for u in planned["units"]} == {"input:unreadable"}

@@ -9,18 +9,19 @@ The timing tests are `slow` (each takes seconds); the counting ones are not.
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import flatbuffers
 import pytest
-
-import lbparse
-from lbparse.codec import flatbuf, wirefit
-from lbparse.capture import CaptureReader, reader
-from lbparse.capture.nats import Frame, NatsParser, Parsed, Problem
 from support import capwriter as cw
 from support.growth import assert_linear
+
+import lbparse
+from lbparse.capture import CaptureReader, reader
+from lbparse.capture.nats import Frame, NatsParser, Parsed, Problem
+from lbparse.codec import flatbuf, wirefit
 
 ENVELOPE = bytes.fromhex("b90e43b400080000")  # v0, MsgType 0 Publish (proto.Message)
 
@@ -30,43 +31,57 @@ def _feed(stream: bytes, piece: int = 0) -> list[Parsed]:
     parser, frames = NatsParser(), []
     if piece:
         for i in range(0, len(stream), piece):
-            frames += parser.feed(stream[i:i + piece])
+            frames += parser.feed(stream[i : i + piece])
     else:
         frames += parser.feed(stream)
     parser.finish(frames)
     return frames
 
 
-def _check_linear(make: Callable[[int], Any], run: Callable[[Any], object],
-                  sizes: list[int], **kw: Any) -> None:
+def _check_linear(
+    make: Callable[[int], Any], run: Callable[[Any], object], sizes: list[int], **kw: Any
+) -> None:
     inputs = {n: make(n) for n in sizes}
     assert_linear(lambda n: run(inputs[n]), sizes, **kw)
 
 
 # -- NATS: lines ended by a bare LF ------------------------------------------------
 
+
 def test_a_bare_lf_ends_a_control_line_as_nats_server_reads_it() -> None:
     """nats-server (and the clients) end a control line at LF, dropping a CR
     before it; the payload must still be followed by CRLF."""
     frames = _feed(b"PUB a 1\nx\r\nMSG b 7 2\nhi\r\nPING\n+OK\r\nPUB c 1\ny\nPONG\r\n")
     assert [f for f in frames if isinstance(f, Frame)] == [
-        Frame("PUB", "a", None, None, None, b"x"), Frame("MSG", "b", None, "7", None, b"hi")]
-    assert [type(f).__name__ for f in frames] == \
-        ["Frame", "Frame", "Control", "Control", "Problem", "Control"]
+        Frame("PUB", "a", None, None, None, b"x"),
+        Frame("MSG", "b", None, "7", None, b"hi"),
+    ]
+    assert [type(f).__name__ for f in frames] == [
+        "Frame",
+        "Frame",
+        "Control",
+        "Control",
+        "Problem",
+        "Control",
+    ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("line,piece", [(b"PUB a 1\nx\n", 0), (b"MSG a 1 1\nx\r\n", 0),
-                                        (b"PUB a 1\nx\n", 7), (b"HPUB a 12 12\n", 0)])
+@pytest.mark.parametrize(
+    "line,piece",
+    [(b"PUB a 1\nx\n", 0), (b"MSG a 1 1\nx\r\n", 0), (b"PUB a 1\nx\n", 7), (b"HPUB a 12 12\n", 0)],
+)
 def test_nats_lines_ended_by_a_bare_lf_parse_in_linear_time(line: bytes, piece: int) -> None:
     """lbparse/capture/nats.py: a control line was searched for its CRLF
     to the end of the segment, once per line: lines ended by a bare LF
     made a segment quadratic (720 KB: 33.5 s)."""
-    _check_linear(lambda n: line * n, lambda data: _feed(data, piece),
-                  [4_000, 8_000, 16_000, 32_000])
+    _check_linear(
+        lambda n: line * n, lambda data: _feed(data, piece), [4_000, 8_000, 16_000, 32_000]
+    )
 
 
 # -- NATS: size fields that lie ----------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("piece", [0, 16, 1460])
@@ -75,8 +90,11 @@ def test_lying_size_fields_are_given_up_in_linear_time(piece: int) -> None:
     each wait for the bytes the one before held; giving up on them (at a
     gap or the end) re-sliced everything held, once per line (4.4 MB:
     15.5 s)."""
-    _check_linear(lambda n: b"PUB a 60000000\r\n" * n, lambda data: _feed(data, piece),
-                  [8_000, 16_000, 32_000, 64_000])
+    _check_linear(
+        lambda n: b"PUB a 60000000\r\n" * n,
+        lambda data: _feed(data, piece),
+        [8_000, 16_000, 32_000, 64_000],
+    )
 
 
 @pytest.mark.slow
@@ -86,9 +104,11 @@ def test_a_lie_found_out_mid_stream_costs_no_copy_of_what_follows(piece: int) ->
     CRLF ends them, the frames within are parsed again; each message line
     found there waiting too copied every byte after it: lines declaring a
     little less than the stream made each segment cost the whole stream."""
+
     def make(n: int) -> bytes:
         line = b"PUB a %09d\r\n" % (n * 8)  # 16 bytes a line, each declaring half the stream
         return line * n
+
     _check_linear(make, lambda data: _feed(data, piece), [8_000, 16_000, 32_000, 64_000])
 
 
@@ -97,19 +117,22 @@ def test_lying_size_fields_keep_every_message_after_them() -> None:
     stream = b"PUB a 99999\r\n" * 50 + b"PUB b 2\r\nhi\r\n" * 3
     for piece in (0, 1, 16, 1460):
         frames = _feed(stream, piece)
-        assert [f for f in frames if isinstance(f, Frame)] == \
-            [Frame("PUB", "b", None, None, None, b"hi")] * 3, piece
+        assert [f for f in frames if isinstance(f, Frame)] == [
+            Frame("PUB", "b", None, None, None, b"hi")
+        ] * 3, piece
 
 
 # -- capture: connections past the flow table's size -------------------------------
+
 
 def _busy_connections(path: Path, n: int) -> str:
     """`n` connections, each one packet holding a message that never ends."""
     frames = []
     for i in range(n):
         src = f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}"
-        p = cw.ip_tcp(src, 1000 + i % 50000, "127.0.0.1", 4222, 5, 0, cw.ACK | cw.PSH,
-                      b"PUB a 100\r\nxx")
+        p = cw.ip_tcp(
+            src, 1000 + i % 50000, "127.0.0.1", 4222, 5, 0, cw.ACK | cw.PSH, b"PUB a 100\r\nxx"
+        )
         frames.append((1.7e9 + i / 1e6, cw.link(cw.ETHERNET, p)))
     out = path / f"busy{n}.pcap"
     cw.write_pcap(out, frames)
@@ -117,9 +140,9 @@ def _busy_connections(path: Path, n: int) -> str:
 
 
 @pytest.mark.slow
-def test_busy_connections_past_the_flow_table_cost_no_scan_each(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+def test_busy_connections_past_the_flow_table_cost_no_scan_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """lbparse/capture/reader.py: past MAX_FLOWS connections, each new one
     scanned the whole table for idle ones to forget; busy ones (a message
     half-read) cannot be forgotten, so every new connection scanned them
@@ -137,6 +160,7 @@ def test_busy_connections_past_the_flow_table_cost_no_scan_each(tmp_path: Path,
 
 
 # -- protobuf payloads the runtime refuses at their last byte ----------------------
+
 
 def _refused_at_the_end(n: int) -> bytes:
     """An envelope whose payload is `n` bytes of two-byte varint fields (no
@@ -157,7 +181,8 @@ def test_a_refused_protobuf_payload_is_judged_in_linear_time() -> None:
 
 @pytest.mark.slow
 def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """lbparse/codec/wirefit.py, detect.py, upstream.py: a payload the protobuf
     runtime refuses at its last byte was walked again in Python for every
     candidate layout of `auto` and every upstream decoder of `check` (8 MB:
@@ -191,6 +216,7 @@ def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field
 
 # -- FlatBuffers: many offsets to one table ----------------------------------------
 
+
 def _shared_table_vector(entries: int) -> bytes:
     """A FlatBuffers PublishRequest whose `headers` are `entries` offsets to
     one empty MessageHeader table."""
@@ -209,8 +235,9 @@ def _shared_table_vector(entries: int) -> bytes:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("entries,max_payload", [(2_000_000, 8 << 20), (50_000, 1 << 20)])
-def test_offsets_to_one_table_cannot_multiply_objects(entries: int, max_payload: int,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offsets_to_one_table_cannot_multiply_objects(
+    entries: int, max_payload: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """lbparse/codec/flatbuf.py: each of N offsets to one table became its own
     FlatTable, and only the 4 bytes of each offset counted against
     max_payload: 8 MB decoded into 2 million objects (620 MB, 11.5 s).
@@ -245,15 +272,22 @@ def test_a_vector_of_tables_within_the_limit_still_decodes() -> None:
     env = lbparse.decode(_shared_table_vector(1000), "flatbuffers")
     assert len(env.message.fields["headers"]) == 1000
     with pytest.raises(lbparse.EnvelopeError, match="max_payload"):
-        lbparse.decode(_shared_table_vector(1000), "flatbuffers",
-                       limits=lbparse.Limits(max_payload=1000 * flatbuf.TABLE_COST))
+        lbparse.decode(
+            _shared_table_vector(1000),
+            "flatbuffers",
+            limits=lbparse.Limits(max_payload=1000 * flatbuf.TABLE_COST),
+        )
 
 
 @pytest.mark.slow
 def test_flatbuffers_tables_are_read_in_linear_time() -> None:
-    _check_linear(_shared_table_vector,
-                  lambda data: lbparse.decode(data, "flatbuffers", limits=lbparse.Limits(
-                      max_payload=64 << 20)), [4_000, 8_000, 16_000, 32_000])
+    _check_linear(
+        _shared_table_vector,
+        lambda data: lbparse.decode(
+            data, "flatbuffers", limits=lbparse.Limits(max_payload=64 << 20)
+        ),
+        [4_000, 8_000, 16_000, 32_000],
+    )
 
 
 def test_problem_items_stay_items() -> None:
@@ -274,14 +308,18 @@ def test_the_storage_campaigns_timeout_input_is_read_in_linear_time() -> None:
     recovery grows linearly with garbage repeated 1 to 8 times."""
     import time
 
+    from support import hostile
+
     from lbparse.storage import read_segment_bytes
     from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
-    from support import hostile
 
     data = STORAGE_TIMEOUT.read_bytes()
     t = time.perf_counter()
     hostile.check_storage(data)
     assert time.perf_counter() - t < 10
     for fmt in [None, *SEGMENT_FORMATS_BY_NAME.values()]:
-        assert_linear(lambda k: read_segment_bytes(data * k, "x.log", fmt, base_offset=7),
-                      [1, 2, 4, 8], floor=0.01)
+        assert_linear(
+            lambda k: read_segment_bytes(data * k, "x.log", fmt, base_offset=7),
+            [1, 2, 4, 8],
+            floor=0.01,
+        )

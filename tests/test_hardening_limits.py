@@ -9,32 +9,55 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import capwriter as cw
+from support.cli import LBPARSE
+from support.reading import pipeline_rows
 
 import lbparse
 from lbparse.capture import CaptureReader, columnar
 from lbparse.codec.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
 from lbparse.codec.wirefit import nesting_depth
-from support import capwriter as cw
-from support.cli import LBPARSE
-from support.reading import pipeline_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 Message = lbparse.message_class("proto.Message")
 
 
 def test_defaults_and_validation() -> None:
-    assert LIMIT_NAMES == ("max_payload", "max_frame", "max_depth", "max_reassembly",
-                           "max_raft_db", "max_grpc_elements", "max_grpc_inflate",
-                           "max_grpc_headers", "max_open_calls")
-    assert (DEFAULT.max_payload, DEFAULT.max_frame, DEFAULT.max_depth, DEFAULT.max_reassembly) \
-        == (8 << 20, 64 << 20, 100, 16 << 20)
-    for bad in (dict(max_payload=0), dict(max_frame=-1), dict(max_depth=101),
-                dict(max_reassembly=1.5), dict(max_depth=True)):
+    assert LIMIT_NAMES == (
+        "max_payload",
+        "max_frame",
+        "max_depth",
+        "max_reassembly",
+        "max_raft_db",
+        "max_grpc_elements",
+        "max_grpc_inflate",
+        "max_grpc_headers",
+        "max_open_calls",
+    )
+    assert (DEFAULT.max_payload, DEFAULT.max_frame, DEFAULT.max_depth, DEFAULT.max_reassembly) == (
+        8 << 20,
+        64 << 20,
+        100,
+        16 << 20,
+    )
+    for bad in (
+        dict(max_payload=0),
+        dict(max_frame=-1),
+        dict(max_depth=101),
+        dict(max_reassembly=1.5),
+        dict(max_depth=True),
+    ):
         with pytest.raises(ValueError):
             Limits(**bad)
-    assert [parse_size(s) for s in ("4096", "64k", "8M", "1MiB", "2GB")] == \
-        [4096, 64 << 10, 8 << 20, 1 << 20, 2 << 30]
+    assert [parse_size(s) for s in ("4096", "64k", "8M", "1MiB", "2GB")] == [
+        4096,
+        64 << 10,
+        8 << 20,
+        1 << 20,
+        2 << 30,
+    ]
     with pytest.raises(ValueError):
         parse_size("lots")
 
@@ -44,8 +67,11 @@ def _sized(layout: str, payload_len: int) -> bytes:
         return b"p" * payload_len
     if layout == "lift-cookie":
         return b"LIFT" + b"\x1a" + bytes([payload_len - 2]) + b"v" * (payload_len - 2)
-    return lbparse.encode(Message(value=b"v" * (payload_len - 2)), layout="legacy"
-                          if layout == "legacy" else "v0", crc=True)
+    return lbparse.encode(
+        Message(value=b"v" * (payload_len - 2)),
+        layout="legacy" if layout == "legacy" else "v0",
+        crc=True,
+    )
 
 
 @pytest.mark.parametrize("layout", ["v0", "legacy", "lift-cookie", "plain", "auto"])
@@ -56,8 +82,12 @@ def test_max_payload_is_exact_and_named(layout: str) -> None:
     with pytest.raises(lbparse.EnvelopeError) as err:
         lbparse.decode(data, layout, limits=Limits(max_payload=payload_len - 1))
     e = err.value
-    assert (e.kind, e.limit, e.expected, e.actual) == \
-        ("bad_payload", "max_payload", payload_len - 1, payload_len)
+    assert (e.kind, e.limit, e.expected, e.actual) == (
+        "bad_payload",
+        "max_payload",
+        payload_len - 1,
+        payload_len,
+    )
     assert "max_payload" in e.message and e.to_json_dict()["limit"] == "max_payload"
 
 
@@ -82,25 +112,36 @@ def test_max_depth_is_exact_and_named(limit: int) -> None:
     lbparse.decode(head + _groups(limit), limits=lim)
     with pytest.raises(lbparse.EnvelopeError) as err:
         lbparse.decode(head + _groups(limit + 1), limits=lim)
-    assert (err.value.kind, err.value.limit, err.value.expected) == \
-        ("bad_payload", "max_depth", limit)
+    assert (err.value.kind, err.value.limit, err.value.expected) == (
+        "bad_payload",
+        "max_depth",
+        limit,
+    )
     with pytest.raises(lbparse.EnvelopeError) as err:  # LIFT carries protobuf too
         lbparse.decode(b"LIFT" + _groups(limit + 1), "lift-cookie", limits=lim)
     assert err.value.limit == "max_depth"
 
 
-NEST = st.recursive(st.just(b""), lambda inner: st.one_of(
-    inner.map(lambda b: b"\x9b\x06" + b + b"\x9c\x06"),                      # an unknown group
-    inner.map(lambda b: b"\x4a" + bytes([len(b) + 4]) + b"\x0a\x00\x12\x00"[:4] + b
-              if len(b) < 120 else b),                                       # a map entry
-    inner.map(lambda b: b"\x0a" + bytes([min(len(b), 127)]) + b[:127]),       # bytes: not parsed
-    st.tuples(inner, inner).map(lambda t: t[0] + t[1])), max_leaves=60)
+NEST = st.recursive(
+    st.just(b""),
+    lambda inner: st.one_of(
+        inner.map(lambda b: b"\x9b\x06" + b + b"\x9c\x06"),  # an unknown group
+        inner.map(
+            lambda b: (
+                b"\x4a" + bytes([len(b) + 4]) + b"\x0a\x00\x12\x00"[:4] + b if len(b) < 120 else b
+            )
+        ),  # a map entry
+        inner.map(lambda b: b"\x0a" + bytes([min(len(b), 127)]) + b[:127]),  # bytes: not parsed
+        st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+    ),
+    max_leaves=60,
+)
 
 
 def _parses(payload: bytes) -> bool:
     try:
         Message.FromString(payload)
-    except Exception:  # noqa: BLE001 - upb's DecodeError
+    except Exception:
         return False
     return True
 
@@ -131,7 +172,9 @@ def _capture(tmp: Path, data_c: bytes, out_of_order: bool = False) -> Path:
         segs = segs[1:] + segs[:1]
     packets += segs + [conn.fin("c")]
     path = tmp / "c.pcap"
-    cw.write_pcap(path, [(1.7e9 + k / 1000, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
+    cw.write_pcap(
+        path, [(1.7e9 + k / 1000, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)]
+    )
     return path
 
 
@@ -139,8 +182,9 @@ def test_max_frame_on_a_capture_is_a_limit_notice(tmp_path: Path) -> None:
     payload = lbparse.encode(Message(value=b"v" * 3000))
     path = _capture(tmp_path, cw.pub("big", payload) + cw.pub("small", b"ok"))
     notices: list = []
-    reader = CaptureReader(path, layout="v0", limits=Limits(max_frame=1000),
-                           on_notice=notices.append)
+    reader = CaptureReader(
+        path, layout="v0", limits=Limits(max_frame=1000), on_notice=notices.append
+    )
     assert [r.subject for r in reader] == ["small"]
     assert [(n.kind, n.limit) for n in notices] == [("limit", "max_frame")]
     assert reader.stats.limits == {"max_frame": 1} and reader.stats.notices == {"limit": 1}
@@ -150,8 +194,9 @@ def test_max_reassembly_is_a_limit_notice_then_a_gap(tmp_path: Path) -> None:
     stream = b"".join(cw.pub(f"m.{i}", b"x" * 200) for i in range(40))
     path = _capture(tmp_path, stream, out_of_order=True)
     notices: list = []
-    reader = CaptureReader(path, layout="plain", limits=Limits(max_reassembly=4000),
-                           on_notice=notices.append)
+    reader = CaptureReader(
+        path, layout="plain", limits=Limits(max_reassembly=4000), on_notice=notices.append
+    )
     subjects = [r.subject for r in reader]
     kinds = [n.kind for n in notices]
     assert "limit" in kinds and kinds.index("limit") < kinds.index("gap")
@@ -165,14 +210,15 @@ def test_max_payload_on_a_capture_is_a_record_error(tmp_path: Path) -> None:
     path = _capture(tmp_path, cw.pub("a", b"p" * 600) + cw.pub("b", b"p" * 10))
     reader = CaptureReader(path, layout="plain", limits=Limits(max_payload=100))
     records = list(reader)
-    assert [(r.subject, r.error and r.error.limit) for r in records] == \
-        [("a", "max_payload"), ("b", None)]
+    assert [(r.subject, r.error and r.error.limit) for r in records] == [
+        ("a", "max_payload"),
+        ("b", None),
+    ]
     assert reader.stats.limits == {"max_payload": 1} and reader.stats.errors == {"bad_payload": 1}
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*LBPARSE, *args], capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    return subprocess.run([*LBPARSE, *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
 @pytest.mark.slow
@@ -183,8 +229,17 @@ def test_cli_options(tmp_path: Path) -> None:
     assert _lbparse("decode", "--max-payload", "1k", wire).returncode == 0
     assert _lbparse("decode", "--max-depth", "101", wire).returncode == 2
     path = _capture(tmp_path, cw.pub("big", b"x" * 3000) + cw.pub("small", b"ok"))
-    out = _lbparse("capture", "--layout", "plain", "--stats", "--max-frame", "1000",
-                   "--max-payload", "1", str(path))
+    out = _lbparse(
+        "capture",
+        "--layout",
+        "plain",
+        "--stats",
+        "--max-frame",
+        "1000",
+        "--max-payload",
+        "1",
+        str(path),
+    )
     assert out.returncode == 1
     assert [json.loads(x)["error"]["kind"] for x in out.stdout.splitlines()] == ["bad_payload"]
     assert "limit: " in out.stderr and "max_frame" in out.stderr
@@ -195,8 +250,9 @@ def test_cli_options(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("loop", ["reference", "c"])
-def test_idle_connections_are_forgotten_and_nothing_is_lost(loop: str, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_idle_connections_are_forgotten_and_nothing_is_lost(
+    loop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A capture of endless connections that never speak (a SYN scan) must
     not grow the flow table without bound; forgetting idle ones loses no
     message, even of a connection that comes back after being forgotten,
@@ -211,11 +267,13 @@ def test_idle_connections_are_forgotten_and_nothing_is_lost(loop: str, tmp_path:
     frame = cw.pub("long", b"y" * 400)
     packets = talker.handshake() + quiet.handshake()
     packets += quiet.send("c", cw.pub("early", b"e"))
-    packets += talker.send("c", frame[:200])              # half a message, waiting
-    for i in range(400):                                   # 400 silent connections
-        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)).handshake()[:1]
+    packets += talker.send("c", frame[:200])  # half a message, waiting
+    for i in range(400):  # 400 silent connections
+        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)).handshake()[
+            :1
+        ]
     packets += talker.send("c", frame[200:])
-    packets += quiet.send("c", cw.pub("late", b"l"))        # forgotten meanwhile: picked up again
+    packets += quiet.send("c", cw.pub("late", b"l"))  # forgotten meanwhile: picked up again
     path = tmp_path / "scan.pcap"
     cw.write_pcap(path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
     if loop == "c":
@@ -240,14 +298,16 @@ def _state_half_way(path: Path) -> int:
     return len(cuts[0].snapshot)
 
 
-def test_distinct_subjects_in_the_summary_are_bounded(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_distinct_subjects_in_the_summary_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import lbparse.capture.reader as reader_module
 
     monkeypatch.setattr(reader_module, "MAX_SUBJECTS", 10)
     conn = cw.Conn()
-    packets = conn.handshake() + conn.send("c", b"".join(cw.pub(f"_INBOX.{i}", b"r")
-                                                         for i in range(25)))
+    packets = conn.handshake() + conn.send(
+        "c", b"".join(cw.pub(f"_INBOX.{i}", b"r") for i in range(25))
+    )
     path = tmp_path / "inboxes.pcap"
     cw.write_pcap(path, [(1.7e9 + k / 1e6, cw.link(cw.ETHERNET, p)) for k, p in enumerate(packets)])
     reader = CaptureReader(path, layout="plain")

@@ -12,17 +12,18 @@ import json
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from support import bolt_builder as bb
+from support.cli import LBPARSE
+from support.growth import assert_linear, peak_bytes
 
 from lbparse.codec.limits import Limits
 from lbparse.storage.bbolt import LEAF, MAX_DEPTH, PAGE_HEADER, PAGE_TYPES, BoltDB
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
-from support import bolt_builder as bb
-from support.cli import LBPARSE
-from support.growth import assert_linear, peak_bytes
 
 SMALL = Limits(max_raft_db=4 << 20)
 
@@ -40,17 +41,21 @@ def _lbparse(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 
 def _max_rss_kb(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
     """`lbparse ARGS` run under a fresh parent: its peak RSS (KiB) and its run."""
-    probe = ("import resource, subprocess, sys\n"
-             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-             "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n")
-    res = subprocess.run([sys.executable, "-c", probe, *LBPARSE, *args], capture_output=True,
-                         text=True, timeout=300)
+    probe = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stderr.write(p.stderr); sys.stdout.write(p.stdout)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.returncode)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", probe, *LBPARSE, *args], capture_output=True, text=True, timeout=300
+    )
     rss, rc = res.stdout.splitlines()[-1].split()
     return int(rss), subprocess.CompletedProcess(args, int(rc), res.stdout, res.stderr)
 
 
 # -- 1. keys that share one value: referenced, copied within the budget --------------
+
 
 def test_keys_sharing_one_value_are_copied_within_the_budget() -> None:
     """lbparse/storage/bbolt.py copied every element's key and value out of
@@ -99,10 +104,13 @@ def test_the_budget_is_an_option_of_the_command(tmp_path: Path) -> None:
 
 # -- 2. sparse files: mapped, never read whole ---------------------------------------
 
+
 def _sparse(path: Path, size: int, entries: int = 3) -> Path:
     """A real raft.db of `entries` entries (24 KiB) followed by a hole to `size` bytes."""
-    data = bb.raft_db({4: bb.leaf(4, [(0, bb.key(i), bb.log_value(i)) for i in
-                                      range(1, entries + 1)])}, logs_root=4)
+    data = bb.raft_db(
+        {4: bb.leaf(4, [(0, bb.key(i), bb.log_value(i)) for i in range(1, entries + 1)])},
+        logs_root=4,
+    )
     bb.write_sparse(str(path), data, size)
     return path
 
@@ -130,8 +138,11 @@ def test_a_value_claiming_the_hole_is_refused_by_the_budget(tmp_path: Path) -> N
     """A leaf page whose overflow spans 3 GiB of hole and whose one value
     claims it all: the budget refuses it before anything is copied."""
     claim = 3 << 30
-    page = (PAGE_HEADER.pack(4, PAGE_TYPES["leaf"], 1, claim // bb.PAGE + 1)
-            + LEAF.pack(0, LEAF.size, 8, claim) + bb.key(1))
+    page = (
+        PAGE_HEADER.pack(4, PAGE_TYPES["leaf"], 1, claim // bb.PAGE + 1)
+        + LEAF.pack(0, LEAF.size, 8, claim)
+        + bb.key(1)
+    )
     data = bb.raft_db({4: page.ljust(bb.PAGE, b"\0")}, logs_root=4)
     path = tmp_path / "raft.db"
     bb.write_sparse(str(path), data, 4 * bb.PAGE + claim + bb.PAGE)
@@ -142,6 +153,7 @@ def test_a_value_claiming_the_hole_is_refused_by_the_budget(tmp_path: Path) -> N
 
 
 # -- 4. words that are right: depth limits, pages reached twice, loops ---------------
+
 
 def _tree(pages: dict[int, bytes], root: int) -> BoltDB:
     db = BoltDB(bb.raft_db(pages, logs_root=root))
@@ -160,8 +172,7 @@ def test_a_deep_chain_is_said_to_pass_the_depth_limit() -> None:
     db = _tree(pages, 10)
     assert list(db.bucket(b"logs")) == []
     [f] = db.findings
-    assert "depth limit of 64" in f.message and "loop" not in f.message and "twice" not in \
-        f.message
+    assert "depth limit of 64" in f.message and "loop" not in f.message and "twice" not in f.message
     assert f.position == (10 + MAX_DEPTH) * bb.PAGE
 
 
@@ -175,8 +186,7 @@ def test_a_chain_within_the_depth_limit_is_read() -> None:
 
 def test_a_page_reached_twice_is_not_called_a_loop() -> None:
     """A branch whose children share a page (a DAG, not a loop)."""
-    db = _tree({4: bb.branch(4, [(bb.key(1), 5), (bb.key(2), 5), (bb.key(3), 5)]),
-                5: _leaf5()}, 4)
+    db = _tree({4: bb.branch(4, [(bb.key(1), 5), (bb.key(2), 5), (bb.key(3), 5)]), 5: _leaf5()}, 4)
     assert [bytes(e.key) for e in db.bucket(b"logs")] == [bb.key(1)]
     assert len(db.findings) == 2
     for f in db.findings:
@@ -185,9 +195,14 @@ def test_a_page_reached_twice_is_not_called_a_loop() -> None:
 
 
 def test_a_real_loop_is_called_a_loop() -> None:
-    db = _tree({4: bb.branch(4, [(bb.key(1), 6)]), 6: bb.branch(6, [(bb.key(1), 5),
-                                                                     (bb.key(2), 4)]),
-                5: _leaf5()}, 4)
+    db = _tree(
+        {
+            4: bb.branch(4, [(bb.key(1), 6)]),
+            6: bb.branch(6, [(bb.key(1), 5), (bb.key(2), 4)]),
+            5: _leaf5(),
+        },
+        4,
+    )
     assert [bytes(e.key) for e in db.bucket(b"logs")] == [bb.key(1)]
     [f] = db.findings
     assert "page 4 is its own ancestor, a loop (4 -> 6 -> 4)" in f.message
@@ -195,34 +210,50 @@ def test_a_real_loop_is_called_a_loop() -> None:
 
 # -- 4. every problem in every format, and the exit status ---------------------------
 
+
 @pytest.mark.slow
-def test_a_command_that_is_not_a_raftlog_shows_in_the_table_and_the_status(tmp_path: Path
-                                                                           ) -> None:
+def test_a_command_that_is_not_a_raftlog_shows_in_the_table_and_the_status(tmp_path: Path) -> None:
     """The table showed a LogCommand that is not a RaftLog as an empty row,
     exit status 0 (the warning was only in JSON Lines)."""
     path = tmp_path / "raft.db"
-    path.write_bytes(bb.raft_db({4: bb.leaf(4, [(0, bb.key(1), bb.log_value(1, data=b"\xff")),
-                                                (0, bb.key(2), bb.log_value(2, data=b""))])},
-                                logs_root=4))
+    path.write_bytes(
+        bb.raft_db(
+            {
+                4: bb.leaf(
+                    4,
+                    [
+                        (0, bb.key(1), bb.log_value(1, data=b"\xff")),
+                        (0, bb.key(2), bb.log_value(2, data=b"")),
+                    ],
+                )
+            },
+            logs_root=4,
+        )
+    )
     for fmt in ("table", "jsonl"):
         res = _lbparse("raft", str(path), "--format", fmt)
         assert res.returncode == 1, (fmt, res.stderr)
         [line] = res.stderr.splitlines()
-        assert line.startswith(f"{path}: bad_log_entry: log index 1: LogCommand data kept as "
-                               "bytes") and "not a protocol.RaftLog" in line
+        assert (
+            line.startswith(f"{path}: bad_log_entry: log index 1: LogCommand data kept as bytes")
+            and "not a protocol.RaftLog" in line
+        )
     table = _lbparse("raft", str(path)).stdout
     row = next(x for x in table.splitlines() if x.lstrip().startswith("1 "))
     assert "warning: LogCommand data kept as bytes" in row
     assert "1 problem found in this file (listed on stderr)" in table
-    jsonl = [json.loads(x) for x in _lbparse("raft", str(path), "--format",
-                                             "jsonl").stdout.splitlines()]
+    jsonl = [
+        json.loads(x) for x in _lbparse("raft", str(path), "--format", "jsonl").stdout.splitlines()
+    ]
     assert "not a protocol.RaftLog" in jsonl[1]["warnings"][0] and "warnings" not in jsonl[2]
 
 
 # -- 3. linear time and memory -------------------------------------------------------
 
-def _memory_exponent(make: Callable[[int], bytes], sizes: list[int],
-                     read: Callable[[bytes], object]) -> float:
+
+def _memory_exponent(
+    make: Callable[[int], bytes], sizes: list[int], read: Callable[[bytes], object]
+) -> float:
     """How the traced peak grows with the input from sizes[0] to sizes[-1]."""
     inputs = {n: make(n) for n in sizes}
     peaks = [peak_bytes(lambda: read(inputs[n])) for n in sizes]
@@ -235,8 +266,9 @@ def _many_entries(n: int) -> bytes:
     per = 100
     leaves = {}
     for k, start in enumerate(range(1, n + 1, per)):
-        leaves[10 + k] = bb.leaf(10 + k, [(0, bb.key(i), bb.log_value(i)) for i in
-                                          range(start, min(start + per, n + 1))])
+        leaves[10 + k] = bb.leaf(
+            10 + k, [(0, bb.key(i), bb.log_value(i)) for i in range(start, min(start + per, n + 1))]
+        )
     root = bb.branch(4, [(bb.key(1 + (p - 10) * per), p) for p in leaves])
     return bb.raft_db({4: root, **leaves}, logs_root=4)
 
@@ -248,8 +280,9 @@ def _aliased_grown(n: int) -> bytes:
 
 def _wide_dag(n: int) -> bytes:
     """A branch page of n elements pointing at one leaf."""
-    return bb.raft_db({4: bb.branch(4, [(bb.key(i), 5) for i in range(n)]), 5: _leaf5()},
-                      logs_root=4)
+    return bb.raft_db(
+        {4: bb.branch(4, [(bb.key(i), 5) for i in range(n)]), 5: _leaf5()}, logs_root=4
+    )
 
 
 CLASSES: dict[str, tuple[Callable[[int], bytes], list[int]]] = {

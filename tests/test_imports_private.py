@@ -45,11 +45,10 @@ def private_imports(source: str, package: str) -> list[str]:
             base = node.module or ""
             if node.level:  # relative: from the package, `level - 1` packages up
                 up = package.split(".")
-                base = ".".join(up[:len(up) - node.level + 1] + ([base] if base else []))
+                base = ".".join(up[: len(up) - node.level + 1] + ([base] if base else []))
             targets = [(base, a.name) for a in node.names]
         elif isinstance(node, ast.Import):
-            targets = [(a.name.rpartition(".")[0], a.name.rpartition(".")[2])
-                       for a in node.names]
+            targets = [(a.name.rpartition(".")[0], a.name.rpartition(".")[2]) for a in node.names]
         else:
             continue
         for module, name in targets:
@@ -63,25 +62,39 @@ def private_imports(source: str, package: str) -> list[str]:
 
 
 def test_no_module_imports_another_packages_private_names() -> None:
-    bad = {str(p.relative_to(ROOT.parent)): hits for p in sorted(ROOT.rglob("*.py"))
-           if (hits := private_imports(p.read_text(), _package_of(p)))}
+    bad = {
+        str(p.relative_to(ROOT.parent)): hits
+        for p in sorted(ROOT.rglob("*.py"))
+        if (hits := private_imports(p.read_text(), _package_of(p)))
+    }
     assert not bad, bad
 
 
-@pytest.mark.parametrize("source,package,private", [
-    ("from lbparse.columnar.decode_arrow import _Rows", "lbparse.report", True),
-    ("from lbparse.columnar import _kernels", "lbparse.capture", True),
-    ("import lbparse.columnar._kernels", "lbparse.spark", True),
-    ("from ..columnar.decode_arrow import _strings", "lbparse.report", True),
-    ("from lbparse.scratch import _made", "lbparse.columnar", True),   # the parent's: not its own
-    ("from lbparse.codec.api import _decoder", "lbparse", True),   # the front's wing: not its own
-    ("from lbparse.pipeline.tasks import decode_unit", "lbparse.report", False),
-    ("from lbparse.report import __doc__", "lbparse.spark", False),
-    ("import numpy._core", "lbparse.report", False),
-    # its own package's private names, C extension modules included
-    ("from lbparse.columnar._structs import decode", "lbparse.columnar", False),
-    ("from ._kernels import ranges", "lbparse.columnar", False),
-    ("from lbparse.columnar.decode_arrow import _strings", "lbparse.columnar", False),
-])
+@pytest.mark.parametrize(
+    "source,package,private",
+    [
+        ("from lbparse.columnar.decode_arrow import _Rows", "lbparse.report", True),
+        ("from lbparse.columnar import _kernels", "lbparse.capture", True),
+        ("import lbparse.columnar._kernels", "lbparse.spark", True),
+        ("from ..columnar.decode_arrow import _strings", "lbparse.report", True),
+        (
+            "from lbparse.scratch import _made",
+            "lbparse.columnar",
+            True,
+        ),  # the parent's: not its own
+        (
+            "from lbparse.codec.api import _decoder",
+            "lbparse",
+            True,
+        ),  # the front's wing: not its own
+        ("from lbparse.pipeline.tasks import decode_unit", "lbparse.report", False),
+        ("from lbparse.report import __doc__", "lbparse.spark", False),
+        ("import numpy._core", "lbparse.report", False),
+        # its own package's private names, C extension modules included
+        ("from lbparse.columnar._structs import decode", "lbparse.columnar", False),
+        ("from ._kernels import ranges", "lbparse.columnar", False),
+        ("from lbparse.columnar.decode_arrow import _strings", "lbparse.columnar", False),
+    ],
+)
 def test_the_check_sees_what_it_must(source: str, package: str, private: bool) -> None:
     assert bool(private_imports(source, package)) == private

@@ -17,24 +17,27 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.cli import LBPARSE, run_cli
 
 import lbparse
 import lbparse_generated
 from lbparse import resources
-from support.cli import LBPARSE, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTALLED = bool(os.environ.get("LBPARSE_EXPECT_INSTALLED"))
-needs_install = pytest.mark.skipif(not INSTALLED, reason="LBPARSE_EXPECT_INSTALLED is not set "
-                                   "(CI sets it, testing the installed wheel)")
+needs_install = pytest.mark.skipif(
+    not INSTALLED,
+    reason="LBPARSE_EXPECT_INSTALLED is not set (CI sets it, testing the installed wheel)",
+)
 
 
 @pytest.mark.slow
 def test_the_command_line_runs_the_lbparse_the_tests_import(tmp_path: Path) -> None:
     code = "import lbparse, lbparse_generated; print(lbparse.__file__); print(lbparse_generated.__file__)"
     # From the checkout's root, where `python -m` would put the checkout first without -P.
-    res = subprocess.run([*LBPARSE[:-2], "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, timeout=60)
+    res = subprocess.run(
+        [*LBPARSE[:-2], "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [lbparse.__file__, lbparse_generated.__file__]
     version = run_cli("--version", cwd=ROOT).stdout.decode()
@@ -72,8 +75,10 @@ def test_a_checkout_reads_spec_and_tools_in_place() -> None:
     # Where lbparse is imported from, not LBPARSE_EXPECT_INSTALLED alone: a
     # venv with the wheel installed runs the suite as well, flag or not.
     if INSTALLED or Path(lbparse.__file__).resolve().parent != ROOT / "lbparse":
-        pytest.skip(f"lbparse is imported from {Path(lbparse.__file__).parent}, not this "
-                    "checkout: the package data is read (test above)")
+        pytest.skip(
+            f"lbparse is imported from {Path(lbparse.__file__).parent}, not this "
+            "checkout: the package data is read (test above)"
+        )
     assert resources.spec_dir() == ROOT / "spec"
     assert resources.tools_dir() == ROOT / "tools"
 
@@ -92,8 +97,9 @@ def test_missing_node_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(resources, "tools_dir", lambda: tools)
     monkeypatch.setenv("LBPARSE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(resources.ResourceError, match="node not found on PATH.*apt-get install "
-                       "nodejs npm"):
+    with pytest.raises(
+        resources.ResourceError, match="node not found on PATH.*apt-get install nodejs npm"
+    ):
         resources.kaitai_compiler(say=lambda message: None)
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
@@ -111,8 +117,9 @@ def test_generate_without_node_says_so_in_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
-def test_the_compiler_is_installed_into_the_cache_once(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_compiler_is_installed_into_the_cache_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """First use: `npm ci` of the pinned manifest into the cache, said once;
     then the compiler there compiles the spec."""
     tools = _manifest_copy(tmp_path)
@@ -123,35 +130,55 @@ def test_the_compiler_is_installed_into_the_cache_once(tmp_path: Path,
     assert len(said) == 1 and "installing kaitai-struct-compiler 0.11.0" in said[0]
     assert ksc.parent.parent == tmp_path / "cache"
     assert resources.kaitai_compiler(say=said.append) == ksc and len(said) == 1
-    lock = json.loads((ksc.parent / "node_modules" / "kaitai-struct-compiler" /
-                       "package.json").read_text())
+    lock = json.loads(
+        (ksc.parent / "node_modules" / "kaitai-struct-compiler" / "package.json").read_text()
+    )
     assert lock["version"] == "0.11.0"
-    res = subprocess.run(["node", str(ksc), "python", str(tmp_path / "out"),
-                          str(resources.spec_dir() / "envelope.ksy")],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            "node",
+            str(ksc),
+            "python",
+            str(tmp_path / "out"),
+            str(resources.spec_dir() / "envelope.ksy"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out" / "liftbridge_envelope.py").is_file()
-    assert [p.name for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".lock")] \
-        == [ksc.parent.name]  # no half-made folder left beside it
+    assert [p.name for p in (tmp_path / "cache").iterdir() if not p.name.endswith(".lock")] == [
+        ksc.parent.name
+    ]  # no half-made folder left beside it
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler, then the generated parser
-@pytest.mark.skipif(shutil.which("node") is None or shutil.which("npm") is None,
-                    reason="needs node and npm")
+@pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None, reason="needs node and npm"
+)
 def test_generate_javascript_and_decode_from_the_install(tmp_path: Path) -> None:
     """The issue's acceptance, run wherever lbparse is installed (in CI, the
     wheel in a fresh virtualenv): `lbparse generate --lang javascript` from a
     directory far from any checkout writes parsers whose example runs in
     Node, and reads the example's envelopes as `lbparse decode` does."""
-    runtime = ROOT / "tools" / "node_modules"  # the pinned kaitai-struct runtime (make install-node)
+    runtime = (
+        ROOT / "tools" / "node_modules"
+    )  # the pinned kaitai-struct runtime (make install-node)
     if not (runtime / "kaitai-struct").is_dir():
         pytest.skip(f"the kaitai-struct runtime is not installed in {runtime} (make install-node)")
     out = tmp_path / "js"
     res = run_cli("generate", "--lang", "javascript", "-o", str(out), cwd=tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr.decode(errors="replace")
     assert (out / "LiftbridgeEnvelope.js").is_file() and (out / "proto" / "lbparse.desc").is_file()
-    node = subprocess.run(["node", "example.js"], cwd=out, capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, NODE_PATH=str(runtime)))
+    node = subprocess.run(
+        ["node", "example.js"],
+        cwd=out,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, NODE_PATH=str(runtime)),
+    )
     assert node.returncode == 0, node.stderr
     said = [line for line in node.stdout.splitlines() if line.startswith("v0 ")]
     hexes = re.findall(r'"(b90e43b4[0-9a-f]*)"', (out / "example.js").read_text())
@@ -176,8 +203,10 @@ def test_make_venvs_pins_are_what_the_wheel_requires_with_every_extra() -> None:
     wanted = set()
     for line in metadata.requires("lbparse") or []:
         req = Requirement(line)
-        if req.name != "lbparse" and (req.marker is None or  # lbparse[...]: `all`'s, in extras
-                                      any(req.marker.evaluate({"extra": e}) for e in extras)):
+        if req.name != "lbparse" and (
+            req.marker is None  # lbparse[...]: `all`'s, in extras
+            or any(req.marker.evaluate({"extra": e}) for e in extras)
+        ):
             wanted.add(f"{req.name}{req.specifier}")
     pins = load_tool("pins").requirements(["all", "dev"])
     assert len(pins) == len(set(pins)) == len(wanted)

@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.protowire import varint
 
 from lbparse.columnar import crc as crc_mod
 from lbparse.columnar import wirescan
 from lbparse.columnar.crc import crc32c_ranges, crc32c_ranges_python
-from support.protowire import varint
 
-native = pytest.mark.skipif(crc_mod._native is None,
-                            reason="pure-Python install: the C module was not built")
+native = pytest.mark.skipif(
+    crc_mod._native is None, reason="pure-Python install: the C module was not built"
+)
 
 
 def test_built_when_expected() -> None:
@@ -79,8 +80,9 @@ def test_a_range_outside_the_data_is_refused(fn, start: int, end: int) -> None:
 def test_mismatched_crc_lengths_are_refused() -> None:
     out = np.empty(2, np.uint32)
     with pytest.raises(ValueError, match="starts and ends need n int64"):
-        crc_mod._native.ranges(np.zeros(4, np.uint8), np.zeros(2, np.int64),
-                               np.zeros(3, np.int64), out)
+        crc_mod._native.ranges(
+            np.zeros(4, np.uint8), np.zeros(2, np.int64), np.zeros(3, np.int64), out
+        )
 
 
 # -- the protobuf wire scan ---------------------------------------------------
@@ -119,7 +121,7 @@ def field_bytes(draw: st.DrawFn) -> bytes:
             tag = varint(number << 3 | wt, width)
     out = tag + body
     if draw(_ONE_IN_10) == 0:  # damage: cut, or an overlong varint
-        out = draw(st.sampled_from([out[:draw(st.integers(0, len(out)))], b"\x88" + b"\xff" * 10]))
+        out = draw(st.sampled_from([out[: draw(st.integers(0, len(out)))], b"\x88" + b"\xff" * 10]))
     return out
 
 
@@ -156,8 +158,9 @@ def _normalized(scan: wirescan._Scan) -> dict[int, list[tuple[int, int, int, int
 @native
 @settings(max_examples=500, deadline=None)
 @given(message_batches())
-def test_the_c_scan_finds_what_the_numpy_scan_finds(case: tuple[bytes, list[int], list[int]]
-                                                       ) -> None:
+def test_the_c_scan_finds_what_the_numpy_scan_finds(
+    case: tuple[bytes, list[int], list[int]],
+) -> None:
     data, starts, ends = case
     arr = np.frombuffer(data, np.uint8) if data else np.zeros(1, np.uint8)
     s, e = np.array(starts, np.int64), np.array(ends, np.int64)
@@ -175,8 +178,7 @@ def test_the_scan_refuses_ranges_outside_the_data_and_short_buffers() -> None:
     slots = np.array([-1, 0, 1], np.int32)
     data = np.zeros(4, np.uint8)
     with pytest.raises(ValueError, match=r"range 0 is \[2, 9\)"):
-        k.scan(data, np.array([2]), np.array([9]), 256, slots, np.zeros(3, np.int64),
-               *(None,) * 7)
+        k.scan(data, np.array([2]), np.array([9]), 256, slots, np.zeros(3, np.int64), *(None,) * 7)
     data = np.frombuffer(b"\x08\x01\x10\x02\x18\x03", np.uint8)
     s, e = np.array([0]), np.array([6])
     counts = np.zeros(3, np.int64)
@@ -186,9 +188,21 @@ def test_the_scan_refuses_ranges_outside_the_data_and_short_buffers() -> None:
         k.scan(data, s, e, 256, slots, np.zeros(1, np.int64), *(None,) * 7)
 
     def fill(m: int, nxt: list[int], bad: int = 1) -> None:
-        k.scan(data, s, e, 256, slots, None, np.array(nxt, np.int64), np.empty(m, np.int64),
-               np.empty(m, np.int32), np.empty(m, np.int8), np.empty(m, np.int64),
-               np.empty(m, np.int64), np.zeros(bad, np.uint8))
+        k.scan(
+            data,
+            s,
+            e,
+            256,
+            slots,
+            None,
+            np.array(nxt, np.int64),
+            np.empty(m, np.int64),
+            np.empty(m, np.int32),
+            np.empty(m, np.int8),
+            np.empty(m, np.int64),
+            np.empty(m, np.int64),
+            np.zeros(bad, np.uint8),
+        )
 
     fill(3, [0, 1, 2])
     with pytest.raises(RuntimeError, match="more occurrences than the buffers hold"):
@@ -201,8 +215,7 @@ def test_the_scan_refuses_ranges_outside_the_data_and_short_buffers() -> None:
 
 @pytest.mark.parametrize("native_scan", [False, True])
 @pytest.mark.parametrize("width", range(1, 12))
-def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, width: int
-                                                            ) -> None:
+def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, width: int) -> None:
     """upb reads a tag or a length in at most 5 bytes (a longer one, even of
     zero padding, is corrupt); both scans leave such messages out, so they
     reach upb and its error (issue #19)."""
@@ -213,13 +226,12 @@ def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, w
     ack = message_class("proto.Ack")
     for wire in (varint(0x0A, width) + b"\x01a", b"\x0a" + varint(1, width) + b"a"):
         data = np.frombuffer(wire, np.uint8)
-        scan = wirescan._Scan(data, np.array([0]), np.array([len(wire)]), (1,),
-                              native=native_scan)
+        scan = wirescan._Scan(data, np.array([0]), np.array([len(wire)]), (1,), native=native_scan)
         assert scan.bad.tolist() == [width > wirescan.MAX_SIZE_BYTES]
         try:
             ack.FromString(wire)
             upb_ok = True
-        except Exception:  # noqa: BLE001  upb's DecodeError
+        except Exception:
             upb_ok = False
         assert upb_ok == (width <= wirescan.MAX_SIZE_BYTES)
 
@@ -237,9 +249,11 @@ def test_the_c_modules_share_their_crc_and_varint() -> None:
         assert not [f for f in facts if f in text], source
     headers = {h.name: h.read_text() for h in (root / "_c").glob("*.h")}
     assert all(any(f in h for h in headers.values()) for f in facts)
-    for name, needs in (("columnar/_kernels.c", ("lb_crc.h", "lb_varint.h")),
-                        ("columnar/_structs.c", ("lb_varint.h",)),
-                        ("storage/_scan.c", ("lb_crc.h",))):
+    for name, needs in (
+        ("columnar/_kernels.c", ("lb_crc.h", "lb_varint.h")),
+        ("columnar/_structs.c", ("lb_varint.h",)),
+        ("storage/_scan.c", ("lb_crc.h",)),
+    ):
         text = (root / name).read_text()
         assert all(f'#include "{h}"' in text for h in needs), name
 
@@ -252,8 +266,10 @@ def test_the_c_modules_share_one_growable_buffer() -> None:
     import re
 
     root = Path(__file__).resolve().parent.parent / "lbparse"
-    own = re.compile(r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*"
-                     r"(?:realloc|PyMem_Realloc|PyMem_RawRealloc|LB_GBUF_REALLOC)\(|\}\s*gbuf;")
+    own = re.compile(
+        r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*"
+        r"(?:realloc|PyMem_Realloc|PyMem_RawRealloc|LB_GBUF_REALLOC)\(|\}\s*gbuf;"
+    )
     sources = sorted(root.rglob("*.c"))
     assert len(sources) == 4
     for source in sources:
@@ -272,15 +288,33 @@ def test_the_growable_buffer_keeps_its_rule(tmp_path: Path) -> None:
     import subprocess
     import sysconfig
 
-    cc = next((c for c in (sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang")
-               if c and shutil.which(c.split()[0])), None)
+    cc = next(
+        (
+            c
+            for c in (sysconfig.get_config_var("CC") or "", "cc", "gcc", "clang")
+            if c and shutil.which(c.split()[0])
+        ),
+        None,
+    )
     if cc is None:
         pytest.skip("no C compiler to build the header's check")
     here = Path(__file__).resolve().parent
     exe = tmp_path / "gbuf_check"
     # (no -Werror: the compiler rightly sees the sizes past PTRDIFF_MAX the check passes)
-    subprocess.run([*cc.split(), "-O1", f"-I{here.parent / 'lbparse' / '_c'}", str(here / "support" / "gbuf_check.c"),
-                    "-o", str(exe)], check=True, capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [
+            *cc.split(),
+            "-O1",
+            f"-I{here.parent / 'lbparse' / '_c'}",
+            str(here / "support" / "gbuf_check.c"),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     lines = out.stdout.splitlines()
     assert [line for line in lines if not line.endswith(" ok")] == []

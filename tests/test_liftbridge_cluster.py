@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from lbparse.codec import jsonform
 from support.cli import LBPARSE
 from support.cluster import ClusterRun, lbtruth
 from support.natsoracle import messages as oracle_messages
 from support.shared import LIFTBRIDGE
+
+from lbparse.codec import jsonform
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 
@@ -36,8 +36,10 @@ SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 def lbparse_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     res = subprocess.run([*LBPARSE, *args], capture_output=True, timeout=600)
     if check and res.returncode != 0:
-        raise AssertionError(f"lbparse {' '.join(args)} exited {res.returncode}:\n"
-                             f"{res.stderr.decode(errors='replace')[-3000:]}")
+        raise AssertionError(
+            f"lbparse {' '.join(args)} exited {res.returncode}:\n"
+            f"{res.stderr.decode(errors='replace')[-3000:]}"
+        )
     return res
 
 
@@ -49,7 +51,8 @@ def capture_records(path: Path, grpc_notices: bool = False) -> list[dict[str, An
     if grpc_notices:
         said = res.stderr.decode(errors="replace").splitlines()
         assert res.returncode in (0, 1) and all(
-            ": grpc: " in x or "before the call does" in x for x in said), said[:5]
+            ": grpc: " in x or "before the call does" in x for x in said
+        ), said[:5]
     return [json.loads(line) for line in res.stdout.decode().splitlines()]
 
 
@@ -79,8 +82,9 @@ def payload(r: dict[str, Any]) -> bytes:
 
 
 @pytest.mark.slow
-def test_every_nats_message_once_per_direction(capture: Path,
-                                               records: list[dict[str, Any]]) -> None:
+def test_every_nats_message_once_per_direction(
+    capture: Path, records: list[dict[str, Any]]
+) -> None:
     """The messages of each direction of each connection, in order, are those an
     independent framer finds in tshark's TCP segments: none lost, none twice."""
     want: dict[tuple[str, str], list[tuple]] = {}
@@ -115,8 +119,9 @@ def _read_int64(d: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {k: jsonform.int64(v) if k in names else v for k, v in d.items()}
 
 
-def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str, Any]],
-                                                         truths: list[dict[str, Any]]) -> None:
+def test_every_envelope_decodes_as_liftbridge_decodes_it(
+    records: list[dict[str, Any]], truths: list[dict[str, Any]]
+) -> None:
     kinds: Counter[str] = Counter()
     for r, truth in zip(records, truths, strict=True):
         env, err = r.get("envelope"), r.get("error")
@@ -131,14 +136,20 @@ def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str,
             kinds["refused"] += 1
             continue
         assert env is not None, (where, err)
-        assert (env["layout"], env["msg_type"], env["msg_type_name"]) == \
-            ("v0", truth["msg_type"], truth["msg_type_name"]), where
+        assert (env["layout"], env["msg_type"], env["msg_type_name"]) == (
+            "v0",
+            truth["msg_type"],
+            truth["msg_type_name"],
+        ), where
         if truth["msg_type_name"] == "ReplicationResponse":
             pj = env["payload_json"]
-            assert (jsonform.int64(pj["leader_epoch"]), jsonform.int64(pj["high_watermark"])) \
-                == (truth["leader_epoch"], truth["high_watermark"]), where
-            assert [_read_int64(m, _INT64_ENTRY) for m in env["commitlog_messages"]] == \
-                _entries(truth), where
+            assert (jsonform.int64(pj["leader_epoch"]), jsonform.int64(pj["high_watermark"])) == (
+                truth["leader_epoch"],
+                truth["high_watermark"],
+            ), where
+            assert [_read_int64(m, _INT64_ENTRY) for m in env["commitlog_messages"]] == _entries(
+                truth
+            ), where
             assert all(m["crc_ok"] for m in truth["messages"])
         else:
             assert env["payload_json"] == truth["payload_json"], where
@@ -149,8 +160,11 @@ def test_every_envelope_decodes_as_liftbridge_decodes_it(records: list[dict[str,
         if truth["msg_type_name"] == "Publish":
             assert env["confidence"] in (0.8, 0.9), where
             last = env["reasons"][-1]
-            assert last.startswith("context: ") and "carried MsgTypes only it has" in last \
-                and last.endswith(": v0"), where
+            assert (
+                last.startswith("context: ")
+                and "carried MsgTypes only it has" in last
+                and last.endswith(": v0")
+            ), where
     # A real cluster's traffic: every kind it sends was seen and compared.
     assert kinds["ReplicationResponse"] > 500 and kinds["Publish"] > 50
     assert kinds["Ack"] > 50 and kinds["not an envelope"] > 1000
@@ -166,10 +180,15 @@ def test_the_sample_capture_holds_its_recorded_facts() -> None:
     facts = json.loads(SAMPLE.with_name("short.pcapng.json").read_text())
     records = capture_records(SAMPLE)
     verbs = Counter(r["verb"] for r in records)
-    assert {v: verbs[v] for v in ("PUB", "MSG", "HMSG")} == \
-        {v: facts["ops"][v] for v in ("PUB", "MSG", "HMSG")}
-    rr = [r for r in records if r["verb"] == "PUB" and (r.get("envelope") or {})
-          .get("msg_type_name") == "ReplicationResponse"]
+    assert {v: verbs[v] for v in ("PUB", "MSG", "HMSG")} == {
+        v: facts["ops"][v] for v in ("PUB", "MSG", "HMSG")
+    }
+    rr = [
+        r
+        for r in records
+        if r["verb"] == "PUB"
+        and (r.get("envelope") or {}).get("msg_type_name") == "ReplicationResponse"
+    ]
     header_only = [r for r in rr if not r["envelope"]["commitlog_messages"]]
     assert (len(rr), len(header_only)) == (1049, 897)  # short.pcapng.facts.txt
     carried = sum(len(r["envelope"]["commitlog_messages"]) for r in rr)
@@ -177,6 +196,7 @@ def test_the_sample_capture_holds_its_recorded_facts() -> None:
 
 
 # -- lbparse tap on the real cluster ---------------------------------------------
+
 
 @pytest.mark.slow
 def test_tap_on_the_real_cluster_sees_what_the_capture_saw(liftbridge_short: ClusterRun) -> None:
@@ -192,39 +212,55 @@ def test_tap_on_the_real_cluster_sees_what_the_capture_saw(liftbridge_short: Clu
     assert "lost at" in err and "did not come back within 5 s: giving up" in err
     local = {r["dst"] for r in tapped}
     assert len(local) == 1  # one connection, never lost until the end
-    seen = [r for r in capture_records(run.capture) if r["dst"] in local and
-            r["verb"] in ("MSG", "HMSG")]
+    seen = [
+        r
+        for r in capture_records(run.capture)
+        if r["dst"] in local and r["verb"] in ("MSG", "HMSG")
+    ]
     assert len(tapped) == len(seen) > 2000
     for t, c in zip(tapped, seen):
-        assert (t["subject"], t["payload"], t["headers"], t["reply"]) == \
-            (c["subject"], c["payload"], c["headers"], c["reply"])
+        assert (t["subject"], t["payload"], t["headers"], t["reply"]) == (
+            c["subject"],
+            c["payload"],
+            c["headers"],
+            c["reply"],
+        )
         te, ce = t.get("envelope") or {}, c.get("envelope") or {}
-        assert (te.get("layout"), te.get("msg_type_name"), te.get("payload_json"),
-                t.get("error")) == (ce.get("layout"), ce.get("msg_type_name"),
-                                    ce.get("payload_json"), c.get("error"))
+        assert (
+            te.get("layout"),
+            te.get("msg_type_name"),
+            te.get("payload_json"),
+            t.get("error"),
+        ) == (ce.get("layout"), ce.get("msg_type_name"), ce.get("payload_json"), c.get("error"))
         assert (t.get("liftbridge") or {}).get("rpcs") == (c.get("liftbridge") or {}).get("rpcs")
     kinds = Counter((t.get("liftbridge") or {}).get("kind") for t in tapped)
     assert kinds["raft_request"] > 100 and kinds["raft_response"] > 100
     # Every publish made after the tap's first message reached it.
     first = jsonform.int64(tapped[0]["ts"])  # nanoseconds (a decimal string in JSON)
-    published = Counter((r["subject"], r["payload"]) for r in capture_records(run.capture)
-                        if r["verb"] in ("PUB", "HPUB")
-                        and jsonform.int64(r["ts"]) > first + 500_000_000
-                        and r["src"] not in local)
+    published = Counter(
+        (r["subject"], r["payload"])
+        for r in capture_records(run.capture)
+        if r["verb"] in ("PUB", "HPUB")
+        and jsonform.int64(r["ts"]) > first + 500_000_000
+        and r["src"] not in local
+    )
     got = Counter((t["subject"], t["payload"]) for t in tapped)
     assert published and not published - got
 
 
 # -- the full run: two failovers -------------------------------------------------
 
+
 @pytest.mark.slow
 def test_the_failovers_of_a_full_run_show_in_the_decoded_raft_traffic(
-        liftbridge_full: ClusterRun) -> None:
+    liftbridge_full: ClusterRun,
+) -> None:
     """Two failovers (the metadata leader, then a partition leader, SIGKILLed and
     restarted): elections as RequestVote RPCs, in more than one term, and the
     metadata log's ChangeLeader, ShrinkISR and ExpandISR operations."""
-    records = [r for r in capture_records(liftbridge_full.capture, grpc_notices=True)
-               if "grpc" not in r]  # its gRPC calls are test_grpc_capture's
+    records = [
+        r for r in capture_records(liftbridge_full.capture, grpc_notices=True) if "grpc" not in r
+    ]  # its gRPC calls are test_grpc_capture's
     votes: set[int] = set()
     ops: Counter[str] = Counter()
     kinds: Counter[str] = Counter()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.records import parse_headers
 
-INFO = (b'INFO {"server_id":"X","version":"2.9.10","headers":true,"max_payload":1048576} \r\n')
+INFO = b'INFO {"server_id":"X","version":"2.9.10","headers":true,"max_payload":1048576} \r\n'
 CLIENT = (
     b'CONNECT {"verbose":false,"headers":true} \r\n'
     b"PING\r\n"
@@ -41,8 +42,16 @@ def _all(chunks: list[bytes]) -> list[Parsed]:
 
 def test_client_side_frames() -> None:
     frames = _all([CLIENT])
-    assert [f.verb for f in frames] == ["CONNECT", "PING", "SUB", "PUB", "PUB", "HPUB", "HPUB",
-                                        "UNSUB"]
+    assert [f.verb for f in frames] == [
+        "CONNECT",
+        "PING",
+        "SUB",
+        "PUB",
+        "PUB",
+        "HPUB",
+        "HPUB",
+        "UNSUB",
+    ]
     assert frames[0] == Control("CONNECT", b'{"verbose":false,"headers":true}')
     assert frames[3] == Frame("PUB", "foo.bar", None, None, None, b"hello")
     assert frames[4] == Frame("PUB", "foo.bar", "_INBOX.1", None, None, b"")
@@ -55,8 +64,7 @@ def test_client_side_frames() -> None:
 
 def test_server_side_frames() -> None:
     frames = _all([SERVER])
-    assert [f.verb for f in frames] == ["INFO", "+OK", "PONG", "MSG", "MSG", "HMSG", "HMSG",
-                                        "-ERR"]
+    assert [f.verb for f in frames] == ["INFO", "+OK", "PONG", "MSG", "MSG", "HMSG", "HMSG", "-ERR"]
     info = frames[0]
     assert isinstance(info, Control)
     assert info.text.startswith(b'{"server_id"') and info.text.endswith(b"}")
@@ -76,7 +84,7 @@ def test_any_segmentation_gives_the_same_frames(cuts: list[int]) -> None:
 
 
 def test_one_byte_at_a_time() -> None:
-    assert _all([SERVER[i:i + 1] for i in range(len(SERVER))]) == _all([SERVER])
+    assert _all([SERVER[i : i + 1] for i in range(len(SERVER))]) == _all([SERVER])
 
 
 def test_lower_case_verbs_and_tabs() -> None:
@@ -95,7 +103,9 @@ def test_wrong_size_is_reported_not_misread() -> None:
     # Says 3 bytes, carries 5: the payload must not be cut at 3.
     frames = _all([b"PUB a  3\r\nhello\r\nPUB b  2\r\nok\r\n"])
     assert isinstance(frames[0], Problem)
-    assert [f for f in frames if isinstance(f, Frame)] == [Frame("PUB", "b", None, None, None, b"ok")]
+    assert [f for f in frames if isinstance(f, Frame)] == [
+        Frame("PUB", "b", None, None, None, b"ok")
+    ]
 
 
 def test_malformed_message_line() -> None:
@@ -143,9 +153,13 @@ def test_endless_line_is_bounded() -> None:
 
 @pytest.mark.slow
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(st.integers(0, 10**25).map(lambda n: str(n).encode()),
-                 st.binary(max_size=22),
-                 st.text("0123456789+-_ x", max_size=22).map(str.encode)))
+@given(
+    st.one_of(
+        st.integers(0, 10**25).map(lambda n: str(n).encode()),
+        st.binary(max_size=22),
+        st.text("0123456789+-_ x", max_size=22).map(str.encode),
+    )
+)
 def test_size_fields_read_as_int_reads_them(b: bytes) -> None:
     from lbparse.capture.nats import _size
 

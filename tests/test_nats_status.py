@@ -18,19 +18,21 @@ import time
 from pathlib import Path
 
 import pytest
-
-from lbparse.capture import CaptureReader
-from lbparse.capture.records import Record, build_header_block, parse_headers
-from lbparse.capture.recordings import record_writer
 from support.cli import LBPARSE
 from support.net import free_port
 from support.shared import LIFTBRIDGE
 
+from lbparse.capture import CaptureReader
+from lbparse.capture.recordings import record_writer
+from lbparse.capture.records import Record, build_header_block, parse_headers
+
 BLOCKS = [
     (b"NATS/1.0 503\r\n\r\n", [["Status", "503"]]),
     (b"NATS/1.0 404 No Messages\r\n\r\n", [["Status", "404"], ["Description", "No Messages"]]),
-    (b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 1016\r\n\r\n",
-     [["Status", "100"], ["Description", "Idle Heartbeat"], ["Nats-Last-Consumer", "1016"]]),
+    (
+        b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 1016\r\n\r\n",
+        [["Status", "100"], ["Description", "Idle Heartbeat"], ["Nats-Last-Consumer", "1016"]],
+    ),
     (b"NATS/1.0\r\nA: b\r\n\r\n", [["A", "b"]]),
     (b"NATS/1.0\r\n\r\n", []),
 ]
@@ -58,8 +60,19 @@ def test_a_record_file_keeps_the_status_byte_for_byte(tmp_path: Path, ext: str) 
     path = tmp_path / f"r.{ext}"
     with record_writer(str(path)) as w:
         for i, (block, _) in enumerate(BLOCKS):
-            w.write(Record.make((1_763_700_000 + i) * 10**9, "127.0.0.1:4222", "127.0.0.1:5000",
-                                "HMSG", "_INBOX.x", None, "1", block, b""))
+            w.write(
+                Record.make(
+                    (1_763_700_000 + i) * 10**9,
+                    "127.0.0.1:4222",
+                    "127.0.0.1:5000",
+                    "HMSG",
+                    "_INBOX.x",
+                    None,
+                    "1",
+                    block,
+                    b"",
+                )
+            )
     recs = list(CaptureReader(str(path)))
     assert [r.header_block for r in recs] == [b for b, _ in BLOCKS]
     assert [r.headers for r in recs] == [h for _, h in BLOCKS]
@@ -78,9 +91,14 @@ def test_every_503_of_a_real_cluster_keeps_its_status() -> None:
 
 # -- through a real nats-server: JetStream's idle heartbeats, tap and record ------------
 
+
 def _tool(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([*LBPARSE, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    return subprocess.Popen(
+        [*LBPARSE, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).parent.parent,
+    )
 
 
 def _wait_ready(proc: subprocess.Popen, timeout: float = 20.0) -> None:
@@ -102,23 +120,32 @@ async def _push_consumer_with_heartbeats(url: str) -> None:
     try:
         js = nc.jetstream()
         await js.add_stream(name="HB", subjects=["hb.data"])
-        await js.add_consumer("HB", ConsumerConfig(durable_name="tapme",
-                                                   deliver_subject="hb.deliver",
-                                                   idle_heartbeat=0.2, flow_control=True))
+        await js.add_consumer(
+            "HB",
+            ConsumerConfig(
+                durable_name="tapme",
+                deliver_subject="hb.deliver",
+                idle_heartbeat=0.2,
+                flow_control=True,
+            ),
+        )
     finally:
         await nc.close()
 
 
 @pytest.mark.slow
 def test_tap_and_record_show_a_servers_status_messages(tmp_path: Path) -> None:
-    from support.net import NATS_SERVER, stop_process as _stop, wait_accepting
+    from support.net import NATS_SERVER, wait_accepting
+    from support.net import stop_process as _stop
 
     if not os.path.exists(NATS_SERVER):
         pytest.skip("nats-server is not installed")
     port = free_port()
-    server = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port), "-js",
-                               "-sd", str(tmp_path / "js")], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [NATS_SERVER, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(tmp_path / "js")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     url = f"nats://127.0.0.1:{port}"
     tap = rec = None
     try:

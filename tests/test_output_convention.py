@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-import lbparse
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.cli import run_cli
 from support.segment_builder import Msg, write_partition
 from support.shared import LIFTBRIDGE
 from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+
+import lbparse
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 # Near 2**63 and 2**64: JSON numbers this large lose digits in jq and JavaScript.
@@ -38,8 +38,10 @@ TITLE = "\x1b]0;TITLE\x07"
 CLEAR = "\x1b[2J"
 EVIL_SUBJECT = f"a.{TITLE}.{CLEAR}.\x00x.\x9b2J"
 # HTML: a comment opener that hides the next </script>, and a tag that runs code.
-HTML_SUBJECTS = ("<!--<script>",
-                 "</script><img/src='x'/onerror=\"document.body.dataset.rendered='pwned'\">")
+HTML_SUBJECTS = (
+    "<!--<script>",
+    "</script><img/src='x'/onerror=\"document.body.dataset.rendered='pwned'\">",
+)
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what may not reach a terminal
 
 
@@ -50,18 +52,37 @@ def _encode(msg_type: str, payload: dict[str, Any]) -> bytes:
 
 
 def _big_replication_response() -> bytes:
-    return _encode("ReplicationResponse", {
-        "leader_epoch": str(BIG_EPOCH), "high_watermark": str(BIG_OFFSET + 1),
-        "entries": [{"offset": str(BIG_OFFSET), "timestamp": str(BIG_TIME),
-                     "leader_epoch": str(BIG_EPOCH), "key_hex": "6b", "value_hex": "76",
-                     "headers_hex": {}}]})
+    return _encode(
+        "ReplicationResponse",
+        {
+            "leader_epoch": str(BIG_EPOCH),
+            "high_watermark": str(BIG_OFFSET + 1),
+            "entries": [
+                {
+                    "offset": str(BIG_OFFSET),
+                    "timestamp": str(BIG_TIME),
+                    "leader_epoch": str(BIG_EPOCH),
+                    "key_hex": "6b",
+                    "value_hex": "76",
+                    "headers_hex": {},
+                }
+            ],
+        },
+    )
 
 
 def _encode_flatbuffers_ack() -> bytes:
     """A FlatBuffers-layout Ack: decode_arrow has no struct column for it, so its
     `payload_json` is JSON text (lbparse.codec.flatbuf's fields; the offset 64-bit)."""
-    res = run_cli("encode", "--layout", "flatbuffers", "--type", "Ack", "--json",
-                  json.dumps({"stream": "s", "offset": str(BIG_OFFSET)}))
+    res = run_cli(
+        "encode",
+        "--layout",
+        "flatbuffers",
+        "--type",
+        "Ack",
+        "--json",
+        json.dumps({"stream": "s", "offset": str(BIG_OFFSET)}),
+    )
     assert res.returncode == 0, res.stderr
     return bytes.fromhex(res.stdout.decode().strip())
 
@@ -79,16 +100,22 @@ def crafted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ReplicationResponse whose offset, time and epoch are near 2**63 and 2**64."""
     conn = Conn()
     frames = conn.handshake()
-    client = (b'CONNECT {"name":"\\u001b]0;TITLE\\u0007"}\r\n'
-              + pub(EVIL_SUBJECT, b"hi", reply=f"_INBOX.{CLEAR}")
-              + pub("lb.big", _big_replication_response())
-              + b"".join(pub(s, b"q", reply=f"_INBOX.r{i}") for i, s in enumerate(HTML_SUBJECTS)))
+    client = (
+        b'CONNECT {"name":"\\u001b]0;TITLE\\u0007"}\r\n'
+        + pub(EVIL_SUBJECT, b"hi", reply=f"_INBOX.{CLEAR}")
+        + pub("lb.big", _big_replication_response())
+        + b"".join(pub(s, b"q", reply=f"_INBOX.r{i}") for i, s in enumerate(HTML_SUBJECTS))
+    )
     frames += conn.send("c", client)
-    frames += conn.send("s", _status(f"_INBOX.{CLEAR}", f"503 no{CLEAR}\nresponders")
-                        + b"".join(_status(f"_INBOX.r{i}", "503") for i in range(2)))
+    frames += conn.send(
+        "s",
+        _status(f"_INBOX.{CLEAR}", f"503 no{CLEAR}\nresponders")
+        + b"".join(_status(f"_INBOX.r{i}", "503") for i in range(2)),
+    )
     path = tmp_path_factory.mktemp("crafted") / "crafted.pcap"
-    write_pcap(str(path), [(T0 + i * 1000, link(ETHERNET, f)) for i, f in enumerate(frames)],
-               nanos=True)
+    write_pcap(
+        str(path), [(T0 + i * 1000, link(ETHERNET, f)) for i, f in enumerate(frames)], nanos=True
+    )
     return path
 
 
@@ -97,13 +124,26 @@ def crafted_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory: a stream whose name and header keys hold controls, its
     one entry at offset 2**63-2 with time 2**63-1 and leader epoch 2**64-2."""
     node = tmp_path_factory.mktemp("crafted-data") / "node1"
-    write_partition(node / "streams" / f"s{TITLE}" / "0", [[Msg(
-        BIG_OFFSET, BIG_TIME, BIG_EPOCH, b"k", b"v",
-        [(f"key{CLEAR}\n\x00", b"v"), ("subject", TITLE.encode())])]])
+    write_partition(
+        node / "streams" / f"s{TITLE}" / "0",
+        [
+            [
+                Msg(
+                    BIG_OFFSET,
+                    BIG_TIME,
+                    BIG_EPOCH,
+                    b"k",
+                    b"v",
+                    [(f"key{CLEAR}\n\x00", b"v"), ("subject", TITLE.encode())],
+                )
+            ]
+        ],
+    )
     return node
 
 
 # --- every JSON writer through jq --------------------------------------------
+
 
 def _values(text: str) -> list[Any]:
     """Every JSON value of `text` (JSON Lines, or one document over many lines)."""
@@ -129,8 +169,7 @@ def assert_jq_round_trip(text: str) -> list[Any]:
     """`jq -c .` gives back the same values; no JSON number past 2**53."""
     mine = _values(text)
     assert mine, "no JSON written"
-    jq = subprocess.run(["jq", "-c", "."], input=text, capture_output=True, text=True,
-                        timeout=120)
+    jq = subprocess.run(["jq", "-c", "."], input=text, capture_output=True, text=True, timeout=120)
     assert jq.returncode == 0, jq.stderr
     assert [json.loads(x) for x in jq.stdout.splitlines()] == mine
     assert [n for v in mine for n in _numbers(v) if abs(n) >= 2**53] == []
@@ -162,8 +201,11 @@ def _json_writers(short: Path, capture: Path, data: Path, tmp: Path) -> dict[str
         "decode crafted": _stdout("decode", rr),
         "check": _stdout("check", "--json", rr),
         "spec": _stdout("spec", "--json"),
-        "decode_arrow payload_json": "\n".join(lbparse.decode_arrow(
-            [_encode_flatbuffers_ack()], layout="flatbuffers").column("payload_json").to_pylist()),
+        "decode_arrow payload_json": "\n".join(
+            lbparse.decode_arrow([_encode_flatbuffers_ack()], layout="flatbuffers")
+            .column("payload_json")
+            .to_pylist()
+        ),
     }
     for name, inputs in (("short", [str(SHORT), str(short)]), ("crafted", [str(capture)])):
         page = tmp / f"{name}.html"
@@ -173,24 +215,33 @@ def _json_writers(short: Path, capture: Path, data: Path, tmp: Path) -> dict[str
 
 @pytest.mark.slow
 def test_every_json_writer_passes_jq_with_64_bit_values(
-        short_data: Path, crafted: Path, crafted_data: Path, tmp_path: Path) -> None:
+    short_data: Path, crafted: Path, crafted_data: Path, tmp_path: Path
+) -> None:
     outputs = _json_writers(short_data, crafted, crafted_data, tmp_path)
     for name, text in outputs.items():
         values = assert_jq_round_trip(text)
-        if "crafted" in name or "torn" in name or "decode_arrow" in name:  # values past 2**59 came out whole
+        if (
+            "crafted" in name or "torn" in name or "decode_arrow" in name
+        ):  # values past 2**59 came out whole
             assert re.search(r'"\d{19,20}"', json.dumps(values)), name
     # The values themselves, where they were put
     seg = json.loads(outputs["segments crafted (C)"])
     assert (seg["offset"], seg["timestamp"], seg["leader_epoch"]) == (
-        str(BIG_OFFSET), str(BIG_TIME), str(BIG_EPOCH))
+        str(BIG_OFFSET),
+        str(BIG_TIME),
+        str(BIG_EPOCH),
+    )
     assert json.loads(outputs["segments crafted --deep"])["offset"] == str(BIG_OFFSET)
     assert [json.loads(x)["offset"] for x in outputs["segments torn"].splitlines()] == [
-        str(BIG_OFFSET), str(BIG_OFFSET + 1)]  # the torn entry's header too
+        str(BIG_OFFSET),
+        str(BIG_OFFSET + 1),
+    ]  # the torn entry's header too
     entry = json.loads(outputs["decode crafted"])["payload_json"]
     assert entry["leader_epoch"] == str(BIG_EPOCH)
 
 
 # --- the terminal -------------------------------------------------------------
+
 
 def _terminal(*args: str) -> str:
     res = run_cli(*args, timeout=120)
@@ -201,27 +252,35 @@ def _terminal(*args: str) -> str:
 
 
 @pytest.mark.slow
-def test_terminal_tables_escape_control_characters(crafted: Path, crafted_data: Path,
-                                                   short_data: Path, tmp_path: Path) -> None:
+def test_terminal_tables_escape_control_characters(
+    crafted: Path, crafted_data: Path, short_data: Path, tmp_path: Path
+) -> None:
     table = _terminal("capture", str(crafted), "--format", "table")
     assert "a.\\u001b]0;TITLE\\u0007.\\u001b[2J.\\u0000x.\\u009b2J" in table
     assert "reply=_INBOX.\\u001b[2J" in table
     assert "status 503 no\\u001b[2J\\u000aresponders" in table
     assert len(table.splitlines()) == 7  # one line per message: the newline did not break one
-    for stats in (_terminal("capture", str(crafted), "-q", "--stats"),
-                  _terminal("capture", str(crafted), "-q", "--stats", "--all")):
+    for stats in (
+        _terminal("capture", str(crafted), "-q", "--stats"),
+        _terminal("capture", str(crafted), "-q", "--stats", "--all"),
+    ):
         assert "a.\\u001b]0;TITLE\\u0007.\\u001b[2J.\\u0000x.\\u009b2J" in stats
         assert "503 no\\u001b[2J\\u000aresponders to a.\\u001b]0;TITLE" in stats
         assert "\\u001b]0;TITLE\\u0007  127.0.0.1:40000" in stats  # the CONNECT name
     seg = _terminal("segments", str(crafted_data))
     assert "== node1 s\\u001b]0;TITLE\\u0007/0" in seg
-    assert "key\\u001b[2J\\u000a\\u0000=v" in seg and "subject=0x1b5d30" in seg  # a value: hex when not printable
+    assert (
+        "key\\u001b[2J\\u000a\\u0000=v" in seg and "subject=0x1b5d30" in seg
+    )  # a value: hex when not printable
     _terminal("segments", "--verify", str(crafted_data))
     # A raft.db whose server id node2 is ESC [2J BEL (same length: the file stays whole)
     db = tmp_path / "raft" / "raft.db"
     db.parent.mkdir()
-    db.write_bytes((short_data / "node1" / "raft" / "raft.db").read_bytes().replace(
-        b"node2", CLEAR.encode() + b"\x07"))
+    db.write_bytes(
+        (short_data / "node1" / "raft" / "raft.db")
+        .read_bytes()
+        .replace(b"node2", CLEAR.encode() + b"\x07")
+    )
     raft = _terminal("raft", str(tmp_path))
     assert "\\u001b[2J\\u0007=\\u001b[2J\\u0007 (Voter)" in raft
     # ... and whose stable store lacks LastVoteCand (the key renamed): "-", not None
@@ -237,8 +296,9 @@ def test_no_msg_type_is_one_word(tmp_path: Path) -> None:
     assert " plain (none)" in table and "None" not in table
     stats = _terminal("capture", str(SHORT), "-q", "--stats")
     assert re.search(r"^  \(none\) +2466$", stats, re.M) and "None" not in stats
-    model = json.loads(_stdout("report", str(SHORT), "-o", str(tmp_path / "r.html"),
-                               "--json", "-", "-q"))
+    model = json.loads(
+        _stdout("report", str(SHORT), "-o", str(tmp_path / "r.html"), "--json", "-", "-q")
+    )
     assert model["totals"]["per_msg_type"]["(none)"] == 2466
     names = {r["msg_type"] for r in model["traffic"]["by_msg_type"]}
     assert "(none)" in names and not names & {"None", "(plain)"}
@@ -254,6 +314,7 @@ def test_no_none_in_the_page(short_data: Path, tmp_path: Path) -> None:
 
 
 # --- the page ----------------------------------------------------------------
+
 
 @pytest.mark.slow  # a headless Chromium (about 3 s)
 def test_no_subject_can_change_the_report_page(crafted: Path, tmp_path: Path) -> None:
@@ -281,6 +342,7 @@ def test_no_subject_can_change_the_report_page(crafted: Path, tmp_path: Path) ->
 
 # --- the writers that need a server or Spark -----------------------------------
 
+
 def _listening(cmd: list[str]) -> subprocess.Popen[bytes]:
     """Start `cmd` (tap or record) and wait, bounded, for its "listening on" line."""
     import select
@@ -301,20 +363,32 @@ def _listening(cmd: list[str]) -> subprocess.Popen[bytes]:
 
 
 @pytest.mark.slow  # a real nats-server, and a Spark run of the pipeline
-def test_tap_record_and_pipeline_json_pass_jq(nats_server: str, crafted: Path,
-                                              tmp_path: Path) -> None:
+def test_tap_record_and_pipeline_json_pass_jq(
+    nats_server: str, crafted: Path, tmp_path: Path
+) -> None:
     import asyncio
 
     import nats
     import pyarrow.parquet as pq
-
     from support.cli import LBPARSE
 
     big = _big_replication_response()
     recording = tmp_path / "rec.jsonl"
     tap = _listening([*LBPARSE, "tap", nats_server, "lb.>", "--count", "2", "--duration", "30"])
-    record = _listening([*LBPARSE, "record", nats_server, "lb.>", "--count", "2",
-                         "--duration", "30", "-o", str(recording)])
+    record = _listening(
+        [
+            *LBPARSE,
+            "record",
+            nats_server,
+            "lb.>",
+            "--count",
+            "2",
+            "--duration",
+            "30",
+            "-o",
+            str(recording),
+        ]
+    )
 
     async def publish() -> None:
         nc = await nats.connect(nats_server, allow_reconnect=False, connect_timeout=5)

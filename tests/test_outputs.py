@@ -14,15 +14,15 @@ import os
 import stat
 import subprocess
 import threading
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
-from lbparse import outputs
 from support.cli import LBPARSE
 from support.users import throwaway_user
+
+from lbparse import outputs
 
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="mknod needs root")
 
@@ -32,8 +32,9 @@ def sample() -> str:
 
 
 def report(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, "report", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [*LBPARSE, "report", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -88,8 +89,9 @@ def test_a_fifo_is_written_in_place(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_link_to_a_file_is_refused_before_any_input_is_read(tmp_path: Path,
-                                                              silent_fifo: Path) -> None:
+def test_a_link_to_a_file_is_refused_before_any_input_is_read(
+    tmp_path: Path, silent_fifo: Path
+) -> None:
     target = tmp_path / "precious.txt"
     target.write_text("mine")
     link = tmp_path / "report.html"
@@ -109,8 +111,9 @@ def test_a_link_to_a_device_is_followed_in_place(tmp_path: Path) -> None:
     res = report(sample(), "-o", str(link), "-q")
     assert res.returncode == 0, res.stderr
     assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
-    res = subprocess.run([*LBPARSE, "report", sample(), "-q", "-o", "/dev/stdout"],
-                         capture_output=True, timeout=120)
+    res = subprocess.run(
+        [*LBPARSE, "report", sample(), "-q", "-o", "/dev/stdout"], capture_output=True, timeout=120
+    )
     assert res.returncode == 0 and b"vegaEmbed" in res.stdout
 
 
@@ -162,8 +165,7 @@ def test_a_regular_file_is_replaced_whole_keeping_its_permissions(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_another_users_link_in_a_sticky_shared_directory_is_not_followed(tmp_path: Path
-                                                                        ) -> None:
+def test_another_users_link_in_a_sticky_shared_directory_is_not_followed(tmp_path: Path) -> None:
     """A link planted in a shared sticky directory (as /tmp is) by another
     user, to a device: never followed (even where fs.protected_symlinks is 0),
     and never replaced."""
@@ -201,9 +203,14 @@ def test_follow_allowed_is_the_kernels_rule(tmp_path: Path) -> None:
 
 # --- record: a stream written as it comes --------------------------------------
 
+
 def _record(url: str, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, "record", url, "lb.>", "-o", str(out), *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*LBPARSE, "record", url, "lb.>", "-o", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _publish(url: str, n: int) -> None:
@@ -231,8 +238,9 @@ def test_record_refuses_a_link_to_a_file_before_connecting(tmp_path: Path) -> No
     link.symlink_to(precious)
     res = _record(f"nats://127.0.0.1:{free_port()}", link, "--timeout", "0.5")
     assert res.returncode == 2, res.stderr
-    assert res.stderr.startswith("lbparse record: -o ") and "symbolic link" in res.stderr, \
+    assert res.stderr.startswith("lbparse record: -o ") and "symbolic link" in res.stderr, (
         res.stderr
+    )
     assert "cannot connect" not in res.stderr  # refused before the server was tried
     assert precious.read_text() == "keep me\n" and link.is_symlink()
 
@@ -253,14 +261,29 @@ def test_a_record_that_never_started_keeps_the_old_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_record_replaces_an_old_file_whole_and_writes_a_device_in_place(
-        nats_server: str, tmp_path: Path, null_device: Path) -> None:
+    nats_server: str, tmp_path: Path, null_device: Path
+) -> None:
     old = tmp_path / "rec.jsonl"
     old.write_text("an earlier recording\n")
     old.chmod(0o640)
     for out in (old, null_device):
-        proc = subprocess.Popen([*LBPARSE, "record", nats_server, "lb.>", "-o", str(out),
-                                 "--count", "3", "--duration", "30"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                *LBPARSE,
+                "record",
+                nats_server,
+                "lb.>",
+                "-o",
+                str(out),
+                "--count",
+                "3",
+                "--duration",
+                "30",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert proc.stderr is not None
             line = proc.stderr.readline()  # bounded: the process ends by --duration

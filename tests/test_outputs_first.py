@@ -18,13 +18,12 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from support.cli import LBPARSE, run_cli
 from support.shared import LIFTBRIDGE
 
@@ -62,8 +61,12 @@ def silent_fifo(tmp_path: Path) -> Path:
 def mounted(where: Path, *options: str) -> Iterator[Path]:
     """A tmpfs at `where` (made), unmounted after; skip if mounting is not allowed."""
     where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -85,8 +88,9 @@ def immutable(path: Path) -> Iterator[Path]:
         subprocess.run(["chattr", "-i", str(path)], capture_output=True, timeout=30)
 
 
-def refused(res: subprocess.CompletedProcess[bytes], command: str, *words: str,
-            status: int = 2) -> str:
+def refused(
+    res: subprocess.CompletedProcess[bytes], command: str, *words: str, status: int = 2
+) -> str:
     """One line on stderr, `lbparse COMMAND: ...` with `words` in it, and `status`."""
     err = res.stderr.decode()
     assert res.returncode == status, (res.returncode, err)
@@ -102,20 +106,24 @@ def temp_files(folder: Path) -> list[str]:
     return sorted(n for n in os.listdir(folder) if n.startswith(".") or n.endswith(".tmp"))
 
 
-def lbparse(*args: str, stdin: int | None = None, cwd: Path | None = None,
-            timeout: float = QUICK) -> subprocess.CompletedProcess[bytes]:
+def lbparse(
+    *args: str, stdin: int | None = None, cwd: Path | None = None, timeout: float = QUICK
+) -> subprocess.CompletedProcess[bytes]:
     """run_cli with standard input from a descriptor (run_cli's stdin is bytes
     to write, and a pipe it writes is closed: the command would see its end)."""
-    return subprocess.run([*LBPARSE, *args], stdin=stdin, capture_output=True, cwd=cwd,
-                          timeout=timeout)
+    return subprocess.run(
+        [*LBPARSE, *args], stdin=stdin, capture_output=True, cwd=cwd, timeout=timeout
+    )
 
 
-def capture_out(out: str, stdin: int, *more: str, cwd: Path | None = None
-                ) -> subprocess.CompletedProcess[bytes]:
+def capture_out(
+    out: str, stdin: int, *more: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return lbparse("capture", "-", "-o", out, *more, stdin=stdin, cwd=cwd)
 
 
 # --- refused before any input is read -----------------------------------------
+
 
 def test_an_empty_name_is_refused_and_nothing_is_made(tmp_path: Path, held_stdin: int) -> None:
     """The old code read the input, then failed renaming `..<hex>.tmp` (left in
@@ -129,11 +137,15 @@ def test_an_empty_name_is_refused_and_nothing_is_made(tmp_path: Path, held_stdin
 
 def test_a_trailing_slash_or_a_missing_parent_is_refused(tmp_path: Path, held_stdin: int) -> None:
     refused(capture_out(str(tmp_path / "nodir") + "/", held_stdin), "capture", "ends in '/'")
-    refused(capture_out(str(tmp_path / "nodir" / "x.jsonl"), held_stdin), "capture",
-            "no such directory")
+    refused(
+        capture_out(str(tmp_path / "nodir" / "x.jsonl"), held_stdin), "capture", "no such directory"
+    )
     # `nodir/..` is no way back while nodir is missing: the kernel resolves it as written
-    refused(capture_out(str(tmp_path / "nodir" / ".." / "x.jsonl"), held_stdin), "capture",
-            "no such directory")
+    refused(
+        capture_out(str(tmp_path / "nodir" / ".." / "x.jsonl"), held_stdin),
+        "capture",
+        "no such directory",
+    )
     res = lbparse("report", "-", "-o", str(tmp_path / "nodir") + "/", stdin=held_stdin)
     refused(res, "report", "ends in '/'")
     assert temp_files(tmp_path) == [] and os.listdir(tmp_path) == []
@@ -147,8 +159,9 @@ def test_names_past_name_max_or_path_max_are_refused(tmp_path: Path, held_stdin:
     # decode and report take the same check
     res = lbparse("decode", "-", "-o", long_part, stdin=held_stdin)
     refused(res, "decode", "NAME_MAX")
-    res = lbparse("report", "-", "--screenshot", long_part, "-o", str(tmp_path / "r.html"),
-                  stdin=held_stdin)
+    res = lbparse(
+        "report", "-", "--screenshot", long_part, "-o", str(tmp_path / "r.html"), stdin=held_stdin
+    )
     refused(res, "report", "--screenshot", "NAME_MAX")
     assert os.listdir(tmp_path) == []
 
@@ -184,10 +197,15 @@ def test_an_immutable_file_or_directory_is_refused(tmp_path: Path, held_stdin: i
     folder = tmp_path / "frozen"
     folder.mkdir()
     with immutable(folder):
-        refused(capture_out(str(folder / "new.jsonl"), held_stdin), "capture",
-                "cannot make a file in", "immutable")
-        res = run_cli("capture", "--tables", str(folder / "t"), str(tmp_path / "none.pcap"),
-                      timeout=QUICK)
+        refused(
+            capture_out(str(folder / "new.jsonl"), held_stdin),
+            "capture",
+            "cannot make a file in",
+            "immutable",
+        )
+        res = run_cli(
+            "capture", "--tables", str(folder / "t"), str(tmp_path / "none.pcap"), timeout=QUICK
+        )
         refused(res, "capture", "--tables", "immutable")
     assert temp_files(tmp_path) == [] and os.listdir(folder) == []
 
@@ -195,8 +213,7 @@ def test_an_immutable_file_or_directory_is_refused(tmp_path: Path, held_stdin: i
 @ROOT_ONLY
 def test_a_read_only_mount_is_refused(tmp_path: Path, held_stdin: int, silent_fifo: Path) -> None:
     with mounted(tmp_path / "ro", "size=64k", "ro") as ro:
-        refused(capture_out(str(ro / "x.jsonl"), held_stdin), "capture",
-                "Read-only file system")
+        refused(capture_out(str(ro / "x.jsonl"), held_stdin), "capture", "Read-only file system")
         res = lbparse("report", "-", "-o", str(ro / "r.html"), stdin=held_stdin)
         refused(res, "report", f"-o {ro / 'r.html'}", "Read-only file system")
         res = run_cli("capture", str(silent_fifo), "--tables", str(ro / "t"), timeout=QUICK)
@@ -204,9 +221,11 @@ def test_a_read_only_mount_is_refused(tmp_path: Path, held_stdin: int, silent_fi
 
 
 def test_tables_refused_before_the_fifo_is_opened(tmp_path: Path, silent_fifo: Path) -> None:
-    for bad, words in ((str(tmp_path / "nodir" / "t"), ("no such directory",)),
-                       (str(tmp_path / ("t" * 300)), ("NAME_MAX",)),
-                       ("", ("an empty name",))):
+    for bad, words in (
+        (str(tmp_path / "nodir" / "t"), ("no such directory",)),
+        (str(tmp_path / ("t" * 300)), ("NAME_MAX",)),
+        ("", ("an empty name",)),
+    ):
         res = run_cli("capture", str(silent_fifo), "--tables", bad, cwd=tmp_path, timeout=QUICK)
         refused(res, "capture", "--tables", *words)
     assert os.listdir(tmp_path) == [silent_fifo.name]
@@ -214,14 +233,20 @@ def test_tables_refused_before_the_fifo_is_opened(tmp_path: Path, silent_fifo: P
 
 # --- temporary files removed on every failure path ----------------------------
 
+
 @needs_short
 def test_the_output_turned_into_a_directory_mid_run_leaves_no_temporary_file(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """The old code failed the rename with a raw [Errno 21] and left the whole
     output beside it as `.out.<hex>.tmp`."""
     out = tmp_path / "out.jsonl"
-    with subprocess.Popen([*LBPARSE, "capture", "-", "-o", str(out)], stdin=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        [*LBPARSE, "capture", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as proc:
         assert proc.stdin is not None
         for _ in range(300):  # the temporary file is made before any input is read
             if temp_files(tmp_path):
@@ -237,7 +262,8 @@ def test_the_output_turned_into_a_directory_mid_run_leaves_no_temporary_file(
 
 
 def test_an_error_after_the_output_was_opened_removes_its_temporary_file(
-        tmp_path: Path, held_stdin: int) -> None:
+    tmp_path: Path, held_stdin: int
+) -> None:
     res = capture_out(str(tmp_path / "out.jsonl"), held_stdin, "--tables", str(tmp_path / "t"))
     refused(res, "capture", "--tables")
     assert os.listdir(tmp_path) == []
@@ -245,13 +271,18 @@ def test_an_error_after_the_output_was_opened_removes_its_temporary_file(
 
 @needs_short
 def test_interrupted_the_output_holds_what_was_written_and_no_temporary_file(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out.jsonl"
-    with subprocess.Popen([*LBPARSE, "capture", "-", "-o", str(out)], stdin=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(
+        [*LBPARSE, "capture", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    ) as proc:
         assert proc.stdin is not None
         data = SHORT.read_bytes()
-        proc.stdin.write(data[:len(data) // 2])  # half: the run waits for the rest
+        proc.stdin.write(data[: len(data) // 2])  # half: the run waits for the rest
         proc.stdin.flush()
         for _ in range(300):
             temps = temp_files(tmp_path)
@@ -267,6 +298,7 @@ def test_interrupted_the_output_holds_what_was_written_and_no_temporary_file(
 
 # --- a full disk is the output's problem --------------------------------------
 
+
 @ROOT_ONLY
 @needs_short
 def test_a_full_disk_is_said_as_the_outputs(tmp_path: Path) -> None:
@@ -278,8 +310,12 @@ def test_a_full_disk_is_said_as_the_outputs(tmp_path: Path) -> None:
         refused(res, "capture", f"-o {full / 'out.jsonl'}: cannot write: No space left on device")
         assert os.listdir(full) == []
         with open(full / "redirected.jsonl", "wb") as shell_redirect:  # as `> FILE` does
-            res = subprocess.run([*LBPARSE, "capture", str(SHORT)], stdout=shell_redirect,
-                                 stderr=subprocess.PIPE, timeout=300)
+            res = subprocess.run(
+                [*LBPARSE, "capture", str(SHORT)],
+                stdout=shell_redirect,
+                stderr=subprocess.PIPE,
+                timeout=300,
+            )
         refused(res, "capture", "standard output: cannot write: No space left on device")
         os.unlink(full / "redirected.jsonl")
         res = run_cli("capture", str(SHORT), "--tables", str(full / "t"), timeout=300)

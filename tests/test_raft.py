@@ -10,20 +10,28 @@ from __future__ import annotations
 
 import re
 import tarfile
-from pathlib import Path
 from typing import Any
 
 import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.shared import shared_path
 
 import lbparse
-from lbparse.raft import (COMMANDS, LOG_TYPES, RPC_TYPES, RaftError, StreamDecoder,
-                          decode_log_entry, decode_request, decode_response, stream_role)
+from lbparse.raft import (
+    COMMANDS,
+    LOG_TYPES,
+    RPC_TYPES,
+    RaftError,
+    StreamDecoder,
+    decode_log_entry,
+    decode_request,
+    decode_response,
+    stream_role,
+)
 from lbparse.raft.msgpack_structs import read_object
 from lbparse.raft.tables import STRUCTS
-from support.shared import shared_path
 
 GO_EPOCH = 62_135_596_800  # seconds from year 1 to 1970 (time.MarshalBinary's origin)
 
@@ -33,8 +41,9 @@ def pack(obj: Any) -> bytes:
     return msgpack.packb(obj, use_bin_type=False)
 
 
-def log_map(index: int = 7, term: int = 2, typ: int = 0, data: bytes | None = None,
-            **more: Any) -> dict:
+def log_map(
+    index: int = 7, term: int = 2, typ: int = 0, data: bytes | None = None, **more: Any
+) -> dict:
     return {"Data": data, "Extensions": None, "Index": index, "Term": term, "Type": typ, **more}
 
 
@@ -51,6 +60,7 @@ def raft_log(op: str, **fields: Any) -> bytes:
 
 # -- the spec's tables -----------------------------------------------------------
 
+
 def test_commands_name_real_ops_and_raftlog_fields() -> None:
     """Every command of spec/raft.ksy is a protocol.Op of internal.proto whose
     RaftLog field exists and holds a message."""
@@ -64,8 +74,12 @@ def test_commands_name_real_ops_and_raftlog_fields() -> None:
 
 def test_tables_hold_hashicorp_raft_numbers() -> None:
     assert {v: t.name for v, t in RPC_TYPES.items()} == {
-        0: "AppendEntries", 1: "RequestVote", 2: "InstallSnapshot", 3: "TimeoutNow",
-        4: "RequestPreVote"}
+        0: "AppendEntries",
+        1: "RequestVote",
+        2: "InstallSnapshot",
+        3: "TimeoutNow",
+        4: "RequestPreVote",
+    }
     assert LOG_TYPES[0] == "LogCommand" and LOG_TYPES[5] == "LogConfiguration"
     assert [f.key for f in STRUCTS["AppendEntriesRequest"]][:3] == ["ProtocolVersion", "ID", "Addr"]
 
@@ -73,11 +87,13 @@ def test_tables_hold_hashicorp_raft_numbers() -> None:
 def test_no_two_response_structs_have_the_same_keys() -> None:
     """Responses are named by their keys: the declarations must allow it."""
     from lbparse.raft.msgpack_structs import base_keys
+
     names = [t.response for t in RPC_TYPES.values()]
     assert len({base_keys(n) for n in names}) == len(names)
 
 
 # -- stored entries ----------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
@@ -92,7 +108,7 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     for m in re.finditer(rb"\x85\xa4Data", db):
         got = read_object(db, m.start(), 1 << 20)
         if got is not None:
-            values.append(db[m.start():got[1]])
+            values.append(db[m.start() : got[1]])
     return values
 
 
@@ -102,16 +118,29 @@ def test_stored_entries_of_a_real_run(stored: list[bytes]) -> None:
     indexes = {e.index for e in entries}
     assert indexes == set(range(1, max(indexes) + 1))
     kinds = {(e.type_name, e.command.name if e.command else None) for e in entries}
-    assert {("LogConfiguration", None), ("LogNoop", None), ("LogBarrier", None),
-            ("LogCommand", "CreateStream"), ("LogCommand", "DeleteStream"),
-            ("LogCommand", "PauseStream"), ("LogCommand", "ResumeStream"),
-            ("LogCommand", "SetStreamReadonly"), ("LogCommand", "PublishActivity")} <= kinds
+    assert {
+        ("LogConfiguration", None),
+        ("LogNoop", None),
+        ("LogBarrier", None),
+        ("LogCommand", "CreateStream"),
+        ("LogCommand", "DeleteStream"),
+        ("LogCommand", "PauseStream"),
+        ("LogCommand", "ResumeStream"),
+        ("LogCommand", "SetStreamReadonly"),
+        ("LogCommand", "PublishActivity"),
+    } <= kinds
     conf = next(e for e in entries if e.type_name == "LogConfiguration").configuration
     assert conf is not None
     assert [(s.suffrage_name, s.id) for s in conf.servers] == [
-        ("Voter", "node1"), ("Voter", "node2"), ("Voter", "node3")]
-    created = [e.command.fields["stream"]["name"] for e in entries
-               if e.command and e.command.name == "CreateStream"]
+        ("Voter", "node1"),
+        ("Voter", "node2"),
+        ("Voter", "node3"),
+    ]
+    created = [
+        e.command.fields["stream"]["name"]
+        for e in entries
+        if e.command and e.command.name == "CreateStream"
+    ]
     assert {"__activity", "__cursors", "orders", "events", "scratch"} <= set(created)
     assert all(not e.warnings and e.appended_at is None for e in entries)  # raft v1.1.2
 
@@ -135,31 +164,49 @@ def test_stored_entries_equal_the_replicated_ones(stored: list[bytes]) -> None:
     assert all(sent[i] == kept[i] for i in sent)
 
 
-GO_TIME_V1 = bytes([1]) + (GO_EPOCH + 1_763_700_000).to_bytes(8, "big") + \
-    (123_456_789).to_bytes(4, "big") + (0xFFFF).to_bytes(2, "big")
+GO_TIME_V1 = (
+    bytes([1])
+    + (GO_EPOCH + 1_763_700_000).to_bytes(8, "big")
+    + (123_456_789).to_bytes(4, "big")
+    + (0xFFFF).to_bytes(2, "big")
+)
 
 
-@pytest.mark.parametrize("appended,want", [
-    (GO_TIME_V1, 1_763_700_000_123_456_789),
-    (b"\x02" + GO_TIME_V1[1:] + b"\x00", 1_763_700_000_123_456_789),  # version 2
-    (msgpack.Timestamp(1_763_700_000, 5), 1_763_700_000_000_000_005),
-    (bytes([1]) + bytes(14), None),  # Go's zero time
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "appended,want",
+    [
+        (GO_TIME_V1, 1_763_700_000_123_456_789),
+        (b"\x02" + GO_TIME_V1[1:] + b"\x00", 1_763_700_000_123_456_789),  # version 2
+        (msgpack.Timestamp(1_763_700_000, 5), 1_763_700_000_000_000_005),
+        (bytes([1]) + bytes(14), None),  # Go's zero time
+        (None, None),
+    ],
+)
 def test_appended_at_in_both_of_go_msgpacks_time_formats(appended: Any, want: int | None) -> None:
     e = decode_log_entry(pack(log_map(typ=1, AppendedAt=appended)))
     assert e.appended_at == want and not e.warnings
 
 
-@pytest.mark.parametrize("op,fields,want", [
-    ("CHANGE_LEADER", {"stream": "orders", "partition": 1, "leader": "node3"},
-     {"stream": "orders", "partition": 1, "leader": "node3"}),
-    ("SHRINK_ISR", {"stream": "orders", "replicaToRemove": "node2"},
-     {"stream": "orders", "replicaToRemove": "node2"}),
-    ("EXPAND_ISR", {"stream": "orders", "partition": 2, "replicaToAdd": "node2",
-                    "leaderEpoch": 9}, {"stream": "orders", "partition": 2,
-                                        "replicaToAdd": "node2", "leaderEpoch": "9"}),
-])
+@pytest.mark.parametrize(
+    "op,fields,want",
+    [
+        (
+            "CHANGE_LEADER",
+            {"stream": "orders", "partition": 1, "leader": "node3"},
+            {"stream": "orders", "partition": 1, "leader": "node3"},
+        ),
+        (
+            "SHRINK_ISR",
+            {"stream": "orders", "replicaToRemove": "node2"},
+            {"stream": "orders", "replicaToRemove": "node2"},
+        ),
+        (
+            "EXPAND_ISR",
+            {"stream": "orders", "partition": 2, "replicaToAdd": "node2", "leaderEpoch": 9},
+            {"stream": "orders", "partition": 2, "replicaToAdd": "node2", "leaderEpoch": "9"},
+        ),
+    ],
+)
 def test_a_command_entry_gives_its_op_and_fields(op: str, fields: dict, want: dict) -> None:
     e = decode_log_entry(pack(log_map(data=raft_log(op, **fields))))
     assert e.command is not None
@@ -189,18 +236,22 @@ def test_missing_and_unknown_keys_are_read_as_go_reads_them_and_said() -> None:
     assert any("Shiny is not a field of Log" in w for w in e.warnings)
 
 
-@pytest.mark.parametrize("data,kind,offset", [
-    (b"", "truncated", 0),
-    (b"\x85\xa4Data\xc0", "truncated", 7),
-    (b"\xc1", "bad_msgpack", 0),
-    (pack(log_map()) + b"\x00", "bad_msgpack", len(pack(log_map()))),
-    (pack([1, 2]), "bad_struct", None),
-    (pack(log_map(index=-1)), "bad_struct", None),
-    (pack(log_map(data=7)), "bad_struct", None),
-    (pack(log_map(typ=1, AppendedAt=b"\x05")), "bad_struct", None),
-])
-def test_bad_entries_raise_raft_error_saying_where(data: bytes, kind: str, offset: int | None
-                                                    ) -> None:
+@pytest.mark.parametrize(
+    "data,kind,offset",
+    [
+        (b"", "truncated", 0),
+        (b"\x85\xa4Data\xc0", "truncated", 7),
+        (b"\xc1", "bad_msgpack", 0),
+        (pack(log_map()) + b"\x00", "bad_msgpack", len(pack(log_map()))),
+        (pack([1, 2]), "bad_struct", None),
+        (pack(log_map(index=-1)), "bad_struct", None),
+        (pack(log_map(data=7)), "bad_struct", None),
+        (pack(log_map(typ=1, AppendedAt=b"\x05")), "bad_struct", None),
+    ],
+)
+def test_bad_entries_raise_raft_error_saying_where(
+    data: bytes, kind: str, offset: int | None
+) -> None:
     with pytest.raises(RaftError) as info:
         decode_log_entry(data)
     assert (info.value.kind, info.value.offset) == (kind, offset)
@@ -223,12 +274,13 @@ def test_damaged_entries_give_an_entry_or_a_raft_error(data: st.DataObject) -> N
     for _ in range(data.draw(st.integers(1, 4))):
         good[data.draw(st.integers(0, len(good) - 1))] = data.draw(st.integers(0, 255))
     try:
-        decode_log_entry(bytes(good[:data.draw(st.integers(0, len(good)))]))
+        decode_log_entry(bytes(good[: data.draw(st.integers(0, len(good)))]))
     except RaftError:
         pass
 
 
 # -- the transport stream ------------------------------------------------------
+
 
 def request(rpc_type: int, **fields: Any) -> bytes:
     return bytes([rpc_type]) + pack({"ProtocolVersion": 3, **fields})
@@ -238,38 +290,72 @@ def response(error: bytes = b"", **fields: Any) -> bytes:
     return pack(error) + pack({"ProtocolVersion": 3, **fields})
 
 
-APPEND = request(0, Term=5, Leader=b"node2", PrevLogEntry=40, PrevLogTerm=4, LeaderCommitIndex=40,
-                 Entries=[log_map(41, 5, 0, raft_log("CHANGE_LEADER", stream="orders",
-                                                     leader="node2")),
-                          log_map(42, 5, 1)])
-VOTE = request(1, Term=6, Candidate=b"node3", LastLogIndex=42, LastLogTerm=5,
-               LeadershipTransfer=False)
-SNAPSHOT = request(2, SnapshotVersion=1, Term=6, Leader=b"node3", LastLogIndex=42, LastLogTerm=5,
-                   Peers=None, Configuration=pack({"Servers": [
-                       {"Suffrage": 0, "ID": b"node1", "Address": b"node1"}]}),
-                   ConfigurationIndex=1, Size=10) + b"0123456789"
+APPEND = request(
+    0,
+    Term=5,
+    Leader=b"node2",
+    PrevLogEntry=40,
+    PrevLogTerm=4,
+    LeaderCommitIndex=40,
+    Entries=[
+        log_map(41, 5, 0, raft_log("CHANGE_LEADER", stream="orders", leader="node2")),
+        log_map(42, 5, 1),
+    ],
+)
+VOTE = request(
+    1, Term=6, Candidate=b"node3", LastLogIndex=42, LastLogTerm=5, LeadershipTransfer=False
+)
+SNAPSHOT = (
+    request(
+        2,
+        SnapshotVersion=1,
+        Term=6,
+        Leader=b"node3",
+        LastLogIndex=42,
+        LastLogTerm=5,
+        Peers=None,
+        Configuration=pack({"Servers": [{"Suffrage": 0, "ID": b"node1", "Address": b"node1"}]}),
+        ConfigurationIndex=1,
+        Size=10,
+    )
+    + b"0123456789"
+)
 TIMEOUT = request(3)
 REQUESTS = [APPEND, VOTE, SNAPSHOT, TIMEOUT, VOTE]
-RESPONSES = [response(Term=5, LastLog=42, Success=True, NoRetryBackoff=False),
-             response(Term=6, Peers=None, Granted=True),
-             response(Term=6, Success=True),
-             response(),
-             response(b"vote refused", Term=6, Peers=None, Granted=False),
-             response(Term=6, Granted=True)]  # a pre-vote (raft v1.7): no Peers
+RESPONSES = [
+    response(Term=5, LastLog=42, Success=True, NoRetryBackoff=False),
+    response(Term=6, Peers=None, Granted=True),
+    response(Term=6, Success=True),
+    response(),
+    response(b"vote refused", Term=6, Peers=None, Granted=False),
+    response(Term=6, Granted=True),
+]  # a pre-vote (raft v1.7): no Peers
 
 
 def test_whole_rpcs_decode_with_their_fields() -> None:
     rpc = decode_request(APPEND)
-    assert (rpc.rpc, rpc.term, rpc.node, rpc.fields["PrevLogEntry"]) == ("AppendEntries", 5,
-                                                                          "node2", 40)
+    assert (rpc.rpc, rpc.term, rpc.node, rpc.fields["PrevLogEntry"]) == (
+        "AppendEntries",
+        5,
+        "node2",
+        40,
+    )
     assert [(e.index, e.command.name if e.command else e.type_name) for e in rpc.entries] == [
-        (41, "ChangeLeader"), (42, "LogNoop")]
+        (41, "ChangeLeader"),
+        (42, "LogNoop"),
+    ]
     snap = decode_request(SNAPSHOT)
     assert snap.fields["Configuration"]["servers"][0]["id"] == "node1"
     assert snap.size == len(SNAPSHOT)
     names = [decode_response(r).struct for r in RESPONSES]
-    assert names == ["AppendEntriesResponse", "RequestVoteResponse", "InstallSnapshotResponse",
-                     "TimeoutNowResponse", "RequestVoteResponse", "RequestPreVoteResponse"]
+    assert names == [
+        "AppendEntriesResponse",
+        "RequestVoteResponse",
+        "InstallSnapshotResponse",
+        "TimeoutNowResponse",
+        "RequestVoteResponse",
+        "RequestPreVoteResponse",
+    ]
     assert decode_response(RESPONSES[4]).error == "vote refused"
     assert stream_role(APPEND[0]) == "request" and stream_role(RESPONSES[0][0]) == "response"
 
@@ -302,8 +388,11 @@ def test_a_stream_read_from_its_middle_skips_then_falls_in_step() -> None:
     messages = [APPEND[10:], VOTE, SNAPSHOT[:30], SNAPSHOT[30:], TIMEOUT]
     chunks = feed_all(messages)
     assert chunks[0].skipped == len(APPEND) - 10 and not chunks[0].rpcs
-    assert [r.rpc for c in chunks for r in c.rpcs] == ["RequestVote", "InstallSnapshot",
-                                                       "TimeoutNow"]
+    assert [r.rpc for c in chunks for r in c.rpcs] == [
+        "RequestVote",
+        "InstallSnapshot",
+        "TimeoutNow",
+    ]
     assert chunks[2].pending == 30 and chunks[3].continued == len(SNAPSHOT) - 30
     assert stream  # the same bytes, read whole, are in test above
 
@@ -323,8 +412,17 @@ def test_an_empty_message_closes_the_stream() -> None:
 
 
 def test_bad_bytes_are_an_error_of_their_message_and_reading_goes_on() -> None:
-    chunks = feed_all([VOTE, b"\x09\x80", VOTE, bytes([0]) + pack({"Nope": 1}), VOTE,
-                       bytes([0]) + pack({"Nope": 1}), VOTE])
+    chunks = feed_all(
+        [
+            VOTE,
+            b"\x09\x80",
+            VOTE,
+            bytes([0]) + pack({"Nope": 1}),
+            VOTE,
+            bytes([0]) + pack({"Nope": 1}),
+            VOTE,
+        ]
+    )
     assert chunks[1].error is not None and chunks[1].error.kind == "unknown_rpc_type"
     assert chunks[3].error is not None and chunks[3].error.kind == "bad_struct"
     assert [len(c.rpcs) for c in chunks] == [1, 0, 1, 0, 1, 0, 1]
@@ -335,8 +433,15 @@ def test_bad_bytes_are_an_error_of_their_message_and_reading_goes_on() -> None:
 
 def test_an_rpc_larger_than_the_limit_is_dropped() -> None:
     dec = StreamDecoder(max_rpc=100)
-    big = request(0, Term=1, Leader=b"n", PrevLogEntry=0, PrevLogTerm=0, LeaderCommitIndex=0,
-                  Entries=[log_map(1, 1, 0, b"x" * 500)])
+    big = request(
+        0,
+        Term=1,
+        Leader=b"n",
+        PrevLogEntry=0,
+        PrevLogTerm=0,
+        LeaderCommitIndex=0,
+        Entries=[log_map(1, 1, 0, b"x" * 500)],
+    )
     first = dec.feed(big[:60])
     second = dec.feed(big[60:120])
     assert first.pending == 60 and second.error is not None
@@ -370,13 +475,18 @@ def test_a_real_capture_decodes_every_raft_message() -> None:
             continue
         messages += 1
         chunk = decoders.setdefault((rec.src, rec.dst, rec.subject), StreamDecoder()).feed(
-            rec.payload)
+            rec.payload
+        )
         assert chunk.error is None and not chunk.skipped and len(chunk.rpcs) == 1
         for r in chunk.rpcs:
             rpcs[(r.role, r.rpc)] = rpcs.get((r.role, r.rpc), 0) + 1
     assert messages == 2416
-    assert rpcs == {("request", "AppendEntries"): 1204, ("response", "AppendEntries"): 1204,
-                    ("request", "RequestVote"): 4, ("response", "RequestVote"): 4}
+    assert rpcs == {
+        ("request", "AppendEntries"): 1204,
+        ("response", "AppendEntries"): 1204,
+        ("request", "RequestVote"): 4,
+        ("response", "RequestVote"): 4,
+    }
 
 
 def test_the_kaitai_parser_of_the_spec_reads_the_same_rpc_type() -> None:
@@ -384,6 +494,7 @@ def test_the_kaitai_parser_of_the_spec_reads_the_same_rpc_type() -> None:
     import io
 
     from kaitaistruct import KaitaiStream
+
     from lbparse_generated import raft_tables
     from lbparse_generated.kaitai.raft_transport import RaftTransport
 

@@ -5,6 +5,7 @@ Each block follows a `<!-- dataframe example: NAME -->` marker in the manual
 it runs in a fresh interpreter from the repository's top directory, as a
 user pastes it, and its output is checked against lbparse's own answers.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from support.manual import manual
 
 import lbparse
-from support.manual import manual
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "lbparse" / "examples" / "sample.pcap"
@@ -30,8 +31,9 @@ def examples() -> dict[str, str]:
 
 def run(code: str) -> str:
     # -P: lbparse as installed (the wheel, in CI), not the checkout's source
-    res = subprocess.run([sys.executable, "-P", "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-P", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -58,8 +60,9 @@ def test_pandas_example() -> None:
 @pytest.mark.slow
 def test_polars_example() -> None:
     out = run(examples()["polars"])
-    good = lbparse.decode(bytes.fromhex(
-        "b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48"))
+    good = lbparse.decode(
+        bytes.fromhex("b90e43b40008000b0a02733112126c6966746272696467652e6578616d706c6518cc48")
+    )
     assert good.msg_type_name is not None and good.msg_type_name in out
     try:
         lbparse.decode(b"not an envelope")
@@ -82,8 +85,9 @@ def test_tables_example() -> None:
     subject with its Message's stream, the three commonest pairs."""
     out = run(examples()["tables"])
     wide = pa.Table.from_batches(lbparse.read_capture_arrow(str(SAMPLE))).to_pylist()
-    pairs = [(r["subject"], r["proto_Message"]["stream"]) for r in wide
-             if r["proto_Message"] is not None]
+    pairs = [
+        (r["subject"], r["proto_Message"]["stream"]) for r in wide if r["proto_Message"] is not None
+    ]
     counts = sorted({p: pairs.count(p) for p in pairs}.items(), key=lambda kv: (-kv[1], kv[0]))
     assert len(counts) >= 3
     for (subject, stream), n in counts[:3]:

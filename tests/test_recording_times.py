@@ -17,14 +17,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.cli import LBPARSE
 
 from lbparse.capture import Notice
-from lbparse.capture.recordings import (ParquetRecordWriter, parquet_schema, read_jsonl,
-                                        read_parquet)
+from lbparse.capture.recordings import ParquetRecordWriter, parquet_schema, read_jsonl, read_parquet
 from lbparse.capture.records import NO_TIME, Record
 from lbparse.columnar.sources import SourceOptions, plan, read_unit
 from lbparse.columnar.units import UnitStats
-from support.cli import LBPARSE
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = 1_795_298_780_302_883_000
@@ -32,8 +31,9 @@ PAST = "99999999999999999999"  # 1e20 ns: the year 5138, past int64
 
 
 def _record(ts: int, subject: str) -> Record:
-    return Record.make(ts, "127.0.0.1:4222", "127.0.0.1:40000", "MSG", subject, None, "1",
-                       None, b"hello")
+    return Record.make(
+        ts, "127.0.0.1:4222", "127.0.0.1:40000", "MSG", subject, None, "1", None, b"hello"
+    )
 
 
 def _line(ts: Any, subject: str) -> str:
@@ -43,8 +43,9 @@ def _line(ts: Any, subject: str) -> str:
 
 
 def _jsonl(path: Path, middle: Any) -> Path:
-    path.write_text("\n".join([_line(str(GOOD), "a"), _line(middle, "b"),
-                               _line(str(GOOD + 1), "c")]) + "\n")
+    path.write_text(
+        "\n".join([_line(str(GOOD), "a"), _line(middle, "b"), _line(str(GOOD + 1), "c")]) + "\n"
+    )
     return path
 
 
@@ -54,8 +55,11 @@ def _read_jsonl(text: str) -> tuple[list[Record], list[Notice]]:
     return recs, notices
 
 
-@pytest.mark.parametrize("value", [PAST, str(2**63), str(-2**63), "-" + PAST, 1e11, None],
-                         ids=["past", "2^63", "-2^63", "-past", "seconds-1e11", "null"])
+@pytest.mark.parametrize(
+    "value",
+    [PAST, str(2**63), str(-(2**63)), "-" + PAST, 1e11, None],
+    ids=["past", "2^63", "-2^63", "-past", "seconds-1e11", "null"],
+)
 def test_jsonl_a_time_past_int64_costs_its_field_with_a_notice(value: Any) -> None:
     lines = "\n".join([_line(str(GOOD), "a"), _line(value, "b"), _line(str(GOOD + 1), "c")])
     recs, notices = _read_jsonl(lines)
@@ -68,7 +72,7 @@ def test_jsonl_a_time_past_int64_costs_its_field_with_a_notice(value: Any) -> No
 
 
 def test_jsonl_the_int64_extremes_that_fit_are_kept() -> None:
-    top, bottom = 2**63 - 1, -2**63 + 1
+    top, bottom = 2**63 - 1, -(2**63) + 1
     recs, notices = _read_jsonl(_line(str(top), "a") + "\n" + _line(str(bottom), "b"))
     assert [r.ts for r in recs] == [top, bottom] and not notices
 
@@ -91,14 +95,19 @@ def _parquet(path: Path, column: pa.Array) -> Path:
     return path
 
 
-@pytest.mark.parametrize("column", [
-    pa.array([GOOD, None, GOOD + 2], pa.timestamp("ns", tz="UTC")),
-    pa.array([GOOD, -2**63, GOOD + 2], pa.timestamp("ns", tz="UTC")),
-    pa.array([GOOD / 1e9, 1e11, (GOOD + 2) / 1e9], pa.float64()),
-    pa.array([GOOD, 2**63 + 5, GOOD + 2], pa.uint64()),
-], ids=["null", "int64-min", "seconds-1e11", "uint64-past"])
-def test_parquet_a_time_past_int64_costs_its_field_with_a_notice(tmp_path: Path,
-                                                                 column: pa.Array) -> None:
+@pytest.mark.parametrize(
+    "column",
+    [
+        pa.array([GOOD, None, GOOD + 2], pa.timestamp("ns", tz="UTC")),
+        pa.array([GOOD, -(2**63), GOOD + 2], pa.timestamp("ns", tz="UTC")),
+        pa.array([GOOD / 1e9, 1e11, (GOOD + 2) / 1e9], pa.float64()),
+        pa.array([GOOD, 2**63 + 5, GOOD + 2], pa.uint64()),
+    ],
+    ids=["null", "int64-min", "seconds-1e11", "uint64-past"],
+)
+def test_parquet_a_time_past_int64_costs_its_field_with_a_notice(
+    tmp_path: Path, column: pa.Array
+) -> None:
     path = _parquet(tmp_path / "rec.parquet", column)
     notices: list[Notice] = []
     recs = list(read_parquet(str(path), notices.append))
@@ -122,8 +131,7 @@ def test_parquet_writer_stores_no_time_as_null_and_reads_it_back_so(tmp_path: Pa
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([*LBPARSE, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_capture_prints_null_names_the_line_and_exits_1(tmp_path: Path) -> None:
@@ -151,16 +159,18 @@ def test_capture_tables_hold_null_and_a_problem_row(tmp_path: Path) -> None:
 
 def test_report_counts_it_and_exits_1(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "rec.jsonl", PAST)
-    run = _lbparse("report", str(path), "-o", str(tmp_path / "r.html"), "--json",
-                   str(tmp_path / "r.json"))
+    run = _lbparse(
+        "report", str(path), "-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json")
+    )
     assert run.returncode == 1, run.stderr
     assert "Traceback" not in run.stderr
 
 
 def test_pipeline_sources_read_null_times(tmp_path: Path) -> None:
     jsonl = _jsonl(tmp_path / "rec.jsonl", PAST)
-    parquet = _parquet(tmp_path / "rec.parquet",
-                       pa.array([GOOD / 1e9, 1e11, float("inf")], pa.float64()))
+    parquet = _parquet(
+        tmp_path / "rec.parquet", pa.array([GOOD / 1e9, 1e11, float("inf")], pa.float64())
+    )
     options = SourceOptions()
     got: dict[str, list[dict[str, Any]]] = {}
     for unit in plan([str(jsonl), str(parquet)], options):
@@ -182,16 +192,28 @@ def test_a_timeless_record_is_on_no_time_axis(tmp_path: Path) -> None:
     from support.cli import run_cli
 
     path = tmp_path / "r.jsonl"
-    path.write_text('{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
-                    '"payload": "eA=="}\n{"ts": "1700000000000000000", "src": "a:1", '
-                    '"dst": "b:2", "verb": "PUB", "subject": "s", "payload": "eA=="}\n')
-    done = run_cli("report", str(path), "-o", str(tmp_path / "r.html"), "--json",
-                   str(tmp_path / "r.json"), "-q")
+    path.write_text(
+        '{"ts": 1e20, "src": "a:1", "dst": "b:2", "verb": "PUB", "subject": "s", '
+        '"payload": "eA=="}\n{"ts": "1700000000000000000", "src": "a:1", '
+        '"dst": "b:2", "verb": "PUB", "subject": "s", "payload": "eA=="}\n'
+    )
+    done = run_cli(
+        "report",
+        str(path),
+        "-o",
+        str(tmp_path / "r.html"),
+        "--json",
+        str(tmp_path / "r.json"),
+        "-q",
+    )
     assert done.returncode == 1 and b"Traceback" not in done.stderr
     model = json.loads((tmp_path / "r.json").read_text())
     assert model["totals"]["messages"] == 2
-    assert model["report"]["first_utc"] == model["report"]["last_utc"] \
+    assert (
+        model["report"]["first_utc"]
+        == model["report"]["last_utc"]
         == "2023-11-14T22:13:20.000000000Z"
+    )
     table = run_cli("capture", str(path), "--format", "table")
     rows = table.stdout.decode().splitlines()
     assert rows[0].startswith("(no time)") and rows[1].startswith("2023-11-14T22:13:20")

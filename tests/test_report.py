@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.cli import LBPARSE
+from support.shared import LIFTBRIDGE, ROOT, shared_path
 
 import lbparse
 from lbparse.capture import CaptureReader, Record
@@ -30,8 +32,6 @@ from lbparse.report import build_model, render_html
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.histogram import Histogram, bucket_bounds, bucket_of
 from lbparse.report.timebins import MAX_BINS, WIDTHS, Counts, TimeAxis, utc_text
-from support.cli import LBPARSE
-from support.shared import LIFTBRIDGE, ROOT, shared_path
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 T0 = 1_790_000_000 * 10**9  # capture time, integer nanoseconds
@@ -43,8 +43,10 @@ CLIENT, SERVER = "127.0.0.1:40000", "127.0.0.1:4222"
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     res = subprocess.run([*LBPARSE, *args], capture_output=True, timeout=600)
     if check and res.returncode not in (0, 1):
-        raise AssertionError(f"lbparse {' '.join(args)} exited {res.returncode}:\n"
-                             f"{res.stderr.decode(errors='replace')[-3000:]}")
+        raise AssertionError(
+            f"lbparse {' '.join(args)} exited {res.returncode}:\n"
+            f"{res.stderr.decode(errors='replace')[-3000:]}"
+        )
     return res
 
 
@@ -54,12 +56,21 @@ def sample_pcap() -> Path:
 
 # -- made traffic ---------------------------------------------------------------
 
+
 def msg(name: str, **fields: Any) -> Any:
     return lbparse.message_class(name)(**fields)
 
 
-def rec(t: float, verb: str, subject: str, payload: bytes, src: str = CLIENT, dst: str = SERVER,
-        reply: str | None = None, block: bytes | None = None) -> Record:
+def rec(
+    t: float,
+    verb: str,
+    subject: str,
+    payload: bytes,
+    src: str = CLIENT,
+    dst: str = SERVER,
+    reply: str | None = None,
+    block: bytes | None = None,
+) -> Record:
     sid = None if verb in ("PUB", "HPUB") else "1"
     if verb in ("MSG", "HMSG"):
         src, dst = dst, src
@@ -68,14 +79,29 @@ def rec(t: float, verb: str, subject: str, payload: bytes, src: str = CLIENT, ds
 
 
 def publish(t: float, cid: str, policy: int, verb: str = "PUB", inbox: str = "acks.x") -> Record:
-    m = msg("proto.Message", stream="orders", subject="orders", value=b"v", ackInbox=inbox,
-            correlationId=cid, ackPolicy=policy)
+    m = msg(
+        "proto.Message",
+        stream="orders",
+        subject="orders",
+        value=b"v",
+        ackInbox=inbox,
+        correlationId=cid,
+        ackPolicy=policy,
+    )
     return rec(t, verb, "orders", lbparse.encode(m))
 
 
 def ack(t: float, cid: str, policy: int, verb: str = "PUB", error: int = 0) -> Record:
-    m = msg("proto.Ack", stream="orders", ackInbox="acks.x", correlationId=cid, ackPolicy=policy,
-            receptionTimestamp=10**18, commitTimestamp=10**18 + 2_000_000, ackError=error)
+    m = msg(
+        "proto.Ack",
+        stream="orders",
+        ackInbox="acks.x",
+        correlationId=cid,
+        ackPolicy=policy,
+        receptionTimestamp=10**18,
+        commitTimestamp=10**18 + 2_000_000,
+        ackError=error,
+    )
     return rec(t, verb, "acks.x", lbparse.encode(m), src="127.0.0.1:50001")
 
 
@@ -87,14 +113,18 @@ def model_of(records: list[Record]) -> dict[str, Any]:
 
 
 def test_publish_and_ack_paired_once_by_inbox_and_correlation_id() -> None:
-    m = model_of([
-        publish(0.000, "c1", 1), publish(0.0001, "c1", 1, verb="MSG"),  # ALL, and its delivery
-        ack(0.005, "c1", 1), ack(0.0051, "c1", 1, verb="MSG"),          # its ack, and delivery
-        publish(0.010, "c2", 0),                                        # LEADER, never acked
-        publish(0.020, "c3", 2),                                        # NONE: no ack expected
-        publish(0.030, "c4", 0, inbox=""),                              # no inbox: no ack
-        ack(0.040, "c9", 0, error=3),                                   # ack of an unseen publish
-    ])["latency"]
+    m = model_of(
+        [
+            publish(0.000, "c1", 1),
+            publish(0.0001, "c1", 1, verb="MSG"),  # ALL, and its delivery
+            ack(0.005, "c1", 1),
+            ack(0.0051, "c1", 1, verb="MSG"),  # its ack, and delivery
+            publish(0.010, "c2", 0),  # LEADER, never acked
+            publish(0.020, "c3", 2),  # NONE: no ack expected
+            publish(0.030, "c4", 0, inbox=""),  # no inbox: no ack
+            ack(0.040, "c9", 0, error=3),  # ack of an unseen publish
+        ]
+    )["latency"]
     assert (m["publishes"], m["expecting_ack"], m["no_ack_expected"]) == (4, 2, 2)
     assert (m["acked"], m["unacked"], m["unacked_by_policy"]) == (1, 1, {"LEADER": 1})
     assert (m["acks"], m["acks_without_publish"], m["copies_skipped"]) == (2, 1, 2)
@@ -107,18 +137,33 @@ def test_publish_and_ack_paired_once_by_inbox_and_correlation_id() -> None:
     assert [r["ack_policy"] for r in m["unacked_over_time"]] == ["LEADER"]
 
 
-def replication(t: float, follower: str, f_ep: str, leader_ep: str, part: int, offset: int,
-                epoch: int, hw: int, reply: str) -> list[Record]:
+def replication(
+    t: float,
+    follower: str,
+    f_ep: str,
+    leader_ep: str,
+    part: int,
+    offset: int,
+    epoch: int,
+    hw: int,
+    reply: str,
+) -> list[Record]:
     req = msg("protocol.ReplicationRequest", replicaID=follower, offset=offset, leaderEpoch=epoch)
     resp = ReplicationResponse(epoch, hw, [])
-    return [rec(t, "PUB", f"{NS}.orders.{part}.replicate", lbparse.encode(req), src=f_ep,
-                reply=reply),
-            rec(t + 0.0005, "PUB", reply, lbparse.encode(resp), src=leader_ep)]
+    return [
+        rec(t, "PUB", f"{NS}.orders.{part}.replicate", lbparse.encode(req), src=f_ep, reply=reply),
+        rec(t + 0.0005, "PUB", reply, lbparse.encode(resp), src=leader_ep),
+    ]
 
 
 def server_info(t: float, node: str, endpoint: str) -> Record:
-    return rec(t, "PUB", "_INBOX.info.1",
-               lbparse.encode(msg("protocol.ServerInfoResponse", id=node)), src=endpoint)
+    return rec(
+        t,
+        "PUB",
+        "_INBOX.info.1",
+        lbparse.encode(msg("protocol.ServerInfoResponse", id=node)),
+        src=endpoint,
+    )
 
 
 def test_leader_epoch_and_change_from_replication_traffic() -> None:
@@ -130,8 +175,13 @@ def test_leader_epoch_and_change_from_replication_traffic() -> None:
     m = model_of(records)["partitions"]
     assert [(x["leader"], x["epoch"]) for x in m["leaders"]] == [("node1", 5), ("node3", 9)]
     (change,) = m["leader_changes"]
-    assert (change["partition_key"], change["from_leader"], change["to_leader"],
-            change["from_epoch"], change["to_epoch"]) == ("orders/0", "node1", "node3", 5, 9)
+    assert (
+        change["partition_key"],
+        change["from_leader"],
+        change["to_leader"],
+        change["from_epoch"],
+        change["to_epoch"],
+    ) == ("orders/0", "node1", "node3", 5, 9)
     assert change["t"] == pytest.approx((T0 + 9_000_500_000) / 10**6, abs=0.01)
     assert change["t_ns"] == T0 + 9_000_500_000
     assert change["t_utc"] == "2026-09-21T14:13:29.000500000Z"
@@ -139,20 +189,45 @@ def test_leader_epoch_and_change_from_replication_traffic() -> None:
 
 
 def test_isr_changes_and_leader_reports_from_propagated_requests() -> None:
-    shrink = msg("protocol.PropagatedRequest", op=1, shrinkISROp=msg(
-        "protocol.ShrinkISROp", stream="orders", partition=2, replicaToRemove="node1",
-        leader="node2", leaderEpoch=16))
-    report = msg("protocol.PropagatedRequest", op=2, reportLeaderOp=msg(
-        "protocol.ReportLeaderOp", stream="orders", partition=2, replica="node1",
-        leader="node2", leaderEpoch=16))
+    shrink = msg(
+        "protocol.PropagatedRequest",
+        op=1,
+        shrinkISROp=msg(
+            "protocol.ShrinkISROp",
+            stream="orders",
+            partition=2,
+            replicaToRemove="node1",
+            leader="node2",
+            leaderEpoch=16,
+        ),
+    )
+    report = msg(
+        "protocol.PropagatedRequest",
+        op=2,
+        reportLeaderOp=msg(
+            "protocol.ReportLeaderOp",
+            stream="orders",
+            partition=2,
+            replica="node1",
+            leader="node2",
+            leaderEpoch=16,
+        ),
+    )
     subject = f"{NS}.raft.metadata.propagate"
-    m = model_of([rec(1.0, "PUB", subject, lbparse.encode(shrink), src="127.0.0.1:41002"),
-                  rec(1.001, "MSG", subject, lbparse.encode(shrink)),   # the delivery: once
-                  rec(2.0, "PUB", subject, lbparse.encode(report), src="127.0.0.1:41001")])
+    m = model_of(
+        [
+            rec(1.0, "PUB", subject, lbparse.encode(shrink), src="127.0.0.1:41002"),
+            rec(1.001, "MSG", subject, lbparse.encode(shrink)),  # the delivery: once
+            rec(2.0, "PUB", subject, lbparse.encode(report), src="127.0.0.1:41001"),
+        ]
+    )
     events = m["partitions"]["isr_events"]
-    assert [(e["op"], e["partition_key"], e["replica"], e["leader"], e["epoch"]) for e in events] \
-        == [("shrink_isr", "orders/2", "node1", "node2", 16),
-            ("report_leader", "orders/2", "node1", "node2", 16)]
+    assert [
+        (e["op"], e["partition_key"], e["replica"], e["leader"], e["epoch"]) for e in events
+    ] == [
+        ("shrink_isr", "orders/2", "node1", "node2", 16),
+        ("report_leader", "orders/2", "node1", "node2", 16),
+    ]
     assert m["partitions"]["leaders"][0]["leader"] == "node2"
     assert m["cluster"]["nodes"] == {"127.0.0.1:41001": "node1", "127.0.0.1:41002": "node2"}
     assert m["cluster"]["propagated_ops_total"] == {"REPORT_LEADER": 1, "SHRINK_ISR": 1}
@@ -162,15 +237,18 @@ def test_isr_changes_and_leader_reports_from_propagated_requests() -> None:
 def test_no_responders_counted_by_the_request_they_answer(block: bytes) -> None:
     req = msg("protocol.ReplicationRequest", replicaID="node2")
     subject = f"{NS}.orders.0.replicate"
-    records = [rec(1.0, "PUB", subject, lbparse.encode(req), reply="_INBOX.z.1"),
-               rec(1.001, "HMSG", "_INBOX.z.1", b"", block=block),
-               rec(1.002, "HMSG", "_INBOX.z.9", b"", block=b"NATS/1.0 404\r\n\r\n")]
+    records = [
+        rec(1.0, "PUB", subject, lbparse.encode(req), reply="_INBOX.z.1"),
+        rec(1.001, "HMSG", "_INBOX.z.1", b"", block=block),
+        rec(1.002, "HMSG", "_INBOX.z.9", b"", block=b"NATS/1.0 404\r\n\r\n"),
+    ]
     m = model_of(records)["cluster"]
     assert m["no_responders_total"] == 1
     assert [(t["subject"], t["count"]) for t in m["no_responders_by_target"]] == [(subject, 1)]
 
 
 # -- bounded state ---------------------------------------------------------------
+
 
 def test_utc_text_is_exact_to_the_nanosecond() -> None:
     assert utc_text(0) == "1970-01-01T00:00:00.000000000Z"
@@ -200,8 +278,7 @@ def test_time_bins_widen_keeping_every_count(times: list[int], max_bins: int) ->
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 10**12), min_size=1, max_size=300), st.floats(0.01, 1.0))
-def test_histogram_quantile_is_the_exact_one_within_its_bucket(values: list[int],
-                                                               q: float) -> None:
+def test_histogram_quantile_is_the_exact_one_within_its_bucket(values: list[int], q: float) -> None:
     h = Histogram()
     for v in values:
         h.add(v)
@@ -227,12 +304,27 @@ def test_page_stays_small_whatever_the_input(tmp_path: Path) -> None:
     w = JsonlRecordWriter(str(path))
     rng = random.Random(3)
     for k in range(30000):
-        m = msg("proto.Message", stream=f"s{k % 600}", ackInbox="acks.x", correlationId=f"c{k}",
-                ackPolicy=k % 3)
+        m = msg(
+            "proto.Message",
+            stream=f"s{k % 600}",
+            ackInbox="acks.x",
+            correlationId=f"c{k}",
+            ackPolicy=k % 3,
+        )
         t = rng.uniform(0, 10 * 86400)
-        w.write(Record.make(T0 + round(t * SEC), CLIENT, SERVER, "PUB", f"s{k % 600}", None, None,
-                            None,
-                            lbparse.encode(m)))
+        w.write(
+            Record.make(
+                T0 + round(t * SEC),
+                CLIENT,
+                SERVER,
+                "PUB",
+                f"s{k % 600}",
+                None,
+                None,
+                None,
+                lbparse.encode(m),
+            )
+        )
     w.close()
     model = build_model([str(path)])
     page = render_html(model)
@@ -247,14 +339,16 @@ def test_page_stays_small_whatever_the_input(tmp_path: Path) -> None:
 
 # -- real captures, through the command ------------------------------------------
 
+
 def stats_of(path: Path) -> dict[str, Any]:
     """`lbparse capture -q --stats`, parsed back from its text."""
     text = cli("capture", str(path), "-q", "--stats").stderr.decode()
     head = re.search(r"^messages (\d+)  packets (\d+)  bytes read (\d+)  gaps (\d+)", text, re.M)
     assert head, text
-    text = text[head.start():]  # notices come first
-    out: dict[str, Any] = dict(zip(("messages", "packets", "bytes_read", "gaps"),
-                                   map(int, head.groups())))
+    text = text[head.start() :]  # notices come first
+    out: dict[str, Any] = dict(
+        zip(("messages", "packets", "bytes_read", "gaps"), map(int, head.groups()))
+    )
     section = None
     for line in text.splitlines()[1:]:
         if not line.startswith("  "):
@@ -277,7 +371,8 @@ def capture(request: pytest.FixtureRequest) -> Path:
 
 @pytest.mark.slow
 def test_report_counts_are_the_capture_stats_and_the_page_is_rendered_from_the_json(
-        capture: Path, tmp_path: Path) -> None:
+    capture: Path, tmp_path: Path
+) -> None:
     page, data = tmp_path / "r.html", tmp_path / "r.json"
     res = cli("report", str(capture), "-o", str(page), "--json", str(data))
     assert res.returncode == 0, res.stderr
@@ -294,8 +389,9 @@ def test_report_counts_are_the_capture_stats_and_the_page_is_rendered_from_the_j
     assert sum(r["count"] for r in model["traffic"]["by_msg_type"]) == stats["messages"]
     assert sum(r["bytes"] for r in model["traffic"]["bytes"]) == totals["payload_bytes"]
     errors = sum(stats.get("errors by kind", {}).values())
-    assert model["problems"]["by_kind"] == {f"error:{k}": n for k, n in
-                                            stats.get("errors by kind", {}).items()}
+    assert model["problems"]["by_kind"] == {
+        f"error:{k}": n for k, n in stats.get("errors by kind", {}).items()
+    }
     assert model["problems"]["total"] == errors
     # exact times: nanoseconds as decimal strings (lbparse's JSON convention), shown as UTC
     times = [r.ts for r in CaptureReader(str(capture))]
@@ -343,8 +439,7 @@ def test_usage_errors_exit_2_without_a_traceback(tmp_path: Path) -> None:
         assert b"Traceback" not in res.stderr and res.stderr.startswith(b"lbparse report: ")
 
 
-def test_waiting_tables_forget_their_oldest_and_count_them(monkeypatch: pytest.MonkeyPatch
-                                                            ) -> None:
+def test_waiting_tables_forget_their_oldest_and_count_them(monkeypatch: pytest.MonkeyPatch) -> None:
     """Publishes pushed out of the bounded table of waiting ones are unacked,
     counted in the bin they were sent in; the rest are still paired."""
     from lbparse.report import latency
@@ -398,8 +493,10 @@ def test_data_directories_say_what_their_files_hold(data_short: Path, tmp_path: 
         for field, value in want.items():
             assert got[key][field] == value, (key, field)
     assert model["inputs"][0]["stored_messages"] == sum(r["entries"] for r in listed.values())
-    assert sum(r["count"] for r in model["storage"]["stored_by_stream"]) == \
-        model["inputs"][0]["stored_messages"]
+    assert (
+        sum(r["count"] for r in model["storage"]["stored_by_stream"])
+        == model["inputs"][0]["stored_messages"]
+    )
     assert {d["node"] for d in model["storage"]["raft_dbs"]} == {"node1", "node2", "node3"}
 
 
@@ -418,8 +515,12 @@ def test_data_directories_and_capture_of_one_run_agree(data_short: Path) -> None
 
 @pytest.mark.slow
 def test_json_to_a_closed_pipe_is_quiet() -> None:
-    res = subprocess.run(f"{shlex.join(LBPARSE)} report {shlex.quote(str(sample_pcap()))} "
-                         "--json - -q | head -1", shell=True, capture_output=True, timeout=300)
+    res = subprocess.run(
+        f"{shlex.join(LBPARSE)} report {shlex.quote(str(sample_pcap()))} --json - -q | head -1",
+        shell=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert res.stdout == b"{\n" and res.stderr == b""
 
 
@@ -438,29 +539,42 @@ def test_damage_on_disk_is_a_problem_and_exit_1(data_short: Path, tmp_path: Path
     model = json.loads((tmp_path / "r.json").read_text())
     assert model["storage"]["findings"] >= 1
     kinds = [k for k in model["problems"]["by_kind"] if k.startswith("notice:storage:")]
-    assert kinds and all(str(log) in x["where"] for k in kinds
-                         for x in model["problems"]["examples"][k])
+    assert kinds and all(
+        str(log) in x["where"] for k in kinds for x in model["problems"]["examples"][k]
+    )
 
 
 @pytest.mark.slow
-def test_max_raft_db_reaches_the_data_directories_raft_db(data_short: Path, tmp_path: Path
-                                                         ) -> None:
+def test_max_raft_db_reaches_the_data_directories_raft_db(data_short: Path, tmp_path: Path) -> None:
     """`--max-raft-db`, as `lbparse raft` takes it: each node's raft.db is read
     within it, the log past it counted and said (storage:limit problems: the
     log's, and the stable store's values past the budget; exit 1); at the
     default, the same run reads every entry."""
-    small = cli("report", str(data_short), "--max-raft-db", "2k", "--json",
-                str(tmp_path / "small.json"), "-q")
+    small = cli(
+        "report",
+        str(data_short),
+        "--max-raft-db",
+        "2k",
+        "--json",
+        str(tmp_path / "small.json"),
+        "-q",
+    )
     whole = cli("report", str(data_short), "--json", str(tmp_path / "whole.json"), "-q")
     assert small.returncode == 1 and whole.returncode == 0, (small.stderr, whole.stderr)
     cut, full = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("small", "whole"))
     assert cut["problems"]["by_kind"].get("notice:storage:limit", 0) >= 3, cut["problems"]
     said = cut["problems"]["examples"]["notice:storage:limit"]
-    assert any("log key" in x["message"] and "--max-raft-db raises the limit" in x["message"]
-               and x["where"].endswith("node1/raft/raft.db") for x in said), said
+    assert any(
+        "log key" in x["message"]
+        and "--max-raft-db raises the limit" in x["message"]
+        and x["where"].endswith("node1/raft/raft.db")
+        for x in said
+    ), said
     assert "notice:storage:limit" not in full["problems"]["by_kind"]
-    entries = {n: {d["node"]: d["entries"] for d in m["storage"]["raft_dbs"]}
-               for n, m in (("cut", cut), ("full", full))}
+    entries = {
+        n: {d["node"]: d["entries"] for d in m["storage"]["raft_dbs"]}
+        for n, m in (("cut", cut), ("full", full))
+    }
     assert all(entries["cut"][node] < n for node, n in entries["full"].items()), entries
 
 
@@ -497,8 +611,9 @@ def made_cluster_capture(path: Path, n: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", [None, "v0"])
-def test_report_fast_path_equals_the_record_path(capture: Path, layout: str | None,
-                                                 tmp_path: Path) -> None:
+def test_report_fast_path_equals_the_record_path(
+    capture: Path, layout: str | None, tmp_path: Path
+) -> None:
     ref, fast = both_paths([str(capture)], layout)
     assert fast == ref
 
@@ -509,16 +624,14 @@ def test_report_fast_path_equals_the_record_path_with_grpc() -> None:
     HTTP/2 for bytes that are not NATS; the fast path holds those rows until
     the gRPC reading names the connections, and says only what the record
     path says (HTTP/2's own notices, no NATS protocol problem)."""
-    ref, fast = both_paths([str(shared_path("liftbridge", "samples", "api-short.pcapng"))],
-                           None)
+    ref, fast = both_paths([str(shared_path("liftbridge", "samples", "api-short.pcapng"))], None)
     assert fast == ref
     assert "notice:protocol" not in fast["problems"]["by_kind"]
     assert fast["client"]["calls"] == 55 and fast["client"]["metadata_lookups"]["lookups"]
 
 
 @pytest.mark.slow
-def test_report_fast_path_equals_the_record_path_on_damage_and_made_traffic(
-        tmp_path: Path) -> None:
+def test_report_fast_path_equals_the_record_path_on_damage_and_made_traffic(tmp_path: Path) -> None:
     data = sample_pcap().read_bytes()
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(data[: len(data) * 2 // 3])
@@ -553,12 +666,18 @@ def test_report_fast_path_takes_each_rows_payload_from_its_table() -> None:
     from lbparse.report.columnar import _messages, _payload_rows
 
     ack = lbparse.message_class("proto.Ack")
-    flat = lbparse.encode(lbparse.payload_from_json("Ack", {"stream": "fb", "offset": "42"},
-                                                    layout="flatbuffers"),
-                          layout="flatbuffers", msg_type="Ack")
-    payloads = [lbparse.encode(ack(stream="s", offset=1)), flat,
-                lbparse.encode(ack(stream="s", offset=2)), flat,
-                lbparse.encode(ack(stream="s", offset=3))]
+    flat = lbparse.encode(
+        lbparse.payload_from_json("Ack", {"stream": "fb", "offset": "42"}, layout="flatbuffers"),
+        layout="flatbuffers",
+        msg_type="Ack",
+    )
+    payloads = [
+        lbparse.encode(ack(stream="s", offset=1)),
+        flat,
+        lbparse.encode(ack(stream="s", offset=2)),
+        flat,
+        lbparse.encode(ack(stream="s", offset=3)),
+    ]
     tables = lbparse.decode_tables(payloads, "auto")
     batch = _messages(tables)
     assert batch.column("layout").to_pylist() == ["v0", "flatbuffers", "v0", "flatbuffers", "v0"]

@@ -10,16 +10,19 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from support.shared import LIFTBRIDGE
 
 from lbparse.report import build_model, render_html
 from lbparse.report.browser import chromium, look
 from lbparse.report.charts import chart_list
-from support.shared import LIFTBRIDGE
 
 # slow: each test starts a headless Chromium (about 3 s here, 10 s for the module).
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(chromium() is None,
-                                 reason="Chromium is not installed (make install-system)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        chromium() is None, reason="Chromium is not installed (make install-system)"
+    ),
+]
 Image = pytest.importorskip("PIL.Image", reason="pillow is not installed (make install-python)")
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
@@ -28,8 +31,9 @@ SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 def inked(png: bytes, box: dict[str, float]) -> tuple[float, int]:
     """Share of the box's pixels that are not the card's white, and how many colours."""
     img = Image.open(io.BytesIO(png)).convert("RGB")
-    region = img.crop((int(box["x"]), int(box["y"]), int(box["x"] + box["width"]),
-                       int(box["y"] + box["height"])))
+    region = img.crop(
+        (int(box["x"]), int(box["y"]), int(box["x"] + box["width"]), int(box["y"] + box["height"]))
+    )
     pixels = list(region.get_flattened_data())
     ink = [p for p in pixels if min(p) < 235]
     return len(ink) / max(1, len(pixels)), len(set(ink))
@@ -70,8 +74,9 @@ def test_a_blank_chart_would_be_seen(tmp_path: Path) -> None:
     """The check above is not blind: a page whose charts fail to draw fails it."""
     model = build_model([str(resources.files("lbparse.examples").joinpath("sample.pcap"))])
     page = tmp_path / "broken.html"
-    page.write_text(render_html(model).replace("vegaEmbed('#chart-' + c.id",
-                                               "vegaEmbed('#no-such-' + c.id"))
+    page.write_text(
+        render_html(model).replace("vegaEmbed('#chart-' + c.id", "vegaEmbed('#no-such-' + c.id")
+    )
     seen = look(page)
     assert seen.rendered.startswith("error") or seen.errors
     share, _ = inked(seen.png, seen.charts[0])

@@ -25,15 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from support.once import once_a_run
 from test_report import cli
 from test_report_cluster import check_status, full_run
 
 pytestmark = pytest.mark.slow
 
-BECAME = re.compile(r'^time="([\d-]+ [\d:]+)" level=info msg="Server became metadata leader',
-                    re.M)
+BECAME = re.compile(r'^time="([\d-]+ [\d:]+)" level=info msg="Server became metadata leader', re.M)
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +52,23 @@ def report(tmp: Path, *args: str) -> tuple[dict[str, Any], str, str]:
 
 
 @pytest.fixture(scope="module")
-def reports(run: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory
-            ) -> dict[str, tuple[dict[str, Any], str, str]]:
+def reports(
+    run: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[dict[str, Any], str, str]]:
     capture, _, data = run
 
     def make(out: Path) -> dict[str, tuple[dict[str, Any], str, str]]:
         made = {}
-        for name, args in {"capture": [str(capture)], "no_raft": [str(capture), "--no-raft"],
-                           "data": [str(data)], "both": [str(capture), str(data)]}.items():
+        for name, args in {
+            "capture": [str(capture)],
+            "no_raft": [str(capture), "--no-raft"],
+            "data": [str(data)],
+            "both": [str(capture), str(data)],
+        }.items():
             (out / name).mkdir()
             made[name] = report(out / name, *args)
         return made
+
     # Once a run (four reports, ~7 s), whichever worker asks first: the
     # module's tests are spread over both.
     return once_a_run(tmp_path_factory, "report-facts", make)
@@ -72,15 +76,32 @@ def reports(run: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFacto
 
 def connect_names(capture: Path) -> dict[str, str]:
     """endpoint -> CONNECT name, as tshark reads the capture's CONNECT lines."""
-    res = subprocess.run(["tshark", "-r", str(capture), "-Y", 'frame contains "CONNECT {"',
-                          "-T", "fields", "-e", "ip.src", "-e", "tcp.srcport", "-e",
-                          "tcp.payload"], capture_output=True, text=True, timeout=300,
-                         check=True)
+    res = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(capture),
+            "-Y",
+            'frame contains "CONNECT {"',
+            "-T",
+            "fields",
+            "-e",
+            "ip.src",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.payload",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     out = {}
     for line in res.stdout.splitlines():
         host, port, payload = line.split("\t")
         text = bytes.fromhex(payload.replace(":", "")).decode(errors="replace")
-        found = re.search(r'CONNECT (\{.*?\})\r\n', text)
+        found = re.search(r"CONNECT (\{.*?\})\r\n", text)
         if found:
             name = json.loads(found.group(1)).get("name")
             if name:
@@ -90,7 +111,8 @@ def connect_names(capture: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("which", ["capture", "no_raft"])
 def test_every_liftbridge_connection_named_by_its_connect_name(
-        run: tuple[Path, Path, Path], reports: dict[str, Any], which: str) -> None:
+    run: tuple[Path, Path, Path], reports: dict[str, Any], which: str
+) -> None:
     names = connect_names(run[0])
     lift = {e: n for e, n in names.items() if n.startswith("LIFT.")}
     assert len(lift) == 25  # 3 nodes x 5 connections, and 2 restarted nodes x 5
@@ -118,7 +140,8 @@ def log_leaders(logs: Path) -> list[tuple[float, str]]:
 
 @pytest.mark.parametrize("which", ["capture", "no_raft"])
 def test_metadata_leaders_agree_with_the_nodes_logs(
-        run: tuple[Path, Path, Path], reports: dict[str, Any], which: str) -> None:
+    run: tuple[Path, Path, Path], reports: dict[str, Any], which: str
+) -> None:
     became = log_leaders(run[1].parent)
     assert len(became) >= 2, became  # the first leader, and the one after its kill
     leaders = reports[which][0]["cluster"]["metadata_leaders"]
@@ -143,11 +166,15 @@ def test_data_directories_alone_say_their_times_are_inferred(reports: dict[str, 
         label = f"inferred from data directories: first write in epoch {c['to_epoch']}"
         assert c["inferred"] == label and c["time_source"] == "segments"
         assert label in page
-    assert f"({len(changes)} dated by the first write of their epoch in data directories: " \
-           "inferred)" in terminal
+    assert (
+        f"({len(changes)} dated by the first write of their epoch in data directories: "
+        "inferred)" in terminal
+    )
     # the same changes, seen on the wire, happened before their first write
-    wire = {(c["partition_key"], c["to_epoch"]): c for c in
-            reports["both"][0]["partitions"]["leader_changes"]}
+    wire = {
+        (c["partition_key"], c["to_epoch"]): c
+        for c in reports["both"][0]["partitions"]["leader_changes"]
+    }
     for c in changes:
         seen = wire.get((c["partition_key"], c["to_epoch"]))
         if seen is not None:
@@ -171,19 +198,25 @@ def test_page_and_json_agree(reports: dict[str, Any], which: str) -> None:
     model, page, _ = reports[which]
     cl = model["cluster"]
     for endpoint in sorted(set(cl["nodes"]) | set(cl["connections"])):
-        row = (f"|{endpoint}|{cl['nodes'].get(endpoint, 'unknown')}|"
-               f"{cl['node_sources'].get(endpoint, 'unknown')}|"
-               f"{cl['connections'].get(endpoint, '—')}|")
+        row = (
+            f"|{endpoint}|{cl['nodes'].get(endpoint, 'unknown')}|"
+            f"{cl['node_sources'].get(endpoint, 'unknown')}|"
+            f"{cl['connections'].get(endpoint, '—')}|"
+        )
         assert row in page, row
     for x in cl["metadata_leaders"]:
         agrees = {True: "yes", False: "NO", None: "no term decoded"}[x["agrees_with_raft"]]
-        row = (f"|{x['leader']}|{x['leader_source']}|{x['answers']:,}|"
-               f"{', '.join(x['raft_leaders']) or '—'}|{agrees}|")
+        row = (
+            f"|{x['leader']}|{x['leader_source']}|{x['answers']:,}|"
+            f"{', '.join(x['raft_leaders']) or '—'}|{agrees}|"
+        )
         assert row in page, row
     for c in model["partitions"]["leader_changes"]:
         when = c["t_utc"].replace("T", " ").rstrip("Z") + " UTC"
         if c["inferred"]:
             when += f" ({c['inferred']})"
-        row = (f"|{when}|{c['partition_key']}|{c['from_leader']}|{c['to_leader']}|"
-               f"{c['from_epoch']} → {c['to_epoch']}|{c['to_leader_source']}|")
+        row = (
+            f"|{when}|{c['partition_key']}|{c['from_leader']}|{c['to_leader']}|"
+            f"{c['from_epoch']} → {c['to_epoch']}|{c['to_leader_source']}|"
+        )
         assert row in page, row

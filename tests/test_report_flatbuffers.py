@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support import capwriter as cw
 
 import lbparse
 from lbparse.capture import Record
@@ -15,38 +16,50 @@ from lbparse.capture.recordings import JsonlRecordWriter
 from lbparse.codec.flatbuf import FlatTable
 from lbparse.report import build_model
 from lbparse.report.inputs import ReadOptions
-from support import capwriter as cw
 
 T0 = 1_763_700_000
 CLIENT, SERVER = "127.0.0.1:40000", "127.0.0.1:4222"
 
 
 def _envelopes() -> tuple[bytes, bytes]:
-    publish = FlatTable("proto.PublishRequest", stream="orders", ackInbox="acks.x",
-                        correlationId=b"c1", ackPolicy=1, value=b"v")
-    ack = FlatTable("proto.Ack", stream="orders", ackInbox="acks.x", correlationId=b"c1",
-                    ackPolicy=1, offset=3)
-    return (lbparse.encode(publish, layout="flatbuffers"),
-            lbparse.encode(ack, layout="flatbuffers"))
+    publish = FlatTable(
+        "proto.PublishRequest",
+        stream="orders",
+        ackInbox="acks.x",
+        correlationId=b"c1",
+        ackPolicy=1,
+        value=b"v",
+    )
+    ack = FlatTable(
+        "proto.Ack", stream="orders", ackInbox="acks.x", correlationId=b"c1", ackPolicy=1, offset=3
+    )
+    return (
+        lbparse.encode(publish, layout="flatbuffers"),
+        lbparse.encode(ack, layout="flatbuffers"),
+    )
 
 
 def _capture(path: Path) -> str:
     publish, ack = _envelopes()
     conn = cw.Conn()
-    packets = (conn.handshake() + conn.send("c", cw.pub("orders.sub", publish, reply="acks.x"))
-               + conn.send("s", cw.msg("acks.x", 1, ack)))
-    cw.write_pcap(str(path), [(T0 + i * 0.001, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(packets)])
+    packets = (
+        conn.handshake()
+        + conn.send("c", cw.pub("orders.sub", publish, reply="acks.x"))
+        + conn.send("s", cw.msg("acks.x", 1, ack))
+    )
+    cw.write_pcap(
+        str(path), [(T0 + i * 0.001, cw.link(cw.ETHERNET, p)) for i, p in enumerate(packets)]
+    )
     return str(path)
 
 
 def _recording(path: Path) -> str:
     publish, ack = _envelopes()
     w = JsonlRecordWriter(str(path))
-    w.write(Record.make(T0 * 10**9, CLIENT, SERVER, "PUB", "orders.sub", "acks.x", None, None,
-                        publish))
-    w.write(Record.make(T0 * 10**9 + 10**6, SERVER, CLIENT, "MSG", "acks.x", None, "1", None,
-                        ack))
+    w.write(
+        Record.make(T0 * 10**9, CLIENT, SERVER, "PUB", "orders.sub", "acks.x", None, None, publish)
+    )
+    w.write(Record.make(T0 * 10**9 + 10**6, SERVER, CLIENT, "MSG", "acks.x", None, "1", None, ack))
     w.close()
     return str(path)
 

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.api_short import API_SHORT, report_models
+from support.cli import run_cli
 
 from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcMessage
-from lbparse.report import render_html
 from lbparse.columnar.grpctables import grpc_tables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES
+from lbparse.report import render_html
 from lbparse.report.aggregate import Aggregator
-from support.api_short import API_SHORT, report_models
-from support.cli import run_cli
 
 PUBLISH_METHODS = ("Publish", "PublishAsync", "PublishToSubject")
 
@@ -50,10 +50,16 @@ class HandJoin:
                 self.publishes.setdefault(key, rec.ts)
             else:
                 self.acks.setdefault(key, (rec.ts, m.offset))
-        msgs = [g for g in grpc if isinstance(g, GrpcMessage) and g.method in PUBLISH_METHODS
-                and g.message is not None]
-        self.requests = {g.message["correlationId"]: g for g in msgs
-                         if g.direction == "client_to_server" and g.method != "PublishToSubject"}
+        msgs = [
+            g
+            for g in grpc
+            if isinstance(g, GrpcMessage) and g.method in PUBLISH_METHODS and g.message is not None
+        ]
+        self.requests = {
+            g.message["correlationId"]: g
+            for g in msgs
+            if g.direction == "client_to_server" and g.method != "PublishToSubject"
+        }
         self.responses: dict[str, GrpcMessage] = {}
         for g in msgs:
             if g.direction == "server_to_client" and g.method != "PublishToSubject":
@@ -81,7 +87,8 @@ def models() -> dict[str, dict[str, Any]]:
 
 
 def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(
-        models: dict[str, dict[str, Any]], hand: HandJoin) -> None:
+    models: dict[str, dict[str, Any]], hand: HandJoin
+) -> None:
     join = models["columns"]["client"]["publish_join"]
     assert join == models["records"]["client"]["publish_join"]  # both paths, the same join
     rows = {r["correlation_id"]: r for r in join["messages"] if r["correlation_id"]}
@@ -109,40 +116,60 @@ def test_every_acked_client_publish_finds_its_nats_ack_with_the_same_offset(
         assert req.ts < publish < ack[0] < response.ts  # type: ignore[operator]
         checked += 1
     assert checked == 51
-    found = sum(1 for cid, r in hand.requests.items()
-                if (r.message or {})["stream"] and ((r.message or {})["stream"], cid)
-                in hand.publishes.keys() | hand.acks.keys())
+    found = sum(
+        1
+        for cid, r in hand.requests.items()
+        if (r.message or {})["stream"]
+        and ((r.message or {})["stream"], cid) in hand.publishes.keys() | hand.acks.keys()
+    )
     # PublishToSubject: no correlationId; its response's ack names the NATS Ack's inbox
     to_subject = [r for r in join["messages"] if r["method"] == "PublishToSubject"]
     assert len(to_subject) == len(hand.to_subject) == 4
-    for (req, resp), row in zip(sorted(hand.to_subject, key=lambda c: c[0].ts or 0),
-                                to_subject):
+    for (req, resp), row in zip(sorted(hand.to_subject, key=lambda c: c[0].ts or 0), to_subject):
         assert req.message is not None and resp.message is not None
         ack = hand.inbox_acks[resp.message["ack"]["ackInbox"]]
-        assert (row["subject"], row["request_ns"], row["nats_ack_ns"], row["response_ns"]) == \
-            (req.message["subject"], req.ts, ack[0], resp.ts)
-        assert row["offset"] == ack[1] == int(resp.message["ack"]["offset"]) == \
-            row["response_offset"]
-    assert (join["client_publishes"], join["found_on_nats"], join["not_found_on_nats"]) == \
-        (len(hand.requests) + 4, found + 4, len(hand.requests) - found) == (75, 74, 1)
+        assert (row["subject"], row["request_ns"], row["nats_ack_ns"], row["response_ns"]) == (
+            req.message["subject"],
+            req.ts,
+            ack[0],
+            resp.ts,
+        )
+        assert (
+            row["offset"] == ack[1] == int(resp.message["ack"]["offset"]) == row["response_offset"]
+        )
+    assert (
+        (join["client_publishes"], join["found_on_nats"], join["not_found_on_nats"])
+        == (len(hand.requests) + 4, found + 4, len(hand.requests) - found)
+        == (75, 74, 1)
+    )
     assert (join["offsets_agree"], join["offsets_differ"]) == (checked + 4, 0)
-    expecting = [c for c, r in hand.requests.items()
-                 if (r.message or {}).get("ackPolicy", "LEADER") != "NONE"]
+    expecting = [
+        c
+        for c, r in hand.requests.items()
+        if (r.message or {}).get("ackPolicy", "LEADER") != "NONE"
+    ]
     assert join["expecting_ack"] == len(expecting) + 4 == 61
-    assert join["acked_on_nats"] == sum(1 for c in expecting
-                                        if (rows[c]["stream"], c) in hand.acks) + 4 == 60
+    assert (
+        join["acked_on_nats"]
+        == sum(1 for c in expecting if (rows[c]["stream"], c) in hand.acks) + 4
+        == 60
+    )
 
 
 @pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_join_is_in_the_json_and_the_page(tmp_path: Path, hand: HandJoin) -> None:
     page, data = tmp_path / "r.html", tmp_path / "r.json"
-    res = run_cli("report", str(API_SHORT), "-o", str(page), "--json", str(data), "-q",
-                  timeout=120)
+    res = run_cli("report", str(API_SHORT), "-o", str(page), "--json", str(data), "-q", timeout=120)
     # 0: the capture's cancelled and cut calls are notes, not problems
     assert res.returncode == 0, res.stderr
     join = json.loads(data.read_text())["client"]["publish_join"]
-    cid = next(c for c, r in hand.requests.items() if r.message and
-               r.message.get("ackPolicy") == "ALL" and (r.message["stream"], c) in hand.acks)
+    cid = next(
+        c
+        for c, r in hand.requests.items()
+        if r.message
+        and r.message.get("ackPolicy") == "ALL"
+        and (r.message["stream"], c) in hand.acks
+    )
     row = next(r for r in join["messages"] if r["correlation_id"] == cid)
     assert row["offset"] == hand.acks[(row["stream"], cid)][1]
     assert row["nats_ack_ns"] == str(hand.acks[(row["stream"], cid)][0])  # exact, as text
@@ -162,8 +189,10 @@ def test_the_page_from_the_model_alone_shows_the_join(models: dict[str, dict[str
 
 @pytest.mark.slow  # a headless Chromium, about 3 s
 def test_the_join_chart_draws_its_points_in_chromium(
-        models: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    models: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
     from lbparse.report.browser import chromium, look
+
     if chromium() is None:
         pytest.skip("Chromium is not installed (make install-system)")
     Image = pytest.importorskip("PIL.Image", reason="pillow is not installed")
@@ -175,16 +204,24 @@ def test_the_join_chart_draws_its_points_in_chromium(
     chart = next(c for c in seen.charts if c["id"] == "client_publish_join")
     assert chart["marks"] >= 1 and chart["width"] > 300, chart
     # the points: pixels of colour (the axes and labels are grey), of more than one step
-    img = Image.open(io.BytesIO(seen.png)).convert("RGB").crop(
-        (int(chart["x"]), int(chart["y"]), int(chart["x"] + chart["width"]),
-         int(chart["y"] + chart["height"])))
+    img = (
+        Image.open(io.BytesIO(seen.png))
+        .convert("RGB")
+        .crop(
+            (
+                int(chart["x"]),
+                int(chart["y"]),
+                int(chart["x"] + chart["width"]),
+                int(chart["y"] + chart["height"]),
+            )
+        )
+    )
     coloured = [p for p in img.get_flattened_data() if max(p) - min(p) > 80]
     hues = {max(range(3), key=lambda c: p[c]) for p in coloured}
     assert len(coloured) > 200 and len(hues) >= 2, (len(coloured), hues)
 
 
-def test_the_pipelines_grpc_tables_give_the_same_join(
-        models: dict[str, dict[str, Any]]) -> None:
+def test_the_pipelines_grpc_tables_give_the_same_join(models: dict[str, dict[str, Any]]) -> None:
     """`lbparse report` on a pipeline's output reads the client's side back from
     its grpc_calls and grpc_messages tables (ClientCalls.add_tables), the NATS
     side from its rows: here the same tables, made without Spark."""
@@ -201,7 +238,8 @@ def test_the_pipelines_grpc_tables_give_the_same_join(
 
 
 def test_the_join_does_not_depend_on_the_order_the_client_side_comes_in(
-        models: dict[str, dict[str, Any]]) -> None:
+    models: dict[str, dict[str, Any]],
+) -> None:
     """The paths see the client's messages in different orders (as each call's
     messages complete, or sorted by time from the tables): the requests given
     newest first, then the responses, make the same join, rows in request time order."""
@@ -210,8 +248,9 @@ def test_the_join_does_not_depend_on_the_order_the_client_side_comes_in(
     for rec in CaptureReader(API_SHORT, on_grpc=grpc.append):
         agg.add(rec)
     msgs = [g for g in grpc if isinstance(g, GrpcMessage)]
-    for g in sorted((g for g in msgs if g.direction == "client_to_server"),
-                    key=lambda g: -(g.ts or 0)):
+    for g in sorted(
+        (g for g in msgs if g.direction == "client_to_server"), key=lambda g: -(g.ts or 0)
+    ):
         agg.client.add(g)
     for g in msgs:
         if g.direction == "server_to_client":

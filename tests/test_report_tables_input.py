@@ -11,7 +11,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from support.cli import run_cli
 from test_grpc_capture import _unary
 
@@ -40,8 +39,9 @@ def test_the_tables_of_a_grpc_only_capture_are_reported(tmp_path: Path) -> None:
     assert '"FetchCursor"' in json.dumps(model)  # the two calls' method, in the client part
 
 
-@pytest.mark.parametrize("bad", ["{not json", "[" * 100_000 + "]" * 100_000],
-                         ids=["invalid", "deep"])
+@pytest.mark.parametrize(
+    "bad", ["{not json", "[" * 100_000 + "]" * 100_000], ids=["invalid", "deep"]
+)
 def test_a_message_json_that_is_not_json_costs_its_message(tmp_path: Path, bad: str) -> None:
     tables = _tables(tmp_path)
     part = next((tables / "grpc_messages").glob("*.parquet"))
@@ -49,8 +49,7 @@ def test_a_message_json_that_is_not_json_costs_its_message(tmp_path: Path, bad: 
     texts = table.column("message_json").to_pylist()
     texts[0] = bad
     i = table.schema.get_field_index("message_json")
-    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(texts, pa.string())),
-                   part)
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array(texts, pa.string())), part)
     rc, err, model = _report(tables, tmp_path)
     assert rc == 1, err
     said = json.dumps(model)

@@ -14,14 +14,14 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from support.users import throwaway_user
 
 from lbparse import scratch
 from lbparse.pipeline import session
-from support.users import throwaway_user
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,9 +36,11 @@ def other_user() -> Iterator[int | None]:
 
 def _attacker_config(target: Path) -> str:
     """A log4j2 configuration that appends every INFO line to `target`."""
-    return (f"rootLogger.level = info\nrootLogger.appenderRef.f.ref = f\n"
-            f"appender.f.type = File\nappender.f.name = f\nappender.f.fileName = {target}\n"
-            "appender.f.layout.type = PatternLayout\nappender.f.layout.pattern = %m%n\n")
+    return (
+        f"rootLogger.level = info\nrootLogger.appenderRef.f.ref = f\n"
+        f"appender.f.type = File\nappender.f.name = f\nappender.f.fileName = {target}\n"
+        "appender.f.layout.type = PatternLayout\nappender.f.layout.pattern = %m%n\n"
+    )
 
 
 def _plant(tmp: Path, target: Path, uid: int | None) -> Path:
@@ -51,8 +53,9 @@ def _plant(tmp: Path, target: Path, uid: int | None) -> Path:
     return planted
 
 
-def test_the_log4j_file_is_new_private_and_ours(tmp_path: Path, other_user: int | None,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_log4j_file_is_new_private_and_ours(
+    tmp_path: Path, other_user: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() reads TMPDIR again
     monkeypatch.setattr(scratch, "_dir", None)
@@ -66,8 +69,9 @@ def test_the_log4j_file_is_new_private_and_ours(tmp_path: Path, other_user: int 
     assert Path(session._log4j_file()) != path
 
 
-def test_a_tampered_private_directory_is_replaced_not_used(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tampered_private_directory_is_replaced_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(scratch, "_dir", None)
     first = scratch.private_dir()
     os.chmod(first, 0o777)  # someone opened it up: it is no longer private
@@ -84,8 +88,9 @@ def test_a_tampered_private_directory_is_replaced_not_used(tmp_path: Path,
 
 
 @pytest.mark.slow
-def test_spark_never_reads_a_planted_log4j_configuration(tmp_path: Path,
-                                                         other_user: int | None) -> None:
+def test_spark_never_reads_a_planted_log4j_configuration(
+    tmp_path: Path, other_user: int | None
+) -> None:
     """A real Spark JVM started by lbparse's session, with the planted file
     at the old path: nothing is logged where the planted file says."""
     pytest.importorskip("pyspark")
@@ -94,25 +99,30 @@ def test_spark_never_reads_a_planted_log4j_configuration(tmp_path: Path,
     target = tmp_path / "authorized_keys"
     planted = _plant(tmp_path, target, other_user)
     before = planted.read_bytes()
-    code = ("from lbparse.pipeline.session import spark_session\n"
-            "s = spark_session('local[1]', conf={'spark.ui.enabled': 'false'})\n"
-            "s.range(3).count()\n"
-            "print(s.sparkContext.getConf().get('spark.driver.extraJavaOptions'))\n"
-            "s.stop()\n")
+    code = (
+        "from lbparse.pipeline.session import spark_session\n"
+        "s = spark_session('local[1]', conf={'spark.ui.enabled': 'false'})\n"
+        "s.range(3).count()\n"
+        "print(s.sparkContext.getConf().get('spark.driver.extraJavaOptions'))\n"
+        "s.stop()\n"
+    )
     env = dict(os.environ, TMPDIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, cwd=ROOT, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     used = out.stdout.strip().rpartition("configurationFile=file:")[2]
     assert used and Path(used) != planted
-    assert not target.exists(), f"the JVM logged into the planted target: {target.read_text()[:200]}"
+    assert not target.exists(), (
+        f"the JVM logged into the planted target: {target.read_text()[:200]}"
+    )
     assert planted.read_bytes() == before
     assert not Path(used).exists(), "the private directory outlived its process"
 
 
-def test_a_symlinked_private_directory_is_replaced_not_followed(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
+def test_a_symlinked_private_directory_is_replaced_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The directory swapped for a link (to a 0700 directory of ours, which
     passes every other check) is no longer the private one."""
     monkeypatch.setattr(scratch, "_dir", None)
@@ -130,7 +140,8 @@ def test_a_symlinked_private_directory_is_replaced_not_followed(tmp_path: Path,
 
 
 def test_a_link_planted_at_a_scratch_name_is_never_written_through(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(scratch, "_dir", None)
     victim = tmp_path / "authorized_keys"
     victim.write_text("mine\n")
@@ -143,7 +154,8 @@ def test_a_link_planted_at_a_scratch_name_is_never_written_through(
 
 
 def test_the_reports_output_never_goes_through_a_planted_temporary_name(
-        tmp_path: Path, other_user: int | None) -> None:
+    tmp_path: Path, other_user: int | None
+) -> None:
     """`lbparse report -o /tmp/r.html` wrote `/tmp/r.html.tmp<pid>` with
     open(..., "w") and renamed it: a link planted there was written through
     (here: into a file standing for ~/.ssh/authorized_keys), a file planted
@@ -170,8 +182,9 @@ def test_the_reports_output_never_goes_through_a_planted_temporary_name(
     st = out.lstat()
     assert st.st_uid == os.getuid() and st.st_ino != link.lstat().st_ino
     assert out.read_text() == "<html>again</html>\n" and link.read_text() == "planted"
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == [], \
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == [], (
         "a temporary file was left behind"
+    )
 
 
 def test_an_output_written_whole_replaces_a_link_rather_than_following_it(tmp_path: Path) -> None:
@@ -184,7 +197,8 @@ def test_an_output_written_whole_replaces_a_link_rather_than_following_it(tmp_pa
 
 
 def test_a_cache_file_is_used_only_when_only_we_can_have_written_it(
-        tmp_path: Path, other_user: int | None) -> None:
+    tmp_path: Path, other_user: int | None
+) -> None:
     """The report inlines the cached Vega bundle as script: a cache file
     another user wrote (or could write) is not read."""
     ours = tmp_path / "ours.js"
@@ -210,7 +224,8 @@ def test_a_cache_file_is_used_only_when_only_we_can_have_written_it(
 
 @pytest.mark.slow
 def test_the_vega_cache_planted_by_someone_else_is_not_inlined(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("vl_convert")
     from lbparse.report import bundle
 
@@ -244,7 +259,8 @@ def test_the_demos_report_replaces_a_link_planted_at_its_name(tmp_path: Path) ->
 
 
 def test_a_compiler_cache_another_user_can_change_is_not_run(
-        tmp_path: Path, other_user: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, other_user: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`lbparse generate` runs ksc.js under Node from the cache folder when
     one of the right name looks ready: one that is not ours alone (planted
     by another user, or open to others) is refused with what to do, never

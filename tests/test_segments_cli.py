@@ -5,26 +5,42 @@ errors, and a closed pipe."""
 from __future__ import annotations
 
 import json
-import shutil
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-import lbparse
 from support.cli import LBPARSE
 from support.segment_builder import Msg, messages, write_partition
 from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
 
-KEYS = {"file", "stream", "partition", "segment", "position", "offset", "timestamp",
-        "leader_epoch", "size", "crc32c", "crc_ok", "magic", "attributes", "key_hex",
-        "value_hex", "headers_hex"}
+import lbparse
+
+KEYS = {
+    "file",
+    "stream",
+    "partition",
+    "segment",
+    "position",
+    "offset",
+    "timestamp",
+    "leader_epoch",
+    "size",
+    "crc32c",
+    "crc_ok",
+    "magic",
+    "attributes",
+    "key_hex",
+    "value_hex",
+    "headers_hex",
+}
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, "segments", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*LBPARSE, "segments", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def _jsonl(*args: str) -> list[dict]:
@@ -53,18 +69,39 @@ def test_table_is_readable(short_data: Path) -> None:
     assert res.returncode == 0
     lines = res.stdout.splitlines()
     assert lines[0] == "== node1 orders/0  segment 0 (3,227 bytes)"
-    assert lines[1].split() == ["position", "offset", "timestamp", "epoch", "size", "crc", "key",
-                                "value", "headers"]
+    assert lines[1].split() == [
+        "position",
+        "offset",
+        "timestamp",
+        "epoch",
+        "size",
+        "crc",
+        "key",
+        "value",
+        "headers",
+    ]
     assert len(lines) == 5 and lines[2].split()[:2] == ["0", "0"] and "cust-000" in lines[2]
     assert "Z " in lines[2]  # RFC 3339 times
 
 
 @pytest.mark.slow
 def test_filters(short_data: Path) -> None:
-    rows = _jsonl(str(short_data), "--stream", "orders", "--partition", "1",
-                  "--from-offset", "3", "--to-offset", "5")
+    rows = _jsonl(
+        str(short_data),
+        "--stream",
+        "orders",
+        "--partition",
+        "1",
+        "--from-offset",
+        "3",
+        "--to-offset",
+        "5",
+    )
     assert sorted({r["file"].split("/data-short/")[1].split("/")[0] for r in rows}) == [
-        "node1", "node2", "node3"]
+        "node1",
+        "node2",
+        "node3",
+    ]
     assert {(r["stream"], r["partition"]) for r in rows} == {("orders", 1)}
     assert sorted({r["offset"] for r in rows}) == ["3", "4", "5"]
 
@@ -75,11 +112,17 @@ def test_deep_decodes_known_values(short_data: Path, tmp_path: Path) -> None:
     assert act[0]["value_decoded"]["type"] == "proto.ActivityStreamEvent"
     assert act[0]["value_decoded"]["json"]["createStreamOp"]["stream"] == "__activity"
     cur = _jsonl(str(short_data / "node1" / "streams" / "__cursors"), "--deep")
-    assert cur[0]["value_decoded"] == {"type": "protocol.Cursor", "json": {
-        "stream": "orders", "cursorId": "reader-1", "offset": "5"}}
+    assert cur[0]["value_decoded"] == {
+        "type": "protocol.Cursor",
+        "json": {"stream": "orders", "cursorId": "reader-1", "offset": "5"},
+    }
     ack = lbparse.encode(lbparse.message_class("proto.Ack")(stream="s", offset=7))
-    write_partition(tmp_path / "D" / "streams" / "plain" / "0",
-                    [[Msg(0, value=ack), Msg(1, value=b"just bytes")]], hw=1, epochs=[(3, 0)])
+    write_partition(
+        tmp_path / "D" / "streams" / "plain" / "0",
+        [[Msg(0, value=ack), Msg(1, value=b"just bytes")]],
+        hw=1,
+        epochs=[(3, 0)],
+    )
     rows = _jsonl(str(tmp_path / "D"), "--deep")
     assert rows[0]["value_decoded"]["json"]["msg_type_name"] == "Ack"
     assert rows[1]["value_decoded"] is None
@@ -90,8 +133,10 @@ def test_verify_clean_real_data(short_data: Path) -> None:
     res = _lbparse("--verify", *(str(short_data / n) for n in ("node1", "node2", "node3")))
     assert res.returncode == 0, res.stdout
     assert res.stdout == ""
-    assert "verified 21 partition(s), 255 entries, replicas compared across node1, node2, " \
-           "node3: 0 finding(s)" in res.stderr
+    assert (
+        "verified 21 partition(s), 255 entries, replicas compared across node1, node2, "
+        "node3: 0 finding(s)" in res.stderr
+    )
 
 
 @pytest.mark.slow
@@ -107,17 +152,20 @@ def test_verify_reports_each_finding_on_one_line(short_data: Path, tmp_path: Pat
     lines = res.stdout.splitlines()
     assert len(lines) == 2
     assert lines[0].startswith(f"{log}:626: crc_mismatch: entry of offset 4: stored crc32c 0x")
-    assert lines[1] == (f"{log}:626: replica_mismatch: orders/0: offset 4 differs from node1's "
-                        "(body); replicas must be identical up to the smallest high watermark "
-                        "(23)")
+    assert lines[1] == (
+        f"{log}:626: replica_mismatch: orders/0: offset 4 differs from node1's "
+        "(body); replicas must be identical up to the smallest high watermark "
+        "(23)"
+    )
     res = _lbparse("--verify", "--format", "jsonl", str(tmp_path / "node2"))
     assert [json.loads(x)["kind"] for x in res.stdout.splitlines()] == ["crc_mismatch"]
 
 
 @pytest.mark.slow
 def test_damage_is_reported_while_listing(tmp_path: Path) -> None:
-    folder = write_partition(tmp_path / "D" / "streams" / "s" / "0", [messages(4)], hw=3,
-                             epochs=[(3, 0)])
+    folder = write_partition(
+        tmp_path / "D" / "streams" / "s" / "0", [messages(4)], hw=3, epochs=[(3, 0)]
+    )
     log = folder / "00000000000000000000.log"
     log.write_bytes(log.read_bytes()[:-5])
     res = _lbparse("--format", "jsonl", str(tmp_path / "D"))
@@ -141,7 +189,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_closed_pipe_is_quiet(short_data: Path) -> None:
-    cmd = (f"{shlex.join(LBPARSE)} segments --format jsonl {short_data} | head -1; "
-           "exit ${PIPESTATUS[0]}")
+    cmd = (
+        f"{shlex.join(LBPARSE)} segments --format jsonl {short_data} | head -1; "
+        "exit ${PIPESTATUS[0]}"
+    )
     res = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stderr == "" and len(res.stdout.splitlines()) == 1

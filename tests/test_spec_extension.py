@@ -35,7 +35,7 @@ message Heartbeat {
 }
 """
 
-CHECK = r'''
+CHECK = r"""
 import json, sys, tempfile
 import pyarrow as pa
 import lbparse
@@ -75,7 +75,7 @@ with tempfile.TemporaryDirectory() as d:
     lua = wireshark.write_dissector(d).read_text()
 out["wireshark"] = ["Heartbeat" in lua, "v0-next" in lua]
 print(json.dumps(out))
-'''
+"""
 
 
 def _extend(spec: Path) -> None:
@@ -84,18 +84,35 @@ def _extend(spec: Path) -> None:
     ksy = yaml.safe_load(path.read_text(encoding="utf-8"))
     enums = ksy["enums"]
     enums["v0_msg_type"][15] = {
-        "id": "heartbeat", "doc": "A server says it is alive (added by a test).",
-        "-name": "Heartbeat", "-payload": "protocol.Heartbeat", "-internal": True}
+        "id": "heartbeat",
+        "doc": "A server says it is alive (added by a test).",
+        "-name": "Heartbeat",
+        "-payload": "protocol.Heartbeat",
+        "-internal": True,
+    }
     enums["next_msg_type"] = {
-        0: {"id": "publish", "doc": "A message to publish.", "-name": "Publish",
-            "-payload": "proto.Message"},
-        1: {"id": "heartbeat", "doc": "A heartbeat.", "-name": "Heartbeat",
-            "-payload": "protocol.Heartbeat"}}
+        0: {
+            "id": "publish",
+            "doc": "A message to publish.",
+            "-name": "Publish",
+            "-payload": "proto.Message",
+        },
+        1: {
+            "id": "heartbeat",
+            "doc": "A heartbeat.",
+            "-name": "Heartbeat",
+            "-payload": "protocol.Heartbeat",
+        },
+    }
     newest = max(v["-recency"] for v in enums["layout"].values())
     enums["layout"][max(enums["layout"]) + 1] = {
-        "id": "v0_next", "doc": "A layout added by a test: v0's header, a table of its own.",
-        "-name": "v0-next", "-byte7": "msg_type", "-msg-types": "next_msg_type",
-        "-recency": newest + 1}
+        "id": "v0_next",
+        "doc": "A layout added by a test: v0's header, a table of its own.",
+        "-name": "v0-next",
+        "-byte7": "msg_type",
+        "-msg-types": "next_msg_type",
+        "-recency": newest + 1,
+    }
     path.write_text(yaml.safe_dump(ksy, sort_keys=False, allow_unicode=True), encoding="utf-8")
     proto = spec / "proto" / "internal.proto"
     proto.write_text(proto.read_text(encoding="utf-8") + HEARTBEAT_PROTO, encoding="utf-8")
@@ -105,19 +122,25 @@ def _extend(spec: Path) -> None:
 def extended(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     missing = [t for t in TOOLS_NEEDED if shutil.which(t) is None]
     if missing or not (ROOT / "tools" / "node_modules").is_dir():
-        pytest.skip(f"the generator needs {', '.join(missing) or 'tools/node_modules'} "
-                    "(make install)")
+        pytest.skip(
+            f"the generator needs {', '.join(missing) or 'tools/node_modules'} (make install)"
+        )
     tmp = tmp_path_factory.mktemp("spec-extension")
     spec = tmp / "spec"
     shutil.copytree(ROOT / "spec", spec)
     _extend(spec)
     gen = tmp / "generated"
-    res = subprocess.run([sys.executable, str(ROOT / "tools" / "generate.py"), str(gen),
-                          "--spec", str(spec)], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "generate.py"), str(gen), "--spec", str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(gen), str(ROOT)]))
-    res = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True,
-                         env=env, timeout=300, cwd=tmp)
+    res = subprocess.run(
+        [sys.executable, "-c", CHECK], capture_output=True, text=True, env=env, timeout=300, cwd=tmp
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     result: dict[str, Any] = json.loads(res.stdout.splitlines()[-1])
     return result

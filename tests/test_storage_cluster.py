@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from lbparse.storage import (check_partition, compare_replicas, entry_json, find_partitions,
-                             read_index, read_segment)
-from lbparse.storage.raftdb import read_raft_db
 from support.cli import LBPARSE
 from support.storage_fixtures import lbtruth
+
+from lbparse.storage import (
+    check_partition,
+    compare_replicas,
+    entry_json,
+    find_partitions,
+    read_index,
+    read_segment,
+)
+from lbparse.storage.raftdb import read_raft_db
 
 pytestmark = pytest.mark.slow
 
@@ -46,8 +52,15 @@ def test_every_segment_and_index_equals_lbtruth(liftbridge_full: Any) -> None:
         entries += len(ours)
         index = log.with_suffix(".index")
         truth_idx = [json.loads(line) for line in lbtruth("index", str(index))]
-        got = [{"rel_offset": e.rel_offset, "timestamp": e.timestamp, "position": e.position,
-                "size": e.size} for e in read_index(index).entries]
+        got = [
+            {
+                "rel_offset": e.rel_offset,
+                "timestamp": e.timestamp,
+                "position": e.position,
+                "size": e.size,
+            }
+            for e in read_index(index).entries
+        ]
         assert got == truth_idx, index
     assert entries > 500
 
@@ -59,9 +72,12 @@ def test_verify_holds_across_the_three_nodes(liftbridge_full: Any) -> None:
     findings = [f.line() for c in checks for f in c.findings]
     findings += [f.line() for f in compare_replicas(checks)]
     assert findings == []
-    res = subprocess.run([*LBPARSE, "segments", "--verify",
-                          *map(str, _nodes(liftbridge_full))],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [*LBPARSE, "segments", "--verify", *map(str, _nodes(liftbridge_full))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "replicas compared across node1, node2, node3: 0 finding(s)" in res.stderr
 
@@ -75,7 +91,10 @@ def test_raft_db_of_every_node(liftbridge_full: Any) -> None:
         indexes = [log.index for log in store.logs]
         assert indexes == sorted(indexes) and len(set(indexes)) == len(indexes)
         assert isinstance(store.stable["CurrentTerm"], int) and store.stable["CurrentTerm"] >= 2
-        names |= {log.entry.command.name for log in store.logs
-                  if log.entry is not None and log.entry.command is not None}
+        names |= {
+            log.entry.command.name
+            for log in store.logs
+            if log.entry is not None and log.entry.command is not None
+        }
     # The metadata leader and a partition leader were killed: new leaders, ISRs shrunk.
     assert {"CreateStream", "ChangeLeader", "ShrinkISR"} <= names

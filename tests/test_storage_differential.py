@@ -9,14 +9,21 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.segment_builder import Msg, build_index, build_segment, messages
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage_reference import (
+    BAD,
+    PARSERS,
+    bbolt_page,
+    checkpoint,
+    index_entries,
+    segment_entries,
+)
 
 from lbparse.storage.bbolt import PAGE_HEADER
 from lbparse.storage.formats import INDEX_FORMATS_BY_NAME, SEGMENT_FORMATS_BY_NAME
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
-from support.segment_builder import Msg, build_index, build_segment, messages
-from support.storage_reference import (BAD, PARSERS, bbolt_page, checkpoint, index_entries,
-                                       segment_entries)
 
 FORMATS = list(SEGMENT_FORMATS_BY_NAME)
 
@@ -40,8 +47,9 @@ def _varied(fmt: str, n: int = 12, seed: int = 1) -> list[Msg]:
         m.magic = rnd.choice([0, 1, 2]) if fmt == "v2018_04" else rnd.choice([1, 1, 2])
         m.key = rnd.choice([None, b"", b"key-" + bytes([rnd.randrange(256)])])
         m.value = rnd.choice([None, b"", rnd.randbytes(rnd.randrange(1, 300))])
-        m.headers = [(f"h{i}", rnd.randbytes(rnd.randrange(0, 20)))
-                     for i in range(rnd.randrange(0, 4))]
+        m.headers = [
+            (f"h{i}", rnd.randbytes(rnd.randrange(0, 20))) for i in range(rnd.randrange(0, 4))
+        ]
     return msgs
 
 
@@ -76,7 +84,7 @@ def test_segment_parsers_agree_on_damaged_bytes(fmt: str, data: st.DataObject) -
         elif kind == "insert":
             seg[at:at] = data.draw(st.binary(min_size=1, max_size=8))
         elif seg:
-            del seg[at:at + data.draw(st.integers(1, 8))]
+            del seg[at : at + data.draw(st.integers(1, 8))]
     _segment_agrees(bytes(seg), fmt)
 
 
@@ -110,12 +118,21 @@ def test_index_parsers_agree_on_random_bytes(raw: bytes, fmt: str) -> None:
     _agree({p: index_entries(raw, fmt, p) for p in PARSERS})
 
 
-@pytest.mark.parametrize("text,kind", [
-    (b"23", "replication_offset"), (b"-1", "replication_offset"), (b"", "replication_offset"),
-    (b"0\n1\n12 0\n", "leader_epoch"), (b"0\n2\n5 -1\n7 40\n", "leader_epoch"),
-    (b"0\n0\n", "leader_epoch"), (b"1\n1\n5 0\n", "leader_epoch"), (b"0\n1\n5 0", "leader_epoch"),
-    (b"0\n1\n5\n", "leader_epoch"), (b"0", "leader_epoch"),
-])
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        (b"23", "replication_offset"),
+        (b"-1", "replication_offset"),
+        (b"", "replication_offset"),
+        (b"0\n1\n12 0\n", "leader_epoch"),
+        (b"0\n2\n5 -1\n7 40\n", "leader_epoch"),
+        (b"0\n0\n", "leader_epoch"),
+        (b"1\n1\n5 0\n", "leader_epoch"),
+        (b"0\n1\n5 0", "leader_epoch"),
+        (b"0\n1\n5\n", "leader_epoch"),
+        (b"0", "leader_epoch"),
+    ],
+)
 def test_checkpoint_parsers_agree(text: bytes, kind: str) -> None:
     got = {p: checkpoint(text, kind, p) for p in ("kaitai", "construct")}
     assert got["kaitai"] == got["construct"]
@@ -125,7 +142,7 @@ def test_bbolt_parsers_agree_on_real_pages(short_data) -> None:
     for db in sorted(short_data.glob("node*/raft/raft.db")):
         data = db.read_bytes()
         for at in range(0, len(data), 4096):
-            page = data[at:at + 4096]
+            page = data[at : at + 4096]
             got = {p: bbolt_page(page, p) for p in PARSERS}
             _agree(got)
 
@@ -135,17 +152,24 @@ def test_bbolt_parsers_agree_on_real_pages(short_data) -> None:
 def test_bbolt_parsers_agree_on_damaged_pages(short_data, data: st.DataObject) -> None:
     db = (short_data / "node1" / "raft" / "raft.db").read_bytes()
     n = data.draw(st.integers(0, 10))
-    page = bytearray(db[n * 4096:(n + 1) * 4096])
+    page = bytearray(db[n * 4096 : (n + 1) * 4096])
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(0, 200))
         page[at] ^= data.draw(st.integers(1, 255))
-    page = page[:data.draw(st.integers(0, 4096))]
+    page = page[: data.draw(st.integers(0, 4096))]
     _agree({p: bbolt_page(bytes(page), p) for p in PARSERS})
 
 
 @settings(max_examples=200, deadline=None)
-@given(head=st.tuples(st.integers(0, 2**64 - 1), st.sampled_from([1, 2, 4, 16, 3, 0]),
-                      st.integers(0, 6), st.integers(0, 2)), tail=st.binary(max_size=150))
+@given(
+    head=st.tuples(
+        st.integers(0, 2**64 - 1),
+        st.sampled_from([1, 2, 4, 16, 3, 0]),
+        st.integers(0, 6),
+        st.integers(0, 2),
+    ),
+    tail=st.binary(max_size=150),
+)
 def test_bbolt_parsers_agree_on_made_pages(head: tuple[int, int, int, int], tail: bytes) -> None:
     page = PAGE_HEADER.pack(*head) + tail
     _agree({p: bbolt_page(page, p) for p in PARSERS})

@@ -7,22 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from support.segment_builder import build_segment, messages, write_partition
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
-from hypothesis import HealthCheck, example, given, settings, strategies as st
-
-from lbparse.storage import (check_partition, find_partitions, read_index_bytes,
-                             read_segment_bytes)
+from lbparse.storage import check_partition, find_partitions, read_index_bytes, read_segment_bytes
 from lbparse.storage.bbolt import BoltDB
 from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
 from lbparse.storage.raftdb import read_raft_db_bytes
-from support.segment_builder import build_segment, messages, write_partition
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 FORMATS = st.sampled_from([None, *SEGMENT_FORMATS_BY_NAME.values()])
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS
@@ -38,16 +38,19 @@ def test_any_bytes_as_a_segment(raw: bytes, fmt) -> None:
 
 
 @SETTINGS
-@given(prefix=st.binary(max_size=60), suffix=st.binary(max_size=60),
-       fmt=st.sampled_from(list(SEGMENT_FORMATS_BY_NAME)))
-def test_whole_entries_are_found_between_any_bytes(prefix: bytes, suffix: bytes,
-                                                   fmt: str) -> None:
+@given(
+    prefix=st.binary(max_size=60),
+    suffix=st.binary(max_size=60),
+    fmt=st.sampled_from(list(SEGMENT_FORMATS_BY_NAME)),
+)
+def test_whole_entries_are_found_between_any_bytes(prefix: bytes, suffix: bytes, fmt: str) -> None:
     """Garbage before, entries, garbage after: every entry is read (a resync
     finds the first whole entry with a good CRC)."""
     msgs = messages(4, first=50)
     good = build_segment(msgs, fmt)
-    reading = read_segment_bytes(prefix + good + suffix, "x.log",
-                                 SEGMENT_FORMATS_BY_NAME[fmt], base_offset=50)
+    reading = read_segment_bytes(
+        prefix + good + suffix, "x.log", SEGMENT_FORMATS_BY_NAME[fmt], base_offset=50
+    )
     offsets = [e.offset for e in reading.entries if e.crc_ok]
     assert offsets[-4:] == [50, 51, 52, 53] or set(range(50, 54)) <= set(offsets)
 
@@ -84,12 +87,12 @@ def test_any_bytes_as_raft_db(raw: bytes) -> None:
 
 @SETTINGS
 @given(data=st.data())
-def test_damaged_real_raft_db(short_data: Path, data: st.DataObject) -> None:  # noqa: F811
+def test_damaged_real_raft_db(short_data: Path, data: st.DataObject) -> None:
     db = bytearray((short_data / "node2" / "raft" / "raft.db").read_bytes())
     for _ in range(data.draw(st.integers(1, 6))):
         at = data.draw(st.integers(0, len(db) - 1))
         db[at] = data.draw(st.integers(0, 255))
-    db = db[:data.draw(st.integers(0, len(db)))]
+    db = db[: data.draw(st.integers(0, len(db)))]
     try:
         store = read_raft_db_bytes(bytes(db), "raft.db")
     except StorageError:
@@ -101,11 +104,22 @@ def test_damaged_real_raft_db(short_data: Path, data: st.DataObject) -> None:  #
 
 @pytest.mark.slow
 @SETTINGS
-@given(files=st.dictionaries(
-    st.sampled_from(["00000000000000000000.log", "00000000000000000000.index",
-                     "00000000000000000003.log", "replication-offset-checkpoint",
-                     "leader-epoch-checkpoint", "junk"]),
-    st.binary(max_size=120), min_size=1))
+@given(
+    files=st.dictionaries(
+        st.sampled_from(
+            [
+                "00000000000000000000.log",
+                "00000000000000000000.index",
+                "00000000000000000003.log",
+                "replication-offset-checkpoint",
+                "leader-epoch-checkpoint",
+                "junk",
+            ]
+        ),
+        st.binary(max_size=120),
+        min_size=1,
+    )
+)
 def test_any_partition_directory_verifies_without_raising(tmp_path_factory, files) -> None:
     folder = tmp_path_factory.mktemp("d") / "DATA" / "streams" / "s" / "0"
     write_partition(folder, [messages(3)], hw=2, epochs=[(3, 0)])
@@ -134,7 +148,7 @@ def test_reading_in_parts_equals_reading_whole(data: st.DataObject, fmt: str) ->
         elif kind == "insert":
             raw[at:at] = data.draw(st.binary(min_size=1, max_size=40))
         else:
-            del raw[at:at + data.draw(st.integers(1, 40))]
+            del raw[at : at + data.draw(st.integers(1, 40))]
     whole = read_segment_bytes(bytes(raw), "x.log", base_offset=7)
     part_bytes = data.draw(st.integers(1, 400))
     entries, positions, lines = [], [], []

@@ -5,27 +5,30 @@ peak memory of the largest run measured against the smallest."""
 
 from __future__ import annotations
 
-import random
 import struct
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
+from support.growth import assert_linear, peak_bytes
+from support.segment_builder import Msg, build_segment, messages, write_partition
 
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.storage import segment
-from lbparse.storage.checkpoints import LeaderEpoch
-from lbparse.storage.segment import read_segment_bytes
 from lbparse.storage.datadir import PartitionDir, find_partitions
+from lbparse.storage.segment import read_segment_bytes
 from lbparse.storage.verify import check_partition
-from support.growth import assert_linear, peak_bytes
-from support.segment_builder import Msg, build_segment, messages, write_partition
 
 MAX_EXPONENT = 1.3
 
 
-def _check(make: Callable[[int], Any], run: Callable[[Any], object], sizes: list[int],
-           memory_growth: float = 4.0) -> None:
+def _check(
+    make: Callable[[int], Any],
+    run: Callable[[Any], object],
+    sizes: list[int],
+    memory_growth: float = 4.0,
+) -> None:
     """Time linear from sizes[0] to sizes[-1]; peak memory of the largest no
     more than `memory_growth` x that of the smallest (4x the input: linear)."""
     inputs = {n: make(n) for n in sizes}
@@ -83,8 +86,9 @@ def _with_zeros(mb: int) -> bytes:
 def test_a_run_of_zeros_is_skipped_in_linear_time() -> None:
     """Zeros between entries were tried as an entry byte by byte in Python
     (64 MB: 34.9 s)."""
-    _check(_with_zeros, lambda d: read_segment_bytes(d), [8, 16, 32],
-           memory_growth=4.0 * 8 * 2)  # the input itself is in memory: bytes, not a map
+    _check(
+        _with_zeros, lambda d: read_segment_bytes(d), [8, 16, 32], memory_growth=4.0 * 8 * 2
+    )  # the input itself is in memory: bytes, not a map
 
 
 def test_a_run_of_zeros_costs_no_try_per_byte() -> None:
@@ -110,8 +114,7 @@ def _epoch_partition(folder: Path, lines: int) -> PartitionDir:
     """1,000 entries, each of its own epoch, and `lines` checkpoint lines
     (main's check: 1,000 x `lines` steps)."""
     msgs = [Msg(o, leader_epoch=o) for o in range(1_000)]
-    write_partition(folder / str(lines) / "s" / "0", [msgs],
-                    epochs=[(i, i) for i in range(lines)])
+    write_partition(folder / str(lines) / "s" / "0", [msgs], epochs=[(i, i) for i in range(lines)])
     (part,) = find_partitions([folder / str(lines) / "s" / "0"])
     return part
 
@@ -120,6 +123,7 @@ def _epoch_partition(folder: Path, lines: int) -> PartitionDir:
 def test_the_epoch_check_is_linear_in_the_checkpoint(tmp_path: Path) -> None:
     """verify._check_epoch walked every checkpoint line per entry (1,000
     entries x 100,000 lines: 30.9 s)."""
+
     def run(part: PartitionDir) -> None:
         assert check_partition(part).findings == []
 

@@ -13,25 +13,29 @@ from pathlib import Path
 
 import crc32c
 import pytest
+from support.cli import LBPARSE
+from support.segment_builder import Msg, build_entry, build_index, build_segment, messages
+from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
 
 from lbparse.storage.checkpoints import LeaderEpoch, parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError
 from lbparse.storage.index import read_index
-from support.cli import LBPARSE
 from lbparse.storage.segment import read_segment
-from support.segment_builder import Msg, build_entry, build_index, build_segment, messages
-from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
 
 HUGE = "9" * 5_000  # past Python's 4,300-digit limit of int()
 
 
 def _segments(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, "segments", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [*LBPARSE, "segments", *args], capture_output=True, text=True, timeout=300
+    )
 
 
-@pytest.mark.parametrize("text", [HUGE, "-" + HUGE, "1" * 21, "0" * 4_400 + "7"],
-                         ids=["5000-nines", "negative", "21-digits", "leading-zeros"])
+@pytest.mark.parametrize(
+    "text",
+    [HUGE, "-" + HUGE, "1" * 21, "0" * 4_400 + "7"],
+    ids=["5000-nines", "negative", "21-digits", "leading-zeros"],
+)
 def test_a_checkpoint_number_of_thousands_of_digits_is_a_bad_checkpoint(text: str) -> None:
     with pytest.raises(StorageError, match="not a decimal 64-bit integer") as hw:
         parse_high_watermark(text.encode() + b"\n", "hw")
@@ -47,8 +51,10 @@ def _flip(path: Path, at: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_a_damaged_three_node_data_directory_is_verified_whole(short_data: Path,  # noqa: F811
-                                                               tmp_path: Path) -> None:
+def test_a_damaged_three_node_data_directory_is_verified_whole(
+    short_data: Path,
+    tmp_path: Path,
+) -> None:
     """Every node damaged in a different file; every damage one finding with
     its file, none stopping the others, the exit status 1 (findings)."""
     data = tmp_path / "data"
@@ -64,21 +70,27 @@ def test_a_damaged_three_node_data_directory_is_verified_whole(short_data: Path,
     res = _segments("--verify", "--format", "jsonl", *(str(data / f"node{i}") for i in (1, 2, 3)))
     assert res.returncode == 1, res.stderr
     assert "Traceback" not in res.stderr and "finding(s)" in res.stderr
-    found = {(str(Path(f["file"]).relative_to(data)), f["kind"])
-             for f in map(json.loads, res.stdout.splitlines())}
-    assert {("node1/streams/events/0/00000000000000000000.log", "crc_mismatch"),
-            ("node2/streams/orders/0/replication-offset-checkpoint", "bad_checkpoint"),
-            ("node3/streams/orders/1/leader-epoch-checkpoint", "bad_checkpoint"),
-            ("node3/streams/orders/2/00000000000000000000.index", "index_tail"),
-            ("node2/streams/events/0/leader-epoch-checkpoint", "bad_checkpoint"),
-            ("node3/streams/orders/0/00000000000000000000.log", "garbage"),
-            } <= found, found
+    found = {
+        (str(Path(f["file"]).relative_to(data)), f["kind"])
+        for f in map(json.loads, res.stdout.splitlines())
+    }
+    assert {
+        ("node1/streams/events/0/00000000000000000000.log", "crc_mismatch"),
+        ("node2/streams/orders/0/replication-offset-checkpoint", "bad_checkpoint"),
+        ("node3/streams/orders/1/leader-epoch-checkpoint", "bad_checkpoint"),
+        ("node3/streams/orders/2/00000000000000000000.index", "index_tail"),
+        ("node2/streams/events/0/leader-epoch-checkpoint", "bad_checkpoint"),
+        ("node3/streams/orders/0/00000000000000000000.log", "garbage"),
+    } <= found, found
 
 
 def _naive_against(epochs: list[LeaderEpoch], offset: int, epoch: int) -> bool:
     """The epoch check as it was written first: every line, for every entry."""
-    return any((offset > ep.start_offset and epoch < ep.epoch)
-               or (offset < ep.start_offset and epoch >= ep.epoch) for ep in epochs)
+    return any(
+        (offset > ep.start_offset and epoch < ep.epoch)
+        or (offset < ep.start_offset and epoch >= ep.epoch)
+        for ep in epochs
+    )
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -135,7 +147,7 @@ def _with_raw_keys(msgs: list[Msg], raw: dict[str, bytes]) -> bytes:
         for placeholder, raw_key in raw.items():
             at = entry.find(placeholder.encode(), 34)  # past the header and the body's head
             if at >= 0:
-                entry[at:at + len(raw_key)] = raw_key
+                entry[at : at + len(raw_key)] = raw_key
         # The body starts after the 28-byte header; its CRC covers what follows it.
         entry[28:32] = crc32c.crc32c(bytes(entry[32:])).to_bytes(4, "big")
         out += entry
@@ -147,9 +159,11 @@ def test_segments_read_what_liftbridge_reads(tmp_path: Path) -> None:
     entry read; lbparse: bad_entry) and offsets >= 2^63 (Liftbridge: int64;
     lbparse: unsigned), compared with lbtruth entry by entry."""
     placeholders = dict(zip(PLACEHOLDERS, BAD_KEYS))
-    msgs = [Msg(0, headers=[(p, b"v") for p in placeholders] + [("fine", b"1")]),
-            Msg(1 << 63, leader_epoch=(1 << 64) - 1),
-            Msg((1 << 64) - 1, headers=[(next(iter(placeholders)), b"")])]
+    msgs = [
+        Msg(0, headers=[(p, b"v") for p in placeholders] + [("fine", b"1")]),
+        Msg(1 << 63, leader_epoch=(1 << 64) - 1),
+        Msg((1 << 64) - 1, headers=[(next(iter(placeholders)), b"")]),
+    ]
     log = tmp_path / "s" / "0" / "00000000000000000000.log"
     log.parent.mkdir(parents=True)
     log.write_bytes(_with_raw_keys(msgs, placeholders))
@@ -159,8 +173,9 @@ def test_segments_read_what_liftbridge_reads(tmp_path: Path) -> None:
     mine = [json.loads(line) for line in res.stdout.splitlines()]
     assert len(truth) == len(mine) == 3
     for t, m in zip(truth, mine):
-        assert {k: int(m[k]) if k in ("offset", "timestamp", "leader_epoch") else m[k]
-                for k in t} == t
+        assert {
+            k: int(m[k]) if k in ("offset", "timestamp", "leader_epoch") else m[k] for k in t
+        } == t
     reading = read_segment(log)
     assert reading.entries[0].header_keys_raw == [*BAD_KEYS, b"fine"]
     assert reading.entries[1].header_keys_raw is None
@@ -170,8 +185,14 @@ def test_decode_keeps_every_entry_of_a_response_with_a_key_not_utf8() -> None:
     import lbparse
     from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
-    rr = ReplicationResponse(1, 2, [CommitLogEntry(5, 6, 7, b"k", b"v", [("h", b"x")]),
-                                    CommitLogEntry(6, 6, 7, b"k", b"v", [("Z", b"y")])])
+    rr = ReplicationResponse(
+        1,
+        2,
+        [
+            CommitLogEntry(5, 6, 7, b"k", b"v", [("h", b"x")]),
+            CommitLogEntry(6, 6, 7, b"k", b"v", [("Z", b"y")]),
+        ],
+    )
     data = bytearray(lbparse.encode(rr, layout="v0"))
     data[data.rindex(b"Z")] = 0xFF
     got = lbparse.decode(bytes(data), "v0")

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support.segment_builder import build_index, build_segment, messages
 
 GB = 1 << 30
@@ -56,8 +55,12 @@ def _partition(tmp_path: Path) -> Path:
 
 
 def _run(limit: int, *args: str) -> tuple[subprocess.CompletedProcess[str], int]:
-    res = subprocess.run([sys.executable, "-P", "-c", RUNNER, str(limit), *args],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-P", "-c", RUNNER, str(limit), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = res.stderr.splitlines()
     assert lines and lines[-1].startswith("maxrss "), res.stderr
     res.stderr = "\n".join(lines[:-1])
@@ -89,8 +92,7 @@ def limited(tmp_path: Path) -> tuple[Path, int]:
     return _partition(tmp_path), SIZE
 
 
-def test_a_segment_that_cannot_be_mapped_is_one_line_naming_it(limited: tuple[Path, int]
-                                                               ) -> None:
+def test_a_segment_that_cannot_be_mapped_is_one_line_naming_it(limited: tuple[Path, int]) -> None:
     part, limit = limited
     log = part / f"{NAME}.log"
     res, _ = _run(limit, "segments", str(part))

@@ -10,17 +10,19 @@ import zlib
 
 import crc32c
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.segment_builder import build_segment, messages
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError
 from lbparse.storage import segment as seg
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
-from support.segment_builder import build_segment, messages
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
-native = pytest.mark.skipif(seg._native is None,
-                            reason="pure-Python install: the C module was not built")
+native = pytest.mark.skipif(
+    seg._native is None, reason="pure-Python install: the C module was not built"
+)
 NATIVE_FORMATS = [n for n, f in SEGMENT_FORMATS_BY_NAME.items() if seg.native_layout(f)]
 
 
@@ -42,8 +44,22 @@ def _run(data: bytes, fmt_name: str, native: bool) -> tuple:
         seg._scan(data, 0, len(data), entries, positions, fmt, native=native)
     except EnvelopeError as exc:
         error = (exc.kind, str(exc), exc.offset)
-    rows = [(e.offset, e.timestamp, e.leader_epoch, e.size, e.crc32c, e.crc_ok, e.magic,
-             e.attributes, e.key, e.value, e.headers) for e in entries]
+    rows = [
+        (
+            e.offset,
+            e.timestamp,
+            e.leader_epoch,
+            e.size,
+            e.crc32c,
+            e.crc_ok,
+            e.magic,
+            e.attributes,
+            e.key,
+            e.value,
+            e.headers,
+        )
+        for e in entries
+    ]
     return rows, positions, error
 
 
@@ -77,7 +93,7 @@ def test_damaged_segments(data: st.DataObject, fmt: str) -> None:
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(0, len(raw) - 1))
         raw[at] = data.draw(st.integers(0, 255))
-    raw = raw[:data.draw(st.integers(0, len(raw)))]
+    raw = raw[: data.draw(st.integers(0, len(raw)))]
     _equal(bytes(raw), fmt)
 
 
@@ -105,17 +121,31 @@ def _jsonl_reference(head: dict, positions: list[int], entries: list) -> list[di
 
 @native
 @settings(max_examples=200, deadline=None)
-@given(entries=st.lists(st.builds(
-    CommitLogEntry,
-    offset=st.integers(0, 2**64 - 1), timestamp=st.integers(-2**63, 2**63 - 1),
-    leader_epoch=st.integers(0, 2**64 - 1), key=st.none() | st.binary(max_size=8),
-    value=st.none() | st.binary(max_size=20),
-    headers=st.lists(st.tuples(
-        st.sampled_from(["subject", "a", 'ü"\n\x01\t\\', "😀", "\x7f\u2028"]),
-        st.binary(max_size=4)), max_size=4),
-    magic=st.integers(0, 255), attributes=st.integers(0, 255),
-    crc32c=st.integers(0, 2**32 - 1), size=st.integers(0, 2**32 - 1)), max_size=5),
-    crc=st.lists(st.booleans(), min_size=5, max_size=5))
+@given(
+    entries=st.lists(
+        st.builds(
+            CommitLogEntry,
+            offset=st.integers(0, 2**64 - 1),
+            timestamp=st.integers(-(2**63), 2**63 - 1),
+            leader_epoch=st.integers(0, 2**64 - 1),
+            key=st.none() | st.binary(max_size=8),
+            value=st.none() | st.binary(max_size=20),
+            headers=st.lists(
+                st.tuples(
+                    st.sampled_from(["subject", "a", 'ü"\n\x01\t\\', "😀", "\x7f\u2028"]),
+                    st.binary(max_size=4),
+                ),
+                max_size=4,
+            ),
+            magic=st.integers(0, 255),
+            attributes=st.integers(0, 255),
+            crc32c=st.integers(0, 2**32 - 1),
+            size=st.integers(0, 2**32 - 1),
+        ),
+        max_size=5,
+    ),
+    crc=st.lists(st.booleans(), min_size=5, max_size=5),
+)
 @pytest.mark.slow
 def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> None:
     """The C JSON Lines of `lbparse segments --format jsonl` parse to what
@@ -127,8 +157,14 @@ def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> No
 
     for e, ok in zip(entries, crc):
         e._crc_ok = ok
-    head = {"node": "n1", "file": "/d/ü.log", "stream": 's"', "partition": 0, "segment": 7,
-            "format": "v2020_02"}
+    head = {
+        "node": "n1",
+        "file": "/d/ü.log",
+        "stream": 's"',
+        "partition": 0,
+        "segment": 7,
+        "format": "v2020_02",
+    }
     prefix = (json.dumps(head, ensure_ascii=False)[:-1] + ", ").encode()
     positions = list(range(0, 100 * len(entries), 100))
     out = seg._native.jsonl(prefix, positions, entries).decode("utf-8")
@@ -137,7 +173,10 @@ def test_jsonl_formatter_equals_json_dumps(entries: list, crc: list[bool]) -> No
     assert got == jsonform.to_json_value(expected)
     for line, e in zip(got, entries):
         assert (line["offset"], line["timestamp"], line["leader_epoch"]) == (
-            str(e.offset), str(e.timestamp), str(e.leader_epoch))
+            str(e.offset),
+            str(e.timestamp),
+            str(e.leader_epoch),
+        )
     assert out == "".join(jsonform.dumps(r) + "\n" for r in expected)
 
 
@@ -150,7 +189,10 @@ def test_jsonl_formatter_on_real_segments(short_data) -> None:
     for log in sorted(short_data.glob("node*/streams/*/*/*.log")):
         reading = seg.read_segment(log)
         head = {"file": str(log)}
-        out = seg._native.jsonl((json.dumps(head)[:-1] + ", ").encode(), reading.positions,
-                                reading.entries).decode()
-        assert out == "".join(jsonform.dumps(r) + "\n"
-                              for r in _jsonl_reference(head, reading.positions, reading.entries))
+        out = seg._native.jsonl(
+            (json.dumps(head)[:-1] + ", ").encode(), reading.positions, reading.entries
+        ).decode()
+        assert out == "".join(
+            jsonform.dumps(r) + "\n"
+            for r in _jsonl_reference(head, reading.positions, reading.entries)
+        )

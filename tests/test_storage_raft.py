@@ -11,31 +11,32 @@ from pathlib import Path
 
 import pytest
 from kaitaistruct import KaitaiStream
+from support.cli import LBPARSE
+from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 from lbparse.storage.bbolt import BoltDB, fnv1a64
 from lbparse.storage.errors import StorageError
 from lbparse.storage.raftdb import read_raft_db, read_raft_db_bytes
 from lbparse_generated.kaitai.bbolt_page import BboltPage
-from support.cli import LBPARSE
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
 
 
-def _kaitai_walk(data: bytes, page_size: int, root: int, inline: bytes | None = None
-                 ) -> list[tuple[int, bytes, bytes]]:
+def _kaitai_walk(
+    data: bytes, page_size: int, root: int, inline: bytes | None = None
+) -> list[tuple[int, bytes, bytes]]:
     """A bucket's (flags, key, value) pairs, walking pages with the Kaitai parser only."""
     if inline is not None:
         page = BboltPage(KaitaiStream(BytesIO(inline)))
     else:
         at = root * page_size
-        head = BboltPage(KaitaiStream(BytesIO(data[at:at + page_size])))
-        page = BboltPage(KaitaiStream(BytesIO(data[at:at + (head.overflow + 1) * page_size])))
+        head = BboltPage(KaitaiStream(BytesIO(data[at : at + page_size])))
+        page = BboltPage(KaitaiStream(BytesIO(data[at : at + (head.overflow + 1) * page_size])))
     if page.flags == BboltPage.PageType.branch:
         return [kv for e in page.branch_elements for kv in _kaitai_walk(data, page_size, e.pgid)]
     return [(e.flags, e.key, e.value) for e in page.leaf_elements]
 
 
 def _kaitai_bucket(data: bytes, name: bytes) -> list[tuple[int, bytes, bytes]]:
-    metas = [BboltPage(KaitaiStream(BytesIO(data[at:at + 4096]))).meta for at in (0, 4096)]
+    metas = [BboltPage(KaitaiStream(BytesIO(data[at : at + 4096]))).meta for at in (0, 4096)]
     meta = max(metas, key=lambda m: m.txid)
     for flags, key, value in _kaitai_walk(data, meta.page_size, meta.root.root):
         if key == name:
@@ -73,8 +74,11 @@ def test_raft_log_and_stable_store(short_data: Path) -> None:
         first = store.logs[0].entry
         assert first is not None and first.type_name == "LogConfiguration"
         assert [s.id for s in first.configuration.servers] == ["node1", "node2", "node3"]
-        names = {log.entry.command.name for log in store.logs
-                 if log.entry is not None and log.entry.command is not None}
+        names = {
+            log.entry.command.name
+            for log in store.logs
+            if log.entry is not None and log.entry.command is not None
+        }
         assert {"CreateStream", "PublishActivity"} <= names
         assert store.stable["CurrentTerm"] == 2 and store.stable["LastVoteTerm"] == 2
         assert store.stable["LastVoteCand"] in (b"node1", b"node2", b"node3")
@@ -94,8 +98,9 @@ def test_damaged_meta_falls_back_to_the_other(short_data: Path) -> None:
 def test_a_damaged_page_is_reported_and_the_rest_read(short_data: Path) -> None:
     data = bytearray((short_data / "node1" / "raft" / "raft.db").read_bytes())
     db = BoltDB(bytes(data))
-    logs_root = next(db._open_bucket(e.value)[0] for e in db.items(db.meta.root)
-                     if e.key == b"logs")
+    logs_root = next(
+        db._open_bucket(e.value)[0] for e in db.items(db.meta.root) if e.key == b"logs"
+    )
     branch = db.page(logs_root)
     lost = branch.elements[0].pgid
     assert lost is not None
@@ -114,8 +119,7 @@ def test_not_a_bbolt_file() -> None:
 
 
 def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*LBPARSE, *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([*LBPARSE, *args], capture_output=True, text=True, timeout=120)
 
 
 @pytest.mark.slow
@@ -124,8 +128,16 @@ def test_raft_command_table_and_jsonl(short_data: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "CurrentTerm 2  LastVoteTerm 2  LastVoteCand node1" in res.stdout
     assert "CreateStream" in res.stdout and "LogConfiguration" in res.stdout
-    res = _lbparse("raft", str(short_data / "node2" / "raft" / "raft.db"), "--format", "jsonl",
-                   "--from-index", "5", "--to-index", "9")
+    res = _lbparse(
+        "raft",
+        str(short_data / "node2" / "raft" / "raft.db"),
+        "--format",
+        "jsonl",
+        "--from-index",
+        "5",
+        "--to-index",
+        "9",
+    )
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     # 64-bit integers (terms, indexes, txid) are decimal strings (lbparse.codec.jsonform)
     assert lines[0]["stable"]["CurrentTerm"] == "2" and lines[0]["meta"]["page_size"] == 4096

@@ -13,12 +13,12 @@ import struct
 import time
 
 import pytest
+from support.growth import assert_linear
+from support.segment_builder import Msg, build_segment
 
 from lbparse.storage import segment
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
 from lbparse.storage.segment import read_segment_bytes
-from support.growth import assert_linear
-from support.segment_builder import Msg, build_segment
 
 # Each doubling may take at most this much longer (1x, 2x, 4x: 2.5^2 over the
 # whole); linear is 2, the quadratic reader took 3 to 3.6.
@@ -32,7 +32,7 @@ def bodies_to_the_end(n: int, fmt: str = "v2020_02") -> bytes:
     value and header count at the end, each CRC wrong."""
     f = SEGMENT_FORMATS_BY_NAME[fmt]
     hl = f.header.size
-    head = [1, 0, 0, 0][:len(f.header_fields)]
+    head = [1, 0, 0, 0][: len(f.header_fields)]
     tail = struct.pack(">ii", -1, 0)
     out = bytearray(build_segment([Msg(0)], fmt))
     out += f.header.pack(*head[:-1], 0xFFFFFFF0)
@@ -41,8 +41,9 @@ def bodies_to_the_end(n: int, fmt: str = "v2020_02") -> bytes:
     for _ in range(n):
         here = len(out)
         key = total - len(tail) - (here + stride)
-        out += f.header.pack(*head[:-1], total - here - hl) + struct.pack(">IBBi", 0xDEADBEEF,
-                                                                            2, 0, key)
+        out += f.header.pack(*head[:-1], total - here - hl) + struct.pack(
+            ">IBBi", 0xDEADBEEF, 2, 0, key
+        )
     return bytes(out + tail)
 
 
@@ -83,13 +84,15 @@ def test_a_resync_takes_a_bounded_crc_per_candidate() -> None:
 def test_a_resync_over_bodies_to_the_end_grows_linearly(fmt: str) -> None:
     """CPU time at 1x, 2x, 4x of garbage (minima of interleaved rounds)."""
     inputs = {n: bodies_to_the_end(n, fmt) for n in (2_000, 4_000, 8_000)}
-    best = assert_linear(lambda n: _read(inputs[n]), list(inputs),
-                         max_exponent=_exponent(PER_DOUBLING))
+    best = assert_linear(
+        lambda n: _read(inputs[n]), list(inputs), max_exponent=_exponent(PER_DOUBLING)
+    )
     assert best[-1] < 30, best
 
 
 def _exponent(per_doubling: float) -> float:
     import math
+
     return math.log2(per_doubling)
 
 

@@ -13,18 +13,26 @@ import struct
 from pathlib import Path
 
 import pytest
+from support.segment_builder import Msg, build_segment, messages, write_partition
+from support.storage_fixtures import LISTING, lbtruth, short_data  # noqa: F401 (a fixture)
 
-from lbparse.storage import (check_partition, compare_replicas, detect_format, entry_json,
-                             find_partitions, read_index, read_segment, read_segment_bytes)
+from lbparse.storage import (
+    check_partition,
+    compare_replicas,
+    detect_format,
+    entry_json,
+    find_partitions,
+    read_index,
+    read_segment,
+    read_segment_bytes,
+)
 from lbparse.storage.checkpoints import parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError
 from lbparse.storage.formats import CURRENT, SEGMENT_FORMATS_BY_NAME
 from lbparse.storage.index import CURRENT_INDEX
-from support.segment_builder import Msg, build_segment, messages, write_partition
-from support.storage_fixtures import LISTING, lbtruth, short_data  # noqa: F401 (a fixture)
-
 
 # --- the real data directories ------------------------------------------------
+
 
 def test_real_segments_equal_lbtruth_entry_by_entry(short_data: Path) -> None:
     logs = sorted(short_data.glob("node*/streams/*/*/*.log"))
@@ -47,8 +55,15 @@ def test_real_indexes_equal_lbtruth(short_data: Path) -> None:
     for path in sorted(short_data.glob("node*/streams/*/*/*.index")):
         reading = read_index(path)
         truth = [json.loads(line) for line in lbtruth("index", str(path))]
-        ours = [{"rel_offset": e.rel_offset, "timestamp": e.timestamp, "position": e.position,
-                 "size": e.size} for e in reading.entries]
+        ours = [
+            {
+                "rel_offset": e.rel_offset,
+                "timestamp": e.timestamp,
+                "position": e.position,
+                "size": e.size,
+            }
+            for e in reading.entries
+        ]
         assert ours == truth, path
         assert reading.damage == []
 
@@ -93,7 +108,10 @@ def test_every_way_of_naming_the_data(short_data: Path) -> None:
     assert len(find_partitions([n1 / "streams"])) == 7
     orders = find_partitions([n1 / "streams" / "orders"])
     assert [(p.node, p.stream, p.partition) for p in orders] == [
-        ("node1", "orders", 0), ("node1", "orders", 1), ("node1", "orders", 2)]
+        ("node1", "orders", 0),
+        ("node1", "orders", 1),
+        ("node1", "orders", 2),
+    ]
     one = find_partitions([n1 / "streams" / "orders" / "1"])
     assert [(p.stream, p.partition, len(p.segments)) for p in one] == [("orders", 1, 1)]
     log = n1 / "streams" / "orders" / "1" / "00000000000000000000.log"
@@ -106,6 +124,7 @@ def test_every_way_of_naming_the_data(short_data: Path) -> None:
 
 
 # --- historical generations ---------------------------------------------------
+
 
 @pytest.mark.parametrize("fmt", list(SEGMENT_FORMATS_BY_NAME))
 def test_every_generation_is_told_apart_and_read(fmt: str) -> None:
@@ -154,7 +173,7 @@ def _index_field(name: str) -> slice:
     """Where a field sits in an index entry."""
     i = CURRENT_INDEX.fields.index(name)
     fmt = CURRENT_INDEX.entry.format
-    start = struct.calcsize(fmt[:1 + i])
+    start = struct.calcsize(fmt[: 1 + i])
     return slice(start, start + struct.calcsize(fmt[0] + fmt[1 + i]))
 
 
@@ -205,7 +224,7 @@ def test_truncated_segment_is_a_torn_entry(tmp_path: Path) -> None:
 def test_segment_cut_between_entries_leaves_the_index_past_the_end(tmp_path: Path) -> None:
     folder = _partition(tmp_path)
     log = _seg(folder, 5)
-    log.write_bytes(log.read_bytes()[:read_segment(log).positions[-1]])
+    log.write_bytes(log.read_bytes()[: read_segment(log).positions[-1]])
     found = _findings(folder)
     assert (log.with_suffix(".index").name, "index_past_end", 4 * W) in found
     assert ("replication-offset-checkpoint", "hw_past_end", 0) in found
@@ -249,8 +268,10 @@ def test_zeros_in_the_middle_and_at_the_end(tmp_path: Path) -> None:
     log.write_bytes(data[:cut] + bytes(64) + data[cut:] + bytes(100))
     after = read_segment(log)
     assert [e.offset for e in after.entries] == [0, 1, 2, 3]
-    assert [(f.kind, f.position) for f in after.damage] == [("zeros", cut),
-                                                           ("zeros", len(data) + 64)]
+    assert [(f.kind, f.position) for f in after.damage] == [
+        ("zeros", cut),
+        ("zeros", len(data) + 64),
+    ]
 
 
 def test_malformed_entry_is_reported_and_the_next_read(tmp_path: Path) -> None:
@@ -259,7 +280,7 @@ def test_malformed_entry_is_reported_and_the_next_read(tmp_path: Path) -> None:
     reading = read_segment(log)
     data = bytearray(log.read_bytes())
     key_len_at = reading.positions[1] + HL + CURRENT.body_head.size  # the key length
-    data[key_len_at:key_len_at + 4] = (0x7FFF0000).to_bytes(4, "big")  # key past the body
+    data[key_len_at : key_len_at + 4] = (0x7FFF0000).to_bytes(4, "big")  # key past the body
     log.write_bytes(bytes(data))
     after = read_segment(log)
     assert [e.offset for e in after.entries] == [0, 2, 3]
@@ -285,8 +306,11 @@ def test_index_past_the_end_and_pointing_nowhere(tmp_path: Path) -> None:
     found = _findings(folder)
     assert (idx.name, "index_past_end", W) in found
     assert (idx.name, "index_mismatch", 2 * W) in found
-    assert (_seg(folder, 0).name, "index_missing", read_segment(_seg(folder, 0)).positions[1]) \
-        in found
+    assert (
+        _seg(folder, 0).name,
+        "index_missing",
+        read_segment(_seg(folder, 0)).positions[1],
+    ) in found
 
 
 def test_zero_filled_index_with_and_without_entries_after_the_zeros(tmp_path: Path) -> None:
@@ -294,7 +318,7 @@ def test_zero_filled_index_with_and_without_entries_after_the_zeros(tmp_path: Pa
     idx = _seg(folder, 0, ".index")
     assert _findings(folder) == []  # the preallocated zero tail is fine
     data = bytearray(idx.read_bytes())
-    data[50 * W:51 * W] = data[0:W]  # an entry after the zeros
+    data[50 * W : 51 * W] = data[0:W]  # an entry after the zeros
     idx.write_bytes(bytes(data))
     reading = read_index(idx)
     assert len(reading.entries) == 5 and reading.zero_tail == 5 * W
@@ -315,11 +339,12 @@ def test_index_entry_that_disagrees_with_its_entry(tmp_path: Path) -> None:
 
 def test_offsets_timestamps_and_epochs_going_backwards(tmp_path: Path) -> None:
     msgs = messages(5)
-    msgs[2] = Msg(7, msgs[2].timestamp, 3)                  # offset skips
-    msgs[3] = Msg(8, msgs[0].timestamp - 5, 3)              # timestamp backwards
-    msgs[4] = Msg(9, msgs[4].timestamp, 1)                  # epoch backwards
-    folder = write_partition(tmp_path / "p" / "streams" / "s" / "0", [msgs], hw=9,
-                             epochs=[(1, 0), (3, 0)])
+    msgs[2] = Msg(7, msgs[2].timestamp, 3)  # offset skips
+    msgs[3] = Msg(8, msgs[0].timestamp - 5, 3)  # timestamp backwards
+    msgs[4] = Msg(9, msgs[4].timestamp, 1)  # epoch backwards
+    folder = write_partition(
+        tmp_path / "p" / "streams" / "s" / "0", [msgs], hw=9, epochs=[(1, 0), (3, 0)]
+    )
     kinds = [k for _, k, _ in _findings(folder)]
     assert kinds.count("offset_gap") == 1
     assert "timestamp_backwards" in kinds and "epoch_backwards" in kinds
@@ -331,7 +356,8 @@ def test_epochs_disagreeing_with_the_checkpoint(tmp_path: Path) -> None:
     found = _findings(folder)
     # offsets 3 and 4 (epoch 3) come after epoch 5 started at 2
     assert [(k, p) for _, k, p in found if k == "epoch_checkpoint"][:1] == [
-        ("epoch_checkpoint", read_segment(_seg(folder, 0)).positions[0])]
+        ("epoch_checkpoint", read_segment(_seg(folder, 0)).positions[0])
+    ]
     # A leader records a new epoch at the offset of the last message before it.
     ok = _partition(tmp_path / "ok", n_segments=1, epochs=[(1, -1), (3, -1), (7, 4)])
     assert _findings(ok) == []
@@ -355,20 +381,25 @@ def test_replicas_compared_up_to_the_smallest_hw(tmp_path: Path) -> None:
         (tmp_path / node / "liftbridge").write_bytes(b"\x0a\x02" + node.encode())
     # n3 diverges at offset 5, above the HW: fine; n2 at offset 2: not
     other = [Msg(m.offset, m.timestamp, m.leader_epoch, m.key, b"changed") for m in msgs]
-    write_partition(tmp_path / "n3" / "streams" / "s" / "0", [msgs[:5] + other[5:]], hw=4,
-                    epochs=[(3, 0)])
-    write_partition(tmp_path / "n2" / "streams" / "s" / "0", [msgs[:2] + other[2:]], hw=4,
-                    epochs=[(3, 0)])
+    write_partition(
+        tmp_path / "n3" / "streams" / "s" / "0", [msgs[:5] + other[5:]], hw=4, epochs=[(3, 0)]
+    )
+    write_partition(
+        tmp_path / "n2" / "streams" / "s" / "0", [msgs[:2] + other[2:]], hw=4, epochs=[(3, 0)]
+    )
     parts = find_partitions([tmp_path / "n1", tmp_path / "n2", tmp_path / "n3"])
     found = compare_replicas([check_partition(p, keep_digests=True) for p in parts])
     assert len(found) == 1 and found[0].kind == "replica_mismatch"
     assert "offset 2 differs from n1's" in found[0].message and "/n2/" in found[0].path
-    assert found[0].position == read_segment(_seg(tmp_path / "n2" / "streams" / "s" / "0",
-                                                  0)).positions[2]
+    assert (
+        found[0].position
+        == read_segment(_seg(tmp_path / "n2" / "streams" / "s" / "0", 0)).positions[2]
+    )
 
 
-def test_copy_of_real_data_with_damage_is_read_as_far_as_it_goes(short_data: Path,
-                                                                tmp_path: Path) -> None:
+def test_copy_of_real_data_with_damage_is_read_as_far_as_it_goes(
+    short_data: Path, tmp_path: Path
+) -> None:
     data = tmp_path / "node1"
     shutil.copytree(short_data / "node1", data)
     log = data / "streams" / "orders" / "0" / "00000000000000000000.log"
@@ -386,9 +417,13 @@ def test_partitions_of_every_generation_verify_clean(tmp_path: Path, fmt: str) -
     """Segments and indexes of each generation (the 8-byte index before Aug
     2018) pass every check; a flipped value byte is found in each."""
     segs = [messages(4, first=0), messages(4, first=4)]
-    folder = write_partition(tmp_path / "D" / "streams" / "s" / "0", segs, hw=7,
-                             epochs=[(3, 0)] if fmt in ("v2019_07", "v2020_02") else None,
-                             fmt_name=fmt)
+    folder = write_partition(
+        tmp_path / "D" / "streams" / "s" / "0",
+        segs,
+        hw=7,
+        epochs=[(3, 0)] if fmt in ("v2019_07", "v2020_02") else None,
+        fmt_name=fmt,
+    )
     assert _findings(folder) == []
     log = _seg(folder, 4)
     data = bytearray(log.read_bytes())

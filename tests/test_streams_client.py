@@ -12,10 +12,10 @@ import pytest
 
 grpc = pytest.importorskip("grpc")
 
-from lbparse.streams.client import (StreamsClient, StreamsError, parse_servers,  # noqa: E402
-                                    subject_matches)
-from lbparse_generated.proto import api_pb2, api_pb2_grpc  # noqa: E402
 from support.net import free_port  # noqa: E402
+
+from lbparse.streams.client import StreamsClient, StreamsError, parse_servers, subject_matches  # noqa: E402
+from lbparse_generated.proto import api_pb2, api_pb2_grpc  # noqa: E402
 
 
 def test_the_stub_has_every_rpc_of_the_service() -> None:
@@ -23,12 +23,17 @@ def test_the_stub_has_every_rpc_of_the_service() -> None:
     unary or streaming as the service says."""
     service = api_pb2.DESCRIPTOR.services_by_name["API"]
     stub = api_pb2_grpc.APIStub(grpc.insecure_channel("127.0.0.1:1"))
-    kinds = {"UnaryUnary": (False, False), "UnaryStream": (False, True),
-             "StreamUnary": (True, False), "StreamStream": (True, True)}
+    kinds = {
+        "UnaryUnary": (False, False),
+        "UnaryStream": (False, True),
+        "StreamUnary": (True, False),
+        "StreamStream": (True, True),
+    }
     found = {}
     for method in service.methods:
-        kind = type(getattr(stub, method.name)).__name__.replace("_", "").replace(
-            "MultiCallable", "")
+        kind = (
+            type(getattr(stub, method.name)).__name__.replace("_", "").replace("MultiCallable", "")
+        )
         found[method.name] = kinds[kind]
     assert len(found) == 16
     assert found["Subscribe"] == (False, True) and found["PublishAsync"] == (True, True)
@@ -36,8 +41,7 @@ def test_the_stub_has_every_rpc_of_the_service() -> None:
 
 
 def test_servers_are_host_port_pairs() -> None:
-    assert parse_servers(" 127.0.0.1:9292, 127.0.0.1:9293 ") == ["127.0.0.1:9292",
-                                                                  "127.0.0.1:9293"]
+    assert parse_servers(" 127.0.0.1:9292, 127.0.0.1:9293 ") == ["127.0.0.1:9292", "127.0.0.1:9293"]
     for bad in ("", "127.0.0.1", "127.0.0.1:x,"):
         with pytest.raises(StreamsError):
             parse_servers(bad)
@@ -47,8 +51,10 @@ def test_servers_are_host_port_pairs() -> None:
 def test_an_unreachable_server_is_one_line_within_the_timeout() -> None:
     port = free_port()  # nothing listens there
     start = time.monotonic()
-    with StreamsClient([f"127.0.0.1:{port}"], timeout=2.0) as client, \
-            pytest.raises(StreamsError) as err:
+    with (
+        StreamsClient([f"127.0.0.1:{port}"], timeout=2.0) as client,
+        pytest.raises(StreamsError) as err,
+    ):
         client.partitions(["orders"])
     assert time.monotonic() - start < 10
     text = str(err.value)
@@ -56,13 +62,21 @@ def test_an_unreachable_server_is_one_line_within_the_timeout() -> None:
     assert f"127.0.0.1:{port}: UNAVAILABLE" in text
 
 
-@pytest.mark.parametrize("pattern,subject,matches", [
-    ("lb.orders", "lb.orders", True), ("lb.orders", "lb.orders.x", False),
-    ("lb.*.orders", "lb.eu.orders", True), ("lb.*.orders", "lb.eu.x.orders", False),
-    ("lb.*", "lb", False), ("lb.>", "lb.eu.audit.log", True), ("lb.>", "lb", False),
-    ("*", "orders", True), ("*", "a.b", False), (">", "a.b", True),
-    ("lb.e*", "lb.eu", False),  # a wildcard is a whole token, as NATS has it
-])
-def test_a_subject_pattern_is_a_nats_wildcard(pattern: str, subject: str,
-                                              matches: bool) -> None:
+@pytest.mark.parametrize(
+    "pattern,subject,matches",
+    [
+        ("lb.orders", "lb.orders", True),
+        ("lb.orders", "lb.orders.x", False),
+        ("lb.*.orders", "lb.eu.orders", True),
+        ("lb.*.orders", "lb.eu.x.orders", False),
+        ("lb.*", "lb", False),
+        ("lb.>", "lb.eu.audit.log", True),
+        ("lb.>", "lb", False),
+        ("*", "orders", True),
+        ("*", "a.b", False),
+        (">", "a.b", True),
+        ("lb.e*", "lb.eu", False),  # a wildcard is a whole token, as NATS has it
+    ],
+)
+def test_a_subject_pattern_is_a_nats_wildcard(pattern: str, subject: str, matches: bool) -> None:
     assert subject_matches(pattern, subject) is matches

@@ -8,15 +8,21 @@ import os
 
 import pyarrow as pa
 import pytest
-
-import lbparse
-from lbparse.columnar.schema import column_for
-from lbparse.columnar.tables import (MESSAGES, RAFT_ENTRIES, TRAFFIC_TABLES, payload_tables,
-                                     table_names, table_schema)
 from support.reading import concat_tables
 from support.shared import LIFTBRIDGE
 from support.traffic_tables import traffic_back
 from vectors import VECTORS, data
+
+import lbparse
+from lbparse.columnar.schema import column_for
+from lbparse.columnar.tables import (
+    MESSAGES,
+    RAFT_ENTRIES,
+    TRAFFIC_TABLES,
+    payload_tables,
+    table_names,
+    table_schema,
+)
 
 SHORT = os.path.join(LIFTBRIDGE, "samples", "short.pcapng")
 
@@ -87,8 +93,9 @@ def test_capture_tables_join_back_to_the_wide_rows() -> None:
             continue
         positions = wide.column("position").to_pylist()
         rows = got.to_pylist()
-        assert [(r.pop("source"), r.pop("position")) for r in rows] == \
-            [(wide.column("source")[i].as_py(), positions[i]) for i, _ in expected]
+        assert [(r.pop("source"), r.pop("position")) for r in rows] == [
+            (wide.column("source")[i].as_py(), positions[i]) for i, _ in expected
+        ]
         assert rows == [v for _, v in expected], table
     assert len(tables) > 5
 
@@ -102,8 +109,11 @@ def test_the_traffic_tables_join_back_to_the_wide_rows() -> None:
     tables = concat_tables(lbparse.read_capture_tables(SHORT, batch_rows=300))
     assert set(TRAFFIC_TABLES) <= set(tables) <= set(table_names())
     cols = ("traffic", "traffic_node", "raft_rpcs", "traffic_json")
-    want = {(r["source"], r["position"]): {c: r[c] for c in cols}
-            for r in wide.select(["source", "position", *cols]).to_pylist() if r["traffic"]}
+    want = {
+        (r["source"], r["position"]): {c: r[c] for c in cols}
+        for r in wide.select(["source", "position", *cols]).to_pylist()
+        if r["traffic"]
+    }
     got = traffic_back(tables)
     for v in want.values():
         v["raft_rpcs"] = v["raft_rpcs"] or []
@@ -129,13 +139,16 @@ def test_the_columnar_core_imports_nothing_of_spark() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, pkgutil, importlib, lbparse, lbparse.columnar as c\n"
-            "for m in pkgutil.iter_modules(c.__path__):\n"
-            "    importlib.import_module('lbparse.columnar.' + m.name)\n"
-            "lbparse.decode_tables([bytes.fromhex('b90e43b40008000b0a027331')])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
-    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+    code = (
+        "import sys, pkgutil, importlib, lbparse, lbparse.columnar as c\n"
+        "for m in pkgutil.iter_modules(c.__path__):\n"
+        "    importlib.import_module('lbparse.columnar.' + m.name)\n"
+        "lbparse.decode_tables([bytes.fromhex('b90e43b40008000b0a027331')])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "[]", out.stdout
 
 
@@ -159,8 +172,8 @@ def test_capture_tables_are_the_pipeline_tasks_rows(layout: str) -> None:
     Liftbridge's own traffic read across batches, auto's context applied (batches
     of 500 rows, so both cross batch boundaries)."""
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.columnar.tables import tables_of
     from lbparse.columnar.sources import SourceOptions, plan
+    from lbparse.columnar.tables import tables_of
     from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
     options = TaskOptions(DecodeOptions(layout=layout), SourceOptions(batch_rows=500))

@@ -12,19 +12,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from lbparse.capture import CaptureReader, columnar
-from lbparse.capture.notices import Notice
-from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from support import capwriter as cw
 from support import retransmit
 from support.growth import assert_linear, peak_bytes
 
+from lbparse.capture import CaptureReader, columnar
+from lbparse.capture.notices import Notice
+from lbparse.capture.tcp import RETRANSMIT_WINDOW
+
 
 def _read(path: str) -> tuple[list[tuple[str, bytes]], list[Notice]]:
     notices: list[Notice] = []
-    records = [(r.subject, r.payload) for r in CaptureReader(path, layout="plain",
-                                                            on_notice=notices.append)]
+    records = [
+        (r.subject, r.payload)
+        for r in CaptureReader(path, layout="plain", on_notice=notices.append)
+    ]
     return records, notices
 
 
@@ -39,7 +41,8 @@ def test_a_retransmission_with_other_bytes_is_a_notice(tmp_path: Path) -> None:
         "retransmission: 127.0.0.1:40000 -> 127.0.0.1:4222: retransmitted bytes differ from "
         "those delivered: 5 of 16 bytes compared in a segment of 16 bytes at sequence 1001, "
         "the first at sequence 1010; the copy delivered first was kept (later retransmissions "
-        "in this direction are not compared)"]
+        "in this direction are not compared)"
+    ]
     assert notices[0].nbytes == 5 and notices[0].to_json_dict()["notice"] == "retransmission"
 
 
@@ -56,8 +59,10 @@ def test_one_notice_per_direction_of_a_connection(tmp_path: Path) -> None:
     assert records == [("a", b"hello"), ("a", b"hi"), ("b", b"ok"), ("c", b"new")]
     told = _told(notices)
     assert [(n.src, n.dst, n.nbytes) for n in told] == [
-        ("127.0.0.1:40000", "127.0.0.1:4222", 5), ("127.0.0.1:4222", "127.0.0.1:40000", 1),
-        ("127.0.0.1:40000", "127.0.0.1:4222", 3)]
+        ("127.0.0.1:40000", "127.0.0.1:4222", 5),
+        ("127.0.0.1:4222", "127.0.0.1:40000", 1),
+        ("127.0.0.1:40000", "127.0.0.1:4222", 3),
+    ]
     assert "at sequence 4294967044" in told[1].message  # the server's side wraps
     assert "at sequence 77010" in told[2].message
 
@@ -70,7 +75,8 @@ def test_a_waiting_segment_that_overlaps_other_bytes(tmp_path: Path) -> None:
     assert records == [("a", b"hello"), ("b", b"WORLD"), ("c", b"ok")]
     assert [n.message.split(";")[0] for n in notices] == [
         "retransmitted bytes differ from those delivered: 4 of 4 bytes compared in a segment "
-        "of 6 bytes at sequence 1027, the first at sequence 1027"]
+        "of 6 bytes at sequence 1027, the first at sequence 1027"
+    ]
 
 
 def test_a_loss_empties_the_window(tmp_path: Path) -> None:
@@ -83,12 +89,23 @@ def test_a_loss_empties_the_window(tmp_path: Path) -> None:
     assert "at sequence 1033, the first at sequence 1042" in notices[1].message
 
 
-@pytest.mark.parametrize("back, flip, told", [
-    (40, 0, 1), (40, 39, 1), (40, 40, 0), (1, 0, 1), (RETRANSMIT_WINDOW, 0, 1),
-    (RETRANSMIT_WINDOW + 1, 0, 0), (RETRANSMIT_WINDOW + 1, 1, 1),
-    (RETRANSMIT_WINDOW + 20, 19, 0), (RETRANSMIT_WINDOW + 20, 20, 1)])
-def test_the_window_is_the_last_bytes_delivered(back: int, flip: int, told: int,
-                                                tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "back, flip, told",
+    [
+        (40, 0, 1),
+        (40, 39, 1),
+        (40, 40, 0),
+        (1, 0, 1),
+        (RETRANSMIT_WINDOW, 0, 1),
+        (RETRANSMIT_WINDOW + 1, 0, 0),
+        (RETRANSMIT_WINDOW + 1, 1, 1),
+        (RETRANSMIT_WINDOW + 20, 19, 0),
+        (RETRANSMIT_WINDOW + 20, 20, 1),
+    ],
+)
+def test_the_window_is_the_last_bytes_delivered(
+    back: int, flip: int, told: int, tmp_path: Path
+) -> None:
     """A long stream in uneven segments (one larger than the window), then
     40 bytes `back` bytes behind its end, one byte changed: told when that
     byte is among the last RETRANSMIT_WINDOW delivered, not otherwise (the
@@ -110,6 +127,7 @@ def test_beyond_the_window_nothing_is_compared(tmp_path: Path) -> None:
 
 # -- bounded memory, linear time ----------------------------------------------------
 
+
 def _resent(path: Path, n: int, differ: bool) -> str:
     """n segments of 1000 bytes, each followed by a copy of the last 6000
     bytes sent (more than the window), equal or, when `differ`, not."""
@@ -118,9 +136,9 @@ def _resent(path: Path, n: int, differ: bool) -> str:
     c0 = conn.seq["c"]
     stream = retransmit.long_stream(1000 * n + 6000)
     for i in range(n):
-        packets += conn.send("c", stream[1000 * i:1000 * (i + 1)])
+        packets += conn.send("c", stream[1000 * i : 1000 * (i + 1)])
         start = max(0, 1000 * (i + 1) - 6000)
-        again = stream[start:1000 * (i + 1)]
+        again = stream[start : 1000 * (i + 1)]
         packets.append(conn.segment_at("c", c0 + start, again.upper() if differ else again))
     return retransmit.write(path / f"resent{n}{differ}.pcap", packets)
 
@@ -153,8 +171,9 @@ def _read_native(path: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("differ", [False, True])
-def test_many_retransmissions_are_compared_in_linear_time(differ: bool, native: bool,
-                                                          tmp_path: Path) -> None:
+def test_many_retransmissions_are_compared_in_linear_time(
+    differ: bool, native: bool, tmp_path: Path
+) -> None:
     if native and not columnar.available():
         pytest.skip("the C capture module is not built")
     paths = {n: _resent(tmp_path, n, differ) for n in (500, 1000, 2000, 4000)}

@@ -28,10 +28,27 @@ def test_a_passed_tests_files_go_and_a_failed_tests_stay(tmp_path: Path) -> None
     (case / "test_case.py").write_text(CASE)
     base = tmp_path / "base"
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(case), "--basetemp", str(base),
-         str(case / "test_case.py")],
-        cwd=case, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            "--rootdir",
+            str(case),
+            "--basetemp",
+            str(base),
+            str(case / "test_case.py"),
+        ],
+        cwd=case,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "1 failed, 1 passed" in done.stdout, done.stdout[-2000:]
     left = sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file())
     assert left == ["test_fails0/evidence"], left
@@ -42,8 +59,13 @@ def test_the_processes_the_tests_start_write_in_the_runs_directory() -> None:
     from support import runtmp
 
     assert os.path.isdir(runtmp.PATH) and os.environ["TMPDIR"] == runtmp.PATH
-    done = subprocess.run([sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp())"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp())"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     made = done.stdout.strip()
     assert os.path.dirname(made) == runtmp.PATH, made
     os.rmdir(made)

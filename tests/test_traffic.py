@@ -16,13 +16,13 @@ from pathlib import Path
 
 import msgpack
 import pytest
+from support.shared import LIFTBRIDGE
 
 from lbparse.capture import CaptureReader
 from lbparse.capture.recordings import record_writer
 from lbparse.capture.records import Record
-from lbparse.raft import SUBJECTS
 from lbparse.capture.traffic import TrafficReader, subject_kind
-from support.shared import LIFTBRIDGE
+from lbparse.raft import SUBJECTS
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 NS = "liftbridge-default.raft.metadata"
@@ -38,12 +38,18 @@ def _sample() -> Path:
 def test_every_spec_subject_is_named() -> None:
     examples = {
         "{ns}.raft.metadata.{node}.request.{inbox}": (INBOX, "raft_stream", {"node": "node2"}),
-        "{ns}.raft.metadata.{node}.accept": (f"{NS}.node3.accept", "raft_accept",
-                                             {"node": "node3"}),
+        "{ns}.raft.metadata.{node}.accept": (
+            f"{NS}.node3.accept",
+            "raft_accept",
+            {"node": "node3"},
+        ),
         "{ns}.raft.metadata.bootstrap": (f"{NS}.bootstrap", "bootstrap_probe", {}),
         "{ns}.raft.metadata.bootstrap.reply": (f"{NS}.bootstrap.reply", "bootstrap_probe", {}),
-        "{ns}.{stream}.{partition}.replicate": ("liftbridge-default.orders.0.replicate",
-                                                "envelope", {}),
+        "{ns}.{stream}.{partition}.replicate": (
+            "liftbridge-default.orders.0.replicate",
+            "envelope",
+            {},
+        ),
     }
     for pattern, kind, _ in SUBJECTS:
         if pattern in examples:
@@ -51,7 +57,8 @@ def test_every_spec_subject_is_named() -> None:
             got = subject_kind(subject)
             assert got is not None and got[0] == want == kind
             assert {k: v for k, v in got[2].items() if k != "ns"} == tokens | (
-                {"inbox": "_INBOX.abc"} if kind == "raft_stream" else {})
+                {"inbox": "_INBOX.abc"} if kind == "raft_stream" else {}
+            )
     assert subject_kind("orders") is None
 
 
@@ -60,8 +67,9 @@ def test_the_real_clusters_raft_traffic_is_all_named_and_decoded() -> None:
     rpcs: Counter[tuple[str, str]] = Counter()
     for rec in CaptureReader(str(_sample())):
         t = rec.traffic
-        if ".raft.metadata." in rec.subject and (rec.envelope is None or
-                                                 rec.envelope.layout == "plain"):
+        if ".raft.metadata." in rec.subject and (
+            rec.envelope is None or rec.envelope.layout == "plain"
+        ):
             assert t is not None, rec.subject  # none of it left unnamed
         if t is None:
             continue
@@ -69,8 +77,12 @@ def test_the_real_clusters_raft_traffic_is_all_named_and_decoded() -> None:
         kinds[t.kind] += 1
         for r in t.rpcs:
             rpcs[(r.role, r.rpc)] += 1
-    assert kinds == {"raft_request": 1208, "raft_response": 1208, "raft_accept": 8,
-                     "raft_accept_reply": 8}
+    assert kinds == {
+        "raft_request": 1208,
+        "raft_response": 1208,
+        "raft_accept": 8,
+        "raft_accept_reply": 8,
+    }
     assert rpcs[("request", "RequestVote")] == 4 and rpcs[("request", "AppendEntries")] == 1204
 
 
@@ -89,16 +101,28 @@ def _pack(obj: object) -> bytes:
 
 def test_crafted_traffic() -> None:
     r = TrafficReader()
-    vote = bytes([1]) + _pack({"ProtocolVersion": 3, "Term": 4, "Candidate": b"node1",
-                               "LastLogIndex": 9, "LastLogTerm": 3, "LeadershipTransfer": False})
+    vote = bytes([1]) + _pack(
+        {
+            "ProtocolVersion": 3,
+            "Term": 4,
+            "Candidate": b"node1",
+            "LastLogIndex": 9,
+            "LastLogTerm": 3,
+            "LeadershipTransfer": False,
+        }
+    )
     probe = r.read("a:1", "b:2", f"{NS}.bootstrap", f"{NS}.bootstrap.reply", b"node1")
     assert probe is not None and (probe.kind, probe.node) == ("bootstrap_probe", "node1")
-    accept = r.read("a:1", "b:2", f"{NS}.node2.accept", "_INBOX.r1",
-                    json.dumps({"id": "node1", "inbox": f"{NS}.node1.request._INBOX.x"}).encode())
+    accept = r.read(
+        "a:1",
+        "b:2",
+        f"{NS}.node2.accept",
+        "_INBOX.r1",
+        json.dumps({"id": "node1", "inbox": f"{NS}.node1.request._INBOX.x"}).encode(),
+    )
     assert accept is not None and accept.detail["id"] == "node1"
     down = r.read("b:2", "a:1", "_INBOX.r1", None, b"", b"NATS/1.0 503\r\n\r\n")
-    assert down is not None and (down.kind, down.detail) == ("raft_accept_reply",
-                                                              {"status": "503"})
+    assert down is not None and (down.kind, down.detail) == ("raft_accept_reply", {"status": "503"})
     first = r.read("a:1", "b:2", INBOX, None, vote[:10])
     assert first is not None and first.kind == "raft_request" and first.detail["pending"] == 10
     rest = r.read("a:1", "b:2", INBOX, None, vote[10:])
@@ -148,14 +172,26 @@ def test_any_bytes_on_any_liftbridge_subject_give_traffic_or_none() -> None:
     r = TrafficReader()
     subjects = [INBOX, f"{NS}.node2.accept", f"{NS}.bootstrap", "_INBOX.r1", "_INBOX.zz"]
     r.read("a:1", "b:2", f"{NS}.node2.accept", "_INBOX.r1", b'{"id": "n", "inbox": "x"}')
-    payloads = [b"[" * 100_000, b'{"inbox": ' + b"[" * 50_000, b"\x00\x87", b"\xa0\xde\xff",
-                b"\xff" * 40, b'{"inbox": "' + INBOX.encode() + b'"}']
+    payloads = [
+        b"[" * 100_000,
+        b'{"inbox": ' + b"[" * 50_000,
+        b"\x00\x87",
+        b"\xa0\xde\xff",
+        b"\xff" * 40,
+        b'{"inbox": "' + INBOX.encode() + b'"}',
+    ]
     payloads += [bytes(rnd.randrange(256) for _ in range(rnd.randrange(60))) for _ in range(300)]
     for p in payloads:
         for s in subjects:
             t = r.read("a:1", "b:2", s, None, p)
-            assert t is None or t.kind in ("raft_request", "raft_response", "raft_stream",
-                                           "raft_stream_close", "raft_accept",
-                                           "raft_accept_reply", "bootstrap_probe")
+            assert t is None or t.kind in (
+                "raft_request",
+                "raft_response",
+                "raft_stream",
+                "raft_stream_close",
+                "raft_accept",
+                "raft_accept_reply",
+                "bootstrap_probe",
+            )
             if t is not None:
                 json.dumps(t.to_json_dict())

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from support.cli import run_cli
+from support.shared import shared_path
 
 import lbparse
 from lbparse.columnar.api import payload_records
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
-from support.cli import run_cli
-from support.shared import shared_path
 
 
 def _column(tables: list[dict[str, pa.Table]], table: str, column: str) -> list[Any]:
@@ -27,8 +27,7 @@ def _column(tables: list[dict[str, pa.Table]], table: str, column: str) -> list[
 
 
 def test_zeros_are_values_in_the_capture_tables() -> None:
-    tables = list(lbparse.read_capture_tables(shared_path("liftbridge", "samples",
-                                                          "short.pcapng")))
+    tables = list(lbparse.read_capture_tables(shared_path("liftbridge", "samples", "short.pcapng")))
     policies = Counter(_column(tables, "proto_Ack", "ackPolicy"))
     assert policies["LEADER"] > 0 and None not in policies, policies  # enum value 0
     partitions = _column(tables, "proto_Message", "partition")
@@ -41,8 +40,9 @@ def test_pandas_reads_zeros_as_integers_and_names_from_capture_tables(tmp_path: 
     import pandas as pd
 
     out = tmp_path / "t"
-    done = run_cli("capture", str(shared_path("liftbridge", "samples", "short.pcapng")),
-                   "--tables", str(out))
+    done = run_cli(
+        "capture", str(shared_path("liftbridge", "samples", "short.pcapng")), "--tables", str(out)
+    )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     acks = pd.read_parquet(out / "proto_Ack")
     assert (acks["ackPolicy"] == "LEADER").sum() > 0
@@ -56,7 +56,8 @@ def test_nulls_for_defaults_are_an_option() -> None:
     payloads = pa.array([lbparse.encode(ack)], pa.binary())
     for emit, want in ((True, ("LEADER", 0, "OK")), (False, (None, None, None))):
         batch = decoder_for(DecodeOptions(layout="v0", emit_defaults=emit))(
-            payload_records(payloads))
+            payload_records(payloads)
+        )
         row = batch.column("proto_Ack").to_pylist()[0]
         assert (row["ackPolicy"], row["offset"], row["ackError"]) == want
 
@@ -70,8 +71,12 @@ def test_pandas_reads_every_integer_column_as_an_integer(tmp_path: Path) -> None
     import pyarrow.parquet as pq
 
     out = tmp_path / "t"
-    done = run_cli("capture", str(shared_path("liftbridge", "samples", "api-short.pcapng")),
-                   "--tables", str(out))
+    done = run_cli(
+        "capture",
+        str(shared_path("liftbridge", "samples", "api-short.pcapng")),
+        "--tables",
+        str(out),
+    )
     assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
     tables = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert {"messages", "proto_Ack", "grpc_calls"} <= set(tables), tables

@@ -10,7 +10,8 @@ import pytest
 
 DATA = Path(__file__).resolve().parent / "data"
 VECTORS: list[dict[str, Any]] = [
-    json.loads(line) for line in (DATA / "vectors.jsonl").read_text(encoding="utf-8").splitlines()
+    json.loads(line)
+    for line in (DATA / "vectors.jsonl").read_text(encoding="utf-8").splitlines()
     if line.strip()
 ]
 assert len(VECTORS) == 163, "the reference set has 163 vectors"

@@ -64,8 +64,10 @@ def _packages() -> list[tuple[Path, str]]:
     import lbparse
     import lbparse_generated
 
-    return [(Path(lbparse.__file__).parent, "lbparse"),
-            (Path(lbparse_generated.__file__).parent, "lbparse_generated")]
+    return [
+        (Path(lbparse.__file__).parent, "lbparse"),
+        (Path(lbparse_generated.__file__).parent, "lbparse_generated"),
+    ]
 
 
 def _requirements() -> list[str]:
@@ -88,15 +90,20 @@ def build(out: str | os.PathLike[str] = "dist") -> list[Path]:
             for path in sorted(src.rglob("*")):
                 # Compiled modules (setup.py) cannot load from a zip, and
                 # their .py source beside them is what runs from one.
-                if path.is_file() and "__pycache__" not in path.parts \
-                        and path.suffix not in (".pyc", ".so", ".pyd"):
+                if (
+                    path.is_file()
+                    and "__pycache__" not in path.parts
+                    and path.suffix not in (".pyc", ".so", ".pyd")
+                ):
                     z.write(path, f"{name}/{path.relative_to(src)}")
     os.replace(tmp, zpath)
     launcher = out / "lbparse_pipeline.py"
     launcher.write_text(LAUNCHER)
     reqs = out / "requirements.txt"
-    reqs.write_text("# what every executor's Python needs (pinned as lbparse pins them)\n"
-                    + "".join(f"{r}\n" for r in _requirements()))
+    reqs.write_text(
+        "# what every executor's Python needs (pinned as lbparse pins them)\n"
+        + "".join(f"{r}\n" for r in _requirements())
+    )
     return [zpath, launcher, reqs]
 
 
@@ -120,8 +127,9 @@ def _installed(requirements: list[str]) -> list[metadata.Distribution]:
             continue  # another platform's, or an extra's
         dist = metadata.distribution(req.name)
         if not req.specifier.contains(dist.version, prereleases=True):
-            raise SystemExit(f"dist: {req.name} {dist.version} is installed here, "
-                             f"lbparse pins {req}")
+            raise SystemExit(
+                f"dist: {req.name} {dist.version} is installed here, lbparse pins {req}"
+            )
         key = dist.metadata["Name"].lower()
         if key not in found:
             found[key] = dist
@@ -149,15 +157,34 @@ def _wheel_here(out: Path, env: dict[str, str]) -> Path:
     """lbparse's wheel built from this tree with the build tools installed here."""
     wheels = out / "wheel"
     shutil.rmtree(wheels, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-index", "--no-deps",
-                    "--no-build-isolation", "-w", str(wheels), str(ROOT)], check=True, env=env,
-                   cwd=str(out))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
+        check=True,
+        env=env,
+        cwd=str(out),
+    )
     (found,) = wheels.glob("lbparse-*.whl")
     return found
 
 
-def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
-              compress_level: int = 4, from_here: bool = False) -> Path:
+def build_env(
+    out: str | os.PathLike[str] = "dist",
+    wheel: Path | None = None,
+    compress_level: int = 4,
+    from_here: bool = False,
+) -> Path:
     """A fresh virtualenv with lbparse installed from this tree (compiled modules
     required), packed by venv-pack into out/lbparse-env.tar.gz; returns its path.
     `wheel`: lbparse's wheel already built from this tree (`make wheel`), installed
@@ -171,38 +198,83 @@ def build_env(out: str | os.PathLike[str] = "dist", wheel: Path | None = None,
     out.mkdir(parents=True, exist_ok=True)
     work = out / "build-env"
     shutil.rmtree(work, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", *(["--without-pip"] * from_here), str(work)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", *(["--without-pip"] * from_here), str(work)], check=True
+    )
     python = str(work / "bin" / "python")
     # A build without the C modules is refused: the point of the archive is them.
     env = dict(os.environ, LBPARSE_EXPECT_COMPILED="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
     env.pop("PYTHONPATH", None)  # the new environment's own packages only
     if from_here:
-        site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path("
-                                    "'purelib'))"], check=True, capture_output=True, text=True,
-                                   env=env).stdout.strip())
+        site = Path(
+            subprocess.run(
+                [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            ).stdout.strip()
+        )
         _copy_installed(_env_requirements(), site)
         if wheel is None:  # built by this Python: the new environment has no setuptools
             wheel = _wheel_here(out, env)
         # this Python's pip, installing into the new environment (`--python`)
-        subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
-                        "--no-index", "--no-deps", str(wheel)], check=True, env=env,
-                       cwd=str(out))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                python,
+                "install",
+                "-q",
+                "--no-index",
+                "--no-deps",
+                str(wheel),
+            ],
+            check=True,
+            env=env,
+            cwd=str(out),
+        )
     else:
-        subprocess.run([python, "-m", "pip", "install", "-q", "--no-cache-dir",
-                        str(wheel or ROOT), *_env_requirements()], check=True, env=env,
-                       cwd=str(out))
+        subprocess.run(
+            [
+                python,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-cache-dir",
+                str(wheel or ROOT),
+                *_env_requirements(),
+            ],
+            check=True,
+            env=env,
+            cwd=str(out),
+        )
     check = subprocess.run(
-        [python, "-c", "from lbparse.capture import compiled_modules, HOT_MODULES;"
-         "from lbparse.columnar import crc; import sys;"
-         "sys.exit(0 if len(compiled_modules()) == len(HOT_MODULES) and crc._native else 1)"],
-        env=env, cwd=str(out))
+        [
+            python,
+            "-c",
+            "from lbparse.capture import compiled_modules, HOT_MODULES;"
+            "from lbparse.columnar import crc; import sys;"
+            "sys.exit(0 if len(compiled_modules()) == len(HOT_MODULES) and crc._native else 1)",
+        ],
+        env=env,
+        cwd=str(out),
+    )
     if check.returncode != 0:
-        raise SystemExit("dist: lbparse installed without its compiled modules "
-                         "(a C compiler is needed: gcc)")
+        raise SystemExit(
+            "dist: lbparse installed without its compiled modules (a C compiler is needed: gcc)"
+        )
     archive = out / ENV_ARCHIVE
-    venv_pack.pack(prefix=str(work), output=str(archive), force=True, verbose=False,
-                   compress_level=compress_level)
+    venv_pack.pack(
+        prefix=str(work),
+        output=str(archive),
+        force=True,
+        verbose=False,
+        compress_level=compress_level,
+    )
     shutil.rmtree(work, ignore_errors=True)
     return archive
 

@@ -38,9 +38,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ksy_construct import emit_construct  # noqa: E402
-from ksy_facts import commitlog_facts, envelope_facts, structs  # noqa: E402
-from ksy_storage import emit_storage, relative_kaitai_imports  # noqa: E402
+from ksy_construct import emit_construct
+from ksy_facts import commitlog_facts, envelope_facts, structs
+from ksy_storage import emit_storage, relative_kaitai_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"  # --spec names another (the tests generate from edited copies)
@@ -78,8 +78,10 @@ def mypy_plugin() -> str:
     scripts = sysconfig.get_path("scripts")
     found = shutil.which("protoc-gen-mypy", path=scripts) or shutil.which("protoc-gen-mypy")
     if found is None:
-        sys.exit(f"protoc-gen-mypy not found in {scripts} or on PATH: "
-                 "pip install mypy-protobuf (make venv does)")
+        sys.exit(
+            f"protoc-gen-mypy not found in {scripts} or on PATH: "
+            "pip install mypy-protobuf (make venv does)"
+        )
     return found
 
 
@@ -112,7 +114,14 @@ def run_protoc(out: Path) -> None:
 def run_flatc(out: Path) -> None:
     """flatc's Python classes (with the object API), imports made package-relative."""
     for fbs in FBS_FILES:
-        cmd = ["flatc", "--python", "--gen-object-api", "-o", str(out), str(SPEC / "flatbuffers" / fbs)]
+        cmd = [
+            "flatc",
+            "--python",
+            "--gen-object-api",
+            "-o",
+            str(out),
+            str(SPEC / "flatbuffers" / fbs),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             sys.exit(f"flatc failed:\n{res.stderr}")
@@ -219,19 +228,27 @@ def field_errors(ksy: dict) -> dict:
 # Type annotations of the generated constants (so that type checkers see
 # more than `object` in these tables); scalars are annotated by their type.
 ANNOTATIONS = {
-    "LAYOUTS": "dict[str, dict[str, Any]]", "FIELD_ERRORS": "dict[str, str]",
-    "PAYLOAD_KINDS": "dict[str, str]", "CRC_PAIRING_ERRORS": "dict[str, str]",
-    "HEADER_LENS": "tuple[int, ...]", "STRUCTS": "dict[str, dict[str, Any]]",
+    "LAYOUTS": "dict[str, dict[str, Any]]",
+    "FIELD_ERRORS": "dict[str, str]",
+    "PAYLOAD_KINDS": "dict[str, str]",
+    "CRC_PAIRING_ERRORS": "dict[str, str]",
+    "HEADER_LENS": "tuple[int, ...]",
+    "STRUCTS": "dict[str, dict[str, Any]]",
     "REPLICATION_RESPONSE_FIELDS": "tuple[tuple[str, Any], ...]",
-    "TABLES": "dict[str, list[tuple[int, str, str]]]", "ENUMS": "dict[str, dict[str, Any]]",
+    "TABLES": "dict[str, list[tuple[int, str, str]]]",
+    "ENUMS": "dict[str, dict[str, Any]]",
 }
 
 
 def _assign(name: str, value: object, comment: str = "") -> str:
     head = "".join(f"# {line}\n" for line in comment.splitlines())
     annotation = ANNOTATIONS.get(name) or type(value).__name__
-    return (head + f"{name}: {annotation} = "
-            + pprint.pformat(value, width=88, sort_dicts=False) + "\n\n")
+    return (
+        head
+        + f"{name}: {annotation} = "
+        + pprint.pformat(value, width=88, sort_dicts=False)
+        + "\n\n"
+    )
 
 
 def emit_tables(out: Path) -> None:
@@ -256,25 +273,41 @@ def emit_tables(out: Path) -> None:
         _assign("FIELD_ERRORS", field_errors(ksy)),
         "# Header fields in spec order (Kaitai reports a failed check by index).\n",
         "HEADER_SEQ: tuple[str, ...] = "
-        + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"])) + "\n",
+        + repr(tuple(f["id"] for f in ksy["types"]["header"]["seq"]))
+        + "\n",
         "TOP_SEQ: tuple[str, ...] = " + repr(tuple(f["id"] for f in ksy["seq"])) + "\n\n",
-        _assign("PAYLOAD_KINDS", dict(ksy["-payload-kinds"]),
-                "Payload types that are not protobuf messages (the spec's `-payload-kinds`)."),
+        _assign(
+            "PAYLOAD_KINDS",
+            dict(ksy["-payload-kinds"]),
+            "Payload types that are not protobuf messages (the spec's `-payload-kinds`).",
+        ),
         "# The envelope header (spec/envelope.ksy).\n",
         *(_assign(k, v) for k, v in envelope.items() if k != "CRC_PAIRING_ERRORS"),
-        _assign("CRC_PAIRING_ERRORS", envelope["CRC_PAIRING_ERRORS"],
-                "The CRC flag / header_len check fails two ways: the flag set without\n"
-                "room for the CRC, or a CRC-sized header_len without the flag."),
-        _assign("STRUCTS", structs([ksy, commitlog]),
-                "Every type of every spec (`root` or `root::type`): the struct format,\n"
-                "size and fields ({name: (offset, size, format)}) of the fixed-size\n"
-                "fields it starts with, and the format of each of its integer fields."),
-        _assign("NIL_LENGTH", clog["NIL_LENGTH"],
-                "A commit-log key or value length that means nil (spec/commitlog.ksy)."),
-        _assign("REPLICATION_RESPONSE_FIELDS", clog["REPLICATION_RESPONSE_FIELDS"],
-                "A ReplicationResponse payload as named values, in spec order: (name,\n"
-                "ksy type), or (name, fields) for a list; lengths and counts left out,\n"
-                "an entry's body flattened into it."),
+        _assign(
+            "CRC_PAIRING_ERRORS",
+            envelope["CRC_PAIRING_ERRORS"],
+            "The CRC flag / header_len check fails two ways: the flag set without\n"
+            "room for the CRC, or a CRC-sized header_len without the flag.",
+        ),
+        _assign(
+            "STRUCTS",
+            structs([ksy, commitlog]),
+            "Every type of every spec (`root` or `root::type`): the struct format,\n"
+            "size and fields ({name: (offset, size, format)}) of the fixed-size\n"
+            "fields it starts with, and the format of each of its integer fields.",
+        ),
+        _assign(
+            "NIL_LENGTH",
+            clog["NIL_LENGTH"],
+            "A commit-log key or value length that means nil (spec/commitlog.ksy).",
+        ),
+        _assign(
+            "REPLICATION_RESPONSE_FIELDS",
+            clog["REPLICATION_RESPONSE_FIELDS"],
+            "A ReplicationResponse payload as named values, in spec order: (name,\n"
+            "ksy type), or (name, fields) for a list; lengths and counts left out,\n"
+            "an entry's body flattened into it.",
+        ),
     ]
     (out / "tables.py").write_text("".join(text).rstrip("\n") + "\n", encoding="utf-8")
 
@@ -302,8 +335,11 @@ def _raft_structs(ksy: dict) -> dict:
         return tuple((f["key"], f["type"], f.get("enum"), f.get("since")) for f in spec["fields"])
 
     header = fields(structs["RPCHeader"])
-    return {name: (header if spec.get("header") else ()) + fields(spec)
-            for name, spec in structs.items() if name != "RPCHeader"}
+    return {
+        name: (header if spec.get("header") else ()) + fields(spec)
+        for name, spec in structs.items()
+        if name != "RPCHeader"
+    }
 
 
 def emit_raft(out: Path) -> None:
@@ -313,18 +349,21 @@ def emit_raft(out: Path) -> None:
     text = [
         BANNER.format(src=f"spec/{RAFT_KSY}"),
         '"""The metadata Raft group on NATS: hashicorp/raft\'s transport and log\n'
-        "entries, Liftbridge\'s RaftLog commands, and the subjects they travel on.\n\n"
+        "entries, Liftbridge's RaftLog commands, and the subjects they travel on.\n\n"
         "RPC_TYPES: {rpc type byte: {id, name, request, response, trailer?, doc}};\n"
         "LOG_TYPES, SUFFRAGES: {value: {id, name, doc}}; STRUCTS: {msgpack struct:\n"
         "((key, type, enum, since), ...)}; COMMANDS: {protocol.Op name: (command\n"
         "name, RaftLog field)}; SUBJECTS: ((pattern, kind, name), ...), tried in\n"
         'order."""\n\n',
-        "RPC_TYPES = " + pprint.pformat(_raft_enum(ksy, "rpc_type"), width=88, sort_dicts=False)
+        "RPC_TYPES = "
+        + pprint.pformat(_raft_enum(ksy, "rpc_type"), width=88, sort_dicts=False)
         + "\n\n",
-        "LOG_TYPES = " + pprint.pformat(_raft_enum(ksy, "log_type"), width=88, sort_dicts=False)
+        "LOG_TYPES = "
+        + pprint.pformat(_raft_enum(ksy, "log_type"), width=88, sort_dicts=False)
         + "\n\n",
-        "SUFFRAGES = " + pprint.pformat(_raft_enum(ksy, "server_suffrage"), width=88,
-                                        sort_dicts=False) + "\n\n",
+        "SUFFRAGES = "
+        + pprint.pformat(_raft_enum(ksy, "server_suffrage"), width=88, sort_dicts=False)
+        + "\n\n",
         "STRUCTS = " + pprint.pformat(_raft_structs(ksy), width=88, sort_dicts=False) + "\n\n",
         "COMMANDS = " + pprint.pformat(commands, width=88, sort_dicts=False) + "\n\n",
         "SUBJECTS = " + pprint.pformat(subjects, width=88, sort_dicts=False) + "\n",
@@ -349,8 +388,10 @@ def generate(outdir: Path) -> None:
     for sub in ("", "kaitai", "proto", "fb"):
         (pkg / sub).mkdir(parents=True, exist_ok=True)
         (pkg / sub / "__init__.py").write_text(
-            BANNER.format(src="spec/") if sub else
-            BANNER.format(src="spec/") + '"""Code generated from spec/: parsers, schemas, layout tables."""\n',
+            BANNER.format(src="spec/")
+            if sub
+            else BANNER.format(src="spec/")
+            + '"""Code generated from spec/: parsers, schemas, layout tables."""\n',
             encoding="utf-8",
         )
     run_kaitai(pkg / "kaitai")
@@ -368,8 +409,12 @@ def main() -> None:
     global SPEC
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("outdir", type=Path, help="folder to write (generated/)")
-    parser.add_argument("--spec", type=Path, default=SPEC,
-                        help="the spec folder to generate from (default: spec/ of this checkout)")
+    parser.add_argument(
+        "--spec",
+        type=Path,
+        default=SPEC,
+        help="the spec folder to generate from (default: spec/ of this checkout)",
+    )
     args = parser.parse_args()
     SPEC = args.spec.resolve()
     generate(args.outdir)

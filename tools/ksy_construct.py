@@ -37,8 +37,14 @@ import textwrap
 from typing import Any
 
 INT_TYPES = {
-    "u1": "Int8ub", "u2": "Int16ub", "u4": "Int32ub", "u8": "Int64ub",
-    "s1": "Int8sb", "s2": "Int16sb", "s4": "Int32sb", "s8": "Int64sb",
+    "u1": "Int8ub",
+    "u2": "Int16ub",
+    "u4": "Int32ub",
+    "u8": "Int64ub",
+    "s1": "Int8sb",
+    "s2": "Int16sb",
+    "s4": "Int32sb",
+    "s8": "Int64sb",
 }
 # A spec's default endianness, and explicit per-field types (`u8be`, `s4le`).
 INT_TYPES_LE = {k: v[:-1] + "l" for k, v in INT_TYPES.items()}
@@ -48,8 +54,11 @@ INT_TYPES_EXPLICIT = {
 }
 KEYWORDS = {"and", "or", "not"}
 LITERALS = {"true": "True", "false": "False"}
-TOKEN = re.compile(r"0[xX][0-9a-fA-F_]+|([A-Za-z_][A-Za-z0-9_]*)(::[A-Za-z_][A-Za-z0-9_]*)?"
-                   r"|\.[A-Za-z_][A-Za-z0-9_]*|.", re.S)
+TOKEN = re.compile(
+    r"0[xX][0-9a-fA-F_]+|([A-Za-z_][A-Za-z0-9_]*)(::[A-Za-z_][A-Za-z0-9_]*)?"
+    r"|\.[A-Za-z_][A-Za-z0-9_]*|.",
+    re.S,
+)
 
 
 # What a `size-eos` user type gets: the rest of the stream it is read from.
@@ -80,9 +89,14 @@ def _split_ternary(src: str) -> tuple[str, str, str] | None:
         depth -= ch == ")"
         if depth == 0 and ch == "?" and q is None:
             q = i
-        elif (depth == 0 and ch == ":" and q is not None and src[i - 1:i] != ":"
-              and src[i + 1:i + 2] != ":"):
-            return src[:q], src[q + 1:i], src[i + 1:]
+        elif (
+            depth == 0
+            and ch == ":"
+            and q is not None
+            and src[i - 1 : i] != ":"
+            and src[i + 1 : i + 2] != ":"
+        ):
+            return src[:q], src[q + 1 : i], src[i + 1 :]
     return None
 
 
@@ -98,8 +112,9 @@ class Emitter:
         if endian not in ("be", "le", None):
             raise UnsupportedKsy(f"endian {endian!r}: only `be` and `le` specs are supported")
         # Without a default endianness only single bytes and explicit types.
-        default = {"be": INT_TYPES, "le": INT_TYPES_LE}.get(endian, {
-            k: v for k, v in INT_TYPES.items() if k in ("u1", "s1")})
+        default = {"be": INT_TYPES, "le": INT_TYPES_LE}.get(
+            endian, {k: v for k, v in INT_TYPES.items() if k in ("u1", "s1")}
+        )
         self.int_types = {**default, **INT_TYPES_EXPLICIT}
         self.encoding = ksy["meta"].get("encoding")
         self.params = {p["id"] for p in ksy.get("params", [])}
@@ -121,8 +136,9 @@ class Emitter:
         ternary = _split_ternary(src)
         if ternary is not None:
             # `c ? a : b`, Kaitai's conditional: Python's `a if c else b`.
-            c, a, b = (self.expr(part, self_field).replace("lambda this: ", "", 1)
-                       for part in ternary)
+            c, a, b = (
+                self.expr(part, self_field).replace("lambda this: ", "", 1) for part in ternary
+            )
             return f"lambda this: (({a}) if ({c}) else ({b}))"
         if "?" in src or "_io" in src:
             raise UnsupportedKsy(f"expression not supported: {src!r}")
@@ -188,8 +204,11 @@ class Emitter:
             # parse; Kaitai's repeat-eos fails instead. Terminated makes
             # leftover bytes (a broken last element) the error it is; under
             # an `if`, only when the field is read at all.
-            lines.append(f'"_eos_{fid}" / If({self.expr(f["if"])}, Terminated),'
-                         if "if" in f else "Terminated,")
+            lines.append(
+                f'"_eos_{fid}" / If({self.expr(f["if"])}, Terminated),'
+                if "if" in f
+                else "Terminated,"
+            )
         if "valid" in f:
             check = f"Check({self.valid(fid, f['valid'])})"
             if "if" in f:  # Kaitai checks a field only when it is read
@@ -273,7 +292,9 @@ class Emitter:
     def instance(self, name: str, inst: dict[str, Any]) -> str:
         if "pos" in inst:
             pos = self.expr(inst["pos"]).replace("lambda this: ", "", 1)
-            sub = f"Pointer(lambda this: _base(this._io) + {pos}, {self.subcon(dict(inst, id=name))})"
+            sub = (
+                f"Pointer(lambda this: _base(this._io) + {pos}, {self.subcon(dict(inst, id=name))})"
+            )
         elif "value" in inst:
             sub = f"Computed({self.expr(inst['value'])})"
         else:
@@ -290,18 +311,24 @@ class Emitter:
         # Kaitai instances are lazy; construct computes in order, so each
         # instance goes right after the last seq field (or instance) it
         # reads, and before any field that reads it.
-        self.type_params = {p["id"] for p in spec.get("params", [])} if spec is not self.ksy else set()
+        self.type_params = (
+            {p["id"] for p in spec.get("params", [])} if spec is not self.ksy else set()
+        )
         short = name.split("__", 1)[1] if "__" in name else name
         if self.type_params and set(self.call_args.get(short, [])) != {"_index"}:
-            raise UnsupportedKsy(f"type {short!r}: params are supported when every use passes _index")
+            raise UnsupportedKsy(
+                f"type {short!r}: params are supported when every use passes _index"
+            )
         seq = spec.get("seq", [])
         order = [f["id"] for f in seq]
         slot: dict[str, int] = {}
         placed: dict[int, list[str]] = {}
         for iname, inst in spec.get("instances", {}).items():
             used = self._instance_refs(inst)
-            after = max([order.index(u) for u in used if u in order]
-                        + [slot[u] for u in used if u in slot], default=-1)
+            after = max(
+                [order.index(u) for u in used if u in order] + [slot[u] for u in used if u in slot],
+                default=-1,
+            )
             slot[iname] = after
             placed.setdefault(after, []).append(self.instance(iname, inst))
         body = list(placed.get(-1, []))

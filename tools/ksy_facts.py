@@ -18,8 +18,16 @@ import re
 from typing import Any
 
 # struct's letters for the .ksy integer types (big-endian specs only).
-INT_FORMATS = {"u1": "B", "u2": "H", "u4": "I", "u8": "Q",
-               "s1": "b", "s2": "h", "s4": "i", "s8": "q"}
+INT_FORMATS = {
+    "u1": "B",
+    "u2": "H",
+    "u4": "I",
+    "u8": "Q",
+    "s1": "b",
+    "s2": "h",
+    "s4": "i",
+    "s8": "q",
+}
 INT_SIZES = {t: int(t[1]) for t in INT_FORMATS}
 
 
@@ -115,31 +123,41 @@ def envelope_facts(ksy: dict[str, Any]) -> dict[str, Any]:
         raise SpecFactError(f"{where}: the header type has fields of variable size")
     declared = _field(top, "header", where).get("size")
     if declared != header["size"]:
-        raise SpecFactError(f"{where}: header size {declared} but its fields add up to "
-                            f"{header['size']}")
+        raise SpecFactError(
+            f"{where}: header size {declared} but its fields add up to {header['size']}"
+        )
     header_lens = _field(hseq, "header_len", where)["valid"]["any-of"]
     flags = _field(hseq, "flags", where)
     pairing = _PAIRING.match(str(flags["valid"]["expr"]))
     has_crc = _HAS_CRC.match(str(header_t["instances"]["has_crc"]["value"]))
     if pairing is None or has_crc is None:
-        raise SpecFactError(f"{where}: the CRC flag is not stated as `flags & BIT != 0` and "
-                            "`((_ & BIT) != 0) == (header_len == LEN)`")
+        raise SpecFactError(
+            f"{where}: the CRC flag is not stated as `flags & BIT != 0` and "
+            "`((_ & BIT) != 0) == (header_len == LEN)`"
+        )
     crc_flag, crc_header_len = int(pairing.group(1)), int(pairing.group(2))
     if int(has_crc.group(1)) != crc_flag:
-        raise SpecFactError(f"{where}: has_crc tests bit {has_crc.group(1)}, the flags check "
-                            f"bit {crc_flag}")
+        raise SpecFactError(
+            f"{where}: has_crc tests bit {has_crc.group(1)}, the flags check bit {crc_flag}"
+        )
     crc = _field(top, "crc32c", where)
     crc_size = INT_SIZES[crc["type"]]
     if crc_header_len != header["size"] + crc_size:
-        raise SpecFactError(f"{where}: header_len {crc_header_len} with the CRC flag, but the "
-                            f"header ({header['size']}) and crc32c ({crc_size}) make "
-                            f"{header['size'] + crc_size}")
+        raise SpecFactError(
+            f"{where}: header_len {crc_header_len} with the CRC flag, but the "
+            f"header ({header['size']}) and crc32c ({crc_size}) make "
+            f"{header['size'] + crc_size}"
+        )
     if sorted(header_lens) != sorted({header["size"], crc_header_len}):
-        raise SpecFactError(f"{where}: header_len any-of {header_lens} is not the header size "
-                            "with and without the CRC")
+        raise SpecFactError(
+            f"{where}: header_len any-of {header_lens} is not the header size "
+            "with and without the CRC"
+        )
     if "-error-flag-clear" not in flags:
-        raise SpecFactError(f"{where}: flags needs `-error-flag-clear`, the error kind of a "
-                            "CRC-sized header_len without the CRC flag")
+        raise SpecFactError(
+            f"{where}: flags needs `-error-flag-clear`, the error kind of a "
+            "CRC-sized header_len without the CRC flag"
+        )
     version = _field(hseq, "version", where).get("valid")
     if not isinstance(version, int):
         raise SpecFactError(f"{where}: header.version needs `valid: N`, the one version defined")
@@ -153,8 +171,10 @@ def envelope_facts(ksy: dict[str, Any]) -> dict[str, Any]:
         "CRC_HEADER_LEN": crc_header_len,
         "CRC_OFFSET": header["size"],
         "CRC_FORMAT": ">" + INT_FORMATS[crc["type"]],
-        "CRC_PAIRING_ERRORS": {"flag_set": flags["-error"],
-                               "flag_clear": flags["-error-flag-clear"]},
+        "CRC_PAIRING_ERRORS": {
+            "flag_set": flags["-error"],
+            "flag_clear": flags["-error-flag-clear"],
+        },
     }
 
 
@@ -214,6 +234,7 @@ def _value_fields(ksy: dict[str, Any], type_name: str | None) -> list[tuple[str,
 def value_fields(ksy: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The root type as named values (the pipeline's struct of a
     ReplicationResponse): (name, ksy type), or (name, fields) for a list."""
+
     def freeze(v: Any) -> Any:
         return tuple((n, freeze(t)) for n, t in v) if isinstance(v, list) else v
 

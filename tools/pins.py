@@ -32,8 +32,9 @@ def requirements(extras: list[str]) -> list[str]:
             continue
         for extra in (e.strip() for e in own.group(1).split(",")):
             if extra not in optional:
-                raise SystemExit(f"pins: pyproject.toml has no extra {extra!r} "
-                                 f"(it has {', '.join(optional)})")
+                raise SystemExit(
+                    f"pins: pyproject.toml has no extra {extra!r} (it has {', '.join(optional)})"
+                )
             todo.extend(optional[extra])
     return out
 

@@ -30,24 +30,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The C modules setup.py builds (NATIVE there; tests/test_native_capture.py
 # holds the two lists equal): module name, source.
-MODULES = [("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
-           ("lbparse.capture._native", "lbparse/capture/_native.c"),
-           ("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
-           ("lbparse.storage._scan", "lbparse/storage/_scan.c")]
-SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-            "-fno-omit-frame-pointer", "-O1", "-g"]
+MODULES = [
+    ("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
+    ("lbparse.capture._native", "lbparse/capture/_native.c"),
+    ("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
+    ("lbparse.storage._scan", "lbparse/storage/_scan.c"),
+]
+SANITIZE = [
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-O1",
+    "-g",
+]
 # Tests whose inputs reach the C modules, hostile ones above all.
-TESTS = ["tests/test_native_capture.py", "tests/test_kernels.py", "tests/test_arrow_api.py",
-         "tests/test_native_decode.py", "tests/test_envelope_pass.py",
-         "tests/spark/test_decoder.py",
-         "tests/spark/test_batch_composition.py", "tests/test_storage_native.py"]
-ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:" \
-               "handle_abort=1:detect_stack_use_after_return=0"
+TESTS = [
+    "tests/test_native_capture.py",
+    "tests/test_kernels.py",
+    "tests/test_arrow_api.py",
+    "tests/test_native_decode.py",
+    "tests/test_envelope_pass.py",
+    "tests/spark/test_decoder.py",
+    "tests/spark/test_batch_composition.py",
+    "tests/test_storage_native.py",
+]
+ASAN_OPTIONS = (
+    "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:"
+    "handle_abort=1:detect_stack_use_after_return=0"
+)
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1"
 
 
 def compiler(preferred: str | None = None) -> str:
-    for cc in ([preferred] if preferred else ["clang", "gcc"]):
+    for cc in [preferred] if preferred else ["clang", "gcc"]:
         if cc and shutil.which(cc):
             return cc
     sys.exit("sanitize: no C compiler (clang or gcc) found; `make install` installs them")
@@ -56,8 +71,9 @@ def compiler(preferred: str | None = None) -> str:
 def runtime(cc: str, name: str = "asan") -> str:
     """The shared sanitizer runtime to preload into Python."""
     lib = f"libclang_rt.{name}-x86_64.so" if "clang" in cc else f"lib{name}.so"
-    path = subprocess.run([cc, f"-print-file-name={lib}"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    path = subprocess.run(
+        [cc, f"-print-file-name={lib}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if not os.path.isabs(path) or not os.path.exists(path):
         sys.exit(f"sanitize: {cc} has no {lib} (its sanitizer runtime package is missing)")
     return path
@@ -68,13 +84,28 @@ def build(out: Path, cc: str, flags: list[str]) -> Path:
     side by side (one compiler a core: the modules are independent)."""
     if out.exists():
         shutil.rmtree(out)
-    shutil.copytree(ROOT / "lbparse", out / "lbparse",
-                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    shutil.copytree(
+        ROOT / "lbparse",
+        out / "lbparse",
+        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"),
+    )
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    cmds = [[cc, "-shared", "-fPIC", *flags, f"-I{include}", f"-I{ROOT / 'lbparse' / '_c'}",
-             str(ROOT / source), "-o", str(out / (module.replace(".", "/") + suffix)), "-lm"]
-            for module, source in MODULES]
+    cmds = [
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            *flags,
+            f"-I{include}",
+            f"-I{ROOT / 'lbparse' / '_c'}",
+            str(ROOT / source),
+            "-o",
+            str(out / (module.replace(".", "/") + suffix)),
+            "-lm",
+        ]
+        for module, source in MODULES
+    ]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         done = list(pool.map(lambda cmd: subprocess.run(cmd, capture_output=True, text=True), cmds))
     for (_, source), cmd, proc in zip(MODULES, cmds, done):
@@ -86,10 +117,14 @@ def build(out: Path, cc: str, flags: list[str]) -> Path:
 def environment(out: Path, preload: str) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("LBPARSE_EXPECT_COMPILED", None)  # the mypyc modules are not in the copy
-    env.update(LD_PRELOAD=preload, ASAN_OPTIONS=ASAN_OPTIONS, UBSAN_OPTIONS=UBSAN_OPTIONS,
-               LBPARSE_SANITIZED=str(out), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONPATH=os.pathsep.join([str(out), str(ROOT / "generated"),
-                                           str(ROOT / "tests")]))
+    env.update(
+        LD_PRELOAD=preload,
+        ASAN_OPTIONS=ASAN_OPTIONS,
+        UBSAN_OPTIONS=UBSAN_OPTIONS,
+        LBPARSE_SANITIZED=str(out),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONPATH=os.pathsep.join([str(out), str(ROOT / "generated"), str(ROOT / "tests")]),
+    )
     return env
 
 
@@ -102,8 +137,15 @@ def fuzzer_runtime(out: Path) -> Path:
     this libFuzzer, which sees the coverage of the instrumented C modules as
     well as of the Python code."""
     lib = out / "asan_with_fuzzer.so"
-    rd = Path(subprocess.run(["clang", "-print-resource-dir"], capture_output=True, text=True,
-                             check=True).stdout.strip()) / "lib" / "linux"
+    rd = (
+        Path(
+            subprocess.run(
+                ["clang", "-print-resource-dir"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        )
+        / "lib"
+        / "linux"
+    )
     asan, fuzzer = rd / "libclang_rt.asan-x86_64.a", rd / "libclang_rt.fuzzer_no_main-x86_64.a"
     for a in (asan, fuzzer):
         if not a.exists():
@@ -111,10 +153,26 @@ def fuzzer_runtime(out: Path) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["ar", "x", str(asan)], cwd=tmp, check=True)
         # A shared library cannot carry ASan's .preinit_array: preloading does its job.
-        objs = sorted(str(p) for p in Path(tmp).glob("*.o") if not p.name.startswith("asan_preinit"))
-        subprocess.run(["clang++", "-shared", "-o", str(lib), *objs, "-Wl,--whole-archive",
-                        str(fuzzer), "-Wl,--no-whole-archive", "-lpthread", "-ldl", "-lrt", "-lm"],
-                       check=True)
+        objs = sorted(
+            str(p) for p in Path(tmp).glob("*.o") if not p.name.startswith("asan_preinit")
+        )
+        subprocess.run(
+            [
+                "clang++",
+                "-shared",
+                "-o",
+                str(lib),
+                *objs,
+                "-Wl,--whole-archive",
+                str(fuzzer),
+                "-Wl,--no-whole-archive",
+                "-lpthread",
+                "-ldl",
+                "-lrt",
+                "-lm",
+            ],
+            check=True,
+        )
     return lib
 
 
@@ -161,16 +219,26 @@ def main() -> int:
     print(f"sanitize: {cc}, {' '.join(SANITIZE)}; runtime {preload}", flush=True)
     steps = [
         [sys.executable, "-P", "-c", _CHECK, *(name for name, _ in MODULES)],
-        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--capture=sys",  # a sanitizer's report (fd 2) reaches the log when it aborts
-         *[t for t in TESTS if (ROOT / t).exists()], *args],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--capture=sys",  # a sanitizer's report (fd 2) reaches the log when it aborts
+            *[t for t in TESTS if (ROOT / t).exists()],
+            *args,
+        ],
         [sys.executable, "-P", str(ROOT / "fuzz" / "replay.py"), "--native"],
     ]
     for cmd in steps:
         proc = subprocess.run(cmd, env=env, cwd=ROOT)
         if proc.returncode:
-            print(f"sanitize: FAILED (exit {proc.returncode}): {' '.join(cmd[1:3])}",
-                  file=sys.stderr)
+            print(
+                f"sanitize: FAILED (exit {proc.returncode}): {' '.join(cmd[1:3])}", file=sys.stderr
+            )
             return 1
     if not keep:
         shutil.rmtree(out, ignore_errors=True)

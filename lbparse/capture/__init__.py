@@ -22,26 +22,57 @@ import importlib.machinery
 from lbparse.capture.errors import KINDS, CaptureError
 from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.notices import Notice
-from lbparse.capture.reader import (CaptureReader, Stats, default_layout, read_capture,
-                                    subject_matches)
+from lbparse.capture.reader import (
+    CaptureReader,
+    Stats,
+    default_layout,
+    read_capture,
+    subject_matches,
+)
 from lbparse.capture.recordings import JsonlRecordWriter, ParquetRecordWriter, record_writer
 from lbparse.capture.records import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Record, parse_headers
 
 # The modules setup.py compiles when it can: the packet loop and what it calls.
-HOT_MODULES = ("lbparse.capture.nats", "lbparse.capture.tcp", "lbparse.capture.pcap",
-               "lbparse.capture.reader", "lbparse.capture.records")
+HOT_MODULES = (
+    "lbparse.capture.nats",
+    "lbparse.capture.tcp",
+    "lbparse.capture.pcap",
+    "lbparse.capture.reader",
+    "lbparse.capture.records",
+)
 
 
 def compiled_modules() -> list[str]:
     """Those of HOT_MODULES that were loaded from a compiled extension."""
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-    return [name for name in HOT_MODULES
-            if (importlib.import_module(name).__file__ or "").endswith(suffixes)]
+    return [
+        name
+        for name in HOT_MODULES
+        if (importlib.import_module(name).__file__ or "").endswith(suffixes)
+    ]
 
 
 __all__ = [
-    "CLIENT_TO_SERVER", "HOT_MODULES", "KINDS", "SERVER_TO_CLIENT", "CaptureError",
-    "CaptureReader", "Control", "Frame", "JsonlRecordWriter", "NatsParser", "Notice",
-    "ParquetRecordWriter", "Parsed", "Problem", "Record", "Stats", "compiled_modules",
-    "default_layout", "parse_headers", "read_capture", "record_writer", "subject_matches",
+    "CLIENT_TO_SERVER",
+    "HOT_MODULES",
+    "KINDS",
+    "SERVER_TO_CLIENT",
+    "CaptureError",
+    "CaptureReader",
+    "Control",
+    "Frame",
+    "JsonlRecordWriter",
+    "NatsParser",
+    "Notice",
+    "ParquetRecordWriter",
+    "Parsed",
+    "Problem",
+    "Record",
+    "Stats",
+    "compiled_modules",
+    "default_layout",
+    "parse_headers",
+    "read_capture",
+    "record_writer",
+    "subject_matches",
 ]

@@ -19,7 +19,8 @@ caller falls back and the reference reports it in its own words.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -39,8 +40,19 @@ except ImportError:  # not built: no C compiler, LBPARSE_PURE_PYTHON, a --py-fil
 __all__ = ["Cut", "NativeCapture", "NativeUnsupported", "available", "rules"]
 
 # The C loop's columns, in the order next_batch returns them (after n and ts).
-_COLUMNS = ("src", "dst", "direction", "verb", "subject", "reply", "sid", "header_block",
-            "payload", "error_kind", "error_message")
+_COLUMNS = (
+    "src",
+    "dst",
+    "direction",
+    "verb",
+    "subject",
+    "reply",
+    "sid",
+    "header_block",
+    "payload",
+    "error_kind",
+    "error_message",
+)
 _BINARY = frozenset({"header_block", "payload"})
 # Arrow's binary and string offsets are 32-bit: the C loop ends a batch well
 # before its columns reach 2 GiB when the limits stay below this.
@@ -75,10 +87,15 @@ def rules() -> dict[str, int]:
     lowers reader.MAX_FLOWS) holds for both loops. A value outside what
     the C loop's arithmetic takes makes NativeCapture refuse (the
     reference then reads)."""
-    return {"block": pcap.BLOCK, "max_record": pcap.MAX_RECORD,
-            "min_max_record": pcap.MIN_MAX_RECORD, "max_line": nats.MAX_LINE,
-            "max_pending_segments": tcp.MAX_PENDING_SEGMENTS, "max_flows": reader.MAX_FLOWS,
-            "max_connect_bytes": connects.MAX_CONNECT_BYTES}
+    return {
+        "block": pcap.BLOCK,
+        "max_record": pcap.MAX_RECORD,
+        "min_max_record": pcap.MIN_MAX_RECORD,
+        "max_line": nats.MAX_LINE,
+        "max_pending_segments": tcp.MAX_PENDING_SEGMENTS,
+        "max_flows": reader.MAX_FLOWS,
+        "max_connect_bytes": connects.MAX_CONNECT_BYTES,
+    }
 
 
 if _native is not None:
@@ -88,9 +105,16 @@ if _native is not None:
 class NativeCapture:
     """One pcap or pcapng file read by the C loop; `stats` once read (or while)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, name: str | None = None,
-                 limits: Limits | None = None, block: int | None = None,
-                 resume: "Cut | None" = None, stop: int = -1) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        limits: Limits | None = None,
+        block: int | None = None,
+        resume: Cut | None = None,
+        stop: int = -1,
+    ) -> None:
         if _native is None:
             raise NativeUnsupported("the C capture module is not built")
         lim = limits or DEFAULT
@@ -102,8 +126,9 @@ class NativeCapture:
         if block is not None:
             given["block"] = block
         try:
-            self._reader = _native.Reader(self.path, self.name, lim.max_frame, lim.max_reassembly,
-                                          given)
+            self._reader = _native.Reader(
+                self.path, self.name, lim.max_frame, lim.max_reassembly, given
+            )
         except ValueError as exc:  # not a file header, or limits, the C loop takes
             raise NativeUnsupported(str(exc)) from None
         self.first = 0
@@ -112,7 +137,7 @@ class NativeCapture:
             self._reader.restore(offset, snapshot, stop)
             self.first = rows
 
-    def index(self, every: int) -> tuple[list["Cut"], int]:
+    def index(self, every: int) -> tuple[list[Cut], int]:
         """Read the whole file once, without building columns, and cut it:
         a Cut (offset, rows before it, snapshot of the reading's state) at
         the first record boundary past every `every` bytes; and the number
@@ -142,19 +167,29 @@ class NativeCapture:
             micros = np.frombuffer(ts, np.int64, n) // 1000  # floor, as sources._times_ns
             cols: dict[str, pa.Array] = {
                 "ts_ns": ns,
-                "ts": pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [
-                    _buf(ts_valid), pa.py_buffer(micros)])}
+                "ts": pa.Array.from_buffers(
+                    pa.timestamp("us", tz="UTC"), n, [_buf(ts_valid), pa.py_buffer(micros)]
+                ),
+            }
             for name, (valid, offsets, data) in zip(_COLUMNS, bufs):
                 typ = pa.binary() if name in _BINARY else pa.string()
-                cols[name] = pa.Array.from_buffers(typ, n, [_buf(valid), pa.py_buffer(offsets),
-                                                            pa.py_buffer(data)])
+                cols[name] = pa.Array.from_buffers(
+                    typ, n, [_buf(valid), pa.py_buffer(offsets), pa.py_buffer(data)]
+                )
             yield n, cols
 
     def close(self) -> None:
         self._reader.close()
 
-    def batches(self, schema: pa.Schema, *, source: str | None = None, first: int | None = None,
-                max_rows: int = 65536, max_bytes: int = 64 << 20) -> Iterator[pa.RecordBatch]:
+    def batches(
+        self,
+        schema: pa.Schema,
+        *,
+        source: str | None = None,
+        first: int | None = None,
+        max_rows: int = 65536,
+        max_bytes: int = 64 << 20,
+    ) -> Iterator[pa.RecordBatch]:
         """Record batches of `schema` (the pipeline's record schema): `source`
         (default: the name) and `position` from `first` on, `headers` parsed
         from the header blocks. At most `max_rows` rows a batch (the C loop
@@ -188,5 +223,10 @@ def _headers(blocks: pa.Array, typ: pa.DataType) -> pa.Array:
     if blocks.null_count == n:
         return pa.nulls(n, typ)
     values = blocks.to_pylist()
-    return pa.array([None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)]
-                     for b in values], typ)
+    return pa.array(
+        [
+            None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)]
+            for b in values
+        ],
+        typ,
+    )

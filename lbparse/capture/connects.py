@@ -18,11 +18,11 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-MAX_CONNECT_NAMES = 65536   # connections remembered by their name (a capture's start per client)
+MAX_CONNECT_NAMES = 65536  # connections remembered by their name (a capture's start per client)
 # CONNECT text the C capture loop hands over per reading (Reader.stats'
 # connects), for remember() here; the Python reader remembers each line at once.
 MAX_CONNECT_BYTES = 8 << 20
-MAX_NAME = 256              # characters of a name kept
+MAX_NAME = 256  # characters of a name kept
 LIFT = "LIFT"
 
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from lbparse.errors import LbparseError
 
 KINDS: tuple[str, ...] = (
-    "unknown_format",        # not pcap, pcapng, nor our JSON Lines / Parquet records
-    "bad_header",            # a pcap file header or pcapng section header that makes no sense
-    "bad_block",             # kept for callers; damaged records and blocks are now a
-                             # Notice of this name, and reading resumes past them
+    "unknown_format",  # not pcap, pcapng, nor our JSON Lines / Parquet records
+    "bad_header",  # a pcap file header or pcapng section header that makes no sense
+    "bad_block",  # kept for callers; damaged records and blocks are now a
+    # Notice of this name, and reading resumes past them
     "unsupported_linktype",  # a whole pcap file of a link type we cannot read
-    "bad_record",            # a file of our JSON Lines / Parquet format without one record
-                             # (a bad line or row among records is a Notice of this name)
-    "not_a_file",            # a FIFO, socket, device or directory: opening it could block
+    "bad_record",  # a file of our JSON Lines / Parquet format without one record
+    # (a bad line or row among records is a Notice of this name)
+    "not_a_file",  # a FIFO, socket, device or directory: opening it could block
 )
 
 

@@ -30,9 +30,23 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BYTES", "Column", "DECODING", "HEADERS", "JSON_DECODING", "OBJECT", "OPTIONAL_TEXT",
-           "RAFT_RPCS", "RECORD", "RECORD_NAMES", "REQUIRED", "TEXT", "TIME_NS", "TRAFFIC",
-           "column"]
+__all__ = [
+    "BYTES",
+    "Column",
+    "DECODING",
+    "HEADERS",
+    "JSON_DECODING",
+    "OBJECT",
+    "OPTIONAL_TEXT",
+    "RAFT_RPCS",
+    "RECORD",
+    "RECORD_NAMES",
+    "REQUIRED",
+    "TEXT",
+    "TIME_NS",
+    "TRAFFIC",
+    "column",
+]
 
 TIME_NS = "time_ns"
 TEXT = "text"
@@ -54,14 +68,22 @@ RECORD: tuple[Column, ...] = (
     Column("ts", TIME_NS, "capture time, integer nanoseconds since the Unix epoch"),
     Column("src", TEXT, "sender, host:port"),
     Column("dst", TEXT, "receiver, host:port"),
-    Column("direction", TEXT, "client_to_server (PUB, HPUB) or server_to_client (MSG, HMSG)",
-           derived=True),
+    Column(
+        "direction",
+        TEXT,
+        "client_to_server (PUB, HPUB) or server_to_client (MSG, HMSG)",
+        derived=True,
+    ),
     Column("verb", TEXT, "PUB, HPUB, MSG or HMSG"),
     Column("subject", TEXT, "the NATS subject"),
     Column("reply", OPTIONAL_TEXT, "the reply subject, null without one"),
     Column("sid", OPTIONAL_TEXT, "the subscription id (MSG, HMSG), null for PUB and HPUB"),
-    Column("headers", HEADERS, "the NATS header block as [key, value] pairs, a status line "
-           "first as Status and Description; null without a block"),
+    Column(
+        "headers",
+        HEADERS,
+        "the NATS header block as [key, value] pairs, a status line "
+        "first as Status and Description; null without a block",
+    ),
     Column("payload", BYTES, "the NATS payload"),
 )
 
@@ -73,8 +95,12 @@ DECODING: tuple[Column, ...] = (
     Column("envelope_json", OPTIONAL_TEXT, "the decoded envelope, JSON text"),
     Column("error_kind", OPTIONAL_TEXT, "why the payload did not decode (EnvelopeError.kind)"),
     Column("error_message", OPTIONAL_TEXT, "what the error says"),
-    Column("liftbridge_json", OPTIONAL_TEXT, "Liftbridge's own non-envelope traffic "
-           "(lbparse.capture.traffic: the Raft transport, its handshake, the bootstrap probe), JSON text"),
+    Column(
+        "liftbridge_json",
+        OPTIONAL_TEXT,
+        "Liftbridge's own non-envelope traffic "
+        "(lbparse.capture.traffic: the Raft transport, its handshake, the bootstrap probe), JSON text",
+    ),
 )
 
 # What a record's JSON (Record.to_json_dict) holds after its columns, each
@@ -83,27 +109,43 @@ DECODING: tuple[Column, ...] = (
 JSON_DECODING: tuple[Column, ...] = (
     Column("envelope", OBJECT, "the decoded envelope's JSON, with its layout"),
     Column("error", OBJECT, "why the payload did not decode: {kind, message} (EnvelopeError)"),
-    Column("liftbridge", OBJECT, "Liftbridge's own non-envelope traffic (lbparse.capture.traffic), "
-           "its JSON: the Parquet recordings' liftbridge_json"),
+    Column(
+        "liftbridge",
+        OBJECT,
+        "Liftbridge's own non-envelope traffic (lbparse.capture.traffic), "
+        "its JSON: the Parquet recordings' liftbridge_json",
+    ),
 )
 
 # The pipeline's columns of Liftbridge's own non-envelope traffic
 # (lbparse.capture.traffic, one reader per unit; pipeline/trafficcols.py), after the
 # envelope's.
 TRAFFIC: tuple[Column, ...] = (
-    Column("traffic", OPTIONAL_TEXT, "its kind (lbparse.capture.traffic.KINDS: raft_request, "
-           "raft_accept, ...), null for any other message"),
+    Column(
+        "traffic",
+        OPTIONAL_TEXT,
+        "its kind (lbparse.capture.traffic.KINDS: raft_request, "
+        "raft_accept, ...), null for any other message",
+    ),
     Column("traffic_node", OPTIONAL_TEXT, "the node whose subject it is"),
-    Column("raft_rpcs", RAFT_RPCS, "the Raft RPCs the message completed, with their terms, "
-           "nodes and log entries (RaftLog commands)"),
-    Column("traffic_json", OPTIONAL_TEXT, "all of it, JSON text (what a record's JSON holds "
-           "under liftbridge)"),
+    Column(
+        "raft_rpcs",
+        RAFT_RPCS,
+        "the Raft RPCs the message completed, with their terms, "
+        "nodes and log entries (RaftLog commands)",
+    ),
+    Column(
+        "traffic_json",
+        OPTIONAL_TEXT,
+        "all of it, JSON text (what a record's JSON holds under liftbridge)",
+    ),
 )
 
 RECORD_NAMES: tuple[str, ...] = tuple(c.name for c in RECORD)
 # The columns a record cannot do without (a reader refuses a file without them).
-REQUIRED: tuple[str, ...] = tuple(c.name for c in RECORD
-                                  if c.kind in (TIME_NS, TEXT, BYTES) and not c.derived)
+REQUIRED: tuple[str, ...] = tuple(
+    c.name for c in RECORD if c.kind in (TIME_NS, TEXT, BYTES) and not c.derived
+)
 
 
 def column(name: str) -> Column:

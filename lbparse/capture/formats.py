@@ -16,8 +16,19 @@ import stat
 from lbparse.capture.pcap import MAGICS as PCAP_MAGICS
 from lbparse.capture.pcapng import MAGIC as PCAPNG_MAGIC
 
-__all__ = ["FORMATS", "HEAD_BYTES", "JSONL", "MISSING", "PARQUET", "PCAP", "PCAPNG", "UNKNOWN",
-           "regular_file", "sniff", "sniff_head"]
+__all__ = [
+    "FORMATS",
+    "HEAD_BYTES",
+    "JSONL",
+    "MISSING",
+    "PARQUET",
+    "PCAP",
+    "PCAPNG",
+    "UNKNOWN",
+    "regular_file",
+    "sniff",
+    "sniff_head",
+]
 
 PCAP, PCAPNG, PARQUET, JSONL = "pcap", "pcapng", "parquet", "jsonl"
 UNKNOWN = "unknown"  # none of the above

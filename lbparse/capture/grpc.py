@@ -21,9 +21,8 @@ each (33M empty brokers in 64 MB took 5 GB and 96 s).
 from __future__ import annotations
 
 import zlib
+from functools import cache
 from typing import Any, NamedTuple
-
-from functools import lru_cache
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor as F
@@ -44,7 +43,7 @@ MAX_KEPT = 1000
 
 class Method(NamedTuple):
     name: str
-    request: Any   # the protobuf message class
+    request: Any  # the protobuf message class
     response: Any
     client_streaming: bool
     server_streaming: bool
@@ -52,9 +51,16 @@ class Method(NamedTuple):
 
 def _methods() -> dict[str, Method]:
     service = api_pb2.DESCRIPTOR.services_by_name["API"]
-    return {f"/{service.full_name}/{m.name}": Method(
-        m.name, GetMessageClass(m.input_type), GetMessageClass(m.output_type),
-        m.client_streaming, m.server_streaming) for m in service.methods}
+    return {
+        f"/{service.full_name}/{m.name}": Method(
+            m.name,
+            GetMessageClass(m.input_type),
+            GetMessageClass(m.output_type),
+            m.client_streaming,
+            m.server_streaming,
+        )
+        for m in service.methods
+    }
 
 
 METHODS: dict[str, Method] = _methods()
@@ -83,16 +89,18 @@ class Splitter:
         out: list[tuple[int, bytes]] = []
         pos = 0
         while len(buf) - pos >= 5:
-            length = int.from_bytes(buf[pos + 1:pos + 5], "big")
+            length = int.from_bytes(buf[pos + 1 : pos + 5], "big")
             if length > self.max_length:
-                self.refused = (f"a gRPC message declares {length} bytes, over the limit of "
-                                f"{self.max_length} (max_frame); the rest of this side of the "
-                                "call is skipped")
+                self.refused = (
+                    f"a gRPC message declares {length} bytes, over the limit of "
+                    f"{self.max_length} (max_frame); the rest of this side of the "
+                    "call is skipped"
+                )
                 buf.clear()
                 return out
             if len(buf) - pos - 5 < length:
                 break
-            out.append((buf[pos], bytes(buf[pos + 5:pos + 5 + length])))
+            out.append((buf[pos], bytes(buf[pos + 5 : pos + 5 + length])))
             pos += 5 + length
         del buf[:pos]
         self.count += len(out)
@@ -126,6 +134,7 @@ class Decoded(NamedTuple):
     """A message decoded (`message`) or not (`error`, and `limit`, the name of
     the limit that refused it, if one did); `size` its bytes gunzipped,
     `elements` the protobuf fields it holds (0 when not counted)."""
+
     message: dict[str, Any] | None
     error: str | None
     limit: str | None = None
@@ -153,9 +162,12 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
     if len(out) > room:
         if room == max_length:
             raise LimitError(f"gzip expands past {max_length} bytes (max_frame)", "max_frame")
-        raise LimitError(f"gzip expands past the {budget.max_inflate if budget else 0} bytes "
-                         "decompression may add to this capture's gRPC messages in all "
-                         "(max_grpc_inflate); not decompressed", "max_grpc_inflate")
+        raise LimitError(
+            f"gzip expands past the {budget.max_inflate if budget else 0} bytes "
+            "decompression may add to this capture's gRPC messages in all "
+            "(max_grpc_inflate); not decompressed",
+            "max_grpc_inflate",
+        )
     if not d.eof:
         raise ValueError("gzip stream is cut short")
     if budget is not None and len(out) > len(data):
@@ -163,21 +175,24 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
     return out
 
 
-def decode_message(cls: Any, flag: int, data: bytes, encoding: str | None,
-                   max_length: int) -> tuple[dict[str, Any] | None, str | None]:
+def decode_message(
+    cls: Any, flag: int, data: bytes, encoding: str | None, max_length: int
+) -> tuple[dict[str, Any] | None, str | None]:
     """(canonical JSON, None) or (None, what is wrong), within the default
     limits but for max_frame (`max_length`)."""
     decoded = decode_counted(cls, flag, data, encoding, Budget(max_length))
     return decoded.message, decoded.error
 
 
-def decode_counted(cls: Any, flag: int, data: bytes, encoding: str | None,
-                   budget: Budget) -> Decoded:
+def decode_counted(
+    cls: Any, flag: int, data: bytes, encoding: str | None, budget: Budget
+) -> Decoded:
     """A message's canonical JSON, within `budget` (which it spends)."""
     if flag & 1:
         if encoding != "gzip":
-            return Decoded(None, f"compressed with {encoding or 'an unnamed encoding'!r}, "
-                           "not decoded")
+            return Decoded(
+                None, f"compressed with {encoding or 'an unnamed encoding'!r}, not decoded"
+            )
         try:
             data = gunzip(data, budget.max_length, budget)
         except LimitError as exc:
@@ -185,31 +200,51 @@ def decode_counted(cls: Any, flag: int, data: bytes, encoding: str | None,
         except (ValueError, zlib.error) as exc:
             return Decoded(None, f"gzip: {exc}")
     if cls is None:
-        return Decoded(None, "method unknown (its request headers were not read): not decoded",
-                       size=len(data))
+        return Decoded(
+            None, "method unknown (its request headers were not read): not decoded", size=len(data)
+        )
     desc = cls.DESCRIPTOR
     elements = element_count(data, desc, budget.max_elements)
     if elements > budget.max_elements:
-        return Decoded(None, f"{len(data)} bytes that hold more than {budget.max_elements} "
-                       f"protobuf fields as {desc.full_name} (max_grpc_elements): not decoded",
-                       "max_grpc_elements", len(data), elements)
+        return Decoded(
+            None,
+            f"{len(data)} bytes that hold more than {budget.max_elements} "
+            f"protobuf fields as {desc.full_name} (max_grpc_elements): not decoded",
+            "max_grpc_elements",
+            len(data),
+            elements,
+        )
     try:
         message = cls.FromString(data)
-        return Decoded(_maps_sorted(json_format.MessageToDict(message), desc), None,
-                       size=len(data), elements=elements)
-    except Exception as exc:  # noqa: BLE001  DecodeError, RecursionError: all bad bytes
-        return Decoded(None, f"not a {desc.full_name}: {type(exc).__name__}: {exc}",
-                       size=len(data), elements=elements)
+        return Decoded(
+            _maps_sorted(json_format.MessageToDict(message), desc),
+            None,
+            size=len(data),
+            elements=elements,
+        )
+    except Exception as exc:
+        return Decoded(
+            None,
+            f"not a {desc.full_name}: {type(exc).__name__}: {exc}",
+            size=len(data),
+            elements=elements,
+        )
 
 
 _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 # Bytes each element of a packed repeated field takes (0: a varint, its own length).
-_PACKED = {F.TYPE_FIXED64: 8, F.TYPE_SFIXED64: 8, F.TYPE_DOUBLE: 8, F.TYPE_FIXED32: 4,
-           F.TYPE_SFIXED32: 4, F.TYPE_FLOAT: 4}
+_PACKED = {
+    F.TYPE_FIXED64: 8,
+    F.TYPE_SFIXED64: 8,
+    F.TYPE_DOUBLE: 8,
+    F.TYPE_FIXED32: 4,
+    F.TYPE_SFIXED32: 4,
+    F.TYPE_FLOAT: 4,
+}
 _CONTINUED = bytes(range(0x80, 0x100))  # a varint's bytes but its last
 
 
-@lru_cache(maxsize=None)
+@cache
 def _layout(desc: Any) -> dict[int, Any]:
     """Field number -> the submessage's descriptor, or for a repeated scalar
     (packable) the bytes one element takes (0: a varint)."""
@@ -308,8 +343,9 @@ def _maps_sorted(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:
         if fd.message_type.GetOptions().map_entry:
             entry = fd.message_type.fields_by_name["value"].message_type
             items = sorted(value.items())
-            d[fd.json_name] = {k: _maps_sorted(v, entry) if entry is not None else v
-                               for k, v in items}
+            d[fd.json_name] = {
+                k: _maps_sorted(v, entry) if entry is not None else v for k, v in items
+            }
         elif isinstance(value, list):
             d[fd.json_name] = [_maps_sorted(v, fd.message_type) for v in value]
         elif isinstance(value, dict):
@@ -324,13 +360,38 @@ def _ns(ts: int | None) -> Int64 | None:
 class GrpcMessage:
     """One gRPC message: which call, which side, and what it decoded to."""
 
-    __slots__ = ("ts", "src", "dst", "direction", "stream_id", "method", "type", "index",
-                 "compressed", "length", "message", "error", "late")
+    __slots__ = (
+        "ts",
+        "src",
+        "dst",
+        "direction",
+        "stream_id",
+        "method",
+        "type",
+        "index",
+        "compressed",
+        "length",
+        "message",
+        "error",
+        "late",
+    )
 
-    def __init__(self, ts: int | None, src: str, dst: str, direction: str, stream_id: int,
-                 method: str | None, type_: str | None, index: int, compressed: bool,
-                 length: int, message: dict[str, Any] | None, error: str | None,
-                 late: bool = False) -> None:
+    def __init__(
+        self,
+        ts: int | None,
+        src: str,
+        dst: str,
+        direction: str,
+        stream_id: int,
+        method: str | None,
+        type_: str | None,
+        index: int,
+        compressed: bool,
+        length: int,
+        message: dict[str, Any] | None,
+        error: str | None,
+        late: bool = False,
+    ) -> None:
         self.ts, self.src, self.dst, self.direction = ts, src, dst, direction
         self.stream_id, self.method, self.type, self.index = stream_id, method, type_, index
         self.compressed, self.length, self.message, self.error = compressed, length, message, error
@@ -340,10 +401,18 @@ class GrpcMessage:
 
     def to_json_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "grpc": "message", "ts": _ns(self.ts), "src": self.src, "dst": self.dst,
-            "direction": self.direction, "stream_id": self.stream_id, "method": self.method,
-            "type": self.type, "index": self.index, "compressed": self.compressed,
-            "length": self.length}
+            "grpc": "message",
+            "ts": _ns(self.ts),
+            "src": self.src,
+            "dst": self.dst,
+            "direction": self.direction,
+            "stream_id": self.stream_id,
+            "method": self.method,
+            "type": self.type,
+            "index": self.index,
+            "compressed": self.compressed,
+            "length": self.length,
+        }
         if self.late:
             d["late"] = True
         if self.error is not None:
@@ -371,7 +440,9 @@ class GrpcCall:
         self.grpc_message: str | None = None
         self.encodings: dict[str, str | None] = {CLIENT_TO_SERVER: None, SERVER_TO_CLIENT: None}
         self.messages: dict[str, list[dict[str, Any] | None]] = {
-            CLIENT_TO_SERVER: [], SERVER_TO_CLIENT: []}
+            CLIENT_TO_SERVER: [],
+            SERVER_TO_CLIENT: [],
+        }
         self.counts = {CLIENT_TO_SERVER: 0, SERVER_TO_CLIENT: 0}
         self.client_done = False
         self.kept_bytes = 0  # what its kept messages count against the reader's budget
@@ -394,13 +465,25 @@ class GrpcCall:
     def to_json_dict(self) -> dict[str, Any]:
         req, resp = self.messages[CLIENT_TO_SERVER], self.messages[SERVER_TO_CLIENT]
         d: dict[str, Any] = {
-            "grpc": "call", "ts": _ns(self.end_ts), "client": self.client, "server": self.server,
-            "stream_id": self.stream_id, "method": self.method_name, "path": self.path,
-            "request_ts": _ns(self.request_ts), "first_response_ts": _ns(self.first_response_ts),
-            "trailers_ts": _ns(self.trailers_ts), "http_status": self.http_status,
-            "grpc_status": self.grpc_status, "grpc_message": self.grpc_message,
-            "end": self.end, "request_count": self.counts[CLIENT_TO_SERVER],
-            "response_count": self.counts[SERVER_TO_CLIENT], "requests": req, "responses": resp}
+            "grpc": "call",
+            "ts": _ns(self.end_ts),
+            "client": self.client,
+            "server": self.server,
+            "stream_id": self.stream_id,
+            "method": self.method_name,
+            "path": self.path,
+            "request_ts": _ns(self.request_ts),
+            "first_response_ts": _ns(self.first_response_ts),
+            "trailers_ts": _ns(self.trailers_ts),
+            "http_status": self.http_status,
+            "grpc_status": self.grpc_status,
+            "grpc_message": self.grpc_message,
+            "end": self.end,
+            "request_count": self.counts[CLIENT_TO_SERVER],
+            "response_count": self.counts[SERVER_TO_CLIENT],
+            "requests": req,
+            "responses": resp,
+        }
         if self.rst_code is not None:
             d["rst_stream_error"] = self.rst_code
         return d

@@ -47,8 +47,16 @@ from urllib.parse import unquote
 import hpack
 from hpack.table import HeaderTable
 
-from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, Budget,
-                                  GrpcCall, GrpcMessage, Splitter, decode_counted)
+from lbparse.capture.grpc import (
+    CLIENT_TO_SERVER,
+    METHODS,
+    SERVER_TO_CLIENT,
+    Budget,
+    GrpcCall,
+    GrpcMessage,
+    Splitter,
+    decode_counted,
+)
 from lbparse.capture.nats import UNDECIDED
 from lbparse.capture.notices import Notice
 from lbparse.codec.limits import DEFAULT, Limits
@@ -86,10 +94,22 @@ _PATHS = {path: path for path in METHODS}
 _LENGTHS = {PRIORITY: 5, RST_STREAM: 4, PING: 8, WINDOW_UPDATE: 4}
 _CONNECTION_ONLY = (SETTINGS, PING, GOAWAY)
 _STREAM_ONLY = (DATA, HEADERS, PRIORITY, RST_STREAM, PUSH_PROMISE, CONTINUATION)
-ERROR_CODES = ("NO_ERROR", "PROTOCOL_ERROR", "INTERNAL_ERROR", "FLOW_CONTROL_ERROR",
-               "SETTINGS_TIMEOUT", "STREAM_CLOSED", "FRAME_SIZE_ERROR", "REFUSED_STREAM",
-               "CANCEL", "COMPRESSION_ERROR", "CONNECT_ERROR", "ENHANCE_YOUR_CALM",
-               "INADEQUATE_SECURITY", "HTTP_1_1_REQUIRED")
+ERROR_CODES = (
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+)
 
 
 def error_name(code: int) -> str:
@@ -123,8 +143,8 @@ def _frame_headers(data: bytes, whole: bool = False) -> int:
     last frame does not end where `data` does)."""
     pos, seen = 0, 0
     while len(data) - pos >= 9:
-        length = int.from_bytes(data[pos:pos + 3], "big")
-        if not _header_ok(length, data[pos + 3], int.from_bytes(data[pos + 5:pos + 9], "big")):
+        length = int.from_bytes(data[pos : pos + 3], "big")
+        if not _header_ok(length, data[pos + 3], int.from_bytes(data[pos + 5 : pos + 9], "big")):
             return -1
         seen += 1
         pos += 9 + length
@@ -152,8 +172,9 @@ class Flows:
     the output list, the clock, and the connections with calls still open
     (closed at the capture's end: `close`)."""
 
-    def __init__(self, max_length: int, max_buffered: int = 16 << 20,
-                 limits: Limits | None = None) -> None:
+    def __init__(
+        self, max_length: int, max_buffered: int = 16 << 20, limits: Limits | None = None
+    ) -> None:
         """`max_length`: max_frame; `max_buffered`: max_reassembly; `limits`:
         the gRPC ones (lbparse.codec.limits.GRPC_LIMITS)."""
         limits = limits or DEFAULT
@@ -167,8 +188,8 @@ class Flows:
         # Every open call of the reading, oldest first: the one given up
         # past max_open_calls.
         self.calls: dict[GrpcCall, Connection] = {}
-        self.kept_bytes = 0      # see MAX_KEPT_BYTES
-        self.buffered = 0        # half-received gRPC messages, all calls
+        self.kept_bytes = 0  # see MAX_KEPT_BYTES
+        self.buffered = 0  # half-received gRPC messages, all calls
         self.max_buffered = max_buffered
         self.open: dict[int, Connection] = {}
         # Set by the reader when the capture has ended: a direction that ends
@@ -178,7 +199,7 @@ class Flows:
         # NATS-only reading of the same capture took for bytes that are not NATS.
         self.connections: set[tuple[str, str]] = set()
 
-    def pair(self, src: str, dst: str) -> tuple["Side", "Side"]:
+    def pair(self, src: str, dst: str) -> tuple[Side, Side]:
         conn = Connection(self)
         a, b = Side(conn, src, dst), Side(conn, dst, src)
         a.peer, b.peer = b, a
@@ -204,11 +225,18 @@ class Connection:
         self.headers_told = False  # max_grpc_headers said on this connection
         self.goaways = 0  # GOAWAY frames seen (the first MAX_GOAWAYS_SAID are said)
 
-    def notice(self, side: Side, message: str, kind: str = "grpc",
-               limit: str | None = None, info: bool = False) -> None:
+    def notice(
+        self,
+        side: Side,
+        message: str,
+        kind: str = "grpc",
+        limit: str | None = None,
+        info: bool = False,
+    ) -> None:
         """`info`: normal behaviour that lost nothing (lbparse.capture.notices)."""
-        self.flows.out.append(Notice(kind, message, self.flows.clock.ts, side.src, side.dst,
-                                     limit=limit, info=info))
+        self.flows.out.append(
+            Notice(kind, message, self.flows.clock.ts, side.src, side.dst, limit=limit, info=info)
+        )
 
     def _client_of(self, side: Side, request: bool) -> Side:
         if self.client is None:
@@ -228,17 +256,25 @@ class Connection:
             call.splitters = _both_sides(self.flows.max_length)  # type: ignore[attr-defined]
             if len(self.calls) >= MAX_STREAMS:
                 oldest = self.calls[next(iter(self.calls))]
-                self.notice(side, f"more than {MAX_STREAMS} calls open on one connection "
-                            f"(max_streams): stream {oldest.stream_id} given up", "limit",
-                            "max_streams")
+                self.notice(
+                    side,
+                    f"more than {MAX_STREAMS} calls open on one connection "
+                    f"(max_streams): stream {oldest.stream_id} given up",
+                    "limit",
+                    "max_streams",
+                )
                 self._end(side, oldest, "dropped")
             flows = self.flows
             if len(flows.calls) >= flows.max_open_calls:
                 first, conn = next(iter(flows.calls.items()))
                 on = conn.client or side  # known: it has a call
-                conn.notice(on, f"more than {flows.max_open_calls} calls open in the capture "
-                            f"(max_open_calls): stream {first.stream_id} given up", "limit",
-                            "max_open_calls")
+                conn.notice(
+                    on,
+                    f"more than {flows.max_open_calls} calls open in the capture "
+                    f"(max_open_calls): stream {first.stream_id} given up",
+                    "limit",
+                    "max_open_calls",
+                )
                 conn._end(on, first, "dropped")
             self.calls[sid] = call
             bisect.insort(self.sids, sid)
@@ -257,14 +293,19 @@ class Connection:
             return value
         if not self.headers_told:
             self.headers_told = True
-            self.notice(side, f"{what} of {len(value)} bytes not kept: the header values of "
-                        f"this capture's calls past {flows.max_headers} bytes in all "
-                        "(max_grpc_headers); said once a connection", "limit",
-                        "max_grpc_headers")
+            self.notice(
+                side,
+                f"{what} of {len(value)} bytes not kept: the header values of "
+                f"this capture's calls past {flows.max_headers} bytes in all "
+                "(max_grpc_headers); said once a connection",
+                "limit",
+                "max_grpc_headers",
+            )
         return None
 
-    def headers(self, side: Side, sid: int, headers: list[tuple[str, str]] | None,
-                end_stream: bool) -> None:
+    def headers(
+        self, side: Side, sid: int, headers: list[tuple[str, str]] | None, end_stream: bool
+    ) -> None:
         if sid not in self.calls and self._late(side, sid) is not None:
             return  # a reset call's late headers: its status no longer changes it
         names = dict(headers or ())
@@ -277,33 +318,43 @@ class Connection:
                 if headers is None:
                     # Its cause (a gap, a block that failed, a start inside the
                     # connection) was said when it happened, as what it is.
-                    self.notice(side, f"stream {sid}: the request's headers were not decoded "
-                                "(HPACK state unknown); its method is unknown", info=True)
+                    self.notice(
+                        side,
+                        f"stream {sid}: the request's headers were not decoded "
+                        "(HPACK state unknown); its method is unknown",
+                        info=True,
+                    )
                 self._request(side, call, names)
             if end_stream:
                 call.client_done = True
                 self._leftover(side, call, CLIENT_TO_SERVER)
             return
         if call.request_ts is None and call.first_response_ts is None:
-            self.notice(side, f"stream {sid}: a response whose request the capture does not "
-                        "hold (it started before the capture); its method is unknown",
-                        info=True)
+            self.notice(
+                side,
+                f"stream {sid}: a response whose request the capture does not "
+                "hold (it started before the capture); its method is unknown",
+                info=True,
+            )
         if call.first_response_ts is None:
             call.first_response_ts = now
             call.http_status = self._kept(side, names.get(":status"), ":status")
-            call.encodings[SERVER_TO_CLIENT] = self._kept(side, names.get("grpc-encoding"),
-                                                          "grpc-encoding")
+            call.encodings[SERVER_TO_CLIENT] = self._kept(
+                side, names.get("grpc-encoding"), "grpc-encoding"
+            )
         if "grpc-status" in names:
             call.trailers_ts = now
             status = names["grpc-status"]
             call.grpc_status = ascii_int(status, GRPC_STATUS_MAX)
             if call.grpc_status is None:
-                self.notice(side, f"stream {sid}: grpc-status {status[:40]!r}"
-                            f"{'...' if len(status) > 40 else ''} is not a status code "
-                            f"(0 to {GRPC_STATUS_MAX}): the call's status is null")
+                self.notice(
+                    side,
+                    f"stream {sid}: grpc-status {status[:40]!r}"
+                    f"{'...' if len(status) > 40 else ''} is not a status code "
+                    f"(0 to {GRPC_STATUS_MAX}): the call's status is null",
+                )
             if "grpc-message" in names:
-                call.grpc_message = self._kept(side, unquote(names["grpc-message"]),
-                                               "grpc-message")
+                call.grpc_message = self._kept(side, unquote(names["grpc-message"]), "grpc-message")
         if end_stream:
             self._end(side, call, "trailers" if call.trailers_ts is not None else "end_stream")
 
@@ -311,10 +362,10 @@ class Connection:
         path = names.get(":path")
         call.method = METHODS.get(path or "")
         # A method's path is one of METHODS' own strings, kept once for all calls.
-        call.path = self._kept(side, path, ":path") if call.method is None else \
-            _PATHS[path or ""]
-        call.encodings[CLIENT_TO_SERVER] = self._kept(side, names.get("grpc-encoding"),
-                                                      "grpc-encoding")
+        call.path = self._kept(side, path, ":path") if call.method is None else _PATHS[path or ""]
+        call.encodings[CLIENT_TO_SERVER] = self._kept(
+            side, names.get("grpc-encoding"), "grpc-encoding"
+        )
 
     def data(self, side: Side, sid: int, payload: bytes, end_stream: bool) -> None:
         call = self.calls.get(sid)
@@ -325,8 +376,12 @@ class Connection:
                 return
             if not payload and not end_stream:
                 return
-            self.notice(side, f"stream {sid}: DATA whose headers the capture does not hold; "
-                        "its method is unknown", info=True)
+            self.notice(
+                side,
+                f"stream {sid}: DATA whose headers the capture does not hold; "
+                "its method is unknown",
+                info=True,
+            )
             call = self._call(side, sid, False)  # may settle which side is the client
         direction = self._direction(side)
         self._feed(side, call, direction, payload)
@@ -340,67 +395,111 @@ class Connection:
     def _direction(self, side: Side) -> str:
         return CLIENT_TO_SERVER if side is self.client else SERVER_TO_CLIENT
 
-    def _feed(self, side: Side, call: GrpcCall, direction: str, payload: bytes,
-              late: _Reset | None = None) -> None:
+    def _feed(
+        self, side: Side, call: GrpcCall, direction: str, payload: bytes, late: _Reset | None = None
+    ) -> None:
         """A DATA frame's bytes into one side of a call (`late`: of a reset
         call): its whole messages out, the rest held within max_reassembly."""
-        splitter: Splitter = (late.splitters if late is not None  # a call's: set by _call
-                              else call.splitters)[direction]  # type: ignore[attr-defined]
+        splitter: Splitter = (
+            late.splitters
+            if late is not None  # a call's: set by _call
+            else call.splitters
+        )[direction]  # type: ignore[attr-defined]
         sid = call.stream_id
         told = splitter.refused is not None
         before = len(splitter.buf)
         for flag, body in splitter.feed(payload):
             self._message(side, call, direction, flag, body, late)
         if splitter.refused is not None and not told:
-            self.notice(side, f"stream {sid} ({call.method_name}): {splitter.refused}", "limit",
-                        "max_frame")
+            self.notice(
+                side, f"stream {sid} ({call.method_name}): {splitter.refused}", "limit", "max_frame"
+            )
         flows = self.flows
         flows.buffered += len(splitter.buf) - before
         if flows.buffered > flows.max_buffered:
-            self.notice(side, f"stream {sid} ({call.method_name}): half-received gRPC messages "
-                        f"of all calls past {flows.max_buffered} bytes (max_reassembly): this "
-                        "one's dropped and the rest of this side of the call skipped", "limit",
-                        "max_reassembly")
+            self.notice(
+                side,
+                f"stream {sid} ({call.method_name}): half-received gRPC messages "
+                f"of all calls past {flows.max_buffered} bytes (max_reassembly): this "
+                "one's dropped and the rest of this side of the call skipped",
+                "limit",
+                "max_reassembly",
+            )
             splitter.refused = "over max_reassembly"
             self._clear(splitter)
         if late is not None and splitter.buf:
             flows.open[id(self)] = self  # closed at the capture's end: the bytes let go
 
-    def _message(self, side: Side, call: GrpcCall, direction: str, flag: int,
-                 body: bytes, late: _Reset | None = None) -> None:
+    def _message(
+        self,
+        side: Side,
+        call: GrpcCall,
+        direction: str,
+        flag: int,
+        body: bytes,
+        late: _Reset | None = None,
+    ) -> None:
         method = call.method
-        cls = None if method is None else (
-            method.request if direction == CLIENT_TO_SERVER else method.response)
+        cls = (
+            None
+            if method is None
+            else (method.request if direction == CLIENT_TO_SERVER else method.response)
+        )
         flows = self.flows
         decoded = decode_counted(cls, flag, body, call.encodings[direction], flows.budget)
         message, error = decoded.message, decoded.error
         if decoded.limit == "max_grpc_elements" or (
-                decoded.limit == "max_grpc_inflate" and not flows.inflate_told):
+            decoded.limit == "max_grpc_inflate" and not flows.inflate_told
+        ):
             flows.inflate_told |= decoded.limit == "max_grpc_inflate"
-            self.notice(side, f"stream {call.stream_id} ({call.method_name}) message "
-                        f"{call.counts[direction] if late is None else late.counts[direction]}"
-                        f": {error}", "limit", decoded.limit)
+            self.notice(
+                side,
+                f"stream {call.stream_id} ({call.method_name}) message "
+                f"{call.counts[direction] if late is None else late.counts[direction]}"
+                f": {error}",
+                "limit",
+                decoded.limit,
+            )
         if late is not None:  # the call is out already: counted here, not kept
             index = late.counts[direction]
             late.counts[direction] += 1
         else:
             index = call.counts[direction]
-            cost = MESSAGE_COST if message is None else \
-                decoded.size + MESSAGE_COST * (1 + decoded.elements)
+            cost = (
+                MESSAGE_COST
+                if message is None
+                else decoded.size + MESSAGE_COST * (1 + decoded.elements)
+            )
             if call.keep(direction, message, flows.kept_bytes + cost <= MAX_KEPT_BYTES):
                 call.kept_bytes += cost
                 flows.kept_bytes += cost
-        flows.out.append(GrpcMessage(
-            flows.clock.ts, side.src, side.dst, direction, call.stream_id,
-            call.method_name, None if cls is None else cls.DESCRIPTOR.full_name, index,
-            bool(flag & 1), len(body), message, error, late is not None))
+        flows.out.append(
+            GrpcMessage(
+                flows.clock.ts,
+                side.src,
+                side.dst,
+                direction,
+                call.stream_id,
+                call.method_name,
+                None if cls is None else cls.DESCRIPTOR.full_name,
+                index,
+                bool(flag & 1),
+                len(body),
+                message,
+                error,
+                late is not None,
+            )
+        )
 
     def _leftover(self, side: Side, call: GrpcCall, direction: str) -> None:
         splitter: Splitter = call.splitters[direction]  # type: ignore[attr-defined]
         left = splitter.leftover()
         if left:
-            self.notice(side, f"stream {call.stream_id} ({call.method_name}): {left}; "
-                        "message dropped", "incomplete")
+            self.notice(
+                side,
+                f"stream {call.stream_id} ({call.method_name}): {left}; message dropped",
+                "incomplete",
+            )
             self._clear(splitter)
 
     def _clear(self, splitter: Splitter) -> None:
@@ -423,12 +522,16 @@ class Connection:
     def reset(self, side: Side, sid: int, code: int) -> None:
         call = self.calls.get(sid)
         late = self.resets.get(sid)
-        method = call.method_name if call is not None else \
-            late.call.method_name if late is not None else None
+        method = (
+            call.method_name
+            if call is not None
+            else late.call.method_name
+            if late is not None
+            else None
+        )
         # A reset is the call's own end (grpc_calls.rst_code), chosen by a peer
         # (CANCEL: the client gave up a Subscribe): nothing of it was lost.
-        self.notice(side, f"RST_STREAM {error_name(code)} on stream {sid} ({method})",
-                    info=True)
+        self.notice(side, f"RST_STREAM {error_name(code)} on stream {sid} ({method})", info=True)
         if call is not None:
             call.rst_code = code
             self._end(side, call, "rst_stream")
@@ -442,9 +545,13 @@ class Connection:
         late = self.resets.get(sid)
         if late is not None and not late.said:
             late.said = True
-            self.notice(side, f"stream {sid} ({late.call.method_name}): frames after its "
-                        "RST_STREAM, sent before the reset reached the peer: read as the "
-                        "reset call's", info=True)
+            self.notice(
+                side,
+                f"stream {sid} ({late.call.method_name}): frames after its "
+                "RST_STREAM, sent before the reset reached the peer: read as the "
+                "reset call's",
+                info=True,
+            )
         return late
 
     def _holding(self) -> bool:
@@ -456,14 +563,21 @@ class Connection:
             self._clear(splitter)
 
     def goaway(self, side: Side, last: int, code: int, debug: bytes) -> None:
-        gone = [self.calls[s] for s in self.sids[bisect.bisect_right(self.sids, last):]]
+        gone = [self.calls[s] for s in self.sids[bisect.bisect_right(self.sids, last) :]]
         self.goaways += 1
         if self.goaways <= MAX_GOAWAYS_SAID or gone:
-            more = "; later GOAWAYs that end no call are not said" \
-                if self.goaways == MAX_GOAWAYS_SAID else ""
-            self.notice(side, f"GOAWAY {error_name(code)}, last stream {last}"
-                        f"{', ' + repr(debug[:80]) if debug else ''}; {len(gone)} open calls "
-                        f"past it end unanswered{more}", info=True)
+            more = (
+                "; later GOAWAYs that end no call are not said"
+                if self.goaways == MAX_GOAWAYS_SAID
+                else ""
+            )
+            self.notice(
+                side,
+                f"GOAWAY {error_name(code)}, last stream {last}"
+                f"{', ' + repr(debug[:80]) if debug else ''}; {len(gone)} open calls "
+                f"past it end unanswered{more}",
+                info=True,
+            )
         for call in gone:
             self._end(side, call, "goaway")
 
@@ -477,8 +591,13 @@ class Connection:
             assert self.client is not None  # a call was made: its client is known
             # What the call carried up to here is read; a half-received
             # message (_leftover, in _end) is a problem of its own.
-            self.notice(self.client, f"stream {call.stream_id} ({call.method_name}): the "
-                        f"{what} ends before the call does", "incomplete", info=True)
+            self.notice(
+                self.client,
+                f"stream {call.stream_id} ({call.method_name}): the "
+                f"{what} ends before the call does",
+                "incomplete",
+                info=True,
+            )
             self._end(self.client, call, how)
         self.flows.open.pop(id(self), None)  # held for a late message only, if at all
 
@@ -519,8 +638,9 @@ class Table(HeaderTable):
 
     def get_by_index(self, index: int) -> tuple[bytes, bytes]:
         if self.trusted is not None and index > self.STATIC_TABLE_LENGTH + self.trusted:
-            raise hpack.InvalidTableIndex(f"table entry {index} may have shifted since the "
-                                          "HPACK state was lost")
+            raise hpack.InvalidTableIndex(
+                f"table entry {index} may have shifted since the HPACK state was lost"
+            )
         return super().get_by_index(index)
 
 
@@ -539,8 +659,8 @@ class Side:
         self.src, self.dst = src, dst
         self.peer: Side = self
         self.active = False
-        self.preface = False      # the client's preface is still to come
-        self.lost = False         # frame boundaries lost: wait for a segment of frames
+        self.preface = False  # the client's preface is still to come
+        self.lost = False  # frame boundaries lost: wait for a segment of frames
         self.buf = bytearray()
         # Made when the direction turns out HTTP/2 (_start): every TCP flow
         # of a reading gets Sides, most of them NATS.
@@ -548,10 +668,10 @@ class Side:
         self.table = DEFAULT_TABLE  # the HPACK table its receiver allows
         self.hpack_unknown = False
         self.hpack_told = False
-        self.max_frame = DEFAULT_MAX_FRAME   # what this side accepts (its SETTINGS)
+        self.max_frame = DEFAULT_MAX_FRAME  # what this side accepts (its SETTINGS)
         self.block: tuple[int, int, bool, list[bytes], int] | None = None
         self.skipping: int | None = None  # the stream whose header block was dropped
-        self.ended = False        # its TCP direction ended (FIN, RST)
+        self.ended = False  # its TCP direction ended (FIN, RST)
 
     @staticmethod
     def _decoder(table: int = DEFAULT_TABLE) -> hpack.Decoder:
@@ -580,7 +700,7 @@ class Side:
         a run of at least two plausible frame headers, each where the frame
         before it ends (one is undecided, up to UNDECIDED_BYTES): a NATS
         client's bytes are never taken for HTTP/2 on less."""
-        if PREFACE.startswith(data[:len(PREFACE)]) and data:
+        if PREFACE.startswith(data[: len(PREFACE)]) and data:
             if len(data) < len(PREFACE) and not self.peer.active:
                 return UNDECIDED
             if self.conn.calls:  # the same addresses and ports, a new connection
@@ -603,8 +723,7 @@ class Side:
             # A first segment too short to hold a frame header is taken as one's start;
             # one that holds an implausible header is a loss, and said.
             if _frame_headers(data) < 0:
-                self._lose(f"the first {len(data)} bytes of this direction are not HTTP/2 "
-                           "frames")
+                self._lose(f"the first {len(data)} bytes of this direction are not HTTP/2 frames")
             return self
         return None
 
@@ -619,9 +738,13 @@ class Side:
         self.preface = self.lost = False
         self.hpack_unknown = mid
         if mid:
-            self.conn.notice(self, "HTTP/2 from inside a connection (its start is not in the "
-                             "capture): HPACK state unknown; header blocks decoded as far as "
-                             "the table seen allows", info=True)
+            self.conn.notice(
+                self,
+                "HTTP/2 from inside a connection (its start is not in the "
+                "capture): HPACK state unknown; header blocks decoded as far as "
+                "the table seen allows",
+                info=True,
+            )
             self.hpack_told = True
 
     @property
@@ -639,8 +762,11 @@ class Side:
         self.lost = True
         self._hpack_lost()
         self.ended = False  # abandon came first: this was a loss, not the end
-        self.conn.notice(self, "HTTP/2 frames lost at a gap; reading resumes at the next "
-                         "segment that starts with frames, HPACK state unknown")
+        self.conn.notice(
+            self,
+            "HTTP/2 frames lost at a gap; reading resumes at the next "
+            "segment that starts with frames, HPACK state unknown",
+        )
 
     def abandon(self) -> list[str]:
         """The direction ends (or loses bytes): a half-read frame is said."""
@@ -669,16 +795,18 @@ class Side:
             self.preface = False
             pos = len(PREFACE)
         while len(buf) - pos >= 9:
-            length = int.from_bytes(buf[pos:pos + 3], "big")
+            length = int.from_bytes(buf[pos : pos + 3], "big")
             if length > self.peer.max_frame:
-                self._lose(f"HTTP/2 frame of {length} bytes, over the receiver's "
-                           f"SETTINGS_MAX_FRAME_SIZE of {self.peer.max_frame}")
+                self._lose(
+                    f"HTTP/2 frame of {length} bytes, over the receiver's "
+                    f"SETTINGS_MAX_FRAME_SIZE of {self.peer.max_frame}"
+                )
                 return
             if len(buf) - pos - 9 < length:
                 break
             ftype, flags = buf[pos + 3], buf[pos + 4]
-            sid = int.from_bytes(buf[pos + 5:pos + 9], "big") & 0x7FFFFFFF
-            payload = bytes(buf[pos + 9:pos + 9 + length])
+            sid = int.from_bytes(buf[pos + 5 : pos + 9], "big") & 0x7FFFFFFF
+            payload = bytes(buf[pos + 9 : pos + 9 + length])
             pos += 9 + length
             self._frame(ftype, flags, sid, payload)
             if self.lost:
@@ -686,8 +814,9 @@ class Side:
         del buf[:pos]
 
     def _lose(self, why: str) -> None:
-        self.conn.notice(self, f"{why}; reading resumes at the next segment that starts with "
-                         "frames", "protocol")
+        self.conn.notice(
+            self, f"{why}; reading resumes at the next segment that starts with frames", "protocol"
+        )
         self.buf.clear()
         self.block = None
         self.preface = False
@@ -699,8 +828,12 @@ class Side:
         if ftype != CONTINUATION:
             self.skipping = None
         if self.block is not None and ftype != CONTINUATION:
-            self.conn.notice(self, f"stream {self.block[0]}: header block not ended before a "
-                             f"frame of type {ftype}; dropped", "protocol")
+            self.conn.notice(
+                self,
+                f"stream {self.block[0]}: header block not ended before a "
+                f"frame of type {ftype}; dropped",
+                "protocol",
+            )
             self.block = None
             self._hpack_lost()
         if ftype == DATA:
@@ -716,19 +849,27 @@ class Side:
         elif ftype == SETTINGS and not flags & 1:
             self._settings(payload)
         elif ftype == GOAWAY and len(payload) >= 8:
-            self.conn.goaway(self, int.from_bytes(payload[:4], "big") & 0x7FFFFFFF,
-                             int.from_bytes(payload[4:8], "big"), payload[8:])
+            self.conn.goaway(
+                self,
+                int.from_bytes(payload[:4], "big") & 0x7FFFFFFF,
+                int.from_bytes(payload[4:8], "big"),
+                payload[8:],
+            )
 
     def _unpad(self, flags: int, payload: bytes) -> bytes | None:
         if not flags & PADDED:
             return payload
         if not payload or payload[0] >= len(payload):
-            self.conn.notice(self, f"HTTP/2 padding of {payload[:1].hex() or 'no'} byte(s) "
-                             f"in a frame of {len(payload)}: frame dropped", "protocol")
+            self.conn.notice(
+                self,
+                f"HTTP/2 padding of {payload[:1].hex() or 'no'} byte(s) "
+                f"in a frame of {len(payload)}: frame dropped",
+                "protocol",
+            )
             if flags & (END_HEADERS | PRIO):
                 self._hpack_lost()
             return None
-        return payload[1:len(payload) - payload[0]]
+        return payload[1 : len(payload) - payload[0]]
 
     def _header_frame(self, ftype: int, flags: int, sid: int, payload: bytes) -> None:
         body = self._unpad(flags, payload)
@@ -748,14 +889,21 @@ class Side:
                 self.skipping = None
             return
         if block is None or block[0] != sid:
-            self.conn.notice(self, f"stream {sid}: CONTINUATION without a header block to "
-                             "continue; dropped", "protocol")
+            self.conn.notice(
+                self,
+                f"stream {sid}: CONTINUATION without a header block to continue; dropped",
+                "protocol",
+            )
             return
         size = block[4] + len(payload)
         if size > MAX_HEADER_BLOCK:
-            self.conn.notice(self, f"stream {sid}: header block past {MAX_HEADER_BLOCK} bytes "
-                             "(max_header_block): dropped, HPACK state unknown", "limit",
-                             "max_header_block")
+            self.conn.notice(
+                self,
+                f"stream {sid}: header block past {MAX_HEADER_BLOCK} bytes "
+                "(max_header_block): dropped, HPACK state unknown",
+                "limit",
+                "max_header_block",
+            )
             self.block = None
             self._hpack_lost()
             self.skipping = None if flags & END_HEADERS else sid  # its rest is skipped
@@ -777,26 +925,35 @@ class Side:
         try:
             raw = self.decoder.decode(block, raw=True)
         except hpack.OversizedHeaderListError:
-            self.conn.notice(self, f"stream {sid}: header list past {MAX_HEADER_LIST} bytes "
-                             "decoded (max_header_list): dropped, HPACK state unknown", "limit",
-                             "max_header_list")
+            self.conn.notice(
+                self,
+                f"stream {sid}: header list past {MAX_HEADER_LIST} bytes "
+                "decoded (max_header_list): dropped, HPACK state unknown",
+                "limit",
+                "max_header_list",
+            )
             self._hpack_lost()
             return None
-        except Exception as exc:  # noqa: BLE001  HPACKError and anything bad bytes raise
+        except Exception as exc:
             if not self.hpack_unknown or not self.hpack_told:
-                self.conn.notice(self, f"stream {sid}: header block not decoded (HPACK: "
-                                 f"{type(exc).__name__}: {_said(exc)}); HPACK state unknown",
-                                 "grpc")
+                self.conn.notice(
+                    self,
+                    f"stream {sid}: header block not decoded (HPACK: "
+                    f"{type(exc).__name__}: {_said(exc)}); HPACK state unknown",
+                    "grpc",
+                )
                 self.hpack_told = True
             self._hpack_lost()
             return None
-        return [(bytes(n).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
-                for n, v in raw]
+        return [
+            (bytes(n).decode("utf-8", "replace"), bytes(v).decode("utf-8", "replace"))
+            for n, v in raw
+        ]
 
     def _settings(self, payload: bytes) -> None:
         for i in range(0, len(payload) - 5, 6):
-            ident = int.from_bytes(payload[i:i + 2], "big")
-            value = int.from_bytes(payload[i + 2:i + 6], "big")
+            ident = int.from_bytes(payload[i : i + 2], "big")
+            value = int.from_bytes(payload[i + 2 : i + 6], "big")
             if ident == 5 and DEFAULT_MAX_FRAME <= value < 1 << 24:
                 self.max_frame = value
             elif ident == 1:  # what the peer's encoder may use

@@ -8,8 +8,8 @@ Ethernet, the common case, is also inlined in the reader's loop.
 from __future__ import annotations
 
 ETHERNET = 1
-NULL = 0            # BSD loopback, address family in host byte order
-LOOP = 108          # OpenBSD loopback, address family in network byte order
+NULL = 0  # BSD loopback, address family in host byte order
+LOOP = 108  # OpenBSD loopback, address family in network byte order
 RAW = 101
 RAW_ALT = (12, 14)  # DLT_RAW as some systems number it
 IPV4 = 228

@@ -79,8 +79,15 @@ class Frame:
     # dict or an index; the capture path makes one per message.
     __slots__ = ("verb", "subject", "reply", "sid", "header_block", "payload")
 
-    def __init__(self, verb: str, subject: str, reply: str | None, sid: str | None,
-                 header_block: bytes | None, payload: bytes) -> None:
+    def __init__(
+        self,
+        verb: str,
+        subject: str,
+        reply: str | None,
+        sid: str | None,
+        header_block: bytes | None,
+        payload: bytes,
+    ) -> None:
         self.verb: Final = verb
         self.subject: Final = subject
         self.reply: Final = reply
@@ -127,8 +134,10 @@ class Problem:
         self.limit: Final = limit
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Problem)
-                and (self.message, self.limit) == (other.message, other.limit))
+        return isinstance(other, Problem) and (self.message, self.limit) == (
+            other.message,
+            other.limit,
+        )
 
     def __repr__(self) -> str:
         return f"Problem({self.message!r}, limit={self.limit!r})"
@@ -169,17 +178,31 @@ class NatsParser:
     copy all the bytes after it).
     """
 
-    __slots__ = ("_rest", "_parts", "_parts_len", "_wait", "_buf", "_bpos", "_need", "_resync",
-                 "_here", "_max_frame", "_sniff", "_other", "_held")
+    __slots__ = (
+        "_rest",
+        "_parts",
+        "_parts_len",
+        "_wait",
+        "_buf",
+        "_bpos",
+        "_need",
+        "_resync",
+        "_here",
+        "_max_frame",
+        "_sniff",
+        "_other",
+        "_held",
+    )
 
-    def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME,
-                 sniff: Any = None) -> None:
-        self._rest = b""            # a control line not yet ended by LF
+    def __init__(self, resync: bool = False, max_frame: int = MAX_FRAME, sniff: Any = None) -> None:
+        self._rest = b""  # a control line not yet ended by LF
         # Later pieces of it, kept apart until one holds a newline: joining
         # them on every piece cost time quadratic in the line's length.
         self._parts: list[bytes] = []
         self._parts_len = 0
-        self._wait: tuple[str, str, str | None, str | None, int] | None = None  # a message line whose payload is still arriving
+        self._wait: tuple[str, str, str | None, str | None, int] | None = (
+            None  # a message line whose payload is still arriving
+        )
         # Its bytes: the payload starts at _buf[_bpos]; _need counts the
         # payload and its CRLF.
         self._buf = bytearray()
@@ -241,22 +264,29 @@ class NatsParser:
             self._wait = None
             end = start + need
             if buf[end - 2] != 13 or buf[end - 1] != 10:
-                frames.append(Problem(
-                    f"{verb} payload of {need - 2} bytes not followed by CRLF "
-                    f"(found {bytes(buf[end - 2:end])!r}); message dropped"))
+                frames.append(
+                    Problem(
+                        f"{verb} payload of {need - 2} bytes not followed by CRLF "
+                        f"(found {bytes(buf[end - 2 : end])!r}); message dropped"
+                    )
+                )
                 # The payload started a line: a verb right there counts (the
                 # CRLF before it is in an earlier piece, out of the regex's sight).
                 self._resync = self._here = True
                 self._parse(buf, start, frames)
             else:
-                hdr = bytes(buf[start:start + hsize]) if verb[0] == "H" else None
-                frames.append(Frame(verb, subject, reply, sid, hdr,
-                                    bytes(buf[start + hsize:end - 2])))
+                hdr = bytes(buf[start : start + hsize]) if verb[0] == "H" else None
+                frames.append(
+                    Frame(verb, subject, reply, sid, hdr, bytes(buf[start + hsize : end - 2]))
+                )
                 self._parse(buf, end, frames)
             self._release()
         elif self._rest:
-            if (b"\n" not in data and not self._resync
-                    and len(self._rest) + self._parts_len + len(data) <= MAX_LINE):
+            if (
+                b"\n" not in data
+                and not self._resync
+                and len(self._rest) + self._parts_len + len(data) <= MAX_LINE
+            ):
                 self._parts.append(data)  # cannot end the line
                 self._parts_len += len(data)
                 return frames
@@ -275,7 +305,7 @@ class NatsParser:
             self._buf = bytearray()
             self._bpos = 0
         elif self._bpos > len(self._buf) >> 1:
-            del self._buf[:self._bpos]
+            del self._buf[: self._bpos]
             self._bpos = 0
 
     def gap(self, frames: list[Parsed] | None = None) -> str | None:
@@ -332,12 +362,13 @@ class NatsParser:
             verb, subject, _, _, _ = self._wait
             return _lost(verb, subject, len(self._buf) - self._bpos, self._need - 2)
         if self._rest and not self._resync:
-            return (f"control line cut after {len(self._rest) + self._parts_len} bytes: "
-                    f"{self._rest[:40]!r}")
+            return (
+                f"control line cut after {len(self._rest) + self._parts_len} bytes: "
+                f"{self._rest[:40]!r}"
+            )
         return None
 
-    def _parse(self, b: bytes, p: int, frames: list[Parsed],
-               lost: list[str] | None = None) -> None:
+    def _parse(self, b: bytes, p: int, frames: list[Parsed], lost: list[str] | None = None) -> None:
         """Parse `b` from `p`. `b` is a piece of the stream (bytes), or the
         wait buffer (a bytearray: its lines and payloads are copied out as
         bytes). `lost`: the stream ends with `b` (see `abandon`)."""
@@ -353,9 +384,12 @@ class NatsParser:
             e = b.find(b"\n", p)
             if e < 0:
                 if n - p > MAX_LINE:
-                    frames.append(Problem(
-                        f"{n - p} bytes without a line end where a control line was "
-                        f"expected: {bytes(b[p:p + 40])!r}"))
+                    frames.append(
+                        Problem(
+                            f"{n - p} bytes without a line end where a control line was "
+                            f"expected: {bytes(b[p : p + 40])!r}"
+                        )
+                    )
                     self._resync, self._here = True, False
                     p += 1
                     continue
@@ -403,7 +437,7 @@ class NatsParser:
                     continue
                 k = _VERBS.get(v) or _VERBS.get(v.upper())
                 if type(k) is str:
-                    frames.append(Control(k, line[len(v):].strip()))
+                    frames.append(Control(k, line[len(v) :].strip()))
                     p = e + 1
                     continue
                 if k is None:
@@ -418,10 +452,13 @@ class NatsParser:
                 else:
                     # Not buffered: memory must not follow a size field. If the
                     # size is a lie, the next control line is right after this one.
-                    frames.append(Problem(
-                        f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
-                        f"limit of {max_frame} (max_frame); resuming at the next control line",
-                        limit="max_frame"))
+                    frames.append(
+                        Problem(
+                            f"{verb} {_name(parts[1][:80])} declares {total} bytes, over the "
+                            f"limit of {max_frame} (max_frame); resuming at the next control line",
+                            limit="max_frame",
+                        )
+                    )
                 self._resync = self._here = True
                 p = e + 1
                 continue
@@ -447,19 +484,31 @@ class NatsParser:
                     self._bpos = 0
                 return
             if b[end] != 13 or b[end + 1] != 10:  # CR LF; no call, no slice
-                frames.append(Problem(
-                    f"{verb} payload of {total} bytes not followed by CRLF "
-                    f"(found {bytes(b[end:end + 2])!r}); message dropped"))
+                frames.append(
+                    Problem(
+                        f"{verb} payload of {total} bytes not followed by CRLF "
+                        f"(found {bytes(b[end : end + 2])!r}); message dropped"
+                    )
+                )
                 self._resync = self._here = True  # the payload started a line
                 p = start
                 continue
             if copy:
-                hdr = bytes(b[start:start + hsize]) if v[0] == 72 else None
-                frames.append(Frame(verb, subject, reply_s, sid_s, hdr,
-                                    bytes(b[start + hsize:end])))
+                hdr = bytes(b[start : start + hsize]) if v[0] == 72 else None
+                frames.append(
+                    Frame(verb, subject, reply_s, sid_s, hdr, bytes(b[start + hsize : end]))
+                )
             elif v[0] == 72:  # b"H": HPUB or HMSG (a bytes index costs less than a str one)
-                frames.append(Frame(verb, subject, reply_s, sid_s, b[start:start + hsize],
-                                    b[start + hsize:end]))
+                frames.append(
+                    Frame(
+                        verb,
+                        subject,
+                        reply_s,
+                        sid_s,
+                        b[start : start + hsize],
+                        b[start + hsize : end],
+                    )
+                )
             else:
                 frames.append(Frame(verb, subject, reply_s, sid_s, None, b[start:end]))
             p = end + 2

@@ -34,16 +34,33 @@ from typing import Any
 
 from lbparse.codec.jsonform import Int64
 
-NOTICE_KINDS = ("gap", "incomplete", "protocol", "truncated", "limit", "bad_block", "bad_record",
-                "retransmission", "grpc")
+NOTICE_KINDS = (
+    "gap",
+    "incomplete",
+    "protocol",
+    "truncated",
+    "limit",
+    "bad_block",
+    "bad_record",
+    "retransmission",
+    "grpc",
+)
 
 
 class Notice:
     __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit", "info")
 
-    def __init__(self, kind: str, message: str, ts: int | None = None, src: str | None = None,
-                 dst: str | None = None, nbytes: int | None = None,
-                 limit: str | None = None, info: bool = False) -> None:
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        ts: int | None = None,
+        src: str | None = None,
+        dst: str | None = None,
+        nbytes: int | None = None,
+        limit: str | None = None,
+        info: bool = False,
+    ) -> None:
         self.kind = kind
         self.message = message
         self.ts = ts
@@ -54,9 +71,14 @@ class Notice:
         self.info = info
 
     def to_json_dict(self) -> dict[str, Any]:
-        d = {"notice": self.kind, "message": self.message,
-             "ts": None if self.ts is None else Int64(self.ts), "src": self.src,
-             "dst": self.dst, "bytes": self.nbytes}
+        d = {
+            "notice": self.kind,
+            "message": self.message,
+            "ts": None if self.ts is None else Int64(self.ts),
+            "src": self.src,
+            "dst": self.dst,
+            "bytes": self.nbytes,
+        }
         if self.limit is not None:
             d["limit"] = self.limit
         if self.info:

@@ -21,7 +21,8 @@ the file's `truncated` end.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, BinaryIO, Callable, Final, Iterator, cast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Final, cast
 
 if TYPE_CHECKING:  # annotations only: mypyc's native 64-bit integer (plain int otherwise)
     from mypy_extensions import i64
@@ -83,8 +84,9 @@ def refill(f: BinaryIO, base: int, pos: int, n: int, need: int) -> tuple[bytes, 
 class PcapSource:
     """Packets of one pcap file; `bytes_read` follows the reading for progress."""
 
-    def __init__(self, f: BinaryIO, name: str = "capture",
-                 on_notice: Callable[[Notice], None] | None = None) -> None:
+    def __init__(
+        self, f: BinaryIO, name: str = "capture", on_notice: Callable[[Notice], None] | None = None
+    ) -> None:
         self.f = f
         self.name = name
         self.bytes_read = 0
@@ -92,8 +94,11 @@ class PcapSource:
         head = f.read(24)
         self.bytes_read = len(head)
         if len(head) < 24 or head[:4] not in MAGICS:
-            raise CaptureError("bad_header", f"{name}: not a pcap file header "
-                               f"(first bytes {head[:4].hex() or 'none'})", offset=0)
+            raise CaptureError(
+                "bad_header",
+                f"{name}: not a pcap file header (first bytes {head[:4].hex() or 'none'})",
+                offset=0,
+            )
         self.endian, self.tick = MAGICS[head[:4]]  # tick: nanoseconds per fraction unit
         _, _, _, _, self.snaplen, network = struct.unpack(self.endian + "HHiIII", head[4:])
         # The upper bits of the link type field carry FCS information.
@@ -141,10 +146,15 @@ class PcapSource:
                     incl = 0
                 if incl > maxrec:
                     bad_at = base + pos
-                    self._notice(Notice("bad_block", f"{self.name}: packet record at offset "
-                                        f"{bad_at} claims {incl} bytes, more than its snap "
-                                        f"length allows ({maxrec}): the file is damaged here; "
-                                        "looking for the next plausible record"))
+                    self._notice(
+                        Notice(
+                            "bad_block",
+                            f"{self.name}: packet record at offset "
+                            f"{bad_at} claims {incl} bytes, more than its snap "
+                            f"length allows ({maxrec}): the file is damaged here; "
+                            "looking for the next plausible record",
+                        )
+                    )
                     pos += 1
                     continue
                 need = 16 + incl
@@ -153,11 +163,16 @@ class PcapSource:
                     if q >= 0:
                         # A length that runs past the end, with records after
                         # it: damage, not a file cut short.
-                        self._notice(Notice("bad_block", f"{self.name}: packet record at offset "
-                                            f"{base + pos} claims {incl} bytes, past the end of "
-                                            f"the file at {base + n}, and records follow it: the "
-                                            "file is damaged here; reading on at the next "
-                                            "plausible record"))
+                        self._notice(
+                            Notice(
+                                "bad_block",
+                                f"{self.name}: packet record at offset "
+                                f"{base + pos} claims {incl} bytes, past the end of "
+                                f"the file at {base + n}, and records follow it: the "
+                                "file is damaged here; reading on at the next "
+                                "plausible record",
+                            )
+                        )
                         self._skipped(base + pos, base + q)
                         pos = q
                         continue
@@ -171,8 +186,9 @@ class PcapSource:
 
     def _plausible(self, buf: bytes, q: int) -> int:
         """The length of a plausible record at `q`, -1 if there is none."""
-        sec, frac, incl, orig = cast(tuple[int, int, int, int],
-                                     struct.unpack_from(self.endian + "IIII", buf, q))
+        sec, frac, incl, orig = cast(
+            tuple[int, int, int, int], struct.unpack_from(self.endian + "IIII", buf, q)
+        )
         if frac >= self._frac_limit or incl > self.max_record or orig < incl:
             return -1
         return incl
@@ -213,15 +229,25 @@ class PcapSource:
         return max(pos, n - 15), 16
 
     def _skipped(self, start: int, end: int) -> None:
-        self._notice(Notice("bad_block", f"{self.name}: skipped {end - start} damaged bytes "
-                            f"from offset {start} to {end}", nbytes=end - start))
+        self._notice(
+            Notice(
+                "bad_block",
+                f"{self.name}: skipped {end - start} damaged bytes from offset {start} to {end}",
+                nbytes=end - start,
+            )
+        )
 
     def _notice(self, n: Notice) -> None:
         if self.on_notice:
             self.on_notice(n)
 
     def _truncated(self, offset: int, have: int, incl: int) -> None:
-        what = ("a packet header" if have < 16
-                else f"a packet of {incl} bytes ({have - 16} present)")
-        self._notice(Notice("truncated", f"{self.name}: file ends at offset {offset + have} "
-                            f"inside {what}; the partial packet is skipped", nbytes=have))
+        what = "a packet header" if have < 16 else f"a packet of {incl} bytes ({have - 16} present)"
+        self._notice(
+            Notice(
+                "truncated",
+                f"{self.name}: file ends at offset {offset + have} "
+                f"inside {what}; the partial packet is skipped",
+                nbytes=have,
+            )
+        )

@@ -20,11 +20,12 @@ follows the bytes read, never a length field.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
+from lbparse.capture import pcap
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
-from lbparse.capture import pcap
 from lbparse.capture.pcap import NS_PER_S, Packet, read_more, refill
 
 SHB = 0x0A0D0D0A
@@ -68,16 +69,21 @@ def _tsresol(v: int) -> tuple[int, int]:
 class PcapngSource:
     """Packets of one pcapng file; `bytes_read` follows the reading for progress."""
 
-    def __init__(self, f: BinaryIO, name: str = "capture",
-                 on_notice: Callable[[Notice], None] | None = None) -> None:
+    def __init__(
+        self, f: BinaryIO, name: str = "capture", on_notice: Callable[[Notice], None] | None = None
+    ) -> None:
         self.f = f
         self.name = name
         self.bytes_read = 0
         self.on_notice = on_notice
         head = f.read(12)
         if len(head) < 12 or head[:4] != MAGIC:
-            raise CaptureError("bad_header", f"{name}: not a pcapng section header block "
-                               f"(first bytes {head[:4].hex() or 'none'})", offset=0)
+            raise CaptureError(
+                "bad_header",
+                f"{name}: not a pcapng section header block "
+                f"(first bytes {head[:4].hex() or 'none'})",
+                offset=0,
+            )
         self._head = head
         self._endian = "<"
 
@@ -107,18 +113,24 @@ class PcapngSource:
             while bad_at < 0 and pos + 12 <= n:
                 btype, blen = struct.unpack_from(endian + "II", buf, pos)
                 if btype == SHB:
-                    bom = buf[pos + 8:pos + 12]
+                    bom = buf[pos + 8 : pos + 12]
                     if bom == b"\x4d\x3c\x2b\x1a":
                         endian = "<"
                     elif bom == b"\x1a\x2b\x3c\x4d":
                         endian = ">"
                     elif base + pos == 0:  # the file's byte order is unknown: unreadable
-                        raise CaptureError("bad_header", f"{name}: section header at offset "
-                                           f"{base + pos} has byte-order magic {bom.hex()}",
-                                           offset=base + pos)
+                        raise CaptureError(
+                            "bad_header",
+                            f"{name}: section header at offset "
+                            f"{base + pos} has byte-order magic {bom.hex()}",
+                            offset=base + pos,
+                        )
                     else:  # garbled bytes that read as a section header
-                        bad_at = self._damaged(base + pos, btype, "is a section header with "
-                                               f"byte-order magic {bom.hex()}")
+                        bad_at = self._damaged(
+                            base + pos,
+                            btype,
+                            f"is a section header with byte-order magic {bom.hex()}",
+                        )
                         pos += 1
                         break
                     blen = struct.unpack_from(endian + "I", buf, pos + 4)[0]
@@ -133,8 +145,11 @@ class PcapngSource:
                     need = blen
                     break
                 if u32(buf, end - 4)[0] != blen:
-                    bad_at = self._damaged(base + pos, btype, f"has length {blen} at its start "
-                                           f"and {u32(buf, end - 4)[0]} at its end")
+                    bad_at = self._damaged(
+                        base + pos,
+                        btype,
+                        f"has length {blen} at its start and {u32(buf, end - 4)[0]} at its end",
+                    )
                     pos += 1
                     break
                 if blen < MIN_LEN.get(btype, 12):
@@ -142,8 +157,12 @@ class PcapngSource:
                 elif btype == EPB:
                     iid, hi, lo, cap, orig = epb(buf, pos + 8)
                     if iid >= len(ifaces) or cap > blen - 32:
-                        self._bad(btype, base + pos, f"interface {iid} ({len(ifaces)} described), "
-                                  f"captured length {cap} in {blen - 32} bytes")
+                        self._bad(
+                            btype,
+                            base + pos,
+                            f"interface {iid} ({len(ifaces)} described), "
+                            f"captured length {cap} in {blen - 32} bytes",
+                        )
                     else:
                         i = ifaces[iid]
                         ts = ((hi << 32) | lo) * i.num // i.den + i.offset
@@ -165,29 +184,53 @@ class PcapngSource:
                     iid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
                     hi, lo, cap, orig = struct.unpack_from(endian + "IIII", buf, pos + 12)
                     if iid >= len(ifaces) or cap > blen - 32:
-                        self._bad(btype, base + pos, f"interface {iid} ({len(ifaces)} described), "
-                                  f"captured length {cap} in {blen - 32} bytes")
+                        self._bad(
+                            btype,
+                            base + pos,
+                            f"interface {iid} ({len(ifaces)} described), "
+                            f"captured length {cap} in {blen - 32} bytes",
+                        )
                     else:
                         i = ifaces[iid]
-                        yield (((hi << 32) | lo) * i.num // i.den + i.offset, i.linktype, buf,
-                               pos + 28, cap, orig)
+                        yield (
+                            ((hi << 32) | lo) * i.num // i.den + i.offset,
+                            i.linktype,
+                            buf,
+                            pos + 28,
+                            cap,
+                            orig,
+                        )
                 pos = end
             if bad_at >= 0 and need == 12 and pos + 12 <= n:
                 continue  # just found damage: look past it in what is already read
-            if eof and bad_at < 0 and pos + 12 <= n and need > 12 \
-                    and self._resync(buf, pos + 1, n, endian, eof)[1] == 0:
+            if (
+                eof
+                and bad_at < 0
+                and pos + 12 <= n
+                and need > 12
+                and self._resync(buf, pos + 1, n, endian, eof)[1] == 0
+            ):
                 # A length that runs past the end, with blocks after it:
                 # damage, not a file cut short.
-                bad_at = self._damaged(base + pos, struct.unpack_from(endian + "I", buf, pos)[0],
-                                       f"has length {need}, past the end of the file at "
-                                       f"{base + n}, and blocks follow it")
+                bad_at = self._damaged(
+                    base + pos,
+                    struct.unpack_from(endian + "I", buf, pos)[0],
+                    f"has length {need}, past the end of the file at "
+                    f"{base + n}, and blocks follow it",
+                )
                 pos += 1
                 continue
             if eof and bad_at < 0:
                 if pos < n:
-                    self._notice(Notice("truncated", f"{name}: file ends at offset {base + n} "
-                                        f"inside a block starting at {base + pos}; "
-                                        "the partial block is skipped", nbytes=n - pos))
+                    self._notice(
+                        Notice(
+                            "truncated",
+                            f"{name}: file ends at offset {base + n} "
+                            f"inside a block starting at {base + pos}; "
+                            "the partial block is skipped",
+                            nbytes=n - pos,
+                        )
+                    )
                 self.bytes_read = base + n
                 return
             self.bytes_read = base + pos
@@ -203,7 +246,7 @@ class PcapngSource:
         for q in range(pos, n - 11):
             btype, blen = lead(buf, q)
             if btype == SHB:  # a new section may change the byte order
-                bom = buf[q + 8:q + 12]
+                bom = buf[q + 8 : q + 12]
                 if bom not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
                     continue
                 blen = struct.unpack_from("<I" if bom[0] == 0x4D else ">I", buf, q + 4)[0]
@@ -223,18 +266,33 @@ class PcapngSource:
         return max(pos, n - 11), 12
 
     def _damaged(self, offset: int, btype: int, what: str) -> int:
-        self._notice(Notice("bad_block", f"{self.name}: block of type {btype:#x} at offset "
-                            f"{offset} {what}: the file is damaged here; looking for the "
-                            "next block"))
+        self._notice(
+            Notice(
+                "bad_block",
+                f"{self.name}: block of type {btype:#x} at offset "
+                f"{offset} {what}: the file is damaged here; looking for the "
+                "next block",
+            )
+        )
         return offset
 
     def _skipped(self, start: int, end: int) -> None:
-        self._notice(Notice("bad_block", f"{self.name}: skipped {end - start} damaged bytes "
-                            f"from offset {start} to {end}", nbytes=end - start))
+        self._notice(
+            Notice(
+                "bad_block",
+                f"{self.name}: skipped {end - start} damaged bytes from offset {start} to {end}",
+                nbytes=end - start,
+            )
+        )
 
     def _bad(self, btype: int, offset: int, what: str) -> None:
-        self._notice(Notice("bad_block", f"{self.name}: block of type {btype} at offset "
-                            f"{offset}: {what}; the block is skipped"))
+        self._notice(
+            Notice(
+                "bad_block",
+                f"{self.name}: block of type {btype} at offset "
+                f"{offset}: {what}; the block is skipped",
+            )
+        )
 
     def _notice(self, n: Notice) -> None:
         if self.on_notice:

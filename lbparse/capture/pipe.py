@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from typing import BinaryIO, Iterator, cast
+from collections.abc import Iterator
+from typing import BinaryIO, cast
 
 __all__ = ["STDIN", "PipeReader", "input_name", "input_size", "open_input", "spool"]
 
@@ -71,7 +72,7 @@ class PipeReader:
         want = n if n >= 0 else sys.maxsize
         at = self._pos - self._start
         if at < len(self._kept):
-            out += self._kept[at:at + want]
+            out += self._kept[at : at + want]
         while len(out) < want:
             if out and want > EXACT_MAX:
                 break  # a block read: what has arrived is enough
@@ -87,12 +88,12 @@ class PipeReader:
         at = self._pos - self._start
         end = self._kept.find(b"\n", at)
         if end >= 0:
-            line = bytes(self._kept[at:end + 1])
+            line = bytes(self._kept[at : end + 1])
         else:
             line = bytes(self._kept[at:]) + (b"" if self._eof else self._raw.readline())
         self._pos += len(line)
         # Lines are read forward only: nothing before the next one is kept.
-        del self._kept[:self._pos - self._start]
+        del self._kept[: self._pos - self._start]
         self._start = self._pos
         return line
 
@@ -105,9 +106,11 @@ class PipeReader:
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
         if whence != os.SEEK_SET or not self._start <= offset <= self._start + len(self._kept):
-            raise OSError(f"stdin: cannot seek to {offset} (whence {whence}): a pipe is read "
-                          f"forward; bytes {self._start}..{self._start + len(self._kept)} are kept")
-        del self._kept[:offset - self._start]
+            raise OSError(
+                f"stdin: cannot seek to {offset} (whence {whence}): a pipe is read "
+                f"forward; bytes {self._start}..{self._start + len(self._kept)} are kept"
+            )
+        del self._kept[: offset - self._start]
         self._start = offset
         self._pos = offset
         return offset

@@ -20,12 +20,20 @@ import functools
 import os
 import struct
 from collections import Counter
-from typing import Any, BinaryIO, Callable, Final, Iterable, Iterator, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Final, cast
 
 from lbparse.capture.connects import remember, remember_name
 from lbparse.capture.errors import CaptureError
-from lbparse.capture.formats import (HEAD_BYTES, JSONL, PARQUET, PCAP, PCAPNG, regular_file,
-                                     sniff_head)
+from lbparse.capture.formats import (
+    HEAD_BYTES,
+    JSONL,
+    PARQUET,
+    PCAP,
+    PCAPNG,
+    regular_file,
+    sniff_head,
+)
 from lbparse.capture.h2 import Flows
 from lbparse.capture.linktypes import SUPPORTED, ip_offset
 from lbparse.capture.nats import MESSAGE_VERBS, Control, Frame, Parsed, Problem
@@ -132,11 +140,24 @@ class Stats:
     def gaps(self) -> int:
         return self.notices["gap"]
 
-    FIELDS = ("messages", "packets", "bytes_read", "per_subject", "per_verb", "per_layout",
-              "per_msg_type", "errors", "notices", "notes", "gap_bytes", "controls",
-              "skipped_packets", "limits")
+    FIELDS = (
+        "messages",
+        "packets",
+        "bytes_read",
+        "per_subject",
+        "per_verb",
+        "per_layout",
+        "per_msg_type",
+        "errors",
+        "notices",
+        "notes",
+        "gap_bytes",
+        "controls",
+        "skipped_packets",
+        "limits",
+    )
 
-    def merge(self, other: "Stats") -> None:
+    def merge(self, other: Stats) -> None:
         for name in self.FIELDS:  # named: compiled (setup.py), a Stats has no __dict__
             value = getattr(other, name)
             mine = getattr(self, name)
@@ -150,14 +171,21 @@ class Stats:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
-            "messages": self.messages, "packets": self.packets, "bytes_read": self.bytes_read,
+            "messages": self.messages,
+            "packets": self.packets,
+            "bytes_read": self.bytes_read,
             "per_subject": _most_common(self.per_subject),
-            "per_verb": dict(self.per_verb), "per_layout": dict(self.per_layout),
+            "per_verb": dict(self.per_verb),
+            "per_layout": dict(self.per_layout),
             "per_msg_type": _most_common(self.per_msg_type),
-            "errors": dict(self.errors), "gaps": self.gaps, "gap_bytes": self.gap_bytes,
-            "notices": dict(self.notices), "notes": dict(self.notes),
+            "errors": dict(self.errors),
+            "gaps": self.gaps,
+            "gap_bytes": self.gap_bytes,
+            "notices": dict(self.notices),
+            "notes": dict(self.notes),
             "controls": dict(self.controls),
-            "skipped_packets": self.skipped_packets, "limits": dict(self.limits),
+            "skipped_packets": self.skipped_packets,
+            "limits": dict(self.limits),
         }
 
 
@@ -192,8 +220,9 @@ _FIN: Final = 0x01
 _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 
 
-def dissect(lt: int, buf: bytes, off: int, caplen: int
-            ) -> tuple[bytes, int, int, int, int, int] | None:
+def dissect(
+    lt: int, buf: bytes, off: int, caplen: int
+) -> tuple[bytes, int, int, int, int, int] | None:
     """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
     data offset, IP end offset), or None for what is not TCP over IP. The
     key is source address, destination address, source and destination port."""
@@ -207,7 +236,7 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
             return None  # not TCP, or a fragment
         tot = buf[ip + 2] << 8 | buf[ip + 3]
         tcp = ip + (b0 & 15) * 4
-        addr = buf[ip + 12:ip + 20]
+        addr = buf[ip + 12 : ip + 20]
         # Segmentation offload leaves the total length 0 in captures.
         ip_end = ip + tot if tot else -1
     elif b0 >> 4 == 6 and ip + 40 <= end:
@@ -220,7 +249,7 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
             nh, tcp = buf[tcp], tcp + (buf[tcp + 1] + 1) * 8
         if nh != 6:
             return None
-        addr = buf[ip + 8:ip + 40]
+        addr = buf[ip + 8 : ip + 40]
     else:
         return None
     if tcp + 20 > end:
@@ -228,15 +257,16 @@ def dissect(lt: int, buf: bytes, off: int, caplen: int
     seq, ack, offflags = cast(tuple[int, int, int], _TCP(buf, tcp))
     # b"".join, not +: mypyc 1.13 leaks the left operand of bytes + bytes
     # (tests/test_compiled.py::test_the_compiled_reader_does_not_leak_keys).
-    key = b"".join((addr, buf[tcp:tcp + 4]))
+    key = b"".join((addr, buf[tcp : tcp + 4]))
     return key, seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
-def _new_flow(flows: dict[bytes, Direction], key: bytes, limits: Limits,
-              h2: Any = None) -> Direction:
+def _new_flow(
+    flows: dict[bytes, Direction], key: bytes, limits: Limits, h2: Any = None
+) -> Direction:
     half = (len(key) - 4) // 2
     sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
-    src, dst = _endpoint(key[:half], sport), _endpoint(key[half:2 * half], dport)
+    src, dst = _endpoint(key[:half], sport), _endpoint(key[half : 2 * half], dport)
     ds: Any = None
     rs: Any = None
     if h2 is not None:  # each direction's HTTP/2 sniffer (lbparse.capture.h2)
@@ -257,9 +287,12 @@ def _forget_idle(flows: dict[bytes, Direction]) -> int:
     least 2 * MAX_FLOWS), so that a table of busy connections, which
     cannot be forgotten, is scanned once per doubling, not once per new
     connection (72k busy connections took 128 s, the scans quadratic)."""
-    idle = [k for k, d in flows.items()
-            if not d.pending and not d.parser.busy and not d.peer.pending and not d.peer.parser.busy]
-    for k in idle[:len(idle) // 2]:
+    idle = [
+        k
+        for k, d in flows.items()
+        if not d.pending and not d.parser.busy and not d.peer.pending and not d.peer.parser.busy
+    ]
+    for k in idle[: len(idle) // 2]:
         _drop_flow(flows, k)  # both directions
     return max(2 * MAX_FLOWS, 2 * len(flows))
 
@@ -272,7 +305,7 @@ def _drop_flow(flows: dict[bytes, Direction], key: bytes) -> None:
 def _reverse(key: bytes) -> bytes:
     """The other direction's key (b"".join: see dissect)."""
     half = (len(key) - 4) // 2
-    return b"".join((key[half:2 * half], key[:half], key[-2:], key[-4:-2]))
+    return b"".join((key[half : 2 * half], key[:half], key[-2:], key[-4:-2]))
 
 
 def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) -> Any:
@@ -283,9 +316,13 @@ def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) ->
     if fmt == PCAP:
         src = PcapSource(f, name, on_notice)
         if src.linktype not in SUPPORTED:
-            raise CaptureError("unsupported_linktype", f"{name}: link type {src.linktype} is not "
-                               "one lbparse reads (Ethernet, Linux cooked v1/v2, BSD loopback, "
-                               "raw IP)", offset=20)
+            raise CaptureError(
+                "unsupported_linktype",
+                f"{name}: link type {src.linktype} is not "
+                "one lbparse reads (Ethernet, Linux cooked v1/v2, BSD loopback, "
+                "raw IP)",
+                offset=20,
+            )
         return src
     return None
 
@@ -306,12 +343,20 @@ class CaptureReader:
     it, HTTP/2 bytes are "protocol" notices, as any bytes that are not NATS.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, layout: str | None = None,
-                 subject: str | None = None, decode: bool = True,
-                 verbs: Iterable[str] = MESSAGE_VERBS,
-                 on_notice: Callable[[Notice], None] | None = None,
-                 limits: Limits | None = None, verify_crc: bool = True,
-                 lenient: bool = False, on_grpc: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        layout: str | None = None,
+        subject: str | None = None,
+        decode: bool = True,
+        verbs: Iterable[str] = MESSAGE_VERBS,
+        on_notice: Callable[[Notice], None] | None = None,
+        limits: Limits | None = None,
+        verify_crc: bool = True,
+        lenient: bool = False,
+        on_grpc: Callable[[Any], None] | None = None,
+    ) -> None:
         self.path = os.fspath(path)
         self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
@@ -329,8 +374,11 @@ class CaptureReader:
         self.notices: list[Notice] = []  # the latest, for callers that poll
         if self.path != STDIN and os.path.exists(self.path) and not regular_file(self.path):
             # Opening a FIFO blocks until someone writes to it.
-            raise CaptureError("not_a_file", f"{self.path}: not a regular file (a FIFO, socket, "
-                               "device or directory); not read", offset=None)
+            raise CaptureError(
+                "not_a_file",
+                f"{self.path}: not a regular file (a FIFO, socket, device or directory); not read",
+                offset=None,
+            )
         self.size = input_size(self.path)
         self._source: Any = None
         self._decode = self._decoder()
@@ -388,8 +436,12 @@ class CaptureReader:
         elif fmt == JSONL:
             recs = read_jsonl(f, self.name, self._notice)
         else:
-            raise CaptureError("unknown_format", f"{self.name}: neither pcap, pcapng, JSON Lines "
-                               f"nor Parquet (first bytes {head.hex()})", offset=0)
+            raise CaptureError(
+                "unknown_format",
+                f"{self.name}: neither pcap, pcapng, JSON Lines "
+                f"nor Parquet (first bytes {head.hex()})",
+                offset=0,
+            )
         yield from self._matching(recs)
         self.stats.bytes_read = f.tell() if self.path == STDIN else self.size
 
@@ -454,8 +506,9 @@ class CaptureReader:
                     h2.clock.ts = ts
                 parts = None
                 if lt == 1 and caplen >= 54:
-                    et, vihl, tot, frag, proto, key, seq, ack, offflags = \
-                        cast(_Fast, fast(buf, off))
+                    et, vihl, tot, frag, proto, key, seq, ack, offflags = cast(
+                        _Fast, fast(buf, off)
+                    )
                     if et == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF:
                         data = off + 34 + (offflags >> 12) * 4
                         ip_end = off + 14 + tot if tot else -1
@@ -469,8 +522,13 @@ class CaptureReader:
                     if lt not in SUPPORTED:
                         if lt not in unsupported:
                             unsupported.add(lt)
-                            self._notice(Notice("protocol", f"link type {lt} is not supported; "
-                                                "its packets are skipped", ts))
+                            self._notice(
+                                Notice(
+                                    "protocol",
+                                    f"link type {lt} is not supported; its packets are skipped",
+                                    ts,
+                                )
+                            )
                         stats.skipped_packets += 1
                         continue
                     parts = dissect(lt, buf, off, caplen)
@@ -506,11 +564,11 @@ class CaptureReader:
                 if avail:
                     if seq == d.next_seq and not missing and not d.pending and not d.cut:
                         d.next_seq = (seq + avail) & MASK
-                        chunk = buf[data:data + avail]
+                        chunk = buf[data : data + avail]
                         frames = d.parser.feed(chunk)
                         d.keep(chunk)
                     else:
-                        frames = d.segment(seq, buf[data:data + avail], missing, notices, ts)
+                        frames = d.segment(seq, buf[data : data + avail], missing, notices, ts)
                 elif missing:
                     frames = d.segment(seq, b"", missing, notices, ts)
                 else:
@@ -556,16 +614,16 @@ class CaptureReader:
                 self.on_grpc(item)
         out.clear()
 
-    def _emit(self, ts: int, d: Direction, frames: list[Parsed],
-              matched: dict[str, bool]) -> Iterator[Record]:
+    def _emit(
+        self, ts: int, d: Direction, frames: list[Parsed], matched: dict[str, bool]
+    ) -> Iterator[Record]:
         """Records of `frames` from direction `d`."""
         for fr in frames:
             rec = self._accept(ts, d, fr, matched)
             if rec is not None:
                 yield rec
 
-    def _accept(self, ts: int, d: Direction, fr: Parsed, matched: dict[str, bool]
-                ) -> Record | None:
+    def _accept(self, ts: int, d: Direction, fr: Parsed, matched: dict[str, bool]) -> Record | None:
         """The record of one parsed item, decoded and counted; None for what
         this reading does not yield (a problem is a notice, a control line is
         counted, a message of another verb or subject is skipped)."""
@@ -600,8 +658,9 @@ class CaptureReader:
             except EnvelopeError as exc:
                 rec.error = exc
             if self._traffic is not None:
-                rec.traffic = self._traffic.read(rec.src, rec.dst, rec.subject, rec.reply,
-                                                 rec.payload, rec.header_block)
+                rec.traffic = self._traffic.read(
+                    rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rec.header_block
+                )
             if self._context is not None and self._see(rec):
                 return rec  # held for the capture's first proof: counted when released
         self.stats.count(rec)
@@ -610,8 +669,7 @@ class CaptureReader:
     def _see(self, rec: Record) -> bool:
         """Note the record's proof of its generation; resolve it if ambiguous.
         True when it must wait for the capture's first proof (`_in_order`)."""
-        _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope,
-                                          rec.payload)
+        _, env, held = self._context.note(rec.src, rec.dst, rec.subject, rec.envelope, rec.payload)
         rec.envelope = env
         return bool(held)
 
@@ -639,14 +697,21 @@ class CaptureReader:
         for index, rec in held:
             env = rec.envelope
             if env is not None and env.ambiguous:
-                rec.envelope = ctx.resolve(index, connection_key(rec.src, rec.dst), rec.subject,
-                                           env, rec.payload)
+                rec.envelope = ctx.resolve(
+                    index, connection_key(rec.src, rec.dst), rec.subject, env, rec.payload
+                )
                 self.stats.count(rec)
             yield rec
 
     @staticmethod
-    def _close(flows: dict[bytes, Direction], key: bytes, d: Direction, offflags: int,
-               notices: list[Notice], ts: int) -> list[tuple[Direction, list[Parsed]]]:
+    def _close(
+        flows: dict[bytes, Direction],
+        key: bytes,
+        d: Direction,
+        offflags: int,
+        notices: list[Notice],
+        ts: int,
+    ) -> list[tuple[Direction, list[Parsed]]]:
         d.closed = True
         out = [(d, d.finish(notices, ts))]
         if offflags & _RST or d.peer.closed:

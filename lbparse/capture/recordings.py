@@ -21,27 +21,46 @@ like a pcap.
 
 from __future__ import annotations
 
+import base64
 import binascii
 import io
-import base64
 import json
 import sys
+from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
-from typing import IO, Any, BinaryIO, Callable, Iterator, TextIO
+from typing import IO, Any, BinaryIO, TextIO
 
 from lbparse.capture.errors import CaptureError
-from lbparse.extras import need  # pyarrow late: for Parquet recordings only, not pcaps
+from lbparse.capture.fields import (
+    BYTES,
+    DECODING,
+    HEADERS,
+    OPTIONAL_TEXT,
+    RECORD,
+    REQUIRED,
+    TEXT,
+    TIME_NS,
+)
 from lbparse.capture.notices import Notice
-from lbparse.capture.fields import (BYTES, DECODING, HEADERS, OPTIONAL_TEXT, RECORD, REQUIRED,
-                                    TEXT, TIME_NS)
 from lbparse.capture.records import NO_TIME, Record, build_header_block
 from lbparse.codec.jsonform import dumps, int64
+from lbparse.extras import need  # pyarrow late: for Parquet recordings only, not pcaps
 
-__all__ = ["JsonlRecordWriter", "ParquetRecordWriter", "arrow_type", "parquet_schema",
-           "read_jsonl", "read_parquet", "record_writer", "ts_from_json", "write_jsonl"]
+__all__ = [
+    "JsonlRecordWriter",
+    "ParquetRecordWriter",
+    "arrow_type",
+    "parquet_schema",
+    "read_jsonl",
+    "read_parquet",
+    "record_writer",
+    "ts_from_json",
+    "write_jsonl",
+]
 
 
 # -- JSON Lines -------------------------------------------------------------
+
 
 def write_jsonl(out: IO[str], rec: Record) -> None:
     out.write(dumps(rec.to_json_dict()) + "\n")
@@ -62,8 +81,7 @@ def ts_from_json(value: Any) -> int:
         ns = int64(value, "ts")
     else:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"ts is {_short(value)}, not nanoseconds (a decimal string) or "
-                            "seconds")
+            raise TypeError(f"ts is {_short(value)}, not nanoseconds (a decimal string) or seconds")
         if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
             raise ValueError(f"ts is {value!r}, not a time")
         # By the number's decimal digits, not its binary value: 1700000000.25
@@ -72,7 +90,7 @@ def ts_from_json(value: Any) -> int:
             ns = int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
         except (ValueError, InvalidOperation):  # int's digit limit
             raise ValueError(f"ts is {_short(value)}, not a time") from None
-    if not -2**128 < ns < 2**128:
+    if not -(2**128) < ns < 2**128:
         raise ValueError(f"ts is {_short(value)}, past any time a capture holds")
     return ns
 
@@ -80,15 +98,17 @@ def ts_from_json(value: Any) -> int:
 def fits_int64(ns: int) -> bool:
     """Whether a time is one our records hold: 64 bits of nanoseconds (the
     years 1677 to 2262), -2**63 itself being NO_TIME."""
-    return -2**63 < ns < 2**63
+    return -(2**63) < ns < 2**63
 
 
 def _no_time(value: Any) -> str:
     """Why a record's `ts` was left out (the value as the file gave it)."""
     if value is None:
         return "ts is null: the record is read without its time"
-    return (f"ts {_short(value)} does not fit 64 bits of nanoseconds (the years 1677 to "
-            "2262): the record is read without its time")
+    return (
+        f"ts {_short(value)} does not fit 64 bits of nanoseconds (the years 1677 to "
+        "2262): the record is read without its time"
+    )
 
 
 def _short(value: Any) -> str:
@@ -99,9 +119,13 @@ def _short(value: Any) -> str:
 
 
 def _check_headers(headers: Any) -> None:
-    if headers is not None and not (isinstance(headers, list) and all(
+    if headers is not None and not (
+        isinstance(headers, list)
+        and all(
             isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
-            for h in headers)):
+            for h in headers
+        )
+    ):
         raise TypeError("headers is not a list of [key, value] strings")
 
 
@@ -169,8 +193,10 @@ class _BadRecords:
     def end(self) -> None:
         if not self.good and self.held:
             others = len(self.held) - 1 + self.more
-            raise CaptureError("bad_record", self.held[0] + (
-                f" (and {others} more, and not one record)" if others else ""))
+            raise CaptureError(
+                "bad_record",
+                self.held[0] + (f" (and {others} more, and not one record)" if others else ""),
+            )
 
     def _emit(self, message: str) -> None:
         if self.on_notice is not None:
@@ -182,8 +208,9 @@ class _BadRecords:
 GRPC_LINES = ("message", "call")
 
 
-def read_jsonl(f: IO[bytes], name: str,
-               on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
+def read_jsonl(
+    f: IO[bytes], name: str, on_notice: Callable[[Notice], None] | None = None
+) -> Iterator[Record]:
     """Records of our JSON Lines format; a line that is not one is a notice
     (see `_BadRecords`)."""
     bad = _BadRecords(on_notice)
@@ -200,10 +227,17 @@ def read_jsonl(f: IO[bytes], name: str,
             # A time we cannot hold costs its own field, not the record
             # (issue #47: one past int64 printed as 9.22337e+18s, stored null, unsaid).
             ts = NO_TIME if raw_ts is None else ts_from_json(raw_ts)
-            record = Record.make(ts if fits_int64(ts) else NO_TIME, d["src"], d["dst"],
-                                 d["verb"], d["subject"], d.get("reply"), d.get("sid"),
-                                 build_header_block(d.get("headers")),
-                                 base64.b64decode(d["payload"], validate=True))
+            record = Record.make(
+                ts if fits_int64(ts) else NO_TIME,
+                d["src"],
+                d["dst"],
+                d["verb"],
+                d["subject"],
+                d.get("reply"),
+                d.get("sid"),
+                build_header_block(d.get("headers")),
+                base64.b64decode(d["payload"], validate=True),
+            )
         except (ValueError, KeyError, TypeError, binascii.Error) as exc:
             bad.bad(f"{where}: not a capture record: {exc}")
             continue
@@ -219,6 +253,7 @@ def read_jsonl(f: IO[bytes], name: str,
 
 
 # -- Parquet ------------------------------------------------------------------
+
 
 def arrow_type(kind: str) -> Any:
     """The Arrow type of a column kind (fields.py) in our Parquet recordings."""
@@ -256,8 +291,13 @@ class ParquetRecordWriter:
     """Writes records in row groups of at most `batch` rows and about
     `max_bytes` held, so memory stays flat whatever the messages' size."""
 
-    def __init__(self, path: str, batch: int = 4096, stream: BinaryIO | None = None,
-                 max_bytes: int = WRITER_BATCH_BYTES) -> None:
+    def __init__(
+        self,
+        path: str,
+        batch: int = 4096,
+        stream: BinaryIO | None = None,
+        max_bytes: int = WRITER_BATCH_BYTES,
+    ) -> None:
         pq = need("pyarrow.parquet")
 
         self.schema = parquet_schema()
@@ -277,21 +317,29 @@ class ParquetRecordWriter:
         if not fits_int64(row["ts"]):
             row["ts"] = None  # NO_TIME, or a damaged capture's clock past what Parquet holds
         headers = row["headers"]
-        row["headers"] = None if headers is None else [{"key": k, "value": v}
-                                                       for k, v in headers]
-        row.update({
-            "layout": env.layout if env is not None else None,
-            "msg_type_name": env.msg_type_name if env is not None else None,
-            "envelope_json": dumps(env.to_json_dict()) if env is not None else None,
-            "error_kind": rec.error.kind if rec.error is not None else None,
-            "error_message": rec.error.message if rec.error is not None else None,
-            "liftbridge_json": (dumps(rec.traffic.to_json_dict())
-                                if rec.traffic is not None else None),
-        })
+        row["headers"] = None if headers is None else [{"key": k, "value": v} for k, v in headers]
+        row.update(
+            {
+                "layout": env.layout if env is not None else None,
+                "msg_type_name": env.msg_type_name if env is not None else None,
+                "envelope_json": dumps(env.to_json_dict()) if env is not None else None,
+                "error_kind": rec.error.kind if rec.error is not None else None,
+                "error_message": rec.error.message if rec.error is not None else None,
+                "liftbridge_json": (
+                    dumps(rec.traffic.to_json_dict()) if rec.traffic is not None else None
+                ),
+            }
+        )
         self._rows.append(row)
-        self._held += _ROW_HELD + len(row["payload"]) + sum(
-            len(row[k]) for k in ("subject", "reply", "envelope_json", "error_message",
-                                  "liftbridge_json") if row[k] is not None)
+        self._held += (
+            _ROW_HELD
+            + len(row["payload"])
+            + sum(
+                len(row[k])
+                for k in ("subject", "reply", "envelope_json", "error_message", "liftbridge_json")
+                if row[k] is not None
+            )
+        )
         if len(self._rows) >= self._batch or self._held >= self._max_bytes:
             self.flush()
 
@@ -309,7 +357,7 @@ class ParquetRecordWriter:
         if self._stream is not None:
             self._stream.close()
 
-    def __enter__(self) -> "ParquetRecordWriter":
+    def __enter__(self) -> ParquetRecordWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -322,9 +370,13 @@ class JsonlRecordWriter:
 
     def __init__(self, path: str, stream: BinaryIO | None = None) -> None:
         self._own = path != "-"
-        self._f: TextIO = (sys.stdout if not self._own
-                           else open(path, "w", encoding="utf-8") if stream is None
-                           else io.TextIOWrapper(stream, encoding="utf-8", newline="\n"))
+        self._f: TextIO = (
+            sys.stdout
+            if not self._own
+            else open(path, "w", encoding="utf-8")
+            if stream is None
+            else io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+        )
 
     def write(self, rec: Record) -> None:
         write_jsonl(self._f, rec)
@@ -338,15 +390,16 @@ class JsonlRecordWriter:
         else:
             self._f.flush()
 
-    def __enter__(self) -> "JsonlRecordWriter":
+    def __enter__(self) -> JsonlRecordWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def record_writer(path: str, stream: BinaryIO | None = None, *, device: bool = False
-                  ) -> JsonlRecordWriter | ParquetRecordWriter:
+def record_writer(
+    path: str, stream: BinaryIO | None = None, *, device: bool = False
+) -> JsonlRecordWriter | ParquetRecordWriter:
     """A writer of our capture format, chosen by the file name's extension
     (a `device` or FIFO of another name gets JSON Lines, as `-` does); to
     `stream` (opened for `path`, e.g. by lbparse.outputs) when given."""
@@ -380,9 +433,11 @@ def _kind_check(kind: str) -> Callable[[Any], bool]:
 def _wrong_column_types(schema: Any) -> str:
     """Columns whose type is not what a record needs (as `name: type`)."""
     names = set(schema.names)
-    bad = [f"{c.name}: {schema.field(c.name).type}" for c in RECORD
-           if c.name in names and not c.derived
-           and not _kind_check(c.kind)(schema.field(c.name).type)]
+    bad = [
+        f"{c.name}: {schema.field(c.name).type}"
+        for c in RECORD
+        if c.name in names and not c.derived and not _kind_check(c.kind)(schema.field(c.name).type)
+    ]
     return ", ".join(bad)
 
 
@@ -411,8 +466,7 @@ def _ts_or_why(value: float) -> int | str:
         return str(exc)
 
 
-def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
-                 ) -> Iterator[Record]:
+def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
     """Records of our Parquet format. A row that is not a record (a null
     where a record has a value: a TypeError traceback before, issue #19) or
     a row group that does not read is a notice, and reading goes on (see
@@ -425,8 +479,11 @@ def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None
         raise CaptureError("bad_record", f"{path}: not a readable Parquet file: {exc}") from None
     missing = set(REQUIRED) - set(pf.schema_arrow.names)
     if missing:
-        raise CaptureError("bad_record", f"{path}: Parquet file lacks the columns "
-                           f"{', '.join(sorted(missing))} of a capture record")
+        raise CaptureError(
+            "bad_record",
+            f"{path}: Parquet file lacks the columns "
+            f"{', '.join(sorted(missing))} of a capture record",
+        )
     wrong = _wrong_column_types(pf.schema_arrow)
     if wrong:
         raise CaptureError("bad_record", f"{path}: Parquet columns of the wrong type: {wrong}")
@@ -465,12 +522,22 @@ def _parquet_record(ts: int | str | None, row: dict[str, Any]) -> Record:
         raise TypeError(f"payload is {_short(row['payload'])}, not bytes")
     headers = row.get("headers")
     if headers is not None and not all(
-            isinstance(h, dict) and isinstance(h.get("key"), str) and isinstance(h.get("value"), str)
-            for h in headers):
+        isinstance(h, dict) and isinstance(h.get("key"), str) and isinstance(h.get("value"), str)
+        for h in headers
+    ):
         raise TypeError("headers hold a null key or value")
-    block = (None if headers is None
-             else build_header_block([(h["key"], h["value"]) for h in headers]))
+    block = (
+        None if headers is None else build_header_block([(h["key"], h["value"]) for h in headers])
+    )
     # A null time is one no timestamp could hold (the writer's rule): none.
-    return Record.make(NO_TIME if ts is None or not fits_int64(ts) else ts,
-                       row["src"], row["dst"], row["verb"], row["subject"],
-                       row.get("reply"), row.get("sid"), block, row["payload"])
+    return Record.make(
+        NO_TIME if ts is None or not fits_int64(ts) else ts,
+        row["src"],
+        row["dst"],
+        row["verb"],
+        row["subject"],
+        row.get("reply"),
+        row.get("sid"),
+        block,
+        row["payload"],
+    )

@@ -30,12 +30,16 @@ from lbparse.errors import EnvelopeError
 # The time of a record that has none we can hold: a recording's `ts` past
 # 64 bits of nanoseconds (or null). The C capture loop's null, and
 # sources.ns_array's: the tables hold it as null, and so does its JSON.
-NO_TIME = -2**63
+NO_TIME = -(2**63)
 
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
-DIRECTION_OF_VERB = {"PUB": CLIENT_TO_SERVER, "HPUB": CLIENT_TO_SERVER,
-                     "MSG": SERVER_TO_CLIENT, "HMSG": SERVER_TO_CLIENT}
+DIRECTION_OF_VERB = {
+    "PUB": CLIENT_TO_SERVER,
+    "HPUB": CLIENT_TO_SERVER,
+    "MSG": SERVER_TO_CLIENT,
+    "HMSG": SERVER_TO_CLIENT,
+}
 
 
 class Endpoints:
@@ -59,10 +63,16 @@ class Record:
 
     __slots__ = ("ts", "_ends", "_frame", "envelope", "error", "traffic")
 
-    def __init__(self, ts: int, ends: Any, frame: Frame,
-                 envelope: Envelope | None = None, error: EnvelopeError | None = None) -> None:
-        self.ts = ts         # capture time, integer nanoseconds since the Unix epoch
-        self._ends = ends    # anything with .src and .dst
+    def __init__(
+        self,
+        ts: int,
+        ends: Any,
+        frame: Frame,
+        envelope: Envelope | None = None,
+        error: EnvelopeError | None = None,
+    ) -> None:
+        self.ts = ts  # capture time, integer nanoseconds since the Unix epoch
+        self._ends = ends  # anything with .src and .dst
         self._frame = frame
         self.envelope = envelope
         self.error = error
@@ -70,8 +80,18 @@ class Record:
         self.traffic: Any = None
 
     @classmethod
-    def make(cls, ts: int, src: str, dst: str, verb: str, subject: str, reply: str | None,
-             sid: str | None, header_block: bytes | None, payload: bytes) -> "Record":
+    def make(
+        cls,
+        ts: int,
+        src: str,
+        dst: str,
+        verb: str,
+        subject: str,
+        reply: str | None,
+        sid: str | None,
+        header_block: bytes | None,
+        payload: bytes,
+    ) -> Record:
         if verb not in DIRECTION_OF_VERB:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
         return cls(ts, Endpoints(src, dst), Frame(verb, subject, reply, sid, header_block, payload))
@@ -151,8 +171,10 @@ class Record:
         return d
 
     def __repr__(self) -> str:
-        return (f"<Record {self.ts} {self.src}->{self.dst} {self.verb} {self.subject} "
-                f"{len(self.payload)} bytes>")
+        return (
+            f"<Record {self.ts} {self.src}->{self.dst} {self.verb} {self.subject} "
+            f"{len(self.payload)} bytes>"
+        )
 
 
 # The columns of `record_columns`: the record's, with the raw header block
@@ -202,7 +224,7 @@ def parse_headers(block: bytes) -> list[list[str]]:
     lines = block.split(b"\r\n")
     first = lines[0]
     if first.startswith(HEADER_LINE) and len(first) > len(HEADER_LINE):
-        status = first[len(HEADER_LINE):].strip(b" \t")
+        status = first[len(HEADER_LINE) :].strip(b" \t")
         code = status[:3]
         if len(code) == 3 and code.isdigit():
             out.append([STATUS, code.decode("ascii")])
@@ -214,8 +236,9 @@ def parse_headers(block: bytes) -> list[list[str]]:
             continue
         key, sep, value = line.partition(b":")
         if sep:
-            out.append([key.decode("utf-8", "replace"),
-                        value.strip(b" \t").decode("utf-8", "replace")])
+            out.append(
+                [key.decode("utf-8", "replace"), value.strip(b" \t").decode("utf-8", "replace")]
+            )
     return out
 
 

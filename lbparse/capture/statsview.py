@@ -44,16 +44,15 @@ def _random_token(tok: str) -> bool:
     """A NUID (22 base-62 characters: nats.go's inboxes, Liftbridge's ack
     inboxes and server ids when none is configured) or anything as long and
     as mixed: letters and digits, 16 characters or more."""
-    return (len(tok) >= 16 and set(tok) <= _B62 and not tok.isalpha()
-            and not tok.isdigit())
+    return len(tok) >= 16 and set(tok) <= _B62 and not tok.isalpha() and not tok.isdigit()
 
 
 def fold(subject: str) -> str:
     """The pattern `subject` is counted under (itself when nothing in it varies)."""
     tokens = subject.split(".")
     if INBOX in tokens:  # a reply inbox, alone or at the end of a Raft RPC subject
-        tokens = tokens[:tokens.index(INBOX) + 1] + [">"]
-    elif (len(tokens) >= 4 and tokens[-1] in PARTITION_SUFFIXES and tokens[-2].isdigit()):
+        tokens = tokens[: tokens.index(INBOX) + 1] + [">"]
+    elif len(tokens) >= 4 and tokens[-1] in PARTITION_SUFFIXES and tokens[-2].isdigit():
         tokens[-2] = "*"
     tokens = ["*" if _random_token(t) else t for t in tokens]
     return ".".join(tokens)
@@ -162,9 +161,12 @@ def section(title: str, counts: dict[str, int], top: int | None, note: str = "")
     rows = _sorted(counts)
     shown = rows if top is None else rows[:top]
     lines = [f"{title}{' (' + note + ')' if note else ''}:"]
-    rest = rows[len(shown):]
-    left = (f"... {len(rest)} more row{'s' if len(rest) > 1 else ''} (--all shows every row)"
-            if rest else "")
+    rest = rows[len(shown) :]
+    left = (
+        f"... {len(rest)} more row{'s' if len(rest) > 1 else ''} (--all shows every row)"
+        if rest
+        else ""
+    )
     keys = [printable(k) for k, _ in shown]
     width = min(max(32, len(left), *(len(k) for k in keys)), MAX_WIDTH)
     lines += [f"  {k:<{width}} {v:>9}" for k, (_, v) in zip(keys, shown)]

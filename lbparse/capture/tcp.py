@@ -54,12 +54,37 @@ RETRANSMIT_WINDOW: Final = 4096
 class Direction:
     """One direction of a TCP connection: sequence state and its NATS parser."""
 
-    __slots__ = ("src", "dst", "next_seq", "pending", "pending_bytes", "parser", "peer", "ack",
-                 "client", "closed", "max_pending", "max_frame", "next_pos", "order", "cut",
-                 "window", "recent", "recent_bytes", "told", "sniff")
+    __slots__ = (
+        "src",
+        "dst",
+        "next_seq",
+        "pending",
+        "pending_bytes",
+        "parser",
+        "peer",
+        "ack",
+        "client",
+        "closed",
+        "max_pending",
+        "max_frame",
+        "next_pos",
+        "order",
+        "cut",
+        "window",
+        "recent",
+        "recent_bytes",
+        "told",
+        "sniff",
+    )
 
-    def __init__(self, src: str, dst: str, max_pending: int = MAX_PENDING_BYTES,
-                 max_frame: int = MAX_FRAME, sniff: Any = None) -> None:
+    def __init__(
+        self,
+        src: str,
+        dst: str,
+        max_pending: int = MAX_PENDING_BYTES,
+        max_frame: int = MAX_FRAME,
+        sniff: Any = None,
+    ) -> None:
         self.src = src
         self.dst = dst
         self.max_pending = max_pending
@@ -79,7 +104,7 @@ class Direction:
         self.sniff = sniff  # HTTP/2's, each parser's (lbparse.capture.nats, sniff)
         self.parser = NatsParser(max_frame=max_frame, sniff=sniff)
         self.peer: Direction = self
-        self.ack: int | None = None   # the last ACK number this side sent
+        self.ack: int | None = None  # the last ACK number this side sent
         self.client: bool | None = None  # from the handshake, when seen
         self.closed = False
         # Bytes a record claimed the capture cut right after next_seq: the
@@ -111,11 +136,11 @@ class Direction:
         if recent:
             if self.recent_bytes >= RETRANSMIT_WINDOW:
                 tail = recent[0] if len(recent) == 1 else b"".join(recent)
-                self.window = tail[len(tail) - RETRANSMIT_WINDOW:]
+                self.window = tail[len(tail) - RETRANSMIT_WINDOW :]
             else:  # (not window + ...: mypyc 1.13's bytes + bytes leaks the left one)
                 recent.insert(0, self.window)
                 joined = b"".join(recent)
-                self.window = joined[max(0, len(joined) - RETRANSMIT_WINDOW):]
+                self.window = joined[max(0, len(joined) - RETRANSMIT_WINDOW) :]
             recent.clear()
             self.recent_bytes = 0
         return self.window
@@ -138,8 +163,9 @@ class Direction:
         self._forget()
         self.told = False
 
-    def segment(self, seq: int, data: bytes, missing: int, notices: list[Notice],
-                ts: int) -> list[Parsed]:
+    def segment(
+        self, seq: int, data: bytes, missing: int, notices: list[Notice], ts: int
+    ) -> list[Parsed]:
         """A segment of `len(data)` captured bytes at `seq`, followed by
         `missing` bytes the capture cut off (snap length)."""
         if self.next_seq is None:
@@ -177,15 +203,22 @@ class Direction:
                 # The peer acknowledged bytes past the hole (an ACK ahead of what
                 # was delivered, and at or past the segment): they are not coming.
                 why = "the peer acknowledged them"
-            elif (self.pending_bytes > self.max_pending
-                    or len(self.pending) > MAX_PENDING_SEGMENTS):
+            elif self.pending_bytes > self.max_pending or len(self.pending) > MAX_PENDING_SEGMENTS:
                 why = f"{self.pending_bytes} bytes waited behind them"
-                notices.append(Notice(
-                    "limit", f"{self.pending_bytes} bytes in {len(self.pending)} segments wait "
-                    f"behind a hole at sequence {self.next_seq}, over the limit of "
-                    f"{self.max_pending} bytes (max_reassembly) or {MAX_PENDING_SEGMENTS} "
-                    "segments; the hole is declared lost", ts, self.src, self.dst,
-                    self.pending_bytes, limit="max_reassembly"))
+                notices.append(
+                    Notice(
+                        "limit",
+                        f"{self.pending_bytes} bytes in {len(self.pending)} segments wait "
+                        f"behind a hole at sequence {self.next_seq}, over the limit of "
+                        f"{self.max_pending} bytes (max_reassembly) or {MAX_PENDING_SEGMENTS} "
+                        "segments; the hole is declared lost",
+                        ts,
+                        self.src,
+                        self.dst,
+                        self.pending_bytes,
+                        limit="max_reassembly",
+                    )
+                )
             else:
                 return frames
             self._lose(self._nearest(), notices, ts, why, frames)
@@ -209,8 +242,9 @@ class Direction:
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         return frames
 
-    def _deliver(self, data: bytes, missing: int, frames: list[Parsed], notices: list[Notice],
-                 ts: int | None) -> None:
+    def _deliver(
+        self, data: bytes, missing: int, frames: list[Parsed], notices: list[Notice], ts: int | None
+    ) -> None:
         if data:
             frames.extend(self.parser.feed(data))
             self.next_seq = (self.next_seq + len(data)) & MASK  # type: ignore[operator]
@@ -219,8 +253,9 @@ class Direction:
         if missing:
             self.cut = missing  # a claim: the next segment settles it
 
-    def _settle_cut(self, ahead: int, frames: list[Parsed], notices: list[Notice],
-                    ts: int | None) -> None:
+    def _settle_cut(
+        self, ahead: int, frames: list[Parsed], notices: list[Notice], ts: int | None
+    ) -> None:
         """The next bytes seen start `ahead` bytes past next_seq: as many of
         the claimed cut bytes as that are lost; none if it is 0 (or the
         segment is elsewhere, where the usual rules apply)."""
@@ -259,7 +294,7 @@ class Direction:
         if lo >= hi:
             return
         at = len(window) - back  # the window's index of data[0]
-        if data[lo:hi] == window[at + lo:at + hi]:
+        if data[lo:hi] == window[at + lo : at + hi]:
             return
         first, differ = -1, 0
         for i in range(lo, hi):
@@ -268,12 +303,19 @@ class Direction:
                 if first < 0:
                     first = i
         seq = (self.next_seq - back) & MASK  # type: ignore[operator]
-        notices.append(Notice(
-            "retransmission", f"retransmitted bytes differ from those delivered: {differ} of "
-            f"{hi - lo} bytes compared in a segment of {len(data)} bytes at sequence {seq}, the "
-            f"first at sequence {(seq + first) & MASK}; the copy delivered first was kept (later "
-            "retransmissions in this direction are not compared)", ts, self.src, self.dst,
-            differ))
+        notices.append(
+            Notice(
+                "retransmission",
+                f"retransmitted bytes differ from those delivered: {differ} of "
+                f"{hi - lo} bytes compared in a segment of {len(data)} bytes at sequence {seq}, the "
+                f"first at sequence {(seq + first) & MASK}; the copy delivered first was kept (later "
+                "retransmissions in this direction are not compared)",
+                ts,
+                self.src,
+                self.dst,
+                differ,
+            )
+        )
         self.told = True
         self._forget()
 
@@ -281,12 +323,21 @@ class Direction:
         """Bytes from next_seq to the nearest waiting segment (after a drain)."""
         return self.order[0] - self.next_pos
 
-    def _lose(self, nbytes: int, notices: list[Notice], ts: int | None, why: str,
-              frames: list[Parsed]) -> None:
+    def _lose(
+        self, nbytes: int, notices: list[Notice], ts: int | None, why: str, frames: list[Parsed]
+    ) -> None:
         self.cut = 0  # a declared loss settles any claim
-        notices.append(Notice("gap", f"{nbytes} bytes missing at sequence {self.next_seq} "
-                              f"({why}); resuming at the next control line",
-                              ts, self.src, self.dst, nbytes))
+        notices.append(
+            Notice(
+                "gap",
+                f"{nbytes} bytes missing at sequence {self.next_seq} "
+                f"({why}); resuming at the next control line",
+                ts,
+                self.src,
+                self.dst,
+                nbytes,
+            )
+        )
         for lost in self.parser.abandon(frames):
             notices.append(Notice("incomplete", lost, ts, self.src, self.dst))
         self.parser.gap()  # nothing half-read is left: this only resynchronises

@@ -30,17 +30,31 @@ from lbparse.raft.transport import REQUEST, RESPONSE
 __all__ = ["KINDS", "Traffic", "TrafficReader", "subject_kind"]
 
 # What `Traffic.kind` says.
-KINDS = ("raft_request", "raft_response", "raft_stream", "raft_stream_close", "raft_accept",
-         "raft_accept_reply", "bootstrap_probe")
+KINDS = (
+    "raft_request",
+    "raft_response",
+    "raft_stream",
+    "raft_stream_close",
+    "raft_accept",
+    "raft_accept_reply",
+    "bootstrap_probe",
+)
 
-_TOKEN = {"ns": r"(?P<ns>[^.]+)", "node": r"(?P<node>[^.]+)", "nuid": r"[^.]+",
-          "stream": r"[^.]+", "partition": r"[^.]+", "inbox": r"(?P<inbox>_INBOX\..+)"}
+_TOKEN = {
+    "ns": r"(?P<ns>[^.]+)",
+    "node": r"(?P<node>[^.]+)",
+    "nuid": r"[^.]+",
+    "stream": r"[^.]+",
+    "partition": r"[^.]+",
+    "inbox": r"(?P<inbox>_INBOX\..+)",
+}
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
     parts = re.split(r"(\{\w+\})", pattern)
-    return re.compile("".join(_TOKEN[p[1:-1]] if p.startswith("{") else re.escape(p)
-                              for p in parts) + r"\Z")
+    return re.compile(
+        "".join(_TOKEN[p[1:-1]] if p.startswith("{") else re.escape(p) for p in parts) + r"\Z"
+    )
 
 
 _PATTERNS = [(_compile(p), kind, name) for p, kind, name in SUBJECTS]
@@ -118,7 +132,7 @@ class Traffic:
 
 def _bounded_put(d: dict[str, str], key: str, value: str, limit: int) -> None:
     if len(d) >= limit:
-        for k in list(d)[:limit // 2]:
+        for k in list(d)[: limit // 2]:
             del d[k]
     d[key] = value
 
@@ -145,12 +159,20 @@ class TrafficReader:
 
     def __init__(self, max_streams: int = 10_000) -> None:
         self.streams: dict[tuple[str, str, str], StreamDecoder] = {}
-        self.roles: dict[str, str] = {}            # request inbox -> which way it flows
-        self.accept_replies: dict[str, str] = {}   # reply subject of an accept -> its node
+        self.roles: dict[str, str] = {}  # request inbox -> which way it flows
+        self.accept_replies: dict[str, str] = {}  # reply subject of an accept -> its node
         self.max_streams = max_streams  # each of these is bounded to it (oldest forgotten)
 
-    def read(self, src: str, dst: str, subject: str, reply: str | None, payload: bytes,
-             header_block: bytes | None = None, status: str | None = None) -> Traffic | None:
+    def read(
+        self,
+        src: str,
+        dst: str,
+        subject: str,
+        reply: str | None,
+        payload: bytes,
+        header_block: bytes | None = None,
+        status: str | None = None,
+    ) -> Traffic | None:
         """The message's Traffic, or None when it is not such traffic. `header_block`
         (or `status`, already read from it): a NATS status (503: no node answered)."""
         if _MARK in subject:
@@ -165,21 +187,23 @@ class TrafficReader:
             if kind == "bootstrap_probe":
                 return self._bootstrap_probe(payload, name)
             return None  # an envelope's subject
-        if subject in self.accept_replies or (payload.startswith(b'{"inbox"')
-                                              and subject.startswith("_INBOX.")):
+        if subject in self.accept_replies or (
+            payload.startswith(b'{"inbox"') and subject.startswith("_INBOX.")
+        ):
             return self._accept_reply(subject, payload, status or _status(header_block))
         return None
 
     # -- the kinds -------------------------------------------------------------
 
-    def _raft_stream(self, src: str, dst: str, subject: str, payload: bytes, name: str,
-                     tokens: dict[str, str]) -> Traffic:
+    def _raft_stream(
+        self, src: str, dst: str, subject: str, payload: bytes, name: str, tokens: dict[str, str]
+    ) -> Traffic:
         node = tokens.get("node")
         key = (src, dst, subject)
         dec = self.streams.get(key)
         if dec is None:
             if len(self.streams) >= self.max_streams:  # forget the oldest streams
-                for k in list(self.streams)[:self.max_streams // 2]:
+                for k in list(self.streams)[: self.max_streams // 2]:
                     del self.streams[k]
             dec = self.streams[key] = StreamDecoder(self.roles.get(subject))
         chunk = dec.feed(payload)
@@ -187,48 +211,72 @@ class TrafficReader:
             self.streams.pop(key, None)
             kind = "raft_stream_close"
         else:
-            kind = {REQUEST: "raft_request", RESPONSE: "raft_response"}.get(chunk.role or "",
-                                                                          "raft_stream")
+            kind = {REQUEST: "raft_request", RESPONSE: "raft_response"}.get(
+                chunk.role or "", "raft_stream"
+            )
         error = chunk.error.message if chunk.error is not None else None
         return Traffic(kind, name, node, {}, error, chunk.rpcs, chunk)
 
-    def _raft_accept(self, reply: str | None, payload: bytes, name: str,
-                     tokens: dict[str, str]) -> Traffic:
+    def _raft_accept(
+        self, reply: str | None, payload: bytes, name: str, tokens: dict[str, str]
+    ) -> Traffic:
         node = tokens.get("node")
         obj = _json_object(payload)
-        if obj is None or not isinstance(obj.get("id"), str) or not isinstance(
-                obj.get("inbox"), str):
-            return Traffic("raft_accept", name, node, {},
-                           'not the handshake\'s JSON {"id", "inbox"}')
+        if (
+            obj is None
+            or not isinstance(obj.get("id"), str)
+            or not isinstance(obj.get("inbox"), str)
+        ):
+            return Traffic(
+                "raft_accept", name, node, {}, 'not the handshake\'s JSON {"id", "inbox"}'
+            )
         # The dialer's own inbox: the acceptor's responses come to it.
         _bounded_put(self.roles, obj["inbox"], RESPONSE, self.max_streams)
         if reply:
             _bounded_put(self.accept_replies, reply, node or "", self.max_streams)
-        return Traffic("raft_accept", name, node, {"id": obj["id"], "inbox": obj["inbox"],
-                                                   "reply": reply})
+        return Traffic(
+            "raft_accept", name, node, {"id": obj["id"], "inbox": obj["inbox"], "reply": reply}
+        )
 
-    def _accept_reply(self, subject: str, payload: bytes, status: str | None
-                      ) -> Traffic | None:
+    def _accept_reply(self, subject: str, payload: bytes, status: str | None) -> Traffic | None:
         node = self.accept_replies.get(subject)  # both copies of a reply (PUB, MSG)
         if status is not None and node is not None:  # 503: the node is not there
-            return Traffic("raft_accept_reply", "raft accept handshake reply", node or None,
-                           {"status": status})
+            return Traffic(
+                "raft_accept_reply", "raft accept handshake reply", node or None, {"status": status}
+            )
         obj = _json_object(payload)
         inbox = obj.get("inbox") if obj is not None else None
         if not isinstance(inbox, str) or set(obj or {}) != {"inbox"}:
             if node is None:
                 return None  # not a reply we were waiting for, nor one by its looks
-            return Traffic("raft_accept_reply", "raft accept handshake reply", node or None, {},
-                           'not the handshake reply\'s JSON {"inbox"}')
+            return Traffic(
+                "raft_accept_reply",
+                "raft accept handshake reply",
+                node or None,
+                {},
+                'not the handshake reply\'s JSON {"inbox"}',
+            )
         found = subject_kind(inbox)
         if found is None or found[0] != "raft_stream":
-            return None if node is None else Traffic(
-                "raft_accept_reply", "raft accept handshake reply", node or None,
-                {"inbox": inbox}, "the inbox is not a raft transport inbox")
+            return (
+                None
+                if node is None
+                else Traffic(
+                    "raft_accept_reply",
+                    "raft accept handshake reply",
+                    node or None,
+                    {"inbox": inbox},
+                    "the inbox is not a raft transport inbox",
+                )
+            )
         # The acceptor's inbox: the dialer's requests go to it.
         _bounded_put(self.roles, inbox, REQUEST, self.max_streams)
-        return Traffic("raft_accept_reply", "raft accept handshake reply",
-                       found[2].get("node"), {"inbox": inbox})
+        return Traffic(
+            "raft_accept_reply",
+            "raft accept handshake reply",
+            found[2].get("node"),
+            {"inbox": inbox},
+        )
 
     def _bootstrap_probe(self, payload: bytes, name: str) -> Traffic:
         try:

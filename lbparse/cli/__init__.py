@@ -14,14 +14,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Any, NoReturn, Sequence
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 import lbparse
 from lbparse.capture import HOT_MODULES, compiled_modules
 from lbparse.capture.errors import CaptureError
 from lbparse.cli.output import stdout_to
-from lbparse.cli.status import (DATA, EXIT_STATUSES, INTERRUPTED, USAGE, DataError, UsageError,
-                                silence_stdout, warn)
+from lbparse.cli.status import (
+    DATA,
+    EXIT_STATUSES,
+    INTERRUPTED,
+    USAGE,
+    DataError,
+    UsageError,
+    silence_stdout,
+    warn,
+)
 from lbparse.errors import EnvelopeError
 from lbparse.extras import missing_extra
 
@@ -36,7 +45,7 @@ COMMANDS: dict[str, str] = {
     "record": "record a NATS server's messages to .jsonl or .parquet",
     "spec": "print the layouts and MsgType tables of the spec",
     "demo": "decode the bundled examples, run the Spark pipeline on the bundled capture, "
-            "and write its report",
+    "and write its report",
     "generate": "generate parsers, schemas and a Wireshark dissector for other languages",
     "pipeline": "decode captures or payload tables on Spark into a Parquet dataset",
     "segments": "read (or --verify) Liftbridge segments, indexes and checkpoints on disk",
@@ -59,9 +68,11 @@ class CommandParser(Parser):
     whose error would say `lbparse: unrecognized arguments` without the
     command; here the command's own parser says it (`lbparse capture: ...`)."""
 
-    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
-                         namespace: argparse.Namespace | None = None
-                         ) -> tuple[argparse.Namespace, list[str]]:
+    def parse_known_args(
+        self,
+        args: Sequence[str] | None = None,  # type: ignore[override]
+        namespace: argparse.Namespace | None = None,
+    ) -> tuple[argparse.Namespace, list[str]]:
         ns, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -72,8 +83,13 @@ class _Version(argparse.Action):
     """--version: the version and where it runs from, the way `pip --version` says it."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print the version, where "
-                         "lbparse is installed and whether its capture path is compiled, and exit")
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            help="print the version, where "
+            "lbparse is installed and whether its capture path is compiled, and exit",
+        )
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
         print(version_text())
@@ -85,10 +101,17 @@ def version_text() -> str:
     import platform
 
     compiled = len(compiled_modules())
-    build = ("capture path compiled" if compiled == len(HOT_MODULES)
-             else "pure Python" if compiled == 0 else f"{compiled}/{len(HOT_MODULES)} compiled")
+    build = (
+        "capture path compiled"
+        if compiled == len(HOT_MODULES)
+        else "pure Python"
+        if compiled == 0
+        else f"{compiled}/{len(HOT_MODULES)} compiled"
+    )
     where = os.path.dirname(lbparse.__file__ or "?")
-    return f"lbparse {lbparse.__version__} from {where} (Python {platform.python_version()}, {build})"
+    return (
+        f"lbparse {lbparse.__version__} from {where} (Python {platform.python_version()}, {build})"
+    )
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -99,18 +122,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="lbparse",
         description="Read and write the Liftbridge envelope protocol (every generation),\n"
         "from captures, live NATS servers and files.",
-        epilog=exit_status_text(), formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_status_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                                parser_class=CommandParser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=CommandParser
+    )
     for name, help_line in COMMANDS.items():
         if only is not None and name != only:
             sub.add_parser(name, help=help_line)
             continue
         mod = importlib.import_module(f"lbparse.cli.{name}_cmd")
-        p = sub.add_parser(name, help=help_line, description=mod.__doc__,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=help_line,
+            description=mod.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
@@ -129,8 +158,9 @@ def exit_status_text() -> str:
 
     lines = ["exit status (every command):"]
     for status, meaning in EXIT_STATUSES.items():
-        lines += textwrap.wrap(meaning, 76, initial_indent=f"  {status:<5}",
-                               subsequent_indent=" " * 7)
+        lines += textwrap.wrap(
+            meaning, 76, initial_indent=f"  {status:<5}", subsequent_indent=" " * 7
+        )
     return "\n".join(lines)
 
 

@@ -55,16 +55,21 @@ import sys
 import time
 from typing import TextIO
 
-from lbparse.codec import jsonform
 from lbparse.capture import CaptureError, CaptureReader, Notice, Record, Stats, default_layout
 from lbparse.capture.grpc import CLIENT_TO_SERVER, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.capture.pipe import STDIN, input_name
 from lbparse.capture.records import DESCRIPTION, NO_TIME, STATUS
 from lbparse.capture.statsview import DEFAULT_TOP, ClusterView, section
-from lbparse.cli.common import (add_layout_argument, add_limit_arguments,
-                                add_terminal_format_arguments, format_for_output, limits_from)
+from lbparse.cli.common import (
+    add_layout_argument,
+    add_limit_arguments,
+    add_terminal_format_arguments,
+    format_for_output,
+    limits_from,
+)
 from lbparse.cli.output import add_output_argument, rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
+from lbparse.codec import jsonform
 from lbparse.digits import ascii_int
 from lbparse.extras import need
 from lbparse.outputs import STDOUT
@@ -77,35 +82,65 @@ PROGRESS_MIN_BYTES = 8 << 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE",
-                   help="pcap, pcapng, or records written by `lbparse record` (.jsonl, .parquet); "
-                   "'-' = stdin")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="pcap, pcapng, or records written by `lbparse record` (.jsonl, .parquet); '-' = stdin",
+    )
     add_layout_argument(p, default=default_layout())
-    p.add_argument("--subject", metavar="PATTERN",
-                   help="only messages whose subject matches (NATS wildcards * and >)")
-    p.add_argument("-c", "--count", type=_count, metavar="N",
-                   help="stop after N messages (of all the files, counted after --subject), "
-                   "as tshark -c")
-    p.add_argument("--lenient", action="store_true",
-                   help="accept what the upstream server accepts, with warnings (as decode)")
-    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
-                   help="do not check the CRC-32C (as decode)")
-    add_terminal_format_arguments(p, jsonl="one JSON object per message",
-                                  table="an aligned table")
-    p.add_argument("--stats", action="store_true",
-                   help="print a summary on stderr at the end: messages per subject (folded), "
-                   "layout and MsgType, errors by kind, gaps, bytes read, 503s, connections")
-    p.add_argument("--top", type=_positive, default=DEFAULT_TOP, metavar="N",
-                   help=f"--stats: the N largest rows of each section (default {DEFAULT_TOP})")
-    p.add_argument("--all", action="store_true",
-                   help="--stats: every row, every subject as it is (no folding)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)")
+    p.add_argument(
+        "--subject",
+        metavar="PATTERN",
+        help="only messages whose subject matches (NATS wildcards * and >)",
+    )
+    p.add_argument(
+        "-c",
+        "--count",
+        type=_count,
+        metavar="N",
+        help="stop after N messages (of all the files, counted after --subject), as tshark -c",
+    )
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="accept what the upstream server accepts, with warnings (as decode)",
+    )
+    p.add_argument(
+        "--no-verify-crc",
+        dest="verify_crc",
+        action="store_false",
+        help="do not check the CRC-32C (as decode)",
+    )
+    add_terminal_format_arguments(p, jsonl="one JSON object per message", table="an aligned table")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print a summary on stderr at the end: messages per subject (folded), "
+        "layout and MsgType, errors by kind, gaps, bytes read, 503s, connections",
+    )
+    p.add_argument(
+        "--top",
+        type=_positive,
+        default=DEFAULT_TOP,
+        metavar="N",
+        help=f"--stats: the N largest rows of each section (default {DEFAULT_TOP})",
+    )
+    p.add_argument(
+        "--all", action="store_true", help="--stats: every row, every subject as it is (no folding)"
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="no records (with --stats: only the summary)"
+    )
     add_output_argument(p, inputs="files", what="the records")
-    p.add_argument("--tables", metavar="DIR",
-                   help="instead of records, write the decoded tables (messages, one per "
-                   "payload type, the Raft traffic) to a new directory DIR as Parquet, "
-                   "DIR/<table>/part-00000.parquet, as `lbparse pipeline` writes them "
-                   "(without Spark)")
+    p.add_argument(
+        "--tables",
+        metavar="DIR",
+        help="instead of records, write the decoded tables (messages, one per "
+        "payload type, the Raft traffic) to a new directory DIR as Parquet, "
+        "DIR/<table>/part-00000.parquet, as `lbparse pipeline` writes them "
+        "(without Spark)",
+    )
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
@@ -122,8 +157,9 @@ def _positive(text: str) -> int:
 def _count(text: str) -> int:
     count = ascii_int(text.strip())
     if not count:
-        raise argparse.ArgumentTypeError(f"a count is a whole number of messages, 1 or more, "
-                                          f"not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"a count is a whole number of messages, 1 or more, not {text!r}"
+        )
     return count
 
 
@@ -131,8 +167,11 @@ def table_row(rec: Record) -> str:
     # a recording's time that did not fit (said as a bad_record): no time, not 1677
     t = "(no time)".ljust(30) if rec.ts == NO_TIME else rfc3339(rec.ts)
     arrow = f"{rec.src} -> {rec.dst}"
-    extra = " ".join(x for x in (f"sid={rec.sid}" if rec.sid else "",
-                                 f"reply={rec.reply}" if rec.reply else "") if x)
+    extra = " ".join(
+        x
+        for x in (f"sid={rec.sid}" if rec.sid else "", f"reply={rec.reply}" if rec.reply else "")
+        if x
+    )
     headers = rec.headers
     if rec.traffic is not None:  # Liftbridge's own non-envelope traffic
         what = rec.traffic.summary()
@@ -145,8 +184,10 @@ def table_row(rec: Record) -> str:
     else:
         what = ""
     # Subjects, replies and header values are the input's: escaped for the terminal.
-    return printable(f"{t}  {arrow:<43} {rec.verb:<4} {rec.subject:<24} {len(rec.payload):>7}B  "
-                     f"{what}{'  ' + extra if extra else ''}")
+    return printable(
+        f"{t}  {arrow:<43} {rec.verb:<4} {rec.subject:<24} {len(rec.payload):>7}B  "
+        f"{what}{'  ' + extra if extra else ''}"
+    )
 
 
 def grpc_row(item: GrpcMessage | GrpcCall) -> str:
@@ -154,8 +195,10 @@ def grpc_row(item: GrpcMessage | GrpcCall) -> str:
     if isinstance(item, GrpcMessage):
         arrow = f"{item.src} -> {item.dst}"
         what = f"error {item.error}" if item.error is not None else (item.type or "")
-        return printable(f"{rfc3339(item.ts or 0)}  {arrow:<43} GRPC {item.method or '?':<24} "
-                         f"{item.length:>7}B  {what}  stream={item.stream_id} #{item.index}")
+        return printable(
+            f"{rfc3339(item.ts or 0)}  {arrow:<43} GRPC {item.method or '?':<24} "
+            f"{item.length:>7}B  {what}  stream={item.stream_id} #{item.index}"
+        )
     arrow = f"{item.client} -> {item.server}"
     took = ""
     if item.request_ts is not None and item.end_ts is not None:
@@ -163,34 +206,52 @@ def grpc_row(item: GrpcMessage | GrpcCall) -> str:
     counts = f"{item.counts[CLIENT_TO_SERVER]}->{item.counts[SERVER_TO_CLIENT]}"
     # a call cut before its trailers has no status: said so, not as Python's None
     status = "no status" if item.grpc_status is None else f"status={item.grpc_status}"
-    return printable(f"{rfc3339(item.end_ts or 0)}  {arrow:<43} CALL {item.method_name or '?':<24} "
-                     f"{counts:>8}  {status} {item.end}{took}  stream={item.stream_id}")
+    return printable(
+        f"{rfc3339(item.end_ts or 0)}  {arrow:<43} CALL {item.method_name or '?':<24} "
+        f"{counts:>8}  {status} {item.end}{took}  stream={item.stream_id}"
+    )
 
 
-def format_stats(stats: Stats, view: ClusterView | None = None, top: int | None = None,
-                 grpc: dict[str, int] | None = None) -> str:
+def format_stats(
+    stats: Stats,
+    view: ClusterView | None = None,
+    top: int | None = None,
+    grpc: dict[str, int] | None = None,
+) -> str:
     """The --stats summary. With `view` (the records' ClusterView): subjects
     folded into patterns, NATS statuses and connections by CONNECT name;
     `top`: at most that many rows per section (None: all, subjects unfolded);
     `grpc`: gRPC calls by method and how they ended (`grpc_key`)."""
     d = stats.to_json_dict()
-    lines = [f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
-             f"gaps {d['gaps']} ({d['gap_bytes']} bytes)"]
+    lines = [
+        f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
+        f"gaps {d['gaps']} ({d['gap_bytes']} bytes)"
+    ]
     if view is not None and top is not None:
         lines += section("per subject", view.subject_rows(), top, view.fold_note())
     else:
         lines += section("per subject", d["per_subject"], top)
-    for title, key in (("per verb", "per_verb"), ("per layout", "per_layout"),
-                       ("per MsgType", "per_msg_type"), ("errors by kind", "errors"),
-                       ("notices", "notices"), ("notes (not problems)", "notes"),
-                       ("limits hit", "limits"),
-                       ("control lines", "controls")):
+    for title, key in (
+        ("per verb", "per_verb"),
+        ("per layout", "per_layout"),
+        ("per MsgType", "per_msg_type"),
+        ("errors by kind", "errors"),
+        ("notices", "notices"),
+        ("notes (not problems)", "notes"),
+        ("limits hit", "limits"),
+        ("control lines", "controls"),
+    ):
         lines += section(title, d[key], top)
     if view is not None:
-        lines += section("NATS status messages", view.statuses, top,
-                         "by the subject pattern of the request")
-        lines += section("connections by CONNECT name", view.by_name(stats.connect_names), top,
-                         "messages published and delivered")
+        lines += section(
+            "NATS status messages", view.statuses, top, "by the subject pattern of the request"
+        )
+        lines += section(
+            "connections by CONNECT name",
+            view.by_name(stats.connect_names),
+            top,
+            "messages published and delivered",
+        )
     lines += section("gRPC calls", grpc or {}, top, "by method and grpc-status, or how they ended")
     return "\n".join(lines)
 
@@ -210,8 +271,11 @@ class Notes:
 
     def say(self, name: str) -> None:
         if self.count:
-            warn(NAME, f"{name}: {self.count} note{'s' if self.count > 1 else ''} of normal "
-                 f"client or capture behaviour, not problems (the first: {self.first})")
+            warn(
+                NAME,
+                f"{name}: {self.count} note{'s' if self.count > 1 else ''} of normal "
+                f"client or capture behaviour, not problems (the first: {self.first})",
+            )
         self.count, self.first = 0, None
 
 
@@ -236,8 +300,10 @@ class Progress:
         self.last = now
         frac = min(done / self.total, 1.0)
         bar = "#" * int(frac * 30)
-        self.out.write(f"\r{self.name[-30:]} [{bar:<30}] {frac:4.0%} "
-                       f"{done / 1e6:.1f}/{self.total / 1e6:.1f} MB")
+        self.out.write(
+            f"\r{self.name[-30:]} [{bar:<30}] {frac:4.0%} "
+            f"{done / 1e6:.1f}/{self.total / 1e6:.1f} MB"
+        )
         self.out.flush()
 
     def done(self) -> None:
@@ -248,8 +314,10 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
-        raise UsageError("--lenient needs a named --layout (auto tells generations apart by "
-                         "what each accepts; lenient would blur that)")
+        raise UsageError(
+            "--lenient needs a named --layout (auto tells generations apart by "
+            "what each accepts; lenient would blur that)"
+        )
     if args.tables is not None:
         return run_tables(args)
     if args.files.count(STDIN) > 1:
@@ -289,17 +357,27 @@ def run(args: argparse.Namespace) -> int:
         if left == 0:
             break
         try:
-            reader = CaptureReader(name, layout=args.layout, subject=args.subject,
-                                   limits=limits, on_notice=functools.partial(notice, name=name),
-                                   verify_crc=args.verify_crc, lenient=args.lenient,
-                                   on_grpc=grpc)
+            reader = CaptureReader(
+                name,
+                layout=args.layout,
+                subject=args.subject,
+                limits=limits,
+                on_notice=functools.partial(notice, name=name),
+                verify_crc=args.verify_crc,
+                lenient=args.lenient,
+                on_grpc=grpc,
+            )
             left = read_one(reader, args, left, view)
             notes.say(input_name(name))
         except BrokenPipeError:
             raise
         except (CaptureError, OSError) as exc:  # the file as a whole cannot be read
-            warn(NAME, str(exc) if isinstance(exc, CaptureError)
-                 else f"{input_name(name)}: cannot read: {exc.strerror or exc}")
+            warn(
+                NAME,
+                str(exc)
+                if isinstance(exc, CaptureError)
+                else f"{input_name(name)}: cannot read: {exc.strerror or exc}",
+            )
             status = USAGE
             continue
         total.merge(reader.stats)
@@ -310,34 +388,47 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, DATA)
     sys.stdout.flush()
     if args.stats:
-        print(format_stats(total, view, None if args.all else args.top, grpc_calls),
-              file=sys.stderr)
+        print(
+            format_stats(total, view, None if args.all else args.top, grpc_calls), file=sys.stderr
+        )
     return status
 
 
 # What --tables cannot honour: its tables are the whole of each file.
-_NOT_WITH_TABLES = (("subject", "--subject"), ("count", "-c/--count"), ("stats", "--stats"),
-                    ("quiet", "-q/--quiet"))
+_NOT_WITH_TABLES = (
+    ("subject", "--subject"),
+    ("count", "-c/--count"),
+    ("stats", "--stats"),
+    ("quiet", "-q/--quiet"),
+)
 
 
 def run_tables(args: argparse.Namespace) -> int:
     """--tables DIR: the files through the columnar core into Parquet tables."""
     for dest, option in _NOT_WITH_TABLES:
         if getattr(args, dest):
-            raise UsageError(f"{option} does not go with --tables (the tables hold every "
-                             "message: filter them where you read them)")
+            raise UsageError(
+                f"{option} does not go with --tables (the tables hold every "
+                "message: filter them where you read them)"
+            )
     if args.output != STDOUT or args.format not in (None, "jsonl"):
-        raise UsageError("--tables writes its own directory: -o/--output and --format do "
-                         "not go with it")
+        raise UsageError(
+            "--tables writes its own directory: -o/--output and --format do not go with it"
+        )
     if STDIN in args.files:
-        raise UsageError("--tables reads files, not '-' (stdin): write the capture to a "
-                         "file first")
+        raise UsageError("--tables reads files, not '-' (stdin): write the capture to a file first")
     # pyarrow's, loaded for --tables only: the other runs start 0.2 s sooner
     out = need("lbparse.cli.tables_out")
     out.check_tables_dir(args.tables, args.files)
-    done = out.write_tables(args.tables, args.files, args.layout, verify_crc=args.verify_crc,
-                            lenient=args.lenient, limits=limits_from(args),
-                            on_problem=lambda kind, text: warn(NAME, text))
+    done = out.write_tables(
+        args.tables,
+        args.files,
+        args.layout,
+        verify_crc=args.verify_crc,
+        lenient=args.lenient,
+        limits=limits_from(args),
+        on_problem=lambda kind, text: warn(NAME, text),
+    )
     for name, said in done.notes.items():
         notes = Notes()
         for n in said:
@@ -351,8 +442,9 @@ def run_tables(args: argparse.Namespace) -> int:
     return DATA if done.problems else OK
 
 
-def read_one(reader: CaptureReader, args: argparse.Namespace, left: int | None,
-             view: ClusterView | None) -> int | None:
+def read_one(
+    reader: CaptureReader, args: argparse.Namespace, left: int | None, view: ClusterView | None
+) -> int | None:
     """Write the records of one input, at most `left` of them (None: all), and
     count them in `view`; how many more may follow."""
     write = sys.stdout.write

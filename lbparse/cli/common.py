@@ -9,8 +9,15 @@ from typing import Any, TextIO
 
 from lbparse.cli.output import add_format_arguments
 from lbparse.codec.dispatch import DECODERS
-from lbparse.codec.limits import (COUNT_LIMITS, DEFAULT, GRPC_LIMITS, LIMIT_NAMES, Limits,
-                                  PROTOBUF_MAX_DEPTH, parse_size)
+from lbparse.codec.limits import (
+    COUNT_LIMITS,
+    DEFAULT,
+    GRPC_LIMITS,
+    LIMIT_NAMES,
+    PROTOBUF_MAX_DEPTH,
+    Limits,
+    parse_size,
+)
 from lbparse.digits import ascii_int
 
 
@@ -19,10 +26,14 @@ def layout_choices() -> list[str]:
 
 
 def add_layout_argument(parser: Any, default: str = "v0") -> None:
-    parser.add_argument("--layout", default=default, choices=layout_choices(),
-                        metavar="LAYOUT",  # the choices are in the help, wrapped there
-                        help=f"envelope generation to decode as: {', '.join(layout_choices())} "
-                        f"(default: {default})")
+    parser.add_argument(
+        "--layout",
+        default=default,
+        choices=layout_choices(),
+        metavar="LAYOUT",  # the choices are in the help, wrapped there
+        help=f"envelope generation to decode as: {', '.join(layout_choices())} "
+        f"(default: {default})",
+    )
 
 
 _LIMIT_HELP = {
@@ -31,15 +42,15 @@ _LIMIT_HELP = {
     "max_depth": "refuse protobuf payloads nested deeper than N levels (1..100)",
     "max_reassembly": "bytes one TCP direction may hold behind a hole before it is declared lost",
     "max_raft_db": "bytes of raft.db's keys and values decoded in all; the log past it is "
-                   "counted, not decoded",
+    "counted, not decoded",
     "max_grpc_elements": "protobuf fields one gRPC message may decode to; past it the message "
-                         "is not decoded",
+    "is not decoded",
     "max_grpc_inflate": "bytes gzip may add to a capture's gRPC messages, in all; past it "
-                        "compressed messages that would grow are not decompressed",
+    "compressed messages that would grow are not decompressed",
     "max_grpc_headers": "bytes of long header values (over 256 bytes) gRPC call records keep, "
-                        "in all; past it they are not kept",
+    "in all; past it they are not kept",
     "max_open_calls": "gRPC calls open at once, all connections together; past it the oldest "
-                      "is given up",
+    "is given up",
 }
 
 
@@ -69,10 +80,14 @@ def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
         names = names + tuple(n for n in GRPC_LIMITS if n not in names)
     for name in names:
         default = getattr(DEFAULT, name)
-        group.add_argument("--" + name.replace("_", "-"), dest=name, default=default,
-                           type=_depth if name == "max_depth" else _size,
-                           metavar="N" if name in COUNT_LIMITS else "SIZE",
-                           help=f"{_LIMIT_HELP[name]} (default: {default})")
+        group.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=name,
+            default=default,
+            type=_depth if name == "max_depth" else _size,
+            metavar="N" if name in COUNT_LIMITS else "SIZE",
+            help=f"{_LIMIT_HELP[name]} (default: {default})",
+        )
 
 
 def limits_from(args: Any) -> Limits | None:
@@ -88,9 +103,12 @@ def subject(text: str) -> str:
     tokens = text.split(".")
     if not text or any(not t or any(c.isspace() for c in t) for t in tokens):
         raise argparse.ArgumentTypeError(
-            f"invalid subject {text!r}: tokens separated by '.', none empty, no white space")
+            f"invalid subject {text!r}: tokens separated by '.', none empty, no white space"
+        )
     if ">" in tokens[:-1]:
-        raise argparse.ArgumentTypeError(f"invalid subject {text!r}: '>' may only be the last token")
+        raise argparse.ArgumentTypeError(
+            f"invalid subject {text!r}: '>' may only be the last token"
+        )
     return text
 
 
@@ -137,11 +155,21 @@ def server_url(text: str) -> str:
     if parts.scheme not in NATS_SCHEMES or not parts.hostname or any(c.isspace() for c in text):
         raise argparse.ArgumentTypeError(
             f"invalid server URL {text!r}: expected nats://HOST[:PORT] "
-            f"(or {', '.join(f'{s}://' for s in NATS_SCHEMES[1:])})")
+            f"(or {', '.join(f'{s}://' for s in NATS_SCHEMES[1:])})"
+        )
     del port
     return url
 
 
-__all__ = ["FORMAT_BY_TERMINAL", "NATS_SCHEMES", "add_layout_argument", "add_limit_arguments",
-           "add_terminal_format_arguments", "format_for_output", "layout_choices", "limits_from",
-           "server_url", "subject"]
+__all__ = [
+    "FORMAT_BY_TERMINAL",
+    "NATS_SCHEMES",
+    "add_layout_argument",
+    "add_limit_arguments",
+    "add_terminal_format_arguments",
+    "format_for_output",
+    "layout_choices",
+    "limits_from",
+    "server_url",
+    "subject",
+]

@@ -22,15 +22,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lbparse.codec import jsonform
-from lbparse.textform import msg_type_word
-from lbparse.codec.api import decode
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.inputs import add_input_arguments, read_inputs
 from lbparse.cli.output import add_output_argument, print_json
 from lbparse.cli.status import DATA, OK, warn
+from lbparse.codec import jsonform
+from lbparse.codec.api import decode
 from lbparse.codec.envelope import Envelope
 from lbparse.errors import EnvelopeError
+from lbparse.textform import msg_type_word
 
 NAME = "decode"
 
@@ -38,12 +38,19 @@ NAME = "decode"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_input_arguments(p)
     add_layout_argument(p)
-    p.add_argument("--payload-type", help="payload type for layouts whose header does not name "
-                   "it (e.g. proto.Ack for a legacy ack)")
-    p.add_argument("--lenient", action="store_true",
-                   help="accept what the upstream server accepts, with warnings")
-    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
-                   help="do not check the CRC-32C")
+    p.add_argument(
+        "--payload-type",
+        help="payload type for layouts whose header does not name "
+        "it (e.g. proto.Ack for a legacy ack)",
+    )
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="accept what the upstream server accepts, with warnings",
+    )
+    p.add_argument(
+        "--no-verify-crc", dest="verify_crc", action="store_false", help="do not check the CRC-32C"
+    )
     p.add_argument("--pretty", action="store_true", help="aligned human-readable view")
     add_output_argument(p, inputs="inputs")
     add_limit_arguments(p, ("max_payload", "max_depth"))
@@ -87,8 +94,14 @@ def run(args: argparse.Namespace) -> int:
         env: Envelope | None = None
         err: EnvelopeError | None = None
         try:
-            env = decode(item.data, args.layout, verify_crc=args.verify_crc,
-                         lenient=args.lenient, payload_type=args.payload_type, limits=limits)
+            env = decode(
+                item.data,
+                args.layout,
+                verify_crc=args.verify_crc,
+                lenient=args.lenient,
+                payload_type=args.payload_type,
+                limits=limits,
+            )
         except EnvelopeError as exc:
             err = exc
             status = max(status, DATA)

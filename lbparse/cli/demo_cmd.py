@@ -50,11 +50,19 @@ def example_lines() -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
-                   help="only decode the example envelopes (no Spark)")
-    add_output_argument(p, required=False, default="out/demo",
-                        help="where the pipeline and the report write (default: out/demo; "
-                        "DIR/messages, DIR/summary.json and DIR/report.html replaced each run)")
+    p.add_argument(
+        "--no-pipeline",
+        dest="pipeline",
+        action="store_false",
+        help="only decode the example envelopes (no Spark)",
+    )
+    add_output_argument(
+        p,
+        required=False,
+        default="out/demo",
+        help="where the pipeline and the report write (default: out/demo; "
+        "DIR/messages, DIR/summary.json and DIR/report.html replaced each run)",
+    )
 
 
 def _cell(value: Any) -> str:
@@ -88,10 +96,13 @@ def decode_examples() -> None:
             continue
         crc = "none" if env.crc32c is None else f"{env.crc32c:08x}"
         row = {"#": i, "crc32c": crc, **env.to_json_dict()["payload_json"]}
-        groups[f"MsgType {env.msg_type} {msg_type_word(env.msg_type_name)} "
-               f"({env.payload_type})"].append(row)
-    print(f"Decoded {len(lines)} example envelopes: {len(lines) - len(errors)} ok, "
-          f"{len(errors)} rejected\n")
+        groups[
+            f"MsgType {env.msg_type} {msg_type_word(env.msg_type_name)} ({env.payload_type})"
+        ].append(row)
+    print(
+        f"Decoded {len(lines)} example envelopes: {len(lines) - len(errors)} ok, "
+        f"{len(errors)} rejected\n"
+    )
     for title in sorted(groups, key=lambda t: int(t.split()[1])):
         print_table(title, groups[title])
     for i, err in errors:
@@ -119,8 +130,15 @@ def run_pipeline(out: str) -> int:
         print(f"\n== lbparse pipeline {sample} -o {out} --layout {layout} --overwrite")
         print("   (Spark in local mode on every core; the first start takes a few seconds)\n")
         with run_session(conf=TEST_CONF) as spark:
-            summary = job.run(spark, job.PipelineOptions(
-                inputs=(str(sample),), out=out, overwrite=True, decode=DecodeOptions(layout=layout)))
+            summary = job.run(
+                spark,
+                job.PipelineOptions(
+                    inputs=(str(sample),),
+                    out=out,
+                    overwrite=True,
+                    decode=DecodeOptions(layout=layout),
+                ),
+            )
             print_report(summary, out)
             peek(spark, out)
     return 0 if not summary.checks() else 1
@@ -135,16 +153,37 @@ def peek(spark: Any, out: str) -> None:
 
     key = ["source", "position"]
     messages = table("messages").where("direction = 'client_to_server'")
-    rows = (messages.where("msg_type_name = 'Publish'").join(table("proto_Message"), key)
-            .orderBy("position").limit(4)
-            .select("position", messages["subject"], "stream", "offset",
-                    F.col("value").cast("string").alias("value")).collect())
-    print_table(f"\nDIR/messages joined to DIR/proto_Message on (source, position), "
-                f"DIR = {out!r}: Publish rows, typed columns", [r.asDict() for r in rows])
-    counts = (messages.where("msg_type_name = 'Ack'").join(table("proto_Ack"), key)
-              .groupBy("stream", "ackError").count().orderBy("stream", "ackError").collect())
-    print_table("Acks per stream and proto_Ack.ackError (OK is enum value 0: a value, as "
-                "the data has it)", [r.asDict() for r in counts])
+    rows = (
+        messages.where("msg_type_name = 'Publish'")
+        .join(table("proto_Message"), key)
+        .orderBy("position")
+        .limit(4)
+        .select(
+            "position",
+            messages["subject"],
+            "stream",
+            "offset",
+            F.col("value").cast("string").alias("value"),
+        )
+        .collect()
+    )
+    print_table(
+        f"\nDIR/messages joined to DIR/proto_Message on (source, position), "
+        f"DIR = {out!r}: Publish rows, typed columns",
+        [r.asDict() for r in rows],
+    )
+    counts = (
+        messages.where("msg_type_name = 'Ack'")
+        .join(table("proto_Ack"), key)
+        .groupBy("stream", "ackError")
+        .count()
+        .orderBy("stream", "ackError")
+        .collect()
+    )
+    print_table(
+        "Acks per stream and proto_Ack.ackError (OK is enum value 0: a value, as the data has it)",
+        [r.asDict() for r in counts],
+    )
 
 
 def write_report(out: str, page: FileOutput | None = None) -> str:
@@ -164,8 +203,10 @@ def write_report(out: str, page: FileOutput | None = None) -> str:
     else:  # unchecked: whatever is at the name is replaced by a rename
         replace_file(path, render_html(model))
     t = model["totals"]
-    print(f"{t['messages']} messages, {model['latency']['acked']} publishes paired with their "
-          f"acks, {model['problems']['total']} problems shown")
+    print(
+        f"{t['messages']} messages, {model['latency']['acked']} publishes paired with their "
+        f"acks, {model['problems']['total']} problems shown"
+    )
     print(f"report: {path}  (one self-contained page: open it in any browser)")
     return path
 

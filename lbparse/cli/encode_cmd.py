@@ -47,14 +47,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--type", required=True, help="MsgType name or full payload type name")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--payload", metavar="JSON", help="the message as JSON")
-    src.add_argument("--payload-file", metavar="FILE",
-                     help="file with the message as JSON ('-' = stdin)")
+    src.add_argument(
+        "--payload-file", metavar="FILE", help="file with the message as JSON ('-' = stdin)"
+    )
     # The old names: --json is JSON output everywhere else (lbparse.cli.output).
     src.add_argument("--json", dest="old_payload", help=argparse.SUPPRESS)
     src.add_argument("--json-file", dest="old_payload_file", help=argparse.SUPPRESS)
-    p.add_argument("--layout", default="v0", choices=encodable_layouts(), metavar="LAYOUT",
-                   help=f"envelope generation to write: {', '.join(encodable_layouts())} "
-                   "(default: v0)")
+    p.add_argument(
+        "--layout",
+        default="v0",
+        choices=encodable_layouts(),
+        metavar="LAYOUT",
+        help=f"envelope generation to write: {', '.join(encodable_layouts())} (default: v0)",
+    )
     p.add_argument("--crc", action="store_true", help="add the CRC-32C (12-byte header)")
     p.add_argument("--raw", action="store_true", help="write raw bytes instead of hex")
     add_output_argument(p, inputs=("payload_file", "old_payload_file"), what="the envelope")
@@ -64,8 +69,10 @@ def encodable_layouts() -> list[str]:
     return list(ENCODERS)
 
 
-_OLD_NAMES = (("old_payload", "payload", "--json", "--payload"),
-              ("old_payload_file", "payload_file", "--json-file", "--payload-file"))
+_OLD_NAMES = (
+    ("old_payload", "payload", "--json", "--payload"),
+    ("old_payload_file", "payload_file", "--json-file", "--payload-file"),
+)
 
 
 def _payload_text(args: argparse.Namespace) -> tuple[str, str]:
@@ -79,8 +86,11 @@ def _payload_text(args: argparse.Namespace) -> tuple[str, str]:
         option = "--payload" if args.payload is not None else "--payload-file"
     if args.payload is not None:
         return args.payload, option
-    text = (sys.stdin.read() if args.payload_file == "-"
-            else Path(args.payload_file).read_text(encoding="utf-8"))
+    text = (
+        sys.stdin.read()
+        if args.payload_file == "-"
+        else Path(args.payload_file).read_text(encoding="utf-8")
+    )
     return text, option
 
 
@@ -95,8 +105,7 @@ def _encode(message: Any, layout: str, crc: bool, option: str) -> bytes:
         text = " ".join(str(exc).split())
         where = re.match(r"Error in path \(building\) -> (\S+) (.*)", text)
         field, why = (where[1], where[2]) if where else ("a value", text)
-        raise ValueError(f"{option}: {field} does not fit its field in the spec ({why})"
-                         ) from None
+        raise ValueError(f"{option}: {field} does not fit its field in the spec ({why})") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,8 +115,9 @@ def run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{option} is not JSON: {exc}") from None
     if not isinstance(obj, dict):
-        raise ValueError(f"{option} is {text.strip()[:40]}, not a JSON object of the "
-                         "message's fields")
+        raise ValueError(
+            f"{option} is {text.strip()[:40]}, not a JSON object of the message's fields"
+        )
     # --type names a MsgType or payload type of --layout: its codec (protobuf,
     # FlatBuffers, ReplicationResponse, bytes) reads the JSON.
     try:

@@ -26,11 +26,16 @@ NAME = "generate"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lang", "-l", action="append", required=True, metavar="LANG",
-                   help=f"target, repeatable or comma-separated: {', '.join(LANGUAGES)}, all")
+    p.add_argument(
+        "--lang",
+        "-l",
+        action="append",
+        required=True,
+        metavar="LANG",
+        help=f"target, repeatable or comma-separated: {', '.join(LANGUAGES)}, all",
+    )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write")
-    p.add_argument("--nest", action="store_true",
-                   help="put even a single language in DIR/LANG")
+    p.add_argument("--nest", action="store_true", help="put even a single language in DIR/LANG")
 
 
 def run(args: argparse.Namespace) -> int:

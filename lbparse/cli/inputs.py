@@ -13,8 +13,9 @@ import base64
 import binascii
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from lbparse.cli.status import DATA, OK, USAGE
 
@@ -36,15 +37,29 @@ class Input:
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """INPUT... with --hex / --base64, as `read_inputs` reads them."""
-    parser.add_argument("inputs", nargs="*", metavar="INPUT",
-                        help="hex string, or file of raw bytes ('-' = stdin); default: stdin")
+    parser.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="INPUT",
+        help="hex string, or file of raw bytes ('-' = stdin); default: stdin",
+    )
     fmt = parser.add_mutually_exclusive_group()
-    fmt.add_argument("--hex", dest="mode", action="store_const", const="hex",
-                     help="inputs are text files ('-' = stdin, the default) with one hex "
-                     "envelope per line; a bad line is reported with its number and skipped")
-    fmt.add_argument("--base64", dest="mode", action="store_const", const="base64",
-                     help="inputs are text files ('-' = stdin, the default) with one base64 "
-                     "envelope per line; a bad line is reported with its number and skipped")
+    fmt.add_argument(
+        "--hex",
+        dest="mode",
+        action="store_const",
+        const="hex",
+        help="inputs are text files ('-' = stdin, the default) with one hex "
+        "envelope per line; a bad line is reported with its number and skipped",
+    )
+    fmt.add_argument(
+        "--base64",
+        dest="mode",
+        action="store_const",
+        const="base64",
+        help="inputs are text files ('-' = stdin, the default) with one base64 "
+        "envelope per line; a bad line is reported with its number and skipped",
+    )
     parser.set_defaults(mode="auto")
 
 
@@ -122,8 +137,12 @@ def _line(raw: bytes, where: str, parse: Callable[[str, str], bytes]) -> Input |
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError as exc:
-        return Input(where, problem=f"{where}: not ASCII text (byte 0x{raw[exc.start]:02x} at "
-                     f"column {exc.start + 1})", status=DATA)
+        return Input(
+            where,
+            problem=f"{where}: not ASCII text (byte 0x{raw[exc.start]:02x} at "
+            f"column {exc.start + 1})",
+            status=DATA,
+        )
     if not text.strip() or text.lstrip().startswith("#"):
         return None
     try:

@@ -15,20 +15,28 @@ import datetime
 import io
 import os
 import sys
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from lbparse.codec import jsonform
 from lbparse.cli.status import UsageError, warn
+from lbparse.codec import jsonform
 from lbparse.outputs import OutputFile, StreamedOutput, inside
 
-__all__ = ["STDOUT", "Run", "add_format_arguments", "add_output_argument", "print_json", "rfc3339",
-           "stdout_to"]
+__all__ = [
+    "STDOUT",
+    "Run",
+    "add_format_arguments",
+    "add_output_argument",
+    "print_json",
+    "rfc3339",
+    "stdout_to",
+]
 
 STDOUT = "-"
 # Names of standard output itself: written to as `-` is.
 _STDOUT_NAMES = ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1")
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _NS_PER_S = 1_000_000_000
 
 
@@ -55,26 +63,42 @@ def rfc3339(ns: int) -> str:
 
 # --- -o/--output and --json ------------------------------------------------
 
-def add_output_argument(p: argparse.ArgumentParser, inputs: str | tuple[str, ...] = (),
-                        what: str = "the output") -> None:
+
+def add_output_argument(
+    p: argparse.ArgumentParser, inputs: str | tuple[str, ...] = (), what: str = "the output"
+) -> None:
     """-o/--output FILE for a command that prints its result on stdout.
     `inputs`: the dests of the command's input paths (a list or one path),
     which -o may not name."""
-    p.add_argument("-o", "--output", metavar="FILE", default=STDOUT,
-                   help=f"write {what} to FILE instead of stdout ('-', the default: stdout); "
-                   "a regular file is replaced when the command ends, a device or FIFO "
-                   "written in place, a link to a regular file or an input refused")
-    p.set_defaults(_stdout_file=True,
-                   _output_inputs=(inputs,) if isinstance(inputs, str) else inputs)
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default=STDOUT,
+        help=f"write {what} to FILE instead of stdout ('-', the default: stdout); "
+        "a regular file is replaced when the command ends, a device or FIFO "
+        "written in place, a link to a regular file or an input refused",
+    )
+    p.set_defaults(
+        _stdout_file=True, _output_inputs=(inputs,) if isinstance(inputs, str) else inputs
+    )
 
 
-def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str,
-                         table: str) -> None:
+def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str, table: str) -> None:
     """--format jsonl|table, and --json for --format jsonl (its one meaning)."""
-    p.add_argument("--format", choices=("jsonl", "table"), default=default,
-                   help=f"{jsonl} or {table} (default: {default})")
-    p.add_argument("--json", dest="format", action="store_const", const="jsonl",
-                   help="the same as --format jsonl")
+    p.add_argument(
+        "--format",
+        choices=("jsonl", "table"),
+        default=default,
+        help=f"{jsonl} or {table} (default: {default})",
+    )
+    p.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="jsonl",
+        help="the same as --format jsonl",
+    )
 
 
 class Run:
@@ -133,16 +157,22 @@ def _guarded_stdout() -> Iterator[None]:
     # PYTHONUNBUFFERED (python -u): the text layer writes on the raw file itself
     unbuffered = isinstance(buffer, io.FileIO)
     raw = buffer if unbuffered else getattr(buffer, "raw", None)
-    if real is not sys.__stdout__ or not isinstance(raw, io.FileIO) or \
-            not isinstance(real, io.TextIOWrapper):
+    if (
+        real is not sys.__stdout__
+        or not isinstance(raw, io.FileIO)
+        or not isinstance(real, io.TextIOWrapper)
+    ):
         yield
         return
     real.flush()
     out = OutputFile(raw.fileno(), "standard output", closefd=False)
-    guarded = io.TextIOWrapper(out if unbuffered else io.BufferedWriter(out),
-                               encoding=real.encoding, errors=real.errors,
-                               line_buffering=real.line_buffering,
-                               write_through=real.write_through)
+    guarded = io.TextIOWrapper(
+        out if unbuffered else io.BufferedWriter(out),
+        encoding=real.encoding,
+        errors=real.errors,
+        line_buffering=real.line_buffering,
+        write_through=real.write_through,
+    )
     sys.stdout = guarded
     try:
         yield

@@ -79,8 +79,7 @@ from lbparse.columnar.entries import SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
-from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, outdir
-from lbparse.pipeline import interrupts
+from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, interrupts, outdir
 from lbparse.pipeline import preflight as pf
 from lbparse.pipeline.interrupts import Interrupts
 from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
@@ -92,48 +91,94 @@ NAME = "pipeline"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories "
-                   "(not stdin: Spark's tasks open the inputs)")
-    add_output_argument(p, required=True,
-                        help="where DIR/messages (Parquet) and DIR/summary.json go")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an earlier run's tables (DIR/messages, the payload tables, "
-                   "DIR/entries when this run writes it) and DIR/summary.json; nothing else "
-                   "in DIR")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="pcap, pcapng, .jsonl/.parquet records, Parquet tables, or directories "
+        "(not stdin: Spark's tasks open the inputs)",
+    )
+    add_output_argument(
+        p, required=True, help="where DIR/messages (Parquet) and DIR/summary.json go"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier run's tables (DIR/messages, the payload tables, "
+        "DIR/entries when this run writes it) and DIR/summary.json; nothing else "
+        "in DIR",
+    )
     add_layout_argument(p, default=default_layout())
-    p.add_argument("--lenient", action="store_true",
-                   help="accept what the upstream server accepts (recorded in `warnings`)")
-    p.add_argument("--no-verify-crc", dest="verify_crc", action="store_false",
-                   help="decode payloads whose CRC-32C does not match (crc_ok says false)")
-    p.add_argument("--emit-default-values", dest="emit_defaults",
-                   action=argparse.BooleanOptionalAction, default=True,
-                   help="protobuf fields at their default (0, \"\", an enum's first value) as "
-                   "values (the default); --no-emit-default-values: null, as Spark's "
-                   "from_protobuf gives them without emit.default.values")
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="accept what the upstream server accepts (recorded in `warnings`)",
+    )
+    p.add_argument(
+        "--no-verify-crc",
+        dest="verify_crc",
+        action="store_false",
+        help="decode payloads whose CRC-32C does not match (crc_ok says false)",
+    )
+    p.add_argument(
+        "--emit-default-values",
+        dest="emit_defaults",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help='protobuf fields at their default (0, "", an enum\'s first value) as '
+        "values (the default); --no-emit-default-values: null, as Spark's "
+        "from_protobuf gives them without emit.default.values",
+    )
     g = p.add_argument_group("Parquet tables")
-    g.add_argument("--column", default="payload", metavar="NAME",
-                   help="the binary column of NATS payloads (default: payload)")
-    g.add_argument("--subject-column", metavar="NAME",
-                   help="the NATS subject column (default: `subject` when there is one)")
-    g.add_argument("--timestamp-column", metavar="NAME",
-                   help="capture time: a timestamp, or seconds since the epoch "
-                   "(default: `ts` or `timestamp` when there is one)")
+    g.add_argument(
+        "--column",
+        default="payload",
+        metavar="NAME",
+        help="the binary column of NATS payloads (default: payload)",
+    )
+    g.add_argument(
+        "--subject-column",
+        metavar="NAME",
+        help="the NATS subject column (default: `subject` when there is one)",
+    )
+    g.add_argument(
+        "--timestamp-column",
+        metavar="NAME",
+        help="capture time: a timestamp, or seconds since the epoch "
+        "(default: `ts` or `timestamp` when there is one)",
+    )
     s = p.add_argument_group("Spark")
-    s.add_argument("--master", metavar="URL",
-                   help="local[N], or spark://HOST:PORT for a standalone cluster "
-                   "(default: local[*]; under spark-submit, its --master)")
-    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a Spark setting, repeatable (e.g. spark.executor.memory=4g)")
-    s.add_argument("--test-conf", action="store_true",
-                   help="small and quiet settings (no UI, 2 shuffle partitions): tests, demos")
-    s.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
-                   help=f"rows per Arrow batch (default: {DEFAULT_BATCH_ROWS})")
+    s.add_argument(
+        "--master",
+        metavar="URL",
+        help="local[N], or spark://HOST:PORT for a standalone cluster "
+        "(default: local[*]; under spark-submit, its --master)",
+    )
+    s.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting, repeatable (e.g. spark.executor.memory=4g)",
+    )
+    s.add_argument(
+        "--test-conf",
+        action="store_true",
+        help="small and quiet settings (no UI, 2 shuffle partitions): tests, demos",
+    )
+    s.add_argument(
+        "--batch-rows",
+        type=int,
+        default=DEFAULT_BATCH_ROWS,
+        metavar="N",
+        help=f"rows per Arrow batch (default: {DEFAULT_BATCH_ROWS})",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress, only the summary")
 
 
-def add_output_argument(p: argparse.ArgumentParser, required: bool, help: str,
-                        default: str | None = None) -> None:
+def add_output_argument(
+    p: argparse.ArgumentParser, required: bool, help: str, default: str | None = None
+) -> None:
     """-o/--output DIR, and --out (its former name, hidden) for the same thing."""
     g = p.add_mutually_exclusive_group(required=required)
     g.add_argument("-o", "--output", dest="out", metavar="DIR", default=default, help=help)
@@ -207,8 +252,9 @@ class Progress:
             return
         files = len({u.path for u in units})
         total = sum(u.nbytes for u in units)
-        self.out.write(f"lbparse pipeline: {files} input file(s), {total / 1e6:,.1f} MB, "
-                       f"in {tasks} task(s)\n")
+        self.out.write(
+            f"lbparse pipeline: {files} input file(s), {total / 1e6:,.1f} MB, in {tasks} task(s)\n"
+        )
         self.out.flush()
         self.thread.start()
 
@@ -228,7 +274,7 @@ class Progress:
         while not self.stop.wait(every):  # bounded by the run: done() sets stop
             try:
                 status = self._status()
-            except Exception:  # noqa: BLE001  Spark stopping (an interruption): no more progress
+            except Exception:
                 return
             if status:
                 self.out.write(f"\r\033[K{status}" if self.tty else f"{status}\n")
@@ -249,8 +295,9 @@ def run(args: argparse.Namespace) -> int:
         signals.install()  # in the try: a signal the instant its handler is in place
         return _run(args, signals)
     except BaseException as exc:  # noqa: B036  the interruption, however it surfaces
-        if isinstance(exc, SystemExit) or (signals.hit is None
-                                           and not isinstance(exc, KeyboardInterrupt)):
+        if isinstance(exc, SystemExit) or (
+            signals.hit is None and not isinstance(exc, KeyboardInterrupt)
+        ):
             raise
         # Once a signal came, whatever ends the run is the interruption: a call
         # to a JVM cancelled, stopped or killed under it fails as it must.
@@ -281,20 +328,34 @@ def _there(out: str) -> list[str]:
 def _run(args: argparse.Namespace, signals: Signals) -> int:
     # The options are checked before Spark is imported: a usage error is said at once.
     if not 1 <= args.batch_rows <= MAX_BATCH_ROWS:
-        raise ValueError(f"--batch-rows must be at least 1 and at most {MAX_BATCH_ROWS:,}, "
-                         f"not {args.batch_rows:,}")
+        raise ValueError(
+            f"--batch-rows must be at least 1 and at most {MAX_BATCH_ROWS:,}, "
+            f"not {args.batch_rows:,}"
+        )
     if "-" in args.inputs:
-        raise ValueError("'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
-                         "themselves; save it to a file (`lbparse capture -` reads stdin)")
+        raise ValueError(
+            "'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
+            "themselves; save it to a file (`lbparse capture -` reads stdin)"
+        )
     conf = _conf(args)
     job = need("lbparse.pipeline.job")  # Spark's: the spark extra
     options = job.PipelineOptions(
-        inputs=tuple(args.inputs), out=args.out, overwrite=args.overwrite,
-        decode=DecodeOptions(layout=args.layout, verify_crc=args.verify_crc,
-                             lenient=args.lenient, emit_defaults=args.emit_defaults),
-        source=SourceOptions(column=args.column, subject_column=args.subject_column,
-                             timestamp_column=args.timestamp_column,
-                             batch_rows=args.batch_rows))
+        inputs=tuple(args.inputs),
+        out=args.out,
+        overwrite=args.overwrite,
+        decode=DecodeOptions(
+            layout=args.layout,
+            verify_crc=args.verify_crc,
+            lenient=args.lenient,
+            emit_defaults=args.emit_defaults,
+        ),
+        source=SourceOptions(
+            column=args.column,
+            subject_column=args.subject_column,
+            timestamp_column=args.timestamp_column,
+            batch_rows=args.batch_rows,
+        ),
+    )
     try:
         units, out_plan = preflight(args, options)
         signals.kept = out_plan.replaces + out_plan.kept
@@ -317,15 +378,26 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
                     signals.done = summary.totals()["rows"]
 
                 try:
-                    summary = job.run(spark, options, on_plan=planned, units=units,
-                                      check_interrupt=signals.check, on_swapped=swapped)
+                    summary = job.run(
+                        spark,
+                        options,
+                        on_plan=planned,
+                        units=units,
+                        check_interrupt=signals.check,
+                        on_swapped=swapped,
+                    )
                 finally:
                     progress.done()
             signals.check()  # Spark's stop, next, needs no cancelling
     except job.JobFailed as exc:
         # Not the data's fault, and not a usage error: its own exit status.
-        where = (f"; the earlier output is kept ({', '.join(exc.kept)})" if exc.kept
-                 else f"; {exc.summary_path} says so" if exc.summary_path else "")
+        where = (
+            f"; the earlier output is kept ({', '.join(exc.kept)})"
+            if exc.kept
+            else f"; {exc.summary_path} says so"
+            if exc.summary_path
+            else ""
+        )
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
         return JOB_FAILED
     signals.check()  # a signal during Spark's stop
@@ -342,7 +414,9 @@ def _quiet(spark: Any) -> None:
 
 def interrupted_line(exc: Interrupted, out: str) -> str:
     """The one line an interrupted run ends with: rows done, and what DIR holds."""
-    head = f"lbparse pipeline: interrupted ({signal.Signals(exc.signum).name}) after {exc.rows:,} rows"
+    head = (
+        f"lbparse pipeline: interrupted ({signal.Signals(exc.signum).name}) after {exc.rows:,} rows"
+    )
     if exc.finished:
         return f"{head}; the new output was already in place in {out}"
     if exc.kept:
@@ -376,8 +450,12 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     pf.check_formats(args.inputs, units)
     if not units:
         raise ValueError(f"no input files in {', '.join(args.inputs)}")
-    out_plan = outdir.check(options.out, options.overwrite, options.inputs,
-                            any(u.format == SEGMENT_FORMAT for u in units))
+    out_plan = outdir.check(
+        options.out,
+        options.overwrite,
+        options.inputs,
+        any(u.format == SEGMENT_FORMAT for u in units),
+    )
     if not under_spark_submit():
         pf.check_reachable(args.master)
     return units, out_plan
@@ -387,8 +465,10 @@ def print_report(summary: Any, out: str) -> None:
     """The summary table, the throughput, and where the data and summary went."""
     t = summary.totals()
     print(summary.table())
-    print(f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
-          f"({summary.rows_per_second:,.0f} rows/s)")
+    print(
+        f"\n{t['rows']:,} rows from {t['files']} file(s) in {summary.seconds:,.1f} s "
+        f"({summary.rows_per_second:,.0f} rows/s)"
+    )
     # The tables written (only those with rows), with their rows.
     for name, table in summary.tables.items():
         print(f"Parquet: {table['path']}  ({table['rows']:,} rows)")

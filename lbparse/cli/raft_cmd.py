@@ -41,19 +41,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from lbparse.codec import jsonform
 from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import UsageError
-from lbparse.textform import printable
-from typing import TYPE_CHECKING, Any
-
+from lbparse.codec import jsonform
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
 from lbparse.storage.raftdb import read_raft_db
+from lbparse.textform import printable
 
 if TYPE_CHECKING:  # lbparse.raft (msgpack) is imported when the command runs
     from lbparse.storage.raftdb import RaftStore, StoredLog
@@ -63,11 +61,15 @@ FIELDS_WIDTH = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="a raft.db file, a data directory with raft/raft.db, or a folder "
-                   "of data directories")
-    add_format_arguments(p, "table", jsonl="JSON Lines (the stable store, then one entry a line)",
-                         table="a table")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a raft.db file, a data directory with raft/raft.db, or a folder of data directories",
+    )
+    add_format_arguments(
+        p, "table", jsonl="JSON Lines (the stable store, then one entry a line)", table="a table"
+    )
     p.add_argument("--from-index", type=int, metavar="N", help="only entries from index N on")
     p.add_argument("--to-index", type=int, metavar="N", help="only entries up to index N")
     add_limit_arguments(p, ("max_raft_db",))
@@ -83,27 +85,40 @@ def _db_paths(raw: str) -> list[Path]:
     if path.is_dir():
         if (path / RAFT_DB).is_file():
             return [path / RAFT_DB]
-        found = sorted(child / RAFT_DB for child in path.iterdir()
-                       if child.is_dir() and (child / RAFT_DB).is_file())
+        found = sorted(
+            child / RAFT_DB
+            for child in path.iterdir()
+            if child.is_dir() and (child / RAFT_DB).is_file()
+        )
         if found:
             return found
         raise StorageError(f"no {RAFT_DB} here, nor in the data directories in it", path=raw)
-    raise StorageError("no such file (a raft.db, a data directory holding "
-                       f"{RAFT_DB}, or a folder of data directories)", path=raw)
+    raise StorageError(
+        "no such file (a raft.db, a data directory holding "
+        f"{RAFT_DB}, or a folder of data directories)",
+        path=raw,
+    )
 
 
 def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
     i = log.index if log.index is not None else -1
-    return ((args.from_index is None or i >= args.from_index)
-            and (args.to_index is None or i <= args.to_index))
+    return (args.from_index is None or i >= args.from_index) and (
+        args.to_index is None or i <= args.to_index
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
 
-    if args.from_index is not None and args.to_index is not None and args.from_index > args.to_index:
-        raise UsageError(f"--from-index {args.from_index} is past --to-index {args.to_index}: "
-                         "no entry could be shown")
+    if (
+        args.from_index is not None
+        and args.to_index is not None
+        and args.from_index > args.to_index
+    ):
+        raise UsageError(
+            f"--from-index {args.from_index} is past --to-index {args.to_index}: "
+            "no entry could be shown"
+        )
     stores: list[RaftStore] = []
     limits = limits_from(args)
     for raw in args.paths:
@@ -129,9 +144,17 @@ def _jsonl(store: RaftStore, args: argparse.Namespace) -> None:
     # bbolt's txid and page ids are u64 (spec/bbolt.ksy): decimal strings in
     # lbparse's JSON, as the log's indexes and terms (lbparse.codec.jsonform).
     u64 = jsonform.Int64
-    head = {"file": store.path, "stable": store.stable_json(),
-            "meta": {"page_size": m.page_size, "txid": u64(m.txid), "root": u64(m.root),
-                     "freelist": u64(m.freelist), "pgid": u64(m.pgid)}}
+    head = {
+        "file": store.path,
+        "stable": store.stable_json(),
+        "meta": {
+            "page_size": m.page_size,
+            "txid": u64(m.txid),
+            "root": u64(m.root),
+            "freelist": u64(m.freelist),
+            "pgid": u64(m.pgid),
+        },
+    }
     sys.stdout.write(jsonform.dumps(head) + "\n")
     for log in store.logs:
         if _wanted(log, args):
@@ -142,18 +165,21 @@ def _summary(d: dict[str, Any]) -> str:
     """The entry column: what is wrong with the entry first (a cut row must
     still show it), then what it holds."""
     contents = _contents(d)
-    text = "; ".join([f"warning: {w}" for w in d.get("warnings", ())]
-                     + ([contents] if contents else []))
-    return text if len(text) <= FIELDS_WIDTH else text[:FIELDS_WIDTH - 1] + "…"
+    text = "; ".join(
+        [f"warning: {w}" for w in d.get("warnings", ())] + ([contents] if contents else [])
+    )
+    return text if len(text) <= FIELDS_WIDTH else text[: FIELDS_WIDTH - 1] + "…"
 
 
 def _contents(d: dict[str, Any]) -> str:
     if "command" in d:
         text = f"{d['command']['name'] or d['command']['op']} " + json.dumps(
-            d["command"]["fields"], separators=(",", ":"))
+            d["command"]["fields"], separators=(",", ":")
+        )
     elif "configuration" in d:
-        text = "servers " + ", ".join(f"{s['id']}={s['address']} ({s['suffrage']})"
-                                       for s in d["configuration"]["servers"])
+        text = "servers " + ", ".join(
+            f"{s['id']}={s['address']} ({s['suffrage']})" for s in d["configuration"]["servers"]
+        )
     elif "error" in d:
         text = "error: " + d["error"]
     else:
@@ -165,18 +191,35 @@ def _table(store: RaftStore, args: argparse.Namespace) -> None:
     st = store.stable_json()
     m = store.meta
     # Paths, server ids and commands' fields are the input's: escaped for the terminal.
-    print(printable(f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
-                    f"{len(store.logs)} log entries)"))
+    print(
+        printable(
+            f"== {store.path}  (bbolt page size {m.page_size}, txid {m.txid}, "
+            f"{len(store.logs)} log entries)"
+        )
+    )
     # A key the stable store lacks is "-", as a missing value in every table.
-    print(printable("  " + "  ".join(f"{k} {'-' if st.get(k) is None else st[k]}"
-                                     for k in ("CurrentTerm", "LastVoteTerm", "LastVoteCand"))))
+    print(
+        printable(
+            "  "
+            + "  ".join(
+                f"{k} {'-' if st.get(k) is None else st[k]}"
+                for k in ("CurrentTerm", "LastVoteTerm", "LastVoteCand")
+            )
+        )
+    )
     rows = [("index", "term", "type", "entry")]
     for log in store.logs:
         if not _wanted(log, args):
             continue
         d = log.to_json_dict()
-        rows.append((str(d.get("index")), str(d.get("term", "")),
-                     printable(str(d.get("type_name", "?"))), printable(_summary(d))))
+        rows.append(
+            (
+                str(d.get("index")),
+                str(d.get("term", "")),
+                printable(str(d.get("type_name", "?"))),
+                printable(_summary(d)),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(r[:3], widths)) + "  " + r[3])

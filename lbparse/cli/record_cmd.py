@@ -45,13 +45,18 @@ NAME = "record"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_connection_arguments(p)
-    p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="FILE.jsonl or FILE.parquet; '-' (or a device or FIFO): JSON Lines "
-                   "on stdout (or there). A new FILE "
-                   "grows as messages come (`tail -f` follows it); an existing one is "
-                   "kept until the recording ends and replaces it (meanwhile it grows as "
-                   ".FILE.*.tmp beside it); a device or FIFO is written in place; a link "
-                   "to a file is refused")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="FILE.jsonl or FILE.parquet; '-' (or a device or FIFO): JSON Lines "
+        "on stdout (or there). A new FILE "
+        "grows as messages come (`tail -f` follows it); an existing one is "
+        "kept until the recording ends and replaces it (meanwhile it grows as "
+        ".FILE.*.tmp beside it); a device or FIFO is written in place; a link "
+        "to a file is refused",
+    )
     add_layout_argument(p, default=default_layout())
 
 
@@ -63,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     device = target is not None and target.in_place
     if not device:
         check_record_name(args.output)
-    writer = record_writer(args.output, None if target is None else target.open(),
-                           device=device)
+    writer = record_writer(args.output, None if target is None else target.open(), device=device)
     written = 0
 
     def write(rec: Record) -> None:
@@ -76,8 +80,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         # JSON Lines flushed whenever the recording has caught up: `tail -f`
         # (and a test) sees each record as it comes
-        result = live_session(NAME, args, write, on_idle=writer.flush
-                              if isinstance(writer, JsonlRecordWriter) else None)
+        result = live_session(
+            NAME,
+            args,
+            write,
+            on_idle=writer.flush if isinstance(writer, JsonlRecordWriter) else None,
+        )
         ended = True
     finally:
         writer.close()  # whatever happened: a whole file of what was received

@@ -64,11 +64,11 @@ import sys
 import time
 from typing import Any
 
-from lbparse.codec import jsonform
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.codec import jsonform
 from lbparse.extras import need
 from lbparse.outputs import FileOutput, check_file, check_files
 from lbparse.report.browser import BrowserError, look
@@ -80,21 +80,40 @@ NAME = "report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="pcap, pcapng, .jsonl/.parquet recordings ('-' = stdin), "
-                   "`lbparse pipeline` output, or Liftbridge data directories")
-    p.add_argument("-o", "--output", metavar="HTML",
-                   help="the page to write ('-' = stdout; default: report.html unless only "
-                   "--json is asked)")
-    p.add_argument("--json", metavar="FILE", dest="json_out",
-                   help="also write the data behind every chart as JSON ('-' = stdout)")
-    p.add_argument("--screenshot", metavar="PNG",
-                   help="open the page in headless Chromium and save a full-page PNG of it")
-    p.add_argument("--no-raft", dest="raft", action="store_false",
-                   help="do not decode the Raft transport (faster; no elections or log ops)")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="pcap, pcapng, .jsonl/.parquet recordings ('-' = stdin), "
+        "`lbparse pipeline` output, or Liftbridge data directories",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="HTML",
+        help="the page to write ('-' = stdout; default: report.html unless only --json is asked)",
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        dest="json_out",
+        help="also write the data behind every chart as JSON ('-' = stdout)",
+    )
+    p.add_argument(
+        "--screenshot",
+        metavar="PNG",
+        help="open the page in headless Chromium and save a full-page PNG of it",
+    )
+    p.add_argument(
+        "--no-raft",
+        dest="raft",
+        action="store_false",
+        help="do not decode the Raft transport (faster; no elections or log ops)",
+    )
     add_layout_argument(p, default=default_layout())
-    add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly",
-                            "max_raft_db"))
+    add_limit_arguments(
+        p, ("max_payload", "max_frame", "max_depth", "max_reassembly", "max_raft_db")
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
 
 
@@ -110,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--screenshot needs the page in a file, not on standard output")
     # Every output checked before any input is read (a directory, an input,
     # a link: refused now, not after the work).
-    outs = check_files([("-o", output), ("--json", args.json_out),
-                        ("--screenshot", args.screenshot)], args.inputs)
+    outs = check_files(
+        [("-o", output), ("--json", args.json_out), ("--screenshot", args.screenshot)], args.inputs
+    )
     noticed = 0
     bar: Progress | None = None
 
@@ -131,9 +151,13 @@ def run(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
     try:
-        model = build_model(args.inputs, ReadOptions(layout=args.layout, limits=limits_from(args),
-                                                     on_progress=progress, on_notice=notice),
-                            raft=args.raft)
+        model = build_model(
+            args.inputs,
+            ReadOptions(
+                layout=args.layout, limits=limits_from(args), on_progress=progress, on_notice=notice
+            ),
+            raft=args.raft,
+        )
     except CaptureError as exc:  # an input that is no capture at all
         warn(NAME, str(exc))
         return USAGE
@@ -205,20 +229,30 @@ def _summary(model: dict[str, Any], outs: dict[str, FileOutput], seconds: float)
     t, lat, parts = model["totals"], model["latency"], model["partitions"]
     changes = [c for c in parts["leader_changes"] if c["leader_changed"]]
     inferred = sum(1 for c in changes if c.get("inferred"))
-    dated = (f" ({inferred} dated by the first write of their epoch in data directories: "
-             "inferred)") if inferred else ""
-    lines = [f"lbparse report: {t.get('messages', 0):,} messages from {len(model['inputs'])} "
-             f"input(s) in {seconds:.1f} s; {lat['acked']:,} publishes acked, "
-             f"{lat['unacked']:,} never acked; {len(changes)} partition leader changes{dated}; "
-             f"{model['cluster']['no_responders_total']:,} NATS 503s; "
-             f"{model['problems']['total']:,} problems"
-             + (f" ({notes:,} notes of normal client or capture behaviour, not problems)"
-                if (notes := model["problems"].get("notes", {}).get("total")) else "")]
+    dated = (
+        (f" ({inferred} dated by the first write of their epoch in data directories: inferred)")
+        if inferred
+        else ""
+    )
+    lines = [
+        f"lbparse report: {t.get('messages', 0):,} messages from {len(model['inputs'])} "
+        f"input(s) in {seconds:.1f} s; {lat['acked']:,} publishes acked, "
+        f"{lat['unacked']:,} never acked; {len(changes)} partition leader changes{dated}; "
+        f"{model['cluster']['no_responders_total']:,} NATS 503s; "
+        f"{model['problems']['total']:,} problems"
+        + (
+            f" ({notes:,} notes of normal client or capture behaviour, not problems)"
+            if (notes := model["problems"].get("notes", {}).get("total"))
+            else ""
+        )
+    ]
     for option in ("-o", "--json", "--screenshot"):
         out = outs.get(option)
         if out is None or out.kind == "stdout":
             continue
         size = os.path.getsize(out.path) if out.kind == "replace" else None
-        lines.append(f"lbparse report: wrote {out.path}"
-                     + (f" ({size / 1e6:.1f} MB)" if option == "-o" and size is not None else ""))
+        lines.append(
+            f"lbparse report: wrote {out.path}"
+            + (f" ({size / 1e6:.1f} MB)" if option == "-o" and size is not None else "")
+        )
     print("\n".join(printable(x) for x in lines), file=sys.stderr)  # paths are the user's

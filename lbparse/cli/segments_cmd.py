@@ -44,12 +44,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Iterator, TextIO
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
 
-from lbparse.codec import jsonform
 from lbparse.cli import output
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DATA, UsageError, warn
+from lbparse.codec import jsonform
 from lbparse.codec.commitlog import ENTRY_INT64, CommitLogEntry
 from lbparse.storage import segment
 from lbparse.storage.datadir import PartitionDir, find_partitions, unreadable_files
@@ -65,23 +66,44 @@ VALUE_WIDTH = 40
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="data directory, streams/, a stream, a partition, or .log/.index files")
-    add_format_arguments(p, "table", jsonl="one JSON object per entry",
-                         table="an aligned table per partition")
-    p.add_argument("--stream", action="append", metavar="NAME",
-                   help="only this stream (repeatable)")
-    p.add_argument("--partition", action="append", type=_partition, metavar="N",
-                   help="only this partition number (repeatable)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="data directory, streams/, a stream, a partition, or .log/.index files",
+    )
+    add_format_arguments(
+        p, "table", jsonl="one JSON object per entry", table="an aligned table per partition"
+    )
+    p.add_argument(
+        "--stream", action="append", metavar="NAME", help="only this stream (repeatable)"
+    )
+    p.add_argument(
+        "--partition",
+        action="append",
+        type=_partition,
+        metavar="N",
+        help="only this partition number (repeatable)",
+    )
     p.add_argument("--from-offset", type=int, metavar="N", help="only entries from offset N on")
     p.add_argument("--to-offset", type=int, metavar="N", help="only entries up to offset N")
-    p.add_argument("--deep", action="store_true",
-                   help="decode values of known type: __activity (proto.ActivityStreamEvent), "
-                   "__cursors (protocol.Cursor), values that are envelopes")
-    p.add_argument("--verify", action="store_true",
-                   help="check the files (see above) and print one line per finding")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="no entries or findings on stdout; with --verify only the exit status")
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="decode values of known type: __activity (proto.ActivityStreamEvent), "
+        "__cursors (protocol.Cursor), values that are envelopes",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the files (see above) and print one line per finding",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no entries or findings on stdout; with --verify only the exit status",
+    )
     add_output_argument(p, inputs="paths", what="the entries (or findings)")
 
 
@@ -96,15 +118,22 @@ def _partition(text: str) -> int:
 
 
 def _selected(parts: list[PartitionDir], args: argparse.Namespace) -> list[PartitionDir]:
-    return [p for p in parts
-            if (not args.stream or p.stream in args.stream)
-            and (not args.partition or p.partition in args.partition)]
+    return [
+        p
+        for p in parts
+        if (not args.stream or p.stream in args.stream)
+        and (not args.partition or p.partition in args.partition)
+    ]
 
 
 def _nothing_selected(found: list[PartitionDir], args: argparse.Namespace) -> str:
     """What the empty selection was, and what there is instead."""
-    asked = " ".join([*(f"--stream {s}" for s in args.stream or ()),
-                      *(f"--partition {n}" for n in args.partition or ())])
+    asked = " ".join(
+        [
+            *(f"--stream {s}" for s in args.stream or ()),
+            *(f"--partition {n}" for n in args.partition or ()),
+        ]
+    )
     there = sorted({f"{p.stream}/{p.partition}" for p in found})
     shown = ", ".join(there[:10]) + (f" and {len(there) - 10} more" if len(there) > 10 else "")
     return f"no partition matches {asked} (found: {shown})"
@@ -112,10 +141,15 @@ def _nothing_selected(found: list[PartitionDir], args: argparse.Namespace) -> st
 
 def run(args: argparse.Namespace) -> int:
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
-    if (args.from_offset is not None and args.to_offset is not None
-            and args.from_offset > args.to_offset):
-        raise UsageError(f"--from-offset {args.from_offset} is past --to-offset "
-                         f"{args.to_offset}: no entry could be shown")
+    if (
+        args.from_offset is not None
+        and args.to_offset is not None
+        and args.from_offset > args.to_offset
+    ):
+        raise UsageError(
+            f"--from-offset {args.from_offset} is past --to-offset "
+            f"{args.to_offset}: no entry could be shown"
+        )
     try:
         found = find_partitions(args.paths)
     except StorageError as exc:
@@ -132,13 +166,16 @@ def run(args: argparse.Namespace) -> int:
 
 # --- listing ---------------------------------------------------------------
 
+
 def _in_range(entry: CommitLogEntry, args: argparse.Namespace) -> bool:
-    return ((args.from_offset is None or entry.offset >= args.from_offset)
-            and (args.to_offset is None or entry.offset <= args.to_offset))
+    return (args.from_offset is None or entry.offset >= args.from_offset) and (
+        args.to_offset is None or entry.offset <= args.to_offset
+    )
 
 
-def _readings(part: PartitionDir, args: argparse.Namespace,
-              unreadable: Callable[[Finding], None]) -> Iterator[tuple[int, int, SegmentReading]]:
+def _readings(
+    part: PartitionDir, args: argparse.Namespace, unreadable: Callable[[Finding], None]
+) -> Iterator[tuple[int, int, SegmentReading]]:
     """(base offset, part number, part) of the segments that can hold entries in
     the offset range, each read as a stream (a part at a time)."""
     segs = [s for s in part.segments if s.log is not None]
@@ -166,6 +203,7 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
         for f in unreadable_files(part):
             problems += 1
             print(printable(f.line()), file=sys.stderr)
+
         def unreadable(f: Finding) -> None:
             nonlocal problems, shown
             problems += 1
@@ -186,11 +224,14 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
                 _table(out, part, base, reading, args, shown, n == 0)
                 shown = True
         if not shown and not args.quiet and args.format == "table":
-            out.write(printable(f"== {part.node} {part.stream}/{part.partition}  (no segments)")
-                      + "\n")
+            out.write(
+                printable(f"== {part.node} {part.stream}/{part.partition}  (no segments)") + "\n"
+            )
     if ranged and not in_range:
-        span = f"{'' if args.from_offset is None else args.from_offset}.." \
-               f"{'' if args.to_offset is None else args.to_offset}"
+        span = (
+            f"{'' if args.from_offset is None else args.from_offset}.."
+            f"{'' if args.to_offset is None else args.to_offset}"
+        )
         warn(NAME, f"no entry in offsets {span} in the {len(parts)} partition(s) read")
         return DATA
     return 1 if problems else 0
@@ -198,13 +239,19 @@ def _list(parts: list[PartitionDir], args: argparse.Namespace) -> int:
 
 def _base_record(part: PartitionDir, base: int, reading: SegmentReading) -> dict[str, Any]:
     # The segment's base offset is a 64-bit offset: a decimal string (lbparse.codec.jsonform).
-    return {"node": part.node, "file": reading.path, "stream": part.stream,
-            "partition": part.partition, "segment": jsonform.Int64(base),
-            "format": reading.format.name}
+    return {
+        "node": part.node,
+        "file": reading.path,
+        "stream": part.stream,
+        "partition": part.partition,
+        "segment": jsonform.Int64(base),
+        "format": reading.format.name,
+    }
 
 
-def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
-           args: argparse.Namespace) -> None:
+def _jsonl(
+    out: TextIO, part: PartitionDir, base: int, reading: SegmentReading, args: argparse.Namespace
+) -> None:
     head = _base_record(part, base, reading)
     if _native_jsonl(out, head, reading, args):
         return
@@ -219,8 +266,12 @@ def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
     for f in reading.damage:
         rec = {**head, "position": f.position, "error": f.kind, "message": f.message}
         if f.position is not None:
-            rec.update({k: jsonform.Int64(v) if k in ENTRY_INT64 else v
-                        for k, v in reading.damaged_headers.get(f.position, {}).items()})
+            rec.update(
+                {
+                    k: jsonform.Int64(v) if k in ENTRY_INT64 else v
+                    for k, v in reading.damaged_headers.get(f.position, {}).items()
+                }
+            )
         rows.append((f.position or 0, rec))
     rows.sort(key=lambda r: r[0])
     write = out.write
@@ -228,13 +279,19 @@ def _jsonl(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
         write(jsonform.dumps(rec) + "\n")
 
 
-def _native_jsonl(out: TextIO, head: dict[str, Any], reading: SegmentReading,
-                  args: argparse.Namespace) -> bool:
+def _native_jsonl(
+    out: TextIO, head: dict[str, Any], reading: SegmentReading, args: argparse.Namespace
+) -> bool:
     """The lines written by the C formatter (when built): whole entries of a
     generation that stores every field, nothing to decode. False: not done."""
     fmt = reading.format
-    if (segment._native is None or args.deep or reading.damage
-            or fmt.field_index("leader_epoch") is None or fmt.field_index("timestamp") is None):
+    if (
+        segment._native is None
+        or args.deep
+        or reading.damage
+        or fmt.field_index("leader_epoch") is None
+        or fmt.field_index("timestamp") is None
+    ):
         return False
     positions, entries = reading.positions, reading.entries
     if args.from_offset is not None or args.to_offset is not None:
@@ -267,14 +324,26 @@ def _text(data: bytes | None, width: int = VALUE_WIDTH) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
-           args: argparse.Namespace, after: bool, head: bool) -> None:
+def _table(
+    out: TextIO,
+    part: PartitionDir,
+    base: int,
+    reading: SegmentReading,
+    args: argparse.Namespace,
+    after: bool,
+    head: bool,
+) -> None:
     fmt = reading.format
     note = "" if fmt is CURRENT else f", format {fmt.name}"
     if head:
-        out.write(("\n" if after else "") + printable(
-            f"== {part.node} {part.stream}/{part.partition}  "
-            f"segment {base} ({reading.size:,} bytes{note})") + "\n")
+        out.write(
+            ("\n" if after else "")
+            + printable(
+                f"== {part.node} {part.stream}/{part.partition}  "
+                f"segment {base} ({reading.size:,} bytes{note})"
+            )
+            + "\n"
+        )
     cols = ("position", "offset", "timestamp", "epoch", "size", "crc", "key", "value", "headers")
     rows: list[tuple[str, ...]] = []
     for pos, e in reading:
@@ -287,10 +356,19 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
             if dec is not None:
                 value = jsonform.dumps(dec.get("json", dec.get("error")))
                 value = value if len(value) <= 80 else value[:79] + "…"
-        rows.append((str(pos), str(e.offset), rfc3339(d["timestamp"]),
-                     "-" if d["leader_epoch"] is None else str(d["leader_epoch"]), str(e.size),
-                     "ok" if e.crc_ok else "BAD", _text(e.key, 16), value,
-                     " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers)))
+        rows.append(
+            (
+                str(pos),
+                str(e.offset),
+                rfc3339(d["timestamp"]),
+                "-" if d["leader_epoch"] is None else str(d["leader_epoch"]),
+                str(e.size),
+                "ok" if e.crc_ok else "BAD",
+                _text(e.key, 16),
+                value,
+                " ".join(f"{k}={_text(v, 24)}" for k, v in e.headers),
+            )
+        )
     # Header keys and --deep values are the input's: escaped before they are measured.
     rows = [tuple(printable(c) for c in r) for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
@@ -306,6 +384,7 @@ def _table(out: TextIO, part: PartitionDir, base: int, reading: SegmentReading,
 
 # --- verify ----------------------------------------------------------------
 
+
 def _verify(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     checks: list[PartitionCheck] = []
     nodes = {p.node for p in parts}
@@ -314,8 +393,9 @@ def _verify(parts: list[PartitionDir], args: argparse.Namespace) -> int:
     findings: list[Finding] = []
     for i, part in enumerate(parts, 1):
         if sys.stderr.isatty():
-            sys.stderr.write(f"\r\033[Kchecking {i}/{len(parts)} {part.node} "
-                             f"{part.stream}/{part.partition}")
+            sys.stderr.write(
+                f"\r\033[Kchecking {i}/{len(parts)} {part.node} {part.stream}/{part.partition}"
+            )
             sys.stderr.flush()
         check = check_partition(part, keep_digests=keep)
         total_entries += check.entries
@@ -333,6 +413,9 @@ def _verify(parts: list[PartitionDir], args: argparse.Namespace) -> int:
             else:
                 sys.stdout.write(printable(f.line()) + "\n")
     replicas = ", replicas compared across " + ", ".join(sorted(nodes)) if keep else ""
-    print(f"verified {len(parts)} partition(s), {total_entries:,} entries{replicas}: "
-          f"{len(findings)} finding(s)", file=sys.stderr)
+    print(
+        f"verified {len(parts)} partition(s), {total_entries:,} entries{replicas}: "
+        f"{len(findings)} finding(s)",
+        file=sys.stderr,
+    )
     return 1 if findings else 0

@@ -27,8 +27,10 @@ def as_json() -> dict[str, Any]:
             "byte7": lay.byte7,
             "doc": lay.doc,
             "payload_types": list(lay.payload_types),
-            "msg_types": {str(v): {"name": mt.name, "payload_type": mt.payload_type}
-                          for v, mt in lay.msg_types.items()},
+            "msg_types": {
+                str(v): {"name": mt.name, "payload_type": mt.payload_type}
+                for v, mt in lay.msg_types.items()
+            },
         }
         for name, lay in LAYOUTS.items()
     }

@@ -19,8 +19,18 @@ import sys
 
 from lbparse.textform import printable
 
-__all__ = ["DATA", "EXIT_STATUSES", "INTERRUPTED", "JOB_FAILED", "OK", "USAGE", "DataError",
-           "UsageError", "silence_stdout", "warn"]
+__all__ = [
+    "DATA",
+    "EXIT_STATUSES",
+    "INTERRUPTED",
+    "JOB_FAILED",
+    "OK",
+    "USAGE",
+    "DataError",
+    "UsageError",
+    "silence_stdout",
+    "warn",
+]
 
 OK, DATA, USAGE = 0, 1, 2
 JOB_FAILED = 3  # pipeline: the job failed, not the data (1) nor the arguments (2)
@@ -30,8 +40,8 @@ INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 EXIT_STATUSES = {
     OK: "everything was read and done",
     DATA: "a data problem (an input that does not decode, a gap in a capture, damage on "
-          "disk, a server that cannot be reached), or nothing matched what was asked (an "
-          "empty selection, an empty file), said on stderr",
+    "disk, a server that cannot be reached), or nothing matched what was asked (an "
+    "empty selection, an empty file), said on stderr",
     USAGE: "a usage problem (a bad option, a file that cannot be opened)",
     JOB_FAILED: "pipeline: the job itself failed (Spark, a worker, the output's filesystem)",
     INTERRUPTED: "interrupted (Ctrl-C; pipeline: SIGINT or SIGTERM, earlier output kept)",

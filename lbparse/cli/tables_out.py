@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,8 +29,14 @@ from lbparse.codec.limits import Limits
 from lbparse.columnar.api import read_capture_tables
 from lbparse.columnar.tables import table_schema
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.outputs import (OutputError, check_dir, check_folder, signals_deferred, temp_name,
-                             write_failed)
+from lbparse.outputs import (
+    OutputError,
+    check_dir,
+    check_folder,
+    signals_deferred,
+    temp_name,
+    write_failed,
+)
 from lbparse.pipeline.output import parquet_writer
 
 __all__ = ["TablesRun", "check_tables_dir", "write_tables"]
@@ -53,15 +59,24 @@ def check_tables_dir(path: str, inputs: Sequence[str]) -> None:
     """DIR may be made: absent or an empty directory, not an input (one line, exit 2)."""
     check_dir(path, "--tables", inputs)
     if os.path.isdir(path) and os.listdir(path):
-        raise OutputError(f"--tables {path}: exists and is not empty; the tables are written "
-                          "to a new directory (remove it or name another)")
+        raise OutputError(
+            f"--tables {path}: exists and is not empty; the tables are written "
+            "to a new directory (remove it or name another)"
+        )
     # DIR is made beside itself and renamed into place: its parent is written
     check_folder(path.rstrip("/") or path, f"--tables {path}")
 
 
-def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bool,
-                 lenient: bool, limits: Limits | None,
-                 on_problem: Callable[[str, str], None]) -> TablesRun:
+def write_tables(
+    path: str,
+    files: Sequence[str],
+    layout: str,
+    *,
+    verify_crc: bool,
+    lenient: bool,
+    limits: Limits | None,
+    on_problem: Callable[[str, str], None],
+) -> TablesRun:
     """Read `files` in order into the tables of DIR `path` (checked before)."""
     where = f"--tables {path}"
     work = _work_dir(path.rstrip("/") or path, where)
@@ -70,9 +85,14 @@ def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bo
     try:
         for name in files:
             notes = run.notes.setdefault(name, [])
-            for tables in read_capture_tables(name, layout, verify_crc=verify_crc,
-                                              lenient=lenient, limits=limits,
-                                              on_info=notes.append):
+            for tables in read_capture_tables(
+                name,
+                layout,
+                verify_crc=verify_crc,
+                lenient=lenient,
+                limits=limits,
+                on_info=notes.append,
+            ):
                 _problems(tables["messages"], run, on_problem)
                 for table, rows in tables.items():
                     try:
@@ -91,8 +111,9 @@ def write_tables(path: str, files: Sequence[str], layout: str, *, verify_crc: bo
                     os.rmdir(path)  # empty (checked); a file put there since: the rename fails
                 os.rename(work, path)
             except OSError as exc:
-                raise OutputError(f"{where}: cannot put the tables in place: {exc.strerror}; "
-                                  "nothing written") from None
+                raise OutputError(
+                    f"{where}: cannot put the tables in place: {exc.strerror}; nothing written"
+                ) from None
     finally:
         for w in writers.values():
             _close_quietly(w)
@@ -110,8 +131,9 @@ def _work_dir(path: str, where: str) -> str:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise OutputError(f"{where}: cannot make a directory beside it: "
-                              f"{exc.strerror}") from None
+            raise OutputError(
+                f"{where}: cannot make a directory beside it: {exc.strerror}"
+            ) from None
         return work
     raise OutputError(f"{where}: cannot make a new directory beside it")
 
@@ -126,15 +148,15 @@ def _close_quietly(w: pq.ParquetWriter) -> None:
     w.is_open = False
 
 
-def _write(work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa.Table,
-           run: TablesRun) -> None:
+def _write(
+    work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa.Table, run: TablesRun
+) -> None:
     if not rows.num_rows:
         return
     w = writers.get(table)
     if w is None:
         os.mkdir(os.path.join(work, table))
-        w = writers[table] = parquet_writer(os.path.join(work, table, PART),
-                                            table_schema(table))
+        w = writers[table] = parquet_writer(os.path.join(work, table, PART), table_schema(table))
     w.write_table(rows)
     run.rows[table] = run.rows.get(table, 0) + rows.num_rows
 

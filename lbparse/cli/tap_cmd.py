@@ -30,28 +30,44 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-from lbparse.codec import jsonform
-from lbparse.textform import printable
 from lbparse.capture.reader import default_layout
 from lbparse.capture.records import Record
 from lbparse.cli.capture_cmd import table_row
 from lbparse.cli.common import add_layout_argument, server_url, subject
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DataError
-from lbparse.live import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT, ConnectOptions,
-                          LiveResult, check_credentials, shown_url, subscribe)
+from lbparse.codec import jsonform
+from lbparse.live import (
+    DEFAULT_BACKLOG_BYTES,
+    DEFAULT_RECONNECT_TIMEOUT,
+    ConnectOptions,
+    LiveResult,
+    check_credentials,
+    shown_url,
+    subscribe,
+)
+from lbparse.textform import printable
 
 NAME = "tap"
 
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options."""
-    p.add_argument("server", metavar="nats://HOST:PORT", type=server_url,
-                   help="the NATS server URL (also tls://, ws://, wss://; HOST:PORT means nats://)")
-    p.add_argument("subjects", nargs="+", metavar="SUBJECT", type=subject,
-                   help="subjects to subscribe to (NATS wildcards * and >)")
+    p.add_argument(
+        "server",
+        metavar="nats://HOST:PORT",
+        type=server_url,
+        help="the NATS server URL (also tls://, ws://, wss://; HOST:PORT means nats://)",
+    )
+    p.add_argument(
+        "subjects",
+        nargs="+",
+        metavar="SUBJECT",
+        type=subject,
+        help="subjects to subscribe to (NATS wildcards * and >)",
+    )
     p.add_argument("--count", type=int, metavar="N", help="stop after N messages")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
     g = p.add_argument_group("connection (as the nats CLI names them)")
@@ -63,20 +79,30 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tlscert", metavar="FILE", help="TLS client certificate")
     g.add_argument("--tlskey", metavar="FILE", help="TLS client key")
     g.add_argument("--tlsca", metavar="FILE", help="CA certificate to verify the server with")
-    g.add_argument("--tlsfirst", action="store_true",
-                   help="TLS handshake before the server's INFO")
-    g.add_argument("--timeout", type=float, default=5.0, metavar="S",
-                   help="connect timeout (default 5 s)")
+    g.add_argument("--tlsfirst", action="store_true", help="TLS handshake before the server's INFO")
+    g.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="connect timeout (default 5 s)"
+    )
     g.add_argument("--connection-name", default="lbparse", help="connection name the server shows")
-    p.add_argument("--backlog-mb", type=float, default=DEFAULT_BACKLOG_BYTES / (1 << 20),
-                   metavar="MB", help="messages received and not yet decoded and written are "
-                   "held in memory up to MB, then spilled to a private temporary file: the "
-                   "network is never kept waiting, nothing received is dropped (default "
-                   f"{DEFAULT_BACKLOG_BYTES >> 20})")
-    g.add_argument("--reconnect-timeout", type=float, default=DEFAULT_RECONNECT_TIMEOUT,
-                   metavar="S", help="after a lost connection, try to reconnect for S seconds, "
-                   f"then give up with exit status 1 (default {DEFAULT_RECONNECT_TIMEOUT:g}; "
-                   "0: never reconnect)")
+    p.add_argument(
+        "--backlog-mb",
+        type=float,
+        default=DEFAULT_BACKLOG_BYTES / (1 << 20),
+        metavar="MB",
+        help="messages received and not yet decoded and written are "
+        "held in memory up to MB, then spilled to a private temporary file: the "
+        "network is never kept waiting, nothing received is dropped (default "
+        f"{DEFAULT_BACKLOG_BYTES >> 20})",
+    )
+    g.add_argument(
+        "--reconnect-timeout",
+        type=float,
+        default=DEFAULT_RECONNECT_TIMEOUT,
+        metavar="S",
+        help="after a lost connection, try to reconnect for S seconds, "
+        f"then give up with exit status 1 (default {DEFAULT_RECONNECT_TIMEOUT:g}; "
+        "0: never reconnect)",
+    )
 
 
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
@@ -86,40 +112,68 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
         raise ValueError("--reconnect-timeout must be 0 or more seconds")
     if args.backlog_mb <= 0:
         raise ValueError("--backlog-mb must be more than 0")
-    options = ConnectOptions(creds=args.creds, nkey=args.nkey, user=args.user,
-                             password=args.password, token=args.token, tlscert=args.tlscert,
-                             tlskey=args.tlskey, tlsca=args.tlsca, tlsfirst=args.tlsfirst,
-                             timeout=args.timeout, name=args.connection_name)
+    options = ConnectOptions(
+        creds=args.creds,
+        nkey=args.nkey,
+        user=args.user,
+        password=args.password,
+        token=args.token,
+        tlscert=args.tlscert,
+        tlskey=args.tlskey,
+        tlsca=args.tlsca,
+        tlsfirst=args.tlsfirst,
+        timeout=args.timeout,
+        name=args.connection_name,
+    )
     check_credentials(options)
     return options
 
 
 def ready_message(command: str, args: argparse.Namespace) -> None:
     # Scripts (and the tests) wait for this line before publishing.
-    print(f"lbparse {command}: listening on {shown_url(args.server)} for "
-          f"{' '.join(args.subjects)}", file=sys.stderr, flush=True)
+    print(
+        f"lbparse {command}: listening on {shown_url(args.server)} for {' '.join(args.subjects)}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def event_printer(command: str) -> Callable[[str], None]:
     """Connection losses and returns, as lines on stderr."""
+
     def say(line: str) -> None:
         print(f"lbparse {command}: {printable(line)}", file=sys.stderr, flush=True)
+
     return say
 
 
-def live_session(command: str, args: argparse.Namespace, on_record: Callable[[Record], None],
-                 on_idle: Callable[[], None] | None = None) -> LiveResult:
+def live_session(
+    command: str,
+    args: argparse.Namespace,
+    on_record: Callable[[Record], None],
+    on_idle: Callable[[], None] | None = None,
+) -> LiveResult:
     """Run the subscription of `args` (tap and record share it); `on_idle`:
     the output's flush (subscribe() calls it when it has caught up). A
     server that cannot be reached is a DataError: one line, status 1 (as
     the nats CLI)."""
     try:
-        return asyncio.run(subscribe(
-            args.server, args.subjects, on_record, options=connect_options(args),
-            layout=args.layout, count=args.count, duration=args.duration,
-            on_ready=lambda: ready_message(command, args),
-            reconnect_timeout=args.reconnect_timeout, on_event=event_printer(command),
-            backlog_bytes=int(args.backlog_mb * (1 << 20)), on_idle=on_idle))
+        return asyncio.run(
+            subscribe(
+                args.server,
+                args.subjects,
+                on_record,
+                options=connect_options(args),
+                layout=args.layout,
+                count=args.count,
+                duration=args.duration,
+                on_ready=lambda: ready_message(command, args),
+                reconnect_timeout=args.reconnect_timeout,
+                on_event=event_printer(command),
+                backlog_bytes=int(args.backlog_mb * (1 << 20)),
+                on_idle=on_idle,
+            )
+        )
     except BrokenPipeError:
         raise
     except OSError as exc:
@@ -137,8 +191,7 @@ def run(args: argparse.Namespace) -> int:
     connect_options(args)  # the options' errors before anything starts
 
     def show(rec: Record) -> None:
-        line = (jsonform.dumps(rec.to_json_dict()) if args.format == "jsonl"
-                else table_row(rec))
+        line = jsonform.dumps(rec.to_json_dict()) if args.format == "jsonl" else table_row(rec)
         sys.stdout.write(line + "\n")
 
     result = live_session(NAME, args, show, on_idle=sys.stdout.flush)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import struct
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import crc32c as _crc32c
 from google.protobuf import json_format
@@ -36,8 +37,12 @@ def _v0_prefixes() -> dict[int, tuple[Head, int, int, Callable[[bytes], Any]]]:
     for byte7, (msg_type, name, ptype, parse) in v0.by_byte7.items():
         for hl, flags in ((HEADER_SIZE, 0), (CRC_HEADER_LEN, CRC_FLAG)):
             prefix = int.from_bytes(MAGIC + bytes((VERSION, hl, flags, byte7)), "big")
-            table[prefix] = (make_head("v0", VERSION, hl, flags, msg_type, name, ptype), hl,
-                             flags, parse)
+            table[prefix] = (
+                make_head("v0", VERSION, hl, flags, msg_type, name, ptype),
+                hl,
+                flags,
+                parse,
+            )
     return table
 
 
@@ -73,7 +78,7 @@ def _fast_decode(data: Buffer, layout: str = "v0", *positional: Any, **options: 
             if crc is None or _crc(payload) == crc:
                 try:
                     message = parse(payload)
-                except Exception:  # noqa: S110  the full decoder reports it
+                except Exception:
                     pass
                 else:
                     # envelope.build_envelope, inline: a call costs a tenth of the budget.
@@ -88,8 +93,15 @@ def _fast_decode(data: Buffer, layout: str = "v0", *positional: Any, **options: 
     return fn(as_bytes(data), True, False, None, DEFAULT)
 
 
-def _decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenient: bool = False,
-            payload_type: str | None = None, limits: Limits | None = DEFAULT) -> Envelope:
+def _decode(
+    data: Buffer,
+    layout: str = "v0",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    payload_type: str | None = None,
+    limits: Limits | None = DEFAULT,
+) -> Envelope:
     """Decode one NATS payload as an envelope of `layout`.
 
     Raises `EnvelopeError` (with `.kind`) for any bytes that are not a
@@ -104,8 +116,14 @@ def _decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True, lenien
     # limits would: v0 carries no FlatBuffers (whose expansion max_payload
     # caps), a length within both caps keeps the payload within either
     # max_payload, and a cap of -1 (a depth check is due) keeps it out.
-    if (layout == "v0" and verify_crc and not lenient and payload_type is None
-            and type(data) is bytes and len(data) <= min(limits.shortcut_cap, _CAP)):
+    if (
+        layout == "v0"
+        and verify_crc
+        and not lenient
+        and payload_type is None
+        and type(data) is bytes
+        and len(data) <= min(limits.shortcut_cap, _CAP)
+    ):
         return _fast_decode(data)
     fn = _DECODERS.get(layout) or _dispatch.decoder(layout)  # the latter raises
     return fn(as_bytes(data), verify_crc, lenient, payload_type, limits)
@@ -118,9 +136,15 @@ _fast_decode.__signature__ = inspect.signature(_decode)  # type: ignore[attr-def
 
 if TYPE_CHECKING:
     # What type checkers see: _decode's keyword-only signature.
-    def decode(data: Buffer, layout: str = "v0", *, verify_crc: bool = True,
-               lenient: bool = False, payload_type: str | None = None,
-               limits: Limits | None = DEFAULT) -> Envelope:
+    def decode(
+        data: Buffer,
+        layout: str = "v0",
+        *,
+        verify_crc: bool = True,
+        lenient: bool = False,
+        payload_type: str | None = None,
+        limits: Limits | None = DEFAULT,
+    ) -> Envelope:
         """Decode one NATS payload as an envelope of `layout`."""
         ...
 else:
@@ -134,15 +158,31 @@ def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) ->
     if not lay.has_header:
         env = _dispatch.decoder(layout)(data, False, lenient, BYTES, DEFAULT)  # framing only
         offset = len(data) - len(env.payload)
-        return Header(lay.name, None, None, None, None, None, None,
-                      lay.default_payload_type or BYTES, (), offset)
+        return Header(
+            lay.name,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            lay.default_payload_type or BYTES,
+            (),
+            offset,
+        )
     hl, flags, crc, byte7, warnings = read_header(data, lay, lenient)
     msg_type, name, ptype = resolve_msg_type(lay, byte7, None)
     return Header(lay.name, VERSION, hl, flags, crc, msg_type, name, ptype, tuple(warnings), hl)
 
 
-def encode(message: Any, *, layout: str = "v0", msg_type: int | str | None = None,
-           crc: bool = False, flags: int = 0) -> bytes:
+def encode(
+    message: Any,
+    *,
+    layout: str = "v0",
+    msg_type: int | str | None = None,
+    crc: bool = False,
+    flags: int = 0,
+) -> bytes:
     """Build the envelope of `message` (a protobuf message, a FlatBuffers
     `FlatTable` in the FlatBuffers layouts, a `ReplicationResponse`, or
     bytes for `plain`).
@@ -165,8 +205,13 @@ def encode_envelope(env: Envelope) -> bytes:
     lay = layout_named(env.layout)
     crc = env.crc32c is not None
     flags = (env.flags or 0) & ~CRC_FLAG
-    return encode(env.message, layout=env.layout, msg_type=env.msg_type if lay.has_msg_type
-                  else None, crc=crc, flags=flags)
+    return encode(
+        env.message,
+        layout=env.layout,
+        msg_type=env.msg_type if lay.has_msg_type else None,
+        crc=crc,
+        flags=flags,
+    )
 
 
 def payload_from_json(type_name: str, obj: Any, *, layout: str = "v0") -> Any:

@@ -8,14 +8,21 @@ in the tests); encoding goes through the generated construct declaration.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import crc32c as _crc32c
 
 from lbparse.codec.jsonform import Int64, int64
-from lbparse.codec.wire import (BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX,
-                                REPLICATION_RESPONSE_FIELDS, int_struct)
+from lbparse.codec.wire import (
+    BODY_HEAD,
+    ENTRY_HEAD,
+    NIL_LENGTH,
+    REPLICATION_PREFIX,
+    REPLICATION_RESPONSE_FIELDS,
+    int_struct,
+)
 from lbparse.errors import EnvelopeError
 from lbparse_generated import construct_schema as _cs
 
@@ -41,8 +48,9 @@ _CRC_END = BODY_HEAD.fields["crc32c"].size
 # JSON holds those as decimal strings (lbparse.codec.jsonform).
 _INT64_TYPES = ("u8", "s8")
 _RESPONSE_INT64 = frozenset(n for n, t in REPLICATION_RESPONSE_FIELDS if t in _INT64_TYPES)
-_ENTRY_INT64 = frozenset(n for n, t in dict(REPLICATION_RESPONSE_FIELDS)["entries"]
-                         if t in _INT64_TYPES)
+_ENTRY_INT64 = frozenset(
+    n for n, t in dict(REPLICATION_RESPONSE_FIELDS)["entries"] if t in _INT64_TYPES
+)
 ENTRY_INT64 = _ENTRY_INT64  # for JSON writers of entry fields read otherwise (segments' damage)
 
 
@@ -123,18 +131,36 @@ class CommitLogEntry:
             key=_unhex(opt("key_hex"), "key_hex"),
             value=_unhex(opt("value_hex", ""), "value_hex"),
             headers=[(str(k), _unhex(v, f"header {k}") or b"") for k, v in headers.items()],
-            magic=int(opt("magic", 1)), attributes=int(opt("attributes", 0)),
-            crc32c=_optional_int(opt("crc32c")), size=_optional_int(opt("size")))
+            magic=int(opt("magic", 1)),
+            attributes=int(opt("attributes", 0)),
+            crc32c=_optional_int(opt("crc32c")),
+            size=_optional_int(opt("size")),
+        )
 
     def __eq__(self, other: object) -> bool:
         # crc32c, size and crc_ok are derived from the rest (compare=False):
         # entries that differ only in whether those were read are equal.
         if not isinstance(other, CommitLogEntry):
             return NotImplemented
-        return (self.offset, self.timestamp, self.leader_epoch, self.key, self.value,
-                list(self.headers), self.magic, self.attributes) == (
-            other.offset, other.timestamp, other.leader_epoch, other.key, other.value,
-            list(other.headers), other.magic, other.attributes)
+        return (
+            self.offset,
+            self.timestamp,
+            self.leader_epoch,
+            self.key,
+            self.value,
+            list(self.headers),
+            self.magic,
+            self.attributes,
+        ) == (
+            other.offset,
+            other.timestamp,
+            other.leader_epoch,
+            other.key,
+            other.value,
+            list(other.headers),
+            other.magic,
+            other.attributes,
+        )
 
 
 @dataclass
@@ -160,9 +186,11 @@ class ReplicationResponse:
 
     def to_json_dict(self) -> dict[str, Any]:
         """The reference vectors' `payload_json` of a ReplicationResponse."""
-        d: dict[str, Any] = {"leader_epoch": self.leader_epoch,
-                             "high_watermark": self.high_watermark,
-                             "data_hex": self.entries_bytes().hex()}
+        d: dict[str, Any] = {
+            "leader_epoch": self.leader_epoch,
+            "high_watermark": self.high_watermark,
+            "data_hex": self.entries_bytes().hex(),
+        }
         for name in _RESPONSE_INT64:
             d[name] = Int64(d[name])
         return d
@@ -206,8 +234,9 @@ codecs.register_error(GO_REPLACE, _go_replace)
 
 
 def _bad(msg: str, offset: int) -> EnvelopeError:
-    return EnvelopeError("bad_payload", f"ReplicationResponse: {msg} at payload offset {offset}",
-                         offset=offset)
+    return EnvelopeError(
+        "bad_payload", f"ReplicationResponse: {msg} at payload offset {offset}", offset=offset
+    )
 
 
 def sized_field(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[bytes, int]:
@@ -218,11 +247,16 @@ def sized_field(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple
 def _sized(buf: bytes, pos: int, end: int, length: int, what: str) -> tuple[bytes, int]:
     if length < 0 or pos + length > end:
         raise _bad(f"{what} length {length} runs past the entry body (ends at {end})", pos)
-    return buf[pos:pos + length], pos + length
+    return buf[pos : pos + length], pos + length
 
 
-def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
-                crc: Callable[[bytes], int] = _crc32c.crc32c) -> int:
+def _parse_body(
+    buf: bytes,
+    pos: int,
+    end: int,
+    entry: CommitLogEntry,
+    crc: Callable[[bytes], int] = _crc32c.crc32c,
+) -> int:
     if end - pos < _BODY_MIN:
         raise _bad(f"entry body is {end - pos} bytes, needs at least {_BODY_MIN}", pos)
     entry.crc32c, entry.magic, entry.attributes, klen = _BODY_HEAD.unpack_from(buf, pos)
@@ -233,7 +267,7 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
     # The CRC once the body is known to be whole: lbparse.storage's resync
     # tries an entry at every position, and a body that is no entry must
     # cost no pass over the (attacker-declared) rest of the file.
-    entry._crc_ok = crc(buf[pos + _CRC_END:end]) == entry.crc32c
+    entry._crc_ok = crc(buf[pos + _CRC_END : end]) == entry.crc32c
     return stop
 
 
@@ -241,8 +275,9 @@ def _parse_body(buf: bytes, pos: int, end: int, entry: CommitLogEntry,
 parse_body = _parse_body
 
 
-def parse_key_and_rest(buf: bytes, p: int, end: int, entry: CommitLogEntry,
-                       headers: bool = True) -> int:
+def parse_key_and_rest(
+    buf: bytes, p: int, end: int, entry: CommitLogEntry, headers: bool = True
+) -> int:
     """The body from its key on (key, value, headers); returns where its fields end.
 
     For lbparse.storage: the first segment generations put a timestamp
@@ -258,8 +293,9 @@ def parse_key_and_rest(buf: bytes, p: int, end: int, entry: CommitLogEntry,
     return parse_value_and_headers(buf, p, end, entry, headers)
 
 
-def parse_value_and_headers(buf: bytes, p: int, end: int, entry: CommitLogEntry,
-                            headers: bool = True) -> int:
+def parse_value_and_headers(
+    buf: bytes, p: int, end: int, entry: CommitLogEntry, headers: bool = True
+) -> int:
     """The body after the key: value, then (when `headers`) the headers.
 
     Returns where the body's fields end (`end` unless bytes are left over,
@@ -303,9 +339,14 @@ def parse_value_and_headers(buf: bytes, p: int, end: int, entry: CommitLogEntry,
     return p
 
 
-def scan_entries(buf: bytes, pos: int, end: int, entries: list[CommitLogEntry],
-                 positions: list[int] | None = None,
-                 crc: Callable[[bytes], int] = _crc32c.crc32c) -> None:
+def scan_entries(
+    buf: bytes,
+    pos: int,
+    end: int,
+    entries: list[CommitLogEntry],
+    positions: list[int] | None = None,
+    crc: Callable[[bytes], int] = _crc32c.crc32c,
+) -> None:
     """Append the entries of buf[pos:end] to `entries` (their starts to `positions`).
 
     Raises EnvelopeError at the first entry that is not whole, after
@@ -342,8 +383,9 @@ def parse_entries(buf: bytes, pos: int = 0) -> list[CommitLogEntry]:
 
 def parse_replication_response(payload: bytes) -> ReplicationResponse:
     if len(payload) < RR_MIN:
-        raise _bad(f"payload is {len(payload)} bytes; leader_epoch and high_watermark need {RR_MIN}",
-                   0)
+        raise _bad(
+            f"payload is {len(payload)} bytes; leader_epoch and high_watermark need {RR_MIN}", 0
+        )
     epoch, hw = _RR_HEAD.unpack_from(payload)
     return ReplicationResponse(epoch, hw, parse_entries(payload, RR_MIN), data=payload[RR_MIN:])
 
@@ -365,20 +407,30 @@ def encode_entry(e: CommitLogEntry) -> bytes:
     klen, key = _lenval(e.key)
     vlen, value = _lenval(e.value)
     body_fields = dict(
-        crc32c=0, magic=e.magic, attributes=e.attributes,
-        key_len=klen, key=key if klen >= 0 else None,
-        value_len=vlen, value=value if vlen >= 0 else None,
+        crc32c=0,
+        magic=e.magic,
+        attributes=e.attributes,
+        key_len=klen,
+        key=key if klen >= 0 else None,
+        value_len=vlen,
+        value=value if vlen >= 0 else None,
         header_count=len(e.headers),
-        headers=[dict(key_len=len(k), key=k, value_len=len(v), value=v)
-                 for k, v in header_items(e)],
+        headers=[
+            dict(key_len=len(k), key=k, value_len=len(v), value=v) for k, v in header_items(e)
+        ],
     )
     # The CRC covers the body after itself: build once to learn it.
     body: bytes = _cs.liftbridge_commitlog__body.build(body_fields)
     body_fields["crc32c"] = _crc32c.crc32c(body[_CRC_END:])
-    entry: bytes = _cs.liftbridge_commitlog__entry.build(dict(
-        offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
-        size=len(body), body=body_fields,
-    ))
+    entry: bytes = _cs.liftbridge_commitlog__entry.build(
+        dict(
+            offset=e.offset,
+            timestamp=e.timestamp,
+            leader_epoch=e.leader_epoch,
+            size=len(body),
+            body=body_fields,
+        )
+    )
     return entry
 
 
@@ -387,6 +439,7 @@ def encode_entries(entries: list[CommitLogEntry]) -> bytes:
 
 
 def encode_replication_response(rr: ReplicationResponse) -> bytes:
-    head: bytes = _cs.liftbridge_commitlog.build(dict(
-        leader_epoch=rr.leader_epoch, high_watermark=rr.high_watermark, entries=[]))
+    head: bytes = _cs.liftbridge_commitlog.build(
+        dict(leader_epoch=rr.leader_epoch, high_watermark=rr.high_watermark, entries=[])
+    )
     return head + rr.entries_bytes()

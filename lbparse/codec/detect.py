@@ -13,18 +13,18 @@ error of the newest layout; anything else is `plain`.
 
 from __future__ import annotations
 
-from lbparse.codec.layouts import LAYOUTS, Layout
+from lbparse.codec import flatbuf
 from lbparse.codec.envelope import Envelope, build_envelope
 from lbparse.codec.enveloped import EnvelopedDecoder, check_crc
-from lbparse.errors import EnvelopeError
-from lbparse.codec import flatbuf
 from lbparse.codec.flatbuf import FlatTable
 from lbparse.codec.header import read_header
 from lbparse.codec.headerless import decode_lift_cookie, decode_plain
+from lbparse.codec.layouts import LAYOUTS, Layout
 from lbparse.codec.limits import DEFAULT, Limits, check_payload_size
 from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 from lbparse.codec.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
 from lbparse.codec.wirefit import shared_walks
+from lbparse.errors import EnvelopeError
 
 __all__ = ["contested_msg_types", "detect"]
 
@@ -57,8 +57,10 @@ def _confirms(layout: Layout, env: Envelope) -> str | None:
         return None
     if isinstance(env.message, FlatTable):
         root = int.from_bytes(env.payload[:4], "little")
-        return (f"payload is a well-formed FlatBuffers {env.payload_type} "
-                f"(root table at offset {root}, {len(env.message.fields)} fields in bounds)")
+        return (
+            f"payload is a well-formed FlatBuffers {env.payload_type} "
+            f"(root table at offset {root}, {len(env.message.fields)} fields in bounds)"
+        )
     codec = codec_for(layout.codec_key(env.payload_type))
     if isinstance(codec, ProtoCodec):
         if not fits_cleanly(env.message):
@@ -67,12 +69,13 @@ def _confirms(layout: Layout, env: Envelope) -> str | None:
     return f"payload parses as {env.payload_type}"
 
 
-def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
-                ) -> tuple[list[tuple[Envelope, str | None]], list[str], EnvelopeError | None]:
+def _candidates(
+    data: bytes, verify_crc: bool, limits: Limits | None
+) -> tuple[list[tuple[Envelope, str | None]], list[str], EnvelopeError | None]:
     found: list[tuple[Envelope, str | None]] = []
     reasons: list[str] = []
     first_error: EnvelopeError | None = None
-    if data[:len(MAGIC)] == MAGIC:
+    if data[: len(MAGIC)] == MAGIC:
         reasons.append(f"envelope magic {MAGIC.hex()} at offset 0")
         # The enveloped layouts share bytes 0..6 and the CRC: read them once.
         try:
@@ -87,15 +90,19 @@ def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
             # Cheap refusals first (the newest layout always decodes fully:
             # its error is the one to raise when nothing else fits).
             if dec.reserved and byte7:  # no legacy writer ever set it
-                reasons.append(f"not {layout.name}: reserved byte {MSG_TYPE_OFFSET} is {byte7}, "
-                               "not 0")
+                reasons.append(
+                    f"not {layout.name}: reserved byte {MSG_TYPE_OFFSET} is {byte7}, not 0"
+                )
                 continue
             if layout is not newest and layout.has_msg_type and byte7 not in layout.msg_types:
                 reasons.append(f"not {layout.name}: MsgType {byte7} not in its table")
                 continue
-            if layout.payload_format == "flatbuffers" and byte7 in layout.msg_types \
-                    and layout.msg_types[byte7].payload_type != BYTES \
-                    and not flatbuf.plausible(data[hl:]):
+            if (
+                layout.payload_format == "flatbuffers"
+                and byte7 in layout.msg_types
+                and layout.msg_types[byte7].payload_type != BYTES
+                and not flatbuf.plausible(data[hl:])
+            ):
                 reasons.append(f"not {layout.name}: payload is not a FlatBuffer")
                 continue
             try:
@@ -105,7 +112,7 @@ def _candidates(data: bytes, verify_crc: bool, limits: Limits | None
                 reasons.append(f"not {layout.name}: {exc.kind}")
                 continue
             found.append((env, _confirms(layout, env)))
-    elif data[:len(COOKIE)] == COOKIE and len(data) > len(COOKIE):
+    elif data[: len(COOKIE)] == COOKIE and len(data) > len(COOKIE):
         reasons.append("starts with the LIFT cookie")
         try:
             env = decode_lift_cookie(data, limits=limits)
@@ -121,12 +128,18 @@ def _describe(env: Envelope) -> str:
     return f"{env.layout}: {env.payload_type}"
 
 
-def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
-           payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
+def detect(
+    data: bytes,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    payload_type: str | None = None,
+    limits: Limits | None = None,
+) -> Envelope:
     """Classify and decode any NATS payload (the `auto` layout)."""
     if lenient or payload_type is not None:
-        raise ValueError("layout='auto' takes neither lenient nor payload_type: "
-                         "name the layout to use them")
+        raise ValueError(
+            "layout='auto' takes neither lenient nor payload_type: name the layout to use them"
+        )
     with shared_walks():  # candidate layouts read one payload: walk it once per type
         found, reasons, error = _candidates(data, verify_crc, limits)
     clean = [(env, why) for env, why in found if why]
@@ -140,7 +153,7 @@ def detect(data: bytes, verify_crc: bool = True, lenient: bool = False,
     if not chosen:
         env = decode_plain(data, limits=limits)
         reasons.append("no envelope magic and no LIFT message: plain NATS payload")
-        return _finish(env, reasons, [], 0.9 if data[:len(COOKIE)] != COOKIE else 0.6)
+        return _finish(env, reasons, [], 0.9 if data[: len(COOKIE)] != COOKIE else 0.6)
     best, why = chosen[0]  # _ENVELOPED is in recency order
     for env, w in found:
         reasons.append(_describe(env) + (f"; {w}" if w else "; payload schema not confirmed"))
@@ -160,5 +173,3 @@ def _finish(env: Envelope, reasons: list[str], names: list[str], confidence: flo
     if len(names) > 1:
         extra = extra._replace(ambiguous=True, layout_candidates=tuple(names))
     return build_envelope(env._head, env.crc32c, env.payload, env.message, extra)
-
-

@@ -8,23 +8,27 @@ decodes only (it classifies, then decodes with the layout it picked).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, TypeVar, Union
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from lbparse.codec.detect import detect
 from lbparse.codec.envelope import Envelope
 from lbparse.codec.enveloped import EnvelopedDecoder, encode_enveloped
-from lbparse.codec.headerless import (decode_lift_cookie, decode_plain, encode_lift_cookie,
-                                      encode_plain)
+from lbparse.codec.headerless import (
+    decode_lift_cookie,
+    decode_plain,
+    encode_lift_cookie,
+    encode_plain,
+)
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.limits import Limits
 
-__all__ = ["DECODERS", "ENCODERS", "Decoder", "Encoder", "decoder", "encoder",
-           "enveloped_decoder"]
+__all__ = ["DECODERS", "ENCODERS", "Decoder", "Encoder", "decoder", "encoder", "enveloped_decoder"]
 
 # decoder(data, verify_crc, lenient, payload_type, limits)
-Decoder = Callable[[bytes, bool, bool, Union[str, None], Union[Limits, None]], Envelope]
+Decoder = Callable[[bytes, bool, bool, str | None, Limits | None], Envelope]
 # encoder(message, msg_type, crc, flags): flags are the bits besides the CRC flag
-Encoder = Callable[[Any, Union[int, None], bool, int], bytes]
+Encoder = Callable[[Any, int | None, bool, int], bytes]
 _T = TypeVar("_T")
 
 

@@ -22,8 +22,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import REPLICATION_RESPONSE, codec_for
 
-__all__ = ["Buffer", "Envelope", "Extra", "Head", "NO_EXTRA", "as_bytes", "build_envelope",
-           "make_extra", "make_head"]
+__all__ = [
+    "Buffer",
+    "Envelope",
+    "Extra",
+    "Head",
+    "NO_EXTRA",
+    "as_bytes",
+    "build_envelope",
+    "make_extra",
+    "make_head",
+]
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -56,19 +65,38 @@ NO_EXTRA = Extra()
 _new_tuple = tuple.__new__
 
 
-def make_head(layout: str, version: int | None, header_len: int | None, flags: int | None,
-              msg_type: int | None, msg_type_name: str | None, payload_type: str) -> Head:
+def make_head(
+    layout: str,
+    version: int | None,
+    header_len: int | None,
+    flags: int | None,
+    msg_type: int | None,
+    msg_type_name: str | None,
+    payload_type: str,
+) -> Head:
     # tuple's own constructor: a NamedTuple's __new__ is a Python function.
-    return _new_tuple(Head, (layout, version, header_len, flags, msg_type, msg_type_name,
-                             payload_type))
+    return _new_tuple(
+        Head, (layout, version, header_len, flags, msg_type, msg_type_name, payload_type)
+    )
 
 
-def make_extra(warnings: tuple[str, ...] = (), *, ambiguous: bool = False,
-               layout_candidates: tuple[str, ...] = (),
-               payload_type_candidates: tuple[str, ...] = (), reasons: tuple[str, ...] = (),
-               confidence: float | None = None) -> Extra:
-    return Extra(tuple(warnings), ambiguous, tuple(layout_candidates),
-                 tuple(payload_type_candidates), tuple(reasons), confidence)
+def make_extra(
+    warnings: tuple[str, ...] = (),
+    *,
+    ambiguous: bool = False,
+    layout_candidates: tuple[str, ...] = (),
+    payload_type_candidates: tuple[str, ...] = (),
+    reasons: tuple[str, ...] = (),
+    confidence: float | None = None,
+) -> Extra:
+    return Extra(
+        tuple(warnings),
+        ambiguous,
+        tuple(layout_candidates),
+        tuple(payload_type_candidates),
+        tuple(reasons),
+        confidence,
+    )
 
 
 _HEAD_FIELDS = Head._fields
@@ -94,24 +122,44 @@ class Envelope:
     _extra: Extra
     FIELDS = FIELDS
 
-    def __init__(self, layout: str, version: int | None, header_len: int | None,
-                 flags: int | None, crc32c: int | None, msg_type: int | None,
-                 msg_type_name: str | None, payload_type: str, payload: bytes, message: Any,
-                 warnings: tuple[str, ...] = (), *, ambiguous: bool = False,
-                 layout_candidates: tuple[str, ...] = (),
-                 payload_type_candidates: tuple[str, ...] = (), reasons: tuple[str, ...] = (),
-                 confidence: float | None = None) -> None:
-        self._head = make_head(layout, version, header_len, flags, msg_type, msg_type_name,
-                               payload_type)
+    def __init__(
+        self,
+        layout: str,
+        version: int | None,
+        header_len: int | None,
+        flags: int | None,
+        crc32c: int | None,
+        msg_type: int | None,
+        msg_type_name: str | None,
+        payload_type: str,
+        payload: bytes,
+        message: Any,
+        warnings: tuple[str, ...] = (),
+        *,
+        ambiguous: bool = False,
+        layout_candidates: tuple[str, ...] = (),
+        payload_type_candidates: tuple[str, ...] = (),
+        reasons: tuple[str, ...] = (),
+        confidence: float | None = None,
+    ) -> None:
+        self._head = make_head(
+            layout, version, header_len, flags, msg_type, msg_type_name, payload_type
+        )
         self._crc32c = crc32c
         self._payload = payload
         self._message = message
-        extra = make_extra(warnings, ambiguous=ambiguous, layout_candidates=layout_candidates,
-                           payload_type_candidates=payload_type_candidates, reasons=reasons,
-                           confidence=confidence)
+        extra = make_extra(
+            warnings,
+            ambiguous=ambiguous,
+            layout_candidates=layout_candidates,
+            payload_type_candidates=payload_type_candidates,
+            reasons=reasons,
+            confidence=confidence,
+        )
         self._extra = NO_EXTRA if extra == NO_EXTRA else extra
 
     if TYPE_CHECKING:  # what type checkers see; at run time, the properties below the class
+
         @property
         def layout(self) -> str: ...
         @property
@@ -161,9 +209,13 @@ class Envelope:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Envelope):
             return NotImplemented
-        return (self._head == other._head and self._crc32c == other._crc32c
-                and self._payload == other._payload and self._message == other._message
-                and self._extra == other._extra)
+        return (
+            self._head == other._head
+            and self._crc32c == other._crc32c
+            and self._payload == other._payload
+            and self._message == other._message
+            and self._extra == other._extra
+        )
 
     __hash__ = None  # type: ignore[assignment]  # the message may be unhashable
 
@@ -198,8 +250,10 @@ class Envelope:
 
     def __repr__(self) -> str:
         name = self.msg_type_name or self.payload_type
-        return (f"<Envelope {self.layout} {name} header_len={self.header_len} "
-                f"crc32c={self.crc32c} payload={len(self.payload)}B>")
+        return (
+            f"<Envelope {self.layout} {name} header_len={self.header_len} "
+            f"crc32c={self.crc32c} payload={len(self.payload)}B>"
+        )
 
 
 # The public fields, read-only: C getters into the parts.
@@ -214,8 +268,9 @@ del _name
 _new = object.__new__
 
 
-def build_envelope(head: Head, crc32c: int | None, payload: bytes, message: Any,
-                   extra: Extra = NO_EXTRA) -> Envelope:
+def build_envelope(
+    head: Head, crc32c: int | None, payload: bytes, message: Any, extra: Extra = NO_EXTRA
+) -> Envelope:
     """An Envelope from its parts, without the keyword work of `Envelope(...)`
     (decoders call this; `lbparse.decode`'s shortcut does the same inline)."""
     env: Envelope = _new(Envelope)

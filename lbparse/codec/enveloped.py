@@ -13,20 +13,41 @@ generated from the spec, builds the same bytes and is the reference
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 import crc32c as _crc32c
 
 from lbparse.codec.envelope import NO_EXTRA, Envelope, build_envelope, make_extra, make_head
 from lbparse.codec.header import read_header, resolve_msg_type
 from lbparse.codec.layouts import Layout
-from lbparse.codec.limits import (DEFAULT, PROTOBUF_MAX_DEPTH, Limits, check_depth,
-                                  check_payload_size)
-from lbparse.codec.payloads import (FlatBuffersCodec, ProtoCodec, codec_for, descriptor_of,
-                                    infer_payload_type, payload_type_of, protobuf_error)
-from lbparse.codec.wire import (CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT, HEADER,
-                                HEADER_SIZE, MAGIC, VERSION)
+from lbparse.codec.limits import (
+    DEFAULT,
+    PROTOBUF_MAX_DEPTH,
+    Limits,
+    check_depth,
+    check_payload_size,
+)
+from lbparse.codec.payloads import (
+    FlatBuffersCodec,
+    ProtoCodec,
+    codec_for,
+    descriptor_of,
+    infer_payload_type,
+    payload_type_of,
+    protobuf_error,
+)
+from lbparse.codec.wire import (
+    CRC_FLAG,
+    CRC_HEADER_LEN,
+    CRC_OFFSET,
+    CRC_STRUCT,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    VERSION,
+)
 from lbparse.errors import EnvelopeError
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
@@ -41,12 +62,14 @@ def _raw_parser(layout: Layout, ptype: str) -> Callable[[bytes], Any]:
     return codec.python_type.FromString if isinstance(codec, ProtoCodec) else codec.decode
 
 
-def _bad_payload(ptype: str, payload: bytes, exc: Exception, codec: Any,
-                 limits: Limits) -> EnvelopeError:
+def _bad_payload(
+    ptype: str, payload: bytes, exc: Exception, codec: Any, limits: Limits
+) -> EnvelopeError:
     if isinstance(codec, ProtoCodec):
         return protobuf_error(ptype, codec.python_type, payload, exc, limits.max_depth)
-    return EnvelopeError("bad_payload",
-                         f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
+    return EnvelopeError(
+        "bad_payload", f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}"
+    )
 
 
 def check_crc(data: bytes, hl: int, crc: int | None) -> None:
@@ -54,9 +77,14 @@ def check_crc(data: bytes, hl: int, crc: int | None) -> None:
     if crc is not None:
         actual = _crc(data[hl:])
         if actual != crc:
-            raise EnvelopeError("crc_mismatch", f"CRC-32C in header (offset {CRC_OFFSET}) is "
-                                f"{crc:#010x}, payload bytes {hl}..{len(data)} give {actual:#010x}",
-                                offset=CRC_OFFSET, expected=crc, actual=actual)
+            raise EnvelopeError(
+                "crc_mismatch",
+                f"CRC-32C in header (offset {CRC_OFFSET}) is "
+                f"{crc:#010x}, payload bytes {hl}..{len(data)} give {actual:#010x}",
+                offset=CRC_OFFSET,
+                expected=crc,
+                actual=actual,
+            )
 
 
 class EnvelopedDecoder:
@@ -77,13 +105,24 @@ class EnvelopedDecoder:
         self.by_byte7: dict[int, tuple[int | None, str | None, str, Any]] = {}
         if layout.has_msg_type:
             for v, mt in layout.msg_types.items():
-                self.by_byte7[v] = (v, mt.name, mt.payload_type, _raw_parser(layout, mt.payload_type))
+                self.by_byte7[v] = (
+                    v,
+                    mt.name,
+                    mt.payload_type,
+                    _raw_parser(layout, mt.payload_type),
+                )
         elif layout.default_payload_type:
             ptype = layout.default_payload_type
             self.by_byte7[0] = (None, layout.byte7_name, ptype, _raw_parser(layout, ptype))
 
-    def __call__(self, data: bytes, verify_crc: bool = True, lenient: bool = False,
-                 payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
+    def __call__(
+        self,
+        data: bytes,
+        verify_crc: bool = True,
+        lenient: bool = False,
+        payload_type: str | None = None,
+        limits: Limits | None = None,
+    ) -> Envelope:
         hl, flags, crc, byte7, found = read_header(data, self.layout, lenient)
         # Before the CRC: a refused payload costs nothing more.
         check_payload_size(len(data) - hl, hl, limits or DEFAULT)
@@ -91,9 +130,17 @@ class EnvelopedDecoder:
             check_crc(data, hl, crc)
         return self.finish(data, hl, flags, crc, byte7, tuple(found), payload_type, limits)
 
-    def finish(self, data: bytes, hl: int, flags: int, crc: int | None, byte7: int,
-               warnings: tuple[str, ...], payload_type: str | None = None,
-               limits: Limits | None = None) -> Envelope:
+    def finish(
+        self,
+        data: bytes,
+        hl: int,
+        flags: int,
+        crc: int | None,
+        byte7: int,
+        warnings: tuple[str, ...],
+        payload_type: str | None = None,
+        limits: Limits | None = None,
+    ) -> Envelope:
         """The payload half of decoding, once the header is read, its payload
         size allowed and the CRC checked (layout="auto" reads the header once
         and finishes it with each layout)."""
@@ -119,18 +166,26 @@ class EnvelopedDecoder:
         except EnvelopeError:
             raise
         except Exception as exc:  # DecodeError, RecursionError...: all mean bad bytes
-            raise _bad_payload(ptype, payload, exc, codec_for(self.layout.codec_key(ptype)),
-                               lim) from None
+            raise _bad_payload(
+                ptype, payload, exc, codec_for(self.layout.codec_key(ptype)), lim
+            ) from None
         head = make_head(self.name, VERSION, hl, flags, msg_type, name, ptype)
         if len(candidates) > 1:
-            return build_envelope(head, crc, payload, message, make_extra(
-                warnings, ambiguous=True, payload_type_candidates=tuple(candidates)))
-        return build_envelope(head, crc, payload, message,
-                              make_extra(warnings) if warnings else NO_EXTRA)
+            return build_envelope(
+                head,
+                crc,
+                payload,
+                message,
+                make_extra(warnings, ambiguous=True, payload_type_candidates=tuple(candidates)),
+            )
+        return build_envelope(
+            head, crc, payload, message, make_extra(warnings) if warnings else NO_EXTRA
+        )
 
 
-def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bool,
-                     flags: int = 0) -> bytes:
+def encode_enveloped(
+    message: Any, layout: Layout, msg_type: int | None, crc: bool, flags: int = 0
+) -> bytes:
     """The envelope of `message` in `layout` (one with the header): `build_wire`.
 
     `msg_type` follows from the message's type when None; `flags` are the
@@ -146,26 +201,32 @@ def encode_enveloped(message: Any, layout: Layout, msg_type: int | None, crc: bo
                 raise ValueError(f"{ptype} has no MsgType in the {layout.name} layout")
             msg_type = mt.value
         elif msg_type not in layout.msg_types or layout.msg_types[msg_type].payload_type != ptype:
-            raise ValueError(f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} "
-                             "layout")
+            raise ValueError(
+                f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} layout"
+            )
     else:
         if ptype not in layout.payload_types:
-            raise ValueError(f"the {layout.name} layout carries {', '.join(layout.payload_types)}, "
-                             f"not {ptype}")
+            raise ValueError(
+                f"the {layout.name} layout carries {', '.join(layout.payload_types)}, not {ptype}"
+            )
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
     codec = codec_for(layout.codec_key(ptype))
     if not codec.accepts(message):
-        raise TypeError(f"the {layout.name} layout carries its {ptype} as "
-                        f"{codec.python_type.__name__} ({layout.payload_format}), not as "
-                        f"{type(message).__name__}; lbparse.payload_from_json({ptype!r}, ..., "
-                        f"layout={layout.name!r}) builds one")
+        raise TypeError(
+            f"the {layout.name} layout carries its {ptype} as "
+            f"{codec.python_type.__name__} ({layout.payload_format}), not as "
+            f"{type(message).__name__}; lbparse.payload_from_json({ptype!r}, ..., "
+            f"layout={layout.name!r}) builds one"
+        )
     return build_wire(layout, msg_type, crc, flags, codec.encode(message))
 
 
 def _check_flags(flags: int) -> None:
     if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
-        raise ValueError(f"flags {flags:#x}: the bits of one byte besides the CRC flag "
-                         f"({CRC_FLAG:#x}; say crc=True for it)")
+        raise ValueError(
+            f"flags {flags:#x}: the bits of one byte besides the CRC flag "
+            f"({CRC_FLAG:#x}; say crc=True for it)"
+        )
 
 
 # The header's fields in the spec's order (wire.HEADER: magic, version, ...).
@@ -180,8 +241,13 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
     if not 0 <= msg_type <= 0xFF:
         raise ValueError(f"byte 7 of the {layout.name} header is one byte, not {msg_type}")
     _check_flags(flags)  # the spec's flags/header_len check, as schema_wire makes it
-    values = dict(magic=MAGIC, version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
-                  flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
+    values = dict(
+        magic=MAGIC,
+        version=VERSION,
+        header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
+        flags=(CRC_FLAG if crc else 0) | flags,
+        msg_type=msg_type,
+    )
     head = HEADER.struct.pack(*[values[name] for name in _HEADER_FIELDS])
     return head + CRC_STRUCT.pack(_crc(payload)) + payload if crc else head + payload
 
@@ -189,9 +255,14 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
 def schema_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: bytes) -> bytes:
     """`build_wire` through the construct schema generated from the spec (the
     reference: it builds what it parses, every declared check included)."""
-    header = dict(version=VERSION, header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
-                  flags=(CRC_FLAG if crc else 0) | flags, msg_type=msg_type)
+    header = dict(
+        version=VERSION,
+        header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,
+        flags=(CRC_FLAG if crc else 0) | flags,
+        msg_type=msg_type,
+    )
     wire: bytes = _envelope_schema.build(
         dict(header=header, crc32c=_crc(payload) if crc else None, payload=payload),
-        layout=layout.id)
+        layout=layout.id,
+    )
     return wire

@@ -26,16 +26,40 @@ from lbparse.digits import ascii_int
 from lbparse.extras import need
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
-__all__ = ["FlatBufferError", "FlatBufferTooLarge", "FlatTable", "build_table", "plausible", "read_table",
-           "structure_reasons"]
+__all__ = [
+    "FlatBufferError",
+    "FlatBufferTooLarge",
+    "FlatTable",
+    "build_table",
+    "plausible",
+    "read_table",
+    "structure_reasons",
+]
 
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _I32 = struct.Struct("<i")
-_SCALARS = {"ubyte": "<B", "byte": "<b", "bool": "<?", "short": "<h", "ushort": "<H",
-            "int": "<i", "uint": "<I", "long": "<q", "ulong": "<Q", "float": "<f",
-            "double": "<d", "uint8": "<B", "int8": "<b", "int16": "<h", "uint16": "<H",
-            "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q"}
+_SCALARS = {
+    "ubyte": "<B",
+    "byte": "<b",
+    "bool": "<?",
+    "short": "<h",
+    "ushort": "<H",
+    "int": "<i",
+    "uint": "<I",
+    "long": "<q",
+    "ulong": "<Q",
+    "float": "<f",
+    "double": "<d",
+    "uint8": "<B",
+    "int8": "<b",
+    "int16": "<h",
+    "uint16": "<H",
+    "int32": "<i",
+    "uint32": "<I",
+    "int64": "<q",
+    "uint64": "<Q",
+}
 
 
 class FlatBufferError(ValueError):
@@ -71,7 +95,7 @@ class FlatTable:
         return {name: _json(types[name], value) for name, value in self.fields.items()}
 
     @classmethod
-    def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> "FlatTable":
+    def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> FlatTable:
         if not isinstance(obj, dict):
             raise ValueError(f"a {type_name} table is a JSON object of its fields, not {obj!r}")
         types = {name: ftype for _, name, ftype in TABLES[type_name]}
@@ -98,12 +122,24 @@ def _json(ftype: str, value: Any) -> Any:
 
 
 # The range of each integer type the tables have (api.fbs), for JSON read in.
-_RANGES = {"byte": (-2**7, 2**7 - 1), "ubyte": (0, 2**8 - 1), "short": (-2**15, 2**15 - 1),
-           "ushort": (0, 2**16 - 1), "int": (-2**31, 2**31 - 1), "uint": (0, 2**32 - 1),
-           "int32": (-2**31, 2**31 - 1), "uint32": (0, 2**32 - 1), "int64": (-2**63, 2**63 - 1),
-           "long": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1), "ulong": (0, 2**64 - 1),
-           "int8": (-2**7, 2**7 - 1), "uint8": (0, 2**8 - 1), "int16": (-2**15, 2**15 - 1),
-           "uint16": (0, 2**16 - 1)}
+_RANGES = {
+    "byte": (-(2**7), 2**7 - 1),
+    "ubyte": (0, 2**8 - 1),
+    "short": (-(2**15), 2**15 - 1),
+    "ushort": (0, 2**16 - 1),
+    "int": (-(2**31), 2**31 - 1),
+    "uint": (0, 2**32 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "long": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+    "ulong": (0, 2**64 - 1),
+    "int8": (-(2**7), 2**7 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+}
 
 
 def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
@@ -176,14 +212,17 @@ class _Reader:
     def spend(self, size: int, what: str) -> None:
         self.budget -= size
         if self.budget < 0:
-            raise FlatBufferTooLarge(f"{what}: what the payload decodes into (strings, vectors "
-                                     f"and tables) adds up to more than {self.max_bytes} bytes "
-                                     "(offsets share them), the limit (max_payload)")
+            raise FlatBufferTooLarge(
+                f"{what}: what the payload decodes into (strings, vectors "
+                f"and tables) adds up to more than {self.max_bytes} bytes "
+                "(offsets share them), the limit (max_payload)"
+            )
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
-            raise FlatBufferError(f"{what} at offset {pos} ({size} bytes) is outside the "
-                                  f"{self.n}-byte buffer")
+            raise FlatBufferError(
+                f"{what} at offset {pos} ({size} bytes) is outside the {self.n}-byte buffer"
+            )
 
     def u32(self, pos: int, what: str) -> int:
         self.need(pos, 4, what)
@@ -208,8 +247,10 @@ class _Reader:
             off = _U16.unpack_from(self.buf, vt + slot)[0]
             if off:
                 if off >= obj_size:
-                    raise FlatBufferError(f"{type_name}.{name}: field offset {off} beyond the "
-                                          f"table's {obj_size} bytes")
+                    raise FlatBufferError(
+                        f"{type_name}.{name}: field offset {off} beyond the "
+                        f"table's {obj_size} bytes"
+                    )
                 self.spend(FIELD_COST, f"{type_name}.{name}")
                 fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
         return FlatTable(type_name, fields)
@@ -229,19 +270,21 @@ class _Reader:
             self.need(start, length, what)
             self.spend(length, what)
             try:
-                return self.buf[start:start + length].decode("utf-8")
+                return self.buf[start : start + length].decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise FlatBufferError(f"{what} is not UTF-8: {exc}") from None
         if ftype == "[ubyte]":
             self.need(start, length, what)
             self.spend(length, what)
-            return self.buf[start:start + length]
+            return self.buf[start : start + length]
         if ftype.startswith("["):
             self.need(start, 4 * length, what)  # before any allocation
             self.spend(4 * length, what)
             elem = ftype[1:-1]
-            return [self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
-                    for p in range(start, start + 4 * length, 4)]
+            return [
+                self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
+                for p in range(start, start + 4 * length, 4)
+            ]
         raise FlatBufferError(f"{what}: type {ftype} is not supported")
 
 
@@ -268,14 +311,19 @@ def structure_reasons(buf: bytes, type_name: str) -> list[str]:
     """Evidence that `buf` is a `type_name` FlatBuffer (raises if it is not)."""
     table = read_table(buf, type_name)
     root = _U32.unpack_from(buf, 0)[0]
-    return [f"FlatBuffers: root table at offset {root}, vtable and "
-            f"{len(table.fields)} field(s) of {type_name} within the buffer"]
+    return [
+        f"FlatBuffers: root table at offset {root}, vtable and "
+        f"{len(table.fields)} field(s) of {type_name} within the buffer"
+    ]
 
 
 def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     # Schema order, whatever the dict's order: the same table, the same bytes.
-    present = [(fid, name, ftype, table.fields[name])
-               for fid, name, ftype in TABLES[table.type_name] if name in table.fields]
+    present = [
+        (fid, name, ftype, table.fields[name])
+        for fid, name, ftype in TABLES[table.type_name]
+        if name in table.fields
+    ]
     unknown = set(table.fields) - {name for _, name, _, _ in present}
     if unknown:
         raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
@@ -309,9 +357,19 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     return end
 
 
-_SCALAR_FLAGS = {"<B": "Uint8Flags", "<b": "Int8Flags", "<?": "BoolFlags", "<h": "Int16Flags",
-                 "<H": "Uint16Flags", "<i": "Int32Flags", "<I": "Uint32Flags", "<q": "Int64Flags",
-                 "<Q": "Uint64Flags", "<f": "Float32Flags", "<d": "Float64Flags"}
+_SCALAR_FLAGS = {
+    "<B": "Uint8Flags",
+    "<b": "Int8Flags",
+    "<?": "BoolFlags",
+    "<h": "Int16Flags",
+    "<H": "Uint16Flags",
+    "<i": "Int32Flags",
+    "<I": "Uint32Flags",
+    "<q": "Int64Flags",
+    "<Q": "Uint64Flags",
+    "<f": "Float32Flags",
+    "<d": "Float64Flags",
+}
 _FLAGS: dict[str, Any] = {}
 
 
@@ -321,8 +379,9 @@ def build_table(table: FlatTable) -> bytes:
     # (~85 ms and a BLAS thread pool) that decoding never needs.
     flatbuffers = need("flatbuffers")
     if not _FLAGS:
-        _FLAGS.update((fmt, getattr(flatbuffers.number_types, name))
-                      for fmt, name in _SCALAR_FLAGS.items())
+        _FLAGS.update(
+            (fmt, getattr(flatbuffers.number_types, name)) for fmt, name in _SCALAR_FLAGS.items()
+        )
     b = flatbuffers.Builder(64)
     b.Finish(_build(b, table))
     return bytes(b.Output())

@@ -30,7 +30,7 @@ decides the same from the same rule (`first_proof`, `window_end`,
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 
 from lbparse.codec.api import decode
 from lbparse.codec.detect import contested_msg_types
@@ -38,8 +38,16 @@ from lbparse.codec.envelope import Envelope
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.errors import EnvelopeError
 
-__all__ = ["CONFIDENCE", "NEWEST", "WINDOW", "GenerationContext", "connection_key",
-           "proof_label", "proves", "scopes"]
+__all__ = [
+    "CONFIDENCE",
+    "NEWEST",
+    "WINDOW",
+    "GenerationContext",
+    "connection_key",
+    "proof_label",
+    "proves",
+    "scopes",
+]
 
 CONFIDENCE = {"subject": 0.9, "connection": 0.9, "capture": 0.8}
 # A capture's first messages may wait for its first proof: at most these many,
@@ -66,8 +74,11 @@ def proves(env: Envelope) -> str | None:
 
 def proof_label(env: Envelope) -> str:
     """What a proof is called in the reasons: its MsgType, or its payload type."""
-    return env.msg_type_name if LAYOUTS[env.layout].has_msg_type and env.msg_type_name \
+    return (
+        env.msg_type_name
+        if LAYOUTS[env.layout].has_msg_type and env.msg_type_name
         else env.payload_type
+    )
 
 
 INBOX = "_INBOX."
@@ -98,8 +109,12 @@ class GenerationContext:
     that counts for it (see the module doc). `see(...)` does both for a
     decoded envelope and returns it resolved (the capture reader's use)."""
 
-    def __init__(self, redecode: Callable[[bytes, str], Envelope] | None = None,
-                 window: int | None = None, window_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        redecode: Callable[[bytes, str], Envelope] | None = None,
+        window: int | None = None,
+        window_bytes: int | None = None,
+    ) -> None:
         if redecode is None:
             redecode = decode
         self.redecode: Callable[[bytes, str], Envelope] = redecode
@@ -108,8 +123,8 @@ class GenerationContext:
         # The first message outside the window (index), once it is known.
         self.window_end: int | None = None
         self.offset = 0  # payload bytes seen (note)
-        self.first: dict[Hashable, dict[str, int]] = {}      # scope -> layout -> first index
-        self.labels: dict[Hashable, dict[str, str]] = {}     # ... and what that message was
+        self.first: dict[Hashable, dict[str, int]] = {}  # scope -> layout -> first index
+        self.labels: dict[Hashable, dict[str, str]] = {}  # ... and what that message was
         self._keys: dict[tuple[Key | None, str | None], list[Hashable]] = {}
         self.first_proof: int | None = None
         self.index = 0  # messages seen (see)
@@ -117,8 +132,9 @@ class GenerationContext:
 
     # -- the rule ---------------------------------------------------------------
 
-    def prove(self, index: int, conn: Key | None, subject: str | None, layout: str,
-              label: str) -> None:
+    def prove(
+        self, index: int, conn: Key | None, subject: str | None, layout: str, label: str
+    ) -> None:
         if self.first_proof is None:
             self.first_proof = index
         keys = self._keys.get((conn, subject))
@@ -151,8 +167,9 @@ class GenerationContext:
             return f + 1
         return index
 
-    def choose(self, index: int, conn: Key | None, subject: str | None,
-               candidates: Iterable[str]) -> tuple[str | None, str, list[str]]:
+    def choose(
+        self, index: int, conn: Key | None, subject: str | None, candidates: Iterable[str]
+    ) -> tuple[str | None, str, list[str]]:
         """(layout or None, scope name, layouts proven there) for an ambiguous message."""
         limit = self.threshold(index)
         cands = list(candidates)
@@ -171,8 +188,9 @@ class GenerationContext:
 
     # -- the capture reader's use ----------------------------------------------------
 
-    def note(self, src: str, dst: str, subject: str, env: Envelope | None, data: bytes
-             ) -> tuple[int, Envelope | None, bool]:
+    def note(
+        self, src: str, dst: str, subject: str, env: Envelope | None, data: bytes
+    ) -> tuple[int, Envelope | None, bool]:
         """The next message of a capture, in order: (its index, its envelope
         resolved if it may be now, whether it must wait for the first proof)."""
         index = self.index
@@ -191,8 +209,14 @@ class GenerationContext:
             return index, env, True
         return index, self.resolve(index, conn, subject, env, data), False
 
-    def see(self, conn: Key | None, subject: str | None, env: Envelope, data: bytes,
-            index: int | None = None) -> Envelope:
+    def see(
+        self,
+        conn: Key | None,
+        subject: str | None,
+        env: Envelope,
+        data: bytes,
+        index: int | None = None,
+    ) -> Envelope:
         """Note `env`'s proof, then resolve it if ambiguous (by what counts for it)."""
         if index is None:
             index = self.index
@@ -202,8 +226,9 @@ class GenerationContext:
             self.prove(index, conn, subject, layout, proof_label(env))
         return self.resolve(index, conn, subject, env, data)
 
-    def resolve(self, index: int, conn: Key | None, subject: str | None, env: Envelope,
-                data: bytes) -> Envelope:
+    def resolve(
+        self, index: int, conn: Key | None, subject: str | None, env: Envelope, data: bytes
+    ) -> Envelope:
         if not env.ambiguous:
             return env
         layout, scope, proven = self.choose(index, conn, subject, env.layout_candidates)
@@ -211,8 +236,13 @@ class GenerationContext:
             return env
         where = _where(scope, conn, subject)
         if layout is None:
-            return _classified(env, [*env.reasons, f"context: {where} carried "
-                                     f"{' and '.join(proven)} alike: still ambiguous"])
+            return _classified(
+                env,
+                [
+                    *env.reasons,
+                    f"context: {where} carried {' and '.join(proven)} alike: still ambiguous",
+                ],
+            )
         chosen = env
         if layout != env.layout:
             try:
@@ -223,17 +253,23 @@ class GenerationContext:
         first = f"first: {self.labels[key][layout]}, message {self.first[key][layout]}"
         what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
         self.resolved += 1
-        return _classified(chosen, [*env.reasons, f"context: {where} carried {what} ({first}): "
-                                    f"{layout}"], CONFIDENCE[scope], resolved=True)
+        return _classified(
+            chosen,
+            [*env.reasons, f"context: {where} carried {what} ({first}): {layout}"],
+            CONFIDENCE[scope],
+            resolved=True,
+        )
 
 
-def _classified(env: Envelope, reasons: list[str], confidence: float | None = None,
-                resolved: bool = False) -> Envelope:
+def _classified(
+    env: Envelope, reasons: list[str], confidence: float | None = None, resolved: bool = False
+) -> Envelope:
     """A copy of `env` (immutable) with new reasons (and, resolved, its
     confidence and no ambiguity); `env` itself is left as it was."""
     if resolved:
-        return env.replace(reasons=tuple(reasons), confidence=confidence, ambiguous=False,
-                           layout_candidates=())
+        return env.replace(
+            reasons=tuple(reasons), confidence=confidence, ambiguous=False, layout_candidates=()
+        )
     return env.replace(reasons=tuple(reasons))
 
 

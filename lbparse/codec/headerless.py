@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.envelope import NO_EXTRA, Envelope, build_envelope, make_head
-from lbparse.errors import EnvelopeError
+from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.limits import DEFAULT, Limits, check_depth, check_payload_size
 from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
 from lbparse.codec.wire import COOKIE, FIELD_ERRORS
+from lbparse.errors import EnvelopeError
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
 __all__ = ["decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
@@ -24,20 +24,27 @@ _PLAIN = LAYOUTS["plain"]
 
 
 def _headerless(layout: str, ptype: str, payload: bytes, message: Any) -> Envelope:
-    return build_envelope(make_head(layout, None, None, None, None, None, ptype), None, payload,
-                          message, NO_EXTRA)
+    return build_envelope(
+        make_head(layout, None, None, None, None, None, ptype), None, payload, message, NO_EXTRA
+    )
 
 
-def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = False,
-                       payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
+def decode_lift_cookie(
+    data: bytes,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    payload_type: str | None = None,
+    limits: Limits | None = None,
+) -> Envelope:
     del verify_crc, lenient  # the layout has no CRC and no header to be lenient about
     ptype = payload_type or _LIFT.default_payload_type
     framing_only = ptype == BYTES  # decode_header: check the cookie, leave the payload
     if framing_only:
         ptype = _LIFT.default_payload_type
     if ptype not in _LIFT.payload_types:
-        raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
-                         f"not {ptype}")
+        raise ValueError(
+            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}"
+        )
     if ptype in _LIFT.bare_payloads:
         payload = data
     else:
@@ -45,14 +52,23 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
         # byte (the old client's own check was len(data) > 4).
         n = len(COOKIE)
         if len(data) >= n and data[:n] != COOKIE:
-            raise EnvelopeError(FIELD_ERRORS["cookie"], f"bytes 0..{n - 1} are "
-                                f"{data[:n].hex()}, expected the cookie {COOKIE.hex()} "
-                                f"({COOKIE.decode('ascii')!r})", offset=0, expected=COOKIE,
-                                actual=data[:n])
+            raise EnvelopeError(
+                FIELD_ERRORS["cookie"],
+                f"bytes 0..{n - 1} are "
+                f"{data[:n].hex()}, expected the cookie {COOKIE.hex()} "
+                f"({COOKIE.decode('ascii')!r})",
+                offset=0,
+                expected=COOKIE,
+                actual=data[:n],
+            )
         if len(data) <= n:
-            raise EnvelopeError(FIELD_ERRORS["payload"], f"a LIFT message needs the {n}-byte "
-                                f"cookie and a payload, got {len(data)} bytes", offset=len(data),
-                                expected=n + 1, actual=len(data))
+            raise EnvelopeError(
+                FIELD_ERRORS["payload"],
+                f"a LIFT message needs the {n}-byte cookie and a payload, got {len(data)} bytes",
+                offset=len(data),
+                expected=n + 1,
+                actual=len(data),
+            )
         payload = data[n:]
     lim = limits or DEFAULT
     check_payload_size(len(payload), len(data) - len(payload), lim)
@@ -65,8 +81,13 @@ def decode_lift_cookie(data: bytes, verify_crc: bool = True, lenient: bool = Fal
     return _headerless("lift-cookie", ptype, payload, message)
 
 
-def decode_plain(data: bytes, verify_crc: bool = True, lenient: bool = False,
-                 payload_type: str | None = None, limits: Limits | None = None) -> Envelope:
+def decode_plain(
+    data: bytes,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    payload_type: str | None = None,
+    limits: Limits | None = None,
+) -> Envelope:
     del verify_crc, lenient
     if payload_type not in (None, BYTES):
         raise ValueError(f"the plain layout carries bytes, not {payload_type}")
@@ -79,16 +100,18 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
         raise ValueError("the lift-cookie layout has no MsgType, no flags and no CRC")
     ptype = payload_type_of(message)
     if ptype not in _LIFT.payload_types:
-        raise ValueError(f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, "
-                         f"not {ptype}")
+        raise ValueError(
+            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}"
+        )
     payload = codec_for(ptype).encode(message)
     if ptype in _LIFT.bare_payloads:
         return payload
     if not payload:
         # The old client wrote exactly this for NewMessage(nil) and then
         # refused to read it back; lbparse does not write what nobody reads.
-        raise ValueError("an empty proto.Message would be the cookie 'LIFT' alone, "
-                         "which LIFT-era readers reject")
+        raise ValueError(
+            "an empty proto.Message would be the cookie 'LIFT' alone, which LIFT-era readers reject"
+        )
     wire: bytes = _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
     return wire
 

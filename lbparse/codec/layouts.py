@@ -7,15 +7,25 @@ reverse look-ups that encoding needs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, PAYLOAD_KINDS, TOP_SEQ
 from lbparse_generated.tables import LAYOUTS as _RAW_LAYOUTS
 
-__all__ = ["BYTES", "FIELD_ERRORS", "HEADER_SEQ", "TOP_SEQ", "LAYOUTS", "Layout", "MsgType",
-           "REPLICATION_RESPONSE", "layout_named"]
+__all__ = [
+    "BYTES",
+    "FIELD_ERRORS",
+    "HEADER_SEQ",
+    "TOP_SEQ",
+    "LAYOUTS",
+    "Layout",
+    "MsgType",
+    "REPLICATION_RESPONSE",
+    "layout_named",
+]
 
 # The two payload types that are not protobuf messages (the spec's
 # `-payload-kinds`). REPLICATION_RESPONSE is "raw", the name the reference
@@ -91,13 +101,13 @@ class Layout:
         for mt in self.msg_types.values():
             if mt.name.lower() == name.lower():
                 return mt.payload_type
-        matches = [p for p in self.payload_types
-                   if p.rsplit(".", 1)[-1].lower() == name.lower()]
+        matches = [p for p in self.payload_types if p.rsplit(".", 1)[-1].lower() == name.lower()]
         if len(matches) == 1:
             return matches[0]
         names = [mt.name for mt in self.msg_types.values()] or list(self.payload_types)
-        raise ValueError(f"unknown type {name!r} for the {self.name} layout; one of: "
-                         f"{', '.join(names)}")
+        raise ValueError(
+            f"unknown type {name!r} for the {self.name} layout; one of: {', '.join(names)}"
+        )
 
     @property
     def payload_types(self) -> tuple[str, ...]:

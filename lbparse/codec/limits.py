@@ -63,8 +63,18 @@ from typing import Any
 from lbparse.codec.wirefit import nesting_depth
 from lbparse.errors import EnvelopeError
 
-__all__ = ["COUNT_LIMITS", "DEFAULT", "GRPC_LIMITS", "LIMIT_NAMES", "Limits", "PROTOBUF_MAX_DEPTH", "check_depth",
-           "check_payload_size", "depth_error", "parse_size"]
+__all__ = [
+    "COUNT_LIMITS",
+    "DEFAULT",
+    "GRPC_LIMITS",
+    "LIMIT_NAMES",
+    "Limits",
+    "PROTOBUF_MAX_DEPTH",
+    "check_depth",
+    "check_payload_size",
+    "depth_error",
+    "parse_size",
+]
 
 # The protobuf runtime (upb) refuses deeper nesting itself, whatever we say.
 PROTOBUF_MAX_DEPTH = 100
@@ -105,10 +115,15 @@ class Limits:
             if type(value) is not int or value < 1:
                 raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
         if self.max_depth > PROTOBUF_MAX_DEPTH:
-            raise ValueError(f"Limits.max_depth is at most {PROTOBUF_MAX_DEPTH} (the protobuf "
-                             f"runtime's own bound), not {self.max_depth}")
-        object.__setattr__(self, "shortcut_cap", self.max_payload + 8
-                           if self.max_depth >= PROTOBUF_MAX_DEPTH else -1)
+            raise ValueError(
+                f"Limits.max_depth is at most {PROTOBUF_MAX_DEPTH} (the protobuf "
+                f"runtime's own bound), not {self.max_depth}"
+            )
+        object.__setattr__(
+            self,
+            "shortcut_cap",
+            self.max_payload + 8 if self.max_depth >= PROTOBUF_MAX_DEPTH else -1,
+        )
 
 
 DEFAULT = Limits()
@@ -133,9 +148,15 @@ def parse_size(text: str) -> int:
 def check_payload_size(size: int, offset: int, limits: Limits) -> None:
     """Refuse a payload of `size` bytes (starting at `offset`) over max_payload."""
     if size > limits.max_payload:
-        raise EnvelopeError("bad_payload", f"payload (offset {offset}) is {size} bytes, over the "
-                            f"limit of {limits.max_payload} (max_payload)", offset=offset,
-                            expected=limits.max_payload, actual=size, limit="max_payload")
+        raise EnvelopeError(
+            "bad_payload",
+            f"payload (offset {offset}) is {size} bytes, over the "
+            f"limit of {limits.max_payload} (max_payload)",
+            offset=offset,
+            expected=limits.max_payload,
+            actual=size,
+            limit="max_payload",
+        )
 
 
 def depth_error(payload: bytes, desc: Any, max_depth: int) -> EnvelopeError | None:
@@ -144,10 +165,15 @@ def depth_error(payload: bytes, desc: Any, max_depth: int) -> EnvelopeError | No
     depth = nesting_depth(payload, desc, max_depth)
     if depth <= max_depth:
         return None
-    return EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) nests deeper than "
-                         f"{max_depth} levels of protobuf messages and groups as "
-                         f"{desc.full_name}, the limit (max_depth)",
-                         expected=max_depth, actual=depth, limit="max_depth")
+    return EnvelopeError(
+        "bad_payload",
+        f"payload ({len(payload)} bytes) nests deeper than "
+        f"{max_depth} levels of protobuf messages and groups as "
+        f"{desc.full_name}, the limit (max_depth)",
+        expected=max_depth,
+        actual=depth,
+        limit="max_depth",
+    )
 
 
 def check_depth(payload: bytes, desc: Any, limits: Limits) -> None:

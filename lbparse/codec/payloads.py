@@ -9,7 +9,8 @@ is built once at import from the generated protobuf modules.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, cast
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
@@ -18,12 +19,21 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 
 from lbparse.codec import commitlog, flatbuf
 from lbparse.codec.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
-from lbparse.errors import EnvelopeError
 from lbparse.codec.limits import PROTOBUF_MAX_DEPTH, depth_error
+from lbparse.errors import EnvelopeError
 from lbparse_generated.proto import api_pb2, internal_pb2
 
-__all__ = ["BYTES", "CODECS", "REPLICATION_RESPONSE", "PayloadCodec", "codec_for", "codec_in_layout",
-           "descriptor_of", "message_class", "payload_type_of"]
+__all__ = [
+    "BYTES",
+    "CODECS",
+    "REPLICATION_RESPONSE",
+    "PayloadCodec",
+    "codec_for",
+    "codec_in_layout",
+    "descriptor_of",
+    "message_class",
+    "payload_type_of",
+]
 
 _MODULES = (api_pb2, internal_pb2)
 
@@ -79,15 +89,17 @@ class PayloadCodec:
         return isinstance(message, self.python_type)
 
 
-def protobuf_error(ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exception,
-                   max_depth: int) -> EnvelopeError:
+def protobuf_error(
+    ptype: str, cls: type[ProtoMessage], payload: bytes, exc: Exception, max_depth: int
+) -> EnvelopeError:
     """The EnvelopeError for a payload the protobuf runtime refused."""
     # The runtime says only "corrupt"; say so when nesting was the reason.
     too_deep = depth_error(payload, cls.DESCRIPTOR, max_depth)
     if too_deep is not None:
         return too_deep
-    return EnvelopeError("bad_payload",
-                         f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}")
+    return EnvelopeError(
+        "bad_payload", f"payload ({len(payload)} bytes) is not a valid {ptype}: {exc}"
+    )
 
 
 class ProtoCodec(PayloadCodec):
@@ -165,17 +177,20 @@ class FlatBuffersCodec(PayloadCodec):
         self.python_type = flatbuf.FlatTable
         self.decode = self.decode_bounded
 
-    def decode_bounded(self, payload: bytes, max_bytes: int = flatbuf.MAX_BYTES
-                       ) -> flatbuf.FlatTable:
+    def decode_bounded(
+        self, payload: bytes, max_bytes: int = flatbuf.MAX_BYTES
+    ) -> flatbuf.FlatTable:
         """`decode`, with a bound on what the table may expand to (max_payload)."""
         try:
             return flatbuf.read_table(payload, self.name, max_bytes)
         except flatbuf.FlatBufferError as exc:
             over = isinstance(exc, flatbuf.FlatBufferTooLarge)
-            raise EnvelopeError("bad_payload", f"payload ({len(payload)} bytes) is not a "
-                                f"FlatBuffers {self.name}: {exc}",
-                                limit="max_payload" if over else None,
-                                expected=max_bytes if over else None) from None
+            raise EnvelopeError(
+                "bad_payload",
+                f"payload ({len(payload)} bytes) is not a FlatBuffers {self.name}: {exc}",
+                limit="max_payload" if over else None,
+                expected=max_bytes if over else None,
+            ) from None
 
     def to_json(self, message: flatbuf.FlatTable) -> dict[str, Any]:
         return message.to_json_dict()
@@ -235,8 +250,10 @@ def payload_type_of(message: Any) -> str:
         return message.type_name
     if isinstance(message, ProtoMessage):
         return message.DESCRIPTOR.full_name
-    raise TypeError(f"cannot encode a {type(message).__name__}: not a protobuf message, "
-                    "FlatTable, ReplicationResponse or bytes")
+    raise TypeError(
+        f"cannot encode a {type(message).__name__}: not a protobuf message, "
+        "FlatTable, ReplicationResponse or bytes"
+    )
 
 
 def fits_cleanly(message: ProtoMessage) -> bool:
@@ -247,8 +264,9 @@ def fits_cleanly(message: ProtoMessage) -> bool:
     return len(UnknownFieldSet(message)) == 0
 
 
-def infer_payload_type(layout_payload_types: tuple[str, ...], payload: bytes
-                       ) -> tuple[str, list[str]]:
+def infer_payload_type(
+    layout_payload_types: tuple[str, ...], payload: bytes
+) -> tuple[str, list[str]]:
     """The protobuf type of a payload whose header does not name it.
 
     Candidates are the types that parse the payload cleanly (`fits_cleanly`).

@@ -18,17 +18,40 @@ from typing import Any
 
 import crc32c as _crc32c
 
-from lbparse.errors import EnvelopeError
 from lbparse.codec.layouts import LAYOUTS
-from lbparse.codec.payloads import REPLICATION_RESPONSE, codec_for, descriptor_of, message_class
-from lbparse.codec.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT,
-                                FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC,
-                                MSG_TYPE_OFFSET, REPLICATION_PREFIX, VERSION, VERSION_OFFSET)
-from lbparse.codec.payloads import infer_payload_type
+from lbparse.codec.payloads import (
+    REPLICATION_RESPONSE,
+    codec_for,
+    descriptor_of,
+    infer_payload_type,
+    message_class,
+)
+from lbparse.codec.wire import (
+    COOKIE,
+    CRC_FLAG,
+    CRC_HEADER_LEN,
+    CRC_OFFSET,
+    CRC_STRUCT,
+    FLAGS_OFFSET,
+    HEADER_LEN_OFFSET,
+    HEADER_SIZE,
+    MAGIC,
+    MSG_TYPE_OFFSET,
+    REPLICATION_PREFIX,
+    VERSION,
+    VERSION_OFFSET,
+)
 from lbparse.codec.wirefit import gogo_problem, shared_walks, well_formed
+from lbparse.errors import EnvelopeError
 
-__all__ = ["UPSTREAM_DECODERS", "DecoderVerdict", "UpstreamDecoder", "UpstreamVerdict", "simulate",
-           "upstream_verdict"]
+__all__ = [
+    "UPSTREAM_DECODERS",
+    "DecoderVerdict",
+    "UpstreamDecoder",
+    "UpstreamVerdict",
+    "simulate",
+    "upstream_verdict",
+]
 
 ACCEPTED, PLAIN, REJECTED, CRASH = "accepted", "plain", "rejected", "crash"
 _V0 = LAYOUTS["v0"]
@@ -43,28 +66,40 @@ _CLIENT_FACING = frozenset(mt.name for mt in _V0.msg_types.values() if not mt.in
 class UpstreamDecoder:
     """One upstream decoder: its generation and how it reads envelopes."""
 
-    key: str            # how the reference vectors name it
-    generation: str     # what a user calls it
-    envelope: str       # "v0" (MsgType checked), "alpha" (reserved byte), "lift"
-    min_len: int        # shortest data it reads (the v2 client wants more than the header)
-    protobuf: str       # "gogo" or "go-v2"
+    key: str  # how the reference vectors name it
+    generation: str  # what a user calls it
+    envelope: str  # "v0" (MsgType checked), "alpha" (reserved byte), "lift"
+    min_len: int  # shortest data it reads (the v2 client wants more than the header)
+    protobuf: str  # "gogo" or "go-v2"
     plain_on_bad_header: bool  # the server keeps such publishes as plain messages
 
 
-UPSTREAM_DECODERS: dict[str, UpstreamDecoder] = {d.generation: d for d in (
-    UpstreamDecoder("server", "server (v1.0.0-beta and later)", "v0", HEADER_SIZE, "go-v2",
-                    True),
-    UpstreamDecoder("legacy_27b155c", "server v1.0.0-alpha", "alpha", HEADER_SIZE, "gogo", True),
-    UpstreamDecoder("client_v2", "Go client v2", "v0", HEADER_SIZE + 1, "gogo", False),
-    UpstreamDecoder("client_0a5bc38^", "Go client v0.0.1-alpha (LIFT)", "lift", len(COOKIE) + 1,
-                    "gogo", False),
-)}
+UPSTREAM_DECODERS: dict[str, UpstreamDecoder] = {
+    d.generation: d
+    for d in (
+        UpstreamDecoder(
+            "server", "server (v1.0.0-beta and later)", "v0", HEADER_SIZE, "go-v2", True
+        ),
+        UpstreamDecoder(
+            "legacy_27b155c", "server v1.0.0-alpha", "alpha", HEADER_SIZE, "gogo", True
+        ),
+        UpstreamDecoder("client_v2", "Go client v2", "v0", HEADER_SIZE + 1, "gogo", False),
+        UpstreamDecoder(
+            "client_0a5bc38^",
+            "Go client v0.0.1-alpha (LIFT)",
+            "lift",
+            len(COOKIE) + 1,
+            "gogo",
+            False,
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
 class DecoderVerdict:
     generation: str
-    outcome: str   # accepted | plain | rejected | crash
+    outcome: str  # accepted | plain | rejected | crash
     detail: str
 
     def to_json_dict(self) -> dict[str, str]:
@@ -81,8 +116,10 @@ class UpstreamVerdict:
         return any(v.outcome == CRASH and "server" in v.generation for v in self.verdicts)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"crashes_a_server": self.crashes,
-                "verdicts": [v.to_json_dict() for v in self.verdicts]}
+        return {
+            "crashes_a_server": self.crashes,
+            "verdicts": [v.to_json_dict() for v in self.verdicts],
+        }
 
 
 def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
@@ -105,30 +142,33 @@ def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVer
     name for v0 decoders, a protobuf type for the others)."""
     gen = decoder.generation
     if decoder.envelope == "lift":
-        if len(data) < decoder.min_len or data[:len(COOKIE)] != COOKIE:
+        if len(data) < decoder.min_len or data[: len(COOKIE)] != COOKIE:
             return DecoderVerdict(gen, PLAIN, "not a LIFT message: kept as plain bytes")
-        problem = _payload_problem(data[len(COOKIE):], "proto.Message", decoder.protobuf)
+        problem = _payload_problem(data[len(COOKIE) :], "proto.Message", decoder.protobuf)
         if problem:
             return DecoderVerdict(gen, PLAIN, f"not a LIFT message ({problem})")
         return DecoderVerdict(gen, ACCEPTED, "LIFT message (proto.Message)")
     bad_header = PLAIN if decoder.plain_on_bad_header else REJECTED
     if len(data) < decoder.min_len:
         return DecoderVerdict(gen, bad_header, "error: data missing envelope header")
-    if data[:len(MAGIC)] != MAGIC:
+    if data[: len(MAGIC)] != MAGIC:
         return DecoderVerdict(gen, bad_header, "error: unexpected envelope magic number")
     if data[VERSION_OFFSET] != VERSION:
-        return DecoderVerdict(gen, REJECTED, "error: unknown envelope protocol: "
-                              f"{data[VERSION_OFFSET]}")
+        return DecoderVerdict(
+            gen, REJECTED, f"error: unknown envelope protocol: {data[VERSION_OFFSET]}"
+        )
     hl, flags, byte7 = data[HEADER_LEN_OFFSET], data[FLAGS_OFFSET], data[MSG_TYPE_OFFSET]
     if hl > len(data):
-        return DecoderVerdict(gen, CRASH, f"panic: runtime error: slice bounds out of range "
-                              f"[{hl}:{len(data)}]")
+        return DecoderVerdict(
+            gen, CRASH, f"panic: runtime error: slice bounds out of range [{hl}:{len(data)}]"
+        )
     payload = data[hl:]
     if decoder.envelope == "v0":
         want = _BY_NAME[expected]
         if byte7 != want.value:
-            return DecoderVerdict(gen, REJECTED, f"error: MsgType mismatch: expected "
-                                  f"{want.value}, got {byte7}")
+            return DecoderVerdict(
+                gen, REJECTED, f"error: MsgType mismatch: expected {want.value}, got {byte7}"
+            )
         ptype, what = want.payload_type, f"MsgType {want.value} {want.name}"
     else:
         ptype, what = expected, expected
@@ -137,8 +177,9 @@ def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVer
             return DecoderVerdict(gen, REJECTED, "error: incorrect envelope header size")
         stored, actual = CRC_STRUCT.unpack_from(data, CRC_OFFSET)[0], _crc32c.crc32c(payload)
         if stored != actual:
-            return DecoderVerdict(gen, REJECTED, f"error: crc mismatch: expected {stored}, "
-                                  f"got {actual}")
+            return DecoderVerdict(
+                gen, REJECTED, f"error: crc mismatch: expected {stored}, got {actual}"
+            )
     style = decoder.protobuf if expected in _CLIENT_FACING else "gogo"
     problem = _payload_problem(payload, ptype, style)
     if problem:
@@ -164,5 +205,8 @@ def upstream_verdict(data: bytes | bytearray | memoryview) -> UpstreamVerdict:
     """What each upstream generation does with `data`, one verdict each."""
     raw = bytes(data)
     with shared_walks():  # the decoders judge the same payload: walk it once per type
-        return UpstreamVerdict(tuple(simulate(raw, d, _natural_expectation(raw, d))
-                                     for d in UPSTREAM_DECODERS.values()))
+        return UpstreamVerdict(
+            tuple(
+                simulate(raw, d, _natural_expectation(raw, d)) for d in UPSTREAM_DECODERS.values()
+            )
+        )

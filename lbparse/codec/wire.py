@@ -13,17 +13,39 @@ them and builds the `struct.Struct`s.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final, Mapping, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from lbparse_generated import tables as _tables
 
-__all__ = ["BODY_HEAD", "COOKIE", "CRC_FLAG", "CRC_HEADER_LEN",
-           "CRC_OFFSET", "CRC_PAIRING_ERRORS", "CRC_STRUCT", "ENTRY_HEAD", "FIELD_ERRORS",
-           "FieldAt", "FixedPart", "HEADER", "HEADER_LENS", "HEADER_SIZE", "HEADER_LEN_OFFSET",
-           "FLAGS_OFFSET", "MAGIC", "MSG_TYPE_OFFSET", "NIL_LENGTH", "REPLICATION_PREFIX",
-           "REPLICATION_RESPONSE_FIELDS",
-           "VERSION", "VERSION_OFFSET", "fixed_part", "int_struct"]
+__all__ = [
+    "BODY_HEAD",
+    "COOKIE",
+    "CRC_FLAG",
+    "CRC_HEADER_LEN",
+    "CRC_OFFSET",
+    "CRC_PAIRING_ERRORS",
+    "CRC_STRUCT",
+    "ENTRY_HEAD",
+    "FIELD_ERRORS",
+    "FieldAt",
+    "FixedPart",
+    "HEADER",
+    "HEADER_LENS",
+    "HEADER_SIZE",
+    "HEADER_LEN_OFFSET",
+    "FLAGS_OFFSET",
+    "MAGIC",
+    "MSG_TYPE_OFFSET",
+    "NIL_LENGTH",
+    "REPLICATION_PREFIX",
+    "REPLICATION_RESPONSE_FIELDS",
+    "VERSION",
+    "VERSION_OFFSET",
+    "fixed_part",
+    "int_struct",
+]
 
 
 class FieldAt(NamedTuple):
@@ -93,4 +115,5 @@ NIL_LENGTH: Final[int] = _tables.NIL_LENGTH  # a key or value length meaning nil
 # The payload as named values (spec order): (name, ksy type), or (name,
 # fields) for a list (the entries, an entry's headers).
 REPLICATION_RESPONSE_FIELDS: Final[tuple[tuple[str, Any], ...]] = tuple(
-    _tables.REPLICATION_RESPONSE_FIELDS)
+    _tables.REPLICATION_RESPONSE_FIELDS
+)

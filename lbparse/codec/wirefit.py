@@ -11,22 +11,36 @@ least one byte.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
-from typing import Any, Callable, Iterator
+from functools import cache
+from typing import Any
 
-from google.protobuf.descriptor import Descriptor, FieldDescriptor as F
+from google.protobuf.descriptor import Descriptor
+from google.protobuf.descriptor import FieldDescriptor as F
 
 __all__ = ["gogo_problem", "nesting_depth", "scan", "shared_walks", "well_formed"]
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 _WIRE = {
-    F.TYPE_INT32: VARINT, F.TYPE_INT64: VARINT, F.TYPE_UINT32: VARINT, F.TYPE_UINT64: VARINT,
-    F.TYPE_SINT32: VARINT, F.TYPE_SINT64: VARINT, F.TYPE_BOOL: VARINT, F.TYPE_ENUM: VARINT,
-    F.TYPE_FIXED64: I64, F.TYPE_SFIXED64: I64, F.TYPE_DOUBLE: I64,
-    F.TYPE_FIXED32: I32, F.TYPE_SFIXED32: I32, F.TYPE_FLOAT: I32,
-    F.TYPE_STRING: LEN, F.TYPE_BYTES: LEN, F.TYPE_MESSAGE: LEN,
+    F.TYPE_INT32: VARINT,
+    F.TYPE_INT64: VARINT,
+    F.TYPE_UINT32: VARINT,
+    F.TYPE_UINT64: VARINT,
+    F.TYPE_SINT32: VARINT,
+    F.TYPE_SINT64: VARINT,
+    F.TYPE_BOOL: VARINT,
+    F.TYPE_ENUM: VARINT,
+    F.TYPE_FIXED64: I64,
+    F.TYPE_SFIXED64: I64,
+    F.TYPE_DOUBLE: I64,
+    F.TYPE_FIXED32: I32,
+    F.TYPE_SFIXED32: I32,
+    F.TYPE_FLOAT: I32,
+    F.TYPE_STRING: LEN,
+    F.TYPE_BYTES: LEN,
+    F.TYPE_MESSAGE: LEN,
 }
 
 
@@ -45,8 +59,9 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int] | None:
 # and `check` judge the same bytes as several layouts and types, and an
 # 8 MB payload the runtime refused at its last byte was walked again, in
 # Python, for each (22-28 s). Keys hold the payload only for the block.
-_memo: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("lbparse_wirefit_memo",
-                                                                  default=None)
+_memo: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
+    "lbparse_wirefit_memo", default=None
+)
 
 
 @contextmanager
@@ -123,7 +138,7 @@ def scan(buf: bytes) -> list[tuple[int, int]] | None:
     return [(number, wire) for number, wire, _, _ in _fields(buf, 0, len(buf))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _expected(desc: Descriptor) -> dict[int, frozenset[int]]:
     out = {}
     for f in desc.fields:
@@ -157,8 +172,10 @@ def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
     wire data at any depth, or a known field with the wrong wire type.
     (Unlike protobuf-python and protobuf-go, it does not check UTF-8.)
     Submessages are judged in place (offsets, not copies)."""
-    return _memoized(("gogo", buf, desc.full_name, depth),  # type: ignore[no-any-return]
-                     lambda: _gogo(buf, 0, len(buf), desc, depth))
+    return _memoized(
+        ("gogo", buf, desc.full_name, depth),  # type: ignore[no-any-return]
+        lambda: _gogo(buf, 0, len(buf), desc, depth),
+    )
 
 
 def _gogo(buf: bytes, pos: int, end: int, desc: Descriptor, depth: int) -> str | None:
@@ -183,10 +200,13 @@ def _gogo(buf: bytes, pos: int, end: int, desc: Descriptor, depth: int) -> str |
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _submessages(desc: Descriptor) -> dict[int, Descriptor]:
-    return {f.number: f.message_type for f in desc.fields
-            if f.type == F.TYPE_MESSAGE and f.message_type is not None}
+    return {
+        f.number: f.message_type
+        for f in desc.fields
+        if f.type == F.TYPE_MESSAGE and f.message_type is not None
+    }
 
 
 def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
@@ -195,12 +215,15 @@ def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
     unknown length-delimited fields are not parsed, so they are not. Stops
     as soon as the depth passes `limit` (returning limit + 1), and at the
     first malformed byte (the parser rejects those anyway)."""
-    return _memoized(("depth", buf, desc.full_name, limit),  # type: ignore[no-any-return]
-                     lambda: _walk(buf, 0, len(buf), desc, 0, limit, 0)[0])
+    return _memoized(
+        ("depth", buf, desc.full_name, limit),  # type: ignore[no-any-return]
+        lambda: _walk(buf, 0, len(buf), desc, 0, limit, 0)[0],
+    )
 
 
-def _walk(buf: bytes, pos: int, end: int, desc: Descriptor | None, depth: int, limit: int,
-          group: int) -> tuple[int, int]:
+def _walk(
+    buf: bytes, pos: int, end: int, desc: Descriptor | None, depth: int, limit: int, group: int
+) -> tuple[int, int]:
     """(deepest level seen, where the walk stopped). `group`: the field
     number whose end-group tag closes this level, 0 for a length-delimited one."""
     if depth > limit:

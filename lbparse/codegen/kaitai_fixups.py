@@ -21,7 +21,8 @@ and held by tests/codegen/test_langs.py (which compiles and runs every language)
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["FIXUPS", "fix_source"]
 
@@ -58,8 +59,16 @@ def csharp_imported(text: str, renamed: dict[str, set[str]]) -> str:
     return text
 
 
-_CS_INTS = {"u1": "byte", "u2": "ushort", "u4": "uint", "u8": "ulong",
-            "s1": "sbyte", "s2": "short", "s4": "int", "s8": "long"}
+_CS_INTS = {
+    "u1": "byte",
+    "u2": "ushort",
+    "u4": "uint",
+    "u8": "ulong",
+    "s1": "sbyte",
+    "s2": "short",
+    "s4": "int",
+    "s8": "long",
+}
 
 
 def csharp_typed_ints(text: str, ksy: dict[str, Any]) -> str:
@@ -121,8 +130,10 @@ def nim_checked_enums(text: str) -> str:
     """Enum instances (`v0_msg_type`) of an unknown byte: a KaitaiError, not a RangeDefect."""
     enums = set(re.findall(r"^  (\w+)\* = enum$", text, re.M))
     pattern = re.compile(r"\b(\w+)\(\1\((this\.\w+)\)\)")
-    fixed = pattern.sub(lambda m: f"lbparseEnum[{m.group(1)}]({m.group(2)})"
-                        if m.group(1) in enums else m.group(0), text)
+    fixed = pattern.sub(
+        lambda m: f"lbparseEnum[{m.group(1)}]({m.group(2)})" if m.group(1) in enums else m.group(0),
+        text,
+    )
     if fixed == text:
         return text
     head, sep, rest = fixed.partition("\ntype\n")
@@ -135,18 +146,30 @@ def perl_params(text: str, params: list[str]) -> str:
         return text
     args = ", ".join(f"${p}" for p in params)
     sets = "".join(f"    $self->{{{p}}} = ${p};\n" for p in params)
-    pattern = re.compile(r"(sub new \{\n    my \(\$class, \$_io, \$_parent, \$_root)\) = @_;\n"
-                         r"(.*?\n)(    \$self->_read\(\);)", re.S)
-    return pattern.sub(lambda m: f"{m.group(1)}, {args}) = @_;\n{m.group(2)}{sets}{m.group(3)}",
-                       text, count=1)
+    pattern = re.compile(
+        r"(sub new \{\n    my \(\$class, \$_io, \$_parent, \$_root)\) = @_;\n"
+        r"(.*?\n)(    \$self->_read\(\);)",
+        re.S,
+    )
+    return pattern.sub(
+        lambda m: f"{m.group(1)}, {args}) = @_;\n{m.group(2)}{sets}{m.group(3)}", text, count=1
+    )
 
 
 def _root_params(ksy: dict[str, Any]) -> list[str]:
     return [p["id"] for p in ksy.get("params", [])]
 
 
-_GO_INTS = {"u1": "uint8", "u2": "uint16", "u4": "uint32", "u8": "uint64",
-            "s1": "int8", "s2": "int16", "s4": "int32", "s8": "int64"}
+_GO_INTS = {
+    "u1": "uint8",
+    "u2": "uint16",
+    "u4": "uint32",
+    "u8": "uint64",
+    "s1": "int8",
+    "s2": "int16",
+    "s4": "int32",
+    "s8": "int64",
+}
 
 
 def go_typed_ints(text: str, ksy: dict[str, Any]) -> str:
@@ -160,13 +183,23 @@ def go_typed_ints(text: str, ksy: dict[str, Any]) -> str:
         if len(params) == 1 and params[0].get("type") in _GO_INTS:
             ctor = f"New{root}_{camel(name, upper=True)}"
             text = text.replace(f"{ctor}(i)", f"{ctor}({_GO_INTS[params[0]['type']]}(i))")
-    literal = {camel(n, upper=True) for n, inst in ksy.get("instances", {}).items()
-               if isinstance(inst.get("value"), int)}
-    tmps = {m.group(1) for m in re.finditer(r"(tmp\d+), err := this\.(\w+)\(\)", text)
-            if m.group(2) in literal}
-    text = re.sub(r"(this\.\w+) (==|!=) (tmp\d+)\b",
-                  lambda m: f"int({m.group(1)}) {m.group(2)} {m.group(3)}"
-                  if m.group(3) in tmps else m.group(0), text)
+    literal = {
+        camel(n, upper=True)
+        for n, inst in ksy.get("instances", {}).items()
+        if isinstance(inst.get("value"), int)
+    }
+    tmps = {
+        m.group(1)
+        for m in re.finditer(r"(tmp\d+), err := this\.(\w+)\(\)", text)
+        if m.group(2) in literal
+    }
+    text = re.sub(
+        r"(this\.\w+) (==|!=) (tmp\d+)\b",
+        lambda m: (
+            f"int({m.group(1)}) {m.group(2)} {m.group(3)}" if m.group(3) in tmps else m.group(0)
+        ),
+        text,
+    )
     return re.sub(rf"(this\.\w+) & ({root}_\w+__\w+)\b", r"int(\1) & int(\2)", text)
 
 
@@ -174,8 +207,12 @@ def go_typed_ints(text: str, ksy: dict[str, Any]) -> str:
 FIXUPS: dict[str, tuple[str, Callable[[str, dict[str, Any], dict[str, Any]], str]]] = {
     "go": (".go", lambda t, k, o: go_typed_ints(go_package(t, o["go_package"]), k)),
     "java": (".java", lambda t, k, o: java_package(t, o["java_package"])),
-    "csharp": (".cs", lambda t, k, o: csharp_typed_ints(csharp_imported(
-        csharp_clashes(t), o.get("csharp_renamed", {})), k)),
+    "csharp": (
+        ".cs",
+        lambda t, k, o: csharp_typed_ints(
+            csharp_imported(csharp_clashes(t), o.get("csharp_renamed", {})), k
+        ),
+    ),
     "nim": (".nim", lambda t, k, o: nim_overloadable_enums(t)),
     "perl": (".pm", lambda t, k, o: perl_params(t, _root_params(k))),
 }
@@ -196,10 +233,30 @@ def fix_source(lang: str, text: str, ksy: dict[str, Any], options: dict[str, Any
 # the target's error with the field's spec path (`/types/header/seq/1`), as
 # the other targets' runtimes do.
 
-_TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|-?\d[\d_]*)|([A-Za-z_]\w*(?:::\w+)?)"
-                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().~])|(\"[^\"\\$@]*\"))")
-_BINARY = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-           "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
+_TOKEN = re.compile(
+    r"\s*(?:(0x[0-9a-fA-F_]+|-?\d[\d_]*)|([A-Za-z_]\w*(?:::\w+)?)"
+    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().~])|(\"[^\"\\$@]*\"))"
+)
+_BINARY = {
+    "or": 1,
+    "and": 2,
+    "==": 4,
+    "!=": 4,
+    "<": 4,
+    "<=": 4,
+    ">": 4,
+    ">=": 4,
+    "|": 5,
+    "^": 6,
+    "&": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "%": 10,
+}
 
 
 class ExprError(ValueError):
@@ -355,7 +412,7 @@ class Dialect:
         parts, error = [], "ValidationExprError"
         v = self.value(fid)
         if "eq" in valid:
-            parts.append(self.eq(fid, self.render(parse_expr(str(valid['eq'])), fid)))
+            parts.append(self.eq(fid, self.render(parse_expr(str(valid["eq"])), fid)))
             error = "ValidationNotEqualError"
         if "any-of" in valid:
             alts = [self.eq(fid, self.render(parse_expr(str(x)), fid)) for x in valid["any-of"]]
@@ -419,13 +476,26 @@ class PerlDialect(Dialect):
         return f"({self.value(field_id)} eq pack('C*', {', '.join(map(str, raw))}))"
 
     def statement(self, cond: str, error: str, path: str, indent: str) -> str:
-        return (f'{indent}die "{error}: {path}: at pos " . $self->{{_io}}->pos() . "\\n" '
-                f"unless {cond};\n")
+        return (
+            f'{indent}die "{error}: {path}: at pos " . $self->{{_io}}->pos() . "\\n" '
+            f"unless {cond};\n"
+        )
 
 
 class NimDialect(Dialect):
-    ops = {"and": "and", "or": "or", "==": "==", "!=": "!=", "&": "and", "|": "or",
-           "^": "xor", "<<": "shl", ">>": "shr", "/": "div", "%": "mod"}
+    ops = {
+        "and": "and",
+        "or": "or",
+        "==": "==",
+        "!=": "!=",
+        "&": "and",
+        "|": "or",
+        "^": "xor",
+        "<<": "shl",
+        ">>": "shr",
+        "/": "div",
+        "%": "mod",
+    }
 
     def value(self, field_id: str) -> str:
         if self.is_bytes(field_id) or self.is_str(field_id):
@@ -444,8 +514,10 @@ class NimDialect(Dialect):
         return f"({self.value(field_id)} == @[{', '.join(f'{b}.byte' for b in raw)}])"
 
     def statement(self, cond: str, error: str, path: str, indent: str) -> str:
-        return (f"{indent}if not ({cond}):\n{indent}  raise newException(KaitaiError, "
-                f'"{error}: {path}: at pos " & $this.io.pos)\n')
+        return (
+            f"{indent}if not ({cond}):\n{indent}  raise newException(KaitaiError, "
+            f'"{error}: {path}: at pos " & $this.io.pos)\n'
+        )
 
 
 def _types_in_order(ksy: dict[str, Any]) -> list[str | None]:
@@ -464,9 +536,13 @@ def _region(text: str, start: re.Pattern[str], end: re.Pattern[str]) -> tuple[in
     return m.end(), (e.start() if e else len(text))
 
 
-def _insert_checks(text: str, ksy: dict[str, Any], dialect: type[Dialect],
-                   region_of: Callable[[str | None], tuple[re.Pattern[str], re.Pattern[str]]],
-                   assign_of: Callable[[str], str]) -> str:
+def _insert_checks(
+    text: str,
+    ksy: dict[str, Any],
+    dialect: type[Dialect],
+    region_of: Callable[[str | None], tuple[re.Pattern[str], re.Pattern[str]]],
+    assign_of: Callable[[str], str],
+) -> str:
     for type_name in _types_in_order(ksy):
         d = dialect(ksy, type_name)
         start, end = region_of(type_name)
@@ -475,11 +551,12 @@ def _insert_checks(text: str, ksy: dict[str, Any], dialect: type[Dialect],
             span = _region(text, start, end)
             if cond is None or span is None:
                 continue
-            body = text[span[0]:span[1]]
+            body = text[span[0] : span[1]]
             m = re.search(rf"^( *){re.escape(assign_of(field['id']))} = .*\n", body, re.M)
             if m is None:
-                raise ExprError(f"no assignment of {field['id']} in the generated "
-                                f"{dialect.__name__}")
+                raise ExprError(
+                    f"no assignment of {field['id']} in the generated {dialect.__name__}"
+                )
             line = d.statement(cond[0], cond[1], _spec_path(type_name, index), m.group(1))
             at = span[0] + m.end()
             text = text[:at] + line + text[at:]
@@ -491,8 +568,10 @@ def perl_checks(text: str, ksy: dict[str, Any]) -> str:
 
     def region(type_name: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
         pkg = root if type_name is None else f"{root}::{camel(type_name, upper=True)}"
-        return (re.compile(rf"^package {re.escape(pkg)};\n(?:.*\n)*?sub _read \{{\n", re.M),
-                re.compile(r"^\}\n", re.M))
+        return (
+            re.compile(rf"^package {re.escape(pkg)};\n(?:.*\n)*?sub _read \{{\n", re.M),
+            re.compile(r"^\}\n", re.M),
+        )
 
     return _insert_checks(text, ksy, PerlDialect, region, lambda f: f"$self->{{{f}}}")
 
@@ -502,8 +581,10 @@ def nim_checks(text: str, ksy: dict[str, Any]) -> str:
 
     def region(type_name: str | None) -> tuple[re.Pattern[str], re.Pattern[str]]:
         name = root if type_name is None else f"{root}_{camel(type_name, upper=True)}"
-        return (re.compile(rf"^proc read\*\(_: typedesc\[{name}\].*=\n", re.M),
-                re.compile(r"^proc ", re.M))
+        return (
+            re.compile(rf"^proc read\*\(_: typedesc\[{name}\].*=\n", re.M),
+            re.compile(r"^proc ", re.M),
+        )
 
     return _insert_checks(text, ksy, NimDialect, region, lambda f: f"this.{camel(f)}")
 
@@ -517,13 +598,20 @@ def lua_check_paths(text: str, ksy: dict[str, Any]) -> str:
         for index, field in enumerate(fields):
             if "contents" not in field and "valid" not in field:
                 continue
-            span = _region(text, re.compile(rf"^function {re.escape(name)}:_read\(\)\n", re.M),
-                           re.compile(r"^end\n", re.M))
+            span = _region(
+                text,
+                re.compile(rf"^function {re.escape(name)}:_read\(\)\n", re.M),
+                re.compile(r"^end\n", re.M),
+            )
             if span is None:
                 continue
-            body = text[span[0]:span[1]]
-            m = re.search(rf"^ *self\.{field['id']} = .*\n"
-                          r"(?:(?! *self\.\w+ = ).*\n)*? *error\((.*)\)\n", body, re.M)
+            body = text[span[0] : span[1]]
+            m = re.search(
+                rf"^ *self\.{field['id']} = .*\n"
+                r"(?:(?! *self\.\w+ = ).*\n)*? *error\((.*)\)\n",
+                body,
+                re.M,
+            )
             if m is None:
                 raise ExprError(f"no check of {field['id']} in the generated Lua")
             path = _spec_path(type_name, index)
@@ -534,14 +622,16 @@ def lua_check_paths(text: str, ksy: dict[str, Any]) -> str:
 
 
 FIXUPS["perl"] = (".pm", lambda t, k, o: perl_checks(perl_params(t, _root_params(k)), k))
-FIXUPS["nim"] = (".nim", lambda t, k, o: nim_checked_enums(
-    nim_checks(nim_overloadable_enums(t), k)))
+FIXUPS["nim"] = (
+    ".nim",
+    lambda t, k, o: nim_checked_enums(nim_checks(nim_overloadable_enums(t), k)),
+)
 FIXUPS["lua"] = (".lua", lambda t, k, o: lua_check_paths(t, k))
 
 
 # --- JavaScript: exact 64-bit integers, and errors that say where -----------
 
-_JS_BIGINT = '''
+_JS_BIGINT = """
 // lbparse: 64-bit integers are read as BigInt, exact (the runtime's
 // readU8be/readS8be return a Number, which loses precision above 2^53).
 function readBigU8be(io) {
@@ -552,13 +642,17 @@ function readBigS8be(io) {
   var b = io.readBytes(8);
   return new DataView(b.buffer, b.byteOffset, 8).getBigInt64(0);
 }
-'''
+"""
 
 
 def _sixty_four_bit_fields(ksy: dict[str, Any]) -> set[str]:
     specs = [ksy, *ksy.get("types", {}).values()]
-    return {f["id"] for s in specs for f in s.get("seq", [])
-            if f.get("type") in ("u8", "s8", "u8be", "s8be")}
+    return {
+        f["id"]
+        for s in specs
+        for f in s.get("seq", [])
+        if f.get("type") in ("u8", "s8", "u8be", "s8be")
+    }
 
 
 def _expressions(node: Any) -> list[tuple[str, str]]:
@@ -566,8 +660,9 @@ def _expressions(node: Any) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in ("if", "size", "repeat-expr", "value", "pos", "expr") and \
-                    isinstance(value, (str, int)):
+            if key in ("if", "size", "repeat-expr", "value", "pos", "expr") and isinstance(
+                value, (str, int)
+            ):
                 out.append((key, str(value)))
             else:
                 out += _expressions(value)
@@ -615,8 +710,10 @@ def js_bigint(text: str, ksy: dict[str, Any]) -> str:
     for key, expr in _expressions(ksy):
         used = _bigint_conflicts(key, expr, wide)
         if used:
-            raise ExprError(f"{', '.join(sorted(used))} (64-bit) used in expression {expr!r}: "
-                            "cannot read it as BigInt")
+            raise ExprError(
+                f"{', '.join(sorted(used))} (64-bit) used in expression {expr!r}: "
+                "cannot read it as BigInt"
+            )
     if not wide or "readBigU8be" in text:
         return text
     text = re.sub(r"this\._io\.readU8be\(\)", "readBigU8be(this._io)", text)
@@ -628,20 +725,24 @@ def js_bigint(text: str, ksy: dict[str, Any]) -> str:
 def js_error_paths(text: str) -> str:
     """The JS runtime drops the spec path the generated code hands its
     validation errors; keep it as `srcPath` and in the message."""
-    pattern = re.compile(r'throw new KaitaiStream\.(Validation\w+Error)\((.*), '
-                         r'this\._io, "(/[^"]*)"\);')
-    return pattern.sub(lambda m: f'throw withPath(new KaitaiStream.{m.group(1)}({m.group(2)}), '
-                                 f'"{m.group(3)}");', text)
+    pattern = re.compile(
+        r"throw new KaitaiStream\.(Validation\w+Error)\((.*), "
+        r'this\._io, "(/[^"]*)"\);'
+    )
+    return pattern.sub(
+        lambda m: f'throw withPath(new KaitaiStream.{m.group(1)}({m.group(2)}), "{m.group(3)}");',
+        text,
+    )
 
 
-_JS_WITH_PATH = '''
+_JS_WITH_PATH = """
 // lbparse: a failed check says which field of the spec failed.
 function withPath(err, srcPath) {
   err.srcPath = srcPath;
   err.message = srcPath + ": " + err.message;
   return err;
 }
-'''
+"""
 
 
 def js_fixes(text: str, ksy: dict[str, Any]) -> str:

@@ -292,7 +292,7 @@ v0 ReplicationResponse: header_len 8, payload 16 bytes
   leader_epoch 5, high_watermark 9007199254740993, 0 entries
 """
 
-_RUBY = f'''\
+_RUBY = f"""\
 # Reads three envelopes with the generated parser; names come from msg_types.json.
 require 'json'
 require 'liftbridge_envelope'
@@ -317,9 +317,9 @@ names = layout['msg_types'].to_h {{ |m| [m['value'], m] }}
   cl = LiftbridgeCommitlog.new(Kaitai::Struct::Stream.new(env.payload))
   puts "  leader_epoch #{{cl.leader_epoch}}, high_watermark #{{cl.high_watermark}}, #{{cl.entries.size}} entries"
 end
-'''
+"""
 
-_PHP = f'''\
+_PHP = f"""\
 <?php
 // Reads three envelopes with the generated parser; names come from msg_types.json.
 // Usage: php example.php KAITAI_RUNTIME/lib
@@ -350,9 +350,9 @@ foreach (['{_HEX[0]}',
                count($cl->entries()));
     }}
 }}
-'''
+"""
 
-_PERL = f'''\
+_PERL = f"""\
 # Reads three envelopes with the generated parser; names come from msg_types.json.
 use strict;
 use warnings;
@@ -381,7 +381,7 @@ for my $hex (qw({_HEX[0]}
     printf("  leader_epoch %s, high_watermark %s, %d entries\\n", $cl->leader_epoch(), $cl->high_watermark(),
            scalar @{{ $cl->entries() }});
 }}
-'''
+"""
 
 _LUA = f'''\
 -- Reads three envelopes with the generated parser; names come from the generated enums.
@@ -492,153 +492,238 @@ _ERRORS = "A parse error is the runtime's {}; anything else from a parse is a bu
 
 DOCS: dict[str, LangDoc] = {
     "go": LangDoc(
-        "Go", "example/main.go", _GO,
+        "Go",
+        "example/main.go",
+        _GO,
         "# offline (no module proxy): point the module at the runtime and at Debian's x/text\n"
         "go mod edit -replace github.com/kaitai-io/kaitai_struct_go_runtime=$KAITAI_RUNTIME\n"
         "go mod edit -replace golang.org/x/text=/usr/share/gocode/src/golang.org/x/text\n"
         "# (online instead: go mod tidy)\n"
         "GOFLAGS=-mod=mod go run ./example",
         _JSON_OUTPUT,
-        ("The folder is the Go module `liftbridge` (package `liftbridge`); rename it with "
-         "`go mod edit -module` and the package clauses.",
-         _ERRORS.format("`error` from `Read` (a `kaitai.ValidationNotEqualError` & co. with the "
-                        "field's spec path, or an I/O error at the end of the bytes)"),
-         "64-bit fields are `uint64`/`int64`: exact.",
-         "Go's enums are plain integers: `v0_msg_type` of an unknown byte is just that number; "
-         "check it against `msg_types.json`."),
-        ("go",)),
+        (
+            "The folder is the Go module `liftbridge` (package `liftbridge`); rename it with "
+            "`go mod edit -module` and the package clauses.",
+            _ERRORS.format(
+                "`error` from `Read` (a `kaitai.ValidationNotEqualError` & co. with the "
+                "field's spec path, or an I/O error at the end of the bytes)"
+            ),
+            "64-bit fields are `uint64`/`int64`: exact.",
+            "Go's enums are plain integers: `v0_msg_type` of an unknown byte is just that number; "
+            "check it against `msg_types.json`.",
+        ),
+        ("go",),
+    ),
     "javascript": LangDoc(
-        "JavaScript (Node)", "example.js", _JS,
+        "JavaScript (Node)",
+        "example.js",
+        _JS,
         "npm install   # kaitai-struct 0.11, pinned by package.json\nnode example.js",
         _JSON_OUTPUT,
-        ("64-bit fields (`leaderEpoch`, `highWatermark`, the entries' `offset`, `timestamp`, "
-         "`leaderEpoch`) are `BigInt`, exact: lbparse rewrites the compiler's Number reads, "
-         "which lose precision above 2^53. Mix them with Numbers through `BigInt(n)` or "
-         "`Number(b)`.",
-         _ERRORS.format("exception (`KaitaiStream.EOFError`, `ValidationNotEqualError` & co., "
-                        "whose `srcPath` names the field of the spec that failed)"),
-         "An unknown MsgType is not an error of the parser: `layout.msg_types.find(...)` "
-         "gives `undefined`, as the example shows."),
-        ("node",)),
+        (
+            "64-bit fields (`leaderEpoch`, `highWatermark`, the entries' `offset`, `timestamp`, "
+            "`leaderEpoch`) are `BigInt`, exact: lbparse rewrites the compiler's Number reads, "
+            "which lose precision above 2^53. Mix them with Numbers through `BigInt(n)` or "
+            "`Number(b)`.",
+            _ERRORS.format(
+                "exception (`KaitaiStream.EOFError`, `ValidationNotEqualError` & co., "
+                "whose `srcPath` names the field of the spec that failed)"
+            ),
+            "An unknown MsgType is not an error of the parser: `layout.msg_types.find(...)` "
+            "gives `undefined`, as the example shows.",
+        ),
+        ("node",),
+    ),
     "python": LangDoc(
-        "Python", "example.py", _PY,
-        "pip install kaitaistruct==0.11\npython3 example.py", _JSON_OUTPUT,
-        ("lbparse itself (`pip install lbparse`) decodes everything these parsers read, and "
-         "the payloads too; these are for programs that want the bare Kaitai parsers.",
-         _ERRORS.format("`kaitaistruct.KaitaiStructError` or `EOFError`")),
-        ("python3",)),
+        "Python",
+        "example.py",
+        _PY,
+        "pip install kaitaistruct==0.11\npython3 example.py",
+        _JSON_OUTPUT,
+        (
+            "lbparse itself (`pip install lbparse`) decodes everything these parsers read, and "
+            "the payloads too; these are for programs that want the bare Kaitai parsers.",
+            _ERRORS.format("`kaitaistruct.KaitaiStructError` or `EOFError`"),
+        ),
+        ("python3",),
+    ),
     "java": LangDoc(
-        "Java", "Example.java", _JAVA,
+        "Java",
+        "Example.java",
+        _JAVA,
         "javac -d classes $(find $KAITAI_RUNTIME/src/main/java -name '*.java') *.java\n"
         "java -cp classes Example",
         _ENUM_OUTPUT_JAVA,
-        ("The parsers are the package `liftbridge`.",
-         "u8 fields are Java `long`s: above 2^63-1 they read negative; print them with "
-         "`Long.toUnsignedString` (s8 fields are exact as they are).",
-         _ERRORS.format("`KaitaiStream.KaitaiStructError` (checks), `BufferUnderflowException` "
-                        "(a read past the end) or `IllegalArgumentException` (the runtime's "
-                        "substream on fewer bytes than the header block)"),
-         "`header().v0MsgType()` is `null` for a byte not in the table."),
-        ("javac", "java")),
+        (
+            "The parsers are the package `liftbridge`.",
+            "u8 fields are Java `long`s: above 2^63-1 they read negative; print them with "
+            "`Long.toUnsignedString` (s8 fields are exact as they are).",
+            _ERRORS.format(
+                "`KaitaiStream.KaitaiStructError` (checks), `BufferUnderflowException` "
+                "(a read past the end) or `IllegalArgumentException` (the runtime's "
+                "substream on fewer bytes than the header block)"
+            ),
+            "`header().v0MsgType()` is `null` for a byte not in the table.",
+        ),
+        ("javac", "java"),
+    ),
     "cpp": LangDoc(
-        "C++ (STL, C++11)", "example.cpp", _CPP,
+        "C++ (STL, C++11)",
+        "example.cpp",
+        _CPP,
         "g++ -std=c++11 -DKS_STR_ENCODING_ICONV -I$KAITAI_RUNTIME -I. \\\n"
         "    $KAITAI_RUNTIME/kaitai/kaitaistream.cpp *.cpp -o example\n./example",
         _CPP_OUTPUT,
-        (_ERRORS.format("exception: `kaitai::kstruct_error` (checks, with the spec path), "
-                        "`std::ios_base::failure` (a read past the end) or "
-                        "`kaitai::bytes_to_str_error` (a header key that is not UTF-8)"),
-         "`_is_defined_v0_msg_type_t` says whether byte 7 is in the table.",
-         "64-bit fields are `uint64_t`/`int64_t`: exact."),
-        ("g++",)),
+        (
+            _ERRORS.format(
+                "exception: `kaitai::kstruct_error` (checks, with the spec path), "
+                "`std::ios_base::failure` (a read past the end) or "
+                "`kaitai::bytes_to_str_error` (a header key that is not UTF-8)"
+            ),
+            "`_is_defined_v0_msg_type_t` says whether byte 7 is in the table.",
+            "64-bit fields are `uint64_t`/`int64_t`: exact.",
+        ),
+        ("g++",),
+    ),
     "csharp": LangDoc(
-        "C#", "Example.cs", _CSHARP,
+        "C#",
+        "Example.cs",
+        _CSHARP,
         "mcs -out:example.exe $KAITAI_RUNTIME/*.cs *.cs   # or the runtime's NuGet package\n"
         "mono example.exe",
         _ENUM_OUTPUT_CS,
-        ("The namespace is `Kaitai`. Nested types that share a name with a property "
-         "(`Header`, `Layout`) are `HeaderType` and `LayoutType` (C# refuses a member and a "
-         "type of one name).",
-         _ERRORS.format("`KaitaiStructError` (checks) or `EndOfStreamException`"),
-         "`Enum.IsDefined` says whether byte 7 is in the table; 64-bit fields are "
-         "`ulong`/`long`: exact."),
-        ("mcs", "mono")),
+        (
+            "The namespace is `Kaitai`. Nested types that share a name with a property "
+            "(`Header`, `Layout`) are `HeaderType` and `LayoutType` (C# refuses a member and a "
+            "type of one name).",
+            _ERRORS.format("`KaitaiStructError` (checks) or `EndOfStreamException`"),
+            "`Enum.IsDefined` says whether byte 7 is in the table; 64-bit fields are "
+            "`ulong`/`long`: exact.",
+        ),
+        ("mcs", "mono"),
+    ),
     "ruby": LangDoc(
-        "Ruby", "example.rb", _RUBY,
+        "Ruby",
+        "example.rb",
+        _RUBY,
         "ruby -I$KAITAI_RUNTIME/lib -I. example.rb   # or: gem install kaitai-struct -v 0.11",
         _JSON_OUTPUT,
-        (_ERRORS.format("`Kaitai::Struct::KaitaiStructError` or `EOFError`"),
-         "Integers are exact at any size."),
-        ("ruby",)),
+        (
+            _ERRORS.format("`Kaitai::Struct::KaitaiStructError` or `EOFError`"),
+            "Integers are exact at any size.",
+        ),
+        ("ruby",),
+    ),
     "php": LangDoc(
-        "PHP", "example.php", _PHP,
+        "PHP",
+        "example.php",
+        _PHP,
         "php example.php $KAITAI_RUNTIME/lib   # or composer require kaitai-io/kaitai_struct_php_runtime",
         _JSON_OUTPUT,
-        (_ERRORS.format("`Kaitai\\Struct\\Error\\KaitaiError` (its subclasses: checks, end of stream)"),
-         "PHP integers are signed 64-bit: a u8 above 2^63-1 reads negative; `sprintf('%u')` "
-         "prints it exactly."),
-        ("php",)),
+        (
+            _ERRORS.format(
+                "`Kaitai\\Struct\\Error\\KaitaiError` (its subclasses: checks, end of stream)"
+            ),
+            "PHP integers are signed 64-bit: a u8 above 2^63-1 reads negative; `sprintf('%u')` "
+            "prints it exactly.",
+        ),
+        ("php",),
+    ),
     "perl": LangDoc(
-        "Perl", "example.pl", _PERL,
-        "perl -I$KAITAI_RUNTIME/lib -I. example.pl", _JSON_OUTPUT,
-        ("kaitai-struct-compiler 0.11 writes neither the checks nor the `layout` parameter for "
-         "Perl; lbparse adds both from the spec (`LiftbridgeEnvelope->new($io, undef, undef, "
-         "$layout)`), and a failed check dies with `ValidationXError: SPEC PATH: ...`.",
-         _ERRORS.format("`die` with a message: `Requested N bytes, but only M bytes available` "
-                        "or `Validation...Error: ...`"),
-         "64-bit integers are exact on a Perl with 64-bit integers (`perl -V:ivsize` 8)."),
-        ("perl",)),
+        "Perl",
+        "example.pl",
+        _PERL,
+        "perl -I$KAITAI_RUNTIME/lib -I. example.pl",
+        _JSON_OUTPUT,
+        (
+            "kaitai-struct-compiler 0.11 writes neither the checks nor the `layout` parameter for "
+            "Perl; lbparse adds both from the spec (`LiftbridgeEnvelope->new($io, undef, undef, "
+            "$layout)`), and a failed check dies with `ValidationXError: SPEC PATH: ...`.",
+            _ERRORS.format(
+                "`die` with a message: `Requested N bytes, but only M bytes available` "
+                "or `Validation...Error: ...`"
+            ),
+            "64-bit integers are exact on a Perl with 64-bit integers (`perl -V:ivsize` 8).",
+        ),
+        ("perl",),
+    ),
     "lua": LangDoc(
-        "Lua 5.3", "example.lua", _LUA,
-        'LUA_PATH="./?.lua;$KAITAI_RUNTIME/?.lua;;" lua5.3 example.lua', _LUA_OUTPUT,
-        (_ERRORS.format("`error` string (`requested N bytes, but only M bytes available`, or a "
-                        "check's message, which lbparse prefixes with the field's spec path)"),
-         "Lua 5.3 integers are signed 64-bit: s8 fields are exact, a u8 above 2^63-1 reads "
-         "negative (print it with `%u`-like care: `math.ult`).",
-         "`header.v0_msg_type` is `nil` for a byte not in the table."),
-        ("lua5.3",)),
+        "Lua 5.3",
+        "example.lua",
+        _LUA,
+        'LUA_PATH="./?.lua;$KAITAI_RUNTIME/?.lua;;" lua5.3 example.lua',
+        _LUA_OUTPUT,
+        (
+            _ERRORS.format(
+                "`error` string (`requested N bytes, but only M bytes available`, or a "
+                "check's message, which lbparse prefixes with the field's spec path)"
+            ),
+            "Lua 5.3 integers are signed 64-bit: s8 fields are exact, a u8 above 2^63-1 reads "
+            "negative (print it with `%u`-like care: `math.ult`).",
+            "`header.v0_msg_type` is `nil` for a byte not in the table.",
+        ),
+        ("lua5.3",),
+    ),
     "nim": LangDoc(
-        "Nim", "example.nim", _NIM,
-        "nim c -r --hints:off --path:$KAITAI_RUNTIME example.nim", _JSON_OUTPUT,
-        ("kaitai-struct-compiler 0.11 writes no checks for Nim (no `contents`, no `valid`); "
-         "lbparse adds every check of the spec, raising `KaitaiError` with the field's spec "
-         "path. The module enables overloadable enums (three MsgType tables share names).",
-         _ERRORS.format("`KaitaiError` (checks), `IOError` (a number read past the end) or "
-                        "`AssertionDefect` (the runtime's `readBytes` asserts that the bytes are "
-                        "there: catch it, or check lengths first)"),
-         "`v0MsgType` of a byte that is not in the table raises `KaitaiError` (a Nim enum "
-         "cannot hold it; the compiler's conversion raised a `RangeDefect`, lbparse's fixup "
-         "says it as an error). Or look `msgType` up in `msg_types.json`, as the example does.",
-         "64-bit fields are `uint64`/`int64`: exact."),
-        ("nim",)),
+        "Nim",
+        "example.nim",
+        _NIM,
+        "nim c -r --hints:off --path:$KAITAI_RUNTIME example.nim",
+        _JSON_OUTPUT,
+        (
+            "kaitai-struct-compiler 0.11 writes no checks for Nim (no `contents`, no `valid`); "
+            "lbparse adds every check of the spec, raising `KaitaiError` with the field's spec "
+            "path. The module enables overloadable enums (three MsgType tables share names).",
+            _ERRORS.format(
+                "`KaitaiError` (checks), `IOError` (a number read past the end) or "
+                "`AssertionDefect` (the runtime's `readBytes` asserts that the bytes are "
+                "there: catch it, or check lengths first)"
+            ),
+            "`v0MsgType` of a byte that is not in the table raises `KaitaiError` (a Nim enum "
+            "cannot hold it; the compiler's conversion raised a `RangeDefect`, lbparse's fixup "
+            "says it as an error). Or look `msgType` up in `msg_types.json`, as the example does.",
+            "64-bit fields are `uint64`/`int64`: exact.",
+        ),
+        ("nim",),
+    ),
 }
 
 _NO_BUILD = {
-    "rust": ("Rust", "The Rust runtime of Kaitai Struct 0.11 needs the crates `encoding-next`, "
-             "`cp437`, `unicode-segmentation` and `flate2` from crates.io; where crates.io is "
-             "reachable, add the runtime (`kaitai = \"0.11\"`) to a Cargo project with these "
-             "files. lbparse's CI cannot reach crates.io and Debian packages neither "
-             "`encoding-next` nor `cp437`, so this target is generated but not compiled or "
-             "run by lbparse's tests."),
-    "graphviz": ("Graphviz", "Diagrams of the spec's types: `dot -Tsvg liftbridge_envelope.dot "
-                 "-o envelope.svg`."),
+    "rust": (
+        "Rust",
+        "The Rust runtime of Kaitai Struct 0.11 needs the crates `encoding-next`, "
+        "`cp437`, `unicode-segmentation` and `flate2` from crates.io; where crates.io is "
+        'reachable, add the runtime (`kaitai = "0.11"`) to a Cargo project with these '
+        "files. lbparse's CI cannot reach crates.io and Debian packages neither "
+        "`encoding-next` nor `cp437`, so this target is generated but not compiled or "
+        "run by lbparse's tests.",
+    ),
+    "graphviz": (
+        "Graphviz",
+        "Diagrams of the spec's types: `dot -Tsvg liftbridge_envelope.dot -o envelope.svg`.",
+    ),
     "html": ("HTML", "The spec's types as HTML pages: open them in a browser."),
 }
 
 
 def write_docs(lang: str, folder: Path) -> list[Path]:
     """README.md (and the example program) for `lang` in `folder`."""
-    files = sorted(p.name for p in folder.iterdir()
-                   if p.is_file() and p.suffix not in (".json", ".md", ".txt")
-                   and p.name != "go.mod")
+    files = sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix not in (".json", ".md", ".txt") and p.name != "go.mod"
+    )
     doc = DOCS.get(lang)
     if doc is None:
         name, text = _NO_BUILD.get(lang, (lang, ""))
         listing = "".join(f"- `{f}`\n" for f in files)
         path = folder / "README.md"
-        path.write_text(f"# Liftbridge envelope parsers: {name}\n\nGenerated by `lbparse generate "
-                        f"--lang {lang}` from lbparse's spec with kaitai-struct-compiler 0.11.\n\n"
-                        f"{listing}\n{text}\n", encoding="utf-8")
+        path.write_text(
+            f"# Liftbridge envelope parsers: {name}\n\nGenerated by `lbparse generate "
+            f"--lang {lang}` from lbparse's spec with kaitai-struct-compiler 0.11.\n\n"
+            f"{listing}\n{text}\n",
+            encoding="utf-8",
+        )
         return [path]
     example = folder / doc.example
     example.parent.mkdir(parents=True, exist_ok=True)
@@ -647,7 +732,18 @@ def write_docs(lang: str, folder: Path) -> list[Path]:
     fence = {"cpp": "cpp", "csharp": "csharp", "javascript": "js"}.get(lang, lang)
     notes = _md_notes(doc.name, doc.notes)
     readme = folder / "README.md"
-    readme.write_text(_README.format(name=doc.name, lang=lang, files=rows, example=doc.example,
-                                     build=doc.build, fence=fence, source=doc.source,
-                                     output=doc.output, notes=notes), encoding="utf-8")
+    readme.write_text(
+        _README.format(
+            name=doc.name,
+            lang=lang,
+            files=rows,
+            example=doc.example,
+            build=doc.build,
+            fence=fence,
+            source=doc.source,
+            output=doc.output,
+            notes=notes,
+        ),
+        encoding="utf-8",
+    )
     return [readme, example]

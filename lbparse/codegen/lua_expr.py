@@ -15,17 +15,30 @@ from typing import Any
 
 __all__ = ["LuaExpr"]
 
-_TOKEN = re.compile(r"\s*(?:(0x[0-9a-fA-F_]+|\d[\d_]*)"
-                    r"|([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)"
-                    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().!~?:]))")
+_TOKEN = re.compile(
+    r"\s*(?:(0x[0-9a-fA-F_]+|\d[\d_]*)"
+    r"|([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)?)"
+    r"|(==|!=|<=|>=|<<|>>|[-+*/%&|^<>().!~?:]))"
+)
 _BINARY = {  # Kaitai operator -> (precedence, Lua template)
-    "or": (1, "({a} or {b})"), "and": (2, "({a} and {b})"),
-    "==": (4, "({a} == {b})"), "!=": (4, "({a} ~= {b})"), "<": (4, "({a} < {b})"),
-    "<=": (4, "({a} <= {b})"), ">": (4, "({a} > {b})"), ">=": (4, "({a} >= {b})"),
-    "|": (5, "bit32.bor({a}, {b})"), "^": (6, "bit32.bxor({a}, {b})"),
-    "&": (7, "bit32.band({a}, {b})"), "<<": (8, "bit32.lshift({a}, {b})"),
-    ">>": (8, "bit32.rshift({a}, {b})"), "+": (9, "({a} + {b})"), "-": (9, "({a} - {b})"),
-    "*": (10, "({a} * {b})"), "/": (10, "math.floor({a} / {b})"), "%": (10, "({a} % {b})"),
+    "or": (1, "({a} or {b})"),
+    "and": (2, "({a} and {b})"),
+    "==": (4, "({a} == {b})"),
+    "!=": (4, "({a} ~= {b})"),
+    "<": (4, "({a} < {b})"),
+    "<=": (4, "({a} <= {b})"),
+    ">": (4, "({a} > {b})"),
+    ">=": (4, "({a} >= {b})"),
+    "|": (5, "bit32.bor({a}, {b})"),
+    "^": (6, "bit32.bxor({a}, {b})"),
+    "&": (7, "bit32.band({a}, {b})"),
+    "<<": (8, "bit32.lshift({a}, {b})"),
+    ">>": (8, "bit32.rshift({a}, {b})"),
+    "+": (9, "({a} + {b})"),
+    "-": (9, "({a} - {b})"),
+    "*": (10, "({a} * {b})"),
+    "/": (10, "math.floor({a} / {b})"),
+    "%": (10, "({a} % {b})"),
 }
 
 
@@ -102,8 +115,11 @@ class LuaExpr:
 
     def _postfix(self, value: str) -> str:
         """`x.length` (or `.size`) of a byte string: Lua's `#`."""
-        while (self._peek() == "." and self.pos + 1 < len(self.tokens)
-               and self.tokens[self.pos + 1] in ("length", "size")):
+        while (
+            self._peek() == "."
+            and self.pos + 1 < len(self.tokens)
+            and self.tokens[self.pos + 1] in ("length", "size")
+        ):
             self.pos += 2
             value = f"#({value})"
         return value

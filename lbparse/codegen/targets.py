@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import yaml
 
@@ -71,8 +72,15 @@ KAITAI_TARGETS: Mapping[str, str] = {
 }
 LANGUAGES: tuple[str, ...] = (*KAITAI_TARGETS, "wireshark")
 ALIASES: Mapping[str, str] = {
-    "js": "javascript", "node": "javascript", "cpp_stl": "cpp", "c++": "cpp",
-    "cs": "csharp", "c#": "csharp", "dot": "graphviz", "py": "python", "lua-wireshark": "wireshark",
+    "js": "javascript",
+    "node": "javascript",
+    "cpp_stl": "cpp",
+    "c++": "cpp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "dot": "graphviz",
+    "py": "python",
+    "lua-wireshark": "wireshark",
 }
 # The JS API of the compiler cannot set `--go-package` or `--java-package`,
 # and Go source without a package clause does not compile: we add the clauses,
@@ -110,7 +118,9 @@ def resolve_languages(names: Iterable[str]) -> list[str]:
             picked = list(LANGUAGES) if name == "all" else [ALIASES.get(name, name)]
             for lang in picked:
                 if lang not in LANGUAGES:
-                    raise ValueError(f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all")
+                    raise ValueError(
+                        f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all"
+                    )
                 if lang not in out:
                     out.append(lang)
     if not out:
@@ -138,16 +148,18 @@ def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]
         ksc = resources.kaitai_compiler()  # installs it on first use
     except resources.ResourceError as exc:
         raise CodegenError(str(exc)) from None
-    cmd = ["node", str(ksc), ",".join(targets) + ",", str(outdir),
-           *map(str, ksy_files())]
+    cmd = ["node", str(ksc), ",".join(targets) + ",", str(outdir), *map(str, ksy_files())]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=NODE_TIMEOUT)
     except FileNotFoundError:
         raise CodegenError("node not found: the Kaitai compiler runs under Node 20") from None
     if res.returncode != 0:
         raise CodegenError(f"kaitai-struct-compiler failed:\n{res.stderr.strip()}")
-    warnings = [line.removeprefix("warning: ") for line in res.stderr.splitlines()
-                if line.startswith("warning: ")]
+    warnings = [
+        line.removeprefix("warning: ")
+        for line in res.stderr.splitlines()
+        if line.startswith("warning: ")
+    ]
     by_target = {KAITAI_TARGETS[lang]: lang for lang in langs}
     files: dict[str, list[Path]] = {lang: [] for lang in langs}
     for line in res.stdout.splitlines():
@@ -171,7 +183,9 @@ def _fix_options(lang: str, sources: list[Path]) -> dict[str, Any]:
     if lang == "csharp":  # an imported spec's renamed types, as its own file renames them
         options["csharp_renamed"] = {
             p.stem: csharp_clash_names(p.read_text(encoding="utf-8"))
-            for p in sources if p.suffix == ".cs"}
+            for p in sources
+            if p.suffix == ".cs"
+        }
     return options
 
 
@@ -190,9 +204,12 @@ def _fix(lang: str, path: Path, specs: list[dict[str, Any]], options: dict[str, 
 def write_go_mod(folder: Path, package: str = GO_PACKAGE) -> Path:
     """A go.mod naming the runtime, so the folder is a module `go build` takes."""
     path = folder / "go.mod"
-    path.write_text(f"module {package}\n\ngo 1.19\n\nrequire (\n"
-                    f"\t{GO_RUNTIME} {GO_RUNTIME_VERSION}\n"
-                    f"\tgolang.org/x/text {GO_TEXT_VERSION} // indirect\n)\n", encoding="utf-8")
+    path.write_text(
+        f"module {package}\n\ngo 1.19\n\nrequire (\n"
+        f"\t{GO_RUNTIME} {GO_RUNTIME_VERSION}\n"
+        f"\tgolang.org/x/text {GO_TEXT_VERSION} // indirect\n)\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -204,8 +221,13 @@ def write_descriptor_set(out: Path) -> Path:
     for p in protos:
         shutil.copyfile(p, out / p.name)
     desc = out / "lbparse.desc"
-    args = ["protoc", f"-I{SPEC / 'proto'}", f"--descriptor_set_out={desc}", "--include_imports",
-            *map(str, protos)]
+    args = [
+        "protoc",
+        f"-I{SPEC / 'proto'}",
+        f"--descriptor_set_out={desc}",
+        "--include_imports",
+        *map(str, protos),
+    ]
     if protoc.main(args) != 0:
         raise CodegenError("protoc could not build the descriptor set")
     return desc
@@ -229,12 +251,16 @@ def byte7_meaning(raw: Mapping[str, Any]) -> str:
     """What header byte 7 means in a layout, in words, from its table entry."""
     byte7, types = raw.get("byte7"), raw.get("msg_types", {})
     if byte7 == "msg_type":
-        return (f"the MsgType: one of the {len(types)} values in msg_types, which name the "
-                "payload type; any other value is unknown_msg_type")
+        return (
+            f"the MsgType: one of the {len(types)} values in msg_types, which name the "
+            "payload type; any other value is unknown_msg_type"
+        )
     if byte7 == "reserved":
         kinds = " or ".join([raw.get("payload") or "bytes", *raw.get("payload_alternatives", [])])
-        return (f"reserved (not a MsgType; any value is accepted): the payload is {kinds}, "
-                "and the header does not say which")
+        return (
+            f"reserved (not a MsgType; any value is accepted): the payload is {kinds}, "
+            "and the header does not say which"
+        )
     return "no envelope header in this layout: byte 7 is part of the payload"
 
 
@@ -249,8 +275,10 @@ def msg_type_table() -> dict[str, Any]:
     for name, raw in LAYOUTS.items():
         entry = {k: _jsonable(v) for k, v in raw.items() if k != "msg_types"}
         internal = set(raw.get("internal_msg_types", ()))
-        entry["msg_types"] = [{**_msg_type_json(v, mt), "internal": v in internal}
-                              for v, mt in sorted(raw.get("msg_types", {}).items())]
+        entry["msg_types"] = [
+            {**_msg_type_json(v, mt), "internal": v in internal}
+            for v, mt in sorted(raw.get("msg_types", {}).items())
+        ]
         entry["byte7_meaning"] = byte7_meaning(raw)
         layouts[name] = entry
     return {
@@ -275,8 +303,9 @@ def _write_support(folder: Path, desc: Path) -> list[Path]:
         shutil.copyfile(p, fbs / p.name)
         written.append(fbs / p.name)
     table = folder / "msg_types.json"
-    table.write_text(json.dumps(msg_type_table(), indent=2, ensure_ascii=False) + "\n",
-                     encoding="utf-8")
+    table.write_text(
+        json.dumps(msg_type_table(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     written.append(table)
     return written
 
@@ -284,16 +313,20 @@ def _write_support(folder: Path, desc: Path) -> list[Path]:
 def _write_js_package(folder: Path) -> Path:
     """A package.json pinning the Kaitai runtime the generated JS requires."""
     pinned = json.loads((TOOLS / "package.json").read_text(encoding="utf-8"))["dependencies"]
-    pkg = {"name": "liftbridge-kaitai", "private": True,
-           "description": "Kaitai Struct parsers of the Liftbridge envelope, generated by lbparse",
-           "dependencies": {"kaitai-struct": pinned["kaitai-struct"]}}
+    pkg = {
+        "name": "liftbridge-kaitai",
+        "private": True,
+        "description": "Kaitai Struct parsers of the Liftbridge envelope, generated by lbparse",
+        "dependencies": {"kaitai-struct": pinned["kaitai-struct"]},
+    }
     path = folder / "package.json"
     path.write_text(json.dumps(pkg, indent=2) + "\n", encoding="utf-8")
     return path
 
 
-def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None = None
-             ) -> Generated:
+def generate(
+    languages: Iterable[str], outdir: Path | str, *, nest: bool | None = None
+) -> Generated:
     """Write every target of `languages` under `outdir`.
 
     `nest` (default: when more than one target) puts each target in
@@ -314,8 +347,11 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
         compiled, warnings = run_kaitai(kaitai, work / "kaitai") if kaitai else ({}, [])
         # Checks the compiler could not write for a target, written by
         # kaitai_fixups instead, are no longer missing.
-        result.warnings = [w for w in warnings if not any(
-            w.startswith(f"{KAITAI_TARGETS[lang]}: ") for lang in WRITES_CHECKS)]
+        result.warnings = [
+            w
+            for w in warnings
+            if not any(w.startswith(f"{KAITAI_TARGETS[lang]}: ") for lang in WRITES_CHECKS)
+        ]
         for lang in langs:
             folder = outdir / lang if nest else outdir
             folder.mkdir(parents=True, exist_ok=True)
@@ -340,8 +376,7 @@ def generate(languages: Iterable[str], outdir: Path | str, *, nest: bool | None 
                 files.append(_write_js_package(folder))
             files += _write_support(folder, desc)
             files += write_docs(lang, folder)
-            notes = [w for w in result.warnings
-                     if w.startswith(f"{KAITAI_TARGETS.get(lang)}: ")]
+            notes = [w for w in result.warnings if w.startswith(f"{KAITAI_TARGETS.get(lang)}: ")]
             if notes:
                 # Beside the code, so whoever takes the folder sees what is missing.
                 path = folder / "WARNINGS.txt"

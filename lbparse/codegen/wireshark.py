@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 from google.protobuf.descriptor import FieldDescriptor
@@ -42,8 +43,14 @@ from lbparse.codegen.lua_expr import LuaExpr
 from lbparse.codegen.wireshark_lua import LUA_BODY
 from lbparse.errors import KINDS
 
-__all__ = ["DEFAULT_PORT", "FILE_NAME", "PROTO_DIR", "lua_source", "write_dissector",
-           "write_plugin"]
+__all__ = [
+    "DEFAULT_PORT",
+    "FILE_NAME",
+    "PROTO_DIR",
+    "lua_source",
+    "write_dissector",
+    "write_plugin",
+]
 
 SPEC = resources.spec_dir()  # package data of an installed lbparse, or spec/ of a checkout
 ENVELOPE_KSY = SPEC / "envelope.ksy"
@@ -58,18 +65,32 @@ INT_SIZES = {"u1": 1, "u2": 2, "u4": 4, "u8": 8, "s1": 1, "s2": 2, "s4": 4, "s8"
 # NATS subjects besides envelopes, in the shape of spec/raft.ksy's
 # `-nats-subjects` (used only when the spec has no such table).
 FALLBACK_SUBJECTS: tuple[dict[str, str], ...] = (
-    {"pattern": "{ns}.raft.metadata.{node}.request.{inbox}", "kind": "raft_stream",
-     "name": "raft transport stream"},
-    {"pattern": "{ns}.raft.metadata.{node}.accept", "kind": "raft_accept",
-     "name": "raft accept handshake"},
-    {"pattern": "{ns}.raft.metadata.bootstrap", "kind": "bootstrap_probe",
-     "name": "bootstrap probe"},
+    {
+        "pattern": "{ns}.raft.metadata.{node}.request.{inbox}",
+        "kind": "raft_stream",
+        "name": "raft transport stream",
+    },
+    {
+        "pattern": "{ns}.raft.metadata.{node}.accept",
+        "kind": "raft_accept",
+        "name": "raft accept handshake",
+    },
+    {
+        "pattern": "{ns}.raft.metadata.bootstrap",
+        "kind": "bootstrap_probe",
+        "name": "bootstrap probe",
+    },
 )
-FALLBACK_RPC_TYPES = {0: "AppendEntries", 1: "RequestVote", 2: "InstallSnapshot",
-                      3: "TimeoutNow"}
+FALLBACK_RPC_TYPES = {0: "AppendEntries", 1: "RequestVote", 2: "InstallSnapshot", 3: "TimeoutNow"}
 # Placeholders of the subject patterns, as Lua patterns.
-_PLACEHOLDERS = {"ns": "[^.]+", "node": "[^.]+", "nuid": "[^.]+", "stream": "[^.]+",
-                 "partition": "%d+", "inbox": "_INBOX%..+"}
+_PLACEHOLDERS = {
+    "ns": "[^.]+",
+    "node": "[^.]+",
+    "nuid": "[^.]+",
+    "stream": "[^.]+",
+    "partition": "%d+",
+    "inbox": "_INBOX%..+",
+}
 
 
 def _need_kind(kind: str) -> str:
@@ -79,8 +100,15 @@ def _need_kind(kind: str) -> str:
 
 
 def _lua_str(s: str) -> str:
-    return '"' + "".join(c if c.isascii() and (c.isalnum() or c in " _-.:,()/'{}[]<>=+*?!")
-                         else f"\\{b:03d}" for c in s for b in c.encode()) + '"'
+    return (
+        '"'
+        + "".join(
+            c if c.isascii() and (c.isalnum() or c in " _-.:,()/'{}[]<>=+*?!") else f"\\{b:03d}"
+            for c in s
+            for b in c.encode()
+        )
+        + '"'
+    )
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -88,6 +116,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 # --- the envelope: fields in read order ------------------------------------
+
 
 def _check(field: dict[str, Any], tr: LuaExpr, type_name: str) -> str | None:
     """Lua expression of the field's check (`v` the value, `h` the fields read), or None."""
@@ -104,8 +133,11 @@ def _check(field: dict[str, Any], tr: LuaExpr, type_name: str) -> str | None:
     if "eq" in valid:
         parts.append(f"(v == {tr.translate(str(valid['eq']), type_name)})")
     if "any-of" in valid:
-        parts.append("(" + " or ".join(f"v == {tr.translate(str(x), type_name)}"
-                                       for x in valid["any-of"]) + ")")
+        parts.append(
+            "("
+            + " or ".join(f"v == {tr.translate(str(x), type_name)}" for x in valid["any-of"])
+            + ")"
+        )
     if "min" in valid:
         parts.append(f"(v >= {tr.translate(str(valid['min']), type_name)})")
     if "max" in valid:
@@ -135,10 +167,14 @@ def _row(field: dict[str, Any], tr: LuaExpr, type_name: str, offset: int | None)
     else:
         raise ValueError(f"field {field['id']}: not a size the dissector reads")
     cond = tr.translate(str(field["if"]), type_name) if "if" in field else None
-    parts = [f"id = {_lua_str(field['id'])}", f"size = {size}", f"value = {_lua_str(value)}",
-             f"error = {_lua_str(_need_kind(kind)) if kind else 'nil'}",
-             f"check = {_fn('v, h, layout_id', _check(field, tr, type_name))}",
-             f"present = {_fn('h, layout_id', cond)}"]
+    parts = [
+        f"id = {_lua_str(field['id'])}",
+        f"size = {size}",
+        f"value = {_lua_str(value)}",
+        f"error = {_lua_str(_need_kind(kind)) if kind else 'nil'}",
+        f"check = {_fn('v, h, layout_id', _check(field, tr, type_name))}",
+        f"present = {_fn('h, layout_id', cond)}",
+    ]
     if offset is not None:
         parts.append(f"offset = {offset}")
     return "{ " + ", ".join(parts) + " }"
@@ -164,13 +200,15 @@ def seq_lua(ksy: dict[str, Any]) -> str:
 
 # --- layouts, MsgTypes, error kinds ------------------------------------------
 
+
 def layouts_lua(layouts: Mapping[str, Layout]) -> str:
     """`LAYOUTS`, newest first (the order `auto` prefers)."""
     rows = []
     for lay in sorted(layouts.values(), key=lambda x: x.recency):
-        types = "".join(f"[{v}] = {{ name = {_lua_str(mt.name)}, "
-                        f"ptype = {_lua_str(mt.payload_type)} }}, "
-                        for v, mt in sorted(lay.msg_types.items()))
+        types = "".join(
+            f"[{v}] = {{ name = {_lua_str(mt.name)}, ptype = {_lua_str(mt.payload_type)} }}, "
+            for v, mt in sorted(lay.msg_types.items())
+        )
         alts = ", ".join(_lua_str(a) for a in lay.payload_alternatives)
         rows.append(
             f"  {{ name = {_lua_str(lay.name)}, id = {lay.id}, has_header = "
@@ -179,7 +217,8 @@ def layouts_lua(layouts: Mapping[str, Layout]) -> str:
             f"{_lua_str(lay.byte7_name) if lay.byte7_name else 'nil'},\n"
             f"    payload = {_lua_str(lay.default_payload_type or 'bytes')}, "
             f"alternatives = {{ {alts} }}, format = {_lua_str(lay.payload_format)},\n"
-            f"    msg_types = {{ {types}}} }},\n")
+            f"    msg_types = {{ {types}}} }},\n"
+        )
     return "local LAYOUTS = {\n" + "".join(rows) + "}\n"
 
 
@@ -196,8 +235,10 @@ def flag_split(ksy: dict[str, Any]) -> dict[str, str]:
 
 def has_crc_lua(ksy: dict[str, Any]) -> str:
     """`HAS_CRC(h)`: the header's `has_crc` instance, as the spec computes it."""
-    return (f"local function HAS_CRC(h, layout_id) return "
-            f"{LuaExpr(ksy).translate('has_crc', 'header')} end\n")
+    return (
+        f"local function HAS_CRC(h, layout_id) return "
+        f"{LuaExpr(ksy).translate('has_crc', 'header')} end\n"
+    )
 
 
 # --- protobuf field tables (auto's evidence) ---------------------------------
@@ -207,9 +248,17 @@ _VARINT, _I64, _LEN, _I32 = 0, 1, 2, 5
 
 def _wire_types(desc: Any) -> dict[int, set[int | str]]:
     F = FieldDescriptor
-    wire = {F.TYPE_FIXED64: _I64, F.TYPE_SFIXED64: _I64, F.TYPE_DOUBLE: _I64,
-            F.TYPE_FIXED32: _I32, F.TYPE_SFIXED32: _I32, F.TYPE_FLOAT: _I32,
-            F.TYPE_STRING: _LEN, F.TYPE_BYTES: _LEN, F.TYPE_MESSAGE: _LEN}
+    wire = {
+        F.TYPE_FIXED64: _I64,
+        F.TYPE_SFIXED64: _I64,
+        F.TYPE_DOUBLE: _I64,
+        F.TYPE_FIXED32: _I32,
+        F.TYPE_SFIXED32: _I32,
+        F.TYPE_FLOAT: _I32,
+        F.TYPE_STRING: _LEN,
+        F.TYPE_BYTES: _LEN,
+        F.TYPE_MESSAGE: _LEN,
+    }
     out: dict[int, set[int | str]] = {}
     for f in desc.fields:
         w = wire.get(f.type, _VARINT)
@@ -221,28 +270,47 @@ def _wire_types(desc: Any) -> dict[int, set[int | str]]:
 
 def wire_lua(layouts: Mapping[str, Layout]) -> str:
     """`WIRE[type][field number] = {wire types}` for every protobuf payload type."""
-    names = sorted({t for lay in layouts.values() if lay.payload_format == "protobuf"
-                    for t in lay.payload_types if t not in ("raw", "bytes")})
+    names = sorted(
+        {
+            t
+            for lay in layouts.values()
+            if lay.payload_format == "protobuf"
+            for t in lay.payload_types
+            if t not in ("raw", "bytes")
+        }
+    )
     rows = []
     for name in names:
         table = _wire_types(message_class(name).DESCRIPTOR)
-        cells = " ".join("[%d] = { %s }," % (n, ", ".join(
-            f"[{w}] = true" if isinstance(w, int) else f"{w} = true"
-            for w in sorted(ws, key=str))) for n, ws in sorted(table.items()))
+        cells = " ".join(
+            "[%d] = { %s },"
+            % (
+                n,
+                ", ".join(
+                    f"[{w}] = true" if isinstance(w, int) else f"{w} = true"
+                    for w in sorted(ws, key=str)
+                ),
+            )
+            for n, ws in sorted(table.items())
+        )
         rows.append(f"  [{_lua_str(name)}] = {{ {cells} }},\n")
     return "local WIRE = {\n" + "".join(rows) + "}\n"
 
 
 # --- the commit log -----------------------------------------------------------
 
+
 def _struct_row(field: dict[str, Any], tr: LuaExpr, type_name: str, ksy: dict[str, Any]) -> str:
     parts = [f"id = {_lua_str(field['id'])}"]
     ftype = str(field.get("type", ""))
     if ftype in INT_SIZES:
-        parts += ["value = \"int\"", f"size = {INT_SIZES[ftype]}",
-                  f"signed = {'true' if ftype.startswith('s') else 'false'}"]
+        parts += [
+            'value = "int"',
+            f"size = {INT_SIZES[ftype]}",
+            f"signed = {'true' if ftype.startswith('s') else 'false'}",
+        ]
     elif ftype in ksy.get("types", {}):
-        parts += ["value = \"struct\"", f"type = {_lua_str(ftype)}"]
+        parts += ['value = "struct"', f"type = {_lua_str(ftype)}"]
     elif "size" in field:
         parts.append(f"value = {_lua_str('str' if ftype == 'str' else 'bytes')}")
     else:
@@ -250,10 +318,10 @@ def _struct_row(field: dict[str, Any], tr: LuaExpr, type_name: str, ksy: dict[st
     if "size" in field:
         parts.append(f"length = {_fn('h', tr.translate(str(field['size']), type_name))}")
     if field.get("repeat") == "eos":
-        parts.append("rep = \"eos\"")
+        parts.append('rep = "eos"')
     elif field.get("repeat") == "expr":
         count = tr.translate(str(field["repeat-expr"]), type_name)
-        parts.append(f"rep = \"expr\", count = {_fn('h', count)}")
+        parts.append(f'rep = "expr", count = {_fn("h", count)}')
     if "if" in field:
         parts.append(f"present = {_fn('h', tr.translate(str(field['if']), type_name))}")
     check = _check(field, tr, type_name)
@@ -278,8 +346,9 @@ def commitlog_lua(ksy: dict[str, Any]) -> str:
     for name, seq in types.items():
         cells = "".join(f"    {_struct_row(f, tr, name, ksy)},\n" for f in seq)
         rows.append(f"  [{_lua_str(name)}] = {{\n{cells}  }},\n")
-    return (f"local COMMITLOG_ROOT = {_lua_str(root)}\n"
-            "local COMMITLOG = {\n" + "".join(rows) + "}\n")
+    return (
+        f"local COMMITLOG_ROOT = {_lua_str(root)}\nlocal COMMITLOG = {{\n" + "".join(rows) + "}\n"
+    )
 
 
 def commitlog_fields(ksy: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -292,19 +361,29 @@ def commitlog_fields(ksy: dict[str, Any]) -> list[tuple[str, str, str]]:
         for f in seq:
             ftype = f.get("type")
             text = ftype == "str" or f.get("-text") == "go-utf8"
-            kind = ("none" if ftype in types else "string" if text else
-                    ftype if ftype in INT_SIZES else "bytes")
+            kind = (
+                "none"
+                if ftype in types
+                else "string"
+                if text
+                else ftype
+                if ftype in INT_SIZES
+                else "bytes"
+            )
             out.append((f"{prefix}.{f['id']}", kind, f"{name}.{f['id']}"))
     return out
 
 
 def commitlog_fields_lua(ksy: dict[str, Any]) -> str:
-    rows = "".join(f"  {{ {_lua_str(abbr)}, {_lua_str(kind)}, {_lua_str(key)} }},\n"
-                   for abbr, kind, key in commitlog_fields(ksy))
+    rows = "".join(
+        f"  {{ {_lua_str(abbr)}, {_lua_str(kind)}, {_lua_str(key)} }},\n"
+        for abbr, kind, key in commitlog_fields(ksy)
+    )
     return "local COMMITLOG_FIELDS = {\n" + rows + "}\n"
 
 
 # --- what else travels on a cluster's subjects --------------------------------
+
 
 def subjects_and_rpcs() -> tuple[list[dict[str, str]], dict[int, str], str]:
     """The subject table and Raft RPC names: spec/raft.ksy's, or the fallback."""
@@ -313,11 +392,16 @@ def subjects_and_rpcs() -> tuple[list[dict[str, str]], dict[int, str], str]:
         subjects = raft.get("-nats-subjects")
         rpcs = raft.get("enums", {}).get("rpc_type")
         if subjects and rpcs:
-            names = {int(v): (a.get("-name") or a["id"]) if isinstance(a, dict) else str(a)
-                     for v, a in rpcs.items()}
+            names = {
+                int(v): (a.get("-name") or a["id"]) if isinstance(a, dict) else str(a)
+                for v, a in rpcs.items()
+            }
             return list(subjects), names, "spec/raft.ksy"
-    return (list(FALLBACK_SUBJECTS), dict(FALLBACK_RPC_TYPES),
-            "shared/liftbridge/README.md (fallback)")
+    return (
+        list(FALLBACK_SUBJECTS),
+        dict(FALLBACK_RPC_TYPES),
+        "shared/liftbridge/README.md (fallback)",
+    )
 
 
 def _subject_pattern(pattern: str) -> str:
@@ -332,17 +416,23 @@ def _subject_pattern(pattern: str) -> str:
 
 def subjects_lua() -> str:
     subjects, rpcs, source = subjects_and_rpcs()
-    rows = "".join(f"  {{ pattern = {_lua_str(_subject_pattern(s['pattern']))}, kind = "
-                   f"{_lua_str(s['kind'])}, name = {_lua_str(s['name'])} }},\n" for s in subjects)
+    rows = "".join(
+        f"  {{ pattern = {_lua_str(_subject_pattern(s['pattern']))}, kind = "
+        f"{_lua_str(s['kind'])}, name = {_lua_str(s['name'])} }},\n"
+        for s in subjects
+    )
     rpc = "".join(f"[{v}] = {_lua_str(n)}, " for v, n in sorted(rpcs.items()))
-    return (f"-- from {source}\nlocal SUBJECTS = {{\n{rows}}}\n"
-            f"local RPC_TYPES = {{ {rpc}}}\n")
+    return f"-- from {source}\nlocal SUBJECTS = {{\n{rows}}}\nlocal RPC_TYPES = {{ {rpc}}}\n"
 
 
 # --- the whole file -----------------------------------------------------------
 
-def lua_source(ksy_path: Path = ENVELOPE_KSY, layouts: Mapping[str, Layout] | None = None,
-               default_port: int = DEFAULT_PORT) -> str:
+
+def lua_source(
+    ksy_path: Path = ENVELOPE_KSY,
+    layouts: Mapping[str, Layout] | None = None,
+    default_port: int = DEFAULT_PORT,
+) -> str:
     """The whole dissector, as Lua source."""
     ksy = _load(ksy_path)
     commitlog = _load(COMMITLOG_KSY)
@@ -350,21 +440,26 @@ def lua_source(ksy_path: Path = ENVELOPE_KSY, layouts: Mapping[str, Layout] | No
     if not any(lay.has_header for lay in lays.values()):
         raise ValueError("the spec declares no layout with an envelope header")
     split = flag_split(ksy)
-    tables = "".join([
-        f"local DEFAULT_PORT = {int(default_port)}\n",
-        f"local PROTO_DIR = {_lua_str(PROTO_DIR)}\n",
-        "local FLAG_SPLIT = { field = %s, set = %s, clear = %s }\n" % (
-            _lua_str(split["field"]), _lua_str(_need_kind(split["set"])),
-            _lua_str(_need_kind(split["clear"]))),
-        has_crc_lua(ksy),
-        "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in KINDS),
-        seq_lua(ksy),
-        layouts_lua(lays),
-        wire_lua(lays),
-        commitlog_lua(commitlog),
-        commitlog_fields_lua(commitlog),
-        subjects_lua(),
-    ])
+    tables = "".join(
+        [
+            f"local DEFAULT_PORT = {int(default_port)}\n",
+            f"local PROTO_DIR = {_lua_str(PROTO_DIR)}\n",
+            "local FLAG_SPLIT = { field = %s, set = %s, clear = %s }\n"
+            % (
+                _lua_str(split["field"]),
+                _lua_str(_need_kind(split["set"])),
+                _lua_str(_need_kind(split["clear"])),
+            ),
+            has_crc_lua(ksy),
+            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in KINDS),
+            seq_lua(ksy),
+            layouts_lua(lays),
+            wire_lua(lays),
+            commitlog_lua(commitlog),
+            commitlog_fields_lua(commitlog),
+            subjects_lua(),
+        ]
+    )
     return _BANNER.format(src=ksy_path.name) + tables + LUA_BODY
 
 

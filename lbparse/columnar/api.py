@@ -26,7 +26,8 @@ stays light.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from lbparse.codec.limits import Limits  # light, and named in read_capture_arrow's signature
 from lbparse.extras import need
@@ -50,14 +51,33 @@ else:
     pa = _Late(lambda: need("pyarrow"))
     capture = _Late(lambda: need("lbparse.capture"))
 
-__all__ = ["DECODED_COLUMNS_FIRST", "decode_arrow", "decode_tables", "payload_records",
-           "read_capture_arrow", "read_capture_tables"]
+__all__ = [
+    "DECODED_COLUMNS_FIRST",
+    "decode_arrow",
+    "decode_tables",
+    "payload_records",
+    "read_capture_arrow",
+    "read_capture_tables",
+]
 
 # decode_arrow's first columns; then the payload and one struct column per payload type.
-DECODED_COLUMNS_FIRST = ("layout", "layout_confidence", "layout_ambiguous", "layout_reason",
-                         "version", "header_len", "flags", "crc32c", "crc_ok",
-                         "msg_type", "msg_type_name", "payload_type", "error_kind",
-                         "error_message", "warnings")
+DECODED_COLUMNS_FIRST = (
+    "layout",
+    "layout_confidence",
+    "layout_ambiguous",
+    "layout_reason",
+    "version",
+    "header_len",
+    "flags",
+    "crc32c",
+    "crc_ok",
+    "msg_type",
+    "msg_type_name",
+    "payload_type",
+    "error_kind",
+    "error_message",
+    "warnings",
+)
 
 
 def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
@@ -67,9 +87,13 @@ def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
     return decode_arrow.decoder_for(options)
 
 
-def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
-                 layout: str = "v0", *, verify_crc: bool = True,
-                 lenient: bool = False) -> "pa.RecordBatch":
+def decode_arrow(
+    payloads: pa.Array | pa.ChunkedArray | Iterable[bytes | None],
+    layout: str = "v0",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+) -> pa.RecordBatch:
     """Decode many envelopes at once: one row per payload, in order.
 
     `payloads`: a pyarrow binary (or large binary) array, chunked or not, or
@@ -88,9 +112,13 @@ def decode_arrow(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]"
     return cast("pa.RecordBatch", out.select(keep))
 
 
-def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]",
-                  layout: str = "v0", *, verify_crc: bool = True,
-                  lenient: bool = False) -> "dict[str, pa.Table]":
+def decode_tables(
+    payloads: pa.Array | pa.ChunkedArray | Iterable[bytes | None],
+    layout: str = "v0",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+) -> dict[str, pa.Table]:
     """Decode many envelopes at once into narrow tables.
 
     `"messages"`: one row per payload, in input order, `position` its index:
@@ -107,15 +135,17 @@ def decode_tables(payloads: "pa.Array | pa.ChunkedArray | Iterable[bytes | None]
     capture_columns = need("lbparse.columnar.schema").CAPTURE_COLUMNS
     tables_of = need("lbparse.columnar.tables").tables_of
     decoder = _decoder(layout, verify_crc, lenient)
-    tables: dict[str, pa.Table] = tables_of(decoder.decode(payload_records(payloads)),
-                                            keys=("position",))
+    tables: dict[str, pa.Table] = tables_of(
+        decoder.decode(payload_records(payloads)), keys=("position",)
+    )
     have = set(tables["messages"].column_names)  # a set: column_names is a new list each time
     tables["messages"] = tables["messages"].drop_columns(
-        [c for c in capture_columns if c != "position" and c in have])
+        [c for c in capture_columns if c != "position" and c in have]
+    )
     return tables
 
 
-def payload_records(payloads: Any) -> "pa.RecordBatch":
+def payload_records(payloads: Any) -> pa.RecordBatch:
     """The decoder's input for bare payloads (anything `decode_arrow` takes): no
     capture columns, `position` the index."""
     np = need("numpy")
@@ -135,21 +165,27 @@ def payload_records(payloads: Any) -> "pa.RecordBatch":
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def _binary(payloads: Any) -> "pa.Array":
+def _binary(payloads: Any) -> pa.Array:
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks() if payloads.num_chunks != 1 else payloads.chunk(0)
     if not isinstance(payloads, pa.Array):
-        payloads = pa.array(payloads if isinstance(payloads, (list, tuple)) else list(payloads),
-                            pa.binary())
+        payloads = pa.array(
+            payloads if isinstance(payloads, (list, tuple)) else list(payloads), pa.binary()
+        )
     if payloads.type != pa.binary():
         payloads = payloads.cast(pa.binary())  # large_binary: a batch holds < 2 GiB
     return payloads
 
 
-def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
-                       verify_crc: bool = True, lenient: bool = False,
-                       batch_rows: int = 65536,
-                       limits: "Limits | None" = None) -> Iterator["pa.RecordBatch"]:
+def read_capture_arrow(
+    path: str | os.PathLike[str],
+    layout: str = "auto",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    batch_rows: int = 65536,
+    limits: Limits | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The rows `lbparse pipeline` makes of one capture file, as RecordBatches.
 
     One row per NATS message (its capture columns, then decoded as
@@ -165,11 +201,16 @@ def read_capture_arrow(path: "str | os.PathLike[str]", layout: str = "auto", *,
         yield decoded.to_batch()
 
 
-def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
-                        verify_crc: bool = True, lenient: bool = False,
-                        batch_rows: int = 65536, limits: "Limits | None" = None,
-                        on_info: "Callable[[capture.Notice], None] | None" = None
-                        ) -> "Iterator[dict[str, pa.Table]]":
+def read_capture_tables(
+    path: str | os.PathLike[str],
+    layout: str = "auto",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    batch_rows: int = 65536,
+    limits: Limits | None = None,
+    on_info: Callable[[capture.Notice], None] | None = None,
+) -> Iterator[dict[str, pa.Table]]:
     """`read_capture_arrow`'s rows as narrow tables, one dict per batch.
 
     Each dict has `"messages"` (every row of the batch: capture columns,
@@ -205,8 +246,13 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
     connections: set[tuple[str, str]] = set()
     for source in sorted(held.sources()):
         notices: list[capture.Notice] = []
-        for found in grpc.grpc_tables(source, limits=limits, batch_rows=batch_rows,
-                                      found=connections, on_notice=notices.append):
+        for found in grpc.grpc_tables(
+            source,
+            limits=limits,
+            batch_rows=batch_rows,
+            found=connections,
+            on_notice=notices.append,
+        ):
             yield {"messages": empty, **found}
         if on_info is not None:
             for n in notices:
@@ -220,7 +266,7 @@ def read_capture_tables(path: "str | os.PathLike[str]", layout: str = "auto", *,
         yield {"messages": problems}
 
 
-def _positions_after(messages: "pa.Table", after: dict[str, int]) -> None:
+def _positions_after(messages: pa.Table, after: dict[str, int]) -> None:
     """Note, per source, the position after the last of `messages`' rows."""
     if not messages.num_rows:
         return
@@ -231,11 +277,14 @@ def _positions_after(messages: "pa.Table", after: dict[str, int]) -> None:
         after[source] = max(after.get(source, 0), last + 1)
 
 
-def _capture_records(path: "str | os.PathLike[str]", batch_rows: int,
-                     limits: "Limits | None") -> "Iterator[pa.RecordBatch]":
+def _capture_records(
+    path: str | os.PathLike[str], batch_rows: int, limits: Limits | None
+) -> Iterator[pa.RecordBatch]:
     sources = need("lbparse.columnar.sources")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ValueError(f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}")
+        raise ValueError(
+            f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}"
+        )
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an lbparse.Limits; got {type(limits).__name__}")
     options = sources.SourceOptions(batch_rows=batch_rows)

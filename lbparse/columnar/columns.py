@@ -21,10 +21,11 @@ enum's unknown value; uint32/uint64 wrap into int/bigint as Java does.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from functools import cache
 from itertools import chain
 from operator import attrgetter, not_
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,13 +44,18 @@ F = FieldDescriptor
 # protobuf scalar type -> numpy dtype as read, numpy dtype as stored (the
 # unsigned ones wrap into the signed type of the same width, as in Java).
 _NUMERIC: dict[int, tuple[Any, Any]] = {
-    F.TYPE_INT32: (np.int32, np.int32), F.TYPE_SINT32: (np.int32, np.int32),
-    F.TYPE_SFIXED32: (np.int32, np.int32), F.TYPE_UINT32: (np.uint32, np.int32),
+    F.TYPE_INT32: (np.int32, np.int32),
+    F.TYPE_SINT32: (np.int32, np.int32),
+    F.TYPE_SFIXED32: (np.int32, np.int32),
+    F.TYPE_UINT32: (np.uint32, np.int32),
     F.TYPE_FIXED32: (np.uint32, np.int32),
-    F.TYPE_INT64: (np.int64, np.int64), F.TYPE_SINT64: (np.int64, np.int64),
-    F.TYPE_SFIXED64: (np.int64, np.int64), F.TYPE_UINT64: (np.uint64, np.int64),
+    F.TYPE_INT64: (np.int64, np.int64),
+    F.TYPE_SINT64: (np.int64, np.int64),
+    F.TYPE_SFIXED64: (np.int64, np.int64),
+    F.TYPE_UINT64: (np.uint64, np.int64),
     F.TYPE_FIXED64: (np.uint64, np.int64),
-    F.TYPE_FLOAT: (np.float32, np.float32), F.TYPE_DOUBLE: (np.float64, np.float64),
+    F.TYPE_FLOAT: (np.float32, np.float32),
+    F.TYPE_DOUBLE: (np.float64, np.float64),
     F.TYPE_BOOL: (np.bool_, np.bool_),
 }
 
@@ -76,8 +82,9 @@ def _numeric(fd: FieldDescriptor, typ: pa.DataType, nullable_default: bool) -> B
     return build
 
 
-def _values(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool
-            ) -> Callable[[list[Any]], pa.Array]:
+def _values(
+    fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool
+) -> Callable[[list[Any]], pa.Array]:
     """Builds an array of plain field values (repeated elements, map keys/values)."""
     if fd.type in _NUMERIC:
         read, store = _NUMERIC[fd.type]
@@ -118,8 +125,9 @@ def _field(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool) -> Build:
             seqs = list(map(get, msgs))
             offsets = np.zeros(len(seqs) + 1, np.int32)
             np.cumsum(np.fromiter(map(len, seqs), np.int32, count=len(seqs)), out=offsets[1:])
-            return pa.ListArray.from_arrays(pa.array(offsets),
-                                            values(list(chain.from_iterable(seqs))), type=typ)
+            return pa.ListArray.from_arrays(
+                pa.array(offsets), values(list(chain.from_iterable(seqs))), type=typ
+            )
 
         return build_list
     if mt is not None:
@@ -149,8 +157,7 @@ def _field(fd: FieldDescriptor, typ: pa.DataType, emit_defaults: bool) -> Build:
     return _field_without_presence(fd, typ, nullable_default=not emit_defaults)
 
 
-def _field_without_presence(fd: FieldDescriptor, typ: pa.DataType, nullable_default: bool
-                            ) -> Build:
+def _field_without_presence(fd: FieldDescriptor, typ: pa.DataType, nullable_default: bool) -> Build:
     if fd.type in _NUMERIC:
         return _numeric(fd, typ, nullable_default)
     get = attrgetter(fd.name)
@@ -175,8 +182,9 @@ def _field_without_presence(fd: FieldDescriptor, typ: pa.DataType, nullable_defa
 class StructBuilder:
     """Builds the struct column of one message type from decoded messages."""
 
-    def __init__(self, descriptor: Descriptor, arrow_type: pa.StructType,
-                 emit_defaults: bool = False) -> None:
+    def __init__(
+        self, descriptor: Descriptor, arrow_type: pa.StructType, emit_defaults: bool = False
+    ) -> None:
         self.descriptor = descriptor
         self.type = arrow_type
         # Spark drops fields (empty messages); the Arrow type says which remain.
@@ -190,14 +198,16 @@ class StructBuilder:
         return pa.StructArray.from_arrays([b(msgs) for b in self.builds], fields=self.fields)
 
 
-@lru_cache(maxsize=None)
-def struct_builder(descriptor: Descriptor, arrow_type: pa.StructType,
-                   emit_defaults: bool = False) -> StructBuilder:
+@cache
+def struct_builder(
+    descriptor: Descriptor, arrow_type: pa.StructType, emit_defaults: bool = False
+) -> StructBuilder:
     """One builder per message type and options in a process, made on first use."""
     return StructBuilder(descriptor, arrow_type, emit_defaults)
 
 
 # -- ReplicationResponse (not protobuf) ----------------------------------------
+
 
 def _u64(vals: list[int]) -> np.ndarray:
     return np.fromiter(vals, np.uint64, count=len(vals)).view(np.int64)
@@ -211,8 +221,9 @@ class ReplicationResponseBuilder:
         self.fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
         entries = arrow_type.field("entries").type
         self.entries_type = entries
-        self.entry_fields = [entries.value_type.field(i)
-                             for i in range(entries.value_type.num_fields)]
+        self.entry_fields = [
+            entries.value_type.field(i) for i in range(entries.value_type.num_fields)
+        ]
         self.headers_type = entries.value_type.field("headers").type
 
     def build(self, rrs: Sequence[Any]) -> pa.StructArray:
@@ -221,12 +232,19 @@ class ReplicationResponseBuilder:
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(np.fromiter(map(len, es), np.int32, count=n), out=offsets[1:])
         flat = list(chain.from_iterable(es))
-        entries = pa.ListArray.from_arrays(pa.array(offsets), self._entries(flat),
-                                           type=self.entries_type)
-        return pa.StructArray.from_arrays([
-            pa.array(np.fromiter((r.leader_epoch for r in rrs), np.uint64, count=n).view(np.int64)),
-            pa.array(np.fromiter((r.high_watermark for r in rrs), np.int64, count=n)),
-            entries], fields=self.fields)
+        entries = pa.ListArray.from_arrays(
+            pa.array(offsets), self._entries(flat), type=self.entries_type
+        )
+        return pa.StructArray.from_arrays(
+            [
+                pa.array(
+                    np.fromiter((r.leader_epoch for r in rrs), np.uint64, count=n).view(np.int64)
+                ),
+                pa.array(np.fromiter((r.high_watermark for r in rrs), np.int64, count=n)),
+                entries,
+            ],
+            fields=self.fields,
+        )
 
     def _entries(self, flat: list[Any]) -> pa.StructArray:
         hs = [e.headers for e in flat]
@@ -236,10 +254,15 @@ class ReplicationResponseBuilder:
         hstruct = self.headers_type.value_type
         headers = pa.ListArray.from_arrays(
             pa.array(h_off),
-            pa.StructArray.from_arrays([pa.array([k for k, _ in pairs], pa.string()),
-                                        pa.array([v for _, v in pairs], pa.binary())],
-                                       fields=[hstruct.field(0), hstruct.field(1)]),
-            type=self.headers_type)
+            pa.StructArray.from_arrays(
+                [
+                    pa.array([k for k, _ in pairs], pa.string()),
+                    pa.array([v for _, v in pairs], pa.binary()),
+                ],
+                fields=[hstruct.field(0), hstruct.field(1)],
+            ),
+            type=self.headers_type,
+        )
         cols = {
             "offset": pa.array(_u64([e.offset for e in flat])),
             "timestamp": pa.array([e.timestamp for e in flat], pa.int64()),
@@ -253,12 +276,17 @@ class ReplicationResponseBuilder:
             "value": pa.array([e.value for e in flat], pa.binary()),
             "headers": headers,
         }
-        return pa.StructArray.from_arrays([cols[f.name] for f in self.entry_fields],
-                                          fields=self.entry_fields)
+        return pa.StructArray.from_arrays(
+            [cols[f.name] for f in self.entry_fields], fields=self.entry_fields
+        )
 
 
-def builder_for(payload_type: str, arrow_type: pa.StructType, cls: type[ProtoMessage] | None,
-                emit_defaults: bool = False) -> Any:
+def builder_for(
+    payload_type: str,
+    arrow_type: pa.StructType,
+    cls: type[ProtoMessage] | None,
+    emit_defaults: bool = False,
+) -> Any:
     """The builder of a payload type's struct column (`cls`: its protobuf class)."""
     if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)

@@ -74,13 +74,23 @@ def _width(fmt: str) -> int:
 _BODY_MIN = BODY_HEAD.size + _width(_VALUE_LEN) + _width(_HEADER_COUNT)
 
 
-def _binary(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.ndarray | None,
-            typ: pa.DataType) -> pa.Array:
+def _binary(
+    data: np.ndarray,
+    starts: np.ndarray,
+    lens: np.ndarray,
+    null: np.ndarray | None,
+    typ: pa.DataType,
+) -> pa.Array:
     return slices(data, starts, np.where(lens < 0, 0, lens), null, typ)
 
 
-def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray,
-                       ends: np.ndarray, native: bool = True) -> tuple[pa.StructArray, np.ndarray]:
+def decode_replication(
+    arrow_type: pa.StructType,
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    native: bool = True,
+) -> tuple[pa.StructArray, np.ndarray]:
     """The payloads as a struct column (null where left to lbparse), and `ok`."""
     if native and _kernels is not None:
         return _native(arrow_type, data, starts, ends)
@@ -94,9 +104,27 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
     rows = np.flatnonzero(ok)
     pos = starts[rows] + REPLICATION_PREFIX.size
     end = ends[rows]
-    ent: dict[str, list[np.ndarray]] = {n: [] for n in (
-        "row", "offset", "timestamp", "epoch", "size", "crc", "magic", "attributes",
-        "kstart", "klen", "vstart", "vlen", "hstart", "hend", "body", "bend")}
+    ent: dict[str, list[np.ndarray]] = {
+        n: []
+        for n in (
+            "row",
+            "offset",
+            "timestamp",
+            "epoch",
+            "size",
+            "crc",
+            "magic",
+            "attributes",
+            "kstart",
+            "klen",
+            "vstart",
+            "vlen",
+            "hstart",
+            "hend",
+            "body",
+            "bend",
+        )
+    }
     for _ in range(MAX_ENTRIES):
         live = pos < end
         rows, pos, end = rows[live], pos[live], end[live]
@@ -130,16 +158,27 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
         ok[rows[~good]] = False
         keep = good
         ent["row"].append(rows[keep])
-        for name, field in (("offset", "offset"), ("timestamp", "timestamp"),
-                            ("epoch", "leader_epoch")):
+        for name, field in (
+            ("offset", "offset"),
+            ("timestamp", "timestamp"),
+            ("epoch", "leader_epoch"),
+        ):
             ent[name].append(_read(data, pos[keep] + _ENTRY[field].offset, _ENTRY[field].format))
         ent["size"].append(bend[keep] - body[keep])
         ent["crc"].append(_read(data, body[keep] + _BODY["crc32c"].offset, _BODY["crc32c"].format))
         for name in ("magic", "attributes"):
-            ent[name].append(_read(data, body[keep] + _BODY[name].offset,
-                                   _BODY[name].format).astype(np.int32))
-        for name, v in (("kstart", kstart), ("klen", klen), ("vstart", vstart), ("vlen", vlen),
-                        ("hstart", hstart), ("body", body), ("bend", bend)):
+            ent[name].append(
+                _read(data, body[keep] + _BODY[name].offset, _BODY[name].format).astype(np.int32)
+            )
+        for name, v in (
+            ("kstart", kstart),
+            ("klen", klen),
+            ("vstart", vstart),
+            ("vlen", vlen),
+            ("hstart", hstart),
+            ("body", body),
+            ("bend", bend),
+        ):
             ent[name].append(v[keep])
         ent["hend"].append(np.maximum(hcount[keep], 0))  # the count, for now
         rows, pos, end = rows[keep], bend[keep], end[keep]
@@ -161,14 +200,18 @@ def decode_replication(arrow_type: pa.StructType, data: np.ndarray, starts: np.n
     return _assemble(arrow_type, data, k, ok, epoch, hw, {n: v[sel] for n, v in e.items()}, h)
 
 
-def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray
-             ) -> dict[str, np.ndarray]:
+def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray) -> dict[str, np.ndarray]:
     """Every entry's headers (key and value ranges, by entry); marks payloads not ok."""
     count = e["hend"]
     p = e["hstart"].copy()
     bend = e["bend"]
-    out: dict[str, list[np.ndarray]] = {"entry": [], "kstart": [], "klen": [], "vstart": [],
-                                        "vlen": []}
+    out: dict[str, list[np.ndarray]] = {
+        "entry": [],
+        "kstart": [],
+        "klen": [],
+        "vstart": [],
+        "vlen": [],
+    }
     ents = np.flatnonzero(count > 0)
     for j in range(MAX_HEADERS):
         ents = ents[count[ents] > j]
@@ -187,8 +230,13 @@ def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray
         good &= (hv >= 0) & (vs + hv <= bend[ents])
         ok[e["row"][ents[~good]]] = False
         ents, ks, hk, vs, hv = ents[good], ks[good], hk[good], vs[good], hv[good]
-        for name, v in (("entry", ents), ("kstart", ks), ("klen", hk), ("vstart", vs),
-                        ("vlen", hv)):
+        for name, v in (
+            ("entry", ents),
+            ("kstart", ks),
+            ("klen", hk),
+            ("vstart", vs),
+            ("vlen", hv),
+        ):
             out[name].append(v)
         p[ents] = vs + hv
     else:
@@ -199,9 +247,16 @@ def _headers(data: np.ndarray, e: dict[str, np.ndarray], ok: np.ndarray
     return {n: (np.concatenate(v) if v else np.zeros(0, np.int64)) for n, v in out.items()}
 
 
-def _assemble(arrow_type: pa.StructType, data: np.ndarray, k: int, ok: np.ndarray,
-              epoch: np.ndarray, hw: np.ndarray, e: dict[str, np.ndarray],
-              h: dict[str, np.ndarray]) -> tuple[pa.StructArray, np.ndarray]:
+def _assemble(
+    arrow_type: pa.StructType,
+    data: np.ndarray,
+    k: int,
+    ok: np.ndarray,
+    epoch: np.ndarray,
+    hw: np.ndarray,
+    e: dict[str, np.ndarray],
+    h: dict[str, np.ndarray],
+) -> tuple[pa.StructArray, np.ndarray]:
     """The struct column from the entries (in payload order) and their headers."""
     entries_type = arrow_type.field("entries").type
     entry_type = entries_type.value_type
@@ -212,45 +267,70 @@ def _assemble(arrow_type: pa.StructType, data: np.ndarray, k: int, ok: np.ndarra
     try:
         keys = keys.cast(pa.string())
     except pa.ArrowInvalid:  # a key that is not UTF-8: lbparse refuses the payload
-        bad_entries = [int(he[i]) for i, v in enumerate(keys.to_pylist())
-                       if _not_utf8(v)]
+        bad_entries = [int(he[i]) for i, v in enumerate(keys.to_pylist()) if _not_utf8(v)]
         ok[e["row"][bad_entries]] = False
         keys = pa.array([v.decode("utf-8", "replace") for v in keys.to_pylist()], pa.string())
     h_off = np.zeros(m + 1, np.int32)
     np.cumsum(np.bincount(he, minlength=m), out=h_off[1:])
     hstruct = headers_type.value_type
     headers = pa.ListArray.from_arrays(
-        pa.array(h_off), pa.StructArray.from_arrays(
+        pa.array(h_off),
+        pa.StructArray.from_arrays(
             [keys, _binary(data, h["vstart"], h["vlen"], None, pa.binary())],
-            fields=[hstruct.field(0), hstruct.field(1)]), type=headers_type)
+            fields=[hstruct.field(0), hstruct.field(1)],
+        ),
+        type=headers_type,
+    )
     mv = memoryview(np.ascontiguousarray(data).data)
-    crc_ok = np.fromiter(map(_crc32c.crc32c, map(mv.__getitem__, map(
-        slice, (e["body"] + _BODY["crc32c"].size).tolist(), e["bend"].tolist()))), np.int64,
-        count=m) == e["crc"]  # the CRC covers the body after itself
+    crc_ok = (
+        np.fromiter(
+            map(
+                _crc32c.crc32c,
+                map(
+                    mv.__getitem__,
+                    map(slice, (e["body"] + _BODY["crc32c"].size).tolist(), e["bend"].tolist()),
+                ),
+            ),
+            np.int64,
+            count=m,
+        )
+        == e["crc"]
+    )  # the CRC covers the body after itself
     numbers = {
-        "offset": e["offset"], "timestamp": e["timestamp"], "leader_epoch": e["epoch"],
-        "size": e["size"], "crc32c": e["crc"], "crc_ok": crc_ok, "magic": e["magic"],
+        "offset": e["offset"],
+        "timestamp": e["timestamp"],
+        "leader_epoch": e["epoch"],
+        "size": e["size"],
+        "crc32c": e["crc"],
+        "crc_ok": crc_ok,
+        "magic": e["magic"],
         "attributes": e["attributes"],
     }
     fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
     # Every column typed by its field, not by numpy's dtype: a batch without
     # entries has empty int64 arrays where the schema says int32 (issue #12).
     cols = {f.name: pa.array(numbers[f.name], f.type) for f in fields if f.name in numbers}
-    cols.update({
-        "key": _binary(data, e["kstart"], e["klen"], e["klen"] < 0, pa.binary()),
-        "value": _binary(data, e["vstart"], e["vlen"], e["vlen"] < 0, pa.binary()),
-        "headers": headers,
-    })
+    cols.update(
+        {
+            "key": _binary(data, e["kstart"], e["klen"], e["klen"] < 0, pa.binary()),
+            "value": _binary(data, e["vstart"], e["vlen"], e["vlen"] < 0, pa.binary()),
+            "headers": headers,
+        }
+    )
     entries = pa.StructArray.from_arrays([cols[f.name] for f in fields], fields=fields)
     e_off = np.zeros(k + 1, np.int32)
     np.cumsum(np.bincount(e["row"], minlength=k), out=e_off[1:])
     top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
     values = {"leader_epoch": epoch, "high_watermark": hw}
-    children = [pa.array(values[f.name], f.type) if f.name in values else
-                pa.ListArray.from_arrays(pa.array(e_off), entries, type=entries_type)
-                for f in top]
-    arr = pa.StructArray.from_arrays(children, fields=top,
-                                     mask=pa.array(~ok) if not ok.all() else None)
+    children = [
+        pa.array(values[f.name], f.type)
+        if f.name in values
+        else pa.ListArray.from_arrays(pa.array(e_off), entries, type=entries_type)
+        for f in top
+    ]
+    arr = pa.StructArray.from_arrays(
+        children, fields=top, mask=pa.array(~ok) if not ok.all() else None
+    )
     return arr, ok
 
 
@@ -271,15 +351,27 @@ def _field(fmt: str, offset: int = 0) -> tuple[int, int, int]:
 def layout() -> tuple[Any, ...]:
     """The commit-log layout as `_kernels.replication` takes it (lbparse.codec.wire's
     facts, and this module's limits)."""
+
     def at(part: Any, name: str) -> tuple[int, int, int]:
         return _field(part[name].format, part[name].offset)
 
-    return ((at(_RR, "leader_epoch"), at(_RR, "high_watermark")),
-            tuple(at(_ENTRY, n) for n in ("offset", "timestamp", "leader_epoch", "size")),
-            tuple(at(_BODY, n) for n in ("crc32c", "magic", "attributes", "key_len")),
-            _field(_VALUE_LEN), _field(_HEADER_COUNT), _field(_HKEY_LEN), _field(_HVALUE_LEN),
-            REPLICATION_PREFIX.size, ENTRY_HEAD.size, BODY_HEAD.size, _BODY_MIN, NIL_LENGTH,
-            _BODY["crc32c"].size, MAX_ENTRIES, MAX_HEADERS)
+    return (
+        (at(_RR, "leader_epoch"), at(_RR, "high_watermark")),
+        tuple(at(_ENTRY, n) for n in ("offset", "timestamp", "leader_epoch", "size")),
+        tuple(at(_BODY, n) for n in ("crc32c", "magic", "attributes", "key_len")),
+        _field(_VALUE_LEN),
+        _field(_HEADER_COUNT),
+        _field(_HKEY_LEN),
+        _field(_HVALUE_LEN),
+        REPLICATION_PREFIX.size,
+        ENTRY_HEAD.size,
+        BODY_HEAD.size,
+        _BODY_MIN,
+        NIL_LENGTH,
+        _BODY["crc32c"].size,
+        MAX_ENTRIES,
+        MAX_HEADERS,
+    )
 
 
 @lru_cache(maxsize=4)
@@ -299,21 +391,45 @@ def _bits(flags: bytes, n: int) -> tuple[pa.Buffer | None, int]:
 
 
 def _numbers(typ: pa.DataType, raw: bytes, width: int, n: int) -> pa.Array:
-    arr = pa.Array.from_buffers(pa.int64() if width == 8 else pa.int32(), n,
-                                [None, pa.py_buffer(raw)])
+    arr = pa.Array.from_buffers(
+        pa.int64() if width == 8 else pa.int32(), n, [None, pa.py_buffer(raw)]
+    )
     return arr if arr.type == typ else arr.cast(typ)
 
 
-def _native(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
-            ) -> tuple[pa.StructArray, np.ndarray]:
+def _native(
+    arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[pa.StructArray, np.ndarray]:
     """decode_replication by `_kernels.replication` (one C pass), as Arrow from its buffers."""
     assert _kernels is not None
     k = len(starts)
     ok_b, epoch, hw, e_off, c = _kernels.replication(
-        np.ascontiguousarray(data, np.uint8), np.ascontiguousarray(starts, np.int64),
-        np.ascontiguousarray(ends, np.int64), _layout_cached(MAX_ENTRIES, MAX_HEADERS))
-    (offset, timestamp, e_epoch, size, crc, crc_ok, magic, attributes, key_valid, key_off, key,
-     val_valid, val_off, val, h_off, hk_off, hk, hv_off, hv) = c
+        np.ascontiguousarray(data, np.uint8),
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+        _layout_cached(MAX_ENTRIES, MAX_HEADERS),
+    )
+    (
+        offset,
+        timestamp,
+        e_epoch,
+        size,
+        crc,
+        crc_ok,
+        magic,
+        attributes,
+        key_valid,
+        key_off,
+        key,
+        val_valid,
+        val_off,
+        val,
+        h_off,
+        hk_off,
+        hk,
+        hv_off,
+        hv,
+    ) = c
     m = len(offset) // 8
     nh = len(hk_off) // 4 - 1
     entries_type = arrow_type.field("entries").type
@@ -322,14 +438,26 @@ def _native(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, end
     hstruct = headers_type.value_type
     hkeys = pa.Array.from_buffers(hstruct.field(0).type, nh, [None, _buffer(hk_off), _buffer(hk)])
     hvals = pa.Array.from_buffers(hstruct.field(1).type, nh, [None, _buffer(hv_off), _buffer(hv)])
-    headers = pa.Array.from_buffers(headers_type, m, [None, _buffer(h_off)], children=[
-        pa.StructArray.from_arrays([hkeys, hvals], fields=[hstruct.field(0), hstruct.field(1)])])
+    headers = pa.Array.from_buffers(
+        headers_type,
+        m,
+        [None, _buffer(h_off)],
+        children=[
+            pa.StructArray.from_arrays([hkeys, hvals], fields=[hstruct.field(0), hstruct.field(1)])
+        ],
+    )
     kbits, knulls = _bits(key_valid, m)
     vbits, vnulls = _bits(val_valid, m)
     okbits, _ = _bits(crc_ok, m)
     cols = {
-        "offset": (offset, 8), "timestamp": (timestamp, 8), "leader_epoch": (e_epoch, 8),
-        "size": (size, 8), "crc32c": (crc, 8), "magic": (magic, 4), "attributes": (attributes, 4)}
+        "offset": (offset, 8),
+        "timestamp": (timestamp, 8),
+        "leader_epoch": (e_epoch, 8),
+        "size": (size, 8),
+        "crc32c": (crc, 8),
+        "magic": (magic, 4),
+        "attributes": (attributes, 4),
+    }
     fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
     arrays = []
     for f in fields:
@@ -339,22 +467,36 @@ def _native(arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, end
         elif f.name == "crc_ok":
             arrays.append(pa.Array.from_buffers(pa.bool_(), m, [None, okbits]))
         elif f.name == "key":
-            arrays.append(pa.Array.from_buffers(f.type, m, [kbits if knulls else None,
-                                                            _buffer(key_off), _buffer(key)],
-                                                null_count=knulls))
+            arrays.append(
+                pa.Array.from_buffers(
+                    f.type,
+                    m,
+                    [kbits if knulls else None, _buffer(key_off), _buffer(key)],
+                    null_count=knulls,
+                )
+            )
         elif f.name == "value":
-            arrays.append(pa.Array.from_buffers(f.type, m, [vbits if vnulls else None,
-                                                            _buffer(val_off), _buffer(val)],
-                                                null_count=vnulls))
+            arrays.append(
+                pa.Array.from_buffers(
+                    f.type,
+                    m,
+                    [vbits if vnulls else None, _buffer(val_off), _buffer(val)],
+                    null_count=vnulls,
+                )
+            )
         else:
             arrays.append(headers)
     entries = pa.StructArray.from_arrays(arrays, fields=fields)
     ok = np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
     top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
     values = {"leader_epoch": epoch, "high_watermark": hw}
-    children = [_numbers(f.type, values[f.name], 8, k) if f.name in values else
-                pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
-                for f in top]
-    arr = pa.StructArray.from_arrays(children, fields=top,
-                                     mask=pa.array(~ok) if not ok.all() else None)
+    children = [
+        _numbers(f.type, values[f.name], 8, k)
+        if f.name in values
+        else pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
+        for f in top
+    ]
+    arr = pa.StructArray.from_arrays(
+        children, fields=top, mask=pa.array(~ok) if not ok.all() else None
+    )
     return arr, ok

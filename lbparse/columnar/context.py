@@ -22,9 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lbparse.codec.api import decode
-from lbparse.codec.generation import (CONTESTED, INBOX, NEWEST, GenerationContext, connection_key,
-                                      scopes)
-
+from lbparse.codec.generation import (
+    CONTESTED,
+    INBOX,
+    NEWEST,
+    GenerationContext,
+    connection_key,
+    scopes,
+)
 
 
 class ContextDecoder(Protocol):
@@ -35,8 +40,10 @@ class ContextDecoder(Protocol):
     layouts: Any
     auto_decisions: dict[int, Any]
 
-    def redecode(self, rows: Any, i: int, layout: str, b: bytes, e: int,
-                 scope: str = ...) -> None: ...
+    def redecode(
+        self, rows: Any, i: int, layout: str, b: bytes, e: int, scope: str = ...
+    ) -> None: ...
+
 
 __all__ = ["ContextDecoder", "apply_context", "message_count"]
 
@@ -47,14 +54,22 @@ def message_count(records: pa.RecordBatch) -> int:
     return int(records.num_rows) - problems
 
 
-def apply_context(dec: ContextDecoder, ctx: GenerationContext, base: int,
-                  records: pa.RecordBatch, rows: Any, fast: np.ndarray, preset: np.ndarray,
-                  hdr: dict[str, np.ndarray], buffers: tuple[np.ndarray, ...]) -> None:
+def apply_context(
+    dec: ContextDecoder,
+    ctx: GenerationContext,
+    base: int,
+    records: pa.RecordBatch,
+    rows: Any,
+    fast: np.ndarray,
+    preset: np.ndarray,
+    hdr: dict[str, np.ndarray],
+    buffers: tuple[np.ndarray, ...],
+) -> None:
     """Note the batch's proof in `ctx`; resolve its ambiguous rows by it."""
     n = records.num_rows
     index = base + np.cumsum(~preset) - 1  # each message's index in the unit
     _window(ctx, index, preset, hdr["lens"])
-    proof = np.full(n, -1, np.int8)        # 0: the newest layout; 1: another (rows.proofs)
+    proof = np.full(n, -1, np.int8)  # 0: the newest layout; 1: another (rows.proofs)
     proof[fast & ~np.isin(rows.msg_type, list(CONTESTED))] = 0
     for i in rows.proofs:
         proof[i] = 1
@@ -72,8 +87,9 @@ def apply_context(dec: ContextDecoder, ctx: GenerationContext, base: int,
         _settle(dec, ctx, index, rows, buffers, src, dst, subject)
 
 
-def _window(ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens: np.ndarray
-            ) -> None:
+def _window(
+    ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens: np.ndarray
+) -> None:
     """Where the unit's window ends (generation.GenerationContext.outside), from
     its messages' payload lengths. Batches come in order: the messages and
     payload bytes so far are kept on the context (`index`, `offset`), as the
@@ -92,23 +108,41 @@ def _window(ctx: GenerationContext, index: np.ndarray, preset: np.ndarray, lens:
             ctx.window_end = int(index[msg][out[0]])
 
 
-def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: Any,
-          src: pa.Array, dst: pa.Array, subject: pa.Array) -> None:
+def _note(
+    ctx: GenerationContext,
+    index: np.ndarray,
+    proof: np.ndarray,
+    rows: Any,
+    src: pa.Array,
+    dst: pa.Array,
+    subject: pa.Array,
+) -> None:
     """The first index of each proven layout per scope (grouped, not row by row)."""
     sel = np.flatnonzero(proof >= 0)
     take = pa.array(sel)
     s, d = src.take(take), dst.take(take)
     first = pc.less_equal(s, d)
-    layouts = [NEWEST if p == 0 else rows.proofs[int(i)][0] for i, p in zip(sel, proof[sel])] \
-        if (proof[sel] == 1).any() else [NEWEST] * len(sel)
+    layouts = (
+        [NEWEST if p == 0 else rows.proofs[int(i)][0] for i, p in zip(sel, proof[sel])]
+        if (proof[sel] == 1).any()
+        else [NEWEST] * len(sel)
+    )
     subj = subject.take(take)
-    table = pa.table({"lo": pc.if_else(first, s, d), "hi": pc.if_else(first, d, s),
-                      "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
-                      "layout": pa.array(layouts, pa.string()), "index": pa.array(index[sel])})
+    table = pa.table(
+        {
+            "lo": pc.if_else(first, s, d),
+            "hi": pc.if_else(first, d, s),
+            "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
+            "layout": pa.array(layouts, pa.string()),
+            "index": pa.array(index[sel]),
+        }
+    )
     firsts = table.group_by(["lo", "hi", "subject", "layout"], use_threads=False).aggregate(
-        [("index", "min")])
-    for lo, hi, sub, layout, at in zip(*(firsts.column(c).to_pylist() for c in (
-            "lo", "hi", "subject", "layout", "index_min"))):
+        [("index", "min")]
+    )
+    for lo, hi, sub, layout, at in zip(
+        *(firsts.column(c).to_pylist() for c in ("lo", "hi", "subject", "layout", "index_min"))
+    ):
         conn = None if lo is None or hi is None else (lo, hi)
         if ctx.first_proof is None or at < ctx.first_proof:
             ctx.first_proof = at
@@ -119,9 +153,16 @@ def _note(ctx: GenerationContext, index: np.ndarray, proof: np.ndarray, rows: An
                 ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
 
 
-def _settle(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray, rows: Any,
-            buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
-            subject: pa.Array) -> None:
+def _settle(
+    dec: ContextDecoder,
+    ctx: GenerationContext,
+    index: np.ndarray,
+    rows: Any,
+    buffers: tuple[np.ndarray, ...],
+    src: pa.Array,
+    dst: pa.Array,
+    subject: pa.Array,
+) -> None:
     """The rows still ambiguous that the context decides, as the capture reader
     decides them (GenerationContext.choose): usually for the layout they have
     (the newest: a v0 Publish in a capture with MsgTypes only v0 has), which
@@ -140,11 +181,18 @@ def _settle(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray, rows
     limits = index[amb]
     take = pa.array(amb)
     groups: dict[tuple[Any, Any, tuple[str, ...]], list[int]] = {}
-    for k, (s, d, sub, i) in enumerate(zip(src.take(take).to_pylist(),
-                                           dst.take(take).to_pylist(),
-                                           subject.take(take).to_pylist(), amb.tolist())):
-        cands = rows.ambiguous.get(i) or dec.auto_decisions[
-            int(rows.msg_type[i]) * 2 + int(rows.has_crc[i])][3]
+    for k, (s, d, sub, i) in enumerate(
+        zip(
+            src.take(take).to_pylist(),
+            dst.take(take).to_pylist(),
+            subject.take(take).to_pylist(),
+            amb.tolist(),
+        )
+    ):
+        cands = (
+            rows.ambiguous.get(i)
+            or dec.auto_decisions[int(rows.msg_type[i]) * 2 + int(rows.has_crc[i])][3]
+        )
         conn = connection_key(s, d) if s is not None and d is not None else None
         groups.setdefault((conn, sub, cands), []).append(k)
     for (conn, sub, cands), members in groups.items():
@@ -156,13 +204,15 @@ def _settle(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray, rows
             proven = first[None, :] < limits[mine][:, None]
             count = proven.sum(axis=1)
             for k in np.flatnonzero(open_ & (count == 1)).tolist():
-                _decide(dec, rows, int(amb[mine[k]]), cands[int(np.argmax(proven[k]))],
-                        scope, buffers)
+                _decide(
+                    dec, rows, int(amb[mine[k]]), cands[int(np.argmax(proven[k]))], scope, buffers
+                )
             open_ &= count == 0  # more than one proven: still ambiguous, as the reader says
 
 
-def _decide(dec: ContextDecoder, rows: Any, i: int, layout: str, scope: str,
-            buffers: tuple[np.ndarray, ...]) -> None:
+def _decide(
+    dec: ContextDecoder, rows: Any, i: int, layout: str, scope: str, buffers: tuple[np.ndarray, ...]
+) -> None:
     if layout == dec.layouts.name(int(rows.layout[i])):
         # A proof that keeps the row's layout changes only how it was decided,
         # and the pipeline reads a big capture's ranges apart (sources.plan):
@@ -171,20 +221,28 @@ def _decide(dec: ContextDecoder, rows: Any, i: int, layout: str, scope: str,
         # (tests/spark/test_big_capture.py).
         return
     starts, ends, data = buffers
-    dec.redecode(rows, i, layout, data[starts[i]:ends[i]].tobytes(), int(ends[i]), scope)
+    dec.redecode(rows, i, layout, data[starts[i] : ends[i]].tobytes(), int(ends[i]), scope)
 
 
-def _resolve(dec: ContextDecoder, ctx: GenerationContext, index: np.ndarray,
-             records: pa.RecordBatch, rows: Any, fast: np.ndarray,
-             buffers: tuple[np.ndarray, ...], src: pa.Array, dst: pa.Array,
-             subject: pa.Array) -> None:
+def _resolve(
+    dec: ContextDecoder,
+    ctx: GenerationContext,
+    index: np.ndarray,
+    records: pa.RecordBatch,
+    rows: Any,
+    fast: np.ndarray,
+    buffers: tuple[np.ndarray, ...],
+    src: pa.Array,
+    dst: pa.Array,
+    subject: pa.Array,
+) -> None:
     """Rows auto may have found ambiguous, one by one, in order: chosen by their context."""
     starts, ends, data = buffers
     maybe = fast & np.isin(rows.msg_type, list(CONTESTED))
     for i in rows.ambiguous:
         maybe[i] = True
     for i in np.flatnonzero(maybe).tolist():
-        b = data[starts[i]:ends[i]].tobytes()
+        b = data[starts[i] : ends[i]].tobytes()
         if i in rows.ambiguous:
             candidates: tuple[str, ...] = rows.ambiguous[i]
         else:  # the fast path took it: is it ambiguous?

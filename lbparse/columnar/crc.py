@@ -42,12 +42,12 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     bad = (s < 0) | (e < s) | (e > len(data))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"range {i} is [{s[i]}, {e[i]}), outside the "
-                         f"{len(data)} bytes of data")
+        raise ValueError(f"range {i} is [{s[i]}, {e[i]}), outside the {len(data)} bytes of data")
     mv = memoryview(np.ascontiguousarray(data, np.uint8).data)
     crc = _crc32c.crc32c
-    return np.fromiter(map(crc, map(mv.__getitem__, map(slice, s.tolist(), e.tolist()))),
-                       np.int64, count=len(s))
+    return np.fromiter(
+        map(crc, map(mv.__getitem__, map(slice, s.tolist(), e.tolist()))), np.int64, count=len(s)
+    )
 
 
 def implementation() -> str:

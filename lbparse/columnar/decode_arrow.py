@@ -33,9 +33,10 @@ copies of them, and (auto) on payloads crafted to be unclean.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import crc32c as _crc32c
 import numpy as np
@@ -44,30 +45,55 @@ import pyarrow.compute as pc
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message as ProtoMessage
 
+from lbparse.capture.traffic import TrafficReader
 from lbparse.codec import jsonform
 from lbparse.codec.api import decode, decode_header
 from lbparse.codec.commitlog import ReplicationResponse
 from lbparse.codec.detect import contested_msg_types
-from lbparse.codec.layouts import LAYOUTS
-from lbparse.errors import EnvelopeError
 from lbparse.codec.generation import CONFIDENCE, NEWEST, GenerationContext, proof_label, proves
-from lbparse.capture.traffic import TrafficReader
+from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.limits import DEFAULT
 from lbparse.codec.payloads import BYTES, CODECS, REPLICATION_RESPONSE, descriptor_of
+from lbparse.codec.wire import (
+    COOKIE,
+    CRC_FLAG,
+    CRC_HEADER_LEN,
+    CRC_OFFSET,
+    CRC_STRUCT,
+    FIELD_ERRORS,
+    FLAGS_OFFSET,
+    HEADER_LEN_OFFSET,
+    HEADER_SIZE,
+    MAGIC,
+    MSG_TYPE_OFFSET,
+    VERSION,
+    VERSION_OFFSET,
+)
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.commitscan import decode_replication
 from lbparse.columnar.context import apply_context
 from lbparse.columnar.crc import crc32c_ranges
-from lbparse.columnar.schema import (RECORD_COLUMNS, arrow_output_schema, payload_columns,
-                                     typed_payloads)
-from lbparse.columnar.wirescan import decode_structs, scatter
-from lbparse.codec.wire import (COOKIE, CRC_FLAG, CRC_HEADER_LEN, CRC_OFFSET, CRC_STRUCT,
-                                FIELD_ERRORS, FLAGS_OFFSET, HEADER_LEN_OFFSET, HEADER_SIZE, MAGIC,
-                                MSG_TYPE_OFFSET, VERSION, VERSION_OFFSET)
+from lbparse.columnar.schema import (
+    RECORD_COLUMNS,
+    arrow_output_schema,
+    payload_columns,
+    typed_payloads,
+)
 from lbparse.columnar.trafficcols import traffic_columns
+from lbparse.columnar.wirescan import decode_structs, scatter
+from lbparse.errors import EnvelopeError
 
-__all__ = ["UNDETERMINED", "BatchDecoder", "DecodeOptions", "Decoded", "binary_buffers",
-           "decisive_reason", "decoder_for", "group_rows", "native_available"]
+__all__ = [
+    "UNDETERMINED",
+    "BatchDecoder",
+    "DecodeOptions",
+    "Decoded",
+    "binary_buffers",
+    "decisive_reason",
+    "decoder_for",
+    "group_rows",
+    "native_available",
+]
 
 # The layout column of a row `--layout auto` could not decode: envelope bytes that
 # no layout accepts (lbparse.codec.detect raises the newest layout's error for them).
@@ -77,9 +103,20 @@ UNDETERMINED = "undetermined"
 _HEADER_AND_CRC = CRC_OFFSET + CRC_STRUCT.size
 _MAX_PAYLOAD = DEFAULT.max_payload  # the per-row path decodes with the default limits
 # The envelope header as the C pass (_kernels.headers) reads it: lbparse.codec.wire's facts.
-_ENVELOPE = (bytes(MAGIC), VERSION_OFFSET, HEADER_LEN_OFFSET, FLAGS_OFFSET, MSG_TYPE_OFFSET,
-             CRC_OFFSET, CRC_STRUCT.size, HEADER_SIZE, CRC_HEADER_LEN, CRC_FLAG, VERSION,
-             _MAX_PAYLOAD)
+_ENVELOPE = (
+    bytes(MAGIC),
+    VERSION_OFFSET,
+    HEADER_LEN_OFFSET,
+    FLAGS_OFFSET,
+    MSG_TYPE_OFFSET,
+    CRC_OFFSET,
+    CRC_STRUCT.size,
+    HEADER_SIZE,
+    CRC_HEADER_LEN,
+    CRC_FLAG,
+    VERSION,
+    _MAX_PAYLOAD,
+)
 
 _kernels: Any
 try:
@@ -91,6 +128,8 @@ except ImportError:  # not built: numpy does the same
 def native_available() -> bool:
     """The C kernels are built and not turned off (LBPARSE_NATIVE=0)."""
     return _kernels is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+
+
 _crc = _crc32c.crc32c
 
 
@@ -121,8 +160,11 @@ def binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(arr)
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], np.int32, n + 1, arr.offset * 4).astype(np.int64)
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else \
-        np.zeros(1, np.uint8)
+    data = (
+        np.frombuffer(bufs[2], np.uint8)
+        if bufs[2] is not None and bufs[2].size
+        else np.zeros(1, np.uint8)
+    )
     return offsets[:-1], offsets[1:], data
 
 
@@ -242,8 +284,7 @@ class BatchDecoder:
         self._builders: dict[str, Any] = {}
         # auto's decision for the fast path's rows, by byte 7 * 2 + CRC flag (_decided_v0):
         # confidence, ambiguous, the reason, the layout candidates.
-        self.auto_decisions: dict[int, tuple[float | None, bool, str | None,
-                                             tuple[str, ...]]] = {}
+        self.auto_decisions: dict[int, tuple[float | None, bool, str | None, tuple[str, ...]]] = {}
         # Byte 7 values for which a FlatBuffers layout reads the payload as a table.
         self.fb_checked = np.zeros(256, np.bool_)
         for lay in LAYOUTS.values():
@@ -259,8 +300,15 @@ class BatchDecoder:
         # protobuf reader); False runs their Python references (tests compare).
         self.native = native_available()
 
-    def _vectorized(self, ptype: str, typ: pa.DataType, data: np.ndarray, starts: np.ndarray,
-                    ends: np.ndarray, clean: bool = False) -> tuple[pa.Array, np.ndarray]:
+    def _vectorized(
+        self,
+        ptype: str,
+        typ: pa.DataType,
+        data: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        clean: bool = False,
+    ) -> tuple[pa.Array, np.ndarray]:
         """The vectorized reader of a payload type over the ranges: (column, ok).
         If it fails (or is off), no row is ok: every one is left to upb or
         lbparse.codec.commitlog, row by row."""
@@ -270,13 +318,22 @@ class BatchDecoder:
                 if ptype == REPLICATION_RESPONSE:
                     arr, ok = decode_replication(typ, data, starts, ends, native=self.native)
                 else:
-                    arr, ok = decode_structs(self._descriptor(ptype), typ, data, starts,
-                                             ends, self.options.emit_defaults, clean=clean,
-                                             native=self.native)
+                    arr, ok = decode_structs(
+                        self._descriptor(ptype),
+                        typ,
+                        data,
+                        starts,
+                        ends,
+                        self.options.emit_defaults,
+                        clean=clean,
+                        native=self.native,
+                    )
                 if len(arr) == k and len(ok) == k and arr.type == typ:
                     return arr, ok
-                raise ValueError(f"the vectorized {ptype} reader gave {len(arr)} rows of "
-                                 f"{arr.type} for {k} of {typ}")
+                raise ValueError(
+                    f"the vectorized {ptype} reader gave {len(arr)} rows of "
+                    f"{arr.type} for {k} of {typ}"
+                )
             except Exception:
                 if self.strict:
                     raise
@@ -289,8 +346,13 @@ class BatchDecoder:
         """The decoded rows as one batch of the output schema, in input order."""
         return self.decode(records).to_batch()
 
-    def decode(self, records: pa.RecordBatch, context: GenerationContext | None = None,
-               base: int = 0, traffic: TrafficReader | None = None) -> "Decoded":
+    def decode(
+        self,
+        records: pa.RecordBatch,
+        context: GenerationContext | None = None,
+        base: int = 0,
+        traffic: TrafficReader | None = None,
+    ) -> Decoded:
         """`decoded(...)` and, with `traffic` (the unit's reader, fed each batch
         once, in order), the columns of Liftbridge's non-envelope traffic."""
         out = self.decoded(records, context, base)
@@ -298,8 +360,9 @@ class BatchDecoder:
             out.columns.update(traffic_columns(traffic, records))
         return out
 
-    def decoded(self, records: pa.RecordBatch, context: GenerationContext | None = None,
-                base: int = 0) -> "Decoded":
+    def decoded(
+        self, records: pa.RecordBatch, context: GenerationContext | None = None, base: int = 0
+    ) -> Decoded:
         """The batch decoded. Should anything of the vectorized readers fail
         on it (a bug: the tests run `strict`, which lets it through), the
         batch is decoded again row by row with lbparse.decode and upb
@@ -317,8 +380,14 @@ class BatchDecoder:
             self.fallbacks += 1
             return self._decode(records, False, vectorized=False, context=context, base=base)
 
-    def _decode(self, records: pa.RecordBatch, fast: bool, vectorized: bool,
-                context: GenerationContext | None = None, base: int = 0) -> "Decoded":
+    def _decode(
+        self,
+        records: pa.RecordBatch,
+        fast: bool,
+        vectorized: bool,
+        context: GenerationContext | None = None,
+        base: int = 0,
+    ) -> Decoded:
         self._use_vectorized = vectorized
         n = records.num_rows
         payload = records.column("payload")
@@ -344,12 +413,19 @@ class BatchDecoder:
         if rest.any():
             self._per_row(rows, np.flatnonzero(rest), hdr, starts, ends, data)
         if context is not None and self.options.layout == "auto":
-            apply_context(self, context, base, records, rows, take, preset, hdr,
-                          (starts, ends, data))
+            apply_context(
+                self, context, base, records, rows, take, preset, hdr, (starts, ends, data)
+            )
         return self._assemble(records, rows, preset, starts, ends, data)
 
-    def _headers(self, rows: _Rows, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
-                 todo: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def _headers(
+        self,
+        rows: _Rows,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+        todo: np.ndarray | None = None,
+    ) -> dict[str, np.ndarray]:
         """The fixed header and the CRC field of every row, as header fields.
         Bytes past a row's end are read too (or the buffer's last byte), but
         only used where the row is long enough: the magic needs the fixed
@@ -370,40 +446,80 @@ class BatchDecoder:
         for k in range(CRC_OFFSET + 1, _HEADER_AND_CRC):  # big-endian, as the spec declares it
             crc <<= 8  # in place: as fast as the expression of four bytes it replaced
             crc |= b[k]
-        return {"lens": lens, "magic": magic, "version": b[VERSION_OFFSET].astype(np.int32),
-                "hl": b[HEADER_LEN_OFFSET].astype(np.int32), "flags": flags,
-                "byte7": b[MSG_TYPE_OFFSET].astype(np.int32), "crc": crc,
-                "has_crc": magic & (flags & CRC_FLAG != 0) & (lens >= CRC_HEADER_LEN)}
+        return {
+            "lens": lens,
+            "magic": magic,
+            "version": b[VERSION_OFFSET].astype(np.int32),
+            "hl": b[HEADER_LEN_OFFSET].astype(np.int32),
+            "flags": flags,
+            "byte7": b[MSG_TYPE_OFFSET].astype(np.int32),
+            "crc": crc,
+            "has_crc": magic & (flags & CRC_FLAG != 0) & (lens >= CRC_HEADER_LEN),
+        }
 
-    def _headers_native(self, starts: np.ndarray, ends: np.ndarray, data: np.ndarray,
-                        todo: np.ndarray) -> dict[str, np.ndarray]:
+    def _headers_native(
+        self, starts: np.ndarray, ends: np.ndarray, data: np.ndarray, todo: np.ndarray
+    ) -> dict[str, np.ndarray]:
         """`_headers` and `_v0_rows`' decision in one C pass (`_kernels.headers`)."""
         n = len(starts)
-        out = {"lens": np.empty(n, np.int64), "magic": np.empty(n, np.bool_),
-               "version": np.empty(n, np.int32), "hl": np.empty(n, np.int32),
-               "flags": np.empty(n, np.int32), "byte7": np.empty(n, np.int32),
-               "crc": np.empty(n, np.int64), "has_crc": np.empty(n, np.bool_),
-               "take": np.empty(n, np.bool_), "crc_ok": np.empty(n, np.int8)}
+        out = {
+            "lens": np.empty(n, np.int64),
+            "magic": np.empty(n, np.bool_),
+            "version": np.empty(n, np.int32),
+            "hl": np.empty(n, np.int32),
+            "flags": np.empty(n, np.int32),
+            "byte7": np.empty(n, np.int32),
+            "crc": np.empty(n, np.int64),
+            "has_crc": np.empty(n, np.bool_),
+            "take": np.empty(n, np.bool_),
+            "crc_ok": np.empty(n, np.int8),
+        }
         u8 = np.uint8
-        _kernels.headers(np.ascontiguousarray(data, u8), np.ascontiguousarray(starts, np.int64),
-                         np.ascontiguousarray(ends, np.int64),
-                         np.ascontiguousarray(todo).view(u8), _ENVELOPE, self.v0_known.view(u8),
-                         self.options.verify_crc, out["lens"], out["magic"].view(u8),
-                         out["version"], out["hl"], out["flags"], out["byte7"], out["crc"],
-                         out["has_crc"].view(u8), out["take"].view(u8), out["crc_ok"])
+        _kernels.headers(
+            np.ascontiguousarray(data, u8),
+            np.ascontiguousarray(starts, np.int64),
+            np.ascontiguousarray(ends, np.int64),
+            np.ascontiguousarray(todo).view(u8),
+            _ENVELOPE,
+            self.v0_known.view(u8),
+            self.options.verify_crc,
+            out["lens"],
+            out["magic"].view(u8),
+            out["version"],
+            out["hl"],
+            out["flags"],
+            out["byte7"],
+            out["crc"],
+            out["has_crc"].view(u8),
+            out["take"].view(u8),
+            out["crc_ok"],
+        )
         return out
 
-    def _v0_rows(self, rows: _Rows, todo: np.ndarray, hdr: dict[str, np.ndarray],
-                 starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def _v0_rows(
+        self,
+        rows: _Rows,
+        todo: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> np.ndarray:
         """Well-formed v0 rows (strict), decided with numpy, CRC checked: the rows to take."""
         if "take" in hdr:  # decided by the C pass (_headers_native)
             rows.crc_ok[:] = hdr["crc_ok"]
             return hdr["take"].copy()
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         # A payload over max_payload is lbparse.decode's bad_payload: left to it.
-        take: np.ndarray = todo & hdr["magic"] & (hdr["version"] == VERSION) & \
-            np.where(crc_flag, hl == CRC_HEADER_LEN, hl == HEADER_SIZE) & (hdr["lens"] >= hl) & \
-            (hdr["lens"] - hl <= _MAX_PAYLOAD) & self.v0_known[hdr["byte7"]]
+        take: np.ndarray = (
+            todo
+            & hdr["magic"]
+            & (hdr["version"] == VERSION)
+            & np.where(crc_flag, hl == CRC_HEADER_LEN, hl == HEADER_SIZE)
+            & (hdr["lens"] >= hl)
+            & (hdr["lens"] - hl <= _MAX_PAYLOAD)
+            & self.v0_known[hdr["byte7"]]
+        )
         crc_rows = np.flatnonzero(take & crc_flag)
         if crc_rows.size:
             got = crc32c_ranges(data, starts[crc_rows] + CRC_HEADER_LEN, ends[crc_rows])
@@ -413,8 +529,15 @@ class BatchDecoder:
                 take[crc_rows[~match]] = False  # the per-row path says crc_mismatch
         return take
 
-    def _auto_v0(self, rows: _Rows, take: np.ndarray, hdr: dict[str, np.ndarray],
-                 starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def _auto_v0(
+        self,
+        rows: _Rows,
+        take: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> np.ndarray:
         """Of the strict v0 rows, those whose auto answer is v0's; their payloads decoded.
 
         layout="auto" decodes a strict v0 envelope (header, size and CRC
@@ -444,7 +567,7 @@ class BatchDecoder:
         codes = self.v0_ptype[b7]
         order, bounds = group_rows(codes, len(self.ptype_names), self.native)
         for code in np.flatnonzero(np.diff(bounds)).tolist():
-            sel = order[bounds[code]:bounds[code + 1]]
+            sel = order[bounds[code] : bounds[code + 1]]
             ptype = self.ptype_names[code]
             typ = self.schema.field(self.columns[ptype]).type
             # Clean payloads only: an unclean one changes auto's confidence
@@ -458,8 +581,14 @@ class BatchDecoder:
                 rows.decoded[ptype] = (mine, arr)
         return take
 
-    def _fill_v0(self, rows: _Rows, take: np.ndarray, hdr: dict[str, np.ndarray],
-                 starts: np.ndarray, ends: np.ndarray) -> None:
+    def _fill_v0(
+        self,
+        rows: _Rows,
+        take: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+    ) -> None:
         """The header columns of the rows taken; their payload ranges unless decoded."""
         hl, crc_flag = hdr["hl"], (hdr["flags"] & CRC_FLAG) != 0
         t = np.flatnonzero(take)
@@ -478,8 +607,15 @@ class BatchDecoder:
             rows.pstart[t] = starts[t] + hl[t]
             rows.pend[t] = ends[t]
 
-    def _decided_v0(self, rows: _Rows, take: np.ndarray, hdr: dict[str, np.ndarray],
-                    starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
+    def _decided_v0(
+        self,
+        rows: _Rows,
+        take: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> None:
         """How the layout of the rows taken was decided, as lbparse.decode says it.
 
         A named layout decides nothing: not ambiguous, no confidence, no
@@ -502,11 +638,15 @@ class BatchDecoder:
         for k in np.flatnonzero(np.bincount(key, minlength=512)).tolist():
             if k not in self.auto_decisions:
                 i = int(np.flatnonzero(take)[np.argmax(key == k)])
-                env = decode(data[starts[i]:ends[i]].tobytes(), "auto",
-                             verify_crc=self.options.verify_crc)
-                self.auto_decisions[k] = (env.confidence, env.ambiguous,
-                                          decisive_reason(env.layout, env.reasons),
-                                          tuple(env.layout_candidates))
+                env = decode(
+                    data[starts[i] : ends[i]].tobytes(), "auto", verify_crc=self.options.verify_crc
+                )
+                self.auto_decisions[k] = (
+                    env.confidence,
+                    env.ambiguous,
+                    decisive_reason(env.layout, env.reasons),
+                    tuple(env.layout_candidates),
+                )
             c, a, r, _ = self.auto_decisions[k]
             confidence[k] = np.nan if c is None else c
             ambiguous[k] = a
@@ -515,8 +655,15 @@ class BatchDecoder:
         rows.decided_ambiguous[take] = ambiguous[key]
         rows.reason[take] = reason[key]
 
-    def _headerless(self, rows: _Rows, rest: np.ndarray, hdr: dict[str, np.ndarray],
-                    starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def _headerless(
+        self,
+        rows: _Rows,
+        rest: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> np.ndarray:
         """Rows without the envelope magic, classified at once; the rows left
         for `_per_row` (those another layout's prefix could match).
 
@@ -536,8 +683,7 @@ class BatchDecoder:
             mine = rest & ~hdr["magic"]
         else:
             head = _first_word(data, starts, lens)
-            mine = rest & (head != _MAGIC_WORD) & (head != _COOKIE_WORD) & \
-                (lens < _MAX_PAYLOAD)
+            mine = rest & (head != _MAGIC_WORD) & (head != _COOKIE_WORD) & (lens < _MAX_PAYLOAD)
         idx = np.flatnonzero(mine)
         if not idx.size:
             return rest
@@ -548,7 +694,7 @@ class BatchDecoder:
         for i in idx.tolist():
             s, e = int(starts[i]), int(ends[i])
             b = raw[s:e] if raw is not None else data[s:e].tobytes()
-            key = (len(b) if len(b) < HEADER_SIZE else b[:len(MAGIC)]) if layout == "v0" else 0
+            key = (len(b) if len(b) < HEADER_SIZE else b[: len(MAGIC)]) if layout == "v0" else 0
             got = known.get(key)
             if got is None:
                 try:
@@ -566,8 +712,15 @@ class BatchDecoder:
                 rows.messages[i] = b  # the plain envelope's message is its bytes
         return rest & ~done
 
-    def _per_row(self, rows: _Rows, idx: np.ndarray, hdr: dict[str, np.ndarray],
-                 starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> None:
+    def _per_row(
+        self,
+        rows: _Rows,
+        idx: np.ndarray,
+        hdr: dict[str, np.ndarray],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> None:
         """lbparse.decode on each row: its envelope, or its error."""
         o = self.options
         raw = data.tobytes() if len(idx) > 64 else None
@@ -587,8 +740,9 @@ class BatchDecoder:
                     rows.proofs[i] = (proof, proof_label(env))
             self._fill(rows, i, env, b, e)
 
-    def redecode(self, rows: _Rows, i: int, layout: str, b: bytes, e: int,
-                 scope: str = "capture") -> None:
+    def redecode(
+        self, rows: _Rows, i: int, layout: str, b: bytes, e: int, scope: str = "capture"
+    ) -> None:
         """Row `i` decoded again as `layout` (the generation its context proves
         in `scope`: decided as the capture reader decides it, lbparse.codec.generation)."""
         for ptype, (mine, arr) in list(rows.decoded.items()):
@@ -638,15 +792,19 @@ class BatchDecoder:
         if env.warnings:
             rows.warnings[i] = tuple(env.warnings)
         msg = env.message
-        if isinstance(msg, ProtoMessage) and msg.DESCRIPTOR.full_name == env.payload_type \
-                and b.endswith(env.payload):
+        if (
+            isinstance(msg, ProtoMessage)
+            and msg.DESCRIPTOR.full_name == env.payload_type
+            and b.endswith(env.payload)
+        ):
             rows.pstart[i] = e - len(env.payload)  # decoded again, vectorized
             rows.pend[i] = e
         else:
             rows.messages[i] = msg
 
-    def _error(self, rows: _Rows, i: int, exc: EnvelopeError, hdr: dict[str, np.ndarray],
-               b: bytes) -> None:
+    def _error(
+        self, rows: _Rows, i: int, exc: EnvelopeError, hdr: dict[str, np.ndarray], b: bytes
+    ) -> None:
         rows.errors[i] = (exc.kind, exc.message)
         # The layout the row was decoded as; `auto` is no layout: it found none.
         layout = self.options.layout
@@ -693,12 +851,14 @@ class BatchDecoder:
     def _builder(self, ptype: str, typ: pa.DataType) -> Any:
         b = self._builders.get(ptype)
         if b is None:
-            b = self._builders[ptype] = builder_for(ptype, typ, self.typed.get(ptype),
-                                                    self.options.emit_defaults)
+            b = self._builders[ptype] = builder_for(
+                ptype, typ, self.typed.get(ptype), self.options.emit_defaults
+            )
         return b
 
-    def _structs(self, rows: _Rows, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
-                 ) -> tuple[dict[str, tuple[np.ndarray, pa.Array]], list[str | None]]:
+    def _structs(
+        self, rows: _Rows, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> tuple[dict[str, tuple[np.ndarray, pa.Array]], list[str | None]]:
         """Per struct column: the rows that have it (ascending) and its values for
         those rows; and payload_json."""
         out: dict[str, tuple[np.ndarray, pa.Array]] = {}
@@ -706,8 +866,9 @@ class BatchDecoder:
         codes = rows.ptype
         used: set[int] = set()
         # The rows of each payload type with a range to decode, in one pass.
-        by_type, bounds = group_rows(np.where(rows.pend >= 0, codes, -1),
-                                     len(self.ptypes.code), self.native)
+        by_type, bounds = group_rows(
+            np.where(rows.pend >= 0, codes, -1), len(self.ptypes.code), self.native
+        )
         # The decoded objects by payload type code, once (plain rows' bytes
         # are many and never typed): not one walk of them per type.
         by_code = _objects_by_code(rows.messages, codes)
@@ -715,7 +876,7 @@ class BatchDecoder:
             code = self.ptypes.code.get(ptype)
             if code is None:
                 continue
-            mine = by_type[bounds[code]:bounds[code + 1]]
+            mine = by_type[bounds[code] : bounds[code + 1]]
             cls: type = self.typed[ptype] or ReplicationResponse
 
             def objects() -> list[int]:
@@ -772,18 +933,19 @@ class BatchDecoder:
         parse = CODECS[REPLICATION_RESPONSE].decode
         for i in mine.tolist():
             try:
-                rows.messages[i] = parse(data[rows.pstart[i]:rows.pend[i]].tobytes())
+                rows.messages[i] = parse(data[rows.pstart[i] : rows.pend[i]].tobytes())
             except EnvelopeError as exc:
                 self._fail(rows, i, exc)
 
-    def _upb(self, rows: _Rows, i: int, cls: Any, data: np.ndarray, starts: np.ndarray,
-             ends: np.ndarray) -> None:
+    def _upb(
+        self, rows: _Rows, i: int, cls: Any, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> None:
         try:
-            rows.messages[i] = cls.FromString(data[rows.pstart[i]:rows.pend[i]].tobytes())
+            rows.messages[i] = cls.FromString(data[rows.pstart[i] : rows.pend[i]].tobytes())
             return
-        except Exception:  # noqa: BLE001  any parse failure: lbparse names it below
+        except Exception:
             pass
-        b = data[starts[i]:ends[i]].tobytes()
+        b = data[starts[i] : ends[i]].tobytes()
         o = self.options
         try:
             env = decode(b, o.layout, verify_crc=o.verify_crc, lenient=o.lenient)
@@ -802,8 +964,15 @@ class BatchDecoder:
 
     # -- output ------------------------------------------------------------
 
-    def _assemble(self, records: pa.RecordBatch, rows: _Rows, preset: np.ndarray,
-                   starts: np.ndarray, ends: np.ndarray, data: np.ndarray) -> "Decoded":
+    def _assemble(
+        self,
+        records: pa.RecordBatch,
+        rows: _Rows,
+        preset: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        data: np.ndarray,
+    ) -> Decoded:
         n = rows.n
         structs, json_col = self._structs(rows, data, starts, ends)
         kinds: list[str | None] = [None] * n
@@ -816,30 +985,40 @@ class BatchDecoder:
             for i in np.flatnonzero(preset).tolist():
                 kinds[i], texts[i] = pk[i], pm[i]
         hh = ~rows.has_header
-        cols: dict[str, pa.Array] = {name: records.column(name) for name in RECORD_COLUMNS
-                                     if name not in ("error_kind", "error_message")}
+        cols: dict[str, pa.Array] = {
+            name: records.column(name)
+            for name in RECORD_COLUMNS
+            if name not in ("error_kind", "error_message")
+        }
         warnings = self.schema.field("warnings").type
-        cols.update({
-            "layout": self.layouts.array(rows.layout),
-            "layout_confidence": pa.array(rows.confidence, pa.float64(),
-                                          mask=np.isnan(rows.confidence)),
-            "layout_ambiguous": pa.array(rows.decided_ambiguous == 1, pa.bool_(),
-                                         mask=rows.decided_ambiguous < 0),
-            "layout_reason": self._reasons(rows),
-            "version": pa.array(rows.version, pa.int32(), mask=hh),
-            "header_len": pa.array(rows.header_len, pa.int32(), mask=hh),
-            "flags": pa.array(rows.flags, pa.int32(), mask=hh),
-            "crc32c": pa.array(rows.crc, pa.int64(), mask=~rows.has_crc),
-            "crc_ok": pa.array(rows.crc_ok == 1, pa.bool_(), mask=rows.crc_ok < 0),
-            "msg_type": pa.array(rows.msg_type, pa.int32(), mask=rows.msg_type < 0),
-            "msg_type_name": self.names.array(rows.name),
-            "payload_type": self.ptypes.array(rows.ptype),
-            "error_kind": _strings(kinds),
-            "error_message": _strings(texts),
-            "warnings": (pa.array([rows.warnings.get(i) for i in range(n)], warnings)
-                         if rows.warnings else pa.nulls(n, warnings)),
-            "payload_json": _strings(json_col),
-        })
+        cols.update(
+            {
+                "layout": self.layouts.array(rows.layout),
+                "layout_confidence": pa.array(
+                    rows.confidence, pa.float64(), mask=np.isnan(rows.confidence)
+                ),
+                "layout_ambiguous": pa.array(
+                    rows.decided_ambiguous == 1, pa.bool_(), mask=rows.decided_ambiguous < 0
+                ),
+                "layout_reason": self._reasons(rows),
+                "version": pa.array(rows.version, pa.int32(), mask=hh),
+                "header_len": pa.array(rows.header_len, pa.int32(), mask=hh),
+                "flags": pa.array(rows.flags, pa.int32(), mask=hh),
+                "crc32c": pa.array(rows.crc, pa.int64(), mask=~rows.has_crc),
+                "crc_ok": pa.array(rows.crc_ok == 1, pa.bool_(), mask=rows.crc_ok < 0),
+                "msg_type": pa.array(rows.msg_type, pa.int32(), mask=rows.msg_type < 0),
+                "msg_type_name": self.names.array(rows.name),
+                "payload_type": self.ptypes.array(rows.ptype),
+                "error_kind": _strings(kinds),
+                "error_message": _strings(texts),
+                "warnings": (
+                    pa.array([rows.warnings.get(i) for i in range(n)], warnings)
+                    if rows.warnings
+                    else pa.nulls(n, warnings)
+                ),
+                "payload_json": _strings(json_col),
+            }
+        )
         return Decoded(n, self.schema, cols, structs)
 
 
@@ -867,8 +1046,12 @@ def _same_for_the_class(got: Any, layout: str) -> bool:
     not ambiguous and proves no generation."""
     if layout != "auto":
         return isinstance(got, EnvelopeError)
-    return not isinstance(got, EnvelopeError) and got.layout == "plain" and \
-        not got.ambiguous and proves(got) is None
+    return (
+        not isinstance(got, EnvelopeError)
+        and got.layout == "plain"
+        and not got.ambiguous
+        and proves(got) is None
+    )
 
 
 def _word(prefix: bytes) -> int:
@@ -889,8 +1072,9 @@ def _first_word(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     return np.where(lens >= 4, w, -1)
 
 
-def group_rows(codes: np.ndarray, ncodes: int, native: bool = True
-               ) -> tuple[np.ndarray, np.ndarray]:
+def group_rows(
+    codes: np.ndarray, ncodes: int, native: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """The rows grouped by code, for codes 0..ncodes-1 (others in no group):
     (order, bounds), the rows of code c being order[bounds[c]:bounds[c+1]],
     ascending. One counting sort in C (`_kernels.group`) when built; numpy's
@@ -963,8 +1147,13 @@ class Decoded:
     made here: `to_batch()` makes the whole batch, `partitions()` the rows of
     each msg_type_name with only the columns they fill."""
 
-    def __init__(self, n: int, schema: pa.Schema, columns: dict[str, pa.Array],
-                 structs: dict[str, tuple[np.ndarray, pa.Array]]) -> None:
+    def __init__(
+        self,
+        n: int,
+        schema: pa.Schema,
+        columns: dict[str, pa.Array],
+        structs: dict[str, tuple[np.ndarray, pa.Array]],
+    ) -> None:
         self.num_rows = n
         self.schema = schema
         self.columns = columns
@@ -994,17 +1183,26 @@ class Decoded:
         # A column that is null in every row is left out: in the dataset a
         # column a file lacks reads as null (see output.py), and taking and
         # writing it would cost as much as a column with data.
-        fixed = {k: v for k, v in self.columns.items()
-                 if k != column and v.null_count < len(v)}
+        fixed = {k: v for k, v in self.columns.items() if k != column and v.null_count < len(v)}
         if names.null_count == 0 and pc.count_distinct(names).as_py() <= 1:
             value = names[0].as_py() if len(names) else None
             # One value, but not always one payload type: a legacy Message and
             # Ack are both "Reserved", and error rows carry no struct. A struct
             # that does not cover every row is spread over them (issue #19:
             # "Arrays were not all the same length").
-            yield value, self.num_rows, {**fixed, **{
-                k: a if len(rows) == self.num_rows else scatter(a, _present(rows, self.num_rows))
-                for k, (rows, a) in self.structs.items()}}
+            yield (
+                value,
+                self.num_rows,
+                {
+                    **fixed,
+                    **{
+                        k: a
+                        if len(rows) == self.num_rows
+                        else scatter(a, _present(rows, self.num_rows))
+                        for k, (rows, a) in self.structs.items()
+                    },
+                },
+            )
             return
         enc = names.dictionary_encode()
         codes = np.asarray(enc.indices.fill_null(-1))

@@ -23,9 +23,10 @@ entry, garbage, zeros, a malformed entry) is a row too, with error_kind
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -33,19 +34,33 @@ import pyarrow as pa
 from lbparse.codec import jsonform
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.codec.payloads import message_class
+from lbparse.codec.wire import MAGIC
+from lbparse.columnar.columns import struct_builder
 from lbparse.columnar.schema import message_type
 from lbparse.columnar.units import Unit
-from lbparse.storage.datadir import (STREAMS, find_partitions, is_data_dir, locate,
-                                     looks_like_partition, partition_number, segment_name,
-                                     unreadable_files)
-from lbparse.columnar.columns import struct_builder
+from lbparse.storage.datadir import (
+    STREAMS,
+    find_partitions,
+    is_data_dir,
+    locate,
+    looks_like_partition,
+    partition_number,
+    segment_name,
+    unreadable_files,
+)
 from lbparse.storage.errors import StorageError
 from lbparse.storage.segment import SegmentReading, base_offset_of, entry_json, iter_segment
 from lbparse.storage.values import KNOWN_STREAMS, stored_envelope
-from lbparse.codec.wire import MAGIC
 
-__all__ = ["ENTRIES_DIR", "ENTRIES_PARTITION", "SEGMENT_FORMAT", "arrow_entries_schema",
-           "plan_storage", "read_segment_unit", "value_columns"]
+__all__ = [
+    "ENTRIES_DIR",
+    "ENTRIES_PARTITION",
+    "SEGMENT_FORMAT",
+    "arrow_entries_schema",
+    "plan_storage",
+    "read_segment_unit",
+    "value_columns",
+]
 
 ENTRIES_DIR = "entries"
 ENTRIES_PARTITION = "stream"
@@ -55,24 +70,33 @@ SEGMENT_FORMAT = "segment"  # a Unit's format for a segment file
 # (lbparse.pipeline.schema.entries_schema), as for the messages, so that
 # reading data directories needs no Spark.
 FIXED: tuple[pa.Field, ...] = (
-    pa.field("source", pa.string(), False),     # the .log file
-    pa.field("position", pa.int64(), False),    # byte position of the entry (or damage)
-    pa.field("node", pa.string()), pa.field(ENTRIES_PARTITION, pa.string()),
-    pa.field("partition", pa.int32()), pa.field("segment", pa.int64()),
+    pa.field("source", pa.string(), False),  # the .log file
+    pa.field("position", pa.int64(), False),  # byte position of the entry (or damage)
+    pa.field("node", pa.string()),
+    pa.field(ENTRIES_PARTITION, pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("segment", pa.int64()),
     pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.int64()),          # as stored: Unix nanoseconds
+    pa.field("timestamp", pa.int64()),  # as stored: Unix nanoseconds
     pa.field("time", pa.timestamp("us", tz="UTC")),  # the same, as Spark's timestamp (us)
-    pa.field("leader_epoch", pa.int64()), pa.field("size", pa.int64()),
-    pa.field("crc32c", pa.int64()), pa.field("crc_ok", pa.bool_()),
-    pa.field("magic", pa.int32()), pa.field("attributes", pa.int32()),
-    pa.field("key", pa.binary()), pa.field("value", pa.binary()),
-    pa.field("headers", pa.map_(pa.field("key", pa.string(), False),
-                                pa.field("value", pa.binary(), False))),
-    pa.field("format", pa.string()),            # the segment's generation
-    pa.field("error_kind", pa.string()), pa.field("error_message", pa.string()),
-    pa.field("value_type", pa.string()),        # the decoded value's type, if known
-    pa.field("value_error", pa.string()),       # why a value of known type did not decode
-    pa.field("value_json", pa.string()),        # a value that is an envelope, as JSON
+    pa.field("leader_epoch", pa.int64()),
+    pa.field("size", pa.int64()),
+    pa.field("crc32c", pa.int64()),
+    pa.field("crc_ok", pa.bool_()),
+    pa.field("magic", pa.int32()),
+    pa.field("attributes", pa.int32()),
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field(
+        "headers",
+        pa.map_(pa.field("key", pa.string(), False), pa.field("value", pa.binary(), False)),
+    ),
+    pa.field("format", pa.string()),  # the segment's generation
+    pa.field("error_kind", pa.string()),
+    pa.field("error_message", pa.string()),
+    pa.field("value_type", pa.string()),  # the decoded value's type, if known
+    pa.field("value_error", pa.string()),  # why a value of known type did not decode
+    pa.field("value_json", pa.string()),  # a value that is an envelope, as JSON
 )
 
 
@@ -82,7 +106,7 @@ def value_columns() -> dict[str, str]:
     return {t: t.replace(".", "_") for t in dict.fromkeys(KNOWN_STREAMS.values())}
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrow_entries_schema() -> pa.Schema:
     """The entries table: the fixed columns, then one struct column per known value type."""
     fields = list(FIXED)
@@ -93,6 +117,7 @@ def arrow_entries_schema() -> pa.Schema:
 
 
 # -- planning (driver) ---------------------------------------------------------
+
 
 def plan_storage(path: str) -> list[Unit] | None:
     """One unit per segment file of a data directory (or streams/, a stream,
@@ -106,8 +131,15 @@ def plan_storage(path: str) -> list[Unit] | None:
     units = []
     for part in parts:
         for f in unreadable_files(part):  # never opened: a FIFO blocks its opener
-            units.append(Unit(os.path.abspath(f.path), "missing", 0, 0,
-                              error=("input:unreadable", f"{f.path}: {f.message}")))
+            units.append(
+                Unit(
+                    os.path.abspath(f.path),
+                    "missing",
+                    0,
+                    0,
+                    error=("input:unreadable", f"{f.path}: {f.message}"),
+                )
+            )
         for seg in part.segments:
             if seg.log is None:
                 continue
@@ -132,6 +164,7 @@ def _looks_like_storage(path: str) -> bool:
 
 # -- reading (tasks) -----------------------------------------------------------
 
+
 def _where(log: str) -> tuple[str, str, int | None, int]:
     """node, stream, partition and base offset of a segment file, from its path."""
     part_dir = Path(log).parent
@@ -142,16 +175,22 @@ def _where(log: str) -> tuple[str, str, int | None, int]:
 def read_segment_unit(unit: Unit, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """The rows of one segment file, a part at a time, in file order."""
     node, stream, partition, base = _where(unit.path)
-    head = {"source": unit.path, "node": node, ENTRIES_PARTITION: stream,
-            "partition": partition, "segment": base}
+    head = {
+        "source": unit.path,
+        "node": node,
+        ENTRIES_PARTITION: stream,
+        "partition": partition,
+        "segment": base,
+    }
     try:
         for reading in iter_segment(unit.path):
             rows = _rows(reading, stream)
             for start in range(0, len(rows), batch_rows):
-                yield _batch(head, reading, rows[start:start + batch_rows], stream)
+                yield _batch(head, reading, rows[start : start + batch_rows], stream)
     except (OSError, StorageError) as exc:
-        yield _batch(head, None, [("problem", 0, "segment:unreadable",
-                                   f"{unit.path}: {exc}", {})], stream)
+        yield _batch(
+            head, None, [("problem", 0, "segment:unreadable", f"{unit.path}: {exc}", {})], stream
+        )
 
 
 Row = tuple[Any, ...]  # ("entry", position, entry) or ("problem", position, kind, message, header)
@@ -161,15 +200,17 @@ def _rows(reading: SegmentReading, stream: str) -> list[Row]:
     rows: list[Row] = [("entry", pos, e) for pos, e in reading]
     for f in reading.damage:
         pos = f.position or 0
-        rows.append(("problem", pos, f"segment:{f.kind}", f.line(),
-                     reading.damaged_headers.get(pos, {})))
+        rows.append(
+            ("problem", pos, f"segment:{f.kind}", f.line(), reading.damaged_headers.get(pos, {}))
+        )
     if reading.damage:
         rows.sort(key=lambda r: r[1])
     return rows
 
 
-def _batch(head: dict[str, Any], reading: SegmentReading | None, rows: list[Row],
-           stream: str) -> pa.RecordBatch:
+def _batch(
+    head: dict[str, Any], reading: SegmentReading | None, rows: list[Row], stream: str
+) -> pa.RecordBatch:
     schema = arrow_entries_schema()
     n = len(rows)
     cols: dict[str, list[Any]] = {f.name: [None] * n for f in schema}
@@ -194,8 +235,9 @@ def _batch(head: dict[str, Any], reading: SegmentReading | None, rows: list[Row]
         if f.name == "time":
             arrays.append(_times(cols["timestamp"], f.type))
         elif f.name in _typed_columns():
-            arrays.append(cols[f.name] if isinstance(cols[f.name], pa.Array)
-                          else pa.nulls(n, f.type))
+            arrays.append(
+                cols[f.name] if isinstance(cols[f.name], pa.Array) else pa.nulls(n, f.type)
+            )
         else:
             arrays.append(pa.array(cols[f.name], f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -203,8 +245,16 @@ def _batch(head: dict[str, Any], reading: SegmentReading | None, rows: list[Row]
 
 def _entry_row(cols: dict[str, list[Any]], i: int, e: CommitLogEntry, fmt: Any) -> None:
     d = entry_json(e, fmt)
-    for name in ("offset", "timestamp", "leader_epoch", "size", "crc32c", "crc_ok", "magic",
-                 "attributes"):
+    for name in (
+        "offset",
+        "timestamp",
+        "leader_epoch",
+        "size",
+        "crc32c",
+        "crc_ok",
+        "magic",
+        "attributes",
+    ):
         cols[name][i] = d[name]
     cols["key"][i] = e.key
     cols["value"][i] = e.value
@@ -218,7 +268,7 @@ def _times(ns: list[int | None], typ: pa.DataType) -> pa.Array:
     return pa.array(micros, pa.int64(), mask=mask if mask.any() else None).cast(typ)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _typed_columns() -> dict[str, str]:
     return {column: type_name for type_name, column in value_columns().items()}
 
@@ -230,12 +280,11 @@ def _values(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], str
         _typed(cols, entries, type_name)
         return
     for i, e in entries:
-        if e.value is not None and e.value[:len(MAGIC)] == MAGIC:
+        if e.value is not None and e.value[: len(MAGIC)] == MAGIC:
             _envelope(cols, i, e.value)
 
 
-def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type_name: str
-           ) -> None:
+def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type_name: str) -> None:
     cls = message_class(type_name)
     n = len(cols["position"])
     decoded: list[Any] = []
@@ -246,7 +295,7 @@ def _typed(cols: dict[str, Any], entries: list[tuple[int, CommitLogEntry]], type
         cols["value_type"][i] = type_name
         try:
             msg = cls.FromString(e.value)
-        except Exception as exc:  # noqa: BLE001  DecodeError and friends: the value is bad
+        except Exception as exc:
             cols["value_error"][i] = f"not a {type_name}: {exc}"
             continue
         where[i] = len(decoded)
@@ -262,4 +311,3 @@ def _envelope(cols: dict[str, Any], i: int, value: bytes) -> None:
     if env is not None:
         cols["value_type"][i] = f"envelope {env.layout} {env.msg_type_name}"
         cols["value_json"][i] = jsonform.dumps(env.to_json_dict())  # 64-bit values as strings
-

@@ -15,21 +15,30 @@ had none); a message carries its call's. The columns are the schemas'
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lbparse.capture.errors import CaptureError
-from lbparse.capture.notices import Notice
 from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
+from lbparse.capture.notices import Notice
 from lbparse.capture.reader import CaptureReader
-from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
 from lbparse.codec.jsonform import dumps
 from lbparse.codec.limits import Limits
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
 
-__all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "notice_rows",
-           "on_connections", "read_grpc"]
+__all__ = [
+    "HTTP2_HINTS",
+    "GrpcRows",
+    "Held",
+    "grpc_tables",
+    "http2_rows",
+    "notice_rows",
+    "on_connections",
+    "read_grpc",
+]
 
 # The problem rows an HTTP/2 connection gives a NATS-only reading: bytes that
 # are not a NATS control line (or one cut short) which start as HTTP/2 does,
@@ -38,8 +47,10 @@ __all__ = ["HTTP2_HINTS", "GrpcRows", "Held", "grpc_tables", "http2_rows", "noti
 # control line starts with a letter (PUB, MSG, ...), +OK or -ERR; a capture
 # that cuts a NATS message short, or starts inside one, is not read again.
 HTTP2_HINTS = ("input:protocol", "input:incomplete")
-HTTP2_BYTES = (r"(not a NATS control line|control line cut after \d+ bytes|\d+ bytes without "
-               r"a line end where a control line was expected): b['\"](PRI \* HTTP/2\.0|\\x00)")
+HTTP2_BYTES = (
+    r"(not a NATS control line|control line cut after \d+ bytes|\d+ bytes without "
+    r"a line end where a control line was expected): b['\"](PRI \* HTTP/2\.0|\\x00)"
+)
 
 _CallKey = tuple[str, str, int]  # client, server, HTTP/2 stream id
 # Reset calls of a file whose row a late message can still find (each
@@ -99,8 +110,13 @@ class Held:
 def on_connections(rows: pa.Table, connections: set[tuple[str, str]]) -> pa.Array:
     """A mask of `rows` whose (src, dst) is one of `connections` ((lower, higher))."""
     pairs = zip(rows.column("src").to_pylist(), rows.column("dst").to_pylist())
-    return pa.array([s is not None and d is not None and (min(s, d), max(s, d)) in connections
-                     for s, d in pairs], pa.bool_())
+    return pa.array(
+        [
+            s is not None and d is not None and (min(s, d), max(s, d)) in connections
+            for s, d in pairs
+        ],
+        pa.bool_(),
+    )
 
 
 def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
@@ -150,11 +166,21 @@ class GrpcRows:
         else:
             position, seq = self._position(key, True)
         row: dict[str, Any] = {
-            "source": self.source, "position": position, "message_seq": seq,
-            "src": m.src, "dst": m.dst, "direction": m.direction, "stream_id": m.stream_id,
-            "method": m.method, "type": m.type, "index": m.index, "compressed": m.compressed,
-            "length": m.length, "error": m.error,
-            "message_json": None if m.message is None else dumps(m.message)}
+            "source": self.source,
+            "position": position,
+            "message_seq": seq,
+            "src": m.src,
+            "dst": m.dst,
+            "direction": m.direction,
+            "stream_id": m.stream_id,
+            "method": m.method,
+            "type": m.type,
+            "index": m.index,
+            "compressed": m.compressed,
+            "length": m.length,
+            "error": m.error,
+            "message_json": None if m.message is None else dumps(m.message),
+        }
         _times(row, "ts", m.ts)
         self.messages.append(row)
 
@@ -167,19 +193,38 @@ class GrpcRows:
                 del self._reset[next(iter(self._reset))]
             self._reset[key] = (position, seq)
         d = c.to_json_dict()
-        row: dict[str, Any] = {k: d.get(k) for k in (
-            "client", "server", "stream_id", "method", "path", "request_count",
-            "response_count", "http_status", "grpc_status", "grpc_message", "end",
-            "rst_stream_error")}
+        row: dict[str, Any] = {
+            k: d.get(k)
+            for k in (
+                "client",
+                "server",
+                "stream_id",
+                "method",
+                "path",
+                "request_count",
+                "response_count",
+                "http_status",
+                "grpc_status",
+                "grpc_message",
+                "end",
+                "rst_stream_error",
+            )
+        }
         row.update(source=self.source, position=position)
-        for name, ns in (("request_ts", c.request_ts), ("first_response_ts", c.first_response_ts),
-                         ("trailers_ts", c.trailers_ts), ("end_ts", c.end_ts)):
+        for name, ns in (
+            ("request_ts", c.request_ts),
+            ("first_response_ts", c.first_response_ts),
+            ("trailers_ts", c.trailers_ts),
+            ("end_ts", c.end_ts),
+        ):
             _times(row, name, ns)
         self.calls.append(row)
 
     def flush(self) -> dict[str, pa.Table]:
-        out = {GRPC_CALLS: _table(GRPC_CALLS, self.calls),
-               GRPC_MESSAGES: _table(GRPC_MESSAGES, self.messages)}
+        out = {
+            GRPC_CALLS: _table(GRPC_CALLS, self.calls),
+            GRPC_MESSAGES: _table(GRPC_MESSAGES, self.messages),
+        }
         self.calls, self.messages = [], []
         return out
 
@@ -189,9 +234,13 @@ def _table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None,
-             on_notice: Callable[[Notice], None] | None = None,
-             found: set[tuple[str, str]] | None = None) -> Iterator[None]:
+def _reading(
+    path: str,
+    on_grpc: Callable[[Any], None],
+    limits: Limits | None,
+    on_notice: Callable[[Notice], None] | None = None,
+    found: set[tuple[str, str]] | None = None,
+) -> Iterator[None]:
     """The Python reader's pass over `path` for its gRPC records, one step per
     NATS record (which it does not decode: the first reading did).
     `on_notice` gets the notices said of HTTP/2 connections only (the first
@@ -200,8 +249,13 @@ def _reading(path: str, on_grpc: Callable[[Any], None], limits: Limits | None,
     http2 = reader.http2_connections
 
     def notice(n: Notice) -> None:
-        if on_notice is not None and n.src and n.dst and not _tcp_said(n) and \
-                (min(n.src, n.dst), max(n.src, n.dst)) in http2:
+        if (
+            on_notice is not None
+            and n.src
+            and n.dst
+            and not _tcp_said(n)
+            and (min(n.src, n.dst), max(n.src, n.dst)) in http2
+        ):
             on_notice(n)
 
     reader.on_notice = notice
@@ -220,11 +274,17 @@ def _tcp_said(n: Notice) -> bool:
     counts its bytes): the first reading, the C loop, said it of the HTTP/2
     connection as of any other; said again here it would count twice."""
     return n.kind in ("gap", "retransmission") or (
-        n.kind == "limit" and n.limit == "max_reassembly" and n.nbytes is not None)
+        n.kind == "limit" and n.limit == "max_reassembly" and n.nbytes is not None
+    )
 
 
-def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | None = None,
-              on_notice: Callable[[Notice], None] | None = None) -> set[tuple[str, str]]:
+def read_grpc(
+    path: str,
+    on_grpc: Callable[[Any], None],
+    *,
+    limits: Limits | None = None,
+    on_notice: Callable[[Notice], None] | None = None,
+) -> set[tuple[str, str]]:
     """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report),
     and each notice said of its HTTP/2 connections to `on_notice`; the
     connections found to be HTTP/2, as (lower, higher) endpoint."""
@@ -234,10 +294,14 @@ def read_grpc(path: str, on_grpc: Callable[[Any], None], *, limits: Limits | Non
     return found
 
 
-def grpc_tables(path: str, *, limits: Limits | None = None, batch_rows: int = 65536,
-                found: set[tuple[str, str]] | None = None,
-                on_notice: Callable[[Notice], None] | None = None
-                ) -> Iterator[dict[str, pa.Table]]:
+def grpc_tables(
+    path: str,
+    *,
+    limits: Limits | None = None,
+    batch_rows: int = 65536,
+    found: set[tuple[str, str]] | None = None,
+    on_notice: Callable[[Notice], None] | None = None,
+) -> Iterator[dict[str, pa.Table]]:
     """The gRPC tables of capture `path` (its rows' `source`), about
     `batch_rows` rows at a time: the reader's gRPC records as they come.
     `found` gets the connections that were HTTP/2 (for Held.release);
@@ -262,8 +326,9 @@ def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
     given: dict[str, pa.Array] = {
         "source": pa.array([source] * len(problems), pa.string()),
         "position": pa.array(range(first, first + len(problems)), pa.int64()),
-        "ts": pa.array([None if n.ts is None else n.ts // 1000 for n in problems],
-                       pa.int64()).cast(schema.field("ts").type),
+        "ts": pa.array([None if n.ts is None else n.ts // 1000 for n in problems], pa.int64()).cast(
+            schema.field("ts").type
+        ),
         "ts_ns": ns,
         "src": pa.array([n.src for n in problems], pa.string()),
         "dst": pa.array([n.dst for n in problems], pa.string()),
@@ -272,4 +337,5 @@ def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
     }
     return pa.Table.from_arrays(
         [given[f.name] if f.name in given else pa.nulls(len(problems), f.type) for f in schema],
-        schema=schema)
+        schema=schema,
+    )

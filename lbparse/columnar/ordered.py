@@ -15,23 +15,22 @@ all decode through `decode_in_order`, so they give the same rows.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from lbparse.capture.traffic import TrafficReader
+from lbparse.codec.generation import NEWEST, GenerationContext
 from lbparse.columnar.context import message_count
 from lbparse.columnar.decode_arrow import BatchDecoder, Decoded
 from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
-from lbparse.codec.generation import NEWEST, GenerationContext
-from lbparse.capture.traffic import TrafficReader
 
 __all__ = ["decode_in_order"]
 
 _Held = list[tuple[pa.RecordBatch, Decoded, int]]
 
 
-def decode_in_order(batches: Iterable[pa.RecordBatch], decoder: BatchDecoder
-                    ) -> Iterator[Decoded]:
+def decode_in_order(batches: Iterable[pa.RecordBatch], decoder: BatchDecoder) -> Iterator[Decoded]:
     """The decoded batches of one input's record batches, in order."""
     context = GenerationContext() if decoder.options.layout == "auto" else None
     traffic = TrafficReader()
@@ -50,8 +49,9 @@ def decode_in_order(batches: Iterable[pa.RecordBatch], decoder: BatchDecoder
     yield from _release(decoder, context, held)
 
 
-def _release(decoder: BatchDecoder, context: GenerationContext | None,
-             held: _Held) -> list[Decoded]:
+def _release(
+    decoder: BatchDecoder, context: GenerationContext | None, held: _Held
+) -> list[Decoded]:
     """The held batches, decoded again if the input's first proof is of a layout
     other than the newest (only then can it change their rows); emptied."""
     out = []

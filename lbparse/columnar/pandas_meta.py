@@ -42,8 +42,21 @@ def pandas_metadata(schema: pa.Schema) -> bytes:
         elif pa.types.is_timestamp(f.type):
             numpy_type = f"datetime64[{f.type.unit}]"
             extra = {"timezone": f.type.tz} if f.type.tz else None
-        columns.append({"name": f.name, "field_name": f.name,
-                        "pandas_type": get_logical_type(f.type), "numpy_type": numpy_type,
-                        "metadata": extra})
-    return json.dumps({"index_columns": [], "column_indexes": [], "columns": columns,
-                       "attributes": {}, "creator": {"library": "lbparse"}}).encode()
+        columns.append(
+            {
+                "name": f.name,
+                "field_name": f.name,
+                "pandas_type": get_logical_type(f.type),
+                "numpy_type": numpy_type,
+                "metadata": extra,
+            }
+        )
+    return json.dumps(
+        {
+            "index_columns": [],
+            "column_indexes": [],
+            "columns": columns,
+            "attributes": {},
+            "creator": {"library": "lbparse"},
+        }
+    ).encode()

@@ -21,8 +21,9 @@ decoded payload is lost; opaque `bytes` payloads are the `payload` column.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Mapping
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
 
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -33,25 +34,47 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.codec.wire import REPLICATION_RESPONSE_FIELDS
 
-__all__ = ["CAPTURE_COLUMNS", "COMMITLOG_ENTRY", "FIXED_FIELDS", "GRPC_CALL_FIELDS",
-           "GRPC_MESSAGE_FIELDS", "PARTITION_COLUMN",
-           "RAFT_ENTRY", "RAFT_RPC", "RAFT_RPCS", "RECORD_COLUMNS", "REPLICATION_RESPONSE_TYPE",
-           "arrow_output_schema",
-           "arrow_record_schema", "column_for", "is_map", "message_type", "payload_columns",
-           "payload_type_of", "typed_payloads"]
+__all__ = [
+    "CAPTURE_COLUMNS",
+    "COMMITLOG_ENTRY",
+    "FIXED_FIELDS",
+    "GRPC_CALL_FIELDS",
+    "GRPC_MESSAGE_FIELDS",
+    "PARTITION_COLUMN",
+    "RAFT_ENTRY",
+    "RAFT_RPC",
+    "RAFT_RPCS",
+    "RECORD_COLUMNS",
+    "REPLICATION_RESPONSE_TYPE",
+    "arrow_output_schema",
+    "arrow_record_schema",
+    "column_for",
+    "is_map",
+    "message_type",
+    "payload_columns",
+    "payload_type_of",
+    "typed_payloads",
+]
 
 PARTITION_COLUMN = "msg_type_name"
 
 _SCALARS: Mapping[int, pa.DataType] = {
-    FieldDescriptor.TYPE_INT32: pa.int32(), FieldDescriptor.TYPE_SINT32: pa.int32(),
-    FieldDescriptor.TYPE_SFIXED32: pa.int32(), FieldDescriptor.TYPE_UINT32: pa.int32(),
+    FieldDescriptor.TYPE_INT32: pa.int32(),
+    FieldDescriptor.TYPE_SINT32: pa.int32(),
+    FieldDescriptor.TYPE_SFIXED32: pa.int32(),
+    FieldDescriptor.TYPE_UINT32: pa.int32(),
     FieldDescriptor.TYPE_FIXED32: pa.int32(),
-    FieldDescriptor.TYPE_INT64: pa.int64(), FieldDescriptor.TYPE_SINT64: pa.int64(),
-    FieldDescriptor.TYPE_SFIXED64: pa.int64(), FieldDescriptor.TYPE_UINT64: pa.int64(),
+    FieldDescriptor.TYPE_INT64: pa.int64(),
+    FieldDescriptor.TYPE_SINT64: pa.int64(),
+    FieldDescriptor.TYPE_SFIXED64: pa.int64(),
+    FieldDescriptor.TYPE_UINT64: pa.int64(),
     FieldDescriptor.TYPE_FIXED64: pa.int64(),
-    FieldDescriptor.TYPE_FLOAT: pa.float32(), FieldDescriptor.TYPE_DOUBLE: pa.float64(),
-    FieldDescriptor.TYPE_BOOL: pa.bool_(), FieldDescriptor.TYPE_STRING: pa.string(),
-    FieldDescriptor.TYPE_BYTES: pa.binary(), FieldDescriptor.TYPE_ENUM: pa.string(),
+    FieldDescriptor.TYPE_FLOAT: pa.float32(),
+    FieldDescriptor.TYPE_DOUBLE: pa.float64(),
+    FieldDescriptor.TYPE_BOOL: pa.bool_(),
+    FieldDescriptor.TYPE_STRING: pa.string(),
+    FieldDescriptor.TYPE_BYTES: pa.binary(),
+    FieldDescriptor.TYPE_ENUM: pa.string(),
 }
 
 
@@ -70,8 +93,10 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> pa.DataType | None
     if fd.type in _SCALARS:
         return _SCALARS[fd.type]
     if fd.type != FieldDescriptor.TYPE_MESSAGE:
-        raise ValueError(f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
-                         "(spark-protobuf refuses it too)")
+        raise ValueError(
+            f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
+            "(spark-protobuf refuses it too)"
+        )
     mt = fd.message_type
     assert mt is not None  # a message field has its message type
     if mt.full_name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
@@ -81,11 +106,16 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> pa.DataType | None
     if is_map(fd):
         k = _value_type(mt.fields_by_name["key"], seen)
         v = _value_type(mt.fields_by_name["value"], seen)
-        return None if k is None or v is None else pa.map_(
-            pa.field("key", k, nullable=False), pa.field("value", v, nullable=False))
+        return (
+            None
+            if k is None or v is None
+            else pa.map_(pa.field("key", k, nullable=False), pa.field("value", v, nullable=False))
+        )
     if mt.full_name in seen:
-        raise ValueError(f"{fd.full_name}: {mt.full_name} contains itself; spark-protobuf "
-                         "refuses recursive messages without recursive.fields.max.depth")
+        raise ValueError(
+            f"{fd.full_name}: {mt.full_name} contains itself; spark-protobuf "
+            "refuses recursive messages without recursive.fields.max.depth"
+        )
     struct = _struct(mt, seen | {mt.full_name})
     return struct if struct.num_fields else None  # empty messages are dropped, as in Spark
 
@@ -116,9 +146,16 @@ def message_type(descriptor: Descriptor) -> pa.StructType:
 # 2**63), smaller ones int32; byte strings binary, strings string, lists of
 # structs. Each CRC-32C is followed by `crc_ok`, whether it matched.
 _KSY_TYPES: Mapping[str, pa.DataType] = {
-    "u1": pa.int32(), "s1": pa.int32(), "u2": pa.int32(), "s2": pa.int32(),
-    "s4": pa.int32(), "u4": pa.int64(), "s8": pa.int64(), "u8": pa.int64(),
-    "bytes": pa.binary(), "str": pa.string(),
+    "u1": pa.int32(),
+    "s1": pa.int32(),
+    "u2": pa.int32(),
+    "s2": pa.int32(),
+    "s4": pa.int32(),
+    "u4": pa.int64(),
+    "s8": pa.int64(),
+    "u8": pa.int64(),
+    "bytes": pa.binary(),
+    "str": pa.string(),
 }
 
 
@@ -140,8 +177,11 @@ COMMITLOG_ENTRY: pa.StructType = REPLICATION_RESPONSE_TYPE.field("entries").type
 
 def column_for(payload_type: str) -> str:
     """The struct column of a payload type: `proto.Message` -> `proto_Message`."""
-    return ("commitlog_ReplicationResponse" if payload_type == REPLICATION_RESPONSE
-            else payload_type.replace(".", "_"))
+    return (
+        "commitlog_ReplicationResponse"
+        if payload_type == REPLICATION_RESPONSE
+        else payload_type.replace(".", "_")
+    )
 
 
 def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
@@ -153,7 +193,7 @@ def _protobuf_classes() -> dict[str, type[ProtoMessage]]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def typed_payloads() -> dict[str, type[ProtoMessage] | None]:
     """Payload types with a struct column -> protobuf class (None for `raw`).
 
@@ -187,27 +227,39 @@ def payload_columns() -> dict[str, str]:
 # AppendEntries' log entries with Liftbridge's RaftLog command when it has one
 # (the column kind fields.RAFT_RPCS). Terms and indexes are hashicorp/raft's
 # uint64: int64, wrapping above 2**63 as Spark's uint64 does.
-RAFT_ENTRY = pa.struct([
-    pa.field("index", pa.int64()), pa.field("term", pa.int64()),
-    pa.field("type", pa.string()), pa.field("command", pa.string()),
-    pa.field("command_json", pa.string()),
-])
-RAFT_RPC = pa.struct([
-    pa.field("role", pa.string()), pa.field("rpc", pa.string()),
-    pa.field("term", pa.int64()), pa.field("node", pa.string()),
-    pa.field("error", pa.string()), pa.field("fields_json", pa.string()),
-    pa.field("entries", _list(RAFT_ENTRY)),
-])
+RAFT_ENTRY = pa.struct(
+    [
+        pa.field("index", pa.int64()),
+        pa.field("term", pa.int64()),
+        pa.field("type", pa.string()),
+        pa.field("command", pa.string()),
+        pa.field("command_json", pa.string()),
+    ]
+)
+RAFT_RPC = pa.struct(
+    [
+        pa.field("role", pa.string()),
+        pa.field("rpc", pa.string()),
+        pa.field("term", pa.int64()),
+        pa.field("node", pa.string()),
+        pa.field("error", pa.string()),
+        pa.field("fields_json", pa.string()),
+        pa.field("entries", _list(RAFT_ENTRY)),
+    ]
+)
 RAFT_RPCS = _list(RAFT_RPC)
 
 # The record's columns by their kind (lbparse.capture.fields). A timestamp
 # holds microseconds (Spark's): a capture time is also kept whole, in
 # integer nanoseconds, as `<name>_ns` beside it.
 _TYPES: Mapping[str, pa.DataType] = {
-    fields.TIME_NS: pa.timestamp("us", tz="UTC"), fields.TEXT: pa.string(),
-    fields.OPTIONAL_TEXT: pa.string(), fields.BYTES: pa.binary(),
-    fields.HEADERS: _list(pa.struct([pa.field("key", pa.string()),
-                                     pa.field("value", pa.string())])),
+    fields.TIME_NS: pa.timestamp("us", tz="UTC"),
+    fields.TEXT: pa.string(),
+    fields.OPTIONAL_TEXT: pa.string(),
+    fields.BYTES: pa.binary(),
+    fields.HEADERS: _list(
+        pa.struct([pa.field("key", pa.string()), pa.field("value", pa.string())])
+    ),
     fields.RAFT_RPCS: RAFT_RPCS,
 }
 
@@ -229,21 +281,26 @@ _PAYLOAD = fields.column("payload")
 # far as it was read), and Liftbridge's own non-envelope traffic
 # (fields.TRAFFIC).
 FIXED_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("source", pa.string(), False),        # input file
-    pa.field("position", pa.int64(), False),       # row of that file (see sources.py)
+    pa.field("source", pa.string(), False),  # input file
+    pa.field("position", pa.int64(), False),  # row of that file (see sources.py)
     *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
     pa.field("layout", pa.string()),
     # How `layout` was decided (layout auto, lbparse.codec.detect): Envelope.confidence,
     # .ambiguous and the decisive one of its .reasons (decode_arrow.decisive_reason);
     # a named layout decides nothing (null, false, null).
-    pa.field("layout_confidence", pa.float64()), pa.field("layout_ambiguous", pa.bool_()),
+    pa.field("layout_confidence", pa.float64()),
+    pa.field("layout_ambiguous", pa.bool_()),
     pa.field("layout_reason", pa.string()),
     pa.field("version", pa.int32()),
-    pa.field("header_len", pa.int32()), pa.field("flags", pa.int32()),
-    pa.field("crc32c", pa.int64()), pa.field("crc_ok", pa.bool_()),
-    pa.field("msg_type", pa.int32()), pa.field(PARTITION_COLUMN, pa.string()),
+    pa.field("header_len", pa.int32()),
+    pa.field("flags", pa.int32()),
+    pa.field("crc32c", pa.int64()),
+    pa.field("crc_ok", pa.bool_()),
+    pa.field("msg_type", pa.int32()),
+    pa.field(PARTITION_COLUMN, pa.string()),
     pa.field("payload_type", pa.string()),
-    pa.field("error_kind", pa.string()), pa.field("error_message", pa.string()),
+    pa.field("error_kind", pa.string()),
+    pa.field("error_message", pa.string()),
     pa.field("warnings", _list(pa.string())),
     *_record_fields((_PAYLOAD,)),
     pa.field("payload_json", pa.string()),  # payloads without a struct column below
@@ -260,14 +317,19 @@ def _time(name: str) -> tuple[pa.Field, pa.Field]:
 # after the join keys: one row per call. `position` in the gRPC tables numbers a
 # file's calls (in the order they were first seen), not its NATS rows.
 GRPC_CALL_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("client", pa.string()), pa.field("server", pa.string()),  # the connection
-    pa.field("stream_id", pa.int64()),       # HTTP/2 stream id
-    pa.field("method", pa.string()),         # null: its :path was not read or is unknown
+    pa.field("client", pa.string()),
+    pa.field("server", pa.string()),  # the connection
+    pa.field("stream_id", pa.int64()),  # HTTP/2 stream id
+    pa.field("method", pa.string()),  # null: its :path was not read or is unknown
     pa.field("path", pa.string()),
-    pa.field("request_count", pa.int64()), pa.field("response_count", pa.int64()),
+    pa.field("request_count", pa.int64()),
+    pa.field("response_count", pa.int64()),
     pa.field("http_status", pa.string()),
-    pa.field("grpc_status", pa.int32()), pa.field("grpc_message", pa.string()),
-    *_time("request_ts"), *_time("first_response_ts"), *_time("trailers_ts"),
+    pa.field("grpc_status", pa.int32()),
+    pa.field("grpc_message", pa.string()),
+    *_time("request_ts"),
+    *_time("first_response_ts"),
+    *_time("trailers_ts"),
     *_time("end_ts"),
     # how it ended: trailers, rst_stream, goaway, closed, capture_end, dropped
     pa.field("end", pa.string()),
@@ -277,18 +339,22 @@ GRPC_CALL_FIELDS: tuple[pa.Field, ...] = (
 # among the call's messages (`message_seq`, both directions, from 0).
 GRPC_MESSAGE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("message_seq", pa.int32(), False),
-    *_time("ts"), pa.field("src", pa.string()), pa.field("dst", pa.string()),
+    *_time("ts"),
+    pa.field("src", pa.string()),
+    pa.field("dst", pa.string()),
     pa.field("direction", pa.string()),
-    pa.field("stream_id", pa.int64()), pa.field("method", pa.string()),
-    pa.field("type", pa.string()),           # the protobuf message type, proto.PublishRequest
-    pa.field("index", pa.int32()),           # its place on its side of the call
-    pa.field("compressed", pa.bool_()), pa.field("length", pa.int64()),
-    pa.field("message_json", pa.string()),   # canonical protobuf JSON (lbparse.codec.jsonform)
-    pa.field("error", pa.string()),          # why it did not decode
+    pa.field("stream_id", pa.int64()),
+    pa.field("method", pa.string()),
+    pa.field("type", pa.string()),  # the protobuf message type, proto.PublishRequest
+    pa.field("index", pa.int32()),  # its place on its side of the call
+    pa.field("compressed", pa.bool_()),
+    pa.field("length", pa.int64()),
+    pa.field("message_json", pa.string()),  # canonical protobuf JSON (lbparse.codec.jsonform)
+    pa.field("error", pa.string()),  # why it did not decode
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrow_output_schema() -> pa.Schema:
     """The wide row: the fixed columns, then one struct column per payload type."""
     structs = [pa.field(col, payload_type_of(p)) for p, col in payload_columns().items()]
@@ -297,9 +363,13 @@ def arrow_output_schema() -> pa.Schema:
 
 # What the readers (lbparse.columnar.sources) hand the decoder: the message
 # as captured, or a problem row with `error_kind` already set and no payload.
-RECORD_COLUMNS: tuple[str, ...] = ("source", "position",
-                                   *(f.name for f in _record_fields(fields.RECORD)),
-                                   "error_kind", "error_message")
+RECORD_COLUMNS: tuple[str, ...] = (
+    "source",
+    "position",
+    *(f.name for f in _record_fields(fields.RECORD)),
+    "error_kind",
+    "error_message",
+)
 # The capture's own columns, which a payload alone does not have (decode_arrow,
 # lbparse.spark.from_envelope): the record's but the payload and its error,
 # and Liftbridge's non-envelope traffic named from the subject.
@@ -308,7 +378,7 @@ CAPTURE_COLUMNS: tuple[str, ...] = tuple(
 ) + tuple(c.name for c in fields.TRAFFIC)
 
 
-@lru_cache(maxsize=None)
+@cache
 def arrow_record_schema() -> pa.Schema:
     out = arrow_output_schema()
     return pa.schema([out.field(name) for name in RECORD_COLUMNS])

@@ -35,16 +35,16 @@ key of the output.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lbparse.capture import CaptureError, CaptureReader, Notice, parse_headers
-from lbparse.capture import columnar, fields
+from lbparse.capture import CaptureError, CaptureReader, Notice, columnar, fields, parse_headers
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
@@ -98,6 +98,7 @@ def _files(paths: list[str], skipped: Skipped | None = None) -> Iterator[str]:
 
 def _walk(top: str, skipped: Skipped) -> Iterator[str]:
     """The files of a directory, sorted; what is left out said in `skipped`."""
+
     def unreadable(exc: OSError) -> None:
         skipped.append((str(exc.filename or top), f"cannot be listed: {exc.strerror or exc}"))
 
@@ -117,8 +118,7 @@ def _walk(top: str, skipped: Skipped) -> Iterator[str]:
                 yield os.path.join(root, name)
 
 
-def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None
-         ) -> list[Unit]:
+def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None) -> list[Unit]:
     """Every input file as units, in the order given (directories sorted).
 
     A Liftbridge data directory (or its streams/, a stream, a partition, a
@@ -138,30 +138,47 @@ def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = Non
     return units
 
 
-def _plan_files(paths: list[str], options: SourceOptions, skipped: Skipped | None = None
-                ) -> list[Unit]:
+def _plan_files(
+    paths: list[str], options: SourceOptions, skipped: Skipped | None = None
+) -> list[Unit]:
     units: list[Unit] = []
     for path in _files(paths, skipped):
         if os.path.exists(path) and not regular_file(path):
             # Never opened: a FIFO blocks the opener until someone writes.
-            units.append(Unit(path, "missing", 0, 0, error=(
-                "input:unreadable", f"{path}: not a regular file (a FIFO, socket or device); "
-                "not read")))
+            units.append(
+                Unit(
+                    path,
+                    "missing",
+                    0,
+                    0,
+                    error=(
+                        "input:unreadable",
+                        f"{path}: not a regular file (a FIFO, socket or device); not read",
+                    ),
+                )
+            )
             continue
         fmt = sniff(path)
         try:
             size = os.path.getsize(path)
         except OSError as exc:
-            units.append(Unit(path, "missing", 0, 0,
-                              error=("input:unreadable", f"{path}: {exc.strerror or exc}")))
+            units.append(
+                Unit(
+                    path,
+                    "missing",
+                    0,
+                    0,
+                    error=("input:unreadable", f"{path}: {exc.strerror or exc}"),
+                )
+            )
             continue
         if fmt == MISSING:
-            units.append(Unit(path, fmt, size, 0,
-                              error=("input:unreadable", f"{path}: cannot be opened")))
+            units.append(
+                Unit(path, fmt, size, 0, error=("input:unreadable", f"{path}: cannot be opened"))
+            )
         elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
-        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes \
-                and columnar.available():
+        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes and columnar.available():
             units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
@@ -183,9 +200,19 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
     units = []
     for i, (start, stop) in enumerate(zip(starts, stops)):
         cut = cuts[i - 1] if i else None
-        units.append(Unit(path, fmt, size, (size if stop < 0 else stop) - start, i, start=start,
-                          stop=stop, first_row=cut.rows if cut else 0,
-                          snapshot=cut.snapshot if cut else None))
+        units.append(
+            Unit(
+                path,
+                fmt,
+                size,
+                (size if stop < 0 else stop) - start,
+                i,
+                start=start,
+                stop=stop,
+                first_row=cut.rows if cut else 0,
+                snapshot=cut.snapshot if cut else None,
+            )
+        )
     return units
 
 
@@ -193,9 +220,16 @@ def _plan_parquet(path: str, size: int, options: SourceOptions) -> list[Unit]:
     try:
         meta = pq.ParquetFile(path).metadata
         meta.schema.to_arrow_schema()  # a footer whose schema Arrow cannot take is unreadable too
-    except Exception as exc:  # noqa: BLE001  pyarrow has its own error types
-        return [Unit(path, "parquet", size, size,
-                     error=("input:bad_parquet", f"{path}: Parquet footer unreadable: {exc}"))]
+    except Exception as exc:
+        return [
+            Unit(
+                path,
+                "parquet",
+                size,
+                size,
+                error=("input:bad_parquet", f"{path}: Parquet footer unreadable: {exc}"),
+            )
+        ]
     problem = _column_problem(meta.schema.to_arrow_schema(), options)
     if problem is not None:
         return [Unit(path, "parquet", size, size, error=("input:bad_column", f"{path}: {problem}"))]
@@ -224,18 +258,28 @@ def _column_problem(schema: pa.Schema, options: SourceOptions) -> str | None:
     if options.column not in names:
         return f"no column {options.column!r} {listed}; name the payload column with --column"
     typ = schema.field(options.column).type
-    if not (pa.types.is_binary(typ) or pa.types.is_large_binary(typ) or pa.types.is_string(typ)
-            or pa.types.is_large_string(typ) or pa.types.is_fixed_size_binary(typ)):
-        return (f"column {options.column!r} is {typ}, not bytes {listed}; name the payload "
-                "column with --column")
-    for flag, name in (("--subject-column", options.subject_column),
-                       ("--timestamp-column", options.timestamp_column)):
+    if not (
+        pa.types.is_binary(typ)
+        or pa.types.is_large_binary(typ)
+        or pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_fixed_size_binary(typ)
+    ):
+        return (
+            f"column {options.column!r} is {typ}, not bytes {listed}; name the payload "
+            "column with --column"
+        )
+    for flag, name in (
+        ("--subject-column", options.subject_column),
+        ("--timestamp-column", options.timestamp_column),
+    ):
         if name is not None and name not in names:
             return f"no column {name!r} {listed} ({flag})"
     return None
 
 
 # -- reading (tasks) -------------------------------------------------------------
+
 
 class _Problem(NamedTuple):
     ts: int | None  # nanoseconds
@@ -262,8 +306,14 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.items)
 
-    def problem(self, kind: str, message: str, ts: int | None = None,
-                src: str | None = None, dst: str | None = None) -> None:
+    def problem(
+        self,
+        kind: str,
+        message: str,
+        ts: int | None = None,
+        src: str | None = None,
+        dst: str | None = None,
+    ) -> None:
         self.items.append(_Problem(ts, src, dst, kind, message))
         self.problems += 1
 
@@ -291,8 +341,9 @@ class _Rows:
 
 
 def _headers(blocks: list[bytes | None]) -> list[Any]:
-    return [None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)]
-            for b in blocks]
+    return [
+        None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)] for b in blocks
+    ]
 
 
 def _columns(recs: list[Any]) -> dict[str, list[Any]]:
@@ -306,11 +357,15 @@ def _columns_with_problems(items: list[Any]) -> dict[str, list[Any]]:
     col: dict[str, list[Any]] = {name: [] for name in (*COLUMNS, "error_kind", "error_message")}
     for it in items:
         if isinstance(it, _Problem):
-            for name, v in (("ts", it.ts), ("src", it.src), ("dst", it.dst),
-                            ("error_kind", it.kind), ("error_message", it.message)):
+            for name, v in (
+                ("ts", it.ts),
+                ("src", it.src),
+                ("dst", it.dst),
+                ("error_kind", it.kind),
+                ("error_message", it.message),
+            ):
                 col[name].append(v)
-            for name in ("direction", "verb", "subject", "reply", "sid", "payload",
-                         "header_block"):
+            for name in ("direction", "verb", "subject", "reply", "sid", "payload", "header_block"):
                 col[name].append(None)
         else:
             for name in COLUMNS:
@@ -329,10 +384,11 @@ def ns_array(values: list[int | None]) -> pa.Array:
     try:
         arr = pa.array(values, pa.int64())
     except (OverflowError, pa.ArrowInvalid):
-        return pa.array([v if v is None or -2**63 < v < 2**63 else None for v in values],
-                        pa.int64())
-    if len(arr) > arr.null_count and pc.min(arr).as_py() == -2**63:
-        arr = pc.if_else(pc.equal(arr, -2**63), pa.scalar(None, pa.int64()), arr)
+        return pa.array(
+            [v if v is None or -(2**63) < v < 2**63 else None for v in values], pa.int64()
+        )
+    if len(arr) > arr.null_count and pc.min(arr).as_py() == -(2**63):
+        arr = pc.if_else(pc.equal(arr, -(2**63)), pa.scalar(None, pa.int64()), arr)
     return arr
 
 
@@ -351,8 +407,8 @@ def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     (exact), or numbers of seconds since the epoch."""
     if pa.types.is_timestamp(arr.type):
         ns = arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64())
-        if len(ns) > ns.null_count and pc.min(ns).as_py() == -2**63:  # NO_TIME: null
-            ns = pc.if_else(pc.equal(ns, -2**63), pa.scalar(None, pa.int64()), ns)
+        if len(ns) > ns.null_count and pc.min(ns).as_py() == -(2**63):  # NO_TIME: null
+            ns = pc.if_else(pc.equal(ns, -(2**63)), pa.scalar(None, pa.int64()), ns)
         return _times_ns(ns)
     secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
     with np.errstate(invalid="ignore", over="ignore"):
@@ -378,9 +434,14 @@ def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[
         yield from read_capture(unit, options, stats)
 
 
-def read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
-                  limits: Limits | None = None, native: bool | None = None
-                  ) -> Iterator[pa.RecordBatch]:
+def read_capture(
+    unit: Unit,
+    options: SourceOptions,
+    stats: UnitStats,
+    *,
+    limits: Limits | None = None,
+    native: bool | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The C capture loop when it is built and takes the file, else the
     reference (`native`: True or False to choose, for tests)."""
     if native is None:
@@ -401,22 +462,28 @@ def read_capture(unit: Unit, options: SourceOptions, stats: UnitStats, *,
     yield from read_capture_reference(unit, options, stats, limits=limits)
 
 
-def _file_problem(unit: Unit, stats: UnitStats, kind: str, message: str, position: int
-                  ) -> pa.RecordBatch:
+def _file_problem(
+    unit: Unit, stats: UnitStats, kind: str, message: str, position: int
+) -> pa.RecordBatch:
     rows = _Rows(unit.path, position)
     rows.problem(kind, message)
     stats.file_error = f"{kind}: {message}"
     return rows.batch()
 
 
-def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
-                         capture: "columnar.NativeCapture") -> Iterator[pa.RecordBatch]:
+def _read_capture_native(
+    unit: Unit, options: SourceOptions, stats: UnitStats, capture: columnar.NativeCapture
+) -> Iterator[pa.RecordBatch]:
     """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
     position = capture.first
     problem: tuple[str, str] | None = None
     try:
-        for batch in capture.batches(arrow_record_schema(), source=unit.path,
-                                     max_rows=options.batch_rows, max_bytes=BATCH_BYTES):
+        for batch in capture.batches(
+            arrow_record_schema(),
+            source=unit.path,
+            max_rows=options.batch_rows,
+            max_bytes=BATCH_BYTES,
+        ):
             position += batch.num_rows
             yield batch
     except CaptureError as exc:
@@ -443,8 +510,9 @@ def _read_capture_native(unit: Unit, options: SourceOptions, stats: UnitStats,
         yield _file_problem(unit, stats, *problem, position)
 
 
-def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats, *,
-                           limits: Limits | None = None) -> Iterator[pa.RecordBatch]:
+def read_capture_reference(
+    unit: Unit, options: SourceOptions, stats: UnitStats, *, limits: Limits | None = None
+) -> Iterator[pa.RecordBatch]:
     """The rows of a capture read by lbparse.capture's Python reader: the reference."""
     rows = _Rows(unit.path, 0)
     pending: list[Notice] = []
@@ -467,8 +535,9 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
             if pending:
                 flush_notices()
             items.append(rec)
-            if len(items) >= limit or (not len(items) & 1023
-                                       and reader.bytes_read - start >= BATCH_BYTES):
+            if len(items) >= limit or (
+                not len(items) & 1023 and reader.bytes_read - start >= BATCH_BYTES
+            ):
                 yield rows.batch()
                 items = rows.items
                 start = reader.bytes_read
@@ -476,7 +545,7 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
         stats.packets = reader.stats.packets
         stats.bytes_read = reader.stats.bytes_read or unit.size
         stats.connect_names.update(reader.stats.connect_names)
-    except Exception as exc:  # noqa: BLE001  a bad file is a row, not a failed job
+    except Exception as exc:
         flush_notices()
         if isinstance(exc, CaptureError):
             kind = f"input:{exc.kind}"
@@ -484,8 +553,11 @@ def read_capture_reference(unit: Unit, options: SourceOptions, stats: UnitStats,
             kind = "input:unreadable"
         else:
             kind = "input:reader_error"
-        message = str(exc) if isinstance(exc, CaptureError) else \
-            f"{unit.path}: {type(exc).__name__}: {exc}"
+        message = (
+            str(exc)
+            if isinstance(exc, CaptureError)
+            else f"{unit.path}: {type(exc).__name__}: {exc}"
+        )
         rows.problem(kind, message)
         stats.file_error = f"{kind}: {message}"
         if reader is not None:
@@ -499,7 +571,7 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
     try:
         pf = pq.ParquetFile(unit.path)
         names = pf.schema_arrow.names
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         rows = _Rows(unit.path, (unit.first_rows or [0])[0])
         message = f"{unit.path}: Parquet footer unreadable: {exc}"
         rows.problem("input:bad_parquet", message)
@@ -523,23 +595,31 @@ def _read_parquet(unit: Unit, options: SourceOptions, stats: UnitStats) -> Itera
         done = 0
         try:
             if missing:
-                raise _ColumnError(f"{unit.path}: no column {', '.join(map(repr, missing))} "
-                                   f"(columns: {', '.join(names)})")
+                raise _ColumnError(
+                    f"{unit.path}: no column {', '.join(map(repr, missing))} "
+                    f"(columns: {', '.join(names)})"
+                )
             g = meta.row_group(rg)
-            chunks = [g.column(j) for j in range(g.num_columns)
-                      if g.column(j).path_in_schema.split(".")[0] in columns]
+            chunks = [
+                g.column(j)
+                for j in range(g.num_columns)
+                if g.column(j).path_in_schema.split(".")[0] in columns
+            ]
             stats.bytes_read += sum(c.total_compressed_size for c in chunks)
             row_bytes = sum(c.total_uncompressed_size for c in chunks) / max(g.num_rows, 1)
             size = max(1, min(options.batch_rows, int(BATCH_BYTES / max(row_bytes, 1))))
-            for batch in pf.iter_batches(batch_size=size, row_groups=[rg], columns=columns,
-                                         use_threads=False):
+            for batch in pf.iter_batches(
+                batch_size=size, row_groups=[rg], columns=columns, use_threads=False
+            ):
                 yield _table_batch(unit.path, first + done, batch, wanted)
                 done += batch.num_rows
-        except Exception as exc:  # noqa: BLE001  a bad row group is a row, not a failed job
+        except Exception as exc:
             kind = "input:bad_column" if isinstance(exc, _ColumnError) else "input:bad_parquet"
             lost = expected - done
-            message = (f"{unit.path}: row group {rg} (rows {first}..{first + expected - 1}): "
-                       f"{lost} rows not read: {exc}")
+            message = (
+                f"{unit.path}: row group {rg} (rows {first}..{first + expected - 1}): "
+                f"{lost} rows not read: {exc}"
+            )
             rows = _Rows(unit.path, first + done)
             rows.problem(kind, message)
             stats.file_error = f"{kind}: {message}"
@@ -550,8 +630,9 @@ class _ColumnError(ValueError):
     pass
 
 
-def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str, str]
-                 ) -> pa.RecordBatch:
+def _table_batch(
+    path: str, first: int, batch: pa.RecordBatch, wanted: dict[str, str]
+) -> pa.RecordBatch:
     """A batch of a Parquet table as records: payload, subject, ts and our columns."""
     schema = arrow_record_schema()
     n = batch.num_rows
@@ -573,10 +654,14 @@ def _table_batch(path: str, first: int, batch: pa.RecordBatch, wanted: dict[str,
 
 
 def _ts_column(col: pa.Array, name: str) -> tuple[pa.Array, pa.Array]:
-    if not (pa.types.is_timestamp(col.type) or pa.types.is_integer(col.type)
-            or pa.types.is_floating(col.type)):
-        raise _ColumnError(f"timestamp column {name!r} is {col.type}, not a timestamp or "
-                           "seconds since the epoch")
+    if not (
+        pa.types.is_timestamp(col.type)
+        or pa.types.is_integer(col.type)
+        or pa.types.is_floating(col.type)
+    ):
+        raise _ColumnError(
+            f"timestamp column {name!r} is {col.type}, not a timestamp or seconds since the epoch"
+        )
     return _table_times(col)
 
 
@@ -586,5 +671,6 @@ def _convert(f: pa.Field, col: pa.Array, name: str) -> pa.Array:
     try:
         return col.cast(f.type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise _ColumnError(f"column {name!r} is {col.type}, which does not convert to "
-                           f"{f.type}: {exc}") from None
+        raise _ColumnError(
+            f"column {name!r} is {col.type}, which does not convert to {f.type}: {exc}"
+        ) from None

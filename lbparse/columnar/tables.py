@@ -32,7 +32,7 @@ NATS rows.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -40,12 +40,32 @@ import pyarrow.compute as pc
 
 from lbparse.columnar.decode_arrow import Decoded
 from lbparse.columnar.pandas_meta import dataset_schema
-from lbparse.columnar.schema import (FIXED_FIELDS, GRPC_CALL_FIELDS, GRPC_MESSAGE_FIELDS,
-                                     RAFT_ENTRY, RAFT_RPC, arrow_output_schema, payload_columns)
+from lbparse.columnar.schema import (
+    FIXED_FIELDS,
+    GRPC_CALL_FIELDS,
+    GRPC_MESSAGE_FIELDS,
+    RAFT_ENTRY,
+    RAFT_RPC,
+    arrow_output_schema,
+    payload_columns,
+)
 
-__all__ = ["GRPC_CALLS", "GRPC_MESSAGES", "GRPC_TABLES", "JOIN_KEYS", "MESSAGES",
-           "MESSAGE_FIELDS", "RAFT_ENTRIES", "RAFT_RPCS", "TRAFFIC", "TRAFFIC_TABLES",
-           "payload_tables", "table_names", "table_schema", "tables_of"]
+__all__ = [
+    "GRPC_CALLS",
+    "GRPC_MESSAGES",
+    "GRPC_TABLES",
+    "JOIN_KEYS",
+    "MESSAGES",
+    "MESSAGE_FIELDS",
+    "RAFT_ENTRIES",
+    "RAFT_RPCS",
+    "TRAFFIC",
+    "TRAFFIC_TABLES",
+    "payload_tables",
+    "table_names",
+    "table_schema",
+    "tables_of",
+]
 
 MESSAGES = "messages"
 TRAFFIC = "traffic"
@@ -59,33 +79,41 @@ JOIN_KEYS = ("source", "position")
 # The wide row's traffic columns that live in the traffic tables; `traffic`
 # (the kind) stays in messages, as msg_type_name does, to filter without a join.
 _TRAFFIC_DETAIL = ("traffic_node", "raft_rpcs", "traffic_json")
-MESSAGE_FIELDS: tuple[str, ...] = tuple(f.name for f in FIXED_FIELDS
-                                        if f.name not in _TRAFFIC_DETAIL)
+MESSAGE_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in FIXED_FIELDS if f.name not in _TRAFFIC_DETAIL
+)
 _RPC_SEQ = pa.field("rpc_seq", pa.int32(), False)
-_TRAFFIC_FIELDS = (pa.field("kind", pa.string(), False), pa.field("node", pa.string()),
-                   pa.field("traffic_json", pa.string()))
+_TRAFFIC_FIELDS = (
+    pa.field("kind", pa.string(), False),
+    pa.field("node", pa.string()),
+    pa.field("traffic_json", pa.string()),
+)
 _RPC_FIELDS = (_RPC_SEQ, *(f for f in RAFT_RPC if f.name != "entries"))
 _ENTRY_FIELDS = (_RPC_SEQ, pa.field("entry_seq", pa.int32(), False), *RAFT_ENTRY)
 
 
-@lru_cache(maxsize=None)
+@cache
 def payload_tables() -> dict[str, str]:
     """table name -> payload type, for every payload type with typed columns."""
     return {col: ptype for ptype, col in payload_columns().items()}
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_names() -> tuple[str, ...]:
     """Every table a capture's decoding may give, messages first."""
     return (MESSAGES, *payload_tables(), *TRAFFIC_TABLES)
 
 
-_OWN_SCHEMAS = {TRAFFIC: _TRAFFIC_FIELDS, RAFT_RPCS: _RPC_FIELDS,
-                RAFT_ENTRIES: _ENTRY_FIELDS, GRPC_CALLS: GRPC_CALL_FIELDS,
-                GRPC_MESSAGES: GRPC_MESSAGE_FIELDS}
+_OWN_SCHEMAS = {
+    TRAFFIC: _TRAFFIC_FIELDS,
+    RAFT_RPCS: _RPC_FIELDS,
+    RAFT_ENTRIES: _ENTRY_FIELDS,
+    GRPC_CALLS: GRPC_CALL_FIELDS,
+    GRPC_MESSAGES: GRPC_MESSAGE_FIELDS,
+}
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
     """The schema of table `name` whose join keys are `keys`, with the `pandas`
     metadata that makes `to_pandas()` read its integers as integers, in
@@ -96,13 +124,13 @@ def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
 def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
     out = arrow_output_schema()
     if name == MESSAGES:
-        return pa.schema([out.field(n) for n in MESSAGE_FIELDS
-                          if n in keys or n not in JOIN_KEYS])
+        return pa.schema([out.field(n) for n in MESSAGE_FIELDS if n in keys or n not in JOIN_KEYS])
     if name in _OWN_SCHEMAS:
         return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]))
     if name not in payload_tables():
-        raise ValueError(f"no table {name!r}: the tables are "
-                         f"{', '.join(repr(t) for t in table_names())}")
+        raise ValueError(
+            f"no table {name!r}: the tables are {', '.join(repr(t) for t in table_names())}"
+        )
     struct = out.field(name).type
     fields = [out.field(k) for k in keys] + list(struct)
     clash = set(keys) & {f.name for f in struct}
@@ -111,8 +139,9 @@ def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def tables_of(decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS,
-              empty: bool = False) -> dict[str, pa.Table]:
+def tables_of(
+    decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS, empty: bool = False
+) -> dict[str, pa.Table]:
     """The narrow tables of one decoded batch: `messages` and the payload
     tables of the types it holds (every payload table, empty where the batch
     has none of its type, when `empty`)."""
@@ -120,9 +149,12 @@ def tables_of(decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS,
     msg_schema = table_schema(MESSAGES, keys)
     n = decoded.num_rows
     # The traffic columns exist only where a unit's traffic reader ran.
-    out = {MESSAGES: pa.Table.from_arrays(
-        [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in msg_schema],
-        schema=msg_schema)}
+    out = {
+        MESSAGES: pa.Table.from_arrays(
+            [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in msg_schema],
+            schema=msg_schema,
+        )
+    }
     for name in payload_tables():
         found = decoded.structs.get(name)
         if found is None:
@@ -135,8 +167,9 @@ def tables_of(decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS,
     return out
 
 
-def _traffic_tables(cols: dict[str, pa.Array], keys: tuple[str, ...],
-                    empty: bool) -> dict[str, pa.Table]:
+def _traffic_tables(
+    cols: dict[str, pa.Array], keys: tuple[str, ...], empty: bool
+) -> dict[str, pa.Table]:
     """The traffic tables of a batch whose traffic reader ran and named some
     message (lbparse.columnar.trafficcols); none (or empty ones) otherwise."""
     kind = cols.get("traffic")
@@ -149,11 +182,17 @@ def _traffic_tables(cols: dict[str, pa.Array], keys: tuple[str, ...],
     rpcs = cols["raft_rpcs"].take(rows)
     rpc_rows, rpc_seq, rpc = _explode(rpcs)
     rpc_keys = [k.take(rpc_rows) for k in key_cols]
-    out[RAFT_RPCS] = _table(RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [
-        rpc.field(f.name) for f in _RPC_FIELDS[1:]])
+    out[RAFT_RPCS] = _table(
+        RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [rpc.field(f.name) for f in _RPC_FIELDS[1:]]
+    )
     entry_rows, entry_seq, entry = _explode(rpc.field("entries"))
-    out[RAFT_ENTRIES] = _table(RAFT_ENTRIES, keys, [k.take(entry_rows) for k in rpc_keys] + [
-        rpc_seq.take(entry_rows), entry_seq] + [entry.field(f.name) for f in RAFT_ENTRY])
+    out[RAFT_ENTRIES] = _table(
+        RAFT_ENTRIES,
+        keys,
+        [k.take(entry_rows) for k in rpc_keys]
+        + [rpc_seq.take(entry_rows), entry_seq]
+        + [entry.field(f.name) for f in RAFT_ENTRY],
+    )
     return out
 
 
@@ -171,14 +210,18 @@ def _table(name: str, keys: tuple[str, ...], arrays: list[pa.Array]) -> pa.Table
     return pa.Table.from_arrays(arrays, schema=table_schema(name, keys))
 
 
-def _payload_table(name: str, keys: tuple[str, ...], key_cols: list[pa.Array],
-                   rows: np.ndarray, arr: pa.Array) -> pa.Table:
+def _payload_table(
+    name: str, keys: tuple[str, ...], key_cols: list[pa.Array], rows: np.ndarray, arr: pa.Array
+) -> pa.Table:
     schema = table_schema(name, keys)
     idx = pa.array(np.asarray(rows, np.int64))
     # The struct's rows are all valid (a row has a struct only where it has
     # that type), so its children are the columns as they are.
-    children = arr.flatten() if arr.null_count == 0 else \
-        [arr.field(i).filter(arr.is_valid()) for i in range(arr.type.num_fields)]
+    children = (
+        arr.flatten()
+        if arr.null_count == 0
+        else [arr.field(i).filter(arr.is_valid()) for i in range(arr.type.num_fields)]
+    )
     if arr.null_count:
         idx = idx.filter(arr.is_valid())
     arrays = [k.take(idx) for k in key_cols] + list(children)

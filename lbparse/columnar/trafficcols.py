@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 
 from lbparse.capture import fields
 from lbparse.capture.records import STATUS
+from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
-from lbparse.capture.traffic import TrafficReader
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
 
@@ -44,12 +44,24 @@ def _bigint(n: int | None) -> int | None:
 
 
 def _rpc(r: Any) -> dict[str, Any]:
-    return {"role": r.role, "rpc": r.rpc, "term": _bigint(r.term), "node": r.node,
-            "error": r.error, "fields_json": dumps(json_fields(r.struct, r.fields)),
-            "entries": [{"index": _bigint(e.index), "term": _bigint(e.term), "type": e.type_name,
-                         "command": (e.command.name or e.command.op) if e.command else None,
-                         "command_json": (dumps(e.command.to_json_dict())
-                                          if e.command else None)} for e in r.entries]}
+    return {
+        "role": r.role,
+        "rpc": r.rpc,
+        "term": _bigint(r.term),
+        "node": r.node,
+        "error": r.error,
+        "fields_json": dumps(json_fields(r.struct, r.fields)),
+        "entries": [
+            {
+                "index": _bigint(e.index),
+                "term": _bigint(e.term),
+                "type": e.type_name,
+                "command": (e.command.name or e.command.op) if e.command else None,
+                "command_json": (dumps(e.command.to_json_dict()) if e.command else None),
+            }
+            for e in r.entries
+        ],
+    }
 
 
 def _null_columns(n: int) -> dict[str, pa.Array]:
@@ -70,16 +82,23 @@ def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str,
     nodes: list[str | None] = [None] * n
     rpcs: list[list[dict[str, Any]] | None] = [None] * n
     texts: list[str | None] = [None] * n
-    cols = {name: records.column(name) for name in ("src", "dst", "subject", "reply",
-                                                     "payload", "headers", "error_kind")}
+    cols = {
+        name: records.column(name)
+        for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
+    }
     for i in idx:
         if cols["error_kind"][i].is_valid:  # a problem row of the input
             continue
         headers = cols["headers"][i].as_py()
         status = headers[0]["value"] if headers and headers[0]["key"] == STATUS else None
-        t = reader.read(cols["src"][i].as_py() or "", cols["dst"][i].as_py() or "",
-                        cols["subject"][i].as_py() or "", cols["reply"][i].as_py(),
-                        cols["payload"][i].as_py() or b"", status=status)
+        t = reader.read(
+            cols["src"][i].as_py() or "",
+            cols["dst"][i].as_py() or "",
+            cols["subject"][i].as_py() or "",
+            cols["reply"][i].as_py(),
+            cols["payload"][i].as_py() or b"",
+            status=status,
+        )
         if t is None:
             continue
         kinds[i], nodes[i] = t.kind, t.node
@@ -89,6 +108,10 @@ def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str,
         return _null_columns(n)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
     # here is a KeyError, not a column silently null.
-    values: dict[str, list[Any]] = {"traffic": kinds, "traffic_node": nodes, "raft_rpcs": rpcs,
-                                    "traffic_json": texts}
+    values: dict[str, list[Any]] = {
+        "traffic": kinds,
+        "traffic_node": nodes,
+        "raft_rpcs": rpcs,
+        "traffic_json": texts,
+    }
     return {name: pa.array(values[name], schema.field(name).type) for name in TRAFFIC_COLUMNS}

@@ -60,7 +60,7 @@ class Unit:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text: str) -> "Unit":
+    def from_json(cls, text: str) -> Unit:
         d = json.loads(text)
         if d.get("error") is not None:
             d["error"] = tuple(d["error"])

@@ -27,7 +27,7 @@ per batch grouped by field number) when setup.py built it; the numpy scan
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -53,18 +53,33 @@ MAX_SIZE_BYTES = 5
 
 
 # protobuf type -> expected wire type
-_WIRE = {F.TYPE_DOUBLE: 1, F.TYPE_FIXED64: 1, F.TYPE_SFIXED64: 1,
-         F.TYPE_FLOAT: 5, F.TYPE_FIXED32: 5, F.TYPE_SFIXED32: 5,
-         F.TYPE_STRING: 2, F.TYPE_BYTES: 2, F.TYPE_MESSAGE: 2}
+_WIRE = {
+    F.TYPE_DOUBLE: 1,
+    F.TYPE_FIXED64: 1,
+    F.TYPE_SFIXED64: 1,
+    F.TYPE_FLOAT: 5,
+    F.TYPE_FIXED32: 5,
+    F.TYPE_SFIXED32: 5,
+    F.TYPE_STRING: 2,
+    F.TYPE_BYTES: 2,
+    F.TYPE_MESSAGE: 2,
+}
 # fixed-width types -> (width, numpy type of the little-endian value)
-_FIXED = {F.TYPE_DOUBLE: (8, "<f8"), F.TYPE_FIXED64: (8, "<i8"), F.TYPE_SFIXED64: (8, "<i8"),
-          F.TYPE_FLOAT: (4, "<f4"), F.TYPE_FIXED32: (4, "<i4"), F.TYPE_SFIXED32: (4, "<i4")}
+_FIXED = {
+    F.TYPE_DOUBLE: (8, "<f8"),
+    F.TYPE_FIXED64: (8, "<i8"),
+    F.TYPE_SFIXED64: (8, "<i8"),
+    F.TYPE_FLOAT: (4, "<f4"),
+    F.TYPE_FIXED32: (4, "<i4"),
+    F.TYPE_SFIXED32: (4, "<i4"),
+}
 _INT32 = {F.TYPE_INT32, F.TYPE_UINT32, F.TYPE_ENUM}
 _INT64 = {F.TYPE_INT64, F.TYPE_UINT64}
 
 
-def varints(data: np.ndarray, pos: np.ndarray, lim: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def varints(
+    data: np.ndarray, pos: np.ndarray, lim: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The varints at `pos` (each must end before `lim`): values (uint64),
     positions after them, and which were well formed. Requires pos < lim."""
     b = data[pos]
@@ -109,8 +124,13 @@ def gather(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.n
     return offsets.astype(np.int32), data[idx]
 
 
-def slices(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.ndarray | None = None,
-           typ: pa.DataType | None = None) -> pa.Array:
+def slices(
+    data: np.ndarray,
+    starts: np.ndarray,
+    lens: np.ndarray,
+    null: np.ndarray | None = None,
+    typ: pa.DataType | None = None,
+) -> pa.Array:
     """The byte ranges `data[starts[i]:starts[i]+lens[i]]` as a binary column
     (or `typ`, the bytes taken as they are), null where `null`."""
     k = len(starts)
@@ -123,23 +143,35 @@ def slices(data: np.ndarray, starts: np.ndarray, lens: np.ndarray, null: np.ndar
         # buffer, made without a copy; the odd ones are the bytes between
         # them. Arrow's take copies the even ones out, in C++: about a third
         # of gather's time.
-        whole = pa.Array.from_buffers(pa.binary(), 2 * k - 1, [
-            None, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(data)])
-        arr = whole.take(pa.array(np.arange(0, 2 * k, 2, dtype=np.int32),
-                                  mask=null if null is not None and null.any() else None))
+        whole = pa.Array.from_buffers(
+            pa.binary(),
+            2 * k - 1,
+            [None, pa.py_buffer(bounds.astype(np.int32)), pa.py_buffer(data)],
+        )
+        arr = whole.take(
+            pa.array(
+                np.arange(0, 2 * k, 2, dtype=np.int32),
+                mask=null if null is not None and null.any() else None,
+            )
+        )
     else:
         offsets, values = gather(data, starts, lens)
-        validity = None if null is None or not null.any() else \
-            pa.py_buffer(np.packbits(~null, bitorder="little"))
-        arr = pa.Array.from_buffers(pa.binary(), k, [validity, pa.py_buffer(offsets),
-                                                    pa.py_buffer(values)])
+        validity = (
+            None
+            if null is None or not null.any()
+            else pa.py_buffer(np.packbits(~null, bitorder="little"))
+        )
+        arr = pa.Array.from_buffers(
+            pa.binary(), k, [validity, pa.py_buffer(offsets), pa.py_buffer(values)]
+        )
     if typ is None or typ == pa.binary():
         return arr
     return pa.Array.from_buffers(typ, k, arr.buffers(), arr.null_count, arr.offset)
 
 
-def _value_or_length(data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _value_or_length(
+    data: np.ndarray, p: np.ndarray, end: np.ndarray, is2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """After a tag of wire type 0 or 2 at p-1: (value or start, end of the field, ok)."""
     inside = p < end
     v, nx, ok = varints(data, np.minimum(p, end - 1), end)
@@ -161,8 +193,14 @@ class _Scan:
 
     __slots__ = ("by_field", "bad")
 
-    def __init__(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 known: tuple[int, ...] = (), native: bool = True) -> None:
+    def __init__(
+        self,
+        data: np.ndarray,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        known: tuple[int, ...] = (),
+        native: bool = True,
+    ) -> None:
         if native and _kernels is not None:
             self.by_field, self.bad = _native_scan(data, starts, ends, known)
             return
@@ -212,7 +250,7 @@ class _Scan:
             if rows.size:
                 # Encoders write fields in order: a step is usually one field.
                 lo, hi = int(field.min()), int(field.max())
-                for f in ((lo,) if lo == hi else _distinct(field, hi)):
+                for f in (lo,) if lo == hi else _distinct(field, hi):
                     sel = slice(None) if lo == hi else field == f
                     by_field.setdefault(f, []).append((rows[sel], wt[sel], a[sel], b[sel]))
             pos = b
@@ -222,8 +260,9 @@ class _Scan:
         self.bad = bad
 
 
-def _native_scan(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, known: tuple[int, ...]
-                 ) -> tuple[dict[int, list[tuple[np.ndarray, ...]]], np.ndarray]:
+def _native_scan(
+    data: np.ndarray, starts: np.ndarray, ends: np.ndarray, known: tuple[int, ...]
+) -> tuple[dict[int, list[tuple[np.ndarray, ...]]], np.ndarray]:
     """_Scan's result from the C scan: one part per field number, rows ascending.
 
     The C scan groups the `known` field numbers itself (two passes: count,
@@ -242,8 +281,21 @@ def _native_scan(data: np.ndarray, starts: np.ndarray, ends: np.ndarray, known: 
     rows, a, b = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
     field, wt = np.empty(m, np.int32), np.empty(m, np.int8)
     bad = np.zeros(k, np.bool_)
-    _kernels.scan(data, s, e, MAX_STEPS, slot_of, None, bounds[:-1].copy(), rows, field, wt, a,
-                  b, bad.view(np.uint8))
+    _kernels.scan(
+        data,
+        s,
+        e,
+        MAX_STEPS,
+        slot_of,
+        None,
+        bounds[:-1].copy(),
+        rows,
+        field,
+        wt,
+        a,
+        b,
+        bad.view(np.uint8),
+    )
     by_field: dict[int, list[tuple[np.ndarray, ...]]] = {}
     edges = bounds.tolist()
     for j, number in enumerate(known):
@@ -282,7 +334,7 @@ def _distinct(field: np.ndarray, hi: int) -> list[int]:
     return found
 
 
-@lru_cache(maxsize=None)
+@cache
 def _enum_table(enum: Any) -> tuple[int, int, pa.Array, dict[int, str]]:
     by_number: dict[int, str] = {}
     for v in enum.values:
@@ -296,8 +348,11 @@ def enum_names(enum: Any, nums: np.ndarray, null: np.ndarray | None) -> pa.Array
     """Enum numbers as their names (protobuf-java's name for unknown numbers)."""
     lo, hi, table, by_number = _enum_table(enum)
     if len(nums) and (nums.min() < lo or nums.max() > hi):
-        return pa.array([by_number.get(int(n)) or f"UNKNOWN_ENUM_VALUE_{enum.name}_{n}"
-                         for n in nums], pa.string(), mask=null)
+        return pa.array(
+            [by_number.get(int(n)) or f"UNKNOWN_ENUM_VALUE_{enum.name}_{n}" for n in nums],
+            pa.string(),
+            mask=null,
+        )
     return table.take(pa.array(nums - lo, mask=null))
 
 
@@ -313,8 +368,9 @@ def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
 class _Decoder:
     """Columns of one message type from a scan; marks rows it cannot do."""
 
-    def __init__(self, data: np.ndarray, scan: _Scan, k: int, emit_defaults: bool,
-                 keep_zero: bool) -> None:
+    def __init__(
+        self, data: np.ndarray, scan: _Scan, k: int, emit_defaults: bool, keep_zero: bool
+    ) -> None:
         self.data = data
         self.scan = scan
         self.k = k
@@ -353,8 +409,9 @@ class _Decoder:
                 rows, a, b = rows[last], a[last], b[last]
         return rows, a, b
 
-    def _unpacked(self, rows: np.ndarray, wt: np.ndarray, a: np.ndarray, b: np.ndarray,
-                  expected: int) -> tuple[np.ndarray, ...]:
+    def _unpacked(
+        self, rows: np.ndarray, wt: np.ndarray, a: np.ndarray, b: np.ndarray, expected: int
+    ) -> tuple[np.ndarray, ...]:
         """Packed occurrences of a repeated number (wire type 2) as one
         occurrence per element, in place; a packed run that is not whole
         elements marks its row. Python per packed run: the reference (the C
@@ -386,8 +443,12 @@ class _Decoder:
             for ex, ey in elems:
                 for col, v in zip(out, (r, expected, ex, ey)):
                     col.append(v)
-        return (np.array(out[0], np.int64), np.array(out[1], wt.dtype), np.array(out[2], np.int64),
-                np.array(out[3], np.int64))
+        return (
+            np.array(out[0], np.int64),
+            np.array(out[1], wt.dtype),
+            np.array(out[2], np.int64),
+            np.array(out[3], np.int64),
+        )
 
     def column(self, fd: FieldDescriptor, typ: pa.DataType) -> pa.Array:
         rows, a, b = self.occurrences(fd)
@@ -412,8 +473,17 @@ class _Decoder:
             return arr if present.all() else pa.compute.if_else(pa.array(present), arr, None)
         return self._scalars(fd, typ, rows, a, b, k, nullable=not self.keep_zero)
 
-    def _scalars(self, fd: FieldDescriptor, typ: pa.DataType, rows: np.ndarray, a: np.ndarray,
-                 b: np.ndarray, k: int, nullable: bool, dense: bool = False) -> pa.Array:
+    def _scalars(
+        self,
+        fd: FieldDescriptor,
+        typ: pa.DataType,
+        rows: np.ndarray,
+        a: np.ndarray,
+        b: np.ndarray,
+        k: int,
+        nullable: bool,
+        dense: bool = False,
+    ) -> pa.Array:
         """Values in k slots: slot = message row, from the occurrences `rows`;
         or `dense`: slot i is occurrence i (of message `rows[i]`)."""
         t = fd.type
@@ -488,8 +558,15 @@ class _Decoder:
                     keep.append(None)
             return pa.array(keep, pa.string())
 
-    def _repeated(self, fd: FieldDescriptor, typ: pa.DataType, rows: np.ndarray, a: np.ndarray,
-                  b: np.ndarray, is_map: bool) -> pa.Array:
+    def _repeated(
+        self,
+        fd: FieldDescriptor,
+        typ: pa.DataType,
+        rows: np.ndarray,
+        a: np.ndarray,
+        b: np.ndarray,
+        is_map: bool,
+    ) -> pa.Array:
         k = self.k
         order = np.argsort(rows, kind="stable")
         rows, a, b = rows[order], a[order], b[order]
@@ -501,8 +578,15 @@ class _Decoder:
             # Entries of a map, elements of a repeated message: their fields
             # are the message's, decoded like any other message. Map keys
             # and values are kept even when zero (Spark writes them).
-            sub, sub_ok = _decode(mt, _entry_type(typ) if is_map else typ.value_type,
-                                  self.data, a, b, self.emit, keep_zero=is_map)
+            sub, sub_ok = _decode(
+                mt,
+                _entry_type(typ) if is_map else typ.value_type,
+                self.data,
+                a,
+                b,
+                self.emit,
+                keep_zero=is_map,
+            )
             if not sub_ok.all():
                 self.bad[rows[~sub_ok]] = True
             if is_map:
@@ -540,15 +624,23 @@ def _entry_type(map_type: pa.MapType) -> pa.StructType:
     return pa.struct([pa.field("key", map_type.key_type), pa.field("value", map_type.item_type)])
 
 
-def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
-            starts: np.ndarray, ends: np.ndarray, emit_defaults: bool, keep_zero: bool = False,
-            clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
+def _decode(
+    descriptor: Descriptor,
+    arrow_type: pa.StructType,
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    emit_defaults: bool,
+    keep_zero: bool = False,
+    clean: bool = False,
+) -> tuple[pa.StructArray, np.ndarray]:
     """Struct column of the messages, null where a message is left to upb; and `ok`."""
     k = len(starts)
     if k == 0:
         return pa.array([], arrow_type), np.ones(0, np.bool_)
-    dec = _Decoder(data, _Scan(data, starts, ends, _numbers(descriptor)), k, emit_defaults,
-                   keep_zero)
+    dec = _Decoder(
+        data, _Scan(data, starts, ends, _numbers(descriptor)), k, emit_defaults, keep_zero
+    )
     by_name = descriptor.fields_by_name
     fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
     children = [dec.column(by_name[f.name], f.type) for f in fields]
@@ -561,11 +653,15 @@ def _decode(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
         # Spark drops was not): anything else makes the message unclean.
         _mark_unknown(dec, {by_name[f.name].number for f in fields})
     bad = dec.bad
-    return (pa.StructArray.from_arrays(children, fields=fields,
-                                       mask=pa.array(bad) if bad.any() else None), ~bad)
+    return (
+        pa.StructArray.from_arrays(
+            children, fields=fields, mask=pa.array(bad) if bad.any() else None
+        ),
+        ~bad,
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _numbers(descriptor: Descriptor) -> tuple[int, ...]:
     return tuple(sorted(fd.number for fd in descriptor.fields))
 
@@ -578,9 +674,16 @@ def _mark_unknown(dec: _Decoder, known: set[int]) -> None:
                 dec.bad[rows] = True
 
 
-def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
-                   starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
-                   clean: bool = False, native: bool = True) -> tuple[pa.StructArray, np.ndarray]:
+def decode_structs(
+    descriptor: Descriptor,
+    arrow_type: pa.StructType,
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    emit_defaults: bool = False,
+    clean: bool = False,
+    native: bool = True,
+) -> tuple[pa.StructArray, np.ndarray]:
     """The messages `data[starts[i]:ends[i]]` as a struct column of len(starts),
     and `ok`: False for the messages left to upb (their slots hold nulls).
 
@@ -593,8 +696,9 @@ def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.n
     pass per batch; the numpy reader here is the reference (`native=False`)."""
     if native and len(starts) and wirescan_native.available():
         try:
-            return wirescan_native.decode_structs(descriptor, arrow_type, data, starts, ends,
-                                                  emit_defaults, clean)
+            return wirescan_native.decode_structs(
+                descriptor, arrow_type, data, starts, ends, emit_defaults, clean
+            )
         except wirescan_native.Unsupported:
             pass  # a type the C reader is not compiled for: the numpy reader below
     return _decode(descriptor, arrow_type, data, starts, ends, emit_defaults, clean=clean)

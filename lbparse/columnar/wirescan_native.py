@@ -40,16 +40,40 @@ __all__ = ["Unsupported", "available", "decode_structs"]
 class Unsupported(ValueError):
     """A message type the C reader is not compiled for (wirescan's numpy reader reads it)."""
 
+
 F = FieldDescriptor
 # _structs.c's kinds
-_KIND = {F.TYPE_INT32: 1, F.TYPE_UINT32: 1, F.TYPE_SINT32: 2, F.TYPE_SINT64: 3, F.TYPE_BOOL: 4,
-         F.TYPE_INT64: 5, F.TYPE_UINT64: 5, F.TYPE_ENUM: 6, F.TYPE_FLOAT: 7, F.TYPE_DOUBLE: 8,
-         F.TYPE_FIXED32: 9, F.TYPE_SFIXED32: 9, F.TYPE_FIXED64: 10, F.TYPE_SFIXED64: 10,
-         F.TYPE_STRING: 11, F.TYPE_BYTES: 12, F.TYPE_MESSAGE: 13}
+_KIND = {
+    F.TYPE_INT32: 1,
+    F.TYPE_UINT32: 1,
+    F.TYPE_SINT32: 2,
+    F.TYPE_SINT64: 3,
+    F.TYPE_BOOL: 4,
+    F.TYPE_INT64: 5,
+    F.TYPE_UINT64: 5,
+    F.TYPE_ENUM: 6,
+    F.TYPE_FLOAT: 7,
+    F.TYPE_DOUBLE: 8,
+    F.TYPE_FIXED32: 9,
+    F.TYPE_SFIXED32: 9,
+    F.TYPE_FIXED64: 10,
+    F.TYPE_SFIXED64: 10,
+    F.TYPE_STRING: 11,
+    F.TYPE_BYTES: 12,
+    F.TYPE_MESSAGE: 13,
+}
 _MESSAGE = 13
-_WIRE = {F.TYPE_DOUBLE: 1, F.TYPE_FIXED64: 1, F.TYPE_SFIXED64: 1,
-         F.TYPE_FLOAT: 5, F.TYPE_FIXED32: 5, F.TYPE_SFIXED32: 5,
-         F.TYPE_STRING: 2, F.TYPE_BYTES: 2, F.TYPE_MESSAGE: 2}
+_WIRE = {
+    F.TYPE_DOUBLE: 1,
+    F.TYPE_FIXED64: 1,
+    F.TYPE_SFIXED64: 1,
+    F.TYPE_FLOAT: 5,
+    F.TYPE_FIXED32: 5,
+    F.TYPE_SFIXED32: 5,
+    F.TYPE_STRING: 2,
+    F.TYPE_BYTES: 2,
+    F.TYPE_MESSAGE: 2,
+}
 
 
 def available() -> bool:
@@ -77,8 +101,9 @@ def _entry_type(map_type: pa.MapType) -> pa.StructType:
     return pa.struct([pa.field("key", map_type.key_type), pa.field("value", map_type.item_type)])
 
 
-def _spec(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, keep_zero: bool,
-          clean: bool) -> tuple[Any, ...]:
+def _spec(
+    descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, keep_zero: bool, clean: bool
+) -> tuple[Any, ...]:
     """The Program spec of a message type (see _structs.c's compile)."""
     by_name = descriptor.fields_by_name
     fields = []
@@ -90,8 +115,11 @@ def _spec(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, keep_ze
         if fd.is_repeated and mt is not None and is_map(fd):
             col, rep = _spec(mt, _entry_type(af.type), emit, True, False), 2
         elif fd.is_repeated:
-            col = (_spec(mt, af.type.value_type, emit, False, False) if mt is not None
-                   else _scalar(fd, False))
+            col = (
+                _spec(mt, af.type.value_type, emit, False, False)
+                if mt is not None
+                else _scalar(fd, False)
+            )
             rep = 1
         elif mt is not None:
             col, rep = _spec(mt, af.type, emit, False, False), 0
@@ -102,8 +130,9 @@ def _spec(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, keep_ze
     if keep_zero:  # a map entry: a field it does not declare keeps it out of the map
         declared = tuple(fd.number for fd in descriptor.fields)
     elif clean:  # only the fields read count as known
-        declared = tuple(by_name[arrow_type.field(i).name].number
-                         for i in range(arrow_type.num_fields))
+        declared = tuple(
+            by_name[arrow_type.field(i).name].number for i in range(arrow_type.num_fields)
+        )
     else:
         declared = ()
     return (_MESSAGE, 0, tuple(fields), declared, int(keep_zero or clean), None)
@@ -114,17 +143,25 @@ def _program(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, clea
     return _structs.Program(_spec(descriptor, arrow_type, emit, False, clean))
 
 
-def decode_structs(descriptor: Descriptor, arrow_type: pa.StructType, data: np.ndarray,
-                   starts: np.ndarray, ends: np.ndarray, emit_defaults: bool = False,
-                   clean: bool = False) -> tuple[pa.StructArray, np.ndarray]:
+def decode_structs(
+    descriptor: Descriptor,
+    arrow_type: pa.StructType,
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    emit_defaults: bool = False,
+    clean: bool = False,
+) -> tuple[pa.StructArray, np.ndarray]:
     """wirescan.decode_structs, in C (see the module's doc); Unsupported for a type
     the C reader is not compiled for."""
     # Unsupported (a type the C reader is not compiled for) goes to the caller,
     # wirescan.decode_structs, whose numpy reader reads it.
     program = _program(descriptor, arrow_type, emit_defaults, clean)
-    ok, address = program.decode(np.ascontiguousarray(data, np.uint8),
-                                 np.ascontiguousarray(starts, np.int64),
-                                 np.ascontiguousarray(ends, np.int64))
+    ok, address = program.decode(
+        np.ascontiguousarray(data, np.uint8),
+        np.ascontiguousarray(starts, np.int64),
+        np.ascontiguousarray(ends, np.int64),
+    )
     try:  # pyarrow moves the array out; the struct that held it is freed either way
         column = pa.Array._import_from_c(address, arrow_type)
     finally:

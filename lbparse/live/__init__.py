@@ -11,9 +11,24 @@ on_record, ...)`, its options and its result. Behind it, one job each:
   Liftbridge's Ack offsets.
 """
 
-from lbparse.live.subscriber import (DEFAULT_BACKLOG_BYTES, DEFAULT_RECONNECT_TIMEOUT,
-                                     ConnectOptions, LiveResult, Outage, check_credentials,
-                                     shown_url, subscribe)
+from lbparse.live.subscriber import (
+    DEFAULT_BACKLOG_BYTES,
+    DEFAULT_RECONNECT_TIMEOUT,
+    ConnectOptions,
+    LiveResult,
+    Outage,
+    check_credentials,
+    shown_url,
+    subscribe,
+)
 
-__all__ = ["DEFAULT_BACKLOG_BYTES", "DEFAULT_RECONNECT_TIMEOUT", "ConnectOptions", "LiveResult",
-           "Outage", "check_credentials", "shown_url", "subscribe"]
+__all__ = [
+    "DEFAULT_BACKLOG_BYTES",
+    "DEFAULT_RECONNECT_TIMEOUT",
+    "ConnectOptions",
+    "LiveResult",
+    "Outage",
+    "check_credentials",
+    "shown_url",
+    "subscribe",
+]

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import struct
 import threading
-from sys import getsizeof
 from collections import deque
+from sys import getsizeof
 from typing import BinaryIO, NamedTuple
 
 from lbparse.scratch import open_private
@@ -61,9 +61,15 @@ _HEAD = struct.Struct("!qiiiiiii")
 
 
 def _encode(r: Raw) -> bytes:
-    texts = [r.server.encode(), r.local.encode(), r.subject.encode(),
-             None if r.reply is None else r.reply.encode(),
-             None if r.sid is None else r.sid.encode(), r.headers, r.data]
+    texts = [
+        r.server.encode(),
+        r.local.encode(),
+        r.subject.encode(),
+        None if r.reply is None else r.reply.encode(),
+        None if r.sid is None else r.sid.encode(),
+        r.headers,
+        r.data,
+    ]
     head = _HEAD.pack(r.ts, *(-1 if t is None else len(t) for t in texts))
     return head + b"".join(t for t in texts if t)
 
@@ -72,9 +78,16 @@ def _decode(f: BinaryIO) -> Raw:
     ts, *lengths = _HEAD.unpack(f.read(_HEAD.size))
     parts = [None if n < 0 else f.read(n) for n in lengths]
     server, local, subject, reply, sid, headers, data = parts
-    return Raw(ts, server.decode(), local.decode(), subject.decode(),  # type: ignore[union-attr]
-               None if reply is None else reply.decode(), None if sid is None else sid.decode(),
-               headers, data or b"")
+    return Raw(
+        ts,
+        server.decode(),
+        local.decode(),
+        subject.decode(),  # type: ignore[union-attr]
+        None if reply is None else reply.decode(),
+        None if sid is None else sid.decode(),
+        headers,
+        data or b"",
+    )
 
 
 class Backlog:
@@ -91,9 +104,9 @@ class Backlog:
         self._mem: deque[Raw] = deque()
         self._mem_bytes = 0
         self._spill: BinaryIO | None = None
-        self._written = self._read = 0      # messages into / out of the spill file
-        self._wpos = self._rpos = 0         # byte offsets of the next write / read
-        self.spilled = 0                    # messages that went through the file, in all
+        self._written = self._read = 0  # messages into / out of the spill file
+        self._wpos = self._rpos = 0  # byte offsets of the next write / read
+        self.spilled = 0  # messages that went through the file, in all
         self._closed = False
         self._abandoned = False
 
@@ -121,8 +134,7 @@ class Backlog:
 
     def get(self) -> Raw | None:
         with self._cond:
-            while not (self._mem or self._written > self._read or self._closed
-                       or self._abandoned):
+            while not (self._mem or self._written > self._read or self._closed or self._abandoned):
                 self._cond.wait()
             if self._abandoned:
                 return None

@@ -16,9 +16,10 @@ at the rate seen before the loss (`live.Outage.may_have_missed`).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-MAX_PARTITIONS = 100_000   # partitions followed; past this, new ones are not
+MAX_PARTITIONS = 100_000  # partitions followed; past this, new ones are not
 
 
 class OffsetGaps:
@@ -27,10 +28,10 @@ class OffsetGaps:
 
     def __init__(self) -> None:
         self.last: dict[tuple[str, str], tuple[int, int]] = {}  # -> (offset, arrival ns)
-        self.with_offsets = 0      # messages received that carry an offset
+        self.with_offsets = 0  # messages received that carry an offset
         self.without_offsets = 0
         self.skipped: dict[int, int] = {}  # outage index -> offsets skipped across it
-        self.spanned: set[int] = set()     # outages some partition's offsets straddle
+        self.spanned: set[int] = set()  # outages some partition's offsets straddle
 
     def see(self, rec: Any, outages: Sequence[Any]) -> None:
         """A received record (decoded, `ts` its arrival), and the outages so far."""

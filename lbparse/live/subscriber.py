@@ -31,8 +31,9 @@ import ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
@@ -47,24 +48,27 @@ from lbparse.live.gaps import OffsetGaps
 class ConnectOptions:
     """Credentials, TLS and timeouts, by their `nats` CLI names."""
 
-    creds: str | None = None       # a .creds file (JWT and NKey seed)
-    nkey: str | None = None        # an NKey seed file
+    creds: str | None = None  # a .creds file (JWT and NKey seed)
+    nkey: str | None = None  # an NKey seed file
     user: str | None = None
     password: str | None = None
     token: str | None = None
     tlscert: str | None = None
     tlskey: str | None = None
     tlsca: str | None = None
-    tlsfirst: bool = False         # TLS handshake before the server's INFO
-    timeout: float = 5.0           # connect timeout, seconds
+    tlsfirst: bool = False  # TLS handshake before the server's INFO
+    timeout: float = 5.0  # connect timeout, seconds
     name: str = "lbparse"
 
     def nats_kwargs(self, url: str, reconnect: bool = False) -> dict[str, Any]:
         kw: dict[str, Any] = {
-            "servers": [url], "name": self.name, "connect_timeout": self.timeout,
+            "servers": [url],
+            "name": self.name,
+            "connect_timeout": self.timeout,
             # Reconnecting is bounded by subscribe()'s own deadline, and every
             # loss is reported (Outage), so that none is hidden.
-            "allow_reconnect": reconnect, "max_reconnect_attempts": -1 if reconnect else 0,
+            "allow_reconnect": reconnect,
+            "max_reconnect_attempts": -1 if reconnect else 0,
             "reconnect_time_wait": RECONNECT_WAIT,
         }
         if self.creds:
@@ -95,12 +99,16 @@ def check_credentials(options: ConnectOptions) -> None:
     if options.creds:
         text = _read(options.creds, "--creds")
         if _block(text, b"BEGIN NATS USER JWT") is None:
-            raise ValueError(f"--creds {options.creds}: no user JWT (a line "
-                             "'-----BEGIN NATS USER JWT-----' and the JWT after it)")
+            raise ValueError(
+                f"--creds {options.creds}: no user JWT (a line "
+                "'-----BEGIN NATS USER JWT-----' and the JWT after it)"
+            )
         seed = _block(text, b"BEGIN USER NKEY SEED")
         if seed is None:
-            raise ValueError(f"--creds {options.creds}: no NKey seed (a line "
-                             "'-----BEGIN USER NKEY SEED-----' and the seed after it)")
+            raise ValueError(
+                f"--creds {options.creds}: no NKey seed (a line "
+                "'-----BEGIN USER NKEY SEED-----' and the seed after it)"
+            )
         _check_seed("--creds", options.creds, seed)
 
 
@@ -126,14 +134,16 @@ def _check_seed(flag: str, path: str, seed: bytes) -> None:
     try:
         nkeys.from_seed(bytearray(seed)).wipe()
     except (nkeys.NkeysError, ValueError) as exc:  # binascii.Error is a ValueError
-        raise ValueError(f"{flag} {path}: not an NKey seed ({exc or type(exc).__name__}; "
-                         "a user seed is 58 characters starting with SU)") from None
+        raise ValueError(
+            f"{flag} {path}: not an NKey seed ({exc or type(exc).__name__}; "
+            "a user seed is 58 characters starting with SU)"
+        ) from None
 
 
 DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
-DEFAULT_BACKLOG_BYTES = 64 << 20   # messages held in memory before the backlog spills to disk
-RECONNECT_WAIT = 0.5               # between attempts (nats-py's default is 2 s)
-RATE_WINDOW = 10.0                 # seconds of arrivals the missed-message estimate uses
+DEFAULT_BACKLOG_BYTES = 64 << 20  # messages held in memory before the backlog spills to disk
+RECONNECT_WAIT = 0.5  # between attempts (nats-py's default is 2 s)
+RATE_WINDOW = 10.0  # seconds of arrivals the missed-message estimate uses
 
 
 def shown_url(url: str) -> str:
@@ -177,21 +187,26 @@ class Outage:
 class LiveResult:
     """What a live session got: messages, the connection's losses, whether it gave up."""
 
-    messages: int = 0   # received from the server
+    messages: int = 0  # received from the server
     outages: list[Outage] = field(default_factory=list)
     gave_up: bool = False  # the server did not come back within reconnect_timeout
-    written: int = 0     # handed to on_record (decoded and written)
-    unwritten: int = 0   # received, not written: a second signal, or a failure
-    dropped: int = 0     # dropped by the client library as a slow consumer
-    spilled: int = 0     # went through the backlog's spill file (not a loss)
+    written: int = 0  # handed to on_record (decoded and written)
+    unwritten: int = 0  # received, not written: a second signal, or a failure
+    dropped: int = 0  # dropped by the client library as a slow consumer
+    spilled: int = 0  # went through the backlog's spill file (not a loss)
     failure: str | None = None  # why writing stopped, when it did
     gaps: OffsetGaps = field(default_factory=OffsetGaps)  # offsets skipped across outages
 
     @property
     def complete(self) -> bool:
         """No loss: nothing can be missing."""
-        return (not self.outages and not self.gave_up and not self.unwritten
-                and not self.dropped and self.failure is None)
+        return (
+            not self.outages
+            and not self.gave_up
+            and not self.unwritten
+            and not self.dropped
+            and self.failure is None
+        )
 
     def may_have_missed(self) -> int:
         return sum(o.may_have_missed() for o in self.outages)
@@ -201,15 +216,21 @@ class LiveResult:
         carry them, an estimate (said to be one) for the others."""
         gaps = self.gaps
         if not gaps.counted():
-            return (f"messages published meanwhile were not received (about "
-                    f"{self.may_have_missed()}: an estimate at the rates seen before; no "
-                    "offsets received on both sides of a loss to count them by)")
-        text = (f"{gaps.missed()} acked messages not received (counted: the offsets their "
-                f"partitions' acks skipped across the loss)")
+            return (
+                f"messages published meanwhile were not received (about "
+                f"{self.may_have_missed()}: an estimate at the rates seen before; no "
+                "offsets received on both sides of a loss to count them by)"
+            )
+        text = (
+            f"{gaps.missed()} acked messages not received (counted: the offsets their "
+            f"partitions' acks skipped across the loss)"
+        )
         if gaps.without_offsets:
             rest = round(self.may_have_missed() * gaps.share_without())
-            text += (f"; messages without offsets: about {rest} not received (an estimate "
-                     "at the rates seen before)")
+            text += (
+                f"; messages without offsets: about {rest} not received (an estimate "
+                "at the rates seen before)"
+            )
         return text
 
     def summary(self) -> str:
@@ -217,13 +238,17 @@ class LiveResult:
         text = f"{self.messages} messages"
         if self.outages:
             secs = sum(o.seconds() for o in self.outages)
-            text += (f"; connection lost {len(self.outages)} time(s), {secs:.1f} s in all: "
-                     + self.missed_text())
+            text += (
+                f"; connection lost {len(self.outages)} time(s), {secs:.1f} s in all: "
+                + self.missed_text()
+            )
         if self.gave_up:
             text += "; the server did not come back: gave up"
         if self.dropped:
-            text += (f"; {self.dropped} dropped on arrival as a slow consumer's (the client "
-                     "library's pending limits, set by --backlog-mb)")
+            text += (
+                f"; {self.dropped} dropped on arrival as a slow consumer's (the client "
+                "library's pending limits, set by --backlog-mb)"
+            )
         if self.failure is not None:
             text += f"; writing failed: {self.failure}"
         if self.unwritten:
@@ -268,8 +293,9 @@ def _raw_client_class() -> type:
     class _RawClient(need("nats.aio.client").Client):  # type: ignore[misc]
         _lb_raw: bytes | None = None
 
-        async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes,
-                               headers: bytes) -> None:
+        async def _process_msg(
+            self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes
+        ) -> None:
             # Called once per MSG/HMSG, in order, and it builds the Msg
             # before returning: the stash cannot be overtaken.
             self._lb_raw = headers or None
@@ -285,6 +311,7 @@ def _raw_client_class() -> type:
 
 def _endpoints(nc: Any, url: str) -> tuple[str, str]:  # url: shown (no password)
     """(server, local) as host:port; the socket's when nats-py lets us see it."""
+
     def fmt(addr: Any) -> str | None:
         if isinstance(addr, tuple) and len(addr) >= 2:
             host = addr[0]
@@ -305,16 +332,25 @@ def message_record(msg: Any, server: str, local: str) -> Record:
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
     sid = getattr(msg, "_sid", None)
-    return Record.make(time.time_ns(), server, local, "HMSG" if raw is not None else "MSG",
-                       msg.subject, msg.reply or None, None if sid is None else str(sid), raw,
-                       msg.data)
+    return Record.make(
+        time.time_ns(),
+        server,
+        local,
+        "HMSG" if raw is not None else "MSG",
+        msg.subject,
+        msg.reply or None,
+        None if sid is None else str(sid),
+        raw,
+        msg.data,
+    )
 
 
 class _Session:
     """The connection's state for subscribe(): losses, returns, the give-up deadline."""
 
-    def __init__(self, url: str, reconnect_timeout: float,
-                 on_event: Callable[[str], None] | None) -> None:
+    def __init__(
+        self, url: str, reconnect_timeout: float, on_event: Callable[[str], None] | None
+    ) -> None:
         self.url = shown_url(url)
         self.reconnect_timeout = reconnect_timeout
         self.on_event = on_event or (lambda line: None)
@@ -346,9 +382,11 @@ class _Session:
             # Said at the first, counted always (the summary has the total).
             self.dropped += 1
             if self.dropped == 1:
-                self.on_event(f"messages are being DROPPED as a slow consumer's (first on "
-                              f"{exc.subject}: the client library's queue, bounded by "
-                              "--backlog-mb, is full): they will be missing; counting them")
+                self.on_event(
+                    f"messages are being DROPPED as a slow consumer's (first on "
+                    f"{exc.subject}: the client library's queue, bounded by "
+                    "--backlog-mb, is full): they will be missing; counting them"
+                )
             return
         if not self.connected and isinstance(exc, asyncio.TimeoutError):
             return  # silence, not a cause: _not_connected says no server answered
@@ -372,14 +410,18 @@ class _Session:
     async def disconnected(self) -> None:
         if not self.connected or self.lost is not None or self.done.is_set():
             return  # a first connect that failed (_connect says why), already lost, or closing
-        self.lost = Outage(time.time_ns(), self.last_error or "connection closed",
-                           self.rate.rate())
+        self.lost = Outage(time.time_ns(), self.last_error or "connection closed", self.rate.rate())
         self.lost_mono = time.monotonic()
         self.result.outages.append(self.lost)
-        how = (f"reconnecting for up to {self.reconnect_timeout:g} s"
-               if self.reconnect_timeout > 0 else "not reconnecting (--reconnect-timeout 0)")
-        self.on_event(f"connection to {self.url} lost at {_stamp(self.lost.lost_at)} "
-                      f"({self.lost.reason}); {how}")
+        how = (
+            f"reconnecting for up to {self.reconnect_timeout:g} s"
+            if self.reconnect_timeout > 0
+            else "not reconnecting (--reconnect-timeout 0)"
+        )
+        self.on_event(
+            f"connection to {self.url} lost at {_stamp(self.lost.lost_at)} "
+            f"({self.lost.reason}); {how}"
+        )
         if self.reconnect_timeout <= 0:
             self.give_up()
 
@@ -391,26 +433,29 @@ class _Session:
         o, self.lost = self.lost, None
         self.last_error = None
         self.rate.restart()
-        self.on_event(f"reconnected to {self.url} after {o.seconds():.1f} s; messages "
-                      f"published meanwhile were not received (about {o.may_have_missed()}: "
-                      f"an estimate at the {o.rate:.1f} msg/s seen before; counted at the end "
-                      "where messages carry offsets)")
+        self.on_event(
+            f"reconnected to {self.url} after {o.seconds():.1f} s; messages "
+            f"published meanwhile were not received (about {o.may_have_missed()}: "
+            f"an estimate at the {o.rate:.1f} msg/s seen before; counted at the end "
+            "where messages carry offsets)"
+        )
 
     def give_up(self) -> None:
         self.result.gave_up = True
         self.done.set()
         if self.lost is not None:
-            self.on_event(f"{self.url} did not come back within "
-                          f"{self.reconnect_timeout:g} s: giving up (about "
-                          f"{self.lost.may_have_missed()} messages may be missing: an "
-                          "estimate at the rate seen before)")
+            self.on_event(
+                f"{self.url} did not come back within "
+                f"{self.reconnect_timeout:g} s: giving up (about "
+                f"{self.lost.may_have_missed()} messages may be missing: an "
+                "estimate at the rate seen before)"
+            )
 
     async def watch(self, nc: Any) -> None:
         """Give up once the server has been gone for reconnect_timeout, or when
         the connection is closed for good."""
         while not self.done.is_set():
-            if self.lost is not None and \
-                    time.monotonic() - self.lost_mono > self.reconnect_timeout:
+            if self.lost is not None and time.monotonic() - self.lost_mono > self.reconnect_timeout:
                 self.give_up()
                 return
             if nc.is_closed:
@@ -421,14 +466,21 @@ class _Session:
             await asyncio.sleep(0.1)
 
 
-async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Record], None], *,
-                    options: ConnectOptions | None = None, layout: str | None = None,
-                    count: int | None = None, duration: float | None = None,
-                    on_ready: Callable[[], None] | None = None,
-                    reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
-                    on_event: Callable[[str], None] | None = None,
-                    backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
-                    on_idle: Callable[[], None] | None = None) -> LiveResult:
+async def subscribe(
+    url: str,
+    subjects: Sequence[str],
+    on_record: Callable[[Record], None],
+    *,
+    options: ConnectOptions | None = None,
+    layout: str | None = None,
+    count: int | None = None,
+    duration: float | None = None,
+    on_ready: Callable[[], None] | None = None,
+    reconnect_timeout: float = DEFAULT_RECONNECT_TIMEOUT,
+    on_event: Callable[[str], None] | None = None,
+    backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
+    on_idle: Callable[[], None] | None = None,
+) -> LiveResult:
     """Subscribe to `subjects` and call `on_record` for each message, decoded
     as `layout` (None: not decoded); reconnect after a loss for at most
     `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
@@ -462,17 +514,27 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
 
     def process(raw: Raw) -> None:
         """Decode and hand on one message: the worker thread's work."""
-        rec = Record.make(raw.ts, raw.server, raw.local,
-                          "HMSG" if raw.headers is not None else "MSG", raw.subject, raw.reply,
-                          raw.sid, raw.headers, raw.data)
+        rec = Record.make(
+            raw.ts,
+            raw.server,
+            raw.local,
+            "HMSG" if raw.headers is not None else "MSG",
+            raw.subject,
+            raw.reply,
+            raw.sid,
+            raw.headers,
+            raw.data,
+        )
         if layout is not None:
             decode_into(rec, layout)
         if traffic is not None:
-            rec.traffic = traffic.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload,
-                                       rec.header_block)
+            rec.traffic = traffic.read(
+                rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rec.header_block
+            )
         if context is not None and rec.envelope is not None:
-            rec.envelope = context.see(connection_key(rec.src, rec.dst), rec.subject,
-                                       rec.envelope, rec.payload)
+            rec.envelope = context.see(
+                connection_key(rec.src, rec.dst), rec.subject, rec.envelope, rec.payload
+            )
         result.gaps.see(rec, result.outages)
         on_record(rec)
 
@@ -497,8 +559,18 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         if raw is None and msg.headers:
             raw = build_header_block(list(msg.headers.items()))
         sid = getattr(msg, "_sid", None)
-        backlog.put(Raw(time.time_ns(), session.server, session.local, msg.subject,
-                        msg.reply or None, None if sid is None else str(sid), raw, msg.data))
+        backlog.put(
+            Raw(
+                time.time_ns(),
+                session.server,
+                session.local,
+                msg.subject,
+                msg.reply or None,
+                None if sid is None else str(sid),
+                raw,
+                msg.data,
+            )
+        )
         result.messages += 1
         session.rate.tick()
         if count is not None and result.messages >= count:
@@ -523,8 +595,9 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
     try:
         msgs_limit, bytes_limit = pending_limits(backlog_bytes, nc.max_payload)
         for subject in subjects:
-            await nc.subscribe(subject, cb=handle, pending_msgs_limit=msgs_limit,
-                               pending_bytes_limit=bytes_limit)
+            await nc.subscribe(
+                subject, cb=handle, pending_msgs_limit=msgs_limit, pending_bytes_limit=bytes_limit
+            )
         # The server has the subscriptions once it answered our PING.
         await nc.flush(timeout=options.timeout)
         if on_ready is not None:
@@ -533,8 +606,9 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
             watcher = asyncio.ensure_future(session.watch(nc))
             waiter = asyncio.ensure_future(done.wait())
             try:
-                await asyncio.wait({waiter, watcher}, timeout=duration,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    {waiter, watcher}, timeout=duration, return_when=asyncio.FIRST_COMPLETED
+                )
             finally:
                 waiter.cancel()
     finally:
@@ -547,7 +621,7 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
             # what reached the socket is received, and written.
             try:
                 await asyncio.wait_for(nc.drain(), options.timeout * 2 + 1)
-            except Exception:  # noqa: BLE001  a broken connection: closed below
+            except Exception:
                 pass
         accepting = False
         if not nc.is_closed:
@@ -557,8 +631,10 @@ async def subscribe(url: str, subjects: Sequence[str], on_record: Callable[[Reco
         backlog.close()
         left = backlog.pending()
         if left > DRAIN_NOTICE and on_event is not None:
-            on_event(f"writing the {left} messages received and not yet written; "
-                     "signal again to stop now (they would be lost)")
+            on_event(
+                f"writing the {left} messages received and not yet written; "
+                "signal again to stop now (they would be lost)"
+            )
         await loop.run_in_executor(None, worker.join)
         for sig in STOP_SIGNALS:
             try:
@@ -592,8 +668,10 @@ MIN_PENDING_MSGS = 32_768
 
 def pending_limits(backlog_bytes: int, max_payload: int) -> tuple[int, int]:
     """nats-py's pending limits of a subscription: (messages, payload bytes)."""
-    return (max(backlog_bytes // PENDING_MSGS_PER_BYTE, MIN_PENDING_MSGS),
-            max(backlog_bytes // 2, 2 * max(max_payload, 1)))
+    return (
+        max(backlog_bytes // PENDING_MSGS_PER_BYTE, MIN_PENDING_MSGS),
+        max(backlog_bytes // 2, 2 * max(max_payload, 1)),
+    )
 
 
 # Signals that stop a tap or a recording cleanly (SIGHUP: the terminal went away).
@@ -606,9 +684,13 @@ class _Worker(threading.Thread):
     """Takes messages from the backlog and processes them, in order, until it
     is closed and empty (or abandoned); stops at the first failure."""
 
-    def __init__(self, backlog: Backlog, process: Callable[[Raw], None],
-                 on_failure: Callable[[], None],
-                 on_idle: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        backlog: Backlog,
+        process: Callable[[Raw], None],
+        on_failure: Callable[[], None],
+        on_idle: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(name="lbparse-live-writer", daemon=True)
         self.backlog = backlog
         self.process = process
@@ -626,7 +708,7 @@ class _Worker(threading.Thread):
                 self.process(item)
                 if self.on_idle is not None and not self.backlog.pending():
                     self.on_idle()  # caught up
-            except BaseException as exc:  # noqa: BLE001  reported by subscribe()
+            except BaseException as exc:
                 self.error = exc
                 self.on_failure()
                 return
@@ -639,13 +721,19 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
     # allow_reconnect=False: bound it ourselves.
     limit = options.timeout * 2 + 1
     kw = options.nats_kwargs(url, reconnect=session.reconnect_timeout > 0)
-    connecting = asyncio.ensure_future(nc.connect(**kw, error_cb=session.error,
-                                                  disconnected_cb=session.disconnected,
-                                                  reconnected_cb=session.reconnected))
+    connecting = asyncio.ensure_future(
+        nc.connect(
+            **kw,
+            error_cb=session.error,
+            disconnected_cb=session.disconnected,
+            reconnected_cb=session.reconnected,
+        )
+    )
     refused = asyncio.ensure_future(session.refused.wait())
     try:
-        await asyncio.wait({connecting, refused}, timeout=limit,
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            {connecting, refused}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+        )
     finally:
         refused.cancel()
     if not connecting.done():
@@ -662,9 +750,11 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
         # asyncio's readline ("Separator is not found, and chunk exceed the
         # limit"): the first line, the server's INFO, never ended.
         await _close_quietly(nc)
-        raise OSError(f"cannot connect to {session.url}: its first line (a NATS server's "
-                      f"INFO) does not end within what a NATS client reads ({exc}): is it a "
-                      "NATS server?") from None
+        raise OSError(
+            f"cannot connect to {session.url}: its first line (a NATS server's "
+            f"INFO) does not end within what a NATS client reads ({exc}): is it a "
+            "NATS server?"
+        ) from None
 
 
 def _not_connected(session: _Session, limit: float) -> OSError:
@@ -684,8 +774,11 @@ def _nothing_listening(exc: BaseException) -> bool:
     if isinstance(exc, ConnectionRefusedError):
         return True
     text = str(exc)
-    return type(exc) is OSError and text.startswith("Multiple exceptions: ") and \
-        text.count("[Errno ") == text.count(f"[Errno {errno.ECONNREFUSED}]")
+    return (
+        type(exc) is OSError
+        and text.startswith("Multiple exceptions: ")
+        and text.count("[Errno ") == text.count(f"[Errno {errno.ECONNREFUSED}]")
+    )
 
 
 # The server's word for wrong or missing credentials (nats-py passes it on as
@@ -698,5 +791,3 @@ async def _close_quietly(nc: Any) -> None:
         await nc.close()
     except Exception:  # already broken; the caller reports the real cause
         pass
-
-

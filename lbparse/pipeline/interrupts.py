@@ -39,8 +39,9 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from lbparse.outputs import Interrupted
 
@@ -56,7 +57,7 @@ ROUNDS = 600
 # the main thread goes on to stop Spark itself.
 SETTLE = 20.0
 
-_ACTIVE: "Interrupts | None" = None
+_ACTIVE: Interrupts | None = None
 
 
 class Interrupts:
@@ -93,8 +94,9 @@ class Interrupts:
                 os.close(write)
             else:
                 self._wakeup = (read, write)
-                self._watcher = threading.Thread(target=self._watch, args=(read,),
-                                                 name="lbparse interrupts", daemon=True)
+                self._watcher = threading.Thread(
+                    target=self._watch, args=(read,), name="lbparse interrupts", daemon=True
+                )
                 self._watcher.start()
         self._quiet_hooks()
         _ACTIVE = self
@@ -242,7 +244,7 @@ class Interrupts:
 def _quietly(action: Callable[[], None]) -> None:
     try:
         action()
-    except Exception:  # noqa: BLE001  the JVM may be dying or gone: nothing to say
+    except Exception:
         pass
 
 

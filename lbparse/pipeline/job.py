@@ -24,8 +24,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyarrow.fs import FileSystem, LocalFileSystem
 from pyspark.sql import functions as F
@@ -63,8 +64,7 @@ class JobFailed(RuntimeError):
     committed, and DIR/summary.json says so (`outcome` "failed"). The cause
     is chained (`__cause__`)."""
 
-    def __init__(self, message: str, summary_path: str | None,
-                 kept: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, summary_path: str | None, kept: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.summary_path = summary_path
         self.kept = list(kept)  # an earlier run's output, left as it was
@@ -97,22 +97,26 @@ def group_units(units: Sequence[Unit], slots: int) -> list[list[Unit]]:
     return groups
 
 
-def task_frame(spark: "SparkSession", groups: list[list[Unit]]) -> "DataFrame":
+def task_frame(spark: SparkSession, groups: list[list[Unit]]) -> DataFrame:
     """One row per task, in a partition of its own: the task's units as JSON.
 
     Made in the JVM (a range, and the JSON as literals): a Python RDD would
     start a Python worker on every executor just to turn rows into rows.
     """
     texts = F.array(*[F.lit(json.dumps([u.to_json() for u in g])) for g in groups])
-    return (spark.range(0, len(groups), 1, numPartitions=len(groups))
-            .select(F.element_at(texts, (F.col("id") + 1).cast("int")).alias("units")))
+    return spark.range(0, len(groups), 1, numPartitions=len(groups)).select(
+        F.element_at(texts, (F.col("id") + 1).cast("int")).alias("units")
+    )
 
 
-def run(spark: "SparkSession", options: PipelineOptions,
-        on_plan: Callable[[list[Unit], int], None] | None = None,
-        units: list[Unit] | None = None,
-        check_interrupt: Callable[[], None] | None = None,
-        on_swapped: Callable[[Summary], None] | None = None) -> Summary:
+def run(
+    spark: SparkSession,
+    options: PipelineOptions,
+    on_plan: Callable[[list[Unit], int], None] | None = None,
+    units: list[Unit] | None = None,
+    check_interrupt: Callable[[], None] | None = None,
+    on_swapped: Callable[[Summary], None] | None = None,
+) -> Summary:
     """Decode every input into DIR's tables and write DIR/summary.json (`units`:
     the inputs already planned, as `lbparse pipeline` does before Spark starts).
 
@@ -163,17 +167,24 @@ def run(spark: "SparkSession", options: PipelineOptions,
         commit(fs, staging, temporary, [(r.attempt, r.path) for r in files])
         _check(check_interrupt)
         counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
-        summary = Summary.from_units(units, counts, out_plan.path(MESSAGES_DIR),
-                                     options.decode.layout, time.monotonic() - start,
-                                     rows_written=sum(r.rows for r in files
-                                                      if r.table in ROW_TABLES),
-                                     files_written=len(files))
+        summary = Summary.from_units(
+            units,
+            counts,
+            out_plan.path(MESSAGES_DIR),
+            options.decode.layout,
+            time.monotonic() - start,
+            rows_written=sum(r.rows for r in files if r.table in ROW_TABLES),
+            files_written=len(files),
+        )
         summary.skipped = [{"path": p, "reason": why} for p, why in skipped]
         table_rows: dict[str, int] = {}
         for r in files:
             table_rows[r.table] = table_rows.get(r.table, 0) + r.rows
-        summary.tables = {name: {"path": out_plan.path(name), "rows": table_rows[name]}
-                          for name in out_plan.writes if name in table_rows}
+        summary.tables = {
+            name: {"path": out_plan.path(name), "rows": table_rows[name]}
+            for name in out_plan.writes
+            if name in table_rows
+        }
         write_summary(summary, f"{staging}/{SUMMARY_FILE}", fs)
         _check(check_interrupt)
         with signals_deferred():  # a signal now waits for the renames to be done
@@ -195,10 +206,18 @@ def run(spark: "SparkSession", options: PipelineOptions,
             raise
         _discard_quietly(fs, staging)
         reason = _first_line(exc)
-        written = None if out_plan.previous else _write_failed_summary(
-            options, units, out_plan.path(MESSAGES_DIR), reason, time.monotonic() - start)
-        raise JobFailed(f"the job failed ({type(exc).__name__}): {reason}", written,
-                        kept=out_plan.replaces + out_plan.kept) from exc
+        written = (
+            None
+            if out_plan.previous
+            else _write_failed_summary(
+                options, units, out_plan.path(MESSAGES_DIR), reason, time.monotonic() - start
+            )
+        )
+        raise JobFailed(
+            f"the job failed ({type(exc).__name__}): {reason}",
+            written,
+            kept=out_plan.replaces + out_plan.kept,
+        ) from exc
     try:
         _discard_quietly(fs, staging)  # the previous output, moved there by the swap
     except KeyboardInterrupt as exc:  # the new output is in place, whole
@@ -227,15 +246,18 @@ def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Inter
     return None
 
 
-def _counted(rows: "Accumulator[int]", options: TaskOptions, temporary: str
-             ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _counted(
+    rows: Accumulator[int], options: TaskOptions, temporary: str
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The task, adding the rows of each messages or entries file it wrote to
     `rows` (the driver sees them as tasks finish: what an interrupted run had done)."""
+
     def task(batches: Iterator[Any]) -> Iterator[Any]:
         for result in run_task(batches, options, temporary):
             tables, counts = result.column("table").to_pylist(), result.column("rows").to_pylist()
             rows.add(sum(n or 0 for t, n in zip(tables, counts) if t in ROW_TABLES))
             yield result
+
     return task
 
 
@@ -252,7 +274,7 @@ def _first_line(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     try:
         text = str(java.toString() if java is not None else exc).strip()
-    except Exception:  # noqa: BLE001  the JVM may be gone already
+    except Exception:
         text = str(exc).strip()
     text = text or type(exc).__name__
     worker = _worker_error(text)
@@ -279,15 +301,17 @@ def _worker_error(text: str) -> str | None:
     return None
 
 
-def _write_failed_summary(options: PipelineOptions, units: Sequence[Unit], output: str,
-                          reason: str, seconds: float) -> str | None:
+def _write_failed_summary(
+    options: PipelineOptions, units: Sequence[Unit], output: str, reason: str, seconds: float
+) -> str | None:
     """DIR/summary.json for a run that did not finish; its path, or None if it
     could not be written (the same filesystem may be what failed)."""
     location = _join(options.out, SUMMARY_FILE)
     try:
-        write_summary(Summary.failed(units, output, options.decode.layout, seconds, reason),
-                      location)
-    except Exception:  # noqa: BLE001  the failure being reported comes first
+        write_summary(
+            Summary.failed(units, output, options.decode.layout, seconds, reason), location
+        )
+    except Exception:
         return None
     return location
 

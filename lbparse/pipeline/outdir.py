@@ -44,16 +44,26 @@ import re
 import secrets
 import shutil
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import pyarrow.fs as pafs
 
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_names
 from lbparse.outputs import OutputError, check_dir, inside
 
-__all__ = ["ENTRIES_DIR", "MESSAGES_DIR", "SUMMARY_FILE", "OutPlan", "check", "check_location",
-           "clear_stale", "make_staging", "swap", "tables_written"]
+__all__ = [
+    "ENTRIES_DIR",
+    "MESSAGES_DIR",
+    "SUMMARY_FILE",
+    "OutPlan",
+    "check",
+    "check_location",
+    "clear_stale",
+    "make_staging",
+    "swap",
+    "tables_written",
+]
 
 MESSAGES_DIR = MESSAGES
 ENTRIES_DIR = "entries"  # lbparse.columnar.entries.ENTRIES_DIR (not imported: it loads pyspark)
@@ -113,8 +123,13 @@ def check_location(out: str, inputs: Sequence[str], option: str = "-o/--output")
         check_dir(out, option, inputs, deepest=_deepest())
 
 
-def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool,
-          option: str = "-o/--output") -> OutPlan:
+def check(
+    out: str,
+    overwrite: bool,
+    inputs: Sequence[str],
+    writes_entries: bool,
+    option: str = "-o/--output",
+) -> OutPlan:
     """What writing DIR would replace, or OutputError (one line, before any work)."""
     plan = OutPlan(out, (*tables_written(writes_entries), SUMMARY_FILE))
     if "://" in out:
@@ -129,8 +144,10 @@ def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool
         except FileNotFoundError:
             continue
         if stat.S_ISLNK(st.st_mode):
-            raise OutputError(f"{path} is a symbolic link (to {os.readlink(path)!r}); lbparse "
-                              "neither writes through nor replaces it: remove it first")
+            raise OutputError(
+                f"{path} is a symbolic link (to {os.readlink(path)!r}); lbparse "
+                "neither writes through nor replaces it: remove it first"
+            )
         if name == SUMMARY_FILE:
             _check_summary(plan, path, st, overwrite)
         else:
@@ -140,8 +157,7 @@ def check(out: str, overwrite: bool, inputs: Sequence[str], writes_entries: bool
     return plan
 
 
-def _check_table(plan: OutPlan, name: str, path: str, st: os.stat_result,
-                 overwrite: bool) -> None:
+def _check_table(plan: OutPlan, name: str, path: str, st: os.stat_result, overwrite: bool) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{path} exists and is not a directory; remove it first")
     names = set(os.listdir(path))
@@ -154,8 +170,10 @@ def _check_table(plan: OutPlan, name: str, path: str, st: os.stat_result,
     if foreign:
         shown = ", ".join(os.path.relpath(f, plan.out) for f in foreign[:3])
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        raise OutputError(f"{path} holds files lbparse pipeline does not write ({shown}{more}); "
-                          "--overwrite replaces only what a run writes: move them out first")
+        raise OutputError(
+            f"{path} holds files lbparse pipeline does not write ({shown}{more}); "
+            "--overwrite replaces only what a run writes: move them out first"
+        )
     plan.replaces.append(path)
 
 
@@ -165,8 +183,9 @@ def _check_summary(plan: OutPlan, path: str, st: os.stat_result, overwrite: bool
     if _failed_summary(path):  # says no data: nothing is lost by replacing it
         plan.leftovers.append(path)
     elif not overwrite:
-        raise OutputError(f"{path} exists (an earlier run's summary); remove it or pass "
-                          "--overwrite")
+        raise OutputError(
+            f"{path} exists (an earlier run's summary); remove it or pass --overwrite"
+        )
     else:
         plan.replaces.append(path)
 
@@ -191,10 +210,16 @@ def _foreign(path: str, column: str | None) -> list[str]:
             continue
         if _PART.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
             continue
-        if column is not None and entry.name.startswith(column + "=") and \
-                entry.is_dir(follow_symlinks=False):
-            out += [f.path for f in sorted(os.scandir(entry.path), key=lambda e: e.name)
-                    if not (_PART.fullmatch(f.name) and f.is_file(follow_symlinks=False))]
+        if (
+            column is not None
+            and entry.name.startswith(column + "=")
+            and entry.is_dir(follow_symlinks=False)
+        ):
+            out += [
+                f.path
+                for f in sorted(os.scandir(entry.path), key=lambda e: e.name)
+                if not (_PART.fullmatch(f.name) and f.is_file(follow_symlinks=False))
+            ]
             continue
         out.append(entry.path)
     return out
@@ -205,8 +230,10 @@ def _not_an_input(path: str, inputs: Sequence[str]) -> None:
     real = os.path.realpath(path)
     for inp in inputs:
         if "://" not in inp and inside(os.path.realpath(inp), real):
-            raise OutputError(f"the input {inp} is inside {path}, which this run replaces; "
-                              "write the output elsewhere")
+            raise OutputError(
+                f"the input {inp} is inside {path}, which this run replaces; "
+                "write the output elsewhere"
+            )
 
 
 def _check_remote(plan: OutPlan, overwrite: bool) -> None:

@@ -34,19 +34,28 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from lbparse.columnar.pandas_meta import dataset_schema, pandas_metadata
+from lbparse.columnar.pandas_meta import dataset_schema
 from lbparse.extras import need
 from lbparse.pipeline.outdir import STAGING_PREFIX
 
-__all__ = ["TableWriter", "WrittenFile", "attempt_id", "commit", "dataset_schema", "discard",
-           "filesystem", "parquet_writer"]
+__all__ = [
+    "TableWriter",
+    "WrittenFile",
+    "attempt_id",
+    "commit",
+    "dataset_schema",
+    "discard",
+    "filesystem",
+    "parquet_writer",
+]
 
 # Rows of one table are gathered up to this much Arrow data before they are
 # written as a row group, and a task holds at most TASK_BUFFER.
@@ -77,8 +86,9 @@ class TableWriter:
     the table's schema; every file has its table's whole schema.
     """
 
-    def __init__(self, fs: pafs.FileSystem, base: str,
-                 schema_of: Callable[[str], pa.Schema]) -> None:
+    def __init__(
+        self, fs: pafs.FileSystem, base: str, schema_of: Callable[[str], pa.Schema]
+    ) -> None:
         self.fs = fs
         self.base = base
         self.schema_of = schema_of
@@ -111,8 +121,7 @@ class TableWriter:
         if not n:
             return
         self.buffers.setdefault(table, []).append((n, columns))
-        self.buffered[table] = self.buffered.get(table, 0) + sum(
-            a.nbytes for a in columns.values())
+        self.buffered[table] = self.buffered.get(table, 0) + sum(a.nbytes for a in columns.values())
         if self.buffered[table] >= ROW_GROUP_BYTES:
             self._flush(table)
         while sum(self.buffered.values()) > TASK_BUFFER:
@@ -120,8 +129,9 @@ class TableWriter:
 
     def write_table(self, name: str, table: pa.Table) -> None:
         """All the rows of an Arrow table of `name` (its columns by name)."""
-        self.write(name, table.num_rows, {c: table.column(c).combine_chunks()
-                                          for c in table.column_names})
+        self.write(
+            name, table.num_rows, {c: table.column(c).combine_chunks() for c in table.column_names}
+        )
 
     def _open(self, table: str) -> tuple[str, pq.ParquetWriter, pa.Schema]:
         open_ = self.writers.get(table)
@@ -150,9 +160,15 @@ class TableWriter:
                 # a row on the bench's mix).
                 arrays.append(pa.nulls(total, f.type))
             else:
-                arrays.append(pa.chunked_array(
-                    [p if p is not None else pa.nulls(n, f.type)
-                     for (n, _), p in zip(parts, pieces)], f.type))
+                arrays.append(
+                    pa.chunked_array(
+                        [
+                            p if p is not None else pa.nulls(n, f.type)
+                            for (n, _), p in zip(parts, pieces)
+                        ],
+                        f.type,
+                    )
+                )
         data = pa.Table.from_arrays(arrays, schema=schema)
         writer.write_table(data, row_group_size=data.num_rows)
         self.rows[rel] += data.num_rows
@@ -174,7 +190,7 @@ class TableWriter:
         for _, writer, _ in self.writers.values():
             try:
                 writer.close()
-            except Exception:  # noqa: BLE001  the files are discarded anyway
+            except Exception:
                 pass
         self.writers.clear()
 
@@ -199,9 +215,14 @@ def _options(schema: pa.Schema) -> dict[str, list[str]]:
     # nobody filters by row-group range, and string min/max cost about 0.15
     # us a row to compute.
     leaves = _leaves(schema)
-    return {"use_dictionary": [p for p, t in leaves if pa.types.is_string(t)],
-            "write_statistics": [p for p, t in leaves if p in STRING_STATISTICS or not (
-                pa.types.is_binary(t) or pa.types.is_string(t))]}
+    return {
+        "use_dictionary": [p for p, t in leaves if pa.types.is_string(t)],
+        "write_statistics": [
+            p
+            for p, t in leaves
+            if p in STRING_STATISTICS or not (pa.types.is_binary(t) or pa.types.is_string(t))
+        ],
+    }
 
 
 def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
@@ -225,8 +246,9 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
     return out
 
 
-def commit(fs: pafs.FileSystem, dest: str, temporary: str,
-           files: list[tuple[str, str]]) -> list[str]:
+def commit(
+    fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str, str]]
+) -> list[str]:
     """Move each (attempt dir, TABLE/part file) to dest/TABLE/, drop `temporary`
     and mark each table written (_SUCCESS); the tables, in the order first seen."""
     tables: list[str] = []

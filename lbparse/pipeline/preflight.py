@@ -14,14 +14,21 @@ from __future__ import annotations
 import os
 import re
 import socket
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from lbparse.capture.formats import UNKNOWN
 from lbparse.digits import ascii_int
 from lbparse.textform import printable
 
-__all__ = ["check_conf", "check_formats", "check_inputs", "check_master", "check_reachable",
-           "check_units", "start_error"]
+__all__ = [
+    "check_conf",
+    "check_formats",
+    "check_inputs",
+    "check_master",
+    "check_reachable",
+    "check_units",
+    "start_error",
+]
 
 # The master URLs Spark takes (SparkContext.createTaskScheduler, SparkSubmit).
 _MASTERS = (
@@ -39,12 +46,16 @@ CONNECT_TIMEOUT = 5.0
 # Settings whose values Spark parses as sizes ("4g", "512m") or counts; a
 # bad one makes the JVM or SparkContext fail with a stack trace at start.
 _SIZE = re.compile(r"\d+\s*([kmgtp]i?b?|b)?", re.I)
-_SIZE_KEYS = re.compile(r"spark\.(driver|executor)\.(memory|memoryOverhead)|"
-                        r"spark\.driver\.maxResultSize|spark\.executor\.pyspark\.memory|"
-                        r"spark\.(kryoserializer\.buffer\.max|sql\.files\.maxPartitionBytes)")
-_COUNT_KEYS = re.compile(r"spark\.(driver|executor|task)\.cores|spark\.executor\.instances|"
-                         r"spark\.cores\.max|spark\.default\.parallelism|"
-                         r"spark\.sql\.shuffle\.partitions")
+_SIZE_KEYS = re.compile(
+    r"spark\.(driver|executor)\.(memory|memoryOverhead)|"
+    r"spark\.driver\.maxResultSize|spark\.executor\.pyspark\.memory|"
+    r"spark\.(kryoserializer\.buffer\.max|sql\.files\.maxPartitionBytes)"
+)
+_COUNT_KEYS = re.compile(
+    r"spark\.(driver|executor|task)\.cores|spark\.executor\.instances|"
+    r"spark\.cores\.max|spark\.default\.parallelism|"
+    r"spark\.sql\.shuffle\.partitions"
+)
 
 
 def check_master(master: str | None) -> None:
@@ -60,13 +71,15 @@ def check_master(master: str | None) -> None:
 def _spark_endpoints(master: str) -> list[tuple[str, int]]:
     """HOST:PORT of each master of spark://H1:P1[,H2:P2...]."""
     out = []
-    for item in master[len("spark://"):].split(","):
+    for item in master[len("spark://") :].split(","):
         host, sep, port = item.strip().rpartition(":")
         host = host.strip("[]")
         number = ascii_int(port, 65535)
         if not sep or not host or not number:
-            raise ValueError(f"--master {master!r}: {item!r} is not HOST:PORT "
-                             "(a standalone master is spark://HOST:PORT, port 7077 by default)")
+            raise ValueError(
+                f"--master {master!r}: {item!r} is not HOST:PORT "
+                "(a standalone master is spark://HOST:PORT, port 7077 by default)"
+            )
         out.append((host, number))
     return out
 
@@ -83,16 +96,20 @@ def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> Non
                 return
         except OSError as exc:
             reasons.append(f"{host}:{port}: {exc.strerror or exc}")
-    raise ValueError(f"--master {master}: no Spark master answers ({'; '.join(reasons)}); "
-                     "is it started (spark-class org.apache.spark.deploy.master.Master)?")
+    raise ValueError(
+        f"--master {master}: no Spark master answers ({'; '.join(reasons)}); "
+        "is it started (spark-class org.apache.spark.deploy.master.Master)?"
+    )
 
 
 def check_conf(conf: Mapping[str, str]) -> None:
     """Raise ValueError for a setting that is not Spark's or whose value Spark cannot read."""
     for key, value in conf.items():
         if not key.startswith("spark."):
-            raise ValueError(f"--conf {key}={value}: not a Spark setting (Spark's start with "
-                             "'spark.'; spark-submit ignores others)")
+            raise ValueError(
+                f"--conf {key}={value}: not a Spark setting (Spark's start with "
+                "'spark.'; spark-submit ignores others)"
+            )
         if _SIZE_KEYS.fullmatch(key) and not _SIZE.fullmatch(value.strip()):
             raise ValueError(f"--conf {key}={value}: not a size (e.g. 512m, 4g)")
         if _COUNT_KEYS.fullmatch(key) and ascii_int(value.strip()) is None:
@@ -117,8 +134,13 @@ def check_units(units: Iterable[object], column: str) -> None:
 
 # Formats people hand over by mistake, by their first bytes: what the line says
 # instead of the bytes in hex.
-_PACKED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
-           (b"\x28\xb5\x2f\xfd", "zstd"), (b"PK\x03\x04", "zip"))
+_PACKED = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"PK\x03\x04", "zip"),
+)
 _SHOWN_BYTES = 40  # of a text file's start, its first line quoted
 
 
@@ -135,8 +157,11 @@ def check_formats(paths: Sequence[str], units: Iterable[object]) -> None:
         if getattr(u, "format", None) == UNKNOWN and path in given:
             bad[given[path]] = None
     if bad:
-        raise ValueError("; ".join(f"{p}: neither pcap, pcapng, JSON Lines nor Parquet "
-                                   f"({_found(p)})" for p in bad))
+        raise ValueError(
+            "; ".join(
+                f"{p}: neither pcap, pcapng, JSON Lines nor Parquet ({_found(p)})" for p in bad
+            )
+        )
 
 
 def _found(path: str) -> str:
@@ -153,7 +178,7 @@ def _found(path: str) -> str:
         text = head.decode("utf-8")
     except UnicodeDecodeError as exc:
         # A character cut by the end of the head is still text.
-        text = head[:exc.start].decode("utf-8") if exc.start >= len(head) - 3 else ""
+        text = head[: exc.start].decode("utf-8") if exc.start >= len(head) - 3 else ""
     if text and all(c.isprintable() or c in "\t\r\n" for c in text):
         return f"text: '{printable(text.splitlines()[0])}'"
     return f"first bytes {head[:8].hex()}"

@@ -8,24 +8,45 @@ field, nullability included).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
+import pyarrow as pa
 from google.protobuf.descriptor import Descriptor
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 
 from lbparse.columnar.entries import arrow_entries_schema
-from lbparse.columnar.schema import (CAPTURE_COLUMNS, FIXED_FIELDS, PARTITION_COLUMN,
-                                     RECORD_COLUMNS, arrow_output_schema, arrow_record_schema,
-                                     column_for, is_map, message_type, payload_columns,
-                                     payload_type_of, typed_payloads)
+from lbparse.columnar.schema import (
+    CAPTURE_COLUMNS,
+    FIXED_FIELDS,
+    PARTITION_COLUMN,
+    RECORD_COLUMNS,
+    arrow_output_schema,
+    arrow_record_schema,
+    column_for,
+    is_map,
+    message_type,
+    payload_columns,
+    payload_type_of,
+    typed_payloads,
+)
 
-import pyarrow as pa
-
-__all__ = ["CAPTURE_COLUMNS", "FIXED_COLUMNS", "PARTITION_COLUMN", "RECORD_COLUMNS",
-           "arrow_output_schema", "arrow_record_schema", "column_for", "entries_schema", "is_map",
-           "message_struct", "output_schema", "payload_columns", "payload_struct",
-           "typed_payloads"]
+__all__ = [
+    "CAPTURE_COLUMNS",
+    "FIXED_COLUMNS",
+    "PARTITION_COLUMN",
+    "RECORD_COLUMNS",
+    "arrow_output_schema",
+    "arrow_record_schema",
+    "column_for",
+    "entries_schema",
+    "is_map",
+    "message_struct",
+    "output_schema",
+    "payload_columns",
+    "payload_struct",
+    "typed_payloads",
+]
 
 
 def _spark(t: pa.DataType) -> StructType:
@@ -46,12 +67,12 @@ def payload_struct(payload_type: str) -> StructType:
 FIXED_COLUMNS: StructType = from_arrow_schema(pa.schema(list(FIXED_FIELDS)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def output_schema() -> StructType:
     return from_arrow_schema(arrow_output_schema())
 
 
-@lru_cache(maxsize=None)
+@cache
 def entries_schema() -> StructType:
     """Spark's view of the entries table (lbparse.columnar.entries)."""
     return from_arrow_schema(arrow_entries_schema())

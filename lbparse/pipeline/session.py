@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from lbparse.extras import need
@@ -107,14 +108,19 @@ def _log4j_file() -> str:
     return write_private("log4j2.properties", _LOG4J)
 
 
-def _session_class() -> "type[SparkSession]":
+def _session_class() -> type[SparkSession]:
     # Spark is the spark extra's; the rest of this module is not (the command
     # line checks its options with under_spark_submit before Spark starts).
     return cast("type[SparkSession]", need("pyspark.sql").SparkSession)
 
 
-def spark_session(master: str | None = None, *, app_name: str = "lbparse pipeline",
-                  conf: Mapping[str, str] | None = None, quiet: bool = True) -> "SparkSession":
+def spark_session(
+    master: str | None = None,
+    *,
+    app_name: str = "lbparse pipeline",
+    conf: Mapping[str, str] | None = None,
+    quiet: bool = True,
+) -> SparkSession:
     """The SparkSession to run in: the active one (spark-submit's, a test's), or a new one."""
     session = _session_class()
     active = session.getActiveSession()
@@ -132,20 +138,25 @@ def spark_session(master: str | None = None, *, app_name: str = "lbparse pipelin
         # directory, which -m puts first on sys.path: from a checkout they
         # imported its source, not the lbparse installed (whose C capture
         # loop cut the inputs). PYTHONSAFEPATH keeps the directory out.
-        builder = session.builder.master(master).appName(app_name) \
+        builder = (
+            session.builder.master(master)
+            .appName(app_name)
             .config("spark.executorEnv.PYTHONSAFEPATH", "1")
+        )
         if quiet:
-            builder = builder.config("spark.driver.extraJavaOptions",
-                                     f"-Dlog4j2.configurationFile=file:{_log4j_file()}")
+            builder = builder.config(
+                "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+            )
             for k, v in QUIET_START_CONF.items():
                 builder = builder.config(k, v)
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
         try:
             spark = _started(builder, HeldStderr() if quiet else None)
-        except Exception as exc:  # noqa: BLE001  py4j's and PySpark's own types
-            raise ValueError(f"Spark did not start (--master {master}): "
-                             f"{start_error(exc)}") from None
+        except Exception as exc:
+            raise ValueError(
+                f"Spark did not start (--master {master}): {start_error(exc)}"
+            ) from None
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)
     return spark
@@ -181,8 +192,7 @@ class HeldStderr:
             raise
         finally:
             os.close(write)  # the JVM has its copy: EOF once it exits
-        relay = threading.Thread(target=self._relay, args=(read,), name="JVM stderr",
-                                 daemon=True)
+        relay = threading.Thread(target=self._relay, args=(read,), name="JVM stderr", daemon=True)
         relay.start()
         self.relays.append((proc, relay))
         return proc
@@ -234,7 +244,7 @@ def _write_stderr(data: bytes) -> None:
         pass
 
 
-def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
+def _started(builder: Any, stderr: HeldStderr | None = None) -> SparkSession:
     """builder.getOrCreate(); the JVM it launched is killed if a signal stops it.
 
     PySpark starts the JVM ignoring SIGINT, and the JVM exits with this
@@ -259,8 +269,9 @@ def _started(builder: Any, stderr: HeldStderr | None = None) -> "SparkSession":
     made: list[Any] = []
 
     def noted(*args: Any, **kwargs: Any) -> Any:
-        made.append(launch(*args, **kwargs) if stderr is None
-                    else stderr.launch(launch, *args, **kwargs))
+        made.append(
+            launch(*args, **kwargs) if stderr is None else stderr.launch(launch, *args, **kwargs)
+        )
         return made[-1]
 
     def kill_launched() -> None:  # the interrupts' watcher thread, on a signal
@@ -315,11 +326,11 @@ def _handlers_kept(context: Any) -> Iterator[None]:
     if interrupts.active() is None or module is None or real is None:
         yield
         return
-    setattr(module, "signal", _KeepHandlers(real))
+    module.signal = _KeepHandlers(real)
     try:
         yield
     finally:
-        setattr(module, "signal", real)
+        module.signal = real
 
 
 def _kill(launched: list[Any], context: Any) -> None:
@@ -333,8 +344,9 @@ def _kill(launched: list[Any], context: Any) -> None:
 
 
 @contextmanager
-def run_session(master: str | None = None, *, conf: Mapping[str, str] | None = None
-                ) -> Iterator["SparkSession"]:
+def run_session(
+    master: str | None = None, *, conf: Mapping[str, str] | None = None
+) -> Iterator[SparkSession]:
     """A session for one run: stopped at the end if it was started here, left
     running if it was already there (spark-submit's, a caller's, a test's)."""
     owned = _session_class().getActiveSession() is None and not under_spark_submit()
@@ -345,7 +357,7 @@ def run_session(master: str | None = None, *, conf: Mapping[str, str] | None = N
         if owned:
             try:
                 spark.stop()
-            except Exception:  # noqa: BLE001  the JVM may be gone (a SIGTERM to the group):
+            except Exception:
                 pass  # what stopped the run is what to report
         raise
     if owned:

@@ -19,20 +19,31 @@ and entries: one row per input row) are the rows counted.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow.compute as pc
 
 from lbparse.columnar.units import input_problems
 from lbparse.textform import NO_MSG_TYPE, printable
 
-__all__ = ["NONE", "FileSummary", "Summary", "count_batch", "count_entries",
-           "count_entry_problems", "count_problems"]
+__all__ = [
+    "NONE",
+    "FileSummary",
+    "Summary",
+    "count_batch",
+    "count_entries",
+    "count_entry_problems",
+    "count_problems",
+]
 
 NONE = NO_MSG_TYPE  # the breakdowns' key for rows without a layout, MsgType or error
-BREAKDOWNS = (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
-              ("per_error_kind", "error_kind"))
+BREAKDOWNS = (
+    ("per_layout", "layout"),
+    ("per_msg_type", "msg_type_name"),
+    ("per_error_kind", "error_kind"),
+)
 
 
 def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
@@ -112,11 +123,27 @@ class FileSummary:
 
     def add_unit(self, u: dict[str, Any]) -> None:
         self.units += 1
-        for name in ("bytes_read", "packets", "messages", "problems", "rows", "gaps",
-                     "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
+        for name in (
+            "bytes_read",
+            "packets",
+            "messages",
+            "problems",
+            "rows",
+            "gaps",
+            "gap_bytes",
+            "read_seconds",
+            "decode_seconds",
+            "write_seconds",
+        ):
             setattr(self, name, getattr(self, name) + u.get(name, 0))
-        for name in ("notices", "notes", "per_layout", "per_msg_type", "per_error_kind",
-                     "per_stream"):
+        for name in (
+            "notices",
+            "notes",
+            "per_layout",
+            "per_msg_type",
+            "per_error_kind",
+            "per_stream",
+        ):
             mine = Counter(getattr(self, name))
             mine.update(u.get(name, {}))
             setattr(self, name, dict(mine))
@@ -146,8 +173,9 @@ class Summary:
     skipped: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod
-    def failed(cls, units: Iterable[Any], output: str, layout: str, seconds: float,
-               error: str) -> "Summary":
+    def failed(
+        cls, units: Iterable[Any], output: str, layout: str, seconds: float, error: str
+    ) -> Summary:
         """A run that did not finish: the inputs it planned, nothing read."""
         files: dict[str, FileSummary] = {}
         for unit in units:
@@ -157,7 +185,7 @@ class Summary:
 
     @property
     def outcome(self) -> str:
-        """"failed": the job did not finish (a crash, not the data's fault);
+        """ "failed": the job did not finish (a crash, not the data's fault);
         "problems": it finished and the inputs had problems (or the counts do
         not add up); "ok": every input read whole."""
         if self.error is not None:
@@ -167,9 +195,16 @@ class Summary:
         return "ok"
 
     @classmethod
-    def from_units(cls, units: Iterable[Any], counts: dict[str, dict[str, Any]], output: str,
-                   layout: str, seconds: float, rows_written: int | None = None,
-                   files_written: int = 0) -> "Summary":
+    def from_units(
+        cls,
+        units: Iterable[Any],
+        counts: dict[str, dict[str, Any]],
+        output: str,
+        layout: str,
+        seconds: float,
+        rows_written: int | None = None,
+        files_written: int = 0,
+    ) -> Summary:
         files: dict[str, FileSummary] = {}
         for unit in units:
             f = files.get(unit.path)
@@ -184,8 +219,19 @@ class Summary:
 
     def totals(self) -> dict[str, Any]:
         t: dict[str, Any] = {"files": len(self.files)}
-        for name in ("size", "bytes_read", "packets", "messages", "problems", "rows", "gaps",
-                     "gap_bytes", "read_seconds", "decode_seconds", "write_seconds"):
+        for name in (
+            "size",
+            "bytes_read",
+            "packets",
+            "messages",
+            "problems",
+            "rows",
+            "gaps",
+            "gap_bytes",
+            "read_seconds",
+            "decode_seconds",
+            "write_seconds",
+        ):
             t[name] = sum(getattr(f, name) for f in self.files)
         for name in [b for b, _ in BREAKDOWNS] + ["per_stream"]:
             c: Counter[str] = Counter()
@@ -213,8 +259,9 @@ class Summary:
             if f.units_missing:
                 bad.append(f"{f.path}: counts of {f.units_missing} of its parts never came back")
             if f.rows != f.messages + f.problems:
-                bad.append(f"{f.path}: rows {f.rows} != messages {f.messages} + problems "
-                           f"{f.problems}")
+                bad.append(
+                    f"{f.path}: rows {f.rows} != messages {f.messages} + problems {f.problems}"
+                )
             for name, _ in BREAKDOWNS:
                 s = sum(getattr(f, name).values())
                 if s != f.rows:
@@ -229,10 +276,17 @@ class Summary:
         return self.totals()["rows"] / self.seconds if self.seconds else 0.0
 
     def to_json_dict(self) -> dict[str, Any]:
-        d = {"outcome": self.outcome, "output": self.output, "layout": self.layout,
-             "seconds": round(self.seconds, 3), "rows_per_second": round(self.rows_per_second, 1),
-             "totals": self.totals(), "checks": self.checks(),
-             "files": [asdict(f) for f in self.files], "skipped": list(self.skipped)}
+        d = {
+            "outcome": self.outcome,
+            "output": self.output,
+            "layout": self.layout,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 1),
+            "totals": self.totals(),
+            "checks": self.checks(),
+            "files": [asdict(f) for f in self.files],
+            "skipped": list(self.skipped),
+        }
         if self.error is None:
             d["tables"] = {k: dict(v) for k, v in self.tables.items()}
         if self.error is not None:
@@ -244,31 +298,57 @@ class Summary:
         t = self.totals()
         head = ("input", "format", "bytes read", "packets", "messages", "gaps", "problems", "rows")
         under, names = shown_paths([f.path for f in self.files])
-        lines = [[name, f.format, f.bytes_read, f.packets, f.messages, f.gaps,
-                  f.problems, f.rows] for name, f in zip(names, self.files)]
+        lines = [
+            [name, f.format, f.bytes_read, f.packets, f.messages, f.gaps, f.problems, f.rows]
+            for name, f in zip(names, self.files)
+        ]
         shown = lines[:max_files]
         if len(lines) > max_files:
             rest = self.files[max_files:]
-            shown.append([f"... {len(rest)} more", "", *(sum(getattr(f, n) for f in rest) for n in
-                          ("bytes_read", "packets", "messages", "gaps", "problems", "rows"))])
-        shown.append(["total", "", t["bytes_read"], t["packets"], t["messages"], t["gaps"],
-                      t["problems"], t["rows"]])
+            shown.append(
+                [
+                    f"... {len(rest)} more",
+                    "",
+                    *(
+                        sum(getattr(f, n) for f in rest)
+                        for n in ("bytes_read", "packets", "messages", "gaps", "problems", "rows")
+                    ),
+                ]
+            )
+        shown.append(
+            [
+                "total",
+                "",
+                t["bytes_read"],
+                t["packets"],
+                t["messages"],
+                t["gaps"],
+                t["problems"],
+                t["rows"],
+            ]
+        )
         cells = [[c if isinstance(c, str) else f"{c:,}" for c in row] for row in shown]
         widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(head)]
 
         def line(row: Iterable[str]) -> str:
-            return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                             for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            return "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+            ).rstrip()
 
         out = [f"inputs under {under}"] if under else []
         out += [line(head)] + [line(r) for r in cells]
         for title, (key, _) in zip(("per layout", "per MsgType", "per error kind"), BREAKDOWNS):
             out += _wrapped(f"{title + ':':<16}", [f"{k} {v:,}" for k, v in t[key].items()])
         if t["per_stream"]:  # stored entries of data directories
-            out += _wrapped(f"{'per stream:':<16}", [f"{k} {v:,}" for k, v in t["per_stream"].items()])
+            out += _wrapped(
+                f"{'per stream:':<16}", [f"{k} {v:,}" for k, v in t["per_stream"].items()]
+            )
         if t["notes"]:  # normal client or capture behaviour (a cancelled call...)
-            out += _wrapped(f"{'notes:':<16}", [f"{k} {v:,}" for k, v in t["notes"].items()]
-                            + ["(normal client or capture behaviour, not problems)"])
+            out += _wrapped(
+                f"{'notes:':<16}",
+                [f"{k} {v:,}" for k, v in t["notes"].items()]
+                + ["(normal client or capture behaviour, not problems)"],
+            )
         # Where the tasks' lbparse was, compiled or not (a cluster's executors may differ).
         builds = list(dict.fromkeys(b for f in self.files for b in f.decoded_by))
         out += _wrapped(f"{'decoded by:':<16}", builds) if builds else []
@@ -294,8 +374,9 @@ def _wrapped(head: str, items: list[str], width: int = 100) -> list[str]:
         if lines[-1] and len(head) + len(" | ".join(lines[-1] + [item])) > width:
             lines.append([])
         lines[-1].append(item)
-    return [(head if i == 0 else " " * len(head)) + " | ".join(line)
-            for i, line in enumerate(lines)]
+    return [
+        (head if i == 0 else " " * len(head)) + " | ".join(line) for i, line in enumerate(lines)
+    ]
 
 
 def shown_paths(paths: list[str], width: int = 44) -> tuple[str, list[str]]:
@@ -305,7 +386,7 @@ def shown_paths(paths: list[str], width: int = 44) -> tuple[str, list[str]]:
     the 21 segments of a data directory all read `...0/00000000000000000000.log`;
     rows must stay apart, so a cut that makes two rows alike is not made."""
     under = _common_dir(paths) if len(set(paths)) > 1 else ""
-    rest = [p[len(under):] for p in paths]
+    rest = [p[len(under) :] for p in paths]
     cut = [_cut(p, width) for p in rest]
     seen = Counter(cut)
     return under, [c if seen[c] == 1 else p for c, p in zip(cut, rest)]
@@ -331,7 +412,7 @@ def _cut(path: str, width: int) -> str:
     if len(path) <= width:
         return path
     root = "/" if path.startswith("/") else ""
-    parts = path[len(root):].split("/")
+    parts = path[len(root) :].split("/")
     tail = [parts.pop()]
     head = [parts.pop(0)] if len(parts) > 1 else []
 
@@ -346,4 +427,4 @@ def _cut(path: str, width: int) -> str:
     if len(shown) <= width:
         return shown
     half = (width - 1) // 2  # a name too long by itself: cut in its middle
-    return shown[:half] + "…" + shown[-(width - 1 - half):]
+    return shown[:half] + "…" + shown[-(width - 1 - half) :]

@@ -18,43 +18,67 @@ import os
 import resource
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 
-from lbparse.columnar.ordered import decode_in_order
-from lbparse.columnar.decode_arrow import DecodeOptions, Decoded, decoder_for
-from lbparse.columnar.grpctables import Held, grpc_tables, notice_rows
-from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
-from lbparse.columnar.entries import (ENTRIES_DIR, SEGMENT_FORMAT, arrow_entries_schema,
-                                      read_segment_unit)
-from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
-from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
-from lbparse.columnar.units import INPUT_PROBLEM
-from lbparse.pipeline.summary import (count_batch, count_entries, count_entry_problems,
-                                      count_problems)
 from lbparse.capture import HOT_MODULES, Notice, compiled_modules
 from lbparse.columnar import crc
+from lbparse.columnar.decode_arrow import Decoded, DecodeOptions, decoder_for
+from lbparse.columnar.entries import (
+    ENTRIES_DIR,
+    SEGMENT_FORMAT,
+    arrow_entries_schema,
+    read_segment_unit,
+)
+from lbparse.columnar.grpctables import Held, grpc_tables, notice_rows
+from lbparse.columnar.ordered import decode_in_order
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
+from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
+from lbparse.columnar.units import INPUT_PROBLEM
+from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
+from lbparse.pipeline.summary import (
+    count_batch,
+    count_entries,
+    count_entry_problems,
+    count_problems,
+)
 
-__all__ = ["RESULT_SCHEMA", "TaskOptions", "decode_unit", "new_counts", "process_segment",
-           "process_unit", "run_task", "schema_of"]
+__all__ = [
+    "RESULT_SCHEMA",
+    "TaskOptions",
+    "decode_unit",
+    "new_counts",
+    "process_segment",
+    "process_unit",
+    "run_task",
+    "schema_of",
+]
 
 # A task's result: kind "unit" (key, counts as JSON) or "file" (table, attempt, path, rows).
-RESULT_SCHEMA = ("kind string, key string, table string, attempt string, path string, "
-                 "rows bigint, counts string")
-_RESULT = pa.schema([("kind", pa.string()), ("key", pa.string()), ("table", pa.string()),
-                     ("attempt", pa.string()), ("path", pa.string()), ("rows", pa.int64()),
-                     ("counts", pa.string())])
+RESULT_SCHEMA = (
+    "kind string, key string, table string, attempt string, path string, rows bigint, counts string"
+)
+_RESULT = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("key", pa.string()),
+        ("table", pa.string()),
+        ("attempt", pa.string()),
+        ("path", pa.string()),
+        ("rows", pa.int64()),
+        ("counts", pa.string()),
+    ]
+)
 
 
 @dataclass(frozen=True)
 class TaskOptions:
     decode: DecodeOptions
     source: SourceOptions
-
-
 
 
 def schema_of(table: str) -> pa.Schema:
@@ -64,8 +88,13 @@ def schema_of(table: str) -> pa.Schema:
 
 def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
     """Read and write one segment file (a Liftbridge data directory's); its counts."""
-    counts: dict[str, Any] = {"rows": 0, "problems": 0, "read_seconds": 0.0,
-                              "decode_seconds": 0.0, "write_seconds": 0.0}
+    counts: dict[str, Any] = {
+        "rows": 0,
+        "problems": 0,
+        "read_seconds": 0.0,
+        "decode_seconds": 0.0,
+        "write_seconds": 0.0,
+    }
     breakdowns: dict[str, Counter[str]] = {}
     reading = read_segment_unit(unit, options.source.batch_rows)
     while True:
@@ -120,8 +149,12 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     notices: list[Notice] = []
     if held.rows and unit.start == 0 and unit.stop < 0:
         t = time.perf_counter()
-        for found in grpc_tables(unit.path, batch_rows=options.source.batch_rows,
-                                 found=connections, on_notice=notices.append):
+        for found in grpc_tables(
+            unit.path,
+            batch_rows=options.source.batch_rows,
+            found=connections,
+            on_notice=notices.append,
+        ):
             for name, table in found.items():
                 writer.write_table(name, table)
         counts["read_seconds"] += time.perf_counter() - t
@@ -164,7 +197,7 @@ def _count(counts: dict[str, Any], rows: pa.Table, sign: int) -> None:
                 del kept[value]
     notices = counts.setdefault("notices", {})
     for kind in rows.column("error_kind").to_pylist():
-        name = kind[len(INPUT_PROBLEM):]
+        name = kind[len(INPUT_PROBLEM) :]
         notices[name] = notices.get(name, 0) + sign
         if notices[name] <= 0:
             del notices[name]
@@ -175,8 +208,13 @@ def _array(col: pa.ChunkedArray) -> pa.Array:
 
 
 def new_counts() -> dict[str, Any]:
-    return {"rows": 0, "problems": 0, "read_seconds": 0.0, "decode_seconds": 0.0,
-            "write_seconds": 0.0}
+    return {
+        "rows": 0,
+        "problems": 0,
+        "read_seconds": 0.0,
+        "decode_seconds": 0.0,
+        "write_seconds": 0.0,
+    }
 
 
 def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Iterator[Decoded]:
@@ -186,8 +224,7 @@ def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Ite
     decoder = decoder_for(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
     breakdowns: dict[str, Counter[str]] = {}
-    decoding = decode_in_order(_timed(read_unit(unit, options.source, stats), counts),
-                               decoder)
+    decoding = decode_in_order(_timed(read_unit(unit, options.source, stats), counts), decoder)
     while True:
         t0, read0 = time.perf_counter(), counts["read_seconds"]
         decoded = next(decoding, None)
@@ -208,8 +245,7 @@ def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Ite
     counts.update({k: dict(v) for k, v in breakdowns.items()})
 
 
-def _timed(batches: Iterator[pa.RecordBatch], counts: dict[str, Any]
-           ) -> Iterator[pa.RecordBatch]:
+def _timed(batches: Iterator[pa.RecordBatch], counts: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     """`batches`, the time spent reading them added to counts["read_seconds"]."""
     while True:
         t0 = time.perf_counter()
@@ -224,8 +260,9 @@ def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
-def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
-             ) -> Iterator[pa.RecordBatch]:
+def run_task(
+    batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
+) -> Iterator[pa.RecordBatch]:
     fs, base = filesystem(temporary)
     attempt = attempt_id()
     writer = TableWriter(fs, f"{base}/{attempt}", schema_of)
@@ -247,6 +284,10 @@ def run_task(batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary:
     rows = sum(c["rows"] for _, c in done) or 1
     for _, c in done:
         c["write_seconds"] += closing * c["rows"] / rows
-    yield _result([{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
-                  + [{"kind": "file", "table": f.table, "attempt": attempt, "path": f.path,
-                      "rows": f.rows} for f in files])
+    yield _result(
+        [{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
+        + [
+            {"kind": "file", "table": f.table, "attempt": attempt, "path": f.path, "rows": f.rows}
+            for f in files
+        ]
+    )

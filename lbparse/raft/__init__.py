@@ -12,16 +12,49 @@ a transport stream, NATS message by NATS message; `decode_request` and
 bytes raise `RaftError` (kinds in `lbparse.raft.errors.KINDS`).
 """
 
-from lbparse.raft.entries import (Configuration, LogEntry, RaftCommand, Server, decode_command,
-                                  decode_configuration, decode_log_entry)
+from lbparse.raft.entries import (
+    Configuration,
+    LogEntry,
+    RaftCommand,
+    Server,
+    decode_command,
+    decode_configuration,
+    decode_log_entry,
+)
 from lbparse.raft.errors import KINDS, RaftError
 from lbparse.raft.tables import COMMANDS, LOG_TYPES, RPC_TYPES, SUBJECTS, SUFFRAGES
-from lbparse.raft.transport import (REQUEST, RESPONSE, RPC, Chunk, StreamDecoder,
-                                    decode_request, decode_response, stream_role)
+from lbparse.raft.transport import (
+    REQUEST,
+    RESPONSE,
+    RPC,
+    Chunk,
+    StreamDecoder,
+    decode_request,
+    decode_response,
+    stream_role,
+)
 
 __all__ = [
-    "COMMANDS", "KINDS", "LOG_TYPES", "REQUEST", "RESPONSE", "RPC", "RPC_TYPES", "SUBJECTS",
-    "SUFFRAGES", "Chunk", "Configuration", "LogEntry", "RaftCommand", "RaftError", "Server",
-    "StreamDecoder", "decode_command", "decode_configuration", "decode_log_entry",
-    "decode_request", "decode_response", "stream_role",
+    "COMMANDS",
+    "KINDS",
+    "LOG_TYPES",
+    "REQUEST",
+    "RESPONSE",
+    "RPC",
+    "RPC_TYPES",
+    "SUBJECTS",
+    "SUFFRAGES",
+    "Chunk",
+    "Configuration",
+    "LogEntry",
+    "RaftCommand",
+    "RaftError",
+    "Server",
+    "StreamDecoder",
+    "decode_command",
+    "decode_configuration",
+    "decode_log_entry",
+    "decode_request",
+    "decode_response",
+    "stream_role",
 ]

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError, Message as ProtoMessage
+from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.codec.jsonform import Int64
 from lbparse.codec.payloads import message_class
@@ -28,8 +29,16 @@ from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import StructValue, read_object, read_struct, text
 from lbparse.raft.tables import COMMANDS, log_type_name, suffrage_name
 
-__all__ = ["Configuration", "LogEntry", "RaftCommand", "Server", "decode_command",
-           "decode_configuration", "decode_log_entry", "entry_from_struct"]
+__all__ = [
+    "Configuration",
+    "LogEntry",
+    "RaftCommand",
+    "Server",
+    "decode_command",
+    "decode_configuration",
+    "decode_log_entry",
+    "entry_from_struct",
+]
 
 LOG_COMMAND, LOG_ADD_PEER, LOG_REMOVE_PEER, LOG_CONFIGURATION = 0, 2, 3, 5
 _RAFT_LOG = "protocol.RaftLog"
@@ -87,8 +96,8 @@ class LogEntry:
     type: int
     data: bytes | None
     extensions: bytes | None
-    appended_at: int | None = None          # Unix ns; None when not written (v1.1.2) or zero
-    command: RaftCommand | None = None      # LogCommand: Liftbridge's RaftLog
+    appended_at: int | None = None  # Unix ns; None when not written (v1.1.2) or zero
+    command: RaftCommand | None = None  # LogCommand: Liftbridge's RaftLog
     configuration: Configuration | None = None  # LogConfiguration, deprecated peer changes
     warnings: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)  # keys no hashicorp/raft version writes
@@ -101,8 +110,11 @@ class LogEntry:
         """Index, term (uint64) and appended_at (Unix ns) are `Int64`: decimal
         strings in JSON (lbparse.codec.jsonform)."""
         d: dict[str, Any] = {
-            "index": Int64(self.index), "term": Int64(self.term), "type": self.type,
-            "type_name": self.type_name, "data": _b64(self.data),
+            "index": Int64(self.index),
+            "term": Int64(self.term),
+            "type": self.type,
+            "type_name": self.type_name,
+            "data": _b64(self.data),
             "extensions": _b64(self.extensions),
             "appended_at": None if self.appended_at is None else Int64(self.appended_at),
         }
@@ -125,10 +137,11 @@ def decode_command(data: bytes) -> RaftCommand:
     try:
         log = cls.FromString(data)
     except (DecodeError, RuntimeError) as exc:
-        raise RaftError("bad_struct", f"data ({len(data)} bytes) is not a protocol.RaftLog: "
-                        f"{exc}") from None
+        raise RaftError(
+            "bad_struct", f"data ({len(data)} bytes) is not a protocol.RaftLog: {exc}"
+        ) from None
     enum = log.DESCRIPTOR.fields_by_name["op"].enum_type
-    number = getattr(log, "op")
+    number = log.op
     value = enum.values_by_number.get(number) if enum is not None else None
     op = value.name if value is not None else f"Op({number})"
     command = COMMANDS.get(op)
@@ -145,8 +158,12 @@ def decode_configuration(data: bytes) -> Configuration:
 
 
 def _configuration(conf: StructValue) -> Configuration:
-    return Configuration(tuple(Server(s["Suffrage"], text(s["ID"]) or "", text(s["Address"]) or "")
-                               for s in conf["Servers"]))
+    return Configuration(
+        tuple(
+            Server(s["Suffrage"], text(s["ID"]) or "", text(s["Address"]) or "")
+            for s in conf["Servers"]
+        )
+    )
 
 
 def _peers(data: bytes) -> Configuration:
@@ -163,8 +180,11 @@ def _whole(data: bytes, what: str) -> tuple[Any, int]:
     assert got is not None  # without a limit, read_object raises instead
     obj, end = got
     if end != len(data):
-        raise RaftError("bad_msgpack", f"{len(data) - end} bytes after the {what} "
-                        f"(it ends at offset {end} of {len(data)})", offset=end)
+        raise RaftError(
+            "bad_msgpack",
+            f"{len(data) - end} bytes after the {what} (it ends at offset {end} of {len(data)})",
+            offset=end,
+        )
     return obj, end
 
 
@@ -173,8 +193,7 @@ def entry_from_struct(log: StructValue) -> LogEntry:
     f = log.fields
     data, typ = f["Data"], f["Type"]
     warnings = [f"key {k} missing (read as its zero value)" for k in log.missing]
-    warnings += [f"key {k} is not a field of Log in any hashicorp/raft version"
-                 for k in log.extra]
+    warnings += [f"key {k} is not a field of Log in any hashicorp/raft version" for k in log.extra]
     command = configuration = None
     try:
         if typ == LOG_COMMAND and data is not None:
@@ -185,8 +204,18 @@ def entry_from_struct(log: StructValue) -> LogEntry:
             configuration = _peers(data)
     except RaftError as exc:
         warnings.append(f"{log_type_name(typ)} data kept as bytes: {exc.message}")
-    return LogEntry(f["Index"], f["Term"], typ, data, f["Extensions"], f.get("AppendedAt"),
-                    command, configuration, tuple(warnings), log.extra)
+    return LogEntry(
+        f["Index"],
+        f["Term"],
+        typ,
+        data,
+        f["Extensions"],
+        f.get("AppendedAt"),
+        command,
+        configuration,
+        tuple(warnings),
+        log.extra,
+    )
 
 
 def decode_log_entry(value: bytes) -> LogEntry:

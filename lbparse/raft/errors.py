@@ -9,11 +9,11 @@ from lbparse.errors import LbparseError
 __all__ = ["KINDS", "RaftError"]
 
 KINDS: tuple[str, ...] = (
-    "truncated",         # the bytes end inside a msgpack object
-    "bad_msgpack",       # not msgpack at all, or trailing bytes after the object
-    "bad_struct",        # msgpack, but not the struct spec/raft.ksy declares (a key's type)
+    "truncated",  # the bytes end inside a msgpack object
+    "bad_msgpack",  # not msgpack at all, or trailing bytes after the object
+    "bad_struct",  # msgpack, but not the struct spec/raft.ksy declares (a key's type)
     "unknown_rpc_type",  # a request whose type byte no hashicorp/raft version declares
-    "too_large",         # an RPC longer than the stream decoder's limit
+    "too_large",  # an RPC longer than the stream decoder's limit
 )
 
 

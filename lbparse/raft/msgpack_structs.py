@@ -11,9 +11,10 @@ out of `fields`. hashicorp/raft itself always writes every field it has.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Callable
+from functools import cache
+from typing import Any
 
 import msgpack  # type: ignore[import-untyped]  # no type stubs
 
@@ -21,8 +22,15 @@ from lbparse.codec.jsonform import Int64
 from lbparse.raft.errors import RaftError
 from lbparse.raft.tables import STRUCTS, FieldSpec
 
-__all__ = ["StructValue", "go_time_ns", "json_fields", "read_object", "read_struct", "text",
-           "wide_keys"]
+__all__ = [
+    "StructValue",
+    "go_time_ns",
+    "json_fields",
+    "read_object",
+    "read_struct",
+    "text",
+    "wide_keys",
+]
 
 # Go's time.MarshalBinary counts seconds from January 1 of year 1 (UTC).
 _GO_TO_UNIX = 62_135_596_800
@@ -34,8 +42,9 @@ _GO_TO_UNIX = 62_135_596_800
 MAX_PENDING_ITEMS = 1 << 16
 
 
-def read_object(data: bytes | bytearray | memoryview, pos: int = 0, limit: int | None = None
-                ) -> tuple[Any, int] | None:
+def read_object(
+    data: bytes | bytearray | memoryview, pos: int = 0, limit: int | None = None
+) -> tuple[Any, int] | None:
     """The msgpack object at `pos` and the position after it. RaftError
     ("bad_msgpack") if the bytes are not msgpack.
 
@@ -46,35 +55,46 @@ def read_object(data: bytes | bytearray | memoryview, pos: int = 0, limit: int |
     view = memoryview(data)[pos:]
     if not len(view):
         if limit is None:
-            raise RaftError("truncated", f"no msgpack object at offset {pos}: the bytes end",
-                            offset=pos)
+            raise RaftError(
+                "truncated", f"no msgpack object at offset {pos}: the bytes end", offset=pos
+            )
         return None
     if limit is None:
         # The data's own size bounds every length the object claims.
         unpacker = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=len(view))
     else:
         items = min(limit, MAX_PENDING_ITEMS)
-        unpacker = msgpack.Unpacker(raw=True, strict_map_key=False,
-                                    max_buffer_size=max(limit, len(view)),
-                                    max_array_len=items, max_map_len=items)
+        unpacker = msgpack.Unpacker(
+            raw=True,
+            strict_map_key=False,
+            max_buffer_size=max(limit, len(view)),
+            max_array_len=items,
+            max_map_len=items,
+        )
     unpacker.feed(view)
     try:
         obj = unpacker.unpack()
     except msgpack.OutOfData:
         if limit is None:
-            raise RaftError("truncated", f"the bytes end inside the msgpack object at offset "
-                            f"{pos} ({len(view)} bytes from there)", offset=pos + len(view))
+            raise RaftError(
+                "truncated",
+                f"the bytes end inside the msgpack object at offset "
+                f"{pos} ({len(view)} bytes from there)",
+                offset=pos + len(view),
+            )
         return None
     except (ValueError, TypeError, msgpack.StackError, msgpack.UnpackException) as exc:
         # TypeError: a map key that is a list or map (unhashable).
         if limit is None and "exceeds max_" in str(exc):
             # A count or length past what the bytes could hold.
-            raise RaftError("truncated", f"the msgpack object at offset {pos} claims more "
-                            f"than its {len(view)} bytes hold ({exc})",
-                            offset=pos + len(view)) from None
+            raise RaftError(
+                "truncated",
+                f"the msgpack object at offset {pos} claims more "
+                f"than its {len(view)} bytes hold ({exc})",
+                offset=pos + len(view),
+            ) from None
         why = str(exc) or f"{type(exc).__name__} (byte {view[unpacker.tell()]:#04x})"
-        raise RaftError("bad_msgpack", f"not msgpack at offset {pos}: {why}",
-                        offset=pos) from None
+        raise RaftError("bad_msgpack", f"not msgpack at offset {pos}: {why}", offset=pos) from None
     return obj, pos + unpacker.tell()
 
 
@@ -93,15 +113,21 @@ def go_time_ns(value: Any, where: str) -> int | None:
         return None
     if isinstance(value, msgpack.Timestamp):
         return int(value.to_unix_nano())
-    if isinstance(value, bytes) and len(value) in (15, 16) and value[0] in (1, 2) \
-            and (value[0] == 2) == (len(value) == 16):
+    if (
+        isinstance(value, bytes)
+        and len(value) in (15, 16)
+        and value[0] in (1, 2)
+        and (value[0] == 2) == (len(value) == 16)
+    ):
         sec = int.from_bytes(value[1:9], "big", signed=True)
         nsec = int.from_bytes(value[9:13], "big", signed=True)
         if sec == 0 and nsec == 0:
             return None
         return (sec - _GO_TO_UNIX) * 1_000_000_000 + nsec
-    raise RaftError("bad_struct", f"{where}: a time is MarshalBinary bytes or a msgpack "
-                    f"timestamp, not {_describe(value)}")
+    raise RaftError(
+        "bad_struct",
+        f"{where}: a time is MarshalBinary bytes or a msgpack timestamp, not {_describe(value)}",
+    )
 
 
 @dataclass(slots=True)
@@ -158,15 +184,28 @@ def _list_of(name: str) -> Callable[[Any, str], list[StructValue]]:
         if not isinstance(v, list):
             raise RaftError("bad_struct", f"{where} is a list of {name}, not {_describe(v)}")
         return [read_struct(name, item, f"{where}[{i}]") for i, item in enumerate(v)]
+
     return convert
 
 
 _CONVERT: dict[str, Callable[[Any, str], Any]] = {
-    "uint": _uint, "int": _int, "bool": _bool, "bytes": _bytes, "time": go_time_ns,
-    "logs": _list_of("Log"), "servers": _list_of("Server"),
+    "uint": _uint,
+    "int": _int,
+    "bool": _bool,
+    "bytes": _bytes,
+    "time": go_time_ns,
+    "logs": _list_of("Log"),
+    "servers": _list_of("Server"),
 }
-_ZERO: dict[str, Any] = {"uint": 0, "int": 0, "bool": False, "bytes": None, "time": None,
-                         "logs": [], "servers": []}
+_ZERO: dict[str, Any] = {
+    "uint": 0,
+    "int": 0,
+    "bool": False,
+    "bytes": None,
+    "time": None,
+    "logs": [],
+    "servers": [],
+}
 
 
 _NAMES: dict[bytes, str] = {}  # field names seen, decoded once (bounded)
@@ -183,13 +222,13 @@ def key_name(k: bytes) -> str:
 
 def _keys(obj: Any, name: str, where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
-        raise RaftError("bad_struct", f"{where}: a {name} is a msgpack map, not "
-                        f"{_describe(obj)}")
+        raise RaftError("bad_struct", f"{where}: a {name} is a msgpack map, not {_describe(obj)}")
     out: dict[str, Any] = {}
     for k, v in obj.items():
         if not isinstance(k, bytes):
-            raise RaftError("bad_struct", f"{where}: a {name}'s keys are field names, "
-                            f"not {_describe(k)}")
+            raise RaftError(
+                "bad_struct", f"{where}: a {name}'s keys are field names, not {_describe(k)}"
+            )
         out[key_name(k)] = v
     return out
 
@@ -210,18 +249,18 @@ def read_struct(name: str, obj: Any, where: str | None = None) -> StructValue:
     return StructValue(name, fields, tuple(missing), given)
 
 
-@lru_cache(maxsize=None)
+@cache
 def base_keys(name: str) -> frozenset[str]:
     """The keys every version of hashicorp/raft writes for `name` (no `since`)."""
     return frozenset(f.key for f in STRUCTS[name] if f.since is None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_keys(name: str) -> frozenset[str]:
     return frozenset(f.key for f in STRUCTS[name])
 
 
-@lru_cache(maxsize=None)
+@cache
 def wide_keys(name: str) -> frozenset[str]:
     """The keys of `name` that hold 64-bit integers: spec/raft.ksy's uint and
     int without an enum (Go uint64, int64, int: terms, indexes, sizes)."""

@@ -6,14 +6,25 @@ nothing here repeats them. This module gives them types and look-ups.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from lbparse_generated import raft_tables as _raw
 
-__all__ = ["COMMANDS", "Command", "FieldSpec", "LOG_TYPES", "RPC_TYPES", "RpcType",
-           "STRUCTS", "SUFFRAGES", "SUBJECTS", "log_type_name", "suffrage_name"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "FieldSpec",
+    "LOG_TYPES",
+    "RPC_TYPES",
+    "RpcType",
+    "STRUCTS",
+    "SUFFRAGES",
+    "SUBJECTS",
+    "log_type_name",
+    "suffrage_name",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +57,20 @@ class Command:
     field: str
 
 
-RPC_TYPES: Mapping[int, RpcType] = MappingProxyType({
-    v: RpcType(v, r["name"], r["request"], r["response"], r.get("trailer"))
-    for v, r in _raw.RPC_TYPES.items()})
+RPC_TYPES: Mapping[int, RpcType] = MappingProxyType(
+    {
+        v: RpcType(v, r["name"], r["request"], r["response"], r.get("trailer"))
+        for v, r in _raw.RPC_TYPES.items()
+    }
+)
 LOG_TYPES: Mapping[int, str] = MappingProxyType({v: r["name"] for v, r in _raw.LOG_TYPES.items()})
 SUFFRAGES: Mapping[int, str] = MappingProxyType({v: r["name"] for v, r in _raw.SUFFRAGES.items()})
-STRUCTS: Mapping[str, tuple[FieldSpec, ...]] = MappingProxyType({
-    name: tuple(FieldSpec(*f) for f in fields) for name, fields in _raw.STRUCTS.items()})
-COMMANDS: Mapping[str, Command] = MappingProxyType({
-    op: Command(op, name, field) for op, (name, field) in _raw.COMMANDS.items()})
+STRUCTS: Mapping[str, tuple[FieldSpec, ...]] = MappingProxyType(
+    {name: tuple(FieldSpec(*f) for f in fields) for name, fields in _raw.STRUCTS.items()}
+)
+COMMANDS: Mapping[str, Command] = MappingProxyType(
+    {op: Command(op, name, field) for op, (name, field) in _raw.COMMANDS.items()}
+)
 SUBJECTS: tuple[tuple[str, str, str], ...] = tuple(_raw.SUBJECTS)
 
 

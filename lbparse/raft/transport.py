@@ -27,12 +27,28 @@ from typing import Any
 
 from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
 from lbparse.raft.errors import RaftError
-from lbparse.raft.msgpack_structs import (StructValue, all_keys, base_keys, json_fields,
-                                          key_name, read_object, read_struct, text)
+from lbparse.raft.msgpack_structs import (
+    StructValue,
+    all_keys,
+    base_keys,
+    json_fields,
+    key_name,
+    read_object,
+    read_struct,
+    text,
+)
 from lbparse.raft.tables import RPC_TYPES, RpcType
 
-__all__ = ["REQUEST", "RESPONSE", "Chunk", "RPC", "StreamDecoder", "decode_request",
-           "decode_response", "stream_role"]
+__all__ = [
+    "REQUEST",
+    "RESPONSE",
+    "Chunk",
+    "RPC",
+    "StreamDecoder",
+    "decode_request",
+    "decode_response",
+    "stream_role",
+]
 
 REQUEST, RESPONSE = "request", "response"
 DEFAULT_MAX_RPC = 64 << 20  # bytes one RPC may take while it is reassembled
@@ -40,8 +56,7 @@ _BY_REQUEST = {t.request: t for t in RPC_TYPES.values()}
 _BY_RESPONSE = {t.response: t for t in RPC_TYPES.values()}
 # The response structs, smallest declaration first: a map is the first whose
 # first version's keys it has and whose every key it declares.
-_RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE),
-                    key=lambda r: len(r[2]))
+_RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE), key=lambda r: len(r[2]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +67,14 @@ class RPC:
     `entries` the log entries of an AppendEntries request; `error` the
     error text a response carries (None for a request, "" for none)."""
 
-    role: str           # REQUEST or RESPONSE
-    rpc: str            # AppendEntries, RequestVote, ...
+    role: str  # REQUEST or RESPONSE
+    rpc: str  # AppendEntries, RequestVote, ...
     rpc_type: int
-    struct: str         # AppendEntriesRequest, ...
+    struct: str  # AppendEntriesRequest, ...
     fields: dict[str, Any]
     entries: tuple[LogEntry, ...] = ()
     error: str | None = None
-    size: int = 0       # bytes on the stream (snapshot bytes included)
+    size: int = 0  # bytes on the stream (snapshot bytes included)
     warnings: tuple[str, ...] = ()
 
     @property
@@ -77,9 +92,13 @@ class RPC:
         return None
 
     def to_json_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"role": self.role, "rpc": self.rpc, "rpc_type": self.rpc_type,
-                             "struct": self.struct, "fields": json_fields(self.struct,
-                                                                          self.fields)}
+        d: dict[str, Any] = {
+            "role": self.role,
+            "rpc": self.rpc,
+            "rpc_type": self.rpc_type,
+            "struct": self.struct,
+            "fields": json_fields(self.struct, self.fields),
+        }
         if self.role == REQUEST and self.rpc_type == 0:
             d["entries"] = [e.to_json_dict() for e in self.entries]
         if self.error is not None:
@@ -167,20 +186,28 @@ def _request_fits(t: RpcType, obj: Any) -> bool:
     return base_keys(t.request) <= {key_name(k) for k in obj}
 
 
-def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
-                  ) -> tuple[RpcType, StructValue, int, int] | None:
+def _read_request(
+    buf: bytes | bytearray, pos: int, limit: int | None
+) -> tuple[RpcType, StructValue, int, int] | None:
     """(type, struct, end of struct, trailer length) of the request at pos; None: incomplete."""
     t = RPC_TYPES.get(buf[pos])
     if t is None:
-        raise RaftError("unknown_rpc_type", f"RPC type byte {buf[pos]} at offset {pos}; "
-                        f"hashicorp/raft's are {', '.join(map(str, RPC_TYPES))}", offset=pos)
+        raise RaftError(
+            "unknown_rpc_type",
+            f"RPC type byte {buf[pos]} at offset {pos}; "
+            f"hashicorp/raft's are {', '.join(map(str, RPC_TYPES))}",
+            offset=pos,
+        )
     got = read_object(buf, pos + 1, limit)
     if got is None:
         return None
     obj, end = got
     if not _request_fits(t, obj):
-        raise RaftError("bad_struct", f"offset {pos + 1}: not an {t.request} (keys "
-                        f"{_key_list(obj)})", offset=pos + 1)
+        raise RaftError(
+            "bad_struct",
+            f"offset {pos + 1}: not an {t.request} (keys {_key_list(obj)})",
+            offset=pos + 1,
+        )
     s = read_struct(t.request, obj)
     trailer = int(s.fields.get(t.trailer, 0)) if t.trailer else 0
     if trailer < 0:
@@ -188,34 +215,52 @@ def _read_request(buf: bytes | bytearray, pos: int, limit: int | None
     return t, s, end, trailer
 
 
-def _read_response(buf: bytes | bytearray, pos: int, limit: int | None
-                   ) -> tuple[RPC, int] | None:
+def _read_response(buf: bytes | bytearray, pos: int, limit: int | None) -> tuple[RPC, int] | None:
     got = read_object(buf, pos, limit)
     if got is None:
         return None
     err, mid = got
     if not isinstance(err, bytes):
-        raise RaftError("bad_struct", f"offset {pos}: a response starts with its error "
-                        f"string, not {type(err).__name__}", offset=pos)
+        raise RaftError(
+            "bad_struct",
+            f"offset {pos}: a response starts with its error string, not {type(err).__name__}",
+            offset=pos,
+        )
     got = read_object(buf, mid, limit)
     if got is None:
         return None
     obj, end = got
     name = _response_struct(obj)
     if name is None:
-        raise RaftError("bad_struct", f"offset {mid}: not a response struct of any RPC (keys "
-                        f"{_key_list(obj)})", offset=mid)
+        raise RaftError(
+            "bad_struct",
+            f"offset {mid}: not a response struct of any RPC (keys {_key_list(obj)})",
+            offset=mid,
+        )
     s = read_struct(name, obj)
     t = _BY_RESPONSE[name]
-    return RPC(RESPONSE, t.name, t.value, name, _fields(s), (), err.decode("utf-8", "replace"),
-               end - pos, tuple(_warnings(s))), end
+    return RPC(
+        RESPONSE,
+        t.name,
+        t.value,
+        name,
+        _fields(s),
+        (),
+        err.decode("utf-8", "replace"),
+        end - pos,
+        tuple(_warnings(s)),
+    ), end
 
 
 def _key_list(obj: Any) -> str:
     if not isinstance(obj, dict):
         return f"none: a {type(obj).__name__}"
-    return ", ".join(k.decode("utf-8", "replace") if isinstance(k, bytes) else repr(k)
-                     for k in list(obj)[:8]) or "none"
+    return (
+        ", ".join(
+            k.decode("utf-8", "replace") if isinstance(k, bytes) else repr(k) for k in list(obj)[:8]
+        )
+        or "none"
+    )
 
 
 def decode_request(data: bytes) -> RPC:
@@ -225,8 +270,11 @@ def decode_request(data: bytes) -> RPC:
         raise RaftError("truncated", "no request: the bytes are empty", offset=0)
     t, s, end, trailer = got
     if end + trailer != len(data):
-        raise RaftError("bad_msgpack", f"{t.request} ends at offset {end + trailer}, "
-                        f"the bytes at {len(data)}", offset=end + trailer)
+        raise RaftError(
+            "bad_msgpack",
+            f"{t.request} ends at offset {end + trailer}, the bytes at {len(data)}",
+            offset=end + trailer,
+        )
     return _request(t, s, len(data))
 
 
@@ -236,8 +284,9 @@ def decode_response(data: bytes) -> RPC:
     assert got is not None  # without a limit: complete or an error
     rpc, end = got
     if end != len(data):
-        raise RaftError("bad_msgpack", f"{len(data) - end} bytes after the {rpc.struct}",
-                        offset=end)
+        raise RaftError(
+            "bad_msgpack", f"{len(data) - end} bytes after the {rpc.struct}", offset=end
+        )
     return rpc
 
 
@@ -261,9 +310,9 @@ class StreamDecoder:
     def __init__(self, role: str | None = None, max_rpc: int = DEFAULT_MAX_RPC) -> None:
         self.role = role
         self.max_rpc = max_rpc
-        self.buf = bytearray()     # the unfinished RPC, from its first byte
-        self.trailer = 0           # snapshot bytes still to skip
-        self.in_step = False       # whether the next byte starts or continues a known RPC
+        self.buf = bytearray()  # the unfinished RPC, from its first byte
+        self.trailer = 0  # snapshot bytes still to skip
+        self.in_step = False  # whether the next byte starts or continues a known RPC
         self.rpcs = 0
         self.skipped = 0
 
@@ -273,8 +322,11 @@ class StreamDecoder:
         if not payload:
             chunk.closed = True
             if self.buf or self.trailer:
-                chunk.error = RaftError("truncated", f"the stream closed inside an RPC "
-                                        f"({len(self.buf) + self.trailer} bytes unfinished)")
+                chunk.error = RaftError(
+                    "truncated",
+                    f"the stream closed inside an RPC "
+                    f"({len(self.buf) + self.trailer} bytes unfinished)",
+                )
             self._reset()
             return chunk
         pos = 0
@@ -303,8 +355,11 @@ class StreamDecoder:
             chunk.continued += (first_end - carry) if first_end is not None else len(payload) - pos
         chunk.pending = len(self.buf)
         if len(self.buf) > self.max_rpc:
-            chunk.error = RaftError("too_large", f"an RPC longer than {self.max_rpc} bytes: "
-                                    "dropped, reading resumes at the next RPC")
+            chunk.error = RaftError(
+                "too_large",
+                f"an RPC longer than {self.max_rpc} bytes: "
+                "dropped, reading resumes at the next RPC",
+            )
             chunk.skipped = len(self.buf)
             chunk.pending = 0
             self.skipped += len(self.buf)
@@ -323,8 +378,11 @@ class StreamDecoder:
         if role is None or (self.role and stream_role(payload[0]) != self.role):
             return False
         try:
-            got = (_read_request(payload, 0, self.max_rpc) if role == REQUEST
-                   else _read_response(payload, 0, self.max_rpc))
+            got = (
+                _read_request(payload, 0, self.max_rpc)
+                if role == REQUEST
+                else _read_response(payload, 0, self.max_rpc)
+            )
         except RaftError:
             return False
         if got is None:  # longer than this message: its first byte and map header must fit
@@ -342,8 +400,12 @@ class StreamDecoder:
             if self.role is None:
                 self.role = stream_role(buf[pos])
                 if self.role is None:
-                    raise RaftError("bad_struct", f"byte {buf[pos]:#04x} at offset {pos} "
-                                    "starts neither a request nor a response", offset=pos)
+                    raise RaftError(
+                        "bad_struct",
+                        f"byte {buf[pos]:#04x} at offset {pos} "
+                        "starts neither a request nor a response",
+                        offset=pos,
+                    )
             if self.role == REQUEST:
                 got = _read_request(buf, pos, self.max_rpc)
                 if got is None:

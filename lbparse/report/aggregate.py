@@ -23,7 +23,7 @@ from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.raft_events import RaftEvents, is_transport_subject
 from lbparse.report.storage import Storage
-from lbparse.report.timebins import MS, S, Counts, TimeAxis, exact_time
+from lbparse.report.timebins import MS, Counts, S, TimeAxis, exact_time
 from lbparse.textform import NO_MSG_TYPE
 from lbparse.version import __version__
 from lbparse_generated.fb_schema import TABLES
@@ -32,7 +32,7 @@ SCHEMA_VERSION = 1
 MAX_STREAMS = 200
 OTHER_STREAMS = "(other streams)"
 MAX_TOP_SUBJECTS = 25
-TOP_KEYS = 12   # streams (by messages) drawn one by one over time; the rest as "(other)"
+TOP_KEYS = 12  # streams (by messages) drawn one by one over time; the rest as "(other)"
 PUBLISHING_VERBS = ("PUB", "HPUB")
 # protocol.Op (spec/proto/internal.proto), by number: PropagatedRequest.op
 _OPS: dict[int, str] = {}
@@ -60,8 +60,10 @@ class FlatFields:
 
     def __init__(self, table: FlatTable) -> None:
         self._fields = table.fields
-        self._zeros = {name: "" if ftype in ("string", "[ubyte]") else 0
-                       for _, name, ftype in TABLES[table.type_name]}
+        self._zeros = {
+            name: "" if ftype in ("string", "[ubyte]") else 0
+            for _, name, ftype in TABLES[table.type_name]
+        }
 
     def __getattr__(self, name: str) -> Any:
         value = self._fields.get(name)
@@ -83,23 +85,24 @@ class Aggregator:
         self.nodes = NodeMap()
         self.by_type = Counts(self.axis)
         self.by_stream = Counts(self.axis)
-        self.volume = Counts(self.axis)        # payload bytes by direction
+        self.volume = Counts(self.axis)  # payload bytes by direction
         self.latency = AckLatency(self.axis)
         self.partitions = Partitions(self.axis, self.nodes)
         self.cluster = Cluster(self.axis, self.nodes)
         self.problems = Problems(self.axis)
-        self.client = ClientCalls(self.axis)   # the gRPC API (report.client)
+        self.client = ClientCalls(self.axis)  # the gRPC API (report.client)
         self.streams: set[str] = set()
         self.raft: Any = None
         self.raft_missing = "not asked for"
         if raft:
             self.raft = RaftEvents(self.axis, self.partitions)
             self.raft_missing = ""
-        self._feed_msg_raft = True   # until a PUB is seen: a recording holds only MSGs
+        self._feed_msg_raft = True  # until a PUB is seen: a recording holds only MSGs
         self._partition_cache: dict[str, tuple[str, int] | None] = {}
         self._replies = self.cluster.replies
         self._handlers = {
-            "Publish": self._on_publish, "Ack": self._on_ack,
+            "Publish": self._on_publish,
+            "Ack": self._on_ack,
             "ReplicationResponse": self._on_replication_response,
             "ReplicationRequest": self._on_replication_request,
             "PartitionNotification": self._on_stream_field,
@@ -226,14 +229,16 @@ class Aggregator:
         self.client.join.nats_ack(ns, m)
         return str(m.stream)
 
-    def _on_replication_response(self, rec: Any, ns: int, i: int, m: Any,
-                                 payload: bytes) -> str | None:
+    def _on_replication_response(
+        self, rec: Any, ns: int, i: int, m: Any, payload: bytes
+    ) -> str | None:
         where = self._partition(self.cluster.replies.get(rec.subject))
         self.partitions.replication_response(rec, ns, i, m)
         return where[0] if where else None
 
-    def _on_replication_request(self, rec: Any, ns: int, i: int, m: Any,
-                                payload: bytes) -> str | None:
+    def _on_replication_request(
+        self, rec: Any, ns: int, i: int, m: Any, payload: bytes
+    ) -> str | None:
         where = self._partition(rec.subject)
         self.partitions.replication_request(rec, m, where)
         return where[0] if where else None
@@ -241,8 +246,7 @@ class Aggregator:
     def _on_stream_field(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
         return str(m.stream)
 
-    def _on_request_subject(self, rec: Any, ns: int, i: int, m: Any,
-                            payload: bytes) -> str | None:
+    def _on_request_subject(self, rec: Any, ns: int, i: int, m: Any, payload: bytes) -> str | None:
         where = self._partition(rec.subject)
         return where[0] if where else None
 
@@ -306,12 +310,15 @@ class Aggregator:
         return {
             "by_msg_type": self.by_type.rows("msg_type", "count", rate),
             "by_stream": self.by_stream.rows("stream", "count", rate, top=TOP_KEYS),
-            "bytes": self.volume.rows("direction", "bytes",
-                                      lambda i, k, n: {"bytes_per_s": round(n / width, 1)}),
-            "msg_type_totals": dict(sorted(self.by_type.totals().items(),
-                                           key=lambda kv: (-kv[1], kv[0]))),
-            "stream_totals": dict(sorted(self.by_stream.totals().items(),
-                                         key=lambda kv: (-kv[1], kv[0]))),
+            "bytes": self.volume.rows(
+                "direction", "bytes", lambda i, k, n: {"bytes_per_s": round(n / width, 1)}
+            ),
+            "msg_type_totals": dict(
+                sorted(self.by_type.totals().items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
+            "stream_totals": dict(
+                sorted(self.by_stream.totals().items(), key=lambda kv: (-kv[1], kv[0]))
+            ),
         }
 
     def model(self, inputs: list[dict[str, Any]], stats: dict[str, Any]) -> dict[str, Any]:
@@ -325,22 +332,30 @@ class Aggregator:
         storage = self._storage.model() if self._storage is not None else None
         partitions = self.partitions.model()  # first: it names more endpoints
         cluster = self.cluster.model()
-        cluster["raft"] = self.raft.model() if self.raft is not None else {
-            "decoded": False, "why": self.raft_missing}
+        cluster["raft"] = (
+            self.raft.model()
+            if self.raft is not None
+            else {"decoded": False, "why": self.raft_missing}
+        )
         check_leaders(cluster["metadata_leaders"], cluster["raft"].get("terms", []))
         cluster["node_silences"] = self.activity.silences(self.nodes, last)
         cluster["leader_terms"] = leader_terms(
-            cluster, storage["raft_dbs"] if storage is not None else [], last)
+            cluster, storage["raft_dbs"] if storage is not None else [], last
+        )
         client = self.client.model()
         if client is not None:
-            client["metadata_lookups"] = lookups_model(self.client.lookups, failover_windows(
-                partitions, cluster, None if last is None else last / MS))
+            client["metadata_lookups"] = lookups_model(
+                self.client.lookups,
+                failover_windows(partitions, cluster, None if last is None else last / MS),
+            )
         return {
             "report": {
-                "schema": SCHEMA_VERSION, "generator": f"lbparse {__version__}",
+                "schema": SCHEMA_VERSION,
+                "generator": f"lbparse {__version__}",
                 "first": None if first is None else first / MS,
                 "last": None if last is None else last / MS,
-                **exact_time("first", first), **exact_time("last", last),
+                **exact_time("first", first),
+                **exact_time("last", last),
                 "duration_s": None if first is None or last is None else (last - first) / S,
                 "bin_s": self.axis.width_s,
             },
@@ -352,6 +367,6 @@ class Aggregator:
             "cluster": cluster,
             "problems": self.problems.model(),
             "client": client,
-            "storage": storage or {"replicas": [], "stored_by_stream": [], "raft_dbs": [],
-                                   "findings": 0},
+            "storage": storage
+            or {"replicas": [], "stored_by_stream": [], "raft_dbs": [], "findings": 0},
         }

@@ -26,10 +26,20 @@ from typing import Any
 
 from lbparse.extras import need
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--mute-audio", "--remote-debugging-address=127.0.0.1",
-         "--remote-debugging-port=0")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+)
 WIDTH = 1400
 START_TIMEOUT = 30.0
 RENDER_TIMEOUT = 90.0
@@ -50,12 +60,12 @@ class Look:
     """What the browser saw."""
 
     png: bytes
-    rendered: str                     # the page's own verdict: "ok" or "error: ..."
-    charts: list[dict[str, Any]]      # id, x, y, width, height (CSS pixels on the PNG), marks
-    errors: list[str] = field(default_factory=list)   # console errors, exceptions
+    rendered: str  # the page's own verdict: "ok" or "error: ..."
+    charts: list[dict[str, Any]]  # id, x, y, width, height (CSS pixels on the PNG), marks
+    errors: list[str] = field(default_factory=list)  # console errors, exceptions
     empty_notes: int = 0
     requests: list[str] = field(default_factory=list)  # every URL the page asked for
-    text: str = ""                    # the page's text as shown (document.body.innerText)
+    text: str = ""  # the page's text as shown (document.body.innerText)
 
 
 def chromium() -> str | None:
@@ -103,11 +113,14 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
         p = e.get("params", {})
         if e["method"] == "Runtime.exceptionThrown":
             d = p.get("exceptionDetails", {})
-            out.append("exception: " + str(d.get("exception", {}).get("description")
-                                            or d.get("text")))
+            out.append(
+                "exception: " + str(d.get("exception", {}).get("description") or d.get("text"))
+            )
         elif e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-            out.append("console.error: " + " ".join(str(a.get("value", a.get("description", "")))
-                                                    for a in p.get("args", [])))
+            out.append(
+                "console.error: "
+                + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+            )
         elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             entry = p["entry"]
             out.append(f"log ({entry.get('source')}): {entry.get('text')} {entry.get('url', '')}")
@@ -165,13 +178,17 @@ def look(page: str | os.PathLike[str], width: int = WIDTH) -> Look:
     """Load `page` (an HTML file) in headless Chromium; screenshot and findings."""
     exe = chromium()
     if exe is None:
-        raise BrowserError("no Chromium found: install Debian's `chromium` (make install-system) "
-                           "or set LBPARSE_CHROMIUM")
+        raise BrowserError(
+            "no Chromium found: install Debian's `chromium` (make install-system) "
+            "or set LBPARSE_CHROMIUM"
+        )
     profile = Path(tempfile.mkdtemp(prefix="lbparse-chromium-"))
-    proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}",
-                             f"--window-size={width},900", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},900", "about:blank"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         cdp = _Cdp(_page_socket(_wait_port(profile, proc)), timeout=RENDER_TIMEOUT)
         try:
@@ -191,28 +208,43 @@ def _evaluate(cdp: _Cdp, expression: str) -> Any:
 def _look(cdp: _Cdp, url: str, width: int) -> Look:
     for domain in ("Page", "Runtime", "Log", "Network"):
         cdp.call(f"{domain}.enable")
-    cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=900, deviceScaleFactor=1,
-             mobile=False)
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=width,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
     cdp.call("Page.navigate", url=url)
     deadline = time.monotonic() + RENDER_TIMEOUT
     rendered = ""
     while time.monotonic() < deadline:
-        rendered = _evaluate(cdp, "document.body ? (document.body.dataset.rendered || '') : ''") \
-            or ""
+        rendered = (
+            _evaluate(cdp, "document.body ? (document.body.dataset.rendered || '') : ''") or ""
+        )
         if rendered:
             break
         time.sleep(0.2)
     if not rendered:
         rendered = f"timeout: the page did not finish drawing within {RENDER_TIMEOUT:.0f} s"
     height = int(_evaluate(cdp, "document.documentElement.scrollHeight") or 900)
-    cdp.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
-             deviceScaleFactor=1, mobile=False)
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=width,
+        height=height,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
     time.sleep(0.5)  # charts sized to their container redraw after the resize
     charts = json.loads(_evaluate(cdp, CHART_BOXES) or "[]")
     empty = int(_evaluate(cdp, "document.querySelectorAll('[data-empty]').length") or 0)
     shot = cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-    requests = [e["params"]["request"]["url"] for e in cdp.events
-                if e["method"] == "Network.requestWillBeSent"]
+    requests = [
+        e["params"]["request"]["url"]
+        for e in cdp.events
+        if e["method"] == "Network.requestWillBeSent"
+    ]
     text = _evaluate(cdp, "document.body ? document.body.innerText : ''") or ""
-    return Look(base64.b64decode(shot["data"]), rendered, charts, _errors(cdp.events), empty,
-                requests, text)
+    return Look(
+        base64.b64decode(shot["data"]), rendered, charts, _errors(cdp.events), empty, requests, text
+    )

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from lbparse.capture import Stats
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.inputs import ReadOptions, read_input
 
 
-def build_model(paths: Iterable[str], options: ReadOptions | None = None,
-                raft: bool = True) -> dict[str, Any]:
+def build_model(
+    paths: Iterable[str], options: ReadOptions | None = None, raft: bool = True
+) -> dict[str, Any]:
     """Read every input (captures, recordings, pipeline output) and return the
     data behind every chart: what `lbparse report --json` writes.
 

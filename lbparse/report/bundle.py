@@ -53,8 +53,7 @@ def vega_bundle() -> str:
     if cached is not None:
         return cached.decode("utf-8", errors="replace")
     # `</script` inside a string would end the element early.
-    text = re.sub(r"</(script)", r"<\\/\1", _bundle(vlc, vl),
-                  flags=re.IGNORECASE)
+    text = re.sub(r"</(script)", r"<\\/\1", _bundle(vlc, vl), flags=re.IGNORECASE)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Whole or not at all (other processes may read it); never writable by

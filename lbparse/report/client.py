@@ -26,8 +26,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
-from lbparse.capture.grpc import (CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall,
-                                  GrpcMessage)
+from lbparse.capture.grpc import CLIENT_TO_SERVER, METHODS, SERVER_TO_CLIENT, GrpcCall, GrpcMessage
 from lbparse.report.failovers import LOOKUP_METHODS, Lookups
 from lbparse.report.histogram import Histogram
 from lbparse.report.latency import MAX_PENDING
@@ -35,12 +34,27 @@ from lbparse.report.publish_join import PublishJoin
 from lbparse.report.timebins import Counts, TimeAxis, exact_time
 
 # gRPC's status codes (grpc/grpc doc/statuscodes.md), by number.
-STATUS_NAMES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL",
-                "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")
+STATUS_NAMES = (
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
 DEFAULT_POLICY = "LEADER"  # proto.AckPolicy's zero: absent from canonical JSON
-MAX_SUBSCRIPTIONS = 1000   # listed one by one; the rest counted
+MAX_SUBSCRIPTIONS = 1000  # listed one by one; the rest counted
 UNKNOWN_METHOD = "(unknown method)"
 PUBLISH_METHODS = ("PublishAsync", "Publish", "PublishToSubject")  # joined to NATS
 
@@ -67,8 +81,11 @@ def _call_of(row: dict[str, Any], request: dict[str, Any] | None) -> GrpcCall:
     c.path, c.method = row["path"], METHODS.get(row["path"] or "")
     c.request_ts, c.first_response_ts = row["request_ts_ns"], row["first_response_ts_ns"]
     c.trailers_ts, c.end_ts = row["trailers_ts_ns"], row["end_ts_ns"]
-    c.http_status, c.grpc_status, c.grpc_message = (row["http_status"], row["grpc_status"],
-                                                    row["grpc_message"])
+    c.http_status, c.grpc_status, c.grpc_message = (
+        row["http_status"],
+        row["grpc_status"],
+        row["grpc_message"],
+    )
     c.end, c.rst_code = row["end"], row["rst_stream_error"]
     c.counts = {CLIENT_TO_SERVER: row["request_count"], SERVER_TO_CLIENT: row["response_count"]}
     if request is not None:
@@ -107,8 +124,9 @@ class ClientCalls:
         elif isinstance(item, GrpcCall):
             self._call(item)
 
-    def add_tables(self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]
-                   ) -> list[tuple[str, str]]:
+    def add_tables(
+        self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> list[tuple[str, str]]:
         """The rows of the gRPC tables (lbparse.columnar.grpctables: the
         pipeline's output), as the records they were made of: messages in
         time order, then each call with its Subscribe request.
@@ -125,12 +143,28 @@ class ClientCalls:
                 try:
                     body = json.loads(r["message_json"])
                 except (ValueError, RecursionError) as exc:  # nested past Python's stack
-                    why = "nested too deep" if isinstance(exc, RecursionError) else \
-                        " ".join(str(exc).split())[:80]
+                    why = (
+                        "nested too deep"
+                        if isinstance(exc, RecursionError)
+                        else " ".join(str(exc).split())[:80]
+                    )
                     bad.append((f"{r['source']} position {r['position']}", why))
-            self._message(GrpcMessage(r["ts_ns"], r["src"], r["dst"], r["direction"],
-                                      r["stream_id"], r["method"], r["type"], r["index"],
-                                      r["compressed"], r["length"], body, r["error"]))
+            self._message(
+                GrpcMessage(
+                    r["ts_ns"],
+                    r["src"],
+                    r["dst"],
+                    r["direction"],
+                    r["stream_id"],
+                    r["method"],
+                    r["type"],
+                    r["index"],
+                    r["compressed"],
+                    r["length"],
+                    body,
+                    r["error"],
+                )
+            )
             if r["direction"] == CLIENT_TO_SERVER and r["index"] == 0:
                 first[(r["source"], r["position"])] = body or {}
         for r in sorted(calls, key=lambda r: (r["end_ts_ns"] or 0, r["position"])):
@@ -154,8 +188,10 @@ class ClientCalls:
             policy = str(body.get("ackPolicy", DEFAULT_POLICY))
             self.requests[policy] = self.requests.get(policy, 0) + 1
             if policy != "NONE":
-                self.pending[(client, server, m.stream_id, str(body.get("correlationId", "")))] \
-                    = (m.ts, policy)
+                self.pending[(client, server, m.stream_id, str(body.get("correlationId", "")))] = (
+                    m.ts,
+                    policy,
+                )
                 if len(self.pending) > MAX_PENDING:
                     self.pending.popitem(last=False)
             return
@@ -200,22 +236,36 @@ class ClientCalls:
         requests = c.messages[CLIENT_TO_SERVER]
         request = requests[0] if requests and requests[0] is not None else {}
         delivered = c.counts["server_to_client"]
-        self.subscriptions.append({
-            "stream": request.get("stream"), "partition": int(request.get("partition", 0)),
-            "server": c.server, "client": c.client,
-            # The first message is the server's empty "subscribed".
-            "messages": max(delivered - 1, 0), "outcome": outcome,
-            **exact_time("start", c.request_ts), **exact_time("end", c.end_ts),
-            "duration_s": None if c.request_ts is None or c.end_ts is None
-            else round((c.end_ts - c.request_ts) / 1e9, 3)})
+        self.subscriptions.append(
+            {
+                "stream": request.get("stream"),
+                "partition": int(request.get("partition", 0)),
+                "server": c.server,
+                "client": c.client,
+                # The first message is the server's empty "subscribed".
+                "messages": max(delivered - 1, 0),
+                "outcome": outcome,
+                **exact_time("start", c.request_ts),
+                **exact_time("end", c.end_ts),
+                "duration_s": None
+                if c.request_ts is None or c.end_ts is None
+                else round((c.end_ts - c.request_ts) / 1e9, 3),
+            }
+        )
 
     def model(self) -> dict[str, Any] | None:
         """The client section's data; None when the inputs held no gRPC call."""
         if not self.methods:
             return None
-        methods = [{"method": name, "calls": m.calls, "outcomes": dict(sorted(m.outcomes.items())),
-                    "latency": m.latency.summary_ms()}
-                   for name, m in sorted(self.methods.items())]
+        methods = [
+            {
+                "method": name,
+                "calls": m.calls,
+                "outcomes": dict(sorted(m.outcomes.items())),
+                "latency": m.latency.summary_ms(),
+            }
+            for name, m in sorted(self.methods.items())
+        ]
         policies = sorted(set(self.requests) | set(self.answered))
         return {
             "calls": self.calls,
@@ -223,8 +273,10 @@ class ClientCalls:
             "methods": methods,
             "publish_async": {
                 "requests": sum(self.requests.values()),
-                "by_policy": [{"ack_policy": p, "requests": self.requests.get(p, 0),
-                               **self._answered(p)} for p in policies],
+                "by_policy": [
+                    {"ack_policy": p, "requests": self.requests.get(p, 0), **self._answered(p)}
+                    for p in policies
+                ],
                 "unanswered": len(self.pending),
                 "async_errors": self.async_errors,
                 "responses_without_request": self.responses_without_request,
@@ -239,8 +291,7 @@ class ClientCalls:
 
     def _answered(self, policy: str) -> dict[str, Any]:
         h = self.answered.get(policy)
-        return {"answered": 0 if h is None else h.count,
-                "latency": (h or Histogram()).summary_ms()}
+        return {"answered": 0 if h is None else h.count, "latency": (h or Histogram()).summary_ms()}
 
 
 __all__ = ["ClientCalls", "STATUS_NAMES", "status_name"]

@@ -21,9 +21,9 @@ from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
 NO_RESPONDERS = b"NATS/1.0 503"
 STATUS_503 = b"\r\nStatus: 503\r\n"
-MAX_REPLIES = 200_000      # reply inbox -> request subject, oldest forgotten first
-TOP_TARGETS = 12          # drawn one by one over time; the rest as "(other)"
-MAX_TARGETS = 200          # distinct request subjects counted one by one
+MAX_REPLIES = 200_000  # reply inbox -> request subject, oldest forgotten first
+TOP_TARGETS = 12  # drawn one by one over time; the rest as "(other)"
+MAX_TARGETS = 200  # distinct request subjects counted one by one
 OTHER = "(other subjects)"
 MAX_LEADER_SEGMENTS = 5000
 
@@ -34,8 +34,7 @@ def is_no_responders(header_block: bytes | None) -> bool:
     if header_block is None:
         return False
     if header_block.startswith(NO_RESPONDERS):
-        return len(header_block) == len(NO_RESPONDERS) or \
-            header_block[len(NO_RESPONDERS)] in b" \r"
+        return len(header_block) == len(NO_RESPONDERS) or header_block[len(NO_RESPONDERS)] in b" \r"
     return STATUS_503 in header_block
 
 
@@ -48,7 +47,7 @@ class Cluster:
         self.no_responders_total = 0
         self.targets: dict[str, dict[str, Any]] = {}
         self.leader_segments: list[list[Any]] = []  # [endpoint, first_ns, last_ns, answers]
-        self.ops = Counts(axis)                       # metadata ops proposed, by op
+        self.ops = Counts(axis)  # metadata ops proposed, by op
 
     def request(self, reply: str, subject: str) -> None:
         replies = self.replies
@@ -93,10 +92,18 @@ class Cluster:
             else:
                 # start/end: its first and last answer, not its term's span
                 # (report.leaders has that)
-                leaders.append({"leader": name, "start": first / MS, **exact_time("start", first),
-                                "end": last / MS, **exact_time("end", last),
-                                "answers": answers, "source": "metadata answers",
-                                "leader_source": self.nodes.source(endpoint)})
+                leaders.append(
+                    {
+                        "leader": name,
+                        "start": first / MS,
+                        **exact_time("start", first),
+                        "end": last / MS,
+                        **exact_time("end", last),
+                        "answers": answers,
+                        "source": "metadata answers",
+                        "leader_source": self.nodes.source(endpoint),
+                    }
+                )
         nodes = self.nodes
         return {
             "nodes": {e: n for e, n in sorted(nodes.by_endpoint.items())},
@@ -108,8 +115,9 @@ class Cluster:
             "node_names": nodes.nodes(),
             "no_responders_total": self.no_responders_total,
             "no_responders": self.no_responders.rows("target", "count", top=TOP_TARGETS),
-            "no_responders_by_target": sorted(self.targets.values(),
-                                              key=lambda d: (-d["count"], d["subject"])),
+            "no_responders_by_target": sorted(
+                self.targets.values(), key=lambda d: (-d["count"], d["subject"])
+            ),
             "metadata_leaders": leaders,
             "propagated_ops": self.ops.rows("op", "count"),
             "propagated_ops_total": self.ops.totals(),
@@ -121,7 +129,8 @@ def check_leaders(leaders: list[dict[str, Any]], terms: list[dict[str, Any]]) ->
     AppendEntries span its time: `raft_leaders` they name, and `agrees_with_raft`
     (None where no decoded term spans it). Two facts that disagree say so."""
     for seg in leaders:
-        named = sorted({t["leader"] for t in terms
-                        if t["start"] <= seg["end"] and seg["start"] <= t["end"]})
+        named = sorted(
+            {t["leader"] for t in terms if t["start"] <= seg["end"] and seg["start"] <= t["end"]}
+        )
         seg["raft_leaders"] = named
         seg["agrees_with_raft"] = (seg["leader"] in named) if named else None

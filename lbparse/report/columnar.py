@@ -22,7 +22,8 @@ type with the rows of that type. `add_batch` puts such a batch into an
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
@@ -39,16 +40,28 @@ from lbparse.columnar.schema import column_for
 from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
 from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.report.aggregate import MAX_STREAMS, OTHER_STREAMS
-from lbparse.report.aggregate import PUBLISHING_VERBS, Aggregator, handler_view
+from lbparse.report.aggregate import (
+    MAX_STREAMS,
+    OTHER_STREAMS,
+    PUBLISHING_VERBS,
+    Aggregator,
+    handler_view,
+)
 from lbparse.report.cluster import is_no_responders
 from lbparse.report.nodes import SUBSCRIBED, node_of_subject
 from lbparse.textform import NO_MSG_TYPE, msg_type_word
 
 BATCH_ROWS = 65536
 # The MsgTypes whose message `Aggregator._typed_rest` reads (the sender's PUB).
-TYPED_REST = frozenset(("ServerInfoResponse", "RaftJoinRequest", "PropagatedResponse",
-                        "RaftJoinResponse", "PropagatedRequest"))
+TYPED_REST = frozenset(
+    (
+        "ServerInfoResponse",
+        "RaftJoinRequest",
+        "PropagatedResponse",
+        "RaftJoinResponse",
+        "PropagatedRequest",
+    )
+)
 
 
 def native_reader() -> bool:
@@ -103,7 +116,7 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
         if default is not None and child.null_count:
             child = pc.fill_null(child, pa.scalar(default, child.type))
         columns.append(child.to_pylist())
-    make: Callable[[Any], Any] = getattr(cls, "_make")
+    make: Callable[[Any], Any] = cls._make
     return map(make, zip(*columns))
 
 
@@ -162,8 +175,9 @@ class _Row:
 
     __slots__ = ("src", "dst", "verb", "subject", "reply", "error")
 
-    def __init__(self, src: str, dst: str, verb: str, subject: str, reply: str | None,
-                 error: Any = None) -> None:
+    def __init__(
+        self, src: str, dst: str, verb: str, subject: str, reply: str | None, error: Any = None
+    ) -> None:
         self.src, self.dst, self.verb, self.subject, self.reply = src, dst, verb, subject, reply
         self.error = error
 
@@ -176,8 +190,9 @@ class _Error:
 
 
 # The layouts whose payloads are FlatBuffers tables.
-_FLAT_LAYOUTS = frozenset(name for name, layout in LAYOUTS.items()
-                          if layout.payload_format == "flatbuffers")
+_FLAT_LAYOUTS = frozenset(
+    name for name, layout in LAYOUTS.items() if layout.payload_format == "flatbuffers"
+)
 
 
 def _names(batch: Any) -> Any:
@@ -186,16 +201,24 @@ def _names(batch: Any) -> Any:
     layout = batch.column("layout")
     err = batch.column("error_kind")
     # An error row keeps the layout asked for: the error decides first.
-    return pc.if_else(pc.is_valid(err), "(error)",
-                      pc.if_else(pc.is_valid(name), name,
-                                 pc.if_else(pc.is_valid(layout), NO_MSG_TYPE, "(not decoded)")))
+    return pc.if_else(
+        pc.is_valid(err),
+        "(error)",
+        pc.if_else(
+            pc.is_valid(name), name, pc.if_else(pc.is_valid(layout), NO_MSG_TYPE, "(not decoded)")
+        ),
+    )
 
 
-def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
-                 data: dict[tuple[int, str], int]) -> None:
+def _count_pairs(
+    i: np.ndarray, keys: Any, weights: np.ndarray | None, data: dict[tuple[int, str], int]
+) -> None:
     """data[(bin, key)] += count (or the sum of weights) over the rows."""
-    codes = pc.dictionary_encode(keys).combine_chunks() if isinstance(
-        keys, pa.ChunkedArray) else pc.dictionary_encode(keys)
+    codes = (
+        pc.dictionary_encode(keys).combine_chunks()
+        if isinstance(keys, pa.ChunkedArray)
+        else pc.dictionary_encode(keys)
+    )
     labels = codes.dictionary.to_pylist()
     idx = np.asarray(codes.indices.fill_null(0), np.int64)
     k = len(labels) or 1
@@ -208,8 +231,13 @@ def _count_pairs(i: np.ndarray, keys: Any, weights: np.ndarray | None,
         data[key] = data.get(key, 0) + int(n)
 
 
-def add_batch(agg: Aggregator, tables: dict[str, Any], stats: Stats, where: str,
-              on_notice: Callable[[str, Notice], None] | None = None) -> tuple[int, int] | None:
+def add_batch(
+    agg: Aggregator,
+    tables: dict[str, Any],
+    stats: Stats,
+    where: str,
+    on_notice: Callable[[str, Notice], None] | None = None,
+) -> tuple[int, int] | None:
     """Put one batch of decoded rows (arrow_batches' tables) into `agg` and
     `stats`; the first and last message time of the batch (None without a
     message). The reader's notices (rows `input:KIND`) go to
@@ -226,8 +254,8 @@ def add_batch(agg: Aggregator, tables: dict[str, Any], stats: Stats, where: str,
     ns = np.asarray(batch.column("ts_ns").fill_null(0), np.int64)
     lo, hi = int(ns.min()), int(ns.max())
     axis = agg.axis
-    axis.index(lo)   # the axis grows to the batch's span first: every row's bin is then
-    axis.index(hi)   # ns // width, and stays right when the axis grows later (rekeyed)
+    axis.index(lo)  # the axis grows to the batch's span first: every row's bin is then
+    axis.index(hi)  # ns // width, and stays right when the axis grows later (rekeyed)
     i = ns // axis.width
     sizes = np.asarray(pc.binary_length(batch.column("payload")).fill_null(0), np.int64)
     agg.messages += n
@@ -248,8 +276,12 @@ def _see_spans(agg: Aggregator, batch: Any, publishing: Any) -> None:
     """Each connection's first and last row of the batch (Aggregator.add's
     `activity`), its client side: the sender of a PUB, the receiver of a MSG."""
     endpoint = pc.if_else(publishing, batch.column("src"), batch.column("dst"))
-    spans = pa.table({"e": endpoint, "t": batch.column("ts_ns")}).group_by("e").aggregate(
-        [("t", "min"), ("t", "max")]).sort_by([("t_min", "ascending"), ("e", "ascending")])
+    spans = (
+        pa.table({"e": endpoint, "t": batch.column("ts_ns")})
+        .group_by("e")
+        .aggregate([("t", "min"), ("t", "max")])
+        .sort_by([("t_min", "ascending"), ("e", "ascending")])
+    )
     for e, lo, hi in zip(*(spans.column(c).to_pylist() for c in ("e", "t_min", "t_max"))):
         if e is not None and lo is not None:
             agg.activity.see_span(e, lo, hi)
@@ -268,8 +300,7 @@ def _count_stats(stats: Stats, batch: Any, names: Any) -> None:
             per_subject[OTHER_SUBJECTS] = per_subject.get(OTHER_SUBJECTS, 0) + count
     for verb, count in _value_counts(batch.column("verb")):
         stats.per_verb[verb] = stats.per_verb.get(verb, 0) + count
-    decoded = pc.and_(pc.is_null(batch.column("error_kind")),
-                      pc.is_valid(batch.column("layout")))
+    decoded = pc.and_(pc.is_null(batch.column("error_kind")), pc.is_valid(batch.column("layout")))
     ok = batch.filter(decoded)
     for layout, count in _value_counts(ok.column("layout")):
         stats.per_layout[layout] = stats.per_layout.get(layout, 0) + count
@@ -288,12 +319,17 @@ def _value_counts(arr: Any) -> list[tuple[Any, int]]:
     return list(zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist()))
 
 
-def _input_problems(agg: Aggregator, rows: Any, where: str,
-                    on_notice: Callable[[str, Notice], None] | None) -> None:
+def _input_problems(
+    agg: Aggregator, rows: Any, where: str, on_notice: Callable[[str, Notice], None] | None
+) -> None:
     """The reader's notices (rows `input:KIND`), as the record path's on_notice has them."""
-    for ts, kind, message, src, dst, source in zip(*(rows.column(c).to_pylist() for c in (
-            "ts_ns", "error_kind", "error_message", "src", "dst", "source"))):
-        kind = kind[len(INPUT_PROBLEM):]
+    for ts, kind, message, src, dst, source in zip(
+        *(
+            rows.column(c).to_pylist()
+            for c in ("ts_ns", "error_kind", "error_message", "src", "dst", "source")
+        )
+    ):
+        kind = kind[len(INPUT_PROBLEM) :]
         # The pipeline's row says "<file>: <kind>: <the reader's message>".
         message = (message or "").removeprefix(f"{source}: {kind}: ")
         agg.notice(kind, ts, f"{where}: {src} -> {dst}" if src else where, message or "")
@@ -301,8 +337,7 @@ def _input_problems(agg: Aggregator, rows: Any, where: str,
             on_notice(where, Notice(kind, message or "", ts, src, dst))
 
 
-def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: str
-                  ) -> Any | None:
+def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: str) -> Any | None:
     """The payloads of the decoded rows of `batch` named `name` with
     `payload_type`, in row order, as a struct array of their payload
     table's fields: null for a row its table lacks (a FlatBuffers payload
@@ -310,9 +345,13 @@ def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: s
     table = tables.get(column_for(payload_type))
     if table is None:
         return None
-    rows = pc.and_(pc.and_(pc.equal(batch.column("msg_type_name"), name),
-                           pc.equal(batch.column("payload_type"), payload_type)),
-                   pc.is_null(batch.column("error_kind")))
+    rows = pc.and_(
+        pc.and_(
+            pc.equal(batch.column("msg_type_name"), name),
+            pc.equal(batch.column("payload_type"), payload_type),
+        ),
+        pc.is_null(batch.column("error_kind")),
+    )
     wanted = np.asarray(batch.column("position").filter(pc.fill_null(rows, False)))
     # A payload table's rows are rows of messages (unique positions, ascending).
     have = np.asarray(table.column("position"))
@@ -320,13 +359,15 @@ def _payload_rows(batch: Any, tables: dict[str, Any], name: str, payload_type: s
     found = at < len(have)
     found[found] = have[at[found]] == wanted[found]
     fields = [f for f in table.schema if f.name not in JOIN_KEYS]
-    values = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields],
-                                        fields=fields)
+    values = pa.StructArray.from_arrays(
+        [table.column(f.name).combine_chunks() for f in fields], fields=fields
+    )
     return values.take(pa.array(np.where(found, at, 0), mask=~found))
 
 
-def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i: np.ndarray,
-          names: Any) -> None:
+def _rows(
+    agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i: np.ndarray, names: Any
+) -> None:
     """What needs the rows in order: requests and their replies, the handlers of
     decoded envelopes, node names, 503s, errors and the Raft transport."""
     cols = {c: batch.column(c).to_pylist() for c in ("src", "dst", "verb", "subject", "reply")}
@@ -354,8 +395,9 @@ def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i
     payload = batch.column("payload")
     hdr = has_headers.to_pylist()
     streams: list[str | None] = [None] * len(ns_list)
-    for k, (src, dst, verb, subject, reply) in enumerate(zip(
-            cols["src"], cols["dst"], cols["verb"], cols["subject"], cols["reply"])):
+    for k, (src, dst, verb, subject, reply) in enumerate(
+        zip(cols["src"], cols["dst"], cols["verb"], cols["subject"], cols["reply"])
+    ):
         if reply and reply not in replies:
             agg.cluster.request(reply, subject)
         publishing = verb in PUBLISHING_VERBS
@@ -368,8 +410,9 @@ def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i
         kind = kinds[k]
         name = msg_names[k] if kind is None else None
         if kind is not None:
-            agg.problems.error(t, b, _Row(src, dst, verb, subject, reply, _Error(
-                kind, messages[k].as_py() or "")))
+            agg.problems.error(
+                t, b, _Row(src, dst, verb, subject, reply, _Error(kind, messages[k].as_py() or ""))
+            )
         elif name is not None:
             it = structs.get((name, payload_types[k]))
             m: Any = next(it) if it is not None else None
@@ -379,15 +422,18 @@ def _rows(agg: Aggregator, batch: Any, tables: dict[str, Any], ns: np.ndarray, i
                 m = _flat_message(payload[k].as_py() or b"", layouts[k])
             if handler is not None:
                 # the payload tells apart publishes that no ack inbox names
-                data = (payload[k].as_py() or b"") if name == "Publish" and not m.ackInbox \
-                    else b""
+                data = (payload[k].as_py() or b"") if name == "Publish" and not m.ackInbox else b""
                 stream = handler(_Row(src, dst, verb, subject, reply), t, b, m, data)
             elif publishing and name in TYPED_REST:
-                agg._typed_rest(_Row(src, dst, verb, subject, reply), t, b, name,
-                                m if m is not None else _View(None, None))
+                agg._typed_rest(
+                    _Row(src, dst, verb, subject, reply),
+                    t,
+                    b,
+                    name,
+                    m if m is not None else _View(None, None),
+                )
         elif name_list[k] != "(not decoded)" and agg.raft is not None:
-            agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b,
-                           payload[k].as_py() or b"")
+            agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b, payload[k].as_py() or b"")
         if stream:
             streams[k] = stream
         if verb == "HMSG" and hdr[k]:
@@ -423,6 +469,5 @@ def _count_streams(agg: Aggregator, i: np.ndarray, streams: list[str | None]) ->
             name = OTHER_STREAMS
         agg.streams.add(name)
     if past:
-        arr = pc.if_else(pc.is_in(arr, value_set=pa.array(past, pa.string())),
-                         OTHER_STREAMS, arr)
+        arr = pc.if_else(pc.is_in(arr, value_set=pa.array(past, pa.string())), OTHER_STREAMS, arr)
     _count_pairs(i[np.asarray(known)], arr, None, agg.by_stream.data)

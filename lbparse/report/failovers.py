@@ -36,7 +36,7 @@ MERGE_MS = 1_000.0
 # one span: only a node that reconnects, or stops for good, is ever silent).
 SILENT_MS = 1_000.0
 MAX_ENDPOINTS = 10_000  # connections whose span is kept; the rest not followed
-MAX_LOOKUPS = 20_000   # kept one by one (and drawn); the rest only counted
+MAX_LOOKUPS = 20_000  # kept one by one (and drawn); the rest only counted
 WHEN = ("during", "after", "calm")
 
 
@@ -82,9 +82,14 @@ class Activity:
 
 def _silence(node: str, start: int, end: int | None) -> dict[str, Any]:
     """A silence: `end` None when it lasts to the end of the capture."""
-    return {"node": node, "start": start / MS, **exact_time("start", start),
-            "end": None if end is None else end / MS, **exact_time("end", end),
-            "seconds": None if end is None else round((end - start) / 1e9, 3)}
+    return {
+        "node": node,
+        "start": start / MS,
+        **exact_time("start", start),
+        "end": None if end is None else end / MS,
+        **exact_time("end", end),
+        "seconds": None if end is None else round((end - start) / 1e9, 3),
+    }
 
 
 class Lookups:
@@ -94,18 +99,32 @@ class Lookups:
         self.rows: list[dict[str, Any]] = []
         self.more = 0
 
-    def add(self, method: str, server: str, start_ns: int | None, answer_ns: int | None,
-            end_ns: int | None, outcome: str) -> None:
+    def add(
+        self,
+        method: str,
+        server: str,
+        start_ns: int | None,
+        answer_ns: int | None,
+        end_ns: int | None,
+        outcome: str,
+    ) -> None:
         if start_ns is None:
             return  # a call seen only from its end: no time to place it by
         if len(self.rows) >= MAX_LOOKUPS:
             self.more += 1
             return
         last = max(t for t in (start_ns, answer_ns, end_ns) if t is not None)
-        self.rows.append({
-            "t": start_ns / MS, **exact_time("t", start_ns), "end": last / MS,
-            "method": method, "server": server, "outcome": outcome,
-            "latency_ms": None if answer_ns is None else round((answer_ns - start_ns) / 1e6, 3)})
+        self.rows.append(
+            {
+                "t": start_ns / MS,
+                **exact_time("t", start_ns),
+                "end": last / MS,
+                "method": method,
+                "server": server,
+                "outcome": outcome,
+                "latency_ms": None if answer_ns is None else round((answer_ns - start_ns) / 1e6, 3),
+            }
+        )
 
 
 _Window = tuple[float, float, str, str]  # start, end (ms), what changed, the old leader
@@ -116,9 +135,14 @@ def _partition_windows(changes: list[dict[str, Any]]) -> list[_Window]:
     for c in changes:
         if c.get("from_last_seen") is None or not c.get("leader_changed"):
             continue  # an epoch that moved under the same leader is no failover
-        out.append((c["from_last_seen"], c["t"],
-                    f"{c['partition_key']}: {c['from_leader']} -> {c['to_leader']}",
-                    c["from_leader"]))
+        out.append(
+            (
+                c["from_last_seen"],
+                c["t"],
+                f"{c['partition_key']}: {c['from_leader']} -> {c['to_leader']}",
+                c["from_leader"],
+            )
+        )
     return out
 
 
@@ -128,30 +152,41 @@ def _metadata_windows(cluster: dict[str, Any]) -> list[_Window]:
     out = []
     for before, after in zip(runs, runs[1:]):
         if before["leader"] != after["leader"]:
-            out.append((before["end"], after["start"],
-                        f"metadata leader: {before['leader']} -> {after['leader']}",
-                        before["leader"]))
+            out.append(
+                (
+                    before["end"],
+                    after["start"],
+                    f"metadata leader: {before['leader']} -> {after['leader']}",
+                    before["leader"],
+                )
+            )
     return out
 
 
-def _after_end(start: float, node: str, silences: list[dict[str, Any]],
-               last: float) -> float | None:
+def _after_end(
+    start: float, node: str, silences: list[dict[str, Any]], last: float
+) -> float | None:
     """When the old leader `node`, silent from about `start`, spoke again."""
     for s in silences:
-        if s["node"] == node and s["start"] <= start + MERGE_MS and \
-                (s["end"] is None or s["end"] >= start):
+        if (
+            s["node"] == node
+            and s["start"] <= start + MERGE_MS
+            and (s["end"] is None or s["end"] >= start)
+        ):
             return last if s["end"] is None else s["end"]
     return None
 
 
-def failover_windows(partitions: dict[str, Any], cluster: dict[str, Any],
-                     last_ms: float | None) -> list[dict[str, Any]]:
+def failover_windows(
+    partitions: dict[str, Any], cluster: dict[str, Any], last_ms: float | None
+) -> list[dict[str, Any]]:
     """The failovers of a report's model, merged, in time order: each with its
     window, what changed, and how long its old leaders stayed silent
     (`after_end`, None when none of them went silent)."""
     silences = cluster.get("node_silences", [])
-    found = sorted(_partition_windows(partitions.get("leader_changes", []))
-                   + _metadata_windows(cluster))
+    found = sorted(
+        _partition_windows(partitions.get("leader_changes", [])) + _metadata_windows(cluster)
+    )
     merged: list[dict[str, Any]] = []
     for start, end, what, old in found:
         start, end = min(start, end), max(start, end)
@@ -194,8 +229,11 @@ def _count(group: dict[str, Any], row: dict[str, Any]) -> None:
 
 
 def _summary(group: dict[str, Any]) -> dict[str, Any]:
-    return {"lookups": group["lookups"], "failed": group["failed"],
-            "latency": group["latency"].summary_ms()}
+    return {
+        "lookups": group["lookups"],
+        "failed": group["failed"],
+        "latency": group["latency"].summary_ms(),
+    }
 
 
 def lookups_model(lookups: Lookups, windows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -208,11 +246,17 @@ def lookups_model(lookups: Lookups, windows: list[dict[str, Any]]) -> dict[str, 
         _count(groups[row["when"]], row)
         if k is not None:
             _count(per[k][row["when"]], row)
-    failovers = [{**w, "during": _summary(p["during"]), "after": _summary(p["after"])}
-                 for w, p in zip(windows, per)]
-    return {"methods": list(LOOKUP_METHODS), "failovers": failovers,
-            "groups": [{"when": w, **_summary(g)} for w, g in groups.items()],
-            "lookups": lookups.rows, "more_lookups": lookups.more}
+    failovers = [
+        {**w, "during": _summary(p["during"]), "after": _summary(p["after"])}
+        for w, p in zip(windows, per)
+    ]
+    return {
+        "methods": list(LOOKUP_METHODS),
+        "failovers": failovers,
+        "groups": [{"when": w, **_summary(g)} for w, g in groups.items()],
+        "lookups": lookups.rows,
+        "more_lookups": lookups.more,
+    }
 
 
 __all__ = ["Activity", "LOOKUP_METHODS", "Lookups", "failover_windows", "lookups_model"]

@@ -55,7 +55,7 @@ class Histogram:
         if self.max is None or ns > self.max:
             self.max = ns
 
-    def merge(self, other: "Histogram") -> None:
+    def merge(self, other: Histogram) -> None:
         for b, n in other.buckets.items():
             self.buckets[b] = self.buckets.get(b, 0) + n
         self.count += other.count
@@ -82,13 +82,19 @@ class Histogram:
 
     def summary_ms(self) -> dict[str, Any]:
         """count, mean, p50, p90, p99, min, max (milliseconds)."""
+
         def ms(ns: int | None) -> float | None:
             return None if ns is None else round(ns / 1e6, 3)
 
-        return {"count": self.count,
-                "mean_ms": ms(self.total // self.count) if self.count else None,
-                "p50_ms": ms(self.quantile(0.5)), "p90_ms": ms(self.quantile(0.9)),
-                "p99_ms": ms(self.quantile(0.99)), "min_ms": ms(self.min), "max_ms": ms(self.max)}
+        return {
+            "count": self.count,
+            "mean_ms": ms(self.total // self.count) if self.count else None,
+            "p50_ms": ms(self.quantile(0.5)),
+            "p90_ms": ms(self.quantile(0.9)),
+            "p99_ms": ms(self.quantile(0.99)),
+            "min_ms": ms(self.min),
+            "max_ms": ms(self.max),
+        }
 
     def bucket_rows(self, merge: int = 4) -> list[dict[str, Any]]:
         """One row per non-empty bucket, `merge` neighbours of an octave taken

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
@@ -36,15 +37,28 @@ from lbparse.report.storage import read_data_dir
 from lbparse.report.timebins import MS, exact_time
 from lbparse.storage.datadir import is_data_dir
 
-PIPELINE_COLUMNS = ("source", "position", "ts_ns", "src", "dst", "verb", "subject", "reply", "sid",
-                    "headers", "payload", "error_kind", "error_message")
+PIPELINE_COLUMNS = (
+    "source",
+    "position",
+    "ts_ns",
+    "src",
+    "dst",
+    "verb",
+    "subject",
+    "reply",
+    "sid",
+    "headers",
+    "payload",
+    "error_kind",
+    "error_message",
+)
 BATCH = 8192
 
 
 @dataclass
 class ReadOptions:
-    layout: str | None = None       # None: the capture reader's default (auto)
-    limits: Any = None              # lbparse.codec.limits.Limits, or None for the defaults
+    layout: str | None = None  # None: the capture reader's default (auto)
+    limits: Any = None  # lbparse.codec.limits.Limits, or None for the defaults
     on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
     on_notice: Callable[[str, Notice], None] | None = None
     # Captures through the columnar fast path (report.columnar); None: where it
@@ -61,8 +75,13 @@ class InputSummary:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "format": self.format, "messages": self.messages,
-                "problems": self.problems, **self.extra}
+        return {
+            "path": self.path,
+            "format": self.format,
+            "messages": self.messages,
+            "problems": self.problems,
+            **self.extra,
+        }
 
 
 def kind_of(path: str) -> str:
@@ -74,9 +93,11 @@ def kind_of(path: str) -> str:
             return "pipeline"
         if _looks_like_data_dir(path):
             return "data_dir"
-        raise ValueError(f"{path}: a directory, but neither the output of `lbparse pipeline` "
-                         "or `capture --tables` (DIR/messages or DIR/grpc_calls with Parquet "
-                         "files) nor a Liftbridge data directory")
+        raise ValueError(
+            f"{path}: a directory, but neither the output of `lbparse pipeline` "
+            "or `capture --tables` (DIR/messages or DIR/grpc_calls with Parquet "
+            "files) nor a Liftbridge data directory"
+        )
     if not os.path.exists(path):
         raise ValueError(f"{path}: no such file or directory")
     return "capture"
@@ -85,8 +106,9 @@ def kind_of(path: str) -> str:
 def _pipeline_dataset(path: str) -> str | None:
     for candidate in (os.path.join(path, "messages"), path):
         if os.path.isdir(candidate) and any(
-                name.startswith("msg_type_name=") or name.endswith(".parquet")
-                for name in os.listdir(candidate)):
+            name.startswith("msg_type_name=") or name.endswith(".parquet")
+            for name in os.listdir(candidate)
+        ):
             return candidate
     return None
 
@@ -135,8 +157,11 @@ def _columns_pay(path: str, options: ReadOptions) -> bool:
     record path's time with the C capture reader, 0.49x without); for a fixed
     layout the record path is faster either way (1.36x, 1.42x). It reads with
     the default limits (the pipeline's reader)."""
-    return options.limits is None and _capture_kind(path) in ("pcap", "pcapng") and \
-        (options.layout or "auto") == "auto"
+    return (
+        options.limits is None
+        and _capture_kind(path) in ("pcap", "pcapng")
+        and (options.layout or "auto") == "auto"
+    )
 
 
 def _capture_kind(path: str) -> str:
@@ -148,8 +173,9 @@ def _capture_kind(path: str) -> str:
         return "unknown"
 
 
-def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
-                         options: ReadOptions) -> InputSummary:
+def read_capture_columns(
+    path: str, agg: Aggregator, stats: Stats, options: ReadOptions
+) -> InputSummary:
     """The fast path: decoded rows in Arrow batches, counted over columns."""
     units: list[Any] = []
     first: int | None = None
@@ -180,18 +206,33 @@ def read_capture_columns(path: str, agg: Aggregator, stats: Stats,
         _read_http2(path, agg, mine, held, options.on_notice, options.limits)
     stats.merge(mine)
     # NATS control lines (PING, SUB...) are not counted on this path.
-    return InputSummary(path, fmt, mine.messages, sum(mine.notices.values()), {
-        "packets": mine.packets, "bytes_read": mine.bytes_read, "reader": "columns",
-        **_span(first, last)})
+    return InputSummary(
+        path,
+        fmt,
+        mine.messages,
+        sum(mine.notices.values()),
+        {
+            "packets": mine.packets,
+            "bytes_read": mine.bytes_read,
+            "reader": "columns",
+            **_span(first, last),
+        },
+    )
 
 
-def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
-                on_notice: Callable[[str, Notice], None] | None,
-                limits: Any = None) -> None:
+def _read_http2(
+    path: str,
+    agg: Aggregator,
+    stats: Stats,
+    held: Held,
+    on_notice: Callable[[str, Notice], None] | None,
+    limits: Any = None,
+) -> None:
     """The C loop reads NATS only: a capture whose rows may show HTTP/2 is read
     again for the client's gRPC calls (and HTTP/2's notices). The held rows
     of the connections that were HTTP/2 are not problems (the record path,
     which reads HTTP/2 as it goes, has none); the others are said."""
+
     def said(n: Notice) -> None:
         where = f"{path}: {n.src} -> {n.dst}" if n.src else path
         if n.info:  # normal behaviour: information, not a problem
@@ -205,19 +246,20 @@ def _read_http2(path: str, agg: Aggregator, stats: Stats, held: Held,
         if on_notice is not None:
             on_notice(path, n)
 
-    problems, theirs = held.release(read_grpc(path, agg.client.add, limits=limits,
-                                              on_notice=said))
+    problems, theirs = held.release(read_grpc(path, agg.client.add, limits=limits, on_notice=said))
     for kind in theirs.column("error_kind").to_pylist():
-        name = kind[len(INPUT_PROBLEM):]
+        name = kind[len(INPUT_PROBLEM) :]
         stats.notices[name] -= 1
         if stats.notices[name] <= 0:
             del stats.notices[name]  # as the record path, which never counted it
     add_batch(agg, {"messages": problems}, stats, path, on_notice)
 
 
-def read_capture_records(path: str, agg: Aggregator, stats: Stats,
-                         options: ReadOptions) -> InputSummary:
+def read_capture_records(
+    path: str, agg: Aggregator, stats: Stats, options: ReadOptions
+) -> InputSummary:
     """The reference path: CaptureReader's records, one by one."""
+
     def notice(n: Notice) -> None:
         where = f"{path}: {n.src} -> {n.dst}" if n.src else path
         if n.info:  # normal behaviour: information, not a problem
@@ -227,8 +269,9 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
         if options.on_notice is not None:
             options.on_notice(path, n)
 
-    reader = CaptureReader(path, layout=options.layout, limits=options.limits, on_notice=notice,
-                           on_grpc=agg.client.add)
+    reader = CaptureReader(
+        path, layout=options.layout, limits=options.limits, on_notice=notice, on_grpc=agg.client.add
+    )
     add = agg.add
     first: int | None = None
     last: int | None = None
@@ -243,16 +286,24 @@ def read_capture_records(path: str, agg: Aggregator, stats: Stats,
     agg.connect_names(reader.stats.connect_names)
     stats.merge(reader.stats)
     s = reader.stats
-    return InputSummary(path, _capture_format(reader), s.messages, sum(s.notices.values()), {
-        "packets": s.packets, "bytes_read": s.bytes_read, **_span(first, last)})
+    return InputSummary(
+        path,
+        _capture_format(reader),
+        s.messages,
+        sum(s.notices.values()),
+        {"packets": s.packets, "bytes_read": s.bytes_read, **_span(first, last)},
+    )
 
 
 def _span(first: int | None, last: int | None) -> dict[str, Any]:
     """An input's first and last message: milliseconds (chart coordinates),
     and exact (nanoseconds, UTC text)."""
-    return {"first": None if first is None else first / MS,
-            "last": None if last is None else last / MS,
-            **exact_time("first", first), **exact_time("last", last)}
+    return {
+        "first": None if first is None else first / MS,
+        "last": None if last is None else last / MS,
+        **exact_time("first", first),
+        **exact_time("last", last),
+    }
 
 
 def _capture_format(reader: CaptureReader) -> str:
@@ -275,12 +326,21 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
         kind = row["error_kind"]
         if kind is not None and kind.startswith("input:"):
             summary.problems += 1
-            agg.notice(kind[len("input:"):], _row_ns(row), f"{row['source']}",
-                       row["error_message"] or "")
-            stats.notices[kind[len("input:"):]] += 1
+            agg.notice(
+                kind[len("input:") :], _row_ns(row), f"{row['source']}", row["error_message"] or ""
+            )
+            stats.notices[kind[len("input:") :]] += 1
             if options.on_notice is not None:  # a problem row: the run's verdict too
-                options.on_notice(path, Notice(kind[len("input:"):], row["error_message"] or "",
-                                               _row_ns(row), row["src"], row["dst"]))
+                options.on_notice(
+                    path,
+                    Notice(
+                        kind[len("input:") :],
+                        row["error_message"] or "",
+                        _row_ns(row),
+                        row["src"],
+                        row["dst"],
+                    ),
+                )
             continue
         rec = _record(row)
         decode_into(rec, layout)
@@ -297,16 +357,18 @@ def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions
     if os.path.isfile(summary_file):
         with open(summary_file) as f:
             totals = json.load(f).get("totals", {})
-        summary.extra["pipeline_summary"] = {k: totals[k] for k in ("rows", "messages", "problems")
-                                             if k in totals}
+        summary.extra["pipeline_summary"] = {
+            k: totals[k] for k in ("rows", "messages", "problems") if k in totals
+        }
         # The notes (normal behaviour) are counted there, not rows: counted here too
         for kind, n in totals.get("notes", {}).items():
             agg.problems.count_notes(kind, n)
     return summary
 
 
-def _pipeline_grpc(out: str, agg: Aggregator,
-                   on_notice: Callable[[str, Notice], None] | None = None) -> int:
+def _pipeline_grpc(
+    out: str, agg: Aggregator, on_notice: Callable[[str, Notice], None] | None = None
+) -> int:
     """The client's gRPC calls the pipeline wrote (DIR/grpc_calls, DIR/grpc_messages);
     the problems found in them (a message_json that is not JSON: a notice
     naming the table, the message left undecoded)."""
@@ -314,14 +376,19 @@ def _pipeline_grpc(out: str, agg: Aggregator,
     for name in GRPC_TABLES:
         path = os.path.join(out, name)
         # A table without rows is not written (calls that carried no message).
-        rows[name] = need("pyarrow.dataset").dataset(path, format="parquet").to_table() \
-            .to_pylist() if os.path.isdir(path) else []
+        rows[name] = (
+            need("pyarrow.dataset").dataset(path, format="parquet").to_table().to_pylist()
+            if os.path.isdir(path)
+            else []
+        )
     if not (rows[GRPC_CALLS] or rows[GRPC_MESSAGES]):
         return 0
     bad = agg.client.add_tables(rows[GRPC_CALLS], rows[GRPC_MESSAGES])
     table = os.path.join(out, GRPC_MESSAGES)
-    said = [f"{where}: message_json is not JSON ({why}); the message is left undecoded"
-            for where, why in bad[:MAX_SAID]]
+    said = [
+        f"{where}: message_json is not JSON ({why}); the message is left undecoded"
+        for where, why in bad[:MAX_SAID]
+    ]
     if len(bad) > MAX_SAID:
         said.append(f"{len(bad) - MAX_SAID} more rows whose message_json is not JSON")
     for text in said:
@@ -345,10 +412,20 @@ def _row_ns(row: dict[str, Any]) -> int | None:
 
 def _record(row: dict[str, Any]) -> Record:
     headers = row["headers"]
-    block = None if headers is None else build_header_block(
-        [(h["key"], h["value"]) for h in headers])
-    return Record.make(row["ts_ns"] or 0, row["src"], row["dst"], row["verb"],
-                       row["subject"], row["reply"], row["sid"], block, row["payload"] or b"")
+    block = (
+        None if headers is None else build_header_block([(h["key"], h["value"]) for h in headers])
+    )
+    return Record.make(
+        row["ts_ns"] or 0,
+        row["src"],
+        row["dst"],
+        row["verb"],
+        row["subject"],
+        row["reply"],
+        row["sid"],
+        block,
+        row["payload"] or b"",
+    )
 
 
 def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
@@ -372,8 +449,9 @@ def _pipeline_rows(dataset_dir: str) -> Iterator[dict[str, Any]]:
         at = names.index("ts")
         table = table.set_column(at, "ts_ns", ts)
         names[at] = "ts_ns"
-    table = table.sort_by([("ts_ns", "ascending"), ("source", "ascending"),
-                           ("position", "ascending")])
+    table = table.sort_by(
+        [("ts_ns", "ascending"), ("source", "ascending"), ("position", "ascending")]
+    )
     for batch in table.to_batches(max_chunksize=BATCH):
         cols = {n: batch.column(n).to_pylist() for n in names}
         for k in range(batch.num_rows):

@@ -45,16 +45,16 @@ class AckLatency:
         # dict's first key is found past every slot deleted before it).
         self.pending: OrderedDict[str, tuple[int, int, str]] = OrderedDict()  # (ns, bin, policy)
         self.recent: OrderedDict[str, None] = OrderedDict()
-        self.latency: dict[str, Histogram] = {}           # by policy
-        self.commit: dict[str, Histogram] = {}            # server commit - reception, by policy
+        self.latency: dict[str, Histogram] = {}  # by policy
+        self.commit: dict[str, Histogram] = {}  # server commit - reception, by policy
         self.by_bin: dict[tuple[int, str], Histogram] = {}  # (bin of the publish, policy)
         axis.register(self)
-        self.published = Counts(axis)   # publishes expecting an ack, by policy
-        self.unacked = Counts(axis)     # of those, never acked (bin of the publish)
-        self.acked = Counts(axis)       # acks paired, by policy
+        self.published = Counts(axis)  # publishes expecting an ack, by policy
+        self.unacked = Counts(axis)  # of those, never acked (bin of the publish)
+        self.acked = Counts(axis)  # acks paired, by policy
         self.publishes = 0
         self.no_ack_expected = 0
-        self.duplicates = 0            # MSG copies of a Publish or an Ack already seen
+        self.duplicates = 0  # MSG copies of a Publish or an Ack already seen
         self.acks = 0
         self.acks_without_publish = 0
         self.ack_errors: dict[str, int] = {}
@@ -64,8 +64,9 @@ class AckLatency:
         old, self.by_bin = self.by_bin, {}
         for (i, policy), h in old.items():
             self._bin_hist(i // factor, policy).merge(h)
-        self.pending = OrderedDict((k, (ns, i // factor, p))
-                                   for k, (ns, i, p) in self.pending.items())
+        self.pending = OrderedDict(
+            (k, (ns, i // factor, p)) for k, (ns, i, p) in self.pending.items()
+        )
 
     def _bin_hist(self, i: int, policy: str) -> Histogram:
         h = self.by_bin.get((i, policy))
@@ -141,8 +142,11 @@ class AckLatency:
             row = {"t": self.axis.start_ms(i), "ack_policy": policy}
             row.update(h.summary_ms())
             over_time.append(row)
-        histogram = [dict(ack_policy=p, **row) for p, h in sorted(self.latency.items())
-                     for row in h.bucket_rows()]
+        histogram = [
+            dict(ack_policy=p, **row)
+            for p, h in sorted(self.latency.items())
+            for row in h.bucket_rows()
+        ]
         return {
             "publishes": self.publishes,
             "expecting_ack": sum(self.published.totals().values()),

@@ -24,6 +24,7 @@ server/metadata.go: `<namespace>.<stream>.<partition>.replicate|offset`).
 """
 
 from __future__ import annotations
+
 from lbparse.capture.connects import lift_name
 from lbparse.digits import ascii_int
 
@@ -61,7 +62,7 @@ def node_of_subject(subject: str) -> str | None:
 
 # How an endpoint's node is known (`NodeMap.how`), most certain first.
 CONNECT_NAME = "CONNECT name"
-FROM_MESSAGES = "messages"              # what its messages say (above), e.g. a replicaID
+FROM_MESSAGES = "messages"  # what its messages say (above), e.g. a replicaID
 # delivered a message on a subject addressed to one node: the node subscribes to
 # it, but so does any wildcard subscriber (a tap on '>'), whose CONNECT says so
 SUBSCRIBED = "delivered a subject naming its node"
@@ -82,7 +83,7 @@ class NodeMap:
 
     def __init__(self) -> None:
         self.by_endpoint: dict[str, str] = {}
-        self.how: dict[str, str] = {}          # endpoint -> CONNECT_NAME, FROM_MESSAGES...
+        self.how: dict[str, str] = {}  # endpoint -> CONNECT_NAME, FROM_MESSAGES...
         self.connections: dict[str, str] = {}  # endpoint -> its CONNECT name, any client's
         self.conflicts: list[dict[str, str]] = []  # messages that named another node
 
@@ -94,8 +95,11 @@ class NodeMap:
             return  # the common case: a node's replication requests, again and again
         if had is not None:
             other = self.by_endpoint[endpoint]
-            if other != node and CONNECT_NAME in (had, how) and \
-                    (had in _FROM_TRAFFIC or how in _FROM_TRAFFIC):
+            if (
+                other != node
+                and CONNECT_NAME in (had, how)
+                and (had in _FROM_TRAFFIC or how in _FROM_TRAFFIC)
+            ):
                 self._conflict(endpoint, other if how == CONNECT_NAME else node)
             if _RANK[had] <= _RANK[how]:
                 return
@@ -105,8 +109,13 @@ class NodeMap:
     def _conflict(self, endpoint: str, messages_say: str) -> None:
         """Its messages named another node than its CONNECT line: the CONNECT name holds."""
         if len(self.conflicts) < MAX_CONFLICTS:
-            self.conflicts.append({"endpoint": endpoint, "messages_say": messages_say,
-                                   "connect_name": self.connections.get(endpoint, "")})
+            self.conflicts.append(
+                {
+                    "endpoint": endpoint,
+                    "messages_say": messages_say,
+                    "connect_name": self.connections.get(endpoint, ""),
+                }
+            )
 
     def connect(self, endpoint: str, name: str) -> None:
         """A CONNECT line from `endpoint` named its connection `name`."""

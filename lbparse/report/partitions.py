@@ -32,11 +32,11 @@ from lbparse.report.nodes import INFERRED, NodeMap, partition_of_subject
 from lbparse.report.timebins import MS, Maxima, TimeAxis, exact_time
 
 MAX_PARTITIONS = 1000
-MAX_SEGMENTS = 2000        # per partition; past this, later epochs are counted only
-MAX_REQUESTS = 100_000     # replication requests waiting for their response
-MAX_EVENTS = 5000          # ISR changes and leader reports kept (counted beyond)
+MAX_SEGMENTS = 2000  # per partition; past this, later epochs are counted only
+MAX_REQUESTS = 100_000  # replication requests waiting for their response
+MAX_EVENTS = 5000  # ISR changes and leader reports kept (counted beyond)
 MAX_LAG_SERIES = 20
-MAX_SHOWN = 40             # partitions whose leader timeline is in the model
+MAX_SHOWN = 40  # partitions whose leader timeline is in the model
 
 
 @dataclass
@@ -45,11 +45,11 @@ class Segment:
     first_ns: int
     last_ns: int
     endpoints: dict[str, int] = field(default_factory=dict)  # responder -> responses
-    named: str | None = None                                  # leader named by an op
+    named: str | None = None  # leader named by an op
     observations: int = 0
     source: str = "replication"
-    named_by: str = ""         # the source of the op that named it
-    first_source: str = ""     # the source of the observation dated first_ns
+    named_by: str = ""  # the source of the op that named it
+    first_source: str = ""  # the source of the observation dated first_ns
 
 
 def time_source(seg: Segment) -> dict[str, Any]:
@@ -57,8 +57,10 @@ def time_source(seg: Segment) -> dict[str, Any]:
     from data directories (the first entry written in the new epoch, which
     comes after the change, by as long as the first publish took)."""
     if seg.first_source == "segments":
-        return {"time_source": "segments", "inferred":
-                f"inferred from data directories: first write in epoch {seg.epoch}"}
+        return {
+            "time_source": "segments",
+            "inferred": f"inferred from data directories: first write in epoch {seg.epoch}",
+        }
     return {"time_source": seg.first_source, "inferred": None}
 
 
@@ -114,8 +116,7 @@ class Partitions:
 
     # -- replication ---------------------------------------------------------
 
-    def replication_request(self, rec: Any, m: Any,
-                            where: tuple[str, int] | None = None) -> None:
+    def replication_request(self, rec: Any, m: Any, where: tuple[str, int] | None = None) -> None:
         """`where`: the partition of the request's subject, when the caller has it."""
         if rec.verb not in ("PUB", "HPUB"):
             return  # MSG copies: the PUB said it all
@@ -144,8 +145,16 @@ class Partitions:
             self.lag_keys.add(key)
             self.lag.add(i, key, max(0, rr.high_watermark - offset))
 
-    def _observe(self, stream: str, part: int, epoch: int, ns: int, endpoint: str | None = None,
-                 named: str | None = None, source: str = "replication") -> None:
+    def _observe(
+        self,
+        stream: str,
+        part: int,
+        epoch: int,
+        ns: int,
+        endpoint: str | None = None,
+        named: str | None = None,
+        source: str = "replication",
+    ) -> None:
         segs = self.segments.get((stream, part))
         if segs is None:
             if len(self.segments) >= MAX_PARTITIONS:
@@ -177,18 +186,29 @@ class Partitions:
 
     def leader_reported(self, ns: int, m: Any, source: str) -> None:
         """ReportLeader: replica `m.replica` says leader `m.leader` at epoch is gone."""
-        self._event(ns, "report_leader", m.stream, m.partition, m.replica, m.leader,
-                    m.leaderEpoch, source)
+        self._event(
+            ns, "report_leader", m.stream, m.partition, m.replica, m.leader, m.leaderEpoch, source
+        )
 
-    def leader_changed(self, ns: int, stream: str, part: int, leader: str, epoch: int | None,
-                       source: str) -> None:
+    def leader_changed(
+        self, ns: int, stream: str, part: int, leader: str, epoch: int | None, source: str
+    ) -> None:
         """ChangeLeader committed (the Raft log); its index is the new leader epoch."""
         if epoch is not None:
             self._observe(stream, part, epoch, ns, named=leader, source=source)
         self._event(ns, "change_leader", stream, part, leader, leader, epoch, source)
 
-    def _event(self, ns: int, op: str, stream: str, part: int, replica: str, leader: str,
-               epoch: int | None, source: str) -> None:
+    def _event(
+        self,
+        ns: int,
+        op: str,
+        stream: str,
+        part: int,
+        replica: str,
+        leader: str,
+        epoch: int | None,
+        source: str,
+    ) -> None:
         key = (op, stream, part, replica, leader, epoch)
         if key in self._event_keys:
             return  # a copy: the same op delivered again, or in the Raft log too
@@ -196,9 +216,18 @@ class Partitions:
             self.events_dropped += 1
             return
         self._event_keys.add(key)
-        self.events.append({"t": ns / MS, "op": op, "stream": stream, "partition": part,
-                            "replica": replica, "leader": leader, "epoch": epoch,
-                            "source": source})
+        self.events.append(
+            {
+                "t": ns / MS,
+                "op": op,
+                "stream": stream,
+                "partition": part,
+                "replica": replica,
+                "leader": leader,
+                "epoch": epoch,
+                "source": source,
+            }
+        )
 
     # -- the model -------------------------------------------------------------
 
@@ -222,28 +251,44 @@ class Partitions:
         # The partitions whose leadership moved most are drawn; a page of a
         # thousand partitions' bars would show none of them.
         shown = sorted(self.segments, key=lambda k: (-len(self.segments[k]), k))[:MAX_SHOWN]
-        for (stream, part) in sorted(shown):
+        for stream, part in sorted(shown):
             segs = self.segments[(stream, part)]
             prev: tuple[str, int] | None = None
             last_seen = 0
             for seg in sorted(segs, key=lambda s: s.first_ns):
                 name, how = self._leader_name(seg)
-                leaders.append({"stream": stream, "partition": part,
-                                "partition_key": f"{stream}/{part}", "leader": name,
-                                "leader_source": how, "epoch": seg.epoch,
-                                "start": seg.first_ns / MS, "end": seg.last_ns / MS,
-                                "observations": seg.observations})
+                leaders.append(
+                    {
+                        "stream": stream,
+                        "partition": part,
+                        "partition_key": f"{stream}/{part}",
+                        "leader": name,
+                        "leader_source": how,
+                        "epoch": seg.epoch,
+                        "start": seg.first_ns / MS,
+                        "end": seg.last_ns / MS,
+                        "observations": seg.observations,
+                    }
+                )
                 if prev is not None and (prev[0] != name or prev[1] != seg.epoch):
-                    changes.append({"t": seg.first_ns / MS, **exact_time("t", seg.first_ns),
-                                    "stream": stream, "partition": part,
-                                    "partition_key": f"{stream}/{part}",
-                                    "from_leader": prev[0], "to_leader": name,
-                                    "to_leader_source": how,
-                                    "from_epoch": prev[1], "to_epoch": seg.epoch,
-                                    "leader_changed": prev[0] != name,
-                                    # the old leader's last sign: a failover's start
-                                    "from_last_seen": last_seen / MS,
-                                    **time_source(seg)})
+                    changes.append(
+                        {
+                            "t": seg.first_ns / MS,
+                            **exact_time("t", seg.first_ns),
+                            "stream": stream,
+                            "partition": part,
+                            "partition_key": f"{stream}/{part}",
+                            "from_leader": prev[0],
+                            "to_leader": name,
+                            "to_leader_source": how,
+                            "from_epoch": prev[1],
+                            "to_epoch": seg.epoch,
+                            "leader_changed": prev[0] != name,
+                            # the old leader's last sign: a failover's start
+                            "from_last_seen": last_seen / MS,
+                            **time_source(seg),
+                        }
+                    )
                 prev = (name, seg.epoch)
                 last_seen = seg.last_ns
         events = sorted(self.events, key=lambda e: e["t"])

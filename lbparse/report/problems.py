@@ -8,8 +8,8 @@ from typing import Any
 
 from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
-EXAMPLES = 3            # first examples kept per kind
-MAX_MESSAGE = 300       # characters of an example's message
+EXAMPLES = 3  # first examples kept per kind
+MAX_MESSAGE = 300  # characters of an example's message
 
 
 class Problems:
@@ -26,8 +26,9 @@ class Problems:
     def error(self, ns: int, i: int, rec: Any) -> None:
         kind = f"error:{rec.error.kind}"
         self.counts.add(i, kind)
-        self._example(kind, ns, f"{rec.src} -> {rec.dst} {rec.verb} {rec.subject}",
-                      rec.error.message)
+        self._example(
+            kind, ns, f"{rec.src} -> {rec.dst} {rec.verb} {rec.subject}", rec.error.message
+        )
 
     def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
         """A reader's notice (or a pipeline row's input problem), `kind` as named there."""
@@ -50,21 +51,37 @@ class Problems:
         key = f"note:{kind}"
         self.notes[key] = self.notes.get(key, 0) + n
 
-    def _example(self, kind: str, ns: int | None, where: str, message: str,
-                 examples: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    def _example(
+        self,
+        kind: str,
+        ns: int | None,
+        where: str,
+        message: str,
+        examples: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
         shown = (self.examples if examples is None else examples).setdefault(kind, [])
         if len(shown) < EXAMPLES:
-            shown.append({"t": None if ns is None else ns / MS, **exact_time("t", ns),
-                          "where": where,
-                          "message": message[:MAX_MESSAGE]})
+            shown.append(
+                {
+                    "t": None if ns is None else ns / MS,
+                    **exact_time("t", ns),
+                    "where": where,
+                    "message": message[:MAX_MESSAGE],
+                }
+            )
 
     def model(self) -> dict[str, Any]:
         totals = self.counts.totals()
         for k, n in self.untimed.items():
             totals[k] = totals.get(k, 0) + n
-        return {"total": sum(totals.values()), "by_kind": dict(sorted(totals.items())),
-                "over_time": self.counts.rows("kind", "count"),
-                "examples": dict(sorted(self.examples.items())),
-                "notes": {"total": sum(self.notes.values()),
-                          "by_kind": dict(sorted(self.notes.items())),
-                          "examples": dict(sorted(self.note_examples.items()))}}
+        return {
+            "total": sum(totals.values()),
+            "by_kind": dict(sorted(totals.items())),
+            "over_time": self.counts.rows("kind", "count"),
+            "examples": dict(sorted(self.examples.items())),
+            "notes": {
+                "total": sum(self.notes.values()),
+                "by_kind": dict(sorted(self.notes.items())),
+                "examples": dict(sorted(self.note_examples.items())),
+            },
+        }

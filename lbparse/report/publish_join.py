@@ -24,19 +24,31 @@ from typing import Any
 from lbparse.report.latency import ACK_ERRORS, _policy_name
 from lbparse.report.timebins import MS, exact_time
 
-MAX_KEPT = 200_000   # per side: client requests, NATS publishes, NATS acks
-MAX_ROWS = 1000      # messages listed one by one in the model; the rest counted
+MAX_KEPT = 200_000  # per side: client requests, NATS publishes, NATS acks
+MAX_ROWS = 1000  # messages listed one by one in the model; the rest counted
 
 
 class _Request:
-    __slots__ = ("ts", "method", "stream", "policy", "client", "server", "subject",
-                 "response_ts", "response_offset", "async_error", "ack_inbox")
+    __slots__ = (
+        "ts",
+        "method",
+        "stream",
+        "policy",
+        "client",
+        "server",
+        "subject",
+        "response_ts",
+        "response_offset",
+        "async_error",
+        "ack_inbox",
+    )
 
-    def __init__(self, ts: int, method: str, stream: str, policy: str, client: str,
-                 server: str) -> None:
+    def __init__(
+        self, ts: int, method: str, stream: str, policy: str, client: str, server: str
+    ) -> None:
         self.ts, self.method, self.stream, self.policy = ts, method, stream, policy
         self.client, self.server = client, server
-        self.subject: str | None = None   # PublishToSubject's
+        self.subject: str | None = None  # PublishToSubject's
         self.ack_inbox: str | None = None  # the response's ack's: PublishToSubject's key
         self.response_ts: int | None = None
         self.response_offset: int | None = None
@@ -79,21 +91,29 @@ class PublishJoin:
 
     # -- the client's side (gRPC messages) ---------------------------------------
 
-    def request(self, ts: int, method: str, body: dict[str, Any],
-                call: tuple[str, str, int]) -> None:
+    def request(
+        self, ts: int, method: str, body: dict[str, Any], call: tuple[str, str, int]
+    ) -> None:
         """A PublishRequest (by its correlationId) or a PublishToSubjectRequest
         (by its call: a unary call's response is its only one)."""
         cid = str(body.get("correlationId", ""))
         key: str | tuple[str, str, int] = call if method == "PublishToSubject" else cid
         if key:
-            r = _Request(ts, method, str(body.get("stream", "")),
-                         str(body.get("ackPolicy", "LEADER")), call[0], call[1])
+            r = _Request(
+                ts,
+                method,
+                str(body.get("stream", "")),
+                str(body.get("ackPolicy", "LEADER")),
+                call[0],
+                call[1],
+            )
             if method == "PublishToSubject":
                 r.subject = str(body.get("subject", ""))
             _remember(self.requests, key, r)
 
-    def response(self, ts: int, method: str, body: dict[str, Any],
-                 call: tuple[str, str, int]) -> None:
+    def response(
+        self, ts: int, method: str, body: dict[str, Any], call: tuple[str, str, int]
+    ) -> None:
         ack = body.get("ack") or {}
         cid = str(body.get("correlationId") or ack.get("correlationId", ""))
         r = self.requests.get(call if method == "PublishToSubject" else cid)
@@ -124,8 +144,13 @@ class PublishJoin:
             return
         error = m.ackError if hasattr(m, "ackError") else 0
         error_name = error if isinstance(error, str) else ACK_ERRORS.get(error, str(error))
-        seen = (ns, int(m.offset), str(m.partitionSubject), _policy_name(m.ackPolicy),
-                str(error_name))
+        seen = (
+            ns,
+            int(m.offset),
+            str(m.partitionSubject),
+            _policy_name(m.ackPolicy),
+            str(error_name),
+        )
         if cid:
             _earliest(self.acks, (str(m.stream), cid), seen)
         else:
@@ -138,9 +163,16 @@ class PublishJoin:
         if not self.requests:
             return None
         rows: list[dict[str, Any]] = []
-        counts = {"client_publishes": len(self.requests), "expecting_ack": 0,
-                  "found_on_nats": 0, "not_found_on_nats": 0, "acked_on_nats": 0,
-                  "ack_missing": 0, "offsets_agree": 0, "offsets_differ": 0}
+        counts = {
+            "client_publishes": len(self.requests),
+            "expecting_ack": 0,
+            "found_on_nats": 0,
+            "not_found_on_nats": 0,
+            "acked_on_nats": 0,
+            "ack_missing": 0,
+            "offsets_agree": 0,
+            "offsets_differ": 0,
+        }
         # in request time order: the paths see the client's messages in different orders
         for key, r in sorted(self.requests.items(), key=lambda kv: (kv[1].ts, str(kv[0]))):
             row = self._row(key if isinstance(key, str) else None, r, counts)
@@ -165,19 +197,28 @@ class PublishJoin:
         p_ns = publish[0] if publish else None
         a_ns = ack[0] if ack else None
         return {
-            "stream": r.stream, "correlation_id": cid, "method": r.method,
-            "ack_policy": r.policy, "client": r.client, "server": r.server,
-            "subject": r.subject, "ack_inbox": r.ack_inbox,
+            "stream": r.stream,
+            "correlation_id": cid,
+            "method": r.method,
+            "ack_policy": r.policy,
+            "client": r.client,
+            "server": r.server,
+            "subject": r.subject,
+            "ack_inbox": r.ack_inbox,
             "nats_subject": publish[1] if publish else None,
             "partition_subject": ack[2] if ack else None,
             "nats_ack_policy": ack[3] if ack else None,
             "ack_error": ack[4] if ack else None,
-            "offset": offset, "response_offset": r.response_offset,
+            "offset": offset,
+            "response_offset": r.response_offset,
             "async_error": r.async_error,
-            "request": r.ts / MS,   # milliseconds: the chart's time axis
-            **exact_time("request", r.ts), **exact_time("nats_publish", p_ns),
-            **exact_time("nats_ack", a_ns), **exact_time("response", r.response_ts),
-            "to_nats_publish_ms": _ms(r.ts, p_ns), "to_nats_ack_ms": _ms(r.ts, a_ns),
+            "request": r.ts / MS,  # milliseconds: the chart's time axis
+            **exact_time("request", r.ts),
+            **exact_time("nats_publish", p_ns),
+            **exact_time("nats_ack", a_ns),
+            **exact_time("response", r.response_ts),
+            "to_nats_publish_ms": _ms(r.ts, p_ns),
+            "to_nats_ack_ms": _ms(r.ts, a_ns),
             "to_response_ms": _ms(r.ts, r.response_ts),
         }
 

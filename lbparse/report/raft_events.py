@@ -22,8 +22,8 @@ from lbparse.raft import StreamDecoder
 from lbparse.report.partitions import Partitions
 from lbparse.report.timebins import MS, Counts, TimeAxis, exact_time
 
-MAX_STREAMS = 4096       # transport streams decoded at once
-MAX_ENTRIES = 200_000    # log indexes remembered (entries counted once)
+MAX_STREAMS = 4096  # transport streams decoded at once
+MAX_ENTRIES = 200_000  # log indexes remembered (entries counted once)
 MAX_ELECTIONS = 5000
 MAX_TERMS = 5000
 
@@ -31,8 +31,12 @@ MAX_TERMS = 5000
 def is_transport_subject(subject: str) -> bool:
     """`<ns>.raft.metadata.<node>.request.<inbox...>`."""
     tokens = subject.split(".", 6)
-    return len(tokens) >= 6 and tokens[1] == "raft" and tokens[2] == "metadata" \
+    return (
+        len(tokens) >= 6
+        and tokens[1] == "raft"
+        and tokens[2] == "metadata"
         and tokens[4] == "request"
+    )
 
 
 class RaftEvents:
@@ -42,7 +46,7 @@ class RaftEvents:
         self.decoders: OrderedDict[tuple[str, str], Any] = OrderedDict()  # oldest out first
         self.elections: list[dict[str, Any]] = []
         self._election_keys: set[tuple[int, str]] = set()
-        self.terms: dict[int, dict[str, Any]] = {}   # term -> leader, first, last
+        self.terms: dict[int, dict[str, Any]] = {}  # term -> leader, first, last
         # term -> the earliest append time of its raft.db entries (hashicorp/raft's
         # AppendedAt, where written): a new leader's first entry marks its win
         self.db_term_first: dict[int, int] = {}
@@ -54,8 +58,9 @@ class RaftEvents:
         self.errors = 0
         self.skipped_bytes = 0
 
-    def feed(self, ns: int, i: int, key: tuple[str, str], payload: bytes,
-             sender: str | None = None) -> None:
+    def feed(
+        self, ns: int, i: int, key: tuple[str, str], payload: bytes, sender: str | None = None
+    ) -> None:
         """`sender`: the endpoint that published it (None for a delivery: a
         recording's MSG), whose node a request's id names."""
         dec = self.decoders.get(key)
@@ -85,15 +90,22 @@ class RaftEvents:
         if rpc.rpc == "RequestVote" and term is not None and node:
             if (term, node) not in self._election_keys and len(self.elections) < MAX_ELECTIONS:
                 self._election_keys.add((term, node))
-                self.elections.append({"t": ns / MS, **exact_time("t", ns), "term": term,
-                                       "candidate": node})
+                self.elections.append(
+                    {"t": ns / MS, **exact_time("t", ns), "term": term, "candidate": node}
+                )
         elif rpc.rpc == "AppendEntries" and term is not None and node:
             seen = self.terms.get(term)
             if seen is None:
                 if len(self.terms) < MAX_TERMS:
-                    self.terms[term] = {"term": term, "leader": node, "start": ns / MS,
-                                        "end": ns / MS, "append_entries": 1,
-                                        "first_ns": ns, "last_ns": ns}
+                    self.terms[term] = {
+                        "term": term,
+                        "leader": node,
+                        "start": ns / MS,
+                        "end": ns / MS,
+                        "append_entries": 1,
+                        "first_ns": ns,
+                        "last_ns": ns,
+                    }
             else:
                 if ns > seen["last_ns"]:
                     seen["end"], seen["last_ns"] = ns / MS, ns
@@ -143,12 +155,19 @@ class RaftEvents:
         if cmd.name == "CreateStream":
             for p in m.stream.partitions:  # the first leader of each partition; its
                 # epoch is the entry's index (the op says 0: the FSM sets it on apply)
-                self.partitions._observe(p.stream, p.id, p.leaderEpoch or entry.index, ns,
-                                         named=p.leader, source="raft log")
+                self.partitions._observe(
+                    p.stream,
+                    p.id,
+                    p.leaderEpoch or entry.index,
+                    ns,
+                    named=p.leader,
+                    source="raft log",
+                )
         elif cmd.name == "ChangeLeader":
             # Liftbridge's FSM makes the entry's log index the new leader epoch.
-            self.partitions.leader_changed(ns, m.stream, m.partition, m.leader, entry.index,
-                                           "raft log")
+            self.partitions.leader_changed(
+                ns, m.stream, m.partition, m.leader, entry.index, "raft log"
+            )
         elif cmd.name == "ShrinkISR":
             self.partitions.isr_change(ns, "shrink_isr", m, m.replicaToRemove, "raft log")
         elif cmd.name == "ExpandISR":
@@ -162,8 +181,10 @@ class RaftEvents:
             "skipped_bytes": self.skipped_bytes,
             "elections": sorted(self.elections, key=lambda e: e["t"]),
             "terms": [_term_model(self.terms[t]) for t in sorted(self.terms)],
-            "db_term_first": [{"term": t, **exact_time("first", ns)}
-                              for t, ns in sorted(self.db_term_first.items())],
+            "db_term_first": [
+                {"term": t, **exact_time("first", ns)}
+                for t, ns in sorted(self.db_term_first.items())
+            ],
             "log_ops": self.ops.rows("op", "count"),
             "log_ops_total": _sum(self.ops.totals(), self.untimed_ops),
             "log_ops_untimed": dict(sorted(self.untimed_ops.items())),

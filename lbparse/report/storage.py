@@ -40,20 +40,28 @@ class Storage:
     Raft events (None when not asked for) and problems, which it feeds (the
     aggregator makes it on first use: Aggregator.storage)."""
 
-    def __init__(self, axis: TimeAxis, partitions: Partitions, raft: Any,
-                 problems: Problems) -> None:
+    def __init__(
+        self, axis: TimeAxis, partitions: Partitions, raft: Any, problems: Problems
+    ) -> None:
         self.axis, self.partitions, self.raft, self.problems = axis, partitions, raft, problems
-        self.stored = Counts(axis)     # stored messages by stream
+        self.stored = Counts(axis)  # stored messages by stream
         self.replicas: list[dict[str, Any]] = []
         self.raft_dbs: list[dict[str, Any]] = []
         self.findings = 0
 
     def partition(self, part: Any) -> None:
         axis, stored, key = self.axis, self.stored, f"{part.stream}/{part.partition}"
-        epochs: dict[int, list[int]] = {}   # epoch -> [first ns, last ns]
-        row: dict[str, Any] = {"node": part.node, "partition_key": key, "entries": 0,
-                               "first_offset": None, "last_offset": None, "first": None,
-                               "last": None, "damage": 0}
+        epochs: dict[int, list[int]] = {}  # epoch -> [first ns, last ns]
+        row: dict[str, Any] = {
+            "node": part.node,
+            "partition_key": key,
+            "entries": 0,
+            "first_offset": None,
+            "last_offset": None,
+            "first": None,
+            "last": None,
+            "damage": 0,
+        }
         for seg in part.segments:
             if seg.log is None:
                 continue
@@ -80,8 +88,9 @@ class Storage:
         if part.partition is not None:
             for epoch, (first, last) in epochs.items():
                 for ns in (first, last):
-                    self.partitions._observe(part.stream, part.partition, epoch, ns,
-                                            source="segments")
+                    self.partitions._observe(
+                        part.stream, part.partition, epoch, ns, source="segments"
+                    )
         row["hw"], row["epochs"] = self._checkpoints(part)
         self.replicas.append(row)
 
@@ -120,16 +129,25 @@ class Storage:
             else:
                 raft.untimed_entry(entry)
         for f in store.findings:
-            self._problem(f.kind, f"{f.path}" + (f" offset {f.position}"
-                                                   if f.position is not None else ""), f.message)
+            self._problem(
+                f.kind,
+                f"{f.path}" + (f" offset {f.position}" if f.position is not None else ""),
+                f.message,
+            )
         vote = store.stable.get("LastVoteCand")
-        self.raft_dbs.append({"node": node, "path": str(path), "entries": entries,
-                              "stable": {k: v for k, v in store.stable.items()
-                                         if isinstance(v, int)},
-                              # whom the node last voted for (in LastVoteTerm): the
-                              # votes a term's winner got, as the voters kept them
-                              "last_vote_candidate": vote.decode(errors="replace")
-                              if isinstance(vote, bytes) and vote else None})
+        self.raft_dbs.append(
+            {
+                "node": node,
+                "path": str(path),
+                "entries": entries,
+                "stable": {k: v for k, v in store.stable.items() if isinstance(v, int)},
+                # whom the node last voted for (in LastVoteTerm): the
+                # votes a term's winner got, as the voters kept them
+                "last_vote_candidate": vote.decode(errors="replace")
+                if isinstance(vote, bytes) and vote
+                else None,
+            }
+        )
 
     def _damage(self, findings: list[Any], row: dict[str, Any]) -> None:
         for f in findings:
@@ -142,9 +160,12 @@ class Storage:
         self.problems.notice(f"storage:{kind}", None, where, message)
 
     def model(self) -> dict[str, Any]:
-        return {"replicas": sorted(self.replicas, key=lambda r: (r["partition_key"], r["node"])),
-                "stored_by_stream": self.stored.rows("stream", "count", top=12),
-                "raft_dbs": self.raft_dbs, "findings": self.findings}
+        return {
+            "replicas": sorted(self.replicas, key=lambda r: (r["partition_key"], r["node"])),
+            "stored_by_stream": self.stored.rows("stream", "count", top=12),
+            "raft_dbs": self.raft_dbs,
+            "findings": self.findings,
+        }
 
 
 def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> dict[str, Any]:
@@ -158,10 +179,20 @@ def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> 
     before = sum(r["entries"] for r in storage.replicas)
     for part in parts:
         storage.partition(part)
-    dirs = [root] if is_data_dir(root) else sorted(
-        p for p in root.iterdir() if p.is_dir() and is_data_dir(p))
+    dirs = (
+        [root]
+        if is_data_dir(root)
+        else sorted(p for p in root.iterdir() if p.is_dir() and is_data_dir(p))
+    )
     for d in dirs:
         storage.raft_db(d, node_name(d), limits)
     entries = sum(r["entries"] for r in storage.replicas) - before
-    return {"path": path, "format": "data directory", "messages": 0, "problems": 0,
-            "stored_messages": entries, "partitions": len(parts), "nodes": len(dirs)}
+    return {
+        "path": path,
+        "format": "data directory",
+        "messages": 0,
+        "problems": 0,
+        "stored_messages": entries,
+        "partitions": len(parts),
+        "nodes": len(dirs),
+    }

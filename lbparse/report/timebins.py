@@ -17,7 +17,8 @@ readable UTC text (`utc_text`).
 from __future__ import annotations
 
 import datetime
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from lbparse.codec.jsonform import Int64
 
@@ -25,15 +26,32 @@ MS = 1_000_000
 S = 1_000 * MS
 # Each width divides the next: 1 ms ... 1 week.
 WIDTHS: tuple[int, ...] = (
-    1 * MS, 2 * MS, 10 * MS, 20 * MS, 100 * MS, 200 * MS, 1 * S, 2 * S, 10 * S, 20 * S,
-    60 * S, 120 * S, 600 * S, 1200 * S, 3600 * S, 7200 * S, 21600 * S, 43200 * S, 86400 * S,
+    1 * MS,
+    2 * MS,
+    10 * MS,
+    20 * MS,
+    100 * MS,
+    200 * MS,
+    1 * S,
+    2 * S,
+    10 * S,
+    20 * S,
+    60 * S,
+    120 * S,
+    600 * S,
+    1200 * S,
+    3600 * S,
+    7200 * S,
+    21600 * S,
+    43200 * S,
+    86400 * S,
     604800 * S,
 )
 MAX_BINS = 600
 OTHER = "(other)"
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def utc_text(ns: int | None) -> str | None:
@@ -128,9 +146,13 @@ class Counts:
         for (i, key), n in old.items():
             self.add(i // factor, key, n)
 
-    def rows(self, name: str, value: str = "count",
-             extra: Callable[[int, str, int], dict[str, Any]] | None = None,
-             top: int | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self,
+        name: str,
+        value: str = "count",
+        extra: Callable[[int, str, int], dict[str, Any]] | None = None,
+        top: int | None = None,
+    ) -> list[dict[str, Any]]:
         """Long-format rows, by time then key: {t, <name>: key, <value>: n}.
         With `top`, the keys beyond the `top` largest are summed as OTHER."""
         data = self.data
@@ -177,5 +199,7 @@ class Maxima:
             self.add(i // factor, key, v)
 
     def rows(self, name: str, value: str) -> list[dict[str, Any]]:
-        return [{"t": self.axis.start_ms(i), name: key, value: v}
-                for (i, key), v in sorted(self.data.items())]
+        return [
+            {"t": self.axis.start_ms(i), name: key, value: v}
+            for (i, key), v in sorted(self.data.items())
+        ]

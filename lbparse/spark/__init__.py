@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "LiftbridgeDataSource", "envelope_schema", "from_envelope", "register"]
 
 
-def register(spark: "SparkSession") -> None:
+def register(spark: SparkSession) -> None:
     """Make `format("liftbridge")` known to this session (read and readStream), and
     `format("liftbridge-streams")` where the extra `streams` is installed."""
     spark.dataSource.register(LiftbridgeDataSource)

@@ -21,7 +21,7 @@ and C paths included, and the struct column goes back as Arrow.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -42,7 +42,7 @@ __all__ = ["CAPTURE_COLUMNS", "envelope_schema", "decode_payloads", "from_envelo
 # which needs the connection's stream to be read.
 
 
-@lru_cache(maxsize=None)
+@cache
 def envelope_schema() -> StructType:
     """The struct from_envelope makes: the pipeline's columns about the envelope."""
     return StructType([f for f in output_schema().fields if f.name not in CAPTURE_COLUMNS])
@@ -52,12 +52,19 @@ def decode_payloads(payloads: pa.Array, options: DecodeOptions) -> pa.StructArra
     """Decode a binary Arrow array into envelope_schema()'s struct array, row for row."""
     out = decoder_for(options)(payload_records(payloads))
     names = [f.name for f in envelope_schema().fields]
-    return pa.StructArray.from_arrays([out.column(name) for name in names],
-                                      fields=[out.schema.field(name) for name in names])
+    return pa.StructArray.from_arrays(
+        [out.column(name) for name in names], fields=[out.schema.field(name) for name in names]
+    )
 
 
-def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool = True,
-                  lenient: bool = False, emit_default_values: bool = True) -> "Column":
+def from_envelope(
+    col: Column | str,
+    layout: str = "auto",
+    *,
+    verify_crc: bool = True,
+    lenient: bool = False,
+    emit_default_values: bool = True,
+) -> Column:
     """The envelope struct of each payload of a binary column (see the module's doc).
 
     `layout`, `verify_crc`, `lenient`: as `lbparse.decode`; `emit_default_values`:
@@ -65,8 +72,9 @@ def from_envelope(col: "Column | str", layout: str = "auto", *, verify_crc: bool
     gives them without its emit.default.values.
     Bad options raise ValueError here, on the driver.
     """
-    options = DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient,
-                            emit_defaults=emit_default_values)
+    options = DecodeOptions(
+        layout=layout, verify_crc=verify_crc, lenient=lenient, emit_defaults=emit_default_values
+    )
     options.check()
 
     def decode(payloads: pa.Array) -> pa.Array:  # the hints make it an Arrow UDF

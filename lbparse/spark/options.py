@@ -33,7 +33,7 @@ import json
 import math
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import unquote, urlparse
 
 from lbparse.capture import default_layout
@@ -44,14 +44,33 @@ from lbparse.digits import ascii_int
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
-__all__ = ["ENTRIES", "KNOWN", "MAX_COUNT", "STREAM_ONLY", "paths", "stream_options", "table",
-           "task_options"]
+__all__ = [
+    "ENTRIES",
+    "KNOWN",
+    "MAX_COUNT",
+    "STREAM_ONLY",
+    "paths",
+    "stream_options",
+    "table",
+    "task_options",
+]
 
 # The table of Liftbridge data directories (their stored entries).
 ENTRIES = "entries"
 
-KNOWN = ("layout", "lenient", "verifycrc", "emitdefaultvalues", "column", "subjectcolumn",
-         "timestampcolumn", "batchrows", "table", "path", "paths")
+KNOWN = (
+    "layout",
+    "lenient",
+    "verifycrc",
+    "emitdefaultvalues",
+    "column",
+    "subjectcolumn",
+    "timestampcolumn",
+    "batchrows",
+    "table",
+    "path",
+    "paths",
+)
 # Options of readStream alone (lbparse.spark.stream).
 STREAM_ONLY = ("maxfilespertrigger", "minfileage")
 # The largest batchRows and maxFilesPerTrigger (machine integers, as
@@ -73,11 +92,12 @@ def _check_names(options: Mapping[str, str], stream: bool) -> None:
     allowed = KNOWN + (STREAM_ONLY if stream else ())
     unknown = sorted(k for k in options if k.lower() not in allowed)
     if unknown:
-        raise ValueError(f"liftbridge data source: unknown option(s) {', '.join(unknown)} "
-                         "(options are lbparse pipeline's flags: layout, lenient, verifyCrc, "
-                         "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows, "
-                         "and table"
-                         + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")")
+        raise ValueError(
+            f"liftbridge data source: unknown option(s) {', '.join(unknown)} "
+            "(options are lbparse pipeline's flags: layout, lenient, verifyCrc, "
+            "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows, "
+            "and table" + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")"
+        )
 
 
 def _count(options: Mapping[str, str], name: str, default: int) -> int:
@@ -88,8 +108,10 @@ def _count(options: Mapping[str, str], name: str, default: int) -> int:
     text = value.strip()
     count = ascii_int(text, MAX_COUNT)
     if not count:
-        raise ValueError(f"liftbridge data source: option {name}: {value!r} is not a whole "
-                         f"number from 1 to {MAX_COUNT}")
+        raise ValueError(
+            f"liftbridge data source: option {name}: {value!r} is not a whole "
+            f"number from 1 to {MAX_COUNT}"
+        )
     return count
 
 
@@ -104,8 +126,10 @@ def stream_options(options: Mapping[str, str], default_age: float) -> tuple[floa
         except ValueError:
             seconds = math.nan
         if not (math.isfinite(seconds) and seconds >= 0):
-            raise ValueError(f"liftbridge data source: option minFileAge: {age!r} is not a "
-                             "number of seconds (0 or more)")
+            raise ValueError(
+                f"liftbridge data source: option minFileAge: {age!r} is not a "
+                "number of seconds (0 or more)"
+            )
     most = _count(o, "maxFilesPerTrigger", 0) or None
     return seconds, most
 
@@ -119,14 +143,19 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
     _check_names(options, stream)
     o = _lower(options)
     rows = _count(o, "batchRows", DEFAULT_BATCH_ROWS)
-    decode = DecodeOptions(layout=o.get("layout", default_layout()),
-                           verify_crc=_bool(o, "verifycrc", True),
-                           lenient=_bool(o, "lenient", False),
-                           emit_defaults=_bool(o, "emitdefaultvalues", True))
+    decode = DecodeOptions(
+        layout=o.get("layout", default_layout()),
+        verify_crc=_bool(o, "verifycrc", True),
+        lenient=_bool(o, "lenient", False),
+        emit_defaults=_bool(o, "emitdefaultvalues", True),
+    )
     decode.check()
-    source = SourceOptions(column=o.get("column", "payload"),
-                           subject_column=o.get("subjectcolumn"),
-                           timestamp_column=o.get("timestampcolumn"), batch_rows=rows)
+    source = SourceOptions(
+        column=o.get("column", "payload"),
+        subject_column=o.get("subjectcolumn"),
+        timestamp_column=o.get("timestampcolumn"),
+        batch_rows=rows,
+    )
     return TaskOptions(decode, source)
 
 
@@ -141,9 +170,11 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
         return None
     known = [ENTRIES] if storage else [*table_names(), *GRPC_TABLES]
     if name not in known:
-        raise ValueError(f"liftbridge data source: option table: no table {name!r} in "
-                         f"{'data directories' if storage else 'captures'}; the tables are "
-                         f"{', '.join(known)}")
+        raise ValueError(
+            f"liftbridge data source: option table: no table {name!r} in "
+            f"{'data directories' if storage else 'captures'}; the tables are "
+            f"{', '.join(known)}"
+        )
     return name
 
 
@@ -169,14 +200,18 @@ def _paths_option(text: str) -> list[str]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"liftbridge data source: option paths: {text[:200]!r} is not JSON "
-                         f"({exc.msg} at character {exc.pos}); give a JSON list of paths "
-                         "or one path") from None
+        raise ValueError(
+            f"liftbridge data source: option paths: {text[:200]!r} is not JSON "
+            f"({exc.msg} at character {exc.pos}); give a JSON list of paths "
+            "or one path"
+        ) from None
     items = value if isinstance(value, list) else [value]
     wrong = [v for v in items if not isinstance(v, str) or not v]
     if wrong:
-        raise ValueError(f"liftbridge data source: option paths: {wrong[0]!r} in "
-                         f"{text[:200]!r} is not a path (paths are strings)")
+        raise ValueError(
+            f"liftbridge data source: option paths: {wrong[0]!r} in "
+            f"{text[:200]!r} is not a path (paths are strings)"
+        )
     return items
 
 
@@ -189,8 +224,10 @@ def _local(path: str) -> str:
     if uri.scheme == "file" and uri.netloc in ("", "localhost"):
         return unquote(uri.path)
     if len(uri.scheme) > 1:  # (C:\x is a path)
-        raise ValueError(f"liftbridge data source: {path}: not a local file; the tasks read "
-                         "local paths and file: URIs")
+        raise ValueError(
+            f"liftbridge data source: {path}: not a local file; the tasks read "
+            "local paths and file: URIs"
+        )
     return path
 
 
@@ -213,9 +250,8 @@ def _braces(pattern: str) -> list[str]:
         elif c == "}" and depth:
             depth -= 1
             if depth == 0:
-                head, body, tail = pattern[:start], pattern[start + 1:i], pattern[i + 1:]
-                return [head + alt + rest for alt in _top_level(body)
-                        for rest in _braces(tail)]
+                head, body, tail = pattern[:start], pattern[start + 1 : i], pattern[i + 1 :]
+                return [head + alt + rest for alt in _top_level(body) for rest in _braces(tail)]
     return [pattern]
 
 

@@ -30,15 +30,16 @@ option) are raised when the DataFrame is made, before any task runs.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from lbparse.pipeline.schema import entries_schema
-from lbparse.pipeline.preflight import check_inputs
 from lbparse.columnar.sources import Unit
+from lbparse.pipeline.preflight import check_inputs
+from lbparse.pipeline.schema import entries_schema
 from lbparse.spark.options import ENTRIES, paths, stream_options, table, task_options
 from lbparse.spark.stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
 from lbparse.spark.units import plan_partitions, read_units, schema_of, storage_inputs
@@ -95,6 +96,8 @@ class LiftbridgeDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> Any:
         if schema == entries_schema():
-            raise ValueError("liftbridge data source: readStream reads new capture and "
-                             "recording files of a directory, not data directories")
+            raise ValueError(
+                "liftbridge data source: readStream reads new capture and "
+                "recording files of a directory, not data directories"
+            )
         return FileStreamReader(dict(self.options))

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxFiles
 
-from lbparse.pipeline.preflight import check_inputs
 from lbparse.columnar.sources import Unit
+from lbparse.pipeline.preflight import check_inputs
 from lbparse.spark.options import paths, stream_options, table, task_options
 from lbparse.spark.units import plan_partitions, read_units
 
@@ -51,12 +51,12 @@ def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
             continue
         for root, dirs, names in os.walk(p):
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-            yield from (os.path.join(root, n) for n in sorted(names)
-                        if not n.startswith((".", "_")))
+            yield from (
+                os.path.join(root, n) for n in sorted(names) if not n.startswith((".", "_"))
+            )
 
 
-def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None
-                ) -> list[str]:
+def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None) -> list[str]:
     """The files under `inputs` that are whole: visible names, unchanged for `min_age`
     seconds; oldest first (then by name)."""
     now = time.time() if now is None else now
@@ -87,17 +87,17 @@ class FileStreamReader(DataSourceStreamReader):
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
 
-    def latestOffset(self, start: dict[str, list[str]], limit: ReadLimit
-                     ) -> dict[str, list[str]]:
+    def latestOffset(self, start: dict[str, list[str]], limit: ReadLimit) -> dict[str, list[str]]:
         taken = list(start["files"])
         seen = set(taken)
         new = [p for p in ready_files(self.inputs, self.min_age) if p not in seen]
         if isinstance(limit, ReadMaxFiles):
-            new = new[:limit.max_files]
+            new = new[: limit.max_files]
         return {"files": taken + new}
 
-    def partitions(self, start: dict[str, list[str]], end: dict[str, list[str]]
-                   ) -> Sequence[InputPartition]:
+    def partitions(
+        self, start: dict[str, list[str]], end: dict[str, list[str]]
+    ) -> Sequence[InputPartition]:
         before = set(start["files"])
         new = [p for p in end["files"] if p not in before]
         if not new:
@@ -106,9 +106,15 @@ class FileStreamReader(DataSourceStreamReader):
         # (input:unreadable), not a failed query: planned without the check.
         present = [p for p in new if os.path.exists(p)]
         parts = plan_partitions(present, self.task) if present else []
-        return parts + [InputPartition(Unit(p, "missing", 0, 0, error=(
-            "input:unreadable", f"{p}: gone before it was read")).to_json())
-            for p in new if p not in present]
+        return parts + [
+            InputPartition(
+                Unit(
+                    p, "missing", 0, 0, error=("input:unreadable", f"{p}: gone before it was read")
+                ).to_json()
+            )
+            for p in new
+            if p not in present
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         yield from read_units([Unit.from_json(partition.value)], self.task, self.table)

@@ -61,15 +61,20 @@ lbparse.spark.from_envelope.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf.message import DecodeError
-from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
-                                    InputPartition)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
@@ -77,12 +82,16 @@ from pyspark.sql.types import StructType
 from lbparse.columnar import wirescan
 from lbparse.columnar.schema import message_type
 from lbparse.digits import ascii_int
-from lbparse.streams.client import (DEFAULT_TIMEOUT, MAX_TIMEOUT, StreamsClient, StreamsError,
-                                    parse_servers)
+from lbparse.streams.client import (
+    DEFAULT_TIMEOUT,
+    MAX_TIMEOUT,
+    StreamsClient,
+    StreamsError,
+    parse_servers,
+)
 from lbparse_generated.proto import api_pb2
 
-__all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions",
-           "arrow_schema"]
+__all__ = ["NAME", "ROW_FIELDS", "LiftbridgeStreamsDataSource", "StreamsOptions", "arrow_schema"]
 
 NAME = "liftbridge-streams"
 EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
@@ -91,29 +100,48 @@ EARLIEST, LATEST = -2, -1  # in per-partition JSON, as the Kafka source's
 # task holds one batch, so its memory is bounded by the batch, whatever the
 # messages' size; Arrow's 2 GiB a binary array is never approached.
 BATCH_ROWS = 4096
-MAX_OFFSET = 2**63 - 1                  # an offset is an int64
-MAX_PARTITION = 2**31 - 1               # a partition an int32
-MAX_MS = (2**63 - 1) // 1_000_000       # Unix ms whose ns (as stored) fit an int64
+MAX_OFFSET = 2**63 - 1  # an offset is an int64
+MAX_PARTITION = 2**31 - 1  # a partition an int32
+MAX_MS = (2**63 - 1) // 1_000_000  # Unix ms whose ns (as stored) fit an int64
 BATCH_BYTES = 16 * 1024 * 1024
 
-KNOWN = ("servers", "stream", "subjectpattern", "startingoffsets", "startingtimestamp",
-         "startingoffsetsbytimestamp", "endingoffsets", "endingtimestamp",
-         "endingoffsetsbytimestamp", "maxrecordspertrigger", "readisrreplica", "timeout")
-KNOWN_NAMES = ("servers, stream, subjectPattern, startingOffsets, startingTimestamp, "
-               "startingOffsetsByTimestamp, endingOffsets, endingTimestamp, "
-               "endingOffsetsByTimestamp, maxRecordsPerTrigger, readISRReplica, timeout")
+KNOWN = (
+    "servers",
+    "stream",
+    "subjectpattern",
+    "startingoffsets",
+    "startingtimestamp",
+    "startingoffsetsbytimestamp",
+    "endingoffsets",
+    "endingtimestamp",
+    "endingoffsetsbytimestamp",
+    "maxrecordspertrigger",
+    "readisrreplica",
+    "timeout",
+)
+KNOWN_NAMES = (
+    "servers, stream, subjectPattern, startingOffsets, startingTimestamp, "
+    "startingOffsetsByTimestamp, endingOffsets, endingTimestamp, "
+    "endingOffsetsByTimestamp, maxRecordsPerTrigger, readISRReplica, timeout"
+)
 
 ROW_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("stream", pa.string(), False), pa.field("partition", pa.int32(), False),
+    pa.field("stream", pa.string(), False),
+    pa.field("partition", pa.int32(), False),
     pa.field("offset", pa.int64(), False),
-    pa.field("timestamp", pa.int64()),                 # Unix nanoseconds, as stored
-    pa.field("time", pa.timestamp("us", tz="UTC")),    # the same, as Spark's timestamp
-    pa.field("key", pa.binary()), pa.field("value", pa.binary()),
-    pa.field("headers", pa.map_(pa.field("key", pa.string(), False),
-                                pa.field("value", pa.binary(), False))),
-    pa.field("subject", pa.string()), pa.field("reply_subject", pa.string()),
-    pa.field("correlation_id", pa.string()), pa.field("ack_inbox", pa.string()),
-    pa.field("leader_epoch", pa.int64()),              # not in the API's Message: null
+    pa.field("timestamp", pa.int64()),  # Unix nanoseconds, as stored
+    pa.field("time", pa.timestamp("us", tz="UTC")),  # the same, as Spark's timestamp
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+    pa.field(
+        "headers",
+        pa.map_(pa.field("key", pa.string(), False), pa.field("value", pa.binary(), False)),
+    ),
+    pa.field("subject", pa.string()),
+    pa.field("reply_subject", pa.string()),
+    pa.field("correlation_id", pa.string()),
+    pa.field("ack_inbox", pa.string()),
+    pa.field("leader_epoch", pa.int64()),  # not in the API's Message: null
 )
 
 
@@ -130,15 +158,15 @@ ByTime = int | Offsets
 @dataclass(frozen=True)
 class StreamsOptions:
     servers: list[str]
-    streams: list[str]          # empty when `pattern` chooses them
+    streams: list[str]  # empty when `pattern` chooses them
     starting: str | Offsets
     ending: str | Offsets
     max_records: int | None
     timeout: float
-    pattern: str = ""           # subjectPattern: the streams whose subject matches
+    pattern: str = ""  # subjectPattern: the streams whose subject matches
     starting_ms: ByTime | None = None  # startingTimestamp / ...ByTimestamp: over `starting`
     ending_ms: ByTime | None = None
-    replica: bool = False       # readISRReplica
+    replica: bool = False  # readISRReplica
 
     def client(self) -> StreamsClient:
         return StreamsClient(self.servers, timeout=self.timeout, replica=self.replica)
@@ -157,12 +185,13 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
         servers = parse_servers(opts["servers"])
     except StreamsError as exc:
         raise ValueError(f"{NAME}: option 'servers': {exc}") from None
-    streams = list(dict.fromkeys(s.strip() for s in opts.get("stream", "").split(",")
-                                 if s.strip()))
+    streams = list(dict.fromkeys(s.strip() for s in opts.get("stream", "").split(",") if s.strip()))
     pattern = opts.get("subjectpattern", "").strip()
     if bool(streams) == bool(pattern):
-        raise ValueError(f"{NAME}: give exactly one of the options 'stream' and "
-                         f"'subjectPattern', not {'both' if pattern else 'neither'}")
+        raise ValueError(
+            f"{NAME}: give exactly one of the options 'stream' and "
+            f"'subjectPattern', not {'both' if pattern else 'neither'}"
+        )
     ending = [k for k in KNOWN_NAMES.split(", ") if k.startswith("ending") and k.lower() in opts]
     if streaming is True and ending:
         raise ValueError(f"{NAME}: {ending[0]} is for batch reads (read), not readStream")
@@ -170,12 +199,17 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
         raise ValueError(f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
     named = _Named(streams, pattern)
     return StreamsOptions(
-        servers, streams,
+        servers,
+        streams,
         _offsets_option(opts, "startingoffsets", "earliest", named, ("earliest", "latest")),
         _offsets_option(opts, "endingoffsets", "latest", named, ("latest",)),
         _positive(opts, "maxrecordspertrigger", int, MAX_OFFSET),
-        _positive(opts, "timeout", float, MAX_TIMEOUT) or DEFAULT_TIMEOUT, pattern, _by_time(opts, "starting", named),
-        _by_time(opts, "ending", named), _flag(opts, "readisrreplica"))
+        _positive(opts, "timeout", float, MAX_TIMEOUT) or DEFAULT_TIMEOUT,
+        pattern,
+        _by_time(opts, "starting", named),
+        _by_time(opts, "ending", named),
+        _flag(opts, "readisrreplica"),
+    )
 
 
 @dataclass(frozen=True)
@@ -190,8 +224,10 @@ class _Named:
             return  # the streams a pattern matches are known only to the cluster
         for name in sorted(found):
             if name not in self.streams:
-                raise ValueError(f"{NAME}: option {option!r} names stream {name!r}, which "
-                                 "option 'stream' does not")
+                raise ValueError(
+                    f"{NAME}: option {option!r} names stream {name!r}, which "
+                    "option 'stream' does not"
+                )
 
 
 def _flag(opts: Mapping[str, str], name: str) -> bool:
@@ -205,11 +241,16 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
     """startingTimestamp (one for all) or startingOffsetsByTimestamp (JSON per
     partition), in Unix ms; at most one of them and startingOffsets (and so
     for ending)."""
-    given = [k for k in (f"{which}offsets", f"{which}timestamp", f"{which}offsetsbytimestamp")
-             if k in opts]
+    given = [
+        k
+        for k in (f"{which}offsets", f"{which}timestamp", f"{which}offsetsbytimestamp")
+        if k in opts
+    ]
     if len(given) > 1:
-        raise ValueError(f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
-                         f"{'start' if which == 'starting' else 'end'}: give one")
+        raise ValueError(
+            f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
+            f"{'start' if which == 'starting' else 'end'}: give one"
+        )
     if f"{which}timestamp" in opts:
         return int(_positive(opts, f"{which}timestamp", int, MAX_MS))
     name = f"{which}offsetsbytimestamp"
@@ -217,14 +258,17 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         return None
     found = _json_offsets(opts[name], minimum=0, maximum=MAX_MS)
     if found is None:
-        raise ValueError(f"{NAME}: option {name!r} is JSON "
-                         f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}')
+        raise ValueError(
+            f"{NAME}: option {name!r} is JSON "
+            f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}'
+        )
     named.check(name, found)
     return found
 
 
-def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float],
-              most: float) -> Any:
+def _positive(
+    opts: Mapping[str, str], name: str, kind: type[int] | type[float], most: float
+) -> Any:
     """A number in (0, most], or None when the option is not given."""
     if name not in opts:
         return None
@@ -233,8 +277,10 @@ def _positive(opts: Mapping[str, str], name: str, kind: type[int] | type[float],
     except ValueError:
         value = 0
     if not (0 < value <= most):  # NaN and infinities are not numbers here
-        raise ValueError(f"{NAME}: option {name!r} must be a positive number of at most "
-                         f"{most:g}, not {_shown(opts[name])}")
+        raise ValueError(
+            f"{NAME}: option {name!r} must be a positive number of at most "
+            f"{most:g}, not {_shown(opts[name])}"
+        )
     return value
 
 
@@ -243,15 +289,18 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
 
 
-def _offsets_option(opts: Mapping[str, str], name: str, default: str, named: _Named,
-                    words: tuple[str, ...]) -> str | Offsets:
+def _offsets_option(
+    opts: Mapping[str, str], name: str, default: str, named: _Named, words: tuple[str, ...]
+) -> str | Offsets:
     text = opts.get(name, default).strip()
     if text.lower() in words:
         return text.lower()
     found = _json_offsets(text, minimum=EARLIEST, maximum=MAX_OFFSET)
     if found is None:
-        raise ValueError(f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
-                         f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}')
+        raise ValueError(
+            f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
+            f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}'
+        )
     named.check(name, found)
     return found
 
@@ -264,11 +313,16 @@ def _json_offsets(text: str, minimum: int, maximum: int) -> Offsets | None:
     except (ValueError, RecursionError):  # RecursionError: JSON nested past Python's stack
         return None
     ok = isinstance(found, dict) and all(
-        isinstance(parts, dict) and all(
-            ascii_int(k, MAX_PARTITION) is not None and isinstance(v, int)
-            and not isinstance(v, bool) and minimum <= v <= maximum
-            for k, v in parts.items())
-        for parts in found.values())
+        isinstance(parts, dict)
+        and all(
+            ascii_int(k, MAX_PARTITION) is not None
+            and isinstance(v, int)
+            and not isinstance(v, bool)
+            and minimum <= v <= maximum
+            for k, v in parts.items()
+        )
+        for parts in found.values()
+    )
     if not ok:
         return None
     return {s: {str(int(k)): v for k, v in parts.items()} for s, parts in found.items()}
@@ -276,8 +330,8 @@ def _json_offsets(text: str, minimum: int, maximum: int) -> Offsets | None:
 
 # -- planning (driver) -----------------------------------------------------------
 
-def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
-             ends: Offsets) -> Offsets:
+
+def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool, ends: Offsets) -> Offsets:
     """Where reads start (or end) as an offset per partition; `ends` are the
     partitions' high watermarks + 1. A partition the JSON leaves out starts at
     its earliest offset (a starting position) or ends at its latest. A
@@ -285,17 +339,21 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
     what is planned, and checkpointed, is offsets."""
     which = opts.starting if starting else opts.ending
     by_time = opts.starting_ms if starting else opts.ending_ms
-    for name, given in (("startingOffsets" if starting else "endingOffsets", which),
-                        ("startingOffsetsByTimestamp" if starting
-                         else "endingOffsetsByTimestamp", by_time)):
+    for name, given in (
+        ("startingOffsets" if starting else "endingOffsets", which),
+        ("startingOffsetsByTimestamp" if starting else "endingOffsetsByTimestamp", by_time),
+    ):
         if isinstance(given, dict):
             _known_partitions(name, given, ends)
     out: Offsets = {}
     for stream, parts in ends.items():
         out[stream] = {}
         for pid, end in parts.items():
-            ms = by_time if isinstance(by_time, int) or by_time is None \
+            ms = (
+                by_time
+                if isinstance(by_time, int) or by_time is None
                 else by_time.get(stream, {}).get(pid)
+            )
             if ms is not None:
                 out[stream][pid] = client.offset_at(stream, int(pid), ms * 1_000_000, end)
                 continue
@@ -308,8 +366,10 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool,
             elif want == EARLIEST:
                 out[stream][pid] = client.first_offset(stream, int(pid), end)
             elif want > end:
-                raise StreamsError(f"{stream}/{pid}: offset {want} out of range (the last "
-                                   f"committed offset is {end - 1})")
+                raise StreamsError(
+                    f"{stream}/{pid}: offset {want} out of range (the last "
+                    f"committed offset is {end - 1})"
+                )
             else:
                 out[stream][pid] = want
     return out
@@ -327,12 +387,19 @@ def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
                 have = sorted(map(int, ends[stream]))
                 raise StreamsError(
                     f"option {option!r} names partition {pid} of stream {stream!r}, which has "
-                    + (f"partitions {have[0]} to {have[-1]}" if len(have) > 1
-                       else f"partition {have[0]} alone" if have else "no partition"))
+                    + (
+                        f"partitions {have[0]} to {have[-1]}"
+                        if len(have) > 1
+                        else f"partition {have[0]} alone"
+                        if have
+                        else "no partition"
+                    )
+                )
 
 
-def _ends(client: StreamsClient, opts: StreamsOptions, held: Offsets | None = None
-          ) -> tuple[Offsets, dict[tuple[str, str], str]]:
+def _ends(
+    client: StreamsClient, opts: StreamsOptions, held: Offsets | None = None
+) -> tuple[Offsets, dict[tuple[str, str], str]]:
     """Each partition's high watermark + 1, as its leader has it: of the streams
     named, or of those whose subject matches the pattern now (so a stream made
     later is found); and the node each is to be read from. `held`
@@ -342,8 +409,11 @@ def _ends(client: StreamsClient, opts: StreamsOptions, held: Offsets | None = No
     out: Offsets = {}
     at: dict[tuple[str, str], str] = {}
     streaming = held is not None
-    infos = client.matching(opts.pattern, leaderless=streaming) if opts.pattern \
+    infos = (
+        client.matching(opts.pattern, leaderless=streaming)
+        if opts.pattern
         else client.partitions(opts.streams, leaderless=streaming)
+    )
     for p in infos:
         end = p.end
         if (p.paused or not p.described) and held is not None:
@@ -359,8 +429,9 @@ def _ends(client: StreamsClient, opts: StreamsOptions, held: Offsets | None = No
     return out, at
 
 
-def _ranges(start: Offsets, end: Offsets, at: Mapping[tuple[str, str], str] | None = None
-            ) -> list[InputPartition]:
+def _ranges(
+    start: Offsets, end: Offsets, at: Mapping[tuple[str, str], str] | None = None
+) -> list[InputPartition]:
     """One input partition per Liftbridge partition with something to read;
     `at`: the node each was planned with (its task subscribes there first,
     without a lookup of its own)."""
@@ -380,12 +451,19 @@ def _read(opts: StreamsOptions, partition: InputPartition) -> Iterator[pa.Record
         return  # Spark's one partition when none was planned: nothing to read
     stream, pid, lo, hi, *rest = json.loads(partition.value)
     with opts.client() as client:
-        yield from batches(client.read_raw(stream, pid, lo, hi, rest[0] if rest else ""),
-                           stream, pid, lo)
+        yield from batches(
+            client.read_raw(stream, pid, lo, hi, rest[0] if rest else ""), stream, pid, lo
+        )
 
 
-def batches(raws: Iterable[bytes], stream: str, partition: int, first: int,
-            rows: int = BATCH_ROWS, size: int = BATCH_BYTES) -> Iterator[pa.RecordBatch]:
+def batches(
+    raws: Iterable[bytes],
+    stream: str,
+    partition: int,
+    first: int,
+    rows: int = BATCH_ROWS,
+    size: int = BATCH_BYTES,
+) -> Iterator[pa.RecordBatch]:
     """Serialized Messages of one partition, offsets first, first + 1, ... (as
     StreamsClient.read_raw yields them), as record batches of ROW_FIELDS,
     each ending after `rows` messages or once it holds `size` bytes.
@@ -408,13 +486,23 @@ def batches(raws: Iterable[bytes], stream: str, partition: int, first: int,
 
 # The fields of api.proto's Message that the rows hold, as from_protobuf types them
 _MESSAGE = api_pb2.Message.DESCRIPTOR
-_FIELDS = ("offset", "key", "value", "timestamp", "stream", "partition", "subject",
-           "replySubject", "headers", "ackInbox", "correlationId")
+_FIELDS = (
+    "offset",
+    "key",
+    "value",
+    "timestamp",
+    "stream",
+    "partition",
+    "subject",
+    "replySubject",
+    "headers",
+    "ackInbox",
+    "correlationId",
+)
 _STRUCT = pa.struct([message_type(_MESSAGE).field(name) for name in _FIELDS])
 
 
-def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int
-              ) -> pa.RecordBatch:
+def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int) -> pa.RecordBatch:
     """Serialized Messages, offsets first.. in order, as one batch of ROW_FIELDS.
 
     The messages are read a batch at a time by lbparse's protobuf reader
@@ -430,25 +518,37 @@ def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int
     lens = np.fromiter(map(len, raws), np.int64, n)
     ends = np.cumsum(lens)
     data = np.frombuffer(b"".join(raws), np.uint8)
-    structs, ok = wirescan.decode_structs(_MESSAGE, _STRUCT, data, ends - lens, ends,
-                                          emit_defaults=True)
+    structs, ok = wirescan.decode_structs(
+        _MESSAGE, _STRUCT, data, ends - lens, ends, emit_defaults=True
+    )
     if ok.all():
         ts = structs.field("timestamp")
-        batch = pa.RecordBatch.from_arrays([
-            structs.field("stream"), structs.field("partition"), structs.field("offset"), ts,
-            pa.array(ts.to_numpy() // 1000, pa.timestamp("us", tz="UTC")),
-            structs.field("key"), structs.field("value"), _sorted_map(structs.field("headers")),
-            structs.field("subject"), structs.field("replySubject"),
-            structs.field("correlationId"), structs.field("ackInbox"),
-            pa.nulls(n, pa.int64()),
-        ], schema=arrow_schema())
+        batch = pa.RecordBatch.from_arrays(
+            [
+                structs.field("stream"),
+                structs.field("partition"),
+                structs.field("offset"),
+                ts,
+                pa.array(ts.to_numpy() // 1000, pa.timestamp("us", tz="UTC")),
+                structs.field("key"),
+                structs.field("value"),
+                _sorted_map(structs.field("headers")),
+                structs.field("subject"),
+                structs.field("replySubject"),
+                structs.field("correlationId"),
+                structs.field("ackInbox"),
+                pa.nulls(n, pa.int64()),
+            ],
+            schema=arrow_schema(),
+        )
     else:
         try:
             batch = _batch([api_pb2.Message.FromString(raw) for raw in raws])
         except DecodeError:
-            raise StreamsError(f"{stream}/{partition}: the server sent a message that is not "
-                               f"an api.proto Message, in offsets {first}..{first + n - 1}"
-                               ) from None
+            raise StreamsError(
+                f"{stream}/{partition}: the server sent a message that is not "
+                f"an api.proto Message, in offsets {first}..{first + n - 1}"
+            ) from None
     _next_offsets(batch.column(2), stream, partition, first)
     return batch
 
@@ -461,8 +561,10 @@ def _next_offsets(offsets: pa.Array, stream: str, partition: int, first: int) ->
     wrong = np.flatnonzero(got != want)
     if len(wrong):
         i = int(wrong[0])
-        raise StreamsError(f"{stream}/{partition}: the server sent offset {int(got[i])} where "
-                           f"{first + i} was next (offsets before it are gone: retention?)")
+        raise StreamsError(
+            f"{stream}/{partition}: the server sent offset {int(got[i])} where "
+            f"{first + i} was next (offsets before it are gone: retention?)"
+        )
 
 
 def _sorted_map(headers: pa.MapArray) -> pa.MapArray:
@@ -473,33 +575,43 @@ def _sorted_map(headers: pa.MapArray) -> pa.MapArray:
     offsets = headers.offsets.to_numpy()
     # (pc.list_parent_indices aborts the process on a MapArray: pyarrow 26)
     rows = np.repeat(np.arange(len(headers)), np.diff(offsets))
-    order = pc.sort_indices(pa.table({"row": rows, "key": headers.keys}),
-                            sort_keys=[("row", "ascending"), ("key", "ascending")])
-    return pa.MapArray.from_arrays(headers.offsets, headers.keys.take(order),
-                                   headers.items.take(order), type=ROW_FIELDS[7].type)
+    order = pc.sort_indices(
+        pa.table({"row": rows, "key": headers.keys}),
+        sort_keys=[("row", "ascending"), ("key", "ascending")],
+    )
+    return pa.MapArray.from_arrays(
+        headers.offsets,
+        headers.keys.take(order),
+        headers.items.take(order),
+        type=ROW_FIELDS[7].type,
+    )
 
 
 def _batch(msgs: Sequence[api_pb2.Message]) -> pa.RecordBatch:
     """Messages as a batch of ROW_FIELDS' columns."""
     ts = [m.timestamp for m in msgs]
-    return pa.RecordBatch.from_arrays([
-        pa.array([m.stream for m in msgs], pa.string()),
-        pa.array([m.partition for m in msgs], pa.int32()),
-        pa.array([m.offset for m in msgs], pa.int64()),
-        pa.array(ts, pa.int64()),
-        pa.array([t // 1000 for t in ts], pa.timestamp("us", tz="UTC")),
-        pa.array([m.key for m in msgs], pa.binary()),
-        pa.array([m.value for m in msgs], pa.binary()),
-        pa.array([sorted(m.headers.items()) for m in msgs], ROW_FIELDS[7].type),
-        pa.array([m.subject for m in msgs], pa.string()),
-        pa.array([m.replySubject for m in msgs], pa.string()),
-        pa.array([m.correlationId for m in msgs], pa.string()),
-        pa.array([m.ackInbox for m in msgs], pa.string()),
-        pa.nulls(len(msgs), pa.int64()),
-    ], schema=arrow_schema())
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.stream for m in msgs], pa.string()),
+            pa.array([m.partition for m in msgs], pa.int32()),
+            pa.array([m.offset for m in msgs], pa.int64()),
+            pa.array(ts, pa.int64()),
+            pa.array([t // 1000 for t in ts], pa.timestamp("us", tz="UTC")),
+            pa.array([m.key for m in msgs], pa.binary()),
+            pa.array([m.value for m in msgs], pa.binary()),
+            pa.array([sorted(m.headers.items()) for m in msgs], ROW_FIELDS[7].type),
+            pa.array([m.subject for m in msgs], pa.string()),
+            pa.array([m.replySubject for m in msgs], pa.string()),
+            pa.array([m.correlationId for m in msgs], pa.string()),
+            pa.array([m.ackInbox for m in msgs], pa.string()),
+            pa.nulls(len(msgs), pa.int64()),
+        ],
+        schema=arrow_schema(),
+    )
 
 
 # -- Spark's classes ---------------------------------------------------------------
+
 
 class StreamsBatchReader(DataSourceReader):
     def __init__(self, opts: StreamsOptions) -> None:
@@ -513,8 +625,10 @@ class StreamsBatchReader(DataSourceReader):
         for stream, parts in end.items():
             for pid, hi in parts.items():
                 if start[stream][pid] > hi:
-                    raise StreamsError(f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
-                                       f"is past endingOffsets {hi}")
+                    raise StreamsError(
+                        f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
+                        f"is past endingOffsets {hi}"
+                    )
         return _ranges(start, end, at)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -535,8 +649,7 @@ class StreamsStreamReader(DataSourceStreamReader):
             return _resolve(client, self.opts, True, _ends(client, self.opts)[0])
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        return ReadMaxRows(self.opts.max_records) if self.opts.max_records \
-            else ReadAllAvailable()
+        return ReadMaxRows(self.opts.max_records) if self.opts.max_records else ReadAllAvailable()
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
         with self.opts.client() as client:
@@ -547,8 +660,9 @@ class StreamsStreamReader(DataSourceStreamReader):
                 for p in parts:
                     if parts[p] is None:
                         parts[p] = client.first_offset(s, int(p), ends[s][p])
-        begin: Offsets = {s: {p: int(v or 0) for p, v in parts.items()}
-                          for s, parts in firsts.items()}
+        begin: Offsets = {
+            s: {p: int(v or 0) for p, v in parts.items()} for s, parts in firsts.items()
+        }
         if isinstance(limit, ReadMaxRows):
             return _capped(begin, ends, limit.max_rows)
         return ends
@@ -570,8 +684,9 @@ class StreamsStreamReader(DataSourceStreamReader):
 def _capped(begin: Offsets, ends: Offsets, budget: int) -> Offsets:
     """End offsets that take at most `budget` messages in all, shared out among the
     partitions with something to read (each gets at least one while any is left)."""
-    waiting = [(s, p) for s in sorted(ends) for p in sorted(ends[s], key=int)
-               if ends[s][p] > begin[s][p]]
+    waiting = [
+        (s, p) for s in sorted(ends) for p in sorted(ends[s], key=int) if ends[s][p] > begin[s][p]
+    ]
     out = {s: dict(parts) for s, parts in begin.items()}
     share = max(1, budget // max(1, len(waiting)))
     for s, p in waiting:

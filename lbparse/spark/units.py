@@ -5,15 +5,16 @@ stream.py's FileStreamReader)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
 from lbparse.capture.formats import PCAP, PCAPNG
+from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
 from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
 from lbparse.columnar.sources import Unit, plan
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
@@ -21,8 +22,14 @@ from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.schema import entries_schema, output_schema
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
-__all__ = ["is_storage", "plan_partitions", "read_units", "schema_of", "storage_inputs",
-           "table_struct"]
+__all__ = [
+    "is_storage",
+    "plan_partitions",
+    "read_units",
+    "schema_of",
+    "storage_inputs",
+    "table_struct",
+]
 
 
 def is_storage(path: str) -> bool:
@@ -37,10 +44,13 @@ def storage_inputs(inputs: Sequence[str]) -> bool:
     """Whether the inputs are data directories (entries) rather than captures (messages)."""
     storage = [is_storage(p) for p in inputs]
     if any(storage) and not all(storage):
-        both = [p for p, s in zip(inputs, storage) if s][:1] + \
-            [p for p, s in zip(inputs, storage) if not s][:1]
-        raise ValueError("liftbridge data source: data directories and captures have "
-                         f"different rows (entries, messages): load them apart ({', '.join(both)})")
+        both = [p for p, s in zip(inputs, storage) if s][:1] + [
+            p for p, s in zip(inputs, storage) if not s
+        ][:1]
+        raise ValueError(
+            "liftbridge data source: data directories and captures have "
+            f"different rows (entries, messages): load them apart ({', '.join(both)})"
+        )
     return bool(storage) and all(storage)
 
 
@@ -66,8 +76,9 @@ def plan_partitions(inputs: list[str], task: TaskOptions) -> list[InputPartition
     return [InputPartition(u.to_json()) for u in units]
 
 
-def read_units(units: Sequence[Unit], task: TaskOptions, name: str | None = None
-               ) -> Iterator[pa.RecordBatch]:
+def read_units(
+    units: Sequence[Unit], task: TaskOptions, name: str | None = None
+) -> Iterator[pa.RecordBatch]:
     """The rows of the units, as the pipeline's Arrow batches (the wide rows,
     or those of table `name`)."""
     for unit in units:
@@ -95,8 +106,9 @@ def _grpc_batches(unit: Unit, name: str, task: TaskOptions) -> Iterator[pa.Recor
         yield from found[name].to_batches()
 
 
-def _table_batches(decoded: Iterator[Any], name: str, unit: Unit | None = None
-                   ) -> Iterator[pa.RecordBatch]:
+def _table_batches(
+    decoded: Iterator[Any], name: str, unit: Unit | None = None
+) -> Iterator[pa.RecordBatch]:
     """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of);
     `messages` without the rows of HTTP/2 connections, as the pipeline
     writes it (a whole capture `unit` is read again for them: Held)."""

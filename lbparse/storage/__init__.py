@@ -12,20 +12,42 @@ Damaged files are read as far as they go; each problem is a `Finding`
 (file, byte position, kind, message); bad input raises only `StorageError`.
 """
 
-from lbparse.storage.checkpoints import (LeaderEpoch, read_high_watermark,
-                                         read_leader_epochs)
+from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
 from lbparse.storage.datadir import PartitionDir, SegmentFiles, find_partitions
 from lbparse.storage.errors import KINDS, Finding, StorageError
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME, SegmentFormat
 from lbparse.storage.index import IndexEntry, IndexReading, read_index, read_index_bytes
-from lbparse.storage.segment import (SegmentReading, detect_format, entry_json, read_segment,
-                                     read_segment_bytes)
+from lbparse.storage.segment import (
+    SegmentReading,
+    detect_format,
+    entry_json,
+    read_segment,
+    read_segment_bytes,
+)
 from lbparse.storage.verify import PartitionCheck, check_partition, compare_replicas
 
 __all__ = [
-    "Finding", "IndexEntry", "IndexReading", "KINDS", "LeaderEpoch", "PartitionCheck",
-    "PartitionDir", "SEGMENT_FORMATS_BY_NAME", "SegmentFiles", "SegmentFormat",
-    "SegmentReading", "StorageError", "check_partition", "compare_replicas", "detect_format",
-    "entry_json", "find_partitions", "read_high_watermark", "read_index", "read_index_bytes",
-    "read_leader_epochs", "read_segment", "read_segment_bytes",
+    "Finding",
+    "IndexEntry",
+    "IndexReading",
+    "KINDS",
+    "LeaderEpoch",
+    "PartitionCheck",
+    "PartitionDir",
+    "SEGMENT_FORMATS_BY_NAME",
+    "SegmentFiles",
+    "SegmentFormat",
+    "SegmentReading",
+    "StorageError",
+    "check_partition",
+    "compare_replicas",
+    "detect_format",
+    "entry_json",
+    "find_partitions",
+    "read_high_watermark",
+    "read_index",
+    "read_index_bytes",
+    "read_leader_epochs",
+    "read_segment",
+    "read_segment_bytes",
 ]

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import mmap
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Union
 
 from lbparse.storage.errors import Finding, StorageError
 from lbparse_generated.storage_layouts import BBOLT
@@ -80,8 +81,11 @@ class Meta:
 
     @property
     def valid(self) -> bool:
-        return (self.magic == BBOLT["meta_magic"] and self.version == BBOLT["meta_version"]
-                and self.checksum_ok)
+        return (
+            self.magic == BBOLT["meta_magic"]
+            and self.version == BBOLT["meta_version"]
+            and self.checksum_ok
+        )
 
 
 @dataclass(frozen=True)
@@ -120,11 +124,21 @@ class Page:
 
 def _meta(buf: memoryview, at: int, page: int) -> Meta:
     values = dict(zip(META_FIELDS, META.unpack_from(buf, at)))
-    checked = buf[at:at + BBOLT["meta_checksummed"]]
-    return Meta(page, values["magic"], values["version"], values["page_size"], values["flags"],
-                values["root.root"], values["root.sequence"], values["freelist"],
-                values["pgid"], values["txid"], values["checksum"],
-                fnv1a64(checked) == values["checksum"])
+    checked = buf[at : at + BBOLT["meta_checksummed"]]
+    return Meta(
+        page,
+        values["magic"],
+        values["version"],
+        values["page_size"],
+        values["flags"],
+        values["root.root"],
+        values["root.sequence"],
+        values["freelist"],
+        values["pgid"],
+        values["txid"],
+        values["checksum"],
+        fnv1a64(checked) == values["checksum"],
+    )
 
 
 def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
@@ -137,8 +151,11 @@ def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
     buf = source if isinstance(source, memoryview) else memoryview(source)
     end = len(buf) if end is None else end
     if end - start < PAGE_HEADER.size:
-        raise StorageError(f"{end - start} bytes, a page header needs {PAGE_HEADER.size}",
-                           position=start, kind="bad_page")
+        raise StorageError(
+            f"{end - start} bytes, a page header needs {PAGE_HEADER.size}",
+            position=start,
+            kind="bad_page",
+        )
     pid, flags, count, overflow = PAGE_HEADER.unpack_from(buf, start)
     page = Page(pid, flags, count, overflow)
     data = start + PAGE_HEADER.size
@@ -149,8 +166,11 @@ def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
         page.elements = _branch_elements(buf, data, end, count)
     elif flags == PAGE_TYPES["leaf"]:
         page.elements = _leaf_elements(buf, data, end, count)
-        _overlap(page, sum(len(e.key) + len(e.value) for e in page.elements),
-                 end - data - count * LEAF.size)
+        _overlap(
+            page,
+            sum(len(e.key) + len(e.value) for e in page.elements),
+            end - data - count * LEAF.size,
+        )
     elif flags == PAGE_TYPES["freelist"]:
         page.freelist = _freelist(buf, data, end, count)
     return page
@@ -158,17 +178,20 @@ def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
 
 def _need(stop: int, end: int, at: int, what: str) -> None:
     if stop > end:
-        raise StorageError(f"{what} runs past the end of its page ({stop} > {end})",
-                           position=at, kind="bad_page")
+        raise StorageError(
+            f"{what} runs past the end of its page ({stop} > {end})", position=at, kind="bad_page"
+        )
 
 
 def _overlap(page: Page, claimed: int, room: int) -> None:
     """bbolt writes each element's key and value once, one after another
     (node.write): elements claiming more bytes than the page holds share them."""
     if claimed > room:
-        page.problems.append(f"its {page.count} elements claim {claimed} bytes of keys and "
-                             f"values, the page holds {room}: they overlap (bbolt writes "
-                             "each once)")
+        page.problems.append(
+            f"its {page.count} elements claim {claimed} bytes of keys and "
+            f"values, the page holds {room}: they overlap (bbolt writes "
+            "each once)"
+        )
 
 
 def _branch_elements(buf: memoryview, data: int, end: int, count: int) -> list[Element]:
@@ -178,7 +201,7 @@ def _branch_elements(buf: memoryview, data: int, end: int, count: int) -> list[E
         at = data + i * BRANCH.size
         pos, ksize, pgid = BRANCH.unpack_from(buf, at)
         _need(at + pos + ksize, end, at, f"branch element {i}'s key")
-        out.append(Element(buf[at + pos:at + pos + ksize], pgid=pgid))
+        out.append(Element(buf[at + pos : at + pos + ksize], pgid=pgid))
     return out
 
 
@@ -190,7 +213,7 @@ def _leaf_elements(buf: memoryview, data: int, end: int, count: int) -> list[Ele
         flags, pos, ksize, vsize = LEAF.unpack_from(buf, at)
         k = at + pos
         _need(k + ksize + vsize, end, at, f"leaf element {i}'s key and value")
-        out.append(Element(buf[k:k + ksize], buf[k + ksize:k + ksize + vsize], flags))
+        out.append(Element(buf[k : k + ksize], buf[k + ksize : k + ksize + vsize], flags))
     return out
 
 
@@ -213,13 +236,17 @@ class BoltDB:
         self.metas = self._read_metas()
         valid = [m for m in self.metas if m.valid]
         if not valid:
-            raise StorageError("no valid bbolt meta page (magic, version and checksum of "
-                               "pages 0 and 1)", path=path, position=0, kind="bad_page")
+            raise StorageError(
+                "no valid bbolt meta page (magic, version and checksum of pages 0 and 1)",
+                path=path,
+                position=0,
+                kind="bad_page",
+            )
         self.meta = max(valid, key=lambda m: m.txid)
         self.page_size = self.meta.page_size
 
     @classmethod
-    def open(cls, path: str | Path) -> "BoltDB":
+    def open(cls, path: str | Path) -> BoltDB:
         """The file mapped, not read: only the pages walked are paged in (a
         sparse file's holes never are)."""
         return cls(map_file(path), str(path))
@@ -258,18 +285,27 @@ class BoltDB:
         """Page `pgid` with its overflow pages (StorageError if it is not readable)."""
         start = pgid * self.page_size
         if start + PAGE_HEADER.size > len(self.data):
-            raise StorageError(f"page {pgid} is past the end of the file", path=self.path,
-                               position=start, kind="bad_page")
+            raise StorageError(
+                f"page {pgid} is past the end of the file",
+                path=self.path,
+                position=start,
+                kind="bad_page",
+            )
         overflow = PAGE_HEADER.unpack_from(self.data, start)[_OVERFLOW]
         end = min(len(self.data), start + (overflow + 1) * self.page_size)
         try:
             page = parse_page(self.data, start, end)
         except StorageError as exc:
-            raise StorageError(f"page {pgid}: {exc.detail}", path=self.path,
-                               position=exc.position, kind="bad_page") from None
+            raise StorageError(
+                f"page {pgid}: {exc.detail}", path=self.path, position=exc.position, kind="bad_page"
+            ) from None
         if page.id != pgid:
-            raise StorageError(f"page {pgid} says it is page {page.id}", path=self.path,
-                               position=start, kind="bad_page")
+            raise StorageError(
+                f"page {pgid} says it is page {page.id}",
+                path=self.path,
+                position=start,
+                kind="bad_page",
+            )
         return page
 
     def pages(self) -> Iterator[tuple[int, Page | StorageError]]:
@@ -297,8 +333,9 @@ class BoltDB:
             return
         yield from self._walk(root, set(), [], None)
 
-    def _walk(self, pgid: int, seen: set[int], above: list[int], parent: int | None
-              ) -> Iterator[Element]:
+    def _walk(
+        self, pgid: int, seen: set[int], above: list[int], parent: int | None
+    ) -> Iterator[Element]:
         """The leaves under page `pgid`; `above` is the path of branch pages
         from the bucket's root to it, `seen` every page read under this root."""
         if not self._enter(pgid, seen, above, parent):
@@ -320,8 +357,9 @@ class BoltDB:
                 yield from self._walk(e.pgid, seen, above, pgid)
             above.pop()
         else:
-            self._finding(pgid * self.page_size,
-                          f"page {pgid} is a {page.type} page inside a bucket's tree")
+            self._finding(
+                pgid * self.page_size, f"page {pgid} is a {page.type} page inside a bucket's tree"
+            )
 
     def _enter(self, pgid: int, seen: set[int], above: list[int], parent: int | None) -> bool:
         """Whether to read page `pgid` under `parent`; if not, why, said as a finding:
@@ -329,16 +367,21 @@ class BoltDB:
         time (a page of a B+tree has one parent), or the depth limit."""
         at = pgid * self.page_size
         if pgid in seen and pgid in above:
-            path = " -> ".join(map(str, above[above.index(pgid):] + [pgid]))
-            self._finding(at, f"page {pgid} is its own ancestor, a loop ({path}): "
-                          "not read again")
+            path = " -> ".join(map(str, above[above.index(pgid) :] + [pgid]))
+            self._finding(at, f"page {pgid} is its own ancestor, a loop ({path}): not read again")
         elif pgid in seen:
-            self._finding(at, f"page {pgid} is reached a second time (from branch page "
-                          f"{parent}): a page has one parent; its subtree was read once")
+            self._finding(
+                at,
+                f"page {pgid} is reached a second time (from branch page "
+                f"{parent}): a page has one parent; its subtree was read once",
+            )
         elif len(above) >= MAX_DEPTH:
-            self._finding(at, f"page {pgid} is {len(above) + 1} levels below its bucket's "
-                          f"root (branch page {above[0]}), past the depth limit of "
-                          f"{MAX_DEPTH}: its subtree is not read")
+            self._finding(
+                at,
+                f"page {pgid} is {len(above) + 1} levels below its bucket's "
+                f"root (branch page {above[0]}), past the depth limit of "
+                f"{MAX_DEPTH}: its subtree is not read",
+            )
         else:
             return True
         return False
@@ -352,16 +395,22 @@ class BoltDB:
                     root, inline = self._open_bucket(e.value)
                     break
             else:
-                raise StorageError(f"no bucket {b'/'.join(names).decode(errors='replace')!r}",
-                                   path=self.path, kind="bad_page")
+                raise StorageError(
+                    f"no bucket {b'/'.join(names).decode(errors='replace')!r}",
+                    path=self.path,
+                    kind="bad_page",
+                )
         yield from self.items(root, inline)
 
     def _open_bucket(self, value: memoryview) -> tuple[int, memoryview | None]:
         if len(value) < BUCKET.size:
-            raise StorageError(f"bucket value of {len(value)} bytes, needs {BUCKET.size}",
-                               path=self.path, kind="bad_page")
+            raise StorageError(
+                f"bucket value of {len(value)} bytes, needs {BUCKET.size}",
+                path=self.path,
+                kind="bad_page",
+            )
         root, _sequence = BUCKET.unpack_from(value)
-        return root, (value[BUCKET.size:] if root == 0 else None)
+        return root, (value[BUCKET.size :] if root == 0 else None)
 
     def buckets(self) -> list[bytes]:
         """The names of the top-level buckets."""

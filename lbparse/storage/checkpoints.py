@@ -19,8 +19,15 @@ from lbparse.storage.errors import StorageError
 from lbparse_generated.kaitai.liftbridge_checkpoint import LiftbridgeCheckpoint
 from lbparse_generated.storage_layouts import CHECKPOINTS
 
-__all__ = ["LeaderEpoch", "HW_FILE", "EPOCH_FILE", "read_high_watermark", "read_leader_epochs",
-           "parse_high_watermark", "parse_leader_epochs"]
+__all__ = [
+    "LeaderEpoch",
+    "HW_FILE",
+    "EPOCH_FILE",
+    "read_high_watermark",
+    "read_leader_epochs",
+    "parse_high_watermark",
+    "parse_leader_epochs",
+]
 
 HW_FILE: str = CHECKPOINTS["files"]["replication_offset"]
 EPOCH_FILE: str = CHECKPOINTS["files"]["leader_epoch"]
@@ -40,27 +47,42 @@ class LeaderEpoch:
     start_offset: int
 
 
-def _parse(data: bytes, kind: LiftbridgeCheckpoint.CheckpointKind, path: str
-           ) -> LiftbridgeCheckpoint:
+def _parse(
+    data: bytes, kind: LiftbridgeCheckpoint.CheckpointKind, path: str
+) -> LiftbridgeCheckpoint:
     try:
         return LiftbridgeCheckpoint(kind, KaitaiStream(BytesIO(data)))
     except kaitaistruct.ValidationFailedError as exc:
-        raise StorageError(f"version is not {CHECKPOINTS['leader_epoch_version']} "
-                           f"({exc.__class__.__name__})", path=path, position=0,
-                           kind="bad_checkpoint") from None
+        raise StorageError(
+            f"version is not {CHECKPOINTS['leader_epoch_version']} ({exc.__class__.__name__})",
+            path=path,
+            position=0,
+            kind="bad_checkpoint",
+        ) from None
     except (EOFError, kaitaistruct.KaitaiStructError, UnicodeDecodeError) as exc:
-        raise StorageError(f"not a {kind.name} checkpoint: a line is cut short ({exc})",
-                           path=path, position=len(data), kind="bad_checkpoint") from None
+        raise StorageError(
+            f"not a {kind.name} checkpoint: a line is cut short ({exc})",
+            path=path,
+            position=len(data),
+            kind="bad_checkpoint",
+        ) from None
 
 
 def _number(text: str, what: str, path: str, position: int) -> int:
     # What Go's strconv.ParseInt(s, 10, 64) takes (Python's int() also
     # takes spaces and underscores).
-    if (len(text) > _INT64_CHARS or not _DECIMAL.fullmatch(text)
-            or not -(1 << 63) <= int(text) < (1 << 63)):
+    if (
+        len(text) > _INT64_CHARS
+        or not _DECIMAL.fullmatch(text)
+        or not -(1 << 63) <= int(text) < (1 << 63)
+    ):
         shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
-        raise StorageError(f"{what} is {shown!r}, not a decimal 64-bit integer", path=path,
-                           position=position, kind="bad_checkpoint")
+        raise StorageError(
+            f"{what} is {shown!r}, not a decimal 64-bit integer",
+            path=path,
+            position=position,
+            kind="bad_checkpoint",
+        )
     return int(text)
 
 
@@ -79,13 +101,16 @@ def parse_leader_epochs(data: bytes, path: str = "<bytes>") -> list[LeaderEpoch]
     epochs = []
     for line in cp.epochs:
         epoch = _number(line.leader_epoch, "a leader epoch", path, pos)
-        start = _number(line.start_offset, "a start offset", path,
-                        pos + len(line.leader_epoch) + 1)
+        start = _number(line.start_offset, "a start offset", path, pos + len(line.leader_epoch) + 1)
         epochs.append(LeaderEpoch(epoch, start))
         pos += len(line.leader_epoch) + len(line.start_offset) + 2
     if count != len(epochs):
-        raise StorageError(f"says {count} entries, has {len(epochs)}", path=path,
-                           position=len(cp.version) + 1, kind="bad_checkpoint")
+        raise StorageError(
+            f"says {count} entries, has {len(epochs)}",
+            path=path,
+            position=len(cp.version) + 1,
+            kind="bad_checkpoint",
+        )
     return epochs
 
 

@@ -9,9 +9,9 @@ the two checkpoint files beside them; `DATA/liftbridge` holds the server id;
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from lbparse.codec.payloads import message_class
 from lbparse.digits import ascii_int
@@ -20,9 +20,20 @@ from lbparse.storage.errors import Finding, StorageError
 from lbparse.storage.formats import INDEX_SUFFIX, LOG_SUFFIX, NAME_DIGITS
 from lbparse_generated.storage_layouts import DATA_DIR
 
-__all__ = ["SegmentFiles", "PartitionDir", "find_partitions", "node_name", "is_data_dir",
-           "looks_like_partition", "partition_number", "segment_name", "locate",
-           "STREAMS", "RAFT_DB", "STATE_FILE"]
+__all__ = [
+    "SegmentFiles",
+    "PartitionDir",
+    "find_partitions",
+    "node_name",
+    "is_data_dir",
+    "looks_like_partition",
+    "partition_number",
+    "segment_name",
+    "locate",
+    "STREAMS",
+    "RAFT_DB",
+    "STATE_FILE",
+]
 
 STREAMS: str = DATA_DIR["streams"]
 RAFT_DB: str = DATA_DIR["raft_db"]
@@ -66,7 +77,7 @@ def node_name(data_dir: Path) -> str:
         server_id = getattr(msg, "serverID", "")
         if server_id:
             return str(server_id)
-    except Exception:  # noqa: BLE001 - a missing or unreadable state file: use the name
+    except Exception:
         pass
     return data_dir.resolve().name
 
@@ -144,20 +155,25 @@ def _from_streams_dir(path: Path, node: str) -> list[PartitionDir]:
 
 
 def _from_stream_dir(path: Path, node: str) -> list[PartitionDir]:
-    parts = sorted((p for p in path.iterdir() if p.is_dir()),
-                   key=lambda p: (partition_number(p.name) is None, partition_number(p.name) or 0,
-                                  p.name))
+    parts = sorted(
+        (p for p in path.iterdir() if p.is_dir()),
+        key=lambda p: (partition_number(p.name) is None, partition_number(p.name) or 0, p.name),
+    )
     return [read_partition_dir(p, node, path.name) for p in parts]
 
 
 def _from_file(path: Path) -> PartitionDir:
     parsed = segment_name(path.name)
     if parsed is None:
-        raise StorageError(f"not a segment file (expected a {NAME_DIGITS}-digit base offset "
-                           f"and {LOG_SUFFIX} or {INDEX_SUFFIX})", path=path)
+        raise StorageError(
+            f"not a segment file (expected a {NAME_DIGITS}-digit base offset "
+            f"and {LOG_SUFFIX} or {INDEX_SUFFIX})",
+            path=path,
+        )
     node, stream = locate(path.parent)
-    part = PartitionDir(node, stream, partition_number(path.parent.name), path.parent,
-                        only_files=True)
+    part = PartitionDir(
+        node, stream, partition_number(path.parent.name), path.parent, only_files=True
+    )
     seg = SegmentFiles(parsed[0])
     if parsed[1] == LOG_SUFFIX:
         seg.log = path
@@ -200,8 +216,7 @@ def find_partitions(paths: Iterable[str | Path]) -> list[PartitionDir]:
             raise StorageError("no such file or directory", path=path)
         found = [_from_file(path)] if path.is_file() else _from_dir(path)
         if not found and path.is_dir() and not is_data_dir(path):
-            raise StorageError("holds no Liftbridge data directory, stream or partition",
-                               path=path)
+            raise StorageError("holds no Liftbridge data directory, stream or partition", path=path)
         out.extend(found)
     return _merge_files(out)
 
@@ -232,11 +247,18 @@ def _merge_files(parts: list[PartitionDir]) -> list[PartitionDir]:
 
 def unexpected_files(part: PartitionDir) -> list[Finding]:
     """Files in a partition directory that Liftbridge does not leave there."""
-    return [Finding(str(p), None, "bad_file",
-                    "not a segment or checkpoint file (an interrupted compaction or "
-                    "truncation leaves .cleaned/.truncated files)" if p.is_file() or p.is_dir()
-                    else _NOT_REGULAR)
-            for p in part.other_files]
+    return [
+        Finding(
+            str(p),
+            None,
+            "bad_file",
+            "not a segment or checkpoint file (an interrupted compaction or "
+            "truncation leaves .cleaned/.truncated files)"
+            if p.is_file() or p.is_dir()
+            else _NOT_REGULAR,
+        )
+        for p in part.other_files
+    ]
 
 
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
@@ -245,5 +267,8 @@ _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
 def unreadable_files(part: PartitionDir) -> list[Finding]:
     """Files of a partition that are not regular files (a FIFO named like a
     segment): never opened, since opening a FIFO blocks until someone writes."""
-    return [Finding(str(p), None, "bad_file", _NOT_REGULAR)
-            for p in part.other_files if not p.is_file() and not p.is_dir()]
+    return [
+        Finding(str(p), None, "bad_file", _NOT_REGULAR)
+        for p in part.other_files
+        if not p.is_file() and not p.is_dir()
+    ]

@@ -16,35 +16,41 @@ from lbparse.errors import LbparseError
 
 # Kinds of findings, in the order `--verify` explains them in the README.
 KINDS: tuple[str, ...] = (
-    "crc_mismatch",      # an entry's stored CRC is not the CRC of its body
-    "bad_entry",         # an entry's body is not well formed (lengths past its end ...)
-    "torn_entry",        # the last entry of a segment is cut short (a crash mid-write)
-    "garbage",           # bytes between entries that are no entry
-    "zeros",             # a run of zero bytes where entries should be
-    "offset_gap",        # offsets not contiguous and increasing
+    "crc_mismatch",  # an entry's stored CRC is not the CRC of its body
+    "bad_entry",  # an entry's body is not well formed (lengths past its end ...)
+    "torn_entry",  # the last entry of a segment is cut short (a crash mid-write)
+    "garbage",  # bytes between entries that are no entry
+    "zeros",  # a run of zero bytes where entries should be
+    "offset_gap",  # offsets not contiguous and increasing
     "timestamp_backwards",
     "epoch_backwards",
     "epoch_checkpoint",  # leader epochs disagree with leader-epoch-checkpoint
-    "hw_past_end",       # replication-offset-checkpoint past the last offset
-    "index_mismatch",    # an index entry that does not point at its entry
-    "index_missing",     # an entry with no index entry (or an index file missing)
-    "index_tail",        # something other than zeros after the index's zero tail
-    "index_past_end",    # an index entry pointing past the end of the .log
-    "missing_segment",   # a .index without its .log, or offsets missing between segments
-    "bad_checkpoint",    # a checkpoint file that does not parse
-    "bad_file",          # a file that is not what its name says
+    "hw_past_end",  # replication-offset-checkpoint past the last offset
+    "index_mismatch",  # an index entry that does not point at its entry
+    "index_missing",  # an entry with no index entry (or an index file missing)
+    "index_tail",  # something other than zeros after the index's zero tail
+    "index_past_end",  # an index entry pointing past the end of the .log
+    "missing_segment",  # a .index without its .log, or offsets missing between segments
+    "bad_checkpoint",  # a checkpoint file that does not parse
+    "bad_file",  # a file that is not what its name says
     "replica_mismatch",  # replicas differ below the smallest high watermark
-    "bad_page",          # bbolt: a page that is not what it should be
-    "bad_log_entry",     # raft: a log entry that does not decode
-    "limit",             # a resource limit (lbparse.codec.limits) reached: nothing past it read
+    "bad_page",  # bbolt: a page that is not what it should be
+    "bad_log_entry",  # raft: a log entry that does not decode
+    "limit",  # a resource limit (lbparse.codec.limits) reached: nothing past it read
 )
 
 
 class StorageError(LbparseError):
     """A file (or bytes) that cannot be read as the Liftbridge file it should be."""
 
-    def __init__(self, message: str, *, path: str | Path | None = None,
-                 position: int | None = None, kind: str = "bad_file") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        position: int | None = None,
+        kind: str = "bad_file",
+    ) -> None:
         where = f"{path}" if path is not None else ""
         if position is not None:
             where += f"{':' if where else ''}{position}"
@@ -59,8 +65,12 @@ class StorageError(LbparseError):
         return self.position
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"error": self.kind, "message": self.detail, "path": self.path,
-                "position": self.position}
+        return {
+            "error": self.kind,
+            "message": self.detail,
+            "path": self.path,
+            "position": self.position,
+        }
 
 
 @dataclass(frozen=True)
@@ -82,5 +92,9 @@ class Finding:
         return f"{where}: {self.kind}: {self.message}"
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {"file": self.path, "position": self.position, "kind": self.kind,
-                "message": self.message}
+        return {
+            "file": self.path,
+            "position": self.position,
+            "kind": self.kind,
+            "message": self.message,
+        }

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import crc32c as _crc32c
 
-from lbparse_generated.storage_layouts import (INDEX_FORMATS, SEGMENT_FILES,
-                                               SEGMENT_FORMATS)
+from lbparse_generated.storage_layouts import INDEX_FORMATS, SEGMENT_FILES, SEGMENT_FORMATS
 
-__all__ = ["SegmentFormat", "IndexFormat", "SEGMENT_FORMATS_BY_NAME", "INDEX_FORMATS_BY_NAME",
-           "CURRENT", "by_recency", "LOG_SUFFIX", "INDEX_SUFFIX", "NAME_DIGITS",
-           "REPLACEMENT_SUFFIXES"]
+__all__ = [
+    "SegmentFormat",
+    "IndexFormat",
+    "SEGMENT_FORMATS_BY_NAME",
+    "INDEX_FORMATS_BY_NAME",
+    "CURRENT",
+    "by_recency",
+    "LOG_SUFFIX",
+    "INDEX_SUFFIX",
+    "NAME_DIGITS",
+    "REPLACEMENT_SUFFIXES",
+]
 
 CRCS: dict[str, Callable[[bytes], int]] = {"crc32c": _crc32c.crc32c, "crc32": zlib.crc32}
 
@@ -54,8 +62,8 @@ class SegmentFormat:
     header_fields: tuple[str, ...]
     body_head: struct.Struct
     body_timestamp: struct.Struct | None
-    timestamp_if: Callable[[int], bool] | None   # of magic; None: always (when present)
-    headers_if: Callable[[int], bool] | None     # of magic; None: always
+    timestamp_if: Callable[[int], bool] | None  # of magic; None: always (when present)
+    headers_if: Callable[[int], bool] | None  # of magic; None: always
     index: IndexFormat
     current_body: bool  # the body of commitlog.ksy: lbparse.codec.commitlog reads it
 
@@ -74,13 +82,18 @@ class SegmentFormat:
     def field_offset(self, name: str) -> int:
         """Where a field of the entry header starts."""
         i = self.header_fields.index(name)
-        return struct.calcsize(self.header.format[:1 + i])
+        return struct.calcsize(self.header.format[: 1 + i])
 
 
 def _index_format(name: str) -> IndexFormat:
     raw = INDEX_FORMATS[name]
-    return IndexFormat(name, raw["id"], struct.Struct(raw["entry"]["format"]),
-                       tuple(raw["entry"]["fields"]), raw["doc"])
+    return IndexFormat(
+        name,
+        raw["id"],
+        struct.Struct(raw["entry"]["format"]),
+        tuple(raw["entry"]["fields"]),
+        raw["doc"],
+    )
 
 
 INDEX_FORMATS_BY_NAME: dict[str, IndexFormat] = {n: _index_format(n) for n in INDEX_FORMATS}
@@ -90,8 +103,13 @@ def _segment_format(name: str) -> SegmentFormat:
     raw = SEGMENT_FORMATS[name]
     ts = raw["body_timestamp"]
     return SegmentFormat(
-        name=name, id=raw["id"], doc=raw["doc"], since=raw["since"], recency=raw["recency"],
-        crc_name=raw["crc"], crc=CRCS[raw["crc"]],
+        name=name,
+        id=raw["id"],
+        doc=raw["doc"],
+        since=raw["since"],
+        recency=raw["recency"],
+        crc_name=raw["crc"],
+        crc=CRCS[raw["crc"]],
         header=struct.Struct(raw["header"]["format"]),
         header_fields=tuple(raw["header"]["fields"]),
         body_head=struct.Struct(raw["body_head"]["format"]),

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Union
+from typing import Union
 
 from lbparse.digits import ascii_int
 from lbparse.storage.errors import Finding, StorageError
@@ -40,9 +41,14 @@ class IndexEntry:
     size: int | None = None
 
     def to_json_dict(self) -> dict[str, int | None]:
-        return {"index_position": self.index_position, "rel_offset": self.rel_offset,
-                "offset": self.offset, "timestamp": self.timestamp, "position": self.position,
-                "size": self.size}
+        return {
+            "index_position": self.index_position,
+            "rel_offset": self.rel_offset,
+            "offset": self.offset,
+            "timestamp": self.timestamp,
+            "position": self.position,
+            "size": self.size,
+        }
 
 
 @dataclass
@@ -59,8 +65,9 @@ class IndexReading:
     after_tail: list[IndexEntry] = field(default_factory=list)  # non-zero entries past it
 
 
-def read_index(path: str | Path, base_offset: int | None = None,
-               fmt: IndexFormat = CURRENT_INDEX) -> IndexReading:
+def read_index(
+    path: str | Path, base_offset: int | None = None, fmt: IndexFormat = CURRENT_INDEX
+) -> IndexReading:
     """Read a `.index` file; the base offset defaults to the one its name gives.
 
     The file is mapped, not read: a preallocated (or sparse) index of
@@ -80,8 +87,7 @@ def read_index(path: str | Path, base_offset: int | None = None,
         if size == 0:
             return read_index_bytes(b"", str(path), base_offset, fmt)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return read_index_bytes(data, str(path), base_offset, fmt,
-                                    _next_data(f.fileno(), size))
+            return read_index_bytes(data, str(path), base_offset, fmt, _next_data(f.fileno(), size))
 
 
 def _next_data(fd: int, size: int) -> Callable[[int], int]:
@@ -102,8 +108,14 @@ def _next_data(fd: int, size: int) -> Callable[[int], int]:
 
 def _entry(fmt: IndexFormat, at: int, values: tuple[int, ...], base: int) -> IndexEntry:
     named = dict(zip(fmt.fields, values))
-    return IndexEntry(at, named["rel_offset"], base + named["rel_offset"], named["position"],
-                      named.get("timestamp"), named.get("size"))
+    return IndexEntry(
+        at,
+        named["rel_offset"],
+        base + named["rel_offset"],
+        named["position"],
+        named.get("timestamp"),
+        named.get("size"),
+    )
 
 
 def _empty(fmt: IndexFormat, i: int, values: tuple[int, ...]) -> bool:
@@ -118,9 +130,13 @@ def _empty(fmt: IndexFormat, i: int, values: tuple[int, ...]) -> bool:
     return i > 0 and not any(values)
 
 
-def read_index_bytes(data: Buffer, path: str = "<bytes>", base_offset: int = 0,
-                     fmt: IndexFormat = CURRENT_INDEX,
-                     next_data: Callable[[int], int] | None = None) -> IndexReading:
+def read_index_bytes(
+    data: Buffer,
+    path: str = "<bytes>",
+    base_offset: int = 0,
+    fmt: IndexFormat = CURRENT_INDEX,
+    next_data: Callable[[int], int] | None = None,
+) -> IndexReading:
     """Read an index's bytes (or map), a chunk at a time.
 
     `next_data(pos)`: where data starts again at or after `pos` (a file's
@@ -131,20 +147,25 @@ def read_index_bytes(data: Buffer, path: str = "<bytes>", base_offset: int = 0,
     whole = size // width * width
     rest = bytes(data[whole:])
     if rest.count(0) != len(rest):
-        reading.damage.append(Finding(path, whole, "index_tail",
-                                      f"{size - whole} bytes after the last whole "
-                                      f"{width}-byte entry"))
+        reading.damage.append(
+            Finding(
+                path,
+                whole,
+                "index_tail",
+                f"{size - whole} bytes after the last whole {width}-byte entry",
+            )
+        )
     step = max(CHUNK // width, 1) * width
     pos = 0
     while pos < whole:
         if reading.zero_tail is not None and next_data is not None:
             pos = min(whole, next_data(pos) // width * width)
-        chunk = data[pos:min(whole, pos + step)]
+        chunk = data[pos : min(whole, pos + step)]
         if not chunk:
             break
         # Zeros need no unpacking once the tail is found (a preallocated
         # index is 10 MiB of mostly zeros).
-        if reading.zero_tail is None or chunk != _ZEROS[:len(chunk)]:
+        if reading.zero_tail is None or chunk != _ZEROS[: len(chunk)]:
             _entries(reading, fmt, pos, chunk)
         pos += len(chunk)
     _report_after_tail(reading)
@@ -165,12 +186,22 @@ def _entries(reading: IndexReading, fmt: IndexFormat, pos: int, chunk: bytes) ->
 
 def _report_after_tail(reading: IndexReading) -> None:
     for e in reading.after_tail[:MAX_TAIL_FINDINGS]:
-        reading.damage.append(Finding(
-            reading.path, e.index_position, "index_tail",
-            f"entry (offset {e.offset}, position {e.position}) after the zero entry at "
-            f"{reading.zero_tail}, where Liftbridge's index ends"))
+        reading.damage.append(
+            Finding(
+                reading.path,
+                e.index_position,
+                "index_tail",
+                f"entry (offset {e.offset}, position {e.position}) after the zero entry at "
+                f"{reading.zero_tail}, where Liftbridge's index ends",
+            )
+        )
     more = len(reading.after_tail) - MAX_TAIL_FINDINGS
     if more > 0:
-        reading.damage.append(Finding(
-            reading.path, reading.after_tail[MAX_TAIL_FINDINGS].index_position, "index_tail",
-            f"{more} more non-zero entries after the zero entry at {reading.zero_tail}"))
+        reading.damage.append(
+            Finding(
+                reading.path,
+                reading.after_tail[MAX_TAIL_FINDINGS].index_position,
+                "index_tail",
+                f"{more} more non-zero entries after the zero entry at {reading.zero_tail}",
+            )
+        )

@@ -45,8 +45,11 @@ class StoredLog:
     def to_json_dict(self) -> dict[str, Any]:
         if self.entry is not None:
             return self.entry.to_json_dict()
-        return {"index": None if self.index is None else Int64(self.index),
-                "key_hex": self.key.hex(), "error": self.error}
+        return {
+            "index": None if self.index is None else Int64(self.index),
+            "key_hex": self.key.hex(),
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -62,9 +65,16 @@ class RaftStore:
     def stable_json(self) -> dict[str, Any]:
         """The stable store for JSON: terms (u64) as Int64, decimal strings in
         lbparse's JSON (lbparse.codec.jsonform); the voted-for server as text."""
-        return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes)
-                    else Int64(v) if isinstance(v, int) else v)
-                for k, v in self.stable.items()}
+        return {
+            k: (
+                v.decode("utf-8", "replace")
+                if isinstance(v, bytes)
+                else Int64(v)
+                if isinstance(v, int)
+                else v
+            )
+            for k, v in self.stable.items()
+        }
 
 
 def read_raft_db(path: str | Path, limits: Limits | None = None) -> RaftStore:
@@ -72,8 +82,9 @@ def read_raft_db(path: str | Path, limits: Limits | None = None) -> RaftStore:
     return read_raft_db_bytes(map_file(path), str(path), limits)
 
 
-def read_raft_db_bytes(data: Buffer, path: str = "<bytes>",
-                       limits: Limits | None = None) -> RaftStore:
+def read_raft_db_bytes(
+    data: Buffer, path: str = "<bytes>", limits: Limits | None = None
+) -> RaftStore:
     """Read raft.db's log and stable store; StorageError if it is no bbolt file."""
     db = BoltDB(data, path)
     store = RaftStore(path, db.meta)
@@ -110,10 +121,18 @@ def _read_logs(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
     except StorageError as exc:
         store.findings.append(Finding(store.path, exc.position, "bad_page", exc.detail))
     if first is not None:
-        store.findings.append(Finding(store.path, None, "limit", (
-            f"log key {_key_text(first.key)}: the {budget.size} bytes of keys and values "
-            f"lbparse reads of raft.db are spent (max_raft_db); this key and the {left - 1} "
-            "after it are not decoded (--max-raft-db raises the limit)")))
+        store.findings.append(
+            Finding(
+                store.path,
+                None,
+                "limit",
+                (
+                    f"log key {_key_text(first.key)}: the {budget.size} bytes of keys and values "
+                    f"lbparse reads of raft.db are spent (max_raft_db); this key and the {left - 1} "
+                    "after it are not decoded (--max-raft-db raises the limit)"
+                ),
+            )
+        )
 
 
 def _key_text(k: memoryview) -> str:
@@ -135,11 +154,14 @@ def _read_log(e: Element, store: RaftStore) -> None:
             if log.entry.index != index:
                 log.error = f"the entry says index {log.entry.index}, its key {index}"
     if log.error is not None:
-        store.findings.append(Finding(store.path, None, "bad_log_entry",
-                                      f"log key {_key_text(e.key)}: {log.error}"))
+        store.findings.append(
+            Finding(store.path, None, "bad_log_entry", f"log key {_key_text(e.key)}: {log.error}")
+        )
     elif log.entry is not None:  # data kept as bytes, keys missing: said, not only in JSON
-        store.findings += [Finding(store.path, None, "bad_log_entry", f"log index {index}: {w}")
-                           for w in log.entry.warnings]
+        store.findings += [
+            Finding(store.path, None, "bad_log_entry", f"log index {index}: {w}")
+            for w in log.entry.warnings
+        ]
     store.logs.append(log)
 
 
@@ -154,10 +176,18 @@ def _read_stable(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
             if k not in wanted or k in items:
                 continue
             if not budget.take(len(e.value)):
-                store.findings.append(Finding(store.path, None, "limit", (
-                    f"stable store {k.decode()} is {len(e.value)} bytes, past what is left "
-                    f"of the {budget.size} bytes lbparse reads of raft.db (max_raft_db): "
-                    "not read")))
+                store.findings.append(
+                    Finding(
+                        store.path,
+                        None,
+                        "limit",
+                        (
+                            f"stable store {k.decode()} is {len(e.value)} bytes, past what is left "
+                            f"of the {budget.size} bytes lbparse reads of raft.db (max_raft_db): "
+                            "not read"
+                        ),
+                    )
+                )
                 continue
             items[k] = bytes(e.value)
     except StorageError as exc:
@@ -166,9 +196,14 @@ def _read_stable(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
     for name in NAMES["stable_uint64_keys"]:
         raw = items.get(name.encode())
         if raw is not None and len(raw) != U64_BE.size:
-            store.findings.append(Finding(store.path, None, "bad_page",
-                                          f"stable store {name} is {len(raw)} bytes, "
-                                          f"not {U64_BE.size}"))
+            store.findings.append(
+                Finding(
+                    store.path,
+                    None,
+                    "bad_page",
+                    f"stable store {name} is {len(raw)} bytes, not {U64_BE.size}",
+                )
+            )
             raw = None
         store.stable[name] = None if raw is None else U64_BE.unpack(raw)[0]
     for name in NAMES["stable_bytes_keys"]:

@@ -19,9 +19,10 @@ import mmap
 import os
 import struct
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Union, cast
+from typing import Any, Union, cast
 
 import crc32c as _crc32c
 
@@ -39,8 +40,15 @@ try:
 except ImportError:  # pragma: no cover - a pure-Python install
     _native = None
 
-__all__ = ["SegmentReading", "read_segment", "read_segment_bytes", "iter_segment",
-           "iter_segment_bytes", "detect_format", "entry_json"]
+__all__ = [
+    "SegmentReading",
+    "read_segment",
+    "read_segment_bytes",
+    "iter_segment",
+    "iter_segment_bytes",
+    "detect_format",
+    "entry_json",
+]
 
 # What a segment is read from: its bytes, or the file mapped into memory
 # (lbparse.codec.commitlog's code takes either: it slices and unpacks).
@@ -121,8 +129,12 @@ def base_offset_of(path: str | Path) -> int | None:
     return ascii_int(stem)
 
 
-def read_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat | None = None,
-                       base_offset: int | None = None) -> SegmentReading:
+def read_segment_bytes(
+    data: Buffer,
+    path: str = "<bytes>",
+    fmt: SegmentFormat | None = None,
+    base_offset: int | None = None,
+) -> SegmentReading:
     """Read the entries of a segment's bytes, recording and skipping damage."""
     fmt = fmt or detect_format(data)
     reading = SegmentReading(path, fmt, len(data))
@@ -131,8 +143,9 @@ def read_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat |
     return reading
 
 
-def iter_segment(path: str | Path, fmt: SegmentFormat | None = None,
-                 part_bytes: int = PART_BYTES) -> Iterator[SegmentReading]:
+def iter_segment(
+    path: str | Path, fmt: SegmentFormat | None = None, part_bytes: int = PART_BYTES
+) -> Iterator[SegmentReading]:
     """A segment file read as a stream: one SegmentReading per part of about
     `part_bytes`, cut between entries, in file order.
 
@@ -154,16 +167,23 @@ def iter_segment(path: str | Path, fmt: SegmentFormat | None = None,
         except OSError as exc:
             # Under an address-space limit (ulimit -v) a large segment cannot be
             # mapped whole; one line naming the file, not a bare "[Errno 12]".
-            raise StorageError(f"cannot be mapped into memory to be read ({size:,} bytes): "
-                               f"{exc.strerror or exc}; is the address space limited "
-                               "(ulimit -v)?", path=path) from None
+            raise StorageError(
+                f"cannot be mapped into memory to be read ({size:,} bytes): "
+                f"{exc.strerror or exc}; is the address space limited "
+                "(ulimit -v)?",
+                path=path,
+            ) from None
         with data:
             yield from iter_segment_bytes(data, str(path), fmt, base_offset_of(path), part_bytes)
 
 
-def iter_segment_bytes(data: Buffer, path: str = "<bytes>", fmt: SegmentFormat | None = None,
-                       base_offset: int | None = None, part_bytes: int = PART_BYTES
-                       ) -> Iterator[SegmentReading]:
+def iter_segment_bytes(
+    data: Buffer,
+    path: str = "<bytes>",
+    fmt: SegmentFormat | None = None,
+    base_offset: int | None = None,
+    part_bytes: int = PART_BYTES,
+) -> Iterator[SegmentReading]:
     """`iter_segment` over bytes (or a map) already at hand."""
     fmt = fmt or detect_format(data)
     pos, end, last = 0, len(data), None
@@ -205,9 +225,16 @@ def _entry_end(data: Buffer, pos: int, end: int, fmt: SegmentFormat) -> int | No
     return pos + hl + size if size <= end - pos - hl else None
 
 
-def _read_part(data: Buffer, pos: int, reading: SegmentReading, fmt: SegmentFormat,
-               base_offset: int | None, last: int | None, part_bytes: int | None,
-               resync: _Resync) -> int:
+def _read_part(
+    data: Buffer,
+    pos: int,
+    reading: SegmentReading,
+    fmt: SegmentFormat,
+    base_offset: int | None,
+    last: int | None,
+    part_bytes: int | None,
+    resync: _Resync,
+) -> int:
     """Read entries from `pos` into `reading` until about `part_bytes` (None: the
     end) are read, cutting between entries; returns where the next part starts."""
     path, end = reading.path, len(data)
@@ -236,8 +263,15 @@ def _read_part(data: Buffer, pos: int, reading: SegmentReading, fmt: SegmentForm
     return pos
 
 
-def _scan(data: Buffer, pos: int, end: int, entries: list[CommitLogEntry], positions: list[int],
-          fmt: SegmentFormat, native: bool = True) -> None:
+def _scan(
+    data: Buffer,
+    pos: int,
+    end: int,
+    entries: list[CommitLogEntry],
+    positions: list[int],
+    fmt: SegmentFormat,
+    native: bool = True,
+) -> None:
     """The fast loop for the segment's generation; raises at the first bad entry.
 
     The C loop (when built) reads every whole entry and stops at the first
@@ -293,21 +327,34 @@ def _header_layout(fmt: SegmentFormat) -> tuple[Any, ...]:
     at, width, _ = fields["offset"]
     fields["offset"] = (at, width, True)  # an int64 to Liftbridge (commitlog.Message.Offset)
     absent = (-1, 8, False)  # position -1: the generation has no such field
-    return (fmt.header.size, fields["offset"], fields.get("timestamp", absent),
-            fields.get("leader_epoch", absent), fields["size"])
+    return (
+        fmt.header.size,
+        fields["offset"],
+        fields.get("timestamp", absent),
+        fields.get("leader_epoch", absent),
+        fields["size"],
+    )
 
 
 def _body_layout(fmt: SegmentFormat) -> tuple[Any, ...]:
     head = [w for _, w, _ in _widths(fmt.body_head.format)]
-    lengths = [_widths(BODY_LENGTHS[k])[0][1:] for k in
-               ("key_len", "value_len", "header_count", "header.key_len", "header.value_len")]
+    lengths = [
+        _widths(BODY_LENGTHS[k])[0][1:]
+        for k in ("key_len", "value_len", "header_count", "header.key_len", "header.value_len")
+    ]
     # The shortest body: its head and the key, value and header-count lengths.
     minimum = fmt.body_head.size + sum(w for w, _ in lengths[:3])
     return (minimum, *head, *lengths)
 
 
-def _scan_generic(buf: Buffer, pos: int, end: int, entries: list[CommitLogEntry],
-                  positions: list[int], fmt: SegmentFormat) -> None:
+def _scan_generic(
+    buf: Buffer,
+    pos: int,
+    end: int,
+    entries: list[CommitLogEntry],
+    positions: list[int],
+    fmt: SegmentFormat,
+) -> None:
     """Entries of the older generations: header per the spec, body by commitlog's code."""
     head = fmt.header
     hl = head.size
@@ -320,8 +367,10 @@ def _scan_generic(buf: Buffer, pos: int, end: int, entries: list[CommitLogEntry]
         size = values[i_size]
         body = pos + hl
         if size > end - body:
-            raise commitlog._bad(f"entry size {size} but only {end - body} bytes follow",
-                                 pos + fmt.field_offset("size"))
+            raise commitlog._bad(
+                f"entry size {size} but only {end - body} bytes follow",
+                pos + fmt.field_offset("size"),
+            )
         entry = CommitLogEntry(values[0], values[i_ts] if i_ts is not None else 0, 0, size=size)
         if fmt.current_body:
             commitlog.parse_body(cast(bytes, buf), body, body + size, entry, fmt.crc)
@@ -332,8 +381,7 @@ def _scan_generic(buf: Buffer, pos: int, end: int, entries: list[CommitLogEntry]
         pos = body + size
 
 
-def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
-                 fmt: SegmentFormat) -> int:
+def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry, fmt: SegmentFormat) -> int:
     """A body of the 12-byte-header generations: head, optional timestamp, the rest."""
     head = fmt.body_head
     if end - pos < head.size:
@@ -349,7 +397,7 @@ def _legacy_body(buf: Buffer, pos: int, end: int, entry: CommitLogEntry,
     with_headers = fmt.headers_if is None or bool(fmt.headers_if(entry.magic))
     stop = commitlog.parse_key_and_rest(cast(bytes, buf), p, end, entry, with_headers)
     # The CRC once the body is whole (as commitlog's: a resync must not pay it per byte).
-    entry._crc_ok = fmt.crc(buf[pos + fmt.crc_width:end]) == entry.crc32c
+    entry._crc_ok = fmt.crc(buf[pos + fmt.crc_width : end]) == entry.crc32c
     return stop
 
 
@@ -397,8 +445,9 @@ def _entry_at(data: Buffer, pos: int, end: int, fmt: SegmentFormat) -> CommitLog
     return entries[0]
 
 
-def _whole_entry(data: Buffer, pos: int, end: int, fmt: SegmentFormat,
-                 min_offset: int | None) -> bool:
+def _whole_entry(
+    data: Buffer, pos: int, end: int, fmt: SegmentFormat, min_offset: int | None
+) -> bool:
     """Whether a whole entry with a matching CRC starts at `pos` (for resuming)."""
     hl = fmt.header.size
     if end - pos < hl + fmt.body_head.size:
@@ -418,8 +467,10 @@ def _whole_entry(data: Buffer, pos: int, end: int, fmt: SegmentFormat,
     return bool(entry.crc_ok)
 
 
-_LENGTHS = {k: struct.Struct(BODY_LENGTHS[k]) for k in
-            ("key_len", "value_len", "header_count", "header.key_len", "header.value_len")}
+_LENGTHS = {
+    k: struct.Struct(BODY_LENGTHS[k])
+    for k in ("key_len", "value_len", "header_count", "header.key_len", "header.value_len")
+}
 
 
 def _body_fits(data: Buffer, p: int, end: int, fmt: SegmentFormat) -> bool:
@@ -477,8 +528,7 @@ def _headers_fit(data: Buffer, p: int, count: int, end: int) -> bool:
 
 # Reflected polynomials of the CRCs a segment's generation takes (formats.CRCS).
 _POLYS = {"crc32c": 0x82F63B78, "crc32": 0xEDB88320}
-_CONTINUED: dict[str, Callable[[bytes, int], int]] = {"crc32c": _crc32c.crc32c,
-                                                       "crc32": zlib.crc32}
+_CONTINUED: dict[str, Callable[[bytes, int], int]] = {"crc32c": _crc32c.crc32c, "crc32": zlib.crc32}
 _SHIFTS: dict[int, list[list[list[int]]]] = {}
 
 
@@ -513,8 +563,12 @@ def _shift_tables(poly: int, upto: int) -> list[list[list[int]]]:
 
 
 def _apply(level: list[list[int]], v: int) -> int:
-    return (level[0][v & 0xFF] ^ level[1][(v >> 8) & 0xFF] ^ level[2][(v >> 16) & 0xFF]
-            ^ level[3][v >> 24])
+    return (
+        level[0][v & 0xFF]
+        ^ level[1][(v >> 8) & 0xFF]
+        ^ level[2][(v >> 16) & 0xFF]
+        ^ level[3][v >> 24]
+    )
 
 
 class _Resync:
@@ -562,7 +616,7 @@ class _Resync:
         j = (i - self.origin) // step
         while len(marks) <= j:
             at = self.origin + (len(marks) - 1) * step
-            marks.append(crc(data[at:at + step], marks[-1]))
+            marks.append(crc(data[at : at + step], marks[-1]))
             self.crc_bytes += step
             if (at + step) % _RELEASE_EVERY == 0:  # the sweep's pages, not needed again
                 _release(data, at + step - _RELEASE_EVERY, at + step)
@@ -583,8 +637,15 @@ class _Resync:
         return self._prefix(e, 1) ^ self._shift(self._prefix(a, 0), e - a)
 
 
-def _candidate(data: Buffer, p: int, values: tuple[int, ...], size: int, fmt: SegmentFormat,
-               min_offset: int | None, resync: _Resync) -> bool:
+def _candidate(
+    data: Buffer,
+    p: int,
+    values: tuple[int, ...],
+    size: int,
+    fmt: SegmentFormat,
+    min_offset: int | None,
+    resync: _Resync,
+) -> bool:
     """Whether the entry header at `p` can start a whole entry with a matching
     CRC, each check in bounded time but the headers' (walked last, only
     for a body whose CRC matches)."""
@@ -601,8 +662,14 @@ def _candidate(data: Buffer, p: int, values: tuple[int, ...], size: int, fmt: Se
     return _headers_fit(data, shape[0], shape[1], end)
 
 
-def _next_entry(data: Buffer, start: int, end: int, fmt: SegmentFormat,
-                min_offset: int | None, resync: _Resync | None = None) -> int | None:
+def _next_entry(
+    data: Buffer,
+    start: int,
+    end: int,
+    fmt: SegmentFormat,
+    min_offset: int | None,
+    resync: _Resync | None = None,
+) -> int | None:
     """The first position from `start` where a whole entry with a good CRC starts.
 
     Linear in the bytes passed: a candidate is judged by a few reads of its
@@ -625,9 +692,11 @@ def _next_entry(data: Buffer, start: int, end: int, fmt: SegmentFormat,
                 continue
         values = unpack(data, p)
         size = values[size_at]
-        if (least <= size <= end - p - hl
-                and _candidate(data, p, values, size, fmt, min_offset, resync)
-                and _whole_entry(data, p, end, fmt, min_offset)):
+        if (
+            least <= size <= end - p - hl
+            and _candidate(data, p, values, size, fmt, min_offset, resync)
+            and _whole_entry(data, p, end, fmt, min_offset)
+        ):
             return p
         p += 1
     return None
@@ -649,8 +718,8 @@ def _first_nonzero(data: Buffer, pos: int, end: int) -> int:
     step = 64  # doubling: a short run (or none) costs a short look
     swept = pos
     while pos < end:
-        chunk = data[pos:min(end, pos + step)]
-        if chunk != _ZEROS[:len(chunk)]:
+        chunk = data[pos : min(end, pos + step)]
+        if chunk != _ZEROS[: len(chunk)]:
             return pos + len(chunk) - len(chunk.lstrip(b"\x00"))
         pos += len(chunk)
         step = min(step * 2, ZERO_CHUNK)
@@ -673,44 +742,85 @@ def _release(data: Buffer, start: int, end: int) -> None:
             data.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
-def _recover(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | None,
-             path: str, detail: str, resync: _Resync | None = None) -> tuple[Finding, int]:
+def _recover(
+    data: Buffer,
+    at: int,
+    end: int,
+    fmt: SegmentFormat,
+    expect: int | None,
+    path: str,
+    detail: str,
+    resync: _Resync | None = None,
+) -> tuple[Finding, int]:
     """What is wrong at `at`, where the fast loop stopped, and where to read on."""
     hl = fmt.header.size
     left = end - at
-    if data[at:min(end, at + hl)].count(0) == min(left, hl):
+    if data[at : min(end, at + hl)].count(0) == min(left, hl):
         return _zeros(data, at, end, fmt, expect, path, resync)
     if left < hl:
-        return (Finding(path, at, "torn_entry",
-                        f"{left} bytes at the end of the file, an entry header needs {hl} "
-                        "(the last write was cut short)"), end)
+        return (
+            Finding(
+                path,
+                at,
+                "torn_entry",
+                f"{left} bytes at the end of the file, an entry header needs {hl} "
+                "(the last write was cut short)",
+            ),
+            end,
+        )
     values = fmt.header.unpack_from(data, at)
     offset, size = _int64(values[0]), values[fmt.header_fields.index("size")]
     whole = size <= left - hl
     nxt = at + hl + size
     if whole and (nxt == end or _whole_entry(data, nxt, end, fmt, offset + 1)):
-        return (Finding(path, at, "bad_entry",
-                        f"entry of offset {offset} ({size}-byte body) is malformed: {detail}"),
-                nxt)
+        return (
+            Finding(
+                path,
+                at,
+                "bad_entry",
+                f"entry of offset {offset} ({size}-byte body) is malformed: {detail}",
+            ),
+            nxt,
+        )
     resume = _next_entry(data, at + 1, end, fmt, expect, resync)
     # Torn: the header of the entry that was due, its body cut off by the end.
     if resume is None and not whole and expect is not None and offset == expect:
-        return (Finding(path, at, "torn_entry",
-                        f"the last entry (offset {offset}) is cut short: its header declares "
-                        f"{size} body bytes, {left - hl} are there (a crash mid-write)"), end)
+        return (
+            Finding(
+                path,
+                at,
+                "torn_entry",
+                f"the last entry (offset {offset}) is cut short: its header declares "
+                f"{size} body bytes, {left - hl} are there (a crash mid-write)",
+            ),
+            end,
+        )
     stop = end if resume is None else resume
     what = "to the end of the file" if resume is None else f"up to the next entry at {resume}"
-    return (Finding(path, at, "garbage",
-                    f"{stop - at} bytes that are no entry ({detail}), {what}"), stop)
+    return (
+        Finding(path, at, "garbage", f"{stop - at} bytes that are no entry ({detail}), {what}"),
+        stop,
+    )
 
 
-def _zeros(data: Buffer, at: int, end: int, fmt: SegmentFormat, expect: int | None,
-           path: str, resync: _Resync | None = None) -> tuple[Finding, int]:
+def _zeros(
+    data: Buffer,
+    at: int,
+    end: int,
+    fmt: SegmentFormat,
+    expect: int | None,
+    path: str,
+    resync: _Resync | None = None,
+) -> tuple[Finding, int]:
     resume = _next_entry(data, at + 1, end, fmt, expect, resync)
     stop = end if resume is None else resume
     what = "to the end of the file" if resume is None else f"up to the next entry at {resume}"
-    return (Finding(path, at, "zeros",
-                    f"{stop - at} bytes of zeros where an entry should start, {what}"), stop)
+    return (
+        Finding(
+            path, at, "zeros", f"{stop - at} bytes of zeros where an entry should start, {what}"
+        ),
+        stop,
+    )
 
 
 def detect_format(data: Buffer) -> SegmentFormat:

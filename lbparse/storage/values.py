@@ -18,8 +18,9 @@ from lbparse_generated.storage_layouts import DATA_DIR
 
 __all__ = ["KNOWN_STREAMS", "decode_value", "stored_envelope"]
 
-KNOWN_STREAMS: dict[str, str] = {name: spec["value"]
-                                 for name, spec in DATA_DIR["known_streams"].items()}
+KNOWN_STREAMS: dict[str, str] = {
+    name: spec["value"] for name, spec in DATA_DIR["known_streams"].items()
+}
 _CODECS: dict[str, ProtoCodec] = {}
 
 
@@ -58,5 +59,4 @@ def stored_envelope(value: bytes) -> Envelope | None:
 
 def _envelope(value: bytes) -> dict[str, Any] | None:
     env = stored_envelope(value)
-    return None if env is None else {"type": f"envelope ({env.layout})",
-                                     "json": env.to_json_dict()}
+    return None if env is None else {"type": f"envelope ({env.layout})", "json": env.to_json_dict()}

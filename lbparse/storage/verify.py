@@ -14,8 +14,9 @@ high watermark. Each problem is a `Finding` naming the file and position.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
@@ -72,8 +73,11 @@ class _Limiter:
     def close(self) -> None:
         for (path, kind), n in self.counts.items():
             if n > MAX_PER_KIND:
-                self.out.append(Finding(path, None, kind, f"{n - MAX_PER_KIND} more like the "
-                                        f"above ({n} in all)"))
+                self.out.append(
+                    Finding(
+                        path, None, kind, f"{n - MAX_PER_KIND} more like the above ({n} in all)"
+                    )
+                )
 
 
 @dataclass
@@ -86,8 +90,9 @@ class _Last:
     path: str
 
 
-def check_partition(part: PartitionDir, keep_digests: bool = False,
-                    progress: Callable[[int], None] | None = None) -> PartitionCheck:
+def check_partition(
+    part: PartitionDir, keep_digests: bool = False, progress: Callable[[int], None] | None = None
+) -> PartitionCheck:
     """Read every file of a partition and check what must hold."""
     check = PartitionCheck(part)
     out = _Limiter(check.findings)
@@ -98,8 +103,14 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
     last: _Last | None = None
     for seg in part.segments:
         if seg.log is None:
-            out.add(Finding(str(seg.index), None, "missing_segment",
-                            f"index of base offset {seg.base_offset} without its .log"))
+            out.add(
+                Finding(
+                    str(seg.index),
+                    None,
+                    "missing_segment",
+                    f"index of base offset {seg.base_offset} without its .log",
+                )
+            )
             continue
         located = _Located(str(seg.log))
         try:
@@ -119,9 +130,15 @@ def check_partition(part: PartitionDir, keep_digests: bool = False,
     return check
 
 
-def _check_segment(check: PartitionCheck, seg: SegmentFiles, located: _Located,
-                   last: _Last | None, out: _Limiter, keep_digests: bool,
-                   progress: Callable[[int], None] | None) -> _Last | None:
+def _check_segment(
+    check: PartitionCheck,
+    seg: SegmentFiles,
+    located: _Located,
+    last: _Last | None,
+    out: _Limiter,
+    keep_digests: bool,
+    progress: Callable[[int], None] | None,
+) -> _Last | None:
     assert seg.log is not None
     done = 0
     for reading in iter_segment(seg.log):  # a part at a time: memory stays flat
@@ -161,8 +178,15 @@ class _Located:
             self.sizes.append(e.size or 0)
 
 
-def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentFiles,
-                   last: _Last | None, out: _Limiter, keep: bool, first: bool) -> _Last | None:
+def _check_entries(
+    check: PartitionCheck,
+    reading: SegmentReading,
+    seg: SegmentFiles,
+    last: _Last | None,
+    out: _Limiter,
+    keep: bool,
+    first: bool,
+) -> _Last | None:
     path = reading.path
     fmt = reading.format
     has_epoch = fmt.field_index("leader_epoch") is not None
@@ -174,19 +198,37 @@ def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentF
     if reading.entries and first:
         head = reading.entries[0]
         if last is not None and head.offset > last.offset + 1:
-            out.add(Finding(path, reading.positions[0], "missing_segment",
-                            f"offsets {last.offset + 1}..{head.offset - 1} are in no segment "
-                            f"(the previous one, {last.path}, ends at {last.offset})"))
+            out.add(
+                Finding(
+                    path,
+                    reading.positions[0],
+                    "missing_segment",
+                    f"offsets {last.offset + 1}..{head.offset - 1} are in no segment "
+                    f"(the previous one, {last.path}, ends at {last.offset})",
+                )
+            )
             last = _Last(head.offset - 1, last.timestamp, last.epoch, last.path)
         elif head.offset != seg.base_offset:
-            out.add(Finding(path, reading.positions[0], "offset_gap",
-                            f"first entry has offset {head.offset}, the file name says the "
-                            f"segment starts at {seg.base_offset}"))
+            out.add(
+                Finding(
+                    path,
+                    reading.positions[0],
+                    "offset_gap",
+                    f"first entry has offset {head.offset}, the file name says the "
+                    f"segment starts at {seg.base_offset}",
+                )
+            )
     for pos, e in reading:
         if not e.crc_ok:
-            out.add(Finding(path, pos, "crc_mismatch",
-                            f"entry of offset {e.offset}: stored {fmt.crc_name} "
-                            f"0x{e.crc32c or 0:08x} is not the body's"))
+            out.add(
+                Finding(
+                    path,
+                    pos,
+                    "crc_mismatch",
+                    f"entry of offset {e.offset}: stored {fmt.crc_name} "
+                    f"0x{e.crc32c or 0:08x} is not the body's",
+                )
+            )
         if last is not None:
             _check_order(path, pos, e, last, has_epoch, out)
         if epochs is not None:
@@ -194,8 +236,9 @@ def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentF
         last = _Last(e.offset, e.timestamp, e.leader_epoch, path)
         if keep:
             body = hash((e.magic, e.attributes, e.key, e.value, tuple(e.headers)))
-            check.digests.append((e.offset, e.timestamp, e.leader_epoch, e.size or 0,
-                                  e.crc32c or 0, body))
+            check.digests.append(
+                (e.offset, e.timestamp, e.leader_epoch, e.size or 0, e.crc32c or 0, body)
+            )
             check.locations.append((path, pos))
     if reading.entries:
         check.entries += len(reading.entries)
@@ -205,27 +248,44 @@ def _check_entries(check: PartitionCheck, reading: SegmentReading, seg: SegmentF
     return last
 
 
-def _check_order(path: str, pos: int, e: CommitLogEntry, last: _Last, has_epoch: bool,
-                 out: _Limiter) -> None:
+def _check_order(
+    path: str, pos: int, e: CommitLogEntry, last: _Last, has_epoch: bool, out: _Limiter
+) -> None:
     if e.offset != last.offset + 1:
         what = "goes backwards" if e.offset <= last.offset else "skips"
-        out.add(Finding(path, pos, "offset_gap",
-                        f"offset {e.offset} {what} after {last.offset}"))
+        out.add(Finding(path, pos, "offset_gap", f"offset {e.offset} {what} after {last.offset}"))
     if e.timestamp < last.timestamp:
-        out.add(Finding(path, pos, "timestamp_backwards",
-                        f"offset {e.offset}: timestamp {e.timestamp} is before the previous "
-                        f"entry's {last.timestamp}"))
+        out.add(
+            Finding(
+                path,
+                pos,
+                "timestamp_backwards",
+                f"offset {e.offset}: timestamp {e.timestamp} is before the previous "
+                f"entry's {last.timestamp}",
+            )
+        )
     if has_epoch and e.leader_epoch < last.epoch:
-        out.add(Finding(path, pos, "epoch_backwards",
-                        f"offset {e.offset}: leader epoch {e.leader_epoch} after "
-                        f"{last.epoch}"))
+        out.add(
+            Finding(
+                path,
+                pos,
+                "epoch_backwards",
+                f"offset {e.offset}: leader epoch {e.leader_epoch} after {last.epoch}",
+            )
+        )
 
 
 def _check_index(seg: SegmentFiles, located: _Located, out: _Limiter) -> None:
     if seg.index is None:
         if located.positions:
-            out.add(Finding(located.path, None, "index_missing",
-                            f"no {seg.base_offset:020d}.index beside it"))
+            out.add(
+                Finding(
+                    located.path,
+                    None,
+                    "index_missing",
+                    f"no {seg.base_offset:020d}.index beside it",
+                )
+            )
         return
     try:
         index = read_index(seg.index, seg.base_offset, located.index_format or CURRENT_INDEX)
@@ -245,13 +305,25 @@ def _compare_index(index: IndexReading, located: _Located, out: _Limiter) -> Non
         i = bisect.bisect_left(located.positions, ie.position)
         if i == len(located.positions) or located.positions[i] != ie.position:
             if ie.position >= located.size:
-                out.add(Finding(index.path, ie.index_position, "index_past_end",
-                                f"entry for offset {ie.offset} points at position "
-                                f"{ie.position}, past the end of the .log ({located.size} bytes)"))
+                out.add(
+                    Finding(
+                        index.path,
+                        ie.index_position,
+                        "index_past_end",
+                        f"entry for offset {ie.offset} points at position "
+                        f"{ie.position}, past the end of the .log ({located.size} bytes)",
+                    )
+                )
             else:
-                out.add(Finding(index.path, ie.index_position, "index_mismatch",
-                                f"entry for offset {ie.offset} points at position "
-                                f"{ie.position}, where no entry of the .log starts"))
+                out.add(
+                    Finding(
+                        index.path,
+                        ie.index_position,
+                        "index_mismatch",
+                        f"entry for offset {ie.offset} points at position "
+                        f"{ie.position}, where no entry of the .log starts",
+                    )
+                )
             continue
         seen.add(i)
         wrong = []
@@ -262,14 +334,26 @@ def _compare_index(index: IndexReading, located: _Located, out: _Limiter) -> Non
         if ie.size is not None and ie.size != hl + located.sizes[i]:
             wrong.append(f"size {ie.size} (the entry has {hl + located.sizes[i]})")
         if wrong:
-            out.add(Finding(index.path, ie.index_position, "index_mismatch",
-                            f"entry for position {ie.position} says " + ", ".join(wrong)))
+            out.add(
+                Finding(
+                    index.path,
+                    ie.index_position,
+                    "index_mismatch",
+                    f"entry for position {ie.position} says " + ", ".join(wrong),
+                )
+            )
     missing = [i for i in range(len(located.positions)) if i not in seen]
     if missing:
         first = missing[0]
-        out.add(Finding(located.path, located.positions[first], "index_missing",
-                        f"{len(missing)} entries (offsets {located.offsets[first]}"
-                        f"..{located.offsets[missing[-1]]}) have no index entry"))
+        out.add(
+            Finding(
+                located.path,
+                located.positions[first],
+                "index_missing",
+                f"{len(missing)} entries (offsets {located.offsets[first]}"
+                f"..{located.offsets[missing[-1]]}) have no index entry",
+            )
+        )
 
 
 def _read_checkpoints(check: PartitionCheck, out: _Limiter) -> None:
@@ -296,8 +380,14 @@ def _check_high_watermark(check: PartitionCheck, out: _Limiter) -> None:
     hw = check.high_watermark
     last = check.last_offset if check.last_offset is not None else -1
     if hw is not None and hw > last:
-        out.add(Finding(str(check.part.hw_file), 0, "hw_past_end",
-                        f"high watermark {hw} is past the last offset on disk ({last})"))
+        out.add(
+            Finding(
+                str(check.part.hw_file),
+                0,
+                "hw_past_end",
+                f"high watermark {hw} is past the last offset on disk ({last})",
+            )
+        )
 
 
 class _EpochIndex:
@@ -331,8 +421,9 @@ class _EpochIndex:
         return None
 
 
-def _check_epoch(path: str, pos: int, e: CommitLogEntry, epochs: _EpochIndex,
-                 epoch_file: str, out: _Limiter) -> None:
+def _check_epoch(
+    path: str, pos: int, e: CommitLogEntry, epochs: _EpochIndex, epoch_file: str, out: _Limiter
+) -> None:
     """An entry agrees with the epoch checkpoint.
 
     A leader records an epoch with the offset of the last message before
@@ -342,15 +433,27 @@ def _check_epoch(path: str, pos: int, e: CommitLogEntry, epochs: _EpochIndex,
     earlier one; and every epoch that has messages is listed.
     """
     if e.leader_epoch not in epochs.listed:
-        out.add(Finding(path, pos, "epoch_checkpoint",
-                        f"offset {e.offset} has leader epoch {e.leader_epoch}, which "
-                        f"{epoch_file} does not list"))
+        out.add(
+            Finding(
+                path,
+                pos,
+                "epoch_checkpoint",
+                f"offset {e.offset} has leader epoch {e.leader_epoch}, which "
+                f"{epoch_file} does not list",
+            )
+        )
         return
     ep = epochs.against(e.offset, e.leader_epoch)
     if ep is not None:
-        out.add(Finding(path, pos, "epoch_checkpoint",
-                        f"offset {e.offset} has leader epoch {e.leader_epoch}, but "
-                        f"{epoch_file} starts epoch {ep.epoch} at {ep.start_offset}"))
+        out.add(
+            Finding(
+                path,
+                pos,
+                "epoch_checkpoint",
+                f"offset {e.offset} has leader epoch {e.leader_epoch}, but "
+                f"{epoch_file} starts epoch {ep.epoch} at {ep.start_offset}",
+            )
+        )
 
 
 def compare_replicas(checks: Iterable[PartitionCheck]) -> list[Finding]:
@@ -368,8 +471,12 @@ def compare_replicas(checks: Iterable[PartitionCheck]) -> list[Finding]:
         if len(group) < 2:
             continue
         group.sort(key=lambda c: c.part.node)
-        hws = [c.high_watermark if c.high_watermark is not None else
-               (c.last_offset if c.last_offset is not None else -1) for c in group]
+        hws = [
+            c.high_watermark
+            if c.high_watermark is not None
+            else (c.last_offset if c.last_offset is not None else -1)
+            for c in group
+        ]
         upto = min(hws)
         ref = group[0]
         for other in group[1:]:
@@ -392,10 +499,17 @@ def _first_difference(ref: PartitionCheck, other: PartitionCheck, upto: int) -> 
         elif da is None:
             what = f"is on {other.part.node} but missing on {ref.part.node}"
         else:
-            diff = [n if n == "body" else f"{n} {x} vs {y}"
-                    for n, x, y in zip(DIGEST_FIELDS, db[0], da[0]) if x != y]
+            diff = [
+                n if n == "body" else f"{n} {x} vs {y}"
+                for n, x, y in zip(DIGEST_FIELDS, db[0], da[0])
+                if x != y
+            ]
             what = f"differs from {ref.part.node}'s ({', '.join(diff)})"
-        return Finding(path, pos, "replica_mismatch",
-                       f"{other.part.stream}/{other.part.partition}: offset {offset} {what}; "
-                       f"replicas must be identical up to the smallest high watermark ({upto})")
+        return Finding(
+            path,
+            pos,
+            "replica_mismatch",
+            f"{other.part.stream}/{other.part.partition}: offset {offset} {what}; "
+            f"replicas must be identical up to the smallest high watermark ({upto})",
+        )
     return None

@@ -40,22 +40,30 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from lbparse.digits import ascii_int
 from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
-__all__ = ["DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "PartitionInfo", "StreamsClient",
-           "StreamsError", "parse_servers", "subject_matches"]
+__all__ = [
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "PartitionInfo",
+    "StreamsClient",
+    "StreamsError",
+    "parse_servers",
+    "subject_matches",
+]
 
 DEFAULT_TIMEOUT = 10.0  # seconds: one unary call, or a subscription's silence
-MAX_TIMEOUT = 3600.0    # the largest timeout taken: an hour
-DEFAULT_RETRIES = 8     # a partition's read resumed after its node failed, at most
-METADATA_ROUNDS = 3     # FetchMetadata asked of every server, at most, a pause between
+MAX_TIMEOUT = 3600.0  # the largest timeout taken: an hour
+DEFAULT_RETRIES = 8  # a partition's read resumed after its node failed, at most
+METADATA_ROUNDS = 3  # FetchMetadata asked of every server, at most, a pause between
 # A FetchMetadata is waited for this long at least, whatever the timeout: with a
 # node down, v1.9.0 answers one that has no deadline after surveying the nodes
 # for 3 s (server/metadata.go's defaultFetchBrokerInfoTimeout).
@@ -67,9 +75,15 @@ METADATA_SURVEY = 4.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024 + 1024 * 1024
 
 # gRPC codes that mean "this node, not the request": try another, or again.
-_RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                        grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.CANCELLED,
-                        grpc.StatusCode.INTERNAL})
+_RETRYABLE = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.INTERNAL,
+    }
+)
 
 
 class StreamsError(Exception):
@@ -114,10 +128,10 @@ class PartitionInfo:
 
     stream: str
     partition: int
-    leader: str                 # server id ('' while there is none)
-    address: str                # the leader's host:port ('' while there is none)
-    isr: tuple[str, ...]        # addresses of the in-sync replicas
-    high_watermark: int         # the last committed offset, -1 when there is none
+    leader: str  # server id ('' while there is none)
+    address: str  # the leader's host:port ('' while there is none)
+    isr: tuple[str, ...]  # addresses of the in-sync replicas
+    high_watermark: int  # the last committed offset, -1 when there is none
     newest_offset: int
     paused: bool
     readonly: bool
@@ -134,8 +148,13 @@ class PartitionInfo:
 class StreamsClient:
     """Channels to the servers, opened as needed and closed by close()."""
 
-    def __init__(self, servers: Sequence[str], timeout: float = DEFAULT_TIMEOUT,
-                 retries: int = DEFAULT_RETRIES, replica: bool = False) -> None:
+    def __init__(
+        self,
+        servers: Sequence[str],
+        timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        replica: bool = False,
+    ) -> None:
         self.servers = list(servers)
         self.timeout = timeout
         self.retries = retries
@@ -146,8 +165,9 @@ class StreamsClient:
     def __enter__(self) -> StreamsClient:
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def close(self) -> None:
@@ -158,7 +178,8 @@ class StreamsClient:
     def _stub(self, address: str) -> api_pb2_grpc.APIStub:
         if address not in self._channels:
             self._channels[address] = grpc.insecure_channel(
-                address, options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)])
+                address, options=[("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
+            )
         return api_pb2_grpc.APIStub(self._channels[address])
 
     def _call(self, address: str, method: str, request: object) -> grpc.Future:
@@ -178,8 +199,7 @@ class StreamsClient:
             future.cancel()
             raise _TimedOut(f"no answer within {wait:g} s") from None
 
-    def _unary(self, address: str, method: str, request: object, wait: float = 0.0
-               ) -> object:
+    def _unary(self, address: str, method: str, request: object, wait: float = 0.0) -> object:
         return self._answer(self._call(address, method, request), wait)
 
     # -- metadata -----------------------------------------------------------------
@@ -194,31 +214,39 @@ class StreamsClient:
             errors = []
             for address in self.servers:
                 try:
-                    resp = self._unary(address, "FetchMetadata",
-                                       api_pb2.FetchMetadataRequest(streams=list(streams)),
-                                       METADATA_SURVEY)
+                    resp = self._unary(
+                        address,
+                        "FetchMetadata",
+                        api_pb2.FetchMetadataRequest(streams=list(streams)),
+                        METADATA_SURVEY,
+                    )
                     assert isinstance(resp, api_pb2.FetchMetadataResponse)
                     return resp
                 except (grpc.RpcError, _TimedOut) as exc:
                     errors.append(f"{address}: {_status(exc)}")
-        raise Transient(f"no Liftbridge server answered FetchMetadata within "
-                        f"{max(self.timeout, METADATA_SURVEY):g} s ({'; '.join(errors)})")
+        raise Transient(
+            f"no Liftbridge server answered FetchMetadata within "
+            f"{max(self.timeout, METADATA_SURVEY):g} s ({'; '.join(errors)})"
+        )
 
     def matching(self, pattern: str, leaderless: bool = False) -> list[PartitionInfo]:
         """Every partition of the streams whose subject matches the NATS subject
         `pattern` (`*` a token, `>` the rest), in stream then partition order,
         each as its leader describes it; none is an empty list, not an error
         (streams come and go). `leaderless` and the errors: as partitions()."""
+
         def once() -> list[PartitionInfo]:
             resp = self.metadata([])  # no names: every stream the server knows
-            names = sorted(m.name for m in resp.streamMetadata
-                           if m.error == api_pb2.StreamMetadata.OK
-                           and subject_matches(pattern, m.subject))
+            names = sorted(
+                m.name
+                for m in resp.streamMetadata
+                if m.error == api_pb2.StreamMetadata.OK and subject_matches(pattern, m.subject)
+            )
             return self._at_leaders(resp, _infos(resp, names), leaderless)
+
         return once() if leaderless else self._rounds(once)
 
-    def partitions(self, streams: Sequence[str], leaderless: bool = False
-                   ) -> list[PartitionInfo]:
+    def partitions(self, streams: Sequence[str], leaderless: bool = False) -> list[PartitionInfo]:
         """Every partition of `streams`, in stream then partition order, each as
         its leader describes it (high watermark, newest offset, ISR, paused).
 
@@ -243,12 +271,14 @@ class StreamsClient:
         that the node answering FetchMetadata has not applied yet). Raises
         StreamsError when the stream or the partition does not exist, Transient
         when its leader cannot be asked."""
+
         def once() -> PartitionInfo:
             resp, infos = self._described([stream])
             for p in infos:
                 if p.partition == partition:
                     return self._at_leaders(resp, [p])[0]
             raise StreamsError(f"stream {stream!r} has no partition {partition}")
+
         return self._rounds(once)
 
     def _rounds(self, lookup: Callable[[], T]) -> T:
@@ -264,8 +294,9 @@ class StreamsClient:
                     raise
                 time.sleep(1.0)
 
-    def _described(self, streams: Sequence[str]
-                   ) -> tuple[api_pb2.FetchMetadataResponse, list[PartitionInfo]]:
+    def _described(
+        self, streams: Sequence[str]
+    ) -> tuple[api_pb2.FetchMetadataResponse, list[PartitionInfo]]:
         """FetchMetadata of `streams` and their partitions as it describes them;
         a stream that no server knows is a StreamsError."""
         resp = self.metadata(streams)
@@ -276,18 +307,23 @@ class StreamsClient:
             resp = self._knowing(streams, resp)
             missing = _missing(resp, streams)
         if missing:
-            raise StreamsError(f"stream {missing[0]!r} does not exist (asked "
-                               f"{','.join(self.servers)})")
+            raise StreamsError(
+                f"stream {missing[0]!r} does not exist (asked {','.join(self.servers)})"
+            )
         return resp, _infos(resp, streams)
 
-    def _knowing(self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
-                 ) -> api_pb2.FetchMetadataResponse:
+    def _knowing(
+        self, streams: Sequence[str], first: api_pb2.FetchMetadataResponse
+    ) -> api_pb2.FetchMetadataResponse:
         """The first server's answer that knows every stream, each server asked once."""
         for address in self.servers:
             try:
-                resp = self._unary(address, "FetchMetadata",
-                                   api_pb2.FetchMetadataRequest(streams=list(streams)),
-                                   METADATA_SURVEY)
+                resp = self._unary(
+                    address,
+                    "FetchMetadata",
+                    api_pb2.FetchMetadataRequest(streams=list(streams)),
+                    METADATA_SURVEY,
+                )
             except (grpc.RpcError, _TimedOut):
                 continue
             assert isinstance(resp, api_pb2.FetchMetadataResponse)
@@ -295,8 +331,12 @@ class StreamsClient:
                 return resp
         return first
 
-    def _at_leaders(self, resp: api_pb2.FetchMetadataResponse, infos: list[PartitionInfo],
-                    leaderless: bool = False) -> list[PartitionInfo]:
+    def _at_leaders(
+        self,
+        resp: api_pb2.FetchMetadataResponse,
+        infos: list[PartitionInfo],
+        leaderless: bool = False,
+    ) -> list[PartitionInfo]:
         """`infos` with each partition's state as its leader has it: the leaders
         asked at once (FetchPartitionMetadata, which only a leader answers).
         Raises _NoLeader naming the first partition whose leader is unknown,
@@ -306,10 +346,16 @@ class StreamsClient:
         # A paused partition's log is closed and its leader answers "should be sent
         # to partition leader": its metadata is FetchMetadata's (reads of it fail
         # or hold, the high watermark is not used).
-        calls = [self._call(p.address, "FetchPartitionMetadata",
-                            api_pb2.FetchPartitionMetadataRequest(
-                                stream=p.stream, partition=p.partition))
-                 if p.address and not p.paused else None for p in infos]
+        calls = [
+            self._call(
+                p.address,
+                "FetchPartitionMetadata",
+                api_pb2.FetchPartitionMetadataRequest(stream=p.stream, partition=p.partition),
+            )
+            if p.address and not p.paused
+            else None
+            for p in infos
+        ]
         try:
             out = []
             for p, call in zip(infos, calls):
@@ -318,14 +364,17 @@ class StreamsClient:
                     continue
                 try:
                     if call is None:
-                        raise _NoLeader(f"{p.stream}/{p.partition}: no leader now (asked "
-                                        f"{','.join(self.servers)})")
+                        raise _NoLeader(
+                            f"{p.stream}/{p.partition}: no leader now (asked "
+                            f"{','.join(self.servers)})"
+                        )
                     try:
                         answer = self._answer(call)
                     except (grpc.RpcError, _TimedOut) as exc:
-                        raise _NoLeader(f"{p.stream}/{p.partition}: its leader {p.leader} "
-                                        f"({p.address}) did not describe it: {_status(exc)}"
-                                        ) from None
+                        raise _NoLeader(
+                            f"{p.stream}/{p.partition}: its leader {p.leader} "
+                            f"({p.address}) did not describe it: {_status(exc)}"
+                        ) from None
                 except _NoLeader:
                     if not leaderless:
                         raise
@@ -333,10 +382,19 @@ class StreamsClient:
                     continue
                 assert isinstance(answer, api_pb2.FetchPartitionMetadataResponse)
                 m = answer.metadata
-                out.append(PartitionInfo(
-                    p.stream, p.partition, p.leader, p.address,
-                    tuple(brokers[i] for i in m.isr if i in brokers), m.highWatermark,
-                    m.newestOffset, m.paused, m.readonly))
+                out.append(
+                    PartitionInfo(
+                        p.stream,
+                        p.partition,
+                        p.leader,
+                        p.address,
+                        tuple(brokers[i] for i in m.isr if i in brokers),
+                        m.highWatermark,
+                        m.newestOffset,
+                        m.paused,
+                        m.readonly,
+                    )
+                )
             return out
         finally:
             for call in calls:
@@ -345,8 +403,9 @@ class StreamsClient:
 
     # -- reading ------------------------------------------------------------------
 
-    def read_raw(self, stream: str, partition: int, start: int, end: int, at: str = ""
-                 ) -> Iterator[bytes]:
+    def read_raw(
+        self, stream: str, partition: int, start: int, end: int, at: str = ""
+    ) -> Iterator[bytes]:
         """read(), the messages as the server serialized them (api.proto's
         Message), not parsed: offsets start..end-1 are the caller's to check
         (lbparse.spark.streams_source.batches checks them, a batch at a time).
@@ -354,8 +413,9 @@ class StreamsClient:
         messages: Iterator[bytes] = self._read(stream, partition, start, end, at, raw=True)
         return messages
 
-    def read(self, stream: str, partition: int, start: int, end: int, at: str = ""
-             ) -> Iterator[api_pb2.Message]:
+    def read(
+        self, stream: str, partition: int, start: int, end: int, at: str = ""
+    ) -> Iterator[api_pb2.Message]:
         """The messages of offsets start..end-1 of one partition, in order.
 
         Args:
@@ -377,17 +437,20 @@ class StreamsClient:
         messages: Iterator[api_pb2.Message] = self._read(stream, partition, start, end, at)
         return messages
 
-    def _read(self, stream: str, partition: int, start: int, end: int, at: str,
-              raw: bool = False) -> Iterator[Any]:
+    def _read(
+        self, stream: str, partition: int, start: int, end: int, at: str, raw: bool = False
+    ) -> Iterator[Any]:
         """read() (raw: read_raw()): the retries around _read_once."""
         if start < 0 or end < start:
-            raise StreamsError(f"{stream}/{partition}: offset range {start}..{end} is not "
-                               "a range of offsets")
+            raise StreamsError(
+                f"{stream}/{partition}: offset range {start}..{end} is not a range of offsets"
+            )
         failures: list[str] = []
         while start < end:
             try:
-                for msg in self._read_once(stream, partition, start, end, bool(failures),
-                                           "" if failures else at, raw):
+                for msg in self._read_once(
+                    stream, partition, start, end, bool(failures), "" if failures else at, raw
+                ):
                     yield msg
                     start += 1
                 return
@@ -395,16 +458,19 @@ class StreamsClient:
                 # Deleted, or a node that has just started and not yet replayed the
                 # metadata log (it says NOT_FOUND of a partition it will have)
                 if not self._still_there(stream, partition):
-                    raise StreamsError(f"{stream}/{partition}: deleted while read, at offset "
-                                       f"{start} ({exc})") from None
+                    raise StreamsError(
+                        f"{stream}/{partition}: deleted while read, at offset {start} ({exc})"
+                    ) from None
                 failure = _status(exc)
             except (grpc.RpcError, _Silent, Transient) as exc:
                 failure = _status(exc)
             failures.append(failure)
             if len(failures) > self.retries:
-                raise StreamsError(f"{stream}/{partition}: read stopped at offset {start} "
-                                   f"after {len(failures)} failures "
-                                   f"({'; '.join(failures[-2:])})") from None
+                raise StreamsError(
+                    f"{stream}/{partition}: read stopped at offset {start} "
+                    f"after {len(failures)} failures "
+                    f"({'; '.join(failures[-2:])})"
+                ) from None
             self.resumed += 1
             # a new leader takes a few seconds (the replicas' leader.timeout)
             time.sleep(min(0.5 * len(failures), 2.0))
@@ -420,9 +486,16 @@ class StreamsClient:
             return False
         return any(p.partition == partition for p in infos)
 
-    def _read_once(self, stream: str, partition: int, start: int, end: int,
-                   failing_over: bool = False, at: str = "", raw: bool = False
-                   ) -> Iterator[Any]:
+    def _read_once(
+        self,
+        stream: str,
+        partition: int,
+        start: int,
+        end: int,
+        failing_over: bool = False,
+        at: str = "",
+        raw: bool = False,
+    ) -> Iterator[Any]:
         """One subscription at the partition's leader from `start`; a failure of
         the node (an RpcError of _RETRYABLE, _Silent, Transient) is the caller's
         to retry, any other is a StreamsError. `failing_over`: this read has
@@ -440,18 +513,23 @@ class StreamsClient:
             # that died (CI: offset 110 read as committed, then a survivor's
             # "last committed 109"): committed offsets are not lost, so a
             # shortfall then is the cluster catching up, until the retries end.
-            raise Transient(f"{stream}/{partition}: high watermark {info.high_watermark} "
-                            f"behind offset {end - 1} at {info.address or 'no leader'}")
+            raise Transient(
+                f"{stream}/{partition}: high watermark {info.high_watermark} "
+                f"behind offset {end - 1} at {info.address or 'no leader'}"
+            )
         if end > info.end:
             raise StreamsError(
                 f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
-                f"offset is {info.high_watermark})")
+                f"offset is {info.high_watermark})"
+            )
         _not_paused(info)
-        yield from self._subscribed(self.reader_address(info, self.resumed), stream,
-                                    partition, start, end, raw)
+        yield from self._subscribed(
+            self.reader_address(info, self.resumed), stream, partition, start, end, raw
+        )
 
-    def _subscribed(self, address: str, stream: str, partition: int, start: int, end: int,
-                    raw: bool = False) -> Iterator[Any]:
+    def _subscribed(
+        self, address: str, stream: str, partition: int, start: int, end: int, raw: bool = False
+    ) -> Iterator[Any]:
         """_subscribe's messages, each checked to be the next offset (raw: as
         bytes, unchecked); the node's failures as _read_once says."""
         try:
@@ -462,15 +540,15 @@ class StreamsClient:
                 if msg.offset != start:
                     raise StreamsError(
                         f"{stream}/{partition}: {address} sent offset {msg.offset} where "
-                        f"{start} was next (offsets before it are gone: retention?)")
+                        f"{start} was next (offsets before it are gone: retention?)"
+                    )
                 yield msg
                 start += 1
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 raise _NotFound(f"{address}: {_status(exc)}") from None
             if exc.code() not in _RETRYABLE:
-                raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") \
-                    from None
+                raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
             raise
 
     def first_offset(self, stream: str, partition: int, end: int) -> int:
@@ -481,17 +559,22 @@ class StreamsClient:
         info = self.partition(stream, partition)
         _not_paused(info)
         address = self.reader_address(info)
-        req = api_pb2.SubscribeRequest(stream=stream, partition=partition,
-                                       startPosition=api_pb2.EARLIEST,
-                                       readISRReplica=self.replica)
+        req = api_pb2.SubscribeRequest(
+            stream=stream,
+            partition=partition,
+            startPosition=api_pb2.EARLIEST,
+            readISRReplica=self.replica,
+        )
         try:
             for msg in self._messages(address, req):
                 return int(msg.offset)
         except grpc.RpcError as exc:
             raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
         except _Silent:
-            raise StreamsError(f"{stream}/{partition}: {address} sent nothing for "
-                               f"{self.timeout:g} s from the earliest offset") from None
+            raise StreamsError(
+                f"{stream}/{partition}: {address} sent nothing for "
+                f"{self.timeout:g} s from the earliest offset"
+            ) from None
         return end
 
     def offset_at(self, stream: str, partition: int, timestamp: int, end: int) -> int:
@@ -504,21 +587,29 @@ class StreamsClient:
         _not_paused(info)
         address = self.reader_address(info)
         req = api_pb2.SubscribeRequest(
-            stream=stream, partition=partition, startPosition=api_pb2.TIMESTAMP,
-            startTimestamp=timestamp, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
-            readISRReplica=self.replica)
+            stream=stream,
+            partition=partition,
+            startPosition=api_pb2.TIMESTAMP,
+            startTimestamp=timestamp,
+            stopPosition=api_pb2.STOP_OFFSET,
+            stopOffset=end - 1,
+            readISRReplica=self.replica,
+        )
         try:
             for msg in self._messages(address, req):
                 return min(int(msg.offset), end)
         except grpc.RpcError as exc:
             # the server's answer when the timestamp is past the last offset
-            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and \
-                    "before start offset" in str(exc.details()):
+            if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and "before start offset" in str(
+                exc.details()
+            ):
                 return end
             raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
         except _Silent:
-            raise StreamsError(f"{stream}/{partition}: {address} sent nothing for "
-                               f"{self.timeout:g} s from timestamp {timestamp}") from None
+            raise StreamsError(
+                f"{stream}/{partition}: {address} sent nothing for "
+                f"{self.timeout:g} s from timestamp {timestamp}"
+            ) from None
         return end
 
     def reader_address(self, info: PartitionInfo, turn: int = 0) -> str:
@@ -531,18 +622,25 @@ class StreamsClient:
             return choices[(info.partition % len(others) + turn) % len(choices)]
         if info.address:
             return info.address
-        raise Transient(f"{info.stream}/{info.partition}: no leader now "
-                           f"(asked {','.join(self.servers)})")
+        raise Transient(
+            f"{info.stream}/{info.partition}: no leader now (asked {','.join(self.servers)})"
+        )
 
-    def _subscribe(self, address: str, stream: str, partition: int, start: int, end: int,
-                   raw: bool = False) -> Iterator[Any]:
+    def _subscribe(
+        self, address: str, stream: str, partition: int, start: int, end: int, raw: bool = False
+    ) -> Iterator[Any]:
         """One Subscribe call from `start` that stops after offset end-1 (raw:
         after end - start messages); a watchdog cancels it when nothing comes
         for `timeout` seconds."""
         req = api_pb2.SubscribeRequest(
-            stream=stream, partition=partition, startPosition=api_pb2.OFFSET,
-            startOffset=start, stopPosition=api_pb2.STOP_OFFSET, stopOffset=end - 1,
-            readISRReplica=self.replica)
+            stream=stream,
+            partition=partition,
+            startPosition=api_pb2.OFFSET,
+            startOffset=start,
+            stopPosition=api_pb2.STOP_OFFSET,
+            stopOffset=end - 1,
+            readISRReplica=self.replica,
+        )
         if raw:
             left = end - start
             for data in self._messages(address, req, raw=True):
@@ -555,11 +653,13 @@ class StreamsClient:
                 yield msg
                 if msg.offset >= end - 1:
                     return
-        raise StreamsError(f"{stream}/{partition}: {address} ended the subscription "
-                           f"before offset {end - 1}")
+        raise StreamsError(
+            f"{stream}/{partition}: {address} ended the subscription before offset {end - 1}"
+        )
 
-    def _messages(self, address: str, req: api_pb2.SubscribeRequest, raw: bool = False
-                  ) -> Iterator[Any]:
+    def _messages(
+        self, address: str, req: api_pb2.SubscribeRequest, raw: bool = False
+    ) -> Iterator[Any]:
         """A Subscribe call's messages (raw: as bytes), cancelled when the caller
         stops or nothing comes for `timeout` seconds (then _Silent)."""
         if raw:
@@ -567,7 +667,8 @@ class StreamsClient:
             call = self._channels[address].unary_stream(
                 "/proto.API/Subscribe",
                 request_serializer=api_pb2.SubscribeRequest.SerializeToString,
-                response_deserializer=None)(req)
+                response_deserializer=None,
+            )(req)
         else:
             call = self._stub(address).Subscribe(req)
         dog = _Watchdog(call, self.timeout)
@@ -592,9 +693,11 @@ def _not_paused(info: PartitionInfo) -> None:
     """Liftbridge closes a paused partition's log: a Subscribe fails INTERNAL
     ("segment has been closed") until a publish resumes it. Said plainly."""
     if info.paused:
-        raise StreamsError(f"{info.stream}/{info.partition}: paused (PauseStream): Liftbridge "
-                           "reads no message of a paused partition until a publish to it "
-                           "resumes it")
+        raise StreamsError(
+            f"{info.stream}/{info.partition}: paused (PauseStream): Liftbridge "
+            "reads no message of a paused partition until a publish to it "
+            "resumes it"
+        )
 
 
 class _Silent(Exception):
@@ -630,8 +733,7 @@ class _Watchdog:
         self._thread.join()
 
 
-def _infos(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]
-           ) -> list[PartitionInfo]:
+def _infos(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[PartitionInfo]:
     """The partitions of `streams` (each known to `resp`) as PartitionInfo."""
     brokers = {b.id: f"{b.host}:{b.port}" for b in resp.brokers}
     found = {m.name: m for m in resp.streamMetadata}
@@ -640,10 +742,19 @@ def _infos(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]
         meta = found[name]
         for pid in sorted(meta.partitions):
             p = meta.partitions[pid]
-            out.append(PartitionInfo(
-                name, pid, p.leader, brokers.get(p.leader, ""),
-                tuple(brokers[i] for i in p.isr if i in brokers), p.highWatermark,
-                p.newestOffset, p.paused, p.readonly))
+            out.append(
+                PartitionInfo(
+                    name,
+                    pid,
+                    p.leader,
+                    brokers.get(p.leader, ""),
+                    tuple(brokers[i] for i in p.isr if i in brokers),
+                    p.highWatermark,
+                    p.newestOffset,
+                    p.paused,
+                    p.readonly,
+                )
+            )
     return out
 
 
@@ -660,8 +771,9 @@ def subject_matches(pattern: str, subject: str) -> bool:
 
 def _missing(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[str]:
     """The streams an answer does not know."""
-    known = {m.name for m in resp.streamMetadata
-             if m.error != api_pb2.StreamMetadata.UNKNOWN_STREAM}
+    known = {
+        m.name for m in resp.streamMetadata if m.error != api_pb2.StreamMetadata.UNKNOWN_STREAM
+    }
     return [s for s in streams if s not in known]
 
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 import crc32c
 import pytest
 from construct import ConstructError
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from support.reference import PARSERS, commitlog_entries
+from vectors import data, params
 
 import lbparse
 from lbparse.codec.enveloped import build_wire, schema_wire
 from lbparse.codec.header import read_header
 from lbparse.codec.wire import CRC_FLAG
-from support.reference import PARSERS, commitlog_entries
-from vectors import data, params
 
 LAYOUTS = list(lbparse.LAYOUTS)
 
@@ -35,8 +36,7 @@ def test_header_parsers_agree_on_vector(v: dict, layout: str) -> None:
 @pytest.mark.parametrize("v", params(lambda v: v["expect"].get("payload_type") == "raw"))
 def test_commitlog_parsers_agree(v: dict) -> None:
     env = lbparse.decode(data(v))
-    got = {p: commitlog_entries(env.payload, p)
-           for p in ("kaitai", "construct", "lbparse")}
+    got = {p: commitlog_entries(env.payload, p) for p in ("kaitai", "construct", "lbparse")}
     assert got["kaitai"] == got["construct"] == got["lbparse"]
     assert len(got["lbparse"]) == len(v["expect"]["commitlog_messages"])
 
@@ -44,9 +44,11 @@ def test_commitlog_parsers_agree(v: dict) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", LAYOUTS)
 @settings(max_examples=300, deadline=None)
-@given(raw=st.binary(max_size=24) | st.binary(min_size=1, max_size=16).map(
-    lambda tail: bytes.fromhex("b90e43b4") + tail) | st.binary(max_size=6).map(
-    lambda tail: b"LIFT" + tail))
+@given(
+    raw=st.binary(max_size=24)
+    | st.binary(min_size=1, max_size=16).map(lambda tail: bytes.fromhex("b90e43b4") + tail)
+    | st.binary(max_size=6).map(lambda tail: b"LIFT" + tail)
+)
 @example(raw=bytes.fromhex("b90e43b4000c0000"))
 @example(raw=bytes.fromhex("b90e43b4000c01"))
 def test_header_parsers_agree_on_random_bytes(layout: str, raw: bytes) -> None:
@@ -56,10 +58,16 @@ def test_header_parsers_agree_on_random_bytes(layout: str, raw: bytes) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
 @settings(max_examples=200, deadline=None)
-@given(version=st.sampled_from([0, 0, 0, 1]), hl=st.sampled_from([0, 7, 8, 9, 12, 13, 40]),
-       flags=st.integers(0, 255), byte7=st.integers(0, 20), tail=st.binary(max_size=20))
-def test_header_parsers_agree_on_header_sweeps(layout: str, version: int, hl: int, flags: int,
-                                              byte7: int, tail: bytes) -> None:
+@given(
+    version=st.sampled_from([0, 0, 0, 1]),
+    hl=st.sampled_from([0, 7, 8, 9, 12, 13, 40]),
+    flags=st.integers(0, 255),
+    byte7=st.integers(0, 20),
+    tail=st.binary(max_size=20),
+)
+def test_header_parsers_agree_on_header_sweeps(
+    layout: str, version: int, hl: int, flags: int, byte7: int, tail: bytes
+) -> None:
     _agree(bytes.fromhex("b90e43b4") + bytes([version, hl, flags, byte7]) + tail, layout)
 
 
@@ -86,12 +94,17 @@ def test_decode_shortcut_equals_full_decoder_on_vectors(v: dict) -> None:
 
 @pytest.mark.slow
 @settings(max_examples=400, deadline=None)
-@given(version=st.sampled_from([0, 0, 1]), hl=st.sampled_from([8, 8, 12, 12, 9, 40]),
-       flags=st.integers(0, 255), byte7=st.integers(0, 16), tail=st.binary(max_size=24),
-       fix_crc=st.booleans())
-def test_decode_shortcut_equals_full_decoder_on_sweeps(version: int, hl: int, flags: int,
-                                                      byte7: int, tail: bytes,
-                                                      fix_crc: bool) -> None:
+@given(
+    version=st.sampled_from([0, 0, 1]),
+    hl=st.sampled_from([8, 8, 12, 12, 9, 40]),
+    flags=st.integers(0, 255),
+    byte7=st.integers(0, 16),
+    tail=st.binary(max_size=24),
+    fix_crc=st.booleans(),
+)
+def test_decode_shortcut_equals_full_decoder_on_sweeps(
+    version: int, hl: int, flags: int, byte7: int, tail: bytes, fix_crc: bool
+) -> None:
     import crc32c
 
     head = bytes.fromhex("b90e43b4") + bytes([version, hl, flags, byte7])
@@ -102,11 +115,17 @@ def test_decode_shortcut_equals_full_decoder_on_sweeps(version: int, hl: int, fl
 
 
 @settings(max_examples=200, deadline=None)
-@given(flags=st.sampled_from([0, 1, 3]), byte7=st.integers(0, 16), tail=st.binary(max_size=40),
-       limits=st.sampled_from([None, lbparse.Limits(), lbparse.Limits(max_payload=16),
-                               lbparse.Limits(max_depth=2)]))
-def test_decode_with_options_equals_full_decoder(flags: int, byte7: int, tail: bytes,
-                                                 limits: object) -> None:
+@given(
+    flags=st.sampled_from([0, 1, 3]),
+    byte7=st.integers(0, 16),
+    tail=st.binary(max_size=40),
+    limits=st.sampled_from(
+        [None, lbparse.Limits(), lbparse.Limits(max_payload=16), lbparse.Limits(max_depth=2)]
+    ),
+)
+def test_decode_with_options_equals_full_decoder(
+    flags: int, byte7: int, tail: bytes, limits: object
+) -> None:
     """A call with options goes through decode's option path (and maybe back into the
     shortcut); it must give what the full decoder gives with the same options."""
     import crc32c
@@ -120,10 +139,12 @@ def test_decode_with_options_equals_full_decoder(flags: int, byte7: int, tail: b
         raw += crc32c.crc32c(tail).to_bytes(4, "big")
     raw += tail
     full = DECODERS["v0"]
-    assert (_outcome(lambda d: lbparse.decode(d, limits=limits), raw)
-            == _outcome(lambda d: full(d, True, False, None, limits or DEFAULT), raw))
-    assert (_outcome(lambda d: lbparse.decode(d, "v0", verify_crc=False), raw)
-            == _outcome(lambda d: full(d, False, False, None), raw))
+    assert _outcome(lambda d: lbparse.decode(d, limits=limits), raw) == _outcome(
+        lambda d: full(d, True, False, None, limits or DEFAULT), raw
+    )
+    assert _outcome(lambda d: lbparse.decode(d, "v0", verify_crc=False), raw) == _outcome(
+        lambda d: full(d, False, False, None), raw
+    )
 
 
 def test_decode_signature_is_the_documented_one() -> None:
@@ -134,8 +155,10 @@ def test_decode_signature_is_the_documented_one() -> None:
     kinds = {name: p.kind for name, p in sig.parameters.items()}
     assert list(kinds) == ["data", "layout", "verify_crc", "lenient", "payload_type", "limits"]
     assert kinds["layout"] is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    assert all(kinds[k] is inspect.Parameter.KEYWORD_ONLY
-               for k in ("verify_crc", "lenient", "payload_type", "limits"))
+    assert all(
+        kinds[k] is inspect.Parameter.KEYWORD_ONLY
+        for k in ("verify_crc", "lenient", "payload_type", "limits")
+    )
     assert sig.parameters["layout"].default == "v0"
     raw = bytes.fromhex("b90e43b40008000b0a027331")
     with pytest.raises(TypeError, match=r"decode\(\) takes"):
@@ -158,11 +181,16 @@ def test_docstring_examples_run(module: str) -> None:
 
 @pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
 @settings(max_examples=60, deadline=None)
-@given(msg_type=st.integers(0, 255), crc=st.booleans(),
-       flags=st.integers(0, 255).map(lambda f: f & ~CRC_FLAG), payload=st.binary(max_size=40))
+@given(
+    msg_type=st.integers(0, 255),
+    crc=st.booleans(),
+    flags=st.integers(0, 255).map(lambda f: f & ~CRC_FLAG),
+    payload=st.binary(max_size=40),
+)
 @example(msg_type=255, crc=True, flags=0xFE, payload=b"")
-def test_header_build_equals_the_schemas(layout: str, msg_type: int, crc: bool, flags: int,
-                                         payload: bytes) -> None:
+def test_header_build_equals_the_schemas(
+    layout: str, msg_type: int, crc: bool, flags: int, payload: bytes
+) -> None:
     """encode's fast path (one struct call) builds what the construct schema builds."""
     lay = lbparse.LAYOUTS[layout]
     wire = build_wire(lay, msg_type, crc, flags, payload)

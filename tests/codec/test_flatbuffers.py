@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import flat_tables
+from vectors import data, params
 
 import lbparse
 from lbparse.codec.flatbuf import FlatBufferError, FlatTable, build_table, read_table
 from lbparse_generated.fb_schema import TABLES
-from strategies import flat_tables
-from vectors import data, params
 
 
 def _flatc_class(type_name: str) -> type:
@@ -31,12 +32,16 @@ def _flatc_view(buf: bytes, type_name: str) -> dict:
             continue
         acc = name[0].upper() + name[1:]
         if ftype == "[ubyte]":
-            out[name] = bytes(getattr(table, acc + "AsNumpy")().tobytes()) \
-                if getattr(table, acc + "Length")() else b""
+            out[name] = (
+                bytes(getattr(table, acc + "AsNumpy")().tobytes())
+                if getattr(table, acc + "Length")()
+                else b""
+            )
         elif ftype.startswith("["):
             elem = ftype[1:-1]
-            out[name] = [_sub(getattr(table, acc)(i), elem)
-                         for i in range(getattr(table, acc + "Length")())]
+            out[name] = [
+                _sub(getattr(table, acc)(i), elem) for i in range(getattr(table, acc + "Length")())
+            ]
         elif ftype == "string":
             out[name] = getattr(table, acc)().decode("utf-8")
         else:
@@ -88,6 +93,6 @@ def test_absurd_vector_length_is_refused_before_allocation() -> None:
     good = build_table(FlatTable("proto.PublishRequest", {"value": b"abc"}))
     # Point the `value` vector's length at 2**32-1: refused, not allocated.
     pos = good.index(b"\x03\x00\x00\x00abc")
-    bad = good[:pos] + b"\xff\xff\xff\xff" + good[pos + 4:]
+    bad = good[:pos] + b"\xff\xff\xff\xff" + good[pos + 4 :]
     with pytest.raises(FlatBufferError, match="outside"):
         read_table(bad, "proto.PublishRequest")

@@ -13,9 +13,15 @@ from lbparse_generated.proto import api_pb2, internal_pb2
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SCALARS = {
-    F.TYPE_INT32: "int32", F.TYPE_INT64: "int64", F.TYPE_UINT32: "uint32",
-    F.TYPE_UINT64: "uint64", F.TYPE_BOOL: "bool", F.TYPE_STRING: "string",
-    F.TYPE_BYTES: "bytes", F.TYPE_DOUBLE: "double", F.TYPE_FLOAT: "float",
+    F.TYPE_INT32: "int32",
+    F.TYPE_INT64: "int64",
+    F.TYPE_UINT32: "uint32",
+    F.TYPE_UINT64: "uint64",
+    F.TYPE_BOOL: "bool",
+    F.TYPE_STRING: "string",
+    F.TYPE_BYTES: "bytes",
+    F.TYPE_DOUBLE: "double",
+    F.TYPE_FLOAT: "float",
 }
 FILES = {"api.proto": api_pb2, "server/protocol/internal.proto": internal_pb2}
 
@@ -43,8 +49,16 @@ def _read(name: str) -> list[dict[str, str]]:
 
 
 def test_every_field_matches() -> None:
-    want = {(r["message"], r["field"]): (r["number"], r["type"], r["label"], r["json_name"],
-                                         r["packed"] == "yes") for r in _read("fields.tsv")}
+    want = {
+        (r["message"], r["field"]): (
+            r["number"],
+            r["type"],
+            r["label"],
+            r["json_name"],
+            r["packed"] == "yes",
+        )
+        for r in _read("fields.tsv")
+    }
     got = {}
     for full_name, cls in MESSAGE_CLASSES.items():
         desc = cls.DESCRIPTOR
@@ -67,8 +81,12 @@ def test_every_enum_value_matches() -> None:
     got = {}
     for mod in FILES.values():
         enums = list(mod.DESCRIPTOR.enum_types_by_name.values())
-        enums += [e for cls in MESSAGE_CLASSES.values() for e in cls.DESCRIPTOR.enum_types
-                  if e.file is mod.DESCRIPTOR]
+        enums += [
+            e
+            for cls in MESSAGE_CLASSES.values()
+            for e in cls.DESCRIPTOR.enum_types
+            if e.file is mod.DESCRIPTOR
+        ]
         for e in enums:
             for v in e.values:
                 got[(e.full_name, v.name)] = v.number

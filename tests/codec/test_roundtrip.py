@@ -8,29 +8,34 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import assume, given, settings, strategies as st
-
 from google.protobuf.message import Message as ProtoMessage
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from strategies import payloads
+from support.shared import shared_path
+from vectors import VECTORS, data, params
 
 import lbparse
 from lbparse.codec import jsonform
 from lbparse.codec.payloads import CODECS, REPLICATION_RESPONSE, codec_for, fits_cleanly
 from lbparse.codec.wire import CRC_FLAG
-from strategies import payloads
-from support.shared import shared_path
-from vectors import VECTORS, data, params
+
 
 def _pairs() -> list[tuple[str, str]]:
-    return [(layout, ptype) for layout in lbparse.LAYOUTS
-            for ptype in lbparse.LAYOUTS[layout].payload_types]
+    return [
+        (layout, ptype)
+        for layout in lbparse.LAYOUTS
+        for ptype in lbparse.LAYOUTS[layout].payload_types
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout,payload_type", _pairs())
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), crc=st.booleans())
-def test_decode_encode_roundtrip(layout: str, payload_type: str, data: st.DataObject,
-                                 crc: bool) -> None:
+def test_decode_encode_roundtrip(
+    layout: str, payload_type: str, data: st.DataObject, crc: bool
+) -> None:
     lay = lbparse.LAYOUTS[layout]
     crc = crc and lay.has_header
     message = data.draw(payloads(payload_type, layout))
@@ -46,12 +51,15 @@ def test_decode_encode_roundtrip(layout: str, payload_type: str, data: st.DataOb
 
 def _has_multi_entry_map(message: object) -> bool:
     fields = getattr(message, "ListFields", lambda: [])()
-    return any(f.message_type is not None and f.message_type.GetOptions().map_entry
-               and len(value) > 1 for f, value in fields)
+    return any(
+        f.message_type is not None and f.message_type.GetOptions().map_entry and len(value) > 1
+        for f, value in fields
+    )
 
 
-@pytest.mark.parametrize("v", params(lambda v: v["category"] == "valid"
-                                     and v["layout"] in ("v0", "legacy")))
+@pytest.mark.parametrize(
+    "v", params(lambda v: v["category"] == "valid" and v["layout"] in ("v0", "legacy"))
+)
 def test_encode_gives_upstream_bytes(v: dict) -> None:
     original = data(v)
     ptype = v["expect"]["payload_type"] if v["layout"] == "legacy" else None
@@ -101,7 +109,7 @@ NON_CANONICAL = {
     "edge_payload_duplicate_scalar": "a scalar field written twice (the last one wins)",
     "edge_payload_unpacked_repeated": "a repeated scalar written unpacked (proto2 style)",
     "edge_legacy_ack_as_v0_publish": "Ack fields kept as unknown fields of a Message, "
-                                     "written back in field order",
+    "written back in field order",
 }
 
 
@@ -114,19 +122,20 @@ def _json_value(obj: object) -> object:
     return json.loads(jsonform.dumps(obj))
 
 
-def common(data: bytes, layout: str, payload_type: str | None = None,
-           canonical: bool = True) -> lbparse.Envelope:
+def common(
+    data: bytes, layout: str, payload_type: str | None = None, canonical: bool = True
+) -> lbparse.Envelope:
     """construct's `common()` for an envelope: decode, then close every loop."""
     kw = {"payload_type": payload_type} if payload_type else {}
-    env = lbparse.decode(data, layout, **kw)                       # bytes -> object
-    wire = lbparse.encode_envelope(env)                            # object -> bytes
+    env = lbparse.decode(data, layout, **kw)  # bytes -> object
+    wire = lbparse.encode_envelope(env)  # object -> bytes
     if canonical:
         assert wire == data, f"{wire.hex()} != {data.hex()}"
-        assert lbparse.decode(wire, layout, **kw) == env           # ... -> object
+        assert lbparse.decode(wire, layout, **kw) == env  # ... -> object
     else:
         again = lbparse.decode(wire, layout, **kw)
         assert again.message == env.message
-        assert lbparse.encode_envelope(again) == wire              # stable from here on
+        assert lbparse.encode_envelope(again) == wire  # stable from here on
     # JSON -> object -> JSON: the payload's JSON builds the message back,
     # and the message's JSON is the same JSON.
     d = env.to_json_dict()
@@ -134,8 +143,10 @@ def common(data: bytes, layout: str, payload_type: str | None = None,
     back = json.loads(text)
     ptype = env.payload_type
     message = lbparse.payload_from_json(ptype, back["payload_json"], layout=env.layout)
-    assert _json_value(codec_for(lbparse.LAYOUTS[env.layout].codec_key(ptype)).to_json(message)) \
+    assert (
+        _json_value(codec_for(lbparse.LAYOUTS[env.layout].codec_key(ptype)).to_json(message))
         == back["payload_json"]
+    )
     if isinstance(message, ProtoMessage) and not fits_cleanly(env.message):
         # Fields the type does not declare: protobuf's JSON mapping has no
         # place for them, so JSON gives back the declared fields only.
@@ -143,10 +154,13 @@ def common(data: bytes, layout: str, payload_type: str | None = None,
     assert message == env.message
     # ... and the envelope's JSON, its header fields and payload, builds the bytes.
     lay = lbparse.LAYOUTS[env.layout]
-    rebuilt = lbparse.encode(message, layout=env.layout,
-                             msg_type=back["msg_type"] if lay.has_msg_type else None,
-                             crc=back["crc32c"] is not None,
-                             flags=(back["flags"] or 0) & ~CRC_FLAG)
+    rebuilt = lbparse.encode(
+        message,
+        layout=env.layout,
+        msg_type=back["msg_type"] if lay.has_msg_type else None,
+        crc=back["crc32c"] is not None,
+        flags=(back["flags"] or 0) & ~CRC_FLAG,
+    )
     assert rebuilt == wire
     return env
 
@@ -159,8 +173,7 @@ def _vector_kwargs(v: dict) -> dict[str, str]:
 
 @pytest.mark.parametrize("v", params(lambda v: "error" not in v["expect"]))
 def test_common_on_every_vector(v: dict) -> None:
-    env = common(data(v), v["layout"], canonical=v["id"] not in NON_CANONICAL,
-                 **_vector_kwargs(v))
+    env = common(data(v), v["layout"], canonical=v["id"] not in NON_CANONICAL, **_vector_kwargs(v))
     assert env.to_json_dict()["payload_json"] == v["expect"]["payload_json"]
 
 
@@ -203,8 +216,9 @@ def test_common_on_every_envelope_of_a_real_capture() -> None:
 @pytest.mark.parametrize("layout,payload_type", _pairs())
 @settings(max_examples=25, deadline=None)
 @given(data=st.data(), crc=st.booleans(), flags=st.sampled_from([0, 0x80, 0x06]))
-def test_common_on_generated_values(layout: str, payload_type: str, data: st.DataObject,
-                                    crc: bool, flags: int) -> None:
+def test_common_on_generated_values(
+    layout: str, payload_type: str, data: st.DataObject, crc: bool, flags: int
+) -> None:
     """object -> bytes -> object -> bytes for made-up messages of every type
     of every layout, with and without CRC and unassigned flag bits."""
     lay = lbparse.LAYOUTS[layout]
@@ -218,10 +232,12 @@ def test_common_on_generated_values(layout: str, payload_type: str, data: st.Dat
 
 
 def test_flatbuffers_encode_by_msg_type_name() -> None:
-    for layout, name, obj in (("flatbuffers", "Ack", {"stream": "foo", "offset": "42"}),
-                              ("flatbuffers", "Publish", {"stream": "foo", "value": "aGk="}),
-                              ("flatbuffers-draft", "Publish", {"subject": "a.b"}),
-                              ("flatbuffers-draft", "Replication", {"hex": "00ff"})):
+    for layout, name, obj in (
+        ("flatbuffers", "Ack", {"stream": "foo", "offset": "42"}),
+        ("flatbuffers", "Publish", {"stream": "foo", "value": "aGk="}),
+        ("flatbuffers-draft", "Publish", {"subject": "a.b"}),
+        ("flatbuffers-draft", "Replication", {"hex": "00ff"}),
+    ):
         message = lbparse.payload_from_json(name, obj, layout=layout)
         wire = lbparse.encode(message, layout=layout, msg_type=name, crc=True)
         env = common(wire, layout)
@@ -248,9 +264,12 @@ def test_replication_response_json_round_trip() -> None:
     rr = lbparse.ReplicationResponse.from_json_dict(d["payload_json"])
     assert rr == env.message and rr.entries
     by_entries = lbparse.ReplicationResponse.from_json_dict(
-        {"leader_epoch": d["payload_json"]["leader_epoch"],
-         "high_watermark": d["payload_json"]["high_watermark"],
-         "entries": d["commitlog_messages"]})
+        {
+            "leader_epoch": d["payload_json"]["leader_epoch"],
+            "high_watermark": d["payload_json"]["high_watermark"],
+            "entries": d["commitlog_messages"],
+        }
+    )
     assert by_entries == env.message
     assert lbparse.encode(by_entries) == data(v)
     with pytest.raises(ValueError, match="disagree"):
@@ -265,14 +284,22 @@ def test_encode_cli_builds_every_layout_by_msg_type_name() -> None:
 
     from support.cli import LBPARSE
 
-    for layout, name, obj in (("flatbuffers", "Ack", '{"stream": "foo", "offset": "42"}'),
-                              ("flatbuffers", "Publish", '{"stream": "foo"}'),
-                              ("flatbuffers-draft", "Replication", '{"hex": "00ff"}'),
-                              ("v0", "ReplicationResponse",
-                               '{"leader_epoch": "3", "high_watermark": "41", "data_hex": ""}')):
-        out = subprocess.run([*LBPARSE, "encode", "--layout", layout,
-                              "--type", name, "--json", obj], capture_output=True, text=True,
-                             timeout=120)
+    for layout, name, obj in (
+        ("flatbuffers", "Ack", '{"stream": "foo", "offset": "42"}'),
+        ("flatbuffers", "Publish", '{"stream": "foo"}'),
+        ("flatbuffers-draft", "Replication", '{"hex": "00ff"}'),
+        (
+            "v0",
+            "ReplicationResponse",
+            '{"leader_epoch": "3", "high_watermark": "41", "data_hex": ""}',
+        ),
+    ):
+        out = subprocess.run(
+            [*LBPARSE, "encode", "--layout", layout, "--type", name, "--json", obj],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         env = lbparse.decode(bytes.fromhex(out.stdout.strip()), layout)
         assert env.msg_type_name == name

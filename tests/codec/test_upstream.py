@@ -8,17 +8,23 @@ import re
 import subprocess
 
 import pytest
+from support.cli import LBPARSE
+from vectors import data, params
 
 import lbparse
 from lbparse.codec.upstream import UPSTREAM_DECODERS, simulate, upstream_verdict
-from vectors import data, params
-from support.cli import LBPARSE
 
-_KEY = re.compile(r"^(server|legacy_27b155c|client_v2|client_0a5bc38\^)"
-                  r"\.(?:Unmarshal(\w+)|UnmarshalEnvelope\((\w+)\))$")
+_KEY = re.compile(
+    r"^(server|legacy_27b155c|client_v2|client_0a5bc38\^)"
+    r"\.(?:Unmarshal(\w+)|UnmarshalEnvelope\((\w+)\))$"
+)
 _BY_KEY = {d.key: d for d in UPSTREAM_DECODERS.values()}
-OUTCOME = {"ok": {"accepted"}, "error": {"rejected", "plain"}, "panic": {"crash"},
-           "not a message": {"plain"}}
+OUTCOME = {
+    "ok": {"accepted"},
+    "error": {"rejected", "plain"},
+    "panic": {"crash"},
+    "not a message": {"plain"},
+}
 
 
 def _cases() -> list:
@@ -64,8 +70,11 @@ def test_plain_bytes_are_stored_as_plain_messages() -> None:
 def test_check_command_exits_non_zero_on_a_crashing_input(tmp_path) -> None:
     good = "b90e43b40008000a0a027331"
     crash = "b90e43b40028000a0a026964"
-    run = lambda *a: subprocess.run([*LBPARSE, "check", *a],  # noqa: E731
-                                    capture_output=True, timeout=60)
+    run = lambda *a: subprocess.run(
+        [*LBPARSE, "check", *a],
+        capture_output=True,
+        timeout=60,
+    )
     ok = run(good)
     assert ok.returncode == 0, ok.stderr
     assert b"accepted as MsgType 10 ServerInfoRequest" in ok.stdout

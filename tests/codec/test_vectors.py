@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from vectors import accepted_kinds, data, params
 
 import lbparse
 from lbparse.codec.dispatch import DECODERS
-from vectors import accepted_kinds, data, params
 
-EXPECT_KEYS = ("version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
-               "payload_type", "payload_json", "commitlog_messages")
+EXPECT_KEYS = (
+    "version",
+    "header_len",
+    "flags",
+    "crc32c",
+    "msg_type",
+    "msg_type_name",
+    "payload_type",
+    "payload_json",
+    "commitlog_messages",
+)
 
 
 def _supported(v: dict) -> bool:
@@ -46,8 +55,9 @@ def test_bad_vector_fails_with_expected_kind(v: dict) -> None:
     assert str(info.value)  # the message says what was found
 
 
-@pytest.mark.parametrize("v", params(lambda v: v["expect"].get("upstream_accepts")
-                                     and v["layout"] == "v0"))
+@pytest.mark.parametrize(
+    "v", params(lambda v: v["expect"].get("upstream_accepts") and v["layout"] == "v0")
+)
 def test_lenient_accepts_what_upstream_accepts(v: dict) -> None:
     """Upstream tolerates these; lenient mode does too, and says so."""
     d = data(v)
@@ -55,7 +65,7 @@ def test_lenient_accepts_what_upstream_accepts(v: dict) -> None:
         pytest.skip("upstream accepts the bytes but proto3 forbids the string: bad_payload")
     env = lbparse.decode(d, lenient=True)
     assert env.warnings, "every tolerance is recorded"
-    assert env.payload == d[d[5]:]
+    assert env.payload == d[d[5] :]
 
 
 def test_header_len_beyond_data_is_truncated_not_a_crash() -> None:
@@ -78,7 +88,9 @@ def test_memoryview_and_bytearray_inputs() -> None:
 
 
 def test_crc_check_can_be_skipped() -> None:
-    v = bytes.fromhex("b90e43b4000c010b000000000a02733112126c6966746272696467652e6578616d706c6518cc48")
+    v = bytes.fromhex(
+        "b90e43b4000c010b000000000a02733112126c6966746272696467652e6578616d706c6518cc48"
+    )
     with pytest.raises(lbparse.EnvelopeError, match="CRC-32C") as info:
         lbparse.decode(v)
     assert info.value.kind == "crc_mismatch"
@@ -90,8 +102,11 @@ def test_decode_header_does_not_touch_payload() -> None:
     # A header with a payload that is not valid protobuf: the header is fine.
     d = bytes.fromhex("b90e43b40008000bffff")
     h = lbparse.decode_header(d)
-    assert (h.msg_type, h.msg_type_name, h.payload_type) == (11, "ServerInfoResponse",
-                                                             "protocol.ServerInfoResponse")
+    assert (h.msg_type, h.msg_type_name, h.payload_type) == (
+        11,
+        "ServerInfoResponse",
+        "protocol.ServerInfoResponse",
+    )
     with pytest.raises(lbparse.EnvelopeError) as info:
         lbparse.decode(d)
     assert info.value.kind == "bad_payload"
@@ -140,7 +155,11 @@ def test_bare_lift_era_ack() -> None:
 def test_plain_layout_keeps_the_bytes(v: dict) -> None:
     env = lbparse.decode(data(v), "plain")
     assert (env.layout, env.payload, env.message, env.payload_type) == (
-        "plain", data(v), data(v), "bytes")
+        "plain",
+        data(v),
+        data(v),
+        "bytes",
+    )
     assert env.to_json_dict()["payload_json"] == {"hex": v["hex"]}
 
 

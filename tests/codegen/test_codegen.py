@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
+from support.cli import LBPARSE
 
 from lbparse.codegen import targets
 from lbparse_generated.tables import LAYOUTS
-from support.cli import LBPARSE
 
 ROOT = Path(__file__).resolve().parents[2]
 KSY = sorted(p.stem for p in (ROOT / "spec").glob("*.ksy"))
@@ -57,7 +57,7 @@ def test_wireshark_folder_holds_only_the_plugin(every_language) -> None:
     assert "liftbridge.lua" in written
     # Nothing a plugins folder does not load: no tables, descriptor sets, FlatBuffers.
     assert not {w for w in written if w.endswith((".json", ".desc", ".fbs", ".md"))}
-    assert "Proto(\"liftbridge\"" in (folder / "liftbridge.lua").read_text()
+    assert 'Proto("liftbridge"' in (folder / "liftbridge.lua").read_text()
 
 
 @pytest.mark.slow  # Node: the Kaitai compiler
@@ -98,7 +98,9 @@ def test_python_target_matches_the_committed_parsers(every_language) -> None:
     for path in parsers:
         # Inside the package, `make generate` makes imports between specs
         # relative (tools/ksy_storage.relative_kaitai_imports).
-        committed_text = re.sub(r"^from \. import (\w+)$", r"import \1", path.read_text(), flags=re.M)
+        committed_text = re.sub(
+            r"^from \. import (\w+)$", r"import \1", path.read_text(), flags=re.M
+        )
         assert (out / "python" / path.name).read_text() == committed_text, path.name
 
 
@@ -106,7 +108,8 @@ def test_python_target_matches_the_committed_parsers(every_language) -> None:
 def test_descriptor_set_holds_every_payload_type(every_language) -> None:
     out, _ = every_language
     fds = descriptor_pb2.FileDescriptorSet.FromString(
-        (out / "javascript" / "proto" / "lbparse.desc").read_bytes())
+        (out / "javascript" / "proto" / "lbparse.desc").read_bytes()
+    )
     assert {f.name for f in fds.file} >= set(PROTOS)
     messages = {f"{f.package}.{m.name}" for f in fds.file for m in f.message_type}
     protobuf = [lay for lay in LAYOUTS.values() if lay["payload_format"] == "protobuf"]
@@ -124,11 +127,13 @@ def test_msg_types_json_is_the_dispatch_table(every_language) -> None:
     for name, raw in LAYOUTS.items():
         got = table["layouts"][name]
         assert got["id"] == raw["id"] and got["byte7"] == raw["byte7"]
-        assert {m["value"]: (m["name"], m["payload_type"]) for m in got["msg_types"]} \
-            == raw["msg_types"]
+        assert {m["value"]: (m["name"], m["payload_type"]) for m in got["msg_types"]} == raw[
+            "msg_types"
+        ]
         assert got["byte7_meaning"], name  # every layout says what byte 7 is
         assert {m["value"] for m in got["msg_types"] if m["internal"]} == set(
-            raw.get("internal_msg_types", ()))
+            raw.get("internal_msg_types", ())
+        )
     assert "MsgType" in table["layouts"]["v0"]["byte7_meaning"]
     assert "reserved" in table["layouts"]["legacy"]["byte7_meaning"]
     assert "no envelope header" in table["layouts"]["plain"]["byte7_meaning"]
@@ -145,8 +150,12 @@ def test_js_folder_pins_the_runtime(every_language) -> None:
 
 @pytest.mark.slow  # Node: the Kaitai compiler
 def test_cli_single_language_writes_flat(tmp_path: Path) -> None:
-    res = subprocess.run([*LBPARSE, "generate", "--lang", "js",
-                          "-o", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [*LBPARSE, "generate", "--lang", "js", "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert "javascript:" in res.stdout
     assert (tmp_path / "LiftbridgeEnvelope.js").is_file()
@@ -164,8 +173,17 @@ def test_unknown_language_is_a_clear_error() -> None:
 @pytest.mark.slow  # Node: the Kaitai compiler
 def test_ksc_js_single_language_stays_flat(tmp_path: Path) -> None:
     # tools/generate.py calls ksc.js with one language and expects no sub-folder.
-    res = subprocess.run(["node", str(ROOT / "tools" / "ksc.js"), "python", str(tmp_path),
-                          str(ROOT / "spec" / "envelope.ksy")],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            "node",
+            str(ROOT / "tools" / "ksc.js"),
+            "python",
+            str(tmp_path),
+            str(ROOT / "spec" / "envelope.ksy"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "liftbridge_envelope.py").is_file()

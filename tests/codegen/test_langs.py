@@ -22,13 +22,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.conformance import capture_cases, compare, driver_input, odd_key_cases, vector_cases
+from support.langs import LANGS, BuildError, Language
+from support.shared import shared_path
 
 from lbparse.codegen import generate
 from lbparse.codegen.langdocs import DOCS
-from support.conformance import (capture_cases, compare, driver_input, odd_key_cases,
-                                 vector_cases)
-from support.langs import LANGS, BuildError, Language
-from support.shared import shared_path
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,12 +41,15 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str] | str
     return {}
 
 
-def driver(lang: Language, built: dict[str, list[str] | str],
-           tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def driver(
+    lang: Language, built: dict[str, list[str] | str], tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
     missing = lang.missing()
     if missing:
-        pytest.skip(f"{lang.name} toolchain missing: {', '.join(missing)} "
-                    f"(Debian: {' '.join(lang.debian)}; `make install-langs`)")
+        pytest.skip(
+            f"{lang.name} toolchain missing: {', '.join(missing)} "
+            f"(Debian: {' '.join(lang.debian)}; `make install-langs`)"
+        )
     if lang.name not in built:
         runtime = shared_path("kaitai-runtimes", lang.runtime) if lang.runtime else Path()
         work = tmp_path_factory.mktemp(f"lang-{lang.name}")
@@ -70,18 +72,23 @@ BY_LANGUAGE = [pytest.param(name, marks=pytest.mark.xdist_group(f"lang-{name}"))
 
 
 def run_driver(cmd: list[str], cases: list[tuple[str, bytes, str]]) -> str:
-    res = subprocess.run(cmd, input=driver_input(cases), capture_output=True, text=True,
-                         timeout=RUN_TIMEOUT)
-    assert res.returncode == 0, (f"the driver crashed (exit {res.returncode}) after "
-                                 f"{len(res.stdout.splitlines())} of {len(cases)} cases:\n"
-                                 f"{res.stderr[-3000:]}")
+    res = subprocess.run(
+        cmd, input=driver_input(cases), capture_output=True, text=True, timeout=RUN_TIMEOUT
+    )
+    assert res.returncode == 0, (
+        f"the driver crashed (exit {res.returncode}) after "
+        f"{len(res.stdout.splitlines())} of {len(cases)} cases:\n"
+        f"{res.stderr[-3000:]}"
+    )
     return res.stdout
 
 
 def check(lang: str, cases: list[tuple[str, bytes, str]], stdout: str) -> None:
     bad = list(compare(cases, stdout))
-    assert not bad, (f"{lang}: {len(bad)} of {len(cases)} cases disagree with lbparse:\n"
-                     + "\n".join(bad[:SHOWN]))
+    assert not bad, (
+        f"{lang}: {len(bad)} of {len(cases)} cases disagree with lbparse:\n"
+        + "\n".join(bad[:SHOWN])
+    )
 
 
 @pytest.mark.parametrize("name", BY_LANGUAGE)
@@ -110,7 +117,9 @@ def test_header_keys_that_are_not_utf8(name: str, built, tmp_path_factory) -> No
 # --- each folder's README: its build line builds, its example prints what it says ---
 
 EXAMPLE_ENV = {  # offline: no module proxy, caches in the test's folder
-    "GOFLAGS": "-mod=mod", "GOPROXY": "off", "NODE_PATH": str(ROOT / "tools" / "node_modules"),
+    "GOFLAGS": "-mod=mod",
+    "GOPROXY": "off",
+    "NODE_PATH": str(ROOT / "tools" / "node_modules"),
 }
 
 
@@ -128,15 +137,28 @@ def test_readme_example_runs(name: str, tmp_path: Path) -> None:
     generate([name], folder)
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert doc.build in readme and doc.source in readme and doc.output in readme
-    env = {**os.environ, **EXAMPLE_ENV, "KAITAI_RUNTIME": str(runtime),
-           "GOPATH": str(tmp_path / "gopath"), "GOCACHE": str(tmp_path / "gocache")}
+    env = {
+        **os.environ,
+        **EXAMPLE_ENV,
+        "KAITAI_RUNTIME": str(runtime),
+        "GOPATH": str(tmp_path / "gopath"),
+        "GOCACHE": str(tmp_path / "gocache"),
+    }
     if name == "javascript":  # `npm install` is for people; the pinned runtime is installed here
         build = doc.build.replace("npm install", "true")
     else:
         build = doc.build
-    res = subprocess.run(["sh", "-ec", build], cwd=folder, env=env, capture_output=True, text=True,
-                         timeout=RUN_TIMEOUT)
-    assert res.returncode == 0, f"{name}: the README's build line failed:\n{res.stdout}\n{res.stderr}"
+    res = subprocess.run(
+        ["sh", "-ec", build],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert res.returncode == 0, (
+        f"{name}: the README's build line failed:\n{res.stdout}\n{res.stderr}"
+    )
     assert res.stdout.endswith(doc.output), f"{name} printed:\n{res.stdout}"
 
 
@@ -148,7 +170,7 @@ def test_readme_javascript_snippet(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "pages" / "languages.md").read_text(encoding="utf-8")
     opening = "<!-- js example: snippet -->\n```js\n"
     start = text.index(opening) + len(opening)
-    snippet = text[start:text.index("```", start)]
+    snippet = text[start : text.index("```", start)]
     expected: list[str] = []  # what it prints: the comment lines it ends with
     for line in reversed(snippet.rstrip().splitlines()):
         if not line.startswith("// "):
@@ -156,8 +178,14 @@ def test_readme_javascript_snippet(tmp_path: Path) -> None:
         expected.insert(0, line[3:])
     generate(["javascript"], tmp_path)
     (tmp_path / "snippet.js").write_text(snippet, encoding="utf-8")
-    res = subprocess.run(["node", "snippet.js"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=RUN_TIMEOUT, env={**os.environ, **EXAMPLE_ENV})
+    res = subprocess.run(
+        ["node", "snippet.js"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+        env={**os.environ, **EXAMPLE_ENV},
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == expected
     assert "9007199254740993n" in res.stdout

@@ -26,10 +26,13 @@ import socket
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from support.net import free_port, wait_file_settles
+from support.shared import CAPTURES, shared_path
 
 from lbparse import decode, decode_header, encode, message_class
 from lbparse.capture import CaptureReader
@@ -37,8 +40,6 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.wirefit import scan
 from lbparse.codegen.wireshark import DEFAULT_PORT, FILE_NAME, PROTO_DIR, lua_source, write_plugin
 from lbparse.errors import EnvelopeError
-from support.net import free_port, wait_file_settles
-from support.shared import CAPTURES, shared_path
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,9 +49,17 @@ CLUSTER_PORT = 24223  # the NATS port of samples/short.pcapng
 PAYLOAD_VERBS = ("PUB", "HPUB", "MSG", "HMSG")
 # Once per message (PUB, HPUB, MSG, HMSG), empty where a message has none;
 # nats.verb is once per NATS frame, control lines (SUB, PING, +OK) included.
-PER_MESSAGE = ("nats.subject", "nats.reply", "nats.sid", "nats.payload_len",
-               "liftbridge.layout", "liftbridge.status", "liftbridge.msg_type_name",
-               "liftbridge.payload_type", "liftbridge.traffic")
+PER_MESSAGE = (
+    "nats.subject",
+    "nats.reply",
+    "nats.sid",
+    "nats.payload_len",
+    "liftbridge.layout",
+    "liftbridge.status",
+    "liftbridge.msg_type_name",
+    "liftbridge.payload_type",
+    "liftbridge.traffic",
+)
 TIMEOUT = 20  # seconds for any one wait below
 
 
@@ -68,12 +77,27 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_tshark(lua: Path, config: Path, capture: Path, port: int, *args: str) -> str:
-    cmd = ["tshark", "-n", "-r", str(capture), "-X", f"lua_script:{lua}",
-           "-o", f"nats.tcp_port:{port}", *args]
+    cmd = [
+        "tshark",
+        "-n",
+        "-r",
+        str(capture),
+        "-X",
+        f"lua_script:{lua}",
+        "-o",
+        f"nats.tcp_port:{port}",
+        *args,
+    ]
     # errors="replace": the protobuf dissector prints string fields of random
     # payloads as they are, not always UTF-8.
-    res = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300,
-                         env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)})
+    res = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+        env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)},
+    )
     assert res.returncode == 0, res.stderr
     noise = [line for line in res.stderr.splitlines() if not line.startswith("Running as user")]
     assert not noise, "\n".join(noise)
@@ -84,8 +108,9 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def tshark_messages(lua: Path, config: Path, capture: Path, port: int,
-                    layout: str | None = None) -> list[dict[str, Any]]:
+def tshark_messages(
+    lua: Path, config: Path, capture: Path, port: int, layout: str | None = None
+) -> list[dict[str, Any]]:
     """Every NATS message tree tshark prints, in capture order, with its TCP ports."""
     args = ["-T", "json", "--no-duplicate-keys"]
     if layout:
@@ -116,20 +141,45 @@ def test_generated_from_the_spec() -> None:
 
 
 def test_tshark_registers_protocols_and_fields(plugin: Path, config: Path) -> None:
-    res = subprocess.run(["tshark", "-G", "fields", "-X", f"lua_script:{plugin}"],
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)})
+    res = subprocess.run(
+        ["tshark", "-G", "fields", "-X", f"lua_script:{plugin}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)},
+    )
     assert res.returncode == 0, res.stderr
     fields = {line.split("\t")[2] for line in res.stdout.splitlines() if line.startswith("F\t")}
     protos = {line.split("\t")[2] for line in res.stdout.splitlines() if line.startswith("P\t")}
     assert {"nats", "liftbridge"} <= protos
-    wanted = {f"nats.{f}" for f in ("verb", "subject", "reply", "sid", "payload_len", "status",
-                                     "description")}
-    wanted |= {f"liftbridge.{f}" for f in ("layout", "status", "version", "header_len", "flags",
-                                           "msg_type", "msg_type_name", "payload_type", "crc32c",
-                                           "crc_ok", "error", "traffic", "raft_rpc")}
-    wanted |= {"liftbridge.commitlog.high_watermark", "liftbridge.commitlog.entries",
-               "liftbridge.commitlog.entry.offset", "liftbridge.commitlog.body.value"}
+    wanted = {
+        f"nats.{f}"
+        for f in ("verb", "subject", "reply", "sid", "payload_len", "status", "description")
+    }
+    wanted |= {
+        f"liftbridge.{f}"
+        for f in (
+            "layout",
+            "status",
+            "version",
+            "header_len",
+            "flags",
+            "msg_type",
+            "msg_type_name",
+            "payload_type",
+            "crc32c",
+            "crc_ok",
+            "error",
+            "traffic",
+            "raft_rpc",
+        )
+    }
+    wanted |= {
+        "liftbridge.commitlog.high_watermark",
+        "liftbridge.commitlog.entries",
+        "liftbridge.commitlog.entry.offset",
+        "liftbridge.commitlog.body.value",
+    }
     assert wanted <= fields, wanted - fields
 
 
@@ -141,9 +191,18 @@ def test_plugin_sets_up_the_protobuf_search_path(plugin: Path, tmp_path: Path) -
     lines = (fresh / "protobuf_search_paths").read_text().splitlines()
     assert lines == [f'"{plugin.parent / PROTO_DIR}","TRUE"']
     # The payload fields, from the .proto files, filter and print as fields.
-    out = run_tshark(plugin, fresh, shared_path("liftbridge", "samples", "short.pcapng"),
-                     CLUSTER_PORT, "-T", "fields", "-e", "pbf.proto.Message.stream",
-                     "-Y", 'pbf.proto.Message.stream == "orders"')
+    out = run_tshark(
+        plugin,
+        fresh,
+        shared_path("liftbridge", "samples", "short.pcapng"),
+        CLUSTER_PORT,
+        "-T",
+        "fields",
+        "-e",
+        "pbf.proto.Message.stream",
+        "-Y",
+        'pbf.proto.Message.stream == "orders"',
+    )
     assert out.splitlines() and all("orders" in line.split(",") for line in out.splitlines())
 
 
@@ -157,21 +216,42 @@ def test_the_readmes_two_lines_work_for_a_fresh_user(tmp_path: Path) -> None:
 
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR")
+    }
     env["HOME"] = str(home)
-    res = run_cli("generate", "--lang", "wireshark", "-o",
-                  str(home / ".local/lib/wireshark/plugins"), env=env)
+    res = run_cli(
+        "generate", "--lang", "wireshark", "-o", str(home / ".local/lib/wireshark/plugins"), env=env
+    )
     assert res.returncode == 0, res.stderr
     capture = shared_path("liftbridge", "samples", "short.pcapng")
-    got = subprocess.run(["tshark", "-r", str(capture), "-o", f"nats.tcp_port:{CLUSTER_PORT}",
-                          "-T", "fields", "-E", "occurrence=a", "-e", "frame.number",
-                          "-e", "pbf.proto.Message.stream"],
-                         capture_output=True, text=True, errors="replace", timeout=300,
-                         env=env, cwd=home)
+    got = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(capture),
+            "-o",
+            f"nats.tcp_port:{CLUSTER_PORT}",
+            "-T",
+            "fields",
+            "-E",
+            "occurrence=a",
+            "-e",
+            "frame.number",
+            "-e",
+            "pbf.proto.Message.stream",
+        ],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+        env=env,
+        cwd=home,
+    )
     assert got.returncode == 0 and "aren't valid" not in got.stderr, got.stderr
-    streams = {s for line in got.stdout.splitlines()
-               for s in line.partition("\t")[2].split(",") if s}
+    streams = {
+        s for line in got.stdout.splitlines() for s in line.partition("\t")[2].split(",") if s
+    }
     want = set()
     for rec in CaptureReader(capture, layout="auto"):
         env_ = rec.envelope
@@ -180,15 +260,38 @@ def test_the_readmes_two_lines_work_for_a_fresh_user(tmp_path: Path) -> None:
     assert want and streams == want, (streams, want)
     search = home / ".config" / "wireshark" / "protobuf_search_paths"
     assert search.read_text().strip() == (
-        f'"{home}/.local/lib/wireshark/plugins/{PROTO_DIR}","TRUE"')
+        f'"{home}/.local/lib/wireshark/plugins/{PROTO_DIR}","TRUE"'
+    )
 
 
 def test_a_bad_layout_preference_is_said(plugin: Path, config: Path) -> None:
-    cmd = ["tshark", "-n", "-r", str(CAPTURES / "nats_verbose20.pcap"), "-X", f"lua_script:{plugin}",
-           "-o", f"nats.tcp_port:{SHARED_PORT}", "-o", "liftbridge.layout:bogus",
-           "-T", "fields", "-e", "liftbridge.status", "-e", "liftbridge.error", "-Y", "liftbridge"]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)})
+    cmd = [
+        "tshark",
+        "-n",
+        "-r",
+        str(CAPTURES / "nats_verbose20.pcap"),
+        "-X",
+        f"lua_script:{plugin}",
+        "-o",
+        f"nats.tcp_port:{SHARED_PORT}",
+        "-o",
+        "liftbridge.layout:bogus",
+        "-T",
+        "fields",
+        "-e",
+        "liftbridge.status",
+        "-e",
+        "liftbridge.error",
+        "-Y",
+        "liftbridge",
+    ]
+    res = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "WIRESHARK_CONFIG_DIR": str(config)},
+    )
     rows = [line.split("\t") for line in res.stdout.splitlines()]
     assert rows and all(r[0].split(",")[0] == "bad_preference" for r in rows)
     assert "bogus" in rows[0][1] and "auto, v0" in rows[0][1]
@@ -196,10 +299,15 @@ def test_a_bad_layout_preference_is_said(plugin: Path, config: Path) -> None:
 
 # --- the shared captures: NATS against the oracle, payloads against lbparse ---
 
-@pytest.mark.parametrize("capture", ["nats_1000.pcap", "nats_1000.pcapng",
-                                     "nats_verbose20.pcap", "nats_verbose20.pcapng"])
+
+@pytest.mark.parametrize(
+    "capture",
+    ["nats_1000.pcap", "nats_1000.pcapng", "nats_verbose20.pcap", "nats_verbose20.pcapng"],
+)
 def test_shared_capture_matches_oracle(plugin: Path, config: Path, capture: str) -> None:
-    oracle = json.loads((CAPTURES / (capture.split(".")[0] + ".oracle.json")).read_text())["messages"]
+    oracle = json.loads((CAPTURES / (capture.split(".")[0] + ".oracle.json")).read_text())[
+        "messages"
+    ]
     messages = tshark_messages(plugin, config, CAPTURES / capture, SHARED_PORT)
     pubs = [m for m in messages if m["nats.verb"] in ("PUB", "HPUB")]
     subs = [m for m in messages if m["nats.verb"] in ("MSG", "HMSG")]
@@ -215,13 +323,15 @@ def test_shared_capture_matches_oracle(plugin: Path, config: Path, capture: str)
                 assert int(got["nats.hdr_len"]) == len(want["hdr_block_hex"]) // 2
             # One Liftbridge tree per message, as lbparse's auto reads the payload.
             assert tshark_view(got["liftbridge"]) == lbparse_view(
-                bytes.fromhex(want["payload_hex"]), "auto"), want["seq"]
+                bytes.fromhex(want["payload_hex"]), "auto"
+            ), want["seq"]
         assert sub["nats.sid"] == "1"
     if "verbose" in capture:
         assert sum(m["nats.verb"] == "+OK" for m in messages) > len(oracle)
 
 
 # --- the real cluster: every message and field against `lbparse capture` ------
+
 
 def cluster_records() -> list[Any]:
     return list(CaptureReader(shared_path("liftbridge", "samples", "short.pcapng")))
@@ -257,8 +367,11 @@ def entries_of(lb: dict[str, Any]) -> list[dict[str, Any]]:
 def test_real_cluster_capture_matches_lbparse(plugin: Path, config: Path) -> None:
     capture = shared_path("liftbridge", "samples", "short.pcapng")
     records = cluster_records()
-    messages = [m for m in tshark_messages(plugin, config, capture, CLUSTER_PORT)
-                if m["nats.verb"] in PAYLOAD_VERBS]
+    messages = [
+        m
+        for m in tshark_messages(plugin, config, capture, CLUSTER_PORT)
+        if m["nats.verb"] in PAYLOAD_VERBS
+    ]
     assert len(messages) == len(records) > 7000
     port = lambda ep: int(ep.rsplit(":", 1)[1])  # noqa: E731
     ours = by_direction(records, lambda r: (port(r.src), port(r.dst)))
@@ -337,6 +450,7 @@ def test_fields_line_up_in_frames_with_several_messages(plugin: Path, config: Pa
 
 # --- a capture of every reference vector, made here -------------------------
 
+
 def read_until(sock: socket.socket, marker: bytes, buf: bytearray) -> None:
     deadline = time.monotonic() + TIMEOUT
     while marker not in buf:
@@ -362,7 +476,9 @@ def connect(port: int, no_responders: bool = False) -> socket.socket:
     buf = bytearray()
     read_until(sock, b"\r\n", buf)  # INFO
     extra = b',"no_responders":true' if no_responders else b""
-    sock.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1%s}\r\n' % extra)
+    sock.sendall(
+        b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"protocol":1%s}\r\n' % extra
+    )
     return sock
 
 
@@ -380,8 +496,10 @@ def wait_listening(proc: subprocess.Popen) -> None:
 
 def published() -> list[tuple[str, bytes]]:
     """(layout, bytes) of each message: every vector, then one that spans segments."""
-    out = [(v["layout"], bytes.fromhex(v["hex"]))
-           for v in map(json.loads, VECTORS.read_text().splitlines())]
+    out = [
+        (v["layout"], bytes.fromhex(v["hex"]))
+        for v in map(json.loads, VECTORS.read_text().splitlines())
+    ]
     value = random.Random(6).randbytes(150_000)  # the same bytes on every call
     big = message_class("proto.Message")(subject="big", value=value)
     return out + [("v0", encode(big, crc=True))]
@@ -404,17 +522,36 @@ def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
     procs: list[subprocess.Popen] = []
     socks: list[socket.socket] = []
     try:
-        procs.append(subprocess.Popen(["nats-server", "-a", "127.0.0.1", "-p", str(port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                ["nats-server", "-a", "127.0.0.1", "-p", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         sub = connect(port)  # also waits for the server to listen
         socks.append(sub)
         # --immediate-mode: without it libpcap hands packets over in blocks,
         # and whatever is still in a block when tcpdump stops is lost.
         # -B: a large kernel buffer; the default holds only a few 64 KiB
         # loopback segments, and a loaded machine dropped the big message's.
-        dump = subprocess.Popen(["tcpdump", "-i", "lo", "--immediate-mode", "-U", "-B", "32768",
-                                 "-n", "-w", str(out), f"tcp port {port}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        dump = subprocess.Popen(
+            [
+                "tcpdump",
+                "-i",
+                "lo",
+                "--immediate-mode",
+                "-U",
+                "-B",
+                "32768",
+                "-n",
+                "-w",
+                str(out),
+                f"tcp port {port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         procs.append(dump)
         wait_listening(dump)
         sub.sendall(b"SUB lbvec.> 1\r\nPING\r\n")
@@ -449,10 +586,9 @@ def vector_capture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[P
     yield out, port
 
 
-
-
-NEWEST_ENVELOPED = min((lay for lay in LAYOUTS.values() if lay.has_header),
-                       key=lambda lay: lay.recency).name
+NEWEST_ENVELOPED = min(
+    (lay for lay in LAYOUTS.values() if lay.has_header), key=lambda lay: lay.recency
+).name
 
 
 def lbparse_view(data: bytes, layout: str) -> dict[str, Any]:
@@ -471,51 +607,66 @@ def lbparse_view(data: bytes, layout: str) -> dict[str, Any]:
             return {"status": exc.kind}
         # auto: the error is the newest layout's, which the dissector reports too.
         env = decode_header(data, NEWEST_ENVELOPED if layout == "auto" else layout)
-        payload = data[env.payload_offset:]
+        payload = data[env.payload_offset :]
         fmt = LAYOUTS[env.layout].payload_format
-        if env.payload_type == "raw" or (fmt == "protobuf" and env.payload_type != "bytes"
-                                         and payload and scan(payload) is None):
+        if env.payload_type == "raw" or (
+            fmt == "protobuf" and env.payload_type != "bytes" and payload and scan(payload) is None
+        ):
             return {"status": exc.kind}
     else:
         payload = env.payload
     raw = env.payload_type == "raw"
-    return {"status": "ok", "layout": env.layout, "version": env.version,
-            "header_len": env.header_len,
-            "flags": None if env.flags is None else f"0x{env.flags:02x}",
-            "msg_type_name": env.msg_type_name or "",
-            "msg_type": env.msg_type if env.layout == "v0" or env.msg_type_name else None,
-            "payload_type": env.payload_type,
-            "payload_len": len(payload),
-            "crc32c": None if env.crc32c is None else f"0x{env.crc32c:08x}",
-            "crc_ok": None if env.crc32c is None else True, "raw": raw}
+    return {
+        "status": "ok",
+        "layout": env.layout,
+        "version": env.version,
+        "header_len": env.header_len,
+        "flags": None if env.flags is None else f"0x{env.flags:02x}",
+        "msg_type_name": env.msg_type_name or "",
+        "msg_type": env.msg_type if env.layout == "v0" or env.msg_type_name else None,
+        "payload_type": env.payload_type,
+        "payload_len": len(payload),
+        "crc32c": None if env.crc32c is None else f"0x{env.crc32c:08x}",
+        "crc_ok": None if env.crc32c is None else True,
+        "raw": raw,
+    }
 
 
 def tshark_view(lb: dict[str, Any]) -> dict[str, Any]:
     if lb["liftbridge.status"] != "ok":
         return {"status": lb["liftbridge.status"]}
     num = lambda k: None if k not in lb else int(lb[k])  # noqa: E731
-    return {"status": "ok", "layout": lb["liftbridge.layout"], "version": num("liftbridge.version"),
-            "header_len": num("liftbridge.header_len"), "flags": lb.get("liftbridge.flags"),
-            "msg_type_name": lb["liftbridge.msg_type_name"],
-            "msg_type": num("liftbridge.msg_type") if lb["liftbridge.msg_type_name"] else None,
-            "payload_type": lb["liftbridge.payload_type"],
-            "payload_len": num("liftbridge.payload_len"),
-            "crc32c": lb.get("liftbridge.crc32c"),
-            "crc_ok": None if "liftbridge.crc_ok" not in lb else lb["liftbridge.crc_ok"] == "1",
-            "raw": lb["liftbridge.payload_type"] == "raw"}
+    return {
+        "status": "ok",
+        "layout": lb["liftbridge.layout"],
+        "version": num("liftbridge.version"),
+        "header_len": num("liftbridge.header_len"),
+        "flags": lb.get("liftbridge.flags"),
+        "msg_type_name": lb["liftbridge.msg_type_name"],
+        "msg_type": num("liftbridge.msg_type") if lb["liftbridge.msg_type_name"] else None,
+        "payload_type": lb["liftbridge.payload_type"],
+        "payload_len": num("liftbridge.payload_len"),
+        "crc32c": lb.get("liftbridge.crc32c"),
+        "crc_ok": None if "liftbridge.crc_ok" not in lb else lb["liftbridge.crc_ok"] == "1",
+        "raw": lb["liftbridge.payload_type"] == "raw",
+    }
 
 
 LAYOUT_PREFS = ["auto", *LAYOUTS]
 
 
 @pytest.mark.parametrize("layout", LAYOUT_PREFS)
-def test_vector_capture_matches_lbparse(plugin: Path, config: Path, vector_capture,
-                                        layout: str) -> None:
+def test_vector_capture_matches_lbparse(
+    plugin: Path, config: Path, vector_capture, layout: str
+) -> None:
     capture, port = vector_capture
     sent = published()
     messages = tshark_messages(plugin, config, capture, port, layout)
-    payload_msgs = [m for m in messages if m["nats.verb"] in PAYLOAD_VERBS
-                    and m["nats.subject"].startswith("lbvec.")]
+    payload_msgs = [
+        m
+        for m in messages
+        if m["nats.verb"] in PAYLOAD_VERBS and m["nats.subject"].startswith("lbvec.")
+    ]
     # Each message twice: the PUB/HPUB going in, the MSG/HMSG coming out.
     assert len(payload_msgs) == 2 * len(sent)
     differ = []
@@ -528,8 +679,11 @@ def test_vector_capture_matches_lbparse(plugin: Path, config: Path, vector_captu
         want, got = lbparse_view(data, layout), tshark_view(lb)
         if got != want:
             differ.append((i, vec_layout, want, got))
-    bad = [(i, vl, {k: (w.get(k), g.get(k)) for k in set(w) | set(g) if w.get(k) != g.get(k)})
-           for i, vl, w, g in differ if not auto_differs_by_design(layout, w)]
+    bad = [
+        (i, vl, {k: (w.get(k), g.get(k)) for k in set(w) | set(g) if w.get(k) != g.get(k)})
+        for i, vl, w, g in differ
+        if not auto_differs_by_design(layout, w)
+    ]
     assert not bad, f"{len(bad)} differ (lbparse, tshark): {bad[:8]}"
     status = [m for m in messages if m.get("nats.status")]
     assert [int(m["nats.status"]) for m in status] == [503]
@@ -545,11 +699,31 @@ def auto_differs_by_design(layout: str, want: dict[str, Any]) -> bool:
 def test_no_expert_error_on_payloads_that_are_not_envelopes(plugin: Path, config: Path) -> None:
     # The real cluster's capture: thousands of Raft and handshake payloads, none an envelope.
     capture = shared_path("liftbridge", "samples", "short.pcapng")
-    out = run_tshark(plugin, config, capture, CLUSTER_PORT, "-T", "fields", "-e", "frame.number",
-                     "-Y", "liftbridge.bad_envelope or liftbridge.bad_payload")
+    out = run_tshark(
+        plugin,
+        config,
+        capture,
+        CLUSTER_PORT,
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-Y",
+        "liftbridge.bad_envelope or liftbridge.bad_payload",
+    )
     assert out == ""
-    plain = run_tshark(plugin, config, capture, CLUSTER_PORT, "-T", "fields", "-e", "frame.number",
-                       "-Y", 'liftbridge.layout == "plain"')
+    plain = run_tshark(
+        plugin,
+        config,
+        capture,
+        CLUSTER_PORT,
+        "-T",
+        "fields",
+        "-e",
+        "frame.number",
+        "-Y",
+        'liftbridge.layout == "plain"',
+    )
     assert len(plain.splitlines()) > 1000
 
 
@@ -563,13 +737,25 @@ def test_the_plugin_reads_the_grpc_api_on_its_ports(plugin: Path, config: Path) 
     items: list[Any] = []
     for _ in CaptureReader(capture, on_grpc=items.append):
         pass
-    want = [m.message["correlationId"] for m in items if isinstance(m, GrpcMessage)
-            and m.type == "proto.PublishRequest"]
-    fields = ("-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|",
-              "-e", "pbf.proto.PublishRequest.correlationId")
+    want = [
+        m.message["correlationId"]
+        for m in items
+        if isinstance(m, GrpcMessage) and m.type == "proto.PublishRequest"
+    ]
+    fields = (
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=|",
+        "-e",
+        "pbf.proto.PublishRequest.correlationId",
+    )
     for ports, expect in (("29392-29394", want), ("9292", [])):
-        out = run_tshark(plugin, config, capture, 24333, "-o", f"liftbridge.api_ports:{ports}",
-                         *fields)
+        out = run_tshark(
+            plugin, config, capture, 24333, "-o", f"liftbridge.api_ports:{ports}", *fields
+        )
         got = [c for line in out.splitlines() for c in line.split("|") if c]
         assert sorted(got) == sorted(expect), ports
     assert want

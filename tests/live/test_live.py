@@ -16,22 +16,33 @@ import time
 from pathlib import Path
 
 import pytest
-
-import lbparse
-from lbparse.codec import jsonform
-from lbparse.capture import CaptureReader
-from lbparse.errors import EnvelopeError
 from support.cli import LBPARSE
 from support.net import wait_file_settles
+
+import lbparse
+from lbparse.capture import CaptureReader
+from lbparse.codec import jsonform
+from lbparse.errors import EnvelopeError
 
 pytestmark = pytest.mark.slow  # live servers (nats-server, tcpdump)
 
 ROOT = Path(__file__).resolve().parents[2]
-VECTORS = [json.loads(line) for line in
-           (ROOT / "tests" / "data" / "vectors.jsonl").read_text().splitlines() if line]
+VECTORS = [
+    json.loads(line)
+    for line in (ROOT / "tests" / "data" / "vectors.jsonl").read_text().splitlines()
+    if line
+]
 PAYLOADS = [bytes.fromhex(v["hex"]) for v in VECTORS]
-ENVELOPE_KEYS = ("version", "header_len", "flags", "crc32c", "msg_type", "msg_type_name",
-                 "payload_type", "payload_json")
+ENVELOPE_KEYS = (
+    "version",
+    "header_len",
+    "flags",
+    "crc32c",
+    "msg_type",
+    "msg_type_name",
+    "payload_type",
+    "payload_json",
+)
 
 
 def _headers(i: int) -> dict[str, str] | None:
@@ -53,7 +64,9 @@ def _same_value(got: object, want: object) -> bool:
 def _expected_decoding(payload: bytes) -> dict:
     try:
         # As JSON text gives it back (lbparse.codec.jsonform: 64-bit fields are strings).
-        return {"envelope": json.loads(jsonform.dumps(lbparse.decode(payload, "v0").to_json_dict()))}
+        return {
+            "envelope": json.loads(jsonform.dumps(lbparse.decode(payload, "v0").to_json_dict()))
+        }
     except EnvelopeError as exc:
         return {"error": {"kind": exc.kind, "message": exc.message}}
 
@@ -134,24 +147,52 @@ def _check_records(recs: list[dict]) -> None:
 
 
 def test_tap_sees_every_vector(nats_server: str) -> None:
-    out, _ = _while_publishing(nats_server, [*LBPARSE, "tap", nats_server, "lb.>", "--layout",
-                                             "v0", "--count", str(len(PAYLOADS)),
-                                             "--duration", "30"])
+    out, _ = _while_publishing(
+        nats_server,
+        [
+            *LBPARSE,
+            "tap",
+            nats_server,
+            "lb.>",
+            "--layout",
+            "v0",
+            "--count",
+            str(len(PAYLOADS)),
+            "--duration",
+            "30",
+        ],
+    )
     _check_records([json.loads(line) for line in out.splitlines()])
 
 
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
 def test_record_writes_every_vector(nats_server: str, tmp_path: Path, ext: str) -> None:
     out_file = tmp_path / f"rec.{ext}"
-    proc = _start([*LBPARSE, "record", nats_server, "lb.*", "--layout",
-                   "v0", "-o", str(out_file), "--duration", "30"], "listening on")
+    proc = _start(
+        [
+            *LBPARSE,
+            "record",
+            nats_server,
+            "lb.*",
+            "--layout",
+            "v0",
+            "-o",
+            str(out_file),
+            "--duration",
+            "30",
+        ],
+        "listening on",
+    )
     try:
         asyncio.run(_publish_all(nats_server))
         # Stopped by a signal, as a person would: the file must still be whole.
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and proc.poll() is None:
-            if ext == "jsonl" and out_file.exists() and \
-                    out_file.read_bytes().count(b"\n") >= len(PAYLOADS):
+            if (
+                ext == "jsonl"
+                and out_file.exists()
+                and out_file.read_bytes().count(b"\n") >= len(PAYLOADS)
+            ):
                 break
             if ext == "parquet":
                 time.sleep(1.0)  # buffered until close: give delivery a moment
@@ -164,15 +205,29 @@ def test_record_writes_every_vector(nats_server: str, tmp_path: Path, ext: str) 
             proc.kill()
             proc.wait(timeout=5)
     assert f"{len(PAYLOADS)} messages to" in err
-    recs = [json.loads(jsonform.dumps(r.to_json_dict()))
-            for r in CaptureReader(out_file, layout="v0")]
+    recs = [
+        json.loads(jsonform.dumps(r.to_json_dict())) for r in CaptureReader(out_file, layout="v0")
+    ]
     _check_records(recs)
 
 
 def test_record_count_stops(nats_server: str, tmp_path: Path) -> None:
     out_file = tmp_path / "ten.jsonl"
-    _while_publishing(nats_server, [*LBPARSE, "record", nats_server, "lb.>", "--count", "10",
-                                    "-o", str(out_file), "--duration", "30"])
+    _while_publishing(
+        nats_server,
+        [
+            *LBPARSE,
+            "record",
+            nats_server,
+            "lb.>",
+            "--count",
+            "10",
+            "-o",
+            str(out_file),
+            "--duration",
+            "30",
+        ],
+    )
     lines = out_file.read_text().splitlines()
     assert len(lines) == 10
     assert [base64.b64decode(json.loads(x)["payload"]) for x in lines] == PAYLOADS[:10]
@@ -180,16 +235,23 @@ def test_record_count_stops(nats_server: str, tmp_path: Path) -> None:
 
 def test_tap_duration_stops_without_messages(nats_server: str) -> None:
     t0 = time.monotonic()
-    out = subprocess.run([*LBPARSE, "tap", nats_server, "none.here",
-                          "--duration", "0.5"], capture_output=True, timeout=30, cwd=ROOT)
+    out = subprocess.run(
+        [*LBPARSE, "tap", nats_server, "none.here", "--duration", "0.5"],
+        capture_output=True,
+        timeout=30,
+        cwd=ROOT,
+    )
     assert out.returncode == 0 and out.stdout == b""
     assert time.monotonic() - t0 < 25
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
-@pytest.mark.parametrize("command", [("tap",), ("record", "-o", "out.jsonl")], ids=["tap", "record"])
-def test_a_refused_connection_is_said_at_once_in_one_line(tmp_path: Path, host: str,
-                                                          command: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "command", [("tap",), ("record", "-o", "out.jsonl")], ids=["tap", "record"]
+)
+def test_a_refused_connection_is_said_at_once_in_one_line(
+    tmp_path: Path, host: str, command: tuple[str, ...]
+) -> None:
     """Nothing listens at the port: one line and status 1 as soon as the
     connection is refused, as the `nats` CLI says it. nats-py alone would try
     again every 2 s until the time limit (2 x --timeout + 1 s: 61 s here,
@@ -197,12 +259,17 @@ def test_a_refused_connection_is_said_at_once_in_one_line(tmp_path: Path, host: 
     from support.net import free_port
 
     url = f"nats://{host}:{free_port()}"
-    out = subprocess.run([*LBPARSE, command[0], url, "x", *command[1:], "--timeout", "30"],
-                         capture_output=True, timeout=20, cwd=tmp_path)
+    out = subprocess.run(
+        [*LBPARSE, command[0], url, "x", *command[1:], "--timeout", "30"],
+        capture_output=True,
+        timeout=20,
+        cwd=tmp_path,
+    )
     lines = out.stderr.decode().splitlines()
     assert out.returncode == 1 and lines == [
         f"lbparse {command[0]}: cannot connect to {url}: connection refused: is a NATS "
-        "server running there?"], lines
+        "server running there?"
+    ], lines
     assert not (tmp_path / "out.jsonl").exists()  # nothing received: nothing written
 
 
@@ -215,11 +282,16 @@ def test_a_server_that_accepts_and_stays_silent_is_given_up_in_one_line(tmp_path
         listener.bind(("127.0.0.1", 0))
         listener.listen(4)  # the kernel completes the handshakes; nothing is ever sent
         url = f"nats://127.0.0.1:{listener.getsockname()[1]}"
-        out = subprocess.run([*LBPARSE, "tap", url, "x", "--timeout", "1"],
-                             capture_output=True, timeout=30, cwd=tmp_path)
+        out = subprocess.run(
+            [*LBPARSE, "tap", url, "x", "--timeout", "1"],
+            capture_output=True,
+            timeout=30,
+            cwd=tmp_path,
+        )
     lines = out.stderr.decode().splitlines()
     assert out.returncode == 1 and lines == [
-        f"lbparse tap: no NATS server answered at {url} within 3 s"], lines
+        f"lbparse tap: no NATS server answered at {url} within 3 s"
+    ], lines
 
 
 TCPDUMP = shutil.which("tcpdump")
@@ -232,9 +304,26 @@ def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Pa
     # --immediate-mode: otherwise packets wait in the kernel's ring buffer
     # and a prompt stop loses them.
     # -B: a large kernel buffer, so a loaded machine does not drop packets.
-    dump = _start([TCPDUMP, "-i", "lo", "--immediate-mode", "-U", "-B", "32768", "-n", "-s", "0",
-                   "-w", str(pcap), f"tcp port {port}"], "listening on")
+    dump = _start(
+        [
+            TCPDUMP,
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-U",
+            "-B",
+            "32768",
+            "-n",
+            "-s",
+            "0",
+            "-w",
+            str(pcap),
+            f"tcp port {port}",
+        ],
+        "listening on",
+    )
     try:
+
         async def traffic() -> list[bytes]:
             import nats
 
@@ -274,7 +363,8 @@ def test_tcpdump_capture_gives_back_every_message(nats_server: str, tmp_path: Pa
         assert [r.subject for r in side] == [f"lb.v{i % 5}" for i in range(len(PAYLOADS))]
         assert [r.headers for r in side] == [
             None if _headers(i) is None else [list(kv) for kv in _headers(i).items()]  # type: ignore[union-attr]
-            for i in range(len(PAYLOADS))]
+            for i in range(len(PAYLOADS))
+        ]
     assert all(r.dst.endswith(f":{port}") for r in pubs)
 
 
@@ -282,15 +372,43 @@ def test_tap_dash_o_and_record_to_stdout(nats_server: str, tmp_path: Path) -> No
     """tap -o FILE writes what its stdout would show; record -o - writes its
     JSON Lines on stdout (issue #25: -o and - the same in every command)."""
     out_file = tmp_path / "tap.jsonl"
-    out, _ = _while_publishing(nats_server, [*LBPARSE, "tap", nats_server, "lb.>", "--layout",
-                                             "v0", "--count", "10", "-o", str(out_file),
-                                             "--duration", "30"])
+    out, _ = _while_publishing(
+        nats_server,
+        [
+            *LBPARSE,
+            "tap",
+            nats_server,
+            "lb.>",
+            "--layout",
+            "v0",
+            "--count",
+            "10",
+            "-o",
+            str(out_file),
+            "--duration",
+            "30",
+        ],
+    )
     assert out == ""
     tapped = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert [base64.b64decode(r["payload"]) for r in tapped] == PAYLOADS[:10]
-    out, err = _while_publishing(nats_server, [*LBPARSE, "record", nats_server, "lb.>",
-                                               "--layout", "v0", "--count", "10", "-o", "-",
-                                               "--duration", "30"])
+    out, err = _while_publishing(
+        nats_server,
+        [
+            *LBPARSE,
+            "record",
+            nats_server,
+            "lb.>",
+            "--layout",
+            "v0",
+            "--count",
+            "10",
+            "-o",
+            "-",
+            "--duration",
+            "30",
+        ],
+    )
     assert "10 messages to stdout" in err
     recorded = [json.loads(line) for line in out.splitlines()]
     assert [base64.b64decode(r["payload"]) for r in recorded] == PAYLOADS[:10]

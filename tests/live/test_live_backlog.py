@@ -15,8 +15,16 @@ SERVER, LOCAL = "127.0.0.1:4222", "127.0.0.1:40000"  # one connection's, shared
 
 
 def _raw(i: int, size: int) -> Raw:
-    return Raw(1_763_700_000_000_000_000 + i, SERVER, LOCAL, f"load.x{i % 10}", None, "1",
-               None, bytes([i & 255]) * size)
+    return Raw(
+        1_763_700_000_000_000_000 + i,
+        SERVER,
+        LOCAL,
+        f"load.x{i % 10}",
+        None,
+        "1",
+        None,
+        bytes([i & 255]) * size,
+    )
 
 
 @pytest.mark.slow
@@ -34,8 +42,9 @@ def test_memory_held_keeps_to_max_bytes(size: int) -> None:
         tracemalloc.stop()
     assert backlog.spilled > 0
     # The spill file's buffer and the Backlog itself are a few KiB besides.
-    assert held <= limit * 1.05 + (64 << 10), \
+    assert held <= limit * 1.05 + (64 << 10), (
         f"{held >> 10} KiB held for a {limit >> 10} KiB backlog"
+    )
     got = [backlog.get() for _ in range(n)]
     assert got == [_raw(i, size) for i in range(n)]
     backlog.close()

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from test_live_hardening import blast, configured  # noqa: F401 (a fixture)
 from test_live_reconnect import Tool
 
@@ -32,13 +31,24 @@ def _status(pid: int, key: str) -> int:
     raise AssertionError(f"no {key} for {pid}")
 
 
-def test_record_under_a_flood_keeps_to_its_backlog(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: E501,F811
+def test_record_under_a_flood_keeps_to_its_backlog(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     n = 200_000
     # generous: this test is about memory, not a slow reader (tested elsewhere)
-    srv = configured("max_pending: 256MB\nwrite_deadline: \"120s\"\n")
+    srv = configured('max_pending: 256MB\nwrite_deadline: "120s"\n')
     out = tmp_path / "flood.jsonl"
-    tool = Tool("record", srv.url, "load.>", "-o", str(out), "--count", str(n),
-                "--reconnect-timeout", "0", "--backlog-mb", str(BACKLOG_MB))
+    tool = Tool(
+        "record",
+        srv.url,
+        "load.>",
+        "-o",
+        str(out),
+        "--count",
+        str(n),
+        "--reconnect-timeout",
+        "0",
+        "--backlog-mb",
+        str(BACKLOG_MB),
+    )
     try:
         tool.wait_for("listening on")
         time.sleep(0.5)
@@ -57,5 +67,6 @@ def test_record_under_a_flood_keeps_to_its_backlog(configured, tmp_path: Path) -
         tool.kill()
     assert code == 0, err
     assert sum(1 for _ in out.open()) == n
-    assert peak - idle <= BACKLOG_MB + ALLOWANCE_MB, \
+    assert peak - idle <= BACKLOG_MB + ALLOWANCE_MB, (
         f"peak {peak} MiB, {peak - idle} MiB over the idle {idle} MiB; backlog {BACKLOG_MB} MiB"
+    )

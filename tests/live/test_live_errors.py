@@ -11,7 +11,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from support.cli import run_cli
 from support.natsauth import nkey_user, operator_setup
 from test_live_hardening import configured  # noqa: F401 (a fixture)
@@ -21,18 +20,33 @@ pytestmark = pytest.mark.slow
 COMMANDS = [("tap",), ("record", "-o", "{tmp}/out.jsonl")]
 
 
-def _run(srv_url: str, command: tuple[str, ...], tmp_path: Path, *options: str
-         ) -> tuple[int, list[str]]:
+def _run(
+    srv_url: str, command: tuple[str, ...], tmp_path: Path, *options: str
+) -> tuple[int, list[str]]:
     args = [a.replace("{tmp}", str(tmp_path)) for a in command]
-    done = run_cli(args[0], srv_url, "auth.>", *args[1:], "--count", "1", "--timeout", "2",
-                   *options, timeout=60)
+    done = run_cli(
+        args[0],
+        srv_url,
+        "auth.>",
+        *args[1:],
+        "--count",
+        "1",
+        "--timeout",
+        "2",
+        *options,
+        timeout=60,
+    )
     return done.returncode, done.stderr.decode().splitlines()
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=["tap", "record"])
 @pytest.mark.parametrize("seed", [b"SUADGARBAGE\n", b"", b"not a seed at all\n"])
-def test_a_malformed_nkey_seed_is_one_line(configured, tmp_path: Path,  # type: ignore[no-untyped-def]  # noqa: E501,F811
-                                           command: tuple[str, ...], seed: bytes) -> None:
+def test_a_malformed_nkey_seed_is_one_line(
+    configured,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    command: tuple[str, ...],
+    seed: bytes,
+) -> None:
     config, _ = nkey_user(tmp_path)
     srv = configured(config)
     bad = tmp_path / "bad.nk"
@@ -43,17 +57,22 @@ def test_a_malformed_nkey_seed_is_one_line(configured, tmp_path: Path,  # type: 
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=["tap", "record"])
-@pytest.mark.parametrize("creds, missing", [(b"", "no user JWT"),
-                                            (None, "no NKey seed"),
-                                            (b"seedless", "not an NKey seed")])
+@pytest.mark.parametrize(
+    "creds, missing",
+    [(b"", "no user JWT"), (None, "no NKey seed"), (b"seedless", "not an NKey seed")],
+)
 def test_an_empty_or_broken_creds_file_is_one_line(  # type: ignore[no-untyped-def]
-        configured, tmp_path: Path,  # noqa: F811
-        command: tuple[str, ...], creds: bytes | None, missing: str) -> None:
+    configured,
+    tmp_path: Path,
+    command: tuple[str, ...],
+    creds: bytes | None,
+    missing: str,
+) -> None:
     config, good = operator_setup(tmp_path)
     srv = configured(config)
     text = good.read_bytes()
     if creds is None:  # the JWT alone
-        creds = text[:text.index(b"-----BEGIN USER NKEY SEED")]
+        creds = text[: text.index(b"-----BEGIN USER NKEY SEED")]
     elif creds == b"seedless":  # the seed's line replaced
         lines = text.splitlines(keepends=True)
         at = next(k for k, line in enumerate(lines) if b"BEGIN USER NKEY SEED" in line)
@@ -81,8 +100,7 @@ def _endless_info(listener: socket.socket, size: int) -> None:
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=["tap", "record"])
-def test_an_info_line_that_never_ends_is_one_line(tmp_path: Path,
-                                                   command: tuple[str, ...]) -> None:
+def test_an_info_line_that_never_ends_is_one_line(tmp_path: Path, command: tuple[str, ...]) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)

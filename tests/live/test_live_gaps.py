@@ -15,33 +15,49 @@ import re
 import time
 
 import pytest
+from test_live_reconnect import Server, Tool, server  # noqa: F401  (the fixture)
 
 import lbparse
 from lbparse.capture.records import Record, decode_into
 from lbparse.live import LiveResult, Outage
-from test_live_reconnect import Server, Tool, server  # noqa: F401  (the fixture)
 
 SEC = 10**9
 
 
 def ack(offset: int, part: str = "orders") -> bytes:
-    return bytes(lbparse.encode(lbparse.message_class("proto.Ack")(
-        stream="orders", partitionSubject=part, msgSubject=part, offset=offset,
-        ackInbox="lb.acks", correlationId=f"c{offset}", ackPolicy=0)))
+    return bytes(
+        lbparse.encode(
+            lbparse.message_class("proto.Ack")(
+                stream="orders",
+                partitionSubject=part,
+                msgSubject=part,
+                offset=offset,
+                ackInbox="lb.acks",
+                correlationId=f"c{offset}",
+                ackPolicy=0,
+            )
+        )
+    )
 
 
 def received(ts: int, payload: bytes, subject: str = "lb.acks") -> Record:
-    r = Record.make(ts, "127.0.0.1:4222", "127.0.0.1:50000", "MSG", subject, None, "1", None,
-                    payload)
+    r = Record.make(
+        ts, "127.0.0.1:4222", "127.0.0.1:50000", "MSG", subject, None, "1", None, payload
+    )
     return decode_into(r, "auto")
 
 
 def test_offsets_skipped_across_an_outage_are_counted() -> None:
     res = LiveResult()
     res.outages.append(Outage(lost_at=10 * SEC, reason="EOF", rate=100.0, back_at=12 * SEC))
-    for ts, off, part in [(1, 0, "orders"), (2, 1, "orders"), (3, 0, "orders.1"),
-                          (13, 5, "orders"), (14, 1, "orders.1"),
-                          (15, 9, "orders")]:   # 6..8 skipped in calm: not the outage's
+    for ts, off, part in [
+        (1, 0, "orders"),
+        (2, 1, "orders"),
+        (3, 0, "orders.1"),
+        (13, 5, "orders"),
+        (14, 1, "orders.1"),
+        (15, 9, "orders"),
+    ]:  # 6..8 skipped in calm: not the outage's
         res.gaps.see(received(ts * SEC, ack(off, part)), res.outages)
     assert res.gaps.missed() == 3  # offsets 2, 3, 4 of orders/0; none of orders.1
     text = res.summary()
@@ -72,7 +88,7 @@ def publish(url: str, payloads: list[bytes], subject: str = "lb.acks") -> None:
     asyncio.run(go())
 
 
-def lose(server: Server, tool: Tool) -> str:  # noqa: F811
+def lose(server: Server, tool: Tool) -> str:
     server.kill()
     tool.wait_for("lost at")
     time.sleep(1.0)
@@ -84,12 +100,24 @@ def lose(server: Server, tool: Tool) -> str:  # noqa: F811
 
 @pytest.mark.slow
 @pytest.mark.parametrize("skipped", [0, 3])
-def test_record_counts_the_acks_it_missed(server: Server, tmp_path, skipped: int  # noqa: F811
-                                          ) -> None:
+def test_record_counts_the_acks_it_missed(
+    server: Server,
+    tmp_path,
+    skipped: int,
+) -> None:
     out = tmp_path / "rec.jsonl"
     n_after = 5
-    rec = Tool("record", server.url, "lb.>", "-o", str(out), "--count", str(5 + n_after),
-               "--reconnect-timeout", "30")
+    rec = Tool(
+        "record",
+        server.url,
+        "lb.>",
+        "-o",
+        str(out),
+        "--count",
+        str(5 + n_after),
+        "--reconnect-timeout",
+        "30",
+    )
     try:
         rec.wait_for("listening on")
         publish(server.url, [ack(i) for i in range(5)])
@@ -109,7 +137,7 @@ def test_record_counts_the_acks_it_missed(server: Server, tmp_path, skipped: int
 
 
 @pytest.mark.slow
-def test_tap_estimates_only_what_has_no_offset(server: Server) -> None:  # noqa: F811
+def test_tap_estimates_only_what_has_no_offset(server: Server) -> None:
     tap = Tool("tap", server.url, "lb.>", "--count", "14", "--reconnect-timeout", "30")
     try:
         tap.wait_for("listening on")

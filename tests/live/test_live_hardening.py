@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-import lbparse
 from support.net import free_port, wait_accepting
 from test_live_reconnect import NATS_SERVER, Server, Tool, server  # noqa: F401 (a fixture)
+
+import lbparse
 
 pytestmark = pytest.mark.slow
 
@@ -35,8 +35,9 @@ class ConfiguredServer(Server):
         import subprocess
 
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([NATS_SERVER, "-c", str(self.conf)], stdout=log,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [NATS_SERVER, "-c", str(self.conf)], stdout=log, stderr=subprocess.STDOUT
+            )
         wait_accepting(self.port, self.proc)
 
 
@@ -64,8 +65,10 @@ def configured(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def _payload(i: int) -> bytes:
     Message = lbparse.message_class("proto.Message")
-    return lbparse.encode(Message(stream="load", subject="load.x", key=b"k%d" % i,
-                                  value=b"v" * 60, offset=i), crc=True)
+    return lbparse.encode(
+        Message(stream="load", subject="load.x", key=b"k%d" % i, value=b"v" * 60, offset=i),
+        crc=True,
+    )
 
 
 def blast(port: int, n: int, subject: str = "load.x") -> float:
@@ -76,7 +79,7 @@ def blast(port: int, n: int, subject: str = "load.x") -> float:
     for i in range(n):
         p = _payload(i)
         lines.append(b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(p), p))
-    chunks = [b"".join(lines[i:i + 2000]) for i in range(0, n, 2000)]
+    chunks = [b"".join(lines[i : i + 2000]) for i in range(0, n, 2000)]
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.recv(4096)  # INFO
         s.sendall(b'CONNECT {"verbose":false,"pedantic":false}\r\n')
@@ -116,10 +119,19 @@ def test_record_at_50k_messages_a_second_loses_nothing(configured, tmp_path: Pat
     # machine can hold under 50k msg/s (CI: 44,680 once): each flood must
     # lose nothing, and one of at most three must reach the rate.
     for attempt in range(3):
-        srv = configured("max_pending: 4MB\nwrite_deadline: \"2s\"\n")
+        srv = configured('max_pending: 4MB\nwrite_deadline: "2s"\n')
         out = tmp_path / f"load-{attempt}.parquet"
-        tool = Tool("record", srv.url, "load.>", "-o", str(out), "--count", str(n),
-                    "--reconnect-timeout", "0")
+        tool = Tool(
+            "record",
+            srv.url,
+            "load.>",
+            "-o",
+            str(out),
+            "--count",
+            str(n),
+            "--reconnect-timeout",
+            "0",
+        )
         try:
             tool.wait_for("listening on")
             rate = blast(srv.port, n)
@@ -130,14 +142,18 @@ def test_record_at_50k_messages_a_second_loses_nothing(configured, tmp_path: Pat
         assert _offsets(out) == list(range(n)), err
         if rate > 50_000:
             return
-    pytest.fail(f"the publisher never reached 50,000 msg/s in three floods (the last: "
-                f"{rate:,.0f}): the machine was too busy to test that rate")
+    pytest.fail(
+        f"the publisher never reached 50,000 msg/s in three floods (the last: "
+        f"{rate:,.0f}): the machine was too busy to test that rate"
+    )
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
-                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"]
+)
 def test_every_stopping_signal_writes_all_received_and_a_valid_file(
-        server: Server, tmp_path: Path, sig: signal.Signals) -> None:
+    server: Server, tmp_path: Path, sig: signal.Signals
+) -> None:
     """Issue #19: SIGINT with a backlog wrote 15% of what was delivered;
     SIGHUP left a 4-byte unreadable Parquet file. A 1 MB memory backlog
     makes most of the messages go through the spill file: 25,000 arrive in
@@ -145,8 +161,17 @@ def test_every_stopping_signal_writes_all_received_and_a_valid_file(
     holds about 3,000."""
     n = 25_000
     out = tmp_path / "sig.parquet"
-    tool = Tool("record", server.url, "load.>", "-o", str(out), "--backlog-mb", "1",
-                "--reconnect-timeout", "0")
+    tool = Tool(
+        "record",
+        server.url,
+        "load.>",
+        "-o",
+        str(out),
+        "--backlog-mb",
+        "1",
+        "--reconnect-timeout",
+        "0",
+    )
     try:
         tool.wait_for("listening on")
         blast(server.port, n)
@@ -162,12 +187,22 @@ def test_every_stopping_signal_writes_all_received_and_a_valid_file(
     assert _offsets(out) == list(range(n))
 
 
-def test_a_second_signal_stops_at_once_and_says_what_is_missing(server: Server,
-                                                              tmp_path: Path) -> None:
+def test_a_second_signal_stops_at_once_and_says_what_is_missing(
+    server: Server, tmp_path: Path
+) -> None:
     n = 60_000
     out = tmp_path / "twice.parquet"
-    tool = Tool("record", server.url, "load.>", "-o", str(out), "--backlog-mb", "1",
-                "--reconnect-timeout", "0")
+    tool = Tool(
+        "record",
+        server.url,
+        "load.>",
+        "-o",
+        str(out),
+        "--backlog-mb",
+        "1",
+        "--reconnect-timeout",
+        "0",
+    )
     try:
         tool.wait_for("listening on")
         blast(server.port, n)
@@ -187,7 +222,8 @@ def test_a_second_signal_stops_at_once_and_says_what_is_missing(server: Server,
 
 
 def test_messages_the_client_library_drops_are_counted_and_said(
-        server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue #19: what was dropped as a slow consumer's went unsaid (exit 0).
     nats-py drops a message when a subscription's pending queue is full;
     the queue is made 50 messages deep here (nats-py's own option, on the
@@ -220,9 +256,17 @@ def test_messages_the_client_library_drops_are_counted_and_said(
     def ready() -> None:
         threading.Thread(target=publish_then_stop, daemon=True).start()
 
-    result = asyncio.run(live.subscribe(server.url, ["load.>"], written.append, on_ready=ready,
-                                        on_event=events.append, reconnect_timeout=0,
-                                        duration=120))
+    result = asyncio.run(
+        live.subscribe(
+            server.url,
+            ["load.>"],
+            written.append,
+            on_ready=ready,
+            on_event=events.append,
+            reconnect_timeout=0,
+            duration=120,
+        )
+    )
     said = [e for e in events if "DROPPED as a slow consumer" in e]
     assert result.dropped > 0 and len(said) == 1, events
     assert result.messages + result.dropped == n and len(written) == result.messages
@@ -230,6 +274,7 @@ def test_messages_the_client_library_drops_are_counted_and_said(
 
 
 # -- credentials ---------------------------------------------------------------------
+
 
 def _publish_with(url: str, subject: str, n: int, **auth: str) -> None:
     import asyncio
@@ -295,20 +340,21 @@ class RefuseThenReset:
         while self.served < self.limit:
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:  # stop() closed the listening socket
                 return
             with conn:
                 conn.settimeout(5)
                 if self.served == 0:
-                    conn.sendall(b'INFO {"server_id":"x","version":"2.9.0","max_payload":1048576,'
-                                 b'"auth_required":true}\r\n')
+                    conn.sendall(
+                        b'INFO {"server_id":"x","version":"2.9.0","max_payload":1048576,'
+                        b'"auth_required":true}\r\n'
+                    )
                     conn.recv(4096)  # CONNECT and PING
                     conn.sendall(b"-ERR " + self.error + b"\r\n")
                 else:
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                    struct.pack("ii", 1, 0))
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.served += 1
 
     def stop(self) -> None:
@@ -322,8 +368,9 @@ def test_a_refusal_is_said_though_later_retries_were_reset() -> None:
     of the first attempt (a refusal a retry might get past: it retries)."""
     peer = RefuseThenReset(b"'maximum connections exceeded'")
     try:
-        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1",
-                            "--timeout", "2").finish(timeout=60)
+        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1", "--timeout", "2").finish(
+            timeout=60
+        )
     finally:
         peer.stop()
     assert peer.served > 1, "nats-py did not retry: the reset was never seen"
@@ -337,8 +384,9 @@ def test_wrong_credentials_are_said_at_once() -> None:
     connect (a tap with a mistyped password waited those 5 s)."""
     peer = RefuseThenReset()
     try:
-        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1",
-                            "--timeout", "2").finish(timeout=60)
+        code, _, err = Tool("tap", peer.url, "auth.>", "--count", "1", "--timeout", "2").finish(
+            timeout=60
+        )
     finally:
         peer.stop()
     assert code == 1 and "Traceback" not in err, err
@@ -374,9 +422,11 @@ def test_no_secret_is_ever_printed(configured, tmp_path: Path) -> None:  # type:
     finally:
         tool.kill()
     assert code == 0 and "alice:***@" in err and secret not in err
-    for args in ([srv.url.replace("nats://", "nats://alice:wrong-Pw-5521@")],
-                 [srv.url, "--user", "alice", "--password", "wrong-Pw-5521"],
-                 [srv.url.replace("nats://", "nats://tok-Secret-8813@")]):
+    for args in (
+        [srv.url.replace("nats://", "nats://alice:wrong-Pw-5521@")],
+        [srv.url, "--user", "alice", "--password", "wrong-Pw-5521"],
+        [srv.url.replace("nats://", "nats://tok-Secret-8813@")],
+    ):
         refused = Tool("tap", *args, "sec.>", "--count", "1", "--timeout", "2")
         code, _, err = refused.finish(timeout=60)
         assert code == 1 and "Traceback" not in err, err

@@ -18,14 +18,14 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
-from lbparse.capture import CaptureReader
 from support.cli import LBPARSE
 from support.net import free_port
+
+from lbparse.capture import CaptureReader
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,8 +48,11 @@ class Server:
         from support.net import wait_accepting
 
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.port)],
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [NATS_SERVER, "-a", "127.0.0.1", "-p", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         wait_accepting(self.port, self.proc)
 
     def kill(self) -> None:
@@ -85,8 +88,9 @@ class Tool:
     """`lbparse tap|record ...` as a process; its stderr lines, read as they come."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen([*LBPARSE, *args], cwd=ROOT, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [*LBPARSE, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.lines: list[str] = []
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
@@ -104,8 +108,9 @@ class Tool:
                 self.lines.append(line)
                 if text in line:
                     return line
-        raise AssertionError(f"no line with {text!r} within {timeout} s; stderr so far: "
-                             f"{''.join(self.lines)}")
+        raise AssertionError(
+            f"no line with {text!r} within {timeout} s; stderr so far: {''.join(self.lines)}"
+        )
 
     def finish(self, timeout: float = 30.0) -> tuple[int, str, str]:
         try:
@@ -201,10 +206,12 @@ def test_no_reconnect_when_told_not_to(server: Server) -> None:
 
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
 def test_record_reconnects_and_its_file_holds_every_message_received(
-        server: Server, tmp_path: Path, ext: str) -> None:
+    server: Server, tmp_path: Path, ext: str
+) -> None:
     out = tmp_path / f"rec.{ext}"
-    rec = Tool("record", server.url, "lb.>", "-o", str(out), "--count", "10",
-               "--reconnect-timeout", "30")
+    rec = Tool(
+        "record", server.url, "lb.>", "-o", str(out), "--count", "10", "--reconnect-timeout", "30"
+    )
     try:
         rec.wait_for("listening on")
         lose_and_restore(server, rec)
@@ -218,7 +225,8 @@ def test_record_reconnects_and_its_file_holds_every_message_received(
 
 @pytest.mark.parametrize("ext", ["jsonl", "parquet"])
 def test_a_record_file_is_whole_when_the_server_never_comes_back(
-        server: Server, tmp_path: Path, ext: str) -> None:
+    server: Server, tmp_path: Path, ext: str
+) -> None:
     out = tmp_path / f"rec.{ext}"
     rec = Tool("record", server.url, "lb.>", "-o", str(out), "--reconnect-timeout", "1")
     try:
@@ -250,8 +258,7 @@ def test_each_message_reaches_the_output_as_it_comes(server: Server, tmp_path: P
     out = tmp_path / "live.jsonl"
     # stdout a pipe, as a user's `| jq`: block-buffered unless flushed
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    record = Tool("record", server.url, "lb.>", "-o", str(out), "--reconnect-timeout", "0",
-                  env=env)
+    record = Tool("record", server.url, "lb.>", "-o", str(out), "--reconnect-timeout", "0", env=env)
     tap = Tool("tap", server.url, "lb.>", "--reconnect-timeout", "0", env=env)
     shown: list[bytes] = []
     try:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from test_live_reconnect import Server, Tool, server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
@@ -66,19 +65,31 @@ def _kill(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
 
 
 @pytest.mark.parametrize("size", [4000, 100])
-def test_record_under_a_flood_keeps_to_its_memory_bound(server: Server, tmp_path: Path,
-                                                        size: int) -> None:
+def test_record_under_a_flood_keeps_to_its_memory_bound(
+    server: Server, tmp_path: Path, size: int
+) -> None:
     out = tmp_path / "flood.parquet"
-    tool = Tool("record", server.url, "load.>", "-o", str(out), "--reconnect-timeout", "0",
-                "--backlog-mb", str(BACKLOG_MB))
+    tool = Tool(
+        "record",
+        server.url,
+        "load.>",
+        "-o",
+        str(out),
+        "--reconnect-timeout",
+        "0",
+        "--backlog-mb",
+        str(BACKLOG_MB),
+    )
     publisher = None
     try:
         tool.wait_for("listening on")
         time.sleep(0.5)
         idle = _mib(tool.proc.pid, "VmRSS")
         assert idle is not None
-        publisher = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(server.port),
-                                      str(FLOOD_SECONDS), str(size)], stdout=subprocess.PIPE)
+        publisher = subprocess.Popen(
+            [sys.executable, "-c", PUBLISHER, str(server.port), str(FLOOD_SECONDS), str(size)],
+            stdout=subprocess.PIPE,
+        )
         published = int(publisher.communicate(timeout=FLOOD_SECONDS + 60)[0])
         time.sleep(1)  # what the server still held reaches the recorder
         peak = _mib(tool.proc.pid, "VmHWM")
@@ -95,10 +106,12 @@ def test_record_under_a_flood_keeps_to_its_memory_bound(server: Server, tmp_path
             _kill(publisher)
         _kill(tool.proc)
     summary = [line for line in err.splitlines() if "messages" in line and " to " in line][-1]
-    assert "by way of the spill file" in summary, \
+    assert "by way of the spill file" in summary, (
         f"not a flood: the writer kept up ({published} published): {err}"
+    )
     assert pq.ParquetFile(out).metadata.num_rows > 0, err
     assert code in (0, 1), err
     assert peak - idle <= BOUND_MB, (
         f"peak {peak} MiB, {peak - idle} MiB over the idle {idle} MiB; the bound for "
-        f"--backlog-mb {BACKLOG_MB} is {BOUND_MB} MiB ({published} published): {summary}")
+        f"--backlog-mb {BACKLOG_MB} is {BOUND_MB} MiB ({published} published): {summary}"
+    )

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,17 +21,17 @@ pytest.importorskip("pyspark")
 if shutil.which("java") is None:
     pytest.skip("Spark needs Java", allow_module_level=True)
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import pyarrow as pa
+import pyarrow.parquet as pq
+from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap
+from support.once import once_a_run
+from support.shared import LIFTBRIDGE
+from support.storage_fixtures import extract_short_data
 
-import lbparse  # noqa: E402
-from lbparse.capture.recordings import record_writer  # noqa: E402
-from lbparse.capture.records import Record  # noqa: E402
-from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse  # noqa: E402
-from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap  # noqa: E402
-from support.shared import LIFTBRIDGE  # noqa: E402
-from support.once import once_a_run  # noqa: E402
-from support.storage_fixtures import extract_short_data  # noqa: E402
+import lbparse
+from lbparse.capture.recordings import record_writer
+from lbparse.capture.records import Record
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse
 
 VECTORS = Path(__file__).parent.parent / "data" / "vectors.jsonl"
 
@@ -41,21 +42,60 @@ def envelopes() -> list[tuple[str, bytes]]:
     M = lbparse.message_class
     out: list[tuple[str, bytes]] = []
     for i in range(6):
-        out.append(("orders.eu", lbparse.encode(M("proto.Message")(
-            offset=100 + i, key=b"k-%d" % i, value=b'{"qty": %d}' % i, stream="orders",
-            partition=i % 2, subject="orders.eu", headers={"content-type": b"json"} if i % 2
-            else {}, ackPolicy=i % 3, timestamp=1_763_700_000_000_000_000 + i), crc=i % 2 == 0)))
-        out.append(("acks", lbparse.encode(M("proto.Ack")(
-            stream="orders", partitionSubject="orders.eu.0", offset=100 + i,
-            ackError=i % 2), crc=True)))
-    rr = ReplicationResponse(4, 109, [CommitLogEntry(100 + j, 1_763_700_000_000_000_000 + j, 4,
-                                                     key=b"key-%d" % j, value=b"x" * 10,
-                                                     headers=[("subject", b"orders.eu")])
-                                      for j in range(3)])
+        out.append(
+            (
+                "orders.eu",
+                lbparse.encode(
+                    M("proto.Message")(
+                        offset=100 + i,
+                        key=b"k-%d" % i,
+                        value=b'{"qty": %d}' % i,
+                        stream="orders",
+                        partition=i % 2,
+                        subject="orders.eu",
+                        headers={"content-type": b"json"} if i % 2 else {},
+                        ackPolicy=i % 3,
+                        timestamp=1_763_700_000_000_000_000 + i,
+                    ),
+                    crc=i % 2 == 0,
+                ),
+            )
+        )
+        out.append(
+            (
+                "acks",
+                lbparse.encode(
+                    M("proto.Ack")(
+                        stream="orders",
+                        partitionSubject="orders.eu.0",
+                        offset=100 + i,
+                        ackError=i % 2,
+                    ),
+                    crc=True,
+                ),
+            )
+        )
+    rr = ReplicationResponse(
+        4,
+        109,
+        [
+            CommitLogEntry(
+                100 + j,
+                1_763_700_000_000_000_000 + j,
+                4,
+                key=b"key-%d" % j,
+                value=b"x" * 10,
+                headers=[("subject", b"orders.eu")],
+            )
+            for j in range(3)
+        ],
+    )
     out.append(("repl", lbparse.encode(rr, crc=True)))
-    for name, payload_type in (("raft", "protocol.RaftJoinRequest"),
-                               ("info", "protocol.ServerInfoResponse"),
-                               ("prop", "protocol.PropagatedRequest")):
+    for name, payload_type in (
+        ("raft", "protocol.RaftJoinRequest"),
+        ("info", "protocol.ServerInfoResponse"),
+        ("prop", "protocol.PropagatedRequest"),
+    ):
         msg_obj = M(payload_type)()
         if payload_type == "protocol.PropagatedRequest":
             msg_obj.op = 6
@@ -84,16 +124,27 @@ def write_capture(path: Path, gap: bool = False) -> None:
     items = envelopes()
     conn = Conn()
     frames = conn.handshake()
-    frames += conn.send("c", b"".join(
-        pub(s, p, headers=[("Nats-Msg-Id", f"m{i}")] if i % 3 == 0 else None)
-        for i, (s, p) in enumerate(items)), mss=200)
-    deliveries = conn.send("s", b"".join(msg(s, 1, p, reply="_INBOX.r" if i % 4 == 0 else None)
-                                         for i, (s, p) in enumerate(items)), mss=300)
+    frames += conn.send(
+        "c",
+        b"".join(
+            pub(s, p, headers=[("Nats-Msg-Id", f"m{i}")] if i % 3 == 0 else None)
+            for i, (s, p) in enumerate(items)
+        ),
+        mss=200,
+    )
+    deliveries = conn.send(
+        "s",
+        b"".join(
+            msg(s, 1, p, reply="_INBOX.r" if i % 4 == 0 else None) for i, (s, p) in enumerate(items)
+        ),
+        mss=300,
+    )
     if gap:  # one server segment never captured: a gap, messages lost around it
         del deliveries[2]
     frames += deliveries + [conn.fin("c"), conn.fin("s")]
-    write_pcap(str(path), [(1_763_700_000 + i * 0.001, link(ETHERNET, f))
-                           for i, f in enumerate(frames)])
+    write_pcap(
+        str(path), [(1_763_700_000 + i * 0.001, link(ETHERNET, f)) for i, f in enumerate(frames)]
+    )
 
 
 @pytest.fixture(scope="session")
@@ -116,56 +167,93 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _write_inputs(d: Path) -> dict[str, Path]:
-    paths = {name: d / name for name in (
-        "capture.pcap", "gap.pcap", "cut.pcap", "table.parquet", "records.jsonl",
-        "garbage.bin", "broken.parquet", "missing.pcap")}
+    paths = {
+        name: d / name
+        for name in (
+            "capture.pcap",
+            "gap.pcap",
+            "cut.pcap",
+            "table.parquet",
+            "records.jsonl",
+            "garbage.bin",
+            "broken.parquet",
+            "missing.pcap",
+        )
+    }
     write_capture(paths["capture.pcap"])
     write_capture(paths["gap.pcap"], gap=True)
     write_capture(paths["cut.pcap"])
     whole = paths["cut.pcap"].read_bytes()
-    paths["cut.pcap"].write_bytes(whole[:len(whole) * 2 // 3])  # ends inside a packet
+    paths["cut.pcap"].write_bytes(whole[: len(whole) * 2 // 3])  # ends inside a packet
     items = envelopes()
-    table = pa.table({
-        "data": pa.array([p for _, p in items] + [None], pa.binary()),
-        "subj": pa.array([s for s, _ in items] + ["null.payload"]),
-        "t": pa.array([1_763_700_000.5 + i for i in range(len(items) + 1)]),
-    })
+    table = pa.table(
+        {
+            "data": pa.array([p for _, p in items] + [None], pa.binary()),
+            "subj": pa.array([s for s, _ in items] + ["null.payload"]),
+            "t": pa.array([1_763_700_000.5 + i for i in range(len(items) + 1)]),
+        }
+    )
     pq.write_table(table, paths["table.parquet"], row_group_size=8)  # several row groups
     with record_writer(str(paths["records.jsonl"])) as w:
         for i, (s, p) in enumerate(items):
-            w.write(Record.make((1_763_700_000 + i) * 10**9, "127.0.0.1:40000", "127.0.0.1:4222",
-                                "PUB", s, None, None, None, p))
+            w.write(
+                Record.make(
+                    (1_763_700_000 + i) * 10**9,
+                    "127.0.0.1:40000",
+                    "127.0.0.1:4222",
+                    "PUB",
+                    s,
+                    None,
+                    None,
+                    None,
+                    p,
+                )
+            )
     paths["garbage.bin"].write_bytes(bytes(range(7, 200)))
     paths["broken.parquet"].write_bytes(b"PAR1" + b"\0" * 40)
     return paths
 
 
 @pytest.fixture(scope="session")
-def run(spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-        ) -> dict[str, Any]:
+def run(
+    spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """One pipeline run over every input (layout v0), made once a run: its
     summary, data and output dir. Its tables joined back into the wide row
     (`wide_frame`: a Spark job or three per table, with their checks) are
     joined once a run too, and written beside it for every worker to read."""
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.columnar.sources import SourceOptions
+    from lbparse.pipeline.job import PipelineOptions
+    from lbparse.pipeline.job import run as run_pipeline
 
     def make(d: Path) -> tuple[Path, Any, Path]:
         out, wide = d / "out", d / "wide"
         options = PipelineOptions(
-            inputs=tuple(str(p) for p in inputs.values()), out=str(out),
+            inputs=tuple(str(p) for p in inputs.values()),
+            out=str(out),
             decode=DecodeOptions(layout="v0"),
-            source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
-                                 batch_rows=16, unit_bytes=1))  # small batches, a unit per row group
+            source=SourceOptions(
+                column="data",
+                subject_column="subj",
+                timestamp_column="t",
+                batch_rows=16,
+                unit_bytes=1,
+            ),
+        )  # small batches, a unit per row group
         summary = run_pipeline(spark, options)
         wide_frame(spark, out).write.parquet(str(wide))
         return out, summary, wide
 
     out, summary, wide = once_a_run(tmp_path_factory, "spark-run", make)
     data = spark.read.parquet(str(wide))
-    return {"summary": summary, "data": data, "out": out, "rows": data.collect(),
-            "json": json.loads((out / "summary.json").read_text())}
+    return {
+        "summary": summary,
+        "data": data,
+        "out": out,
+        "rows": data.collect(),
+        "json": json.loads((out / "summary.json").read_text()),
+    }
 
 
 def wide_frame(spark: Any, out: Path) -> Any:
@@ -235,8 +323,14 @@ def _traffic_frame(spark: Any, out: Path) -> Any:
 
     def ordered(df: Any, by: list[str], seq: str, fields: list[str], alias: str) -> Any:
         packed = F.sort_array(F.collect_list(F.struct(seq, *fields)))
-        return df.groupBy(*by).agg(packed.alias("l")).select(*by, F.transform(
-            "l", lambda x: F.struct(*[x[f].alias(f) for f in fields])).alias(alias))
+        return (
+            df.groupBy(*by)
+            .agg(packed.alias("l"))
+            .select(
+                *by,
+                F.transform("l", lambda x: F.struct(*[x[f].alias(f) for f in fields])).alias(alias),
+            )
+        )
 
     traffic, rpcs, entries = read("traffic"), read("raft_rpcs"), read("raft_entries")
     if traffic is None:
@@ -247,18 +341,21 @@ def _traffic_frame(spark: Any, out: Path) -> Any:
     frame = traffic.select(*keys, F.col("node").alias("traffic_node"), "traffic_json")
     if rpcs is not None:
         if entries is not None:
-            grouped = ordered(entries, [*keys, "rpc_seq"], "entry_seq",
-                              [f.name for f in RAFT_ENTRY], "entries")
+            grouped = ordered(
+                entries, [*keys, "rpc_seq"], "entry_seq", [f.name for f in RAFT_ENTRY], "entries"
+            )
             rpcs = rpcs.join(grouped, [*keys, "rpc_seq"], "left")
         else:
             rpcs = rpcs.withColumn("entries", F.lit(None).cast(entry_type))
         rpcs = rpcs.withColumn("entries", F.coalesce("entries", F.array().cast(entry_type)))
-        frame = frame.join(ordered(rpcs, keys, "rpc_seq", [f.name for f in RAFT_RPC],
-                                   "raft_rpcs"), keys, "left")
+        frame = frame.join(
+            ordered(rpcs, keys, "rpc_seq", [f.name for f in RAFT_RPC], "raft_rpcs"), keys, "left"
+        )
     else:
         frame = frame.withColumn("raft_rpcs", F.lit(None).cast(rpc_type))
-    return frame.withColumn("raft_rpcs", F.coalesce("raft_rpcs", F.array().cast(rpc_type))
-                            .cast(rpc_type))
+    return frame.withColumn(
+        "raft_rpcs", F.coalesce("raft_rpcs", F.array().cast(rpc_type)).cast(rpc_type)
+    )
 
 
 # -- the pipeline's output over every kind of input, read by Spark -----------------
@@ -272,34 +369,52 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 
 @pytest.fixture(scope="session")
-def datasets(spark: Any, inputs: dict[str, Path],
-             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def datasets(
+    spark: Any, inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """One run (auto) over every input kind, the real cluster's capture and data
     directories among them; per table written (messages, entries, each payload
     table, as summary.json lists them: `tables`): its directory, and Spark's
     reading of it (schema, and its rows as an Arrow table sorted by KEY); and
     `wide`, the tables joined back into the wide row (`wide_frame`)."""
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.pipeline.job import PipelineOptions, run as run_pipeline
     from lbparse.columnar.sources import SourceOptions
+    from lbparse.pipeline.job import PipelineOptions
+    from lbparse.pipeline.job import run as run_pipeline
 
     captures = (*map(str, inputs.values()), *([str(SHORT)] if SHORT.is_file() else []))
 
     def make(d: Path) -> tuple[Path, Path, Any, dict[str, Any]]:  # made once a run
         data_dir = extract_short_data(d)
         out = d / "out-readers"
-        summary = run_pipeline(spark, PipelineOptions(
-            inputs=(*captures, str(data_dir)), out=str(out),
-            decode=DecodeOptions(layout="auto"),
-            source=SourceOptions(column="data", subject_column="subj", timestamp_column="t",
-                                 batch_rows=64, unit_bytes=1)))
+        summary = run_pipeline(
+            spark,
+            PipelineOptions(
+                inputs=(*captures, str(data_dir)),
+                out=str(out),
+                decode=DecodeOptions(layout="auto"),
+                source=SourceOptions(
+                    column="data",
+                    subject_column="subj",
+                    timestamp_column="t",
+                    batch_rows=64,
+                    unit_bytes=1,
+                ),
+            ),
+        )
         return out, data_dir, summary, _read_tables(spark, out)
 
     out, short_data, summary, read = once_a_run(tmp_path_factory, "spark-datasets", make)
     assert summary.checks() == []
     tables = json.loads((out / "summary.json").read_text())["tables"]
-    return {"captures": captures, "data_dirs": [str(short_data)], "out": out,
-            "tables": list(tables), "summary": summary, **read}
+    return {
+        "captures": captures,
+        "data_dirs": [str(short_data)],
+        "out": out,
+        "tables": list(tables),
+        "summary": summary,
+        **read,
+    }
 
 
 def _read_tables(spark: Any, out: Path) -> dict[str, Any]:

@@ -27,26 +27,32 @@ import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import lbparse
-from lbparse.codec import jsonform
-from lbparse.codec.commitlog import (CommitLogEntry, ReplicationResponse,
-                                     encode_replication_response)
-from lbparse.codec.payloads import REPLICATION_RESPONSE
-from lbparse.columnar.columns import builder_for
-from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
-from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
-                                     typed_payloads)
 from support.protowire import read_varint, varint
 from support.shared import LIFTBRIDGE
 
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parent.parent / "data" / "vectors.jsonl").read_text().splitlines()
-           if line]
+import lbparse
+from lbparse.codec import jsonform
+from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
+from lbparse.codec.payloads import REPLICATION_RESPONSE
+from lbparse.columnar.columns import builder_for
+from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
+from lbparse.pipeline.schema import (
+    arrow_output_schema,
+    arrow_record_schema,
+    column_for,
+    typed_payloads,
+)
+
+VECTORS = [
+    json.loads(line)
+    for line in (Path(__file__).parent.parent / "data" / "vectors.jsonl").read_text().splitlines()
+    if line
+]
 MAGIC = bytes.fromhex("b90e43b4")
 
 
 # -- payloads --------------------------------------------------------------------
+
 
 def v0(byte7: int, payload: bytes, crc: bool = False) -> bytes:
     if crc:
@@ -91,8 +97,8 @@ def mutations(wire: bytes) -> list[bytes]:
     for start, tag_end, value, end in fs:
         tag = int.from_bytes(wire[start:tag_end], "little")  # only used when one byte
         field_bytes = wire[start:end]
-        out.append(wire + field_bytes)                          # the field again at the end
-        out.append(wire[:end] + field_bytes + wire[end:])       # twice in a row
+        out.append(wire + field_bytes)  # the field again at the end
+        out.append(wire[:end] + field_bytes + wire[end:])  # twice in a row
         if tag_end - start == 1:
             for width in (5, 6):
                 out.append(wire[:start] + varint(tag, width) + wire[tag_end:])
@@ -117,7 +123,7 @@ def _damaged(payloads: list[bytes], seed: int) -> list[bytes]:
                 b = bytearray(p)
                 b[rnd.randrange(len(b))] = rnd.randrange(256)
                 out.append(bytes(b))
-            out.append(p[:rnd.randrange(len(p) + 1)])
+            out.append(p[: rnd.randrange(len(p) + 1)])
     return out
 
 
@@ -133,12 +139,28 @@ def _crafted() -> list[bytes]:
                 out += [v0(e.msg_type, m), v0(e.msg_type, m, crc=True)]
     # ReplicationResponses: header-only (what a caught-up follower gets),
     # empty, too short, with entries, with bytes after them.
-    entries = [CommitLogEntry(10 + j, 1_763_700_000_000_000_000 + j, 3, key=b"k",
-                              value=b"v" * j, headers=[("subject", b"orders")])
-               for j in range(3)]
+    entries = [
+        CommitLogEntry(
+            10 + j,
+            1_763_700_000_000_000_000 + j,
+            3,
+            key=b"k",
+            value=b"v" * j,
+            headers=[("subject", b"orders")],
+        )
+        for j in range(3)
+    ]
     rr = encode_replication_response(ReplicationResponse(3, 12, entries))
-    for payload in (bytes(16), b"", bytes(7), bytes(15), (5).to_bytes(8, "big") * 2, rr,
-                    rr + b"\x00", rr[:-3]):
+    for payload in (
+        bytes(16),
+        b"",
+        bytes(7),
+        bytes(15),
+        (5).to_bytes(8, "big") * 2,
+        rr,
+        rr + b"\x00",
+        rr[:-3],
+    ):
         out += [v0(3, payload), v0(3, payload, crc=True)]
     return out
 
@@ -165,9 +187,24 @@ def pool() -> tuple[bytes, ...]:
 
 # -- the reference row -------------------------------------------------------------
 
-FIXED = ("layout", "layout_confidence", "layout_ambiguous", "layout_reason", "version",
-         "header_len", "flags", "crc32c", "crc_ok", "msg_type", "msg_type_name", "payload_type", "error_kind", "error_message", "warnings",
-         "payload_json")
+FIXED = (
+    "layout",
+    "layout_confidence",
+    "layout_ambiguous",
+    "layout_reason",
+    "version",
+    "header_len",
+    "flags",
+    "crc32c",
+    "crc_ok",
+    "msg_type",
+    "msg_type_name",
+    "payload_type",
+    "error_kind",
+    "error_message",
+    "warnings",
+    "payload_json",
+)
 
 
 def _norm(v: Any) -> Any:
@@ -189,34 +226,50 @@ def reference_row(p: bytes, o: DecodeOptions) -> dict[str, Any]:
         env = lbparse.decode(p, o.layout, verify_crc=o.verify_crc, lenient=o.lenient)
     except lbparse.EnvelopeError as exc:
         # auto found no layout: the row says so ("undetermined"), never "auto"
-        row.update(layout="undetermined" if o.layout == "auto" else o.layout,
-                   error_kind=exc.kind, error_message=exc.message)
+        row.update(
+            layout="undetermined" if o.layout == "auto" else o.layout,
+            error_kind=exc.kind,
+            error_message=exc.message,
+        )
         # The header as far as it was read: from the bytes, past the magic.
         if exc.kind not in ("too_short", "bad_magic") and len(p) >= 8 and p[:4] == MAGIC:
             row.update(version=p[4], header_len=p[5], flags=p[6])
             if p[6] & 1 and len(p) >= 12:
                 row["crc32c"] = int.from_bytes(p[8:12], "big")
                 if p[5] <= len(p):
-                    row["crc_ok"] = crc32c(p[p[5]:]) == row["crc32c"]
+                    row["crc_ok"] = crc32c(p[p[5] :]) == row["crc32c"]
             if exc.kind == "bad_payload" and o.layout != "auto":  # auto has no one header
                 h = lbparse.decode_header(p, o.layout, lenient=o.lenient)
-                row.update(msg_type=h.msg_type, msg_type_name=h.msg_type_name,
-                           payload_type=h.payload_type)
+                row.update(
+                    msg_type=h.msg_type, msg_type_name=h.msg_type_name, payload_type=h.payload_type
+                )
         return row
-    row.update(layout=env.layout, version=env.version, header_len=env.header_len,
-               flags=env.flags, crc32c=env.crc32c, msg_type=env.msg_type,
-               msg_type_name=env.msg_type_name, payload_type=env.payload_type,
-               warnings=list(env.warnings) or None, layout_confidence=env.confidence,
-               layout_ambiguous=env.ambiguous,
-               layout_reason=decisive_reason(env.layout, env.reasons))
+    row.update(
+        layout=env.layout,
+        version=env.version,
+        header_len=env.header_len,
+        flags=env.flags,
+        crc32c=env.crc32c,
+        msg_type=env.msg_type,
+        msg_type_name=env.msg_type_name,
+        payload_type=env.payload_type,
+        warnings=list(env.warnings) or None,
+        layout_confidence=env.confidence,
+        layout_ambiguous=env.ambiguous,
+        layout_reason=decisive_reason(env.layout, env.reasons),
+    )
     if env.crc32c is not None:
         row["crc_ok"] = crc32c(env.payload) == env.crc32c
     cls = typed_payloads().get(env.payload_type)
-    if env.payload_type in typed_payloads() and \
-            isinstance(env.message, cls or lbparse.ReplicationResponse):
+    if env.payload_type in typed_payloads() and isinstance(
+        env.message, cls or lbparse.ReplicationResponse
+    ):
         col = column_for(env.payload_type)
-        row[col] = builder_for(env.payload_type, schema.field(col).type, cls,
-                               o.emit_defaults).build([env.message]).to_pylist()[0]
+        row[col] = (
+            builder_for(env.payload_type, schema.field(col).type, cls, o.emit_defaults)
+            .build([env.message])
+            .to_pylist()[0]
+        )
     elif env.message is not None and not isinstance(env.message, bytes):
         # As lbparse's JSON writes it: 64-bit integers as decimal strings.
         row["payload_json"] = jsonform.to_json_value(env.to_json_dict()["payload_json"])
@@ -249,14 +302,24 @@ def check_batches(decoder: BatchDecoder, batches: list[list[bytes]]) -> None:
         for p, got in zip(payloads, out.to_pylist()):
             got = {k: v for k, v in got.items() if v is not None or k in FIXED}
             got.pop("payload")
-            for k in ("source", "position", "ts", "src", "dst", "direction", "verb", "subject",
-                      "reply", "sid", "headers"):
+            for k in (
+                "source",
+                "position",
+                "ts",
+                "src",
+                "dst",
+                "direction",
+                "verb",
+                "subject",
+                "reply",
+                "sid",
+                "headers",
+            ):
                 got.pop(k, None)
             if got.get("payload_json"):
                 got["payload_json"] = json.loads(got["payload_json"])
             want = json.loads(_reference(p, o))
-            assert json.loads(json.dumps(_norm(got), sort_keys=True, default=repr)) == want, \
-                p.hex()
+            assert json.loads(json.dumps(_norm(got), sort_keys=True, default=repr)) == want, p.hex()
 
 
 def check_partitions(decoded: Any, whole: pa.RecordBatch) -> None:
@@ -273,10 +336,15 @@ def check_partitions(decoded: Any, whole: pa.RecordBatch) -> None:
     assert total == whole.num_rows
 
 
-OPTIONS = [DecodeOptions(layout="v0"), DecodeOptions(layout="auto"),
-           DecodeOptions(layout="v0", verify_crc=False, emit_defaults=True),
-           DecodeOptions(layout="auto", verify_crc=False), DecodeOptions(layout="v0", lenient=True),
-           DecodeOptions(layout="legacy"), DecodeOptions(layout="flatbuffers")]
+OPTIONS = [
+    DecodeOptions(layout="v0"),
+    DecodeOptions(layout="auto"),
+    DecodeOptions(layout="v0", verify_crc=False, emit_defaults=True),
+    DecodeOptions(layout="auto", verify_crc=False),
+    DecodeOptions(layout="v0", lenient=True),
+    DecodeOptions(layout="legacy"),
+    DecodeOptions(layout="flatbuffers"),
+]
 V0_OPTIONS = OPTIONS[:5]  # those that read v0's MsgTypes
 
 
@@ -294,10 +362,17 @@ ONE_ERROR = bytes.fromhex("b90e43b4000800630a01")
 
 
 @pytest.mark.parametrize("o", OPTIONS, ids=repr)
-@pytest.mark.parametrize("payloads", [
-    [HEADER_ONLY_RR], [HEADER_ONLY_RR] * 3, [v0(3, b"")], [v0(3, bytes(9))],
-    [HEADER_ONLY_RR, v0(3, b""), v0(3, bytes(9))],
-], ids=["one", "three", "empty", "too_short", "mixed"])
+@pytest.mark.parametrize(
+    "payloads",
+    [
+        [HEADER_ONLY_RR],
+        [HEADER_ONLY_RR] * 3,
+        [v0(3, b"")],
+        [v0(3, bytes(9))],
+        [HEADER_ONLY_RR, v0(3, b""), v0(3, bytes(9))],
+    ],
+    ids=["one", "three", "empty", "too_short", "mixed"],
+)
 def test_replication_responses_without_entries(o: DecodeOptions, payloads: list[bytes]) -> None:
     """Issue #12: the entries' empty columns are typed (was: int64 vs int32)."""
     check_batches(strict(o), [payloads])
@@ -307,20 +382,25 @@ def test_replication_responses_without_entries(o: DecodeOptions, payloads: list[
 def test_a_singular_submessage_twice_is_merged_and_misaligns_nothing(o: DecodeOptions) -> None:
     """Issue #19: row A's second occurrence never lands in row B."""
     b = v0(9, bytes.fromhex("120412024133"))  # PropagatedResponse, error.msg = "A3"
-    check_batches(strict(o), [[DUPLICATE_SUBMESSAGE], [DUPLICATE_SUBMESSAGE, b],
-                              [b, DUPLICATE_SUBMESSAGE, b]])
-    out = strict(o)(batch([DUPLICATE_SUBMESSAGE, b])).column(
-        "protocol_PropagatedResponse").to_pylist()
+    check_batches(
+        strict(o), [[DUPLICATE_SUBMESSAGE], [DUPLICATE_SUBMESSAGE, b], [b, DUPLICATE_SUBMESSAGE, b]]
+    )
+    out = (
+        strict(o)(batch([DUPLICATE_SUBMESSAGE, b]))
+        .column("protocol_PropagatedResponse")
+        .to_pylist()
+    )
     assert [r["error"]["msg"] for r in out] == ["A2", "A3"]
 
 
 @pytest.mark.parametrize("o", V0_OPTIONS, ids=repr)
 @pytest.mark.parametrize("width,kind", [(5, None), (6, "bad_payload")])
-def test_tag_and_length_varints_protobuf_allows_and_refuses(o: DecodeOptions, width: int,
-                                                            kind: str | None) -> None:
+def test_tag_and_length_varints_protobuf_allows_and_refuses(
+    o: DecodeOptions, width: int, kind: str | None
+) -> None:
     """Issue #19: tags and lengths of more than 5 bytes are bad_payload, row by row
     and in a batch; of 5, decoded."""
-    long_tag = v0(1, varint(0x0A, width) + bytes.fromhex("0161"))       # Ack.stream = "a"
+    long_tag = v0(1, varint(0x0A, width) + bytes.fromhex("0161"))  # Ack.stream = "a"
     long_len = v0(1, bytes.fromhex("0a") + varint(1, width) + b"a")
     for p in (long_tag, long_len):
         try:
@@ -338,19 +418,33 @@ def test_one_partition_value_over_several_payload_types(o: DecodeOptions) -> Non
     bad_payload error of a MsgType shares its name with the decoded rows."""
     from generations import LEGACY_ACK, LEGACY_MESSAGE
 
-    check_batches(strict(o), [[LEGACY_MESSAGE, LEGACY_ACK], [LEGACY_ACK, LEGACY_MESSAGE,
-                                                             LEGACY_ACK],
-                              [v0(1, bytes.fromhex("0a0161")), v0(1, b"\xff\xff")]])
+    check_batches(
+        strict(o),
+        [
+            [LEGACY_MESSAGE, LEGACY_ACK],
+            [LEGACY_ACK, LEGACY_MESSAGE, LEGACY_ACK],
+            [v0(1, bytes.fromhex("0a0161")), v0(1, b"\xff\xff")],
+        ],
+    )
 
 
 @pytest.mark.parametrize("o", OPTIONS, ids=repr)
 def test_batches_of_only_errors_and_of_one_msgtype(o: DecodeOptions) -> None:
     ack = v0(1, bytes.fromhex("0a0161"))
-    check_batches(strict(o), [[ONE_ERROR], [ONE_ERROR, b"", b"\xb9"], [ack] * 5,
-                              [ack] * 3 + [ONE_ERROR], [v0(0, b"")] * 2])
+    check_batches(
+        strict(o),
+        [
+            [ONE_ERROR],
+            [ONE_ERROR, b"", b"\xb9"],
+            [ack] * 5,
+            [ack] * 3 + [ONE_ERROR],
+            [v0(0, b"")] * 2,
+        ],
+    )
 
 
 # -- the property --------------------------------------------------------------------
+
 
 @st.composite
 def batches(draw: st.DrawFn) -> list[list[bytes]]:
@@ -369,10 +463,14 @@ def batches(draw: st.DrawFn) -> list[list[bytes]]:
 def _strategies() -> tuple[Any, Any, dict[str, Any]]:
     """batches' strategies over the pool, made once: hypothesis checks a strategy
     the first time it draws from it, a sampled_from over the whole pool included."""
-    of_kind = {k: st.lists(st.sampled_from(v), min_size=1, max_size=25)
-               for k, v in _kinds().items()}
-    return (st.lists(st.sampled_from(pool()), min_size=1, max_size=60),
-            st.sampled_from(sorted(of_kind)), of_kind)
+    of_kind = {
+        k: st.lists(st.sampled_from(v), min_size=1, max_size=25) for k, v in _kinds().items()
+    }
+    return (
+        st.lists(st.sampled_from(pool()), min_size=1, max_size=60),
+        st.sampled_from(sorted(of_kind)),
+        of_kind,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -389,8 +487,11 @@ def _kinds() -> dict[str, list[bytes]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("o", OPTIONS, ids=repr)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_any_batches_give_lbparse_decodes_rows(o: DecodeOptions, data: st.DataObject) -> None:
     check_batches(strict(o), data.draw(batches()))
@@ -407,7 +508,8 @@ def test_the_pool_has_teeth() -> None:
 
 @pytest.mark.slow
 def test_a_failing_vectorized_reader_sends_the_rows_to_the_per_row_path(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Not strict (production): whatever goes wrong inside a vectorized reader,
     the batch's rows are still lbparse.decode's, decoded one by one."""
     from lbparse.columnar import decode_arrow

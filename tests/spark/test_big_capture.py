@@ -13,16 +13,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from lbparse.capture import columnar
-from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.pipeline.job import PipelineOptions, run
-from lbparse.columnar.sources import SourceOptions, plan
 from support.damage import damaged_captures
 from support.shared import LIFTBRIDGE
 
-pytestmark = pytest.mark.skipif(not columnar.available(),
-                                reason="the C capture loop is not built: captures are one task")
+from lbparse.capture import columnar
+from lbparse.columnar.decode_arrow import DecodeOptions
+from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.pipeline.job import PipelineOptions, run
+
+pytestmark = pytest.mark.skipif(
+    not columnar.available(), reason="the C capture loop is not built: captures are one task"
+)
 
 
 def _rows(out: Path) -> dict[str, pa.Table]:
@@ -31,22 +32,34 @@ def _rows(out: Path) -> dict[str, pa.Table]:
     same rows Spark reads back (as the tests of the pipeline's values do),
     without carrying ~8,000 of them through the JVM into Python objects
     (4 s a run against 0.1)."""
-    return {p.name: pq.read_table(p).sort_by([("source", "ascending"), ("position", "ascending")])
-            for p in sorted(out.iterdir()) if p.is_dir()}
+    return {
+        p.name: pq.read_table(p).sort_by([("source", "ascending"), ("position", "ascending")])
+        for p in sorted(out.iterdir())
+        if p.is_dir()
+    }
 
 
 def test_a_big_capture_is_read_by_several_tasks_as_by_one(spark: Any, tmp_path: Path) -> None:
-    inputs = [c.path for c in damaged_captures(tmp_path / "in", "pcapng")
-              if c.name in ("frame_cut", "garbage_records", "lying")]
+    inputs = [
+        c.path
+        for c in damaged_captures(tmp_path / "in", "pcapng")
+        if c.name in ("frame_cut", "garbage_records", "lying")
+    ]
     short = LIFTBRIDGE / "samples" / "short.pcapng"
     if short.exists():
         inputs.append(str(short))
     results = {}
     for name, unit_bytes in (("one", 1 << 40), ("cut", 20000)):
         source = SourceOptions(capture_unit_bytes=unit_bytes)
-        summary = run(spark, PipelineOptions(inputs=tuple(inputs), out=str(tmp_path / name),
-                                             decode=DecodeOptions(layout="auto"),
-                                             source=source))
+        summary = run(
+            spark,
+            PipelineOptions(
+                inputs=tuple(inputs),
+                out=str(tmp_path / name),
+                decode=DecodeOptions(layout="auto"),
+                source=source,
+            ),
+        )
         assert not summary.checks(), summary.checks()
         results[name] = (summary, _rows(tmp_path / name))
     units = plan(inputs, SourceOptions(capture_unit_bytes=20000))

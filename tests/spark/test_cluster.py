@@ -15,12 +15,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyspark
 import pytest
-
 from support import jvm
 from support.net import free_port
 from support.tools import load_tool
@@ -36,8 +36,12 @@ JOB_TIMEOUT = 180.0
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYSPARK_DRIVER_PYTHON=sys.executable)
+    env = dict(
+        os.environ,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+    )
     env.pop("PYSPARK_GATEWAY_PORT", None)
     env.pop("PYSPARK_GATEWAY_SECRET", None)
     return env
@@ -58,14 +62,22 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
     # Own process group: the worker's executors (and their Python workers)
     # are in it too, so teardown can stop all of them at once. The master's
     # REST submission server would take the fixed port 6066: not needed.
-    env = dict(_env(), SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
-               SPARK_DAEMON_JAVA_OPTS=_jvm_options())
+    env = dict(
+        _env(),
+        SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
+        SPARK_DAEMON_JAVA_OPTS=_jvm_options(),
+    )
     # A worker's executors see what the cluster ships them (--py-files, --archives),
     # not a developer's PYTHONPATH (which would come before either).
     env.pop("PYTHONPATH", None)
     with open(log, "wb") as f:
-        return subprocess.Popen([str(BIN / "spark-class"), *args], stdout=f,
-                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return subprocess.Popen(
+            [str(BIN / "spark-class"), *args],
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -99,8 +111,10 @@ def _wait(what: str, ready: Any, procs: list[tuple[subprocess.Popen, Path]]) -> 
     while time.monotonic() < deadline:
         for proc, log in procs:
             if proc.poll() is not None:
-                raise RuntimeError(f"{what}: exited with {proc.returncode}:\n"
-                                   f"{log.read_text(errors='replace')[-3000:]}")
+                raise RuntimeError(
+                    f"{what}: exited with {proc.returncode}:\n"
+                    f"{log.read_text(errors='replace')[-3000:]}"
+                )
         if ready():
             return
         time.sleep(0.5)
@@ -113,17 +127,43 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("standalone")
     port, ui = free_port(), free_port()
     master_log, worker_log = d / "master.log", d / "worker.log"
-    master = _start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                     "--port", str(port), "--webui-port", str(ui)], master_log)
+    master = _start(
+        [
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(ui),
+        ],
+        master_log,
+    )
     worker = None
     try:
         _wait("master", lambda: _master_state(ui) is not None, [(master, master_log)])
-        worker = _start(["org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                         "--host", "127.0.0.1", "--webui-port", str(free_port()),
-                         "--cores", "2", "--memory", "1g", "--work-dir", str(d / "work")],
-                        worker_log)
-        _wait("worker", lambda: (_master_state(ui) or {}).get("aliveworkers", 0) >= 1,
-              [(master, master_log), (worker, worker_log)])
+        worker = _start(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                f"spark://127.0.0.1:{port}",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                "2",
+                "--memory",
+                "1g",
+                "--work-dir",
+                str(d / "work"),
+            ],
+            worker_log,
+        )
+        _wait(
+            "worker",
+            lambda: (_master_state(ui) or {}).get("aliveworkers", 0) >= 1,
+            [(master, master_log), (worker, worker_log)],
+        )
         yield f"spark://127.0.0.1:{port}"
     finally:
         if worker is not None:
@@ -134,14 +174,30 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         shutil.rmtree(d / "work", ignore_errors=True)
 
 
-def _submit(standalone: str, args: list[str], cwd: Path, env: dict[str, str] | None = None
-            ) -> tuple[int, str]:
-    cmd = [str(BIN / "spark-submit"), "--master", standalone,
-           "--conf", "spark.executor.memory=768m", "--conf", "spark.ui.enabled=false",
-           # the executors' JVMs are the worker's: SPARK_SUBMIT_OPTS reaches the driver only
-           "--conf", f"spark.executor.defaultJavaOptions={_jvm_options()}", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=env or _env(), cwd=cwd, start_new_session=True)
+def _submit(
+    standalone: str, args: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    cmd = [
+        str(BIN / "spark-submit"),
+        "--master",
+        standalone,
+        "--conf",
+        "spark.executor.memory=768m",
+        "--conf",
+        "spark.ui.enabled=false",
+        # the executors' JVMs are the worker's: SPARK_SUBMIT_OPTS reaches the driver only
+        "--conf",
+        f"spark.executor.defaultJavaOptions={_jvm_options()}",
+        *args,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env or _env(),
+        cwd=cwd,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=JOB_TIMEOUT)
     finally:
@@ -154,9 +210,22 @@ def _pipeline_args(inputs: dict[str, Path], out: Path) -> list[str]:
     # type them: the executors run elsewhere, and must still find them. (A
     # missing input, and a file in no format the pipeline reads, are refused
     # before any work: not given here.)
-    return [*(p.name for name, p in inputs.items() if name not in REFUSED), "--out", str(out),
-            "--layout", "v0", "--column", "data", "--subject-column", "subj",
-            "--timestamp-column", "t", "--batch-rows", "16", "-q"]
+    return [
+        *(p.name for name, p in inputs.items() if name not in REFUSED),
+        "--out",
+        str(out),
+        "--layout",
+        "v0",
+        "--column",
+        "data",
+        "--subject-column",
+        "subj",
+        "--timestamp-column",
+        "t",
+        "--batch-rows",
+        "16",
+        "-q",
+    ]
 
 
 # Inputs the command line refuses before any work (the in-process run reads
@@ -189,23 +258,33 @@ def _same_as_local(out: Path, run: dict[str, Any], spark: Any) -> dict[str, Any]
     assert got == want
 
     def keyed(rows: Any) -> list[tuple]:
-        return sorted((r.source, r.position, r.error_kind, r.msg_type_name,
-                       None if r.payload is None else bytes(r.payload)) for r in rows
-                      if not r.source.endswith(tuple(REFUSED)))
+        return sorted(
+            (
+                r.source,
+                r.position,
+                r.error_kind,
+                r.msg_type_name,
+                None if r.payload is None else bytes(r.payload),
+            )
+            for r in rows
+            if not r.source.endswith(tuple(REFUSED))
+        )
 
     cluster_rows = spark.read.parquet(str(out / "messages")).collect()
     assert keyed(cluster_rows) == keyed(run["rows"])
     return summary
 
 
-def test_pipeline_with_the_zip(standalone: str, run: dict[str, Any], inputs: dict[str, Path],
-                               spark: Any, tmp_path: Path) -> None:
+def test_pipeline_with_the_zip(
+    standalone: str, run: dict[str, Any], inputs: dict[str, Path], spark: Any, tmp_path: Path
+) -> None:
     """--py-files: for clusters without --archives; the executors run pure Python."""
     zpath, launcher, _ = load_tool("dist").build(tmp_path / "dist")
     out = tmp_path / "out"
     where = next(iter(inputs.values())).parent
-    code, text = _submit(standalone, ["--py-files", str(zpath), str(launcher),
-                                      *_pipeline_args(inputs, out)], where)
+    code, text = _submit(
+        standalone, ["--py-files", str(zpath), str(launcher), *_pipeline_args(inputs, out)], where
+    )
     assert code == 1, text[-4000:]  # 1: some inputs are broken on purpose
     assert "rows from 6 file(s)" in text, text[-4000:]
     summary = _same_as_local(out, run, spark)
@@ -238,17 +317,26 @@ def env_archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-def test_pipeline_with_the_packed_environment(standalone: str, run: dict[str, Any],
-                                              inputs: dict[str, Path], spark: Any,
-                                              env_archive: Path, tmp_path: Path) -> None:
+def test_pipeline_with_the_packed_environment(
+    standalone: str,
+    run: dict[str, Any],
+    inputs: dict[str, Path],
+    spark: Any,
+    env_archive: Path,
+    tmp_path: Path,
+) -> None:
     """--archives, as the README says: the executors run the environment's Python
     and lbparse's compiled modules (the summary says which lbparse, and compiled)."""
     _, launcher, _ = load_tool("dist").build(tmp_path / "dist")
     out = tmp_path / "out"
     where = next(iter(inputs.values())).parent
     env = dict(_env(), PYSPARK_PYTHON="./environment/bin/python")
-    code, text = _submit(standalone, ["--archives", f"{env_archive}#environment",
-                                      str(launcher), *_pipeline_args(inputs, out)], where, env)
+    code, text = _submit(
+        standalone,
+        ["--archives", f"{env_archive}#environment", str(launcher), *_pipeline_args(inputs, out)],
+        where,
+        env,
+    )
     assert code == 1, text[-4000:]
     summary = _same_as_local(out, run, spark)
     used = {p for f in summary["files"] for p in f["decoded_by"]}
@@ -275,15 +363,16 @@ print("TYPES", kinds)
 """
 
 
-def test_data_source_and_from_envelope_on_the_cluster(standalone: str, run: dict[str, Any],
-                                                       inputs: dict[str, Path],
-                                                       tmp_path: Path) -> None:
+def test_data_source_and_from_envelope_on_the_cluster(
+    standalone: str, run: dict[str, Any], inputs: dict[str, Path], tmp_path: Path
+) -> None:
     zpath, _, _ = load_tool("dist").build(tmp_path / "dist")
     app = tmp_path / "app.py"
     app.write_text(APP)
     names = ["capture.pcap", "gap.pcap", "table.parquet", "records.jsonl"]
-    code, text = _submit(standalone, ["--py-files", str(zpath), str(app),
-                                      *(str(inputs[n]) for n in names)], tmp_path)
+    code, text = _submit(
+        standalone, ["--py-files", str(zpath), str(app), *(str(inputs[n]) for n in names)], tmp_path
+    )
     assert code == 0, text[-4000:]
     local = [r for r in run["rows"] if any(r.source.endswith(n) for n in names)]
     with_payload = [r for r in local if r.payload is not None]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
 from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.spark.functions import CAPTURE_COLUMNS
-from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
 OPTIONS = {"column": "data", "subjectColumn": "subj", "timestampColumn": "t"}
@@ -57,8 +57,9 @@ def test_one_input_partition_per_unit(liftbridge: Any, datasets: dict[str, Any])
     assert df.rdd.getNumPartitions() == len(units) > len(captures) - 1
 
 
-def test_read_gives_the_entries_of_data_directories(liftbridge: Any,
-                                                    datasets: dict[str, Any]) -> None:
+def test_read_gives_the_entries_of_data_directories(
+    liftbridge: Any, datasets: dict[str, Any]
+) -> None:
     df = liftbridge.load(datasets["data_dirs"])
     want = datasets["entries"]["table"]
     assert sorted(df.columns) == sorted(want.column_names)
@@ -76,18 +77,24 @@ def test_the_real_clusters_capture(liftbridge: Any, datasets: dict[str, Any]) ->
     assert _rows(df.toArrow()) == _rows(want.select(df.columns))
 
 
-@pytest.mark.parametrize("options, paths, message", [
-    ({}, ["{missing}"], "no such input"),
-    ({"column": "nope"}, ["{table}"], "no column 'nope'"),
-    ({"colum": "data"}, ["{table}"], "unknown option(s) colum"),
-    ({"layout": "v9"}, ["{table}"], "v9"),
-    ({"batchRows": "0"}, ["{table}"], "batchRows"),
-])
+@pytest.mark.parametrize(
+    "options, paths, message",
+    [
+        ({}, ["{missing}"], "no such input"),
+        ({"column": "nope"}, ["{table}"], "no column 'nope'"),
+        ({"colum": "data"}, ["{table}"], "unknown option(s) colum"),
+        ({"layout": "v9"}, ["{table}"], "v9"),
+        ({"batchRows": "0"}, ["{table}"], "batchRows"),
+    ],
+)
 def test_bad_arguments_fail_when_the_dataframe_is_made(
-        liftbridge: Any, inputs: dict[str, Path], options: dict[str, str], paths: list[str],
-        message: str) -> None:
-    paths = [p.format(missing=inputs["missing.pcap"], table=inputs["table.parquet"])
-             for p in paths]
+    liftbridge: Any,
+    inputs: dict[str, Path],
+    options: dict[str, str],
+    paths: list[str],
+    message: str,
+) -> None:
+    paths = [p.format(missing=inputs["missing.pcap"], table=inputs["table.parquet"]) for p in paths]
     with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")):
         liftbridge.options(**options).load(paths).schema  # noqa: B018  (made, not run)
 
@@ -96,29 +103,39 @@ def test_from_envelope_is_the_pipelines_decoding(spark: Any, run: dict[str, Any]
     """On the payloads of the v0 run: the struct's fields are the row's columns."""
     from pyspark.sql import functions as F
 
-    data = run["data"].where(F.col("payload").isNotNull()
-                             & ~F.coalesce(F.col("error_kind"), F.lit("")).startswith("input:"))
-    env = data.select("source", "position",
-                      lbparse.spark.from_envelope("payload", layout="v0").alias("env"))
+    data = run["data"].where(
+        F.col("payload").isNotNull()
+        & ~F.coalesce(F.col("error_kind"), F.lit("")).startswith("input:")
+    )
+    env = data.select(
+        "source", "position", lbparse.spark.from_envelope("payload", layout="v0").alias("env")
+    )
     got = env.select("source", "position", "env.*")
     want = data.select(*got.columns)
     assert got.count() > 30
     assert _rows(got.toArrow()) == _rows(want.toArrow())
-    assert set(got.columns) == {f.name for f in lbparse.spark.envelope_schema().fields} | \
-        {"source", "position"}
+    assert set(got.columns) == {f.name for f in lbparse.spark.envelope_schema().fields} | {
+        "source",
+        "position",
+    }
     assert not set(CAPTURE_COLUMNS) & set(lbparse.spark.envelope_schema().names)
 
 
 def test_from_envelope_on_any_binary_column(spark: Any) -> None:
     """A DataFrame made in Spark (as a Kafka `value` column is): every row is
     lbparse.decode's answer, or its error; a null payload is a row too."""
-    from vectors import VECTORS, data as vector_bytes
+    from vectors import VECTORS
+    from vectors import data as vector_bytes
 
     payloads = [vector_bytes(v) for v in VECTORS]
-    df = spark.createDataFrame([(i, p) for i, p in enumerate(payloads)] + [(len(payloads), None)],
-                               "i int, value binary")
-    rows = (df.select("i", lbparse.spark.from_envelope("value", layout="v0").alias("e"))
-            .orderBy("i").collect())
+    df = spark.createDataFrame(
+        [(i, p) for i, p in enumerate(payloads)] + [(len(payloads), None)], "i int, value binary"
+    )
+    rows = (
+        df.select("i", lbparse.spark.from_envelope("value", layout="v0").alias("e"))
+        .orderBy("i")
+        .collect()
+    )
     assert len(rows) == len(payloads) + 1
     for r, p in zip(rows, payloads):
         try:
@@ -127,8 +144,11 @@ def test_from_envelope_on_any_binary_column(spark: Any) -> None:
             assert (r.e.error_kind, r.e.error_message) == (exc.kind, exc.message)
             continue
         assert r.e.error_kind is None
-        assert (r.e.layout, r.e.msg_type_name, r.e.payload_type) == \
-            (env.layout, env.msg_type_name, env.payload_type)
+        assert (r.e.layout, r.e.msg_type_name, r.e.payload_type) == (
+            env.layout,
+            env.msg_type_name,
+            env.payload_type,
+        )
     assert rows[-1].e.error_kind == "input:null_payload"
     with pytest.raises(ValueError):
         lbparse.spark.from_envelope("value", layout="v9")
@@ -155,23 +175,35 @@ def _wait_rows(spark: Any, query: Any, out: Path, rows: int) -> None:
         except AnalysisException:  # nothing committed yet
             pass
         time.sleep(0.5)
-    raise AssertionError(f"the stream did not write {rows} rows within {STREAM_TIMEOUT:.0f} s: "
-                         f"{query.status}")
+    raise AssertionError(
+        f"the stream did not write {rows} rows within {STREAM_TIMEOUT:.0f} s: {query.status}"
+    )
 
 
 def test_read_stream_takes_each_new_file_once_across_a_restart(
-        spark: Any, liftbridge: Any, inputs: dict[str, Path], tmp_path: Path) -> None:
+    spark: Any, liftbridge: Any, inputs: dict[str, Path], tmp_path: Path
+) -> None:
     incoming, out, chk = tmp_path / "incoming", tmp_path / "out", tmp_path / "checkpoint"
     incoming.mkdir()
     captures = [inputs["capture.pcap"], inputs["gap.pcap"], inputs["records.jsonl"]]
-    expected = {str(incoming / f"{i}-{p.name}"): spark.read.format("liftbridge").options(
-        layout="v0").load(str(p)).count() for i, p in enumerate(captures)}
+    expected = {
+        str(incoming / f"{i}-{p.name}"): spark.read.format("liftbridge")
+        .options(layout="v0")
+        .load(str(p))
+        .count()
+        for i, p in enumerate(captures)
+    }
 
     def start() -> Any:
-        return (spark.readStream.format("liftbridge").options(layout="v0", minFileAge="0.2")
-                .load(str(incoming)).writeStream.format("parquet")
-                .option("checkpointLocation", str(chk)).trigger(processingTime="500 milliseconds")
-                .start(str(out)))
+        return (
+            spark.readStream.format("liftbridge")
+            .options(layout="v0", minFileAge="0.2")
+            .load(str(incoming))
+            .writeStream.format("parquet")
+            .option("checkpointLocation", str(chk))
+            .trigger(processingTime="500 milliseconds")
+            .start(str(out))
+        )
 
     query = start()
     try:

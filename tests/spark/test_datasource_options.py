@@ -22,22 +22,29 @@ def liftbridge(spark: Any) -> Any:
 def _message(exc: BaseException) -> str:
     """The ValueError's line as Spark passes it on (inside its own exception,
     after the Python worker's traceback)."""
-    lines = [line.strip() for line in str(exc).splitlines()
-             if line.strip().startswith("ValueError: ")]
+    lines = [
+        line.strip() for line in str(exc).splitlines() if line.strip().startswith("ValueError: ")
+    ]
     assert lines, str(exc)[:3000]
     return lines[-1]
 
 
-@pytest.mark.parametrize("options, wanted", [
-    ({"batchRows": "100000000000000000000", "path": "{capture}"}, "option batchRows: '100000000000000000000' is "
-     "not a whole number from 1 to 2147483647"),
-    ({"paths": "[1,2]"}, "option paths: 1 in '[1,2]' is not a path"),
-    ({"paths": '["/x.pcap"'}, "option paths: '[\"/x.pcap\"' is not JSON"),
-    ({"paths": "123"}, "no such input: 123"),
-    ({"path": "hdfs://nn/x.pcap"}, "hdfs://nn/x.pcap: not a local file"),
-])
+@pytest.mark.parametrize(
+    "options, wanted",
+    [
+        (
+            {"batchRows": "100000000000000000000", "path": "{capture}"},
+            "option batchRows: '100000000000000000000' is not a whole number from 1 to 2147483647",
+        ),
+        ({"paths": "[1,2]"}, "option paths: 1 in '[1,2]' is not a path"),
+        ({"paths": '["/x.pcap"'}, "option paths: '[\"/x.pcap\"' is not JSON"),
+        ({"paths": "123"}, "no such input: 123"),
+        ({"path": "hdfs://nn/x.pcap"}, "hdfs://nn/x.pcap: not a local file"),
+    ],
+)
 def test_bad_options_are_one_line_when_the_dataframe_is_made(
-        liftbridge: Any, inputs: dict[str, Path], options: dict[str, str], wanted: str) -> None:
+    liftbridge: Any, inputs: dict[str, Path], options: dict[str, str], wanted: str
+) -> None:
     options = {k: v.replace("{capture}", str(inputs["capture.pcap"])) for k, v in options.items()}
     with pytest.raises(Exception) as caught:
         liftbridge.options(**options).load().schema  # noqa: B018  (made, not run)
@@ -45,8 +52,7 @@ def test_bad_options_are_one_line_when_the_dataframe_is_made(
     assert "OverflowError" not in str(caught.value) and "TypeError" not in str(caught.value)
 
 
-def test_a_missing_file_uri_is_refused_as_a_missing_path(liftbridge: Any,
-                                                         tmp_path: Path) -> None:
+def test_a_missing_file_uri_is_refused_as_a_missing_path(liftbridge: Any, tmp_path: Path) -> None:
     missing = tmp_path / "missing.pcap"
     with pytest.raises(Exception) as caught:
         liftbridge.load(missing.as_uri()).schema  # noqa: B018
@@ -60,7 +66,8 @@ def test_a_glob_matching_nothing_is_a_missing_input(liftbridge: Any, tmp_path: P
 
 
 def test_paths_as_spark_gives_them_read_the_same_rows(
-        liftbridge: Any, spark: Any, inputs: dict[str, Path], tmp_path: Path) -> None:
+    liftbridge: Any, spark: Any, inputs: dict[str, Path], tmp_path: Path
+) -> None:
     for name in ("capture.pcap", "gap.pcap", "records.jsonl"):
         shutil.copy(inputs[name], tmp_path / name)
     a, b = str(tmp_path / "capture.pcap"), str(tmp_path / "gap.pcap")
@@ -80,14 +87,17 @@ def test_paths_as_spark_gives_them_read_the_same_rows(
     assert sources(reader.load(str(tmp_path / "{capture,gap}.p?ap"))) == both
 
 
-@pytest.mark.parametrize("options, wanted", [
-    ({"minFileAge": "soon"}, "option minFileAge: 'soon' is not a number of seconds"),
-    ({"minFileAge": "-1"}, "option minFileAge: '-1' is not a number of seconds"),
-    ({"maxFilesPerTrigger": "99999999999"}, "option maxFilesPerTrigger: '99999999999'"),
-])
+@pytest.mark.parametrize(
+    "options, wanted",
+    [
+        ({"minFileAge": "soon"}, "option minFileAge: 'soon' is not a number of seconds"),
+        ({"minFileAge": "-1"}, "option minFileAge: '-1' is not a number of seconds"),
+        ({"maxFilesPerTrigger": "99999999999"}, "option maxFilesPerTrigger: '99999999999'"),
+    ],
+)
 def test_bad_stream_options_fail_when_the_stream_is_made(
-        spark: Any, inputs: dict[str, Path], tmp_path: Path, options: dict[str, str],
-        wanted: str) -> None:
+    spark: Any, inputs: dict[str, Path], tmp_path: Path, options: dict[str, str], wanted: str
+) -> None:
     lbparse.spark.register(spark)
     with pytest.raises(Exception) as caught:
         spark.readStream.format("liftbridge").options(**options).load(str(tmp_path))

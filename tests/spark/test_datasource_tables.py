@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
+from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
 from lbparse.columnar.schema import CAPTURE_COLUMNS
 from lbparse.columnar.tables import MESSAGES, table_names, table_schema
-from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
 
@@ -48,8 +47,9 @@ def _rows(table: pa.Table, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     return table.select([n for n in table.column_names if n not in drop]).to_pylist()
 
 
-def test_each_table_is_read_capture_tables(liftbridge: Any,
-                                           short_tables: dict[str, pa.Table]) -> None:
+def test_each_table_is_read_capture_tables(
+    liftbridge: Any, short_tables: dict[str, pa.Table]
+) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     names = table_names()
@@ -74,16 +74,20 @@ def test_a_payload_table_joins_messages(liftbridge: Any) -> None:
     reqs = liftbridge.option("table", "protocol_ReplicationRequest").load(str(SHORT))
     joined = reqs.join(msgs, ["source", "position"])
     assert joined.count() == reqs.count() > 100
-    assert {r[0] for r in joined.select("msg_type_name").distinct().collect()} == \
-        {"ReplicationRequest"}
+    assert {r[0] for r in joined.select("msg_type_name").distinct().collect()} == {
+        "ReplicationRequest"
+    }
 
 
 @pytest.mark.parametrize("name", ["nope", "entries", "proto.Message"])
 def test_an_unknown_table_is_refused_with_the_tables_listed(liftbridge: Any, name: str) -> None:
     if not SHORT.is_file():
         pytest.skip(f"shared material missing: {SHORT}")
-    with pytest.raises(Exception, match=rf"option table: no table '{name}' in captures; "
-                                        r"the tables are messages, proto_Message, proto_Ack"):
+    with pytest.raises(
+        Exception,
+        match=rf"option table: no table '{name}' in captures; "
+        r"the tables are messages, proto_Message, proto_Ack",
+    ):
         liftbridge.option("table", name).load(str(SHORT)).schema  # noqa: B018  (made, not run)
 
 
@@ -96,8 +100,9 @@ def test_data_directories_have_entries_alone(liftbridge: Any, tmp_path: Path) ->
     with tarfile.open(archive) as tar:
         tar.extractall(tmp_path, filter="data")
     data = [str(p) for p in sorted(tmp_path.iterdir()) if p.is_dir()]
-    with pytest.raises(Exception, match="no table 'messages' in data directories; the tables "
-                                        "are entries"):
+    with pytest.raises(
+        Exception, match="no table 'messages' in data directories; the tables are entries"
+    ):
         liftbridge.option("table", "messages").load(data).schema  # noqa: B018
     entries = liftbridge.option("table", "entries").load(data)
     assert entries.schema == liftbridge.load(data).schema
@@ -108,8 +113,7 @@ def test_rows_without_a_msg_type_have_a_null_name(liftbridge: Any) -> None:
     """format("liftbridge"): the wide rows and the messages table."""
     if not SHORT.is_file():
         pytest.skip(f"shared material missing: {SHORT}")
-    for df in (liftbridge.load(str(SHORT)), liftbridge.option("table", MESSAGES).load(
-            str(SHORT))):
+    for df in (liftbridge.load(str(SHORT)), liftbridge.option("table", MESSAGES).load(str(SHORT))):
         without = df.where("msg_type IS NULL AND error_kind IS NULL")
         assert without.count() > 1000  # plain NATS payloads, Raft traffic
         assert without.where("msg_type_name IS NOT NULL").count() == 0
@@ -121,19 +125,29 @@ def test_from_envelope_gives_null_names_too(spark: Any) -> None:
     plain = b"hello"
     envelope = bytes.fromhex("b90e43b40008000b0a027331")
     df = spark.createDataFrame([(0, plain), (1, envelope), (2, None)], "i int, value binary")
-    rows = (df.select("i", lbparse.spark.from_envelope("value", layout="auto").alias("e"))
-            .orderBy("i").collect())
+    rows = (
+        df.select("i", lbparse.spark.from_envelope("value", layout="auto").alias("e"))
+        .orderBy("i")
+        .collect()
+    )
     assert [(r.e.layout, r.e.msg_type, r.e.msg_type_name) for r in rows] == [
-        ("plain", None, None), ("v0", 11, "ServerInfoResponse"), (None, None, None)]
+        ("plain", None, None),
+        ("v0", 11, "ServerInfoResponse"),
+        (None, None, None),
+    ]
     # how the layout was decided, as lbparse.decode says
     env = lbparse.decode(plain, "auto")
-    assert (rows[0].e.layout_confidence, rows[0].e.layout_ambiguous, rows[0].e.layout_reason) \
-        == (env.confidence, env.ambiguous, env.reasons[-1])
+    assert (rows[0].e.layout_confidence, rows[0].e.layout_ambiguous, rows[0].e.layout_reason) == (
+        env.confidence,
+        env.ambiguous,
+        env.reasons[-1],
+    )
     assert not set(CAPTURE_COLUMNS) & set(rows[0].e.asDict())
 
 
-def test_read_stream_gives_a_table(spark: Any, tmp_path: Path,
-                                  short_tables: dict[str, pa.Table]) -> None:
+def test_read_stream_gives_a_table(
+    spark: Any, tmp_path: Path, short_tables: dict[str, pa.Table]
+) -> None:
     """readStream shares the reading: `table` names the rows it streams."""
     import shutil
     import time
@@ -147,11 +161,18 @@ def test_read_stream_gives_a_table(spark: Any, tmp_path: Path,
     (incoming / ".short.pcapng").rename(incoming / "short.pcapng")
     out = tmp_path / "out"
     want = short_tables["proto_Ack"]
-    stream = (spark.readStream.format("liftbridge").option("table", "proto_Ack")
-              .option("minFileAge", "0").load(str(incoming)))
-    query = (stream.writeStream.format("parquet")
-             .option("checkpointLocation", str(tmp_path / "chk"))
-             .trigger(processingTime="500 milliseconds").start(str(out)))
+    stream = (
+        spark.readStream.format("liftbridge")
+        .option("table", "proto_Ack")
+        .option("minFileAge", "0")
+        .load(str(incoming))
+    )
+    query = (
+        stream.writeStream.format("parquet")
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .trigger(processingTime="500 milliseconds")
+        .start(str(out))
+    )
     try:
         deadline = time.monotonic() + 120
         got = None

@@ -17,35 +17,44 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from crc32c import crc32c
+from generations import legacy_capture, v0_capture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import REPLICATION_RESPONSES, messages
+from support.shared import LIFTBRIDGE
 
 import lbparse
-from lbparse.codec import jsonform
-from crc32c import crc32c
-from lbparse.codec import flatbuf
+from lbparse.capture import CaptureReader
+from lbparse.codec import flatbuf, jsonform
 from lbparse.codec.commitlog import encode_replication_response, parse_replication_response
 from lbparse.codec.dispatch import DECODERS
+from lbparse.codec.generation import NEWEST
 from lbparse.codec.limits import DEFAULT
 from lbparse.codec.payloads import REPLICATION_RESPONSE, fits_cleanly
 from lbparse.columnar.columns import ReplicationResponseBuilder, builder_for
 from lbparse.columnar.commitscan import decode_replication
-from generations import legacy_capture, v0_capture
-from support.shared import LIFTBRIDGE
-from lbparse.capture import CaptureReader
+from lbparse.columnar.decode_arrow import (
+    BatchDecoder,
+    DecodeOptions,
+    _flatbuffer_like,
+    decisive_reason,
+)
 from lbparse.columnar.sources import SourceOptions, plan
-from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
-from lbparse.codec.generation import NEWEST
-from lbparse.columnar.decode_arrow import (BatchDecoder, DecodeOptions, _flatbuffer_like,
-                                           decisive_reason)
-from lbparse.pipeline.schema import (arrow_output_schema, arrow_record_schema, column_for,
-                                     typed_payloads)
 from lbparse.columnar.wirescan import decode_structs, slices
-from strategies import REPLICATION_RESPONSES, messages
+from lbparse.pipeline.schema import (
+    arrow_output_schema,
+    arrow_record_schema,
+    column_for,
+    typed_payloads,
+)
+from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
-VECTORS = [json.loads(line) for line in
-           (Path(__file__).parent.parent / "data" / "vectors.jsonl").read_text().splitlines()
-           if line]
+VECTORS = [
+    json.loads(line)
+    for line in (Path(__file__).parent.parent / "data" / "vectors.jsonl").read_text().splitlines()
+    if line
+]
 PROTO_TYPES = [p for p, cls in typed_payloads().items() if cls is not None]
 
 
@@ -59,7 +68,7 @@ def _damaged(seed: int = 5) -> list[bytes]:
                 b = bytearray(p)
                 b[rnd.randrange(len(b))] = rnd.randrange(256)
                 out.append(bytes(b))
-            out.append(p[:rnd.randrange(len(p) + 1)])
+            out.append(p[: rnd.randrange(len(p) + 1)])
     return out
 
 
@@ -112,29 +121,61 @@ def test_batch_decoder_gives_what_lbparse_decode_gives(layout: str, lenient: boo
             # the layout decoded as; auto's error rows found none ("undetermined")
             assert cols["layout"][i] == ("undetermined" if layout == "auto" else layout)
             # nothing was decided: no confidence, ambiguity or reason
-            assert (cols["layout_confidence"][i], cols["layout_ambiguous"][i],
-                    cols["layout_reason"][i]) == (None, None, None)
+            assert (
+                cols["layout_confidence"][i],
+                cols["layout_ambiguous"][i],
+                cols["layout_reason"][i],
+            ) == (None, None, None)
             continue
         decoded += 1
-        got = tuple(cols[k][i] for k in ("error_kind", "layout", "version", "header_len", "flags",
-                                         "crc32c", "msg_type", "msg_type_name", "payload_type"))
-        assert got == (None, env.layout, env.version, env.header_len, env.flags, env.crc32c,
-                       env.msg_type, env.msg_type_name, env.payload_type), i
+        got = tuple(
+            cols[k][i]
+            for k in (
+                "error_kind",
+                "layout",
+                "version",
+                "header_len",
+                "flags",
+                "crc32c",
+                "msg_type",
+                "msg_type_name",
+                "payload_type",
+            )
+        )
+        assert got == (
+            None,
+            env.layout,
+            env.version,
+            env.header_len,
+            env.flags,
+            env.crc32c,
+            env.msg_type,
+            env.msg_type_name,
+            env.payload_type,
+        ), i
         assert tuple(cols["warnings"][i] or ()) == tuple(env.warnings)
-        assert (cols["layout_confidence"][i], cols["layout_ambiguous"][i],
-                cols["layout_reason"][i]) == \
-            (env.confidence, env.ambiguous, decisive_reason(env.layout, env.reasons)), i
+        assert (
+            cols["layout_confidence"][i],
+            cols["layout_ambiguous"][i],
+            cols["layout_reason"][i],
+        ) == (env.confidence, env.ambiguous, decisive_reason(env.layout, env.reasons)), i
         cls = typed_payloads().get(env.payload_type)
-        if isinstance(env.message, cls or lbparse.ReplicationResponse) and \
-                env.payload_type in typed_payloads():
+        if (
+            isinstance(env.message, cls or lbparse.ReplicationResponse)
+            and env.payload_type in typed_payloads()
+        ):
             col = column_for(env.payload_type)
-            want = builder_for(env.payload_type, schema.field(col).type, cls,
-                               options.emit_defaults).build([env.message]).to_pylist()[0]
+            want = (
+                builder_for(env.payload_type, schema.field(col).type, cls, options.emit_defaults)
+                .build([env.message])
+                .to_pylist()[0]
+            )
             assert _norm(cols[col][i]) == _norm(want), i
         elif not isinstance(env.message, bytes):
             # lbparse's JSON: 64-bit integers as decimal strings
-            assert json.loads(cols["payload_json"][i]) == \
-                jsonform.to_json_value(env.to_json_dict()["payload_json"])
+            assert json.loads(cols["payload_json"][i]) == jsonform.to_json_value(
+                env.to_json_dict()["payload_json"]
+            )
     assert decoded > 0
 
 
@@ -152,8 +193,9 @@ def test_fast_path_and_per_row_path_agree() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", ["v0", "auto"])
-def test_the_c_kernels_and_their_python_fallbacks_decode_alike(layout: str, monkeypatch: Any
-                                                               ) -> None:
+def test_the_c_kernels_and_their_python_fallbacks_decode_alike(
+    layout: str, monkeypatch: Any
+) -> None:
     """The batch CRC and the protobuf scan in C (setup.py builds them when it
     can) or in Python (a pure install, a --py-files zip): the same rows."""
     from lbparse.columnar import crc, wirescan
@@ -169,8 +211,12 @@ def test_the_c_kernels_and_their_python_fallbacks_decode_alike(layout: str, monk
 def _v0(byte7: int, payload: bytes, crc: bool) -> bytes:
     """A strict v0 envelope around any payload bytes."""
     if crc:
-        return bytes.fromhex("b90e43b4000c01") + bytes([byte7]) + \
-            crc32c(payload).to_bytes(4, "big") + payload
+        return (
+            bytes.fromhex("b90e43b4000c01")
+            + bytes([byte7])
+            + crc32c(payload).to_bytes(4, "big")
+            + payload
+        )
     return bytes.fromhex("b90e43b4000800") + bytes([byte7]) + payload
 
 
@@ -178,12 +224,20 @@ UNKNOWN_FIELD = bytes.fromhex("b806 2a")  # field 99, varint 42
 # Payloads a strict v0 header may carry that are not clean, or clean for
 # another layout as well: what the auto fast path must tell apart.
 ACK = lbparse.message_class("proto.Ack")(
-    stream="s", partitionSubject="foo.1", msgSubject="foo", offset=10, ackInbox="acks",
-    correlationId="c1", ackPolicy=1).SerializeToString()
+    stream="s",
+    partitionSubject="foo.1",
+    msgSubject="foo",
+    offset=10,
+    ackInbox="acks",
+    correlationId="c1",
+    ackPolicy=1,
+).SerializeToString()
 PUBLISH = lbparse.message_class("proto.Message")(
-    offset=7, value=b"v", stream="orders", headers={"a": b"b"}).SerializeToString()
+    offset=7, value=b"v", stream="orders", headers={"a": b"b"}
+).SerializeToString()
 INFO = lbparse.message_class("protocol.ServerInfoResponse")(
-    id="s1", host="h", port=9292).SerializeToString()
+    id="s1", host="h", port=9292
+).SerializeToString()
 
 
 def _flat_ack_in_unknown_fields() -> bytes:
@@ -204,27 +258,31 @@ def _flat_publish_in_a_clean_message() -> bytes:
     (12 02 00 00) reads as the key, and the value holds the FlatBuffer,
     moved to put its root table at 530. v0, legacy and both FlatBuffers
     layouts are clean candidates: auto's v0 is ambiguous, confidence 0.25."""
-    flat = flatbuf.build_table(flatbuf.FlatTable("proto.PublishRequest", stream="orders",
-                                                 value=b"v"))
+    flat = flatbuf.build_table(
+        flatbuf.FlatTable("proto.PublishRequest", stream="orders", value=b"v")
+    )
     content = bytes(530 - int.from_bytes(flat[:4], "little") - 7) + flat
     assert 128 <= len(content) < 1 << 14
-    return bytes.fromhex("12020000 1a") + bytes([len(content) & 0x7F | 0x80,
-                                                 len(content) >> 7]) + content
+    return (
+        bytes.fromhex("12020000 1a")
+        + bytes([len(content) & 0x7F | 0x80, len(content) >> 7])
+        + content
+    )
 
 
 CRAFTED = [
-    (1, _flat_ack_in_unknown_fields()),     # FlatBuffers' clean Ack, v0's unclean Ack
-    (0, ACK),                               # legacy's clean Ack, v0's unclean Publish
-    (0, ACK + UNKNOWN_FIELD),               # clean for nobody: v0
-    (0, bytes.fromhex("2005")),             # clean Publish and clean Ack: v0, ambiguous
-    (0, PUBLISH + UNKNOWN_FIELD),           # an unknown field number
+    (1, _flat_ack_in_unknown_fields()),  # FlatBuffers' clean Ack, v0's unclean Ack
+    (0, ACK),  # legacy's clean Ack, v0's unclean Publish
+    (0, ACK + UNKNOWN_FIELD),  # clean for nobody: v0
+    (0, bytes.fromhex("2005")),  # clean Publish and clean Ack: v0, ambiguous
+    (0, PUBLISH + UNKNOWN_FIELD),  # an unknown field number
     (0, bytes.fromhex("09") + bytes(8) + PUBLISH),  # offset (varint) as fixed64
-    (0, bytes.fromhex("1201") + PUBLISH),   # key, cut short
+    (0, bytes.fromhex("1201") + PUBLISH),  # key, cut short
     (1, ACK + UNKNOWN_FIELD),
     (1, bytes.fromhex("0d01020304") + ACK),  # stream (string) as fixed32
     (1, PUBLISH),
-    (11, INFO + UNKNOWN_FIELD),             # MsgTypes no other layout claims: v0, clean or not
-    (11, bytes.fromhex("1805") + INFO),     # host (string) as a varint
+    (11, INFO + UNKNOWN_FIELD),  # MsgTypes no other layout claims: v0, clean or not
+    (11, bytes.fromhex("1805") + INFO),  # host (string) as a varint
     (2, PUBLISH),
     (0, _flat_publish_in_a_clean_message()),  # clean for all four: v0, ambiguous
 ]
@@ -241,7 +299,8 @@ def _auto_payloads() -> list[bytes]:
 @pytest.mark.parametrize("verify_crc", [True, False])
 @pytest.mark.parametrize("emit_defaults", [False, True])
 def test_auto_fast_path_gives_what_the_per_row_path_gives(
-        verify_crc: bool, emit_defaults: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    verify_crc: bool, emit_defaults: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """layout=auto takes strict v0 rows whose answer is v0's in numpy; every
     row must come out as lbparse.decode(b, "auto") row by row makes it."""
     payloads = _auto_payloads()
@@ -282,8 +341,10 @@ def test_the_crafted_publish_is_clean_for_every_enveloped_layout() -> None:
 def test_flatbuffer_like_is_flatbuf_plausible(payloads: list[bytes], data: st.DataObject) -> None:
     """The numpy look at root offset and vtable answers as lbparse.codec.flatbuf.plausible."""
     # Small root offsets: random bytes rarely point inside a 40-byte buffer.
-    payloads = [data.draw(st.integers(0, 40)).to_bytes(4, "little") + p if data.draw(
-        st.booleans()) else p for p in payloads]
+    payloads = [
+        data.draw(st.integers(0, 40)).to_bytes(4, "little") + p if data.draw(st.booleans()) else p
+        for p in payloads
+    ]
     buf = b"".join(payloads)
     ends = np.cumsum([len(p) for p in payloads], dtype=np.int64)
     starts = ends - np.array([len(p) for p in payloads], np.int64)
@@ -291,27 +352,36 @@ def test_flatbuffer_like_is_flatbuf_plausible(payloads: list[bytes], data: st.Da
     assert _flatbuffer_like(arr, starts, ends).tolist() == [flatbuf.plausible(p) for p in payloads]
 
 
-@pytest.mark.parametrize("hexed,layout,reason", [
-    ("b90e43b4000800" + "0b" + "0a027331", "v0",
-     "v0: MsgType 11 ServerInfoResponse in its table; every protobuf field of the payload "
-     "fits protocol.ServerInfoResponse"),
-    ("68656c6c6f", "plain", "no envelope magic and no LIFT message: plain NATS payload"),
-])
+@pytest.mark.parametrize(
+    "hexed,layout,reason",
+    [
+        (
+            "b90e43b4000800" + "0b" + "0a027331",
+            "v0",
+            "v0: MsgType 11 ServerInfoResponse in its table; every protobuf field of the payload "
+            "fits protocol.ServerInfoResponse",
+        ),
+        ("68656c6c6f", "plain", "no envelope magic and no LIFT message: plain NATS payload"),
+    ],
+)
 def test_the_decisive_reason_names_the_answer(hexed: str, layout: str, reason: str) -> None:
     env = lbparse.decode(bytes.fromhex(hexed), "auto")
     assert env.layout == layout
     assert decisive_reason(env.layout, env.reasons) == reason
     assert decisive_reason("v0", ()) is None
     # the capture's context, when it spoke, decided
-    assert decisive_reason("legacy", ("v0: ...", "legacy: ...", "context: x: legacy")) == \
-        "context: x: legacy"
+    assert (
+        decisive_reason("legacy", ("v0: ...", "legacy: ...", "context: x: legacy"))
+        == "context: x: legacy"
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_rows", [3, 1 << 16])
 @pytest.mark.parametrize("which", ["legacy", "v0", "sample"])
-def test_rows_the_context_decides_say_how_it_decided(tmp_path: Path, which: str,
-                                                     batch_rows: int) -> None:
+def test_rows_the_context_decides_say_how_it_decided(
+    tmp_path: Path, which: str, batch_rows: int
+) -> None:
     """Auto finds Publishes (and legacy Messages) ambiguous, v0 or legacy; the
     capture's proof decides them (legacy's Acks; the MsgTypes only v0 has),
     as `lbparse capture` decides them when the row is decoded again (legacy):
@@ -332,10 +402,16 @@ def test_rows_the_context_decides_say_how_it_decided(tmp_path: Path, which: str,
     # The pipeline's tasks: batches held until the unit's first proof, then decided
     batch_rows = max(batch_rows, 100) if which == "sample" else batch_rows
     [unit] = plan([str(path)], SourceOptions(batch_rows=batch_rows))
-    out = [r for d in decode_unit(unit, TaskOptions(DecodeOptions(layout="auto"),
-                                                    SourceOptions(batch_rows=batch_rows)),
-                                  new_counts())
-           for r in d.to_batch().to_pylist() if r["error_kind"] is None]
+    out = [
+        r
+        for d in decode_unit(
+            unit,
+            TaskOptions(DecodeOptions(layout="auto"), SourceOptions(batch_rows=batch_rows)),
+            new_counts(),
+        )
+        for r in d.to_batch().to_pylist()
+        if r["error_kind"] is None
+    ]
     assert len(out) == len(want)
     resolved = kept = 0
     for position, (env, row) in enumerate(zip(want, out)):
@@ -347,14 +423,21 @@ def test_rows_the_context_decides_say_how_it_decided(tmp_path: Path, which: str,
             # a big capture's ranges are read apart, and must give the same rows)
             env = lbparse.decode(row["payload"], "auto")
             assert env.layout == NEWEST and row["layout_reason"] == decisive_reason(
-                env.layout, env.reasons), position
+                env.layout, env.reasons
+            ), position
             kept += 1
-        assert (row["layout"], row["layout_confidence"], row["layout_ambiguous"]) == \
-            (env.layout, env.confidence, env.ambiguous), position
+        assert (row["layout"], row["layout_confidence"], row["layout_ambiguous"]) == (
+            env.layout,
+            env.confidence,
+            env.ambiguous,
+        ), position
         if env.reasons[-1].startswith("context: "):
             resolved += 1
-            assert re.fullmatch(rf"context: this \w+ carried envelopes only it reads: "
-                                rf"{env.layout}", row["layout_reason"]), row["layout_reason"]
+            assert re.fullmatch(
+                rf"context: this \w+ carried envelopes only it reads: "
+                rf"{env.layout}",
+                row["layout_reason"],
+            ), row["layout_reason"]
     assert (resolved, kept) >= (3, 0) if which == "legacy" else kept >= 3
 
 
@@ -399,7 +482,7 @@ def _scan_vs_upb(ptype: str, wires: list[bytes]) -> np.ndarray:
     for i, w in enumerate(wires):
         try:
             m = cls.FromString(w)
-        except Exception:  # noqa: BLE001  upb refuses it: so must the scanner
+        except Exception:
             assert not ok[i], (ptype, w.hex())
             continue
         if ok[i]:
@@ -415,14 +498,18 @@ def test_slices_are_the_byte_ranges(ordered: bool) -> None:
     rnd = random.Random(3)
     data = np.frombuffer(bytes(rnd.randrange(256) for _ in range(4000)), np.uint8)
     lens = np.array([rnd.choice((0, 1, 5, 30)) for _ in range(60)], np.int64)
-    starts = np.cumsum(lens + 3) - lens if ordered else \
-        np.array([rnd.randrange(3900) for _ in lens], np.int64)
+    starts = (
+        np.cumsum(lens + 3) - lens
+        if ordered
+        else np.array([rnd.randrange(3900) for _ in lens], np.int64)
+    )
     null = lens == 0
     got = slices(data, starts, lens, null)
-    want = [None if n else data[s:s + ln].tobytes() for s, ln, n in zip(starts, lens, null)]
+    want = [None if n else data[s : s + ln].tobytes() for s, ln, n in zip(starts, lens, null)]
     assert got.type == pa.binary() and got.to_pylist() == want
-    assert slices(data, starts, lens).to_pylist() == [data[s:s + ln].tobytes()
-                                                      for s, ln in zip(starts, lens)]
+    assert slices(data, starts, lens).to_pylist() == [
+        data[s : s + ln].tobytes() for s, ln in zip(starts, lens)
+    ]
 
 
 def _has_packed(m: Any) -> bool:
@@ -459,9 +546,11 @@ def test_scanner_never_claims_what_upb_refuses(data: st.DataObject) -> None:
         for m in data.draw(st.lists(messages(cls.DESCRIPTOR), min_size=1, max_size=3)):
             w = m.SerializeToString() or b"\x08\x01"
             at = data.draw(st.integers(0, len(w) - 1))
-            wires += [w[:at] + bytes([data.draw(st.integers(0, 255))]) + w[at + 1:],  # a byte changed
-                      w[:at],                                                         # cut short
-                      w + data.draw(st.binary(min_size=1, max_size=3))]               # trailing bytes
+            wires += [
+                w[:at] + bytes([data.draw(st.integers(0, 255))]) + w[at + 1 :],  # a byte changed
+                w[:at],  # cut short
+                w + data.draw(st.binary(min_size=1, max_size=3)),
+            ]  # trailing bytes
         _scan_vs_upb(ptype, wires)
 
 
@@ -476,8 +565,12 @@ def test_replication_reader_equals_lbparse(rrs: list[Any], data: st.DataObject) 
     for rr in rrs:
         w = encode_replication_response(rr)
         at = data.draw(st.integers(0, len(w) - 1))
-        wires += [w, w[:at] + bytes([data.draw(st.integers(0, 255))]) + w[at + 1:], w[:at],
-                  w + data.draw(st.binary(min_size=1, max_size=3))]
+        wires += [
+            w,
+            w[:at] + bytes([data.draw(st.integers(0, 255))]) + w[at + 1 :],
+            w[:at],
+            w + data.draw(st.binary(min_size=1, max_size=3)),
+        ]
     buf = np.frombuffer(b"".join(wires) + b"\0", np.uint8)
     ends = np.cumsum([len(w) for w in wires]).astype(np.int64)
     arr, ok = decode_replication(typ, buf, ends - np.array([len(w) for w in wires]), ends)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.tools import load_tool
 
 from lbparse.capture import CaptureReader
 from lbparse.cli import main
-from support.tools import load_tool
 
 
 def test_the_bundled_capture_is_what_its_script_publishes() -> None:
@@ -21,14 +21,16 @@ def test_the_bundled_capture_is_what_its_script_publishes() -> None:
     sent = load_tool("make_sample_capture").sample_messages()
     pubs = [r for r in recs if r.direction == "client_to_server"]
     delivered = [r for r in recs if r.direction == "server_to_client"]
-    assert [(r.subject, r.payload, r.reply or None) for r in pubs] == \
-        [(s, p, reply) for s, p, reply, _ in sent]
+    assert [(r.subject, r.payload, r.reply or None) for r in pubs] == [
+        (s, p, reply) for s, p, reply, _ in sent
+    ]
     assert sorted(r.payload for r in delivered) == sorted(p for _, p, _, _ in sent)
     assert [r.headers for r in pubs] == [h for _, _, _, h in sent]
 
 
-def test_demo_runs_the_pipeline_on_the_bundled_capture(spark: Any, tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_runs_the_pipeline_on_the_bundled_capture(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["demo", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Decoded 12 example envelopes: 11 ok, 1 rejected" in out
@@ -44,8 +46,9 @@ def test_demo_runs_the_pipeline_on_the_bundled_capture(spark: Any, tmp_path: Pat
     assert "vegaEmbed" in (tmp_path / "report.html").read_text()
 
 
-def test_report_of_the_pipeline_output_is_the_report_of_its_capture(spark: Any,
-                                                                     tmp_path: Path) -> None:
+def test_report_of_the_pipeline_output_is_the_report_of_its_capture(
+    spark: Any, tmp_path: Path
+) -> None:
     """`lbparse report DIR` on the pipeline's output (rows partitioned by MsgType,
     read back in time order, payloads decoded again) says what the report of
     the capture itself says."""

@@ -10,19 +10,20 @@ from typing import Any
 
 import pytest
 
-from lbparse.pipeline import job
 from lbparse.columnar.decode_arrow import DecodeOptions
+from lbparse.pipeline import job
 from lbparse.pipeline.job import PipelineOptions, run
 
 
 def _options(inputs: dict[str, Path], out: Path, **kw: Any) -> PipelineOptions:
-    return PipelineOptions(inputs=(str(inputs["capture.pcap"]),), out=str(out),
-                           decode=DecodeOptions(layout="v0"), **kw)
+    return PipelineOptions(
+        inputs=(str(inputs["capture.pcap"]),), out=str(out), decode=DecodeOptions(layout="v0"), **kw
+    )
 
 
 def test_a_failed_run_removes_its_output_and_the_next_run_starts_clean(
-        spark: Any, inputs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-        ) -> None:
+    spark: Any, inputs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def failing_commit(*args: Any) -> None:
         raise OSError("disk full (a test)")
 
@@ -39,7 +40,8 @@ def test_a_failed_run_removes_its_output_and_the_next_run_starts_clean(
 
 
 def test_what_a_killed_run_left_is_replaced_but_a_finished_run_is_kept(
-        spark: Any, inputs: dict[str, Path], tmp_path: Path) -> None:
+    spark: Any, inputs: dict[str, Path], tmp_path: Path
+) -> None:
     """A killed run cannot clean up: its DIR/messages holds only _temporary,
     no _SUCCESS. The next run takes its place; a finished run's output still
     needs --overwrite."""
@@ -63,14 +65,31 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def _cli(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "lbparse", "pipeline", "--test-conf",
-                           "--master", "local[1]", "--layout", "v0", "-q", *args],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lbparse",
+            "pipeline",
+            "--test-conf",
+            "--master",
+            "local[1]",
+            "--layout",
+            "v0",
+            "-q",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.slow
-def test_a_crashed_job_has_its_own_exit_status_and_outcome(inputs: dict[str, Path],
-                                                           tmp_path: Path) -> None:
+def test_a_crashed_job_has_its_own_exit_status_and_outcome(
+    inputs: dict[str, Path], tmp_path: Path
+) -> None:
     """Issue #19: a job that crashed exited 1 with a traceback, like a run
     that only found bad data. A real crash (the tasks' results over
     spark.driver.maxResultSize: Spark aborts the job) now exits 3, says
@@ -78,8 +97,15 @@ def test_a_crashed_job_has_its_own_exit_status_and_outcome(inputs: dict[str, Pat
     damaged input still exits 1 with "problems", and a clean one 0 with "ok"
     (test_summary.py's test_cli_prints_the_summary: the same command line,
     in the tests' Spark session rather than two more of its own)."""
-    crashed = _cli([str(inputs["capture.pcap"]), "--out", str(tmp_path / "crashed"),
-                    "--conf", "spark.driver.maxResultSize=1k"])
+    crashed = _cli(
+        [
+            str(inputs["capture.pcap"]),
+            "--out",
+            str(tmp_path / "crashed"),
+            "--conf",
+            "spark.driver.maxResultSize=1k",
+        ]
+    )
     assert crashed.returncode == 3, crashed.stderr[-2000:]
     assert "lbparse pipeline: FAILED, nothing written: the job failed" in crashed.stderr
     assert "Traceback" not in crashed.stderr

@@ -12,14 +12,14 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
+from support.reading import concat_tables
+from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
 from lbparse.pipeline.job import PipelineOptions, run
-from support.reading import concat_tables
-from support.shared import LIFTBRIDGE
 
 API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 
@@ -28,28 +28,39 @@ API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 def test_the_pipeline_writes_the_grpc_tables(spark: Any, tmp_path: Path) -> None:
     if not API_SHORT.exists():
         pytest.skip(f"shared material missing: {API_SHORT}")
-    summary = run(spark, PipelineOptions(inputs=(str(API_SHORT),), out=str(tmp_path),
-                                         source=SourceOptions(batch_rows=100)))
+    summary = run(
+        spark,
+        PipelineOptions(
+            inputs=(str(API_SHORT),), out=str(tmp_path), source=SourceOptions(batch_rows=100)
+        ),
+    )
     want = concat_tables(lbparse.read_capture_tables(API_SHORT))
-    for name, rows, order in ((GRPC_CALLS, 55, ["position"]),
-                              (GRPC_MESSAGES, 287, ["position", "message_seq"])):
+    for name, rows, order in (
+        (GRPC_CALLS, 55, ["position"]),
+        (GRPC_MESSAGES, 287, ["position", "message_seq"]),
+    ):
         got = ds.dataset(str(tmp_path / name)).to_table()
         assert got.schema.remove_metadata() == table_schema(name)
         assert got.num_rows == rows
         by = [(c, "ascending") for c in order]
         assert got.sort_by(by).equals(want[name].sort_by(by))
-    assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {GRPC_CALLS: 55,
-                                                                    GRPC_MESSAGES: 287}
+    assert {n: summary.tables[n]["rows"] for n in GRPC_TABLES} == {
+        GRPC_CALLS: 55,
+        GRPC_MESSAGES: 287,
+    }
     # The NATS reading took the HTTP/2 bytes for bytes that are not NATS: no
     # such problem row is written or counted, and every count adds up.
     messages = ds.dataset(str(tmp_path / "messages")).to_table()
     assert messages.num_rows == want["messages"].num_rows
-    assert messages.filter(pc.starts_with(messages.column("error_kind"), "input:")
-                           .fill_null(False)).num_rows == 0
+    assert (
+        messages.filter(
+            pc.starts_with(messages.column("error_kind"), "input:").fill_null(False)
+        ).num_rows
+        == 0
+    )
     totals = summary.totals()
     assert totals["problems"] == 0 and not summary.checks() and summary.outcome == "ok"
-    assert totals["rows"] == messages.num_rows and "input:protocol" not in \
-        totals["per_error_kind"]
+    assert totals["rows"] == messages.num_rows and "input:protocol" not in totals["per_error_kind"]
     # lbparse report on the pipeline's output: the same client section as on the capture
     from lbparse.report import build_model
 
@@ -76,8 +87,13 @@ def test_the_data_source_reads_the_grpc_tables(spark: Any) -> None:
     joined = frames[GRPC_CALLS].join(frames[GRPC_MESSAGES], ["source", "position"])
     assert joined.count() == 287
     # messages: as read_capture_tables gives them, no HTTP/2 bytes as problems
-    messages = spark.read.format("liftbridge").option("table", "messages") \
-        .load(str(API_SHORT)).toArrow()
+    messages = (
+        spark.read.format("liftbridge").option("table", "messages").load(str(API_SHORT)).toArrow()
+    )
     assert messages.num_rows == want["messages"].num_rows
-    assert messages.filter(pc.starts_with(messages.column("error_kind"), "input:")
-                           .fill_null(False)).num_rows == 0
+    assert (
+        messages.filter(
+            pc.starts_with(messages.column("error_kind"), "input:").fill_null(False)
+        ).num_rows
+        == 0
+    )

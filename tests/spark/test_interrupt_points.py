@@ -33,14 +33,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
-from test_interrupts import consistent, fingerprint
 from support.shared import LIFTBRIDGE
+from test_interrupts import consistent, fingerprint
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
 
@@ -49,16 +48,29 @@ API = LIFTBRIDGE / "samples" / "api-short.pcapng"
 COPIES = 4  # of SHORT, with API: ~10 MB in a few tasks of local[2]
 TIMED = 16  # points of the sweep
 SEED = int(os.environ.get("LBPARSE_INTERRUPT_SEED", "46"))
-LINE = re.compile(r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
-                  r"(previous output kept \(.*\)|the new output was already in place in .*)")
+LINE = re.compile(
+    r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
+    r"(previous output kept \(.*\)|the new output was already in place in .*)"
+)
 # Belt and braces: the lines must be the command's own anyway.
-NOISE = ("Traceback", "Py4J", "py4j", "reentrant", "Exception", "ERROR", "WARN", "java.",
-         "\tat ", "Error")
+NOISE = (
+    "Traceback",
+    "Py4J",
+    "py4j",
+    "reentrant",
+    "Exception",
+    "ERROR",
+    "WARN",
+    "java.",
+    "\tat ",
+    "Error",
+)
 
 
 @dataclass
 class Seen:
     """What a run has shown so far."""
+
     pid: int
     out: Path
     started: float
@@ -85,8 +97,20 @@ class Point:
 
 
 def _command(inputs: Path, out: Path) -> list[str]:
-    return [sys.executable, "-P", "-m", "lbparse", "pipeline", "--test-conf", "--master",
-            "local[2]", str(inputs), "-o", str(out), "--overwrite"]
+    return [
+        sys.executable,
+        "-P",
+        "-m",
+        "lbparse",
+        "pipeline",
+        "--test-conf",
+        "--master",
+        "local[2]",
+        str(inputs),
+        "-o",
+        str(out),
+        "--overwrite",
+    ]
 
 
 def _read(fd: int) -> bytes:
@@ -123,8 +147,7 @@ def _handlers_installed(pid: int) -> bool:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return False
-    caught = next(int(ln.split()[1], 16) for ln in status.splitlines()
-                  if ln.startswith("SigCgt:"))
+    caught = next(int(ln.split()[1], 16) for ln in status.splitlines() if ln.startswith("SigCgt:"))
     return bool(caught >> (signal.SIGTERM - 1) & 1)
 
 
@@ -159,12 +182,17 @@ def _phase(seen: Seen, before_summary: str) -> str:
     return "before Spark"
 
 
-def launch(inputs: Path, out: Path, point: Point | None, before_summary: str,
-           limit: float = 300) -> Seen:
+def launch(
+    inputs: Path, out: Path, point: Point | None, before_summary: str, limit: float = 300
+) -> Seen:
     """Run the pipeline into `out`; send the point's signal when its `when`
     says so. Every process of the run's group is gone when this returns."""
-    proc = subprocess.Popen(_command(inputs, out), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        _command(inputs, out),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     fds = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "err"}
     for fd in fds:
@@ -179,8 +207,12 @@ def launch(inputs: Path, out: Path, point: Point | None, before_summary: str,
 
     deadline = time.monotonic() + limit
     try:
-        while point is not None and point.sent_at is None and proc.poll() is None \
-                and time.monotonic() < deadline:  # bounded: `limit`
+        while (
+            point is not None
+            and point.sent_at is None
+            and proc.poll() is None
+            and time.monotonic() < deadline
+        ):  # bounded: `limit`
             take()
             if point.when(seen):
                 point.phase = _phase(seen, before_summary)
@@ -243,8 +275,7 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Bench:
 def _after(delay: float) -> Callable[[Seen], bool]:
     """`delay` s after the start, once the command has its handlers (before them
     the interpreter is importing lbparse: Python's own KeyboardInterrupt)."""
-    return lambda seen: (time.monotonic() - seen.started >= delay
-                         and _handlers_installed(seen.pid))
+    return lambda seen: time.monotonic() - seen.started >= delay and _handlers_installed(seen.pid)
 
 
 def _first(*conditions: Callable[[Seen], bool]) -> Callable[[Seen], bool]:
@@ -287,8 +318,13 @@ def points(bench: Bench) -> list[Point]:
     rng = random.Random(SEED)
     delays = sorted(rng.uniform(0.4, 0.9 * bench.seconds) for _ in range(TIMED))
     for i, delay in enumerate(delays):
-        sig, group = ((signal.SIGTERM, True) if i % 4 == 1 else (signal.SIGTERM, False)
-                      if i % 4 == 3 else (signal.SIGINT, True))
+        sig, group = (
+            (signal.SIGTERM, True)
+            if i % 4 == 1
+            else (signal.SIGTERM, False)
+            if i % 4 == 3
+            else (signal.SIGINT, True)
+        )
         found.append(Point(f"at {delay:.2f} s", sig, group, _after(delay)))
     return found
 
@@ -296,8 +332,11 @@ def points(bench: Bench) -> list[Point]:
 def _over(point: Point) -> bool:
     """The run had printed its whole report when the signal came: it was over
     (the command had returned; Python was exiting), nothing left to interrupt."""
-    return ("\nsummary: " in "\n" + point.stdout and "interrupted" not in point.err
-            and point.rc in (0, 130))
+    return (
+        "\nsummary: " in "\n" + point.stdout
+        and "interrupted" not in point.err
+        and point.rc in (0, 130)
+    )
 
 
 def judge(point: Point, out: Path, before: dict[str, str]) -> None:
@@ -309,8 +348,9 @@ def judge(point: Point, out: Path, before: dict[str, str]) -> None:
     strays = [ln for ln in lines if not ln.startswith("lbparse pipeline: ")]
     noise = [w for w in NOISE if w in err]
     if strays or noise:
-        point.problems.append(f"stderr holds more than the command's lines ({noise}): "
-                              f"{strays[:12]}")
+        point.problems.append(
+            f"stderr holds more than the command's lines ({noise}): {strays[:12]}"
+        )
     if sum("interrupted" in ln for ln in lines) != 1:
         point.problems.append("not one interrupted line")
     m = LINE.fullmatch(lines[-1]) if lines else None
@@ -359,19 +399,29 @@ def test_a_signal_anywhere_in_a_run_is_one_line(bench: Bench, tmp_path: Path) ->
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         done = list(pool.map(one, range(len(todo)), todo))
     took = time.monotonic() - start
-    report = [f"seed {SEED}; a whole run alone: {bench.seconds:.1f} s; {len(done)} runs in "
-              f"{took:.0f} s"]
+    report = [
+        f"seed {SEED}; a whole run alone: {bench.seconds:.1f} s; {len(done)} runs in {took:.0f} s"
+    ]
     for p in done:
-        sent = "not sent (the run ended first)" if p.sent_at is None else (
-            f"{signal.Signals(p.sig).name} to the {'group' if p.group else 'process'} "
-            f"at {p.sent_at:5.2f} s ({p.phase})")
-        report.append(f"{p.name:>24}: {sent}: exit {p.rc}"
-                      + ("".join(f"\n{'':>26}{x}" for x in p.problems)))
+        sent = (
+            "not sent (the run ended first)"
+            if p.sent_at is None
+            else (
+                f"{signal.Signals(p.sig).name} to the {'group' if p.group else 'process'} "
+                f"at {p.sent_at:5.2f} s ({p.phase})"
+            )
+        )
+        report.append(
+            f"{p.name:>24}: {sent}: exit {p.rc}" + ("".join(f"\n{'':>26}{x}" for x in p.problems))
+        )
     print("\n".join(report))
     sent = [p for p in done if p.sent_at is not None]
     failed = [p for p in sent if p.problems]
-    assert not failed, "\n".join(report) + "\n\n" + "\n\n".join(
-        f"{p.name}: stderr:\n{p.err[-3000:]}" for p in failed[:3])
+    assert not failed, (
+        "\n".join(report)
+        + "\n\n"
+        + "\n\n".join(f"{p.name}: stderr:\n{p.err[-3000:]}" for p in failed[:3])
+    )
     # Every watched point is reached before a run ends; some of the sweep's
     # last delays may come after it: its delays are spread over the run timed
     # alone at setup, and on a shared machine (CI: the suite beside it) a run

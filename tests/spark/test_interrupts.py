@@ -27,28 +27,43 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from support.shared import LIFTBRIDGE
 
 from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
-from support.shared import LIFTBRIDGE
 
 # The module's tests on one worker, one after the other: each times its signal by
 # what a run prints or writes, and two runs at once would slow each other's.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
 
 CAPTURES = [LIFTBRIDGE / "samples" / "short.pcapng", LIFTBRIDGE / "samples" / "api-short.pcapng"]
-LINE = re.compile(r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
-                  r"(previous output kept \(.*\)|nothing written to .*|"
-                  r"the new output was already in place in .*)")
+LINE = re.compile(
+    r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
+    r"(previous output kept \(.*\)|nothing written to .*|"
+    r"the new output was already in place in .*)"
+)
 
 
 def _command(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-P", "-m", "lbparse", "pipeline", "--test-conf", "--master",
-            "local[1]", *map(str, CAPTURES), "-o", str(out), *extra]
+    return [
+        sys.executable,
+        "-P",
+        "-m",
+        "lbparse",
+        "pipeline",
+        "--test-conf",
+        "--master",
+        "local[1]",
+        *map(str, CAPTURES),
+        "-o",
+        str(out),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -66,32 +81,44 @@ def input_rows() -> int:
     own reader makes of them, read here without Spark (15,208, input
     problems included: the run keeps 15,190)."""
     units = plan([str(c) for c in CAPTURES], SourceOptions())
-    return sum(batch.num_rows for u in units
-               for batch in read_unit(u, SourceOptions(), UnitStats(u.path, u.format, u.size)))
+    return sum(
+        batch.num_rows
+        for u in units
+        for batch in read_unit(u, SourceOptions(), UnitStats(u.path, u.format, u.size))
+    )
 
 
 def fingerprint(out: Path) -> dict[str, str]:
     """Every file under `out` and a hash of its bytes."""
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(out.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
 
 
 def consistent(out: Path) -> int:
     """The rows of out/messages, which out/summary.json must count exactly."""
     summary = json.loads((out / "summary.json").read_text())
-    rows = sum(pq.ParquetFile(p).metadata.num_rows
-               for p in (out / "messages").rglob("part-*.parquet"))
+    rows = sum(
+        pq.ParquetFile(p).metadata.num_rows for p in (out / "messages").rglob("part-*.parquet")
+    )
     assert summary["outcome"] in ("ok", "problems") and summary["totals"]["rows"] == rows
     return rows
 
 
-def interrupt(out: Path, sig: int, when: Callable[[str, Path], bool], group: bool,
-              *extra: str) -> tuple[int, str, Path]:
+def interrupt(
+    out: Path, sig: int, when: Callable[[str, Path], bool], group: bool, *extra: str
+) -> tuple[int, str, Path]:
     """Run the pipeline into `out`; send `sig` when `when(stderr so far, out)`
     says so (to the process group, as a terminal's Ctrl-C does, or to the
     process alone, as `kill PID`). Its exit status and stderr."""
-    proc = subprocess.Popen(_command(out, *extra), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        _command(out, *extra),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert proc.stderr is not None
     fd = proc.stderr.fileno()
     os.set_blocking(fd, False)
@@ -194,16 +221,17 @@ def _jvm_starting(err: str, out: Path) -> bool:
 
 def _summary_made(err: str, out: Path) -> bool:
     """The new summary is in the staging directory: the swap is next, or under way."""
-    return bool(list(out.glob(".lbparse-staging-*/summary.json"))
-                or not list(out.glob(".lbparse-staging-*")) and "task(s)" in err)
+    return bool(
+        list(out.glob(".lbparse-staging-*/summary.json"))
+        or not list(out.glob(".lbparse-staging-*"))
+        and "task(s)" in err
+    )
 
 
-def test_sigint_before_spark_starts_keeps_the_earlier_output(earlier: Path,
-                                                             tmp_path: Path) -> None:
+def test_sigint_before_spark_starts_keeps_the_earlier_output(earlier: Path, tmp_path: Path) -> None:
     out, before = _copy(earlier, tmp_path)
     # --overwrite says what it will replace just before Spark starts
-    rc, err, _ = interrupt(out, signal.SIGINT, _said("at the end of the run"), True,
-                           "--overwrite")
+    rc, err, _ = interrupt(out, signal.SIGINT, _said("at the end of the run"), True, "--overwrite")
     rows, kept = one_line(rc, err, signal.SIGINT)
     assert rows == 0 and kept.startswith("previous output kept") and "messages" in kept
     assert "task(s)" not in err  # Spark had not planned the job
@@ -224,8 +252,7 @@ def test_sigint_while_spark_starts_stops_its_jvm_too(earlier: Path, tmp_path: Pa
     assert fingerprint(out) == before and not _staging(out)
 
 
-def test_sigterm_while_the_job_runs_keeps_the_earlier_output(earlier: Path,
-                                                             tmp_path: Path) -> None:
+def test_sigterm_while_the_job_runs_keeps_the_earlier_output(earlier: Path, tmp_path: Path) -> None:
     out, before = _copy(earlier, tmp_path)
     rc, err, _ = interrupt(out, signal.SIGTERM, _said("task(s)"), False, "--overwrite")
     rows, kept = one_line(rc, err, signal.SIGTERM)
@@ -235,7 +262,8 @@ def test_sigterm_while_the_job_runs_keeps_the_earlier_output(earlier: Path,
 
 
 def test_sigint_after_a_task_wrote_counts_its_rows_and_keeps_the_earlier_output(
-        earlier: Path, tmp_path: Path) -> None:
+    earlier: Path, tmp_path: Path
+) -> None:
     out, before = _copy(earlier, tmp_path)
 
     def later(err: str, o: Path) -> bool:
@@ -298,25 +326,32 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_a_signal_after_the_swap_says_the_new_output_is_in_place(earlier: Path,
-                                                                 tmp_path: Path) -> None:
+def test_a_signal_after_the_swap_says_the_new_output_is_in_place(
+    earlier: Path, tmp_path: Path
+) -> None:
     out, before = _copy(earlier, tmp_path)
-    res = subprocess.run([sys.executable, "-P", "-c", SIGNAL_AFTER_THE_JOB,
-                          *_command(out, "--overwrite")[4:]], capture_output=True, text=True,
-                         timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-P", "-c", SIGNAL_AFTER_THE_JOB, *_command(out, "--overwrite")[4:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     rows, kept = one_line(res.returncode, res.stderr, signal.SIGTERM)
     assert kept.startswith("the new output was already in place"), res.stderr[-2000:]
     assert rows == consistent(out) and fingerprint(out) != before
     assert not _staging(out)
 
 
-def test_a_killed_runs_staging_is_removed_by_the_next_run(earlier: Path,
-                                                          tmp_path: Path) -> None:
+def test_a_killed_runs_staging_is_removed_by_the_next_run(earlier: Path, tmp_path: Path) -> None:
     """SIGKILL: nothing can clean up, but the earlier output is untouched, and
     the next run into DIR removes what the killed one left."""
     out, before = _copy(earlier, tmp_path)
-    proc = subprocess.Popen(_command(out, "--overwrite", "-q"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        _command(out, "--overwrite", "-q"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         for _ in range(3000):  # bounded: 300 s
             if _task_files("", out) or proc.poll() is not None:
@@ -328,8 +363,9 @@ def test_a_killed_runs_staging_is_removed_by_the_next_run(earlier: Path,
     _group_is_gone(proc.pid)
     assert _staging(out), "the killed run had not started writing"
     assert {k: v for k, v in fingerprint(out).items() if not k.startswith(".")} == before
-    res = subprocess.run(_command(out, "--overwrite", "-q"), capture_output=True, text=True,
-                         timeout=600)
+    res = subprocess.run(
+        _command(out, "--overwrite", "-q"), capture_output=True, text=True, timeout=600
+    )
     assert res.returncode in (0, 1), res.stderr[-3000:]
     assert not _staging(out)
     consistent(out)

@@ -19,17 +19,17 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 from google.protobuf import json_format
+from support.cluster import ClusterRun, lbtruth
+from support.shared import LIFTBRIDGE
+from support.traffic_tables import TRAFFIC_COLUMNS, traffic_back
 
 import lbparse
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import DecodeOptions
+from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
-from lbparse.columnar.sources import SourceOptions
-from support.cluster import ClusterRun, lbtruth
-from support.shared import LIFTBRIDGE
-from support.traffic_tables import TRAFFIC_COLUMNS, traffic_back
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 
@@ -48,10 +48,17 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     """DIR/messages, each row with its payload table's row (its columns but the
     keys) under the table's name, None where it has none: every payload row
     joins exactly one message."""
-    rows = {(r["source"], r["position"]): {**r, **dict.fromkeys(payload_tables())}
-            for r in ds.dataset(str(out / "messages")).to_table().to_pylist()}
-    traffic = traffic_back({name: ds.dataset(str(out / name)).to_table()
-                            for name in TRAFFIC_TABLES if (out / name).is_dir()})
+    rows = {
+        (r["source"], r["position"]): {**r, **dict.fromkeys(payload_tables())}
+        for r in ds.dataset(str(out / "messages")).to_table().to_pylist()
+    }
+    traffic = traffic_back(
+        {
+            name: ds.dataset(str(out / name)).to_table()
+            for name in TRAFFIC_TABLES
+            if (out / name).is_dir()
+        }
+    )
     for key, row in rows.items():
         found = traffic.pop(key, dict.fromkeys(TRAFFIC_COLUMNS))
         assert found.pop("traffic") == row["traffic"], key  # the kind in both tables
@@ -87,31 +94,47 @@ def _struct_of_truth(truth: dict[str, Any]) -> Any:
     msg = json_format.ParseDict(truth["payload_json"], cls())
     col = column_for(ptype)
     assert name
-    return col, builder_for(ptype, arrow_output_schema().field(col).type, cls,
-                            DecodeOptions().emit_defaults).build([msg]).to_pylist()[0]
+    return col, builder_for(
+        ptype, arrow_output_schema().field(col).type, cls, DecodeOptions().emit_defaults
+    ).build([msg]).to_pylist()[0]
 
 
 def _entries(row: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for e in row["commitlog_ReplicationResponse"]["entries"]:
-        out.append({"offset": e["offset"], "timestamp": e["timestamp"],
-                    "leader_epoch": e["leader_epoch"], "size": e["size"],
-                    "crc32c": e["crc32c"], "crc_ok": e["crc_ok"], "magic": e["magic"],
-                    "attributes": e["attributes"],
-                    "key_hex": None if e["key"] is None else e["key"].hex(),
-                    "value_hex": None if e["value"] is None else e["value"].hex(),
-                    "headers_hex": {h["key"]: h["value"].hex() for h in e["headers"]}})
+        out.append(
+            {
+                "offset": e["offset"],
+                "timestamp": e["timestamp"],
+                "leader_epoch": e["leader_epoch"],
+                "size": e["size"],
+                "crc32c": e["crc32c"],
+                "crc_ok": e["crc_ok"],
+                "magic": e["magic"],
+                "attributes": e["attributes"],
+                "key_hex": None if e["key"] is None else e["key"].hex(),
+                "value_hex": None if e["value"] is None else e["value"].hex(),
+                "headers_hex": {h["key"]: h["value"].hex() for h in e["headers"]},
+            }
+        )
     return out
 
 
 @pytest.mark.parametrize("layout,batch_rows", [("auto", 8), ("v0", 8), ("auto", 65536)])
-def test_pipeline_rows_are_what_liftbridge_decodes(spark: Any, capture: Path, layout: str,
-                                                   batch_rows: int, tmp_path: Path) -> None:
+def test_pipeline_rows_are_what_liftbridge_decodes(
+    spark: Any, capture: Path, layout: str, batch_rows: int, tmp_path: Path
+) -> None:
     """Small batches too: runs of header-only ReplicationResponses alone in a
     batch failed the job before (issue #12)."""
-    summary = run(spark, PipelineOptions(inputs=(str(capture),), out=str(tmp_path),
-                                         decode=DecodeOptions(layout=layout),
-                                         source=SourceOptions(batch_rows=batch_rows)))
+    summary = run(
+        spark,
+        PipelineOptions(
+            inputs=(str(capture),),
+            out=str(tmp_path),
+            decode=DecodeOptions(layout=layout),
+            source=SourceOptions(batch_rows=batch_rows),
+        ),
+    )
     totals = summary.totals()
     assert summary.checks() == [] and totals["problems"] == 0
     rows = read_rows(tmp_path)
@@ -128,12 +151,17 @@ def test_pipeline_rows_are_what_liftbridge_decodes(spark: Any, capture: Path, la
             assert row["error_kind"] is not None or row["layout"] != "v0", where
             continue
         assert row["error_kind"] is None, where
-        assert (row["layout"], row["msg_type"], row["msg_type_name"]) == \
-            ("v0", truth["msg_type"], truth["msg_type_name"]), where
+        assert (row["layout"], row["msg_type"], row["msg_type_name"]) == (
+            "v0",
+            truth["msg_type"],
+            truth["msg_type_name"],
+        ), where
         if truth["msg_type_name"] == "ReplicationResponse":
             rr = row["commitlog_ReplicationResponse"]
-            assert (rr["leader_epoch"], rr["high_watermark"]) == \
-                (truth["leader_epoch"], truth["high_watermark"]), where
+            assert (rr["leader_epoch"], rr["high_watermark"]) == (
+                truth["leader_epoch"],
+                truth["high_watermark"],
+            ), where
             assert _entries(row) == truth["messages"], where
         else:
             col, want = _struct_of_truth(truth)
@@ -161,12 +189,20 @@ def test_the_raft_traffic_has_its_columns(spark: Any, tmp_path: Path) -> None:
     """Liftbridge's non-envelope traffic in the pipeline: its kind, node, RPCs."""
     if not SAMPLE.exists():
         pytest.skip(f"shared material missing: {SAMPLE}")
-    run(spark, PipelineOptions(inputs=(str(SAMPLE),), out=str(tmp_path),
-                               source=SourceOptions(batch_rows=100)))  # streams across batches
+    run(
+        spark,
+        PipelineOptions(
+            inputs=(str(SAMPLE),), out=str(tmp_path), source=SourceOptions(batch_rows=100)
+        ),
+    )  # streams across batches
     rows = read_rows(tmp_path)
     kinds, ops, votes = _traffic(rows)
     assert {k: v for k, v in kinds.items() if k} == {
-        "raft_request": 1208, "raft_response": 1208, "raft_accept": 8, "raft_accept_reply": 8}
+        "raft_request": 1208,
+        "raft_response": 1208,
+        "raft_accept": 8,
+        "raft_accept_reply": 8,
+    }
     assert votes == {2} and ops["CreateStream"] == 20 and ops["PublishActivity"] == 52
     accept = next(r for r in rows if r["traffic"] == "raft_accept")
     assert accept["traffic_node"] in ("node2", "node3")
@@ -174,10 +210,10 @@ def test_the_raft_traffic_has_its_columns(spark: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_failovers_of_a_full_run_in_the_pipeline(spark: Any, liftbridge_full: ClusterRun,
-                                                     tmp_path: Path) -> None:
-    summary = run(spark, PipelineOptions(inputs=(str(liftbridge_full.capture),),
-                                         out=str(tmp_path)))
+def test_the_failovers_of_a_full_run_in_the_pipeline(
+    spark: Any, liftbridge_full: ClusterRun, tmp_path: Path
+) -> None:
+    summary = run(spark, PipelineOptions(inputs=(str(liftbridge_full.capture),), out=str(tmp_path)))
     assert summary.checks() == [] and summary.totals()["problems"] == 0
     kinds, ops, votes = _traffic(read_rows(tmp_path))
     assert len(votes) >= 2 and ops["ChangeLeader"] and ops["ShrinkISR"] and ops["ExpandISR"]

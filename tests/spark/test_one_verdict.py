@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import run_cli
+from support.shared import LIFTBRIDGE, SHARED
 
 from lbparse.columnar.sources import SourceOptions
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.report import build_model
 from lbparse.report.inputs import ReadOptions
-from support.cli import run_cli
-from support.shared import LIFTBRIDGE, SHARED
 
 pytest.importorskip("altair")
 
@@ -34,8 +34,13 @@ API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 # Two client -> server segments of a gRPC connection (port 29392) of api-short,
 # by frame number: tshark -Y 'tcp.dstport==29392 && tcp.len>0'
 DROPPED = ("2495", "2736")
-FILES = ("api-short.pcapng", "gap.pcapng", "short.pcapng", "nats_1000.pcap",
-         "nats_verbose20.pcapng")
+FILES = (
+    "api-short.pcapng",
+    "gap.pcapng",
+    "short.pcapng",
+    "nats_1000.pcap",
+    "nats_verbose20.pcapng",
+)
 NOTES = re.compile(r": (\d+) notes? of normal client or capture behaviour")
 
 
@@ -47,12 +52,16 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pytest.skip("editcap (Wireshark's) is not installed")
     d = tmp_path_factory.mktemp("verdict")
     gap = d / "gap.pcapng"
-    subprocess.run(["editcap", str(API_SHORT), str(gap), *DROPPED], check=True,
-                   capture_output=True, timeout=60)
-    return {"api-short.pcapng": API_SHORT, "gap.pcapng": gap,
-            "short.pcapng": LIFTBRIDGE / "samples" / "short.pcapng",
-            "nats_1000.pcap": SHARED / "captures" / "nats_1000.pcap",
-            "nats_verbose20.pcapng": SHARED / "captures" / "nats_verbose20.pcapng"}
+    subprocess.run(
+        ["editcap", str(API_SHORT), str(gap), *DROPPED], check=True, capture_output=True, timeout=60
+    )
+    return {
+        "api-short.pcapng": API_SHORT,
+        "gap.pcapng": gap,
+        "short.pcapng": LIFTBRIDGE / "samples" / "short.pcapng",
+        "nats_1000.pcap": SHARED / "captures" / "nats_1000.pcap",
+        "nats_verbose20.pcapng": SHARED / "captures" / "nats_verbose20.pcapng",
+    }
 
 
 def _said(stderr: str, path: Path) -> tuple[int, int]:
@@ -73,8 +82,7 @@ def _notices(model: dict[str, Any]) -> tuple[int, int]:
     """(the reader's problems, notes) in a report model; envelopes that do not
     decode (error:*) are the data's, not the reading's."""
     p = model["problems"]
-    return (sum(n for k, n in p["by_kind"].items() if k.startswith("notice:")),
-            p["notes"]["total"])
+    return (sum(n for k, n in p["by_kind"].items() if k.startswith("notice:")), p["notes"]["total"])
 
 
 def _verdict(name: str, path: Path, spark: Any, d: Path) -> dict[str, tuple[int, int, int]]:
@@ -91,11 +99,16 @@ def _verdict(name: str, path: Path, spark: Any, d: Path) -> dict[str, tuple[int,
     records = build_model([str(path)], ReadOptions(fast=False))
     got["report (records)"] = (got["report"][0], *_notices(records))
     pipe = d / f"{name}.pipeline"
-    summary = run(spark, PipelineOptions(inputs=(str(path),), out=str(pipe),
-                                         source=SourceOptions(batch_rows=4096)))
+    summary = run(
+        spark,
+        PipelineOptions(inputs=(str(path),), out=str(pipe), source=SourceOptions(batch_rows=4096)),
+    )
     totals = summary.totals()
-    got["pipeline"] = (int(summary.outcome == "problems"), totals["problems"],
-                       sum(totals["notes"].values()))
+    got["pipeline"] = (
+        int(summary.outcome == "problems"),
+        totals["problems"],
+        sum(totals["notes"].values()),
+    )
     model = d / f"{name}.pipeline.json"
     done = run_cli("report", str(pipe), "-o", str(d / f"{name}.p.html"), "--json", str(model))
     got["report of the pipeline"] = (done.returncode, *_notices(json.loads(model.read_text())))
@@ -103,8 +116,9 @@ def _verdict(name: str, path: Path, spark: Any, d: Path) -> dict[str, tuple[int,
 
 
 @pytest.fixture(scope="module")
-def verdicts(inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempPathFactory
-             ) -> dict[str, dict[str, tuple[int, int, int]]]:
+def verdicts(
+    inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dict[str, tuple[int, int, int]]]:
     """Per file, per way of reading it: (exit status, problems, notes)."""
     d = tmp_path_factory.mktemp("verdicts")
     return {name: _verdict(name, path, spark, d) for name, path in inputs.items()}
@@ -112,20 +126,37 @@ def verdicts(inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempP
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FILES)
-def test_every_reading_gives_one_verdict(verdicts: dict[str, dict[str, tuple[int, int, int]]],
-                                         name: str) -> None:
+def test_every_reading_gives_one_verdict(
+    verdicts: dict[str, dict[str, tuple[int, int, int]]], name: str
+) -> None:
     got = verdicts[name]
     assert len(set(got.values())) == 1, got
 
 
 @pytest.mark.slow
 def test_normal_client_behaviour_is_a_note_not_a_problem(
-        verdicts: dict[str, dict[str, tuple[int, int, int]]], inputs: dict[str, Path]) -> None:
+    verdicts: dict[str, dict[str, tuple[int, int, int]]], inputs: dict[str, Path]
+) -> None:
     # tshark counts api-short's RST_STREAMs (the client cancelling Subscribes)
-    rst = subprocess.run(["tshark", "-r", str(inputs["api-short.pcapng"]), "-Y",
-                          "http2.type == 3", "-T", "fields", "-e", "frame.number",
-                          "-d", "tcp.port==29392-29394,http2"],
-                         capture_output=True, text=True, timeout=120, check=True)
+    rst = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(inputs["api-short.pcapng"]),
+            "-Y",
+            "http2.type == 3",
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-d",
+            "tcp.port==29392-29394,http2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     resets = len(rst.stdout.split())
     assert resets > 0
     rc, problems, notes = verdicts["api-short.pcapng"]["capture"]
@@ -136,7 +167,8 @@ def test_normal_client_behaviour_is_a_note_not_a_problem(
 
 @pytest.mark.slow
 def test_data_lost_in_a_grpc_connection_is_a_problem_everywhere(
-        verdicts: dict[str, dict[str, tuple[int, int, int]]]) -> None:
+    verdicts: dict[str, dict[str, tuple[int, int, int]]],
+) -> None:
     rc, problems, notes = verdicts["gap.pcapng"]["capture --tables"]
     # two TCP gaps, and the HTTP/2 frames lost at each: said by every reading
     assert (rc, problems) == (1, 4)
@@ -144,8 +176,9 @@ def test_data_lost_in_a_grpc_connection_is_a_problem_everywhere(
 
 
 @pytest.mark.slow
-def test_a_fresh_full_run_gets_one_verdict(request: pytest.FixtureRequest, spark: Any,
-                                           tmp_path: Path) -> None:
+def test_a_fresh_full_run_gets_one_verdict(
+    request: pytest.FixtureRequest, spark: Any, tmp_path: Path
+) -> None:
     """A fresh `run_cluster.sh full` (its clients' gRPC captured, two nodes
     killed): every reading gives its capture the same verdict, and a normal
     run's cancelled and cut calls are notes, not problems."""

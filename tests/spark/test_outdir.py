@@ -20,17 +20,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.users import throwaway_user
 
 from lbparse.cli import main
-from support.users import throwaway_user
 
 SAMPLE = str(resources.files("lbparse.examples").joinpath("sample.pcap"))
 
 
 def pipeline(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-P", "-m", "lbparse", "pipeline", "--test-conf",
-                           "--master", "local[1]", *args], capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "lbparse",
+            "pipeline",
+            "--test-conf",
+            "--master",
+            "local[1]",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def refused(res: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -44,7 +57,8 @@ def refused(res: subprocess.CompletedProcess[str], *words: str) -> None:
 
 @pytest.mark.slow
 def test_a_link_planted_at_summary_json_in_a_sticky_directory_is_never_written(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     """Another user's link at DIR/summary.json, DIR a shared sticky directory
     (as /tmp is), pointing at a file of ours (standing for ~/.bashrc)."""
     victim = tmp_path / "bashrc"
@@ -58,8 +72,7 @@ def test_a_link_planted_at_summary_json_in_a_sticky_directory_is_never_written(
         if uid is not None:
             os.lchown(link, uid, uid)
         for extra in ([], ["--overwrite"]):
-            refused(pipeline(SAMPLE, "-o", str(shared), *extra), "summary.json",
-                    "symbolic link")
+            refused(pipeline(SAMPLE, "-o", str(shared), *extra), "summary.json", "symbolic link")
     assert victim.read_text() == "mine\n" and os.readlink(link) == str(victim)
     assert sorted(os.listdir(shared)) == ["summary.json"]
 
@@ -96,16 +109,21 @@ def test_overwrite_refuses_a_table_holding_a_users_files(tmp_path: Path) -> None
     (table / "msg_type_name=Ack" / "part-0.parquet").write_bytes(b"PAR1")
     (table / "precious.txt").write_text("mine")
     (table / "msg_type_name=Ack" / "notes.md").write_text("mine too")
-    refused(pipeline(SAMPLE, "-o", str(tmp_path), "--overwrite"),
-            "messages/msg_type_name=Ack/notes.md", "messages/precious.txt")
+    refused(
+        pipeline(SAMPLE, "-o", str(tmp_path), "--overwrite"),
+        "messages/msg_type_name=Ack/notes.md",
+        "messages/precious.txt",
+    )
     assert (table / "precious.txt").read_text() == "mine"
     payloads = tmp_path / "p" / "proto_Message"
     payloads.mkdir(parents=True)
     (payloads / "part-0.parquet").write_bytes(b"PAR1")
     (payloads / "x=1").mkdir()  # a partition directory only messages and entries had
     (payloads / "x=1" / "part-0.parquet").write_bytes(b"PAR1")
-    refused(pipeline(SAMPLE, "-o", str(tmp_path / "p"), "--overwrite"),
-            "holds files lbparse pipeline does not write (proto_Message/x=1)")
+    refused(
+        pipeline(SAMPLE, "-o", str(tmp_path / "p"), "--overwrite"),
+        "holds files lbparse pipeline does not write (proto_Message/x=1)",
+    )
     assert (payloads / "x=1" / "part-0.parquet").read_bytes() == b"PAR1"
 
 
@@ -116,27 +134,32 @@ def test_an_output_in_or_at_an_input_is_refused(tmp_path: Path) -> None:
     (captures / "a.pcap").write_bytes(Path(SAMPLE).read_bytes())
     refused(pipeline(str(captures), "-o", str(captures)), "is the input")
     refused(pipeline(str(captures), "-o", str(captures / "out")), "inside the input")
-    refused(pipeline(str(captures / "a.pcap"), "-o", str(captures / "a.pcap")),
-            "not a directory")
+    refused(pipeline(str(captures / "a.pcap"), "-o", str(captures / "a.pcap")), "not a directory")
     out = tmp_path / "out"
     (out / "messages").mkdir(parents=True)
     (out / "messages" / "old.pcap").write_bytes(Path(SAMPLE).read_bytes())
-    refused(pipeline(str(out / "messages" / "old.pcap"), "-o", str(out), "--overwrite"),
-            "which this run replaces")
+    refused(
+        pipeline(str(out / "messages" / "old.pcap"), "-o", str(out), "--overwrite"),
+        "which this run replaces",
+    )
 
 
 @pytest.mark.slow
 def test_output_option_spellings_and_help() -> None:
-    res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "pipeline", "--help"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-P", "-m", "lbparse", "pipeline", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "-o DIR, --output DIR" in res.stdout and "--out " not in res.stdout
     res = pipeline(SAMPLE)
     assert res.returncode == 2 and "-o/--output" in res.stderr
 
 
-def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
-                                                    inputs: dict[str, Path],
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_overwrite_replaces_only_what_the_run_writes(
+    spark: Any, tmp_path: Path, inputs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     """A capture-only run writes no entries: DIR/entries (with a user's file in
     it) and the user's own files in DIR stay; what is replaced is said. A
     payload table the run writes but has no rows for is moved away: its rows
@@ -153,15 +176,17 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     assert main(["pipeline", SAMPLE, "--out", str(tmp_path), "--overwrite", "-q"]) == 0
     err = capsys.readouterr().err
     replaced = ", ".join(f"{tmp_path}/{t}" for t in tables)
-    assert (f"--overwrite: replacing {replaced}, {tmp_path}/summary.json "
-            "at the end of the run") in err
+    assert (
+        f"--overwrite: replacing {replaced}, {tmp_path}/summary.json at the end of the run"
+    ) in err
     assert f"keeping {tmp_path}/entries (this run does not write it)" in err
     assert (entries / "precious.txt").read_text() == "mine"
     assert (tmp_path / "notes.txt").read_text() == "mine too"
     assert (tmp_path / "summary.json").read_text() != old_summary
     assert json.loads((tmp_path / "summary.json").read_text())["totals"]["rows"] == 196
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["entries", "notes.txt", "summary.json", *tables])
+        ["entries", "notes.txt", "summary.json", *tables]
+    )
     # A run of no payloads: the payload tables go, entries and the user's files stay.
     # (named, a file in no format is refused before any work; inside a folder, a row)
     junk = tmp_path.parent / f"{tmp_path.name}-junk"
@@ -169,9 +194,14 @@ def test_overwrite_replaces_only_what_the_run_writes(spark: Any, tmp_path: Path,
     (junk / "garbage.bin").symlink_to(inputs["garbage.bin"])
     assert main(["pipeline", str(junk), "--out", str(tmp_path), "--overwrite", "-q"]) == 1
     assert json.loads((tmp_path / "summary.json").read_text())["tables"] == {
-        "messages": {"path": f"{tmp_path}/messages", "rows": 1}}
+        "messages": {"path": f"{tmp_path}/messages", "rows": 1}
+    }
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "entries", "messages", "notes.txt", "summary.json"]
+        "entries",
+        "messages",
+        "notes.txt",
+        "summary.json",
+    ]
     assert (entries / "precious.txt").read_text() == "mine"
 
 
@@ -181,15 +211,23 @@ def test_demo_checks_its_output_before_it_runs(tmp_path: Path) -> None:
     never a user's files."""
     (tmp_path / "messages").mkdir()
     (tmp_path / "messages" / "precious.txt").write_text("mine")
-    res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "demo", "-o", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-P", "-m", "lbparse", "demo", "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "Decoded" not in res.stdout, res.stderr
     assert res.stderr.startswith("lbparse demo: ") and "precious.txt" in res.stderr
     assert (tmp_path / "messages" / "precious.txt").read_text() == "mine"
     page = tmp_path / "other" / "report.html"
     page.parent.mkdir()
     page.symlink_to(tmp_path / "messages" / "precious.txt")
-    res = subprocess.run([sys.executable, "-P", "-m", "lbparse", "demo", "--no-pipeline",
-                          "--out", str(page.parent)], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-P", "-m", "lbparse", "demo", "--no-pipeline", "--out", str(page.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "Decoded" not in res.stdout and "symbolic link" in res.stderr
     assert (tmp_path / "messages" / "precious.txt").read_text() == "mine"

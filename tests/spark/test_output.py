@@ -28,7 +28,8 @@ def test_only_listed_files_are_committed(tmp_path: Path) -> None:
         w.write("proto_Ack", 2, _rows(2, attempt))
         for f in w.close():
             assert f.path.startswith(f"{f.table}/part-") and f.rows == {"proto_Ack": 2}.get(
-                f.table, 3)
+                f.table, 3
+            )
             if attempt != "t0-a0":
                 files.append((attempt, f.path))
     assert commit(fs, dest, tmp, files) == [MESSAGES, "proto_Ack"]
@@ -45,31 +46,47 @@ def test_spark_reads_what_the_tasks_wrote(spark: Any, tmp_path: Path, monkeypatc
     tmp, dest = str(tmp_path / "_temporary" / "r"), str(tmp_path)
     w = TableWriter(fs, f"{tmp}/a", schema_of)
     for value in ("Publish", "odd/na=me", None, "Publish"):
-        w.write(MESSAGES, 2, {**_rows(2, str(value)),
-                              "msg_type_name": pa.array([value] * 2, pa.string())})
+        w.write(
+            MESSAGES,
+            2,
+            {**_rows(2, str(value)), "msg_type_name": pa.array([value] * 2, pa.string())},
+        )
     commit(fs, dest, tmp, [("a", f.path) for f in w.close()])
-    got = sorted(((r.source, r.position, r.msg_type_name)
-                  for r in spark.read.parquet(f"{dest}/{MESSAGES}").collect()), key=str)
-    assert got == sorted([("Publish", i, "Publish") for i in (0, 1, 0, 1)]
-                         + [("odd/na=me", i, "odd/na=me") for i in (0, 1)]
-                         + [("None", i, None) for i in (0, 1)], key=str)
+    got = sorted(
+        (
+            (r.source, r.position, r.msg_type_name)
+            for r in spark.read.parquet(f"{dest}/{MESSAGES}").collect()
+        ),
+        key=str,
+    )
+    assert got == sorted(
+        [("Publish", i, "Publish") for i in (0, 1, 0, 1)]
+        + [("odd/na=me", i, "odd/na=me") for i in (0, 1)]
+        + [("None", i, None) for i in (0, 1)],
+        key=str,
+    )
 
 
 def test_statistics_are_kept_for_numbers_times_source_and_subject(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
+    import lbparse
     from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
     from lbparse.columnar.tables import tables_of
     from lbparse.pipeline.schema import arrow_record_schema
-    import lbparse
 
     msg = lbparse.message_class("proto.Message")(offset=7, stream="s", subject="a.b", key=b"k")
     env = lbparse.encode(msg, crc=True)
     rec = arrow_record_schema()
-    cols = {"payload": pa.array([env] * 3, pa.binary()), "subject": pa.array(["a.b"] * 3),
-            "source": pa.array(["f.parquet"] * 3), "position": pa.array([0, 1, 2], pa.int64())}
-    batch = pa.RecordBatch.from_arrays([cols.get(f.name, pa.nulls(3, f.type)) for f in rec],
-                                       schema=rec)
+    cols = {
+        "payload": pa.array([env] * 3, pa.binary()),
+        "subject": pa.array(["a.b"] * 3),
+        "source": pa.array(["f.parquet"] * 3),
+        "position": pa.array([0, 1, 2], pa.int64()),
+    }
+    batch = pa.RecordBatch.from_arrays(
+        [cols.get(f.name, pa.nulls(3, f.type)) for f in rec], schema=rec
+    )
     decoded = BatchDecoder(DecodeOptions("v0")).decode(batch)
     w = TableWriter(pafs.LocalFileSystem(), str(tmp_path), schema_of)
     for name, table in tables_of(decoded).items():
@@ -77,8 +94,12 @@ def test_statistics_are_kept_for_numbers_times_source_and_subject(tmp_path: Path
     stats = {}
     for f in w.close():
         group = pq.ParquetFile(tmp_path / f.path).metadata.row_group(0)
-        stats.update({f"{f.table}.{group.column(i).path_in_schema}": group.column(i).is_stats_set
-                      for i in range(group.num_columns)})
+        stats.update(
+            {
+                f"{f.table}.{group.column(i).path_in_schema}": group.column(i).is_stats_set
+                for i in range(group.num_columns)
+            }
+        )
     assert stats["messages.position"] and stats["messages.crc32c"]
     assert stats["proto_Message.offset"] and stats["proto_Message.position"]
     assert stats["messages.source"] and stats["messages.subject"]

@@ -19,9 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
-from test_outputs_first import mounted, silent_fifo  # noqa: F401  (a fixture)
 from support.shared import LIFTBRIDGE
+from test_outputs_first import mounted, silent_fifo  # noqa: F401  (a fixture)
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="mount and chattr need root")
@@ -32,9 +31,22 @@ JVM_WORDS = ("WARN", "INFO", "ERROR", "SparkContext", "log4j")
 
 def pipeline(*args: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess[str], float]:
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-P", "-m", "lbparse", "pipeline", "--test-conf",
-                           "--master", "local[1]", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "lbparse",
+            "pipeline",
+            "--test-conf",
+            "--master",
+            "local[1]",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return done, time.monotonic() - start
 
 
@@ -59,8 +71,7 @@ def test_a_read_only_place_is_refused_before_spark(tmp_path: Path, silent_fifo: 
 
 
 @ROOT_ONLY
-def test_an_immutable_directory_is_refused_before_spark(tmp_path: Path,
-                                                        silent_fifo: Path) -> None:
+def test_an_immutable_directory_is_refused_before_spark(tmp_path: Path, silent_fifo: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     done = subprocess.run(["chattr", "+i", str(out)], capture_output=True, text=True, timeout=30)
@@ -74,15 +85,18 @@ def test_an_immutable_directory_is_refused_before_spark(tmp_path: Path,
     assert os.listdir(out) == []
 
 
-def test_a_place_spark_could_not_write_is_refused_before_spark(tmp_path: Path,
-                                                               silent_fifo: Path) -> None:
+def test_a_place_spark_could_not_write_is_refused_before_spark(
+    tmp_path: Path, silent_fifo: Path
+) -> None:
     afile = tmp_path / "afile"
     afile.write_text("not a directory")
-    for out, words in ((str(afile / "out"), ("Not a directory",)),
-                       (str(tmp_path / ("o" * 256)), ("NAME_MAX",)),
-                       # what the tasks write under DIR would pass PATH_MAX
-                       (str(tmp_path / "/".join(["d" * 250] * 16)), ("PATH_MAX",)),
-                       ("", ("an empty name",))):
+    for out, words in (
+        (str(afile / "out"), ("Not a directory",)),
+        (str(tmp_path / ("o" * 256)), ("NAME_MAX",)),
+        # what the tasks write under DIR would pass PATH_MAX
+        (str(tmp_path / "/".join(["d" * 250] * 16)), ("PATH_MAX",)),
+        ("", ("an empty name",)),
+    ):
         done, seconds = pipeline(str(silent_fifo), "-o", out)
         refused_at_once(done, seconds, *words)
 

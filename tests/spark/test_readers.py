@@ -42,9 +42,11 @@ def _plain(v: Any, as_float: bool = False) -> Any:
             return (_plain(v["key"], as_float), _plain(v["value"], as_float))
         return {k: _plain(x, as_float) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x, as_float) for x in v] if not (isinstance(v, tuple) and len(v) == 2
-                                                         and isinstance(v[0], str)) \
+        return (
+            [_plain(x, as_float) for x in v]
+            if not (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str))
             else (_plain(v[0], as_float), _plain(v[1], as_float))
+        )
     if isinstance(v, dt.datetime):
         return round(v.timestamp() * 1e6)
     if isinstance(v, float) and math.isnan(v):
@@ -54,8 +56,7 @@ def _plain(v: Any, as_float: bool = False) -> Any:
     return v
 
 
-def _same_rows(got: pa.Table, want: pa.Table, reader: str, nested_as_float: bool = False
-               ) -> None:
+def _same_rows(got: pa.Table, want: pa.Table, reader: str, nested_as_float: bool = False) -> None:
     assert sorted(got.column_names) == sorted(want.column_names), reader
     assert got.num_rows == want.num_rows, reader
     got = _sorted(got.select(want.column_names))
@@ -65,9 +66,11 @@ def _same_rows(got: pa.Table, want: pa.Table, reader: str, nested_as_float: bool
         w = [_plain(v, lossy) for v in want.column(name).to_pylist()]
         if g != w:
             i = next(i for i, (a, b) in enumerate(zip(g, w)) if a != b)
-            raise AssertionError(f"{reader}: column {name} differs from Spark's at row {i} "
-                                 f"({got.column('source')[i]}#{got.column('position')[i]}): "
-                                 f"{g[i]!r} != {w[i]!r}")
+            raise AssertionError(
+                f"{reader}: column {name} differs from Spark's at row {i} "
+                f"({got.column('source')[i]}#{got.column('position')[i]}): "
+                f"{g[i]!r} != {w[i]!r}"
+            )
 
 
 def _arrow_type(t: T.DataType) -> pa.DataType:
@@ -81,23 +84,34 @@ def _same_arrow_type(got: pa.DataType, want: pa.DataType) -> bool:
     if pa.types.is_list(want):
         return pa.types.is_list(got) and _same_arrow_type(got.value_type, want.value_type)
     if pa.types.is_map(want):
-        return pa.types.is_map(got) and _same_arrow_type(got.key_type, want.key_type) and \
-            _same_arrow_type(got.item_type, want.item_type)
+        return (
+            pa.types.is_map(got)
+            and _same_arrow_type(got.key_type, want.key_type)
+            and _same_arrow_type(got.item_type, want.item_type)
+        )
     if pa.types.is_struct(want):
-        return pa.types.is_struct(got) and [f.name for f in got] == [f.name for f in want] and \
-            all(_same_arrow_type(g.type, w.type) for g, w in zip(got, want))
+        return (
+            pa.types.is_struct(got)
+            and [f.name for f in got] == [f.name for f in want]
+            and all(_same_arrow_type(g.type, w.type) for g, w in zip(got, want))
+        )
     if pa.types.is_timestamp(want):
-        return pa.types.is_timestamp(got) and got.unit == want.unit and got.tz in ("UTC",
-                                                                                   "Etc/UTC")
+        return pa.types.is_timestamp(got) and got.unit == want.unit and got.tz in ("UTC", "Etc/UTC")
     return got == want
 
 
 def _duckdb_type(t: T.DataType) -> Any:
     S = duckdb.sqltypes
-    flat: dict[type, Any] = {T.StringType: S.VARCHAR, T.LongType: S.BIGINT,
-                             T.IntegerType: S.INTEGER, T.BooleanType: S.BOOLEAN,
-                             T.BinaryType: S.BLOB, T.DoubleType: S.DOUBLE, T.FloatType: S.FLOAT,
-                             T.TimestampType: S.TIMESTAMP_TZ}
+    flat: dict[type, Any] = {
+        T.StringType: S.VARCHAR,
+        T.LongType: S.BIGINT,
+        T.IntegerType: S.INTEGER,
+        T.BooleanType: S.BOOLEAN,
+        T.BinaryType: S.BLOB,
+        T.DoubleType: S.DOUBLE,
+        T.FloatType: S.FLOAT,
+        T.TimestampType: S.TIMESTAMP_TZ,
+    }
     if isinstance(t, T.ArrayType):
         return duckdb.list_type(_duckdb_type(t.elementType))
     if isinstance(t, T.MapType):
@@ -108,10 +122,16 @@ def _duckdb_type(t: T.DataType) -> Any:
 
 
 def _polars_type(t: T.DataType) -> Any:
-    flat: dict[type, Any] = {T.StringType: pl.String, T.LongType: pl.Int64,
-                             T.IntegerType: pl.Int32, T.BooleanType: pl.Boolean,
-                             T.BinaryType: pl.Binary, T.DoubleType: pl.Float64,
-                             T.FloatType: pl.Float32, T.TimestampType: pl.Datetime("us", "UTC")}
+    flat: dict[type, Any] = {
+        T.StringType: pl.String,
+        T.LongType: pl.Int64,
+        T.IntegerType: pl.Int32,
+        T.BooleanType: pl.Boolean,
+        T.BinaryType: pl.Binary,
+        T.DoubleType: pl.Float64,
+        T.FloatType: pl.Float32,
+        T.TimestampType: pl.Datetime("us", "UTC"),
+    }
     if isinstance(t, T.ArrayType):
         return pl.List(_polars_type(t.elementType))
     if isinstance(t, T.MapType):
@@ -124,8 +144,14 @@ def _polars_type(t: T.DataType) -> Any:
 def _tables(datasets: dict[str, Any]) -> list[str]:
     """Every table the run wrote: messages, entries and the payload tables present."""
     names = datasets["tables"]
-    assert {"messages", "entries", "proto_Message", "proto_Ack",
-            "commitlog_ReplicationResponse", "protocol_PropagatedRequest"} <= set(names)
+    assert {
+        "messages",
+        "entries",
+        "proto_Message",
+        "proto_Ack",
+        "commitlog_ReplicationResponse",
+        "protocol_PropagatedRequest",
+    } <= set(names)
     return list(names)
 
 
@@ -178,13 +204,17 @@ def test_pandas_reads_every_table_whole(datasets: dict[str, Any]) -> None:
             assert str(df[f.name].dtype) == expected, (name, f.name, df[f.name].dtype)
         # Every value is Spark's (pandas makes integers nested beside a null float64, as
         # numpy has no null integer: those are compared as float64).
-        table = pa.Table.from_pandas(df[want.column_names], schema=want.schema,
-                                     preserve_index=False)
+        table = pa.Table.from_pandas(
+            df[want.column_names], schema=want.schema, preserve_index=False
+        )
         _same_rows(table, want, f"pandas {name}", nested_as_float=True)
         # and exactly Spark's, types included, with pandas' Arrow dtypes
         exact = pd.read_parquet(d["path"], dtype_backend="pyarrow")
-        _same_rows(pa.Table.from_pandas(exact[want.column_names], preserve_index=False)
-                   .cast(want.schema), want, f"pandas (dtype_backend='pyarrow') {name}")
+        _same_rows(
+            pa.Table.from_pandas(exact[want.column_names], preserve_index=False).cast(want.schema),
+            want,
+            f"pandas (dtype_backend='pyarrow') {name}",
+        )
 
 
 def test_duckdb_reads_every_table_whole(datasets: dict[str, Any]) -> None:
@@ -200,37 +230,50 @@ def test_duckdb_reads_every_table_whole(datasets: dict[str, Any]) -> None:
 def test_polars_reads_every_table_whole(datasets: dict[str, Any]) -> None:
     for name in _tables(datasets):
         d = datasets[name]
-        for how, frame in (("read_parquet", pl.read_parquet(d["path"])),
-                           ("scan_parquet", pl.scan_parquet(d["path"]).collect())):
+        for how, frame in (
+            ("read_parquet", pl.read_parquet(d["path"])),
+            ("scan_parquet", pl.scan_parquet(d["path"]).collect()),
+        ):
             for f in d["schema"].fields:
-                assert frame.schema[f.name] == _polars_type(f.dataType), \
-                    (name, how, f.name, frame.schema[f.name])
+                assert frame.schema[f.name] == _polars_type(f.dataType), (
+                    name,
+                    how,
+                    f.name,
+                    frame.schema[f.name],
+                )
             _same_rows(frame.to_arrow(), d["table"], f"polars {how} {name}")
 
 
-def test_a_row_without_a_msg_type_reads_null_in_every_reader(spark: Any,
-                                                              datasets: dict[str, Any]) -> None:
+def test_a_row_without_a_msg_type_reads_null_in_every_reader(
+    spark: Any, datasets: dict[str, Any]
+) -> None:
     """No sentinel: msg_type_name is null (errors, plain NATS, Raft traffic, input
     problems), and as many rows have it null in each of the five readers."""
     import pyarrow.dataset as ds
 
     path = datasets["messages"]["path"]
-    want = sum(f.per_msg_type.get("(none)", 0) for f in datasets["summary"].files
-               if f.format != "segment")  # (the summary counts entries as "(none)" too)
+    want = sum(
+        f.per_msg_type.get("(none)", 0) for f in datasets["summary"].files if f.format != "segment"
+    )  # (the summary counts entries as "(none)" too)
     assert want > 2000  # the real capture's Raft traffic among them
     counts = {
         "spark": spark.read.parquet(path).where("msg_type_name IS NULL").count(),
-        "pandas": int(pd.read_parquet(path, columns=["msg_type_name"])
-                      ["msg_type_name"].isna().sum()),
-        "pyarrow": ds.dataset(path).to_table(columns=["msg_type_name"])
-        .column("msg_type_name").null_count,
-        "duckdb": duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}/*.parquet') "
-                             "WHERE msg_type_name IS NULL").fetchall()[0][0],
+        "pandas": int(
+            pd.read_parquet(path, columns=["msg_type_name"])["msg_type_name"].isna().sum()
+        ),
+        "pyarrow": ds.dataset(path)
+        .to_table(columns=["msg_type_name"])
+        .column("msg_type_name")
+        .null_count,
+        "duckdb": duckdb.sql(
+            f"SELECT count(*) FROM read_parquet('{path}/*.parquet') WHERE msg_type_name IS NULL"
+        ).fetchall()[0][0],
         "polars": pl.read_parquet(path).get_column("msg_type_name").null_count(),
     }
     assert counts == dict.fromkeys(counts, want)
-    sentinel = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}/*.parquet') "
-                          "WHERE msg_type_name = '(none)'").fetchall()[0][0]
+    sentinel = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{path}/*.parquet') WHERE msg_type_name = '(none)'"
+    ).fetchall()[0][0]
     assert sentinel == 0
     assert not [p for p in Path(path).iterdir() if p.is_dir()]  # no partition directories
 
@@ -246,11 +289,21 @@ def test_messages_join_their_payload_table_in_duckdb(datasets: dict[str, Any]) -
         WHERE m.msg_type_name = 'Publish'
         ORDER BY m.source, m.position""").fetchall()
     wide = datasets["wide"]["table"]
-    want = [(r["source"], r["position"], r["subject"], r["proto_Message"]["stream"],
-             r["proto_Message"]["offset"]) for r in wide.to_pylist()
-            if r["msg_type_name"] == "Publish" and r["proto_Message"] is not None]
+    want = [
+        (
+            r["source"],
+            r["position"],
+            r["subject"],
+            r["proto_Message"]["stream"],
+            r["proto_Message"]["offset"],
+        )
+        for r in wide.to_pylist()
+        if r["msg_type_name"] == "Publish" and r["proto_Message"] is not None
+    ]
     assert joined == want and len(want) > 200
     assert ("orders", 100) in {(s, o) for _, _, _, s, o in joined}  # conftest's first Publish
-    publishes = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/messages/*.parquet') "
-                           "WHERE msg_type_name = 'Publish' AND error_kind IS NULL").fetchall()
+    publishes = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{out}/messages/*.parquet') "
+        "WHERE msg_type_name = 'Publish' AND error_kind IS NULL"
+    ).fetchall()
     assert publishes == [(len(joined),)]

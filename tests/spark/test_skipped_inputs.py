@@ -29,9 +29,13 @@ def _inputs(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     elsewhere.mkdir()
     shutil.copyfile(SAMPLE, elsewhere / "c.pcap")
     os.symlink(elsewhere, top / "linked")
-    want = {str(top / ".hidden.pcap"): NOT_DATA, str(top / "_tmp.pcap"): NOT_DATA,
-            str(top / ".git"): NOT_DATA, str(top / "_spark_metadata"): NOT_DATA,
-            str(top / "linked"): "a link to a directory: not followed"}
+    want = {
+        str(top / ".hidden.pcap"): NOT_DATA,
+        str(top / "_tmp.pcap"): NOT_DATA,
+        str(top / ".git"): NOT_DATA,
+        str(top / "_spark_metadata"): NOT_DATA,
+        str(top / "linked"): "a link to a directory: not followed",
+    }
     return top, want
 
 

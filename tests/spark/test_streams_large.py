@@ -13,29 +13,35 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 pytest.importorskip("grpc")
 
-import lbparse.spark  # noqa: E402
-from lbparse.spark.streams_source import BATCH_BYTES, batches  # noqa: E402
-from lbparse.streams.client import StreamsClient  # noqa: E402
-from lbparse_generated.proto import api_pb2  # noqa: E402
-from support.cluster import BIN  # noqa: E402
-from support.live_cluster import LiveCluster, env_with_checkout  # noqa: E402
-from support.net import NATS_SERVER  # noqa: E402
+from support.cluster import BIN
+from support.live_cluster import LiveCluster, env_with_checkout
+from support.net import NATS_SERVER
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    not (BIN / "liftbridge").exists() or not shutil.which(NATS_SERVER),
-    reason="needs the shared Liftbridge binaries and nats-server")]
+import lbparse.spark
+from lbparse.spark.streams_source import BATCH_BYTES, batches
+from lbparse.streams.client import StreamsClient
+from lbparse_generated.proto import api_pb2
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (BIN / "liftbridge").exists() or not shutil.which(NATS_SERVER),
+        reason="needs the shared Liftbridge binaries and nats-server",
+    ),
+]
 
 MiB = 1 << 20
 LARGEST = 8 * MiB  # the messages the cluster is set up to take (and twice that)
 SIZES = [1 * MiB, 8 * MiB, 1 * MiB + 7, 8 * MiB - 3]  # the stream "big", in order
-FLOOD = 24           # 8 MiB messages of the stream "flood" (192 MiB, one replica)
+FLOOD = 24  # 8 MiB messages of the stream "flood" (192 MiB, one replica)
 
 
 def _value(i: int, size: int) -> bytes:
@@ -77,17 +83,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
     try:
         live.start()
         for name, replicas in (("big", 3), ("flood", 1)):
-            live.api("CreateStream", api_pb2.CreateStreamRequest(
-                subject=f"large.{name}", name=name, replicationFactor=replicas, partitions=1))
+            live.api(
+                "CreateStream",
+                api_pb2.CreateStreamRequest(
+                    subject=f"large.{name}", name=name, replicationFactor=replicas, partitions=1
+                ),
+            )
         with StreamsClient(live.addresses, timeout=10) as client:
             deadline = time.monotonic() + 30
             while not all(p.address for p in client.partitions(["big", "flood"])):
                 assert time.monotonic() < deadline, "the streams got no leader"
                 time.sleep(0.5)
-        _nats_publish(live.nats_port, "large.big",
-                      [_value(i, n) for i, n in enumerate(SIZES)])
-        _nats_publish(live.nats_port, "large.flood",
-                      [_value(100 + i, LARGEST) for i in range(FLOOD)])
+        _nats_publish(live.nats_port, "large.big", [_value(i, n) for i, n in enumerate(SIZES)])
+        _nats_publish(
+            live.nats_port, "large.flood", [_value(100 + i, LARGEST) for i in range(FLOOD)]
+        )
         _committed(live, "big", len(SIZES))
         _committed(live, "flood", FLOOD)
         yield live
@@ -107,8 +117,10 @@ def test_batches_end_at_their_byte_bound(cluster: LiveCluster) -> None:
     """A batch ends once it holds BATCH_BYTES (its last message may pass it);
     4,096 rows of 8 MiB would be 32 GiB in one batch."""
     with StreamsClient(cluster.addresses, timeout=10) as client:
-        sizes = [(b.num_rows, b.column("value").nbytes)
-                 for b in batches(client.read_raw("flood", 0, 0, FLOOD), "flood", 0, 0)]
+        sizes = [
+            (b.num_rows, b.column("value").nbytes)
+            for b in batches(client.read_raw("flood", 0, 0, FLOOD), "flood", 0, 0)
+        ]
     assert sum(rows for rows, _ in sizes) == FLOOD
     assert all(nbytes < BATCH_BYTES + LARGEST + MiB for _, nbytes in sizes), sizes
     assert len(sizes) >= FLOOD * LARGEST // (BATCH_BYTES + LARGEST)
@@ -135,16 +147,20 @@ print(rows, before, peak())
 def _growth(cluster: LiveCluster, count: int) -> int:
     """How much a task's read of the first `count` messages of "flood", in a
     process of its own, grows its peak memory (bytes)."""
-    out = subprocess.run([sys.executable, "-c", READ_ALL, cluster.servers, str(count)],
-                         capture_output=True, text=True, timeout=300, env=env_with_checkout())
+    out = subprocess.run(
+        [sys.executable, "-c", READ_ALL, cluster.servers, str(count)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env_with_checkout(),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     rows, before, after = map(int, out.stdout.split())
     assert rows == count
     return after - before
 
 
-def test_a_tasks_memory_is_bounded_by_its_batch_not_by_the_partition(
-        cluster: LiveCluster) -> None:
+def test_a_tasks_memory_is_bounded_by_its_batch_not_by_the_partition(cluster: LiveCluster) -> None:
     """Reading 24 messages of 8 MiB (192 MiB) grows a task's peak memory by about
     what reading 8 of them does: the batch bounds it (16 MiB, and what gRPC
     holds ahead: ~200 MiB in all, ~260 MiB on a busy machine), not the data. A
@@ -162,16 +178,28 @@ def session(spark: Any) -> Any:
     return spark
 
 
-def test_spark_reads_1_and_8_mib_messages_whole(session: Any, cluster: LiveCluster,
-                                               tmp_path: Path) -> None:
-    df = (session.read.format("liftbridge-streams").option("servers", cluster.servers)
-          .option("stream", "big,flood").load())
-    sums = {(r.stream, r.offset): (r.n, r.sha) for r in df.selectExpr(
-        "stream", "offset", "length(value) AS n", "sha2(value, 256) AS sha").collect()}
-    want = {("big", i): (n, hashlib.sha256(_value(i, n)).hexdigest())
-            for i, n in enumerate(SIZES)}
-    want.update({("flood", i): (LARGEST, hashlib.sha256(_value(100 + i, LARGEST)).hexdigest())
-                 for i in range(FLOOD)})
+def test_spark_reads_1_and_8_mib_messages_whole(
+    session: Any, cluster: LiveCluster, tmp_path: Path
+) -> None:
+    df = (
+        session.read.format("liftbridge-streams")
+        .option("servers", cluster.servers)
+        .option("stream", "big,flood")
+        .load()
+    )
+    sums = {
+        (r.stream, r.offset): (r.n, r.sha)
+        for r in df.selectExpr(
+            "stream", "offset", "length(value) AS n", "sha2(value, 256) AS sha"
+        ).collect()
+    }
+    want = {("big", i): (n, hashlib.sha256(_value(i, n)).hexdigest()) for i, n in enumerate(SIZES)}
+    want.update(
+        {
+            ("flood", i): (LARGEST, hashlib.sha256(_value(100 + i, LARGEST)).hexdigest())
+            for i in range(FLOOD)
+        }
+    )
     assert sums == want
     # written and read back as users do: Parquet, then its rows
     df.where("stream = 'big'").write.parquet(str(tmp_path / "big"))

@@ -18,8 +18,9 @@ from lbparse.pipeline.summary import NONE, Summary
 def _counts(data: Any, column: str, by_source: bool = False) -> dict[Any, int]:
     key = F.coalesce(F.col(column), F.lit(NONE)).alias("k")
     cols = [F.col("source"), key] if by_source else [key]
-    return {tuple(r[:-1]) if by_source else r[0]: r[-1]
-            for r in data.groupBy(*cols).count().collect()}
+    return {
+        tuple(r[:-1]) if by_source else r[0]: r[-1] for r in data.groupBy(*cols).count().collect()
+    }
 
 
 def test_counts_add_up(run: dict[str, Any]) -> None:
@@ -36,14 +37,22 @@ def test_counts_add_up(run: dict[str, Any]) -> None:
 
 def test_counts_are_the_datas(run: dict[str, Any]) -> None:
     data, t = run["data"], run["json"]["totals"]
-    for key, column in (("per_layout", "layout"), ("per_msg_type", "msg_type_name"),
-                        ("per_error_kind", "error_kind")):
+    for key, column in (
+        ("per_layout", "layout"),
+        ("per_msg_type", "msg_type_name"),
+        ("per_error_kind", "error_kind"),
+    ):
         assert t[key] == _counts(data, column), key
         per_file = _counts(data, column, by_source=True)
         for f in run["json"]["files"]:
             assert f[key] == {k: n for (s, k), n in per_file.items() if s == f["path"]}, key
-    problems = {r[0]: r[1] for r in data.where(F.col("error_kind").startswith("input:"))
-                .groupBy("source").count().collect()}
+    problems = {
+        r[0]: r[1]
+        for r in data.where(F.col("error_kind").startswith("input:"))
+        .groupBy("source")
+        .count()
+        .collect()
+    }
     rows = {r[0]: r[1] for r in data.groupBy("source").count().collect()}
     for f in run["json"]["files"]:
         assert (f["rows"], f["problems"]) == (rows[f["path"]], problems.get(f["path"], 0))
@@ -55,14 +64,21 @@ def test_reading_counts(run: dict[str, Any], inputs: dict[str, Path]) -> None:
         reader = CaptureReader(inputs[name], decode=False)
         messages = sum(1 for _ in reader)
         f = files[name]
-        assert (f["format"], f["messages"], f["packets"]) == ("pcap", messages,
-                                                              reader.stats.packets)
+        assert (f["format"], f["messages"], f["packets"]) == (
+            "pcap",
+            messages,
+            reader.stats.packets,
+        )
         assert f["bytes_read"] == inputs[name].stat().st_size
         assert f["gaps"] == reader.stats.gaps
     assert files["gap.pcap"]["gaps"] >= 1 and files["capture.pcap"]["gaps"] == 0
     table = files["table.parquet"]
-    assert (table["format"], table["rows"], table["messages"], table["problems"]) == \
-        ("parquet", 24, 23, 1)  # a null payload cell is a problem, not a message
+    assert (table["format"], table["rows"], table["messages"], table["problems"]) == (
+        "parquet",
+        24,
+        23,
+        1,
+    )  # a null payload cell is a problem, not a message
     for name in ("garbage.bin", "broken.parquet", "missing.pcap", "cut.pcap"):
         assert files[name]["file_errors"] or files[name]["notices"], name
 
@@ -76,17 +92,33 @@ def test_summary_table_and_json(run: dict[str, Any]) -> None:
 
 def test_checks_name_counts_that_do_not_add_up() -> None:
     unit = Unit("a.pcap", "pcap", 10, 10)
-    s = Summary.from_units([unit], {unit.key: {"rows": 3, "messages": 2, "problems": 0,
-                                               "per_layout": {"v0": 3}, "per_msg_type": {},
-                                               "per_error_kind": {NONE: 3}}}, "out", "v0", 1.0)
-    assert s.checks() == ["a.pcap: rows 3 != messages 2 + problems 0",
-                          "a.pcap: per_msg_type sums to 0, rows are 3"]
+    s = Summary.from_units(
+        [unit],
+        {
+            unit.key: {
+                "rows": 3,
+                "messages": 2,
+                "problems": 0,
+                "per_layout": {"v0": 3},
+                "per_msg_type": {},
+                "per_error_kind": {NONE: 3},
+            }
+        },
+        "out",
+        "v0",
+        1.0,
+    )
+    assert s.checks() == [
+        "a.pcap: rows 3 != messages 2 + problems 0",
+        "a.pcap: per_msg_type sums to 0, rows are 3",
+    ]
     missing = Summary.from_units([unit], {}, "out", "v0", 1.0)
     assert missing.checks()[0] == "a.pcap: counts of 1 of its parts never came back"
 
 
-def test_cli_prints_the_summary(spark: Any, inputs: dict[str, Path], tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_the_summary(
+    spark: Any, inputs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = [str(inputs["capture.pcap"]), str(inputs["records.jsonl"])]
     assert main(["pipeline", *good, "--out", str(tmp_path), "--layout", "v0", "-q"]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,7 @@ checkout with lbparse installed (CI: the wheel in a fresh virtualenv), the
 workers imported the checkout's source, without the C capture loop whose
 cuts the driver had planned, and every task of a big capture failed.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -15,12 +15,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.cli import run_cli
+from support.shared import LIFTBRIDGE
 
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.pipeline.job import PipelineOptions, run
-from support.cli import run_cli
-from support.shared import LIFTBRIDGE
 
 duckdb = pytest.importorskip("duckdb")
 pl = pytest.importorskip("polars")
@@ -37,9 +37,15 @@ def written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, P
     done = run_cli("capture", str(API_SHORT), "--tables", str(d / "tables"), timeout=300)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     # as `lbparse pipeline` runs it: layout auto, capture --tables' default too
-    run(spark, PipelineOptions(inputs=(str(API_SHORT),), out=str(d / "pipeline"),
-                               decode=DecodeOptions(layout="auto"),
-                               source=SourceOptions(batch_rows=4096)))
+    run(
+        spark,
+        PipelineOptions(
+            inputs=(str(API_SHORT),),
+            out=str(d / "pipeline"),
+            decode=DecodeOptions(layout="auto"),
+            source=SourceOptions(batch_rows=4096),
+        ),
+    )
     return {"capture --tables": d / "tables", "pipeline": d / "pipeline"}
 
 
@@ -51,9 +57,11 @@ def _tables(written: dict[str, Path]) -> list[str]:
 
 
 def _key(table: str) -> list[str]:
-    return ["source", "position"] + {"raft_rpcs": ["rpc_seq"],
-                                     "raft_entries": ["rpc_seq", "entry_seq"],
-                                     "grpc_messages": ["message_seq"]}.get(table, [])
+    return ["source", "position"] + {
+        "raft_rpcs": ["rpc_seq"],
+        "raft_entries": ["rpc_seq", "entry_seq"],
+        "grpc_messages": ["message_seq"],
+    }.get(table, [])
 
 
 @pytest.mark.slow
@@ -74,11 +82,18 @@ def test_each_reader_reads_one_table_from_both(written: dict[str, Path], spark: 
         assert arrow[0].equals(arrow[1]), table
         frames = [pd.read_parquet(d / table).sort_values(key, ignore_index=True) for d in dirs]
         assert frames[0].dtypes.to_dict() == frames[1].dtypes.to_dict(), table
-        assert not [c for c, t in frames[0].dtypes.items()
-                    if pa.types.is_integer(arrow[0].schema.field(c).type) and t == "float64"]
+        assert not [
+            c
+            for c, t in frames[0].dtypes.items()
+            if pa.types.is_integer(arrow[0].schema.field(c).type) and t == "float64"
+        ]
         pd.testing.assert_frame_equal(frames[0], frames[1], check_like=False)
-        ducks = [duckdb.sql(f"SELECT * FROM read_parquet('{d / table}/*.parquet') "
-                            f"ORDER BY {', '.join(key)}") for d in dirs]
+        ducks = [
+            duckdb.sql(
+                f"SELECT * FROM read_parquet('{d / table}/*.parquet') ORDER BY {', '.join(key)}"
+            )
+            for d in dirs
+        ]
         assert ducks[0].types == ducks[1].types, table
         assert ducks[0].fetchall() == ducks[1].fetchall(), table
         polars = [pl.read_parquet(d / table).sort(key) for d in dirs]

@@ -40,8 +40,10 @@ def grpc_items() -> list[Any]:
 
 @functools.cache
 def _report_models() -> dict[str, dict[str, Any]]:
-    return {path: build_model([str(API_SHORT)], ReadOptions(fast=fast))
-            for path, fast in (("columns", True), ("records", False))}
+    return {
+        path: build_model([str(API_SHORT)], ReadOptions(fast=fast))
+        for path, fast in (("columns", True), ("records", False))
+    }
 
 
 def report_models() -> dict[str, dict[str, Any]]:

@@ -15,8 +15,10 @@ from typing import Any
 LBPARSE = [sys.executable, "-P", "-m", "lbparse"]
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 60,
-            **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    *args: str, stdin: bytes | None = None, timeout: float = 60, **kwargs: Any
+) -> subprocess.CompletedProcess[bytes]:
     """Run `lbparse ARGS...` to the end; its output as bytes."""
-    return subprocess.run([*LBPARSE, *args], input=stdin, capture_output=True,
-                          timeout=timeout, **kwargs)
+    return subprocess.run(
+        [*LBPARSE, *args], input=stdin, capture_output=True, timeout=timeout, **kwargs
+    )

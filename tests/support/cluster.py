@@ -45,7 +45,7 @@ class ClusterRun:
     nats_port: int
     lb_port: int
     seconds: float
-    tap_out: Path | None = None   # JSON Lines
+    tap_out: Path | None = None  # JSON Lines
     tap_err: Path | None = None
     tap_rc: int | None = None
 
@@ -79,8 +79,9 @@ class FollowerKilled(RunAgain):
     """`full`'s first SIGKILL hit a node that was no longer the metadata leader."""
 
 
-def run_cluster(mode: str, out: Path, tap_too: bool = True,
-                capture_api: bool = False) -> ClusterRun:
+def run_cluster(
+    mode: str, out: Path, tap_too: bool = True, capture_api: bool = False
+) -> ClusterRun:
     """Run the cluster in `mode` (short: ~25 s; full: ~90 s, two failovers), with
     `lbparse tap` on its NATS server from the moment it accepts connections;
     `capture_api`: the clients' gRPC calls to the nodes captured too (CAPTURE_API=1).
@@ -139,32 +140,50 @@ def _wait(proc: subprocess.Popen, logs: Path, timeout: float) -> int | str | Non
 def _run_once(mode: str, out: Path, tap_too: bool, capture_api: bool) -> ClusterRun:
     nats_port = free_port()
     lb_port = free_port(3)
-    env = dict(os.environ, NATS_PORT=str(nats_port), LB_PORT=str(lb_port),
-               CAPTURE_API="1" if capture_api else "0")
-    names = ("data", "logs", "cluster.pcap") if mode == "full" else \
-        ("data-short", "logs-short", "short.pcapng")
+    env = dict(
+        os.environ,
+        NATS_PORT=str(nats_port),
+        LB_PORT=str(lb_port),
+        CAPTURE_API="1" if capture_api else "0",
+    )
+    names = (
+        ("data", "logs", "cluster.pcap")
+        if mode == "full"
+        else ("data-short", "logs-short", "short.pcapng")
+    )
     start = time.monotonic()
     tap = None
     with open(out / f"run_cluster-{mode}.out", "wb") as log:
-        proc = subprocess.Popen(["bash", str(SCRIPT), mode, str(out)], stdout=log,
-                                stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            ["bash", str(SCRIPT), mode, str(out)], stdout=log, stderr=subprocess.STDOUT, env=env
+        )
         try:
             if tap_too:
                 tap = _start_tap(nats_port, out, proc)
             rc = _wait(proc, out / names[1], TIMEOUT[mode])
         finally:
             tap_rc = _finish_tap(tap)
-    run = ClusterRun(mode, out, out / names[2], out / names[0], out / names[1], nats_port,
-                     lb_port, time.monotonic() - start,
-                     out / "tap.jsonl" if tap else None, out / "tap.err" if tap else None,
-                     tap_rc)
+    run = ClusterRun(
+        mode,
+        out,
+        out / names[2],
+        out / names[0],
+        out / names[1],
+        nats_port,
+        lb_port,
+        time.monotonic() - start,
+        out / "tap.jsonl" if tap else None,
+        out / "tap.err" if tap else None,
+        tap_rc,
+    )
     _stop_leftovers(run)
     if isinstance(rc, str):
         raise NodePanicked(f"Liftbridge panicked in {out}: {rc}")
     if rc != 0:
         tail = (out / f"run_cluster-{mode}.out").read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}"
-                           f":\n{tail}")
+        raise RuntimeError(
+            f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}:\n{tail}"
+        )
     follower = _follower_killed(run) if mode == "full" else None
     if follower:
         raise FollowerKilled(f"no metadata failover in {out}: {follower}")
@@ -172,8 +191,11 @@ def _run_once(mode: str, out: Path, tap_too: bool, capture_api: bool) -> Cluster
 
 
 KILL = re.compile(r"^(\d\d:\d\d:\d\d)\.\d+ == SIGKILL (node\d+) \(metadata leader\)", re.M)
-LEADERSHIP = re.compile(r'^time="\S+ (\d\d:\d\d:\d\d)".*msg="Server (became metadata leader|'
-                        r'lost metadata leadership)', re.M)
+LEADERSHIP = re.compile(
+    r'^time="\S+ (\d\d:\d\d:\d\d)".*msg="Server (became metadata leader|'
+    r"lost metadata leadership)",
+    re.M,
+)
 
 
 def _follower_killed(run: ClusterRun) -> str | None:
@@ -199,9 +221,11 @@ def _follower_killed(run: ClusterRun) -> str | None:
 def _after(when: str, at: str) -> bool:
     """`when` is later than `at` (HH:MM:SS, no date): a run lasts minutes, so
     the nearer way round the clock is the one (23:59:58 is before 00:00:03)."""
+
     def seconds(t: str) -> int:
         h, m, s = map(int, t.split(":"))
         return h * 3600 + m * 60 + s
+
     return 0 < (seconds(when) - seconds(at)) % 86400 < 43200
 
 
@@ -220,12 +244,26 @@ def _start_tap(port: int, out: Path, script: subprocess.Popen) -> subprocess.Pop
     else:
         return None
     root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]
+        ),
+    )
     with open(out / "tap.jsonl", "wb") as o, open(out / "tap.err", "wb") as e:
-        return subprocess.Popen([*LBPARSE, "tap",
-                                 f"nats://127.0.0.1:{port}", ">", "--reconnect-timeout",
-                                 str(TAP_RECONNECT)], stdout=o, stderr=e, env=env)
+        return subprocess.Popen(
+            [
+                *LBPARSE,
+                "tap",
+                f"nats://127.0.0.1:{port}",
+                ">",
+                "--reconnect-timeout",
+                str(TAP_RECONNECT),
+            ],
+            stdout=o,
+            stderr=e,
+            env=env,
+        )
 
 
 def _finish_tap(tap: subprocess.Popen | None) -> int | None:
@@ -256,8 +294,10 @@ def _stop_leftovers(run: ClusterRun) -> None:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if any(name in cmd for name in (b"liftbridge", b"nats-server", b"tshark", b"tcpdump",
-                                        b"dumpcap")):
+        if any(
+            name in cmd
+            for name in (b"liftbridge", b"nats-server", b"tshark", b"tcpdump", b"dumpcap")
+        ):
             os.kill(pid, signal.SIGTERM)
 
 
@@ -266,8 +306,13 @@ def lbtruth(payloads: list[bytes]) -> list[dict]:
     import json
 
     text = "".join(p.hex() + "\n" for p in payloads)
-    res = subprocess.run([str(BIN / "lbtruth"), "envelopes"], input=text.encode(),
-                         capture_output=True, timeout=300, check=True)
+    res = subprocess.run(
+        [str(BIN / "lbtruth"), "envelopes"],
+        input=text.encode(),
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
     out = [json.loads(line) for line in res.stdout.decode().splitlines()]
     if len(out) != len(payloads):
         raise RuntimeError(f"lbtruth gave {len(out)} results for {len(payloads)} payloads")

@@ -26,25 +26,27 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import yaml
 
 from lbparse import decode, decode_header
 from lbparse.codec.commitlog import header_items, parse_replication_response
+from lbparse.codec.header import read_header
 from lbparse.codec.layouts import layout_named
 from lbparse.errors import EnvelopeError
-from lbparse.codec.header import read_header
 from lbparse_generated.tables import LAYOUTS
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVELOPE_KSY = ROOT / "spec" / "envelope.ksy"
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 # Kinds a strict Kaitai parser of the spec can see (the header checks).
-HEADER_KINDS = frozenset({"too_short", "bad_magic", "unknown_version", "bad_header_len",
-                          "crc_missing", "truncated"})
+HEADER_KINDS = frozenset(
+    {"too_short", "bad_magic", "unknown_version", "bad_header_len", "crc_missing", "truncated"}
+)
 _PATH = re.compile(r"/(?:types/(\w+)/)?seq/(\d+)")
 
 
@@ -125,11 +127,18 @@ def odd_key_cases() -> list[tuple[str, bytes, str]]:
     keys = [b"\xff", b"\xd0\xba\xd0", b"IF\xb9\xbb", b"\xed\xa0\x80", b"ok\x00"]
     cases = []
     for i, key in enumerate(keys):
-        entry = CommitLogEntry(i, 5, 0, key=b"k", value=b"v",
-                               headers=[(key.decode("utf-8", "replace"), b"x"), ("ok", b"y")],
-                               header_keys_raw=[key, b"ok"])
-        data = lbparse.encode(ReplicationResponse(1, 2, [entry]),
-                              msg_type="ReplicationResponse", crc=bool(i % 2))
+        entry = CommitLogEntry(
+            i,
+            5,
+            0,
+            key=b"k",
+            value=b"v",
+            headers=[(key.decode("utf-8", "replace"), b"x"), ("ok", b"y")],
+            header_keys_raw=[key, b"ok"],
+        )
+        data = lbparse.encode(
+            ReplicationResponse(1, 2, [entry]), msg_type="ReplicationResponse", crc=bool(i % 2)
+        )
         cases.append((f"odd-key-{key.hex()}", data, "v0"))
     return cases
 
@@ -162,11 +171,25 @@ def _header(data: bytes, layout: str) -> dict[str, Any]:
     lay = layout_named(layout)
     if not lay.has_header:
         offset = decode_header(data, layout).payload_offset
-        return {"version": None, "header_len": None, "flags": None, "msg_type": None,
-                "crc32c": None, "payload_offset": offset, "payload_len": len(data) - offset}
+        return {
+            "version": None,
+            "header_len": None,
+            "flags": None,
+            "msg_type": None,
+            "crc32c": None,
+            "payload_offset": offset,
+            "payload_len": len(data) - offset,
+        }
     hl, flags, crc, byte7, _ = read_header(data, lay, False)
-    return {"version": spec_version(), "header_len": hl, "flags": flags, "msg_type": byte7,
-            "crc32c": crc, "payload_offset": hl, "payload_len": len(data) - hl}
+    return {
+        "version": spec_version(),
+        "header_len": hl,
+        "flags": flags,
+        "msg_type": byte7,
+        "crc32c": crc,
+        "payload_offset": hl,
+        "payload_len": len(data) - hl,
+    }
 
 
 def expected_commitlog(payload: bytes) -> dict[str, Any]:
@@ -175,14 +198,26 @@ def expected_commitlog(payload: bytes) -> dict[str, Any]:
     except EnvelopeError as exc:
         return {"ok": False, "error": str(exc)}
     hexs = lambda b: None if b is None else b.hex()  # noqa: E731
-    return {"ok": True, "leader_epoch": str(rr.leader_epoch),
-            "high_watermark": str(rr.high_watermark),
-            "entries": [{"offset": str(e.offset), "timestamp": str(e.timestamp),
-                         "leader_epoch": str(e.leader_epoch), "size": e.size,
-                         "crc32c": e.crc32c, "magic": e.magic, "attributes": e.attributes,
-                         "key": hexs(e.key), "value": hexs(e.value),
-                         "headers": [[k.hex(), v.hex()] for k, v in header_items(e)]}
-                        for e in rr.entries]}
+    return {
+        "ok": True,
+        "leader_epoch": str(rr.leader_epoch),
+        "high_watermark": str(rr.high_watermark),
+        "entries": [
+            {
+                "offset": str(e.offset),
+                "timestamp": str(e.timestamp),
+                "leader_epoch": str(e.leader_epoch),
+                "size": e.size,
+                "crc32c": e.crc32c,
+                "magic": e.magic,
+                "attributes": e.attributes,
+                "key": hexs(e.key),
+                "value": hexs(e.value),
+                "headers": [[k.hex(), v.hex()] for k, v in header_items(e)],
+            }
+            for e in rr.entries
+        ],
+    }
 
 
 def is_replication_response(layout: str, msg_type: int | None) -> bool:
@@ -205,17 +240,25 @@ def problems(result: Any, data: bytes, layout: str) -> list[str]:
             return [f"lbparse: {kind}; the parser accepted the bytes: {result}"]
         said = error_kinds(result["error"])
         if not said & lbparse_kinds(kind):
-            return [f"lbparse: {kind}; the parser's error stands for {sorted(said)}: "
-                    f"{result['error']}"]
+            return [
+                f"lbparse: {kind}; the parser's error stands for {sorted(said)}: {result['error']}"
+            ]
         return []
     if not result["ok"]:
-        return [f"lbparse got past the header ({kind or 'ok'}); the parser failed: "
-                f"{result['error']}"]
+        return [
+            f"lbparse got past the header ({kind or 'ok'}); the parser failed: {result['error']}"
+        ]
     want = _header(data, layout)
-    out = [f"{k}: parser {result.get(k)!r}, lbparse {v!r}" for k, v in want.items()
-           if result.get(k) != v]
+    out = [
+        f"{k}: parser {result.get(k)!r}, lbparse {v!r}"
+        for k, v in want.items()
+        if result.get(k) != v
+    ]
     if is_replication_response(layout, want["msg_type"]):
-        got_cl, want_cl = result.get("commitlog"), expected_commitlog(data[want["payload_offset"]:])
+        got_cl, want_cl = (
+            result.get("commitlog"),
+            expected_commitlog(data[want["payload_offset"] :]),
+        )
         if not isinstance(got_cl, dict) or got_cl.get("ok") != want_cl["ok"]:
             out.append(f"commit log: parser {got_cl!r}, lbparse {want_cl!r}")
         elif want_cl["ok"] and got_cl != want_cl:

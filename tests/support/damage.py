@@ -24,11 +24,11 @@ from __future__ import annotations
 import os
 import struct
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import lbparse
-
 from support import capwriter as cw
 
 MESSAGES = 12
@@ -41,12 +41,12 @@ class DamagedCapture:
 
     name: str
     path: str
-    written: list[str]                      # subjects of the messages written, in order
-    intact: set[str]                        # must come out, decoded, payload as written
-    errored: dict[str, str] = field(default_factory=dict)   # subject -> error kind
-    lost: set[str] = field(default_factory=set)             # must not come out at all
-    notices: dict[str, int] = field(default_factory=dict)   # notice kind -> at least this many
-    limits: dict[str, int] = field(default_factory=dict)    # Limits(**limits) to read with
+    written: list[str]  # subjects of the messages written, in order
+    intact: set[str]  # must come out, decoded, payload as written
+    errored: dict[str, str] = field(default_factory=dict)  # subject -> error kind
+    lost: set[str] = field(default_factory=set)  # must not come out at all
+    notices: dict[str, int] = field(default_factory=dict)  # notice kind -> at least this many
+    limits: dict[str, int] = field(default_factory=dict)  # Limits(**limits) to read with
     payloads: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def cli_args(self) -> list[str]:
@@ -57,8 +57,10 @@ class DamagedCapture:
 def _payload(case: str, i: int) -> bytes:
     Message = lbparse.message_class("proto.Message")
     body = b"v" * (40 if i % 4 else 700)  # every 4th message spans several segments
-    return lbparse.encode(Message(stream="orders", subject=f"lb.{case}.{i}", key=b"k%d" % i,
-                                  value=body, offset=i), crc=True)
+    return lbparse.encode(
+        Message(stream="orders", subject=f"lb.{case}.{i}", key=b"k%d" % i, value=body, offset=i),
+        crc=True,
+    )
 
 
 @dataclass
@@ -121,11 +123,13 @@ def _case(name: str, fmt: str, s: _Stream, path: str, **kw: Any) -> DamagedCaptu
     lost = kw.pop("lost", set())
     errored = kw.pop("errored", {})
     intact = set(s.subjects) - set(lost) - set(errored)
-    return DamagedCapture(name, path, s.subjects, intact, errored, set(lost),
-                          payloads=s.payloads, **kw)
+    return DamagedCapture(
+        name, path, s.subjects, intact, errored, set(lost), payloads=s.payloads, **kw
+    )
 
 
 # Each damage: (case name, fmt) -> DamagedCapture, writing its file in `d`.
+
 
 def _clean(d: str, fmt: str) -> DamagedCapture:
     s = _stream("clean")
@@ -143,9 +147,14 @@ def _truncated_file(d: str, fmt: str) -> DamagedCapture:
     with open(path, "r+b") as f:
         f.truncate((start + end) // 2)
     gone = s.subjects[6:]  # 6 is cut; 7.. were never in the file
-    return _case("truncated", fmt, s, path, lost=set(gone),
-                 notices={"truncated": 1, "incomplete": 1} if len(s.carries[6]) > 1
-                 else {"truncated": 1})
+    return _case(
+        "truncated",
+        fmt,
+        s,
+        path,
+        lost=set(gone),
+        notices={"truncated": 1, "incomplete": 1} if len(s.carries[6]) > 1 else {"truncated": 1},
+    )
 
 
 def _frame_cut_by_gap(d: str, fmt: str) -> DamagedCapture:
@@ -156,8 +165,9 @@ def _frame_cut_by_gap(d: str, fmt: str) -> DamagedCapture:
     packets = [p for k, p in enumerate(s.packets) if k != drop]
     path = os.path.join(d, f"frame_cut.{fmt}")
     _write(path, fmt, packets)
-    return _case("frame_cut", fmt, s, path, lost={s.subjects[4]},
-                 notices={"gap": 1, "incomplete": 1})
+    return _case(
+        "frame_cut", fmt, s, path, lost={s.subjects[4]}, notices={"gap": 1, "incomplete": 1}
+    )
 
 
 def _dropped_packet(d: str, fmt: str) -> DamagedCapture:
@@ -205,10 +215,11 @@ def _bad_block(d: str, fmt: str) -> DamagedCapture:
     at = spans[s.carries[9][0]][0]
     data = bytearray(open(path, "rb").read())
     where = at + 8 if fmt == "pcap" else at + 4  # incl_len / block total length
-    data[where:where + 4] = struct.pack("<I", 0x7FFF_FFF0)
+    data[where : where + 4] = struct.pack("<I", 0x7FFF_FFF0)
     open(path, "wb").write(bytes(data))
-    return _case("bad_block", fmt, s, path, lost={s.subjects[9]},
-                 notices={"bad_block": 2, "gap": 1})
+    return _case(
+        "bad_block", fmt, s, path, lost={s.subjects[9]}, notices={"bad_block": 2, "gap": 1}
+    )
 
 
 def _corrupt_payload(d: str, fmt: str) -> DamagedCapture:
@@ -263,14 +274,21 @@ def _over_limits(d: str, fmt: str) -> DamagedCapture:
     path = os.path.join(d, f"limits.{fmt}")
     _write(path, fmt, packets)
     big = {s.subjects[i] for i in range(MESSAGES) if i % 4 == 0} - {s.subjects[4]}
-    return _case("limits", fmt, s, path, lost={s.subjects[4]},
-                 errored={subj: "bad_payload" for subj in big},
-                 notices={"limit": 1}, limits={"max_payload": 500, "max_frame": 2000})
+    return _case(
+        "limits",
+        fmt,
+        s,
+        path,
+        lost={s.subjects[4]},
+        errored={subj: "bad_payload" for subj in big},
+        notices={"limit": 1},
+        limits={"max_payload": 500, "max_frame": 2000},
+    )
 
 
 def _patch(path: str, at: int, value: bytes) -> None:
     data = bytearray(open(path, "rb").read())
-    data[at:at + len(value)] = value
+    data[at : at + len(value)] = value
     open(path, "wb").write(bytes(data))
 
 
@@ -283,8 +301,7 @@ def _past_end(d: str, fmt: str) -> DamagedCapture:
     at = spans[s.carries[5][0]][0]
     claim = os.path.getsize(path) + 4000  # plausible: under any snap length the file allows
     _patch(path, at + 8 if fmt == "pcap" else at + 4, struct.pack("<I", claim))
-    return _case("past_end", fmt, s, path, lost={s.subjects[5]},
-                 notices={"bad_block": 2, "gap": 1})
+    return _case("past_end", fmt, s, path, lost={s.subjects[5]}, notices={"bad_block": 2, "gap": 1})
 
 
 def _garbled_section_header(d: str, fmt: str) -> DamagedCapture:
@@ -295,8 +312,9 @@ def _garbled_section_header(d: str, fmt: str) -> DamagedCapture:
     spans = _write(path, fmt, s.packets)
     at = spans[s.carries[7][0]][0]
     _patch(path, at, struct.pack("<II", 0x0A0D0D0A, 28) + b"\xde\xad\xbe\xef")
-    return _case("garbled_shb", fmt, s, path, lost={s.subjects[7]},
-                 notices={"bad_block": 2, "gap": 1})
+    return _case(
+        "garbled_shb", fmt, s, path, lost={s.subjects[7]}, notices={"bad_block": 2, "gap": 1}
+    )
 
 
 def _tso_record(d: str, fmt: str) -> DamagedCapture:
@@ -349,25 +367,38 @@ def _stale_ack(d: str, fmt: str) -> DamagedCapture:
 
 
 DAMAGES: dict[str, Callable[[str, str], DamagedCapture]] = {
-    "clean": _clean, "truncated": _truncated_file, "frame_cut": _frame_cut_by_gap,
-    "dropped": _dropped_packet, "garbage_frames": _garbage_between_frames,
-    "garbage_records": _garbage_between_records, "bad_block": _bad_block,
-    "corrupt": _corrupt_payload, "lying": _lying_size, "limits": _over_limits,
-    "past_end": _past_end, "garbled_shb": _garbled_section_header, "tso": _tso_record,
-    "ipv6_zero": _ipv6_payload_length_zero, "stale_ack": _stale_ack,
+    "clean": _clean,
+    "truncated": _truncated_file,
+    "frame_cut": _frame_cut_by_gap,
+    "dropped": _dropped_packet,
+    "garbage_frames": _garbage_between_frames,
+    "garbage_records": _garbage_between_records,
+    "bad_block": _bad_block,
+    "corrupt": _corrupt_payload,
+    "lying": _lying_size,
+    "limits": _over_limits,
+    "past_end": _past_end,
+    "garbled_shb": _garbled_section_header,
+    "tso": _tso_record,
+    "ipv6_zero": _ipv6_payload_length_zero,
+    "stale_ack": _stale_ack,
 }
 
 
-def damaged_captures(directory: str | os.PathLike[str], fmt: str = "pcapng",
-                     names: Iterable[str] = DAMAGES) -> list[DamagedCapture]:
+def damaged_captures(
+    directory: str | os.PathLike[str], fmt: str = "pcapng", names: Iterable[str] = DAMAGES
+) -> list[DamagedCapture]:
     """Write every damaged capture (pcap or pcapng) in `directory`."""
     d = os.path.join(os.fspath(directory), fmt)
     os.makedirs(d, exist_ok=True)
     return [DAMAGES[name](d, fmt) for name in names]
 
 
-def check_accounting(case: DamagedCapture, records: Iterable[tuple[str, str | None, bytes | None]],
-                     notice_kinds: Iterable[str]) -> dict[str, int]:
+def check_accounting(
+    case: DamagedCapture,
+    records: Iterable[tuple[str, str | None, bytes | None]],
+    notice_kinds: Iterable[str],
+) -> dict[str, int]:
     """Hold a reading of `case` to its answers. `records`: (subject, error
     kind or None, payload or None when the reader does not keep it) of
     every message read; `notice_kinds`: the kind of every notice. Returns
@@ -380,8 +411,9 @@ def check_accounting(case: DamagedCapture, records: Iterable[tuple[str, str | No
     assert not unknown, f"{case.name}: records of messages never written: {unknown}"
     decoded = {s for s, err, _ in records if err is None}
     errors = {s: err for s, err, _ in records if err is not None}
-    assert decoded == case.intact, (f"{case.name}: decoded {sorted(decoded)}, "
-                                    f"expected {sorted(case.intact)}")
+    assert decoded == case.intact, (
+        f"{case.name}: decoded {sorted(decoded)}, expected {sorted(case.intact)}"
+    )
     assert errors == case.errored, f"{case.name}: errors {errors}, expected {case.errored}"
     for subject, _, payload in records:
         if payload is not None:
@@ -390,13 +422,19 @@ def check_accounting(case: DamagedCapture, records: Iterable[tuple[str, str | No
     assert lost == case.lost, f"{case.name}: lost {sorted(lost)}, expected {sorted(case.lost)}"
     kinds = Counter(notice_kinds)
     for kind, at_least in case.notices.items():
-        assert kinds[kind] >= at_least, f"{case.name}: {kinds[kind]} {kind} notices, " \
-                                        f"expected at least {at_least} ({dict(kinds)})"
+        assert kinds[kind] >= at_least, (
+            f"{case.name}: {kinds[kind]} {kind} notices, "
+            f"expected at least {at_least} ({dict(kinds)})"
+        )
     if lost:
         assert sum(kinds.values()) > 0, f"{case.name}: {len(lost)} messages lost unreported"
     if not case.lost and not case.errored and not case.notices:
         assert not kinds, f"{case.name}: notices on a clean capture: {dict(kinds)}"
-    tally = {"written": len(case.written), "decoded": len(decoded), "errors": len(errors),
-             "lost": len(lost)}
+    tally = {
+        "written": len(case.written),
+        "decoded": len(decoded),
+        "errors": len(errors),
+        "lost": len(lost),
+    }
     assert tally["decoded"] + tally["errors"] + tally["lost"] == tally["written"]
     return tally

@@ -25,10 +25,10 @@ MARK = re.compile(r"^\s*<!--\s*(.*?)\s*-->\s*$")
 
 @dataclass(frozen=True)
 class Block:
-    page: str        # README.md or docs/pages/NAME.md
-    line: int        # of the opening fence, from 1
-    lang: str        # the fence's info string ("" for none)
-    text: str        # the block's lines, the fence's indentation taken off
+    page: str  # README.md or docs/pages/NAME.md
+    line: int  # of the opening fence, from 1
+    lang: str  # the fence's info string ("" for none)
+    text: str  # the block's lines, the fence's indentation taken off
     mark: str | None  # the HTML comment on the line before the fence
 
     @property
@@ -53,10 +53,19 @@ def blocks(path: Path) -> list[Block]:
         end = i + 1
         while end < len(lines) and lines[end].strip() != fence:
             end += 1
-        body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1:end]]
+        body = [
+            ln[len(indent) :] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1 : end]
+        ]
         before = MARK.match(lines[i - 1]) if i else None
-        found.append(Block(str(path.relative_to(ROOT)), i + 1, lang, "\n".join(body) + "\n",
-                           before.group(1) if before else None))
+        found.append(
+            Block(
+                str(path.relative_to(ROOT)),
+                i + 1,
+                lang,
+                "\n".join(body) + "\n",
+                before.group(1) if before else None,
+            )
+        )
         i = end + 1
     return found
 
@@ -75,9 +84,10 @@ def marked(name: str, kind: str = "") -> Block:
 
 # --- transcripts ---
 
+
 @dataclass(frozen=True)
 class Step:
-    command: str        # as typed after `$ `, continuation lines joined
+    command: str  # as typed after `$ `, continuation lines joined
     printed: list[str]  # what the manual says it printed
 
 
@@ -149,11 +159,17 @@ def _doc_json(line: str) -> tuple[Any, bool] | None:
 def _within(doc: Any, got: Any, partial: bool) -> bool:
     """doc is got, or (partial) got with members of objects left out."""
     if isinstance(doc, dict):
-        return isinstance(got, dict) and (partial or doc.keys() == got.keys()) and all(
-            k in got and _within(v, got[k], partial) for k, v in doc.items())
+        return (
+            isinstance(got, dict)
+            and (partial or doc.keys() == got.keys())
+            and all(k in got and _within(v, got[k], partial) for k, v in doc.items())
+        )
     if isinstance(doc, list):
-        return isinstance(got, list) and len(doc) == len(got) and all(
-            _within(d, g, partial) for d, g in zip(doc, got))
+        return (
+            isinstance(got, list)
+            and len(doc) == len(got)
+            and all(_within(d, g, partial) for d, g in zip(doc, got))
+        )
     return bool(doc == got)
 
 

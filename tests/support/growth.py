@@ -29,7 +29,7 @@ import gc
 import math
 import time
 import tracemalloc
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 
 def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3) -> list[float]:
@@ -53,8 +53,14 @@ def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3)
     return best
 
 
-def assert_linear(run: Callable[[int], object], sizes: Sequence[int], *, rounds: int = 3,
-                  max_exponent: float = 1.4, floor: float = 0.002) -> list[float]:
+def assert_linear(
+    run: Callable[[int], object],
+    sizes: Sequence[int],
+    *,
+    rounds: int = 3,
+    max_exponent: float = 1.4,
+    floor: float = 0.002,
+) -> list[float]:
     """Fail if time grows faster than linearly from sizes[0] to sizes[-1].
 
     Only the first and the last size are timed, the exponent being theirs.
@@ -74,8 +80,9 @@ def assert_linear(run: Callable[[int], object], sizes: Sequence[int], *, rounds:
     exponent = _exponent(best, ends, floor)
     if exponent >= max_exponent:
         between = timings(run, sizes[1:-1], 1) if len(sizes) > 2 else []
-        steps = ", ".join(f"{n}: {t * 1e3:.1f} ms"
-                          for n, t in zip(sizes, [best[0], *between, best[-1]]))
+        steps = ", ".join(
+            f"{n}: {t * 1e3:.1f} ms" for n, t in zip(sizes, [best[0], *between, best[-1]])
+        )
         raise AssertionError(f"time grows as size^{exponent:.2f} (worse than linear): {steps}")
     return best
 

@@ -22,15 +22,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import lbparse
 from lbparse.capture import CaptureError, CaptureReader, NatsParser, h2
 from lbparse.capture.nats import Parsed, Problem
-from lbparse.errors import EnvelopeError
-from lbparse.codec.payloads import REPLICATION_RESPONSE
 from lbparse.codec.dispatch import DECODERS
+from lbparse.codec.payloads import REPLICATION_RESPONSE
+from lbparse.errors import EnvelopeError
 from support.reference import PARSERS, commitlog_result
 
 LAYOUT_NAMES = [*lbparse.LAYOUTS, "auto"]
@@ -46,20 +47,44 @@ def seed_envelopes() -> list[bytes]:
     lines = VECTORS.read_text(encoding="utf-8").splitlines()
     out = [bytes.fromhex(json.loads(x)["hex"]) for x in lines if x.strip()]
     Message, Ack = lbparse.message_class("proto.Message"), lbparse.message_class("proto.Ack")
-    msg = Message(key=b"k", value=b"hello", stream="orders", subject="orders.eu",
-                  headers={"h": b"v"})
+    msg = Message(
+        key=b"k", value=b"hello", stream="orders", subject="orders.eu", headers={"h": b"v"}
+    )
     ack = Ack(stream="orders", offset=42, msgSubject="orders.eu")
-    out += [lbparse.encode(msg, crc=True), lbparse.encode(ack),
-            lbparse.encode(msg, layout="legacy"), lbparse.encode(ack, layout="legacy", crc=True),
-            lbparse.encode(msg, layout="lift-cookie"), lbparse.encode(ack, layout="lift-cookie"),
-            lbparse.encode(lbparse.ReplicationResponse(3, 9, [lbparse.CommitLogEntry(
-                9, 1, 3, key=b"k", value=b"v", headers=[("subject", b"s")])]), crc=True)]
-    pub = FlatTable("proto.PublishRequest", key=b"k", value=b"v", stream="s", partition=1,
-                    headers=[FlatTable("proto.MessageHeader", key="h", value=b"v")])
+    out += [
+        lbparse.encode(msg, crc=True),
+        lbparse.encode(ack),
+        lbparse.encode(msg, layout="legacy"),
+        lbparse.encode(ack, layout="legacy", crc=True),
+        lbparse.encode(msg, layout="lift-cookie"),
+        lbparse.encode(ack, layout="lift-cookie"),
+        lbparse.encode(
+            lbparse.ReplicationResponse(
+                3,
+                9,
+                [
+                    lbparse.CommitLogEntry(
+                        9, 1, 3, key=b"k", value=b"v", headers=[("subject", b"s")]
+                    )
+                ],
+            ),
+            crc=True,
+        ),
+    ]
+    pub = FlatTable(
+        "proto.PublishRequest",
+        key=b"k",
+        value=b"v",
+        stream="s",
+        partition=1,
+        headers=[FlatTable("proto.MessageHeader", key="h", value=b"v")],
+    )
     fack = FlatTable("proto.Ack", stream="s", offset=7, ackPolicy=1)
-    out += [lbparse.encode(pub, layout="flatbuffers", crc=True),
-            lbparse.encode(fack, layout="flatbuffers"),
-            lbparse.encode(pub, layout="flatbuffers-draft")]
+    out += [
+        lbparse.encode(pub, layout="flatbuffers", crc=True),
+        lbparse.encode(fack, layout="flatbuffers"),
+        lbparse.encode(pub, layout="flatbuffers-draft"),
+    ]
     return out
 
 
@@ -93,8 +118,10 @@ def check_decode(data: bytes, **options: Any) -> None:
     lbparse.upstream_verdict(data)
     full = DECODERS["v0"]
     fast = _outcome(lambda d: lbparse.decode(d, **options), data)
-    slow = _outcome(lambda d: full(d, True, False, None, **options) if options
-                    else full(d, True, False, None), data)
+    slow = _outcome(
+        lambda d: full(d, True, False, None, **options) if options else full(d, True, False, None),
+        data,
+    )
     assert fast == slow, f"v0 shortcut says {fast[:2]}, the full decoder {slow[:2]}"
 
 
@@ -110,9 +137,12 @@ def check_headers_agree(data: bytes) -> None:
 def check_commitlog_agree(payload: bytes) -> None:
     """The three commit-log parsers agree on a ReplicationResponse payload."""
     got = {p: commitlog_result(payload, p) for p in ("kaitai", "construct", "lbparse")}
-    assert got["kaitai"] == got["lbparse"], f"kaitai {got['kaitai']!r} != lbparse {got['lbparse']!r}"
-    assert got["construct"] == got["lbparse"], \
+    assert got["kaitai"] == got["lbparse"], (
+        f"kaitai {got['kaitai']!r} != lbparse {got['lbparse']!r}"
+    )
+    assert got["construct"] == got["lbparse"], (
         f"construct {got['construct']!r} != lbparse {got['lbparse']!r}"
+    )
 
 
 def check_differential(data: bytes) -> None:
@@ -184,13 +214,14 @@ def check_capture(data: bytes, **options: Any) -> int:
 
 # -- issue #19: the batch decoder, Liftbridge's files, Raft --------------------------
 
+
 def split_payloads(data: bytes, most: int = 40) -> list[bytes]:
     """Fuzzer bytes as a batch of payloads: each a length byte and that many
     bytes (so that the fuzzer chooses sizes and the batch's composition)."""
     out, pos = [], 0
     while pos < len(data) and len(out) < most:
         n = data[pos]
-        out.append(bytes(data[pos + 1:pos + 1 + n]))
+        out.append(bytes(data[pos + 1 : pos + 1 + n]))
         pos += 1 + n
     return out
 
@@ -208,8 +239,10 @@ def check_batch(payloads: list[bytes], layouts: tuple[str, ...] = ("v0", "auto")
         return
     half = len(payloads) // 2
     for layout in layouts:
-        check_batches(strict(DecodeOptions(layout=layout)),
-                      [payloads] + ([payloads[:half], payloads[half:]] if half else []))
+        check_batches(
+            strict(DecodeOptions(layout=layout)),
+            [payloads] + ([payloads[:half], payloads[half:]] if half else []),
+        )
 
 
 def check_checkpoints(data: bytes) -> None:
@@ -226,8 +259,9 @@ def check_checkpoints(data: bytes) -> None:
             assert exc.position is None or 0 <= exc.position <= len(data)
             assert len(str(exc)) < 300, len(str(exc))
             continue
-        values = [got] if isinstance(got, int) else [v for e in got
-                                                     for v in (e.epoch, e.start_offset)]
+        values = (
+            [got] if isinstance(got, int) else [v for e in got for v in (e.epoch, e.start_offset)]
+        )
         assert all(-(1 << 63) <= v < (1 << 63) for v in values), values
     # The index read whole and in chunks of a few entries (its loop's cuts).
     whole = idx.read_index_bytes(data, "x.index", 7)
@@ -237,8 +271,12 @@ def check_checkpoints(data: bytes) -> None:
         parts = idx.read_index_bytes(data, "x.index", 7)
     finally:
         idx.CHUNK = chunk
-    assert (whole.entries, whole.after_tail, whole.zero_tail, whole.damage) == \
-        (parts.entries, parts.after_tail, parts.zero_tail, parts.damage)
+    assert (whole.entries, whole.after_tail, whole.zero_tail, whole.damage) == (
+        parts.entries,
+        parts.after_tail,
+        parts.zero_tail,
+        parts.damage,
+    )
 
 
 def check_storage(data: bytes) -> None:
@@ -268,7 +306,7 @@ def check_storage(data: bytes) -> None:
             for native, (es, ps) in ((True, fast), (False, slow)):
                 try:
                     seg._scan(data, 0, len(data), es, ps, fmt, native=native)
-                except Exception as exc:  # noqa: BLE001  the Python loop's error ends both
+                except Exception as exc:
                     es.append(type(exc).__name__)
             assert fast == slow, "the C entry loop and the Python one disagree"
     reading = read_index_bytes(data, "x.index", 7)
@@ -313,7 +351,7 @@ def check_raft(data: bytes) -> None:
         return out, odd
 
     whole, odd_whole = rpcs([stream])
-    cut, odd_cut = rpcs([stream[i:i + step] for i in range(0, len(stream), step)])
+    cut, odd_cut = rpcs([stream[i : i + step] for i in range(0, len(stream), step)])
     if not (odd_whole or odd_cut):  # a stream read whole: the cuts must not matter
         assert cut == whole, f"cut every {step} bytes: {cut!r} != {whole!r}"
 
@@ -334,8 +372,15 @@ def check_raftdb(data: bytes, budget: int = 4096) -> None:
         assert exc.path == "raft.db", exc
         return
     tight = read_raft_db_bytes(memoryview(data), "raft.db", Limits(max_raft_db=budget))
-    kept = sum(len(log.key) + (len(log.entry.data or b"") + len(log.entry.extensions or b"")
-                               if log.entry is not None else 0) for log in tight.logs)
+    kept = sum(
+        len(log.key)
+        + (
+            len(log.entry.data or b"") + len(log.entry.extensions or b"")
+            if log.entry is not None
+            else 0
+        )
+        for log in tight.logs
+    )
     assert kept <= budget, f"{kept} bytes of the log kept, over the budget of {budget}"
     assert all(f.path == "raft.db" for f in wide.findings + tight.findings)
     limits = [f for f in tight.findings if f.kind == "limit" and "log key" in f.message]
@@ -344,7 +389,7 @@ def check_raftdb(data: bytes, budget: int = 4096) -> None:
     def rows(store: Any) -> list[str]:
         return [json.dumps(log.to_json_dict(), sort_keys=True, default=str) for log in store.logs]
 
-    assert rows(tight) == rows(wide)[:len(tight.logs)]
+    assert rows(tight) == rows(wide)[: len(tight.logs)]
     if not limits:
         assert len(tight.logs) == len(wide.logs)
     for f in wide.findings:
@@ -354,15 +399,16 @@ def check_raftdb(data: bytes, budget: int = 4096) -> None:
 def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict[str, Any]]:
     import pyarrow as pa
 
-    from lbparse.pipeline.schema import arrow_record_schema
     from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
+    from lbparse.pipeline.schema import arrow_record_schema
 
     size = os.path.getsize(path)
     unit = Unit(path, "pcap", size, size)
     stats = UnitStats(path, "pcap", size)
-    table = pa.Table.from_batches(list(read_capture(unit, SourceOptions(), stats, limits=limits,
-                                                     native=native)),
-                                  schema=arrow_record_schema())
+    table = pa.Table.from_batches(
+        list(read_capture(unit, SourceOptions(), stats, limits=limits, native=native)),
+        schema=arrow_record_schema(),
+    )
     return table, dict(vars(stats))
 
 
@@ -393,8 +439,12 @@ def check_decode_arrow(data: bytes, layout: str = "v0") -> None:
         assert (row["error_kind"], row["error_message"]) == (exc.kind, exc.message), row
         return
     assert row["error_kind"] is None, row
-    assert (row["layout"], row["msg_type_name"], row["payload_type"], row["crc32c"]) == \
-        (env.layout, env.msg_type_name, env.payload_type, env.crc32c)
+    assert (row["layout"], row["msg_type_name"], row["payload_type"], row["crc32c"]) == (
+        env.layout,
+        env.msg_type_name,
+        env.payload_type,
+        env.crc32c,
+    )
 
 
 # -- issue #28: HTTP/2 and gRPC (lbparse.capture.h2, grpc) -----------------------------
@@ -409,7 +459,7 @@ def h2_pieces(data: bytes) -> list[tuple[int, bytes]]:
     out, i = [], 0
     while i < len(data):
         n = (data[i] & 0x7F) + 1
-        out.append((data[i] >> 7, data[i + 1:i + 1 + n]))
+        out.append((data[i] >> 7, data[i + 1 : i + 1 + n]))
         i += 1 + n
     return out
 
@@ -427,7 +477,7 @@ def h2_records(pieces: list[tuple[int, bytes]], step: int) -> list[str]:
         if side and not started:  # the server's first bytes: HTTP/2, since its peer is
             started = server.sniff(data, False) is server
         for j in range(0, len(data), step):
-            (server if side else client).feed(data[j:j + step])
+            (server if side else client).feed(data[j : j + step])
         assert flows.buffered <= flows.max_buffered, (flows.buffered, flows.max_buffered)
     flows.ending = True
     flows.close()
@@ -456,5 +506,6 @@ def check_h2(data: bytes) -> None:
     pieces = h2_pieces(data[1:])
     step = data[0] % 9 + 1
     whole, split = h2_records(pieces, 1 << 30), h2_records(pieces, step)
-    assert _before_loss(split) == _before_loss(whole), \
+    assert _before_loss(split) == _before_loss(whole), (
         f"cut every {step} bytes: {split!r} != {whole!r}"
+    )

@@ -21,8 +21,9 @@ def module_name(path: Path) -> str:
 
 def _type_checking(node: ast.If) -> bool:
     t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
-        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(tree: ast.AST, modules: set[str], here: str) -> set[str]:
@@ -54,7 +55,7 @@ def _resolve(name: str, modules: set[str]) -> set[str]:
     return {name} if name.startswith("lbparse") else set()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def graph() -> dict[str, set[str]]:
     """module -> the lbparse modules it imports (made once a process: read it,
     never change it)."""
@@ -64,7 +65,7 @@ def graph() -> dict[str, set[str]]:
     return {m: _imports(parsed(p), modules, m) for m, p in paths.items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parsed(path: Path) -> ast.Module:
     """`path`'s syntax tree, parsed once a process (the contract tests ask for
     the whole graph a dozen times; nothing mutates a tree)."""
@@ -136,6 +137,7 @@ def circles(g: dict[str, set[str]]) -> list[list[str]]:
                 out.append(sorted(comp))
 
     import sys
+
     sys.setrecursionlimit(10000)
     for v in sorted(g):
         if v not in index:

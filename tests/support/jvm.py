@@ -38,8 +38,9 @@ from support import runtmp
 # JVM a test kills leaves its Spark directories (Spark's local directory is
 # java.io.tmpdir unless set). Left out for a path the shell-split options
 # could not carry.
-FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + \
-    ("" if any(c.isspace() for c in runtmp.PATH) else f" -Djava.io.tmpdir={runtmp.PATH}")
+FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + (
+    "" if any(c.isspace() for c in runtmp.PATH) else f" -Djava.io.tmpdir={runtmp.PATH}"
+)
 # Spark settings as system properties (SparkConf reads every `spark.*` one):
 # no web UI in a driver, whoever starts it (a CLI run, a manual's example, a
 # spark-submit): its Jetty server is ~1.3 of a pipeline CLI run's ~11 CPU-s,
@@ -111,15 +112,29 @@ class ArchiveJob:
         script, self.partial = work / "workload.py", work / f"{archive.name}.partial"
         self.archive = archive
         script.write_text(_WORKLOAD)
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-                   PYSPARK_DRIVER_PYTHON=sys.executable,
-                   SPARK_SUBMIT_OPTS=f"{FLAGS} {DRIVER} -XX:ArchiveClassesAtExit={self.partial} {QUIET}")
+        env = dict(
+            os.environ,
+            PYSPARK_PYTHON=sys.executable,
+            PYSPARK_DRIVER_PYTHON=sys.executable,
+            SPARK_SUBMIT_OPTS=f"{FLAGS} {DRIVER} -XX:ArchiveClassesAtExit={self.partial} {QUIET}",
+        )
         spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         with open(work / "archive.log", "wb") as log:
             self.proc = subprocess.Popen(
-                [str(spark_submit), "--master", "local[2]", str(script), str(SAMPLE),
-                 str(work / "out")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work,
-                start_new_session=True)
+                [
+                    str(spark_submit),
+                    "--master",
+                    "local[2]",
+                    str(script),
+                    str(SAMPLE),
+                    str(work / "out"),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=work,
+                start_new_session=True,
+            )
 
     def wait(self) -> bool:
         """True when the archive is there, within TIMEOUT."""

@@ -27,8 +27,8 @@ import pytest
 # Node id prefixes of the tests that mostly wait (measured in a full run:
 # their CPU, this worker's and its processes', over their wall time).
 WAITING: tuple[str, ...] = (
-    "tests/live/test_live_reconnect.py::",   # a server killed, back or never: 0.1-0.4 of a core
-    "tests/live/test_live_gaps.py::",        # outages with offsets: 0.1
+    "tests/live/test_live_reconnect.py::",  # a server killed, back or never: 0.1-0.4 of a core
+    "tests/live/test_live_gaps.py::",  # outages with offsets: 0.1
     "tests/live/test_live.py::test_a_server_that_accepts_and_stays_silent_is_given_up_in_one_line",
     "tests/live/test_live_hardening.py::test_a_refusal_is_said_though_later_retries_were_reset",
     "tests/live/test_live_hardening.py::test_messages_the_client_library_drops_are_counted_and_said",
@@ -43,16 +43,23 @@ def waits(scope: str) -> bool:
 
 
 def addoption(parser: pytest.Parser) -> None:
-    parser.addoption(OPTION, action="store_true",
-                     help="with -n and --dist loadgroup: one worker more, for the tests "
-                          "that mostly wait (tests/support/lanes.py)")
+    parser.addoption(
+        OPTION,
+        action="store_true",
+        help="with -n and --dist loadgroup: one worker more, for the tests "
+        "that mostly wait (tests/support/lanes.py)",
+    )
 
 
 def add_the_lane(config: pytest.Config) -> None:
     """One worker more than xdist's list (`-n N` or auto, made by its
     pytest_cmdline_main), before its session starts them (pytest_configure)."""
-    if _asked(config) and config.option.tx and config.getvalue("dist") == "loadgroup" \
-            and not hasattr(config, "workerinput"):
+    if (
+        _asked(config)
+        and config.option.tx
+        and config.getvalue("dist") == "loadgroup"
+        and not hasattr(config, "workerinput")
+    ):
         config.option.tx = [*config.option.tx, "popen"]
 
 
@@ -64,8 +71,12 @@ def is_lane_worker(config: pytest.Config) -> bool:
     """This process is the lane (the last worker; LaneScheduling's choice too).
     A worker's own dist is "no"; xdist tells it `loadgroup`."""
     count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    return bool(_asked(config) and getattr(config.option, "loadgroup", False) and count
-                and os.environ.get("PYTEST_XDIST_WORKER") == f"gw{int(count) - 1}")
+    return bool(
+        _asked(config)
+        and getattr(config.option, "loadgroup", False)
+        and count
+        and os.environ.get("PYTEST_XDIST_WORKER") == f"gw{int(count) - 1}"
+    )
 
 
 def scheduler(config: pytest.Config, log: Any) -> Any:

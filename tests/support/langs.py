@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVERS = ROOT / "tests" / "langs"
@@ -28,23 +28,38 @@ class BuildError(RuntimeError):
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-    res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
-                         env=None if env is None else {**os.environ, **env})
+    res = subprocess.run(
+        cmd,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        env=None if env is None else {**os.environ, **env},
+    )
     if res.returncode != 0:
-        raise BuildError(f"{' '.join(cmd)} (in {cwd}) exited {res.returncode}:\n"
-                         f"{res.stdout[-4000:]}\n{res.stderr[-4000:]}")
+        raise BuildError(
+            f"{' '.join(cmd)} (in {cwd}) exited {res.returncode}:\n"
+            f"{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+        )
 
 
 def go_env(work: Path) -> dict[str, str]:
     # Offline: no module proxy, module sums not checked against a server.
-    return {"GOFLAGS": "-mod=mod", "GOPROXY": "off", "GONOSUMDB": "*",
-            "GOPATH": str(work / "gopath"), "GOCACHE": str(work / "gocache")}
+    return {
+        "GOFLAGS": "-mod=mod",
+        "GOPROXY": "off",
+        "GONOSUMDB": "*",
+        "GOPATH": str(work / "gopath"),
+        "GOCACHE": str(work / "gocache"),
+    }
 
 
 def go_offline_replaces(module_dir: Path, runtime: Path) -> None:
     """Point the generated module's requirements at the local runtime copies."""
-    for mod, path in (("github.com/kaitai-io/kaitai_struct_go_runtime", runtime),
-                      ("golang.org/x/text", GO_X_TEXT)):
+    for mod, path in (
+        ("github.com/kaitai-io/kaitai_struct_go_runtime", runtime),
+        ("golang.org/x/text", GO_X_TEXT),
+    ):
         run(["go", "mod", "edit", f"-replace={mod}={path}"], module_dir)
 
 
@@ -56,8 +71,11 @@ def build_go(gen: Path, runtime: Path, work: Path) -> list[str]:
     drv = work / "driver"
     drv.mkdir()
     shutil.copy(DRIVERS / "go" / "main.go", drv)
-    (drv / "go.mod").write_text("module lbdriver\n\ngo 1.19\n\nrequire liftbridge v0.0.0\n\n"
-                                "replace liftbridge => ../liftbridge\n", encoding="utf-8")
+    (drv / "go.mod").write_text(
+        "module lbdriver\n\ngo 1.19\n\nrequire liftbridge v0.0.0\n\n"
+        "replace liftbridge => ../liftbridge\n",
+        encoding="utf-8",
+    )
     go_offline_replaces(drv, runtime)
     run(["go", "build", "-o", str(work / "driver.bin"), "."], drv, go_env(work))
     return [str(work / "driver.bin")]
@@ -67,8 +85,11 @@ def build_javascript(gen: Path, runtime: Path, work: Path) -> list[str]:
     # The generated code requires 'kaitai-struct/KaitaiStream': the pinned
     # runtime is in tools/node_modules (`make install-node`).
     modules = ROOT / "tools" / "node_modules"
-    (work / "run.sh").write_text(f'#!/bin/sh\nNODE_PATH="{modules}" exec node '
-                                 f'"{DRIVERS / "javascript" / "driver.js"}" "{gen}"\n', encoding="utf-8")
+    (work / "run.sh").write_text(
+        f'#!/bin/sh\nNODE_PATH="{modules}" exec node '
+        f'"{DRIVERS / "javascript" / "driver.js"}" "{gen}"\n',
+        encoding="utf-8",
+    )
     (work / "run.sh").chmod(0o755)
     return [str(work / "run.sh")]
 
@@ -82,11 +103,27 @@ def build_java(gen: Path, runtime: Path, work: Path) -> list[str]:
 
 
 def build_cpp(gen: Path, runtime: Path, work: Path) -> list[str]:
-    sources = [runtime / "kaitai" / "kaitaistream.cpp", *sorted(gen.glob("liftbridge_*.cpp")),
-               DRIVERS / "cpp" / "driver.cpp"]
+    sources = [
+        runtime / "kaitai" / "kaitaistream.cpp",
+        *sorted(gen.glob("liftbridge_*.cpp")),
+        DRIVERS / "cpp" / "driver.cpp",
+    ]
     out = work / "driver.bin"
-    run(["g++", "-std=c++11", "-O1", "-Wall", "-DKS_STR_ENCODING_ICONV", f"-I{runtime}", f"-I{gen}",
-         "-o", str(out), *map(str, sources)], work)
+    run(
+        [
+            "g++",
+            "-std=c++11",
+            "-O1",
+            "-Wall",
+            "-DKS_STR_ENCODING_ICONV",
+            f"-I{runtime}",
+            f"-I{gen}",
+            "-o",
+            str(out),
+            *map(str, sources),
+        ],
+        work,
+    )
     return [str(out)]
 
 
@@ -95,8 +132,16 @@ def build_ruby(gen: Path, runtime: Path, work: Path) -> list[str]:
 
 
 def build_php(gen: Path, runtime: Path, work: Path) -> list[str]:
-    return ["php", "-d", "error_reporting=E_ALL", "-d", "display_errors=stderr",
-            str(DRIVERS / "php" / "driver.php"), str(runtime / "lib"), str(gen)]
+    return [
+        "php",
+        "-d",
+        "error_reporting=E_ALL",
+        "-d",
+        "display_errors=stderr",
+        str(DRIVERS / "php" / "driver.php"),
+        str(runtime / "lib"),
+        str(gen),
+    ]
 
 
 def build_perl(gen: Path, runtime: Path, work: Path) -> list[str]:
@@ -105,25 +150,42 @@ def build_perl(gen: Path, runtime: Path, work: Path) -> list[str]:
 
 def build_lua(gen: Path, runtime: Path, work: Path) -> list[str]:
     path = ";".join(f"{d}/?.lua" for d in (gen, runtime, DRIVERS / "lua"))
-    (work / "run.sh").write_text(f'#!/bin/sh\nLUA_PATH="{path};;" exec lua5.3 '
-                                 f'"{DRIVERS / "lua" / "driver.lua"}"\n', encoding="utf-8")
+    (work / "run.sh").write_text(
+        f'#!/bin/sh\nLUA_PATH="{path};;" exec lua5.3 "{DRIVERS / "lua" / "driver.lua"}"\n',
+        encoding="utf-8",
+    )
     (work / "run.sh").chmod(0o755)
     return [str(work / "run.sh")]
 
 
 def build_csharp(gen: Path, runtime: Path, work: Path) -> list[str]:
     out = work / "driver.exe"
-    sources = [*sorted(runtime.glob("*.cs")), *sorted(gen.glob("Liftbridge*.cs")),
-               DRIVERS / "csharp" / "Driver.cs"]
+    sources = [
+        *sorted(runtime.glob("*.cs")),
+        *sorted(gen.glob("Liftbridge*.cs")),
+        DRIVERS / "csharp" / "Driver.cs",
+    ]
     run(["mcs", "-nologo", "-warn:0", f"-out:{out}", *map(str, sources)], work)
     return ["mono", str(out)]
 
 
 def build_nim(gen: Path, runtime: Path, work: Path) -> list[str]:
     out = work / "driver.bin"
-    run(["nim", "c", "--hints:off", "--warnings:off", "-d:release",
-         f"--nimcache:{work / 'nimcache'}", f"--path:{runtime}", f"--path:{gen}", f"-o:{out}",
-         str(DRIVERS / "nim" / "driver.nim")], work)
+    run(
+        [
+            "nim",
+            "c",
+            "--hints:off",
+            "--warnings:off",
+            "-d:release",
+            f"--nimcache:{work / 'nimcache'}",
+            f"--path:{runtime}",
+            f"--path:{gen}",
+            f"-o:{out}",
+            str(DRIVERS / "nim" / "driver.nim"),
+        ],
+        work,
+    )
     return [str(out)]
 
 
@@ -137,21 +199,32 @@ class Language:
     files: tuple[Path, ...] = ()  # other files the build needs
 
     def missing(self) -> list[str]:
-        return ([t for t in self.tools if shutil.which(t) is None]
-                + [str(f) for f in self.files if not f.exists()])
+        return [t for t in self.tools if shutil.which(t) is None] + [
+            str(f) for f in self.files if not f.exists()
+        ]
 
 
-LANGS: dict[str, Language] = {lang.name: lang for lang in (
-    Language("javascript", None, ("node",), ("nodejs",), build_javascript,
-             (ROOT / "tools" / "node_modules" / "kaitai-struct",)),
-    Language("go", "go", ("go",), ("golang-go", "golang-golang-x-text-dev"), build_go,
-             (GO_X_TEXT,)),
-    Language("java", "java", ("javac", "java"), ("openjdk-17-jdk-headless",), build_java),
-    Language("cpp", "cpp_stl", ("g++",), ("g++",), build_cpp),
-    Language("ruby", "ruby", ("ruby",), ("ruby",), build_ruby),
-    Language("php", "php", ("php",), ("php-cli",), build_php),
-    Language("perl", "perl", ("perl",), ("perl",), build_perl),
-    Language("lua", "lua", ("lua5.3",), ("lua5.3",), build_lua),
-    Language("csharp", "csharp", ("mcs", "mono"), ("mono-mcs", "mono-runtime"), build_csharp),
-    Language("nim", "nim", ("nim",), ("nim",), build_nim),
-)}
+LANGS: dict[str, Language] = {
+    lang.name: lang
+    for lang in (
+        Language(
+            "javascript",
+            None,
+            ("node",),
+            ("nodejs",),
+            build_javascript,
+            (ROOT / "tools" / "node_modules" / "kaitai-struct",),
+        ),
+        Language(
+            "go", "go", ("go",), ("golang-go", "golang-golang-x-text-dev"), build_go, (GO_X_TEXT,)
+        ),
+        Language("java", "java", ("javac", "java"), ("openjdk-17-jdk-headless",), build_java),
+        Language("cpp", "cpp_stl", ("g++",), ("g++",), build_cpp),
+        Language("ruby", "ruby", ("ruby",), ("ruby",), build_ruby),
+        Language("php", "php", ("php",), ("php-cli",), build_php),
+        Language("perl", "perl", ("perl",), ("perl",), build_perl),
+        Language("lua", "lua", ("lua5.3",), ("lua5.3",), build_lua),
+        Language("csharp", "csharp", ("mcs", "mono"), ("mono-mcs", "mono-runtime"), build_csharp),
+        Language("nim", "nim", ("nim",), ("nim",), build_nim),
+    )
+}

@@ -18,10 +18,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from support.cluster import BIN
 from support.net import NATS_SERVER, free_port
@@ -92,9 +92,19 @@ class LiveCluster:
             conf.write_text(NATS_LIMITS.format(payload=min(2 * self.max_message, 64 << 20)))
             limits = ["-c", str(conf)]
         self.procs["nats"] = subprocess.Popen(
-            [NATS_SERVER, *limits, "-a", "127.0.0.1", "-p", str(self.nats_port),
-             "-l", str(logs / "nats-server.log")], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)
+            [
+                NATS_SERVER,
+                *limits,
+                "-a",
+                "127.0.0.1",
+                "-p",
+                str(self.nats_port),
+                "-l",
+                str(logs / "nats-server.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         # a node that finds no NATS exits at once ("no servers available")
         self._wait_accepting(f"127.0.0.1:{self.nats_port}")
         for n in (1, 2, 3):
@@ -105,15 +115,20 @@ class LiveCluster:
         n = int(node[-1])
         logs = self.root / "logs"
         conf = logs / f"{node}.yaml"
-        text = CONFIG.format(port=self.lb_port + n - 1, data=self.data(node),
-                             nats=self.nats_port, n=n)
+        text = CONFIG.format(
+            port=self.lb_port + n - 1, data=self.data(node), nats=self.nats_port, n=n
+        )
         if self.max_message:
-            text = text.replace("clustering:\n", LARGE_CONFIG.format(
-                replication=2 * self.max_message), 1)
+            text = text.replace(
+                "clustering:\n", LARGE_CONFIG.format(replication=2 * self.max_message), 1
+            )
         conf.write_text(text)
         with open(logs / f"{node}.log", "ab") as log:
-            self.procs[node] = subprocess.Popen([str(BIN / "liftbridge"), "--config", str(conf)],
-                                                stdout=log, stderr=subprocess.STDOUT)
+            self.procs[node] = subprocess.Popen(
+                [str(BIN / "liftbridge"), "--config", str(conf)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
 
     def _wait_ready(self) -> None:
         """Until every node accepts on its port (the metadata leader is elected
@@ -130,8 +145,9 @@ class LiveCluster:
         while True:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n"
-                                       + self.log_tail(name))
+                    raise RuntimeError(
+                        f"{name} exited with {proc.returncode}:\n" + self.log_tail(name)
+                    )
             try:
                 with socket.create_connection((host, int(port)), timeout=0.5):
                     return
@@ -164,29 +180,41 @@ class LiveCluster:
 
     # -- the real client ---------------------------------------------------------
 
-    def lbclient(self, *args: str, timeout: float = 180.0, background: bool = False
-                 ) -> subprocess.Popen[bytes] | subprocess.CompletedProcess[bytes]:
-        argv = [str(BIN / "lbclient"), "-addrs", self.servers, "-nats",
-                f"nats://127.0.0.1:{self.nats_port}", *args]
+    def lbclient(
+        self, *args: str, timeout: float = 180.0, background: bool = False
+    ) -> subprocess.Popen[bytes] | subprocess.CompletedProcess[bytes]:
+        argv = [
+            str(BIN / "lbclient"),
+            "-addrs",
+            self.servers,
+            "-nats",
+            f"nats://127.0.0.1:{self.nats_port}",
+            *args,
+        ]
         if background:
             out = open(self.root / "logs" / "lbclient-bg.log", "ab")
             return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         done = subprocess.run(argv, capture_output=True, timeout=timeout)
         if done.returncode != 0:
-            raise RuntimeError(f"lbclient {' '.join(args)} exited {done.returncode}:\n"
-                               + done.stdout.decode(errors="replace")[-2000:])
+            raise RuntimeError(
+                f"lbclient {' '.join(args)} exited {done.returncode}:\n"
+                + done.stdout.decode(errors="replace")[-2000:]
+            )
         return done
 
     # -- the API, for what lbclient does not do ------------------------------------
 
-    def api(self, method: str, request: object, tries: int = 30,
-            not_yet: tuple[str, ...] = ()) -> object:
+    def api(
+        self, method: str, request: object, tries: int = 30, not_yet: tuple[str, ...] = ()
+    ) -> object:
         """One unary call of Liftbridge's API (CreateStream with a subject of
         one's own, PauseStream, SetStreamReadonly, DeleteStream, Publish) at the
         first node, tried again while the cluster elects (`tries` seconds at most);
         `not_yet`: status codes (names) that mean the node has not caught up yet."""
         import grpc  # the streams extra: only the tests that use it need it
+
         from lbparse_generated.proto import api_pb2_grpc
+
         with grpc.insecure_channel(self.addresses[0]) as channel:
             call = getattr(api_pb2_grpc.APIStub(channel), method)
             for attempt in range(tries):
@@ -194,9 +222,12 @@ class LiveCluster:
                     return call(request, timeout=5)
                 except grpc.RpcError as exc:
                     if attempt == tries - 1 or exc.code() not in (
-                            grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                            grpc.StatusCode.INTERNAL, grpc.StatusCode.FAILED_PRECONDITION,
-                            *(getattr(grpc.StatusCode, code) for code in not_yet)):
+                        grpc.StatusCode.UNAVAILABLE,
+                        grpc.StatusCode.DEADLINE_EXCEEDED,
+                        grpc.StatusCode.INTERNAL,
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        *(getattr(grpc.StatusCode, code) for code in not_yet),
+                    ):
                         raise
                     time.sleep(1.0)
         raise AssertionError("unreachable")
@@ -221,8 +252,12 @@ class LiveCluster:
                 continue
             entries: list[dict[str, object]] = []
             for log in sorted(folder.glob("*.log")):
-                out = subprocess.run([str(BIN / "lbtruth"), "segment", str(log)],
-                                     capture_output=True, timeout=120, check=True)
+                out = subprocess.run(
+                    [str(BIN / "lbtruth"), "segment", str(log)],
+                    capture_output=True,
+                    timeout=120,
+                    check=True,
+                )
                 entries += [json.loads(line) for line in out.stdout.decode().splitlines()]
             if len(entries) > len(best):
                 best = entries
@@ -246,5 +281,9 @@ def temporary_cluster(prefix: str) -> Iterator[LiveCluster]:
 def env_with_checkout() -> dict[str, str]:
     """The environment a subprocess needs to import this checkout's lbparse."""
     root = Path(__file__).resolve().parents[2]
-    return dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]))
+    return dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [str(root), str(root / "generated"), os.environ.get("PYTHONPATH", "")]
+        ),
+    )

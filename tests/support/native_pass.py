@@ -18,8 +18,14 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.columnar import commitscan
-from lbparse.columnar.decode_arrow import (BatchDecoder, DecodeOptions, _Rows, binary_buffers,
-                                          group_rows, native_available)
+from lbparse.columnar.decode_arrow import (
+    BatchDecoder,
+    DecodeOptions,
+    _Rows,
+    binary_buffers,
+    group_rows,
+    native_available,
+)
 from lbparse.columnar.schema import arrow_output_schema, arrow_record_schema
 
 RR_TYPE = arrow_output_schema().field("commitlog_ReplicationResponse").type
@@ -29,9 +35,14 @@ def records(payloads: list[bytes | None]) -> pa.RecordBatch:
     """Bare payloads as the decoder's input batch."""
     schema = arrow_record_schema()
     n = len(payloads)
-    cols = [pa.array(payloads, pa.binary()) if f.name == "payload" else
-            pa.array(np.arange(n, dtype=np.int64)) if f.name == "position" else
-            pa.nulls(n, f.type) for f in schema]
+    cols = [
+        pa.array(payloads, pa.binary())
+        if f.name == "payload"
+        else pa.array(np.arange(n, dtype=np.int64))
+        if f.name == "position"
+        else pa.nulls(n, f.type)
+        for f in schema
+    ]
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
@@ -52,9 +63,11 @@ def _rows(batch: pa.RecordBatch) -> list[str]:
     return [repr(r) for r in batch.to_pylist()]
 
 
-def check_decoder(payloads: list[bytes | None] | pa.RecordBatch,
-                  layouts: tuple[str, ...] = ("v0", "auto"),
-                  crcs: tuple[bool, ...] = (True, False)) -> None:
+def check_decoder(
+    payloads: list[bytes | None] | pa.RecordBatch,
+    layouts: tuple[str, ...] = ("v0", "auto"),
+    crcs: tuple[bool, ...] = (True, False),
+) -> None:
     """Bare payloads, or a record batch as the capture reader makes it."""
     batch = payloads if isinstance(payloads, pa.RecordBatch) else records(payloads)
     payloads = batch.column("payload").to_pylist()
@@ -71,8 +84,9 @@ def check_decoder(payloads: list[bytes | None] | pa.RecordBatch,
             assert len(a) == len(b) == len(payloads)
 
 
-def check_headers(payloads: list[bytes | None], todo: np.ndarray | None = None,
-                  verify_crc: bool = True) -> None:
+def check_headers(
+    payloads: list[bytes | None], todo: np.ndarray | None = None, verify_crc: bool = True
+) -> None:
     """`_headers` + `_v0_rows` in C equal their numpy code, every field of every row."""
     arr = pa.array(payloads, pa.binary())
     starts, ends, data = binary_buffers(arr)
@@ -109,7 +123,8 @@ def check_replication(payloads: list[bytes]) -> tuple[Any, np.ndarray]:
     want, want_ok = commitscan.decode_replication(RR_TYPE, data, starts, ends, native=False)
     got.validate(full=True)
     assert got.type == want.type
-    assert got_ok.tolist() == want_ok.tolist(), [p.hex() for p, a, b in
-                                                 zip(payloads, got_ok, want_ok) if a != b]
+    assert got_ok.tolist() == want_ok.tolist(), [
+        p.hex() for p, a, b in zip(payloads, got_ok, want_ok) if a != b
+    ]
     assert got.to_pylist() == want.to_pylist()
     return got, got_ok

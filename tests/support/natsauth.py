@@ -43,25 +43,55 @@ def operator_setup(directory: Path) -> tuple[str, Path]:
     op = new_key(nkeys.PREFIX_BYTE_OPERATOR)
     acc = new_key(nkeys.PREFIX_BYTE_ACCOUNT)
     user = new_key(nkeys.PREFIX_BYTE_USER)
-    op_jwt = jwt({"sub": op.public_key.decode(), "name": "lbparse-test-operator",
-                  "nats": {"type": "operator", "version": 2}}, op)
-    acc_jwt = jwt({"sub": acc.public_key.decode(), "name": "lbparse-test-account",
-                   "nats": {"type": "account", "version": 2,
-                            "limits": {**UNLIMITED, "imports": -1, "exports": -1,
-                                       "wildcards": True, "conn": -1, "leaf": -1}}}, op)
-    user_jwt = jwt({"sub": user.public_key.decode(), "name": "lbparse-test-user",
-                    "nats": {"type": "user", "version": 2, "pub": {}, "sub": {}, **UNLIMITED}},
-                   acc)
+    op_jwt = jwt(
+        {
+            "sub": op.public_key.decode(),
+            "name": "lbparse-test-operator",
+            "nats": {"type": "operator", "version": 2},
+        },
+        op,
+    )
+    acc_jwt = jwt(
+        {
+            "sub": acc.public_key.decode(),
+            "name": "lbparse-test-account",
+            "nats": {
+                "type": "account",
+                "version": 2,
+                "limits": {
+                    **UNLIMITED,
+                    "imports": -1,
+                    "exports": -1,
+                    "wildcards": True,
+                    "conn": -1,
+                    "leaf": -1,
+                },
+            },
+        },
+        op,
+    )
+    user_jwt = jwt(
+        {
+            "sub": user.public_key.decode(),
+            "name": "lbparse-test-user",
+            "nats": {"type": "user", "version": 2, "pub": {}, "sub": {}, **UNLIMITED},
+        },
+        acc,
+    )
     (directory / "operator.jwt").write_text(op_jwt)
     creds = directory / "user.creds"
     creds.write_text(
         "-----BEGIN NATS USER JWT-----\n" + user_jwt + "\n------END NATS USER JWT------\n\n"
         "************************* IMPORTANT *************************\n"
         "NKEY Seed printed below can be used to sign and prove identity.\n\n"
-        "-----BEGIN USER NKEY SEED-----\n" + user.seed.decode()
-        + "\n------END USER NKEY SEED------\n")
-    config = (f'operator: "{directory / "operator.jwt"}"\nresolver: MEMORY\n'
-              f'resolver_preload: {{\n  {acc.public_key.decode()}: "{acc_jwt}"\n}}\n')
+        "-----BEGIN USER NKEY SEED-----\n"
+        + user.seed.decode()
+        + "\n------END USER NKEY SEED------\n"
+    )
+    config = (
+        f'operator: "{directory / "operator.jwt"}"\nresolver: MEMORY\n'
+        f'resolver_preload: {{\n  {acc.public_key.decode()}: "{acc_jwt}"\n}}\n'
+    )
     return config, creds
 
 

@@ -30,10 +30,36 @@ class Message:
 def tcp_streams(capture: Path) -> dict[tuple[str, str], bytes]:
     """(src, dst) as host:port -> the bytes that direction carried."""
     res = subprocess.run(
-        ["tshark", "-r", str(capture), "-n", "-o", "tcp.desegment_tcp_streams:FALSE",
-         "-Y", "tcp.len > 0", "-T", "fields", "-E", "separator=\t", "-e", "ip.src",
-         "-e", "tcp.srcport", "-e", "ip.dst", "-e", "tcp.dstport", "-e", "tcp.seq_raw",
-         "-e", "tcp.payload"], capture_output=True, timeout=600, check=True)
+        [
+            "tshark",
+            "-r",
+            str(capture),
+            "-n",
+            "-o",
+            "tcp.desegment_tcp_streams:FALSE",
+            "-Y",
+            "tcp.len > 0",
+            "-T",
+            "fields",
+            "-E",
+            "separator=\t",
+            "-e",
+            "ip.src",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "ip.dst",
+            "-e",
+            "tcp.dstport",
+            "-e",
+            "tcp.seq_raw",
+            "-e",
+            "tcp.payload",
+        ],
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
     segments: dict[tuple[str, str], dict[int, bytes]] = defaultdict(dict)
     for line in res.stdout.decode().splitlines():
         src, sport, dst, dport, seq, payload = line.split("\t")
@@ -49,7 +75,7 @@ def tcp_streams(capture: Path) -> dict[tuple[str, str], bytes]:
             at = (seq - first) % (1 << 32)
             data = seg[seq]
             if at + len(data) > len(buf):
-                buf += data[max(len(buf) - at, 0):]
+                buf += data[max(len(buf) - at, 0) :]
         out[key] = bytes(buf)
     return out
 
@@ -68,7 +94,10 @@ def messages(capture: Path) -> list[Message]:
             if not args or args[0].upper() not in WITH_PAYLOAD:
                 continue
             size = int(args[-1])
-            out.append(Message(src, dst, args[0].upper().decode(), args[1].decode(),
-                               data[pos:pos + size]))
+            out.append(
+                Message(
+                    src, dst, args[0].upper().decode(), args[1].decode(), data[pos : pos + size]
+                )
+            )
             pos += size + 2
     return out

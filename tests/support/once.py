@@ -15,8 +15,9 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar, cast
+from typing import TypeVar, cast
 
 import pytest
 
@@ -43,8 +44,10 @@ def once_a_run(factory: pytest.TempPathFactory, name: str, make: Callable[[Path]
         if skipped.exists():
             pytest.skip(skipped.read_text())
         if failed.exists():
-            pytest.fail(f"{name}: failed in another worker of this run:\n"
-                        f"{failed.read_text(errors='replace')}")
+            pytest.fail(
+                f"{name}: failed in another worker of this run:\n"
+                f"{failed.read_text(errors='replace')}"
+            )
         out = root / name
         out.mkdir()
         try:

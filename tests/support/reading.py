@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -17,8 +18,9 @@ from lbparse.pipeline.schema import arrow_record_schema
 def read_all(path: str) -> dict[str, Any]:
     """Records (with their decoding), notices and stats of `path` read as v0."""
     notices: list[list[Any]] = []
-    reader = CaptureReader(path, layout="v0",
-                           on_notice=lambda n: notices.append([n.kind, n.message, n.nbytes]))
+    reader = CaptureReader(
+        path, layout="v0", on_notice=lambda n: notices.append([n.kind, n.message, n.nbytes])
+    )
     records = [r.to_json_dict() for r in reader]
     return {"records": records, "notices": notices, "stats": reader.stats.to_json_dict()}
 
@@ -32,13 +34,17 @@ def concat_tables(batches: Iterable[dict[str, pa.Table]]) -> dict[str, pa.Table]
     return {k: pa.concat_tables(v) for k, v in parts.items()}
 
 
-def pipeline_rows(path: str | Path, native: bool, limits: Limits | None = None,
-                  batch_rows: int = 65536) -> tuple[pa.Table, dict[str, Any]]:
+def pipeline_rows(
+    path: str | Path, native: bool, limits: Limits | None = None, batch_rows: int = 65536
+) -> tuple[pa.Table, dict[str, Any]]:
     """The pipeline's record rows of a capture (the C loop's, or the
     reference's: `native`), and its unit counts."""
     unit = Unit(str(path), "pcap", os.path.getsize(path), os.path.getsize(path))
     stats = UnitStats(unit.path, unit.format, unit.size)
-    batches = list(read_capture(unit, SourceOptions(batch_rows=batch_rows), stats,
-                                 limits=limits, native=native))
+    batches = list(
+        read_capture(
+            unit, SourceOptions(batch_rows=batch_rows), stats, limits=limits, native=native
+        )
+    )
     table = pa.Table.from_batches(batches, schema=arrow_record_schema())
     return table, dict(vars(stats))

@@ -9,9 +9,10 @@ turn each parser's own exceptions into lbparse's error kinds (using the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO
-from typing import Any, Callable
+from typing import Any
 
 import construct
 import kaitaistruct
@@ -24,8 +25,15 @@ from lbparse_generated import construct_schema as cs
 from lbparse_generated.kaitai.liftbridge_commitlog import LiftbridgeCommitlog
 from lbparse_generated.kaitai.liftbridge_envelope import LiftbridgeEnvelope
 
-__all__ = ["HeaderResult", "PARSERS", "construct_header", "fast_header", "kaitai_header",
-           "commitlog_entries", "commitlog_result"]
+__all__ = [
+    "HeaderResult",
+    "PARSERS",
+    "construct_header",
+    "fast_header",
+    "kaitai_header",
+    "commitlog_entries",
+    "commitlog_result",
+]
 
 HEADER_FIELDS = ("version", "header_len", "flags", "crc32c", "msg_type")
 
@@ -60,15 +68,23 @@ def _msg_type_ok(layout: str, byte7: int) -> bool:
     return not lay.has_msg_type or byte7 in lay.msg_types
 
 
-def _result(layout: str, version: int, header_len: int, flags: int, crc: int | None,
-            byte7: int, payload_offset: int) -> HeaderResult:
+def _result(
+    layout: str,
+    version: int,
+    header_len: int,
+    flags: int,
+    crc: int | None,
+    byte7: int,
+    payload_offset: int,
+) -> HeaderResult:
     if not LAYOUTS[layout].has_header:
         return HeaderResult(None, dict.fromkeys(HEADER_FIELDS), payload_offset)
     if not _msg_type_ok(layout, byte7):
         return HeaderResult("unknown_msg_type")
     msg_type = byte7 if LAYOUTS[layout].has_msg_type else None
-    fields = dict(version=version, header_len=header_len, flags=flags, crc32c=crc,
-                  msg_type=msg_type)
+    fields = dict(
+        version=version, header_len=header_len, flags=flags, crc32c=crc, msg_type=msg_type
+    )
     return HeaderResult(None, fields, header_len)
 
 
@@ -85,8 +101,15 @@ def kaitai_header(data: bytes, layout: str = "v0") -> HeaderResult:
     h = getattr(env, "header", None)  # Kaitai leaves absent fields unset
     if h is None:
         return _result(layout, 0, 0, 0, None, 0, len(data) - len(env.payload))
-    return _result(layout, h.version, h.header_len, h.flags,
-                   env.crc32c if h.has_crc else None, h.msg_type, h.header_len)
+    return _result(
+        layout,
+        h.version,
+        h.header_len,
+        h.flags,
+        env.crc32c if h.has_crc else None,
+        h.msg_type,
+        h.header_len,
+    )
 
 
 def construct_header(data: bytes, layout: str = "v0") -> HeaderResult:
@@ -102,8 +125,7 @@ def construct_header(data: bytes, layout: str = "v0") -> HeaderResult:
     h = env.header
     if h is None:
         return _result(layout, 0, 0, 0, None, 0, len(data) - len(env.payload))
-    return _result(layout, h.version, h.header_len, h.flags, env.crc32c, h.msg_type,
-                   h.header_len)
+    return _result(layout, h.version, h.header_len, h.flags, env.crc32c, h.msg_type, h.header_len)
 
 
 def fast_header(data: bytes, layout: str = "v0") -> HeaderResult:
@@ -145,14 +167,36 @@ def commitlog_entries(payload: bytes, parser: str) -> list[dict[str, Any]]:
     else:
         from lbparse.codec.commitlog import header_items, parse_replication_response
 
-        return [dict(offset=e.offset, timestamp=e.timestamp, leader_epoch=e.leader_epoch,
-                     size=e.size, crc32c=e.crc32c, magic=e.magic, attributes=e.attributes,
-                     key=e.key, value=e.value, headers=header_items(e))
-                for e in parse_replication_response(payload).entries]
-    return [dict(offset=o, timestamp=t, leader_epoch=le, size=s, crc32c=b.crc32c, magic=b.magic,
-                 attributes=b.attributes, key=_plain(key(b)), value=_plain(value(b)),
-                 headers=[(_plain(k), _plain(v)) for k, v in headers(b)])
-            for o, t, le, s, b in items]
+        return [
+            dict(
+                offset=e.offset,
+                timestamp=e.timestamp,
+                leader_epoch=e.leader_epoch,
+                size=e.size,
+                crc32c=e.crc32c,
+                magic=e.magic,
+                attributes=e.attributes,
+                key=e.key,
+                value=e.value,
+                headers=header_items(e),
+            )
+            for e in parse_replication_response(payload).entries
+        ]
+    return [
+        dict(
+            offset=o,
+            timestamp=t,
+            leader_epoch=le,
+            size=s,
+            crc32c=b.crc32c,
+            magic=b.magic,
+            attributes=b.attributes,
+            key=_plain(key(b)),
+            value=_plain(value(b)),
+            headers=[(_plain(k), _plain(v)) for k, v in headers(b)],
+        )
+        for o, t, le, s, b in items
+    ]
 
 
 # What each parser raises for bytes that are not a commit-log message set;

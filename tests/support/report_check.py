@@ -25,18 +25,24 @@ SUBJECTS = ("orders.eu", "acks.x", "_INBOX.r", "lb.raft.t", "s")
 
 def _frames(payloads: list[bytes]) -> list[tuple[str, str, bytes]]:
     """(verb, subject, payload): even ones published, odd ones delivered."""
-    return [("PUB" if k % 2 == 0 else "MSG", SUBJECTS[(k // 2) % len(SUBJECTS)], p)
-            for k, p in enumerate(payloads)]
+    return [
+        ("PUB" if k % 2 == 0 else "MSG", SUBJECTS[(k // 2) % len(SUBJECTS)], p)
+        for k, p in enumerate(payloads)
+    ]
 
 
 def _capture(frames: list[tuple[str, str, bytes]], path: Path) -> None:
     conn = cw.Conn(client=CLIENT, server=SERVER)
     packets = conn.handshake()
     for verb, subject, payload in frames:
-        packets += (conn.send("c", cw.pub(subject, payload)) if verb == "PUB"
-                    else conn.send("s", cw.msg(subject, 1, payload)))
-    cw.write_pcap(str(path), [(T0 + i * 0.001, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(packets)])
+        packets += (
+            conn.send("c", cw.pub(subject, payload))
+            if verb == "PUB"
+            else conn.send("s", cw.msg(subject, 1, payload))
+        )
+    cw.write_pcap(
+        str(path), [(T0 + i * 0.001, cw.link(cw.ETHERNET, p)) for i, p in enumerate(packets)]
+    )
 
 
 def _one_by_one(frames: list[tuple[str, str, bytes]], packets_before: int) -> dict[str, Any]:
@@ -47,17 +53,24 @@ def _one_by_one(frames: list[tuple[str, str, bytes]], packets_before: int) -> di
     for k, (verb, subject, payload) in enumerate(frames):
         ts = round((T0 + (packets_before + k) * 0.001) * 1e9)
         src, dst, sid = (client, server, None) if verb == "PUB" else (server, client, "1")
-        agg.add(decode_into(Record.make(ts, src, dst, verb, subject, None, sid, None, payload),
-                            "auto"))
+        agg.add(
+            decode_into(Record.make(ts, src, dst, verb, subject, None, sid, None, payload), "auto")
+        )
     return agg.model([], {})
 
 
 def _counts(model: dict[str, Any]) -> dict[str, Any]:
     traffic, latency = model["traffic"], model["latency"]
-    return {"streams": traffic["stream_totals"],
-            "types": traffic["msg_type_totals"],
-            "acks": (latency["publishes"], latency["acks"], latency["acked"],
-                     latency["acks_without_publish"])}
+    return {
+        "streams": traffic["stream_totals"],
+        "types": traffic["msg_type_totals"],
+        "acks": (
+            latency["publishes"],
+            latency["acks"],
+            latency["acked"],
+            latency["acks_without_publish"],
+        ),
+    }
 
 
 def check_report(data: bytes) -> None:

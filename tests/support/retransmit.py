@@ -9,8 +9,8 @@ them all with the `retransmission` notices the reference gives (how many).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from support import capwriter as cw
@@ -19,8 +19,10 @@ Packets = list[bytes]
 
 
 def write(path: Path, packets: Packets) -> str:
-    cw.write_pcap(str(path), [(1_763_700_000 + i * 0.001, cw.link(cw.ETHERNET, p))
-                              for i, p in enumerate(packets)])
+    cw.write_pcap(
+        str(path),
+        [(1_763_700_000 + i * 0.001, cw.link(cw.ETHERNET, p)) for i, p in enumerate(packets)],
+    )
     return str(path)
 
 
@@ -63,6 +65,7 @@ def back_by(back: int, flip: int, length: int = 40) -> Callable[[Path], str]:
     """A long stream sent in uneven segments, then `length` bytes at
     `back` bytes behind its end, equal to those sent but for the byte at
     index `flip` of the retransmission (none if outside it)."""
+
     def build(path: Path) -> str:
         conn = cw.Conn()
         packets = conn.handshake()
@@ -70,16 +73,21 @@ def back_by(back: int, flip: int, length: int = 40) -> Callable[[Path], str]:
         stream = long_stream()
         # the window's ring wraps within each part, and a segment larger
         # than the window fills it at once
-        for at, end, mss in ((0, 5000, 1460), (5000, 5300, 7), (5300, 10500, None),
-                             (10500, len(stream), 1000)):
+        for at, end, mss in (
+            (0, 5000, 1460),
+            (5000, 5300, 7),
+            (5300, 10500, None),
+            (10500, len(stream), 1000),
+        ):
             packets += conn.send("c", stream[at:end], mss=mss)
         start = len(stream) - back
-        again = bytearray(stream[start:start + length])
+        again = bytearray(stream[start : start + length])
         if 0 <= flip < len(again):
             again[flip] ^= 0x20
         packets.append(conn.segment_at("c", first + start, bytes(again)))
         packets += conn.send("c", b"PUB end 2\r\nok\r\n")
         return write(path, packets)
+
     build.__name__ = f"back_{back}_flip_{flip}"
     return build
 
@@ -152,9 +160,20 @@ CAPTURES: dict[str, tuple[Callable[[Path], str], int]] = {
     "once_per_direction": (once_per_direction, 3),
     "overlap_waiting": (overlap_waiting, 1),
     "after_a_loss": (after_a_loss, 1),
-    **{f"back_{b}_flip_{f}": (back_by(b, f), n) for b, f, n in [
-        (40, 0, 1), (40, 39, 1), (40, 40, 0), (1, 0, 1), (RETRANSMIT_WINDOW, 0, 1),
-        (RETRANSMIT_WINDOW + 1, 0, 0), (RETRANSMIT_WINDOW + 1, 1, 1),
-        (RETRANSMIT_WINDOW + 20, 19, 0), (RETRANSMIT_WINDOW + 20, 20, 1), (3000, 17, 1),
-        (7000, 5, 0)]},
+    **{
+        f"back_{b}_flip_{f}": (back_by(b, f), n)
+        for b, f, n in [
+            (40, 0, 1),
+            (40, 39, 1),
+            (40, 40, 0),
+            (1, 0, 1),
+            (RETRANSMIT_WINDOW, 0, 1),
+            (RETRANSMIT_WINDOW + 1, 0, 0),
+            (RETRANSMIT_WINDOW + 1, 1, 1),
+            (RETRANSMIT_WINDOW + 20, 19, 0),
+            (RETRANSMIT_WINDOW + 20, 20, 1),
+            (3000, 17, 1),
+            (7000, 5, 0),
+        ]
+    },
 }

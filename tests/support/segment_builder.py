@@ -32,8 +32,9 @@ class Msg:
     leader_epoch: int = 3
     key: bytes | None = b"k"
     value: bytes | None = b"v"
-    headers: list[tuple[str, bytes]] = field(default_factory=lambda: [("subject", b"s"),
-                                                                      ("reply", b"")])
+    headers: list[tuple[str, bytes]] = field(
+        default_factory=lambda: [("subject", b"s"), ("reply", b"")]
+    )
     magic: int = 1
     attributes: int = 0
 
@@ -55,11 +56,20 @@ def body_fields(m: Msg, fmt_name: str) -> dict[str, Any]:
     klen, key = _lenval(m.key)
     vlen, value = _lenval(m.value)
     crc_field = raw["body_head"]["fields"][0]
-    d: dict[str, Any] = {crc_field: 0, "magic": m.magic, "attributes": m.attributes,
-                         "key_len": klen, "key": key, "value_len": vlen, "value": value,
-                         "header_count": len(m.headers),
-                         "headers": [dict(key_len=len(k.encode()), key=k.encode(),
-                                          value_len=len(v), value=v) for k, v in m.headers]}
+    d: dict[str, Any] = {
+        crc_field: 0,
+        "magic": m.magic,
+        "attributes": m.attributes,
+        "key_len": klen,
+        "key": key,
+        "value_len": vlen,
+        "value": value,
+        "header_count": len(m.headers),
+        "headers": [
+            dict(key_len=len(k.encode()), key=k.encode(), value_len=len(v), value=v)
+            for k, v in m.headers
+        ],
+    }
     fmt = SEGMENT_FORMATS_BY_NAME[fmt_name]
     if fmt.body_timestamp is not None:
         present = fmt.timestamp_if is None or fmt.timestamp_if(m.magic)
@@ -78,8 +88,13 @@ def build_entry(m: Msg, fmt_name: str, *, crc_ok: bool = True) -> bytes:
     body = body_decl.build(fields)
     crc_field = raw["body_head"]["fields"][0]
     fields[crc_field] = CRC[raw["crc"]](body[4:]) ^ (0 if crc_ok else 1)
-    entry = {"offset": m.offset, "timestamp": m.timestamp, "leader_epoch": m.leader_epoch,
-             "size": len(body), "body": fields}
+    entry = {
+        "offset": m.offset,
+        "timestamp": m.timestamp,
+        "leader_epoch": m.leader_epoch,
+        "size": len(body),
+        "body": fields,
+    }
     return _declaration(raw["entry_type"]).build(entry)
 
 
@@ -87,8 +102,13 @@ def build_segment(msgs: list[Msg], fmt_name: str = "v2020_02") -> bytes:
     return b"".join(build_entry(m, fmt_name) for m in msgs)
 
 
-def build_index(msgs: list[Msg], segment: bytes, base_offset: int, fmt_name: str = "v2020_02",
-                preallocate: int = 0) -> bytes:
+def build_index(
+    msgs: list[Msg],
+    segment: bytes,
+    base_offset: int,
+    fmt_name: str = "v2020_02",
+    preallocate: int = 0,
+) -> bytes:
     """The index of a segment built by build_segment, zero-padded to `preallocate` bytes."""
     from lbparse.storage.segment import read_segment_bytes
 
@@ -97,8 +117,14 @@ def build_index(msgs: list[Msg], segment: bytes, base_offset: int, fmt_name: str
     decl = getattr(cs, f"liftbridge_segment_index__{_index_type(fmt.index.name)}")
     out = b""
     for pos, e in reading:
-        out += decl.build(dict(rel_offset=e.offset - base_offset, timestamp=e.timestamp,
-                               position=pos, size=fmt.header_len + (e.size or 0)))
+        out += decl.build(
+            dict(
+                rel_offset=e.offset - base_offset,
+                timestamp=e.timestamp,
+                position=pos,
+                size=fmt.header_len + (e.size or 0),
+            )
+        )
     return out + bytes(max(0, preallocate - len(out)))
 
 
@@ -109,13 +135,27 @@ def _index_type(index_format: str) -> str:
 
 
 def messages(n: int, first: int = 0, epoch: int = 3) -> list[Msg]:
-    return [Msg(first + i, T0 + (first + i) * 1_000_000, epoch, f"k{first + i}".encode(),
-                f'{{"i": {first + i}}}'.encode()) for i in range(n)]
+    return [
+        Msg(
+            first + i,
+            T0 + (first + i) * 1_000_000,
+            epoch,
+            f"k{first + i}".encode(),
+            f'{{"i": {first + i}}}'.encode(),
+        )
+        for i in range(n)
+    ]
 
 
-def write_partition(folder: Path, segments: list[list[Msg]], *, hw: int | None = None,
-                    epochs: list[tuple[int, int]] | None = None, fmt_name: str = "v2020_02",
-                    preallocate_last: int = 0) -> Path:
+def write_partition(
+    folder: Path,
+    segments: list[list[Msg]],
+    *,
+    hw: int | None = None,
+    epochs: list[tuple[int, int]] | None = None,
+    fmt_name: str = "v2020_02",
+    preallocate_last: int = 0,
+) -> Path:
     """A partition directory: segments (and their indexes) and checkpoints."""
     folder.mkdir(parents=True, exist_ok=True)
     for i, msgs in enumerate(segments):
@@ -132,5 +172,12 @@ def write_partition(folder: Path, segments: list[list[Msg]], *, hw: int | None =
     return folder
 
 
-__all__ = ["Msg", "build_entry", "build_segment", "build_index", "messages", "write_partition",
-           "INDEX_FORMATS_BY_NAME"]
+__all__ = [
+    "Msg",
+    "build_entry",
+    "build_segment",
+    "build_index",
+    "messages",
+    "write_partition",
+    "INDEX_FORMATS_BY_NAME",
+]

@@ -29,5 +29,6 @@ def shared_path(*parts: str) -> Path:
 def needs_shared(*parts: str) -> pytest.MarkDecorator:
     """A skip marker for tests (or modules) that read a path under shared/."""
     path = SHARED.joinpath(*parts)
-    return pytest.mark.skipif(not path.exists(),
-                              reason=f"shared material missing: {path} (set LBPARSE_SHARED)")
+    return pytest.mark.skipif(
+        not path.exists(), reason=f"shared material missing: {path} (set LBPARSE_SHARED)"
+    )

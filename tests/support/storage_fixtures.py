@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -56,6 +56,7 @@ def _plain(v: Any) -> Any:
 
 # --- segments ----------------------------------------------------------------
 
+
 def _entry_dict(e: Any) -> dict[str, Any]:
     b = _get(e, "body")
     ts = _get(e, "timestamp")
@@ -67,17 +68,26 @@ def _entry_dict(e: Any) -> dict[str, Any]:
     # The spec's offset is a u8; Liftbridge (and lbparse) read those 8 bytes as an int64.
     offset = _get(e, "offset")
     offset = offset - (1 << 64) if offset >= 1 << 63 else offset
-    return dict(offset=offset, timestamp=ts, leader_epoch=_get(e, "leader_epoch"),
-                size=_get(e, "size"), crc=crc, magic=_get(b, "magic"),
-                attributes=_get(b, "attributes"),
-                key=_plain(_get(b, "key")) if _get(b, "key_len") != -1 else None,
-                value=_plain(_get(b, "value")) if _get(b, "value_len") != -1 else None,
-                headers=[(_plain(_get(h, "key")), _plain(_get(h, "value"))) for h in headers or []])
+    return dict(
+        offset=offset,
+        timestamp=ts,
+        leader_epoch=_get(e, "leader_epoch"),
+        size=_get(e, "size"),
+        crc=crc,
+        magic=_get(b, "magic"),
+        attributes=_get(b, "attributes"),
+        key=_plain(_get(b, "key")) if _get(b, "key_len") != -1 else None,
+        value=_plain(_get(b, "value")) if _get(b, "value_len") != -1 else None,
+        headers=[(_plain(_get(h, "key")), _plain(_get(h, "value"))) for h in headers or []],
+    )
 
 
 def _entries_field(fmt_name: str) -> str:
-    return {"v2018_04": "entries_v2018_04", "v2018_06": "entries_v2018_06",
-            "v2018_08": "entries_v2018_08"}.get(fmt_name, "entries")
+    return {
+        "v2018_04": "entries_v2018_04",
+        "v2018_06": "entries_v2018_06",
+        "v2018_08": "entries_v2018_08",
+    }.get(fmt_name, "entries")
 
 
 def segment_entries(data: bytes, fmt_name: str, parser: str) -> list[dict[str, Any]] | str:
@@ -91,14 +101,27 @@ def segment_entries(data: bytes, fmt_name: str, parser: str) -> list[dict[str, A
         out = []
         for e in reading.entries:
             ts: int | None = e.timestamp
-            if not has_ts and (fmt.body_timestamp is None or (
-                    fmt.timestamp_if is not None and not fmt.timestamp_if(e.magic))):
+            if not has_ts and (
+                fmt.body_timestamp is None
+                or (fmt.timestamp_if is not None and not fmt.timestamp_if(e.magic))
+            ):
                 ts = None
-            out.append(dict(offset=e.offset, timestamp=ts,
-                            leader_epoch=e.leader_epoch if fmt.field_index("leader_epoch")
-                            is not None else None, size=e.size, crc=e.crc32c, magic=e.magic,
-                            attributes=e.attributes, key=e.key, value=e.value,
-                            headers=header_items(e)))
+            out.append(
+                dict(
+                    offset=e.offset,
+                    timestamp=ts,
+                    leader_epoch=e.leader_epoch
+                    if fmt.field_index("leader_epoch") is not None
+                    else None,
+                    size=e.size,
+                    crc=e.crc32c,
+                    magic=e.magic,
+                    attributes=e.attributes,
+                    key=e.key,
+                    value=e.value,
+                    headers=header_items(e),
+                )
+            )
         return out
     try:
         if parser == "kaitai":
@@ -112,10 +135,11 @@ def segment_entries(data: bytes, fmt_name: str, parser: str) -> list[dict[str, A
 
 # --- indexes -----------------------------------------------------------------
 
+
 def index_entries(data: bytes, fmt_name: str, parser: str) -> list[dict[str, Any]] | str:
     """Every whole entry of an index (zero ones too), or BAD."""
     fmt = INDEX_FORMATS_BY_NAME[fmt_name]
-    whole = data[:len(data) // fmt.entry.size * fmt.entry.size]
+    whole = data[: len(data) // fmt.entry.size * fmt.entry.size]
     if parser == "lbparse":
         reading = read_index_bytes(whole, fmt=fmt)
         rows = reading.entries + [e for e in _zero_rows(reading, len(whole))]
@@ -146,12 +170,21 @@ def _zero_rows(reading: Any, length: int) -> list[Any]:
         if at in after:
             out.append(after[at])
         else:  # a zero entry: every field 0 but the relative offset, which is 0 too here
-            out.append(IndexEntry(at, 0, 0, 0, 0 if reading.format.has_timestamp else None,
-                                  0 if reading.format.has_timestamp else None))
+            out.append(
+                IndexEntry(
+                    at,
+                    0,
+                    0,
+                    0,
+                    0 if reading.format.has_timestamp else None,
+                    0 if reading.format.has_timestamp else None,
+                )
+            )
     return out
 
 
 # --- checkpoints -------------------------------------------------------------
+
 
 def checkpoint(data: bytes, kind: str, parser: str) -> dict[str, Any] | str:
     """A checkpoint file's fields as text, or BAD."""
@@ -163,13 +196,18 @@ def checkpoint(data: bytes, kind: str, parser: str) -> dict[str, Any] | str:
             cp = cs.liftbridge_checkpoint.parse(data, kind=k.value)
     except ERRORS[parser]:
         return BAD
-    return {"high_watermark": _get(cp, "high_watermark"), "version": _get(cp, "version"),
-            "count": _get(cp, "count"),
-            "epochs": [(_get(e, "leader_epoch"), _get(e, "start_offset"))
-                       for e in _get(cp, "epochs") or []]}
+    return {
+        "high_watermark": _get(cp, "high_watermark"),
+        "version": _get(cp, "version"),
+        "count": _get(cp, "count"),
+        "epochs": [
+            (_get(e, "leader_epoch"), _get(e, "start_offset")) for e in _get(cp, "epochs") or []
+        ],
+    }
 
 
 # --- bbolt pages -------------------------------------------------------------
+
 
 def bbolt_page(data: bytes, parser: str) -> dict[str, Any] | str:
     """One page's header, meta, elements (keys and values), freelist and the
@@ -197,29 +235,56 @@ def _lb_page(data: bytes) -> dict[str, Any]:
         m = p.meta
         if m.magic != bbolt.BBOLT["meta_magic"] or m.version != bbolt.BBOLT["meta_version"]:
             raise StorageError("meta magic or version")
-        meta = dict(page_size=m.page_size, flags=m.flags, root=m.root, sequence=m.sequence,
-                    freelist=m.freelist, pgid=m.pgid, txid=m.txid, checksum=m.checksum)
-    elements = [(e.flags, e.key, e.value) if e.pgid is None else (e.key, e.pgid)
-                for e in p.elements]
+        meta = dict(
+            page_size=m.page_size,
+            flags=m.flags,
+            root=m.root,
+            sequence=m.sequence,
+            freelist=m.freelist,
+            pgid=m.pgid,
+            txid=m.txid,
+            checksum=m.checksum,
+        )
+    elements = [
+        (e.flags, e.key, e.value) if e.pgid is None else (e.key, e.pgid) for e in p.elements
+    ]
     buckets = []
     for e in p.elements:
         if e.pgid is None and e.is_bucket:
             if len(e.value) < bbolt.BUCKET.size:
                 raise StorageError("bucket value too short")
             root, seq = bbolt.BUCKET.unpack_from(e.value)
-            inline = _lb_page(e.value[bbolt.BUCKET.size:]) if root == 0 else None
+            inline = _lb_page(e.value[bbolt.BUCKET.size :]) if root == 0 else None
             buckets.append((root, seq, inline))
-    return dict(id=p.id, flags=p.flags, count=p.count, overflow=p.overflow, meta=meta,
-                elements=elements, freelist=p.freelist, buckets=buckets)
+    return dict(
+        id=p.id,
+        flags=p.flags,
+        count=p.count,
+        overflow=p.overflow,
+        meta=meta,
+        elements=elements,
+        freelist=p.freelist,
+        buckets=buckets,
+    )
 
 
 def _page_dict(page: Any) -> dict[str, Any]:
     flags = int(_get(page, "flags"))
     m = _get(page, "meta")
-    meta = None if m is None else dict(
-        page_size=_get(m, "page_size"), flags=_get(m, "flags"), root=_get(_get(m, "root"), "root"),
-        sequence=_get(_get(m, "root"), "sequence"), freelist=_get(m, "freelist"),
-        pgid=_get(m, "pgid"), txid=_get(m, "txid"), checksum=_get(m, "checksum"))
+    meta = (
+        None
+        if m is None
+        else dict(
+            page_size=_get(m, "page_size"),
+            flags=_get(m, "flags"),
+            root=_get(_get(m, "root"), "root"),
+            sequence=_get(_get(m, "root"), "sequence"),
+            freelist=_get(m, "freelist"),
+            pgid=_get(m, "pgid"),
+            txid=_get(m, "txid"),
+            checksum=_get(m, "checksum"),
+        )
+    )
     elements: list[Any] = []
     buckets = []
     for e in _get(page, "branch_elements") or []:
@@ -230,11 +295,23 @@ def _page_dict(page: Any) -> dict[str, Any]:
             b = _get(e, "bucket")
             h = _get(b, "header")
             inline = _get(b, "inline_page")
-            buckets.append((_get(h, "root"), _get(h, "sequence"),
-                            None if inline is None else _page_dict(inline)))
+            buckets.append(
+                (
+                    _get(h, "root"),
+                    _get(h, "sequence"),
+                    None if inline is None else _page_dict(inline),
+                )
+            )
     free = _get(page, "freelist_ids")
     if free is None:
         free = _get(page, "freelist_ids_ext")
-    return dict(id=_get(page, "id"), flags=flags, count=_get(page, "count"),
-                overflow=_get(page, "overflow"), meta=meta, elements=elements,
-                freelist=None if free is None else list(free), buckets=buckets)
+    return dict(
+        id=_get(page, "id"),
+        flags=flags,
+        count=_get(page, "count"),
+        overflow=_get(page, "overflow"),
+        meta=meta,
+        elements=elements,
+        freelist=None if free is None else list(free),
+        buckets=buckets,
+    )

@@ -4,7 +4,8 @@ way that each entry joins one RPC, each RPC one traffic row, in order."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,8 +31,12 @@ def traffic_back(tables: Mapping[str, pa.Table]) -> dict[tuple[Any, ...], dict[s
     out = {}
     for t in _rows(tables, TRAFFIC):
         key = (t["source"], t["position"])
-        out[key] = {"traffic": t["kind"], "traffic_node": t["node"],
-                    "raft_rpcs": rpcs.pop(key, []), "traffic_json": t["traffic_json"]}
+        out[key] = {
+            "traffic": t["kind"],
+            "traffic_node": t["node"],
+            "raft_rpcs": rpcs.pop(key, []),
+            "traffic_json": t["traffic_json"],
+        }
     assert not rpcs, "every RPC joins a traffic row"
     return out
 

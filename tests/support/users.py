@@ -6,8 +6,8 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager
@@ -18,8 +18,12 @@ def throwaway_user() -> Iterator[int | None]:
         yield None
         return
     name = f"lbt{uuid.uuid4().hex[:8]}"
-    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                    name], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     try:
         import pwd
 
