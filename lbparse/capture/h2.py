@@ -400,11 +400,10 @@ class Connection:
     ) -> None:
         """A DATA frame's bytes into one side of a call (`late`: of a reset
         call): its whole messages out, the rest held within max_reassembly."""
+        # a call's splitters are set by _call
         splitter: Splitter = (
-            late.splitters
-            if late is not None  # a call's: set by _call
-            else call.splitters
-        )[direction]  # type: ignore[attr-defined]
+            late.splitters if late is not None else call.splitters  # type: ignore[attr-defined]
+        )[direction]
         sid = call.stream_id
         told = splitter.refused is not None
         before = len(splitter.buf)

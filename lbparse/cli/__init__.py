@@ -68,9 +68,9 @@ class CommandParser(Parser):
     whose error would say `lbparse: unrecognized arguments` without the
     command; here the command's own parser says it (`lbparse capture: ...`)."""
 
-    def parse_known_args(
+    def parse_known_args(  # type: ignore[override]
         self,
-        args: Sequence[str] | None = None,  # type: ignore[override]
+        args: Sequence[str] | None = None,
         namespace: argparse.Namespace | None = None,
     ) -> tuple[argparse.Namespace, list[str]]:
         ns, extras = super().parse_known_args(args, namespace)

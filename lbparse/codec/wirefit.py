@@ -172,8 +172,8 @@ def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
     wire data at any depth, or a known field with the wrong wire type.
     (Unlike protobuf-python and protobuf-go, it does not check UTF-8.)
     Submessages are judged in place (offsets, not copies)."""
-    return _memoized(
-        ("gogo", buf, desc.full_name, depth),  # type: ignore[no-any-return]
+    return _memoized(  # type: ignore[no-any-return]
+        ("gogo", buf, desc.full_name, depth),
         lambda: _gogo(buf, 0, len(buf), desc, depth),
     )
 
@@ -215,8 +215,8 @@ def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
     unknown length-delimited fields are not parsed, so they are not. Stops
     as soon as the depth passes `limit` (returning limit + 1), and at the
     first malformed byte (the parser rejects those anyway)."""
-    return _memoized(
-        ("depth", buf, desc.full_name, limit),  # type: ignore[no-any-return]
+    return _memoized(  # type: ignore[no-any-return]
+        ("depth", buf, desc.full_name, limit),
         lambda: _walk(buf, 0, len(buf), desc, 0, limit, 0)[0],
     )
 

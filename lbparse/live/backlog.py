@@ -80,8 +80,8 @@ def _decode(f: BinaryIO) -> Raw:
     server, local, subject, reply, sid, headers, data = parts
     return Raw(
         ts,
-        server.decode(),
-        local.decode(),
+        server.decode(),  # type: ignore[union-attr]
+        local.decode(),  # type: ignore[union-attr]
         subject.decode(),  # type: ignore[union-attr]
         None if reply is None else reply.decode(),
         None if sid is None else sid.decode(),

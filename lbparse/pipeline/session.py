@@ -326,11 +326,11 @@ def _handlers_kept(context: Any) -> Iterator[None]:
     if interrupts.active() is None or module is None or real is None:
         yield
         return
-    module.signal = _KeepHandlers(real)
+    setattr(module, "signal", _KeepHandlers(real))  # noqa: B010 (mypy: a module attribute)
     try:
         yield
     finally:
-        module.signal = real
+        setattr(module, "signal", real)  # noqa: B010
 
 
 def _kill(launched: list[Any], context: Any) -> None:

@@ -141,7 +141,7 @@ def decode_command(data: bytes) -> RaftCommand:
             "bad_struct", f"data ({len(data)} bytes) is not a protocol.RaftLog: {exc}"
         ) from None
     enum = log.DESCRIPTOR.fields_by_name["op"].enum_type
-    number = log.op
+    number = getattr(log, "op")  # noqa: B009 (the generated stub has no `op`)
     value = enum.values_by_number.get(number) if enum is not None else None
     op = value.name if value is not None else f"Op({number})"
     command = COMMANDS.get(op)

@@ -116,7 +116,7 @@ def _flat(arr: Any, desc: Any) -> Iterator[Any]:
         if default is not None and child.null_count:
             child = pc.fill_null(child, pa.scalar(default, child.type))
         columns.append(child.to_pylist())
-    make: Callable[[Any], Any] = cls._make
+    make: Callable[[Any], Any] = getattr(cls, "_make")  # noqa: B009 (mypy: cls is any tuple type)
     return map(make, zip(*columns))
 
 
