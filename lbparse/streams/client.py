@@ -188,8 +188,8 @@ class StreamsClient:
         timeout: Seconds one unary call is waited for, and a subscription may
             stay silent, before the node counts as failed (a FetchMetadata is
             waited for 4 s at least).
-        retries: How many times a read is taken up again after its node failed,
-            in a row, before it is an error.
+        retries: How many times one read() is taken up again after its node
+            failed, at most; the failure after that is an error.
         replica: Read from an in-sync follower rather than the leader
             (Liftbridge's readISRReplica), to take the load off the leader.
     """
@@ -543,8 +543,8 @@ class StreamsClient:
 
         Raises:
             StreamsError: Raised by the iterator: a range that is not committed, a
-                partition paused, deleted or gone, or `retries` failures of its
-                nodes in a row.
+                partition paused, deleted or gone, or more than `retries`
+                failures of its nodes during the read.
         """
         messages: Iterator[api_pb2.Message] = self._read(stream, partition, start, end, at)
         return messages
