@@ -105,8 +105,11 @@ class Interrupts:
             signal.signal(s, self._handler)
 
     def close(self) -> None:
-        """The run is over: the wakeup pipe and its watcher go (the handlers stay:
-        a signal now, with nothing of Spark left, raises Interrupted once)."""
+        """The run is over: the wakeup pipe and its watcher go.
+
+        The handlers stay: a signal now, with nothing of Spark left, raises
+        Interrupted once.
+        """
         global _ACTIVE
         self._seen.set()  # a watcher still repeating its stops ends them
         if self.hit is None:  # nothing to keep quiet: the hooks as they were
@@ -207,8 +210,14 @@ class Interrupts:
     # -- the main thread's side ----------------------------------------------
 
     def check(self) -> None:
-        """Raise Interrupted if a signal came; first let a round of stops under
-        way finish, so that what the run does next (stop Spark) does not race it."""
+        """Raise Interrupted if a signal came.
+
+        A round of stops under way is first let finish (SETTLE seconds at most),
+        so that what the run does next (stop Spark) does not race it.
+
+        Raises:
+            Interrupted: A signal came; it carries the signal's number.
+        """
         if self.hit is None:
             return
         self._seen.set()
@@ -224,6 +233,23 @@ class Interrupts:
 
     @contextmanager
     def spark_calls(self, stop: Callable[[], None] | None = None) -> Iterator[None]:
+        """A block where the main thread may be inside a call to the JVM.
+
+        In it a signal is only recorded, and `stop` run by the watcher thread;
+        the block's code calls check() where it can stop.
+
+        Args:
+            stop: What stops the JVM's work of this block (kill it while it
+                starts, cancel its jobs), run by the watcher thread, every ROUND
+                seconds until the main thread takes the interruption; None: nothing
+                to stop.
+
+        Yields:
+            Nothing: the block runs inside.
+
+        Raises:
+            Interrupted: A signal came before the block (from check()).
+        """
         self.check()
         self._deferring += 1
         if stop is not None:
@@ -236,6 +262,13 @@ class Interrupts:
             self._deferring -= 1
 
     def on_interrupt(self, action: Callable[[], None]) -> None:
+        """Register `action` to be run as soon as an interruption is recorded.
+
+        Args:
+            action: A callable of no arguments, run by the watcher thread (at once,
+                if the interruption was acted on already); its exceptions are
+                ignored.
+        """
         self._always.append(action)
         if self._always_done:  # registered after the watcher ran them: now
             _quietly(action)
@@ -249,26 +282,54 @@ def _quietly(action: Callable[[], None]) -> None:
 
 
 def active() -> Interrupts | None:
+    """The Interrupts installed for the run under way.
+
+    Returns:
+        The installed Interrupts, or None when none is (outside the pipeline
+        command).
+    """
     return _ACTIVE
 
 
 def interrupted() -> int | None:
-    """The signal that interrupted the run, if one did (None without Interrupts)."""
+    """The signal that interrupted the run, if one did.
+
+    Returns:
+        The first signal's number (SIGINT or SIGTERM), or None: no signal came,
+        or no Interrupts is installed.
+    """
     return _ACTIVE.hit if _ACTIVE is not None else None
 
 
 def check() -> None:
-    """Raise Interrupted if the run was interrupted."""
+    """Raise Interrupted if the run was interrupted (a no-op without Interrupts).
+
+    Raises:
+        Interrupted: A signal came during the run.
+    """
     if _ACTIVE is not None:
         _ACTIVE.check()
 
 
 @contextmanager
 def spark_calls(stop: Callable[[], None] | None = None) -> Iterator[None]:
-    """A block where the main thread may be inside a call to the JVM: a signal
-    is only recorded (and `stop` run by the watcher thread); the block's code
-    calls check() where it can stop. Raises Interrupted at once if a signal
-    came before it."""
+    """A block where the main thread may be inside a call to the JVM.
+
+    A signal is only recorded there (and `stop` run by the watcher thread);
+    the block's code calls check() where it can stop. Without Interrupts
+    installed it is an empty block.
+
+    Args:
+        stop: What stops the JVM's work of this block (kill it while it
+            starts, cancel its jobs), run by the watcher thread; None: nothing
+            to stop.
+
+    Yields:
+        Nothing: the block runs inside.
+
+    Raises:
+        Interrupted: At once, if a signal came before the block.
+    """
     if _ACTIVE is None:
         yield
         return
@@ -277,6 +338,12 @@ def spark_calls(stop: Callable[[], None] | None = None) -> Iterator[None]:
 
 
 def on_interrupt(action: Callable[[], None]) -> None:
-    """`action` run (by the watcher thread) as soon as an interruption is recorded."""
+    """Run `action` (by the watcher thread) as soon as an interruption is recorded.
+
+    A no-op without Interrupts installed.
+
+    Args:
+        action: A callable of no arguments; its exceptions are ignored.
+    """
     if _ACTIVE is not None:
         _ACTIVE.on_interrupt(action)

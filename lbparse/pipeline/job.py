@@ -72,6 +72,20 @@ class JobFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class PipelineOptions:
+    """What a run reads, how it decodes, and where it writes.
+
+    Attributes:
+        inputs: The input paths (captures, recordings, Parquet tables of
+            payloads, Liftbridge data directories; files or directories).
+        out: DIR, the output directory (a local path or a filesystem URI).
+        decode: How payloads are decoded (layout, CRC check, leniency,
+            protobuf defaults).
+        source: How inputs are read (a Parquet table's payload, subject and
+            timestamp columns; rows per batch).
+        overwrite: Replace an earlier run's output in DIR (--overwrite);
+            without it, one is refused.
+    """
+
     inputs: tuple[str, ...]
     out: str
     decode: DecodeOptions = field(default_factory=DecodeOptions)
@@ -80,7 +94,19 @@ class PipelineOptions:
 
 
 def group_units(units: Sequence[Unit], slots: int) -> list[list[Unit]]:
-    """Units in tasks, in order: about two tasks per core, small files together."""
+    """Units in tasks, in order: about two tasks per core, small files together.
+
+    A task's share is the total over twice `slots`, at least MIN_TASK_BYTES
+    and at most MAX_TASK_BYTES; a unit larger than that is a task of its own.
+
+    Args:
+        units: The planned units, in the order they are to be read.
+        slots: The cores the session has (its default parallelism).
+
+    Returns:
+        The tasks, each a list of consecutive units; together every unit once,
+        in order.
+    """
     total = sum(u.nbytes for u in units)
     target = min(max(total // max(2 * slots, 1) + 1, MIN_TASK_BYTES), MAX_TASK_BYTES)
     groups: list[list[Unit]] = []
@@ -117,22 +143,45 @@ def run(
     check_interrupt: Callable[[], None] | None = None,
     on_swapped: Callable[[Summary], None] | None = None,
 ) -> Summary:
-    """Decode every input into DIR's tables and write DIR/summary.json (`units`:
-    the inputs already planned, as `lbparse pipeline` does before Spark starts).
+    """Decode every input into DIR's tables and write DIR/summary.json.
 
     The new output is written beside the old one and swapped in at the end
     (outdir.py): a run that fails or is interrupted (Interrupted, or
     KeyboardInterrupt, raised on as Interrupted with the rows done and what
-    was kept) leaves DIR as it was. `check_interrupt` raises Interrupted if
-    the run was interrupted: it is called between the steps (a caller whose
-    signal handler only records the signal while Spark may be inside a call,
-    as lbparse.pipeline.interrupts does, is stopped there), last before the
-    swap, and when the job fails (a signal to the process group stops the
-    JVM too, and the job then fails by the interruption, not by itself); a
-    job cancelled for the signal fails that way too. `on_swapped` is
-    called as the new output is in place, with the signals still held back:
-    a caller told so cannot mistake a signal that comes after it, wherever
-    it lands, for one that kept the earlier output."""
+    was kept) leaves DIR as it was.
+
+    Args:
+        spark: The session to run in.
+        options: The inputs, how to decode them, DIR and --overwrite.
+        on_plan: Called with the units and the number of tasks once they are
+            planned, before the job starts (for progress); None: not called.
+        units: The inputs already planned, as `lbparse pipeline` does before
+            Spark starts; None: planned here.
+        check_interrupt: Raises Interrupted if the run was interrupted: it is
+            called between the steps (a caller whose signal handler only
+            records the signal while Spark may be inside a call, as
+            lbparse.pipeline.interrupts does, is stopped there), last before
+            the swap, and when the job fails (a signal to the process group
+            stops the JVM too, and the job then fails by the interruption, not
+            by itself); a job cancelled for the signal fails that way too.
+        on_swapped: Called with the summary as the new output is in place, with
+            the signals still held back: a caller told so cannot mistake a
+            signal that comes after it, wherever it lands, for one that kept
+            the earlier output.
+
+    Returns:
+        The run's summary, as written to DIR/summary.json.
+
+    Raises:
+        ValueError: Bad decode options, or no input files.
+        OutputError: DIR cannot be written, or holds what the run may not
+            replace (outdir.check), before any work.
+        OSError: No staging directory could be made in DIR.
+        Interrupted: The run was interrupted; DIR is as it was unless the swap
+            was done (`finished`).
+        JobFailed: The job itself failed (Spark, a worker, the filesystem):
+            nothing was committed; the cause is chained.
+    """
     start = time.monotonic()
     options.decode.check()
     skipped: list[tuple[str, str]] = []

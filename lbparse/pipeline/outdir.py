@@ -78,8 +78,16 @@ _PART = re.compile(r"part-[\w.-]*\.parquet")
 
 @dataclass
 class OutPlan:
-    """What a run will do to DIR: the names it writes (tables, then the
-    summary), the ones there now that it replaces, and tables it leaves."""
+    """What a run will do to DIR.
+
+    Attributes:
+        out: DIR, as given (a local path or a URI).
+        writes: The names the run writes in DIR: its tables, then the summary.
+        replaces: The paths of an earlier run's output that it replaces
+            (--overwrite).
+        leftovers: The paths an unfinished run left, which it replaces.
+        kept: The paths of tables it does not write, left as they are.
+    """
 
     out: str
     writes: tuple[str, ...]
@@ -93,13 +101,30 @@ class OutPlan:
         return bool(self.replaces or self.kept)
 
     def path(self, name: str) -> str:
+        """The path (or URI) of a name in DIR.
+
+        Args:
+            name: A table or SUMMARY_FILE.
+
+        Returns:
+            DIR/name, a local DIR made absolute.
+        """
         return _join(self.out, name)
 
 
 def tables_written(writes_entries: bool) -> tuple[str, ...]:
-    """The tables a run writes: messages, every payload type's, the traffic
-    tables and the gRPC ones, whatever the rows (their rows come from the same inputs), and entries
-    with data directories."""
+    """The tables a run writes, whatever the rows (their rows come from the same inputs).
+
+    Messages, every payload type's, the traffic tables and the gRPC ones,
+    and entries with data directories.
+
+    Args:
+        writes_entries: Whether a Liftbridge data directory is among the
+            inputs (then DIR/entries is written too).
+
+    Returns:
+        The tables' names, entries last.
+    """
     tables = (*table_names(), *GRPC_TABLES)
     return (*tables, ENTRIES_DIR) if writes_entries else tables
 
@@ -115,10 +140,20 @@ def _deepest() -> int:
 
 
 def check_location(out: str, inputs: Sequence[str], option: str = "-o/--output") -> None:
-    """DIR as a place to write (lbparse.outputs.check_dir: a writable directory,
-    or one that can be made; its files' paths within PATH_MAX), or
-    OutputError: what `check` looks at first, and what the pipeline says
-    before it reads any input."""
+    """Check DIR as a place to write, before the pipeline reads any input.
+
+    A writable directory, or one that can be made; its files' paths within
+    PATH_MAX (lbparse.outputs.check_dir): what `check` looks at first. A URI
+    is not checked here.
+
+    Args:
+        out: DIR, a local path or a URI.
+        inputs: The input paths (DIR may not be one, nor inside one).
+        option: The option that named DIR, as the error says it.
+
+    Raises:
+        OutputError: DIR cannot be written (one line).
+    """
     if "://" not in out:
         check_dir(out, option, inputs, deepest=_deepest())
 
@@ -130,7 +165,27 @@ def check(
     writes_entries: bool,
     option: str = "-o/--output",
 ) -> OutPlan:
-    """What writing DIR would replace, or OutputError (one line, before any work)."""
+    """What writing DIR would replace, checked before any work.
+
+    Args:
+        out: DIR, a local path or a URI.
+        overwrite: Whether an earlier run's output may be replaced
+            (--overwrite).
+        inputs: The input paths: none may be inside what the run replaces.
+        writes_entries: Whether the run writes DIR/entries (data directories
+            among the inputs).
+        option: The option that named DIR, as the error says it.
+
+    Returns:
+        The plan: what the run writes, replaces and keeps.
+
+    Raises:
+        OutputError: One line, before any work: DIR cannot be written, or a
+            name the run writes is a symbolic link, is not a directory (a
+            table) or a file (the summary), holds an input, is an earlier
+            run's and `overwrite` is not given, or is a table holding files
+            a run does not write.
+    """
     plan = OutPlan(out, (*tables_written(writes_entries), SUMMARY_FILE))
     if "://" in out:
         _check_remote(plan, overwrite)
@@ -248,9 +303,15 @@ def _check_remote(plan: OutPlan, overwrite: bool) -> None:
 
 
 def clear_stale(fs: pafs.FileSystem, out: str) -> None:
-    """Remove staging directories of runs into `out` whose process is gone
-    (killed with SIGKILL; any other end removes its own). Local only: a pid
-    means nothing on another filesystem's machine."""
+    """Remove staging directories of runs into `out` whose process is gone.
+
+    Those are runs killed with SIGKILL; any other end removes its own. Local
+    only: a pid means nothing on another filesystem's machine.
+
+    Args:
+        fs: DIR's filesystem (nothing is done unless it is the local one).
+        out: DIR, as a path in `fs`.
+    """
     if not isinstance(fs, pafs.LocalFileSystem) or not os.path.isdir(out):
         return
     for entry in os.scandir(out):
@@ -285,7 +346,19 @@ def _alive(pid: int) -> bool:
 
 
 def make_staging(fs: pafs.FileSystem, out: str) -> str:
-    """A new directory in `out` (made if needed) for this run's output."""
+    """A new directory in `out` (made if needed) for this run's output.
+
+    Args:
+        fs: DIR's filesystem.
+        out: DIR, as a path in `fs`.
+
+    Returns:
+        The new directory's path, `out/.lbparse-staging-PID-RANDOM`.
+
+    Raises:
+        OSError: No new directory could be made (after 100 names), or `out`
+            cannot be made.
+    """
     fs.create_dir(out, recursive=True)
     for _ in range(100):
         path = f"{out}/{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
@@ -303,10 +376,22 @@ def make_staging(fs: pafs.FileSystem, out: str) -> str:
 
 
 def swap(fs: pafs.FileSystem, staging: str, out: str, names: Sequence[str]) -> None:
-    """Move each of `names` from `staging` to `out`, the ones there before into
-    staging/previous; all of it moved back if a move fails. The old summary
-    goes first and the new one comes last, so that a summary never describes
-    tables that are not its own."""
+    """Move each of `names` from `staging` to `out`, the ones there before into staging/previous.
+
+    All of it is moved back if a move fails. The old summary goes first and
+    the new one comes last, so that a summary never describes tables that are
+    not its own.
+
+    Args:
+        fs: DIR's filesystem.
+        staging: The run's staging directory (make_staging()'s).
+        out: DIR, as a path in `fs`.
+        names: The names to move in (OutPlan.writes): tables and
+            SUMMARY_FILE.
+
+    Raises:
+        OSError: A move failed (the moves done are undone first).
+    """
     previous = f"{staging}/previous"
     fs.create_dir(previous)
     done: list[tuple[str, str]] = []

@@ -64,7 +64,16 @@ TASK_BUFFER = 128 << 20
 
 
 def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem of a path or URI, and the path in it (local paths made absolute)."""
+    """The filesystem of a path or URI, and the path in it.
+
+    Args:
+        path: A local path, or a URI pyarrow.fs opens (file://, hdfs://,
+            s3://).
+
+    Returns:
+        (filesystem, path in it): a local path made absolute, on the local
+        filesystem.
+    """
     if "://" in path:
         fs, inner = pafs.FileSystem.from_uri(path)
         return fs, str(inner)
@@ -73,6 +82,15 @@ def filesystem(path: str) -> tuple[pafs.FileSystem, str]:
 
 @dataclass(frozen=True)
 class WrittenFile:
+    """One Parquet file a task attempt wrote.
+
+    Attributes:
+        path: The file, relative to the attempt's directory:
+            TABLE/part-....parquet.
+        table: The table it belongs to.
+        rows: How many rows it holds.
+    """
+
     path: str  # relative to the attempt's directory: TABLE/part-....parquet
     table: str
     rows: int
@@ -82,8 +100,14 @@ class TableWriter:
     """One task attempt's files: per table, one file of row groups of ~64 MB.
 
     `write(table, n, columns)` takes `n` rows of one table as columns by
-    name; a column not given is null for those rows. `schema_of(table)` is
-    the table's schema; every file has its table's whole schema.
+    name; a column not given is null for those rows. Every file has its
+    table's whole schema.
+
+    Args:
+        fs: The filesystem written to.
+        base: The attempt's directory in `fs`; a table's file goes to
+            base/TABLE/part-RANDOM.parquet.
+        schema_of: The schema of a table, by its name.
     """
 
     def __init__(
@@ -114,6 +138,21 @@ class TableWriter:
             raise OSError(f"{out}: cannot write: {why}") from exc
 
     def write(self, table: str, n: int, columns: dict[str, pa.Array]) -> None:
+        """Take `n` rows of `table`, as columns by name.
+
+        The rows are buffered, and written as a row group once the table's
+        buffer reaches ROW_GROUP_BYTES (or the task's, TASK_BUFFER).
+
+        Args:
+            table: The table's name.
+            n: How many rows; 0 writes nothing.
+            columns: The rows' columns by name, each `n` long; a column of the
+                table's schema not given is null for those rows.
+
+        Raises:
+            OSError: A write failed (a full disk), said as the output's in one
+                line: "DIR: cannot write: why".
+        """
         with self._writing():
             self._write(table, n, columns)
 
@@ -128,7 +167,12 @@ class TableWriter:
             self._flush(max(self.buffered, key=self.buffered.__getitem__))
 
     def write_table(self, name: str, table: pa.Table) -> None:
-        """All the rows of an Arrow table of `name` (its columns by name)."""
+        """All the rows of an Arrow table of `name` (its columns by name), as write().
+
+        Args:
+            name: The table's name.
+            table: The rows; its columns are named as the table's schema's.
+        """
         self.write(
             name, table.num_rows, {c: table.column(c).combine_chunks() for c in table.column_names}
         )
@@ -174,6 +218,15 @@ class TableWriter:
         self.rows[rel] += data.num_rows
 
     def close(self) -> list[WrittenFile]:
+        """Write what is buffered and close every file.
+
+        Returns:
+            Every file written by this writer, each with its table and rows.
+
+        Raises:
+            OSError: A write failed (a full disk), said as the output's in one
+                line.
+        """
         with self._writing():
             return self._close()
 
@@ -187,6 +240,7 @@ class TableWriter:
         return self.files
 
     def abort(self) -> None:
+        """Close the open files, ignoring errors (a task that failed); the files are not listed."""
         for _, writer, _ in self.writers.values():
             try:
                 writer.close()
@@ -196,10 +250,19 @@ class TableWriter:
 
 
 def parquet_writer(where: Any, schema: pa.Schema) -> pq.ParquetWriter:
-    """A Parquet writer of one table as every lbparse writer writes it (the
-    pipeline, `capture --tables`): `dataset_schema`'s pandas metadata, so
-    pandas reads integers as integers, and `_options`' dictionaries and
-    statistics. `where`: a path or an output stream."""
+    """A Parquet writer of one table as every lbparse writer writes it.
+
+    The pipeline and `capture --tables` write through it: `dataset_schema`'s
+    pandas metadata, so pandas reads integers as integers, and `_options`'
+    dictionaries and statistics.
+
+    Args:
+        where: A path or an output stream.
+        schema: The table's schema (its pandas metadata added here).
+
+    Returns:
+        An open pyarrow ParquetWriter; the caller closes it.
+    """
     full = dataset_schema(schema)
     return pq.ParquetWriter(where, full, **_options(full))
 
@@ -249,8 +312,21 @@ def _leaves(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
 def commit(
     fs: pafs.FileSystem, dest: str, temporary: str, files: list[tuple[str, str]]
 ) -> list[str]:
-    """Move each (attempt dir, TABLE/part file) to dest/TABLE/, drop `temporary`
-    and mark each table written (_SUCCESS); the tables, in the order first seen."""
+    """Move the attempts' files into dest/TABLE/ and mark each table written.
+
+    Each (attempt dir, TABLE/part file) is moved to dest/TABLE/, `temporary`
+    dropped, and each table given its _SUCCESS.
+
+    Args:
+        fs: The filesystem of the output.
+        dest: The run's directory (the staging directory of DIR).
+        temporary: RUNDIR/_temporary/RUN, under which the attempts wrote.
+        files: (attempt directory, TABLE/part file) of every file of the
+            successful attempts.
+
+    Returns:
+        The tables, in the order first seen.
+    """
     tables: list[str] = []
     for attempt, rel in files:
         table = rel.split("/", 1)[0]
@@ -266,7 +342,12 @@ def commit(
 
 
 def discard(fs: pafs.FileSystem, path: str) -> None:
-    """Delete a directory tree if it is there; remove _temporary when it is left empty."""
+    """Delete a directory tree if it is there; remove _temporary when it is left empty.
+
+    Args:
+        fs: The filesystem.
+        path: The directory, in `fs`.
+    """
     try:
         fs.delete_dir(path)
     except FileNotFoundError:
@@ -281,7 +362,12 @@ def discard(fs: pafs.FileSystem, path: str) -> None:
 
 
 def attempt_id() -> str:
-    """This task attempt's directory name (stage, partition, attempt)."""
+    """This task attempt's directory name (stage, partition, attempt).
+
+    Returns:
+        "stageS-taskP-attemptA" in a Spark task; outside Spark (tests of the
+        pieces) "local-" and a random part.
+    """
     ctx = need("pyspark").TaskContext.get()  # a Spark task's; the pieces run without Spark
     if ctx is None:  # outside Spark (tests of the pieces)
         return f"local-{uuid.uuid4().hex[:8]}"

@@ -59,7 +59,17 @@ _COUNT_KEYS = re.compile(
 
 
 def check_master(master: str | None) -> None:
-    """Raise ValueError unless `master` is a Spark master URL (None: local[*])."""
+    """Raise ValueError unless `master` is a Spark master URL.
+
+    Args:
+        master: The --master value: local, local[N], local[*],
+            spark://HOST:PORT[,HOST:PORT...], yarn or k8s://URL; None:
+            local[*], nothing to check.
+
+    Raises:
+        ValueError: `master` is none of those forms, or a standalone master's
+            HOST:PORT is not one (one line).
+    """
     if master is None:
         return
     if not any(p.fullmatch(master) for p in _MASTERS):
@@ -85,8 +95,19 @@ def _spark_endpoints(master: str) -> list[tuple[str, int]]:
 
 
 def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> None:
-    """For a standalone master: raise ValueError unless one of its masters accepts a
-    connection (Spark itself would retry for a minute, then fail with a stack trace)."""
+    """For a standalone master, raise ValueError unless one of its masters accepts a connection.
+
+    Spark itself would retry for a minute, then fail with a stack trace.
+    Other masters are not checked.
+
+    Args:
+        master: The --master value (None: local[*], not checked).
+        timeout: Seconds each connection attempt may take.
+
+    Raises:
+        ValueError: No master of a spark:// URL accepts a TCP connection, or
+            one is not HOST:PORT.
+    """
     if master is None or not master.startswith("spark://"):
         return
     reasons = []
@@ -103,7 +124,16 @@ def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> Non
 
 
 def check_conf(conf: Mapping[str, str]) -> None:
-    """Raise ValueError for a setting that is not Spark's or whose value Spark cannot read."""
+    """Raise ValueError for a setting that is not Spark's or whose value Spark cannot read.
+
+    Args:
+        conf: The --conf settings, key to value.
+
+    Raises:
+        ValueError: A key not starting with "spark.", or a size (memory,
+            buffer) or count (cores, instances, partitions) setting whose value
+            is not one (one line).
+    """
     for key, value in conf.items():
         if not key.startswith("spark."):
             raise ValueError(
@@ -117,15 +147,33 @@ def check_conf(conf: Mapping[str, str]) -> None:
 
 
 def check_inputs(paths: Sequence[str]) -> None:
-    """Raise ValueError for an input that is not there (before Spark starts for it)."""
+    """Raise ValueError for an input that is not there (before Spark starts for it).
+
+    Args:
+        paths: The input paths; URIs are not checked.
+
+    Raises:
+        ValueError: One or more local inputs do not exist (all named).
+    """
     missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
     if missing:
         raise ValueError(f"no such input: {', '.join(missing)}")
 
 
 def check_units(units: Iterable[object], column: str) -> None:
-    """Raise ValueError if a Parquet table lacks the payload column (--column), or has
-    it in a type that holds no bytes: nothing of that table could be decoded."""
+    """Raise ValueError if a Parquet table lacks the payload column (--column).
+
+    A table that has it in a type that holds no bytes is refused too: nothing
+    of that table could be decoded.
+
+    Args:
+        units: The planned units (lbparse.columnar.sources.Unit).
+        column: The payload column (--column) the units were planned with
+            (their errors name it).
+
+    Raises:
+        ValueError: A unit's error is input:bad_column; the error's message.
+    """
     for u in units:
         error = getattr(u, "error", None)
         if error is not None and error[0] == "input:bad_column":
@@ -145,11 +193,21 @@ _SHOWN_BYTES = 40  # of a text file's start, its first line quoted
 
 
 def check_formats(paths: Sequence[str], units: Iterable[object]) -> None:
-    """Raise ValueError for a file named as an input that is in no format the
-    pipeline reads (as `lbparse capture` and `lbparse report` refuse it): a
-    mistake on the command line, said before Spark starts rather than as a
-    problem row after it. A file of that kind inside an input directory is
-    the directory's business and stays a row (input:unknown_format)."""
+    """Raise ValueError for a file named as an input that is in no format the pipeline reads.
+
+    As `lbparse capture` and `lbparse report` refuse it: a mistake on the
+    command line, said before Spark starts rather than as a problem row after
+    it. A file of that kind inside an input directory is the directory's
+    business and stays a row (input:unknown_format).
+
+    Args:
+        paths: The inputs as given on the command line.
+        units: The planned units (lbparse.columnar.sources.Unit).
+
+    Raises:
+        ValueError: Each such file named, with what its first bytes look like
+            (gzip-compressed, text, ...).
+    """
     given = {os.path.abspath(p): p for p in paths if "://" not in p}
     bad: dict[str, None] = {}
     for u in units:
@@ -185,7 +243,16 @@ def _found(path: str) -> str:
 
 
 def start_error(exc: BaseException) -> str:
-    """One line of why Spark did not start (the JVM's own message, not its trace)."""
+    """One line of why Spark did not start (the JVM's own message, not its trace).
+
+    Args:
+        exc: The exception the session's start raised (py4j's wraps the Java
+            exception).
+
+    Returns:
+        The Java exception's message, else the exception's first line (its
+        class name when it has no text).
+    """
     text = str(exc).strip()
     for line in text.splitlines():
         line = line.strip()

@@ -56,11 +56,30 @@ def _spark(t: pa.DataType) -> StructType:
 
 
 def message_struct(descriptor: Descriptor) -> StructType:
-    """What `from_protobuf(col, messageName)` gives for `descriptor` (default options)."""
+    """What `from_protobuf(col, messageName)` gives for `descriptor` (default options).
+
+    Args:
+        descriptor: A protobuf message's descriptor.
+
+    Returns:
+        The message's Spark struct type.
+    """
     return _spark(message_type(descriptor))
 
 
 def payload_struct(payload_type: str) -> StructType:
+    """The Spark struct of one payload type's decoded values.
+
+    Args:
+        payload_type: A payload type with a struct column ("proto.Message",
+            "proto.Ack", ...: typed_payloads()'s keys).
+
+    Returns:
+        The struct type of that payload type's column.
+
+    Raises:
+        ValueError: The payload type has no struct column.
+    """
     return _spark(payload_type_of(payload_type))
 
 
@@ -69,10 +88,20 @@ FIXED_COLUMNS: StructType = from_arrow_schema(pa.schema(list(FIXED_FIELDS)))
 
 @cache
 def output_schema() -> StructType:
+    """Spark's view of the wide row: the fixed columns, then a struct column per payload type.
+
+    Returns:
+        The StructType of the pipeline's messages rows (cached: the same object
+        each call).
+    """
     return from_arrow_schema(arrow_output_schema())
 
 
 @cache
 def entries_schema() -> StructType:
-    """Spark's view of the entries table (lbparse.columnar.entries)."""
+    """Spark's view of the entries table (lbparse.columnar.entries).
+
+    Returns:
+        The StructType of a data directory's entries (cached).
+    """
     return from_arrow_schema(arrow_entries_schema())

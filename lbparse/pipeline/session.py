@@ -89,7 +89,11 @@ logger.mapoutput.level = fatal
 
 
 def under_spark_submit() -> bool:
-    """True when spark-submit started this Python (it hands over its JVM gateway)."""
+    """Whether spark-submit started this Python (it hands over its JVM gateway).
+
+    Returns:
+        True when PYSPARK_GATEWAY_PORT is set.
+    """
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
@@ -121,7 +125,28 @@ def spark_session(
     conf: Mapping[str, str] | None = None,
     quiet: bool = True,
 ) -> SparkSession:
-    """The SparkSession to run in: the active one (spark-submit's, a test's), or a new one."""
+    """The SparkSession to run in: the active one (spark-submit's, a test's), or a new one.
+
+    A new one runs the driver's interpreter in the workers (PYSPARK_PYTHON),
+    binds to 127.0.0.1 on a local or loopback master, and gets DEFAULT_CONF;
+    so does an active one.
+
+    Args:
+        master: The Spark master URL of a new session; None: local[*] (every
+            core). Not used when a session is active or under spark-submit.
+        app_name: The application's name, as Spark's UI shows it.
+        conf: Spark settings for a new session, over the quiet start's.
+        quiet: Hold the JVM's stderr back while it starts (shown if the start
+            fails) and keep log4j to errors; False: Spark's own output.
+
+    Returns:
+        The session, its DEFAULT_CONF set.
+
+    Raises:
+        ValueError: Spark did not start (one line: the JVM's reason).
+        Interrupted: A signal stopped the start (under the pipeline's interrupt
+            handling); the JVM launched is killed.
+    """
     session = _session_class()
     active = session.getActiveSession()
     if active is not None:
@@ -347,8 +372,21 @@ def _kill(launched: list[Any], context: Any) -> None:
 def run_session(
     master: str | None = None, *, conf: Mapping[str, str] | None = None
 ) -> Iterator[SparkSession]:
-    """A session for one run: stopped at the end if it was started here, left
-    running if it was already there (spark-submit's, a caller's, a test's)."""
+    """A session for one run, as a context manager.
+
+    Stopped at the end if it was started here, left running if it was
+    already there (spark-submit's, a caller's, a test's).
+
+    Args:
+        master: The Spark master URL of a new session (None: local[*]).
+        conf: Spark settings for a new session.
+
+    Yields:
+        The session.
+
+    Raises:
+        ValueError: Spark did not start.
+    """
     owned = _session_class().getActiveSession() is None and not under_spark_submit()
     spark = spark_session(master, conf=conf)
     try:

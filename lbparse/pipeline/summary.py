@@ -47,7 +47,17 @@ BREAKDOWNS = (
 
 
 def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
-    """Add a decoded batch's rows to the per-layout, per-MsgType and per-error counts."""
+    """Add a decoded batch's rows to the per-layout, per-MsgType and per-error counts.
+
+    A null value is counted under NONE ("(none)").
+
+    Args:
+        batch: A decoded Arrow record batch (the messages rows: layout,
+            msg_type_name and error_kind columns).
+        counts: The unit's counts, updated in place: "per_layout",
+            "per_msg_type" and "per_error_kind", each a Counter by value (made
+            if absent).
+    """
     for key, column in BREAKDOWNS:
         col = batch.column(column)
         c = counts.setdefault(key, Counter())
@@ -63,7 +73,15 @@ def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
     """A batch of stored entries (pipeline/entries.py): per stream and error kind.
 
     Entries have no layout or MsgType: those breakdowns count them as "(none)",
-    so that every breakdown still sums to the rows."""
+    so that every breakdown still sums to the rows.
+
+    Args:
+        batch: An Arrow record batch of the entries table (error_kind and
+            stream columns).
+        counts: The unit's counts, updated in place: "per_layout",
+            "per_msg_type", "per_error_kind" and "per_stream" Counters (made if
+            absent).
+    """
     n = batch.num_rows
     for key in ("per_layout", "per_msg_type"):
         counts.setdefault(key, Counter())[NONE] += n
@@ -79,13 +97,27 @@ def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
 
 
 def count_entry_problems(batch: Any) -> int:
-    """Rows about damage in a segment rather than a stored entry."""
+    """Rows about damage in a segment rather than a stored entry.
+
+    Args:
+        batch: An Arrow record batch of the entries table.
+
+    Returns:
+        How many of its rows have an error kind.
+    """
     kinds = batch.column("error_kind")
     return int(len(kinds) - kinds.null_count)
 
 
 def count_problems(batch: Any) -> int:
-    """Rows about the input rather than a message (error kind `input:...`)."""
+    """Rows about the input rather than a message (error kind `input:...`).
+
+    Args:
+        batch: A decoded Arrow record batch of messages rows.
+
+    Returns:
+        How many of its rows are about the input.
+    """
     kinds = batch.column("error_kind")
     if kinds.null_count == len(kinds):
         return 0
@@ -94,7 +126,38 @@ def count_problems(batch: Any) -> int:
 
 @dataclass
 class FileSummary:
-    """One input file: what was read, what came out."""
+    """One input file: what was read, what came out.
+
+    Attributes:
+        path: The file's path.
+        format: Its format (pcap, pcapng, jsonl, parquet, segment, ...).
+        size: Its size in bytes.
+        bytes_read: Bytes read of it.
+        packets: Packets read (captures).
+        messages: NATS messages (for a table: its rows; for a segment: its
+            entries).
+        problems: Rows about the input itself (gaps, unreadable parts).
+        rows: Rows written for it: messages + problems.
+        gaps: Gaps in the capture.
+        gap_bytes: Bytes missing in those gaps.
+        notices: Problems the capture reader noticed, by kind.
+        notes: Normal behaviour the reader noticed (a cancelled call...), by
+            kind: not problems.
+        per_layout: Rows by header layout ("(none)": none).
+        per_msg_type: Rows by MsgType name ("(none)": none).
+        per_error_kind: Rows by error kind ("(none)": no error).
+        per_stream: Stored entries by stream (segments).
+        file_errors: Why reading stopped early, "input:KIND: message", per
+            unit that stopped.
+        decoded_by: Where the tasks' lbparse was (a cluster's executors may
+            differ), each once.
+        units: The units of the file counted.
+        units_missing: Units whose counts never came back (a bug if ever > 0).
+        read_seconds: Seconds the tasks spent reading the input,
+        decode_seconds: decoding it,
+        write_seconds: and writing Parquet (the rest is Spark's).
+        peak_rss_mb: The largest Python worker that read it, in MB.
+    """
 
     path: str
     format: str
@@ -122,6 +185,12 @@ class FileSummary:
     peak_rss_mb: float = 0.0  # the largest Python worker that read it
 
     def add_unit(self, u: dict[str, Any]) -> None:
+        """Add one unit's counts (a task's result row) to the file's.
+
+        Args:
+            u: The unit's counts as the task returned them (tasks.new_counts()'s
+                keys, with file_error, lbparse and peak_rss_mb where known).
+        """
         self.units += 1
         for name in (
             "bytes_read",
@@ -156,7 +225,23 @@ class FileSummary:
 
 @dataclass
 class Summary:
-    """The whole run: files, totals, breakdowns, and where the data went."""
+    """The whole run: files, totals, breakdowns, and where the data went.
+
+    Attributes:
+        files: One FileSummary per input file, in the order planned.
+        output: Where the messages table was written (DIR/messages).
+        layout: The --layout the run decoded with.
+        seconds: How long the run took.
+        rows_written: Rows in the Parquet files of messages and entries (None:
+            not known).
+        files_written: Parquet files written.
+        error: Why the job failed (then nothing was written); None when it
+            finished.
+        tables: The tables this run wrote, by name (messages, proto_Message,
+            ..., entries): each one's path and rows; only those with rows.
+        skipped: What the inputs' directories held and the run did not read,
+            and why (columnar.sources.plan): [{"path": ..., "reason": ...}].
+    """
 
     files: list[FileSummary]
     output: str
@@ -176,7 +261,18 @@ class Summary:
     def failed(
         cls, units: Iterable[Any], output: str, layout: str, seconds: float, error: str
     ) -> Summary:
-        """A run that did not finish: the inputs it planned, nothing read."""
+        """A run that did not finish: the inputs it planned, nothing read.
+
+        Args:
+            units: The planned units (each file once, however many units it has).
+            output: Where the messages table would have been.
+            layout: The --layout of the run.
+            seconds: How long it ran.
+            error: Why the job failed, one line.
+
+        Returns:
+            A summary whose outcome is "failed".
+        """
         files: dict[str, FileSummary] = {}
         for unit in units:
             if unit.path not in files:
@@ -185,9 +281,12 @@ class Summary:
 
     @property
     def outcome(self) -> str:
-        """ "failed": the job did not finish (a crash, not the data's fault);
-        "problems": it finished and the inputs had problems (or the counts do
-        not add up); "ok": every input read whole."""
+        """How the run ended: "failed", "problems" or "ok".
+
+        "failed": the job did not finish (a crash, not the data's fault);
+        "problems": it finished and the inputs had problems (or the counts do not
+        add up); "ok": every input read whole.
+        """
         if self.error is not None:
             return "failed"
         if self.totals()["problems"] or self.checks():
@@ -205,6 +304,22 @@ class Summary:
         rows_written: int | None = None,
         files_written: int = 0,
     ) -> Summary:
+        """The summary of a finished run, its units' counts folded into one per file.
+
+        Args:
+            units: The planned units, in order.
+            counts: Each unit's counts, by its key (the tasks' result rows); a
+                unit missing here counts in `units_missing`.
+            output: Where the messages table was written.
+            layout: The --layout of the run.
+            seconds: How long it ran.
+            rows_written: Rows in the Parquet files of messages and entries (None:
+                not known).
+            files_written: Parquet files written.
+
+        Returns:
+            The run's summary (its tables and skipped left for the caller).
+        """
         files: dict[str, FileSummary] = {}
         for unit in units:
             f = files.get(unit.path)
@@ -218,6 +333,15 @@ class Summary:
         return cls(list(files.values()), output, layout, seconds, rows_written, files_written)
 
     def totals(self) -> dict[str, Any]:
+        """The sums over every file, and the run's own counts.
+
+        Returns:
+            A dict: "files", the files' counts summed (size, bytes_read, ...,
+            write_seconds), the breakdowns merged (per_layout, per_msg_type,
+            per_error_kind, per_stream, notes; most common first), "entries",
+            "peak_rss_mb", "files_with_problems", "rows_written" and
+            "files_written".
+        """
         t: dict[str, Any] = {"files": len(self.files)}
         for name in (
             "size",
@@ -250,8 +374,14 @@ class Summary:
         return t
 
     def checks(self) -> list[str]:
-        """Where the counts do not add up (an empty list: they all do; a
-        failed run counted nothing, so there is nothing to add up)."""
+        """Where the counts do not add up.
+
+        A failed run counted nothing, so there is nothing to add up.
+
+        Returns:
+            One line per count that does not add up; an empty list when they all
+            do.
+        """
         bad: list[str] = []
         if self.error is not None:
             return bad
@@ -273,9 +403,17 @@ class Summary:
 
     @property
     def rows_per_second(self) -> float:
+        """Rows read per second of the run (0.0 when its time is unknown)."""
         return self.totals()["rows"] / self.seconds if self.seconds else 0.0
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The summary as summary.json holds it.
+
+        Returns:
+            A JSON-ready dict: outcome, output, layout, seconds, rows_per_second,
+            totals, checks, files, skipped, and tables (a finished run) or error
+            (a failed one).
+        """
         d = {
             "outcome": self.outcome,
             "output": self.output,
@@ -294,7 +432,17 @@ class Summary:
         return d
 
     def table(self, max_files: int = 40) -> str:
-        """The summary for people: one line per file, the totals, the breakdowns."""
+        """The summary for people: one line per file, the totals, the breakdowns.
+
+        Paths, stream names and problems are escaped for the terminal.
+
+        Args:
+            max_files: The most files shown one per line; the rest are one line of
+                sums.
+
+        Returns:
+            The text, lines joined by newlines (no final newline).
+        """
         t = self.totals()
         head = ("input", "format", "bytes read", "packets", "messages", "gaps", "problems", "rows")
         under, names = shown_paths([f.path for f in self.files])

@@ -77,17 +77,43 @@ _RESULT = pa.schema(
 
 @dataclass(frozen=True)
 class TaskOptions:
+    """How a task reads and decodes its units.
+
+    Attributes:
+        decode: How payloads are decoded (layout, CRC check, leniency,
+            protobuf defaults).
+        source: How inputs are read (a Parquet table's payload, subject and
+            timestamp columns; rows per batch).
+    """
+
     decode: DecodeOptions
     source: SourceOptions
 
 
 def schema_of(table: str) -> pa.Schema:
-    """The schema of a table the pipeline writes."""
+    """The schema of a table the pipeline writes.
+
+    Args:
+        table: The table's name: entries, messages or a payload table.
+
+    Returns:
+        Its Arrow schema.
+    """
     return arrow_entries_schema() if table == ENTRIES_DIR else table_schema(table)
 
 
 def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
-    """Read and write one segment file (a Liftbridge data directory's); its counts."""
+    """Read and write one segment file (a Liftbridge data directory's); its counts.
+
+    Args:
+        unit: The segment's unit.
+        options: How to read it (rows per batch).
+        writer: The task's writer; the entries go to its `entries` table.
+
+    Returns:
+        The unit's counts (new_counts()'s keys and the summary's: messages,
+        per_stream, ...), for FileSummary.add_unit.
+    """
     counts: dict[str, Any] = {
         "rows": 0,
         "problems": 0,
@@ -131,8 +157,20 @@ def decoded_by() -> str:
 
 
 def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
-    """Read, decode and write one unit (`messages` and a table per payload type
-    present); its counts."""
+    """Read, decode and write one unit; its counts.
+
+    It writes `messages` and a table per payload type present; a whole
+    capture that may hold HTTP/2 is read again for its gRPC tables.
+
+    Args:
+        unit: The unit (a capture, recording or Parquet table, or a run of
+            its rows).
+        options: How to read and decode it.
+        writer: The task's writer.
+
+    Returns:
+        The unit's counts (decode_unit()'s), for FileSummary.add_unit.
+    """
     counts = new_counts()
     held = Held()
     for decoded in decode_unit(unit, options, counts):
@@ -208,6 +246,11 @@ def _array(col: pa.ChunkedArray) -> pa.Array:
 
 
 def new_counts() -> dict[str, Any]:
+    """A unit's counts before any reading: rows, problems and the seconds, all zero.
+
+    Returns:
+        A new dict, for decode_unit() to fill.
+    """
     return {
         "rows": 0,
         "problems": 0,
@@ -218,9 +261,22 @@ def new_counts() -> dict[str, Any]:
 
 
 def decode_unit(unit: Unit, options: TaskOptions, counts: dict[str, Any]) -> Iterator[Decoded]:
-    """The decoded batches of one unit, in order; `counts` (new_counts()) filled as they
-    go, and completed (the summary's per-unit counts) when the unit is done. What
-    `lbparse pipeline`'s tasks write and what the Spark data source (lbparse.spark) reads."""
+    """The decoded batches of one unit, in order.
+
+    `counts` is filled as they go, and completed (the summary's per-unit
+    counts) when the unit is done. What `lbparse pipeline`'s tasks write and
+    what the Spark data source (lbparse.spark) reads.
+
+    Args:
+        unit: The unit to read.
+        options: How to read and decode it.
+        counts: new_counts()'s dict, updated in place: rows, problems and
+            the seconds as the batches go; then messages, peak_rss_mb, lbparse,
+            the reading's stats and the breakdowns.
+
+    Yields:
+        The decoded batches (Decoded), in the input's order.
+    """
     decoder = decoder_for(options.decode)
     stats = UnitStats(unit.path, unit.format, unit.size)
     breakdowns: dict[str, Counter[str]] = {}
@@ -263,6 +319,19 @@ def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
 def run_task(
     batches: Iterator[pa.RecordBatch], options: TaskOptions, temporary: str
 ) -> Iterator[pa.RecordBatch]:
+    """The function given to mapInArrow: read, decode and write a task's units.
+
+    Args:
+        batches: The task's input: rows of one string column, each a JSON list
+            of units (job.task_frame).
+        options: How to read and decode them.
+        temporary: RUNDIR/_temporary/RUN, a path or URI; the attempt writes
+            under temporary/ATTEMPT/TABLE/.
+
+    Yields:
+        One batch in RESULT_SCHEMA: a "unit" row of counts per unit (JSON),
+        and a "file" row per Parquet file written.
+    """
     fs, base = filesystem(temporary)
     attempt = attempt_id()
     writer = TableWriter(fs, f"{base}/{attempt}", schema_of)

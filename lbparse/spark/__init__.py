@@ -34,8 +34,17 @@ __all__ = ["NAME", "LiftbridgeDataSource", "envelope_schema", "from_envelope", "
 
 
 def register(spark: SparkSession) -> None:
-    """Make `format("liftbridge")` known to this session (read and readStream), and
-    `format("liftbridge-streams")` where the extra `streams` is installed."""
+    """Make the lbparse data sources known to a Spark session.
+
+    `format("liftbridge")` (spark.read and spark.readStream) is registered
+    always, and `format("liftbridge-streams")` where the extra `streams`
+    (grpcio) is installed; without it that format stays unknown to the
+    session, and the file source works alone.
+
+    Args:
+        spark: The session to register the data sources with (Spark 4's Python
+            data source API: `spark.dataSource.register`).
+    """
     spark.dataSource.register(LiftbridgeDataSource)
     try:
         streams = need("lbparse.spark.streams_source")

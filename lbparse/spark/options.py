@@ -116,7 +116,22 @@ def _count(options: Mapping[str, str], name: str, default: int) -> int:
 
 
 def stream_options(options: Mapping[str, str], default_age: float) -> tuple[float, int | None]:
-    """readStream's minFileAge (seconds, >= 0) and maxFilesPerTrigger (None: no bound)."""
+    """readStream's own options: minFileAge and maxFilesPerTrigger.
+
+    Args:
+        options: The data source's options (any case).
+        default_age: The minFileAge taken when the option is not given, in
+            seconds.
+
+    Returns:
+        (minFileAge, maxFilesPerTrigger): how long a file must have stayed
+        unchanged before it is read, in seconds (0 or more); the most files one
+        micro-batch reads, None for no bound.
+
+    Raises:
+        ValueError: minFileAge is not a number of seconds (0 or more), or
+            maxFilesPerTrigger is not a whole number from 1 to MAX_COUNT.
+    """
     o = _lower(options)
     age = o.get("minfileage")
     seconds = default_age
@@ -139,7 +154,22 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOptions:
-    """The pipeline's options from the data source's (ValueError for bad ones)."""
+    """The pipeline's options made of the data source's.
+
+    Args:
+        options: The data source's options (any case): layout, lenient,
+            verifyCrc, emitDefaultValues, column, subjectColumn,
+            timestampColumn, batchRows, table, path and paths.
+        stream: Whether the options are readStream's, which also takes
+            maxFilesPerTrigger and minFileAge.
+
+    Returns:
+        The decode and source options a task reads its units with.
+
+    Raises:
+        ValueError: An option that is none of the known ones (a typo), or a bad
+            value (one line naming the option).
+    """
     _check_names(options, stream)
     o = _lower(options)
     rows = _count(o, "batchRows", DEFAULT_BATCH_ROWS)
@@ -160,11 +190,23 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
 
 
 def table(options: Mapping[str, str], storage: bool) -> str | None:
-    """The table named by the `table` option (None: the wide rows), checked
-    against the tables of the inputs: data directories have `entries`;
-    captures, recordings and payload tables have `messages`, one table per
-    payload type and the traffic tables (lbparse.columnar.tables), captures
-    the gRPC tables too."""
+    """The table named by the `table` option, checked against the inputs' tables.
+
+    Data directories have `entries`; captures, recordings and payload tables
+    have `messages`, one table per payload type and the traffic tables
+    (lbparse.columnar.tables), captures the gRPC tables too.
+
+    Args:
+        options: The data source's options (any case).
+        storage: Whether the inputs are data directories (storage_inputs()).
+
+    Returns:
+        The table's name, or None when the option is not given (the wide rows).
+
+    Raises:
+        ValueError: The inputs have no table of that name (the error lists
+            those they have).
+    """
     name = _lower(options).get("table")
     if name is None:
         return None
@@ -179,8 +221,24 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
 
 
 def paths(options: Mapping[str, str]) -> list[str]:
-    """The paths given to load(): `path` for one, `paths` for several (a JSON list,
-    or one path), `file:` URIs as local paths, globs expanded."""
+    """The paths given to load(), as local paths, globs expanded.
+
+    `path` is one, `paths` several (a JSON list, what load([...]) writes, a
+    JSON string, or one plain path); `file:` URIs become local paths; a glob
+    (`*`, `?`, `[...]`, `{a,b}`) that is not a file itself becomes its matches
+    in name order, one matching nothing stays as it is (a missing input, for
+    the checks after).
+
+    Args:
+        options: The data source's options (any case).
+
+    Returns:
+        The input paths, `paths`' first, then `path`.
+
+    Raises:
+        ValueError: No path is given, `paths` is not JSON of strings, or a
+            path is a URI other than `file:` (the tasks read local files).
+    """
     o = _lower(options)
     given: list[str] = []
     if o.get("paths", "").strip():

@@ -50,7 +50,16 @@ NAME = "liftbridge"
 
 
 class UnitReader(DataSourceReader):
-    """The batch reader: the units planned on the driver, read in the tasks."""
+    """The batch reader: the units planned on the driver, read in the tasks.
+
+    Args:
+        options: The data source's options (lbparse.spark.options), which give
+            the inputs (`path`, `paths`), how to decode them, and the `table`.
+
+    Raises:
+        ValueError: A bad option, no path, or inputs that mix data directories
+            and captures.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.inputs = paths(options)
@@ -60,22 +69,90 @@ class UnitReader(DataSourceReader):
         self.table = None if name == ENTRIES else name
 
     def partitions(self) -> Sequence[InputPartition]:
+        """The input partitions: one per unit, planned as `lbparse pipeline` plans them.
+
+        Returns:
+            The partitions, each holding its unit as JSON.
+
+        Raises:
+            ValueError: A missing input, a file in no known format, or a Parquet
+                table without the payload column (preflight's checks).
+        """
         return plan_partitions(self.inputs, self.task)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Read and decode one partition's unit, in a task.
+
+        Args:
+            partition: One of partitions()'s.
+
+        Yields:
+            Arrow record batches in the rows' schema (the wide rows, the table
+            named by `table`, or a data directory's entries); empty ones left out.
+        """
         yield from read_units([Unit.from_json(partition.value)], self.task, self.table)
 
 
 class LiftbridgeDataSource(DataSource):
-    """`format("liftbridge")`: see the module's doc; options in lbparse.spark.options."""
+    """The `liftbridge` data source: captures, recordings, tables and data directories.
+
+    Registered by lbparse.spark.register(); then
+
+        spark.read.format("liftbridge").option("table", "proto_Ack").load("captures/")
+        spark.readStream.format("liftbridge").load("incoming/")
+
+    reads the inputs as `lbparse pipeline` does, its rows the pipeline's:
+    DIR/messages' columns for captures, recordings and Parquet tables of
+    payloads, DIR/entries' for Liftbridge data directories (the two cannot be
+    mixed in one load). The options are named as the command's flags
+    (case-insensitive; an unknown one is refused):
+
+    | option | flag | value |
+    |---|---|---|
+    | `layout` | `--layout` | v0, legacy, ..., auto (the default) |
+    | `lenient` | `--lenient` | true / false (default) |
+    | `verifyCrc` | `--no-verify-crc` | true (default) / false |
+    | `emitDefaultValues` | `--emit-default-values` | true (default) / false |
+    | `column` | `--column` | a Parquet table's payload column (default: payload) |
+    | `subjectColumn` | `--subject-column` | its subject column |
+    | `timestampColumn` | `--timestamp-column` | its capture-time column |
+    | `batchRows` | `--batch-rows` | rows per Arrow batch |
+    | `table` | | `messages` or a payload table (`proto_Message`, ...); none: the wide rows |
+    | `minFileAge` | | readStream: seconds a file must stay unchanged (default 2) |
+    | `maxFilesPerTrigger` | | readStream: the most files per micro-batch |
+
+    The inputs are load()'s: local paths, `file:` URIs or globs. Bad options, a
+    missing input or a wrong `column` raise ValueError when the DataFrame is
+    made, before any task runs.
+    """
 
     @classmethod
     def name(cls) -> str:
+        """The format's name, "liftbridge".
+
+        Returns:
+            The name `format()` takes.
+        """
         return NAME
 
     def schema(self) -> StructType:
         # Called by load(): bad options, a missing input or a wrong column fail there,
         # before any task runs (the inputs are planned again by the reader).
+        """The rows' schema, with every check of the options and inputs.
+
+        Spark calls it in load(), so bad options, a missing input or a wrong
+        column fail there, before any task runs (the inputs are planned again by
+        the reader).
+
+        Returns:
+            The pipeline's messages rows (wide, or the `table`'s), or the entries
+            of data directories.
+
+        Raises:
+            ValueError: A bad or unknown option, a missing input, a file in no
+                known format, a Parquet table without the payload column, or
+                inputs that mix data directories and captures.
+        """
         inputs = paths(self.options)
         task = task_options(dict(self.options), stream=self._streaming())
         name = table(dict(self.options), storage_inputs(inputs))
@@ -92,9 +169,29 @@ class LiftbridgeDataSource(DataSource):
         return bool(lower & {"maxfilespertrigger", "minfileage"})
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader of spark.read.
+
+        Args:
+            schema: The schema of schema() (the options decide it).
+
+        Returns:
+            A UnitReader of this source's options.
+        """
         return UnitReader(dict(self.options))
 
     def streamReader(self, schema: StructType) -> Any:
+        """The streaming reader of spark.readStream: new files of the inputs.
+
+        Args:
+            schema: The schema of schema().
+
+        Returns:
+            A FileStreamReader (lbparse.spark.stream) of this source's options.
+
+        Raises:
+            ValueError: The inputs are data directories: readStream reads new
+                capture and recording files, not data directories.
+        """
         if schema == entries_schema():
             raise ValueError(
                 "liftbridge data source: readStream reads new capture and "

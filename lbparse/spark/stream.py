@@ -57,8 +57,20 @@ def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
 
 
 def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None) -> list[str]:
-    """The files under `inputs` that are whole: visible names, unchanged for `min_age`
-    seconds; oldest first (then by name)."""
+    """The files under `inputs` that are whole, oldest first (then by name).
+
+    Whole: visible names (not starting with "." or "_"), unchanged for
+    `min_age` seconds. A file gone meanwhile is left out.
+
+    Args:
+        inputs: Files and directories (walked in name order, hidden ones
+            skipped).
+        min_age: Seconds since its last modification a file must have.
+        now: The time to measure from (Unix seconds); None: now.
+
+    Returns:
+        The files' absolute paths, by modification time, then by name.
+    """
     now = time.time() if now is None else now
     found = []
     for path in _visible_files(inputs):
@@ -72,7 +84,17 @@ def ready_files(inputs: Sequence[str], min_age: float, now: float | None = None)
 
 
 class FileStreamReader(DataSourceStreamReader):
-    """Offsets: {"files": [every file taken so far, in order]}."""
+    """The streaming reader: new capture and recording files as they appear.
+
+    Its offsets are {"files": [every file taken so far, in order]}.
+
+    Args:
+        options: The data source's options: the inputs, how to decode them,
+            `table`, and readStream's minFileAge and maxFilesPerTrigger.
+
+    Raises:
+        ValueError: A bad option or a missing input.
+    """
 
     def __init__(self, options: dict[str, str]) -> None:
         self.inputs = paths(options)
@@ -82,12 +104,31 @@ class FileStreamReader(DataSourceStreamReader):
         self.min_age, self.max_files = stream_options(options, DEFAULT_MIN_FILE_AGE)
 
     def initialOffset(self) -> dict[str, list[str]]:
+        """The offset a new query starts from: no file taken.
+
+        Returns:
+            {"files": []}.
+        """
         return {"files": []}
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """The micro-batch's bound: maxFilesPerTrigger files, or all that are ready.
+
+        Returns:
+            ReadMaxFiles of maxFilesPerTrigger when given, else ReadAllAvailable.
+        """
         return ReadMaxFiles(self.max_files) if self.max_files else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, list[str]], limit: ReadLimit) -> dict[str, list[str]]:
+        """The offset after the files that are ready now, `limit` of them at most.
+
+        Args:
+            start: The offset the micro-batch starts from.
+            limit: Spark's read limit (ReadMaxFiles bounds the new files).
+
+        Returns:
+            `start`'s files followed by the new ready ones, oldest first.
+        """
         taken = list(start["files"])
         seen = set(taken)
         new = [p for p in ready_files(self.inputs, self.min_age) if p not in seen]
@@ -98,6 +139,18 @@ class FileStreamReader(DataSourceStreamReader):
     def partitions(
         self, start: dict[str, list[str]], end: dict[str, list[str]]
     ) -> Sequence[InputPartition]:
+        """The input partitions of the files `end` lists and `start` does not.
+
+        A file listed by an offset and gone since is a row of its own
+        (input:unreadable), not a failed query.
+
+        Args:
+            start: The micro-batch's start offset.
+            end: Its end offset.
+
+        Returns:
+            One partition per unit of the new files (none when there are none).
+        """
         before = set(start["files"])
         new = [p for p in end["files"] if p not in before]
         if not new:
@@ -117,10 +170,24 @@ class FileStreamReader(DataSourceStreamReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Read and decode one partition's unit, in a task.
+
+        Args:
+            partition: One of partitions()'s.
+
+        Yields:
+            Arrow record batches in the rows' schema; empty ones left out.
+        """
         yield from read_units([Unit.from_json(partition.value)], self.task, self.table)
 
     def commit(self, end: dict[str, list[str]]) -> None:
+        """Nothing to release when Spark commits an offset: the files stay where they are.
+
+        Args:
+            end: The offset committed.
+        """
         pass  # nothing to release: the files stay where they are
 
     def stop(self) -> None:
+        """Nothing to stop: the reader holds no resource."""
         pass

@@ -146,6 +146,13 @@ ROW_FIELDS: tuple[pa.Field, ...] = (
 
 
 def arrow_schema() -> pa.Schema:
+    """The rows' Arrow schema: ROW_FIELDS.
+
+    Returns:
+        A pyarrow schema of ROW_FIELDS: stream, partition, offset, timestamp
+        (Unix ns), time, key, value, headers, subject, reply_subject,
+        correlation_id, ack_inbox and leader_epoch (always null).
+    """
     return pa.schema(ROW_FIELDS)
 
 
@@ -157,6 +164,29 @@ ByTime = int | Offsets
 
 @dataclass(frozen=True)
 class StreamsOptions:
+    """The source's options, parsed and checked on the driver.
+
+    Attributes:
+        servers: The `servers` option: the nodes' addresses (`host:port`).
+        streams: The `stream` option's streams; empty when `pattern` chooses
+            them.
+        starting: startingOffsets: "earliest", "latest", or per-partition
+            offsets ({"stream": {"partition": offset}}, -2 earliest, -1 latest).
+        ending: endingOffsets: "latest", or per-partition offsets as
+            `starting`.
+        max_records: maxRecordsPerTrigger: the most messages per micro-batch,
+            None for no bound.
+        timeout: Seconds a call or a silent subscription may take.
+        pattern: subjectPattern: the streams whose subject matches ('' when
+            `streams` names them).
+        starting_ms: startingTimestamp (one Unix ms for every partition) or
+            startingOffsetsByTimestamp (per partition); over `starting` when
+            given.
+        ending_ms: endingTimestamp or endingOffsetsByTimestamp, as
+            `starting_ms`.
+        replica: readISRReplica: read each partition from an in-sync follower.
+    """
+
     servers: list[str]
     streams: list[str]  # empty when `pattern` chooses them
     starting: str | Offsets
@@ -169,6 +199,11 @@ class StreamsOptions:
     replica: bool = False  # readISRReplica
 
     def client(self) -> StreamsClient:
+        """A client of the options' servers, timeout and replica choice.
+
+        Returns:
+            A new StreamsClient; the caller closes it (a `with` block).
+        """
         return StreamsClient(self.servers, timeout=self.timeout, replica=self.replica)
 
 
@@ -697,20 +732,94 @@ def _capped(begin: Offsets, ends: Offsets, budget: int) -> Offsets:
 
 
 class LiftbridgeStreamsDataSource(DataSource):
-    """`format("liftbridge-streams")`: see the module's doc."""
+    """The `liftbridge-streams` data source: Liftbridge streams read live, by offset.
+
+    Registered by lbparse.spark.register() where the extra `streams` (grpcio)
+    is installed; then
+
+        (spark.read.format("liftbridge-streams").option("servers", "127.0.0.1:9292")
+            .option("stream", "orders").load())
+
+    reads every committed message of the streams, one input partition per
+    Liftbridge partition, and spark.readStream reads them as they are
+    committed. Its options (case-insensitive; an unknown one is refused):
+
+    | option | |
+    |---|---|
+    | `servers` | `host:port[,host:port...]`: any nodes of the cluster (required) |
+    | `stream` | a stream, or a comma list of streams (this or subjectPattern) |
+    | `subjectPattern` | the streams whose subject matches (NATS wildcards `*`, `>`) |
+    | `startingOffsets` | `earliest` (default), `latest`, or JSON `{"orders": {"0": 23, "1": -2}}` |
+    | `startingTimestamp` | Unix ms: each partition from its first message at or after it |
+    | `startingOffsetsByTimestamp` | JSON as startingOffsets, of Unix ms |
+    | `endingOffsets` | batch only: `latest` (default), or JSON as above |
+    | `endingTimestamp` | batch only: up to the first message at or after the time |
+    | `endingOffsetsByTimestamp` | batch only: the same, JSON per partition |
+    | `maxRecordsPerTrigger` | streaming only: at most this many messages per micro-batch |
+    | `readISRReplica` | `true`: read each partition from an in-sync follower |
+    | `timeout` | seconds a call or a silent subscription may take (default 10) |
+
+    In the offsets' JSON, -2 is a partition's earliest offset and -1 its latest.
+    The rows are ROW_FIELDS'. Bad options raise ValueError when the DataFrame
+    is made; a read that fails (a stream that does not exist, a paused
+    partition in a batch read, a node lost more than the client's retries
+    allow) fails its query with one line (lbparse.streams.client's
+    StreamsError).
+    """
 
     @classmethod
     def name(cls) -> str:
+        """The format's name, "liftbridge-streams".
+
+        Returns:
+            The name `format()` takes.
+        """
         return NAME
 
     def schema(self) -> StructType:
         # Called by load(): bad options fail there, before any task runs (the
         # options of one mode alone are checked when the reader is made).
+        """The rows' schema, ROW_FIELDS', after checking the options.
+
+        Spark calls it in load(), so bad options fail there, before any task runs
+        (the options of one mode alone, batch or streaming, are checked when the
+        reader is made).
+
+        Returns:
+            The Spark schema of ROW_FIELDS.
+
+        Raises:
+            ValueError: An unknown option, a missing `servers`, not exactly one of
+                `stream` and `subjectPattern`, or a bad value (one line naming the
+                option).
+        """
         parse_options(dict(self.options), streaming=None)
         return from_arrow_schema(arrow_schema())
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader of spark.read.
+
+        Args:
+            schema: The schema of schema().
+
+        Returns:
+            The reader: partitions planned on the driver, each read in a task.
+
+        Raises:
+            ValueError: A bad option, or one of readStream's (maxRecordsPerTrigger).
+        """
         return StreamsBatchReader(parse_options(dict(self.options), streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The streaming reader of spark.readStream.
+
+        Args:
+            schema: The schema of schema().
+
+        Returns:
+            The reader; its offsets are {"stream": {"partition": next offset}}.
+
+        Raises:
+            ValueError: A bad option, or one of batch reads' (endingOffsets, ...).
+        """
         return StreamsStreamReader(parse_options(dict(self.options), streaming=True))

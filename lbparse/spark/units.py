@@ -33,7 +33,16 @@ __all__ = [
 
 
 def is_storage(path: str) -> bool:
-    """Whether a path is Liftbridge's storage (its rows are entries, not messages)."""
+    """Whether a path is Liftbridge's storage (its rows are entries, not messages).
+
+    Args:
+        path: A data directory (or its streams/, a stream, a partition, a .log
+            file), or any other input.
+
+    Returns:
+        True for Liftbridge storage; False otherwise, or when it cannot be
+        read.
+    """
     try:
         return plan_storage(path) is not None
     except OSError:
@@ -41,7 +50,19 @@ def is_storage(path: str) -> bool:
 
 
 def storage_inputs(inputs: Sequence[str]) -> bool:
-    """Whether the inputs are data directories (entries) rather than captures (messages)."""
+    """Whether the inputs are data directories (entries) rather than captures (messages).
+
+    Args:
+        inputs: The input paths.
+
+    Returns:
+        True when every input is Liftbridge storage; False when none is (or
+        there are no inputs).
+
+    Raises:
+        ValueError: Some inputs are storage and some are not: their rows
+            differ, so they are loaded apart.
+    """
     storage = [is_storage(p) for p in inputs]
     if any(storage) and not all(storage):
         both = [p for p, s in zip(inputs, storage) if s][:1] + [
@@ -55,21 +76,54 @@ def storage_inputs(inputs: Sequence[str]) -> bool:
 
 
 def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
-    """The rows' schema: the pipeline's messages (wide, or table `name`), or the
-    entries of data directories."""
+    """The rows' schema for these inputs.
+
+    The pipeline's messages (wide, or table `name`), or the entries of data
+    directories.
+
+    Args:
+        inputs: The input paths.
+        name: A narrow table of lbparse.columnar.tables; None: the wide rows.
+
+    Returns:
+        The Spark schema of the rows read.
+
+    Raises:
+        ValueError: Inputs that mix data directories and captures.
+    """
     if storage_inputs(inputs):
         return entries_schema()
     return output_schema() if name is None else table_struct(name)
 
 
 def table_struct(name: str) -> StructType:
-    """A narrow table's schema, as Spark's: its Arrow schema converted."""
+    """A narrow table's schema, as Spark's: its Arrow schema converted.
+
+    Args:
+        name: The table (`messages`, `proto_Ack`, ...: lbparse.columnar.tables).
+
+    Returns:
+        The table's Spark StructType.
+    """
     return from_arrow_schema(table_schema(name))
 
 
 def plan_partitions(inputs: list[str], task: TaskOptions) -> list[InputPartition]:
-    """One input partition per unit, as the pipeline plans them (refusing what
-    `lbparse pipeline` refuses before any work)."""
+    """One input partition per unit, as the pipeline plans them.
+
+    What `lbparse pipeline` refuses before any work is refused here too.
+
+    Args:
+        inputs: The input paths.
+        task: The options the units are read with (the payload column).
+
+    Returns:
+        The partitions, each holding its unit as JSON.
+
+    Raises:
+        ValueError: A missing input, a file in no known format, or a Parquet
+            table without the payload column.
+    """
     check_inputs(inputs)
     units = plan(inputs, task.source)
     check_units(units, task.source.column)
@@ -79,8 +133,18 @@ def plan_partitions(inputs: list[str], task: TaskOptions) -> list[InputPartition
 def read_units(
     units: Sequence[Unit], task: TaskOptions, name: str | None = None
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of the units, as the pipeline's Arrow batches (the wide rows,
-    or those of table `name`)."""
+    """The rows of the units, as the pipeline's Arrow batches.
+
+    Args:
+        units: The units to read, in order.
+        task: How to decode them.
+        name: A narrow table to give (lbparse.columnar.tables); None: the wide
+            rows. Segment units always give their entries.
+
+    Yields:
+        Record batches of the wide rows, or of table `name`; empty ones left
+        out.
+    """
     for unit in units:
         if unit.format == SEGMENT_FORMAT:
             batches = read_segment_unit(unit, task.source.batch_rows)

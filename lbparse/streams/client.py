@@ -111,7 +111,21 @@ T = TypeVar("T")
 
 
 def parse_servers(text: str) -> list[str]:
-    """'host:port,host:port' -> ['host:port', ...]; each must name a port."""
+    """Split a `--servers` value into the servers' addresses.
+
+    'host:port,host:port' becomes ['host:port', ...]; blanks around each are
+    dropped, and each must name a port.
+
+    Args:
+        text: Comma-separated `host:port` addresses of Liftbridge servers.
+
+    Returns:
+        The addresses, in the order given.
+
+    Raises:
+        StreamsError: No server is given, or one is not `host:port` with a
+            port of 0..65535.
+    """
     servers = [s.strip() for s in text.split(",") if s.strip()]
     if not servers:
         raise StreamsError("no server given: servers is 'host:port[,host:port...]'")
@@ -124,7 +138,23 @@ def parse_servers(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class PartitionInfo:
-    """One partition as FetchMetadata describes it."""
+    """One partition as FetchMetadata describes it.
+
+    Attributes:
+        stream: The stream's name.
+        partition: The partition's number within the stream.
+        leader: The leader's server id ('' while there is none).
+        address: The leader's `host:port` ('' while there is none).
+        isr: The addresses (`host:port`) of the in-sync replicas.
+        high_watermark: The last committed offset, -1 when there is none.
+        newest_offset: The newest offset in the leader's log (committed or not).
+        paused: Whether the partition is paused (PauseStream): Liftbridge reads
+            none of its messages until a publish resumes it.
+        readonly: Whether the partition is read-only (SetStreamReadonly).
+        described: False when its leader could not be asked
+            (`partitions(..., leaderless=True)`); the high watermark and newest
+            offset are then what FetchMetadata's node had.
+    """
 
     stream: str
     partition: int
@@ -146,7 +176,23 @@ class PartitionInfo:
 
 
 class StreamsClient:
-    """Channels to the servers, opened as needed and closed by close()."""
+    """Channels to the servers, opened as needed and closed by close().
+
+    Use it as a context manager (`with StreamsClient(...) as client:`) or call
+    close() when done.
+
+    Args:
+        servers: Addresses (`host:port`) of Liftbridge servers to ask for
+            metadata, tried in order (parse_servers() makes them of a
+            `--servers` value).
+        timeout: Seconds one unary call is waited for, and a subscription may
+            stay silent, before the node counts as failed (a FetchMetadata is
+            waited for 4 s at least).
+        retries: How many times one read() is taken up again after its node
+            failed, at most; the failure after that is an error.
+        replica: Read from an in-sync follower rather than the leader
+            (Liftbridge's readISRReplica), to take the load off the leader.
+    """
 
     def __init__(
         self,
@@ -171,6 +217,7 @@ class StreamsClient:
         self.close()
 
     def close(self) -> None:
+        """Close every channel this client opened; the client may open new ones after."""
         for channel in self._channels.values():
             channel.close()
         self._channels.clear()
@@ -205,8 +252,22 @@ class StreamsClient:
     # -- metadata -----------------------------------------------------------------
 
     def metadata(self, streams: Sequence[str]) -> api_pb2.FetchMetadataResponse:
-        """FetchMetadata of `streams` from the first server that answers, every
-        server asked METADATA_ROUNDS times at most (an election takes seconds)."""
+        """FetchMetadata of `streams` from the first server that answers.
+
+        Every server is asked METADATA_ROUNDS times at most, a pause between (an
+        election takes seconds).
+
+        Args:
+            streams: The streams' names; an empty list asks for every stream the
+                server knows.
+
+        Returns:
+            The first answer (api_pb2.FetchMetadataResponse): the brokers and each
+            stream's partitions as that node knows them.
+
+        Raises:
+            Transient: No server answered within the timeout, in any round.
+        """
         errors: list[str] = []
         for round_ in range(METADATA_ROUNDS):
             if round_:
@@ -230,10 +291,24 @@ class StreamsClient:
         )
 
     def matching(self, pattern: str, leaderless: bool = False) -> list[PartitionInfo]:
-        """Every partition of the streams whose subject matches the NATS subject
-        `pattern` (`*` a token, `>` the rest), in stream then partition order,
-        each as its leader describes it; none is an empty list, not an error
-        (streams come and go). `leaderless` and the errors: as partitions()."""
+        """Every partition of the streams whose subject matches a NATS subject pattern.
+
+        Args:
+            pattern: A NATS subject pattern (`*` a token, `>` the rest), matched
+                with subject_matches().
+            leaderless: As for partitions(): True, one lookup, a partition whose
+                leader cannot be asked comes with `described` False; False, looked
+                up again while a leader cannot be asked.
+
+        Returns:
+            The partitions, in stream then partition order, each as its leader
+            describes it; none matching is an empty list, not an error (streams
+            come and go).
+
+        Raises:
+            Transient: No server answers FetchMetadata, or (without `leaderless`)
+                a partition has no leader to answer after 2 x timeout.
+        """
 
         def once() -> list[PartitionInfo]:
             resp = self.metadata([])  # no names: every stream the server knows
@@ -247,30 +322,48 @@ class StreamsClient:
         return once() if leaderless else self._rounds(once)
 
     def partitions(self, streams: Sequence[str], leaderless: bool = False) -> list[PartitionInfo]:
-        """Every partition of `streams`, in stream then partition order, each as
-        its leader describes it (high watermark, newest offset, ISR, paused).
+        """Every partition of `streams`, each as its leader describes it.
+
+        The leader tells its high watermark, newest offset, ISR and whether it is
+        paused.
 
         Args:
-            streams: the streams' names.
+            streams: The streams' names.
             leaderless: True: one lookup, and a partition whose leader cannot be
                 asked now comes with `described` False (a streaming plan holds it
                 where it is until it has one); False: looked up again for up to
                 2 x timeout (an election), then an error.
 
+        Returns:
+            The partitions, in stream then partition order.
+
         Raises:
-            StreamsError: a stream that does not exist.
-            Transient: a partition with no leader to answer (never left out).
+            StreamsError: A stream that does not exist.
+            Transient: A partition with no leader to answer (never left out), or
+                no server answers FetchMetadata.
         """
         if leaderless:
             return self._at_leaders(*self._described(streams), leaderless=True)
         return self._rounds(lambda: self._at_leaders(*self._described(streams)))
 
     def partition(self, stream: str, partition: int) -> PartitionInfo:
-        """One partition as its leader describes it, looked up again for up to
-        2 x timeout while it has none to answer (an election; a pause or resume
-        that the node answering FetchMetadata has not applied yet). Raises
-        StreamsError when the stream or the partition does not exist, Transient
-        when its leader cannot be asked."""
+        """One partition as its leader describes it.
+
+        It is looked up again for up to 2 x timeout while it has no leader to
+        answer (an election; a pause or resume that the node answering
+        FetchMetadata has not applied yet).
+
+        Args:
+            stream: The stream's name.
+            partition: The partition's number.
+
+        Returns:
+            The partition's PartitionInfo.
+
+        Raises:
+            StreamsError: The stream or the partition does not exist.
+            Transient: Its leader cannot be asked (or no server answers).
+        """
 
         def once() -> PartitionInfo:
             resp, infos = self._described([stream])
@@ -406,10 +499,25 @@ class StreamsClient:
     def read_raw(
         self, stream: str, partition: int, start: int, end: int, at: str = ""
     ) -> Iterator[bytes]:
-        """read(), the messages as the server serialized them (api.proto's
-        Message), not parsed: offsets start..end-1 are the caller's to check
-        (lbparse.spark.streams_source.batches checks them, a batch at a time).
-        Errors as read()'s."""
+        """Like read(), the messages as the server serialized them, not parsed.
+
+        Each is the bytes of an api.proto Message: offsets start..end-1 are the
+        caller's to check (lbparse.spark.streams_source.batches checks them, a
+        batch at a time).
+
+        Args:
+            stream: The stream's name.
+            partition: The partition's number.
+            start: The first offset read.
+            end: The offset after the last one read; at most the partition's
+                `PartitionInfo.end`.
+            at: The node to subscribe at first (`host:port`), as for read(); '' to
+                look the partition up first.
+
+        Returns:
+            An iterator of serialized messages, end - start of them; the
+            subscriptions are made as it is consumed. Its errors are read()'s.
+        """
         messages: Iterator[bytes] = self._read(stream, partition, start, end, at, raw=True)
         return messages
 
@@ -419,20 +527,24 @@ class StreamsClient:
         """The messages of offsets start..end-1 of one partition, in order.
 
         Args:
-            stream, partition: the partition.
-            start, end: the offsets, end excluded; `end` at most the partition's
-                `PartitionInfo.end` (its leader's high watermark + 1).
-            at: the node to subscribe at first (`host:port`), as a plan made from
+            stream: The stream's name.
+            partition: The partition's number.
+            start: The first offset read.
+            end: The offset after the last one read (excluded); at most the
+                partition's `PartitionInfo.end` (its leader's high watermark + 1).
+            at: The node to subscribe at first (`host:port`), as a plan made from
                 `partitions()` knows it (`PartitionInfo.address`, or a follower with
                 `replica`); '' to look the partition up first. Past a failure the
                 partition is always looked up again.
 
-        Yields:
-            api_pb2.Message, offsets start..end-1, each once.
+        Returns:
+            An iterator of api_pb2.Message, offsets start..end-1, each once; the
+            subscriptions are made as it is consumed, and its errors come from it.
 
         Raises:
-            StreamsError: a range that is not committed, a partition paused,
-                deleted or gone, or `retries` failures of its nodes in a row.
+            StreamsError: Raised by the iterator: a range that is not committed, a
+                partition paused, deleted or gone, or more than `retries`
+                failures of its nodes during the read.
         """
         messages: Iterator[api_pb2.Message] = self._read(stream, partition, start, end, at)
         return messages
@@ -552,8 +664,25 @@ class StreamsClient:
             raise
 
     def first_offset(self, stream: str, partition: int, end: int) -> int:
-        """The oldest offset the partition still has (`end` when it has none:
-        retention may have removed the first ones, so this is asked, not 0)."""
+        """The oldest offset the partition still has.
+
+        Retention may have removed the first ones, so this is asked of the
+        partition's node, not taken to be 0.
+
+        Args:
+            stream: The stream's name.
+            partition: The partition's number.
+            end: The partition's end (`PartitionInfo.end`); 0 or less answers 0
+                without asking.
+
+        Returns:
+            The oldest offset, or `end` when the partition has no message.
+
+        Raises:
+            StreamsError: The stream or partition does not exist, is paused, or its
+                node fails or sends nothing for `timeout` seconds.
+            Transient: Its leader cannot be asked.
+        """
         if end <= 0:
             return 0
         info = self.partition(stream, partition)
@@ -578,9 +707,26 @@ class StreamsClient:
         return end
 
     def offset_at(self, stream: str, partition: int, timestamp: int, end: int) -> int:
-        """The first offset whose message has a timestamp (Unix ns) >= `timestamp`,
-        `end` when no committed message has (the server finds it: a Subscribe
-        from that timestamp, stopped at the last committed offset)."""
+        """The first offset whose message has a timestamp at or after `timestamp`.
+
+        The server finds it: a Subscribe from that timestamp, stopped at the last
+        committed offset.
+
+        Args:
+            stream: The stream's name.
+            partition: The partition's number.
+            timestamp: The time, in Unix nanoseconds.
+            end: The partition's end (`PartitionInfo.end`); 0 or less answers 0
+                without asking.
+
+        Returns:
+            The offset, or `end` when no committed message is that recent.
+
+        Raises:
+            StreamsError: The stream or partition does not exist, is paused, or its
+                node fails or sends nothing for `timeout` seconds.
+            Transient: Its leader cannot be asked.
+        """
         if end <= 0:
             return 0
         info = self.partition(stream, partition)
@@ -613,9 +759,24 @@ class StreamsClient:
         return end
 
     def reader_address(self, info: PartitionInfo, turn: int = 0) -> str:
-        """The leader; with `replica`, an in-sync follower (the load off the
-        leader, readISRReplica's purpose), a partition's turn choosing which and
-        each retry moving to the next (the leader last)."""
+        """The node to subscribe at for a partition.
+
+        The leader; with `replica`, an in-sync follower (the load off the leader,
+        readISRReplica's purpose), a partition's turn choosing which and each
+        retry moving to the next (the leader last).
+
+        Args:
+            info: The partition, as partitions() describes it.
+            turn: How many reads were taken up again so far: each moves the choice
+                of a follower one on.
+
+        Returns:
+            The node's address, `host:port`.
+
+        Raises:
+            Transient: The partition has no leader now (and no follower to read
+                from).
+        """
         others = sorted(a for a in info.isr if a != info.address)
         if self.replica and others:
             choices = others + ([info.address] if info.address else [])
@@ -759,7 +920,18 @@ def _infos(resp: api_pb2.FetchMetadataResponse, streams: Sequence[str]) -> list[
 
 
 def subject_matches(pattern: str, subject: str) -> bool:
-    """NATS's rule: tokens split at '.', `*` matches one token, `>` (last) one or more."""
+    """Whether a subject matches a NATS subject pattern.
+
+    NATS's rule: tokens split at '.', `*` matches one token, `>` (last) one or
+    more.
+
+    Args:
+        pattern: The pattern, e.g. `orders.*` or `orders.>`.
+        subject: A stream's subject, e.g. `orders.eu`.
+
+    Returns:
+        True when `subject` matches `pattern`.
+    """
     want, have = pattern.split("."), subject.split(".")
     for i, token in enumerate(want):
         if token == ">" and i == len(want) - 1:
