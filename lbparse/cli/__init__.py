@@ -58,6 +58,14 @@ class Parser(argparse.ArgumentParser):
     """argparse with a usage error in one line, status 2 (the nats CLI's way)."""
 
     def error(self, message: str) -> NoReturn:
+        """Print the usage error in one line and exit with status 2.
+
+        Args:
+            message: What was wrong with the arguments.
+
+        Returns:
+            It does not return: it exits (SystemExit with USAGE, 2).
+        """
         self.exit(USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
@@ -66,13 +74,23 @@ class CommandParser(Parser):
 
     argparse hands a subcommand's unknown arguments up to the top parser,
     whose error would say `lbparse: unrecognized arguments` without the
-    command; here the command's own parser says it (`lbparse capture: ...`)."""
+    command; here the command's own parser says it (`lbparse capture: ...`).
+    """
 
     def parse_known_args(  # type: ignore[override]
         self,
         args: Sequence[str] | None = None,
         namespace: argparse.Namespace | None = None,
     ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse the command's arguments; any left unknown are its usage error.
+
+        Args:
+            args: The arguments (None: sys.argv's).
+            namespace: The namespace to fill, or None for a new one.
+
+        Returns:
+            (the namespace, []): extras never come back, they exit with status 2.
+        """
         ns, extras = super().parse_known_args(args, namespace)
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -97,6 +115,12 @@ class _Version(argparse.Action):
 
 
 def version_text() -> str:
+    """What `lbparse --version` prints.
+
+    Returns:
+        One line: the version, where lbparse is installed, the Python version
+        and whether its capture path is compiled.
+    """
     import os
     import platform
 
@@ -115,9 +139,20 @@ def version_text() -> str:
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; with `only`, that command's options alone, the
-    others listed by name and help (what parsing a run of `only` needs; ""
-    for none: `lbparse --help`, `--version` or a word that is no command)."""
+    """The whole command line.
+
+    With `only`, that command's options alone, the others listed by name and
+    help (what parsing a run of `only` needs; "" for none: `lbparse --help`,
+    `--version` or a word that is no command). Only the command modules whose
+    options are built are imported.
+
+    Args:
+        only: The one command whose options to build, "" for none, or None
+            for every command.
+
+    Returns:
+        The top-level parser; each command's parser sets `_run` to its run().
+    """
     parser = Parser(
         prog="lbparse",
         description="Read and write the Liftbridge envelope protocol (every generation),\n"
@@ -146,14 +181,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def command_of(argv: Sequence[str]) -> str:
-    """The command `argv` runs: its first word that is not an option, when it
-    names one (the top level's options take no value); "" otherwise."""
+    """The command `argv` runs, or "" if it names none.
+
+    The command is its first word that is not an option, when it names one (the
+    top level's options take no value).
+
+    Args:
+        argv: The command line's words after the program's name.
+
+    Returns:
+        The command's name, or "".
+    """
     first = next((a for a in argv if not a.startswith("-")), "")
     return first if first in COMMANDS else ""
 
 
 def exit_status_text() -> str:
-    """The exit statuses of every command, as `lbparse --help` ends."""
+    """The exit statuses of every command, as `lbparse --help` ends.
+
+    Returns:
+        The text, wrapped to 80 columns.
+    """
     import textwrap
 
     lines = ["exit status (every command):"]
@@ -165,6 +213,20 @@ def exit_status_text() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run `lbparse` with `argv`: parse, run the command, map its failure to a status.
+
+    A known failure (lbparse.cli.status) is one line on stderr; a bug raises
+    with its traceback. A reader that leaves (`| head`) ends the run quietly.
+
+    Args:
+        argv: The command line's words after the program's name; None for
+            sys.argv's.
+
+    Returns:
+        The exit status: the command's (0 ok, 1 data problems or nothing
+        selected, 2 usage, 3 a failed pipeline job), 2 for a missing optional
+        extra, 130 interrupted.
+    """
     command = "lbparse"
     words = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -203,7 +265,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def exit_status(exc: Exception) -> int | None:
-    """The status a command's exception ends the run with; None for a bug."""
+    """The status a command's exception ends the run with; None for a bug.
+
+    Args:
+        exc: The exception the command raised.
+
+    Returns:
+        DATA (1) for a DataError or EnvelopeError; USAGE (2) for a UsageError,
+        CaptureError, ValueError or OSError (a value or file the user gave);
+        None for anything else.
+    """
     if isinstance(exc, (DataError, EnvelopeError)):
         return DATA
     if isinstance(exc, (UsageError, CaptureError, ValueError, OSError)):

@@ -82,6 +82,11 @@ PROGRESS_MIN_BYTES = 8 << 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse capture`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "files",
         nargs="+",
@@ -164,6 +169,14 @@ def _count(text: str) -> int:
 
 
 def table_row(rec: Record) -> str:
+    """The table row of a record (`--format table`), escaped for the terminal.
+
+    Args:
+        rec: A capture record.
+
+    Returns:
+        One line: time, endpoints, verb, subject, size and what it decoded to.
+    """
     # a recording's time that did not fit (said as a bad_record): no time, not 1677
     t = "(no time)".ljust(30) if rec.ts == NO_TIME else rfc3339(rec.ts)
     arrow = f"{rec.src} -> {rec.dst}"
@@ -191,7 +204,14 @@ def table_row(rec: Record) -> str:
 
 
 def grpc_row(item: GrpcMessage | GrpcCall) -> str:
-    """The table row of a gRPC message or call."""
+    """The table row of a gRPC message or call.
+
+    Args:
+        item: A gRPC message, or a call as it ends.
+
+    Returns:
+        One line, escaped for the terminal.
+    """
     if isinstance(item, GrpcMessage):
         arrow = f"{item.src} -> {item.dst}"
         what = f"error {item.error}" if item.error is not None else (item.type or "")
@@ -218,10 +238,18 @@ def format_stats(
     top: int | None = None,
     grpc: dict[str, int] | None = None,
 ) -> str:
-    """The --stats summary. With `view` (the records' ClusterView): subjects
-    folded into patterns, NATS statuses and connections by CONNECT name;
-    `top`: at most that many rows per section (None: all, subjects unfolded);
-    `grpc`: gRPC calls by method and how they ended (`grpc_key`)."""
+    """The --stats summary.
+
+    Args:
+        stats: The reader's counts, over every file.
+        view: The records' ClusterView: subjects folded into patterns, NATS
+            statuses and connections by CONNECT name; None for the plain counts.
+        top: At most that many rows per section (None: all, subjects unfolded).
+        grpc: gRPC calls by method and how they ended (`grpc_key`) -> count.
+
+    Returns:
+        The summary's lines, joined.
+    """
     d = stats.to_json_dict()
     lines = [
         f"messages {d['messages']}  packets {d['packets']}  bytes read {d['bytes_read']}  "
@@ -257,19 +285,32 @@ def format_stats(
 
 
 class Notes:
-    """An input's information notices (Notice.info: a cancelled call, a call cut by
-    the capture's end...): counted, and said in one line when the input is done,
-    never a problem (the exit status stays 0 for them)."""
+    """An input's information notices (Notice.info).
+
+    A cancelled call, a call cut by the capture's end...: counted, and said in
+    one line when the input is done, never a problem (the exit status stays 0
+    for them).
+    """
 
     def __init__(self) -> None:
         self.count = 0
         self.first: Notice | None = None
 
     def add(self, n: Notice) -> None:
+        """Count one information notice.
+
+        Args:
+            n: The notice (the first one is quoted).
+        """
         self.count += 1
         self.first = self.first or n
 
     def say(self, name: str) -> None:
+        """Say the input's notices in one line on stderr, if any, and start over.
+
+        Args:
+            name: The input's name, as the line says it.
+        """
         if self.count:
             warn(
                 NAME,
@@ -280,13 +321,28 @@ class Notes:
 
 
 def grpc_key(call: GrpcCall) -> str:
-    """A call's row in --stats: its method and status (or how it ended without one)."""
+    """A call's row in --stats: its method and status (or how it ended without one).
+
+    Args:
+        call: The gRPC call, ended.
+
+    Returns:
+        "METHOD status N", or "METHOD END" without a status.
+    """
     end = f"status {call.grpc_status}" if call.grpc_status is not None else call.end
     return f"{call.method_name or '(method unknown)'} {end}"
 
 
 class Progress:
-    """A one-line progress bar on a terminal; silent anywhere else."""
+    """A one-line progress bar on a terminal; silent anywhere else.
+
+    Shown only for files of PROGRESS_MIN_BYTES or more.
+
+    Args:
+        out: Where to draw it (stderr); it draws only if this is a terminal.
+        name: The input's name (its last 30 characters are shown).
+        total: The input's size in bytes.
+    """
 
     def __init__(self, out: TextIO, name: str, total: int) -> None:
         self.out, self.name, self.total = out, name, total
@@ -294,6 +350,11 @@ class Progress:
         self.last = 0.0
 
     def update(self, done: int) -> None:
+        """Redraw the bar (at most five times a second).
+
+        Args:
+            done: Bytes read so far.
+        """
         now = time.monotonic()
         if not self.on or now - self.last < 0.2:
             return
@@ -307,12 +368,26 @@ class Progress:
         self.out.flush()
 
     def done(self) -> None:
+        """Clear the bar's line."""
         if self.on:
             self.out.write("\r\033[K")
             self.out.flush()
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse capture`: each file's records to stdout (or --tables DIR).
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if a notice (a data problem) was reported or a
+        file was empty, 2 if a file could not be read at all.
+
+    Raises:
+        UsageError: --lenient with --layout auto.
+        ValueError: '-' (stdin) given more than once.
+    """
     if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
         raise UsageError(
             "--lenient needs a named --layout (auto tells generations apart by "
@@ -404,7 +479,19 @@ _NOT_WITH_TABLES = (
 
 
 def run_tables(args: argparse.Namespace) -> int:
-    """--tables DIR: the files through the columnar core into Parquet tables."""
+    """--tables DIR: the files through the columnar core into Parquet tables.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if the reading found problems, 2 if a file
+        could not be read at all.
+
+    Raises:
+        UsageError: An option that does not go with --tables was given, or
+            '-' (stdin) as a file.
+    """
     for dest, option in _NOT_WITH_TABLES:
         if getattr(args, dest):
             raise UsageError(
@@ -445,8 +532,17 @@ def run_tables(args: argparse.Namespace) -> int:
 def read_one(
     reader: CaptureReader, args: argparse.Namespace, left: int | None, view: ClusterView | None
 ) -> int | None:
-    """Write the records of one input, at most `left` of them (None: all), and
-    count them in `view`; how many more may follow."""
+    """Write the records of one input and count them in `view`.
+
+    Args:
+        reader: The input's CaptureReader.
+        args: The parsed command line (quiet, format).
+        left: At most this many records are written (None: all).
+        view: The ClusterView counting the records, or None.
+
+    Returns:
+        How many more records may follow (None: no limit).
+    """
     write = sys.stdout.write
     # From a pipe (a live tcpdump) each record goes out when it is complete.
     live = reader.path == STDIN

@@ -28,12 +28,26 @@ NAME = "check"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse check`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     add_input_arguments(p)
     p.add_argument("--json", action="store_true", help="one JSON object per input (JSON Lines)")
     add_output_argument(p, inputs="inputs")
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse check`: what each upstream generation would do with each input.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if an input crashes an upstream server (or
+        could not be read as data), 2 for an input that cannot be read.
+    """
     status = OK
     for item in read_inputs(args.inputs, args.mode):
         if item.problem is not None:

@@ -22,10 +22,21 @@ from lbparse.digits import ascii_int
 
 
 def layout_choices() -> list[str]:
+    """The envelope layouts `--layout` accepts.
+
+    Returns:
+        The decoders' names, in their order ("v0", ..., "auto").
+    """
     return list(DECODERS)
 
 
 def add_layout_argument(parser: Any, default: str = "v0") -> None:
+    """Add `--layout` to a parser.
+
+    Args:
+        parser: The command's parser (or an argument group).
+        default: The layout used when the option is not given.
+    """
     parser.add_argument(
         "--layout",
         default=default,
@@ -73,8 +84,15 @@ def _depth(text: str) -> int:
 
 def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
     """--max-payload and friends: lbparse.codec.limits.Limits fields, defaults shown.
+
     A command that reads captures (one that takes max_reassembly) reads their
-    gRPC too, and takes GRPC_LIMITS with it."""
+    gRPC too, and takes GRPC_LIMITS with it.
+
+    Args:
+        parser: The command's parser.
+        names: The Limits fields to offer, as options (max_payload ->
+            --max-payload).
+    """
     group = parser.add_argument_group("resource limits (each reported when hit)")
     if "max_reassembly" in names:
         names = names + tuple(n for n in GRPC_LIMITS if n not in names)
@@ -91,15 +109,34 @@ def add_limit_arguments(parser: Any, names: tuple[str, ...]) -> None:
 
 
 def limits_from(args: Any) -> Limits | None:
-    """The Limits the options ask for; None when they are the defaults."""
+    """The Limits the options ask for; None when they are the defaults.
+
+    Args:
+        args: The parsed command line (its limit options, where it has them).
+
+    Returns:
+        The Limits, or None.
+    """
     chosen = {n: getattr(args, n) for n in LIMIT_NAMES if hasattr(args, n)}
     limits = Limits(**chosen)
     return None if limits == DEFAULT else limits
 
 
 def subject(text: str) -> str:
-    """A NATS subject to subscribe to (argparse type): dot-separated tokens,
-    none empty, no white space; `*` matches one token, `>` the rest (last only)."""
+    """A NATS subject to subscribe to (argparse type).
+
+    Dot-separated tokens, none empty, no white space; `*` matches one token,
+    `>` the rest (last only).
+
+    Args:
+        text: The option's value.
+
+    Returns:
+        The subject, unchanged.
+
+    Raises:
+        ArgumentTypeError: It is not a valid subject.
+    """
     tokens = text.split(".")
     if not text or any(not t or any(c.isspace() for c in t) for t in tokens):
         raise argparse.ArgumentTypeError(
@@ -119,15 +156,30 @@ FORMAT_BY_TERMINAL = "a table on a terminal, else jsonl"
 
 
 def add_terminal_format_arguments(p: argparse.ArgumentParser, jsonl: str, table: str) -> None:
-    """--format jsonl|table (and --json) whose default is `format_for_output`'s choice."""
+    """--format jsonl|table (and --json) whose default is `format_for_output`'s choice.
+
+    Args:
+        p: The command's parser.
+        jsonl: The help's words for jsonl.
+        table: The help's words for table.
+    """
     add_format_arguments(p, FORMAT_BY_TERMINAL, jsonl=jsonl, table=table)
     p.set_defaults(format=None)  # not given: said by format_for_output
 
 
 def format_for_output(args: argparse.Namespace, out: TextIO | None = None) -> str:
-    """args.format, set when it was not given: "table" if the output (`out`,
-    default sys.stdout: the -o file while a command runs) is a terminal,
-    else "jsonl"."""
+    """args.format, set when it was not given.
+
+    "table" if the output is a terminal, else "jsonl".
+
+    Args:
+        args: The parsed command line; its format is set if it was None.
+        out: The output to test; None for sys.stdout (the -o file while a
+            command runs).
+
+    Returns:
+        The format: "table", "jsonl" or what was given.
+    """
     if args.format is None:
         stream = sys.stdout if out is None else out
         try:
@@ -142,8 +194,21 @@ NATS_SCHEMES = ("nats", "tls", "ws", "wss")
 
 
 def server_url(text: str) -> str:
-    """A NATS server URL (argparse type): nats://HOST:PORT, tls://, ws://, wss://,
-    or HOST:PORT (nats:// is then assumed, as the nats CLI does)."""
+    """A NATS server URL (argparse type).
+
+    nats://HOST:PORT, tls://, ws://, wss://, or HOST:PORT (nats:// is then
+    assumed, as the nats CLI does).
+
+    Args:
+        text: The option's value.
+
+    Returns:
+        The URL, with nats:// added when no scheme was given.
+
+    Raises:
+        ArgumentTypeError: It is not such a URL (unknown scheme, no host, a
+            port that is not 0..65535, white space).
+    """
     from urllib.parse import urlsplit
 
     url = text if "://" in text else f"nats://{text}"

@@ -36,6 +36,11 @@ NAME = "decode"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse decode`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     add_input_arguments(p)
     add_layout_argument(p)
     p.add_argument(
@@ -57,6 +62,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
+    """The `--pretty` view of one input: its header fields and payload, aligned.
+
+    Args:
+        env: The decoded envelope, or None if it did not decode.
+        err: Why it did not decode, or None.
+        where: Where the input came from (its heading).
+
+    Returns:
+        The view's lines, joined.
+    """
     lines = [f"== {where}"]
     if err is not None:
         lines.append(f"  error         {err.kind}: {err.message}")
@@ -84,6 +99,15 @@ def pretty(env: Envelope | None, err: EnvelopeError | None, where: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse decode`: each input's envelope as JSON (or --pretty).
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if an envelope did not decode (or a line was
+        bad), 2 for an input that cannot be read.
+    """
     status = OK
     limits = limits_from(args)
     for item in read_inputs(args.inputs, args.mode):

@@ -45,11 +45,21 @@ MAX_WIDTH = 24
 
 
 def example_lines() -> list[str]:
+    """The bundled example envelopes (lbparse/examples/envelopes.hex), one hex string each.
+
+    Returns:
+        The hex lines, blank lines and # comments left out.
+    """
     text = resources.files("lbparse.examples").joinpath("envelopes.hex").read_text()
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse demo`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "--no-pipeline",
         dest="pipeline",
@@ -71,6 +81,12 @@ def _cell(value: Any) -> str:
 
 
 def print_table(title: str, rows: list[dict[str, Any]]) -> None:
+    """Print rows as an aligned table under a title (at most MAX_COLUMNS columns).
+
+    Args:
+        title: The line above the table.
+        rows: The rows; their keys, in first-seen order, are the columns.
+    """
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
@@ -85,6 +101,7 @@ def print_table(title: str, rows: list[dict[str, Any]]) -> None:
 
 
 def decode_examples() -> None:
+    """Decode the bundled example envelopes and print them by MsgType, then the rejected ones."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     errors: list[tuple[int, EnvelopeError]] = []
     lines = example_lines()
@@ -110,7 +127,16 @@ def decode_examples() -> None:
 
 
 def check_outputs(out: str, pipeline: bool) -> FileOutput:
-    """The demo's outputs, checked before any work (lbparse.outputs); the report's."""
+    """The demo's outputs, checked before any work (lbparse.outputs); the report's.
+
+    Args:
+        out: The output directory (-o).
+        pipeline: Whether the pipeline writes there too (its dataset is checked
+            as `lbparse pipeline` checks it).
+
+    Returns:
+        The report page's checked output (DIR/report.html).
+    """
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
         inputs = [str(sample)]
         if pipeline:
@@ -124,6 +150,14 @@ def check_outputs(out: str, pipeline: bool) -> FileOutput:
 
 
 def run_pipeline(out: str) -> int:
+    """Run the Spark pipeline on the bundled capture into `out`, and show some rows.
+
+    Args:
+        out: The output directory.
+
+    Returns:
+        0 if the pipeline's checks pass, else 1.
+    """
     job = need("lbparse.pipeline.job")  # Spark's: the spark extra
     layout = default_layout()
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
@@ -145,7 +179,12 @@ def run_pipeline(out: str) -> int:
 
 
 def peek(spark: Any, out: str) -> None:
-    """A few rows of the tables, joined by (source, position), to show the typed columns."""
+    """A few rows of the tables, joined by (source, position), to show the typed columns.
+
+    Args:
+        spark: The running SparkSession.
+        out: The pipeline's output directory.
+    """
     F = need("pyspark.sql.functions")
 
     def table(name: str) -> Any:
@@ -187,9 +226,16 @@ def peek(spark: Any, out: str) -> None:
 
 
 def write_report(out: str, page: FileOutput | None = None) -> str:
-    """The report of the bundled capture, as `lbparse report` writes it, to
-    `page` (as checked before the run; None: DIR/report.html replaced whole,
-    whatever is there); its path."""
+    """The report of the bundled capture, as `lbparse report` writes it.
+
+    Args:
+        out: The output directory (made if missing).
+        page: The page's output, as checked before the run; None: DIR/report.html
+            replaced whole, whatever is there.
+
+    Returns:
+        The page's path.
+    """
     render_html = need("lbparse.report.render").render_html  # Altair's: the report extra
     path = page.path if page is not None else os.path.join(out, "report.html")
     with resources.as_file(resources.files("lbparse.examples").joinpath("sample.pcap")) as sample:
@@ -212,6 +258,14 @@ def write_report(out: str, page: FileOutput | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse demo`: decode the examples, run the pipeline, write the report.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if the pipeline's checks failed.
+    """
     page = check_outputs(args.out, args.pipeline)
     decode_examples()
     status = run_pipeline(args.out) if args.pipeline else 0

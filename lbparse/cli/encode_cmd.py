@@ -44,6 +44,11 @@ NAME = "encode"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse encode`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument("--type", required=True, help="MsgType name or full payload type name")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--payload", metavar="JSON", help="the message as JSON")
@@ -66,6 +71,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def encodable_layouts() -> list[str]:
+    """The envelope layouts `lbparse encode --layout` can write.
+
+    Returns:
+        The encoders' names, in their order.
+    """
     return list(ENCODERS)
 
 
@@ -109,6 +119,18 @@ def _encode(message: Any, layout: str, crc: bool, option: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse encode`: the envelope of a JSON message, as hex (or --raw bytes).
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0.
+
+    Raises:
+        ValueError: The payload is not JSON, not a JSON object, not a message of
+            --type, or a value does not fit its field (exit status 2).
+    """
     text, option = _payload_text(args)
     try:
         obj = json.loads(text)

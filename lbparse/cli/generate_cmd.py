@@ -26,6 +26,11 @@ NAME = "generate"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse generate`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "--lang",
         "-l",
@@ -39,6 +44,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse generate`: parsers, schemas and a dissector for the languages asked for.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if generating failed (said on stderr).
+    """
     langs = resolve_languages(args.lang)
     check_dir(args.output, "-o")  # a file, a device, another user's link: refused before any work
     try:

@@ -27,7 +27,15 @@ _SHOWN = 40  # characters of a bad line quoted in its message
 
 @dataclass(frozen=True)
 class Input:
-    """One input: its bytes and where they came from, or why there are none."""
+    """One input: its bytes and where they came from, or why there are none.
+
+    Attributes:
+        where: "argument", "stdin", a file name, or FILE:LINE.
+        data: The input's bytes (empty when there is a problem).
+        problem: What was wrong, where: printed as it is; None if nothing.
+        status: The exit status it deserves: DATA for a bad line, USAGE for a
+            bad argument or file, OK otherwise.
+    """
 
     where: str  # "argument", "stdin", a file name, or FILE:LINE
     data: bytes = b""
@@ -36,7 +44,11 @@ class Input:
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """INPUT... with --hex / --base64, as `read_inputs` reads them."""
+    """INPUT... with --hex / --base64, as `read_inputs` reads them.
+
+    Args:
+        parser: The command's parser.
+    """
     parser.add_argument(
         "inputs",
         nargs="*",
@@ -64,6 +76,18 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_hex(text: str, where: str) -> bytes:
+    """The bytes of a hex string (white space and a 0x prefix allowed).
+
+    Args:
+        text: The hex text.
+        where: Where it came from, for the error's message.
+
+    Returns:
+        The bytes.
+
+    Raises:
+        ValueError: It is not hex (the message names `where` and quotes it).
+    """
     clean = "".join(text.split())
     if clean.startswith(("0x", "0X")):
         clean = clean[2:]
@@ -74,6 +98,18 @@ def parse_hex(text: str, where: str) -> bytes:
 
 
 def parse_base64(text: str, where: str) -> bytes:
+    """The bytes of a base64 string (surrounding white space allowed).
+
+    Args:
+        text: The base64 text.
+        where: Where it came from, for the error's message.
+
+    Returns:
+        The bytes.
+
+    Raises:
+        ValueError: It is not base64 (the message names `where` and quotes it).
+    """
     try:
         return base64.b64decode(text.strip(), validate=True)
     except binascii.Error as exc:
@@ -83,10 +119,19 @@ def parse_base64(text: str, where: str) -> bytes:
 def read_inputs(items: list[str], mode: str) -> Iterator[Input]:
     """Each input, in order.
 
-    mode "auto": each item is a file (`-`: stdin) of raw bytes, else a hex
-    string; no items reads raw stdin. "hex" and "base64": the items are
-    text files (`-` or none: stdin), one input per line; blank lines and
-    lines starting with `#` are skipped."""
+    An input that cannot be read comes out as an Input with its problem and
+    status; the run goes on.
+
+    Args:
+        items: The command's INPUT arguments.
+        mode: "auto": each item is a file (`-`: stdin) of raw bytes, else a hex
+            string; no items reads raw stdin. "hex" and "base64": the items
+            are text files (`-` or none: stdin), one input per line; blank
+            lines and lines starting with `#` are skipped.
+
+    Yields:
+        One Input per input (per line in hex and base64 modes).
+    """
     if mode == "auto":
         for item in items or [STDIN]:
             yield _raw_input(item)

@@ -41,16 +41,33 @@ _NS_PER_S = 1_000_000_000
 
 
 def print_json(obj: Any) -> None:
-    """One JSON object on one line, by lbparse.codec.jsonform (64-bit integers as
-    decimal strings, UTF-8 as it is, not \\u escapes)."""
+    """One JSON object on one line, on stdout.
+
+    Written by lbparse.codec.jsonform (64-bit integers as decimal strings,
+    UTF-8 as it is, not \\u escapes).
+
+    Args:
+        obj: The JSON-ready value.
+    """
     sys.stdout.write(jsonform.dumps(obj) + "\n")
 
 
 def rfc3339(ns: int) -> str:
-    """A time (integer nanoseconds since the Unix epoch, as every time lbparse
-    gives) as RFC 3339 in UTC with all nine digits: 2026-05-01T22:06:20.302883000Z.
+    """A time as RFC 3339 in UTC with all nine digits: 2026-05-01T22:06:20.302883000Z.
+
     A time no calendar date can hold (a damaged capture's clock can say
-    anything) is written as the number of seconds it says: `1e+20s`."""
+    anything) is written as the number of seconds it says: `1e+20s`.
+
+    Args:
+        ns: Integer nanoseconds since the Unix epoch, as every time lbparse gives.
+
+    Returns:
+        The text.
+
+    Raises:
+        OverflowError: Never out of this function: raised and caught inside for
+            a year beyond 1..9999, which is then written as seconds.
+    """
     seconds, fraction = divmod(ns, _NS_PER_S)
     try:
         when = _EPOCH + datetime.timedelta(seconds=seconds)
@@ -68,8 +85,13 @@ def add_output_argument(
     p: argparse.ArgumentParser, inputs: str | tuple[str, ...] = (), what: str = "the output"
 ) -> None:
     """-o/--output FILE for a command that prints its result on stdout.
-    `inputs`: the dests of the command's input paths (a list or one path),
-    which -o may not name."""
+
+    Args:
+        p: The command's parser.
+        inputs: The dests of the command's input paths (a list or one path),
+            which -o may not name.
+        what: What the command writes, as its help says it.
+    """
     p.add_argument(
         "-o",
         "--output",
@@ -85,7 +107,14 @@ def add_output_argument(
 
 
 def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str, table: str) -> None:
-    """--format jsonl|table, and --json for --format jsonl (its one meaning)."""
+    """--format jsonl|table, and --json for --format jsonl (its one meaning).
+
+    Args:
+        p: The command's parser.
+        default: The format's default (or the help's words for it).
+        jsonl: The help's words for jsonl.
+        table: The help's words for table.
+    """
     p.add_argument(
         "--format",
         choices=("jsonl", "table"),
@@ -102,8 +131,10 @@ def add_format_arguments(p: argparse.ArgumentParser, default: str, jsonl: str, t
 
 
 class Run:
-    """What the command's run says of its output: `failed` (a usage error's
-    status) keeps the old file, as an exception does."""
+    """What the command's run says of its output.
+
+    `failed` (a usage error's status) keeps the old file, as an exception does.
+    """
 
     failed = False
 
@@ -116,7 +147,15 @@ def stdout_to(args: argparse.Namespace, command: str) -> Iterator[Run]:
     written as a new file beside it and renamed over it at the end, also
     after Ctrl-C (what was written is kept, as tshark keeps its -w file, and
     said); a run that fails (an error, or `Run.failed`) leaves the old file
-    as it was."""
+    as it was.
+
+    Args:
+        args: The parsed command line (its -o, and the inputs -o may not name).
+        command: The command's name, for the lines said on stderr.
+
+    Yields:
+        The Run, whose `failed` the caller sets before the block ends.
+    """
     run = Run()
     path = getattr(args, "output", STDOUT) if getattr(args, "_stdout_file", False) else STDOUT
     if path == STDOUT or path in _STDOUT_NAMES:

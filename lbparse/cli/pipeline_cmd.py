@@ -91,6 +91,11 @@ NAME = "pipeline"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse pipeline`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "inputs",
         nargs="+",
@@ -179,17 +184,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def add_output_argument(
     p: argparse.ArgumentParser, required: bool, help: str, default: str | None = None
 ) -> None:
-    """-o/--output DIR, and --out (its former name, hidden) for the same thing."""
+    """-o/--output DIR, and --out (its former name, hidden) for the same thing.
+
+    Args:
+        p: The command's parser.
+        required: Whether the option must be given.
+        help: The option's help.
+        default: The directory when it is not given.
+    """
     g = p.add_mutually_exclusive_group(required=required)
     g.add_argument("-o", "--output", dest="out", metavar="DIR", default=default, help=help)
     g.add_argument("--out", dest="out", metavar="DIR", default=default, help=argparse.SUPPRESS)
 
 
 class Signals:
-    """The command's side of SIGINT and SIGTERM: lbparse.pipeline.interrupts
-    takes the signals (recorded, and acted on by a thread of its own while
-    Spark may be inside a call, raised as Interrupted elsewhere); this keeps
-    what the one line says about the output."""
+    """The command's side of SIGINT and SIGTERM.
+
+    lbparse.pipeline.interrupts takes the signals (recorded, and acted on by a
+    thread of its own while Spark may be inside a call, raised as Interrupted
+    elsewhere); this keeps what the one line says about the output.
+    """
 
     def __init__(self) -> None:
         self.interrupts = Interrupts()
@@ -199,18 +213,27 @@ class Signals:
 
     @property
     def hit(self) -> int | None:
+        """The signal that interrupted the run, or None."""
         return self.interrupts.hit
 
     def install(self) -> None:
+        """Put the signal handlers in place (main thread only)."""
         self.interrupts.install()
 
     def check(self) -> None:
+        """Raise Interrupted (lbparse.pipeline.interrupts) if a signal came."""
         self.interrupts.check()
 
     def quiet_after(self, spark: Any) -> None:
-        """Spark's Python side says nothing once the run is interrupted: PySpark's
-        accumulator server (a socketserver thread of this process) prints a
-        traceback when the JVM it serves dies with a SIGTERM to the group."""
+        """Keep Spark's Python side quiet once the run is interrupted.
+
+        PySpark's accumulator server (a socketserver thread of this process) prints
+        a traceback when the JVM it serves dies with a SIGTERM to the group; its
+        errors are then not reported.
+
+        Args:
+            spark: The running SparkSession.
+        """
         server = getattr(spark.sparkContext, "_accumulatorServer", None)
         if server is None:
             return
@@ -236,7 +259,13 @@ def _conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 class Progress:
-    """Tasks done, on stderr: a live line on a terminal, a line a minute elsewhere."""
+    """Tasks done, on stderr: a live line on a terminal, a line a minute elsewhere.
+
+    Args:
+        spark: The running SparkSession (its status tracker is polled).
+        out: Where to write (stderr).
+        quiet: Say nothing (-q).
+    """
 
     def __init__(self, spark: Any, out: TextIO, quiet: bool) -> None:
         self.tracker = spark.sparkContext.statusTracker()
@@ -248,6 +277,12 @@ class Progress:
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
     def planned(self, units: list[Any], tasks: int) -> None:
+        """Say the inputs and tasks planned, and start following the tasks.
+
+        Args:
+            units: The planned input units (their files and sizes are said).
+            tasks: How many Spark tasks will read them.
+        """
         if self.quiet:
             return
         files = len({u.path for u in units})
@@ -281,6 +316,7 @@ class Progress:
                 self.out.flush()
 
     def done(self) -> None:
+        """Stop following the tasks and clear the live line."""
         self.stop.set()
         if self.thread.is_alive():
             self.thread.join(timeout=2)
@@ -290,6 +326,17 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse pipeline`: decode the inputs on Spark into a Parquet dataset.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if the data had problems, 3 if the Spark job
+        failed (nothing written), 130 if interrupted (SIGINT or SIGTERM; one
+        line says what the output directory holds). A usage error raises
+        ValueError (status 2, by lbparse.cli.main).
+    """
     signals = Signals()
     try:
         signals.install()  # in the try: a signal the instant its handler is in place
@@ -413,7 +460,15 @@ def _quiet(spark: Any) -> None:
 
 
 def interrupted_line(exc: Interrupted, out: str) -> str:
-    """The one line an interrupted run ends with: rows done, and what DIR holds."""
+    """The one line an interrupted run ends with: rows done, and what DIR holds.
+
+    Args:
+        exc: The interruption, with its rows, finished and kept.
+        out: The output directory.
+
+    Returns:
+        The line.
+    """
     head = (
         f"lbparse pipeline: interrupted ({signal.Signals(exc.signum).name}) after {exc.rows:,} rows"
     )
@@ -425,7 +480,11 @@ def interrupted_line(exc: Interrupted, out: str) -> str:
 
 
 def say_replaced(out_plan: Any) -> None:
-    """What --overwrite (or an unfinished earlier run) makes this run replace."""
+    """What --overwrite (or an unfinished earlier run) makes this run replace, on stderr.
+
+    Args:
+        out_plan: The output directory's plan (pipeline.outdir.OutPlan).
+    """
     if out_plan.replaces:
         warn(NAME, f"--overwrite: replacing {', '.join(out_plan.replaces)} at the end of the run")
     if out_plan.leftovers:
@@ -435,9 +494,20 @@ def say_replaced(out_plan: Any) -> None:
 
 
 def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
-    """Everything that can be wrong with the arguments, found before Spark starts
-    (ValueError: one line, exit 2); the inputs, planned, and what the output
-    directory will get (pipeline.outdir)."""
+    """Everything that can be wrong with the arguments, found before Spark starts.
+
+    Args:
+        args: The parsed command line.
+        options: The job's PipelineOptions.
+
+    Returns:
+        The inputs, planned (units), and what the output directory will get
+        (pipeline.outdir's plan).
+
+    Raises:
+        ValueError: An argument is wrong (one line, exit 2); here, no input
+            files were found (the checks it calls raise it too).
+    """
     conf = _conf(args)
     outdir.check_location(options.out, options.inputs)  # before any input is read
     if not under_spark_submit():  # spark-submit has its own --master and --conf
@@ -462,7 +532,12 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
 
 
 def print_report(summary: Any, out: str) -> None:
-    """The summary table, the throughput, and where the data and summary went."""
+    """The summary table, the throughput, and where the data and summary went.
+
+    Args:
+        summary: The job's summary.
+        out: The output directory.
+    """
     t = summary.totals()
     print(summary.table())
     print(

@@ -61,6 +61,11 @@ FIELDS_WIDTH = 100
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse raft`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "paths",
         nargs="+",
@@ -108,6 +113,18 @@ def _wanted(log: StoredLog, args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse raft`: each raft.db's stable store and log entries, as a table or JSON Lines.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if a raft.db had findings (damage, said on
+        stderr), 2 if a path holds no raft.db or one cannot be read.
+
+    Raises:
+        UsageError: --from-index is past --to-index.
+    """
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
 
     if (

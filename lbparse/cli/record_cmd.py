@@ -44,6 +44,11 @@ NAME = "record"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse record`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     add_connection_arguments(p)
     p.add_argument(
         "-o",
@@ -61,6 +66,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse record`: a NATS server's messages to FILE.jsonl or FILE.parquet.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 if the recording is complete, 1 if it may be
+        missing messages (said on stderr).
+    """
     connect_options(args)  # the options' errors before the file is made
     # Checked before connecting (lbparse.outputs): a device or FIFO written in
     # place, a regular file replaced whole at the end, a link to a file refused.

@@ -80,6 +80,11 @@ NAME = "report"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse report`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "inputs",
         nargs="+",
@@ -118,6 +123,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse report`: the HTML page (and --json model, --screenshot) of the inputs.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if the reading noticed problems, an input was
+        empty or a data directory had findings, 2 if an input is no capture.
+
+    Raises:
+        ValueError: '-' (stdin) given more than once, or --screenshot without
+            a page in a file (exit status 2).
+    """
     if args.inputs.count("-") > 1:
         raise ValueError("'-' (stdin) can be read only once")
     output = args.output or (None if args.json_out else "report.html")

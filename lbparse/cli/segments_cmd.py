@@ -66,6 +66,11 @@ VALUE_WIDTH = 40
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse segments`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument(
         "paths",
         nargs="+",
@@ -140,6 +145,20 @@ def _nothing_selected(found: list[PartitionDir], args: argparse.Namespace) -> st
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse segments`: list the partitions' entries, or --verify them.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 ok, 1 if a file is unreadable or damaged (or
+        --verify finds anything), or nothing matches the selection (no
+        partition, no entry in the offset range), 2 if the paths hold no
+        partition or cannot be read.
+
+    Raises:
+        UsageError: --from-offset is past --to-offset.
+    """
     # A closed pipe (`| head`) is lbparse.cli.main's to handle, as for every command.
     if (
         args.from_offset is not None
@@ -308,7 +327,14 @@ def _deep(stream: str, value: bytes | None) -> dict[str, Any] | None:
 
 
 def rfc3339(ns: int | None) -> str:
-    """Unix nanoseconds as an RFC 3339 UTC time; "-" for none."""
+    """Unix nanoseconds as an RFC 3339 UTC time; "-" for none.
+
+    Args:
+        ns: Integer nanoseconds since the Unix epoch, or None.
+
+    Returns:
+        The text (output.rfc3339), or "-".
+    """
     return "-" if ns is None else output.rfc3339(int(ns))
 
 

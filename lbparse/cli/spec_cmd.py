@@ -17,11 +17,22 @@ NAME = "spec"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse spec`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
     add_output_argument(p, what="the tables")
 
 
 def as_json() -> dict[str, Any]:
+    """The spec's layouts as `lbparse spec --json` prints them.
+
+    Returns:
+        Layout name -> its byte7, doc, payload_types and msg_types (MsgType
+        number as text -> name and payload type).
+    """
     return {
         name: {
             "byte7": lay.byte7,
@@ -37,6 +48,14 @@ def as_json() -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse spec`: print the layouts and MsgType tables (or --json).
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0.
+    """
     if args.json:  # one line, as --json is everywhere (`| jq .` to indent it)
         print(json.dumps(as_json()))
         return 0

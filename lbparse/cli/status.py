@@ -7,8 +7,9 @@ file), said on stderr. 2 (USAGE): a usage problem (a bad option value, a
 file that cannot be opened, an argument that is neither a file nor hex).
 3 (JOB_FAILED): `pipeline` only, the job itself failed (Spark, a worker,
 the output's filesystem). 130 (INTERRUPTED): Ctrl-C (128 + SIGINT, as a
-shell reports it); `pipeline` says the same for SIGTERM, its earlier output kept. A user's mistake is one line on stderr, `lbparse
-COMMAND: what was wrong`, never a traceback. A reader that goes away
+shell reports it); `pipeline` says the same for SIGTERM, its earlier
+output kept. A user's mistake is one line on stderr, `lbparse COMMAND:
+what was wrong`, never a traceback. A reader that goes away
 (`lbparse decode ... | head`) ends the run quietly with status 0.
 """
 
@@ -57,7 +58,13 @@ class DataError(Exception):
 
 
 def warn(command: str, message: str) -> None:
-    """One line on stderr, named for the command (what came from the input escaped)."""
+    """One line on stderr, named for the command (what came from the input escaped).
+
+    Args:
+        command: The command's name ("capture"...): the line reads
+            `lbparse COMMAND: MESSAGE`.
+        message: What to say; unprintable characters are escaped.
+    """
     print(f"lbparse {command}: {printable(message)}", file=sys.stderr, flush=True)
 
 

@@ -46,9 +46,15 @@ PART = "part-00000.parquet"
 
 @dataclass
 class TablesRun:
-    """What a run wrote: rows per table, the inputs' problems (as (kind,
-    message): a gap, a damaged block, a file that cannot be read), and per
-    input the information notices (Notice.info: normal behaviour, no rows)."""
+    """What a run wrote.
+
+    Attributes:
+        rows: Table name -> rows written.
+        problems: The inputs' problems, as (kind, message): a gap, a damaged
+            block, a file that cannot be read.
+        notes: Per input, the information notices (Notice.info: normal
+            behaviour, no rows).
+    """
 
     rows: dict[str, int] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
@@ -56,7 +62,16 @@ class TablesRun:
 
 
 def check_tables_dir(path: str, inputs: Sequence[str]) -> None:
-    """DIR may be made: absent or an empty directory, not an input (one line, exit 2)."""
+    """DIR may be made: absent or an empty directory, not an input (one line, exit 2).
+
+    Args:
+        path: The --tables directory.
+        inputs: The input files, which DIR may not be.
+
+    Raises:
+        OutputError: DIR exists and is not empty, is no directory or an input,
+            or its parent cannot be written.
+    """
     check_dir(path, "--tables", inputs)
     if os.path.isdir(path) and os.listdir(path):
         raise OutputError(
@@ -77,7 +92,28 @@ def write_tables(
     limits: Limits | None,
     on_problem: Callable[[str, str], None],
 ) -> TablesRun:
-    """Read `files` in order into the tables of DIR `path` (checked before)."""
+    """Read `files` in order into the tables of DIR `path` (checked before).
+
+    The tables are written in a new directory beside DIR and renamed into
+    place at the end: DIR gets all of them or nothing.
+
+    Args:
+        path: The --tables directory (checked by check_tables_dir).
+        files: The captures or recordings, read in this order.
+        layout: The envelope layout to decode with.
+        verify_crc: Whether to check the CRC-32C.
+        lenient: Accept what the upstream server accepts, with warnings.
+        limits: The run's limits; None for the defaults.
+        on_problem: Called with (kind, message) for each input problem, as
+            they come.
+
+    Returns:
+        What the run wrote: rows per table, problems, notes.
+
+    Raises:
+        OutputError: The tables could not be written or put in place (a full
+            disk, say); nothing is written then.
+    """
     where = f"--tables {path}"
     work = _work_dir(path.rstrip("/") or path, where)
     writers: dict[str, pq.ParquetWriter] = {}

@@ -54,7 +54,11 @@ NAME = "tap"
 
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:
-    """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options."""
+    """SERVER, SUBJECT..., --count/--duration and the `nats` CLI's connection options.
+
+    Args:
+        p: The command's parser (tap's or record's).
+    """
     p.add_argument(
         "server",
         metavar="nats://HOST:PORT",
@@ -106,6 +110,19 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
+    """The connection options the command line asks for, checked.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The ConnectOptions for subscribe().
+
+    Raises:
+        ValueError: --count below 1, --reconnect-timeout below 0 or
+            --backlog-mb not above 0 (exit status 2); check_credentials raises
+            for credentials that cannot be used.
+    """
     if args.count is not None and args.count < 1:
         raise ValueError("--count must be at least 1")
     if args.reconnect_timeout < 0:
@@ -130,6 +147,12 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
 
 
 def ready_message(command: str, args: argparse.Namespace) -> None:
+    """Say on stderr that the subscription is in place (scripts wait for this line).
+
+    Args:
+        command: The command's name.
+        args: The parsed command line (server and subjects).
+    """
     # Scripts (and the tests) wait for this line before publishing.
     print(
         f"lbparse {command}: listening on {shown_url(args.server)} for {' '.join(args.subjects)}",
@@ -139,7 +162,14 @@ def ready_message(command: str, args: argparse.Namespace) -> None:
 
 
 def event_printer(command: str) -> Callable[[str], None]:
-    """Connection losses and returns, as lines on stderr."""
+    """Connection losses and returns, as lines on stderr.
+
+    Args:
+        command: The command's name, which each line starts with.
+
+    Returns:
+        A function that says one line.
+    """
 
     def say(line: str) -> None:
         print(f"lbparse {command}: {printable(line)}", file=sys.stderr, flush=True)
@@ -153,10 +183,23 @@ def live_session(
     on_record: Callable[[Record], None],
     on_idle: Callable[[], None] | None = None,
 ) -> LiveResult:
-    """Run the subscription of `args` (tap and record share it); `on_idle`:
-    the output's flush (subscribe() calls it when it has caught up). A
-    server that cannot be reached is a DataError: one line, status 1 (as
-    the nats CLI)."""
+    """Run the subscription of `args` (tap and record share it).
+
+    Args:
+        command: The command's name, for its lines on stderr.
+        args: The parsed command line (server, subjects, connection options,
+            layout, count, duration, backlog).
+        on_record: Called with each message received, decoded.
+        on_idle: The output's flush (subscribe() calls it when it has caught
+            up), or None.
+
+    Returns:
+        How the session went: messages received and written, whether complete.
+
+    Raises:
+        DataError: The server cannot be reached (one line, status 1, as the
+            nats CLI).
+    """
     try:
         return asyncio.run(
             subscribe(
@@ -181,6 +224,11 @@ def live_session(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add `lbparse tap`'s options to its parser.
+
+    Args:
+        p: The command's parser.
+    """
     add_connection_arguments(p)
     add_layout_argument(p, default=default_layout())
     add_format_arguments(p, "jsonl", jsonl="one JSON object per message", table="a table row")
@@ -188,6 +236,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run `lbparse tap`: print each message of the subjects, decoded, as it comes.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The exit status: 0 if the session was complete, 1 if messages may have
+        been missed (said on stderr) or the server could not be reached.
+    """
     connect_options(args)  # the options' errors before anything starts
 
     def show(rec: Record) -> None:

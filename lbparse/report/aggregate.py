@@ -50,11 +50,18 @@ def _op_name(m: Any) -> str:
 
 
 class FlatFields:
-    """A FlatBuffers table (the FlatBuffers layouts' Publish and Ack) read as the
-    handlers read the protobuf message of the same MsgType: fields as
-    attributes, one absent (or that only the protobuf message has, such as
-    ackError) as its zero, byte vectors (correlationId) as text, since the
-    protobuf messages have strings there."""
+    """A FlatBuffers table read as the handlers read a protobuf message.
+
+    The FlatBuffers layouts' Publish and Ack are read as the handlers read the
+    protobuf message of the same MsgType: fields as attributes, one absent (or
+    that only the protobuf message has, such as ackError) as its zero, byte
+    vectors (correlationId) as text, since the protobuf messages have strings
+    there.
+
+    Args:
+        table: The decoded FlatBuffers table; its type_name names its layout in
+            the generated schema (TABLES).
+    """
 
     __slots__ = ("_fields", "_zeros")
 
@@ -75,11 +82,29 @@ class FlatFields:
 
 
 def handler_view(message: Any) -> Any:
-    """What a handler reads of a decoded payload: FlatBuffers tables as FlatFields."""
+    """What a handler reads of a decoded payload: FlatBuffers tables as FlatFields.
+
+    Args:
+        message: A decoded envelope's payload (a protobuf message or a FlatTable).
+
+    Returns:
+        The message itself, or a FlatFields view of it if it is a FlatTable.
+    """
     return FlatFields(message) if isinstance(message, FlatTable) else message
 
 
 class Aggregator:
+    """The one streaming pass from records to the report's data.
+
+    Keeps bounded state only (counts per time bin, latency histograms, tables
+    of waiting requests that forget their oldest entries); `model()` returns
+    the data behind every chart.
+
+    Args:
+        raft: Whether to decode the Raft transport's messages (report.raft_events);
+            False leaves the model's cluster.raft as "not asked for".
+    """
+
     def __init__(self, raft: bool = True) -> None:
         self.axis = TimeAxis()
         self.nodes = NodeMap()
@@ -118,6 +143,16 @@ class Aggregator:
     # -- records ----------------------------------------------------------------
 
     def add(self, rec: Any) -> None:
+        """Take one record into the counts, tables and histograms.
+
+        The hot path: one call per message, in time order per input. A record whose
+        time is NO_TIME is counted (messages, bytes) but placed on no time bin.
+
+        Args:
+            rec: A capture record (lbparse.capture.records fields: ts in integer
+                nanoseconds since the epoch, verb, subject, reply, src, dst,
+                payload, header_block, envelope, error).
+        """
         # The hot path: one call per message, a million times for a large
         # capture. Counters are updated in their dicts directly and the
         # time bin is computed inline unless the axis must grow.
@@ -281,27 +316,58 @@ class Aggregator:
             self.partitions.leader_reported(ns, m.reportLeaderOp, "propagated request")
 
     def connect_names(self, names: dict[str, str]) -> None:
-        """The CONNECT names of an input's connections (endpoint -> name): facts
-        that name their nodes over anything the messages suggested."""
+        """Record the CONNECT names of an input's connections.
+
+        These are facts that name their nodes over anything the messages suggested.
+
+        Args:
+            names: Endpoint ("host:port") -> the name its CONNECT gave.
+        """
         for endpoint, name in names.items():
             self.nodes.connect(endpoint, name)
 
     def storage(self) -> Storage:
-        """The data directories' part (report.storage.Storage), made when first asked for."""
+        """The data directories' part (report.storage.Storage), made when first asked for.
+
+        Returns:
+            The Storage collector shared by every data directory of this report.
+        """
         if self._storage is None:
             self._storage = Storage(self.axis, self.partitions, self.raft, self.problems)
         return self._storage
 
     def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
+        """Record a problem notice (shown in the report's problems).
+
+        Args:
+            kind: The notice's kind (a short token, such as "truncated").
+            ns: When, in integer nanoseconds since the epoch, or None if unknown.
+            where: The input and place it concerns.
+            message: The notice's text.
+        """
         self.problems.notice(kind, ns, where, message)
 
     def note(self, kind: str, ns: int | None, where: str, message: str) -> None:
-        """An information notice (lbparse.capture.Notice.info): shown, not a problem."""
+        """An information notice (lbparse.capture.Notice.info): shown, not a problem.
+
+        Args:
+            kind: The notice's kind (a short token).
+            ns: When, in integer nanoseconds since the epoch, or None if unknown.
+            where: The input and place it concerns.
+            message: The notice's text.
+        """
         self.problems.note(kind, ns, where, message)
 
     # -- the model ----------------------------------------------------------------
 
     def traffic_model(self) -> dict[str, Any]:
+        """The traffic section of the model: messages and bytes per time bin.
+
+        Returns:
+            A JSON-ready dict: by_msg_type, by_stream (top streams, the rest as
+            "(other)"), bytes (per direction, bytes per second), msg_type_totals and
+            stream_totals (most first).
+        """
         width = self.axis.width_s
 
         def rate(i: int, key: str, n: int) -> dict[str, Any]:
@@ -322,7 +388,17 @@ class Aggregator:
         }
 
     def model(self, inputs: list[dict[str, Any]], stats: dict[str, Any]) -> dict[str, Any]:
-        """The report's data: plain JSON values only."""
+        """The report's data: plain JSON values only.
+
+        Args:
+            inputs: One summary dict per input read (InputSummary.to_json_dict()).
+            stats: The reading's totals; its "per_subject" counts are replaced by the
+                number of subjects and the top MAX_TOP_SUBJECTS of them.
+
+        Returns:
+            The whole model (the `--json` output): report, inputs, totals, traffic,
+            latency, partitions, cluster, problems, client and storage sections.
+        """
         first, last = self.axis.first_ns, self.axis.last_ns
         totals = dict(stats)
         subjects = totals.pop("per_subject", {})

@@ -57,7 +57,19 @@ class BrowserError(RuntimeError):
 
 @dataclass
 class Look:
-    """What the browser saw."""
+    """What the browser saw.
+
+    Attributes:
+        png: The full-page screenshot, PNG bytes.
+        rendered: The page's own verdict: "ok" or "error: ..." (or "timeout: ..."
+            if it did not finish drawing in time).
+        charts: One dict per chart: id, x, y, width, height (CSS pixels on the
+            PNG) and marks (its canvas/svg elements).
+        errors: Console errors and uncaught exceptions, as text.
+        empty_notes: How many "no data" notes the page shows.
+        requests: Every URL the page asked for.
+        text: The page's text as shown (document.body.innerText).
+    """
 
     png: bytes
     rendered: str  # the page's own verdict: "ok" or "error: ..."
@@ -69,7 +81,11 @@ class Look:
 
 
 def chromium() -> str | None:
-    """The Chromium to use: $LBPARSE_CHROMIUM, else Debian's `chromium` on PATH."""
+    """The Chromium to use: $LBPARSE_CHROMIUM, else Debian's `chromium` on PATH.
+
+    Returns:
+        The executable's path, or None if there is none.
+    """
     env = os.environ.get("LBPARSE_CHROMIUM")
     if env:
         return env
@@ -175,7 +191,19 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def look(page: str | os.PathLike[str], width: int = WIDTH) -> Look:
-    """Load `page` (an HTML file) in headless Chromium; screenshot and findings."""
+    """Load `page` (an HTML file) in headless Chromium; screenshot and findings.
+
+    Args:
+        page: The HTML file to load.
+        width: The window's width in CSS pixels (the height follows the page).
+
+    Returns:
+        What the browser saw: screenshot, verdict, chart boxes, errors, requests.
+
+    Raises:
+        BrowserError: No Chromium was found, it could not be started, or it did
+            not answer in time.
+    """
     exe = chromium()
     if exe is None:
         raise BrowserError(

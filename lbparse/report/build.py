@@ -13,11 +13,21 @@ from lbparse.report.inputs import ReadOptions, read_input
 def build_model(
     paths: Iterable[str], options: ReadOptions | None = None, raft: bool = True
 ) -> dict[str, Any]:
-    """Read every input (captures, recordings, pipeline output) and return the
-    data behind every chart: what `lbparse report --json` writes.
+    """Read every input and return the data behind every chart.
 
-    `totals` are the capture reader's counts (`lbparse capture --stats`)
-    summed over the inputs; `raft=False` leaves the Raft transport undecoded."""
+    The inputs are captures, recordings and pipeline output; the result is what
+    `lbparse report --json` writes. `totals` are the capture reader's counts
+    (`lbparse capture --stats`) summed over the inputs.
+
+    Args:
+        paths: The input files, read in this order, each in one streaming pass.
+        options: How to read them (layout, limits, callbacks); None for the
+            defaults.
+        raft: Whether to decode the Raft transport; False leaves it undecoded.
+
+    Returns:
+        The report's model, plain JSON values only (Aggregator.model).
+    """
     options = options or ReadOptions()
     agg = Aggregator(raft=raft)
     stats = Stats()

@@ -26,7 +26,11 @@ from lbparse.scratch import read_own, replace_file
 
 
 def vegalite_version() -> str:
-    """The Vega-Lite version of Altair's schema, as vl-convert names it (v6_4)."""
+    """The Vega-Lite version of Altair's schema, as vl-convert names it (v6_4).
+
+    Returns:
+        The version as "major_minor", e.g. "6_4".
+    """
     return "_".join(SCHEMA_VERSION.split(".")[:2])
 
 
@@ -43,7 +47,14 @@ def _bundle(vlc: Any, vl: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def vega_bundle() -> str:
-    """The runtimes' JavaScript, safe inside a <script> element (defines `vegaEmbed`)."""
+    """The runtimes' JavaScript, safe inside a <script> element (defines `vegaEmbed`).
+
+    Bundled once per process and cached in the user's cache directory, keyed by
+    the versions; a cache that cannot be written is skipped silently.
+
+    Returns:
+        The JavaScript text, with `</script` escaped.
+    """
     vl = vegalite_version()
     name = f"vega-bundle-vlc{version('vl-convert-python')}-{vl}.js"
     path = _cache_dir() / name

@@ -23,6 +23,20 @@ MAX_LEGEND = 24
 
 @dataclass
 class Chart:
+    """One chart of the page: its Vega-Lite spec and the model paths it draws.
+
+    Attributes:
+        id: The chart's id in the page (data-chart), unique.
+        section: The page section it belongs to.
+        title: Its heading.
+        about: A sentence on how to read it.
+        data: Dataset name -> model path of its rows ("traffic.by_msg_type").
+        spec: The Vega-Lite spec (no data in it), or None when `empty` says why
+            nothing is drawn.
+        empty: Why nothing is drawn (this input has no such data), else "".
+        notes: Further lines shown under the chart.
+    """
+
     id: str
     section: str
     title: str
@@ -34,10 +48,27 @@ class Chart:
 
 
 def dataset_name(path: str) -> str:
+    """The dataset name a chart gives the model path it draws.
+
+    Args:
+        path: A dotted model path ("latency.histogram").
+
+    Returns:
+        The path with dots as double underscores ("latency__histogram").
+    """
     return path.replace(".", "__")
 
 
 def get_path(model: dict[str, Any], path: str) -> Any:
+    """The value at a dotted path of the model.
+
+    Args:
+        model: The report's data model.
+        path: A dotted path of dict keys ("cluster.raft.terms").
+
+    Returns:
+        The value there, or None if any key on the way is missing.
+    """
     value: Any = model
     for key in path.split("."):
         value = value.get(key) if isinstance(value, dict) else None
@@ -102,7 +133,14 @@ NODE_COLOURS = (
 
 
 def node_scale(model: dict[str, Any]) -> alt.Scale:
-    """Nodes (and connections not tied to one) in one colour each, page-wide."""
+    """Nodes (and connections not tied to one) in one colour each, page-wide.
+
+    Args:
+        model: The report's data model; the leaders it names are the domain.
+
+    Returns:
+        An Altair colour scale: node names first, then endpoints, each its colour.
+    """
     names = {
         row["leader"]
         for path in ("partitions.leaders", "cluster.metadata_leaders", "cluster.raft.terms")
@@ -129,6 +167,15 @@ def _spec_or_empty(
 
 
 def traffic_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The traffic section: message rates by MsgType and by stream, bytes per second.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        The section's charts, in page order.
+    """
     out = []
     for cid, path, key, legend, title, about in (
         (
@@ -185,6 +232,15 @@ def traffic_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
 
 def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The latency section: publish-to-ack histogram, latency over time, unacked.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        The section's charts, in page order.
+    """
     out = []
     hist = dataset_name("latency.histogram")
 
@@ -294,6 +350,15 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
 
 def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The partitions section: leaders over time, leader epochs, replication lag.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        The section's charts, in page order.
+    """
     out = []
     leaders = dataset_name("partitions.leaders")
     changes = dataset_name("partitions.leader_changes")
@@ -461,6 +526,15 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
 
 def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The cluster section: unanswered requests (503), metadata leader, metadata ops.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        The section's charts, in page order.
+    """
     out = []
     nr = dataset_name("cluster.no_responders")
     spec, empty = _spec_or_empty(
@@ -593,6 +667,15 @@ def _no_ops(model: dict[str, Any]) -> str:
 
 
 def problem_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
+    """The problems section: decode errors and reader notices over time.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        A list of the one problems chart.
+    """
     name = dataset_name("problems.over_time")
     spec, empty = _spec_or_empty(
         model,
@@ -615,7 +698,15 @@ def problem_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
 
 def storage_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
-    """Only when data directories were read."""
+    """The data directories' section: only when data directories were read.
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        The stored-messages chart, or an empty list if no data directory was read.
+    """
     if not get_path(model, "storage.replicas"):
         return []
     name = dataset_name("storage.stored_by_stream")
@@ -643,7 +734,15 @@ CLIENT = "Client (gRPC API)"
 
 
 def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
-    """The client's section, only when the inputs held gRPC calls (report.client)."""
+    """The client's section, only when the inputs held gRPC calls (report.client).
+
+    Args:
+        model: The report's data model (Aggregator.model / `--json`).
+        bin_ms: The time bins' width in milliseconds (bars span one bin).
+
+    Returns:
+        Error statuses, metadata lookups and the publish join, or an empty list.
+    """
     if not model.get("client"):
         return []
     errors = dataset_name("client.errors_over_time")
@@ -802,6 +901,14 @@ def _publish_join_chart(model: dict[str, Any]) -> Chart:
 
 
 def chart_list(model: dict[str, Any]) -> list[Chart]:
+    """Every chart of the page, section by section.
+
+    Args:
+        model: The report's data model; its report.bin_s sets the bars' width.
+
+    Returns:
+        The charts in page order; those without data say why (Chart.empty).
+    """
     bin_ms = float(model["report"]["bin_s"]) * 1000
     return (
         traffic_charts(model, bin_ms)

@@ -60,7 +60,16 @@ PUBLISH_METHODS = ("PublishAsync", "Publish", "PublishToSubject")  # joined to N
 
 
 def status_name(code: int | None, end: str | None) -> str:
-    """A call's outcome: its grpc-status's name, or how it ended without one."""
+    """A call's outcome: its grpc-status's name, or how it ended without one.
+
+    Args:
+        code: The call's grpc-status code, or None if it ended without one.
+        end: How the call ended (GrpcCall.end), said when there is no status.
+
+    Returns:
+        The status's name ("OK", "UNAVAILABLE"...), "status N" for a code beyond
+        the known ones, or "no status (END)".
+    """
     if code is None:
         return f"no status ({end})"
     return STATUS_NAMES[code] if 0 <= code < len(STATUS_NAMES) else f"status {code}"
@@ -94,6 +103,16 @@ def _call_of(row: dict[str, Any], request: dict[str, Any] | None) -> GrpcCall:
 
 
 class ClientCalls:
+    """The client section: the gRPC API's calls and messages (lbparse.capture.grpc).
+
+    Per method: calls, outcomes and latency; PublishAsync's requests joined to
+    their responses by correlationId (the oldest waiting ones forgotten first);
+    subscriptions; metadata lookups (report.failovers).
+
+    Args:
+        axis: The report's time axis (error statuses are counted per bin).
+    """
+
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
         self.methods: dict[str, _Method] = {}
@@ -116,9 +135,15 @@ class ClientCalls:
 
     @property
     def calls(self) -> int:
+        """How many calls were seen, over all methods."""
         return sum(m.calls for m in self.methods.values())
 
     def add(self, item: Any) -> None:
+        """Take one item of the gRPC reader: a message or a finished call.
+
+        Args:
+            item: A GrpcMessage or GrpcCall; anything else is ignored.
+        """
         if isinstance(item, GrpcMessage):
             self._message(item)
         elif isinstance(item, GrpcCall):
@@ -127,9 +152,14 @@ class ClientCalls:
     def add_tables(
         self, calls: list[dict[str, Any]], messages: list[dict[str, Any]]
     ) -> list[tuple[str, str]]:
-        """The rows of the gRPC tables (lbparse.columnar.grpctables: the
-        pipeline's output), as the records they were made of: messages in
-        time order, then each call with its Subscribe request.
+        """Take the rows of the gRPC tables as the records they were made of.
+
+        The tables are lbparse.columnar.grpctables' (the pipeline's output):
+        messages are taken in time order, then each call with its Subscribe request.
+
+        Args:
+            calls: The grpc_calls rows.
+            messages: The grpc_messages rows.
 
         Returns:
             (where, why) of each message row whose message_json is not JSON
@@ -254,7 +284,12 @@ class ClientCalls:
         )
 
     def model(self) -> dict[str, Any] | None:
-        """The client section's data; None when the inputs held no gRPC call."""
+        """The client section's data; None when the inputs held no gRPC call.
+
+        Returns:
+            A JSON-ready dict (calls, messages, methods, publish_async, errors,
+            errors_over_time, publish_join, subscriptions, bin_ms), or None.
+        """
         if not self.methods:
             return None
         methods = [

@@ -29,8 +29,17 @@ MAX_LEADER_SEGMENTS = 5000
 
 
 def is_no_responders(header_block: bytes | None) -> bool:
-    """A NATS status message 503: on the header block's first line, or kept as a
-    `Status: 503` header (recordings and the pipeline's output keep headers only)."""
+    """Whether a header block is a NATS status message 503 (no responders).
+
+    The status is on the header block's first line, or kept as a `Status: 503`
+    header (recordings and the pipeline's output keep headers only).
+
+    Args:
+        header_block: An HMSG's header block, or None for a message without one.
+
+    Returns:
+        True if it says 503.
+    """
     if header_block is None:
         return False
     if header_block.startswith(NO_RESPONDERS):
@@ -39,6 +48,13 @@ def is_no_responders(header_block: bytes | None) -> bool:
 
 
 class Cluster:
+    """The cluster's part of the model: 503s, the metadata leader, metadata ops.
+
+    Args:
+        axis: The report's time axis (503s and ops are counted per bin).
+        nodes: The endpoint -> node map shared with the other parts.
+    """
+
     def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
         self.axis = axis
         self.nodes = nodes
@@ -50,6 +66,14 @@ class Cluster:
         self.ops = Counts(axis)  # metadata ops proposed, by op
 
     def request(self, reply: str, subject: str) -> None:
+        """Remember which request subject a reply inbox answers.
+
+        The table forgets its oldest entries beyond MAX_REPLIES.
+
+        Args:
+            reply: The request's reply inbox.
+            subject: The subject it was sent to.
+        """
         replies = self.replies
         if reply not in replies:
             replies[reply] = subject
@@ -57,7 +81,16 @@ class Cluster:
                 replies.popitem(last=False)
 
     def status_503(self, ns: int, i: int, inbox: str) -> str:
-        """A no-responders status delivered to `inbox`; returns the request subject."""
+        """Count a no-responders status delivered to `inbox`.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            i: The time bin's index on the axis.
+            inbox: The reply inbox it was delivered to.
+
+        Returns:
+            The request subject it answers, or "(unknown request)".
+        """
         target = self.replies.get(inbox, "(unknown request)")
         key = target if target in self.targets or len(self.targets) < MAX_TARGETS else OTHER
         info = self.targets.get(key)
@@ -70,7 +103,14 @@ class Cluster:
         return target
 
     def metadata_answer(self, ns: int, endpoint: str) -> None:
-        """A PropagatedResponse / RaftJoinResponse sent from `endpoint`."""
+        """A PropagatedResponse / RaftJoinResponse sent from `endpoint`.
+
+        Its sender was the metadata leader at that time.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            endpoint: The sender's endpoint ("host:port").
+        """
         segs = self.leader_segments
         if segs and segs[-1][0] == endpoint:
             segs[-1][2] = ns
@@ -79,9 +119,22 @@ class Cluster:
             segs.append([endpoint, ns, ns, 1])
 
     def propagated(self, i: int, op: str) -> None:
+        """Count a metadata op proposed (a PropagatedRequest).
+
+        Args:
+            i: The time bin's index on the axis.
+            op: The op's name (protocol.Op, such as "SHRINK_ISR").
+        """
         self.ops.add(i, op)
 
     def model(self) -> dict[str, Any]:
+        """The cluster section's data.
+
+        Returns:
+            A JSON-ready dict: nodes and how each is known, connections, node
+            conflicts, 503s (total, over time, by target), metadata_leaders (runs
+            of answers by one leader) and propagated ops.
+        """
         leaders: list[dict[str, Any]] = []
         for endpoint, first, last, answers in self.leader_segments:
             name = self.nodes.name(endpoint)
@@ -125,9 +178,16 @@ class Cluster:
 
 
 def check_leaders(leaders: list[dict[str, Any]], terms: list[dict[str, Any]]) -> None:
-    """Each metadata leader (the node that answered) beside the Raft terms whose
-    AppendEntries span its time: `raft_leaders` they name, and `agrees_with_raft`
-    (None where no decoded term spans it). Two facts that disagree say so."""
+    """Set each metadata leader beside the Raft terms whose AppendEntries span its time.
+
+    Each leader row gets `raft_leaders` (the leaders those terms name) and
+    `agrees_with_raft` (None where no decoded term spans it). Two facts that
+    disagree say so.
+
+    Args:
+        leaders: The model's cluster.metadata_leaders rows, changed in place.
+        terms: The decoded Raft terms (cluster.raft.terms), with start/end/leader.
+    """
     for seg in leaders:
         named = sorted(
             {t["leader"] for t in terms if t["start"] <= seg["end"] and seg["start"] <= t["end"]}

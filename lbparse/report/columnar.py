@@ -65,15 +65,32 @@ TYPED_REST = frozenset(
 
 
 def native_reader() -> bool:
-    """Whether this lbparse reads captures with the C capture loop (the pipeline's
-    reader, and lbparse.read_capture_arrow, use it when it is built)."""
+    """Whether this lbparse reads captures with the C capture loop.
+
+    The pipeline's reader, and lbparse.read_capture_arrow, use it when it is
+    built.
+
+    Returns:
+        True if the C capture loop is built.
+    """
     return bool(columnar.available())
 
 
 def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]]:
-    """The decoded rows of one capture file as narrow tables (what
-    read_capture_tables yields), and the reader's counts in `stats` (a
-    pipeline UnitStats)."""
+    """The decoded rows of one capture file as narrow tables.
+
+    These are what read_capture_tables yields; the reader's counts go into
+    `stats`.
+
+    Args:
+        path: The capture file.
+        layout: The envelope layout to decode with ("v0", ..., or "auto").
+        stats: A list collecting one pipeline UnitStats per unit read (appended
+            after the unit's last batch).
+
+    Yields:
+        One dict of Arrow tables (table name -> table) per batch of rows.
+    """
     decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
     for unit in plan([os.fspath(path)], options):
@@ -238,10 +255,22 @@ def add_batch(
     where: str,
     on_notice: Callable[[str, Notice], None] | None = None,
 ) -> tuple[int, int] | None:
-    """Put one batch of decoded rows (arrow_batches' tables) into `agg` and
-    `stats`; the first and last message time of the batch (None without a
-    message). The reader's notices (rows `input:KIND`) go to
-    `on_notice(where, notice)` too."""
+    """Put one batch of decoded rows (arrow_batches' tables) into `agg` and `stats`.
+
+    The reader's notices (rows `input:KIND`) go to `on_notice(where, notice)`
+    too.
+
+    Args:
+        agg: The report's Aggregator.
+        tables: One batch's tables, as arrow_batches yields them.
+        stats: The capture reader's counts, added to.
+        where: The input's name, for notices and problems.
+        on_notice: Called with (where, notice) for each reader notice, if given.
+
+    Returns:
+        The first and last message time of the batch (integer nanoseconds
+        since the epoch), or None if it holds no message.
+    """
     batch = _messages(tables)
     kinds = batch.column("error_kind")
     inputs = input_problems(kinds)

@@ -41,14 +41,25 @@ WHEN = ("during", "after", "calm")
 
 
 class Activity:
-    """Each connection's first and last message (sent or delivered), by its
-    client-side endpoint: fed a record at a time (`see`) or a batch's
-    per-endpoint extremes (`see_span`)."""
+    """Each connection's first and last message (sent or delivered).
+
+    Kept by its client-side endpoint: fed a record at a time (the Aggregator
+    updates `spans` inline) or a batch's per-endpoint extremes (`see_span`).
+    """
 
     def __init__(self) -> None:
         self.spans: dict[str, list[int]] = {}
 
     def see_span(self, endpoint: str, first: int, last: int) -> None:
+        """Widen an endpoint's span to cover [first, last].
+
+        Endpoints beyond MAX_ENDPOINTS are not followed.
+
+        Args:
+            endpoint: The connection's client-side endpoint ("host:port").
+            first: Its earliest message time seen, integer nanoseconds since the epoch.
+            last: Its latest message time seen, integer nanoseconds since the epoch.
+        """
         span = self.spans.get(endpoint)
         if span is None:
             if len(self.spans) < MAX_ENDPOINTS:
@@ -60,8 +71,20 @@ class Activity:
             span[1] = last
 
     def silences(self, nodes: NodeMap, end_ns: int | None) -> list[dict[str, Any]]:
-        """Each node's silences: gaps of over SILENT_MS in the union of its
-        connections' spans, and from its last message to the capture's end."""
+        """Each node's silences.
+
+        A silence is a gap of over SILENT_MS in the union of its connections'
+        spans, or from its last message to the capture's end.
+
+        Args:
+            nodes: Which node each endpoint is (endpoints of no known node are skipped).
+            end_ns: The capture's end in integer nanoseconds, or None to leave out
+                the trailing silences.
+
+        Returns:
+            One dict per silence (node, start, end, seconds; end None when it lasts
+            to the end of the capture), by start time.
+        """
         by_node: dict[str, list[list[int]]] = {}
         for endpoint, span in self.spans.items():
             node = nodes.by_endpoint.get(endpoint)
@@ -108,6 +131,19 @@ class Lookups:
         end_ns: int | None,
         outcome: str,
     ) -> None:
+        """Keep one metadata lookup (FetchMetadata / FetchPartitionMetadata) as its call ends.
+
+        A call seen only from its end (no start time) is dropped; beyond MAX_LOOKUPS
+        lookups are only counted (`more`).
+
+        Args:
+            method: The gRPC method's name.
+            server: The server's endpoint.
+            start_ns: When the request was sent (integer nanoseconds), or None.
+            answer_ns: When the first response came, or None if none did.
+            end_ns: When the call ended, or None.
+            outcome: The call's outcome (client.status_name).
+        """
         if start_ns is None:
             return  # a call seen only from its end: no time to place it by
         if len(self.rows) >= MAX_LOOKUPS:
@@ -180,9 +216,20 @@ def _after_end(
 def failover_windows(
     partitions: dict[str, Any], cluster: dict[str, Any], last_ms: float | None
 ) -> list[dict[str, Any]]:
-    """The failovers of a report's model, merged, in time order: each with its
-    window, what changed, and how long its old leaders stayed silent
-    (`after_end`, None when none of them went silent)."""
+    """The failovers of a report's model, merged, in time order.
+
+    Each has its window, what changed, and how long its old leaders stayed
+    silent (`after_end`, None when none of them went silent).
+
+    Args:
+        partitions: The model's partitions section (its leader_changes).
+        cluster: The model's cluster section (metadata leaders, node_silences).
+        last_ms: The capture's end in epoch milliseconds, or None (a silence
+            to the end then ends with its window).
+
+    Returns:
+        One dict per merged failover: start, end (epoch ms), changes, after_end.
+    """
     silences = cluster.get("node_silences", [])
     found = sorted(
         _partition_windows(partitions.get("leader_changes", [])) + _metadata_windows(cluster)
@@ -237,8 +284,16 @@ def _summary(group: dict[str, Any]) -> dict[str, Any]:
 
 
 def lookups_model(lookups: Lookups, windows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The lookups placed against the failovers: each failover's (during and
-    after), the three groups' counts and latency, and each lookup."""
+    """The lookups placed against the failovers.
+
+    Args:
+        lookups: The client's metadata lookups.
+        windows: The failovers, as failover_windows returns them.
+
+    Returns:
+        A JSON-ready dict: each failover's lookups (during and after), the three
+        groups' (during, after, calm) counts and latency, and each lookup.
+    """
     per = [{"during": _group(), "after": _group()} for _ in windows]
     groups = {w: _group() for w in WHEN}
     for row in lookups.rows:

@@ -18,7 +18,14 @@ SUB = 1 << SUB_BITS
 
 
 def bucket_of(ns: int) -> int:
-    """The bucket of a duration (0 for anything below 1 ns)."""
+    """The bucket of a duration (0 for anything below 1 ns).
+
+    Args:
+        ns: The duration in nanoseconds.
+
+    Returns:
+        The bucket's index: exact below 8 ns, then 8 buckets per octave.
+    """
     if ns < SUB:
         return ns if ns > 0 else 0
     bl = ns.bit_length()
@@ -26,7 +33,14 @@ def bucket_of(ns: int) -> int:
 
 
 def bucket_bounds(b: int) -> tuple[int, int]:
-    """[lo, hi) of bucket b in nanoseconds."""
+    """[lo, hi) of bucket b in nanoseconds.
+
+    Args:
+        b: A bucket index, as bucket_of returns it.
+
+    Returns:
+        The bucket's lower (inclusive) and upper (exclusive) bound in nanoseconds.
+    """
     if b < SUB:
         return b, b + 1
     octave, part = divmod(b - SUB, SUB)
@@ -36,6 +50,11 @@ def bucket_bounds(b: int) -> tuple[int, int]:
 
 
 class Histogram:
+    """A latency histogram of bounded size: log-linear buckets, count, min, max, total.
+
+    Quantiles are exact within one bucket's width (8 buckets per octave).
+    """
+
     __slots__ = ("buckets", "count", "min", "max", "total")
 
     def __init__(self) -> None:
@@ -46,6 +65,11 @@ class Histogram:
         self.total = 0
 
     def add(self, ns: int) -> None:
+        """Count one duration.
+
+        Args:
+            ns: The duration in nanoseconds.
+        """
         b = bucket_of(ns)
         self.buckets[b] = self.buckets.get(b, 0) + 1
         self.count += 1
@@ -56,6 +80,11 @@ class Histogram:
             self.max = ns
 
     def merge(self, other: Histogram) -> None:
+        """Add another histogram's counts into this one.
+
+        Args:
+            other: The histogram to add (left unchanged).
+        """
         for b, n in other.buckets.items():
             self.buckets[b] = self.buckets.get(b, 0) + n
         self.count += other.count
@@ -66,7 +95,14 @@ class Histogram:
             self.max = other.max
 
     def quantile(self, q: float) -> int | None:
-        """The q-quantile (0..1) in nanoseconds, within one bucket's width."""
+        """The q-quantile (0..1) in nanoseconds, within one bucket's width.
+
+        Args:
+            q: The quantile, 0..1 (0.5 for the median).
+
+        Returns:
+            The quantile in nanoseconds (clamped to min..max), or None if empty.
+        """
         if not self.count:
             return None
         rank = max(1, math.ceil(q * self.count))
@@ -81,7 +117,12 @@ class Histogram:
         return self.max
 
     def summary_ms(self) -> dict[str, Any]:
-        """count, mean, p50, p90, p99, min, max (milliseconds)."""
+        """count, mean, p50, p90, p99, min, max (milliseconds).
+
+        Returns:
+            A dict of count, mean_ms, p50_ms, p90_ms, p99_ms, min_ms and max_ms
+            (milliseconds rounded to the microsecond; None when empty).
+        """
 
         def ms(ns: int | None) -> float | None:
             return None if ns is None else round(ns / 1e6, 3)
@@ -97,9 +138,15 @@ class Histogram:
         }
 
     def bucket_rows(self, merge: int = 4) -> list[dict[str, Any]]:
-        """One row per non-empty bucket, `merge` neighbours of an octave taken
-        together (4: two bars per octave, wide enough to see on a log axis):
-        its bounds in ms and its count."""
+        """One row per non-empty bucket, `merge` neighbours of an octave taken together.
+
+        Args:
+            merge: How many neighbouring buckets of an octave make one row (4: two
+                bars per octave, wide enough to see on a log axis).
+
+        Returns:
+            Dicts of lo_ms, hi_ms (the row's bounds in ms) and count, by bound.
+        """
         merged: dict[int, int] = {}
         for b, n in self.buckets.items():
             key = b if b < SUB else SUB + (b - SUB) // merge * merge

@@ -57,6 +57,20 @@ BATCH = 8192
 
 @dataclass
 class ReadOptions:
+    """How the report reads its inputs.
+
+    Attributes:
+        layout: The envelope layout to decode with; None for the capture
+            reader's default (auto).
+        limits: An lbparse.codec.limits.Limits, or None for the defaults.
+        on_progress: Called with (name, done, total) as an input is read, if given.
+        on_notice: Called with (where, notice) for each capture reader notice,
+            if given.
+        fast: Read captures through the columnar fast path (report.columnar);
+            None: where it holds the record path's answers (pcap and pcapng
+            files with the default limits and layout auto).
+    """
+
     layout: str | None = None  # None: the capture reader's default (auto)
     limits: Any = None  # lbparse.codec.limits.Limits, or None for the defaults
     on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
@@ -68,6 +82,17 @@ class ReadOptions:
 
 @dataclass
 class InputSummary:
+    """What one input held, as the model's `inputs` lists it.
+
+    Attributes:
+        path: The input's path ("-" for standard input).
+        format: What it was read as ("pcap", "pcapng", "records", "pipeline",
+            or a data directory's format).
+        messages: How many messages it held.
+        problems: How many problems reading it found.
+        extra: Further facts of the input's kind, merged into its JSON.
+    """
+
     path: str
     format: str
     messages: int = 0
@@ -75,6 +100,11 @@ class InputSummary:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The summary as the model's JSON.
+
+        Returns:
+            path, format, messages, problems and the `extra` keys in one dict.
+        """
         return {
             "path": self.path,
             "format": self.format,
@@ -85,7 +115,20 @@ class InputSummary:
 
 
 def kind_of(path: str) -> str:
-    """capture | pipeline | data_dir; `-` (stdin) is a capture or a recording."""
+    """capture | pipeline | data_dir; `-` (stdin) is a capture or a recording.
+
+    Args:
+        path: An input path, or "-" for standard input.
+
+    Returns:
+        "capture", "pipeline" (the output of `lbparse pipeline` or
+        `capture --tables`) or "data_dir" (a Liftbridge data directory, or a
+        folder of them).
+
+    Raises:
+        ValueError: The path does not exist, or is a directory of none of
+            those kinds.
+    """
     if path == STDIN:
         return "capture"
     if os.path.isdir(path):
@@ -131,6 +174,21 @@ def _looks_like_data_dir(path: str) -> bool:
 
 
 def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    """Read one input of any kind into the aggregator.
+
+    Args:
+        path: A capture, recording, pipeline output or data directory ("-" for
+            standard input).
+        agg: The report's Aggregator.
+        stats: The capture reader's counts, added to.
+        options: How to read it.
+
+    Returns:
+        The input's summary.
+
+    Raises:
+        ValueError: The path is of no kind the report reads (kind_of).
+    """
     kind = kind_of(path)
     if kind == "capture":
         return read_capture(path, agg, stats, options)
@@ -146,6 +204,17 @@ def read_input(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -
 
 
 def read_capture(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
+    """Read a capture or recording, by the columnar path where it pays, else record by record.
+
+    Args:
+        path: The capture file, or "-" for standard input.
+        agg: The report's Aggregator, fed every record.
+        stats: The capture reader's counts, added to.
+        options: How to read (layout, limits, callbacks, fast path).
+
+    Returns:
+        The input's summary (format, messages, problems, first/last time).
+    """
     if options.fast or (options.fast is None and _columns_pay(path, options)):
         return read_capture_columns(path, agg, stats, options)
     return read_capture_records(path, agg, stats, options)
@@ -176,7 +245,17 @@ def _capture_kind(path: str) -> str:
 def read_capture_columns(
     path: str, agg: Aggregator, stats: Stats, options: ReadOptions
 ) -> InputSummary:
-    """The fast path: decoded rows in Arrow batches, counted over columns."""
+    """The fast path: decoded rows in Arrow batches, counted over columns.
+
+    Args:
+        path: The capture file, or "-" for standard input.
+        agg: The report's Aggregator, fed every record.
+        stats: The capture reader's counts, added to.
+        options: How to read (layout, limits, callbacks, fast path).
+
+    Returns:
+        The input's summary (format, messages, problems, first/last time).
+    """
     units: list[Any] = []
     first: int | None = None
     last: int | None = None
@@ -258,7 +337,17 @@ def _read_http2(
 def read_capture_records(
     path: str, agg: Aggregator, stats: Stats, options: ReadOptions
 ) -> InputSummary:
-    """The reference path: CaptureReader's records, one by one."""
+    """The reference path: CaptureReader's records, one by one.
+
+    Args:
+        path: The capture file, or "-" for standard input.
+        agg: The report's Aggregator, fed every record.
+        stats: The capture reader's counts, added to.
+        options: How to read (layout, limits, callbacks, fast path).
+
+    Returns:
+        The input's summary (format, messages, problems, first/last time).
+    """
 
     def notice(n: Notice) -> None:
         where = f"{path}: {n.src} -> {n.dst}" if n.src else path
@@ -313,7 +402,18 @@ def _capture_format(reader: CaptureReader) -> str:
 
 
 def read_pipeline(path: str, agg: Aggregator, stats: Stats, options: ReadOptions) -> InputSummary:
-    """The rows of `lbparse pipeline` output, in capture-time order."""
+    """The rows of `lbparse pipeline` output, in capture-time order.
+
+    Args:
+        path: The pipeline's output directory (or its messages dataset).
+        agg: The report's Aggregator, fed each row as a record.
+        stats: The capture reader's counts, added to: each row's message
+            and the reader's notices the rows keep (`input:KIND`).
+        options: How to read (its layout; the pipeline's default otherwise).
+
+    Returns:
+        The input's summary, with the pipeline's own summary when it wrote one.
+    """
     dataset_dir = _pipeline_dataset(path)
     out = path if dataset_dir is None else os.path.dirname(dataset_dir.rstrip("/"))
     layout = options.layout or _default_layout()

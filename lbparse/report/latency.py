@@ -39,6 +39,17 @@ def _policy_name(value: int | str) -> str:
 
 
 class AckLatency:
+    """Publish-to-ack latency: each Publish paired with its Ack, by ack policy.
+
+    A publish is named by its ack inbox and correlationId; those waiting for
+    their ack are kept up to MAX_PENDING, the oldest then counted unacked.
+    Copies of a message already seen (its MSG deliveries) count once.
+
+    Args:
+        axis: The report's time axis; this registers with it to be rekeyed
+            when its bins widen.
+    """
+
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
         # Oldest out first: an OrderedDict pops its oldest entry in O(1) (a
@@ -61,6 +72,11 @@ class AckLatency:
         self.evicted = 0
 
     def rekey(self, factor: int) -> None:
+        """Move the per-bin state to bins `factor` times wider (the axis grew).
+
+        Args:
+            factor: How many old bins make one new bin.
+        """
         old, self.by_bin = self.by_bin, {}
         for (i, policy), h in old.items():
             self._bin_hist(i // factor, policy).merge(h)
@@ -75,7 +91,14 @@ class AckLatency:
         return h
 
     def publish(self, ns: int, i: int, m: Any, payload: bytes) -> None:
-        """A proto.Message seen at `ns` (bin `i`), whose envelope is `payload`."""
+        """A proto.Message seen at `ns` (bin `i`), whose envelope is `payload`.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            i: The time bin's index on the axis.
+            m: The decoded Publish message (ackInbox, correlationId, ackPolicy).
+            payload: The envelope's bytes (they name a message without an ack inbox).
+        """
         inbox, cid = m.ackInbox, m.correlationId
         # Without an ack inbox nothing names the message: its copies are
         # told apart by their bytes (identical ones count once while remembered).
@@ -97,7 +120,13 @@ class AckLatency:
             self.evicted += 1
 
     def ack(self, ns: int, m: Any) -> None:
-        """A proto.Ack seen at `ns`."""
+        """A proto.Ack seen at `ns`.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            m: The decoded Ack (ackInbox, correlationId, ackPolicy, ackError,
+                reception and commit timestamps).
+        """
         key = m.ackInbox + "\0" + m.correlationId
         if key in self.recent:
             self.duplicates += 1
@@ -132,7 +161,13 @@ class AckLatency:
         return h
 
     def model(self) -> dict[str, Any]:
-        """The latency part of the report's data."""
+        """The latency part of the report's data.
+
+        Returns:
+            A JSON-ready dict: counts (publishes, acked, unacked, acks, ack errors,
+            copies skipped), latency and commit summaries by policy, the histogram
+            and the latency, unacked and published counts over time.
+        """
         unacked = Counts(self.axis)
         unacked.data = dict(self.unacked.data)
         for _, i, policy in self.pending.values():

@@ -228,12 +228,23 @@ def _answer_rows(
 def leader_terms(
     cluster: dict[str, Any], raft_dbs: list[dict[str, Any]], end_ns: int | None
 ) -> list[dict[str, Any]]:
-    """One row per (leader, term), in time order: `start`/`end` (ms, and exact
-    `*_ns`, `*_utc`), `won_from` and `lost_from` (what each is inferred from),
-    `lost_by` ("silent", "next term", "input end"), and the `answers` the
-    leader's node sent to PropagatedRequests and RaftJoinRequests in the span.
-    `cluster` is the report model's part with `raft`, `node_silences` and
-    `metadata_leaders`; `end_ns` the input's last time."""
+    """One row per (leader, term), in time order.
+
+    Each row has `start`/`end` (ms, and exact `*_ns`, `*_utc`), `won_from` and
+    `lost_from` (what each is inferred from), `lost_by` ("silent", "next term",
+    "input end"), and the `answers` the leader's node sent to
+    PropagatedRequests and RaftJoinRequests in the span. Without decoded Raft
+    terms the rows are made from the runs of metadata answers.
+
+    Args:
+        cluster: The report model's part with `raft`, `node_silences` and
+            `metadata_leaders`.
+        raft_dbs: The data directories' raft.db summaries (storage.raft_dbs).
+        end_ns: The input's last time, integer nanoseconds, or None.
+
+    Returns:
+        The rows, as dicts, in time order.
+    """
     silences = cluster.get("node_silences") or []
     answers = cluster.get("metadata_leaders") or []
     raft = cluster.get("raft") or {}

@@ -35,7 +35,14 @@ PARTITION_SUFFIXES = ("replicate", "offset")
 
 
 def partition_of_subject(subject: str) -> tuple[str, int] | None:
-    """(stream, partition) of `<namespace>.<stream>.<partition>.replicate|offset`."""
+    """(stream, partition) of `<namespace>.<stream>.<partition>.replicate|offset`.
+
+    Args:
+        subject: A NATS subject.
+
+    Returns:
+        The stream's name and partition number, or None for any other subject.
+    """
     head, _, last = subject.rpartition(".")
     if last not in PARTITION_SUFFIXES:
         return None
@@ -48,7 +55,16 @@ def partition_of_subject(subject: str) -> tuple[str, int] | None:
 
 
 def node_of_subject(subject: str) -> str | None:
-    """The node a subject addresses: `<ns>.notify.<node>`, `<ns>.raft.metadata.status.<node>`."""
+    """The node a subject addresses: `<ns>.notify.<node>`, `<ns>.raft.metadata.status.<node>`.
+
+    Also `<ns>.raft.metadata.<node>.accept|request...` (the Raft transport).
+
+    Args:
+        subject: A NATS subject.
+
+    Returns:
+        The node's name, or None if the subject addresses no node.
+    """
     tokens = subject.split(".", 5)
     if len(tokens) == 3 and tokens[1] == "notify":
         return tokens[2]
@@ -74,7 +90,14 @@ MAX_CONFLICTS = 20
 
 
 def unknown(endpoint: str) -> str:
-    """What the report calls the node of an endpoint that nothing names."""
+    """What the report calls the node of an endpoint that nothing names.
+
+    Args:
+        endpoint: The endpoint ("host:port").
+
+    Returns:
+        "unknown (ENDPOINT)".
+    """
     return f"{UNKNOWN} ({endpoint})"
 
 
@@ -88,8 +111,17 @@ class NodeMap:
         self.conflicts: list[dict[str, str]] = []  # messages that named another node
 
     def learn(self, endpoint: str, node: str, how: str = FROM_MESSAGES) -> None:
-        """`endpoint` is `node`'s, as `how` says: a more certain source replaces a
-        less certain one; of equal ones the first holds."""
+        """`endpoint` is `node`'s, as `how` says.
+
+        A more certain source replaces a less certain one; of equal ones the first
+        holds. A CONNECT name that disagrees with the traffic is noted as a
+        conflict (the CONNECT name holds).
+
+        Args:
+            endpoint: The connection's endpoint ("host:port").
+            node: The node's name; empty is ignored.
+            how: How it is known: CONNECT_NAME, FROM_MESSAGES, SUBSCRIBED or INFERRED.
+        """
         had = self.how.get(endpoint)
         if had == how and self.by_endpoint[endpoint] == node or not node:
             return  # the common case: a node's replication requests, again and again
@@ -118,7 +150,15 @@ class NodeMap:
             )
 
     def connect(self, endpoint: str, name: str) -> None:
-        """A CONNECT line from `endpoint` named its connection `name`."""
+        """A CONNECT line from `endpoint` named its connection `name`.
+
+        A Liftbridge node's name (lift_name) names the endpoint's node; any other
+        client's name undoes what its deliveries suggested.
+
+        Args:
+            endpoint: The connection's endpoint ("host:port").
+            name: The CONNECT line's name.
+        """
         self.connections[endpoint] = name
         lift = lift_name(name)
         if lift is not None:
@@ -129,13 +169,32 @@ class NodeMap:
             del self.how[endpoint]
 
     def name(self, endpoint: str) -> str:
-        """The node of `endpoint`, or `unknown(endpoint)` when nothing names it."""
+        """The node of `endpoint`, or `unknown(endpoint)` when nothing names it.
+
+        Args:
+            endpoint: The endpoint ("host:port").
+
+        Returns:
+            The node's name.
+        """
         node = self.by_endpoint.get(endpoint)
         return unknown(endpoint) if node is None else node
 
     def source(self, endpoint: str) -> str:
-        """How `endpoint`'s node is known: CONNECT_NAME, FROM_MESSAGES, INFERRED or UNKNOWN."""
+        """How `endpoint`'s node is known: CONNECT_NAME, FROM_MESSAGES, INFERRED or UNKNOWN.
+
+        Args:
+            endpoint: The endpoint ("host:port").
+
+        Returns:
+            One of those constants (or SUBSCRIBED).
+        """
         return self.how.get(endpoint, UNKNOWN)
 
     def nodes(self) -> list[str]:
+        """The names of every node known, sorted.
+
+        Returns:
+            The node names, each once.
+        """
         return sorted(set(self.by_endpoint.values()))

@@ -41,6 +41,21 @@ MAX_SHOWN = 40  # partitions whose leader timeline is in the model
 
 @dataclass
 class Segment:
+    """One leader epoch of a partition as the inputs show it.
+
+    Attributes:
+        epoch: The leader epoch.
+        first_ns: Its first observation, integer nanoseconds since the epoch.
+        last_ns: Its last observation, integer nanoseconds since the epoch.
+        endpoints: Responder endpoint -> how many replication responses it sent.
+        named: The leader named by an op, or None.
+        observations: How many observations it is made of.
+        source: What first showed it ("replication", "propagated request",
+            "raft.db", "segments"...).
+        named_by: The source of the op that named it.
+        first_source: The source of the observation dated first_ns.
+    """
+
     epoch: int
     first_ns: int
     last_ns: int
@@ -53,9 +68,18 @@ class Segment:
 
 
 def time_source(seg: Segment) -> dict[str, Any]:
-    """Where a leader change's time comes from: seen on the wire, or inferred
-    from data directories (the first entry written in the new epoch, which
-    comes after the change, by as long as the first publish took)."""
+    """Where a leader change's time comes from.
+
+    It is seen on the wire, or inferred from data directories (the first entry
+    written in the new epoch, which comes after the change, by as long as the
+    first publish took).
+
+    Args:
+        seg: The new epoch's segment.
+
+    Returns:
+        {"time_source": ..., "inferred": a sentence, or None when seen}.
+    """
     if seg.first_source == "segments":
         return {
             "time_source": "segments",
@@ -65,6 +89,17 @@ def time_source(seg: Segment) -> dict[str, Any]:
 
 
 class Partitions:
+    """The partitions' part of the model: leaders by epoch, ISR events, replication lag.
+
+    Built from replication requests and responses (the responder leads the
+    epoch its response names) and from metadata ops (propagated requests, the
+    Raft log, data directories).
+
+    Args:
+        axis: The report's time axis (lag is kept per bin).
+        nodes: The endpoint -> node map, taught by replication requests.
+    """
+
     def __init__(self, axis: TimeAxis, nodes: NodeMap) -> None:
         self.axis = axis
         self.nodes = nodes
@@ -84,14 +119,29 @@ class Partitions:
         self.epoch_names: dict[tuple[str, int, int], str] = {}
 
     def name_epoch(self, stream: str, part: int, epoch: int, leader: str) -> None:
-        """A raft.db entry (no time) names the leader of an epoch."""
+        """A raft.db entry (no time) names the leader of an epoch.
+
+        Args:
+            stream: The stream's name.
+            part: The partition number.
+            epoch: The leader epoch.
+            leader: The leader's node name (empty is ignored).
+        """
         if leader and len(self.epoch_names) < MAX_PARTITIONS * 10:
             self.epoch_names[(stream, part, epoch)] = leader
 
     def delivery(self, endpoint: str, stream: str, part: int, ns: int) -> None:
-        """A Publish of (stream, part) delivered to `endpoint`, whose node is not
-        known yet: the partition's leader subscribes to its subject, so the
-        endpoint is likely the leader's (`resolve_deliveries`)."""
+        """A Publish of (stream, part) delivered to `endpoint`, whose node is not known yet.
+
+        The partition's leader subscribes to its subject, so the endpoint is likely
+        the leader's (`resolve_deliveries`).
+
+        Args:
+            endpoint: The endpoint it was delivered to.
+            stream: The stream's name.
+            part: The partition number.
+            ns: When, in integer nanoseconds since the epoch.
+        """
         seen = self.deliveries.get(endpoint)
         if seen is None:
             if len(self.deliveries) >= MAX_PARTITIONS:
@@ -117,7 +167,14 @@ class Partitions:
     # -- replication ---------------------------------------------------------
 
     def replication_request(self, rec: Any, m: Any, where: tuple[str, int] | None = None) -> None:
-        """`where`: the partition of the request's subject, when the caller has it."""
+        """Take a follower's ReplicationRequest (its PUB; MSG copies are skipped).
+
+        Args:
+            rec: The capture record (verb, subject, src, reply).
+            m: The decoded ReplicationRequest (replicaID, offset).
+            where: The partition of the request's subject, when the caller has it
+                (else read from the subject).
+        """
         if rec.verb not in ("PUB", "HPUB"):
             return  # MSG copies: the PUB said it all
         if where is None:
@@ -132,6 +189,14 @@ class Partitions:
                 self.requests.popitem(last=False)
 
     def replication_response(self, rec: Any, ns: int, i: int, rr: Any) -> None:
+        """Take a leader's ReplicationResponse, paired with its request by reply inbox.
+
+        Args:
+            rec: The capture record (verb, subject: the request's reply inbox, src).
+            ns: When, in integer nanoseconds since the epoch.
+            i: The time bin's index on the axis (for the lag series).
+            rr: The decoded response (leader_epoch, high_watermark).
+        """
         if rec.verb not in ("PUB", "HPUB"):
             return
         req = self.requests.pop(rec.subject, None)
@@ -180,12 +245,26 @@ class Partitions:
     # -- metadata ops (propagated requests, the Raft log) ---------------------
 
     def isr_change(self, ns: int, op: str, m: Any, replica: str, source: str) -> None:
-        """ShrinkISR / ExpandISR: `m` has stream, partition, leader, leaderEpoch."""
+        """ShrinkISR / ExpandISR: `m` has stream, partition, leader, leaderEpoch.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            op: "shrink_isr" or "expand_isr".
+            m: The op's message.
+            replica: The replica removed or added.
+            source: Where it was seen ("propagated request", "raft.db"...).
+        """
         self._observe(m.stream, m.partition, m.leaderEpoch, ns, named=m.leader, source=source)
         self._event(ns, op, m.stream, m.partition, replica, m.leader, m.leaderEpoch, source)
 
     def leader_reported(self, ns: int, m: Any, source: str) -> None:
-        """ReportLeader: replica `m.replica` says leader `m.leader` at epoch is gone."""
+        """ReportLeader: replica `m.replica` says leader `m.leader` at epoch is gone.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            m: The op's message (stream, partition, replica, leader, leaderEpoch).
+            source: Where it was seen.
+        """
         self._event(
             ns, "report_leader", m.stream, m.partition, m.replica, m.leader, m.leaderEpoch, source
         )
@@ -193,7 +272,16 @@ class Partitions:
     def leader_changed(
         self, ns: int, stream: str, part: int, leader: str, epoch: int | None, source: str
     ) -> None:
-        """ChangeLeader committed (the Raft log); its index is the new leader epoch."""
+        """ChangeLeader committed (the Raft log); its index is the new leader epoch.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            stream: The stream's name.
+            part: The partition number.
+            leader: The new leader's node name.
+            epoch: The new leader epoch, or None if unknown.
+            source: Where it was seen.
+        """
         if epoch is not None:
             self._observe(stream, part, epoch, ns, named=leader, source=source)
         self._event(ns, "change_leader", stream, part, leader, leader, epoch, source)
@@ -242,6 +330,16 @@ class Partitions:
         return "unknown", "unknown"
 
     def model(self) -> dict[str, Any]:
+        """The partitions section's data.
+
+        Names the epochs raft.db named and the endpoints deliveries suggest first
+        (resolve_deliveries).
+
+        Returns:
+            A JSON-ready dict: partitions, leaders (one row per epoch segment of
+            the MAX_SHOWN partitions whose leadership moved most), leader_changes,
+            isr_events, counts, and the lag series.
+        """
         for (stream, part, epoch), leader in self.epoch_names.items():
             for seg in self.segments.get((stream, part), ()):
                 if seg.epoch == epoch and not seg.named:

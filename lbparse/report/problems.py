@@ -13,6 +13,15 @@ MAX_MESSAGE = 300  # characters of an example's message
 
 
 class Problems:
+    """Problems over time, by kind, with the first few examples of each kind.
+
+    Also the information notices (normal client or capture behaviour), counted
+    and shown apart, never problems.
+
+    Args:
+        axis: The report's time axis (problems are counted per bin).
+    """
+
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
         self.counts = Counts(axis)
@@ -24,6 +33,13 @@ class Problems:
         self.note_examples: dict[str, list[dict[str, Any]]] = {}
 
     def error(self, ns: int, i: int, rec: Any) -> None:
+        """An envelope that did not decode: counted as `error:KIND`.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            i: The time bin's index on the axis.
+            rec: The capture record; its `error` has kind and message.
+        """
         kind = f"error:{rec.error.kind}"
         self.counts.add(i, kind)
         self._example(
@@ -31,7 +47,16 @@ class Problems:
         )
 
     def notice(self, kind: str, ns: int | None, where: str, message: str) -> None:
-        """A reader's notice (or a pipeline row's input problem), `kind` as named there."""
+        """A reader's notice (or a pipeline row's input problem), `kind` as named there.
+
+        Counted as `notice:KIND`; one without a time is counted apart from the bins.
+
+        Args:
+            kind: The notice's kind.
+            ns: When, in integer nanoseconds since the epoch, or None.
+            where: The input and place it concerns.
+            message: The notice's text (its first MAX_MESSAGE characters are kept).
+        """
         key = f"notice:{kind}"
         if ns is None:
             self.untimed[key] = self.untimed.get(key, 0) + 1
@@ -40,14 +65,27 @@ class Problems:
         self._example(key, ns, where, message)
 
     def note(self, kind: str, ns: int | None, where: str, message: str) -> None:
-        """A reader's information notice (Notice.info), `kind` as named there."""
+        """A reader's information notice (Notice.info), `kind` as named there.
+
+        Args:
+            kind: The notice's kind (counted as `note:KIND`).
+            ns: When, in integer nanoseconds since the epoch, or None.
+            where: The input and place it concerns.
+            message: The notice's text.
+        """
         key = f"note:{kind}"
         self.notes[key] = self.notes.get(key, 0) + 1
         self._example(key, ns, where, message, self.note_examples)
 
     def count_notes(self, kind: str, n: int) -> None:
-        """`n` information notices of `kind` known by their count only (a
-        pipeline's summary.json)."""
+        """`n` information notices of `kind` known by their count only.
+
+        As a pipeline's summary.json gives them.
+
+        Args:
+            kind: The notices' kind (counted as `note:KIND`).
+            n: How many.
+        """
         key = f"note:{kind}"
         self.notes[key] = self.notes.get(key, 0) + n
 
@@ -71,6 +109,12 @@ class Problems:
             )
 
     def model(self) -> dict[str, Any]:
+        """The problems section's data.
+
+        Returns:
+            A JSON-ready dict: total, by_kind, over_time, examples, and the notes
+            (total, by_kind, examples).
+        """
         totals = self.counts.totals()
         for k, n in self.untimed.items():
             totals[k] = totals.get(k, 0) + n

@@ -78,6 +78,14 @@ def _ms(a: int | None, b: int | None) -> float | None:
 
 
 class PublishJoin:
+    """Each client publish joined to its NATS Publish and Ack.
+
+    The client's side (gRPC PublishRequest / PublishToSubjectRequest and their
+    responses) is joined by correlationId (PublishToSubject's by its call and
+    then its ack inbox) to the earliest NATS Publish and Ack of that stream;
+    each table forgets its oldest entries beyond MAX_KEPT.
+    """
+
     def __init__(self) -> None:
         # by correlationId; PublishToSubject's (which has none) by its call
         self.requests: OrderedDict[str | tuple[str, str, int], _Request] = OrderedDict()
@@ -94,8 +102,16 @@ class PublishJoin:
     def request(
         self, ts: int, method: str, body: dict[str, Any], call: tuple[str, str, int]
     ) -> None:
-        """A PublishRequest (by its correlationId) or a PublishToSubjectRequest
-        (by its call: a unary call's response is its only one)."""
+        """A PublishRequest (by its correlationId) or a PublishToSubjectRequest (by its call).
+
+        A unary call's response is its only one, so the call names it.
+
+        Args:
+            ts: When it was sent, integer nanoseconds since the epoch.
+            method: The gRPC method ("Publish", "PublishAsync", "PublishToSubject").
+            body: The request as canonical protobuf JSON.
+            call: The call: (client endpoint, server endpoint, HTTP/2 stream id).
+        """
         cid = str(body.get("correlationId", ""))
         key: str | tuple[str, str, int] = call if method == "PublishToSubject" else cid
         if key:
@@ -114,6 +130,14 @@ class PublishJoin:
     def response(
         self, ts: int, method: str, body: dict[str, Any], call: tuple[str, str, int]
     ) -> None:
+        """A publish's response: its time, offset or asyncError (the first one counts).
+
+        Args:
+            ts: When it came, integer nanoseconds since the epoch.
+            method: The gRPC method it answers.
+            body: The response as canonical protobuf JSON.
+            call: The call: (client endpoint, server endpoint, HTTP/2 stream id).
+        """
         ack = body.get("ack") or {}
         cid = str(body.get("correlationId") or ack.get("correlationId", ""))
         r = self.requests.get(call if method == "PublishToSubject" else cid)
@@ -132,6 +156,13 @@ class PublishJoin:
     # -- the cluster's side (NATS envelopes) -------------------------------------
 
     def nats_publish(self, ns: int, m: Any, subject: str | None) -> None:
+        """A NATS Publish envelope, kept if it is its message's earliest sighting.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            m: The decoded Publish (stream, correlationId, ackInbox).
+            subject: The NATS subject it was sent on, or None.
+        """
         cid = str(m.correlationId or "")
         if cid:
             _earliest(self.publishes, (str(m.stream), cid), (ns, subject or ""))
@@ -139,6 +170,13 @@ class PublishJoin:
             _earliest(self.inbox_publishes, str(m.ackInbox), (ns, subject or ""))
 
     def nats_ack(self, ns: int, m: Any) -> None:
+        """A NATS Ack envelope, kept if it is its message's earliest sighting.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            m: The decoded Ack (stream, correlationId or ackInbox, offset,
+                partitionSubject, ackPolicy, ackError).
+        """
         cid = str(m.correlationId or "")
         if not cid and not m.ackInbox:
             return
@@ -159,7 +197,13 @@ class PublishJoin:
     # -- the join -------------------------------------------------------------
 
     def model(self) -> dict[str, Any] | None:
-        """Per client publish its three times and offsets; None without a client publish."""
+        """Per client publish its three times and offsets; None without a client publish.
+
+        Returns:
+            A JSON-ready dict of counts (client_publishes, found_on_nats,
+            acked_on_nats, offsets_agree...) and the first MAX_ROWS messages, each
+            with its request, NATS publish, NATS ack and response times; or None.
+        """
         if not self.requests:
             return None
         rows: list[dict[str, Any]] = []

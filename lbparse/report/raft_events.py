@@ -29,7 +29,14 @@ MAX_TERMS = 5000
 
 
 def is_transport_subject(subject: str) -> bool:
-    """`<ns>.raft.metadata.<node>.request.<inbox...>`."""
+    """Whether a subject is the Raft transport's: `<ns>.raft.metadata.<node>.request.<inbox...>`.
+
+    Args:
+        subject: A NATS subject.
+
+    Returns:
+        True for a transport subject.
+    """
     tokens = subject.split(".", 6)
     return (
         len(tokens) >= 6
@@ -40,6 +47,18 @@ def is_transport_subject(subject: str) -> bool:
 
 
 class RaftEvents:
+    """The metadata Raft group's transport, decoded: elections, terms, log ops.
+
+    One stream decoder per transport connection (the oldest dropped beyond
+    MAX_STREAMS); AppendEntries name each term's leader, RequestVotes the
+    elections, log entries the metadata ops (given to the partitions).
+
+    Args:
+        axis: The report's time axis (ops and RPCs are counted per bin).
+        partitions: The partitions' part, given the leaders and ISR changes the
+            log's ops name (and its node map, taught by requests' ids).
+    """
+
     def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
         self.axis = axis
         self.partitions = partitions
@@ -61,8 +80,16 @@ class RaftEvents:
     def feed(
         self, ns: int, i: int, key: tuple[str, str], payload: bytes, sender: str | None = None
     ) -> None:
-        """`sender`: the endpoint that published it (None for a delivery: a
-        recording's MSG), whose node a request's id names."""
+        """Feed one transport message's bytes to its stream's decoder.
+
+        Args:
+            ns: When, in integer nanoseconds since the epoch.
+            i: The time bin's index on the axis.
+            key: The transport stream: (endpoint, subject).
+            payload: The message's bytes (a piece of the transport's byte stream).
+            sender: The endpoint that published it (None for a delivery: a
+                recording's MSG), whose node a request's id names.
+        """
         dec = self.decoders.get(key)
         if dec is None:
             if len(self.decoders) >= MAX_STREAMS:
@@ -114,15 +141,25 @@ class RaftEvents:
                 self._entry(ns, i, entry)
 
     def db_entry_time(self, term: int, appended_at: int) -> None:
-        """A raft.db entry of `term` appended at `appended_at` (ns)."""
+        """A raft.db entry of `term` appended at `appended_at` (ns).
+
+        Args:
+            term: The entry's Raft term.
+            appended_at: Its AppendedAt, integer nanoseconds since the epoch.
+        """
         first = self.db_term_first.get(term)
         if first is None or appended_at < first:
             if first is not None or len(self.db_term_first) < MAX_TERMS:
                 self.db_term_first[term] = appended_at
 
     def untimed_entry(self, entry: Any) -> None:
-        """A log entry without a time (raft.db before hashicorp/raft's AppendedAt):
-        counted once by index, and the leaders it names given to their epochs."""
+        """A log entry without a time (raft.db before hashicorp/raft's AppendedAt).
+
+        Counted once by index, and the leaders it names given to their epochs.
+
+        Args:
+            entry: The decoded log entry (index, type_name, command).
+        """
         if entry.index in self.entries:
             return
         self.entries[entry.index] = None
@@ -174,6 +211,12 @@ class RaftEvents:
             self.partitions.isr_change(ns, "expand_isr", m, m.replicaToAdd, "raft log")
 
     def model(self) -> dict[str, Any]:
+        """The Raft part of the cluster section's data.
+
+        Returns:
+            A JSON-ready dict: decoded (True), transport counts, elections, terms,
+            db_term_first, log ops (over time, totals, untimed) and RPCs over time.
+        """
         return {
             "decoded": True,
             "transport_messages": self.messages,

@@ -663,7 +663,17 @@ def _publish_join_html(j: dict[str, Any] | None) -> str:
 
 
 def render_html(model: dict[str, Any]) -> str:
-    """The page, from the model alone."""
+    """The page, from the model alone.
+
+    One self-contained HTML document: the Vega runtimes, the model and the
+    charts' specs inlined (nothing is fetched when it is opened).
+
+    Args:
+        model: The report's data model (build_model / `--json`).
+
+    Returns:
+        The HTML text.
+    """
     charts = chart_list(model)
     sections: dict[str, list[Chart]] = {}
     for c in charts:

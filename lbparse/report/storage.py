@@ -36,9 +36,20 @@ RAFT_DB = Path("raft") / "raft.db"
 
 
 class Storage:
-    """The data directories' part of the report: the aggregator's axis, partitions,
-    Raft events (None when not asked for) and problems, which it feeds (the
-    aggregator makes it on first use: Aggregator.storage)."""
+    """The data directories' part of the report.
+
+    It feeds the aggregator's axis, partitions, Raft events and problems (the
+    aggregator makes it on first use: Aggregator.storage). Damage and unreadable
+    files are counted as findings and reported as `storage:KIND` notices.
+
+    Args:
+        axis: The report's time axis (stored messages are counted per bin).
+        partitions: The partitions' part, given each epoch's first and last
+            stored entry.
+        raft: The RaftEvents given raft.db's log entries, or None when the Raft
+            part was not asked for.
+        problems: Where findings go, as notices.
+    """
 
     def __init__(
         self, axis: TimeAxis, partitions: Partitions, raft: Any, problems: Problems
@@ -50,6 +61,11 @@ class Storage:
         self.findings = 0
 
     def partition(self, part: Any) -> None:
+        """Read one replica's segments and checkpoints into the model.
+
+        Args:
+            part: A partition replica as lbparse.storage.find_partitions finds it.
+        """
         axis, stored, key = self.axis, self.stored, f"{part.stream}/{part.partition}"
         epochs: dict[int, list[int]] = {}  # epoch -> [first ns, last ns]
         row: dict[str, Any] = {
@@ -106,6 +122,13 @@ class Storage:
         return hw, epochs
 
     def raft_db(self, data_dir: Path, node: str, limits: Limits | None = None) -> None:
+        """Read a node's raft.db (if it has one): its log entries and stable store.
+
+        Args:
+            data_dir: The node's data directory.
+            node: The node's name.
+            limits: The run's limits (max_raft_db); None for the defaults.
+        """
         path = data_dir / RAFT_DB
         if not path.is_file():
             return
@@ -160,6 +183,11 @@ class Storage:
         self.problems.notice(f"storage:{kind}", None, where, message)
 
     def model(self) -> dict[str, Any]:
+        """The storage section's data.
+
+        Returns:
+            A JSON-ready dict: replicas, stored_by_stream, raft_dbs and findings.
+        """
         return {
             "replicas": sorted(self.replicas, key=lambda r: (r["partition_key"], r["node"])),
             "stored_by_stream": self.stored.rows("stream", "count", top=12),
@@ -169,8 +197,21 @@ class Storage:
 
 
 def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> dict[str, Any]:
-    """Every node's partitions and raft.db under `path` into `storage`; the input's
-    summary. `limits`: the run's (raft.db's max_raft_db; None, the defaults)."""
+    """Every node's partitions and raft.db under `path` into `storage`.
+
+    Args:
+        path: A node's data directory, or a folder of them.
+        storage: The report's Storage.
+        limits: The run's limits (raft.db's max_raft_db); None for the defaults.
+
+    Returns:
+        The input's summary: path, format, counts, stored_messages,
+        partitions and nodes.
+
+    Raises:
+        ValueError: The partitions could not be found (a StorageError, said
+            with the path).
+    """
     root = Path(path)
     try:
         parts = find_partitions([root])

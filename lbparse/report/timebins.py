@@ -55,8 +55,17 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def utc_text(ns: int | None) -> str | None:
-    """`ns` (integer nanoseconds since the epoch) as ISO 8601 UTC text to the
-    nanosecond, computed in integers (no float seconds): 2026-09-21T08:00:00.123456789Z."""
+    """`ns` (integer nanoseconds since the epoch) as ISO 8601 UTC text to the nanosecond.
+
+    Computed in integers (no float seconds): 2026-09-21T08:00:00.123456789Z.
+
+    Args:
+        ns: The time in integer nanoseconds since the epoch, or None.
+
+    Returns:
+        The text; None for None; "N ns since the epoch" for a time beyond
+        datetime's range.
+    """
     if ns is None:
         return None
     secs, frac = divmod(int(ns), S)
@@ -68,17 +77,40 @@ def utc_text(ns: int | None) -> str | None:
 
 
 def exact_time(prefix: str, ns: int | None) -> dict[str, Any]:
-    """The model's fields of one exact time: `<prefix>_ns` (an Int64: a decimal
-    string in --json) and `<prefix>_utc` (its text)."""
+    """The model's fields of one exact time.
+
+    Args:
+        prefix: The fields' name prefix ("start", "t"...).
+        ns: The time in integer nanoseconds since the epoch, or None.
+
+    Returns:
+        {`<prefix>_ns`: an Int64 (a decimal string in --json) or None,
+        `<prefix>_utc`: its text (utc_text)}.
+    """
     return {f"{prefix}_ns": None if ns is None else Int64(ns), f"{prefix}_utc": utc_text(ns)}
 
 
 class Rekeyable(Protocol):
-    def rekey(self, factor: int) -> None: ...
+    """A per-bin series that follows its TimeAxis when the bins widen."""
+
+    def rekey(self, factor: int) -> None:
+        """Move the series' values to bins `factor` times wider.
+
+        Args:
+            factor: How many old bins make one new bin.
+        """
+        ...
 
 
 class TimeAxis:
-    """The bin width in force, and the series that must follow it when it grows."""
+    """The bin width in force, and the series that must follow it when it grows.
+
+    Bins start at WIDTHS[0] wide and widen to the next width whenever the span
+    seen would need more than `max_bins` bins; registered series are rekeyed.
+
+    Args:
+        max_bins: The most bins the span may take before the bins widen.
+    """
 
     def __init__(self, max_bins: int = MAX_BINS) -> None:
         self.max_bins = max_bins
@@ -91,10 +123,24 @@ class TimeAxis:
         self._series: list[Rekeyable] = []
 
     def register(self, series: Rekeyable) -> None:
+        """Have a series rekeyed whenever the bins widen.
+
+        Args:
+            series: The per-bin series (Counts, Maxima, AckLatency...).
+        """
         self._series.append(series)
 
     def index(self, ns: int) -> int:
-        """The bin of time `ns`, widening every bin first when the span needs it."""
+        """The bin of time `ns`, widening every bin first when the span needs it.
+
+        Also widens first_ns / last_ns to cover `ns`.
+
+        Args:
+            ns: The time in integer nanoseconds since the epoch.
+
+        Returns:
+            The bin's index at the width in force after the call.
+        """
         i = ns // self.width
         lo, hi = self.lo, self.hi
         if self.first_ns is None or self.last_ns is None:
@@ -121,16 +167,28 @@ class TimeAxis:
             s.rekey(factor)
 
     def start_ms(self, i: int) -> float:
-        """Start of bin `i` in milliseconds since the epoch (what Vega-Lite reads as a time)."""
+        """Start of bin `i` in milliseconds since the epoch (what Vega-Lite reads as a time).
+
+        Args:
+            i: The bin's index.
+
+        Returns:
+            The bin's start in milliseconds since the epoch.
+        """
         return i * self.width / MS
 
     @property
     def width_s(self) -> float:
+        """The bin width in force, in seconds."""
         return self.width / S
 
 
 class Counts:
-    """A count per (bin, key): messages per MsgType and bin, say."""
+    """A count per (bin, key): messages per MsgType and bin, say.
+
+    Args:
+        axis: The time axis it follows (it registers to be rekeyed).
+    """
 
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
@@ -138,10 +196,22 @@ class Counts:
         axis.register(self)
 
     def add(self, i: int, key: str, n: int = 1) -> None:
+        """Count `n` more of `key` in bin `i`.
+
+        Args:
+            i: The bin's index.
+            key: What is counted (a MsgType, a stream...).
+            n: How many.
+        """
         k = (i, key)
         self.data[k] = self.data.get(k, 0) + n
 
     def rekey(self, factor: int) -> None:
+        """Sum the counts into bins `factor` times wider.
+
+        Args:
+            factor: How many old bins make one new bin (bin i becomes i // factor).
+        """
         old, self.data = self.data, {}
         for (i, key), n in old.items():
             self.add(i // factor, key, n)
@@ -154,7 +224,16 @@ class Counts:
         top: int | None = None,
     ) -> list[dict[str, Any]]:
         """Long-format rows, by time then key: {t, <name>: key, <value>: n}.
-        With `top`, the keys beyond the `top` largest are summed as OTHER."""
+
+        Args:
+            name: The key's column name.
+            value: The count's column name.
+            extra: Called with (bin, key, count) for more columns of each row, if given.
+            top: Keep the `top` largest keys (by total); the rest are summed as OTHER.
+
+        Returns:
+            The rows, t being the bin's start in epoch milliseconds.
+        """
         data = self.data
         if top is not None:
             totals = self.totals()
@@ -173,6 +252,11 @@ class Counts:
         return out
 
     def totals(self) -> dict[str, int]:
+        """Each key's count over all bins.
+
+        Returns:
+            key -> total count.
+        """
         out: dict[str, int] = {}
         for (_, key), n in self.data.items():
             out[key] = out.get(key, 0) + n
@@ -180,7 +264,11 @@ class Counts:
 
 
 class Maxima:
-    """The largest value per (bin, key): a follower's worst lag in a bin, say."""
+    """The largest value per (bin, key): a follower's worst lag in a bin, say.
+
+    Args:
+        axis: The time axis it follows (it registers to be rekeyed).
+    """
 
     def __init__(self, axis: TimeAxis) -> None:
         self.axis = axis
@@ -188,17 +276,38 @@ class Maxima:
         axis.register(self)
 
     def add(self, i: int, key: str, value: int) -> None:
+        """Keep `value` if it is the largest of `key` in bin `i` so far.
+
+        Args:
+            i: The bin's index.
+            key: The series (a partition and follower, say).
+            value: The value seen.
+        """
         k = (i, key)
         old = self.data.get(k)
         if old is None or value > old:
             self.data[k] = value
 
     def rekey(self, factor: int) -> None:
+        """Keep each key's largest value in bins `factor` times wider.
+
+        Args:
+            factor: How many old bins make one new bin (bin i becomes i // factor).
+        """
         old, self.data = self.data, {}
         for (i, key), v in old.items():
             self.add(i // factor, key, v)
 
     def rows(self, name: str, value: str) -> list[dict[str, Any]]:
+        """Long-format rows, by time then key: {t, <name>: key, <value>: max}.
+
+        Args:
+            name: The key's column name.
+            value: The maximum's column name.
+
+        Returns:
+            The rows, t being the bin's start in epoch milliseconds.
+        """
         return [
             {"t": self.axis.start_ms(i), name: key, value: v}
             for (i, key), v in sorted(self.data.items())
