@@ -43,7 +43,12 @@ HOT_MODULES = (
 
 
 def compiled_modules() -> list[str]:
-    """Those of HOT_MODULES that were loaded from a compiled extension."""
+    """Those of HOT_MODULES that were loaded from a compiled extension.
+
+    Returns:
+        The module names (a subset of HOT_MODULES, in its order) whose file is
+        a compiled extension; empty when the package runs as pure Python.
+    """
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     return [
         name

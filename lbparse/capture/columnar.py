@@ -60,8 +60,16 @@ _MAX_LIMIT = 1 << 28
 
 
 class Cut(NamedTuple):
-    """Where a range of a capture starts: a record's file offset, the rows
-    before it (its first position) and the reader's state there."""
+    """Where a range of a capture starts.
+
+    A record's file offset, the rows before it (its first position) and the
+    reader's state there.
+
+    Attributes:
+        offset: The file offset of the record the range starts at.
+        rows: The rows before it in one reading (the range's first position).
+        snapshot: The C reader's state at that record (opaque bytes).
+    """
 
     offset: int
     rows: int
@@ -73,6 +81,12 @@ class NativeUnsupported(Exception):
 
 
 def available() -> bool:
+    """Whether the C capture loop can be used.
+
+    Returns:
+        True when `_native` was built and imported, and the environment does
+        not turn it off (`LBPARSE_NATIVE=0`).
+    """
     return _native is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 
 
@@ -81,12 +95,19 @@ def _capture_error(kind: str, message: str, offset: int) -> CaptureError:
 
 
 def rules() -> dict[str, int]:
-    """The capture loop's limits, each the reference's own constant, read
-    now (not at import): the C loop takes them when a reader is made and
+    """The capture loop's limits, each the reference's own constant, read now.
+
+    Read now (not at import): the C loop takes them when a reader is made and
     has no copy of its own, so that a limit changed in Python (a test that
     lowers reader.MAX_FLOWS) holds for both loops. A value outside what
     the C loop's arithmetic takes makes NativeCapture refuse (the
-    reference then reads)."""
+    reference then reads).
+
+    Returns:
+        A new dict from limit name (block, max_record, min_max_record,
+        max_line, max_pending_segments, max_flows, max_connect_bytes) to its
+        current value.
+    """
     return {
         "block": pcap.BLOCK,
         "max_record": pcap.MAX_RECORD,
@@ -103,7 +124,22 @@ if _native is not None:
 
 
 class NativeCapture:
-    """One pcap or pcapng file read by the C loop; `stats` once read (or while)."""
+    """One pcap or pcapng file read by the C loop; `stats` once read (or while).
+
+    Args:
+        path: The pcap or pcapng file.
+        name: How rows and errors name the file (default: `path`).
+        limits: The frame and reassembly limits (default: the codec's DEFAULT).
+        block: Bytes read at a time, instead of pcap.BLOCK.
+        resume: Start at this Cut (from `index`) instead of the file's start.
+        stop: The file offset to stop reading at (a next cut's offset); -1
+            reads to the end.
+
+    Raises:
+        NativeUnsupported: The C module is not built, the limits exceed what
+            one Arrow batch holds, or the C loop rejects the file header or
+            limits (the caller falls back to the reference reader).
+    """
 
     def __init__(
         self,
@@ -138,26 +174,51 @@ class NativeCapture:
             self.first = rows
 
     def index(self, every: int) -> tuple[list[Cut], int]:
-        """Read the whole file once, without building columns, and cut it:
-        a Cut (offset, rows before it, snapshot of the reading's state) at
+        """Read the whole file once, without building columns, and cut it.
+
+        A Cut (offset, rows before it, snapshot of the reading's state) at
         the first record boundary past every `every` bytes; and the number
         of rows in all. Ranges between cuts are read by NativeCapture(path,
         resume=cut, stop=next cut's offset), in any order, anywhere, and
-        give together exactly the rows of one reading (tests hold them so)."""
+        give together exactly the rows of one reading (tests hold them so).
+
+        Args:
+            every: The distance in bytes between cuts.
+
+        Returns:
+            A tuple (cuts, rows): the list of Cuts in file order, and the number
+            of rows of the whole file.
+        """
         cuts, rows = self._reader.index(every)
         return [Cut(*c) for c in cuts], rows
 
     @property
     def stats(self) -> dict[str, Any]:
-        """packets, bytes_read, skipped_packets, gap_bytes, controls, notices, limits, format;
-        connects: [(client endpoint, CONNECT text)] (lbparse.capture.connects)."""
+        """The reading's statistics so far, a new dict.
+
+        packets, bytes_read, skipped_packets, gap_bytes, controls, notices, limits, format;
+        connects: [(client endpoint, CONNECT text)] (lbparse.capture.connects).
+        """
         return dict(self._reader.stats())
 
     def columns(self, max_rows: int, max_bytes: int) -> Iterator[tuple[int, dict[str, pa.Array]]]:
-        """(rows, columns) per batch: ts_ns (int64, the capture time in
+        """The rows read, as column arrays, one batch at a time.
+
+        (rows, columns) per batch: ts_ns (int64, the capture time in
         integer nanoseconds) and ts (timestamp[us, UTC], rounded down), the
         record columns, header_block (binary), error_kind, error_message. A
-        CaptureError that stops the reading is raised after the rows before it."""
+        CaptureError that stops the reading is raised after the rows before it.
+
+        Args:
+            max_rows: The C loop ends a batch after the packet that brings it to
+                this many rows (a batch may hold a few more).
+            max_bytes: The C loop ends a batch after the packet that brings its
+                column data to this many bytes.
+
+        Yields:
+            A tuple (n, columns): the batch's row count and a dict from column
+            name to a pyarrow Array of n values.
+        """
         while True:
             got = self._reader.next_batch(max_rows, max_bytes)
             if got is None:
@@ -179,6 +240,7 @@ class NativeCapture:
             yield n, cols
 
     def close(self) -> None:
+        """Release the C reader and its file."""
         self._reader.close()
 
     def batches(
@@ -190,10 +252,24 @@ class NativeCapture:
         max_rows: int = 65536,
         max_bytes: int = 64 << 20,
     ) -> Iterator[pa.RecordBatch]:
-        """Record batches of `schema` (the pipeline's record schema): `source`
-        (default: the name) and `position` from `first` on, `headers` parsed
-        from the header blocks. At most `max_rows` rows a batch (the C loop
-        ends a batch after the packet that fills it: it is cut here)."""
+        """Record batches of `schema` (the pipeline's record schema).
+
+        `source` (default: the name) and `position` from `first` on, `headers`
+        parsed from the header blocks. At most `max_rows` rows a batch (the C loop
+        ends a batch after the packet that fills it: it is cut here).
+
+        Args:
+            schema: The pipeline's record schema; columns are cast to its types.
+            source: The value of the `source` column (default: the name).
+            first: The `position` of the first row (default: the resume cut's
+                rows, else 0).
+            max_rows: The most rows in one yielded batch.
+            max_bytes: The C loop ends a batch after its column data reach this
+                many bytes.
+
+        Yields:
+            pyarrow RecordBatches of `schema`, in reading order.
+        """
         source = self.name if source is None else source
         position = self.first if first is None else first
         for n, cols in self.columns(max_rows, max_bytes):

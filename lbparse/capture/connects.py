@@ -27,13 +27,30 @@ LIFT = "LIFT"
 
 
 class LiftName(NamedTuple):
+    """A Liftbridge connection's name, `LIFT.<namespace>.<node>.<role>`, split.
+
+    Attributes:
+        namespace: The Liftbridge namespace (the name's second token).
+        node: The server id (what lies between; it may hold dots).
+        role: The connection's role (streams, raft, replication, acks,
+            publishes).
+    """
+
     namespace: str
     node: str
     role: str
 
 
 def connect_name(text: bytes) -> str | None:
-    """The `name` of a CONNECT line's JSON (`text`: the line after the verb), or None."""
+    """The `name` of a CONNECT line's JSON, or None.
+
+    Args:
+        text: The CONNECT line after the verb (its JSON options).
+
+    Returns:
+        The name (at most MAX_NAME characters), or None when the text is not
+        a JSON object or has no non-empty string `name`.
+    """
     try:
         options = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or nested past the interpreter's depth
@@ -43,7 +60,15 @@ def connect_name(text: bytes) -> str | None:
 
 
 def lift_name(name: str) -> LiftName | None:
-    """`LIFT.<namespace>.<node>.<role>` split, or None for any other client's name."""
+    """`LIFT.<namespace>.<node>.<role>` split, or None for any other client's name.
+
+    Args:
+        name: A client's connection name (from `connect_name`).
+
+    Returns:
+        The name's parts as a LiftName, or None when it is not a Liftbridge
+        name (fewer than four tokens, an empty token, or not starting LIFT).
+    """
     tokens = name.split(".")
     if len(tokens) < 4 or tokens[0] != LIFT or not all(tokens):
         return None
@@ -51,14 +76,31 @@ def lift_name(name: str) -> LiftName | None:
 
 
 def remember(names: dict[str, str], endpoint: str, text: bytes) -> None:
-    """`names[endpoint]` = the CONNECT line's name, bounded in count. A port
-    reused by a later connection gets its later name."""
+    """Set `names[endpoint]` to the CONNECT line's name, bounded in count.
+
+    A port reused by a later connection gets its later name. A line without a
+    name changes nothing.
+
+    Args:
+        names: Client endpoint to name; updated in place.
+        endpoint: The client's endpoint, host:port.
+        text: The CONNECT line after the verb.
+    """
     name = connect_name(text)
     if name is not None:
         remember_name(names, endpoint, name)
 
 
 def remember_name(names: dict[str, str], endpoint: str, name: str) -> None:
-    """`remember`, of a name already read (merging two readings' names)."""
+    """`remember`, of a name already read (merging two readings' names).
+
+    A new endpoint is added only while `names` holds fewer than
+    MAX_CONNECT_NAMES; a known one always takes the later name.
+
+    Args:
+        names: Client endpoint to name; updated in place.
+        endpoint: The client's endpoint, host:port.
+        name: The connection's name.
+    """
     if endpoint in names or len(names) < MAX_CONNECT_NAMES:
         names[endpoint] = name

@@ -58,6 +58,17 @@ RAFT_RPCS = "raft_rpcs"
 
 
 class Column(NamedTuple):
+    """One column of the record formats: its name, kind and meaning.
+
+    Attributes:
+        name: The column's name.
+        kind: Its value kind (TIME_NS, TEXT, OPTIONAL_TEXT, HEADERS, BYTES,
+            OBJECT, RAFT_RPCS).
+        doc: What it holds, for people (the docs' tables).
+        derived: Whether it follows from other columns: written, not needed
+            to read a record.
+    """
+
     name: str
     kind: str
     doc: str
@@ -149,6 +160,17 @@ REQUIRED: tuple[str, ...] = tuple(
 
 
 def column(name: str) -> Column:
+    """The column named `name`, of any of the column tables.
+
+    Args:
+        name: A column name of RECORD, DECODING, JSON_DECODING or TRAFFIC.
+
+    Returns:
+        Its Column (the first table's, in that order).
+
+    Raises:
+        KeyError: No table has a column of that name.
+    """
     for c in RECORD + DECODING + JSON_DECODING + TRAFFIC:
         if c.name == name:
             return c

@@ -40,7 +40,14 @@ _JSONL_STARTS = (b"{", b"\n", b" ", b"")
 
 
 def sniff_head(head: bytes) -> str:
-    """The format of data whose first bytes are `head`."""
+    """The format of data whose first bytes are `head`.
+
+    Args:
+        head: The data's first bytes (only HEAD_BYTES of them are looked at).
+
+    Returns:
+        PCAP, PCAPNG, PARQUET, JSONL or UNKNOWN.
+    """
     head = head[:HEAD_BYTES]
     if head in PCAP_MAGICS:
         return PCAP
@@ -54,9 +61,19 @@ def sniff_head(head: bytes) -> str:
 
 
 def regular_file(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is a regular file (a link to one counts). Anything else
-    (a FIFO, a socket, a device) may block the reading forever when opened:
-    a FIFO in an input directory stalled the pipeline's planning (issue #19)."""
+    """Whether `path` is a regular file (a link to one counts).
+
+    Anything else (a FIFO, a socket, a device) may block the reading forever
+    when opened: a FIFO in an input directory stalled the pipeline's planning
+    (issue #19).
+
+    Args:
+        path: The file to look at; it is stat-ed, never opened.
+
+    Returns:
+        True for a regular file; False for anything else, or when it cannot
+        be stat-ed.
+    """
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
@@ -64,8 +81,15 @@ def regular_file(path: str | os.PathLike[str]) -> bool:
 
 
 def sniff(path: str | os.PathLike[str]) -> str:
-    """The format of a file by its first bytes (`MISSING` if it cannot be
-    opened, or is not a regular file: it is never opened then)."""
+    """The format of a file by its first bytes.
+
+    Args:
+        path: The file to sniff.
+
+    Returns:
+        PCAP, PCAPNG, PARQUET, JSONL or UNKNOWN, or `MISSING` if it cannot be
+        opened, or is not a regular file (it is never opened then).
+    """
     if not regular_file(path):
         return MISSING
     try:

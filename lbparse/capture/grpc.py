@@ -42,6 +42,16 @@ MAX_KEPT = 1000
 
 
 class Method(NamedTuple):
+    """One method of Liftbridge's gRPC API.
+
+    Attributes:
+        name: The method's name (`Subscribe`, `Publish`, ...).
+        request: The protobuf message class of its requests.
+        response: The protobuf message class of its responses.
+        client_streaming: Whether the client sends a stream of requests.
+        server_streaming: Whether the server sends a stream of responses.
+    """
+
     name: str
     request: Any  # the protobuf message class
     response: Any
@@ -67,10 +77,15 @@ METHODS: dict[str, Method] = _methods()
 
 
 class Splitter:
-    """gRPC messages of one direction of one call, fed DATA payloads in
-    pieces. Memory follows the bytes that arrived: a declared length over
+    """gRPC messages of one direction of one call, fed DATA payloads in pieces.
+
+    Memory follows the bytes that arrived: a declared length over
     `max_length` is refused (`refused` says so) and the rest of the
-    direction skipped."""
+    direction skipped.
+
+    Args:
+        max_length: The most bytes one message may declare (max_frame).
+    """
 
     __slots__ = ("buf", "max_length", "refused", "count")
 
@@ -81,7 +96,15 @@ class Splitter:
         self.count = 0
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        """The (flag, message bytes) that `data` completes."""
+        """The (flag, message bytes) that `data` completes.
+
+        Args:
+            data: The next bytes of this side's DATA frames.
+
+        Returns:
+            A list of (flag byte, message bytes) tuples, one per message `data`
+            completes, in order; empty once a length was refused.
+        """
         if self.refused is not None:
             return []
         buf = self.buf
@@ -107,7 +130,12 @@ class Splitter:
         return out
 
     def leftover(self) -> str | None:
-        """What a half-received message left (at the end of its side)."""
+        """What a half-received message left (at the end of its side).
+
+        Returns:
+            A sentence saying what part of a message never completed, or None
+            when no bytes are left over.
+        """
         if not self.buf:
             return None
         have = len(self.buf)
@@ -118,9 +146,15 @@ class Splitter:
 
 
 class Budget:
-    """What decoding the gRPC messages of one reading may cost: each message
-    (max_frame gunzipped, max_grpc_elements fields) and all of them
-    (max_grpc_inflate: what gzip adds, given up as it is spent)."""
+    """What decoding the gRPC messages of one reading may cost.
+
+    Each message (max_frame gunzipped, max_grpc_elements fields) and all of
+    them (max_grpc_inflate: what gzip adds, given up as it is spent).
+
+    Args:
+        max_length: The most bytes one message may take gunzipped (max_frame).
+        limits: Where max_grpc_elements and max_grpc_inflate come from.
+    """
 
     __slots__ = ("max_length", "max_elements", "inflate_left", "max_inflate")
 
@@ -131,9 +165,15 @@ class Budget:
 
 
 class Decoded(NamedTuple):
-    """A message decoded (`message`) or not (`error`, and `limit`, the name of
-    the limit that refused it, if one did); `size` its bytes gunzipped,
-    `elements` the protobuf fields it holds (0 when not counted)."""
+    """A message decoded (`message`) or not (`error`).
+
+    Attributes:
+        message: The canonical protobuf JSON of the message, or None.
+        error: What is wrong, or None when it decoded.
+        limit: The name of the limit that refused it, if one did.
+        size: Its bytes gunzipped.
+        elements: The protobuf fields it holds (0 when not counted).
+    """
 
     message: dict[str, Any] | None
     error: str | None
@@ -143,7 +183,12 @@ class Decoded(NamedTuple):
 
 
 class LimitError(ValueError):
-    """A limit refused the bytes; `limit` names it."""
+    """A limit refused the bytes; `limit` names it.
+
+    Args:
+        message: What was refused, for people.
+        limit: The limit's name (max_frame, max_grpc_inflate).
+    """
 
     def __init__(self, message: str, limit: str) -> None:
         super().__init__(message)
@@ -151,9 +196,24 @@ class LimitError(ValueError):
 
 
 def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
-    """`data` gunzipped, refused (LimitError) past `max_length` bytes, or
-    past what `budget` has left for gzip to add: a small message must not
-    expand into gigabytes, nor many small ones."""
+    """`data` gunzipped, within `max_length` bytes and what `budget` has left.
+
+    A small message must not expand into gigabytes, nor many small ones.
+
+    Args:
+        data: A gzip stream (a compressed gRPC message).
+        max_length: The most bytes the result may have (max_frame).
+        budget: The reading's budget; what gzip adds is taken from its
+            inflate_left. None: no budget but `max_length`.
+
+    Returns:
+        The decompressed bytes.
+
+    Raises:
+        LimitError: The result would pass `max_length` (limit "max_frame"),
+            or what the budget has left (limit "max_grpc_inflate").
+        ValueError: The gzip stream ends before its end.
+    """
     room = max_length
     if budget is not None and len(data) + budget.inflate_left < room:
         room = len(data) + budget.inflate_left
@@ -178,8 +238,20 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
 def decode_message(
     cls: Any, flag: int, data: bytes, encoding: str | None, max_length: int
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """(canonical JSON, None) or (None, what is wrong), within the default
-    limits but for max_frame (`max_length`)."""
+    """A message's canonical JSON, or what is wrong with it.
+
+    Within the default limits but for max_frame (`max_length`).
+
+    Args:
+        cls: The protobuf message class (None: the method is unknown).
+        flag: The message's flag byte (bit 0: compressed).
+        data: The message's bytes.
+        encoding: The call's `grpc-encoding` ("gzip" is the one decoded).
+        max_length: The most bytes the message may take gunzipped.
+
+    Returns:
+        (canonical JSON, None) or (None, what is wrong).
+    """
     decoded = decode_counted(cls, flag, data, encoding, Budget(max_length))
     return decoded.message, decoded.error
 
@@ -187,7 +259,19 @@ def decode_message(
 def decode_counted(
     cls: Any, flag: int, data: bytes, encoding: str | None, budget: Budget
 ) -> Decoded:
-    """A message's canonical JSON, within `budget` (which it spends)."""
+    """A message's canonical JSON, within `budget` (which it spends).
+
+    Args:
+        cls: The protobuf message class (None: the method is unknown).
+        flag: The message's flag byte (bit 0: compressed).
+        data: The message's bytes.
+        encoding: The call's `grpc-encoding` ("gzip" is the one decoded).
+        budget: The reading's Budget; gunzipping spends its inflate_left.
+
+    Returns:
+        The Decoded message, or the error that stopped it (and the limit's
+        name when a limit did); never raises for bad bytes.
+    """
     if flag & 1:
         if encoding != "gzip":
             return Decoded(
@@ -258,12 +342,22 @@ def _layout(desc: Any) -> dict[int, Any]:
 
 
 def element_count(buf: bytes, desc: Any, limit: int) -> int:
-    """How many fields `buf` holds as the message type `desc`, at every
-    level (each element of a repeated field, packed or not; a map entry and
-    its key and value), as the protobuf runtime would make them; stops as
-    soon as the count passes `limit` (returning a count above it), and at
-    the first malformed byte (the runtime refuses those). No object per
-    field; levels are walked in place, to the runtime's own depth."""
+    """How many fields `buf` holds as the message type `desc`, at every level.
+
+    Each element of a repeated field, packed or not; a map entry and its key
+    and value, as the protobuf runtime would make them; stops as soon as the
+    count passes `limit` (returning a count above it), and at the first
+    malformed byte (the runtime refuses those). No object per field; levels
+    are walked in place, to the runtime's own depth.
+
+    Args:
+        buf: The message's wire bytes.
+        desc: The protobuf descriptor of its message type.
+        limit: Stop counting once the count passes this.
+
+    Returns:
+        The number of fields, or a number above `limit` when it passed it.
+    """
     return _count(buf, 0, len(buf), desc, limit, 0)
 
 
@@ -358,7 +452,24 @@ def _ns(ts: int | None) -> Int64 | None:
 
 
 class GrpcMessage:
-    """One gRPC message: which call, which side, and what it decoded to."""
+    """One gRPC message: which call, which side, and what it decoded to.
+
+    Args:
+        ts: The capture time, integer nanoseconds, if known.
+        src: The sender, host:port.
+        dst: The receiver, host:port.
+        direction: CLIENT_TO_SERVER or SERVER_TO_CLIENT.
+        stream_id: The HTTP/2 stream (the call).
+        method: The method's name, None when unknown.
+        type_: The message's protobuf type name, None when unknown.
+        index: Its position among its side's messages of the call, from 0.
+        compressed: Whether its compressed flag is set.
+        length: Its bytes on the wire.
+        message: Its canonical JSON, None when it did not decode.
+        error: Why it did not decode, or None.
+        late: Sent after its call's RST_STREAM (before the reset reached the
+            sender).
+    """
 
     __slots__ = (
         "ts",
@@ -400,6 +511,12 @@ class GrpcMessage:
         self.late = late
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The message as a JSON-ready dict (the records' `grpc: message` rows).
+
+        Returns:
+            A new dict; `message` when it decoded, else `error`; `late` only when
+            set.
+        """
         d: dict[str, Any] = {
             "grpc": "message",
             "ts": _ns(self.ts),
@@ -424,8 +541,15 @@ class GrpcMessage:
 
 class GrpcCall:
     """One gRPC call (one HTTP/2 stream): its method, messages, status and times.
+
     `end` says how it ended: trailers, rst_stream, goaway, closed (the TCP
-    connection), capture_end, or dropped (max_streams)."""
+    connection), capture_end, or dropped (max_streams).
+
+    Args:
+        client: The client's endpoint, host:port.
+        server: The server's endpoint, host:port.
+        stream_id: The HTTP/2 stream id.
+    """
 
     def __init__(self, client: str, server: str, stream_id: int) -> None:
         self.client, self.server, self.stream_id = client, server, stream_id
@@ -451,10 +575,20 @@ class GrpcCall:
 
     @property
     def method_name(self) -> str | None:
+        """The method's name, or None while the method is unknown."""
         return self.method.name if self.method is not None else None
 
     def keep(self, direction: str, message: dict[str, Any] | None, room: bool) -> bool:
-        """Count the message; keep it if `room` and under MAX_KEPT. Kept?"""
+        """Count the message; keep it if `room` and under MAX_KEPT.
+
+        Args:
+            direction: CLIENT_TO_SERVER or SERVER_TO_CLIENT.
+            message: The message's JSON (None when it did not decode).
+            room: Whether the reader's byte budget for open calls has room.
+
+        Returns:
+            Whether the message was kept.
+        """
         self.counts[direction] += 1
         kept = self.messages[direction]
         if room and len(kept) < MAX_KEPT:
@@ -463,6 +597,13 @@ class GrpcCall:
         return False
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The call as a JSON-ready dict (the records' `grpc: call` rows).
+
+        Returns:
+            A new dict: endpoints, method and path, times (Int64 nanoseconds),
+            statuses, how it ended, message counts and the kept messages;
+            `rst_stream_error` only after an RST_STREAM.
+        """
         req, resp = self.messages[CLIENT_TO_SERVER], self.messages[SERVER_TO_CLIENT]
         d: dict[str, Any] = {
             "grpc": "call",

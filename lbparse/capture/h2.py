@@ -113,6 +113,15 @@ ERROR_CODES = (
 
 
 def error_name(code: int) -> str:
+    """The name of an HTTP/2 error code.
+
+    Args:
+        code: The error code of an RST_STREAM or GOAWAY frame.
+
+    Returns:
+        Its name (`CANCEL`, ...), or `error <code>` for a code RFC 9113 does
+        not name.
+    """
     return ERROR_CODES[code] if code < len(ERROR_CODES) else f"error {code}"
 
 
@@ -152,9 +161,19 @@ def _frame_headers(data: bytes, whole: bool = False) -> int:
 
 
 def looks_like_frames(data: bytes, whole: bool = False) -> bool:
-    """Do `data` start with HTTP/2 frames (at least one header, each
-    plausible, up to where `data` ends: inside the last frame, or, `whole`,
-    at its end)?"""
+    """Whether `data` starts with HTTP/2 frames.
+
+    At least one header, each plausible, up to where `data` ends: inside the
+    last frame, or, `whole`, at its end.
+
+    Args:
+        data: The first bytes of a direction (or of a segment).
+        whole: Require the last frame to end where `data` does.
+
+    Returns:
+        True if `data` holds at least one frame header and every header in it
+        is plausible.
+    """
     return _frame_headers(data, whole) > 0
 
 
@@ -168,15 +187,30 @@ class Clock:
 
 
 class Flows:
-    """What a reader needs for HTTP/2: the sniffers of each new flow (`pair`),
-    the output list, the clock, and the connections with calls still open
-    (closed at the capture's end: `close`)."""
+    """What a reader needs for HTTP/2.
+
+    The sniffers of each new flow (`pair`), the output list, the clock, and
+    the connections with calls still open (closed at the capture's end:
+    `close`).
+
+    Args:
+        max_length: max_frame, the most bytes one gRPC message may take.
+        max_buffered: max_reassembly, the most bytes of half-received gRPC
+            messages held for all calls.
+        limits: The gRPC limits (lbparse.codec.limits.GRPC_LIMITS; default:
+            the codec's DEFAULT).
+    """
 
     def __init__(
         self, max_length: int, max_buffered: int = 16 << 20, limits: Limits | None = None
     ) -> None:
-        """`max_length`: max_frame; `max_buffered`: max_reassembly; `limits`:
-        the gRPC ones (lbparse.codec.limits.GRPC_LIMITS)."""
+        """Make the reader's HTTP/2 state; see the class for the arguments.
+
+        Args:
+            max_length: max_frame.
+            max_buffered: max_reassembly.
+            limits: The gRPC ones (lbparse.codec.limits.GRPC_LIMITS).
+        """
         limits = limits or DEFAULT
         self.out: list[Any] = []
         self.clock = Clock()
@@ -200,18 +234,32 @@ class Flows:
         self.connections: set[tuple[str, str]] = set()
 
     def pair(self, src: str, dst: str) -> tuple[Side, Side]:
+        """The two Sides of a new TCP connection, each the other's peer.
+
+        Args:
+            src: The endpoint (host:port) of the first direction's sender.
+            dst: The endpoint of its receiver.
+
+        Returns:
+            (the src -> dst Side, the dst -> src Side), sharing a new Connection.
+        """
         conn = Connection(self)
         a, b = Side(conn, src, dst), Side(conn, dst, src)
         a.peer, b.peer = b, a
         return a, b
 
     def close(self) -> None:
+        """End every connection still open at the capture's end (its calls are out)."""
         for conn in list(self.open.values()):
             conn.close()
 
 
 class Connection:
-    """The calls of one HTTP/2 connection, by stream id."""
+    """The calls of one HTTP/2 connection, by stream id.
+
+    Args:
+        flows: The reader's Flows (output, clock, limits and budgets).
+    """
 
     def __init__(self, flows: Flows) -> None:
         self.flows = flows
@@ -233,7 +281,15 @@ class Connection:
         limit: str | None = None,
         info: bool = False,
     ) -> None:
-        """`info`: normal behaviour that lost nothing (lbparse.capture.notices)."""
+        """Put a Notice about this connection on the output.
+
+        Args:
+            side: The direction it concerns (its src and dst are the notice's).
+            message: What happened, for people.
+            kind: The notice's kind (lbparse.capture.notices).
+            limit: The limit's name, for kind "limit".
+            info: Normal behaviour that lost nothing (lbparse.capture.notices).
+        """
         self.flows.out.append(
             Notice(kind, message, self.flows.clock.ts, side.src, side.dst, limit=limit, info=info)
         )
@@ -306,6 +362,19 @@ class Connection:
     def headers(
         self, side: Side, sid: int, headers: list[tuple[str, str]] | None, end_stream: bool
     ) -> None:
+        """Take a decoded header block (HEADERS and its CONTINUATIONs) of a stream.
+
+        Request headers set the call's method and times; response headers and
+        trailers its statuses; a block ending the stream ends that side (the
+        server's: the call).
+
+        Args:
+            side: The direction the block came on.
+            sid: The stream id.
+            headers: The (name, value) pairs, or None when the block could not be
+                decoded (HPACK state unknown).
+            end_stream: Whether the frame had END_STREAM set.
+        """
         if sid not in self.calls and self._late(side, sid) is not None:
             return  # a reset call's late headers: its status no longer changes it
         names = dict(headers or ())
@@ -368,6 +437,14 @@ class Connection:
         )
 
     def data(self, side: Side, sid: int, payload: bytes, end_stream: bool) -> None:
+        """Take a DATA frame's payload: the gRPC messages it completes go out.
+
+        Args:
+            side: The direction the frame came on.
+            sid: The stream id.
+            payload: The frame's data, padding removed.
+            end_stream: Whether the frame had END_STREAM set.
+        """
         call = self.calls.get(sid)
         if call is None:
             late = self._late(side, sid)
@@ -519,6 +596,13 @@ class Connection:
         self.flows.out.append(call)
 
     def reset(self, side: Side, sid: int, code: int) -> None:
+        """Take an RST_STREAM: the call ends (kept a while for late frames).
+
+        Args:
+            side: The direction the frame came on.
+            sid: The stream id.
+            code: The frame's error code.
+        """
         call = self.calls.get(sid)
         late = self.resets.get(sid)
         method = (
@@ -562,6 +646,14 @@ class Connection:
             self._clear(splitter)
 
     def goaway(self, side: Side, last: int, code: int, debug: bytes) -> None:
+        """Take a GOAWAY: the open calls past its last stream end unanswered.
+
+        Args:
+            side: The direction the frame came on.
+            last: The last stream id the sender processed.
+            code: The frame's error code.
+            debug: Its debug data (the first 80 bytes are said).
+        """
         gone = [self.calls[s] for s in self.sids[bisect.bisect_right(self.sids, last) :]]
         self.goaways += 1
         if self.goaways <= MAX_GOAWAYS_SAID or gone:
@@ -581,8 +673,12 @@ class Connection:
             self._end(side, call, "goaway")
 
     def close(self, how: str = "capture_end") -> None:
-        """The capture (`how`: capture_end) or the connection (closed) ended
-        with these calls open."""
+        """End the calls still open: the capture or the connection ended first.
+
+        Args:
+            how: Why: capture_end (the capture ended) or closed (the TCP
+                connection did).
+        """
         what = "capture" if how == "capture_end" else "connection"
         for sid in list(self.resets):
             self._forget(sid)
@@ -619,23 +715,43 @@ class _Reset:
 
 
 class Table(HeaderTable):
-    """HPACK's dynamic table, knowing which of its entries to trust. When a
-    header block is lost, or fails half-way, the entries it added on the
-    encoder's side are missing here: a later reference past the entries
+    """HPACK's dynamic table, knowing which of its entries to trust.
+
+    When a header block is lost, or fails half-way, the entries it added on
+    the encoder's side are missing here: a later reference past the entries
     added since would land on an older one, and decode to a wrong header
     without a word. `trusted` counts the entries added since (None: every
-    entry is trusted); a reference past them is refused (InvalidTableIndex)."""
+    entry is trusted); a reference past them is refused (InvalidTableIndex).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.trusted: int | None = None
 
     def add(self, name: bytes, value: bytes) -> None:
+        """Add an entry to the table, counting it as trusted.
+
+        Args:
+            name: The header's name.
+            value: The header's value.
+        """
         if self.trusted is not None:
             self.trusted += 1
         super().add(name, value)
 
     def get_by_index(self, index: int) -> tuple[bytes, bytes]:
+        """The entry at an HPACK index, if it can be trusted.
+
+        Args:
+            index: The HPACK index (static entries first, then dynamic ones).
+
+        Returns:
+            The entry's (name, value).
+
+        Raises:
+            InvalidTableIndex: The index reaches past the entries added since the
+                HPACK state was lost (or past the table).
+        """
         if self.trusted is not None and index > self.STATIC_TABLE_LENGTH + self.trusted:
             raise hpack.InvalidTableIndex(
                 f"table entry {index} may have shifted since the HPACK state was lost"
@@ -650,8 +766,15 @@ def _port(endpoint: str) -> int:
 
 class Side:
     """One direction of an HTTP/2 connection: frames, header blocks, HPACK.
+
     Stands in for the NATS parser of its TCP direction (`feed`, `gap`,
-    `abandon`, `busy`)."""
+    `abandon`, `busy`).
+
+    Args:
+        conn: The connection it belongs to.
+        src: The sender's endpoint, host:port.
+        dst: The receiver's endpoint, host:port.
+    """
 
     def __init__(self, conn: Connection, src: str, dst: str) -> None:
         self.conn = conn
@@ -690,15 +813,24 @@ class Side:
 
     # -- what the NATS parser asks -----------------------------------------
     def sniff(self, data: bytes, mid: bool) -> Side | str | None:
-        """Self if the first bytes of this direction, `data`, are HTTP/2
-        (`mid`: the capture holds no handshake), None if not, UNDECIDED while
-        they cannot tell (the NATS parser holds them and asks again with more).
+        """Whether the first bytes of this direction, `data`, are HTTP/2.
 
         HTTP/2 is the whole preface (a first segment of `P` alone may be NATS's
         PING: undecided until 24 bytes are there), or, from inside a connection,
         a run of at least two plausible frame headers, each where the frame
         before it ends (one is undecided, up to UNDECIDED_BYTES): a NATS
-        client's bytes are never taken for HTTP/2 on less."""
+        client's bytes are never taken for HTTP/2 on less.
+
+        Args:
+            data: The direction's first bytes (all the NATS parser holds).
+            mid: The capture holds no handshake (the connection started before
+                it).
+
+        Returns:
+            Self if they are HTTP/2 (the direction is started), None if not,
+            UNDECIDED while they cannot tell (the NATS parser holds them and asks
+            again with more).
+        """
         if PREFACE.startswith(data[: len(PREFACE)]) and data:
             if len(data) < len(PREFACE) and not self.peer.active:
                 return UNDECIDED
@@ -748,9 +880,12 @@ class Side:
 
     @property
     def busy(self) -> bool:
-        """Not to be forgotten (lbparse.capture.reader forgets idle flows past
-        MAX_FLOWS): a live connection's HPACK table is state that a flow
-        made anew would not find again, unlike NATS's."""
+        """Not to be forgotten.
+
+        lbparse.capture.reader forgets idle flows past MAX_FLOWS: a live
+        connection's HPACK table is state that a flow made anew would not find
+        again, unlike NATS's.
+        """
         return (self.active and not self.ended) or bool(self.buf) or bool(self.conn.calls)
 
     def gap(self) -> None:
@@ -768,7 +903,13 @@ class Side:
         )
 
     def abandon(self) -> list[str]:
-        """The direction ends (or loses bytes): a half-read frame is said."""
+        """The direction ends (or loses bytes): a half-read frame is said.
+
+        When both directions ended, the connection's open calls end ("closed").
+
+        Returns:
+            What was lost, a sentence each (empty if nothing).
+        """
         lost = []
         if self.buf and not self.lost:
             lost.append(f"HTTP/2: {len(self.buf)} bytes of a frame, its end never came")
@@ -779,6 +920,14 @@ class Side:
         return lost
 
     def feed(self, data: bytes) -> None:
+        """Read the next bytes of this direction: frames, header blocks, messages.
+
+        After a loss, bytes are skipped until a segment that starts with frames.
+        What the frames make (calls, messages, notices) goes on the Flows' output.
+
+        Args:
+            data: The direction's next bytes, in order.
+        """
         if self.lost:
             if not looks_like_frames(data):
                 return

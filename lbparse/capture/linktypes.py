@@ -25,6 +25,18 @@ _VLAN = (0x8100, 0x88A8, 0x9100)
 
 
 def ip_offset(linktype: int, buf: bytes, off: int, end: int) -> int:
+    """Where the IPv4 or IPv6 header starts in a captured frame.
+
+    Args:
+        linktype: The capture's link-layer type (pcap LINKTYPE_ number).
+        buf: The buffer holding the frame.
+        off: The frame's first byte in `buf`.
+        end: The offset just past the frame's captured bytes in `buf`.
+
+    Returns:
+        The offset in `buf` of the IP header, or -1 for frames that carry
+        neither IPv4 nor IPv6 (ARP, unknown link types) or are too short.
+    """
     if linktype == ETHERNET:
         p = off + 12
         while p + 2 <= end:

@@ -69,10 +69,14 @@ def _name(b: bytes) -> str:
 class Frame:
     """One NATS message as the protocol carried it.
 
-    `verb`: PUB, HPUB, MSG or HMSG; `subject`; `reply`: the reply subject,
-    None without one; `sid`: the subscription id (MSG/HMSG), None for
-    PUB/HPUB; `header_block`: the raw `NATS/1.0...` block of HPUB/HMSG, None
-    for PUB/MSG; `payload`: the message bytes.
+    Args:
+        verb: PUB, HPUB, MSG or HMSG.
+        subject: The message's subject.
+        reply: The reply subject, None without one.
+        sid: The subscription id (MSG/HMSG), None for PUB/HPUB.
+        header_block: The raw `NATS/1.0...` block of HPUB/HMSG, None for
+            PUB/MSG.
+        payload: The message bytes.
     """
 
     # A compiled (mypyc) class: built by one C call, fields read without a
@@ -96,6 +100,11 @@ class Frame:
         self.payload: Final = payload
 
     def fields(self) -> tuple[str, str, str | None, str | None, bytes | None, bytes]:
+        """The frame's fields, in the constructor's order.
+
+        Returns:
+            (verb, subject, reply, sid, header_block, payload).
+        """
         return (self.verb, self.subject, self.reply, self.sid, self.header_block, self.payload)
 
     def __eq__(self, other: object) -> bool:
@@ -106,8 +115,12 @@ class Frame:
 
 
 class Control:
-    """A control line: `verb` (INFO, CONNECT, SUB, UNSUB, PING, PONG, +OK,
-    -ERR) and `text`, the rest of the line without surrounding whitespace."""
+    """A control line of the NATS protocol (anything but a message).
+
+    Args:
+        verb: INFO, CONNECT, SUB, UNSUB, PING, PONG, +OK or -ERR.
+        text: The rest of the line without surrounding whitespace.
+    """
 
     __slots__ = ("verb", "text")
 
@@ -123,9 +136,13 @@ class Control:
 
 
 class Problem:
-    """Bytes that are not the NATS protocol: `message` says what was found
-    and what happens next; `limit` names the resource limit that refused
-    them (`max_frame`), None when the bytes themselves are wrong."""
+    """Bytes that are not the NATS protocol.
+
+    Args:
+        message: What was found and what happens next.
+        limit: The resource limit that refused them (`max_frame`), None when
+            the bytes themselves are wrong.
+    """
 
     __slots__ = ("message", "limit")
 
@@ -176,6 +193,17 @@ class NatsParser:
     within it are parsed from that same buffer, without copying what
     follows (a stream of `PUB a 60000000` lines made every one of them
     copy all the bytes after it).
+
+    Args:
+        resync: Start by skipping to a line that starts with a verb (the
+            capture holds no start of the stream).
+        max_frame: The most payload bytes one message may declare; a larger
+            one is a Problem (limit max_frame).
+        sniff: Another protocol's sniffer (HTTP/2: lbparse.capture.h2's
+            Side.sniff), asked `sniff(first bytes, resync)` before the first
+            bytes are read: what it returns, when not None, takes every byte
+            from then on; UNDECIDED: the bytes are held and it is asked again
+            with more. None: the stream is NATS.
     """
 
     __slots__ = (
@@ -247,6 +275,16 @@ class NatsParser:
         return None
 
     def feed(self, data: bytes) -> list[Parsed]:
+        """Parse the next bytes of the stream.
+
+        Args:
+            data: The direction's next bytes, in order (any size, cut anywhere).
+
+        Returns:
+            The Frames, Controls and Problems that `data` completes, in stream
+            order (empty while a line or payload is still arriving, or when the
+            bytes went to another protocol's parser).
+        """
         frames: list[Parsed] = []
         if self._sniff is not None or self._other is not None:
             mine = self._handed(data)
@@ -309,9 +347,17 @@ class NatsParser:
             self._bpos = 0
 
     def gap(self, frames: list[Parsed] | None = None) -> str | None:
-        """Bytes went missing before the next `feed`: drop any half-read frame
-        (returned as a description) and resume at the next control line.
-        Frames found in the dropped bytes (see `abandon`) go to `frames`."""
+        """Bytes went missing before the next `feed`: drop any half-read frame.
+
+        The parser resumes at the next control line.
+
+        Args:
+            frames: Where frames found in the dropped bytes (see `abandon`) go;
+                None: they are discarded.
+
+        Returns:
+            A description of what was lost ("; "-joined), or None if nothing was.
+        """
         lost = self.abandon([] if frames is None else frames)
         if self._other is not None:
             self._other.gap()
@@ -319,19 +365,33 @@ class NatsParser:
         return "; ".join(lost) or None
 
     def finish(self, frames: list[Parsed] | None = None) -> str | None:
-        """The stream ended: describe a half-read frame, if any (and put
-        the frames found in its bytes in `frames`, see `abandon`)."""
+        """The stream ended: describe a half-read frame, if any.
+
+        Args:
+            frames: Where the frames found in its bytes go (see `abandon`); None:
+                they are discarded.
+
+        Returns:
+            A description of what was lost ("; "-joined), or None if nothing was.
+        """
         return "; ".join(self.abandon([] if frames is None else frames)) or None
 
     def abandon(self, frames: list[Parsed]) -> list[str]:
-        """Give up on a half-read frame: its end will never come. Returns
-        one description per message lost. A message line whose size was a
-        lie (corruption) holds the frames that followed it among its
-        buffered bytes; they are parsed again, as after a gap, and appended
-        to `frames`, so that one bad size field does not swallow the rest of
-        the stream. One pass over those bytes: a message line among them
-        whose payload runs past their end is lost too, right there, and the
-        pass goes on from its payload."""
+        """Give up on a half-read frame: its end will never come.
+
+        A message line whose size was a lie (corruption) holds the frames that
+        followed it among its buffered bytes; they are parsed again, as after a
+        gap, and appended to `frames`, so that one bad size field does not
+        swallow the rest of the stream. One pass over those bytes: a message
+        line among them whose payload runs past their end is lost too, right
+        there, and the pass goes on from its payload.
+
+        Args:
+            frames: Where frames found in the abandoned bytes are appended.
+
+        Returns:
+            One description per message lost (empty if none).
+        """
         if self._other is not None:
             return list(self._other.abandon())
         if self._held:  # ended while the sniffer could not tell: NATS, as far as it goes

@@ -48,6 +48,21 @@ NOTICE_KINDS = (
 
 
 class Notice:
+    """Something the reader noticed in readable traffic and went past.
+
+    Args:
+        kind: One of NOTICE_KINDS (see the module's docstring).
+        message: What happened, for people.
+        ts: The capture time, integer nanoseconds, if known.
+        src: The sender, host:port, if known.
+        dst: The receiver, host:port, if known.
+        nbytes: The bytes concerned (lost, skipped, refused), if known.
+        limit: The resource limit hit, for kind "limit" (max_frame,
+            max_reassembly).
+        info: True for information (normal behaviour that lost nothing),
+            False for a problem.
+    """
+
     __slots__ = ("kind", "message", "ts", "src", "dst", "nbytes", "limit", "info")
 
     def __init__(
@@ -71,6 +86,12 @@ class Notice:
         self.info = info
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The notice as a JSON-ready dict (the records' notice rows).
+
+        Returns:
+            A new dict with notice, message, ts (an Int64, or None), src, dst and
+            bytes; `limit` and `info` only when set.
+        """
         d = {
             "notice": self.kind,
             "message": self.message,

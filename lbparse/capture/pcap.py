@@ -51,10 +51,20 @@ Packet = tuple[int, int, bytes, int, int, int]
 
 
 def read_more(f: BinaryIO, need: int) -> bytes:
-    """At least `need` bytes from `f` (a file gives a whole BLOCK), or what is
-    left. Read a block at a time: `f.read(n)` allocates n bytes before it
-    knows whether the file has them. A pipe (lbparse.capture.pipe) gives what
-    has arrived, so a live capture is parsed as it comes."""
+    """At least `need` bytes from `f` (a file gives a whole BLOCK), or what is left.
+
+    Read a block at a time: `f.read(n)` allocates n bytes before it knows
+    whether the file has them. A pipe (lbparse.capture.pipe) gives what has
+    arrived, so a live capture is parsed as it comes.
+
+    Args:
+        f: The file (or PipeReader) to read from its current position.
+        need: The fewest bytes wanted; blocks are read until there are as
+            many, or the file ends.
+
+    Returns:
+        The bytes read (fewer than `need` only at the file's end).
+    """
     chunks = []
     got = 0
     while True:
@@ -69,11 +79,22 @@ def read_more(f: BinaryIO, need: int) -> bytes:
 
 
 def refill(f: BinaryIO, base: int, pos: int, n: int, need: int) -> tuple[bytes, int, bool]:
-    """The next buffer once `buf[:pos]` (of `n` bytes, at file offset `base`)
-    is used up: at least `need` bytes from `pos` on, if the file has them.
-    Returns (buffer, its file offset, whether the file had nothing more).
-    The kept bytes are read again with the next block rather than the block
-    appended to them: one copy of every byte, not two."""
+    """The next buffer once `buf[:pos]` is used up.
+
+    At least `need` bytes from `pos` on, if the file has them. The kept bytes
+    are read again with the next block rather than the block appended to
+    them: one copy of every byte, not two.
+
+    Args:
+        f: The file the buffer was read from (it is seeked).
+        base: The file offset of the buffer's first byte.
+        pos: The buffer position up to which it is used.
+        n: The buffer's length.
+        need: The fewest bytes wanted from `pos` on.
+
+    Returns:
+        (buffer, its file offset, whether the file had nothing more).
+    """
     kept = n - pos
     base += pos
     f.seek(base)
@@ -82,7 +103,20 @@ def refill(f: BinaryIO, base: int, pos: int, n: int, need: int) -> tuple[bytes, 
 
 
 class PcapSource:
-    """Packets of one pcap file; `bytes_read` follows the reading for progress."""
+    """Packets of one pcap file; `bytes_read` follows the reading for progress.
+
+    Iterating yields Packets (ts in nanoseconds, link type, buffer, offset,
+    captured length, wire length).
+
+    Args:
+        f: The file, at its start (its 24-byte header is read here).
+        name: How notices and errors name the file.
+        on_notice: Called with each Notice (truncated, bad_block), if given.
+
+    Raises:
+        CaptureError: The file does not start with a pcap file header (kind
+            bad_header).
+    """
 
     def __init__(
         self, f: BinaryIO, name: str = "capture", on_notice: Callable[[Notice], None] | None = None

@@ -67,7 +67,20 @@ def _tsresol(v: int) -> tuple[int, int]:
 
 
 class PcapngSource:
-    """Packets of one pcapng file; `bytes_read` follows the reading for progress."""
+    """Packets of one pcapng file; `bytes_read` follows the reading for progress.
+
+    Iterating yields Packets (ts in nanoseconds, link type, buffer, offset,
+    captured length, wire length), as PcapSource's.
+
+    Args:
+        f: The file, at its start (its first 12 bytes are read here).
+        name: How notices and errors name the file.
+        on_notice: Called with each Notice (truncated, bad_block), if given.
+
+    Raises:
+        CaptureError: The file does not start with a pcapng section header
+            block (kind bad_header).
+    """
 
     def __init__(
         self, f: BinaryIO, name: str = "capture", on_notice: Callable[[Notice], None] | None = None

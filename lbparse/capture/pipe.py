@@ -31,24 +31,50 @@ EXACT_MAX = 1 << 16
 
 
 def input_name(path: str) -> str:
-    """How messages name an input."""
+    """How messages name an input.
+
+    Args:
+        path: A file path, or `-` for stdin.
+
+    Returns:
+        "stdin" for `-`, else the path.
+    """
     return "stdin" if path == STDIN else path
 
 
 def input_size(path: str) -> int:
-    """The size of a file, 0 for stdin (not known in advance)."""
+    """The size of a file, 0 for stdin (not known in advance).
+
+    Args:
+        path: A file path, or `-` for stdin.
+
+    Returns:
+        Its size in bytes (0 for stdin).
+    """
     return 0 if path == STDIN else os.path.getsize(path)
 
 
 def open_input(path: str) -> BinaryIO:
-    """The file at `path` opened for reading, or stdin for `-`."""
+    """The file at `path` opened for reading, or stdin for `-`.
+
+    Args:
+        path: A file path, or `-` for stdin.
+
+    Returns:
+        A binary file; for stdin a PipeReader (forward seeks only) that
+        leaves stdin open when closed.
+    """
     if path == STDIN:
         return cast(BinaryIO, PipeReader(sys.stdin.buffer))
     return open(path, "rb")
 
 
 class PipeReader:
-    """A stream read as a file with forward seeks (see the module doc)."""
+    """A stream read as a file with forward seeks (see the module doc).
+
+    Args:
+        raw: The binary stream to read (stdin's buffer).
+    """
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
@@ -68,6 +94,18 @@ class PipeReader:
         return bytes(chunk)
 
     def read(self, n: int = -1) -> bytes:
+        """Read up to `n` bytes, as a file read does.
+
+        A small read (up to EXACT_MAX) waits for all its bytes; a larger one
+        returns what has arrived, at least one byte, so that a live capture
+        streams.
+
+        Args:
+            n: The most bytes to read; negative: to the end of the stream.
+
+        Returns:
+            The bytes read; empty at the end of the stream.
+        """
         out = bytearray()
         want = n if n >= 0 else sys.maxsize
         at = self._pos - self._start
@@ -85,6 +123,11 @@ class PipeReader:
         return bytes(out)
 
     def readline(self) -> bytes:
+        """Read one line, up to and including its LF (or to the stream's end).
+
+        Returns:
+            The line; empty at the end of the stream.
+        """
         at = self._pos - self._start
         end = self._kept.find(b"\n", at)
         if end >= 0:
@@ -105,6 +148,19 @@ class PipeReader:
             yield line
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        """Seek forward into the bytes kept since the last seek.
+
+        Args:
+            offset: The absolute offset to seek to, within the kept bytes.
+            whence: Must be os.SEEK_SET.
+
+        Returns:
+            The new offset.
+
+        Raises:
+            OSError: `whence` is not SEEK_SET, or `offset` lies outside the bytes
+                kept (a pipe is read forward).
+        """
         if whence != os.SEEK_SET or not self._start <= offset <= self._start + len(self._kept):
             raise OSError(
                 f"stdin: cannot seek to {offset} (whence {whence}): a pipe is read "
@@ -116,17 +172,36 @@ class PipeReader:
         return offset
 
     def tell(self) -> int:
+        """The offset of the next byte read.
+
+        Returns:
+            The stream position, in bytes from its start.
+        """
         return self._pos
 
     def seekable(self) -> bool:
+        """Whether the stream can seek freely (io's question).
+
+        Returns:
+            False: only the forward seeks described above work.
+        """
         return False
 
     def close(self) -> None:
+        """Do nothing: stdin belongs to the process."""
         pass  # stdin belongs to the process
 
 
 def spool(f: BinaryIO, suffix: str = "") -> str:
-    """The rest of `f` in a new temporary file; its path (the caller removes it)."""
+    """The rest of `f` in a new temporary file; its path (the caller removes it).
+
+    Args:
+        f: The stream to copy from its position to its end.
+        suffix: The temporary file's suffix (`.parquet`, so readers know it).
+
+    Returns:
+        The temporary file's path; the file is removed if the copy fails.
+    """
     fd, path = tempfile.mkstemp(prefix="lbparse-stdin-", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as out:

@@ -54,11 +54,26 @@ from lbparse.textform import msg_type_word
 
 
 def default_layout() -> str:
+    """The envelope layout payloads are decoded as when none is named.
+
+    Returns:
+        "auto" when the codec has the auto decoder, else "v0".
+    """
     return "auto" if "auto" in DECODERS else "v0"
 
 
 def subject_matches(pattern: str, subject: str) -> bool:
-    """NATS wildcards: `*` is one token, `>` one or more trailing tokens."""
+    """Whether `subject` matches the NATS subject pattern `pattern`.
+
+    NATS wildcards: `*` is one token, `>` one or more trailing tokens.
+
+    Args:
+        pattern: A subject pattern, tokens separated by dots.
+        subject: A literal subject.
+
+    Returns:
+        True if every token matches (and the token counts agree, but for `>`).
+    """
     pt, st = pattern.split("."), subject.split(".")
     for i, p in enumerate(pt):
         if p == ">":
@@ -106,6 +121,14 @@ class Stats:
         self.connect_names: dict[str, str] = {}
 
     def count(self, rec: Record) -> None:
+        """Count one record: its subject, verb, and layout and type or error.
+
+        Past MAX_SUBJECTS distinct subjects, new ones are counted together under
+        OTHER_SUBJECTS.
+
+        Args:
+            rec: The record, decoded or not.
+        """
         self.messages += 1
         subject = rec.subject
         per_subject = self.per_subject
@@ -127,6 +150,11 @@ class Stats:
                 self.limits[rec.error.limit] += 1
 
     def notice(self, n: Notice) -> None:
+        """Count one notice: a problem by kind (and limit, gap bytes), or information.
+
+        Args:
+            n: The notice.
+        """
         if n.info:
             self.notes[n.kind] += 1
             return
@@ -138,6 +166,7 @@ class Stats:
 
     @property
     def gaps(self) -> int:
+        """The number of gap notices."""
         return self.notices["gap"]
 
     FIELDS = (
@@ -158,6 +187,11 @@ class Stats:
     )
 
     def merge(self, other: Stats) -> None:
+        """Add another reading's counts to these (the pipeline's parallel readings).
+
+        Args:
+            other: The Stats to add; it is not changed.
+        """
         for name in self.FIELDS:  # named: compiled (setup.py), a Stats has no __dict__
             value = getattr(other, name)
             mine = getattr(self, name)
@@ -170,6 +204,11 @@ class Stats:
             remember_name(self.connect_names, endpoint, connect)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The `--stats` summary, a JSON-ready dict.
+
+        Returns:
+            A new dict of the counts; per_subject and per_msg_type largest first.
+        """
         return {
             "messages": self.messages,
             "packets": self.packets,
@@ -223,9 +262,21 @@ _IPV6_EXT = (0, 43, 60)  # hop-by-hop, routing, destination options
 def dissect(
     lt: int, buf: bytes, off: int, caplen: int
 ) -> tuple[bytes, int, int, int, int, int] | None:
-    """Any supported link type, IPv4 or IPv6: (key, seq, ack, offflags,
-    data offset, IP end offset), or None for what is not TCP over IP. The
-    key is source address, destination address, source and destination port."""
+    """Find the TCP segment in a captured frame of any supported link type.
+
+    Any supported link type, IPv4 or IPv6. The key is source address,
+    destination address, source and destination port.
+
+    Args:
+        lt: The capture's link type.
+        buf: The buffer holding the frame.
+        off: The frame's first byte in `buf`.
+        caplen: The frame's captured length.
+
+    Returns:
+        (key, seq, ack, offflags, data offset, IP end offset), or None for
+        what is not TCP over IP (or an IP fragment).
+    """
     end = off + caplen
     ip = ip_offset(lt, buf, off, end)
     if ip < 0 or ip + 20 > end:
@@ -330,17 +381,33 @@ def _open_source(f: BinaryIO, name: str, on_notice: Callable[[Notice], None]) ->
 class CaptureReader:
     """Records of one capture file (pcap, pcapng, or our JSON Lines / Parquet).
 
-    `layout`: the envelope layout payloads are decoded as (`decode=False`
-    leaves `envelope` and `error` None). `subject`: a NATS subject pattern;
-    other messages are skipped before decoding. `verbs`: which message
-    verbs to yield (default all four). `on_notice(Notice)`: called for
-    every gap, dropped message and protocol problem as it is found.
-    `limits`: resource limits (default `lbparse.codec.limits.DEFAULT`).
-    `verify_crc`, `lenient`: as `lbparse.decode` takes them.
-    `on_grpc(item)`: when given, cleartext HTTP/2 is read too, on any port
-    (lbparse.capture.h2), and each gRPC message and call (GrpcMessage,
-    GrpcCall: lbparse.capture.grpc) passed to it as it completes; without
-    it, HTTP/2 bytes are "protocol" notices, as any bytes that are not NATS.
+    Iterating yields the Records in capture order (with layout "auto",
+    ambiguous envelopes resolved by what the capture has shown); `stats`
+    counts what the reading saw.
+
+    Args:
+        path: The capture file, or `-` for stdin.
+        layout: The envelope layout payloads are decoded as (default:
+            `default_layout()`).
+        subject: A NATS subject pattern; other messages are skipped before
+            decoding.
+        decode: False leaves `envelope` and `error` None.
+        verbs: Which message verbs to yield (default all four).
+        on_notice: Called with every Notice (gap, dropped message, protocol
+            problem) as it is found.
+        limits: Resource limits (default `lbparse.codec.limits.DEFAULT`).
+        verify_crc: As `lbparse.decode` takes it.
+        lenient: As `lbparse.decode` takes it.
+        on_grpc: When given, cleartext HTTP/2 is read too, on any port
+            (lbparse.capture.h2), and each gRPC message and call (GrpcMessage,
+            GrpcCall: lbparse.capture.grpc) passed to it as it completes;
+            without it, HTTP/2 bytes are "protocol" notices, as any bytes that
+            are not NATS.
+
+    Raises:
+        CaptureError: `path` exists but is not a regular file (kind
+            not_a_file); errors of the file's format are raised when it is
+            read.
     """
 
     def __init__(
@@ -394,6 +461,7 @@ class CaptureReader:
 
     @property
     def bytes_read(self) -> int:
+        """The bytes read of the file so far (0 before reading starts), for progress."""
         src = self._source
         return getattr(src, "bytes_read", 0) if src is not None else 0
 
@@ -728,5 +796,13 @@ def _problem_notice(problem: Problem, ts: int | None, d: Direction) -> Notice:
 
 
 def read_capture(path: str | os.PathLike[str], **options: Any) -> Iterator[Record]:
-    """`iter(CaptureReader(path, **options))`: records of one capture file."""
+    """`iter(CaptureReader(path, **options))`: records of one capture file.
+
+    Args:
+        path: The capture file, or `-` for stdin.
+        **options: CaptureReader's keyword arguments.
+
+    Returns:
+        An iterator of the file's Records.
+    """
     return iter(CaptureReader(path, **options))

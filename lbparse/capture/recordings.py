@@ -63,6 +63,12 @@ __all__ = [
 
 
 def write_jsonl(out: IO[str], rec: Record) -> None:
+    """Write one record as a line of our JSON Lines format.
+
+    Args:
+        out: The text stream written to.
+        rec: The record (its JSON: Record.to_json_dict).
+    """
     out.write(dumps(rec.to_json_dict()) + "\n")
 
 
@@ -71,12 +77,26 @@ _INF = float("inf")
 
 
 def ts_from_json(value: Any) -> int:
-    """A record's `ts` from JSON: a decimal string of nanoseconds (lbparse's
-    convention), or a number of seconds (as older versions wrote it). It
-    must be a time: not infinite, not NaN, and within 2^128 ns, more than
-    any capture format's clock holds (pcapng's 64-bit count of whole
-    seconds included); an integer of 400 digits is none, and one of 4,300
-    could not even be written back out."""
+    """A record's `ts` from JSON, as integer nanoseconds.
+
+    A decimal string of nanoseconds (lbparse's convention), or a number of
+    seconds (as older versions wrote it). It must be a time: not infinite,
+    not NaN, and within 2^128 ns, more than any capture format's clock holds
+    (pcapng's 64-bit count of whole seconds included); an integer of 400
+    digits is none, and one of 4,300 could not even be written back out.
+
+    Args:
+        value: The JSON value of a record's `ts`.
+
+    Returns:
+        The time in nanoseconds since the Unix epoch (it may not fit 64 bits:
+        see `fits_int64`).
+
+    Raises:
+        TypeError: The value is neither a string nor a number.
+        ValueError: It is not a time: not a decimal string, infinite, NaN,
+            or past 2^128 ns.
+    """
     if isinstance(value, str):
         ns = int64(value, "ts")
     else:
@@ -211,8 +231,19 @@ GRPC_LINES = ("message", "call")
 def read_jsonl(
     f: IO[bytes], name: str, on_notice: Callable[[Notice], None] | None = None
 ) -> Iterator[Record]:
-    """Records of our JSON Lines format; a line that is not one is a notice
-    (see `_BadRecords`)."""
+    """Records of our JSON Lines format.
+
+    A line that is not one is a notice (see `_BadRecords`), and reading goes
+    on; gRPC lines that `lbparse capture` writes are skipped.
+
+    Args:
+        f: The file, opened for binary reading.
+        name: How notices name the file.
+        on_notice: Called with each bad_record Notice, if given.
+
+    Yields:
+        The Records, in file order.
+    """
     bad = _BadRecords(on_notice)
     for lineno, line in enumerate(f, 1):
         if not line.strip():
@@ -256,7 +287,14 @@ def read_jsonl(
 
 
 def arrow_type(kind: str) -> Any:
-    """The Arrow type of a column kind (fields.py) in our Parquet recordings."""
+    """The Arrow type of a column kind (fields.py) in our Parquet recordings.
+
+    Args:
+        kind: A column kind of lbparse.capture.fields.
+
+    Returns:
+        The pyarrow DataType.
+    """
     pa = need("pyarrow")
 
     if kind == TIME_NS:
@@ -269,7 +307,11 @@ def arrow_type(kind: str) -> Any:
 
 
 def parquet_schema() -> Any:
-    """The schema of a Parquet recording: fields.RECORD, then fields.DECODING."""
+    """The schema of a Parquet recording: fields.RECORD, then fields.DECODING.
+
+    Returns:
+        A pyarrow Schema.
+    """
     pa = need("pyarrow")
 
     return pa.schema([(c.name, arrow_type(c.kind)) for c in RECORD + DECODING])
@@ -288,8 +330,18 @@ _ROW_HELD = 1024
 
 
 class ParquetRecordWriter:
-    """Writes records in row groups of at most `batch` rows and about
-    `max_bytes` held, so memory stays flat whatever the messages' size."""
+    """Writes records to a Parquet recording, in bounded row groups.
+
+    Row groups hold at most `batch` rows and about `max_bytes`, so memory
+    stays flat whatever the messages' size.
+
+    Args:
+        path: The file to write (the stream's name when `stream` is given).
+        batch: The most rows in a row group.
+        stream: Write to this binary stream instead (closed with the writer).
+        max_bytes: About the most bytes of rows held before a row group is
+            written (see WRITER_BATCH_BYTES).
+    """
 
     def __init__(
         self,
@@ -312,6 +364,11 @@ class ParquetRecordWriter:
         need("pyarrow").array([], self.schema.field("ts").type)
 
     def write(self, rec: Record) -> None:
+        """Add a record, with its decoding; a full row group is written.
+
+        Args:
+            rec: The record.
+        """
         env = rec.envelope
         row: dict[str, Any] = {c.name: getattr(rec, c.name) for c in RECORD}
         if not fits_int64(row["ts"]):
@@ -344,6 +401,7 @@ class ParquetRecordWriter:
             self.flush()
 
     def flush(self) -> None:
+        """Write the rows held as a row group (nothing if none)."""
         pa = need("pyarrow")
 
         if self._rows:
@@ -352,6 +410,7 @@ class ParquetRecordWriter:
             self._held = 0
 
     def close(self) -> None:
+        """Write the rows held and end the file (closing the stream, if given)."""
         self.flush()
         self._writer.close()
         if self._stream is not None:
@@ -365,8 +424,13 @@ class ParquetRecordWriter:
 
 
 class JsonlRecordWriter:
-    """Records as JSON Lines to `path` (or to `stream`, opened for `path`);
-    `-`: to standard output (left open)."""
+    """Records as JSON Lines.
+
+    Args:
+        path: The file to write, or `-`: to standard output (left open).
+        stream: Write to this binary stream (opened for `path`) instead of
+            opening `path`.
+    """
 
     def __init__(self, path: str, stream: BinaryIO | None = None) -> None:
         self._own = path != "-"
@@ -379,12 +443,19 @@ class JsonlRecordWriter:
         )
 
     def write(self, rec: Record) -> None:
+        """Write one record as a line.
+
+        Args:
+            rec: The record.
+        """
         write_jsonl(self._f, rec)
 
     def flush(self) -> None:
+        """Flush the lines written to the file."""
         self._f.flush()
 
     def close(self) -> None:
+        """Close the file (standard output is flushed, left open)."""
         if self._own:
             self._f.close()
         else:
@@ -400,9 +471,25 @@ class JsonlRecordWriter:
 def record_writer(
     path: str, stream: BinaryIO | None = None, *, device: bool = False
 ) -> JsonlRecordWriter | ParquetRecordWriter:
-    """A writer of our capture format, chosen by the file name's extension
-    (a `device` or FIFO of another name gets JSON Lines, as `-` does); to
-    `stream` (opened for `path`, e.g. by lbparse.outputs) when given."""
+    """A writer of our capture format, chosen by the file name's extension.
+
+    A `device` or FIFO of another name gets JSON Lines, as `-` does; the
+    writer writes to `stream` (opened for `path`, e.g. by lbparse.outputs)
+    when given.
+
+    Args:
+        path: The output's name (.parquet: Parquet; .jsonl, .json, `-`:
+            JSON Lines).
+        stream: The stream to write to, instead of opening `path`.
+        device: `path` is a device or FIFO: its name is not checked.
+
+    Returns:
+        A ParquetRecordWriter for .parquet, else a JsonlRecordWriter.
+
+    Raises:
+        ValueError: `path` (not a device) ends in none of the extensions
+            (from check_record_name).
+    """
     if not device:
         check_record_name(path)
     if path.endswith(".parquet"):
@@ -467,10 +554,24 @@ def _ts_or_why(value: float) -> int | str:
 
 
 def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None) -> Iterator[Record]:
-    """Records of our Parquet format. A row that is not a record (a null
-    where a record has a value: a TypeError traceback before, issue #19) or
-    a row group that does not read is a notice, and reading goes on (see
-    `_BadRecords`); a file without the columns of a record is CaptureError."""
+    """Records of our Parquet format.
+
+    A row that is not a record (a null where a record has a value: a
+    TypeError traceback before, issue #19) or a row group that does not read
+    is a notice, and reading goes on (see `_BadRecords`).
+
+    Args:
+        path: The Parquet file.
+        on_notice: Called with each bad_record Notice, if given.
+
+    Yields:
+        The Records, in file order.
+
+    Raises:
+        CaptureError: The file is not a readable Parquet file, or lacks the
+            columns of a record, or has them of the wrong type (kind
+            bad_record).
+    """
     pq = need("pyarrow.parquet")
 
     try:

@@ -43,7 +43,12 @@ DIRECTION_OF_VERB = {
 
 
 class Endpoints:
-    """The two ends of a record's direction, as `host:port` strings."""
+    """The two ends of a record's direction, as `host:port` strings.
+
+    Args:
+        src: The sender, host:port.
+        dst: The receiver, host:port.
+    """
 
     __slots__ = ("src", "dst")
 
@@ -59,6 +64,15 @@ class Record:
     on, so that reading a capture makes one small object per message; the
     fields are views of those. `Record.make` builds one from plain values.
     `direction` follows from the verb: clients publish, servers deliver.
+
+    Args:
+        ts: Capture time, integer nanoseconds since the Unix epoch (NO_TIME:
+            none).
+        ends: Anything with `.src` and `.dst` (host:port strings), shared by
+            a connection direction's records.
+        frame: The parser's Frame of the message.
+        envelope: The decoded envelope, if decoded.
+        error: Why the payload did not decode, if it did not.
     """
 
     __slots__ = ("ts", "_ends", "_frame", "envelope", "error", "traffic")
@@ -92,52 +106,74 @@ class Record:
         header_block: bytes | None,
         payload: bytes,
     ) -> Record:
+        """Build a record from plain values.
+
+        Args:
+            ts: Capture time, integer nanoseconds since the Unix epoch.
+            src: The sender, host:port.
+            dst: The receiver, host:port.
+            verb: PUB, HPUB, MSG or HMSG.
+            subject: The NATS subject.
+            reply: The reply subject, None without one.
+            sid: The subscription id (MSG/HMSG), else None.
+            header_block: The raw NATS/1.0 header block, None without one.
+            payload: The message bytes.
+
+        Returns:
+            A new, undecoded Record.
+
+        Raises:
+            ValueError: `verb` is not one of the four message verbs.
+        """
         if verb not in DIRECTION_OF_VERB:
             raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
         return cls(ts, Endpoints(src, dst), Frame(verb, subject, reply, sid, header_block, payload))
 
     @property
     def src(self) -> str:
-        """sender, host:port"""
+        """The sender, host:port."""
         src: str = self._ends.src
         return src
 
     @property
     def dst(self) -> str:
-        """receiver, host:port"""
+        """The receiver, host:port."""
         dst: str = self._ends.dst
         return dst
 
     @property
     def verb(self) -> str:
-        """PUB, HPUB, MSG or HMSG"""
+        """The message verb: PUB, HPUB, MSG or HMSG."""
         return self._frame.verb
 
     @property
     def subject(self) -> str:
+        """The NATS subject."""
         return self._frame.subject
 
     @property
     def reply(self) -> str | None:
-        """reply subject, None if none"""
+        """The reply subject, None if none."""
         return self._frame.reply
 
     @property
     def sid(self) -> str | None:
-        """subscription id (MSG/HMSG), else None"""
+        """The subscription id (MSG/HMSG), else None."""
         return self._frame.sid
 
     @property
     def header_block(self) -> bytes | None:
-        """the raw NATS/1.0 header block, None without one"""
+        """The raw NATS/1.0 header block, None without one."""
         return self._frame.header_block
 
     @property
     def payload(self) -> bytes:
+        """The message bytes."""
         return self._frame.payload
 
     @property
     def direction(self) -> str:
+        """client_to_server (PUB, HPUB) or server_to_client (MSG, HMSG), from the verb."""
         return DIRECTION_OF_VERB[self._frame.verb]
 
     @property
@@ -148,12 +184,18 @@ class Record:
 
     @property
     def layout(self) -> str | None:
+        """The decoded envelope's layout, None when not decoded."""
         return self.envelope.layout if self.envelope is not None else None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The record's columns (fields.RECORD, in order) as JSON values, then
-        `envelope` or `error`, and `liftbridge` (fields.JSON_DECODING);
-        `jsonform.dumps` writes it."""
+        """The record as a JSON-ready dict; `jsonform.dumps` writes it.
+
+        Returns:
+            A new dict: the record's columns (fields.RECORD, in order) as JSON
+            values (ts an Int64 or None, payload base64), then `envelope` or
+            `error`, and `liftbridge` (fields.JSON_DECODING), each when there is
+            one.
+        """
         d: dict[str, Any] = {}
         for c in RECORD:
             value = getattr(self, c.name)
@@ -183,9 +225,18 @@ COLUMNS: tuple[str, ...] = tuple("header_block" if n == "headers" else n for n i
 
 
 def record_columns(recs: list[Record]) -> dict[str, list[Any]]:
-    """The fields of many records as columns (one list per name of COLUMNS),
-    in one pass: what the pipeline turns into Arrow arrays. Compiled with
-    the rest of this module, it costs a fraction of a getattr per field."""
+    """The fields of many records as columns, in one pass.
+
+    What the pipeline turns into Arrow arrays. Compiled with the rest of this
+    module, it costs a fraction of a getattr per field.
+
+    Args:
+        recs: The records.
+
+    Returns:
+        A dict from each name of COLUMNS to a list of the records' values
+        (header_block raw, not parsed), in the records' order.
+    """
     cols: list[list[Any]] = [[] for _ in COLUMNS]
     ts, src, dst, direction, verb, subject, reply, sid, block, payload = cols
     ends: Any = None
@@ -217,9 +268,19 @@ DESCRIPTION = "Description"
 
 
 def parse_headers(block: bytes) -> list[list[str]]:
-    """`NATS/1.0[ status[ description]]\\r\\nKey: Value\\r\\n...\\r\\n` as [key, value]
-    pairs; a status (three digits, as nats.py and nats.go read it) comes first
-    as ["Status", code] and its text as ["Description", text]."""
+    r"""A NATS header block as [key, value] pairs, in wire order.
+
+    The block is `NATS/1.0[ status[ description]]\r\nKey: Value\r\n...\r\n`;
+    a status (three digits, as nats.py and nats.go read it) comes first as
+    ["Status", code] and its text as ["Description", text].
+
+    Args:
+        block: The raw header block.
+
+    Returns:
+        A new list of [key, value] lists (text decoded as UTF-8, errors
+        replaced); lines without a colon are left out.
+    """
     out: list[list[str]] = []
     lines = block.split(b"\r\n")
     first = lines[0]
@@ -243,8 +304,17 @@ def parse_headers(block: bytes) -> list[list[str]]:
 
 
 def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) -> bytes | None:
-    """The header block of `headers` (parse_headers' inverse): a leading Status of
-    three digits, and the Description after it, go back into the first line."""
+    """The header block of `headers` (parse_headers' inverse).
+
+    A leading Status of three digits, and the Description after it, go back
+    into the first line.
+
+    Args:
+        headers: [key, value] pairs (or tuples), or None.
+
+    Returns:
+        The raw NATS/1.0 header block, or None for None.
+    """
     if headers is None:
         return None
     # Parts joined once, never bytes + bytes: mypyc 1.13 leaks the left operand.
@@ -263,6 +333,16 @@ def build_header_block(headers: list[list[str]] | list[tuple[str, str]] | None) 
 
 
 def decode_into(rec: Record, layout: str) -> Record:
+    """Decode a record's payload, setting its `envelope` or its `error`.
+
+    Args:
+        rec: The record; changed in place.
+        layout: The envelope layout to decode as (as `lbparse.decode` takes
+            it).
+
+    Returns:
+        The same record.
+    """
     try:
         rec.envelope = decode(rec.payload, layout)
     except EnvelopeError as exc:

@@ -48,7 +48,15 @@ def _random_token(tok: str) -> bool:
 
 
 def fold(subject: str) -> str:
-    """The pattern `subject` is counted under (itself when nothing in it varies)."""
+    """The pattern `subject` is counted under (itself when nothing in it varies).
+
+    Args:
+        subject: A NATS subject.
+
+    Returns:
+        The subject with its varying tokens (reply inboxes, partition
+        numbers, NUID-like tokens) replaced by `*` or `>`.
+    """
     tokens = subject.split(".")
     if INBOX in tokens:  # a reply inbox, alone or at the end of a Raft RPC subject
         tokens = tokens[: tokens.index(INBOX) + 1] + [">"]
@@ -94,6 +102,11 @@ class ClusterView:
         return pattern
 
     def add(self, rec: Record) -> None:
+        """Count one record: its folded subject, its client, and a status it carries.
+
+        Args:
+            rec: The record, in capture order.
+        """
         subject = rec.subject
         _add(self.folded, self._fold(subject))
         publishing = rec.verb in ("PUB", "HPUB")
@@ -113,7 +126,11 @@ class ClusterView:
             self._status(rec)
 
     def subject_rows(self) -> dict[str, int]:
-        """Messages per pattern; a pattern standing for several subjects says how many."""
+        """Messages per pattern; a pattern standing for several subjects says how many.
+
+        Returns:
+            A new dict from row label to message count.
+        """
         out: dict[str, int] = {}
         for pattern, n in self.folded.items():
             k = self.distinct.get(pattern, 0)
@@ -121,7 +138,11 @@ class ClusterView:
         return out
 
     def fold_note(self) -> str:
-        """How many subjects the rows stand for ("" when no row stands for several)."""
+        """How many subjects the rows stand for ("" when no row stands for several).
+
+        Returns:
+            The note, or "".
+        """
         if not self.overflow and len(self._seen) == len(self.folded):
             return ""
         many = "more than " if self.overflow else ""
@@ -140,8 +161,16 @@ class ClusterView:
         _add(self.statuses, f"{code} {text} to {target}".replace("  ", " "))
 
     def by_name(self, names: dict[str, str]) -> dict[str, int]:
-        """Messages of each connection (published by it and delivered to it),
-        keyed `<CONNECT name>  <client endpoint>`."""
+        """Messages of each connection (published by it and delivered to it).
+
+        Args:
+            names: Client endpoint to the name its CONNECT line gave.
+
+        Returns:
+            A new dict keyed `<CONNECT name>  <client endpoint>` (NOT_SEEN for a
+            connection whose CONNECT the capture does not hold), valued by the
+            messages.
+        """
         out: dict[str, int] = {}
         for endpoint, conn in self.connections.items():
             label = names.get(endpoint, NOT_SEEN)
@@ -154,8 +183,20 @@ def _sorted(counts: dict[str, int]) -> list[tuple[str, int]]:
 
 
 def section(title: str, counts: dict[str, int], top: int | None, note: str = "") -> list[str]:
-    """A titled section, largest counts first; past `top` rows (None: all) one
-    line counts the rows left out and their messages."""
+    """A titled section, largest counts first.
+
+    Past `top` rows (None: all) one line counts the rows left out and their
+    messages.
+
+    Args:
+        title: The section's title.
+        counts: Row label to count.
+        top: The most rows shown; None shows all.
+        note: Said in parentheses after the title, if not empty.
+
+    Returns:
+        The section's lines (empty when `counts` is).
+    """
     if not counts:
         return []
     rows = _sorted(counts)

@@ -52,7 +52,16 @@ RETRANSMIT_WINDOW: Final = 4096
 
 
 class Direction:
-    """One direction of a TCP connection: sequence state and its NATS parser."""
+    """One direction of a TCP connection: sequence state and its NATS parser.
+
+    Args:
+        src: The sender, host:port.
+        dst: The receiver, host:port.
+        max_pending: The most bytes held behind holes (max_reassembly).
+        max_frame: The NATS parser's max_frame.
+        sniff: Another protocol's sniffer for each new parser (HTTP/2's:
+            lbparse.capture.nats, sniff), or None.
+    """
 
     __slots__ = (
         "src",
@@ -121,7 +130,13 @@ class Direction:
         self.told = False
 
     def keep(self, data: bytes) -> None:
-        """`data` was just delivered (after next_seq moved past it)."""
+        """Note that `data` was just delivered (after next_seq moved past it).
+
+        Kept for comparing retransmissions with, up to RETRANSMIT_WINDOW bytes.
+
+        Args:
+            data: The bytes delivered.
+        """
         if self.told:
             return
         recent = self.recent
@@ -153,6 +168,13 @@ class Direction:
         self.recent_bytes = 0
 
     def syn(self, seq: int, notices: list[Notice], ts: int) -> None:
+        """A SYN: a new connection starts in this direction (the old one finished).
+
+        Args:
+            seq: The SYN's sequence number.
+            notices: Where notices of the old stream's end go.
+            ts: The capture time, integer nanoseconds.
+        """
         if self.next_seq is not None:
             # The same addresses and ports, a new connection.
             self.finish(notices, ts)
@@ -166,8 +188,22 @@ class Direction:
     def segment(
         self, seq: int, data: bytes, missing: int, notices: list[Notice], ts: int
     ) -> list[Parsed]:
-        """A segment of `len(data)` captured bytes at `seq`, followed by
-        `missing` bytes the capture cut off (snap length)."""
+        """Take a segment: deliver its bytes in order, hold what comes past a hole.
+
+        A segment of `len(data)` captured bytes at `seq`, followed by `missing`
+        bytes the capture cut off (snap length).
+
+        Args:
+            seq: The segment's sequence number.
+            data: Its captured bytes.
+            missing: The bytes the capture cut off after them.
+            notices: Where gap, limit and retransmission notices go.
+            ts: The capture time, integer nanoseconds.
+
+        Returns:
+            The parser's Frames, Controls and Problems the delivered bytes
+            completed, in stream order.
+        """
         if self.next_seq is None:
             # No handshake seen: the capture starts inside the stream, maybe
             # inside a frame.
@@ -230,8 +266,18 @@ class Direction:
         return frames
 
     def finish(self, notices: list[Notice], ts: int | None) -> list[Parsed]:
-        """End of the stream (FIN, RST or end of capture): deliver what waits
-        behind holes, declaring the holes, and report a half-read frame."""
+        """End of the stream (FIN, RST or end of capture).
+
+        Deliver what waits behind holes, declaring the holes, and report a
+        half-read frame.
+
+        Args:
+            notices: Where gap and incomplete notices go.
+            ts: The capture time, integer nanoseconds, or None.
+
+        Returns:
+            The frames the held bytes completed, in stream order.
+        """
         frames: list[Parsed] = []
         while self.pending:
             self._lose(self._nearest(), notices, ts, "the stream ended without them", frames)

@@ -63,7 +63,15 @@ _MARK = ".raft.metadata."
 
 
 def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
-    """(kind, name, captured tokens) of the first spec subject `subject` matches."""
+    """What the first spec subject `subject` matches says of it.
+
+    Args:
+        subject: A NATS subject.
+
+    Returns:
+        (kind, name, captured tokens) of the first matching spec subject, or
+        None when none matches.
+    """
     for rx, kind, name in _PATTERNS:
         m = rx.match(subject)
         if m:
@@ -75,10 +83,18 @@ def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
 class Traffic:
     """One NATS message of Liftbridge's own non-envelope traffic.
 
-    `kind` (KINDS), `name` (the subject's meaning, from the spec), `node`
-    (the server whose subject it is), `detail` (what was decoded: the RPCs
-    a stream message completed, the handshake's fields, the probe's server
-    id), `error` (bytes that are not what the subject carries)."""
+    Attributes:
+        kind: Its kind (KINDS).
+        name: The subject's meaning, from the spec.
+        node: The server whose subject it is.
+        _detail: What was decoded (the handshake's fields, the probe's server
+            id); read it as `detail`, which makes a stream message's from its
+            chunk.
+        error: Bytes that are not what the subject carries, said.
+        rpcs: The RPCs a stream message completed (lbparse.raft.RPC), for
+            columns.
+        chunk: A stream message's decoding: its detail is made when asked for.
+    """
 
     kind: str
     name: str
@@ -90,6 +106,7 @@ class Traffic:
 
     @property
     def detail(self) -> dict[str, Any]:
+        """What was decoded: a stream message's RPCs, the handshake's fields, the probe's id."""
         if self.chunk is not None and not self._detail:
             d = self.chunk.to_json_dict()
             d.pop("role", None)
@@ -98,7 +115,11 @@ class Traffic:
         return self._detail
 
     def summary(self) -> str:
-        """One line for people: the kind, and the RPCs with their terms and ops."""
+        """One line for people: the kind, and the RPCs with their terms and ops.
+
+        Returns:
+            The line.
+        """
         parts = [self.kind]
         for rpc in self.rpcs:
             text = f"{rpc.rpc} term {rpc.term}"
@@ -121,6 +142,12 @@ class Traffic:
         return " ".join(parts)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The message's traffic as a JSON-ready dict (a record's `liftbridge`).
+
+        Returns:
+            A new dict: kind, name, node (when known), the detail's keys, error
+            (when any).
+        """
         d: dict[str, Any] = {"kind": self.kind, "name": self.name}
         if self.node is not None:
             d["node"] = self.node
@@ -155,7 +182,12 @@ def _json_object(payload: bytes) -> dict[str, Any] | None:
 
 
 class TrafficReader:
-    """Names and decodes a message sequence's non-envelope Liftbridge traffic."""
+    """Names and decodes a message sequence's non-envelope Liftbridge traffic.
+
+    Args:
+        max_streams: The most Raft streams, inbox roles and accept replies
+            remembered, each (the oldest half forgotten past it).
+    """
 
     def __init__(self, max_streams: int = 10_000) -> None:
         self.streams: dict[tuple[str, str, str], StreamDecoder] = {}
@@ -173,8 +205,21 @@ class TrafficReader:
         header_block: bytes | None = None,
         status: str | None = None,
     ) -> Traffic | None:
-        """The message's Traffic, or None when it is not such traffic. `header_block`
-        (or `status`, already read from it): a NATS status (503: no node answered)."""
+        """The message's Traffic, or None when it is not such traffic.
+
+        Args:
+            src: The sender, host:port.
+            dst: The receiver, host:port.
+            subject: The NATS subject.
+            reply: The reply subject, or None.
+            payload: The message bytes.
+            header_block: The raw header block, for a NATS status (503: no node
+                answered).
+            status: The status, already read from the header block.
+
+        Returns:
+            The Traffic, or None.
+        """
         if _MARK in subject:
             found = subject_kind(subject)
             if found is None:

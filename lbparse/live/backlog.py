@@ -29,7 +29,18 @@ __all__ = ["Backlog", "Raw"]
 
 
 class Raw(NamedTuple):
-    """One message as the network reader got it (ts in ns since the epoch)."""
+    """One message as the network reader got it (ts in ns since the epoch).
+
+    Attributes:
+        ts: Its arrival, Unix time in integer nanoseconds.
+        server: The server's endpoint, host:port.
+        local: The subscriber's own endpoint, host:port.
+        subject: The NATS subject.
+        reply: The reply subject, None without one.
+        sid: The subscription id, None if unknown.
+        headers: The raw NATS/1.0 header block, None without one.
+        data: The payload.
+    """
 
     ts: int
     server: str
@@ -41,9 +52,14 @@ class Raw(NamedTuple):
     data: bytes
 
     def size(self) -> int:
-        """What holding the message costs in memory: its objects as CPython
-        keeps them (counting the payload and 64 bytes made a flood of small
-        messages hold three times --backlog-mb)."""
+        """What holding the message costs in memory.
+
+        Its objects as CPython keeps them (counting the payload and 64 bytes made
+        a flood of small messages hold three times --backlog-mb).
+
+        Returns:
+            The estimate, in bytes.
+        """
         n = _HELD + getsizeof(self.data) + getsizeof(self.subject)
         for field in (self.reply, self.sid, self.headers):
             if field is not None:
@@ -96,6 +112,10 @@ class Backlog:
     `put` (the network reader) never blocks; `get` (the worker) blocks until
     a message is there, or returns None once `close` was called and all is
     taken, or at once after `abandon`.
+
+    Args:
+        max_bytes: The most bytes of messages (Raw.size) held in memory;
+            past it they go, in order, to a private spill file.
     """
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
@@ -111,6 +131,11 @@ class Backlog:
         self._abandoned = False
 
     def put(self, item: Raw) -> None:
+        """Add a message at the end; never blocks, never drops (but after `abandon`).
+
+        Args:
+            item: The message.
+        """
         with self._cond:
             if self._abandoned:
                 return
@@ -133,6 +158,12 @@ class Backlog:
         self.spilled += 1
 
     def get(self) -> Raw | None:
+        """Take the oldest message, waiting until there is one.
+
+        Returns:
+            The message; None once `close` was called and all is taken, or at
+            once after `abandon`.
+        """
         with self._cond:
             while not (self._mem or self._written > self._read or self._closed or self._abandoned):
                 self._cond.wait()
@@ -166,7 +197,11 @@ class Backlog:
             self._cond.notify_all()
 
     def abandon(self) -> int:
-        """Give up what is held (a second signal: stop now). Returns how many."""
+        """Give up what is held (a second signal: stop now).
+
+        Returns:
+            How many messages were given up.
+        """
         with self._cond:
             n = len(self._mem) + self._written - self._read
             self._abandoned = True
@@ -177,6 +212,11 @@ class Backlog:
             return n
 
     def pending(self) -> int:
+        """The messages held, in memory and in the spill file.
+
+        Returns:
+            Their count.
+        """
         with self._cond:
             return len(self._mem) + self._written - self._read
 

@@ -23,8 +23,10 @@ MAX_PARTITIONS = 100_000  # partitions followed; past this, new ones are not
 
 
 class OffsetGaps:
-    """Per partition, the newest offset received and when; the offsets skipped
-    across each outage."""
+    """Per partition, the newest offset received and when; the offsets skipped.
+
+    The offsets skipped are counted per outage they straddle.
+    """
 
     def __init__(self) -> None:
         self.last: dict[tuple[str, str], tuple[int, int]] = {}  # -> (offset, arrival ns)
@@ -34,7 +36,15 @@ class OffsetGaps:
         self.spanned: set[int] = set()  # outages some partition's offsets straddle
 
     def see(self, rec: Any, outages: Sequence[Any]) -> None:
-        """A received record (decoded, `ts` its arrival), and the outages so far."""
+        """Take a received record into account.
+
+        Only an OK Ack carries an offset; others are counted as without one.
+        Past MAX_PARTITIONS partitions, new ones are not followed.
+
+        Args:
+            rec: A received record (decoded, `ts` its arrival).
+            outages: The session's outages so far (Outage objects, in order).
+        """
         env = rec.envelope
         m = env.message if env is not None and env.msg_type_name == "Ack" else None
         if m is None or m.ackError != 0 or not m.partitionSubject:
@@ -57,14 +67,26 @@ class OffsetGaps:
                 return
 
     def counted(self) -> bool:
-        """Some partition's offsets were received on both sides of an outage."""
+        """Some partition's offsets were received on both sides of an outage.
+
+        Returns:
+            Whether `missed` counts anything (else only an estimate can).
+        """
         return bool(self.spanned)
 
     def missed(self) -> int:
-        """Offsets skipped across the outages: acked messages not received."""
+        """Offsets skipped across the outages: acked messages not received.
+
+        Returns:
+            The count, over all outages and partitions.
+        """
         return sum(self.skipped.values())
 
     def share_without(self) -> float:
-        """The share of received messages that carry no offset (1.0 with none received)."""
+        """The share of received messages that carry no offset (1.0 with none received).
+
+        Returns:
+            A fraction from 0.0 to 1.0.
+        """
         total = self.with_offsets + self.without_offsets
         return self.without_offsets / total if total else 1.0

@@ -46,7 +46,21 @@ from lbparse.live.gaps import OffsetGaps
 
 @dataclass
 class ConnectOptions:
-    """Credentials, TLS and timeouts, by their `nats` CLI names."""
+    """Credentials, TLS and timeouts, by their `nats` CLI names.
+
+    Attributes:
+        creds: A .creds file (JWT and NKey seed).
+        nkey: An NKey seed file.
+        user: The user name.
+        password: The user's password.
+        token: An authentication token.
+        tlscert: A client certificate file (PEM).
+        tlskey: The client certificate's key file.
+        tlsca: A CA file to verify the server with.
+        tlsfirst: TLS handshake before the server's INFO.
+        timeout: Connect timeout, seconds.
+        name: The connection's name (CONNECT's `name`).
+    """
 
     creds: str | None = None  # a .creds file (JWT and NKey seed)
     nkey: str | None = None  # an NKey seed file
@@ -61,6 +75,16 @@ class ConnectOptions:
     name: str = "lbparse"
 
     def nats_kwargs(self, url: str, reconnect: bool = False) -> dict[str, Any]:
+        """The keyword arguments of nats-py's `connect` for these options.
+
+        Args:
+            url: The server's URL (`tls://` turns TLS on).
+            reconnect: Let nats-py reconnect after a loss (subscribe bounds it
+                by its own deadline).
+
+        Returns:
+            A new dict of keyword arguments; a TLS context when TLS is asked for.
+        """
         kw: dict[str, Any] = {
             "servers": [url],
             "name": self.name,
@@ -91,9 +115,18 @@ class ConnectOptions:
 
 
 def check_credentials(options: ConnectOptions) -> None:
-    """Raise ValueError (one line) for a --nkey or --creds file that nats-py
-    would fail on while connecting, with a traceback: unreadable, no user JWT,
-    no NKey seed, or a seed that is not one."""
+    """Check the --nkey and --creds files before connecting.
+
+    nats-py would fail on a bad one while connecting, with a traceback:
+    unreadable, no user JWT, no NKey seed, or a seed that is not one.
+
+    Args:
+        options: The connection options whose files are checked.
+
+    Raises:
+        ValueError: A file is unreadable or not what it should be (one line
+            saying which and why).
+    """
     if options.nkey:
         _check_seed("--nkey", options.nkey, _read(options.nkey, "--nkey").strip())
     if options.creds:
@@ -147,9 +180,17 @@ RATE_WINDOW = 10.0  # seconds of arrivals the missed-message estimate uses
 
 
 def shown_url(url: str) -> str:
-    """The URL without its secrets, for messages: a password is never
-    printed, and neither is a user part without one (NATS reads
-    `nats://TOKEN@host` as an authentication token)."""
+    """The URL without its secrets, for messages.
+
+    A password is never printed, and neither is a user part without one (NATS
+    reads `nats://TOKEN@host` as an authentication token).
+
+    Args:
+        url: A server URL.
+
+    Returns:
+        The URL with its user part masked (`***`); unchanged without one.
+    """
     try:
         u = urlparse(url)
         port = u.port
@@ -164,9 +205,17 @@ def shown_url(url: str) -> str:
 
 @dataclass
 class Outage:
-    """One loss of the connection: when (Unix time, integer nanoseconds, as
-    every time lbparse gives), why, until when, and the arrival rate before
-    it (messages a second), for the estimate of what was missed."""
+    """One loss of the connection: when, why, until when, and the rate before it.
+
+    Times are Unix time, integer nanoseconds, as every time lbparse gives;
+    the arrival rate before it is for the estimate of what was missed.
+
+    Attributes:
+        lost_at: When the connection was lost.
+        reason: Why, as nats-py or the server said.
+        rate: Messages a second received before the loss.
+        back_at: When it came back; None: never came back.
+    """
 
     lost_at: int
     reason: str
@@ -174,18 +223,44 @@ class Outage:
     back_at: int | None = None  # None: never came back
 
     def seconds(self, now: int | None = None) -> float:
-        """How long it lasted (until `now`, ns, or the present while it lasts)."""
+        """How long it lasted (until `now`, ns, or the present while it lasts).
+
+        Args:
+            now: The end to count to while it lasts (Unix ns); None: now.
+
+        Returns:
+            Its length in seconds (never negative).
+        """
         end = self.back_at if self.back_at is not None else (now or time.time_ns())
         return max(end - self.lost_at, 0) / 1e9
 
     def may_have_missed(self, now: int | None = None) -> int:
-        """Messages that may have been published meanwhile, at the rate seen before."""
+        """Messages that may have been published meanwhile, at the rate seen before.
+
+        Args:
+            now: The end to count to while it lasts (Unix ns); None: now.
+
+        Returns:
+            The estimate, rounded.
+        """
         return round(self.rate * self.seconds(now))
 
 
 @dataclass
 class LiveResult:
-    """What a live session got: messages, the connection's losses, whether it gave up."""
+    """What a live session got: messages, the connection's losses, whether it gave up.
+
+    Attributes:
+        messages: Received from the server.
+        outages: Every loss of the connection, in order.
+        gave_up: The server did not come back within reconnect_timeout.
+        written: Handed to on_record (decoded and written).
+        unwritten: Received, not written: a second signal, or a failure.
+        dropped: Dropped by the client library as a slow consumer.
+        spilled: Went through the backlog's spill file (not a loss).
+        failure: Why writing stopped, when it did.
+        gaps: Offsets skipped across outages.
+    """
 
     messages: int = 0  # received from the server
     outages: list[Outage] = field(default_factory=list)
@@ -209,11 +284,22 @@ class LiveResult:
         )
 
     def may_have_missed(self) -> int:
+        """Messages that may have been published during the outages (an estimate).
+
+        Returns:
+            The sum of each outage's estimate at the rate seen before it.
+        """
         return sum(o.may_have_missed() for o in self.outages)
 
     def missed_text(self) -> str:
-        """What was missed during the outages: counted by the offsets where messages
-        carry them, an estimate (said to be one) for the others."""
+        """What was missed during the outages, in words.
+
+        Counted by the offsets where messages carry them, an estimate (said to
+        be one) for the others.
+
+        Returns:
+            The text.
+        """
         gaps = self.gaps
         if not gaps.counted():
             return (
@@ -234,7 +320,11 @@ class LiveResult:
         return text
 
     def summary(self) -> str:
-        """One line: what was received and what may be missing."""
+        """One line: what was received and what may be missing.
+
+        Returns:
+            The line.
+        """
         text = f"{self.messages} messages"
         if self.outages:
             secs = sum(o.seconds() for o in self.outages)
@@ -328,6 +418,19 @@ def _endpoints(nc: Any, url: str) -> tuple[str, str]:  # url: shown (no password
 
 
 def message_record(msg: Any, server: str, local: str) -> Record:
+    """A Record of a message nats-py delivered, stamped with the time now.
+
+    The raw header block kept by the client is used when there is one, so
+    that the record is byte-exact; else the parsed headers are rebuilt.
+
+    Args:
+        msg: nats-py's Msg.
+        server: The server's endpoint, host:port (the record's src).
+        local: The subscriber's endpoint, host:port (the record's dst).
+
+    Returns:
+        The undecoded Record (MSG, or HMSG with a header block).
+    """
     raw = getattr(msg, "_lb_raw_headers", None)
     if raw is None and msg.headers:
         raw = build_header_block(list(msg.headers.items()))
@@ -481,20 +584,45 @@ async def subscribe(
     backlog_bytes: int = DEFAULT_BACKLOG_BYTES,
     on_idle: Callable[[], None] | None = None,
 ) -> LiveResult:
-    """Subscribe to `subjects` and call `on_record` for each message, decoded
-    as `layout` (None: not decoded); reconnect after a loss for at most
-    `reconnect_timeout` seconds (0: never). `on_event` gets a line for each
-    loss and return. `on_idle` is called whenever the worker has caught up
-    (nothing left to hand on): flush there, not at each message, and a
-    reader of the output sees every message as it comes when they come
-    slowly, in large writes under a flood.
+    """Subscribe to `subjects` and call `on_record` for each message.
 
     `on_record` runs in a worker thread, fed through a `Backlog` (memory up
     to `backlog_bytes`, then a private spill file): the network reader only
     hands messages on, so the server never finds it slow. On SIGINT, SIGTERM
     or SIGHUP it stops receiving and everything received is handed to
     `on_record` before it returns; a second signal stops that too, and the
-    result counts what was not written."""
+    result counts what was not written.
+
+    Args:
+        url: The NATS server's URL.
+        subjects: The subjects (patterns) to subscribe to.
+        on_record: Called with each message's Record, in arrival order.
+        options: Credentials, TLS and timeouts (default: none, 5 s).
+        layout: The envelope layout messages are decoded as (None: not
+            decoded).
+        count: Stop after this many messages (None: no limit).
+        duration: Stop after this many seconds (None: no limit).
+        on_ready: Called once the server has the subscriptions.
+        reconnect_timeout: Reconnect after a loss for at most this many
+            seconds (0: never).
+        on_event: Gets a line for each loss and return.
+        backlog_bytes: The messages held in memory before the backlog
+            spills to disk (also sets nats-py's pending limits).
+        on_idle: Called whenever the worker has caught up (nothing left to
+            hand on): flush there, not at each message, and a reader of the
+            output sees every message as it comes when they come slowly, in
+            large writes under a flood.
+
+    Returns:
+        The LiveResult: messages received and written, outages, what may be
+        missing.
+
+    Raises:
+        OSError: The first connection fails (refused, no answer within the
+            timeout, not a NATS server).
+        BrokenPipeError: The reader of the output went away while writing
+            (the command's to handle; the result's counts are set first).
+    """
     options = options or ConnectOptions()
     nc = _raw_client_class()()
     session = _Session(url, reconnect_timeout, on_event)
@@ -667,7 +795,15 @@ MIN_PENDING_MSGS = 32_768
 
 
 def pending_limits(backlog_bytes: int, max_payload: int) -> tuple[int, int]:
-    """nats-py's pending limits of a subscription: (messages, payload bytes)."""
+    """nats-py's pending limits of a subscription.
+
+    Args:
+        backlog_bytes: The backlog's memory (--backlog-mb).
+        max_payload: The server's max_payload, bytes.
+
+    Returns:
+        (messages, payload bytes).
+    """
     return (
         max(backlog_bytes // PENDING_MSGS_PER_BYTE, MIN_PENDING_MSGS),
         max(backlog_bytes // 2, 2 * max(max_payload, 1)),

@@ -46,7 +46,13 @@ _RAFT_LOG = "protocol.RaftLog"
 
 @dataclass(frozen=True, slots=True)
 class Server:
-    """A member of the Raft cluster (configuration.go Server)."""
+    """A member of the Raft cluster (configuration.go Server).
+
+    Attributes:
+        suffrage: Its ServerSuffrage number (see `suffrage_name`).
+        id: Its server id.
+        address: Its address.
+    """
 
     suffrage: int
     id: str
@@ -54,19 +60,34 @@ class Server:
 
     @property
     def suffrage_name(self) -> str:
+        """The suffrage's name (Voter, Nonvoter, Staging)."""
         return suffrage_name(self.suffrage)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The server as a JSON-ready dict.
+
+        Returns:
+            A new dict: suffrage (its name), id, address.
+        """
         return {"suffrage": self.suffrage_name, "id": self.id, "address": self.address}
 
 
 @dataclass(frozen=True, slots=True)
 class Configuration:
-    """Cluster membership (configuration.go Configuration)."""
+    """Cluster membership (configuration.go Configuration).
+
+    Attributes:
+        servers: The members, in the entry's order.
+    """
 
     servers: tuple[Server, ...]
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The configuration as a JSON-ready dict.
+
+        Returns:
+            A new dict: servers, a list of each server's dict.
+        """
         return {"servers": [s.to_json_dict() for s in self.servers]}
 
 
@@ -74,9 +95,13 @@ class Configuration:
 class RaftCommand:
     """A Liftbridge metadata operation: protocol.RaftLog's `op` and its fields.
 
-    `op` is the protocol.Op name (CHANGE_LEADER), `name` the command's name
-    from spec/raft.ksy (ChangeLeader; None for an op Raft logs never carry),
-    `fields` the operation's message as JSON (protobuf's JSON mapping)."""
+    Attributes:
+        op: The protocol.Op name (CHANGE_LEADER).
+        name: The command's name from spec/raft.ksy (ChangeLeader; None for
+            an op Raft logs never carry).
+        fields: The operation's message as JSON (protobuf's JSON mapping).
+        message: The operation's protobuf message itself.
+    """
 
     op: str
     name: str | None
@@ -84,12 +109,31 @@ class RaftCommand:
     message: ProtoMessage = field(repr=False, compare=False)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The command as a JSON-ready dict.
+
+        Returns:
+            A new dict: op, name, fields.
+        """
         return {"op": self.op, "name": self.name, "fields": self.fields}
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
-    """One Raft log entry (log.go Log) and what its data means."""
+    """One Raft log entry (log.go Log) and what its data means.
+
+    Attributes:
+        index: The entry's log index.
+        term: The term it was written in.
+        type: Its LogType number (see `type_name`).
+        data: Its data, None when absent.
+        extensions: Its extensions, None when absent.
+        appended_at: Unix ns; None when not written (v1.1.2) or zero.
+        command: LogCommand: Liftbridge's RaftLog, decoded.
+        configuration: LogConfiguration, or the deprecated peer changes,
+            decoded.
+        warnings: What did not fit (keys missing, data kept as bytes).
+        extra: Keys no hashicorp/raft version writes, with their values.
+    """
 
     index: int
     term: int
@@ -104,11 +148,20 @@ class LogEntry:
 
     @property
     def type_name(self) -> str:
+        """The LogType's name (LogCommand, LogNoop, ...)."""
         return log_type_name(self.type)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Index, term (uint64) and appended_at (Unix ns) are `Int64`: decimal
-        strings in JSON (lbparse.codec.jsonform)."""
+        """The entry as a JSON-ready dict.
+
+        Index, term (uint64) and appended_at (Unix ns) are `Int64`: decimal
+        strings in JSON (lbparse.codec.jsonform).
+
+        Returns:
+            A new dict: index, term, type, type_name, data and extensions
+            (base64), appended_at; command, configuration and warnings when
+            there are any.
+        """
         d: dict[str, Any] = {
             "index": Int64(self.index),
             "term": Int64(self.term),
@@ -132,7 +185,18 @@ def _b64(b: bytes | None) -> str | None:
 
 
 def decode_command(data: bytes) -> RaftCommand:
-    """The data of a LogCommand entry as Liftbridge's protocol.RaftLog."""
+    """The data of a LogCommand entry as Liftbridge's protocol.RaftLog.
+
+    Args:
+        data: The entry's data.
+
+    Returns:
+        The RaftCommand: the op's own message when spec/raft.ksy names the
+        op, else the whole RaftLog.
+
+    Raises:
+        RaftError: The data is not a protocol.RaftLog (kind bad_struct).
+    """
     cls = message_class(_RAFT_LOG)
     try:
         log = cls.FromString(data)
@@ -152,7 +216,18 @@ def decode_command(data: bytes) -> RaftCommand:
 
 
 def decode_configuration(data: bytes) -> Configuration:
-    """The data of a LogConfiguration entry (a msgpack Configuration)."""
+    """The data of a LogConfiguration entry (a msgpack Configuration).
+
+    Args:
+        data: The entry's data.
+
+    Returns:
+        The Configuration.
+
+    Raises:
+        RaftError: The data is not one msgpack Configuration (bytes after
+            it, not msgpack, or not the struct).
+    """
     obj, end = _whole(data, "Configuration")
     return _configuration(read_struct("Configuration", obj))
 
@@ -189,7 +264,16 @@ def _whole(data: bytes, what: str) -> tuple[Any, int]:
 
 
 def entry_from_struct(log: StructValue) -> LogEntry:
-    """A LogEntry from a checked `Log` struct; its data decoded by its type."""
+    """A LogEntry from a checked `Log` struct; its data decoded by its type.
+
+    Data that does not decode is kept as bytes, with a warning.
+
+    Args:
+        log: The `Log` struct (read_struct("Log", ...)).
+
+    Returns:
+        The LogEntry.
+    """
     f = log.fields
     data, typ = f["Data"], f["Type"]
     warnings = [f"key {k} missing (read as its zero value)" for k in log.missing]
@@ -221,7 +305,17 @@ def entry_from_struct(log: StructValue) -> LogEntry:
 def decode_log_entry(value: bytes) -> LogEntry:
     """One stored Raft log entry (a raft-boltdb value: msgpack `Log`).
 
-    RaftError when the bytes are not one msgpack map of a Log (with its
-    offset); the data of a well-formed entry never makes it fail."""
+    The data of a well-formed entry never makes it fail.
+
+    Args:
+        value: The stored value.
+
+    Returns:
+        The LogEntry.
+
+    Raises:
+        RaftError: The bytes are not one msgpack map of a Log (with its
+            offset).
+    """
     obj, _ = _whole(bytes(value), "Log")
     return entry_from_struct(read_struct("Log", obj))

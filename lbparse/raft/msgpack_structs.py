@@ -45,13 +45,27 @@ MAX_PENDING_ITEMS = 1 << 16
 def read_object(
     data: bytes | bytearray | memoryview, pos: int = 0, limit: int | None = None
 ) -> tuple[Any, int] | None:
-    """The msgpack object at `pos` and the position after it. RaftError
-    ("bad_msgpack") if the bytes are not msgpack.
+    """The msgpack object at `pos` and the position after it.
 
     Without `limit` the bytes hold the whole object: one that runs past
     them is RaftError("truncated"). With it (a stream, more to come), the
     object may be up to `limit` bytes long, and None says the bytes end
-    inside it."""
+    inside it.
+
+    Args:
+        data: The bytes.
+        pos: Where the object starts.
+        limit: None: the bytes hold the whole object; else the most bytes
+            the object may take (more may still come).
+
+    Returns:
+        (the object, the position after it); None when, with `limit`, the
+        bytes end inside the object. Strings come as bytes.
+
+    Raises:
+        RaftError: "bad_msgpack" if the bytes are not msgpack; "truncated"
+            (without `limit`) if the object runs past them.
+    """
     view = memoryview(data)[pos:]
     if not len(view):
         if limit is None:
@@ -99,7 +113,14 @@ def read_object(
 
 
 def text(b: bytes | None) -> str | None:
-    """A Go []byte id or address as text (hashicorp/raft's are server ids)."""
+    """A Go []byte id or address as text (hashicorp/raft's are server ids).
+
+    Args:
+        b: The bytes, or None.
+
+    Returns:
+        The UTF-8 text (errors replaced), or None for None.
+    """
     return None if b is None else b.decode("utf-8", "replace")
 
 
@@ -108,7 +129,18 @@ def go_time_ns(value: Any, where: str) -> int | None:
 
     Written by go-msgpack with TimeNotBuiltin as time.MarshalBinary's bytes
     (version 1: 15 bytes, version 2: 16), or as the msgpack timestamp
-    extension (MsgpackUseNewTimeFormat); spec/raft.ksy, Log.AppendedAt."""
+    extension (MsgpackUseNewTimeFormat); spec/raft.ksy, Log.AppendedAt.
+
+    Args:
+        value: The field's msgpack value.
+        where: The field's path, for the error.
+
+    Returns:
+        The time in Unix nanoseconds, or None for None or Go's zero time.
+
+    Raises:
+        RaftError: The value is neither form (kind bad_struct).
+    """
     if value is None:
         return None
     if isinstance(value, msgpack.Timestamp):
@@ -132,7 +164,15 @@ def go_time_ns(value: Any, where: str) -> int | None:
 
 @dataclass(slots=True)
 class StructValue:
-    """A struct's fields by key (converted), and what did not fit its declaration."""
+    """A struct's fields by key (converted), and what did not fit its declaration.
+
+    Attributes:
+        name: The struct's name in spec/raft.ksy.
+        fields: Its declared fields by key, converted (a missing one as its
+            zero value).
+        missing: The declared keys (of every version) that were absent.
+        extra: Keys it does not declare, with their raw values.
+    """
 
     name: str
     fields: dict[str, Any]
@@ -234,7 +274,20 @@ def _keys(obj: Any, name: str, where: str) -> dict[str, Any]:
 
 
 def read_struct(name: str, obj: Any, where: str | None = None) -> StructValue:
-    """`obj` (a msgpack map) as the struct `name` of spec/raft.ksy."""
+    """`obj` (a msgpack map) as the struct `name` of spec/raft.ksy.
+
+    Args:
+        name: The struct's name in spec/raft.ksy.
+        obj: The msgpack object (keys as bytes).
+        where: The path errors name (default: `name`).
+
+    Returns:
+        The StructValue.
+
+    Raises:
+        RaftError: `obj` is not a map of field names, or a field's value is
+            not of its declared type (kind bad_struct).
+    """
     where = where or name
     spec: tuple[FieldSpec, ...] = STRUCTS[name]
     given = _keys(obj, name, where)
@@ -262,13 +315,32 @@ def all_keys(name: str) -> frozenset[str]:
 
 @cache
 def wide_keys(name: str) -> frozenset[str]:
-    """The keys of `name` that hold 64-bit integers: spec/raft.ksy's uint and
-    int without an enum (Go uint64, int64, int: terms, indexes, sizes)."""
+    """The keys of `name` that hold 64-bit integers.
+
+    spec/raft.ksy's uint and int without an enum (Go uint64, int64, int:
+    terms, indexes, sizes).
+
+    Args:
+        name: A struct's name in spec/raft.ksy.
+
+    Returns:
+        The keys.
+    """
     return frozenset(f.key for f in STRUCTS[name] if f.type in ("uint", "int") and f.enum is None)
 
 
 def json_fields(name: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """A struct's fields for its JSON: 64-bit integers as `Int64`, which
-    lbparse.codec.jsonform writes as decimal strings (lbparse's JSON convention)."""
+    """A struct's fields for its JSON.
+
+    64-bit integers as `Int64`, which lbparse.codec.jsonform writes as
+    decimal strings (lbparse's JSON convention).
+
+    Args:
+        name: The struct's name in spec/raft.ksy.
+        fields: Its fields (StructValue.fields).
+
+    Returns:
+        A new dict of the fields.
+    """
     wide = wide_keys(name)
     return {k: Int64(v) if k in wide and type(v) is int else v for k, v in fields.items()}

@@ -29,7 +29,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class RpcType:
-    """One RPC of hashicorp/raft's transport: its type byte and msgpack structs."""
+    """One RPC of hashicorp/raft's transport: its type byte and msgpack structs.
+
+    Attributes:
+        value: The RPC's type byte on the wire.
+        name: Its name (AppendEntries, RequestVote, ...).
+        request: The name of its request struct (spec/raft.ksy).
+        response: The name of its response struct.
+        trailer: The request field giving the length of bytes that follow it,
+            None without such bytes.
+    """
 
     value: int
     name: str
@@ -40,7 +49,15 @@ class RpcType:
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
-    """One key of a msgpack struct: its Go type class, enum, first version."""
+    """One key of a msgpack struct: its Go type class, enum, first version.
+
+    Attributes:
+        key: The field's msgpack key (the Go field name).
+        type: Its type class in spec/raft.ksy (uint, int, bool, bytes, ...).
+        enum: The enum naming its values, None without one.
+        since: The first hashicorp/raft version that writes it, None for
+            every version.
+    """
 
     key: str
     type: str
@@ -50,7 +67,13 @@ class FieldSpec:
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A Liftbridge RaftLog operation: its name and the RaftLog field holding it."""
+    """A Liftbridge RaftLog operation: its name and the RaftLog field holding it.
+
+    Attributes:
+        op: The protocol.Op name (CHANGE_LEADER).
+        name: The command's name from spec/raft.ksy (ChangeLeader).
+        field: The protocol.RaftLog field holding the operation's message.
+    """
 
     op: str
     name: str
@@ -75,9 +98,26 @@ SUBJECTS: tuple[tuple[str, str, str], ...] = tuple(_raw.SUBJECTS)
 
 
 def log_type_name(value: int) -> str:
-    """LogCommand, LogNoop, ...; `LogType(N)` for a number no version declares."""
+    """The name of a Raft log entry type.
+
+    Args:
+        value: The entry's LogType number.
+
+    Returns:
+        LogCommand, LogNoop, ...; `LogType(N)` for a number no version
+        declares.
+    """
     return LOG_TYPES.get(value, f"LogType({value})")
 
 
 def suffrage_name(value: int) -> str:
+    """The name of a Raft server suffrage.
+
+    Args:
+        value: The ServerSuffrage number.
+
+    Returns:
+        Voter, Nonvoter, Staging; `ServerSuffrage(N)` for a number no
+        version declares.
+    """
     return SUFFRAGES.get(value, f"ServerSuffrage({value})")

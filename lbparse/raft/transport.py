@@ -63,9 +63,18 @@ _RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE), key=
 class RPC:
     """One request or response of the Raft transport.
 
-    `fields` are the struct's fields by key (ids and addresses as text);
-    `entries` the log entries of an AppendEntries request; `error` the
-    error text a response carries (None for a request, "" for none)."""
+    Attributes:
+        role: REQUEST or RESPONSE.
+        rpc: The RPC's name (AppendEntries, RequestVote, ...).
+        rpc_type: Its type byte.
+        struct: The struct it was read as (AppendEntriesRequest, ...).
+        fields: The struct's fields by key (ids and addresses as text).
+        entries: The log entries of an AppendEntries request.
+        error: The error text a response carries (None for a request, "" for
+            none).
+        size: Bytes on the stream (snapshot bytes included).
+        warnings: What did not fit the struct's declaration.
+    """
 
     role: str  # REQUEST or RESPONSE
     rpc: str  # AppendEntries, RequestVote, ...
@@ -79,6 +88,7 @@ class RPC:
 
     @property
     def term(self) -> int | None:
+        """The RPC's Term field, None when it has none."""
         t = self.fields.get("Term")
         return t if isinstance(t, int) else None
 
@@ -92,6 +102,13 @@ class RPC:
         return None
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The RPC as a JSON-ready dict.
+
+        Returns:
+            A new dict: role, rpc, rpc_type, struct, fields (64-bit integers as
+            Int64); entries for an AppendEntries request, error and warnings when
+            there are any.
+        """
         d: dict[str, Any] = {
             "role": self.role,
             "rpc": self.rpc,
@@ -112,12 +129,18 @@ class RPC:
 class Chunk:
     """What one NATS message of a stream held.
 
-    `rpcs`: the RPCs this message completed (an RPC belongs to the message
-    that carries its last byte); `continued`: bytes at its start that
-    finish an RPC begun in earlier messages; `pending`: bytes of an RPC it
-    leaves unfinished; `skipped`: bytes read out of step (the start of
-    their RPC never seen); `closed`: an empty message, the end of the
-    stream; `error`: malformed bytes (the rest of the message is skipped)."""
+    Attributes:
+        role: REQUEST or RESPONSE, None while the stream's direction is
+            unknown.
+        rpcs: The RPCs this message completed (an RPC belongs to the message
+            that carries its last byte).
+        continued: Bytes at its start that finish an RPC begun in earlier
+            messages.
+        pending: Bytes of an RPC it leaves unfinished.
+        skipped: Bytes read out of step (the start of their RPC never seen).
+        closed: An empty message, the end of the stream.
+        error: Malformed bytes (the rest of the message is skipped).
+    """
 
     role: str | None
     rpcs: list[RPC] = field(default_factory=list)
@@ -128,6 +151,12 @@ class Chunk:
     error: RaftError | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The chunk as a JSON-ready dict.
+
+        Returns:
+            A new dict: role and rpcs; continued, pending, skipped, closed and
+            error only when set.
+        """
         d: dict[str, Any] = {"role": self.role, "rpcs": [r.to_json_dict() for r in self.rpcs]}
         for key in ("continued", "pending", "skipped"):
             if getattr(self, key):
@@ -264,7 +293,19 @@ def _key_list(obj: Any) -> str:
 
 
 def decode_request(data: bytes) -> RPC:
-    """One whole request (type byte, struct, snapshot bytes if any)."""
+    """One whole request (type byte, struct, snapshot bytes if any).
+
+    Args:
+        data: The request's bytes, exactly.
+
+    Returns:
+        The request RPC.
+
+    Raises:
+        RaftError: The bytes are empty (truncated), not a request (unknown
+            RPC type, bad_struct, bad_msgpack), or longer or shorter than the
+            request (bad_msgpack, truncated).
+    """
     got = _read_request(data, 0, None) if data else None
     if got is None:
         raise RaftError("truncated", "no request: the bytes are empty", offset=0)
@@ -279,7 +320,18 @@ def decode_request(data: bytes) -> RPC:
 
 
 def decode_response(data: bytes) -> RPC:
-    """One whole response (error string, struct)."""
+    """One whole response (error string, struct).
+
+    Args:
+        data: The response's bytes, exactly.
+
+    Returns:
+        The response RPC.
+
+    Raises:
+        RaftError: The bytes are not a response (bad_struct, bad_msgpack),
+            end inside it (truncated), or go on after it (bad_msgpack).
+    """
     got = _read_response(data, 0, None)
     assert got is not None  # without a limit: complete or an error
     rpc, end = got
@@ -291,9 +343,17 @@ def decode_response(data: bytes) -> RPC:
 
 
 def stream_role(first: int) -> str | None:
-    """Which way a stream flows, from the first byte of an RPC in it: a request
-    starts with its type byte, a response with a msgpack string (fixstr,
-    str8/16/32)."""
+    """Which way a stream flows, from the first byte of an RPC in it.
+
+    A request starts with its type byte, a response with a msgpack string
+    (fixstr, str8/16/32).
+
+    Args:
+        first: The first byte of an RPC.
+
+    Returns:
+        REQUEST, RESPONSE, or None when the byte starts neither.
+    """
     if first in RPC_TYPES:
         return REQUEST
     if 0xA0 <= first <= 0xBF or first in (0xD9, 0xDA, 0xDB):
@@ -304,8 +364,12 @@ def stream_role(first: int) -> str | None:
 class StreamDecoder:
     """One direction of one Raft transport stream, fed message by message.
 
-    `role` is REQUEST or RESPONSE when the handshake said which way the
-    stream flows; otherwise it is learnt from the first RPC read."""
+    Args:
+        role: REQUEST or RESPONSE when the handshake said which way the
+            stream flows; None: it is learnt from the first RPC read.
+        max_rpc: The most bytes one RPC may take while it is reassembled;
+            a longer one is dropped (error too_large).
+    """
 
     def __init__(self, role: str | None = None, max_rpc: int = DEFAULT_MAX_RPC) -> None:
         self.role = role
@@ -317,7 +381,18 @@ class StreamDecoder:
         self.skipped = 0
 
     def feed(self, payload: bytes) -> Chunk:
-        """The next NATS message of the stream."""
+        """The next NATS message of the stream.
+
+        Malformed bytes are the chunk's error, never raised: the decoder waits
+        for the next message that starts an RPC.
+
+        Args:
+            payload: The message's payload (empty: the stream closes).
+
+        Returns:
+            The Chunk: the RPCs the message completed, and what it continued,
+            left pending or skipped.
+        """
         chunk = Chunk(self.role)
         if not payload:
             chunk.closed = True

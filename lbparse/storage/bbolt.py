@@ -55,7 +55,14 @@ Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 
 def fnv1a64(data: bytes | memoryview) -> int:
-    """FNV-1a 64 (hash/fnv New64a), the checksum of a bbolt meta page."""
+    """FNV-1a 64 (hash/fnv New64a), the checksum of a bbolt meta page.
+
+    Args:
+        data: The bytes hashed.
+
+    Returns:
+        The 64-bit hash.
+    """
     h = 0xCBF29CE484222325
     for b in data:
         h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
@@ -64,7 +71,22 @@ def fnv1a64(data: bytes | memoryview) -> int:
 
 @dataclass(frozen=True)
 class Meta:
-    """A meta page: the database's root bucket, freelist and transaction."""
+    """A meta page: the database's root bucket, freelist and transaction.
+
+    Attributes:
+        page: The page it was read from (0 or 1).
+        magic: The magic number field.
+        version: The file format version.
+        page_size: The page size in bytes.
+        flags: The meta's flags.
+        root: The page id of the root bucket's root page.
+        sequence: The root bucket's sequence.
+        freelist: The page id of the freelist (NO_FREELIST: none).
+        pgid: The high water mark: pages in use are below it.
+        txid: The transaction id; the highest valid meta is current.
+        checksum: The checksum field.
+        checksum_ok: Whether the checksum matches the meta's bytes.
+    """
 
     page: int
     magic: bytes
@@ -81,6 +103,7 @@ class Meta:
 
     @property
     def valid(self) -> bool:
+        """Whether magic, version and checksum are bbolt's."""
         return (
             self.magic == BBOLT["meta_magic"]
             and self.version == BBOLT["meta_version"]
@@ -90,8 +113,17 @@ class Meta:
 
 @dataclass(frozen=True)
 class Element:
-    """One element of a branch (key, child pgid) or leaf page (flags, key,
-    value); key and value are views of the page (bytes(...) copies them)."""
+    """One element of a branch page (key, child pgid) or leaf page (flags, key, value).
+
+    Key and value are views of the page (bytes(...) copies them).
+
+    Attributes:
+        key: The element's key, a view of the page.
+        value: A leaf element's value (a bucket's header for a bucket), a
+            view of the page.
+        flags: A leaf element's flags (BUCKET_FLAG: a sub-bucket).
+        pgid: A branch element's child page id, else None.
+    """
 
     key: memoryview
     value: memoryview = memoryview(b"")
@@ -100,12 +132,24 @@ class Element:
 
     @property
     def is_bucket(self) -> bool:
+        """Whether the leaf element is a sub-bucket (its value the bucket's header)."""
         return bool(self.flags & BUCKET_FLAG)
 
 
 @dataclass
 class Page:
-    """One page as its header and elements say."""
+    """One page as its header and elements say.
+
+    Attributes:
+        id: The page id its header gives.
+        flags: Its type flags (see PAGE_TYPES, and `type`).
+        count: The element (or freelist id) count its header gives.
+        overflow: The pages that follow it as its overflow.
+        elements: A branch or leaf page's elements.
+        meta: A meta page's Meta, else None.
+        freelist: A freelist page's page ids, else None.
+        problems: What is wrong with the page that does not stop it being read.
+    """
 
     id: int
     flags: int
@@ -119,6 +163,7 @@ class Page:
 
     @property
     def type(self) -> str:
+        """The page type's name (meta, branch, leaf, freelist), or `unknown 0x..`."""
         return TYPE_NAMES.get(self.flags, f"unknown 0x{self.flags:x}")
 
 
@@ -142,11 +187,21 @@ def _meta(buf: memoryview, at: int, page: int) -> Meta:
 
 
 def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
-    """The page at source[start:end] (a page and its overflow, or an inline
-    page); its elements are views of `source`.
+    """The page at source[start:end] (a page and its overflow, or an inline page).
 
-    Raises StorageError (position in `source`) where an element or the page's
-    data would lie outside [start, end).
+    Its elements are views of `source`.
+
+    Args:
+        source: The bytes (or map) holding the page.
+        start: The page's first byte in `source`.
+        end: Just past the page's last byte (default: the end of `source`).
+
+    Returns:
+        The Page, with its elements, meta or freelist as its type says.
+
+    Raises:
+        StorageError: An element or the page's data would lie outside
+            [start, end) (position in `source`; kind bad_page).
     """
     buf = source if isinstance(source, memoryview) else memoryview(source)
     end = len(buf) if end is None else end
@@ -227,7 +282,16 @@ def _freelist(buf: memoryview, data: int, end: int, count: int) -> list[int]:
 
 
 class BoltDB:
-    """A bbolt file, read where its pages say; `findings` lists what could not be read."""
+    """A bbolt file, read where its pages say; `findings` lists what could not be read.
+
+    Args:
+        data: The file's bytes (or its map: `BoltDB.open`).
+        path: How findings and errors name the file.
+
+    Raises:
+        StorageError: Neither meta page is valid (magic, version and
+            checksum; kind bad_page).
+    """
 
     def __init__(self, data: Buffer, path: str = "<bytes>") -> None:
         self.data = data if isinstance(data, memoryview) else memoryview(data)
@@ -247,8 +311,20 @@ class BoltDB:
 
     @classmethod
     def open(cls, path: str | Path) -> BoltDB:
-        """The file mapped, not read: only the pages walked are paged in (a
-        sparse file's holes never are)."""
+        """Open a bbolt file, mapped, not read.
+
+        Only the pages walked are paged in (a sparse file's holes never are).
+
+        Args:
+            path: The bbolt file.
+
+        Returns:
+            The BoltDB of the file.
+
+        Raises:
+            StorageError: As the class does.
+            OSError: The file cannot be opened.
+        """
         return cls(map_file(path), str(path))
 
     def _read_metas(self) -> list[Meta]:
@@ -282,7 +358,18 @@ class BoltDB:
         self.findings.append(Finding(self.path, position, "bad_page", message))
 
     def page(self, pgid: int) -> Page:
-        """Page `pgid` with its overflow pages (StorageError if it is not readable)."""
+        """Page `pgid` with its overflow pages.
+
+        Args:
+            pgid: The page id.
+
+        Returns:
+            The Page, its elements views of the file.
+
+        Raises:
+            StorageError: The page is past the end of the file, does not parse,
+                or says it is another page (kind bad_page).
+        """
         start = pgid * self.page_size
         if start + PAGE_HEADER.size > len(self.data):
             raise StorageError(
@@ -309,8 +396,14 @@ class BoltDB:
         return page
 
     def pages(self) -> Iterator[tuple[int, Page | StorageError]]:
-        """Every page in use, in order (up to the meta's high water mark; overflow
-        pages folded in their page)."""
+        """Every page in use, in order.
+
+        Up to the meta's high water mark; overflow pages are folded in their page.
+
+        Yields:
+            (pgid, the Page), or (pgid, the StorageError) for a page that is not
+            readable (the next page is tried then).
+        """
         n = min(len(self.data) // self.page_size, self.meta.pgid)
         pgid = 0
         while pgid < n:
@@ -324,7 +417,17 @@ class BoltDB:
             pgid += page.overflow + 1
 
     def items(self, root: int, inline: memoryview | None = None) -> Iterator[Element]:
-        """The leaf elements of the bucket rooted at page `root` (or inline), in key order."""
+        """The leaf elements of the bucket rooted at page `root` (or inline), in key order.
+
+        A page that cannot be read becomes a finding and its subtree is skipped.
+
+        Args:
+            root: The bucket's root page id.
+            inline: The bucket's inline page (when its root is 0), else None.
+
+        Yields:
+            The leaf Elements, in key order.
+        """
         if inline is not None:
             try:
                 yield from parse_page(inline).elements
@@ -387,7 +490,18 @@ class BoltDB:
         return False
 
     def bucket(self, *names: bytes) -> Iterator[Element]:
-        """The pairs of a bucket, by its path of names from the root bucket."""
+        """The pairs of a bucket, by its path of names from the root bucket.
+
+        Args:
+            *names: The bucket names, from the root bucket down.
+
+        Yields:
+            The bucket's leaf Elements, in key order.
+
+        Raises:
+            StorageError: No bucket of that path, or its header is too short
+                (kind bad_page).
+        """
         root, inline = self.meta.root, None
         for name in names:
             for e in self.items(root, inline):
@@ -413,7 +527,11 @@ class BoltDB:
         return root, (value[BUCKET.size :] if root == 0 else None)
 
     def buckets(self) -> list[bytes]:
-        """The names of the top-level buckets."""
+        """The names of the top-level buckets.
+
+        Returns:
+            The names, copied, in key order.
+        """
         return [bytes(e.key) for e in self.items(self.meta.root) if e.is_bucket]
 
 

@@ -41,7 +41,12 @@ _INT64_CHARS = 20
 
 @dataclass(frozen=True)
 class LeaderEpoch:
-    """One line of leader-epoch-checkpoint: an epoch and the first offset written in it."""
+    """One line of leader-epoch-checkpoint: an epoch and the first offset written in it.
+
+    Attributes:
+        epoch: The leader epoch.
+        start_offset: The first offset written in it.
+    """
 
     epoch: int
     start_offset: int
@@ -87,13 +92,38 @@ def _number(text: str, what: str, path: str, position: int) -> int:
 
 
 def parse_high_watermark(data: bytes, path: str = "<bytes>") -> int:
-    """The high watermark a replication-offset-checkpoint holds."""
+    """The high watermark a replication-offset-checkpoint holds.
+
+    Args:
+        data: The file's bytes.
+        path: How errors name the file.
+
+    Returns:
+        The high watermark (a signed 64-bit offset).
+
+    Raises:
+        StorageError: The bytes are not such a checkpoint, or the number is
+            not a decimal 64-bit integer (kind bad_checkpoint).
+    """
     cp = _parse(data, _KIND.replication_offset, path)
     return _number(cp.high_watermark, "the high watermark", path, 0)
 
 
 def parse_leader_epochs(data: bytes, path: str = "<bytes>") -> list[LeaderEpoch]:
-    """The epochs a leader-epoch-checkpoint lists, in file order."""
+    """The epochs a leader-epoch-checkpoint lists, in file order.
+
+    Args:
+        data: The file's bytes.
+        path: How errors name the file.
+
+    Returns:
+        The LeaderEpochs, in file order.
+
+    Raises:
+        StorageError: The bytes are not such a checkpoint (wrong version, a
+            line cut short, a number that is not a decimal 64-bit integer),
+            or the entry count disagrees with the lines (kind bad_checkpoint).
+    """
     cp = _parse(data, _KIND.leader_epoch, path)
     pos = len(cp.version) + 1
     count = _number(cp.count, "the entry count", path, pos)
@@ -115,8 +145,32 @@ def parse_leader_epochs(data: bytes, path: str = "<bytes>") -> list[LeaderEpoch]
 
 
 def read_high_watermark(path: str | Path) -> int:
+    """The high watermark of a replication-offset-checkpoint file.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The high watermark.
+
+    Raises:
+        StorageError: As `parse_high_watermark`.
+        OSError: The file cannot be read.
+    """
     return parse_high_watermark(Path(path).read_bytes(), str(path))
 
 
 def read_leader_epochs(path: str | Path) -> list[LeaderEpoch]:
+    """The epochs of a leader-epoch-checkpoint file, in file order.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The LeaderEpochs.
+
+    Raises:
+        StorageError: As `parse_leader_epochs`.
+        OSError: The file cannot be read.
+    """
     return parse_leader_epochs(Path(path).read_bytes(), str(path))

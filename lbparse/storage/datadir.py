@@ -42,7 +42,13 @@ STATE_FILE: str = DATA_DIR["state_file"]
 
 @dataclass
 class SegmentFiles:
-    """The two files of one segment (either may be missing)."""
+    """The two files of one segment (either may be missing).
+
+    Attributes:
+        base_offset: The segment's base offset (its files' names).
+        log: Its `.log` file, None if missing.
+        index: Its `.index` file, None if missing.
+    """
 
     base_offset: int
     log: Path | None = None
@@ -51,7 +57,21 @@ class SegmentFiles:
 
 @dataclass
 class PartitionDir:
-    """One stream partition of one node, and what its directory holds."""
+    """One stream partition of one node, and what its directory holds.
+
+    Attributes:
+        node: The node's name (its server id, else its folder's name).
+        stream: The stream's name.
+        partition: The partition number, None when the folder's name is not
+            one.
+        path: The partition's directory.
+        segments: Its segments, by base offset.
+        hw_file: Its replication-offset-checkpoint, None if missing.
+        epoch_file: Its leader-epoch-checkpoint, None if missing.
+        other_files: Anything else in the directory (not read).
+        only_files: Named file by file: no checkpoints, no whole-partition
+            checks.
+    """
 
     node: str
     stream: str
@@ -65,11 +85,20 @@ class PartitionDir:
 
     @property
     def key(self) -> tuple[str, int | None]:
+        """(stream, partition): which partition it is, whatever the node."""
         return (self.stream, self.partition)
 
 
 def node_name(data_dir: Path) -> str:
-    """The server id in DATA/liftbridge (protocol.ServerState), else the folder's name."""
+    """The server id in DATA/liftbridge (protocol.ServerState), else the folder's name.
+
+    Args:
+        data_dir: A node's data directory.
+
+    Returns:
+        The server id, or the directory's name when the state file is
+        missing, unreadable or holds none.
+    """
     state = data_dir / STATE_FILE
     try:
         msg = message_class(DATA_DIR["state_type"])()
@@ -83,11 +112,26 @@ def node_name(data_dir: Path) -> str:
 
 
 def is_data_dir(path: Path) -> bool:
+    """Whether `path` looks like a node's data directory.
+
+    Args:
+        path: A directory.
+
+    Returns:
+        True if it holds `streams/`, the state file or the Raft database.
+    """
     return (path / STREAMS).is_dir() or (path / STATE_FILE).is_file() or (path / RAFT_DB).is_file()
 
 
 def segment_name(name: str) -> tuple[int, str] | None:
-    """(base offset, suffix) of a segment file name, None for other names."""
+    """(base offset, suffix) of a segment file name, None for other names.
+
+    Args:
+        name: A file name.
+
+    Returns:
+        (base offset, LOG_SUFFIX or INDEX_SUFFIX), or None.
+    """
     for suffix in (LOG_SUFFIX, INDEX_SUFFIX):
         if name.endswith(suffix):
             stem = name[: -len(suffix)]
@@ -98,11 +142,27 @@ def segment_name(name: str) -> tuple[int, str] | None:
 
 
 def looks_like_partition(path: Path) -> bool:
+    """Whether `path` is a directory holding segment or checkpoint files.
+
+    Args:
+        path: A path.
+
+    Returns:
+        True if it is a directory holding a segment or checkpoint file.
+    """
     names = [p.name for p in path.iterdir()] if path.is_dir() else []
     return any(segment_name(n) or n in (HW_FILE, EPOCH_FILE) for n in names)
 
 
 def partition_number(name: str) -> int | None:
+    """The partition number a folder name gives (a partition is an int32).
+
+    Args:
+        name: A partition folder's name.
+
+    Returns:
+        The number, or None when the name is not a decimal int32.
+    """
     return ascii_int(name, 2**31 - 1)  # a partition is an int32
 
 
@@ -132,7 +192,14 @@ def read_partition_dir(path: Path, node: str, stream: str) -> PartitionDir:
 
 
 def locate(path: Path) -> tuple[str, str]:
-    """(node, stream) of a partition directory, from the folders above it."""
+    """(node, stream) of a partition directory, from the folders above it.
+
+    Args:
+        path: A partition directory.
+
+    Returns:
+        (the node's name, the stream's name).
+    """
     stream_dir = path.parent
     streams = stream_dir.parent
     data = streams.parent if streams.name == STREAMS else None
@@ -207,7 +274,16 @@ def _from_dir(path: Path) -> list[PartitionDir]:
 def find_partitions(paths: Iterable[str | Path]) -> list[PartitionDir]:
     """Every partition under `paths`; single files come as one-segment partitions.
 
-    Raises StorageError for a path that does not exist or holds no partition.
+    Args:
+        paths: Data directories, a node's `streams/`, streams, partitions,
+            or segment files (several nodes side by side too).
+
+    Returns:
+        The partitions found, single files of one partition merged into one.
+
+    Raises:
+        StorageError: A path does not exist, a file is not a segment file, or
+            a directory holds no partition.
     """
     out: list[PartitionDir] = []
     for raw in paths:

@@ -34,7 +34,15 @@ CRCS: dict[str, Callable[[bytes], int]] = {"crc32c": _crc32c.crc32c, "crc32": zl
 
 @dataclass(frozen=True)
 class IndexFormat:
-    """One generation of the `.index` entry."""
+    """One generation of the `.index` entry.
+
+    Attributes:
+        name: The generation's name in the spec.
+        id: Its number in the spec.
+        entry: The struct of one entry.
+        fields: The entry's field names, in struct order.
+        doc: The spec's description of it.
+    """
 
     name: str
     id: int
@@ -44,12 +52,34 @@ class IndexFormat:
 
     @property
     def has_timestamp(self) -> bool:
+        """Whether its entries hold a timestamp."""
         return "timestamp" in self.fields
 
 
 @dataclass(frozen=True)
 class SegmentFormat:
-    """One generation of the `.log` entry: header, body head, optional fields, CRC."""
+    """One generation of the `.log` entry: header, body head, optional fields, CRC.
+
+    Attributes:
+        name: The generation's name in the spec.
+        id: Its number in the spec.
+        doc: The spec's description of it.
+        since: The Liftbridge version that introduced it.
+        recency: Its rank, 0 the newest (detection tries the newest first).
+        crc_name: The CRC the body carries ("crc32c" or "crc32").
+        crc: The function computing that CRC of bytes.
+        header: The struct of the entry header.
+        header_fields: The header's field names, in struct order.
+        body_head: The struct of the body's fixed start (its CRC first).
+        body_timestamp: The struct of the body's timestamp, None without one.
+        timestamp_if: Of the magic byte: whether the body has the timestamp;
+            None: always (when present).
+        headers_if: Of the magic byte: whether the body has headers; None:
+            always.
+        index: The `.index` format of its generation.
+        current_body: The body is commitlog.ksy's, which
+            lbparse.codec.commitlog reads.
+    """
 
     name: str
     id: int
@@ -69,6 +99,7 @@ class SegmentFormat:
 
     @property
     def header_len(self) -> int:
+        """Bytes of the entry header."""
         return self.header.size
 
     @property
@@ -77,10 +108,28 @@ class SegmentFormat:
         return struct.calcsize(self.body_head.format[:2])
 
     def field_index(self, name: str) -> int | None:
+        """The position of a header field, or None when the header has none so named.
+
+        Args:
+            name: A field name.
+
+        Returns:
+            Its index in `header_fields`, or None.
+        """
         return self.header_fields.index(name) if name in self.header_fields else None
 
     def field_offset(self, name: str) -> int:
-        """Where a field of the entry header starts."""
+        """Where a field of the entry header starts.
+
+        Args:
+            name: A field of `header_fields`.
+
+        Returns:
+            Its byte offset in the header.
+
+        Raises:
+            ValueError: The header has no field so named.
+        """
         i = self.header_fields.index(name)
         return struct.calcsize(self.header.format[: 1 + i])
 
@@ -125,7 +174,11 @@ SEGMENT_FORMATS_BY_NAME: dict[str, SegmentFormat] = {n: _segment_format(n) for n
 
 
 def by_recency() -> list[SegmentFormat]:
-    """Every segment format, the newest first (what detection tries first)."""
+    """Every segment format, the newest first (what detection tries first).
+
+    Returns:
+        A new list of the SegmentFormats, by recency.
+    """
     return sorted(SEGMENT_FORMATS_BY_NAME.values(), key=lambda f: f.recency)
 
 

@@ -31,7 +31,16 @@ _ZEROS = bytes(CHUNK)
 
 @dataclass(frozen=True)
 class IndexEntry:
-    """One index entry: where in the .index, and the entry of the .log it locates."""
+    """One index entry: where in the .index, and the entry of the .log it locates.
+
+    Attributes:
+        index_position: The entry's byte position in the .index.
+        rel_offset: The offset relative to the segment's base offset.
+        offset: The absolute offset (base offset + rel_offset).
+        position: The byte position of the entry in the .log.
+        timestamp: The entry's timestamp, None when the format has none.
+        size: The entry's size in the .log, None when the format has none.
+    """
 
     index_position: int
     rel_offset: int
@@ -41,6 +50,11 @@ class IndexEntry:
     size: int | None = None
 
     def to_json_dict(self) -> dict[str, int | None]:
+        """The entry as a JSON-ready dict.
+
+        Returns:
+            A new dict of its fields (timestamp and size None when absent).
+        """
         return {
             "index_position": self.index_position,
             "rel_offset": self.rel_offset,
@@ -53,7 +67,19 @@ class IndexEntry:
 
 @dataclass
 class IndexReading:
-    """The entries of an index, where its zero tail starts, and what is wrong."""
+    """The entries of an index, where its zero tail starts, and what is wrong.
+
+    Attributes:
+        path: How findings name the file.
+        format: The index format it was read as.
+        size: The file's size in bytes.
+        base_offset: The segment's base offset.
+        entries: The entries before the zero tail, in file order.
+        zero_tail: Byte position of the first empty entry, None if none.
+        damage: What is wrong with the file (kind index_tail).
+        after_tail: Non-zero entries past the zero tail (not part of the
+            index).
+    """
 
     path: str
     format: IndexFormat
@@ -73,6 +99,19 @@ def read_index(
     The file is mapped, not read: a preallocated (or sparse) index of
     gigabytes costs the pages that hold entries, and the zeros after them
     are found through the file's holes where the system tells them.
+
+    Args:
+        path: The `.index` file.
+        base_offset: The segment's base offset (default: from the file name,
+            0 if it gives none).
+        fmt: The index format to read it as.
+
+    Returns:
+        The IndexReading.
+
+    Raises:
+        StorageError: `path` is a directory.
+        OSError: The file cannot be opened.
     """
     p = Path(path)
     if base_offset is None:
@@ -139,8 +178,18 @@ def read_index_bytes(
 ) -> IndexReading:
     """Read an index's bytes (or map), a chunk at a time.
 
-    `next_data(pos)`: where data starts again at or after `pos` (a file's
-    holes, all zeros, are skipped once the zero tail is found)."""
+    Args:
+        data: The index's bytes, or a map of its file.
+        path: How findings name it.
+        base_offset: The segment's base offset.
+        fmt: The index format to read it as.
+        next_data: `next_data(pos)`: where data starts again at or after
+            `pos` (a file's holes, all zeros, are skipped once the zero tail
+            is found); None reads every byte.
+
+    Returns:
+        The IndexReading: entries, zero tail, and damage found.
+    """
     size = len(data)
     reading = IndexReading(path, fmt, size, base_offset)
     width = fmt.entry.size

@@ -35,7 +35,14 @@ U64_BE = struct.Struct(BBOLT["u64_be"]["format"])
 
 @dataclass
 class StoredLog:
-    """One key of the `logs` bucket: the index its key says, the entry or why not."""
+    """One key of the `logs` bucket: the index its key says, the entry or why not.
+
+    Attributes:
+        index: The log index its key says, None when the key is not 8 bytes.
+        key: The key's bytes.
+        entry: The decoded log entry, None when it did not decode.
+        error: Why it did not decode (or disagrees with its key), else None.
+    """
 
     index: int | None
     key: bytes
@@ -43,6 +50,11 @@ class StoredLog:
     error: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The log as a JSON-ready dict.
+
+        Returns:
+            The entry's JSON when it decoded; else index, key_hex and error.
+        """
         if self.entry is not None:
             return self.entry.to_json_dict()
         return {
@@ -54,7 +66,16 @@ class StoredLog:
 
 @dataclass
 class RaftStore:
-    """What raft.db holds: the log, the stable store, and what could not be read."""
+    """What raft.db holds: the log, the stable store, and what could not be read.
+
+    Attributes:
+        path: How findings name the file.
+        meta: The bbolt meta page in use.
+        logs: The `logs` bucket's keys, in key order.
+        stable: The stable store: CurrentTerm and LastVoteTerm (ints),
+            LastVoteCand (bytes); None for one missing or unreadable.
+        findings: What could not be read, or past a limit.
+    """
 
     path: str
     meta: Meta
@@ -63,8 +84,14 @@ class RaftStore:
     findings: list[Finding] = field(default_factory=list)
 
     def stable_json(self) -> dict[str, Any]:
-        """The stable store for JSON: terms (u64) as Int64, decimal strings in
-        lbparse's JSON (lbparse.codec.jsonform); the voted-for server as text."""
+        """The stable store for JSON.
+
+        Terms (u64) as Int64, decimal strings in lbparse's JSON
+        (lbparse.codec.jsonform); the voted-for server as text.
+
+        Returns:
+            A new dict, the stable store's keys to their JSON values.
+        """
         return {
             k: (
                 v.decode("utf-8", "replace")
@@ -78,14 +105,41 @@ class RaftStore:
 
 
 def read_raft_db(path: str | Path, limits: Limits | None = None) -> RaftStore:
-    """raft.db at `path`, mapped (a sparse file's holes are never read)."""
+    """raft.db at `path`, mapped (a sparse file's holes are never read).
+
+    Args:
+        path: The raft.db file.
+        limits: Resource limits; max_raft_db bounds what is copied out
+            (default: lbparse.codec.limits.DEFAULT).
+
+    Returns:
+        The RaftStore.
+
+    Raises:
+        StorageError: As `read_raft_db_bytes`.
+        OSError: The file cannot be opened.
+    """
     return read_raft_db_bytes(map_file(path), str(path), limits)
 
 
 def read_raft_db_bytes(
     data: Buffer, path: str = "<bytes>", limits: Limits | None = None
 ) -> RaftStore:
-    """Read raft.db's log and stable store; StorageError if it is no bbolt file."""
+    """Read raft.db's log and stable store.
+
+    Args:
+        data: The file's bytes, or its map.
+        path: How findings name it.
+        limits: Resource limits; max_raft_db bounds what is copied out
+            (default: lbparse.codec.limits.DEFAULT).
+
+    Returns:
+        The RaftStore; pages, keys and entries that cannot be read are its
+        findings.
+
+    Raises:
+        StorageError: It is no bbolt file (no valid meta page).
+    """
     db = BoltDB(data, path)
     store = RaftStore(path, db.meta)
     budget = _Budget((limits or DEFAULT).max_raft_db)

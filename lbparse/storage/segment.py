@@ -60,7 +60,21 @@ PART_BYTES = 8 << 20  # what iter_segment reads at a time
 
 @dataclass
 class SegmentReading:
-    """What one `.log` holds: its entries (with their byte positions) and its damage."""
+    """What one `.log` holds: its entries (with their byte positions) and its damage.
+
+    Iterating yields (byte position, entry) pairs; len() is the entry count.
+
+    Attributes:
+        path: How findings name the file.
+        format: The segment generation it was read as.
+        size: The file's size in bytes (the whole file's, for a part).
+        entries: The readable entries, in file order.
+        positions: Each entry's byte position, parallel to `entries`.
+        damage: What is wrong: cut, malformed or stray bytes, as Findings.
+        damaged_headers: The entry-header fields of damaged entries whose
+            header is readable (malformed or torn bodies), by byte position:
+            nothing readable is lost.
+    """
 
     path: str
     format: SegmentFormat
@@ -80,6 +94,7 @@ class SegmentReading:
 
     @property
     def last_offset(self) -> int | None:
+        """The offset of the last readable entry, None without entries."""
         return self.entries[-1].offset if self.entries else None
 
     @property
@@ -96,6 +111,13 @@ def entry_json(entry: CommitLogEntry, fmt: SegmentFormat) -> dict[str, Any]:
     Fields the segment's generation does not store (the leader epoch before
     Jul 2019, the timestamp of a first-generation message with magic 0) are
     null.
+
+    Args:
+        entry: An entry of the segment.
+        fmt: The segment's generation.
+
+    Returns:
+        A new JSON-ready dict.
     """
     d = entry.to_json_dict()
     d["crc_ok"] = entry.crc_ok
@@ -115,7 +137,19 @@ def _has_timestamp(entry: CommitLogEntry, fmt: SegmentFormat) -> bool:
 
 
 def read_segment(path: str | Path, fmt: SegmentFormat | None = None) -> SegmentReading:
-    """Read a `.log` file; `fmt` None: tell the generation from the bytes."""
+    """Read a `.log` file; `fmt` None: tell the generation from the bytes.
+
+    Args:
+        path: The `.log` file.
+        fmt: The generation to read it as; None: `detect_format`.
+
+    Returns:
+        The SegmentReading of the whole file.
+
+    Raises:
+        StorageError: `path` is a directory.
+        OSError: The file cannot be read.
+    """
     try:
         data = Path(path).read_bytes()
     except IsADirectoryError:
@@ -135,7 +169,18 @@ def read_segment_bytes(
     fmt: SegmentFormat | None = None,
     base_offset: int | None = None,
 ) -> SegmentReading:
-    """Read the entries of a segment's bytes, recording and skipping damage."""
+    """Read the entries of a segment's bytes, recording and skipping damage.
+
+    Args:
+        data: The segment's bytes, or a map of its file.
+        path: How findings name it.
+        fmt: The generation to read it as; None: `detect_format`.
+        base_offset: The base offset its name gives, for checking the
+            entries' offsets; None: not known.
+
+    Returns:
+        The SegmentReading.
+    """
     fmt = fmt or detect_format(data)
     reading = SegmentReading(path, fmt, len(data))
     with _no_gc():
@@ -146,12 +191,25 @@ def read_segment_bytes(
 def iter_segment(
     path: str | Path, fmt: SegmentFormat | None = None, part_bytes: int = PART_BYTES
 ) -> Iterator[SegmentReading]:
-    """A segment file read as a stream: one SegmentReading per part of about
-    `part_bytes`, cut between entries, in file order.
+    """A segment file read as a stream, one part at a time.
 
-    The file is mapped, not read: memory holds one part's entries at a
-    time whatever the segment's size. Damage is found and skipped as by
-    `read_segment` (a resync may read past the part).
+    One SegmentReading per part of about `part_bytes`, cut between entries,
+    in file order. The file is mapped, not read: memory holds one part's
+    entries at a time whatever the segment's size. Damage is found and
+    skipped as by `read_segment` (a resync may read past the part).
+
+    Args:
+        path: The `.log` file.
+        fmt: The generation to read it as; None: `detect_format`.
+        part_bytes: About the bytes of one part.
+
+    Yields:
+        A SegmentReading per part (one empty reading for an empty file).
+
+    Raises:
+        StorageError: `path` is a directory, or the file cannot be mapped
+            (an address-space limit).
+        OSError: The file cannot be opened.
     """
     try:
         f = open(path, "rb")
@@ -184,7 +242,18 @@ def iter_segment_bytes(
     base_offset: int | None = None,
     part_bytes: int = PART_BYTES,
 ) -> Iterator[SegmentReading]:
-    """`iter_segment` over bytes (or a map) already at hand."""
+    """`iter_segment` over bytes (or a map) already at hand.
+
+    Args:
+        data: The segment's bytes, or a map of its file.
+        path: How findings name it.
+        fmt: The generation to read it as; None: `detect_format`.
+        base_offset: The base offset its name gives; None: not known.
+        part_bytes: About the bytes of one part.
+
+    Yields:
+        A SegmentReading per part, in file order.
+    """
     fmt = fmt or detect_format(data)
     pos, end, last = 0, len(data), None
     resync = _Resync(data, fmt)  # one for every part: what a resync learnt is kept
@@ -830,6 +899,12 @@ def detect_format(data: Buffer) -> SegmentFormat:
     one that reads the most bytes whole, with matching CRCs and no bytes
     left inside bodies, wins; on a tie the newest. An empty file is taken
     to be of today's generation.
+
+    Args:
+        data: The segment's bytes (or map).
+
+    Returns:
+        The SegmentFormat.
     """
     best, best_score = CURRENT, (-1, 0)
     for fmt in by_recency():

@@ -32,8 +32,18 @@ def _codec(type_name: str) -> ProtoCodec:
 
 
 def decode_value(stream: str, value: bytes | None) -> dict[str, Any] | None:
-    """{"type": ..., "json": ...} for a value of known type, or {"type", "error"};
-    None when the value has no type Liftbridge knows."""
+    """A stored value decoded, where Liftbridge knows its type.
+
+    Args:
+        stream: The stream the value is stored in (`__activity` and
+            `__cursors` hold protobuf values; see KNOWN_STREAMS).
+        value: The stored value, or None (a message without one).
+
+    Returns:
+        {"type": ..., "json": ...} for a value of known type (or that is an
+        envelope), {"type", "error"} when it does not decode as its stream's
+        type; None when the value has no type Liftbridge knows.
+    """
     if value is None:
         return None
     type_name = KNOWN_STREAMS.get(stream)
@@ -47,8 +57,16 @@ def decode_value(stream: str, value: bytes | None) -> dict[str, Any] | None:
 
 
 def stored_envelope(value: bytes) -> Envelope | None:
-    """A stored value that is an envelope (v0, else legacy: what Liftbridge
-    keeps in its own streams), decoded; None when it is neither."""
+    """A stored value that is an envelope, decoded.
+
+    Tried as v0, else legacy: what Liftbridge keeps in its own streams.
+
+    Args:
+        value: The stored value.
+
+    Returns:
+        The decoded Envelope, or None when it is neither layout.
+    """
     for layout in ("v0", "legacy"):
         try:
             return decode(value, layout)

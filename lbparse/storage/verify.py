@@ -38,7 +38,25 @@ DIGEST_FIELDS = ("offset", "timestamp", "leader_epoch", "size", "stored crc", "b
 
 @dataclass
 class PartitionCheck:
-    """The findings of one partition, and what replica comparison needs."""
+    """The findings of one partition, and what replica comparison needs.
+
+    Attributes:
+        part: The partition checked.
+        findings: What does not hold, each naming the file and position.
+        entries: The entries read.
+        bytes: The bytes of its .log files.
+        first_offset: The first offset read, None without entries.
+        last_offset: The last offset read, None without entries.
+        high_watermark: The replication-offset-checkpoint's, if read.
+        epochs: The leader-epoch-checkpoint's epochs, if read.
+        digests: One Digest per entry, for replica comparison (kept only when
+            asked for).
+        locations: (file, position) per digest.
+        epoch_index: Made from `epochs`, for looking an offset's epoch up.
+        unread: A .log whose reading failed: what it holds is unknown, so
+            nothing that needs it (its index, the high watermark, replicas)
+            is judged.
+    """
 
     part: PartitionDir
     findings: list[Finding] = field(default_factory=list)
@@ -93,7 +111,19 @@ class _Last:
 def check_partition(
     part: PartitionDir, keep_digests: bool = False, progress: Callable[[int], None] | None = None
 ) -> PartitionCheck:
-    """Read every file of a partition and check what must hold."""
+    """Read every file of a partition and check what must hold.
+
+    A file that cannot be read is a finding (bad_file), not an error.
+
+    Args:
+        part: The partition.
+        keep_digests: Keep each entry's Digest, for `compare_replicas`.
+        progress: Called with the bytes of .log read since its last call.
+
+    Returns:
+        The PartitionCheck, its findings at most MAX_PER_KIND of a kind per
+        file (the rest counted).
+    """
     check = PartitionCheck(part)
     out = _Limiter(check.findings)
     for f in unreadable_files(part):
@@ -461,6 +491,14 @@ def compare_replicas(checks: Iterable[PartitionCheck]) -> list[Finding]:
 
     The first replica (in node order) is the reference; for each other one
     the first offset whose entry differs, or is missing, is named.
+
+    Args:
+        checks: The partition checks of every node, made with keep_digests
+            (single files and unread partitions are left out).
+
+    Returns:
+        One replica_mismatch Finding per replica that differs from the
+        reference.
     """
     groups: dict[tuple[str, int | None], list[PartitionCheck]] = {}
     for c in checks:
