@@ -195,7 +195,7 @@ def test_record_json_columns_are_the_table() -> None:
 
 
 def test_parquet_and_pipeline_columns_are_the_table() -> None:
-    from lbparse.pipeline.schema import FIXED_COLUMNS, RECORD_COLUMNS
+    from lbparse.pipeline.spark_schema import FIXED_COLUMNS, RECORD_COLUMNS
 
     names = [c.name for c in fields.RECORD + fields.DECODING]
     assert parquet_schema().names == names
@@ -310,7 +310,7 @@ def test_record_json_decoding_keys_are_the_table() -> None:
     lists, in its order; our Parquet recordings' liftbridge_json and the
     pipeline's traffic columns are entries of the table too."""
     from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
-    from lbparse.pipeline.schema import FIXED_COLUMNS
+    from lbparse.pipeline.spark_schema import FIXED_COLUMNS
 
     decoding = [c.name for c in fields.JSON_DECODING]
     rec = _traffic_record()

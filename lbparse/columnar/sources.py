@@ -44,15 +44,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lbparse.capture import CaptureError, CaptureReader, Notice, columnar, fields, parse_headers
+from lbparse.capture import (
+    CaptureError,
+    CaptureReader,
+    Notice,
+    fields,
+    native_batches,
+    parse_headers,
+)
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
-from lbparse.columnar.entries import plan_storage
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
+from lbparse.pipeline.datadir_entries import plan_storage
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
 
@@ -122,7 +129,7 @@ def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = Non
     """Every input file as units, in the order given (directories sorted).
 
     A Liftbridge data directory (or its streams/, a stream, a partition, a
-    .log file) is planned as one unit per segment file (columnar/entries.py).
+    .log file) is planned as one unit per segment file (pipeline/datadir_entries.py).
     What a directory holds and is not read (names with a leading . or _,
     links to directories, folders that cannot be listed) is added to
     `skipped`, with why.
@@ -178,7 +185,11 @@ def _plan_files(
             )
         elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
-        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes and columnar.available():
+        elif (
+            fmt in (PCAP, PCAPNG)
+            and size > options.capture_unit_bytes
+            and native_batches.available()
+        ):
             units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
@@ -191,8 +202,8 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
     the reader's state there, and each range's task restores that state and
     reads on. Together the ranges give exactly one reading's rows."""
     try:
-        cuts, _ = columnar.NativeCapture(path).index(options.capture_unit_bytes)
-    except (columnar.NativeUnsupported, OSError, CaptureError):
+        cuts, _ = native_batches.NativeCapture(path).index(options.capture_unit_bytes)
+    except (native_batches.NativeUnsupported, OSError, CaptureError):
         return [Unit(path, fmt, size, size)]  # one task reads it, and says what is wrong
     cuts = [c for c in cuts if c.offset < size]
     starts = [0, *(c.offset for c in cuts)]
@@ -445,16 +456,16 @@ def read_capture(
     """The C capture loop when it is built and takes the file, else the
     reference (`native`: True or False to choose, for tests)."""
     if native is None:
-        native = columnar.available()
+        native = native_batches.available()
     if unit.start or unit.stop >= 0:  # a range of a large capture (_plan_capture)
-        cut = columnar.Cut(unit.start, unit.first_row, unit.snapshot or b"")
-        capture = columnar.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
+        cut = native_batches.Cut(unit.start, unit.first_row, unit.snapshot or b"")
+        capture = native_batches.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
         yield from _read_capture_native(unit, options, stats, capture)
         return
     if native:
         try:
-            capture = columnar.NativeCapture(unit.path, limits=limits)
-        except (columnar.NativeUnsupported, OSError):
+            capture = native_batches.NativeCapture(unit.path, limits=limits)
+        except (native_batches.NativeUnsupported, OSError):
             pass  # the reference reads it, or reports it in its own words
         else:
             yield from _read_capture_native(unit, options, stats, capture)
@@ -472,9 +483,9 @@ def _file_problem(
 
 
 def _read_capture_native(
-    unit: Unit, options: SourceOptions, stats: UnitStats, capture: columnar.NativeCapture
+    unit: Unit, options: SourceOptions, stats: UnitStats, capture: native_batches.NativeCapture
 ) -> Iterator[pa.RecordBatch]:
-    """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
+    """read_capture_reference's rows and counts, read by the C loop (native_batches.py)."""
     position = capture.first
     problem: tuple[str, str] | None = None
     try:

@@ -60,7 +60,7 @@ def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
 
 
 def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
-    """A batch of stored entries (pipeline/entries.py): per stream and error kind.
+    """A batch of stored entries (pipeline/datadir_entries.py): per stream and error kind.
 
     Entries have no layout or MsgType: those breakdowns count them as "(none)",
     so that every breakdown still sums to the rows."""

@@ -643,7 +643,7 @@ CLIENT = "Client (gRPC API)"
 
 
 def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
-    """The client's section, only when the inputs held gRPC calls (report.client)."""
+    """The client's section, only when the inputs held gRPC calls (report.client_calls)."""
     if not model.get("client"):
         return []
     errors = dataset_name("client.errors_over_time")

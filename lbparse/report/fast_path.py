@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from lbparse.capture import Notice, Stats, columnar
+from lbparse.capture import Notice, Stats, native_batches
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
 from lbparse.codec.api import decode
@@ -67,7 +67,7 @@ TYPED_REST = frozenset(
 def native_reader() -> bool:
     """Whether this lbparse reads captures with the C capture loop (the pipeline's
     reader, and lbparse.read_capture_arrow, use it when it is built)."""
-    return bool(columnar.available())
+    return bool(native_batches.available())
 
 
 def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]]:

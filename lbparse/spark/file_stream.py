@@ -33,8 +33,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from lbparse.columnar.sources import Unit
 from lbparse.pipeline.preflight import check_inputs
+from lbparse.spark.input_partitions import plan_partitions, read_units
 from lbparse.spark.options import paths, stream_options, table, task_options
-from lbparse.spark.units import plan_partitions, read_units
 
 __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
 

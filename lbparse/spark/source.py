@@ -39,10 +39,10 @@ from pyspark.sql.types import StructType
 
 from lbparse.columnar.sources import Unit
 from lbparse.pipeline.preflight import check_inputs
-from lbparse.pipeline.schema import entries_schema
+from lbparse.pipeline.spark_schema import entries_schema
+from lbparse.spark.file_stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
+from lbparse.spark.input_partitions import plan_partitions, read_units, schema_of, storage_inputs
 from lbparse.spark.options import ENTRIES, paths, stream_options, table, task_options
-from lbparse.spark.stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
-from lbparse.spark.units import plan_partitions, read_units, schema_of, storage_inputs
 
 __all__ = ["LiftbridgeDataSource", "UnitReader", "read_units"]
 

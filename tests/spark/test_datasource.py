@@ -46,7 +46,7 @@ def test_read_gives_the_pipelines_rows(liftbridge: Any, datasets: dict[str, Any]
     df = liftbridge.options(layout="auto", **OPTIONS).load(captures)
     want = datasets["wide"]["table"]  # the pipeline's tables joined back into the wide row
     want = want.filter(pa.compute.is_in(want.column("source"), pa.array(captures)))
-    assert df.schema == lbparse.pipeline.schema.output_schema()
+    assert df.schema == lbparse.pipeline.spark_schema.output_schema()
     assert _rows(df.toArrow()) == _rows(want.select(df.columns))
 
 

@@ -42,7 +42,7 @@ from lbparse.columnar.decode_arrow import (
 )
 from lbparse.columnar.sources import SourceOptions, plan
 from lbparse.columnar.wirescan import decode_structs, slices
-from lbparse.pipeline.schema import (
+from lbparse.pipeline.spark_schema import (
     arrow_output_schema,
     arrow_record_schema,
     column_for,
