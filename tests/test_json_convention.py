@@ -240,7 +240,8 @@ def test_pcapng_nanoseconds_reach_the_pipeline(tmp_path: Path) -> None:
     """A nanosecond pcapng: the record's ts, its JSON, and the pipeline's
     ts_ns column hold the nanoseconds; its ts column (Spark's timestamp,
     microseconds) holds them rounded down."""
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+    from lbparse.pipeline.input_plan import plan
 
     conn = Conn()
     frames = conn.handshake() + conn.send("c", pub("lb.x", b"hello"))
@@ -382,7 +383,8 @@ def test_a_nats_status_is_a_header_of_every_output(tmp_path: Path) -> None:
     """`NATS/1.0 503` is [Status, 503] in the record's headers column (fields.RECORD),
     its JSON, a recording read back (the block byte for byte) and the pipeline's
     headers column."""
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+    from lbparse.pipeline.input_plan import plan
 
     block = b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 7\r\n\r\n"
     want = [["Status", "100"], ["Description", "Idle Heartbeat"], ["Nats-Last-Consumer", "7"]]

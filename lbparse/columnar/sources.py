@@ -1,6 +1,6 @@
-"""The inputs: planned on the driver, read inside the tasks.
+"""Input files: cut into units, then read as Arrow record batches.
 
-`plan(paths, options)` lists the input files (directories are walked),
+`plan_files(paths, options)` lists the input files (directories are walked),
 tells their formats apart by their first bytes and cuts them into
 `Unit`s, the pieces one task reads: a whole capture file (pcap, pcapng,
 or our JSON Lines records), since TCP reassembly reads it front to back,
@@ -8,6 +8,8 @@ or a run of row groups of a Parquet file. Nothing is read whole: captures
 are streamed by `lbparse.capture.CaptureReader`, Parquet by row group and
 batch, so a file larger than a task's memory is fine (Spark's
 `binaryFile` source would hold each file in memory, and stops at 2 GB).
+The pipeline's planning (lbparse.pipeline.input_plan.plan) puts Liftbridge
+data directories first and hands every other input to `plan_files`.
 
 `read_unit(unit, options, stats)` yields Arrow batches of records in the
 schema `schema.arrow_record_schema()`: one row per NATS message, and one
@@ -59,9 +61,8 @@ from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
-from lbparse.pipeline.datadir_entries import plan_storage
 
-__all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
+__all__ = ["SourceOptions", "Unit", "UnitStats", "plan_files", "read_unit"]
 
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
@@ -87,7 +88,7 @@ class SourceOptions:
     capture_unit_bytes: int = CAPTURE_UNIT_BYTES  # a task's share of a large capture
 
 
-# -- planning (driver) ---------------------------------------------------------
+# -- cutting files into units (driver) -----------------------------------------
 
 Skipped = list[tuple[str, str]]  # (path, why it was not read)
 NOT_DATA = "named with a leading . or _: not data (Spark's rule for a directory)"
@@ -125,29 +126,11 @@ def _walk(top: str, skipped: Skipped) -> Iterator[str]:
                 yield os.path.join(root, name)
 
 
-def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None) -> list[Unit]:
-    """Every input file as units, in the order given (directories sorted).
-
-    A Liftbridge data directory (or its streams/, a stream, a partition, a
-    .log file) is planned as one unit per segment file (pipeline/datadir_entries.py).
-    What a directory holds and is not read (names with a leading . or _,
-    links to directories, folders that cannot be listed) is added to
-    `skipped`, with why.
-    """
-
-    units: list[Unit] = []
-    for given in paths:
-        segments = plan_storage(given)
-        if segments is not None:
-            units += segments
-        else:
-            units += _plan_files([given], options, skipped)
-    return units
-
-
-def _plan_files(
+def plan_files(
     paths: list[str], options: SourceOptions, skipped: Skipped | None = None
 ) -> list[Unit]:
+    """The files of `paths` as units, in the order given (directories walked,
+    sorted; what they hold and is not read added to `skipped`, with why)."""
     units: list[Unit] = []
     for path in _files(paths, skipped):
         if os.path.exists(path) and not regular_file(path):

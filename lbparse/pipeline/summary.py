@@ -169,7 +169,7 @@ class Summary:
     # each one's path and rows; only those with rows.
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the inputs' directories held and the run did not read, and why
-    # (columnar.sources.plan): [{"path": ..., "reason": ...}].
+    # (pipeline.input_plan.plan): [{"path": ..., "reason": ...}].
     skipped: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod

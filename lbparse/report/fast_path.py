@@ -37,9 +37,10 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import message_class
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 from lbparse.columnar.schema import column_for
-from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
 from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
+from lbparse.pipeline.input_plan import plan
 from lbparse.report.aggregate import (
     MAX_STREAMS,
     OTHER_STREAMS,

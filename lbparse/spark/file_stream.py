@@ -44,7 +44,7 @@ DEFAULT_MIN_FILE_AGE = 2.0
 def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
     """The files under `inputs`, absolute (the tasks run elsewhere), directories
     walked in name order; names starting with "." or "_" are not data (Spark's
-    rule, and lbparse.columnar.sources.plan's)."""
+    rule, and lbparse.pipeline.input_plan.plan's)."""
     for p in map(os.path.abspath, inputs):
         if not os.path.isdir(p):
             yield p

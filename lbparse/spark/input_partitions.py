@@ -15,9 +15,10 @@ from pyspark.sql.types import StructType
 
 from lbparse.capture.formats import PCAP, PCAPNG
 from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
-from lbparse.columnar.sources import Unit, plan
+from lbparse.columnar.sources import Unit
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
 from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.preflight import check_inputs, check_units
 from lbparse.pipeline.spark_schema import entries_schema, output_schema
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts

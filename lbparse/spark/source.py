@@ -9,7 +9,7 @@ Liftbridge data directories as a DataFrame, with Spark 4's Python data source AP
     acks = spark.read.format("liftbridge").option("table", "proto_Ack").load("captures/")
 
 The inputs are planned on the driver exactly as `lbparse pipeline` plans
-them (lbparse.columnar.sources.plan): one input partition per unit (a
+them (lbparse.pipeline.input_plan.plan): one input partition per unit (a
 capture file, a run of a Parquet file's row groups, a segment file), and
 each partition is read and decoded by the pipeline's own pieces
 (tasks.decode_unit, entries.read_segment_unit), yielding Arrow batches

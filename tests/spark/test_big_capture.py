@@ -18,7 +18,8 @@ from support.shared import LIFTBRIDGE
 
 from lbparse.capture import native_batches
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.job import PipelineOptions, run
 
 pytestmark = pytest.mark.skipif(

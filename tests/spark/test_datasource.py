@@ -17,7 +17,8 @@ from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
+from lbparse.pipeline.input_plan import plan
 from lbparse.spark.functions import CAPTURE_COLUMNS
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
