@@ -37,10 +37,9 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import message_class
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 from lbparse.columnar.schema import column_for
-from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+from lbparse.columnar.sources import SourceOptions, UnitStats, plan_files, read_unit
 from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
-from lbparse.pipeline.input_plan import plan
 from lbparse.report.aggregate import (
     MAX_STREAMS,
     OTHER_STREAMS,
@@ -77,7 +76,7 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]
     pipeline UnitStats)."""
     decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
-    for unit in plan([os.fspath(path)], options):
+    for unit in plan_files([os.fspath(path)], options):
         unit_stats = UnitStats(unit.path, unit.format, unit.size)
         # read_capture_tables's rows: the C capture loop where it is built, else
         # lbparse.capture's Python reader
