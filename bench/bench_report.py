@@ -13,7 +13,7 @@ over ten minutes. Interleaved runs, medians, in one process:
             path's floor
   records   build_model through the record path (CaptureReader, Aggregator.add
             per record: the reference) and render_html
-  columns   build_model through the columnar path (report/columnar.py: the
+  columns   build_model through the columnar path (report/fast_path.py: the
             pipeline's decoded Arrow batches, the C capture reader where this
             lbparse has it) and render_html
 
@@ -160,7 +160,7 @@ def main() -> None:
         )
         made = time.perf_counter() - t
         try:
-            from lbparse.report.columnar import native_reader
+            from lbparse.report.fast_path import native_reader
 
             native = f"{native_reader()}"
         except ImportError:  # the columnar path reads through lbparse's public core now

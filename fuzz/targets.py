@@ -26,7 +26,7 @@ import lbparse.capture.h2
 import lbparse.columnar.decode_arrow
 import lbparse.raft
 import lbparse.report.aggregate
-import lbparse.report.columnar
+import lbparse.report.fast_path
 import lbparse.storage
 import lbparse.storage.checkpoints
 import lbparse.storage.raftdb  # noqa: F401

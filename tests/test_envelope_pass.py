@@ -33,7 +33,7 @@ from support.native_pass import (
 from support.shared import CAPTURES, LIFTBRIDGE
 from vectors import VECTORS, data
 
-from lbparse.capture import columnar
+from lbparse.capture import native_batches
 from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse, encode_replication_response
 from lbparse.codec.wire import CRC_HEADER_LEN
 from lbparse.columnar import commitscan
@@ -56,7 +56,7 @@ VECTOR_PAYLOADS = [data(v) for v in VECTORS]
 def capture_batches(path: Path) -> list[pa.RecordBatch]:
     if not path.exists():
         pytest.skip(f"shared material missing: {path}")
-    return list(columnar.NativeCapture(path).batches(arrow_record_schema()))
+    return list(native_batches.NativeCapture(path).batches(arrow_record_schema()))
 
 
 def payloads_of(path: Path) -> list[bytes]:

@@ -160,7 +160,8 @@ def test_the_pipelines_unit_reading_gives_the_readers_layouts(
     """Without Spark: process_unit (one unit, batches of `batch_rows`, held until
     the first proof) against the capture reader, whatever bounds the window."""
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.columnar.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions
+    from lbparse.pipeline.input_plan import plan
     from lbparse.pipeline.tasks import TaskOptions, process_unit
 
     monkeypatch.setattr(generation, "WINDOW", window)

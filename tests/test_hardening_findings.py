@@ -638,7 +638,8 @@ def test_a_fifo_among_the_inputs_is_reported_never_opened(tmp_path) -> None:
     import sys
 
     from lbparse.capture import CaptureError, CaptureReader
-    from lbparse.columnar.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions
+    from lbparse.pipeline.input_plan import plan
 
     d = tmp_path / "inputs"
     d.mkdir()
@@ -682,7 +683,8 @@ def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path) -> None:
     import sys
     import threading
 
-    from lbparse.columnar.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions
+    from lbparse.pipeline.input_plan import plan
 
     part = tmp_path / "node" / "streams" / "s" / "0"
     part.mkdir(parents=True)

@@ -16,7 +16,7 @@ from support.cli import LBPARSE
 from support.reading import pipeline_rows
 
 import lbparse
-from lbparse.capture import CaptureReader, columnar
+from lbparse.capture import CaptureReader, native_batches
 from lbparse.codec.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
 from lbparse.codec.wirefit import nesting_depth
 
@@ -257,10 +257,10 @@ def test_idle_connections_are_forgotten_and_nothing_is_lost(
     not grow the flow table without bound; forgetting idle ones loses no
     message, even of a connection that comes back after being forgotten,
     and one with a message half-read is kept. In both capture loops: the C
-    loop takes MAX_FLOWS from reader.py (lbparse.capture.columnar.rules)."""
+    loop takes MAX_FLOWS from reader.py (lbparse.capture.native_batches.rules)."""
     import lbparse.capture.reader as reader_module
 
-    if loop == "c" and not columnar.available():
+    if loop == "c" and not native_batches.available():
         pytest.skip("the C capture module is not built (setup.py)")
     monkeypatch.setattr(reader_module, "MAX_FLOWS", 50)
     talker, quiet = cw.Conn(), cw.Conn(client=("127.0.0.2", 41000))
@@ -294,7 +294,7 @@ def test_idle_connections_are_forgotten_and_nothing_is_lost(
 
 def _state_half_way(path: Path) -> int:
     """The bytes of the C loop's state (its snapshot) half-way through `path`."""
-    cuts, _ = columnar.NativeCapture(path).index(path.stat().st_size // 2)
+    cuts, _ = native_batches.NativeCapture(path).index(path.stat().st_size // 2)
     return len(cuts[0].snapshot)
 
 

@@ -195,7 +195,7 @@ def test_record_json_columns_are_the_table() -> None:
 
 
 def test_parquet_and_pipeline_columns_are_the_table() -> None:
-    from lbparse.pipeline.schema import FIXED_COLUMNS, RECORD_COLUMNS
+    from lbparse.pipeline.spark_schema import FIXED_COLUMNS, RECORD_COLUMNS
 
     names = [c.name for c in fields.RECORD + fields.DECODING]
     assert parquet_schema().names == names
@@ -240,7 +240,8 @@ def test_pcapng_nanoseconds_reach_the_pipeline(tmp_path: Path) -> None:
     """A nanosecond pcapng: the record's ts, its JSON, and the pipeline's
     ts_ns column hold the nanoseconds; its ts column (Spark's timestamp,
     microseconds) holds them rounded down."""
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+    from lbparse.pipeline.input_plan import plan
 
     conn = Conn()
     frames = conn.handshake() + conn.send("c", pub("lb.x", b"hello"))
@@ -310,7 +311,7 @@ def test_record_json_decoding_keys_are_the_table() -> None:
     lists, in its order; our Parquet recordings' liftbridge_json and the
     pipeline's traffic columns are entries of the table too."""
     from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
-    from lbparse.pipeline.schema import FIXED_COLUMNS
+    from lbparse.pipeline.spark_schema import FIXED_COLUMNS
 
     decoding = [c.name for c in fields.JSON_DECODING]
     rec = _traffic_record()
@@ -382,7 +383,8 @@ def test_a_nats_status_is_a_header_of_every_output(tmp_path: Path) -> None:
     """`NATS/1.0 503` is [Status, 503] in the record's headers column (fields.RECORD),
     its JSON, a recording read back (the block byte for byte) and the pipeline's
     headers column."""
-    from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+    from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+    from lbparse.pipeline.input_plan import plan
 
     block = b"NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 7\r\n\r\n"
     want = [["Status", "100"], ["Description", "Idle Heartbeat"], ["Nats-Last-Consumer", "7"]]

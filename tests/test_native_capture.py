@@ -31,16 +31,17 @@ from support.damage import damaged_captures
 from support.reading import pipeline_rows as rows
 from support.shared import CAPTURES, LIFTBRIDGE
 
-from lbparse.capture import columnar
+from lbparse.capture import native_batches
 from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from lbparse.codec.limits import Limits
-from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, plan, read_capture, read_unit
-from lbparse.pipeline.schema import arrow_record_schema
+from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture, read_unit
+from lbparse.pipeline.input_plan import plan
+from lbparse.pipeline.spark_schema import arrow_record_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
-    not columnar.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),
+    not native_batches.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),
     reason="the C capture module is not built (setup.py): nothing to compare",
 )
 
@@ -60,7 +61,7 @@ def assert_same(path: str | Path, limits: Limits | None = None, batch_rows: int 
 
 def test_the_native_module_is_built_when_expected() -> None:
     if os.environ.get("LBPARSE_EXPECT_COMPILED"):
-        assert columnar.available()
+        assert native_batches.available()
 
 
 SHARED_FILES = sorted(CAPTURES.glob("*.pcap*")) + [ROOT / "lbparse" / "examples" / "sample.pcap"]
@@ -99,15 +100,15 @@ def test_small_blocks_read_the_same(block: int, tmp_path: Path) -> None:
     schema = arrow_record_schema()
     for path in paths:
         whole = pa.Table.from_batches(
-            list(columnar.NativeCapture(path).batches(schema)), schema=schema
+            list(native_batches.NativeCapture(path).batches(schema)), schema=schema
         )
-        cap = columnar.NativeCapture(path, block=block)
+        cap = native_batches.NativeCapture(path, block=block)
         small = pa.Table.from_batches(list(cap.batches(schema)), schema=schema)
         assert small.equals(whole), (path, block)
         assert cap.stats["bytes_read"] == os.path.getsize(path)
 
 
-# -- the loop's limits: the reference's constants, handed to C (columnar.rules) ------
+# -- the loop's limits: the reference's constants, handed to C (native_batches.rules) ------
 
 
 def _pcap(path: Path, packets: list[bytes], snaplen: int = 262144) -> Path:
@@ -208,8 +209,8 @@ def test_a_limit_lowered_in_python_holds_in_the_c_loop(
     path = make(tmp_path)
     default, _ = rows(path, False)
     monkeypatch.setattr(importlib.import_module(f"lbparse.capture.{module}"), name, value)
-    assert columnar.rules()[name.lower()] == value
-    columnar.NativeCapture(path)  # the C loop takes it (no quiet fall-back to the reference)
+    assert native_batches.rules()[name.lower()] == value
+    native_batches.NativeCapture(path)  # the C loop takes it (no quiet fall-back to the reference)
     lowered, _ = rows(path, False)
     assert not lowered.equals(default), "the limit was not reached: no test of it"
     assert_same(path)
@@ -229,7 +230,7 @@ def test_the_c_loop_keeps_connect_text_up_to_the_python_limit(
     )
 
     def kept() -> list[bytes]:
-        capture = columnar.NativeCapture(path)
+        capture = native_batches.NativeCapture(path)
         assert sum(n for n, _ in capture.columns(100, 1 << 20)) == 0
         return [text for _, text in capture.stats["connects"]]
 
@@ -248,8 +249,10 @@ def test_a_limit_the_c_loop_cannot_take_leaves_the_file_to_the_reference(
 
     path = _long_line(tmp_path)
     monkeypatch.setattr(reader_module, name, value)
-    with pytest.raises(columnar.NativeUnsupported, match=f"{name.lower()} {value} is outside"):
-        columnar.NativeCapture(path)
+    with pytest.raises(
+        native_batches.NativeUnsupported, match=f"{name.lower()} {value} is outside"
+    ):
+        native_batches.NativeCapture(path)
     got, _ = rows(path, True)  # the reference reads it
     assert got.equals(rows(path, False)[0])
 
@@ -258,7 +261,7 @@ def test_the_c_reader_checks_every_limit_it_is_given(tmp_path: Path) -> None:
     from lbparse.capture import _native
 
     path = str(_long_line(tmp_path))
-    good = columnar.rules()
+    good = native_batches.rules()
     _native.Reader(path, "x", 1000, 1000, good)
     for name, lo in (
         ("block", 16),
@@ -294,8 +297,8 @@ def test_files_the_native_loop_leaves_to_the_reference(tmp_path: Path) -> None:
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
         assert_same(tmp_path / name)
-    with pytest.raises(columnar.NativeUnsupported):
-        columnar.NativeCapture(tmp_path / "linktype.pcap")
+    with pytest.raises(native_batches.NativeUnsupported):
+        native_batches.NativeCapture(tmp_path / "linktype.pcap")
     unit = Unit(str(tmp_path / "gone.pcap"), "pcap", 0, 0)
     got = [
         pa.Table.from_batches(

@@ -29,7 +29,7 @@ import lbparse
 from lbparse.columnar import wirescan, wirescan_native
 from lbparse.columnar.decode_arrow import binary_buffers
 from lbparse.errors import EnvelopeError
-from lbparse.pipeline.schema import arrow_output_schema, payload_columns, typed_payloads
+from lbparse.pipeline.spark_schema import arrow_output_schema, payload_columns, typed_payloads
 
 pytestmark = pytest.mark.skipif(
     not wirescan_native.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),
@@ -44,8 +44,8 @@ def _payloads() -> list[bytes]:
     envelopes = [data(v) for v in VECTORS]
     short = LIFTBRIDGE / "samples" / "short.pcapng"
     if short.exists():
-        from lbparse.capture.columnar import NativeCapture, available
-        from lbparse.pipeline.schema import arrow_record_schema
+        from lbparse.capture.native_batches import NativeCapture, available
+        from lbparse.pipeline.spark_schema import arrow_record_schema
 
         if available():
             for b in NativeCapture(short).batches(arrow_record_schema()):
@@ -165,7 +165,7 @@ def _all_kinds() -> tuple[object, pa.StructType]:
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from lbparse.pipeline.schema import message_struct
+    from lbparse.pipeline.spark_schema import message_struct
 
     F = descriptor_pb2.FieldDescriptorProto
     fp = descriptor_pb2.FileDescriptorProto(
@@ -551,7 +551,7 @@ def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from lbparse.pipeline.schema import message_struct
+    from lbparse.pipeline.spark_schema import message_struct
 
     F = descriptor_pb2.FieldDescriptorProto
     fp = descriptor_pb2.FileDescriptorProto(

@@ -22,8 +22,9 @@ from support.cli import LBPARSE
 from lbparse.capture import Notice
 from lbparse.capture.recordings import ParquetRecordWriter, parquet_schema, read_jsonl, read_parquet
 from lbparse.capture.records import NO_TIME, Record
-from lbparse.columnar.sources import SourceOptions, plan, read_unit
+from lbparse.columnar.sources import SourceOptions, read_unit
 from lbparse.columnar.units import UnitStats
+from lbparse.pipeline.input_plan import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 GOOD = 1_795_298_780_302_883_000

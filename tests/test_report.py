@@ -663,7 +663,7 @@ def test_report_fast_path_takes_each_rows_payload_from_its_table() -> None:
     """The fast path reads payloads from the narrow tables: each row of a MsgType
     gets its own, and a row its table lacks (a FlatBuffers Ack, in payload_json)
     gets none, not its neighbour's."""
-    from lbparse.report.columnar import _messages, _payload_rows
+    from lbparse.report.fast_path import _messages, _payload_rows
 
     ack = lbparse.message_class("proto.Ack")
     flat = lbparse.encode(

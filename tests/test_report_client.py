@@ -1,4 +1,4 @@
-"""`lbparse report`'s client section (lbparse.report.client): on the shared
+"""`lbparse report`'s client section (lbparse.report.client_calls): on the shared
 api-short capture, the gRPC calls by method with their outcomes and
 latency, PublishAsync's requests paired with their responses per
 AckPolicy, error statuses, subscriptions with their message counts, all
@@ -17,7 +17,7 @@ from support.shared import LIFTBRIDGE
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.report import build_model, render_html
 from lbparse.report.charts import CLIENT
-from lbparse.report.client import status_name
+from lbparse.report.client_calls import status_name
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 

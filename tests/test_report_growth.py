@@ -42,7 +42,7 @@ def test_streams_past_the_limit_are_counted_together(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_per_stream_counting_is_linear_in_distinct_streams(tmp_path: Path) -> None:
-    """lbparse/report/columnar.py: each stream past MAX_STREAMS was replaced by
+    """lbparse/report/fast_path.py: each stream past MAX_STREAMS was replaced by
     a whole-batch if_else of its own (quadratic in a batch's streams: 100,000
     distinct streams 64.9 s, one stream 4.7 s); now all in one pass."""
     sizes = [12_000, 24_000, 48_000]

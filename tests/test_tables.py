@@ -172,8 +172,9 @@ def test_capture_tables_are_the_pipeline_tasks_rows(layout: str) -> None:
     Liftbridge's own traffic read across batches, auto's context applied (batches
     of 500 rows, so both cross batch boundaries)."""
     from lbparse.columnar.decode_arrow import DecodeOptions
-    from lbparse.columnar.sources import SourceOptions, plan
+    from lbparse.columnar.sources import SourceOptions
     from lbparse.columnar.tables import tables_of
+    from lbparse.pipeline.input_plan import plan
     from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
     options = TaskOptions(DecodeOptions(layout=layout), SourceOptions(batch_rows=500))

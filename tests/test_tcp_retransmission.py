@@ -16,7 +16,7 @@ from support import capwriter as cw
 from support import retransmit
 from support.growth import assert_linear, peak_bytes
 
-from lbparse.capture import CaptureReader, columnar
+from lbparse.capture import CaptureReader, native_batches
 from lbparse.capture.notices import Notice
 from lbparse.capture.tcp import RETRANSMIT_WINDOW
 
@@ -163,7 +163,7 @@ def test_many_retransmissions_keep_memory_bounded(differ: bool, tmp_path: Path) 
 
 def _read_native(path: str) -> int:
     rows = 0
-    for n, _ in columnar.NativeCapture(path).columns(65536, 1 << 26):
+    for n, _ in native_batches.NativeCapture(path).columns(65536, 1 << 26):
         rows += n
     return rows
 
@@ -174,7 +174,7 @@ def _read_native(path: str) -> int:
 def test_many_retransmissions_are_compared_in_linear_time(
     differ: bool, native: bool, tmp_path: Path
 ) -> None:
-    if native and not columnar.available():
+    if native and not native_batches.available():
         pytest.skip("the C capture module is not built")
     paths = {n: _resent(tmp_path, n, differ) for n in (500, 1000, 2000, 4000)}
     read = _read_native if native else _read

@@ -1,7 +1,7 @@
 /*
  * The capture loop in C: pcap/pcapng records, link layers, TCP reassembly
  * and NATS framing, straight into the columns of the pipeline's record
- * batches (lbparse/capture/columnar.py wraps them as Arrow arrays).
+ * batches (lbparse/capture/native_batches.py wraps them as Arrow arrays).
  *
  * This is a port of the Python reference (pcap.py, pcapng.py, linktypes.py,
  * tcp.py, nats.py and the packet loop of reader.py), rule for rule and in
@@ -20,7 +20,7 @@
  *
  * Reader(path, name, max_frame, max_reassembly, rules)
  *   rules: the loop's limits, named as in RULES below, each read from the
- *   Python reference's constant when the reader is made (columnar.rules());
+ *   Python reference's constant when the reader is made (native_batches.rules());
  *   one outside the range this file takes is a ValueError.
  *   .next_batch(max_rows, max_bytes) -> tuple of column buffers, or None at
  *   the end; a file that cannot be read raises CaptureError (through the
@@ -38,7 +38,7 @@
 #define HALF (1u << 31)
 
 /* ---- the loop's limits, handed over by the reference --------------------- */
-/* Each is the Python constant named in lbparse/capture/columnar.py's rules(),
+/* Each is the Python constant named in lbparse/capture/native_batches.py's rules(),
  * read when a Reader is made, so that the two loops cannot disagree (a test
  * that lowers one lowers it for both). The ranges are what this file's
  * arithmetic takes (int64 and uint32 sums, 2 * max_flows). */

@@ -9,7 +9,7 @@ their types from here:
   which add `JSON_DECODING`, what lbparse made of the record;
 - our Parquet recordings (`recordings.parquet_schema`, `read_parquet`), which
   add `DECODING`, the stored decoding;
-- the pipeline's record batches and output table (`pipeline/schema.py`,
+- the pipeline's record batches and output table (`columnar/schema.py`,
   `columnar/sources.py`), which put `source` and `position` first, the
   decoded envelope after, and `TRAFFIC`, Liftbridge's own non-envelope
   traffic (`pipeline/trafficcols.py`);

@@ -31,7 +31,7 @@ MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
 # INFO with many cluster URLs runs to a few KiB; anything past this without
 # a line end is not a control line. (Not Final: mypyc would compile the
-# number in, and the C loop takes it from here, lbparse.capture.columnar.rules.)
+# number in, and the C loop takes it from here, lbparse.capture.native_batches.rules.)
 MAX_LINE = 1 << 16
 CRLF: Final = b"\r\n"
 # lbparse.codec.limits' default max_frame (not imported: limits imports decoders).

@@ -75,12 +75,13 @@ from lbparse.capture import default_layout
 from lbparse.cli.common import add_layout_argument
 from lbparse.cli.status import INTERRUPTED, JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.columnar.entries import SEGMENT_FORMAT
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, interrupts, outdir
 from lbparse.pipeline import preflight as pf
+from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.interrupts import Interrupts
 from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
 

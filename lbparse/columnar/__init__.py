@@ -6,7 +6,8 @@ way in (`api.py`); every consumer (the Spark job and data source, the
 report, `lbparse capture`) goes through them or through the batch decoder.
 The pieces, each with one job:
 
-  schema.py          the decoded columns as Arrow types (Spark's view: lbparse.pipeline.schema)
+  schema.py          the decoded columns as Arrow types (Spark's view:
+                     lbparse.pipeline.spark_schema)
   decode_arrow.py    one Arrow batch of records in, decoded rows out (`decoder_for`)
   tables.py          a decoded batch as `messages` plus one narrow table per payload type
   wirescan.py        vectorized protobuf decoding (numpy), many messages at once
@@ -16,10 +17,10 @@ The pieces, each with one job:
   crc.py             CRC-32C over many ranges (_kernels.c, else crc32c per range)
   context.py         layout auto: a batch's generation proof applied
   trafficcols.py     Liftbridge's non-envelope traffic (Raft, inboxes) as columns
-  sources.py         inputs (captures, recordings, Parquet tables, data directories)
-                     planned into units and read as Arrow record batches
+  sources.py         input files (captures, recordings, Parquet tables) cut into
+                     units and read as Arrow record batches (the pipeline plans
+                     its inputs with it: lbparse.pipeline.input_plan)
   units.py           what one unit is, and what reading it saw
-  entries.py         Liftbridge's segments as the `entries` table
 
 This module imports nothing heavy: `import lbparse` stays light.
 """

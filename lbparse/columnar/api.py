@@ -288,7 +288,7 @@ def _capture_records(
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an lbparse.Limits; got {type(limits).__name__}")
     options = sources.SourceOptions(batch_rows=batch_rows)
-    for unit in sources.plan([os.fspath(path)], options):
+    for unit in sources.plan_files([os.fspath(path)], options):
         stats = sources.UnitStats(unit.path, unit.format, unit.size)
         if unit.format in ("pcap", "pcapng") and unit.error is None:
             records = sources.read_capture(unit, options, stats, limits=limits)

@@ -215,7 +215,7 @@ def _decide(
 ) -> None:
     if layout == dec.layouts.name(int(rows.layout[i])):
         # A proof that keeps the row's layout changes only how it was decided,
-        # and the pipeline reads a big capture's ranges apart (sources.plan):
+        # and the pipeline reads a big capture's ranges apart (sources.plan_files):
         # a range's rows would say "context" or not by where the cut fell.
         # They keep auto's own answer, the same however the capture is cut
         # (tests/spark/test_big_capture.py).

@@ -9,7 +9,7 @@ without null elements, maps are maps without null values, and message
 fields are nested structs (a message type that contains itself is refused,
 as Spark refuses it without `recursive.fields.max.depth`). Deriving it the
 same way means a table written here reads like one Spark would have written
-with the spark-protobuf jar; `lbparse.pipeline.schema` gives the Spark view
+with the spark-protobuf jar; `lbparse.pipeline.spark_schema` gives the Spark view
 of the same columns.
 
 ReplicationResponse (payload type `raw`) is not protobuf: its struct is

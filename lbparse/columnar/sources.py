@@ -1,6 +1,6 @@
-"""The inputs: planned on the driver, read inside the tasks.
+"""Input files: cut into units, then read as Arrow record batches.
 
-`plan(paths, options)` lists the input files (directories are walked),
+`plan_files(paths, options)` lists the input files (directories are walked),
 tells their formats apart by their first bytes and cuts them into
 `Unit`s, the pieces one task reads: a whole capture file (pcap, pcapng,
 or our JSON Lines records), since TCP reassembly reads it front to back,
@@ -8,6 +8,8 @@ or a run of row groups of a Parquet file. Nothing is read whole: captures
 are streamed by `lbparse.capture.CaptureReader`, Parquet by row group and
 batch, so a file larger than a task's memory is fine (Spark's
 `binaryFile` source would hold each file in memory, and stops at 2 GB).
+The pipeline's planning (lbparse.pipeline.input_plan.plan) puts Liftbridge
+data directories first and hands every other input to `plan_files`.
 
 `read_unit(unit, options, stats)` yields Arrow batches of records in the
 schema `schema.arrow_record_schema()`: one row per NATS message, and one
@@ -44,17 +46,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lbparse.capture import CaptureError, CaptureReader, Notice, columnar, fields, parse_headers
+from lbparse.capture import (
+    CaptureError,
+    CaptureReader,
+    Notice,
+    fields,
+    native_batches,
+    parse_headers,
+)
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
 from lbparse.capture.records import COLUMNS, record_columns
 from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
-from lbparse.columnar.entries import plan_storage
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
 
-__all__ = ["SourceOptions", "Unit", "UnitStats", "plan", "read_unit"]
+__all__ = ["SourceOptions", "Unit", "UnitStats", "plan_files", "read_unit"]
 
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
@@ -80,7 +88,7 @@ class SourceOptions:
     capture_unit_bytes: int = CAPTURE_UNIT_BYTES  # a task's share of a large capture
 
 
-# -- planning (driver) ---------------------------------------------------------
+# -- cutting files into units (driver) -----------------------------------------
 
 Skipped = list[tuple[str, str]]  # (path, why it was not read)
 NOT_DATA = "named with a leading . or _: not data (Spark's rule for a directory)"
@@ -118,29 +126,11 @@ def _walk(top: str, skipped: Skipped) -> Iterator[str]:
                 yield os.path.join(root, name)
 
 
-def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None) -> list[Unit]:
-    """Every input file as units, in the order given (directories sorted).
-
-    A Liftbridge data directory (or its streams/, a stream, a partition, a
-    .log file) is planned as one unit per segment file (columnar/entries.py).
-    What a directory holds and is not read (names with a leading . or _,
-    links to directories, folders that cannot be listed) is added to
-    `skipped`, with why.
-    """
-
-    units: list[Unit] = []
-    for given in paths:
-        segments = plan_storage(given)
-        if segments is not None:
-            units += segments
-        else:
-            units += _plan_files([given], options, skipped)
-    return units
-
-
-def _plan_files(
+def plan_files(
     paths: list[str], options: SourceOptions, skipped: Skipped | None = None
 ) -> list[Unit]:
+    """The files of `paths` as units, in the order given (directories walked,
+    sorted; what they hold and is not read added to `skipped`, with why)."""
     units: list[Unit] = []
     for path in _files(paths, skipped):
         if os.path.exists(path) and not regular_file(path):
@@ -178,7 +168,11 @@ def _plan_files(
             )
         elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
-        elif fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes and columnar.available():
+        elif (
+            fmt in (PCAP, PCAPNG)
+            and size > options.capture_unit_bytes
+            and native_batches.available()
+        ):
             units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
@@ -191,8 +185,8 @@ def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> lis
     the reader's state there, and each range's task restores that state and
     reads on. Together the ranges give exactly one reading's rows."""
     try:
-        cuts, _ = columnar.NativeCapture(path).index(options.capture_unit_bytes)
-    except (columnar.NativeUnsupported, OSError, CaptureError):
+        cuts, _ = native_batches.NativeCapture(path).index(options.capture_unit_bytes)
+    except (native_batches.NativeUnsupported, OSError, CaptureError):
         return [Unit(path, fmt, size, size)]  # one task reads it, and says what is wrong
     cuts = [c for c in cuts if c.offset < size]
     starts = [0, *(c.offset for c in cuts)]
@@ -445,16 +439,16 @@ def read_capture(
     """The C capture loop when it is built and takes the file, else the
     reference (`native`: True or False to choose, for tests)."""
     if native is None:
-        native = columnar.available()
+        native = native_batches.available()
     if unit.start or unit.stop >= 0:  # a range of a large capture (_plan_capture)
-        cut = columnar.Cut(unit.start, unit.first_row, unit.snapshot or b"")
-        capture = columnar.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
+        cut = native_batches.Cut(unit.start, unit.first_row, unit.snapshot or b"")
+        capture = native_batches.NativeCapture(unit.path, limits=limits, resume=cut, stop=unit.stop)
         yield from _read_capture_native(unit, options, stats, capture)
         return
     if native:
         try:
-            capture = columnar.NativeCapture(unit.path, limits=limits)
-        except (columnar.NativeUnsupported, OSError):
+            capture = native_batches.NativeCapture(unit.path, limits=limits)
+        except (native_batches.NativeUnsupported, OSError):
             pass  # the reference reads it, or reports it in its own words
         else:
             yield from _read_capture_native(unit, options, stats, capture)
@@ -472,9 +466,9 @@ def _file_problem(
 
 
 def _read_capture_native(
-    unit: Unit, options: SourceOptions, stats: UnitStats, capture: columnar.NativeCapture
+    unit: Unit, options: SourceOptions, stats: UnitStats, capture: native_batches.NativeCapture
 ) -> Iterator[pa.RecordBatch]:
-    """read_capture_reference's rows and counts, read by the C loop (columnar.py)."""
+    """read_capture_reference's rows and counts, read by the C loop (native_batches.py)."""
     position = capture.first
     problem: tuple[str, str] | None = None
     try:

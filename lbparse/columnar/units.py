@@ -39,7 +39,7 @@ class Unit:
     first_rows: list[int] | None = None  # index of each row group's first row
     rows: int | None = None  # rows in those row groups
     error: tuple[str, str] | None = None  # found while planning: one problem row
-    # A range of a capture cut by the index pass (columnar.NativeCapture.index):
+    # A range of a capture cut by the index pass (native_batches.NativeCapture.index):
     # its first record's offset, the offset it stops before (-1: the end),
     # its first position, and the reader's state at its start. Bytes here,
     # base64 only in the JSON a Spark task is handed: a range read in this

@@ -33,10 +33,11 @@ from pyspark.sql import functions as F
 
 from lbparse.codec import jsonform
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
-from lbparse.columnar.sources import SourceOptions, Unit, plan
+from lbparse.columnar.sources import SourceOptions, Unit
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
+from lbparse.pipeline.datadir_entries import ENTRIES_DIR, SEGMENT_FORMAT
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
 from lbparse.pipeline.output import commit, discard, filesystem
 from lbparse.pipeline.summary import Summary

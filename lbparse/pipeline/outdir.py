@@ -66,7 +66,9 @@ __all__ = [
 ]
 
 MESSAGES_DIR = MESSAGES
-ENTRIES_DIR = "entries"  # lbparse.columnar.entries.ENTRIES_DIR (not imported: it loads pyspark)
+ENTRIES_DIR = (
+    "entries"  # lbparse.pipeline.datadir_entries.ENTRIES_DIR (not imported: it loads pyspark)
+)
 SUMMARY_FILE = "summary.json"
 # The partition directories of the layout before one table per type (an
 # earlier run's output, replaced with --overwrite like any other).

@@ -70,7 +70,7 @@ def count_batch(batch: Any, counts: dict[str, Counter[str]]) -> None:
 
 
 def count_entries(batch: Any, counts: dict[str, Counter[str]]) -> None:
-    """A batch of stored entries (pipeline/entries.py): per stream and error kind.
+    """A batch of stored entries (pipeline/datadir_entries.py): per stream and error kind.
 
     Entries have no layout or MsgType: those breakdowns count them as "(none)",
     so that every breakdown still sums to the rows.
@@ -254,7 +254,7 @@ class Summary:
     # each one's path and rows; only those with rows.
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the inputs' directories held and the run did not read, and why
-    # (columnar.sources.plan): [{"path": ..., "reason": ...}].
+    # (pipeline.input_plan.plan): [{"path": ..., "reason": ...}].
     skipped: list[dict[str, str]] = field(default_factory=list)
 
     @classmethod

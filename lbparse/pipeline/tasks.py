@@ -28,17 +28,17 @@ import pyarrow as pa
 from lbparse.capture import HOT_MODULES, Notice, compiled_modules
 from lbparse.columnar import crc
 from lbparse.columnar.decode_arrow import Decoded, DecodeOptions, decoder_for
-from lbparse.columnar.entries import (
-    ENTRIES_DIR,
-    SEGMENT_FORMAT,
-    arrow_entries_schema,
-    read_segment_unit,
-)
 from lbparse.columnar.grpctables import Held, grpc_tables, notice_rows
 from lbparse.columnar.ordered import decode_in_order
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_unit
 from lbparse.columnar.tables import MESSAGES, table_schema, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM
+from lbparse.pipeline.datadir_entries import (
+    ENTRIES_DIR,
+    SEGMENT_FORMAT,
+    arrow_entries_schema,
+    read_segment_unit,
+)
 from lbparse.pipeline.output import TableWriter, attempt_id, filesystem
 from lbparse.pipeline.summary import (
     count_batch,

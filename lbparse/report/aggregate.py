@@ -13,7 +13,7 @@ from typing import Any
 
 from lbparse.capture.records import NO_TIME
 from lbparse.codec.flatbuf import FlatTable
-from lbparse.report.client import ClientCalls
+from lbparse.report.client_calls import ClientCalls
 from lbparse.report.cluster import Cluster, check_leaders, is_no_responders
 from lbparse.report.failovers import Activity, failover_windows, lookups_model
 from lbparse.report.latency import AckLatency
@@ -115,7 +115,7 @@ class Aggregator:
         self.partitions = Partitions(self.axis, self.nodes)
         self.cluster = Cluster(self.axis, self.nodes)
         self.problems = Problems(self.axis)
-        self.client = ClientCalls(self.axis)  # the gRPC API (report.client)
+        self.client = ClientCalls(self.axis)  # the gRPC API (report.client_calls)
         self.streams: set[str] = set()
         self.raft: Any = None
         self.raft_missing = "not asked for"

@@ -734,7 +734,7 @@ CLIENT = "Client (gRPC API)"
 
 
 def client_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
-    """The client's section, only when the inputs held gRPC calls (report.client).
+    """The client's section, only when the inputs held gRPC calls (report.client_calls).
 
     Args:
         model: The report's data model (Aggregator.model / `--json`).

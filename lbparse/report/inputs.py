@@ -32,7 +32,7 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
 from lbparse.columnar.units import INPUT_PROBLEM
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
-from lbparse.report.columnar import add_batch, arrow_batches
+from lbparse.report.fast_path import add_batch, arrow_batches
 from lbparse.report.storage import read_data_dir
 from lbparse.report.timebins import MS, exact_time
 from lbparse.storage.datadir import is_data_dir
@@ -75,7 +75,7 @@ class ReadOptions:
     limits: Any = None  # lbparse.codec.limits.Limits, or None for the defaults
     on_progress: Callable[[str, int, int], None] | None = None  # (name, done, total)
     on_notice: Callable[[str, Notice], None] | None = None
-    # Captures through the columnar fast path (report.columnar); None: where it
+    # Captures through the columnar fast path (report.fast_path); None: where it
     # holds the record path's answers (pcap and pcapng files).
     fast: bool | None = None
 

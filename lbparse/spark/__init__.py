@@ -11,7 +11,7 @@
     spark.read.format("liftbridge-streams").option("servers", "127.0.0.1:9292") \
         .option("stream", "orders").load()                       # live streams, by offset
 
-The data source (source.py, stream.py) plans and reads its inputs with
+The data source (source.py, file_stream.py) plans and reads its inputs with
 the pipeline's pieces, so its rows are `lbparse pipeline`'s; options are
 named as the command's flags (options.py). `from_envelope` (functions.py)
 decodes a column as `from_protobuf` does, through an Arrow UDF. The streams

@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from lbparse.columnar.api import payload_records
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
-from lbparse.pipeline.schema import CAPTURE_COLUMNS, output_schema
+from lbparse.pipeline.spark_schema import CAPTURE_COLUMNS, output_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -71,7 +71,7 @@ KNOWN = (
     "path",
     "paths",
 )
-# Options of readStream alone (lbparse.spark.stream).
+# Options of readStream alone (lbparse.spark.file_stream).
 STREAM_ONLY = ("maxfilespertrigger", "minfileage")
 # The largest batchRows and maxFilesPerTrigger (machine integers, as
 # --batch-rows is bounded: lbparse.columnar.MAX_BATCH_ROWS).

@@ -9,7 +9,7 @@ Liftbridge data directories as a DataFrame, with Spark 4's Python data source AP
     acks = spark.read.format("liftbridge").option("table", "proto_Ack").load("captures/")
 
 The inputs are planned on the driver exactly as `lbparse pipeline` plans
-them (lbparse.columnar.sources.plan): one input partition per unit (a
+them (lbparse.pipeline.input_plan.plan): one input partition per unit (a
 capture file, a run of a Parquet file's row groups, a segment file), and
 each partition is read and decoded by the pipeline's own pieces
 (tasks.decode_unit, entries.read_segment_unit), yielding Arrow batches
@@ -39,10 +39,10 @@ from pyspark.sql.types import StructType
 
 from lbparse.columnar.sources import Unit
 from lbparse.pipeline.preflight import check_inputs
-from lbparse.pipeline.schema import entries_schema
+from lbparse.pipeline.spark_schema import entries_schema
+from lbparse.spark.file_stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
+from lbparse.spark.input_partitions import plan_partitions, read_units, schema_of, storage_inputs
 from lbparse.spark.options import ENTRIES, paths, stream_options, table, task_options
-from lbparse.spark.stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
-from lbparse.spark.units import plan_partitions, read_units, schema_of, storage_inputs
 
 __all__ = ["LiftbridgeDataSource", "UnitReader", "read_units"]
 

@@ -265,7 +265,7 @@ def wide_frame(spark: Any, out: Path) -> Any:
     from pyspark.sql import functions as F
 
     from lbparse.columnar.tables import payload_tables
-    from lbparse.pipeline.schema import output_schema
+    from lbparse.pipeline.spark_schema import output_schema
 
     data = spark.read.parquet(os.path.join(out, "messages"))
     keys = list(KEY)
@@ -315,7 +315,7 @@ def _traffic_frame(spark: Any, out: Path) -> Any:
     from pyspark.sql import functions as F
 
     from lbparse.columnar.schema import RAFT_ENTRY, RAFT_RPC
-    from lbparse.pipeline.schema import output_schema
+    from lbparse.pipeline.spark_schema import output_schema
 
     def read(name: str) -> Any:
         where = os.path.join(out, name)

@@ -36,7 +36,7 @@ from lbparse.codec.commitlog import CommitLogEntry, ReplicationResponse, encode_
 from lbparse.codec.payloads import REPLICATION_RESPONSE
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
-from lbparse.pipeline.schema import (
+from lbparse.pipeline.spark_schema import (
     arrow_output_schema,
     arrow_record_schema,
     column_for,

@@ -16,13 +16,14 @@ import pytest
 from support.damage import damaged_captures
 from support.shared import LIFTBRIDGE
 
-from lbparse.capture import columnar
+from lbparse.capture import native_batches
 from lbparse.columnar.decode_arrow import DecodeOptions
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.job import PipelineOptions, run
 
 pytestmark = pytest.mark.skipif(
-    not columnar.available(), reason="the C capture loop is not built: captures are one task"
+    not native_batches.available(), reason="the C capture loop is not built: captures are one task"
 )
 
 

@@ -17,7 +17,8 @@ from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
+from lbparse.pipeline.input_plan import plan
 from lbparse.spark.functions import CAPTURE_COLUMNS
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # a real Liftbridge cluster's capture
@@ -46,7 +47,7 @@ def test_read_gives_the_pipelines_rows(liftbridge: Any, datasets: dict[str, Any]
     df = liftbridge.options(layout="auto", **OPTIONS).load(captures)
     want = datasets["wide"]["table"]  # the pipeline's tables joined back into the wide row
     want = want.filter(pa.compute.is_in(want.column("source"), pa.array(captures)))
-    assert df.schema == lbparse.pipeline.schema.output_schema()
+    assert df.schema == lbparse.pipeline.spark_schema.output_schema()
     assert _rows(df.toArrow()) == _rows(want.select(df.columns))
 
 

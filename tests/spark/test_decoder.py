@@ -40,9 +40,10 @@ from lbparse.columnar.decode_arrow import (
     _flatbuffer_like,
     decisive_reason,
 )
-from lbparse.columnar.sources import SourceOptions, plan
+from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.wirescan import decode_structs, slices
-from lbparse.pipeline.schema import (
+from lbparse.pipeline.input_plan import plan
+from lbparse.pipeline.spark_schema import (
     arrow_output_schema,
     arrow_record_schema,
     column_for,

@@ -35,7 +35,8 @@ import pyarrow.parquet as pq
 import pytest
 from support.shared import LIFTBRIDGE
 
-from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
+from lbparse.pipeline.input_plan import plan
 
 # The module's tests on one worker, one after the other: each times its signal by
 # what a run prints or writes, and two runs at once would slow each other's.

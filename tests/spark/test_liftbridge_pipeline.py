@@ -29,7 +29,7 @@ from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables
 from lbparse.pipeline.job import PipelineOptions, run
-from lbparse.pipeline.schema import arrow_output_schema, column_for, typed_payloads
+from lbparse.pipeline.spark_schema import arrow_output_schema, column_for, typed_payloads
 
 SAMPLE = LIFTBRIDGE / "samples" / "short.pcapng"
 

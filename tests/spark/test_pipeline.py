@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import lbparse
 from lbparse.capture import CaptureReader
 from lbparse.columnar.tables import MESSAGES, payload_tables, table_names, table_schema
-from lbparse.pipeline.schema import output_schema
+from lbparse.pipeline.spark_schema import output_schema
 
 CAPTURES = ("capture.pcap", "gap.pcap", "cut.pcap", "records.jsonl")
 

@@ -19,7 +19,7 @@ from pyspark.sql.types import ArrayType, MapType
 
 from lbparse.columnar.columns import StructBuilder
 from lbparse.columnar.wirescan import decode_structs
-from lbparse.pipeline.schema import message_struct, output_schema, payload_columns
+from lbparse.pipeline.spark_schema import message_struct, output_schema, payload_columns
 
 F = descriptor_pb2.FieldDescriptorProto
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from lbparse.columnar.sources import NOT_DATA, SourceOptions, plan
+from lbparse.columnar.sources import NOT_DATA, SourceOptions
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.summary import Summary
 
 SAMPLE = Path(__file__).resolve().parents[2] / "lbparse" / "examples" / "sample.pcap"

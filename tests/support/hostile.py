@@ -400,7 +400,7 @@ def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict
     import pyarrow as pa
 
     from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
-    from lbparse.pipeline.schema import arrow_record_schema
+    from lbparse.pipeline.spark_schema import arrow_record_schema
 
     size = os.path.getsize(path)
     unit = Unit(path, "pcap", size, size)

@@ -12,7 +12,7 @@ import pyarrow as pa
 from lbparse.capture import CaptureReader
 from lbparse.codec.limits import Limits
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
-from lbparse.pipeline.schema import arrow_record_schema
+from lbparse.pipeline.spark_schema import arrow_record_schema
 
 
 def read_all(path: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The report's aggregation on fuzzer bytes (issue #27): the payloads published
 and delivered on a few subjects, read by both of the report's paths, the
-capture's columns (report/columnar.py) and records one by one
+capture's columns (report/fast_path.py) and records one by one
 (Aggregator.add, the path of recordings): no exception, the same counts by
 MsgType and by stream, the same acks, and the streams within MAX_STREAMS."""
 

@@ -1,7 +1,7 @@
 """The data source's units, batch and streaming alike: the inputs planned on
 the driver as `lbparse pipeline` plans them (one input partition per unit),
 their schema, and each unit read in its task (source.py's UnitReader,
-stream.py's FileStreamReader)."""
+file_stream.py's FileStreamReader)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from lbparse.capture.formats import PCAP, PCAPNG
-from lbparse.columnar.entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
 from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
-from lbparse.columnar.sources import Unit, plan
+from lbparse.columnar.sources import Unit
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
+from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
+from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.preflight import check_inputs, check_units
-from lbparse.pipeline.schema import entries_schema, output_schema
+from lbparse.pipeline.spark_schema import entries_schema, output_schema
 from lbparse.pipeline.tasks import TaskOptions, decode_unit, new_counts
 
 __all__ = [

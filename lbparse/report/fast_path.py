@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
 
-from lbparse.capture import Notice, Stats, columnar
+from lbparse.capture import Notice, Stats, native_batches
 from lbparse.capture.reader import MAX_SUBJECTS, OTHER_SUBJECTS
 from lbparse.capture.records import build_header_block
 from lbparse.codec.api import decode
@@ -37,7 +37,7 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import message_class
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 from lbparse.columnar.schema import column_for
-from lbparse.columnar.sources import SourceOptions, UnitStats, plan, read_unit
+from lbparse.columnar.sources import SourceOptions, UnitStats, plan_files, read_unit
 from lbparse.columnar.tables import JOIN_KEYS, tables_of
 from lbparse.columnar.units import INPUT_PROBLEM, input_problems
 from lbparse.report.aggregate import (
@@ -73,7 +73,7 @@ def native_reader() -> bool:
     Returns:
         True if the C capture loop is built.
     """
-    return bool(columnar.available())
+    return bool(native_batches.available())
 
 
 def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]]:
@@ -93,7 +93,7 @@ def arrow_batches(path: str, layout: str, stats: Any) -> Iterator[dict[str, Any]
     """
     decoder = decoder_for(DecodeOptions(layout=layout))
     options = SourceOptions(batch_rows=BATCH_ROWS)
-    for unit in plan([os.fspath(path)], options):
+    for unit in plan_files([os.fspath(path)], options):
         unit_stats = UnitStats(unit.path, unit.format, unit.size)
         # read_capture_tables's rows: the C capture loop where it is built, else
         # lbparse.capture's Python reader

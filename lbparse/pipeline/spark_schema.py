@@ -15,7 +15,6 @@ from google.protobuf.descriptor import Descriptor
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import StructType
 
-from lbparse.columnar.entries import arrow_entries_schema
 from lbparse.columnar.schema import (
     CAPTURE_COLUMNS,
     FIXED_FIELDS,
@@ -30,6 +29,7 @@ from lbparse.columnar.schema import (
     payload_type_of,
     typed_payloads,
 )
+from lbparse.pipeline.datadir_entries import arrow_entries_schema
 
 __all__ = [
     "CAPTURE_COLUMNS",
@@ -99,7 +99,7 @@ def output_schema() -> StructType:
 
 @cache
 def entries_schema() -> StructType:
-    """Spark's view of the entries table (lbparse.columnar.entries).
+    """Spark's view of the entries table (lbparse.pipeline.datadir_entries).
 
     Returns:
         The StructType of a data directory's entries (cached).

@@ -33,8 +33,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 
 from lbparse.columnar.sources import Unit
 from lbparse.pipeline.preflight import check_inputs
+from lbparse.spark.input_partitions import plan_partitions, read_units
 from lbparse.spark.options import paths, stream_options, table, task_options
-from lbparse.spark.units import plan_partitions, read_units
 
 __all__ = ["DEFAULT_MIN_FILE_AGE", "FileStreamReader", "ready_files"]
 
@@ -44,7 +44,7 @@ DEFAULT_MIN_FILE_AGE = 2.0
 def _visible_files(inputs: Sequence[str]) -> Iterator[str]:
     """The files under `inputs`, absolute (the tasks run elsewhere), directories
     walked in name order; names starting with "." or "_" are not data (Spark's
-    rule, and lbparse.columnar.sources.plan's)."""
+    rule, and lbparse.pipeline.input_plan.plan's)."""
     for p in map(os.path.abspath, inputs):
         if not os.path.isdir(p):
             yield p

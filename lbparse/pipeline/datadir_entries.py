@@ -67,7 +67,7 @@ ENTRIES_PARTITION = "stream"
 SEGMENT_FORMAT = "segment"  # a Unit's format for a segment file
 
 # Declared in Arrow (what the tasks write); Spark's view derived from it
-# (lbparse.pipeline.schema.entries_schema), as for the messages, so that
+# (lbparse.pipeline.spark_schema.entries_schema), as for the messages, so that
 # reading data directories needs no Spark.
 FIXED: tuple[pa.Field, ...] = (
     pa.field("source", pa.string(), False),  # the .log file

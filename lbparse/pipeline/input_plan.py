@@ -1,0 +1,37 @@
+"""The pipeline's inputs, planned on the driver: every path given as the units
+its tasks read.
+
+A Liftbridge data directory is planned by datadir_entries.py (one unit per
+segment file); any other path is files, cut into units by the columnar
+core's reader (lbparse.columnar.sources.plan_files), which reads them in the
+tasks. The Spark data source and `lbparse report` plan their inputs here
+too, so that their rows are the pipeline's.
+"""
+
+from __future__ import annotations
+
+from lbparse.columnar.sources import Skipped, SourceOptions, plan_files
+from lbparse.columnar.units import Unit
+from lbparse.pipeline.datadir_entries import plan_storage
+
+__all__ = ["plan"]
+
+
+def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None) -> list[Unit]:
+    """Every input file as units, in the order given (directories sorted).
+
+    A Liftbridge data directory (or its streams/, a stream, a partition, a
+    .log file) is planned as one unit per segment file (pipeline/datadir_entries.py).
+    What a directory holds and is not read (names with a leading . or _,
+    links to directories, folders that cannot be listed) is added to
+    `skipped`, with why.
+    """
+
+    units: list[Unit] = []
+    for given in paths:
+        segments = plan_storage(given)
+        if segments is not None:
+            units += segments
+        else:
+            units += plan_files([given], options, skipped)
+    return units
