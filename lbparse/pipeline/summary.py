@@ -240,7 +240,7 @@ class Summary:
         tables: The tables this run wrote, by name (messages, proto_Message,
             ..., entries): each one's path and rows; only those with rows.
         skipped: What the inputs' directories held and the run did not read,
-            and why (columnar.sources.plan): [{"path": ..., "reason": ...}].
+            and why (pipeline.input_plan.plan): [{"path": ..., "reason": ...}].
     """
 
     files: list[FileSummary]

@@ -66,7 +66,7 @@ class ReadOptions:
         on_progress: Called with (name, done, total) as an input is read, if given.
         on_notice: Called with (where, notice) for each capture reader notice,
             if given.
-        fast: Read captures through the columnar fast path (report.columnar);
+        fast: Read captures through the columnar fast path (report.fast_path);
             None: where it holds the record path's answers (pcap and pcapng
             files with the default limits and layout auto).
     """

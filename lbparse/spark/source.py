@@ -186,7 +186,7 @@ class LiftbridgeDataSource(DataSource):
             schema: The schema of schema().
 
         Returns:
-            A FileStreamReader (lbparse.spark.stream) of this source's options.
+            A FileStreamReader (lbparse.spark.file_stream) of this source's options.
 
         Raises:
             ValueError: The inputs are data directories: readStream reads new
