@@ -57,6 +57,43 @@ def test_the_api_reference_has_every_module_the_manual_names() -> None:
     assert set(API_MODULES) <= _api_blocks()
 
 
+def test_the_api_reference_reads_google_docstrings() -> None:
+    # The docstrings' Args/Returns/Raises sections (tests/test_docstrings.py)
+    # are rendered as sections only when mkdocstrings is told their style.
+    config = yaml.safe_load((ROOT / "docs" / "mkdocs.yml").read_text())
+    (plugin,) = [p["mkdocstrings"] for p in config["plugins"] if isinstance(p, dict)]
+    assert plugin["handlers"]["python"]["options"]["docstring_style"] == "google"
+
+
+def test_the_api_reference_modules_are_the_packages() -> None:
+    for module in API_MODULES:
+        path = ROOT.joinpath(*module.split("."))
+        assert path.with_suffix(".py").is_file() or (path / "__init__.py").is_file(), module
+
+
+def _code_map() -> set[str]:
+    """What format.md's tree of the checkout names directly under lbparse/."""
+    text = (PAGES / "format.md").read_text()
+    tree = text.split("<!-- example: spec-tree -->", 1)[1].split("```")[1]
+    named: set[str] = set()
+    inside = False
+    for line in tree.splitlines():
+        if line and not line.startswith(" "):
+            inside = line.startswith("lbparse/ ")
+        elif inside and line.startswith("  ") and not line.startswith(" " * 3):
+            named.update(re.split(r"\s{2,}", line.strip())[0].split(", "))
+    return named
+
+
+def test_the_code_map_names_every_wing_and_module_of_the_package() -> None:
+    package = ROOT / "lbparse"
+    wings = {p.name + "/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    named = _code_map()
+    assert {"spark/", "streams/", "pipeline/", "live/", "report/", "cli/"} <= wings
+    assert wings | modules <= named, sorted((wings | modules) - named)
+
+
 def test_every_module_the_manuals_code_imports_is_in_the_api_reference() -> None:
     text = "\n".join(p.read_text() for p in [ROOT / "README.md", *PAGES.glob("*.md")])
     imported = set(re.findall(r"^\s*import (lbparse[\w.]*)", text, re.M))
@@ -121,6 +158,21 @@ def test_the_api_reference_documents_each_module(site: Path) -> None:
         assert f'id="{module}"' in api, module
         if name is not None:
             assert f'id="{module}.{name}"' in api, f"{module}.{name}"
+
+
+@pytest.mark.slow
+def test_the_api_reference_renders_each_modules_docstring_sections(site: Path) -> None:
+    # Each module's part of the page, from its heading to the next module's:
+    # its members are there with their Google sections rendered as sections.
+    api = (site / "api.html").read_text()
+    starts = sorted((api.index(f'id="{module}"'), module) for module in API_MODULES)
+    for (start, module), (end, _) in zip(starts, [*starts[1:], (len(api), "")], strict=True):
+        name = API_MODULES[module]
+        if name is None:
+            continue
+        part = api[start:end]
+        for section in ("Parameters:", "Returns:"):
+            assert f'doc-section-title">{section}' in part, (module, section)
 
 
 @pytest.mark.slow
