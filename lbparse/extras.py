@@ -97,9 +97,22 @@ class MissingExtra(ModuleNotFoundError):
 
 
 def need(module: str) -> ModuleType:
-    """`module`, imported now: an optional module, an lbparse module that needs
-    one (NEEDS_EXTRA) or a module kept out of startup (LATE). Without its
-    extra: MissingExtra, whose message names the `pip install` that fixes it."""
+    """Import `module` now, or say which extra installs it.
+
+    `module` is an optional module, an lbparse module that needs one
+    (NEEDS_EXTRA) or a module kept out of startup (LATE).
+
+    Args:
+        module: The dotted module name, as `importlib.import_module` takes it.
+
+    Returns:
+        The imported module.
+
+    Raises:
+        MissingExtra: An optional module is not installed; the message names
+            the `pip install` that fixes it. A module missing that no extra
+            installs is a broken install and raises its ModuleNotFoundError.
+    """
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -110,8 +123,16 @@ def need(module: str) -> ModuleType:
 
 
 def missing_extra(exc: BaseException) -> str | None:
-    """The one line that says which `pip install` fixes `exc` (a ModuleNotFoundError
-    of an optional module), or None when it is no such error."""
+    """Say which `pip install` fixes a missing optional module.
+
+    Args:
+        exc: Any exception; only a ModuleNotFoundError of an optional module
+            (MODULES) has an answer.
+
+    Returns:
+        The one line naming the package, its extra and the `pip install`, or
+        None when `exc` is no such error.
+    """
     if not isinstance(exc, ModuleNotFoundError) or not exc.name:
         return None
     found = MODULES.get(exc.name.split(".")[0])

@@ -98,22 +98,40 @@ class OutputError(ValueError):
 
 
 class OutputFailed(OutputError):
-    """Writing an output failed (a full disk, an I/O error): exit status 2,
-    one line naming the output. Not an OSError on purpose: a command that
-    takes an OSError for its input's (a file it cannot read) must not take
-    this one for it."""
+    """Writing an output failed (a full disk, an I/O error).
+
+    Exit status 2, one line naming the output. Not an OSError on purpose: a
+    command that takes an OSError for its input's (a file it cannot read)
+    must not take this one for it.
+    """
 
 
 def write_failed(where: str, exc: OSError) -> OutputFailed:
-    """The OutputFailed of `exc`, raised while writing the output `where`."""
+    """The OutputFailed of `exc`, raised while writing the output `where`.
+
+    Args:
+        where: The output as the user named it (`-o out.json`, "standard
+            output").
+        exc: The OSError the write raised.
+
+    Returns:
+        An OutputFailed saying "WHERE: cannot write: CAUSE" (the errno's
+        words), for the caller to raise.
+    """
     code = exc.errno
     why = os.strerror(code) if isinstance(code, int) and code > 0 else (exc.strerror or str(exc))
     return OutputFailed(f"{where}: cannot write: {why}")
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped a run. The code that was running says what it
-    had done (`rows`) and what is on disk now (`kept`, `finished`)."""
+    """SIGINT or SIGTERM stopped a run.
+
+    The code that was running says what it had done (`rows`) and what is on
+    disk now (`kept`, `finished`).
+
+    Args:
+        signum: The signal that stopped the run (its name is the message).
+    """
 
     def __init__(self, signum: int = signal.SIGINT) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -125,14 +143,37 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass(frozen=True)
 class FileOutput:
-    """A checked output file: `kind` is "stdout", "in_place" (a device, a
-    FIFO) or "replace" (a regular file, new or replaced whole)."""
+    """A checked output file, as `check_file` found it.
+
+    Attributes:
+        option: The option that named it (`-o`, `--json`).
+        path: The path as given ("-" for standard output).
+        kind: "stdout", "in_place" (a device, a FIFO) or "replace" (a regular
+            file, new or replaced whole).
+    """
 
     option: str
     path: str
     kind: str
 
     def write(self, data: bytes | str) -> None:
+        """Write `data` as the whole output.
+
+        Standard output is written and flushed; a device or FIFO is written in
+        place; a regular file is replaced whole (`replace_file`'s way, with the
+        old file's permission bits).
+
+        Args:
+            data: The output's content; text is written as UTF-8.
+
+        Raises:
+            OutputFailed: The write failed (a full disk, an I/O error), naming
+                the output. A BrokenPipeError on standard output is raised as it
+                is: the reader left, which is no failure.
+            OutputError: The place changed since it was checked (a regular
+                file became something else, a device is no longer one) or
+                cannot be opened or replaced; nothing is written.
+        """
         if self.kind == "stdout":
             try:
                 if isinstance(data, str):
@@ -152,6 +193,7 @@ class FileOutput:
 
     @property
     def describe(self) -> str:
+        """The output for a message: "standard output" or its path."""
         return "standard output" if self.kind == "stdout" else self.path
 
 
@@ -180,8 +222,16 @@ class OutputFile(io.FileIO):
 
 
 def temp_name(path: str, suffix: str = ".tmp") -> str:
-    """A new random name beside `path` for its temporary file (or directory):
-    `.NAME.<16 hex>.tmp`, NAME cut short so that the name fits NAME_MAX."""
+    """A new random name beside `path` for its temporary file (or directory).
+
+    Args:
+        path: The output the temporary file will be renamed over.
+        suffix: The name's ending.
+
+    Returns:
+        `.NAME.<16 hex>SUFFIX` in `path`'s folder, NAME cut short so that the
+        name fits NAME_MAX.
+    """
     folder, name = os.path.split(path)
     room = _name_max(folder or ".") - (_TEMP_MIN - len(".tmp") + len(suffix))
     stem = os.fsdecode(os.fsencode(name)[: max(room, 0)])
@@ -224,16 +274,28 @@ def _rename_over(temp: str, path: str, where: str) -> None:
 
 
 class StreamedOutput:
-    """An output written as a stream (a command's records as they come):
-    checked when made (`check_file`), then opened, then committed or
-    discarded. A regular file (or a new name) is written as a new file of
-    a random name beside it (O_EXCL | O_NOFOLLOW, the old file's permission
+    """An output written as a stream (a command's records as they come).
+
+    Checked when made (`check_file`), then opened, then committed or
+    discarded. A regular file (or a new name) is written as a new file of a
+    random name beside it (O_EXCL | O_NOFOLLOW, the old file's permission
     bits) and renamed over it by `commit`; `discard` leaves the old file as
     it was. A device or FIFO is written in place. With `grow_new`, a name
     that is absent is made at once under its own name (O_EXCL | O_NOFOLLOW),
     so that `tail -f` follows a recording as it grows: there is no old file
     to keep, and `discard` removes it. The open file's write errors are
-    OutputFailed (OutputFile); a commit that fails removes the new file."""
+    OutputFailed (OutputFile); a commit that fails removes the new file.
+
+    Args:
+        path: The output's path (not "-": standard output is no stream here).
+        option: The option that named it, for messages.
+        inputs: The run's inputs: the output may not be one of them.
+        grow_new: Make an absent `path` under its own name at once, so that it
+            can be followed while written.
+
+    Raises:
+        OutputError: `check_file` refuses `path` (one line saying why).
+    """
 
     def __init__(
         self, path: str, option: str, inputs: Sequence[str] = (), *, grow_new: bool = False
@@ -251,9 +313,22 @@ class StreamedOutput:
 
     @property
     def where(self) -> str:
+        """The output for a message: its option and path."""
         return f"{self.option} {self.path}"
 
     def open(self) -> BinaryIO:
+        """Open the output for writing.
+
+        Returns:
+            A buffered binary file: the device or FIFO itself, the new file under
+            `path` (`grow_new`), or a new file of a random name beside `path`.
+            Its write errors are OutputFailed.
+
+        Raises:
+            OutputError: The place changed since it was checked (a name that
+                appeared, a device that became something else) or cannot be
+                opened.
+        """
         if self.in_place:
             return self._open_in_place()
         if self.grow:
@@ -293,11 +368,20 @@ class StreamedOutput:
         return self._wrap(fd)
 
     def commit(self) -> None:
+        """Put the written output in place: rename the new file over `path`.
+
+        Nothing to do for a device, a FIFO or a file grown under its own name.
+
+        Raises:
+            OutputError: The rename failed (the name became a directory
+                meanwhile, a read-only place); the new file is removed.
+        """
         temp, self.temp = self.temp, None
         if temp is not None and temp != self.path:
             _rename_over(temp, self.path, self.where)
 
     def discard(self) -> None:
+        """Remove what was written, leaving an old file at `path` as it was."""
         if self.temp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.temp)
@@ -305,9 +389,19 @@ class StreamedOutput:
 
 
 def follow_allowed(path: str, link: os.stat_result) -> bool:
-    """Whether the link `path` (its lstat: `link`) may be followed: the kernel's
-    fs.protected_symlinks rule. Not another user's link in a sticky
-    world-writable directory (/tmp), unless that user owns the directory."""
+    """Whether the link `path` may be followed: the kernel's fs.protected_symlinks rule.
+
+    Not another user's link in a sticky world-writable directory (/tmp),
+    unless that user owns the directory.
+
+    Args:
+        path: The link.
+        link: Its lstat.
+
+    Returns:
+        True when the link is ours, or its directory is not sticky and
+        world-writable, or the link's owner owns the directory.
+    """
     if link.st_uid == os.getuid():
         return True
     try:
@@ -319,10 +413,25 @@ def follow_allowed(path: str, link: os.stat_result) -> bool:
 
 
 def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput:
-    """The output file `path` (given with `option`) as it will be written, or
-    OutputError saying in one line why it will not be (see the module doc).
+    """Check the output file `path` before anything is read.
+
     Nothing is read, made or opened for writing: this is what every command
-    calls before it reads any input."""
+    calls before it reads any input (the module's docstring says what each
+    kind of path gets).
+
+    Args:
+        path: The output as given; "-" is standard output.
+        option: The option that named it, for messages.
+        inputs: The run's inputs: the output may not be one of them.
+
+    Returns:
+        The output as it will be written.
+
+    Raises:
+        OutputError: It will not be written, with one line saying why (a
+            directory, a link to a regular file, an input, a missing or
+            read-only folder, a name too long, an immutable file...).
+    """
     if path == STDOUT:
         return FileOutput(option, path, "stdout")
     where = _where(option, path)
@@ -357,8 +466,20 @@ def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput
 def check_files(
     outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str] = ()
 ) -> dict[str, FileOutput]:
-    """Each (option, path) given (None: not asked) checked, by option; two
-    outputs at the same place are refused (devices aside: both write in place)."""
+    """Check each output a command was given, and that no two are the same place.
+
+    Args:
+        outputs: (option, path) pairs; a path of None was not asked for.
+        inputs: The run's inputs: no output may be one of them.
+
+    Returns:
+        Each checked output by its option.
+
+    Raises:
+        OutputError: An output is refused (`check_file`), or two outputs
+            write to the same file or both to standard output (devices aside:
+            both write in place).
+    """
     checked: dict[str, FileOutput] = {}
     for option, path in outputs:
         if path is not None:
@@ -378,11 +499,23 @@ def check_files(
 
 
 def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int = 0) -> None:
-    """An output directory: absent (it is made, with the directories it needs,
-    in the nearest one that exists, which must be writable), or a writable
-    directory, or a link to one that may be followed; never an input,
-    inside one, or holding one. `deepest`: the bytes the run adds to DIR's
-    absolute path at most (its files' names), which must fit PATH_MAX."""
+    """Check an output directory before anything is read.
+
+    It may be absent (it is made, with the directories it needs, in the
+    nearest one that exists, which must be writable), a writable directory, or
+    a link to one that may be followed; never an input, inside one, or holding
+    one. A URL (hdfs://, s3://) is another filesystem's to judge: not checked.
+
+    Args:
+        path: The directory as given.
+        option: The option that named it, for messages.
+        inputs: The run's inputs.
+        deepest: The bytes the run adds to the directory's absolute path at
+            most (its files' names), which must fit PATH_MAX; 0 not to check.
+
+    Raises:
+        OutputError: It will not be written, with one line saying why.
+    """
     if "://" in path:
         return  # another filesystem (hdfs://, s3://): its own rules
     where = _where(option, path)
@@ -443,7 +576,16 @@ def _check_ancestor(path: str, where: str) -> None:
 
 
 def inside(path: str, folder: str) -> bool:
-    """Whether `path` is `folder` or under it (both absolute and resolved)."""
+    """Whether `path` is `folder` or under it.
+
+    Args:
+        path: An absolute, resolved path.
+        folder: An absolute, resolved path.
+
+    Returns:
+        True when `path` is `folder` or below it (False across drives or
+        when one is relative).
+    """
     try:
         return os.path.commonpath([path, folder]) == folder
     except ValueError:
@@ -452,9 +594,15 @@ def inside(path: str, folder: str) -> bool:
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block is done (a swap of outputs must
-    not stop half way), then take their course. Only the main thread
-    receives Python's signal handlers; elsewhere the block just runs."""
+    """Hold SIGINT and SIGTERM until the block is done, then let them take their course.
+
+    A swap of outputs must not stop half way. Only the main thread receives
+    Python's signal handlers; elsewhere the block just runs.
+
+    Yields:
+        None, once: the block runs with the signals held; the first one that
+        came is raised again, to the caller's handler, when it ends.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -501,10 +649,21 @@ def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
 
 
 def check_folder(path: str, where: str) -> None:
-    """The directory the output file `path` is made in (as a new file of a
-    random name, renamed over `path`): there, a directory, writable, with
-    room in PATH_MAX for that new file's name. Its name is taken as the
-    kernel will take it (`nodir/..` is not `.` while nodir is missing)."""
+    """Check the directory the output file `path` is made in.
+
+    The output is a new file of a random name there, renamed over `path`: the
+    directory must be there, a directory, writable, with room in PATH_MAX for
+    that new file's name. Its name is taken as the kernel will take it
+    (`nodir/..` is not `.` while nodir is missing).
+
+    Args:
+        path: The output file.
+        where: The output as the user named it, for messages.
+
+    Raises:
+        OutputError: The directory is missing, not a directory, not writable,
+            or too long for the new file's name.
+    """
     folder = os.path.dirname(path) or "."
     shown = os.path.abspath(folder)
     try:

@@ -64,17 +64,30 @@ def _package_data(name: str) -> Path | None:
 
 
 def spec_dir() -> Path:
-    """The folder of the spec: envelope.ksy, commitlog.ksy, proto/, flatbuffers/."""
+    """The folder of the spec: envelope.ksy, commitlog.ksy, proto/, flatbuffers/.
+
+    Returns:
+        The package data's spec/ (an installed wheel), else the checkout's.
+    """
     return _package_data("spec") or _CHECKOUT / "spec"
 
 
 def tools_dir() -> Path:
-    """The folder holding ksc.js and the npm manifest of the Kaitai compiler."""
+    """The folder holding ksc.js and the npm manifest of the Kaitai compiler.
+
+    Returns:
+        The package data's tools/ (an installed wheel), else the checkout's.
+    """
     return _package_data("tools") or _CHECKOUT / "tools"
 
 
 def cache_dir() -> Path:
-    """Where lbparse keeps what it installs for one user."""
+    """Where lbparse keeps what it installs for one user.
+
+    Returns:
+        $LBPARSE_CACHE_DIR if set, else lbparse/ in $XDG_CACHE_HOME (default
+        ~/.cache); the folder may not exist yet.
+    """
     explicit = os.environ.get("LBPARSE_CACHE_DIR")
     if explicit:
         return Path(explicit)
@@ -116,9 +129,20 @@ def _say(message: str) -> None:
 def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
     """The path of ksc.js, in a folder whose node_modules holds the compiler.
 
-    Installs the pinned compiler into the cache on first use (`say` tells
-    the user, once); raises ResourceError, saying what to do, when Node or
-    npm is missing or `npm ci` fails."""
+    Installs the pinned compiler into the cache on first use.
+
+    Args:
+        say: Called with one line for the user before an install (once).
+
+    Returns:
+        The ksc.js to run with Node: the tools folder's when its node_modules
+        is ready, else the cache folder's (`compiler_folder`).
+
+    Raises:
+        ResourceError: The package data lacks the compiler's files, a cache
+            folder is not this user's alone, or Node or npm is missing or
+            `npm ci` fails; the message says what to do.
+    """
     tools = tools_dir()
     if _ready(tools):
         return tools / "ksc.js"
@@ -145,8 +169,15 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
 
 
 def compiler_folder(tools: Path) -> Path:
-    """The cache folder the compiler of `tools`' manifest is installed into
-    (named by the pinned version and a digest of the manifest)."""
+    """The cache folder the compiler of `tools`' manifest is installed into.
+
+    Args:
+        tools: The folder holding ksc.js and its npm manifest (`tools_dir`).
+
+    Returns:
+        A folder of `cache_dir` named by the pinned compiler version and a
+        digest of the manifest; it may not exist yet.
+    """
     digest = hashlib.sha256()
     for name in KAITAI_FILES:
         digest.update((tools / name).read_bytes())

@@ -49,7 +49,12 @@ def _ours(path: str) -> bool:
 
 
 def private_dir() -> str:
-    """This process's private scratch directory (made on first use, removed at exit)."""
+    """This process's private scratch directory (made on first use, removed at exit).
+
+    Returns:
+        The directory's path; a new one if the last was removed or is no
+        longer ours alone.
+    """
     global _dir
     with _lock:
         if _dir is None or not _ours(_dir):
@@ -60,10 +65,22 @@ def private_dir() -> str:
 
 
 def write_private(name: str, text: str) -> str:
-    """A new file `name` in the private directory holding `text`; its path.
+    """Make a new file `name` in the private directory holding `text`.
 
     Each call makes a new file (a numbered name if `name` was taken in this
-    process's directory): a file found already there is never used."""
+    process's directory): a file found already there is never used.
+
+    Args:
+        name: The file's name (no folder); a number is added before its
+            extension when taken.
+        text: What the file holds, written as UTF-8.
+
+    Returns:
+        The new file's path.
+
+    Raises:
+        OSError: No new name could be made (1,000 taken), or the write failed.
+    """
     base = private_dir()
     stem, dot, ext = name.rpartition(".")
     for i in range(1000):
@@ -80,9 +97,18 @@ def write_private(name: str, text: str) -> str:
 
 
 def open_private(name: str) -> BinaryIO:
-    """A new, empty scratch file (read and write, binary), already unlinked:
-    only this open file reaches it, and nothing is left behind, whatever
-    way the process ends."""
+    """A new, empty scratch file (read and write, binary), already unlinked.
+
+    Only this open file reaches it, and nothing is left behind, whatever way
+    the process ends.
+
+    Args:
+        name: The name it is made under (see `write_private`) before it is
+            unlinked.
+
+    Returns:
+        The open file, at offset 0; closing it frees the space.
+    """
     path = write_private(name, "")
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
     os.unlink(path)
@@ -92,15 +118,26 @@ def open_private(name: str) -> BinaryIO:
 def replace_file(
     path: str | os.PathLike[str], data: bytes | str, mode: int = 0o666, chmod: int | None = None
 ) -> None:
-    """Write `data` to `path` whole or not at all (readers see the old file
-    or the new one), through a new file of a random name beside it.
+    """Write `data` to `path` whole or not at all, through a new file beside it.
 
-    The new file is created with O_EXCL | O_NOFOLLOW and `mode` less the
-    umask (0666: as open() would make the output), never opened if
-    something is there already; os.replace then renames it over `path`,
-    which replaces a link at `path` rather than writing through it.
-    `chmod`: these permission bits exactly (an existing file's, kept as
-    `>` keeps them), whatever the umask."""
+    Readers see the old file or the new one. The new file, of a random name,
+    is created with O_EXCL | O_NOFOLLOW and `mode` less the umask, never
+    opened if something is there already; os.replace then renames it over
+    `path`, which replaces a link at `path` rather than writing through it.
+
+    Args:
+        path: The file to write.
+        data: Its new content; text is written as UTF-8.
+        mode: The new file's permission bits before the umask (0o666: as
+            open() would make the output).
+        chmod: These permission bits exactly, whatever the umask (an existing
+            file's, kept as `>` keeps them); None to leave `mode`'s.
+
+    Raises:
+        OSError: No new temporary name could be made beside `path` (100
+            tried), or the write or the rename failed (the temporary file is
+            removed).
+    """
     target = os.fspath(path)
     folder, name = os.path.split(target)
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -127,10 +164,18 @@ def replace_file(
 
 
 def read_own(path: str | os.PathLike[str]) -> bytes | None:
-    """The bytes of `path` if only this user can have written them: a
-    regular file (not a link) owned by us, writable by nobody else. None
-    otherwise (absent, planted by another user, opened up to others), so
-    that a cache file is used only when it is ours."""
+    """The bytes of `path` if only this user can have written them.
+
+    A cache file is used only when it is ours: a regular file (not a link)
+    owned by us, writable by nobody else.
+
+    Args:
+        path: The file to read.
+
+    Returns:
+        Its bytes, or None when it is absent, not a regular file, planted by
+        another user or writable by others.
+    """
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:

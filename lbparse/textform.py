@@ -24,7 +24,15 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def msg_type_word(name: str | None) -> str:
-    """A MsgType name for people: `NO_MSG_TYPE` when there is none."""
+    """A MsgType name for people: `NO_MSG_TYPE` when there is none.
+
+    Args:
+        name: The MsgType's name, or None (a headerless payload, a layout
+            whose byte 7 is not one).
+
+    Returns:
+        `name` itself, or `NO_MSG_TYPE` for None.
+    """
     return NO_MSG_TYPE if name is None else name
 
 
@@ -33,5 +41,13 @@ def _escape(m: re.Match[str]) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with every control character written as jq writes it (`\\u001b`)."""
+    r"""`text` with every control character written as jq writes it (`\u001b`).
+
+    Args:
+        text: Text from the input (a subject, a header value), shown on a
+            terminal.
+
+    Returns:
+        The same text, each control character replaced by its `\uXXXX` escape.
+    """
     return _CONTROL.sub(_escape, text)
