@@ -106,8 +106,34 @@ def _decode(
 
     Raises `EnvelopeError` (with `.kind`) for any bytes that are not a
     well-formed envelope; never any other exception for bad bytes.
-    `limits` (`lbparse.codec.limits.Limits`, None for the defaults) bounds the
-    payload size and protobuf nesting; a payload over a limit is `bad_payload` with `.limit`.
+
+    Args:
+        data: The NATS message's payload (bytes, bytearray, memoryview: any
+            buffer), header and payload together.
+        layout: The layout to read: "v0", "legacy", "flatbuffers",
+            "flatbuffers-draft", "lift-cookie", "plain" (`LAYOUTS`), or "auto"
+            to tell them apart from the bytes (`Envelope.layout` says which).
+        verify_crc: Check the payload's CRC-32C when the header carries one
+            (a mismatch is `crc_mismatch`).
+        lenient: Accept what upstream's decoders accept (an unknown MsgType,
+            flag bits, a longer header), each said in `Envelope.warnings`.
+        payload_type: Decode the payload as this type (a protobuf name such
+            as "proto.Ack", or "bytes"), for layouts whose header does not
+            say it; None: the MsgType's type, or the layout's default.
+        limits: Bounds on the payload size and protobuf nesting
+            (`lbparse.Limits`); None for the defaults. A payload over a limit
+            is `bad_payload` with `.limit`.
+
+    Returns:
+        The decoded envelope, an immutable record: its header fields, the
+        payload's bytes and its message (a protobuf message, a FlatTable, a
+        ReplicationResponse, or bytes).
+
+    Raises:
+        EnvelopeError: The bytes are not a well-formed envelope of that
+            layout; `.kind` says which check failed, with `.offset`,
+            `.expected` and `.actual`.
+        ValueError: `layout` names no layout.
     """
     if limits is None:
         limits = DEFAULT
@@ -145,14 +171,61 @@ if TYPE_CHECKING:
         payload_type: str | None = None,
         limits: Limits | None = DEFAULT,
     ) -> Envelope:
-        """Decode one NATS payload as an envelope of `layout`."""
+        """Decode one NATS payload as an envelope of `layout`.
+
+        Raises `EnvelopeError` (with `.kind`) for any bytes that are not a
+        well-formed envelope; never any other exception for bad bytes.
+
+        Args:
+            data: The NATS message's payload (bytes, bytearray, memoryview: any
+                buffer), header and payload together.
+            layout: The layout to read: "v0", "legacy", "flatbuffers",
+                "flatbuffers-draft", "lift-cookie", "plain" (`LAYOUTS`), or "auto"
+                to tell them apart from the bytes (`Envelope.layout` says which).
+            verify_crc: Check the payload's CRC-32C when the header carries one
+                (a mismatch is `crc_mismatch`).
+            lenient: Accept what upstream's decoders accept (an unknown MsgType,
+                flag bits, a longer header), each said in `Envelope.warnings`.
+            payload_type: Decode the payload as this type (a protobuf name such
+                as "proto.Ack", or "bytes"), for layouts whose header does not
+                say it; None: the MsgType's type, or the layout's default.
+            limits: Bounds on the payload size and protobuf nesting
+                (`lbparse.Limits`); None for the defaults. A payload over a limit
+                is `bad_payload` with `.limit`.
+
+        Returns:
+            The decoded envelope, an immutable record: its header fields, the
+            payload's bytes and its message (a protobuf message, a FlatTable, a
+            ReplicationResponse, or bytes).
+
+        Raises:
+            EnvelopeError: The bytes are not a well-formed envelope of that
+                layout; `.kind` says which check failed, with `.offset`,
+                `.expected` and `.actual`.
+            ValueError: `layout` names no layout.
+        """
         ...
 else:
     decode = _fast_decode
 
 
 def decode_header(data: Buffer, layout: str = "v0", *, lenient: bool = False) -> Header:
-    """Validate and return the header without touching the payload (no CRC check)."""
+    """Validate and return the header without touching the payload (no CRC check).
+
+    Args:
+        data: The NATS message's payload, header and payload together.
+        layout: The layout to read (as `decode` takes it); a headerless
+            layout's Header has only its framing (the payload's offset).
+        lenient: Accept what upstream's decoders accept, as `decode` does.
+
+    Returns:
+        The header: layout, version, header length, flags, CRC field, MsgType
+        (number and name), payload type, warnings, and the payload's offset.
+
+    Raises:
+        EnvelopeError: The header is not well-formed (as `decode` says it).
+        ValueError: `layout` names no layout.
+    """
     lay = layout_named(layout)
     data = as_bytes(data)
     if not lay.has_header:
@@ -183,13 +256,31 @@ def encode(
     crc: bool = False,
     flags: int = 0,
 ) -> bytes:
-    """Build the envelope of `message` (a protobuf message, a FlatBuffers
-    `FlatTable` in the FlatBuffers layouts, a `ReplicationResponse`, or
-    bytes for `plain`).
+    """Build the envelope of `message`.
 
-    `msg_type` (a number or a MsgType name of the layout) follows from the
-    message's type when None; `crc` adds the CRC-32C; `flags` sets header
-    flag bits besides the CRC flag (unassigned ones, which upstream ignores)."""
+    Args:
+        message: A protobuf message, a FlatBuffers `FlatTable` in the
+            FlatBuffers layouts, a `ReplicationResponse`, or bytes for
+            `plain`.
+        layout: The layout to write (`LAYOUTS`; not "auto").
+        msg_type: A MsgType number or name of the layout; None: the one the
+            message's type has.
+        crc: Add the payload's CRC-32C (and set the CRC flag).
+        flags: Header flag bits besides the CRC flag (unassigned ones, which
+            upstream ignores).
+
+    Returns:
+        The envelope's bytes, header and payload, as a NATS payload.
+
+    Raises:
+        ValueError: `layout` or a MsgType name is unknown, the message's type
+            has no MsgType in the layout (or not the one asked), `flags` is
+            not one byte or holds the CRC flag, or a headerless layout is
+            given a MsgType, flags or a CRC.
+        TypeError: The layout carries the payload type in another form (a
+            FlatTable, not a protobuf message, in the FlatBuffers layouts;
+            bytes in plain).
+    """
     lay = layout_named(layout)
     if isinstance(msg_type, str):
         msg_type = lay.msg_type_named(msg_type).value
@@ -197,11 +288,19 @@ def encode(
 
 
 def encode_envelope(env: Envelope) -> bytes:
-    """The bytes of a decoded (or built) Envelope: its layout, MsgType, flag
-    bits, CRC (present or not) and message. For an envelope decoded from
-    bytes, these are the bytes, wherever the payload was in its encoder's
-    canonical form (protobuf's deterministic serialization, Go's
-    FlatBuffers builder order)."""
+    """The bytes of a decoded (or built) Envelope.
+
+    Its layout, MsgType, flag bits, CRC (present or not) and message are
+    encoded again. For an envelope decoded from bytes, these are the bytes,
+    wherever the payload was in its encoder's canonical form (protobuf's
+    deterministic serialization, Go's FlatBuffers builder order).
+
+    Args:
+        env: The envelope.
+
+    Returns:
+        The envelope's bytes, header and payload.
+    """
     lay = layout_named(env.layout)
     crc = env.crc32c is not None
     flags = (env.flags or 0) & ~CRC_FLAG
@@ -215,10 +314,25 @@ def encode_envelope(env: Envelope) -> bytes:
 
 
 def payload_from_json(type_name: str, obj: Any, *, layout: str = "v0") -> Any:
-    """The message object of a MsgType (or payload type) of `layout`, from
-    the JSON `Envelope.to_json_dict()` gives as its `payload_json`: a
-    protobuf message, a FlatBuffers table in the FlatBuffers layouts, a
-    ReplicationResponse, or bytes. ValueError when the JSON does not fit."""
+    """The message object of a MsgType (or payload type) of `layout`, from JSON.
+
+    The JSON is what `Envelope.to_json_dict()` gives as its `payload_json`.
+
+    Args:
+        type_name: A MsgType name of the layout ("Ack") or a payload type
+            ("proto.Ack", "bytes").
+        obj: The JSON value (parsed: dicts, lists, strings, numbers).
+        layout: The layout whose payload types apply (FlatBuffers tables in
+            the FlatBuffers layouts).
+
+    Returns:
+        A protobuf message, a FlatBuffers table in the FlatBuffers layouts, a
+        ReplicationResponse, or bytes.
+
+    Raises:
+        ValueError: The JSON does not fit the type, or the type is not one of
+            the layout's.
+    """
     codec = codec_in_layout(layout_named(layout), type_name)
     try:
         return codec.from_json(obj)

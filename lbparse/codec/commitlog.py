@@ -74,6 +74,21 @@ class CommitLogEntry:
     they follow from the rest, so equality ignores them and encoding
     computes them afresh. `crc_ok` says whether the stored CRC matched the
     body (None if not read from bytes).
+
+    Attributes:
+        offset: The message's offset in its partition.
+        timestamp: Its time, nanoseconds since the Unix epoch.
+        leader_epoch: The leader epoch it was written in.
+        key: The key's bytes, None when nil.
+        value: The value's bytes, None when nil.
+        headers: (key, value) pairs in stored order.
+        magic: The entry format's magic byte.
+        attributes: The attributes byte.
+        crc32c: The stored CRC-32C of the body, None for an entry made in code.
+        size: The stored size of the body, None for an entry made in code.
+        header_keys_raw: Each header key's bytes when one of them is not UTF-8
+            (`headers` has such a key as Liftbridge reads it, U+FFFD per bad
+            byte); None otherwise.
     """
 
     offset: int
@@ -98,7 +113,12 @@ class CommitLogEntry:
         return self._crc_ok
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The reference vectors' `commitlog_messages` shape (64-bit fields as Int64)."""
+        """The reference vectors' `commitlog_messages` shape (64-bit fields as Int64).
+
+        Returns:
+            A JSON-ready dict: key, value and header values in hex, the 64-bit
+            fields as Int64 (written as decimal strings).
+        """
         d: dict[str, Any] = {
             "attributes": self.attributes,
             "crc32c": self.crc32c,
@@ -117,7 +137,18 @@ class CommitLogEntry:
 
     @classmethod
     def from_json_dict(cls, d: dict[str, Any]) -> CommitLogEntry:
-        """Inverse of `to_json_dict`; 64-bit fields as decimal strings or numbers."""
+        """Inverse of `to_json_dict`; 64-bit fields as decimal strings or numbers.
+
+        Args:
+            d: The entry's JSON object; absent fields take their defaults.
+
+        Returns:
+            The entry.
+
+        Raises:
+            ValueError: `d` is not an object, or a field is not what its name
+                says (hex strings, integers in range).
+        """
         if not isinstance(d, dict):
             raise ValueError(f"a commit-log entry is a JSON object, not {d!r}")
         headers = d.get("headers_hex") or {}
@@ -171,6 +202,12 @@ class ReplicationResponse:
     re-encoding give them back exactly, even where they are not what
     encoding the entries afresh would give; it is used only while it still
     holds `entries`.
+
+    Attributes:
+        leader_epoch: The leader's epoch.
+        high_watermark: The partition's high watermark.
+        entries: The commit-log entries the response carries.
+        data: The entries' bytes as read; None for a response made in code.
     """
 
     leader_epoch: int
@@ -179,13 +216,22 @@ class ReplicationResponse:
     data: bytes | None = field(default=None, compare=False, repr=False)
 
     def entries_bytes(self) -> bytes:
-        """The commit-log message set: `data` while it holds `entries`, else encoded."""
+        """The commit-log message set: `data` while it holds `entries`, else encoded.
+
+        Returns:
+            The message set's bytes (what follows epoch and high watermark).
+        """
         if self.data is not None and parse_entries(self.data) == self.entries:
             return self.data
         return encode_entries(self.entries)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The reference vectors' `payload_json` of a ReplicationResponse."""
+        """The reference vectors' `payload_json` of a ReplicationResponse.
+
+        Returns:
+            {"leader_epoch", "high_watermark", "data_hex"}, the 64-bit fields as
+            Int64 (written as decimal strings).
+        """
         d: dict[str, Any] = {
             "leader_epoch": self.leader_epoch,
             "high_watermark": self.high_watermark,
@@ -197,10 +243,23 @@ class ReplicationResponse:
 
     @classmethod
     def from_json_dict(cls, d: dict[str, Any]) -> ReplicationResponse:
-        """Inverse of `to_json_dict`: {"leader_epoch", "high_watermark",
-        "data_hex"}. Instead of `data_hex`, `entries` may list the entries
-        as `CommitLogEntry.to_json_dict` writes them (the envelope JSON's
-        `commitlog_messages`)."""
+        """Inverse of `to_json_dict`.
+
+        Takes {"leader_epoch", "high_watermark", "data_hex"}. Instead of
+        `data_hex`, `entries` may list the entries as `CommitLogEntry.to_json_dict`
+        writes them (the envelope JSON's `commitlog_messages`).
+
+        Args:
+            d: The response's JSON object.
+
+        Returns:
+            The response; with `data_hex`, its `data` is those bytes.
+
+        Raises:
+            ValueError: `d` is not an object, a field is not what its name says,
+                `data_hex` is not a commit-log message set, or it disagrees with
+                `entries`.
+        """
         if not isinstance(d, dict):
             raise ValueError(f"a ReplicationResponse is a JSON object, not {d!r}")
         epoch = int64(d.get("leader_epoch", 0), "leader_epoch")
@@ -382,6 +441,18 @@ def parse_entries(buf: bytes, pos: int = 0) -> list[CommitLogEntry]:
 
 
 def parse_replication_response(payload: bytes) -> ReplicationResponse:
+    """Read a ReplicationResponse payload: epoch, high watermark, message set.
+
+    Args:
+        payload: The envelope's payload (after the header).
+
+    Returns:
+        The response, its `data` the message set's bytes as read.
+
+    Raises:
+        EnvelopeError: `bad_payload`: shorter than epoch and high watermark,
+            or a message set whose entries do not parse.
+    """
     if len(payload) < RR_MIN:
         raise _bad(
             f"payload is {len(payload)} bytes; leader_epoch and high_watermark need {RR_MIN}", 0

@@ -33,13 +33,16 @@ _ENVELOPED = [(lay, EnvelopedDecoder(lay)) for lay in _BY_RECENCY if lay.has_hea
 
 
 def contested_msg_types() -> tuple[str, frozenset[int]]:
-    """The newest enveloped layout, and the byte 7 values for which an older
-    layout may also decode a strict envelope of it cleanly.
+    """The byte 7 values for which an older layout may also decode a newest-layout envelope.
 
     For any other byte 7, `detect` gives the newest layout's envelope
     whenever that layout decodes the bytes, clean or not: the older ones
     either refuse the byte 7 value or carry opaque bytes there, which
-    confirm nothing. (The cheap refusals in `_candidates`, as a table.)"""
+    confirm nothing. (The cheap refusals in `_candidates`, as a table.)
+
+    Returns:
+        The newest enveloped layout's name, and the contested byte 7 values.
+    """
     contested: set[int] = set()
     for layout, dec in _ENVELOPED[1:]:
         if dec.reserved:
@@ -135,7 +138,28 @@ def detect(
     payload_type: str | None = None,
     limits: Limits | None = None,
 ) -> Envelope:
-    """Classify and decode any NATS payload (the `auto` layout)."""
+    """Classify and decode any NATS payload (the `auto` layout).
+
+    Every layout that decodes the bytes is a candidate; the one whose
+    payload is confirmed (its schema fits) wins, the newest first, else the
+    newest layout's reading; bytes no enveloped layout reads are `plain`.
+
+    Args:
+        data: The NATS payload.
+        verify_crc: Check a CRC-32C the header carries.
+        lenient: Must be False: `auto` does not tolerate.
+        payload_type: Must be None: `auto` infers it.
+        limits: Bounds on the payload (None for the defaults).
+
+    Returns:
+        The envelope, with the classification: `ambiguous`,
+        `layout_candidates`, `reasons` and `confidence`.
+
+    Raises:
+        ValueError: `lenient` or `payload_type` was given.
+        EnvelopeError: The newest layout's error, when no layout decodes the
+            bytes cleanly and the newest one fails.
+    """
     if lenient or payload_type is not None:
         raise ValueError(
             "layout='auto' takes neither lenient nor payload_type: name the layout to use them"

@@ -61,13 +61,45 @@ def _lookup(table: Mapping[str, _T], name: str, what: str) -> _T:
 
 
 def decoder(name: str) -> Decoder:
+    """The function that decodes the layout `name` (`auto` included).
+
+    Args:
+        name: A layout's name.
+
+    Returns:
+        `decoder(data, verify_crc, lenient, payload_type, limits)`.
+
+    Raises:
+        ValueError: No layout has that name (the known ones are listed).
+    """
     return _lookup(DECODERS, name, "decode")
 
 
 def encoder(name: str) -> Encoder:
+    """The function that encodes the layout `name` (not `auto`).
+
+    Args:
+        name: A layout's name.
+
+    Returns:
+        `encoder(message, msg_type, crc, flags)`.
+
+    Raises:
+        ValueError: No layout has that name (the known ones are listed).
+    """
     return _lookup(ENCODERS, name, "encode")
 
 
 def enveloped_decoder(name: str) -> EnvelopedDecoder:
-    """The decoder of a layout with the envelope header, with its tables."""
+    """The decoder of a layout with the envelope header, with its tables.
+
+    Args:
+        name: A layout with the envelope header ("v0", "legacy", ...).
+
+    Returns:
+        Its EnvelopedDecoder.
+
+    Raises:
+        ValueError: No layout with the header has that name.
+    """
     return _lookup(_ENVELOPED, name, "an enveloped decoder")

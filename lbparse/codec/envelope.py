@@ -38,7 +38,17 @@ Buffer = Union[bytes, bytearray, memoryview]
 
 
 class Head(NamedTuple):
-    """What an envelope's header says (None where the layout has no such field)."""
+    """What an envelope's header says (None where the layout has no such field).
+
+    Attributes:
+        layout: The layout's name.
+        version: The header's version byte.
+        header_len: The header's length byte.
+        flags: The flags byte.
+        msg_type: The MsgType's number (byte 7 in v0).
+        msg_type_name: The MsgType's name.
+        payload_type: The payload's type ("proto.Ack", "bytes", ...).
+    """
 
     layout: str
     version: int | None
@@ -50,8 +60,19 @@ class Head(NamedTuple):
 
 
 class Extra(NamedTuple):
-    """What decoding found besides the header: lenient tolerances and the
-    classification of `layout="auto"` and of legacy payload inference."""
+    """What decoding found besides the header.
+
+    Lenient tolerances and the classification of `layout="auto"` and of
+    legacy payload inference.
+
+    Attributes:
+        warnings: What `lenient` let by, one sentence each.
+        ambiguous: More than one layout (or payload type) read the bytes cleanly.
+        layout_candidates: The layouts that read them.
+        payload_type_candidates: The payload types that fit (legacy inference).
+        reasons: Why the layout was chosen, one sentence each.
+        confidence: How sure `auto` is, 0 to 1; None without `auto`.
+    """
 
     warnings: tuple[str, ...] = ()
     ambiguous: bool = False
@@ -75,6 +96,20 @@ def make_head(
     payload_type: str,
 ) -> Head:
     # tuple's own constructor: a NamedTuple's __new__ is a Python function.
+    """A Head from its fields, without the NamedTuple constructor's cost.
+
+    Args:
+        layout: The layout's name.
+        version: The version byte (None: no header).
+        header_len: The header's length.
+        flags: The flags byte.
+        msg_type: The MsgType's number.
+        msg_type_name: The MsgType's name.
+        payload_type: The payload's type.
+
+    Returns:
+        The Head.
+    """
     return _new_tuple(
         Head, (layout, version, header_len, flags, msg_type, msg_type_name, payload_type)
     )
@@ -89,6 +124,19 @@ def make_extra(
     reasons: tuple[str, ...] = (),
     confidence: float | None = None,
 ) -> Extra:
+    """An Extra from its fields, each sequence made a tuple.
+
+    Args:
+        warnings: What `lenient` let by.
+        ambiguous: More than one reading was clean.
+        layout_candidates: The layouts that read the bytes.
+        payload_type_candidates: The payload types that fit.
+        reasons: Why the layout was chosen.
+        confidence: How sure `auto` is, 0 to 1.
+
+    Returns:
+        The Extra.
+    """
     return Extra(
         tuple(warnings),
         ambiguous,
@@ -107,11 +155,28 @@ FIELDS = (*_HEAD_FIELDS[:4], "crc32c", *_HEAD_FIELDS[4:], "payload", "message", 
 class Envelope:
     """A decoded envelope; `message` is the decoded payload object.
 
-    Fields (read-only): `layout`, `version`, `header_len`, `flags`,
-    `crc32c`, `msg_type`, `msg_type_name`, `payload_type`, `payload`,
-    `message`, `warnings`, and the classification `ambiguous`,
-    `layout_candidates`, `payload_type_candidates`, `reasons`,
-    `confidence`.
+    An immutable record: read-only fields, `==` over every field,
+    `replace(**changes)` for a changed copy, `as_dict()`.
+
+    Args:
+        layout: The layout's name.
+        version: The header's version (None: a headerless layout).
+        header_len: The header's length in bytes.
+        flags: The flags byte.
+        crc32c: The header's CRC-32C field, None when absent.
+        msg_type: The MsgType's number.
+        msg_type_name: The MsgType's name.
+        payload_type: The payload's type ("proto.Ack", "bytes", ...).
+        payload: The payload's bytes.
+        message: The decoded payload: a protobuf message, a FlatTable, a
+            ReplicationResponse, or bytes.
+        warnings: What `lenient` let by.
+        ambiguous: More than one layout (or payload type) read the bytes
+            cleanly.
+        layout_candidates: The layouts that read them (`auto`).
+        payload_type_candidates: The payload types that fit.
+        reasons: Why the layout was chosen.
+        confidence: How sure `auto` is, 0 to 1.
     """
 
     __slots__ = ("_head", "_crc32c", "_payload", "_message", "_extra")
@@ -194,11 +259,25 @@ class Envelope:
         def confidence(self) -> float | None: ...
 
     def as_dict(self) -> dict[str, Any]:
-        """Every field by name, in FIELDS order."""
+        """Every field by name, in FIELDS order.
+
+        Returns:
+            A new dict of the fields (the message object itself, not a copy).
+        """
         return {name: getattr(self, name) for name in FIELDS}
 
     def replace(self, **changes: Any) -> Envelope:
-        """A copy with some fields changed (as `dataclasses.replace`)."""
+        """A copy with some fields changed (as `dataclasses.replace`).
+
+        Args:
+            **changes: New values by field name.
+
+        Returns:
+            A new Envelope; this one is unchanged.
+
+        Raises:
+            TypeError: A name is not a field.
+        """
         unknown = set(changes) - set(FIELDS)
         if unknown:
             raise TypeError(f"Envelope has no field {', '.join(sorted(unknown))}")
@@ -220,7 +299,14 @@ class Envelope:
     __hash__ = None  # type: ignore[assignment]  # the message may be unhashable
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON shape of the reference vectors' `expect`, plus `layout`."""
+        """The JSON shape of the reference vectors' `expect`, plus `layout`.
+
+        Returns:
+            The header fields, `payload_json` (the payload's JSON convention:
+            64-bit integers as decimal strings), `commitlog_messages` for a
+            ReplicationResponse, and the classification and warnings when there
+            are any.
+        """
         d: dict[str, Any] = {
             "layout": self.layout,
             "version": self.version,
@@ -271,8 +357,20 @@ _new = object.__new__
 def build_envelope(
     head: Head, crc32c: int | None, payload: bytes, message: Any, extra: Extra = NO_EXTRA
 ) -> Envelope:
-    """An Envelope from its parts, without the keyword work of `Envelope(...)`
-    (decoders call this; `lbparse.decode`'s shortcut does the same inline)."""
+    """An Envelope from its parts, without the keyword work of `Envelope(...)`.
+
+    Decoders call this; `lbparse.decode`'s shortcut does the same inline.
+
+    Args:
+        head: What the header says.
+        crc32c: The header's CRC-32C field, None when absent.
+        payload: The payload's bytes.
+        message: The decoded payload.
+        extra: Warnings and classification.
+
+    Returns:
+        The Envelope.
+    """
     env: Envelope = _new(Envelope)
     env._head = head
     env._crc32c = crc32c
@@ -283,6 +381,17 @@ def build_envelope(
 
 
 def as_bytes(data: Buffer) -> bytes:
+    """`data` as bytes (a copy of a bytearray or memoryview).
+
+    Args:
+        data: The input buffer.
+
+    Returns:
+        `data` itself when it is bytes, else a bytes copy.
+
+    Raises:
+        TypeError: `data` is no bytes, bytearray or memoryview.
+    """
     if type(data) is bytes:
         return data
     if isinstance(data, (bytearray, memoryview)):

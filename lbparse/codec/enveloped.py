@@ -73,7 +73,16 @@ def _bad_payload(
 
 
 def check_crc(data: bytes, hl: int, crc: int | None) -> None:
-    """Raise crc_mismatch unless the CRC-32C (if any) matches the payload."""
+    """Raise crc_mismatch unless the CRC-32C (if any) matches the payload.
+
+    Args:
+        data: The whole envelope.
+        hl: The header's length: the payload starts there.
+        crc: The header's CRC-32C field; None: no CRC, nothing to check.
+
+    Raises:
+        EnvelopeError: `crc_mismatch`, with the expected and actual CRCs.
+    """
     if crc is not None:
         actual = _crc(data[hl:])
         if actual != crc:
@@ -93,7 +102,10 @@ class EnvelopedDecoder:
     Everything that depends only on the layout (MsgType table, payload
     parsers) is resolved here once. This is the complete decoder, with every
     check and error message; `lbparse.decode` has a shortcut for the common
-    case in front of it (see api.py).
+    case in front of it (see api.py). Called as a `dispatch.Decoder`.
+
+    Args:
+        layout: A layout with the envelope header.
     """
 
     def __init__(self, layout: Layout) -> None:
@@ -141,9 +153,29 @@ class EnvelopedDecoder:
         payload_type: str | None = None,
         limits: Limits | None = None,
     ) -> Envelope:
-        """The payload half of decoding, once the header is read, its payload
-        size allowed and the CRC checked (layout="auto" reads the header once
-        and finishes it with each layout)."""
+        """The payload half of decoding, once the header is read.
+
+        Its payload size allowed and the CRC checked (layout="auto" reads the
+        header once and finishes it with each layout).
+
+        Args:
+            data: The whole envelope.
+            hl: The header's length: the payload starts there.
+            flags: The flags byte.
+            crc: The header's CRC-32C field, None when absent.
+            byte7: Byte 7 of the header (the MsgType, or reserved).
+            warnings: What reading the header let by (lenient).
+            payload_type: The payload's type to use; None: the MsgType's, or
+                inferred from the payload's wire types (legacy).
+            limits: Bounds on the payload (None for the defaults).
+
+        Returns:
+            The Envelope.
+
+        Raises:
+            EnvelopeError: `unknown_msg_type`, or `bad_payload` when the payload
+                is not its type or passes a limit.
+        """
         lim = limits or DEFAULT
         payload = data[hl:]
         candidates: list[str] = []
@@ -188,10 +220,26 @@ def encode_enveloped(
 ) -> bytes:
     """The envelope of `message` in `layout` (one with the header): `build_wire`.
 
-    `msg_type` follows from the message's type when None; `flags` are the
-    header's flag bits besides the CRC flag (unassigned; upstream ignores
-    them, and they are kept so that a decoded envelope encodes back to its
-    bytes)."""
+    Args:
+        message: The payload object (protobuf message, FlatTable,
+            ReplicationResponse, bytes).
+        layout: A layout with the envelope header.
+        msg_type: The MsgType's number; None: the one the message's type has.
+        crc: Add the payload's CRC-32C.
+        flags: The header's flag bits besides the CRC flag (unassigned;
+            upstream ignores them, and they are kept so that a decoded
+            envelope encodes back to its bytes).
+
+    Returns:
+        The envelope's bytes.
+
+    Raises:
+        ValueError: The message's type has no MsgType in the layout, or not
+            `msg_type`, or the layout does not carry it; `flags` is not one
+            byte besides the CRC flag.
+        TypeError: The layout carries that payload type in another Python
+            form (a FlatTable in the FlatBuffers layouts).
+    """
     _check_flags(flags)  # before any work on the message
     ptype = payload_type_of(message)
     if layout.has_msg_type:
@@ -234,10 +282,25 @@ _HEADER_FIELDS = tuple(HEADER.fields)
 
 
 def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: bytes) -> bytes:
-    """Header, CRC-32C (if `crc`) and payload: `schema_wire`'s bytes, by one
-    struct call (the construct schema took 100 us an envelope, most of
-    `encode`'s time). `layout` is one with the header; `flags` are the bits
-    besides the CRC flag."""
+    """Header, CRC-32C (if `crc`) and payload, by one struct call.
+
+    The same bytes as `schema_wire` (the construct schema took 100 us an
+    envelope, most of `encode`'s time).
+
+    Args:
+        layout: A layout with the envelope header.
+        msg_type: Byte 7 of the header.
+        crc: Add the payload's CRC-32C (and the CRC flag).
+        flags: The flag bits besides the CRC flag.
+        payload: The encoded payload.
+
+    Returns:
+        The envelope's bytes.
+
+    Raises:
+        ValueError: `msg_type` or `flags` is not one byte (or `flags` holds
+            the CRC flag).
+    """
     if not 0 <= msg_type <= 0xFF:
         raise ValueError(f"byte 7 of the {layout.name} header is one byte, not {msg_type}")
     _check_flags(flags)  # the spec's flags/header_len check, as schema_wire makes it
@@ -253,8 +316,20 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
 
 
 def schema_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: bytes) -> bytes:
-    """`build_wire` through the construct schema generated from the spec (the
-    reference: it builds what it parses, every declared check included)."""
+    """`build_wire` through the construct schema generated from the spec.
+
+    The reference: it builds what it parses, every declared check included.
+
+    Args:
+        layout: A layout with the envelope header.
+        msg_type: Byte 7 of the header.
+        crc: Add the payload's CRC-32C (and the CRC flag).
+        flags: The flag bits besides the CRC flag.
+        payload: The encoded payload.
+
+    Returns:
+        The envelope's bytes.
+    """
     header = dict(
         version=VERSION,
         header_len=CRC_HEADER_LEN if crc else HEADER_SIZE,

@@ -71,7 +71,16 @@ class FlatBufferTooLarge(FlatBufferError):
 
 
 class FlatTable:
-    """A decoded FlatBuffers table: its type and the fields present in it."""
+    """A decoded FlatBuffers table: its type and the fields present in it.
+
+    Args:
+        type_name: The table's type in the schema ("Ack", ...).
+        fields: The fields present, by name.
+        **kw: More fields, by name.
+
+    Raises:
+        ValueError: The schema has no table `type_name`.
+    """
 
     __slots__ = ("type_name", "fields")
 
@@ -90,12 +99,29 @@ class FlatTable:
         return f"FlatTable({self.type_name!r}, {self.fields!r})"
 
     def to_json_dict(self) -> dict[str, Any]:
-        """Fields present, byte vectors as base64, enums by name, tables as objects."""
+        """Fields present, byte vectors as base64, enums by name, tables as objects.
+
+        Returns:
+            A JSON-ready dict of the fields present.
+        """
         types = {name: ftype for _, name, ftype in TABLES[self.type_name]}
         return {name: _json(types[name], value) for name, value in self.fields.items()}
 
     @classmethod
     def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> FlatTable:
+        """Inverse of `to_json_dict`.
+
+        Args:
+            type_name: The table's type in the schema.
+            obj: Its JSON object of fields.
+
+        Returns:
+            The table.
+
+        Raises:
+            ValueError: `obj` is not an object, names a field the table lacks, or
+                holds a value its field cannot take.
+        """
         if not isinstance(obj, dict):
             raise ValueError(f"a {type_name} table is a JSON object of its fields, not {obj!r}")
         types = {name: ftype for _, name, ftype in TABLES[type_name]}
@@ -289,14 +315,35 @@ class _Reader:
 
 
 def read_table(buf: bytes, type_name: str, max_bytes: int = MAX_BYTES) -> FlatTable:
-    """Read the root table of a finished FlatBuffer as `type_name`, copying
-    out at most `max_bytes` of strings, byte vectors and table vectors."""
+    """Read the root table of a finished FlatBuffer as `type_name`.
+
+    Args:
+        buf: The FlatBuffer.
+        type_name: The root table's type in the schema.
+        max_bytes: The most bytes of strings, byte vectors and table vectors
+            copied out.
+
+    Returns:
+        The table, with nested tables read likewise.
+
+    Raises:
+        FlatBufferError: The bytes are not a well-formed table of that type
+            (an offset or vtable outside the buffer...); FlatBufferTooLarge
+            past `max_bytes`.
+    """
     r = _Reader(buf, max_bytes)
     return r.table(r.u32(0, "root offset"), type_name)
 
 
 def plausible(buf: bytes) -> bool:
-    """A cheap first look: do the root offset and its vtable lie in the buffer?"""
+    """Whether the root offset and its vtable lie in the buffer: a cheap first look.
+
+    Args:
+        buf: The bytes.
+
+    Returns:
+        False when they cannot be a FlatBuffer; True says only that they may.
+    """
     n = len(buf)
     if n < 8:
         return False
@@ -308,7 +355,18 @@ def plausible(buf: bytes) -> bool:
 
 
 def structure_reasons(buf: bytes, type_name: str) -> list[str]:
-    """Evidence that `buf` is a `type_name` FlatBuffer (raises if it is not)."""
+    """Evidence that `buf` is a `type_name` FlatBuffer.
+
+    Args:
+        buf: The bytes.
+        type_name: The root table's type.
+
+    Returns:
+        The reasons, one sentence each, for `auto`'s `reasons`.
+
+    Raises:
+        FlatBufferError: It is not one (as `read_table`).
+    """
     table = read_table(buf, type_name)
     root = _U32.unpack_from(buf, 0)[0]
     return [
@@ -374,7 +432,17 @@ _FLAGS: dict[str, Any] = {}
 
 
 def build_table(table: FlatTable) -> bytes:
-    """Serialize a table as a finished FlatBuffer; every field in `fields` is written."""
+    """Serialize a table as a finished FlatBuffer; every field in `fields` is written.
+
+    Args:
+        table: The table (nested tables in its fields are built too).
+
+    Returns:
+        The FlatBuffer's bytes, as Go's builder orders them.
+
+    Raises:
+        MissingExtra: The flatbuffers package is not installed.
+    """
     # Late (lbparse.extras.LATE): the flatbuffers package imports numpy
     # (~85 ms and a BLAS thread pool) that decoding never needs.
     flatbuffers = need("flatbuffers")

@@ -59,12 +59,28 @@ Key = tuple[str, str]
 
 
 def connection_key(src: str, dst: str) -> Key:
-    """One key for both directions of a TCP connection."""
+    """One key for both directions of a TCP connection.
+
+    Args:
+        src: One end, "host:port".
+        dst: The other end.
+
+    Returns:
+        The two ends in sorted order.
+    """
     return (src, dst) if src <= dst else (dst, src)
 
 
 def proves(env: Envelope) -> str | None:
-    """The generation this envelope proves, or None (see the module doc)."""
+    """The generation this envelope proves, or None (see the module doc).
+
+    Args:
+        env: A decoded envelope (`auto`'s, with its classification).
+
+    Returns:
+        The layout it proves: the newest one by a MsgType no other layout
+        has, an older one by a confirmed payload schema; None otherwise.
+    """
     if env.ambiguous or not LAYOUTS[env.layout].has_header:
         return None
     if env.layout == NEWEST:
@@ -73,7 +89,14 @@ def proves(env: Envelope) -> str | None:
 
 
 def proof_label(env: Envelope) -> str:
-    """What a proof is called in the reasons: its MsgType, or its payload type."""
+    """What a proof is called in the reasons: its MsgType, or its payload type.
+
+    Args:
+        env: The envelope that proves.
+
+    Returns:
+        Its MsgType's name, or its payload type in a layout without MsgTypes.
+    """
     return (
         env.msg_type_name
         if LAYOUTS[env.layout].has_msg_type and env.msg_type_name
@@ -91,7 +114,16 @@ def subject_scope(subject: str | None) -> bool:
 
 
 def scopes(conn: Key | None, subject: str | None) -> list[tuple[str, Hashable]]:
-    """The scopes of a message, narrowest first: (name, key)."""
+    """The scopes of a message, narrowest first: (name, key).
+
+    Args:
+        conn: Its connection (`connection_key`), None when not known.
+        subject: Its subject; an inbox is no scope of its own.
+
+    Returns:
+        ("subject", key) when the subject is a scope, ("connection", key)
+        when the connection is known, then ("capture", key).
+    """
     out: list[tuple[str, Hashable]] = []
     if conn is not None:
         if subject_scope(subject):
@@ -107,7 +139,14 @@ class GenerationContext:
     `prove(index, ...)` notes message `index`'s proof; `choose(index, ...)`
     says which candidate an ambiguous message `index` is, by the proof
     that counts for it (see the module doc). `see(...)` does both for a
-    decoded envelope and returns it resolved (the capture reader's use)."""
+    decoded envelope and returns it resolved (the capture reader's use).
+
+    Args:
+        redecode: Decodes bytes in a named layout (default `lbparse.decode`).
+        window: The first messages that may take the capture's first proof
+            (default WINDOW).
+        window_bytes: The payload bytes they may span (default WINDOW_BYTES).
+    """
 
     def __init__(
         self,
@@ -135,6 +174,17 @@ class GenerationContext:
     def prove(
         self, index: int, conn: Key | None, subject: str | None, layout: str, label: str
     ) -> None:
+        """Note that message `index` proves `layout` in each of its scopes.
+
+        Only the first proof of a layout in a scope is kept.
+
+        Args:
+            index: The message's place in the capture.
+            conn: Its connection key, None when not known.
+            subject: Its subject.
+            layout: The layout it proves.
+            label: What the proof is called in reasons (`proof_label`).
+        """
         if self.first_proof is None:
             self.first_proof = index
         keys = self._keys.get((conn, subject))
@@ -152,16 +202,36 @@ class GenerationContext:
                 self.labels[key][layout] = label
 
     def outside(self, index: int, offset: int) -> None:
-        """Message `index` has `offset` payload bytes before it: the window ends at
-        the first message with either past its bound."""
+        """Note where message `index` starts: the window ends at the first past a bound.
+
+        Args:
+            index: The message's place in the capture.
+            offset: The payload bytes before it.
+        """
         if self.window_end is None and (index >= self.window or offset >= self.window_bytes):
             self.window_end = index
 
     def in_window(self, index: int) -> bool:
+        """Whether message `index` is among the capture's first, which may wait for a proof.
+
+        Args:
+            index: The message's place in the capture.
+
+        Returns:
+            True while the window's end is not known or `index` is before it.
+        """
         return self.window_end is None or index < self.window_end
 
     def threshold(self, index: int) -> int:
-        """Proof of messages before this index counts for message `index`."""
+        """Proof of messages before the returned index counts for message `index`.
+
+        Args:
+            index: The ambiguous message's place.
+
+        Returns:
+            `index`, or one past the capture's first proof when `index` comes
+            before it and that proof is within the window.
+        """
         f = self.first_proof
         if f is not None and index < f and self.in_window(f):
             return f + 1
@@ -170,7 +240,19 @@ class GenerationContext:
     def choose(
         self, index: int, conn: Key | None, subject: str | None, candidates: Iterable[str]
     ) -> tuple[str | None, str, list[str]]:
-        """(layout or None, scope name, layouts proven there) for an ambiguous message."""
+        """Which candidate an ambiguous message is, by the proof that counts for it.
+
+        Args:
+            index: The message's place.
+            conn: Its connection key.
+            subject: Its subject.
+            candidates: The layouts it decodes in.
+
+        Returns:
+            (layout or None, scope name, layouts proven there): the narrowest
+            scope with proof of any candidate decides; two proven there leave the
+            layout None; no proof anywhere is (None, "", []).
+        """
         limit = self.threshold(index)
         cands = list(candidates)
         for name, key in scopes(conn, subject):
@@ -183,7 +265,14 @@ class GenerationContext:
         return None, "", []
 
     def waiting(self, index: int) -> bool:
-        """Whether an ambiguous message at `index` may still get proof from a later one."""
+        """Whether an ambiguous message at `index` may still get proof from a later one.
+
+        Args:
+            index: The message's place.
+
+        Returns:
+            True while no proof came and `index` is within the window.
+        """
         return self.first_proof is None and self.in_window(index)
 
     # -- the capture reader's use ----------------------------------------------------
@@ -191,8 +280,19 @@ class GenerationContext:
     def note(
         self, src: str, dst: str, subject: str, env: Envelope | None, data: bytes
     ) -> tuple[int, Envelope | None, bool]:
-        """The next message of a capture, in order: (its index, its envelope
-        resolved if it may be now, whether it must wait for the first proof)."""
+        """Take the next message of a capture, in order.
+
+        Args:
+            src: The sender, "host:port".
+            dst: The receiver.
+            subject: Its subject.
+            env: Its envelope (`auto`'s), None when it is none.
+            data: Its payload.
+
+        Returns:
+            (its index, its envelope resolved if it may be now, whether it must
+            wait for the first proof: then `resolve` it later).
+        """
         index = self.index
         self.index += 1
         self.outside(index, self.offset)
@@ -217,7 +317,18 @@ class GenerationContext:
         data: bytes,
         index: int | None = None,
     ) -> Envelope:
-        """Note `env`'s proof, then resolve it if ambiguous (by what counts for it)."""
+        """Note `env`'s proof, then resolve it if ambiguous (by what counts for it).
+
+        Args:
+            conn: Its connection key.
+            subject: Its subject.
+            env: Its envelope.
+            data: Its payload (decoded again if another layout is chosen).
+            index: Its place; None: the next one.
+
+        Returns:
+            The envelope, resolved where proof decides (`reasons` say how).
+        """
         if index is None:
             index = self.index
             self.index += 1
@@ -229,6 +340,19 @@ class GenerationContext:
     def resolve(
         self, index: int, conn: Key | None, subject: str | None, env: Envelope, data: bytes
     ) -> Envelope:
+        """An ambiguous envelope resolved by the proof that counts for it.
+
+        Args:
+            index: Its place.
+            conn: Its connection key.
+            subject: Its subject.
+            env: Its envelope; one not ambiguous is returned as it is.
+            data: Its payload, decoded again if another layout is chosen.
+
+        Returns:
+            The envelope in the proven layout, with reasons and confidence
+            saying so; or still ambiguous, its reasons saying why.
+        """
         if not env.ambiguous:
             return env
         layout, scope, proven = self.choose(index, conn, subject, env.layout_candidates)

@@ -40,7 +40,21 @@ _LENS = " or ".join(map(str, HEADER_LENS))
 
 
 class Header(NamedTuple):
-    """A validated envelope header (see `lbparse.decode_header`)."""
+    """A validated envelope header (see `lbparse.decode_header`).
+
+    Attributes:
+        layout: The layout's name.
+        version: The version byte; None: the layout has no envelope header.
+        header_len: The header's length byte.
+        flags: The flags byte.
+        crc32c: The CRC-32C field, None when absent.
+        msg_type: The MsgType's number.
+        msg_type_name: The MsgType's name.
+        payload_type: The payload's type.
+        warnings: What `lenient` let by.
+        payload_offset: Where the payload starts: header_len, or past the
+            LIFT cookie.
+    """
 
     layout: str
     version: int | None  # None: the layout has no envelope header
@@ -71,7 +85,23 @@ def _lenient_header_len(hl: int, flags: int) -> list[str]:
 def read_header(
     data: bytes, layout: Layout, lenient: bool = False
 ) -> tuple[int, int, int | None, int, list[str]]:
-    """Check everything up to truncation; return (header_len, flags, crc, byte7, warnings)."""
+    """Check everything up to truncation.
+
+    Args:
+        data: The whole envelope.
+        layout: A layout with the envelope header.
+        lenient: Accept what upstream accepts (a header length without the
+            CRC flag, flag bits, a reserved byte 7), each said as a warning.
+
+    Returns:
+        (header_len, flags, crc, byte7, warnings); crc is None when the
+        header carries none.
+
+    Raises:
+        EnvelopeError: `too_short`, `bad_magic`, `unknown_version`,
+            `bad_header_len`, `crc_missing` or `truncated`, with offset,
+            expected and actual values.
+    """
     n = len(data)
     if n < HEADER_SIZE:
         raise EnvelopeError(
@@ -149,7 +179,21 @@ def read_header(
 def resolve_msg_type(
     layout: Layout, byte7: int, payload_type: str | None
 ) -> tuple[int | None, str | None, str]:
-    """(msg_type, msg_type_name, payload_type) of a header under `layout`."""
+    """The MsgType of a header's byte 7 under `layout`, and its payload type.
+
+    Args:
+        layout: The layout.
+        byte7: Byte 7 of the header.
+        payload_type: The payload type asked for; None: the MsgType's (or
+            the layout's default).
+
+    Returns:
+        (msg_type, msg_type_name, payload_type); msg_type is None in a layout
+        without MsgTypes.
+
+    Raises:
+        EnvelopeError: `unknown_msg_type`: byte 7 is no MsgType of the layout.
+    """
     if not layout.has_msg_type:
         return None, layout.byte7_name, payload_type or layout.default_payload_type  # type: ignore[return-value]
     mt = layout.msg_types.get(byte7)

@@ -36,6 +36,24 @@ def decode_lift_cookie(
     payload_type: str | None = None,
     limits: Limits | None = None,
 ) -> Envelope:
+    """Decode a LIFT-era (the 'LIFT' cookie, then a protobuf) payload (a `dispatch.Decoder`).
+
+    Args:
+        data: The NATS payload.
+        verify_crc: Ignored: the layout has no CRC.
+        lenient: Ignored: the layout has no header to be lenient about.
+        payload_type: The payload's type; None: the layout's default; "bytes" checks the
+            framing only (decode_header).
+        limits: Bounds on the payload (None for the defaults).
+
+    Returns:
+        The Envelope: no header fields, the payload and its message.
+
+    Raises:
+        ValueError: The layout does not carry `payload_type`.
+        EnvelopeError: The cookie is wrong or alone, or the payload is not its
+            type or passes a limit.
+    """
     del verify_crc, lenient  # the layout has no CRC and no header to be lenient about
     ptype = payload_type or _LIFT.default_payload_type
     framing_only = ptype == BYTES  # decode_header: check the cookie, leave the payload
@@ -88,6 +106,22 @@ def decode_plain(
     payload_type: str | None = None,
     limits: Limits | None = None,
 ) -> Envelope:
+    """Decode a plain NATS payload (a `dispatch.Decoder`).
+
+    Args:
+        data: The NATS payload.
+        verify_crc: Ignored: the layout has no CRC.
+        lenient: Ignored: the layout has no header to be lenient about.
+        payload_type: None or "bytes": the payload is bytes.
+        limits: Bounds on the payload (None for the defaults).
+
+    Returns:
+        The Envelope: no header fields, the payload and its message.
+
+    Raises:
+        ValueError: Another payload type was asked for.
+        EnvelopeError: `bad_payload`: the payload passes `limits.max_payload`.
+    """
     del verify_crc, lenient
     if payload_type not in (None, BYTES):
         raise ValueError(f"the plain layout carries bytes, not {payload_type}")
@@ -96,6 +130,23 @@ def decode_plain(
 
 
 def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    """Encode `message` in the LIFT-era layout (a `dispatch.Encoder`).
+
+    Args:
+        message: A payload type the layout carries (a proto.Message).
+        msg_type: Must be None: the layout has no MsgType.
+        crc: Must be False: the layout has no CRC.
+        flags: Must be 0: the layout has no flags.
+
+    Returns:
+        The cookie and the payload (a bare payload for the types carried
+        without it).
+
+    Raises:
+        ValueError: A MsgType, CRC or flags were given, the layout does not carry
+            the message's type, or an empty proto.Message (the cookie alone,
+            which LIFT-era readers reject).
+    """
     if msg_type is not None or crc or flags:
         raise ValueError("the lift-cookie layout has no MsgType, no flags and no CRC")
     ptype = payload_type_of(message)
@@ -117,6 +168,21 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
 
 
 def encode_plain(message: Any, msg_type: int | None, crc: bool, flags: int = 0) -> bytes:
+    """Encode `message` in the plain layout (a `dispatch.Encoder`).
+
+    Args:
+        message: The payload's bytes (bytes, bytearray, memoryview).
+        msg_type: Must be None: the layout has no MsgType.
+        crc: Must be False: the layout has no CRC.
+        flags: Must be 0: the layout has no flags.
+
+    Returns:
+        The bytes themselves.
+
+    Raises:
+        ValueError: A MsgType, CRC or flags were given.
+        TypeError: `message` is not bytes.
+    """
     if msg_type is not None or crc or flags:
         raise ValueError("the plain layout has no MsgType, no flags and no CRC")
     if not isinstance(message, (bytes, bytearray, memoryview)):

@@ -44,7 +44,14 @@ _AS_THEY_ARE = frozenset({str, int, float, bool, type(None)})
 
 
 def to_json_value(obj: Any) -> Any:
-    """`obj` with every Int64 made a decimal string (dicts, lists, tuples walked)."""
+    """`obj` with every Int64 made a decimal string (dicts, lists, tuples walked).
+
+    Args:
+        obj: A JSON-ready value, Int64s anywhere in it.
+
+    Returns:
+        The same shape (tuples as lists), Int64s as decimal strings.
+    """
     kind = type(obj)
     if kind is dict:
         return {k: v if type(v) in _AS_THEY_ARE else to_json_value(v) for k, v in obj.items()}
@@ -65,15 +72,36 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False)
 
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
-    """JSON text of `obj` by lbparse's convention (UTF-8 kept as it is)."""
+    """JSON text of `obj` by lbparse's convention (UTF-8 kept as it is).
+
+    Args:
+        obj: A JSON-ready value; its Int64s are written as decimal strings.
+        indent: Indent by this many spaces; None: compact, one line.
+
+    Returns:
+        The JSON text.
+    """
     if indent is None:
         return _COMPACT.encode(to_json_value(obj))
     return json.dumps(to_json_value(obj), ensure_ascii=False, indent=indent)
 
 
 def int64(value: Any, what: str = "value") -> int:
-    """A 64-bit integer read from JSON: a decimal string, or a number (as
-    older output and hand-written JSON give it). Anything else is a ValueError."""
+    """A 64-bit integer read from JSON.
+
+    A decimal string, or a number (as older output and hand-written JSON give
+    it).
+
+    Args:
+        value: The JSON value.
+        what: The field's name, for the message.
+
+    Returns:
+        The integer.
+
+    Raises:
+        ValueError: `value` is neither an integer nor a decimal string.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"{what} is {value!r}, not an integer or a decimal string")
     if isinstance(value, str) and not _DECIMAL.fullmatch(value):

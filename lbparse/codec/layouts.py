@@ -38,7 +38,14 @@ BYTES: str = PAYLOAD_KINDS["bytes"]
 
 @dataclass(frozen=True)
 class MsgType:
-    """One entry of a layout's MsgType table (header byte 7)."""
+    """One entry of a layout's MsgType table (header byte 7).
+
+    Attributes:
+        value: Its byte 7 value.
+        name: Its name (Publish, Ack, ...).
+        payload_type: The payload type it carries ("proto.Message", ...).
+        internal: A server-to-server RPC (the spec's `-internal`).
+    """
 
     value: int
     name: str
@@ -48,7 +55,23 @@ class MsgType:
 
 @dataclass(frozen=True)
 class Layout:
-    """One generation of the envelope format."""
+    """One generation of the envelope format.
+
+    Attributes:
+        name: Its name ("v0", "legacy", ...), as `decode` takes it.
+        id: Its number in the generated tables.
+        kaitai_id: Its name in the Kaitai spec.
+        byte7: What header byte 7 is: "msg_type", "reserved", or None without
+            a header.
+        default_payload_type: The payload type when the header does not say.
+        payload_alternatives: Other payload types inferred from the payload.
+        msg_types: The MsgType table, by byte 7 value.
+        doc: The spec's description.
+        payload_format: "protobuf" or "flatbuffers".
+        recency: Its place in time, newest highest.
+        bare_payloads: Payload types carried without framing.
+        by_payload_type: The MsgType of each payload type.
+    """
 
     name: str
     id: int
@@ -65,6 +88,7 @@ class Layout:
 
     @property
     def has_msg_type(self) -> bool:
+        """Whether header byte 7 is a MsgType."""
         return self.byte7 == "msg_type"
 
     @property
@@ -79,13 +103,30 @@ class Layout:
         return self.byte7 is not None
 
     def codec_key(self, payload_type: str) -> str:
-        """Key of the payload codec: the type name, qualified by a non-protobuf format."""
+        """Key of the payload codec: the type name, qualified by a non-protobuf format.
+
+        Args:
+            payload_type: A payload type of the layout.
+
+        Returns:
+            `payload_type`, or "flatbuffers:TYPE" in the FlatBuffers layouts.
+        """
         if self.payload_format == "protobuf" or payload_type in (REPLICATION_RESPONSE, BYTES):
             return payload_type
         return f"{self.payload_format}:{payload_type}"
 
     def msg_type_named(self, name: str) -> MsgType:
-        """The MsgType of this layout's table called `name` (any case)."""
+        """The MsgType of this layout's table called `name` (any case).
+
+        Args:
+            name: A MsgType name.
+
+        Returns:
+            The MsgType.
+
+        Raises:
+            ValueError: The layout has no such MsgType (its MsgTypes are listed).
+        """
         for mt in self.msg_types.values():
             if mt.name.lower() == name.lower():
                 return mt
@@ -93,9 +134,19 @@ class Layout:
         raise ValueError(f"no MsgType {name!r} in the {self.name} layout; its MsgTypes: {known}")
 
     def payload_type_named(self, name: str) -> str:
-        """The payload type `name` stands for in this layout: a MsgType name
-        (Publish, Ack, ...), a payload type (proto.Message, raw, ...), or a
-        payload type's last part (Message, ServerInfoRequest), any case."""
+        """The payload type `name` stands for in this layout.
+
+        Args:
+            name: A MsgType name (Publish, Ack, ...), a payload type
+                (proto.Message, raw, ...), or a payload type's last part
+                (Message, ServerInfoRequest), any case.
+
+        Returns:
+            The payload type.
+
+        Raises:
+            ValueError: It stands for none of the layout's.
+        """
         if name in self.payload_types:
             return name
         for mt in self.msg_types.values():
@@ -111,6 +162,7 @@ class Layout:
 
     @property
     def payload_types(self) -> tuple[str, ...]:
+        """The payload types the layout carries, in table order."""
         if self.msg_types:
             return tuple(dict.fromkeys(mt.payload_type for mt in self.msg_types.values()))
         base = (self.default_payload_type,) if self.default_payload_type else ()
@@ -145,6 +197,17 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
 
 
 def layout_named(name: str) -> Layout:
+    """The layout called `name`.
+
+    Args:
+        name: A layout's name.
+
+    Returns:
+        Its Layout.
+
+    Raises:
+        ValueError: No layout has that name (the known ones are listed).
+    """
     try:
         return LAYOUTS[name]
     except KeyError:

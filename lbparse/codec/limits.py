@@ -82,7 +82,28 @@ PROTOBUF_MAX_DEPTH = 100
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits for `decode` and `CaptureReader` (see the module doc)."""
+    """Resource limits for `decode` and `CaptureReader` (see the module doc).
+
+    Each is a positive integer; the defaults are above anything legitimate
+    Liftbridge traffic reaches.
+
+    Attributes:
+        max_payload: The longest envelope payload decode takes, bytes.
+        max_frame: The largest NATS message the parser buffers, bytes.
+        max_depth: The deepest protobuf nesting, at most 100.
+        max_reassembly: Bytes a TCP direction holds behind a hole.
+        max_raft_db: Bytes of raft.db's keys and values read, in all.
+        max_grpc_elements: Protobuf fields one gRPC message may decode to.
+        max_grpc_inflate: Bytes gzip may add to a reading's gRPC messages.
+        max_grpc_headers: Bytes of long gRPC header values kept, in all.
+        max_open_calls: gRPC calls open at once in a capture reading.
+        shortcut_cap: Derived, for decode's shortcut: the longest data it
+            may take, -1 when a depth check is due.
+
+    Raises:
+        ValueError: A limit is not a positive integer, or max_depth is past
+            the protobuf runtime's 100.
+    """
 
     # nats-server warns above an 8 MB max_payload; Liftbridge's default is 1 MB.
     max_payload: int = 8 << 20
@@ -137,7 +158,17 @@ _SIZE = re.compile(r"\s*(\d+)\s*([kmg]?)(i?b?)\s*", re.I)
 
 
 def parse_size(text: str) -> int:
-    """`4096`, `64k`, `8M`, `1MiB`, `2GB`: bytes (k, M, G are powers of 1024)."""
+    """A size in bytes from `4096`, `64k`, `8M`, `1MiB`, `2GB` (k, M, G are powers of 1024).
+
+    Args:
+        text: The size as written.
+
+    Returns:
+        The bytes.
+
+    Raises:
+        ValueError: It is no size.
+    """
     m = _SIZE.fullmatch(text)
     if m is None:
         raise ValueError(f"not a size: {text!r} (e.g. 4096, 64k, 8M, 1GiB)")
@@ -146,7 +177,16 @@ def parse_size(text: str) -> int:
 
 
 def check_payload_size(size: int, offset: int, limits: Limits) -> None:
-    """Refuse a payload of `size` bytes (starting at `offset`) over max_payload."""
+    """Refuse a payload of `size` bytes (starting at `offset`) over max_payload.
+
+    Args:
+        size: The payload's length.
+        offset: Where it starts in the envelope.
+        limits: The limits.
+
+    Raises:
+        EnvelopeError: `bad_payload` with `.limit == "max_payload"`.
+    """
     if size > limits.max_payload:
         raise EnvelopeError(
             "bad_payload",
@@ -160,8 +200,17 @@ def check_payload_size(size: int, offset: int, limits: Limits) -> None:
 
 
 def depth_error(payload: bytes, desc: Any, max_depth: int) -> EnvelopeError | None:
-    """The max_depth error for a protobuf payload nested deeper than
-    `max_depth` as the message type `desc`, or None."""
+    """The max_depth error for a protobuf payload nested too deep, or None.
+
+    Args:
+        payload: The protobuf bytes.
+        desc: The message type's descriptor.
+        max_depth: The deepest nesting allowed.
+
+    Returns:
+        An EnvelopeError (`bad_payload`, `.limit == "max_depth"`) to raise,
+        or None when the payload is within it.
+    """
     depth = nesting_depth(payload, desc, max_depth)
     if depth <= max_depth:
         return None
@@ -177,8 +226,19 @@ def depth_error(payload: bytes, desc: Any, max_depth: int) -> EnvelopeError | No
 
 
 def check_depth(payload: bytes, desc: Any, limits: Limits) -> None:
-    """Refuse a protobuf payload nested deeper than max_depth. Only needed
-    below PROTOBUF_MAX_DEPTH: the runtime refuses deeper nesting itself."""
+    """Refuse a protobuf payload nested deeper than max_depth.
+
+    Only needed below PROTOBUF_MAX_DEPTH: the runtime refuses deeper
+    nesting itself.
+
+    Args:
+        payload: The protobuf bytes.
+        desc: The message type's descriptor.
+        limits: The limits.
+
+    Raises:
+        EnvelopeError: `bad_payload` with `.limit == "max_depth"`.
+    """
     # Each level costs at least two bytes (a tag and a length or an end-group).
     if limits.max_depth < PROTOBUF_MAX_DEPTH and len(payload) > 2 * limits.max_depth:
         err = depth_error(payload, desc, limits.max_depth)
