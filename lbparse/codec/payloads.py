@@ -56,12 +56,32 @@ MESSAGE_CLASSES: Mapping[str, type[ProtoMessage]] = _all_message_classes()
 
 
 def descriptor_of(cls: type[ProtoMessage]) -> Descriptor:
-    """The descriptor of a protobuf class (the runtime's are upb's; the stubs
-    type them apart from google.protobuf.descriptor's)."""
+    """The descriptor of a protobuf class.
+
+    The runtime's are upb's; the stubs type them apart from
+    google.protobuf.descriptor's.
+
+    Args:
+        cls: A generated protobuf message class.
+
+    Returns:
+        Its Descriptor.
+    """
     return cast(Descriptor, cls.DESCRIPTOR)
 
 
 def message_class(full_name: str) -> type[ProtoMessage]:
+    """The generated protobuf class of a message type.
+
+    Args:
+        full_name: The type's full name ("proto.Ack", "protocol.RaftJoinRequest").
+
+    Returns:
+        The class, to build a message with (`Ack(stream="orders", offset=42)`).
+
+    Raises:
+        ValueError: No generated message has that name.
+    """
     try:
         return MESSAGE_CLASSES[full_name]
     except KeyError:
@@ -76,16 +96,56 @@ class PayloadCodec:
     decode: Callable[[bytes], Any]
 
     def to_json(self, message: Any) -> dict[str, Any]:
+        """The message as JSON by lbparse's convention (64-bit integers as strings).
+
+        Args:
+            message: A decoded payload of this type.
+
+        Returns:
+            Its JSON object.
+
+        Raises:
+            NotImplementedError: On the base class; each codec has its own.
+        """
         raise NotImplementedError
 
     def encode(self, message: Any) -> bytes:
+        """The payload's bytes.
+
+        Args:
+            message: A payload object of this type (`accepts`).
+
+        Returns:
+            Its bytes in the layout's format.
+
+        Raises:
+            NotImplementedError: On the base class; each codec has its own.
+        """
         raise NotImplementedError
 
     def from_json(self, obj: dict[str, Any]) -> Any:
+        """Inverse of `to_json`.
+
+        Args:
+            obj: The payload's JSON object.
+
+        Returns:
+            The payload object.
+
+        Raises:
+            NotImplementedError: On the base class; each codec has its own.
+        """
         raise NotImplementedError
 
     def accepts(self, message: Any) -> bool:
-        """Whether `encode` takes this object."""
+        """Whether `encode` takes this object.
+
+        Args:
+            message: Any object.
+
+        Returns:
+            True when it is of the codec's Python type.
+        """
         return isinstance(message, self.python_type)
 
 
@@ -226,6 +286,17 @@ CODECS: Mapping[str, PayloadCodec] = _codecs()
 
 
 def codec_for(payload_type: str) -> PayloadCodec:
+    """The codec of a payload type (a codec key: `Layout.codec_key`).
+
+    Args:
+        payload_type: "proto.Ack", "flatbuffers:Ack", "bytes", ...
+
+    Returns:
+        Its PayloadCodec.
+
+    Raises:
+        ValueError: No codec has that key (the known ones are listed).
+    """
     try:
         return CODECS[payload_type]
     except KeyError:
@@ -234,14 +305,33 @@ def codec_for(payload_type: str) -> PayloadCodec:
 
 
 def codec_in_layout(layout: Layout, name: str) -> PayloadCodec:
-    """The codec of a MsgType or payload type named in `layout` (see
-    `Layout.payload_type_named`): FlatBuffers tables in the FlatBuffers
-    layouts, protobuf messages elsewhere."""
+    """The codec of a MsgType or payload type named in `layout`.
+
+    FlatBuffers tables in the FlatBuffers layouts, protobuf messages
+    elsewhere.
+
+    Args:
+        layout: The layout.
+        name: A MsgType or payload type name (see `Layout.payload_type_named`).
+
+    Returns:
+        Its PayloadCodec.
+    """
     return codec_for(layout.codec_key(layout.payload_type_named(name)))
 
 
 def payload_type_of(message: Any) -> str:
-    """The payload type name of a message object."""
+    """The payload type name of a message object.
+
+    Args:
+        message: A protobuf message, FlatTable, ReplicationResponse or bytes.
+
+    Returns:
+        Its payload type ("proto.Ack", the table's type, "bytes", ...).
+
+    Raises:
+        TypeError: It is none of those.
+    """
     if isinstance(message, commitlog.ReplicationResponse):
         return REPLICATION_RESPONSE
     if isinstance(message, (bytes, bytearray, memoryview)):

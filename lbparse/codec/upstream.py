@@ -64,7 +64,17 @@ _CLIENT_FACING = frozenset(mt.name for mt in _V0.msg_types.values() if not mt.in
 
 @dataclass(frozen=True)
 class UpstreamDecoder:
-    """One upstream decoder: its generation and how it reads envelopes."""
+    """One upstream decoder: its generation and how it reads envelopes.
+
+    Attributes:
+        key: How the reference vectors name it.
+        generation: What a user calls it.
+        envelope: "v0" (MsgType checked), "alpha" (reserved byte), "lift".
+        min_len: The shortest data it reads.
+        protobuf: Its protobuf runtime: "gogo" or "go-v2".
+        plain_on_bad_header: Whether it keeps data without a good header as a
+            plain message (the server) rather than rejecting it.
+    """
 
     key: str  # how the reference vectors name it
     generation: str  # what a user calls it
@@ -98,16 +108,35 @@ UPSTREAM_DECODERS: dict[str, UpstreamDecoder] = {
 
 @dataclass(frozen=True)
 class DecoderVerdict:
+    """What one upstream decoder does with some bytes.
+
+    Attributes:
+        generation: The decoder's generation, as a user calls it.
+        outcome: "accepted", "plain", "rejected" or "crash".
+        detail: Its words (the Go error, or what it took the bytes for).
+    """
+
     generation: str
     outcome: str  # accepted | plain | rejected | crash
     detail: str
 
     def to_json_dict(self) -> dict[str, str]:
+        """The verdict as JSON.
+
+        Returns:
+            {"generation", "outcome", "detail"}.
+        """
         return {"generation": self.generation, "outcome": self.outcome, "detail": self.detail}
 
 
 @dataclass(frozen=True)
 class UpstreamVerdict:
+    """What each upstream generation does with some bytes (`lbparse check`).
+
+    Attributes:
+        verdicts: One per upstream decoder, in UPSTREAM_DECODERS' order.
+    """
+
     verdicts: tuple[DecoderVerdict, ...]
 
     @property
@@ -116,6 +145,11 @@ class UpstreamVerdict:
         return any(v.outcome == CRASH and "server" in v.generation for v in self.verdicts)
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The verdicts as JSON.
+
+        Returns:
+            {"crashes_a_server", "verdicts": [each verdict's JSON]}.
+        """
         return {
             "crashes_a_server": self.crashes,
             "verdicts": [v.to_json_dict() for v in self.verdicts],
@@ -138,8 +172,17 @@ def _payload_problem(payload: bytes, ptype: str, style: str) -> str | None:
 
 
 def simulate(data: bytes, decoder: UpstreamDecoder, expected: str) -> DecoderVerdict:
-    """`decoder` reading `data` as the payload type `expected` (a MsgType
-    name for v0 decoders, a protobuf type for the others)."""
+    """`decoder` reading `data` as the payload type `expected`.
+
+    Args:
+        data: The NATS payload.
+        decoder: The upstream decoder.
+        expected: The payload type it expects: a MsgType name for v0
+            decoders, a protobuf type for the others.
+
+    Returns:
+        Its verdict.
+    """
     gen = decoder.generation
     if decoder.envelope == "lift":
         if len(data) < decoder.min_len or data[: len(COOKIE)] != COOKIE:
@@ -202,7 +245,14 @@ def _natural_expectation(data: bytes, decoder: UpstreamDecoder) -> str:
 
 
 def upstream_verdict(data: bytes | bytearray | memoryview) -> UpstreamVerdict:
-    """What each upstream generation does with `data`, one verdict each."""
+    """What each upstream generation does with `data`, one verdict each.
+
+    Args:
+        data: The NATS payload.
+
+    Returns:
+        The verdicts, and whether any server would crash.
+    """
     raw = bytes(data)
     with shared_walks():  # the decoders judge the same payload: walk it once per type
         return UpstreamVerdict(

@@ -49,7 +49,13 @@ __all__ = [
 
 
 class FieldAt(NamedTuple):
-    """Where a fixed-size field sits in its type: offset, size, struct format."""
+    """Where a fixed-size field sits in its type: offset, size, struct format.
+
+    Attributes:
+        offset: Its byte offset from the type's start.
+        size: Its size in bytes.
+        format: Its struct format character(s), with byte order.
+    """
 
     offset: int
     size: int
@@ -57,7 +63,13 @@ class FieldAt(NamedTuple):
 
 
 class FixedPart(NamedTuple):
-    """The fixed-size fields a type starts with, read by one struct call."""
+    """The fixed-size fields a type starts with, read by one struct call.
+
+    Attributes:
+        name: The spec type's name.
+        struct: The struct of the whole prefix.
+        fields: Each field's place, by name.
+    """
 
     name: str  # `root` or `root::type`
     struct: struct.Struct
@@ -65,21 +77,45 @@ class FixedPart(NamedTuple):
 
     @property
     def size(self) -> int:
+        """The prefix's size in bytes."""
         return self.struct.size
 
     def offset(self, field: str) -> int:
+        """Where a field of the prefix starts.
+
+        Args:
+            field: The field's name.
+
+        Returns:
+            Its byte offset.
+        """
         return self.fields[field].offset
 
 
 def fixed_part(name: str) -> FixedPart:
-    """The fixed prefix of a spec type (`liftbridge_commitlog::entry`, ...)."""
+    """The fixed prefix of a spec type (`liftbridge_commitlog::entry`, ...).
+
+    Args:
+        name: The type's name in the generated tables.
+
+    Returns:
+        Its FixedPart.
+    """
     raw = _tables.STRUCTS[name]
     fields = {k: FieldAt(*v) for k, v in raw["fields"].items()}
     return FixedPart(name, struct.Struct(raw["format"]), MappingProxyType(fields))
 
 
 def int_struct(type_name: str, field: str) -> struct.Struct:
-    """The struct of one integer field of a spec type."""
+    """The struct of one integer field of a spec type.
+
+    Args:
+        type_name: The type's name in the generated tables.
+        field: The integer field's name.
+
+    Returns:
+        A struct.Struct of that field alone.
+    """
     return struct.Struct(_tables.STRUCTS[type_name]["ints"][field])
 
 

@@ -66,7 +66,12 @@ _memo: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
 
 @contextmanager
 def shared_walks() -> Iterator[None]:
-    """Within the block, each walk of a payload (as a type) is made once."""
+    """Within the block, each walk of a payload (as a type) is made once.
+
+    Yields:
+        None, once; the memo of walks is dropped when the outermost block
+        ends.
+    """
     token = _memo.set({}) if _memo.get() is None else None
     try:
         yield
@@ -127,12 +132,26 @@ def _skip_level(buf: bytes, pos: int, end: int) -> bool:
 
 
 def well_formed(buf: bytes) -> bool:
-    """`scan(buf) is not None`, without the list."""
+    """`scan(buf) is not None`, without the list.
+
+    Args:
+        buf: Protobuf wire bytes.
+
+    Returns:
+        Whether the wire data is well-formed at the top level.
+    """
     return bool(_memoized(("well_formed", buf), lambda: _skip_level(buf, 0, len(buf))))
 
 
 def scan(buf: bytes) -> list[tuple[int, int]] | None:
-    """(field number, wire type) of each top-level field; None if malformed."""
+    """(field number, wire type) of each top-level field; None if malformed.
+
+    Args:
+        buf: Protobuf wire bytes.
+
+    Returns:
+        The fields in order, or None.
+    """
     if not well_formed(buf):
         return None
     return [(number, wire) for number, wire, _, _ in _fields(buf, 0, len(buf))]
@@ -168,10 +187,20 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int
 
 
 def gogo_problem(buf: bytes, desc: Descriptor, depth: int = 0) -> str | None:
-    """Why gogo-generated Go code rejects `buf` as `desc`, or None: malformed
-    wire data at any depth, or a known field with the wrong wire type.
-    (Unlike protobuf-python and protobuf-go, it does not check UTF-8.)
-    Submessages are judged in place (offsets, not copies)."""
+    """Why gogo-generated Go code rejects `buf` as `desc`, or None.
+
+    Malformed wire data at any depth, or a known field with the wrong wire
+    type. (Unlike protobuf-python and protobuf-go, it does not check UTF-8.)
+    Submessages are judged in place (offsets, not copies).
+
+    Args:
+        buf: Protobuf wire bytes.
+        desc: The message type.
+        depth: The nesting level `buf` is at.
+
+    Returns:
+        The Go error's words, or None when gogo accepts it.
+    """
     return _memoized(  # type: ignore[no-any-return]
         ("gogo", buf, desc.full_name, depth),
         lambda: _gogo(buf, 0, len(buf), desc, depth),
@@ -210,11 +239,21 @@ def _submessages(desc: Descriptor) -> dict[int, Descriptor]:
 
 
 def nesting_depth(buf: bytes, desc: Descriptor, limit: int) -> int:
-    """How deep `buf` nests as `desc`, counting what the protobuf runtime
-    counts: each known submessage and each group (known or not) is a level;
-    unknown length-delimited fields are not parsed, so they are not. Stops
-    as soon as the depth passes `limit` (returning limit + 1), and at the
-    first malformed byte (the parser rejects those anyway)."""
+    """How deep `buf` nests as `desc`, counting what the protobuf runtime counts.
+
+    Each known submessage and each group (known or not) is a level; unknown
+    length-delimited fields are not parsed, so they are not. Stops as soon
+    as the depth passes `limit`, and at the first malformed byte (the parser
+    rejects those anyway).
+
+    Args:
+        buf: Protobuf wire bytes.
+        desc: The message type.
+        limit: The depth past which to stop.
+
+    Returns:
+        The depth, at most `limit` + 1.
+    """
     return _memoized(  # type: ignore[no-any-return]
         ("depth", buf, desc.full_name, limit),
         lambda: _walk(buf, 0, len(buf), desc, 0, limit, 0)[0],
