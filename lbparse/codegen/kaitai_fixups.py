@@ -219,7 +219,18 @@ FIXUPS: dict[str, tuple[str, Callable[[str, dict[str, Any], dict[str, Any]], str
 
 
 def fix_source(lang: str, text: str, ksy: dict[str, Any], options: dict[str, Any]) -> str:
-    """The generated source of one .ksy in `lang`, with that language's fixes."""
+    """The generated source of one .ksy in `lang`, with that language's fixes.
+
+    Args:
+        lang: The target's name (`targets.LANGUAGES`).
+        text: The Kaitai compiler's output for the .ksy.
+        ksy: The .ksy, parsed.
+        options: The target's compiler options (package names, ...).
+
+    Returns:
+        The source as it is written; `text` itself when the language needs
+        no fix.
+    """
     suffix_fix = FIXUPS.get(lang)
     return text if suffix_fix is None else suffix_fix[1](text, ksy, options)
 

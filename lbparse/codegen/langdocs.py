@@ -38,6 +38,19 @@ v0 ReplicationResponse: header_len 8, payload 16 bytes (raw)
 
 @dataclass(frozen=True)
 class LangDoc:
+    """What a language folder's README says, and its runnable example.
+
+    Attributes:
+        name: How people call the language.
+        example: The example's file name, relative to the folder.
+        source: The example program.
+        build: Shell lines, run in the folder, that build and run the example.
+        output: What the example prints.
+        notes: What to know when using the parsers in this language.
+        tools: Executables the build lines need.
+        extra: Other files to write, by name.
+    """
+
     name: str  # how people call the language
     example: str  # file name of the example, relative to the folder
     source: str  # the example program
@@ -707,7 +720,15 @@ _NO_BUILD = {
 
 
 def write_docs(lang: str, folder: Path) -> list[Path]:
-    """README.md (and the example program) for `lang` in `folder`."""
+    """README.md (and the example program) for `lang` in `folder`.
+
+    Args:
+        lang: The target's name.
+        folder: The target's folder, its parsers already written there.
+
+    Returns:
+        The files written.
+    """
     files = sorted(
         p.name
         for p in folder.iterdir()

@@ -48,12 +48,27 @@ class LuaExpr:
     `_` is the value being checked (`v`), a field of the header is
     `h.NAME`, an instance is inlined, `TYPE.NAME` resolves in that type,
     `_root.layout` is the layout parameter and `ENUM::ID` its number.
+
+    Args:
+        ksy: The .ksy the expressions come from, parsed.
     """
 
     def __init__(self, ksy: dict[str, Any]) -> None:
         self.ksy = ksy
 
     def translate(self, expr: str, type_name: str) -> str:
+        """One Kaitai expression as a Lua expression.
+
+        Args:
+            expr: The Kaitai expression.
+            type_name: The type it is written in (names resolve there).
+
+        Returns:
+            The Lua expression.
+
+        Raises:
+            ValueError: The expression holds what the translator does not know.
+        """
         self.tokens = [t for t in _TOKEN.findall(str(expr))]
         if "".join("".join(t) for t in self.tokens).replace(" ", "") != str(expr).replace(" ", ""):
             raise ValueError(f"cannot translate Kaitai expression {expr!r}")

@@ -100,7 +100,14 @@ class CodegenError(RuntimeError):
 
 @dataclass
 class Generated:
-    """What `generate` wrote: folder and files per target, and warnings."""
+    """What `generate` wrote: folder and files per target, and warnings.
+
+    Attributes:
+        folders: Each target's folder.
+        files: Each target's files.
+        parsers: Each target's compiled .ksy files.
+        warnings: What the compiler or the fixes said, one line each.
+    """
 
     folders: dict[str, Path] = field(default_factory=dict)
     files: dict[str, list[Path]] = field(default_factory=dict)
@@ -109,7 +116,17 @@ class Generated:
 
 
 def resolve_languages(names: Iterable[str]) -> list[str]:
-    """Our target names for `names` (aliases allowed, `all` = every target)."""
+    """Our target names for `names` (aliases allowed, `all` = every target).
+
+    Args:
+        names: Language names as given, each possibly a comma-separated list.
+
+    Returns:
+        The targets, in the order given, each once.
+
+    Raises:
+        ValueError: A name is no target or alias, or no name was given.
+    """
     out: list[str] = []
     for raw in names:
         for name in (n.strip().lower() for n in raw.split(",")):
@@ -270,6 +287,10 @@ def msg_type_table() -> dict[str, Any]:
     Every key of each layout is copied as it is, so layouts and keys the
     spec gains later appear without a change here; only `msg_types`
     becomes a list of {value, name, payload_type} for JSON.
+
+    Returns:
+        {"source", "layouts", "field_errors", "error_kinds"}: what each
+        target's msg_types.json holds.
     """
     layouts = {}
     for name, raw in LAYOUTS.items():
@@ -329,9 +350,20 @@ def generate(
 ) -> Generated:
     """Write every target of `languages` under `outdir`.
 
-    `nest` (default: when more than one target) puts each target in
-    `outdir/LANG`; otherwise the single target's files go straight into
-    `outdir`.
+    Args:
+        languages: Target names or aliases (`resolve_languages`).
+        outdir: The folder to write into (made if missing).
+        nest: Put each target in `outdir/LANG`; None: when more than one
+            target is asked; False: the single target's files go straight
+            into `outdir`.
+
+    Returns:
+        What was written, target by target, and the warnings.
+
+    Raises:
+        ValueError: A language is unknown.
+        CodegenError: The Kaitai compiler cannot be found, installed or run
+            under Node, or it failed (its stderr is the message).
     """
     langs = resolve_languages(languages)
     outdir = Path(outdir)

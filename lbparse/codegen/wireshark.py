@@ -433,7 +433,19 @@ def lua_source(
     layouts: Mapping[str, Layout] | None = None,
     default_port: int = DEFAULT_PORT,
 ) -> str:
-    """The whole dissector, as Lua source."""
+    """The whole dissector, as Lua source.
+
+    Args:
+        ksy_path: The envelope's .ksy (another spec's, in tests).
+        layouts: The layouts to dissect; None: the generated ones.
+        default_port: The TCP port the dissector registers for NATS.
+
+    Returns:
+        The Lua source of liftbridge.lua.
+
+    Raises:
+        ValueError: No layout has the envelope header.
+    """
     ksy = _load(ksy_path)
     commitlog = _load(COMMITLOG_KSY)
     lays = dict(layouts if layouts is not None else LAYOUTS)
@@ -464,7 +476,14 @@ def lua_source(
 
 
 def write_dissector(folder: Path | str) -> Path:
-    """Write `liftbridge.lua` into `folder`; return its path."""
+    """Write `liftbridge.lua` into `folder`; return its path.
+
+    Args:
+        folder: Where to write it (made if missing).
+
+    Returns:
+        The dissector's path.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / FILE_NAME
@@ -477,7 +496,14 @@ def proto_files() -> list[Path]:
 
 
 def write_plugin(folder: Path | str) -> list[Path]:
-    """What belongs in a Wireshark plugins folder: the dissector and its .proto files."""
+    """What belongs in a Wireshark plugins folder: the dissector and its .proto files.
+
+    Args:
+        folder: The plugins folder (made if missing).
+
+    Returns:
+        The files written.
+    """
     folder = Path(folder)
     written = [write_dissector(folder)]
     protos = folder / PROTO_DIR
