@@ -96,14 +96,23 @@ def decode_arrow(
 ) -> pa.RecordBatch:
     """Decode many envelopes at once: one row per payload, in order.
 
-    `payloads`: a pyarrow binary (or large binary) array, chunked or not, or
-    anything `pyarrow.array(..., pyarrow.binary())` takes (a list of bytes);
-    a null payload gives a row with `error_kind` "input:null_payload".
-    `layout`, `verify_crc`, `lenient`: as `lbparse.decode`, whose answer
-    each row is, errors included (`error_kind`, `error_message`). Columns:
-    `DECODED_COLUMNS_FIRST`, `payload`, `payload_json`, then one struct
-    column per payload type (`proto_Message`, `proto_Ack`, ...,
-    `commitlog_ReplicationResponse`), null where the row has another type.
+    Each row is `lbparse.decode`'s answer, errors included (`error_kind`,
+    `error_message`). Columns: `DECODED_COLUMNS_FIRST`, `payload`,
+    `payload_json`, then one struct column per payload type
+    (`proto_Message`, `proto_Ack`, ..., `commitlog_ReplicationResponse`),
+    null where the row has another type.
+
+    Args:
+        payloads: A pyarrow binary (or large binary) array, chunked or not,
+            or anything `pyarrow.array(..., pyarrow.binary())` takes (a list
+            of bytes); a null payload gives a row with `error_kind`
+            "input:null_payload".
+        layout: As `lbparse.decode` takes it ("auto" included).
+        verify_crc: As `lbparse.decode`.
+        lenient: As `lbparse.decode`.
+
+    Returns:
+        One pyarrow RecordBatch, a row per payload.
     """
     capture_columns = need("lbparse.columnar.schema").CAPTURE_COLUMNS
     decoder = _decoder(layout, verify_crc, lenient)
@@ -131,6 +140,16 @@ def decode_tables(
         >>> t = lbparse.decode_tables([bytes.fromhex("b90e43b40008000b0a027331")])
         >>> t["protocol_ServerInfoResponse"].column("id").to_pylist()
         ['s1']
+
+    Args:
+        payloads: What `decode_arrow` takes (a binary array, a list of bytes).
+        layout: As `lbparse.decode` takes it ("auto" included).
+        verify_crc: As `lbparse.decode`.
+        lenient: As `lbparse.decode`.
+
+    Returns:
+        pyarrow Tables by name: "messages", then one per payload type
+        present, each with the pandas metadata `capture --tables` writes.
     """
     capture_columns = need("lbparse.columnar.schema").CAPTURE_COLUMNS
     tables_of = need("lbparse.columnar.tables").tables_of
@@ -146,8 +165,15 @@ def decode_tables(
 
 
 def payload_records(payloads: Any) -> pa.RecordBatch:
-    """The decoder's input for bare payloads (anything `decode_arrow` takes): no
-    capture columns, `position` the index."""
+    """The decoder's input for bare payloads: no capture columns, `position` the index.
+
+    Args:
+        payloads: Anything `decode_arrow` takes.
+
+    Returns:
+        A RecordBatch of the record schema: the payloads, `position`
+        0..n-1, the capture columns null.
+    """
     np = need("numpy")
     arr = _binary(payloads)
     n = len(arr)
@@ -191,9 +217,21 @@ def read_capture_arrow(
     One row per NATS message (its capture columns, then decoded as
     `decode_arrow` decodes) and one per problem the reader found (a gap, a
     damaged block, a file that cannot be read: `error_kind` "input:KIND"),
-    in reading order; `position` numbers them from 0. At most `batch_rows`
-    rows a batch, and memory stays flat whatever the file size. `limits`
-    bounds what hostile input may cost (lbparse.Limits; captures only).
+    in reading order; `position` numbers them from 0. Memory stays flat
+    whatever the file size.
+
+    Args:
+        path: A pcap, pcapng, or our JSON Lines / Parquet recording.
+        layout: As `lbparse.decode` takes it; "auto" uses what the capture
+            proves (lbparse.codec.generation).
+        verify_crc: As `lbparse.decode`.
+        lenient: As `lbparse.decode`.
+        batch_rows: The most rows a batch holds.
+        limits: What hostile input may cost (lbparse.Limits; captures only);
+            None for the defaults.
+
+    Yields:
+        pyarrow RecordBatches of at most `batch_rows` rows, in reading order.
     """
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     decoder = _decoder(layout, verify_crc, lenient)
@@ -224,9 +262,22 @@ def read_capture_tables(
     (a row that looked like HTTP/2 but was not comes last, its `position`
     still its own). What the gRPC reading lost (a limit, a message cut
     short: lbparse.capture.notices) is a problem row of `messages`
-    (`input:KIND`), numbered after the file's own rows; what it noticed
-    that is normal behaviour (`Notice.info`: a cancelled call, a call cut
-    by the capture's end) goes to `on_info`, and is not a row.
+    (`input:KIND`), numbered after the file's own rows.
+
+    Args:
+        path: A pcap, pcapng, or our JSON Lines / Parquet recording.
+        layout: As `read_capture_arrow`.
+        verify_crc: As `lbparse.decode`.
+        lenient: As `lbparse.decode`.
+        batch_rows: The most rows a batch holds.
+        limits: What hostile input may cost (lbparse.Limits); None for the
+            defaults.
+        on_info: Called with each Notice of normal behaviour the gRPC reading
+            noticed (`Notice.info`: a cancelled call, a call cut by the
+            capture's end), which is not a row; None to drop them.
+
+    Yields:
+        Dicts of pyarrow Tables by name, one per batch.
     """
     tables_of = need("lbparse.columnar.tables").tables_of
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order

@@ -180,7 +180,15 @@ def _field_without_presence(fd: FieldDescriptor, typ: pa.DataType, nullable_defa
 
 
 class StructBuilder:
-    """Builds the struct column of one message type from decoded messages."""
+    """Builds the struct column of one message type from decoded messages.
+
+    Args:
+        descriptor: The message type.
+        arrow_type: The struct type to build (Spark may have dropped fields:
+            empty messages; the Arrow type says which remain).
+        emit_defaults: Proto3 scalars and enums at their default (0, '', the first
+            enum value) are values, not nulls (DecodeOptions.emit_defaults).
+    """
 
     def __init__(
         self, descriptor: Descriptor, arrow_type: pa.StructType, emit_defaults: bool = False
@@ -193,6 +201,14 @@ class StructBuilder:
         self.builds = [_field(by_name[f.name], f.type, emit_defaults) for f in self.fields]
 
     def build(self, msgs: Sequence[Any]) -> pa.StructArray:
+        """The struct column of `msgs`.
+
+        Args:
+            msgs: Decoded protobuf messages of the builder's type.
+
+        Returns:
+            A StructArray, a row per message.
+        """
         if not msgs:
             return pa.array([], self.type)
         return pa.StructArray.from_arrays([b(msgs) for b in self.builds], fields=self.fields)
@@ -202,7 +218,17 @@ class StructBuilder:
 def struct_builder(
     descriptor: Descriptor, arrow_type: pa.StructType, emit_defaults: bool = False
 ) -> StructBuilder:
-    """One builder per message type and options in a process, made on first use."""
+    """One builder per message type and options in a process, made on first use.
+
+    Args:
+        descriptor: The message type.
+        arrow_type: The struct type to build.
+        emit_defaults: Proto3 scalars and enums at their default (0, '', the first
+            enum value) are values, not nulls (DecodeOptions.emit_defaults).
+
+    Returns:
+        The (cached) StructBuilder.
+    """
     return StructBuilder(descriptor, arrow_type, emit_defaults)
 
 
@@ -214,7 +240,12 @@ def _u64(vals: list[int]) -> np.ndarray:
 
 
 class ReplicationResponseBuilder:
-    """Builds the ReplicationResponse struct: epoch, watermark, entries."""
+    """Builds the ReplicationResponse struct: epoch, watermark, entries.
+
+    Args:
+        arrow_type: The struct type to build (its `entries` a list of entry
+            structs with their `headers`).
+    """
 
     def __init__(self, arrow_type: pa.StructType) -> None:
         self.type = arrow_type
@@ -227,6 +258,15 @@ class ReplicationResponseBuilder:
         self.headers_type = entries.value_type.field("headers").type
 
     def build(self, rrs: Sequence[Any]) -> pa.StructArray:
+        """The struct column of `rrs`.
+
+        Args:
+            rrs: Decoded ReplicationResponses.
+
+        Returns:
+            A StructArray, a row per response (unsigned 64-bit fields wrap into
+            int64, as Spark's bigint holds them).
+        """
         n = len(rrs)
         es = [e.entries for e in rrs]
         offsets = np.zeros(n + 1, np.int32)
@@ -287,7 +327,21 @@ def builder_for(
     cls: type[ProtoMessage] | None,
     emit_defaults: bool = False,
 ) -> Any:
-    """The builder of a payload type's struct column (`cls`: its protobuf class)."""
+    """The builder of a payload type's struct column.
+
+    Args:
+        payload_type: The payload type.
+        arrow_type: The struct type to build.
+        cls: Its protobuf class (None for a ReplicationResponse).
+        emit_defaults: Proto3 scalars and enums at their default (0, '', the first
+            enum value) are values, not nulls (DecodeOptions.emit_defaults).
+
+    Returns:
+        A builder with `build(messages) -> StructArray`.
+
+    Raises:
+        ValueError: A protobuf payload type was given no class.
+    """
     if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)
     if cls is None:

@@ -91,7 +91,20 @@ def decode_replication(
     ends: np.ndarray,
     native: bool = True,
 ) -> tuple[pa.StructArray, np.ndarray]:
-    """The payloads as a struct column (null where left to lbparse), and `ok`."""
+    """The payloads as a struct column (null where left to lbparse), and `ok`.
+
+    Args:
+        arrow_type: The ReplicationResponse struct type.
+        data: The batch's payload bytes, a uint8 array.
+        starts: Each payload's start in `data`.
+        ends: Each payload's end.
+        native: Use the C kernels when they are built.
+
+    Returns:
+        (the struct column, a row per payload; a bool array: True where the
+        payload was decoded here, False where it is left to lbparse's
+        per-row decoder to decode or refuse).
+    """
     if native and _kernels is not None:
         return _native(arrow_type, data, starts, ends)
     k = len(starts)

@@ -33,8 +33,11 @@ from lbparse.codec.generation import (
 
 
 class ContextDecoder(Protocol):
-    """What the context asks of the batch decoder (decode_arrow.BatchDecoder),
-    which calls it: a protocol, so this module needs nothing of that one."""
+    """What the context asks of the batch decoder (decode_arrow.BatchDecoder).
+
+    The decoder calls it: a protocol, so this module needs nothing of that
+    one.
+    """
 
     options: Any
     layouts: Any
@@ -42,14 +45,31 @@ class ContextDecoder(Protocol):
 
     def redecode(
         self, rows: Any, i: int, layout: str, b: bytes, e: int, scope: str = ...
-    ) -> None: ...
+    ) -> None:
+        """Decode row `i` again as `layout`, the generation its context proves.
+
+        Args:
+            rows: The batch's decoded rows.
+            i: The row.
+            layout: The layout proven.
+            b: The row's payload.
+            e: The row's payload end in the batch's buffer.
+            scope: Where the proof is: "subject", "connection" or "capture".
+        """
 
 
 __all__ = ["ContextDecoder", "apply_context", "message_count"]
 
 
 def message_count(records: pa.RecordBatch) -> int:
-    """Rows of a batch that are messages (not the readers' problem rows)."""
+    """Rows of a batch that are messages (not the readers' problem rows).
+
+    Args:
+        records: A batch of records.
+
+    Returns:
+        Its rows without an `error_kind`.
+    """
     problems = int(np.asarray(records.column("error_kind").is_valid()).sum())
     return int(records.num_rows) - problems
 
@@ -65,7 +85,19 @@ def apply_context(
     hdr: dict[str, np.ndarray],
     buffers: tuple[np.ndarray, ...],
 ) -> None:
-    """Note the batch's proof in `ctx`; resolve its ambiguous rows by it."""
+    """Note the batch's proof in `ctx`; resolve its ambiguous rows by it.
+
+    Args:
+        dec: The batch decoder.
+        ctx: The unit's generation context.
+        base: The index in the unit of the batch's first message.
+        records: The batch.
+        rows: Its decoded rows.
+        fast: Rows the v0 fast path decoded.
+        preset: Rows that are the readers' problem rows (not messages).
+        hdr: The header arrays (`lens`: each payload's length, ...).
+        buffers: The payloads' (starts, ends, data).
+    """
     n = records.num_rows
     index = base + np.cumsum(~preset) - 1  # each message's index in the unit
     _window(ctx, index, preset, hdr["lens"])

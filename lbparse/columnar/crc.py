@@ -26,7 +26,17 @@ __all__ = ["crc32c_ranges", "crc32c_ranges_python", "implementation"]
 def crc32c_ranges(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """CRC-32C of `data[starts[i]:ends[i]]` for every i, as int64.
 
-    `data` is a uint8 array; a range outside it raises ValueError."""
+    Args:
+        data: A uint8 array.
+        starts: Each range's start.
+        ends: Each range's end (excluded).
+
+    Returns:
+        An int64 array of the CRCs, one per range.
+
+    Raises:
+        ValueError: A range lies outside `data`.
+    """
     if _native is None:
         return crc32c_ranges_python(data, starts, ends)
     s = np.ascontiguousarray(starts, np.int64)
@@ -37,7 +47,19 @@ def crc32c_ranges(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.
 
 
 def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The same, one crc32c.crc32c call per range (the fallback, and the reference)."""
+    """The same, one crc32c.crc32c call per range (the fallback, and the reference).
+
+    Args:
+        data: A uint8 array.
+        starts: Each range's start.
+        ends: Each range's end (excluded).
+
+    Returns:
+        An int64 array of the CRCs, one per range.
+
+    Raises:
+        ValueError: A range lies outside `data`.
+    """
     s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     bad = (s < 0) | (e < s) | (e > len(data))
     if bad.any():
@@ -51,5 +73,9 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 
 
 def implementation() -> str:
-    """Which code computes the CRCs: 'sse4.2', 'slicing-by-8' (C) or 'python'."""
+    """Which code computes the CRCs.
+
+    Returns:
+        'sse4.2' or 'slicing-by-8' (C), or 'python'.
+    """
     return "python" if _native is None else _native.implementation()
