@@ -126,7 +126,11 @@ except ImportError:  # not built: numpy does the same
 
 
 def native_available() -> bool:
-    """The C kernels are built and not turned off (LBPARSE_NATIVE=0)."""
+    """Whether the C kernels are built and not turned off (LBPARSE_NATIVE=0).
+
+    Returns:
+        True when the batch decoder may use them.
+    """
     return _kernels is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 
 
@@ -135,10 +139,19 @@ _crc = _crc32c.crc32c
 
 @dataclass(frozen=True)
 class DecodeOptions:
-    """How payloads are decoded (the `lbparse.decode` options, and Spark's
-    `emit.default.values` for the struct columns: proto3 zeros, "" and an
-    enum's first value are values by default, as the data has them; null
-    with False, as from_protobuf gives them without it)."""
+    """How payloads are decoded.
+
+    The `lbparse.decode` options, and Spark's `emit.default.values` for the
+    struct columns.
+
+    Attributes:
+        layout: As `lbparse.decode` takes it ("auto" included).
+        verify_crc: Check the CRC-32C a header carries.
+        lenient: Accept what upstream accepts, with warnings.
+        emit_defaults: Proto3 zeros, "" and an enum's first value are values,
+            as the data has them (the default); False: null, as from_protobuf
+            gives them without the option.
+    """
 
     layout: str = "v0"
     verify_crc: bool = True
@@ -154,7 +167,15 @@ class DecodeOptions:
 
 
 def binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(starts, ends, data) of a binary array, zero-copy; respects `arr.offset`."""
+    """(starts, ends, data) of a binary array, zero-copy; respects `arr.offset`.
+
+    Args:
+        arr: A binary array (another binary type is cast to binary first).
+
+    Returns:
+        Each value's start and end (int64 arrays) in `data`, and the data
+        buffer as a uint8 array (one zero byte when empty).
+    """
     if arr.type != pa.binary():
         arr = arr.cast(pa.binary())
     n = len(arr)
@@ -257,7 +278,11 @@ class _Rows:
 
 
 class BatchDecoder:
-    """Decodes record batches into output batches (one per process and options)."""
+    """Decodes record batches into output batches (one per process and options).
+
+    Args:
+        options: How payloads are decoded.
+    """
 
     def __init__(self, options: DecodeOptions) -> None:
         self.options = options
@@ -353,8 +378,18 @@ class BatchDecoder:
         base: int = 0,
         traffic: TrafficReader | None = None,
     ) -> Decoded:
-        """`decoded(...)` and, with `traffic` (the unit's reader, fed each batch
-        once, in order), the columns of Liftbridge's non-envelope traffic."""
+        """The batch decoded, with the columns of Liftbridge's non-envelope traffic.
+
+        Args:
+            records: A batch of the record schema.
+            context: As `decoded`.
+            base: As `decoded`.
+            traffic: The unit's traffic reader, fed each batch once, in order;
+                None: no traffic columns.
+
+        Returns:
+            The decoded batch.
+        """
         out = self.decoded(records, context, base)
         if traffic is not None:
             out.columns.update(traffic_columns(traffic, records))
@@ -363,15 +398,24 @@ class BatchDecoder:
     def decoded(
         self, records: pa.RecordBatch, context: GenerationContext | None = None, base: int = 0
     ) -> Decoded:
-        """The batch decoded. Should anything of the vectorized readers fail
-        on it (a bug: the tests run `strict`, which lets it through), the
-        batch is decoded again row by row with lbparse.decode and upb
-        alone, and `fallbacks` counts it: a job never fails on its data.
+        """The batch decoded.
 
-        `context` (layout auto): the proof of generations of the unit this
-        batch belongs to, `base` the index of its first message there; the
-        batch's proof is noted in it and its ambiguous envelopes resolved
-        by it, as the capture reader does (lbparse.codec.generation)."""
+        Should anything of the vectorized readers fail on it (a bug: the tests
+        run `strict`, which lets it through), the batch is decoded again row by
+        row with lbparse.decode and upb alone, and `fallbacks` counts it: a job
+        never fails on its data.
+
+        Args:
+            records: A batch of the record schema.
+            context: Layout auto: the proof of generations of the unit this batch
+                belongs to; the batch's proof is noted in it and its ambiguous
+                envelopes resolved by it, as the capture reader does
+                (lbparse.codec.generation). None: each envelope alone.
+            base: The index of the batch's first message in its unit.
+
+        Returns:
+            The decoded batch.
+        """
         try:
             return self._decode(records, self.fast, vectorized=True, context=context, base=base)
         except Exception:
@@ -743,8 +787,18 @@ class BatchDecoder:
     def redecode(
         self, rows: _Rows, i: int, layout: str, b: bytes, e: int, scope: str = "capture"
     ) -> None:
-        """Row `i` decoded again as `layout` (the generation its context proves
-        in `scope`: decided as the capture reader decides it, lbparse.codec.generation)."""
+        """Decode row `i` again as `layout`, the generation its context proves.
+
+        Decided as the capture reader decides it (lbparse.codec.generation).
+
+        Args:
+            rows: The batch's decoded rows.
+            i: The row.
+            layout: The layout proven.
+            b: The row's payload.
+            e: The row's payload end in the batch's buffer.
+            scope: Where the proof is: "subject", "connection" or "capture".
+        """
         for ptype, (mine, arr) in list(rows.decoded.items()):
             keep = mine != i
             if not keep.all():
@@ -761,10 +815,19 @@ class BatchDecoder:
         self.decided_by_context(rows, i, layout, scope)
 
     def decided_by_context(self, rows: _Rows, i: int, layout: str, scope: str) -> None:
-        """Row `i`'s layout decided by the capture's proof in `scope`, as the
-        capture reader decides it (lbparse.codec.generation): its confidence, no
-        ambiguity, and its reason in the capture reader's words, but for
-        which message was the first proof (the pipeline notes proof without it)."""
+        """Mark row `i`'s layout as decided by the capture's proof in `scope`.
+
+        As the capture reader decides it (lbparse.codec.generation): its
+        confidence, no ambiguity, and its reason in the capture reader's words,
+        but for which message was the first proof (the pipeline notes proof
+        without it).
+
+        Args:
+            rows: The batch's decoded rows.
+            i: The row.
+            layout: The layout proven.
+            scope: Where the proof is: "subject", "connection" or "capture".
+        """
         rows.confidence[i], rows.decided_ambiguous[i] = CONFIDENCE[scope], 0
         rows.ambiguous.pop(i, None)
         what = "MsgTypes only it has" if layout == NEWEST else "envelopes only it reads"
@@ -1024,9 +1087,17 @@ class BatchDecoder:
 
 @lru_cache(maxsize=16)
 def decoder_for(options: DecodeOptions) -> BatchDecoder:
-    """The decoder of `options`, built once per process (Spark reuses its Python
-    workers across tasks): the schema and the column builders are made here,
-    not per batch."""
+    """The decoder of `options`, built once per process.
+
+    Spark reuses its Python workers across tasks: the schema and the column
+    builders are made here, not per batch.
+
+    Args:
+        options: How payloads are decoded.
+
+    Returns:
+        The (cached) BatchDecoder.
+    """
     return BatchDecoder(options)
 
 
@@ -1075,10 +1146,20 @@ def _first_word(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
 def group_rows(
     codes: np.ndarray, ncodes: int, native: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The rows grouped by code, for codes 0..ncodes-1 (others in no group):
-    (order, bounds), the rows of code c being order[bounds[c]:bounds[c+1]],
-    ascending. One counting sort in C (`_kernels.group`) when built; numpy's
-    stable argsort is the reference (`native=False`)."""
+    """The rows grouped by code, for codes 0..ncodes-1 (others in no group).
+
+    One counting sort in C (`_kernels.group`) when built; numpy's stable
+    argsort is the reference (`native=False`).
+
+    Args:
+        codes: An int code per row.
+        ncodes: How many codes there are.
+        native: Use the C kernel when it is built.
+
+    Returns:
+        (order, bounds): the rows of code c are order[bounds[c]:bounds[c+1]],
+        ascending.
+    """
     c = np.ascontiguousarray(codes, np.int32)
     if native and _kernels is not None:
         order = np.empty(len(c), np.int64)
@@ -1099,13 +1180,22 @@ def _present(rows: np.ndarray, n: int) -> np.ndarray:
 
 
 def decisive_reason(layout: str | None, reasons: Sequence[str]) -> str | None:
-    """The reason of an envelope's `reasons` (lbparse.codec.detect, lbparse.codec.generation)
-    that decided its layout: the capture's context when it spoke last, else
-    the line describing the envelope chosen (detect writes it "LAYOUT: ..."),
-    else the last (a plain payload's). None when there are no reasons (a
-    layout named, not detected). The whole list is one lbparse.decode away;
-    as a column it would cost ~5 strings a row (measured: 90-130 ns a row
-    on the fast path against ~13 for one)."""
+    """The reason of an envelope's `reasons` that decided its layout.
+
+    The capture's context when it spoke last, else the line describing the
+    envelope chosen (detect writes it "LAYOUT: ..."), else the last (a
+    plain payload's). The whole list is one lbparse.decode away; as a column
+    it would cost ~5 strings a row (measured: 90-130 ns a row on the fast
+    path against ~13 for one).
+
+    Args:
+        layout: The layout chosen.
+        reasons: The envelope's reasons (lbparse.codec.detect, .generation).
+
+    Returns:
+        The deciding reason; None when there are none (a layout named, not
+        detected).
+    """
     if not reasons:
         return None
     for reason in reversed(reasons):
@@ -1142,10 +1232,19 @@ def _strings(values: list[str | None]) -> pa.Array:
 
 
 class Decoded:
-    """A decoded batch: the fixed columns (input order) and, per struct column,
-    the rows that have one and their values. Null struct columns are never
-    made here: `to_batch()` makes the whole batch, `partitions()` the rows of
-    each msg_type_name with only the columns they fill."""
+    """A decoded batch.
+
+    The fixed columns (input order) and, per struct column, the rows that
+    have one and their values. Null struct columns are never made here:
+    `to_batch()` makes the whole batch, `partitions()` the rows of each
+    msg_type_name with only the columns they fill.
+
+    Args:
+        n: The batch's rows.
+        schema: The output schema.
+        columns: The fixed columns by name, a value per row.
+        structs: Per struct column, (the rows that have one, their values).
+    """
 
     def __init__(
         self,
@@ -1160,9 +1259,22 @@ class Decoded:
         self.structs = structs
 
     def column(self, name: str) -> pa.Array:
+        """A fixed column by name.
+
+        Args:
+            name: The column's name.
+
+        Returns:
+            Its array, a value per row.
+        """
         return self.columns[name]
 
     def to_batch(self) -> pa.RecordBatch:
+        """The whole batch in the output schema, struct columns null where unset.
+
+        Returns:
+            A RecordBatch, a row per input row.
+        """
         n = self.num_rows
         arrays = []
         for f in self.schema:
@@ -1178,7 +1290,17 @@ class Decoded:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def partitions(self, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:
-        """(value, rows, columns) for each value of `column`; struct columns only where set."""
+        """(value, rows, columns) for each value of `column`; struct columns only where set.
+
+        A fixed column null in every row is left out: in the dataset a column a
+        file lacks reads as null.
+
+        Args:
+            column: The fixed column to split by (msg_type_name).
+
+        Yields:
+            (the value, its row count, its columns by name).
+        """
         names = self.columns[column]
         # A column that is null in every row is left out: in the dataset a
         # column a file lacks reads as null (see output.py), and taking and

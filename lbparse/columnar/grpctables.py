@@ -60,8 +60,16 @@ RESETS_KEPT = 4096
 
 
 def http2_rows(messages: pa.Table) -> pa.Array | None:
-    """The rows of `messages` that may be an HTTP/2 connection's bytes taken
-    for NATS (HTTP2_HINTS and HTTP2_BYTES), as a mask; None when there are none."""
+    """The rows of `messages` that may be an HTTP/2 connection's bytes taken for NATS.
+
+    Problem rows of the kinds HTTP2_HINTS whose message matches HTTP2_BYTES.
+
+    Args:
+        messages: A `messages` table.
+
+    Returns:
+        A boolean mask over its rows; None when there are none.
+    """
     hint = pc.is_in(messages.column("error_kind"), pa.array(HTTP2_HINTS))
     if not pc.any(hint).as_py():
         return None
@@ -74,17 +82,26 @@ MAX_HELD = 100_000  # rows held at once; past it, rows that may be HTTP/2 stay w
 
 
 class Held:
-    """`messages` rows that may be HTTP/2's bytes taken for NATS (http2_rows),
-    held back until the gRPC reading names the connections that were HTTP/2:
-    theirs are no problem (the Python reader, reading HTTP/2 as it goes,
-    has none), the others are given back."""
+    """`messages` rows that may be HTTP/2's bytes taken for NATS, held back.
+
+    Held (http2_rows) until the gRPC reading names the connections that were
+    HTTP/2: theirs are no problem (the Python reader, reading HTTP/2 as it
+    goes, has none), the others are given back.
+    """
 
     def __init__(self) -> None:
         self.rows: list[pa.Table] = []
         self.count = 0
 
     def take(self, messages: pa.Table) -> pa.Table:
-        """`messages` without the rows it holds from now on."""
+        """`messages` without the rows it holds from now on.
+
+        Args:
+            messages: A `messages` table of the reading.
+
+        Returns:
+            The table less the rows held (all of it once MAX_HELD rows are held).
+        """
         mask = http2_rows(messages) if self.count < MAX_HELD else None
         if mask is None:
             return messages
@@ -94,10 +111,25 @@ class Held:
         return messages.filter(pc.invert(mask))
 
     def sources(self) -> set[str]:
+        """The files the held rows come from.
+
+        Returns:
+            Their `source` values.
+        """
         return {s for t in self.rows for s in t.column("source").to_pylist()}
 
     def release(self, connections: set[tuple[str, str]]) -> tuple[pa.Table, pa.Table]:
-        """(the held rows not on `connections`, those on them), and nothing held."""
+        """Give back the held rows, split by whether they were on HTTP/2 connections.
+
+        Nothing is held afterwards.
+
+        Args:
+            connections: The HTTP/2 connections, (lower, higher) endpoints.
+
+        Returns:
+            (the held rows not on `connections`: problems after all, those on
+            them).
+        """
         if not self.rows:
             empty = table_schema("messages").empty_table()
             return empty, empty
@@ -108,7 +140,15 @@ class Held:
 
 
 def on_connections(rows: pa.Table, connections: set[tuple[str, str]]) -> pa.Array:
-    """A mask of `rows` whose (src, dst) is one of `connections` ((lower, higher))."""
+    """A mask of `rows` whose (src, dst) is one of `connections` ((lower, higher)).
+
+    Args:
+        rows: A table with `src` and `dst` columns.
+        connections: Connections as (lower, higher) endpoints.
+
+    Returns:
+        A boolean array, a value per row.
+    """
     pairs = zip(rows.column("src").to_pylist(), rows.column("dst").to_pylist())
     return pa.array(
         [
@@ -126,7 +166,11 @@ def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
 
 
 class GrpcRows:
-    """gRPC records of one file (on_grpc's items) as rows, flushed as tables."""
+    """gRPC records of one file (on_grpc's items) as rows, flushed as tables.
+
+    Args:
+        source: The file's name, each row's `source`.
+    """
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -152,6 +196,11 @@ class GrpcRows:
         return found
 
     def add(self, item: Any) -> None:
+        """Take one gRPC record: a call or a message.
+
+        Args:
+            item: A GrpcCall or GrpcMessage (anything else is ignored).
+        """
         if isinstance(item, GrpcMessage):
             self._message(item)
         elif isinstance(item, GrpcCall):
@@ -221,6 +270,11 @@ class GrpcRows:
         self.calls.append(row)
 
     def flush(self) -> dict[str, pa.Table]:
+        """The rows taken since the last flush, as tables; none are kept.
+
+        Returns:
+            {"grpc_calls": ..., "grpc_messages": ...} as pyarrow Tables.
+        """
         out = {
             GRPC_CALLS: _table(GRPC_CALLS, self.calls),
             GRPC_MESSAGES: _table(GRPC_MESSAGES, self.messages),
@@ -285,9 +339,17 @@ def read_grpc(
     limits: Limits | None = None,
     on_notice: Callable[[Notice], None] | None = None,
 ) -> set[tuple[str, str]]:
-    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report),
-    and each notice said of its HTTP/2 connections to `on_notice`; the
-    connections found to be HTTP/2, as (lower, higher) endpoint."""
+    """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report).
+
+    Args:
+        path: A capture file.
+        on_grpc: Called with each GrpcCall and GrpcMessage as it is read.
+        limits: What the reading may cost (None for the defaults).
+        on_notice: Called with each notice said of its HTTP/2 connections.
+
+    Returns:
+        The connections found to be HTTP/2, as (lower, higher) endpoints.
+    """
     found: set[tuple[str, str]] = set()
     for _ in _reading(path, on_grpc, limits, on_notice, found):
         pass
@@ -302,11 +364,21 @@ def grpc_tables(
     found: set[tuple[str, str]] | None = None,
     on_notice: Callable[[Notice], None] | None = None,
 ) -> Iterator[dict[str, pa.Table]]:
-    """The gRPC tables of capture `path` (its rows' `source`), about
-    `batch_rows` rows at a time: the reader's gRPC records as they come.
-    `found` gets the connections that were HTTP/2 (for Held.release);
-    `on_notice` each notice said of them (problems and information alike:
-    `notice_rows` makes the problems rows)."""
+    """The gRPC tables of capture `path`, about `batch_rows` rows at a time.
+
+    The reader's gRPC records as they come; their rows' `source` is `path`.
+
+    Args:
+        path: A capture file.
+        limits: What the reading may cost (None for the defaults).
+        batch_rows: Flush once this many rows (calls and messages) are held.
+        found: Gets the connections that were HTTP/2 (for Held.release).
+        on_notice: Called with each notice said of them (problems and
+            information alike: `notice_rows` makes the problems rows).
+
+    Yields:
+        {"grpc_calls": ..., "grpc_messages": ...} as pyarrow Tables.
+    """
     rows = GrpcRows(path)
     for _ in _reading(path, rows.add, limits, on_notice, found):
         if len(rows) >= batch_rows:
@@ -316,10 +388,20 @@ def grpc_tables(
 
 
 def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
-    """The problems among `notices` (not Notice.info) as `messages` rows, as the
-    NATS reading gives its own (error_kind `input:KIND`, the notice as
-    error_message), numbered from `first`: what the gRPC reading of `source`
-    lost is a problem of the tables as it is of the records."""
+    """The problems among `notices` (not Notice.info) as `messages` rows.
+
+    As the NATS reading gives its own (error_kind `input:KIND`, the notice
+    as error_message): what the gRPC reading of `source` lost is a problem
+    of the tables as it is of the records.
+
+    Args:
+        source: The file the notices are about.
+        first: The `position` of the first row.
+        notices: The reading's notices.
+
+    Returns:
+        A `messages` table, a row per problem, numbered from `first`.
+    """
     problems = [n for n in notices if not n.info]
     schema = table_schema("messages", JOIN_KEYS)
     ns = pa.array([n.ts for n in problems], pa.int64())

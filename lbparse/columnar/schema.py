@@ -84,6 +84,14 @@ def _list(t: pa.DataType) -> pa.DataType:
 
 
 def is_map(fd: FieldDescriptor) -> bool:
+    """Whether a protobuf field is a map (a repeated map-entry message).
+
+    Args:
+        fd: The field.
+
+    Returns:
+        True for a map field.
+    """
     mt = fd.message_type
     return fd.is_repeated and mt is not None and mt.GetOptions().map_entry
 
@@ -136,7 +144,14 @@ def _struct(descriptor: Descriptor, seen: frozenset[str]) -> pa.StructType:
 
 
 def message_type(descriptor: Descriptor) -> pa.StructType:
-    """What `from_protobuf(col, messageName)` gives for `descriptor`, as Arrow."""
+    """What `from_protobuf(col, messageName)` gives for `descriptor`, as Arrow.
+
+    Args:
+        descriptor: The message type.
+
+    Returns:
+        Its struct type.
+    """
     return _struct(descriptor, frozenset({descriptor.full_name}))
 
 
@@ -176,7 +191,14 @@ COMMITLOG_ENTRY: pa.StructType = REPLICATION_RESPONSE_TYPE.field("entries").type
 
 
 def column_for(payload_type: str) -> str:
-    """The struct column of a payload type: `proto.Message` -> `proto_Message`."""
+    """The struct column of a payload type: `proto.Message` -> `proto_Message`.
+
+    Args:
+        payload_type: The payload type.
+
+    Returns:
+        The column's name.
+    """
     return (
         "commitlog_ReplicationResponse"
         if payload_type == REPLICATION_RESPONSE
@@ -199,6 +221,9 @@ def typed_payloads() -> dict[str, type[ProtoMessage] | None]:
 
     In the order of the layouts' tables (v0's MsgTypes first), so that the
     columns read like the MsgType table.
+
+    Returns:
+        Each payload type's protobuf class; None for a ReplicationResponse.
     """
     classes = _protobuf_classes()
     order: list[str] = []
@@ -209,7 +234,17 @@ def typed_payloads() -> dict[str, type[ProtoMessage] | None]:
 
 
 def payload_type_of(payload_type: str) -> pa.StructType:
-    """The struct of one payload type's decoded values."""
+    """The struct of one payload type's decoded values.
+
+    Args:
+        payload_type: The payload type.
+
+    Returns:
+        Its Arrow struct type.
+
+    Raises:
+        ValueError: The payload type has no struct column.
+    """
     if payload_type == REPLICATION_RESPONSE:
         return REPLICATION_RESPONSE_TYPE
     cls = typed_payloads().get(payload_type)
@@ -219,7 +254,11 @@ def payload_type_of(payload_type: str) -> pa.StructType:
 
 
 def payload_columns() -> dict[str, str]:
-    """payload type -> struct column name."""
+    """payload type -> struct column name.
+
+    Returns:
+        The struct column of each payload type, in `typed_payloads` order.
+    """
     return {p: column_for(p) for p in typed_payloads()}
 
 
@@ -356,7 +395,11 @@ GRPC_MESSAGE_FIELDS: tuple[pa.Field, ...] = (
 
 @cache
 def arrow_output_schema() -> pa.Schema:
-    """The wide row: the fixed columns, then one struct column per payload type."""
+    """The wide row: the fixed columns, then one struct column per payload type.
+
+    Returns:
+        The decoder's output schema.
+    """
     structs = [pa.field(col, payload_type_of(p)) for p, col in payload_columns().items()]
     return pa.schema([*FIXED_FIELDS, *structs])
 
@@ -380,5 +423,10 @@ CAPTURE_COLUMNS: tuple[str, ...] = tuple(
 
 @cache
 def arrow_record_schema() -> pa.Schema:
+    """The decoder's input: the record columns of the output schema.
+
+    Returns:
+        The schema of a batch of records (RECORD_COLUMNS).
+    """
     out = arrow_output_schema()
     return pa.schema([out.field(name) for name in RECORD_COLUMNS])
