@@ -43,9 +43,7 @@ class ContextDecoder(Protocol):
     layouts: Any
     auto_decisions: dict[int, Any]
 
-    def redecode(
-        self, rows: Any, i: int, layout: str, b: bytes, e: int, scope: str = ...
-    ) -> None:
+    def redecode(self, rows: Any, i: int, layout: str, b: bytes, e: int, scope: str = ...) -> None:
         """Decode row `i` again as `layout`, the generation its context proves.
 
         Args:

@@ -31,7 +31,19 @@ _Held = list[tuple[pa.RecordBatch, Decoded, int]]
 
 
 def decode_in_order(batches: Iterable[pa.RecordBatch], decoder: BatchDecoder) -> Iterator[Decoded]:
-    """The decoded batches of one input's record batches, in order."""
+    """The decoded batches of one input's record batches, in order.
+
+    With layout auto, batches that may still get proof from a later one are
+    held back until it comes (or the window ends), as the capture reader
+    holds its first messages.
+
+    Args:
+        batches: The input's record batches, in reading order.
+        decoder: The batch decoder.
+
+    Yields:
+        Each batch decoded, in input order.
+    """
     context = GenerationContext() if decoder.options.layout == "auto" else None
     traffic = TrafficReader()
     held: _Held = []

@@ -15,20 +15,32 @@ __all__ = ["dataset_schema", "pandas_metadata"]
 
 
 def dataset_schema(schema: pa.Schema) -> pa.Schema:
-    """A table's files' schema: `schema` with what pandas needs to read integers
-    as integers (`pandas_metadata`)."""
+    """A table's files' schema: `schema` with what pandas needs to read integers as integers.
+
+    Args:
+        schema: The table's Arrow schema.
+
+    Returns:
+        The schema with its `pandas` metadata (`pandas_metadata`) added.
+    """
     return schema.with_metadata({**(schema.metadata or {}), b"pandas": pandas_metadata(schema)})
 
 
 @lru_cache(maxsize=8)
 def pandas_metadata(schema: pa.Schema) -> bytes:
-    """The `pandas` schema metadata (Arrow's pandas_compat format): nullable integer
-    and boolean columns as pandas' Int32, Int64 and boolean dtypes.
+    """The `pandas` schema metadata (Arrow's pandas_compat format).
 
-    Without it pandas.read_parquet turns an integer column with a null into
-    float64 (version, msg_type, crc32c...); with it the columns keep Spark's
-    int and bigint. Nested values are pandas' business (dicts and arrays;
-    `dtype_backend="pyarrow"` keeps them as Arrow, exactly).
+    Nullable integer and boolean columns as pandas' Int32, Int64 and boolean
+    dtypes. Without it pandas.read_parquet turns an integer column with a
+    null into float64 (version, msg_type, crc32c...); with it the columns
+    keep Spark's int and bigint. Nested values are pandas' business (dicts
+    and arrays; `dtype_backend="pyarrow"` keeps them as Arrow, exactly).
+
+    Args:
+        schema: The table's Arrow schema.
+
+    Returns:
+        The metadata's JSON, as bytes.
     """
     columns = []
     for f in schema:

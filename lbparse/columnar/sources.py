@@ -78,7 +78,16 @@ CARRIED = tuple(n for n in fields.RECORD_NAMES if n not in ("ts", "subject", "pa
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """Which Parquet columns hold what (`None`: the usual name when present)."""
+    """Which Parquet columns hold what (`None`: the usual name when present).
+
+    Attributes:
+        column: The payload column of a Parquet table.
+        subject_column: The subject column; None: "subject" when present.
+        timestamp_column: The time column; None: "ts", else "timestamp".
+        batch_rows: The most rows a batch holds.
+        unit_bytes: A task's share of a Parquet file, bytes.
+        capture_unit_bytes: A task's share of a large capture, bytes.
+    """
 
     column: str = "payload"
     subject_column: str | None = None  # default: "subject"
@@ -416,7 +425,17 @@ def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
 
 
 def read_unit(unit: Unit, options: SourceOptions, stats: UnitStats) -> Iterator[pa.RecordBatch]:
-    """The records of one unit, as batches of at most `options.batch_rows` rows."""
+    """The records of one unit, as batches of at most `options.batch_rows` rows.
+
+    Args:
+        unit: The unit (`plan`).
+        options: Which columns hold what.
+        stats: Gets what the reading saw (bytes, packets, notices...).
+
+    Yields:
+        Record batches in reading order; a unit planned with a problem is
+        one problem row.
+    """
     if unit.error is not None:
         rows = _Rows(unit.path, 0)
         rows.problem(*unit.error)

@@ -94,13 +94,21 @@ _ENTRY_FIELDS = (_RPC_SEQ, pa.field("entry_seq", pa.int32(), False), *RAFT_ENTRY
 
 @cache
 def payload_tables() -> dict[str, str]:
-    """table name -> payload type, for every payload type with typed columns."""
+    """table name -> payload type, for every payload type with typed columns.
+
+    Returns:
+        The payload tables' names and types.
+    """
     return {col: ptype for ptype, col in payload_columns().items()}
 
 
 @cache
 def table_names() -> tuple[str, ...]:
-    """Every table a capture's decoding may give, messages first."""
+    """Every table a capture's decoding may give, messages first.
+
+    Returns:
+        The names: messages, the payload tables, the traffic tables.
+    """
     return (MESSAGES, *payload_tables(), *TRAFFIC_TABLES)
 
 
@@ -115,9 +123,19 @@ _OWN_SCHEMAS = {
 
 @cache
 def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
-    """The schema of table `name` whose join keys are `keys`, with the `pandas`
-    metadata that makes `to_pandas()` read its integers as integers, in
-    memory as from its files (lbparse.columnar.pandas_meta)."""
+    """The schema of table `name` whose join keys are `keys`.
+
+    With the `pandas` metadata that makes `to_pandas()` read its integers as
+    integers, in memory as from its files (lbparse.columnar.pandas_meta).
+
+    Args:
+        name: A table's name (`table_names`).
+        keys: Its join key columns: ("source", "position"), or ("position",)
+            for bare payloads.
+
+    Returns:
+        The Arrow schema.
+    """
     return dataset_schema(_table_schema(name, keys))
 
 
@@ -142,9 +160,19 @@ def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
 def tables_of(
     decoded: Decoded, keys: tuple[str, ...] = JOIN_KEYS, empty: bool = False
 ) -> dict[str, pa.Table]:
-    """The narrow tables of one decoded batch: `messages` and the payload
-    tables of the types it holds (every payload table, empty where the batch
-    has none of its type, when `empty`)."""
+    """The narrow tables of one decoded batch.
+
+    `messages` and the payload tables of the types it holds.
+
+    Args:
+        decoded: The decoded batch.
+        keys: The join key columns each table starts with.
+        empty: Give every payload table, empty where the batch has none of
+            its type.
+
+    Returns:
+        pyarrow Tables by name.
+    """
     cols = decoded.columns
     msg_schema = table_schema(MESSAGES, keys)
     n = decoded.num_rows

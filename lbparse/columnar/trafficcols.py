@@ -70,7 +70,16 @@ def _null_columns(n: int) -> dict[str, pa.Array]:
 
 
 def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str, pa.Array]:
-    """The traffic columns of a batch (rows in order; reading moves the reader on)."""
+    """The traffic columns of a batch (rows in order; reading moves the reader on).
+
+    Args:
+        reader: The unit's traffic reader, fed each batch once, in order.
+        records: The batch.
+
+    Returns:
+        The traffic columns by name, a value per row (null where a row is no
+        Liftbridge traffic).
+    """
     n = records.num_rows
     schema = arrow_output_schema()
     idx = np.flatnonzero(_candidates(records, reader)).tolist()

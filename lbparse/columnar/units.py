@@ -21,14 +21,37 @@ INPUT_PROBLEM = "input:"
 
 
 def input_problems(kinds: Any) -> Any:
-    """Which rows of an error_kind column are about the input (a boolean column,
-    false where the kind is null)."""
+    """Which rows of an error_kind column are about the input.
+
+    Args:
+        kinds: An error_kind column (Arrow).
+
+    Returns:
+        A boolean column: True where the kind is "input:...", False where it
+        is another or null.
+    """
     return pc.fill_null(pc.starts_with(kinds, INPUT_PROBLEM), False)
 
 
 @dataclass
 class Unit:
-    """What one task reads of one file."""
+    """What one task reads of one file.
+
+    Attributes:
+        path: The file.
+        format: pcap, pcapng, jsonl, parquet, unknown or missing.
+        size: The file's size in bytes.
+        nbytes: This unit's share of it (what the task reads).
+        index: Which unit of the file it is.
+        row_groups: The Parquet row groups it reads; None: all of them.
+        first_rows: The index of each of those row groups' first row.
+        rows: The rows in those row groups.
+        error: (kind, message) found while planning: one problem row.
+        start: A capture range's first record's offset (the index pass).
+        stop: The offset the range stops before; -1: the file's end.
+        first_row: The range's first `position`.
+        snapshot: The capture reader's state at the range's start.
+    """
 
     path: str
     format: str  # pcap, pcapng, jsonl, parquet, unknown, missing
@@ -51,9 +74,15 @@ class Unit:
 
     @property
     def key(self) -> str:
+        """The unit's name in the summary: PATH#INDEX."""
         return f"{self.path}#{self.index}"
 
     def to_json(self) -> str:
+        """The unit as JSON, as a Spark task is handed it.
+
+        Returns:
+            The JSON text (the snapshot in base64).
+        """
         d = asdict(self)
         if self.snapshot is not None:
             d["snapshot"] = base64.b64encode(self.snapshot).decode()
@@ -61,6 +90,14 @@ class Unit:
 
     @classmethod
     def from_json(cls, text: str) -> Unit:
+        """Inverse of `to_json`.
+
+        Args:
+            text: The JSON text.
+
+        Returns:
+            The unit.
+        """
         d = json.loads(text)
         if d.get("error") is not None:
             d["error"] = tuple(d["error"])
@@ -71,8 +108,23 @@ class Unit:
 
 @dataclass
 class UnitStats:
-    """What reading one unit saw; rows, messages and problems are counted on the
-    decoded rows (tasks.py), so that they are the data's counts."""
+    """What reading one unit saw.
+
+    Rows, messages and problems are counted on the decoded rows (tasks.py),
+    so that they are the data's counts.
+
+    Attributes:
+        path: The file.
+        format: Its format.
+        size: Its size in bytes.
+        bytes_read: The bytes the reader read.
+        packets: The packets (or records) read.
+        gaps: Gaps in TCP streams.
+        gap_bytes: The bytes those gaps lost.
+        notices: Problems, by kind.
+        notes: Information (Notice.info), by kind.
+        file_error: "input:KIND: message" when reading stopped early.
+    """
 
     path: str
     format: str
@@ -91,6 +143,11 @@ class UnitStats:
         self.connect_names: dict[str, str] = {}
 
     def notice(self, n: Notice) -> None:
+        """Count a reader's notice: a problem, or information.
+
+        Args:
+            n: The notice.
+        """
         if n.info:
             self.notes[n.kind] = self.notes.get(n.kind, 0) + 1
             return

@@ -110,7 +110,16 @@ def varints(
 
 
 def gather(data: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The byte ranges `data[starts[i]:starts[i]+lens[i]]` back to back: (int32 offsets, bytes)."""
+    """The byte ranges `data[starts[i]:starts[i]+lens[i]]` back to back.
+
+    Args:
+        data: A uint8 array.
+        starts: Each range's start.
+        lens: Each range's length.
+
+    Returns:
+        (int32 offsets, a value per range plus one; the bytes, a uint8 array).
+    """
     offsets = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
@@ -131,8 +140,19 @@ def slices(
     null: np.ndarray | None = None,
     typ: pa.DataType | None = None,
 ) -> pa.Array:
-    """The byte ranges `data[starts[i]:starts[i]+lens[i]]` as a binary column
-    (or `typ`, the bytes taken as they are), null where `null`."""
+    """The byte ranges `data[starts[i]:starts[i]+lens[i]]` as a binary column.
+
+    Args:
+        data: A uint8 array.
+        starts: Each range's start.
+        lens: Each range's length.
+        null: True where the value is null; None: none is.
+        typ: The column's type (the bytes taken as they are: a string type
+            for UTF-8); None: binary.
+
+    Returns:
+        An Arrow array, a value per range.
+    """
     k = len(starts)
     bounds = np.empty(2 * k, np.int64)
     bounds[0::2] = starts
@@ -345,7 +365,17 @@ def _enum_table(enum: Any) -> tuple[int, int, pa.Array, dict[int, str]]:
 
 
 def enum_names(enum: Any, nums: np.ndarray, null: np.ndarray | None) -> pa.Array:
-    """Enum numbers as their names (protobuf-java's name for unknown numbers)."""
+    """Enum numbers as their names (protobuf-java's name for unknown numbers).
+
+    Args:
+        enum: The enum's descriptor.
+        nums: The numbers.
+        null: True where the value is null; None: none is.
+
+    Returns:
+        A string array; a number the enum lacks is
+        `UNKNOWN_ENUM_VALUE_<ENUM>_<n>`, protobuf-java's name for it.
+    """
     lo, hi, table, by_number = _enum_table(enum)
     if len(nums) and (nums.min() < lo or nums.max() > hi):
         return pa.array(
@@ -357,8 +387,15 @@ def enum_names(enum: Any, nums: np.ndarray, null: np.ndarray | None) -> pa.Array
 
 
 def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
-    """`values` (one per True in `present`, in order) spread over len(present) rows,
-    null elsewhere."""
+    """`values` spread over len(present) rows, null elsewhere.
+
+    Args:
+        values: One value per True in `present`, in order.
+        present: Which rows have a value.
+
+    Returns:
+        An array of len(present) rows (`values` itself when every row has one).
+    """
     if present.all():
         return values
     idx = np.cumsum(present, dtype=np.int32) - 1
@@ -684,8 +721,7 @@ def decode_structs(
     clean: bool = False,
     native: bool = True,
 ) -> tuple[pa.StructArray, np.ndarray]:
-    """The messages `data[starts[i]:ends[i]]` as a struct column of len(starts),
-    and `ok`: False for the messages left to upb (their slots hold nulls).
+    """The messages `data[starts[i]:ends[i]]` as a struct column, and `ok`.
 
     `clean=True` also leaves out every message with a top-level field the
     type does not declare: an `ok` message is then one whose every field
@@ -693,7 +729,24 @@ def decode_structs(
     says of upb's parse (layout="auto" trusts a payload on that evidence).
 
     The C reader (wirescan_native, when setup.py built it) does this in one
-    pass per batch; the numpy reader here is the reference (`native=False`)."""
+    pass per batch; the numpy reader here is the reference (`native=False`).
+
+    Args:
+        descriptor: The message type.
+        arrow_type: Its struct type (`schema.message_type`).
+        data: The batch's bytes, a uint8 array.
+        starts: Each message's start in `data`.
+        ends: Each message's end (excluded).
+        emit_defaults: Proto3 scalars and enums at their default are values,
+            not nulls.
+        clean: Also leave to upb every message with a top-level field the type
+            does not declare.
+        native: Use the C reader when it is built and knows the type.
+
+    Returns:
+        (a struct column of len(starts) rows; `ok`, a bool array: False for
+        the messages left to upb, whose slots hold nulls).
+    """
     if native and len(starts) and wirescan_native.available():
         try:
             return wirescan_native.decode_structs(

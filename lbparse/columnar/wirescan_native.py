@@ -77,6 +77,11 @@ _WIRE = {
 
 
 def available() -> bool:
+    """Whether the C reader is built and not turned off (LBPARSE_NATIVE=0).
+
+    Returns:
+        True when `decode_structs` may be called.
+    """
     return _structs is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 
 
@@ -152,8 +157,27 @@ def decode_structs(
     emit_defaults: bool = False,
     clean: bool = False,
 ) -> tuple[pa.StructArray, np.ndarray]:
-    """wirescan.decode_structs, in C (see the module's doc); Unsupported for a type
-    the C reader is not compiled for."""
+    """wirescan.decode_structs, in C (see the module's doc).
+
+    Args:
+        descriptor: The message type.
+        arrow_type: Its struct type (`schema.message_type`).
+        data: The batch's bytes, a uint8 array.
+        starts: Each message's start in `data`.
+        ends: Each message's end (excluded).
+        emit_defaults: Proto3 scalars and enums at their default are values,
+            not nulls.
+        clean: Also leave to upb every message with a top-level field the type
+            does not declare.
+
+    Returns:
+        (a struct column of len(starts) rows; `ok`, a bool array: False for
+        the messages left to upb, whose slots hold nulls).
+
+    Raises:
+        Unsupported: The C reader is not compiled for the type (the caller,
+            wirescan.decode_structs, reads it with numpy).
+    """
     # Unsupported (a type the C reader is not compiled for) goes to the caller,
     # wirescan.decode_structs, whose numpy reader reads it.
     program = _program(descriptor, arrow_type, emit_defaults, clean)

@@ -101,14 +101,23 @@ FIXED: tuple[pa.Field, ...] = (
 
 
 def value_columns() -> dict[str, str]:
-    """Known value type -> its struct column (`proto.ActivityStreamEvent` ->
-    `proto_ActivityStreamEvent`)."""
+    """Known value type -> its struct column.
+
+    `proto.ActivityStreamEvent` -> `proto_ActivityStreamEvent`.
+
+    Returns:
+        The struct column of each value type Liftbridge's own streams hold.
+    """
     return {t: t.replace(".", "_") for t in dict.fromkeys(KNOWN_STREAMS.values())}
 
 
 @cache
 def arrow_entries_schema() -> pa.Schema:
-    """The entries table: the fixed columns, then one struct column per known value type."""
+    """The entries table: the fixed columns, then one struct column per known value type.
+
+    Returns:
+        Its Arrow schema.
+    """
     fields = list(FIXED)
     for type_name, column in value_columns().items():
         descriptor: Any = message_class(type_name).DESCRIPTOR
@@ -120,8 +129,16 @@ def arrow_entries_schema() -> pa.Schema:
 
 
 def plan_storage(path: str) -> list[Unit] | None:
-    """One unit per segment file of a data directory (or streams/, a stream,
-    a partition, a .log file); None when `path` is none of those."""
+    """One unit per segment file of a data directory.
+
+    Args:
+        path: A data directory, its streams/, a stream, a partition, or a
+            .log file.
+
+    Returns:
+        The units (a file that cannot be read is a unit with its problem);
+        None when `path` is none of those.
+    """
     if not _looks_like_storage(path):
         return None
     try:
@@ -173,7 +190,16 @@ def _where(log: str) -> tuple[str, str, int | None, int]:
 
 
 def read_segment_unit(unit: Unit, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """The rows of one segment file, a part at a time, in file order."""
+    """The rows of one segment file, a part at a time, in file order.
+
+    Args:
+        unit: The segment's unit (`plan_storage`).
+        batch_rows: The most rows a batch holds.
+
+    Yields:
+        Entries-table RecordBatches; a file that cannot be read is one
+        problem row (`segment:unreadable`).
+    """
     node, stream, partition, base = _where(unit.path)
     head = {
         "source": unit.path,
