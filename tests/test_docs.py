@@ -94,6 +94,20 @@ def test_the_code_map_names_every_wing_and_module_of_the_package() -> None:
     assert wings | modules <= named, sorted((wings | modules) - named)
 
 
+def test_the_changelog_keeps_its_form_and_names_the_version() -> None:
+    # Keep a Changelog: an Unreleased section first, then each version with its date;
+    # the version lbparse says it is (lbparse/version.py) has its section.
+    text = (ROOT / "CHANGELOG.md").read_text()
+    versions = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", text, re.M)
+    assert versions and versions[0] == ("Unreleased", ""), versions
+    assert all(date for _, date in versions[1:]), versions
+    version = re.search(r'__version__ = "([^"]+)"', (ROOT / "lbparse/version.py").read_text())
+    assert version and version[1] in [v for v, _ in versions], versions
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        kinds = re.findall(r"^### (.+)$", part, re.M)
+        assert set(kinds) <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
 def test_every_module_the_manuals_code_imports_is_in_the_api_reference() -> None:
     text = "\n".join(p.read_text() for p in [ROOT / "README.md", *PAGES.glob("*.md")])
     imported = set(re.findall(r"^\s*import (lbparse[\w.]*)", text, re.M))
