@@ -244,6 +244,9 @@ class Gaps:
     def add(self, line: int, what: str, missing: str) -> None:
         self.items.append(f"line {line}: {what}: missing {missing}")
 
+    def wrong(self, line: int, what: str, problem: str) -> None:
+        self.items.append(f"line {line}: {what}: {problem}")
+
 
 def _docstring(node: ast.AST) -> str | None:
     assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module)
@@ -287,6 +290,12 @@ def check_sections(
             lacking = [p for p in params if not _documented(doc.sections["Args"], p)]
             if lacking:
                 gaps.add(node.lineno, what, "Args: entries for " + ", ".join(lacking))
+    # An entry naming no parameter (a typo, `a, b:` for two) is what the API
+    # reference's strict build refuses: griffe warns that it is not in the signature.
+    bare = {p.lstrip("*") for p in params}
+    strays = [e for e in doc.sections.get("Args", []) if e.lstrip("*") not in bare]
+    if strays:
+        gaps.wrong(node.lineno, what, "Args: entries naming no parameter: " + ", ".join(strays))
     returns = node.returns
     if returns is not None and node.name != "__init__":
         head = _name(returns)
@@ -539,6 +548,7 @@ def test_the_rule_lets_a_documented_module_by(tmp_path: Path) -> None:
         ("        y: Down.\n", "", "Attributes: entries for y"),
         ("        b: Second.\n", "", "Attributes: entries for b"),
         ("        Args:\n            text: What.\n", "", "an Args: section for text"),
+        ("            text: What.\n", "            text: What.\n            txt: Typo.\n", "txt"),
         ('"fail"]', '"fail", "helper"]', "def helper: missing a docstring"),
     ],
 )
