@@ -138,8 +138,22 @@ def _walk(top: str, skipped: Skipped) -> Iterator[str]:
 def plan_files(
     paths: list[str], options: SourceOptions, skipped: Skipped | None = None
 ) -> list[Unit]:
-    """The files of `paths` as units, in the order given (directories walked,
-    sorted; what they hold and is not read added to `skipped`, with why)."""
+    """The files of `paths` as units, in the order given.
+
+    Directories are walked, sorted. A file that cannot be read is a unit
+    with its problem; a large capture is cut into ranges, a large Parquet
+    file into row-group units.
+
+    Args:
+        paths: Files and directories, as given.
+        options: Which columns hold what, and the units' sizes.
+        skipped: Gets what a directory holds and is not read (names with a
+            leading . or _, links to directories, folders that cannot be
+            listed), with why; None to drop that.
+
+    Returns:
+        The units.
+    """
     units: list[Unit] = []
     for path in _files(paths, skipped):
         if os.path.exists(path) and not regular_file(path):

@@ -21,10 +21,18 @@ def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = Non
     """Every input file as units, in the order given (directories sorted).
 
     A Liftbridge data directory (or its streams/, a stream, a partition, a
-    .log file) is planned as one unit per segment file (pipeline/datadir_entries.py).
-    What a directory holds and is not read (names with a leading . or _,
-    links to directories, folders that cannot be listed) is added to
-    `skipped`, with why.
+    .log file) is planned as one unit per segment file
+    (pipeline/datadir_entries.py); anything else by `plan_files`.
+
+    Args:
+        paths: Files and directories, as given.
+        options: Which columns hold what, and the units' sizes.
+        skipped: Gets what a directory holds and is not read (names with a
+            leading . or _, links to directories, folders that cannot be
+            listed), with why; None to drop that.
+
+    Returns:
+        The units: a file that cannot be read is a unit with its problem.
     """
 
     units: list[Unit] = []
