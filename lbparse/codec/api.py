@@ -115,8 +115,9 @@ def _decode(
             to tell them apart from the bytes (`Envelope.layout` says which).
         verify_crc: Check the payload's CRC-32C when the header carries one
             (a mismatch is `crc_mismatch`).
-        lenient: Accept what upstream's decoders accept (an unknown MsgType,
-            flag bits, a longer header), each said in `Envelope.warnings`.
+        lenient: Accept what the upstream server accepts (a header length
+            other than 8 or 12, or of 12 without the CRC flag), each
+            tolerance said in `Envelope.warnings`.
         payload_type: Decode the payload as this type (a protobuf name such
             as "proto.Ack", or "bytes"), for layouts whose header does not
             say it; None: the MsgType's type, or the layout's default.
@@ -184,8 +185,9 @@ if TYPE_CHECKING:
                 to tell them apart from the bytes (`Envelope.layout` says which).
             verify_crc: Check the payload's CRC-32C when the header carries one
                 (a mismatch is `crc_mismatch`).
-            lenient: Accept what upstream's decoders accept (an unknown MsgType,
-                flag bits, a longer header), each said in `Envelope.warnings`.
+            lenient: Accept what the upstream server accepts (a header length
+                other than 8 or 12, or of 12 without the CRC flag), each
+                tolerance said in `Envelope.warnings`.
             payload_type: Decode the payload as this type (a protobuf name such
                 as "proto.Ack", or "bytes"), for layouts whose header does not
                 say it; None: the MsgType's type, or the layout's default.

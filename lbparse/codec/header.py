@@ -90,8 +90,9 @@ def read_header(
     Args:
         data: The whole envelope.
         layout: A layout with the envelope header.
-        lenient: Accept what upstream accepts (a header length without the
-            CRC flag, flag bits, a reserved byte 7), each said as a warning.
+        lenient: Accept what the upstream server accepts (a header length
+            other than 8 or 12, or of 12 without the CRC flag), each said as
+            a warning.
 
     Returns:
         (header_len, flags, crc, byte7, warnings); crc is None when the
