@@ -68,7 +68,7 @@ class Layout:
         msg_types: The MsgType table, by byte 7 value.
         doc: The spec's description.
         payload_format: "protobuf" or "flatbuffers".
-        recency: Its place in time, newest highest.
+        recency: Its place in time: 1 is the newest layout (v0).
         bare_payloads: Payload types carried without framing.
         by_payload_type: The MsgType of each payload type.
     """
