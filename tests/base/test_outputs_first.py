@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import LBPARSE, run_cli
+from support.fs import mounted, silent_fifo  # noqa: F401  (a fixture)
 from support.shared import LIFTBRIDGE
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # 2 MB: 7,538 messages, ~3 MB of JSON Lines
@@ -47,33 +48,6 @@ def held_stdin() -> Iterator[int]:
     finally:
         os.close(r)
         os.close(w)
-
-
-@pytest.fixture
-def silent_fifo(tmp_path: Path) -> Path:
-    """A FIFO nobody writes: opening it to read waits for ever."""
-    fifo = tmp_path / "silent.pcap"
-    os.mkfifo(fifo)
-    return fifo
-
-
-@contextmanager
-def mounted(where: Path, *options: str) -> Iterator[Path]:
-    """A tmpfs at `where` (made), unmounted after; skip if mounting is not allowed."""
-    where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        if subprocess.run(["umount", str(where)], capture_output=True, timeout=30).returncode:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
 
 
 @contextmanager

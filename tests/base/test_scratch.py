@@ -23,7 +23,7 @@ from support.users import throwaway_user
 from lbparse import scratch
 from lbparse.pipeline import session
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

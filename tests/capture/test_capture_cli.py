@@ -17,7 +17,7 @@ SHARED = CAPTURES
 ORACLE = SHARED / "nats_1000.oracle.json"
 VECTORS = [
     json.loads(line)
-    for line in (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines()
+    for line in (Path(__file__).parents[1] / "data" / "vectors.jsonl").read_text().splitlines()
     if line
 ]
 KEYS = {"ts", "src", "dst", "direction", "verb", "subject", "reply", "sid", "headers", "payload"}

@@ -28,7 +28,7 @@ from lbparse.capture import CaptureError, CaptureReader, Notice
 
 VECTORS = [
     json.loads(line)
-    for line in (Path(__file__).parent / "data" / "vectors.jsonl").read_text().splitlines()
+    for line in (Path(__file__).parents[1] / "data" / "vectors.jsonl").read_text().splitlines()
     if line
 ]
 VALID = [v for v in VECTORS if v["layout"] == "v0" and "error" not in v["expect"]][:20]

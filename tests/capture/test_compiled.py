@@ -32,7 +32,7 @@ from support.shared import CAPTURES
 from lbparse.capture import HOT_MODULES, compiled_modules
 from lbparse.capture.nats import NatsParser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = CAPTURES
 COMPILED = compiled_modules()
 

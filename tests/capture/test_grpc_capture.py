@@ -8,7 +8,6 @@ responses and RST_STREAM/GOAWAY."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import hpack
 import pytest
 from support import capwriter as cw
+from support.h2c import SETTINGS, frame, grpc_message, h2c_capture, request_headers, unary_capture
 from support.shared import LIFTBRIDGE, shared_path
 
 from lbparse.capture import CaptureReader, Notice
@@ -26,7 +26,7 @@ from lbparse.capture.grpc import METHODS, GrpcCall, GrpcMessage
 from lbparse.columnar.grpctables import grpc_tables
 from lbparse_generated.proto import api_pb2
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 API_PORTS = (29392, 29393, 29394)
 
 
@@ -294,103 +294,12 @@ def test_the_full_run_agrees_with_tshark(liftbridge_full: Any) -> None:
 # -- calls made here ----------------------------------------------------------------
 
 
-def frame(ftype: int, flags: int, sid: int, payload: bytes) -> bytes:
-    return (
-        len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + sid.to_bytes(4, "big") + payload
-    )
-
-
-def grpc_message(body: bytes, flag: int = 0) -> bytes:
-    return bytes([flag]) + len(body).to_bytes(4, "big") + body
-
-
-SETTINGS = frame(4, 0, 0, b"")
-
-
-def request_headers(enc: hpack.Encoder, method: str, *extra: tuple[str, str]) -> bytes:
-    return enc.encode(
-        [
-            (":method", "POST"),
-            (":scheme", "http"),
-            (":path", f"/proto.API/{method}"),
-            (":authority", "127.0.0.1"),
-            ("content-type", "application/grpc"),
-            ("te", "trailers"),
-            *extra,
-        ]
-    )
-
-
-def h2c_capture(
-    path: Path,
-    client: list[bytes],
-    server: list[bytes],
-    port: int = 7001,
-    handshake: bool = True,
-    mss: int | None = None,
-    fin: bool = False,
-) -> Path:
-    """A capture of one connection: the client's bytes, then the server's,
-    alternating by piece (`fin`: then both close)."""
-    conn = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", port))
-    pkts = conn.handshake() if handshake else []
-    for i in range(max(len(client), len(server))):
-        if i < len(client):
-            pkts += conn.send("c", client[i], mss)
-        if i < len(server):
-            pkts += conn.send("s", server[i], mss)
-    if fin:
-        pkts += [conn.fin("c"), conn.fin("s")]
-    cw.write_pcap(
-        str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
-    )
-    return path
-
-
-def _unary(tmp_path: Path, mss: int | None = None) -> Path:
-    ce, se = hpack.Encoder(), hpack.Encoder()
-    req = api_pb2.FetchCursorRequest(stream="orders", partition=2, cursorId="c1")
-    resp = api_pb2.FetchCursorResponse(offset=41)
-    client = [
-        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-        + SETTINGS
-        + frame(1, 4, 1, request_headers(ce, "FetchCursor", ("grpc-encoding", "gzip")))
-        + frame(0, 1, 1, grpc_message(gzip.compress(req.SerializeToString()), 1))
-    ]
-    server = [
-        SETTINGS
-        + frame(1, 4, 1, se.encode([(":status", "200"), ("content-type", "application/grpc")]))
-        + frame(0, 0, 1, grpc_message(resp.SerializeToString()))
-        + frame(1, 5, 1, se.encode([("grpc-status", "0"), ("grpc-message", "")]))
-    ]
-    # A second call on the same connection, its path from HPACK's dynamic table.
-    client.append(
-        frame(1, 4, 3, request_headers(ce, "FetchCursor"))
-        + frame(0, 1, 3, grpc_message(req.SerializeToString()))
-    )
-    server.append(
-        frame(
-            1,
-            5,
-            3,
-            se.encode(
-                [
-                    (":status", "200"),
-                    ("grpc-status", "5"),
-                    ("grpc-message", "no such stream: orders%0A"),
-                ]
-            ),
-        )
-    )
-    return h2c_capture(tmp_path / "unary.pcap", client, server, mss=mss)
-
-
 @pytest.mark.parametrize("mss", [None, 7])
 def test_unary_calls_on_any_port(tmp_path: Path, mss: int | None) -> None:
     """On port 7001, in whole segments or 7-byte ones: the gzip-compressed
     request decoded, the second call's path from the dynamic table, a
     trailers-only response's status and percent-encoded message."""
-    items, notices, nats = read(_unary(tmp_path, mss))
+    items, notices, nats = read(unary_capture(tmp_path, mss))
     assert nats == 0 and notices == []
     first, second = calls_of(items)
     assert first.to_json_dict() | {
@@ -436,7 +345,7 @@ def test_unary_calls_on_any_port(tmp_path: Path, mss: int | None) -> None:
 
 def test_without_on_grpc_http2_stays_a_protocol_notice(tmp_path: Path) -> None:
     notices: list[Notice] = []
-    assert list(CaptureReader(_unary(tmp_path), on_notice=notices.append)) == []
+    assert list(CaptureReader(unary_capture(tmp_path), on_notice=notices.append)) == []
     assert {n.kind for n in notices} == {"protocol"}
 
 
@@ -674,7 +583,7 @@ def test_the_clis_stats_count_calls_by_method_and_status(
 
 @pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_cli_shows_calls_and_messages_among_the_records(tmp_path: Path) -> None:
-    path = _unary(tmp_path)
+    path = unary_capture(tmp_path)
     env = {"PYTHONPATH": f"{ROOT}:{ROOT / 'generated'}"}
     run = [sys.executable, "-P", "-m", "lbparse", "capture", str(path)]
     out = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)

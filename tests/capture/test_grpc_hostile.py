@@ -1,5 +1,5 @@
 """Hostile HTTP/2 and gRPC (lbparse.capture.h2, grpc) held to bounds, as the
-NATS side is (tests/test_hardening_growth.py): frame lengths that lie, HPACK
+NATS side is (tests/capture/test_hardening_growth.py): frame lengths that lie, HPACK
 bombs (a table size past any limit, a header list that expands without
 end), CONTINUATION floods, gRPC lengths past what arrives, endless open
 streams, and random bytes. Each is said (a notice, a limit named), costs
@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.growth import assert_linear
 from support.growth import peak_bytes as peak_of
-from test_grpc_capture import SETTINGS, frame, grpc_message, h2c_capture, request_headers
+from support.h2c import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
@@ -407,7 +407,7 @@ def test_a_hostile_capture_is_read_whole(tmp_path: Path) -> None:
 
 # -- the h2 fuzz target's finds (fuzz/targets.py `h2`; inputs in tests/data/fuzz) -------
 
-FUZZ_FINDS = Path(__file__).parent / "data" / "fuzz"
+FUZZ_FINDS = Path(__file__).parents[1] / "data" / "fuzz"
 
 
 @pytest.mark.parametrize(

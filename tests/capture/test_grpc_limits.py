@@ -24,14 +24,14 @@ from typing import Any
 import hpack
 import pytest
 from support import capwriter as cw
-from test_grpc_capture import SETTINGS, frame, grpc_message, request_headers
+from support.h2c import SETTINGS, frame, grpc_message, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage, element_count
 from lbparse.codec.limits import Limits
 from lbparse_generated.proto import api_pb2
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PREFACE = h2.PREFACE
 # The address space each command is run in: the interpreter, numpy and
 # pyarrow's reservations take about half of it.

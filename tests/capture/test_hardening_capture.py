@@ -19,7 +19,7 @@ from support.damage import DAMAGES, check_accounting, damaged_captures
 from lbparse.capture import CaptureReader
 from lbparse.codec.limits import Limits
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module", params=["pcap", "pcapng"])

@@ -295,7 +295,7 @@ def test_problem_items_stay_items() -> None:
     assert isinstance(_feed(b"bogus\r\n")[0], Problem)
 
 
-STORAGE_TIMEOUT = Path(__file__).parent / "data" / "fuzz" / "storage-timeout-2c0209cb.bin"
+STORAGE_TIMEOUT = Path(__file__).parents[1] / "data" / "fuzz" / "storage-timeout-2c0209cb.bin"
 
 
 @pytest.mark.slow

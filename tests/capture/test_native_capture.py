@@ -37,7 +37,7 @@ from lbparse.codec.limits import Limits
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, plan, read_capture, read_unit
 from lbparse.pipeline.schema import arrow_record_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not columnar.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),

@@ -97,7 +97,7 @@ def _tool(*args: str) -> subprocess.Popen:
         [*LBPARSE, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],
     )
 
 

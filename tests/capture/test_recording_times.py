@@ -25,7 +25,7 @@ from lbparse.capture.records import NO_TIME, Record
 from lbparse.columnar.sources import SourceOptions, plan, read_unit
 from lbparse.columnar.units import UnitStats
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GOOD = 1_795_298_780_302_883_000
 PAST = "99999999999999999999"  # 1e20 ns: the year 5138, past int64
 

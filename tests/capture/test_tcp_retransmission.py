@@ -4,7 +4,7 @@ says so with a `retransmission` notice, once per direction of a connection.
 Each direction keeps the last RETRANSMIT_WINDOW bytes it delivered to
 compare with: bytes further back are not compared (documented in
 lbparse/capture/tcp.py), and memory stays bounded however many copies come.
-The C capture loop gives the same notices: tests/test_native_capture.py
+The C capture loop gives the same notices: tests/capture/test_native_capture.py
 (test_retransmissions_read_alike), whole and cut into ranges (snapshots)."""
 
 from __future__ import annotations

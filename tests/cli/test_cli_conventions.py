@@ -809,7 +809,7 @@ def test_every_exit_status_is_documented() -> None:
     tail = helped.split("exit status", 1)[1]
     for code in status.EXIT_STATUSES:
         assert re.search(rf"^\s+{code}\s+\S", tail, re.M), code
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
     for code in status.EXIT_STATUSES:
         assert re.search(rf"^\| `{code}` \|", section, re.M), code

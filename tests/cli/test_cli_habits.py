@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from support.cli import LBPARSE, run_cli
 
-SAMPLE = Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap"
+SAMPLE = Path(__file__).parents[2] / "lbparse" / "examples" / "sample.pcap"
 
 
 def _java_that_tells(tmp_path: Path) -> tuple[dict[str, str], Path]:

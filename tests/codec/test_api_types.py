@@ -20,7 +20,7 @@ from lbparse.codec.envelope import Envelope
 # One mypy run for the module (mypy_errors): its tests on one xdist worker.
 pytestmark = pytest.mark.xdist_group("mypy")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PUBLISH = bytes.fromhex(
     "b90e43b4000c01008df060ea08ffffffffffffffff7f120400ff10801a1568656c6c6f20e29c"
     "9320e4b896e7958c20f09f9a8020959a97ece39fe7cb172a0973747265616d2dc3bc30073a"

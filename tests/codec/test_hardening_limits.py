@@ -20,7 +20,7 @@ from lbparse.capture import CaptureReader, columnar
 from lbparse.codec.limits import DEFAULT, LIMIT_NAMES, PROTOBUF_MAX_DEPTH, Limits, parse_size
 from lbparse.codec.wirefit import nesting_depth
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 Message = lbparse.message_class("proto.Message")
 
 

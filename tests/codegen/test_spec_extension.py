@@ -24,11 +24,11 @@ import yaml
 
 pytestmark = pytest.mark.slow  # the whole generator (Node, protoc, flatc) over a copy of the spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS_NEEDED = ("node", "flatc")
 
 HEARTBEAT_PROTO = """
-// Added by tests/test_spec_extension.py: a MsgType the spec did not have.
+// Added by tests/codegen/test_spec_extension.py: a MsgType the spec did not have.
 message Heartbeat {
   string server_id = 1;
   int64 sent_at = 2;

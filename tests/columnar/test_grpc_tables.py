@@ -2,7 +2,7 @@
 `lbparse capture --tables` on the shared api-short capture writes
 grpc_calls and grpc_messages holding exactly the calls and messages the
 Python reader finds (55 and 287, as tshark counts them:
-tests/test_grpc_capture.py), read whole by pandas, DuckDB and
+tests/capture/test_grpc_capture.py), read whole by pandas, DuckDB and
 pyarrow.dataset, joined on the capture's keys; a NATS-only capture is not
 read a second time."""
 

@@ -242,7 +242,7 @@ def test_the_c_modules_share_their_crc_and_varint() -> None:
     those: none has its own copy."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent / "lbparse"
+    root = Path(__file__).resolve().parents[2] / "lbparse"
     facts = ("0x82F63B78", "0xEDB88320", "__builtin_ia32_crc32", "(byte & 0x7F) << (7 * j)")
     for source in root.rglob("*.c"):
         text = source.read_text()
@@ -265,7 +265,7 @@ def test_the_c_modules_share_one_growable_buffer() -> None:
     different rules for a size that overflows)."""
     import re
 
-    root = Path(__file__).resolve().parent.parent / "lbparse"
+    root = Path(__file__).resolve().parents[2] / "lbparse"
     own = re.compile(
         r"(?:uint8_t|char)\s*\*\s*\w+\s*=\s*"
         r"(?:realloc|PyMem_Realloc|PyMem_RawRealloc|LB_GBUF_REALLOC)\(|\}\s*gbuf;"
@@ -298,7 +298,7 @@ def test_the_growable_buffer_keeps_its_rule(tmp_path: Path) -> None:
     )
     if cc is None:
         pytest.skip("no C compiler to build the header's check")
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     exe = tmp_path / "gbuf_check"
     # (no -Werror: the compiler rightly sees the sizes past PTRDIFF_MAX the check passes)
     subprocess.run(

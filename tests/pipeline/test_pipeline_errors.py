@@ -15,7 +15,7 @@ from support.net import free_port
 
 from lbparse.cli import main
 
-SAMPLE = str(Path(__file__).parent.parent / "lbparse" / "examples" / "sample.pcap")
+SAMPLE = str(Path(__file__).parents[2] / "lbparse" / "examples" / "sample.pcap")
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "pages"
 # The modules the manual has users import, each documented in the API reference
 # with a name it must show (docs/pages/api.md).

@@ -34,7 +34,7 @@ from support.doc_blocks import Block, all_blocks, marked, printed_as_documented,
 from support.shared import shared_path
 from support.storage_fixtures import extract_short_data
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
 
 # The manual's file names, and what each is here (under ../shared unless
@@ -339,8 +339,8 @@ PENDING = {"readme-live", "tap", "record-reconnect"}
 
 # Kinds run by other test files, by the marker they look for.
 ELSEWHERE = {
-    "dataframe": "tests/test_readme_dataframes.py",
-    "sql": "tests/test_capture_tables_cli.py",
+    "dataframe": "tests/project/test_readme_dataframes.py",
+    "sql": "tests/columnar/test_capture_tables_cli.py",
     "js": "tests/codegen/test_langs.py",
     "streams": "tests/spark/test_streams_source.py",
 }

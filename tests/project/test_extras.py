@@ -22,7 +22,7 @@ import pytest
 
 from lbparse.extras import EXTRAS, MODULES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LIGHT = os.environ.get("LBPARSE_LIGHT") == "1"
 SAMPLE = str(
     Path(importlib.util.find_spec("lbparse.examples").origin).parent  # type: ignore[arg-type,union-attr]

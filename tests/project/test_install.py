@@ -23,7 +23,7 @@ import lbparse
 import lbparse_generated
 from lbparse import resources
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = bool(os.environ.get("LBPARSE_EXPECT_INSTALLED"))
 needs_install = pytest.mark.skipif(
     not INSTALLED,

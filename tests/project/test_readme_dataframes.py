@@ -19,7 +19,7 @@ from support.manual import manual
 
 import lbparse
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "lbparse" / "examples" / "sample.pcap"
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASE = """\
 def test_passes(tmp_path):
     (tmp_path / "written").write_bytes(bytes(4096))

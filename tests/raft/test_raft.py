@@ -16,6 +16,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.raftwire import pack, request, response
 from support.shared import shared_path
 
 import lbparse
@@ -34,11 +35,6 @@ from lbparse.raft.msgpack_structs import read_object
 from lbparse.raft.tables import STRUCTS
 
 GO_EPOCH = 62_135_596_800  # seconds from year 1 to 1970 (time.MarshalBinary's origin)
-
-
-def pack(obj: Any) -> bytes:
-    """msgpack as go-msgpack's MsgpackHandle writes it: []byte as raw strings."""
-    return msgpack.packb(obj, use_bin_type=False)
 
 
 def log_map(
@@ -280,14 +276,6 @@ def test_damaged_entries_give_an_entry_or_a_raft_error(data: st.DataObject) -> N
 
 
 # -- the transport stream ------------------------------------------------------
-
-
-def request(rpc_type: int, **fields: Any) -> bytes:
-    return bytes([rpc_type]) + pack({"ProtocolVersion": 3, **fields})
-
-
-def response(error: bytes = b"", **fields: Any) -> bytes:
-    return pack(error) + pack({"ProtocolVersion": 3, **fields})
 
 
 APPEND = request(

@@ -1,6 +1,6 @@
 """report.failovers on made-up facts: node silences from connection spans,
 failover windows from leader changes, lookups placed against them. The real
-cluster's run is tests/test_report_cluster.py's."""
+cluster's run is tests/report/test_report_cluster.py's."""
 
 from __future__ import annotations
 

@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.cli import run_cli
-from test_grpc_capture import _unary
+from support.h2c import unary_capture
 
 pytest.importorskip("altair")
 
 
 def _tables(tmp_path: Path) -> Path:
     out = tmp_path / "tables"
-    done = run_cli("capture", str(_unary(tmp_path)), "--tables", str(out))
+    done = run_cli("capture", str(unary_capture(tmp_path)), "--tables", str(out))
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert not (out / "messages").exists() and (out / "grpc_calls").is_dir()
     return out

@@ -1,6 +1,6 @@
 """The commit-log readers and `lbparse segments` under attack (issue #27):
 one bad file is one finding, Liftbridge's reading of what it accepts, and
-(in tests/test_storage_growth.py) linear time and bounded memory."""
+(in tests/storage/test_storage_growth.py) linear time and bounded memory."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 `service API`, the servers option, and a server that is not there (a closed
 loopback port: a one-line error within the timeout, never a hang).
 The reads themselves are tested against a real cluster in
-tests/test_streams_cluster.py."""
+tests/spark/test_streams_source.py."""
 
 from __future__ import annotations
 

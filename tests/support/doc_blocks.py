@@ -1,6 +1,6 @@
 """The manual's fenced code blocks (README.md, docs/pages/*.md), each with the
 HTML comment right before it: `<!-- example: NAME -->` (run by
-tests/test_docs_examples.py), `<!-- KIND example: NAME -->` (run by the test
+tests/project/test_docs_examples.py), `<!-- KIND example: NAME -->` (run by the test
 file of that kind) or `<!-- not run: REASON -->`.
 
 And how a transcript (`$ command` lines, then what it printed) is held

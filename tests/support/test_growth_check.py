@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from support.growth import assert_linear
 
 SIZES = [400, 800, 1600, 3200]

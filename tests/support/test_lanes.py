@@ -12,9 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from support.lanes import WAITING, waits
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GAPS = "tests/live/test_live_gaps.py"
 # Two tests of a WAITING module that need no server (an instant each), and
 # this module's quick ones, which are not WAITING's.
@@ -22,7 +23,7 @@ LANE_TESTS = [
     f"{GAPS}::test_offsets_skipped_across_an_outage_are_counted",
     f"{GAPS}::test_without_offsets_the_estimate_is_said_to_be_one",
 ]
-OTHERS = "tests/test_lanes.py::test_each_waiting_entry_names_a_test_that_is_there"
+OTHERS = "tests/support/test_lanes.py::test_each_waiting_entry_names_a_test_that_is_there"
 
 
 @pytest.mark.parametrize("prefix", WAITING)
