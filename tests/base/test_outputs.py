@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import LBPARSE
-from support.users import throwaway_user
+from support.system import throwaway_user
 
 from lbparse import outputs
 

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 from support.cli import LBPARSE, run_cli
-from support.fs import mounted, silent_fifo  # noqa: F401  (a fixture)
 from support.shared import LIFTBRIDGE
+from support.system import mounted, silent_fifo  # noqa: F401  (a fixture)
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"  # 2 MB: 7,538 messages, ~3 MB of JSON Lines
 needs_short = pytest.mark.skipif(not SHORT.is_file(), reason=f"shared material missing: {SHORT}")

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.users import throwaway_user
+from support.system import throwaway_user
 
 from lbparse import scratch
 from lbparse.pipeline import session

@@ -18,7 +18,14 @@ from typing import Any
 import hpack
 import pytest
 from support import capwriter as cw
-from support.h2c import SETTINGS, frame, grpc_message, h2c_capture, request_headers, unary_capture
+from support.capwriter import (
+    SETTINGS,
+    frame,
+    grpc_message,
+    h2c_capture,
+    request_headers,
+    unary_capture,
+)
 from support.shared import LIFTBRIDGE, shared_path
 
 from lbparse.capture import CaptureReader, Notice

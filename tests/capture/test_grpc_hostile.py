@@ -17,9 +17,9 @@ import hpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.capwriter import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 from support.growth import assert_linear
 from support.growth import peak_bytes as peak_of
-from support.h2c import SETTINGS, frame, grpc_message, h2c_capture, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage

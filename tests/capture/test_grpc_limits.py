@@ -24,7 +24,7 @@ from typing import Any
 import hpack
 import pytest
 from support import capwriter as cw
-from support.h2c import SETTINGS, frame, grpc_message, request_headers
+from support.capwriter import SETTINGS, frame, grpc_message, request_headers
 
 from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage, element_count

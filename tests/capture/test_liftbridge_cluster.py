@@ -7,7 +7,7 @@ something where no cluster can start). On either capture:
 
 - `lbparse capture` gives every NATS message once per direction, in
   order: the same messages an independent framer finds in tshark's TCP
-  segments (support/natsoracle.py);
+  segments (support/nats.py);
 - every envelope decodes as Liftbridge's own decoders decode it
   (`bin/lbtruth`): MsgType, payload JSON, and a ReplicationResponse's
   commit-log entries; every payload they refuse, lbparse refuses.
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from support.cli import LBPARSE
 from support.cluster import ClusterRun, lbtruth
-from support.natsoracle import messages as oracle_messages
+from support.nats import messages as oracle_messages
 from support.shared import LIFTBRIDGE
 
 from lbparse.codec import jsonform

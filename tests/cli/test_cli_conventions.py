@@ -28,8 +28,11 @@ import pytest
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap, write_pcapng
 from support.cli import LBPARSE, run_cli
 from support.net import free_port
-from support.segment_builder import messages, write_partition
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    messages,
+    short_data,  # noqa: F401 (a fixture)
+    write_partition,
+)
 from vectors import VECTORS
 
 import lbparse

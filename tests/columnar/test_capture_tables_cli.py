@@ -78,7 +78,7 @@ def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
     import re
 
     import duckdb
-    from support.manual import manual
+    from support.docs import manual
 
     (query,) = re.findall(r"<!-- sql example: raft_entries -->\n```sql\n(.*?)```", manual(), re.S)
     rows = duckdb.sql(query.replace("'out/", f"'{written}/")).fetchall()

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.protowire import varint
+from support.wire import varint
 
 from lbparse.columnar import crc as crc_mod
 from lbparse.columnar import wirescan

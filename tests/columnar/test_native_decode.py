@@ -21,8 +21,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.protowire import varint
 from support.shared import LIFTBRIDGE
+from support.wire import varint
 from vectors import VECTORS, data
 
 import lbparse

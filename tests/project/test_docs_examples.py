@@ -8,7 +8,7 @@ REASON -->`. test_every_block_is_run_or_says_why fails for a block with none.
 How a block is run, by its kind:
 - a transcript (`$ command`, then what it prints): each command in bash, its
   stdout and stderr as a terminal shows them, held against the lines the
-  manual shows (tests/support/doc_blocks.py says how `...` and `…` read);
+  manual shows (tests/support/docs.py says how `...` and `…` read);
 - `sh`: the block as a bash script (`set -e`); `python`: the block in a fresh
   `python -P`, then EXAMPLES' `claims` (what its comments say it gives);
   `sql`: in DuckDB.
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from support.doc_blocks import Block, all_blocks, marked, printed_as_documented, transcript
+from support.docs import Block, all_blocks, marked, printed_as_documented, transcript
 from support.shared import shared_path
-from support.storage_fixtures import extract_short_data
+from support.storage import extract_short_data
 
 ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "tests" / "data" / "vectors.jsonl"
@@ -155,7 +155,7 @@ def _latencies(out: str, _: Path) -> None:
 
 def _raft_record(text: str, work: Path) -> None:
     """captures.md's `liftbridge` member: a record of the real cluster's capture has it."""
-    from support.doc_blocks import _doc_json, _within
+    from support.docs import _doc_json, _within
 
     doc = _doc_json("{" + " ".join(text.split()) + "}")
     assert doc is not None, text

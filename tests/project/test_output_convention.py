@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 from support.capwriter import ETHERNET, Conn, link, pub, write_pcap
 from support.cli import run_cli
-from support.segment_builder import Msg, write_partition
 from support.shared import LIFTBRIDGE
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    Msg,
+    short_data,  # noqa: F401 (a fixture)
+    write_partition,
+)
 
 import lbparse
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from support.manual import manual
+from support.docs import manual
 
 import lbparse
 

@@ -55,10 +55,10 @@ def test_a_passed_tests_files_go_and_a_failed_tests_stay(tmp_path: Path) -> None
 
 
 def test_the_processes_the_tests_start_write_in_the_runs_directory() -> None:
-    """support/runtmp.py: TMPDIR for what the tests start, removed at the end."""
-    from support import runtmp
+    """support/testrun.py: TMPDIR for what the tests start, removed at the end."""
+    from support import testrun
 
-    assert os.path.isdir(runtmp.PATH) and os.environ["TMPDIR"] == runtmp.PATH
+    assert os.path.isdir(testrun.PATH) and os.environ["TMPDIR"] == testrun.PATH
     done = subprocess.run(
         [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp())"],
         capture_output=True,
@@ -67,5 +67,5 @@ def test_the_processes_the_tests_start_write_in_the_runs_directory() -> None:
         check=True,
     )
     made = done.stdout.strip()
-    assert os.path.dirname(made) == runtmp.PATH, made
+    assert os.path.dirname(made) == testrun.PATH, made
     os.rmdir(made)

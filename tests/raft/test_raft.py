@@ -16,8 +16,8 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.raftwire import pack, request, response
 from support.shared import shared_path
+from support.wire import pack, request, response
 
 import lbparse
 from lbparse.raft import (

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.once import once_a_run
+from support.testrun import once_a_run
 
 from lbparse.capture import CaptureReader
 from lbparse.report.cluster import is_no_responders

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from support import capwriter as cw
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import short_data  # noqa: F401 (a fixture)
 
 import lbparse
 from lbparse.codec.commitlog import ReplicationResponse

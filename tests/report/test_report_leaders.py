@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from support import capwriter as cw
-from support.raftwire import request, response
+from support.wire import request, response
 
 import lbparse
 from lbparse.report import build_model, render_html

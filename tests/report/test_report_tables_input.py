@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.capwriter import unary_capture
 from support.cli import run_cli
-from support.h2c import unary_capture
 
 pytest.importorskip("altair")
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.fs import mounted, silent_fifo  # noqa: F401  (a fixture)
 from support.shared import LIFTBRIDGE
+from support.system import mounted, silent_fifo  # noqa: F401  (a fixture)
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="mount and chattr need root")

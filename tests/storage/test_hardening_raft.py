@@ -2,7 +2,7 @@
 files mapped rather than read, each page problem named for what it is,
 every problem said in every output format, time and memory linear.
 
-The files are crafted page by page (tests/support/bolt_builder.py). The
+The files are crafted page by page (tests/support/storage.py). The
 timing and memory-growth tests are `slow`; the others are not.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import bolt_builder as bb
+from support import storage as bb
 from support.cli import LBPARSE
 from support.growth import assert_linear, peak_bytes
 

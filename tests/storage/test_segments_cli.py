@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import LBPARSE
-from support.segment_builder import Msg, messages, write_partition
-from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
+from support.storage import Msg, lbtruth, messages, short_data, write_partition  # noqa: F401 (a fixture)
 
 import lbparse
 

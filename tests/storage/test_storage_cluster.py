@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from support.cli import LBPARSE
-from support.storage_fixtures import lbtruth
+from support.storage import lbtruth
 
 from lbparse.storage import (
     check_partition,

@@ -11,8 +11,13 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.segment_builder import Msg, build_index, build_segment, messages
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    Msg,
+    build_index,
+    build_segment,
+    messages,
+    short_data,  # noqa: F401 (a fixture)
+)
 from support.storage_reference import (
     BAD,
     PARSERS,

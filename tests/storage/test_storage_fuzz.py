@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from support.segment_builder import build_segment, messages, write_partition
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    build_segment,
+    messages,
+    short_data,  # noqa: F401 (a fixture)
+    write_partition,
+)
 
 from lbparse.storage import check_partition, find_partitions, read_index_bytes, read_segment_bytes
 from lbparse.storage.bbolt import BoltDB

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from support.growth import assert_linear, peak_bytes
-from support.segment_builder import Msg, build_segment, messages, write_partition
+from support.storage import Msg, build_segment, messages, write_partition
 
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.storage import segment

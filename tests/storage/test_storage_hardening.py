@@ -14,8 +14,15 @@ from pathlib import Path
 import crc32c
 import pytest
 from support.cli import LBPARSE
-from support.segment_builder import Msg, build_entry, build_index, build_segment, messages
-from support.storage_fixtures import lbtruth, short_data  # noqa: F401 (a fixture)
+from support.storage import (  # noqa: F401 (a fixture)
+    Msg,
+    build_entry,
+    build_index,
+    build_segment,
+    lbtruth,
+    messages,
+    short_data,
+)
 
 from lbparse.storage.checkpoints import LeaderEpoch, parse_high_watermark, parse_leader_epochs
 from lbparse.storage.errors import StorageError

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.segment_builder import build_index, build_segment, messages
+from support.storage import build_index, build_segment, messages
 
 GB = 1 << 30
 SIZE = 3 * GB

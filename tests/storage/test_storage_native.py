@@ -12,8 +12,11 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.segment_builder import build_segment, messages
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    build_segment,
+    messages,
+    short_data,  # noqa: F401 (a fixture)
+)
 
 from lbparse.codec.commitlog import CommitLogEntry
 from lbparse.errors import EnvelopeError

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kaitaistruct import KaitaiStream
 from support.cli import LBPARSE
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import short_data  # noqa: F401 (a fixture)
 
 from lbparse.storage.bbolt import BoltDB, fnv1a64
 from lbparse.storage.errors import StorageError

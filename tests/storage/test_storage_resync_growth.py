@@ -14,7 +14,7 @@ import time
 
 import pytest
 from support.growth import assert_linear
-from support.segment_builder import Msg, build_segment
+from support.storage import Msg, build_segment
 
 from lbparse.storage import segment
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME

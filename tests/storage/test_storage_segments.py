@@ -13,8 +13,15 @@ import struct
 from pathlib import Path
 
 import pytest
-from support.segment_builder import Msg, build_segment, messages, write_partition
-from support.storage_fixtures import LISTING, lbtruth, short_data  # noqa: F401 (a fixture)
+from support.storage import (  # noqa: F401 (a fixture)
+    LISTING,
+    Msg,
+    build_segment,
+    lbtruth,
+    messages,
+    short_data,
+    write_partition,
+)
 
 from lbparse.storage import (
     check_partition,

@@ -1,7 +1,8 @@
-"""The manual's fenced code blocks (README.md, docs/pages/*.md), each with the
-HTML comment right before it: `<!-- example: NAME -->` (run by
-tests/project/test_docs_examples.py), `<!-- KIND example: NAME -->` (run by the test
-file of that kind) or `<!-- not run: REASON -->`.
+"""The manual (README.md, docs/pages/*.md) as the tests read it: its text,
+where they find the examples they run, and its fenced code blocks, each
+with the HTML comment right before it: `<!-- example: NAME -->` (run by
+tests/project/test_docs_examples.py), `<!-- KIND example: NAME -->` (run by
+the test file of that kind) or `<!-- not run: REASON -->`.
 
 And how a transcript (`$ command` lines, then what it printed) is held
 against what the command prints: `...` alone on a line stands for lines
@@ -206,3 +207,13 @@ def printed_as_documented(doc: list[str], got: list[str]) -> str | None:
     if not skipping and at < len(got):
         return f"the command printed more than the manual shows: {got[at]!r}"
     return None
+
+
+# --- the manual's text, whole ---
+
+
+def manual() -> str:
+    """README.md then every page, one text (a marker is found wherever it lives)."""
+    parts = [(ROOT / "README.md").read_text(encoding="utf-8")]
+    parts += [p.read_text(encoding="utf-8") for p in sorted(PAGES.glob("*.md"))]
+    return "\n".join(parts)
