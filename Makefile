@@ -68,7 +68,7 @@ docs:
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict -q -f docs/mkdocs.yml
 
 ## test-light: the light install (`pip install lbparse`, no extra) in a fresh virtualenv
-## LIGHT_VENV from the wheel `make wheel` built, and its tests (tests/test_extras.py)
+## LIGHT_VENV from the wheel `make wheel` built, and its tests (tests/project/test_extras.py)
 LIGHT_VENV ?= .venv-light
 .PHONY: test-light
 test-light:
@@ -76,7 +76,7 @@ test-light:
 	$(PYTHON) -m venv $(LIGHT_VENV)
 	$(LIGHT_VENV)/bin/python -m pip install -q "$$(ls dist/lbparse-*.whl)" "pytest==9.0.3"
 	LBPARSE_LIGHT=1 $(LIGHT_VENV)/bin/python -P -m pytest -q -p no:cacheprovider --noconftest \
-	    tests/test_extras.py
+	    tests/project/test_extras.py
 
 ## generate: rebuild generated/ from spec/
 generate:

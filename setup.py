@@ -5,20 +5,20 @@ records are plain, type-annotated Python; mypyc compiles those same files into
 extension modules that run them about 2.5x faster (bench/bench_capture.py).
 Compiling is optional: without a C compiler, or with
 LBPARSE_PURE_PYTHON=1, or if mypyc refuses the code, the package installs
-as pure Python and behaves the same (tests/test_compiled.py holds the two
+as pure Python and behaves the same (tests/capture/test_compiled.py holds the two
 equal).
 
 The pipeline's per-byte loops (batch CRC-32C, the protobuf wire scan) are a
 small C module, lbparse/columnar/_kernels.c, built the same optional way;
 without it crc.py and wirescan.py run their Python versions
-(tests/test_kernels.py holds the two equal). The whole capture loop, from
+(tests/columnar/test_kernels.py holds the two equal). The whole capture loop, from
 pcap/pcapng records to the columns of Arrow record batches, is
 lbparse/capture/_native.c, also optional: without it the pipeline reads
-captures with the Python reader (tests/test_native_capture.py holds the two
+captures with the Python reader (tests/capture/test_native_capture.py holds the two
 equal, row for row); so is lbparse/columnar/_structs.c, protobuf straight
-into Arrow struct columns (tests/test_native_decode.py). The segment
+into Arrow struct columns (tests/columnar/test_native_decode.py). The segment
 reader's entry loop is lbparse/storage/_scan.c, the same way
-(tests/test_storage_native.py). Everything else about the package is
+(tests/storage/test_storage_native.py). Everything else about the package is
 declared in pyproject.toml.
 
 The wheel also carries the spec and the Kaitai compiler's npm manifest as

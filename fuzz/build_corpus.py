@@ -89,8 +89,8 @@ def batches(envs: list[bytes]) -> list[bytes]:
 
 def storage_files() -> list[bytes]:
     """Segments of every generation, their indexes, checkpoints, raft.db's first pages."""
-    from support.segment_builder import build_index, build_segment, messages
     from support.shared import LIFTBRIDGE
+    from support.storage import build_index, build_segment, messages
 
     from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME
 
@@ -115,7 +115,7 @@ def raft_dbs() -> list[bytes]:
     """Whole raft.db files for `raftdb`: the three nodes' of the shared
     `short` run, and crafted ones (keys sharing one value, a page reached
     twice, a loop, a command that is not a RaftLog)."""
-    from support import bolt_builder as bb
+    from support import storage as bb
     from support.shared import LIFTBRIDGE
 
     out = []
@@ -160,7 +160,7 @@ def raft_dbs() -> list[bytes]:
 
 def checkpoint_files() -> list[bytes]:
     """Both checkpoint files as Liftbridge writes them, and an index."""
-    from support.segment_builder import build_index, build_segment, messages
+    from support.storage import build_index, build_segment, messages
 
     msgs = messages(4, first=7)
     return [

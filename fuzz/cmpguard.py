@@ -7,7 +7,7 @@ result: harmless for True and False, but a comparison of numpy arrays
 (`codes == code` in the batch decoder) returns a new array, and each one was
 kept for the rest of the process. The `batch` target lost ~100 KB an
 execution this way until libFuzzer's 2 GB limit ended it (issue #19's
-campaign, 18,849 executions; tests/test_fuzz_targets.py measures it).
+campaign, 18,849 executions; tests/project/test_fuzz_targets.py measures it).
 
 `install()` hands atheris only the comparisons it reports (operands of those
 exact types, whose results are bools) and compares everything else in

@@ -5,11 +5,11 @@ the tables need. The rest comes with an extra (pyproject.toml's
 [project.optional-dependencies]); this table is the one place that knows
 which module comes with which, so a command whose extra is missing says in
 one line what fixes it (`missing_extra`, called by lbparse.cli.main).
-tests/test_extras.py holds this table equal to pyproject.toml.
+tests/project/test_extras.py holds this table equal to pyproject.toml.
 
 `need(module)` is the one way a function imports at run time: an import
 inside a function hides a circle from the reader, so everything else is
-imported at the top, and tests/test_import_contracts.py fails on any other
+imported at the top, and tests/project/test_import_contracts.py fails on any other
 function-local import that is not the standard library's. It takes:
 
 - an optional module (MODULES) in a module that must work without its

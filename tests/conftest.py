@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from support import jvm, lanes, runtmp
+from support import jvm, lanes, testrun
 from support.net import NATS_SERVER, free_port, wait_accepting
 from support.net import stop_process as _stop
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 # temporary directory and removed with it, not the user's ~/.cache, unless
 # LBPARSE_CACHE_DIR names one.
 if not os.environ.get("LBPARSE_CACHE_DIR"):
-    os.environ["LBPARSE_CACHE_DIR"] = os.path.join(runtmp.PATH, "lbparse-cache")
+    os.environ["LBPARSE_CACHE_DIR"] = os.path.join(testrun.PATH, "lbparse-cache")
     # 0700 whatever the umask: lbparse refuses a cache others may write to
     os.makedirs(os.environ["LBPARSE_CACHE_DIR"], mode=0o700, exist_ok=True)
 
@@ -66,8 +66,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         job.stop()
     for thread in _AHEAD:  # each stops by its own timeout; its processes are ours
         thread.join()
-    if runtmp.OWN is not None:  # the controller's, after its workers are gone
-        shutil.rmtree(runtmp.OWN, ignore_errors=True)
+    if testrun.OWN is not None:  # the controller's, after its workers are gone
+        shutil.rmtree(testrun.OWN, ignore_errors=True)
 
 
 SLOW_FIXTURES = {"spark", "liftbridge_short", "liftbridge_full"}
@@ -77,7 +77,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that starts Spark (the `spark` fixture of tests/spark) or a
     Liftbridge cluster, directly or through another fixture, is slow: `make
     test-fast` leaves it out. (A cluster is made once a run whichever worker
-    asks: support/once.py; Spark once a worker.)"""
+    asks: support/testrun.py; Spark once a worker.)"""
     for item in items:
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
@@ -148,7 +148,7 @@ def _clusters_ahead(session: pytest.Session) -> None:
     """The cluster runs the collected tests use start now, in a thread: a run is
     mostly the script's own waits (a minute and a half for `full`), which a
     worker that asked for it only when a test needed it spent idle. The
-    first test that needs one waits for what is left (support/once.py: a
+    first test that needs one waits for what is left (support/testrun.py: a
     run is made once whichever worker starts it)."""
     from support.cluster import missing_tools
 
@@ -188,7 +188,7 @@ def _class_archive_ahead(session: pytest.Session) -> None:
         or importlib.util.find_spec("pyspark") is None
     ):
         return
-    from support.once import run_dir
+    from support.testrun import run_dir
 
     root = run_dir(session.config._tmp_path_factory)  # type: ignore[attr-defined]
     archive = root / "spark-classes.jsa"
@@ -209,7 +209,7 @@ def _class_archive_ahead(session: pytest.Session) -> None:
 def _cluster(fixture: str, factory: pytest.TempPathFactory) -> ClusterRun:
     """The run of CLUSTER_MODES[fixture], made once a test run (named by the fixture)."""
     from support.cluster import missing_tools, run_cluster
-    from support.once import once_a_run
+    from support.testrun import once_a_run
 
     why = missing_tools()
     if why:

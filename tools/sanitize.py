@@ -8,7 +8,7 @@ of setup.py's NATIVE list into it with -fsanitize=address,undefined (every
 UB check fatal), and runs, with the sanitizer runtime preloaded into
 Python: the tests that feed the C modules hostile input (the damaged
 captures, hostile bytes and hypothesis-made captures of
-tests/test_native_capture.py, the kernels' and the batch decoder's
+tests/capture/test_native_capture.py, the kernels' and the batch decoder's
 differential tests), then every seed of the fuzz corpus through the native
 fuzz targets (fuzz/harness.py's `native_*` checks, called directly). A
 memory error or undefined behaviour aborts with the sanitizer's report;
@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# The C modules setup.py builds (NATIVE there; tests/test_native_capture.py
+# The C modules setup.py builds (NATIVE there; tests/capture/test_native_capture.py
 # holds the two lists equal): module name, source.
 MODULES = [
     ("lbparse.columnar._kernels", "lbparse/columnar/_kernels.c"),
@@ -45,14 +45,14 @@ SANITIZE = [
 ]
 # Tests whose inputs reach the C modules, hostile ones above all.
 TESTS = [
-    "tests/test_native_capture.py",
-    "tests/test_kernels.py",
-    "tests/test_arrow_api.py",
-    "tests/test_native_decode.py",
-    "tests/test_envelope_pass.py",
+    "tests/capture/test_native_capture.py",
+    "tests/columnar/test_kernels.py",
+    "tests/columnar/test_arrow_api.py",
+    "tests/columnar/test_native_decode.py",
+    "tests/columnar/test_envelope_pass.py",
     "tests/spark/test_decoder.py",
     "tests/spark/test_batch_composition.py",
-    "tests/test_storage_native.py",
+    "tests/storage/test_storage_native.py",
 ]
 ASAN_OPTIONS = (
     "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:"

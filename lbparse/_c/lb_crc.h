@@ -3,8 +3,8 @@
  * Slicing-by-8 over tables made for a polynomial (any CPU; little-endian
  * words 8 bytes at a time, bytes one by one elsewhere), and CRC-32C by the
  * SSE 4.2 crc32 instruction where the CPU has it. Included by
- * columnar/_kernels.c and storage/_scan.c; tests/test_kernels.py and
- * tests/test_storage_native.py hold both paths equal to the crc32c package
+ * columnar/_kernels.c and storage/_scan.c; tests/columnar/test_kernels.py and
+ * tests/storage/test_storage_native.py hold both paths equal to the crc32c package
  * and zlib.crc32.
  */
 #ifndef LB_CRC_H

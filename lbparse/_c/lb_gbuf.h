@@ -8,7 +8,7 @@
  * it was (bytes, length and capacity). The lb_gb_* functions call no
  * Python (_kernels.c grows its buffers without the GIL); the *_py ones,
  * for callers that hold it, set MemoryError as well.
- * tests/test_kernels.py compiles this header alone and holds it to that
+ * tests/columnar/test_kernels.py compiles this header alone and holds it to that
  * rule, and fails when a C module grows a byte buffer of its own.
  */
 #ifndef LB_GBUF_H
@@ -21,7 +21,7 @@
 
 /* The allocator: realloc and free, unless the module names another pair
  * before it includes this (storage/_scan.c: Python's raw allocator, so that
- * tracemalloc, and tests/test_storage_growth.py, see its buffer). */
+ * tracemalloc, and tests/storage/test_storage_growth.py, see its buffer). */
 #ifndef LB_GBUF_REALLOC
 #define LB_GBUF_REALLOC realloc
 #define LB_GBUF_FREE free

@@ -1,6 +1,6 @@
 /* The protobuf varint for lbparse's C modules, written once (columnar/_kernels.c,
  * columnar/_structs.c); wirescan.py's numpy reader is the Python side, and
- * tests/test_kernels.py and tests/test_native_decode.py hold them equal. */
+ * tests/columnar/test_kernels.py and tests/columnar/test_native_decode.py hold them equal. */
 #ifndef LB_VARINT_H
 #define LB_VARINT_H
 

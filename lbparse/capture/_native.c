@@ -6,7 +6,7 @@
  * This is a port of the Python reference (pcap.py, pcapng.py, linktypes.py,
  * tcp.py, nats.py and the packet loop of reader.py), rule for rule and in
  * the same order of events: the same records, the same notices (as problem
- * rows, with the same messages) in the same order. tests/test_native_capture.py
+ * rows, with the same messages) in the same order. tests/capture/test_native_capture.py
  * holds the two equal on every shared capture, every damaged capture, the
  * real cluster capture and hypothesis-made streams. When the reference
  * changes, this file changes with it: the differential tests are the contract.

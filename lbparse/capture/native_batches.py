@@ -8,7 +8,7 @@ problem the reader noticed, in reading order) as record batches of
 
 The C loop (`_native.c`) is a port of the Python reference (pcap.py,
 pcapng.py, linktypes.py, tcp.py, nats.py, reader.py's packet loop), which
-stays the truth: tests/test_native_capture.py holds the two equal, row for
+stays the truth: tests/capture/test_native_capture.py holds the two equal, row for
 row, notices included. `available()` says whether the module was built
 (setup.py builds it the optional way, as the mypyc modules); `NativeUnsupported`
 is raised before any row for what the C loop leaves to the reference (a

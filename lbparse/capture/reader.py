@@ -307,7 +307,7 @@ def dissect(
         return None
     seq, ack, offflags = cast(tuple[int, int, int], _TCP(buf, tcp))
     # b"".join, not +: mypyc 1.13 leaks the left operand of bytes + bytes
-    # (tests/test_compiled.py::test_the_compiled_reader_does_not_leak_keys).
+    # (tests/capture/test_compiled.py::test_the_compiled_reader_does_not_leak_keys).
     key = b"".join((addr, buf[tcp : tcp + 4]))
     return key, seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 

@@ -1,5 +1,5 @@
 """The envelope codec: bytes in, objects out, and back; no numpy, no I/O, and
-no other wing of lbparse (tests/test_import_contracts.py holds it so). Its
+no other wing of lbparse (tests/project/test_import_contracts.py holds it so). Its
 public names are re-exported by `lbparse`; the modules, one job each:
 
 - wire, layouts: typed views of the generated tables (fixed facts, layouts,

@@ -24,7 +24,7 @@
  * A range outside data, or with end < start, raises ValueError naming it;
  * nothing is read out of bounds. crc.py and wirescan.py are the Python side
  * and fall back to Python when this module is not built;
- * tests/test_kernels.py holds the two equal.
+ * tests/columnar/test_kernels.py holds the two equal.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -288,7 +288,7 @@ static inline uint64_t be(const uint8_t *p, int w) {
 /* headers(data, starts, ends, todo, spec, known, verify_crc,
  *         lens, magic, version, hl, flags, byte7, crc, has_crc, take, crc_ok)
  * decode_arrow's _headers and _v0_rows in one pass (their numpy code is the
- * reference; tests/test_envelope_pass.py holds the two equal). spec, from
+ * reference; tests/columnar/test_envelope_pass.py holds the two equal). spec, from
  * lbparse.codec.wire: (magic bytes, version offset, header length offset, flags
  * offset, msg type offset, crc offset, crc size, header size, crc header
  * length, crc flag, version, max payload). A byte past a row's end reads

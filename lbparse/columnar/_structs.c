@@ -1,7 +1,7 @@
 /*
  * Protobuf messages straight into Arrow struct columns, in C: the native
  * twin of wirescan.decode_structs (its numpy reader is the reference, and
- * documents the rules; tests/test_native_decode.py holds the two equal,
+ * documents the rules; tests/columnar/test_native_decode.py holds the two equal,
  * `ok` and values, on hypothesis-made messages, the reference vectors and
  * the real capture's payloads).
  *

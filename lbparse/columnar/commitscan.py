@@ -13,7 +13,7 @@ of `columns.ReplicationResponseBuilder`; a test holds the two equal.
 The walk runs in C (`_kernels.replication`: one pass per batch, every
 entry's CRC-32C computed there, the columns written straight into Arrow
 buffers) when setup.py built it; the numpy walk here is the reference
-(`native=False`), and tests/test_envelope_pass.py holds the two equal.
+(`native=False`), and tests/columnar/test_envelope_pass.py holds the two equal.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 CRCs with. setup.py builds `_kernels` (a small C module: one call per batch,
 SSE 4.2's crc32 instruction where the CPU has it) when it can; without it,
 the same function calls crc32c.crc32c once per range, about 0.4 us a row
-more. tests/test_kernels.py holds the two equal.
+more. tests/columnar/test_kernels.py holds the two equal.
 """
 
 from __future__ import annotations

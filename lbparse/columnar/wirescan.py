@@ -22,7 +22,7 @@ out too). Values follow the same rules as `columns.py` (Spark's
 The scan of the field occurrences runs in C (`_kernels.scan`, one pass
 per batch grouped by field number) when setup.py built it; the numpy scan
 `_Scan` is the fallback and the reference it is tested against
-(tests/test_kernels.py).
+(tests/columnar/test_kernels.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `decode_structs(descriptor, arrow_type, data, starts, ends, emit_defaults,
 clean)` has wirescan.decode_structs' contract exactly (the struct column of
 the messages, null where one is left to upb, and `ok`), and its numpy
-reader is the reference: tests/test_native_decode.py holds the two equal.
+reader is the reference: tests/columnar/test_native_decode.py holds the two equal.
 The message type is compiled once (per descriptor, Arrow type and options)
 into a `_structs.Program` (fields in the Arrow struct's order, their
 numbers, kinds, wire types, nullability and enum names, read from the

@@ -544,7 +544,7 @@ def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int) ->
     (wirescan.decode_structs: C when built, its numpy reference otherwise);
     a batch it leaves to upb (a duplicate map key, a field of another wire
     type) is parsed by upb, message by message, and made by `_batch`, the
-    reference this path is held equal to (tests/test_streams_batches.py).
+    reference this path is held equal to (tests/streams/test_streams_batches.py).
 
     Raises:
         StreamsError: a message that is not the next offset, or not a Message.

@@ -30,7 +30,7 @@
  *   segment.entry_json gives it, written as lbparse.codec.jsonform.dumps writes
  *   them (offset, timestamp and leader_epoch as decimal strings, UTF-8 kept).
  *
- * tests/test_storage_native.py holds both equal to the Python code.
+ * tests/storage/test_storage_native.py holds both equal to the Python code.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -39,7 +39,7 @@
 
 #include "lb_crc.h"
 /* The JSON Lines buffer never leaves this file: Python's raw allocator,
- * which tracemalloc sees (tests/test_storage_growth.py measures it). */
+ * which tracemalloc sees (tests/storage/test_storage_growth.py measures it). */
 #define LB_GBUF_REALLOC PyMem_RawRealloc
 #define LB_GBUF_FREE PyMem_RawFree
 #define LB_GBUF_FIRST ((size_t)1 << 16) /* a segment's lines: many KiB at once */

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
-from support.natsauth import nkey_user, operator_setup
+from support.nats import nkey_user, operator_setup
 from test_live_hardening import configured  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow

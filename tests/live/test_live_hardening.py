@@ -308,7 +308,7 @@ def _tap_with(srv: Server, options: list[str], publish: dict[str, str]) -> list[
 def test_an_nkey_user_taps(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Issue #19: --nkey crashed (No module named 'nkeys'). A nats-server
     whose only user is an nkey (made here with the nkeys package)."""
-    from support.natsauth import nkey_user
+    from support.nats import nkey_user
 
     config, seed = nkey_user(tmp_path)
     srv = configured(config)
@@ -399,7 +399,7 @@ def test_a_creds_file_taps(configured, tmp_path: Path) -> None:  # type: ignore[
     """Issue #19: --creds crashed. An operator, account and user signed with
     the nkeys package, the account preloaded in the server's MEMORY resolver,
     the user's JWT and seed in a .creds file as nsc writes it."""
-    from support.natsauth import operator_setup
+    from support.nats import operator_setup
 
     config, creds = operator_setup(tmp_path)
     srv = configured(config)

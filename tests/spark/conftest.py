@@ -24,9 +24,9 @@ if shutil.which("java") is None:
 import pyarrow as pa
 import pyarrow.parquet as pq
 from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap
-from support.once import once_a_run
 from support.shared import LIFTBRIDGE
-from support.storage_fixtures import extract_short_data
+from support.storage import extract_short_data
+from support.testrun import once_a_run
 
 import lbparse
 from lbparse.capture.recordings import record_writer

@@ -27,8 +27,8 @@ import pytest
 from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.protowire import read_varint, varint
 from support.shared import LIFTBRIDGE
+from support.wire import read_varint, varint
 
 import lbparse
 from lbparse.codec import jsonform

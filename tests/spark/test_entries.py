@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.segment_builder import messages, write_partition
-from support.storage_fixtures import short_data  # noqa: F401 (a fixture)
+from support.storage import (
+    messages,
+    short_data,  # noqa: F401 (a fixture)
+    write_partition,
+)
 
 from lbparse.storage import find_partitions, read_segment
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.users import throwaway_user
+from support.system import throwaway_user
 
 from lbparse.cli import main
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.shared import LIFTBRIDGE
-from test_outputs_first import mounted, silent_fifo  # noqa: F401  (a fixture)
+from support.system import mounted, silent_fifo  # noqa: F401  (a fixture)
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 ROOT_ONLY = pytest.mark.skipif(os.getuid() != 0, reason="mount and chattr need root")

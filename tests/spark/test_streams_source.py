@@ -26,7 +26,7 @@ pytest.importorskip("grpc")
 
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from support.cluster import BIN
-from support.doc_blocks import marked
+from support.docs import marked
 from support.live_cluster import LiveCluster, env_with_checkout
 from support.net import NATS_SERVER, free_port
 

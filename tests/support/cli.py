@@ -3,7 +3,7 @@
 `python -P -m lbparse`: -P keeps the current directory off sys.path, so the
 process imports lbparse from where this test process does (the installed
 wheel in CI, the checkout only through PYTHONPATH or an editable install),
-whatever directory it runs in. tests/test_install.py holds the two equal.
+whatever directory it runs in. tests/project/test_install.py holds the two equal.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-/* lbparse/_c/lb_gbuf.h alone, held to its rule (tests/test_kernels.py
+/* lbparse/_c/lb_gbuf.h alone, held to its rule (tests/columnar/test_kernels.py
  * compiles and runs this): one line per check, "name ok" or "name FAILED". */
 #include <stdio.h>
 

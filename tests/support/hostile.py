@@ -1,6 +1,6 @@
 """Entry points that must survive any bytes, and the invariants they check.
 
-Shared by the hypothesis tests (tests/test_hardening_*.py) and the atheris
+Shared by the hypothesis tests (tests/*/test_hardening_*.py) and the atheris
 harness (fuzz/harness.py), so that the coverage-guided campaigns and the
 test suite hold lbparse to the same promises:
 

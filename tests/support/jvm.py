@@ -32,14 +32,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import runtmp
+from support import testrun
 
-# java.io.tmpdir: the run's temporary directory (support/runtmp.py), where a
+# java.io.tmpdir: the run's temporary directory (support/testrun.py), where a
 # JVM a test kills leaves its Spark directories (Spark's local directory is
 # java.io.tmpdir unless set). Left out for a path the shell-split options
 # could not carry.
 FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + (
-    "" if any(c.isspace() for c in runtmp.PATH) else f" -Djava.io.tmpdir={runtmp.PATH}"
+    "" if any(c.isspace() for c in testrun.PATH) else f" -Djava.io.tmpdir={testrun.PATH}"
 )
 # Spark settings as system properties (SparkConf reads every `spark.*` one):
 # no web UI in a driver, whoever starts it (a CLI run, a manual's example, a

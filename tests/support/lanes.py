@@ -13,7 +13,7 @@ work left) runs there as usual; a run without such tests stops the lane at
 once.
 
 The controller sees node ids only, so WAITING names tests by node id
-prefix (a module, or a module's test); tests/test_lanes.py holds each to a
+prefix (a module, or a module's test); tests/support/test_lanes.py holds each to a
 test that exists.
 """
 
@@ -32,7 +32,7 @@ WAITING: tuple[str, ...] = (
     "tests/live/test_live.py::test_a_server_that_accepts_and_stays_silent_is_given_up_in_one_line",
     "tests/live/test_live_hardening.py::test_a_refusal_is_said_though_later_retries_were_reset",
     "tests/live/test_live_hardening.py::test_messages_the_client_library_drops_are_counted_and_said",
-    "tests/test_streams_client.py::test_an_unreachable_server_is_one_line_within_the_timeout",
+    "tests/streams/test_streams_client.py::test_an_unreachable_server_is_one_line_within_the_timeout",
 )
 OPTION = "--waiting-lane"
 

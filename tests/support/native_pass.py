@@ -5,7 +5,7 @@
 `_structs` reader) and with their Python references (`native = False`)
 gives the same rows, errors included, for layouts v0 and auto, with and
 without CRC checks. `check_headers`, `check_group` and `check_replication`
-hold each pass equal to its reference alone. tests/test_envelope_pass.py
+hold each pass equal to its reference alone. tests/columnar/test_envelope_pass.py
 and the `native_pass` fuzz target (fuzz/targets.py) run them.
 """
 

@@ -1,7 +1,7 @@
 """Captures where TCP bytes come twice, the second copy differing or not
 (issue #27: a retransmission with other bytes is a notice), for the
-reference's tests (tests/test_tcp_retransmission.py) and the C loop's
-(tests/test_native_capture.py, whole and cut into ranges).
+reference's tests (tests/capture/test_tcp_retransmission.py) and the C loop's
+(tests/capture/test_native_capture.py, whole and cut into ranges).
 
 Each builder takes the file's path and writes a pcap there; CAPTURES names
 them all with the `retransmission` notices the reference gives (how many).

@@ -1,0 +1,255 @@
+"""The client's gRPC calls in the tables (lbparse.columnar.grpctables):
+`lbparse capture --tables` on the shared api-short capture writes
+grpc_calls and grpc_messages holding exactly the calls and messages the
+Python reader finds (55 and 287, as tshark counts them:
+tests/capture/test_grpc_capture.py), read whole by pandas, DuckDB and
+pyarrow.dataset, joined on the capture's keys; a NATS-only capture is not
+read a second time."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pytest
+from support import capwriter as cw
+from support.api_short import API_SHORT, CALLS, MESSAGES, grpc_items
+from support.cli import run_cli
+from support.reading import concat_tables
+from support.shared import LIFTBRIDGE
+
+import lbparse
+from lbparse.capture.grpc import GrpcCall, GrpcMessage
+from lbparse.cli.status import OK
+from lbparse.columnar import grpctables
+from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
+
+SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
+
+
+@pytest.fixture(scope="module")
+def reader_items() -> list[Any]:
+    return grpc_items()
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not API_SHORT.is_file():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+    out = tmp_path_factory.mktemp("grpc-tables") / "out"
+    done = run_cli("capture", str(API_SHORT), "--tables", str(out), timeout=300)
+    # The NATS reading takes the HTTP/2 bytes for bytes that are not NATS:
+    # those rows are held until the gRPC reading names its connections, and
+    # are no problem then (how calls ended is grpc_calls' `end`).
+    assert done.returncode == OK, done.stderr
+    assert f"grpc_calls {CALLS}, grpc_messages {MESSAGES})" in done.stderr.decode()
+    messages = ds.dataset(str(out / "messages")).to_table()
+    assert (
+        messages.filter(
+            pc.starts_with(messages.column("error_kind"), "input:").fill_null(False)
+        ).num_rows
+        == 0
+    )
+    return out
+
+
+def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: list[Any]) -> None:
+    import duckdb
+    import pandas as pd
+
+    calls = [i for i in reader_items if isinstance(i, GrpcCall)]
+    msgs = [i for i in reader_items if isinstance(i, GrpcMessage)]
+    assert (len(calls), len(msgs)) == (CALLS, MESSAGES)
+    for name, rows in ((GRPC_CALLS, CALLS), (GRPC_MESSAGES, MESSAGES)):
+        d = written / name
+        table = ds.dataset(str(d)).to_table()
+        assert table.schema == table_schema(name)
+        assert table.num_rows == rows
+        assert len(pd.read_parquet(d)) == rows
+        assert duckdb.sql(f"SELECT count(*) FROM '{d}/*.parquet'").fetchall() == [(rows,)]
+    got = pd.read_parquet(written / GRPC_CALLS)
+    assert Counter(got["method"]) == Counter(c.method_name for c in calls)
+    assert Counter(
+        zip(got["method"], got["grpc_status"].fillna(-1).astype(int), got["end"])
+    ) == Counter(
+        (c.method_name, -1 if c.grpc_status is None else c.grpc_status, c.end) for c in calls
+    )
+    assert got["request_count"].sum() + got["response_count"].sum() == MESSAGES
+    assert (got["request_ts_ns"] <= got["end_ts_ns"]).all()
+    assert (got["request_ts"].astype("int64") == got["request_ts_ns"] // 1000).all()
+
+
+def test_messages_join_their_calls_on_the_keys(written: Path) -> None:
+    import duckdb
+
+    c, m = (f"'{written}/{t}/*.parquet'" for t in GRPC_TABLES)
+    joined = duckdb.sql(
+        f"SELECT c.position, c.method, c.stream_id, c.request_count, c.response_count, "
+        f"count(*) FILTER (WHERE m.direction = 'client_to_server'), "
+        f"count(*) FILTER (WHERE m.direction = 'server_to_client'), "
+        f"bool_and(m.method IS NOT DISTINCT FROM c.method AND m.stream_id = c.stream_id), "
+        f"max(m.message_seq) + 1 "
+        f"FROM {c} c JOIN {m} m USING (source, position) GROUP BY ALL"
+    ).fetchall()
+    assert sum(r[5] + r[6] for r in joined) == MESSAGES
+    for pos, method, _, requests, responses, sent, got, same, seqs in joined:
+        assert (sent, got) == (requests, responses), (pos, method)
+        assert same and seqs == sent + got, (pos, method)
+    orphans = duckdb.sql(f"SELECT count(*) FROM {m} m ANTI JOIN {c} c USING (source, position)")
+    assert orphans.fetchall() == [(0,)]
+
+
+def test_message_rows_are_the_readers_messages(written: Path, reader_items: list[Any]) -> None:
+    """Type, direction, size and canonical JSON of each message, as the reader made them."""
+    rows = ds.dataset(str(written / GRPC_MESSAGES)).to_table().to_pylist()
+    ours = Counter(
+        (
+            r["type"],
+            r["direction"],
+            r["length"],
+            r["compressed"],
+            json.dumps(json.loads(r["message_json"]), sort_keys=True),
+        )
+        for r in rows
+    )
+    theirs = Counter(
+        (
+            m.type,
+            m.direction,
+            m.length,
+            m.compressed,
+            json.dumps(m.to_json_dict()["message"], sort_keys=True),
+        )
+        for m in reader_items
+        if isinstance(m, GrpcMessage)
+    )
+    assert ours == theirs
+    assert {r["type"] for r in rows} >= {"proto.PublishRequest", "proto.PublishResponse"}
+
+
+def test_the_reference_reader_gives_the_same_grpc_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the C loop off (LBPARSE_NATIVE=0) the NATS reading is the
+    Python reference's; its protocol rows call for the same gRPC reading."""
+    if not API_SHORT.is_file():
+        pytest.skip(f"shared material missing: {API_SHORT}")
+    native = concat_tables(lbparse.read_capture_tables(API_SHORT))
+    monkeypatch.setenv("LBPARSE_NATIVE", "0")
+    reference = concat_tables(lbparse.read_capture_tables(API_SHORT))
+    for name in GRPC_TABLES:
+        assert native[name].num_rows and native[name].equals(reference[name]), name
+
+
+def test_a_nats_only_capture_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """short.pcapng (NATS only) gives no problem row that may be HTTP/2, so the
+    gRPC reading never starts: it costs nothing."""
+    if not SHORT.is_file():
+        pytest.skip(f"shared material missing: {SHORT}")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a second reading of a NATS-only capture")
+
+    monkeypatch.setattr(grpctables, "CaptureReader", refuse)
+    tables = concat_tables(lbparse.read_capture_tables(SHORT))
+    assert tables["messages"].num_rows == 7538
+    assert not set(GRPC_TABLES) & set(tables)
+
+
+def test_grpc_rows_number_calls_in_the_order_first_seen() -> None:
+    """A call's messages carry its position before its own record comes; a
+    stream id used again (a new connection on the same ports) is a new call."""
+    rows = grpctables.GrpcRows("x.pcap")
+    a, b = "10.0.0.1:5000", "10.0.0.2:9292"
+    for stream in (1, 3, 1):
+        rows.add(
+            GrpcMessage(
+                10,
+                a,
+                b,
+                "client_to_server",
+                stream,
+                "FetchCursor",
+                "proto.FetchCursorRequest",
+                0,
+                False,
+                0,
+                {},
+                None,
+            )
+        )
+        if stream == 1:
+            call = GrpcCall(a, b, stream)
+            call.end = "trailers"
+            rows.add(call)
+    tables = rows.flush()
+    assert tables[GRPC_MESSAGES].select(["stream_id", "position", "message_seq"]).to_pylist() == [
+        {"stream_id": 1, "position": 0, "message_seq": 0},
+        {"stream_id": 3, "position": 1, "message_seq": 0},
+        {"stream_id": 1, "position": 2, "message_seq": 0},
+    ]
+    assert tables[GRPC_CALLS].column("position").to_pylist() == [0, 2]
+    assert tables[GRPC_CALLS].schema == table_schema(GRPC_CALLS)
+    assert isinstance(tables[GRPC_CALLS], pa.Table) and not len(rows)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        b"PUB a.b 5\r\nhello\r\nPUB a.b 5",  # a control line the capture cuts
+        b"\xb9\x0eC\xb4 not NATS\r\nPUB a 1\r\nx\r\n",  # bytes that are not a control line
+    ],
+)
+def test_nats_problem_rows_do_not_call_for_a_second_reading(
+    tmp_path: Path, client: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conn = cw.Conn()
+    pkts = conn.handshake() + conn.send("c", client)
+    path = tmp_path / "nats.pcap"
+    cw.write_pcap(str(path), [(1.7e9 + i, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)])
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a second reading of a NATS-only capture")
+
+    monkeypatch.setattr(grpctables, "CaptureReader", refuse)
+    tables = concat_tables(lbparse.read_capture_tables(path))
+    kinds = tables["messages"].column("error_kind").to_pylist()
+    assert {"input:incomplete", "input:protocol"} & set(kinds), kinds
+    assert not set(GRPC_TABLES) & set(tables)
+
+
+def test_a_messages_json_has_its_map_entries_in_key_order() -> None:
+    """A protobuf map's entries come in its hash table's order, which is not
+    the same from one process to the next (the pipeline's workers made other
+    JSON of the same PublishRequest than the driver): sorted, the same bytes
+    make the same JSON."""
+    from lbparse.capture.grpc import decode_message
+    from lbparse_generated.proto import api_pb2
+
+    keys = [f"h{i:02d}-{chr(122 - i)}" for i in range(24)][::-1]
+    request = api_pb2.PublishRequest(stream="s", headers={k: b"v" for k in keys})
+    message, error = decode_message(
+        api_pb2.PublishRequest, 0, request.SerializeToString(), None, 1 << 20
+    )
+    assert error is None and message is not None
+    assert list(message["headers"]) == sorted(keys)
+
+
+def test_a_row_that_looks_like_http2_but_is_not_is_still_a_problem(tmp_path: Path) -> None:
+    """Bytes starting as an HTTP/2 frame header on a NATS connection: the
+    row is held for the gRPC reading, which finds no HTTP/2 there, and
+    given back, last, with its own position."""
+    conn = cw.Conn()
+    pkts = conn.handshake() + conn.send(
+        "c", b"\x00\x00\x00\x04\x00\x00\x00\x00\x00 junk\r\nPUB a 1\r\nx\r\nPUB b 1\r\ny\r\n"
+    )
+    path = tmp_path / "nats.pcap"
+    cw.write_pcap(str(path), [(1.7e9 + i, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)])
+    messages = concat_tables(lbparse.read_capture_tables(path))["messages"]
+    kinds = messages.column("error_kind").to_pylist()
+    assert kinds[-1] == "input:protocol" and kinds.count("input:protocol") == 1, kinds
+    assert sorted(messages.column("position").to_pylist()) == list(range(messages.num_rows))
+    assert messages.column("position")[-1].as_py() == 0  # read first, said last

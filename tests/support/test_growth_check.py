@@ -1,0 +1,41 @@
+"""support/growth.py's check itself: it fails a quadratic run, saying every
+size's time, passes a linear one, and times again before it fails a linear
+run slowed once by a busy machine (the growth tests lean on it)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from support.growth import assert_linear
+
+SIZES = [400, 800, 1600, 3200]
+pytestmark = pytest.mark.slow  # timed runs, as the growth tests it serves
+
+
+def test_a_quadratic_run_fails_with_every_sizes_time() -> None:
+    with pytest.raises(AssertionError) as failed:
+        assert_linear(lambda n: sum(range(n * n)), SIZES)
+    message = str(failed.value)
+    assert message.startswith("time grows as size^"), message
+    assert all(f"{n}: " in message for n in SIZES), message
+
+
+def test_a_linear_run_passes() -> None:
+    assert_linear(lambda n: sum(range(n * 1000)), SIZES)  # 5 to 40 ms a run
+
+
+def test_a_linear_run_slowed_in_its_first_rounds_is_timed_again_and_passes() -> None:
+    """The last size's first rounds are slow (another process had the core):
+    the first verdict is over the bound, the second timing is not."""
+    calls = {n: 0 for n in SIZES}
+
+    def run(n: int) -> None:
+        calls[n] += 1
+        sum(range(n * 1000))
+        if n == SIZES[-1] and calls[n] <= 3:
+            time.sleep(0.6)  # 0.6 s on a ~40 ms run: size^2.3 from the first rounds alone
+
+    assert_linear(run, SIZES)
+    assert calls == {SIZES[0]: 6, SIZES[1]: 0, SIZES[2]: 0, SIZES[-1]: 6}
