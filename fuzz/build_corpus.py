@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
+# the Raft and gRPC seeds are built with those tests' own builders
+sys.path[1:1] = [str(ROOT / "tests" / "raft"), str(ROOT / "tests" / "capture")]
 
 from support import capwriter as cw  # noqa: E402
 from support import hostile  # noqa: E402
