@@ -27,10 +27,10 @@ from lbparse.capture.records import STATUS, parse_headers
 from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
 from lbparse.raft.transport import REQUEST, RESPONSE
 
-__all__ = ["KINDS", "Traffic", "TrafficReader", "subject_kind"]
+__all__ = ["KINDS", "TRAFFIC_KINDS", "Traffic", "TrafficReader", "subject_kind"]
 
 # What `Traffic.kind` says.
-KINDS = (
+TRAFFIC_KINDS: tuple[str, ...] = (
     "raft_request",
     "raft_response",
     "raft_stream",
@@ -39,6 +39,7 @@ KINDS = (
     "raft_accept_reply",
     "bootstrap_probe",
 )
+KINDS = TRAFFIC_KINDS  # the older name, kept for callers
 
 _TOKEN = {
     "ns": r"(?P<ns>[^.]+)",
@@ -75,7 +76,7 @@ def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
 class Traffic:
     """One NATS message of Liftbridge's own non-envelope traffic.
 
-    `kind` (KINDS), `name` (the subject's meaning, from the spec), `node`
+    `kind` (TRAFFIC_KINDS), `name` (the subject's meaning, from the spec), `node`
     (the server whose subject it is), `detail` (what was decoded: the RPCs
     a stream message completed, the handshake's fields, the probe's server
     id), `error` (bytes that are not what the subject carries)."""

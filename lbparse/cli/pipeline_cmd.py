@@ -73,7 +73,7 @@ from typing import Any, TextIO
 
 from lbparse.capture import default_layout
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.status import INTERRUPTED, JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
+from lbparse.cli.status import INTERRUPTED, status_of, warn
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.entries import SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, plan
@@ -399,7 +399,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
             else ""
         )
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
-        return JOB_FAILED
+        return status_of(exc)
     signals.check()  # a signal during Spark's stop
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]

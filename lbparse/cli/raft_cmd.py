@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument
-from lbparse.cli.status import UsageError
+from lbparse.cli.status import UsageError, status_of
 from lbparse.codec import jsonform
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
@@ -116,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
         and args.from_index > args.to_index
     ):
         raise UsageError(
+            "bad_option",
             f"--from-index {args.from_index} is past --to-index {args.to_index}: "
-            "no entry could be shown"
+            "no entry could be shown",
         )
     stores: list[RaftStore] = []
     limits = limits_from(args)
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             stores.extend(read_raft_db(path, limits) for path in _db_paths(raw))
         except StorageError as exc:
             print(f"lbparse raft: {exc}", file=sys.stderr)
-            return 2
+            return status_of(exc)
     problems = 0
     for store in stores:
         for f in store.findings:

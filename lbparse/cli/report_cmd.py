@@ -67,7 +67,7 @@ from typing import Any
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
-from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.cli.status import DATA, OK, silence_stdout, status_of, warn
 from lbparse.codec import jsonform
 from lbparse.extras import need
 from lbparse.outputs import FileOutput, check_file, check_files
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except CaptureError as exc:  # an input that is no capture at all
         warn(NAME, str(exc))
-        return USAGE
+        return status_of(exc)
     finally:
         if bar is not None:
             bar.done()

@@ -177,7 +177,7 @@ def live_session(
     except BrokenPipeError:
         raise
     except OSError as exc:
-        raise DataError(str(exc)) from None
+        raise DataError("unreachable", str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from typing import Any
+from typing import Any, ClassVar
 
 from lbparse.codec.jsonform import Int64, int64
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
@@ -62,12 +63,16 @@ _SCALARS = {
 }
 
 
-class FlatBufferError(ValueError):
+class FlatBufferError(InputError):
     """Bytes that are not a well-formed FlatBuffers table of the expected type."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"bad_table", "too_large"})
 
 
 class FlatBufferTooLarge(FlatBufferError):
     """A buffer whose strings and vectors add up to more than `max_bytes`."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"too_large"})
 
 
 class FlatTable:
@@ -213,15 +218,17 @@ class _Reader:
         self.budget -= size
         if self.budget < 0:
             raise FlatBufferTooLarge(
+                "too_large",
                 f"{what}: what the payload decodes into (strings, vectors "
                 f"and tables) adds up to more than {self.max_bytes} bytes "
-                "(offsets share them), the limit (max_payload)"
+                "(offsets share them), the limit (max_payload)",
             )
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
             raise FlatBufferError(
-                f"{what} at offset {pos} ({size} bytes) is outside the {self.n}-byte buffer"
+                "bad_table",
+                f"{what} at offset {pos} ({size} bytes) is outside the {self.n}-byte buffer",
             )
 
     def u32(self, pos: int, what: str) -> int:
@@ -236,7 +243,9 @@ class _Reader:
         self.need(vt, 4, f"{type_name} vtable")
         vt_size, obj_size = _U16.unpack_from(self.buf, vt)[0], _U16.unpack_from(self.buf, vt + 2)[0]
         if vt_size < 4 or vt_size % 2:
-            raise FlatBufferError(f"{type_name} vtable at offset {vt} has size {vt_size}")
+            raise FlatBufferError(
+                "bad_table", f"{type_name} vtable at offset {vt} has size {vt_size}"
+            )
         self.need(vt, vt_size, f"{type_name} vtable")
         self.need(pos, obj_size, f"{type_name} table body")
         fields = {}
@@ -248,8 +257,9 @@ class _Reader:
             if off:
                 if off >= obj_size:
                     raise FlatBufferError(
+                        "bad_table",
                         f"{type_name}.{name}: field offset {off} beyond the "
-                        f"table's {obj_size} bytes"
+                        f"table's {obj_size} bytes",
                     )
                 self.spend(FIELD_COST, f"{type_name}.{name}")
                 fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
@@ -272,7 +282,7 @@ class _Reader:
             try:
                 return self.buf[start : start + length].decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise FlatBufferError(f"{what} is not UTF-8: {exc}") from None
+                raise FlatBufferError("bad_table", f"{what} is not UTF-8: {exc}") from None
         if ftype == "[ubyte]":
             self.need(start, length, what)
             self.spend(length, what)
@@ -285,7 +295,7 @@ class _Reader:
                 self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
                 for p in range(start, start + 4 * length, 4)
             ]
-        raise FlatBufferError(f"{what}: type {ftype} is not supported")
+        raise FlatBufferError("bad_table", f"{what}: type {ftype} is not supported")
 
 
 def read_table(buf: bytes, type_name: str, max_bytes: int = MAX_BYTES) -> FlatTable:

@@ -41,7 +41,7 @@ from lbparse.codec.layouts import LAYOUTS, Layout
 from lbparse.codec.payloads import message_class
 from lbparse.codegen.lua_expr import LuaExpr
 from lbparse.codegen.wireshark_lua import LUA_BODY
-from lbparse.errors import KINDS
+from lbparse.errors import ENVELOPE_KINDS
 
 __all__ = [
     "DEFAULT_PORT",
@@ -94,7 +94,7 @@ _PLACEHOLDERS = {
 
 
 def _need_kind(kind: str) -> str:
-    if kind not in KINDS:
+    if kind not in ENVELOPE_KINDS:
         raise ValueError(f"error kind {kind!r} is not one of lbparse's KINDS")
     return kind
 
@@ -451,7 +451,7 @@ def lua_source(
                 _lua_str(_need_kind(split["clear"])),
             ),
             has_crc_lua(ksy),
-            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in KINDS),
+            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in ENVELOPE_KINDS),
             seq_lua(ksy),
             layouts_lua(lays),
             wire_lua(lays),

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyarrow.fs import FileSystem, LocalFileSystem
 from pyspark.sql import functions as F
@@ -35,6 +35,7 @@ from lbparse.codec import jsonform
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, Unit, plan
+from lbparse.errors import OperationalError
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
@@ -58,14 +59,18 @@ MIN_TASK_BYTES = 1 << 20
 MAX_TASK_BYTES = 128 << 20
 
 
-class JobFailed(RuntimeError):
+class JobFailed(OperationalError):
     """The run itself failed (Spark, a worker, the output's filesystem), as
     opposed to a run that finished and found bad data: nothing was
-    committed, and DIR/summary.json says so (`outcome` "failed"). The cause
-    is chained (`__cause__`)."""
+    committed, and DIR/summary.json says so (`outcome` "failed"; its path is
+    `summary_path`, and `path`). The cause is chained (`__cause__`)."""
 
-    def __init__(self, message: str, summary_path: str | None, kept: Sequence[str] = ()) -> None:
-        super().__init__(message)
+    KINDS: ClassVar[frozenset[str]] = frozenset({"failed"})
+
+    def __init__(
+        self, kind: str, message: str, *, summary_path: str | None, kept: Sequence[str] = ()
+    ) -> None:
+        super().__init__(kind, message, path=summary_path)
         self.summary_path = summary_path
         self.kept = list(kept)  # an earlier run's output, left as it was
 
@@ -214,8 +219,9 @@ def run(
             )
         )
         raise JobFailed(
+            "failed",
             f"the job failed ({type(exc).__name__}): {reason}",
-            written,
+            summary_path=written,
             kept=out_plan.replaces + out_plan.kept,
         ) from exc
     try:

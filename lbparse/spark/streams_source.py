@@ -367,8 +367,9 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool, ends: 
                 out[stream][pid] = client.first_offset(stream, int(pid), end)
             elif want > end:
                 raise StreamsError(
+                    "out_of_range",
                     f"{stream}/{pid}: offset {want} out of range (the last "
-                    f"committed offset is {end - 1})"
+                    f"committed offset is {end - 1})",
                 )
             else:
                 out[stream][pid] = want
@@ -386,6 +387,7 @@ def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
             if pid not in ends[stream]:
                 have = sorted(map(int, ends[stream]))
                 raise StreamsError(
+                    "bad_option",
                     f"option {option!r} names partition {pid} of stream {stream!r}, which has "
                     + (
                         f"partitions {have[0]} to {have[-1]}"
@@ -393,7 +395,7 @@ def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
                         else f"partition {have[0]} alone"
                         if have
                         else "no partition"
-                    )
+                    ),
                 )
 
 
@@ -546,8 +548,9 @@ def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int) ->
             batch = _batch([api_pb2.Message.FromString(raw) for raw in raws])
         except DecodeError:
             raise StreamsError(
+                "bad_message",
                 f"{stream}/{partition}: the server sent a message that is not "
-                f"an api.proto Message, in offsets {first}..{first + n - 1}"
+                f"an api.proto Message, in offsets {first}..{first + n - 1}",
             ) from None
     _next_offsets(batch.column(2), stream, partition, first)
     return batch
@@ -562,8 +565,9 @@ def _next_offsets(offsets: pa.Array, stream: str, partition: int, first: int) ->
     if len(wrong):
         i = int(wrong[0])
         raise StreamsError(
+            "bad_message",
             f"{stream}/{partition}: the server sent offset {int(got[i])} where "
-            f"{first + i} was next (offsets before it are gone: retention?)"
+            f"{first + i} was next (offsets before it are gone: retention?)",
         )
 
 
@@ -626,8 +630,9 @@ class StreamsBatchReader(DataSourceReader):
             for pid, hi in parts.items():
                 if start[stream][pid] > hi:
                     raise StreamsError(
+                        "bad_option",
                         f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
-                        f"is past endingOffsets {hi}"
+                        f"is past endingOffsets {hi}",
                     )
         return _ranges(start, end, at)
 
