@@ -172,7 +172,7 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
             "(max_grpc_inflate); not decompressed",
         )
     if not d.eof:
-        raise ValueError("gzip stream is cut short")
+        raise InputError("bad_input", "gzip stream is cut short")
     if budget is not None and len(out) > len(data):
         budget.inflate_left -= len(out) - len(data)
     return out

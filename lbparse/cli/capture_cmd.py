@@ -71,6 +71,7 @@ from lbparse.cli.output import add_output_argument, rfc3339
 from lbparse.cli.status import DATA, OK, USAGE, UsageError, exit_status, warn
 from lbparse.codec import jsonform
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import STDOUT
 from lbparse.textform import msg_type_word, printable
@@ -322,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tables is not None:
         return run_tables(args)
     if args.files.count(STDIN) > 1:
-        raise ValueError("'-' (stdin) can be read only once")
+        raise InputError("bad_option", "'-' (stdin) can be read only once")
     format_for_output(args)
     total = Stats()
     status = OK

@@ -10,6 +10,10 @@ the output's filesystem). 130 (INTERRUPTED): Ctrl-C (128 + SIGINT, as a
 shell reports it); `pipeline` says the same for SIGTERM, its earlier output kept. A user's mistake is one line on stderr, `lbparse
 COMMAND: what was wrong`, never a traceback. A reader that goes away
 (`lbparse decode ... | head`) ends the run quietly with status 0.
+
+Which status an exception ends a run with is one table, `EXIT_STATUS_OF`
+(`exit_status`): by lbparse.errors' family, its branches and the members
+that differ from their branch.
 """
 
 from __future__ import annotations

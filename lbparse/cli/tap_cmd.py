@@ -39,6 +39,7 @@ from lbparse.cli.common import add_layout_argument, server_url, subject
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DataError
 from lbparse.codec import jsonform
+from lbparse.errors import InputError
 from lbparse.live import (
     DEFAULT_BACKLOG_BYTES,
     DEFAULT_RECONNECT_TIMEOUT,
@@ -107,11 +108,11 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
 
 def connect_options(args: argparse.Namespace) -> ConnectOptions:
     if args.count is not None and args.count < 1:
-        raise ValueError("--count must be at least 1")
+        raise InputError("bad_option", "--count must be at least 1")
     if args.reconnect_timeout < 0:
-        raise ValueError("--reconnect-timeout must be 0 or more seconds")
+        raise InputError("bad_option", "--reconnect-timeout must be 0 or more seconds")
     if args.backlog_mb <= 0:
-        raise ValueError("--backlog-mb must be more than 0")
+        raise InputError("bad_option", "--backlog-mb must be more than 0")
     options = ConnectOptions(
         creds=args.creds,
         nkey=args.nkey,

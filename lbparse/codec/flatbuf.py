@@ -82,7 +82,9 @@ class FlatTable:
 
     def __init__(self, type_name: str, fields: dict[str, Any] | None = None, **kw: Any) -> None:
         if type_name not in TABLES:
-            raise ValueError(f"unknown FlatBuffers table {type_name!r}; known: {', '.join(TABLES)}")
+            raise InputError(
+                "bad_option", f"unknown FlatBuffers table {type_name!r}; known: {', '.join(TABLES)}"
+            )
         self.type_name = type_name
         self.fields = {**(fields or {}), **kw}
 
@@ -102,11 +104,13 @@ class FlatTable:
     @classmethod
     def from_json_dict(cls, type_name: str, obj: dict[str, Any]) -> FlatTable:
         if not isinstance(obj, dict):
-            raise ValueError(f"a {type_name} table is a JSON object of its fields, not {obj!r}")
+            raise InputError(
+                "bad_json", f"a {type_name} table is a JSON object of its fields, not {obj!r}"
+            )
         types = {name: ftype for _, name, ftype in TABLES[type_name]}
         unknown = set(obj) - set(types)
         if unknown:
-            raise ValueError(f"{type_name} has no field {', '.join(sorted(unknown))}")
+            raise InputError("bad_json", f"{type_name} has no field {', '.join(sorted(unknown))}")
         return cls(type_name, {k: _from_json(types[k], v, k) for k, v in obj.items()})
 
 
@@ -154,26 +158,26 @@ def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
         return _in_range(int64(value, name), ftype, name)
     if ftype == "[ubyte]":
         if not isinstance(value, str):
-            raise ValueError(f"{name} is {value!r}, not base64 text")
+            raise InputError("bad_json", f"{name} is {value!r}, not base64 text")
         try:
             return base64.b64decode(value, validate=True)
         except binascii.Error as exc:
-            raise ValueError(f"{name} is {value[:40]!r}, not base64 ({exc})") from None
+            raise InputError("bad_json", f"{name} is {value[:40]!r}, not base64 ({exc})") from None
     if ftype.startswith("enum "):
         enum = ENUMS[ftype[5:]]
         if isinstance(value, str) and ascii_int(value) is None:
             names = {n: v for v, n in enum["values"].items()}
             if value not in names:
-                raise ValueError(f"{name} is {value!r}, not one of {', '.join(names)}")
+                raise InputError("bad_json", f"{name} is {value!r}, not one of {', '.join(names)}")
             return names[value]
         return _in_range(_whole(value, name), enum["base"], name)
     if ftype.startswith("["):
         if not isinstance(value, list):
-            raise ValueError(f"{name} is {value!r}, not a list")
+            raise InputError("bad_json", f"{name} is {value!r}, not a list")
         return [FlatTable.from_json_dict(ftype[1:-1], v) for v in value]
     if ftype == "string":
         if not isinstance(value, str):
-            raise ValueError(f"{name} is {value!r}, not a string")
+            raise InputError("bad_json", f"{name} is {value!r}, not a string")
         return value
     if ftype in _RANGES:
         return _in_range(_whole(value, name), ftype, name)
@@ -187,14 +191,14 @@ def _whole(value: Any, name: str) -> int:
             return -number if value.startswith("-") else number
     if isinstance(value, bool) or not isinstance(value, int):
         shown = value[:40] if isinstance(value, str) else value
-        raise ValueError(f"{name} is {shown!r}, not a whole number")
+        raise InputError("bad_json", f"{name} is {shown!r}, not a whole number")
     return int(value)
 
 
 def _in_range(value: int, ftype: str, name: str) -> int:
     lo, hi = _RANGES.get(ftype, (value, value))
     if not lo <= value <= hi:
-        raise ValueError(f"{name} is {value}, out of {ftype}'s range ({lo} to {hi})")
+        raise InputError("bad_json", f"{name} is {value}, out of {ftype}'s range ({lo} to {hi})")
     return value
 
 
@@ -336,7 +340,7 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     ]
     unknown = set(table.fields) - {name for _, name, _, _ in present}
     if unknown:
-        raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
+        raise InputError("bad_json", f"{table.type_name} has no field {', '.join(sorted(unknown))}")
     offsets: dict[str, int] = {}
     # Children before the table itself: vectors of tables first, then
     # strings and byte vectors, each in schema order. That is the order the

@@ -24,6 +24,8 @@ import json
 import re
 from typing import Any
 
+from lbparse.errors import InputError
+
 __all__ = ["Int64", "dumps", "int64", "to_json_value"]
 
 _DECIMAL = re.compile(r"-?[0-9]+")
@@ -75,7 +77,7 @@ def int64(value: Any, what: str = "value") -> int:
     """A 64-bit integer read from JSON: a decimal string, or a number (as
     older output and hand-written JSON give it). Anything else is a ValueError."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"{what} is {value!r}, not an integer or a decimal string")
+        raise InputError("bad_json", f"{what} is {value!r}, not an integer or a decimal string")
     if isinstance(value, str) and not _DECIMAL.fullmatch(value):
-        raise ValueError(f"{what} is {value!r}, not a decimal integer")
+        raise InputError("bad_json", f"{what} is {value!r}, not a decimal integer")
     return int(value)

@@ -34,7 +34,7 @@ from lbparse import resources
 from lbparse.codegen.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
 from lbparse.codegen.langdocs import write_docs
 from lbparse.codegen.wireshark import write_plugin
-from lbparse.errors import ENVELOPE_KINDS, OperationalError
+from lbparse.errors import ENVELOPE_KINDS, InputError, OperationalError
 from lbparse.extras import need
 from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
 
@@ -120,13 +120,14 @@ def resolve_languages(names: Iterable[str]) -> list[str]:
             picked = list(LANGUAGES) if name == "all" else [ALIASES.get(name, name)]
             for lang in picked:
                 if lang not in LANGUAGES:
-                    raise ValueError(
-                        f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all"
+                    raise InputError(
+                        "bad_option",
+                        f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all",
                     )
                 if lang not in out:
                     out.append(lang)
     if not out:
-        raise ValueError("no language given")
+        raise InputError("bad_option", "no language given")
     return out
 
 

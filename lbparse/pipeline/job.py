@@ -35,7 +35,7 @@ from lbparse.codec import jsonform
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.entries import ENTRIES_DIR, SEGMENT_FORMAT
 from lbparse.columnar.sources import SourceOptions, Unit, plan
-from lbparse.errors import OperationalError
+from lbparse.errors import InputError, OperationalError
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
@@ -144,7 +144,7 @@ def run(
     if units is None:
         units = plan(list(options.inputs), options.source, skipped)
     if not units:
-        raise ValueError(f"no input files in {', '.join(options.inputs)}")
+        raise InputError("no_input", f"no input files in {', '.join(options.inputs)}")
     segments = any(u.format == SEGMENT_FORMAT for u in units)
     out_plan = outdir.check(options.out, options.overwrite, options.inputs, segments)
     groups = group_units(units, spark.sparkContext.defaultParallelism)

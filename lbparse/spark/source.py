@@ -38,6 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from lbparse.columnar.sources import Unit
+from lbparse.errors import InputError
 from lbparse.pipeline.preflight import check_inputs
 from lbparse.pipeline.schema import entries_schema
 from lbparse.spark.options import ENTRIES, paths, stream_options, table, task_options
@@ -96,8 +97,9 @@ class LiftbridgeDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> Any:
         if schema == entries_schema():
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 "liftbridge data source: readStream reads new capture and "
-                "recording files of a directory, not data directories"
+                "recording files of a directory, not data directories",
             )
         return FileStreamReader(dict(self.options))

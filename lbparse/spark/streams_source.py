@@ -82,6 +82,7 @@ from pyspark.sql.types import StructType
 from lbparse.columnar import wirescan
 from lbparse.columnar.schema import message_type
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.streams.client import (
     DEFAULT_TIMEOUT,
     MAX_TIMEOUT,
@@ -178,25 +179,30 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
     opts = {k.lower(): v for k, v in options.items()}
     unknown = sorted(set(opts) - set(KNOWN))
     if unknown:
-        raise ValueError(f"{NAME}: unknown option {unknown[0]!r} (known: {KNOWN_NAMES})")
+        raise InputError(
+            "bad_option", f"{NAME}: unknown option {unknown[0]!r} (known: {KNOWN_NAMES})"
+        )
     if not opts.get("servers", "").strip():
-        raise ValueError(f"{NAME}: option 'servers' is required")
+        raise InputError("bad_option", f"{NAME}: option 'servers' is required")
     try:
         servers = parse_servers(opts["servers"])
     except StreamsError as exc:
-        raise ValueError(f"{NAME}: option 'servers': {exc}") from None
+        raise InputError("bad_option", f"{NAME}: option 'servers': {exc}") from None
     streams = list(dict.fromkeys(s.strip() for s in opts.get("stream", "").split(",") if s.strip()))
     pattern = opts.get("subjectpattern", "").strip()
     if bool(streams) == bool(pattern):
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: give exactly one of the options 'stream' and "
-            f"'subjectPattern', not {'both' if pattern else 'neither'}"
+            f"'subjectPattern', not {'both' if pattern else 'neither'}",
         )
     ending = [k for k in KNOWN_NAMES.split(", ") if k.startswith("ending") and k.lower() in opts]
     if streaming is True and ending:
-        raise ValueError(f"{NAME}: {ending[0]} is for batch reads (read), not readStream")
+        raise InputError(
+            "bad_option", f"{NAME}: {ending[0]} is for batch reads (read), not readStream"
+        )
     if streaming is False and "maxrecordspertrigger" in opts:
-        raise ValueError(f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
+        raise InputError("bad_option", f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
     named = _Named(streams, pattern)
     return StreamsOptions(
         servers,
@@ -224,16 +230,19 @@ class _Named:
             return  # the streams a pattern matches are known only to the cluster
         for name in sorted(found):
             if name not in self.streams:
-                raise ValueError(
+                raise InputError(
+                    "bad_option",
                     f"{NAME}: option {option!r} names stream {name!r}, which "
-                    "option 'stream' does not"
+                    "option 'stream' does not",
                 )
 
 
 def _flag(opts: Mapping[str, str], name: str) -> bool:
     text = opts.get(name, "false").strip().lower()
     if text not in ("true", "false"):
-        raise ValueError(f"{NAME}: option {name!r} is true or false, not {_shown(opts[name])}")
+        raise InputError(
+            "bad_option", f"{NAME}: option {name!r} is true or false, not {_shown(opts[name])}"
+        )
     return text == "true"
 
 
@@ -247,9 +256,10 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         if k in opts
     ]
     if len(given) > 1:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
-            f"{'start' if which == 'starting' else 'end'}: give one"
+            f"{'start' if which == 'starting' else 'end'}: give one",
         )
     if f"{which}timestamp" in opts:
         return int(_positive(opts, f"{which}timestamp", int, MAX_MS))
@@ -258,9 +268,10 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         return None
     found = _json_offsets(opts[name], minimum=0, maximum=MAX_MS)
     if found is None:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} is JSON "
-            f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}'
+            f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}',
         )
     named.check(name, found)
     return found
@@ -277,9 +288,10 @@ def _positive(
     except ValueError:
         value = 0
     if not (0 < value <= most):  # NaN and infinities are not numbers here
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} must be a positive number of at most "
-            f"{most:g}, not {_shown(opts[name])}"
+            f"{most:g}, not {_shown(opts[name])}",
         )
     return value
 
@@ -297,9 +309,10 @@ def _offsets_option(
         return text.lower()
     found = _json_offsets(text, minimum=EARLIEST, maximum=MAX_OFFSET)
     if found is None:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
-            f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}'
+            f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}',
         )
     named.check(name, found)
     return found
