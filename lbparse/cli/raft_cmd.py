@@ -92,8 +92,11 @@ def _db_paths(raw: str) -> list[Path]:
         )
         if found:
             return found
-        raise StorageError(f"no {RAFT_DB} here, nor in the data directories in it", path=raw)
+        raise StorageError(
+            "bad_file", f"no {RAFT_DB} here, nor in the data directories in it", path=raw
+        )
     raise StorageError(
+        "bad_file",
         "no such file (a raft.db, a data directory holding "
         f"{RAFT_DB}, or a folder of data directories)",
         path=raw,
