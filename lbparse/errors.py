@@ -10,7 +10,8 @@ an operation derives from `LbparseError`, in one of two branches:
   and the command line's `UsageError` are input errors.
 - `OperationalError` (also a `RuntimeError`): the input may be fine but
   the work could not be done: a server that does not answer
-  (`lbparse.streams.StreamsError`), an output refused or not written
+  (`lbparse.streams.client.StreamsError`; `lbparse.live.subscriber.NotConnected`,
+  which stays a `ConnectionError`), an output refused or not written
   (`lbparse.outputs.OutputError`, which stays a `ValueError` too), a job
   that failed (`lbparse.pipeline.job.JobFailed`), a generator or a tool
   that failed (`lbparse.codegen.targets.CodegenError`), an optional part
@@ -36,7 +37,9 @@ protocols (a module's `__getattr__`, a mapping's `__getitem__`), an
 `OSError` where a file-object or file-system contract says OSError (a pipe
 that cannot seek, no fresh temporary name), an exception raised and
 caught in the same function (control flow), and the `ValueError` of an
-unknown kind here.
+unknown kind here. A private exception class (`_Silent`) is a signal
+between the functions of one module that never leaves it; it need not
+join the family.
 
 How the command line ends for each member (its exit status) is decided in
 one place, `lbparse.cli.status.exit_status`.
