@@ -26,14 +26,24 @@ from lbparse.columnar.api import (
     read_capture_arrow,
     read_capture_tables,
 )
-from lbparse.errors import KINDS, EnvelopeError, LbparseError
+from lbparse.errors import (
+    ENVELOPE_KINDS,
+    KINDS,
+    EnvelopeError,
+    InputError,
+    LbparseError,
+    OperationalError,
+)
 from lbparse.version import __version__ as __version__
 
 __all__ = [
     "CommitLogEntry",
     "Envelope",
+    "ENVELOPE_KINDS",
     "EnvelopeError",
+    "InputError",
     "LbparseError",
+    "OperationalError",
     "FlatTable",
     "Header",
     "KINDS",

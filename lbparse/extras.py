@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import ClassVar
+
+from lbparse.errors import OperationalError
 
 __all__ = ["EXTRAS", "LATE", "MODULES", "NEEDS_EXTRA", "MissingExtra", "missing_extra", "need"]
 
@@ -92,8 +95,16 @@ LATE: frozenset[str] = frozenset(
 )
 
 
-class MissingExtra(ModuleNotFoundError):
-    """An optional module is not installed; the message is missing_extra's line."""
+class MissingExtra(OperationalError, ModuleNotFoundError):
+    """An optional module is not installed; the message is missing_extra's line.
+
+    Still a ModuleNotFoundError (`name` the module), as callers catch it."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"missing_extra"})
+
+    def __init__(self, kind: str, message: str, *, name: str | None = None) -> None:
+        super().__init__(kind, message)
+        self.name = name
 
 
 def need(module: str) -> ModuleType:
@@ -119,7 +130,7 @@ def need(module: str) -> ModuleType:
         line = missing_extra(exc)
         if line is None:
             raise  # not an optional module: a broken install, its traceback says which
-        raise MissingExtra(line, name=exc.name) from None
+        raise MissingExtra("missing_extra", line, name=exc.name) from None
 
 
 def missing_extra(exc: BaseException) -> str | None:

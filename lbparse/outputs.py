@@ -57,7 +57,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
+
+from lbparse.errors import OperationalError
 
 __all__ = [
     "STDOUT",
@@ -93,8 +95,15 @@ _FS_IOC_GETFLAGS = (2 << 30) | (struct.calcsize("l") << 16) | (ord("f") << 8) | 
 _IMMUTABLE_FL, _APPEND_FL = 0x10, 0x20
 
 
-class OutputError(ValueError):
-    """An output lbparse will not write (a usage error: exit status 2)."""
+class OutputError(OperationalError, ValueError):
+    """An output lbparse will not write (a usage error: exit status 2).
+
+    An operational error of the LbparseError family that stays a ValueError,
+    as it was: callers catch it as one. Kinds: `refused` (checked before
+    anything was written: a directory, a link, the input, too long a name) and
+    `write_failed` (writing it failed)."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"refused", "write_failed"})
 
 
 class OutputFailed(OutputError):
@@ -104,6 +113,8 @@ class OutputFailed(OutputError):
     command that takes an OSError for its input's (a file it cannot read)
     must not take this one for it.
     """
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"write_failed"})
 
 
 def write_failed(where: str, exc: OSError) -> OutputFailed:
@@ -120,7 +131,7 @@ def write_failed(where: str, exc: OSError) -> OutputFailed:
     """
     code = exc.errno
     why = os.strerror(code) if isinstance(code, int) and code > 0 else (exc.strerror or str(exc))
-    return OutputFailed(f"{where}: cannot write: {why}")
+    return OutputFailed("write_failed", f"{where}: cannot write: {why}")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -249,8 +260,10 @@ def _new_beside(path: str, mode: int, where: str) -> tuple[str, int]:
         except FileExistsError:
             continue
         except OSError as exc:
-            raise OutputError(f"{where}: cannot make a file beside it: {exc.strerror}") from None
-    raise OutputError(f"{where}: cannot make a new file beside it")
+            raise OutputError(
+                "write_failed", f"{where}: cannot make a file beside it: {exc.strerror}"
+            ) from None
+    raise OutputError("write_failed", f"{where}: cannot make a new file beside it")
 
 
 def _rename_over(temp: str, path: str, where: str) -> None:
@@ -267,10 +280,13 @@ def _rename_over(temp: str, path: str, where: str) -> None:
             now = None
         if now is not None and not stat.S_ISREG(now.st_mode):
             raise OutputError(
+                "refused",
                 f"{where}: became {_kind(now.st_mode)} after it was checked; "
-                "not replaced, nothing written"
+                "not replaced, nothing written",
             ) from None
-        raise OutputError(f"{where}: cannot replace it: {exc.strerror}; nothing written") from None
+        raise OutputError(
+            "write_failed", f"{where}: cannot replace it: {exc.strerror}; nothing written"
+        ) from None
 
 
 class StreamedOutput:
@@ -346,9 +362,13 @@ class StreamedOutput:
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, self.mode
             )
         except FileExistsError:  # made by someone else since it was checked
-            raise OutputError(f"{self.where}: appeared after it was checked; not written") from None
+            raise OutputError(
+                "refused", f"{self.where}: appeared after it was checked; not written"
+            ) from None
         except OSError as exc:
-            raise OutputError(f"{self.where}: cannot write: {exc.strerror}") from None
+            raise OutputError(
+                "write_failed", f"{self.where}: cannot write: {exc.strerror}"
+            ) from None
         self.temp = path
         return self._wrap(fd)
 
@@ -358,12 +378,15 @@ class StreamedOutput:
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
         except OSError as exc:
-            raise OutputError(f"{self.where}: cannot write: {exc.strerror}") from None
+            raise OutputError(
+                "write_failed", f"{self.where}: cannot write: {exc.strerror}"
+            ) from None
         st = os.fstat(fd)
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             os.close(fd)
             raise OutputError(
-                f"{self.where}: became {_kind(st.st_mode)} after it was checked; not written"
+                "refused",
+                f"{self.where}: became {_kind(st.st_mode)} after it was checked; not written",
             )
         return self._wrap(fd)
 
@@ -437,14 +460,16 @@ def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput
     where = _where(option, path)
     _check_name(path, where)
     if path.endswith("/") and not os.path.isdir(path):
-        raise OutputError(f"{where}: ends in '/', the name of a directory; give the file's name")
+        raise OutputError(
+            "refused", f"{where}: ends in '/', the name of a directory; give the file's name"
+        )
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         check_folder(path, where)
         return FileOutput(option, path, "replace")
     except OSError as exc:
-        raise OutputError(f"{where}: {exc.strerror}") from None
+        raise OutputError("refused", f"{where}: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         st = _followed(path, st, where)
     elif stat.S_ISREG(st.st_mode):
@@ -453,13 +478,14 @@ def check_file(path: str, option: str, inputs: Sequence[str] = ()) -> FileOutput
     _not_an_input(st, where, inputs)
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         if not _access(path, os.W_OK):
-            raise OutputError(f"{where}: cannot write: {_why_not_writable(path)}")
+            raise OutputError("refused", f"{where}: cannot write: {_why_not_writable(path)}")
         return FileOutput(option, path, "in_place")
     if stat.S_ISREG(st.st_mode):
         return FileOutput(option, path, "replace")
     raise OutputError(
+        "refused",
         f"{where}: is {_kind(st.st_mode)}; lbparse writes files, devices "
-        "such as /dev/null, FIFOs or - (standard output)"
+        "such as /dev/null, FIFOs or - (standard output)",
     )
 
 
@@ -491,8 +517,9 @@ def check_files(
         key = "-" if out.kind == "stdout" else _identity(out.path)
         if key in seen:
             raise OutputError(
+                "refused",
                 f"{seen[key].option} and {out.option} both write to "
-                f"{out.describe}; give each its own"
+                f"{out.describe}; give each its own",
             )
         seen[key] = out
     return checked
@@ -523,22 +550,23 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int =
     full = len(os.fsencode(os.path.abspath(path))) + deepest
     if deepest and full >= PATH_MAX:
         raise OutputError(
+            "refused",
             f"{where}: too long: what the run writes in it would have paths of "
-            f"{full} bytes, past PATH_MAX ({PATH_MAX - 1}); give a shorter one"
+            f"{full} bytes, past PATH_MAX ({PATH_MAX - 1}); give a shorter one",
         )
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise OutputError(f"{where}: {exc.strerror}") from None
+        raise OutputError("refused", f"{where}: {exc.strerror}") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         st = _link_target(path, st, where)
     if st is not None and not stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{where}: is {_kind(st.st_mode)}, not a directory")
+        raise OutputError("refused", f"{where}: is {_kind(st.st_mode)}, not a directory")
     if st is not None:
         if not _access(path, os.W_OK | os.X_OK):
-            raise OutputError(f"{where}: cannot write in it: {_why_not_writable(path)}")
+            raise OutputError("refused", f"{where}: cannot write in it: {_why_not_writable(path)}")
     else:
         _check_ancestor(path, where)
     real = os.path.realpath(path)
@@ -548,8 +576,9 @@ def check_dir(path: str, option: str, inputs: Sequence[str] = (), deepest: int =
         other = os.path.realpath(inp)
         if inside(real, other) and os.path.isdir(other):
             raise OutputError(
+                "refused",
                 f"{where}: is {'the input' if real == other else 'inside the input'}"
-                f" {inp}; write the output elsewhere"
+                f" {inp}; write the output elsewhere",
             )
 
 
@@ -565,12 +594,16 @@ def _check_ancestor(path: str, where: str) -> None:
                 break
             continue
         except OSError as exc:
-            raise OutputError(f"{where}: {parent}: {exc.strerror}") from None
+            raise OutputError("refused", f"{where}: {parent}: {exc.strerror}") from None
         if not stat.S_ISDIR(st.st_mode):
-            raise OutputError(f"{where}: {parent} is {_kind(st.st_mode)}, not a directory")
+            raise OutputError(
+                "refused", f"{where}: {parent} is {_kind(st.st_mode)}, not a directory"
+            )
         if not _access(parent, os.W_OK | os.X_OK):
             raise OutputError(
-                f"{where}: cannot make it in {os.path.abspath(parent)}: {_why_not_writable(parent)}"
+                "refused",
+                f"{where}: cannot make it in {os.path.abspath(parent)}: "
+                f"{_why_not_writable(parent)}",
             )
         return
 
@@ -624,14 +657,15 @@ def _link_target(path: str, link: os.stat_result, where: str, missing: str = "")
     rule lets it be followed; `missing`: said after a target that is not there."""
     if not follow_allowed(path, link):
         raise OutputError(
+            "refused",
             f"{where}: a symbolic link of another user (uid {link.st_uid}) in a "
-            "shared sticky directory; not followed, not replaced"
+            "shared sticky directory; not followed, not replaced",
         )
     try:
         return os.stat(path)
     except OSError as exc:
         raise OutputError(
-            f"{where}: a symbolic link to {os.readlink(path)!r}: {exc.strerror}{missing}"
+            "refused", f"{where}: a symbolic link to {os.readlink(path)!r}: {exc.strerror}{missing}"
         ) from None
 
 
@@ -642,9 +676,10 @@ def _followed(path: str, link: os.stat_result, where: str) -> os.stat_result:
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return st
     raise OutputError(
+        "refused",
         f"{where}: a symbolic link to {target!r} ({_kind(st.st_mode)}); lbparse "
         "neither replaces a link nor writes a file through one: give "
-        f"{os.path.realpath(path)} itself, or - for standard output"
+        f"{os.path.realpath(path)} itself, or - for standard output",
     )
 
 
@@ -669,17 +704,20 @@ def check_folder(path: str, where: str) -> None:
     try:
         st = os.stat(folder)
     except FileNotFoundError:
-        raise OutputError(f"{where}: no such directory {shown}") from None
+        raise OutputError("refused", f"{where}: no such directory {shown}") from None
     except OSError as exc:
-        raise OutputError(f"{where}: {shown}: {exc.strerror}") from None
+        raise OutputError("refused", f"{where}: {shown}: {exc.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{where}: {shown} is {_kind(st.st_mode)}, not a directory")
+        raise OutputError("refused", f"{where}: {shown} is {_kind(st.st_mode)}, not a directory")
     if not _access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{where}: cannot make a file in {shown}: {_why_not_writable(folder)}")
+        raise OutputError(
+            "refused", f"{where}: cannot make a file in {shown}: {_why_not_writable(folder)}"
+        )
     if len(os.fsencode(folder)) + 1 + _TEMP_MIN >= PATH_MAX:
         raise OutputError(
+            "refused",
             f"{where}: too long: no room in PATH_MAX ({PATH_MAX - 1} bytes) for "
-            "the new file written beside it; give a shorter path"
+            "the new file written beside it; give a shorter path",
         )
 
 
@@ -694,20 +732,22 @@ def _check_name(
     NUL, each part within NAME_MAX, the whole within PATH_MAX (said here,
     rather than ENAMETOOLONG later)."""
     if not path:
-        raise OutputError(f"{where}: an empty name; {empty}")
+        raise OutputError("refused", f"{where}: an empty name; {empty}")
     raw = os.fsencode(path)
     if b"\0" in raw:
-        raise OutputError(f"{where}: a name with a NUL byte in it")
+        raise OutputError("refused", f"{where}: a name with a NUL byte in it")
     if len(raw) >= PATH_MAX:
         raise OutputError(
-            f"{where}: too long: a path of {len(raw)} bytes, past PATH_MAX ({PATH_MAX - 1})"
+            "refused",
+            f"{where}: too long: a path of {len(raw)} bytes, past PATH_MAX ({PATH_MAX - 1})",
         )
     limit = _name_max(_existing_dir(path))
     for part in raw.split(b"/"):
         if len(part) > limit:
             raise OutputError(
+                "refused",
                 f"{where}: too long: a name of {len(part)} bytes in it, past "
-                f"NAME_MAX ({limit} bytes a name)"
+                f"NAME_MAX ({limit} bytes a name)",
             )
 
 
@@ -780,7 +820,7 @@ def _check_replaceable(path: str, st: os.stat_result, where: str) -> None:
     flags = _inode_flags(path)
     if flags & (_IMMUTABLE_FL | _APPEND_FL):
         kind = "immutable (chattr +i)" if flags & _IMMUTABLE_FL else "append-only (chattr +a)"
-        raise OutputError(f"{where}: is {kind}; it cannot be replaced")
+        raise OutputError("refused", f"{where}: is {kind}; it cannot be replaced")
     uid = os.geteuid()
     if uid == 0 or st.st_uid == uid:
         return
@@ -790,8 +830,9 @@ def _check_replaceable(path: str, st: os.stat_result, where: str) -> None:
         return
     if d.st_mode & stat.S_ISVTX and d.st_uid != uid:
         raise OutputError(
+            "refused",
             f"{where}: belongs to uid {st.st_uid} in a sticky directory; "
-            "only its owner can replace it"
+            "only its owner can replace it",
         )
 
 
@@ -804,7 +845,9 @@ def _not_an_input(st: os.stat_result, where: str, inputs: Sequence[str]) -> None
         except OSError:
             continue
         if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
-            raise OutputError(f"{where}: is the input {inp}; refusing to overwrite an input")
+            raise OutputError(
+                "refused", f"{where}: is the input {inp}; refusing to overwrite an input"
+            )
 
 
 def _identity(path: str) -> object:
@@ -836,12 +879,12 @@ def _write_in_place(out: FileOutput, raw: bytes) -> None:
     try:
         fd = os.open(out.path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
-        raise OutputError(f"{where}: cannot write: {exc.strerror}") from None
+        raise OutputError("write_failed", f"{where}: cannot write: {exc.strerror}") from None
     with OutputFile(fd, where) as f:
         st = os.fstat(fd)  # what was opened, whatever the name is now
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             raise OutputError(
-                f"{where}: became {_kind(st.st_mode)} after it was checked; not written"
+                "refused", f"{where}: became {_kind(st.st_mode)} after it was checked; not written"
             )
         _write_all(f, raw)
 
@@ -865,7 +908,7 @@ def _replace(out: FileOutput, data: bytes | str) -> None:
     if st is not None:
         if not stat.S_ISREG(st.st_mode):  # changed since it was checked
             raise OutputError(
-                f"{where}: became {_kind(st.st_mode)} after it was checked; not replaced"
+                "refused", f"{where}: became {_kind(st.st_mode)} after it was checked; not replaced"
             )
         keep = stat.S_IMODE(st.st_mode)  # as `>` keeps the file's permissions
     raw = data.encode("utf-8") if isinstance(data, str) else data

@@ -32,6 +32,9 @@ import tempfile
 from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
+from typing import ClassVar
+
+from lbparse.errors import OperationalError
 
 __all__ = [
     "KAITAI_FILES",
@@ -51,8 +54,12 @@ NPM_TIMEOUT = 600  # seconds; a cold npm cache fetches ~10 MB
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
 
-class ResourceError(RuntimeError):
+class ResourceError(OperationalError):
     """A file or tool `generate` needs is missing, or could not be installed."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset(
+        {"missing", "unsafe", "failed"}  # unsafe: a cache others could change
+    )
 
 
 def _package_data(name: str) -> Path | None:
@@ -149,9 +156,10 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
     missing = [name for name in KAITAI_FILES if not (tools / name).is_file()]
     if missing:
         raise ResourceError(
+            "missing",
             f"{tools} lacks {', '.join(missing)}: this lbparse was installed "
             "without its package data (build it with `pip wheel .` or "
-            "`python -m build`)"
+            "`python -m build`)",
         )
     version = _pinned_version(tools)
     target = compiler_folder(tools)
@@ -160,8 +168,9 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
             # Node runs what is in there: never a folder another user made
             # or can change (a cache directory may be shared; issue #19).
             raise ResourceError(
+                "unsafe",
                 f"{folder} is not a directory of this user's that only it can "
-                "change: not used (remove it, or set LBPARSE_CACHE_DIR)"
+                "change: not used (remove it, or set LBPARSE_CACHE_DIR)",
             )
     if not _ready(target):
         _install(tools, target, version, say)
@@ -188,9 +197,10 @@ def _need(program: str) -> str:
     path = shutil.which(program)
     if path is None:
         raise ResourceError(
+            "missing",
             f"{program} not found on PATH: `lbparse generate` runs the Kaitai Struct compiler, "
             "an npm package, under Node.js (20 or later) and installs it with npm on first "
-            "use; install Node.js and npm (Debian: apt-get install nodejs npm)"
+            "use; install Node.js and npm (Debian: apt-get install nodejs npm)",
         )
     return path
 
@@ -231,15 +241,17 @@ def _install(tools: Path, target: Path, version: str, say: Callable[[str], None]
                 )
             except subprocess.TimeoutExpired:
                 raise ResourceError(
+                    "failed",
                     f"npm ci of {COMPILER_PACKAGE} {version} took more than "
-                    f"{NPM_TIMEOUT} s; stopped"
+                    f"{NPM_TIMEOUT} s; stopped",
                 ) from None
             if res.returncode != 0 or not _ready(work):
                 detail = (res.stderr or res.stdout).strip().splitlines()[-5:]
                 raise ResourceError(
+                    "failed",
                     f"npm ci of {COMPILER_PACKAGE} {version} failed (exit {res.returncode}; "
                     "it fetches the pinned package from the npm registry once): "
-                    + " | ".join(detail)
+                    + " | ".join(detail),
                 )
             os.rename(work, target)
         finally:

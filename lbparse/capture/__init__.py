@@ -19,7 +19,7 @@ when it can).
 import importlib
 import importlib.machinery
 
-from lbparse.capture.errors import KINDS, CaptureError
+from lbparse.capture.errors import CAPTURE_ERROR_KINDS, KINDS, CaptureError
 from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.notices import Notice
 from lbparse.capture.reader import (
@@ -60,6 +60,7 @@ def compiled_modules() -> list[str]:
 __all__ = [
     "CLIENT_TO_SERVER",
     "HOT_MODULES",
+    "CAPTURE_ERROR_KINDS",
     "KINDS",
     "SERVER_TO_CLIENT",
     "CaptureError",

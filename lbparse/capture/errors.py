@@ -11,9 +11,13 @@ at all.
 
 from __future__ import annotations
 
-from lbparse.errors import LbparseError
+from typing import ClassVar
 
-KINDS: tuple[str, ...] = (
+from lbparse.errors import InputError
+
+__all__ = ["CAPTURE_ERROR_KINDS", "KINDS", "CaptureError"]
+
+CAPTURE_ERROR_KINDS: tuple[str, ...] = (
     "unknown_format",  # not pcap, pcapng, nor our JSON Lines / Parquet records
     "bad_header",  # a pcap file header or pcapng section header that makes no sense
     "bad_block",  # kept for callers; damaged records and blocks are now a
@@ -23,24 +27,14 @@ KINDS: tuple[str, ...] = (
     # (a bad line or row among records is a Notice of this name)
     "not_a_file",  # a FIFO, socket, device or directory: opening it could block
 )
+KINDS = CAPTURE_ERROR_KINDS  # the older name, kept for callers (lbparse.capture.KINDS)
 
 
-class CaptureError(LbparseError):
-    """A capture file lbparse cannot read; `kind` is one of `KINDS`.
+class CaptureError(InputError):
+    """A capture file lbparse cannot read; `kind` is one of `CAPTURE_ERROR_KINDS`.
 
     The message says what was found and where (file offset, line number);
     `offset` carries the byte offset for programs when there is one.
     """
 
-    kind: str
-    offset: int | None
-
-    def __init__(self, kind: str, message: str, *, offset: int | None = None) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"unknown CaptureError kind {kind!r}")
-        super().__init__(message)
-        self.kind = kind
-        self.offset = offset
-
-    def __repr__(self) -> str:
-        return f"CaptureError({self.kind!r}, {self.message!r})"
+    KINDS: ClassVar[frozenset[str]] = frozenset(CAPTURE_ERROR_KINDS)

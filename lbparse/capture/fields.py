@@ -135,7 +135,7 @@ TRAFFIC: tuple[Column, ...] = (
     Column(
         "traffic",
         OPTIONAL_TEXT,
-        "its kind (lbparse.capture.traffic.KINDS: raft_request, "
+        "its kind (lbparse.capture.traffic.TRAFFIC_KINDS: raft_request, "
         "raft_accept, ...), null for any other message",
     ),
     Column("traffic_node", OPTIONAL_TEXT, "the node whose subject it is"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import zlib
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor as F
@@ -30,6 +30,7 @@ from google.protobuf.message_factory import GetMessageClass
 
 from lbparse.codec.jsonform import Int64
 from lbparse.codec.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits
+from lbparse.errors import InputError
 from lbparse_generated.proto import api_pb2
 
 CLIENT_TO_SERVER = "client_to_server"
@@ -182,17 +183,19 @@ class Decoded(NamedTuple):
     elements: int = 0
 
 
-class LimitError(ValueError):
-    """A limit refused the bytes; `limit` names it.
+class LimitError(InputError):
+    """A limit refused the bytes; `limit` (its kind) names it.
 
     Args:
+        kind: The limit's name (max_frame, max_grpc_inflate), checked against KINDS.
         message: What was refused, for people.
-        limit: The limit's name (max_frame, max_grpc_inflate).
     """
 
-    def __init__(self, message: str, limit: str) -> None:
-        super().__init__(message)
-        self.limit = limit
+    KINDS: ClassVar[frozenset[str]] = frozenset({"max_frame", "max_grpc_inflate"})
+
+    @property
+    def limit(self) -> str:
+        return self.kind
 
 
 def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
@@ -221,15 +224,15 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
     out = d.decompress(data, room + 1)
     if len(out) > room:
         if room == max_length:
-            raise LimitError(f"gzip expands past {max_length} bytes (max_frame)", "max_frame")
+            raise LimitError("max_frame", f"gzip expands past {max_length} bytes (max_frame)")
         raise LimitError(
+            "max_grpc_inflate",
             f"gzip expands past the {budget.max_inflate if budget else 0} bytes "
             "decompression may add to this capture's gRPC messages in all "
             "(max_grpc_inflate); not decompressed",
-            "max_grpc_inflate",
         )
     if not d.eof:
-        raise ValueError("gzip stream is cut short")
+        raise InputError("bad_input", "gzip stream is cut short")
     if budget is not None and len(out) > len(data):
         budget.inflate_left -= len(out) - len(data)
     return out

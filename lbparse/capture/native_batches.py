@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from lbparse.capture.errors import CaptureError
 from lbparse.capture.reader import _endpoint
 from lbparse.capture.records import parse_headers
 from lbparse.codec.limits import DEFAULT, Limits
+from lbparse.errors import OperationalError
 
 _native: Any
 try:
@@ -76,8 +77,10 @@ class Cut(NamedTuple):
     snapshot: bytes
 
 
-class NativeUnsupported(Exception):
+class NativeUnsupported(OperationalError):
     """The C loop does not read this file (the reference does, or says why not)."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"unsupported"})
 
 
 def available() -> bool:
@@ -152,10 +155,10 @@ class NativeCapture:
         stop: int = -1,
     ) -> None:
         if _native is None:
-            raise NativeUnsupported("the C capture module is not built")
+            raise NativeUnsupported("unsupported", "the C capture module is not built")
         lim = limits or DEFAULT
         if lim.max_frame > _MAX_LIMIT or lim.max_reassembly > _MAX_LIMIT:
-            raise NativeUnsupported("limits past what one Arrow batch holds")
+            raise NativeUnsupported("unsupported", "limits past what one Arrow batch holds")
         self.path = os.fspath(path)
         self.name = self.path if name is None else name
         given = rules()
@@ -166,7 +169,7 @@ class NativeCapture:
                 self.path, self.name, lim.max_frame, lim.max_reassembly, given
             )
         except ValueError as exc:  # not a file header, or limits, the C loop takes
-            raise NativeUnsupported(str(exc)) from None
+            raise NativeUnsupported("unsupported", str(exc)) from None
         self.first = 0
         if resume is not None or stop >= 0:
             offset, rows, snapshot = resume if resume is not None else (0, 0, b"")

@@ -44,6 +44,7 @@ from lbparse.capture.fields import (
 from lbparse.capture.notices import Notice
 from lbparse.capture.records import NO_TIME, Record, build_header_block
 from lbparse.codec.jsonform import dumps, int64
+from lbparse.errors import InputError
 from lbparse.extras import need  # pyarrow late: for Parquet recordings only, not pcaps
 
 __all__ = [
@@ -101,17 +102,19 @@ def ts_from_json(value: Any) -> int:
         ns = int64(value, "ts")
     else:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"ts is {_short(value)}, not nanoseconds (a decimal string) or seconds")
+            raise InputError(
+                "bad_input", f"ts is {_short(value)}, not nanoseconds (a decimal string) or seconds"
+            )
         if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
-            raise ValueError(f"ts is {value!r}, not a time")
+            raise InputError("bad_input", f"ts is {value!r}, not a time")
         # By the number's decimal digits, not its binary value: 1700000000.25
         # seconds is exactly ...250000000 ns.
         try:
             ns = int((Decimal(repr(value)) * NS_PER_S).to_integral_value())
         except (ValueError, InvalidOperation):  # int's digit limit
-            raise ValueError(f"ts is {_short(value)}, not a time") from None
+            raise InputError("bad_input", f"ts is {_short(value)}, not a time") from None
     if not -(2**128) < ns < 2**128:
-        raise ValueError(f"ts is {_short(value)}, past any time a capture holds")
+        raise InputError("bad_input", f"ts is {_short(value)}, past any time a capture holds")
     return ns
 
 
@@ -146,7 +149,7 @@ def _check_headers(headers: Any) -> None:
             for h in headers
         )
     ):
-        raise TypeError("headers is not a list of [key, value] strings")
+        raise InputError("bad_input", "headers is not a list of [key, value] strings")
 
 
 def _check_record_types(d: Any) -> None:
@@ -154,15 +157,15 @@ def _check_record_types(d: Any) -> None:
     from here (a numeric subject in subject matching, say). By the kinds of
     fields.RECORD."""
     if not isinstance(d, dict):
-        raise TypeError(f"a record is a JSON object, not {type(d).__name__}")
+        raise InputError("bad_input", f"a record is a JSON object, not {type(d).__name__}")
     for c in RECORD:
         if c.derived:
             continue  # recomputed from the others
         value = d.get(c.name)
         if c.kind in (TEXT, BYTES) and not isinstance(value, str):
-            raise TypeError(f"{c.name} is {value!r}, not a string")
+            raise InputError("bad_input", f"{c.name} is {value!r}, not a string")
         if c.kind == OPTIONAL_TEXT and value is not None and not isinstance(value, str):
-            raise TypeError(f"{c.name} is {value!r}, not a string or null")
+            raise InputError("bad_input", f"{c.name} is {value!r}, not a string or null")
         if c.kind == HEADERS:
             _check_headers(value)
 
@@ -500,7 +503,7 @@ def record_writer(
 def check_record_name(path: str) -> None:
     """ValueError unless `path` names a format record_writer writes."""
     if not (path.endswith((".parquet", ".jsonl", ".json")) or path == "-"):
-        raise ValueError(f"{path}: the output name must end in .jsonl or .parquet")
+        raise InputError("bad_option", f"{path}: the output name must end in .jsonl or .parquet")
 
 
 def _kind_check(kind: str) -> Callable[[Any], bool]:
@@ -615,18 +618,18 @@ def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None) -
 
 def _parquet_record(ts: int | str | None, row: dict[str, Any]) -> Record:
     if isinstance(ts, str):
-        raise ValueError(ts)
+        raise InputError("bad_input", ts)
     for key in ("src", "dst", "verb", "subject"):
         if not isinstance(row[key], str):
-            raise TypeError(f"{key} is {_short(row[key])}, not a string")
+            raise InputError("bad_input", f"{key} is {_short(row[key])}, not a string")
     if not isinstance(row["payload"], bytes):
-        raise TypeError(f"payload is {_short(row['payload'])}, not bytes")
+        raise InputError("bad_input", f"payload is {_short(row['payload'])}, not bytes")
     headers = row.get("headers")
     if headers is not None and not all(
         isinstance(h, dict) and isinstance(h.get("key"), str) and isinstance(h.get("value"), str)
         for h in headers
     ):
-        raise TypeError("headers hold a null key or value")
+        raise InputError("bad_input", "headers hold a null key or value")
     block = (
         None if headers is None else build_header_block([(h["key"], h["value"]) for h in headers])
     )

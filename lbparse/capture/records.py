@@ -25,7 +25,7 @@ from lbparse.capture.nats import Frame
 from lbparse.codec.api import decode
 from lbparse.codec.envelope import Envelope
 from lbparse.codec.jsonform import Int64
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 
 # The time of a record that has none we can hold: a recording's `ts` past
 # 64 bits of nanoseconds (or null). The C capture loop's null, and
@@ -126,7 +126,9 @@ class Record:
             ValueError: `verb` is not one of the four message verbs.
         """
         if verb not in DIRECTION_OF_VERB:
-            raise ValueError(f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}")
+            raise InputError(
+                "bad_input", f"a record's verb is PUB, HPUB, MSG or HMSG, not {verb!r}"
+            )
         return cls(ts, Endpoints(src, dst), Frame(verb, subject, reply, sid, header_block, payload))
 
     @property

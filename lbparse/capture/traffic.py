@@ -27,10 +27,10 @@ from lbparse.capture.records import STATUS, parse_headers
 from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
 from lbparse.raft.transport import REQUEST, RESPONSE
 
-__all__ = ["KINDS", "Traffic", "TrafficReader", "subject_kind"]
+__all__ = ["KINDS", "TRAFFIC_KINDS", "Traffic", "TrafficReader", "subject_kind"]
 
 # What `Traffic.kind` says.
-KINDS = (
+TRAFFIC_KINDS: tuple[str, ...] = (
     "raft_request",
     "raft_response",
     "raft_stream",
@@ -39,6 +39,7 @@ KINDS = (
     "raft_accept_reply",
     "bootstrap_probe",
 )
+KINDS = TRAFFIC_KINDS  # the older name, kept for callers
 
 _TOKEN = {
     "ns": r"(?P<ns>[^.]+)",
@@ -84,7 +85,7 @@ class Traffic:
     """One NATS message of Liftbridge's own non-envelope traffic.
 
     Attributes:
-        kind: Its kind (KINDS).
+        kind: Its kind (TRAFFIC_KINDS).
         name: The subject's meaning, from the spec.
         node: The server whose subject it is.
         _detail: What was decoded (the handshake's fields, the probe's server

@@ -19,19 +19,15 @@ from typing import Any, NoReturn
 
 import lbparse
 from lbparse.capture import HOT_MODULES, compiled_modules
-from lbparse.capture.errors import CaptureError
 from lbparse.cli.output import stdout_to
 from lbparse.cli.status import (
-    DATA,
     EXIT_STATUSES,
     INTERRUPTED,
     USAGE,
-    DataError,
-    UsageError,
+    exit_status,
     silence_stdout,
     warn,
 )
-from lbparse.errors import EnvelopeError
 from lbparse.extras import missing_extra
 
 # command -> its line in `lbparse --help`, in that order; its module
@@ -262,24 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # a bug in lbparse: its traceback is what a report needs
         warn(command, str(exc) or type(exc).__name__)
         return failed
-
-
-def exit_status(exc: Exception) -> int | None:
-    """The status a command's exception ends the run with; None for a bug.
-
-    Args:
-        exc: The exception the command raised.
-
-    Returns:
-        DATA (1) for a DataError or EnvelopeError; USAGE (2) for a UsageError,
-        CaptureError, ValueError or OSError (a value or file the user gave);
-        None for anything else.
-    """
-    if isinstance(exc, (DataError, EnvelopeError)):
-        return DATA
-    if isinstance(exc, (UsageError, CaptureError, ValueError, OSError)):
-        return USAGE  # a value or a file the user gave (a file that is not a capture)
-    return None
 
 
 if __name__ == "__main__":

@@ -68,9 +68,10 @@ from lbparse.cli.common import (
     limits_from,
 )
 from lbparse.cli.output import add_output_argument, rfc3339
-from lbparse.cli.status import DATA, OK, USAGE, UsageError, warn
+from lbparse.cli.status import DATA, OK, USAGE, UsageError, exit_status, warn
 from lbparse.codec import jsonform
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import STDOUT
 from lbparse.textform import msg_type_word, printable
@@ -390,13 +391,14 @@ def run(args: argparse.Namespace) -> int:
     """
     if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
         raise UsageError(
+            "bad_option",
             "--lenient needs a named --layout (auto tells generations apart by "
-            "what each accepts; lenient would blur that)"
+            "what each accepts; lenient would blur that)",
         )
     if args.tables is not None:
         return run_tables(args)
     if args.files.count(STDIN) > 1:
-        raise ValueError("'-' (stdin) can be read only once")
+        raise InputError("bad_option", "'-' (stdin) can be read only once")
     format_for_output(args)
     total = Stats()
     status = OK
@@ -453,7 +455,7 @@ def run(args: argparse.Namespace) -> int:
                 if isinstance(exc, CaptureError)
                 else f"{input_name(name)}: cannot read: {exc.strerror or exc}",
             )
-            status = USAGE
+            status = max(status, exit_status(exc) or USAGE)
             continue
         total.merge(reader.stats)
         if not (reader.stats.bytes_read or reader.stats.packets or reader.stats.messages):
@@ -495,15 +497,19 @@ def run_tables(args: argparse.Namespace) -> int:
     for dest, option in _NOT_WITH_TABLES:
         if getattr(args, dest):
             raise UsageError(
+                "bad_option",
                 f"{option} does not go with --tables (the tables hold every "
-                "message: filter them where you read them)"
+                "message: filter them where you read them)",
             )
     if args.output != STDOUT or args.format not in (None, "jsonl"):
         raise UsageError(
-            "--tables writes its own directory: -o/--output and --format do not go with it"
+            "bad_option",
+            "--tables writes its own directory: -o/--output and --format do not go with it",
         )
     if STDIN in args.files:
-        raise UsageError("--tables reads files, not '-' (stdin): write the capture to a file first")
+        raise UsageError(
+            "bad_option", "--tables reads files, not '-' (stdin): write the capture to a file first"
+        )
     # pyarrow's, loaded for --tables only: the other runs start 0.2 s sooner
     out = need("lbparse.cli.tables_out")
     out.check_tables_dir(args.tables, args.files)

@@ -25,7 +25,7 @@ from typing import Any
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
 from lbparse.cli.inputs import add_input_arguments, read_inputs
 from lbparse.cli.output import add_output_argument, print_json
-from lbparse.cli.status import DATA, OK, warn
+from lbparse.cli.status import OK, status_of, warn
 from lbparse.codec import jsonform
 from lbparse.codec.api import decode
 from lbparse.codec.envelope import Envelope
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             )
         except EnvelopeError as exc:
             err = exc
-            status = max(status, DATA)
+            status = max(status, status_of(exc))
         if args.pretty:
             print(pretty(env, err, item.where))
         elif env is not None:

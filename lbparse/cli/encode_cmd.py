@@ -39,6 +39,7 @@ from lbparse.cli.output import add_output_argument
 from lbparse.cli.status import warn
 from lbparse.codec.api import encode, payload_from_json
 from lbparse.codec.dispatch import ENCODERS
+from lbparse.errors import InputError
 
 NAME = "encode"
 
@@ -115,7 +116,9 @@ def _encode(message: Any, layout: str, crc: bool, option: str) -> bytes:
         text = " ".join(str(exc).split())
         where = re.match(r"Error in path \(building\) -> (\S+) (.*)", text)
         field, why = (where[1], where[2]) if where else ("a value", text)
-        raise ValueError(f"{option}: {field} does not fit its field in the spec ({why})") from None
+        raise InputError(
+            "bad_json", f"{option}: {field} does not fit its field in the spec ({why})"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,17 +138,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{option} is not JSON: {exc}") from None
+        raise InputError("bad_json", f"{option} is not JSON: {exc}") from None
     if not isinstance(obj, dict):
-        raise ValueError(
-            f"{option} is {text.strip()[:40]}, not a JSON object of the message's fields"
+        raise InputError(
+            "bad_json",
+            f"{option} is {text.strip()[:40]}, not a JSON object of the message's fields",
         )
     # --type names a MsgType or payload type of --layout: its codec (protobuf,
     # FlatBuffers, ReplicationResponse, bytes) reads the JSON.
     try:
         message = payload_from_json(args.type, obj, layout=args.layout)
     except ValueError as exc:
-        raise ValueError(f"{option}: {exc}") from None
+        raise InputError("bad_json", f"{option}: {exc}") from None
     wire = _encode(message, args.layout, args.crc, option)
     if args.raw:
         sys.stdout.buffer.write(wire)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from lbparse.cli.status import status_of
 from lbparse.codegen import LANGUAGES, CodegenError, generate, resolve_languages
 from lbparse.outputs import check_dir
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         result = generate(langs, args.output, nest=True if args.nest else None)
     except CodegenError as exc:
         print(f"lbparse generate: {exc}", file=sys.stderr)
-        return 1
+        return status_of(exc)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for lang in langs:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from lbparse.cli.status import DATA, OK, USAGE
+from lbparse.errors import InputError
 
 __all__ = ["STDIN", "Input", "add_input_arguments", "parse_base64", "parse_hex", "read_inputs"]
 
@@ -94,7 +95,9 @@ def parse_hex(text: str, where: str) -> bytes:
     try:
         return bytes.fromhex(clean)
     except ValueError as exc:
-        raise ValueError(f"{where}: not hex ({exc}): {text.strip()[:_SHOWN]!r}") from None
+        raise InputError(
+            "bad_input", f"{where}: not hex ({exc}): {text.strip()[:_SHOWN]!r}"
+        ) from None
 
 
 def parse_base64(text: str, where: str) -> bytes:
@@ -113,7 +116,9 @@ def parse_base64(text: str, where: str) -> bytes:
     try:
         return base64.b64decode(text.strip(), validate=True)
     except binascii.Error as exc:
-        raise ValueError(f"{where}: not base64 ({exc}): {text.strip()[:_SHOWN]!r}") from None
+        raise InputError(
+            "bad_input", f"{where}: not base64 ({exc}): {text.strip()[:_SHOWN]!r}"
+        ) from None
 
 
 def read_inputs(items: list[str], mode: str) -> Iterator[Input]:

@@ -255,4 +255,4 @@ def _refuse_inside_inputs(path: str, inputs: Iterable[str]) -> None:
     real = os.path.realpath(path)
     for item in inputs:
         if item != STDOUT and os.path.isdir(item) and inside(real, os.path.realpath(item)):
-            raise UsageError(f"{path}: is inside the input {item}; not written there")
+            raise UsageError("bad_option", f"{path}: is inside the input {item}; not written there")

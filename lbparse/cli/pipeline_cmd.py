@@ -73,9 +73,10 @@ from typing import Any, TextIO
 
 from lbparse.capture import default_layout
 from lbparse.cli.common import add_layout_argument
-from lbparse.cli.status import INTERRUPTED, JOB_FAILED, warn  # JOB_FAILED: a run whose job failed
+from lbparse.cli.status import INTERRUPTED, status_of, warn
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, interrupts, outdir
@@ -252,7 +253,7 @@ def _conf(args: argparse.Namespace) -> dict[str, str]:
     for item in args.conf:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"--conf takes KEY=VALUE, not {item!r}")
+            raise InputError("bad_option", f"--conf takes KEY=VALUE, not {item!r}")
         conf[key.strip()] = value.strip()
     if args.test_conf:
         conf = {**TEST_CONF, **conf}
@@ -376,14 +377,16 @@ def _there(out: str) -> list[str]:
 def _run(args: argparse.Namespace, signals: Signals) -> int:
     # The options are checked before Spark is imported: a usage error is said at once.
     if not 1 <= args.batch_rows <= MAX_BATCH_ROWS:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"--batch-rows must be at least 1 and at most {MAX_BATCH_ROWS:,}, "
-            f"not {args.batch_rows:,}"
+            f"not {args.batch_rows:,}",
         )
     if "-" in args.inputs:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             "'-' (stdin) cannot be a pipeline input: Spark's tasks open the inputs "
-            "themselves; save it to a file (`lbparse capture -` reads stdin)"
+            "themselves; save it to a file (`lbparse capture -` reads stdin)",
         )
     conf = _conf(args)
     job = need("lbparse.pipeline.job")  # Spark's: the spark extra
@@ -447,7 +450,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
             else ""
         )
         print(f"lbparse pipeline: FAILED, nothing written: {exc}{where}", file=sys.stderr)
-        return JOB_FAILED
+        return status_of(exc)
     signals.check()  # a signal during Spark's stop
     print_report(summary, options.out)
     return {"ok": 0, "problems": 1}[summary.outcome]
@@ -520,7 +523,7 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
     pf.check_units(units, args.column)
     pf.check_formats(args.inputs, units)
     if not units:
-        raise ValueError(f"no input files in {', '.join(args.inputs)}")
+        raise InputError("no_input", f"no input files in {', '.join(args.inputs)}")
     out_plan = outdir.check(
         options.out,
         options.overwrite,

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from lbparse.cli.common import add_limit_arguments, limits_from
 from lbparse.cli.output import add_format_arguments, add_output_argument
-from lbparse.cli.status import UsageError
+from lbparse.cli.status import UsageError, status_of
 from lbparse.codec import jsonform
 from lbparse.storage.datadir import RAFT_DB
 from lbparse.storage.errors import StorageError
@@ -97,8 +97,11 @@ def _db_paths(raw: str) -> list[Path]:
         )
         if found:
             return found
-        raise StorageError(f"no {RAFT_DB} here, nor in the data directories in it", path=raw)
+        raise StorageError(
+            "bad_file", f"no {RAFT_DB} here, nor in the data directories in it", path=raw
+        )
     raise StorageError(
+        "bad_file",
         "no such file (a raft.db, a data directory holding "
         f"{RAFT_DB}, or a folder of data directories)",
         path=raw,
@@ -133,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
         and args.from_index > args.to_index
     ):
         raise UsageError(
+            "bad_option",
             f"--from-index {args.from_index} is past --to-index {args.to_index}: "
-            "no entry could be shown"
+            "no entry could be shown",
         )
     stores: list[RaftStore] = []
     limits = limits_from(args)
@@ -143,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             stores.extend(read_raft_db(path, limits) for path in _db_paths(raw))
         except StorageError as exc:
             print(f"lbparse raft: {exc}", file=sys.stderr)
-            return 2
+            return status_of(exc)
     problems = 0
     for store in stores:
         for f in store.findings:

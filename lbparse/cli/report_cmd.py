@@ -67,8 +67,9 @@ from typing import Any
 from lbparse.capture import CaptureError, Notice, default_layout
 from lbparse.cli.capture_cmd import Progress
 from lbparse.cli.common import add_layout_argument, add_limit_arguments, limits_from
-from lbparse.cli.status import DATA, OK, USAGE, silence_stdout, warn
+from lbparse.cli.status import DATA, OK, silence_stdout, status_of, warn
 from lbparse.codec import jsonform
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import FileOutput, check_file, check_files
 from lbparse.report.browser import BrowserError, look
@@ -137,14 +138,16 @@ def run(args: argparse.Namespace) -> int:
             a page in a file (exit status 2).
     """
     if args.inputs.count("-") > 1:
-        raise ValueError("'-' (stdin) can be read only once")
+        raise InputError("bad_option", "'-' (stdin) can be read only once")
     output = args.output or (None if args.json_out else "report.html")
     # The page needs Altair (the report extra): missing, said before any input is read.
     render = need("lbparse.report.render") if output else None
     if args.screenshot and not output:
-        raise ValueError("--screenshot needs the page: give -o HTML")
+        raise InputError("bad_option", "--screenshot needs the page: give -o HTML")
     if args.screenshot and output == "-":
-        raise ValueError("--screenshot needs the page in a file, not on standard output")
+        raise InputError(
+            "bad_option", "--screenshot needs the page in a file, not on standard output"
+        )
     # Every output checked before any input is read (a directory, an input,
     # a link: refused now, not after the work).
     outs = check_files(
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except CaptureError as exc:  # an input that is no capture at all
         warn(NAME, str(exc))
-        return USAGE
+        return status_of(exc)
     finally:
         if bar is not None:
             bar.done()
@@ -235,7 +238,7 @@ def _screenshot(page: str, png: FileOutput) -> None:
     try:
         seen = look(page)
     except BrowserError as exc:
-        raise ValueError(f"--screenshot: {exc}") from None
+        raise InputError("bad_option", f"--screenshot: {exc}") from None
     png.write(seen.png)
     for err in seen.errors:
         print(f"lbparse report: the page in Chromium: {err}", file=sys.stderr)

@@ -49,7 +49,7 @@ from typing import Any, TextIO
 
 from lbparse.cli import output
 from lbparse.cli.output import add_format_arguments, add_output_argument
-from lbparse.cli.status import DATA, UsageError, warn
+from lbparse.cli.status import DATA, UsageError, status_of, warn
 from lbparse.codec import jsonform
 from lbparse.codec.commitlog import ENTRY_INT64, CommitLogEntry
 from lbparse.storage import segment
@@ -166,14 +166,15 @@ def run(args: argparse.Namespace) -> int:
         and args.from_offset > args.to_offset
     ):
         raise UsageError(
+            "bad_option",
             f"--from-offset {args.from_offset} is past --to-offset "
-            f"{args.to_offset}: no entry could be shown"
+            f"{args.to_offset}: no entry could be shown",
         )
     try:
         found = find_partitions(args.paths)
     except StorageError as exc:
         print(f"lbparse segments: {exc}", file=sys.stderr)
-        return 2
+        return status_of(exc)
     parts = _selected(found, args)
     if found and not parts:
         warn(NAME, _nothing_selected(found, args))

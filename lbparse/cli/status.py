@@ -11,13 +11,19 @@ shell reports it); `pipeline` says the same for SIGTERM, its earlier
 output kept. A user's mistake is one line on stderr, `lbparse COMMAND:
 what was wrong`, never a traceback. A reader that goes away
 (`lbparse decode ... | head`) ends the run quietly with status 0.
+
+Which status an exception ends a run with is one table, `EXIT_STATUS_OF`
+(`exit_status`): by lbparse.errors' family, its branches and the members
+that differ from their branch.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import ClassVar
 
+from lbparse.errors import InputError, LbparseError, OperationalError
 from lbparse.textform import printable
 
 __all__ = [
@@ -29,7 +35,9 @@ __all__ = [
     "USAGE",
     "DataError",
     "UsageError",
+    "exit_status",
     "silence_stdout",
+    "status_of",
     "warn",
 ]
 
@@ -49,12 +57,54 @@ EXIT_STATUSES = {
 }
 
 
-class UsageError(Exception):
+class UsageError(InputError):
     """The command was asked something it cannot do: exit status 2."""
 
+    KINDS: ClassVar[frozenset[str]] = frozenset({"bad_option"})
 
-class DataError(Exception):
+
+class DataError(OperationalError):
     """The data (or the server holding it) stopped the command: exit status 1."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"unreachable"})
+
+
+# How a command ends for what it raises: the one table (lbparse.cli.main and
+# every command that ends on an exception it caught ask `exit_status`). The
+# first row whose class the exception is an instance of gives the status, so
+# the specific come before their branch. Rows name their class by module: a
+# class of a module this run did not import cannot have been raised, and
+# `lbparse decode` must not import the Spark job to ask.
+EXIT_STATUS_OF: tuple[tuple[str, str, int], ...] = (
+    ("lbparse.pipeline.job", "JobFailed", JOB_FAILED),  # the job, not the data nor the options
+    ("lbparse.extras", "MissingExtra", USAGE),  # the install: an extra to add
+    ("lbparse.outputs", "OutputError", USAGE),  # an output refused or not written
+    ("lbparse.codegen.targets", "CodegenError", DATA),  # generate: a tool failed on the spec
+    ("lbparse.errors", "EnvelopeError", DATA),  # bytes that do not decode
+    ("lbparse.cli.status", "DataError", DATA),  # a server that cannot be reached
+    ("lbparse.errors", "InputError", USAGE),  # a value or a file the user gave
+    ("lbparse.errors", "OperationalError", DATA),  # a server or a tool that failed
+    ("builtins", "ValueError", USAGE),  # a value the user gave, said by a library
+    ("builtins", "OSError", USAGE),  # a file that cannot be opened
+)
+
+
+def exit_status(exc: BaseException) -> int | None:
+    """The status a command's exception ends the run with; None for a bug
+    (its traceback is what a report needs)."""
+    for module, name, status in EXIT_STATUS_OF:
+        loaded = sys.modules.get(module)
+        cls = getattr(loaded, name, None) if loaded is not None else None
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return status
+    return None
+
+
+def status_of(exc: LbparseError) -> int:
+    """`exit_status` of a member of the family, which always has one."""
+    status = exit_status(exc)
+    assert status is not None, exc  # EXIT_STATUS_OF ends with both branches
+    return status
 
 
 def warn(command: str, message: str) -> None:

@@ -75,8 +75,9 @@ def check_tables_dir(path: str, inputs: Sequence[str]) -> None:
     check_dir(path, "--tables", inputs)
     if os.path.isdir(path) and os.listdir(path):
         raise OutputError(
+            "refused",
             f"--tables {path}: exists and is not empty; the tables are written "
-            "to a new directory (remove it or name another)"
+            "to a new directory (remove it or name another)",
         )
     # DIR is made beside itself and renamed into place: its parent is written
     check_folder(path.rstrip("/") or path, f"--tables {path}")
@@ -148,7 +149,8 @@ def write_tables(
                 os.rename(work, path)
             except OSError as exc:
                 raise OutputError(
-                    f"{where}: cannot put the tables in place: {exc.strerror}; nothing written"
+                    "write_failed",
+                    f"{where}: cannot put the tables in place: {exc.strerror}; nothing written",
                 ) from None
     finally:
         for w in writers.values():
@@ -168,10 +170,10 @@ def _work_dir(path: str, where: str) -> str:
             continue
         except OSError as exc:
             raise OutputError(
-                f"{where}: cannot make a directory beside it: {exc.strerror}"
+                "write_failed", f"{where}: cannot make a directory beside it: {exc.strerror}"
             ) from None
         return work
-    raise OutputError(f"{where}: cannot make a new directory beside it")
+    raise OutputError("write_failed", f"{where}: cannot make a new directory beside it")
 
 
 def _close_quietly(w: pq.ParquetWriter) -> None:

@@ -39,6 +39,7 @@ from lbparse.cli.common import add_layout_argument, server_url, subject
 from lbparse.cli.output import add_format_arguments, add_output_argument
 from lbparse.cli.status import DataError
 from lbparse.codec import jsonform
+from lbparse.errors import InputError
 from lbparse.live import (
     DEFAULT_BACKLOG_BYTES,
     DEFAULT_RECONNECT_TIMEOUT,
@@ -124,11 +125,11 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
             for credentials that cannot be used.
     """
     if args.count is not None and args.count < 1:
-        raise ValueError("--count must be at least 1")
+        raise InputError("bad_option", "--count must be at least 1")
     if args.reconnect_timeout < 0:
-        raise ValueError("--reconnect-timeout must be 0 or more seconds")
+        raise InputError("bad_option", "--reconnect-timeout must be 0 or more seconds")
     if args.backlog_mb <= 0:
-        raise ValueError("--backlog-mb must be more than 0")
+        raise InputError("bad_option", "--backlog-mb must be more than 0")
     options = ConnectOptions(
         creds=args.creds,
         nkey=args.nkey,
@@ -220,7 +221,7 @@ def live_session(
     except BrokenPipeError:
         raise
     except OSError as exc:
-        raise DataError(str(exc)) from None
+        raise DataError("unreachable", str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from lbparse.codec.layouts import layout_named
 from lbparse.codec.limits import DEFAULT, Limits
 from lbparse.codec.payloads import BYTES, codec_in_layout
 from lbparse.codec.wire import CRC_FLAG, CRC_HEADER_LEN, CRC_STRUCT, HEADER_SIZE, MAGIC, VERSION
+from lbparse.errors import InputError
 
 __all__ = ["decode", "decode_header", "encode", "encode_envelope", "payload_from_json"]
 
@@ -339,4 +340,4 @@ def payload_from_json(type_name: str, obj: Any, *, layout: str = "v0") -> Any:
     try:
         return codec.from_json(obj)
     except json_format.ParseError as exc:
-        raise ValueError(f"JSON does not fit {codec.name}: {exc}") from None
+        raise InputError("bad_json", f"JSON does not fit {codec.name}: {exc}") from None

@@ -23,7 +23,7 @@ from lbparse.codec.wire import (
     REPLICATION_RESPONSE_FIELDS,
     int_struct,
 )
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 from lbparse_generated import construct_schema as _cs
 
 __all__ = ["CommitLogEntry", "ReplicationResponse", "parse_replication_response"]
@@ -58,7 +58,7 @@ def _unhex(value: Any, what: str) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"{what} is {value!r}, not a hex string or null")
+        raise InputError("bad_json", f"{what} is {value!r}, not a hex string or null")
     return bytes.fromhex(value)
 
 
@@ -150,10 +150,12 @@ class CommitLogEntry:
                 says (hex strings, integers in range).
         """
         if not isinstance(d, dict):
-            raise ValueError(f"a commit-log entry is a JSON object, not {d!r}")
+            raise InputError("bad_json", f"a commit-log entry is a JSON object, not {d!r}")
         headers = d.get("headers_hex") or {}
         if not isinstance(headers, dict):
-            raise ValueError(f"headers_hex is {headers!r}, not an object of hex strings")
+            raise InputError(
+                "bad_json", f"headers_hex is {headers!r}, not an object of hex strings"
+            )
         opt = d.get
         return cls(
             offset=int64(opt("offset", 0), "offset"),
@@ -261,12 +263,12 @@ class ReplicationResponse:
                 `entries`.
         """
         if not isinstance(d, dict):
-            raise ValueError(f"a ReplicationResponse is a JSON object, not {d!r}")
+            raise InputError("bad_json", f"a ReplicationResponse is a JSON object, not {d!r}")
         epoch = int64(d.get("leader_epoch", 0), "leader_epoch")
         hw = int64(d.get("high_watermark", 0), "high_watermark")
         listed = d.get("entries")
         if listed is not None and not isinstance(listed, list):
-            raise ValueError(f"entries is {listed!r}, not a list of entries")
+            raise InputError("bad_json", f"entries is {listed!r}, not a list of entries")
         entries = [CommitLogEntry.from_json_dict(e) for e in listed or []]
         if d.get("data_hex") is None:
             return cls(epoch, hw, entries)
@@ -274,9 +276,11 @@ class ReplicationResponse:
         try:
             read = parse_entries(data)
         except EnvelopeError as exc:
-            raise ValueError(f"data_hex is not a commit-log message set: {exc}") from None
+            raise InputError(
+                "bad_json", f"data_hex is not a commit-log message set: {exc}"
+            ) from None
         if listed is not None and read != entries:
-            raise ValueError("data_hex and entries disagree; give one of them")
+            raise InputError("bad_json", "data_hex and entries disagree; give one of them")
         return cls(epoch, hw, read, data=data)
 
 
@@ -470,7 +474,9 @@ def header_items(e: CommitLogEntry) -> list[tuple[bytes, bytes]]:
     was not UTF-8, so a read entry is written back byte for byte), its value."""
     keys = e.header_keys_raw or [k.encode() for k, _ in e.headers]
     if len(keys) != len(e.headers):
-        raise ValueError(f"header_keys_raw has {len(keys)} keys for {len(e.headers)} headers")
+        raise InputError(
+            "bad_input", f"header_keys_raw has {len(keys)} keys for {len(e.headers)} headers"
+        )
     return [(k, v) for k, (_, v) in zip(keys, e.headers)]
 
 

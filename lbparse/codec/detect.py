@@ -24,7 +24,7 @@ from lbparse.codec.limits import DEFAULT, Limits, check_payload_size
 from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, fits_cleanly
 from lbparse.codec.wire import COOKIE, MAGIC, MSG_TYPE_OFFSET
 from lbparse.codec.wirefit import shared_walks
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 
 __all__ = ["contested_msg_types", "detect"]
 
@@ -161,8 +161,9 @@ def detect(
             bytes cleanly and the newest one fails.
     """
     if lenient or payload_type is not None:
-        raise ValueError(
-            "layout='auto' takes neither lenient nor payload_type: name the layout to use them"
+        raise InputError(
+            "bad_option",
+            "layout='auto' takes neither lenient nor payload_type: name the layout to use them",
         )
     with shared_walks():  # candidate layouts read one payload: walk it once per type
         found, reasons, error = _candidates(data, verify_crc, limits)

@@ -22,6 +22,7 @@ from lbparse.codec.headerless import (
 )
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.limits import Limits
+from lbparse.errors import InputError
 
 __all__ = ["DECODERS", "ENCODERS", "Decoder", "Encoder", "decoder", "encoder", "enveloped_decoder"]
 
@@ -57,7 +58,9 @@ def _lookup(table: Mapping[str, _T], name: str, what: str) -> _T:
     try:
         return table[name]
     except KeyError:
-        raise ValueError(f"unknown layout {name!r} for {what}; known: {', '.join(table)}") from None
+        raise InputError(
+            "bad_option", f"unknown layout {name!r} for {what}; known: {', '.join(table)}"
+        ) from None
 
 
 def decoder(name: str) -> Decoder:

@@ -48,7 +48,7 @@ from lbparse.codec.wire import (
     MAGIC,
     VERSION,
 )
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 from lbparse_generated.construct_schema import liftbridge_envelope as _envelope_schema
 
 __all__ = ["EnvelopedDecoder", "build_wire", "check_crc", "encode_enveloped", "schema_wire"]
@@ -246,16 +246,20 @@ def encode_enveloped(
         if msg_type is None:
             mt = layout.by_payload_type.get(ptype)
             if mt is None:
-                raise ValueError(f"{ptype} has no MsgType in the {layout.name} layout")
+                raise InputError(
+                    "bad_option", f"{ptype} has no MsgType in the {layout.name} layout"
+                )
             msg_type = mt.value
         elif msg_type not in layout.msg_types or layout.msg_types[msg_type].payload_type != ptype:
-            raise ValueError(
-                f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} layout"
+            raise InputError(
+                "bad_option",
+                f"MsgType {msg_type} does not carry a {ptype} in the {layout.name} layout",
             )
     else:
         if ptype not in layout.payload_types:
-            raise ValueError(
-                f"the {layout.name} layout carries {', '.join(layout.payload_types)}, not {ptype}"
+            raise InputError(
+                "bad_option",
+                f"the {layout.name} layout carries {', '.join(layout.payload_types)}, not {ptype}",
             )
         msg_type = msg_type or 0  # the reserved byte; upstream always wrote 0
     codec = codec_for(layout.codec_key(ptype))
@@ -271,9 +275,10 @@ def encode_enveloped(
 
 def _check_flags(flags: int) -> None:
     if not 0 <= flags <= 0xFF or flags & CRC_FLAG:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"flags {flags:#x}: the bits of one byte besides the CRC flag "
-            f"({CRC_FLAG:#x}; say crc=True for it)"
+            f"({CRC_FLAG:#x}; say crc=True for it)",
         )
 
 
@@ -302,7 +307,9 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
             the CRC flag).
     """
     if not 0 <= msg_type <= 0xFF:
-        raise ValueError(f"byte 7 of the {layout.name} header is one byte, not {msg_type}")
+        raise InputError(
+            "bad_option", f"byte 7 of the {layout.name} header is one byte, not {msg_type}"
+        )
     _check_flags(flags)  # the spec's flags/header_len check, as schema_wire makes it
     values = dict(
         magic=MAGIC,

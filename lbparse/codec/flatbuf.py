@@ -19,10 +19,11 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from typing import Any
+from typing import Any, ClassVar
 
 from lbparse.codec.jsonform import Int64, int64
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse_generated.fb_schema import ENUMS, TABLES
 
@@ -62,12 +63,16 @@ _SCALARS = {
 }
 
 
-class FlatBufferError(ValueError):
+class FlatBufferError(InputError):
     """Bytes that are not a well-formed FlatBuffers table of the expected type."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"bad_table", "too_large"})
 
 
 class FlatBufferTooLarge(FlatBufferError):
     """A buffer whose strings and vectors add up to more than `max_bytes`."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"too_large"})
 
 
 class FlatTable:
@@ -86,7 +91,9 @@ class FlatTable:
 
     def __init__(self, type_name: str, fields: dict[str, Any] | None = None, **kw: Any) -> None:
         if type_name not in TABLES:
-            raise ValueError(f"unknown FlatBuffers table {type_name!r}; known: {', '.join(TABLES)}")
+            raise InputError(
+                "bad_option", f"unknown FlatBuffers table {type_name!r}; known: {', '.join(TABLES)}"
+            )
         self.type_name = type_name
         self.fields = {**(fields or {}), **kw}
 
@@ -123,11 +130,13 @@ class FlatTable:
                 holds a value its field cannot take.
         """
         if not isinstance(obj, dict):
-            raise ValueError(f"a {type_name} table is a JSON object of its fields, not {obj!r}")
+            raise InputError(
+                "bad_json", f"a {type_name} table is a JSON object of its fields, not {obj!r}"
+            )
         types = {name: ftype for _, name, ftype in TABLES[type_name]}
         unknown = set(obj) - set(types)
         if unknown:
-            raise ValueError(f"{type_name} has no field {', '.join(sorted(unknown))}")
+            raise InputError("bad_json", f"{type_name} has no field {', '.join(sorted(unknown))}")
         return cls(type_name, {k: _from_json(types[k], v, k) for k, v in obj.items()})
 
 
@@ -175,26 +184,26 @@ def _from_json(ftype: str, value: Any, name: str = "value") -> Any:
         return _in_range(int64(value, name), ftype, name)
     if ftype == "[ubyte]":
         if not isinstance(value, str):
-            raise ValueError(f"{name} is {value!r}, not base64 text")
+            raise InputError("bad_json", f"{name} is {value!r}, not base64 text")
         try:
             return base64.b64decode(value, validate=True)
         except binascii.Error as exc:
-            raise ValueError(f"{name} is {value[:40]!r}, not base64 ({exc})") from None
+            raise InputError("bad_json", f"{name} is {value[:40]!r}, not base64 ({exc})") from None
     if ftype.startswith("enum "):
         enum = ENUMS[ftype[5:]]
         if isinstance(value, str) and ascii_int(value) is None:
             names = {n: v for v, n in enum["values"].items()}
             if value not in names:
-                raise ValueError(f"{name} is {value!r}, not one of {', '.join(names)}")
+                raise InputError("bad_json", f"{name} is {value!r}, not one of {', '.join(names)}")
             return names[value]
         return _in_range(_whole(value, name), enum["base"], name)
     if ftype.startswith("["):
         if not isinstance(value, list):
-            raise ValueError(f"{name} is {value!r}, not a list")
+            raise InputError("bad_json", f"{name} is {value!r}, not a list")
         return [FlatTable.from_json_dict(ftype[1:-1], v) for v in value]
     if ftype == "string":
         if not isinstance(value, str):
-            raise ValueError(f"{name} is {value!r}, not a string")
+            raise InputError("bad_json", f"{name} is {value!r}, not a string")
         return value
     if ftype in _RANGES:
         return _in_range(_whole(value, name), ftype, name)
@@ -208,14 +217,14 @@ def _whole(value: Any, name: str) -> int:
             return -number if value.startswith("-") else number
     if isinstance(value, bool) or not isinstance(value, int):
         shown = value[:40] if isinstance(value, str) else value
-        raise ValueError(f"{name} is {shown!r}, not a whole number")
+        raise InputError("bad_json", f"{name} is {shown!r}, not a whole number")
     return int(value)
 
 
 def _in_range(value: int, ftype: str, name: str) -> int:
     lo, hi = _RANGES.get(ftype, (value, value))
     if not lo <= value <= hi:
-        raise ValueError(f"{name} is {value}, out of {ftype}'s range ({lo} to {hi})")
+        raise InputError("bad_json", f"{name} is {value}, out of {ftype}'s range ({lo} to {hi})")
     return value
 
 
@@ -239,15 +248,17 @@ class _Reader:
         self.budget -= size
         if self.budget < 0:
             raise FlatBufferTooLarge(
+                "too_large",
                 f"{what}: what the payload decodes into (strings, vectors "
                 f"and tables) adds up to more than {self.max_bytes} bytes "
-                "(offsets share them), the limit (max_payload)"
+                "(offsets share them), the limit (max_payload)",
             )
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
             raise FlatBufferError(
-                f"{what} at offset {pos} ({size} bytes) is outside the {self.n}-byte buffer"
+                "bad_table",
+                f"{what} at offset {pos} ({size} bytes) is outside the {self.n}-byte buffer",
             )
 
     def u32(self, pos: int, what: str) -> int:
@@ -262,7 +273,9 @@ class _Reader:
         self.need(vt, 4, f"{type_name} vtable")
         vt_size, obj_size = _U16.unpack_from(self.buf, vt)[0], _U16.unpack_from(self.buf, vt + 2)[0]
         if vt_size < 4 or vt_size % 2:
-            raise FlatBufferError(f"{type_name} vtable at offset {vt} has size {vt_size}")
+            raise FlatBufferError(
+                "bad_table", f"{type_name} vtable at offset {vt} has size {vt_size}"
+            )
         self.need(vt, vt_size, f"{type_name} vtable")
         self.need(pos, obj_size, f"{type_name} table body")
         fields = {}
@@ -274,8 +287,9 @@ class _Reader:
             if off:
                 if off >= obj_size:
                     raise FlatBufferError(
+                        "bad_table",
                         f"{type_name}.{name}: field offset {off} beyond the "
-                        f"table's {obj_size} bytes"
+                        f"table's {obj_size} bytes",
                     )
                 self.spend(FIELD_COST, f"{type_name}.{name}")
                 fields[name] = self.field(pos + off, ftype, f"{type_name}.{name}")
@@ -298,7 +312,7 @@ class _Reader:
             try:
                 return self.buf[start : start + length].decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise FlatBufferError(f"{what} is not UTF-8: {exc}") from None
+                raise FlatBufferError("bad_table", f"{what} is not UTF-8: {exc}") from None
         if ftype == "[ubyte]":
             self.need(start, length, what)
             self.spend(length, what)
@@ -311,7 +325,7 @@ class _Reader:
                 self.table(p + _U32.unpack_from(self.buf, p)[0], elem)
                 for p in range(start, start + 4 * length, 4)
             ]
-        raise FlatBufferError(f"{what}: type {ftype} is not supported")
+        raise FlatBufferError("bad_table", f"{what}: type {ftype} is not supported")
 
 
 def read_table(buf: bytes, type_name: str, max_bytes: int = MAX_BYTES) -> FlatTable:
@@ -384,7 +398,7 @@ def _build(b: Any, table: FlatTable) -> int:  # b: flatbuffers.Builder
     ]
     unknown = set(table.fields) - {name for _, name, _, _ in present}
     if unknown:
-        raise ValueError(f"{table.type_name} has no field {', '.join(sorted(unknown))}")
+        raise InputError("bad_json", f"{table.type_name} has no field {', '.join(sorted(unknown))}")
     offsets: dict[str, int] = {}
     # Children before the table itself: vectors of tables first, then
     # strings and byte vectors, each in schema order. That is the order the

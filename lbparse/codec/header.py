@@ -1,6 +1,6 @@
 """The envelope header: strict and lenient checks, no payload work.
 
-The checks run in the order of `errors.KINDS`, the order a strict decoder
+The checks run in the order of `errors.ENVELOPE_KINDS`, the order a strict decoder
 (and the reference vectors) use: length, magic, version, header length,
 CRC flag, truncation; the CRC value and the MsgType come after, in
 `envelope.decode`, because the CRC must be checked before byte 7 is

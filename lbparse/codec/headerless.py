@@ -14,7 +14,7 @@ from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.limits import DEFAULT, Limits, check_depth, check_payload_size
 from lbparse.codec.payloads import BYTES, ProtoCodec, codec_for, descriptor_of, payload_type_of
 from lbparse.codec.wire import COOKIE, FIELD_ERRORS
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 from lbparse_generated.construct_schema import liftbridge_envelope as _schema
 
 __all__ = ["decode_lift_cookie", "decode_plain", "encode_lift_cookie", "encode_plain"]
@@ -60,8 +60,9 @@ def decode_lift_cookie(
     if framing_only:
         ptype = _LIFT.default_payload_type
     if ptype not in _LIFT.payload_types:
-        raise ValueError(
-            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}"
+        raise InputError(
+            "bad_option",
+            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}",
         )
     if ptype in _LIFT.bare_payloads:
         payload = data
@@ -124,7 +125,7 @@ def decode_plain(
     """
     del verify_crc, lenient
     if payload_type not in (None, BYTES):
-        raise ValueError(f"the plain layout carries bytes, not {payload_type}")
+        raise InputError("bad_option", f"the plain layout carries bytes, not {payload_type}")
     check_payload_size(len(data), 0, limits or DEFAULT)
     return _headerless("plain", BYTES, data, data)
 
@@ -148,11 +149,12 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
             which LIFT-era readers reject).
     """
     if msg_type is not None or crc or flags:
-        raise ValueError("the lift-cookie layout has no MsgType, no flags and no CRC")
+        raise InputError("bad_option", "the lift-cookie layout has no MsgType, no flags and no CRC")
     ptype = payload_type_of(message)
     if ptype not in _LIFT.payload_types:
-        raise ValueError(
-            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}"
+        raise InputError(
+            "bad_option",
+            f"the lift-cookie layout carries {', '.join(_LIFT.payload_types)}, not {ptype}",
         )
     payload = codec_for(ptype).encode(message)
     if ptype in _LIFT.bare_payloads:
@@ -160,8 +162,9 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
     if not payload:
         # The old client wrote exactly this for NewMessage(nil) and then
         # refused to read it back; lbparse does not write what nobody reads.
-        raise ValueError(
-            "an empty proto.Message would be the cookie 'LIFT' alone, which LIFT-era readers reject"
+        raise InputError(
+            "bad_option",
+            "an empty proto.Message would be the cookie 'LIFT' alone, which LIFT-era readers reject",
         )
     wire: bytes = _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
     return wire
@@ -184,7 +187,7 @@ def encode_plain(message: Any, msg_type: int | None, crc: bool, flags: int = 0) 
         TypeError: `message` is not bytes.
     """
     if msg_type is not None or crc or flags:
-        raise ValueError("the plain layout has no MsgType, no flags and no CRC")
+        raise InputError("bad_option", "the plain layout has no MsgType, no flags and no CRC")
     if not isinstance(message, (bytes, bytearray, memoryview)):
         raise TypeError(f"the plain layout carries bytes, not {type(message).__name__}")
     return bytes(message)

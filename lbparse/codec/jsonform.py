@@ -24,6 +24,8 @@ import json
 import re
 from typing import Any
 
+from lbparse.errors import InputError
+
 __all__ = ["Int64", "dumps", "int64", "to_json_value"]
 
 _DECIMAL = re.compile(r"-?[0-9]+")
@@ -103,7 +105,7 @@ def int64(value: Any, what: str = "value") -> int:
         ValueError: `value` is neither an integer nor a decimal string.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"{what} is {value!r}, not an integer or a decimal string")
+        raise InputError("bad_json", f"{what} is {value!r}, not an integer or a decimal string")
     if isinstance(value, str) and not _DECIMAL.fullmatch(value):
-        raise ValueError(f"{what} is {value!r}, not a decimal integer")
+        raise InputError("bad_json", f"{what} is {value!r}, not a decimal integer")
     return int(value)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from lbparse.errors import InputError
 from lbparse_generated.tables import FIELD_ERRORS, HEADER_SEQ, PAYLOAD_KINDS, TOP_SEQ
 from lbparse_generated.tables import LAYOUTS as _RAW_LAYOUTS
 
@@ -131,7 +132,9 @@ class Layout:
             if mt.name.lower() == name.lower():
                 return mt
         known = ", ".join(mt.name for mt in self.msg_types.values()) or "none: no MsgType"
-        raise ValueError(f"no MsgType {name!r} in the {self.name} layout; its MsgTypes: {known}")
+        raise InputError(
+            "bad_option", f"no MsgType {name!r} in the {self.name} layout; its MsgTypes: {known}"
+        )
 
     def payload_type_named(self, name: str) -> str:
         """The payload type `name` stands for in this layout.
@@ -156,8 +159,9 @@ class Layout:
         if len(matches) == 1:
             return matches[0]
         names = [mt.name for mt in self.msg_types.values()] or list(self.payload_types)
-        raise ValueError(
-            f"unknown type {name!r} for the {self.name} layout; one of: {', '.join(names)}"
+        raise InputError(
+            "bad_option",
+            f"unknown type {name!r} for the {self.name} layout; one of: {', '.join(names)}",
         )
 
     @property
@@ -212,4 +216,4 @@ def layout_named(name: str) -> Layout:
         return LAYOUTS[name]
     except KeyError:
         known = ", ".join(LAYOUTS)
-        raise ValueError(f"unknown layout {name!r}; known layouts: {known}") from None
+        raise InputError("bad_option", f"unknown layout {name!r}; known layouts: {known}") from None

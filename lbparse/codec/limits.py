@@ -61,7 +61,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from lbparse.codec.wirefit import nesting_depth
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 
 __all__ = [
     "COUNT_LIMITS",
@@ -134,11 +134,14 @@ class Limits:
                 continue
             value = getattr(self, f.name)
             if type(value) is not int or value < 1:
-                raise ValueError(f"Limits.{f.name} must be a positive integer, not {value!r}")
+                raise InputError(
+                    "bad_option", f"Limits.{f.name} must be a positive integer, not {value!r}"
+                )
         if self.max_depth > PROTOBUF_MAX_DEPTH:
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"Limits.max_depth is at most {PROTOBUF_MAX_DEPTH} (the protobuf "
-                f"runtime's own bound), not {self.max_depth}"
+                f"runtime's own bound), not {self.max_depth}",
             )
         object.__setattr__(
             self,
@@ -171,7 +174,7 @@ def parse_size(text: str) -> int:
     """
     m = _SIZE.fullmatch(text)
     if m is None:
-        raise ValueError(f"not a size: {text!r} (e.g. 4096, 64k, 8M, 1GiB)")
+        raise InputError("bad_option", f"not a size: {text!r} (e.g. 4096, 64k, 8M, 1GiB)")
     unit = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
     return int(m.group(1)) * unit
 

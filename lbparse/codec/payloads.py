@@ -20,7 +20,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from lbparse.codec import commitlog, flatbuf
 from lbparse.codec.layouts import BYTES, LAYOUTS, REPLICATION_RESPONSE, Layout
 from lbparse.codec.limits import PROTOBUF_MAX_DEPTH, depth_error
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 from lbparse_generated.proto import api_pb2, internal_pb2
 
 __all__ = [
@@ -85,7 +85,7 @@ def message_class(full_name: str) -> type[ProtoMessage]:
     try:
         return MESSAGE_CLASSES[full_name]
     except KeyError:
-        raise ValueError(f"unknown protobuf message type {full_name!r}") from None
+        raise InputError("bad_option", f"unknown protobuf message type {full_name!r}") from None
 
 
 class PayloadCodec:
@@ -222,7 +222,9 @@ class BytesCodec(PayloadCodec):
 
     def from_json(self, obj: dict[str, Any]) -> bytes:
         if not isinstance(obj, dict) or set(obj) != {"hex"} or not isinstance(obj["hex"], str):
-            raise ValueError(f'opaque bytes are written {{"hex": "..."}} in JSON, not {obj!r}')
+            raise InputError(
+                "bad_json", f'opaque bytes are written {{"hex": "..."}} in JSON, not {obj!r}'
+            )
         return bytes.fromhex(obj["hex"])
 
     def accepts(self, message: Any) -> bool:
@@ -301,7 +303,9 @@ def codec_for(payload_type: str) -> PayloadCodec:
         return CODECS[payload_type]
     except KeyError:
         known = ", ".join(CODECS)
-        raise ValueError(f"unknown payload type {payload_type!r}; known: {known}") from None
+        raise InputError(
+            "bad_option", f"unknown payload type {payload_type!r}; known: {known}"
+        ) from None
 
 
 def codec_in_layout(layout: Layout, name: str) -> PayloadCodec:

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
+
+from lbparse.errors import InputError
 
 __all__ = ["FIXUPS", "fix_source"]
 
@@ -270,8 +272,10 @@ _BINARY = {
 }
 
 
-class ExprError(ValueError):
+class ExprError(InputError):
     """A Kaitai expression this module does not translate."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"bad_spec"})
 
 
 def parse_expr(src: str) -> Any:
@@ -282,7 +286,7 @@ def parse_expr(src: str) -> Any:
     """
     tokens = ["".join(t) for t in _TOKEN.findall(src)]
     if "".join(tokens).replace(" ", "") != src.replace(" ", ""):
-        raise ExprError(f"cannot read Kaitai expression {src!r}")
+        raise ExprError("bad_spec", f"cannot read Kaitai expression {src!r}")
     pos = 0
 
     def peek() -> str | None:
@@ -291,7 +295,7 @@ def parse_expr(src: str) -> Any:
     def take() -> str:
         nonlocal pos
         if pos >= len(tokens):
-            raise ExprError(f"expression {src!r} ends early")
+            raise ExprError("bad_spec", f"expression {src!r} ends early")
         pos += 1
         return tokens[pos - 1]
 
@@ -304,7 +308,7 @@ def parse_expr(src: str) -> Any:
         if tok == "(":
             inner = expr(0)
             if take() != ")":
-                raise ExprError(f"unbalanced parenthesis in {src!r}")
+                raise ExprError("bad_spec", f"unbalanced parenthesis in {src!r}")
             node = inner
         elif tok[0].isdigit() or (tok[0] == "-" and len(tok) > 1):
             node = ("int", int(tok.replace("_", ""), 0))
@@ -330,7 +334,7 @@ def parse_expr(src: str) -> Any:
 
     tree = expr(0)
     if pos != len(tokens):
-        raise ExprError(f"cannot read Kaitai expression {src!r}")
+        raise ExprError("bad_spec", f"cannot read Kaitai expression {src!r}")
     return tree
 
 
@@ -338,7 +342,7 @@ def enum_value(ksy: dict[str, Any], enum: str, ident: str) -> int:
     for value, attrs in ksy["enums"][enum].items():
         if (attrs["id"] if isinstance(attrs, dict) else attrs) == ident:
             return int(value)
-    raise ExprError(f"unknown enum value {enum}::{ident}")
+    raise ExprError("bad_spec", f"unknown enum value {enum}::{ident}")
 
 
 def camel(ident: str, upper: bool = False) -> str:
@@ -382,17 +386,17 @@ class Dialect:
                 return self.param(attr)
             if attr in ("length", "size"):
                 return self.length(self.render(base, this))
-            raise ExprError(f"unsupported attribute .{attr}")
+            raise ExprError("bad_spec", f"unsupported attribute .{attr}")
         name = node[1]
         if name == "_":
             if this is None:
-                raise ExprError("`_` outside a check")
+                raise ExprError("bad_spec", "`_` outside a check")
             return self.value(this)
         if name in self.params():
             return self.param(name)
         if any(f["id"] == name for f in self.fields()):
             return self.value(name)
-        raise ExprError(f"unknown name {name!r}")
+        raise ExprError("bad_spec", f"unknown name {name!r}")
 
     def params(self) -> dict[str, dict[str, Any]]:
         return {p["id"]: p for p in self.ksy.get("params", [])}
@@ -566,7 +570,8 @@ def _insert_checks(
             m = re.search(rf"^( *){re.escape(assign_of(field['id']))} = .*\n", body, re.M)
             if m is None:
                 raise ExprError(
-                    f"no assignment of {field['id']} in the generated {dialect.__name__}"
+                    "bad_spec",
+                    f"no assignment of {field['id']} in the generated {dialect.__name__}",
                 )
             line = d.statement(cond[0], cond[1], _spec_path(type_name, index), m.group(1))
             at = span[0] + m.end()
@@ -624,7 +629,7 @@ def lua_check_paths(text: str, ksy: dict[str, Any]) -> str:
                 re.M,
             )
             if m is None:
-                raise ExprError(f"no check of {field['id']} in the generated Lua")
+                raise ExprError("bad_spec", f"no check of {field['id']} in the generated Lua")
             path = _spec_path(type_name, index)
             at = span[0] + m.start(1)
             end = span[0] + m.end(1)
@@ -722,8 +727,9 @@ def js_bigint(text: str, ksy: dict[str, Any]) -> str:
         used = _bigint_conflicts(key, expr, wide)
         if used:
             raise ExprError(
+                "bad_spec",
                 f"{', '.join(sorted(used))} (64-bit) used in expression {expr!r}: "
-                "cannot read it as BigInt"
+                "cannot read it as BigInt",
             )
     if not wide or "readBigU8be" in text:
         return text

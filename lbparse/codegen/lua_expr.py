@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lbparse.errors import InputError
+
 __all__ = ["LuaExpr"]
 
 _TOKEN = re.compile(
@@ -71,12 +73,12 @@ class LuaExpr:
         """
         self.tokens = [t for t in _TOKEN.findall(str(expr))]
         if "".join("".join(t) for t in self.tokens).replace(" ", "") != str(expr).replace(" ", ""):
-            raise ValueError(f"cannot translate Kaitai expression {expr!r}")
+            raise InputError("bad_spec", f"cannot translate Kaitai expression {expr!r}")
         self.tokens = ["".join(t) for t in self.tokens]
         self.pos, self.type_name = 0, type_name
         out = self._ternary()
         if self.pos != len(self.tokens):
-            raise ValueError(f"cannot translate Kaitai expression {expr!r}")
+            raise InputError("bad_spec", f"cannot translate Kaitai expression {expr!r}")
         return out
 
     def _peek(self) -> str | None:
@@ -85,7 +87,7 @@ class LuaExpr:
     def _next(self) -> str:
         tok = self._peek()
         if tok is None:
-            raise ValueError("expression ends too early")
+            raise InputError("bad_spec", "expression ends too early")
         self.pos += 1
         return tok
 
@@ -97,7 +99,7 @@ class LuaExpr:
         self._next()
         then = self._ternary()
         if self._next() != ":":
-            raise ValueError("`?` without `:`")
+            raise InputError("bad_spec", "`?` without `:`")
         other = self._ternary()
         return f"(function() if {cond} then return {then} else return {other} end end)()"
 
@@ -120,7 +122,7 @@ class LuaExpr:
         if tok == "(":
             inner = self._ternary()
             if self._next() != ")":
-                raise ValueError("unbalanced parenthesis")
+                raise InputError("bad_spec", "unbalanced parenthesis")
             return inner
         if tok[0].isdigit():
             return str(int(tok.replace("_", ""), 0))
@@ -145,13 +147,13 @@ class LuaExpr:
             for value, attrs in self.ksy["enums"][enum].items():
                 if (attrs["id"] if isinstance(attrs, dict) else attrs) == ident:
                     return str(int(value))
-            raise ValueError(f"unknown enum value {tok}")
+            raise InputError("bad_spec", f"unknown enum value {tok}")
         type_name = self.type_name
         if tok == "_root" and self._peek() == ".":
             self._next()
             param = self._next()
             if param != "layout":
-                raise ValueError(f"unsupported _root.{param}")
+                raise InputError("bad_spec", f"unsupported _root.{param}")
             return "layout_id"
         if tok in self.ksy.get("types", {}) and self._peek() == ".":
             self._next()
@@ -166,7 +168,7 @@ class LuaExpr:
             return "v"
         if name in {p["id"] for p in self.ksy.get("params", [])}:
             if name != "layout":
-                raise ValueError(f"unsupported parameter {name}")
+                raise InputError("bad_spec", f"unsupported parameter {name}")
             return "layout_id"
         root = type_name == self.ksy["meta"]["id"]
         spec = self.ksy if root else self.ksy["types"][type_name]
@@ -179,4 +181,4 @@ class LuaExpr:
                 return f"({self.translate(inst['value'], type_name)})"
             finally:
                 self.tokens, self.pos, self.type_name = saved
-        raise ValueError(f"unknown name {name!r} in type {type_name}")
+        raise InputError("bad_spec", f"unknown name {name!r} in type {type_name}")

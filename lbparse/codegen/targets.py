@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -34,7 +34,7 @@ from lbparse import resources
 from lbparse.codegen.kaitai_fixups import FIXUPS, WRITES_CHECKS, csharp_clash_names, fix_source
 from lbparse.codegen.langdocs import write_docs
 from lbparse.codegen.wireshark import write_plugin
-from lbparse.errors import KINDS
+from lbparse.errors import ENVELOPE_KINDS, InputError, OperationalError
 from lbparse.extras import need
 from lbparse_generated.tables import FIELD_ERRORS, LAYOUTS
 
@@ -94,8 +94,10 @@ GO_TEXT_VERSION = "v0.28.0"  # what the Go runtime v0.11.0's go.mod requires
 NODE_TIMEOUT = 120  # seconds; the compiler loads in about one
 
 
-class CodegenError(RuntimeError):
+class CodegenError(OperationalError):
     """A generator step failed (compiler error, missing tool)."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"missing", "failed"})
 
 
 @dataclass
@@ -135,20 +137,21 @@ def resolve_languages(names: Iterable[str]) -> list[str]:
             picked = list(LANGUAGES) if name == "all" else [ALIASES.get(name, name)]
             for lang in picked:
                 if lang not in LANGUAGES:
-                    raise ValueError(
-                        f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all"
+                    raise InputError(
+                        "bad_option",
+                        f"unknown language {name!r}; known: {', '.join(LANGUAGES)}, all",
                     )
                 if lang not in out:
                     out.append(lang)
     if not out:
-        raise ValueError("no language given")
+        raise InputError("bad_option", "no language given")
     return out
 
 
 def ksy_files() -> list[Path]:
     files = sorted(SPEC.glob("*.ksy"))
     if not files:
-        raise CodegenError(f"no .ksy files in {SPEC}")
+        raise CodegenError("missing", f"no .ksy files in {SPEC}")
     # ksc.js resolves `imports:` next to the first file; all of ours sit together.
     return files
 
@@ -164,14 +167,16 @@ def run_kaitai(langs: Sequence[str], outdir: Path) -> tuple[dict[str, list[Path]
     try:
         ksc = resources.kaitai_compiler()  # installs it on first use
     except resources.ResourceError as exc:
-        raise CodegenError(str(exc)) from None
+        raise CodegenError("failed", str(exc)) from None
     cmd = ["node", str(ksc), ",".join(targets) + ",", str(outdir), *map(str, ksy_files())]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=NODE_TIMEOUT)
     except FileNotFoundError:
-        raise CodegenError("node not found: the Kaitai compiler runs under Node 20") from None
+        raise CodegenError(
+            "missing", "node not found: the Kaitai compiler runs under Node 20"
+        ) from None
     if res.returncode != 0:
-        raise CodegenError(f"kaitai-struct-compiler failed:\n{res.stderr.strip()}")
+        raise CodegenError("failed", f"kaitai-struct-compiler failed:\n{res.stderr.strip()}")
     warnings = [
         line.removeprefix("warning: ")
         for line in res.stderr.splitlines()
@@ -246,7 +251,7 @@ def write_descriptor_set(out: Path) -> Path:
         *map(str, protos),
     ]
     if protoc.main(args) != 0:
-        raise CodegenError("protoc could not build the descriptor set")
+        raise CodegenError("failed", "protoc could not build the descriptor set")
     return desc
 
 
@@ -306,7 +311,7 @@ def msg_type_table() -> dict[str, Any]:
         "source": "spec/envelope.ksy (through lbparse_generated.tables)",
         "layouts": layouts,
         "field_errors": dict(FIELD_ERRORS),
-        "error_kinds": list(KINDS),
+        "error_kinds": list(ENVELOPE_KINDS),
     }
 
 

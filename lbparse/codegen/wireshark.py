@@ -41,7 +41,7 @@ from lbparse.codec.layouts import LAYOUTS, Layout
 from lbparse.codec.payloads import message_class
 from lbparse.codegen.lua_expr import LuaExpr
 from lbparse.codegen.wireshark_lua import LUA_BODY
-from lbparse.errors import KINDS
+from lbparse.errors import ENVELOPE_KINDS, InputError
 
 __all__ = [
     "DEFAULT_PORT",
@@ -94,8 +94,8 @@ _PLACEHOLDERS = {
 
 
 def _need_kind(kind: str) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"error kind {kind!r} is not one of lbparse's KINDS")
+    if kind not in ENVELOPE_KINDS:
+        raise InputError("bad_spec", f"error kind {kind!r} is not one of lbparse's KINDS")
     return kind
 
 
@@ -155,7 +155,7 @@ def _row(field: dict[str, Any], tr: LuaExpr, type_name: str, offset: int | None)
     """One field as a Lua table: size, kind of value, check, condition, error kind."""
     kind = field.get("-error")
     if ("contents" in field or "valid" in field) and not kind:
-        raise ValueError(f"{type_name}.{field['id']} has a check but no -error kind")
+        raise InputError("bad_spec", f"{type_name}.{field['id']} has a check but no -error kind")
     if "contents" in field:
         size, value = len(field["contents"]), "bytes"
     elif field.get("type") in INT_SIZES:
@@ -165,7 +165,7 @@ def _row(field: dict[str, Any], tr: LuaExpr, type_name: str, offset: int | None)
     elif isinstance(field.get("size"), int):
         size, value = int(field["size"]), "block"
     else:
-        raise ValueError(f"field {field['id']}: not a size the dissector reads")
+        raise InputError("bad_spec", f"field {field['id']}: not a size the dissector reads")
     cond = tr.translate(str(field["if"]), type_name) if "if" in field else None
     parts = [
         f"id = {_lua_str(field['id'])}",
@@ -230,7 +230,7 @@ def flag_split(ksy: dict[str, Any]) -> dict[str, str]:
         for f in spec.get("seq", []):
             if "-error-flag-clear" in f:
                 return {"field": f["id"], "set": f["-error"], "clear": f["-error-flag-clear"]}
-    raise ValueError("the spec has no field with -error-flag-clear")
+    raise InputError("bad_spec", "the spec has no field with -error-flag-clear")
 
 
 def has_crc_lua(ksy: dict[str, Any]) -> str:
@@ -314,7 +314,7 @@ def _struct_row(field: dict[str, Any], tr: LuaExpr, type_name: str, ksy: dict[st
     elif "size" in field:
         parts.append(f"value = {_lua_str('str' if ftype == 'str' else 'bytes')}")
     else:
-        raise ValueError(f"{type_name}.{field['id']}: not a field the dissector reads")
+        raise InputError("bad_spec", f"{type_name}.{field['id']}: not a field the dissector reads")
     if "size" in field:
         parts.append(f"length = {_fn('h', tr.translate(str(field['size']), type_name))}")
     if field.get("repeat") == "eos":
@@ -341,7 +341,9 @@ def commitlog_lua(ksy: dict[str, Any]) -> str:
             for key in ("size", "if", "repeat-expr"):
                 used = wide & set(re.findall(r"\w+", str(f.get(key, ""))))
                 if used:  # Lua 5.2 numbers are doubles: 64-bit values are shown, not computed with
-                    raise ValueError(f"{name}.{f['id']}: {key} uses 64-bit {sorted(used)}")
+                    raise InputError(
+                        "bad_spec", f"{name}.{f['id']}: {key} uses 64-bit {sorted(used)}"
+                    )
     rows = []
     for name, seq in types.items():
         cells = "".join(f"    {_struct_row(f, tr, name, ksy)},\n" for f in seq)
@@ -450,7 +452,7 @@ def lua_source(
     commitlog = _load(COMMITLOG_KSY)
     lays = dict(layouts if layouts is not None else LAYOUTS)
     if not any(lay.has_header for lay in lays.values()):
-        raise ValueError("the spec declares no layout with an envelope header")
+        raise InputError("bad_spec", "the spec declares no layout with an envelope header")
     split = flag_split(ksy)
     tables = "".join(
         [
@@ -463,7 +465,7 @@ def lua_source(
                 _lua_str(_need_kind(split["clear"])),
             ),
             has_crc_lua(ksy),
-            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in KINDS),
+            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in ENVELOPE_KINDS),
             seq_lua(ksy),
             layouts_lua(lays),
             wire_lua(lays),

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from lbparse.codec.limits import Limits  # light, and named in read_capture_arrow's signature
+from lbparse.errors import InputError
 from lbparse.extras import need
 
 if TYPE_CHECKING:
@@ -333,8 +334,9 @@ def _capture_records(
 ) -> Iterator[pa.RecordBatch]:
     sources = need("lbparse.columnar.sources")
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ValueError(
-            f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}"
+        raise InputError(
+            "bad_option",
+            f"batch_rows must be a whole number of rows, 1 or more; got {batch_rows!r}",
         )
     if limits is not None and not isinstance(limits, Limits):
         raise TypeError(f"limits must be an lbparse.Limits; got {type(limits).__name__}")

@@ -35,6 +35,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.codec.payloads import REPLICATION_RESPONSE, descriptor_of
 from lbparse.columnar.wirescan import enum_names, scatter
+from lbparse.errors import InputError
 
 __all__ = ["ReplicationResponseBuilder", "StructBuilder", "builder_for", "struct_builder"]
 
@@ -345,5 +346,5 @@ def builder_for(
     if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)
     if cls is None:
-        raise ValueError(f"payload type {payload_type!r} has no protobuf class")
+        raise InputError("bad_option", f"payload type {payload_type!r} has no protobuf class")
     return struct_builder(descriptor_of(cls), arrow_type, emit_defaults)

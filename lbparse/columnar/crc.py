@@ -14,6 +14,8 @@ from typing import Any
 import crc32c as _crc32c
 import numpy as np
 
+from lbparse.errors import InputError
+
 _native: Any
 try:
     from lbparse.columnar import _kernels as _native  # type: ignore[attr-defined,no-redef]
@@ -64,7 +66,9 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     bad = (s < 0) | (e < s) | (e > len(data))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"range {i} is [{s[i]}, {e[i]}), outside the {len(data)} bytes of data")
+        raise InputError(
+            "bad_option", f"range {i} is [{s[i]}, {e[i]}), outside the {len(data)} bytes of data"
+        )
     mv = memoryview(np.ascontiguousarray(data, np.uint8).data)
     crc = _crc32c.crc32c
     return np.fromiter(

@@ -81,7 +81,7 @@ from lbparse.columnar.schema import (
 )
 from lbparse.columnar.trafficcols import traffic_columns
 from lbparse.columnar.wirescan import decode_structs, scatter
-from lbparse.errors import EnvelopeError
+from lbparse.errors import EnvelopeError, InputError
 
 __all__ = [
     "UNDETERMINED",
@@ -908,7 +908,7 @@ class BatchDecoder:
     def _descriptor(self, ptype: str) -> Descriptor:
         cls = self.typed[ptype]
         if cls is None:
-            raise ValueError(f"payload type {ptype!r} has no protobuf class")
+            raise InputError("bad_option", f"payload type {ptype!r} has no protobuf class")
         return descriptor_of(cls)
 
     def _builder(self, ptype: str, typ: pa.DataType) -> Any:

@@ -33,6 +33,7 @@ from lbparse.capture import fields
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import CODECS, REPLICATION_RESPONSE, descriptor_of
 from lbparse.codec.wire import REPLICATION_RESPONSE_FIELDS
+from lbparse.errors import InputError
 
 __all__ = [
     "CAPTURE_COLUMNS",
@@ -101,16 +102,19 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> pa.DataType | None
     if fd.type in _SCALARS:
         return _SCALARS[fd.type]
     if fd.type != FieldDescriptor.TYPE_MESSAGE:
-        raise ValueError(
+        raise InputError(
+            "bad_spec",
             f"{fd.full_name}: protobuf type {fd.type} has no Spark type "
-            "(spark-protobuf refuses it too)"
+            "(spark-protobuf refuses it too)",
         )
     mt = fd.message_type
     assert mt is not None  # a message field has its message type
     if mt.full_name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         # Spark maps these to timestamp / interval; none of Liftbridge's
         # messages use them, so rather than half-support them, say so.
-        raise ValueError(f"{fd.full_name}: {mt.full_name} is not supported by lbparse's pipeline")
+        raise InputError(
+            "bad_spec", f"{fd.full_name}: {mt.full_name} is not supported by lbparse's pipeline"
+        )
     if is_map(fd):
         k = _value_type(mt.fields_by_name["key"], seen)
         v = _value_type(mt.fields_by_name["value"], seen)
@@ -120,9 +124,10 @@ def _value_type(fd: FieldDescriptor, seen: frozenset[str]) -> pa.DataType | None
             else pa.map_(pa.field("key", k, nullable=False), pa.field("value", v, nullable=False))
         )
     if mt.full_name in seen:
-        raise ValueError(
+        raise InputError(
+            "bad_spec",
             f"{fd.full_name}: {mt.full_name} contains itself; spark-protobuf "
-            "refuses recursive messages without recursive.fields.max.depth"
+            "refuses recursive messages without recursive.fields.max.depth",
         )
     struct = _struct(mt, seen | {mt.full_name})
     return struct if struct.num_fields else None  # empty messages are dropped, as in Spark
@@ -249,7 +254,7 @@ def payload_type_of(payload_type: str) -> pa.StructType:
         return REPLICATION_RESPONSE_TYPE
     cls = typed_payloads().get(payload_type)
     if cls is None:
-        raise ValueError(f"payload type {payload_type!r} has no struct column")
+        raise InputError("bad_spec", f"payload type {payload_type!r} has no struct column")
     return message_type(descriptor_of(cls))
 
 

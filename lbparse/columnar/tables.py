@@ -49,6 +49,7 @@ from lbparse.columnar.schema import (
     arrow_output_schema,
     payload_columns,
 )
+from lbparse.errors import InputError
 
 __all__ = [
     "GRPC_CALLS",
@@ -146,14 +147,17 @@ def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
     if name in _OWN_SCHEMAS:
         return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]))
     if name not in payload_tables():
-        raise ValueError(
-            f"no table {name!r}: the tables are {', '.join(repr(t) for t in table_names())}"
+        raise InputError(
+            "bad_option",
+            f"no table {name!r}: the tables are {', '.join(repr(t) for t in table_names())}",
         )
     struct = out.field(name).type
     fields = [out.field(k) for k in keys] + list(struct)
     clash = set(keys) & {f.name for f in struct}
     if clash:  # a payload field named like a join key would hide it: refuse at once
-        raise ValueError(f"payload table {name}: fields {sorted(clash)} clash with the join keys")
+        raise InputError(
+            "bad_spec", f"payload table {name}: fields {sorted(clash)} clash with the join keys"
+        )
     return pa.schema(fields)
 
 

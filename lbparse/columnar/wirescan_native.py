@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from lbparse.columnar.schema import is_map
+from lbparse.errors import InputError
 
 try:
     from lbparse.columnar import _structs as _built
@@ -37,8 +38,10 @@ _structs: Any = _built
 __all__ = ["Unsupported", "available", "decode_structs"]
 
 
-class Unsupported(ValueError):
+class Unsupported(InputError):
     """A message type the C reader is not compiled for (wirescan's numpy reader reads it)."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"unsupported"})
 
 
 F = FieldDescriptor
@@ -93,7 +96,7 @@ def _enum(fd: FieldDescriptor) -> tuple[int, list[str | None], int, str]:
         by_number.setdefault(v.number, v.name)
     lo, hi = min(by_number), max(by_number)
     if hi - lo > 1 << 16:  # a table of names by number would be too large
-        raise Unsupported(f"enum {enum.full_name}: numbers from {lo} to {hi}")
+        raise Unsupported("unsupported", f"enum {enum.full_name}: numbers from {lo} to {hi}")
     return lo, [by_number.get(i) for i in range(lo, hi + 1)], int(enum.is_closed), enum.name
 
 

@@ -33,15 +33,24 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlparse, urlunparse
 
 from lbparse.capture.records import Record, build_header_block, decode_into
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.generation import GenerationContext, connection_key
+from lbparse.errors import InputError, OperationalError
 from lbparse.extras import need
 from lbparse.live.backlog import Backlog, Raw
 from lbparse.live.gaps import OffsetGaps
+
+
+class NotConnected(OperationalError, ConnectionError):
+    """No NATS server could be connected to (refused, silent, or not NATS).
+
+    Still a ConnectionError (an OSError), as it was: callers catch it as one."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"unreachable"})
 
 
 @dataclass
@@ -132,15 +141,17 @@ def check_credentials(options: ConnectOptions) -> None:
     if options.creds:
         text = _read(options.creds, "--creds")
         if _block(text, b"BEGIN NATS USER JWT") is None:
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"--creds {options.creds}: no user JWT (a line "
-                "'-----BEGIN NATS USER JWT-----' and the JWT after it)"
+                "'-----BEGIN NATS USER JWT-----' and the JWT after it)",
             )
         seed = _block(text, b"BEGIN USER NKEY SEED")
         if seed is None:
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"--creds {options.creds}: no NKey seed (a line "
-                "'-----BEGIN USER NKEY SEED-----' and the seed after it)"
+                "'-----BEGIN USER NKEY SEED-----' and the seed after it)",
             )
         _check_seed("--creds", options.creds, seed)
 
@@ -150,7 +161,7 @@ def _read(path: str, flag: str) -> bytes:
         with open(path, "rb") as f:
             return f.read(1 << 20)  # a credentials file is a few hundred bytes
     except OSError as exc:
-        raise ValueError(f"{flag} {path}: {exc.strerror or exc}") from None
+        raise InputError("bad_option", f"{flag} {path}: {exc.strerror or exc}") from None
 
 
 def _block(text: bytes, marker: bytes) -> bytes | None:
@@ -167,9 +178,10 @@ def _check_seed(flag: str, path: str, seed: bytes) -> None:
     try:
         nkeys.from_seed(bytearray(seed)).wipe()
     except (nkeys.NkeysError, ValueError) as exc:  # binascii.Error is a ValueError
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{flag} {path}: not an NKey seed ({exc or type(exc).__name__}; "
-            "a user seed is 58 characters starting with SU)"
+            "a user seed is 58 characters starting with SU)",
         ) from None
 
 
@@ -881,26 +893,33 @@ async def _connect(nc: Any, url: str, options: ConnectOptions, session: _Session
         connecting.result()
     except (errors.Error, ssl.SSLError, OSError) as exc:
         await _close_quietly(nc)
-        raise OSError(f"cannot connect to {session.url}: {exc or type(exc).__name__}") from None
+        raise NotConnected(
+            "unreachable", f"cannot connect to {session.url}: {exc or type(exc).__name__}"
+        ) from None
     except ValueError as exc:
         # asyncio's readline ("Separator is not found, and chunk exceed the
         # limit"): the first line, the server's INFO, never ended.
         await _close_quietly(nc)
-        raise OSError(
+        raise NotConnected(
+            "unreachable",
             f"cannot connect to {session.url}: its first line (a NATS server's "
             f"INFO) does not end within what a NATS client reads ({exc}): is it a "
-            "NATS server?"
+            "NATS server?",
         ) from None
 
 
-def _not_connected(session: _Session, limit: float) -> OSError:
+def _not_connected(session: _Session, limit: float) -> NotConnected:
     """Why a first connection was given up: refused for good, refused, or silence."""
     why = session.refusal or session.last_error
     if session.refused.is_set():  # said as soon as the server said it
-        return OSError(f"cannot connect to {session.url}: {why}")
+        return NotConnected("unreachable", f"cannot connect to {session.url}: {why}")
     if why:  # it answered, and refused (an error a retry might not have had)
-        return OSError(f"cannot connect to {session.url} within {limit:g} s: {why}")
-    return OSError(f"no NATS server answered at {session.url} within {limit:g} s")
+        return NotConnected(
+            "unreachable", f"cannot connect to {session.url} within {limit:g} s: {why}"
+        )
+    return NotConnected(
+        "unreachable", f"no NATS server answered at {session.url} within {limit:g} s"
+    )
 
 
 def _nothing_listening(exc: BaseException) -> bool:

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyarrow.fs import FileSystem, LocalFileSystem
 from pyspark.sql import functions as F
@@ -34,6 +34,7 @@ from pyspark.sql import functions as F
 from lbparse.codec import jsonform
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions, Unit
+from lbparse.errors import InputError, OperationalError
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.pipeline.datadir_entries import ENTRIES_DIR, SEGMENT_FORMAT
@@ -59,14 +60,18 @@ MIN_TASK_BYTES = 1 << 20
 MAX_TASK_BYTES = 128 << 20
 
 
-class JobFailed(RuntimeError):
+class JobFailed(OperationalError):
     """The run itself failed (Spark, a worker, the output's filesystem), as
     opposed to a run that finished and found bad data: nothing was
-    committed, and DIR/summary.json says so (`outcome` "failed"). The cause
-    is chained (`__cause__`)."""
+    committed, and DIR/summary.json says so (`outcome` "failed"; its path is
+    `summary_path`, and `path`). The cause is chained (`__cause__`)."""
 
-    def __init__(self, message: str, summary_path: str | None, kept: Sequence[str] = ()) -> None:
-        super().__init__(message)
+    KINDS: ClassVar[frozenset[str]] = frozenset({"failed"})
+
+    def __init__(
+        self, kind: str, message: str, *, summary_path: str | None, kept: Sequence[str] = ()
+    ) -> None:
+        super().__init__(kind, message, path=summary_path)
         self.summary_path = summary_path
         self.kept = list(kept)  # an earlier run's output, left as it was
 
@@ -189,7 +194,7 @@ def run(
     if units is None:
         units = plan(list(options.inputs), options.source, skipped)
     if not units:
-        raise ValueError(f"no input files in {', '.join(options.inputs)}")
+        raise InputError("no_input", f"no input files in {', '.join(options.inputs)}")
     segments = any(u.format == SEGMENT_FORMAT for u in units)
     out_plan = outdir.check(options.out, options.overwrite, options.inputs, segments)
     groups = group_units(units, spark.sparkContext.defaultParallelism)
@@ -264,8 +269,9 @@ def run(
             )
         )
         raise JobFailed(
+            "failed",
             f"the job failed ({type(exc).__name__}): {reason}",
-            written,
+            summary_path=written,
             kept=out_plan.replaces + out_plan.kept,
         ) from exc
     try:

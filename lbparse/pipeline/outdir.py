@@ -202,8 +202,9 @@ def check(
             continue
         if stat.S_ISLNK(st.st_mode):
             raise OutputError(
+                "refused",
                 f"{path} is a symbolic link (to {os.readlink(path)!r}); lbparse "
-                "neither writes through nor replaces it: remove it first"
+                "neither writes through nor replaces it: remove it first",
             )
         if name == SUMMARY_FILE:
             _check_summary(plan, path, st, overwrite)
@@ -216,32 +217,33 @@ def check(
 
 def _check_table(plan: OutPlan, name: str, path: str, st: os.stat_result, overwrite: bool) -> None:
     if not stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"{path} exists and is not a directory; remove it first")
+        raise OutputError("refused", f"{path} exists and is not a directory; remove it first")
     names = set(os.listdir(path))
     if names <= {"_temporary"}:  # a run killed before it committed: nothing to keep
         plan.leftovers.append(path)
         return
     if not overwrite:
-        raise OutputError(f"{path} exists; remove it or pass --overwrite")
+        raise OutputError("refused", f"{path} exists; remove it or pass --overwrite")
     foreign = _foreign(path, LEGACY_PARTITIONS.get(name))
     if foreign:
         shown = ", ".join(os.path.relpath(f, plan.out) for f in foreign[:3])
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
         raise OutputError(
+            "refused",
             f"{path} holds files lbparse pipeline does not write ({shown}{more}); "
-            "--overwrite replaces only what a run writes: move them out first"
+            "--overwrite replaces only what a run writes: move them out first",
         )
     plan.replaces.append(path)
 
 
 def _check_summary(plan: OutPlan, path: str, st: os.stat_result, overwrite: bool) -> None:
     if not stat.S_ISREG(st.st_mode):
-        raise OutputError(f"{path} exists and is not a regular file; remove it first")
+        raise OutputError("refused", f"{path} exists and is not a regular file; remove it first")
     if _failed_summary(path):  # says no data: nothing is lost by replacing it
         plan.leftovers.append(path)
     elif not overwrite:
         raise OutputError(
-            f"{path} exists (an earlier run's summary); remove it or pass --overwrite"
+            "refused", f"{path} exists (an earlier run's summary); remove it or pass --overwrite"
         )
     else:
         plan.replaces.append(path)
@@ -288,8 +290,9 @@ def _not_an_input(path: str, inputs: Sequence[str]) -> None:
     for inp in inputs:
         if "://" not in inp and inside(os.path.realpath(inp), real):
             raise OutputError(
+                "refused",
                 f"the input {inp} is inside {path}, which this run replaces; "
-                "write the output elsewhere"
+                "write the output elsewhere",
             )
 
 
@@ -300,7 +303,7 @@ def _check_remote(plan: OutPlan, overwrite: bool) -> None:
         if info.type == pafs.FileType.NotFound:
             continue
         if not overwrite:
-            raise OutputError(f"{plan.path(name)} exists; remove it or pass --overwrite")
+            raise OutputError("refused", f"{plan.path(name)} exists; remove it or pass --overwrite")
         plan.replaces.append(plan.path(name))
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from lbparse.capture.formats import UNKNOWN
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.textform import printable
 
 __all__ = [
@@ -73,7 +74,9 @@ def check_master(master: str | None) -> None:
     if master is None:
         return
     if not any(p.fullmatch(master) for p in _MASTERS):
-        raise ValueError(f"--master {master!r} is not a Spark master URL ({MASTER_FORMS})")
+        raise InputError(
+            "bad_option", f"--master {master!r} is not a Spark master URL ({MASTER_FORMS})"
+        )
     if master.startswith("spark://"):
         _spark_endpoints(master)
 
@@ -86,9 +89,10 @@ def _spark_endpoints(master: str) -> list[tuple[str, int]]:
         host = host.strip("[]")
         number = ascii_int(port, 65535)
         if not sep or not host or not number:
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"--master {master!r}: {item!r} is not HOST:PORT "
-                "(a standalone master is spark://HOST:PORT, port 7077 by default)"
+                "(a standalone master is spark://HOST:PORT, port 7077 by default)",
             )
         out.append((host, number))
     return out
@@ -117,9 +121,10 @@ def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> Non
                 return
         except OSError as exc:
             reasons.append(f"{host}:{port}: {exc.strerror or exc}")
-    raise ValueError(
+    raise InputError(
+        "bad_option",
         f"--master {master}: no Spark master answers ({'; '.join(reasons)}); "
-        "is it started (spark-class org.apache.spark.deploy.master.Master)?"
+        "is it started (spark-class org.apache.spark.deploy.master.Master)?",
     )
 
 
@@ -136,14 +141,15 @@ def check_conf(conf: Mapping[str, str]) -> None:
     """
     for key, value in conf.items():
         if not key.startswith("spark."):
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"--conf {key}={value}: not a Spark setting (Spark's start with "
-                "'spark.'; spark-submit ignores others)"
+                "'spark.'; spark-submit ignores others)",
             )
         if _SIZE_KEYS.fullmatch(key) and not _SIZE.fullmatch(value.strip()):
-            raise ValueError(f"--conf {key}={value}: not a size (e.g. 512m, 4g)")
+            raise InputError("bad_option", f"--conf {key}={value}: not a size (e.g. 512m, 4g)")
         if _COUNT_KEYS.fullmatch(key) and ascii_int(value.strip()) is None:
-            raise ValueError(f"--conf {key}={value}: not a whole number")
+            raise InputError("bad_option", f"--conf {key}={value}: not a whole number")
 
 
 def check_inputs(paths: Sequence[str]) -> None:
@@ -157,7 +163,7 @@ def check_inputs(paths: Sequence[str]) -> None:
     """
     missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
     if missing:
-        raise ValueError(f"no such input: {', '.join(missing)}")
+        raise InputError("no_input", f"no such input: {', '.join(missing)}")
 
 
 def check_units(units: Iterable[object], column: str) -> None:
@@ -177,7 +183,7 @@ def check_units(units: Iterable[object], column: str) -> None:
     for u in units:
         error = getattr(u, "error", None)
         if error is not None and error[0] == "input:bad_column":
-            raise ValueError(error[1])
+            raise InputError("bad_input", error[1])
 
 
 # Formats people hand over by mistake, by their first bytes: what the line says
@@ -215,10 +221,11 @@ def check_formats(paths: Sequence[str], units: Iterable[object]) -> None:
         if getattr(u, "format", None) == UNKNOWN and path in given:
             bad[given[path]] = None
     if bad:
-        raise ValueError(
+        raise InputError(
+            "bad_input",
             "; ".join(
                 f"{p}: neither pcap, pcapng, JSON Lines nor Parquet ({_found(p)})" for p in bad
-            )
+            ),
         )
 
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import interrupts
@@ -179,8 +180,8 @@ def spark_session(
         try:
             spark = _started(builder, HeldStderr() if quiet else None)
         except Exception as exc:
-            raise ValueError(
-                f"Spark did not start (--master {master}): {start_error(exc)}"
+            raise InputError(
+                "bad_option", f"Spark did not start (--master {master}): {start_error(exc)}"
             ) from None
     for k, v in DEFAULT_CONF.items():
         spark.conf.set(k, v)

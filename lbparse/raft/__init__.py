@@ -9,7 +9,7 @@
 a transport stream, NATS message by NATS message; `decode_request` and
 `decode_response` one whole RPC. Every fact comes from spec/raft.ksy
 (`lbparse.raft.tables`); msgpack is read with the `msgpack` package. Bad
-bytes raise `RaftError` (kinds in `lbparse.raft.errors.KINDS`).
+bytes raise `RaftError` (kinds in `lbparse.raft.errors.RAFT_ERROR_KINDS`).
 """
 
 from lbparse.raft.entries import (
@@ -21,7 +21,7 @@ from lbparse.raft.entries import (
     decode_configuration,
     decode_log_entry,
 )
-from lbparse.raft.errors import KINDS, RaftError
+from lbparse.raft.errors import KINDS, RAFT_ERROR_KINDS, RaftError
 from lbparse.raft.tables import COMMANDS, LOG_TYPES, RPC_TYPES, SUBJECTS, SUFFRAGES
 from lbparse.raft.transport import (
     REQUEST,
@@ -36,6 +36,7 @@ from lbparse.raft.transport import (
 
 __all__ = [
     "COMMANDS",
+    "RAFT_ERROR_KINDS",
     "KINDS",
     "LOG_TYPES",
     "REQUEST",

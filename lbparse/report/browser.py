@@ -22,8 +22,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from lbparse.errors import OperationalError
 from lbparse.extras import need
 
 FLAGS = (
@@ -51,8 +52,10 @@ CHART_BOXES = """JSON.stringify(Array.from(document.querySelectorAll('[data-char
 }))"""
 
 
-class BrowserError(RuntimeError):
+class BrowserError(OperationalError):
     """Chromium could not be started, or did not answer in time."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"missing", "failed", "timed_out"})
 
 
 @dataclass
@@ -114,7 +117,7 @@ class _Cdp:
             msg = json.loads(self.ws.recv())
             if msg.get("id") == my:
                 if "error" in msg:
-                    raise BrowserError(f"{method}: {msg['error']}")
+                    raise BrowserError("failed", f"{method}: {msg['error']}")
                 return dict(msg.get("result", {}))
             if "method" in msg:
                 self.events.append(msg)
@@ -148,7 +151,9 @@ def _wait_port(profile: Path, proc: subprocess.Popen[bytes]) -> int:
     port_file = profile / "DevToolsActivePort"
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise BrowserError(f"chromium exited with status {proc.returncode} before it listened")
+            raise BrowserError(
+                "failed", f"chromium exited with status {proc.returncode} before it listened"
+            )
         try:
             first = port_file.read_text().split("\n", 1)[0]
             if first.strip().isdigit():
@@ -156,7 +161,9 @@ def _wait_port(profile: Path, proc: subprocess.Popen[bytes]) -> int:
         except OSError:
             pass
         time.sleep(0.1)
-    raise BrowserError(f"chromium did not open its DevTools port within {START_TIMEOUT:.0f} s")
+    raise BrowserError(
+        "timed_out", f"chromium did not open its DevTools port within {START_TIMEOUT:.0f} s"
+    )
 
 
 def _page_socket(port: int) -> str:
@@ -168,7 +175,7 @@ def _page_socket(port: int) -> str:
         if pages:
             return str(pages[0]["webSocketDebuggerUrl"])
         time.sleep(0.1)
-    raise BrowserError("chromium opened no page")
+    raise BrowserError("failed", "chromium opened no page")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -207,8 +214,9 @@ def look(page: str | os.PathLike[str], width: int = WIDTH) -> Look:
     exe = chromium()
     if exe is None:
         raise BrowserError(
+            "missing",
             "no Chromium found: install Debian's `chromium` (make install-system) "
-            "or set LBPARSE_CHROMIUM"
+            "or set LBPARSE_CHROMIUM",
         )
     profile = Path(tempfile.mkdtemp(prefix="lbparse-chromium-"))
     proc = subprocess.Popen(

@@ -30,6 +30,7 @@ from lbparse.capture.records import build_header_block, decode_into
 from lbparse.columnar.grpctables import Held, read_grpc
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES
 from lbparse.columnar.units import INPUT_PROBLEM
+from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.fast_path import add_batch, arrow_batches
@@ -136,13 +137,14 @@ def kind_of(path: str) -> str:
             return "pipeline"
         if _looks_like_data_dir(path):
             return "data_dir"
-        raise ValueError(
+        raise InputError(
+            "bad_input",
             f"{path}: a directory, but neither the output of `lbparse pipeline` "
             "or `capture --tables` (DIR/messages or DIR/grpc_calls with Parquet "
-            "files) nor a Liftbridge data directory"
+            "files) nor a Liftbridge data directory",
         )
     if not os.path.exists(path):
-        raise ValueError(f"{path}: no such file or directory")
+        raise InputError("no_input", f"{path}: no such file or directory")
     return "capture"
 
 

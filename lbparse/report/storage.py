@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lbparse.codec.limits import Limits
+from lbparse.errors import InputError
 from lbparse.report.partitions import Partitions
 from lbparse.report.problems import Problems
 from lbparse.report.timebins import MS, Counts, TimeAxis
@@ -216,7 +217,7 @@ def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> 
     try:
         parts = find_partitions([root])
     except StorageError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise InputError("bad_input", f"{path}: {exc}") from None
     before = sum(r["entries"] for r in storage.replicas)
     for part in parts:
         storage.partition(part)

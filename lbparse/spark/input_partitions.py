@@ -17,6 +17,7 @@ from lbparse.capture.formats import PCAP, PCAPNG
 from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
 from lbparse.columnar.sources import Unit
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
+from lbparse.errors import InputError
 from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT, plan_storage, read_segment_unit
 from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.preflight import check_inputs, check_units
@@ -69,9 +70,10 @@ def storage_inputs(inputs: Sequence[str]) -> bool:
         both = [p for p, s in zip(inputs, storage) if s][:1] + [
             p for p, s in zip(inputs, storage) if not s
         ][:1]
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             "liftbridge data source: data directories and captures have "
-            f"different rows (entries, messages): load them apart ({', '.join(both)})"
+            f"different rows (entries, messages): load them apart ({', '.join(both)})",
         )
     return bool(storage) and all(storage)
 

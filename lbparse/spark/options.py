@@ -41,6 +41,7 @@ from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_TABLES, table_names
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS
 from lbparse.pipeline.tasks import TaskOptions
 
@@ -84,7 +85,7 @@ def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
     if value is None:
         return default
     if value.strip().lower() not in ("true", "false"):
-        raise ValueError(f"option {key}: {value!r} is not true or false")
+        raise InputError("bad_option", f"option {key}: {value!r} is not true or false")
     return value.strip().lower() == "true"
 
 
@@ -92,11 +93,12 @@ def _check_names(options: Mapping[str, str], stream: bool) -> None:
     allowed = KNOWN + (STREAM_ONLY if stream else ())
     unknown = sorted(k for k in options if k.lower() not in allowed)
     if unknown:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: unknown option(s) {', '.join(unknown)} "
             "(options are lbparse pipeline's flags: layout, lenient, verifyCrc, "
             "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows, "
-            "and table" + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")"
+            "and table" + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")",
         )
 
 
@@ -108,9 +110,10 @@ def _count(options: Mapping[str, str], name: str, default: int) -> int:
     text = value.strip()
     count = ascii_int(text, MAX_COUNT)
     if not count:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: option {name}: {value!r} is not a whole "
-            f"number from 1 to {MAX_COUNT}"
+            f"number from 1 to {MAX_COUNT}",
         )
     return count
 
@@ -141,9 +144,10 @@ def stream_options(options: Mapping[str, str], default_age: float) -> tuple[floa
         except ValueError:
             seconds = math.nan
         if not (math.isfinite(seconds) and seconds >= 0):
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 f"liftbridge data source: option minFileAge: {age!r} is not a "
-                "number of seconds (0 or more)"
+                "number of seconds (0 or more)",
             )
     most = _count(o, "maxFilesPerTrigger", 0) or None
     return seconds, most
@@ -212,10 +216,11 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
         return None
     known = [ENTRIES] if storage else [*table_names(), *GRPC_TABLES]
     if name not in known:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: option table: no table {name!r} in "
             f"{'data directories' if storage else 'captures'}; the tables are "
-            f"{', '.join(known)}"
+            f"{', '.join(known)}",
         )
     return name
 
@@ -246,7 +251,9 @@ def paths(options: Mapping[str, str]) -> list[str]:
     if o.get("path"):
         given.append(o["path"])
     if not given:
-        raise ValueError("liftbridge data source: no path (load(path) or load([paths]))")
+        raise InputError(
+            "bad_option", "liftbridge data source: no path (load(path) or load([paths]))"
+        )
     return [found for p in given for found in _expand(_local(p))]
 
 
@@ -258,17 +265,19 @@ def _paths_option(text: str) -> list[str]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: option paths: {text[:200]!r} is not JSON "
             f"({exc.msg} at character {exc.pos}); give a JSON list of paths "
-            "or one path"
+            "or one path",
         ) from None
     items = value if isinstance(value, list) else [value]
     wrong = [v for v in items if not isinstance(v, str) or not v]
     if wrong:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: option paths: {wrong[0]!r} in "
-            f"{text[:200]!r} is not a path (paths are strings)"
+            f"{text[:200]!r} is not a path (paths are strings)",
         )
     return items
 
@@ -282,9 +291,10 @@ def _local(path: str) -> str:
     if uri.scheme == "file" and uri.netloc in ("", "localhost"):
         return unquote(uri.path)
     if len(uri.scheme) > 1:  # (C:\x is a path)
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"liftbridge data source: {path}: not a local file; the tasks read "
-            "local paths and file: URIs"
+            "local paths and file: URIs",
         )
     return path
 

@@ -38,6 +38,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from lbparse.columnar.sources import Unit
+from lbparse.errors import InputError
 from lbparse.pipeline.preflight import check_inputs
 from lbparse.pipeline.spark_schema import entries_schema
 from lbparse.spark.file_stream import DEFAULT_MIN_FILE_AGE, FileStreamReader
@@ -193,8 +194,9 @@ class LiftbridgeDataSource(DataSource):
                 capture and recording files, not data directories.
         """
         if schema == entries_schema():
-            raise ValueError(
+            raise InputError(
+                "bad_option",
                 "liftbridge data source: readStream reads new capture and "
-                "recording files of a directory, not data directories"
+                "recording files of a directory, not data directories",
             )
         return FileStreamReader(dict(self.options))

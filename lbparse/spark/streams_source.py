@@ -82,6 +82,7 @@ from pyspark.sql.types import StructType
 from lbparse.columnar import wirescan
 from lbparse.columnar.schema import message_type
 from lbparse.digits import ascii_int
+from lbparse.errors import InputError
 from lbparse.streams.client import (
     DEFAULT_TIMEOUT,
     MAX_TIMEOUT,
@@ -213,25 +214,30 @@ def parse_options(options: Mapping[str, str], streaming: bool | None) -> Streams
     opts = {k.lower(): v for k, v in options.items()}
     unknown = sorted(set(opts) - set(KNOWN))
     if unknown:
-        raise ValueError(f"{NAME}: unknown option {unknown[0]!r} (known: {KNOWN_NAMES})")
+        raise InputError(
+            "bad_option", f"{NAME}: unknown option {unknown[0]!r} (known: {KNOWN_NAMES})"
+        )
     if not opts.get("servers", "").strip():
-        raise ValueError(f"{NAME}: option 'servers' is required")
+        raise InputError("bad_option", f"{NAME}: option 'servers' is required")
     try:
         servers = parse_servers(opts["servers"])
     except StreamsError as exc:
-        raise ValueError(f"{NAME}: option 'servers': {exc}") from None
+        raise InputError("bad_option", f"{NAME}: option 'servers': {exc}") from None
     streams = list(dict.fromkeys(s.strip() for s in opts.get("stream", "").split(",") if s.strip()))
     pattern = opts.get("subjectpattern", "").strip()
     if bool(streams) == bool(pattern):
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: give exactly one of the options 'stream' and "
-            f"'subjectPattern', not {'both' if pattern else 'neither'}"
+            f"'subjectPattern', not {'both' if pattern else 'neither'}",
         )
     ending = [k for k in KNOWN_NAMES.split(", ") if k.startswith("ending") and k.lower() in opts]
     if streaming is True and ending:
-        raise ValueError(f"{NAME}: {ending[0]} is for batch reads (read), not readStream")
+        raise InputError(
+            "bad_option", f"{NAME}: {ending[0]} is for batch reads (read), not readStream"
+        )
     if streaming is False and "maxrecordspertrigger" in opts:
-        raise ValueError(f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
+        raise InputError("bad_option", f"{NAME}: maxRecordsPerTrigger is for readStream, not read")
     named = _Named(streams, pattern)
     return StreamsOptions(
         servers,
@@ -259,16 +265,19 @@ class _Named:
             return  # the streams a pattern matches are known only to the cluster
         for name in sorted(found):
             if name not in self.streams:
-                raise ValueError(
+                raise InputError(
+                    "bad_option",
                     f"{NAME}: option {option!r} names stream {name!r}, which "
-                    "option 'stream' does not"
+                    "option 'stream' does not",
                 )
 
 
 def _flag(opts: Mapping[str, str], name: str) -> bool:
     text = opts.get(name, "false").strip().lower()
     if text not in ("true", "false"):
-        raise ValueError(f"{NAME}: option {name!r} is true or false, not {_shown(opts[name])}")
+        raise InputError(
+            "bad_option", f"{NAME}: option {name!r} is true or false, not {_shown(opts[name])}"
+        )
     return text == "true"
 
 
@@ -282,9 +291,10 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         if k in opts
     ]
     if len(given) > 1:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: options {given[0]!r} and {given[1]!r} both say where to "
-            f"{'start' if which == 'starting' else 'end'}: give one"
+            f"{'start' if which == 'starting' else 'end'}: give one",
         )
     if f"{which}timestamp" in opts:
         return int(_positive(opts, f"{which}timestamp", int, MAX_MS))
@@ -293,9 +303,10 @@ def _by_time(opts: Mapping[str, str], which: str, named: _Named) -> ByTime | Non
         return None
     found = _json_offsets(opts[name], minimum=0, maximum=MAX_MS)
     if found is None:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} is JSON "
-            f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}'
+            f'{{"stream": {{"partition": Unix milliseconds}}}}, not {_shown(opts[name])}',
         )
     named.check(name, found)
     return found
@@ -312,9 +323,10 @@ def _positive(
     except ValueError:
         value = 0
     if not (0 < value <= most):  # NaN and infinities are not numbers here
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} must be a positive number of at most "
-            f"{most:g}, not {_shown(opts[name])}"
+            f"{most:g}, not {_shown(opts[name])}",
         )
     return value
 
@@ -332,9 +344,10 @@ def _offsets_option(
         return text.lower()
     found = _json_offsets(text, minimum=EARLIEST, maximum=MAX_OFFSET)
     if found is None:
-        raise ValueError(
+        raise InputError(
+            "bad_option",
             f"{NAME}: option {name!r} is {' or '.join(words)} or JSON "
-            f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}'
+            f'{{"stream": {{"partition": offset}}}}, not {_shown(text)}',
         )
     named.check(name, found)
     return found
@@ -402,8 +415,9 @@ def _resolve(client: StreamsClient, opts: StreamsOptions, starting: bool, ends: 
                 out[stream][pid] = client.first_offset(stream, int(pid), end)
             elif want > end:
                 raise StreamsError(
+                    "out_of_range",
                     f"{stream}/{pid}: offset {want} out of range (the last "
-                    f"committed offset is {end - 1})"
+                    f"committed offset is {end - 1})",
                 )
             else:
                 out[stream][pid] = want
@@ -421,6 +435,7 @@ def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
             if pid not in ends[stream]:
                 have = sorted(map(int, ends[stream]))
                 raise StreamsError(
+                    "bad_option",
                     f"option {option!r} names partition {pid} of stream {stream!r}, which has "
                     + (
                         f"partitions {have[0]} to {have[-1]}"
@@ -428,7 +443,7 @@ def _known_partitions(option: str, given: Offsets, ends: Offsets) -> None:
                         else f"partition {have[0]} alone"
                         if have
                         else "no partition"
-                    )
+                    ),
                 )
 
 
@@ -581,8 +596,9 @@ def raw_batch(raws: Sequence[bytes], stream: str, partition: int, first: int) ->
             batch = _batch([api_pb2.Message.FromString(raw) for raw in raws])
         except DecodeError:
             raise StreamsError(
+                "bad_message",
                 f"{stream}/{partition}: the server sent a message that is not "
-                f"an api.proto Message, in offsets {first}..{first + n - 1}"
+                f"an api.proto Message, in offsets {first}..{first + n - 1}",
             ) from None
     _next_offsets(batch.column(2), stream, partition, first)
     return batch
@@ -597,8 +613,9 @@ def _next_offsets(offsets: pa.Array, stream: str, partition: int, first: int) ->
     if len(wrong):
         i = int(wrong[0])
         raise StreamsError(
+            "bad_message",
             f"{stream}/{partition}: the server sent offset {int(got[i])} where "
-            f"{first + i} was next (offsets before it are gone: retention?)"
+            f"{first + i} was next (offsets before it are gone: retention?)",
         )
 
 
@@ -661,8 +678,9 @@ class StreamsBatchReader(DataSourceReader):
             for pid, hi in parts.items():
                 if start[stream][pid] > hi:
                     raise StreamsError(
+                        "bad_option",
                         f"{stream}/{pid}: startingOffsets {start[stream][pid]} "
-                        f"is past endingOffsets {hi}"
+                        f"is past endingOffsets {hi}",
                     )
         return _ranges(start, end, at)
 

@@ -14,7 +14,7 @@ Damaged files are read as far as they go; each problem is a `Finding`
 
 from lbparse.storage.checkpoints import LeaderEpoch, read_high_watermark, read_leader_epochs
 from lbparse.storage.datadir import PartitionDir, SegmentFiles, find_partitions
-from lbparse.storage.errors import KINDS, Finding, StorageError
+from lbparse.storage.errors import FINDING_KINDS, KINDS, Finding, StorageError
 from lbparse.storage.formats import SEGMENT_FORMATS_BY_NAME, SegmentFormat
 from lbparse.storage.index import IndexEntry, IndexReading, read_index, read_index_bytes
 from lbparse.storage.segment import (
@@ -30,6 +30,7 @@ __all__ = [
     "Finding",
     "IndexEntry",
     "IndexReading",
+    "FINDING_KINDS",
     "KINDS",
     "LeaderEpoch",
     "PartitionCheck",

@@ -207,9 +207,9 @@ def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
     end = len(buf) if end is None else end
     if end - start < PAGE_HEADER.size:
         raise StorageError(
+            "bad_page",
             f"{end - start} bytes, a page header needs {PAGE_HEADER.size}",
             position=start,
-            kind="bad_page",
         )
     pid, flags, count, overflow = PAGE_HEADER.unpack_from(buf, start)
     page = Page(pid, flags, count, overflow)
@@ -234,7 +234,7 @@ def parse_page(source: Buffer, start: int = 0, end: int | None = None) -> Page:
 def _need(stop: int, end: int, at: int, what: str) -> None:
     if stop > end:
         raise StorageError(
-            f"{what} runs past the end of its page ({stop} > {end})", position=at, kind="bad_page"
+            "bad_page", f"{what} runs past the end of its page ({stop} > {end})", position=at
         )
 
 
@@ -301,10 +301,10 @@ class BoltDB:
         valid = [m for m in self.metas if m.valid]
         if not valid:
             raise StorageError(
+                "bad_page",
                 "no valid bbolt meta page (magic, version and checksum of pages 0 and 1)",
                 path=path,
                 position=0,
-                kind="bad_page",
             )
         self.meta = max(valid, key=lambda m: m.txid)
         self.page_size = self.meta.page_size
@@ -373,10 +373,10 @@ class BoltDB:
         start = pgid * self.page_size
         if start + PAGE_HEADER.size > len(self.data):
             raise StorageError(
+                "bad_page",
                 f"page {pgid} is past the end of the file",
                 path=self.path,
                 position=start,
-                kind="bad_page",
             )
         overflow = PAGE_HEADER.unpack_from(self.data, start)[_OVERFLOW]
         end = min(len(self.data), start + (overflow + 1) * self.page_size)
@@ -384,14 +384,14 @@ class BoltDB:
             page = parse_page(self.data, start, end)
         except StorageError as exc:
             raise StorageError(
-                f"page {pgid}: {exc.detail}", path=self.path, position=exc.position, kind="bad_page"
+                "bad_page", f"page {pgid}: {exc.detail}", path=self.path, position=exc.position
             ) from None
         if page.id != pgid:
             raise StorageError(
+                "bad_page",
                 f"page {pgid} says it is page {page.id}",
                 path=self.path,
                 position=start,
-                kind="bad_page",
             )
         return page
 
@@ -510,18 +510,18 @@ class BoltDB:
                     break
             else:
                 raise StorageError(
+                    "bad_page",
                     f"no bucket {b'/'.join(names).decode(errors='replace')!r}",
                     path=self.path,
-                    kind="bad_page",
                 )
         yield from self.items(root, inline)
 
     def _open_bucket(self, value: memoryview) -> tuple[int, memoryview | None]:
         if len(value) < BUCKET.size:
             raise StorageError(
+                "bad_page",
                 f"bucket value of {len(value)} bytes, needs {BUCKET.size}",
                 path=self.path,
-                kind="bad_page",
             )
         root, _sequence = BUCKET.unpack_from(value)
         return root, (value[BUCKET.size :] if root == 0 else None)

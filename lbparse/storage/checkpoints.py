@@ -59,17 +59,17 @@ def _parse(
         return LiftbridgeCheckpoint(kind, KaitaiStream(BytesIO(data)))
     except kaitaistruct.ValidationFailedError as exc:
         raise StorageError(
+            "bad_checkpoint",
             f"version is not {CHECKPOINTS['leader_epoch_version']} ({exc.__class__.__name__})",
             path=path,
             position=0,
-            kind="bad_checkpoint",
         ) from None
     except (EOFError, kaitaistruct.KaitaiStructError, UnicodeDecodeError) as exc:
         raise StorageError(
+            "bad_checkpoint",
             f"not a {kind.name} checkpoint: a line is cut short ({exc})",
             path=path,
             position=len(data),
-            kind="bad_checkpoint",
         ) from None
 
 
@@ -83,10 +83,10 @@ def _number(text: str, what: str, path: str, position: int) -> int:
     ):
         shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
         raise StorageError(
+            "bad_checkpoint",
             f"{what} is {shown!r}, not a decimal 64-bit integer",
             path=path,
             position=position,
-            kind="bad_checkpoint",
         )
     return int(text)
 
@@ -136,10 +136,10 @@ def parse_leader_epochs(data: bytes, path: str = "<bytes>") -> list[LeaderEpoch]
         pos += len(line.leader_epoch) + len(line.start_offset) + 2
     if count != len(epochs):
         raise StorageError(
+            "bad_checkpoint",
             f"says {count} entries, has {len(epochs)}",
             path=path,
             position=len(cp.version) + 1,
-            kind="bad_checkpoint",
         )
     return epochs
 

@@ -233,6 +233,7 @@ def _from_file(path: Path) -> PartitionDir:
     parsed = segment_name(path.name)
     if parsed is None:
         raise StorageError(
+            "bad_file",
             f"not a segment file (expected a {NAME_DIGITS}-digit base offset "
             f"and {LOG_SUFFIX} or {INDEX_SUFFIX})",
             path=path,
@@ -289,10 +290,12 @@ def find_partitions(paths: Iterable[str | Path]) -> list[PartitionDir]:
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            raise StorageError("no such file or directory", path=path)
+            raise StorageError("bad_file", "no such file or directory", path=path)
         found = [_from_file(path)] if path.is_file() else _from_dir(path)
         if not found and path.is_dir() and not is_data_dir(path):
-            raise StorageError("holds no Liftbridge data directory, stream or partition", path=path)
+            raise StorageError(
+                "bad_file", "holds no Liftbridge data directory, stream or partition", path=path
+            )
         out.extend(found)
     return _merge_files(out)
 

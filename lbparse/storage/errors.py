@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from lbparse.errors import LbparseError
+from lbparse.errors import InputError
 
 # Kinds of findings, in the order `--verify` explains them in the README.
-KINDS: tuple[str, ...] = (
+FINDING_KINDS: tuple[str, ...] = (
     "crc_mismatch",  # an entry's stored CRC is not the CRC of its body
     "bad_entry",  # an entry's body is not well formed (lengths past its end ...)
     "torn_entry",  # the last entry of a segment is cut short (a crash mid-write)
@@ -38,39 +38,57 @@ KINDS: tuple[str, ...] = (
     "bad_log_entry",  # raft: a log entry that does not decode
     "limit",  # a resource limit (lbparse.codec.limits) reached: nothing past it read
 )
+KINDS = FINDING_KINDS  # the older name, kept for callers (lbparse.storage.KINDS)
 
 
-class StorageError(LbparseError):
-    """A file (or bytes) that cannot be read as the Liftbridge file it should be."""
+class StorageError(InputError):
+    """A file (or bytes) that cannot be read as the Liftbridge file it should be.
+
+    Built as every LbparseError is, `StorageError(kind, message, *, path=...,
+    position=...)`; the older `StorageError(message, *, path, position,
+    kind="bad_file")` still works. `str(exc)` is `path:position: message`,
+    `.message` (and the JSON's) the message alone. Its kinds are the findings'
+    (`FINDING_KINDS`): a file that cannot be read at all is the finding its
+    reader would have reported.
+    """
+
+    KINDS: ClassVar[frozenset[str]] = frozenset(FINDING_KINDS)
 
     def __init__(
         self,
-        message: str,
-        *,
-        path: str | Path | None = None,
+        *args: str,
+        offset: int | None = None,
         position: int | None = None,
-        kind: str = "bad_file",
+        path: str | Path | None = None,
+        kind: str | None = None,
     ) -> None:
-        where = f"{path}" if path is not None else ""
+        if len(args) == 2 and kind is None:
+            kind, message = args
+        elif len(args) == 1:
+            message, kind = args[0], "bad_file" if kind is None else kind
+        else:
+            raise TypeError("StorageError(kind, message, *, path=..., position=...)")
+        super().__init__(
+            kind,
+            message,
+            offset=offset,
+            position=position,
+            path=None if path is None else str(path),
+        )
+        where = "" if path is None else f"{path}"
         if position is not None:
             where += f"{':' if where else ''}{position}"
-        super().__init__(f"{where}: {message}" if where else message)
-        self.path = None if path is None else str(path)
-        self.position = position
-        self.kind = kind
-        self.detail = message
+        # str() names the file and position, as the command line prints it
+        self.args = (f"{where}: {message}" if where else message,)
 
     @property
-    def where(self) -> int | None:
-        return self.position
+    def detail(self) -> str:
+        """The message without the path and position (the older name of `.message`)."""
+        return self.message
 
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "error": self.kind,
-            "message": self.detail,
-            "path": self.path,
-            "position": self.position,
-        }
+    def _json_extra(self) -> dict[str, Any]:
+        # path and position at the top level are the older place, kept for readers
+        return {"path": self.path, "position": self.position}
 
 
 @dataclass(frozen=True)
@@ -83,7 +101,7 @@ class Finding:
     message: str
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
+        if self.kind not in FINDING_KINDS:
             raise ValueError(f"unknown finding kind {self.kind!r}")
 
     def line(self) -> str:

@@ -120,7 +120,7 @@ def read_index(
     try:
         f = open(p, "rb")
     except IsADirectoryError:
-        raise StorageError("is a directory, not an index file", path=path) from None
+        raise StorageError("bad_file", "is a directory, not an index file", path=path) from None
     with f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:

@@ -153,7 +153,7 @@ def read_segment(path: str | Path, fmt: SegmentFormat | None = None) -> SegmentR
     try:
         data = Path(path).read_bytes()
     except IsADirectoryError:
-        raise StorageError("is a directory, not a segment file", path=path) from None
+        raise StorageError("bad_file", "is a directory, not a segment file", path=path) from None
     return read_segment_bytes(data, str(path), fmt, base_offset=base_offset_of(path))
 
 
@@ -214,7 +214,7 @@ def iter_segment(
     try:
         f = open(path, "rb")
     except IsADirectoryError:
-        raise StorageError("is a directory, not a segment file", path=path) from None
+        raise StorageError("bad_file", "is a directory, not a segment file", path=path) from None
     with f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
@@ -226,6 +226,7 @@ def iter_segment(
             # Under an address-space limit (ulimit -v) a large segment cannot be
             # mapped whole; one line naming the file, not a bare "[Errno 12]".
             raise StorageError(
+                "bad_file",
                 f"cannot be mapped into memory to be read ({size:,} bytes): "
                 f"{exc.strerror or exc}; is the address space limited "
                 "(ulimit -v)?",

@@ -43,11 +43,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import grpc
 
 from lbparse.digits import ascii_int
+from lbparse.errors import OperationalError
 from lbparse_generated.proto import api_pb2, api_pb2_grpc
 
 __all__ = [
@@ -86,13 +87,27 @@ _RETRYABLE = frozenset(
 )
 
 
-class StreamsError(Exception):
+class StreamsError(OperationalError):
     """A read that cannot be done; the message is one line."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "bad_option",  # servers, a range or an offset that cannot be asked for
+            "not_found",  # a stream or partition that does not exist (or was deleted)
+            "out_of_range",  # an offset past the last committed one
+            "paused",  # a paused partition: nothing to read until a publish resumes it
+            "bad_message",  # a server sent what the read cannot take
+            "failed",  # a server's answer (its status), or none in time
+            "unavailable",  # Transient: no server answers, or no leader yet
+        }
+    )
 
 
 class Transient(StreamsError):
     """What a failover looks like for a while: no server answers FetchMetadata
     (a metadata leader being elected), or a partition has no leader yet."""
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"unavailable"})
 
 
 class _NoLeader(Transient):
@@ -128,11 +143,11 @@ def parse_servers(text: str) -> list[str]:
     """
     servers = [s.strip() for s in text.split(",") if s.strip()]
     if not servers:
-        raise StreamsError("no server given: servers is 'host:port[,host:port...]'")
+        raise StreamsError("bad_option", "no server given: servers is 'host:port[,host:port...]'")
     for s in servers:
         host, _, port = s.rpartition(":")
         if not host or not ascii_int(port, 65535):
-            raise StreamsError(f"server {s!r} is not host:port")
+            raise StreamsError("bad_option", f"server {s!r} is not host:port")
     return servers
 
 
@@ -286,8 +301,9 @@ class StreamsClient:
                 except (grpc.RpcError, _TimedOut) as exc:
                     errors.append(f"{address}: {_status(exc)}")
         raise Transient(
+            "unavailable",
             f"no Liftbridge server answered FetchMetadata within "
-            f"{max(self.timeout, METADATA_SURVEY):g} s ({'; '.join(errors)})"
+            f"{max(self.timeout, METADATA_SURVEY):g} s ({'; '.join(errors)})",
         )
 
     def matching(self, pattern: str, leaderless: bool = False) -> list[PartitionInfo]:
@@ -370,7 +386,7 @@ class StreamsClient:
             for p in infos:
                 if p.partition == partition:
                     return self._at_leaders(resp, [p])[0]
-            raise StreamsError(f"stream {stream!r} has no partition {partition}")
+            raise StreamsError("not_found", f"stream {stream!r} has no partition {partition}")
 
         return self._rounds(once)
 
@@ -401,7 +417,8 @@ class StreamsClient:
             missing = _missing(resp, streams)
         if missing:
             raise StreamsError(
-                f"stream {missing[0]!r} does not exist (asked {','.join(self.servers)})"
+                "not_found",
+                f"stream {missing[0]!r} does not exist (asked {','.join(self.servers)})",
             )
         return resp, _infos(resp, streams)
 
@@ -458,15 +475,17 @@ class StreamsClient:
                 try:
                     if call is None:
                         raise _NoLeader(
+                            "unavailable",
                             f"{p.stream}/{p.partition}: no leader now (asked "
-                            f"{','.join(self.servers)})"
+                            f"{','.join(self.servers)})",
                         )
                     try:
                         answer = self._answer(call)
                     except (grpc.RpcError, _TimedOut) as exc:
                         raise _NoLeader(
+                            "unavailable",
                             f"{p.stream}/{p.partition}: its leader {p.leader} "
-                            f"({p.address}) did not describe it: {_status(exc)}"
+                            f"({p.address}) did not describe it: {_status(exc)}",
                         ) from None
                 except _NoLeader:
                     if not leaderless:
@@ -555,7 +574,8 @@ class StreamsClient:
         """read() (raw: read_raw()): the retries around _read_once."""
         if start < 0 or end < start:
             raise StreamsError(
-                f"{stream}/{partition}: offset range {start}..{end} is not a range of offsets"
+                "bad_option",
+                f"{stream}/{partition}: offset range {start}..{end} is not a range of offsets",
             )
         failures: list[str] = []
         while start < end:
@@ -571,7 +591,8 @@ class StreamsClient:
                 # metadata log (it says NOT_FOUND of a partition it will have)
                 if not self._still_there(stream, partition):
                     raise StreamsError(
-                        f"{stream}/{partition}: deleted while read, at offset {start} ({exc})"
+                        "not_found",
+                        f"{stream}/{partition}: deleted while read, at offset {start} ({exc})",
                     ) from None
                 failure = _status(exc)
             except (grpc.RpcError, _Silent, Transient) as exc:
@@ -579,9 +600,10 @@ class StreamsClient:
             failures.append(failure)
             if len(failures) > self.retries:
                 raise StreamsError(
+                    "failed",
                     f"{stream}/{partition}: read stopped at offset {start} "
                     f"after {len(failures)} failures "
-                    f"({'; '.join(failures[-2:])})"
+                    f"({'; '.join(failures[-2:])})",
                 ) from None
             self.resumed += 1
             # a new leader takes a few seconds (the replicas' leader.timeout)
@@ -626,13 +648,15 @@ class StreamsClient:
             # "last committed 109"): committed offsets are not lost, so a
             # shortfall then is the cluster catching up, until the retries end.
             raise Transient(
+                "unavailable",
                 f"{stream}/{partition}: high watermark {info.high_watermark} "
-                f"behind offset {end - 1} at {info.address or 'no leader'}"
+                f"behind offset {end - 1} at {info.address or 'no leader'}",
             )
         if end > info.end:
             raise StreamsError(
+                "out_of_range",
                 f"{stream}/{partition}: offset {end - 1} out of range (the last committed "
-                f"offset is {info.high_watermark})"
+                f"offset is {info.high_watermark})",
             )
         _not_paused(info)
         yield from self._subscribed(
@@ -651,8 +675,9 @@ class StreamsClient:
             for msg in self._subscribe(address, stream, partition, start, end):
                 if msg.offset != start:
                     raise StreamsError(
+                        "bad_message",
                         f"{stream}/{partition}: {address} sent offset {msg.offset} where "
-                        f"{start} was next (offsets before it are gone: retention?)"
+                        f"{start} was next (offsets before it are gone: retention?)",
                     )
                 yield msg
                 start += 1
@@ -660,7 +685,9 @@ class StreamsClient:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 raise _NotFound(f"{address}: {_status(exc)}") from None
             if exc.code() not in _RETRYABLE:
-                raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+                raise StreamsError(
+                    "failed", f"{stream}/{partition}: {address}: {_status(exc)}"
+                ) from None
             raise
 
     def first_offset(self, stream: str, partition: int, end: int) -> int:
@@ -698,11 +725,14 @@ class StreamsClient:
             for msg in self._messages(address, req):
                 return int(msg.offset)
         except grpc.RpcError as exc:
-            raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+            raise StreamsError(
+                "failed", f"{stream}/{partition}: {address}: {_status(exc)}"
+            ) from None
         except _Silent:
             raise StreamsError(
+                "failed",
                 f"{stream}/{partition}: {address} sent nothing for "
-                f"{self.timeout:g} s from the earliest offset"
+                f"{self.timeout:g} s from the earliest offset",
             ) from None
         return end
 
@@ -750,11 +780,14 @@ class StreamsClient:
                 exc.details()
             ):
                 return end
-            raise StreamsError(f"{stream}/{partition}: {address}: {_status(exc)}") from None
+            raise StreamsError(
+                "failed", f"{stream}/{partition}: {address}: {_status(exc)}"
+            ) from None
         except _Silent:
             raise StreamsError(
+                "failed",
                 f"{stream}/{partition}: {address} sent nothing for "
-                f"{self.timeout:g} s from timestamp {timestamp}"
+                f"{self.timeout:g} s from timestamp {timestamp}",
             ) from None
         return end
 
@@ -784,7 +817,8 @@ class StreamsClient:
         if info.address:
             return info.address
         raise Transient(
-            f"{info.stream}/{info.partition}: no leader now (asked {','.join(self.servers)})"
+            "unavailable",
+            f"{info.stream}/{info.partition}: no leader now (asked {','.join(self.servers)})",
         )
 
     def _subscribe(
@@ -815,7 +849,8 @@ class StreamsClient:
                 if msg.offset >= end - 1:
                     return
         raise StreamsError(
-            f"{stream}/{partition}: {address} ended the subscription before offset {end - 1}"
+            "failed",
+            f"{stream}/{partition}: {address} ended the subscription before offset {end - 1}",
         )
 
     def _messages(
@@ -855,9 +890,10 @@ def _not_paused(info: PartitionInfo) -> None:
     ("segment has been closed") until a publish resumes it. Said plainly."""
     if info.paused:
         raise StreamsError(
+            "paused",
             f"{info.stream}/{info.partition}: paused (PauseStream): Liftbridge "
             "reads no message of a paused partition until a publish to it "
-            "resumes it"
+            "resumes it",
         )
 
 

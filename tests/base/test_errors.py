@@ -52,6 +52,7 @@ def test_one_json_shape() -> None:
         "error": "truncated",
         "message": "the bytes end inside a map",
         "offset": 3,
+        "where": {"offset": 3, "position": None, "path": None},
     }
     store = errors[3]
     assert store.where == 8 and store.to_json_dict() == {
@@ -59,6 +60,7 @@ def test_one_json_shape() -> None:
         "message": "bad magic",
         "path": "00000.log",
         "position": 8,
+        "where": {"offset": None, "position": 8, "path": "00000.log"},
     }
 
 
@@ -68,4 +70,5 @@ def test_the_envelopes_shape_is_the_vectors() -> None:
     assert d == {
         "error": "bad_header_len",
         "message": "header_len (offset 5) is 255, expected 8 or 12",
+        "where": {"offset": 5, "position": None, "path": None},
     }

@@ -34,6 +34,7 @@ def test_decode_raw_stdin_and_error_exit_status() -> None:
     assert json.loads(res.stdout) == {
         "error": "too_short",
         "message": "envelope needs at least 8 bytes, got 7",
+        "where": {"offset": 7, "position": None, "path": None},
     }
 
 
