@@ -94,6 +94,17 @@ class LbparseError(Exception):
 
     Catch `InputError` for "these bytes (this file, this value) are wrong",
     `OperationalError` for "the work could not be done", or this class for both.
+
+    Args:
+        kind: What went wrong, one of the class's KINDS.
+        message: What went wrong, for people (also `str(error)`).
+        offset: The byte offset in the input the error concerns, if any.
+        position: A position that is not a byte offset (a record's, a line's).
+        path: The file the error concerns, if any.
+
+    Raises:
+        ValueError: `kind` is not one of the class's KINDS (a bug of the
+            caller, so not a member of the family).
     """
 
     # The kinds this class may be built with; each subclass declares its own.
@@ -132,7 +143,11 @@ class LbparseError(Exception):
         return self.offset if self.offset is not None else self.position
 
     def where_json(self) -> dict[str, Any]:
-        """Where, as `to_json_dict` gives it: always the three keys."""
+        """Where, as `to_json_dict` gives it: always the three keys.
+
+        Returns:
+            {"offset": ..., "position": ..., "path": ...}, None where unknown.
+        """
         return {"offset": self.offset, "position": self.position, "path": self.path}
 
     def _json_extra(self) -> dict[str, Any]:
@@ -140,6 +155,11 @@ class LbparseError(Exception):
         return {}
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The error as one JSON object, the same shape for the whole family.
+
+        Returns:
+            {"error": kind, "message": ..., a subclass's own keys, "where": where_json()}.
+        """
         return {
             "error": self.kind,
             "message": self.message,
@@ -180,7 +200,16 @@ class OperationalError(LbparseError, RuntimeError):
 
 
 class EnvelopeError(InputError):
-    """Bytes that are not a well-formed envelope of the requested layout."""
+    """Bytes that are not a well-formed envelope of the requested layout.
+
+    Args:
+        kind: One of ENVELOPE_KINDS ("too_short", "bad_magic", ...).
+        message: What was found, for people.
+        offset: The byte offset in the envelope where it was found.
+        expected: The value a well-formed envelope has there, if one.
+        actual: The value found there.
+        limit: The resource limit that refused the bytes, if one did.
+    """
 
     KINDS: ClassVar[frozenset[str]] = frozenset(ENVELOPE_KINDS)
 

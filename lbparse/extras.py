@@ -98,7 +98,13 @@ LATE: frozenset[str] = frozenset(
 class MissingExtra(OperationalError, ModuleNotFoundError):
     """An optional module is not installed; the message is missing_extra's line.
 
-    Still a ModuleNotFoundError (`name` the module), as callers catch it."""
+    Still a ModuleNotFoundError (`name` the module), as callers catch it.
+
+    Args:
+        kind: "missing_extra".
+        message: The line saying which extra installs the module.
+        name: The module that is missing.
+    """
 
     KINDS: ClassVar[frozenset[str]] = frozenset({"missing_extra"})
 

@@ -195,6 +195,7 @@ class LimitError(InputError):
 
     @property
     def limit(self) -> str:
+        """The name of the limit that refused the bytes (the error's kind)."""
         return self.kind
 
 
@@ -215,7 +216,7 @@ def gunzip(data: bytes, max_length: int, budget: Budget | None = None) -> bytes:
     Raises:
         LimitError: The result would pass `max_length` (limit "max_frame"),
             or what the budget has left (limit "max_grpc_inflate").
-        ValueError: The gzip stream ends before its end.
+        InputError: The gzip stream ends before its end.
     """
     room = max_length
     if budget is not None and len(data) + budget.inflate_left < room:

@@ -95,7 +95,7 @@ def ts_from_json(value: Any) -> int:
 
     Raises:
         TypeError: The value is neither a string nor a number.
-        ValueError: It is not a time: not a decimal string, infinite, NaN,
+        InputError: It is not a time: not a decimal string, infinite, NaN,
             or past 2^128 ns.
     """
     if isinstance(value, str):

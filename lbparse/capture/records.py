@@ -123,7 +123,7 @@ class Record:
             A new, undecoded Record.
 
         Raises:
-            ValueError: `verb` is not one of the four message verbs.
+            InputError: `verb` is not one of the four message verbs.
         """
         if verb not in DIRECTION_OF_VERB:
             raise InputError(

@@ -387,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises:
         UsageError: --lenient with --layout auto.
-        ValueError: '-' (stdin) given more than once.
+        InputError: '-' (stdin) given more than once.
     """
     if args.lenient and args.layout == "auto":  # as lbparse.decode refuses it, before any reading
         raise UsageError(

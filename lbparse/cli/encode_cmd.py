@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         The exit status: 0.
 
     Raises:
-        ValueError: The payload is not JSON, not a JSON object, not a message of
+        InputError: The payload is not JSON, not a JSON object, not a message of
             --type, or a value does not fit its field (exit status 2).
     """
     text, option = _payload_text(args)

@@ -87,7 +87,7 @@ def parse_hex(text: str, where: str) -> bytes:
         The bytes.
 
     Raises:
-        ValueError: It is not hex (the message names `where` and quotes it).
+        InputError: It is not hex (the message names `where` and quotes it).
     """
     clean = "".join(text.split())
     if clean.startswith(("0x", "0X")):
@@ -111,7 +111,7 @@ def parse_base64(text: str, where: str) -> bytes:
         The bytes.
 
     Raises:
-        ValueError: It is not base64 (the message names `where` and quotes it).
+        InputError: It is not base64 (the message names `where` and quotes it).
     """
     try:
         return base64.b64decode(text.strip(), validate=True)

@@ -509,7 +509,7 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
         (pipeline.outdir's plan).
 
     Raises:
-        ValueError: An argument is wrong (one line, exit 2); here, no input
+        InputError: An argument is wrong (one line, exit 2); here, no input
             files were found (the checks it calls raise it too).
     """
     conf = _conf(args)

@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         empty or a data directory had findings, 2 if an input is no capture.
 
     Raises:
-        ValueError: '-' (stdin) given more than once, or --screenshot without
+        InputError: '-' (stdin) given more than once, or --screenshot without
             a page in a file (exit status 2).
     """
     if args.inputs.count("-") > 1:

@@ -90,8 +90,16 @@ EXIT_STATUS_OF: tuple[tuple[str, str, int], ...] = (
 
 
 def exit_status(exc: BaseException) -> int | None:
-    """The status a command's exception ends the run with; None for a bug
-    (its traceback is what a report needs)."""
+    """The status a command's exception ends the run with.
+
+    Args:
+        exc: The exception a command raised or caught.
+
+    Returns:
+        The exit status EXIT_STATUS_OF gives the first class `exc` is an
+        instance of; None for anything else: a bug, whose traceback is what a
+        report needs.
+    """
     for module, name, status in EXIT_STATUS_OF:
         loaded = sys.modules.get(module)
         cls = getattr(loaded, name, None) if loaded is not None else None
@@ -101,7 +109,14 @@ def exit_status(exc: BaseException) -> int | None:
 
 
 def status_of(exc: LbparseError) -> int:
-    """`exit_status` of a member of the family, which always has one."""
+    """`exit_status` of a member of the family, which always has one.
+
+    Args:
+        exc: An error of lbparse's family.
+
+    Returns:
+        Its exit status (EXIT_STATUS_OF ends with both branches of the family).
+    """
     status = exit_status(exc)
     assert status is not None, exc  # EXIT_STATUS_OF ends with both branches
     return status

@@ -120,7 +120,7 @@ def connect_options(args: argparse.Namespace) -> ConnectOptions:
         The ConnectOptions for subscribe().
 
     Raises:
-        ValueError: --count below 1, --reconnect-timeout below 0 or
+        InputError: --count below 1, --reconnect-timeout below 0 or
             --backlog-mb not above 0 (exit status 2); check_credentials raises
             for credentials that cannot be used.
     """

@@ -333,7 +333,7 @@ def payload_from_json(type_name: str, obj: Any, *, layout: str = "v0") -> Any:
         ReplicationResponse, or bytes.
 
     Raises:
-        ValueError: The JSON does not fit the type, or the type is not one of
+        InputError: The JSON does not fit the type, or the type is not one of
             the layout's.
     """
     codec = codec_in_layout(layout_named(layout), type_name)

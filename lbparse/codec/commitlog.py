@@ -146,7 +146,7 @@ class CommitLogEntry:
             The entry.
 
         Raises:
-            ValueError: `d` is not an object, or a field is not what its name
+            InputError: `d` is not an object, or a field is not what its name
                 says (hex strings, integers in range).
         """
         if not isinstance(d, dict):
@@ -258,7 +258,7 @@ class ReplicationResponse:
             The response; with `data_hex`, its `data` is those bytes.
 
         Raises:
-            ValueError: `d` is not an object, a field is not what its name says,
+            InputError: `d` is not an object, a field is not what its name says,
                 `data_hex` is not a commit-log message set, or it disagrees with
                 `entries`.
         """

@@ -156,7 +156,7 @@ def detect(
         `layout_candidates`, `reasons` and `confidence`.
 
     Raises:
-        ValueError: `lenient` or `payload_type` was given.
+        InputError: `lenient` or `payload_type` was given.
         EnvelopeError: The newest layout's error, when no layout decodes the
             bytes cleanly and the newest one fails.
     """

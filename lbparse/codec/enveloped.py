@@ -234,7 +234,7 @@ def encode_enveloped(
         The envelope's bytes.
 
     Raises:
-        ValueError: The message's type has no MsgType in the layout, or not
+        InputError: The message's type has no MsgType in the layout, or not
             `msg_type`, or the layout does not carry it; `flags` is not one
             byte besides the CRC flag.
         TypeError: The layout carries that payload type in another Python
@@ -303,7 +303,7 @@ def build_wire(layout: Layout, msg_type: int, crc: bool, flags: int, payload: by
         The envelope's bytes.
 
     Raises:
-        ValueError: `msg_type` or `flags` is not one byte (or `flags` holds
+        InputError: `msg_type` or `flags` is not one byte (or `flags` holds
             the CRC flag).
     """
     if not 0 <= msg_type <= 0xFF:

@@ -84,7 +84,7 @@ class FlatTable:
         **kw: More fields, by name.
 
     Raises:
-        ValueError: The schema has no table `type_name`.
+        InputError: The schema has no table `type_name`.
     """
 
     __slots__ = ("type_name", "fields")
@@ -126,7 +126,7 @@ class FlatTable:
             The table.
 
         Raises:
-            ValueError: `obj` is not an object, names a field the table lacks, or
+            InputError: `obj` is not an object, names a field the table lacks, or
                 holds a value its field cannot take.
         """
         if not isinstance(obj, dict):

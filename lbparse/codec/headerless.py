@@ -50,7 +50,7 @@ def decode_lift_cookie(
         The Envelope: no header fields, the payload and its message.
 
     Raises:
-        ValueError: The layout does not carry `payload_type`.
+        InputError: The layout does not carry `payload_type`.
         EnvelopeError: The cookie is wrong or alone, or the payload is not its
             type or passes a limit.
     """
@@ -120,7 +120,7 @@ def decode_plain(
         The Envelope: no header fields, the payload and its message.
 
     Raises:
-        ValueError: Another payload type was asked for.
+        InputError: Another payload type was asked for.
         EnvelopeError: `bad_payload`: the payload passes `limits.max_payload`.
     """
     del verify_crc, lenient
@@ -144,7 +144,7 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
         without it).
 
     Raises:
-        ValueError: A MsgType, CRC or flags were given, the layout does not carry
+        InputError: A MsgType, CRC or flags were given, the layout does not carry
             the message's type, or an empty proto.Message (the cookie alone,
             which LIFT-era readers reject).
     """
@@ -183,7 +183,7 @@ def encode_plain(message: Any, msg_type: int | None, crc: bool, flags: int = 0) 
         The bytes themselves.
 
     Raises:
-        ValueError: A MsgType, CRC or flags were given.
+        InputError: A MsgType, CRC or flags were given.
         TypeError: `message` is not bytes.
     """
     if msg_type is not None or crc or flags:

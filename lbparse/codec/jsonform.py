@@ -102,7 +102,7 @@ def int64(value: Any, what: str = "value") -> int:
         The integer.
 
     Raises:
-        ValueError: `value` is neither an integer nor a decimal string.
+        InputError: `value` is neither an integer nor a decimal string.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise InputError("bad_json", f"{what} is {value!r}, not an integer or a decimal string")

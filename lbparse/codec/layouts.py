@@ -126,7 +126,7 @@ class Layout:
             The MsgType.
 
         Raises:
-            ValueError: The layout has no such MsgType (its MsgTypes are listed).
+            InputError: The layout has no such MsgType (its MsgTypes are listed).
         """
         for mt in self.msg_types.values():
             if mt.name.lower() == name.lower():
@@ -148,7 +148,7 @@ class Layout:
             The payload type.
 
         Raises:
-            ValueError: It stands for none of the layout's.
+            InputError: It stands for none of the layout's.
         """
         if name in self.payload_types:
             return name
@@ -210,7 +210,7 @@ def layout_named(name: str) -> Layout:
         Its Layout.
 
     Raises:
-        ValueError: No layout has that name (the known ones are listed).
+        InputError: No layout has that name (the known ones are listed).
     """
     try:
         return LAYOUTS[name]

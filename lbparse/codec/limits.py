@@ -170,7 +170,7 @@ def parse_size(text: str) -> int:
         The bytes.
 
     Raises:
-        ValueError: It is no size.
+        InputError: It is no size.
     """
     m = _SIZE.fullmatch(text)
     if m is None:

@@ -80,7 +80,7 @@ def message_class(full_name: str) -> type[ProtoMessage]:
         The class, to build a message with (`Ack(stream="orders", offset=42)`).
 
     Raises:
-        ValueError: No generated message has that name.
+        InputError: No generated message has that name.
     """
     try:
         return MESSAGE_CLASSES[full_name]
@@ -297,7 +297,7 @@ def codec_for(payload_type: str) -> PayloadCodec:
         Its PayloadCodec.
 
     Raises:
-        ValueError: No codec has that key (the known ones are listed).
+        InputError: No codec has that key (the known ones are listed).
     """
     try:
         return CODECS[payload_type]

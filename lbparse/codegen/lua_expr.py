@@ -69,7 +69,7 @@ class LuaExpr:
             The Lua expression.
 
         Raises:
-            ValueError: The expression holds what the translator does not know.
+            InputError: The expression holds what the translator does not know.
         """
         self.tokens = [t for t in _TOKEN.findall(str(expr))]
         if "".join("".join(t) for t in self.tokens).replace(" ", "") != str(expr).replace(" ", ""):

@@ -127,7 +127,7 @@ def resolve_languages(names: Iterable[str]) -> list[str]:
         The targets, in the order given, each once.
 
     Raises:
-        ValueError: A name is no target or alias, or no name was given.
+        InputError: A name is no target or alias, or no name was given.
     """
     out: list[str] = []
     for raw in names:

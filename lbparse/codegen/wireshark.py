@@ -446,7 +446,7 @@ def lua_source(
         The Lua source of liftbridge.lua.
 
     Raises:
-        ValueError: No layout has the envelope header.
+        InputError: No layout has the envelope header.
     """
     ksy = _load(ksy_path)
     commitlog = _load(COMMITLOG_KSY)

@@ -341,7 +341,7 @@ def builder_for(
         A builder with `build(messages) -> StructArray`.
 
     Raises:
-        ValueError: A protobuf payload type was given no class.
+        InputError: A protobuf payload type was given no class.
     """
     if payload_type == REPLICATION_RESPONSE:
         return ReplicationResponseBuilder(arrow_type)

@@ -60,7 +60,7 @@ def crc32c_ranges_python(data: np.ndarray, starts: np.ndarray, ends: np.ndarray)
         An int64 array of the CRCs, one per range.
 
     Raises:
-        ValueError: A range lies outside `data`.
+        InputError: A range lies outside `data`.
     """
     s, e = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     bad = (s < 0) | (e < s) | (e > len(data))

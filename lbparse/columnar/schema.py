@@ -248,7 +248,7 @@ def payload_type_of(payload_type: str) -> pa.StructType:
         Its Arrow struct type.
 
     Raises:
-        ValueError: The payload type has no struct column.
+        InputError: The payload type has no struct column.
     """
     if payload_type == REPLICATION_RESPONSE:
         return REPLICATION_RESPONSE_TYPE

@@ -133,7 +133,7 @@ def check_credentials(options: ConnectOptions) -> None:
         options: The connection options whose files are checked.
 
     Raises:
-        ValueError: A file is unreadable or not what it should be (one line
+        InputError: A file is unreadable or not what it should be (one line
             saying which and why).
     """
     if options.nkey:

@@ -61,10 +61,18 @@ MAX_TASK_BYTES = 128 << 20
 
 
 class JobFailed(OperationalError):
-    """The run itself failed (Spark, a worker, the output's filesystem), as
-    opposed to a run that finished and found bad data: nothing was
+    """The run itself failed: Spark, a worker or the output's filesystem.
+
+    As opposed to a run that finished and found bad data: nothing was
     committed, and DIR/summary.json says so (`outcome` "failed"; its path is
-    `summary_path`, and `path`). The cause is chained (`__cause__`)."""
+    `summary_path`, and `path`). The cause is chained (`__cause__`).
+
+    Args:
+        kind: "failed".
+        message: What failed, the real cause's words.
+        summary_path: The summary.json that says the run failed, if written.
+        kept: An earlier run's outputs, left as they were.
+    """
 
     KINDS: ClassVar[frozenset[str]] = frozenset({"failed"})
 
@@ -179,7 +187,7 @@ def run(
         The run's summary, as written to DIR/summary.json.
 
     Raises:
-        ValueError: Bad decode options, or no input files.
+        InputError: Bad decode options, or no input files.
         OutputError: DIR cannot be written, or holds what the run may not
             replace (outdir.check), before any work.
         OSError: No staging directory could be made in DIR.

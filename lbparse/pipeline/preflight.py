@@ -68,7 +68,7 @@ def check_master(master: str | None) -> None:
             local[*], nothing to check.
 
     Raises:
-        ValueError: `master` is none of those forms, or a standalone master's
+        InputError: `master` is none of those forms, or a standalone master's
             HOST:PORT is not one (one line).
     """
     if master is None:
@@ -109,7 +109,7 @@ def check_reachable(master: str | None, timeout: float = CONNECT_TIMEOUT) -> Non
         timeout: Seconds each connection attempt may take.
 
     Raises:
-        ValueError: No master of a spark:// URL accepts a TCP connection, or
+        InputError: No master of a spark:// URL accepts a TCP connection, or
             one is not HOST:PORT.
     """
     if master is None or not master.startswith("spark://"):
@@ -135,7 +135,7 @@ def check_conf(conf: Mapping[str, str]) -> None:
         conf: The --conf settings, key to value.
 
     Raises:
-        ValueError: A key not starting with "spark.", or a size (memory,
+        InputError: A key not starting with "spark.", or a size (memory,
             buffer) or count (cores, instances, partitions) setting whose value
             is not one (one line).
     """
@@ -159,7 +159,7 @@ def check_inputs(paths: Sequence[str]) -> None:
         paths: The input paths; URIs are not checked.
 
     Raises:
-        ValueError: One or more local inputs do not exist (all named).
+        InputError: One or more local inputs do not exist (all named).
     """
     missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
     if missing:
@@ -178,7 +178,7 @@ def check_units(units: Iterable[object], column: str) -> None:
             (their errors name it).
 
     Raises:
-        ValueError: A unit's error is input:bad_column; the error's message.
+        InputError: A unit's error is input:bad_column; the error's message.
     """
     for u in units:
         error = getattr(u, "error", None)
@@ -211,7 +211,7 @@ def check_formats(paths: Sequence[str], units: Iterable[object]) -> None:
         units: The planned units (lbparse.columnar.sources.Unit).
 
     Raises:
-        ValueError: Each such file named, with what its first bytes look like
+        InputError: Each such file named, with what its first bytes look like
             (gzip-compressed, text, ...).
     """
     given = {os.path.abspath(p): p for p in paths if "://" not in p}

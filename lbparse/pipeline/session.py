@@ -144,7 +144,7 @@ def spark_session(
         The session, its DEFAULT_CONF set.
 
     Raises:
-        ValueError: Spark did not start (one line: the JVM's reason).
+        InputError: Spark did not start (one line: the JVM's reason).
         Interrupted: A signal stopped the start (under the pipeline's interrupt
             handling); the JVM launched is killed.
     """

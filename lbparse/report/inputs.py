@@ -127,7 +127,7 @@ def kind_of(path: str) -> str:
         folder of them).
 
     Raises:
-        ValueError: The path does not exist, or is a directory of none of
+        InputError: The path does not exist, or is a directory of none of
             those kinds.
     """
     if path == STDIN:

@@ -210,7 +210,7 @@ def read_data_dir(path: str, storage: Storage, limits: Limits | None = None) -> 
         partitions and nodes.
 
     Raises:
-        ValueError: The partitions could not be found (a StorageError, said
+        InputError: The partitions could not be found (a StorageError, said
             with the path).
     """
     root = Path(path)

@@ -62,7 +62,7 @@ def storage_inputs(inputs: Sequence[str]) -> bool:
         there are no inputs).
 
     Raises:
-        ValueError: Some inputs are storage and some are not: their rows
+        InputError: Some inputs are storage and some are not: their rows
             differ, so they are loaded apart.
     """
     storage = [is_storage(p) for p in inputs]

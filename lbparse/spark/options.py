@@ -132,7 +132,7 @@ def stream_options(options: Mapping[str, str], default_age: float) -> tuple[floa
         micro-batch reads, None for no bound.
 
     Raises:
-        ValueError: minFileAge is not a number of seconds (0 or more), or
+        InputError: minFileAge is not a number of seconds (0 or more), or
             maxFilesPerTrigger is not a whole number from 1 to MAX_COUNT.
     """
     o = _lower(options)
@@ -208,7 +208,7 @@ def table(options: Mapping[str, str], storage: bool) -> str | None:
         The table's name, or None when the option is not given (the wide rows).
 
     Raises:
-        ValueError: The inputs have no table of that name (the error lists
+        InputError: The inputs have no table of that name (the error lists
             those they have).
     """
     name = _lower(options).get("table")
@@ -241,7 +241,7 @@ def paths(options: Mapping[str, str]) -> list[str]:
         The input paths, `paths`' first, then `path`.
 
     Raises:
-        ValueError: No path is given, `paths` is not JSON of strings, or a
+        InputError: No path is given, `paths` is not JSON of strings, or a
             path is a URI other than `file:` (the tasks read local files).
     """
     o = _lower(options)

@@ -190,7 +190,7 @@ class LiftbridgeDataSource(DataSource):
             A FileStreamReader (lbparse.spark.file_stream) of this source's options.
 
         Raises:
-            ValueError: The inputs are data directories: readStream reads new
+            InputError: The inputs are data directories: readStream reads new
                 capture and recording files, not data directories.
         """
         if schema == entries_schema():

@@ -50,6 +50,16 @@ class StorageError(InputError):
     `.message` (and the JSON's) the message alone. Its kinds are the findings'
     (`FINDING_KINDS`): a file that cannot be read at all is the finding its
     reader would have reported.
+
+    Args:
+        *args: `kind, message` (or the older `message` alone).
+        offset: The byte offset the error concerns, if any.
+        position: The byte position in the file (the older name of offset).
+        path: The file.
+        kind: The older way of giving the kind (default "bad_file").
+
+    Raises:
+        TypeError: Neither (kind, message) nor (message,) was given.
     """
 
     KINDS: ClassVar[frozenset[str]] = frozenset(FINDING_KINDS)
@@ -93,7 +103,14 @@ class StorageError(InputError):
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: which file, which byte position, what kind, what was seen."""
+    """One problem: which file, which byte position, what kind, what was seen.
+
+    Attributes:
+        path: The file.
+        position: The byte position in it, None for the file as a whole.
+        kind: One of FINDING_KINDS.
+        message: What was seen, for people.
+    """
 
     path: str
     position: int | None
@@ -105,11 +122,20 @@ class Finding:
             raise ValueError(f"unknown finding kind {self.kind!r}")
 
     def line(self) -> str:
-        """One line naming the file and position, as `--verify` prints it."""
+        """One line naming the file and position, as `--verify` prints it.
+
+        Returns:
+            `path:position: kind: message`.
+        """
         where = self.path if self.position is None else f"{self.path}:{self.position}"
         return f"{where}: {self.kind}: {self.message}"
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The finding as `--verify --json` writes it.
+
+        Returns:
+            {"file", "position", "kind", "message"}.
+        """
         return {
             "file": self.path,
             "position": self.position,
