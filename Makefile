@@ -115,7 +115,8 @@ test:
 test-fast:
 	$(PYTEST) -q -m "not slow" -n $(JOBS)
 
-## typecheck: mypy --strict over lbparse (configured in pyproject.toml [tool.mypy])
+## typecheck: mypy --strict over lbparse and tests/codec/typed_calls.py, the public API as
+## users' type checkers see it: right calls pass, wrong ones refused (pyproject.toml [tool.mypy])
 .PHONY: typecheck
 typecheck:
 	$(PYTHON) -m mypy

@@ -1,15 +1,12 @@
-"""The public API as its users' type checkers see it, and the Envelope record.
+"""The Envelope record.
 
-mypy --strict (the configuration of pyproject.toml, as `make typecheck`
-runs it) checks lbparse and a snippet of calls together: lbparse itself
-must be clean, the right calls must pass, and the wrong ones must each be
-refused where they are.
+How users' type checkers see the public API (mypy --strict: the right calls
+pass, the wrong ones are refused where they are) is `make typecheck`'s, which
+CI runs once: tests/codec/typed_calls.py.
 """
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +14,6 @@ import pytest
 import lbparse
 from lbparse.codec.envelope import Envelope
 
-# One mypy run for the module (mypy_errors): its tests on one xdist worker.
-pytestmark = pytest.mark.xdist_group("mypy")
-
-ROOT = Path(__file__).resolve().parents[2]
 PUBLISH = bytes.fromhex(
     "b90e43b4000c01008df060ea08ffffffffffffffff7f120400ff10801a1568656c6c6f20e29c"
     "9320e4b896e7958c20f09f9a8020959a97ece39fe7cb172a0973747265616d2dc3bc30073a"
@@ -28,66 +21,6 @@ PUBLISH = bytes.fromhex(
     "2d74797065120a746578742f706c61696e520761636b732ecf805a09636f72722dcea92d31"
     "6001"
 )
-
-SNIPPET = """\
-import lbparse
-
-env: lbparse.Envelope = lbparse.decode(b"", "v0")
-env = lbparse.decode(b"", layout="auto", verify_crc=False, lenient=False, limits=None)
-env = lbparse.decode(bytearray(b""), "legacy", payload_type="proto.Ack")
-name: str | None = env.msg_type_name
-wire: bytes = lbparse.encode(env.message, layout="v0", crc=True)
-lbparse.decode(b"", "v0", lenient="yes", verify_crcc=True)  # BAD: two errors
-lbparse.decode(b"", "v0", True)  # BAD: options are keyword-only
-layout: int = env.layout  # BAD: a str
-env.layout = "v0"  # BAD: read-only
-"""
-
-
-@pytest.fixture(scope="module")
-def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    api = pytest.importorskip("mypy.api", reason="mypy is a dev dependency (pyproject.toml)")
-    snippet = tmp_path_factory.mktemp("mypy") / "snippet.py"
-    snippet.write_text(SNIPPET)
-    out, err, _ = api.run(
-        [
-            "--config-file",
-            str(ROOT / "pyproject.toml"),
-            "--no-error-summary",
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            str(ROOT / "lbparse"),
-            str(snippet),
-        ]
-    )
-    assert not err, err
-    return [line for line in out.splitlines() if ": error:" in line]
-
-
-def _snippet_errors(errors: list[str], line: int) -> list[str]:
-    return [e for e in errors if re.search(rf"snippet\.py:{line}: error", e)]
-
-
-@pytest.mark.slow
-def test_lbparse_is_mypy_strict_clean(mypy_errors: list[str]) -> None:
-    assert [e for e in mypy_errors if "snippet.py" not in e] == []
-
-
-def test_the_right_calls_type_check(mypy_errors: list[str]) -> None:
-    for line in range(1, 8):
-        assert _snippet_errors(mypy_errors, line) == [], line
-
-
-def test_decode_options_are_typed_and_keyword_only(mypy_errors: list[str]) -> None:
-    bad = " ".join(_snippet_errors(mypy_errors, 8))
-    assert '"lenient"' in bad and '"str"' in bad, bad
-    assert '"verify_crcc"' in bad, bad
-    assert _snippet_errors(mypy_errors, 9), "a positional option must be refused"
-
-
-def test_envelope_fields_are_typed_and_read_only(mypy_errors: list[str]) -> None:
-    assert _snippet_errors(mypy_errors, 10)
-    assert _snippet_errors(mypy_errors, 11)
 
 
 # -- the Envelope record ---------------------------------------------------------
