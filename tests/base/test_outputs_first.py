@@ -99,6 +99,7 @@ def capture_out(
 # --- refused before any input is read -----------------------------------------
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 def test_an_empty_name_is_refused_and_nothing_is_made(tmp_path: Path, held_stdin: int) -> None:
     """The old code read the input, then failed renaming `..<hex>.tmp` (left in
     the working directory) over ''."""
@@ -109,6 +110,7 @@ def test_an_empty_name_is_refused_and_nothing_is_made(tmp_path: Path, held_stdin
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 def test_a_trailing_slash_or_a_missing_parent_is_refused(tmp_path: Path, held_stdin: int) -> None:
     refused(capture_out(str(tmp_path / "nodir") + "/", held_stdin), "capture", "ends in '/'")
     refused(
@@ -125,6 +127,7 @@ def test_a_trailing_slash_or_a_missing_parent_is_refused(tmp_path: Path, held_st
     assert temp_files(tmp_path) == [] and os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 def test_names_past_name_max_or_path_max_are_refused(tmp_path: Path, held_stdin: int) -> None:
     long_part = str(tmp_path / ("n" * 256))
     refused(capture_out(long_part, held_stdin), "capture", "NAME_MAX", "256 bytes")
@@ -140,6 +143,7 @@ def test_names_past_name_max_or_path_max_are_refused(tmp_path: Path, held_stdin:
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 def test_a_name_of_245_bytes_is_written_its_temporary_name_cut_to_fit(tmp_path: Path) -> None:
     """The temporary file beside it once took the name plus 22 bytes: past
     NAME_MAX, after the whole input had been read."""
@@ -157,6 +161,7 @@ def test_a_directory_as_a_file_output_is_refused(tmp_path: Path, held_stdin: int
     refused(capture_out(str(tmp_path), held_stdin), "capture", "is a directory")
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 @ROOT_ONLY
 def test_an_immutable_file_or_directory_is_refused(tmp_path: Path, held_stdin: int) -> None:
     """The old code read the input, then failed the rename with a raw [Errno 1]
@@ -184,6 +189,7 @@ def test_an_immutable_file_or_directory_is_refused(tmp_path: Path, held_stdin: i
     assert temp_files(tmp_path) == [] and os.listdir(folder) == []
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 @ROOT_ONLY
 def test_a_read_only_mount_is_refused(tmp_path: Path, held_stdin: int, silent_fifo: Path) -> None:
     with mounted(tmp_path / "ro", "size=64k", "ro") as ro:
@@ -194,6 +200,7 @@ def test_a_read_only_mount_is_refused(tmp_path: Path, held_stdin: int, silent_fi
         refused(res, "capture", f"--tables {ro / 't'}", "Read-only file system")
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 def test_tables_refused_before_the_fifo_is_opened(tmp_path: Path, silent_fifo: Path) -> None:
     for bad, words in (
         (str(tmp_path / "nodir" / "t"), ("no such directory",)),
@@ -208,6 +215,7 @@ def test_tables_refused_before_the_fifo_is_opened(tmp_path: Path, silent_fifo: P
 # --- temporary files removed on every failure path ----------------------------
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 @needs_short
 def test_the_output_turned_into_a_directory_mid_run_leaves_no_temporary_file(
     tmp_path: Path,
@@ -273,6 +281,7 @@ def test_interrupted_the_output_holds_what_was_written_and_no_temporary_file(
 # --- a full disk is the output's problem --------------------------------------
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 @ROOT_ONLY
 @needs_short
 def test_a_full_disk_is_said_as_the_outputs(tmp_path: Path) -> None:

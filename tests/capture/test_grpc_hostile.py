@@ -464,6 +464,7 @@ def _statuses(tmp_path: Path, name: str, statuses: list[str]) -> Path:
 BAD_STATUSES = ["\u00b2", "9" * 5000, "99999999999", "-1", " 5", "\u0663"]
 
 
+@pytest.mark.slow  # command-line runs besides the reader
 def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) -> None:
     """`grpc-status: ²` (str.isdigit() takes it, int() does not), 5,000 digits,
     a number past the column's int32, a sign, a space, an Arabic-Indic three:
@@ -532,6 +533,7 @@ def _nats_client(path: Path, first: list[bytes], handshake: bool) -> Path:
     return path
 
 
+@pytest.mark.slow  # command-line runs besides the reader, per case
 @pytest.mark.parametrize(
     "first,handshake",
     [
@@ -570,6 +572,7 @@ def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
     assert rows["verb"].count("PUB") == 5
 
 
+@pytest.mark.slow  # command-line runs besides the reader
 def test_a_long_run_of_http2_bytes_is_no_nats_problem_in_the_tables(tmp_path: Path) -> None:
     """The C loop reads an HTTP/2 connection as NATS: 120 KB of DATA without a
     line feed was a NATS problem row ("N bytes without a line end ...: b'\\x00

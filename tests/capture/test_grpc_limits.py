@@ -244,6 +244,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow  # a command-line run per case over its hostile capture: seconds each
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
@@ -401,6 +402,7 @@ def test_a_real_api_capture_reads_as_before() -> None:
     assert not [m for m in items if isinstance(m, GrpcMessage) and m.error]
 
 
+@pytest.mark.slow  # command-line runs: seconds
 @pytest.mark.parametrize(
     "command",
     [

@@ -158,6 +158,7 @@ def test_capture_tables_hold_null_and_a_problem_row(tmp_path: Path) -> None:
     assert [r["ts_ns"] for r in rows if r["subject"] is not None] == [GOOD, None, GOOD + 1]
 
 
+@pytest.mark.slow  # a report run
 def test_report_counts_it_and_exits_1(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "rec.jsonl", PAST)
     run = _lbparse(
@@ -184,6 +185,7 @@ def test_pipeline_sources_read_null_times(tmp_path: Path) -> None:
     assert abs(times[0] - GOOD) < 1000 and times[1:] == [None, None]
 
 
+@pytest.mark.slow  # a report run
 def test_a_timeless_record_is_on_no_time_axis(tmp_path: Path) -> None:
     """The report counts a record whose time did not fit, and places it in no
     time bin: its axis is the other records' (not stretched back to 1677,

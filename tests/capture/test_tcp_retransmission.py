@@ -143,6 +143,7 @@ def _resent(path: Path, n: int, differ: bool) -> str:
     return retransmit.write(path / f"resent{n}{differ}.pcap", packets)
 
 
+@pytest.mark.slow  # two reads of 800 and 3,200 resent segments under tracemalloc: seconds
 @pytest.mark.parametrize("differ", [False, True])
 def test_many_retransmissions_keep_memory_bounded(differ: bool, tmp_path: Path) -> None:
     """Every segment sent again, 6000 bytes of it: the window holds at most

@@ -33,12 +33,14 @@ def _report(tables: Path, tmp_path: Path) -> tuple[int, str, dict[str, object]]:
     return done.returncode, err, json.loads(model.read_text()) if model.exists() else {}
 
 
+@pytest.mark.slow  # capture --tables, then report: two command-line runs
 def test_the_tables_of_a_grpc_only_capture_are_reported(tmp_path: Path) -> None:
     rc, err, model = _report(_tables(tmp_path), tmp_path)
     assert rc == 0, err
     assert '"FetchCursor"' in json.dumps(model)  # the two calls' method, in the client part
 
 
+@pytest.mark.slow  # capture --tables, then report: two command-line runs
 @pytest.mark.parametrize(
     "bad", ["{not json", "[" * 100_000 + "]" * 100_000], ids=["invalid", "deep"]
 )

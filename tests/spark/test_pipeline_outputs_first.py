@@ -61,6 +61,7 @@ def refused_at_once(done: subprocess.CompletedProcess[str], seconds: float, *wor
     assert seconds < 20, seconds  # a JVM start alone takes longer on these machines' 2 cores
 
 
+@pytest.mark.slow  # `lbparse pipeline` runs (refused before the JVM, after PySpark's import)
 @ROOT_ONLY
 def test_a_read_only_place_is_refused_before_spark(tmp_path: Path, silent_fifo: Path) -> None:
     """The old run started Spark and failed after 8.5 s with a raw [Errno 30]."""
@@ -85,6 +86,7 @@ def test_an_immutable_directory_is_refused_before_spark(tmp_path: Path, silent_f
     assert os.listdir(out) == []
 
 
+@pytest.mark.slow  # `lbparse pipeline` runs (refused before the JVM, after PySpark's import)
 def test_a_place_spark_could_not_write_is_refused_before_spark(
     tmp_path: Path, silent_fifo: Path
 ) -> None:

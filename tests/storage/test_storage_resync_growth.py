@@ -70,6 +70,7 @@ def _crc_bytes(data: bytes) -> int:
     return sum(r.crc_bytes for r in made)
 
 
+@pytest.mark.slow  # a growth measurement: seconds
 def test_a_resync_takes_a_bounded_crc_per_candidate() -> None:
     """The fast check, a count of work: bytes through the CRC per byte of
     garbage stay bounded and double with it (the quadratic reader took each
@@ -80,6 +81,7 @@ def test_a_resync_takes_a_bounded_crc_per_candidate() -> None:
     assert twice < PER_DOUBLING * once, (once, twice)
 
 
+@pytest.mark.slow  # a growth measurement: seconds
 @pytest.mark.parametrize("fmt", ["v2020_02", "v2019_07", "v2018_08"])
 def test_a_resync_over_bodies_to_the_end_grows_linearly(fmt: str) -> None:
     """CPU time at 1x, 2x, 4x of garbage (minima of interleaved rounds)."""
