@@ -115,6 +115,11 @@ def _verdict(name: str, path: Path, spark: Any, d: Path) -> dict[str, tuple[int,
     return got
 
 
+# The tests of `verdicts` on one worker: the fixture is a module's, so each
+# worker that ran one of them made it again (CI: 16 s of setup twice).
+ONE_WORKER = pytest.mark.xdist_group("one-verdict")
+
+
 @pytest.fixture(scope="module")
 def verdicts(
     inputs: dict[str, Path], spark: Any, tmp_path_factory: pytest.TempPathFactory
@@ -125,6 +130,7 @@ def verdicts(
 
 
 @pytest.mark.slow
+@ONE_WORKER
 @pytest.mark.parametrize("name", FILES)
 def test_every_reading_gives_one_verdict(
     verdicts: dict[str, dict[str, tuple[int, int, int]]], name: str
@@ -134,6 +140,7 @@ def test_every_reading_gives_one_verdict(
 
 
 @pytest.mark.slow
+@ONE_WORKER
 def test_normal_client_behaviour_is_a_note_not_a_problem(
     verdicts: dict[str, dict[str, tuple[int, int, int]]], inputs: dict[str, Path]
 ) -> None:
@@ -166,6 +173,7 @@ def test_normal_client_behaviour_is_a_note_not_a_problem(
 
 
 @pytest.mark.slow
+@ONE_WORKER
 def test_data_lost_in_a_grpc_connection_is_a_problem_everywhere(
     verdicts: dict[str, dict[str, tuple[int, int, int]]],
 ) -> None:
