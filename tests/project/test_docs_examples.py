@@ -247,9 +247,11 @@ EXAMPLES: dict[str, Example] = {
     ),
     "readme-pipeline": Example(spark=True, check=_files("out/messages", "out/summary.json")),
     "readme-sql": Example(spark=True, after="readme-pipeline", check=_latencies),
+    # After the SQL, as the page reads: one test, one run of readme-pipeline (a
+    # JVM's start and a job) for both, each checked as before.
     "readme-datasource": Example(
         spark=True,
-        after="readme-pipeline",
+        after="readme-sql",
         claims=(
             "envs = df.select(lbparse.spark.from_envelope('payload').alias('env'))"
             ".select('env.msg_type_name').collect()\n"
