@@ -251,6 +251,7 @@ def test_an_error_after_the_output_was_opened_removes_its_temporary_file(
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # command-line runs, a second or more
 @needs_short
 def test_interrupted_the_output_holds_what_was_written_and_no_temporary_file(
     tmp_path: Path,

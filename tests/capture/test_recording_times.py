@@ -135,6 +135,7 @@ def _lbparse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*LBPARSE, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # a command-line run
 def test_capture_prints_null_names_the_line_and_exits_1(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "rec.jsonl", PAST)
     run = _lbparse("capture", str(path))
@@ -147,6 +148,7 @@ def test_capture_prints_null_names_the_line_and_exits_1(tmp_path: Path) -> None:
     assert "e+" not in table.stdout and PAST not in table.stdout, table.stdout
 
 
+@pytest.mark.slow  # a command-line run
 def test_capture_tables_hold_null_and_a_problem_row(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "rec.jsonl", PAST)
     run = _lbparse("capture", str(path), "--tables", str(tmp_path / "t"))

@@ -38,6 +38,7 @@ def _java_that_tells(tmp_path: Path) -> tuple[dict[str, str], Path]:
 # --- 1. pipeline: an input in no format it reads is refused before Spark starts ---
 
 
+@pytest.mark.slow  # `lbparse pipeline` runs: PySpark's import, a second or more
 def test_pipeline_refuses_a_text_file_at_once_without_a_jvm(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("meeting notes, not a capture\nsecond line\n")
@@ -59,6 +60,7 @@ def test_pipeline_refuses_a_text_file_at_once_without_a_jvm(tmp_path: Path) -> N
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # `lbparse pipeline` runs: PySpark's import, a second or more
 def test_pipeline_says_what_a_refused_file_holds(tmp_path: Path) -> None:
     """A gzipped capture and a file of other bytes, each named with what was found."""
     packed = tmp_path / "nats.pcap.gz"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from support.cli import run_cli
 from support.shared import shared_path
 
@@ -36,6 +37,7 @@ def test_zeros_are_values_in_the_capture_tables() -> None:
     assert "OK" in _column(tables, "proto_Ack", "ackError")
 
 
+@pytest.mark.slow  # capture --tables over a real capture, a command-line run
 def test_pandas_reads_zeros_as_integers_and_names_from_capture_tables(tmp_path: Path) -> None:
     import pandas as pd
 
@@ -62,6 +64,7 @@ def test_nulls_for_defaults_are_an_option() -> None:
         assert (row["ackPolicy"], row["offset"], row["ackError"]) == want
 
 
+@pytest.mark.slow  # capture --tables over a real capture, a command-line run
 def test_pandas_reads_every_integer_column_as_an_integer(tmp_path: Path) -> None:
     """`capture --tables` writes the pipeline's Parquet layout (pandas metadata):
     every integer column of every table, nulls or not, reads as an integer
@@ -94,6 +97,7 @@ def test_pandas_reads_every_integer_column_as_an_integer(tmp_path: Path) -> None
     assert [None if pd.isna(v) else int(v) for v in calls["request_ts_ns"]] == ts
 
 
+@pytest.mark.slow  # capture --tables over a real capture, a command-line run
 def test_the_tables_in_memory_read_as_their_files_do(tmp_path: Path) -> None:
     """One layout everywhere: `read_capture_tables`' tables carry the schema
     `capture --tables` writes, pandas metadata included, so `to_pandas()` on

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 CASE = """\
 def test_passes(tmp_path):
@@ -22,6 +24,7 @@ def test_fails(tmp_path):
 """
 
 
+@pytest.mark.slow  # a pytest run of its own
 def test_a_passed_tests_files_go_and_a_failed_tests_stay(tmp_path: Path) -> None:
     case = tmp_path / "case"
     case.mkdir()

@@ -71,6 +71,7 @@ def test_a_read_only_place_is_refused_before_spark(tmp_path: Path, silent_fifo: 
             refused_at_once(done, seconds, f"-o/--output {out}", where, "Read-only file system")
 
 
+@pytest.mark.slow  # `lbparse pipeline` runs (refused before the JVM, after PySpark's import)
 @ROOT_ONLY
 def test_an_immutable_directory_is_refused_before_spark(tmp_path: Path, silent_fifo: Path) -> None:
     out = tmp_path / "out"
