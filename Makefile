@@ -110,8 +110,8 @@ test:
 	$(PYTEST) -q -n $(JOBS) --dist loadgroup --waiting-lane --durations=30
 
 ## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
-## tshark, Node and other languages, long fuzz sweeps, any test of half a second or
-## more): under a minute
+## tshark, Node and other languages, long fuzz sweeps, command-line runs, any test of half
+## a second or more): under half a minute on 2 cores
 test-fast:
 	$(PYTEST) -q -m "not slow" -n $(JOBS)
 
