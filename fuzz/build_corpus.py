@@ -8,9 +8,10 @@ NATS streams of those envelopes (with headers, replies, control lines) for
 `nats`; small pcap and pcapng captures of them, over several link types,
 for `capture`; batches of envelopes for `batch`; segments of every
 generation, indexes, checkpoints and raft.db pages for `storage`; Raft log
-entries and transport streams for `raft`; whole raft.db files (real and crafted) for
-`raftdb`; HTTP/2 connections carrying gRPC calls for `h2`. The seeds are made, never stored: fuzz/corpus/ is not
-committed (the fuzzer's finds grow it).
+entries and transport streams for `raft`; whole raft.db files (real and
+crafted) for `raftdb`; HTTP/2 connections carrying gRPC calls for `h2`. The
+seeds are made, never stored: fuzz/corpus/ is not committed (the fuzzer's
+finds grow it).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ fuzz/replay.py (the corpus, once, e.g. under the sanitizers of `make
 sanitize`) and the tests run the same checks. `NATIVE` are the targets
 whose bytes reach the C modules (lbparse/capture/_native.c,
 lbparse/columnar/_kernels.c, _structs.c): their checks hold the C code
-equal to its Python reference (`native_pass`: the batch decoder's C passes). Issue #19 added `batch` (the pipeline's
-batch decoder against lbparse.decode row by row), `storage` (segments,
+equal to its Python reference (`native_pass`: the batch decoder's C
+passes). Issue #19 added `batch` (the pipeline's batch decoder against
+lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
 and `raft` (Raft log entries and the transport stream); issue #27 `raftdb`
 (whole raft.db files: the bbolt walk and the log's copy budget); issue #28

@@ -90,7 +90,8 @@ LATE: frozenset[str] = frozenset(
         "lbparse.columnar.sources",
         "lbparse.columnar.tables",
         "lbparse.cli.tables_out",  # `capture --tables`: the command's other runs need no pyarrow
-        "lbparse.capture",  # read_capture_tables' hint of on_info (Notice): 28 ms import lbparse spares
+        # read_capture_tables' hint of on_info (Notice): 28 ms import lbparse spares
+        "lbparse.capture",
     }
 )
 

@@ -110,7 +110,8 @@ DECODING: tuple[Column, ...] = (
         "liftbridge_json",
         OPTIONAL_TEXT,
         "Liftbridge's own non-envelope traffic "
-        "(lbparse.capture.traffic: the Raft transport, its handshake, the bootstrap probe), JSON text",
+        "(lbparse.capture.traffic: the Raft transport, its handshake, the bootstrap probe), "
+        "JSON text",
     ),
 )
 

@@ -353,9 +353,9 @@ class Direction:
             Notice(
                 "retransmission",
                 f"retransmitted bytes differ from those delivered: {differ} of "
-                f"{hi - lo} bytes compared in a segment of {len(data)} bytes at sequence {seq}, the "
-                f"first at sequence {(seq + first) & MASK}; the copy delivered first was kept (later "
-                "retransmissions in this direction are not compared)",
+                f"{hi - lo} bytes compared in a segment of {len(data)} bytes at sequence "
+                f"{seq}, the first at sequence {(seq + first) & MASK}; the copy delivered "
+                "first was kept (later retransmissions in this direction are not compared)",
                 ts,
                 self.src,
                 self.dst,

@@ -2,9 +2,10 @@
 
 A payload type is a full protobuf message name (`proto.Message`,
 `protocol.PropagatedRequest`, ...), `raw` (REPLICATION_RESPONSE: the
-ReplicationResponse payload of spec/commitlog.ksy) or `bytes`. `CODECS` maps each name to a codec with `decode` (bytes to object,
-raising `EnvelopeError("bad_payload")`), `to_json` and `encode`. The table
-is built once at import from the generated protobuf modules.
+ReplicationResponse payload of spec/commitlog.ksy) or `bytes`. `CODECS`
+maps each name to a codec with `decode` (bytes to object, raising
+`EnvelopeError("bad_payload")`), `to_json` and `encode`. The table is built
+once at import from the generated protobuf modules.
 """
 
 from __future__ import annotations

@@ -10,10 +10,11 @@ it has fields, instead of a `FromString` and a getattr per field per row.
 It covers what encoders write: known fields with their wire type, each
 singular field at most once, repeated fields packed or not, maps without
 duplicate keys, valid UTF-8, tags and lengths of at most 5 bytes. Any
-message outside that (a packed run cut inside an element, a wire type that does not
-match the field, a singular field twice (legal: upb merges it), a map entry with a key twice or with a field it does not
-declare (upb keeps such an entry out of the map), truncated or malformed
-bytes, invalid UTF-8, groups) is left out and reported in `ok`; the caller decodes those with upb
+message outside that (a packed run cut inside an element, a wire type that
+does not match the field, a singular field twice (legal: upb merges it), a
+map entry with a key twice or with a field it does not declare (upb keeps
+such an entry out of the map), truncated or malformed bytes, invalid UTF-8,
+groups) is left out and reported in `ok`; the caller decodes those with upb
 (`columns.py`), which also decides whether they are errors. Unknown field
 numbers are skipped, as protobuf does (`clean=True` leaves such messages
 out too). Values follow the same rules as `columns.py` (Spark's

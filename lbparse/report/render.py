@@ -159,7 +159,8 @@ def _format(item: dict[str, Any]) -> str:
 
 
 def _kpi(label: str, value: Any, warn: bool = False) -> str:
-    return f"<div class='kpi{' warn' if warn else ''}'><b>{_n(value)}</b><span>{_e(label)}</span></div>"
+    cls = "kpi warn" if warn else "kpi"
+    return f"<div class='{cls}'><b>{_n(value)}</b><span>{_e(label)}</span></div>"
 
 
 def header_html(model: dict[str, Any]) -> str:

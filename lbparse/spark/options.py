@@ -12,7 +12,7 @@
 | `subjectColumn` | `--subject-column` | its subject column |
 | `timestampColumn` | `--timestamp-column` | its capture-time column |
 | `batchRows` | `--batch-rows` | rows per Arrow batch |
-| `table` | | `messages` or a payload table (`proto_Message`, ...): lbparse.decode_tables' tables; none: the wide rows |
+| `table` | | a table of lbparse.decode_tables (`messages`, `proto_Message`, ...); none: wide rows |
 
 Spark's options are case-insensitive; an option that is none of these is
 refused (a typo would otherwise be silently ignored), and each value is

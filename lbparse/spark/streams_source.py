@@ -19,20 +19,23 @@ source's where they fit):
 | `servers` | `host:port[,host:port...]`: any nodes of the cluster (required) |
 | `stream` | a stream, or a comma list of streams (this or subjectPattern) |
 | `subjectPattern` | the streams whose subject matches (NATS wildcards `*`, `>`) |
-| `startingOffsets` | `earliest` (default), `latest`, or JSON `{"orders": {"0": 23, "1": -2}}` (-2 earliest, -1 latest) |
+| `startingOffsets` | `earliest` (default), `latest`, or JSON: `{"orders": {"0": 23, "1": -2}}` |
 | `startingTimestamp` | Unix ms: each partition from its first message at or after it |
 | `startingOffsetsByTimestamp` | JSON as startingOffsets, of Unix ms |
-| `endingOffsets` | batch only: `latest` (default: the high watermark + 1 of each partition when the read is planned), or JSON as above |
-| `endingTimestamp`, `endingOffsetsByTimestamp` | batch only: up to the first message at or after the time |
+| `endingOffsets` | batch only: `latest` (the default, see below), or JSON as above |
+| `endingTimestamp` | batch only: up to each partition's first message at or after it |
+| `endingOffsetsByTimestamp` | batch only: JSON as endingOffsets, of Unix ms |
 | `maxRecordsPerTrigger` | streaming only: at most this many messages per micro-batch |
 | `readISRReplica` | `true`: read each partition from an in-sync follower |
 | `timeout` | seconds a call or a silent subscription may take (default 10) |
 
-A time is resolved to an offset per partition on the driver, so what is
-planned and checkpointed is offsets. With subjectPattern the streams are
-listed again at each micro-batch (a stream made later is read from its
-first offset). A paused partition (Liftbridge reads nothing of it) fails a
-batch read in one line; a streaming query holds it where it is.
+In the JSON, offset -2 is a partition's earliest and -1 its latest; the
+ending `latest` is each partition's high watermark + 1 when the read is
+planned. A time is resolved to an offset per partition on the driver, so
+what is planned and checkpointed is offsets. With subjectPattern the
+streams are listed again at each micro-batch (a stream made later is read
+from its first offset). A paused partition (Liftbridge reads nothing of
+it) fails a batch read in one line; a streaming query holds it where it is.
 
 Streaming offsets are `{"stream": {"partition": next offset}}` (JSON, kept in
 the checkpoint): a micro-batch reads from its start offset to its end offset,

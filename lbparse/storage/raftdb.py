@@ -182,8 +182,8 @@ def _read_logs(db: BoltDB, store: RaftStore, budget: _Budget) -> None:
                 "limit",
                 (
                     f"log key {_key_text(first.key)}: the {budget.size} bytes of keys and values "
-                    f"lbparse reads of raft.db are spent (max_raft_db); this key and the {left - 1} "
-                    "after it are not decoded (--max-raft-db raises the limit)"
+                    "lbparse reads of raft.db are spent (max_raft_db); this key and the "
+                    f"{left - 1} after it are not decoded (--max-raft-db raises the limit)"
                 ),
             )
         )

@@ -293,8 +293,10 @@ EXAMPLES: dict[str, Example] = {
         claims=(
             "n = spark.read.parquet('out/messages').count()\n"
             "assert n == len(pandas.read_parquet('out/messages')) == "
-            "pyarrow.dataset.dataset('out/messages').count_rows() == len(polars.read_parquet('out/messages'))\n"
-            "assert duckdb.sql(\"SELECT count(*) FROM read_parquet('out/messages/*.parquet')\").fetchall() == [(n,)]"
+            "pyarrow.dataset.dataset('out/messages').count_rows() == "
+            "len(polars.read_parquet('out/messages'))\n"
+            "assert duckdb.sql(\"SELECT count(*) FROM read_parquet('out/messages/*.parquet')\")"
+            ".fetchall() == [(n,)]"
         ),
     ),
     "pipeline-entries": Example(spark=True),

@@ -21,7 +21,8 @@ ROOT = Path(lbparse.__file__).parent
 
 
 def _package_of(path: Path) -> str:
-    """The package a source file belongs to: lbparse/a/b.py and lbparse/a/__init__.py -> lbparse.a."""
+    """The package a source file belongs to: lbparse/a/b.py and
+    lbparse/a/__init__.py -> lbparse.a."""
     return ".".join(path.relative_to(ROOT.parent).parent.parts)
 
 

@@ -33,7 +33,10 @@ needs_install = pytest.mark.skipif(
 
 @pytest.mark.slow
 def test_the_command_line_runs_the_lbparse_the_tests_import(tmp_path: Path) -> None:
-    code = "import lbparse, lbparse_generated; print(lbparse.__file__); print(lbparse_generated.__file__)"
+    code = (
+        "import lbparse, lbparse_generated; "
+        "print(lbparse.__file__); print(lbparse_generated.__file__)"
+    )
     # From the checkout's root, where `python -m` would put the checkout first without -P.
     res = subprocess.run(
         [*LBPARSE[:-2], "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60

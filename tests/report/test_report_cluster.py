@@ -290,8 +290,9 @@ def test_metadata_lookups_wait_while_a_failed_node_is_down(story: dict[str, Any]
     """The client's FetchMetadata/FetchPartitionMetadata calls, placed against
     the failovers: every one is placed; each failover is one of the kills', or
     an election the nodes' logs show (a loaded machine can stall a leader's
-    heartbeats: seen once, 32 s after the second kill); lookups during a failover or while its failed node is down wait for
-    hundreds of ms to seconds (3-5 s seen), those in the calm a few ms."""
+    heartbeats: seen once, 32 s after the second kill); lookups during a
+    failover or while its failed node is down wait for hundreds of ms to
+    seconds (3-5 s seen), those in the calm a few ms."""
     client = story["model"]["client"]
     ml = client["metadata_lookups"]
     calls = {m["method"]: m["calls"] for m in client["methods"]}

@@ -1,4 +1,5 @@
-"""`lbparse pipeline` on a real local[2] Spark: nothing lost, everything decoded as lbparse decodes it."""
+"""`lbparse pipeline` on a real local[2] Spark: nothing lost, everything
+decoded as lbparse decodes it."""
 
 from __future__ import annotations
 
