@@ -25,7 +25,7 @@ still arriving holds only what came so far.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Union
+from typing import Any, Final
 
 MESSAGE_VERBS = frozenset({"PUB", "HPUB", "MSG", "HMSG"})
 CONTROL_VERBS = ("INFO", "CONNECT", "SUB", "UNSUB", "PING", "PONG", "+OK", "-ERR")
@@ -161,7 +161,7 @@ class Problem:
 
 
 # What `NatsParser.feed` returns a list of.
-Parsed = Union[Frame, Control, Problem]
+Parsed = Frame | Control | Problem
 
 
 def _lost(verb: str, subject: str, have: int, total: int) -> str:

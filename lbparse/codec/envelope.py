@@ -17,7 +17,7 @@ read those parts in C (`operator.attrgetter`).
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lbparse.codec.layouts import LAYOUTS
 from lbparse.codec.payloads import REPLICATION_RESPONSE, codec_for
@@ -34,7 +34,7 @@ __all__ = [
     "make_head",
 ]
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 
 class Head(NamedTuple):

@@ -283,8 +283,7 @@ def wire_lua(layouts: Mapping[str, Layout]) -> str:
     for name in names:
         table = _wire_types(message_class(name).DESCRIPTOR)
         cells = " ".join(
-            "[%d] = { %s },"
-            % (
+            "[{}] = {{ {} }},".format(
                 n,
                 ", ".join(
                     f"[{w}] = true" if isinstance(w, int) else f"{w} = true"
@@ -458,14 +457,15 @@ def lua_source(
         [
             f"local DEFAULT_PORT = {int(default_port)}\n",
             f"local PROTO_DIR = {_lua_str(PROTO_DIR)}\n",
-            "local FLAG_SPLIT = { field = %s, set = %s, clear = %s }\n"
-            % (
+            "local FLAG_SPLIT = {{ field = {}, set = {}, clear = {} }}\n".format(
                 _lua_str(split["field"]),
                 _lua_str(_need_kind(split["set"])),
                 _lua_str(_need_kind(split["clear"])),
             ),
             has_crc_lua(ksy),
-            "local KIND = { %s }\n" % ", ".join(f"{k} = {_lua_str(k)}" for k in ENVELOPE_KINDS),
+            "local KIND = {{ {} }}\n".format(
+                ", ".join(f"{k} = {_lua_str(k)}" for k in ENVELOPE_KINDS)
+            ),
             seq_lua(ksy),
             layouts_lua(lays),
             wire_lua(lays),

@@ -23,7 +23,6 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
 from lbparse.storage.errors import Finding, StorageError
 from lbparse_generated.storage_layouts import BBOLT
@@ -51,7 +50,7 @@ PAGE_SIZES = (4096, 8192, 16384, 32768, 65536, 1024, 2048)
 MAX_DEPTH = 64
 
 # What a BoltDB reads: bytes, or a file's map (BoltDB.open).
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 
 def fnv1a64(data: bytes | memoryview) -> int:

@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
 from lbparse.digits import ascii_int
 from lbparse.storage.errors import Finding, StorageError
@@ -25,7 +24,7 @@ __all__ = ["IndexEntry", "IndexReading", "read_index", "read_index_bytes", "CURR
 CURRENT_INDEX: IndexFormat = max(INDEX_FORMATS_BY_NAME.values(), key=lambda f: f.id)
 MAX_TAIL_FINDINGS = 10  # entries after the zero tail reported one by one, then counted
 CHUNK = 1 << 20  # bytes of the index read at a time
-Buffer = Union[bytes, mmap.mmap]
+Buffer = bytes | mmap.mmap
 _ZEROS = bytes(CHUNK)
 
 

@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union, cast
+from typing import Any, cast
 
 import crc32c as _crc32c
 
@@ -52,7 +52,7 @@ __all__ = [
 
 # What a segment is read from: its bytes, or the file mapped into memory
 # (lbparse.codec.commitlog's code takes either: it slices and unpacks).
-Buffer = Union[bytes, mmap.mmap]
+Buffer = bytes | mmap.mmap
 NS_PER_MS = 1_000_000  # the first generations kept the timestamp in milliseconds
 DETECT_ENTRIES = 16  # entries read from the start of a file to tell its generation
 PART_BYTES = 8 << 20  # what iter_segment reads at a time

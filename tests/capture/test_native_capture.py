@@ -128,9 +128,7 @@ def _forgotten_and_repeated(tmp_path: Path) -> Path:
     again = conn.send("c", cw.pub("a", b"once"))
     packets += again
     for i in range(400):
-        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)).handshake()[
-            :1
-        ]
+        packets += cw.Conn(client=(f"10.1.{i // 200}.{i % 200 + 1}", 2000 + i)).handshake()[:1]
     packets += again + conn.send("c", cw.pub("b", b"after"))
     return _pcap(tmp_path / "flows.pcap", packets)
 

@@ -269,9 +269,7 @@ def test_idle_connections_are_forgotten_and_nothing_is_lost(
     packets += quiet.send("c", cw.pub("early", b"e"))
     packets += talker.send("c", frame[:200])  # half a message, waiting
     for i in range(400):  # 400 silent connections
-        packets += cw.Conn(client=("10.1.%d.%d" % (i // 200, i % 200 + 1), 2000 + i)).handshake()[
-            :1
-        ]
+        packets += cw.Conn(client=(f"10.1.{i // 200}.{i % 200 + 1}", 2000 + i)).handshake()[:1]
     packets += talker.send("c", frame[200:])
     packets += quiet.send("c", cw.pub("late", b"l"))  # forgotten meanwhile: picked up again
     path = tmp_path / "scan.pcap"

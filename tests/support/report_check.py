@@ -49,7 +49,7 @@ def _one_by_one(frames: list[tuple[str, str, bytes]], packets_before: int) -> di
     """The model of the same messages added record by record (their capture times
     as the capture's: one packet each, after the handshake's three)."""
     agg = Aggregator(raft=False)
-    client, server = "%s:%d" % CLIENT, "%s:%d" % SERVER
+    client, server = "{}:{}".format(*CLIENT), "{}:{}".format(*SERVER)
     for k, (verb, subject, payload) in enumerate(frames):
         ts = round((T0 + (packets_before + k) * 0.001) * 1e9)
         src, dst, sid = (client, server, None) if verb == "PUB" else (server, client, "1")
