@@ -100,7 +100,7 @@ def make_large(path: str, n: int, size: int) -> int:
     w = PcapWriter(path)
     body = os.urandom(size)
     mss = 65495 - 12  # loopback MTU, as a tcpdump on lo shows
-    for i in range(n):
+    for _ in range(n):
         frame = b"HPUB lb.big  12 %d\r\nNATS/1.0\r\n\r\n" % (size + 12) + body + b"\r\n"
         for k in range(0, len(frame), mss):
             w.send(0, frame[k : k + mss])

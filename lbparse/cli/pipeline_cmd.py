@@ -549,6 +549,6 @@ def print_report(summary: Any, out: str) -> None:
         f"({summary.rows_per_second:,.0f} rows/s)"
     )
     # The tables written (only those with rows), with their rows.
-    for name, table in summary.tables.items():
+    for table in summary.tables.values():
         print(f"Parquet: {table['path']}  ({table['rows']:,} rows)")
     print(f"summary: {out.rstrip('/')}/summary.json")

@@ -941,13 +941,7 @@ class BatchDecoder:
                 continue
             mine = by_type[bounds[code] : bounds[code + 1]]
             cls: type = self.typed[ptype] or ReplicationResponse
-
-            def objects() -> list[int]:
-                # Decoded objects of this column's class (a FlatBuffers table
-                # of the same name is not: it goes to payload_json).
-                return [i for i in by_code.get(code, ()) if isinstance(rows.messages.get(i), cls)]
-
-            objs = objects()
+            objs = _objects_of(rows.messages, by_code, code, cls)
             pre = rows.decoded.get(ptype)
             if not mine.size and not objs and pre is None:
                 continue
@@ -969,7 +963,7 @@ class BatchDecoder:
                         for i in mine[~ok].tolist():
                             self._upb(rows, i, cls, data, starts, ends)
                     by_code = _objects_by_code(rows.messages, codes)
-                    objs = objects()
+                    objs = _objects_of(rows.messages, by_code, code, cls)
             used.update(objs)
             if objs:
                 got_rows.append(np.array(objs, np.int64))
@@ -1109,6 +1103,14 @@ def _objects_by_code(messages: dict[int, Any], codes: np.ndarray) -> dict[int, l
         if m is not None and not isinstance(m, (bytes, bytearray)):
             out.setdefault(int(codes[i]), []).append(i)
     return out
+
+
+def _objects_of(
+    messages: dict[int, Any], by_code: dict[int, list[int]], code: int, cls: type
+) -> list[int]:
+    """The rows of payload type `code` decoded to objects of `cls` (a
+    FlatBuffers table of the same name is not: it goes to payload_json)."""
+    return [i for i in by_code.get(code, ()) if isinstance(messages.get(i), cls)]
 
 
 def _same_for_the_class(got: Any, layout: str) -> bool:

@@ -500,8 +500,8 @@ class Summary:
         # Where the tasks' lbparse was, compiled or not (a cluster's executors may differ).
         builds = list(dict.fromkeys(b for f in self.files for b in f.decoded_by))
         out += _wrapped(f"{'decoded by:':<16}", builds) if builds else []
-        problems = [(f.path, e) for f in self.files for e in f.file_errors]
-        for path, e in problems[:20]:
+        problems = [e for f in self.files for e in f.file_errors]
+        for e in problems[:20]:
             out.append(f"problem: {e}")
         if len(problems) > 20:
             out.append(f"... and {len(problems) - 20} more problems (summary.json has them all)")

@@ -95,7 +95,7 @@ def read_object(
                 f"the bytes end inside the msgpack object at offset "
                 f"{pos} ({len(view)} bytes from there)",
                 offset=pos + len(view),
-            )
+            ) from None
         return None
     except (ValueError, TypeError, msgpack.StackError, msgpack.UnpackException) as exc:
         # TypeError: a map key that is a list or map (unhashable).

@@ -152,7 +152,7 @@ def test_unknown_link_types(linktype: int, tmp_path: Path) -> None:
 
     frames = [(1.7e9 + k / 1000, cw.link(cw.ETHERNET, p)) for k, p in enumerate(_packets())]
     packets = []
-    for k, (ts, frame) in enumerate(frames):
+    for ts, frame in frames:
         packets.append((0, ts, frame))
         packets.append((1, ts, b"\x01\x02" + frame))  # the same again on the unknown interface
     ng = tmp_path / "two.pcapng"

@@ -319,7 +319,7 @@ def test_the_storage_campaigns_timeout_input_is_read_in_linear_time() -> None:
     assert time.perf_counter() - t < 10
     for fmt in [None, *SEGMENT_FORMATS_BY_NAME.values()]:
         assert_linear(
-            lambda k: read_segment_bytes(data * k, "x.log", fmt, base_offset=7),
+            lambda k, fmt=fmt: read_segment_bytes(data * k, "x.log", fmt, base_offset=7),
             [1, 2, 4, 8],
             floor=0.01,
         )

@@ -70,11 +70,10 @@ def test_plain_bytes_are_stored_as_plain_messages() -> None:
 def test_check_command_exits_non_zero_on_a_crashing_input(tmp_path) -> None:
     good = "b90e43b40008000a0a027331"
     crash = "b90e43b40028000a0a026964"
-    run = lambda *a: subprocess.run(
-        [*LBPARSE, "check", *a],
-        capture_output=True,
-        timeout=60,
-    )
+
+    def run(*a: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([*LBPARSE, "check", *a], capture_output=True, timeout=60)
+
     ok = run(good)
     assert ok.returncode == 0, ok.stderr
     assert b"accepted as MsgType 10 ServerInfoRequest" in ok.stdout

@@ -109,7 +109,7 @@ def _finish(proc: subprocess.Popen, timeout: float = 30.0) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate(timeout=5)
-        raise AssertionError(f"timed out; stderr: {err.decode(errors='replace')}")
+        raise AssertionError(f"timed out; stderr: {err.decode(errors='replace')}") from None
     assert proc.returncode == 0, err.decode(errors="replace")
     return out.decode(), err.decode()
 

@@ -118,7 +118,7 @@ class Tool:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.communicate(timeout=5)
-            raise AssertionError(f"did not finish; stderr: {''.join(self.lines)}")
+            raise AssertionError(f"did not finish; stderr: {''.join(self.lines)}") from None
         return self.proc.returncode, out.decode(), "".join(self.lines) + err.decode()
 
     def kill(self) -> None:

@@ -332,9 +332,9 @@ def test_no_subject_can_change_the_report_page(crafted: Path, tmp_path: Path) ->
     res = run_cli("report", str(crafted), "-o", str(page), "-q", timeout=300)
     assert res.returncode in (0, 1), res.stderr
     html = page.read_text()
-    for s in HTML_SUBJECTS:  # the data inside <script>: no < or > at all
-        for data in re.findall(r"<script type='application/json'[^>]*>(.*?)</script>", html, re.S):
-            assert "<" not in data and ">" not in data
+    # the data inside <script>: no < or > at all
+    for data in re.findall(r"<script type='application/json'[^>]*>(.*?)</script>", html, re.S):
+        assert "<" not in data and ">" not in data
     seen = look(page)
     assert seen.rendered == "ok", seen.rendered  # not 'pwned', not a timeout of a blank page
     assert seen.errors == []

@@ -63,7 +63,7 @@ def made_capture(path: Path) -> None:
         t += 0.01
         frames.extend((t, cw.link(cw.ETHERNET, p)) for p in conns[ep].send(side, data))
 
-    for ep, conn in conns.items():
+    for conn in conns.values():
         t += 0.01
         frames.extend((t, cw.link(cw.ETHERNET, p)) for p in conn.handshake())
     send(NODE1_STREAMS, "c", _connect(f"LIFT.{NS}.node1.streams"))

@@ -256,7 +256,7 @@ def _memory_exponent(
 ) -> float:
     """How the traced peak grows with the input from sizes[0] to sizes[-1]."""
     inputs = {n: make(n) for n in sizes}
-    peaks = [peak_bytes(lambda: read(inputs[n])) for n in sizes]
+    peaks = [peak_bytes(lambda n=n: read(inputs[n])) for n in sizes]
     first = max(peaks[0], 1)
     return math.log(max(peaks[-1], first) / first) / math.log(sizes[-1] / sizes[0])
 
@@ -317,5 +317,5 @@ def test_sparse_files_cost_the_same_whatever_their_size(tmp_path: Path) -> None:
     """The hole grows 1x, 2x, 4x: time and memory stay those of the data."""
     paths = {n: _sparse(tmp_path / f"raft{n}.db", n << 30) for n in (1, 2, 4)}
     assert_linear(lambda n: read_raft_db(paths[n]), [1, 2, 4], max_exponent=0.3, floor=0.01)
-    peaks = [peak_bytes(lambda: read_raft_db(paths[n])) for n in (1, 2, 4)]
+    peaks = [peak_bytes(lambda n=n: read_raft_db(paths[n])) for n in (1, 2, 4)]
     assert max(peaks) < 2 * min(peaks) + (1 << 20), peaks

@@ -33,7 +33,7 @@ def _check(
     more than `memory_growth` x that of the smallest (4x the input: linear)."""
     inputs = {n: make(n) for n in sizes}
     assert_linear(lambda n: run(inputs[n]), sizes, max_exponent=MAX_EXPONENT)
-    small, big = (peak_bytes(lambda: run(inputs[n])) for n in (sizes[0], sizes[-1]))
+    small, big = (peak_bytes(lambda n=n: run(inputs[n])) for n in (sizes[0], sizes[-1]))
     assert big <= memory_growth * max(small, 1 << 16), (small, big)
 
 

@@ -38,7 +38,7 @@ def _kaitai_walk(
 def _kaitai_bucket(data: bytes, name: bytes) -> list[tuple[int, bytes, bytes]]:
     metas = [BboltPage(KaitaiStream(BytesIO(data[at : at + 4096]))).meta for at in (0, 4096)]
     meta = max(metas, key=lambda m: m.txid)
-    for flags, key, value in _kaitai_walk(data, meta.page_size, meta.root.root):
+    for _flags, key, value in _kaitai_walk(data, meta.page_size, meta.root.root):
         if key == name:
             b = BboltPage.Bucket(KaitaiStream(BytesIO(value)))
             inline = value[16:] if b.header.root == 0 else None

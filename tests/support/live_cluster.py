@@ -151,9 +151,9 @@ class LiveCluster:
             try:
                 with socket.create_connection((host, int(port)), timeout=0.5):
                     return
-            except OSError:
+            except OSError as err:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s")
+                    raise RuntimeError(f"{address} not accepting after {READY_TIMEOUT} s") from err
                 time.sleep(0.2)
 
     def log_tail(self, name: str) -> str:
