@@ -121,6 +121,13 @@ test-fast:
 typecheck:
 	$(PYTHON) -m mypy
 
+## lint: ruff's linter and its formatter's check over the checkout (configured in
+## pyproject.toml [tool.ruff]); `ruff format .` rewrites what the check refuses
+.PHONY: lint
+lint:
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+
 ## bench: decoding, capture and report benchmarks (medians of interleaved rounds, ratios,
 ## one core each); each rewrites its section of docs/pages/benchmarks.md. Under ten minutes
 ## (the report's makes a capture of 300,000 messages); bench-spark and bench-big apart
