@@ -164,7 +164,8 @@ def encode_lift_cookie(message: Any, msg_type: int | None, crc: bool, flags: int
         # refused to read it back; lbparse does not write what nobody reads.
         raise InputError(
             "bad_option",
-            "an empty proto.Message would be the cookie 'LIFT' alone, which LIFT-era readers reject",
+            "an empty proto.Message would be the cookie 'LIFT' alone, "
+            "which LIFT-era readers reject",
         )
     wire: bytes = _schema.build(dict(header=None, crc32c=None, payload=payload), layout=_LIFT.id)
     return wire
