@@ -74,6 +74,7 @@ from lbparse.columnar.commitscan import decode_replication
 from lbparse.columnar.context import apply_context
 from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (
+    JSON_COLUMNS,
     RECORD_COLUMNS,
     arrow_output_schema,
     payload_columns,
@@ -151,12 +152,16 @@ class DecodeOptions:
         emit_defaults: Proto3 zeros, "" and an enum's first value are values,
             as the data has them (the default); False: null, as from_protobuf
             gives them without the option.
+        json_columns: Also the JSON text columns of Liftbridge's traffic
+            (lbparse.columnar.schema.JSON_COLUMNS: traffic_json, fields_json,
+            command_json); off by default, when none is made.
     """
 
     layout: str = "v0"
     verify_crc: bool = True
     lenient: bool = False
     emit_defaults: bool = True
+    json_columns: bool = False
 
     def check(self) -> None:
         """Raise ValueError (the library's own) if lbparse.decode refuses these options."""
@@ -286,7 +291,7 @@ class BatchDecoder:
 
     def __init__(self, options: DecodeOptions) -> None:
         self.options = options
-        self.schema = arrow_output_schema()
+        self.schema = arrow_output_schema(options.json_columns)
         self.typed = typed_payloads()
         self.columns = payload_columns()
         newest, _ = contested_msg_types()
@@ -392,7 +397,7 @@ class BatchDecoder:
         """
         out = self.decoded(records, context, base)
         if traffic is not None:
-            out.columns.update(traffic_columns(traffic, records))
+            out.columns.update(traffic_columns(traffic, records, self.options.json_columns))
         return out
 
     def decoded(
@@ -1257,6 +1262,11 @@ class Decoded:
         self.schema = schema
         self.columns = columns
         self.structs = structs
+
+    @property
+    def json_columns(self) -> bool:
+        """Whether the batch has the JSON text columns (DecodeOptions.json_columns)."""
+        return self.schema.get_field_index(JSON_COLUMNS[0]) >= 0
 
     def column(self, name: str) -> pa.Array:
         """A fixed column by name.
