@@ -1266,7 +1266,7 @@ class Decoded:
     @property
     def json_columns(self) -> bool:
         """Whether the batch has the JSON text columns (DecodeOptions.json_columns)."""
-        return self.schema.get_field_index(JSON_COLUMNS[0]) >= 0
+        return bool(self.schema.get_field_index(JSON_COLUMNS[0]) >= 0)
 
     def column(self, name: str) -> pa.Array:
         """A fixed column by name.
