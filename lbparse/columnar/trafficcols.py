@@ -111,21 +111,25 @@ def traffic_columns(
     nodes: list[str | None] = [None] * n
     rpcs: list[list[dict[str, Any]] | None] = [None] * n
     texts: list[str | None] = [None] * n
-    cols = {
-        name: records.column(name)
+    # The candidates' values taken at once, as Python lists: a pyarrow scalar
+    # per row and column (`column[i].as_py()`) cost more than the rest of
+    # this loop's own work.
+    taken = pa.array(idx, pa.int64())
+    src, dst, subject, reply, payload, headers, error_kind = (
+        records.column(name).take(taken).to_pylist()
         for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
-    }
-    for i in idx:
-        if cols["error_kind"][i].is_valid:  # a problem row of the input
+    )
+    for j, i in enumerate(idx):
+        if error_kind[j] is not None:  # a problem row of the input
             continue
-        headers = cols["headers"][i].as_py()
-        status = headers[0]["value"] if headers and headers[0]["key"] == STATUS else None
+        block = headers[j]
+        status = block[0]["value"] if block and block[0]["key"] == STATUS else None
         t = reader.read(
-            cols["src"][i].as_py() or "",
-            cols["dst"][i].as_py() or "",
-            cols["subject"][i].as_py() or "",
-            cols["reply"][i].as_py(),
-            cols["payload"][i].as_py() or b"",
+            src[j] or "",
+            dst[j] or "",
+            subject[j] or "",
+            reply[j],
+            payload[j] or b"",
             status=status,
         )
         if t is None:
