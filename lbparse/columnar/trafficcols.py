@@ -119,6 +119,7 @@ def traffic_columns(
         records.column(name).take(taken).to_pylist()
         for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
     )
+    found = False
     for j, i in enumerate(idx):
         if error_kind[j] is not None:  # a problem row of the input
             continue
@@ -135,12 +136,13 @@ def traffic_columns(
         if t is None:
             continue
         kinds[i], nodes[i] = t.kind, t.node
+        found = True
         if json_columns:
             rpcs[i] = [_rpc_json(r) for r in t.rpcs]
             texts[i] = dumps(t.to_json_dict())
         else:
             rpcs[i] = [_rpc(r) for r in t.rpcs]
-    if all(kinds[i] is None for i in idx):
+    if not found:
         return _null_columns(n, json_columns)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
     # here is a KeyError, not a column silently null.
