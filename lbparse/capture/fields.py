@@ -149,7 +149,8 @@ TRAFFIC: tuple[Column, ...] = (
     Column(
         "traffic_json",
         OPTIONAL_TEXT,
-        "all of it, JSON text (what a record's JSON holds under liftbridge)",
+        "all of it, JSON text (what a record's JSON holds under liftbridge); only "
+        "on request (DecodeOptions.json_columns)",
     ),
 )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from lbparse.capture.records import STATUS, parse_headers
@@ -73,10 +74,22 @@ def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
         (kind, name, captured tokens) of the first matching spec subject, or
         None when none matches.
     """
+    found = _subject_kind(subject)
+    if found is None:
+        return None
+    kind, name, tokens = found
+    return kind, name, dict(tokens)  # the caller's own: the cached answer stays as it is
+
+
+# A capture's Raft subjects are few (one per node and direction), each seen
+# thousands of times: the patterns are tried once per subject. Bounded, so
+# that a capture of many distinct subjects costs no more than matching anew.
+@lru_cache(maxsize=4096)
+def _subject_kind(subject: str) -> tuple[str, str, tuple[tuple[str, str], ...]] | None:
     for rx, kind, name in _PATTERNS:
         m = rx.match(subject)
         if m:
-            return kind, name, {k: v for k, v in m.groupdict().items() if v is not None}
+            return kind, name, tuple((k, v) for k, v in m.groupdict().items() if v is not None)
     return None
 
 

@@ -147,6 +147,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "DIR/<table>/part-00000.parquet, as `lbparse pipeline` writes them "
         "(without Spark)",
     )
+    p.add_argument(
+        "--json-columns",
+        action="store_true",
+        help="--tables: also the JSON text columns of the Raft traffic (traffic_json, "
+        "fields_json, command_json), as `lbparse pipeline --json-columns` writes them",
+    )
     add_limit_arguments(p, ("max_payload", "max_frame", "max_depth", "max_reassembly"))
 
 
@@ -397,6 +403,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.tables is not None:
         return run_tables(args)
+    if args.json_columns:  # the records' JSON holds all of it already (`liftbridge`)
+        raise UsageError("bad_option", "--json-columns goes with --tables DIR")
     if args.files.count(STDIN) > 1:
         raise InputError("bad_option", "'-' (stdin) can be read only once")
     format_for_output(args)
@@ -521,6 +529,7 @@ def run_tables(args: argparse.Namespace) -> int:
         lenient=args.lenient,
         limits=limits_from(args),
         on_problem=lambda kind, text: warn(NAME, text),
+        json_columns=args.json_columns,
     )
     for name, said in done.notes.items():
         notes = Notes()

@@ -136,6 +136,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "values (the default); --no-emit-default-values: null, as Spark's "
         "from_protobuf gives them without emit.default.values",
     )
+    p.add_argument(
+        "--json-columns",
+        action="store_true",
+        help="also the JSON text columns of the Raft traffic: traffic_json, fields_json, "
+        "command_json, last in the traffic, raft_rpcs and raft_entries tables (made row "
+        "by row: slower)",
+    )
     g = p.add_argument_group("Parquet tables")
     g.add_argument(
         "--column",
@@ -399,6 +406,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
             verify_crc=args.verify_crc,
             lenient=args.lenient,
             emit_defaults=args.emit_defaults,
+            json_columns=args.json_columns,
         ),
         source=SourceOptions(
             column=args.column,

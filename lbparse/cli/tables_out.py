@@ -92,6 +92,7 @@ def write_tables(
     lenient: bool,
     limits: Limits | None,
     on_problem: Callable[[str, str], None],
+    json_columns: bool = False,
 ) -> TablesRun:
     """Read `files` in order into the tables of DIR `path` (checked before).
 
@@ -107,6 +108,7 @@ def write_tables(
         limits: The run's limits; None for the defaults.
         on_problem: Called with (kind, message) for each input problem, as
             they come.
+        json_columns: Also the JSON text columns (read_capture_tables').
 
     Returns:
         What the run wrote: rows per table, problems, notes.
@@ -129,11 +131,12 @@ def write_tables(
                 lenient=lenient,
                 limits=limits,
                 on_info=notes.append,
+                json_columns=json_columns,
             ):
                 _problems(tables["messages"], run, on_problem)
                 for table, rows in tables.items():
                     try:
-                        _write(work, writers, table, rows, run)
+                        _write(work, writers, table, rows, run, json_columns)
                     except OSError as exc:  # the output's (a full disk), not the input's
                         raise write_failed(where, exc) from None
         try:
@@ -187,14 +190,20 @@ def _close_quietly(w: pq.ParquetWriter) -> None:
 
 
 def _write(
-    work: str, writers: dict[str, pq.ParquetWriter], table: str, rows: pa.Table, run: TablesRun
+    work: str,
+    writers: dict[str, pq.ParquetWriter],
+    table: str,
+    rows: pa.Table,
+    run: TablesRun,
+    json_columns: bool,
 ) -> None:
     if not rows.num_rows:
         return
     w = writers.get(table)
     if w is None:
         os.mkdir(os.path.join(work, table))
-        w = writers[table] = parquet_writer(os.path.join(work, table, PART), table_schema(table))
+        schema = table_schema(table, json_columns=json_columns)
+        w = writers[table] = parquet_writer(os.path.join(work, table, PART), schema)
     w.write_table(rows)
     run.rows[table] = run.rows.get(table, 0) + rows.num_rows
 

@@ -81,9 +81,11 @@ DECODED_COLUMNS_FIRST = (
 )
 
 
-def _decoder(layout: str, verify_crc: bool, lenient: bool) -> Any:
+def _decoder(layout: str, verify_crc: bool, lenient: bool, json_columns: bool = False) -> Any:
     decode_arrow = need("lbparse.columnar.decode_arrow")
-    options = decode_arrow.DecodeOptions(layout=layout, verify_crc=verify_crc, lenient=lenient)
+    options = decode_arrow.DecodeOptions(
+        layout=layout, verify_crc=verify_crc, lenient=lenient, json_columns=bool(json_columns)
+    )
     options.check()  # the library's own ValueError for an unknown layout or options
     return decode_arrow.decoder_for(options)
 
@@ -212,6 +214,7 @@ def read_capture_arrow(
     lenient: bool = False,
     batch_rows: int = 65536,
     limits: Limits | None = None,
+    json_columns: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The rows `lbparse pipeline` makes of one capture file, as RecordBatches.
 
@@ -230,12 +233,16 @@ def read_capture_arrow(
         batch_rows: The most rows a batch holds.
         limits: What hostile input may cost (lbparse.Limits; captures only);
             None for the defaults.
+        json_columns: Also the JSON text columns of Liftbridge's traffic:
+            `traffic_json`, and `fields_json` and `command_json` inside
+            `raft_rpcs` (JSON made row by row: slower). Off: the columns are
+            not there.
 
     Yields:
         pyarrow RecordBatches of at most `batch_rows` rows, in reading order.
     """
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
-    decoder = _decoder(layout, verify_crc, lenient)
+    decoder = _decoder(layout, verify_crc, lenient, json_columns)
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
         yield decoded.to_batch()
 
@@ -249,6 +256,7 @@ def read_capture_tables(
     batch_rows: int = 65536,
     limits: Limits | None = None,
     on_info: Callable[[capture.Notice], None] | None = None,
+    json_columns: bool = False,
 ) -> Iterator[dict[str, pa.Table]]:
     """`read_capture_arrow`'s rows as narrow tables, one dict per batch.
 
@@ -276,6 +284,11 @@ def read_capture_tables(
         on_info: Called with each Notice of normal behaviour the gRPC reading
             noticed (`Notice.info`: a cancelled call, a call cut by the
             capture's end), which is not a row; None to drop them.
+        json_columns: Also the JSON text columns, each last in its table:
+            `traffic_json` in traffic (all of the message), `fields_json` in
+            raft_rpcs (the RPC's fields), `command_json` in raft_entries (the
+            RaftLog command). Made row by row, they cost more than the rest of
+            the traffic's reading; off, the columns are not there.
 
     Yields:
         Dicts of pyarrow Tables by name, one per batch.
@@ -283,7 +296,7 @@ def read_capture_tables(
     tables_of = need("lbparse.columnar.tables").tables_of
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
     grpc = need("lbparse.columnar.grpctables")
-    decoder = _decoder(layout, verify_crc, lenient)
+    decoder = _decoder(layout, verify_crc, lenient, json_columns)
     held = grpc.Held()
     after: dict[str, int] = {}  # source -> the position after its last row
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):

@@ -74,6 +74,7 @@ from lbparse.columnar.commitscan import decode_replication
 from lbparse.columnar.context import apply_context
 from lbparse.columnar.crc import crc32c_ranges
 from lbparse.columnar.schema import (
+    JSON_COLUMNS,
     RECORD_COLUMNS,
     arrow_output_schema,
     payload_columns,
@@ -151,12 +152,16 @@ class DecodeOptions:
         emit_defaults: Proto3 zeros, "" and an enum's first value are values,
             as the data has them (the default); False: null, as from_protobuf
             gives them without the option.
+        json_columns: Also the JSON text columns of Liftbridge's traffic
+            (lbparse.columnar.schema.JSON_COLUMNS: traffic_json, fields_json,
+            command_json); off by default, when none is made.
     """
 
     layout: str = "v0"
     verify_crc: bool = True
     lenient: bool = False
     emit_defaults: bool = True
+    json_columns: bool = False
 
     def check(self) -> None:
         """Raise ValueError (the library's own) if lbparse.decode refuses these options."""
@@ -286,7 +291,7 @@ class BatchDecoder:
 
     def __init__(self, options: DecodeOptions) -> None:
         self.options = options
-        self.schema = arrow_output_schema()
+        self.schema = arrow_output_schema(options.json_columns)
         self.typed = typed_payloads()
         self.columns = payload_columns()
         newest, _ = contested_msg_types()
@@ -392,7 +397,7 @@ class BatchDecoder:
         """
         out = self.decoded(records, context, base)
         if traffic is not None:
-            out.columns.update(traffic_columns(traffic, records))
+            out.columns.update(traffic_columns(traffic, records, self.options.json_columns))
         return out
 
     def decoded(
@@ -735,6 +740,7 @@ class BatchDecoder:
         o = self.options
         known: dict[Any, Any] = {}
         done = np.zeros(len(rest), np.bool_)
+        plain: list[int] = []  # rows of auto's plain envelope; the first filled, the others alike
         for i in idx.tolist():
             s, e = int(starts[i]), int(ends[i])
             b = raw[s:e] if raw is not None else data[s:e].tobytes()
@@ -751,9 +757,13 @@ class BatchDecoder:
             done[i] = True
             if isinstance(got, EnvelopeError):
                 self._error(rows, i, got, hdr, b)
-            else:
+                continue
+            if not plain:
                 self._fill(rows, i, got, b, e)
-                rows.messages[i] = b  # the plain envelope's message is its bytes
+            plain.append(i)
+            rows.messages[i] = b  # the plain envelope's message is its bytes
+        if len(plain) > 1:
+            _like(rows, plain[0], np.asarray(plain[1:], np.int64))
         return rest & ~done
 
     def _per_row(
@@ -1113,6 +1123,34 @@ def _objects_of(
     return [i for i in by_code.get(code, ()) if isinstance(messages.get(i), cls)]
 
 
+def _like(rows: _Rows, first: int, others: np.ndarray) -> None:
+    """Rows `others` (none filled yet) given row `first`'s columns, as `_fill`
+    of the same envelope gives them: one numpy assignment per column instead
+    of a Python `_fill` per row. Not `messages`: each row's own bytes."""
+    for a in (
+        rows.layout,
+        rows.version,
+        rows.header_len,
+        rows.flags,
+        rows.has_header,
+        rows.crc,
+        rows.has_crc,
+        rows.crc_ok,
+        rows.msg_type,
+        rows.name,
+        rows.ptype,
+        rows.pstart,
+        rows.pend,
+        rows.confidence,
+        rows.decided_ambiguous,
+        rows.reason,
+    ):
+        a[others] = a[first]
+    warned = rows.warnings.get(first)
+    if warned is not None:
+        rows.warnings.update(dict.fromkeys(others.tolist(), warned))
+
+
 def _same_for_the_class(got: Any, layout: str) -> bool:
     """What lbparse.decode gave one row of `_headerless`' class is what it
     gives them all: an error under v0; under auto a plain envelope that is
@@ -1259,6 +1297,11 @@ class Decoded:
         self.schema = schema
         self.columns = columns
         self.structs = structs
+
+    @property
+    def json_columns(self) -> bool:
+        """Whether the batch has the JSON text columns (DecodeOptions.json_columns)."""
+        return bool(self.schema.get_field_index(JSON_COLUMNS[0]) >= 0)
 
     def column(self, name: str) -> pa.Array:
         """A fixed column by name.

@@ -72,7 +72,9 @@ def _release(
     for records, decoded, base in held:
         if again:  # decoded anew; the traffic columns (read once, in order) are kept
             fresh = decoder.decode(records, context=context, base=base)
-            fresh.columns.update({k: decoded.columns[k] for k in TRAFFIC_COLUMNS})
+            fresh.columns.update(
+                {k: decoded.columns[k] for k in TRAFFIC_COLUMNS if k in decoded.columns}
+            )
             decoded = fresh
         out.append(decoded)
     held.clear()

@@ -41,6 +41,7 @@ __all__ = [
     "FIXED_FIELDS",
     "GRPC_CALL_FIELDS",
     "GRPC_MESSAGE_FIELDS",
+    "JSON_COLUMNS",
     "PARTITION_COLUMN",
     "RAFT_ENTRY",
     "RAFT_RPC",
@@ -50,10 +51,12 @@ __all__ = [
     "arrow_output_schema",
     "arrow_record_schema",
     "column_for",
+    "fixed_fields",
     "is_map",
     "message_type",
     "payload_columns",
     "payload_type_of",
+    "raft_types",
     "typed_payloads",
 ]
 
@@ -267,31 +270,61 @@ def payload_columns() -> dict[str, str]:
     return {p: column_for(p) for p in typed_payloads()}
 
 
+# The JSON text columns: all of a traffic message, a Raft RPC's fields and a log
+# entry's RaftLog command as canonical JSON (lbparse.codec.jsonform). Each is
+# made row by row in Python, and nothing in lbparse reads them back, so they
+# are built only where a user asks for them (DecodeOptions.json_columns, the
+# writers' --json-columns, the data source's jsonColumns); every writer adds
+# them alike, in the places below, so the layout stays one.
+JSON_COLUMNS: tuple[str, ...] = ("traffic_json", "fields_json", "command_json")
+
+
+@cache
+def _raft_types(json_columns: bool) -> tuple[pa.StructType, pa.StructType, pa.DataType]:
+    """(RAFT_ENTRY, RAFT_RPC, RAFT_RPCS) without the JSON text columns, or with them."""
+    entry = pa.struct(
+        [
+            pa.field("index", pa.int64()),
+            pa.field("term", pa.int64()),
+            pa.field("type", pa.string()),
+            pa.field("command", pa.string()),
+            *([pa.field("command_json", pa.string())] if json_columns else []),
+        ]
+    )
+    rpc = pa.struct(
+        [
+            pa.field("role", pa.string()),
+            pa.field("rpc", pa.string()),
+            pa.field("term", pa.int64()),
+            pa.field("node", pa.string()),
+            pa.field("error", pa.string()),
+            *([pa.field("fields_json", pa.string())] if json_columns else []),
+            pa.field("entries", _list(entry)),
+        ]
+    )
+    return entry, rpc, _list(rpc)
+
+
 # The Raft RPCs a transport stream message completed (lbparse.raft.RPC), each
 # AppendEntries' log entries with Liftbridge's RaftLog command when it has one
 # (the column kind fields.RAFT_RPCS). Terms and indexes are hashicorp/raft's
-# uint64: int64, wrapping above 2**63 as Spark's uint64 does.
-RAFT_ENTRY = pa.struct(
-    [
-        pa.field("index", pa.int64()),
-        pa.field("term", pa.int64()),
-        pa.field("type", pa.string()),
-        pa.field("command", pa.string()),
-        pa.field("command_json", pa.string()),
-    ]
-)
-RAFT_RPC = pa.struct(
-    [
-        pa.field("role", pa.string()),
-        pa.field("rpc", pa.string()),
-        pa.field("term", pa.int64()),
-        pa.field("node", pa.string()),
-        pa.field("error", pa.string()),
-        pa.field("fields_json", pa.string()),
-        pa.field("entries", _list(RAFT_ENTRY)),
-    ]
-)
-RAFT_RPCS = _list(RAFT_RPC)
+# uint64: int64, wrapping above 2**63 as Spark's uint64 does. Without the JSON
+# text columns; raft_types(True) gives them with.
+RAFT_ENTRY, RAFT_RPC, RAFT_RPCS = _raft_types(False)
+
+
+def raft_types(json_columns: bool = False) -> tuple[pa.StructType, pa.StructType, pa.DataType]:
+    """The Raft columns' types: a log entry, an RPC, the list of RPCs.
+
+    Args:
+        json_columns: With the JSON text columns (`fields_json` in an RPC,
+            `command_json` in an entry).
+
+    Returns:
+        (RAFT_ENTRY, RAFT_RPC, RAFT_RPCS), with or without the JSON text columns.
+    """
+    return _raft_types(json_columns) if json_columns else (RAFT_ENTRY, RAFT_RPC, RAFT_RPCS)
+
 
 # The record's columns by their kind (lbparse.capture.fields). A timestamp
 # holds microseconds (Spark's): a capture time is also kept whole, in
@@ -308,10 +341,17 @@ _TYPES: Mapping[str, pa.DataType] = {
 }
 
 
-def _record_fields(columns: tuple[fields.Column, ...]) -> list[pa.Field]:
+def _record_fields(
+    columns: tuple[fields.Column, ...], json_columns: bool = False
+) -> list[pa.Field]:
     out = []
     for c in columns:
-        out.append(pa.field(c.name, _TYPES[c.kind]))
+        if c.name in JSON_COLUMNS and not json_columns:
+            continue
+        typ = (
+            _raft_types(True)[2] if c.kind == fields.RAFT_RPCS and json_columns else _TYPES[c.kind]
+        )
+        out.append(pa.field(c.name, typ))
         if c.kind == fields.TIME_NS:
             out.append(pa.field(f"{c.name}_ns", pa.int64()))
     return out
@@ -319,37 +359,52 @@ def _record_fields(columns: tuple[fields.Column, ...]) -> list[pa.Field]:
 
 _PAYLOAD = fields.column("payload")
 
-# One row per NATS message (or per problem found in an input, see
-# lbparse.columnar.sources): where it came from, the message as captured
-# (fields.RECORD, the payload last), the envelope header (for an error: as
-# far as it was read), and Liftbridge's own non-envelope traffic
-# (fields.TRAFFIC).
-FIXED_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("source", pa.string(), False),  # input file
-    pa.field("position", pa.int64(), False),  # row of that file (see sources.py)
-    *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
-    pa.field("layout", pa.string()),
-    # How `layout` was decided (layout auto, lbparse.codec.detect): Envelope.confidence,
-    # .ambiguous and the decisive one of its .reasons (decode_arrow.decisive_reason);
-    # a named layout decides nothing (null, false, null).
-    pa.field("layout_confidence", pa.float64()),
-    pa.field("layout_ambiguous", pa.bool_()),
-    pa.field("layout_reason", pa.string()),
-    pa.field("version", pa.int32()),
-    pa.field("header_len", pa.int32()),
-    pa.field("flags", pa.int32()),
-    pa.field("crc32c", pa.int64()),
-    pa.field("crc_ok", pa.bool_()),
-    pa.field("msg_type", pa.int32()),
-    pa.field(PARTITION_COLUMN, pa.string()),
-    pa.field("payload_type", pa.string()),
-    pa.field("error_kind", pa.string()),
-    pa.field("error_message", pa.string()),
-    pa.field("warnings", _list(pa.string())),
-    *_record_fields((_PAYLOAD,)),
-    pa.field("payload_json", pa.string()),  # payloads without a struct column below
-    *_record_fields(fields.TRAFFIC),
-)
+
+def fixed_fields(json_columns: bool = False) -> tuple[pa.Field, ...]:
+    """The fixed columns of the wide row.
+
+    One row per NATS message (or per problem found in an input, see
+    lbparse.columnar.sources): where it came from, the message as captured
+    (fields.RECORD, the payload last), the envelope header (for an error: as
+    far as it was read), and Liftbridge's own non-envelope traffic
+    (fields.TRAFFIC).
+
+    Args:
+        json_columns: With the JSON text columns (JSON_COLUMNS).
+
+    Returns:
+        The fields, in order.
+    """
+    return (
+        pa.field("source", pa.string(), False),  # input file
+        pa.field("position", pa.int64(), False),  # row of that file (see sources.py)
+        *_record_fields(tuple(c for c in fields.RECORD if c is not _PAYLOAD)),
+        pa.field("layout", pa.string()),
+        # How `layout` was decided (layout auto, lbparse.codec.detect): Envelope.confidence,
+        # .ambiguous and the decisive one of its .reasons (decode_arrow.decisive_reason);
+        # a named layout decides nothing (null, false, null).
+        pa.field("layout_confidence", pa.float64()),
+        pa.field("layout_ambiguous", pa.bool_()),
+        pa.field("layout_reason", pa.string()),
+        pa.field("version", pa.int32()),
+        pa.field("header_len", pa.int32()),
+        pa.field("flags", pa.int32()),
+        pa.field("crc32c", pa.int64()),
+        pa.field("crc_ok", pa.bool_()),
+        pa.field("msg_type", pa.int32()),
+        pa.field(PARTITION_COLUMN, pa.string()),
+        pa.field("payload_type", pa.string()),
+        pa.field("error_kind", pa.string()),
+        pa.field("error_message", pa.string()),
+        pa.field("warnings", _list(pa.string())),
+        *_record_fields((_PAYLOAD,)),
+        pa.field("payload_json", pa.string()),  # payloads without a struct column below
+        *_record_fields(fields.TRAFFIC, json_columns),
+    )
+
+
+# The fixed columns without the JSON text columns (the default layout).
+FIXED_FIELDS: tuple[pa.Field, ...] = fixed_fields()
 
 
 def _time(name: str) -> tuple[pa.Field, pa.Field]:
@@ -399,14 +454,18 @@ GRPC_MESSAGE_FIELDS: tuple[pa.Field, ...] = (
 
 
 @cache
-def arrow_output_schema() -> pa.Schema:
+def arrow_output_schema(json_columns: bool = False) -> pa.Schema:
     """The wide row: the fixed columns, then one struct column per payload type.
+
+    Args:
+        json_columns: With the JSON text columns (JSON_COLUMNS): `traffic_json`,
+            and `fields_json` and `command_json` inside `raft_rpcs`.
 
     Returns:
         The decoder's output schema.
     """
     structs = [pa.field(col, payload_type_of(p)) for p, col in payload_columns().items()]
-    return pa.schema([*FIXED_FIELDS, *structs])
+    return pa.schema([*fixed_fields(json_columns), *structs])
 
 
 # What the readers (lbparse.columnar.sources) hand the decoder: the message

@@ -13,11 +13,14 @@ type the rows that have one with their struct values) becomes:
   (lists and structs only where the payload itself nests).
 - Liftbridge's own traffic that is not an envelope (lbparse.capture.traffic: the
   metadata Raft group's transport, its handshakes): `messages` names its kind
-  (`traffic`); `traffic` holds one row per such message (its node, all of it
-  as JSON), `raft_rpcs` one row per Raft RPC a message completed (`rpc_seq`
-  its place in the message, from 0) and `raft_entries` one row per log entry
-  of an RPC (`entry_seq` its place in the RPC), joined to its RPC on
-  `(source, position, rpc_seq)`.
+  (`traffic`); `traffic` holds one row per such message (its node), `raft_rpcs`
+  one row per Raft RPC a message completed (`rpc_seq` its place in the
+  message, from 0) and `raft_entries` one row per log entry of an RPC
+  (`entry_seq` its place in the RPC), joined to its RPC on
+  `(source, position, rpc_seq)`. With DecodeOptions.json_columns each of
+  the three ends with a JSON text column: all of the message
+  (`traffic_json`), the RPC's fields (`fields_json`), the entry's RaftLog
+  command (`command_json`).
 
 The join keys are `(source, position)`; a table of payloads that did not
 come from a file (`decode_tables`) has `position` alone.
@@ -87,10 +90,16 @@ _RPC_SEQ = pa.field("rpc_seq", pa.int32(), False)
 _TRAFFIC_FIELDS = (
     pa.field("kind", pa.string(), False),
     pa.field("node", pa.string()),
-    pa.field("traffic_json", pa.string()),
 )
 _RPC_FIELDS = (_RPC_SEQ, *(f for f in RAFT_RPC if f.name != "entries"))
 _ENTRY_FIELDS = (_RPC_SEQ, pa.field("entry_seq", pa.int32(), False), *RAFT_ENTRY)
+# The JSON text columns each traffic table ends with when they are asked for
+# (DecodeOptions.json_columns): last, so that the other columns keep their places.
+_JSON_FIELDS = {
+    TRAFFIC: (pa.field("traffic_json", pa.string()),),
+    RAFT_RPCS: (pa.field("fields_json", pa.string()),),
+    RAFT_ENTRIES: (pa.field("command_json", pa.string()),),
+}
 
 
 @cache
@@ -123,7 +132,9 @@ _OWN_SCHEMAS = {
 
 
 @cache
-def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
+def table_schema(
+    name: str, keys: tuple[str, ...] = JOIN_KEYS, json_columns: bool = False
+) -> pa.Schema:
     """The schema of table `name` whose join keys are `keys`.
 
     With the `pandas` metadata that makes `to_pandas()` read its integers as
@@ -133,19 +144,23 @@ def table_schema(name: str, keys: tuple[str, ...] = JOIN_KEYS) -> pa.Schema:
         name: A table's name (`table_names`).
         keys: Its join key columns: ("source", "position"), or ("position",)
             for bare payloads.
+        json_columns: With the JSON text columns (DecodeOptions.json_columns):
+            `traffic_json` last in traffic, `fields_json` in raft_rpcs,
+            `command_json` in raft_entries; the other tables are the same.
 
     Returns:
         The Arrow schema.
     """
-    return dataset_schema(_table_schema(name, keys))
+    return dataset_schema(_table_schema(name, keys, json_columns))
 
 
-def _table_schema(name: str, keys: tuple[str, ...]) -> pa.Schema:
+def _table_schema(name: str, keys: tuple[str, ...], json_columns: bool) -> pa.Schema:
     out = arrow_output_schema()
     if name == MESSAGES:
         return pa.schema([out.field(n) for n in MESSAGE_FIELDS if n in keys or n not in JOIN_KEYS])
     if name in _OWN_SCHEMAS:
-        return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]))
+        extra = _JSON_FIELDS.get(name, ()) if json_columns else ()
+        return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]) + list(extra))
     if name not in payload_tables():
         raise InputError(
             "bad_option",
@@ -178,6 +193,7 @@ def tables_of(
         pyarrow Tables by name.
     """
     cols = decoded.columns
+    json_columns = decoded.json_columns
     msg_schema = table_schema(MESSAGES, keys)
     n = decoded.num_rows
     # The traffic columns exist only where a unit's traffic reader ran.
@@ -195,35 +211,42 @@ def tables_of(
             continue
         rows, arr = found
         out[name] = _payload_table(name, keys, [cols[k] for k in keys], rows, arr)
-    out.update(_traffic_tables(cols, keys, empty))
+    out.update(_traffic_tables(cols, keys, empty, json_columns))
     return out
 
 
 def _traffic_tables(
-    cols: dict[str, pa.Array], keys: tuple[str, ...], empty: bool
+    cols: dict[str, pa.Array], keys: tuple[str, ...], empty: bool, json_columns: bool
 ) -> dict[str, pa.Table]:
     """The traffic tables of a batch whose traffic reader ran and named some
     message (lbparse.columnar.trafficcols); none (or empty ones) otherwise."""
     kind = cols.get("traffic")
     if kind is None or kind.null_count == len(kind):
-        return {t: table_schema(t, keys).empty_table() for t in TRAFFIC_TABLES} if empty else {}
+        if not empty:
+            return {}
+        return {t: table_schema(t, keys, json_columns).empty_table() for t in TRAFFIC_TABLES}
     rows = pc.indices_nonzero(kind.is_valid())
     key_cols = [cols[k].take(rows) for k in keys]
-    traffic = [kind.take(rows), cols["traffic_node"].take(rows), cols["traffic_json"].take(rows)]
-    out = {TRAFFIC: _table(TRAFFIC, keys, key_cols + traffic)}
+    traffic = [kind.take(rows), cols["traffic_node"].take(rows)]
+    if json_columns:
+        traffic.append(cols["traffic_json"].take(rows))
+    out = {TRAFFIC: _table(TRAFFIC, keys, key_cols + traffic, json_columns)}
     rpcs = cols["raft_rpcs"].take(rows)
     rpc_rows, rpc_seq, rpc = _explode(rpcs)
     rpc_keys = [k.take(rpc_rows) for k in key_cols]
+    rpc_names = [f.name for f in _RPC_FIELDS[1:]] + (["fields_json"] if json_columns else [])
     out[RAFT_RPCS] = _table(
-        RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [rpc.field(f.name) for f in _RPC_FIELDS[1:]]
+        RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [rpc.field(n) for n in rpc_names], json_columns
     )
     entry_rows, entry_seq, entry = _explode(rpc.field("entries"))
+    entry_names = [f.name for f in RAFT_ENTRY] + (["command_json"] if json_columns else [])
     out[RAFT_ENTRIES] = _table(
         RAFT_ENTRIES,
         keys,
         [k.take(entry_rows) for k in rpc_keys]
         + [rpc_seq.take(entry_rows), entry_seq]
-        + [entry.field(f.name) for f in RAFT_ENTRY],
+        + [entry.field(n) for n in entry_names],
+        json_columns,
     )
     return out
 
@@ -238,8 +261,10 @@ def _explode(lists: pa.Array) -> tuple[pa.Array, pa.Array, pa.StructArray]:
     return parents, pa.array(place.astype(np.int32)), pc.list_flatten(lists)
 
 
-def _table(name: str, keys: tuple[str, ...], arrays: list[pa.Array]) -> pa.Table:
-    return pa.Table.from_arrays(arrays, schema=table_schema(name, keys))
+def _table(
+    name: str, keys: tuple[str, ...], arrays: list[pa.Array], json_columns: bool
+) -> pa.Table:
+    return pa.Table.from_arrays(arrays, schema=table_schema(name, keys, json_columns))
 
 
 def _payload_table(

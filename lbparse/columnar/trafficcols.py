@@ -18,7 +18,7 @@ from lbparse.capture import fields
 from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
-from lbparse.columnar.schema import arrow_output_schema
+from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
@@ -50,71 +50,100 @@ def _rpc(r: Any) -> dict[str, Any]:
         "term": _bigint(r.term),
         "node": r.node,
         "error": r.error,
-        "fields_json": dumps(json_fields(r.struct, r.fields)),
         "entries": [
             {
                 "index": _bigint(e.index),
                 "term": _bigint(e.term),
                 "type": e.type_name,
                 "command": (e.command.name or e.command.op) if e.command else None,
-                "command_json": (dumps(e.command.to_json_dict()) if e.command else None),
             }
             for e in r.entries
         ],
     }
 
 
-def _null_columns(n: int) -> dict[str, pa.Array]:
-    schema = arrow_output_schema()
-    return {name: pa.nulls(n, schema.field(name).type) for name in TRAFFIC_COLUMNS}
+def _rpc_json(r: Any) -> dict[str, Any]:
+    """`_rpc` with the JSON text columns (fields_json, command_json)."""
+    out = _rpc(r)
+    out["fields_json"] = dumps(json_fields(r.struct, r.fields))
+    for e, entry in zip(r.entries, out["entries"]):
+        entry["command_json"] = dumps(e.command.to_json_dict()) if e.command else None
+    return out
 
 
-def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str, pa.Array]:
+def _names(json_columns: bool) -> tuple[str, ...]:
+    return (
+        TRAFFIC_COLUMNS
+        if json_columns
+        else tuple(c for c in TRAFFIC_COLUMNS if c not in JSON_COLUMNS)
+    )
+
+
+def _null_columns(n: int, json_columns: bool) -> dict[str, pa.Array]:
+    schema = arrow_output_schema(json_columns)
+    return {name: pa.nulls(n, schema.field(name).type) for name in _names(json_columns)}
+
+
+def traffic_columns(
+    reader: TrafficReader, records: pa.RecordBatch, json_columns: bool = False
+) -> dict[str, pa.Array]:
     """The traffic columns of a batch (rows in order; reading moves the reader on).
 
     Args:
         reader: The unit's traffic reader, fed each batch once, in order.
         records: The batch.
+        json_columns: Also the JSON text columns (traffic_json, and fields_json
+            and command_json in raft_rpcs: lbparse.columnar.schema.JSON_COLUMNS);
+            without them no JSON is made.
 
     Returns:
         The traffic columns by name, a value per row (null where a row is no
         Liftbridge traffic).
     """
     n = records.num_rows
-    schema = arrow_output_schema()
+    schema = arrow_output_schema(json_columns)
     idx = np.flatnonzero(_candidates(records, reader)).tolist()
     # Most batches hold no traffic: no lists of n rows for them (a Python
     # pass over every row costs the pipeline ~0.1 us a row).
     if not idx:
-        return _null_columns(n)
+        return _null_columns(n, json_columns)
     kinds: list[str | None] = [None] * n
     nodes: list[str | None] = [None] * n
     rpcs: list[list[dict[str, Any]] | None] = [None] * n
     texts: list[str | None] = [None] * n
-    cols = {
-        name: records.column(name)
+    # The candidates' values taken at once, as Python lists: a pyarrow scalar
+    # per row and column (`column[i].as_py()`) cost more than the rest of
+    # this loop's own work.
+    taken = pa.array(idx, pa.int64())
+    src, dst, subject, reply, payload, headers, error_kind = (
+        records.column(name).take(taken).to_pylist()
         for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
-    }
-    for i in idx:
-        if cols["error_kind"][i].is_valid:  # a problem row of the input
+    )
+    found = False
+    for j, i in enumerate(idx):
+        if error_kind[j] is not None:  # a problem row of the input
             continue
-        headers = cols["headers"][i].as_py()
-        status = headers[0]["value"] if headers and headers[0]["key"] == STATUS else None
+        block = headers[j]
+        status = block[0]["value"] if block and block[0]["key"] == STATUS else None
         t = reader.read(
-            cols["src"][i].as_py() or "",
-            cols["dst"][i].as_py() or "",
-            cols["subject"][i].as_py() or "",
-            cols["reply"][i].as_py(),
-            cols["payload"][i].as_py() or b"",
+            src[j] or "",
+            dst[j] or "",
+            subject[j] or "",
+            reply[j],
+            payload[j] or b"",
             status=status,
         )
         if t is None:
             continue
         kinds[i], nodes[i] = t.kind, t.node
-        rpcs[i] = [_rpc(r) for r in t.rpcs]
-        texts[i] = dumps(t.to_json_dict())
-    if all(kinds[i] is None for i in idx):
-        return _null_columns(n)
+        found = True
+        if json_columns:
+            rpcs[i] = [_rpc_json(r) for r in t.rpcs]
+            texts[i] = dumps(t.to_json_dict())
+        else:
+            rpcs[i] = [_rpc(r) for r in t.rpcs]
+    if not found:
+        return _null_columns(n, json_columns)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
     # here is a KeyError, not a column silently null.
     values: dict[str, list[Any]] = {
@@ -123,4 +152,4 @@ def traffic_columns(reader: TrafficReader, records: pa.RecordBatch) -> dict[str,
         "raft_rpcs": rpcs,
         "traffic_json": texts,
     }
-    return {name: pa.array(values[name], schema.field(name).type) for name in TRAFFIC_COLUMNS}
+    return {name: pa.array(values[name], schema.field(name).type) for name in _names(json_columns)}

@@ -87,14 +87,17 @@ FIXED_COLUMNS: StructType = from_arrow_schema(pa.schema(list(FIXED_FIELDS)))
 
 
 @cache
-def output_schema() -> StructType:
+def output_schema(json_columns: bool = False) -> StructType:
     """Spark's view of the wide row: the fixed columns, then a struct column per payload type.
+
+    Args:
+        json_columns: With the JSON text columns (DecodeOptions.json_columns).
 
     Returns:
         The StructType of the pipeline's messages rows (cached: the same object
         each call).
     """
-    return from_arrow_schema(arrow_output_schema())
+    return from_arrow_schema(arrow_output_schema(json_columns))
 
 
 @cache

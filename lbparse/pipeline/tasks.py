@@ -90,16 +90,19 @@ class TaskOptions:
     source: SourceOptions
 
 
-def schema_of(table: str) -> pa.Schema:
+def schema_of(table: str, json_columns: bool = False) -> pa.Schema:
     """The schema of a table the pipeline writes.
 
     Args:
         table: The table's name: entries, messages or a payload table.
+        json_columns: With the JSON text columns (DecodeOptions.json_columns).
 
     Returns:
         Its Arrow schema.
     """
-    return arrow_entries_schema() if table == ENTRIES_DIR else table_schema(table)
+    if table == ENTRIES_DIR:
+        return arrow_entries_schema()
+    return table_schema(table, json_columns=json_columns)
 
 
 def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
@@ -334,7 +337,8 @@ def run_task(
     """
     fs, base = filesystem(temporary)
     attempt = attempt_id()
-    writer = TableWriter(fs, f"{base}/{attempt}", schema_of)
+    json_columns = options.decode.json_columns
+    writer = TableWriter(fs, f"{base}/{attempt}", lambda t: schema_of(t, json_columns))
     done: list[tuple[str, dict[str, Any]]] = []
     try:
         for batch in batches:

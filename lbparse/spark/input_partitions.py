@@ -78,7 +78,9 @@ def storage_inputs(inputs: Sequence[str]) -> bool:
     return bool(storage) and all(storage)
 
 
-def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
+def schema_of(
+    inputs: Sequence[str], name: str | None = None, json_columns: bool = False
+) -> StructType:
     """The rows' schema for these inputs.
 
     The pipeline's messages (wide, or table `name`), or the entries of data
@@ -87,6 +89,7 @@ def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
     Args:
         inputs: The input paths.
         name: A narrow table of lbparse.columnar.tables; None: the wide rows.
+        json_columns: With the JSON text columns (the `jsonColumns` option).
 
     Returns:
         The Spark schema of the rows read.
@@ -96,19 +99,20 @@ def schema_of(inputs: Sequence[str], name: str | None = None) -> StructType:
     """
     if storage_inputs(inputs):
         return entries_schema()
-    return output_schema() if name is None else table_struct(name)
+    return output_schema(json_columns) if name is None else table_struct(name, json_columns)
 
 
-def table_struct(name: str) -> StructType:
+def table_struct(name: str, json_columns: bool = False) -> StructType:
     """A narrow table's schema, as Spark's: its Arrow schema converted.
 
     Args:
         name: The table (`messages`, `proto_Ack`, ...: lbparse.columnar.tables).
+        json_columns: With the JSON text columns (DecodeOptions.json_columns).
 
     Returns:
         The table's Spark StructType.
     """
-    return from_arrow_schema(table_schema(name))
+    return from_arrow_schema(table_schema(name, json_columns=json_columns))
 
 
 def plan_partitions(inputs: list[str], task: TaskOptions) -> list[InputPartition]:

@@ -8,6 +8,7 @@
 | `lenient` | `--lenient` | true/false |
 | `verifyCrc` | `--no-verify-crc` | true (default) / false |
 | `emitDefaultValues` | `--emit-default-values` | true/false |
+| `jsonColumns` | `--json-columns` | true/false (default): the traffic tables' JSON text columns |
 | `column` | `--column` | a Parquet table's payload column (default: payload) |
 | `subjectColumn` | `--subject-column` | its subject column |
 | `timestampColumn` | `--timestamp-column` | its capture-time column |
@@ -64,6 +65,7 @@ KNOWN = (
     "lenient",
     "verifycrc",
     "emitdefaultvalues",
+    "jsoncolumns",
     "column",
     "subjectcolumn",
     "timestampcolumn",
@@ -97,7 +99,7 @@ def _check_names(options: Mapping[str, str], stream: bool) -> None:
             "bad_option",
             f"liftbridge data source: unknown option(s) {', '.join(unknown)} "
             "(options are lbparse pipeline's flags: layout, lenient, verifyCrc, "
-            "emitDefaultValues, column, subjectColumn, timestampColumn, batchRows, "
+            "emitDefaultValues, jsonColumns, column, subjectColumn, timestampColumn, batchRows, "
             "and table" + (", maxFilesPerTrigger, minFileAge" if stream else "") + ")",
         )
 
@@ -162,7 +164,7 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
 
     Args:
         options: The data source's options (any case): layout, lenient,
-            verifyCrc, emitDefaultValues, column, subjectColumn,
+            verifyCrc, emitDefaultValues, jsonColumns, column, subjectColumn,
             timestampColumn, batchRows, table, path and paths.
         stream: Whether the options are readStream's, which also takes
             maxFilesPerTrigger and minFileAge.
@@ -182,6 +184,7 @@ def task_options(options: Mapping[str, str], stream: bool = False) -> TaskOption
         verify_crc=_bool(o, "verifycrc", True),
         lenient=_bool(o, "lenient", False),
         emit_defaults=_bool(o, "emitdefaultvalues", True),
+        json_columns=_bool(o, "jsoncolumns", False),
     )
     decode.check()
     source = SourceOptions(

@@ -157,7 +157,7 @@ class LiftbridgeDataSource(DataSource):
         inputs = paths(self.options)
         task = task_options(dict(self.options), stream=self._streaming())
         name = table(dict(self.options), storage_inputs(inputs))
-        schema = schema_of(inputs, None if name == ENTRIES else name)
+        schema = schema_of(inputs, None if name == ENTRIES else name, task.decode.json_columns)
         if not self._streaming():
             plan_partitions(inputs, task)
         else:

@@ -161,3 +161,30 @@ def test_stdin_and_an_input_as_dir_are_refused(tmp_path: Path) -> None:
     done = run_cli("capture", str(cap), "--tables", str(cap))
     assert done.returncode == 2 and "not a directory" in done.stderr.decode()
     assert cap.read_bytes() == b""
+
+
+@pytest.mark.slow
+@needs_short
+def test_json_columns_are_written_on_request(tmp_path: Path) -> None:
+    """--json-columns: the traffic tables end with their JSON text columns, as
+    read_capture_tables(json_columns=True) gives them; without it, none."""
+    out = tmp_path / "out"
+    done = run_cli("capture", str(SHORT), "--tables", str(out), "--json-columns", timeout=300)
+    assert done.returncode == 0, done.stderr
+    want = concat_tables(lbparse.read_capture_tables(SHORT, json_columns=True))
+    for name, column in (
+        ("traffic", "traffic_json"),
+        ("raft_rpcs", "fields_json"),
+        ("raft_entries", "command_json"),
+    ):
+        got = ds.dataset(str(out / name)).to_table()
+        assert got.schema == table_schema(name, json_columns=True), name
+        assert got.column_names[-1] == column
+        assert got.equals(want[name]), name
+        assert column not in table_schema(name).names
+
+
+def test_json_columns_go_with_tables_only(tmp_path: Path) -> None:
+    done = run_cli("capture", str(tmp_path / "x.pcap"), "--json-columns")
+    assert done.returncode == 2
+    assert "--json-columns goes with --tables DIR" in done.stderr.decode()

@@ -310,6 +310,7 @@ def test_record_json_decoding_keys_are_the_table() -> None:
     """After the columns, a record's JSON holds what fields.JSON_DECODING
     lists, in its order; our Parquet recordings' liftbridge_json and the
     pipeline's traffic columns are entries of the table too."""
+    from lbparse.columnar.schema import JSON_COLUMNS, fixed_fields
     from lbparse.columnar.trafficcols import TRAFFIC_COLUMNS
     from lbparse.pipeline.spark_schema import FIXED_COLUMNS
 
@@ -322,7 +323,10 @@ def test_record_json_decoding_keys_are_the_table() -> None:
     assert extra == [n for n in decoding if n in extra] and "liftbridge" in extra
     assert "liftbridge_json" in [c.name for c in fields.DECODING]
     assert TRAFFIC_COLUMNS == tuple(c.name for c in fields.TRAFFIC)
-    assert FIXED_COLUMNS.names[-len(fields.TRAFFIC) :] == list(TRAFFIC_COLUMNS)
+    typed = [c for c in TRAFFIC_COLUMNS if c not in JSON_COLUMNS]  # traffic_json: on request
+    assert FIXED_COLUMNS.names[-len(typed) :] == typed
+    with_json = [f.name for f in fixed_fields(json_columns=True)]
+    assert with_json[-len(fields.TRAFFIC) :] == list(TRAFFIC_COLUMNS)
 
 
 def test_raft_64_bit_fields_are_strings_in_every_output(tmp_path: Path) -> None:
@@ -370,7 +374,7 @@ def test_the_pipelines_raft_columns_hold_any_uint64() -> None:
             "error_kind": None,
         }
     ]
-    cols = traffic_columns(TrafficReader(), pa.RecordBatch.from_pylist(rows))
+    cols = traffic_columns(TrafficReader(), pa.RecordBatch.from_pylist(rows), json_columns=True)
     (rpc,) = cols["raft_rpcs"].to_pylist()[0]
     assert rpc["term"] == BIG - 2**64 and rpc["entries"][0]["term"] == BIG - 2**64
     assert rpc["entries"][0]["index"] == 2**53 + 1

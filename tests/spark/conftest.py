@@ -279,7 +279,7 @@ def wide_frame(spark: Any, out: Path) -> Any:
         fields = [c for c in table.columns if c not in KEY]
         data = data.join(table.select(*keys, F.struct(*fields).alias(name)), keys, "left")
     traffic = _traffic_frame(spark, out)
-    for name in ("traffic_node", "raft_rpcs", "traffic_json"):
+    for name in ("traffic_node", "raft_rpcs"):
         if traffic is None:
             data = data.withColumn(name, F.lit(None).cast(output_schema()[name].dataType))
     if traffic is not None:
@@ -309,7 +309,7 @@ def _one_message_each(out: Path) -> None:
 
 
 def _traffic_frame(spark: Any, out: Path) -> Any:
-    """The wide row's traffic detail (traffic_node, raft_rpcs, traffic_json) by
+    """The wide row's traffic detail (traffic_node, raft_rpcs) by
     KEY, rebuilt from DIR/traffic, DIR/raft_rpcs and DIR/raft_entries, the
     lists in their seq order; None without a traffic table."""
     from pyspark.sql import functions as F
@@ -338,7 +338,7 @@ def _traffic_frame(spark: Any, out: Path) -> Any:
     keys = list(KEY)
     rpc_type = output_schema()["raft_rpcs"].dataType
     entry_type = rpc_type.elementType["entries"].dataType
-    frame = traffic.select(*keys, F.col("node").alias("traffic_node"), "traffic_json")
+    frame = traffic.select(*keys, F.col("node").alias("traffic_node"))
     if rpcs is not None:
         if entries is not None:
             grouped = ordered(

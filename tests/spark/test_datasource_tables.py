@@ -67,6 +67,33 @@ def test_each_table_is_read_capture_tables(
     assert msgs.count() > 0
 
 
+def test_json_columns_are_an_option(liftbridge: Any, spark: Any) -> None:
+    """jsonColumns=true: each traffic table ends with its JSON text column, as
+    read_capture_tables(json_columns=True) gives it; the wide rows hold
+    traffic_json. Without it, no table has one."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if not SHORT.is_file():
+        pytest.skip(f"shared material missing: {SHORT}")
+    want: dict[str, list[pa.Table]] = {}
+    for batch in lbparse.read_capture_tables(str(SHORT), json_columns=True):
+        for name, table in batch.items():
+            want.setdefault(name, []).append(table)
+    for name, column in (
+        ("traffic", "traffic_json"),
+        ("raft_rpcs", "fields_json"),
+        ("raft_entries", "command_json"),
+    ):
+        reader = spark.read.format("liftbridge").option("table", name)  # a new reader each
+        df = reader.option("jsonColumns", "true").load(str(SHORT))
+        assert df.schema == from_arrow_schema(table_schema(name, json_columns=True)), name
+        assert df.columns[-1] == column
+        assert _rows(df.toArrow()) == _rows(pa.concat_tables(want[name])), name
+    for on in (True, False):
+        wide = spark.read.format("liftbridge").option("jsonColumns", str(on).lower())
+        assert ("traffic_json" in wide.load(str(SHORT)).columns) is on
+
+
 def test_a_payload_table_joins_messages(liftbridge: Any) -> None:
     if not SHORT.is_file():
         pytest.skip(f"shared material missing: {SHORT}")

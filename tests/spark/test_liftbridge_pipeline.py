@@ -27,7 +27,7 @@ import lbparse
 from lbparse.columnar.columns import builder_for
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
-from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables
+from lbparse.columnar.tables import TRAFFIC_TABLES, payload_tables, table_schema
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.pipeline.spark_schema import arrow_output_schema, column_for, typed_payloads
 
@@ -186,15 +186,22 @@ def _traffic(rows: list[dict[str, Any]]) -> tuple[Counter, Counter, set]:
 
 
 def test_the_raft_traffic_has_its_columns(spark: Any, tmp_path: Path) -> None:
-    """Liftbridge's non-envelope traffic in the pipeline: its kind, node, RPCs."""
+    """Liftbridge's non-envelope traffic in the pipeline: its kind, node, RPCs;
+    asked for, the JSON text columns last in the traffic tables."""
     if not SAMPLE.exists():
         pytest.skip(f"shared material missing: {SAMPLE}")
     run(
         spark,
         PipelineOptions(
-            inputs=(str(SAMPLE),), out=str(tmp_path), source=SourceOptions(batch_rows=100)
+            inputs=(str(SAMPLE),),
+            out=str(tmp_path),
+            decode=DecodeOptions(json_columns=True),
+            source=SourceOptions(batch_rows=100),
         ),
     )  # streams across batches
+    for name in TRAFFIC_TABLES:
+        schema = ds.dataset(str(tmp_path / name)).schema
+        assert schema.names == table_schema(name, json_columns=True).names, name
     rows = read_rows(tmp_path)
     kinds, ops, votes = _traffic(rows)
     assert {k: v for k, v in kinds.items() if k} == {

@@ -1,6 +1,8 @@
 """The wide row's traffic columns rebuilt from the three traffic tables
 (lbparse.columnar.tables: traffic, raft_rpcs, raft_entries), checking on the
-way that each entry joins one RPC, each RPC one traffic row, in order."""
+way that each entry joins one RPC, each RPC one traffic row, in order. The
+JSON text columns (traffic_json, fields_json, command_json) come along where
+the tables have them (DecodeOptions.json_columns)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pyarrow as pa
 
 from lbparse.columnar.tables import RAFT_ENTRIES, RAFT_RPCS, TRAFFIC
 
-TRAFFIC_COLUMNS = ("traffic", "traffic_node", "raft_rpcs", "traffic_json")
+TRAFFIC_COLUMNS = ("traffic", "traffic_node", "raft_rpcs")
 
 
 def traffic_back(tables: Mapping[str, pa.Table]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -35,7 +37,7 @@ def traffic_back(tables: Mapping[str, pa.Table]) -> dict[tuple[Any, ...], dict[s
             "traffic": t["kind"],
             "traffic_node": t["node"],
             "raft_rpcs": rpcs.pop(key, []),
-            "traffic_json": t["traffic_json"],
+            **({"traffic_json": t["traffic_json"]} if "traffic_json" in t else {}),
         }
     assert not rpcs, "every RPC joins a traffic row"
     return out
