@@ -20,10 +20,13 @@ def liftbridge(spark: Any) -> Any:
 
 
 def _message(exc: BaseException) -> str:
-    """The ValueError's line as Spark passes it on (inside its own exception,
-    after the Python worker's traceback)."""
+    """The InputError's line as Spark passes it on (inside its own exception,
+    after the Python worker's traceback; a traceback names the class with its
+    module: `lbparse.errors.InputError: ...`)."""
     lines = [
-        line.strip() for line in str(exc).splitlines() if line.strip().startswith("ValueError: ")
+        line.strip()
+        for line in str(exc).splitlines()
+        if line.strip().startswith("lbparse.errors.InputError: ")
     ]
     assert lines, str(exc)[:3000]
     return lines[-1]
