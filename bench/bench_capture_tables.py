@@ -106,7 +106,9 @@ def main() -> int:
             samples, result = interleaved(cases(path), args.rounds, min_seconds=MIN_SECONDS)
             med = {k: statistics.median(v) for k, v in samples.items()}
             msgs, packets = result["read_capture_tables"], result["dpkt"]
-            if result["read_capture_arrow"] != msgs or result["read_capture_tables v0"] != msgs:
+            # read_capture_arrow is the C loop's raw view: an HTTP/2 connection's
+            # bytes are NATS problem rows there, which the tables resolve (gRPC).
+            if result["read_capture_arrow"] < msgs or result["read_capture_tables v0"] != msgs:
                 raise SystemExit(f"{path}: the readers gave different row counts: {result}")
             ratio = med["read_capture_tables"] / med["dpkt"]
             per_round = [t / d for t, d in zip(samples["read_capture_tables"], samples["dpkt"])]
