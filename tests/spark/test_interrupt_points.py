@@ -46,7 +46,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 API = LIFTBRIDGE / "samples" / "api-short.pcapng"
 COPIES = 4  # of SHORT, with API: ~10 MB in a few tasks of local[2]
-TIMED = 16  # points of the sweep
+TIMED = 10  # points of the sweep, one in each tenth of a run
 SEED = int(os.environ.get("LBPARSE_INTERRUPT_SEED", "46"))
 LINE = re.compile(
     r"lbparse pipeline: interrupted \((SIGINT|SIGTERM)\) after ([\d,]+) rows; "
@@ -315,8 +315,12 @@ def points(bench: Bench) -> list[Point]:
     # The sweep: from just after the handlers are in place to near the end of
     # a run alone (the first run of a process is slower: its JVM's classes are
     # read cold; two runs at once are slower than one).
+    # Stratified: one point in each of TIMED equal slices, placed at random
+    # within it, covers a run evenly with fewer runs than uniform draws need
+    # (16 of those cost six JVM runs more, ~40 s of make test).
     rng = random.Random(SEED)
-    delays = sorted(rng.uniform(0.4, 0.9 * bench.seconds) for _ in range(TIMED))
+    lo, hi = 0.4, 0.9 * bench.seconds
+    delays = [lo + (hi - lo) * (i + rng.random()) / TIMED for i in range(TIMED)]
     for i, delay in enumerate(delays):
         sig, group = (
             (signal.SIGTERM, True)
