@@ -58,6 +58,7 @@ typedef struct {
     int nresponses;
     int responses[MAX_STRUCTS];
     uint64_t max_pending;
+    int ready;          /* initialised: a failed or missing __init__ leaves it 0 */
     PyObject *keep;     /* the init arguments: they own the key strings */
 } Reader;
 
@@ -245,6 +246,10 @@ static int whole(Reader *r, const uint8_t *b, size_t n, size_t pos, uint64_t ite
 
 static int parse_args(Reader *r, PyObject *args, Py_buffer *view, size_t *pos, uint64_t *items) {
     Py_ssize_t p, limit;
+    if (!r->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Reader has no tables (its __init__ failed)");
+        return 0;
+    }
     if (!PyArg_ParseTuple(args, "y*nn", view, &p, &limit))
         return 0;
     if (p < 0 || p > view->len || limit < 0) {
@@ -343,6 +348,7 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, "O!O!O!K", &PyTuple_Type, &structs, &PyDict_Type, &requests,
                           &PyTuple_Type, &responses, &max_pending))
         return -1;
+    r->ready = 0;
     if (PyTuple_GET_SIZE(structs) > MAX_STRUCTS || PyTuple_GET_SIZE(responses) > MAX_STRUCTS) {
         PyErr_SetString(PyExc_ValueError, "too many structs");
         return -1;
@@ -363,8 +369,12 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
         s->nfields = (int)PyTuple_GET_SIZE(fs);
         for (int j = 0; j < s->nfields; j++) {
             fspec *f = &s->fields[j];
-            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(fs, j), "Uiii", &f->name, &f->type, &f->base,
-                                  &f->sub))
+            PyObject *fd = PyTuple_GET_ITEM(fs, j);
+            if (!PyTuple_Check(fd)) {
+                PyErr_SetString(PyExc_TypeError, "a field is (key, type, base, sub)");
+                return -1;
+            }
+            if (!PyArg_ParseTuple(fd, "Uiii", &f->name, &f->type, &f->base, &f->sub))
                 return -1;
             f->key = PyUnicode_AsUTF8AndSize(f->name, &f->keylen);
             if (!f->key)
@@ -400,6 +410,7 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
         }
         r->responses[k] = (int)si;
     }
+    r->ready = 1;
     return 0;
 }
 
