@@ -18,8 +18,9 @@ captures with the Python reader (tests/capture/test_native_capture.py holds the 
 equal, row for row); so is lbparse/columnar/_structs.c, protobuf straight
 into Arrow struct columns (tests/columnar/test_native_decode.py). The segment
 reader's entry loop is lbparse/storage/_scan.c, the same way
-(tests/storage/test_storage_native.py). Everything else about the package is
-declared in pyproject.toml.
+(tests/storage/test_storage_native.py), and so is the Raft transport's RPC
+reader, lbparse/raft/_transport.c (tests/raft/test_transport_native.py).
+Everything else about the package is declared in pyproject.toml.
 
 The wheel also carries the spec and the Kaitai compiler's npm manifest as
 package data (lbparse/_data, see BuildPy), so that an installed
@@ -48,6 +49,7 @@ C_HEADERS = [
     "lbparse/_c/lb_arrow.h",
     "lbparse/_c/lb_crc.h",
     "lbparse/_c/lb_gbuf.h",
+    "lbparse/_c/lb_msgpack.h",
     "lbparse/_c/lb_varint.h",
 ]
 
@@ -68,6 +70,7 @@ NATIVE = [
     _native("lbparse.capture._native", "lbparse/capture/_native.c"),
     _native("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
     _native("lbparse.storage._scan", "lbparse/storage/_scan.c"),
+    _native("lbparse.raft._transport", "lbparse/raft/_transport.c"),
 ]
 
 

@@ -83,6 +83,11 @@ def raft(data: bytes) -> None:
     hostile.check_raft(data)
 
 
+def raft_native(data: bytes) -> None:
+    """The Raft transport's C reader against the Python one (issue #45)."""
+    hostile.check_raft_native_bytes(data)
+
+
 def raftdb(data: bytes) -> None:
     """raft.db (issue #27): the bbolt walk, the log's budget, the stable store."""
     hostile.check_raftdb(data)
@@ -137,6 +142,7 @@ TARGETS = {
         storage,
         checkpoints,
         raft,
+        raft_native,
         raftdb,
         native_capture,
         decode_arrow,
@@ -145,7 +151,7 @@ TARGETS = {
         h2,
     )
 }
-NATIVE = ("native_capture", "decode_arrow", "native_pass")
+NATIVE = ("native_capture", "decode_arrow", "native_pass", "raft_native")
 EVERY = tuple(TARGETS)
 _ran: set[str] = set()
 
@@ -172,5 +178,6 @@ SEEDS = {
     "native_capture": "capture",
     "decode_arrow": "decode",
     "native_pass": "batch",
+    "raft_native": "raft",
     "report": "batch",
 }

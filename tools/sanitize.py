@@ -35,6 +35,7 @@ MODULES = [
     ("lbparse.capture._native", "lbparse/capture/_native.c"),
     ("lbparse.columnar._structs", "lbparse/columnar/_structs.c"),
     ("lbparse.storage._scan", "lbparse/storage/_scan.c"),
+    ("lbparse.raft._transport", "lbparse/raft/_transport.c"),
 ]
 SANITIZE = [
     "-fsanitize=address,undefined",
@@ -53,6 +54,7 @@ TESTS = [
     "tests/spark/test_decoder.py",
     "tests/spark/test_batch_composition.py",
     "tests/storage/test_storage_native.py",
+    "tests/raft/test_transport_native.py",
 ]
 ASAN_OPTIONS = (
     "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1:"

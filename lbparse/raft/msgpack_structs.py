@@ -228,14 +228,16 @@ def _list_of(name: str) -> Callable[[Any, str], list[StructValue]]:
     return convert
 
 
+# The type classes that are lists of a struct, and its name (the C reader,
+# lbparse/raft/_transport.c, is handed the same).
+LIST_OF: dict[str, str] = {"logs": "Log", "servers": "Server"}
 _CONVERT: dict[str, Callable[[Any, str], Any]] = {
     "uint": _uint,
     "int": _int,
     "bool": _bool,
     "bytes": _bytes,
     "time": go_time_ns,
-    "logs": _list_of("Log"),
-    "servers": _list_of("Server"),
+    **{kind: _list_of(name) for kind, name in LIST_OF.items()},
 }
 _ZERO: dict[str, Any] = {
     "uint": 0,

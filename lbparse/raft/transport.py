@@ -22,22 +22,32 @@ waits for the next message that starts an RPC.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
 from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import (
+    LIST_OF,
+    MAX_PENDING_ITEMS,
     StructValue,
     all_keys,
     base_keys,
+    go_time_ns,
     json_fields,
     key_name,
     read_object,
     read_struct,
     text,
 )
-from lbparse.raft.tables import RPC_TYPES, RpcType
+from lbparse.raft.tables import RPC_TYPES, STRUCTS, RpcType
+
+_transport: Any
+try:
+    from lbparse.raft import _transport  # type: ignore[attr-defined,no-redef]
+except ImportError:  # not built: the Python reader alone
+    _transport = None
 
 __all__ = [
     "REQUEST",
@@ -47,6 +57,7 @@ __all__ = [
     "StreamDecoder",
     "decode_request",
     "decode_response",
+    "native_available",
     "stream_role",
 ]
 
@@ -238,10 +249,15 @@ def _read_request(
             offset=pos + 1,
         )
     s = read_struct(t.request, obj)
+    return t, s, end, _trailer(t, s, pos)
+
+
+def _trailer(t: RpcType, s: StructValue, pos: int) -> int:
+    """The snapshot bytes that follow the request (its trailer field)."""
     trailer = int(s.fields.get(t.trailer, 0)) if t.trailer else 0
     if trailer < 0:
         raise RaftError("bad_struct", f"{t.request}.Size is {trailer}", offset=pos + 1)
-    return t, s, end, trailer
+    return trailer
 
 
 def _read_response(buf: bytes | bytearray, pos: int, limit: int | None) -> tuple[RPC, int] | None:
@@ -266,19 +282,117 @@ def _read_response(buf: bytes | bytearray, pos: int, limit: int | None) -> tuple
             f"offset {mid}: not a response struct of any RPC (keys {_key_list(obj)})",
             offset=mid,
         )
-    s = read_struct(name, obj)
-    t = _BY_RESPONSE[name]
+    return _response(read_struct(name, obj), err, end - pos), end
+
+
+def _response(s: StructValue, err: bytes, size: int) -> RPC:
+    t = _BY_RESPONSE[s.name]
     return RPC(
         RESPONSE,
         t.name,
         t.value,
-        name,
+        s.name,
         _fields(s),
         (),
         err.decode("utf-8", "replace"),
-        end - pos,
+        size,
         tuple(_warnings(s)),
-    ), end
+    )
+
+
+# -- the C reader (lbparse/raft/_transport.c) ---------------------------------
+#
+# It reads an RPC only when it is plainly what a hashicorp/raft version
+# writes, and answers False for anything else: the Python reader above then
+# reads it (and words its error or warnings), so the two give one answer
+# (tests/raft/test_transport_native.py). Its tables are spec/raft.ksy's, from
+# lbparse.raft.tables: it holds no layout of its own.
+
+_NATIVE_TYPES = {"uint": 0, "int": 1, "bool": 2, "bytes": 3, "time": 4}
+_NATIVE_LIST, _NATIVE_OTHER = 5, 6
+_STRUCT_NAMES = tuple(STRUCTS)
+
+
+def _native_tables() -> tuple[Any, ...]:
+    index = {name: i for i, name in enumerate(_STRUCT_NAMES)}
+    structs = tuple(
+        tuple(
+            (
+                f.key,
+                _NATIVE_LIST if f.type in LIST_OF else _NATIVE_TYPES.get(f.type, _NATIVE_OTHER),
+                f.since is None,
+                index.get(LIST_OF.get(f.type, ""), -1),
+            )
+            for f in STRUCTS[name]
+        )
+        for name in _STRUCT_NAMES
+    )
+    requests = {t.value: index[t.request] for t in RPC_TYPES.values()}
+    responses = tuple(index[name] for name, _, _ in _RESPONSES)
+    return structs, requests, responses, MAX_PENDING_ITEMS
+
+
+# What the C reader leaves to Python in a struct's fields, by key: a time's
+# bytes (go_time_ns; sub None) and a list's structs (sub: their struct).
+_POST: dict[str, tuple[tuple[str, str | None], ...]] = {
+    name: tuple(
+        (f.key, LIST_OF.get(f.type)) for f in STRUCTS[name] if f.type == "time" or f.type in LIST_OF
+    )
+    for name in _STRUCT_NAMES
+}
+_NATIVE_READER: Any = _transport.Reader(*_native_tables()) if _transport is not None else None
+
+
+def _native_struct(name: str, fields: dict[str, Any]) -> StructValue:
+    for key, sub in _POST[name]:
+        if key in fields:
+            v = fields[key]
+            fields[key] = go_time_ns(v, key) if sub is None else [_native_struct(sub, d) for d in v]
+    return StructValue(name, fields)
+
+
+def _native_read_request(
+    buf: bytes | bytearray, pos: int, limit: int | None
+) -> tuple[RpcType, StructValue, int, int] | None:
+    """_read_request, in C when the request is plain."""
+    got: Any = _NATIVE_READER.read_request(buf, pos, limit) if limit is not None else False
+    if got is None:
+        return None
+    if got is not False:
+        value, fields, end = got
+        t = RPC_TYPES[value]
+        try:
+            s = _native_struct(t.request, fields)
+            return t, s, end, _trailer(t, s, pos)
+        except RaftError:  # the reference words it
+            pass
+    return _read_request(buf, pos, limit)
+
+
+def _native_read_response(
+    buf: bytes | bytearray, pos: int, limit: int | None
+) -> tuple[RPC, int] | None:
+    """_read_response, in C when the response is plain."""
+    got: Any = _NATIVE_READER.read_response(buf, pos, limit) if limit is not None else False
+    if got is None:
+        return None
+    if got is not False:
+        number, err, fields, end = got
+        try:
+            s = _native_struct(_RESPONSES[number][0], fields)
+            return _response(s, err, end - pos), end
+        except RaftError:  # the reference words it
+            pass
+    return _read_response(buf, pos, limit)
+
+
+def native_available() -> bool:
+    """Whether the C reader is built and not turned off (LBPARSE_NATIVE=0).
+
+    Returns:
+        True when a StreamDecoder made without `native` reads in C.
+    """
+    return _NATIVE_READER is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
 
 
 def _key_list(obj: Any) -> str:
@@ -369,9 +483,20 @@ class StreamDecoder:
             stream flows; None: it is learnt from the first RPC read.
         max_rpc: The most bytes one RPC may take while it is reassembled;
             a longer one is dropped (error too_large).
+        native: Read RPCs with the C reader (True; it must be built) or the
+            Python one (False); None: the C one when `native_available()`.
+            Both give the same chunks.
     """
 
-    def __init__(self, role: str | None = None, max_rpc: int = DEFAULT_MAX_RPC) -> None:
+    def __init__(
+        self, role: str | None = None, max_rpc: int = DEFAULT_MAX_RPC, native: bool | None = None
+    ) -> None:
+        if native is None:
+            native = native_available()
+        elif native and _NATIVE_READER is None:
+            raise RuntimeError("lbparse.raft._transport is not built")
+        self._read_request = _native_read_request if native else _read_request
+        self._read_response = _native_read_response if native else _read_response
         self.role = role
         self.max_rpc = max_rpc
         self.buf = bytearray()  # the unfinished RPC, from its first byte
@@ -454,9 +579,9 @@ class StreamDecoder:
             return False
         try:
             got = (
-                _read_request(payload, 0, self.max_rpc)
+                self._read_request(payload, 0, self.max_rpc)
                 if role == REQUEST
-                else _read_response(payload, 0, self.max_rpc)
+                else self._read_response(payload, 0, self.max_rpc)
             )
         except RaftError:
             return False
@@ -482,7 +607,7 @@ class StreamDecoder:
                         offset=pos,
                     )
             if self.role == REQUEST:
-                got = _read_request(buf, pos, self.max_rpc)
+                got = self._read_request(buf, pos, self.max_rpc)
                 if got is None:
                     break
                 t, s, end, trailer = got
@@ -491,7 +616,7 @@ class StreamDecoder:
                 self.trailer = trailer - take
                 pos = end + take
             else:
-                resp = _read_response(buf, pos, self.max_rpc)
+                resp = self._read_response(buf, pos, self.max_rpc)
                 if resp is None:
                     break
                 rpc, end = resp

@@ -356,6 +356,55 @@ def check_raft(data: bytes) -> None:
         assert cut == whole, f"cut every {step} bytes: {cut!r} != {whole!r}"
 
 
+def raft_chunk_view(chunk: Any) -> Any:
+    """Everything a transport Chunk says, comparable: its JSON, its error's
+    kind, message and offset, and its RPCs as objects (entries, warnings,
+    sizes, decoded commands and configurations)."""
+    err = chunk.error
+    return (
+        json.dumps(chunk.to_json_dict(), sort_keys=True, default=repr),
+        None if err is None else (err.kind, err.message, err.offset),
+        chunk.rpcs,
+    )
+
+
+def raft_decoder_state(dec: Any) -> Any:
+    return (dec.role, bytes(dec.buf), dec.trailer, dec.in_step, dec.rpcs, dec.skipped)
+
+
+def check_raft_native(
+    messages: list[bytes], role: str | None = None, max_rpc: int = 1 << 20
+) -> None:
+    """The C transport reader against the Python one (issue #45): the same
+    messages give the same chunks and leave the same state, message by
+    message. Nothing to do when the C reader is not built."""
+    from lbparse.raft import transport
+
+    if transport._NATIVE_READER is None:
+        return
+    fast = transport.StreamDecoder(role, max_rpc, native=True)
+    slow = transport.StreamDecoder(role, max_rpc, native=False)
+    for i, m in enumerate(messages):
+        a, b = raft_chunk_view(fast.feed(m)), raft_chunk_view(slow.feed(m))
+        assert a == b, f"message {i}: C {a!r} != Python {b!r}"
+        assert raft_decoder_state(fast) == raft_decoder_state(slow), f"message {i}: state"
+
+
+def check_raft_native_bytes(data: bytes) -> None:
+    """Any bytes as a transport stream, cut into messages as the first byte
+    says, read with no role, as requests and as responses, under a small and
+    the default RPC limit: the C reader and the Python one agree."""
+    if not data:
+        return
+    step = data[0] % 17 + 1
+    stream = data[1:]
+    messages = [stream[i : i + step] for i in range(0, len(stream), step)]
+    for role in (None, "request", "response"):
+        check_raft_native([stream], role)
+        check_raft_native(messages, role, max_rpc=64)
+        check_raft_native(messages + [b""] + messages, role)
+
+
 def check_raftdb(data: bytes, budget: int = 4096) -> None:
     """Any bytes as raft.db (issue #27): only StorageError escapes; what the
     store keeps of the file's keys and values stays within Limits.max_raft_db,

@@ -1,0 +1,457 @@
+/*
+ * hashicorp/raft's transport RPCs read in C: the native fast path of
+ * lbparse.raft.transport's _read_request and _read_response (the Python reader
+ * is the reference; tests/raft/test_transport_native.py holds the two equal,
+ * RPC for RPC, on the real captures' streams, hypothesis-made and hostile
+ * bytes).
+ *
+ * Reader(structs, requests, responses): the struct layouts of spec/raft.ksy,
+ * handed over by transport.py from the generated tables (no key, type or RPC
+ * number is written here): structs[i] is a tuple of fields (key, type code,
+ * written by every version, sub-struct index); requests maps an RPC type byte
+ * to its request struct; responses lists the response structs in the order
+ * transport.py tries them.
+ *
+ * Reader.read_request(buf, pos, limit) and read_response(buf, pos, limit)
+ * return None when the bytes end inside the RPC (the reference says the same:
+ * wait for more), (type byte or response number, [error bytes,] fields, end)
+ * for an RPC that is exactly what a hashicorp/raft version writes, or False
+ * for anything else -- an unknown key or type, a missing key, a duplicate
+ * key, a value of another type, an ext, a count past the limit, deep nesting,
+ * bytes that are not msgpack -- which the reference then reads (and words
+ * its error or warning). So this file holds no message of its own: every
+ * answer it gives is one the reference gives too.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "lb_msgpack.h"
+#include <stdint.h>
+#include <string.h>
+
+/* Field type codes, as transport.py's _NATIVE_TYPES numbers them. */
+enum { T_UINT = 0, T_INT = 1, T_BOOL = 2, T_BYTES = 3, T_TIME = 4, T_LIST = 5, T_OTHER = 6 };
+#define MAX_FIELDS 32
+#define MAX_STRUCTS 64
+/* msgpack_structs.MAX_PENDING_ITEMS: the reference's Unpacker bounds every
+ * array and map count by min(limit, this). Passed in at init. */
+
+typedef struct {
+    PyObject *name;     /* the key as a str (the fields dict's key) */
+    const char *key;    /* its UTF-8 bytes, as they are on the wire */
+    Py_ssize_t keylen;
+    int type;
+    int base;           /* written by every version: a missing one is not plain */
+    int sub;            /* T_LIST: the elements' struct */
+} fspec;
+
+typedef struct {
+    int nfields;
+    fspec fields[MAX_FIELDS];
+} sspec;
+
+typedef struct {
+    PyObject_HEAD
+    int nstructs;
+    sspec structs[MAX_STRUCTS];
+    int request[256];   /* struct index by RPC type byte, -1: none */
+    int nresponses;
+    int responses[MAX_STRUCTS];
+    uint64_t max_pending;
+    int ready;          /* initialised: a failed or missing __init__ leaves it 0 */
+    PyObject *keep;     /* the init arguments: they own the key strings */
+} Reader;
+
+enum { RD_OK = 0, RD_SHORT = 1, RD_OTHER = 2, RD_ERR = 3 /* a Python exception is set */ };
+
+static int value_of(Reader *r, const fspec *f, const uint8_t *b, size_t n, size_t *pos,
+                    PyObject **out);
+
+/* The keys of the map at *pos: the field each is (-1: none) and where its
+ * value starts. RD_OTHER for a key that is not a str or bin, or a map of more
+ * entries than the struct has fields (an extra or duplicate key). */
+static int map_keys(const sspec *s, const uint8_t *b, size_t n, size_t *pos, int *which,
+                    size_t *vals, uint64_t *count) {
+    lb_mp_head h = {0};
+    if (lb_mp_head_at(b, n, *pos, &h) != LB_MP_OK || h.kind != LB_MP_MAP)
+        return RD_OTHER;
+    if (h.u > (uint64_t)s->nfields)
+        return RD_OTHER;
+    *count = h.u;
+    size_t p = h.body;
+    for (uint64_t k = 0; k < h.u; k++) {
+        lb_mp_head kh = {0};
+        if (lb_mp_head_at(b, n, p, &kh) != LB_MP_OK || (kh.kind != LB_MP_STR && kh.kind != LB_MP_BIN) ||
+            lb_mp_body(n, &kh) != LB_MP_OK)
+            return RD_OTHER;
+        which[k] = -1;
+        for (int i = 0; i < s->nfields; i++) {
+            if ((uint64_t)s->fields[i].keylen == kh.u &&
+                memcmp(s->fields[i].key, b + kh.body, (size_t)kh.u) == 0) {
+                which[k] = i;
+                break;
+            }
+        }
+        p = kh.body + (size_t)kh.u;
+        vals[k] = p;
+        size_t end;
+        /* the whole object was checked by lb_mp_skip: this only moves on */
+        if (lb_mp_skip(b, n, p, UINT64_MAX, &end) != LB_MP_OK)
+            return RD_OTHER;
+        p = end;
+    }
+    *pos = p;
+    return RD_OK;
+}
+
+/* Whether the keys are exactly a version of s: each a distinct field of it,
+ * every field all versions write among them. */
+static int keys_fit(const sspec *s, const int *which, uint64_t count, int *slot) {
+    for (int i = 0; i < s->nfields; i++)
+        slot[i] = -1;
+    for (uint64_t k = 0; k < count; k++) {
+        if (which[k] < 0 || slot[which[k]] >= 0)
+            return 0;
+        slot[which[k]] = (int)k;
+    }
+    for (int i = 0; i < s->nfields; i++)
+        if (s->fields[i].base && slot[i] < 0)
+            return 0;
+    return 1;
+}
+
+/* The fields dict of the struct (keys already matched: slot[i] is field i's
+ * entry, -1 when a later version's field is absent), in declaration order as
+ * read_struct makes it. */
+static int struct_fields(Reader *r, const sspec *s, const uint8_t *b, size_t n, const size_t *vals,
+                         const int *slot, PyObject **out) {
+    PyObject *d = PyDict_New();
+    if (!d)
+        return RD_ERR;
+    for (int i = 0; i < s->nfields; i++) {
+        if (slot[i] < 0)
+            continue;
+        size_t p = vals[slot[i]];
+        PyObject *v = NULL;
+        int rc = value_of(r, &s->fields[i], b, n, &p, &v);
+        if (rc != RD_OK) {
+            Py_DECREF(d);
+            return rc;
+        }
+        int bad = PyDict_SetItem(d, s->fields[i].name, v);
+        Py_DECREF(v);
+        if (bad) {
+            Py_DECREF(d);
+            return RD_ERR;
+        }
+    }
+    *out = d;
+    return RD_OK;
+}
+
+/* The map at *pos as the struct s, when it is plainly one. */
+static int read_map(Reader *r, int si, const uint8_t *b, size_t n, size_t *pos, PyObject **out) {
+    const sspec *s = &r->structs[si];
+    int which[MAX_FIELDS], slot[MAX_FIELDS];
+    size_t vals[MAX_FIELDS];
+    uint64_t count;
+    int rc = map_keys(s, b, n, pos, which, vals, &count);
+    if (rc != RD_OK)
+        return rc;
+    if (!keys_fit(s, which, count, slot))
+        return RD_OTHER;
+    return struct_fields(r, s, b, n, vals, slot, out);
+}
+
+/* One field's value, converted as msgpack_structs._CONVERT does for a value
+ * of the declared type; RD_OTHER for any other (the reference words it). */
+static int value_of(Reader *r, const fspec *f, const uint8_t *b, size_t n, size_t *pos,
+                    PyObject **out) {
+    lb_mp_head h = {0};
+    if (lb_mp_head_at(b, n, *pos, &h) != LB_MP_OK)
+        return RD_OTHER;
+    switch (f->type) {
+    case T_UINT:
+    case T_INT:
+        if (h.kind == LB_MP_UINT)
+            *out = PyLong_FromUnsignedLongLong(h.u);
+        else if (h.kind == LB_MP_NEG && (f->type == T_INT || h.i >= 0))
+            *out = PyLong_FromLongLong(h.i);
+        else
+            return RD_OTHER;
+        *pos = h.body;
+        return *out ? RD_OK : RD_ERR;
+    case T_BOOL:
+        if (h.kind != LB_MP_BOOL)
+            return RD_OTHER;
+        *out = PyBool_FromLong((long)h.u);
+        *pos = h.body;
+        return RD_OK;
+    case T_BYTES:
+    case T_TIME: /* raw: transport.py converts it with go_time_ns */
+        if (h.kind == LB_MP_NIL) {
+            Py_INCREF(Py_None);
+            *out = Py_None;
+            *pos = h.body;
+            return RD_OK;
+        }
+        if ((h.kind != LB_MP_STR && h.kind != LB_MP_BIN) || lb_mp_body(n, &h) != LB_MP_OK)
+            return RD_OTHER;
+        *out = PyBytes_FromStringAndSize((const char *)b + h.body, (Py_ssize_t)h.u);
+        *pos = h.body + (size_t)h.u;
+        return *out ? RD_OK : RD_ERR;
+    case T_LIST: {
+        if (h.kind == LB_MP_NIL) {
+            *out = PyList_New(0);
+            *pos = h.body;
+            return *out ? RD_OK : RD_ERR;
+        }
+        if (h.kind != LB_MP_ARRAY)
+            return RD_OTHER;
+        PyObject *list = PyList_New((Py_ssize_t)h.u); /* h.u <= max_pending: lb_mp_skip */
+        if (!list)
+            return RD_ERR;
+        size_t p = h.body;
+        for (uint64_t k = 0; k < h.u; k++) {
+            PyObject *item = NULL;
+            int rc = read_map(r, f->sub, b, n, &p, &item);
+            if (rc != RD_OK) {
+                Py_DECREF(list);
+                return rc;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)k, item);
+        }
+        *out = list;
+        *pos = p;
+        return RD_OK;
+    }
+    default:
+        return RD_OTHER;
+    }
+}
+
+static PyObject *answer(int rc) {
+    if (rc == RD_SHORT)
+        Py_RETURN_NONE;
+    if (rc == RD_OTHER)
+        Py_RETURN_FALSE;
+    return NULL;
+}
+
+/* The object at pos, whole: RD_OK with its end, RD_SHORT, or RD_OTHER. */
+static int whole(Reader *r, const uint8_t *b, size_t n, size_t pos, uint64_t items, size_t *end) {
+    int rc = lb_mp_skip(b, n, pos, items, end);
+    return rc == LB_MP_OK ? RD_OK : rc == LB_MP_SHORT ? RD_SHORT : RD_OTHER;
+}
+
+static int parse_args(Reader *r, PyObject *args, Py_buffer *view, size_t *pos, uint64_t *items) {
+    Py_ssize_t p, limit;
+    if (!r->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Reader has no tables (its __init__ failed)");
+        return 0;
+    }
+    if (!PyArg_ParseTuple(args, "y*nn", view, &p, &limit))
+        return 0;
+    if (p < 0 || p > view->len || limit < 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "pos out of the buffer, or a negative limit");
+        return 0;
+    }
+    *pos = (size_t)p;
+    *items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
+    return 1;
+}
+
+static PyObject *Reader_read_request(Reader *r, PyObject *args) {
+    Py_buffer view;
+    size_t pos, end;
+    uint64_t items;
+    if (!parse_args(r, args, &view, &pos, &items))
+        return NULL;
+    const uint8_t *b = view.buf;
+    size_t n = (size_t)view.len;
+    PyObject *result = NULL;
+    int rc;
+    if (pos >= n) {
+        rc = RD_SHORT;
+    } else if (r->request[b[pos]] < 0) {
+        rc = RD_OTHER; /* unknown RPC type: the reference's error */
+    } else {
+        int type = b[pos];
+        rc = whole(r, b, n, pos + 1, items, &end);
+        if (rc == RD_OK) {
+            size_t p = pos + 1;
+            PyObject *fields = NULL;
+            rc = read_map(r, r->request[type], b, n, &p, &fields);
+            if (rc == RD_OK) {
+                result = Py_BuildValue("(iNn)", type, fields, (Py_ssize_t)end);
+                if (!result)
+                    rc = RD_ERR;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    return rc == RD_OK ? result : answer(rc);
+}
+
+static PyObject *Reader_read_response(Reader *r, PyObject *args) {
+    Py_buffer view;
+    size_t pos, mid, end;
+    uint64_t items;
+    if (!parse_args(r, args, &view, &pos, &items))
+        return NULL;
+    const uint8_t *b = view.buf;
+    size_t n = (size_t)view.len;
+    PyObject *result = NULL;
+    lb_mp_head h = {0};
+    int rc = whole(r, b, n, pos, items, &mid);
+    if (rc == RD_OK) {
+        /* the error string */
+        lb_mp_head_at(b, n, pos, &h);
+        if (h.kind != LB_MP_STR && h.kind != LB_MP_BIN)
+            rc = RD_OTHER;
+        else
+            rc = whole(r, b, n, mid, items, &end);
+    }
+    if (rc == RD_OK) {
+        int which[MAX_FIELDS], slot[MAX_FIELDS];
+        size_t vals[MAX_FIELDS];
+        uint64_t count;
+        int found = -1;
+        /* the first response struct (in transport.py's order) whose version the keys are */
+        for (int k = 0; k < r->nresponses && found < 0; k++) {
+            const sspec *s = &r->structs[r->responses[k]];
+            size_t p = mid;
+            if (map_keys(s, b, n, &p, which, vals, &count) == RD_OK && keys_fit(s, which, count, slot))
+                found = k;
+        }
+        if (found < 0) {
+            rc = RD_OTHER;
+        } else {
+            PyObject *fields = NULL;
+            rc = struct_fields(r, &r->structs[r->responses[found]], b, n, vals, slot, &fields);
+            if (rc == RD_OK) {
+                result = Py_BuildValue("(iy#Nn)", found, (const char *)b + h.body,
+                                       (Py_ssize_t)h.u, fields, (Py_ssize_t)end);
+                if (!result)
+                    rc = RD_ERR;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    return rc == RD_OK ? result : answer(rc);
+}
+
+static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
+    PyObject *structs, *requests, *responses;
+    unsigned long long max_pending;
+    if (!PyArg_ParseTuple(args, "O!O!O!K", &PyTuple_Type, &structs, &PyDict_Type, &requests,
+                          &PyTuple_Type, &responses, &max_pending))
+        return -1;
+    r->ready = 0;
+    if (PyTuple_GET_SIZE(structs) > MAX_STRUCTS || PyTuple_GET_SIZE(responses) > MAX_STRUCTS) {
+        PyErr_SetString(PyExc_ValueError, "too many structs");
+        return -1;
+    }
+    Py_CLEAR(r->keep);
+    r->keep = Py_BuildValue("(OOO)", structs, requests, responses);
+    if (!r->keep)
+        return -1;
+    r->max_pending = max_pending;
+    r->nstructs = (int)PyTuple_GET_SIZE(structs);
+    for (int i = 0; i < r->nstructs; i++) {
+        PyObject *fs = PyTuple_GET_ITEM(structs, i);
+        if (!PyTuple_Check(fs) || PyTuple_GET_SIZE(fs) > MAX_FIELDS) {
+            PyErr_SetString(PyExc_ValueError, "a struct is a tuple of at most 32 fields");
+            return -1;
+        }
+        sspec *s = &r->structs[i];
+        s->nfields = (int)PyTuple_GET_SIZE(fs);
+        for (int j = 0; j < s->nfields; j++) {
+            fspec *f = &s->fields[j];
+            PyObject *fd = PyTuple_GET_ITEM(fs, j);
+            if (!PyTuple_Check(fd)) {
+                PyErr_SetString(PyExc_TypeError, "a field is (key, type, base, sub)");
+                return -1;
+            }
+            if (!PyArg_ParseTuple(fd, "Uiii", &f->name, &f->type, &f->base, &f->sub))
+                return -1;
+            f->key = PyUnicode_AsUTF8AndSize(f->name, &f->keylen);
+            if (!f->key)
+                return -1;
+            if (f->type == T_LIST && (f->sub < 0 || f->sub >= r->nstructs)) {
+                PyErr_SetString(PyExc_ValueError, "a list's struct index is out of range");
+                return -1;
+            }
+        }
+    }
+    for (int t = 0; t < 256; t++)
+        r->request[t] = -1;
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(requests, &at, &key, &value)) {
+        long t = PyLong_AsLong(key), si = PyLong_AsLong(value);
+        if (PyErr_Occurred())
+            return -1;
+        if (t < 0 || t > 255 || si < 0 || si >= r->nstructs) {
+            PyErr_SetString(PyExc_ValueError, "an RPC type byte or struct index is out of range");
+            return -1;
+        }
+        r->request[t] = (int)si;
+    }
+    r->nresponses = (int)PyTuple_GET_SIZE(responses);
+    for (int k = 0; k < r->nresponses; k++) {
+        long si = PyLong_AsLong(PyTuple_GET_ITEM(responses, k));
+        if (PyErr_Occurred())
+            return -1;
+        if (si < 0 || si >= r->nstructs) {
+            PyErr_SetString(PyExc_ValueError, "a response struct index is out of range");
+            return -1;
+        }
+        r->responses[k] = (int)si;
+    }
+    r->ready = 1;
+    return 0;
+}
+
+static void Reader_dealloc(Reader *r) {
+    Py_CLEAR(r->keep);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"read_request", (PyCFunction)Reader_read_request, METH_VARARGS,
+     "read_request(buf, pos, limit) -> None | False | (type byte, fields, end)"},
+    {"read_response", (PyCFunction)Reader_read_response, METH_VARARGS,
+     "read_response(buf, pos, limit) -> None | False | (response number, error, fields, end)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lbparse.raft._transport.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Reader(structs, requests, responses, max_pending): the transport's RPCs in C.",
+    .tp_methods = Reader_methods,
+    .tp_init = (initproc)Reader_init,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)Reader_dealloc,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_transport",
+                                    "hashicorp/raft's transport RPCs read in C (see _transport.c).",
+                                    -1, NULL};
+
+PyMODINIT_FUNC PyInit__transport(void) {
+    if (PyType_Ready(&ReaderType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    Py_INCREF(&ReaderType);
+    if (PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType) < 0) {
+        Py_DECREF(&ReaderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

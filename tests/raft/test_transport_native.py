@@ -1,0 +1,302 @@
+"""The Raft transport's C reader (lbparse/raft/_transport.c) equals the Python one.
+
+issue #45: `StreamDecoder` reads RPCs in C when the module is built (and
+LBPARSE_NATIVE is not 0); the Python reader of lbparse.raft.transport is the
+reference. Fed the same messages, the two give the same chunks (JSON, RPC
+objects with their entries and warnings, sizes, errors with their kind,
+message and offset) and keep the same state: on the real captures' streams,
+on hypothesis-made streams of every RPC (cut anywhere, started mid-RPC,
+with keys missing, extra or of another type) and on hostile bytes. The C
+reader takes the plain RPCs itself (checked below, so that the equality is
+not the Python reader against itself) and leaves every other to the
+reference.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.hostile import check_raft_native, check_raft_native_bytes
+from support.shared import shared_path
+from support.wire import pack
+
+from lbparse.raft import transport
+from lbparse.raft.tables import RPC_TYPES, STRUCTS
+
+pytestmark = pytest.mark.skipif(
+    transport._NATIVE_READER is None, reason="lbparse.raft._transport is not built"
+)
+
+READER: Any = transport._NATIVE_READER
+LIMIT = transport.DEFAULT_MAX_RPC
+GO_EPOCH = 62_135_596_800
+
+
+def _go_time(sec: int, nsec: int, version: int = 1) -> bytes:
+    t = bytes([version]) + (sec + GO_EPOCH).to_bytes(8, "big") + nsec.to_bytes(4, "big")
+    return t + b"\xff\xff" + (b"\x00" if version == 2 else b"")
+
+
+def _log(index: int = 7, term: int = 2, typ: int = 1, data: bytes | None = None) -> dict:
+    return {"Index": index, "Term": term, "Type": typ, "Data": data, "Extensions": None}
+
+
+HEARTBEAT = bytes([0]) + pack(
+    {
+        "ProtocolVersion": 3,
+        "Term": 5,
+        "Leader": b"node2",
+        "PrevLogEntry": 40,
+        "PrevLogTerm": 4,
+        "Entries": None,
+        "LeaderCommitIndex": 40,
+    }
+)
+APPEND = bytes([0]) + pack(
+    {
+        "ProtocolVersion": 3,
+        "ID": b"node2",
+        "Addr": b"node2:9000",
+        "Term": 2**64 - 1,
+        "Leader": b"node2",
+        "PrevLogEntry": 40,
+        "PrevLogTerm": 4,
+        "Entries": [
+            _log(41, 5, 1),
+            {**_log(42, 5, 5, pack({"Servers": []})), "AppendedAt": _go_time(1_763_700_000, 9)},
+        ],
+        "LeaderCommitIndex": 40,
+    }
+)
+SNAPSHOT = (
+    bytes([2])
+    + pack(
+        {
+            "ProtocolVersion": 3,
+            "SnapshotVersion": 1,
+            "Term": 6,
+            "Leader": b"node3",
+            "LastLogIndex": 42,
+            "LastLogTerm": 5,
+            "Peers": None,
+            "Configuration": pack({"Servers": [{"Suffrage": 0, "ID": b"n1", "Address": b"a"}]}),
+            "ConfigurationIndex": 1,
+            "Size": 10,
+        }
+    )
+    + b"0123456789"
+)
+VOTE_RESPONSE = pack(b"") + pack({"ProtocolVersion": 3, "Term": 6, "Peers": None, "Granted": True})
+
+
+def test_the_c_reader_reads_plain_rpcs_itself() -> None:
+    """Not the reference against itself: plain RPCs come back from C, odd ones
+    (an extra key, a key of another type, an unknown RPC type) are left to
+    the reference (False), and bytes that end inside an RPC wait (None)."""
+    t, fields, end = READER.read_request(APPEND, 0, LIMIT)
+    assert (t, end, fields["Term"], len(fields["Entries"])) == (0, len(APPEND), 2**64 - 1, 2)
+    assert fields["Entries"][1]["AppendedAt"] == _go_time(1_763_700_000, 9)
+    assert READER.read_request(SNAPSHOT, 0, LIMIT)[2] == len(SNAPSHOT) - 10
+    number, err, fields, end = READER.read_response(VOTE_RESPONSE, 0, LIMIT)
+    assert transport._RESPONSES[number][0] == "RequestVoteResponse" and err == b""
+    assert READER.read_request(HEARTBEAT[:-1], 0, LIMIT) is None
+    assert READER.read_response(VOTE_RESPONSE[:3], 0, LIMIT) is None
+    odd = msgpack.unpackb(HEARTBEAT[1:], raw=False)
+    assert READER.read_request(bytes([0]) + pack({**odd, "Other": 1}), 0, LIMIT) is False
+    assert READER.read_request(bytes([0]) + pack({**odd, "Term": -1}), 0, LIMIT) is False
+    assert READER.read_request(bytes([9]) + HEARTBEAT[1:], 0, LIMIT) is False
+
+
+def test_the_selection_follows_lbparse_native() -> None:
+    """One selection (StreamDecoder without `native`): LBPARSE_NATIVE=0 is the
+    Python reader."""
+    code = (
+        "from lbparse.raft import StreamDecoder, transport;"
+        "d = StreamDecoder();"
+        "print(transport.native_available(), d._read_request is transport._read_request)"
+    )
+    for env, want in (("0", "False True"), ("1", "True False")):
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "LBPARSE_NATIVE": env},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert " ".join(out) == want
+
+
+@pytest.mark.parametrize("name", ["short.pcapng", "api-short.pcapng"])
+def test_the_real_captures_streams(name: str) -> None:
+    """Every Raft stream of the real 3-node captures: whole, and its messages
+    from the second on (the capture started mid-stream)."""
+    from lbparse.capture import CaptureReader
+
+    path = shared_path("liftbridge", "samples", name)
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    streams: dict[tuple[str, str, str], list[bytes]] = {}
+    for rec in CaptureReader(str(path)):
+        if ".raft.metadata." in rec.subject and ".request._INBOX." in rec.subject:
+            streams.setdefault((rec.src, rec.dst, rec.subject), []).append(rec.payload)
+    assert sum(map(len, streams.values())) > 2000
+    for messages in streams.values():
+        check_raft_native(messages)
+        check_raft_native(messages[1:], max_rpc=LIMIT)
+        # messages glued and cut anew, from inside the first RPC
+        stream = b"".join(messages[:40])
+        check_raft_native([stream[i : i + 97] for i in range(5, len(stream), 97)])
+
+
+# -- hypothesis-made streams ----------------------------------------------------
+
+ANY = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.floats(allow_nan=False),
+    st.binary(max_size=8),
+    st.text(max_size=4),
+    st.lists(st.integers(0, 3), max_size=2),
+    st.builds(msgpack.Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 999_999_999)),
+)
+TIME = st.one_of(
+    st.none(),
+    st.builds(
+        _go_time,
+        st.integers(-(10**9), 10**10),
+        st.integers(0, 999_999_999),
+        st.sampled_from([1, 2]),
+    ),
+    st.binary(max_size=17),
+    st.builds(msgpack.Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 999_999_999)),
+)
+
+
+def _value(kind: str) -> st.SearchStrategy[Any]:
+    if kind == "uint":
+        return st.integers(0, 2**64 - 1)
+    if kind == "int":
+        return st.integers(-(2**63), 2**64 - 1)
+    if kind == "bool":
+        return st.booleans()
+    if kind == "bytes":
+        return st.one_of(st.none(), st.binary(max_size=12))
+    if kind == "time":
+        return TIME
+    if kind == "logs":
+        return st.one_of(st.none(), st.lists(struct("Log"), max_size=3))
+    return ANY
+
+
+@st.composite
+def struct(draw: st.DrawFn, name: str) -> dict[Any, Any]:
+    """A struct as some hashicorp/raft version writes it, or, now and then,
+    not quite (a key dropped, added, or of another type)."""
+    out: dict[Any, Any] = {}
+    for f in STRUCTS[name]:
+        if f.since is not None and draw(st.booleans()):
+            continue  # an older version
+        odd = draw(st.integers(0, 40))
+        if odd == 0:
+            continue  # a key missing
+        out[f.key] = draw(ANY if odd == 1 else _value(f.type))
+    if draw(st.integers(0, 40)) == 0:
+        out[draw(st.sampled_from(["Other", "term", b"\xffTerm"]))] = draw(ANY)
+    if name == "Log" and out.get("Type") == 0 and draw(st.booleans()):
+        out["Data"] = draw(st.binary(max_size=20))  # a RaftLog or not
+    return out
+
+
+@st.composite
+def rpc(draw: st.DrawFn, role: str) -> bytes:
+    t = RPC_TYPES[draw(st.sampled_from(sorted(RPC_TYPES)))]
+    if role == "request":
+        fields = draw(struct(t.request))
+        if t.trailer and isinstance(fields.get(t.trailer), int):
+            fields[t.trailer] = fields[t.trailer] % 50
+        size = fields.get(t.trailer) if t.trailer else 0
+        body = bytes([t.value]) + msgpack.packb(fields, use_bin_type=False)
+        return body + b"s" * (size if type(size) is int and size > 0 else 0)
+    err = draw(st.one_of(st.just(b""), st.binary(max_size=10), ANY))
+    return msgpack.packb(err, use_bin_type=False) + msgpack.packb(
+        draw(struct(t.response)), use_bin_type=False
+    )
+
+
+@st.composite
+def stream(draw: st.DrawFn) -> tuple[list[bytes], str | None]:
+    role = draw(st.sampled_from(["request", "response"]))
+    data = b"".join(draw(st.lists(rpc(role), min_size=1, max_size=5)))
+    start = draw(st.integers(0, len(data) - 1)) if draw(st.booleans()) else 0
+    cuts = sorted(set(draw(st.lists(st.integers(start + 1, len(data)), max_size=8))))
+    bounds = [start, *cuts, len(data)]
+    messages = [data[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    if draw(st.integers(0, 10)) == 0:
+        messages.insert(draw(st.integers(0, len(messages))), b"")  # the stream closes
+    told = draw(st.sampled_from([None, role, "response" if role == "request" else "request"]))
+    return messages, told
+
+
+@settings(max_examples=400, deadline=None)
+@given(stream(), st.sampled_from([LIMIT, 64, 300]))
+def test_made_streams(made: tuple[list[bytes], str | None], max_rpc: int) -> None:
+    messages, role = made
+    check_raft_native(messages, role, max_rpc)
+
+
+# -- hostile bytes --------------------------------------------------------------
+
+HEAD = bytes([0]) + b"\x87"  # an AppendEntriesRequest's type byte and map of 7
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [HEARTBEAT[:k] for k in (1, 2, 5, 20)],  # truncated maps, each a new start
+        [HEARTBEAT[:9], HEARTBEAT[9:30], HEARTBEAT[30:]],
+        [bytes([0]) + b"\xdf\xff\xff\xff\xff"],  # a map of 4 billion entries
+        [bytes([0]) + b"\xde\x00\x10" + b"\xc0" * 32],  # more entries than any struct has
+        [bytes([0]) + b"\x81\xa4Term\xdb\xff\xff\xff\xff"],  # a 4 GiB string, to come
+        [bytes([0]) + b"\x81\xa7Entries\xdd\x00\x01\x00\x01"],  # an array past the items
+        [bytes([0]) + b"\x91" * 200 + b"\xc0"],  # deep nesting, whole
+        [bytes([0]) + b"\x81\xa1a" + b"\x91" * 2000],  # deeper than msgpack's stack
+        [bytes([0]) + b"\x81\x91\x01\x02"],  # a list as a key
+        [bytes([0]) + b"\x81\xc1\x00"],  # the byte msgpack never uses
+        [bytes([0]) + b"\x81\xd4\x01\x02\x03"],  # an ext as a key
+        [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xcb" + b"\x00" * 8)],  # a float term
+        [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xd0\x05")],  # an int8 term
+        [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xff")],  # a negative term
+        [HEARTBEAT.replace(b"\xa4Term", b"\xc4\x04Term")],  # a bin key
+        [HEARTBEAT.replace(b"\xa4Term", b"\xa4Tern")],  # an unknown key, a base key missing
+        [HEARTBEAT + HEARTBEAT[:3], HEARTBEAT[3:] + b"\x09\x80"],  # then an unknown type
+        [SNAPSHOT[:-4], b"\x00" * 3, SNAPSHOT],  # snapshot bytes across messages
+        [SNAPSHOT.replace(b"\xa4Size\x0a", b"\xa4Size\xff")],  # a negative size
+        [APPEND.replace(b"\x01\x00\x00", b"\x07\x00\x00", 1)],  # a bad time
+        [b"\xa0" + b"\x80", b"\xc0", VOTE_RESPONSE],  # an empty map, a nil error
+        [b"\xa3err\x84" + VOTE_RESPONSE[2:]],  # an error string
+        [b"\xd9\x05abc", b"de\x81\xa4Term\x01"],  # str8, across messages
+        [b"\xff" * 30, b"\x00\x80"],  # garbage, then a map without keys
+        [b""],
+    ],
+)
+def test_hostile_bytes(messages: list[bytes]) -> None:
+    for role in (None, "request", "response"):
+        check_raft_native(messages, role)
+        check_raft_native(messages, role, max_rpc=16)
+        check_raft_native_bytes(bytes([len(messages[0]) % 17]) + b"".join(messages))
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400))
+def test_any_bytes(data: bytes) -> None:
+    check_raft_native_bytes(data)
+    check_raft_native_bytes(HEAD + data)
