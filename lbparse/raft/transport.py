@@ -45,7 +45,7 @@ from lbparse.raft.tables import RPC_TYPES, STRUCTS, RpcType
 
 _transport: Any
 try:
-    from lbparse.raft import _transport  # type: ignore[attr-defined,no-redef]
+    from lbparse.raft import _transport
 except ImportError:  # not built: the Python reader alone
     _transport = None
 
@@ -568,6 +568,9 @@ class StreamDecoder:
         native: Read RPCs with the C reader (True; it must be built) or the
             Python one (False); None: the C one when `native_available()`.
             Both give the same chunks.
+
+    Raises:
+        RuntimeError: `native` is True and the C reader is not built.
     """
 
     def __init__(
