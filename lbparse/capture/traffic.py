@@ -93,6 +93,17 @@ def _subject_kind(subject: str) -> tuple[str, str, tuple[tuple[str, str], ...]] 
     return None
 
 
+@lru_cache(maxsize=4096)
+def _kind_name_node(subject: str) -> tuple[str, str, str | None] | None:
+    """subject_kind's kind, name and node token: all a message's reading needs
+    of its subject, without a dict of the tokens made per message."""
+    found = _subject_kind(subject)
+    if found is None:
+        return None
+    kind, name, tokens = found
+    return kind, name, dict(tokens).get("node")
+
+
 @dataclass
 class Traffic:
     """One NATS message of Liftbridge's own non-envelope traffic.
@@ -108,6 +119,9 @@ class Traffic:
         rpcs: The RPCs a stream message completed (lbparse.raft.RPC), for
             columns.
         chunk: A stream message's decoding: its detail is made when asked for.
+        rows: Read for columns (`TrafficReader.read(rows=True)`): the RPCs a
+            stream message completed as raft_rpcs rows (lbparse.raft.rpc_row),
+            and then no `rpcs`; None otherwise.
     """
 
     kind: str
@@ -117,6 +131,7 @@ class Traffic:
     error: str | None = None
     rpcs: list[Any] = field(default_factory=list)  # lbparse.raft.RPC, for columns
     chunk: Chunk | None = None  # a stream message: its detail is made when asked for
+    rows: list[dict[str, Any]] | None = None  # read for columns: the RPCs' rows, no rpcs
 
     @property
     def detail(self) -> dict[str, Any]:
@@ -218,6 +233,7 @@ class TrafficReader:
         payload: bytes,
         header_block: bytes | None = None,
         status: str | None = None,
+        rows: bool = False,
     ) -> Traffic | None:
         """The message's Traffic, or None when it is not such traffic.
 
@@ -230,19 +246,22 @@ class TrafficReader:
             header_block: The raw header block, for a NATS status (503: no node
                 answered).
             status: The status, already read from the header block.
+            rows: For columns: a stream message's RPCs as `Traffic.rows`
+                (no RPC objects: its `rpcs`, `detail` and `summary` then say
+                none of them).
 
         Returns:
             The Traffic, or None.
         """
         if _MARK in subject:
-            found = subject_kind(subject)
+            found = _kind_name_node(subject)
             if found is None:
                 return None
-            kind, name, tokens = found
+            kind, name, node = found
             if kind == "raft_stream":
-                return self._raft_stream(src, dst, subject, payload, name, tokens)
+                return self._raft_stream(src, dst, subject, payload, name, node, rows)
             if kind == "raft_accept":
-                return self._raft_accept(reply, payload, name, tokens)
+                return self._raft_accept(reply, payload, name, node)
             if kind == "bootstrap_probe":
                 return self._bootstrap_probe(payload, name)
             return None  # an envelope's subject
@@ -255,9 +274,15 @@ class TrafficReader:
     # -- the kinds -------------------------------------------------------------
 
     def _raft_stream(
-        self, src: str, dst: str, subject: str, payload: bytes, name: str, tokens: dict[str, str]
+        self,
+        src: str,
+        dst: str,
+        subject: str,
+        payload: bytes,
+        name: str,
+        node: str | None,
+        rows: bool = False,
     ) -> Traffic:
-        node = tokens.get("node")
         key = (src, dst, subject)
         dec = self.streams.get(key)
         if dec is None:
@@ -265,7 +290,11 @@ class TrafficReader:
                 for k in list(self.streams)[: self.max_streams // 2]:
                     del self.streams[k]
             dec = self.streams[key] = StreamDecoder(self.roles.get(subject))
-        chunk = dec.feed(payload)
+        found: list[dict[str, Any]] | None = None
+        if rows:
+            chunk, found = dec.feed_rows(payload)
+        else:
+            chunk = dec.feed(payload)
         if chunk.closed:
             self.streams.pop(key, None)
             kind = "raft_stream_close"
@@ -274,12 +303,11 @@ class TrafficReader:
                 chunk.role or "", "raft_stream"
             )
         error = chunk.error.message if chunk.error is not None else None
-        return Traffic(kind, name, node, {}, error, chunk.rpcs, chunk)
+        return Traffic(kind, name, node, {}, error, chunk.rpcs, chunk, found)
 
     def _raft_accept(
-        self, reply: str | None, payload: bytes, name: str, tokens: dict[str, str]
+        self, reply: str | None, payload: bytes, name: str, node: str | None
     ) -> Traffic:
-        node = tokens.get("node")
         obj = _json_object(payload)
         if (
             obj is None

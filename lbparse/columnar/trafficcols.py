@@ -20,6 +20,7 @@ from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
+from lbparse.raft.transport import rpc_row
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
 
@@ -37,34 +38,9 @@ def _candidates(records: pa.RecordBatch, reader: TrafficReader) -> np.ndarray:
     return np.asarray(maybe.fill_null(False))
 
 
-def _bigint(n: int | None) -> int | None:
-    """A uint64 (term, index) as Spark's bigint holds it: above 2**63, wrapped
-    (as Spark's uint64 and the commit-log struct's are), never a failed batch."""
-    return n if n is None or n < 2**63 else n - 2**64
-
-
-def _rpc(r: Any) -> dict[str, Any]:
-    return {
-        "role": r.role,
-        "rpc": r.rpc,
-        "term": _bigint(r.term),
-        "node": r.node,
-        "error": r.error,
-        "entries": [
-            {
-                "index": _bigint(e.index),
-                "term": _bigint(e.term),
-                "type": e.type_name,
-                "command": (e.command.name or e.command.op) if e.command else None,
-            }
-            for e in r.entries
-        ],
-    }
-
-
 def _rpc_json(r: Any) -> dict[str, Any]:
-    """`_rpc` with the JSON text columns (fields_json, command_json)."""
-    out = _rpc(r)
+    """`rpc_row` with the JSON text columns (fields_json, command_json)."""
+    out = rpc_row(r)
     out["fields_json"] = dumps(json_fields(r.struct, r.fields))
     for e, entry in zip(r.entries, out["entries"]):
         entry["command_json"] = dumps(e.command.to_json_dict()) if e.command else None
@@ -132,6 +108,8 @@ def traffic_columns(
             reply[j],
             payload[j] or b"",
             status=status,
+            # without the JSON columns the RPCs' rows alone: no RPC objects
+            rows=not json_columns,
         )
         if t is None:
             continue
@@ -141,7 +119,7 @@ def traffic_columns(
             rpcs[i] = [_rpc_json(r) for r in t.rpcs]
             texts[i] = dumps(t.to_json_dict())
         else:
-            rpcs[i] = [_rpc(r) for r in t.rpcs]
+            rpcs[i] = t.rows if t.rows is not None else [rpc_row(r) for r in t.rpcs]
     if not found:
         return _null_columns(n, json_columns)
     # By the table's names (fields.TRAFFIC): a column added there and not filled

@@ -31,6 +31,7 @@ from lbparse.raft.transport import (
     StreamDecoder,
     decode_request,
     decode_response,
+    rpc_row,
     stream_role,
 )
 
@@ -57,5 +58,6 @@ __all__ = [
     "decode_log_entry",
     "decode_request",
     "decode_response",
+    "rpc_row",
     "stream_role",
 ]

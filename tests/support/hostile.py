@@ -377,17 +377,31 @@ def check_raft_native(
 ) -> None:
     """The C transport reader against the Python one (issue #45): the same
     messages give the same chunks and leave the same state, message by
-    message. Nothing to do when the C reader is not built."""
+    message. And the rows path (`StreamDecoder.feed_rows`, no RPC objects)
+    of either reader gives `rpc_row` of those chunks' RPCs, the rest of its
+    chunk and its state as `feed`'s. Nothing to do when the C reader is not
+    built."""
     from lbparse.raft import transport
 
     if transport._NATIVE_READER is None:
         return
     fast = transport.StreamDecoder(role, max_rpc, native=True)
     slow = transport.StreamDecoder(role, max_rpc, native=False)
+    fast_rows = transport.StreamDecoder(role, max_rpc, native=True)
+    slow_rows = transport.StreamDecoder(role, max_rpc, native=False)
     for i, m in enumerate(messages):
-        a, b = raft_chunk_view(fast.feed(m)), raft_chunk_view(slow.feed(m))
+        chunk = fast.feed(m)
+        a, b = raft_chunk_view(chunk), raft_chunk_view(slow.feed(m))
         assert a == b, f"message {i}: C {a!r} != Python {b!r}"
         assert raft_decoder_state(fast) == raft_decoder_state(slow), f"message {i}: state"
+        want = [transport.rpc_row(r) for r in chunk.rpcs]
+        chunk.rpcs = []
+        bare = raft_chunk_view(chunk)
+        for dec in (fast_rows, slow_rows):
+            got, rows = dec.feed_rows(m)
+            assert rows == want, f"message {i}: rows {rows!r} != {want!r}"
+            assert raft_chunk_view(got) == bare, f"message {i}: rows chunk"
+            assert raft_decoder_state(dec) == raft_decoder_state(fast), f"message {i}: rows state"
 
 
 def check_raft_native_bytes(data: bytes) -> None:

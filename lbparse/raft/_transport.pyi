@@ -1,0 +1,15 @@
+"""Type stub of lbparse/raft/_transport.c (the Raft transport's RPC reader in C)."""
+
+from typing import Any
+
+class Reader:
+    def __init__(
+        self,
+        structs: tuple[Any, ...],
+        requests: dict[int, int],
+        responses: tuple[int, ...],
+        max_pending: int,
+        /,
+    ) -> None: ...
+    def read_request(self, buf: Any, pos: int, limit: int, /) -> Any: ...
+    def read_response(self, buf: Any, pos: int, limit: int, /) -> Any: ...

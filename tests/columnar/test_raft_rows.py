@@ -1,0 +1,127 @@
+"""The Raft traffic's rows without RPC objects equal the reference (issue #45).
+
+Without the JSON columns the pipeline takes each Raft message's RPCs as rows
+(`StreamDecoder.feed_rows`: no RPC, Chunk detail or fields dict made, in C
+where the transport reader is built); with them, or with LBPARSE_NATIVE=0,
+as before. `read_capture_tables` gives the same tables, every table and
+column, either way: on the real 3-node captures and the shared NATS ones.
+(tests/support/hostile.check_raft_native holds the rows equal RPC by RPC on
+hypothesis-made and hostile streams.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from support.reading import concat_tables
+from support.shared import CAPTURES, LIFTBRIDGE
+
+import lbparse
+from lbparse.capture.traffic import TrafficReader
+from lbparse.raft import StreamDecoder, rpc_row
+
+CASES = [
+    LIFTBRIDGE / "samples" / "short.pcapng",
+    LIFTBRIDGE / "samples" / "api-short.pcapng",
+    *sorted(CAPTURES.glob("*.pcap*")),
+]
+
+# Writes every table of read_capture_tables(argv[1], json_columns=argv[2]) to
+# argv[3] as Arrow IPC streams, one file per table: the LBPARSE_NATIVE=0 side,
+# which must be chosen before lbparse is imported.
+_DUMP = """
+import sys, pyarrow as pa, lbparse
+from support.reading import concat_tables
+tables = concat_tables(lbparse.read_capture_tables(sys.argv[1], batch_rows=1000,
+                                                   json_columns=sys.argv[2] == "1"))
+for name, t in tables.items():
+    with pa.OSFile(f"{sys.argv[3]}/{name}.arrows", "wb") as f, pa.ipc.new_stream(f, t.schema) as w:
+        w.write_table(t)
+"""
+
+
+def _reference(path: Path, json_columns: bool, out: Path) -> dict[str, pa.Table]:
+    tests = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "LBPARSE_NATIVE": "0",
+        "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]),
+    }
+    subprocess.run(
+        [sys.executable, "-c", _DUMP, str(path), "1" if json_columns else "0", str(out)],
+        env=env,
+        check=True,
+    )
+    return {p.stem: pa.ipc.open_stream(p).read_all() for p in sorted(out.glob("*.arrows"))}
+
+
+@pytest.mark.parametrize("json_columns", [False, True], ids=["typed", "json"])
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
+def test_the_tables_equal_the_reference(path: Path, json_columns: bool, tmp_path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    got = concat_tables(
+        lbparse.read_capture_tables(str(path), batch_rows=1000, json_columns=json_columns)
+    )
+    want = _reference(path, json_columns, tmp_path)
+    assert sorted(got) == sorted(want)
+    for name, table in got.items():
+        assert table.schema == want[name].schema, name
+        for column in table.column_names:
+            a, b = table.column(column), want[name].column(column)
+            assert a.equals(b), f"{name}.{column}"
+
+
+def test_a_raft_message_read_for_columns_makes_no_rpc_objects() -> None:
+    """The rows path hands over the rows alone: the RPC objects it no longer
+    makes were most of a Raft message's Python cost."""
+    path = LIFTBRIDGE / "samples" / "short.pcapng"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    from lbparse.capture import CaptureReader
+
+    plain, rows = TrafficReader(), TrafficReader()
+    seen = 0
+    for rec in CaptureReader(str(path)):
+        a = plain.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload)
+        b = rows.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rows=True)
+        if a is None or b is None:
+            assert a is b
+            continue
+        assert (a.kind, a.node, a.error) == (b.kind, b.node, b.error)
+        if a.chunk is None:
+            assert b.rows is None and b.rpcs == a.rpcs
+            continue
+        assert b.rpcs == [] and b.rows == [rpc_row(r) for r in a.rpcs]
+        seen += len(a.rpcs)
+    assert seen > 2000
+
+
+def test_feed_rows_and_feed_may_take_turns() -> None:
+    """One stream fed by both methods reads on as one (the decoder's state is
+    the same whichever made the rows)."""
+    path = LIFTBRIDGE / "samples" / "short.pcapng"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    from lbparse.capture import CaptureReader
+
+    streams: dict[tuple[str, str, str], list[bytes]] = {}
+    for rec in CaptureReader(str(path)):
+        if ".request._INBOX." in rec.subject:
+            streams.setdefault((rec.src, rec.dst, rec.subject), []).append(rec.payload)
+    for messages in streams.values():
+        one, mixed = StreamDecoder(), StreamDecoder()
+        for i, m in enumerate(messages):
+            want = [rpc_row(r) for r in one.feed(m).rpcs]
+            got = mixed.feed_rows(m)[1] if i % 2 else [rpc_row(r) for r in mixed.feed(m).rpcs]
+            assert got == want
+        assert (one.rpcs, one.skipped, bytes(one.buf)) == (
+            mixed.rpcs,
+            mixed.skipped,
+            bytes(mixed.buf),
+        )
