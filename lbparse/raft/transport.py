@@ -26,6 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from lbparse.errors import OperationalError
 from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
 from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import (
@@ -570,7 +571,7 @@ class StreamDecoder:
             Both give the same chunks.
 
     Raises:
-        RuntimeError: `native` is True and the C reader is not built.
+        OperationalError: `native` is True and the C reader is not built.
     """
 
     def __init__(
@@ -579,7 +580,7 @@ class StreamDecoder:
         if native is None:
             native = native_available()
         elif native and _NATIVE_READER is None:
-            raise RuntimeError("lbparse.raft._transport is not built")
+            raise OperationalError("failed", "lbparse.raft._transport is not built")
         self._read_request = _native_read_request if native else _read_request
         self._read_response = _native_read_response_parts if native else _read_response_parts
         self.role = role
