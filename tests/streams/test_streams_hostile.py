@@ -14,24 +14,8 @@ from lbparse.streams.client import StreamsClient, StreamsError
 from lbparse_generated.proto import api_pb2 as api
 
 
-def _chunk(where: int, data: bytes, kind: int = 0) -> bytes:
-    return bytes([where << 6 | kind, len(data)]) + data
-
-
 def _cluster(messages: list[api.Message]) -> bytes:
-    """A script: streams s and t, partition 0 led by b1 (high watermark 9),
-    whose Subscribe sends `messages` after the "subscription made" one."""
-    part = api.PartitionMetadata(id=0, leader="b1", isr=["b1"], highWatermark=9, newestOffset=9)
-    meta = api.FetchMetadataResponse(
-        brokers=[api.Broker(id="b1", host="127.0.0.1", port=1)],
-        streamMetadata=[
-            api.StreamMetadata(name=n, subject=n, partitions={0: part}) for n in hs.STREAMS
-        ],
-    )
-    out = _chunk(0, meta.SerializeToString())
-    out += _chunk(1, api.FetchPartitionMetadataResponse(metadata=part).SerializeToString())
-    out += _chunk(2, b"")
-    return out + b"".join(_chunk(2, m.SerializeToString()) for m in messages)
+    return hs.cluster(messages)
 
 
 # call byte (first_offset 6, offset_at 7), parameter byte 40: stream s,

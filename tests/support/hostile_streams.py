@@ -173,6 +173,45 @@ def script_of(data: bytes, addresses: list[str]) -> Script:
     return script
 
 
+def chunk(where: int, data: bytes, kind: int = 0) -> bytes:
+    """One chunk of a script (the module's doc): `where` 0..2, `kind` 0 the
+    bytes answered, 32.. an abort, 48.. silence."""
+    return bytes([where << 6 | kind, len(data)]) + data
+
+
+def cluster(
+    messages: list[api_pb2.Message],
+    partitions: int = 1,
+    paused: bool = False,
+    high_watermark: int = 9,
+) -> bytes:
+    """A script of a sane cluster: streams s and t, `partitions` partitions
+    led by b1 (b2 and b3 in sync) of `high_watermark`, whose Subscribe sends
+    `messages` after the "subscription made" one."""
+    part = {
+        i: api_pb2.PartitionMetadata(
+            id=i,
+            leader="b1",
+            isr=["b1", "b2", "b3"],
+            highWatermark=high_watermark,
+            newestOffset=high_watermark,
+            paused=paused,
+        )
+        for i in range(partitions)
+    }
+    meta = api_pb2.FetchMetadataResponse(
+        brokers=[api_pb2.Broker(id=f"b{i}", host="127.0.0.1", port=i) for i in (1, 2, 3)],
+        streamMetadata=[
+            api_pb2.StreamMetadata(name=n, subject=f"{n}.x", partitions=part) for n in STREAMS
+        ],
+    )
+    out = chunk(0, meta.SerializeToString())
+    for p in part.values():
+        out += chunk(1, api_pb2.FetchPartitionMetadataResponse(metadata=p).SerializeToString())
+    out += chunk(2, b"")
+    return out + b"".join(chunk(2, m.SerializeToString()) for m in messages)
+
+
 CALLS = (
     "metadata",
     "partitions",
