@@ -285,7 +285,7 @@ def streams_scripts() -> list[bytes]:
         hs.chunk(0, b"down", code[grpc.StatusCode.UNAVAILABLE]) + sane,
         hs.cluster(msgs)[: -sum(len(hs.chunk(2, m.SerializeToString())) for m in msgs)]
         + hs.chunk(2, b"no such partition", code[grpc.StatusCode.NOT_FOUND]),
-        hs.cluster(msgs).replace(hs.chunk(2, b""), hs.chunk(2, b"", 48)),  # silent
+        hs.cluster(msgs).replace(hs.chunk(2, b""), hs.chunk(2, b"", 63)),  # silent
         hs.cluster(msgs, paused=True),
         hs.cluster([msgs[0], msgs[2], msgs[1]]),  # out of order
         hs.cluster(msgs[:2]),  # ended early
