@@ -21,8 +21,6 @@ committed or discarded), and holds it to what the module promises:
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import shutil
 import stat
@@ -50,17 +48,13 @@ TEMPLATES = (
     "file/",
     "dir/../",
 )
-_root: str | None = None
 
 
 def _place() -> tuple[str, str, int]:
     """A fresh base/work/ (the module's doc) and a reader of its FIFO (so that
     a write to it neither blocks nor is lost)."""
-    global _root
-    if _root is None:
-        _root = tempfile.mkdtemp(prefix="lbparse-outputs-fuzz-")
-        atexit.register(cleanup)
-    base = tempfile.mkdtemp(dir=_root)
+    # removed by the execution itself: libFuzzer ends the process without atexit
+    base = tempfile.mkdtemp(prefix="lbparse-outputs-fuzz-")
     work = os.path.join(base, "work")
     os.mkdir(work)
     with open(os.path.join(base, "outside"), "wb") as f:
@@ -183,9 +177,3 @@ def _written(
     assert kind == "file" and content == expected, (path, content[:40], expected[:40])
     if rel in before:
         assert mode == before[rel][1], (path, oct(mode))  # the old permission bits kept
-
-
-def cleanup() -> None:
-    if _root is not None:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(_root)
