@@ -9,7 +9,8 @@ NATS streams of those envelopes (with headers, replies, control lines) for
 for `capture`; batches of envelopes for `batch`; segments of every
 generation, indexes, checkpoints and raft.db pages for `storage`; Raft log
 entries and transport streams for `raft`; whole raft.db files (real and
-crafted) for `raftdb`; HTTP/2 connections carrying gRPC calls for `h2`. The
+crafted) for `raftdb`; HTTP/2 connections carrying gRPC calls for `h2`; scripts of a hostile
+gRPC server for `streams`; names and contents of outputs for `outputs`. The
 seeds are made, never stored: fuzz/corpus/ is not committed (the fuzzer's
 finds grow it).
 """
@@ -255,6 +256,61 @@ def h2_connections() -> list[bytes]:
     ]
 
 
+def streams_scripts() -> list[bytes]:
+    """Scripts of the hostile gRPC server for `streams` (hostile_streams' form:
+    a call byte, a parameter byte, chunks): every call on a sane cluster, and
+    a cluster that fails each way the client meets (a FetchMetadata that does
+    not parse, aborts, a silent leader, NOT_FOUND and "before start offset",
+    a paused partition, offsets skipped, a stream ended early)."""
+    import grpc
+    from support import hostile_streams as hs
+
+    from lbparse_generated.proto import api_pb2
+
+    M = api_pb2.Message
+    msgs = [M(offset=i, key=b"k", value=b"v" * i, headers={"h": b"1"}) for i in range(10)]
+    sane = hs.cluster(msgs, partitions=2)
+    code = {c: 32 + hs._CODES.index(c) for c in hs._CODES}
+    # parameters (hostile_streams.check_streams): s/0 offsets 1..1; t/0 1..2 from a
+    # follower (replica); s/1 3..4
+    params = [0b00101000, 0b11001001, 0b01011010]
+    # the server sends what the script says, whatever the request: messages from the start asked
+    out = [
+        bytes([call, p]) + hs.cluster(msgs[p >> 3 & 3 :], partitions=2)
+        for call in range(len(hs.CALLS))
+        for p in params
+    ]
+    broken = [
+        hs.chunk(0, b"\x0a\xff") + sane,  # FetchMetadata that does not parse, then a sane one
+        hs.chunk(0, b"down", code[grpc.StatusCode.UNAVAILABLE]) + sane,
+        hs.cluster(msgs)[: -sum(len(hs.chunk(2, m.SerializeToString())) for m in msgs)]
+        + hs.chunk(2, b"no such partition", code[grpc.StatusCode.NOT_FOUND]),
+        hs.cluster(msgs).replace(hs.chunk(2, b""), hs.chunk(2, b"", 63)),  # silent
+        hs.cluster(msgs, paused=True),
+        hs.cluster([msgs[0], msgs[2], msgs[1]]),  # out of order
+        hs.cluster(msgs[:2]),  # ended early
+        hs.cluster([M(offset=-1), M(offset=2**62)], high_watermark=2**40),
+        hs.cluster([])
+        + hs.chunk(2, b"before start offset", code[grpc.StatusCode.INVALID_ARGUMENT]),
+        hs.cluster(msgs) + hs.chunk(2, b"\x08\x80"),  # a Message cut short
+        hs.chunk(1, b"leader moved", code[grpc.StatusCode.FAILED_PRECONDITION]) + hs.cluster(msgs),
+    ]
+    out += [bytes([call, params[0]]) + b for b in broken for call in (1, 3, 4, 5, 6, 7)]
+    return out
+
+
+def output_writes() -> list[bytes]:
+    """Writes for `outputs` (hostile_outputs' form: a byte of template and way,
+    a byte of name length (and whether 'file' is an input), the name, the
+    content): each template by each way, a few names of the input's own."""
+    out = []
+    for how in range(256):
+        name = [b"", b"x", b"/y", b"..", b"\0", b"\xff"][how % 6]
+        inputs = 128 if how % 7 == 0 else 0
+        out.append(bytes([how, inputs | len(name)]) + name + b"content %d\n" % how)
+    return out[::3] + [bytes([1, 0]) + b"x" * 70000]  # past a pipe's buffer, once
+
+
 def build(out_dir: Path) -> dict[str, int]:
     envs = envelopes()
     with tempfile.TemporaryDirectory() as tmp:
@@ -270,6 +326,8 @@ def build(out_dir: Path) -> dict[str, int]:
             "raftdb": raft_dbs(),
             "checkpoints": checkpoint_files(),
             "h2": h2_connections(),
+            "streams": streams_scripts(),
+            "outputs": output_writes(),
         }
     counts = {}
     for target, items in seeds.items():

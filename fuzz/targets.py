@@ -11,7 +11,10 @@ lbparse.decode row by row), `storage` (segments,
 indexes, checkpoints, raft.db; the C entry loop against the Python one)
 and `raft` (Raft log entries and the transport stream); issue #27 `raftdb`
 (whole raft.db files: the bbolt walk and the log's copy budget); issue #28
-`h2` (an HTTP/2 connection carrying gRPC: lbparse.capture.h2 and grpc).
+`h2` (an HTTP/2 connection carrying gRPC: lbparse.capture.h2 and grpc);
+issue #47 `streams` (lbparse.streams.client against a hostile gRPC server,
+and the streams source's batch reader) and `outputs` (lbparse.outputs on
+any name and content).
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ import lbparse.capture.h2
 # Imported here, under atheris.instrument_imports (harness.py), so that the
 # fuzzer sees inside them: the checks import them lazily.
 import lbparse.columnar.decode_arrow
+import lbparse.outputs
 import lbparse.raft
 import lbparse.report.aggregate
 import lbparse.report.fast_path
+import lbparse.spark.streams_source
 import lbparse.storage
 import lbparse.storage.checkpoints
-import lbparse.storage.raftdb  # noqa: F401
+import lbparse.storage.raftdb
+import lbparse.streams.client  # noqa: F401
 from lbparse.codec.limits import Limits
 
 # Small limits, so that the limit checks themselves get fuzzed: inputs are
@@ -130,6 +136,22 @@ def report(data: bytes) -> None:
     check_report(data)
 
 
+def streams(data: bytes) -> None:
+    """The streams client against a hostile gRPC server (issue #47): one real
+    server in the process answers the input's bytes; one call an execution."""
+    from support import hostile_streams
+
+    hostile_streams.check_streams(data)
+
+
+def outputs(data: bytes) -> None:
+    """The outputs (issue #47): a name and content, written whole or refused,
+    no temporary file left, nothing else touched."""
+    from support import hostile_outputs
+
+    hostile_outputs.check_outputs(data)
+
+
 TARGETS = {
     f.__name__: f
     for f in (
@@ -149,6 +171,8 @@ TARGETS = {
         native_pass,
         report,
         h2,
+        streams,
+        outputs,
     )
 }
 NATIVE = ("native_capture", "decode_arrow", "native_pass", "raft_native")

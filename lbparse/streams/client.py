@@ -703,11 +703,13 @@ class StreamsClient:
                 without asking.
 
         Returns:
-            The oldest offset, or `end` when the partition has no message.
+            The oldest offset, or `end` when the partition has no message
+            before `end`.
 
         Raises:
-            StreamsError: The stream or partition does not exist, is paused, or its
-                node fails or sends nothing for `timeout` seconds.
+            StreamsError: The stream or partition does not exist, is paused, its
+                node fails or sends nothing for `timeout` seconds, or it sends a
+                negative offset.
             Transient: Its leader cannot be asked.
         """
         if end <= 0:
@@ -723,7 +725,7 @@ class StreamsClient:
         )
         try:
             for msg in self._messages(address, req):
-                return int(msg.offset)
+                return _offset_in(msg, end, stream, partition, address)
         except grpc.RpcError as exc:
             raise StreamsError(
                 "failed", f"{stream}/{partition}: {address}: {_status(exc)}"
@@ -753,8 +755,9 @@ class StreamsClient:
             The offset, or `end` when no committed message is that recent.
 
         Raises:
-            StreamsError: The stream or partition does not exist, is paused, or its
-                node fails or sends nothing for `timeout` seconds.
+            StreamsError: The stream or partition does not exist, is paused, its
+                node fails or sends nothing for `timeout` seconds, or it sends a
+                negative offset.
             Transient: Its leader cannot be asked.
         """
         if end <= 0:
@@ -773,7 +776,7 @@ class StreamsClient:
         )
         try:
             for msg in self._messages(address, req):
-                return min(int(msg.offset), end)
+                return _offset_in(msg, end, stream, partition, address)
         except grpc.RpcError as exc:
             # the server's answer when the timestamp is past the last offset
             if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and "before start offset" in str(
@@ -883,6 +886,19 @@ class StreamsClient:
         finally:
             dog.stop()
             call.cancel()
+
+
+def _offset_in(msg: api_pb2.Message, end: int, stream: str, partition: int, address: str) -> int:
+    """A position's offset, at most `end`: a server that has moved past the
+    end given (retention, new messages) has nothing before it to read. A
+    negative one is no offset (a hostile or broken server, issue #47):
+    taken as it was, it became the read's start, refused later as a bad
+    range of the user's."""
+    if msg.offset < 0:
+        raise StreamsError(
+            "bad_message", f"{stream}/{partition}: {address} sent offset {msg.offset}"
+        )
+    return min(int(msg.offset), end)
 
 
 def _not_paused(info: PartitionInfo) -> None:

@@ -208,3 +208,21 @@ def test_the_atheris_harness_runs_every_target(corpus: Path) -> None:
     out = _harness("every", corpus, 100 * len(targets.EVERY))
     ran = set(re.findall(r"^every: ran (\w+)$", out, re.MULTILINE))
     assert ran == set(targets.EVERY), out[-3000:]
+
+
+def test_the_outputs_target_catches_a_temporary_file_left(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The outputs target (issue #47) fails on a writer that leaves its
+    temporary file beside the output (copied over it, never renamed)."""
+    import shutil
+
+    from lbparse import outputs
+
+    seeds = [p.read_bytes() for p in sorted((corpus / "outputs").iterdir())]
+    for data in seeds:
+        targets.outputs(data)
+    monkeypatch.setattr(outputs, "_rename_over", lambda temp, path, where: shutil.copy(temp, path))
+    with pytest.raises(AssertionError):
+        for data in seeds:
+            targets.outputs(data)
