@@ -53,7 +53,7 @@ def _reference(path: Path, json_columns: bool, out: Path) -> dict[str, pa.Table]
         "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]),
     }
     subprocess.run(
-        [sys.executable, "-c", _DUMP, str(path), "1" if json_columns else "0", str(out)],
+        [sys.executable, "-P", "-c", _DUMP, str(path), "1" if json_columns else "0", str(out)],
         env=env,
         check=True,
     )

@@ -124,7 +124,9 @@ def test_the_selection_follows_lbparse_native() -> None:
     )
     for env, want in (("0", "False True"), ("1", "True False")):
         out = subprocess.run(
-            [sys.executable, "-c", code],
+            # -P: lbparse from where this run imports it (the wheel, the
+            # sanitizers' build), never the checkout in the working directory
+            [sys.executable, "-P", "-c", code],
             env={**os.environ, "LBPARSE_NATIVE": env},
             capture_output=True,
             text=True,
