@@ -72,6 +72,22 @@ _BY_RESPONSE = {t.response: t for t in RPC_TYPES.values()}
 _RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE), key=lambda r: len(r[2]))
 
 
+def _term(fields: dict[str, Any]) -> int | None:
+    """An RPC's Term field, None when it has none."""
+    t = fields.get("Term")
+    return t if isinstance(t, int) else None
+
+
+def _node(fields: dict[str, Any]) -> str | None:
+    """An RPC's leader, candidate or ID field: from an RPC's fields (ids made
+    text) or a struct's raw ones (ids still bytes), the same text."""
+    for key in ("Leader", "Candidate", "ID"):
+        v = fields.get(key)
+        if v:
+            return text(v) if isinstance(v, bytes) else str(v)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class RPC:
     """One request or response of the Raft transport.
@@ -102,17 +118,12 @@ class RPC:
     @property
     def term(self) -> int | None:
         """The RPC's Term field, None when it has none."""
-        t = self.fields.get("Term")
-        return t if isinstance(t, int) else None
+        return _term(self.fields)
 
     @property
     def node(self) -> str | None:
         """The leader (AppendEntries, InstallSnapshot) or candidate (RequestVote)."""
-        for key in ("Leader", "Candidate", "ID"):
-            v = self.fields.get(key)
-            if v:
-                return str(v)
-        return None
+        return _node(self.fields)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The RPC as a JSON-ready dict.
@@ -357,23 +368,13 @@ def rpc_row(r: RPC) -> dict[str, Any]:
     }
 
 
-def _node(fields: dict[str, Any]) -> str | None:
-    """RPC.node, from the struct's raw fields (ids still bytes)."""
-    for key in ("Leader", "Candidate", "ID"):
-        v = fields.get(key)
-        if v:
-            return text(v) if isinstance(v, bytes) else str(v)
-    return None
-
-
 def _row(role: str, t: RpcType, s: StructValue, error: str | None) -> dict[str, Any]:
     """rpc_row of the RPC _request or _response would make of the struct."""
     f = s.fields
-    term = f.get("Term")
     return {
         "role": role,
         "rpc": t.name,
-        "term": _bigint(term if isinstance(term, int) else None),
+        "term": _bigint(_term(f)),
         "node": _node(f),
         "error": error,
         "entries": (
