@@ -29,7 +29,7 @@ else the position: None when there is neither) and one JSON shape,
 `message` and `where` (`limit` for an `EnvelopeError` a resource limit
 refused). `str(exc)` is the one line the command line prints.
 
-What stays a builtin exception (tests/test_error_family.py lists each
+What stays a builtin exception (tests/base/test_error_family.py lists each
 place, so a new one is a decision): a `TypeError` for an argument of the
 wrong type (a program's mistake, not its data's), `NotImplementedError` in
 an abstract method, the `AttributeError` and `KeyError` of Python's own
