@@ -26,8 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/support is the package `support`
-# the Raft and gRPC seeds are built with those tests' own builders
-sys.path[1:1] = [str(ROOT / "tests" / "raft"), str(ROOT / "tests" / "capture")]
 
 from support import capwriter as cw  # noqa: E402
 from support import hostile  # noqa: E402
@@ -181,7 +179,7 @@ def checkpoint_files() -> list[bytes]:
 
 def raft_streams() -> list[bytes]:
     """Raft log entries and transport streams (first byte: the cut, see hostile.check_raft)."""
-    import test_raft as t
+    from support import wire as t
 
     entries = [
         t.pack(t.log_map(data=t.raft_log("CHANGE_LEADER", stream="s", leader="n"))),
@@ -201,7 +199,7 @@ def h2_connections() -> list[bytes]:
     import gzip
 
     import hpack
-    import test_grpc_capture as g
+    from support import capwriter as g
 
     from lbparse_generated.proto import api_pb2
 

@@ -17,7 +17,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.shared import shared_path
-from support.wire import pack, request, response
+from support.wire import (
+    APPEND,
+    REQUESTS,
+    RESPONSES,
+    SNAPSHOT,
+    TIMEOUT,
+    VOTE,
+    log_map,
+    pack,
+    raft_log,
+    request,
+)
 
 import lbparse
 from lbparse.raft import (
@@ -35,23 +46,6 @@ from lbparse.raft.msgpack_structs import read_object
 from lbparse.raft.tables import STRUCTS
 
 GO_EPOCH = 62_135_596_800  # seconds from year 1 to 1970 (time.MarshalBinary's origin)
-
-
-def log_map(
-    index: int = 7, term: int = 2, typ: int = 0, data: bytes | None = None, **more: Any
-) -> dict:
-    return {"Data": data, "Extensions": None, "Index": index, "Term": term, "Type": typ, **more}
-
-
-def raft_log(op: str, **fields: Any) -> bytes:
-    """A protocol.RaftLog of `op` with its operation's fields set."""
-    log = lbparse.message_class("protocol.RaftLog")()
-    log.op = log.DESCRIPTOR.fields_by_name["op"].enum_type.values_by_name[op].number
-    sub = getattr(log, COMMANDS[op].field)
-    for k, v in fields.items():
-        setattr(sub, k, v)
-    sub.SetInParent()
-    return log.SerializeToString()
 
 
 # -- the spec's tables -----------------------------------------------------------
@@ -276,48 +270,6 @@ def test_damaged_entries_give_an_entry_or_a_raft_error(data: st.DataObject) -> N
 
 
 # -- the transport stream ------------------------------------------------------
-
-
-APPEND = request(
-    0,
-    Term=5,
-    Leader=b"node2",
-    PrevLogEntry=40,
-    PrevLogTerm=4,
-    LeaderCommitIndex=40,
-    Entries=[
-        log_map(41, 5, 0, raft_log("CHANGE_LEADER", stream="orders", leader="node2")),
-        log_map(42, 5, 1),
-    ],
-)
-VOTE = request(
-    1, Term=6, Candidate=b"node3", LastLogIndex=42, LastLogTerm=5, LeadershipTransfer=False
-)
-SNAPSHOT = (
-    request(
-        2,
-        SnapshotVersion=1,
-        Term=6,
-        Leader=b"node3",
-        LastLogIndex=42,
-        LastLogTerm=5,
-        Peers=None,
-        Configuration=pack({"Servers": [{"Suffrage": 0, "ID": b"node1", "Address": b"node1"}]}),
-        ConfigurationIndex=1,
-        Size=10,
-    )
-    + b"0123456789"
-)
-TIMEOUT = request(3)
-REQUESTS = [APPEND, VOTE, SNAPSHOT, TIMEOUT, VOTE]
-RESPONSES = [
-    response(Term=5, LastLog=42, Success=True, NoRetryBackoff=False),
-    response(Term=6, Peers=None, Granted=True),
-    response(Term=6, Success=True),
-    response(),
-    response(b"vote refused", Term=6, Peers=None, Granted=False),
-    response(Term=6, Granted=True),
-]  # a pre-vote (raft v1.7): no Peers
 
 
 def test_whole_rpcs_decode_with_their_fields() -> None:

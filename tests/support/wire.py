@@ -9,6 +9,9 @@ from typing import Any
 
 import msgpack
 
+import lbparse
+from lbparse.raft import COMMANDS
+
 
 def varint(n: int, width: int = 0) -> bytes:
     """n as a protobuf varint, padded with continuation bytes to at least
@@ -56,3 +59,64 @@ def request(rpc_type: int, **fields: Any) -> bytes:
 
 def response(error: bytes = b"", **fields: Any) -> bytes:
     return pack(error) + pack({"ProtocolVersion": 3, **fields})
+
+
+def log_map(
+    index: int = 7, term: int = 2, typ: int = 0, data: bytes | None = None, **more: Any
+) -> dict:
+    return {"Data": data, "Extensions": None, "Index": index, "Term": term, "Type": typ, **more}
+
+
+def raft_log(op: str, **fields: Any) -> bytes:
+    """A protocol.RaftLog of `op` with its operation's fields set."""
+    log = lbparse.message_class("protocol.RaftLog")()
+    log.op = log.DESCRIPTOR.fields_by_name["op"].enum_type.values_by_name[op].number
+    sub = getattr(log, COMMANDS[op].field)
+    for k, v in fields.items():
+        setattr(sub, k, v)
+    sub.SetInParent()
+    return log.SerializeToString()
+
+
+# The transport stream's RPCs of every type, as a real cluster sends them
+# (tests/raft, and fuzz/build_corpus.py's seeds of the `raft` target).
+APPEND = request(
+    0,
+    Term=5,
+    Leader=b"node2",
+    PrevLogEntry=40,
+    PrevLogTerm=4,
+    LeaderCommitIndex=40,
+    Entries=[
+        log_map(41, 5, 0, raft_log("CHANGE_LEADER", stream="orders", leader="node2")),
+        log_map(42, 5, 1),
+    ],
+)
+VOTE = request(
+    1, Term=6, Candidate=b"node3", LastLogIndex=42, LastLogTerm=5, LeadershipTransfer=False
+)
+SNAPSHOT = (
+    request(
+        2,
+        SnapshotVersion=1,
+        Term=6,
+        Leader=b"node3",
+        LastLogIndex=42,
+        LastLogTerm=5,
+        Peers=None,
+        Configuration=pack({"Servers": [{"Suffrage": 0, "ID": b"node1", "Address": b"node1"}]}),
+        ConfigurationIndex=1,
+        Size=10,
+    )
+    + b"0123456789"
+)
+TIMEOUT = request(3)
+REQUESTS = [APPEND, VOTE, SNAPSHOT, TIMEOUT, VOTE]
+RESPONSES = [
+    response(Term=5, LastLog=42, Success=True, NoRetryBackoff=False),
+    response(Term=6, Peers=None, Granted=True),
+    response(Term=6, Success=True),
+    response(),
+    response(b"vote refused", Term=6, Peers=None, Granted=False),
+    response(Term=6, Granted=True),
+]  # a pre-vote (raft v1.7): no Peers
