@@ -47,6 +47,7 @@ COMPILED = [
 # headers in lbparse/_c (the sdist carries them: MANIFEST.in).
 C_HEADERS = [
     "lbparse/_c/lb_arrow.h",
+    "lbparse/_c/lb_be.h",
     "lbparse/_c/lb_crc.h",
     "lbparse/_c/lb_gbuf.h",
     "lbparse/_c/lb_msgpack.h",

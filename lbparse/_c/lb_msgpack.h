@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lb_be.h"
+
 enum { LB_MP_OK = 0, LB_MP_SHORT = 1, LB_MP_BAD = 2 };
 enum { LB_MP_NIL, LB_MP_BOOL, LB_MP_UINT, LB_MP_NEG, LB_MP_FLOAT, LB_MP_STR, LB_MP_BIN,
        LB_MP_ARRAY, LB_MP_MAP, LB_MP_EXT };
@@ -24,13 +26,6 @@ typedef struct {
     int64_t i;
     size_t body;
 } lb_mp_head;
-
-static inline uint64_t lb_mp_be(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int k = 0; k < n; k++)
-        v = (v << 8) | p[k];
-    return v;
-}
 
 /* The header at pos of b[0:n]. A str, bin or ext body is not checked here
  * (h->body + h->u may run past n): lb_mp_body does. */
@@ -86,7 +81,7 @@ static inline int lb_mp_head_at(const uint8_t *b, size_t n, size_t pos, lb_mp_he
     }
     if (avail < (size_t)(len + extra))
         return LB_MP_SHORT;
-    uint64_t v = lb_mp_be(p, len);
+    uint64_t v = lb_be(p, len);
     h->body = pos + 1 + (size_t)len + (size_t)extra;
     if (h->kind == LB_MP_NEG) {
         /* int8..int64: sign-extend from the width read */

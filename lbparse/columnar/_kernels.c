@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lb_be.h"
 #include "lb_crc.h"
 #include "lb_gbuf.h"
 #include "lb_varint.h"
@@ -277,14 +278,6 @@ done:
 
 /* ---- envelope headers ------------------------------------------------------ */
 
-/* Big-endian unsigned integer of w (<= 8) bytes at p. */
-static inline uint64_t be(const uint8_t *p, int w) {
-    uint64_t v = 0;
-    for (int j = 0; j < w; j++)
-        v = v << 8 | p[j];
-    return v;
-}
-
 /* headers(data, starts, ends, todo, spec, known, verify_crc,
  *         lens, magic, version, hl, flags, byte7, crc, has_crc, take, crc_ok)
  * decode_arrow's _headers and _v0_rows in one pass (their numpy code is the
@@ -370,7 +363,7 @@ static PyObject *headers(PyObject *self, PyObject *args) {
         hl[i] = b[hloff];
         fl[i] = b[foff];
         b7[i] = b[toff];
-        crcs[i] = (int64_t)be(b + coff, (int)csize);
+        crcs[i] = (int64_t)lb_be(b + coff, (int)csize);
         int flag = (b[foff] & cflag) != 0;
         hc[i] = (uint8_t)(m && flag && len >= chlen);
         cok[i] = -1;
@@ -472,7 +465,7 @@ static int parse_fld(PyObject *t, fld *f) {
 
 /* The integer of field f at p, as int64 (unsigned 64-bit wraps, as Spark's bigint). */
 static inline int64_t rd(const uint8_t *p, fld f) {
-    uint64_t u = be(p + f.off, (int)f.width);
+    uint64_t u = lb_be(p + f.off, (int)f.width);
     if (f.sign && f.width < 8 && (u >> (8 * f.width - 1)) & 1)
         u |= ~0ull << (8 * f.width);
     return (int64_t)u;

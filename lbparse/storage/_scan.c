@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lb_be.h"
 #include "lb_crc.h"
 /* The JSON Lines buffer never leaves this file: Python's raw allocator,
  * which tracemalloc sees (tests/storage/test_storage_growth.py measures it). */
@@ -59,9 +60,7 @@ static uint32_t crc_of(int kind, const uint8_t *p, size_t n) {
 /* A big-endian integer of 1, 2, 4 or 8 bytes, signed or not, as int64
  * (an unsigned 8-byte value goes back as uint64 through *u). */
 static int64_t be(const uint8_t *p, int width, int is_signed, uint64_t *u) {
-    uint64_t v = 0;
-    for (int i = 0; i < width; i++)
-        v = (v << 8) | p[i];
+    uint64_t v = lb_be(p, width);
     if (u)
         *u = v;
     if (is_signed && width < 8 && (v >> (width * 8 - 1)) & 1)

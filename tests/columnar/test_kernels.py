@@ -237,22 +237,29 @@ def test_tags_and_lengths_longer_than_upb_reads_are_refused(native_scan: bool, w
 
 
 def test_the_c_modules_share_their_crc_and_varint() -> None:
-    """CRC-32C (its polynomials and the SSE 4.2 path) and the varint are written
-    once, in lbparse/_c's headers, and every C module that needs them includes
-    those: none has its own copy."""
+    """CRC-32C (its polynomials and the SSE 4.2 path), the varint and the
+    n-byte big-endian reader are written once, in lbparse/_c's headers, and
+    every C module that needs them includes those: none has its own copy."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2] / "lbparse"
-    facts = ("0x82F63B78", "0xEDB88320", "__builtin_ia32_crc32", "(byte & 0x7F) << (7 * j)")
+    facts = (
+        "0x82F63B78",
+        "0xEDB88320",
+        "__builtin_ia32_crc32",
+        "(byte & 0x7F) << (7 * j)",
+        "(v << 8) | p[",
+    )
     for source in root.rglob("*.c"):
         text = source.read_text()
         assert not [f for f in facts if f in text], source
     headers = {h.name: h.read_text() for h in (root / "_c").glob("*.h")}
     assert all(any(f in h for h in headers.values()) for f in facts)
     for name, needs in (
-        ("columnar/_kernels.c", ("lb_crc.h", "lb_varint.h")),
+        ("columnar/_kernels.c", ("lb_be.h", "lb_crc.h", "lb_varint.h")),
         ("columnar/_structs.c", ("lb_varint.h",)),
-        ("storage/_scan.c", ("lb_crc.h",)),
+        ("storage/_scan.c", ("lb_be.h", "lb_crc.h")),
+        ("raft/_transport.c", ("lb_msgpack.h",)),
     ):
         text = (root / name).read_text()
         assert all(f'#include "{h}"' in text for h in needs), name
