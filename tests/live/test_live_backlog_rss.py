@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.system import status_mib
 from test_live_hardening import blast, configured  # noqa: F401 (a fixture)
 from test_live_reconnect import Tool
 
@@ -24,11 +25,10 @@ ALLOWANCE_MB = 16
 
 
 def _status(pid: int, key: str) -> int:
-    """A /proc/PID/status size in MiB (VmRSS, VmHWM)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) >> 10
-    raise AssertionError(f"no {key} for {pid}")
+    """A /proc/PID/status size in MiB (VmRSS, VmHWM) of a process still running."""
+    mib = status_mib(pid, key)
+    assert mib is not None, f"no {key} for {pid}"
+    return mib
 
 
 def test_record_under_a_flood_keeps_to_its_backlog(configured, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from support.system import status_mib
 from test_live_reconnect import Server, Tool, server  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
@@ -46,16 +47,6 @@ while time.monotonic() < end:
     n += per_chunk
 print(n)
 """
-
-
-def _mib(pid: int, key: str) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) >> 10
-    except OSError:  # it ended
-        return None
-    return None
 
 
 def _kill(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
@@ -84,7 +75,7 @@ def test_record_under_a_flood_keeps_to_its_memory_bound(
     try:
         tool.wait_for("listening on")
         time.sleep(0.5)
-        idle = _mib(tool.proc.pid, "VmRSS")
+        idle = status_mib(tool.proc.pid, "VmRSS")
         assert idle is not None
         publisher = subprocess.Popen(
             [sys.executable, "-c", PUBLISHER, str(server.port), str(FLOOD_SECONDS), str(size)],
@@ -92,7 +83,7 @@ def test_record_under_a_flood_keeps_to_its_memory_bound(
         )
         published = int(publisher.communicate(timeout=FLOOD_SECONDS + 60)[0])
         time.sleep(1)  # what the server still held reaches the recorder
-        peak = _mib(tool.proc.pid, "VmHWM")
+        peak = status_mib(tool.proc.pid, "VmHWM")
         assert peak is not None, "the recorder ended during the flood"
         # Stop; the backlog left is not what this test is about: a second
         # signal stops at once, and the summary counts what was not written.

@@ -68,3 +68,15 @@ def mounted(where: Path, *options: str) -> Iterator[Path]:
     finally:
         if subprocess.run(["umount", str(where)], capture_output=True, timeout=30).returncode:
             subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+def status_mib(pid: int, key: str) -> int | None:
+    """A /proc/PID/status size (VmRSS, VmHWM: the process's own, unlike a
+    child's ru_maxrss) in MiB; None once the process has ended."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) >> 10
+    except OSError:  # it ended
+        return None
+    return None
