@@ -49,6 +49,10 @@ from lbparse_generated.proto import api_pb2
 
 TIMEOUT = 0.05  # the client's timeout: a silent node costs this, about
 HANG = 8.0  # seconds: a call that takes longer hangs (FetchMetadata waits 4 s at most)
+# FetchMetadata replies a script holds, at most: the client is given a server
+# for each, asked in turn (~1 ms a server), so an input of 6,635 of them made
+# one call take 6.7 s, past HANG on a loaded machine; the rest are ignored.
+MAX_METADATA = 32
 STREAMS = ("s", "t")
 PORTS = 3
 _CODES = [c for c in grpc.StatusCode if c is not grpc.StatusCode.OK]
@@ -166,7 +170,8 @@ def script_of(data: bytes, addresses: list[str]) -> Script:
             # FetchMetadata is never silent: the client waits 4 s for it
             reply.silent = False
             reply.data = _ours(chunk, addresses) if reply.code is None else chunk
-            script.metadata.append(reply)
+            if len(script.metadata) < MAX_METADATA:
+                script.metadata.append(reply)
         elif where == 1:
             script.partition.append(reply)
         else:
