@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from support import jvm, lanes, testrun
+from support import jvm, lanes, testrun, timeline
 from support.net import NATS_SERVER, free_port, wait_accepting
 from support.net import stop_process as _stop
 
@@ -54,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     lanes.add_the_lane(config)
+    timeline.start(config)
+    config.pluginmanager.register(timeline, "lbparse-timeline")
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: a run without xdist has none
@@ -62,6 +64,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    timeline.stop()
     for job in _ARCHIVING:  # of no use once the tests are over
         job.stop()
     for thread in _AHEAD:  # each stops by its own timeout; its processes are ours

@@ -492,6 +492,81 @@ def check_native_capture(data: bytes, limits: Any = None) -> int:
     return ref[0].num_rows
 
 
+# Small capture limits (a frame, a connection's unreassembled bytes), so that
+# the scan target reaches them with inputs of a few KiB.
+TIGHT_CAPTURE = lbparse.Limits(max_frame=400, max_reassembly=2000)
+_SCAN_FILE: list[str] = []  # one file a process: the scan target runs thousands a second
+
+
+def check_native_scan(data: bytes) -> int:
+    """The C capture loop alone, at the fuzzer's speed (no Python reference
+    beside it: check_native_capture holds the two equal, ~50 runs a second
+    under ASan). The last byte chooses the limits, the batch size and the
+    block size; the rest is the file (so a capture, less its last byte, is
+    a seed). Any bytes: no crash, no sanitizer report; every batch's buffers
+    hold its n rows (8 bytes a time, n + 1 offsets a column); the rows read
+    batch by batch are the rows `index` counts; read on from one of its
+    cuts, the rest of the file gives the rows after it. Returns the rows."""
+    from lbparse.capture import native_batches
+
+    native = native_batches._native
+    if native is None or not data:
+        return 0
+    if not _SCAN_FILE:
+        fd, path = tempfile.mkstemp(prefix="lbparse-fuzz-scan-", dir=_TMP)
+        os.close(fd)
+        _SCAN_FILE.append(path)
+    path = _SCAN_FILE[0]
+    with open(path, "wb") as f:
+        f.write(data[:-1])
+    knob = data[-1]
+    limits = TIGHT_CAPTURE if knob & 1 else lbparse.Limits()
+    rules = native_batches.rules()
+    rules["block"] = 64 + (knob >> 4) * 61
+
+    def reader() -> Any:
+        return native.Reader(path, "f", limits.max_frame, limits.max_reassembly, rules)
+
+    def rows_of(r: Any, max_rows: int) -> int:
+        rows = 0
+        while (got := r.next_batch(max_rows, 1 << 12)) is not None:  # ends: the file does
+            n, (_, ts), *columns = got
+            size = memoryview(ts).nbytes
+            assert size == 8 * n, f"{size} bytes of times for {n} rows"
+            for _, offsets, _ in columns:
+                size = memoryview(offsets).nbytes
+                assert size == 4 * (n + 1), f"{size} bytes of offsets for {n} rows"
+            rows += n
+        return rows
+
+    try:
+        r = reader()
+    except ValueError:  # not a capture's header, as NativeCapture says
+        return 0
+    try:
+        rows = rows_of(r, 1 + (knob >> 1 & 7) * 3)
+    except CaptureError:
+        return -1  # the reading stopped: the rows before it were given
+    finally:
+        r.close()
+    r = reader()
+    try:
+        cuts, total = r.index(1024 * (1 + (knob >> 5)))  # 1-8 KiB: a few cuts a file
+    finally:
+        r.close()
+    assert total == rows, f"index counts {total} rows, the batches gave {rows}"
+    if cuts:
+        offset, before, snapshot = cuts[knob % len(cuts)]
+        r = reader()
+        try:
+            r.restore(offset, snapshot, -1)
+            after = rows_of(r, 4096)
+        finally:
+            r.close()
+        assert before + after == rows, f"{before} rows before a cut and {after} after, of {rows}"
+    return rows
+
+
 def check_decode_arrow(data: bytes, layout: str = "v0") -> None:
     """lbparse.decode_arrow gives lbparse.decode's answer for any bytes."""
     batch = lbparse.decode_arrow([data], layout)
