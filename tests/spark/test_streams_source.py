@@ -35,8 +35,15 @@ from lbparse.spark.streams_source import StreamsStreamReader, _batch, batches, p
 from lbparse.streams.client import StreamsClient, StreamsError
 from lbparse_generated.proto import api_pb2
 
+# One worker, one cluster: the module fixture's cluster was started on each
+# worker that took a test of it, and both workers reached these at the end of
+# the run, where their failovers, elections and paced publishes kept one core
+# of two busy for two minutes (tests/support/timeline.py). As a group it goes
+# out first (--dist loadgroup: the largest first), its waits beside the
+# other worker's CPU.
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.xdist_group("streams-source"),
     pytest.mark.skipif(
         not (BIN / "liftbridge").exists() or not shutil.which(NATS_SERVER),
         reason="needs the shared Liftbridge binaries and nats-server",

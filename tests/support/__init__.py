@@ -46,6 +46,8 @@ References and checks
 The run itself
   testrun        the run's temporary directory (TMPDIR), what is made once a run
   lanes          `make test`'s waiting lane
+  timeline       where a run's minutes go (LBPARSE_TIMELINE=DIR: each test's start,
+                 end and CPU by worker, the busy cores each second)
   shared         where the material beside the checkout is (../shared)
 
 Its own checks sit beside it, collected with the suite: test_cluster_support.py,
