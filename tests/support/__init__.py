@@ -51,5 +51,5 @@ The run itself
   shared         where the material beside the checkout is (../shared)
 
 Its own checks sit beside it, collected with the suite: test_cluster_support.py,
-test_growth_check.py, test_lanes.py.
+test_growth_check.py, test_lanes.py, test_timeline.py.
 """
