@@ -82,6 +82,7 @@ class Seen:
     started: float
     err: str = ""
     stdout: str = ""
+    ended: float = 0.0  # seconds from the start to the process's end
 
     def staging(self, *parts: str) -> bool:
         return any(p.exists() for p in self.out.glob(os.path.join(".lbparse-staging-*", *parts)))
@@ -100,6 +101,8 @@ class Point:
     sent_at: float | None = None
     phase: str = ""
     problems: list[str] = field(default_factory=list)
+    # a sweep point's place in a run (its delay over the run's time); None: watched
+    share: float | None = None
 
 
 def _command(inputs: Path, out: Path) -> list[str]:
@@ -231,6 +234,7 @@ def launch(
             time.sleep(0.02)
         if proc.poll() is None:
             pytest.fail(f"the run was still going after {limit} s")
+        seen.ended = time.monotonic() - seen.started
         take()
     finally:
         if proc.poll() is None:
@@ -350,7 +354,7 @@ def sweep_points(seconds: float) -> list[Point]:
             if i % 4 == 3
             else (signal.SIGINT, True)
         )
-        found.append(Point(f"at {delay:.2f} s", sig, group, _after(delay)))
+        found.append(Point(f"at {delay:.2f} s", sig, group, _after(delay), share=delay / seconds))
     return found
 
 
@@ -411,7 +415,20 @@ def test_a_signal_anywhere_in_a_run_is_one_line(bench: Bench, tmp_path: Path) ->
     def one(index: int, point: Point) -> Point:
         out = tmp_path / f"out-{index}"
         shutil.copytree(bench.earlier, out)
-        launch(bench.inputs, out, point, before_summary)
+        seen = launch(bench.inputs, out, point, before_summary)
+        if (point.sent_at is None or _over(point)) and point.share is not None:
+            # A run quicker than the ones the sweep was spread over (the
+            # machine's load changes under the suite: 40 s runs, then 15 s
+            # ones, in one CI run): once more, at the same share of a run as
+            # long as this one was.
+            delay = max(0.4, point.share * seen.ended)
+            again = Point(
+                f"{point.name} (again at {delay:.2f} s)", point.sig, point.group, _after(delay)
+            )
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(bench.earlier, out)
+            launch(bench.inputs, out, again, before_summary)
+            point = again
         if point.sent_at is None or _over(point):
             point.sent_at = None  # the run ended first: judged below, as a point missed
             return point
