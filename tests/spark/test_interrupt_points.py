@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 from support.shared import LIFTBRIDGE
+from support.system import read_available
 from test_interrupts import consistent, fingerprint
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("spark-interrupts")]
@@ -122,18 +123,6 @@ def _command(inputs: Path, out: Path) -> list[str]:
     ]
 
 
-def _read(fd: int) -> bytes:
-    got = b""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return got
-        if not chunk:
-            return got
-        got += chunk
-
-
 def _group(pgid: int) -> list[int]:
     """The processes of a process group (the run, its JVM, Spark's Python workers)."""
     found = []
@@ -211,7 +200,7 @@ def launch(
 
     def take() -> None:
         for fd, name in fds.items():
-            got[name] += _read(fd)
+            got[name] += read_available(fd)
         seen.err, seen.stdout = (got[n].decode(errors="replace") for n in ("err", "stdout"))
 
     deadline = time.monotonic() + limit

@@ -34,6 +34,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from support.shared import LIFTBRIDGE
+from support.system import read_available
 
 from lbparse.columnar.sources import SourceOptions, UnitStats, read_unit
 from lbparse.pipeline.input_plan import plan
@@ -128,7 +129,7 @@ def interrupt(
     sent = False
     try:
         while time.monotonic() < deadline and proc.poll() is None:
-            got += _read(fd)
+            got += read_available(fd)
             if when(got.decode(errors="replace"), out):
                 (os.killpg if group else os.kill)(proc.pid, sig)
                 sent = True
@@ -136,7 +137,7 @@ def interrupt(
             time.sleep(0.002)
         assert sent, f"the run ended before the point was reached:\n{got[-3000:]!r}"
         proc.wait(timeout=300)
-        got += _read(fd)
+        got += read_available(fd)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -145,19 +146,6 @@ def interrupt(
     err = got.decode(errors="replace")
     _group_is_gone(proc.pid)
     return proc.returncode, err, out
-
-
-def _read(fd: int) -> bytes:
-    """What the pipe holds now (non-blocking), to its end once the writer is gone."""
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return out
-        if not chunk:
-            return out
-        out += chunk
 
 
 def _group_is_gone(pgid: int) -> None:

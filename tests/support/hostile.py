@@ -492,13 +492,10 @@ def check_native_capture(data: bytes, limits: Any = None) -> int:
     return ref[0].num_rows
 
 
-# Small capture limits (a frame, a connection's unreassembled bytes), so that
-# the scan target reaches them with inputs of a few KiB.
-TIGHT_CAPTURE = lbparse.Limits(max_frame=400, max_reassembly=2000)
 _SCAN_FILE: list[str] = []  # one file a process: the scan target runs thousands a second
 
 
-def check_native_scan(data: bytes) -> int:
+def check_native_scan(data: bytes, tight: Any = None) -> int:
     """The C capture loop alone, at the fuzzer's speed (no Python reference
     beside it: check_native_capture holds the two equal, ~50 runs a second
     under ASan). The last byte chooses the limits, the batch size and the
@@ -506,7 +503,9 @@ def check_native_scan(data: bytes) -> int:
     a seed). Any bytes: no crash, no sanitizer report; every batch's buffers
     hold its n rows (8 bytes a time, n + 1 offsets a column); the rows read
     batch by batch are the rows `index` counts; read on from one of its
-    cuts, the rest of the file gives the rows after it. Returns the rows."""
+    cuts, the rest of the file gives the rows after it. `tight`: the small
+    limits (the fuzz targets' TIGHT) an odd last byte reads with. Returns the
+    rows."""
     from lbparse.capture import native_batches
 
     native = native_batches._native
@@ -520,7 +519,7 @@ def check_native_scan(data: bytes) -> int:
     with open(path, "wb") as f:
         f.write(data[:-1])
     knob = data[-1]
-    limits = TIGHT_CAPTURE if knob & 1 else lbparse.Limits()
+    limits = tight if knob & 1 and tight is not None else lbparse.Limits()
     rules = native_batches.rules()
     rules["block"] = 64 + (knob >> 4) * 61
 

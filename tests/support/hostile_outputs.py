@@ -28,6 +28,7 @@ import tempfile
 
 from lbparse import outputs
 from lbparse.errors import LbparseError
+from support.system import read_available
 
 OLD = b"old\n"
 TEMPLATES = (
@@ -91,18 +92,6 @@ def _snapshot(base: str) -> dict[str, tuple[object, ...]]:
     return out
 
 
-def _drain(fd: int) -> bytes:
-    got = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return got
-        if not chunk:
-            return got
-        got += chunk
-
-
 def check_outputs(data: bytes) -> None:
     """One output written as `data` says (the module's doc)."""
     if len(data) < 2:
@@ -143,7 +132,7 @@ def check_outputs(data: bytes) -> None:
             assert isinstance(exc, outputs.OutputError), repr(exc)
             assert _snapshot(base) == before, f"refused {name!r} ({exc}) but changed the place"
             return
-        _written(base, path, expected, before, committed, _drain(reader))
+        _written(base, path, expected, before, committed, read_available(reader))
     finally:
         os.close(reader)
         shutil.rmtree(base, ignore_errors=True)

@@ -1,7 +1,9 @@
 """The machine around an output, for tests of outputs: another local user
 (what one user can plant for another), a FIFO nobody writes (opening it to
 read waits for ever), and a tmpfs mounted for a test (root only);
-`silent_fifo` is a fixture, imported by the module using it.
+`silent_fifo` is a fixture, imported by the module using it; a
+process's memory from /proc (`status_mib`), and what a child's pipe holds
+now (`read_available`).
 """
 
 from __future__ import annotations
@@ -80,3 +82,17 @@ def status_mib(pid: int, key: str) -> int | None:
     except OSError:  # it ended
         return None
     return None
+
+
+def read_available(fd: int) -> bytes:
+    """What a non-blocking pipe holds now, to its end once the writer is gone
+    (a child's stdout or stderr read while it runs, without waiting)."""
+    got = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return got
+        if not chunk:
+            return got
+        got += chunk

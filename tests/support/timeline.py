@@ -88,12 +88,14 @@ def stop() -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     where = _where()
+    if where is None:  # the usual run: nothing measured
+        yield
+        return
     began, cpu = time.time(), _cpu_used()
     yield
-    if where is not None:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        with open(where / f"{worker}.tsv", "a") as f:
-            f.write(f"{began:.3f}\t{time.time():.3f}\t{_cpu_used() - cpu:.2f}\t{item.nodeid}\n")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(where / f"{worker}.tsv", "a") as f:
+        f.write(f"{began:.3f}\t{time.time():.3f}\t{_cpu_used() - cpu:.2f}\t{item.nodeid}\n")
 
 
 def _cpu_used() -> float:
