@@ -222,7 +222,12 @@ def read_capture_arrow(
     `decode_arrow` decodes) and one per problem the reader found (a gap, a
     damaged block, a file that cannot be read: `error_kind` "input:KIND"),
     in reading order; `position` numbers them from 0. Memory stays flat
-    whatever the file size.
+    whatever the file size. The problems are those of `read_capture_tables`
+    and the pipeline: cleartext HTTP/2 connections (the clients' gRPC calls,
+    which `read_capture_tables` gives as tables) make no rows; bytes that
+    looked like HTTP/2 but were not are problem rows after the others, each
+    `position` still its own; and what the gRPC reading lost is a problem
+    row numbered after the file's rows.
 
     Args:
         path: A pcap, pcapng, or our JSON Lines / Parquet recording.
@@ -242,9 +247,33 @@ def read_capture_arrow(
         pyarrow RecordBatches of at most `batch_rows` rows, in reading order.
     """
     decode_in_order = need("lbparse.columnar.ordered").decode_in_order
+    grpc = need("lbparse.columnar.grpctables")
     decoder = _decoder(layout, verify_crc, lenient, json_columns)
+    # The verdict of read_capture_tables, the pipeline and the report: the
+    # bytes of cleartext HTTP/2 connections are no NATS problem rows. The C
+    # loop reads NATS only, so the rows that may be HTTP/2 are held back
+    # until the gRPC reading names its connections (grpctables.Held).
+    held = grpc.Held()
+    after: dict[str, int] = {}  # source -> the position after its last row
     for decoded in decode_in_order(_capture_records(path, batch_rows, limits), decoder):
-        yield decoded.to_batch()
+        batch = decoded.to_batch()
+        rows = pa.Table.from_batches([batch])
+        _positions_after(rows, after)
+        kept = held.take(rows)
+        if kept is rows:
+            yield batch
+        elif kept.num_rows:
+            yield from kept.combine_chunks().to_batches()
+    connections: set[tuple[str, str]] = set()
+    for source in sorted(held.sources()):
+        notices: list[capture.Notice] = []
+        connections |= grpc.read_grpc(
+            source, lambda _: None, limits=limits, on_notice=notices.append
+        )
+        lost = grpc.notice_rows(source, after.get(source, 0), notices, decoder.schema)
+        yield from lost.to_batches(max_chunksize=batch_rows)
+    problems, _ = held.release(connections)
+    yield from problems.to_batches(max_chunksize=batch_rows)
 
 
 def read_capture_tables(

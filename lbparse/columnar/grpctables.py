@@ -387,7 +387,9 @@ def grpc_tables(
         yield rows.flush()
 
 
-def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
+def notice_rows(
+    source: str, first: int, notices: list[Notice], schema: pa.Schema | None = None
+) -> pa.Table:
     """The problems among `notices` (not Notice.info) as `messages` rows.
 
     As the NATS reading gives its own (error_kind `input:KIND`, the notice
@@ -398,12 +400,15 @@ def notice_rows(source: str, first: int, notices: list[Notice]) -> pa.Table:
         source: The file the notices are about.
         first: The `position` of the first row.
         notices: The reading's notices.
+        schema: The rows' schema: None for `messages`'; the wide row's
+            (lbparse.read_capture_arrow), whose other columns are null.
 
     Returns:
-        A `messages` table, a row per problem, numbered from `first`.
+        A table, a row per problem, numbered from `first`.
     """
     problems = [n for n in notices if not n.info]
-    schema = table_schema("messages", JOIN_KEYS)
+    if schema is None:
+        schema = table_schema("messages", JOIN_KEYS)
     ns = pa.array([n.ts for n in problems], pa.int64())
     given: dict[str, pa.Array] = {
         "source": pa.array([source] * len(problems), pa.string()),

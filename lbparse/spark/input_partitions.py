@@ -6,15 +6,15 @@ file_stream.py's FileStreamReader)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from lbparse.capture import Notice
 from lbparse.capture.formats import PCAP, PCAPNG
-from lbparse.columnar.grpctables import Held, grpc_tables, read_grpc
+from lbparse.columnar.grpctables import Held, grpc_tables, notice_rows, read_grpc
 from lbparse.columnar.sources import Unit
 from lbparse.columnar.tables import GRPC_TABLES, MESSAGES, table_schema, tables_of
 from lbparse.errors import InputError
@@ -157,10 +157,8 @@ def read_units(
             batches = read_segment_unit(unit, task.source.batch_rows)
         elif name in GRPC_TABLES:
             batches = _grpc_batches(unit, name, task)
-        elif name is None:
-            batches = (d.to_batch() for d in decode_unit(unit, task, new_counts()))
         else:
-            batches = _table_batches(decode_unit(unit, task, new_counts()), name, unit)
+            batches = _table_batches(unit, task, name)
         for batch in batches:
             if batch.num_rows:
                 yield batch
@@ -177,19 +175,29 @@ def _grpc_batches(unit: Unit, name: str, task: TaskOptions) -> Iterator[pa.Recor
         yield from found[name].to_batches()
 
 
-def _table_batches(
-    decoded: Iterator[Any], name: str, unit: Unit | None = None
-) -> Iterator[pa.RecordBatch]:
-    """Table `name` of each decoded batch (lbparse.columnar.tables.tables_of);
-    `messages` without the rows of HTTP/2 connections, as the pipeline
-    writes it (a whole capture `unit` is read again for them: Held)."""
+def _table_batches(unit: Unit, task: TaskOptions, name: str | None) -> Iterator[pa.RecordBatch]:
+    """Table `name` of each decoded batch of `unit` (lbparse.columnar.tables.tables_of),
+    or the wide rows (`name` None); `messages` and the wide rows as the
+    pipeline writes them: without the rows of HTTP/2 connections, with what
+    the gRPC reading lost as problem rows after the unit's own (a whole
+    capture `unit` is read again for them: Held, as lbparse.pipeline.tasks)."""
+    counts = new_counts()
     held = Held()
-    for d in decoded:
-        found = tables_of(d).get(name)
+    schema = None
+    for d in decode_unit(unit, task, counts):
+        if name is None:
+            schema = d.schema
+            found: pa.Table | None = pa.Table.from_batches([d.to_batch()])
+        else:
+            found = tables_of(d).get(name)
         if found is not None:
-            yield from (held.take(found) if name == MESSAGES else found).to_batches()
+            yield from (held.take(found) if name in (None, MESSAGES) else found).to_batches()
+    if not held.rows:  # only `messages` and the wide rows hold any
+        return
     connections: set[tuple[str, str]] = set()
-    if held.rows and unit is not None and unit.start == 0 and unit.stop < 0:
-        connections = read_grpc(unit.path, lambda item: None)
+    notices: list[Notice] = []
+    if unit.start == 0 and unit.stop < 0:  # a range cannot be: HPACK runs from the start
+        connections = read_grpc(unit.path, lambda item: None, on_notice=notices.append)
+    yield from notice_rows(unit.path, unit.first_row + counts["rows"], notices, schema).to_batches()
     problems, _ = held.release(connections)
     yield from problems.to_batches()

@@ -107,9 +107,13 @@ def test_read_capture_arrow_is_the_pipelines_rows(layout: str, tmp_path: Path) -
     short = LIFTBRIDGE / "samples" / "short.pcapng"
     if short.exists():
         paths.append(str(short))
+    # A row that looked like an HTTP/2 connection's bytes but was not is
+    # given last, its position its own (garbage_frames), as the pipeline
+    # writes it: the same rows, keyed by position.
+    by = [("source", "ascending"), ("position", "ascending")]
     for path in paths:
         got = pa.Table.from_batches(list(lbparse.read_capture_arrow(path, layout)))
-        assert got.equals(_reference(path, layout)), path
+        assert got.sort_by(by).equals(_reference(path, layout).sort_by(by)), path
 
 
 def test_read_capture_arrow_small_batches_and_problems(tmp_path: Path) -> None:

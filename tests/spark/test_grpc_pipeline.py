@@ -12,16 +12,14 @@ from typing import Any
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
+from support.api_short import API_SHORT, need_api_short, with_gaps
 from support.reading import concat_tables
-from support.shared import LIFTBRIDGE
 
 import lbparse
 import lbparse.spark
 from lbparse.columnar.sources import SourceOptions
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
 from lbparse.pipeline.job import PipelineOptions, run
-
-API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 
 
 @pytest.mark.slow
@@ -97,3 +95,31 @@ def test_the_data_source_reads_the_grpc_tables(spark: Any) -> None:
         ).num_rows
         == 0
     )
+
+
+def _problems(rows: Any) -> list[tuple[Any, ...]]:
+    """(source, position, error_kind, error_message) of every reading problem."""
+    rows = rows.filter(pc.starts_with(rows.column("error_kind"), "input:").fill_null(False))
+    cols = ("source", "position", "error_kind", "error_message")
+    return sorted(zip(*(rows.column(c).to_pylist() for c in cols)))
+
+
+@pytest.mark.slow
+def test_the_data_source_gives_the_tables_verdict(spark: Any, tmp_path: Path) -> None:
+    """The data source's `messages` and its wide rows have read_capture_tables'
+    problems: none for api-short's HTTP/2 bytes (the wide rows had 18), and
+    with two of a gRPC connection's segments gone, the two gaps and the
+    HTTP/2 frames lost at them (its `messages` had the gaps alone)."""
+    need_api_short()
+    lbparse.spark.register(spark)
+    gaps = with_gaps(tmp_path / "gaps.pcapng")
+    for path, count in ((API_SHORT, 0), (gaps, 4)):
+        want = _problems(concat_tables(lbparse.read_capture_tables(path))["messages"])
+        assert len(want) == count
+        reader = spark.read.format("liftbridge")
+        wide = reader.load(str(path)).where("error_kind LIKE 'input:%'").toArrow()
+        assert _problems(wide) == want, path
+        messages = (
+            reader.option("table", "messages").load(str(path)).where("error_kind IS NOT NULL")
+        ).toArrow()
+        assert _problems(messages) == want, path

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.api_short import API_SHORT, with_gaps
 from support.cli import run_cli
 from support.shared import LIFTBRIDGE, SHARED
 
@@ -30,10 +30,6 @@ from lbparse.report.inputs import ReadOptions
 
 pytest.importorskip("altair")
 
-API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
-# Two client -> server segments of a gRPC connection (port 29392) of api-short,
-# by frame number: tshark -Y 'tcp.dstport==29392 && tcp.len>0'
-DROPPED = ("2495", "2736")
 FILES = (
     "api-short.pcapng",
     "gap.pcapng",
@@ -46,15 +42,7 @@ NOTES = re.compile(r": (\d+) notes? of normal client or capture behaviour")
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    if not API_SHORT.is_file():
-        pytest.skip(f"shared material missing: {API_SHORT}")
-    if shutil.which("editcap") is None:
-        pytest.skip("editcap (Wireshark's) is not installed")
-    d = tmp_path_factory.mktemp("verdict")
-    gap = d / "gap.pcapng"
-    subprocess.run(
-        ["editcap", str(API_SHORT), str(gap), *DROPPED], check=True, capture_output=True, timeout=60
-    )
+    gap = with_gaps(tmp_path_factory.mktemp("verdict") / "gap.pcapng")
     return {
         "api-short.pcapng": API_SHORT,
         "gap.pcapng": gap,

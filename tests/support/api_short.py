@@ -6,6 +6,9 @@ report's client section and the publish join."""
 from __future__ import annotations
 
 import functools
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +20,27 @@ from support.shared import LIFTBRIDGE
 
 API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 CALLS, MESSAGES = 55, 287  # tshark's HTTP/2 and gRPC dissection of api-short
+# Two client -> server segments of a gRPC connection (port 29392) of api-short,
+# by frame number: tshark -Y 'tcp.dstport==29392 && tcp.len>0'
+DROPPED = ("2495", "2736")
 
 
 def need_api_short() -> None:
     if not API_SHORT.is_file():
         pytest.skip(f"shared material missing: {API_SHORT}")
+
+
+def with_gaps(out: Path) -> Path:
+    """api-short without the DROPPED segments (`editcap`), written to `out`: two
+    TCP gaps in a gRPC connection and the HTTP/2 frames lost at each, four
+    problems for every reading."""
+    need_api_short()
+    if shutil.which("editcap") is None:
+        pytest.skip("editcap (Wireshark's) is not installed")
+    subprocess.run(
+        ["editcap", str(API_SHORT), str(out), *DROPPED], check=True, capture_output=True, timeout=60
+    )
+    return out
 
 
 @functools.cache
