@@ -8,13 +8,18 @@
   a control character (C0, DEL, C1) is written as jq writes it, `\\u001b`,
   so an input cannot move the cursor, retitle the window, clear the screen
   or break a table's lines.
+- A file name that is not UTF-8 (an old system's Latin-1 name: Python keeps
+  its bytes as lone surrogates) is text only through `utf8_text`: each such
+  byte written `\\xNN`, as Python shows bytes, in every table, report and
+  JSON; Arrow, Parquet and JSON hold UTF-8 alone.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["NO_MSG_TYPE", "msg_type_word", "printable"]
+__all__ = ["NO_MSG_TYPE", "msg_type_word", "printable", "utf8_text", "utf8_values"]
 
 NO_MSG_TYPE = "(none)"
 
@@ -51,3 +56,55 @@ def printable(text: str) -> str:
         The same text, each control character replaced by its `\uXXXX` escape.
     """
     return _CONTROL.sub(_escape, text)
+
+
+# Lone surrogates: U+DC80-U+DCFF is a byte that was not UTF-8 (os.fsdecode's
+# surrogateescape); any other came from escaped JSON text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _byte(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c - 0xDC00:02x}" if 0xDC80 <= c <= 0xDCFF else f"\\u{c:04x}"
+
+
+def utf8_text(text: str) -> str:
+    r"""`text` as UTF-8 can hold it: a byte that was not UTF-8 written `\xNN`.
+
+    Args:
+        text: Text that may hold lone surrogates (a file name from the
+            operating system, `os.fsdecode`'s).
+
+    Returns:
+        `text` itself when it has none; else each U+DC80-U+DCFF as the byte it
+        stands for (`\xff`), any other lone surrogate as `\udNNN`.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_byte, text)
+    return text
+
+
+def utf8_values(value: Any) -> Any:
+    """`value` with every string in it, key or value, through `utf8_text`.
+
+    A report's model, say: plain JSON values (dicts, lists, strings, numbers).
+
+    Args:
+        value: A JSON value, nested as deep as it is.
+
+    Returns:
+        The same structure; new containers only where a string changed.
+    """
+    if isinstance(value, str):
+        return utf8_text(value)
+    if isinstance(value, dict):
+        items = [(utf8_values(k), utf8_values(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, list):
+        out = [utf8_values(v) for v in value]
+        return value if all(a is b for a, b in zip(out, value)) else out
+    return value

@@ -61,6 +61,7 @@ from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
+from lbparse.textform import utf8_text
 
 __all__ = ["SourceOptions", "Unit", "UnitStats", "plan_files", "read_unit"]
 
@@ -101,6 +102,12 @@ class SourceOptions:
 
 Skipped = list[tuple[str, str]]  # (path, why it was not read)
 NOT_DATA = "named with a leading . or _: not data (Spark's rule for a directory)"
+# A file whose name is not UTF-8 (an old system's Latin-1): rows name their
+# file as text (`source`, the problems' messages), and Arrow's text is UTF-8.
+NOT_UTF8 = (
+    "a file name that is not UTF-8 text, which the rows name their file in; "
+    "not read (rename it: mv, or convmv)"
+)
 
 
 def _files(paths: list[str], skipped: Skipped | None = None) -> Iterator[str]:
@@ -156,6 +163,21 @@ def plan_files(
     """
     units: list[Unit] = []
     for path in _files(paths, skipped):
+        name = utf8_text(path)
+        if name != path:
+            # Every row names its file as text (`source`, the messages): a name
+            # that is not UTF-8 (an old system's Latin-1, say) has none. Said as
+            # the name's bytes escaped, never opened.
+            units.append(
+                Unit(
+                    name,
+                    "missing",
+                    0,
+                    0,
+                    error=("input:unreadable", f"{name}: {NOT_UTF8}"),
+                )
+            )
+            continue
         if os.path.exists(path) and not regular_file(path):
             # Never opened: a FIFO blocks the opener until someone writes.
             units.append(

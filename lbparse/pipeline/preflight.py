@@ -17,9 +17,10 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 
 from lbparse.capture.formats import UNKNOWN
+from lbparse.columnar.sources import NOT_UTF8
 from lbparse.digits import ascii_int
 from lbparse.errors import InputError
-from lbparse.textform import printable
+from lbparse.textform import printable, utf8_text
 
 __all__ = [
     "check_conf",
@@ -153,17 +154,23 @@ def check_conf(conf: Mapping[str, str]) -> None:
 
 
 def check_inputs(paths: Sequence[str]) -> None:
-    """Raise ValueError for an input that is not there (before Spark starts for it).
+    """Raise ValueError for an input that is not there or that rows cannot name.
+
+    Checked before Spark starts for it.
 
     Args:
         paths: The input paths; URIs are not checked.
 
     Raises:
-        InputError: One or more local inputs do not exist (all named).
+        InputError: One or more local inputs do not exist (all named), or an
+            input's name is not UTF-8 (the rows could not name it).
     """
     missing = [p for p in paths if "://" not in p and not os.path.exists(p)]
     if missing:
-        raise InputError("no_input", f"no such input: {', '.join(missing)}")
+        raise InputError("no_input", f"no such input: {', '.join(map(utf8_text, missing))}")
+    for p in paths:
+        if utf8_text(p) != p:
+            raise InputError("bad_input", f"{utf8_text(p)}: {NOT_UTF8}")
 
 
 def check_units(units: Iterable[object], column: str) -> None:

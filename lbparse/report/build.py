@@ -8,6 +8,7 @@ from typing import Any
 from lbparse.capture import Stats
 from lbparse.report.aggregate import Aggregator
 from lbparse.report.inputs import ReadOptions, read_input
+from lbparse.textform import utf8_values
 
 
 def build_model(
@@ -26,10 +27,13 @@ def build_model(
         raft: Whether to decode the Raft transport; False leaves it undecoded.
 
     Returns:
-        The report's model, plain JSON values only (Aggregator.model).
+        The report's model, plain JSON values only (Aggregator.model); a
+        file name that is not UTF-8 written with its bytes as `\\xNN`
+        (lbparse.textform.utf8_text).
     """
     options = options or ReadOptions()
     agg = Aggregator(raft=raft)
     stats = Stats()
     inputs = [read_input(p, agg, stats, options).to_json_dict() for p in paths]
-    return agg.model(inputs, stats.to_json_dict())
+    model: dict[str, Any] = utf8_values(agg.model(inputs, stats.to_json_dict()))
+    return model

@@ -37,6 +37,7 @@ from lbparse.report.fast_path import add_batch, arrow_batches
 from lbparse.report.storage import read_data_dir
 from lbparse.report.timebins import MS, exact_time
 from lbparse.storage.datadir import is_data_dir
+from lbparse.textform import utf8_text
 
 PIPELINE_COLUMNS = (
     "source",
@@ -227,9 +228,12 @@ def _columns_pay(path: str, options: ReadOptions) -> bool:
     for `auto`, where the batch decoder classifies a batch at once (0.33x the
     record path's time with the C capture reader, 0.49x without); for a fixed
     layout the record path is faster either way (1.36x, 1.42x). It reads with
-    the default limits (the pipeline's reader)."""
+    the default limits (the pipeline's reader). Not for a file whose name is
+    not UTF-8: the columns name their file as text, so the columnar reading
+    refuses it; the records read it as `lbparse capture` does."""
     return (
         options.limits is None
+        and utf8_text(path) == path
         and _capture_kind(path) in ("pcap", "pcapng")
         and (options.layout or "auto") == "auto"
     )
