@@ -51,6 +51,7 @@ def test_the_tables_are_the_columnar_cores(written: Path) -> None:
     assert not [p for p in written.parent.iterdir() if p.name.startswith(".out.")]  # no leftovers
 
 
+@pytest.mark.slow  # the command line's run (`written`)
 @needs_short
 def test_every_reader_reads_every_table_whole(written: Path) -> None:
     import duckdb
@@ -72,6 +73,7 @@ def test_every_reader_reads_every_table_whole(written: Path) -> None:
     assert joined == [(None, 2416)]  # the Raft RPCs are traffic, no envelope
 
 
+@pytest.mark.slow  # the command line's run (`written`)
 @needs_short
 def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
     """The manual's DuckDB query over the Raft tables, as written but for DIR."""

@@ -58,6 +58,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow  # the command line's run (the module's `written`)
 def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: list[Any]) -> None:
     import duckdb
     import pandas as pd
@@ -84,6 +85,7 @@ def test_every_reader_reads_the_grpc_tables_whole(written: Path, reader_items: l
     assert (got["request_ts"].astype("int64") == got["request_ts_ns"] // 1000).all()
 
 
+@pytest.mark.slow  # the command line's run (the module's `written`)
 def test_messages_join_their_calls_on_the_keys(written: Path) -> None:
     import duckdb
 
@@ -104,6 +106,7 @@ def test_messages_join_their_calls_on_the_keys(written: Path) -> None:
     assert orphans.fetchall() == [(0,)]
 
 
+@pytest.mark.slow  # the command line's run (the module's `written`)
 def test_message_rows_are_the_readers_messages(written: Path, reader_items: list[Any]) -> None:
     """Type, direction, size and canonical JSON of each message, as the reader made them."""
     rows = ds.dataset(str(written / GRPC_MESSAGES)).to_table().to_pylist()

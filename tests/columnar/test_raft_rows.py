@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -31,44 +32,63 @@ CASES = [
     *sorted(CAPTURES.glob("*.pcap*")),
 ]
 
-# Writes every table of read_capture_tables(argv[1], json_columns=argv[2]) to
-# argv[3] as Arrow IPC streams, one file per table: the LBPARSE_NATIVE=0 side,
-# which must be chosen before lbparse is imported.
+# Writes every table of read_capture_tables(argv[1]) to argv[2]/typed and,
+# with the JSON columns, to argv[2]/json, as Arrow IPC streams, one file per
+# table: the LBPARSE_NATIVE=0 side, which must be chosen before lbparse is
+# imported. One process a capture for both.
 _DUMP = """
-import sys, pyarrow as pa, lbparse
+import os, sys, pyarrow as pa, lbparse
 from support.reading import concat_tables
-tables = concat_tables(lbparse.read_capture_tables(sys.argv[1], batch_rows=1000,
-                                                   json_columns=sys.argv[2] == "1"))
-for name, t in tables.items():
-    with pa.OSFile(f"{sys.argv[3]}/{name}.arrows", "wb") as f, pa.ipc.new_stream(f, t.schema) as w:
-        w.write_table(t)
+for flag in ("typed", "json"):
+    out = os.path.join(sys.argv[2], flag)
+    os.mkdir(out)
+    tables = concat_tables(lbparse.read_capture_tables(sys.argv[1], batch_rows=1000,
+                                                       json_columns=flag == "json"))
+    for name, t in tables.items():
+        with pa.OSFile(f"{out}/{name}.arrows", "wb") as f, pa.ipc.new_stream(f, t.schema) as w:
+            w.write_table(t)
 """
 
+Reference = Callable[[Path, bool], dict[str, pa.Table]]
 
-def _reference(path: Path, json_columns: bool, out: Path) -> dict[str, pa.Table]:
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    """The LBPARSE_NATIVE=0 tables of a capture, typed or with the JSON
+    columns: both made by one process the first time the capture is asked for."""
     tests = Path(__file__).resolve().parents[1]
     env = {
         **os.environ,
         "LBPARSE_NATIVE": "0",
         "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]),
     }
-    subprocess.run(
-        [sys.executable, "-P", "-c", _DUMP, str(path), "1" if json_columns else "0", str(out)],
-        env=env,
-        check=True,
-    )
-    return {p.stem: pa.ipc.open_stream(p).read_all() for p in sorted(out.glob("*.arrows"))}
+    made: dict[Path, Path] = {}
+
+    def tables(path: Path, json_columns: bool) -> dict[str, pa.Table]:
+        if path not in made:
+            out = tmp_path_factory.mktemp("reference")
+            subprocess.run(
+                [sys.executable, "-P", "-c", _DUMP, str(path), str(out)], env=env, check=True
+            )
+            made[path] = out
+        folder = made[path] / ("json" if json_columns else "typed")
+        return {p.stem: pa.ipc.open_stream(p).read_all() for p in sorted(folder.glob("*.arrows"))}
+
+    return tables
 
 
+@pytest.mark.slow  # a process a capture, and each capture read twice more
 @pytest.mark.parametrize("json_columns", [False, True], ids=["typed", "json"])
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.name)
-def test_the_tables_equal_the_reference(path: Path, json_columns: bool, tmp_path: Path) -> None:
+def test_the_tables_equal_the_reference(
+    path: Path, json_columns: bool, reference: Reference
+) -> None:
     if not path.exists():
         pytest.skip(f"{path} is not here")
     got = concat_tables(
         lbparse.read_capture_tables(str(path), batch_rows=1000, json_columns=json_columns)
     )
-    want = _reference(path, json_columns, tmp_path)
+    want = reference(path, json_columns)
     assert sorted(got) == sorted(want)
     for name, table in got.items():
         assert table.schema == want[name].schema, name

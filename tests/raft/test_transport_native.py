@@ -135,6 +135,7 @@ def test_the_selection_follows_lbparse_native() -> None:
         assert " ".join(out) == want
 
 
+@pytest.mark.slow  # each real capture's Raft streams read both ways: a second each
 @pytest.mark.parametrize("name", ["short.pcapng", "api-short.pcapng"])
 def test_the_real_captures_streams(name: str) -> None:
     """Every Raft stream of the real 3-node captures: whole, and its messages
@@ -247,6 +248,7 @@ def stream(draw: st.DrawFn) -> tuple[list[bytes], str | None]:
     return messages, told
 
 
+@pytest.mark.slow  # 400 made streams: seconds
 @settings(max_examples=400, deadline=None)
 @given(stream(), st.sampled_from([LIMIT, 64, 300]))
 def test_made_streams(made: tuple[list[bytes], str | None], max_rpc: int) -> None:
