@@ -365,9 +365,11 @@ def _positions_after(messages: pa.Table, after: dict[str, int]) -> None:
     if not messages.num_rows:
         return
     pc = need("pyarrow.compute")
-    for source in pc.unique(messages.column("source")).to_pylist():
-        rows = messages.filter(pc.equal(messages.column("source"), source))
-        last = pc.max(rows.column("position")).as_py()
+    # Over the two columns alone: filtering the whole batch (the wide row's
+    # structs included) cost ~5 ms a batch for one maximum.
+    sources, positions = messages.column("source"), messages.column("position")
+    for source in pc.unique(sources).to_pylist():
+        last = pc.max(positions.filter(pc.equal(sources, source))).as_py()
         after[source] = max(after.get(source, 0), last + 1)
 
 
