@@ -20,7 +20,7 @@ import pytest
 from support import capwriter as cw
 from support.api_short import API_SHORT, CALLS, MESSAGES, grpc_items, need_api_short, with_gaps
 from support.cli import run_cli
-from support.reading import concat_tables
+from support.reading import concat_tables, reading_problems
 from support.shared import LIFTBRIDGE
 
 import lbparse
@@ -258,13 +258,6 @@ def test_a_row_that_looks_like_http2_but_is_not_is_still_a_problem(tmp_path: Pat
     assert messages.column("position")[-1].as_py() == 0  # read first, said last
 
 
-def _problems(rows: pa.Table) -> list[tuple[Any, ...]]:
-    """(source, position, error_kind, error_message) of every reading problem."""
-    rows = rows.filter(pc.starts_with(rows.column("error_kind"), "input:").fill_null(False))
-    cols = ("source", "position", "error_kind", "error_message")
-    return sorted(zip(*(rows.column(c).to_pylist() for c in cols)))
-
-
 @pytest.mark.slow  # two readings of each capture, and editcap
 @pytest.mark.parametrize("case", ["api-short", "with gaps", "looks like HTTP/2"])
 def test_the_wide_rows_give_the_tables_verdict(case: str, tmp_path: Path) -> None:
@@ -292,8 +285,8 @@ def test_the_wide_rows_give_the_tables_verdict(case: str, tmp_path: Path) -> Non
     assert sorted(zip(*(wide.column(c).to_pylist() for c in keys))) == sorted(
         zip(*(messages.column(c).to_pylist() for c in keys))
     )
-    assert _problems(wide) == _problems(messages)
-    kinds = [p[2] for p in _problems(wide)]
+    assert reading_problems(wide) == reading_problems(messages)
+    kinds = [p[2] for p in reading_problems(wide)]
     assert (
         kinds
         == {

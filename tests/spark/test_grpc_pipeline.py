@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
 from support.api_short import API_SHORT, need_api_short, with_gaps
-from support.reading import concat_tables
+from support.reading import concat_tables, reading_problems
 
 import lbparse
 import lbparse.spark
@@ -97,13 +97,6 @@ def test_the_data_source_reads_the_grpc_tables(spark: Any) -> None:
     )
 
 
-def _problems(rows: Any) -> list[tuple[Any, ...]]:
-    """(source, position, error_kind, error_message) of every reading problem."""
-    rows = rows.filter(pc.starts_with(rows.column("error_kind"), "input:").fill_null(False))
-    cols = ("source", "position", "error_kind", "error_message")
-    return sorted(zip(*(rows.column(c).to_pylist() for c in cols)))
-
-
 @pytest.mark.slow
 def test_the_data_source_gives_the_tables_verdict(spark: Any, tmp_path: Path) -> None:
     """The data source's `messages` and its wide rows have read_capture_tables'
@@ -114,12 +107,12 @@ def test_the_data_source_gives_the_tables_verdict(spark: Any, tmp_path: Path) ->
     lbparse.spark.register(spark)
     gaps = with_gaps(tmp_path / "gaps.pcapng")
     for path, count in ((API_SHORT, 0), (gaps, 4)):
-        want = _problems(concat_tables(lbparse.read_capture_tables(path))["messages"])
+        want = reading_problems(concat_tables(lbparse.read_capture_tables(path))["messages"])
         assert len(want) == count
         reader = spark.read.format("liftbridge")
         wide = reader.load(str(path)).where("error_kind LIKE 'input:%'").toArrow()
-        assert _problems(wide) == want, path
+        assert reading_problems(wide) == want, path
         messages = (
             reader.option("table", "messages").load(str(path)).where("error_kind IS NOT NULL")
         ).toArrow()
-        assert _problems(messages) == want, path
+        assert reading_problems(messages) == want, path

@@ -48,3 +48,13 @@ def pipeline_rows(
     )
     table = pa.Table.from_batches(batches, schema=arrow_record_schema())
     return table, dict(vars(stats))
+
+
+def reading_problems(rows: pa.Table) -> list[tuple[Any, ...]]:
+    """(source, position, error_kind, error_message) of every reading problem
+    (`input:*`) of a `messages` table or the wide rows, sorted."""
+    import pyarrow.compute as pc
+
+    rows = rows.filter(pc.starts_with(rows.column("error_kind"), "input:").fill_null(False))
+    cols = ("source", "position", "error_kind", "error_message")
+    return sorted(zip(*(rows.column(c).to_pylist() for c in cols)))
