@@ -7,11 +7,11 @@ raised there left the connection half read. test_interrupts.py sends a
 signal at a handful of points found by what a run writes; here a run is
 signalled at many: a sweep of delays spread over a whole run (seeded,
 printed) and points found by watching it (its handlers just installed,
-Spark a second into its start, the job planned, the driver's commit, the new summary made, the new output
-swapped in; its JVM launching and a task's files written are
-test_interrupts.py's), SIGINT to the
-process group as a terminal's Ctrl-C sends it, SIGTERM to the group or to
-the process alone as `kill PID` does.
+Spark a second into its start, the job planned, the driver's commit, the
+new summary made, the new output swapped in; its JVM launching and a
+task's files written are test_interrupts.py's), SIGINT to the process
+group as a terminal's Ctrl-C sends it, SIGTERM to the group or to the
+process alone as `kill PID` does.
 
 Every run must end with exit status 130, stderr holding the command's own
 lines only (`lbparse pipeline: ...`: no traceback, no py4j, no JVM line)
