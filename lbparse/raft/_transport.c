@@ -60,6 +60,15 @@ typedef struct {
     uint64_t max_pending;
     int ready;          /* initialised: a failed or missing __init__ leaves it 0 */
     PyObject *keep;     /* the init arguments: they own the key strings */
+    /* Reader.rows (init's `rows`): the names a row holds, all borrowed from keep */
+    int rows_ready;
+    PyObject *role[2];            /* [0] a response's role, [1] a request's */
+    PyObject *req_name[256];      /* the RPC's name by type byte (NULL: none) */
+    int req_whole[256];           /* 1: a request rows leaves to Python (a trailer follows it) */
+    PyObject *resp_name[MAX_STRUCTS];
+    PyObject *row_key[6];         /* role, rpc, term, node, error, entries */
+    int term_field[MAX_STRUCTS];  /* the Term field's index in each struct, -1: none */
+    int node_field[MAX_STRUCTS][3]; /* the node's fields by precedence, -1: none */
 } Reader;
 
 enum { RD_OK = 0, RD_SHORT = 1, RD_OTHER = 2, RD_ERR = 3 /* a Python exception is set */ };
@@ -342,19 +351,312 @@ static PyObject *Reader_read_response(Reader *r, PyObject *args) {
     return rc == RD_OK ? result : answer(rc);
 }
 
+/* -- rows: feed_rows' raft_rpcs rows of one message, in C --------------------
+ *
+ * transport.StreamDecoder.feed_rows asks for the rows of a message that starts
+ * an RPC of a stream whose role is known (its most common case). The rows are
+ * those transport._row makes of the RPCs read_request and read_response give
+ * here: role, rpc, term (a uint64 above 2**63 wrapped, as Spark's bigint holds
+ * it), node (the first non-empty of the struct's node fields, as UTF-8 text,
+ * errors replaced), error (a response's error string so read; None for a
+ * request) and entries (always empty here). Any RPC these readers leave to
+ * the reference (False), a request followed by snapshot bytes, a list field
+ * that is not empty (log entries) or a time field make the whole message
+ * False: transport.py then reads it the way it reads any other, so every
+ * answer given here is one the reference gives too. */
+
+/* The values of a matched struct's fields, each read as value_of reads it
+ * (the same checks as struct_fields: RD_OTHER where it would answer that); the
+ * Term and node fields kept (new references), every list checked empty. */
+static int row_values(Reader *r, int si, const uint8_t *b, size_t n, const size_t *vals,
+                      const int *slot, PyObject **term, PyObject **node) {
+    const sspec *s = &r->structs[si];
+    PyObject *nodes[3] = {NULL, NULL, NULL};
+    *term = *node = NULL;
+    int rc = RD_OK;
+    for (int i = 0; i < s->nfields && rc == RD_OK; i++) {
+        if (s->fields[i].type == T_TIME) {
+            rc = RD_OTHER; /* converted by transport.py (go_time_ns) */
+            break;
+        }
+        if (slot[i] < 0)
+            continue;
+        size_t p = vals[slot[i]];
+        PyObject *v = NULL;
+        rc = value_of(r, &s->fields[i], b, n, &p, &v);
+        if (rc != RD_OK)
+            break;
+        if (s->fields[i].type == T_LIST && PyList_GET_SIZE(v) > 0)
+            rc = RD_OTHER; /* log entries: made into rows by transport.py */
+        if (i == r->term_field[si]) {
+            *term = v;
+            continue;
+        }
+        int kept = 0;
+        for (int k = 0; k < 3; k++)
+            if (i == r->node_field[si][k]) {
+                nodes[k] = v;
+                kept = 1;
+            }
+        if (!kept)
+            Py_DECREF(v);
+    }
+    for (int k = 0; k < 3 && rc == RD_OK && !*node; k++)
+        if (nodes[k] && PyBytes_Check(nodes[k]) && PyBytes_GET_SIZE(nodes[k]) > 0) {
+            *node = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(nodes[k]), PyBytes_GET_SIZE(nodes[k]),
+                                         "replace");
+            if (!*node)
+                rc = RD_ERR;
+        }
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(nodes[k]);
+    if (rc != RD_OK) {
+        Py_CLEAR(*term);
+        Py_CLEAR(*node);
+    }
+    return rc;
+}
+
+/* A term as transport._bigint gives it: above 2**63, less 2**64. */
+static PyObject *bigint(PyObject *term) {
+    if (!term)
+        Py_RETURN_NONE;
+    int overflow = 0;
+    PyLong_AsLongLongAndOverflow(term, &overflow);
+    if (PyErr_Occurred())
+        return NULL;
+    if (overflow <= 0) {
+        Py_INCREF(term);
+        return term;
+    }
+    unsigned long long u = PyLong_AsUnsignedLongLong(term); /* a uint64: < 2**64 */
+    if (u == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLongLong(-(long long)(~u) - 1); /* u - 2**64, ~u < 2**63 */
+}
+
+/* The row {role, rpc, term, node, error, entries: []}; steals term and node. */
+static PyObject *make_row(Reader *r, int request, PyObject *rpc, PyObject *term, PyObject *node,
+                          PyObject *error) {
+    PyObject *row = PyDict_New(), *entries = PyList_New(0), *t = bigint(term);
+    PyObject *vals[6] = {r->role[request], rpc, t, node ? node : Py_None,
+                         error ? error : Py_None, entries};
+    int bad = !row || !entries || !t;
+    for (int k = 0; k < 6 && !bad; k++)
+        bad = PyDict_SetItem(row, r->row_key[k], vals[k]) < 0;
+    Py_XDECREF(term);
+    Py_XDECREF(node);
+    Py_XDECREF(t);
+    Py_XDECREF(entries);
+    if (bad) {
+        Py_XDECREF(row);
+        return NULL;
+    }
+    return row;
+}
+
+/* One RPC at pos as a row: RD_OK (*row, *end), RD_SHORT, RD_OTHER or RD_ERR. */
+static int row_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos, uint64_t items,
+                  PyObject **row, size_t *end) {
+    int which[MAX_FIELDS], slot[MAX_FIELDS];
+    size_t vals[MAX_FIELDS];
+    uint64_t count;
+    PyObject *term = NULL, *node = NULL;
+    if (request) {
+        if (pos >= n)
+            return RD_SHORT;
+        int type = b[pos];
+        if (r->request[type] < 0 || r->req_whole[type])
+            return RD_OTHER;
+        int rc = whole(r, b, n, pos + 1, items, end);
+        if (rc != RD_OK)
+            return rc;
+        int si = r->request[type];
+        size_t p = pos + 1;
+        rc = map_keys(&r->structs[si], b, n, &p, which, vals, &count);
+        if (rc != RD_OK)
+            return rc;
+        if (!keys_fit(&r->structs[si], which, count, slot))
+            return RD_OTHER;
+        rc = row_values(r, si, b, n, vals, slot, &term, &node);
+        if (rc != RD_OK)
+            return rc;
+        *row = make_row(r, 1, r->req_name[type], term, node, NULL);
+        return *row ? RD_OK : RD_ERR;
+    }
+    size_t mid;
+    int rc = whole(r, b, n, pos, items, &mid);
+    if (rc != RD_OK)
+        return rc;
+    lb_mp_head h = {0};
+    lb_mp_head_at(b, n, pos, &h);
+    if (h.kind != LB_MP_STR && h.kind != LB_MP_BIN)
+        return RD_OTHER;
+    rc = whole(r, b, n, mid, items, end);
+    if (rc != RD_OK)
+        return rc;
+    int found = -1;
+    for (int k = 0; k < r->nresponses && found < 0; k++) {
+        const sspec *s = &r->structs[r->responses[k]];
+        size_t p = mid;
+        if (map_keys(s, b, n, &p, which, vals, &count) == RD_OK && keys_fit(s, which, count, slot))
+            found = k;
+    }
+    if (found < 0)
+        return RD_OTHER;
+    rc = row_values(r, r->responses[found], b, n, vals, slot, &term, &node);
+    if (rc != RD_OK)
+        return rc;
+    PyObject *error = PyUnicode_DecodeUTF8((const char *)b + h.body, (Py_ssize_t)h.u, "replace");
+    if (!error) {
+        Py_XDECREF(term);
+        Py_XDECREF(node);
+        return RD_ERR;
+    }
+    *row = make_row(r, 0, r->resp_name[found], term, node, error);
+    Py_DECREF(error);
+    return *row ? RD_OK : RD_ERR;
+}
+
+static PyObject *Reader_rows(Reader *r, PyObject *args) {
+    Py_buffer view;
+    int request;
+    Py_ssize_t limit;
+    if (!r->ready || !r->rows_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Reader has no row tables (init's rows)");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*pn", &view, &request, &limit))
+        return NULL;
+    if (limit < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "a negative limit");
+        return NULL;
+    }
+    uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
+    const uint8_t *b = view.buf;
+    size_t n = (size_t)view.len, pos = 0, first = 0;
+    PyObject *rows = PyList_New(0), *result = NULL;
+    int rc = rows ? RD_OK : RD_ERR;
+    while (rc == RD_OK && pos < n) {
+        PyObject *row = NULL;
+        size_t end;
+        rc = row_at(r, request, b, n, pos, items, &row, &end);
+        if (rc == RD_SHORT)
+            break; /* the rest is an RPC the next messages finish */
+        if (rc != RD_OK)
+            break;
+        int bad = PyList_Append(rows, row);
+        Py_DECREF(row);
+        if (bad)
+            rc = RD_ERR;
+        pos = end;
+        if (!first)
+            first = end;
+    }
+    if (rc == RD_OK || rc == RD_SHORT) {
+        if (first)
+            result = Py_BuildValue("(Onn)", rows, (Py_ssize_t)first, (Py_ssize_t)pos);
+        else
+            result = Py_BuildValue("(OOn)", rows, Py_None, (Py_ssize_t)pos);
+    }
+    else if (rc == RD_OTHER) {
+        Py_INCREF(Py_False);
+        result = Py_False;
+    }
+    Py_XDECREF(rows);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* init's `rows`: (request role, response role, {type byte: RPC name}, (type
+ * bytes of requests a trailer follows), (RPC name of each response, in
+ * responses' order), (the six row keys), the Term key, (node keys by
+ * precedence)). */
+static int rows_init(Reader *r, PyObject *spec) {
+    PyObject *names, *whole_types, *resp_names, *keys, *term_key, *node_keys;
+    if (!PyArg_ParseTuple(spec, "UUO!O!O!O!UO!:rows", &r->role[1], &r->role[0], &PyDict_Type,
+                          &names, &PyTuple_Type, &whole_types, &PyTuple_Type, &resp_names,
+                          &PyTuple_Type, &keys, &term_key, &PyTuple_Type, &node_keys))
+        return -1;
+    if (PyTuple_GET_SIZE(keys) != 6 || PyTuple_GET_SIZE(resp_names) != r->nresponses ||
+        PyTuple_GET_SIZE(node_keys) > 3) {
+        PyErr_SetString(PyExc_ValueError, "rows: six keys, a name per response, <= 3 node keys");
+        return -1;
+    }
+    for (int k = 0; k < 6; k++)
+        r->row_key[k] = PyTuple_GET_ITEM(keys, k);
+    for (int k = 0; k < r->nresponses; k++)
+        r->resp_name[k] = PyTuple_GET_ITEM(resp_names, k);
+    for (int t = 0; t < 256; t++) {
+        r->req_name[t] = NULL;
+        r->req_whole[t] = 0;
+    }
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(names, &at, &key, &value)) {
+        long t = PyLong_AsLong(key);
+        if (PyErr_Occurred())
+            return -1;
+        if (t < 0 || t > 255 || r->request[t] < 0 || !PyUnicode_Check(value)) {
+            PyErr_SetString(PyExc_ValueError, "rows: a name for an RPC type with no request");
+            return -1;
+        }
+        r->req_name[t] = value;
+    }
+    for (int t = 0; t < 256; t++)
+        if (r->request[t] >= 0 && !r->req_name[t]) {
+            PyErr_SetString(PyExc_ValueError, "rows: an RPC type without a name");
+            return -1;
+        }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(whole_types); k++) {
+        long t = PyLong_AsLong(PyTuple_GET_ITEM(whole_types, k));
+        if (PyErr_Occurred())
+            return -1;
+        if (t < 0 || t > 255) {
+            PyErr_SetString(PyExc_ValueError, "rows: a type byte out of range");
+            return -1;
+        }
+        r->req_whole[t] = 1;
+    }
+    for (int si = 0; si < r->nstructs; si++) {
+        const sspec *s = &r->structs[si];
+        r->term_field[si] = -1;
+        for (int k = 0; k < 3; k++)
+            r->node_field[si][k] = -1;
+        for (int i = 0; i < s->nfields; i++) {
+            int eq = PyUnicode_Compare(s->fields[i].name, term_key);
+            if (eq == -1 && PyErr_Occurred())
+                return -1;
+            if (eq == 0)
+                r->term_field[si] = i;
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(node_keys); k++) {
+                eq = PyUnicode_Compare(s->fields[i].name, PyTuple_GET_ITEM(node_keys, k));
+                if (eq == -1 && PyErr_Occurred())
+                    return -1;
+                if (eq == 0)
+                    r->node_field[si][k] = i;
+            }
+        }
+    }
+    r->rows_ready = 1;
+    return 0;
+}
+
 static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
-    PyObject *structs, *requests, *responses;
+    PyObject *structs, *requests, *responses, *rows = NULL;
     unsigned long long max_pending;
-    if (!PyArg_ParseTuple(args, "O!O!O!K", &PyTuple_Type, &structs, &PyDict_Type, &requests,
-                          &PyTuple_Type, &responses, &max_pending))
+    if (!PyArg_ParseTuple(args, "O!O!O!K|O!", &PyTuple_Type, &structs, &PyDict_Type, &requests,
+                          &PyTuple_Type, &responses, &max_pending, &PyTuple_Type, &rows))
         return -1;
     r->ready = 0;
+    r->rows_ready = 0;
     if (PyTuple_GET_SIZE(structs) > MAX_STRUCTS || PyTuple_GET_SIZE(responses) > MAX_STRUCTS) {
         PyErr_SetString(PyExc_ValueError, "too many structs");
         return -1;
     }
     Py_CLEAR(r->keep);
-    r->keep = Py_BuildValue("(OOO)", structs, requests, responses);
+    r->keep = Py_BuildValue("(OOOO)", structs, requests, responses, rows ? rows : Py_None);
     if (!r->keep)
         return -1;
     r->max_pending = max_pending;
@@ -410,6 +712,8 @@ static int Reader_init(Reader *r, PyObject *args, PyObject *kw) {
         }
         r->responses[k] = (int)si;
     }
+    if (rows && rows_init(r, rows) < 0)
+        return -1;
     r->ready = 1;
     return 0;
 }
@@ -424,13 +728,16 @@ static PyMethodDef Reader_methods[] = {
      "read_request(buf, pos, limit) -> None | False | (type byte, fields, end)"},
     {"read_response", (PyCFunction)Reader_read_response, METH_VARARGS,
      "read_response(buf, pos, limit) -> None | False | (response number, error, fields, end)"},
+    {"rows", (PyCFunction)Reader_rows, METH_VARARGS,
+     "rows(buf, request, limit) -> False | (raft_rpcs rows, end of the first RPC or None, "
+     "end of the last)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lbparse.raft._transport.Reader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Reader(structs, requests, responses, max_pending): the transport's RPCs in C.",
+    .tp_doc = "Reader(structs, requests, responses, max_pending[, rows]): the transport's RPCs in C.",
     .tp_methods = Reader_methods,
     .tp_init = (initproc)Reader_init,
     .tp_new = PyType_GenericNew,

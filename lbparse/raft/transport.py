@@ -72,16 +72,20 @@ _BY_RESPONSE = {t.response: t for t in RPC_TYPES.values()}
 _RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE), key=lambda r: len(r[2]))
 
 
+_TERM = "Term"  # the raft_rpcs row's term
+_NODE = ("Leader", "Candidate", "ID")  # its node: the first of these an RPC has
+
+
 def _term(fields: dict[str, Any]) -> int | None:
     """An RPC's Term field, None when it has none."""
-    t = fields.get("Term")
+    t = fields.get(_TERM)
     return t if isinstance(t, int) else None
 
 
 def _node(fields: dict[str, Any]) -> str | None:
     """An RPC's leader, candidate or ID field: from an RPC's fields (ids made
     text) or a struct's raw ones (ids still bytes), the same text."""
-    for key in ("Leader", "Candidate", "ID"):
+    for key in _NODE:
         v = fields.get(key)
         if v:
             return text(v) if isinstance(v, bytes) else str(v)
@@ -414,7 +418,19 @@ def _native_tables() -> tuple[Any, ...]:
     )
     requests = {t.value: index[t.request] for t in RPC_TYPES.values()}
     responses = tuple(index[name] for name, _, _ in _RESPONSES)
-    return structs, requests, responses, MAX_PENDING_ITEMS
+    # Reader.rows: the names of `_row`'s rows, and the requests it leaves to
+    # _drain (a snapshot's bytes follow them).
+    rows = (
+        REQUEST,
+        RESPONSE,
+        {t.value: t.name for t in RPC_TYPES.values()},
+        tuple(t.value for t in RPC_TYPES.values() if t.trailer),
+        tuple(_BY_RESPONSE[name].name for name, _, _ in _RESPONSES),
+        ("role", "rpc", "term", "node", "error", "entries"),
+        _TERM,
+        _NODE,
+    )
+    return structs, requests, responses, MAX_PENDING_ITEMS, rows
 
 
 # What the C reader leaves to Python in a struct's fields, by key: a time's
@@ -584,6 +600,8 @@ class StreamDecoder:
             raise OperationalError("failed", "lbparse.raft._transport is not built")
         self._read_request = _native_read_request if native else _read_request
         self._read_response = _native_read_response_parts if native else _read_response_parts
+        # feed_rows' rows of a message in one C call (Reader.rows), when it can
+        self._rows = _NATIVE_READER.rows if native else None
         self.role = role
         self.max_rpc = max_rpc
         self.buf = bytearray()  # the unfinished RPC, from its first byte
@@ -647,15 +665,28 @@ class StreamDecoder:
             self.skipped += len(payload)
             return chunk
         self.in_step = True
-        self.buf += memoryview(payload)[pos:]
+        # A message that starts with an RPC (the common case: most carry whole
+        # ones) is read where it is; only what it leaves unfinished is copied.
+        # Appending every message to the buffer and cutting it after cost more
+        # than reading its RPCs.
+        direct = not carry and not pos
+        if direct:
+            buf: bytes | bytearray = payload
+        else:
+            self.buf += memoryview(payload)[pos:]
+            buf = self.buf
         try:
-            first_end = self._drain(chunk, rows)
+            first_end, used = self._drain(chunk, rows, buf)
         except RaftError as exc:
             chunk.error = exc
-            chunk.skipped = len(self.buf)
-            self.skipped += len(self.buf)
+            chunk.skipped = len(buf)
+            self.skipped += len(buf)
             self._reset()
             return chunk
+        if not direct:
+            del self.buf[:used]
+        elif used < len(payload):
+            self.buf += memoryview(payload)[used:]
         if carry:
             chunk.continued += (first_end - carry) if first_end is not None else len(payload) - pos
         chunk.pending = len(self.buf)
@@ -695,14 +726,26 @@ class StreamDecoder:
         self.role = role
         return True
 
-    def _drain(self, chunk: Chunk, rows: list[dict[str, Any]] | None) -> int | None:
-        """Read every whole RPC in the buffer (into the chunk, or as rows into
-        `rows`), keep the unfinished rest; where the first RPC ended in the
-        buffer (None: none did)."""
+    def _drain(
+        self, chunk: Chunk, rows: list[dict[str, Any]] | None, buf: bytes | bytearray
+    ) -> tuple[int | None, int]:
+        """Read every whole RPC in `buf` (into the chunk, or as rows into
+        `rows`): where the first RPC ended in it (None: none did), and where
+        the whole ones end (the unfinished rest is the caller's to keep)."""
+        if rows is not None and self.role is not None and self._rows is not None:
+            # The rows of the message's RPCs at once (`_row`'s, read as
+            # _native_read_request and _native_read_response_parts read
+            # them); False: one of them is not plain, has log entries or
+            # snapshot bytes, and the loop below reads them all.
+            got = self._rows(buf, self.role == REQUEST, self.max_rpc)
+            if got is not False:
+                found, first, end = got
+                rows += found
+                self.rpcs += len(found)
+                return first, end
         done = 0
         pos = 0
         first_end = None
-        buf = self.buf
         while pos < len(buf):
             if self.role is None:
                 self.role = stream_role(buf[pos])
@@ -741,8 +784,7 @@ class StreamDecoder:
             if first_end is None:
                 first_end = pos
         self.rpcs += done
-        del buf[:pos]
-        return first_end
+        return first_end, pos
 
 
 def _is_map(byte: int) -> bool:

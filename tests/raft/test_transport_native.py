@@ -114,6 +114,70 @@ def test_the_c_reader_reads_plain_rpcs_itself() -> None:
     assert READER.read_request(bytes([9]) + HEARTBEAT[1:], 0, LIMIT) is False
 
 
+def test_the_rows_of_a_plain_message_come_from_c_in_one_call() -> None:
+    """Reader.rows, feed_rows' fast path: a message's whole RPCs as `rpc_row`
+    gives them (a term above 2**63 wrapped as Spark's bigint holds it), where
+    the first and the last end, the rest an RPC to finish; False for a message
+    with an RPC it leaves to transport.py (log entries, snapshot bytes, an odd
+    key), which then reads it as it reads any other."""
+    big = bytes([0]) + pack(
+        {**msgpack.unpackb(HEARTBEAT[1:], raw=False), "Term": 2**64 - 1, "Leader": b"\xffn"}
+    )
+    want = [transport.rpc_row(transport.decode_request(r)) for r in (HEARTBEAT, big)]
+    assert want[1]["term"] == -1 and want[1]["node"] == "\ufffdn"
+    assert READER.rows(HEARTBEAT + big + HEARTBEAT[:5], True, LIMIT) == (
+        want,
+        len(HEARTBEAT),
+        len(HEARTBEAT) + len(big),
+    )
+    assert READER.rows(HEARTBEAT[:-1], True, LIMIT) == ([], None, 0)
+    vote = transport.rpc_row(transport.decode_response(VOTE_RESPONSE))
+    assert vote["error"] == "" and vote["rpc"] == "RequestVote"
+    assert READER.rows(VOTE_RESPONSE * 2, False, LIMIT) == (
+        [vote, vote],
+        len(VOTE_RESPONSE),
+        2 * len(VOTE_RESPONSE),
+    )
+    odd = bytes([0]) + pack({**msgpack.unpackb(HEARTBEAT[1:], raw=False), "Other": 1})
+    for message in (HEARTBEAT + APPEND, SNAPSHOT, HEARTBEAT + odd, VOTE_RESPONSE + HEARTBEAT):
+        request = message[0] in RPC_TYPES
+        assert READER.rows(message, request, LIMIT) is False
+        check_raft_native([message], "request" if request else "response")
+
+
+@pytest.mark.slow  # the real captures' Raft messages, each read twice
+@pytest.mark.parametrize("name", ["short.pcapng", "api-short.pcapng"])
+def test_the_real_captures_messages_take_the_rows_fast_path(name: str) -> None:
+    """Not feed_rows' slow path against itself: each real Raft message that
+    starts an RPC of a stream in step, its RPCs without log entries, has its
+    rows from Reader.rows (equal to `rpc_row` of `feed`'s RPCs), and those
+    are most of the messages."""
+    from lbparse.capture import CaptureReader
+
+    path = shared_path("liftbridge", "samples", name)
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    decoders: dict[tuple[str, str, str], transport.StreamDecoder] = {}
+    fast = total = 0
+    for rec in CaptureReader(str(path)):
+        if ".raft.metadata." not in rec.subject or not rec.payload:
+            continue
+        dec = decoders.setdefault(
+            (rec.src, rec.dst, rec.subject), transport.StreamDecoder(native=True)
+        )
+        ready = dec.role is not None and dec.in_step and not dec.buf and not dec.trailer
+        chunk = dec.feed(rec.payload)
+        total += 1
+        if not ready or chunk.error is not None or any(r.entries for r in chunk.rpcs):
+            continue
+        got = READER.rows(rec.payload, dec.role == "request", LIMIT)
+        assert got is not False, rec.payload[:64]
+        assert got[0] == [transport.rpc_row(r) for r in chunk.rpcs]
+        assert got[2] == len(rec.payload) - chunk.pending
+        fast += 1
+    assert total > 2000 and fast > 0.8 * total, (fast, total)  # short.pcapng: 2,220 of 2,516
+
+
 def test_the_selection_follows_lbparse_native() -> None:
     """One selection (StreamDecoder without `native`): LBPARSE_NATIVE=0 is the
     Python reader."""
