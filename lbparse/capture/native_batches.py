@@ -301,11 +301,17 @@ def _headers(blocks: pa.Array, typ: pa.DataType) -> pa.Array:
     n = len(blocks)
     if blocks.null_count == n:
         return pa.nulls(n, typ)
-    values = blocks.to_pylist()
-    return pa.array(
+    # Only the rows with a block are parsed (few: HPUB and HMSG), then put in
+    # their places; a Python value for every row cost ~2 ms a batch of 7,500.
+    valid = np.asarray(blocks.is_valid())
+    parsed = pa.array(
         [
-            None if b is None else [{"key": k, "value": v} for k, v in parse_headers(b)]
-            for b in values
+            [{"key": k, "value": v} for k, v in parse_headers(b)]
+            for b in blocks.filter(pa.array(valid)).to_pylist()
         ],
         typ,
     )
+    if len(parsed) == n:
+        return parsed
+    places = np.cumsum(valid) - 1
+    return parsed.take(pa.array(places, pa.int64(), mask=~valid))
