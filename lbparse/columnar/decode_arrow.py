@@ -199,6 +199,7 @@ class _Names:
 
     def __init__(self) -> None:
         self.code: dict[str, int] = {}
+        self._table = pa.array([], pa.string())  # the names by code, made again as codes grow
 
     def __call__(self, name: str | None) -> int:
         if name is None:
@@ -215,7 +216,9 @@ class _Names:
         return None
 
     def array(self, codes: np.ndarray) -> pa.Array:
-        table = pa.array(list(self.code), pa.string())
+        if len(self._table) != len(self.code):  # codes are only ever added
+            self._table = pa.array(list(self.code), pa.string())
+        table = self._table
         if not len(table):
             return pa.nulls(len(codes), pa.string())
         null = codes < 0
