@@ -34,6 +34,7 @@ __all__ = [
     "LogEntry",
     "RaftCommand",
     "Server",
+    "command_label",
     "decode_command",
     "decode_configuration",
     "decode_log_entry",
@@ -197,6 +198,38 @@ def decode_command(data: bytes) -> RaftCommand:
     Raises:
         RaftError: The data is not a protocol.RaftLog (kind bad_struct).
     """
+    log, op, command = _raft_log(data)
+    if command is None:
+        return RaftCommand(op, None, json_format.MessageToDict(log), log)
+    sub = getattr(log, command.field)
+    return RaftCommand(op, command.name, json_format.MessageToDict(sub), sub)
+
+
+def command_label(data: bytes) -> str | None:
+    """The raft_entries row's command of a LogCommand entry's data.
+
+    `decode_command`'s name, else its op, without making the command's JSON.
+
+    Args:
+        data: The entry's data.
+
+    Returns:
+        The command's name (ChangeLeader) or op (Op(42)), or None when the
+        data is not a protocol.RaftLog.
+    """
+    try:
+        _, op, command = _raft_log(data)
+    except RaftError:
+        return None
+    return (command.name if command is not None else None) or op
+
+
+def _raft_log(data: bytes) -> tuple[Any, str, Any]:
+    """The RaftLog, its op's name and spec/raft.ksy's command for it (None).
+
+    Raises:
+        RaftError: The data is not a protocol.RaftLog (kind bad_struct).
+    """
     cls = message_class(_RAFT_LOG)
     try:
         log = cls.FromString(data)
@@ -208,11 +241,7 @@ def decode_command(data: bytes) -> RaftCommand:
     number = getattr(log, "op")  # noqa: B009 (the generated stub has no `op`)
     value = enum.values_by_number.get(number) if enum is not None else None
     op = value.name if value is not None else f"Op({number})"
-    command = COMMANDS.get(op)
-    if command is None:
-        return RaftCommand(op, None, json_format.MessageToDict(log), log)
-    sub = getattr(log, command.field)
-    return RaftCommand(op, command.name, json_format.MessageToDict(sub), sub)
+    return log, op, COMMANDS.get(op)
 
 
 def decode_configuration(data: bytes) -> Configuration:

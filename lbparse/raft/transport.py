@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lbparse.errors import OperationalError
-from lbparse.raft.entries import LogEntry, decode_configuration, entry_from_struct
+from lbparse.raft.entries import (
+    LOG_COMMAND,
+    LogEntry,
+    command_label,
+    decode_configuration,
+    entry_from_struct,
+)
 from lbparse.raft.errors import RaftError
 from lbparse.raft.msgpack_structs import (
     LIST_OF,
@@ -42,7 +48,7 @@ from lbparse.raft.msgpack_structs import (
     read_struct,
     text,
 )
-from lbparse.raft.tables import RPC_TYPES, STRUCTS, RpcType
+from lbparse.raft.tables import RPC_TYPES, STRUCTS, RpcType, log_type_name
 
 _transport: Any
 try:
@@ -381,11 +387,21 @@ def _row(role: str, t: RpcType, s: StructValue, error: str | None) -> dict[str, 
         "term": _bigint(_term(f)),
         "node": _node(f),
         "error": error,
-        "entries": (
-            [_entry_row(entry_from_struct(e)) for e in f.get("Entries", ())]
-            if role == REQUEST
-            else []
-        ),
+        "entries": [_log_row(e) for e in f.get("Entries", ())] if role == REQUEST else [],
+    }
+
+
+def _log_row(log: StructValue) -> dict[str, Any]:
+    """_entry_row of the entry entry_from_struct would make of the struct, with
+    no LogEntry: a command's name or op only (its JSON, its configuration and
+    the warnings are not in the row)."""
+    f = log.fields
+    typ, data = f["Type"], f["Data"]
+    return {
+        "index": _bigint(f["Index"]),
+        "term": _bigint(f["Term"]),
+        "type": log_type_name(typ),
+        "command": command_label(data) if typ == LOG_COMMAND and data is not None else None,
     }
 
 
