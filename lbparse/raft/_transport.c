@@ -271,33 +271,85 @@ static int parse_args(Reader *r, PyObject *args, Py_buffer *view, size_t *pos, u
     return 1;
 }
 
+/* Where an RPC's struct lies, once its keys are matched to a struct version:
+ * each field's entry (slot) and value (vals) for struct_fields or row_values. */
+typedef struct {
+    int si;                   /* the struct */
+    int slot[MAX_FIELDS];
+    size_t vals[MAX_FIELDS];
+    size_t end;               /* where the RPC ends */
+} matched;
+
+/* The request at pos (type byte, map), whole and its keys a version of its
+ * struct: RD_OK (*type, m), RD_SHORT or RD_OTHER. */
+static int match_request(Reader *r, const uint8_t *b, size_t n, size_t pos, uint64_t items,
+                         int *type, matched *m) {
+    if (pos >= n)
+        return RD_SHORT;
+    *type = b[pos];
+    if (r->request[*type] < 0)
+        return RD_OTHER; /* unknown RPC type: the reference's error */
+    int rc = whole(r, b, n, pos + 1, items, &m->end);
+    if (rc != RD_OK)
+        return rc;
+    m->si = r->request[*type];
+    int which[MAX_FIELDS];
+    uint64_t count;
+    size_t p = pos + 1;
+    rc = map_keys(&r->structs[m->si], b, n, &p, which, m->vals, &count);
+    if (rc != RD_OK)
+        return rc;
+    return keys_fit(&r->structs[m->si], which, count, m->slot) ? RD_OK : RD_OTHER;
+}
+
+/* The response at pos (error string, map), whole and its keys a version of
+ * one of the response structs, the first in transport.py's order: RD_OK
+ * (*number, *err its error string's head, m), RD_SHORT or RD_OTHER. */
+static int match_response(Reader *r, const uint8_t *b, size_t n, size_t pos, uint64_t items,
+                          int *number, lb_mp_head *err, matched *m) {
+    size_t mid;
+    int rc = whole(r, b, n, pos, items, &mid);
+    if (rc != RD_OK)
+        return rc;
+    lb_mp_head_at(b, n, pos, err);
+    if (err->kind != LB_MP_STR && err->kind != LB_MP_BIN)
+        return RD_OTHER;
+    rc = whole(r, b, n, mid, items, &m->end);
+    if (rc != RD_OK)
+        return rc;
+    int which[MAX_FIELDS];
+    uint64_t count;
+    for (int k = 0; k < r->nresponses; k++) {
+        const sspec *s = &r->structs[r->responses[k]];
+        size_t p = mid;
+        if (map_keys(s, b, n, &p, which, m->vals, &count) == RD_OK &&
+            keys_fit(s, which, count, m->slot)) {
+            *number = k;
+            m->si = r->responses[k];
+            return RD_OK;
+        }
+    }
+    return RD_OTHER;
+}
+
 static PyObject *Reader_read_request(Reader *r, PyObject *args) {
     Py_buffer view;
-    size_t pos, end;
+    size_t pos;
     uint64_t items;
     if (!parse_args(r, args, &view, &pos, &items))
         return NULL;
     const uint8_t *b = view.buf;
     size_t n = (size_t)view.len;
-    PyObject *result = NULL;
-    int rc;
-    if (pos >= n) {
-        rc = RD_SHORT;
-    } else if (r->request[b[pos]] < 0) {
-        rc = RD_OTHER; /* unknown RPC type: the reference's error */
-    } else {
-        int type = b[pos];
-        rc = whole(r, b, n, pos + 1, items, &end);
-        if (rc == RD_OK) {
-            size_t p = pos + 1;
-            PyObject *fields = NULL;
-            rc = read_map(r, r->request[type], b, n, &p, &fields);
-            if (rc == RD_OK) {
-                result = Py_BuildValue("(iNn)", type, fields, (Py_ssize_t)end);
-                if (!result)
-                    rc = RD_ERR;
-            }
-        }
+    PyObject *result = NULL, *fields = NULL;
+    int type;
+    matched m;
+    int rc = match_request(r, b, n, pos, items, &type, &m);
+    if (rc == RD_OK)
+        rc = struct_fields(r, &r->structs[m.si], b, n, m.vals, m.slot, &fields);
+    if (rc == RD_OK) {
+        result = Py_BuildValue("(iNn)", type, fields, (Py_ssize_t)m.end);
+        if (!result)
+            rc = RD_ERR;
     }
     PyBuffer_Release(&view);
     return rc == RD_OK ? result : answer(rc);
@@ -305,47 +357,24 @@ static PyObject *Reader_read_request(Reader *r, PyObject *args) {
 
 static PyObject *Reader_read_response(Reader *r, PyObject *args) {
     Py_buffer view;
-    size_t pos, mid, end;
+    size_t pos;
     uint64_t items;
     if (!parse_args(r, args, &view, &pos, &items))
         return NULL;
     const uint8_t *b = view.buf;
     size_t n = (size_t)view.len;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *fields = NULL;
+    int number;
     lb_mp_head h = {0};
-    int rc = whole(r, b, n, pos, items, &mid);
+    matched m;
+    int rc = match_response(r, b, n, pos, items, &number, &h, &m);
+    if (rc == RD_OK)
+        rc = struct_fields(r, &r->structs[m.si], b, n, m.vals, m.slot, &fields);
     if (rc == RD_OK) {
-        /* the error string */
-        lb_mp_head_at(b, n, pos, &h);
-        if (h.kind != LB_MP_STR && h.kind != LB_MP_BIN)
-            rc = RD_OTHER;
-        else
-            rc = whole(r, b, n, mid, items, &end);
-    }
-    if (rc == RD_OK) {
-        int which[MAX_FIELDS], slot[MAX_FIELDS];
-        size_t vals[MAX_FIELDS];
-        uint64_t count;
-        int found = -1;
-        /* the first response struct (in transport.py's order) whose version the keys are */
-        for (int k = 0; k < r->nresponses && found < 0; k++) {
-            const sspec *s = &r->structs[r->responses[k]];
-            size_t p = mid;
-            if (map_keys(s, b, n, &p, which, vals, &count) == RD_OK && keys_fit(s, which, count, slot))
-                found = k;
-        }
-        if (found < 0) {
-            rc = RD_OTHER;
-        } else {
-            PyObject *fields = NULL;
-            rc = struct_fields(r, &r->structs[r->responses[found]], b, n, vals, slot, &fields);
-            if (rc == RD_OK) {
-                result = Py_BuildValue("(iy#Nn)", found, (const char *)b + h.body,
-                                       (Py_ssize_t)h.u, fields, (Py_ssize_t)end);
-                if (!result)
-                    rc = RD_ERR;
-            }
-        }
+        result = Py_BuildValue("(iy#Nn)", number, (const char *)b + h.body, (Py_ssize_t)h.u,
+                               fields, (Py_ssize_t)m.end);
+        if (!result)
+            rc = RD_ERR;
     }
     PyBuffer_Release(&view);
     return rc == RD_OK ? result : answer(rc);
@@ -458,63 +487,34 @@ static PyObject *make_row(Reader *r, int request, PyObject *rpc, PyObject *term,
 /* One RPC at pos as a row: RD_OK (*row, *end), RD_SHORT, RD_OTHER or RD_ERR. */
 static int row_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos, uint64_t items,
                   PyObject **row, size_t *end) {
-    int which[MAX_FIELDS], slot[MAX_FIELDS];
-    size_t vals[MAX_FIELDS];
-    uint64_t count;
-    PyObject *term = NULL, *node = NULL;
-    if (request) {
-        if (pos >= n)
-            return RD_SHORT;
-        int type = b[pos];
-        if (r->request[type] < 0 || r->req_whole[type])
-            return RD_OTHER;
-        int rc = whole(r, b, n, pos + 1, items, end);
-        if (rc != RD_OK)
-            return rc;
-        int si = r->request[type];
-        size_t p = pos + 1;
-        rc = map_keys(&r->structs[si], b, n, &p, which, vals, &count);
-        if (rc != RD_OK)
-            return rc;
-        if (!keys_fit(&r->structs[si], which, count, slot))
-            return RD_OTHER;
-        rc = row_values(r, si, b, n, vals, slot, &term, &node);
-        if (rc != RD_OK)
-            return rc;
-        *row = make_row(r, 1, r->req_name[type], term, node, NULL);
-        return *row ? RD_OK : RD_ERR;
-    }
-    size_t mid;
-    int rc = whole(r, b, n, pos, items, &mid);
-    if (rc != RD_OK)
-        return rc;
+    PyObject *term = NULL, *node = NULL, *error = NULL;
     lb_mp_head h = {0};
-    lb_mp_head_at(b, n, pos, &h);
-    if (h.kind != LB_MP_STR && h.kind != LB_MP_BIN)
-        return RD_OTHER;
-    rc = whole(r, b, n, mid, items, end);
+    matched m;
+    int which; /* the type byte, or the response's number */
+    int rc;
+    if (request) {
+        if (pos < n && r->req_whole[b[pos]])
+            return RD_OTHER; /* snapshot bytes follow it */
+        rc = match_request(r, b, n, pos, items, &which, &m);
+    } else {
+        rc = match_response(r, b, n, pos, items, &which, &h, &m);
+    }
+    if (rc == RD_OK)
+        rc = row_values(r, m.si, b, n, m.vals, m.slot, &term, &node);
     if (rc != RD_OK)
         return rc;
-    int found = -1;
-    for (int k = 0; k < r->nresponses && found < 0; k++) {
-        const sspec *s = &r->structs[r->responses[k]];
-        size_t p = mid;
-        if (map_keys(s, b, n, &p, which, vals, &count) == RD_OK && keys_fit(s, which, count, slot))
-            found = k;
+    if (!request) {
+        error = PyUnicode_DecodeUTF8((const char *)b + h.body, (Py_ssize_t)h.u, "replace");
+        if (!error) {
+            Py_XDECREF(term);
+            Py_XDECREF(node);
+            return RD_ERR;
+        }
     }
-    if (found < 0)
-        return RD_OTHER;
-    rc = row_values(r, r->responses[found], b, n, vals, slot, &term, &node);
-    if (rc != RD_OK)
-        return rc;
-    PyObject *error = PyUnicode_DecodeUTF8((const char *)b + h.body, (Py_ssize_t)h.u, "replace");
-    if (!error) {
-        Py_XDECREF(term);
-        Py_XDECREF(node);
-        return RD_ERR;
-    }
-    *row = make_row(r, 0, r->resp_name[found], term, node, error);
-    Py_DECREF(error);
+    *row = make_row(r, request, request ? r->req_name[which] : r->resp_name[which], term, node,
+                    error);
+    Py_XDECREF(error);
+    *end = m.end;
     return *row ? RD_OK : RD_ERR;
 }
 
