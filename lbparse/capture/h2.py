@@ -812,11 +812,11 @@ class Side:
             table.trusted = 0
 
     # -- what the NATS parser asks -----------------------------------------
-    def sniff(self, data: bytes, mid: bool) -> Side | str | None:
+    def sniff(self, data: bytes, mid: bool, ending: bool = False) -> Side | str | None:
         """Whether the first bytes of this direction, `data`, are HTTP/2.
 
         HTTP/2 is the whole preface (a first segment of `P` alone may be NATS's
-        PING: undecided until 24 bytes are there), or, from inside a connection,
+        PING: undecided until 24 bytes are there), the peer's being HTTP/2, or
         a run of at least two plausible frame headers, each where the frame
         before it ends (one is undecided, up to UNDECIDED_BYTES): a NATS
         client's bytes are never taken for HTTP/2 on less.
@@ -825,6 +825,9 @@ class Side:
             data: The direction's first bytes (all the NATS parser holds).
             mid: The capture holds no handshake (the connection started before
                 it).
+            ending: The direction ended with `data` held undecided: one whole
+                frame and nothing after it (a server's SETTINGS, the client
+                gone before its preface) is HTTP/2.
 
         Returns:
             Self if they are HTTP/2 (the direction is started), None if not,
@@ -840,23 +843,25 @@ class Side:
             self.preface = True
             self.conn.client = self
             return self
-        # From inside a connection, with nothing else to go by, only whole
-        # frames count: a NATS stream caught inside a binary payload can
-        # start with a plausible header, hardly with a chain ending with the segment.
-        if mid and not self.peer.active:
+        # Without a preface, and its peer not HTTP/2, only a run of frames
+        # counts, from a connection's start as from inside one: a NATS client
+        # may open with bytes that hold one plausible header (a PING frame's
+        # 17), hardly with a chain of them. A server that speaks first (its
+        # SETTINGS before the client's preface) is held until its peer tells.
+        if not self.peer.active:
             frames = _frame_headers(data)  # plausible headers, one after the other
-            if frames in (0, 1) and len(data) < UNDECIDED_BYTES:
+            if ending and frames == 1 and _frame_headers(data, True) == 1:
+                pass
+            elif frames in (0, 1) and len(data) < UNDECIDED_BYTES:
                 return UNDECIDED
-            if frames < 2:
+            elif frames < 2:
                 return None
-        if self.peer.active or mid or looks_like_frames(data):
-            self._start(mid)
-            # A first segment too short to hold a frame header is taken as one's start;
-            # one that holds an implausible header is a loss, and said.
-            if _frame_headers(data) < 0:
-                self._lose(f"the first {len(data)} bytes of this direction are not HTTP/2 frames")
-            return self
-        return None
+        self._start(mid)
+        # A first segment too short to hold a frame header is taken as one's start;
+        # one that holds an implausible header is a loss, and said.
+        if _frame_headers(data) < 0:
+            self._lose(f"the first {len(data)} bytes of this direction are not HTTP/2 frames")
+        return self
 
     def _start(self, mid: bool) -> None:
         self.active = True

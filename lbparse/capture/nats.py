@@ -200,10 +200,11 @@ class NatsParser:
         max_frame: The most payload bytes one message may declare; a larger
             one is a Problem (limit max_frame).
         sniff: Another protocol's sniffer (HTTP/2: lbparse.capture.h2's
-            Side.sniff), asked `sniff(first bytes, resync)` before the first
-            bytes are read: what it returns, when not None, takes every byte
-            from then on; UNDECIDED: the bytes are held and it is asked again
-            with more. None: the stream is NATS.
+            Side.sniff), asked `sniff(first bytes, resync, ending)` before the
+            first bytes are read: what it returns, when not None, takes every
+            byte from then on; UNDECIDED: the bytes are held and it is asked
+            again with more, or, `ending` True, for its last word when the
+            stream ends first. None: the stream is NATS.
     """
 
     __slots__ = (
@@ -394,9 +395,15 @@ class NatsParser:
         """
         if self._other is not None:
             return list(self._other.abandon())
-        if self._held:  # ended while the sniffer could not tell: NATS, as far as it goes
-            undecided, self._held, self._sniff = self._held, b"", None
-            frames.extend(self.feed(undecided))
+        if self._held:  # ended while the sniffer could not tell: its last word
+            undecided, self._held = self._held, b""
+            got = self._sniff(undecided, self._resync, True)
+            self._sniff = None
+            if got is not None and got != UNDECIDED:
+                self._other = got
+                got.feed(undecided)
+                return list(got.abandon())
+            frames.extend(self.feed(undecided))  # NATS, as far as it goes
         lost: list[str] = []
         d = self._describe()
         if d:

@@ -542,8 +542,18 @@ def _nats_client(path: Path, first: list[bytes], handshake: bool) -> Path:
         ([b"PRI", b" * HTTP/1.1\r\n"], True),  # the preface's start, then not the preface
         ([SETTINGS_LIKE, b"PING\r\n"], False),  # one plausible frame, from inside a connection
         ([SETTINGS_LIKE + b"\r\n"], False),  # a payload's end, as a capture may start
+        # one whole frame (a PING's 17 bytes) from a connection's start: HTTP/2
+        # to the records reader before, which then lost every PUB
+        ([b"\x00\x00\x08\x06\x00\x00\x00\x00\x0012345678", b"\r\nPING\r\n"], True),
     ],
-    ids=["P-first", "P-first-mid", "PRI-not-preface", "settings-like-mid", "settings-alone-mid"],
+    ids=[
+        "P-first",
+        "P-first-mid",
+        "PRI-not-preface",
+        "settings-like-mid",
+        "settings-alone-mid",
+        "ping-frame-first",
+    ],
 )
 def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
     tmp_path: Path, first: list[bytes], handshake: bool
