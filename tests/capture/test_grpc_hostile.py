@@ -9,6 +9,7 @@ follows it is still read."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -507,6 +508,20 @@ def test_a_grpc_status_that_is_not_one_is_a_null_and_a_notice(tmp_path: Path) ->
         5,
         *[None] * len(BAD_STATUSES),
     ]
+    # the Python reference's tables the same; the report: rc 1, every call counted
+    reference = tmp_path / "reference"
+    env = {**os.environ, "LBPARSE_NATIVE": "0"}
+    out = run_cli("capture", str(bad), str(good), "--tables", str(reference), env=env)
+    assert out.returncode == 1 and b"Traceback" not in out.stderr, out.stderr[-2000:]
+    for name in ("grpc_calls", "messages"):
+        assert pq.read_table(reference / name).equals(pq.read_table(tables / name)), name
+    model = tmp_path / "report.json"
+    html = tmp_path / "report.html"
+    out = run_cli("report", str(bad), str(good), "-o", str(html), "--json", str(model))
+    assert out.returncode == 1 and b"Traceback" not in out.stderr, out.stderr[-2000:]
+    said_by_report = json.loads(model.read_text())
+    assert said_by_report["client"]["calls"] == len(BAD_STATUSES) + 3, said_by_report["client"]
+    assert said_by_report["problems"]["by_kind"] == {"notice:grpc": len(BAD_STATUSES)}
 
 
 # -- NATS never taken for HTTP/2 on a prefix or one frame (the review's class 4) ------
@@ -527,6 +542,7 @@ def _nats_client(path: Path, first: list[bytes], handshake: bool) -> Path:
     pkts += conn.send("s", b"PONG\r\n")
     for i in range(5):
         pkts += conn.send("c", b"PUB orders.%d 2\r\nhi\r\n" % i)
+    pkts += conn.send("s", b"MSG orders.0 1 2\r\nok\r\n")
     cw.write_pcap(
         str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
     )
@@ -560,8 +576,9 @@ def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
 ) -> None:
     """A client can hide its publishes from a reader that takes a first byte
     `P`, or 9 bytes that parse as a SETTINGS frame, for HTTP/2: every path
-    reads the five PUBs (the records, JSON Lines, `capture --tables`'s C
-    loop), and no HTTP/2 is said."""
+    reads the five PUBs and the server's MSG (the records, JSON Lines,
+    `capture --tables` by the C loop and by the Python reference, the
+    report), and no HTTP/2 is said."""
     from support.cli import run_cli
 
     path = _nats_client(tmp_path / "nats.pcap", first, handshake)
@@ -569,17 +586,27 @@ def test_a_nats_client_that_starts_like_http2_is_read_as_nats(
     got: list[Notice] = []
     records = list(CaptureReader(path, on_grpc=items.append, on_notice=got.append))
     verbs = [r.verb for r in records]
-    assert verbs.count("PUB") == 5, verbs
+    assert verbs.count("PUB") == 5 and verbs.count("MSG") == 1, verbs
     assert items == [] and not any("HTTP/2" in n.message for n in got), got
     out = run_cli("capture", str(path), "--format", "jsonl")
-    assert [json.loads(line).get("verb") for line in out.stdout.splitlines()].count("PUB") == 5
-    tables = tmp_path / "tables"
-    out = run_cli("capture", str(path), "--tables", str(tables))
-    assert b"Traceback" not in out.stderr, out.stderr[-2000:]
+    lines = [json.loads(line).get("verb") for line in out.stdout.splitlines()]
+    assert lines.count("PUB") == 5 and lines.count("MSG") == 1, lines
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(tables / "messages").to_pydict()
-    assert rows["verb"].count("PUB") == 5
+    for native in ("1", "0"):
+        tables = tmp_path / f"tables-{native}"
+        env = {**os.environ, "LBPARSE_NATIVE": native}
+        out = run_cli("capture", str(path), "--tables", str(tables), env=env)
+        assert b"Traceback" not in out.stderr, out.stderr[-2000:]
+        rows = pq.read_table(tables / "messages").to_pydict()
+        assert rows["verb"].count("PUB") == 5 and rows["verb"].count("MSG") == 1, native
+        assert "grpc_calls" not in {p.name for p in tables.iterdir()}
+    model = tmp_path / "report.json"
+    out = run_cli("report", str(path), "-o", str(tmp_path / "r.html"), "--json", str(model))
+    assert b"Traceback" not in out.stderr, out.stderr[-2000:]
+    said = json.loads(model.read_text())
+    assert said["totals"]["per_verb"] == {"PUB": 5, "MSG": 1}, said["totals"]
+    assert said["client"] is None, said["client"]  # no gRPC call
 
 
 @pytest.mark.slow  # command-line runs besides the reader

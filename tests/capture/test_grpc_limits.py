@@ -36,7 +36,10 @@ PREFACE = h2.PREFACE
 # The address space each command is run in: the interpreter, numpy and
 # pyarrow's reservations take about half of it.
 ADDRESS_SPACE = 1536 << 20
-SECONDS = 30  # each run's bound here: they take a few seconds (the report's setup most)
+# each run's bounds, the issue's "under 1 GB and a few seconds": they take
+# 0.5-3 s and 125-500 MiB here (the report's setup most), beside a full suite
+SECONDS = 10
+PEAK = 1 << 30
 
 
 # -- the captures --------------------------------------------------------------------
@@ -240,6 +243,7 @@ COMMANDS = {
     "jsonl": ("capture", "--format", "jsonl"),
     "stats": ("capture", "--stats", "-o", os.devnull),
     "tables": ("capture", "--tables"),
+    "tables_python": ("capture", "--tables"),  # LBPARSE_NATIVE=0: the Python reference
     "report": ("report",),
 }
 
@@ -248,13 +252,15 @@ COMMANDS = {
 @pytest.mark.parametrize("command", list(COMMANDS))
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
-    bombs: dict[str, Path], tmp_path: Path, case: str, command: str
+    bombs: dict[str, Path], tmp_path: Path, case: str, command: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exit 1 with a limit notice naming the limit, no traceback, in seconds
-    and within the address space; the call after the hostile one is read."""
+    and under 1 GiB; the call after the hostile one is read."""
     capture = str(bombs[case])
     args = [*COMMANDS[command]]
-    if command == "tables":
+    if command == "tables_python":
+        monkeypatch.setenv("LBPARSE_NATIVE", "0")
+    if command.startswith("tables"):
         args.append(str(tmp_path / "tables"))
     elif command == "report":
         args += ["-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json")]
@@ -265,7 +271,7 @@ def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
     assert "Traceback" not in err and "MemoryError" not in err, err[-2000:]
     assert rc == 1, err[-2000:]
     assert seconds < SECONDS
-    assert 0 < peak < ADDRESS_SPACE
+    assert 0 < peak < PEAK
     names = CASES[case][1]
     said = err + (tmp_path / "r.json").read_text() if command == "report" else err
     assert any(f"({name})" in said for name in names), said[-2000:]
@@ -274,7 +280,7 @@ def test_a_hostile_capture_is_read_in_bounded_memory_and_time(
         assert any('"grpc": "message"' in line and "FetchCursorRequest" in line for line in after)
     elif command == "stats":
         assert "FetchCursor status 0" in err
-    elif command == "tables":
+    elif command.startswith("tables"):
         import pyarrow.parquet as pq
 
         calls = pq.read_table(tmp_path / "tables" / "grpc_calls").to_pylist()
