@@ -6,8 +6,10 @@ A problem is data lost or unreadable; normal client and capture behaviour (a
 Subscribe the client cancelled, a call cut by the capture's end) is a *note*:
 counted and shown everywhere, never a problem. The files: the shared real
 captures (api-short.pcapng holds 5 RST_STREAM CANCELs and 5 calls open at the
-end) and api-short with two of a gRPC connection's segments dropped
-(`editcap`): two TCP gaps, and HTTP/2 frames lost at each.
+end), api-short with two of a gRPC connection's segments dropped
+(`editcap`): two TCP gaps, and HTTP/2 frames lost at each, and a crafted
+hostile one (issue #47): gRPC trailers whose grpc-status is no status code,
+beside a NATS client whose first segment is `P`.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import hpack
 import pytest
+from support import capwriter as cw
 from support.api_short import API_SHORT, with_gaps
 from support.cli import run_cli
 from support.shared import LIFTBRIDGE, SHARED
 
+from lbparse.capture.h2 import PREFACE
 from lbparse.columnar.sources import SourceOptions
 from lbparse.pipeline.job import PipelineOptions, run
 from lbparse.report import build_model
@@ -36,14 +41,43 @@ FILES = (
     "short.pcapng",
     "nats_1000.pcap",
     "nats_verbose20.pcapng",
+    "hostile.pcap",
 )
+# grpc-status values that are no status code (issue #47's class 2: each once
+# aborted a file, a run or the pipeline's job)
+BAD_STATUSES = ("\u00b2", "9" * 5000, "99999999999")
 NOTES = re.compile(r": (\d+) notes? of normal client or capture behaviour")
+
+
+def _hostile(path: Path) -> Path:
+    """Five unary calls whose trailers carry 0, BAD_STATUSES and 5 as
+    grpc-status, and a NATS client whose first segment is `P` (then `ING`
+    and two PUBs): one problem a bad status, every message read."""
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    grpc = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", 9292))
+    client, server = PREFACE + cw.SETTINGS, cw.SETTINGS
+    for i, status in enumerate(["0", *BAD_STATUSES, "5"]):
+        sid = 2 * i + 1
+        client += cw.frame(1, 4, sid, cw.request_headers(ce, "FetchCursor"))
+        client += cw.frame(0, 1, sid, cw.grpc_message(b"\x0a\x01s"))
+        server += cw.frame(1, 5, sid, se.encode([(":status", "200"), ("grpc-status", status)]))
+    pkts = grpc.handshake() + grpc.send("c", client) + grpc.send("s", server)
+    nats = cw.Conn(("127.0.0.1", 40000), ("127.0.0.1", 4222))
+    pkts += nats.handshake() + nats.send("s", b'INFO {"server_id":"x"}\r\n')
+    pkts += nats.send("c", b"P") + nats.send("c", b"ING\r\n") + nats.send("s", b"PONG\r\n")
+    pkts += nats.send("c", b"PUB orders 2\r\nhi\r\nPUB orders 3\r\nyes\r\n")
+    pkts += [grpc.fin("c"), grpc.fin("s"), nats.fin("c"), nats.fin("s")]
+    cw.write_pcap(
+        str(path), [(1.7e9 + i / 1e3, cw.link(cw.ETHERNET, p)) for i, p in enumerate(pkts)]
+    )
+    return path
 
 
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     gap = with_gaps(tmp_path_factory.mktemp("verdict") / "gap.pcapng")
     return {
+        "hostile.pcap": _hostile(gap.parent / "hostile.pcap"),
         "api-short.pcapng": API_SHORT,
         "gap.pcapng": gap,
         "short.pcapng": LIFTBRIDGE / "samples" / "short.pcapng",
@@ -185,3 +219,14 @@ def test_a_fresh_full_run_gets_one_verdict(
     assert len(set(got.values())) == 1, got
     rc, problems, notes = got["capture"]
     assert (rc, problems) == (0, 0) and notes > 0, got
+
+
+@pytest.mark.slow
+@ONE_WORKER
+def test_a_header_value_that_is_no_status_costs_one_problem_everywhere(
+    verdicts: dict[str, dict[str, tuple[int, int, int]]],
+) -> None:
+    """Each bad grpc-status is one problem (a null and a notice) in every
+    reading (test_every_reading_gives_one_verdict), the pipeline's job too,
+    which one such value once failed whole (rc 3)."""
+    assert verdicts["hostile.pcap"]["pipeline"] == (1, len(BAD_STATUSES), 0)
