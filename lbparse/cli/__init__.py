@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import lbparse
 from lbparse.capture import HOT_MODULES, compiled_modules
+from lbparse.cli.arrow_start import without_pandas
 from lbparse.cli.output import stdout_to
 from lbparse.cli.status import (
     EXIT_STATUSES,
@@ -224,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra, 130 interrupted.
     """
     command = "lbparse"
+    if argv is None:  # this process is the command's: pyarrow need not load pandas
+        without_pandas()
     words = sys.argv[1:] if argv is None else list(argv)
     try:
         args = build_parser(command_of(words)).parse_args(words)  # --help, --version print
