@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, cast
 
 from lbparse.codec.limits import Limits  # light, and named in read_capture_arrow's signature
@@ -45,9 +46,14 @@ else:
     class _Late:
         def __init__(self, load):
             self._load = load
+            self._module = None
 
         def __getattr__(self, name):
-            return getattr(self._load(), name)
+            # the module once loaded, not need() again: ~20 lookups a
+            # decode_tables call, 3 us each through importlib
+            if self._module is None:
+                self._module = self._load()
+            return getattr(self._module, name)
 
     pa = _Late(lambda: need("pyarrow"))
     capture = _Late(lambda: need("lbparse.capture"))
@@ -81,6 +87,7 @@ DECODED_COLUMNS_FIRST = (
 )
 
 
+@lru_cache(maxsize=16)  # as decoder_for: the options' check (a decode) once, not a call
 def _decoder(layout: str, verify_crc: bool, lenient: bool, json_columns: bool = False) -> Any:
     decode_arrow = need("lbparse.columnar.decode_arrow")
     options = decode_arrow.DecodeOptions(
