@@ -599,7 +599,12 @@ def read_parquet(path: str, on_notice: Callable[[Notice], None] | None = None) -
         try:
             for batch in pf.iter_batches(batch_size=4096, row_groups=[rg]):
                 times = _ts_ns(batch.column("ts"))
-                for ts, row in zip(times, batch.to_pylist()):
+                # without ts: pyarrow makes a nanosecond timestamp a Python
+                # value only through pandas (a pandas.Timestamp), and refuses
+                # where pandas is not there (the light install, a command's
+                # process: lbparse.cli.arrow_start); `times` has them
+                rows = batch.drop_columns(["ts"]).to_pylist()
+                for ts, row in zip(times, rows):
                     try:
                         record = _parquet_record(ts, row)
                     except (ValueError, TypeError) as exc:
