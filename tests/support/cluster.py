@@ -79,6 +79,12 @@ class FollowerKilled(RunAgain):
     """`full`'s first SIGKILL hit a node that was no longer the metadata leader."""
 
 
+class ScriptHung(RunAgain):
+    """The script outlived its timeout: after a failover the real go-liftbridge
+    client retried one publish for minutes ("publish ack timeout", then
+    "reconnected", over and over; seen in a clean-clone CI run)."""
+
+
 def run_cluster(
     mode: str, out: Path, tap_too: bool = True, capture_api: bool = False
 ) -> ClusterRun:
@@ -91,7 +97,8 @@ def run_cluster(
     activityManager.BecomeFollower, seen in a loaded CI run); the cluster then
     never finishes its script. Such a run is stopped as soon as the panic is
     in a node's log and made once more, in OUT/retry, saying so on stderr. So
-    is a `full` run whose first failover did not happen (_follower_killed)."""
+    is a `full` run whose first failover did not happen (_follower_killed),
+    and a run whose script outlived its timeout (ScriptHung)."""
     try:
         return _run_once(mode, out, tap_too, capture_api)
     except RunAgain as exc:
@@ -181,9 +188,9 @@ def _run_once(mode: str, out: Path, tap_too: bool, capture_api: bool) -> Cluster
         raise NodePanicked(f"Liftbridge panicked in {out}: {rc}")
     if rc != 0:
         tail = (out / f"run_cluster-{mode}.out").read_text(errors="replace")[-3000:]
-        raise RuntimeError(
-            f"run_cluster.sh {mode} {'timed out' if rc is None else f'exited {rc}'}:\n{tail}"
-        )
+        if rc is None:
+            raise ScriptHung(f"run_cluster.sh {mode} timed out in {out}:\n{tail}")
+        raise RuntimeError(f"run_cluster.sh {mode} exited {rc}:\n{tail}")
     follower = _follower_killed(run) if mode == "full" else None
     if follower:
         raise FollowerKilled(f"no metadata failover in {out}: {follower}")
