@@ -271,6 +271,36 @@ class TrafficReader:
             return self._accept_reply(subject, payload, status or _status(header_block))
         return None
 
+    def stream_rows(
+        self, src: str, dst: str, subject: str, payload: bytes
+    ) -> tuple[str, str | None, list[dict[str, Any]]] | None:
+        """`read(..., rows=True)` of a known stream's message of whole RPCs.
+
+        The common message of a Raft stream, read without a Traffic made.
+
+        Args:
+            src: The sender, host:port.
+            dst: The receiver, host:port.
+            subject: The NATS subject.
+            payload: The message bytes.
+
+        Returns:
+            (kind, node, rows) as `read`'s Traffic would say them, the stream
+            moved on as `read` would move it; None, with nothing changed, when
+            `read` must take the message (a stream not seen yet, or anything
+            `StreamDecoder.feed_whole` leaves to `feed_rows`).
+        """
+        # A key is in `streams` only after `read` named its subject a stream.
+        dec = self.streams.get((src, dst, subject))
+        if dec is None:
+            return None
+        rows = dec.feed_whole(payload)
+        if rows is None:
+            return None
+        found = _kind_name_node(subject)
+        assert found is not None  # the subject was named a stream when the key was made
+        return ("raft_request" if dec.role == REQUEST else "raft_response"), found[2], rows
+
     # -- the kinds -------------------------------------------------------------
 
     def _raft_stream(

@@ -96,9 +96,18 @@ def traffic_columns(
         for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
     )
     found = False
+    # Without the JSON columns most stream messages take the reader's short
+    # way (whole RPCs on a known stream, rows in one C call); `read` the rest.
+    quick = None if json_columns else reader.stream_rows
     for j, i in enumerate(idx):
         if error_kind[j] is not None:  # a problem row of the input
             continue
+        if quick is not None:
+            got = quick(src[j] or "", dst[j] or "", subject[j] or "", payload[j] or b"")
+            if got is not None:
+                kinds[i], nodes[i], rpcs[i] = got
+                found = True
+                continue
         block = headers[j]
         status = block[0]["value"] if block and block[0]["key"] == STATUS else None
         t = reader.read(

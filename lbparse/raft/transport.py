@@ -656,6 +656,35 @@ class StreamDecoder:
         rows: list[dict[str, Any]] = []
         return self._feed(payload, rows), rows
 
+    def feed_whole(self, payload: bytes) -> list[dict[str, Any]] | None:
+        """`feed_rows` of a message of whole RPCs, in one C call.
+
+        Most of a stream's messages are such, and are read with no Chunk made.
+
+        Args:
+            payload: The message's payload.
+
+        Returns:
+            The rows of its RPCs, the decoder moved on as `feed_rows` would
+            move it (its chunk would say nothing but the role). None, with
+            nothing changed, when `feed_rows` must read the message: the C
+            reader is not in use, the stream is not in step or its role not
+            known, an RPC is unfinished before or after the message, one of
+            its RPCs is not plain (log entries, snapshot bytes, anything the
+            reference reader words), or the message is empty (a close).
+        """
+        role = self.role
+        if self._rows is None or role is None or not self.in_step or self.buf or self.trailer:
+            return None
+        if not payload:
+            return None
+        got = self._rows(payload, role == REQUEST, self.max_rpc)
+        if got is False or got[2] != len(payload):
+            return None
+        rows: list[dict[str, Any]] = got[0]
+        self.rpcs += len(rows)
+        return rows
+
     def _feed(self, payload: bytes, rows: list[dict[str, Any]] | None) -> Chunk:
         chunk = Chunk(self.role)
         if not payload:

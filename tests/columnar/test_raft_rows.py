@@ -145,3 +145,53 @@ def test_feed_rows_and_feed_may_take_turns() -> None:
             mixed.skipped,
             bytes(mixed.buf),
         )
+
+
+@pytest.mark.parametrize("name", ["short.pcapng", "api-short.pcapng"])
+def test_stream_rows_is_read_for_the_common_message(name: str) -> None:
+    """`TrafficReader.stream_rows`, the columns' short way (whole RPCs on a
+    known stream, rows in one C call), says what `read(rows=True)` says of
+    every message it answers, leaves the rest to `read` unchanged, and
+    answers most of a real cluster's stream messages: it would fail if the
+    short way were never taken or moved a stream otherwise."""
+    path = LIFTBRIDGE / "samples" / name
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    from lbparse.capture import CaptureReader
+    from lbparse.raft import transport
+
+    if not transport.native_available():
+        pytest.skip("the C transport reader is not in use (not built, or LBPARSE_NATIVE=0)")
+    reference, quick = TrafficReader(), TrafficReader()
+    answered = streams = 0
+    for rec in CaptureReader(str(path)):
+        want = reference.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rows=True)
+        got = quick.stream_rows(rec.src, rec.dst, rec.subject, rec.payload)
+        if want is not None and want.chunk is not None:
+            streams += 1
+        if got is None:
+            other = quick.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rows=True)
+            assert (other is None) == (want is None)
+            if want is not None and other is not None:
+                assert (other.kind, other.node, other.error, other.rows) == (
+                    want.kind,
+                    want.node,
+                    want.error,
+                    want.rows,
+                )
+        else:
+            answered += 1
+            assert want is not None and want.error is None
+            assert got == (want.kind, want.node, want.rows)
+        assert sorted(quick.streams) == sorted(reference.streams)
+    for key, dec in reference.streams.items():
+        other = quick.streams[key]
+        assert (dec.role, bytes(dec.buf), dec.trailer, dec.in_step, dec.rpcs, dec.skipped) == (
+            other.role,
+            bytes(other.buf),
+            other.trailer,
+            other.in_step,
+            other.rpcs,
+            other.skipped,
+        )
+    assert streams > 1000 and answered > 0.8 * streams, (answered, streams)

@@ -379,8 +379,9 @@ def check_raft_native(
     messages give the same chunks and leave the same state, message by
     message. And the rows path (`StreamDecoder.feed_rows`, no RPC objects)
     of either reader gives `rpc_row` of those chunks' RPCs, the rest of its
-    chunk and its state as `feed`'s. Nothing to do when the C reader is not
-    built."""
+    chunk and its state as `feed`'s; so does `feed_whole` where it answers
+    (`feed_rows` reading the messages it leaves). Nothing to do when the C
+    reader is not built."""
     from lbparse.raft import transport
 
     if transport._NATIVE_READER is None:
@@ -389,6 +390,7 @@ def check_raft_native(
     slow = transport.StreamDecoder(role, max_rpc, native=False)
     fast_rows = transport.StreamDecoder(role, max_rpc, native=True)
     slow_rows = transport.StreamDecoder(role, max_rpc, native=False)
+    whole = transport.StreamDecoder(role, max_rpc, native=True)
     for i, m in enumerate(messages):
         chunk = fast.feed(m)
         a, b = raft_chunk_view(chunk), raft_chunk_view(slow.feed(m))
@@ -402,6 +404,17 @@ def check_raft_native(
             assert rows == want, f"message {i}: rows {rows!r} != {want!r}"
             assert raft_chunk_view(got) == bare, f"message {i}: rows chunk"
             assert raft_decoder_state(dec) == raft_decoder_state(fast), f"message {i}: rows state"
+        before = raft_decoder_state(whole)
+        quick = whole.feed_whole(m)
+        if quick is None:
+            assert raft_decoder_state(whole) == before, f"message {i}: feed_whole left, changed"
+            got, quick = whole.feed_rows(m)
+            assert raft_chunk_view(got) == bare, f"message {i}: feed_whole's rows chunk"
+        else:
+            # what it answers is a message whose chunk says nothing but the role
+            assert bare == raft_chunk_view(transport.Chunk(whole.role)), f"message {i}: {bare!r}"
+        assert quick == want, f"message {i}: feed_whole {quick!r} != {want!r}"
+        assert raft_decoder_state(whole) == raft_decoder_state(fast), f"message {i}: whole state"
 
 
 def check_raft_native_bytes(data: bytes) -> None:
