@@ -215,53 +215,63 @@ def tables_of(
         if taker is None:
             taker = _Keys([cols[k] for k in keys])
         out[name] = _payload_table(name, keys, taker, rows, arr)
-    out.update(_traffic_tables(cols, keys, empty, json_columns))
+    if taker is None and "traffic" in cols:
+        taker = _Keys([cols[k] for k in keys])
+    out.update(_traffic_tables(cols, keys, empty, json_columns, taker))
     return out
 
 
 def _traffic_tables(
-    cols: dict[str, pa.Array], keys: tuple[str, ...], empty: bool, json_columns: bool
+    cols: dict[str, pa.Array],
+    keys: tuple[str, ...],
+    empty: bool,
+    json_columns: bool,
+    taker: _Keys | None,
 ) -> dict[str, pa.Table]:
     """The traffic tables of a batch whose traffic reader ran and named some
-    message (lbparse.columnar.trafficcols); none (or empty ones) otherwise."""
+    message (lbparse.columnar.trafficcols); none (or empty ones) otherwise.
+    Their join keys are taken as the payload tables' are (`_Keys`), at the
+    batch rows of each table's rows."""
     kind = cols.get("traffic")
-    if kind is None or kind.null_count == len(kind):
+    if kind is None or taker is None or kind.null_count == len(kind):
         if not empty:
             return {}
         return {t: table_schema(t, keys, json_columns).empty_table() for t in TRAFFIC_TABLES}
-    rows = pc.indices_nonzero(kind.is_valid())
-    key_cols = [cols[k].take(rows) for k in keys]
-    traffic = [kind.take(rows), cols["traffic_node"].take(rows)]
+    rows = np.flatnonzero(np.asarray(kind.is_valid()))
+    taken = pa.array(rows)
+    traffic = [kind.take(taken), cols["traffic_node"].take(taken)]
     if json_columns:
-        traffic.append(cols["traffic_json"].take(rows))
-    out = {TRAFFIC: _table(TRAFFIC, keys, key_cols + traffic, json_columns)}
-    rpcs = cols["raft_rpcs"].take(rows)
-    rpc_rows, rpc_seq, rpc = _explode(rpcs)
-    rpc_keys = [k.take(rpc_rows) for k in key_cols]
+        traffic.append(cols["traffic_json"].take(taken))
+    out = {TRAFFIC: _table(TRAFFIC, keys, taker.take(rows) + traffic, json_columns)}
+    rpc_rows, rpc_seq, rpc = _explode(cols["raft_rpcs"].take(taken))
+    rpc_rows = rows[rpc_rows]  # the batch row of each RPC
     rpc_names = [f.name for f in _RPC_FIELDS[1:]] + (["fields_json"] if json_columns else [])
     out[RAFT_RPCS] = _table(
-        RAFT_RPCS, keys, rpc_keys + [rpc_seq] + [rpc.field(n) for n in rpc_names], json_columns
+        RAFT_RPCS,
+        keys,
+        taker.take(rpc_rows) + [rpc_seq] + [rpc.field(n) for n in rpc_names],
+        json_columns,
     )
-    entry_rows, entry_seq, entry = _explode(rpc.field("entries"))
+    entry_rpcs, entry_seq, entry = _explode(rpc.field("entries"))
     entry_names = [f.name for f in RAFT_ENTRY] + (["command_json"] if json_columns else [])
     out[RAFT_ENTRIES] = _table(
         RAFT_ENTRIES,
         keys,
-        [k.take(entry_rows) for k in rpc_keys]
-        + [rpc_seq.take(entry_rows), entry_seq]
+        taker.take(rpc_rows[entry_rpcs])
+        + [rpc_seq.take(pa.array(entry_rpcs)), entry_seq]
         + [entry.field(n) for n in entry_names],
         json_columns,
     )
     return out
 
 
-def _explode(lists: pa.Array) -> tuple[pa.Array, pa.Array, pa.StructArray]:
-    """A list column's elements, each with the row it came from and its place in
-    that row's list."""
-    parents = pc.list_parent_indices(lists)
+def _explode(lists: pa.Array) -> tuple[np.ndarray, pa.Array, pa.StructArray]:
+    """A list column's elements, each with the row it came from (int64
+    indices) and its place in that row's list."""
+    parents = np.asarray(pc.list_parent_indices(lists), np.int64)
     lengths = np.asarray(pc.list_value_length(lists).fill_null(0), np.int64)
     starts = np.cumsum(lengths) - lengths
-    place = np.arange(len(parents), dtype=np.int64) - starts[np.asarray(parents, np.int64)]
+    place = np.arange(len(parents), dtype=np.int64) - starts[parents]
     return parents, pa.array(place.astype(np.int32)), pc.list_flatten(lists)
 
 
