@@ -190,7 +190,8 @@ bench-streams:
 bench-failover:
 	$(PYTHON) bench/bench_failover.py --run
 
-## bench-big: the pipeline on a 1 GB pcap made for the run (and removed), on local[2]
+## bench-big: the pipeline on ~1 GB of real traffic (a real capture scaled up by ../shared/bench/
+## scale_capture.py; made for the run and removed), on local[2], every table checked N times
 ## (target: >= 100 MB/s); minutes, ~3 GB of disk while it runs
 .PHONY: bench-big
 bench-big:

@@ -1,19 +1,23 @@
-"""The pipeline on a capture of at least 1 GB, on local[2]: MB/s (issue #24).
+"""The pipeline on ~1 GB of real traffic, on local[2]: MB/s, and every table N times (issue #45).
 
-    make bench-big              (python bench/bench_big.py --run [--gb 1.0] [--rounds 2])
+    make bench-big     (python bench/bench_big.py --run [--mb 1000] [--rounds 2] [--capture P])
 
-1. Writes a pcap of at least GB gigabytes into a temporary directory: one
-   TCP connection on loopback, NATS PUB and MSG frames carrying the
-   100,000 envelopes of bench_spark.envelope_pool (seeded: the same file
-   at every run), in 65 kB segments, so frames are cut across segments.
-2. Runs `lbparse pipeline PCAP -o OUT --master local[2]` ROUNDS times by
-   the command's entry point in one Spark session (warmed up first on a
-   small capture of the same kind): whatever tables the pipeline writes,
-   timed whole; MB/s of the capture file (target: >= 100 MB/s).
-3. Runs the same command once more as a user does, a fresh process
+1. Makes the capture from a real one: ../shared/liftbridge/samples/short.pcapng
+   (a real 3-node cluster: replication, idle header-only
+   ReplicationResponses, the metadata Raft group's transport, publishes and
+   acks), converted to pcap by `editcap -F pcap`, then repeated by
+   ../shared/bench/scale_capture.py to about MB megabytes: COPIES copies, each
+   on its own loopback addresses, 100 s after the one before it.
+2. Runs `lbparse pipeline` on the single capture and on the scaled one, by
+   the command's entry point in one Spark session (the single run warms it
+   up), ROUNDS times on the scaled one: wall clock, the median; MB/s of the
+   capture file (target: >= 100 MB/s).
+3. Checks the tables: each must hold exactly COPIES times the single
+   capture's rows, and the scaled run must write the same tables (target:
+   every table).
+4. Runs the same command once more as a user does, a fresh process
    (`python -m lbparse pipeline ...`), Spark's start included.
-4. Removes the capture and the outputs, and writes its section of
-   docs/pages/benchmarks.md.
+5. Removes what it made, and writes its section of docs/pages/benchmarks.md.
 
 Without --run (as `make bench` calls every bench/bench_*.py) it only says
 how to run it: minutes, and ~3 GB of disk while it runs.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -30,62 +35,85 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-from bench_spark import MASTER, envelope_pool, pipeline, session, timed, where, write_pcap
-from benchdoc import Section
+from bench_spark import MASTER, pipeline, session, timed, where  # noqa: E402
+from benchdoc import Section  # noqa: E402
+
+SHARED = Path(os.environ.get("LBPARSE_SHARED") or HERE.parent.parent / "shared")
+REAL = SHARED / "liftbridge" / "samples" / "short.pcapng"
+SCALE = SHARED / "bench" / "scale_capture.py"
+PCAP_HEADER = 24  # a pcap file's global header: what the copies do not repeat
+
+
+def tables(summary: dict[str, Any]) -> dict[str, int]:
+    """Rows by table, as the run's summary.json says."""
+    return {name: t["rows"] for name, t in summary.get("tables", {}).items()}
+
+
+def make_capture(real: Path, work: Path, mb: float) -> tuple[Path, Path, int]:
+    """The real capture as pcap, and its scaled copy: (single, scaled, copies)."""
+    single = work / "single.pcap"
+    if real.suffix == ".pcapng":
+        subprocess.run(["editcap", "-F", "pcap", str(real), str(single)], check=True)
+    else:
+        shutil.copyfile(real, single)
+    scaled = work / "scaled.pcap"
+    subprocess.run(
+        [sys.executable, str(SCALE), str(single), str(scaled), "--mb", str(mb)], check=True
+    )
+    body = single.stat().st_size - PCAP_HEADER
+    copies, rest = divmod(scaled.stat().st_size - PCAP_HEADER, body)
+    if rest:
+        raise SystemExit(f"{scaled}: not a whole number of copies of {single}")
+    return single, scaled, copies
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", action="store_true", help="run it (minutes, ~3 GB of disk)")
-    ap.add_argument("--gb", type=float, default=1.0, help="the capture's size (default 1.0)")
+    ap.add_argument("--mb", type=float, default=1000, help="the capture's size (default 1000)")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--capture", type=Path, default=REAL, help=f"the real capture ({REAL.name})")
     args = ap.parse_args()
     if not args.run:
         print("bench_big: skipped (minutes, ~3 GB of disk): run `make bench-big`")
         return 0
+    for need in (args.capture, SCALE):
+        if not need.exists():
+            raise SystemExit(f"bench_big: {need} is not here")
+    if shutil.which("editcap") is None:
+        raise SystemExit("bench_big: editcap (Wireshark's) is not installed: `make install-system`")
     section = Section(
         "big",
-        "The pipeline on a 1 GB capture",
-        f"make bench-big (python bench/bench_big.py --run --gb {args.gb} --rounds {args.rounds})",
+        "The pipeline on 1 GB of real traffic",
+        f"make bench-big (python bench/bench_big.py --run --mb {args.mb:g} --rounds {args.rounds})",
     )
     work = Path(tempfile.mkdtemp(prefix="lbparse-bench-big-"))
     try:
-        pool = envelope_pool(100_000)
-        pcap, warm = work / "big.pcap", work / "warm.pcap"
-        t, messages = timed(lambda: write_pcap(pool, pcap, int(args.gb * 1e9)))
-        write_pcap(pool, warm, 20_000_000)
-        size = pcap.stat().st_size
+        t, (single, scaled, copies) = timed(lambda: make_capture(args.capture, work, args.mb))
+        size = scaled.stat().st_size
         print(
-            f"pcap: {size / 1e9:.2f} GB, {messages:,} NATS messages (PUB and MSG), written "
-            f"in {t:.1f} s",
+            f"capture: {size / 1e9:.2f} GB, {copies} copies of {args.capture.name}, made in "
+            f"{t:.1f} s",
             flush=True,
         )
         times: list[float] = []
-        summary: dict = {}
+        summary: dict[str, Any] = {}
         with session() as _spark:
-            pipeline([str(warm)], work / "out")  # warm: the JVM, the Python workers
+            one = tables(pipeline([str(single)], work / "out"))  # also warms the session up
             for r in range(args.rounds):
-                t, summary = timed(lambda: pipeline([str(pcap)], work / "out"))
+                t, summary = timed(lambda: pipeline([str(scaled)], work / "out"))
                 times.append(t)
                 print(f"round {r + 1}: {t:.1f} s, {size / t / 1e6:.1f} MB/s", flush=True)
-        rows = summary.get("totals", {}).get("rows", messages)
+        many = tables(summary)
+        rows = summary.get("totals", {}).get("rows", 0)
         shutil.rmtree(work / "out", ignore_errors=True)
-        cmd = [
-            sys.executable,
-            "-P",
-            "-m",
-            "lbparse",
-            "pipeline",
-            str(pcap),
-            "-o",
-            str(work / "out"),
-            "--master",
-            MASTER,
-            "--quiet",
-        ]
+        cmd = [sys.executable, "-P", "-m", "lbparse", "pipeline", str(scaled), "-o",
+               str(work / "out"), "--master", MASTER, "--quiet"]  # fmt: skip
         t0 = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
         cold = time.perf_counter() - t0
@@ -96,22 +124,38 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     med = statistics.median(times)
+    names = sorted(set(one) | set(many) | set(tables(cold_summary)))
+    exact = [
+        n for n in names if many.get(n) == copies * one.get(n, -1) == tables(cold_summary).get(n)
+    ]
     section.target(
-        f"lbparse pipeline, a {size / 1e9:.2f} GB pcap, {MASTER}",
+        f"lbparse pipeline, {size / 1e9:.2f} GB of real traffic ({args.capture.name} x "
+        f"{copies}), {MASTER}",
         size / med / 1e6,
         ">=",
         100,
         "{:,.1f} MB/s",
     )
+    section.target(
+        f"tables of the {size / 1e9:.2f} GB run that hold exactly {copies} x the single "
+        f"capture's rows",
+        len(exact),
+        ">=",
+        len(names),
+        "{:,.0f}",
+    )
     section.para(
-        f"A pcap of {size / 1e9:.2f} GB ({messages:,} NATS messages, PUB and MSG frames over "
-        "one loopback TCP connection in 65 kB segments, carrying the 100,000 envelopes of "
-        "`bench_spark.envelope_pool`: Publish 45%, Ack 40%, replication and other RPCs), "
-        f"written for the run and removed after. `lbparse pipeline PCAP -o OUT --master "
-        f"{MASTER}`, run by the command's entry point in one Spark session warmed up on a "
-        f"20 MB capture ({args.rounds} runs, wall clock, median), then once as a fresh "
-        "process, Spark's start included. Not pinned: two cores. MB/s are of the capture "
-        "file."
+        f"A pcap of {size / 1e9:.2f} GB made from the real cluster capture "
+        f"`{args.capture.name}` ({single_size_mb(args.capture):.1f} MB; converted by `editcap "
+        f"-F pcap`) by `../shared/bench/scale_capture.py`: {copies} copies, each on its own "
+        "loopback addresses, 100 s apart: that many clusters' worth of the same real traffic "
+        "(replication, idle header-only ReplicationResponses, the metadata Raft group's "
+        "transport, publishes and acks), made for the run and removed after. `lbparse "
+        f"pipeline PCAP -o OUT --master {MASTER}`, run by the command's entry point in one "
+        "Spark session warmed up on the single capture "
+        f"({args.rounds} run{'s' if args.rounds != 1 else ''}, wall clock, median), then once "
+        "as a fresh process, Spark's "
+        "start included. Not pinned: two cores. MB/s are of the capture file."
     )
     section.table(
         ["", "seconds", "MB/s", "rows/s"],
@@ -137,6 +181,24 @@ def main() -> int:
                 f"{size / cold / 1e6:,.1f}",
                 f"{rows / cold:,.0f}",
             ],
+        ],  # fmt: skip
+    )
+    section.para(
+        f"Every table against the single capture's (summary.json's rows; the warm run's and "
+        f"the fresh process' alike): {len(exact)} of {len(names)} hold exactly {copies} "
+        "times its rows."
+    )
+    section.table(
+        ["table", "single capture", f"x {copies}", f"the {size / 1e9:.2f} GB run", ""],
+        [
+            [
+                f"`{n}`",
+                f"{one.get(n, 0):,}",
+                f"{copies * one.get(n, 0):,}",
+                f"{many.get(n, 0):,}",
+                "exact" if n in exact else "**differs**",
+            ]
+            for n in names
         ],
     )
     section.para(
@@ -146,6 +208,10 @@ def main() -> int:
     )
     section.write()
     return 0
+
+
+def single_size_mb(path: Path) -> float:
+    return path.stat().st_size / 1e6
 
 
 if __name__ == "__main__":

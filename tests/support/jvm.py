@@ -32,13 +32,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lbparse.pipeline.session import LOCAL_JVM_OPTIONS
 from support import testrun
 
 # java.io.tmpdir: the run's temporary directory (support/testrun.py), where a
 # JVM a test kills leaves its Spark directories (Spark's local directory is
 # java.io.tmpdir unless set). Left out for a path the shell-split options
 # could not carry.
-FLAGS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" + (
+# The flags are lbparse's own for a local session's JVM (LOCAL_JVM_OPTIONS):
+# here every JVM of the suite gets them, a standalone cluster's too.
+FLAGS = LOCAL_JVM_OPTIONS + (
     "" if any(c.isspace() for c in testrun.PATH) else f" -Djava.io.tmpdir={testrun.PATH}"
 )
 # Spark settings as system properties (SparkConf reads every `spark.*` one):

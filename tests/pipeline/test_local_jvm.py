@@ -1,0 +1,50 @@
+"""The JVM of a local session lbparse starts runs the JIT's first tier and the
+serial collector (lbparse.pipeline.session.LOCAL_JVM_OPTIONS): Spark's start
+is most of a local pipeline run's time, and there the JVM mostly waits on
+its Python workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from lbparse.pipeline.session import LOCAL_JVM_OPTIONS, driver_java_options
+
+
+def test_a_local_master_gets_the_options_a_cluster_does_not() -> None:
+    assert driver_java_options("local[2]", quiet=False) == LOCAL_JVM_OPTIONS
+    assert driver_java_options("local", quiet=False) == LOCAL_JVM_OPTIONS
+    assert driver_java_options("spark://127.0.0.1:7077", quiet=False) == ""
+    quiet = driver_java_options("local[*]", quiet=True)
+    # the log4j file last: its path runs to the end of the string
+    assert quiet.startswith(LOCAL_JVM_OPTIONS + " -Dlog4j2.configurationFile=file:")
+    assert driver_java_options("spark://127.0.0.1:7077", quiet=True).startswith("-Dlog4j2.")
+
+
+@pytest.mark.slow
+def test_the_jvm_of_a_local_session_runs_with_them() -> None:
+    """A real session by spark_session, its JVM asked for its own arguments.
+    Without the tests' SPARK_SUBMIT_OPTS (which carry such flags for every
+    JVM of the suite): the options must come from lbparse."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java")
+    code = (
+        "from lbparse.pipeline.session import spark_session\n"
+        "s = spark_session('local[1]', conf={'spark.ui.enabled': 'false'})\n"
+        "bean = s._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()\n"
+        "print('\\n'.join(bean.getInputArguments()))\n"
+        "s.stop()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"}
+    out = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    args = out.stdout.split("\n")
+    for flag in LOCAL_JVM_OPTIONS.split():
+        assert flag in args, (flag, args)
