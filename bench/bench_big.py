@@ -11,12 +11,13 @@
 2. Runs `lbparse pipeline` on the single capture and on the scaled one, by
    the command's entry point in one Spark session (the single run warms it
    up), ROUNDS times on the scaled one: wall clock, the median; MB/s of the
-   capture file (target: >= 100 MB/s).
+   capture file.
 3. Checks the tables: each must hold exactly COPIES times the single
    capture's rows, and the scaled run must write the same tables (target:
    every table).
 4. Runs the same command once more as a user does, a fresh process
-   (`python -m lbparse pipeline ...`), Spark's start included.
+   (`python -m lbparse pipeline ...`), Spark's start included: the target
+   (>= 100 MB/s) is this run's; the warm session's beside it.
 5. Removes what it made, and writes its section of docs/pages/benchmarks.md.
 
 Without --run (as `make bench` calls every bench/bench_*.py) it only says
@@ -128,9 +129,17 @@ def main() -> int:
     exact = [
         n for n in names if many.get(n) == copies * one.get(n, -1) == tables(cold_summary).get(n)
     ]
+    # The issue's target counts Spark's start: the fresh process, as a user runs it.
     section.target(
         f"lbparse pipeline, {size / 1e9:.2f} GB of real traffic ({args.capture.name} x "
-        f"{copies}), {MASTER}",
+        f"{copies}), {MASTER}, a fresh process (Spark's start included)",
+        size / cold / 1e6,
+        ">=",
+        100,
+        "{:,.1f} MB/s",
+    )
+    section.target(
+        f"the same in a warm session (Spark started before, {args.rounds} runs' median)",
         size / med / 1e6,
         ">=",
         100,
