@@ -753,7 +753,8 @@ class BatchDecoder:
                 self._fill(rows, first, env, b, int(ends[first]))
                 if len(idx) > 1:
                     _like(rows, first, idx[1:])
-                return rest & ~mine
+                left: np.ndarray = rest & ~mine
+                return left
         raw = data.tobytes() if len(idx) > 64 else None
         known: dict[Any, Any] = {}
         done = np.zeros(len(rest), np.bool_)
