@@ -209,35 +209,79 @@ def _settle(
     if not amb.size:
         return
     limits = index[amb]
+    # Each row's candidates: its own (read row by row) or its class's, by
+    # MsgType and CRC; as small codes, so that rows are grouped in Arrow.
+    if rows.ambiguous:
+        own = np.isin(amb, [i for i, c in rows.ambiguous.items() if c])
+    else:
+        own = np.zeros(len(amb), np.bool_)
+    by_class = rows.msg_type[amb].astype(np.int64) * 2 + rows.has_crc[amb]
+    code_of: dict[tuple[str, ...], int] = {}
+    cand_codes = np.empty(len(amb), np.int64)
+    for c in np.unique(by_class[~own]).tolist():
+        got = dec.auto_decisions[c][3]
+        cand_codes[(by_class == c) & ~own] = code_of.setdefault(got, len(code_of))
+    for k in np.flatnonzero(own).tolist():
+        cand_codes[k] = code_of.setdefault(rows.ambiguous[int(amb[k])], len(code_of))
+    cands_of = list(code_of)
     take = pa.array(amb)
-    groups: dict[tuple[Any, Any, tuple[str, ...]], list[int]] = {}
-    for k, (s, d, sub, i) in enumerate(
-        zip(
-            src.take(take).to_pylist(),
-            dst.take(take).to_pylist(),
-            subject.take(take).to_pylist(),
-            amb.tolist(),
-        )
+    s, d = src.take(take), dst.take(take)
+    first = pc.less_equal(s, d)
+    known = pc.and_(s.is_valid(), d.is_valid())
+    table = pa.table(
+        {
+            "lo": pc.if_else(known, pc.if_else(first, s, d), None),
+            "hi": pc.if_else(known, pc.if_else(first, d, s), None),
+            "subject": subject.take(take),
+            "cands": pa.array(cand_codes),
+            "k": pa.array(np.arange(len(amb), dtype=np.int64)),
+        }
+    )
+    groups = table.group_by(["lo", "hi", "subject", "cands"], use_threads=False).aggregate(
+        [("k", "list")]
+    )
+    for lo, hi, sub, code, members in zip(
+        *(groups.column(c).to_pylist() for c in ("lo", "hi", "subject", "cands")),
+        groups.column("k_list").to_numpy(zero_copy_only=False),
     ):
-        cands = (
-            rows.ambiguous.get(i)
-            or dec.auto_decisions[int(rows.msg_type[i]) * 2 + int(rows.has_crc[i])][3]
-        )
-        conn = connection_key(s, d) if s is not None and d is not None else None
-        groups.setdefault((conn, sub, cands), []).append(k)
-    for (conn, sub, cands), members in groups.items():
-        mine = np.array(members)
+        conn = None if lo is None or hi is None else (lo, hi)
+        cands = cands_of[code]
+        mine = np.sort(np.asarray(members, np.int64))
         open_ = np.ones(len(mine), np.bool_)  # not decided by a narrower scope
         for scope, key in scopes(conn, sub):
             firsts = ctx.first.get(key, {})
-            first = np.array([firsts.get(c, np.iinfo(np.int64).max) for c in cands])
-            proven = first[None, :] < limits[mine][:, None]
+            proof = np.array([firsts.get(c, np.iinfo(np.int64).max) for c in cands])
+            proven = proof[None, :] < limits[mine][:, None]
             count = proven.sum(axis=1)
-            for k in np.flatnonzero(open_ & (count == 1)).tolist():
-                _decide(
-                    dec, rows, int(amb[mine[k]]), cands[int(np.argmax(proven[k]))], scope, buffers
-                )
+            one = np.flatnonzero(open_ & (count == 1))
+            if one.size:
+                _decide_all(dec, rows, amb[mine[one]], cands, proven[one], scope, buffers)
             open_ &= count == 0  # more than one proven: still ambiguous, as the reader says
+
+
+def _decide_all(
+    dec: ContextDecoder,
+    rows: Any,
+    members: np.ndarray,
+    cands: tuple[str, ...],
+    proven: np.ndarray,
+    scope: str,
+    buffers: tuple[np.ndarray, ...],
+) -> None:
+    """`_decide` of each row of `members` (ascending), by the one candidate its
+    context proves (`proven`: a row a member, a column a candidate). A row
+    whose layout that already is keeps it: only the others are looked at
+    one by one (decoded again)."""
+    pick = np.argmax(proven, axis=1)
+    current = rows.layout[members]
+    change = np.zeros(len(members), np.bool_)
+    for c in np.unique(pick).tolist():
+        mine = pick == c
+        for code in np.unique(current[mine]).tolist():
+            if dec.layouts.name(int(code)) != cands[c]:
+                change |= mine & (current == code)
+    for k in np.flatnonzero(change).tolist():
+        _decide(dec, rows, int(members[k]), cands[int(pick[k])], scope, buffers)
 
 
 def _decide(
