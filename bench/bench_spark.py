@@ -21,8 +21,8 @@
 
 Timings are printed, never asserted. Without --run (as `make bench` calls
 every bench/bench_*.py) it only says how to run it: it takes minutes and
-~2 GB of disk (a temporary directory, removed after). The helpers here
-(envelope_pool, write_pcap) also make bench_big.py's capture.
+~2 GB of disk (a temporary directory, removed after). bench_big.py uses
+its session and pipeline helpers (its capture is real traffic scaled up).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import os
 import random
 import shutil
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -155,72 +154,6 @@ def write_table(pool: tuple[list[bytes], list[str]], rows: int, out: Path, files
 
 
 # -- a pcap of NATS traffic -----------------------------------------------------
-
-
-def _frames(pool: tuple[list[bytes], list[str]], verb: str, n: int) -> bytes:
-    out = []
-    for p, s in zip(pool[0][:n], pool[1][:n]):
-        head = f"PUB {s}  {len(p)}\r\n" if verb == "PUB" else f"MSG {s} 1 {len(p)}\r\n"
-        out.append(head.encode() + p + b"\r\n")
-    return b"".join(out)
-
-
-def write_pcap(pool: tuple[list[bytes], list[str]], path: Path, min_bytes: int) -> int:
-    """One TCP connection on loopback: the client publishes, the server delivers.
-
-    The same frames repeat until the file holds `min_bytes`; segments are
-    64 KB (as on loopback), so frames are cut across segments. Returns the
-    number of NATS messages in it.
-    """
-    streams = {"c": _frames(pool, "PUB", len(pool[0])), "s": _frames(pool, "MSG", len(pool[0]))}
-    per_stream = len(pool[0])  # frames in each stream
-    ends = {"c": (b"\x7f\x00\x00\x01", 40000), "s": (b"\x7f\x00\x00\x01", 4222)}
-    seq = {"c": 1000, "s": 5000}
-    mss = 65_000
-    messages = written = 0
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
-        ts = 1_763_700_000.0
-        while written < min_bytes:
-            for side in ("c", "s"):
-                data = streams[side]
-                (src, sport), (dst, dport) = ends[side], ends["s" if side == "c" else "c"]
-                for off in range(0, len(data), mss):
-                    seg = data[off : off + mss]
-                    tcp = struct.pack(
-                        "!HHIIHHHH",
-                        sport,
-                        dport,
-                        seq[side] & 0xFFFFFFFF,
-                        0,
-                        (5 << 12) | 0x18,
-                        65535,
-                        0,
-                        0,
-                    )
-                    ip = struct.pack(
-                        "!BBHHHBBH4s4s",
-                        0x45,
-                        0,
-                        20 + len(tcp) + len(seg),
-                        0,
-                        0x4000,
-                        64,
-                        6,
-                        0,
-                        src,
-                        dst,
-                    )
-                    frame = b"\0" * 12 + b"\x08\x00" + ip + tcp + seg
-                    ts += 1e-5
-                    f.write(
-                        struct.pack("<IIII", int(ts), int(ts % 1 * 1e6), len(frame), len(frame))
-                        + frame
-                    )
-                    seq[side] += len(seg)
-                    written += 16 + len(frame)
-                messages += per_stream
-    return messages
 
 
 # -- measuring ------------------------------------------------------------------
