@@ -26,7 +26,7 @@ from typing import Any
 
 from lbparse.capture.records import STATUS, parse_headers
 from lbparse.raft import SUBJECTS, Chunk, StreamDecoder
-from lbparse.raft.transport import REQUEST, RESPONSE
+from lbparse.raft.transport import REQUEST, RESPONSE, stream_rows
 
 __all__ = ["KINDS", "TRAFFIC_KINDS", "Traffic", "TrafficReader", "subject_kind"]
 
@@ -271,35 +271,46 @@ class TrafficReader:
             return self._accept_reply(subject, payload, status or _status(header_block))
         return None
 
-    def stream_rows(
-        self, src: str, dst: str, subject: str, payload: bytes
-    ) -> tuple[str, str | None, list[dict[str, Any]]] | None:
-        """`read(..., rows=True)` of a known stream's message of whole RPCs.
+    def stream_batch(
+        self,
+        src: list[str],
+        dst: list[str],
+        subject: list[str],
+        payload: list[bytes | None],
+        fallback: Any,
+    ) -> tuple[bytes, ...] | None:
+        """Messages read for columns, those of known streams in one C call.
 
-        The common message of a Raft stream, read without a Traffic made.
+        `lbparse.raft.transport.stream_rows` over this reader's streams: a
+        stream message of whole plain RPCs is read there, its rows as
+        columns; every other message is `fallback(j)`'s, in its turn, which
+        reads it with `read(..., rows=True)`.
 
         Args:
-            src: The sender, host:port.
-            dst: The receiver, host:port.
-            subject: The NATS subject.
-            payload: The message bytes.
+            src: Each message's sender, host:port ("" when unknown).
+            dst: Each message's receiver.
+            subject: Each message's subject.
+            payload: Each message's bytes; None: no message (skipped).
+            fallback: Called with j for each message not read in C.
 
         Returns:
-            (kind, node, rows) as `read`'s Traffic would say them, the stream
-            moved on as `read` would move it; None, with nothing changed, when
-            `read` must take the message (a stream not seen yet, or anything
-            `StreamDecoder.feed_whole` leaves to `feed_rows`).
+            stream_rows' codes and columns; None when the C reader is not in
+            use (nothing was read or called).
         """
-        # A key is in `streams` only after `read` named its subject a stream.
-        dec = self.streams.get((src, dst, subject))
-        if dec is None:
-            return None
-        rows = dec.feed_whole(payload)
-        if rows is None:
-            return None
+        return stream_rows(self.streams, src, dst, subject, payload, fallback)
+
+    @staticmethod
+    def stream_node(subject: str) -> str | None:
+        """The node a Raft stream's subject names (a `read` Traffic's node).
+
+        Args:
+            subject: A stream's subject.
+
+        Returns:
+            The node token, None when the subject names none.
+        """
         found = _kind_name_node(subject)
-        assert found is not None  # the subject was named a stream when the key was made
-        return ("raft_request" if dec.role == REQUEST else "raft_response"), found[2], rows
+        return found[2] if found is not None else None
 
     # -- the kinds -------------------------------------------------------------
 

@@ -8,6 +8,7 @@ or an inbox that may carry a handshake's reply.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
 from lbparse.raft.msgpack_structs import json_fields
-from lbparse.raft.transport import rpc_row
+from lbparse.raft.transport import REQUEST, RESPONSE, rpc_names_by_code, rpc_row
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
 
@@ -60,6 +61,136 @@ def _null_columns(n: int, json_columns: bool) -> dict[str, pa.Array]:
     return {name: pa.nulls(n, schema.field(name).type) for name in _names(json_columns)}
 
 
+def _read(reader: TrafficReader, lists: tuple[list[Any], ...], j: int, rows: bool) -> Any:
+    """The reference's reading of candidate j (`TrafficReader.read`)."""
+    src, dst, subject, reply, payload, headers = lists
+    block = headers[j]
+    status = block[0]["value"] if block and block[0]["key"] == STATUS else None
+    return reader.read(
+        src[j] or "",
+        dst[j] or "",
+        subject[j] or "",
+        reply[j],
+        payload[j] or b"",
+        status=status,
+        # without the JSON columns the RPCs' rows alone: no RPC objects
+        rows=rows,
+    )
+
+
+def _bitmap(valid: bytes) -> pa.Buffer:
+    return pa.py_buffer(np.packbits(np.frombuffer(valid, np.bool_), bitorder="little"))
+
+
+@cache
+def _rpc_names() -> pa.Array:
+    return pa.array(rpc_names_by_code(), pa.string())
+
+
+def rpc_lists(got: tuple[bytes, ...], typ: pa.DataType) -> pa.ListArray:
+    """The raft_rpcs lists of `lbparse.raft.transport.stream_rows`' columns.
+
+    Args:
+        got: What stream_rows returned (its codes first).
+        typ: The raft_rpcs column's type (a list of the RPC struct).
+
+    Returns:
+        A list a message of the batch, empty where stream_rows did not read it.
+    """
+    _, offsets, which, term, term_valid, node_off, node, node_valid, err_off, err, err_valid = got
+    n = len(term_valid)
+    code = np.frombuffer(which, np.uint16)
+    rpc = typ.value_type
+    entries = rpc.field("entries").type
+    children = [
+        pa.array([RESPONSE, REQUEST], pa.string()).take(pa.array(code < 256, pa.int8())),
+        _rpc_names().take(pa.array(code)),
+        pa.Array.from_buffers(pa.int64(), n, [_bitmap(term_valid), pa.py_buffer(term)]),
+        pa.Array.from_buffers(
+            pa.string(), n, [_bitmap(node_valid), pa.py_buffer(node_off), pa.py_buffer(node)]
+        ),
+        pa.Array.from_buffers(
+            pa.string(), n, [_bitmap(err_valid), pa.py_buffer(err_off), pa.py_buffer(err)]
+        ),
+        pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, np.int32)), pa.array([], entries.value_type), type=entries
+        ),
+    ]
+    values = pa.StructArray.from_arrays(children, fields=list(rpc))
+    starts = pa.Array.from_buffers(pa.int32(), len(offsets) // 4, [None, pa.py_buffer(offsets)])
+    return pa.ListArray.from_arrays(starts, values, type=typ)
+
+
+def _batched(
+    reader: TrafficReader,
+    idx: list[int],
+    n: int,
+    schema: pa.Schema,
+    lists: tuple[list[Any], ...],
+    error_kind: list[Any],
+) -> dict[str, pa.Array] | None:
+    """The typed traffic columns with the stream messages read in one C call
+    (`TrafficReader.stream_batch`), the others by `read` in their turn; None
+    when the C reader is not in use."""
+    src, dst, subject, _, payload, _ = lists
+    slow: dict[int, Any] = {}
+
+    def fallback(j: int) -> None:
+        t = _read(reader, lists, j, rows=True)
+        if t is not None:
+            slow[j] = t
+
+    got = reader.stream_batch(
+        [s or "" for s in src],
+        [d or "" for d in dst],
+        [s or "" for s in subject],
+        [None if e is not None else (p or b"") for p, e in zip(payload, error_kind)],
+        fallback,
+    )
+    if got is None:
+        return None
+    code = np.frombuffer(got[0], np.uint8)
+    fast = np.flatnonzero((code == 1) | (code == 2))
+    if not fast.size and not slow:
+        return _null_columns(n, False)
+    m = len(idx)
+    kinds = np.full(m, None, object)
+    kinds[code == 1] = "raft_request"
+    kinds[code == 2] = "raft_response"
+    nodes = np.full(m, None, object)
+    node_of: dict[str, str | None] = {}
+    for j in fast.tolist():
+        s = subject[j] or ""
+        if s not in node_of:
+            node_of[s] = reader.stream_node(s)
+        nodes[j] = node_of[s]
+    late = list(slow)
+    for j in late:
+        t = slow[j]
+        kinds[j], nodes[j] = t.kind, t.node
+    # the RPC lists: the C reader's, then read's, each message's taken
+    typ = schema.field("raft_rpcs").type
+    theirs = pa.array(
+        [
+            slow[j].rows if slow[j].rows is not None else [rpc_row(r) for r in slow[j].rpcs]
+            for j in late
+        ],
+        typ,
+    )
+    which = np.full(m, -1, np.int64)
+    which[fast] = fast
+    which[late] = m + np.arange(len(late))
+    rpcs = pa.concat_arrays([rpc_lists(got, typ), theirs]).take(pa.array(which, mask=which < 0))
+    rows = np.full(n, -1, np.int64)
+    rows[idx] = np.arange(m)
+    at = pa.array(rows, mask=rows < 0)
+    return {
+        "traffic": pa.array(kinds, pa.string()).take(at),
+        "traffic_node": pa.array(nodes, pa.string()).take(at),
+        "raft_rpcs": rpcs.take(at),
+    }
+
+
 def traffic_columns(
     reader: TrafficReader, records: pa.RecordBatch, json_columns: bool = False
 ) -> dict[str, pa.Array]:
@@ -95,31 +226,16 @@ def traffic_columns(
         records.column(name).take(taken).to_pylist()
         for name in ("src", "dst", "subject", "reply", "payload", "headers", "error_kind")
     )
+    lists = (src, dst, subject, reply, payload, headers)
+    if not json_columns:
+        got = _batched(reader, idx, n, schema, lists, error_kind)
+        if got is not None:
+            return got
     found = False
-    # Without the JSON columns most stream messages take the reader's short
-    # way (whole RPCs on a known stream, rows in one C call); `read` the rest.
-    quick = None if json_columns else reader.stream_rows
     for j, i in enumerate(idx):
         if error_kind[j] is not None:  # a problem row of the input
             continue
-        if quick is not None:
-            got = quick(src[j] or "", dst[j] or "", subject[j] or "", payload[j] or b"")
-            if got is not None:
-                kinds[i], nodes[i], rpcs[i] = got
-                found = True
-                continue
-        block = headers[j]
-        status = block[0]["value"] if block and block[0]["key"] == STATUS else None
-        t = reader.read(
-            src[j] or "",
-            dst[j] or "",
-            subject[j] or "",
-            reply[j],
-            payload[j] or b"",
-            status=status,
-            # without the JSON columns the RPCs' rows alone: no RPC objects
-            rows=not json_columns,
-        )
+        t = _read(reader, lists, j, rows=not json_columns)
         if t is None:
             continue
         kinds[i], nodes[i] = t.kind, t.node

@@ -25,6 +25,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "lb_gbuf.h"
 #include "lb_msgpack.h"
 #include <stdint.h>
 #include <string.h>
@@ -569,6 +570,357 @@ static PyObject *Reader_rows(Reader *r, PyObject *args) {
     return result;
 }
 
+/* -- Reader.stream_rows: a batch of stream messages, their rows as columns --------
+ *
+ * The columns' short way (lbparse.capture.traffic.TrafficReader.stream_batch
+ * calls it): each message in order, on the stream its (src, dst, subject)
+ * names in `streams`, read here when StreamDecoder.feed_whole would read it
+ * (the decoder in step, its role known, nothing pending, every RPC of the
+ * message whole and plain, none with log entries or snapshot bytes) and,
+ * besides, when its node and error strings are ASCII; its rows go into
+ * columns with no Python object made, and the decoder's `rpcs` is moved on
+ * as feed_whole moves it. Any other message is handed to `fallback(j)`, in
+ * its turn, which reads it as TrafficReader.read does. So the answer is
+ * feed_rows' (tests/columnar/test_raft_rows.py holds the tables equal, and
+ * tests/support/hostile.check_raft_native the streams, message by message).
+ */
+
+typedef struct {
+    lb_gbuf offsets;              /* int32 per message and one: its rows' range */
+    lb_gbuf which;                /* uint16 per row: type byte, or 256 + response number */
+    lb_gbuf term, term_valid;     /* int64, uint8 */
+    lb_gbuf node_offsets, node, node_valid; /* int32, bytes, uint8 */
+    lb_gbuf err_offsets, err, err_valid;
+    int32_t rows;
+} cols;
+
+typedef struct {
+    size_t which, term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid;
+    int32_t rows;
+} cols_mark;
+
+static void cols_free(cols *c) {
+    lb_gbuf *all[] = {&c->offsets, &c->which, &c->term, &c->term_valid, &c->node_offsets,
+                      &c->node, &c->node_valid, &c->err_offsets, &c->err, &c->err_valid};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        lb_gb_free(all[k]);
+}
+
+static cols_mark cols_at(const cols *c) {
+    cols_mark m = {c->which.len, c->term.len, c->term_valid.len, c->node_offsets.len,
+                   c->node.len, c->node_valid.len, c->err_offsets.len, c->err.len,
+                   c->err_valid.len, c->rows};
+    return m;
+}
+
+static void cols_back(cols *c, cols_mark m) {
+    c->which.len = m.which;
+    c->term.len = m.term;
+    c->term_valid.len = m.term_valid;
+    c->node_offsets.len = m.node_offsets;
+    c->node.len = m.node;
+    c->node_valid.len = m.node_valid;
+    c->err_offsets.len = m.err_offsets;
+    c->err.len = m.err;
+    c->err_valid.len = m.err_valid;
+    c->rows = m.rows;
+}
+
+static int ascii(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] & 0x80)
+            return 0;
+    return 1;
+}
+
+/* A string column's next value (NULL: null). Offsets are int32: a batch's
+ * strings past 2 GiB are not plain (the caller's fallback takes the message). */
+static int put_text(lb_gbuf *offsets, lb_gbuf *data, lb_gbuf *valid, const uint8_t *s, size_t n) {
+    if (data->len + n > (size_t)INT32_MAX)
+        return RD_OTHER;
+    uint8_t v = s != NULL;
+    int32_t end = (int32_t)(data->len + (s ? n : 0));
+    if (lb_gb_put_py(valid, &v, 1) < 0 || (s && lb_gb_put_py(data, s, n) < 0) ||
+        lb_gb_put_py(offsets, &end, sizeof end) < 0)
+        return RD_ERR;
+    return RD_OK;
+}
+
+/* row_values' walk without its objects: the same checks (RD_OTHER where it
+ * answers that), the Term as transport._bigint gives it, the node's bytes. */
+static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size_t *vals,
+                       const int *slot, int64_t *term, int *has_term, const uint8_t **node,
+                       size_t *node_len) {
+    const sspec *s = &r->structs[si];
+    const uint8_t *nodes[3] = {NULL, NULL, NULL};
+    size_t lens[3] = {0, 0, 0};
+    *has_term = 0;
+    *node = NULL;
+    for (int i = 0; i < s->nfields; i++) {
+        const fspec *f = &s->fields[i];
+        if (f->type == T_TIME)
+            return RD_OTHER;
+        if (slot[i] < 0)
+            continue;
+        lb_mp_head h = {0};
+        if (lb_mp_head_at(b, n, vals[slot[i]], &h) != LB_MP_OK)
+            return RD_OTHER;
+        int is_int = 0;
+        int64_t v = 0;
+        switch (f->type) {
+        case T_UINT:
+        case T_INT:
+            if (h.kind == LB_MP_UINT)
+                v = (int64_t)h.u; /* above 2**63: less 2**64, as _bigint */
+            else if (h.kind == LB_MP_NEG && (f->type == T_INT || h.i >= 0))
+                v = h.i;
+            else
+                return RD_OTHER;
+            is_int = 1;
+            break;
+        case T_BOOL:
+            if (h.kind != LB_MP_BOOL)
+                return RD_OTHER;
+            break;
+        case T_BYTES:
+            if (h.kind == LB_MP_NIL)
+                break;
+            if ((h.kind != LB_MP_STR && h.kind != LB_MP_BIN) || lb_mp_body(n, &h) != LB_MP_OK)
+                return RD_OTHER;
+            for (int k = 0; k < 3; k++)
+                if (i == r->node_field[si][k]) {
+                    nodes[k] = b + h.body;
+                    lens[k] = (size_t)h.u;
+                }
+            break;
+        case T_LIST:
+            if (h.kind == LB_MP_NIL)
+                break;
+            if (h.kind != LB_MP_ARRAY || h.u > 0)
+                return RD_OTHER; /* log entries: made into rows by transport.py */
+            break;
+        default:
+            return RD_OTHER;
+        }
+        if (i == r->term_field[si]) {
+            if (!is_int)
+                return RD_OTHER; /* a Term of another type: the reference's to word */
+            *term = v;
+            *has_term = 1;
+        }
+    }
+    for (int k = 0; k < 3 && !*node; k++)
+        if (nodes[k] && lens[k] > 0) {
+            *node = nodes[k];
+            *node_len = lens[k];
+        }
+    return RD_OK;
+}
+
+/* One RPC at pos into the columns: as row_at reads it. */
+static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos,
+                       uint64_t items, cols *c, size_t *end) {
+    lb_mp_head h = {0};
+    matched m;
+    int which, rc;
+    if (request) {
+        if (pos < n && r->req_whole[b[pos]])
+            return RD_OTHER;
+        rc = match_request(r, b, n, pos, items, &which, &m);
+    } else {
+        rc = match_response(r, b, n, pos, items, &which, &h, &m);
+    }
+    if (rc != RD_OK)
+        return rc;
+    int64_t term = 0;
+    int has_term;
+    const uint8_t *node;
+    size_t node_len = 0;
+    rc = row_scalars(r, m.si, b, n, m.vals, m.slot, &term, &has_term, &node, &node_len);
+    if (rc != RD_OK)
+        return rc;
+    if ((node && !ascii(node, node_len)) || (!request && !ascii(b + h.body, (size_t)h.u)))
+        return RD_OTHER; /* decoded with "replace" by the reference */
+    if (c->rows == INT32_MAX)
+        return RD_OTHER;
+    uint16_t code = (uint16_t)(request ? which : 256 + which);
+    uint8_t valid = (uint8_t)has_term;
+    if (lb_gb_put_py(&c->which, &code, sizeof code) < 0 ||
+        lb_gb_put_py(&c->term, &term, sizeof term) < 0 ||
+        lb_gb_put_py(&c->term_valid, &valid, 1) < 0)
+        return RD_ERR;
+    rc = put_text(&c->node_offsets, &c->node, &c->node_valid, node, node_len);
+    if (rc == RD_OK)
+        rc = put_text(&c->err_offsets, &c->err, &c->err_valid, request ? NULL : b + h.body,
+                      request ? 0 : (size_t)h.u);
+    if (rc != RD_OK)
+        return rc;
+    c->rows++;
+    *end = m.end;
+    return RD_OK;
+}
+
+/* Whether StreamDecoder `dec` would read a message as feed_whole does:
+ * 1 (*request, *limit), 0, or -1 (an exception). */
+/* The decoder's attribute names, interned once (PyInit__transport): a str
+ * made from C text per message and attribute was most of a message's cost. */
+enum { A_ROWS, A_ROLE, A_IN_STEP, A_BUF, A_TRAILER, A_MAX_RPC, A_RPCS, A_COUNT };
+static PyObject *attr_name[A_COUNT];
+
+static int whole_ready(Reader *r, PyObject *dec, int *request, Py_ssize_t *limit) {
+    PyObject *v[6] = {NULL};
+    int ready = -1;
+    for (int k = 0; k < 6; k++)
+        if (!(v[k] = PyObject_GetAttr(dec, attr_name[k])))
+            goto done;
+    ready = 0;
+    if (v[0] == Py_None)
+        goto done;
+    int eq = PyObject_RichCompareBool(v[1], r->role[1], Py_EQ);
+    if (eq < 0 || (eq == 0 && (eq = PyObject_RichCompareBool(v[1], r->role[0], Py_EQ)) <= 0)) {
+        ready = eq < 0 ? -1 : 0;
+        goto done;
+    }
+    *request = PyObject_RichCompareBool(v[1], r->role[1], Py_EQ);
+    int step = PyObject_IsTrue(v[2]);
+    Py_ssize_t pending = PyObject_Length(v[3]);
+    int owed = PyObject_IsTrue(v[4]);
+    *limit = PyLong_AsSsize_t(v[5]);
+    if (step < 0 || pending < 0 || owed < 0 || PyErr_Occurred()) {
+        ready = -1;
+        goto done;
+    }
+    ready = step && pending == 0 && !owed && *limit >= 0;
+done:
+    for (int k = 0; k < 6; k++)
+        Py_XDECREF(v[k]);
+    return ready;
+}
+
+static PyObject *bytes_of(lb_gbuf *g) {
+    return PyBytes_FromStringAndSize((const char *)g->p, (Py_ssize_t)g->len);
+}
+
+static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
+    PyObject *streams, *src, *dst, *subject, *payload, *fallback, *result = NULL;
+    if (!r->ready || !r->rows_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Reader has no row tables (init's rows)");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O:stream_rows", &PyDict_Type, &streams, &PyList_Type,
+                          &src, &PyList_Type, &dst, &PyList_Type, &subject, &PyList_Type,
+                          &payload, &fallback))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(payload);
+    if (PyList_GET_SIZE(src) != count || PyList_GET_SIZE(dst) != count ||
+        PyList_GET_SIZE(subject) != count) {
+        PyErr_SetString(PyExc_ValueError, "stream_rows: the four lists differ in length");
+        return NULL;
+    }
+    cols c = {0};
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, count);
+    int32_t zero = 0;
+    if (!codes || lb_gb_put_py(&c.offsets, &zero, sizeof zero) < 0 ||
+        lb_gb_put_py(&c.node_offsets, &zero, sizeof zero) < 0 ||
+        lb_gb_put_py(&c.err_offsets, &zero, sizeof zero) < 0)
+        goto fail;
+    uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
+    for (Py_ssize_t j = 0; j < count; j++) {
+        /* the lists may change under a fallback: each item is read in its turn */
+        if (j >= PyList_GET_SIZE(payload) || j >= PyList_GET_SIZE(src) ||
+            j >= PyList_GET_SIZE(dst) || j >= PyList_GET_SIZE(subject)) {
+            PyErr_SetString(PyExc_RuntimeError, "stream_rows: a list shrank during the batch");
+            goto fail;
+        }
+        PyObject *data = PyList_GET_ITEM(payload, j);
+        code[j] = 0;
+        Py_INCREF(data); /* held while the message is read: a fallback may change the list */
+        if (data != Py_None) {
+            int request = 0, ready = 0;
+            Py_ssize_t limit = 0;
+            PyObject *key = PyTuple_Pack(3, PyList_GET_ITEM(src, j), PyList_GET_ITEM(dst, j),
+                                         PyList_GET_ITEM(subject, j));
+            if (!key) {
+                Py_DECREF(data);
+                goto fail;
+            }
+            PyObject *dec = PyDict_GetItemWithError(streams, key); /* borrowed */
+            Py_DECREF(key);
+            if (!dec && PyErr_Occurred()) {
+                Py_DECREF(data);
+                goto fail;
+            }
+            if (dec) {
+                Py_INCREF(dec);
+                ready = whole_ready(r, dec, &request, &limit);
+            }
+            if (ready < 0) {
+                Py_XDECREF(dec);
+                Py_DECREF(data);
+                goto fail;
+            }
+            if (ready && PyBytes_Check(data) && PyBytes_GET_SIZE(data) > 0) {
+                const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+                size_t n = (size_t)PyBytes_GET_SIZE(data), pos = 0;
+                uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
+                cols_mark mark = cols_at(&c);
+                int rc = RD_OK;
+                while (rc == RD_OK && pos < n) {
+                    size_t end;
+                    rc = row_cols_at(r, request, b, n, pos, items, &c, &end);
+                    if (rc == RD_OK)
+                        pos = end;
+                }
+                if (rc == RD_ERR) {
+                    Py_DECREF(dec);
+                    Py_DECREF(data);
+                    goto fail;
+                }
+                if (rc == RD_OK && pos == n) {
+                    int32_t got = c.rows - mark.rows;
+                    PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
+                    PyObject *more = before ? PyLong_FromLong(got) : NULL;
+                    PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+                    int bad = !after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0;
+                    Py_XDECREF(before);
+                    Py_XDECREF(more);
+                    Py_XDECREF(after);
+                    Py_DECREF(dec);
+                    Py_DECREF(data);
+                    if (bad)
+                        goto fail;
+                    code[j] = (uint8_t)(request ? 1 : 2);
+                    if (lb_gb_put_py(&c.offsets, &c.rows, sizeof c.rows) < 0)
+                        goto fail;
+                    continue;
+                }
+                cols_back(&c, mark);
+            }
+            Py_XDECREF(dec);
+            code[j] = 3;
+            PyObject *got = PyObject_CallFunction(fallback, "n", j);
+            if (!got) {
+                Py_DECREF(data);
+                goto fail;
+            }
+            Py_DECREF(got);
+        }
+        Py_DECREF(data);
+        if (lb_gb_put_py(&c.offsets, &c.rows, sizeof c.rows) < 0)
+            goto fail;
+    }
+    result = Py_BuildValue("(NNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which),
+                           bytes_of(&c.term), bytes_of(&c.term_valid), bytes_of(&c.node_offsets),
+                           bytes_of(&c.node), bytes_of(&c.node_valid), bytes_of(&c.err_offsets),
+                           bytes_of(&c.err), bytes_of(&c.err_valid));
+    cols_free(&c);
+    return result;
+fail:
+    Py_XDECREF(codes);
+    cols_free(&c);
+    return NULL;
+}
+
 /* init's `rows`: (request role, response role, {type byte: RPC name}, (type
  * bytes of requests a trailer follows), (RPC name of each response, in
  * responses' order), (the six row keys), the Term key, (node keys by
@@ -731,6 +1083,9 @@ static PyMethodDef Reader_methods[] = {
     {"rows", (PyCFunction)Reader_rows, METH_VARARGS,
      "rows(buf, request, limit) -> False | (raft_rpcs rows, end of the first RPC or None, "
      "end of the last)"},
+    {"stream_rows", (PyCFunction)Reader_stream_rows, METH_VARARGS,
+     "stream_rows(streams, src, dst, subject, payload, fallback) -> (codes, offsets, which, "
+     "term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ReaderType = {
@@ -749,6 +1104,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_transport",
                                     -1, NULL};
 
 PyMODINIT_FUNC PyInit__transport(void) {
+    static const char *names[A_COUNT] = {"_rows",   "role",    "in_step", "buf",
+                                         "trailer", "max_rpc", "rpcs"};
+    for (int k = 0; k < A_COUNT; k++)
+        if (!attr_name[k] && !(attr_name[k] = PyUnicode_InternFromString(names[k])))
+            return NULL;
     if (PyType_Ready(&ReaderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);

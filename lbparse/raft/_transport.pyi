@@ -15,3 +15,13 @@ class Reader:
     def read_request(self, buf: Any, pos: int, limit: int, /) -> Any: ...
     def read_response(self, buf: Any, pos: int, limit: int, /) -> Any: ...
     def rows(self, buf: Any, request: bool, limit: int, /) -> Any: ...
+    def stream_rows(
+        self,
+        streams: dict[Any, Any],
+        src: list[str],
+        dst: list[str],
+        subject: list[str],
+        payload: list[bytes | None],
+        fallback: Any,
+        /,
+    ) -> tuple[bytes, ...]: ...

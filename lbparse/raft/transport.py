@@ -65,8 +65,10 @@ __all__ = [
     "decode_request",
     "decode_response",
     "native_available",
+    "rpc_names_by_code",
     "rpc_row",
     "stream_role",
+    "stream_rows",
 ]
 
 REQUEST, RESPONSE = "request", "response"
@@ -502,6 +504,61 @@ def _native_read_response_parts(
     return _read_response_parts(buf, pos, limit)
 
 
+def rpc_names_by_code() -> tuple[str | None, ...]:
+    """The RPC names of `stream_rows`' row codes.
+
+    Returns:
+        A name for each code: a request's type byte (0-255), then 256 plus a
+        response's number; None where no RPC has the code.
+    """
+    names: list[str | None] = [None] * (256 + len(_RESPONSES))
+    for t in RPC_TYPES.values():
+        names[t.value] = t.name
+    for k, (name, _, _) in enumerate(_RESPONSES):
+        names[256 + k] = _BY_RESPONSE[name].name
+    return tuple(names)
+
+
+def stream_rows(
+    streams: dict[Any, StreamDecoder],
+    src: list[str],
+    dst: list[str],
+    subject: list[str],
+    payload: list[bytes | None],
+    fallback: Any,
+) -> tuple[bytes, ...] | None:
+    """A batch of stream messages read in C, their RPCs' rows as columns.
+
+    Each message in order, on the decoder `streams[(src, dst, subject)]`: one
+    that `StreamDecoder.feed_whole` would read (and whose node and error
+    strings are ASCII) is read in C, its rows into the columns, the decoder
+    moved on as feed_whole moves it; any other is `fallback(j)`'s, called in
+    its turn (it reads message j as the reference does). A None payload is
+    skipped (no row, no call).
+
+    Args:
+        streams: The decoders by (src, dst, subject) (TrafficReader.streams).
+        src: Each message's sender.
+        dst: Each message's receiver.
+        subject: Each message's subject.
+        payload: Each message's bytes, None to skip it.
+        fallback: Called with j for each message not read here.
+
+    Returns:
+        None when the C reader is not in use; else bytes: a code per message
+        (0 skipped, 1 read here as requests, 2 as responses, 3 fallback's),
+        then the rows' columns: offsets (int32, a message's rows), the RPC
+        (uint16, rpc_names_by_code), term (int64) and its validity (uint8),
+        node offsets, bytes and validity, error offsets, bytes and validity.
+    """
+    if not native_available():
+        return None
+    got: tuple[bytes, ...] = _NATIVE_READER.stream_rows(
+        streams, src, dst, subject, payload, fallback
+    )
+    return got
+
+
 def native_available() -> bool:
     """Whether the C reader is built and not turned off (LBPARSE_NATIVE=0).
 
@@ -655,35 +712,6 @@ class StreamDecoder:
         """
         rows: list[dict[str, Any]] = []
         return self._feed(payload, rows), rows
-
-    def feed_whole(self, payload: bytes) -> list[dict[str, Any]] | None:
-        """`feed_rows` of a message of whole RPCs, in one C call.
-
-        Most of a stream's messages are such, and are read with no Chunk made.
-
-        Args:
-            payload: The message's payload.
-
-        Returns:
-            The rows of its RPCs, the decoder moved on as `feed_rows` would
-            move it (its chunk would say nothing but the role). None, with
-            nothing changed, when `feed_rows` must read the message: the C
-            reader is not in use, the stream is not in step or its role not
-            known, an RPC is unfinished before or after the message, one of
-            its RPCs is not plain (log entries, snapshot bytes, anything the
-            reference reader words), or the message is empty (a close).
-        """
-        role = self.role
-        if self._rows is None or role is None or not self.in_step or self.buf or self.trailer:
-            return None
-        if not payload:
-            return None
-        got = self._rows(payload, role == REQUEST, self.max_rpc)
-        if got is False or got[2] != len(payload):
-            return None
-        rows: list[dict[str, Any]] = got[0]
-        self.rpcs += len(rows)
-        return rows
 
     def _feed(self, payload: bytes, rows: list[dict[str, Any]] | None) -> Chunk:
         chunk = Chunk(self.role)
