@@ -776,12 +776,15 @@ static int whole_ready(Reader *r, PyObject *dec, int *request, Py_ssize_t *limit
     ready = 0;
     if (v[0] == Py_None)
         goto done;
-    int eq = PyObject_RichCompareBool(v[1], r->role[1], Py_EQ);
-    if (eq < 0 || (eq == 0 && (eq = PyObject_RichCompareBool(v[1], r->role[0], Py_EQ)) <= 0)) {
-        ready = eq < 0 ? -1 : 0;
+    int req = PyObject_RichCompareBool(v[1], r->role[1], Py_EQ);
+    int resp = req == 0 ? PyObject_RichCompareBool(v[1], r->role[0], Py_EQ) : 0;
+    if (req < 0 || resp < 0) {
+        ready = -1;
         goto done;
     }
-    *request = PyObject_RichCompareBool(v[1], r->role[1], Py_EQ);
+    if (!req && !resp)
+        goto done; /* the role not known yet: the reference learns it */
+    *request = req;
     int step = PyObject_IsTrue(v[2]);
     Py_ssize_t pending = PyObject_Length(v[3]);
     int owed = PyObject_IsTrue(v[4]);
