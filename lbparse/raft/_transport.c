@@ -273,7 +273,7 @@ static int parse_args(Reader *r, PyObject *args, Py_buffer *view, size_t *pos, u
 }
 
 /* Where an RPC's struct lies, once its keys are matched to a struct version:
- * each field's entry (slot) and value (vals) for struct_fields or row_values. */
+ * each field's entry (slot) and value (vals) for struct_fields or row_scalars. */
 typedef struct {
     int si;                   /* the struct */
     int slot[MAX_FIELDS];
@@ -395,259 +395,12 @@ static PyObject *Reader_read_response(Reader *r, PyObject *args) {
  * False: transport.py then reads it the way it reads any other, so every
  * answer given here is one the reference gives too. */
 
-/* The values of a matched struct's fields, each read as value_of reads it
- * (the same checks as struct_fields: RD_OTHER where it would answer that); the
- * Term and node fields kept (new references), every list checked empty. */
-static int row_values(Reader *r, int si, const uint8_t *b, size_t n, const size_t *vals,
-                      const int *slot, PyObject **term, PyObject **node) {
-    const sspec *s = &r->structs[si];
-    PyObject *nodes[3] = {NULL, NULL, NULL};
-    *term = *node = NULL;
-    int rc = RD_OK;
-    for (int i = 0; i < s->nfields && rc == RD_OK; i++) {
-        if (s->fields[i].type == T_TIME) {
-            rc = RD_OTHER; /* converted by transport.py (go_time_ns) */
-            break;
-        }
-        if (slot[i] < 0)
-            continue;
-        size_t p = vals[slot[i]];
-        PyObject *v = NULL;
-        rc = value_of(r, &s->fields[i], b, n, &p, &v);
-        if (rc != RD_OK)
-            break;
-        if (s->fields[i].type == T_LIST && PyList_GET_SIZE(v) > 0)
-            rc = RD_OTHER; /* log entries: made into rows by transport.py */
-        if (i == r->term_field[si]) {
-            *term = v;
-            continue;
-        }
-        int kept = 0;
-        for (int k = 0; k < 3; k++)
-            if (i == r->node_field[si][k]) {
-                nodes[k] = v;
-                kept = 1;
-            }
-        if (!kept)
-            Py_DECREF(v);
-    }
-    for (int k = 0; k < 3 && rc == RD_OK && !*node; k++)
-        if (nodes[k] && PyBytes_Check(nodes[k]) && PyBytes_GET_SIZE(nodes[k]) > 0) {
-            *node = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(nodes[k]), PyBytes_GET_SIZE(nodes[k]),
-                                         "replace");
-            if (!*node)
-                rc = RD_ERR;
-        }
-    for (int k = 0; k < 3; k++)
-        Py_XDECREF(nodes[k]);
-    if (rc != RD_OK) {
-        Py_CLEAR(*term);
-        Py_CLEAR(*node);
-    }
-    return rc;
-}
-
-/* A term as transport._bigint gives it: above 2**63, less 2**64. */
-static PyObject *bigint(PyObject *term) {
-    if (!term)
-        Py_RETURN_NONE;
-    int overflow = 0;
-    PyLong_AsLongLongAndOverflow(term, &overflow);
-    if (PyErr_Occurred())
-        return NULL;
-    if (overflow <= 0) {
-        Py_INCREF(term);
-        return term;
-    }
-    unsigned long long u = PyLong_AsUnsignedLongLong(term); /* a uint64: < 2**64 */
-    if (u == (unsigned long long)-1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLongLong(-(long long)(~u) - 1); /* u - 2**64, ~u < 2**63 */
-}
-
-/* The row {role, rpc, term, node, error, entries: []}; steals term and node. */
-static PyObject *make_row(Reader *r, int request, PyObject *rpc, PyObject *term, PyObject *node,
-                          PyObject *error) {
-    PyObject *row = PyDict_New(), *entries = PyList_New(0), *t = bigint(term);
-    PyObject *vals[6] = {r->role[request], rpc, t, node ? node : Py_None,
-                         error ? error : Py_None, entries};
-    int bad = !row || !entries || !t;
-    for (int k = 0; k < 6 && !bad; k++)
-        bad = PyDict_SetItem(row, r->row_key[k], vals[k]) < 0;
-    Py_XDECREF(term);
-    Py_XDECREF(node);
-    Py_XDECREF(t);
-    Py_XDECREF(entries);
-    if (bad) {
-        Py_XDECREF(row);
-        return NULL;
-    }
-    return row;
-}
-
-/* One RPC at pos as a row: RD_OK (*row, *end), RD_SHORT, RD_OTHER or RD_ERR. */
-static int row_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos, uint64_t items,
-                  PyObject **row, size_t *end) {
-    PyObject *term = NULL, *node = NULL, *error = NULL;
-    lb_mp_head h = {0};
-    matched m;
-    int which; /* the type byte, or the response's number */
-    int rc;
-    if (request) {
-        if (pos < n && r->req_whole[b[pos]])
-            return RD_OTHER; /* snapshot bytes follow it */
-        rc = match_request(r, b, n, pos, items, &which, &m);
-    } else {
-        rc = match_response(r, b, n, pos, items, &which, &h, &m);
-    }
-    if (rc == RD_OK)
-        rc = row_values(r, m.si, b, n, m.vals, m.slot, &term, &node);
-    if (rc != RD_OK)
-        return rc;
-    if (!request) {
-        error = PyUnicode_DecodeUTF8((const char *)b + h.body, (Py_ssize_t)h.u, "replace");
-        if (!error) {
-            Py_XDECREF(term);
-            Py_XDECREF(node);
-            return RD_ERR;
-        }
-    }
-    *row = make_row(r, request, request ? r->req_name[which] : r->resp_name[which], term, node,
-                    error);
-    Py_XDECREF(error);
-    *end = m.end;
-    return *row ? RD_OK : RD_ERR;
-}
-
-static PyObject *Reader_rows(Reader *r, PyObject *args) {
-    Py_buffer view;
-    int request;
-    Py_ssize_t limit;
-    if (!r->ready || !r->rows_ready) {
-        PyErr_SetString(PyExc_RuntimeError, "the Reader has no row tables (init's rows)");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "y*pn", &view, &request, &limit))
-        return NULL;
-    if (limit < 0) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "a negative limit");
-        return NULL;
-    }
-    uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
-    const uint8_t *b = view.buf;
-    size_t n = (size_t)view.len, pos = 0, first = 0;
-    PyObject *rows = PyList_New(0), *result = NULL;
-    int rc = rows ? RD_OK : RD_ERR;
-    while (rc == RD_OK && pos < n) {
-        PyObject *row = NULL;
-        size_t end;
-        rc = row_at(r, request, b, n, pos, items, &row, &end);
-        if (rc == RD_SHORT)
-            break; /* the rest is an RPC the next messages finish */
-        if (rc != RD_OK)
-            break;
-        int bad = PyList_Append(rows, row);
-        Py_DECREF(row);
-        if (bad)
-            rc = RD_ERR;
-        pos = end;
-        if (!first)
-            first = end;
-    }
-    if (rc == RD_OK || rc == RD_SHORT) {
-        if (first)
-            result = Py_BuildValue("(Onn)", rows, (Py_ssize_t)first, (Py_ssize_t)pos);
-        else
-            result = Py_BuildValue("(OOn)", rows, Py_None, (Py_ssize_t)pos);
-    }
-    else if (rc == RD_OTHER) {
-        Py_INCREF(Py_False);
-        result = Py_False;
-    }
-    Py_XDECREF(rows);
-    PyBuffer_Release(&view);
-    return result;
-}
-
-/* -- Reader.stream_rows: a batch of stream messages, their rows as columns --------
- *
- * The columns' short way (lbparse.capture.traffic.TrafficReader.stream_batch
- * calls it): each message in order, on the stream its (src, dst, subject)
- * names in `streams`, read here when StreamDecoder.feed_whole would read it
- * (the decoder in step, its role known, nothing pending, every RPC of the
- * message whole and plain, none with log entries or snapshot bytes) and,
- * besides, when its node and error strings are ASCII; its rows go into
- * columns with no Python object made, and the decoder's `rpcs` is moved on
- * as feed_whole moves it. Any other message is handed to `fallback(j)`, in
- * its turn, which reads it as TrafficReader.read does. So the answer is
- * feed_rows' (tests/columnar/test_raft_rows.py holds the tables equal, and
- * tests/support/hostile.check_raft_native the streams, message by message).
- */
-
-typedef struct {
-    lb_gbuf offsets;              /* int32 per message and one: its rows' range */
-    lb_gbuf which;                /* uint16 per row: type byte, or 256 + response number */
-    lb_gbuf term, term_valid;     /* int64, uint8 */
-    lb_gbuf node_offsets, node, node_valid; /* int32, bytes, uint8 */
-    lb_gbuf err_offsets, err, err_valid;
-    int32_t rows;
-} cols;
-
-typedef struct {
-    size_t which, term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid;
-    int32_t rows;
-} cols_mark;
-
-static void cols_free(cols *c) {
-    lb_gbuf *all[] = {&c->offsets, &c->which, &c->term, &c->term_valid, &c->node_offsets,
-                      &c->node, &c->node_valid, &c->err_offsets, &c->err, &c->err_valid};
-    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
-        lb_gb_free(all[k]);
-}
-
-static cols_mark cols_at(const cols *c) {
-    cols_mark m = {c->which.len, c->term.len, c->term_valid.len, c->node_offsets.len,
-                   c->node.len, c->node_valid.len, c->err_offsets.len, c->err.len,
-                   c->err_valid.len, c->rows};
-    return m;
-}
-
-static void cols_back(cols *c, cols_mark m) {
-    c->which.len = m.which;
-    c->term.len = m.term;
-    c->term_valid.len = m.term_valid;
-    c->node_offsets.len = m.node_offsets;
-    c->node.len = m.node;
-    c->node_valid.len = m.node_valid;
-    c->err_offsets.len = m.err_offsets;
-    c->err.len = m.err;
-    c->err_valid.len = m.err_valid;
-    c->rows = m.rows;
-}
-
-static int ascii(const uint8_t *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] & 0x80)
-            return 0;
-    return 1;
-}
-
-/* A string column's next value (NULL: null). Offsets are int32: a batch's
- * strings past 2 GiB are not plain (the caller's fallback takes the message). */
-static int put_text(lb_gbuf *offsets, lb_gbuf *data, lb_gbuf *valid, const uint8_t *s, size_t n) {
-    if (data->len + n > (size_t)INT32_MAX)
-        return RD_OTHER;
-    uint8_t v = s != NULL;
-    int32_t end = (int32_t)(data->len + (s ? n : 0));
-    if (lb_gb_put_py(valid, &v, 1) < 0 || (s && lb_gb_put_py(data, s, n) < 0) ||
-        lb_gb_put_py(offsets, &end, sizeof end) < 0)
-        return RD_ERR;
-    return RD_OK;
-}
-
-/* row_values' walk without its objects: the same checks (RD_OTHER where it
- * answers that), the Term as transport._bigint gives it, the node's bytes. */
+/* The scalars a row takes of a matched struct, its fields read as value_of
+ * reads them, with no object made: RD_OTHER where value_of answers that, for
+ * a list that is not empty (log entries: made into rows by transport.py), a
+ * time (go_time_ns's) and a Term that is no integer (the reference's to
+ * word); the Term as transport._bigint gives it (above 2**63, less 2**64);
+ * the node, the first of its fields by precedence that is non-empty bytes. */
 static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size_t *vals,
                        const int *slot, int64_t *term, int *has_term, const uint8_t **node,
                        size_t *node_len) {
@@ -717,26 +470,218 @@ static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size
     return RD_OK;
 }
 
+/* One RPC at pos, matched and its row's scalars read (row_scalars): RD_OK
+ * (*which the type byte or the response's number, *err the response's error
+ * string's head, *end), RD_SHORT, RD_OTHER (a request a snapshot's bytes
+ * follow is left to transport.py too) or RD_ERR. */
+static int row_read(Reader *r, int request, const uint8_t *b, size_t n, size_t pos,
+                    uint64_t items, int *which, lb_mp_head *err, int64_t *term, int *has_term,
+                    const uint8_t **node, size_t *node_len, size_t *end) {
+    matched m;
+    int rc;
+    *node_len = 0;
+    if (request) {
+        if (pos < n && r->req_whole[b[pos]])
+            return RD_OTHER;
+        rc = match_request(r, b, n, pos, items, which, &m);
+    } else {
+        rc = match_response(r, b, n, pos, items, which, err, &m);
+    }
+    if (rc == RD_OK)
+        rc = row_scalars(r, m.si, b, n, m.vals, m.slot, term, has_term, node, node_len);
+    if (rc == RD_OK)
+        *end = m.end;
+    return rc;
+}
+
+/* The row {role, rpc, term, node, error, entries: []}; steals term and node
+ * (NULL: None). */
+static PyObject *make_row(Reader *r, int request, PyObject *rpc, PyObject *term, PyObject *node,
+                          PyObject *error) {
+    PyObject *row = PyDict_New(), *entries = PyList_New(0);
+    PyObject *vals[6] = {r->role[request],   rpc, term ? term : Py_None, node ? node : Py_None,
+                         error ? error : Py_None, entries};
+    int bad = !row || !entries;
+    for (int k = 0; k < 6 && !bad; k++)
+        bad = PyDict_SetItem(row, r->row_key[k], vals[k]) < 0;
+    Py_XDECREF(term);
+    Py_XDECREF(node);
+    Py_XDECREF(entries);
+    if (bad) {
+        Py_XDECREF(row);
+        return NULL;
+    }
+    return row;
+}
+
+/* One RPC at pos as a row: RD_OK (*row, *end), RD_SHORT, RD_OTHER or RD_ERR. */
+static int row_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos, uint64_t items,
+                  PyObject **row, size_t *end) {
+    PyObject *term = NULL, *node = NULL, *error = NULL;
+    lb_mp_head h = {0};
+    int which, has_term;
+    int64_t t;
+    const uint8_t *name;
+    size_t name_len, stop;
+    int rc = row_read(r, request, b, n, pos, items, &which, &h, &t, &has_term, &name, &name_len,
+                      &stop);
+    if (rc != RD_OK)
+        return rc;
+    term = has_term ? PyLong_FromLongLong(t) : NULL;
+    node = name ? PyUnicode_DecodeUTF8((const char *)name, (Py_ssize_t)name_len, "replace") : NULL;
+    if (!request)
+        error = PyUnicode_DecodeUTF8((const char *)b + h.body, (Py_ssize_t)h.u, "replace");
+    if ((has_term && !term) || (name && !node) || (!request && !error)) {
+        Py_XDECREF(term);
+        Py_XDECREF(node);
+        Py_XDECREF(error);
+        return RD_ERR;
+    }
+    *row = make_row(r, request, request ? r->req_name[which] : r->resp_name[which], term, node,
+                    error);
+    Py_XDECREF(error);
+    *end = stop;
+    return *row ? RD_OK : RD_ERR;
+}
+
+static PyObject *Reader_rows(Reader *r, PyObject *args) {
+    Py_buffer view;
+    int request;
+    Py_ssize_t limit;
+    if (!r->ready || !r->rows_ready) {
+        PyErr_SetString(PyExc_RuntimeError, "the Reader has no row tables (init's rows)");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*pn", &view, &request, &limit))
+        return NULL;
+    if (limit < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "a negative limit");
+        return NULL;
+    }
+    uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
+    const uint8_t *b = view.buf;
+    size_t n = (size_t)view.len, pos = 0, first = 0;
+    PyObject *rows = PyList_New(0), *result = NULL;
+    int rc = rows ? RD_OK : RD_ERR;
+    while (rc == RD_OK && pos < n) {
+        PyObject *row = NULL;
+        size_t end;
+        rc = row_at(r, request, b, n, pos, items, &row, &end);
+        if (rc == RD_SHORT)
+            break; /* the rest is an RPC the next messages finish */
+        if (rc != RD_OK)
+            break;
+        int bad = PyList_Append(rows, row);
+        Py_DECREF(row);
+        if (bad)
+            rc = RD_ERR;
+        pos = end;
+        if (!first)
+            first = end;
+    }
+    if (rc == RD_OK || rc == RD_SHORT) {
+        if (first)
+            result = Py_BuildValue("(Onn)", rows, (Py_ssize_t)first, (Py_ssize_t)pos);
+        else
+            result = Py_BuildValue("(OOn)", rows, Py_None, (Py_ssize_t)pos);
+    }
+    else if (rc == RD_OTHER) {
+        Py_INCREF(Py_False);
+        result = Py_False;
+    }
+    Py_XDECREF(rows);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* -- Reader.stream_rows: a batch of stream messages, their rows as columns --------
+ *
+ * The columns' short way (lbparse.capture.traffic.TrafficReader.stream_batch
+ * calls it): each message in order, on the stream its (src, dst, subject)
+ * names in `streams`, read here when the decoder is in step, its role known
+ * and nothing pending (no RPC unfinished, no snapshot bytes owed), every
+ * RPC of the message whole and plain (Reader.rows' kind: no log entries, no
+ * snapshot bytes after it) and its node and error strings ASCII; its rows
+ * go into columns with no Python object made, and the decoder's `rpcs` is
+ * moved on as feed_rows moves it, the rest of its state being as feed_rows
+ * leaves it. Any other message is handed to `fallback(j)`, in
+ * its turn, which reads it as TrafficReader.read does. So the answer is
+ * feed_rows' (tests/columnar/test_raft_rows.py holds the tables equal, and
+ * tests/support/hostile.check_raft_native the streams, message by message).
+ */
+
+typedef struct {
+    lb_gbuf offsets;              /* int32 per message and one: its rows' range */
+    lb_gbuf which;                /* uint16 per row: type byte, or 256 + response number */
+    lb_gbuf term, term_valid;     /* int64, uint8 */
+    lb_gbuf node_offsets, node, node_valid; /* int32, bytes, uint8 */
+    lb_gbuf err_offsets, err, err_valid;
+    int32_t rows;
+} cols;
+
+typedef struct {
+    size_t which, term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid;
+    int32_t rows;
+} cols_mark;
+
+static void cols_free(cols *c) {
+    lb_gbuf *all[] = {&c->offsets, &c->which, &c->term, &c->term_valid, &c->node_offsets,
+                      &c->node, &c->node_valid, &c->err_offsets, &c->err, &c->err_valid};
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        lb_gb_free(all[k]);
+}
+
+static cols_mark cols_at(const cols *c) {
+    cols_mark m = {c->which.len, c->term.len, c->term_valid.len, c->node_offsets.len,
+                   c->node.len, c->node_valid.len, c->err_offsets.len, c->err.len,
+                   c->err_valid.len, c->rows};
+    return m;
+}
+
+static void cols_back(cols *c, cols_mark m) {
+    c->which.len = m.which;
+    c->term.len = m.term;
+    c->term_valid.len = m.term_valid;
+    c->node_offsets.len = m.node_offsets;
+    c->node.len = m.node;
+    c->node_valid.len = m.node_valid;
+    c->err_offsets.len = m.err_offsets;
+    c->err.len = m.err;
+    c->err_valid.len = m.err_valid;
+    c->rows = m.rows;
+}
+
+static int ascii(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] & 0x80)
+            return 0;
+    return 1;
+}
+
+/* A string column's next value (NULL: null). Offsets are int32: a batch's
+ * strings past 2 GiB are not plain (the caller's fallback takes the message). */
+static int put_text(lb_gbuf *offsets, lb_gbuf *data, lb_gbuf *valid, const uint8_t *s, size_t n) {
+    if (data->len + n > (size_t)INT32_MAX)
+        return RD_OTHER;
+    uint8_t v = s != NULL;
+    int32_t end = (int32_t)(data->len + (s ? n : 0));
+    if (lb_gb_put_py(valid, &v, 1) < 0 || (s && lb_gb_put_py(data, s, n) < 0) ||
+        lb_gb_put_py(offsets, &end, sizeof end) < 0)
+        return RD_ERR;
+    return RD_OK;
+}
+
 /* One RPC at pos into the columns: as row_at reads it. */
 static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos,
                        uint64_t items, cols *c, size_t *end) {
     lb_mp_head h = {0};
-    matched m;
-    int which, rc;
-    if (request) {
-        if (pos < n && r->req_whole[b[pos]])
-            return RD_OTHER;
-        rc = match_request(r, b, n, pos, items, &which, &m);
-    } else {
-        rc = match_response(r, b, n, pos, items, &which, &h, &m);
-    }
-    if (rc != RD_OK)
-        return rc;
-    int64_t term = 0;
-    int has_term;
+    int which, has_term;
+    int64_t term;
     const uint8_t *node;
-    size_t node_len = 0;
-    rc = row_scalars(r, m.si, b, n, m.vals, m.slot, &term, &has_term, &node, &node_len);
+    size_t node_len, stop;
+    int rc = row_read(r, request, b, n, pos, items, &which, &h, &term, &has_term, &node, &node_len,
+                      &stop);
     if (rc != RD_OK)
         return rc;
     if ((node && !ascii(node, node_len)) || (!request && !ascii(b + h.body, (size_t)h.u)))
@@ -756,16 +701,18 @@ static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_
     if (rc != RD_OK)
         return rc;
     c->rows++;
-    *end = m.end;
+    *end = stop;
     return RD_OK;
 }
 
-/* Whether StreamDecoder `dec` would read a message as feed_whole does:
- * 1 (*request, *limit), 0, or -1 (an exception). */
 /* The decoder's attribute names, interned once (PyInit__transport): a str
  * made from C text per message and attribute was most of a message's cost. */
 enum { A_ROWS, A_ROLE, A_IN_STEP, A_BUF, A_TRAILER, A_MAX_RPC, A_RPCS, A_COUNT };
 static PyObject *attr_name[A_COUNT];
+
+/* Whether StreamDecoder `dec` reads its next message where it starts, with
+ * nothing before it (the C reader in use, in step, its role known, nothing
+ * pending or owed): 1 (*request, *limit its max_rpc), 0, or -1 (an exception). */
 
 static int whole_ready(Reader *r, PyObject *dec, int *request, Py_ssize_t *limit) {
     PyObject *v[6] = {NULL};
