@@ -748,40 +748,32 @@ class BatchDecoder:
             try:
                 env = decode(b, layout, verify_crc=o.verify_crc, lenient=o.lenient)
             except EnvelopeError:
-                env = None  # not what this class gives: the loop below says so row by row
-            if env is not None and _same_for_the_class(env, layout):
-                self._fill(rows, first, env, b, int(ends[first]))
-                if len(idx) > 1:
-                    _like(rows, first, idx[1:])
-                left: np.ndarray = rest & ~mine
-                return left
+                return rest  # not what this class gives: each row its own decode
+            if not _plain_for_all(env):
+                return rest
+            self._fill(rows, first, env, b, int(ends[first]))
+            if len(idx) > 1:
+                _like(rows, first, idx[1:])
+            left: np.ndarray = rest & ~mine
+            return left
+        # v0: the class is an error, worded once per length or first bytes
         raw = data.tobytes() if len(idx) > 64 else None
-        known: dict[Any, Any] = {}
+        known: dict[Any, EnvelopeError] = {}
         done = np.zeros(len(rest), np.bool_)
-        plain: list[int] = []  # rows of auto's plain envelope; the first filled, the others alike
         for i in idx.tolist():
             s, e = int(starts[i]), int(ends[i])
             b = raw[s:e] if raw is not None else data[s:e].tobytes()
-            key = (len(b) if len(b) < HEADER_SIZE else b[: len(MAGIC)]) if layout == "v0" else 0
+            key = len(b) if len(b) < HEADER_SIZE else b[: len(MAGIC)]
             got = known.get(key)
             if got is None:
                 try:
-                    got = decode(b, layout, verify_crc=o.verify_crc, lenient=o.lenient)
+                    decode(b, layout, verify_crc=o.verify_crc, lenient=o.lenient)
                 except EnvelopeError as exc:
-                    got = exc
-                if not _same_for_the_class(got, layout):
-                    break  # not what this class gives: the rest each their own decode
-                known[key] = got
+                    got = known[key] = exc
+                else:
+                    break  # decoded after all: the rest each their own decode
             done[i] = True
-            if isinstance(got, EnvelopeError):
-                self._error(rows, i, got, hdr, b)
-                continue
-            if not plain:
-                self._fill(rows, i, got, b, e)
-            plain.append(i)
-            rows.messages[i] = b  # the plain envelope's message is its bytes
-        if len(plain) > 1:
-            _like(rows, plain[0], np.asarray(plain[1:], np.int64))
+            self._error(rows, i, got, hdr, b)
         return rest & ~done
 
     def _per_row(
@@ -1169,18 +1161,11 @@ def _like(rows: _Rows, first: int, others: np.ndarray) -> None:
         rows.warnings.update(dict.fromkeys(others.tolist(), warned))
 
 
-def _same_for_the_class(got: Any, layout: str) -> bool:
-    """What lbparse.decode gave one row of `_headerless`' class is what it
-    gives them all: an error under v0; under auto a plain envelope that is
-    not ambiguous and proves no generation."""
-    if layout != "auto":
-        return isinstance(got, EnvelopeError)
-    return (
-        not isinstance(got, EnvelopeError)
-        and got.layout == "plain"
-        and not got.ambiguous
-        and proves(got) is None
-    )
+def _plain_for_all(env: Any) -> bool:
+    """Whether auto's envelope of one row of `_headerless`' class is what it
+    gives them all: a plain envelope that is not ambiguous and proves no
+    generation."""
+    return env.layout == "plain" and not env.ambiguous and proves(env) is None
 
 
 def _word(prefix: bytes) -> int:
