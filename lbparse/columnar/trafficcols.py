@@ -78,6 +78,11 @@ def _read(reader: TrafficReader, lists: tuple[list[Any], ...], j: int, rows: boo
     )
 
 
+def _rows_of(t: Any) -> list[dict[str, Any]]:
+    """A Traffic's raft_rpcs rows: those read for columns, else its RPCs'."""
+    return t.rows if t.rows is not None else [rpc_row(r) for r in t.rpcs]
+
+
 def _bitmap(valid: bytes) -> pa.Buffer:
     return pa.py_buffer(np.packbits(np.frombuffer(valid, np.bool_), bitorder="little"))
 
@@ -170,13 +175,7 @@ def _batched(
         kinds[j], nodes[j] = t.kind, t.node
     # the RPC lists: the C reader's, then read's, each message's taken
     typ = schema.field("raft_rpcs").type
-    theirs = pa.array(
-        [
-            slow[j].rows if slow[j].rows is not None else [rpc_row(r) for r in slow[j].rpcs]
-            for j in late
-        ],
-        typ,
-    )
+    theirs = pa.array([_rows_of(slow[j]) for j in late], typ)
     which = np.full(m, -1, np.int64)
     which[fast] = fast
     which[late] = m + np.arange(len(late))
@@ -214,10 +213,6 @@ def traffic_columns(
     # pass over every row costs the pipeline ~0.1 us a row).
     if not idx:
         return _null_columns(n, json_columns)
-    kinds: list[str | None] = [None] * n
-    nodes: list[str | None] = [None] * n
-    rpcs: list[list[dict[str, Any]] | None] = [None] * n
-    texts: list[str | None] = [None] * n
     # The candidates' values taken at once, as Python lists: a pyarrow scalar
     # per row and column (`column[i].as_py()`) cost more than the rest of
     # this loop's own work.
@@ -231,6 +226,10 @@ def traffic_columns(
         got = _batched(reader, idx, n, schema, lists, error_kind)
         if got is not None:
             return got
+    kinds: list[str | None] = [None] * n
+    nodes: list[str | None] = [None] * n
+    rpcs: list[list[dict[str, Any]] | None] = [None] * n
+    texts: list[str | None] = [None] * n
     found = False
     for j, i in enumerate(idx):
         if error_kind[j] is not None:  # a problem row of the input
@@ -244,7 +243,7 @@ def traffic_columns(
             rpcs[i] = [_rpc_json(r) for r in t.rpcs]
             texts[i] = dumps(t.to_json_dict())
         else:
-            rpcs[i] = t.rows if t.rows is not None else [rpc_row(r) for r in t.rpcs]
+            rpcs[i] = _rows_of(t)
     if not found:
         return _null_columns(n, json_columns)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
