@@ -138,6 +138,13 @@ def _window(
             ctx.window_end = int(index[msg][out[0]])
 
 
+def _connections(src: pa.Array, dst: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Each row's connection (`connection_key`) as two columns, its ends in
+    order; null where an end is not known."""
+    first = pc.less_equal(src, dst)  # null where an end is: then both are null
+    return pc.if_else(first, src, dst), pc.if_else(first, dst, src)
+
+
 def _note(
     ctx: GenerationContext,
     index: np.ndarray,
@@ -150,8 +157,7 @@ def _note(
     """The first index of each proven layout per scope (grouped, not row by row)."""
     sel = np.flatnonzero(proof >= 0)
     take = pa.array(sel)
-    s, d = src.take(take), dst.take(take)
-    first = pc.less_equal(s, d)
+    lo, hi = _connections(src.take(take), dst.take(take))
     layouts = (
         [NEWEST if p == 0 else rows.proofs[int(i)][0] for i, p in zip(sel, proof[sel])]
         if (proof[sel] == 1).any()
@@ -160,8 +166,8 @@ def _note(
     subj = subject.take(take)
     table = pa.table(
         {
-            "lo": pc.if_else(first, s, d),
-            "hi": pc.if_else(first, d, s),
+            "lo": lo,
+            "hi": hi,
             "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
             "layout": pa.array(layouts, pa.string()),
             "index": pa.array(index[sel]),
@@ -225,13 +231,11 @@ def _settle(
         cand_codes[k] = code_of.setdefault(rows.ambiguous[int(amb[k])], len(code_of))
     cands_of = list(code_of)
     take = pa.array(amb)
-    s, d = src.take(take), dst.take(take)
-    first = pc.less_equal(s, d)
-    known = pc.and_(s.is_valid(), d.is_valid())
+    lo, hi = _connections(src.take(take), dst.take(take))
     table = pa.table(
         {
-            "lo": pc.if_else(known, pc.if_else(first, s, d), None),
-            "hi": pc.if_else(known, pc.if_else(first, d, s), None),
+            "lo": lo,
+            "hi": hi,
             "subject": subject.take(take),
             "cands": pa.array(cand_codes),
             "k": pa.array(np.arange(len(amb), dtype=np.int64)),
