@@ -217,10 +217,7 @@ def _settle(
     limits = index[amb]
     # Each row's candidates: its own (read row by row) or its class's, by
     # MsgType and CRC; as small codes, so that rows are grouped in Arrow.
-    if rows.ambiguous:
-        own = np.isin(amb, [i for i, c in rows.ambiguous.items() if c])
-    else:
-        own = np.zeros(len(amb), np.bool_)
+    own = np.isin(amb, np.array([i for i, c in rows.ambiguous.items() if c], np.int64))
     by_class = rows.msg_type[amb].astype(np.int64) * 2 + rows.has_crc[amb]
     code_of: dict[tuple[str, ...], int] = {}
     cand_codes = np.empty(len(amb), np.int64)

@@ -751,6 +751,51 @@ static PyObject *bytes_of(lb_gbuf *g) {
     return PyBytes_FromStringAndSize((const char *)g->p, (Py_ssize_t)g->len);
 }
 
+/* One message of stream_rows, on the decoder `key` names: read into the
+ * columns (1: requests, 2: responses; the decoder's rpcs moved on), left to
+ * the fallback (3: the columns as they were), or -1 (an exception). */
+static int stream_one(Reader *r, PyObject *streams, PyObject *key, PyObject *data, cols *c) {
+    int request = 0, ready = 0, got = 3;
+    Py_ssize_t limit = 0;
+    PyObject *dec = PyDict_GetItemWithError(streams, key); /* borrowed */
+    if (!dec)
+        return PyErr_Occurred() ? -1 : 3;
+    Py_INCREF(dec);
+    ready = whole_ready(r, dec, &request, &limit);
+    if (ready < 0)
+        got = -1;
+    else if (ready && PyBytes_Check(data) && PyBytes_GET_SIZE(data) > 0) {
+        const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+        size_t n = (size_t)PyBytes_GET_SIZE(data), pos = 0;
+        uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
+        cols_mark mark = cols_at(c);
+        int rc = RD_OK;
+        while (rc == RD_OK && pos < n) {
+            size_t end;
+            rc = row_cols_at(r, request, b, n, pos, items, c, &end);
+            if (rc == RD_OK)
+                pos = end;
+        }
+        if (rc == RD_ERR)
+            got = -1;
+        else if (rc == RD_OK && pos == n) {
+            PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
+            PyObject *more = before ? PyLong_FromLong(c->rows - mark.rows) : NULL;
+            PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+            if (!after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0)
+                got = -1;
+            else
+                got = request ? 1 : 2;
+            Py_XDECREF(before);
+            Py_XDECREF(more);
+            Py_XDECREF(after);
+        } else
+            cols_back(c, mark);
+    }
+    Py_DECREF(dec);
+    return got;
+}
+
 static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
     PyObject *streams, *src, *dst, *subject, *payload, *fallback, *result = NULL;
     if (!r->ready || !r->rows_ready) {
@@ -783,81 +828,24 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
             goto fail;
         }
         PyObject *data = PyList_GET_ITEM(payload, j);
-        code[j] = 0;
-        Py_INCREF(data); /* held while the message is read: a fallback may change the list */
+        int got = 0;
         if (data != Py_None) {
-            int request = 0, ready = 0;
-            Py_ssize_t limit = 0;
             PyObject *key = PyTuple_Pack(3, PyList_GET_ITEM(src, j), PyList_GET_ITEM(dst, j),
                                          PyList_GET_ITEM(subject, j));
-            if (!key) {
-                Py_DECREF(data);
-                goto fail;
+            Py_INCREF(data); /* held while the message is read: a fallback may change the list */
+            got = key ? stream_one(r, streams, key, data, &c) : -1;
+            Py_XDECREF(key);
+            Py_DECREF(data);
+            if (got == 3) {
+                PyObject *done = PyObject_CallFunction(fallback, "n", j);
+                Py_XDECREF(done);
+                if (!done)
+                    got = -1;
             }
-            PyObject *dec = PyDict_GetItemWithError(streams, key); /* borrowed */
-            Py_DECREF(key);
-            if (!dec && PyErr_Occurred()) {
-                Py_DECREF(data);
-                goto fail;
-            }
-            if (dec) {
-                Py_INCREF(dec);
-                ready = whole_ready(r, dec, &request, &limit);
-            }
-            if (ready < 0) {
-                Py_XDECREF(dec);
-                Py_DECREF(data);
-                goto fail;
-            }
-            if (ready && PyBytes_Check(data) && PyBytes_GET_SIZE(data) > 0) {
-                const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
-                size_t n = (size_t)PyBytes_GET_SIZE(data), pos = 0;
-                uint64_t items = (uint64_t)limit < r->max_pending ? (uint64_t)limit : r->max_pending;
-                cols_mark mark = cols_at(&c);
-                int rc = RD_OK;
-                while (rc == RD_OK && pos < n) {
-                    size_t end;
-                    rc = row_cols_at(r, request, b, n, pos, items, &c, &end);
-                    if (rc == RD_OK)
-                        pos = end;
-                }
-                if (rc == RD_ERR) {
-                    Py_DECREF(dec);
-                    Py_DECREF(data);
-                    goto fail;
-                }
-                if (rc == RD_OK && pos == n) {
-                    int32_t got = c.rows - mark.rows;
-                    PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
-                    PyObject *more = before ? PyLong_FromLong(got) : NULL;
-                    PyObject *after = more ? PyNumber_Add(before, more) : NULL;
-                    int bad = !after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0;
-                    Py_XDECREF(before);
-                    Py_XDECREF(more);
-                    Py_XDECREF(after);
-                    Py_DECREF(dec);
-                    Py_DECREF(data);
-                    if (bad)
-                        goto fail;
-                    code[j] = (uint8_t)(request ? 1 : 2);
-                    if (lb_gb_put_py(&c.offsets, &c.rows, sizeof c.rows) < 0)
-                        goto fail;
-                    continue;
-                }
-                cols_back(&c, mark);
-            }
-            Py_XDECREF(dec);
-            code[j] = 3;
-            PyObject *got = PyObject_CallFunction(fallback, "n", j);
-            if (!got) {
-                Py_DECREF(data);
-                goto fail;
-            }
-            Py_DECREF(got);
         }
-        Py_DECREF(data);
-        if (lb_gb_put_py(&c.offsets, &c.rows, sizeof c.rows) < 0)
+        if (got < 0 || lb_gb_put_py(&c.offsets, &c.rows, sizeof c.rows) < 0)
             goto fail;
+        code[j] = (uint8_t)got;
     }
     result = Py_BuildValue("(NNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which),
                            bytes_of(&c.term), bytes_of(&c.term_valid), bytes_of(&c.node_offsets),
