@@ -406,10 +406,12 @@ def test_the_killed_metadata_leader_leads_until_its_kill(full: dict[str, Any], w
     # is the capture's: the same machine)
     assert row["lost_by"] == "silent" and row["end_ns"] == silence["start_ns"]
     # run.log's stamp is taken before `kill` runs (`say` forks `date` and `tee`
-    # first): on a loaded 2-core machine the shell can wait its turn for tens of
-    # ms while the victim still sends (one CI run: 11.5 ms). The bound stays far
-    # below an election timeout, so a term ended by the next leader still fails.
-    assert kill_ms - 1000 <= row["end"] <= kill_ms + 100, (row, kill_ms)
+    # first): on a loaded 2-core machine the shell can wait its turn while the
+    # victim still sends (CI runs: 11.5 ms, 112.9 ms). The bound stays well
+    # under the followers' heartbeat timeout (hashicorp/raft's default is a
+    # second), which must pass before any other node even stands, so a term
+    # ended by the next leader still fails.
+    assert kill_ms - 1000 <= row["end"] <= kill_ms + 400, (row, kill_ms)
     after = [r for r in cl["leader_terms"] if r["start"] > row["start"]]
     assert after and row["end"] <= after[0]["start"], (row, after[:1])
     assert row["lost_from"].startswith(f"{victim}'s last message, then silent ")
