@@ -19,7 +19,6 @@ compiler, LBPARSE_PURE_PYTHON, a --py-files zip) or LBPARSE_NATIVE=0.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -146,9 +145,23 @@ def _spec(
     return (_MESSAGE, 0, tuple(fields), declared, int(keep_zero or clean), None)
 
 
-@lru_cache(maxsize=256)
+# Programs by (descriptor, emit, clean), each beside the Arrow type it was
+# compiled for. Not an lru_cache on the type itself: hashing a struct type
+# walks all its fields (~12 us for ReplicationResponse's, a dozen types a
+# batch), where comparing it with the one held costs under a microsecond.
+_PROGRAMS: dict[tuple[Descriptor, bool, bool], tuple[pa.StructType, Any]] = {}
+
+
 def _program(descriptor: Descriptor, arrow_type: pa.StructType, emit: bool, clean: bool) -> Any:
-    return _structs.Program(_spec(descriptor, arrow_type, emit, False, clean))
+    key = (descriptor, emit, clean)
+    held = _PROGRAMS.get(key)
+    if held is not None and held[0] == arrow_type:
+        return held[1]
+    program = _structs.Program(_spec(descriptor, arrow_type, emit, False, clean))
+    if len(_PROGRAMS) >= 256:  # bounded as the lru_cache it replaces
+        _PROGRAMS.clear()
+    _PROGRAMS[key] = (arrow_type, program)
+    return program
 
 
 def decode_structs(

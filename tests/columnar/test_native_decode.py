@@ -630,3 +630,22 @@ def test_a_column_is_the_callers_once_handed_over() -> None:
     for _ in range(3):  # decoded, never imported: freed whole
         _, address = program.decode(*batch("d"))
         wirescan_native._structs.drop(address)
+
+
+def test_a_program_is_the_one_of_the_arrow_type_asked_for() -> None:
+    """Programs are held per message type and options, beside the Arrow type
+    they were compiled for (wirescan_native._program): one message type
+    asked for with another struct type (fewer fields, another order) is read
+    into that type, and the first type's program is made again, never
+    confused with it."""
+    msg = lbparse.message_class("proto.Message")
+    full = arrow_output_schema().field(payload_columns()["proto.Message"]).type
+    desc = typed_payloads()["proto.Message"].DESCRIPTOR
+    narrow = pa.struct([full.field("partition"), full.field("stream")])
+    raw = [msg(stream=f"s{i}", partition=i, value=b"v").SerializeToString() for i in range(5)]
+    starts, ends, buf = binary_buffers(pa.array(raw, pa.binary()))
+    for typ in (full, narrow, full, narrow):
+        got, ok = wirescan_native.decode_structs(desc, typ, buf, starts, ends)
+        assert ok.all() and got.type == typ
+        want, _ = wirescan.decode_structs(desc, typ, buf, starts, ends, native=False)
+        assert got.to_pylist() == want.to_pylist()
