@@ -214,6 +214,17 @@ def _settle(
     amb = np.flatnonzero(rows.decided_ambiguous == 1)
     if not amb.size:
         return
+    # Proof of the newest layout alone (every proof is the capture scope's
+    # too) and every such row read as it: the one candidate a scope could
+    # prove is the layout the row has, which _decide keeps. The usual case
+    # (today's traffic), known without the group-by below.
+    newest = dec.layouts.code.get(NEWEST)
+    if (
+        newest is not None
+        and all(lay == NEWEST for lay in ctx.first.get(("capture",), {}))
+        and bool((rows.layout[amb] == newest).all())
+    ):
+        return
     limits = index[amb]
     # Each row's candidates: its own (read row by row) or its class's, by
     # MsgType and CRC; as small codes, so that rows are grouped in Arrow.
