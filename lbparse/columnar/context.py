@@ -154,39 +154,68 @@ def _note(
     dst: pa.Array,
     subject: pa.Array,
 ) -> None:
-    """The first index of each proven layout per scope (grouped, not row by row)."""
+    """The first index of each proven layout per scope (grouped, not row by row).
+
+    A row whose connection is not known (an end null: a table of payloads
+    without capture columns) has the capture for its only scope, whatever
+    its subject (generation.scopes): those rows need no grouping, only each
+    layout's first index among them."""
     sel = np.flatnonzero(proof >= 0)
+    known = np.asarray(src.is_valid())[sel] & np.asarray(dst.is_valid())[sel]
+    names, codes = _layouts_of(sel, proof, rows)
+    alone = ~known
+    if alone.any():
+        for code in np.unique(codes[alone]).tolist():
+            at = int(index[sel[alone & (codes == code)]].min())
+            _first(ctx, None, None, names[code], at)
+    sel, codes = sel[known], codes[known]
+    if not sel.size:
+        return
     take = pa.array(sel)
     lo, hi = _connections(src.take(take), dst.take(take))
-    layouts = (
-        [NEWEST if p == 0 else rows.proofs[int(i)][0] for i, p in zip(sel, proof[sel])]
-        if (proof[sel] == 1).any()
-        else [NEWEST] * len(sel)
-    )
     subj = subject.take(take)
     table = pa.table(
         {
             "lo": lo,
             "hi": hi,
             "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
-            "layout": pa.array(layouts, pa.string()),
+            "layout": pa.array(codes),
             "index": pa.array(index[sel]),
         }
     )
     firsts = table.group_by(["lo", "hi", "subject", "layout"], use_threads=False).aggregate(
         [("index", "min")]
     )
-    for lo, hi, sub, layout, at in zip(
+    for lo_, hi_, sub, code, at in zip(
         *(firsts.column(c).to_pylist() for c in ("lo", "hi", "subject", "layout", "index_min"))
     ):
-        conn = None if lo is None or hi is None else (lo, hi)
-        if ctx.first_proof is None or at < ctx.first_proof:
-            ctx.first_proof = at
-        for _, key in scopes(conn, sub):
-            firsts_of = ctx.first.setdefault(key, {})
-            if at < firsts_of.get(layout, at + 1):
-                firsts_of[layout] = at
-                ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
+        _first(ctx, None if lo_ is None or hi_ is None else (lo_, hi_), sub, names[code], at)
+
+
+def _layouts_of(sel: np.ndarray, proof: np.ndarray, rows: Any) -> tuple[list[str], np.ndarray]:
+    """The layout each row of `sel` proves (the newest, or its own proof's),
+    as codes into the names returned (the newest is 0)."""
+    names = [NEWEST]
+    codes = np.zeros(len(sel), np.int64)
+    for k in np.flatnonzero(proof[sel] == 1).tolist():
+        layout = rows.proofs[int(sel[k])][0]
+        if layout not in names:
+            names.append(layout)
+        codes[k] = names.index(layout)
+    return names, codes
+
+
+def _first(
+    ctx: GenerationContext, conn: tuple[str, str] | None, sub: str | None, layout: str, at: int
+) -> None:
+    """Message `at` proves `layout` in each scope of (conn, sub): kept where it is the first."""
+    if ctx.first_proof is None or at < ctx.first_proof:
+        ctx.first_proof = at
+    for _, key in scopes(conn, sub):
+        firsts_of = ctx.first.setdefault(key, {})
+        if at < firsts_of.get(layout, at + 1):
+            firsts_of[layout] = at
+            ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
 
 
 def _settle(

@@ -1,0 +1,95 @@
+"""The pipeline's `--layout auto` context (lbparse.columnar.context) against
+the capture reader's rule (lbparse.codec.generation), message by message.
+
+A batch's proof is noted grouped (`_note`); rows whose connection is not
+known (a table of payloads without capture columns) are noted without the
+group-by, their only scope being the capture. Either way the first proof of
+each layout in each scope must be what `GenerationContext.prove` notes when
+the same messages come one at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from generations import LEGACY_ACK, LEGACY_MESSAGE, V0_INFO, V0_PUBLISH
+
+import lbparse
+from lbparse.codec import generation
+from lbparse.columnar.api import payload_records
+from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
+
+CLIENTS = ["127.0.0.1:40011", "127.0.0.1:40012", None]  # None: no capture columns
+SUBJECTS = ["orders", "acks", "_INBOX.abc", "info"]
+PAYLOADS = [V0_INFO, LEGACY_ACK, V0_PUBLISH, LEGACY_MESSAGE, b"plain"]
+
+
+def _messages(seed: int, n: int) -> list[tuple[bytes, str | None, str]]:
+    rng = np.random.default_rng(seed)
+    return [
+        (
+            PAYLOADS[int(rng.integers(len(PAYLOADS)))],
+            CLIENTS[int(rng.integers(len(CLIENTS)))],
+            SUBJECTS[int(rng.integers(len(SUBJECTS)))],
+        )
+        for _ in range(n)
+    ]
+
+
+def _records(msgs: list[tuple[bytes, str | None, str]]) -> pa.RecordBatch:
+    records = payload_records([b for b, _, _ in msgs])
+    server = [None if c is None else "127.0.0.1:4222" for _, c, _ in msgs]
+    for name, values in (
+        ("src", [c for _, c, _ in msgs]),
+        ("dst", server),
+        ("subject", [s for _, _, s in msgs]),
+    ):
+        i = records.schema.get_field_index(name)
+        field = records.schema.field(i)
+        records = records.set_column(i, field, pa.array(values, field.type))
+    return records
+
+
+def _reference(msgs: list[tuple[bytes, str | None, str]]) -> generation.GenerationContext:
+    """The capture reader's notes: each message's proof in turn."""
+    ref = generation.GenerationContext()
+    for i, (b, client, subject) in enumerate(msgs):
+        proof = generation.proves(lbparse.decode(b, "auto"))
+        if proof is None:
+            continue
+        conn = None if client is None else generation.connection_key(client, "127.0.0.1:4222")
+        ref.prove(i, conn, subject, proof, "?")
+    return ref
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_batchs_first_proofs_are_the_capture_readers(seed: int) -> None:
+    msgs = _messages(seed, 60)
+    dec = decoder_for(DecodeOptions(layout="auto"))
+    ctx = generation.GenerationContext()
+    base = 0
+    for start in range(0, len(msgs), 25):  # proof carried across batches too
+        part = msgs[start : start + 25]
+        dec.decode(_records(part), context=ctx, base=base)
+        base += len(part)
+    ref = _reference(msgs)
+    assert ctx.first == ref.first and ctx.first_proof == ref.first_proof
+    # Both kinds of rows are there: known connections and none.
+    assert ("capture",) in ctx.first and any(k[0] == "connection" for k in ctx.first)
+
+
+def test_rows_without_connections_prove_for_the_capture_alone() -> None:
+    """A table of payloads without capture columns: its one scope is the
+    capture, whatever the subjects, and each layout's first index is its
+    first proving row's."""
+    msgs = [(b"plain", None, "x"), (LEGACY_ACK, None, "acks"), (V0_INFO, None, "info")] * 3
+    dec = decoder_for(DecodeOptions(layout="auto"))
+    ctx = generation.GenerationContext()
+    dec.decode(_records(msgs), context=ctx, base=10)
+    assert ctx.first == {("capture",): {"legacy": 11, "v0": 12}} == _shifted(_reference(msgs), 10)
+    assert ctx.first_proof == 11
+
+
+def _shifted(ref: generation.GenerationContext, by: int) -> dict[object, dict[str, int]]:
+    return {k: {lay: i + by for lay, i in v.items()} for k, v in ref.first.items()}
