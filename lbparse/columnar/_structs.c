@@ -367,19 +367,38 @@ static int check_message(const node *m, const uint8_t *d, int64_t pos, int64_t e
 }
 
 /* ---- writing -------------------------------------------------------------------- */
-static int put_valid(node *c, int valid) {
+/* Slot c->length - 1 (each slot's length counted first, then its validity
+ * put, once). Validity bytes are written only from a column's first null:
+ * until then every slot is valid and none is written (most columns of an
+ * emit_defaults batch never have a null, and export_node makes no bitmap for
+ * them); the first null writes the ones before it. */
+static inline int put_valid(node *c, int valid) {
+    if (valid && !c->nulls)
+        return 0;
+    if (!c->nulls) {
+        size_t before = (size_t)(c->length - 1);
+        if (lb_gb_room_py(&c->valid, before + 1) < 0)
+            return -1;
+        memset(c->valid.p, 1, before);
+        c->valid.len = before;
+    }
     uint8_t v = (uint8_t)valid;
     c->nulls += !valid;
     return lb_gb_put_py(&c->valid, &v, 1);
 }
 
-static int put_offset(lb_gbuf *g, int64_t v) {
+static inline int put_offset(lb_gbuf *g, int64_t v) {
     if (v > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "a column passed 2 GiB in one batch");
         return -1;
     }
     int32_t x = (int32_t)v;
-    return lb_gb_put_py(g, &x, 4);
+    if (g->cap - g->len >= sizeof x) { /* room already: no call to grow */
+        memcpy(g->p + g->len, &x, sizeof x);
+        g->len += sizeof x;
+        return 0;
+    }
+    return lb_gb_put_py(g, &x, sizeof x);
 }
 
 static int write_null(node *c);
@@ -681,7 +700,7 @@ static int export_node(node *c, struct ArrowArray *a) {
     int n_buffers = c->kind == K_MESSAGE ? 1 : strings ? 3 : 2;
     if (lb_arrow_init(a, c->length, c->nulls, n_buffers, c->kind == K_MESSAGE ? c->nfields : 0) < 0)
         return -1;
-    if (c->nulls) {
+    if (c->nulls) { /* put_valid wrote a byte a slot, the first null's ones included */
         uint8_t *bits = lb_arrow_bitmap(c->valid.p, c->valid.len);
         if (!bits)
             return -1;
