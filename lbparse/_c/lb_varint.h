@@ -10,6 +10,11 @@
  * runs past lim, is longer than 10 bytes or has bits past 64. */
 static inline int lb_varint(const uint8_t *d, int64_t p, int64_t lim, uint64_t *val,
                             int64_t *next) {
+    if (p < lim && d[p] < 0x80) { /* one byte: most tags and lengths */
+        *val = d[p];
+        *next = p + 1;
+        return 1;
+    }
     uint64_t v = 0;
     for (int j = 0; j < 10; j++, p++) {
         if (p >= lim)
