@@ -1261,9 +1261,13 @@ def _flatbuffer_like(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
 
     root = u32(starts)
     ok = (n >= 8) & (root + 4 <= n)
-    rel = u32(starts + np.where(ok, root, 0))
-    vtable = root - np.where(rel >= 1 << 31, rel - (1 << 32), rel)  # the i32 at the root
-    result: np.ndarray = ok & (vtable >= 0) & (vtable + 4 <= n)
+    # The root's i32 only where the root lies inside: a protobuf payload's
+    # first bytes (a tag, a length) rarely make an offset that does.
+    inside = np.flatnonzero(ok)
+    rel = u32(starts[inside] + root[inside])
+    vtable = root[inside] - np.where(rel >= 1 << 31, rel - (1 << 32), rel)
+    result: np.ndarray = np.zeros(len(starts), np.bool_)
+    result[inside] = (vtable >= 0) & (vtable + 4 <= n[inside])
     return result
 
 
