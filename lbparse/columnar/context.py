@@ -59,6 +59,20 @@ class ContextDecoder(Protocol):
 __all__ = ["ContextDecoder", "apply_context", "message_count"]
 
 
+# CONTESTED (byte 7 values) as a table a row's MsgType indexes, shifted by
+# one: -1 (none) at 0; past a byte, none of them. A gather, where np.isin
+# sorted the batch's column.
+_CONTESTED_BY_TYPE = np.zeros(258, np.bool_)
+_CONTESTED_BY_TYPE[[t + 1 for t in CONTESTED]] = True
+assert all(0 <= t < 256 for t in CONTESTED), "byte 7 values"
+
+
+def _contested(msg_type: np.ndarray) -> np.ndarray:
+    """Whether each row's MsgType is one an older layout may also read."""
+    found: np.ndarray = _CONTESTED_BY_TYPE[np.clip(msg_type.astype(np.int64) + 1, 0, 257)]
+    return found
+
+
 def message_count(records: pa.RecordBatch) -> int:
     """Rows of a batch that are messages (not the readers' problem rows).
 
@@ -100,7 +114,7 @@ def apply_context(
     index = base + np.cumsum(~preset) - 1  # each message's index in the unit
     _window(ctx, index, preset, hdr["lens"])
     proof = np.full(n, -1, np.int8)  # 0: the newest layout; 1: another (rows.proofs)
-    proof[fast & ~np.isin(rows.msg_type, list(CONTESTED))] = 0
+    proof[fast & ~_contested(rows.msg_type)] = 0
     for i in rows.proofs:
         proof[i] = 1
     src = records.column("src")
@@ -353,7 +367,7 @@ def _resolve(
 ) -> None:
     """Rows auto may have found ambiguous, one by one, in order: chosen by their context."""
     starts, ends, data = buffers
-    maybe = fast & np.isin(rows.msg_type, list(CONTESTED))
+    maybe = fast & _contested(rows.msg_type)
     for i in rows.ambiguous:
         maybe[i] = True
     for i in np.flatnonzero(maybe).tolist():

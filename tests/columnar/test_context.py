@@ -18,6 +18,7 @@ from generations import LEGACY_ACK, LEGACY_MESSAGE, V0_INFO, V0_PUBLISH
 import lbparse
 from lbparse.codec import generation
 from lbparse.columnar.api import payload_records
+from lbparse.columnar.context import _contested
 from lbparse.columnar.decode_arrow import DecodeOptions, decoder_for
 
 CLIENTS = ["127.0.0.1:40011", "127.0.0.1:40012", None]  # None: no capture columns
@@ -93,3 +94,11 @@ def test_rows_without_connections_prove_for_the_capture_alone() -> None:
 
 def _shifted(ref: generation.GenerationContext, by: int) -> dict[object, dict[str, int]]:
     return {k: {lay: i + by for lay, i in v.items()} for k, v in ref.first.items()}
+
+
+def test_the_contested_table_is_the_set() -> None:
+    """context._contested, a gather, answers as membership in CONTESTED for
+    every MsgType a row can hold (-1: none) and any other integer."""
+    types = np.arange(-3, 300, dtype=np.int32)
+    assert _contested(types).tolist() == [int(t) in generation.CONTESTED for t in types]
+    assert _contested(types).any()
