@@ -412,12 +412,7 @@ static inline __attribute__((always_inline)) int put_offset(lb_gbuf *g, int64_t 
         return -1;
     }
     int32_t x = (int32_t)v;
-    if (g->cap - g->len >= sizeof x) { /* room already: no call to grow */
-        memcpy(g->p + g->len, &x, sizeof x);
-        g->len += sizeof x;
-        return 0;
-    }
-    return lb_gb_put_py(g, &x, sizeof x);
+    return lb_gb_put_py(g, &x, 4);
 }
 
 static int write_null(node *c);
