@@ -10,7 +10,6 @@ quadratic (0.88 / 1.76 / 3.52 MB of them: 2.4 / 7.4 / 26.4 s).
 from __future__ import annotations
 
 import struct
-import time
 
 import pytest
 from support.growth import assert_linear
@@ -100,12 +99,12 @@ def _exponent(per_doubling: float) -> float:
 
 @pytest.mark.slow
 def test_the_reviews_sizes_are_read_in_seconds() -> None:
-    """0.88, 1.76, 3.52 MB of the review's garbage, each doubling at most 2.5x."""
-    times = []
-    for n in (23_000, 46_000, 92_000):
-        data = bodies_to_the_end(n)
-        t = time.process_time()
-        _read(data)
-        times.append(time.process_time() - t)
-    assert times[1] < PER_DOUBLING * max(times[0], 0.05), times
-    assert times[2] < PER_DOUBLING * max(times[1], 0.05), times
+    """0.88 and 3.52 MB of the review's garbage: 4x the input in at most
+    2.5^2 the time (the quadratic reader took 11x). Timed as the tests above
+    are (minima, timed again before failing): single timings flaked when a
+    load spike landed on one size (1.02, 2.86, 4.21 s in a CI run)."""
+    inputs = {n: bodies_to_the_end(n) for n in (23_000, 46_000, 92_000)}
+    best = assert_linear(
+        lambda n: _read(inputs[n]), list(inputs), rounds=1, max_exponent=_exponent(PER_DOUBLING)
+    )
+    assert best[-1] < 60, best
