@@ -137,6 +137,14 @@ def server() -> list[str]:
     return _server[1]
 
 
+def stop() -> None:
+    """Stop the server if one was started (the session's end: conftest)."""
+    global _server
+    if _server is not None:
+        _server[0].stop(None).wait()
+        _server = None
+
+
 def _ours(data: bytes, addresses: list[str]) -> bytes:
     """A FetchMetadataResponse's brokers moved onto the server's ports: the
     bytes as they are when they name no other address (or do not parse)."""
