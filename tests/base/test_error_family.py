@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from support.imports import parsed, walked
 
 import lbparse
 from lbparse.cli.status import DATA, JOB_FAILED, USAGE, UsageError, exit_status
@@ -142,7 +143,7 @@ def test_no_other_builtin_raise() -> None:
     where: dict[tuple[str, str], list[str]] = {}
     for path in _sources():
         raises: list[tuple[int, str]] = []
-        _builtin_raises(ast.parse(path.read_text(encoding="utf-8")), frozenset(), raises)
+        _builtin_raises(parsed(path), frozenset(), raises)
         rel = path.relative_to(PACKAGE).as_posix()
         for line, exc in raises:
             found[(rel, exc)] += 1
@@ -197,7 +198,7 @@ def test_every_kind_written_where_lbparse_raises_is_one_of_its_class() -> None:
             module = importlib.import_module(name)
         except ImportError:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in walked(parsed(path)):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                 continue
             cls = vars(module).get(node.func.id)

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support.imports import parsed
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lbparse"
@@ -376,8 +377,7 @@ def check_init(
     check_sections(node, Doc(None, merged), f"def {qualname}", gaps, method=True)
 
 
-def module_gaps(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+def module_gaps(tree: ast.Module) -> list[str]:
     listed = public_names(tree)
     gaps = Gaps()
     seen: set[str] = set()
@@ -408,7 +408,7 @@ def test_the_rule_finds_the_package() -> None:
 
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_public_definitions_have_google_docstrings(path: Path) -> None:
-    gaps = module_gaps(path)
+    gaps = module_gaps(parsed(path))
     assert not gaps, f"{path.relative_to(ROOT)}: {len(gaps)} gaps\n" + "\n".join(gaps)
 
 
@@ -523,14 +523,12 @@ def helper(x):
 '''
 
 
-def _gaps_of(source: str, tmp_path: Path) -> list[str]:
-    path = tmp_path / "mod.py"
-    path.write_text(source)
-    return module_gaps(path)
+def _gaps_of(source: str) -> list[str]:
+    return module_gaps(ast.parse(source))
 
 
-def test_the_rule_lets_a_documented_module_by(tmp_path: Path) -> None:
-    assert _gaps_of(GOOD, tmp_path) == []
+def test_the_rule_lets_a_documented_module_by() -> None:
+    assert _gaps_of(GOOD) == []
 
 
 @pytest.mark.parametrize(
@@ -552,13 +550,13 @@ def test_the_rule_lets_a_documented_module_by(tmp_path: Path) -> None:
         ('"fail"]', '"fail", "helper"]', "def helper: missing a docstring"),
     ],
 )
-def test_the_rule_finds_each_gap(tmp_path: Path, old: str, new: str, gap: str) -> None:
+def test_the_rule_finds_each_gap(old: str, new: str, gap: str) -> None:
     assert old in GOOD
-    gaps = _gaps_of(GOOD.replace(old, new, 1), tmp_path)
+    gaps = _gaps_of(GOOD.replace(old, new, 1))
     assert any(gap in g for g in gaps), gaps
 
 
-def test_without_all_the_public_names_are_those_without_underscore(tmp_path: Path) -> None:
+def test_without_all_the_public_names_are_those_without_underscore() -> None:
     source = GOOD.replace('__all__ = ["decode", "Reader", "Point", "Pair", "walk", "fail"]', "")
-    gaps = _gaps_of(source, tmp_path)
+    gaps = _gaps_of(source)
     assert len(gaps) == 1 and "def helper: missing a docstring" in gaps[0], gaps

@@ -9,7 +9,16 @@ import ast
 import sys
 
 import pytest
-from support.imports import ROOT, circles, function_imports, graph, module_name, parsed, third_party
+from support.imports import (
+    ROOT,
+    circles,
+    function_imports,
+    graph,
+    module_name,
+    parsed,
+    third_party,
+    walked,
+)
 
 from lbparse.extras import LATE, MODULES, NEEDS_EXTRA
 
@@ -180,7 +189,7 @@ def _late_imports(tree: ast.AST) -> list[tuple[int, str]]:
         for line, name in function_imports(tree)
         if name.split(".")[0] not in sys.stdlib_module_names
     ]
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)

@@ -14,6 +14,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support.imports import parsed, walked
 
 import lbparse
 
@@ -37,11 +38,11 @@ def _owner(parts: list[str], first: int) -> str:
     return ".".join(where if ROOT.parent.joinpath(*where).is_dir() else where[:-1])
 
 
-def private_imports(source: str, package: str) -> list[str]:
+def private_imports(tree: ast.AST, package: str) -> list[str]:
     """The private names of other packages that a module of `package` imports,
     as 'line: what'."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(tree):
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: from the package, `level - 1` packages up
@@ -66,7 +67,7 @@ def test_no_module_imports_another_packages_private_names() -> None:
     bad = {
         str(p.relative_to(ROOT.parent)): hits
         for p in sorted(ROOT.rglob("*.py"))
-        if (hits := private_imports(p.read_text(), _package_of(p)))
+        if (hits := private_imports(parsed(p), _package_of(p)))
     }
     assert not bad, bad
 
@@ -98,4 +99,4 @@ def test_no_module_imports_another_packages_private_names() -> None:
     ],
 )
 def test_the_check_sees_what_it_must(source: str, package: str, private: bool) -> None:
-    assert bool(private_imports(source, package)) == private
+    assert bool(private_imports(ast.parse(source), package)) == private
