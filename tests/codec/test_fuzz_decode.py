@@ -95,15 +95,28 @@ def test_mutated_envelopes(data: bytes) -> None:
     check_differential(data)
 
 
+def _cuts(data: bytes) -> list[bytes]:
+    """Every cut through the header and the first payload bytes, and the
+    last byte of the payload."""
+    return [data[:cut] for cut in sorted({*range(min(len(data), 20)), len(data) - 1})]
+
+
+# Half the seeds' cuts are another seed's too (the same header, another
+# payload): each is checked by the first seed that makes it, whatever runs.
+_FIRST_SEED: dict[bytes, int] = {}
+for _i, _seed in enumerate(SEEDS):
+    for _cut in _cuts(_seed):
+        _FIRST_SEED.setdefault(_cut, _i)
+
+
 @pytest.mark.parametrize("seed", range(len(SEEDS)), ids=lambda i: f"seed{i}")
 def test_truncation_at_every_header_boundary(seed: int) -> None:
-    """Every cut through the header and the first payload bytes, and the
-    last byte of the payload: too_short/truncated/bad_payload, never a crash."""
-    data = SEEDS[seed]
-    cuts = sorted({*range(min(len(data), 20)), len(data) - 1})
-    for cut in cuts:
-        check_decode(data[:cut])
-        check_headers_agree(data[:cut])
+    """Each cut of the seed: too_short/truncated/bad_payload, never a crash,
+    the header parsers agreeing."""
+    for data in _cuts(SEEDS[seed]):
+        if _FIRST_SEED[data] == seed:
+            check_decode(data)
+            check_headers_agree(data)
 
 
 @pytest.mark.slow
