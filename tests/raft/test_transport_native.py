@@ -359,7 +359,8 @@ def test_hostile_bytes(messages: list[bytes]) -> None:
     for role in (None, "request", "response"):
         check_raft_native(messages, role)
         check_raft_native(messages, role, max_rpc=16)
-        check_raft_native_bytes(bytes([len(messages[0]) % 17]) + b"".join(messages))
+    # every role of its own: once, not once a role above
+    check_raft_native_bytes(bytes([len(messages[0]) % 17]) + b"".join(messages))
 
 
 @pytest.mark.slow
