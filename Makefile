@@ -111,9 +111,10 @@ test:
 
 ## test-fast: everything but the tests marked slow (Spark, cluster, live servers,
 ## tshark, Node and other languages, long fuzz sweeps, command-line runs, any test of half
-## a second or more): under half a minute on 2 cores
+## a second or more): under half a minute on 2 cores. Property tests draw a third of
+## their examples (LBPARSE_TESTS=fast: tests/support/examples.py)
 test-fast:
-	$(PYTEST) -q -m "not slow" -n $(JOBS)
+	LBPARSE_TESTS=fast $(PYTEST) -q -m "not slow" -n $(JOBS)
 
 ## typecheck: mypy --strict over lbparse and tests/codec/typed_calls.py, the public API as
 ## users' type checkers see it: right calls pass, wrong ones refused (pyproject.toml [tool.mypy])

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support import capwriter as cw
+from support.examples import examples
 from support.hostile import check_nats, nats_frames, seed_envelopes
 
 from lbparse.capture.nats import Frame, NatsParser, Problem
@@ -94,7 +95,7 @@ def test_messages_do_not_depend_on_segmentation(frames: list[bytes], cuts: list[
     check_nats(stream, cuts, max_frame=300)
 
 
-@settings(max_examples=100, deadline=timedelta(seconds=5))
+@settings(max_examples=examples(100), deadline=timedelta(seconds=5))
 @given(frames=st.lists(FRAME, min_size=1, max_size=6), bad=st.integers(0, 5))
 def test_a_lying_size_costs_one_message(frames: list[bytes], bad: int) -> None:
     """Whatever size one message line claims, the messages after it come out."""

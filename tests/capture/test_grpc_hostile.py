@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.capwriter import SETTINGS, frame, grpc_message, h2c_capture, request_headers
+from support.examples import examples
 from support.growth import assert_linear
 from support.growth import peak_bytes as peak_of
 
@@ -360,7 +361,7 @@ _FRAMES = st.lists(
 ).map(b"".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.one_of(st.binary(max_size=2000), _FRAMES), cut=st.integers(1, 64))
 def test_any_bytes_after_the_preface_are_read_without_a_crash(data: bytes, cut: int) -> None:
     flows, side = client_side()

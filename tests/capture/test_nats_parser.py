@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 
 from lbparse.capture.nats import Control, Frame, NatsParser, Parsed, Problem
 from lbparse.capture.records import parse_headers
@@ -74,7 +75,7 @@ def test_server_side_frames() -> None:
     assert frames[6].fields()[:4] == ("HMSG", "foo.baz", "reply.x", "1")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(SERVER)), max_size=30))
 def test_any_segmentation_gives_the_same_frames(cuts: list[int]) -> None:
     for stream in (CLIENT, SERVER):

@@ -8,6 +8,7 @@ import pytest
 from construct import ConstructError
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.reference import PARSERS, commitlog_entries
 from vectors import data, params
 
@@ -114,7 +115,7 @@ def test_decode_shortcut_equals_full_decoder_on_sweeps(
     _shortcut_agrees(head + tail)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     flags=st.sampled_from([0, 1, 3]),
     byte7=st.integers(0, 16),
@@ -180,7 +181,7 @@ def test_docstring_examples_run(module: str) -> None:
 
 
 @pytest.mark.parametrize("layout", [n for n in LAYOUTS if lbparse.LAYOUTS[n].has_header])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     msg_type=st.integers(0, 255),
     crc=st.booleans(),

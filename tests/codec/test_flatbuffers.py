@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import flat_tables
+from support.examples import examples
 from vectors import data, params
 
 import lbparse
@@ -70,7 +71,7 @@ def test_reader_agrees_with_flatc_on_vectors(v: dict) -> None:
 
 
 @pytest.mark.parametrize("type_name", ["proto.PublishRequest", "proto.Ack"])
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_builder_output_reads_the_same_in_flatc(type_name: str, data: st.DataObject) -> None:
     table = data.draw(flat_tables(type_name))
@@ -79,7 +80,7 @@ def test_builder_output_reads_the_same_in_flatc(type_name: str, data: st.DataObj
     assert _flatc_view(buf, type_name) == table.fields
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=64))
 def test_hostile_bytes_raise_only_flatbuffer_error(buf: bytes) -> None:
     for type_name in TABLES:

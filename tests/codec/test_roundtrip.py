@@ -12,6 +12,7 @@ from google.protobuf.message import Message as ProtoMessage
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import payloads
+from support.examples import examples
 from support.shared import shared_path
 from vectors import VECTORS, data, params
 
@@ -214,7 +215,7 @@ def test_common_on_every_envelope_of_a_real_capture() -> None:
 
 
 @pytest.mark.parametrize("layout,payload_type", _pairs())
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=st.data(), crc=st.booleans(), flags=st.sampled_from([0, 0x80, 0x06]))
 def test_common_on_generated_values(
     layout: str, payload_type: str, data: st.DataObject, crc: bool, flags: int

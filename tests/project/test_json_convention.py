@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.capwriter import ETHERNET, NS, Conn, link, pub, write_pcapng
+from support.examples import examples
 from vectors import VECTORS, data
 
 import lbparse
@@ -97,7 +98,7 @@ _leaves = (
 )
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.recursive(
         _leaves,

@@ -16,6 +16,7 @@ import msgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.shared import shared_path
 from support.wire import (
     APPEND,
@@ -247,7 +248,7 @@ def test_bad_entries_raise_raft_error_saying_where(
     assert (info.value.kind, info.value.offset) == (kind, offset)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.binary(max_size=200))
 def test_any_bytes_give_an_entry_or_a_raft_error(data: bytes) -> None:
     try:

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.cli import LBPARSE
+from support.examples import examples
 from support.shared import LIFTBRIDGE, ROOT, shared_path
 
 import lbparse
@@ -261,7 +262,7 @@ def test_each_bin_width_divides_the_next() -> None:
     assert all(b % a == 0 for a, b in zip(WIDTHS, WIDTHS[1:]))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(0, 10**16), min_size=1, max_size=400), st.integers(2, 50))
 def test_time_bins_widen_keeping_every_count(times: list[int], max_bins: int) -> None:
     axis = TimeAxis(max_bins=max_bins)
@@ -276,7 +277,7 @@ def test_time_bins_widen_keeping_every_count(times: list[int], max_bins: int) ->
     assert {i for i, _ in counts.data} == {(10**18 + t) // axis.width for t in times}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.integers(1, 10**12), min_size=1, max_size=300), st.floats(0.01, 1.0))
 def test_histogram_quantile_is_the_exact_one_within_its_bucket(values: list[int], q: float) -> None:
     h = Histogram()

@@ -11,6 +11,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.storage import (
     Msg,
     build_index,
@@ -74,7 +75,7 @@ def test_segment_parsers_agree_on_real_segments(short_data) -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_segment_parsers_agree_on_damaged_bytes(fmt: str, data: st.DataObject) -> None:
     """Flipped, cut, inserted bytes: the same verdict and, when read, the same entries."""
@@ -94,7 +95,7 @@ def test_segment_parsers_agree_on_damaged_bytes(fmt: str, data: st.DataObject) -
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(raw=st.binary(max_size=200))
 def test_segment_parsers_agree_on_random_bytes(fmt: str, raw: bytes) -> None:
     _segment_agrees(raw, fmt)
@@ -117,7 +118,7 @@ def test_index_parsers_agree_on_real_indexes(short_data) -> None:
         _agree({p: index_entries(data, "v2018_08", p) for p in PARSERS})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=st.binary(max_size=130), fmt=st.sampled_from(list(INDEX_FORMATS_BY_NAME)))
 def test_index_parsers_agree_on_random_bytes(raw: bytes, fmt: str) -> None:
     _agree({p: index_entries(raw, fmt, p) for p in PARSERS})
@@ -152,7 +153,7 @@ def test_bbolt_parsers_agree_on_real_pages(short_data) -> None:
             _agree(got)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_bbolt_parsers_agree_on_damaged_pages(short_data, data: st.DataObject) -> None:
     db = (short_data / "node1" / "raft" / "raft.db").read_bytes()
@@ -165,7 +166,7 @@ def test_bbolt_parsers_agree_on_damaged_pages(short_data, data: st.DataObject) -
     _agree({p: bbolt_page(bytes(page), p) for p in PARSERS})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     head=st.tuples(
         st.integers(0, 2**64 - 1),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.storage import (
     build_segment,
     messages,
@@ -25,7 +26,9 @@ from lbparse.storage.raftdb import read_raft_db_bytes
 
 FORMATS = st.sampled_from([None, *SEGMENT_FORMATS_BY_NAME.values()])
 SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

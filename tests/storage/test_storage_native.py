@@ -12,6 +12,7 @@ import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.examples import examples
 from support.storage import (
     build_segment,
     messages,
@@ -101,14 +102,14 @@ def test_damaged_segments(data: st.DataObject, fmt: str) -> None:
 
 
 @native
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(raw=st.binary(max_size=120), fmt=st.sampled_from(NATIVE_FORMATS))
 def test_random_bytes(raw: bytes, fmt: str) -> None:
     _equal(raw, fmt)
 
 
 @native
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=st.binary(max_size=300))
 def test_crcs(raw: bytes) -> None:
     assert seg._native.crc(raw, 0) == crc32c.crc32c(raw)

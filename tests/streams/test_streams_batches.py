@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.examples import examples
 
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc")
@@ -72,7 +73,9 @@ def _both(raws: list[bytes], first: int) -> tuple[pa.RecordBatch, pa.RecordBatch
 
 @pytest.mark.parametrize("native", [True, False], ids=["C", "numpy"])
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )  # one env for all
 @given(first=st.integers(0, 2**40), fields=st.lists(MESSAGES, min_size=1, max_size=30))
 def test_a_batch_read_at_once_is_upbs_parse_of_each_message(

@@ -38,6 +38,7 @@ References and checks
   hostile        entry points that must survive any bytes (fuzz/ runs them too)
   report_check   the report's two paths on fuzzer bytes (a fuzz target)
   growth         does a parser's time grow linearly with its input
+  examples       how many examples a property test draws (a third in test-fast)
   reading, traffic_tables   what a reading gives, as plain data to compare
   imports        lbparse's import graph, read from the source
   docs           the manual: its text, its fenced blocks, transcripts
