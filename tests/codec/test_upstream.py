@@ -27,29 +27,32 @@ OUTCOME = {
 }
 
 
-def _cases() -> list:
-    cases = []
-    for p in params(lambda v: isinstance(v.get("upstream_go"), dict)):
-        for key, said in p.values[0]["upstream_go"].items():
-            m = _KEY.match(key)
-            if m is None:
-                continue  # the gogo build of the server API: same envelope code
-            cases.append(pytest.param(p.values[0], key, said, id=f"{p.id}-{key}"))
-    return cases
+def _said(v: dict) -> list[tuple[str, str]]:
+    """(key, what upstream said) of each of the vector's upstream runs, but
+    the gogo build of the server API's (the same envelope code)."""
+    return [(key, said) for key, said in v["upstream_go"].items() if _KEY.match(key)]
 
 
-@pytest.mark.parametrize("v,key,said", _cases())
-def test_model_matches_what_upstream_did(v: dict, key: str, said: str) -> None:
-    m = _KEY.match(key)
-    decoder = _BY_KEY[m.group(1)]
-    expected = m.group(2) or m.group(3)
-    if decoder.envelope == "v0":
-        expected = {"Message": "Publish"}.get(expected, expected)
-    elif decoder.envelope == "alpha":
-        expected = f"proto.{expected}"
-    verdict = simulate(data(v), decoder, expected)
-    word = next(w for w in OUTCOME if said.startswith(w))
-    assert verdict.outcome in OUTCOME[word], (verdict, said)
+# A test a vector, its upstream runs in it (401 pairs of under a millisecond).
+@pytest.mark.parametrize(
+    "v", params(lambda v: isinstance(v.get("upstream_go"), dict) and bool(_said(v)))
+)
+def test_model_matches_what_upstream_did(v: dict) -> None:
+    wrong = []
+    for key, said in _said(v):
+        m = _KEY.match(key)
+        assert m is not None
+        decoder = _BY_KEY[m.group(1)]
+        expected = m.group(2) or m.group(3)
+        if decoder.envelope == "v0":
+            expected = {"Message": "Publish"}.get(expected, expected)
+        elif decoder.envelope == "alpha":
+            expected = f"proto.{expected}"
+        verdict = simulate(data(v), decoder, expected)
+        word = next(w for w in OUTCOME if said.startswith(w))
+        if verdict.outcome not in OUTCOME[word]:
+            wrong.append((key, verdict, said))
+    assert not wrong, wrong
 
 
 def test_a_header_length_past_the_data_crashes_upstream() -> None:
