@@ -14,11 +14,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from support.imports import parsed, walked
-
-import lbparse
-
-ROOT = Path(lbparse.__file__).parent
+from support.imports import ROOT, parsed, walked
 
 
 def _package_of(path: Path) -> str:
