@@ -102,14 +102,15 @@ def _cuts(data: bytes) -> list[bytes]:
 
 
 # Half the seeds' cuts are another seed's too (the same header, another
-# payload): each is checked by the first seed that makes it, whatever runs.
+# payload): each is checked by the first seed that makes it, whatever runs,
+# and a seed that makes none is no test.
 _FIRST_SEED: dict[bytes, int] = {}
 for _i, _seed in enumerate(SEEDS):
     for _cut in _cuts(_seed):
         _FIRST_SEED.setdefault(_cut, _i)
 
 
-@pytest.mark.parametrize("seed", range(len(SEEDS)), ids=lambda i: f"seed{i}")
+@pytest.mark.parametrize("seed", sorted(set(_FIRST_SEED.values())), ids=lambda i: f"seed{i}")
 def test_truncation_at_every_header_boundary(seed: int) -> None:
     """Each cut of the seed: too_short/truncated/bad_payload, never a crash,
     the header parsers agreeing."""
