@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from support.reading import concat_tables
+from support.reading import concat_tables, sample_records
 from support.shared import CAPTURES, LIFTBRIDGE
 
 import lbparse
@@ -103,11 +103,9 @@ def test_a_raft_message_read_for_columns_makes_no_rpc_objects() -> None:
     path = LIFTBRIDGE / "samples" / "short.pcapng"
     if not path.exists():
         pytest.skip(f"{path} is not here")
-    from lbparse.capture import CaptureReader
-
     plain, rows = TrafficReader(), TrafficReader()
     seen = 0
-    for rec in CaptureReader(str(path)):
+    for rec in sample_records(path.name):
         a = plain.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload)
         b = rows.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rows=True)
         if a is None or b is None:
@@ -128,10 +126,8 @@ def test_feed_rows_and_feed_may_take_turns() -> None:
     path = LIFTBRIDGE / "samples" / "short.pcapng"
     if not path.exists():
         pytest.skip(f"{path} is not here")
-    from lbparse.capture import CaptureReader
-
     streams: dict[tuple[str, str, str], list[bytes]] = {}
-    for rec in CaptureReader(str(path)):
+    for rec in sample_records(path.name):
         if ".request._INBOX." in rec.subject:
             streams.setdefault((rec.src, rec.dst, rec.subject), []).append(rec.payload)
     for messages in streams.values():
@@ -160,12 +156,11 @@ def test_the_batch_reads_the_common_message_in_c_as_read_does(name: str) -> None
         pytest.skip(f"{path} is not here")
     from support.hostile import batch_rows
 
-    from lbparse.capture import CaptureReader
     from lbparse.raft import transport
 
     if not transport.native_available():
         pytest.skip("the C transport reader is not in use (not built, or LBPARSE_NATIVE=0)")
-    recs = [r for r in CaptureReader(str(path)) if ".raft.metadata." in r.subject or r.reply]
+    recs = [r for r in sample_records(name) if ".raft.metadata." in r.subject or r.reply]
     reference, batched = TrafficReader(), TrafficReader()
     want = [reference.read(r.src, r.dst, r.subject, r.reply, r.payload, rows=True) for r in recs]
     slow: dict[int, object] = {}

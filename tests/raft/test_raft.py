@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.examples import examples
+from support.reading import sample_records
 from support.shared import shared_path
 from support.wire import (
     APPEND,
@@ -139,11 +140,9 @@ def test_stored_entries_of_a_real_run(stored: list[bytes]) -> None:
 def test_stored_entries_equal_the_replicated_ones(stored: list[bytes]) -> None:
     """The entries a follower received in AppendEntries (the capture) are those
     the leader stored (raft.db), index by index."""
-    from lbparse.capture import CaptureReader
-
     sent: dict[int, Any] = {}
     decoders: dict[tuple, StreamDecoder] = {}
-    for rec in CaptureReader(str(shared_path("liftbridge", "samples", "short.pcapng"))):
+    for rec in sample_records("short.pcapng"):
         if ".request._INBOX." in rec.subject and rec.verb == "MSG":
             dec = decoders.setdefault((rec.dst, rec.subject), StreamDecoder())
             for rpc in dec.feed(rec.payload).rpcs:
@@ -406,12 +405,10 @@ def test_any_messages_give_chunks_never_another_exception(messages: list[bytes])
 
 def test_a_real_capture_decodes_every_raft_message() -> None:
     """short.pcapng: 2,416 stream messages, one RPC each, none skipped or in error."""
-    from lbparse.capture import CaptureReader
-
     decoders: dict[tuple, StreamDecoder] = {}
     rpcs: dict[tuple[str, str], int] = {}
     messages = 0
-    for rec in CaptureReader(str(shared_path("liftbridge", "samples", "short.pcapng"))):
+    for rec in sample_records("short.pcapng"):
         if ".request._INBOX." not in rec.subject:
             continue
         messages += 1

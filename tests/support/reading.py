@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -9,10 +10,24 @@ from typing import Any
 
 import pyarrow as pa
 
-from lbparse.capture import CaptureReader
+from lbparse.capture import CaptureReader, Record
 from lbparse.codec.limits import Limits
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
 from lbparse.pipeline.spark_schema import arrow_record_schema
+from support.shared import shared_path
+
+
+def sample_records(name: str) -> tuple[Record, ...]:
+    """The records of shared/liftbridge/samples/NAME read with the default
+    options, once a process (seven tests read short.pcapng whole, half a
+    second each): read them, never change them. Skips the test when the
+    sample is missing."""
+    return _records(shared_path("liftbridge", "samples", name))
+
+
+@functools.cache
+def _records(path: Path) -> tuple[Record, ...]:
+    return tuple(CaptureReader(str(path)))
 
 
 def read_all(path: str) -> dict[str, Any]:
