@@ -84,7 +84,7 @@ def _caught(handler: ast.ExceptHandler) -> set[str]:
 def _builtin_raises(node: ast.AST, caught: frozenset[str], found: list[tuple[int, str]]) -> None:
     """The raises of a builtin exception in `node`, but for those a `try` of
     the same function catches (control flow, not what lbparse says)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         caught = frozenset()
     if isinstance(node, ast.Try):
         inner = caught.union(*(_caught(h) for h in node.handlers))
@@ -104,8 +104,14 @@ def _builtin_raises(node: ast.AST, caught: frozenset[str], found: list[tuple[int
             )
             if not handled:
                 found.append((node.lineno, func.id))
-    for child in ast.iter_child_nodes(node):
-        _builtin_raises(child, caught, found)
+    # A raise is a statement: only the blocks of statements hold one (the
+    # expressions, most of a tree, cannot)
+    for block in _BLOCKS:
+        for child in getattr(node, block, ()):
+            _builtin_raises(child, caught, found)
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _sources() -> list[Path]:
