@@ -134,7 +134,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # The run's temporary directory, made here before any thread asks for it
     # (two threads making it at once: FileExistsError, CI's INTERNALERROR).
     session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
-    if not lanes.is_lane_worker(session.config):  # the lane runs none of their tests
+    # the lane runs none of their tests; --collect-only none at all (it waited
+    # for the cluster runs it had started: 97 s to list one module)
+    if not lanes.is_lane_worker(session.config) and not session.config.option.collectonly:
         _clusters_ahead(session)
         _class_archive_ahead(session)
     _freeze_the_heap()

@@ -56,7 +56,15 @@ def capture_records(path: Path, grpc_notices: bool = False) -> list[dict[str, An
     return [json.loads(line) for line in res.stdout.decode().splitlines()]
 
 
-@pytest.fixture(scope="module", params=["sample", pytest.param("live", marks=pytest.mark.slow)])
+# Both slow: the records are `lbparse capture`'s, a process reading the
+# whole capture (1.5 to 2.7 s in test-fast with Liftbridge's decoders).
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("sample", marks=pytest.mark.slow),
+        pytest.param("live", marks=pytest.mark.slow),
+    ],
+)
 def capture(request: pytest.FixtureRequest) -> Path:
     """The shared sample run's capture, and a capture of a run made now."""
     if request.param == "sample":
