@@ -89,6 +89,7 @@ def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
     assert [i for i, _, _ in rows] == sorted({i for i, _, _ in rows})  # each index once, in order
 
 
+@pytest.mark.slow  # the command line's run (`written`)
 @needs_short
 def test_dir_is_made_with_the_users_umask(written: Path) -> None:
     mask = os.umask(0o22)
