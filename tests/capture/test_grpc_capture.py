@@ -18,6 +18,7 @@ from typing import Any
 import hpack
 import pytest
 from support import capwriter as cw
+from support.api_short import reading as api_short_reading
 from support.capwriter import (
     SETTINGS,
     frame,
@@ -54,7 +55,7 @@ def messages_of(items: list[Any]) -> list[GrpcMessage]:
 
 @pytest.fixture(scope="module")
 def api_short() -> tuple[list[Any], list[Notice], int]:
-    return read(shared_path("liftbridge", "samples", "api-short.pcapng"))
+    return api_short_reading()
 
 
 # -- the shared capture -------------------------------------------------------------

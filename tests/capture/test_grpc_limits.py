@@ -19,14 +19,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import hpack
 import pytest
 from support import capwriter as cw
 from support.capwriter import SETTINGS, frame, grpc_message, request_headers
 
-from lbparse.capture import CaptureReader, Notice, h2
+from lbparse.capture import Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage, element_count
 from lbparse.codec.limits import Limits
 from lbparse_generated.proto import api_pb2
@@ -394,14 +393,9 @@ def test_max_grpc_headers_and_max_open_calls() -> None:
 
 
 def test_a_real_api_capture_reads_as_before() -> None:
-    from support.shared import shared_path
+    from support.api_short import reading
 
-    path = shared_path("liftbridge", "samples", "api-short.pcapng")
-    items: list[Any] = []
-    notices: list[Notice] = []
-    reader = CaptureReader(path, on_grpc=items.append, on_notice=notices.append)
-    for _ in reader:
-        pass
+    items, notices, _ = reading()
     assert len([c for c in items if isinstance(c, GrpcCall)]) == 55
     assert len([m for m in items if isinstance(m, GrpcMessage)]) == 287
     assert not [n for n in notices if n.kind == "limit"]

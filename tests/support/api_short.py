@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from lbparse.capture import CaptureReader
+from lbparse.capture import CaptureReader, Notice
 from lbparse.report import build_model
 from lbparse.report.inputs import ReadOptions
 from support.shared import LIFTBRIDGE
@@ -44,17 +44,24 @@ def with_gaps(out: Path) -> Path:
 
 
 @functools.cache
-def _grpc_items() -> tuple[Any, ...]:
+def _reading() -> tuple[tuple[Any, ...], tuple[Notice, ...], int]:
     items: list[Any] = []
-    for _ in CaptureReader(API_SHORT, on_grpc=items.append):
-        pass
-    return tuple(items)
+    notices: list[Notice] = []
+    nats = sum(1 for _ in CaptureReader(API_SHORT, on_grpc=items.append, on_notice=notices.append))
+    return tuple(items), tuple(notices), nats
+
+
+def reading() -> tuple[list[Any], list[Notice], int]:
+    """The reader's gRPC calls and messages, its notices (in their orders)
+    and its count of NATS records, read with the default options."""
+    need_api_short()
+    items, notices, nats = _reading()
+    return list(items), list(notices), nats
 
 
 def grpc_items() -> list[Any]:
     """Every gRPC call and message the reader finds, in its order."""
-    need_api_short()
-    return list(_grpc_items())
+    return reading()[0]
 
 
 @functools.cache
