@@ -412,7 +412,7 @@ static inline __attribute__((always_inline)) int put_offset(lb_gbuf *g, int64_t 
         return -1;
     }
     int32_t x = (int32_t)v;
-    return lb_gb_put_py(g, &x, 4);
+    return lb_gb_put_py(g, &x, sizeof x);
 }
 
 static int write_null(node *c);

@@ -62,9 +62,9 @@ __all__ = ["ContextDecoder", "apply_context", "message_count"]
 # CONTESTED (byte 7 values) as a table a row's MsgType indexes, shifted by
 # one: -1 (none) at 0; past a byte, none of them. A gather, where np.isin
 # sorted the batch's column.
+assert all(0 <= t < 256 for t in CONTESTED), "byte 7 values"
 _CONTESTED_BY_TYPE = np.zeros(258, np.bool_)
 _CONTESTED_BY_TYPE[[t + 1 for t in CONTESTED]] = True
-assert all(0 <= t < 256 for t in CONTESTED), "byte 7 values"
 
 
 def _contested(msg_type: np.ndarray) -> np.ndarray:

@@ -21,7 +21,6 @@ import pytest
 from support.cli import LBPARSE
 from support.net import free_port
 from support.reading import sample_records
-from support.shared import LIFTBRIDGE
 
 from lbparse.capture import CaptureReader
 from lbparse.capture.recordings import record_writer
@@ -81,10 +80,7 @@ def test_a_record_file_keeps_the_status_byte_for_byte(tmp_path: Path, ext: str) 
 
 def test_every_503_of_a_real_cluster_keeps_its_status() -> None:
     """The sample run: 28 requests to a node that was not (yet) there."""
-    sample = LIFTBRIDGE / "samples" / "short.pcapng"
-    if not sample.exists():
-        pytest.skip(f"shared material missing: {sample}")
-    recs = [r for r in sample_records(sample.name) if r.verb == "HMSG" and not r.payload]
+    recs = [r for r in sample_records("short.pcapng") if r.verb == "HMSG" and not r.payload]
     assert len(recs) == 28  # short.pcapng.txt: HMSG empty 28
     assert all(r.headers == [["Status", "503"]] for r in recs)
     assert all(r.to_json_dict()["headers"] == [["Status", "503"]] for r in recs)

@@ -67,7 +67,7 @@ def test_every_spec_subject_is_named() -> None:
 def test_the_real_clusters_raft_traffic_is_all_named_and_decoded() -> None:
     kinds: Counter[str] = Counter()
     rpcs: Counter[tuple[str, str]] = Counter()
-    for rec in sample_records(_sample().name):
+    for rec in sample_records(SAMPLE.name):
         t = rec.traffic
         if ".raft.metadata." in rec.subject and (
             rec.envelope is None or rec.envelope.layout == "plain"

@@ -100,12 +100,9 @@ def test_the_tables_equal_the_reference(
 def test_a_raft_message_read_for_columns_makes_no_rpc_objects() -> None:
     """The rows path hands over the rows alone: the RPC objects it no longer
     makes were most of a Raft message's Python cost."""
-    path = LIFTBRIDGE / "samples" / "short.pcapng"
-    if not path.exists():
-        pytest.skip(f"{path} is not here")
     plain, rows = TrafficReader(), TrafficReader()
     seen = 0
-    for rec in sample_records(path.name):
+    for rec in sample_records("short.pcapng"):
         a = plain.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload)
         b = rows.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rows=True)
         if a is None or b is None:
@@ -123,11 +120,8 @@ def test_a_raft_message_read_for_columns_makes_no_rpc_objects() -> None:
 def test_feed_rows_and_feed_may_take_turns() -> None:
     """One stream fed by both methods reads on as one (the decoder's state is
     the same whichever made the rows)."""
-    path = LIFTBRIDGE / "samples" / "short.pcapng"
-    if not path.exists():
-        pytest.skip(f"{path} is not here")
     streams: dict[tuple[str, str, str], list[bytes]] = {}
-    for rec in sample_records(path.name):
+    for rec in sample_records("short.pcapng"):
         if ".request._INBOX." in rec.subject:
             streams.setdefault((rec.src, rec.dst, rec.subject), []).append(rec.payload)
     for messages in streams.values():
@@ -151,9 +145,6 @@ def test_the_batch_reads_the_common_message_in_c_as_read_does(name: str) -> None
     stream as `read` leaves it, and reads most of a real cluster's stream
     messages in C: it would fail if the C reading were never taken, or
     moved a stream otherwise."""
-    path = LIFTBRIDGE / "samples" / name
-    if not path.exists():
-        pytest.skip(f"{path} is not here")
     from support.hostile import batch_rows
 
     from lbparse.raft import transport
