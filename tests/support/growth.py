@@ -4,11 +4,19 @@
 (the sizes between only to explain a failure), both once per round,
 `rounds` rounds interleaved, and keeps each size's minimum: load from
 other processes only ever adds time, so the minimum is the best estimate
-of the work, and interleaving gives every size the same
-chances. The growth exponent from the first to the last size must stay
-below `max_exponent`: 1 is linear, 2 quadratic; the default 1.4 lets an
-8x input take up to 18x the time (caches, allocation), where a quadratic
+of the work, and interleaving gives every size the same chances. The
+growth exponent from the first to the last size must stay below
+`max_exponent`: 1 is linear, 2 quadratic; the default 1.4 lets an 8x
+input take up to 18x the time (caches, allocation), where a quadratic
 parser takes 64x.
+
+The time is the process's CPU time (time.process_time), not the wall
+clock's. On two cores shared with a JVM and the other pytest worker, a
+run of 100 ms was preempted in each of its six rounds while the 20 ms
+runs of the smallest size slipped between: a CI run failed a linear
+segment reader at size^1.31 (17.5 ms at 2,000 headers, 107.7 ms at
+8,000, which take 75 ms unloaded). Waiting for a core is no work of the
+parser's, and the longer run always waits more.
 
 The cyclic garbage collector is paused while a run is timed (and a
 collection made before it): its full collections land on whichever run
@@ -33,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 
 def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3) -> list[float]:
-    """The minimum seconds of `run(n)` over `rounds` interleaved rounds, per size."""
+    """The minimum CPU seconds of `run(n)` over `rounds` interleaved rounds, per size."""
     best = [math.inf] * len(sizes)
     enabled = gc.isenabled()
     gc.freeze()  # for good (see above)
@@ -42,9 +50,9 @@ def timings(run: Callable[[int], object], sizes: Sequence[int], rounds: int = 3)
             for i, n in enumerate(sizes):
                 gc.collect()
                 gc.disable()
-                t = time.perf_counter()
+                t = time.process_time()
                 run(n)
-                best[i] = min(best[i], time.perf_counter() - t)
+                best[i] = min(best[i], time.process_time() - t)
                 if enabled:
                     gc.enable()
     finally:
@@ -65,11 +73,11 @@ def assert_linear(
 
     Only the first and the last size are timed, the exponent being theirs.
     An exponent over the bound is timed again (`rounds` more rounds, each
-    size keeping its minimum over all) before it fails: on a loaded machine
-    every round of one size can land in a busy spell (a full run here: 500
-    messages in 32 ms, 4,000 in 491 ms, a linear reader at size^1.31),
-    where a parser that is really worse than linear is as slow the second
-    time. The sizes
+    size keeping its minimum over all) before it fails: CPU time too grows
+    under load (a core's caches shared, its sibling thread busy: a full run
+    here, when timed by the wall clock, read 500 messages in 32 ms and 4,000
+    in 491 ms, a linear reader at size^1.31), where a parser that is really
+    worse than linear is as slow the second time. The sizes
     between are timed, once, to say how the time grew when it fails.
     `floor`: seconds below which a timing is noise (the first size is raised
     to it, which can only make the check more lenient)."""
