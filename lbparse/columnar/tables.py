@@ -23,7 +23,9 @@ type the rows that have one with their struct values) becomes:
   command (`command_json`).
 
 The join keys are `(source, position)`; a table of payloads that did not
-come from a file (`decode_tables`) has `position` alone.
+come from a file (`decode_tables`) has `position` alone (BARE_KEYS), and
+its `messages` none of the capture's columns (CAPTURE_COLUMNS: when, where
+from, the subject, the traffic kind).
 
 The client's side, gRPC over HTTP/2 (lbparse.columnar.grpctables, for
 `lbparse capture --tables` and `read_capture_tables`; not yet the pipeline):
@@ -45,6 +47,7 @@ import pyarrow.compute as pc
 from lbparse.columnar.decode_arrow import Decoded
 from lbparse.columnar.pandas_meta import dataset_schema
 from lbparse.columnar.schema import (
+    CAPTURE_COLUMNS,
     FIXED_FIELDS,
     GRPC_CALL_FIELDS,
     GRPC_MESSAGE_FIELDS,
@@ -56,6 +59,7 @@ from lbparse.columnar.schema import (
 from lbparse.errors import InputError
 
 __all__ = [
+    "BARE_KEYS",
     "GRPC_CALLS",
     "GRPC_MESSAGES",
     "GRPC_TABLES",
@@ -81,6 +85,7 @@ GRPC_CALLS = "grpc_calls"
 GRPC_MESSAGES = "grpc_messages"
 GRPC_TABLES = (GRPC_CALLS, GRPC_MESSAGES)
 JOIN_KEYS = ("source", "position")
+BARE_KEYS = ("position",)  # payloads that came from no file: decode_tables
 # The wide row's traffic columns that live in the traffic tables; `traffic`
 # (the kind) stays in messages, as msg_type_name does, to filter without a join.
 _TRAFFIC_DETAIL = ("traffic_node", "raft_rpcs", "traffic_json")
@@ -143,8 +148,9 @@ def table_schema(
 
     Args:
         name: A table's name (`table_names`).
-        keys: Its join key columns: ("source", "position"), or ("position",)
-            for bare payloads.
+        keys: Its join key columns: ("source", "position"), or BARE_KEYS
+            ("position",) for bare payloads, whose `messages` then has no
+            capture column (CAPTURE_COLUMNS but the keys).
         json_columns: With the JSON text columns (DecodeOptions.json_columns):
             `traffic_json` last in traffic, `fields_json` in raft_rpcs,
             `command_json` in raft_entries; the other tables are the same.
@@ -158,7 +164,10 @@ def table_schema(
 def _table_schema(name: str, keys: tuple[str, ...], json_columns: bool) -> pa.Schema:
     out = arrow_output_schema()
     if name == MESSAGES:
-        return pa.schema([out.field(n) for n in MESSAGE_FIELDS if n in keys or n not in JOIN_KEYS])
+        drop = set(JOIN_KEYS) - set(keys)
+        if keys == BARE_KEYS:
+            drop.update(CAPTURE_COLUMNS)
+        return pa.schema([out.field(n) for n in MESSAGE_FIELDS if n in keys or n not in drop])
     if name in _OWN_SCHEMAS:
         extra = _JSON_FIELDS.get(name, ()) if json_columns else ()
         return pa.schema([out.field(k) for k in keys] + list(_OWN_SCHEMAS[name]) + list(extra))

@@ -4,6 +4,7 @@ position (the reference vectors, a real cluster capture)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -14,8 +15,9 @@ from support.traffic_tables import traffic_back
 from vectors import VECTORS, data
 
 import lbparse
-from lbparse.columnar.schema import column_for
+from lbparse.columnar.schema import CAPTURE_COLUMNS, column_for
 from lbparse.columnar.tables import (
+    BARE_KEYS,
     MESSAGES,
     RAFT_ENTRIES,
     TRAFFIC_TABLES,
@@ -68,6 +70,21 @@ def test_payload_columns_are_flat_and_typed() -> None:
     assert info.schema.field("port").type == pa.int32()
     assert info.column("id").to_pylist() == ["s1"]
     assert t[MESSAGES].column("msg_type_name").to_pylist() == ["ServerInfoResponse"]
+
+
+def test_bare_messages_have_no_capture_column_in_data_or_pandas_metadata() -> None:
+    """Payloads from no file: `messages` has `position` and the decoded
+    columns, and its schema (pandas metadata included, which to_pandas
+    reads) names no column of a capture's (once, it listed the 11 dropped
+    after the table was made)."""
+    msgs = lbparse.decode_tables([bytes.fromhex("b90e43b40008000b0a027331")])[MESSAGES]
+    assert msgs.schema == table_schema(MESSAGES, BARE_KEYS)
+    assert set(msgs.column_names) & set(CAPTURE_COLUMNS) == {"position"}
+    meta = json.loads(msgs.schema.metadata[b"pandas"])
+    assert [c["name"] for c in meta["columns"]] == msgs.column_names
+    assert list(msgs.to_pandas().columns) == msgs.column_names
+    wide = table_schema(MESSAGES)
+    assert [n for n in wide.names if n not in CAPTURE_COLUMNS] == msgs.column_names[1:]
 
 
 def test_no_sentinel_for_a_row_without_a_msg_type() -> None:
