@@ -1065,10 +1065,13 @@ class BatchDecoder:
             for i in np.flatnonzero(preset).tolist():
                 kinds[i], texts[i] = pk[i], pm[i]
         hh = ~rows.has_header
+        # A batch of bare payloads has no capture columns (api._bare_records):
+        # the record columns it has, as they are.
+        have = records.schema.names
         cols: dict[str, pa.Array] = {
             name: records.column(name)
             for name in RECORD_COLUMNS
-            if name not in ("error_kind", "error_message")
+            if name in have and name not in ("error_kind", "error_message")
         }
         warnings = self.schema.field("warnings").type
         cols.update(
