@@ -21,6 +21,9 @@
  *   writes every occurrence at its slot's next index, so each group is in
  *   message order, and flags the messages that break a rule.
  *
+ * strings(codes, table_offsets, table_data, offsets) -> data
+ *   An Arrow string column of small codes into a table of strings (see below).
+ *
  * A range outside data, or with end < start, raises ValueError naming it;
  * nothing is read out of bounds. crc.py and wirescan.py are the Python side
  * and fall back to Python when this module is not built;
@@ -442,6 +445,71 @@ done:
     return result;
 }
 
+/* ---- strings from codes --------------------------------------------------------- */
+
+/* strings(codes, table_offsets, table_data, offsets) -> data: the Arrow string
+ * column of codes into a small table of strings (the decoder's layout,
+ * msg_type_name and payload_type). codes: int32, -1 a null (an empty slot);
+ * table_offsets: int32[k + 1] into table_data; offsets: writable int32[n + 1],
+ * filled. A code past the table, or a column over Arrow's 2 GiB of string
+ * data, raises ValueError. Arrow's take is the reference (decode_arrow._Names). */
+static PyObject *strings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO:strings", &o[0], &o[1], &o[2], &o[3]))
+        return NULL;
+    Py_buffer v[4];
+    int held = 0;
+    PyObject *result = NULL;
+    static const char *names[] = {"codes", "table_offsets", "table_data", "offsets"};
+    for (; held < 4; held++)
+        if (contiguous(o[held], &v[held], held == 3 ? PyBUF_WRITABLE : PyBUF_SIMPLE,
+                       names[held]) < 0)
+            goto done;
+    Py_ssize_t n = v[0].len / 4, k = v[1].len / 4 - 1;
+    if (v[0].len % 4 || v[1].len % 4 || k < 0 || v[3].len != (n + 1) * 4) {
+        PyErr_SetString(PyExc_ValueError, "strings: codes need n int32, table_offsets k + 1 "
+                        "int32 and offsets n + 1 int32");
+        goto done;
+    }
+    const int32_t *c = v[0].buf, *to = v[1].buf;
+    int32_t *off = v[3].buf;
+    for (Py_ssize_t j = 0; j < k; j++)
+        if (to[j] < 0 || to[j + 1] < to[j] || to[j + 1] > v[2].len) {
+            PyErr_Format(PyExc_ValueError, "strings: table entry %zd is outside the table data",
+                         j);
+            goto done;
+        }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (c[i] >= k || c[i] < -1) {
+            PyErr_Format(PyExc_ValueError, "strings: code %d at row %zd, for a table of %zd",
+                         (int)c[i], i, k);
+            goto done;
+        }
+        off[i] = (int32_t)total;
+        if (c[i] >= 0)
+            total += to[c[i] + 1] - to[c[i]];
+        if (total > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "strings: over 2 GiB of string data by row %zd", i);
+            goto done;
+        }
+    }
+    off[n] = (int32_t)total;
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!result)
+        goto done;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
+    const uint8_t *td = v[2].buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c[i] >= 0)
+            memcpy(out + off[i], td + to[c[i]], (size_t)(off[i + 1] - off[i]));
+done:
+    while (held-- > 0)
+        PyBuffer_Release(&v[held]);
+    return result;
+}
+
 /* ---- ReplicationResponse ------------------------------------------------------ */
 
 /* The outputs grow without the GIL: lb_gb_put, no MemoryError set there. */
@@ -743,6 +811,9 @@ static PyMethodDef methods[] = {
      "flags, byte7, crc, has_crc, take, crc_ok): every row's envelope header and CRC."},
     {"group", group, METH_VARARGS,
      "group(codes, ncodes, order, bounds) -> grouped: the rows by code, a counting sort."},
+    {"strings", strings, METH_VARARGS,
+     "strings(codes, table_offsets, table_data, offsets) -> data: an Arrow string column "
+     "of codes into a table of strings (-1: null)."},
     {"replication", replication, METH_VARARGS,
      "replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns): "
      "ReplicationResponse payloads into Arrow buffers."},

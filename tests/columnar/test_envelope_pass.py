@@ -27,6 +27,7 @@ from support.native_pass import (
     check_group,
     check_headers,
     check_replication,
+    check_strings,
     decoders,
     records,
 )
@@ -138,6 +139,41 @@ def test_a_batch_whose_data_buffer_ends_inside_a_header() -> None:
 @given(st.lists(st.integers(-3, 20), max_size=200), st.integers(0, 18))
 def test_grouping_equals_a_stable_sort(codes: list[int], ncodes: int) -> None:
     check_group(codes, ncodes)
+
+
+# -- string columns of codes ---------------------------------------------------------
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_string_columns_equal_arrows_take(data: st.DataObject) -> None:
+    names = data.draw(st.lists(st.text(max_size=12), min_size=1, max_size=8, unique=True))
+    codes = data.draw(st.lists(st.integers(-1, len(names) - 1), max_size=300))
+    check_strings(names, codes)
+
+
+def test_string_columns_of_the_decoders_names() -> None:
+    """Nulls, an empty name, multi-byte UTF-8, every row null, no row."""
+    names = ["ReplicationResponse", "", "é\u4e2d", "Ack"]
+    got = check_strings(names, [0, -1, 1, 2, 3, 0, -1])
+    assert got.null_count == 2
+    assert check_strings(names, [-1, -1]).null_count == 2
+    assert len(check_strings(names, [])) == 0
+
+
+@pytest.mark.parametrize("code", [4, -2, 1 << 30])
+def test_a_code_past_the_table_is_refused(code: int) -> None:
+    from lbparse.columnar.decode_arrow import _kernels
+
+    offsets = np.zeros(4, np.int32)
+    table = np.array([0, 1, 2, 3, 4], np.int32)
+    with pytest.raises(ValueError, match=f"code {code} at row 2, for a table of 4"):
+        _kernels.strings(np.array([0, 1, code], np.int32), table, b"abcd", offsets)
+    with pytest.raises(ValueError, match="table entry 1 is outside"):
+        _kernels.strings(np.zeros(3, np.int32), np.array([0, 1, 9], np.int32), b"ab", offsets)
+    with pytest.raises(ValueError, match="offsets n \\+ 1"):
+        _kernels.strings(np.zeros(3, np.int32), table, b"abcd", np.zeros(3, np.int32))
 
 
 # -- ReplicationResponse ----------------------------------------------------------

@@ -4,9 +4,10 @@
 (`_kernels.headers`, `_kernels.group`, `_kernels.replication`, the
 `_structs` reader) and with their Python references (`native = False`)
 gives the same rows, errors included, for layouts v0 and auto, with and
-without CRC checks. `check_headers`, `check_group` and `check_replication`
-hold each pass equal to its reference alone. tests/columnar/test_envelope_pass.py
-and the `native_pass` fuzz target (fuzz/targets.py) run them.
+without CRC checks. `check_headers`, `check_group`, `check_replication`
+and `check_strings` hold each pass equal to its reference alone.
+tests/columnar/test_envelope_pass.py and the `native_pass` fuzz target
+(fuzz/targets.py) run them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lbparse.columnar import commitscan
 from lbparse.columnar.decode_arrow import (
     BatchDecoder,
     DecodeOptions,
+    _Names,
     _Rows,
     binary_buffers,
     group_rows,
@@ -113,6 +115,20 @@ def check_group(codes: list[int], ncodes: int) -> None:
     o2, b2 = group_rows(c, ncodes, native=False)
     assert o1.dtype == o2.dtype == np.int64
     assert o1.tolist() == o2.tolist() and b1.tolist() == b2.tolist()
+
+
+def check_strings(names: list[str], codes: list[int]) -> pa.Array:
+    """A string column of codes (-1 null) built by _kernels.strings equals
+    Arrow's take of the table, nulls and offsets included. Returns it."""
+    table = _Names()
+    for name in names:
+        table(name)
+    c = np.array(codes, np.int32)
+    got, want = table.array(c, native=True), table.array(c, native=False)
+    got.validate(full=True)
+    assert got.equals(want), (got, want)
+    assert got.to_pylist() == [names[k] if k >= 0 else None for k in codes]
+    return got
 
 
 def check_replication(payloads: list[bytes]) -> tuple[Any, np.ndarray]:
