@@ -68,22 +68,27 @@ def assert_linear(
     rounds: int = 3,
     max_exponent: float = 1.4,
     floor: float = 0.002,
+    retries: int = 3,
 ) -> list[float]:
     """Fail if time grows faster than linearly from sizes[0] to sizes[-1].
 
     Only the first and the last size are timed, the exponent being theirs.
     An exponent over the bound is timed again (`rounds` more rounds, each
-    size keeping its minimum over all) before it fails: CPU time too grows
-    under load (a core's caches shared, its sibling thread busy: a full run
-    here, when timed by the wall clock, read 500 messages in 32 ms and 4,000
-    in 491 ms, a linear reader at size^1.31), where a parser that is really
-    worse than linear is as slow the second time. The sizes
-    between are timed, once, to say how the time grew when it fails.
+    size keeping its minimum over all), up to `retries` times, before it
+    fails: CPU time too varies on this shared host (the same 0.87 MB read
+    took 1.18 s of CPU, then 1.70 s; a CI run timed a linear reader at
+    size^1.36 from two draws a size), and the minimum of a few draws is
+    near the work, where a parser that is really worse than linear is as
+    slow every time (each retry only costs when the first verdict was over
+    the bound). The sizes between are timed, once, to say how the time grew
+    when it fails.
     `floor`: seconds below which a timing is noise (the first size is raised
     to it, which can only make the check more lenient)."""
     ends = [sizes[0], sizes[-1]]
     best = timings(run, ends, rounds)
-    if _exponent(best, ends, floor) >= max_exponent:
+    for _ in range(retries):
+        if _exponent(best, ends, floor) < max_exponent:
+            break
         best = [min(a, b) for a, b in zip(best, timings(run, ends, rounds))]
     exponent = _exponent(best, ends, floor)
     if exponent >= max_exponent:

@@ -49,6 +49,33 @@ def test_a_linear_run_slowed_in_its_first_rounds_is_timed_again_and_passes() -> 
     assert calls == {SIZES[0]: 6, SIZES[1]: 0, SIZES[2]: 0, SIZES[-1]: 6}
 
 
+def test_a_linear_run_slowed_for_three_verdicts_passes_on_the_fourth() -> None:
+    """Three verdicts over the bound (nine slow rounds of the last size), the
+    retries' last under it: passes, each end timed four times `rounds`."""
+    calls = {n: 0 for n in SIZES}
+
+    def run(n: int) -> None:
+        calls[n] += 1
+        sum(range(n * 1000))
+        if n == SIZES[-1] and calls[n] <= 9:
+            _burn(0.3)
+
+    assert_linear(run, SIZES)
+    assert calls == {SIZES[0]: 12, SIZES[1]: 0, SIZES[2]: 0, SIZES[-1]: 12}
+
+
+def test_a_quadratic_run_is_timed_every_retry_then_fails() -> None:
+    calls = {n: 0 for n in SIZES}
+
+    def run(n: int) -> None:
+        calls[n] += 1
+        sum(range(n * n // 4))
+
+    with pytest.raises(AssertionError, match="worse than linear"):
+        assert_linear(run, SIZES, rounds=1, retries=2)
+    assert calls == {SIZES[0]: 3, SIZES[1]: 1, SIZES[2]: 1, SIZES[-1]: 3}
+
+
 def test_time_waiting_for_a_core_is_not_counted() -> None:
     """Every run of the last size waits 0.3 s without working (preempted by
     another process, as a long run on a loaded machine is): no time of
