@@ -116,11 +116,14 @@ def decode_arrow(data: bytes) -> None:
 
 
 def native_pass(data: bytes) -> None:
-    """The batch decoder's C passes (issue #24: headers and CRCs, grouping, the
-    ReplicationResponse walk, packed numbers) against their Python references."""
+    """The batch decoder's C passes (issue #24: the input column, headers and CRCs,
+    grouping, the ReplicationResponse walk, packed numbers) against their Python
+    references."""
     from support import native_pass as npass
 
     payloads = hostile.split_payloads(data)
+    npass.check_binary(payloads)
+    npass.check_binary([None if p[:1] == b"\x00" else p for p in payloads])
     npass.check_headers(payloads)
     npass.check_group([b - 8 for b in data[:200]], 40)
     # The payloads as ReplicationResponses too, and behind a v0 header of either size.

@@ -24,6 +24,9 @@
  * strings(codes, table_offsets, table_data, offsets) -> data
  *   An Arrow string column of small codes into a table of strings (see below).
  *
+ * binary(items) -> (offsets, data, validity, nulls) or None
+ *   An Arrow binary column of a list of bytes and None (see below).
+ *
  * A range outside data, or with end < start, raises ValueError naming it;
  * nothing is read out of bounds. crc.py and wirescan.py are the Python side
  * and fall back to Python when this module is not built;
@@ -510,6 +513,73 @@ done:
     return result;
 }
 
+/* ---- a binary column of Python bytes ------------------------------------------- */
+
+/* binary(items) -> (offsets, data, validity, nulls) or None: the Arrow binary
+ * column of a list or tuple whose items are all exact bytes or None, in one
+ * pass and one copy of each value (pyarrow's conversion, the reference in
+ * api._binary, looks at each item's type and costs ~40 ns an item: a fifth
+ * of decode_tables' cost per header-only envelope). offsets: int32[n + 1];
+ * validity: the bitmap (LSB first), None when no item is None. None when an
+ * item is anything else (bytearray, a bytes subclass, str...) or the values
+ * pass Arrow's 2 GiB: the caller converts those with pyarrow, which knows
+ * every input it takes. No Python code runs during the loops (no item is
+ * called or converted), so the list cannot change under them. */
+static PyObject *binary(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyList_CheckExact(arg) && !PyTuple_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "binary: a list or a tuple");
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(arg), nulls = 0;
+    PyObject **items = PySequence_Fast_ITEMS(arg);
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = items[i];
+        if (it == Py_None)
+            nulls++;
+        else if (PyBytes_CheckExact(it))
+            total += PyBytes_GET_SIZE(it);
+        else
+            Py_RETURN_NONE;
+        if (total > INT32_MAX)
+            Py_RETURN_NONE;
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
+    PyObject *data = offsets ? PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total) : NULL;
+    PyObject *validity = NULL;
+    if (data && nulls)
+        validity = PyBytes_FromStringAndSize(NULL, (n + 7) / 8);
+    if (!data || (nulls && !validity)) {
+        Py_XDECREF(offsets);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(data);
+    uint8_t *bits = validity ? (uint8_t *)PyBytes_AS_STRING(validity) : NULL;
+    if (bits)
+        memset(bits, 0, (size_t)(n + 7) / 8);
+    int32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = items[i];
+        off[i] = at;
+        if (it == Py_None)
+            continue;
+        Py_ssize_t len = PyBytes_GET_SIZE(it);
+        memcpy(out + at, PyBytes_AS_STRING(it), (size_t)len);
+        at += (int32_t)len;
+        if (bits)
+            bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    }
+    off[n] = at;
+    if (!validity) {
+        Py_INCREF(Py_None);
+        validity = Py_None;
+    }
+    return Py_BuildValue("(NNNn)", offsets, data, validity, nulls); /* N: each one's ours */
+}
+
 /* ---- ReplicationResponse ------------------------------------------------------ */
 
 /* The outputs grow without the GIL: lb_gb_put, no MemoryError set there. */
@@ -814,6 +884,9 @@ static PyMethodDef methods[] = {
     {"strings", strings, METH_VARARGS,
      "strings(codes, table_offsets, table_data, offsets) -> data: an Arrow string column "
      "of codes into a table of strings (-1: null)."},
+    {"binary", binary, METH_O,
+     "binary(items) -> (offsets, data, validity, nulls) or None: an Arrow binary column of "
+     "a list or tuple of bytes and None (None: another item, for pyarrow)."},
     {"replication", replication, METH_VARARGS,
      "replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns): "
      "ReplicationResponse payloads into Arrow buffers."},

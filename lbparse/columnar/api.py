@@ -227,8 +227,8 @@ def _binary(payloads: Any) -> pa.Array:
     if isinstance(payloads, pa.ChunkedArray):
         payloads = payloads.combine_chunks() if payloads.num_chunks != 1 else payloads.chunk(0)
     if not isinstance(payloads, pa.Array):
-        payloads = pa.array(
-            payloads if isinstance(payloads, (list, tuple)) else list(payloads), pa.binary()
+        payloads = need("lbparse.columnar.decode_arrow").binary_array(
+            payloads if isinstance(payloads, (list, tuple)) else list(payloads)
         )
     if payloads.type != pa.binary():
         payloads = payloads.cast(pa.binary())  # large_binary: a batch holds < 2 GiB

@@ -89,6 +89,7 @@ __all__ = [
     "BatchDecoder",
     "DecodeOptions",
     "Decoded",
+    "binary_array",
     "binary_buffers",
     "decisive_reason",
     "decoder_for",
@@ -192,6 +193,28 @@ def binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         else np.zeros(1, np.uint8)
     )
     return offsets[:-1], offsets[1:], data
+
+
+def binary_array(items: list[Any] | tuple[Any, ...], native: bool | None = None) -> pa.Array:
+    """A list or tuple of payloads (bytes, None, or what pyarrow takes) as a binary array.
+
+    Args:
+        items: The payloads.
+        native: By `_kernels.binary` (None: when `native_available()`), one
+            pass over exact bytes and None; pyarrow's conversion, the
+            reference, for any other item and when False.
+
+    Returns:
+        A binary array of len(items) rows, None a null.
+    """
+    if native is None:
+        native = native_available()
+    got = _kernels.binary(items) if native else None
+    if got is None:
+        return pa.array(items, pa.binary())
+    offsets, data, validity, nulls = got
+    buffers = [validity and pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.binary(), len(items), buffers, null_count=nulls)
 
 
 class _Names:

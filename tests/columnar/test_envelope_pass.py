@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import damage
 from support.native_pass import (
+    check_binary,
     check_decoder,
     check_group,
     check_headers,
@@ -139,6 +140,43 @@ def test_a_batch_whose_data_buffer_ends_inside_a_header() -> None:
 @given(st.lists(st.integers(-3, 20), max_size=200), st.integers(0, 18))
 def test_grouping_equals_a_stable_sort(codes: list[int], ncodes: int) -> None:
     check_group(codes, ncodes)
+
+
+# -- the input column: Python bytes as a binary column --------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), max_size=200))
+def test_binary_columns_equal_pyarrows(items: list[bytes | None]) -> None:
+    check_binary(items)
+
+
+def test_binary_columns_of_edge_lists() -> None:
+    """No item, every item null, empty values, a null past a byte of the bitmap."""
+    assert len(check_binary([])) == 0
+    assert check_binary([None] * 9).null_count == 9
+    assert check_binary([b"", b"", None]).to_pylist() == [b"", b"", None]
+    got = check_binary([b"a"] * 8 + [None, b"\x00\xff"])
+    assert got.null_count == 1 and got.buffers()[0] is not None
+
+
+@pytest.mark.parametrize(
+    "odd", [bytearray(b"ab"), memoryview(b"cd"), "text", type("Sub", (bytes,), {})(b"ef")]
+)
+def test_binary_columns_of_other_items_are_pyarrows(odd: object) -> None:
+    """Items the C pass does not read (bytearray, memoryview, str, a bytes
+    subclass) leave the whole list to pyarrow, which takes them all."""
+    from lbparse.columnar.decode_arrow import _kernels
+
+    assert _kernels.binary([b"x", odd]) is None
+    check_binary([b"x", None, odd])
+
+
+def test_binary_refuses_what_is_not_a_list_or_tuple() -> None:
+    from lbparse.columnar.decode_arrow import _kernels
+
+    with pytest.raises(TypeError, match="a list or a tuple"):
+        _kernels.binary(iter([b"x"]))
 
 
 # -- string columns of codes ---------------------------------------------------------

@@ -4,8 +4,8 @@
 (`_kernels.headers`, `_kernels.group`, `_kernels.replication`, the
 `_structs` reader) and with their Python references (`native = False`)
 gives the same rows, errors included, for layouts v0 and auto, with and
-without CRC checks. `check_headers`, `check_group`, `check_replication`
-and `check_strings` hold each pass equal to its reference alone.
+without CRC checks. `check_headers`, `check_group`, `check_replication`,
+`check_strings` and `check_binary` hold each pass equal to its reference alone.
 tests/columnar/test_envelope_pass.py and the `native_pass` fuzz target
 (fuzz/targets.py) run them.
 """
@@ -24,6 +24,7 @@ from lbparse.columnar.decode_arrow import (
     DecodeOptions,
     _Names,
     _Rows,
+    binary_array,
     binary_buffers,
     group_rows,
     native_available,
@@ -128,6 +129,22 @@ def check_strings(names: list[str], codes: list[int]) -> pa.Array:
     got.validate(full=True)
     assert got.equals(want), (got, want)
     assert got.to_pylist() == [names[k] if k >= 0 else None for k in codes]
+    return got
+
+
+def check_binary(items: list[Any]) -> pa.Array:
+    """The binary column of a list of payloads built by _kernels.binary equals
+    pyarrow's conversion, nulls and offsets included, for the list and the
+    tuple. Returns it."""
+    want = binary_array(items, native=False)
+    for given in (items, tuple(items)):
+        got = binary_array(given, native=True)
+        got.validate(full=True)
+        assert got.equals(want), (got, want)
+        assert got.null_count == want.null_count
+    assert got.to_pylist() == [
+        None if x is None else x.encode() if isinstance(x, str) else bytes(x) for x in items
+    ]
     return got
 
 
