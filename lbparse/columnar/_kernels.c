@@ -807,15 +807,26 @@ static PyObject *replication(PyObject *self, PyObject *args) {
     if (check_ranges(s, e, k, v[0].len) < 0)
         goto done;
     int nomem = 0;
-    if (gb_i32(&pay[3], 0) || gb_i32(&g[E_KEY_OFF], 0) || gb_i32(&g[E_VAL_OFF], 0) ||
-        gb_i32(&g[E_H_OFF], 0) || gb_i32(&g[E_HK_OFF], 0) || gb_i32(&g[E_HV_OFF], 0))
+    if (gb_i32(&g[E_KEY_OFF], 0) || gb_i32(&g[E_VAL_OFF], 0) || gb_i32(&g[E_H_OFF], 0) ||
+        gb_i32(&g[E_HK_OFF], 0) || gb_i32(&g[E_HV_OFF], 0))
         nomem = 1;
+    /* A row's four payload values go straight into buffers sized once: the
+     * commonest payload of an idle cluster is the 16-byte header-only one,
+     * whose whole cost these puts and the entries' marks were. */
+    if (lb_gb_room(&pay[0], (size_t)k + 1) || lb_gb_room(&pay[1], (size_t)k * 8 + 8) ||
+        lb_gb_room(&pay[2], (size_t)k * 8 + 8) || lb_gb_room(&pay[3], (size_t)k * 4 + 4))
+        nomem = 1;
+    uint8_t *okv = pay[0].p;
+    int64_t *epv = (int64_t *)(void *)pay[1].p, *hwv = (int64_t *)(void *)pay[2].p;
+    int32_t *eoff = (int32_t *)(void *)pay[3].p;
     Py_BEGIN_ALLOW_THREADS
+    if (!nomem)
+        eoff[0] = 0;
     for (Py_ssize_t i = 0; i < k && !nomem; i++) {
         int64_t len = e[i] - s[i];
         uint8_t ok = len >= L.prefix;
         int64_t ep = ok ? rd(d + s[i], L.epoch) : 0, hw = ok ? rd(d + s[i], L.hw) : 0;
-        if (ok) {
+        if (ok && len > L.prefix) { /* entries: cut again if the payload is left to lbparse */
             mark m;
             for (int j = 0; j < E_N; j++)
                 m.len[j] = g[j].len;
@@ -824,11 +835,17 @@ static PyObject *replication(PyObject *self, PyObject *args) {
                 for (int j = 0; j < E_N; j++)
                     g[j].len = m.len[j];
         }
-        if (lb_gb_put(&pay[0], &ok, 1) || gb_i64(&pay[1], ep) || gb_i64(&pay[2], hw) ||
-            gb_i32(&pay[3], (int32_t)(g[E_OFFSET].len / 8)))
-            nomem = 1;
+        okv[i] = ok;
+        epv[i] = ep;
+        hwv[i] = hw;
+        eoff[i + 1] = (int32_t)(g[E_OFFSET].len / 8);
     }
     Py_END_ALLOW_THREADS
+    if (!nomem) {
+        pay[0].len = (size_t)k;
+        pay[1].len = pay[2].len = (size_t)k * 8;
+        pay[3].len = (size_t)k * 4 + 4;
+    }
     if (nomem) {
         PyErr_NoMemory();
         goto done;
