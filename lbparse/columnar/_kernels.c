@@ -296,6 +296,64 @@ done:
  * a MsgType of v0. todo: uint8 per row (rows to take from). Outputs: int64
  * lens and crc, uint8 magic, has_crc and take, int32 version, hl, flags,
  * byte7, int8 crc_ok (-1 where no CRC was checked). */
+/* What headers() reads and writes, for header_rows. */
+typedef struct {
+    const uint8_t *d;
+    Py_ssize_t dlen;
+    const int64_t *s, *e;
+    const uint8_t *todo, *known, *magic;
+    int64_t *lens;
+    uint8_t *mg;
+    int32_t *ver, *hl, *fl, *b7;
+    int64_t *crcs;
+    uint8_t *hc, *take;
+    int8_t *cok;
+    long long voff, hloff, foff, toff, coff, hsize, chlen, cflag, version, maxp;
+    int verify;
+} hdr_rows;
+
+/* headers()' loop over n rows. Inlined into each call with span, nmagic
+ * and csize as given: constants where the caller knows them. */
+static inline __attribute__((always_inline)) void header_rows(const hdr_rows *r, Py_ssize_t n,
+                                                              long long span, Py_ssize_t nmagic,
+                                                              long long csize) {
+    const uint8_t *d = r->d;
+    Py_ssize_t dlen = r->dlen;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t b[64];
+        int64_t si = r->s[i], len = r->e[i] - si;
+        if (si + span <= dlen) {
+            memcpy(b, d + si, (size_t)span);
+        } else {
+            for (long long j = 0; j < span; j++)
+                b[j] = d[si + j < dlen ? si + j : dlen - 1];
+        }
+        int m = len >= r->hsize && memcmp(b, r->magic, (size_t)nmagic) == 0;
+        uint8_t version = b[r->voff], hlen = b[r->hloff], flags = b[r->foff], t7 = b[r->toff];
+        int64_t crcv = (int64_t)lb_be(b + r->coff, (int)csize);
+        r->lens[i] = len;
+        r->mg[i] = (uint8_t)m;
+        r->ver[i] = version;
+        r->hl[i] = hlen;
+        r->fl[i] = flags;
+        r->b7[i] = t7;
+        r->crcs[i] = crcv;
+        int flag = (flags & r->cflag) != 0;
+        r->hc[i] = (uint8_t)(m && flag && len >= r->chlen);
+        r->cok[i] = -1;
+        int t = r->todo[i] && m && version == r->version &&
+                hlen == (flag ? r->chlen : r->hsize) && len >= hlen && len - hlen <= r->maxp &&
+                r->known[t7];
+        if (t && flag) {
+            int match = crc(d + si + r->chlen, (size_t)(len - r->chlen)) == (uint32_t)crcv;
+            r->cok[i] = (int8_t)match;
+            if (r->verify && !match)
+                t = 0;
+        }
+        r->take[i] = (uint8_t)t;
+    }
+}
+
 static PyObject *headers(PyObject *self, PyObject *args) {
     (void)self;
     enum { NIN = 5, NOUT = 10 };
@@ -348,41 +406,19 @@ static PyObject *headers(PyObject *self, PyObject *args) {
     }
     if (check_ranges(s, e, n, dlen) < 0)
         goto done;
-    int64_t *lens = v[5].buf, *crcs = v[11].buf;
-    uint8_t *mg = v[6].buf, *hc = v[12].buf, *take = v[13].buf;
-    int32_t *ver = v[7].buf, *hl = v[8].buf, *fl = v[9].buf, *b7 = v[10].buf;
-    int8_t *cok = v[14].buf;
+    hdr_rows r = {d, dlen, s, e, todo, known, (const uint8_t *)magic, v[5].buf, v[6].buf,
+                  v[7].buf, v[8].buf, v[9].buf, v[10].buf, v[11].buf, v[12].buf, v[13].buf,
+                  v[14].buf, voff, hloff, foff, toff, coff, hsize, chlen, cflag, version, maxp,
+                  verify};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint8_t b[64];
-        int64_t len = e[i] - s[i];
-        if (s[i] + span <= dlen) {
-            memcpy(b, d + s[i], (size_t)span);
-        } else {
-            for (long long j = 0; j < span; j++)
-                b[j] = d[s[i] + j < dlen ? s[i] + j : dlen - 1];
-        }
-        int m = len >= hsize && memcmp(b, magic, (size_t)nmagic) == 0;
-        lens[i] = len;
-        mg[i] = (uint8_t)m;
-        ver[i] = b[voff];
-        hl[i] = b[hloff];
-        fl[i] = b[foff];
-        b7[i] = b[toff];
-        crcs[i] = (int64_t)lb_be(b + coff, (int)csize);
-        int flag = (b[foff] & cflag) != 0;
-        hc[i] = (uint8_t)(m && flag && len >= chlen);
-        cok[i] = -1;
-        int t = todo[i] && m && b[voff] == version && b[hloff] == (flag ? chlen : hsize) &&
-                len >= b[hloff] && len - b[hloff] <= maxp && known[b[toff]];
-        if (t && flag) {
-            int match = crc(d + s[i] + chlen, (size_t)(len - chlen)) == (uint32_t)crcs[i];
-            cok[i] = (int8_t)match;
-            if (verify && !match)
-                t = 0;
-        }
-        take[i] = (uint8_t)t;
-    }
+    /* v0's header (12 bytes read, a 4-byte magic and CRC) with its sizes as
+     * constants: the copies, the magic's compare and the CRC's read inline
+     * (decode_tables a tenth less a header-only row); any other spec by the
+     * same code, its sizes read. */
+    if (span == 12 && nmagic == 4 && csize == 4)
+        header_rows(&r, n, 12, 4, 4);
+    else
+        header_rows(&r, n, span, nmagic, csize);
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
