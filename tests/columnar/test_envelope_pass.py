@@ -192,9 +192,10 @@ def test_string_columns_equal_arrows_take(data: st.DataObject) -> None:
 
 
 def test_string_columns_of_the_decoders_names() -> None:
-    """Nulls, an empty name, multi-byte UTF-8, every row null, no row."""
-    names = ["ReplicationResponse", "", "é\u4e2d", "Ack"]
-    got = check_strings(names, [0, -1, 1, 2, 3, 0, -1])
+    """Nulls, an empty name, multi-byte UTF-8, names either side of the 32
+    bytes copied at once, every row null, no row."""
+    names = ["ReplicationResponse", "", "é\u4e2d", "Ack", "x" * 32, "y" * 33, "z" * 70]
+    got = check_strings(names, [0, -1, 1, 2, 3, 0, -1, 4, 5, 6, 4, 6, 0])
     assert got.null_count == 2
     assert check_strings(names, [-1, -1]).null_count == 2
     assert len(check_strings(names, [])) == 0
