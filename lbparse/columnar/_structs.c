@@ -440,6 +440,22 @@ static int put_nulls(node *c, int64_t k) {
     return 0;
 }
 
+/* k copies of offset v appended to g (put_offset's, at once). */
+static int put_offsets(lb_gbuf *g, int64_t v, int64_t k) {
+    if (v > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "a column passed 2 GiB in one batch");
+        return -1;
+    }
+    int32_t x = (int32_t)v;
+    if (lb_gb_reserve_py(g, (size_t)k * sizeof x) < 0)
+        return -1;
+    for (int64_t j = 0; j < k; j++) {
+        memcpy(g->p + g->len, &x, sizeof x);
+        g->len += sizeof x;
+    }
+    return 0;
+}
+
 /* n zero bytes appended to g. */
 static int put_zeros(lb_gbuf *g, size_t n) {
     if (lb_gb_reserve_py(g, n) < 0)
@@ -467,32 +483,14 @@ static int settle(node *c) {
                 continue;
             }
             /* a list's elements are only ever written, never owed: its length is whole */
-            int64_t last = f->col->length;
-            if (last > INT32_MAX) {
-                PyErr_SetString(PyExc_OverflowError, "a column passed 2 GiB in one batch");
+            if (put_offsets(&f->offsets, f->col->length, k) < 0)
                 return -1;
-            }
-            int32_t x = (int32_t)last;
-            if (lb_gb_reserve_py(&f->offsets, (size_t)k * sizeof x) < 0)
-                return -1;
-            for (int64_t j = 0; j < k; j++) {
-                memcpy(f->offsets.p + f->offsets.len, &x, sizeof x);
-                f->offsets.len += sizeof x;
-            }
         }
         return 0;
     case K_STRING:
     case K_BYTES:
-    case K_ENUM: {
-        int32_t x = (int32_t)c->data.len; /* put_offset checked it when it was written */
-        if (lb_gb_reserve_py(&c->offsets, (size_t)k * sizeof x) < 0)
-            return -1;
-        for (int64_t j = 0; j < k; j++) {
-            memcpy(c->offsets.p + c->offsets.len, &x, sizeof x);
-            c->offsets.len += sizeof x;
-        }
-        return 0;
-    }
+    case K_ENUM:
+        return put_offsets(&c->offsets, (int64_t)c->data.len, k);
     case K_BOOL:
         return put_zeros(&c->values, (size_t)k);
     case K_FLOAT:
