@@ -20,7 +20,9 @@ from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
+from lbparse.raft.entries import command_label
 from lbparse.raft.msgpack_structs import json_fields
+from lbparse.raft.tables import log_type_name
 from lbparse.raft.transport import REQUEST, RESPONSE, rpc_names_by_code, rpc_row
 
 __all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
@@ -102,7 +104,9 @@ def rpc_lists(got: tuple[bytes, ...], typ: pa.DataType) -> pa.ListArray:
     Returns:
         A list a message of the batch, empty where stream_rows did not read it.
     """
-    _, offsets, which, term, term_valid, node_off, node, node_valid, err_off, err, err_valid = got
+    _, offsets, which, term, term_valid, node_off, node, node_valid, err_off, err, err_valid = got[
+        :11
+    ]
     n = len(term_valid)
     code = np.frombuffer(which, np.uint16)
     rpc = typ.value_type
@@ -117,11 +121,37 @@ def rpc_lists(got: tuple[bytes, ...], typ: pa.DataType) -> pa.ListArray:
         pa.Array.from_buffers(
             pa.string(), n, [_bitmap(err_valid), pa.py_buffer(err_off), pa.py_buffer(err)]
         ),
-        pa.ListArray.from_arrays(
-            pa.array(np.zeros(n + 1, np.int32)), pa.array([], entries.value_type), type=entries
-        ),
+        _entry_lists(got[11:], entries),
     ]
     values = pa.StructArray.from_arrays(children, fields=list(rpc))
+    starts = pa.Array.from_buffers(pa.int32(), len(offsets) // 4, [None, pa.py_buffer(offsets)])
+    return pa.ListArray.from_arrays(starts, values, type=typ)
+
+
+def _entry_lists(got: tuple[bytes, ...], typ: pa.ListType) -> pa.ListArray:
+    """The rows' log entries of stream_rows' columns: `_log_row`'s, the type's
+    name and the command's label made once per distinct value."""
+    offsets, index, term, types, cmd_off, cmd, cmd_valid = got
+    n = len(cmd_valid)
+    code = np.frombuffer(types, np.uint64)
+    known, at = np.unique(code, return_inverse=True)
+    names = pa.array([log_type_name(int(v)) for v in known.tolist()], pa.string())
+    ends = np.frombuffer(cmd_off, np.int32)
+    labels: dict[bytes, str | None] = {}
+    commands: list[str | None] = [None] * n
+    for k in np.flatnonzero(np.frombuffer(cmd_valid, np.bool_)).tolist():
+        data = cmd[ends[k] : ends[k + 1]]
+        if data not in labels:
+            labels[data] = command_label(data)
+        commands[k] = labels[data]
+    children = {
+        "index": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(index)]),
+        "term": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(term)]),
+        "type": names.take(pa.array(at.astype(np.int64, copy=False))),
+        "command": pa.array(commands, pa.string()),
+    }
+    entry = typ.value_type
+    values = pa.StructArray.from_arrays([children[f.name] for f in entry], fields=list(entry))
     starts = pa.Array.from_buffers(pa.int32(), len(offsets) // 4, [None, pa.py_buffer(offsets)])
     return pa.ListArray.from_arrays(starts, values, type=typ)
 

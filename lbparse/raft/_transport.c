@@ -70,6 +70,11 @@ typedef struct {
     PyObject *row_key[6];         /* role, rpc, term, node, error, entries */
     int term_field[MAX_STRUCTS];  /* the Term field's index in each struct, -1: none */
     int node_field[MAX_STRUCTS][3]; /* the node's fields by precedence, -1: none */
+    /* stream_rows' log entries: the entries field of each request struct (-1:
+     * none), and the Index, Term, Type and Data fields of each struct (-1) */
+    int entries_field[MAX_STRUCTS];
+    int log_field[MAX_STRUCTS][4];
+    uint64_t log_command;         /* the LogCommand type: its Data is a command */
 } Reader;
 
 enum { RD_OK = 0, RD_SHORT = 1, RD_OTHER = 2, RD_ERR = 3 /* a Python exception is set */ };
@@ -403,7 +408,7 @@ static PyObject *Reader_read_response(Reader *r, PyObject *args) {
  * the node, the first of its fields by precedence that is non-empty bytes. */
 static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size_t *vals,
                        const int *slot, int64_t *term, int *has_term, const uint8_t **node,
-                       size_t *node_len) {
+                       size_t *node_len, size_t *entries_at) {
     const sspec *s = &r->structs[si];
     const uint8_t *nodes[3] = {NULL, NULL, NULL};
     size_t lens[3] = {0, 0, 0};
@@ -449,8 +454,15 @@ static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size
         case T_LIST:
             if (h.kind == LB_MP_NIL)
                 break;
-            if (h.kind != LB_MP_ARRAY || h.u > 0)
-                return RD_OTHER; /* log entries: made into rows by transport.py */
+            if (h.kind != LB_MP_ARRAY)
+                return RD_OTHER;
+            if (h.u > 0) {
+                /* log entries: stream_rows' (entries_at: where they start), else
+                 * made into rows by transport.py */
+                if (!entries_at || i != r->entries_field[si])
+                    return RD_OTHER;
+                *entries_at = vals[slot[i]];
+            }
             break;
         default:
             return RD_OTHER;
@@ -476,7 +488,7 @@ static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size
  * follow is left to transport.py too) or RD_ERR. */
 static int row_read(Reader *r, int request, const uint8_t *b, size_t n, size_t pos,
                     uint64_t items, int *which, lb_mp_head *err, int64_t *term, int *has_term,
-                    const uint8_t **node, size_t *node_len, size_t *end) {
+                    const uint8_t **node, size_t *node_len, size_t *entries_at, size_t *end) {
     matched m;
     int rc;
     *node_len = 0;
@@ -488,7 +500,8 @@ static int row_read(Reader *r, int request, const uint8_t *b, size_t n, size_t p
         rc = match_response(r, b, n, pos, items, which, err, &m);
     }
     if (rc == RD_OK)
-        rc = row_scalars(r, m.si, b, n, m.vals, m.slot, term, has_term, node, node_len);
+        rc = row_scalars(r, m.si, b, n, m.vals, m.slot, term, has_term, node, node_len,
+                         request ? entries_at : NULL);
     if (rc == RD_OK)
         *end = m.end;
     return rc;
@@ -524,7 +537,7 @@ static int row_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos
     const uint8_t *name;
     size_t name_len, stop;
     int rc = row_read(r, request, b, n, pos, items, &which, &h, &t, &has_term, &name, &name_len,
-                      &stop);
+                      NULL, &stop);
     if (rc != RD_OK)
         return rc;
     term = has_term ? PyLong_FromLongLong(t) : NULL;
@@ -601,9 +614,10 @@ static PyObject *Reader_rows(Reader *r, PyObject *args) {
  * calls it): each message in order, on the stream its (src, dst, subject)
  * names in `streams`, read here when the decoder is in step, its role known
  * and nothing pending (no RPC unfinished, no snapshot bytes owed), every
- * RPC of the message whole and plain (Reader.rows' kind: no log entries, no
- * snapshot bytes after it) and its node and error strings ASCII; its rows
- * go into columns with no Python object made, and the decoder's `rpcs` is
+ * RPC of the message whole and plain (Reader.rows' kind, no snapshot bytes
+ * after it, but log entries are read too: entries_cols) and its node and
+ * error strings ASCII; its rows go into columns with no Python object made
+ * (but for a LogCommand's name: its Data is handed over), and the decoder's `rpcs` is
  * moved on as feed_rows moves it, the rest of its state being as feed_rows
  * leaves it. Any other message is handed to `fallback(j)`, in
  * its turn, which reads it as TrafficReader.read does. So the answer is
@@ -617,39 +631,49 @@ typedef struct {
     lb_gbuf term, term_valid;     /* int64, uint8 */
     lb_gbuf node_offsets, node, node_valid; /* int32, bytes, uint8 */
     lb_gbuf err_offsets, err, err_valid;
-    int32_t rows;
+    /* the rows' log entries: int32 per row and one (its entries' range);
+     * per entry index and term (int64, wrapped as _bigint), type (uint64),
+     * and the command's data (LogCommand with Data: offsets, bytes, valid) */
+    lb_gbuf ent_offsets, ent_index, ent_term, ent_type, cmd_offsets, cmd, cmd_valid;
+    int32_t rows, entries;
 } cols;
 
+/* Every buffer but `offsets` (a message's, written after it) in one list:
+ * marks and rollbacks go over them all, so a new column cannot be missed. */
+#define COLS_MARKED 16
+static lb_gbuf *cols_marked(cols *c, int k) {
+    lb_gbuf *all[COLS_MARKED] = {&c->which,       &c->term,      &c->term_valid, &c->node_offsets,
+                                 &c->node,        &c->node_valid, &c->err_offsets, &c->err,
+                                 &c->err_valid,   &c->ent_offsets, &c->ent_index, &c->ent_term,
+                                 &c->ent_type,    &c->cmd_offsets, &c->cmd,       &c->cmd_valid};
+    return all[k];
+}
+
 typedef struct {
-    size_t which, term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid;
-    int32_t rows;
+    size_t len[COLS_MARKED];
+    int32_t rows, entries;
 } cols_mark;
 
 static void cols_free(cols *c) {
-    lb_gbuf *all[] = {&c->offsets, &c->which, &c->term, &c->term_valid, &c->node_offsets,
-                      &c->node, &c->node_valid, &c->err_offsets, &c->err, &c->err_valid};
-    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
-        lb_gb_free(all[k]);
+    lb_gb_free(&c->offsets);
+    for (int k = 0; k < COLS_MARKED; k++)
+        lb_gb_free(cols_marked(c, k));
 }
 
-static cols_mark cols_at(const cols *c) {
-    cols_mark m = {c->which.len, c->term.len, c->term_valid.len, c->node_offsets.len,
-                   c->node.len, c->node_valid.len, c->err_offsets.len, c->err.len,
-                   c->err_valid.len, c->rows};
+static cols_mark cols_at(cols *c) {
+    cols_mark m;
+    for (int k = 0; k < COLS_MARKED; k++)
+        m.len[k] = cols_marked(c, k)->len;
+    m.rows = c->rows;
+    m.entries = c->entries;
     return m;
 }
 
 static void cols_back(cols *c, cols_mark m) {
-    c->which.len = m.which;
-    c->term.len = m.term;
-    c->term_valid.len = m.term_valid;
-    c->node_offsets.len = m.node_offsets;
-    c->node.len = m.node;
-    c->node_valid.len = m.node_valid;
-    c->err_offsets.len = m.err_offsets;
-    c->err.len = m.err;
-    c->err_valid.len = m.err_valid;
+    for (int k = 0; k < COLS_MARKED; k++)
+        cols_marked(c, k)->len = m.len[k];
     c->rows = m.rows;
+    c->entries = m.entries;
 }
 
 static int ascii(const uint8_t *s, size_t n) {
@@ -672,6 +696,101 @@ static int put_text(lb_gbuf *offsets, lb_gbuf *data, lb_gbuf *valid, const uint8
     return RD_OK;
 }
 
+/* An unsigned field's value as value_of reads it (a signed encoding of a
+ * non-negative value too): RD_OK, else RD_OTHER. */
+static int uint_of(const lb_mp_head *h, int type, int64_t *v) {
+    if (h->kind == LB_MP_UINT)
+        *v = (int64_t)h->u; /* above 2**63: less 2**64, as _bigint */
+    else if (h->kind == LB_MP_NEG && (type == T_INT || h->i >= 0))
+        *v = h->i;
+    else
+        return RD_OTHER;
+    return RD_OK;
+}
+
+/* The log entries of the array at pos (not empty) into the columns, each
+ * read as read_map and value_of read the Log struct and _native_struct then
+ * converts it: RD_OTHER for any entry they would not read plainly -- its keys
+ * not a version of the struct, a value of another type, a list in it, a time
+ * go_time_ns refuses or a msgpack timestamp -- so transport.py reads the
+ * message. Each entry's row is _log_row's but the command's name: its Data
+ * (a LogCommand's, when not nil), which rpc_lists labels. */
+static int entries_cols(Reader *r, int si, int field, const uint8_t *b, size_t n, size_t pos,
+                        cols *c) {
+    const sspec *s = &r->structs[r->structs[si].fields[field].sub];
+    const int *lf = r->log_field[r->structs[si].fields[field].sub];
+    if (lf[0] < 0 || lf[1] < 0 || lf[2] < 0 || lf[3] < 0)
+        return RD_OTHER;
+    lb_mp_head h = {0};
+    if (lb_mp_head_at(b, n, pos, &h) != LB_MP_OK || h.kind != LB_MP_ARRAY)
+        return RD_OTHER;
+    size_t p = h.body;
+    for (uint64_t k = 0; k < h.u; k++) {
+        int which[MAX_FIELDS], slot[MAX_FIELDS];
+        size_t vals[MAX_FIELDS];
+        uint64_t count;
+        if (map_keys(s, b, n, &p, which, vals, &count) != RD_OK || !keys_fit(s, which, count, slot))
+            return RD_OTHER;
+        int64_t num[3] = {0, 0, 0}; /* Index, Term, Type */
+        const uint8_t *data = NULL;
+        size_t data_len = 0;
+        for (int i = 0; i < s->nfields; i++) {
+            if (slot[i] < 0)
+                continue;
+            lb_mp_head v = {0};
+            if (lb_mp_head_at(b, n, vals[slot[i]], &v) != LB_MP_OK)
+                return RD_OTHER;
+            int64_t x = 0;
+            switch (s->fields[i].type) {
+            case T_UINT:
+            case T_INT:
+                if (uint_of(&v, s->fields[i].type, &x) != RD_OK)
+                    return RD_OTHER;
+                for (int q = 0; q < 3; q++)
+                    if (i == lf[q])
+                        num[q] = x;
+                break;
+            case T_BOOL:
+                if (v.kind != LB_MP_BOOL)
+                    return RD_OTHER;
+                break;
+            case T_BYTES:
+            case T_TIME:
+                if (v.kind == LB_MP_NIL)
+                    break;
+                if ((v.kind != LB_MP_STR && v.kind != LB_MP_BIN) || lb_mp_body(n, &v) != LB_MP_OK)
+                    return RD_OTHER;
+                if (s->fields[i].type == T_TIME) {
+                    /* go_time_ns: MarshalBinary's bytes, version 1 (15) or 2 (16) */
+                    uint8_t version = v.u ? b[v.body] : 0;
+                    if (!((v.u == 15 && version == 1) || (v.u == 16 && version == 2)))
+                        return RD_OTHER;
+                } else if (i == lf[3]) {
+                    data = b + v.body;
+                    data_len = (size_t)v.u;
+                }
+                break;
+            default:
+                return RD_OTHER;
+            }
+        }
+        if (c->entries == INT32_MAX)
+            return RD_OTHER;
+        int command = data && (uint64_t)num[2] == r->log_command;
+        uint64_t type = (uint64_t)num[2];
+        if (lb_gb_put_py(&c->ent_index, &num[0], sizeof num[0]) < 0 ||
+            lb_gb_put_py(&c->ent_term, &num[1], sizeof num[1]) < 0 ||
+            lb_gb_put_py(&c->ent_type, &type, sizeof type) < 0)
+            return RD_ERR;
+        int rc = put_text(&c->cmd_offsets, &c->cmd, &c->cmd_valid, command ? data : NULL,
+                          data_len);
+        if (rc != RD_OK)
+            return rc;
+        c->entries++;
+    }
+    return RD_OK;
+}
+
 /* One RPC at pos into the columns: as row_at reads it. */
 static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_t pos,
                        uint64_t items, cols *c, size_t *end) {
@@ -679,9 +798,9 @@ static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_
     int which, has_term;
     int64_t term;
     const uint8_t *node;
-    size_t node_len, stop;
+    size_t node_len, stop, entries_at = SIZE_MAX;
     int rc = row_read(r, request, b, n, pos, items, &which, &h, &term, &has_term, &node, &node_len,
-                      &stop);
+                      &entries_at, &stop);
     if (rc != RD_OK)
         return rc;
     if ((node && !ascii(node, node_len)) || (!request && !ascii(b + h.body, (size_t)h.u)))
@@ -698,8 +817,14 @@ static int row_cols_at(Reader *r, int request, const uint8_t *b, size_t n, size_
     if (rc == RD_OK)
         rc = put_text(&c->err_offsets, &c->err, &c->err_valid, request ? NULL : b + h.body,
                       request ? 0 : (size_t)h.u);
+    if (rc == RD_OK && entries_at != SIZE_MAX) {
+        int si = r->request[which];
+        rc = entries_cols(r, si, r->entries_field[si], b, n, entries_at, c);
+    }
     if (rc != RD_OK)
         return rc;
+    if (lb_gb_put_py(&c->ent_offsets, &c->entries, sizeof c->entries) < 0)
+        return RD_ERR;
     c->rows++;
     *end = stop;
     return RD_OK;
@@ -817,7 +942,9 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
     int32_t zero = 0;
     if (!codes || lb_gb_put_py(&c.offsets, &zero, sizeof zero) < 0 ||
         lb_gb_put_py(&c.node_offsets, &zero, sizeof zero) < 0 ||
-        lb_gb_put_py(&c.err_offsets, &zero, sizeof zero) < 0)
+        lb_gb_put_py(&c.err_offsets, &zero, sizeof zero) < 0 ||
+        lb_gb_put_py(&c.ent_offsets, &zero, sizeof zero) < 0 ||
+        lb_gb_put_py(&c.cmd_offsets, &zero, sizeof zero) < 0)
         goto fail;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
     for (Py_ssize_t j = 0; j < count; j++) {
@@ -847,10 +974,13 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
             goto fail;
         code[j] = (uint8_t)got;
     }
-    result = Py_BuildValue("(NNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which),
-                           bytes_of(&c.term), bytes_of(&c.term_valid), bytes_of(&c.node_offsets),
-                           bytes_of(&c.node), bytes_of(&c.node_valid), bytes_of(&c.err_offsets),
-                           bytes_of(&c.err), bytes_of(&c.err_valid));
+    result = Py_BuildValue(
+        "(NNNNNNNNNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which), bytes_of(&c.term),
+        bytes_of(&c.term_valid), bytes_of(&c.node_offsets), bytes_of(&c.node),
+        bytes_of(&c.node_valid), bytes_of(&c.err_offsets), bytes_of(&c.err),
+        bytes_of(&c.err_valid), bytes_of(&c.ent_offsets), bytes_of(&c.ent_index),
+        bytes_of(&c.ent_term), bytes_of(&c.ent_type), bytes_of(&c.cmd_offsets), bytes_of(&c.cmd),
+        bytes_of(&c.cmd_valid));
     cols_free(&c);
     return result;
 fail:
@@ -859,20 +989,60 @@ fail:
     return NULL;
 }
 
+/* The index of the field named `key` in s, -1: none (or -2: an exception). */
+static int field_named(const sspec *s, PyObject *key) {
+    for (int i = 0; i < s->nfields; i++) {
+        int eq = PyUnicode_Compare(s->fields[i].name, key);
+        if (eq == -1 && PyErr_Occurred())
+            return -2;
+        if (eq == 0)
+            return i;
+    }
+    return -1;
+}
+
 /* init's `rows`: (request role, response role, {type byte: RPC name}, (type
  * bytes of requests a trailer follows), (RPC name of each response, in
  * responses' order), (the six row keys), the Term key, (node keys by
- * precedence)). */
+ * precedence), a request's log entries' key, (a log entry's Index, Term, Type
+ * and Data keys), the LogCommand type). */
 static int rows_init(Reader *r, PyObject *spec) {
-    PyObject *names, *whole_types, *resp_names, *keys, *term_key, *node_keys;
-    if (!PyArg_ParseTuple(spec, "UUO!O!O!O!UO!:rows", &r->role[1], &r->role[0], &PyDict_Type,
+    PyObject *names, *whole_types, *resp_names, *keys, *term_key, *node_keys, *entries_key,
+        *log_keys;
+    unsigned long long log_command;
+    if (!PyArg_ParseTuple(spec, "UUO!O!O!O!UO!UO!K:rows", &r->role[1], &r->role[0], &PyDict_Type,
                           &names, &PyTuple_Type, &whole_types, &PyTuple_Type, &resp_names,
-                          &PyTuple_Type, &keys, &term_key, &PyTuple_Type, &node_keys))
+                          &PyTuple_Type, &keys, &term_key, &PyTuple_Type, &node_keys,
+                          &entries_key, &PyTuple_Type, &log_keys, &log_command))
         return -1;
     if (PyTuple_GET_SIZE(keys) != 6 || PyTuple_GET_SIZE(resp_names) != r->nresponses ||
-        PyTuple_GET_SIZE(node_keys) > 3) {
-        PyErr_SetString(PyExc_ValueError, "rows: six keys, a name per response, <= 3 node keys");
+        PyTuple_GET_SIZE(node_keys) > 3 || PyTuple_GET_SIZE(log_keys) != 4) {
+        PyErr_SetString(PyExc_ValueError,
+                        "rows: six keys, a name per response, <= 3 node keys, 4 log keys");
         return -1;
+    }
+    r->log_command = log_command;
+    for (int si = 0; si < r->nstructs; si++) {
+        r->entries_field[si] = -1;
+        for (int q = 0; q < 4; q++) {
+            int i = field_named(&r->structs[si], PyTuple_GET_ITEM(log_keys, q));
+            if (i == -2)
+                return -1;
+            /* Index, Term and Type are integers, Data bytes: a struct whose
+             * fields are not has no entries read here */
+            int type = i >= 0 ? r->structs[si].fields[i].type : -1;
+            int fits = q < 3 ? type == T_UINT || type == T_INT : type == T_BYTES;
+            r->log_field[si][q] = fits ? i : -1;
+        }
+    }
+    for (int t = 0; t < 256; t++) {
+        int si = r->request[t];
+        if (si < 0)
+            continue;
+        int i = field_named(&r->structs[si], entries_key);
+        if (i == -2)
+            return -1;
+        r->entries_field[si] = i >= 0 && r->structs[si].fields[i].type == T_LIST ? i : -1;
     }
     for (int k = 0; k < 6; k++)
         r->row_key[k] = PyTuple_GET_ITEM(keys, k);
@@ -1023,7 +1193,8 @@ static PyMethodDef Reader_methods[] = {
      "end of the last)"},
     {"stream_rows", (PyCFunction)Reader_stream_rows, METH_VARARGS,
      "stream_rows(streams, src, dst, subject, payload, fallback) -> (codes, offsets, which, "
-     "term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid)"},
+     "term, term_valid, node_offsets, node, node_valid, err_offsets, err, err_valid, "
+     "entry_offsets, index, term, type, command_offsets, command_data, command_valid)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ReaderType = {

@@ -82,6 +82,8 @@ _RESPONSES = sorted(((n, base_keys(n), all_keys(n)) for n in _BY_RESPONSE), key=
 
 _TERM = "Term"  # the raft_rpcs row's term
 _NODE = ("Leader", "Candidate", "ID")  # its node: the first of these an RPC has
+_ENTRIES = "Entries"  # a request's log entries (raft_entries' rows)
+_LOG = ("Index", "Term", "Type", "Data")  # an entry's row's fields: the Log struct's keys
 
 
 def _term(fields: dict[str, Any]) -> int | None:
@@ -389,7 +391,7 @@ def _row(role: str, t: RpcType, s: StructValue, error: str | None) -> dict[str, 
         "term": _bigint(_term(f)),
         "node": _node(f),
         "error": error,
-        "entries": [_log_row(e) for e in f.get("Entries", ())] if role == REQUEST else [],
+        "entries": [_log_row(e) for e in f.get(_ENTRIES, ())] if role == REQUEST else [],
     }
 
 
@@ -398,10 +400,10 @@ def _log_row(log: StructValue) -> dict[str, Any]:
     no LogEntry: a command's name or op only (its JSON, its configuration and
     the warnings are not in the row)."""
     f = log.fields
-    typ, data = f["Type"], f["Data"]
+    index, term, typ, data = (f[key] for key in _LOG)
     return {
-        "index": _bigint(f["Index"]),
-        "term": _bigint(f["Term"]),
+        "index": _bigint(index),
+        "term": _bigint(term),
         "type": log_type_name(typ),
         "command": command_label(data) if typ == LOG_COMMAND and data is not None else None,
     }
@@ -447,6 +449,10 @@ def _native_tables() -> tuple[Any, ...]:
         ("role", "rpc", "term", "node", "error", "entries"),
         _TERM,
         _NODE,
+        # stream_rows' log entries (_log_row's, but the command: its data)
+        _ENTRIES,
+        _LOG,
+        LOG_COMMAND,
     )
     return structs, requests, responses, MAX_PENDING_ITEMS, rows
 
@@ -549,7 +555,12 @@ def stream_rows(
         (0 skipped, 1 read here as requests, 2 as responses, 3 fallback's),
         then the rows' columns: offsets (int32, a message's rows), the RPC
         (uint16, rpc_names_by_code), term (int64) and its validity (uint8),
-        node offsets, bytes and validity, error offsets, bytes and validity.
+        node offsets, bytes and validity, error offsets, bytes and validity;
+        then the rows' log entries (a request's `Entries`, as `_log_row`
+        makes them): offsets (int32, a row's entries), index and term
+        (int64, as `_bigint`), type (uint64: `log_type_name`'s number), and
+        the data whose `command_label` is the entry's command (a LogCommand's
+        with data): offsets (int32), bytes and validity.
     """
     if not native_available():
         return None

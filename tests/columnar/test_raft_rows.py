@@ -195,3 +195,7 @@ def test_the_batch_reads_the_common_message_in_c_as_read_does(name: str) -> None
         )
     streams = sum(1 for w in want if w is not None and w.chunk is not None)
     assert streams > 1000 and fast > 0.8 * streams, (fast, streams)
+    # the log entries too: every AppendEntries of these clusters' is read in C
+    entries = [sum(len(r["entries"]) for r in w.rows or ()) for w in want if w is not None]
+    in_c = sum(len(r["entries"]) for rows in batch_rows(got) if rows for r in rows)
+    assert in_c == sum(entries) and in_c > 0, (in_c, sum(entries))

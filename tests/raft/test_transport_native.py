@@ -222,6 +222,68 @@ def test_the_real_captures_streams(name: str) -> None:
         check_raft_native([stream[i : i + 97] for i in range(5, len(stream), 97)])
 
 
+# -- log entries into the columns (stream_rows) -----------------------------------
+
+_AT = 1_763_700_000
+# (an AppendEntries' entries, whether stream_rows reads the message in C)
+ENTRIES = {
+    "a command": ([_log(41, 5, 0, b"\x08\x05")], True),
+    "a command without data": ([_log(41, 5, 0, None)], True),
+    "a command of no RaftLog": ([_log(41, 5, 0, b"\xff")], True),
+    "an op no version names": ([_log(41, 5, 0, b"\x08\x63")], True),
+    "an empty RaftLog": ([_log(41, 5, 0, b"")], True),
+    "a no-op with data": ([_log(41, 5, 1, b"\x08\x05")], True),
+    "a type no version names": ([_log(41, 5, 99, b"\x08\x05")], True),
+    "indexes past 2**63": ([_log(2**64 - 1, 2**63, 4)], True),
+    "the same command twice": ([_log(1, 1, 0, b"\x08\x02"), _log(2, 1, 0, b"\x08\x02")], True),
+    "time, version 1": ([{**_log(), "AppendedAt": _go_time(_AT, 9)}], True),
+    "time, version 2": ([{**_log(), "AppendedAt": _go_time(_AT, 9, 2)}], True),
+    "zero time": ([{**_log(), "AppendedAt": _go_time(-GO_EPOCH, 0)}], True),
+    "no time": ([{**_log(), "AppendedAt": None}], True),
+    "time of 14 bytes": ([{**_log(), "AppendedAt": _go_time(_AT, 9)[:14]}], False),
+    "time of 15 bytes, version 2": ([{**_log(), "AppendedAt": _go_time(_AT, 9, 2)[:15]}], False),
+    "time of 16 bytes, version 1": ([{**_log(), "AppendedAt": _go_time(_AT, 9) + b"\0"}], False),
+    "empty time": ([{**_log(), "AppendedAt": b""}], False),
+    "a msgpack timestamp": ([{**_log(), "AppendedAt": msgpack.Timestamp(_AT, 9)}], False),
+    "a negative index": ([_log(-1, 5, 0)], False),
+    "a bool for a type": ([_log(1, 5, True)], False),
+    "extensions of a list": ([{**_log(), "Extensions": [1]}], False),
+    "a key too many": ([{**_log(), "Other": 1}], False),
+    "a key missing": ([{k: v for k, v in _log().items() if k != "Term"}], False),
+    "the second entry odd": ([_log(1, 1, 1), {**_log(), "AppendedAt": b"x"}], False),
+    "an entry that is no map": ([_log(1, 1, 1), [1, 2]], False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_stream_rows_reads_log_entries_as_the_reference(name: str) -> None:
+    """An AppendEntries with log entries: stream_rows reads it in C when every
+    entry is plainly a Log (the rows the reference gives, command labels and
+    wrapped indexes included), else hands it to the reference, which words
+    it. Each case is held equal (check_raft_native: the C and Python readers,
+    the rows and the batch columns), and the case says which way it went."""
+    from support.hostile import batch_rows
+
+    entries, plain = ENTRIES[name]
+    fields = {"ProtocolVersion": 3, "Term": 5, "Leader": b"node2", "PrevLogEntry": 40}
+    fields |= {"PrevLogTerm": 4, "Entries": entries, "LeaderCommitIndex": 40}
+    message = APPEND[:1] + pack(fields)
+    check_raft_native([message], "request")
+    dec = transport.StreamDecoder("request", LIMIT, native=True)
+    dec.feed_rows(HEARTBEAT)  # in step: the stream's first message is the reference's
+    handed: list[int] = []
+    key = ("a", "b", "s")
+    got = transport.stream_rows({key: dec}, ["a"], ["b"], ["s"], [message], handed.append)
+    assert got is not None
+    assert (got[0], handed) == ((b"\x01", []) if plain else (b"\x03", [0]))
+    if plain:  # the reference's rows, read by a decoder in the same step
+        ref = transport.StreamDecoder("request", LIMIT, native=False)
+        ref.feed_rows(HEARTBEAT)
+        want = ref.feed_rows(message)[1]
+        assert batch_rows(got) == [want]
+        assert len(want[0]["entries"]) == len(entries)
+
+
 # -- hypothesis-made streams ----------------------------------------------------
 
 ANY = st.one_of(
