@@ -62,6 +62,8 @@ def _compile(pattern: str) -> re.Pattern[str]:
 _PATTERNS = [(_compile(p), kind, name) for p, kind, name in SUBJECTS]
 # Cheap test before the patterns: every non-envelope subject has this in it.
 _MARK = ".raft.metadata."
+# The subject kinds TrafficReader.read reads (on any other it says None).
+_READ_KINDS = frozenset({"raft_stream", "raft_accept", "bootstrap_probe"})
 
 
 def subject_kind(subject: str) -> tuple[str, str, dict[str, str]] | None:
@@ -258,6 +260,7 @@ class TrafficReader:
             if found is None:
                 return None
             kind, name, node = found
+            # the kinds of _READ_KINDS
             if kind == "raft_stream":
                 return self._raft_stream(src, dst, subject, payload, name, node, rows)
             if kind == "raft_accept":
@@ -298,6 +301,24 @@ class TrafficReader:
             use (nothing was read or called).
         """
         return stream_rows(self.streams, src, dst, subject, payload, fallback)
+
+    @staticmethod
+    def inert(subject: str) -> bool:
+        """Whether `read` is None for any message on `subject`, whatever its
+        bytes and the reader's state (so a message on it needs no reading).
+
+        Args:
+            subject: A NATS subject.
+
+        Returns:
+            True for a metadata subject of none of the kinds `read` reads
+            (an envelope's, such as the partition status requests'), or of
+            no kind at all.
+        """
+        if _MARK not in subject:
+            return False
+        found = _kind_name_node(subject)
+        return found is None or found[0] not in _READ_KINDS
 
     @staticmethod
     def stream_node(subject: str) -> str | None:

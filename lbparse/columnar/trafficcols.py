@@ -169,6 +169,9 @@ def _batched(
     when the C reader is not in use."""
     src, dst, subject, _, payload, _ = lists
     slow: dict[int, Any] = {}
+    # a message on an envelope's metadata subject is nothing `read` reads:
+    # skipped here, where each was a call of the fallback
+    inert = {s: reader.inert(s or "") for s in set(subject)}
 
     def fallback(j: int) -> None:
         t = _read(reader, lists, j, rows=True)
@@ -179,7 +182,10 @@ def _batched(
         [s or "" for s in src],
         [d or "" for d in dst],
         [s or "" for s in subject],
-        [None if e is not None else (p or b"") for p, e in zip(payload, error_kind)],
+        [
+            None if e is not None or inert[s] else (p or b"")
+            for p, e, s in zip(payload, error_kind, subject)
+        ],
         fallback,
     )
     if got is None:

@@ -198,3 +198,25 @@ def test_any_bytes_on_any_liftbridge_subject_give_traffic_or_none() -> None:
             )
             if t is not None:
                 json.dumps(t.to_json_dict())
+
+
+def test_inert_subjects_are_read_as_nothing_and_leave_no_trace() -> None:
+    """`TrafficReader.inert` (the columns skip a message on such a subject):
+    on the real cluster's capture, every message on an inert subject is read
+    as None and leaves the reader as it was, and the envelopes' metadata
+    subjects are inert while every subject `read` reads is not."""
+    reader = TrafficReader()
+    inert = Counter()
+    for rec in sample_records(SAMPLE.name):
+        before = (len(reader.streams), len(reader.roles), len(reader.accept_replies))
+        t = reader.read(rec.src, rec.dst, rec.subject, rec.reply, rec.payload, rec.header_block)
+        if TrafficReader.inert(rec.subject):
+            inert[rec.subject.split(".")[3]] += 1
+            assert t is None, rec.subject
+            after = (len(reader.streams), len(reader.roles), len(reader.accept_replies))
+            assert after == before, rec.subject
+    # the metadata group's envelope subjects (status, info, propagate, fetch...)
+    assert sum(inert.values()) > 50 and len(inert) >= 3, inert
+    assert not TrafficReader.inert(INBOX) and not TrafficReader.inert(f"{NS}.node2.accept")
+    assert not TrafficReader.inert("_INBOX.r1") and not TrafficReader.inert("orders")
+    assert TrafficReader.inert(f"{NS}.no.such.kind.here")
