@@ -876,17 +876,72 @@ static PyObject *bytes_of(lb_gbuf *g) {
     return PyBytes_FromStringAndSize((const char *)g->p, (Py_ssize_t)g->len);
 }
 
+/* The decoders stream_rows found ready (whole_ready) since the fallback last
+ * ran, and the RPCs each has read since (its `rpcs` owed): a decoder's state
+ * changes only in the fallback (the C reading of a message leaves it in step
+ * with nothing pending), so whole_ready's answer holds until then. Owed
+ * counts are added to `rpcs` before the fallback runs and at the end. */
+#define READY_KEPT 64
+typedef struct {
+    int n;
+    struct {
+        PyObject *dec; /* a reference */
+        int request;
+        Py_ssize_t limit;
+        long owed;
+    } at[READY_KEPT];
+} ready_cache;
+
+/* Each decoder's owed RPCs added to its `rpcs`, and the cache emptied: 0, or
+ * -1 (an exception; the cache emptied all the same). */
+static int ready_settle(ready_cache *k) {
+    int bad = 0;
+    for (int i = 0; i < k->n; i++) {
+        PyObject *dec = k->at[i].dec;
+        if (!bad && k->at[i].owed) {
+            PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
+            PyObject *more = before ? PyLong_FromLong(k->at[i].owed) : NULL;
+            PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+            bad = !after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0;
+            Py_XDECREF(before);
+            Py_XDECREF(more);
+            Py_XDECREF(after);
+        }
+        Py_DECREF(dec);
+    }
+    k->n = 0;
+    return bad ? -1 : 0;
+}
+
 /* One message of stream_rows, on the decoder `key` names: read into the
- * columns (1: requests, 2: responses; the decoder's rpcs moved on), left to
- * the fallback (3: the columns as they were), or -1 (an exception). */
-static int stream_one(Reader *r, PyObject *streams, PyObject *key, PyObject *data, cols *c) {
-    int request = 0, ready = 0, got = 3;
+ * columns (1: requests, 2: responses; the decoder's rpcs owed in the cache),
+ * left to the fallback (3: the columns as they were), or -1 (an exception). */
+static int stream_one(Reader *r, PyObject *streams, PyObject *key, PyObject *data, cols *c,
+                      ready_cache *k) {
+    int request = 0, ready = 0, got = 3, slot = -1;
     Py_ssize_t limit = 0;
     PyObject *dec = PyDict_GetItemWithError(streams, key); /* borrowed */
     if (!dec)
         return PyErr_Occurred() ? -1 : 3;
     Py_INCREF(dec);
-    ready = whole_ready(r, dec, &request, &limit);
+    for (int i = 0; i < k->n && slot < 0; i++)
+        if (k->at[i].dec == dec)
+            slot = i;
+    if (slot >= 0) {
+        ready = 1;
+        request = k->at[slot].request;
+        limit = k->at[slot].limit;
+    } else {
+        ready = whole_ready(r, dec, &request, &limit);
+        if (ready > 0 && k->n < READY_KEPT) {
+            slot = k->n++;
+            Py_INCREF(dec);
+            k->at[slot].dec = dec;
+            k->at[slot].request = request;
+            k->at[slot].limit = limit;
+            k->at[slot].owed = 0;
+        }
+    }
     if (ready < 0)
         got = -1;
     else if (ready && PyBytes_Check(data) && PyBytes_GET_SIZE(data) > 0) {
@@ -904,16 +959,19 @@ static int stream_one(Reader *r, PyObject *streams, PyObject *key, PyObject *dat
         if (rc == RD_ERR)
             got = -1;
         else if (rc == RD_OK && pos == n) {
-            PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
-            PyObject *more = before ? PyLong_FromLong(c->rows - mark.rows) : NULL;
-            PyObject *after = more ? PyNumber_Add(before, more) : NULL;
-            if (!after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0)
-                got = -1;
-            else
-                got = request ? 1 : 2;
-            Py_XDECREF(before);
-            Py_XDECREF(more);
-            Py_XDECREF(after);
+            got = request ? 1 : 2;
+            if (slot >= 0) {
+                k->at[slot].owed += c->rows - mark.rows;
+            } else { /* the cache is full: moved on at once */
+                PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
+                PyObject *more = before ? PyLong_FromLong(c->rows - mark.rows) : NULL;
+                PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+                if (!after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0)
+                    got = -1;
+                Py_XDECREF(before);
+                Py_XDECREF(more);
+                Py_XDECREF(after);
+            }
         } else
             cols_back(c, mark);
     }
@@ -938,6 +996,10 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
         return NULL;
     }
     cols c = {0};
+    ready_cache *k = PyMem_Malloc(sizeof *k);
+    if (!k)
+        return PyErr_NoMemory();
+    k->n = 0;
     PyObject *codes = PyBytes_FromStringAndSize(NULL, count);
     int32_t zero = 0;
     if (!codes || lb_gb_put_py(&c.offsets, &zero, sizeof zero) < 0 ||
@@ -960,9 +1022,11 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
             PyObject *key = PyTuple_Pack(3, PyList_GET_ITEM(src, j), PyList_GET_ITEM(dst, j),
                                          PyList_GET_ITEM(subject, j));
             Py_INCREF(data); /* held while the message is read: a fallback may change the list */
-            got = key ? stream_one(r, streams, key, data, &c) : -1;
+            got = key ? stream_one(r, streams, key, data, &c, k) : -1;
             Py_XDECREF(key);
             Py_DECREF(data);
+            if (got == 3 && ready_settle(k) < 0) /* the fallback sees every rpcs moved on */
+                got = -1;
             if (got == 3) {
                 PyObject *done = PyObject_CallFunction(fallback, "n", j);
                 Py_XDECREF(done);
@@ -974,6 +1038,9 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
             goto fail;
         code[j] = (uint8_t)got;
     }
+    if (ready_settle(k) < 0)
+        goto fail;
+    PyMem_Free(k);
     result = Py_BuildValue(
         "(NNNNNNNNNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which), bytes_of(&c.term),
         bytes_of(&c.term_valid), bytes_of(&c.node_offsets), bytes_of(&c.node),
@@ -984,6 +1051,17 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
     cols_free(&c);
     return result;
 fail:
+    /* the RPCs read so far moved on, as when each message moved its own */
+    if (PyErr_Occurred()) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (ready_settle(k) < 0)
+            PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    } else {
+        ready_settle(k);
+    }
+    PyMem_Free(k);
     Py_XDECREF(codes);
     cols_free(&c);
     return NULL;

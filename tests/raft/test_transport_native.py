@@ -284,6 +284,33 @@ def test_stream_rows_reads_log_entries_as_the_reference(name: str) -> None:
         assert len(want[0]["entries"]) == len(entries)
 
 
+def test_stream_rows_asks_again_after_the_fallback_moved_a_decoder() -> None:
+    """stream_rows keeps a decoder's readiness from one message to the next,
+    until the fallback runs: here the fallback leaves the decoder owing a
+    snapshot's bytes, which are a heartbeat's. Read again, they are
+    snapshot bytes (no row), as the reference says; kept, they were a row."""
+    from support.hostile import check_raft_native
+
+    head = SNAPSHOT[: -len(b"0123456789")]
+    size = msgpack.packb(10)
+    assert head.count(b"Size" + size) == 1
+    head = head.replace(b"Size" + size, b"Size" + msgpack.packb(len(HEARTBEAT)))
+    messages = [HEARTBEAT, HEARTBEAT, head, HEARTBEAT, HEARTBEAT]
+    check_raft_native(messages, "request")
+    dec = transport.StreamDecoder("request", LIMIT, native=True)
+    handed: list[int] = []
+    key = ("a", "b", "s")
+
+    def fallback(j: int) -> None:
+        handed.append(j)
+        dec.feed_rows(messages[j])
+
+    got = transport.stream_rows({key: dec}, ["a"] * 5, ["b"] * 5, ["s"] * 5, messages, fallback)
+    assert got is not None
+    assert (got[0], handed) == (b"\x03\x01\x03\x03\x01", [0, 2, 3])
+    assert dec.rpcs == 4  # two heartbeats in C, one and the snapshot by the fallback
+
+
 # -- hypothesis-made streams ----------------------------------------------------
 
 ANY = st.one_of(
