@@ -996,9 +996,8 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
         return NULL;
     }
     cols c = {0};
-    ready_cache *k = PyMem_Malloc(sizeof *k);
-    if (!k)
-        return PyErr_NoMemory();
+    ready_cache cache; /* 2 KiB, on the stack */
+    ready_cache *k = &cache;
     k->n = 0;
     PyObject *codes = PyBytes_FromStringAndSize(NULL, count);
     int32_t zero = 0;
@@ -1040,7 +1039,6 @@ static PyObject *Reader_stream_rows(Reader *r, PyObject *args) {
     }
     if (ready_settle(k) < 0)
         goto fail;
-    PyMem_Free(k);
     result = Py_BuildValue(
         "(NNNNNNNNNNNNNNNNNN)", codes, bytes_of(&c.offsets), bytes_of(&c.which), bytes_of(&c.term),
         bytes_of(&c.term_valid), bytes_of(&c.node_offsets), bytes_of(&c.node),
@@ -1061,7 +1059,6 @@ fail:
     } else {
         ready_settle(k);
     }
-    PyMem_Free(k);
     Py_XDECREF(codes);
     cols_free(&c);
     return NULL;

@@ -269,8 +269,9 @@ def test_the_c_modules_share_one_growable_buffer() -> None:
     """The growable byte buffer is written once, in lbparse/_c/lb_gbuf.h:
     every C module includes it, and none reallocates a byte buffer of its
     own (_native.c, _kernels.c, _structs.c and _scan.c each had one, with
-    different rules for a size that overflows). raft/_transport.c allocates
-    no bytes at all (Python objects only), so it needs no buffer."""
+    different rules for a size that overflows). raft/_transport.c calls no
+    allocator itself: its columns grow in lb_gbuf.h's buffers, the rest is
+    Python objects and the stack."""
     import re
 
     root = Path(__file__).resolve().parents[2] / "lbparse"
