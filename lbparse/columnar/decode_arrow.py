@@ -80,7 +80,7 @@ from lbparse.columnar.schema import (
     payload_columns,
     typed_payloads,
 )
-from lbparse.columnar.trafficcols import traffic_columns
+from lbparse.columnar.trafficcols import traffic_parts
 from lbparse.columnar.wirescan import decode_structs, scatter
 from lbparse.errors import EnvelopeError, InputError
 
@@ -446,7 +446,11 @@ class BatchDecoder:
         """
         out = self.decoded(records, context, base)
         if traffic is not None:
-            out.columns.update(traffic_columns(traffic, records, self.options.json_columns))
+            # `traffic` a value per row; its detail at the rows it names, as
+            # a struct column's (spread only for the wide batch)
+            wide, named = traffic_parts(traffic, records, self.options.json_columns)
+            out.columns.update(wide)
+            out.structs.update(named)
         return out
 
     def decoded(
@@ -1383,6 +1387,9 @@ class Decoded:
         Returns:
             Its array, a value per row.
         """
+        if name not in self.columns and name in self.structs:  # the traffic detail
+            rows, arr = self.structs[name]
+            return scatter(arr, _present(rows, self.num_rows))
         return self.columns[name]
 
     def to_batch(self) -> pa.RecordBatch:

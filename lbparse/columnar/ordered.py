@@ -75,6 +75,9 @@ def _release(
             fresh.columns.update(
                 {k: decoded.columns[k] for k in TRAFFIC_COLUMNS if k in decoded.columns}
             )
+            fresh.structs.update(
+                {k: decoded.structs[k] for k in TRAFFIC_COLUMNS if k in decoded.structs}
+            )
             decoded = fresh
         out.append(decoded)
     held.clear()

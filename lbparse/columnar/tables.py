@@ -226,19 +226,21 @@ def tables_of(
         out[name] = _payload_table(name, keys, taker, rows, arr)
     if taker is None and "traffic" in cols:
         taker = _Keys([cols[k] for k in keys])
-    out.update(_traffic_tables(cols, keys, empty, json_columns, taker))
+    out.update(_traffic_tables(cols, decoded.structs, keys, empty, json_columns, taker))
     return out
 
 
 def _traffic_tables(
     cols: dict[str, pa.Array],
+    named: dict[str, tuple[np.ndarray, pa.Array]],
     keys: tuple[str, ...],
     empty: bool,
     json_columns: bool,
     taker: _Keys | None,
 ) -> dict[str, pa.Table]:
     """The traffic tables of a batch whose traffic reader ran and named some
-    message (lbparse.columnar.trafficcols); none (or empty ones) otherwise.
+    message (lbparse.columnar.trafficcols: `traffic` a value per row, the
+    rest in `named` at the rows it names); none (or empty ones) otherwise.
     Their join keys are taken as the payload tables' are (`_Keys`), at the
     batch rows of each table's rows."""
     kind = cols.get("traffic")
@@ -246,13 +248,12 @@ def _traffic_tables(
         if not empty:
             return {}
         return {t: table_schema(t, keys, json_columns).empty_table() for t in TRAFFIC_TABLES}
-    rows = np.flatnonzero(np.asarray(kind.is_valid()))
-    taken = pa.array(rows)
-    traffic = [kind.take(taken), cols["traffic_node"].take(taken)]
+    rows, node = named["traffic_node"]
+    traffic = [kind.take(pa.array(rows)), node]
     if json_columns:
-        traffic.append(cols["traffic_json"].take(taken))
+        traffic.append(named["traffic_json"][1])
     out = {TRAFFIC: _table(TRAFFIC, keys, taker.take(rows) + traffic, json_columns)}
-    rpc_rows, rpc_seq, rpc = _explode(cols["raft_rpcs"].take(taken))
+    rpc_rows, rpc_seq, rpc = _explode(named["raft_rpcs"][1])
     rpc_rows = rows[rpc_rows]  # the batch row of each RPC
     rpc_names = [f.name for f in _RPC_FIELDS[1:]] + (["fields_json"] if json_columns else [])
     out[RAFT_RPCS] = _table(

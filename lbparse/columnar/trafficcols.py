@@ -9,7 +9,7 @@ or an inbox that may carry a handshake's reply.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -20,12 +20,13 @@ from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
+from lbparse.columnar.wirescan import scatter
 from lbparse.raft.entries import command_label
 from lbparse.raft.msgpack_structs import json_fields
 from lbparse.raft.tables import log_type_name
 from lbparse.raft.transport import REQUEST, RESPONSE, rpc_names_by_code, rpc_row
 
-__all__ = ["TRAFFIC_COLUMNS", "traffic_columns"]
+__all__ = ["TRAFFIC_COLUMNS", "Parts", "traffic_columns", "traffic_parts"]
 
 TRAFFIC_COLUMNS: tuple[str, ...] = tuple(c.name for c in fields.TRAFFIC)
 
@@ -59,11 +60,6 @@ def _names(json_columns: bool) -> tuple[str, ...]:
         if json_columns
         else tuple(c for c in TRAFFIC_COLUMNS if c not in JSON_COLUMNS)
     )
-
-
-def _null_columns(n: int, json_columns: bool) -> dict[str, pa.Array]:
-    schema = arrow_output_schema(json_columns)
-    return {name: pa.nulls(n, schema.field(name).type) for name in _names(json_columns)}
 
 
 def _read(reader: TrafficReader, lists: tuple[Any, ...], j: int, rows: bool) -> Any:
@@ -166,10 +162,10 @@ def _batched(
     schema: pa.Schema,
     lists: tuple[Any, ...],
     error_kind: list[Any],
-) -> dict[str, pa.Array] | None:
-    """The typed traffic columns with the stream messages read in one C call
-    (`TrafficReader.stream_batch`), the others by `read` in their turn; None
-    when the C reader is not in use."""
+) -> Parts | None:
+    """The typed traffic columns (`traffic_parts`) with the stream messages
+    read in one C call (`TrafficReader.stream_batch`), the others by `read`
+    in their turn; None when the C reader is not in use."""
     src, dst, subject, _, payload, _ = lists
     slow: dict[int, Any] = {}
     # a message on an envelope's metadata subject is nothing `read` reads:
@@ -196,7 +192,7 @@ def _batched(
     code = np.frombuffer(got[0], np.uint8)
     fast = np.flatnonzero((code == 1) | (code == 2))
     if not fast.size and not slow:
-        return _null_columns(n, False)
+        return _no_parts(n, False)
     m = len(idx)
     kinds = np.full(m, None, object)
     kinds[code == 1] = "raft_request"
@@ -212,21 +208,53 @@ def _batched(
     for j in late:
         t = slow[j]
         kinds[j], nodes[j] = t.kind, t.node
-    # the RPC lists: the C reader's, then read's, each message's taken
+    # the RPC lists: the C reader's, then read's, each named message's taken
     typ = schema.field("raft_rpcs").type
     theirs = pa.array([_rows_of(slow[j]) for j in late], typ)
     which = np.full(m, -1, np.int64)
     which[fast] = fast
     which[late] = m + np.arange(len(late))
-    rpcs = pa.concat_arrays([rpc_lists(got, typ), theirs]).take(pa.array(which, mask=which < 0))
+    named = np.flatnonzero(which >= 0)
+    rpcs = pa.concat_arrays([rpc_lists(got, typ), theirs]).take(pa.array(which[named]))
     rows = np.full(n, -1, np.int64)
     rows[idx] = np.arange(m)
     at = pa.array(rows, mask=rows < 0)
-    return {
-        "traffic": pa.array(kinds, pa.string()).take(at),
-        "traffic_node": pa.array(nodes, pa.string()).take(at),
-        "raft_rpcs": rpcs.take(at),
-    }
+    where = np.asarray(idx, np.int64)[named]
+    return Parts(
+        {"traffic": pa.array(kinds, pa.string()).take(at)},
+        {
+            "traffic_node": (where, pa.array(nodes[named], pa.string())),
+            "raft_rpcs": (where, rpcs),
+        },
+    )
+
+
+class Parts(NamedTuple):
+    """A batch's traffic columns: `traffic` a value per row; the others only
+    at the rows a message of Liftbridge's traffic is in (`Decoded.structs`'
+    form: the tables take them as they are, no row spread and taken back).
+
+    Attributes:
+        wide: `traffic` by name, a value per row (null: no such traffic).
+        named: traffic_node, raft_rpcs (and traffic_json) by name: (the rows
+            with a `traffic`, ascending; a value for each).
+    """
+
+    wide: dict[str, pa.Array]
+    named: dict[str, tuple[np.ndarray, pa.Array]]
+
+
+def _no_parts(n: int, json_columns: bool) -> Parts:
+    schema = arrow_output_schema(json_columns)
+    none = np.zeros(0, np.int64)
+    return Parts(
+        {"traffic": pa.nulls(n, pa.string())},
+        {
+            name: (none, pa.array([], schema.field(name).type))
+            for name in _names(json_columns)
+            if name != "traffic"
+        },
+    )
 
 
 def traffic_columns(
@@ -243,7 +271,30 @@ def traffic_columns(
 
     Returns:
         The traffic columns by name, a value per row (null where a row is no
-        Liftbridge traffic).
+        Liftbridge traffic): `traffic_parts`' spread over the batch's rows.
+    """
+    wide, named = traffic_parts(reader, records, json_columns)
+    n = records.num_rows
+    out = dict(wide)
+    for name, (rows, values) in named.items():
+        present = np.zeros(n, np.bool_)
+        present[rows] = True
+        out[name] = scatter(values, present)
+    return out
+
+
+def traffic_parts(
+    reader: TrafficReader, records: pa.RecordBatch, json_columns: bool = False
+) -> Parts:
+    """The traffic columns of a batch, as Parts (reading moves the reader on).
+
+    Args:
+        reader: The unit's traffic reader, fed each batch once, in order.
+        records: The batch.
+        json_columns: As `traffic_columns`.
+
+    Returns:
+        `traffic` a value per row, the other columns at the rows it names.
     """
     n = records.num_rows
     schema = arrow_output_schema(json_columns)
@@ -251,7 +302,7 @@ def traffic_columns(
     # Most batches hold no traffic: no lists of n rows for them (a Python
     # pass over every row costs the pipeline ~0.1 us a row).
     if not idx:
-        return _null_columns(n, json_columns)
+        return _no_parts(n, json_columns)
     # The candidates' values taken at once, as Python lists: a pyarrow scalar
     # per row and column (`column[i].as_py()`) cost more than the rest of
     # this loop's own work.
@@ -270,31 +321,35 @@ def traffic_columns(
         if got is not None:
             return got
     kinds: list[str | None] = [None] * n
-    nodes: list[str | None] = [None] * n
-    rpcs: list[list[dict[str, Any]] | None] = [None] * n
-    texts: list[str | None] = [None] * n
-    found = False
+    rows: list[int] = []
+    nodes: list[str | None] = []
+    rpcs: list[list[dict[str, Any]]] = []
+    texts: list[str | None] = []
     for j, i in enumerate(idx):
         if error_kind[j] is not None:  # a problem row of the input
             continue
         t = _read(reader, lists, j, rows=not json_columns)
         if t is None:
             continue
-        kinds[i], nodes[i] = t.kind, t.node
-        found = True
+        kinds[i] = t.kind
+        rows.append(i)
+        nodes.append(t.node)
         if json_columns:
-            rpcs[i] = [_rpc_json(r) for r in t.rpcs]
-            texts[i] = dumps(t.to_json_dict())
+            rpcs.append([_rpc_json(r) for r in t.rpcs])
+            texts.append(dumps(t.to_json_dict()))
         else:
-            rpcs[i] = _rows_of(t)
-    if not found:
-        return _null_columns(n, json_columns)
+            rpcs.append(_rows_of(t))
+    if not rows:
+        return _no_parts(n, json_columns)
     # By the table's names (fields.TRAFFIC): a column added there and not filled
     # here is a KeyError, not a column silently null.
-    values: dict[str, list[Any]] = {
-        "traffic": kinds,
-        "traffic_node": nodes,
-        "raft_rpcs": rpcs,
-        "traffic_json": texts,
-    }
-    return {name: pa.array(values[name], schema.field(name).type) for name in _names(json_columns)}
+    values: dict[str, list[Any]] = {"traffic_node": nodes, "raft_rpcs": rpcs, "traffic_json": texts}
+    at = np.asarray(rows, np.int64)
+    return Parts(
+        {"traffic": pa.array(kinds, pa.string())},
+        {
+            name: (at, pa.array(values[name], schema.field(name).type))
+            for name in _names(json_columns)
+            if name != "traffic"
+        },
+    )
