@@ -18,7 +18,7 @@ buffers) when setup.py built it; the numpy walk here is the reference
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import crc32c as _crc32c
@@ -422,6 +422,35 @@ def _native(
         np.ascontiguousarray(ends, np.int64),
         _layout_cached(MAX_ENTRIES, MAX_HEADERS),
     )
+    entries_type = arrow_type.field("entries").type
+    m = len(c[0]) // 8
+    # A batch of header-only responses (an idle cluster's commonest message)
+    # has no entry: its lists' one child, empty, made once per type.
+    entries = _entries(entries_type.value_type, c, m) if m else _no_entries(entries_type)
+    ok = np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
+    top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+    values = {"leader_epoch": epoch, "high_watermark": hw}
+    children = [
+        _numbers(f.type, values[f.name], 8, k)
+        if f.name in values
+        else pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
+        for f in top
+    ]
+    arr = pa.StructArray.from_arrays(
+        children, fields=top, mask=pa.array(~ok) if not ok.all() else None
+    )
+    return arr, ok
+
+
+@cache
+def _no_entries(entries_type: pa.ListType) -> pa.StructArray:
+    """No entry: the empty child of an entries list column."""
+    empty: pa.StructArray = pa.array([], entries_type.value_type)
+    return empty
+
+
+def _entries(entry_type: pa.StructType, c: tuple[bytes, ...], m: int) -> pa.StructArray:
+    """The m entries of `_kernels.replication`'s columns `c`, as Arrow."""
     (
         offset,
         timestamp,
@@ -443,10 +472,7 @@ def _native(
         hv_off,
         hv,
     ) = c
-    m = len(offset) // 8
     nh = len(hk_off) // 4 - 1
-    entries_type = arrow_type.field("entries").type
-    entry_type = entries_type.value_type
     headers_type = entry_type.field("headers").type
     hstruct = headers_type.value_type
     hkeys = pa.Array.from_buffers(hstruct.field(0).type, nh, [None, _buffer(hk_off), _buffer(hk)])
@@ -499,17 +525,4 @@ def _native(
             )
         else:
             arrays.append(headers)
-    entries = pa.StructArray.from_arrays(arrays, fields=fields)
-    ok = np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
-    top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-    values = {"leader_epoch": epoch, "high_watermark": hw}
-    children = [
-        _numbers(f.type, values[f.name], 8, k)
-        if f.name in values
-        else pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
-        for f in top
-    ]
-    arr = pa.StructArray.from_arrays(
-        children, fields=top, mask=pa.array(~ok) if not ok.all() else None
-    )
-    return arr, ok
+    return pa.StructArray.from_arrays(arrays, fields=fields)

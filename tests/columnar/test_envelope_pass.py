@@ -225,6 +225,18 @@ def test_the_replication_walk_equals_numpy_on_the_real_mix() -> None:
     assert ok.all()
 
 
+def test_a_batch_of_header_only_responses_equals_numpy() -> None:
+    """A batch without one entry (an idle cluster's header-only responses,
+    a short and a long one among them): its entries lists all empty, made
+    without the entries' columns (commitscan._no_entries)."""
+    payloads = [p for p in rr_payloads(payloads_of(SAMPLES / "short.pcapng")) if len(p) == 16]
+    assert len(payloads) > 100
+    got, ok = check_replication(payloads + [payloads[0][:15], payloads[0] + b"\0"])
+    assert ok.tolist() == [True] * len(payloads) + [False, False]
+    rows = got.to_pylist()
+    assert [r["entries"] for r in rows[:-2]] == [[]] * len(payloads) and rows[-2:] == [None, None]
+
+
 def test_the_replication_walk_equals_numpy_on_the_vectors() -> None:
     payloads = rr_payloads(VECTOR_PAYLOADS)
     assert payloads
