@@ -304,8 +304,10 @@ class TrafficReader:
 
     @staticmethod
     def inert(subject: str) -> bool:
-        """Whether `read` is None for any message on `subject`, whatever its
-        bytes and the reader's state (so a message on it needs no reading).
+        """Whether `read` is None for every message on `subject`.
+
+        Whatever the message's bytes and the reader's state: a message on
+        such a subject needs no reading.
 
         Args:
             subject: A NATS subject.

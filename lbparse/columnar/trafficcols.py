@@ -230,9 +230,11 @@ def _batched(
 
 
 class Parts(NamedTuple):
-    """A batch's traffic columns: `traffic` a value per row; the others only
-    at the rows a message of Liftbridge's traffic is in (`Decoded.structs`'
-    form: the tables take them as they are, no row spread and taken back).
+    """A batch's traffic columns, `traffic` a value per row, the rest at its rows.
+
+    The others only at the rows a message of Liftbridge's traffic is in
+    (`Decoded.structs`' form: the tables take them as they are, no row
+    spread and taken back).
 
     Attributes:
         wide: `traffic` by name, a value per row (null: no such traffic).
