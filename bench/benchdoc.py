@@ -83,6 +83,15 @@ def cpu_seconds(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.process_time() - t, result
 
 
+def wall_seconds(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall-clock time of one call: the clock of a program that times itself
+    (lbbench's rounds), so that a ratio to it counts a loaded core's waits on
+    both sides alike."""
+    t = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t, result
+
+
 def interleaved(
     cases: dict[str, Callable[[], Any]],
     rounds: int,
