@@ -400,6 +400,18 @@ static PyObject *Reader_read_response(Reader *r, PyObject *args) {
  * False: transport.py then reads it the way it reads any other, so every
  * answer given here is one the reference gives too. */
 
+/* An unsigned field's value as value_of reads it (a signed encoding of a
+ * non-negative value too): RD_OK, else RD_OTHER. */
+static int uint_of(const lb_mp_head *h, int type, int64_t *v) {
+    if (h->kind == LB_MP_UINT)
+        *v = (int64_t)h->u; /* above 2**63: less 2**64, as _bigint */
+    else if (h->kind == LB_MP_NEG && (type == T_INT || h->i >= 0))
+        *v = h->i;
+    else
+        return RD_OTHER;
+    return RD_OK;
+}
+
 /* The scalars a row takes of a matched struct, its fields read as value_of
  * reads them, with no object made: RD_OTHER where value_of answers that, for
  * a list that is not empty (log entries: made into rows by transport.py), a
@@ -428,11 +440,7 @@ static int row_scalars(Reader *r, int si, const uint8_t *b, size_t n, const size
         switch (f->type) {
         case T_UINT:
         case T_INT:
-            if (h.kind == LB_MP_UINT)
-                v = (int64_t)h.u; /* above 2**63: less 2**64, as _bigint */
-            else if (h.kind == LB_MP_NEG && (f->type == T_INT || h.i >= 0))
-                v = h.i;
-            else
+            if (uint_of(&h, f->type, &v) != RD_OK)
                 return RD_OTHER;
             is_int = 1;
             break;
@@ -696,18 +704,6 @@ static int put_text(lb_gbuf *offsets, lb_gbuf *data, lb_gbuf *valid, const uint8
     return RD_OK;
 }
 
-/* An unsigned field's value as value_of reads it (a signed encoding of a
- * non-negative value too): RD_OK, else RD_OTHER. */
-static int uint_of(const lb_mp_head *h, int type, int64_t *v) {
-    if (h->kind == LB_MP_UINT)
-        *v = (int64_t)h->u; /* above 2**63: less 2**64, as _bigint */
-    else if (h->kind == LB_MP_NEG && (type == T_INT || h->i >= 0))
-        *v = h->i;
-    else
-        return RD_OTHER;
-    return RD_OK;
-}
-
 /* The log entries of the array at pos (not empty) into the columns, each
  * read as read_map and value_of read the Log struct and _native_struct then
  * converts it: RD_OTHER for any entry they would not read plainly -- its keys
@@ -776,8 +772,8 @@ static int entries_cols(Reader *r, int si, int field, const uint8_t *b, size_t n
         }
         if (c->entries == INT32_MAX)
             return RD_OTHER;
-        int command = data && (uint64_t)num[2] == r->log_command;
         uint64_t type = (uint64_t)num[2];
+        int command = data && type == r->log_command;
         if (lb_gb_put_py(&c->ent_index, &num[0], sizeof num[0]) < 0 ||
             lb_gb_put_py(&c->ent_term, &num[1], sizeof num[1]) < 0 ||
             lb_gb_put_py(&c->ent_type, &type, sizeof type) < 0)
@@ -876,6 +872,19 @@ static PyObject *bytes_of(lb_gbuf *g) {
     return PyBytes_FromStringAndSize((const char *)g->p, (Py_ssize_t)g->len);
 }
 
+/* n RPCs added to the decoder's `rpcs` (feed_rows' count): 0, or -1 (an
+ * exception). */
+static int add_rpcs(PyObject *dec, long n) {
+    PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
+    PyObject *more = before ? PyLong_FromLong(n) : NULL;
+    PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+    int bad = !after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0;
+    Py_XDECREF(before);
+    Py_XDECREF(more);
+    Py_XDECREF(after);
+    return bad ? -1 : 0;
+}
+
 /* The decoders stream_rows found ready (whole_ready) since the fallback last
  * ran, and the RPCs each has read since (its `rpcs` owed): a decoder's state
  * changes only in the fallback (the C reading of a message leaves it in step
@@ -897,17 +906,9 @@ typedef struct {
 static int ready_settle(ready_cache *k) {
     int bad = 0;
     for (int i = 0; i < k->n; i++) {
-        PyObject *dec = k->at[i].dec;
-        if (!bad && k->at[i].owed) {
-            PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
-            PyObject *more = before ? PyLong_FromLong(k->at[i].owed) : NULL;
-            PyObject *after = more ? PyNumber_Add(before, more) : NULL;
-            bad = !after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0;
-            Py_XDECREF(before);
-            Py_XDECREF(more);
-            Py_XDECREF(after);
-        }
-        Py_DECREF(dec);
+        if (!bad && k->at[i].owed)
+            bad = add_rpcs(k->at[i].dec, k->at[i].owed) < 0;
+        Py_DECREF(k->at[i].dec);
     }
     k->n = 0;
     return bad ? -1 : 0;
@@ -960,18 +961,10 @@ static int stream_one(Reader *r, PyObject *streams, PyObject *key, PyObject *dat
             got = -1;
         else if (rc == RD_OK && pos == n) {
             got = request ? 1 : 2;
-            if (slot >= 0) {
+            if (slot >= 0)
                 k->at[slot].owed += c->rows - mark.rows;
-            } else { /* the cache is full: moved on at once */
-                PyObject *before = PyObject_GetAttr(dec, attr_name[A_RPCS]);
-                PyObject *more = before ? PyLong_FromLong(c->rows - mark.rows) : NULL;
-                PyObject *after = more ? PyNumber_Add(before, more) : NULL;
-                if (!after || PyObject_SetAttr(dec, attr_name[A_RPCS], after) < 0)
-                    got = -1;
-                Py_XDECREF(before);
-                Py_XDECREF(more);
-                Py_XDECREF(after);
-            }
+            else if (add_rpcs(dec, c->rows - mark.rows) < 0) /* the cache is full: at once */
+                got = -1;
         } else
             cols_back(c, mark);
     }
@@ -1098,14 +1091,24 @@ static int rows_init(Reader *r, PyObject *spec) {
     }
     r->log_command = log_command;
     for (int si = 0; si < r->nstructs; si++) {
+        const sspec *s = &r->structs[si];
         r->entries_field[si] = -1;
+        if ((r->term_field[si] = field_named(s, term_key)) == -2)
+            return -1;
+        for (Py_ssize_t k = 0; k < 3; k++) {
+            int i = k < PyTuple_GET_SIZE(node_keys) ? field_named(s, PyTuple_GET_ITEM(node_keys, k))
+                                                    : -1;
+            if (i == -2)
+                return -1;
+            r->node_field[si][k] = i;
+        }
         for (int q = 0; q < 4; q++) {
-            int i = field_named(&r->structs[si], PyTuple_GET_ITEM(log_keys, q));
+            int i = field_named(s, PyTuple_GET_ITEM(log_keys, q));
             if (i == -2)
                 return -1;
             /* Index, Term and Type are integers, Data bytes: a struct whose
              * fields are not has no entries read here */
-            int type = i >= 0 ? r->structs[si].fields[i].type : -1;
+            int type = i >= 0 ? s->fields[i].type : -1;
             int fits = q < 3 ? type == T_UINT || type == T_INT : type == T_BYTES;
             r->log_field[si][q] = fits ? i : -1;
         }
@@ -1153,26 +1156,6 @@ static int rows_init(Reader *r, PyObject *spec) {
             return -1;
         }
         r->req_whole[t] = 1;
-    }
-    for (int si = 0; si < r->nstructs; si++) {
-        const sspec *s = &r->structs[si];
-        r->term_field[si] = -1;
-        for (int k = 0; k < 3; k++)
-            r->node_field[si][k] = -1;
-        for (int i = 0; i < s->nfields; i++) {
-            int eq = PyUnicode_Compare(s->fields[i].name, term_key);
-            if (eq == -1 && PyErr_Occurred())
-                return -1;
-            if (eq == 0)
-                r->term_field[si] = i;
-            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(node_keys); k++) {
-                eq = PyUnicode_Compare(s->fields[i].name, PyTuple_GET_ITEM(node_keys, k));
-                if (eq == -1 && PyErr_Occurred())
-                    return -1;
-                if (eq == 0)
-                    r->node_field[si][k] = i;
-            }
-        }
     }
     r->rows_ready = 1;
     return 0;
