@@ -81,7 +81,7 @@ from lbparse.columnar.schema import (
     typed_payloads,
 )
 from lbparse.columnar.trafficcols import traffic_parts
-from lbparse.columnar.wirescan import decode_structs, scatter
+from lbparse.columnar.wirescan import decode_structs, spread
 from lbparse.errors import EnvelopeError, InputError
 
 __all__ = [
@@ -1272,12 +1272,6 @@ def group_rows(
     return order.astype(np.int64), bounds
 
 
-def _present(rows: np.ndarray, n: int) -> np.ndarray:
-    present = np.zeros(n, np.bool_)
-    present[rows] = True
-    return present
-
-
 def decisive_reason(layout: str | None, reasons: Sequence[str]) -> str | None:
     """The reason of an envelope's `reasons` that decided its layout.
 
@@ -1389,7 +1383,7 @@ class Decoded:
         """
         if name not in self.columns and name in self.structs:  # the traffic detail
             rows, arr = self.structs[name]
-            return scatter(arr, _present(rows, self.num_rows))
+            return spread(arr, rows, self.num_rows)
         return self.columns[name]
 
     def to_batch(self) -> pa.RecordBatch:
@@ -1405,9 +1399,7 @@ class Decoded:
                 arrays.append(self.columns[f.name])
             elif f.name in self.structs:
                 rows, arr = self.structs[f.name]
-                present = np.zeros(n, np.bool_)
-                present[rows] = True
-                arrays.append(scatter(arr, present))
+                arrays.append(spread(arr, rows, n))
             else:
                 arrays.append(pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -1441,9 +1433,7 @@ class Decoded:
                 {
                     **fixed,
                     **{
-                        k: a
-                        if len(rows) == self.num_rows
-                        else scatter(a, _present(rows, self.num_rows))
+                        k: a if len(rows) == self.num_rows else spread(a, rows, self.num_rows)
                         for k, (rows, a) in self.structs.items()
                     },
                 },

@@ -20,7 +20,7 @@ from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
-from lbparse.columnar.wirescan import scatter
+from lbparse.columnar.wirescan import spread
 from lbparse.raft.entries import command_label
 from lbparse.raft.msgpack_structs import json_fields
 from lbparse.raft.tables import log_type_name
@@ -277,12 +277,7 @@ def traffic_columns(
     """
     wide, named = traffic_parts(reader, records, json_columns)
     n = records.num_rows
-    out = dict(wide)
-    for name, (rows, values) in named.items():
-        present = np.zeros(n, np.bool_)
-        present[rows] = True
-        out[name] = scatter(values, present)
-    return out
+    return {**wide, **{name: spread(values, rows, n) for name, (rows, values) in named.items()}}
 
 
 def traffic_parts(

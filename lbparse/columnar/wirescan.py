@@ -43,7 +43,7 @@ try:
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
-__all__ = ["decode_structs", "enum_names", "gather", "scatter", "slices"]
+__all__ = ["decode_structs", "enum_names", "gather", "scatter", "slices", "spread"]
 
 F = FieldDescriptor
 MAX_STEPS = 256  # field occurrences read per message before it is left to upb
@@ -401,6 +401,22 @@ def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
         return values
     idx = np.cumsum(present, dtype=np.int32) - 1
     return values.take(pa.array(idx, mask=~present))
+
+
+def spread(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
+    """`values` at `rows` of n rows, null elsewhere (`scatter` by row numbers).
+
+    Args:
+        values: One value per row of `rows`, in order.
+        rows: Ascending row numbers, below n.
+        n: The rows of the result.
+
+    Returns:
+        An array of n rows.
+    """
+    present = np.zeros(n, np.bool_)
+    present[rows] = True
+    return scatter(values, present)
 
 
 class _Decoder:
