@@ -54,6 +54,8 @@ CONFIDENCE = {"subject": 0.9, "connection": 0.9, "capture": 0.8}
 # and only while the payloads before them add up to less than WINDOW_BYTES.
 WINDOW = 10_000
 WINDOW_BYTES = 64 << 20
+# Messages whose narrow-scope proof GenerationContext.defer may hold unworked.
+DEFER_ROWS = 1 << 18
 NEWEST, CONTESTED = contested_msg_types()
 Key = tuple[str, str]
 
@@ -162,12 +164,89 @@ class GenerationContext:
         # The first message outside the window (index), once it is known.
         self.window_end: int | None = None
         self.offset = 0  # payload bytes seen (note)
-        self.first: dict[Hashable, dict[str, int]] = {}  # scope -> layout -> first index
-        self.labels: dict[Hashable, dict[str, str]] = {}  # ... and what that message was
+        self._first: dict[Hashable, dict[str, int]] = {}  # scope -> layout -> first index
+        self._labels: dict[Hashable, dict[str, str]] = {}  # ... and what that message was
+        # Proof noted in bulk whose narrow scopes are not worked out yet (`defer`).
+        self._deferred: list[Callable[[], None]] = []
+        self._deferred_rows = 0
         self._keys: dict[tuple[Key | None, str | None], list[Hashable]] = {}
         self.first_proof: int | None = None
         self.index = 0  # messages seen (see)
         self.resolved = 0
+
+    @property
+    def first(self) -> dict[Hashable, dict[str, int]]:
+        """Scope key -> layout -> the index of the first message proving it there.
+
+        Proof handed to `defer` is worked out first.
+        """
+        if self._deferred:
+            self.settle()
+        return self._first
+
+    @property
+    def labels(self) -> dict[Hashable, dict[str, str]]:
+        """Scope key -> layout -> what its first proof was (`proof_label`).
+
+        Proof handed to `defer` is worked out first.
+        """
+        if self._deferred:
+            self.settle()
+        return self._labels
+
+    @property
+    def capture_firsts(self) -> dict[str, int]:
+        """Layout -> the index of the capture's first message proving it.
+
+        Current without working out deferred proof: `defer` takes narrower
+        scopes only.
+        """
+        return self._first.get(("capture",), {})
+
+    def keep_first(self, key: Hashable, layout: str, index: int, label: str) -> None:
+        """Note message `index` as proof of `layout` in scope `key`, if it is the first.
+
+        Unlike `prove`, in any order (the least index is kept) and one scope
+        at a time; deferred proof stays deferred.
+
+        Args:
+            key: The scope's key (`scopes`).
+            layout: The layout proven.
+            index: The message's place.
+            label: What the proof is called in reasons.
+        """
+        if self.first_proof is None or index < self.first_proof:
+            self.first_proof = index
+        firsts = self._first.setdefault(key, {})
+        if index < firsts.get(layout, index + 1):
+            firsts[layout] = index
+            self._labels.setdefault(key, {})[layout] = label
+
+    def defer(self, note: Callable[[], None], rows: int) -> None:
+        """Work out some proof only when it is read.
+
+        The pipeline notes a batch's proof in the capture scope at once and
+        hands its narrower scopes here: grouping rows by connection and
+        subject is most of what noting costs, and in today's traffic no
+        ambiguous message ever asks. `note` runs before `first` or `labels`
+        is next read; held notes are worked out once they span DEFER_ROWS
+        rows, so what they hold stays bounded.
+
+        Args:
+            note: Notes the proof of scopes narrower than the capture's (by
+                `keep_first`; the capture scope's is noted already).
+            rows: The messages it covers.
+        """
+        self._deferred.append(note)
+        self._deferred_rows += rows
+        if self._deferred_rows > DEFER_ROWS:
+            self.settle()
+
+    def settle(self) -> None:
+        """Work out the proof handed to `defer`, in the order it came."""
+        pending, self._deferred, self._deferred_rows = self._deferred, [], 0
+        for note in pending:
+            note()
 
     # -- the rule ---------------------------------------------------------------
 
@@ -193,13 +272,13 @@ class GenerationContext:
                 self._keys.clear()
             keys = self._keys[(conn, subject)] = [key for _, key in scopes(conn, subject)]
         for key in keys:
-            firsts = self.first.get(key)
+            firsts = self._first.get(key)
             if firsts is None:
-                firsts = self.first[key] = {}
-                self.labels[key] = {}
+                firsts = self._first[key] = {}
+                self._labels[key] = {}
             if layout not in firsts:
                 firsts[layout] = index
-                self.labels[key][layout] = label
+                self._labels[key][layout] = label
 
     def outside(self, index: int, offset: int) -> None:
         """Note where message `index` starts: the window ends at the first past a bound.

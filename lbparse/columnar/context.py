@@ -122,12 +122,13 @@ def apply_context(
     subject = records.column("subject")
     if (proof >= 0).any():
         _note(ctx, index, proof, rows, src, dst, subject)
-    others = [lay for lay in ctx.first.get(("capture",), {}) if lay != NEWEST]
+    firsts = ctx.capture_firsts
+    others = [lay for lay in firsts if lay != NEWEST]
     # Proof that counts for some row of this batch (generation.threshold).
     horizon = max(base + n, ctx.threshold(base))
-    if others and min(ctx.first[("capture",)][lay] for lay in others) < horizon:
+    if others and min(firsts[lay] for lay in others) < horizon:
         _resolve(dec, ctx, index, records, rows, fast, buffers, src, dst, subject)
-    if ctx.first:
+    if ctx.first_proof is not None:  # some proof, in the capture scope at least
         _settle(dec, ctx, index, rows, buffers, src, dst, subject)
 
 
@@ -170,21 +171,35 @@ def _note(
 ) -> None:
     """The first index of each proven layout per scope (grouped, not row by row).
 
-    A row whose connection is not known (an end null: a table of payloads
-    without capture columns) has the capture for its only scope, whatever
-    its subject (generation.scopes): those rows need no grouping, only each
-    layout's first index among them."""
+    The capture scope (every row's widest, and `first_proof`) is noted at
+    once: each layout's least index. The narrower ones are grouped by
+    connection and subject only when something reads them
+    (GenerationContext.defer): a row whose connection is not known (an
+    end null: a table of payloads without capture columns) has the
+    capture for its only scope, whatever its subject (generation.scopes)."""
     sel = np.flatnonzero(proof >= 0)
-    known = np.asarray(src.is_valid())[sel] & np.asarray(dst.is_valid())[sel]
     names, codes = _layouts_of(sel, proof, rows)
-    alone = ~known
-    if alone.any():
-        for code in np.unique(codes[alone]).tolist():
-            at = int(index[sel[alone & (codes == code)]].min())
-            _first(ctx, None, None, names[code], at)
+    for code in np.unique(codes).tolist():
+        _first(ctx, None, None, names[code], int(index[sel[codes == code]].min()))
+    known = np.asarray(src.is_valid())[sel] & np.asarray(dst.is_valid())[sel]
     sel, codes = sel[known], codes[known]
-    if not sel.size:
-        return
+    if sel.size:
+        at = index[sel]
+        ctx.defer(lambda: _note_scopes(ctx, sel, at, names, codes, src, dst, subject), len(sel))
+
+
+def _note_scopes(
+    ctx: GenerationContext,
+    sel: np.ndarray,
+    at: np.ndarray,
+    names: list[str],
+    codes: np.ndarray,
+    src: pa.Array,
+    dst: pa.Array,
+    subject: pa.Array,
+) -> None:
+    """`_note`'s narrower scopes: rows `sel` (their ends known), message `at`
+    proving layout `names[codes]`, grouped by connection, subject and layout."""
     take = pa.array(sel)
     lo, hi = _connections(src.take(take), dst.take(take))
     subj = subject.take(take)
@@ -194,16 +209,16 @@ def _note(
             "hi": hi,
             "subject": pc.if_else(pc.starts_with(subj, INBOX), None, subj),
             "layout": pa.array(codes),
-            "index": pa.array(index[sel]),
+            "index": pa.array(at),
         }
     )
     firsts = table.group_by(["lo", "hi", "subject", "layout"], use_threads=False).aggregate(
         [("index", "min")]
     )
-    for lo_, hi_, sub, code, at in zip(
+    for lo_, hi_, sub, code, first in zip(
         *(firsts.column(c).to_pylist() for c in ("lo", "hi", "subject", "layout", "index_min"))
     ):
-        _first(ctx, None if lo_ is None or hi_ is None else (lo_, hi_), sub, names[code], at)
+        _first(ctx, None if lo_ is None or hi_ is None else (lo_, hi_), sub, names[code], first)
 
 
 def _layouts_of(sel: np.ndarray, proof: np.ndarray, rows: Any) -> tuple[list[str], np.ndarray]:
@@ -223,13 +238,8 @@ def _first(
     ctx: GenerationContext, conn: tuple[str, str] | None, sub: str | None, layout: str, at: int
 ) -> None:
     """Message `at` proves `layout` in each scope of (conn, sub): kept where it is the first."""
-    if ctx.first_proof is None or at < ctx.first_proof:
-        ctx.first_proof = at
     for _, key in scopes(conn, sub):
-        firsts_of = ctx.first.setdefault(key, {})
-        if at < firsts_of.get(layout, at + 1):
-            firsts_of[layout] = at
-            ctx.labels.setdefault(key, {})[layout] = "?"  # the pipeline has no reasons
+        ctx.keep_first(key, layout, at, "?")  # the pipeline has no reasons
 
 
 def _settle(
@@ -264,7 +274,7 @@ def _settle(
     newest = dec.layouts.code.get(NEWEST)
     if (
         newest is not None
-        and all(lay == NEWEST for lay in ctx.first.get(("capture",), {}))
+        and all(lay == NEWEST for lay in ctx.capture_firsts)
         and bool((rows.layout[amb] == newest).all())
     ):
         return

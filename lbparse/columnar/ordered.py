@@ -67,7 +67,7 @@ def _release(
     """The held batches, decoded again if the input's first proof is of a layout
     other than the newest (only then can it change their rows); emptied."""
     out = []
-    first = context.first.get(("capture",), {}) if context is not None else {}
+    first = context.capture_firsts if context is not None else {}
     again = any(lay != NEWEST for lay in first)
     for records, decoded, base in held:
         if again:  # decoded anew; the traffic columns (read once, in order) are kept

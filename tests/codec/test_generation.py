@@ -178,3 +178,30 @@ def test_the_pipelines_unit_reading_gives_the_readers_layouts(
         assert want.count("legacy") == 10  # 8 Messages and 2 Acks: all resolved
     else:
         assert "v0" in want  # the first Messages came before a proof inside the window
+
+
+def test_deferred_proof_is_worked_out_in_order_when_read_and_within_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GenerationContext.defer: a note runs once, in the order given, when
+    `first` or `labels` is read, and at once when the notes held would span
+    more than DEFER_ROWS messages. Held proof and proof noted after it by
+    `prove` give the least index of each, whatever the order."""
+    ran: list[int] = []
+    ctx = generation.GenerationContext()
+    conn = ("127.0.0.1:1", "127.0.0.1:2")
+    ctx.defer(lambda: (ran.append(1), ctx.keep_first(("connection", conn), "v0", 5, "a")), 3)
+    ctx.defer(lambda: (ran.append(2), ctx.keep_first(("connection", conn), "v0", 4, "b")), 3)
+    assert ran == [] and ctx.capture_firsts == {}
+    assert ctx.labels[("connection", conn)] == {"v0": "b"}  # the least index kept
+    assert ran == [1, 2] and ctx.first == {("connection", conn): {"v0": 4}}
+    assert ran == [1, 2]  # once
+    ctx.defer(lambda: ctx.keep_first(("connection", conn), "legacy", 6, "c"), 3)
+    ctx.prove(7, conn, "s", "legacy", "d")
+    assert ctx.first[("connection", conn)] == {"v0": 4, "legacy": 6}
+    assert ctx.labels[("connection", conn)]["legacy"] == "c"
+    monkeypatch.setattr(generation, "DEFER_ROWS", 5)
+    ctx.defer(lambda: ran.append(3), 5)
+    assert ran == [1, 2]
+    ctx.defer(lambda: ran.append(4), 1)  # 6 rows held: past the bound
+    assert ran == [1, 2, 3, 4] and not ctx._deferred
