@@ -11,6 +11,7 @@ hypothesis-made and hostile streams.)
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -199,3 +200,41 @@ def test_the_batch_reads_the_common_message_in_c_as_read_does(name: str) -> None
     entries = [sum(len(r["entries"]) for r in w.rows or ()) for w in want if w is not None]
     in_c = sum(len(r["entries"]) for rows in batch_rows(got) if rows for r in rows)
     assert in_c == sum(entries) and in_c > 0, (in_c, sum(entries))
+
+
+def test_inbox_replies_are_candidates_as_the_reference_reads_them(tmp_path: Path) -> None:
+    """The rows the traffic columns look at (`trafficcols._candidates`: a Raft
+    subject, or an inbox whose payload may be a reply): a node's 503 to an
+    accept handshake has no payload, a JSON reply starts with `{`; an empty
+    or other message on an inbox nobody awaits is no traffic. The traffic
+    table holds what the records' reader says of each, no more, no less."""
+    from support.capwriter import ETHERNET, Conn, link, msg, pub, write_pcap
+
+    from lbparse.capture import CaptureReader
+
+    ns = "liftbridge-default.raft.metadata"
+    hello = json.dumps({"id": "node1", "inbox": f"{ns}.node1.request._INBOX.x"}).encode()
+    reply = json.dumps({"inbox": f"{ns}.node2.request._INBOX.y"}).encode()
+    conn = Conn()
+    frames = conn.handshake()
+    frames += conn.send("c", pub(f"{ns}.node2.accept", hello, reply="_INBOX.down"))
+    frames += conn.send("c", pub(f"{ns}.node3.accept", hello, reply="_INBOX.up"))
+    frames += conn.send("s", msg("_INBOX.down", 1, b"", headers=[("Status", "503")]))
+    frames += conn.send("s", msg("_INBOX.up", 1, reply))
+    frames += conn.send("s", msg("_INBOX.other", 1, b""))  # awaited by no accept
+    frames += conn.send("s", msg("_INBOX.other", 1, b"{}"))
+    frames += conn.send("s", msg("_INBOX.other", 1, b"x"))
+    path = tmp_path / "accepts.pcap"
+    write_pcap(
+        str(path), [(1_763_700_000 + i / 1000, link(ETHERNET, f)) for i, f in enumerate(frames)]
+    )
+    traffic = concat_tables(lbparse.read_capture_tables(str(path)))["traffic"]
+    got = sorted(zip(*(traffic.column(c).to_pylist() for c in ("position", "kind", "node"))))
+    want = sorted(
+        (i, t["kind"], t.get("node"))
+        for i, r in enumerate(CaptureReader(str(path)))
+        if (t := r.to_json_dict().get("liftbridge")) is not None
+    )
+    assert got == want
+    kinds = [k for _, k, _ in got]
+    assert kinds == ["raft_accept", "raft_accept", "raft_accept_reply", "raft_accept_reply"]
