@@ -397,8 +397,12 @@ def _positions_after(messages: pa.Table, after: dict[str, int]) -> None:
     # Over the two columns alone: filtering the whole batch (the wide row's
     # structs included) cost ~5 ms a batch for one maximum.
     sources, positions = messages.column("source"), messages.column("position")
-    for source in pc.unique(sources).to_pylist():
-        last = pc.max(positions.filter(pc.equal(sources, source))).as_py()
+    names = pc.unique(sources).to_pylist()
+    if len(names) == 1:  # a batch of one file, the usual: no filter
+        lasts = [pc.max(positions).as_py()]
+    else:
+        lasts = [pc.max(positions.filter(pc.equal(sources, s))).as_py() for s in names]
+    for source, last in zip(names, lasts):
         after[source] = max(after.get(source, 0), last + 1)
 
 

@@ -312,7 +312,7 @@ class _Keys:
         for a in arrays:
             if a.null_count == 0 and pa.types.is_integer(a.type):
                 self._ways.append(("numpy", a.to_numpy(), a))
-            elif len(a) and a.null_count == 0 and pc.count_distinct(a).as_py() == 1:
+            elif len(a) and a.null_count == 0 and pc.all(pc.equal(a, a[0])).as_py():
                 self._ways.append(("one", a[0], a))
             else:
                 self._ways.append(("take", None, a))
