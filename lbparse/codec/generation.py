@@ -54,7 +54,7 @@ CONFIDENCE = {"subject": 0.9, "connection": 0.9, "capture": 0.8}
 # and only while the payloads before them add up to less than WINDOW_BYTES.
 WINDOW = 10_000
 WINDOW_BYTES = 64 << 20
-# Messages whose narrow-scope proof GenerationContext.defer may hold unworked.
+# Rows (of the batches their notes keep) GenerationContext.defer may hold unworked.
 DEFER_ROWS = 1 << 18
 NEWEST, CONTESTED = contested_msg_types()
 Key = tuple[str, str]
@@ -235,7 +235,8 @@ class GenerationContext:
         Args:
             note: Notes the proof of scopes narrower than the capture's (by
                 `keep_first`; the capture scope's is noted already).
-            rows: The messages it covers.
+            rows: The rows it keeps alive until it runs (a batch's, however
+                few of them prove anything).
         """
         self._deferred.append(note)
         self._deferred_rows += rows

@@ -185,7 +185,8 @@ def _note(
     sel, codes = sel[known], codes[known]
     if sel.size:
         at = index[sel]
-        ctx.defer(lambda: _note_scopes(ctx, sel, at, names, codes, src, dst, subject), len(sel))
+        # counted by the batch's rows: the note keeps its src, dst and subject alive
+        ctx.defer(lambda: _note_scopes(ctx, sel, at, names, codes, src, dst, subject), len(src))
 
 
 def _note_scopes(

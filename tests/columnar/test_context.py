@@ -153,3 +153,15 @@ def test_held_scopes_are_grouped_before_an_ambiguous_row_reads_them() -> None:
             b,
         )
         assert (env.layout, env.ambiguous) == ("legacy", False)
+
+
+def test_a_held_note_counts_its_whole_batch_toward_the_bound() -> None:
+    """A note keeps its batch's src, dst and subject columns alive: the bound
+    (generation.DEFER_ROWS) counts the batch's rows, not its few proving
+    ones, so batches of little proof cannot pile up unbounded."""
+    msgs = [(b"plain", CLIENTS[0], "orders")] * 8 + [(V0_INFO, CLIENTS[1], "info")] * 2
+    dec = decoder_for(DecodeOptions(layout="auto"))
+    ctx = generation.GenerationContext()
+    dec.decode(_records(msgs), context=ctx, base=0)
+    assert ctx._deferred_rows == len(msgs)
+    assert ctx.first == _reference(msgs).first
