@@ -373,9 +373,12 @@ def infer_payload_type(
         codec = CODECS.get(name)
         if not isinstance(codec, ProtoCodec):
             continue
+        # The runtime's parse, not codec.decode: a type that does not parse
+        # is only passed over here, and decode's error (a walk of the bytes
+        # for its nesting depth) was most of a garbled payload's inference.
         try:
-            message = codec.decode(payload)
-        except EnvelopeError:
+            message = codec.python_type.FromString(payload)
+        except Exception:  # DecodeError, RecursionError...: all mean bad bytes
             continue
         if fits_cleanly(message):
             candidates.append(name)
