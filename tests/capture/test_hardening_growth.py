@@ -187,7 +187,7 @@ def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field
     runtime refuses at its last byte was walked again in Python for every
     candidate layout of `auto` and every upstream decoder of `check` (8 MB:
     22-28 s), and `check` made a tuple and a copy of every field (285 MB).
-    Now each (payload, type) is walked once per call, by offsets."""
+    Now each (payload, type) is walked at most once per call, by offsets."""
     walks: list[tuple[int, str]] = []
     real = wirefit._walk
 
@@ -208,7 +208,9 @@ def test_a_refused_payload_is_walked_once_per_type_and_makes_no_object_per_field
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert walks and len(walks) == len(set(walks)), walks
+    # At most once: legacy's type inference only asks whether each type
+    # parses (the runtime's answer), so `check` may need no walk at all.
+    assert len(walks) == len(set(walks)), walks
     # A few copies of the payload; 100,000 fields as a tuple each (~100
     # bytes with their ints) would be 25 times its size.
     assert peak < 6 * len(data), f"judging {len(data)} bytes took {peak >> 20} MiB"
