@@ -16,6 +16,9 @@ an operation derives from `LbparseError`, in one of two branches:
   that failed (`lbparse.pipeline.job.JobFailed`), a generator or a tool
   that failed (`lbparse.codegen.targets.CodegenError`), an optional part
   not installed (`lbparse.extras.MissingExtra`, a `ModuleNotFoundError`).
+  One member is warned, not raised: `FastPathWarning` (also a
+  `RuntimeWarning`), a fast path that failed on a batch whose rows the
+  Python reference then decoded.
 
 Every member is built the same way, `Cls(kind, message, *, offset=None,
 position=None, path=None)` (a subclass may add keywords of its own), and
@@ -61,6 +64,7 @@ __all__ = [
     "ENVELOPE_KINDS",
     "KINDS",
     "EnvelopeError",
+    "FastPathWarning",
     "InputError",
     "LbparseError",
     "OperationalError",
@@ -197,6 +201,23 @@ class OperationalError(LbparseError, RuntimeError):
             "unreachable",  # a server that does not answer
         }
     )
+
+
+class FastPathWarning(OperationalError, RuntimeWarning):
+    """A fast path failed on a batch, and the Python reference decoded its rows.
+
+    Warned (`warnings.warn`), not raised: the rows are the reference's, so
+    the result is right, only slower. It is still a bug of lbparse (each
+    fast path is tested equal to its reference), worth a report with the
+    message. lbparse's own test suite turns it into an error
+    (pyproject.toml's `filterwarnings`), so no test corpus falls back unseen.
+
+    Args:
+        kind: "fast_path_failed".
+        message: Which fast path, on how many rows, and the exception it raised.
+    """
+
+    KINDS: ClassVar[frozenset[str]] = frozenset({"fast_path_failed"})
 
 
 class EnvelopeError(InputError):

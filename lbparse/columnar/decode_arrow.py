@@ -33,6 +33,7 @@ copies of them, and (auto) on payloads crafted to be unclean.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -82,7 +83,7 @@ from lbparse.columnar.schema import (
 )
 from lbparse.columnar.trafficcols import traffic_parts
 from lbparse.columnar.wirescan import decode_structs, spread
-from lbparse.errors import EnvelopeError, InputError
+from lbparse.errors import EnvelopeError, FastPathWarning, InputError
 
 __all__ = [
     "UNDETERMINED",
@@ -371,7 +372,8 @@ class BatchDecoder:
                 for value, mt in lay.msg_types.items():
                     self.fb_checked[value] |= mt.payload_type != BYTES
         # strict: an exception of a vectorized reader propagates (tests);
-        # otherwise the rows go the per-row way and `fallbacks` counts it.
+        # otherwise the rows go the per-row way, `fallbacks` counts it and a
+        # FastPathWarning says it.
         self.strict = False
         self.fallbacks = 0
         self._use_vectorized = True
@@ -413,11 +415,24 @@ class BatchDecoder:
                     f"the vectorized {ptype} reader gave {len(arr)} rows of "
                     f"{arr.type} for {k} of {typ}"
                 )
-            except Exception:
+            except Exception as exc:
                 if self.strict:
                     raise
-                self.fallbacks += 1
+                self._fell_back(f"the vectorized {ptype} reader", k, exc)
         return pa.nulls(k, typ), np.zeros(k, np.bool_)
+
+    def _fell_back(self, what: str, rows: int, exc: Exception) -> None:
+        """Count a fast path's failure and say it: a bug, never silent."""
+        self.fallbacks += 1
+        warnings.warn(
+            FastPathWarning(
+                "fast_path_failed",
+                f"{what} failed on a batch of {rows:,} rows "
+                f"({type(exc).__name__}: {exc}); the rows were decoded by the Python "
+                "reference instead (right, but slower): please report this",
+            ),
+            stacklevel=3,
+        )
 
     # -- the batch ---------------------------------------------------------
 
@@ -460,8 +475,9 @@ class BatchDecoder:
 
         Should anything of the vectorized readers fail on it (a bug: the tests
         run `strict`, which lets it through), the batch is decoded again row by
-        row with lbparse.decode and upb alone, and `fallbacks` counts it: a job
-        never fails on its data.
+        row with lbparse.decode and upb alone, `fallbacks` counts it and a
+        `lbparse.errors.FastPathWarning` says it: a job never fails on its
+        data, and never falls back unseen.
 
         Args:
             records: A batch of the record schema.
@@ -476,10 +492,10 @@ class BatchDecoder:
         """
         try:
             return self._decode(records, self.fast, vectorized=True, context=context, base=base)
-        except Exception:
+        except Exception as exc:
             if self.strict:
                 raise
-            self.fallbacks += 1
+            self._fell_back("the batch decoder", records.num_rows, exc)
             return self._decode(records, False, vectorized=False, context=context, base=base)
 
     def _decode(

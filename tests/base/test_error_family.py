@@ -391,3 +391,18 @@ def test_cli_unwritable_output_ends_with_the_tables_status(tmp_path: Path) -> No
     assert res.returncode == USAGE, res.stderr
     assert res.stdout == "" and not out.exists()
     assert res.stderr.startswith("lbparse decode: -o ") and len(res.stderr.splitlines()) == 1
+
+
+def test_a_fast_path_that_falls_back_fails_the_suite() -> None:
+    """FastPathWarning (a fast path's failure, its rows given to the reference)
+    is a warning for users and an error in this suite (pyproject.toml's
+    filterwarnings): a corpus on which a fast path falls back fails its test."""
+    import warnings
+
+    from lbparse.errors import FastPathWarning
+
+    said = FastPathWarning("fast_path_failed", "the vectorized x reader failed")
+    assert isinstance(said, LbparseError) and isinstance(said, Warning)
+    assert said.to_json_dict()["error"] == "fast_path_failed"
+    with pytest.raises(FastPathWarning, match="the vectorized x reader failed"):
+        warnings.warn(said, stacklevel=1)

@@ -511,8 +511,10 @@ def test_a_failing_vectorized_reader_sends_the_rows_to_the_per_row_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Not strict (production): whatever goes wrong inside a vectorized reader,
-    the batch's rows are still lbparse.decode's, decoded one by one."""
+    the batch's rows are still lbparse.decode's, decoded one by one, and a
+    FastPathWarning says so (naming the reader and the exception)."""
     from lbparse.columnar import decode_arrow
+    from lbparse.errors import FastPathWarning, OperationalError
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise pa.ArrowInvalid("a reader bug")
@@ -522,8 +524,12 @@ def test_a_failing_vectorized_reader_sends_the_rows_to_the_per_row_path(
     payloads = list(pool()[:300])
     for o in OPTIONS[:2]:
         d = BatchDecoder(o)
-        check_batches(d, [payloads])
+        with pytest.warns(FastPathWarning, match=r"the vectorized \S+ reader failed") as said:
+            check_batches(d, [payloads])
         assert d.fallbacks > 0
+        w = said[0].message
+        assert isinstance(w, FastPathWarning) and isinstance(w, OperationalError)
+        assert w.kind == "fast_path_failed" and "ArrowInvalid: a reader bug" in w.message
         d.strict = True
         with pytest.raises(pa.ArrowInvalid, match="a reader bug"):
             d(batch(payloads))
