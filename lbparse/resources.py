@@ -42,6 +42,7 @@ __all__ = [
     "cache_dir",
     "compiler_folder",
     "kaitai_compiler",
+    "private_folder",
     "spec_dir",
     "tools_dir",
 ]
@@ -102,9 +103,20 @@ def cache_dir() -> Path:
     return Path(base) / "lbparse"
 
 
-def _ours(folder: Path) -> bool:
-    """A real directory (not a link) of this user that nobody else may write to
-    (group-writable only for the user's own group, as a umask of 002 makes it)."""
+def private_folder(folder: Path) -> bool:
+    """Whether `folder` is a directory of this user's that nobody else may change.
+
+    A real directory (not a link), owned by this user, writable by its group
+    only when that is the user's own group (as a umask of 002 makes it):
+    what lbparse runs from the cache (Node's packages, the JVM's class
+    archive) must never be another user's.
+
+    Args:
+        folder: The directory.
+
+    Returns:
+        True when it is such a directory; False when it is not, or is not there.
+    """
     try:
         st = folder.lstat()
     except OSError:
@@ -164,7 +176,7 @@ def kaitai_compiler(say: Callable[[str], None] = _say) -> Path:
     version = _pinned_version(tools)
     target = compiler_folder(tools)
     for folder in (target.parent, target):
-        if os.path.lexists(folder) and not _ours(folder):
+        if os.path.lexists(folder) and not private_folder(folder):
             # Node runs what is in there: never a folder another user made
             # or can change (a cache directory may be shared; issue #19).
             raise ResourceError(

@@ -34,6 +34,11 @@ if not os.environ.get("LBPARSE_CACHE_DIR"):
     # 0700 whatever the umask: lbparse refuses a cache others may write to
     os.makedirs(os.environ["LBPARSE_CACHE_DIR"], mode=0o700, exist_ok=True)
 
+# lbparse's own class archive of Spark (lbparse/pipeline/class_archive.py) is
+# off: the suite's JVMs map support/jvm.py's, made once a run from a wider
+# workload, and a JVM writing lbparse's would outlive its test by seconds.
+# tests/pipeline/test_class_archive.py turns it on where it tests it.
+os.environ.setdefault("LBPARSE_SPARK_CLASSES", "off")
 
 # Every JVM Spark starts in the tests runs with support/jvm.py's flags (and,
 # once it is made, its class archive), unless the caller chose its own (an

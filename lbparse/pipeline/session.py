@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from lbparse.errors import InputError
 from lbparse.extras import need
 from lbparse.outputs import Interrupted
-from lbparse.pipeline import interrupts
+from lbparse.pipeline import class_archive, interrupts
 from lbparse.pipeline.preflight import start_error
 from lbparse.scratch import write_private
 
@@ -164,7 +164,8 @@ def spark_session(
 
     A new one runs the driver's interpreter in the workers (PYSPARK_PYTHON),
     binds to 127.0.0.1 on a local or loopback master, and gets DEFAULT_CONF;
-    so does an active one.
+    so does an active one. A new local one maps Spark's classes from lbparse's
+    class archive, or writes it as its JVM exits (class_archive.py).
 
     Args:
         master: The Spark master URL of a new session; None: local[*] (every
@@ -204,6 +205,10 @@ def spark_session(
             .config("spark.executorEnv.PYTHONSAFEPATH", "1")
         )
         java = driver_java_options(master, quiet)
+        if master.startswith("local"):
+            # Spark's classes mapped from last time's archive (or archived at
+            # this JVM's exit): a local run's start ~4 s shorter.
+            java = f"{java} {class_archive.java_options(LOCAL_JVM_OPTIONS)}".strip()
         if java:
             builder = builder.config("spark.driver.extraJavaOptions", java)
         if quiet:
