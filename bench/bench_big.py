@@ -113,6 +113,7 @@ def main() -> int:
         many = tables(summary)
         rows = summary.get("totals", {}).get("rows", 0)
         shutil.rmtree(work / "out", ignore_errors=True)
+        archived = class_archive_state()
         cmd = [sys.executable, "-P", "-m", "lbparse", "pipeline", str(scaled), "-o",
                str(work / "out"), "--master", MASTER, "--quiet"]  # fmt: skip
         t0 = time.perf_counter()
@@ -164,7 +165,7 @@ def main() -> int:
         "Spark session warmed up on the single capture "
         f"({args.rounds} run{'s' if args.rounds != 1 else ''}, wall clock, median), then once "
         "as a fresh process, Spark's "
-        "start included. Not pinned: two cores. MB/s are of the capture file."
+        f"start included ({archived}). Not pinned: two cores. MB/s are of the capture file."
     )
     section.table(
         ["", "seconds", "MB/s", "rows/s"],
@@ -217,6 +218,21 @@ def main() -> int:
     )
     section.write()
     return 0
+
+
+def class_archive_state() -> str:
+    """Whether the fresh process' JVM maps Spark's class archive
+    (lbparse.pipeline.class_archive), as a user's run after their first does."""
+    from lbparse.pipeline import class_archive
+    from lbparse.pipeline.session import LOCAL_JVM_OPTIONS
+
+    where, java = class_archive.folder(), class_archive.java_binary()
+    if where is None or java is None:
+        return "Spark's class archive off"
+    key = class_archive.archive_key(java, class_archive.spark_home(), LOCAL_JVM_OPTIONS)
+    if class_archive.ClassArchive(where, key).whole() is None:
+        return "no class archive of Spark's yet: its JVM ran without"
+    return "its JVM mapping Spark's class archive, written by an earlier local run"
 
 
 def single_size_mb(path: Path) -> float:

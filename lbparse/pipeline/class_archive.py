@@ -44,7 +44,16 @@ import crc32c
 from lbparse.extras import need
 from lbparse.resources import cache_dir, private_folder
 
-__all__ = ["ENV", "KEEP", "ClassArchive", "java_options"]
+__all__ = [
+    "ENV",
+    "KEEP",
+    "ClassArchive",
+    "archive_key",
+    "folder",
+    "java_binary",
+    "java_options",
+    "spark_home",
+]
 
 ENV = "LBPARSE_SPARK_CLASSES"
 # The first 4 bytes of a whole dynamic archive: the JDK's
@@ -186,11 +195,12 @@ def _crc(path: Path) -> int:
 
 
 def folder() -> Path | None:
-    """The archives' directory, made if missing: None when turned off
-    (LBPARSE_SPARK_CLASSES=off) or not this user's alone.
+    """The archives' directory, made if missing.
 
     Returns:
-        $LBPARSE_SPARK_CLASSES if set, else spark-classes/ in lbparse's cache.
+        $LBPARSE_SPARK_CLASSES if set, else spark-classes/ in lbparse's cache;
+        None when turned off (LBPARSE_SPARK_CLASSES=off), when its path holds
+        whitespace, or when it (or its parent) is not this user's alone.
     """
     chosen = os.environ.get(ENV, "")
     if chosen.lower() in ("off", "0", "no", "false"):
@@ -237,7 +247,12 @@ def archive_key(java: Path, spark_home: Path, jvm_options: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _java() -> Path | None:
+def java_binary() -> Path | None:
+    """The `java` Spark's launcher starts, as it finds it.
+
+    Returns:
+        $JAVA_HOME/bin/java if there, else `java` on PATH; None if neither.
+    """
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / "java").is_file():
         return Path(home) / "bin" / "java"
@@ -245,7 +260,15 @@ def _java() -> Path | None:
     return Path(found) if found else None
 
 
-def _spark_home() -> Path:
+def spark_home() -> Path:
+    """Spark's home: its `jars/` are the JVM's class path.
+
+    Returns:
+        $SPARK_HOME if set, else the pyspark package's folder.
+
+    Raises:
+        MissingExtra: pyspark is not installed.
+    """
     home = os.environ.get("SPARK_HOME")
     if home:
         return Path(home)
@@ -269,10 +292,10 @@ def java_options(jvm_options: str) -> str:
     """
     if any(t in os.environ.get(v, "") for v in _USER_OPTIONS for t in _THEIRS):
         return ""
-    where, java = folder(), _java()
+    where, java = folder(), java_binary()
     if where is None or java is None:
         return ""
-    home = _spark_home()
+    home = spark_home()
     try:
         return ClassArchive(where, archive_key(java, home, jvm_options)).options()
     except OSError:

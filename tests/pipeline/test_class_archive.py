@@ -118,7 +118,7 @@ def test_the_users_own_archive_options_win(tmp_path: Path, monkeypatch: pytest.M
     for var in ("SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"):
         monkeypatch.delenv(var, raising=False)
     pytest.importorskip("pyspark")
-    if class_archive._java() is None:
+    if class_archive.java_binary() is None:
         pytest.skip("needs java")
     assert "ArchiveClassesAtExit" in java_options(LOCAL_JVM_OPTIONS)
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Xmx1g -XX:SharedArchiveFile=/theirs.jsa")
