@@ -155,10 +155,10 @@ class ClassArchive:
                 age = now - part.stat().st_mtime
                 if whole:
                     size, crc = part.stat().st_size, _crc(part)
+                    os.replace(part, self.folder / f"spark-{key}.{size}.{crc:08x}.jsa")
             except FileNotFoundError:
                 continue  # settled by another start meanwhile
             if whole:
-                os.replace(part, self.folder / f"spark-{key}.{size}.{crc:08x}.jsa")
                 part.with_suffix(".writing").unlink(missing_ok=True)
             elif age > STALE:
                 part.unlink(missing_ok=True)

@@ -243,6 +243,7 @@ def test_a_pipeline_run_archives_the_classes_the_next_jvm_maps(tmp_path: Path) -
     # Damaged behind its header (the JDK would crash on it): not given to the
     # JVM, which starts without it and is to write the archive again as it
     # exits (that JVM is stopped here: its writing was shown above).
+    archive.chmod(0o600)  # the JVM writes it read-only
     with open(archive, "r+b") as f:
         f.seek(archive.stat().st_size // 2)
         f.write(b"\xa5" * 4096)
