@@ -53,6 +53,7 @@ __all__ = [
     "java_binary",
     "java_options",
     "spark_home",
+    "writing_to",
 ]
 
 ENV = "LBPARSE_SPARK_CLASSES"
@@ -274,6 +275,22 @@ def spark_home() -> Path:
         return Path(home)
     # The session is being started: pyspark is there (spark_session needs it).
     return Path(need("pyspark").__file__ or "").parent
+
+
+def writing_to(jvm_options: str) -> Path | None:
+    """Where a JVM started with `jvm_options` writes the archive as it exits.
+
+    Args:
+        jvm_options: The JVM's options (spark.driver.extraJavaOptions).
+
+    Returns:
+        The folder of the partial file `ClassArchive.options` named; None
+        when the options write no archive.
+    """
+    for option in jvm_options.split():
+        if option.startswith("-XX:ArchiveClassesAtExit="):
+            return Path(option.partition("=")[2]).parent
+    return None
 
 
 def java_options(jvm_options: str) -> str:

@@ -143,6 +143,15 @@ def test_a_folder_others_can_write_to_is_not_used(
     assert (tmp_path / "mine").stat().st_mode & 0o777 == 0o700
 
 
+def test_the_folder_written_to_is_read_from_the_options(tmp_path: Path) -> None:
+    d = _folder(tmp_path)
+    writing = ClassArchive(d, "k1").options()
+    assert class_archive.writing_to(f"-Xa {writing} -Xb") == d
+    (d / f"spark-k1.{os.getpid()}.partial").write_bytes(MAGIC)
+    assert class_archive.writing_to(ClassArchive(d, "k1").options()) is None
+    assert class_archive.writing_to("") is None
+
+
 def test_the_key_changes_with_the_java_the_jars_and_the_options(tmp_path: Path) -> None:
     java = tmp_path / "jdk" / "bin" / "java"
     java.parent.mkdir(parents=True)
@@ -220,7 +229,7 @@ def test_a_pipeline_run_archives_the_classes_the_next_jvm_maps(tmp_path: Path) -
 
     run = subprocess.run(
         [*LBPARSE, "pipeline", "--test-conf", "--master", "local[1]", str(SAMPLE)]
-        + ["-o", str(tmp_path / "out"), "-q"],
+        + ["-o", str(tmp_path / "out")],
         capture_output=True,
         text=True,
         timeout=300,
@@ -230,6 +239,13 @@ def test_a_pipeline_run_archives_the_classes_the_next_jvm_maps(tmp_path: Path) -
     assert run.returncode == 0, run.stderr[-3000:]
     for text in (run.stdout, run.stderr):  # the JVM's archiving says nothing
         assert "cds" not in text and "[warning]" not in text, text[-2000:]
+    # lbparse says it, once, and where
+    said = [ln for ln in run.stderr.splitlines() if "archived" in ln]
+    assert said == [
+        "lbparse pipeline: Spark's classes are archived as this run's JVM exits, for later "
+        f"local runs to start sooner (~150 MB in {folder}; LBPARSE_SPARK_CLASSES=off turns "
+        "this off)"
+    ], run.stderr
     _wait_for_the_archiving_jvm(folder)
     partials = list(folder.glob("spark-*.partial"))
     assert len(partials) == 1 and partials[0].read_bytes()[:4] == MAGIC, partials
