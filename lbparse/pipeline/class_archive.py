@@ -6,7 +6,8 @@ session lbparse starts has its JVM write them to an archive as it exits
 (`-XX:ArchiveClassesAtExit`); the starts after it map that archive
 (`-XX:SharedArchiveFile`). Measured on `lbparse pipeline` over 10 MB of real
 captures, local[2], two cores: Spark's start 6.1 -> 3.5 s and its first
-job 5.9 -> 4.1 s, a run 12.5 -> ~8 s.
+job 5.9 -> 4.1 s; a run 14.6 -> 8.6 s (the run that writes the archive:
+17.9 s).
 
 Where: `spark-classes/` in lbparse's cache (`lbparse.resources.cache_dir`),
 one archive per Java, Spark and JVM options (named by a digest of them),
