@@ -207,7 +207,10 @@ def folder() -> Path | None:
     chosen = os.environ.get(ENV, "")
     if chosen.lower() in ("off", "0", "no", "false"):
         return None
-    where = Path(chosen) if chosen else cache_dir() / "spark-classes"
+    try:
+        where = Path(chosen) if chosen else cache_dir() / "spark-classes"
+    except RuntimeError:  # no home directory (a user without a passwd entry, no HOME)
+        return None
     if any(c.isspace() for c in str(where)):
         return None  # Spark splits the JVM options at whitespace
     try:

@@ -143,6 +143,23 @@ def test_a_folder_others_can_write_to_is_not_used(
     assert (tmp_path / "mine").stat().st_mode & 0o777 == 0o700
 
 
+def test_a_user_without_a_home_directory_starts_without_an_archive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A container's user: no passwd entry, no HOME, no XDG_CACHE_HOME, where
+    Path.home() raises RuntimeError. Spark must start all the same, without
+    an archive (not a RuntimeError out of spark_session)."""
+    for var in ("XDG_CACHE_HOME", "LBPARSE_CACHE_DIR", class_archive.ENV, "SPARK_SUBMIT_OPTS"):
+        monkeypatch.delenv(var, raising=False)
+
+    def no_home(cls: type[Path]) -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    assert class_archive.folder() is None
+    assert java_options(LOCAL_JVM_OPTIONS) == ""
+
+
 def test_the_folder_written_to_is_read_from_the_options(tmp_path: Path) -> None:
     d = _folder(tmp_path)
     writing = ClassArchive(d, "k1").options()
