@@ -227,11 +227,10 @@ def class_archive_state(since: float) -> str:
     from lbparse.pipeline import class_archive
     from lbparse.pipeline.session import LOCAL_JVM_OPTIONS
 
-    where, java = class_archive.folder(), class_archive.java_binary()
-    if where is None or java is None:
+    archive = class_archive.this_java(LOCAL_JVM_OPTIONS)
+    if archive is None:
         return "Spark's class archive off"
-    key = class_archive.archive_key(java, class_archive.spark_home(), LOCAL_JVM_OPTIONS)
-    found = class_archive.ClassArchive(where, key).whole()
+    found = archive.whole()
     if found is None or found.stat().st_mtime < since:
         return "no class archive of Spark's yet: its JVM ran without"
     return "its JVM mapping Spark's class archive, written by an earlier local run"

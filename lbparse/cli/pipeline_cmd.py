@@ -290,8 +290,7 @@ class Progress:
         self.stop = threading.Event()
         self.start = time.monotonic()
         self.thread = threading.Thread(target=self._loop, daemon=True)
-        conf = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions") or ""
-        self.archiving = class_archive.writing_to(conf)
+        self.context = spark.sparkContext
 
     def planned(self, units: list[Any], tasks: int) -> None:
         """Say the inputs and tasks planned, and start following the tasks.
@@ -307,11 +306,14 @@ class Progress:
         self.out.write(
             f"lbparse pipeline: {files} input file(s), {total / 1e6:,.1f} MB, in {tasks} task(s)\n"
         )
-        if self.archiving is not None:
+        archiving = class_archive.writing_to(
+            self.context.getConf().get("spark.driver.extraJavaOptions") or ""
+        )
+        if archiving is not None:
             # Once: a file of ~150 MB appears, and the JVM outlives the command by seconds.
             self.out.write(
                 "lbparse pipeline: Spark's classes are archived as this run's JVM exits, "
-                f"for later local runs to start sooner (~150 MB in {self.archiving}; "
+                f"for later local runs to start sooner (~150 MB in {archiving}; "
                 "LBPARSE_SPARK_CLASSES=off turns this off)\n"
             )
         self.out.flush()

@@ -54,6 +54,7 @@ __all__ = [
     "java_binary",
     "java_options",
     "spark_home",
+    "this_java",
     "writing_to",
 ]
 
@@ -297,6 +298,27 @@ def writing_to(jvm_options: str) -> Path | None:
     return None
 
 
+def this_java(jvm_options: str) -> ClassArchive | None:
+    """The archive of the Java and Spark a local session starts here.
+
+    Args:
+        jvm_options: The JVM's other options (part of the archive's key).
+
+    Returns:
+        The ClassArchive in `folder()`, keyed by `java_binary()`, `spark_home()`
+        and the options; None when the folder is off or unusable, or Java
+        cannot be found.
+
+    Raises:
+        OSError: Spark's jars could not be read.
+        MissingExtra: pyspark is not installed (and SPARK_HOME not set).
+    """
+    where, java = folder(), java_binary()
+    if where is None or java is None:
+        return None
+    return ClassArchive(where, archive_key(java, spark_home(), jvm_options))
+
+
 def java_options(jvm_options: str) -> str:
     """The class archive's options for a local session's JVM, or "".
 
@@ -313,11 +335,8 @@ def java_options(jvm_options: str) -> str:
     """
     if any(t in os.environ.get(v, "") for v in _USER_OPTIONS for t in _THEIRS):
         return ""
-    where, java = folder(), java_binary()
-    if where is None or java is None:
-        return ""
-    home = spark_home()
     try:
-        return ClassArchive(where, archive_key(java, home, jvm_options)).options()
+        archive = this_java(jvm_options)
+        return "" if archive is None else archive.options()
     except OSError:
         return ""  # a cache that cannot be used is a slower start, not a failed run

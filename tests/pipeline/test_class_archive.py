@@ -231,29 +231,22 @@ def test_a_pipeline_run_archives_the_classes_the_next_jvm_maps(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"}
     env[class_archive.ENV] = str(folder)
 
-    def mapped() -> str:
-        run = subprocess.run(
-            [sys.executable, "-P", "-c", _MAPPED, str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=tmp_path,
+    def ran(*command: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path
         )
-        assert run.returncode == 0, run.stderr[-3000:]
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done
+
+    def mapped() -> str:
+        run = ran(sys.executable, "-P", "-c", _MAPPED, str(folder))
         assert "cds" not in run.stdout + run.stderr, run.stdout + run.stderr[-2000:]
         return run.stdout.strip()
 
-    run = subprocess.run(
-        [*LBPARSE, "pipeline", "--test-conf", "--master", "local[1]", str(SAMPLE)]
-        + ["-o", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
+    run = ran(
+        *LBPARSE, "pipeline", "--test-conf", "--master", "local[1]", str(SAMPLE),
+        "-o", str(tmp_path / "out"),
+    )  # fmt: skip
     for text in (run.stdout, run.stderr):  # the JVM's archiving says nothing
         assert "cds" not in text and "[warning]" not in text, text[-2000:]
     # lbparse says it, once, and where
