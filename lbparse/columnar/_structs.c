@@ -48,6 +48,7 @@ typedef struct {
     int presence;        /* proto3 optional: null exactly when absent */
     struct node *col;    /* the column: scalar or struct; for lists and maps, its elements */
     lb_gbuf offsets;        /* lists and maps: int32 offsets */
+    size_t last_offsets;    /* its length in the last batch exported (presize) */
 } field;
 
 typedef struct node {
@@ -76,12 +77,17 @@ typedef struct node {
      * PropagatedRequest's columns are the ops it does not carry: writing
      * their nulls one by one was 9 in 10 of its decoding. */
     int64_t owed;
+    /* Each builder's length in the last batch exported: the next batch's
+     * builders start that large (scaled to its rows), not at 64 bytes
+     * doubled a dozen times, each time copied (presize). */
+    size_t last_valid, last_values, last_offsets, last_data;
 } node;
 
 typedef struct {
     PyObject_HEAD
     node *root;
     int clean;
+    Py_ssize_t last_rows; /* the rows of the last batch exported (presize) */
 } Program;
 
 /* ---- reading ------------------------------------------------------------------ */
@@ -767,17 +773,33 @@ fail:
     return NULL;
 }
 
-static void reset(node *c) {
+/* Room in g for what the last batch's builder held, scaled by `scale` (this
+ * batch's rows over its), at most `bound` bytes: an estimate, so a refusal
+ * (no memory for it) is no error, the builder grows as it would have. */
+static void presize(lb_gbuf *g, size_t last, double scale, size_t bound) {
+    double want = (double)last * scale;
+    size_t w = want >= (double)bound ? bound : (size_t)want;
+    if (w > g->cap)
+        (void)lb_gb_room(g, w);
+}
+
+/* Builders emptied for a batch, presized from the last one (see presize). */
+static void reset(node *c, double scale, size_t bound) {
     c->valid.len = c->values.len = c->offsets.len = c->data.len = 0;
+    presize(&c->valid, c->last_valid, scale, bound);
+    presize(&c->values, c->last_values, scale, bound);
+    presize(&c->offsets, c->last_offsets, scale, bound);
+    presize(&c->data, c->last_data, scale, bound);
     c->length = c->nulls = c->owed = 0;
     if (c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM)
         put_offset(&c->offsets, 0);
     for (int i = 0; i < c->nfields; i++) {
         field *f = &c->fields[i];
         f->offsets.len = 0;
+        presize(&f->offsets, f->last_offsets, scale, bound);
         if (f->rep != R_SINGLE)
             put_offset(&f->offsets, 0);
-        reset(f->col);
+        reset(f->col, scale, bound);
     }
 }
 
@@ -788,6 +810,10 @@ static void reset(node *c) {
 static int export_node(node *c, struct ArrowArray *a) {
     if (c->owed && settle(c) < 0)
         return -1;
+    c->last_valid = c->valid.len;
+    c->last_values = c->values.len;
+    c->last_offsets = c->offsets.len;
+    c->last_data = c->data.len;
     int strings = c->kind == K_STRING || c->kind == K_BYTES || c->kind == K_ENUM;
     int n_buffers = c->kind == K_MESSAGE ? 1 : strings ? 3 : 2;
     if (lb_arrow_init(a, c->length, c->nulls, n_buffers, c->kind == K_MESSAGE ? c->nfields : 0) < 0)
@@ -808,6 +834,7 @@ static int export_node(node *c, struct ArrowArray *a) {
                 continue;
             }
             int64_t n = (int64_t)(f->offsets.len / 4) - 1;
+            f->last_offsets = f->offsets.len;
             if (lb_arrow_init(child, n, 0, 2, 1) < 0)
                 return -1;
             lb_arrow_own(child, 1, lb_gb_detach(&f->offsets));
@@ -864,18 +891,26 @@ static PyObject *Program_decode(Program *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "decode: starts and ends need k int64 each");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < k; i++)
+    size_t bytes = 0; /* the messages' bytes, for presize's bound */
+    for (Py_ssize_t i = 0; i < k; i++) {
         if (s[i] < 0 || e[i] < s[i] || e[i] > data.len) {
             PyErr_Format(PyExc_ValueError, "range %zd is [%lld, %lld), outside the %zd bytes "
                          "of data", i, (long long)s[i], (long long)e[i], data.len);
             goto done;
         }
+        bytes += (size_t)(e[i] - s[i]);
+    }
     ok = PyBytes_FromStringAndSize(NULL, k ? k : 1);
     if (!ok)
         goto done;
     uint8_t *okp = (uint8_t *)PyBytes_AS_STRING(ok);
     node *root = self->root;
-    reset(root);
+    /* A builder seldom needs more than twice the messages' bytes and 16
+     * bytes a row: the bound keeps a batch of huge messages from presizing
+     * the next one of small ones to their size (ranges may overlap: the
+     * bytes are summed in a size_t, and the bound only caps an estimate). */
+    size_t bound = bytes * 2 + (size_t)k * 16 + 64;
+    reset(root, self->last_rows ? (double)k / (double)self->last_rows : 0.0, bound);
     occ o[MAX_STEPS];
     for (Py_ssize_t i = 0; i < k; i++) {
         /* scanned once: the checks and the writing read the same occurrences */
@@ -885,6 +920,7 @@ static PyObject *Program_decode(Program *self, PyObject *args) {
             goto done;
     }
     struct ArrowArray *array = calloc(1, sizeof *array);
+    self->last_rows = k;
     if (!array || export_node(root, array) < 0) {
         if (array && array->release)
             array->release(array);

@@ -208,6 +208,7 @@ def _records(payloads: Any, schema: pa.Schema) -> pa.RecordBatch:
     """The payloads as a batch of `schema` (record columns): `position`
     0..n-1, `source` empty, every other column but the payload null."""
     np = need("numpy")
+    nulls = need("lbparse.columnar.decode_arrow").null_column
     arr = _binary(payloads)
     n = len(arr)
     cols = []
@@ -219,7 +220,7 @@ def _records(payloads: Any, schema: pa.Schema) -> pa.RecordBatch:
         elif f.name == "position":
             cols.append(pa.array(np.arange(n, dtype=np.int64)))
         else:
-            cols.append(pa.nulls(n, f.type))
+            cols.append(nulls(n, f.type))
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 

@@ -257,7 +257,7 @@ class _Names:
         table = self._table
         n = len(codes)
         if not len(table):
-            return pa.nulls(n, pa.string())
+            return null_column(n, pa.string())
         null = codes < 0
         if not native:
             return table.take(pa.array(np.where(null, 0, codes).astype(np.int32), mask=null))
@@ -419,7 +419,7 @@ class BatchDecoder:
                 if self.strict:
                     raise
                 self._fell_back(f"the vectorized {ptype} reader", k, exc)
-        return pa.nulls(k, typ), np.zeros(k, np.bool_)
+        return null_column(k, typ), np.zeros(k, np.bool_)
 
     def _fell_back(self, what: str, rows: int, exc: Exception) -> None:
         """Count a fast path's failure and say it: a bug, never silent."""
@@ -511,8 +511,8 @@ class BatchDecoder:
         payload = records.column("payload")
         starts, ends, data = binary_buffers(payload)
         rows = _Rows(n)
-        preset = np.asarray(records.column("error_kind").is_valid())
-        todo = ~preset & np.asarray(payload.is_valid())
+        preset = _valid(records.column("error_kind"))
+        todo = ~preset & _valid(payload)
         # Rows neither preset nor with a payload: a null cell in a table.
         for i in np.flatnonzero(~preset & ~todo):
             rows.errors[int(i)] = ("input:null_payload", "the payload cell is null")
@@ -987,7 +987,7 @@ class BatchDecoder:
     def _reasons(self, rows: _Rows) -> pa.Array:
         """The layout_reason column: each row's decisive reason, null where it has none."""
         if not rows.reason_texts:
-            return pa.nulls(rows.n, pa.string())
+            return null_column(rows.n, pa.string())
         table = pa.array(list(rows.reason_texts), pa.string())
         codes = rows.reason
         return table.take(pa.array(np.where(codes < 0, 0, codes), pa.int32(), mask=codes < 0))
@@ -1163,7 +1163,7 @@ class BatchDecoder:
                 "warnings": (
                     pa.array([rows.warnings.get(i) for i in range(n)], warnings)
                     if rows.warnings
-                    else pa.nulls(n, warnings)
+                    else null_column(n, warnings)
                 ),
                 "payload_json": _strings(n, json_col),
             }
@@ -1337,6 +1337,43 @@ def _flatbuffer_like(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     return result
 
 
+def null_column(n: int, typ: pa.DataType) -> pa.Array:
+    """pa.nulls(n, typ), made once per length and type up to the pipeline's
+    batch: Arrow arrays are immutable, and a batch has several all-null
+    columns (no error, no JSON, no warning), each a zeroed buffer of n
+    offsets or values written again for every batch of the same length
+    (~1% of a 65,536-row batch's time). Longer ones are not kept.
+
+    Args:
+        n: The length.
+        typ: The type.
+
+    Returns:
+        An array of n nulls.
+    """
+    return _kept_nulls(n, typ) if n <= _KEPT_NULLS_ROWS else pa.nulls(n, typ)
+
+
+_KEPT_NULLS_ROWS = 65536  # lbparse.pipeline's DEFAULT_BATCH_ROWS: ~0.3 MB a column at most
+
+
+@lru_cache(maxsize=64)
+def _kept_nulls(n: int, typ: pa.DataType) -> pa.Array:
+    return pa.nulls(n, typ)
+
+
+def _valid(column: pa.Array) -> np.ndarray:
+    """column.is_valid() as a numpy bool array: pyarrow converts a bool array
+    to numpy one element at a time, and a batch's columns are mostly all
+    valid (the payloads) or all null (the problems, for bare payloads)."""
+    n = len(column)
+    if column.null_count == 0:
+        return np.ones(n, np.bool_)
+    if column.null_count == n:
+        return np.zeros(n, np.bool_)
+    return np.asarray(column.is_valid())
+
+
 def _masked(values: np.ndarray, typ: pa.DataType, mask: np.ndarray) -> pa.Array:
     """pa.array(values, typ, mask=mask) (mask: True is null), without packing a
     mask that holds no null or no value: most of a batch's header columns are
@@ -1345,7 +1382,7 @@ def _masked(values: np.ndarray, typ: pa.DataType, mask: np.ndarray) -> pa.Array:
     n = len(values)
     nulls = int(np.count_nonzero(mask))
     if nulls == n:
-        return pa.nulls(n, typ)
+        return null_column(n, typ)
     if typ == pa.bool_():
         # Bits packed by numpy: pyarrow converts a bool array one element at a
         # time (~2.5 ns each, ~1% of a 65,536-row batch for the two such columns).
@@ -1360,7 +1397,7 @@ def _masked(values: np.ndarray, typ: pa.DataType, mask: np.ndarray) -> pa.Array:
 def _strings(n: int, values: Mapping[int, str | None]) -> pa.Array:
     """A string column of n rows: `values` by row, null elsewhere."""
     if not values:  # usually: no errors, no FlatBuffers
-        return pa.nulls(n, pa.string())
+        return null_column(n, pa.string())
     column: list[str | None] = [None] * n
     for i, v in values.items():
         column[i] = v
@@ -1428,7 +1465,7 @@ class Decoded:
                 rows, arr = self.structs[f.name]
                 arrays.append(spread(arr, rows, n))
             else:
-                arrays.append(pa.nulls(n, f.type))
+                arrays.append(null_column(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def partitions(self, column: str) -> Iterator[tuple[str | None, int, dict[str, pa.Array]]]:

@@ -44,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lbparse.columnar.decode_arrow import Decoded
+from lbparse.columnar.decode_arrow import Decoded, null_column
 from lbparse.columnar.pandas_meta import dataset_schema
 from lbparse.columnar.schema import (
     CAPTURE_COLUMNS,
@@ -209,7 +209,7 @@ def tables_of(
     # The traffic columns exist only where a unit's traffic reader ran.
     out = {
         MESSAGES: _assembled(
-            [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in msg_schema],
+            [cols[f.name] if f.name in cols else null_column(n, f.type) for f in msg_schema],
             msg_schema,
         )
     }
