@@ -680,9 +680,11 @@ class BatchDecoder:
         if fb.size:
             take[fb[_flatbuffer_like(data, starts[fb] + hdr["hl"][fb], ends[fb])]] = False
             t = np.flatnonzero(take)
-        b7 = hdr["byte7"][t]
-        pstart, pend = starts[t] + hdr["hl"][t], ends[t]
-        codes = self.v0_ptype[b7]
+        # Gathers by ndarray.take: half the time of a[indices] (numpy's
+        # fancy indexing), which a 65,536-row batch does a dozen times.
+        b7 = hdr["byte7"].take(t)
+        pstart, pend = starts.take(t) + hdr["hl"].take(t), ends.take(t)
+        codes = self.v0_ptype.take(b7)
         order, bounds = group_rows(codes, len(self.ptype_names), self.native)
         for code in np.flatnonzero(np.diff(bounds)).tolist():
             sel = order[bounds[code] : bounds[code + 1]]
@@ -690,8 +692,10 @@ class BatchDecoder:
             typ = self.schema.field(self.columns[ptype]).type
             # Clean payloads only: an unclean one changes auto's confidence
             # and reasons (and for Publish and Ack its layout).
-            arr, ok = self._vectorized(ptype, typ, data, pstart[sel], pend[sel], clean=True)
-            mine = t[sel]
+            arr, ok = self._vectorized(
+                ptype, typ, data, pstart.take(sel), pend.take(sel), clean=True
+            )
+            mine = t.take(sel)
             if not ok.all():
                 take[mine[~ok]] = False
                 mine, arr = mine[ok], arr.filter(pa.array(ok))
@@ -722,8 +726,8 @@ class BatchDecoder:
         rows.crc[t] = hdr["crc"][t]
         b7 = hdr["byte7"][t]
         rows.msg_type[t] = b7
-        rows.name[t] = self.v0_name[b7]
-        rows.ptype[t] = self.v0_ptype[b7]
+        rows.name[t] = self.v0_name.take(b7)  # ndarray.take: see _auto_v0
+        rows.ptype[t] = self.v0_ptype.take(b7)
         if not self.auto:  # auto's payloads are in rows.decoded already
             rows.pstart[t] = starts[t] + hl[t]
             rows.pend[t] = ends[t]
@@ -772,9 +776,9 @@ class BatchDecoder:
             confidence[k] = np.nan if c is None else c
             ambiguous[k] = a
             reason[k] = rows.reason_code(r)
-        rows.confidence[take] = confidence[key]
-        rows.decided_ambiguous[take] = ambiguous[key]
-        rows.reason[take] = reason[key]
+        rows.confidence[take] = confidence.take(key)
+        rows.decided_ambiguous[take] = ambiguous.take(key)
+        rows.reason[take] = reason.take(key)
 
     def _headerless(
         self,
@@ -1038,7 +1042,9 @@ class BatchDecoder:
             got_rows: list[np.ndarray] = [pre[0]] if pre else []
             parts: list[pa.Array] = [pre[1]] if pre else []
             if mine.size:
-                arr, ok = self._vectorized(ptype, typ, data, rows.pstart[mine], rows.pend[mine])
+                arr, ok = self._vectorized(
+                    ptype, typ, data, rows.pstart.take(mine), rows.pend.take(mine)
+                )
                 if ok.all():
                     got_rows.append(mine)
                     parts.append(arr)

@@ -329,7 +329,7 @@ class _Keys:
         out = []
         for way, held, a in self._ways:
             if way == "numpy":
-                out.append(pa.array(held[rows], a.type))
+                out.append(pa.array(held.take(rows), a.type))  # take: half a[rows]
             elif way == "one":
                 out.append(pa.repeat(held, len(rows)))
             else:
