@@ -519,6 +519,33 @@ static PyObject *strings(PyObject *self, PyObject *args) {
                          j);
             goto done;
         }
+    /* One name in every row (a batch's layout, the MsgType of a batch of one
+     * type): its offsets by multiplication and its bytes copied in doubling
+     * runs, where the general loops below cost ~40 instructions a row. */
+    int32_t diff = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        diff |= c[i] ^ c[0];
+    if (n && !diff && c[0] >= 0 && c[0] < k) {
+        int64_t len = to[c[0] + 1] - to[c[0]];
+        if (len * (int64_t)n > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "strings: over 2 GiB of string data in %zd rows", n);
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i <= n; i++)
+            off[i] = (int32_t)(len * (int64_t)i);
+        result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(len * n));
+        if (result && len) {
+            uint8_t *out = (uint8_t *)PyBytes_AS_STRING(result);
+            size_t have = (size_t)len, want = (size_t)(len * n);
+            memcpy(out, (const uint8_t *)v[2].buf + to[c[0]], (size_t)len);
+            while (have < want) {
+                size_t more = have < want - have ? have : want - have;
+                memcpy(out + have, out, more);
+                have += more;
+            }
+        }
+        goto done;
+    }
     int64_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (c[i] >= k || c[i] < -1) {

@@ -201,6 +201,26 @@ def test_string_columns_of_the_decoders_names() -> None:
     assert len(check_strings(names, [])) == 0
 
 
+@pytest.mark.parametrize("rows", [1, 2, 3, 1000])
+def test_a_column_of_one_name_equals_arrows_take(rows: int) -> None:
+    """One name in every row (a batch's layout, the MsgType of a batch of
+    one type), made by its own loop: short and long names, an empty one,
+    multi-byte UTF-8, a code past the table still refused."""
+    names = ["v0", "", "é\u4e2d", "z" * 70]
+    for code in range(len(names)):
+        assert check_strings(names, [code] * rows).null_count == 0
+    assert check_strings(names, [-1] * rows).null_count == rows
+    from lbparse.columnar.decode_arrow import _kernels
+
+    with pytest.raises(ValueError, match="code 4 at row 0, for a table of 4"):
+        _kernels.strings(
+            np.full(rows, 4, np.int32),
+            np.array([0, 1, 2, 3, 4], np.int32),
+            b"abcd",
+            np.zeros(rows + 1, np.int32),
+        )
+
+
 @pytest.mark.parametrize("code", [4, -2, 1 << 30])
 def test_a_code_past_the_table_is_refused(code: int) -> None:
     from lbparse.columnar.decode_arrow import _kernels
