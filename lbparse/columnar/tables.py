@@ -342,14 +342,18 @@ def _payload_table(
 ) -> pa.Table:
     schema = table_schema(name, keys)
     idx = np.asarray(rows, np.int64)
-    # The struct's rows are all valid (a row has a struct only where it has
-    # that type), so its children are the columns as they are: field(i), a
-    # third of flatten()'s cost, is the same child where nothing is null
-    # (Arrow slices it to the struct's offset and length).
+    # The struct's rows are usually all valid (a row has a struct only where
+    # it has that type), so its children are the columns as they are: a batch
+    # of them at once (Arrow slices each to the struct's offset and length),
+    # the keys put in front, not a pyarrow Array (and its type wrapped anew)
+    # per field. Rows a reader left null are filtered out, field by field.
     if arr.null_count == 0:
-        children = [arr.field(i) for i in range(arr.type.num_fields)]
-    else:
-        valid = arr.is_valid()
-        children = [arr.field(i).filter(valid) for i in range(arr.type.num_fields)]
-        idx = idx[np.asarray(valid)]
+        batch = pa.RecordBatch.from_struct_array(arr)
+        for i, key in enumerate(taker.take(idx)):
+            batch = batch.add_column(i, schema.field(i), key)
+        return pa.Table.from_batches([batch], schema=schema)
+    fields = len(schema) - len(keys)  # the struct's (not arr.type's: a new wrapper)
+    valid = arr.is_valid()
+    children = [arr.field(i).filter(valid) for i in range(fields)]
+    idx = idx[np.asarray(valid)]
     return _assembled(taker.take(idx) + children, schema)
