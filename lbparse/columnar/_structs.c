@@ -907,9 +907,11 @@ static PyObject *Program_decode(Program *self, PyObject *args) {
     node *root = self->root;
     /* A builder seldom needs more than twice the messages' bytes and 16
      * bytes a row: the bound keeps a batch of huge messages from presizing
-     * the next one of small ones to their size (ranges may overlap: the
-     * bytes are summed in a size_t, and the bound only caps an estimate). */
-    size_t bound = bytes * 2 + (size_t)k * 16 + 64;
+     * the next one of small ones to their size. Ranges may overlap (the
+     * same bytes read twice): never more than the data itself counts, so
+     * what is reserved follows the bytes given, whatever the ranges say. */
+    size_t given = (size_t)data.len < bytes ? (size_t)data.len : bytes;
+    size_t bound = given * 2 + (size_t)k * 16 + 64;
     reset(root, self->last_rows ? (double)k / (double)self->last_rows : 0.0, bound);
     occ o[MAX_STEPS];
     for (Py_ssize_t i = 0; i < k; i++) {
