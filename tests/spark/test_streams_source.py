@@ -68,10 +68,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
 
 
 def committed(
-    cluster: LiveCluster, streams: list[str], limit: float = 30.0
+    cluster: LiveCluster,
+    streams: list[str],
+    limit: float = 30.0,
+    stalled: list[str] | None = None,
 ) -> dict[tuple[str, int], list[dict[str, Any]]]:
     """Each partition's segment entries, once every entry on disk is committed
-    (the high watermark reached the last one); bounded by `limit` seconds."""
+    (the high watermark reached the last one); bounded by `limit` seconds.
+
+    With `stalled` (a list, after a failover), a high watermark that stays
+    behind the segments is the cluster's own stall, not a failure: v1.9.0
+    was seen re-electing a partition's leader every 3 s for minutes after a
+    kill and restart (a follower reporting each new leader as timed out;
+    the publisher's AckPolicy.ALL publish unanswered), its high watermark
+    still. Then each such partition's committed prefix is returned, and the
+    partitions, with their ends and entries, are appended to `stalled`."""
     deadline = time.monotonic() + limit
     with StreamsClient(cluster.addresses) as client:
         while True:
@@ -80,9 +91,22 @@ def committed(
                 (p.stream, p.partition): cluster.segment_entries(p.stream, p.partition)
                 for p in parts
             }
-            if all(p.end == len(found[p.stream, p.partition]) for p in parts):
+            behind = [p for p in parts if p.end != len(found[p.stream, p.partition])]
+            if not behind:
                 return found
-            assert time.monotonic() < deadline, "high watermarks never reached the segments"
+            if time.monotonic() >= deadline:
+                said = ", ".join(
+                    f"{p.stream}/{p.partition}: end {p.end}, "
+                    f"{len(found[p.stream, p.partition])} entries on disk"
+                    for p in behind
+                )
+                assert stalled is not None, (
+                    f"high watermarks never reached the segments in {limit} s ({said})"
+                )
+                stalled.append(said)
+                return {
+                    (p.stream, p.partition): found[p.stream, p.partition][: p.end] for p in parts
+                }
             time.sleep(0.5)
 
 
@@ -372,9 +396,18 @@ def _stop(publisher: subprocess.Popen[bytes]) -> None:
 
 
 def _each_message_once(
-    session: Any, out: Path, entries: dict[tuple[str, int], list[dict[str, Any]]]
+    session: Any,
+    out: Path,
+    entries: dict[tuple[str, int], list[dict[str, Any]]],
+    later: dict[tuple[str, int], list[dict[str, Any]]] | None = None,
 ) -> None:
-    """The query's output at `out` is every entry on disk (`committed`), none twice."""
+    """The query's output at `out` is every entry on disk (`committed`), none twice.
+
+    With `later` (a stalled cluster's committed prefixes, taken again once the
+    query stopped: its high watermark may have moved on meanwhile), each
+    partition's output is a prefix of `later`'s entries, in order, at least
+    as long as `entries`' (every message committed when the query was told
+    to catch up, and only committed messages after it)."""
     rows = [r.asDict() for r in session.read.parquet(str(out)).collect()]
     keys = [(r["stream"], r["partition"], r["offset"]) for r in rows]
     assert len(keys) == len(set(keys))  # no message twice
@@ -382,7 +415,14 @@ def _each_message_once(
         (as_truth(r["stream"], r["partition"], r) for r in rows),
         key=lambda t: (t["stream"], t["partition"], t["offset"]),
     )
-    assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+    if later is None:
+        assert got == [truth(s, p, e) for (s, p), es in sorted(entries.items()) for e in es]
+        return
+    assert {(t["stream"], t["partition"]) for t in got} <= set(later)
+    for (s, p), es in sorted(later.items()):
+        mine = [t for t in got if (t["stream"], t["partition"]) == (s, p)]
+        assert len(entries[s, p]) <= len(mine) <= len(es), (s, p, len(mine))
+        assert mine == [truth(s, p, e) for e in es[: len(mine)]], (s, p)
 
 
 def test_a_streaming_query_stopped_and_restarted_reads_each_message_once(
@@ -1006,7 +1046,8 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
             )
             cluster.start_node(killed)
             killed = ""
-        entries = committed(cluster, STREAMS, limit=60)
+        stalled: list[str] = []
+        entries = committed(cluster, STREAMS, limit=60, stalled=stalled)
         total = sum(map(len, entries.values()))
         _wait(
             lambda: session.read.parquet(str(out)).count() >= total,
@@ -1019,7 +1060,16 @@ def test_a_streaming_query_reads_on_through_a_leader_failover(
         if killed:
             cluster.start_node(killed)
         _stop(publisher)
-    _each_message_once(session, out, entries)
+    later = None
+    if stalled:
+        warnings.warn(
+            "the cluster's high watermarks stayed behind its segments 60 s after the "
+            f"failover ({'; '.join(stalled)}): the query's output checked against "
+            "the committed prefixes",
+            stacklevel=1,
+        )
+        later = committed(cluster, STREAMS, limit=5, stalled=[])
+    _each_message_once(session, out, entries, later)
 
 
 # -- failover in the cluster's time: a node killed and left down for the read ----------
