@@ -11,6 +11,7 @@ pieces, each with one job:
   tasks.py         what one mapInArrow task runs
   summary.py       counts per input file, that add up
   session.py       the Spark session: local[*], a cluster, or spark-submit's
+  worker_daemon.py Spark's Python daemon in a local session: the installed pyspark
   job.py           a run (spark-submit runs `lbparse pipeline`: tools/dist.py)
 
 The reading of a unit (streamed in the tasks) and the decoding are the

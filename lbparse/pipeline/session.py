@@ -55,6 +55,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.maxConcurrentOutputFileWriters": "64",
     "spark.sql.session.timeZone": "UTC",
 }
+# Spark's Python daemon as lbparse runs it in the local sessions it starts.
+WORKER_DAEMON = ("spark.python.daemon.module", "lbparse.pipeline.worker_daemon")
 # Small and quiet, for tests and the demo.
 TEST_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
@@ -209,6 +211,12 @@ def spark_session(
             # Spark's classes mapped from last time's archive (or archived at
             # this JVM's exit): a local run's start ~4 s shorter.
             java = f"{java} {class_archive.java_options(LOCAL_JVM_OPTIONS)}".strip()
+            # The Python workers import the installed pyspark, not Spark's zip
+            # of it (compiled anew in each process): a session's first job
+            # ~1.3 s shorter (worker_daemon.py). Local only: a cluster's
+            # executors may have lbparse only as --py-files, which a daemon
+            # does not see.
+            builder = builder.config(*WORKER_DAEMON)
         if java:
             builder = builder.config("spark.driver.extraJavaOptions", java)
         if quiet:
