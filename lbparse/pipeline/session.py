@@ -46,6 +46,7 @@ __all__ = [
     "run_session",
     "spark_session",
     "under_spark_submit",
+    "worker_daemon_conf",
 ]
 
 # Settings the pipeline needs wherever it runs (runtime SQL settings).
@@ -149,6 +150,28 @@ def driver_java_options(master: str, quiet: bool) -> str:
     return " ".join(options)
 
 
+def worker_daemon_conf(master: str) -> dict[str, str]:
+    """The Python daemon setting of a new session (WORKER_DAEMON), or none.
+
+    The Python workers import the installed pyspark, not Spark's zip of it
+    (compiled anew in each process): a session's first job ~1.3 s shorter
+    (worker_daemon.py). Local masters only, whose workers run this
+    interpreter, which has lbparse: a cluster's executors may have it only
+    as --py-files, which a daemon does not see; another PYSPARK_PYTHON may
+    not have it at all.
+
+    Args:
+        master: The new session's master URL.
+
+    Returns:
+        The settings to add: WORKER_DAEMON's, or nothing.
+    """
+    if master.startswith("local") and os.environ.get("PYSPARK_PYTHON") == sys.executable:
+        key, module = WORKER_DAEMON
+        return {key: module}
+    return {}
+
+
 def _session_class() -> type[SparkSession]:
     # Spark is the spark extra's; the rest of this module is not (the command
     # line checks its options with under_spark_submit before Spark starts).
@@ -211,12 +234,8 @@ def spark_session(
             # Spark's classes mapped from last time's archive (or archived at
             # this JVM's exit): a local run's start ~4 s shorter.
             java = f"{java} {class_archive.java_options(LOCAL_JVM_OPTIONS)}".strip()
-            # The Python workers import the installed pyspark, not Spark's zip
-            # of it (compiled anew in each process): a session's first job
-            # ~1.3 s shorter (worker_daemon.py). Local only: a cluster's
-            # executors may have lbparse only as --py-files, which a daemon
-            # does not see.
-            builder = builder.config(*WORKER_DAEMON)
+        for k, v in worker_daemon_conf(master).items():
+            builder = builder.config(k, v)
         if java:
             builder = builder.config("spark.driver.extraJavaOptions", java)
         if quiet:

@@ -3,11 +3,13 @@ the installed packages, only when those are the same version."""
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from lbparse.pipeline.session import worker_daemon_conf
 from lbparse.pipeline.worker_daemon import prefer_installed
 
 pyspark = pytest.importorskip("pyspark")
@@ -57,3 +59,26 @@ def test_a_damaged_zip_is_left_where_it_is(tmp_path: Path) -> None:
         pass
     path = [str(bad), str(empty), SITE]
     assert prefer_installed(path) == path
+
+
+def test_a_new_local_session_in_this_interpreter_gets_the_daemon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert worker_daemon_conf("local[2]") == {
+        "spark.python.daemon.module": "lbparse.pipeline.worker_daemon"
+    }
+    assert worker_daemon_conf("local") != {}
+
+
+@pytest.mark.parametrize("master", ["spark://127.0.0.1:7077", "yarn", "k8s://h:443"])
+def test_a_cluster_session_keeps_sparks_daemon(
+    monkeypatch: pytest.MonkeyPatch, master: str
+) -> None:
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert worker_daemon_conf(master) == {}
+
+
+def test_another_workers_python_keeps_sparks_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/python3-elsewhere")
+    assert worker_daemon_conf("local[2]") == {}
