@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.codec.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
-from lbparse.columnar.wirescan import slices
+from lbparse.columnar.wirescan import bitmap, slices
 
 _kernels: Any
 try:
@@ -400,7 +400,7 @@ def _bits(flags: bytes, n: int) -> tuple[pa.Buffer | None, int]:
     """A validity (or bool) bitmap of one byte per value; None when all are set."""
     a = np.frombuffer(flags, np.uint8, n)
     nulls = n - int(np.count_nonzero(a))
-    return pa.py_buffer(np.packbits(a, bitorder="little")), nulls
+    return bitmap(a), nulls
 
 
 def _numbers(typ: pa.DataType, raw: bytes, width: int, n: int) -> pa.Array:

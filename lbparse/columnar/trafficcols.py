@@ -20,7 +20,7 @@ from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
-from lbparse.columnar.wirescan import spread
+from lbparse.columnar.wirescan import bitmap, spread
 from lbparse.raft.entries import command_label
 from lbparse.raft.msgpack_structs import json_fields
 from lbparse.raft.tables import log_type_name
@@ -93,7 +93,7 @@ def _rows_of(t: Any) -> list[dict[str, Any]]:
 
 
 def _bitmap(valid: bytes) -> pa.Buffer:
-    return pa.py_buffer(np.packbits(np.frombuffer(valid, np.bool_), bitorder="little"))
+    return bitmap(np.frombuffer(valid, np.bool_))
 
 
 @cache

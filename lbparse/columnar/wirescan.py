@@ -43,7 +43,7 @@ try:
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
-__all__ = ["decode_structs", "enum_names", "gather", "scatter", "slices", "spread"]
+__all__ = ["bitmap", "decode_structs", "enum_names", "gather", "scatter", "slices", "spread"]
 
 F = FieldDescriptor
 MAX_STEPS = 256  # field occurrences read per message before it is left to upb
@@ -177,11 +177,7 @@ def slices(
         )
     else:
         offsets, values = gather(data, starts, lens)
-        validity = (
-            None
-            if null is None or not null.any()
-            else pa.py_buffer(np.packbits(~null, bitorder="little"))
-        )
+        validity = None if null is None or not null.any() else bitmap(~null)
         arr = pa.Array.from_buffers(
             pa.binary(), k, [validity, pa.py_buffer(offsets), pa.py_buffer(values)]
         )
@@ -401,6 +397,22 @@ def scatter(values: pa.Array, present: np.ndarray) -> pa.Array:
         return values
     idx = np.cumsum(present, dtype=np.int32) - 1
     return values.take(pa.array(idx, mask=~present))
+
+
+def bitmap(bits: np.ndarray) -> pa.Buffer:
+    """Pack a numpy array into an Arrow bitmap (validity or bool values).
+
+    Bit i is set where element i is true or nonzero. Packed by numpy:
+    pyarrow converts a bool array to bits one element at a time (~2.5 ns
+    each).
+
+    Args:
+        bits: One element per bit: bools, or bytes of 0 and 1.
+
+    Returns:
+        The bitmap, least significant bit first, as Arrow lays it out.
+    """
+    return pa.py_buffer(np.packbits(bits, bitorder="little"))
 
 
 def spread(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
