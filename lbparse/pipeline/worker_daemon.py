@@ -29,34 +29,35 @@ from lbparse.extras import need
 _VERSION_FILES = {"pyspark": "pyspark/version.py", "py4j": "py4j/version.py"}
 
 
-def _zip_of(package: str, path: list[str]) -> str | None:
-    """The zip on `path` that holds `package`, if any."""
+def _zipped(path: list[str]) -> dict[str, tuple[str, bytes]]:
+    """Each package's first zip on `path`, with its version file's bytes
+    (each zip opened once)."""
+    found: dict[str, tuple[str, bytes]] = {}
     for entry in path:
-        if entry.endswith(".zip") and os.path.isfile(entry):
-            try:
-                with zipfile.ZipFile(entry) as z:
-                    z.getinfo(_VERSION_FILES[package])
-            except (OSError, KeyError, zipfile.BadZipFile):
-                continue
-            return entry
-    return None
+        if not entry.endswith(".zip") or not os.path.isfile(entry):
+            continue
+        try:
+            with zipfile.ZipFile(entry) as z:
+                names = set(z.namelist())
+                for package, name in _VERSION_FILES.items():
+                    if package not in found and name in names:
+                        found[package] = (entry, z.read(name))
+        except (OSError, zipfile.BadZipFile):
+            continue
+    return found
 
 
-def _same_installed(package: str, zip_path: str, path: list[str]) -> bool:
-    """Whether `package` is also installed outside zips on `path`, in the zip's version."""
-    plain = [p for p in path if not p.endswith(".zip")]
+def _installed_version(package: str, plain: list[str]) -> bytes | None:
+    """The version file of `package` as installed on `plain` (no zips), if it is."""
     spec = PathFinder.find_spec(package, plain)
     if spec is None or not spec.submodule_search_locations:
-        return False
+        return None
     installed = os.path.join(list(spec.submodule_search_locations)[0], "version.py")
     try:
         with open(installed, "rb") as f:
-            mine = f.read()
-        with zipfile.ZipFile(zip_path) as z:
-            theirs = z.read(_VERSION_FILES[package])
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return False
-    return mine == theirs
+            return f.read()
+    except OSError:
+        return None
 
 
 def prefer_installed(path: list[str]) -> list[str]:
@@ -71,12 +72,13 @@ def prefer_installed(path: list[str]) -> list[str]:
     Returns:
         The new search path (`path` itself is not changed).
     """
-    moved: list[str] = []
-    for package in _VERSION_FILES:
-        found = _zip_of(package, path)
-        if found is not None and _same_installed(package, found, path):
-            moved.append(found)
-    return [p for p in path if p not in moved] + moved
+    plain = [p for p in path if not p.endswith(".zip")]
+    moved = {  # a dict: one zip holding both packages moves once
+        zip_path: None
+        for package, (zip_path, theirs) in _zipped(path).items()
+        if _installed_version(package, plain) == theirs
+    }
+    return [p for p in path if p not in moved] + list(moved)
 
 
 def main() -> None:

@@ -82,3 +82,11 @@ def test_a_cluster_session_keeps_sparks_daemon(
 def test_another_workers_python_keeps_sparks_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYSPARK_PYTHON", "/usr/bin/python3-elsewhere")
     assert worker_daemon_conf("local[2]") == {}
+
+
+def test_one_zip_of_both_packages_moves_once(tmp_path: Path) -> None:
+    both = tmp_path / "both.zip"
+    with zipfile.ZipFile(both, "w") as z:
+        for package in ("pyspark", "py4j"):
+            z.writestr(f"{package}/version.py", (Path(SITE) / package / "version.py").read_bytes())
+    assert prefer_installed([str(both), SITE]) == [SITE, str(both)]
