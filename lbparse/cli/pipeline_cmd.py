@@ -81,6 +81,7 @@ from lbparse.extras import need
 from lbparse.outputs import Interrupted
 from lbparse.pipeline import DEFAULT_BATCH_ROWS, MAX_BATCH_ROWS, class_archive, interrupts, outdir
 from lbparse.pipeline import preflight as pf
+from lbparse.pipeline.cutting import Cutting
 from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT
 from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.interrupts import Interrupts
@@ -438,8 +439,13 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         say_replaced(out_plan)
         # From Spark's start to its stop the main thread may be inside a call
         # to the JVM at any moment: a signal is recorded there, not raised, and
-        # signals.check() raises it between the run's steps.
-        with interrupts.spark_calls(), run_session(args.master, conf=conf) as spark:
+        # signals.check() raises it between the run's steps. The large
+        # captures' index pass (a second a gigabyte) runs beside the JVM's start.
+        with (
+            Cutting(units, options.source) as cutting,
+            interrupts.spark_calls(),
+            run_session(args.master, conf=conf) as spark,
+        ):
             signals.interrupts.reinstall()  # should Spark have put its own in place
             signals.quiet_after(spark)
             with interrupts.spark_calls(lambda: _quiet(spark)):
@@ -458,7 +464,7 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
                         spark,
                         options,
                         on_plan=planned,
-                        units=units,
+                        units=cutting.result(),
                         check_interrupt=signals.check,
                         on_swapped=swapped,
                     )
@@ -530,8 +536,9 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
         options: The job's PipelineOptions.
 
     Returns:
-        The inputs, planned (units), and what the output directory will get
-        (pipeline.outdir's plan).
+        The inputs, planned (units; large captures not cut yet: that is
+        `Cutting`'s, beside Spark's start), and what the output directory
+        will get (pipeline.outdir's plan).
 
     Raises:
         InputError: An argument is wrong (one line, exit 2); here, no input
@@ -544,7 +551,7 @@ def preflight(args: argparse.Namespace, options: Any) -> tuple[list[Any], Any]:
         pf.check_conf(conf)
     pf.check_inputs(args.inputs)
     options.decode.check()
-    units = plan(list(args.inputs), options.source)
+    units = plan(list(args.inputs), options.source, cut=False)
     pf.check_units(units, args.column)
     pf.check_formats(args.inputs, units)
     if not units:

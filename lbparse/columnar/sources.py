@@ -63,7 +63,15 @@ from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.units import Unit, UnitStats
 from lbparse.textform import utf8_text
 
-__all__ = ["SourceOptions", "Unit", "UnitStats", "plan_files", "read_unit"]
+__all__ = [
+    "SourceOptions",
+    "Unit",
+    "UnitStats",
+    "cut_captures",
+    "cuttable",
+    "plan_files",
+    "read_unit",
+]
 
 # A task's share of a Parquet file: row groups are grouped up to this much
 # compressed data (Spark's own default split is 128 MB).
@@ -143,7 +151,11 @@ def _walk(top: str, skipped: Skipped) -> Iterator[str]:
 
 
 def plan_files(
-    paths: list[str], options: SourceOptions, skipped: Skipped | None = None
+    paths: list[str],
+    options: SourceOptions,
+    skipped: Skipped | None = None,
+    *,
+    cut: bool = True,
 ) -> list[Unit]:
     """The files of `paths` as units, in the order given.
 
@@ -157,6 +169,8 @@ def plan_files(
         skipped: Gets what a directory holds and is not read (names with a
             leading . or _, links to directories, folders that cannot be
             listed), with why; None to drop that.
+        cut: Cut large captures into ranges now (their index pass reads each
+            whole); False leaves each one unit, for `cut_captures` later.
 
     Returns:
         The units.
@@ -213,15 +227,62 @@ def plan_files(
             )
         elif fmt == PARQUET:
             units += _plan_parquet(path, size, options)
-        elif (
-            fmt in (PCAP, PCAPNG)
-            and size > options.capture_unit_bytes
-            and native_batches.available()
-        ):
+        elif cut and _cuttable(fmt, size, options):
             units += _plan_capture(path, fmt, size, options)
         else:
             units.append(Unit(path, fmt, size, size))
     return units
+
+
+def _cuttable(fmt: str, size: int, options: SourceOptions) -> bool:
+    return (
+        fmt in (PCAP, PCAPNG) and size > options.capture_unit_bytes and native_batches.available()
+    )
+
+
+def cuttable(unit: Unit, options: SourceOptions) -> bool:
+    """Whether `cut_captures` would cut this unit into ranges.
+
+    Args:
+        unit: A unit planned with cut=False.
+        options: The options it was planned with.
+
+    Returns:
+        True for a whole capture file (pcap, pcapng) larger than
+        `options.capture_unit_bytes`, when the C capture reader is here.
+    """
+    return (
+        unit.error is None
+        and unit.nbytes == unit.size
+        and unit.start == 0
+        and unit.stop < 0
+        and _cuttable(unit.format, unit.size, options)
+    )
+
+
+def cut_captures(units: list[Unit], options: SourceOptions) -> list[Unit]:
+    """The units of `plan_files(..., cut=False)` with the large captures cut.
+
+    Exactly what `plan_files(..., cut=True)` would have planned: the index
+    pass is the slow part of planning (it reads each large capture whole),
+    and the pipeline runs it beside Spark's start (lbparse.pipeline.cutting).
+    It never raises for the capture's sake: a capture it cannot index stays
+    one unit, whose task says what is wrong.
+
+    Args:
+        units: Units planned with cut=False.
+        options: The options they were planned with.
+
+    Returns:
+        The units, each large capture's replaced by its ranges.
+    """
+    out: list[Unit] = []
+    for u in units:
+        if cuttable(u, options):
+            out += _plan_capture(u.path, u.format, u.size, options)
+        else:
+            out.append(u)
+    return out
 
 
 def _plan_capture(path: str, fmt: str, size: int, options: SourceOptions) -> list[Unit]:

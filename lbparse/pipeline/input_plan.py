@@ -10,14 +10,20 @@ too, so that their rows are the pipeline's.
 
 from __future__ import annotations
 
-from lbparse.columnar.sources import Skipped, SourceOptions, plan_files
+from lbparse.columnar.sources import Skipped, SourceOptions, cut_captures, plan_files
 from lbparse.columnar.units import Unit
 from lbparse.pipeline.datadir_entries import plan_storage
 
-__all__ = ["plan"]
+__all__ = ["cut_captures", "plan"]
 
 
-def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = None) -> list[Unit]:
+def plan(
+    paths: list[str],
+    options: SourceOptions,
+    skipped: Skipped | None = None,
+    *,
+    cut: bool = True,
+) -> list[Unit]:
     """Every input file as units, in the order given (directories sorted).
 
     A Liftbridge data directory (or its streams/, a stream, a partition, a
@@ -30,6 +36,9 @@ def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = Non
         skipped: Gets what a directory holds and is not read (names with a
             leading . or _, links to directories, folders that cannot be
             listed), with why; None to drop that.
+        cut: Cut large captures into ranges now; False leaves each one unit,
+            for `cut_captures` to cut later (the pipeline does that beside
+            Spark's start: the index pass reads each large capture whole).
 
     Returns:
         The units: a file that cannot be read is a unit with its problem.
@@ -41,5 +50,5 @@ def plan(paths: list[str], options: SourceOptions, skipped: Skipped | None = Non
         if segments is not None:
             units += segments
         else:
-            units += plan_files([given], options, skipped)
+            units += plan_files([given], options, skipped, cut=cut)
     return units
