@@ -428,18 +428,26 @@ def _workspace(block: Block, tmp: Path, short_data: Callable[[], Path]) -> Path:
 
 
 def _env(work: Path) -> dict[str, str]:
-    """`lbparse` on PATH is the lbparse under test, as support/cli.py starts it."""
+    """`lbparse` on PATH is the lbparse under test, as support/cli.py starts it;
+    `python3` is this interpreter, as in the virtualenv a reader has activated
+    (Spark's workers run `python3` when PYSPARK_PYTHON is not set: the system's
+    has no lbparse, and the examples passed only after a test of the same
+    worker had set PYSPARK_PYTHON in the environment they inherit)."""
     bin_dir = work / "home" / "bin"
     bin_dir.mkdir(exist_ok=True)
     wrapper = bin_dir / "lbparse"
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -P -m lbparse "$@"\n')
     wrapper.chmod(0o755)
     env = {
-        k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR")
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR", "PYSPARK_PYTHON")
     }
     return {
         **env,
-        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        "PATH": os.pathsep.join(
+            [str(bin_dir), os.path.dirname(sys.executable), env.get("PATH", "")]
+        ),
         "HOME": str(work / "home"),
         "COLUMNS": "200",
         # Spark's workers connect back to the driver: on loopback, the only network here
