@@ -85,7 +85,12 @@ from lbparse.pipeline.cutting import Cutting
 from lbparse.pipeline.datadir_entries import SEGMENT_FORMAT
 from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.interrupts import Interrupts
-from lbparse.pipeline.session import TEST_CONF, run_session, under_spark_submit
+from lbparse.pipeline.session import (
+    TEST_CONF,
+    run_session,
+    session_active,
+    under_spark_submit,
+)
 
 # Spark is imported when the command runs (the job, through lbparse.extras.need),
 # not when `lbparse` builds its parser for every other command.
@@ -440,9 +445,10 @@ def _run(args: argparse.Namespace, signals: Signals) -> int:
         # From Spark's start to its stop the main thread may be inside a call
         # to the JVM at any moment: a signal is recorded there, not raised, and
         # signals.check() raises it between the run's steps. The large
-        # captures' index pass (a second a gigabyte) runs beside the JVM's start.
+        # captures' index pass (a second a gigabyte) runs beside the JVM's start
+        # (a session already up, as in a test or a bench, has none).
         with (
-            Cutting(units, options.source) as cutting,
+            Cutting(units, options.source, beside=not session_active()) as cutting,
             interrupts.spark_calls(),
             run_session(args.master, conf=conf) as spark,
         ):

@@ -42,12 +42,15 @@ _STOP_SECONDS = 5.0
 class Cutting:
     """`cut_captures(units, options)` in a process of its own, started at once."""
 
-    def __init__(self, units: list[Unit], options: SourceOptions) -> None:
+    def __init__(self, units: list[Unit], options: SourceOptions, *, beside: bool = True) -> None:
         """Start the pass, when some unit is a capture to cut.
 
         Args:
             units: Units planned with cut=False (lbparse.pipeline.input_plan.plan).
             options: The options they were planned with.
+            beside: Run it in a process of its own; False: in result(), in
+                this process (a session already up has nothing to overlap:
+                the process' start would only cost).
         """
         self._units = units
         self._options = options
@@ -55,7 +58,7 @@ class Cutting:
         # Only the captures to cut go to the process: a small request, written
         # at once (a long one would wait for the process to read it).
         self._todo = [u for u in units if cuttable(u, options)]
-        if self._todo:
+        if self._todo and beside:
             self._proc = _start(self._todo, options)
 
     def result(self) -> list[Unit]:

@@ -178,6 +178,17 @@ def _session_class() -> type[SparkSession]:
     return cast("type[SparkSession]", need("pyspark.sql").SparkSession)
 
 
+def session_active() -> bool:
+    """Whether this process has an active SparkSession (its JVM already up).
+
+    Returns:
+        True when pyspark is imported and a session is active.
+    """
+    if "pyspark.sql" not in sys.modules:  # no session without it: nothing imported here
+        return False
+    return _session_class().getActiveSession() is not None
+
+
 def spark_session(
     master: str | None = None,
     *,

@@ -145,3 +145,12 @@ def test_ctrl_c_ends_the_process_quietly() -> None:
         proc.wait()
     assert proc.returncode == -signal.SIGINT, err
     assert b"Traceback" not in err
+
+
+def test_beside_false_cuts_here(tmp_path: Path) -> None:
+    """A session already up (a test's, a bench's): no process, the same units."""
+    options = SourceOptions(capture_unit_bytes=20_000)
+    uncut = plan(inputs(tmp_path), options, cut=False)
+    with Cutting(uncut, options, beside=False) as c:
+        assert c._proc is None
+        assert c.result() == cut_captures(uncut, options)

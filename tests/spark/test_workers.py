@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lbparse.pipeline.session import session_active
+
 
 def test_workers_keep_the_current_directory_off_their_path(spark: Any) -> None:
     def safe_path(_: int) -> bool:  # defined here: shipped by value
@@ -39,3 +41,9 @@ def test_workers_import_the_installed_pyspark_not_sparks_zip(spark: Any) -> None
     ((package, worker),) = spark.sparkContext.parallelize([0], 1).map(where).collect()
     assert ".zip" not in package and ".zip" not in worker, (package, worker)
     assert package == pyspark.__file__
+
+
+def test_a_running_session_is_seen_as_active(spark: Any) -> None:
+    """`lbparse pipeline` in a process whose session is up (a bench, a test)
+    cuts its captures in place: no JVM start to overlap (pipeline.cutting)."""
+    assert session_active()
