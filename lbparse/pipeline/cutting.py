@@ -84,9 +84,13 @@ class Cutting:
     def close(self) -> None:
         """Stop the process if it still runs (an interrupted run)."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
+        if proc is None:
+            return
+        if proc.poll() is None:
             proc.kill()
             proc.wait(_STOP_SECONDS)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
     def __enter__(self) -> Cutting:
         return self
