@@ -10,32 +10,36 @@ makes hundreds of calls that each need it back (a thread made the start
 
 `Cutting(units, options)` starts the process (only when there is a capture
 to cut); `.result()` takes its units. Whatever goes wrong with the process
-(it cannot start, cannot import lbparse, dies, says something that is not
-units), `.result()` runs the same pass in this process instead: the same
+(it cannot start, cannot import lbparse or imports another one, dies,
+says something that is not units), `.result()` runs the same pass in this process instead: the same
 code, so the same units or the same error, said here. `.close()` (or the
 `with` block's end) stops the process if it still runs: an interrupted run
 leaves nothing behind.
 
 Run as `python -m lbparse.pipeline.cutting`: reads `{"options": {...},
 "units": [unit JSON, ...]}` on stdin (the captures to cut), writes each
-one's ranges on stdout: `[[unit JSON, ...], ...]`.
+one's ranges on stdout, with the lbparse that cut them (its
+lbparse/columnar/sources.py): `{"lbparse": PATH, "ranges": [[unit JSON,
+...], ...]}`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
 from types import TracebackType
 
+from lbparse.columnar import sources
 from lbparse.columnar.sources import SourceOptions, cut_captures, cuttable
 from lbparse.columnar.units import Unit
 
 __all__ = ["Cutting"]
 
-# The most a finished pass is waited for at close(): it is killed, not waited for.
+# The most a killed pass is waited for at close().
 _STOP_SECONDS = 5.0
 
 
@@ -104,15 +108,27 @@ class Cutting:
         self.close()
 
 
+def argv() -> list[str]:
+    """The pass' command line.
+
+    -P: never the current directory first on sys.path (a checkout's source,
+    without its C modules), as Spark's workers run (PYTHONSAFEPATH). The
+    lbparse it imports must be this process' (main() says which, _finish
+    checks).
+
+    Returns:
+        This interpreter, running this module.
+    """
+    return [sys.executable, "-P", "-m", __name__]
+
+
 def _start(units: list[Unit], options: SourceOptions) -> subprocess.Popen[bytes] | None:
     request = json.dumps(
         {"options": dataclasses.asdict(options), "units": [u.to_json() for u in units]}
     ).encode()
-    # -P as this interpreter has it: lbparse imported from where it is here.
-    argv = [sys.executable, *(["-P"] if sys.flags.safe_path else []), "-m", __name__]
     try:
         proc = subprocess.Popen(
-            argv,
+            argv(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             # Its failures are not said: result() runs the pass here instead,
@@ -138,7 +154,10 @@ def _finish(proc: subprocess.Popen[bytes], todo: int) -> list[list[Unit]] | None
             out = proc.stdout.read()
         if proc.wait() != 0:
             return None
-        got = [[Unit.from_json(text) for text in ranges] for ranges in json.loads(out)]
+        said = json.loads(out)
+        if not os.path.samefile(said["lbparse"], sources.__file__):
+            return None  # another lbparse's cuts: not this one's to trust
+        got = [[Unit.from_json(text) for text in ranges] for ranges in said["ranges"]]
     except (OSError, ValueError, TypeError, KeyError):
         return None
     return got if len(got) == todo else None
@@ -157,7 +176,7 @@ def main() -> int:
     options = SourceOptions(**request["options"])
     units = [Unit.from_json(text) for text in request["units"]]
     cut = [[r.to_json() for r in cut_captures([u], options)] for u in units]
-    sys.stdout.write(json.dumps(cut))
+    sys.stdout.write(json.dumps({"lbparse": sources.__file__, "ranges": cut}))
     return 0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.shared import shared_path
 
+import lbparse
 from lbparse.capture import native_batches
 from lbparse.columnar.sources import SourceOptions, cuttable
 from lbparse.pipeline import cutting
@@ -129,8 +130,9 @@ def _waiting_in_main(pid: int) -> bool:
 def test_ctrl_c_ends_the_process_quietly() -> None:
     """Ctrl-C reaches the process group: the pass ends by the signal, without
     Python's KeyboardInterrupt traceback."""
-    argv = [sys.executable, *(["-P"] if sys.flags.safe_path else []), "-m", cutting.__name__]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ)
+    proc = subprocess.Popen(
+        cutting.argv(), stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ
+    )
     try:
         for _ in range(300):  # bounded: 30 s to start
             if _waiting_in_main(proc.pid):
@@ -153,4 +155,29 @@ def test_beside_false_cuts_here(tmp_path: Path) -> None:
     uncut = plan(inputs(tmp_path), options, cut=False)
     with Cutting(uncut, options, beside=False) as c:
         assert c._proc is None
+        assert c.result() == cut_captures(uncut, options)
+
+
+@pytest.mark.slow
+def test_another_lbparse_in_the_process_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process imports an lbparse other than this one (here a copy first on
+    its PYTHONPATH; in CI's pytest workers, which run without -P, the checkout's
+    source once did, without its C modules): its cuts are not taken, the pass
+    runs here."""
+    options = SourceOptions(capture_unit_bytes=20_000)
+    uncut = plan(inputs(tmp_path), options, cut=False)
+    todo = [u for u in uncut if cuttable(u, options)]
+    other = tmp_path / "other"
+    here = Path(lbparse.__file__).parent
+    shutil.copytree(here, other / "lbparse", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(other), os.environ.get("PYTHONPATH", "")])
+    )
+    proc = cutting._start(todo, options)
+    assert proc is not None
+    assert cutting._finish(proc, len(todo)) is None
+    assert proc.returncode == 0  # it ran: its cuts were refused
+    with Cutting(uncut, options) as c:
         assert c.result() == cut_captures(uncut, options)
