@@ -61,9 +61,9 @@ class Cutting:
         self._proc: subprocess.Popen[bytes] | None = None
         # Only the captures to cut go to the process: a small request, written
         # at once (a long one would wait for the process to read it).
-        self._todo = [u for u in units if cuttable(u, options)]
+        self._todo = [i for i, u in enumerate(units) if cuttable(u, options)]
         if self._todo and beside:
-            self._proc = _start(self._todo, options)
+            self._proc = _start([units[i] for i in self._todo], options)
 
     def result(self) -> list[Unit]:
         """The units, large captures cut; waits for the process.
@@ -79,11 +79,10 @@ class Cutting:
         got = _finish(proc, len(self._todo)) if proc is not None else None
         if got is None:
             return cut_captures(self._units, self._options)
-        ranges = iter(got)
-        out: list[Unit] = []
-        for u in self._units:
-            out += next(ranges) if cuttable(u, self._options) else [u]
-        return out
+        parts = [[u] for u in self._units]
+        for i, ranges in zip(self._todo, got):
+            parts[i] = ranges
+        return [u for part in parts for u in part]
 
     def close(self) -> None:
         """Stop the process if it still runs (an interrupted run)."""

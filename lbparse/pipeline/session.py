@@ -465,7 +465,7 @@ def run_session(
     Raises:
         ValueError: Spark did not start.
     """
-    owned = _session_class().getActiveSession() is None and not under_spark_submit()
+    owned = not session_active() and not under_spark_submit()
     spark = spark_session(master, conf=conf)
     try:
         yield spark
