@@ -34,9 +34,9 @@ from support.shared import CAPTURES, LIFTBRIDGE
 from lbparse.capture import native_batches
 from lbparse.capture.tcp import RETRANSMIT_WINDOW
 from lbparse.codec.limits import Limits
+from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture, read_unit
 from lbparse.pipeline.input_plan import plan
-from lbparse.pipeline.spark_schema import arrow_record_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 

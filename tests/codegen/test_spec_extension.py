@@ -40,7 +40,7 @@ import json, sys, tempfile
 import pyarrow as pa
 import lbparse
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
-from lbparse.pipeline.spark_schema import arrow_output_schema, arrow_record_schema, payload_columns
+from lbparse.columnar.schema import arrow_output_schema, arrow_record_schema, payload_columns
 
 out = {}
 Heartbeat = lbparse.message_class("protocol.Heartbeat")

@@ -20,9 +20,9 @@ from vectors import VECTORS, data
 import lbparse
 from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions, decisive_reason
 from lbparse.columnar.ordered import decode_in_order
+from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture_reference
 from lbparse.errors import EnvelopeError
-from lbparse.pipeline.spark_schema import arrow_record_schema
 
 PAYLOADS = [data(v) for v in VECTORS]
 

@@ -29,8 +29,8 @@ from vectors import VECTORS, data
 import lbparse
 from lbparse.columnar import wirescan, wirescan_native
 from lbparse.columnar.decode_arrow import binary_buffers
+from lbparse.columnar.schema import arrow_output_schema, payload_columns, typed_payloads
 from lbparse.errors import EnvelopeError
-from lbparse.pipeline.spark_schema import arrow_output_schema, payload_columns, typed_payloads
 
 pytestmark = pytest.mark.skipif(
     not wirescan_native.available() and not os.environ.get("LBPARSE_EXPECT_COMPILED"),
@@ -46,7 +46,7 @@ def _payloads() -> list[bytes]:
     short = LIFTBRIDGE / "samples" / "short.pcapng"
     if short.exists():
         from lbparse.capture.native_batches import NativeCapture, available
-        from lbparse.pipeline.spark_schema import arrow_record_schema
+        from lbparse.columnar.schema import arrow_record_schema
 
         if available():
             for b in NativeCapture(short).batches(arrow_record_schema()):
@@ -164,9 +164,8 @@ def _all_kinds() -> tuple[object, pa.StructType]:
     string, int32 and bool keys and scalar and message values; its class and
     the Arrow type the pipeline gives it (as for Liftbridge's own types)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    from pyspark.sql.pandas.types import to_arrow_type
 
-    from lbparse.pipeline.spark_schema import message_struct
+    from lbparse.columnar.schema import message_type
 
     F = descriptor_pb2.FieldDescriptorProto
     fp = descriptor_pb2.FileDescriptorProto(
@@ -255,7 +254,8 @@ def _all_kinds() -> tuple[object, pa.StructType]:
     pool.Add(fp)
     desc = pool.FindMessageTypeByName("lbtest.AllKinds")
     cls = message_factory.GetMessageClass(desc)
-    return cls, to_arrow_type(message_struct(desc))
+    # (the Arrow type of its Spark struct: tests/spark/test_schema.py holds them equal)
+    return cls, message_type(desc)
 
 
 ALL_KINDS, ALL_KINDS_TYPE = _all_kinds()
@@ -550,9 +550,8 @@ def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
     """An enum whose numbers span more than 65,536 (no table of names): the
     C reader says Unsupported and decode_structs gives the numpy reader's."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-    from pyspark.sql.pandas.types import to_arrow_type
 
-    from lbparse.pipeline.spark_schema import message_struct
+    from lbparse.columnar.schema import message_type
 
     F = descriptor_pb2.FieldDescriptorProto
     fp = descriptor_pb2.FileDescriptorProto(
@@ -568,7 +567,7 @@ def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fp)
     desc = pool.FindMessageTypeByName("lbtest2.M")
-    typ = to_arrow_type(message_struct(desc))
+    typ = message_type(desc)
     cls = message_factory.GetMessageClass(desc)
     payloads = [cls(e=v).SerializeToString() for v in (0, 1 << 20, 5)]
     with pytest.raises(wirescan_native.Unsupported):

@@ -72,8 +72,8 @@ def test_statistics_are_kept_for_numbers_times_source_and_subject(tmp_path: Path
 
     import lbparse
     from lbparse.columnar.decode_arrow import BatchDecoder, DecodeOptions
+    from lbparse.columnar.schema import arrow_record_schema
     from lbparse.columnar.tables import tables_of
-    from lbparse.pipeline.spark_schema import arrow_record_schema
 
     msg = lbparse.message_class("proto.Message")(offset=7, stream="s", subject="a.b", key=b"k")
     env = lbparse.encode(msg, crc=True)

@@ -19,12 +19,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from pyspark.sql import types as T
+from support.readers import reader
 
-duckdb = pytest.importorskip("duckdb")
-pl = pytest.importorskip("polars")
-pd = pytest.importorskip("pandas")
+duckdb = reader("duckdb")
+pl = reader("polars")
+pd = reader("pandas")
 
 KEY = ("source", "position")  # (as conftest's `datasets` sorts its tables)
 

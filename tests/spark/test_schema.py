@@ -18,6 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import ArrayType, MapType
 
 from lbparse.columnar.columns import StructBuilder
+from lbparse.columnar.schema import message_type, typed_payloads
 from lbparse.columnar.wirescan import decode_structs
 from lbparse.pipeline.spark_schema import message_struct, output_schema, payload_columns
 
@@ -107,6 +108,16 @@ def test_output_has_a_struct_per_payload_type() -> None:
         "partition:int,subject:string,replySubject:string,headers:map<string,binary>,"
         "ackInbox:string,correlationId:string,ackPolicy:string>"
     )
+
+
+def test_the_arrow_type_of_the_spark_struct_is_the_columnar_one() -> None:
+    """The Arrow type the C reader fills (lbparse.columnar.schema.message_type) is
+    the one Spark's struct converts to: tests that use the first stand for the
+    second without starting pyspark."""
+    classes = [cls for cls in typed_payloads().values() if cls is not None]
+    assert len(classes) > 10
+    for desc in [ALL, *(cls.DESCRIPTOR for cls in classes)]:
+        assert to_arrow_type(message_struct(desc)) == message_type(desc), desc.full_name
 
 
 def _both(msgs: list[Any], emit: bool = False) -> list[Any]:

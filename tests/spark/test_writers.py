@@ -16,15 +16,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from support.cli import run_cli
+from support.readers import reader
 from support.shared import LIFTBRIDGE
 
 from lbparse.columnar.decode_arrow import DecodeOptions
 from lbparse.columnar.sources import SourceOptions
 from lbparse.pipeline.job import PipelineOptions, run
 
-duckdb = pytest.importorskip("duckdb")
-pl = pytest.importorskip("polars")
-pd = pytest.importorskip("pandas")
+duckdb = reader("duckdb")
+pl = reader("polars")
+pd = reader("pandas")
 
 API_SHORT = LIFTBRIDGE / "samples" / "api-short.pcapng"
 

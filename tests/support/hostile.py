@@ -516,8 +516,8 @@ def check_raftdb(data: bytes, budget: int = 4096) -> None:
 def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict[str, Any]]:
     import pyarrow as pa
 
+    from lbparse.columnar.schema import arrow_record_schema
     from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
-    from lbparse.pipeline.spark_schema import arrow_record_schema
 
     size = os.path.getsize(path)
     unit = Unit(path, "pcap", size, size)

@@ -12,8 +12,8 @@ import pyarrow as pa
 
 from lbparse.capture import CaptureReader, Record
 from lbparse.codec.limits import Limits
+from lbparse.columnar.schema import arrow_record_schema
 from lbparse.columnar.sources import SourceOptions, Unit, UnitStats, read_capture
-from lbparse.pipeline.spark_schema import arrow_record_schema
 from support.shared import shared_path
 
 
