@@ -56,6 +56,7 @@ def test_options_that_look_like_numbers_are_one_line_errors() -> None:
     assert _whole("-12", "offset") == -12 and _whole(12, "offset") == 12
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_a_data_directory_with_such_names_is_read(tmp_path: Path) -> None:
     """A partition folder named '²' and a segment file of 20 '²': not taken for
     numbers (they were: int() then raised, and the run stopped)."""

@@ -375,6 +375,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_cli_bad_input_ends_with_the_tables_status_and_the_json_shape() -> None:
     res = _cli("decode", "b90e43b400ff000a0a026964")
     assert res.returncode == DATA, res.stderr
@@ -385,6 +386,7 @@ def test_cli_bad_input_ends_with_the_tables_status_and_the_json_shape() -> None:
     }
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_cli_unwritable_output_ends_with_the_tables_status(tmp_path: Path) -> None:
     out = tmp_path / "no-such-dir" / "out.jsonl"
     res = _cli("decode", "b90e43b4000c01", "-o", str(out))

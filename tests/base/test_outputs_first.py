@@ -157,6 +157,7 @@ def test_a_name_of_245_bytes_is_written_its_temporary_name_cut_to_fit(tmp_path: 
     assert os.listdir(tmp_path) == [out.name]
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_a_directory_as_a_file_output_is_refused(tmp_path: Path, held_stdin: int) -> None:
     refused(capture_out(str(tmp_path), held_stdin), "capture", "is a directory")
 
@@ -243,6 +244,7 @@ def test_the_output_turned_into_a_directory_mid_run_leaves_no_temporary_file(
     assert sorted(os.listdir(tmp_path)) == ["out.jsonl"] and out.is_dir()
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_an_error_after_the_output_was_opened_removes_its_temporary_file(
     tmp_path: Path, held_stdin: int
 ) -> None:

@@ -228,6 +228,7 @@ def test_capture_prints_a_table_on_a_terminal_and_json_lines_elsewhere(tmp_path:
     assert table.stdout.decode().splitlines() == lines
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_capture_help_says_the_default_follows_the_output() -> None:
     res = run_cli("capture", "--help", env={**os.environ, "COLUMNS": "80"})
     text = " ".join(res.stdout.decode().split())

@@ -187,6 +187,7 @@ def test_json_columns_are_written_on_request(tmp_path: Path) -> None:
         assert column not in table_schema(name).names
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_json_columns_go_with_tables_only(tmp_path: Path) -> None:
     done = run_cli("capture", str(tmp_path / "x.pcap"), "--json-columns")
     assert done.returncode == 2

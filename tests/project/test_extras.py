@@ -108,6 +108,7 @@ def test_a_missing_module_that_is_not_optional_is_a_traceback(tmp_path: Path) ->
     assert done.returncode != 0 and "Traceback" in done.stderr, done.stderr
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 @pytest.mark.parametrize(
     "module,block,extra",
     [
@@ -138,6 +139,7 @@ def test_need_says_which_pip_install(module: str, block: tuple[str, ...], extra:
     ), done.stdout
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_need_leaves_a_module_that_is_not_optional_alone() -> None:
     """A hard dependency missing is a broken install: its own error, not an extra's."""
     done = _python(

@@ -178,6 +178,7 @@ def test_the_real_captures_messages_take_the_rows_fast_path(name: str) -> None:
     assert total > 2000 and fast > 0.8 * total, (fast, total)  # short.pcapng: 2,220 of 2,516
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_the_selection_follows_lbparse_native() -> None:
     """One selection (StreamDecoder without `native`): LBPARSE_NATIVE=0 is the
     Python reader."""

@@ -58,6 +58,7 @@ def _flip(path: Path, at: int) -> None:
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_a_damaged_three_node_data_directory_is_verified_whole(
     short_data: Path,
     tmp_path: Path,
@@ -161,6 +162,7 @@ def _with_raw_keys(msgs: list[Msg], raw: dict[str, bytes]) -> bytes:
     return bytes(out)
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_segments_read_what_liftbridge_reads(tmp_path: Path) -> None:
     """Header keys that are not UTF-8 (Liftbridge: U+FFFD per bad byte, the
     entry read; lbparse: bad_entry) and offsets >= 2^63 (Liftbridge: int64;

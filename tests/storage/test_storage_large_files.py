@@ -88,6 +88,7 @@ def test_a_sparse_3gb_segment_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert rss < 300 << 20, f"peak RSS {rss >> 20} MiB"
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_the_peak_is_this_process_own() -> None:
     """The measure RUNNER prints is the child's own: a parent holding 400 MB
     does not lend the child its high-water mark (ru_maxrss did)."""
@@ -104,6 +105,7 @@ def limited(tmp_path: Path) -> tuple[Path, int]:
     return _partition(tmp_path), SIZE
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_a_segment_that_cannot_be_mapped_is_one_line_naming_it(limited: tuple[Path, int]) -> None:
     part, limit = limited
     log = part / f"{NAME}.log"
@@ -115,6 +117,7 @@ def test_a_segment_that_cannot_be_mapped_is_one_line_naming_it(limited: tuple[Pa
     assert "3,221,225,472 bytes" in line and "ulimit -v" in line
 
 
+@pytest.mark.slow  # a run of lbparse in a process of its own (make test-fast leaves those out)
 def test_verify_never_calls_an_unread_segment_empty(limited: tuple[Path, int]) -> None:
     """`--verify` said the index's 10 entries pointed past the end of a
     "0 bytes" .log: one finding, the .log's, and no other."""
