@@ -98,7 +98,7 @@ def _binned_bars(
         .mark_bar(opacity=0.9)
         .encode(
             x=_time(),
-            x2="t_end:T",
+            x2=alt.X2("t_end:T"),
             y=alt.Y(f"sum({value}):Q", title=y_title, stack="zero"),
             color=alt.Color(
                 f"{key}:N",
@@ -153,8 +153,12 @@ def node_scale(model: dict[str, Any]) -> alt.Scale:
 
 
 def _spec(chart: Any) -> dict[str, Any]:
-    """An Altair chart's Vega-Lite spec (Altair is typed as Any here: pyproject's mypy notes)."""
-    spec: dict[str, Any] = chart.to_dict()
+    """An Altair chart's Vega-Lite spec (Altair is typed as Any here: pyproject's mypy notes).
+
+    Not checked against the Vega-Lite schema here: that took two thirds of a
+    page's rendering, for specs made by this module's code alone
+    (tests/report/test_chart_specs.py checks every chart of real pages)."""
+    spec: dict[str, Any] = chart.to_dict(validate=False)
     return spec
 
 
@@ -252,14 +256,14 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                 x=alt.X(
                     "lo_ms:Q", title="publish -> ack (ms, log scale)", scale=alt.Scale(type="log")
                 ),
-                x2="hi_ms:Q",
+                x2=alt.X2("hi_ms:Q"),
                 y=alt.Y("count:Q", title="publishes", stack=None),
                 color=alt.Color("ack_policy:N", title="AckPolicy"),
                 tooltip=[
-                    "ack_policy:N",
+                    alt.Tooltip("ack_policy:N"),
                     alt.Tooltip("lo_ms:Q", title="from ms", format=".3f"),
                     alt.Tooltip("hi_ms:Q", title="to ms", format=".3f"),
-                    "count:Q",
+                    alt.Tooltip("count:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)
@@ -300,10 +304,10 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                 ),
                 tooltip=[
                     _tooltip_time(),
-                    "ack_policy:N",
-                    "quantile:N",
+                    alt.Tooltip("ack_policy:N"),
+                    alt.Tooltip("quantile:N"),
                     alt.Tooltip("ms:Q", format=".3f"),
-                    "count:Q",
+                    alt.Tooltip("count:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)
@@ -372,16 +376,16 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             .mark_bar(height=14)
             .encode(
                 x=_time("start"),
-                x2="end2:T",
+                x2=alt.X2("end2:T"),
                 y=y,
                 color=alt.Color("leader:N", title="leader", scale=node_scale(model)),
                 tooltip=[
-                    "partition_key:N",
-                    "leader:N",
-                    "epoch:Q",
+                    alt.Tooltip("partition_key:N"),
+                    alt.Tooltip("leader:N"),
+                    alt.Tooltip("epoch:Q"),
                     _tooltip_time("start", "from"),
                     _tooltip_time("end", "to"),
-                    "observations:Q",
+                    alt.Tooltip("observations:Q"),
                 ],
             )
         )
@@ -399,15 +403,15 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                     x=_time(),
                     y=y,
                     shape=alt.Shape("op:N", title="metadata op"),
-                    color=alt.value("#333"),
+                    color=alt.ColorValue("#333"),
                     tooltip=[
                         _tooltip_time(),
-                        "op:N",
-                        "partition_key:N",
-                        "replica:N",
-                        "leader:N",
-                        "epoch:Q",
-                        "source:N",
+                        alt.Tooltip("op:N"),
+                        alt.Tooltip("partition_key:N"),
+                        alt.Tooltip("replica:N"),
+                        alt.Tooltip("leader:N"),
+                        alt.Tooltip("epoch:Q"),
+                        alt.Tooltip("source:N"),
                     ],
                 )
             )
@@ -420,11 +424,11 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                     y=y,
                     tooltip=[
                         _tooltip_time(),
-                        "partition_key:N",
-                        "from_leader:N",
-                        "to_leader:N",
-                        "from_epoch:Q",
-                        "to_epoch:Q",
+                        alt.Tooltip("partition_key:N"),
+                        alt.Tooltip("from_leader:N"),
+                        alt.Tooltip("to_leader:N"),
+                        alt.Tooltip("from_epoch:Q"),
+                        alt.Tooltip("to_epoch:Q"),
                     ],
                 )
             )
@@ -465,7 +469,12 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                 x=_time("start"),
                 y=alt.Y("epoch:Q", title="leader epoch"),
                 color=alt.Color("partition_key:N", title="partition"),
-                tooltip=["partition_key:N", "leader:N", "epoch:Q", _tooltip_time("start", "from")],
+                tooltip=[
+                    alt.Tooltip("partition_key:N"),
+                    alt.Tooltip("leader:N"),
+                    alt.Tooltip("epoch:Q"),
+                    _tooltip_time("start", "from"),
+                ],
             )
             .properties(width=WIDTH, height=HEIGHT)
         )
@@ -499,7 +508,7 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
                     title="partition, follower",
                     legend=alt.Legend(symbolLimit=MAX_LEGEND),
                 ),
-                tooltip=[_tooltip_time(), "series:N", "lag:Q"],
+                tooltip=[_tooltip_time(), alt.Tooltip("series:N"), alt.Tooltip("lag:Q")],
             )
             .properties(width=WIDTH, height=HEIGHT)
         )
@@ -569,10 +578,10 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
     def metadata_leader() -> dict[str, Any]:
         tips: list[Any] = [
-            "leader:N",
+            alt.Tooltip("leader:N"),
             _tooltip_time("start", "from"),
             _tooltip_time("end", "to"),
-            "term:Q" if leader_path == "cluster.raft.terms" else "answers:Q",
+            alt.Tooltip("term:Q" if leader_path == "cluster.raft.terms" else "answers:Q"),
         ]
         bars = (
             alt.Chart(alt.NamedData(leader_name))
@@ -582,7 +591,7 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             .mark_bar(height=16)
             .encode(
                 x=_time("start"),
-                x2="end2:T",
+                x2=alt.X2("end2:T"),
                 y=alt.Y("row:N", title=None),
                 color=alt.Color("leader:N", title="metadata leader", scale=node_scale(model)),
                 tooltip=tips,
@@ -593,7 +602,10 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
             layers.append(
                 alt.Chart(alt.NamedData(elections))
                 .mark_rule(color="#d62728", strokeWidth=2)
-                .encode(x=_time(), tooltip=[_tooltip_time(), "term:Q", "candidate:N"])
+                .encode(
+                    x=_time(),
+                    tooltip=[_tooltip_time(), alt.Tooltip("term:Q"), alt.Tooltip("candidate:N")],
+                )
             )
         return _spec(alt.layer(*layers).properties(width=WIDTH, height=70))
 
@@ -779,11 +791,11 @@ def _lookups_chart(model: dict[str, Any]) -> Chart:
             .mark_rect(color="#e45756", opacity=0.25)
             .encode(
                 x=_time("start"),
-                x2="end:T",
+                x2=alt.X2("end:T"),
                 tooltip=[
                     _tooltip_time("start", "failover from"),
                     _tooltip_time("end", "to"),
-                    "changes:N",
+                    alt.Tooltip("changes:N"),
                 ],
             )
         )
@@ -793,7 +805,7 @@ def _lookups_chart(model: dict[str, Any]) -> Chart:
             .mark_rect(color="#e45756", opacity=0.08)
             .encode(
                 x=_time("end"),
-                x2="after_end:T",
+                x2=alt.X2("after_end:T"),
                 tooltip=[
                     _tooltip_time("end", "old leader silent from"),
                     _tooltip_time("after_end", "until"),
@@ -822,11 +834,11 @@ def _lookups_chart(model: dict[str, Any]) -> Chart:
                 shape=alt.Shape("method:N", title="method"),
                 tooltip=[
                     _tooltip_time(),
-                    "method:N",
-                    "server:N",
-                    "outcome:N",
+                    alt.Tooltip("method:N"),
+                    alt.Tooltip("server:N"),
+                    alt.Tooltip("outcome:N"),
                     alt.Tooltip("latency_ms:Q", format=".3f"),
-                    "when:N",
+                    alt.Tooltip("when:N"),
                 ],
             )
         )
@@ -873,12 +885,12 @@ def _publish_join_chart(model: dict[str, Any]) -> Chart:
                 color=alt.Color("step:N", title="step", sort=steps),
                 tooltip=[
                     _tooltip_time("request", "request"),
-                    "stream:N",
-                    "correlation_id:N",
-                    "ack_policy:N",
-                    "step:N",
+                    alt.Tooltip("stream:N"),
+                    alt.Tooltip("correlation_id:N"),
+                    alt.Tooltip("ack_policy:N"),
+                    alt.Tooltip("step:N"),
                     alt.Tooltip("ms:Q", format=".3f"),
-                    "offset:Q",
+                    alt.Tooltip("offset:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)

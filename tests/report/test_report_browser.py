@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.shared import LIFTBRIDGE
+from test_chart_specs import vega_lite_errors
 
 from lbparse.report import build_model, render_html
 from lbparse.report.browser import chromium, look
@@ -45,6 +46,9 @@ def check_page(page: Path, model: dict) -> None:
     assert seen.errors == []
     assert [u for u in seen.requests if not u.startswith("file://")] == []
     drawn = [c.id for c in chart_list(model) if c.spec is not None]
+    for c in chart_list(model):
+        if c.spec is not None:  # (made without Altair's validation: test_chart_specs.py)
+            assert vega_lite_errors(c.spec) == [], c.id
     empty = [c.id for c in chart_list(model) if c.spec is None]
     assert [c["id"] for c in seen.charts] == drawn
     assert seen.empty_notes == len(empty)
