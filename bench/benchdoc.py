@@ -37,6 +37,7 @@ ORDER = (
     "capture",
     "segments",
     "report",
+    "report_real",
     "spark",
     "big",
     "streams",
