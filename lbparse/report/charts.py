@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import altair as alt
+from altair.utils.schemapi import debug_mode
 
 WIDTH = "container"
 HEIGHT = 190
@@ -922,12 +923,17 @@ def chart_list(model: dict[str, Any]) -> list[Chart]:
         The charts in page order; those without data say why (Chart.empty).
     """
     bin_ms = float(model["report"]["bin_s"]) * 1000
-    return (
-        traffic_charts(model, bin_ms)
-        + latency_charts(model, bin_ms)
-        + client_charts(model, bin_ms)
-        + partition_charts(model, bin_ms)
-        + cluster_charts(model, bin_ms)
-        + storage_charts(model, bin_ms)
-        + problem_charts(model, bin_ms)
-    )
+    # Altair's debug mode (on by default) checks each object against the
+    # Vega-Lite schema as it is made: a third of a page's rendering, for
+    # specs this module alone makes (tests/report/test_chart_specs.py checks
+    # them). It is a process-wide switch: set for this call only.
+    with debug_mode(False):
+        return (
+            traffic_charts(model, bin_ms)
+            + latency_charts(model, bin_ms)
+            + client_charts(model, bin_ms)
+            + partition_charts(model, bin_ms)
+            + cluster_charts(model, bin_ms)
+            + storage_charts(model, bin_ms)
+            + problem_charts(model, bin_ms)
+        )

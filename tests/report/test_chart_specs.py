@@ -10,6 +10,7 @@ is the page Altair's validating path makes, byte for byte.
 
 from __future__ import annotations
 
+import contextlib
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -76,9 +77,11 @@ def test_the_check_finds_a_wrong_spec(models: dict[str, dict[str, Any]]) -> None
 def test_the_page_is_the_validating_paths(
     models: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With Altair's validation on (its to_dict default), the same page."""
+    """With Altair's validation on (its to_dict default, its debug mode's checks
+    as objects are made), the same page."""
     fast = {name: render_html(model) for name, model in models.items()}
     monkeypatch.setattr(charts, "_spec", lambda chart: chart.to_dict())
+    monkeypatch.setattr(charts, "debug_mode", lambda on: contextlib.nullcontext())
     with alt.utils.schemapi.debug_mode(True):
         for name, model in models.items():
             assert render_html(model) == fast[name], name
