@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -97,14 +98,30 @@ def utf8_values(value: Any) -> Any:
     Returns:
         The same structure; new containers only where a string changed.
     """
+    if isinstance(value, (dict, list)) and _all_utf8(value):
+        return value  # the common case, a whole model, in one C pass
+    return _utf8_values(value)
+
+
+def _all_utf8(value: Any) -> bool:
+    """Whether no string of a JSON value holds a lone surrogate (one pass in C,
+    a third of the time of the walk below on a report's model)."""
+    try:
+        json.dumps(value, ensure_ascii=False, check_circular=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):  # a surrogate; not JSON
+        return False
+    return True
+
+
+def _utf8_values(value: Any) -> Any:
     if isinstance(value, str):
         return utf8_text(value)
     if isinstance(value, dict):
-        items = [(utf8_values(k), utf8_values(v)) for k, v in value.items()]
+        items = [(_utf8_values(k), _utf8_values(v)) for k, v in value.items()]
         if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
             return value
         return dict(items)
     if isinstance(value, list):
-        out = [utf8_values(v) for v in value]
+        out = [_utf8_values(v) for v in value]
         return value if all(a is b for a, b in zip(out, value)) else out
     return value
