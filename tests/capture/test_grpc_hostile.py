@@ -361,6 +361,7 @@ _FRAMES = st.lists(
 ).map(b"".join)
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 @settings(max_examples=examples(300), deadline=None)
 @given(data=st.one_of(st.binary(max_size=2000), _FRAMES), cut=st.integers(1, 64))
 def test_any_bytes_after_the_preface_are_read_without_a_crash(data: bytes, cut: int) -> None:

@@ -448,6 +448,7 @@ def _goaway_storm(open_calls: int, goaways: int, shuffled: bool) -> tuple[float,
     return time.process_time() - t, flows
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 @pytest.mark.parametrize("shuffled", [False, True], ids=["in_order", "out_of_order"])
 def test_a_goaway_storm_costs_nothing_per_open_call(shuffled: bool) -> None:
     """GOAWAY cost grew with the calls open (the review: 4,096 open calls, 200k

@@ -382,6 +382,7 @@ def test_reading_goes_on_past_a_damaged_block(tmp_path) -> None:
     assert "skipped 18 damaged bytes" in notices[1].message
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_thousands_of_segments_waiting_behind_holes_cost_no_scan_per_packet(tmp_path) -> None:
     """lbparse/capture/tcp.py: with thousands of segments waiting behind
     holes (a hostile capture: sequence numbers all over the place), every

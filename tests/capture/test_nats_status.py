@@ -78,6 +78,7 @@ def test_a_record_file_keeps_the_status_byte_for_byte(tmp_path: Path, ext: str) 
     assert [r.headers for r in recs] == [h for _, h in BLOCKS]
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_every_503_of_a_real_cluster_keeps_its_status() -> None:
     """The sample run: 28 requests to a node that was not (yet) there."""
     recs = [r for r in sample_records("short.pcapng") if r.verb == "HMSG" and not r.payload]

@@ -145,6 +145,7 @@ def test_grouping_equals_a_stable_sort(codes: list[int], ncodes: int) -> None:
 # -- the input column: Python bytes as a binary column --------------------------------
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=40)), max_size=200))
 def test_binary_columns_equal_pyarrows(items: list[bytes | None]) -> None:
@@ -463,6 +464,7 @@ def test_rows_without_the_magic_get_lbparse_decodes_answer() -> None:
             )
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_a_row_over_max_payload_is_left_to_lbparse() -> None:
     from lbparse.codec.limits import DEFAULT
 

@@ -135,6 +135,7 @@ def test_message_rows_are_the_readers_messages(written: Path, reader_items: list
     assert {r["type"] for r in rows} >= {"proto.PublishRequest", "proto.PublishResponse"}
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_reference_reader_gives_the_same_grpc_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the C loop off (LBPARSE_NATIVE=0) the NATS reading is the
     Python reference's; its protocol rows call for the same gRPC reading."""

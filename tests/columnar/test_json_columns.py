@@ -159,6 +159,7 @@ def test_the_json_columns_are_what_they_were(path: Path) -> None:
         assert (len(values), nulls, digest) == _DIGESTS[path.name][column], column
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_the_option_reaches_read_capture_arrow() -> None:
     _need(NATS_1000)
     (first, *_) = lbparse.read_capture_arrow(str(NATS_1000), json_columns=True)

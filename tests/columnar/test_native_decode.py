@@ -546,6 +546,7 @@ def test_every_protobuf_kind_is_read_not_only_refused() -> None:
     assert ok.mean() > 0.15, ok.mean()  # about a third: map entries of empty messages go to upb
 
 
+@pytest.mark.slow  # over half a second: not in make test-fast
 def test_a_type_the_c_reader_is_not_compiled_for_is_read_by_numpy() -> None:
     """An enum whose numbers span more than 65,536 (no table of names): the
     C reader says Unsupported and decode_structs gives the numpy reader's."""

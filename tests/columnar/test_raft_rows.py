@@ -138,7 +138,14 @@ def test_feed_rows_and_feed_may_take_turns() -> None:
         )
 
 
-@pytest.mark.parametrize("name", ["short.pcapng", "api-short.pcapng"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "short.pcapng",
+        # its HTTP/2 read by the Python reader too: a second
+        pytest.param("api-short.pcapng", marks=pytest.mark.slow),
+    ],
+)
 def test_the_batch_reads_the_common_message_in_c_as_read_does(name: str) -> None:
     """`TrafficReader.stream_batch`, the typed columns' way (stream messages
     of whole plain RPCs read in one C call, the rest by `read` in their

@@ -19,6 +19,9 @@ from lbparse.report import build_model, render_html
 from lbparse.report.charts import CLIENT
 from lbparse.report.client_calls import status_name
 
+# The api-short report models (two readings, ~2 s) and pages: not in make test-fast
+pytestmark = pytest.mark.slow
+
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 
 

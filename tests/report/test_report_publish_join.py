@@ -24,6 +24,9 @@ from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES
 from lbparse.report import render_html
 from lbparse.report.aggregate import Aggregator
 
+# The api-short report models (two readings, ~2 s) and pages: not in make test-fast
+pytestmark = pytest.mark.slow
+
 PUBLISH_METHODS = ("Publish", "PublishAsync", "PublishToSubject")
 
 
