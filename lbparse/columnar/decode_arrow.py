@@ -982,7 +982,9 @@ class BatchDecoder:
             hl = int(hdr["hl"][i])
             if hl <= len(b):
                 rows.crc_ok[i] = _crc(b[hl:]) == hdr["crc"][i]
-        if exc.kind == "bad_payload":  # the header was fine: name its MsgType
+        # the header was fine: name its MsgType, in the layout named (auto, a
+        # choice among layouts, names none: decode_header refuses it)
+        if exc.kind == "bad_payload" and self.options.layout != "auto":
             try:
                 h = decode_header(b, self.options.layout, lenient=self.options.lenient)
             except (EnvelopeError, ValueError):
