@@ -400,7 +400,6 @@ def _rows(
     """What needs the rows in order: requests and their replies, the handlers of
     decoded envelopes, node names, 503s, errors and the Raft transport."""
     cols = {c: batch.column(c).to_pylist() for c in ("src", "dst", "verb", "subject", "reply")}
-    name_list = names.to_pylist()
     msg_names = batch.column("msg_type_name").to_pylist()
     has_headers = pc.is_valid(batch.column("headers"))
     headers = batch.column("headers")
@@ -462,8 +461,8 @@ def _rows(
                     name,
                     m if m is not None else _View(None, None),
                 )
-        elif name_list[k] != "(not decoded)" and agg.raft is not None:
-            agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b, raft_bytes.get(k) or b"")
+        elif k in raft_bytes:  # decoded, no MsgType: maybe the Raft transport's
+            agg._raft_feed(_Row(src, dst, verb, subject, reply), t, b, raft_bytes[k] or b"")
         if stream:
             streams[k] = stream
         if verb == "HMSG" and hdr[k]:
@@ -474,10 +473,11 @@ def _rows(
 
 
 def _raft_payloads(agg: Aggregator, batch: Any, names: Any) -> dict[int, bytes | None]:
-    """The payloads of the rows `_rows` may give the Raft transport (no error,
-    no MsgType, decoded), by row: taken to Python in one call, not as a
-    pyarrow scalar per row (1.5 us each: most rows of an idle cluster's
-    capture are the transport's)."""
+    """The payloads of the rows `_rows` gives the Raft transport's reading (no
+    error, no MsgType, decoded; none without one), by row: which rows those
+    are is decided here alone. Taken to Python in one call, not as a pyarrow
+    scalar per row (1.5 us each: most rows of an idle cluster's capture are
+    the transport's)."""
     if agg.raft is None:
         return {}
     want = pc.and_(
