@@ -127,6 +127,7 @@ class Backlog:
         self._written = self._read = 0  # messages into / out of the spill file
         self._wpos = self._rpos = 0  # byte offsets of the next write / read
         self.spilled = 0  # messages that went through the file, in all
+        self.puts = 0  # messages put, in all (the worker reads it unlocked: a hint)
         self._closed = False
         self._abandoned = False
 
@@ -139,6 +140,7 @@ class Backlog:
         with self._cond:
             if self._abandoned:
                 return
+            self.puts += 1
             size = item.size()
             if self._written == self._read and self._mem_bytes + size <= self.max_bytes:
                 self._mem.append(item)
