@@ -10,8 +10,9 @@ within --reconnect-timeout; every message received is written first, and
 the file is complete and readable in every case (a second signal stops
 at once: what was received and not written is counted and said).
 Decoding and writing run off the network reader: a backlog in memory,
-spilled to a private temporary file past --backlog-mb, so the server
-never drops the recorder as a slow consumer, whatever the rate. Memory
+spilled to a private temporary file past --backlog-mb (said once, when
+it starts), so the server never drops the recorder as a slow consumer,
+whatever the rate. Memory
 stays within 3 x --backlog-mb + 64 MiB of the idle recorder's: the client
 library's own queue is held to the backlog's measure, and a message past
 it is dropped, counted and said.

@@ -686,6 +686,19 @@ async def subscribe(
 
     accepting = True  # until --count is reached, or the connection is closed after a drain
     stops = 0
+    behind_said = False
+
+    def say_behind() -> None:
+        # Once a session: the disk is used from then on, and a user watching
+        # it grow should know why (the summary counts what went that way).
+        nonlocal behind_said
+        behind_said = True
+        if on_event is not None:
+            on_event(
+                f"writing is behind: the backlog's {backlog.max_bytes / (1 << 20):g} MiB in "
+                "memory are full, and the messages after them wait in a temporary file on "
+                "disk until they are written (none is lost)"
+            )
 
     async def handle(msg: Any) -> None:
         # The network reader's loop: nothing here but handing the message on.
@@ -713,6 +726,8 @@ async def subscribe(
         )
         result.messages += 1
         session.rate.tick()
+        if backlog.spilled and not behind_said:
+            say_behind()
         if count is not None and result.messages >= count:
             accepting = False
             done.set()

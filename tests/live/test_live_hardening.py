@@ -273,6 +273,53 @@ def test_messages_the_client_library_drops_are_counted_and_said(
     assert not result.complete and f"{result.dropped} dropped on arrival" in result.summary()
 
 
+@pytest.mark.parametrize("backlog_bytes", [64 << 10, 64 << 20])
+def test_writing_that_falls_behind_the_backlogs_memory_is_said_once(
+    server: Server, backlog_bytes: int
+) -> None:
+    """A recorder whose writing falls behind past --backlog-mb goes on on
+    disk, silently until its summary: a user watching the disk fill did not
+    know why. Said once, when it starts; never while memory holds it all."""
+    import asyncio
+    import threading
+
+    from lbparse import live
+
+    n, events, written = 3000, [], []
+
+    def slow_writer(rec: object) -> None:
+        written.append(rec)
+        time.sleep(0.0005)  # slower than the burst: the backlog fills
+
+    def ready() -> None:
+        threading.Thread(target=blast, args=(server.port, n), daemon=True).start()
+
+    result = asyncio.run(
+        live.subscribe(
+            server.url,
+            ["load.>"],
+            slow_writer,
+            on_ready=ready,
+            on_event=events.append,
+            reconnect_timeout=0,
+            count=n,
+            duration=120,
+            backlog_bytes=backlog_bytes,
+        )
+    )
+    assert result.complete and len(written) == n, (result.summary(), events)
+    said = [e for e in events if e.startswith("writing is behind")]
+    if backlog_bytes < n * 100:  # 3,000 envelopes of ~100 bytes do not fit
+        assert result.spilled > 0
+        assert said == [
+            "writing is behind: the backlog's 0.0625 MiB in memory are full, and the "
+            "messages after them wait in a temporary file on disk until they are "
+            "written (none is lost)"
+        ], events
+    else:
+        assert result.spilled == 0 and said == [], events
+
+
 # -- credentials ---------------------------------------------------------------------
 
 
