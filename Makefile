@@ -58,16 +58,15 @@ venv:
 	$(VENV)/bin/python -m pip install -q -r $(VENV)/pins.txt & deps=$$!; \
 	  $(MAKE) wheel PYTHON=$(abspath $(VENV))/bin/python; built=$$?; \
 	  wait $$deps && test $$built = 0
-	@# From /: `python -m pip` puts its working directory on sys.path, and the
-	@# checkout's lbparse.egg-info (the sdist's build leaves it) reads as lbparse
-	@# installed. Once (CI), pip exited 0 here and installed nothing: checked,
-	@# said, and installed again.
-	wheel="$$(ls $(abspath dist)/lbparse-*.whl)" && cd / && \
-	  $(abspath $(VENV))/bin/python -m pip install -q "$$wheel[all,dev]" && \
-	  { $(abspath $(VENV))/bin/python -m pip show -q lbparse >/dev/null 2>&1 || { \
+	@# Once (a CI run), pip exited 0 here and installed nothing; the same command
+	@# in that clone then worked (cause not found): a missing install is said,
+	@# with what pip sees, and installed again.
+	wheel="$$(ls $(abspath dist)/lbparse-*.whl)" && \
+	  $(VENV)/bin/python -m pip install -q "$$wheel[all,dev]" && \
+	  { $(VENV)/bin/python -m pip show -q lbparse >/dev/null 2>&1 || { \
 	    echo "make venv: pip installed no lbparse from $$wheel; what it sees:"; \
-	    $(abspath $(VENV))/bin/python -m pip list 2>&1 | grep -i lbparse; \
-	    $(abspath $(VENV))/bin/python -m pip install --force-reinstall --no-deps "$$wheel"; }; }
+	    $(VENV)/bin/python -m pip list 2>&1 | grep -i lbparse; \
+	    $(VENV)/bin/python -m pip install --force-reinstall --no-deps "$$wheel"; }; }
 	cd / && $(abspath $(VENV))/bin/lbparse --version
 
 ## docs: the manual (docs/pages, README.md as its home page) as a site in build/site;
