@@ -38,6 +38,7 @@ ORDER = (
     "segments",
     "report",
     "report_real",
+    "live",
     "spark",
     "big",
     "streams",

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +145,23 @@ def test_bench_tables_writes_its_section(tmp_path: Path) -> None:
         "| Ack |",
     ):
         assert row in section
+
+
+@pytest.mark.slow
+def test_bench_live_writes_its_section(tmp_path: Path) -> None:
+    """One small round of bench_live.py (a real nats-server, `lbparse record`
+    both ways) into a scratch doc: a row per recorder form, the shipped one's
+    ratio to the other's, every message written (else the bench fails)."""
+    if shutil.which("nats-server") is None:
+        pytest.skip("nats-server is not installed")
+    doc = tmp_path / "benchmarks.md"
+    env = {**__import__("os").environ, "LBPARSE_BENCH_DOC": str(doc)}
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_live.py"), "--rounds", "1",
+         "--messages", "3000"],
+        check=True, env=env, capture_output=True, timeout=600,
+    )  # fmt: skip
+    section = doc.read_text()
+    assert "<!-- bench:live " in section and "3,000 envelopes" in section
+    assert re.search(r"\| reader first \| [\d,]+ \| [\d,]+ \| [\d,]+ \| [\d.]+x \|", section)
+    assert "| shared | " in section and "| 1.00x |" in section
