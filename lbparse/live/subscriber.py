@@ -189,6 +189,7 @@ DEFAULT_RECONNECT_TIMEOUT = 60.0  # seconds a lost server may take to come back
 DEFAULT_BACKLOG_BYTES = 64 << 20  # messages held in memory before the backlog spills to disk
 RECONNECT_WAIT = 0.5  # between attempts (nats-py's default is 2 s)
 RATE_WINDOW = 10.0  # seconds of arrivals the missed-message estimate uses
+RATE_SLICES = 100  # the window's slices (its edge moves a tenth of a second at a time)
 
 
 def shown_url(url: str) -> str:
@@ -359,28 +360,41 @@ class LiveResult:
 
 
 class _Rate:
-    """Messages a second over the last RATE_WINDOW seconds of a connection."""
+    """Messages a second over the last RATE_WINDOW seconds of a connection.
 
-    def __init__(self) -> None:
-        self.since = time.monotonic()
-        self.times: deque[float] = deque()
+    Counted in RATE_SLICES slices of the window: every arrival's time, kept
+    as it was, held 32 bytes a message outside the backlog's measure (32 MB
+    at 100,000 messages a second). The window's edge moves a slice at a time.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.since = clock()
+        self.slices: deque[list[int]] = deque()  # [slice number, messages], oldest first
 
     def tick(self) -> None:
-        now = time.monotonic()
-        self.times.append(now)
-        while self.times and now - self.times[0] > RATE_WINDOW:
-            self.times.popleft()
+        k = int(self.clock() * (RATE_SLICES / RATE_WINDOW))
+        slices = self.slices
+        if slices and slices[-1][0] == k:
+            slices[-1][1] += 1
+        else:
+            slices.append([k, 1])
+            self._trim(k)
+
+    def _trim(self, k: int) -> None:
+        slices = self.slices
+        while slices and slices[0][0] <= k - RATE_SLICES:
+            slices.popleft()
 
     def rate(self) -> float:
-        now = time.monotonic()
-        while self.times and now - self.times[0] > RATE_WINDOW:
-            self.times.popleft()
+        now = self.clock()
+        self._trim(int(now * (RATE_SLICES / RATE_WINDOW)))
         span = min(now - self.since, RATE_WINDOW)
-        return len(self.times) / span if span > 0 else 0.0
+        return sum(n for _, n in self.slices) / span if span > 0 else 0.0
 
     def restart(self) -> None:
-        self.since = time.monotonic()
-        self.times.clear()
+        self.since = self.clock()
+        self.slices.clear()
 
 
 def _stamp(ns: int) -> str:

@@ -91,3 +91,32 @@ def test_the_worker_pauses_for_no_reader_that_is_idle() -> None:
     worker.join(timeout=30)
     assert worker.written == 60
     assert worker.turns_given == 0
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_arrival_rate_is_the_windows_and_holds_a_slice_per_tenth_of_a_second() -> None:
+    """The rate an outage's missed messages are estimated at: arrivals over
+    the last RATE_WINDOW (10) seconds. A flood's every arrival time was kept
+    (32 bytes a message: 32 MB at 100k msg/s); now a count per slice."""
+    clock = _Clock()
+    rate = subscriber._Rate(clock)
+    clock.now += 2.0
+    for _ in range(1000):  # 1,000 in the first 2 s: 500 a second
+        rate.tick()
+    assert rate.rate() == pytest.approx(500.0)
+    for _ in range(200_000):  # 20 s at 10,000 a second, a tick each 0.1 ms
+        clock.now += 0.0001
+        rate.tick()
+    assert len(rate.slices) <= subscriber.RATE_SLICES
+    assert rate.rate() == pytest.approx(10_000.0, rel=0.011)  # the window's edge: a slice
+    clock.now += 5.0  # quiet for half the window
+    assert rate.rate() == pytest.approx(5_000.0, rel=0.021)
+    clock.now += 10.0
+    assert rate.rate() == 0.0 and not rate.slices
