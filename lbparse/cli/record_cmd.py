@@ -12,10 +12,9 @@ at once: what was received and not written is counted and said).
 Decoding and writing run off the network reader: a backlog in memory,
 spilled to a private temporary file past --backlog-mb (said once, when
 it starts), so the server never drops the recorder as a slow consumer,
-whatever the rate. Memory
-stays within 3 x --backlog-mb + 64 MiB of the idle recorder's: the client
-library's own queue is held to the backlog's measure, and a message past
-it is dropped, counted and said.
+whatever the rate. Memory stays within 3 x --backlog-mb + 64 MiB of the
+idle recorder's: the client library's own queue is held to the backlog's
+measure, and a message past it is dropped, counted and said.
 A lost connection is said on stderr when it happens and when it comes
 back (see `lbparse tap --help`). Exit status: 0 when the file holds every
 message the subscription could have received, 1 when messages may be

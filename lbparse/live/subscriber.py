@@ -362,9 +362,9 @@ class LiveResult:
 class _Rate:
     """Messages a second over the last RATE_WINDOW seconds of a connection.
 
-    Counted in RATE_SLICES slices of the window: every arrival's time, kept
-    as it was, held 32 bytes a message outside the backlog's measure (32 MB
-    at 100,000 messages a second). The window's edge moves a slice at a time.
+    Counted in RATE_SLICES slices of the window, its edge moving a slice at
+    a time (every arrival's time, kept as it once was, held 32 bytes a
+    message outside the backlog's measure: 32 MB at 100,000 messages a second).
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
