@@ -86,7 +86,7 @@ def _lines(n: int) -> list[bytes]:
     return [b"".join(lines[i : i + 2000]) for i in range(0, n, 2000)]
 
 
-def _flood(port: int, chunks: list[bytes], n: int) -> float:
+def _flood(port: int, chunks: list[bytes]) -> float:
     """Publish the chunks; the seconds until the server has them all (its PONG)."""
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         s.recv(4096)  # INFO
@@ -127,7 +127,7 @@ def one_run(form: str, chunks: list[bytes], n: int, tmp: Path) -> tuple[float, f
         if "listening on" not in line:
             raise RuntimeError(f"lbparse record did not start: {line}{recorder.stderr.read()}")
         start = time.perf_counter()
-        flood = _flood(port, chunks, n)
+        flood = _flood(port, chunks)
         err = recorder.communicate(timeout=600)[1]
         wrote = time.perf_counter() - start
         if recorder.returncode != 0:
