@@ -93,6 +93,9 @@ OTHER_SUBJECTS = "(other subjects)"
 # comes back is picked up again at its next control line, as any
 # connection whose start the capture missed.
 MAX_FLOWS = 1 << 16
+# Flow keys of the connections a reader told `connections` skips, remembered
+# so that each is looked at once; past this many, forgotten and looked at again.
+MAX_SKIPPED = 1 << 17
 
 
 class Stats:
@@ -312,6 +315,15 @@ def dissect(
     return key, seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
+def _among(key: bytes, connections: frozenset[tuple[str, str]]) -> bool:
+    """Whether the flow `key` (dissect's) is one of `connections`, each its
+    (lower, higher) endpoints."""
+    half = (len(key) - 4) // 2
+    src = _endpoint(key[:half], key[-4] << 8 | key[-3])
+    dst = _endpoint(key[half : 2 * half], key[-2] << 8 | key[-1])
+    return (min(src, dst), max(src, dst)) in connections
+
+
 def _new_flow(
     flows: dict[bytes, Direction], key: bytes, limits: Limits, h2: Any = None
 ) -> Direction:
@@ -403,6 +415,9 @@ class CaptureReader:
             GrpcCall: lbparse.capture.grpc) passed to it as it completes;
             without it, HTTP/2 bytes are "protocol" notices, as any bytes that
             are not NATS.
+        connections: Read only these TCP connections, each as its (lower,
+            higher) endpoints (`ip:port`, as records name them); the others'
+            packets are skipped before reassembly. None (the default): all.
 
     Raises:
         CaptureError: `path` exists but is not a regular file (kind
@@ -423,6 +438,7 @@ class CaptureReader:
         verify_crc: bool = True,
         lenient: bool = False,
         on_grpc: Callable[[Any], None] | None = None,
+        connections: frozenset[tuple[str, str]] | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.name = input_name(self.path)  # how messages name it: stdin for `-`
@@ -435,6 +451,7 @@ class CaptureReader:
         self.verbs = frozenset(verbs)
         self.on_notice = on_notice
         self.on_grpc = on_grpc
+        self.connections = None if connections is None else frozenset(connections)
         # With on_grpc: each connection found to be HTTP/2, (lower, higher) endpoint.
         self.http2_connections: set[tuple[str, str]] = set()
         self.stats = Stats()
@@ -563,6 +580,8 @@ class CaptureReader:
         offflags: int
         data: int
         ip_end: int
+        only = self.connections
+        skipped: set[bytes] = set()  # flow keys of connections not among `only`
         h2: Any = None
         if self.on_grpc is not None:
             h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly, flow_limits)
@@ -619,6 +638,12 @@ class CaptureReader:
                 if d is None:
                     if not (avail or missing or offflags & _SYN):
                         continue  # a bare ACK of a connection we know nothing of
+                    if only is not None and (key in skipped or not _among(key, only)):
+                        if len(skipped) >= MAX_SKIPPED:
+                            skipped.clear()
+                        skipped.add(key)
+                        skipped.add(_reverse(key))
+                        continue
                     if len(flows) >= flow_cap:
                         flow_cap = _forget_idle(flows)
                     d = _new_flow(flows, key, flow_limits, h2)

@@ -298,7 +298,11 @@ def read_capture_arrow(
     for source in sorted(held.sources()):
         notices: list[capture.Notice] = []
         connections |= grpc.read_grpc(
-            source, lambda _: None, limits=limits, on_notice=notices.append
+            source,
+            lambda _: None,
+            limits=limits,
+            on_notice=notices.append,
+            connections=held.connections(source),
         )
         lost = grpc.notice_rows(source, after.get(source, 0), notices, decoder.schema)
         yield from lost.to_batches(max_chunksize=batch_rows)
@@ -376,6 +380,7 @@ def read_capture_tables(
             batch_rows=batch_rows,
             found=connections,
             on_notice=notices.append,
+            connections=held.connections(source),
         ):
             yield {"messages": empty, **found}
         if on_info is not None:

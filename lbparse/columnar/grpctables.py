@@ -92,6 +92,9 @@ class Held:
     def __init__(self) -> None:
         self.rows: list[pa.Table] = []
         self.count = 0
+        # Rows were taken past MAX_HELD, unlooked at: the held rows may not
+        # name every connection that was HTTP/2.
+        self.overflowed = False
 
     def take(self, messages: pa.Table) -> pa.Table:
         """`messages` without the rows it holds from now on.
@@ -102,7 +105,10 @@ class Held:
         Returns:
             The table less the rows held (all of it once MAX_HELD rows are held).
         """
-        mask = http2_rows(messages) if self.count < MAX_HELD else None
+        if self.count >= MAX_HELD:
+            self.overflowed = self.overflowed or bool(messages.num_rows)
+            return messages
+        mask = http2_rows(messages)
         if mask is None:
             return messages
         held = messages.filter(mask)
@@ -117,6 +123,38 @@ class Held:
             Their `source` values.
         """
         return {s for t in self.rows for s in t.column("source").to_pylist()}
+
+    def connections(self, source: str) -> frozenset[tuple[str, str]] | None:
+        """The connections of `source` that the held rows are from.
+
+        Those the gRPC reading of `source` needs to read: a direction that is
+        HTTP/2 starts with the preface or a frame header (lbparse.capture.h2's
+        sniff), which the C loop, reading NATS, takes for a row held here.
+
+        Args:
+            source: A file the rows come from.
+
+        Returns:
+            (lower, higher) endpoints of each connection, or None when the held
+            rows may not name them all (rows past MAX_HELD were not looked at,
+            a held row has no endpoints, or none is of `source`, as a file
+            named otherwise): read every connection then.
+        """
+        if self.overflowed:
+            return None
+        found: set[tuple[str, str]] = set()
+        for table in self.rows:
+            for s, a, b in zip(
+                table.column("source").to_pylist(),
+                table.column("src").to_pylist(),
+                table.column("dst").to_pylist(),
+            ):
+                if s != source:
+                    continue
+                if not a or not b:
+                    return None
+                found.add((min(a, b), max(a, b)))
+        return frozenset(found) if found else None
 
     def release(self, connections: set[tuple[str, str]]) -> tuple[pa.Table, pa.Table]:
         """Give back the held rows, split by whether they were on HTTP/2 connections.
@@ -294,12 +332,16 @@ def _reading(
     limits: Limits | None,
     on_notice: Callable[[Notice], None] | None = None,
     found: set[tuple[str, str]] | None = None,
+    connections: frozenset[tuple[str, str]] | None = None,
 ) -> Iterator[None]:
     """The Python reader's pass over `path` for its gRPC records, one step per
     NATS record (which it does not decode: the first reading did).
     `on_notice` gets the notices said of HTTP/2 connections only (the first
-    reading said the rest); `found` gets those connections."""
-    reader = CaptureReader(path, decode=False, limits=limits, on_grpc=on_grpc)
+    reading said the rest); `found` gets those connections. `connections`:
+    only these are read (Held.connections), None: all."""
+    reader = CaptureReader(
+        path, decode=False, limits=limits, on_grpc=on_grpc, connections=connections
+    )
     http2 = reader.http2_connections
 
     def notice(n: Notice) -> None:
@@ -338,6 +380,7 @@ def read_grpc(
     *,
     limits: Limits | None = None,
     on_notice: Callable[[Notice], None] | None = None,
+    connections: frozenset[tuple[str, str]] | None = None,
 ) -> set[tuple[str, str]]:
     """Pass each gRPC record of capture `path` to `on_grpc` (lbparse report).
 
@@ -346,12 +389,14 @@ def read_grpc(
         on_grpc: Called with each GrpcCall and GrpcMessage as it is read.
         limits: What the reading may cost (None for the defaults).
         on_notice: Called with each notice said of its HTTP/2 connections.
+        connections: Read only these connections, (lower, higher) endpoints
+            (Held.connections: the others are NATS); None: all.
 
     Returns:
         The connections found to be HTTP/2, as (lower, higher) endpoints.
     """
     found: set[tuple[str, str]] = set()
-    for _ in _reading(path, on_grpc, limits, on_notice, found):
+    for _ in _reading(path, on_grpc, limits, on_notice, found, connections):
         pass
     return found
 
@@ -363,6 +408,7 @@ def grpc_tables(
     batch_rows: int = 65536,
     found: set[tuple[str, str]] | None = None,
     on_notice: Callable[[Notice], None] | None = None,
+    connections: frozenset[tuple[str, str]] | None = None,
 ) -> Iterator[dict[str, pa.Table]]:
     """The gRPC tables of capture `path`, about `batch_rows` rows at a time.
 
@@ -375,12 +421,14 @@ def grpc_tables(
         found: Gets the connections that were HTTP/2 (for Held.release).
         on_notice: Called with each notice said of them (problems and
             information alike: `notice_rows` makes the problems rows).
+        connections: Read only these connections, (lower, higher) endpoints
+            (Held.connections: the others are NATS); None: all.
 
     Yields:
         {"grpc_calls": ..., "grpc_messages": ...} as pyarrow Tables.
     """
     rows = GrpcRows(path)
-    for _ in _reading(path, rows.add, limits, on_notice, found):
+    for _ in _reading(path, rows.add, limits, on_notice, found, connections):
         if len(rows) >= batch_rows:
             yield rows.flush()
     if len(rows):

@@ -195,6 +195,7 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
             batch_rows=options.source.batch_rows,
             found=connections,
             on_notice=notices.append,
+            connections=held.connections(unit.path),
         ):
             for name, table in found.items():
                 writer.write_table(name, table)

@@ -331,7 +331,10 @@ def _read_http2(
         if on_notice is not None:
             on_notice(path, n)
 
-    problems, theirs = held.release(read_grpc(path, agg.client.add, limits=limits, on_notice=said))
+    found = read_grpc(
+        path, agg.client.add, limits=limits, on_notice=said, connections=held.connections(path)
+    )
+    problems, theirs = held.release(found)
     for kind in theirs.column("error_kind").to_pylist():
         name = kind[len(INPUT_PROBLEM) :]
         stats.notices[name] -= 1

@@ -197,7 +197,12 @@ def _table_batches(unit: Unit, task: TaskOptions, name: str | None) -> Iterator[
     connections: set[tuple[str, str]] = set()
     notices: list[Notice] = []
     if unit.start == 0 and unit.stop < 0:  # a range cannot be: HPACK runs from the start
-        connections = read_grpc(unit.path, lambda item: None, on_notice=notices.append)
+        connections = read_grpc(
+            unit.path,
+            lambda item: None,
+            on_notice=notices.append,
+            connections=held.connections(unit.path),
+        )
     yield from notice_rows(unit.path, unit.first_row + counts["rows"], notices, schema).to_batches()
     problems, _ = held.release(connections)
     yield from problems.to_batches()

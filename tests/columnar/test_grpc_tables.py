@@ -24,6 +24,7 @@ from support.reading import concat_tables, reading_problems
 from support.shared import LIFTBRIDGE
 
 import lbparse
+from lbparse.capture import CaptureReader
 from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.cli.status import OK
 from lbparse.columnar import grpctables
@@ -296,3 +297,151 @@ def test_the_wide_rows_give_the_tables_verdict(case: str, tmp_path: Path) -> Non
             "looks like HTTP/2": ["input:protocol"],
         }[case]
     ), kinds
+
+
+def _held(path: Path) -> grpctables.Held:
+    """The rows the C loop's reading of `path` holds for the gRPC reading."""
+    from lbparse.columnar.api import _capture_records, _decoder
+    from lbparse.columnar.ordered import decode_in_order
+    from lbparse.columnar.tables import tables_of
+
+    held = grpctables.Held()
+    for decoded in decode_in_order(
+        _capture_records(path, 4096, None), _decoder("auto", True, False, False)
+    ):
+        held.take(tables_of(decoded)["messages"])
+    return held
+
+
+@pytest.mark.slow  # two gRPC readings of each capture (and editcap)
+@pytest.mark.parametrize("case", ["api-short", "with gaps"])
+def test_the_grpc_reading_of_the_held_connections_finds_what_a_whole_reading_does(
+    case: str, tmp_path: Path
+) -> None:
+    """The gRPC reading reads only the connections whose rows were held (the
+    others, NATS, skipped before reassembly): api-short's 12 HTTP/2 connections of 28.
+    Its tables, the connections it finds HTTP/2 and its notices are a whole
+    reading's."""
+    need_api_short()
+    path = API_SHORT if case == "api-short" else with_gaps(tmp_path / "gaps.pcapng")
+    source = str(path)
+    only = _held(path).connections(source)
+    assert only is not None
+    every = {
+        (min(r.src, r.dst), max(r.src, r.dst))
+        for r in CaptureReader(path, decode=False)
+        if r.src and r.dst
+    }
+    readings = []
+    for connections in (only, None):
+        found: set[tuple[str, str]] = set()
+        notices: list[Any] = []
+        tables = list(
+            grpctables.grpc_tables(
+                source, found=found, on_notice=notices.append, connections=connections
+            )
+        )
+        readings.append((tables, found, [n.to_json_dict() for n in notices]))
+    (mine, found, notices), (whole, whole_found, whole_notices) = readings
+    assert found == whole_found and found <= only and len(only) < len(every | found)
+    assert notices == whole_notices
+    assert len(mine) == len(whole) == 1
+    for name in GRPC_TABLES:
+        assert mine[0][name].num_rows and mine[0][name].equals(whole[0][name]), name
+
+
+@pytest.mark.slow  # a reading of api-short (and a report of it)
+@pytest.mark.parametrize("how", ["read_capture_tables", "report", "pipeline task"])
+def test_the_readings_read_again_only_the_held_connections(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_capture_tables, the report and the pipeline's task (without Spark)
+    give the gRPC reading the held connections."""
+    need_api_short()
+    given: list[Any] = []
+    real = grpctables.CaptureReader
+
+    def reader(*args: Any, **kwargs: Any) -> Any:
+        given.append(kwargs.get("connections"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(grpctables, "CaptureReader", reader)
+    if how == "report":
+        from lbparse.report import build_model
+
+        build_model([str(API_SHORT)])
+    elif how == "pipeline task":
+        from lbparse.columnar.decode_arrow import DecodeOptions
+        from lbparse.columnar.sources import SourceOptions
+        from lbparse.pipeline.input_plan import plan
+        from lbparse.pipeline.tasks import TaskOptions, process_unit
+
+        class Writer:
+            def __init__(self) -> None:
+                self.rows: Counter[str] = Counter()
+
+            def write(self, table: str, n: int, columns: dict[str, Any]) -> None:
+                self.rows[table] += n
+
+            def write_table(self, table: str, rows: pa.Table) -> None:
+                self.rows[table] += rows.num_rows
+
+        source, writer = SourceOptions(), Writer()
+        process_unit(
+            plan([str(API_SHORT)], source)[0],
+            TaskOptions(DecodeOptions(layout="auto"), source),
+            writer,  # type: ignore[arg-type]
+        )
+        assert writer.rows[GRPC_CALLS] == CALLS and writer.rows[GRPC_MESSAGES] == MESSAGES
+    else:
+        concat_tables(lbparse.read_capture_tables(API_SHORT))
+    assert given == [_held(API_SHORT).connections(str(API_SHORT))] and given[0]
+
+
+def test_a_reader_told_its_connections_reads_those_alone() -> None:
+    """CaptureReader(connections=...): the records of those connections, as a
+    whole reading gives them; of none, no record (every packet still counted)."""
+    if not SHORT.is_file():
+        pytest.skip(f"shared material missing: {SHORT}")
+    whole = CaptureReader(SHORT, decode=False)
+    records = [(r.src, r.dst, r.verb, r.subject, r.payload) for r in whole]
+    pairs = Counter((min(s, d), max(s, d)) for s, d, *_ in records)
+    pair = pairs.most_common()[len(pairs) // 2][0]  # one connection of many
+    one = CaptureReader(SHORT, decode=False, connections=frozenset([pair]))
+    mine = [(r.src, r.dst, r.verb, r.subject, r.payload) for r in one]
+    assert mine == [r for r in records if (min(r[0], r[1]), max(r[0], r[1])) == pair]
+    assert 0 < len(mine) < len(records)
+    none = CaptureReader(SHORT, decode=False, connections=frozenset())
+    assert not list(none) and none.stats.packets == whole.stats.packets
+
+
+def test_held_rows_that_cannot_name_every_connection_name_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows past MAX_HELD go unlooked at, a held row without endpoints names
+    no connection, a file none is of may be named otherwise: then None, and
+    the gRPC reading reads every connection, as before."""
+    schema = table_schema("messages", ("source", "position"))
+
+    def rows(src: str | None) -> pa.Table:
+        row = {n: None for n in schema.names}
+        row.update(
+            source="a.pcap",
+            position=0,
+            error_kind="input:protocol",
+            error_message="not a NATS control line: b'PRI * HTTP/2.0\\r\\n'",
+            src=src,
+            dst="10.0.0.2:9292",
+        )
+        return pa.Table.from_pylist([row], schema=schema)
+
+    held = grpctables.Held()
+    assert held.take(rows("10.0.0.1:5000")).num_rows == 0
+    assert held.connections("a.pcap") == {("10.0.0.1:5000", "10.0.0.2:9292")}
+    assert held.connections("b.pcap") is None
+    monkeypatch.setattr(grpctables, "MAX_HELD", 1)
+    assert held.take(rows("10.0.0.3:5000")).num_rows == 1  # not held: past MAX_HELD
+    assert held.connections("a.pcap") is None
+    unnamed = grpctables.Held()
+    unnamed.take(rows(None))
+    assert unnamed.count == 1 and unnamed.connections("a.pcap") is None
