@@ -1,6 +1,6 @@
-"""The report's charts: Vega-Lite specs built with Altair, holding no data.
+"""The report's charts: Vega-Lite specs, holding no data.
 
-Each chart names the datasets it draws (`alt.NamedData`); the page gives
+Each chart names the datasets it draws (`vl.NamedData`); the page gives
 them the arrays of the report's data model under those names (render.py),
 so what is drawn is exactly what `--json` writes. `chart_list(model)`
 returns, section by section, every chart with its title, a sentence on
@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import altair as alt
-from altair.utils.schemapi import debug_mode
+# Altair's API for the charts, building the dicts Altair writes (lbparse.report.vegalite:
+# Altair's own objects cost three times the capture's reading on a real page).
+from lbparse.report import vegalite as vl
 
 WIDTH = "container"
 HEIGHT = 190
@@ -76,17 +77,17 @@ def get_path(model: dict[str, Any], path: str) -> Any:
     return value
 
 
-def _time(field: str = "t", title: str = "time (UTC)") -> alt.X:
-    return alt.X(
+def _time(field: str = "t", title: str = "time (UTC)") -> vl.X:
+    return vl.X(
         f"{field}:T",
         title=title,
-        scale=alt.Scale(type="utc"),
-        axis=alt.Axis(format=TIME_FORMAT, labelOverlap=True),
+        scale=vl.Scale(type="utc"),
+        axis=vl.Axis(format=TIME_FORMAT, labelOverlap=True),
     )
 
 
-def _tooltip_time(field: str = "t", title: str = "time") -> alt.Tooltip:
-    return alt.Tooltip(f"{field}:T", title=title, format="%H:%M:%S.%L", formatType="utc")
+def _tooltip_time(field: str = "t", title: str = "time") -> vl.Tooltip:
+    return vl.Tooltip(f"{field}:T", title=title, format="%H:%M:%S.%L", formatType="utc")
 
 
 def _binned_bars(
@@ -94,23 +95,23 @@ def _binned_bars(
 ) -> dict[str, Any]:
     """Stacked bars over time bins: one row per (bin, key)."""
     chart = (
-        alt.Chart(alt.NamedData(name))
+        vl.Chart(vl.NamedData(name))
         .transform_calculate(t_end=f"datum.t + {bin_ms}")
         .mark_bar(opacity=0.9)
         .encode(
             x=_time(),
-            x2=alt.X2("t_end:T"),
-            y=alt.Y(f"sum({value}):Q", title=y_title, stack="zero"),
-            color=alt.Color(
+            x2=vl.X2("t_end:T"),
+            y=vl.Y(f"sum({value}):Q", title=y_title, stack="zero"),
+            color=vl.Color(
                 f"{key}:N",
                 title=legend,
-                legend=alt.Legend(symbolLimit=MAX_LEGEND),
-                scale=alt.Scale(scheme="tableau20"),
+                legend=vl.Legend(symbolLimit=MAX_LEGEND),
+                scale=vl.Scale(scheme="tableau20"),
             ),
             tooltip=[
                 _tooltip_time(),
-                alt.Tooltip(f"{key}:N", title=legend),
-                alt.Tooltip(f"{value}:Q", title=y_title),
+                vl.Tooltip(f"{key}:N", title=legend),
+                vl.Tooltip(f"{value}:Q", title=y_title),
             ],
         )
         .properties(width=WIDTH, height=HEIGHT)
@@ -133,14 +134,14 @@ NODE_COLOURS = (
 )
 
 
-def node_scale(model: dict[str, Any]) -> alt.Scale:
+def node_scale(model: dict[str, Any]) -> vl.Scale:
     """Nodes (and connections not tied to one) in one colour each, page-wide.
 
     Args:
         model: The report's data model; the leaders it names are the domain.
 
     Returns:
-        An Altair colour scale: node names first, then endpoints, each its colour.
+        A colour scale: node names first, then endpoints, each its colour.
     """
     names = {
         row["leader"]
@@ -148,13 +149,13 @@ def node_scale(model: dict[str, Any]) -> alt.Scale:
         for row in (get_path(model, path) or [])
     }
     domain = sorted(names, key=lambda n: (n.count(":"), n))  # node names before endpoints
-    return alt.Scale(
+    return vl.Scale(
         domain=domain, range=[NODE_COLOURS[k % len(NODE_COLOURS)] for k in range(len(domain))]
     )
 
 
 def _spec(chart: Any) -> dict[str, Any]:
-    """An Altair chart's Vega-Lite spec (Altair is typed as Any here: pyproject's mypy notes).
+    """A chart's Vega-Lite spec (`chart` an Altair chart too: the tests' reference).
 
     Not checked against the Vega-Lite schema here: that took two thirds of a
     page's rendering, for specs made by this module's code alone
@@ -251,20 +252,20 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
     def histogram() -> dict[str, Any]:
         return _spec(
-            alt.Chart(alt.NamedData(hist))
+            vl.Chart(vl.NamedData(hist))
             .mark_bar(opacity=0.75)
             .encode(
-                x=alt.X(
-                    "lo_ms:Q", title="publish -> ack (ms, log scale)", scale=alt.Scale(type="log")
+                x=vl.X(
+                    "lo_ms:Q", title="publish -> ack (ms, log scale)", scale=vl.Scale(type="log")
                 ),
-                x2=alt.X2("hi_ms:Q"),
-                y=alt.Y("count:Q", title="publishes", stack=None),
-                color=alt.Color("ack_policy:N", title="AckPolicy"),
+                x2=vl.X2("hi_ms:Q"),
+                y=vl.Y("count:Q", title="publishes", stack=None),
+                color=vl.Color("ack_policy:N", title="AckPolicy"),
                 tooltip=[
-                    alt.Tooltip("ack_policy:N"),
-                    alt.Tooltip("lo_ms:Q", title="from ms", format=".3f"),
-                    alt.Tooltip("hi_ms:Q", title="to ms", format=".3f"),
-                    alt.Tooltip("count:Q"),
+                    vl.Tooltip("ack_policy:N"),
+                    vl.Tooltip("lo_ms:Q", title="from ms", format=".3f"),
+                    vl.Tooltip("hi_ms:Q", title="to ms", format=".3f"),
+                    vl.Tooltip("count:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)
@@ -291,24 +292,24 @@ def latency_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     over = dataset_name("latency.over_time")
 
     def over_time() -> dict[str, Any]:
-        base = alt.Chart(alt.NamedData(over)).transform_fold(
+        base = vl.Chart(vl.NamedData(over)).transform_fold(
             ["p50_ms", "p99_ms", "max_ms"], as_=["quantile", "ms"]
         )
         return _spec(
             base.mark_point(filled=True, size=28, opacity=0.8)
             .encode(
                 x=_time(title="time the Publish was sent (UTC)"),
-                y=alt.Y("ms:Q", title="ms (log scale)", scale=alt.Scale(type="log")),
-                color=alt.Color("ack_policy:N", title="AckPolicy"),
-                shape=alt.Shape(
+                y=vl.Y("ms:Q", title="ms (log scale)", scale=vl.Scale(type="log")),
+                color=vl.Color("ack_policy:N", title="AckPolicy"),
+                shape=vl.Shape(
                     "quantile:N", title="statistic", sort=["p50_ms", "p99_ms", "max_ms"]
                 ),
                 tooltip=[
                     _tooltip_time(),
-                    alt.Tooltip("ack_policy:N"),
-                    alt.Tooltip("quantile:N"),
-                    alt.Tooltip("ms:Q", format=".3f"),
-                    alt.Tooltip("count:Q"),
+                    vl.Tooltip("ack_policy:N"),
+                    vl.Tooltip("quantile:N"),
+                    vl.Tooltip("ms:Q", format=".3f"),
+                    vl.Tooltip("count:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)
@@ -370,71 +371,71 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
     isr = dataset_name("partitions.isr_events")
 
     def timeline() -> dict[str, Any]:
-        y = alt.Y("partition_key:N", title="partition")
+        y = vl.Y("partition_key:N", title="partition")
         bars = (
-            alt.Chart(alt.NamedData(leaders))
+            vl.Chart(vl.NamedData(leaders))
             .transform_calculate(end2=f"max(datum.end, datum.start + {bin_ms})")
             .mark_bar(height=14)
             .encode(
                 x=_time("start"),
-                x2=alt.X2("end2:T"),
+                x2=vl.X2("end2:T"),
                 y=y,
-                color=alt.Color("leader:N", title="leader", scale=node_scale(model)),
+                color=vl.Color("leader:N", title="leader", scale=node_scale(model)),
                 tooltip=[
-                    alt.Tooltip("partition_key:N"),
-                    alt.Tooltip("leader:N"),
-                    alt.Tooltip("epoch:Q"),
+                    vl.Tooltip("partition_key:N"),
+                    vl.Tooltip("leader:N"),
+                    vl.Tooltip("epoch:Q"),
                     _tooltip_time("start", "from"),
                     _tooltip_time("end", "to"),
-                    alt.Tooltip("observations:Q"),
+                    vl.Tooltip("observations:Q"),
                 ],
             )
         )
         labels = (
-            alt.Chart(alt.NamedData(leaders))
+            vl.Chart(vl.NamedData(leaders))
             .mark_text(align="left", dx=3, dy=-11, fontSize=9)
-            .encode(x=_time("start"), y=y, text=alt.Text("epoch:Q"))
+            .encode(x=_time("start"), y=y, text=vl.Text("epoch:Q"))
         )
         layers = [bars, labels]
         if get_path(model, "partitions.isr_events"):
             layers.append(
-                alt.Chart(alt.NamedData(isr))
+                vl.Chart(vl.NamedData(isr))
                 .mark_point(filled=True, size=60, yOffset=9)
                 .encode(
                     x=_time(),
                     y=y,
-                    shape=alt.Shape("op:N", title="metadata op"),
-                    color=alt.ColorValue("#333"),
+                    shape=vl.Shape("op:N", title="metadata op"),
+                    color=vl.ColorValue("#333"),
                     tooltip=[
                         _tooltip_time(),
-                        alt.Tooltip("op:N"),
-                        alt.Tooltip("partition_key:N"),
-                        alt.Tooltip("replica:N"),
-                        alt.Tooltip("leader:N"),
-                        alt.Tooltip("epoch:Q"),
-                        alt.Tooltip("source:N"),
+                        vl.Tooltip("op:N"),
+                        vl.Tooltip("partition_key:N"),
+                        vl.Tooltip("replica:N"),
+                        vl.Tooltip("leader:N"),
+                        vl.Tooltip("epoch:Q"),
+                        vl.Tooltip("source:N"),
                     ],
                 )
             )
         if get_path(model, "partitions.leader_changes"):
             layers.append(
-                alt.Chart(alt.NamedData(changes))
+                vl.Chart(vl.NamedData(changes))
                 .mark_tick(color="#d62728", thickness=2, size=22)
                 .encode(
                     x=_time(),
                     y=y,
                     tooltip=[
                         _tooltip_time(),
-                        alt.Tooltip("partition_key:N"),
-                        alt.Tooltip("from_leader:N"),
-                        alt.Tooltip("to_leader:N"),
-                        alt.Tooltip("from_epoch:Q"),
-                        alt.Tooltip("to_epoch:Q"),
+                        vl.Tooltip("partition_key:N"),
+                        vl.Tooltip("from_leader:N"),
+                        vl.Tooltip("to_leader:N"),
+                        vl.Tooltip("from_epoch:Q"),
+                        vl.Tooltip("to_epoch:Q"),
                     ],
                 )
             )
         n = len({row["partition_key"] for row in get_path(model, "partitions.leaders")})
-        return _spec(alt.layer(*layers).properties(width=WIDTH, height=max(80, 30 * n)))
+        return _spec(vl.layer(*layers).properties(width=WIDTH, height=max(80, 30 * n)))
 
     data = {
         leaders: "partitions.leaders",
@@ -464,16 +465,16 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
     def epochs() -> dict[str, Any]:
         return _spec(
-            alt.Chart(alt.NamedData(leaders))
+            vl.Chart(vl.NamedData(leaders))
             .mark_line(interpolate="step-after", point=True)
             .encode(
                 x=_time("start"),
-                y=alt.Y("epoch:Q", title="leader epoch"),
-                color=alt.Color("partition_key:N", title="partition"),
+                y=vl.Y("epoch:Q", title="leader epoch"),
+                color=vl.Color("partition_key:N", title="partition"),
                 tooltip=[
-                    alt.Tooltip("partition_key:N"),
-                    alt.Tooltip("leader:N"),
-                    alt.Tooltip("epoch:Q"),
+                    vl.Tooltip("partition_key:N"),
+                    vl.Tooltip("leader:N"),
+                    vl.Tooltip("epoch:Q"),
                     _tooltip_time("start", "from"),
                 ],
             )
@@ -499,17 +500,17 @@ def partition_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
     def lag_chart() -> dict[str, Any]:
         return _spec(
-            alt.Chart(alt.NamedData(lag))
+            vl.Chart(vl.NamedData(lag))
             .mark_line(interpolate="step-after")
             .encode(
                 x=_time(),
-                y=alt.Y("lag:Q", title="messages behind HW"),
-                color=alt.Color(
+                y=vl.Y("lag:Q", title="messages behind HW"),
+                color=vl.Color(
                     "series:N",
                     title="partition, follower",
-                    legend=alt.Legend(symbolLimit=MAX_LEGEND),
+                    legend=vl.Legend(symbolLimit=MAX_LEGEND),
                 ),
-                tooltip=[_tooltip_time(), alt.Tooltip("series:N"), alt.Tooltip("lag:Q")],
+                tooltip=[_tooltip_time(), vl.Tooltip("series:N"), vl.Tooltip("lag:Q")],
             )
             .properties(width=WIDTH, height=HEIGHT)
         )
@@ -579,36 +580,36 @@ def cluster_charts(model: dict[str, Any], bin_ms: float) -> list[Chart]:
 
     def metadata_leader() -> dict[str, Any]:
         tips: list[Any] = [
-            alt.Tooltip("leader:N"),
+            vl.Tooltip("leader:N"),
             _tooltip_time("start", "from"),
             _tooltip_time("end", "to"),
-            alt.Tooltip("term:Q" if leader_path == "cluster.raft.terms" else "answers:Q"),
+            vl.Tooltip("term:Q" if leader_path == "cluster.raft.terms" else "answers:Q"),
         ]
         bars = (
-            alt.Chart(alt.NamedData(leader_name))
+            vl.Chart(vl.NamedData(leader_name))
             .transform_calculate(
                 end2=f"max(datum.end, datum.start + {bin_ms})", row="'metadata leader'"
             )
             .mark_bar(height=16)
             .encode(
                 x=_time("start"),
-                x2=alt.X2("end2:T"),
-                y=alt.Y("row:N", title=None),
-                color=alt.Color("leader:N", title="metadata leader", scale=node_scale(model)),
+                x2=vl.X2("end2:T"),
+                y=vl.Y("row:N", title=None),
+                color=vl.Color("leader:N", title="metadata leader", scale=node_scale(model)),
                 tooltip=tips,
             )
         )
         layers = [bars]
         if raft_decoded and get_path(model, "cluster.raft.elections"):
             layers.append(
-                alt.Chart(alt.NamedData(elections))
+                vl.Chart(vl.NamedData(elections))
                 .mark_rule(color="#d62728", strokeWidth=2)
                 .encode(
                     x=_time(),
-                    tooltip=[_tooltip_time(), alt.Tooltip("term:Q"), alt.Tooltip("candidate:N")],
+                    tooltip=[_tooltip_time(), vl.Tooltip("term:Q"), vl.Tooltip("candidate:N")],
                 )
             )
-        return _spec(alt.layer(*layers).properties(width=WIDTH, height=70))
+        return _spec(vl.layer(*layers).properties(width=WIDTH, height=70))
 
     data = {leader_name: leader_path}
     if raft_decoded:
@@ -788,25 +789,25 @@ def _lookups_chart(model: dict[str, Any]) -> Chart:
 
     def make() -> dict[str, Any]:
         during = (
-            alt.Chart(alt.NamedData(wname))
+            vl.Chart(vl.NamedData(wname))
             .mark_rect(color="#e45756", opacity=0.25)
             .encode(
                 x=_time("start"),
-                x2=alt.X2("end:T"),
+                x2=vl.X2("end:T"),
                 tooltip=[
                     _tooltip_time("start", "failover from"),
                     _tooltip_time("end", "to"),
-                    alt.Tooltip("changes:N"),
+                    vl.Tooltip("changes:N"),
                 ],
             )
         )
         after = (
-            alt.Chart(alt.NamedData(wname))
+            vl.Chart(vl.NamedData(wname))
             .transform_filter("datum.after_end != null")
             .mark_rect(color="#e45756", opacity=0.08)
             .encode(
                 x=_time("end"),
-                x2=alt.X2("after_end:T"),
+                x2=vl.X2("after_end:T"),
                 tooltip=[
                     _tooltip_time("end", "old leader silent from"),
                     _tooltip_time("after_end", "until"),
@@ -814,36 +815,36 @@ def _lookups_chart(model: dict[str, Any]) -> Chart:
             )
         )
         points = (
-            alt.Chart(alt.NamedData(name))
+            vl.Chart(vl.NamedData(name))
             .transform_filter("datum.latency_ms != null && datum.latency_ms > 0")
             .mark_point(filled=True, size=36)
             .encode(
                 x=_time(),
-                y=alt.Y(
+                y=vl.Y(
                     "latency_ms:Q",
                     title="ms to the answer (log scale)",
-                    scale=alt.Scale(type="log"),
+                    scale=vl.Scale(type="log"),
                 ),
-                color=alt.Color(
+                color=vl.Color(
                     "when:N",
                     title="when",
                     sort=["during", "after", "calm"],
-                    scale=alt.Scale(
+                    scale=vl.Scale(
                         domain=["during", "after", "calm"], range=["#e45756", "#f58518", "#4c78a8"]
                     ),
                 ),
-                shape=alt.Shape("method:N", title="method"),
+                shape=vl.Shape("method:N", title="method"),
                 tooltip=[
                     _tooltip_time(),
-                    alt.Tooltip("method:N"),
-                    alt.Tooltip("server:N"),
-                    alt.Tooltip("outcome:N"),
-                    alt.Tooltip("latency_ms:Q", format=".3f"),
-                    alt.Tooltip("when:N"),
+                    vl.Tooltip("method:N"),
+                    vl.Tooltip("server:N"),
+                    vl.Tooltip("outcome:N"),
+                    vl.Tooltip("latency_ms:Q", format=".3f"),
+                    vl.Tooltip("when:N"),
                 ],
             )
         )
-        return _spec(alt.layer(during, after, points).properties(width=WIDTH, height=HEIGHT))
+        return _spec(vl.layer(during, after, points).properties(width=WIDTH, height=HEIGHT))
 
     spec, empty = _spec_or_empty(
         model,
@@ -872,7 +873,7 @@ def _publish_join_chart(model: dict[str, Any]) -> Chart:
 
     def make() -> dict[str, Any]:
         base = (
-            alt.Chart(alt.NamedData(name))
+            vl.Chart(vl.NamedData(name))
             .transform_fold(steps, as_=["step", "ms"])
             .transform_filter("datum.ms != null && datum.ms > 0")
         )
@@ -880,18 +881,18 @@ def _publish_join_chart(model: dict[str, Any]) -> Chart:
             base.mark_point(filled=True, size=28, opacity=0.8)
             .encode(
                 x=_time("request", "time of the client's PublishRequest (UTC)"),
-                y=alt.Y(
-                    "ms:Q", title="ms after the request (log scale)", scale=alt.Scale(type="log")
+                y=vl.Y(
+                    "ms:Q", title="ms after the request (log scale)", scale=vl.Scale(type="log")
                 ),
-                color=alt.Color("step:N", title="step", sort=steps),
+                color=vl.Color("step:N", title="step", sort=steps),
                 tooltip=[
                     _tooltip_time("request", "request"),
-                    alt.Tooltip("stream:N"),
-                    alt.Tooltip("correlation_id:N"),
-                    alt.Tooltip("ack_policy:N"),
-                    alt.Tooltip("step:N"),
-                    alt.Tooltip("ms:Q", format=".3f"),
-                    alt.Tooltip("offset:Q"),
+                    vl.Tooltip("stream:N"),
+                    vl.Tooltip("correlation_id:N"),
+                    vl.Tooltip("ack_policy:N"),
+                    vl.Tooltip("step:N"),
+                    vl.Tooltip("ms:Q", format=".3f"),
+                    vl.Tooltip("offset:Q"),
                 ],
             )
             .properties(width=WIDTH, height=HEIGHT)
@@ -923,17 +924,12 @@ def chart_list(model: dict[str, Any]) -> list[Chart]:
         The charts in page order; those without data say why (Chart.empty).
     """
     bin_ms = float(model["report"]["bin_s"]) * 1000
-    # Altair's debug mode (on by default) checks each object against the
-    # Vega-Lite schema as it is made: a third of a page's rendering, for
-    # specs this module alone makes (tests/report/test_chart_specs.py checks
-    # them). It is a process-wide switch: set for this call only.
-    with debug_mode(False):
-        return (
-            traffic_charts(model, bin_ms)
-            + latency_charts(model, bin_ms)
-            + client_charts(model, bin_ms)
-            + partition_charts(model, bin_ms)
-            + cluster_charts(model, bin_ms)
-            + storage_charts(model, bin_ms)
-            + problem_charts(model, bin_ms)
-        )
+    return (
+        traffic_charts(model, bin_ms)
+        + latency_charts(model, bin_ms)
+        + client_charts(model, bin_ms)
+        + partition_charts(model, bin_ms)
+        + cluster_charts(model, bin_ms)
+        + storage_charts(model, bin_ms)
+        + problem_charts(model, bin_ms)
+    )
