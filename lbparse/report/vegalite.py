@@ -191,7 +191,10 @@ class _Spec:
         return new
 
     def properties(self, **kwds: Any) -> Any:
-        """This chart with `width`, `height` and the like set.
+        """This chart with top-level properties set.
+
+        Args:
+            **kwds: `width`, `height` and the like.
 
         Returns:
             A new chart.
@@ -249,7 +252,10 @@ class Chart(_Spec):
         return new
 
     def mark_bar(self, **kwds: Any) -> Chart:
-        """This chart drawn as bars (`opacity`, `height`... as keywords).
+        """This chart drawn as bars.
+
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
 
         Returns:
             A new chart.
@@ -259,6 +265,9 @@ class Chart(_Spec):
     def mark_line(self, **kwds: Any) -> Chart:
         """This chart drawn as lines.
 
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
+
         Returns:
             A new chart.
         """
@@ -266,6 +275,9 @@ class Chart(_Spec):
 
     def mark_point(self, **kwds: Any) -> Chart:
         """This chart drawn as points.
+
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
 
         Returns:
             A new chart.
@@ -275,6 +287,9 @@ class Chart(_Spec):
     def mark_rect(self, **kwds: Any) -> Chart:
         """This chart drawn as rectangles.
 
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
+
         Returns:
             A new chart.
         """
@@ -282,6 +297,9 @@ class Chart(_Spec):
 
     def mark_rule(self, **kwds: Any) -> Chart:
         """This chart drawn as rules.
+
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
 
         Returns:
             A new chart.
@@ -291,6 +309,9 @@ class Chart(_Spec):
     def mark_text(self, **kwds: Any) -> Chart:
         """This chart drawn as text.
 
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
+
         Returns:
             A new chart.
         """
@@ -299,13 +320,19 @@ class Chart(_Spec):
     def mark_tick(self, **kwds: Any) -> Chart:
         """This chart drawn as ticks.
 
+        Args:
+            **kwds: The mark's properties (opacity, size, filled...).
+
         Returns:
             A new chart.
         """
         return self._mark("tick", kwds)
 
     def encode(self, **channels: _Params | list[_Params]) -> Chart:
-        """This chart with these encoding channels (x=X(...), tooltip=[...]).
+        """This chart with these encoding channels.
+
+        Args:
+            **channels: Each channel by its name: x=X(...), tooltip=[Tooltip(...), ...].
 
         Returns:
             A new chart.
@@ -315,7 +342,10 @@ class Chart(_Spec):
         return new
 
     def transform_calculate(self, **exprs: str) -> Chart:
-        """This chart with a field computed from each expression, named by its keyword.
+        """This chart with a field computed from each expression.
+
+        Args:
+            **exprs: Each new field's Vega expression, by the field's name.
 
         Returns:
             A new chart.
@@ -327,6 +357,9 @@ class Chart(_Spec):
     def transform_filter(self, expr: str) -> Chart:
         """This chart with the rows for which `expr` holds.
 
+        Args:
+            expr: A Vega expression.
+
         Returns:
             A new chart.
         """
@@ -335,7 +368,11 @@ class Chart(_Spec):
         return new
 
     def transform_fold(self, fold: list[str], as_: list[str]) -> Chart:
-        """This chart with the fields `fold` folded into key and value fields `as_`.
+        """This chart with fields folded into rows of a key and a value.
+
+        Args:
+            fold: The fields folded.
+            as_: The names of the key field and the value field.
 
         Returns:
             A new chart.
