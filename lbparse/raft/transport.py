@@ -724,7 +724,28 @@ class StreamDecoder:
         rows: list[dict[str, Any]] = []
         return self._feed(payload, rows), rows
 
-    def _feed(self, payload: bytes, rows: list[dict[str, Any]] | None) -> Chunk:
+    def feed_plain(self, payload: bytes) -> tuple[Chunk, list[dict[str, Any]]]:
+        """`feed`, the plain RPCs as rows: a message the C reader reads whole in one
+        call gives `feed_rows`' rows, any other (log entries, snapshot bytes,
+        a struct it leaves to Python, no C reader) `feed`'s RPC objects.
+
+        The report wants the RPCs of a heartbeat as few fields, and the log
+        entries' commands whole (their messages: which leader, which ISR). A
+        message gives one or the other, never both.
+
+        Args:
+            payload: The message's payload (empty: the stream closes).
+
+        Returns:
+            The Chunk (its `rpcs` the RPC objects) and the rows of the RPCs
+            read as rows.
+        """
+        rows: list[dict[str, Any]] = []
+        return self._feed(payload, rows, objects=True), rows
+
+    def _feed(
+        self, payload: bytes, rows: list[dict[str, Any]] | None, objects: bool = False
+    ) -> Chunk:
         chunk = Chunk(self.role)
         if not payload:
             chunk.closed = True
@@ -760,7 +781,7 @@ class StreamDecoder:
             self.buf += memoryview(payload)[pos:]
             buf = self.buf
         try:
-            first_end, used = self._drain(chunk, rows, buf)
+            first_end, used = self._drain(chunk, rows, buf, objects)
         except RaftError as exc:
             chunk.error = exc
             chunk.skipped = len(buf)
@@ -811,11 +832,16 @@ class StreamDecoder:
         return True
 
     def _drain(
-        self, chunk: Chunk, rows: list[dict[str, Any]] | None, buf: bytes | bytearray
+        self,
+        chunk: Chunk,
+        rows: list[dict[str, Any]] | None,
+        buf: bytes | bytearray,
+        objects: bool = False,
     ) -> tuple[int | None, int]:
         """Read every whole RPC in `buf` (into the chunk, or as rows into
-        `rows`): where the first RPC ended in it (None: none did), and where
-        the whole ones end (the unfinished rest is the caller's to keep)."""
+        `rows`; `objects`: as rows only when the C reader reads them all):
+        where the first RPC ended in it (None: none did), and where the whole
+        ones end (the unfinished rest is the caller's to keep)."""
         if rows is not None and self.role is not None and self._rows is not None:
             # The rows of the message's RPCs at once (`_row`'s, read as
             # _native_read_request and _native_read_response_parts read
@@ -827,6 +853,8 @@ class StreamDecoder:
                 rows += found
                 self.rpcs += len(found)
                 return first, end
+        if objects:
+            rows = None
         done = 0
         pos = 0
         first_end = None

@@ -379,7 +379,9 @@ def check_raft_native(
     messages give the same chunks and leave the same state, message by
     message. And the rows path (`StreamDecoder.feed_rows`, no RPC objects)
     of either reader gives `rpc_row` of those chunks' RPCs, the rest of its
-    chunk and its state as `feed`'s; so does the columns' batch reading
+    chunk and its state as `feed`'s; `feed_plain` (the report's) gives a
+    message's RPCs either so, as rows, or as `feed`'s objects, and the same
+    state (the Python reader's always as objects); so does the columns' batch reading
     (`transport.stream_rows`, `feed_rows` reading the messages it leaves),
     message by message, and it leaves the same state. Nothing to do when the
     C reader is not built."""
@@ -391,6 +393,8 @@ def check_raft_native(
     slow = transport.StreamDecoder(role, max_rpc, native=False)
     fast_rows = transport.StreamDecoder(role, max_rpc, native=True)
     slow_rows = transport.StreamDecoder(role, max_rpc, native=False)
+    fast_plain = transport.StreamDecoder(role, max_rpc, native=True)
+    slow_plain = transport.StreamDecoder(role, max_rpc, native=False)
     wanted: list[Any] = []
     for i, m in enumerate(messages):
         chunk = fast.feed(m)
@@ -405,6 +409,14 @@ def check_raft_native(
             assert rows == want, f"message {i}: rows {rows!r} != {want!r}"
             assert raft_chunk_view(got) == bare, f"message {i}: rows chunk"
             assert raft_decoder_state(dec) == raft_decoder_state(fast), f"message {i}: rows state"
+        for dec in (fast_plain, slow_plain):
+            got, rows = dec.feed_plain(m)
+            if rows:
+                assert dec is fast_plain and rows == want, f"message {i}: plain rows {rows!r}"
+                assert raft_chunk_view(got) == bare, f"message {i}: plain rows chunk"
+            else:
+                assert raft_chunk_view(got) == a, f"message {i}: plain objects"
+            assert raft_decoder_state(dec) == raft_decoder_state(fast), f"message {i}: plain state"
         wanted.append(want)
     check_raft_batch(messages, role, max_rpc, wanted, raft_decoder_state(fast))
 
