@@ -725,9 +725,11 @@ class StreamDecoder:
         return self._feed(payload, rows), rows
 
     def feed_plain(self, payload: bytes) -> tuple[Chunk, list[dict[str, Any]]]:
-        """`feed`, the plain RPCs as rows: a message the C reader reads whole in one
-        call gives `feed_rows`' rows, any other (log entries, snapshot bytes,
-        a struct it leaves to Python, no C reader) `feed`'s RPC objects.
+        """`feed`, with the plain RPCs as rows.
+
+        A message the C reader reads whole in one call gives `feed_rows`' rows,
+        any other (log entries, snapshot bytes, a struct it leaves to Python,
+        no C reader) `feed`'s RPC objects.
 
         The report wants the RPCs of a heartbeat as few fields, and the log
         entries' commands whole (their messages: which leader, which ISR). A
