@@ -315,21 +315,23 @@ def dissect(
     return key, seq, ack, offflags, tcp + (offflags >> 12) * 4, ip_end
 
 
-def _among(key: bytes, connections: frozenset[tuple[str, str]]) -> bool:
-    """Whether the flow `key` (dissect's) is one of `connections`, each its
-    (lower, higher) endpoints."""
+def _endpoints(key: bytes) -> tuple[str, str]:
+    """The source and destination `ip:port` of the flow `key` (dissect's)."""
     half = (len(key) - 4) // 2
-    src = _endpoint(key[:half], key[-4] << 8 | key[-3])
-    dst = _endpoint(key[half : 2 * half], key[-2] << 8 | key[-1])
+    sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
+    return _endpoint(key[:half], sport), _endpoint(key[half : 2 * half], dport)
+
+
+def _among(key: bytes, connections: frozenset[tuple[str, str]]) -> bool:
+    """Whether the flow `key` is one of `connections`, each its (lower, higher) endpoints."""
+    src, dst = _endpoints(key)
     return (min(src, dst), max(src, dst)) in connections
 
 
 def _new_flow(
     flows: dict[bytes, Direction], key: bytes, limits: Limits, h2: Any = None
 ) -> Direction:
-    half = (len(key) - 4) // 2
-    sport, dport = key[-4] << 8 | key[-3], key[-2] << 8 | key[-1]
-    src, dst = _endpoint(key[:half], sport), _endpoint(key[half : 2 * half], dport)
+    src, dst = _endpoints(key)
     ds: Any = None
     rs: Any = None
     if h2 is not None:  # each direction's HTTP/2 sniffer (lbparse.capture.h2)
