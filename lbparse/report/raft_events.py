@@ -59,6 +59,10 @@ class RaftEvents:
             log's ops name (and its node map, taught by requests' ids).
     """
 
+    # Heartbeats as rows (StreamDecoder.feed_plain); False: every RPC as an
+    # object (`feed`), the reference tests/report/test_report_raft.py holds it to.
+    plain = True
+
     def __init__(self, axis: TimeAxis, partitions: Partitions) -> None:
         self.axis = axis
         self.partitions = partitions
@@ -76,9 +80,6 @@ class RaftEvents:
         self.messages = 0
         self.errors = 0
         self.skipped_bytes = 0
-        # Heartbeats as rows (StreamDecoder.feed_plain); False: every RPC as an
-        # object (`feed`), the reference tests/report holds it equal to.
-        self.plain = True
 
     def feed(
         self, ns: int, i: int, key: tuple[str, str], payload: bytes, sender: str | None = None
@@ -107,26 +108,21 @@ class RaftEvents:
         self.skipped_bytes += chunk.skipped
         if chunk.closed:
             del self.decoders[key]
-        learn = self.partitions.nodes.learn
         for row in rows:
-            role, node = row["role"], row["node"]
-            if sender is not None and role == "request" and node:
-                learn(sender, node)
             term = row["term"]
-            if term is not None and term < 0:  # the row's uint64 as a bigint
+            # The row's uint64 term as a bigint (transport._bigint): negative
+            # only above 2**63, the C reader refusing a negative encoding.
+            if term is not None and term < 0:
                 term += 1 << 64
-            self._rpc(ns, i, row["rpc"], role, term, node, ())
+            self._rpc(ns, i, sender, row["rpc"], row["role"], term, row["node"], ())
         for rpc in chunk.rpcs:
-            if sender is not None and rpc.role == "request" and rpc.node:
-                # a request's id (AppendEntries' leader, RequestVote's candidate)
-                # is its sender's: the transport's requester sent it
-                learn(sender, rpc.node)
-            self._rpc(ns, i, rpc.rpc, rpc.role, rpc.term, rpc.node, rpc.entries)
+            self._rpc(ns, i, sender, rpc.rpc, rpc.role, rpc.term, rpc.node, rpc.entries)
 
     def _rpc(
         self,
         ns: int,
         i: int,
+        sender: str | None,
         name: str,
         role: str,
         term: int | None,
@@ -136,6 +132,10 @@ class RaftEvents:
         self.rpcs.add(i, f"{name} {role}")
         if role != "request":
             return
+        if sender is not None and node:
+            # a request's id (AppendEntries' leader, RequestVote's candidate)
+            # is its sender's: the transport's requester sent it
+            self.partitions.nodes.learn(sender, node)
         if name == "RequestVote" and term is not None and node:
             if (term, node) not in self._election_keys and len(self.elections) < MAX_ELECTIONS:
                 self._election_keys.add((term, node))

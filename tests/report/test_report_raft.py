@@ -16,70 +16,30 @@ from typing import Any
 
 import pytest
 from support.shared import LIFTBRIDGE
-from support.wire import pack
+from support.wire import APPEND, RESPONSES, SNAPSHOT, VOTE, request
 
 from lbparse.raft import transport
 from lbparse.report import build_model
-from lbparse.report import raft_events as raft_events_module
 from lbparse.report.aggregate import Aggregator
+from lbparse.report.raft_events import RaftEvents
 
 SUBJECT = "liftbridge-default.raft.metadata.node1.request._INBOX.abc"
-_HB = {
-    "ProtocolVersion": 3,
-    "Term": 5,
-    "Leader": b"node2",
-    "PrevLogEntry": 40,
-    "PrevLogTerm": 4,
-    "Entries": None,
-    "LeaderCommitIndex": 40,
-}
-HEARTBEAT = bytes([0]) + pack(_HB)  # an AppendEntries request without entries
-APPEND = bytes([0]) + pack(  # with entries: a no-op and a configuration
-    {
-        **_HB,
-        "Term": 6,
-        "Entries": [
-            {"Index": 41, "Term": 6, "Type": 1, "Data": None, "Extensions": None},
-            {"Index": 42, "Term": 6, "Type": 5, "Data": pack({"Servers": []}), "Extensions": None},
-        ],
-    }
+# An AppendEntries request without entries; support.wire's APPEND has a
+# ChangeLeader command and a no-op, its VOTE is a RequestVote.
+HEARTBEAT = request(
+    0, Term=5, Leader=b"node2", PrevLogEntry=40, PrevLogTerm=4, Entries=None, LeaderCommitIndex=40
 )
-SNAPSHOT = (
-    bytes([2])
-    + pack(
-        {
-            "ProtocolVersion": 3,
-            "SnapshotVersion": 1,
-            "Term": 6,
-            "Leader": b"node3",
-            "LastLogIndex": 42,
-            "LastLogTerm": 5,
-            "Peers": None,
-            "Configuration": pack({"Servers": []}),
-            "ConfigurationIndex": 1,
-            "Size": 10,
-        }
-    )
-    + b"0123456789"
-)
-VOTE_RESPONSE = pack(b"") + pack({"ProtocolVersion": 3, "Term": 6, "Peers": None, "Granted": True})
+VOTE_RESPONSE = RESPONSES[1]
 
 
 def _model_both_ways(
     monkeypatch: pytest.MonkeyPatch, make: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What `make()` gives with heartbeats as rows, and with every RPC an object."""
-    real = raft_events_module.RaftEvents.__init__
     models = []
     for plain in (True, False):
-
-        def init(self: Any, *args: Any, plain: bool = plain, **kwargs: Any) -> None:
-            real(self, *args, **kwargs)
-            self.plain = plain
-
-        monkeypatch.setattr(raft_events_module.RaftEvents, "__init__", init)
+        monkeypatch.setattr(RaftEvents, "plain", plain)
         models.append(make())
-    monkeypatch.setattr(raft_events_module.RaftEvents, "__init__", real)
     return models[0], models[1]
 
 
@@ -119,7 +79,7 @@ def test_heartbeats_come_as_rows(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Transport streams the C reader reads in part: hostile bytes among heartbeats.
 STREAMS = [
-    [HEARTBEAT, HEARTBEAT[:9], HEARTBEAT[9:], APPEND, HEARTBEAT],
+    [HEARTBEAT, HEARTBEAT[:9], HEARTBEAT[9:], APPEND, VOTE, HEARTBEAT],
     [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xcf" + b"\xff" * 8), HEARTBEAT],  # 2**64 - 1
     [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xff"), HEARTBEAT],  # a negative term
     [HEARTBEAT.replace(b"\xa4Term\x05", b"\xa4Term\xd0\x05")],  # an int8 term
