@@ -1180,7 +1180,7 @@ class BatchDecoder:
                 "payload_json": _strings(n, json_col),
             }
         )
-        return Decoded(n, self.schema, cols, structs)
+        return Decoded(n, self.schema, cols, structs, self.options.emit_defaults)
 
 
 @lru_cache(maxsize=16)
@@ -1428,6 +1428,8 @@ class Decoded:
         schema: The output schema.
         columns: The fixed columns by name, a value per row.
         structs: Per struct column, (the rows that have one, their values).
+        emit_defaults: The batch was decoded with DecodeOptions.emit_defaults
+            (protobuf decoded later, raft_entries' commands, follows it).
     """
 
     def __init__(
@@ -1436,11 +1438,13 @@ class Decoded:
         schema: pa.Schema,
         columns: dict[str, pa.Array],
         structs: dict[str, tuple[np.ndarray, pa.Array]],
+        emit_defaults: bool = True,
     ) -> None:
         self.num_rows = n
         self.schema = schema
         self.columns = columns
         self.structs = structs
+        self.emit_defaults = emit_defaults
 
     @property
     def json_columns(self) -> bool:

@@ -288,6 +288,7 @@ def _raft_types(json_columns: bool) -> tuple[pa.StructType, pa.StructType, pa.Da
             pa.field("term", pa.int64()),
             pa.field("type", pa.string()),
             pa.field("command", pa.string()),
+            pa.field("command_data", pa.binary()),
             *([pa.field("command_json", pa.string())] if json_columns else []),
         ]
     )
@@ -307,9 +308,11 @@ def _raft_types(json_columns: bool) -> tuple[pa.StructType, pa.StructType, pa.Da
 
 # The Raft RPCs a transport stream message completed (lbparse.raft.RPC), each
 # AppendEntries' log entries with Liftbridge's RaftLog command when it has one
-# (the column kind fields.RAFT_RPCS). Terms and indexes are hashicorp/raft's
-# uint64: int64, wrapping above 2**63 as Spark's uint64 does. Without the JSON
-# text columns; raft_types(True) gives them with.
+# (the column kind fields.RAFT_RPCS): its label, and its bytes (a LogCommand's
+# data), which raft_entries decodes into typed columns (columnar.commands).
+# Terms and indexes are hashicorp/raft's uint64: int64, wrapping above 2**63 as
+# Spark's uint64 does. Without the JSON text columns; raft_types(True) gives
+# them with.
 RAFT_ENTRY, RAFT_RPC, RAFT_RPCS = _raft_types(False)
 
 

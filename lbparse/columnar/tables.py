@@ -17,7 +17,8 @@ type the rows that have one with their struct values) becomes:
   one row per Raft RPC a message completed (`rpc_seq` its place in the
   message, from 0) and `raft_entries` one row per log entry of an RPC
   (`entry_seq` its place in the RPC), joined to its RPC on
-  `(source, position, rpc_seq)`. With DecodeOptions.json_columns each of
+  `(source, position, rpc_seq)`, a LogCommand's RaftLog in typed columns
+  after its bytes (lbparse.columnar.commands). With DecodeOptions.json_columns each of
   the three ends with a JSON text column: all of the message
   (`traffic_json`), the RPC's fields (`fields_json`), the entry's RaftLog
   command (`command_json`).
@@ -44,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lbparse.columnar.commands import command_fields, command_structs
 from lbparse.columnar.decode_arrow import Decoded, null_column
 from lbparse.columnar.pandas_meta import dataset_schema
 from lbparse.columnar.schema import (
@@ -98,7 +100,13 @@ _TRAFFIC_FIELDS = (
     pa.field("node", pa.string()),
 )
 _RPC_FIELDS = (_RPC_SEQ, *(f for f in RAFT_RPC if f.name != "entries"))
-_ENTRY_FIELDS = (_RPC_SEQ, pa.field("entry_seq", pa.int32(), False), *RAFT_ENTRY)
+# An entry's fields, then its RaftLog command's as typed columns (columnar.commands).
+_ENTRY_FIELDS = (
+    _RPC_SEQ,
+    pa.field("entry_seq", pa.int32(), False),
+    *RAFT_ENTRY,
+    *command_fields(),
+)
 # The JSON text columns each traffic table ends with when they are asked for
 # (DecodeOptions.json_columns): last, so that the other columns keep their places.
 _JSON_FIELDS = {
@@ -226,7 +234,11 @@ def tables_of(
         out[name] = _payload_table(name, keys, taker, rows, arr)
     if taker is None and "traffic" in cols:
         taker = _Keys([cols[k] for k in keys])
-    out.update(_traffic_tables(cols, decoded.structs, keys, empty, json_columns, taker))
+    out.update(
+        _traffic_tables(
+            cols, decoded.structs, keys, empty, json_columns, taker, decoded.emit_defaults
+        )
+    )
     return out
 
 
@@ -237,6 +249,7 @@ def _traffic_tables(
     empty: bool,
     json_columns: bool,
     taker: _Keys | None,
+    emit_defaults: bool = True,
 ) -> dict[str, pa.Table]:
     """The traffic tables of a batch whose traffic reader ran and named some
     message (lbparse.columnar.trafficcols: `traffic` a value per row, the
@@ -263,13 +276,16 @@ def _traffic_tables(
         json_columns,
     )
     entry_rpcs, entry_seq, entry = _explode(rpc.field("entries"))
-    entry_names = [f.name for f in RAFT_ENTRY] + (["command_json"] if json_columns else [])
+    # flatten: a child's values where its struct is null are not nulls of their own
+    commands = command_structs(entry.field("command_data"), emit_defaults).flatten()
     out[RAFT_ENTRIES] = _table(
         RAFT_ENTRIES,
         keys,
         taker.take(rpc_rows[entry_rpcs])
         + [rpc_seq.take(pa.array(entry_rpcs)), entry_seq]
-        + [entry.field(n) for n in entry_names],
+        + [entry.field(f.name) for f in RAFT_ENTRY]
+        + commands
+        + ([entry.field("command_json")] if json_columns else []),
         json_columns,
     )
     return out

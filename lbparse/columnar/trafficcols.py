@@ -137,7 +137,8 @@ def rpc_lists(got: tuple[bytes, ...], typ: pa.DataType) -> pa.ListArray:
 
 def _entry_lists(got: tuple[bytes, ...], typ: pa.ListType) -> pa.ListArray:
     """The rows' log entries of stream_rows' columns: `_log_row`'s, the type's
-    name and the command's label made once per distinct value."""
+    name and the command's label made once per distinct value, the command's
+    data as the C reader gives it."""
     offsets, index, term, types, cmd_off, cmd, cmd_valid = got
     n = len(cmd_valid)
     code = np.frombuffer(types, np.uint64)
@@ -156,6 +157,9 @@ def _entry_lists(got: tuple[bytes, ...], typ: pa.ListType) -> pa.ListArray:
         "term": pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(term)]),
         "type": names.take(pa.array(at.astype(np.int64, copy=False))),
         "command": pa.array(commands, pa.string()),
+        "command_data": pa.Array.from_buffers(
+            pa.binary(), n, [_bitmap(cmd_valid), pa.py_buffer(cmd_off), pa.py_buffer(cmd)]
+        ),
     }
     entry = typ.value_type
     values = pa.StructArray.from_arrays([children[f.name] for f in entry], fields=list(entry))

@@ -359,6 +359,7 @@ def _entry_row(e: LogEntry) -> dict[str, Any]:
         "term": _bigint(e.term),
         "type": e.type_name,
         "command": (e.command.name or e.command.op) if e.command else None,
+        "command_data": e.data if e.type == LOG_COMMAND else None,
     }
 
 
@@ -370,7 +371,8 @@ def rpc_row(r: RPC) -> dict[str, Any]:
 
     Returns:
         A new dict: role, rpc, term, node, error, and entries (index, term,
-        type, command); terms and indexes as Spark's bigint holds them.
+        type, command and, for a LogCommand, its data); terms and indexes as
+        Spark's bigint holds them.
     """
     return {
         "role": r.role,
@@ -401,11 +403,13 @@ def _log_row(log: StructValue) -> dict[str, Any]:
     the warnings are not in the row)."""
     f = log.fields
     index, term, typ, data = (f[key] for key in _LOG)
+    command = typ == LOG_COMMAND and data is not None
     return {
         "index": _bigint(index),
         "term": _bigint(term),
         "type": log_type_name(typ),
-        "command": command_label(data) if typ == LOG_COMMAND and data is not None else None,
+        "command": command_label(data) if command else None,
+        "command_data": data if command else None,
     }
 
 

@@ -91,6 +91,24 @@ def test_the_readmes_raft_query_runs_on_the_tables(written: Path) -> None:
 
 @pytest.mark.slow  # the command line's run (`written`)
 @needs_short
+def test_the_manuals_command_query_reads_the_typed_command_columns(written: Path) -> None:
+    """The manual's query over raft_entries' RaftLog columns, as written but for DIR."""
+    import re
+
+    import duckdb
+    from support.docs import manual
+
+    (query,) = re.findall(r"<!-- sql example: raft_commands -->\n```sql\n(.*?)```", manual(), re.S)
+    rows = duckdb.sql(query.replace("'out/", f"'{written}/")).fetchall()
+    created = {s for _, c, s, _, _ in rows if c == "CreateStream"}
+    deleted = {s for _, c, s, _, _ in rows if c == "DeleteStream"}
+    assert len(created) == 5 and "__activity" in created, rows  # the run made 5 streams
+    assert deleted and deleted <= created, rows
+    assert [i for i, *_ in rows] == sorted({i for i, *_ in rows})  # each index once, in order
+
+
+@pytest.mark.slow  # the command line's run (`written`)
+@needs_short
 def test_dir_is_made_with_the_users_umask(written: Path) -> None:
     mask = os.umask(0o22)
     os.umask(mask)
