@@ -37,6 +37,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lb_arrow.h"
 #include "lb_be.h"
 #include "lb_crc.h"
 #include "lb_gbuf.h"
@@ -852,34 +853,32 @@ static int parse_layout(PyObject *spec, rr_layout *L) {
     return 0;
 }
 
-/* replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns)
- * commitscan.decode_replication's walk (its numpy code is the reference):
- * every payload's entries and their headers, each entry's CRC-32C checked,
- * straight into Arrow buffers: ok (uint8 per payload), epoch and hw (int64
- * per payload), e_off (int32 list offsets of the entries, per payload), and
- * the entries' columns in the order of the E_* names (int64 offset,
- * timestamp, leader epoch, size, crc; uint8 crc_ok; int32 magic,
- * attributes; key and value: uint8 validity, int32 offsets, bytes; the
- * headers: int32 list offsets, key offsets and bytes, value offsets and
- * bytes). A payload left to lbparse has no entries (ok 0). */
-static PyObject *replication(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[3], *spec;
-    int portable = 0;
-    if (!PyArg_ParseTuple(args, "OOOO|p:replication", &o[0], &o[1], &o[2], &spec, &portable))
-        return NULL;
+/* What one replication pass made: the payloads' four columns (ok, epoch,
+ * hw, e_off) and the entries' (E_*), as rr_walk leaves them. */
+typedef struct {
+    lb_gbuf pay[4];
+    lb_gbuf g[E_N];
+    Py_ssize_t k;
+} rr_out;
+
+static void rr_free(rr_out *r) {
+    for (int j = 0; j < E_N; j++)
+        lb_gb_free(&r->g[j]);
+    for (int j = 0; j < 4; j++)
+        lb_gb_free(&r->pay[j]);
+}
+
+/* The walk both outputs share: every payload of (data, starts, ends) into r
+ * (zeroed by the caller); 0, or -1 with an exception set. */
+static int rr_walk(PyObject *const *o, PyObject *spec, int portable, rr_out *r) {
     rr_layout L;
     if (parse_layout(spec, &L) < 0)
-        return NULL;
+        return -1;
     uint32_t (*f)(const uint8_t *, size_t) = portable ? crc_soft : crc;
     Py_buffer v[3];
-    int held = 0;
+    int held = 0, rc = -1;
     static const char *names[] = {"data", "starts", "ends"};
-    PyObject *result = NULL;
-    lb_gbuf g[E_N];
-    memset(g, 0, sizeof g);
-    lb_gbuf pay[4]; /* ok, epoch, hw, e_off */
-    memset(pay, 0, sizeof pay);
+    lb_gbuf *g = r->g, *pay = r->pay;
     for (; held < 3; held++)
         if (contiguous(o[held], &v[held], PyBUF_SIMPLE, names[held]) < 0)
             goto done;
@@ -888,6 +887,7 @@ static PyObject *replication(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "replication: starts and ends need k int64 each");
         goto done;
     }
+    r->k = k;
     const int64_t *s = v[1].buf, *e = v[2].buf;
     const uint8_t *d = v[0].buf;
     if (check_ranges(s, e, k, v[0].len) < 0)
@@ -927,20 +927,47 @@ static PyObject *replication(PyObject *self, PyObject *args) {
         eoff[i + 1] = (int32_t)(g[E_OFFSET].len / 8);
     }
     Py_END_ALLOW_THREADS
-    if (!nomem) {
-        pay[0].len = (size_t)k;
-        pay[1].len = pay[2].len = (size_t)k * 8;
-        pay[3].len = (size_t)k * 4 + 4;
-    }
     if (nomem) {
         PyErr_NoMemory();
         goto done;
     }
+    pay[0].len = (size_t)k;
+    pay[1].len = pay[2].len = (size_t)k * 8;
+    pay[3].len = (size_t)k * 4 + 4;
     if (g[E_KEY].len > INT32_MAX || g[E_VAL].len > INT32_MAX || g[E_HK].len > INT32_MAX ||
         g[E_HV].len > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "replication: a column passed 2 GiB in one batch");
         goto done;
     }
+    rc = 0;
+done:
+    while (held-- > 0)
+        PyBuffer_Release(&v[held]);
+    return rc;
+}
+
+/* replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns)
+ * commitscan.decode_replication's walk (its numpy code is the reference):
+ * every payload's entries and their headers, each entry's CRC-32C checked,
+ * straight into Arrow buffers: ok (uint8 per payload), epoch and hw (int64
+ * per payload), e_off (int32 list offsets of the entries, per payload), and
+ * the entries' columns in the order of the E_* names (int64 offset,
+ * timestamp, leader epoch, size, crc; uint8 crc_ok; int32 magic,
+ * attributes; key and value: uint8 validity, int32 offsets, bytes; the
+ * headers: int32 list offsets, key offsets and bytes, value offsets and
+ * bytes). A payload left to lbparse has no entries (ok 0). */
+static PyObject *replication(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3], *spec;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "OOOO|p:replication", &o[0], &o[1], &o[2], &spec, &portable))
+        return NULL;
+    rr_out r;
+    memset(&r, 0, sizeof r);
+    PyObject *result = NULL;
+    if (rr_walk(o, spec, portable, &r) < 0)
+        goto done;
+    lb_gbuf *g = r.g, *pay = r.pay;
     PyObject *cols = PyTuple_New(E_N);
     if (!cols)
         goto done;
@@ -959,13 +986,198 @@ static PyObject *replication(PyObject *self, PyObject *args) {
                            (Py_ssize_t)pay[2].len, (const char *)pay[3].p, (Py_ssize_t)pay[3].len,
                            cols);
 done:
-    for (int j = 0; j < E_N; j++)
-        lb_gb_free(&g[j]);
-    for (int j = 0; j < 4; j++)
-        lb_gb_free(&pay[j]);
-    while (held-- > 0)
-        PyBuffer_Release(&v[held]);
+    rr_free(&r);
     return result;
+}
+
+/* The column of a walk as an Arrow struct array, through the C data interface
+ * (lb_arrow.h): its buffers handed over, not copied. The fields' order is
+ * the caller's type's: top[] names, for each field of the struct, which of
+ * (leader epoch, high watermark, entries) it is; entry[] the same of an
+ * entry's fields in E_* order of the eleven columns (offset, timestamp,
+ * leader epoch, size, crc32c, crc_ok, magic, attributes, key, value,
+ * headers); header[] of a header's (key, value). */
+enum { R_EPOCH, R_HW, R_ENTRIES };
+enum { F_OFFSET, F_TIMESTAMP, F_EPOCH, F_SIZE, F_CRC, F_CRC_OK, F_MAGIC, F_ATTR, F_KEY, F_VALUE,
+       F_HEADERS, F_N };
+
+/* A binary or string child: offsets and bytes, with its validity when some is null. */
+static int rr_bytes(struct ArrowArray *a, int64_t n, lb_gbuf *valid, lb_gbuf *off, lb_gbuf *data) {
+    int64_t nulls = 0;
+    if (valid)
+        for (size_t i = 0; i < valid->len; i++)
+            nulls += !valid->p[i];
+    if (lb_arrow_init(a, n, nulls, 3, 0) < 0)
+        return -1;
+    if (nulls) {
+        uint8_t *bits = lb_arrow_bitmap(valid->p, valid->len);
+        if (!bits)
+            return -1;
+        lb_arrow_own(a, 0, bits);
+    }
+    lb_arrow_own(a, 1, lb_gb_detach(off));
+    lb_arrow_own(a, 2, lb_gb_detach(data));
+    return 0;
+}
+
+static int rr_fixed(struct ArrowArray *a, int64_t n, lb_gbuf *values) {
+    if (lb_arrow_init(a, n, 0, 2, 0) < 0)
+        return -1;
+    lb_arrow_own(a, 1, lb_gb_detach(values));
+    return 0;
+}
+
+static int rr_export(rr_out *r, const int *top, const int *entry, const int *header,
+                     struct ArrowArray *a) {
+    lb_gbuf *g = r->g, *pay = r->pay;
+    int64_t k = r->k, m = (int64_t)(g[E_OFFSET].len / 8), nh = (int64_t)(g[E_HK_OFF].len / 4) - 1;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < k; i++)
+        bad += !pay[0].p[i];
+    if (lb_arrow_init(a, k, bad, 1, 3) < 0)
+        return -1;
+    if (bad) { /* a payload left to lbparse: a null row */
+        uint8_t *bits = lb_arrow_bitmap(pay[0].p, (size_t)k);
+        if (!bits)
+            return -1;
+        lb_arrow_own(a, 0, bits);
+    }
+    for (int t = 0; t < 3; t++) {
+        struct ArrowArray *c = a->children[t];
+        if (top[t] == R_EPOCH || top[t] == R_HW) {
+            if (rr_fixed(c, k, &pay[top[t] == R_EPOCH ? 1 : 2]) < 0)
+                return -1;
+            continue;
+        }
+        if (lb_arrow_init(c, k, 0, 2, 1) < 0)
+            return -1;
+        lb_arrow_own(c, 1, lb_gb_detach(&pay[3]));
+        struct ArrowArray *es = c->children[0];
+        if (lb_arrow_init(es, m, 0, 1, F_N) < 0)
+            return -1;
+        for (int j = 0; j < F_N; j++) {
+            struct ArrowArray *x = es->children[j];
+            int rc = 0;
+            switch (entry[j]) {
+            case F_OFFSET:
+            case F_TIMESTAMP:
+            case F_EPOCH:
+            case F_SIZE:
+            case F_CRC:
+            case F_MAGIC:
+            case F_ATTR: {
+                static const int col[] = {E_OFFSET, E_TIMESTAMP, E_EPOCH, E_SIZE, E_CRC, 0,
+                                          E_MAGIC, E_ATTR};
+                rc = rr_fixed(x, m, &g[col[entry[j]]]);
+                break;
+            }
+            case F_CRC_OK: {
+                if ((rc = lb_arrow_init(x, m, 0, 2, 0)) < 0)
+                    break;
+                uint8_t *bits = lb_arrow_bitmap(g[E_CRC_OK].p, g[E_CRC_OK].len);
+                if (!bits)
+                    return -1;
+                lb_arrow_own(x, 1, bits);
+                break;
+            }
+            case F_KEY:
+                rc = rr_bytes(x, m, &g[E_KEY_VALID], &g[E_KEY_OFF], &g[E_KEY]);
+                break;
+            case F_VALUE:
+                rc = rr_bytes(x, m, &g[E_VAL_VALID], &g[E_VAL_OFF], &g[E_VAL]);
+                break;
+            default: { /* F_HEADERS */
+                if ((rc = lb_arrow_init(x, m, 0, 2, 1)) < 0)
+                    break;
+                lb_arrow_own(x, 1, lb_gb_detach(&g[E_H_OFF]));
+                struct ArrowArray *hs = x->children[0];
+                if ((rc = lb_arrow_init(hs, nh, 0, 1, 2)) < 0)
+                    break;
+                for (int h = 0; h < 2 && rc == 0; h++)
+                    rc = header[h] == 0
+                             ? rr_bytes(hs->children[h], nh, NULL, &g[E_HK_OFF], &g[E_HK])
+                             : rr_bytes(hs->children[h], nh, NULL, &g[E_HV_OFF], &g[E_HV]);
+            }
+            }
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The orders of replication_arrow's fields: a permutation of 0..n-1 each. */
+static int parse_order(PyObject *t, int *out, int n) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != n)
+        goto bad;
+    int seen = 0;
+    for (int i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PyTuple_GET_ITEM(t, i));
+        if (v < 0 || v >= n || (seen >> v) & 1)
+            goto bad;
+        seen |= 1 << v;
+        out[i] = (int)v;
+    }
+    return 0;
+bad:
+    if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError, "replication_arrow: an order is %d distinct codes", n);
+    return -1;
+}
+
+/* replication_arrow(data, starts, ends, layout, (top, entry, header)[, portable])
+ * -> (ok, address): replication's walk as one Arrow struct column, a struct
+ * ArrowArray at `address` that the caller imports with its type
+ * (pa.Array._import_from_c) and gives back to drop(); the orders say which
+ * of the type's fields each column is (see rr_export). */
+static PyObject *replication_arrow(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[3], *spec, *orders;
+    int portable = 0;
+    if (!PyArg_ParseTuple(args, "OOOOO|p:replication_arrow", &o[0], &o[1], &o[2], &spec, &orders,
+                          &portable))
+        return NULL;
+    int top[3], entry[F_N], header[2];
+    if (!PyTuple_Check(orders) || PyTuple_GET_SIZE(orders) != 3) {
+        PyErr_SetString(PyExc_ValueError, "replication_arrow: (top, entry, header) orders");
+        return NULL;
+    }
+    if (parse_order(PyTuple_GET_ITEM(orders, 0), top, 3) < 0 ||
+        parse_order(PyTuple_GET_ITEM(orders, 1), entry, F_N) < 0 ||
+        parse_order(PyTuple_GET_ITEM(orders, 2), header, 2) < 0)
+        return NULL;
+    rr_out r;
+    memset(&r, 0, sizeof r);
+    PyObject *result = NULL;
+    if (rr_walk(o, spec, portable, &r) < 0)
+        goto done;
+    PyObject *ok = PyBytes_FromStringAndSize(r.pay[0].p ? (const char *)r.pay[0].p : "",
+                                             (Py_ssize_t)r.pay[0].len);
+    if (!ok)
+        goto done;
+    struct ArrowArray *array = calloc(1, sizeof *array);
+    if (!array || rr_export(&r, top, entry, header, array) < 0) {
+        lb_arrow_drop(array);
+        Py_DECREF(ok);
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_BuildValue("(NK)", ok, (unsigned long long)(uintptr_t)array);
+    if (!result)
+        lb_arrow_drop(array);
+done:
+    rr_free(&r);
+    return result;
+}
+
+/* drop(address): an array replication_arrow made, given back once imported (or not). */
+static PyObject *drop(PyObject *self, PyObject *arg) {
+    (void)self;
+    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    lb_arrow_drop((struct ArrowArray *)(uintptr_t)address);
+    Py_RETURN_NONE;
 }
 
 static PyObject *implementation(PyObject *self, PyObject *unused) {
@@ -993,6 +1205,10 @@ static PyMethodDef methods[] = {
     {"replication", replication, METH_VARARGS,
      "replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns): "
      "ReplicationResponse payloads into Arrow buffers."},
+    {"replication_arrow", replication_arrow, METH_VARARGS,
+     "replication_arrow(data, starts, ends, layout, orders[, portable]) -> (ok, address): "
+     "replication's walk as one Arrow struct column (C data interface)."},
+    {"drop", drop, METH_O, "drop(address): free an array replication_arrow made"},
     {"implementation", implementation, METH_NOARGS,
      "implementation(): which CRC code this CPU runs: 'sse4.2' or 'slicing-by-8'."},
     {NULL, NULL, 0, NULL}};

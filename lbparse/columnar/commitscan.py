@@ -12,8 +12,11 @@ of `columns.ReplicationResponseBuilder`; a test holds the two equal.
 
 The walk runs in C (`_kernels.replication`: one pass per batch, every
 entry's CRC-32C computed there, the columns written straight into Arrow
-buffers) when setup.py built it; the numpy walk here is the reference
-(`native=False`), and tests/columnar/test_envelope_pass.py holds the two equal.
+buffers; `replication_arrow` hands the whole column to pyarrow through the
+C data interface, where a Python walk over the buffers made two dozen
+pyarrow arrays a batch) when setup.py built it; the numpy walk here is the
+reference (`native=False`), and tests/columnar/test_envelope_pass.py holds
+the three equal.
 """
 
 from __future__ import annotations
@@ -410,12 +413,93 @@ def _numbers(typ: pa.DataType, raw: bytes, width: int, n: int) -> pa.Array:
     return arr if arr.type == typ else arr.cast(typ)
 
 
+# What `_kernels.replication_arrow` builds each field as (rr_export's codes):
+# the payload's, an entry's, a header's. A type whose fields are these, in
+# any order, is built in C whole; any other from the walk's buffers, here.
+_TOP_FIELDS = {
+    "leader_epoch": (0, pa.int64()),
+    "high_watermark": (1, pa.int64()),
+    "entries": (2, None),
+}
+_ENTRY_FIELDS = {
+    name: (code, typ)
+    for code, (name, typ) in enumerate(
+        [
+            ("offset", pa.int64()),
+            ("timestamp", pa.int64()),
+            ("leader_epoch", pa.int64()),
+            ("size", pa.int64()),
+            ("crc32c", pa.int64()),
+            ("crc_ok", pa.bool_()),
+            ("magic", pa.int32()),
+            ("attributes", pa.int32()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", None),
+        ]
+    )
+}
+_HEADER_FIELDS = {"key": (0, pa.string()), "value": (1, pa.binary())}
+
+# The last type asked for and its orders: one type all the time, and a struct
+# type's hash walks all its fields (lru_cache on it: ~12 us a call).
+_ORDERS: list[Any] = [None, None]
+
+
+def _codes(
+    struct: pa.DataType, known: dict[str, tuple[int, pa.DataType | None]]
+) -> tuple[int, ...]:
+    """Each field's code in `known`, checked against its type (None: a list, looked at after)."""
+    if not pa.types.is_struct(struct) or struct.num_fields != len(known):
+        raise LookupError(struct)
+    out = []
+    for f in struct:
+        code, typ = known[f.name]  # KeyError (a LookupError) for a field not known
+        if typ is None and not pa.types.is_list(f.type) or typ is not None and f.type != typ:
+            raise LookupError(f)
+        out.append(code)
+    return tuple(out)
+
+
+def _orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
+    """replication_arrow's orders of the type's fields; None when the C build
+    of the column does not make that type (the buffers are put together here)."""
+    if _ORDERS[0] is arrow_type or arrow_type == _ORDERS[0]:
+        return _ORDERS[1]  # type: ignore[no-any-return]
+    try:
+        top = _codes(arrow_type, _TOP_FIELDS)
+        entry_type = arrow_type.field("entries").type.value_type
+        entry = _codes(entry_type, _ENTRY_FIELDS)
+        header = _codes(entry_type.field("headers").type.value_type, _HEADER_FIELDS)
+        orders: tuple[tuple[int, ...], ...] | None = (top, entry, header)
+    except LookupError:
+        orders = None
+    _ORDERS[:] = [arrow_type, orders]
+    return orders
+
+
 def _native(
     arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[pa.StructArray, np.ndarray]:
-    """decode_replication by `_kernels.replication` (one C pass), as Arrow from its buffers."""
+    """decode_replication by `_kernels.replication` (one C pass): the column
+    built in C and imported whole (`replication_arrow`), or, for a type it does
+    not build, as Arrow from the walk's buffers."""
     assert _kernels is not None
     k = len(starts)
+    orders = _orders(arrow_type)
+    if orders is not None:
+        ok_b, address = _kernels.replication_arrow(
+            np.ascontiguousarray(data, np.uint8),
+            np.ascontiguousarray(starts, np.int64),
+            np.ascontiguousarray(ends, np.int64),
+            _layout_cached(MAX_ENTRIES, MAX_HEADERS),
+            orders,
+        )
+        try:  # pyarrow moves the array out; the struct that held it is freed either way
+            arr: pa.StructArray = pa.Array._import_from_c(address, arrow_type)
+        finally:
+            _kernels.drop(address)
+        return arr, np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
     ok_b, epoch, hw, e_off, c = _kernels.replication(
         np.ascontiguousarray(data, np.uint8),
         np.ascontiguousarray(starts, np.int64),

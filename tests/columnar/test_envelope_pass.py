@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import damage
 from support.native_pass import (
+    RR_TYPE,
     check_binary,
     check_decoder,
     check_group,
@@ -256,6 +257,56 @@ def test_a_batch_of_header_only_responses_equals_numpy() -> None:
     assert ok.tolist() == [True] * len(payloads) + [False, False]
     rows = got.to_pylist()
     assert [r["entries"] for r in rows[:-2]] == [[]] * len(payloads) and rows[-2:] == [None, None]
+
+
+def _reversed(t: pa.DataType, depth: int = 2) -> pa.DataType:
+    """A struct type and the `depth` - 1 below it (inside lists) with their
+    fields in reverse order (the payload's and an entry's: the walks in
+    Python make a header's key and value in the spec's order)."""
+    if pa.types.is_list(t):
+        v = t.value_field
+        return pa.list_(pa.field(v.name, _reversed(v.type, depth), v.nullable))
+    if pa.types.is_struct(t) and depth:
+        fields = [pa.field(f.name, _reversed(f.type, depth - 1), f.nullable) for f in t]
+        return pa.struct(fields[::-1])
+    return t
+
+
+def test_the_c_build_follows_the_types_order_and_leaves_other_types_to_python() -> None:
+    """replication_arrow builds the fields in the order of the type asked for
+    (the payload's and an entry's reversed here); a type it does not build
+    (magic as int64) is put together from the walk's buffers: both equal numpy's."""
+    payloads = rr_payloads(payloads_of(SAMPLES / "short.pcapng"))
+    payloads = [p for p in payloads if len(p) > 16][:50] + payloads[:50] + [b"\0" * 5]
+    turned = _reversed(RR_TYPE)
+    assert commitscan._orders(turned) is not None
+    got, _ = check_replication(payloads, turned)
+    assert got.type == turned and [f.name for f in got.type][0] == "entries"
+    entry = RR_TYPE.field("entries").type.value_type
+    wider = pa.struct(
+        [
+            pa.field(
+                "entries",
+                pa.list_(
+                    pa.field(
+                        "element",
+                        pa.struct(
+                            [
+                                pa.field(f.name, pa.int64()) if f.name == "magic" else f
+                                for f in entry
+                            ]
+                        ),
+                        False,
+                    )
+                ),
+            )
+            if f.name == "entries"
+            else f
+            for f in RR_TYPE
+        ]
+    )
+    assert commitscan._orders(wider) is None
+    check_replication(payloads, wider)
 
 
 def test_the_replication_walk_equals_numpy_on_the_vectors() -> None:
