@@ -868,7 +868,7 @@ static void rr_free(rr_out *r) {
         lb_gb_free(&r->pay[j]);
 }
 
-/* The walk both outputs share: every payload of (data, starts, ends) into r
+/* The walk: every payload of (data, starts, ends) into r
  * (zeroed by the caller); 0, or -1 with an exception set. */
 static int rr_walk(PyObject *const *o, PyObject *spec, int portable, rr_out *r) {
     rr_layout L;
@@ -944,50 +944,6 @@ done:
     while (held-- > 0)
         PyBuffer_Release(&v[held]);
     return rc;
-}
-
-/* replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns)
- * commitscan.decode_replication's walk (its numpy code is the reference):
- * every payload's entries and their headers, each entry's CRC-32C checked,
- * straight into Arrow buffers: ok (uint8 per payload), epoch and hw (int64
- * per payload), e_off (int32 list offsets of the entries, per payload), and
- * the entries' columns in the order of the E_* names (int64 offset,
- * timestamp, leader epoch, size, crc; uint8 crc_ok; int32 magic,
- * attributes; key and value: uint8 validity, int32 offsets, bytes; the
- * headers: int32 list offsets, key offsets and bytes, value offsets and
- * bytes). A payload left to lbparse has no entries (ok 0). */
-static PyObject *replication(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o[3], *spec;
-    int portable = 0;
-    if (!PyArg_ParseTuple(args, "OOOO|p:replication", &o[0], &o[1], &o[2], &spec, &portable))
-        return NULL;
-    rr_out r;
-    memset(&r, 0, sizeof r);
-    PyObject *result = NULL;
-    if (rr_walk(o, spec, portable, &r) < 0)
-        goto done;
-    lb_gbuf *g = r.g, *pay = r.pay;
-    PyObject *cols = PyTuple_New(E_N);
-    if (!cols)
-        goto done;
-    for (int j = 0; j < E_N; j++) {
-        PyObject *b = PyBytes_FromStringAndSize(g[j].p ? (const char *)g[j].p : "",
-                                                (Py_ssize_t)g[j].len);
-        if (!b) {
-            Py_DECREF(cols);
-            goto done;
-        }
-        PyTuple_SET_ITEM(cols, j, b);
-    }
-    result = Py_BuildValue("(y#y#y#y#N)", pay[0].p ? (const char *)pay[0].p : "",
-                           (Py_ssize_t)pay[0].len, pay[1].p ? (const char *)pay[1].p : "",
-                           (Py_ssize_t)pay[1].len, pay[2].p ? (const char *)pay[2].p : "",
-                           (Py_ssize_t)pay[2].len, (const char *)pay[3].p, (Py_ssize_t)pay[3].len,
-                           cols);
-done:
-    rr_free(&r);
-    return result;
 }
 
 /* The column of a walk as an Arrow struct array, through the C data interface
@@ -1106,7 +1062,7 @@ static int rr_export(rr_out *r, const int *top, const int *entry, const int *hea
     return 0;
 }
 
-/* The orders of replication_arrow's fields: a permutation of 0..n-1 each. */
+/* The orders of replication's fields: a permutation of 0..n-1 each. */
 static int parse_order(PyObject *t, int *out, int n) {
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != n)
         goto bad;
@@ -1121,25 +1077,28 @@ static int parse_order(PyObject *t, int *out, int n) {
     return 0;
 bad:
     if (!PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "replication_arrow: an order is %d distinct codes", n);
+        PyErr_Format(PyExc_ValueError, "replication: an order is %d distinct codes", n);
     return -1;
 }
 
-/* replication_arrow(data, starts, ends, layout, (top, entry, header)[, portable])
- * -> (ok, address): replication's walk as one Arrow struct column, a struct
- * ArrowArray at `address` that the caller imports with its type
- * (pa.Array._import_from_c) and gives back to drop(); the orders say which
- * of the type's fields each column is (see rr_export). */
-static PyObject *replication_arrow(PyObject *self, PyObject *args) {
+/* replication(data, starts, ends, layout, (top, entry, header)[, portable])
+ * -> (ok, address): commitscan.decode_replication's walk (its numpy code is
+ * the reference): every payload's entries and their headers, each entry's
+ * CRC-32C checked, into one Arrow struct column, a struct ArrowArray at
+ * `address` that the caller imports with its type (pa.Array._import_from_c)
+ * and gives back to drop(); the orders say which of the type's fields each
+ * column is (see rr_export). A payload left to lbparse is a null row with
+ * no entries (ok 0). */
+static PyObject *replication(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[3], *spec, *orders;
     int portable = 0;
-    if (!PyArg_ParseTuple(args, "OOOOO|p:replication_arrow", &o[0], &o[1], &o[2], &spec, &orders,
+    if (!PyArg_ParseTuple(args, "OOOOO|p:replication", &o[0], &o[1], &o[2], &spec, &orders,
                           &portable))
         return NULL;
     int top[3], entry[F_N], header[2];
     if (!PyTuple_Check(orders) || PyTuple_GET_SIZE(orders) != 3) {
-        PyErr_SetString(PyExc_ValueError, "replication_arrow: (top, entry, header) orders");
+        PyErr_SetString(PyExc_ValueError, "replication: (top, entry, header) orders");
         return NULL;
     }
     if (parse_order(PyTuple_GET_ITEM(orders, 0), top, 3) < 0 ||
@@ -1170,7 +1129,7 @@ done:
     return result;
 }
 
-/* drop(address): an array replication_arrow made, given back once imported (or not). */
+/* drop(address): an array replication made, given back once imported (or not). */
 static PyObject *drop(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long long address = PyLong_AsUnsignedLongLong(arg);
@@ -1203,12 +1162,9 @@ static PyMethodDef methods[] = {
      "binary(items) -> (offsets, data, validity, nulls) or None: an Arrow binary column of "
      "a list or tuple of bytes and None (None: another item, for pyarrow)."},
     {"replication", replication, METH_VARARGS,
-     "replication(data, starts, ends, layout[, portable]) -> (ok, epoch, hw, e_off, columns): "
-     "ReplicationResponse payloads into Arrow buffers."},
-    {"replication_arrow", replication_arrow, METH_VARARGS,
-     "replication_arrow(data, starts, ends, layout, orders[, portable]) -> (ok, address): "
-     "replication's walk as one Arrow struct column (C data interface)."},
-    {"drop", drop, METH_O, "drop(address): free an array replication_arrow made"},
+     "replication(data, starts, ends, layout, orders[, portable]) -> (ok, address): "
+     "ReplicationResponse payloads as one Arrow struct column (C data interface)."},
+    {"drop", drop, METH_O, "drop(address): free an array replication made"},
     {"implementation", implementation, METH_NOARGS,
      "implementation(): which CRC code this CPU runs: 'sse4.2' or 'slicing-by-8'."},
     {NULL, NULL, 0, NULL}};

@@ -11,17 +11,16 @@ header of an entry, a header key that is not UTF-8. The values are those
 of `columns.ReplicationResponseBuilder`; a test holds the two equal.
 
 The walk runs in C (`_kernels.replication`: one pass per batch, every
-entry's CRC-32C computed there, the columns written straight into Arrow
-buffers; `replication_arrow` hands the whole column to pyarrow through the
-C data interface, where a Python walk over the buffers made two dozen
-pyarrow arrays a batch) when setup.py built it; the numpy walk here is the
-reference (`native=False`), and tests/columnar/test_envelope_pass.py holds
-the three equal.
+entry's CRC-32C computed there, the column built there and handed to
+pyarrow whole through the C data interface) when setup.py built it and it
+builds the type asked for (`_orders`: the spec's, its fields in any order);
+the numpy walk here is the reference (`native=False`), and
+tests/columnar/test_envelope_pass.py holds the two equal.
 """
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import crc32c as _crc32c
@@ -29,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from lbparse.codec.wire import BODY_HEAD, ENTRY_HEAD, NIL_LENGTH, REPLICATION_PREFIX, int_struct
-from lbparse.columnar.wirescan import bitmap, slices
+from lbparse.columnar.wirescan import slices
 
 _kernels: Any
 try:
@@ -109,7 +108,9 @@ def decode_replication(
         per-row decoder to decode or refuse).
     """
     if native and _kernels is not None:
-        return _native(arrow_type, data, starts, ends)
+        orders = _orders(arrow_type)
+        if orders is not None:
+            return _native(arrow_type, orders, data, starts, ends)
     k = len(starts)
     ok = (ends - starts) >= REPLICATION_PREFIX.size
     epoch = np.zeros(k, np.int64)
@@ -395,27 +396,9 @@ def _layout_cached(max_entries: int, max_headers: int) -> tuple[Any, ...]:
     return layout()
 
 
-def _buffer(b: bytes) -> pa.Buffer:
-    return pa.py_buffer(b)
-
-
-def _bits(flags: bytes, n: int) -> tuple[pa.Buffer | None, int]:
-    """A validity (or bool) bitmap of one byte per value; None when all are set."""
-    a = np.frombuffer(flags, np.uint8, n)
-    nulls = n - int(np.count_nonzero(a))
-    return bitmap(a), nulls
-
-
-def _numbers(typ: pa.DataType, raw: bytes, width: int, n: int) -> pa.Array:
-    arr = pa.Array.from_buffers(
-        pa.int64() if width == 8 else pa.int32(), n, [None, pa.py_buffer(raw)]
-    )
-    return arr if arr.type == typ else arr.cast(typ)
-
-
-# What `_kernels.replication_arrow` builds each field as (rr_export's codes):
-# the payload's, an entry's, a header's. A type whose fields are these, in
-# any order, is built in C whole; any other from the walk's buffers, here.
+# What `_kernels.replication` builds each field as (rr_export's codes): the
+# payload's, an entry's, a header's. A type whose fields are these, in any
+# order, is built in C; any other by the numpy walk.
 _TOP_FIELDS = {
     "leader_epoch": (0, pa.int64()),
     "high_watermark": (1, pa.int64()),
@@ -462,8 +445,8 @@ def _codes(
 
 
 def _orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
-    """replication_arrow's orders of the type's fields; None when the C build
-    of the column does not make that type (the buffers are put together here)."""
+    """`_kernels.replication`'s orders of the type's fields; None when the C
+    build of the column does not make that type (the numpy walk does)."""
     if _ORDERS[0] is arrow_type or arrow_type == _ORDERS[0]:
         return _ORDERS[1]  # type: ignore[no-any-return]
     try:
@@ -479,134 +462,24 @@ def _orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
 
 
 def _native(
-    arrow_type: pa.StructType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    arrow_type: pa.StructType,
+    orders: tuple[tuple[int, ...], ...],
+    data: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
 ) -> tuple[pa.StructArray, np.ndarray]:
-    """decode_replication by `_kernels.replication` (one C pass): the column
-    built in C and imported whole (`replication_arrow`), or, for a type it does
-    not build, as Arrow from the walk's buffers."""
+    """decode_replication by `_kernels.replication`: one C pass, the column
+    built there and imported whole (the Arrow C data interface)."""
     assert _kernels is not None
-    k = len(starts)
-    orders = _orders(arrow_type)
-    if orders is not None:
-        ok_b, address = _kernels.replication_arrow(
-            np.ascontiguousarray(data, np.uint8),
-            np.ascontiguousarray(starts, np.int64),
-            np.ascontiguousarray(ends, np.int64),
-            _layout_cached(MAX_ENTRIES, MAX_HEADERS),
-            orders,
-        )
-        try:  # pyarrow moves the array out; the struct that held it is freed either way
-            arr: pa.StructArray = pa.Array._import_from_c(address, arrow_type)
-        finally:
-            _kernels.drop(address)
-        return arr, np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
-    ok_b, epoch, hw, e_off, c = _kernels.replication(
+    ok_b, address = _kernels.replication(
         np.ascontiguousarray(data, np.uint8),
         np.ascontiguousarray(starts, np.int64),
         np.ascontiguousarray(ends, np.int64),
         _layout_cached(MAX_ENTRIES, MAX_HEADERS),
+        orders,
     )
-    entries_type = arrow_type.field("entries").type
-    m = len(c[0]) // 8
-    # A batch of header-only responses (an idle cluster's commonest message)
-    # has no entry: its lists' one child, empty, made once per type.
-    entries = _entries(entries_type.value_type, c, m) if m else _no_entries(entries_type)
-    ok = np.frombuffer(ok_b, np.uint8, k).astype(np.bool_)
-    top = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-    values = {"leader_epoch": epoch, "high_watermark": hw}
-    children = [
-        _numbers(f.type, values[f.name], 8, k)
-        if f.name in values
-        else pa.Array.from_buffers(entries_type, k, [None, _buffer(e_off)], children=[entries])
-        for f in top
-    ]
-    arr = pa.StructArray.from_arrays(
-        children, fields=top, mask=pa.array(~ok) if not ok.all() else None
-    )
-    return arr, ok
-
-
-@cache
-def _no_entries(entries_type: pa.ListType) -> pa.StructArray:
-    """No entry: the empty child of an entries list column."""
-    empty: pa.StructArray = pa.array([], entries_type.value_type)
-    return empty
-
-
-def _entries(entry_type: pa.StructType, c: tuple[bytes, ...], m: int) -> pa.StructArray:
-    """The m entries of `_kernels.replication`'s columns `c`, as Arrow."""
-    (
-        offset,
-        timestamp,
-        e_epoch,
-        size,
-        crc,
-        crc_ok,
-        magic,
-        attributes,
-        key_valid,
-        key_off,
-        key,
-        val_valid,
-        val_off,
-        val,
-        h_off,
-        hk_off,
-        hk,
-        hv_off,
-        hv,
-    ) = c
-    nh = len(hk_off) // 4 - 1
-    headers_type = entry_type.field("headers").type
-    hstruct = headers_type.value_type
-    hkeys = pa.Array.from_buffers(hstruct.field(0).type, nh, [None, _buffer(hk_off), _buffer(hk)])
-    hvals = pa.Array.from_buffers(hstruct.field(1).type, nh, [None, _buffer(hv_off), _buffer(hv)])
-    headers = pa.Array.from_buffers(
-        headers_type,
-        m,
-        [None, _buffer(h_off)],
-        children=[
-            pa.StructArray.from_arrays([hkeys, hvals], fields=[hstruct.field(0), hstruct.field(1)])
-        ],
-    )
-    kbits, knulls = _bits(key_valid, m)
-    vbits, vnulls = _bits(val_valid, m)
-    okbits, _ = _bits(crc_ok, m)
-    cols = {
-        "offset": (offset, 8),
-        "timestamp": (timestamp, 8),
-        "leader_epoch": (e_epoch, 8),
-        "size": (size, 8),
-        "crc32c": (crc, 8),
-        "magic": (magic, 4),
-        "attributes": (attributes, 4),
-    }
-    fields = [entry_type.field(i) for i in range(entry_type.num_fields)]
-    arrays = []
-    for f in fields:
-        if f.name in cols:
-            raw, width = cols[f.name]
-            arrays.append(_numbers(f.type, raw, width, m))
-        elif f.name == "crc_ok":
-            arrays.append(pa.Array.from_buffers(pa.bool_(), m, [None, okbits]))
-        elif f.name == "key":
-            arrays.append(
-                pa.Array.from_buffers(
-                    f.type,
-                    m,
-                    [kbits if knulls else None, _buffer(key_off), _buffer(key)],
-                    null_count=knulls,
-                )
-            )
-        elif f.name == "value":
-            arrays.append(
-                pa.Array.from_buffers(
-                    f.type,
-                    m,
-                    [vbits if vnulls else None, _buffer(val_off), _buffer(val)],
-                    null_count=vnulls,
-                )
-            )
-        else:
-            arrays.append(headers)
-    return pa.StructArray.from_arrays(arrays, fields=fields)
+    try:  # pyarrow moves the array out; the struct that held it is freed either way
+        arr: pa.StructArray = pa.Array._import_from_c(address, arrow_type)
+    finally:
+        _kernels.drop(address)
+    return arr, np.frombuffer(ok_b, np.uint8, len(starts)).astype(np.bool_)

@@ -272,10 +272,10 @@ def _reversed(t: pa.DataType, depth: int = 2) -> pa.DataType:
     return t
 
 
-def test_the_c_build_follows_the_types_order_and_leaves_other_types_to_python() -> None:
-    """replication_arrow builds the fields in the order of the type asked for
-    (the payload's and an entry's reversed here); a type it does not build
-    (magic as int64) is put together from the walk's buffers: both equal numpy's."""
+def test_the_c_walk_follows_the_types_order_and_leaves_other_types_to_numpy() -> None:
+    """_kernels.replication builds the fields in the order of the type asked
+    for (the payload's and an entry's reversed here), equal to numpy's; a
+    type it does not build (magic as int64) is the numpy walk's."""
     payloads = rr_payloads(payloads_of(SAMPLES / "short.pcapng"))
     payloads = [p for p in payloads if len(p) > 16][:50] + payloads[:50] + [b"\0" * 5]
     turned = _reversed(RR_TYPE)
@@ -306,7 +306,8 @@ def test_the_c_build_follows_the_types_order_and_leaves_other_types_to_python() 
         ]
     )
     assert commitscan._orders(wider) is None
-    check_replication(payloads, wider)
+    got, _ = check_replication(payloads, wider)
+    assert got.type == wider
 
 
 def test_the_replication_walk_equals_numpy_on_the_vectors() -> None:
