@@ -94,7 +94,7 @@ def main() -> int:
         "one process pinned to one core, the three taking turns; each is called again within "
         f"a round until about {MIN_SECONDS} s (the median of those calls), {args.rounds} "
         "rounds, medians below (ms). `render` is report less model. The process' start and "
-        "imports (Altair's included, about half a second) are not in these times."
+        "imports (pyarrow's, vl-convert's) are not in these times."
     )
     section.table(
         [

@@ -57,7 +57,6 @@ MODULES: dict[str, tuple[str, str]] = {
     "pyspark": ("pyspark", "spark"),
     "py4j": ("pyspark", "spark"),
     "pandas": ("pandas", "spark"),
-    "altair": ("altair", "report"),
     "vl_convert": ("vl-convert-python", "report"),
     "websocket": ("websocket-client", "report"),
     "nats": ("nats-py", "live"),

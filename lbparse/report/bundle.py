@@ -2,12 +2,13 @@
 
 vl-convert-python ships the three libraries and bundles them
 (`vl_convert.javascript_bundle`, the same bundle Altair inlines with
-`inline=True`), for the Vega-Lite version Altair's specs are written for.
+`inline=True`), for the Vega-Lite version the specs are written for
+(lbparse.report.vegalite.SCHEMA_VERSION, the pinned Altair's).
 Bundling takes a second or two, so the result is kept in the user's cache
 directory, keyed by the versions, and read from there afterwards.
 
-Only the page (lbparse.report.render) imports this module: Altair and
-vl-convert, the report extra, are imported at the top.
+Only the page (lbparse.report.render) imports this module: vl-convert,
+of the report extra, is imported at the top.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import vl_convert as vlc
-from altair.vegalite import SCHEMA_VERSION
 
+from lbparse.report.vegalite import SCHEMA_VERSION
 from lbparse.scratch import read_own, replace_file
 
 
 def vegalite_version() -> str:
-    """The Vega-Lite version of Altair's schema, as vl-convert names it (v6_4).
+    """The Vega-Lite version of the specs, as vl-convert names it (v6_4).
 
     Returns:
         The version as "major_minor", e.g. "6_4".

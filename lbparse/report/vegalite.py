@@ -18,8 +18,6 @@ import copy
 import re
 from typing import Any
 
-from altair.vegalite import SCHEMA_URL
-
 __all__ = [
     "Axis",
     "Chart",
@@ -37,6 +35,14 @@ __all__ = [
     "Y",
     "layer",
 ]
+
+# The Vega-Lite version the specs are written for: the schema of the pinned
+# Altair (pyproject.toml's dev pin), whose dicts these are, and the version of
+# the runtimes the page inlines (bundle.py). Written here so that a page needs
+# no Altair (importing it took about half a second of each `lbparse report`);
+# tests/report/test_chart_specs.py holds it equal to Altair's.
+SCHEMA_VERSION = "v6.4.1"
+SCHEMA_URL = f"https://vega.github.io/schema/vega-lite/{SCHEMA_VERSION}.json"
 
 # What Altair puts at the top of every chart it writes.
 _CONFIG = {"view": {"continuousWidth": 300, "continuousHeight": 300}}

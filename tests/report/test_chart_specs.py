@@ -25,6 +25,7 @@ from altair.vegalite.v6.schema.core import load_schema
 from support.shared import LIFTBRIDGE
 
 import lbparse.report.charts as charts
+import lbparse.report.vegalite as vegalite
 from lbparse.report import build_model, render_html
 from lbparse.report.charts import chart_list
 
@@ -75,6 +76,14 @@ def test_the_check_finds_a_wrong_spec(models: dict[str, dict[str, Any]]) -> None
     spec = next(c.spec for c in chart_list(models["short"]) if c.spec is not None)
     assert vega_lite_errors({**spec, "mark": {"type": "no-such-mark"}})
     assert vega_lite_errors({**spec, "encoding": {"x": {"field": "t", "type": "timely"}}})
+
+
+def test_the_specs_schema_is_the_pinned_altairs() -> None:
+    """The Vega-Lite version written into the specs and bundled into the page
+    (vegalite.SCHEMA_VERSION: the page imports no Altair) is Altair's."""
+    from altair.vegalite import SCHEMA_URL, SCHEMA_VERSION
+
+    assert vegalite.SCHEMA_VERSION == SCHEMA_VERSION and vegalite.SCHEMA_URL == SCHEMA_URL
 
 
 def test_the_page_is_altairs(
