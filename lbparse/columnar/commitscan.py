@@ -430,18 +430,37 @@ _ORDERS: list[Any] = [None, None]
 
 
 def _codes(
-    struct: pa.DataType, known: dict[str, tuple[int, pa.DataType | None]]
-) -> tuple[int, ...]:
-    """Each field's code in `known`, checked against its type (None: a list, looked at after)."""
-    if not pa.types.is_struct(struct) or struct.num_fields != len(known):
-        raise LookupError(struct)
+    struct: pa.DataType | None, known: dict[str, tuple[int, pa.DataType | None]]
+) -> tuple[int, ...] | None:
+    """Each field's code in `known`, its type checked (None in `known`: a list,
+    looked into by the caller); None when a field is not known or not of its type."""
+    if struct is None or not pa.types.is_struct(struct) or struct.num_fields != len(known):
+        return None
     out = []
     for f in struct:
-        code, typ = known[f.name]  # KeyError (a LookupError) for a field not known
-        if typ is None and not pa.types.is_list(f.type) or typ is not None and f.type != typ:
-            raise LookupError(f)
+        code, typ = known.get(f.name, (-1, None))
+        fits = pa.types.is_list(f.type) if typ is None else f.type == typ
+        if code < 0 or not fits:
+            return None
         out.append(code)
     return tuple(out)
+
+
+def _items(struct: pa.StructType, name: str) -> pa.DataType:
+    """The item type of the list field `name` (checked a list by `_codes`)."""
+    return struct.field(name).type.value_type
+
+
+def _find_orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
+    top = _codes(arrow_type, _TOP_FIELDS)
+    if top is None:
+        return None
+    entry_type = _items(arrow_type, "entries")
+    entry = _codes(entry_type, _ENTRY_FIELDS)
+    if entry is None:
+        return None
+    header = _codes(_items(entry_type, "headers"), _HEADER_FIELDS)
+    return None if header is None else (top, entry, header)
 
 
 def _orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
@@ -449,14 +468,7 @@ def _orders(arrow_type: pa.StructType) -> tuple[tuple[int, ...], ...] | None:
     build of the column does not make that type (the numpy walk does)."""
     if _ORDERS[0] is arrow_type or arrow_type == _ORDERS[0]:
         return _ORDERS[1]  # type: ignore[no-any-return]
-    try:
-        top = _codes(arrow_type, _TOP_FIELDS)
-        entry_type = arrow_type.field("entries").type.value_type
-        entry = _codes(entry_type, _ENTRY_FIELDS)
-        header = _codes(entry_type.field("headers").type.value_type, _HEADER_FIELDS)
-        orders: tuple[tuple[int, ...], ...] | None = (top, entry, header)
-    except LookupError:
-        orders = None
+    orders = _find_orders(arrow_type)
     _ORDERS[:] = [arrow_type, orders]
     return orders
 
