@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,10 +34,16 @@ from lbparse.columnar.tables import RAFT_ENTRIES, table_schema
 CAPTURES = [LIFTBRIDGE / "samples" / n for n in ("short.pcapng", "api-short.pcapng")]
 
 
-def _entries(path: Path, **options: Any) -> pa.Table:
+def _entries(path: Path) -> pa.Table:
     if not path.is_file():
         pytest.skip(f"shared material missing: {path}")
-    return concat_tables(lbparse.read_capture_tables(path, **options))[RAFT_ENTRIES]
+    return _read(path)
+
+
+@cache
+def _read(path: Path) -> pa.Table:
+    """A capture's raft_entries, read once for the module's tests."""
+    return concat_tables(lbparse.read_capture_tables(path))[RAFT_ENTRIES]
 
 
 def _snake(label: str) -> str:
