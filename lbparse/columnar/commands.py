@@ -70,35 +70,41 @@ def command_structs(
     if not valid.any():
         return pa.nulls(n, typ)
     starts, ends, buf = binary_buffers(data)
-    rows = np.flatnonzero(valid)
+    # Every entry read, a null one as no bytes (an empty message, always
+    # read): the column keeps the entries' order, and the nulls are its
+    # validity, not a take of a nested column (ten times the reading).
     arr, ok = decode_structs(
         descriptor_of(message_class(RAFT_LOG)),
         typ,
         buf,
-        starts.take(rows),
-        ends.take(rows),
+        starts,
+        np.where(valid, ends, starts),
         emit_defaults,
         native=native,
     )
-    parts, at = [arr.filter(pa.array(ok))], [rows[ok]]
+    left = np.flatnonzero(valid & ~ok)
+    if not left.size:
+        fields = [arr.field(i) for i in range(typ.num_fields)]
+        out: pa.StructArray = pa.StructArray.from_arrays(
+            fields, fields=list(typ), mask=pa.array(~valid)
+        )
+        return out
     # What the vectorized reader leaves (unusual encodings, damage): upb's
     # reading, built as the payload tables build upb's objects; data upb
     # refuses is no RaftLog, and its row stays null.
     cls = message_class(RAFT_LOG)
     found, objects = [], []
-    for i in rows[~ok].tolist():
+    for i in left.tolist():
         try:
             objects.append(cls.FromString(data[i].as_py()))
         except (DecodeError, RuntimeError):
             continue
         found.append(i)
+    where = np.where(valid & ok, np.arange(n), -1)
+    values = arr
     if objects:
-        parts.append(struct_builder(descriptor_of(cls), typ, emit_defaults).build(objects))
-        at.append(np.array(found, np.int64))
-    got = np.concatenate(at)
-    # Each decoded row to its entry; the others null.
-    where = np.full(n, -1, np.int64)
-    where[got] = np.arange(len(got))
-    values = pa.concat_arrays(parts)
-    out: pa.StructArray = values.take(pa.array(where, mask=where < 0))
-    return out
+        built = struct_builder(descriptor_of(cls), typ, emit_defaults).build(objects)
+        where[np.array(found, np.int64)] = n + np.arange(len(found))
+        values = pa.concat_arrays([arr, built])
+    taken: pa.StructArray = values.take(pa.array(where, mask=where < 0))
+    return taken
