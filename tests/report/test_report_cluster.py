@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cluster import full_run
 from support.testrun import once_a_run
 
 from lbparse.capture import CaptureReader
@@ -49,25 +49,6 @@ ELECTED = re.compile(
     r"entering leader state",
     re.M,
 )
-
-
-def full_run(request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
-    """(capture, run.log, data directories) of a `full` run."""
-    given = os.environ.get("LBPARSE_FULL_RUN")
-    if given:
-        return (
-            Path(given) / "cluster.pcap",
-            Path(given) / "logs" / "run.log",
-            Path(given) / "data",
-        )
-    try:
-        run = request.getfixturevalue("liftbridge_full")
-    except pytest.FixtureLookupError:
-        pytest.skip(
-            "no liftbridge_full fixture in this checkout (issue #12's cluster harness); "
-            "set LBPARSE_FULL_RUN to a run_cluster.sh full output directory"
-        )
-    return Path(run.capture), Path(run.logs) / "run.log", Path(run.data)
 
 
 def _ms(clock: str, near_ms: float) -> float:

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cluster import full_run
 from support.testrun import once_a_run
 from test_report import cli
-from test_report_cluster import check_status, full_run
+from test_report_cluster import check_status
 
 pytestmark = pytest.mark.slow
 

@@ -361,8 +361,9 @@ ELECTED = re.compile(
 def full(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
+    from support.cluster import full_run
     from test_report import cli
-    from test_report_cluster import _ms, full_run
+    from test_report_cluster import _ms
 
     capture, log, _ = full_run(request)
     out = tmp_path_factory.mktemp("leaders-full")

@@ -212,7 +212,7 @@ def test_a_fresh_full_run_gets_one_verdict(
     """A fresh `run_cluster.sh full` (its clients' gRPC captured, two nodes
     killed): every reading gives its capture the same verdict, and a normal
     run's cancelled and cut calls are notes, not problems."""
-    from test_report_cluster import full_run
+    from support.cluster import full_run
 
     capture, _, _ = full_run(request)
     got = _verdict("full", capture, spark, tmp_path)

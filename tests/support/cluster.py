@@ -7,7 +7,9 @@ The script stops every process it starts by PID, also when it is
 terminated; should it outlive its time, it is terminated (its trap stops
 the nodes) and then every PID its log names is stopped too.
 
-`missing_tools()` says why a cluster cannot run here (the tests skip with it).
+`missing_tools()` says why a cluster cannot run here (the tests skip with it);
+`full_run(request)` is a `full` run's capture, log and data directories, the
+`liftbridge_full` fixture's (or LBPARSE_FULL_RUN's, an earlier run's output).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from support.cli import LBPARSE
 from support.net import free_port
@@ -324,3 +328,22 @@ def lbtruth(payloads: list[bytes]) -> list[dict]:
     if len(out) != len(payloads):
         raise RuntimeError(f"lbtruth gave {len(out)} results for {len(payloads)} payloads")
     return out
+
+
+def full_run(request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
+    """(capture, run.log, data directories) of a `full` run."""
+    given = os.environ.get("LBPARSE_FULL_RUN")
+    if given:
+        return (
+            Path(given) / "cluster.pcap",
+            Path(given) / "logs" / "run.log",
+            Path(given) / "data",
+        )
+    try:
+        run = request.getfixturevalue("liftbridge_full")
+    except pytest.FixtureLookupError:
+        pytest.skip(
+            "no liftbridge_full fixture in this checkout (issue #12's cluster harness); "
+            "set LBPARSE_FULL_RUN to a run_cluster.sh full output directory"
+        )
+    return Path(run.capture), Path(run.logs) / "run.log", Path(run.data)
