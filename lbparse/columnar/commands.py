@@ -17,7 +17,9 @@ from functools import cache
 
 import numpy as np
 import pyarrow as pa
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtoMessage
 
 from lbparse.codec.payloads import descriptor_of, message_class
 from lbparse.columnar.columns import struct_builder
@@ -31,8 +33,11 @@ RAFT_LOG = "protocol.RaftLog"
 
 
 @cache
-def _raft_log_type() -> pa.StructType:
-    return message_type(descriptor_of(message_class(RAFT_LOG)))
+def _raft_log() -> tuple[type[ProtoMessage], Descriptor, pa.StructType]:
+    """The RaftLog's class, descriptor and struct type, made once."""
+    cls = message_class(RAFT_LOG)
+    descriptor = descriptor_of(cls)
+    return cls, descriptor, message_type(descriptor)
 
 
 def command_fields() -> tuple[pa.Field, ...]:
@@ -42,7 +47,7 @@ def command_fields() -> tuple[pa.Field, ...]:
         One field per RaftLog field (`op`, `createStreamOp`, ...), each of the
         type the payload tables give a protobuf field.
     """
-    return tuple(_raft_log_type())
+    return tuple(_raft_log()[2])
 
 
 def command_structs(
@@ -64,7 +69,7 @@ def command_structs(
         A struct column of `command_fields()`, a row per entry: null where the
         data is null or not a RaftLog.
     """
-    typ = _raft_log_type()
+    cls, descriptor, typ = _raft_log()
     n = len(data)
     valid = np.asarray(data.is_valid(), np.bool_)
     if not valid.any():
@@ -74,7 +79,7 @@ def command_structs(
     # read): the column keeps the entries' order, and the nulls are its
     # validity, not a take of a nested column (ten times the reading).
     arr, ok = decode_structs(
-        descriptor_of(message_class(RAFT_LOG)),
+        descriptor,
         typ,
         buf,
         starts,
@@ -92,7 +97,6 @@ def command_structs(
     # What the vectorized reader leaves (unusual encodings, damage): upb's
     # reading, built as the payload tables build upb's objects; data upb
     # refuses is no RaftLog, and its row stays null.
-    cls = message_class(RAFT_LOG)
     found, objects = [], []
     for i in left.tolist():
         try:
@@ -103,7 +107,7 @@ def command_structs(
     where = np.where(valid & ok, np.arange(n), -1)
     values = arr
     if objects:
-        built = struct_builder(descriptor_of(cls), typ, emit_defaults).build(objects)
+        built = struct_builder(descriptor, typ, emit_defaults).build(objects)
         where[np.array(found, np.int64)] = n + np.arange(len(found))
         values = pa.concat_arrays([arr, built])
     taken: pa.StructArray = values.take(pa.array(where, mask=where < 0))
