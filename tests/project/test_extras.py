@@ -107,6 +107,7 @@ def test_the_page_needs_no_altair(tmp_path: Path) -> None:
     """Altair is the reference of the page's Vega-Lite specs (a dev
     dependency), not a part of the report extra: a page is written where it
     cannot be imported."""
+    pytest.importorskip("vl_convert")  # the report extra (not in the light install)
     done = _lbparse(["report", SAMPLE, "-o", "r.html", "-q"], ("altair",), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "r.html").read_text()
