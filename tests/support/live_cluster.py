@@ -60,6 +60,12 @@ cursors:
 # TOO_LARGE) raised to hold messages of that many bytes, and their headers.
 NATS_LIMITS = "max_payload: {payload}\n"
 LARGE_CONFIG = "clustering:\n  replication.max.bytes: {replication}\n"
+# ... and the replicas' patience Liftbridge's defaults give (15 s), not the
+# 3 s that makes the other tests' failovers quick: a replication request of
+# 16 MiB took longer than 3 s on a loaded CI machine, the followers reported
+# the leader, and leader after leader was replaced before a message was
+# committed (no failover is tested with large messages).
+LARGE_REPLICA = (("lag.time: 6s", "lag.time: 30s"), ("leader.timeout: 3s", "leader.timeout: 15s"))
 
 
 @dataclass
@@ -122,6 +128,9 @@ class LiveCluster:
             text = text.replace(
                 "clustering:\n", LARGE_CONFIG.format(replication=2 * self.max_message), 1
             )
+            for short, patient in LARGE_REPLICA:
+                assert short in text, short
+                text = text.replace(short, patient)
         conf.write_text(text)
         with open(logs / f"{node}.log", "ab") as log:
             self.procs[node] = subprocess.Popen(
