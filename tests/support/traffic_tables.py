@@ -36,8 +36,10 @@ def upb_command(data: bytes | None, emit_defaults: bool = True) -> dict[str, Any
     except DecodeError:
         return none
     typ = pa.struct(list(command_fields()))
-    row: dict[str, Any] = struct_builder(descriptor_of(cls), typ, emit_defaults).build([log])[0]
-    return row.as_py() if hasattr(row, "as_py") else row
+    row: dict[str, Any] = (
+        struct_builder(descriptor_of(cls), typ, emit_defaults).build([log]).to_pylist()[0]
+    )
+    return row
 
 
 def traffic_back(tables: Mapping[str, pa.Table]) -> dict[tuple[Any, ...], dict[str, Any]]:
