@@ -9,7 +9,8 @@
  * children; its release callback frees them all, children first. It calls
  * no Python: pyarrow may release an array from any thread, without the GIL.
  * A tree whose building failed half-way is released the same way: children
- * not made yet have no release callback and are only freed.
+ * not made yet have no release callback and are only freed. A module that
+ * includes Python.h first gets lb_arrow_drop_py, its `drop(address)`.
  */
 #ifndef LB_ARROW_H
 #define LB_ARROW_H
@@ -146,5 +147,19 @@ static inline uint8_t *lb_arrow_bitmap(const uint8_t *bytes, size_t n) {
             p[i / 8] |= (uint8_t)(1u << (i % 8));
     return p;
 }
+
+#ifdef Py_PYTHON_H
+/* drop(address), a module function (METH_O) of each module that hands an
+ * array out by its address for pa.Array._import_from_c: the array given
+ * back once imported (or not), released if no one moved it out, then freed. */
+static inline PyObject *lb_arrow_drop_py(PyObject *module, PyObject *address) {
+    (void)module;
+    unsigned long long a = PyLong_AsUnsignedLongLong(address);
+    if (PyErr_Occurred())
+        return NULL;
+    lb_arrow_drop((struct ArrowArray *)(uintptr_t)a);
+    Py_RETURN_NONE;
+}
+#endif
 
 #endif

@@ -1129,16 +1129,6 @@ done:
     return result;
 }
 
-/* drop(address): an array replication made, given back once imported (or not). */
-static PyObject *drop(PyObject *self, PyObject *arg) {
-    (void)self;
-    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
-    if (PyErr_Occurred())
-        return NULL;
-    lb_arrow_drop((struct ArrowArray *)(uintptr_t)address);
-    Py_RETURN_NONE;
-}
-
 static PyObject *implementation(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(crc == crc_soft ? "slicing-by-8" : "sse4.2");
 }
@@ -1164,7 +1154,7 @@ static PyMethodDef methods[] = {
     {"replication", replication, METH_VARARGS,
      "replication(data, starts, ends, layout, orders[, portable]) -> (ok, address): "
      "ReplicationResponse payloads as one Arrow struct column (C data interface)."},
-    {"drop", drop, METH_O, "drop(address): free an array replication made"},
+    {"drop", lb_arrow_drop_py, METH_O, "drop(address): free an array replication made"},
     {"implementation", implementation, METH_NOARGS,
      "implementation(): which CRC code this CPU runs: 'sse4.2' or 'slicing-by-8'."},
     {NULL, NULL, 0, NULL}};

@@ -981,17 +981,9 @@ static PyTypeObject ProgramType = {
     .tp_new = PyType_GenericNew,
 };
 
-/* drop(address): an array decode() made, given back once imported (or not). */
-static PyObject *drop(PyObject *mod, PyObject *arg) {
-    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
-    if (PyErr_Occurred())
-        return NULL;
-    lb_arrow_drop((struct ArrowArray *)(uintptr_t)address);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef module_methods[] = {
-    {"drop", drop, METH_O, "drop(address): free an array decode() made (released if not imported)"},
+    {"drop", lb_arrow_drop_py, METH_O,
+     "drop(address): free an array decode() made (released if not imported)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_structs",
