@@ -38,11 +38,12 @@ from lbparse.errors import InputError, OperationalError
 from lbparse.outputs import Interrupted, signals_deferred
 from lbparse.pipeline import outdir
 from lbparse.pipeline.datadir_entries import ENTRIES_DIR, SEGMENT_FORMAT
+from lbparse.pipeline.http2_stage import merge, requests, run_stage
 from lbparse.pipeline.input_plan import plan
 from lbparse.pipeline.outdir import MESSAGES_DIR, SUMMARY_FILE
 from lbparse.pipeline.output import commit, discard, filesystem
 from lbparse.pipeline.summary import Summary
-from lbparse.pipeline.tasks import RESULT_SCHEMA, TaskOptions, run_task
+from lbparse.pipeline.tasks import HELD, HELD_ROWS, RESULT_SCHEMA, TaskOptions, run_task
 from lbparse.scratch import replace_file
 
 if TYPE_CHECKING:
@@ -143,9 +144,14 @@ def task_frame(spark: SparkSession, groups: list[list[Unit]]) -> DataFrame:
     Made in the JVM (a range, and the JSON as literals): a Python RDD would
     start a Python worker on every executor just to turn rows into rows.
     """
-    texts = F.array(*[F.lit(json.dumps([u.to_json() for u in g])) for g in groups])
-    return spark.range(0, len(groups), 1, numPartitions=len(groups)).select(
-        F.element_at(texts, (F.col("id") + 1).cast("int")).alias("units")
+    return _frame(spark, [json.dumps([u.to_json() for u in g]) for g in groups])
+
+
+def _frame(spark: SparkSession, texts: list[str]) -> DataFrame:
+    """One row per text, each in a partition of its own (task_frame's way)."""
+    values = F.array(*[F.lit(t) for t in texts])
+    return spark.range(0, len(texts), 1, numPartitions=len(texts)).select(
+        F.element_at(values, (F.col("id") + 1).cast("int")).alias("units")
     )
 
 
@@ -219,17 +225,20 @@ def run(
     try:
         # The tasks open the same place by path or URI (they may run elsewhere).
         where = _join(options.out, staging.rsplit("/", 1)[1])
-        task = _counted(rows, task_options, _join(where, "_temporary", run_id))
+        task_dir = _join(where, "_temporary", run_id)
+        task = _counted(rows, task_options, task_dir)
         frame = task_frame(spark, groups).mapInArrow(task, RESULT_SCHEMA)
         _check(check_interrupt)
         result = frame.collect()
         _check(check_interrupt)  # a job that ended as the signal came was not cancelled
-        files = [r for r in result if r.kind == "file"]
+        counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
+        files = [r for r in result if r.kind == "file" and r.table != HELD]
+        files += _second_stage(spark, units, counts, result, task_options, rows, task_dir)
+        _check(check_interrupt)
         # Only the tables that have rows: DuckDB's and Polars' globs fail on
         # a table of no files (data directories alone have no messages).
         commit(fs, staging, temporary, [(r.attempt, r.path) for r in files])
         _check(check_interrupt)
-        counts = {r.key: json.loads(r.counts) for r in result if r.kind == "unit"}
         summary = Summary.from_units(
             units,
             counts,
@@ -291,6 +300,31 @@ def run(
     return summary
 
 
+def _second_stage(
+    spark: SparkSession,
+    units: list[Unit],
+    counts: dict[str, dict[str, Any]],
+    result: list[Any],
+    options: TaskOptions,
+    rows: Accumulator[int],
+    task_dir: str,
+) -> list[Any]:
+    """The gRPC tables of the cut captures that held rows (lbparse.pipeline.http2_stage):
+    a job of one task per capture; its counts added to `counts`, its files returned."""
+    held = [(r.attempt, r.path) for r in result if r.kind == "file" and r.table == HELD]
+    asked = requests(units, counts, held)
+    for c in counts.values():
+        c.pop(HELD_ROWS, None)
+    if not asked:
+        return []
+    task = _counted(rows, options, task_dir, run_stage)
+    second = _frame(spark, asked).mapInArrow(task, RESULT_SCHEMA).collect()
+    for r in second:
+        if r.kind == "unit":
+            merge(counts[r.key], json.loads(r.counts))
+    return [r for r in second if r.kind == "file"]
+
+
 def _check(check_interrupt: Callable[[], None] | None) -> None:
     if check_interrupt is not None:
         check_interrupt()
@@ -311,13 +345,17 @@ def _interruption(exc: BaseException, check: Callable[[], None] | None) -> Inter
 
 
 def _counted(
-    rows: Accumulator[int], options: TaskOptions, temporary: str
+    rows: Accumulator[int],
+    options: TaskOptions,
+    temporary: str,
+    body: Callable[[Iterator[Any], TaskOptions, str], Iterator[Any]] = run_task,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The task, adding the rows of each messages or entries file it wrote to
-    `rows` (the driver sees them as tasks finish: what an interrupted run had done)."""
+    """The task (`body`: run_task, or the second stage's), adding the rows of
+    each messages or entries file it wrote to `rows` (the driver sees them
+    as tasks finish: what an interrupted run had done)."""
 
     def task(batches: Iterator[Any]) -> Iterator[Any]:
-        for result in run_task(batches, options, temporary):
+        for result in body(batches, options, temporary):
             tables, counts = result.column("table").to_pylist(), result.column("rows").to_pylist()
             rows.add(sum(n or 0 for t, n in zip(tables, counts) if t in ROW_TABLES))
             yield result

@@ -48,12 +48,16 @@ from lbparse.pipeline.summary import (
 )
 
 __all__ = [
+    "HELD",
+    "HELD_ROWS",
     "RESULT_SCHEMA",
     "TaskOptions",
+    "count_rows",
     "decode_unit",
     "new_counts",
     "process_segment",
     "process_unit",
+    "result_batch",
     "run_task",
     "schema_of",
 ]
@@ -73,6 +77,12 @@ _RESULT = pa.schema(
         ("counts", pa.string()),
     ]
 )
+# A range of a cut capture writes the rows it holds back (Held) to this
+# table of the run's temporary directory, never committed, and counts them
+# as HELD_ROWS: the run's second stage (lbparse.pipeline.http2_stage) reads
+# the file's gRPC calls and gives them back.
+HELD = "_held"
+HELD_ROWS = "held_rows"
 
 
 @dataclass(frozen=True)
@@ -94,7 +104,8 @@ def schema_of(table: str, json_columns: bool = False) -> pa.Schema:
     """The schema of a table the pipeline writes.
 
     Args:
-        table: The table's name: entries, messages or a payload table.
+        table: The table's name: entries, messages, a payload table, or
+            HELD (messages' rows held back).
         json_columns: With the JSON text columns (DecodeOptions.json_columns).
 
     Returns:
@@ -102,7 +113,7 @@ def schema_of(table: str, json_columns: bool = False) -> pa.Schema:
     """
     if table == ENTRIES_DIR:
         return arrow_entries_schema()
-    return table_schema(table, json_columns=json_columns)
+    return table_schema(MESSAGES if table == HELD else table, json_columns=json_columns)
 
 
 def process_segment(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[str, Any]:
@@ -186,9 +197,15 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     # The C loop reads NATS only: a whole capture whose rows may show HTTP/2 is
     # read again for its gRPC calls (lbparse.columnar.grpctables). A range of
     # a large capture cannot be: HTTP/2's state (HPACK) runs from the start.
+    # Its held rows wait for the run's second stage (http2_stage).
+    if held.rows and not (unit.start == 0 and unit.stop < 0):
+        for table in held.rows:
+            _write(writer, HELD, table)
+        counts[HELD_ROWS] = held.count
+        return counts
     connections: set[tuple[str, str]] = set()
     notices: list[Notice] = []
-    if held.rows and unit.start == 0 and unit.stop < 0:
+    if held.rows:
         t = time.perf_counter()
         for found in grpc_tables(
             unit.path,
@@ -205,7 +222,7 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     lost = notice_rows(unit.path, unit.first_row + counts["rows"], notices)
     if lost.num_rows:
         _write(writer, MESSAGES, lost)
-        _count(counts, lost, 1)
+        count_rows(counts, lost, 1)
     notes = counts.setdefault("notes", {})
     for n in notices:
         if n.info:
@@ -213,7 +230,7 @@ def process_unit(unit: Unit, options: TaskOptions, writer: TableWriter) -> dict[
     problems, http2 = held.release(connections)
     if problems.num_rows:
         _write(writer, MESSAGES, problems)
-    _count(counts, http2, -1)
+    count_rows(counts, http2, -1)
     return counts
 
 
@@ -221,10 +238,16 @@ def _write(writer: TableWriter, name: str, table: pa.Table) -> None:
     writer.write(name, table.num_rows, {c: _array(table.column(c)) for c in table.column_names})
 
 
-def _count(counts: dict[str, Any], rows: pa.Table, sign: int) -> None:
-    """Problem rows into the unit's counts (`sign` 1: the rows, problems,
-    breakdowns and notices decode_unit would have made of them), or out of
-    them (-1: the rows of HTTP/2 connections, held, then not written)."""
+def count_rows(counts: dict[str, Any], rows: pa.Table, sign: int) -> None:
+    """Problem rows into a unit's counts, or out of them.
+
+    Args:
+        counts: The unit's counts, changed in place.
+        rows: Problem rows of `messages`.
+        sign: 1: add the rows, problems, breakdowns and notices decode_unit
+            would have made of them; -1: take them out (the rows of HTTP/2
+            connections, held, then not written).
+    """
     if not rows.num_rows:
         return
     counts["rows"] += sign * rows.num_rows
@@ -316,7 +339,15 @@ def _timed(batches: Iterator[pa.RecordBatch], counts: dict[str, Any]) -> Iterato
         yield records
 
 
-def _result(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+def result_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    """A task's result rows as one batch of RESULT_SCHEMA.
+
+    Args:
+        rows: Dicts of RESULT_SCHEMA's columns ("unit" rows and "file" rows).
+
+    Returns:
+        The batch mapInArrow yields.
+    """
     return pa.RecordBatch.from_pylist(rows, schema=_RESULT)
 
 
@@ -358,7 +389,7 @@ def run_task(
     rows = sum(c["rows"] for _, c in done) or 1
     for _, c in done:
         c["write_seconds"] += closing * c["rows"] / rows
-    yield _result(
+    yield result_batch(
         [{"kind": "unit", "key": key, "counts": json.dumps(c)} for key, c in done]
         + [
             {"kind": "file", "table": f.table, "attempt": attempt, "path": f.path, "rows": f.rows}
