@@ -399,6 +399,12 @@ struct reader {
     rules rules;              /* the loop's limits (the reference's constants) */
     int64_t stop;             /* a range's end: the record offset to stop before, or -1 */
     PyObject *error;          /* a CaptureError to raise once its rows are out */
+    /* packets(): the last packet read and not given (its time ends the reading) */
+    lb_gbuf last;
+    tsns last_ts;
+    uint32_t last_lt;
+    int64_t last_wirelen;
+    int last_held;
     int oom_guard;
     /* CONNECT lines: [(src, text after the verb)], for the clients' names
      * (lbparse.capture.connects); bounded in bytes kept */
@@ -2994,6 +3000,7 @@ static void reader_clear(reader *r) {
     }
     lb_gb_free(&r->ts_col);
     lb_gb_free(&r->ts_valid);
+    lb_gb_free(&r->last);
 }
 
 static void Reader_dealloc(reader *r) {
@@ -3308,6 +3315,109 @@ static PyObject *Reader_restore(reader *r, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *packet_tuple(tsns ts, uint32_t lt, const uint8_t *p, int64_t caplen,
+                              int64_t wirelen) {
+    /* y# makes None of a NULL pointer: an empty packet is b"" */
+    return Py_BuildValue("(LIy#LL)", (long long)ts, (unsigned int)lt, p ? (const char *)p : "",
+                         (Py_ssize_t)caplen, (long long)caplen, (long long)wirelen);
+}
+
+/* packets(keys, max): the packets of some TCP connections, for the Python
+ * reader (the gRPC reading reads a few connections of a whole capture: its
+ * packet loop then runs on theirs alone). `keys`: a set of the connections'
+ * flow keys, both directions (reader.dissect's: the addresses, then the
+ * ports). Up to `max` packets as (ts, linktype, bytes, caplen, wirelen),
+ * in file order: each packet dissect() gives one of the keys, and the
+ * file's last packet whatever it is (the reference's loop takes its time
+ * as the reading's end: calls still open end then); the others, which the
+ * reference's loop would skip by their key, are left out. None once read
+ * to the end; a CaptureError that stops the reading after the packets
+ * before it. Source notices are counted only (they name no connection). */
+static PyObject *Reader_packets(reader *r, PyObject *args) {
+    PyObject *keys;
+    Py_ssize_t max;
+    if (!PyArg_ParseTuple(args, "On:packets", &keys, &max))
+        return NULL;
+    if (!PyAnySet_Check(keys) || max < 1) {
+        PyErr_SetString(PyExc_TypeError, "packets(keys: set of bytes, max >= 1)");
+        return NULL;
+    }
+    if (r->state == 0 && !r->count_only && (r->packets || r->flows.used || !r->s.f)) {
+        PyErr_SetString(PyExc_RuntimeError, "packets() is for a fresh reader");
+        return NULL;
+    }
+    if (r->state == 2) {
+        if (r->error) {
+            PyObject *e = r->error;
+            r->error = NULL;
+            PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+            Py_DECREF(e);
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    r->count_only = 1; /* no rows: a source's notices are counted */
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    while (PyList_GET_SIZE(out) < max) {
+        packet pk;
+        int got = r->s.fmt == 1 ? pcap_next(r, &pk) : pcapng_next(r, &pk);
+        if (got < 0)
+            goto fail;
+        if (got != 1) { /* the end, or an error said once the packets before it are out */
+            r->state = 2;
+            if (r->last_held) {
+                r->last_held = 0;
+                PyObject *t = packet_tuple(r->last_ts, r->last_lt, r->last.p,
+                                           (int64_t)r->last.len, r->last_wirelen);
+                if (!t || PyList_Append(out, t) < 0) {
+                    Py_XDECREF(t);
+                    goto fail;
+                }
+                Py_DECREF(t);
+            }
+            break;
+        }
+        r->packets++;
+        int keep = 0;
+        tcpinfo t;
+        if (supported(pk.lt) && dissect(pk.lt, pk.p, pk.caplen, &t)) {
+            PyObject *k = PyBytes_FromStringAndSize((const char *)t.key, t.klen);
+            keep = k ? PySet_Contains(keys, k) : -1;
+            Py_XDECREF(k);
+            if (keep < 0)
+                goto fail;
+        }
+        if (keep) {
+            r->last_held = 0;
+            PyObject *item = packet_tuple(pk.ts, pk.lt, pk.p, pk.caplen, pk.wirelen);
+            if (!item || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
+        } else {
+            r->last.len = 0;
+            if (lb_gb_put_py(&r->last, pk.p, (size_t)pk.caplen) < 0)
+                goto fail;
+            r->last_ts = pk.ts;
+            r->last_lt = pk.lt;
+            r->last_wirelen = pk.wirelen;
+            r->last_held = 1;
+        }
+    }
+    if (PyList_GET_SIZE(out) == 0) {
+        Py_DECREF(out);
+        return Reader_packets(r, args); /* the end (or its error) */
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    r->state = 2;
+    return NULL;
+}
+
 static PyObject *Reader_close(reader *r, PyObject *unused) {
     reader_clear(r);
     r->state = 2;
@@ -3324,6 +3434,8 @@ static PyMethodDef Reader_methods[] = {
     {"restore", (PyCFunction)Reader_restore, METH_VARARGS,
      "restore(offset, snapshot[, stop]): read on from a cut of index(), up to the record at "
      "`stop` (-1: the end of the file)."},
+    {"packets", (PyCFunction)Reader_packets, METH_VARARGS,
+     "packets(keys, max): the packets of the connections whose flow keys are in `keys`."},
     {"close", (PyCFunction)Reader_close, METH_NOARGS, "Close the file, free the state."},
     {NULL, NULL, 0, NULL}};
 

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor as F
 from google.protobuf.message_factory import GetMessageClass
 
+from lbparse.capture.records import NO_TIME
 from lbparse.codec.jsonform import Int64
 from lbparse.codec.limits import DEFAULT, PROTOBUF_MAX_DEPTH, Limits
 from lbparse.errors import InputError
@@ -452,7 +453,8 @@ def _maps_sorted(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:
 
 
 def _ns(ts: int | None) -> Int64 | None:
-    return None if ts is None else Int64(ts)
+    # NO_TIME: no time (a pcapng clock past 64 bits of nanoseconds)
+    return None if ts is None or ts == NO_TIME else Int64(ts)
 
 
 class GrpcMessage:

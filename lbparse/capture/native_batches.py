@@ -18,6 +18,7 @@ caller falls back and the reference reports it in its own words.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
@@ -38,7 +39,15 @@ try:
 except ImportError:  # not built: no C compiler, LBPARSE_PURE_PYTHON, a --py-files zip
     _native = None
 
-__all__ = ["Cut", "NativeCapture", "NativeUnsupported", "available", "rules"]
+__all__ = [
+    "ConnectionPackets",
+    "Cut",
+    "NativeCapture",
+    "NativeUnsupported",
+    "available",
+    "flow_keys",
+    "rules",
+]
 
 # The C loop's columns, in the order next_batch returns them (after n and ts).
 _COLUMNS = (
@@ -290,6 +299,89 @@ class NativeCapture:
             batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
             for start in range(0, n, max_rows) if n > max_rows else (0,):
                 yield batch.slice(start, max_rows) if n > max_rows else batch
+
+
+def flow_keys(connections: frozenset[tuple[str, str]]) -> frozenset[bytes] | None:
+    """The flow keys (reader.dissect's, both directions) of some TCP connections.
+
+    Args:
+        connections: Each as its (lower, higher) `ip:port` endpoints, as
+            records name them.
+
+    Returns:
+        The keys; None when an endpoint is not one the reader makes.
+    """
+    keys: set[bytes] = set()
+    for pair in connections:
+        ends = []
+        for text in pair:
+            host, _, port = text.rpartition(":")
+            try:
+                addr = ipaddress.ip_address(host.removeprefix("[").removesuffix("]")).packed
+                ends.append((addr, int(port).to_bytes(2, "big")))
+            except ValueError:
+                return None
+            if _endpoint(addr, int(port)) != text:
+                return None  # not how the reader names that address: not its key
+        (a, pa_), (b, pb) = ends
+        if len(a) != len(b):
+            return None
+        keys.add(a + b + pa_ + pb)
+        keys.add(b + a + pb + pa_)
+    return frozenset(keys)
+
+
+class ConnectionPackets:
+    """The packets of some TCP connections of a capture, found by the C loop.
+
+    What the Python reader's packet loop takes (CaptureReader's `source`):
+    Packets (ts, link type, buffer, offset, captured length, wire length)
+    in file order, and `bytes_read`. The C loop reads the file and dissects
+    every packet, and gives only those of the connections and the file's
+    last (whose time ends the reading): the others the Python loop would
+    skip by their flow key anyway (CaptureReader's `connections`). The gRPC
+    reading of a capture reads a few connections of it (Held.connections):
+    its Python loop then runs over theirs alone (tests/capture/
+    test_native_capture.py holds the gRPC tables equal either way).
+
+    Args:
+        path: The pcap or pcapng file.
+        connections: Each as its (lower, higher) endpoints.
+        name: How errors name the file (default: `path`).
+        limits: As NativeCapture's.
+
+    Raises:
+        NativeUnsupported: What NativeCapture raises it for, or an endpoint
+            the reader does not make (the caller reads the file itself).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        connections: frozenset[tuple[str, str]],
+        *,
+        name: str | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        keys = flow_keys(connections)
+        if keys is None:
+            raise NativeUnsupported("unsupported", "an endpoint the reader does not make")
+        self._keys = set(keys)
+        self._capture = NativeCapture(path, name=name, limits=limits)
+        self.bytes_read = 0
+
+    def __iter__(self) -> Iterator[tuple[int, int, bytes, int, int, int]]:
+        reader = self._capture._reader
+        try:
+            while True:
+                got = reader.packets(self._keys, 4096)
+                self.bytes_read = reader.stats()["bytes_read"]
+                if got is None:
+                    return
+                for ts, lt, data, caplen, wirelen in got:
+                    yield ts, lt, data, 0, caplen, wirelen
+        finally:
+            self._capture.close()
 
 
 def _buf(b: Any) -> pa.Buffer | None:

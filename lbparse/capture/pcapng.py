@@ -27,6 +27,7 @@ from lbparse.capture import pcap
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import NS_PER_S, Packet, read_more, refill
+from lbparse.capture.records import NO_TIME
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -66,11 +67,19 @@ def _tsresol(v: int) -> tuple[int, int]:
     return (10 ** (9 - e), 1) if e <= 9 else (1, 10 ** (e - 9))
 
 
+def _held(ts: int) -> int:
+    """A packet's time as the records hold it: NO_TIME past what 64 bits of
+    nanoseconds hold (if_tsresol and if_tsoffset reach past them either way),
+    as the C loop's (TS_NONE)."""
+    return ts if -(2**63) < ts < 2**63 else NO_TIME
+
+
 class PcapngSource:
     """Packets of one pcapng file; `bytes_read` follows the reading for progress.
 
-    Iterating yields Packets (ts in nanoseconds, link type, buffer, offset,
-    captured length, wire length), as PcapSource's.
+    Iterating yields Packets (ts in nanoseconds, NO_TIME past what 64 bits
+    hold; link type, buffer, offset, captured length, wire length), as
+    PcapSource's.
 
     Args:
         f: The file, at its start (its first 12 bytes are read here).
@@ -179,7 +188,7 @@ class PcapngSource:
                     else:
                         i = ifaces[iid]
                         ts = ((hi << 32) | lo) * i.num // i.den + i.offset
-                        yield ts, i.linktype, buf, pos + 28, cap, orig
+                        yield _held(ts), i.linktype, buf, pos + 28, cap, orig
                 elif btype == SHB:
                     ifaces = []
                 elif btype == IDB:
@@ -206,7 +215,7 @@ class PcapngSource:
                     else:
                         i = ifaces[iid]
                         yield (
-                            ((hi << 32) | lo) * i.num // i.den + i.offset,
+                            _held(((hi << 32) | lo) * i.num // i.den + i.offset),
                             i.linktype,
                             buf,
                             pos + 28,

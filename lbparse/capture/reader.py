@@ -420,6 +420,10 @@ class CaptureReader:
         connections: Read only these TCP connections, each as its (lower,
             higher) endpoints (`ip:port`, as records name them); the others'
             packets are skipped before reassembly. None (the default): all.
+        source: The packets to read instead of opening `path`'s own reader:
+            an iterable of Packets with `bytes_read`, as PcapSource is
+            (lbparse.capture.native_batches.ConnectionPackets: the packets
+            of `connections`, found by the C loop). None: the file's.
 
     Raises:
         CaptureError: `path` exists but is not a regular file (kind
@@ -441,8 +445,10 @@ class CaptureReader:
         lenient: bool = False,
         on_grpc: Callable[[Any], None] | None = None,
         connections: frozenset[tuple[str, str]] | None = None,
+        source: Any = None,
     ) -> None:
         self.path = os.fspath(path)
+        self._given: Any = source
         self.name = input_name(self.path)  # how messages name it: stdin for `-`
         self.limits = limits
         self.verify_crc = verify_crc
@@ -539,6 +545,12 @@ class CaptureReader:
                 yield self._finish(rec)
 
     def _records(self) -> Iterator[Record]:
+        given = self._given
+        if given is not None:
+            self._source = given
+            yield from self._packets(given)
+            self.stats.bytes_read = given.bytes_read
+            return
         # try/finally rather than `with`: the compiled build (setup.py)
         # mishandles a `with` around `yield from` in a generator.
         f = open_input(self.path)

@@ -15,16 +15,20 @@ had none); a message carries its call's. The columns are the schemas'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lbparse.capture import native_batches
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.grpc import CLIENT_TO_SERVER, GrpcCall, GrpcMessage
+from lbparse.capture.native_batches import ConnectionPackets, NativeUnsupported
 from lbparse.capture.notices import Notice
 from lbparse.capture.reader import CaptureReader
+from lbparse.capture.records import NO_TIME
 from lbparse.codec.jsonform import dumps
 from lbparse.codec.limits import Limits
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
@@ -198,7 +202,11 @@ def on_connections(rows: pa.Table, connections: set[tuple[str, str]]) -> pa.Arra
 
 
 def _times(row: dict[str, Any], name: str, ns: int | None) -> None:
-    """A capture time as its two columns: microseconds (rounded down) and whole."""
+    """A capture time as its two columns: microseconds (rounded down) and
+    whole; null where the capture has none (NO_TIME: a pcapng clock past
+    what 64 bits of nanoseconds hold)."""
+    if ns == NO_TIME:
+        ns = None
     row[name] = None if ns is None else ns // 1000
     row[f"{name}_ns"] = ns
 
@@ -340,7 +348,12 @@ def _reading(
     reading said the rest); `found` gets those connections. `connections`:
     only these are read (Held.connections), None: all."""
     reader = CaptureReader(
-        path, decode=False, limits=limits, on_grpc=on_grpc, connections=connections
+        path,
+        decode=False,
+        limits=limits,
+        on_grpc=on_grpc,
+        connections=connections,
+        source=_packets_of(path, connections, limits),
     )
     http2 = reader.http2_connections
 
@@ -362,6 +375,21 @@ def _reading(
         pass  # the NATS reading of the same file has said what is wrong (a problem row)
     if found is not None:
         found |= http2
+
+
+def _packets_of(
+    path: str, connections: frozenset[tuple[str, str]] | None, limits: Limits | None
+) -> ConnectionPackets | None:
+    """The packets of `connections` found by the C loop, for the Python
+    reader's loop to run over theirs alone; None (the reader reads the file
+    itself) for all connections, or a file or limits the C loop does not take
+    (and what is not a regular file, which the reader refuses unopened)."""
+    if connections is None or not native_batches.available() or not os.path.isfile(path):
+        return None
+    try:
+        return ConnectionPackets(path, connections, limits=limits)
+    except (NativeUnsupported, OSError):
+        return None
 
 
 def _tcp_said(n: Notice) -> bool:

@@ -11,6 +11,10 @@ files read in small blocks, hostile bytes, and hypothesis-made captures:
 several connections (IPv4 and IPv6, every link type), random NATS content
 cut into random segments, reordered, dropped, duplicated and overlapping
 segments, SYN/FIN/RST, small snap lengths and limits, and damaged files.
+On each, the packets the C loop gives the Python reader for some of the
+connections (the gRPC reading's, native_batches.ConnectionPackets) are the
+Python source's packets of those connections, and its last
+(support.hostile.check_connection_packets).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from hypothesis import strategies as st
 from support import capwriter as cw
 from support import retransmit
 from support.damage import damaged_captures
+from support.hostile import check_connection_packets
 from support.reading import pipeline_rows as rows
 from support.shared import CAPTURES, LIFTBRIDGE
 
@@ -47,6 +52,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def assert_same(path: str | Path, limits: Limits | None = None, batch_rows: int = 65536) -> int:
+    # The packets the C loop gives the gRPC reading of some connections too.
+    check_connection_packets(str(path), limits)
     ref, ref_counts = rows(path, False, limits)
     got, got_counts = rows(path, True, limits, batch_rows)
     if not got.equals(ref):
@@ -678,32 +685,6 @@ def test_sanitize_builds_every_c_module_of_setup() -> None:
     assert len(listed) == 5 and sorted(listed) == sorted(sanitize.MODULES)
 
 
-def _pcapng_units(
-    path: Path, tsresol: int, offset_s: int, units: list[int], frames: list[bytes]
-) -> None:
-    """A pcapng whose interface has `tsresol` and `if_tsoffset`, each packet
-    stamped with raw `units` (cycled)."""
-    opts = (
-        struct.pack("<HHB3x", 9, 1, tsresol)
-        + struct.pack("<HHq", 14, 8, offset_s)
-        + struct.pack("<HH", 0, 0)
-    )
-    blocks = [
-        cw._block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)),
-        cw._block("<", 1, struct.pack("<HHI", cw.ETHERNET, 0, 65535) + opts),
-    ]
-    for k, frame in enumerate(frames):
-        u = units[k % len(units)]
-        blocks.append(
-            cw._block(
-                "<",
-                6,
-                struct.pack("<IIIII", 0, u >> 32, u & 0xFFFFFFFF, len(frame), len(frame)) + frame,
-            )
-        )
-    path.write_bytes(b"".join(blocks))
-
-
 @pytest.mark.parametrize(
     "tsresol, offset_s, units",
     [
@@ -731,7 +712,7 @@ def test_pcapng_times_are_exact_nanoseconds(
         + conn.send("c", cw.pub("a.c", b"y"))
     ]
     path = tmp_path / "times.pcapng"
-    _pcapng_units(path, tsresol, offset_s, units, frames)
+    cw.write_pcapng_units(path, tsresol, offset_s, units, frames)
     assert assert_same(path) >= 2
     got = rows(path, True)[0].column("ts_ns").to_pylist()
     num, den = (

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import hpack
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -29,6 +30,7 @@ from lbparse.capture.grpc import GrpcCall, GrpcMessage
 from lbparse.cli.status import OK
 from lbparse.columnar import grpctables
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, GRPC_TABLES, table_schema
+from lbparse_generated.proto import api_pb2
 
 SHORT = LIFTBRIDGE / "samples" / "short.pcapng"
 
@@ -445,3 +447,119 @@ def test_held_rows_that_cannot_name_every_connection_name_none(
     unnamed = grpctables.Held()
     unnamed.take(rows(None))
     assert unnamed.count == 1 and unnamed.connections("a.pcap") is None
+
+
+def _mixed_capture(path: Path, fmt: str, cut: int = 0) -> tuple[Path, tuple[str, str], int]:
+    """An IPv6 HTTP/2 connection (a call answered, a call still open) between
+    the packets of an IPv4 NATS connection, which sends the last ones: the
+    capture's end, and so the open call's, is a packet of another
+    connection. `cut`: bytes cut off the file's end. Returns the path, the
+    HTTP/2 connection and the last packet's time (ns)."""
+    h2c = cw.Conn(("::1", 51000), ("::1", 7001))
+    nats = cw.Conn(("127.0.0.1", 40000), ("127.0.0.1", 4222))
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    req = api_pb2.FetchCursorRequest(stream="orders", partition=2, cursorId="c1")
+    body = cw.grpc_message(req.SerializeToString())
+    calls = [
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        + cw.SETTINGS
+        + cw.frame(1, 4, 1, cw.request_headers(ce, "FetchCursor"))
+        + cw.frame(0, 1, 1, body),
+        cw.frame(1, 4, 3, cw.request_headers(ce, "FetchCursor")) + cw.frame(0, 1, 3, body),
+    ]
+    answer = (
+        cw.SETTINGS
+        + cw.frame(1, 4, 1, se.encode([(":status", "200"), ("content-type", "application/grpc")]))
+        + cw.frame(
+            0, 0, 1, cw.grpc_message(api_pb2.FetchCursorResponse(offset=41).SerializeToString())
+        )
+        + cw.frame(1, 5, 1, se.encode([("grpc-status", "0")]))
+    )
+    packets = nats.handshake() + h2c.handshake()
+    packets += nats.send("c", cw.pub("a.b", b"one")) + h2c.send("c", calls[0], mss=40)
+    packets += h2c.send("s", answer) + nats.send("c", cw.pub("a.b", b"two"))
+    packets += h2c.send("c", calls[1]) + nats.send("c", cw.pub("a.b", b"three") * 3, mss=30)
+    times = [1_700_000_000_000_000_000 + 1_000_000 * i for i in range(len(packets))]
+    if fmt == "pcap":
+        cw.write_pcap(str(path), zip(times, [cw.link(cw.ETHERNET, p) for p in packets]), nanos=True)
+    else:
+        cw.write_pcapng(
+            str(path),
+            [(cw.ETHERNET, 9, 262144)],
+            [(0, t, cw.link(cw.ETHERNET, p)) for t, p in zip(times, packets)],
+        )
+    if cut:
+        path.write_bytes(path.read_bytes()[:-cut])
+    return path, ("[::1]:51000", "[::1]:7001"), times[-1]
+
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+@pytest.mark.parametrize("cut", [0, 7])
+def test_the_c_loops_packets_of_the_connections_read_as_the_python_readers(
+    fmt: str, cut: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gRPC reading of some connections runs the Python reader's packet
+    loop over the packets the C loop finds for them (native_batches.
+    ConnectionPackets), or over the file's own (the reference): the same
+    tables, connections found and notices; an IPv6 connection; a call
+    still open ends at the file's last packet, another connection's; a
+    file cut short mid-packet reads as far as it goes."""
+    path, pair, last = _mixed_capture(tmp_path / f"mixed.{fmt}", fmt, cut)
+    made: list[Any] = []
+    real = grpctables.ConnectionPackets
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    readings = []
+    for how in ("c", "python"):
+        if how == "python":
+            monkeypatch.setattr(grpctables, "_packets_of", lambda *args: None)
+        else:
+            monkeypatch.setattr(grpctables, "ConnectionPackets", spy)
+        found: set[tuple[str, str]] = set()
+        notices: list[Any] = []
+        tables = concat_tables(
+            grpctables.grpc_tables(
+                str(path), found=found, on_notice=notices.append, connections=frozenset([pair])
+            )
+        )
+        readings.append((tables, found, [n.to_json_dict() for n in notices]))
+    assert len(made) == 1  # the C loop's packets were read
+    (c, c_found, c_notices), (py, py_found, py_notices) = readings
+    assert c_found == py_found == {pair}
+    assert c_notices == py_notices
+    for name in GRPC_TABLES:
+        assert c[name].equals(py[name]), name
+    calls = c[GRPC_CALLS].to_pylist()
+    assert [call["end"] for call in calls] == ["trailers", "capture_end"]
+    if not cut:  # the open call ends with the capture: the NATS connection's last packet
+        assert calls[1]["end_ts_ns"] == last
+
+
+def test_a_pcapng_clock_past_64_bits_gives_calls_without_times(tmp_path: Path) -> None:
+    """A pcapng interface whose units reach past 2**63 ns (if_tsresol of
+    seconds, a hostile count): the gRPC tables have the call, its times
+    null (as the messages table has them); the reading raised OverflowError
+    before."""
+    enc = hpack.Encoder()
+    conn = cw.Conn(("127.0.0.1", 51000), ("127.0.0.1", 7001))
+    body = cw.grpc_message(api_pb2.FetchCursorRequest(stream="orders").SerializeToString())
+    client = (
+        h2_preface()
+        + cw.frame(1, 4, 1, cw.request_headers(enc, "FetchCursor"))
+        + cw.frame(0, 1, 1, body)
+    )
+    frames = [cw.link(cw.ETHERNET, p) for p in conn.handshake() + conn.send("c", client)]
+    path = tmp_path / "clock.pcapng"
+    cw.write_pcapng_units(path, 0, 0, [2**64 - 1], frames)
+    tables = concat_tables(lbparse.read_capture_tables(path))
+    calls = tables[GRPC_CALLS].to_pylist()
+    assert [c["method"] for c in calls] == ["FetchCursor"]
+    assert calls[0]["request_ts_ns"] is None and calls[0]["request_ts"] is None
+    assert tables[GRPC_MESSAGES].column("ts_ns").null_count == tables[GRPC_MESSAGES].num_rows
+
+
+def h2_preface() -> bytes:
+    return b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + cw.SETTINGS

@@ -184,6 +184,32 @@ def write_pcapng(
             )
 
 
+def write_pcapng_units(
+    path: Path, tsresol: int, offset_s: int, units: list[int], frames: list[bytes]
+) -> None:
+    """A pcapng whose interface has `tsresol` and `if_tsoffset`, each packet
+    stamped with raw `units` (cycled)."""
+    opts = (
+        struct.pack("<HHB3x", 9, 1, tsresol)
+        + struct.pack("<HHq", 14, 8, offset_s)
+        + struct.pack("<HH", 0, 0)
+    )
+    blocks = [
+        _block("<", 0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)),
+        _block("<", 1, struct.pack("<HHI", ETHERNET, 0, 65535) + opts),
+    ]
+    for k, frame in enumerate(frames):
+        u = units[k % len(units)]
+        blocks.append(
+            _block(
+                "<",
+                6,
+                struct.pack("<IIIII", 0, u >> 32, u & 0xFFFFFFFF, len(frame), len(frame)) + frame,
+            )
+        )
+    path.write_bytes(b"".join(blocks))
+
+
 def pub(
     subject: str,
     payload: bytes,

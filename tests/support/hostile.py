@@ -543,7 +543,8 @@ def _native_rows(path: str, native: bool, limits: Any = None) -> tuple[Any, dict
 
 def check_native_capture(data: bytes, limits: Any = None) -> int:
     """The C capture loop (lbparse/capture/_native.c) reads the bytes exactly
-    as the Python reader does: the same rows, notices and counts. Returns the
+    as the Python reader does: the same rows, notices and counts, and the
+    same packets of some connections (check_connection_packets). Returns the
     number of rows."""
     fd, path = tempfile.mkstemp(prefix="lbparse-fuzz-", dir=_TMP)
     try:
@@ -551,11 +552,63 @@ def check_native_capture(data: bytes, limits: Any = None) -> int:
             f.write(data)
         ref = _native_rows(path, False, limits)
         got = _native_rows(path, True, limits)
+        check_connection_packets(path, limits)
     finally:
         os.unlink(path)
     assert got[0].equals(ref[0]), "native capture rows differ from the reference's"
     assert got[1] == ref[1], f"native counts {got[1]} != reference {ref[1]}"
     return ref[0].num_rows
+
+
+def check_connection_packets(path: str, limits: Any = None, batch: int = 3) -> int:
+    """The C loop's packets of some connections (_native.Reader.packets, what
+    native_batches.ConnectionPackets gives the gRPC reading's Python loop)
+    are the Python source's packets whose flow key, by the Python reader's
+    dissect, is among them (every other connection of the file's), then the
+    file's last packet if it is not one of them; an error that stops the
+    Python source stops the C reading after the same packets, said alike.
+    Returns the number of packets given."""
+    from lbparse.capture import native_batches
+    from lbparse.capture import reader as rd
+    from lbparse.capture.linktypes import SUPPORTED
+
+    try:
+        capture = native_batches.NativeCapture(path, limits=limits)
+    except native_batches.NativeUnsupported:
+        return 0  # a file the C loop leaves to the reference: nothing to compare
+    every: list[tuple[Any, ...]] = []
+    ref_error = None
+    with open(path, "rb") as f:
+        try:
+            src = rd._open_source(f, path, lambda n: None)
+            assert src is not None, "the C loop reads a file the Python reader does not"
+            for ts, lt, buf, off, caplen, wirelen in src:
+                parts = rd.dissect(lt, buf, off, caplen) if lt in SUPPORTED else None
+                key = parts[0] if parts is not None else None
+                every.append(((ts, lt, bytes(buf[off : off + caplen]), caplen, wirelen), key))
+        except CaptureError as exc:
+            ref_error = (exc.kind, str(exc))
+    keys = sorted({key for _, key in every if key is not None})
+    chosen = set(keys[::2])
+    want = [p for p, key in every if key in chosen]
+    if every and every[-1][1] not in chosen:
+        want.append(every[-1][0])
+    got: list[tuple[Any, ...]] = []
+    error = None
+    try:
+        while True:  # bounded: each call reads on, None at the end
+            part = capture._reader.packets(chosen, batch)
+            if part is None:
+                break
+            assert 0 < len(part) <= batch
+            got += [tuple(p) for p in part]
+    except CaptureError as exc:
+        error = (exc.kind, str(exc))
+    finally:
+        capture.close()
+    assert got == want, "the C loop's packets of the connections differ from the reference's"
+    assert error == ref_error, f"C loop error {error} != reference {ref_error}"
+    return len(got)
 
 
 _SCAN_FILE: list[str] = []  # one file a process: the scan target runs thousands a second
