@@ -435,21 +435,35 @@ def _maps_sorted(d: dict[str, Any], descriptor: Any) -> dict[str, Any]:
     map's order is the hash table's, which differs from one process to the
     next (PublishRequest's headers), and the same bytes must make the same
     JSON (the tables are compared across runs and workers)."""
-    for fd in descriptor.fields:
-        value = d.get(fd.json_name)
-        if value is None or fd.message_type is None:
+    for name, is_map, inner in _nested(descriptor):
+        value = d.get(name)
+        if value is None:
             continue
-        if fd.message_type.GetOptions().map_entry:
-            entry = fd.message_type.fields_by_name["value"].message_type
+        if is_map:
             items = sorted(value.items())
-            d[fd.json_name] = {
-                k: _maps_sorted(v, entry) if entry is not None else v for k, v in items
-            }
+            d[name] = {k: _maps_sorted(v, inner) if inner is not None else v for k, v in items}
         elif isinstance(value, list):
-            d[fd.json_name] = [_maps_sorted(v, fd.message_type) for v in value]
+            d[name] = [_maps_sorted(v, inner) for v in value]
         elif isinstance(value, dict):
-            d[fd.json_name] = _maps_sorted(value, fd.message_type)
+            d[name] = _maps_sorted(value, inner)
     return d
+
+
+@cache
+def _nested(descriptor: Any) -> tuple[tuple[str, bool, Any], ...]:
+    """The fields of a message type that hold messages or maps: (JSON name,
+    whether a map, the message type inside: a map's values' or None).
+    Once per type: a descriptor's options are parsed at each GetOptions()."""
+    out = []
+    for fd in descriptor.fields:
+        mt = fd.message_type
+        if mt is None:
+            continue
+        if mt.GetOptions().map_entry:
+            out.append((fd.json_name, True, mt.fields_by_name["value"].message_type))
+        else:
+            out.append((fd.json_name, False, mt))
+    return tuple(out)
 
 
 def _ns(ts: int | None) -> Int64 | None:

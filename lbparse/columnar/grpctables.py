@@ -29,7 +29,7 @@ from lbparse.capture.native_batches import ConnectionPackets, NativeUnsupported
 from lbparse.capture.notices import Notice
 from lbparse.capture.reader import CaptureReader
 from lbparse.capture.records import NO_TIME
-from lbparse.codec.jsonform import dumps
+from lbparse.codec.jsonform import dumps_plain
 from lbparse.codec.limits import Limits
 from lbparse.columnar.tables import GRPC_CALLS, GRPC_MESSAGES, JOIN_KEYS, table_schema
 
@@ -274,7 +274,8 @@ class GrpcRows:
             "compressed": m.compressed,
             "length": m.length,
             "error": m.error,
-            "message_json": None if m.message is None else dumps(m.message),
+            # MessageToDict's (grpc.decode_counted): no Int64 to walk for
+            "message_json": None if m.message is None else dumps_plain(m.message),
         }
         _times(row, "ts", m.ts)
         self.messages.append(row)
