@@ -331,9 +331,11 @@ def _read_http2(
         if on_notice is not None:
             on_notice(path, n)
 
-    found = read_grpc(
-        path, agg.client.add, limits=limits, on_notice=said, connections=held.connections(path)
-    )
+    # The rows name the file as the reading planned it (its absolute path),
+    # not as given: by `path`, a relative one, no row names a connection.
+    names = held.sources()
+    connections = held.connections(names.pop()) if len(names) == 1 else None
+    found = read_grpc(path, agg.client.add, limits=limits, on_notice=said, connections=connections)
     problems, theirs = held.release(found)
     for kind in theirs.column("error_kind").to_pylist():
         name = kind[len(INPUT_PROBLEM) :]

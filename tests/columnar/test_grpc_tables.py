@@ -9,6 +9,7 @@ read a second time."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -353,7 +354,9 @@ def test_the_grpc_reading_of_the_held_connections_finds_what_a_whole_reading_doe
 
 
 @pytest.mark.slow  # a reading of api-short (and a report of it)
-@pytest.mark.parametrize("how", ["read_capture_tables", "report", "pipeline task"])
+@pytest.mark.parametrize(
+    "how", ["read_capture_tables", "report", "report, a relative path", "pipeline task"]
+)
 def test_the_readings_read_again_only_the_held_connections(
     how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -368,10 +371,10 @@ def test_the_readings_read_again_only_the_held_connections(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(grpctables, "CaptureReader", reader)
-    if how == "report":
+    if how.startswith("report"):
         from lbparse.report import build_model
 
-        build_model([str(API_SHORT)])
+        build_model([os.path.relpath(API_SHORT) if "relative" in how else str(API_SHORT)])
     elif how == "pipeline task":
         from lbparse.columnar.decode_arrow import DecodeOptions
         from lbparse.columnar.sources import SourceOptions
