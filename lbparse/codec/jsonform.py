@@ -89,9 +89,9 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
 
 
 def dumps_plain(obj: Any) -> str:
-    """Compact JSON text of a value that holds no Int64 (protobuf's
-    MessageToDict writes 64-bit integers as strings itself): `dumps` without
-    its walk of every value.
+    """`dumps` of a value that holds no Int64, without its walk of every value.
+
+    Protobuf's MessageToDict writes 64-bit integers as strings itself.
 
     Args:
         obj: Plain JSON values only (dict, list, str, int, float, bool, None).
