@@ -130,11 +130,10 @@ def _stage(
     path = request["path"]
     t = time.perf_counter()
     held = Held()
-    passed: list[pa.Table] = []  # rows past MAX_HELD, as a one-task reading leaves them
-    for rows in _held_rows(fs, base, request["held"], path):
-        left = held.take(rows)
-        if left.num_rows:
-            passed.append(left)
+    # Taken at once: past MAX_HELD rows (the ranges' together), a one-task
+    # reading would leave the batches after the one that passed it as they
+    # are (problems), and not read every connection they name.
+    passed = held.take(_held_rows(fs, base, request["held"], path))
     connections: set[tuple[str, str]] = set()
     notices: list[Notice] = []
     for found in grpc_tables(
@@ -156,7 +155,7 @@ def _stage(
     counts["notes"] = notes
     problems, http2 = held.release(connections)
     t = time.perf_counter()
-    for table in (lost, *passed, problems):
+    for table in (lost, passed, problems):
         if table.num_rows:
             writer.write_table(MESSAGES, table)
     counts["write_seconds"] += time.perf_counter() - t
@@ -172,27 +171,24 @@ def _stage(
     return list(out.items())
 
 
-def _held_rows(fs: Any, base: str, files: list[list[str]], path: str) -> Iterator[pa.Table]:
+def _held_rows(fs: Any, base: str, files: list[list[str]], path: str) -> pa.Table:
     """The held rows of capture `path`, in the order of a one-task reading."""
     tables = []
     for attempt, rel in files:
         with fs.open_input_file(f"{base}/{attempt}/{rel}") as f:
             table = pq.read_table(f)
         tables.append(table.filter(pc.equal(table.column("source"), path)))
-    if not tables:
-        return
-    rows = pa.concat_tables(tables).sort_by([("position", "ascending")])
-    if rows.num_rows:
-        yield rows
+    return pa.concat_tables(tables).sort_by([("position", "ascending")])
 
 
 def merge(into: dict[str, Any], stage: Mapping[str, Any]) -> None:
-    """A second stage's counts into its file's first unit's.
+    """A second stage's counts for one unit into the unit's own.
 
     Args:
         into: The unit's counts, changed in place.
-        stage: What the stage's task returned: counts to add ("add") and to
-            take out ("take": the held rows that were HTTP/2).
+        stage: What the stage's task returned for the unit: counts to add
+            ("add": what the stage read and wrote, for the file's first
+            unit) and to take out ("take": its held rows that were HTTP/2).
     """
     _sum(into, stage["add"], 1)
     _sum(into, stage["take"], -1)
