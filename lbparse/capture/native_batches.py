@@ -32,6 +32,7 @@ from lbparse.capture.reader import _endpoint
 from lbparse.capture.records import parse_headers
 from lbparse.codec.limits import DEFAULT, Limits
 from lbparse.errors import OperationalError
+from lbparse.native_switch import native_enabled
 
 _native: Any
 try:
@@ -99,7 +100,7 @@ def available() -> bool:
         True when `_native` was built and imported, and the environment does
         not turn it off (`LBPARSE_NATIVE=0`).
     """
-    return _native is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+    return _native is not None and native_enabled()
 
 
 def _capture_error(kind: str, message: str, offset: int) -> CaptureError:

@@ -32,7 +32,6 @@ copies of them, and (auto) on payloads crafted to be unclean.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +84,7 @@ from lbparse.columnar.schema import (
 from lbparse.columnar.trafficcols import traffic_parts
 from lbparse.columnar.wirescan import bitmap, decode_structs, spread
 from lbparse.errors import EnvelopeError, FastPathWarning, InputError
+from lbparse.native_switch import native_enabled
 
 __all__ = [
     "UNDETERMINED",
@@ -135,7 +135,7 @@ def native_available() -> bool:
     Returns:
         True when the batch decoder may use them.
     """
-    return _kernels is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+    return _kernels is not None and native_enabled()
 
 
 _crc = _crc32c.crc32c

@@ -18,7 +18,6 @@ compiler, LBPARSE_PURE_PYTHON, a --py-files zip) or LBPARSE_NATIVE=0.
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,6 +26,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from lbparse.columnar.schema import is_map
 from lbparse.errors import InputError
+from lbparse.native_switch import native_enabled
 
 try:
     from lbparse.columnar import _structs as _built
@@ -84,7 +84,7 @@ def available() -> bool:
     Returns:
         True when `decode_structs` may be called.
     """
-    return _structs is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+    return _structs is not None and native_enabled()
 
 
 def _enum(fd: FieldDescriptor) -> tuple[int, list[str | None], int, str]:

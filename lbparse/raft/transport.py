@@ -22,11 +22,11 @@ waits for the next message that starts an RPC.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from lbparse.errors import OperationalError
+from lbparse.native_switch import native_enabled
 from lbparse.raft.entries import (
     LOG_COMMAND,
     LogEntry,
@@ -580,7 +580,7 @@ def native_available() -> bool:
     Returns:
         True when a StreamDecoder made without `native` reads in C.
     """
-    return _NATIVE_READER is not None and os.environ.get("LBPARSE_NATIVE", "1") != "0"
+    return _NATIVE_READER is not None and native_enabled()
 
 
 def _key_list(obj: Any) -> str:

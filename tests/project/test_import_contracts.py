@@ -37,6 +37,7 @@ BASE = {
     "textform",
     "examples",
     "digits",
+    "native_switch",
 }
 # The wings, one folder one job; below them all the envelope codec
 # (lbparse/codec): bytes in, objects out; no numpy, no I/O, no wing.
