@@ -3118,6 +3118,19 @@ static int Reader_init(reader *r, PyObject *args, PyObject *kw) {
     return start_batch(r);
 }
 
+/* A reading done: the CaptureError that stopped it, raised once its rows or
+ * packets are out, else None (next_batch's end, and packets'). */
+static PyObject *read_out(reader *r) {
+    if (r->error) {
+        PyObject *e = r->error;
+        r->error = NULL;
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *Reader_next_batch(reader *r, PyObject *args) {
     Py_ssize_t max_rows, max_bytes;
     if (!PyArg_ParseTuple(args, "nn:next_batch", &max_rows, &max_bytes))
@@ -3126,16 +3139,8 @@ static PyObject *Reader_next_batch(reader *r, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "Reader not initialised");
         return NULL;
     }
-    if (r->state == 2) {
-        if (r->error) {
-            PyObject *e = r->error;
-            r->error = NULL;
-            PyErr_SetObject((PyObject *)Py_TYPE(e), e);
-            Py_DECREF(e);
-            return NULL;
-        }
-        Py_RETURN_NONE;
-    }
+    if (r->state == 2)
+        return read_out(r);
     while (r->rows < max_rows && (Py_ssize_t)r->payload.data.len < max_bytes) {
         if (r->state == 0) {
             packet pk;
@@ -3346,16 +3351,8 @@ static PyObject *Reader_packets(reader *r, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "packets() is for a fresh reader");
         return NULL;
     }
-    if (r->state == 2) {
-        if (r->error) {
-            PyObject *e = r->error;
-            r->error = NULL;
-            PyErr_SetObject((PyObject *)Py_TYPE(e), e);
-            Py_DECREF(e);
-            return NULL;
-        }
-        Py_RETURN_NONE;
-    }
+    if (r->state == 2)
+        return read_out(r);
     r->count_only = 1; /* no rows: a source's notices are counted */
     PyObject *out = PyList_New(0);
     if (!out)
