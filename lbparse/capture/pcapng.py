@@ -27,7 +27,7 @@ from lbparse.capture import pcap
 from lbparse.capture.errors import CaptureError
 from lbparse.capture.notices import Notice
 from lbparse.capture.pcap import NS_PER_S, Packet, read_more, refill
-from lbparse.capture.records import NO_TIME
+from lbparse.capture.records import NO_TIME, fits_int64
 
 SHB = 0x0A0D0D0A
 IDB = 1
@@ -71,7 +71,7 @@ def _held(ts: int) -> int:
     """A packet's time as the records hold it: NO_TIME past what 64 bits of
     nanoseconds hold (if_tsresol and if_tsoffset reach past them either way),
     as the C loop's (TS_NONE)."""
-    return ts if -(2**63) < ts < 2**63 else NO_TIME
+    return ts if fits_int64(ts) else NO_TIME
 
 
 class PcapngSource:

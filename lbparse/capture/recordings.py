@@ -42,7 +42,7 @@ from lbparse.capture.fields import (
     TIME_NS,
 )
 from lbparse.capture.notices import Notice
-from lbparse.capture.records import NO_TIME, Record, build_header_block
+from lbparse.capture.records import NO_TIME, Record, build_header_block, fits_int64
 from lbparse.codec.jsonform import dumps, int64
 from lbparse.errors import InputError
 from lbparse.extras import need  # pyarrow late: for Parquet recordings only, not pcaps
@@ -116,12 +116,6 @@ def ts_from_json(value: Any) -> int:
     if not -(2**128) < ns < 2**128:
         raise InputError("bad_input", f"ts is {_short(value)}, past any time a capture holds")
     return ns
-
-
-def fits_int64(ns: int) -> bool:
-    """Whether a time is one our records hold: 64 bits of nanoseconds (the
-    years 1677 to 2262), -2**63 itself being NO_TIME."""
-    return -(2**63) < ns < 2**63
 
 
 def _no_time(value: Any) -> str:

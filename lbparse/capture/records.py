@@ -32,6 +32,19 @@ from lbparse.errors import EnvelopeError, InputError
 # sources.ns_array's: the tables hold it as null, and so does its JSON.
 NO_TIME = -(2**63)
 
+
+def fits_int64(ns: int) -> bool:
+    """Whether a time is one our records hold: 64 bits of nanoseconds.
+
+    Args:
+        ns: A time, integer nanoseconds since the Unix epoch.
+
+    Returns:
+        True for the years 1677 to 2262, -2**63 itself (NO_TIME) excluded.
+    """
+    return -(2**63) < ns < 2**63
+
+
 CLIENT_TO_SERVER = "client_to_server"
 SERVER_TO_CLIENT = "server_to_client"
 DIRECTION_OF_VERB = {

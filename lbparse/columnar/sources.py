@@ -56,7 +56,7 @@ from lbparse.capture import (
 )
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
-from lbparse.capture.records import COLUMNS, record_columns
+from lbparse.capture.records import COLUMNS, fits_int64, record_columns
 from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.schema import arrow_record_schema
@@ -484,9 +484,7 @@ def ns_array(values: list[int | None]) -> pa.Array:
     try:
         arr = pa.array(values, pa.int64())
     except (OverflowError, pa.ArrowInvalid):
-        return pa.array(
-            [v if v is None or -(2**63) < v < 2**63 else None for v in values], pa.int64()
-        )
+        return pa.array([v if v is None or fits_int64(v) else None for v in values], pa.int64())
     if len(arr) > arr.null_count and pc.min(arr).as_py() == -(2**63):
         arr = pc.if_else(pc.equal(arr, -(2**63)), pa.scalar(None, pa.int64()), arr)
     return arr
