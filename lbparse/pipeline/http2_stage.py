@@ -161,13 +161,13 @@ def _stage(
     counts["write_seconds"] += time.perf_counter() - t
     count_rows(counts, lost, 1)  # new rows
     keys = [key for key, _ in request["units"]]
-    out = {key: {"add": new_counts(), "take": new_counts()} for key in keys}
-    out[keys[0]]["add"] = counts
+    out = {keys[0]: {"add": counts, "take": new_counts()}}
     # Each held row was counted by its range, the unit whose positions hold it.
     starts = np.array([first for _, first in request["units"]], np.int64)
     unit_of = np.searchsorted(starts, np.asarray(http2.column("position")), "right") - 1
     for i in np.unique(unit_of).tolist():
-        count_rows(out[keys[i]]["take"], http2.filter(pa.array(unit_of == i)), 1)
+        mine = out.setdefault(keys[i], {"add": new_counts(), "take": new_counts()})
+        count_rows(mine["take"], http2.filter(pa.array(unit_of == i)), 1)
     return list(out.items())
 
 
