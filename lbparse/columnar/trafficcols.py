@@ -20,7 +20,7 @@ from lbparse.capture.records import STATUS
 from lbparse.capture.traffic import TrafficReader
 from lbparse.codec.jsonform import dumps
 from lbparse.columnar.schema import JSON_COLUMNS, arrow_output_schema
-from lbparse.columnar.wirescan import bitmap, spread
+from lbparse.columnar.wirescan import binary_buffers, bitmap, spread
 from lbparse.raft.entries import command_label
 from lbparse.raft.msgpack_structs import json_fields
 from lbparse.raft.tables import log_type_name
@@ -46,10 +46,16 @@ def _candidates(records: pa.RecordBatch, reader: TrafficReader) -> np.ndarray:
     maybe: np.ndarray = raft[codes]
     rows = np.flatnonzero(inbox[codes])
     if rows.size:
-        payload = records.column("payload").take(pa.array(rows))
-        first = pc.binary_slice(payload, 0, 1)
-        reply_like = pc.or_(pc.equal(first, b"{"), pc.equal(pc.binary_length(payload), 0))
-        maybe[rows] = np.asarray(reply_like.fill_null(False))
+        # Each such payload's first byte read where it lies: no payloads
+        # taken (a copy of every Ack's bytes on a publishing cluster).
+        payload = records.column("payload")
+        starts, ends, data = binary_buffers(payload)
+        at, end = starts[rows], ends[rows]
+        first = data[np.minimum(at, len(data) - 1)]
+        reply_like = (end == at) | ((end > at) & (first == ord("{")))
+        if payload.null_count:
+            reply_like &= np.asarray(payload.is_valid())[rows]
+        maybe[rows] = reply_like
     return maybe
 
 

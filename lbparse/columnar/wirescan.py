@@ -43,7 +43,16 @@ try:
 except ImportError:  # not built: the numpy scan below does the same
     _kernels = None
 
-__all__ = ["bitmap", "decode_structs", "enum_names", "gather", "scatter", "slices", "spread"]
+__all__ = [
+    "binary_buffers",
+    "bitmap",
+    "decode_structs",
+    "enum_names",
+    "gather",
+    "scatter",
+    "slices",
+    "spread",
+]
 
 F = FieldDescriptor
 MAX_STEPS = 256  # field occurrences read per message before it is left to upb
@@ -76,6 +85,29 @@ _FIXED = {
 }
 _INT32 = {F.TYPE_INT32, F.TYPE_UINT32, F.TYPE_ENUM}
 _INT64 = {F.TYPE_INT64, F.TYPE_UINT64}
+
+
+def binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, data) of a binary array, zero-copy; respects `arr.offset`.
+
+    Args:
+        arr: A binary array (another binary type is cast to binary first).
+
+    Returns:
+        Each value's start and end (int64 arrays) in `data`, and the data
+        buffer as a uint8 array (one zero byte when empty).
+    """
+    if arr.type != pa.binary():
+        arr = arr.cast(pa.binary())
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32, n + 1, arr.offset * 4).astype(np.int64)
+    data = (
+        np.frombuffer(bufs[2], np.uint8)
+        if bufs[2] is not None and bufs[2].size
+        else np.zeros(1, np.uint8)
+    )
+    return offsets[:-1], offsets[1:], data
 
 
 def varints(

@@ -10,7 +10,7 @@ from pathlib import Path
 import crc32c
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from support.wire import varint
 
@@ -331,3 +331,41 @@ def test_the_growable_buffer_keeps_its_rule(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     assert [line for line in lines if not line.endswith(" ok")] == []
     assert len(lines) == 14 and out.returncode == 0
+
+
+@st.composite
+def flatbuffer_candidates(draw: st.DrawFn) -> list[bytes]:
+    """Payloads whose first u32 is often a small root offset and whose root's
+    i32 often points back into them: every branch of `plausible`, payloads
+    shorter than 8 bytes and ones at the very end of the shared buffer."""
+    out = []
+    for _ in range(draw(st.integers(0, 10))):
+        body = bytearray(draw(st.binary(min_size=0, max_size=40)))
+        if len(body) >= 4 and draw(st.booleans()):
+            root = draw(st.integers(0, len(body)))
+            body[0:4] = root.to_bytes(4, "little")
+            if root < len(body) and draw(st.booleans()):
+                # cut where the body ends: a root whose i32 runs past it
+                back = draw(st.integers(-8, root + 8))
+                word = (back % (1 << 32)).to_bytes(4, "little")
+                body[root : root + 4] = word[: len(body) - root]
+        out.append(bytes(body))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(flatbuffer_candidates())
+# a root whose i32 would end one byte past its payload, on the next one's zero
+@example([bytes([5, 0, 0, 0, 0, 5, 0, 0]), bytes(8)])
+def test_the_vectorized_flatbuffer_look_is_plausibles(payloads: list[bytes]) -> None:
+    """decode_arrow._flatbuffer_like (auto's look at Publish and Ack rows, numpy
+    over one buffer) says of each payload what codec.flatbuf.plausible says."""
+    from lbparse.codec.flatbuf import plausible
+    from lbparse.columnar.decode_arrow import _flatbuffer_like
+
+    data = b"".join(payloads)
+    ends = np.cumsum([len(p) for p in payloads], dtype=np.int64)
+    starts = ends - np.array([len(p) for p in payloads], np.int64)
+    buf = np.frombuffer(data, np.uint8) if data else np.zeros(1, np.uint8)
+    got = _flatbuffer_like(buf, starts, ends).tolist()
+    assert got == [plausible(p) for p in payloads]

@@ -245,3 +245,32 @@ def test_inbox_replies_are_candidates_as_the_reference_reads_them(tmp_path: Path
     assert got == want
     kinds = [k for _, k, _ in got]
     assert kinds == ["raft_accept", "raft_accept", "raft_accept_reply", "raft_accept_reply"]
+
+
+def test_the_rows_looked_at_are_those_the_rule_names() -> None:
+    """trafficcols._candidates reads the payloads' first bytes in place; the rows
+    it names are the rule's, row by row: a subject with `.raft.metadata.`, or
+    an inbox whose payload is empty or starts with `{` (a handshake's reply),
+    never a null payload; on a batch sliced out of a larger one too."""
+    from lbparse.columnar.trafficcols import _candidates
+
+    subjects = ["a.raft.metadata.x", "_INBOX.1", "_INBOX.2", "orders", None, "_INBOX.3"]
+    payloads = [b"\x01", b"{}", b"", b"{", b"{", None]
+    n = 600
+    rows = [(subjects[i % 6], payloads[(i * 7 // 6) % 6]) for i in range(n)]
+    batch = pa.record_batch(
+        [pa.array([p for _, p in rows], pa.binary()), pa.array([s for s, _ in rows])],
+        names=["payload", "subject"],
+    )
+
+    def rule(subject: str | None, payload: bytes | None) -> bool:
+        if subject is None:
+            return False
+        if ".raft.metadata." in subject:
+            return True
+        return subject.startswith("_INBOX.") and payload is not None and payload[:1] in (b"", b"{")
+
+    reader = TrafficReader()
+    for part, lo in ((batch, 0), (batch.slice(37, 400), 37)):
+        got = _candidates(part, reader).tolist()
+        assert got == [rule(*rows[lo + i]) for i in range(part.num_rows)]
