@@ -1315,7 +1315,8 @@ def _flatbuffer_like(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> 
     last = len(words) - 1
 
     def u32(at: np.ndarray) -> np.ndarray:
-        return words[np.minimum(at, last)].astype(np.int64)
+        found: np.ndarray = words[np.minimum(at, last)].astype(np.int64)
+        return found
 
     root = u32(starts)
     ok = (n >= 8) & (root + 4 <= n)
