@@ -56,7 +56,7 @@ from lbparse.capture import (
 )
 from lbparse.capture.connects import remember
 from lbparse.capture.formats import MISSING, PARQUET, PCAP, PCAPNG, regular_file, sniff
-from lbparse.capture.records import COLUMNS, fits_int64, record_columns
+from lbparse.capture.records import COLUMNS, NO_TIME, fits_int64, record_columns
 from lbparse.codec.limits import Limits
 from lbparse.columnar import BATCH_BYTES, DEFAULT_BATCH_ROWS
 from lbparse.columnar.schema import arrow_record_schema
@@ -485,9 +485,14 @@ def ns_array(values: list[int | None]) -> pa.Array:
         arr = pa.array(values, pa.int64())
     except (OverflowError, pa.ArrowInvalid):
         return pa.array([v if v is None or fits_int64(v) else None for v in values], pa.int64())
-    if len(arr) > arr.null_count and pc.min(arr).as_py() == -(2**63):
-        arr = pc.if_else(pc.equal(arr, -(2**63)), pa.scalar(None, pa.int64()), arr)
-    return arr
+    return _no_time_null(arr)
+
+
+def _no_time_null(ns: pa.Array) -> pa.Array:
+    """An int64 array of times with NO_TIME (-2**63) made null."""
+    if len(ns) > ns.null_count and pc.min(ns).as_py() == NO_TIME:
+        return pc.if_else(pc.equal(ns, NO_TIME), pa.scalar(None, pa.int64()), ns)
+    return ns
 
 
 def _times_ns(ns: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -505,9 +510,7 @@ def _table_times(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     (exact), or numbers of seconds since the epoch."""
     if pa.types.is_timestamp(arr.type):
         ns = arr.cast(pa.timestamp("ns", tz=arr.type.tz)).cast(pa.int64())
-        if len(ns) > ns.null_count and pc.min(ns).as_py() == -(2**63):  # NO_TIME: null
-            ns = pc.if_else(pc.equal(ns, -(2**63)), pa.scalar(None, pa.int64()), ns)
-        return _times_ns(ns)
+        return _times_ns(_no_time_null(ns))
     secs = np.asarray(arr.cast(pa.float64()).fill_null(0.0))
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = np.round(secs * 1e9)

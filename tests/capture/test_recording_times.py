@@ -222,3 +222,15 @@ def test_a_timeless_record_is_on_no_time_axis(tmp_path: Path) -> None:
     table = run_cli("capture", str(path), "--format", "table")
     rows = table.stdout.decode().splitlines()
     assert rows[0].startswith("(no time)") and rows[1].startswith("2023-11-14T22:13:20")
+
+
+def test_a_table_timestamp_at_no_time_is_null_in_both_time_columns() -> None:
+    """A Parquet table's timestamp column read by the pipeline's sources:
+    NO_TIME (-2**63 ns, what numpy and pandas read as NaT) is null in `ts`
+    and `ts_ns`, as a null is; the time beside it is read whole."""
+    from lbparse.columnar.sources import _table_times
+
+    t = 1_700_000_000 * 10**9
+    ts, ts_ns = _table_times(pa.array([NO_TIME, t, None], pa.timestamp("ns", tz="UTC")))
+    assert ts_ns.to_pylist() == [None, t, None]
+    assert ts.null_count == 2 and ts[1].value == t // 1000
