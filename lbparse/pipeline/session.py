@@ -207,8 +207,8 @@ def spark_session(
     A new one runs the driver's interpreter in the workers (PYSPARK_PYTHON),
     binds to 127.0.0.1 on a local or loopback master, and gets DEFAULT_CONF;
     so does an active one. A new local one has no web UI (LOCAL_CONF; `conf`
-    may set spark.ui.enabled). A new local one maps Spark's classes from lbparse's
-    class archive, or writes it as its JVM exits (class_archive.py).
+    may set spark.ui.enabled) and maps Spark's classes from lbparse's class
+    archive, or writes it as its JVM exits (class_archive.py).
 
     Args:
         master: The Spark master URL of a new session; None: local[*] (every
@@ -248,7 +248,8 @@ def spark_session(
             .config("spark.executorEnv.PYTHONSAFEPATH", "1")
         )
         java = driver_java_options(master, quiet)
-        if master.startswith("local"):
+        local = master.startswith("local")
+        if local:
             # Spark's classes mapped from last time's archive (or archived at
             # this JVM's exit): a local run's start ~4 s shorter.
             java = f"{java} {class_archive.java_options(LOCAL_JVM_OPTIONS)}".strip()
@@ -259,7 +260,7 @@ def spark_session(
         if quiet:
             for k, v in QUIET_START_CONF.items():
                 builder = builder.config(k, v)
-        settings = {**(LOCAL_CONF if master.startswith("local") else {}), **(conf or {})}
+        settings = {**(LOCAL_CONF if local else {}), **(conf or {})}
         for k, v in settings.items():
             builder = builder.config(k, v)
         try:
