@@ -481,9 +481,32 @@ def run_session(
     except BaseException:
         if owned:
             try:
-                spark.stop()
+                _stop(spark)
             except Exception:
                 pass  # what stopped the run is what to report
         raise
     if owned:
+        _stop(spark)
+
+
+def _stop(spark: SparkSession) -> None:
+    """Stop `spark` without waiting on PySpark's accumulator server.
+
+    SparkContext.stop() ends by shutting that server down, and the shutdown
+    waits for the server's request handler to poll the JVM's connection
+    again: up to a second (the poll's timeout) at the end of every run, the
+    JVM already stopped. The JVM stops here as before; the server is shut
+    down on a daemon thread of its own, so a command exits at once and a
+    longer-lived process sees the server gone within the second.
+    """
+    context = spark.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    # SparkContext.stop() shuts down (and waits on) the server it finds here
+    context._accumulatorServer = None  # type: ignore[assignment]
+    try:
         spark.stop()
+    finally:
+        if server is not None:
+            threading.Thread(
+                target=server.shutdown, name="lbparse-accumulator-server-stop", daemon=True
+            ).start()

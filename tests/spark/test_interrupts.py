@@ -51,7 +51,7 @@ LINE = re.compile(
 )
 
 
-def _command(out: Path, *extra: str) -> list[str]:
+def _command(out: Path, *extra: str, inputs: list[Path] = CAPTURES) -> list[str]:
     return [
         sys.executable,
         "-P",
@@ -61,7 +61,7 @@ def _command(out: Path, *extra: str) -> list[str]:
         "--test-conf",
         "--master",
         "local[1]",
-        *map(str, CAPTURES),
+        *map(str, inputs),
         "-o",
         str(out),
         *extra,
@@ -78,11 +78,11 @@ def earlier(run: dict[str, Any]) -> Path:
     return Path(run["out"])
 
 
-def input_rows() -> int:
-    """At most the rows a whole run makes of CAPTURES: every row the tasks'
-    own reader makes of them, read here without Spark (15,208, input
-    problems included: the run keeps 15,190)."""
-    units = plan([str(c) for c in CAPTURES], SourceOptions())
+def input_rows(inputs: list[Path] = CAPTURES) -> int:
+    """At most the rows a whole run makes of `inputs`: every row the tasks'
+    own reader makes of them, read here without Spark (of CAPTURES 15,208,
+    input problems included: the run keeps 15,190)."""
+    units = plan([str(c) for c in inputs], SourceOptions())
     return sum(
         batch.num_rows
         for u in units
@@ -110,13 +110,18 @@ def consistent(out: Path) -> int:
 
 
 def interrupt(
-    out: Path, sig: int, when: Callable[[str, Path], bool], group: bool, *extra: str
+    out: Path,
+    sig: int,
+    when: Callable[[str, Path], bool],
+    group: bool,
+    *extra: str,
+    inputs: list[Path] = CAPTURES,
 ) -> tuple[int, str, Path]:
     """Run the pipeline into `out`; send `sig` when `when(stderr so far, out)`
     says so (to the process group, as a terminal's Ctrl-C does, or to the
     process alone, as `kill PID`). Its exit status and stderr."""
     proc = subprocess.Popen(
-        _command(out, *extra),
+        _command(out, *extra, inputs=inputs),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -250,10 +255,25 @@ def test_sigterm_while_the_job_runs_keeps_the_earlier_output(earlier: Path, tmp_
     consistent(out)
 
 
+@pytest.fixture(scope="module")
+def a_long_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A capture whose task takes seconds: api-short.pcapng's section 12 times
+    over in one pcapng file (a pcapng may hold many sections; the reader
+    reads each)."""
+    path = tmp_path_factory.mktemp("long") / "api-short-x12.pcapng"
+    path.write_bytes(CAPTURES[1].read_bytes() * 12)
+    return path
+
+
 def test_sigint_after_a_task_wrote_counts_its_rows_and_keeps_the_earlier_output(
-    earlier: Path, tmp_path: Path
+    earlier: Path, tmp_path: Path, a_long_task: Path
 ) -> None:
+    """Tasks run one by one (local[1]) in the order of the inputs: after the
+    first task's files, a second for the task's end to reach the driver, and
+    the signal lands in a later task (the last takes seconds: the run does not
+    end before the signal, as a run of two small tasks could)."""
     out, before = _copy(earlier, tmp_path)
+    inputs = [*CAPTURES, a_long_task]
 
     def later(err: str, o: Path) -> bool:
         if not _task_files(err, o):
@@ -261,13 +281,13 @@ def test_sigint_after_a_task_wrote_counts_its_rows_and_keeps_the_earlier_output(
         time.sleep(1.0)  # the task's end, and its rows, reach the driver
         return True
 
-    rc, err, _ = interrupt(out, signal.SIGINT, later, True, "--overwrite")
+    rc, err, _ = interrupt(out, signal.SIGINT, later, True, "--overwrite", inputs=inputs)
     rows, kept = one_line(rc, err, signal.SIGINT)
     if kept.startswith("previous output kept"):
         # the rows of the tasks done (all of them if the job had just ended)
-        assert 0 < rows <= input_rows()
+        assert 0 < rows <= input_rows(inputs)
         assert fingerprint(out) == before
-    else:  # the second task was quicker than the second we waited: the new output, whole
+    else:  # the later tasks were quicker than the second we waited: the new output, whole
         assert kept.startswith("the new output") and rows == consistent(out)
     assert not _staging(out)
 
