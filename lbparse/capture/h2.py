@@ -199,10 +199,16 @@ class Flows:
             messages held for all calls.
         limits: The gRPC limits (lbparse.codec.limits.GRPC_LIMITS; default:
             the codec's DEFAULT).
+        as_json: False: each decoded message is `{}` in the records, not its
+            JSON (grpc.decode_counted): for a reading that keeps no message.
     """
 
     def __init__(
-        self, max_length: int, max_buffered: int = 16 << 20, limits: Limits | None = None
+        self,
+        max_length: int,
+        max_buffered: int = 16 << 20,
+        limits: Limits | None = None,
+        as_json: bool = True,
     ) -> None:
         """Make the reader's HTTP/2 state; see the class for the arguments.
 
@@ -210,8 +216,10 @@ class Flows:
             max_length: max_frame.
             max_buffered: max_reassembly.
             limits: The gRPC ones (lbparse.codec.limits.GRPC_LIMITS).
+            as_json: Whether decoded messages are made into their JSON.
         """
         limits = limits or DEFAULT
+        self.as_json = as_json
         self.out: list[Any] = []
         self.clock = Clock()
         self.max_length = max_length
@@ -522,7 +530,9 @@ class Connection:
             else (method.request if direction == CLIENT_TO_SERVER else method.response)
         )
         flows = self.flows
-        decoded = decode_counted(cls, flag, body, call.encodings[direction], flows.budget)
+        decoded = decode_counted(
+            cls, flag, body, call.encodings[direction], flows.budget, flows.as_json
+        )
         message, error = decoded.message, decoded.error
         if decoded.limit == "max_grpc_elements" or (
             decoded.limit == "max_grpc_inflate" and not flows.inflate_told

@@ -417,6 +417,9 @@ class CaptureReader:
             GrpcCall: lbparse.capture.grpc) passed to it as it completes;
             without it, HTTP/2 bytes are "protocol" notices, as any bytes that
             are not NATS.
+        grpc_json: False: each gRPC message on_grpc gets (and each call keeps)
+            is `{}` where it decoded, not its JSON: for a reading that keeps
+            no message (its connections and notices are the same).
         connections: Read only these TCP connections, each as its (lower,
             higher) endpoints (`ip:port`, as records name them); the others'
             packets are skipped before reassembly. None (the default): all.
@@ -444,6 +447,7 @@ class CaptureReader:
         verify_crc: bool = True,
         lenient: bool = False,
         on_grpc: Callable[[Any], None] | None = None,
+        grpc_json: bool = True,
         connections: frozenset[tuple[str, str]] | None = None,
         source: Any = None,
     ) -> None:
@@ -459,6 +463,7 @@ class CaptureReader:
         self.verbs = frozenset(verbs)
         self.on_notice = on_notice
         self.on_grpc = on_grpc
+        self.grpc_json = grpc_json
         self.connections = None if connections is None else frozenset(connections)
         # With on_grpc: each connection found to be HTTP/2, (lower, higher) endpoint.
         self.http2_connections: set[tuple[str, str]] = set()
@@ -598,7 +603,9 @@ class CaptureReader:
         skipped: set[bytes] = set()  # flow keys of connections not among `only`
         h2: Any = None
         if self.on_grpc is not None:
-            h2 = Flows(flow_limits.max_frame, flow_limits.max_reassembly, flow_limits)
+            h2 = Flows(
+                flow_limits.max_frame, flow_limits.max_reassembly, flow_limits, self.grpc_json
+            )
             h2.connections = self.http2_connections
         try:
             for ts, lt, buf, off, caplen, wirelen in packets:

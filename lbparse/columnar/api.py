@@ -299,7 +299,7 @@ def read_capture_arrow(
         notices: list[capture.Notice] = []
         connections |= grpc.read_grpc(
             source,
-            lambda _: None,
+            None,
             limits=limits,
             on_notice=notices.append,
             connections=held.connections(source),

@@ -199,7 +199,7 @@ def _table_batches(unit: Unit, task: TaskOptions, name: str | None) -> Iterator[
     if unit.start == 0 and unit.stop < 0:  # a range cannot be: HPACK runs from the start
         connections = read_grpc(
             unit.path,
-            lambda item: None,
+            None,
             on_notice=notices.append,
             connections=held.connections(unit.path),
         )

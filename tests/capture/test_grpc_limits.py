@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import hpack
 import pytest
@@ -466,3 +467,109 @@ def test_a_goaway_storm_costs_nothing_per_open_call(shuffled: bool) -> None:
     ended = sorted(c.stream_id for c in flows.out if isinstance(c, GrpcCall))
     assert ended == list(range(101, 200, 2)) and sorted(conn.calls) == list(range(1, 100, 2))
     assert conn.sids == sorted(conn.calls)
+
+
+# -- a reading that keeps no message: the same, without the JSON -----------------------
+
+
+def _mixed(path: Path) -> Path:
+    """Ordinary calls, a FetchMetadataResponse past max_grpc_elements (1,000
+    here), PublishAsync's gzip past max_grpc_inflate (3 MB here), messages
+    that are not their type, and a call whose method was never said."""
+    ce, se = hpack.Encoder(), hpack.Encoder()
+    c1, s1 = _ordinary_call(ce, se, 1)
+    body = b"\x0a\x00" * 1001
+    c3 = frame(1, 5, 3, request_headers(ce, "FetchMetadata"))
+    s3 = (
+        frame(1, 4, 3, se.encode([(":status", "200")]))
+        + _frames(3, grpc_message(body))
+        + _frames(3, grpc_message(body[:2000]))
+        + frame(1, 5, 3, se.encode([("grpc-status", "0")]))
+    )
+    value = _gzip(api_pb2.PublishRequest(stream="s", value=bytes(1 << 20)).SerializeToString())
+    small = _gzip(api_pb2.PublishRequest(stream="t").SerializeToString())
+    c5 = frame(1, 4, 5, request_headers(ce, "PublishAsync", ("grpc-encoding", "gzip"))) + b"".join(
+        _frames(5, grpc_message(b, 1)) for b in [value] * 4 + [small]
+    )
+    c7 = frame(1, 4, 7, request_headers(ce, "FetchCursor")) + _frames(
+        7, grpc_message(b"\xff\xff\xff"), end=True
+    )
+    s7 = frame(1, 4, 7, se.encode([(":status", "200")])) + _frames(
+        7, grpc_message(b"\x08\x96\x01" + b"\x0a\x05ab"), end=False
+    )
+    c9, s9 = _ordinary_call(hpack.Encoder(), se, 9)  # its HPACK state unknown to the server's side
+    return _write(
+        path,
+        [([PREFACE + SETTINGS, c1, c3, c5, c7], [SETTINGS, s1, s3, s7]), ([PREFACE + c9], [s9])],
+    )
+
+
+def _blank(record: dict[str, Any]) -> dict[str, Any]:
+    """A record's JSON with each decoded message as `{}` (grpc_json=False's)."""
+    out = dict(record)
+    if out["grpc"] == "message" and out.get("message") is not None:
+        out["message"] = {}
+    elif out["grpc"] == "call":
+        for k in ("requests", "responses"):
+            out[k] = [None if m is None else {} for m in out[k]]
+    return out
+
+
+def _records(path: Path, limits: Limits | None, as_json: bool) -> tuple[list[Any], list[str]]:
+    from lbparse.capture import CaptureReader
+
+    items: list[Any] = []
+    got: list[Notice] = []
+    reader = CaptureReader(
+        path,
+        decode=False,
+        limits=limits,
+        on_grpc=items.append,
+        grpc_json=as_json,
+        on_notice=got.append,
+    )
+    for _ in reader:
+        pass
+    return [i.to_json_dict() for i in items], [str(n) for n in got]
+
+
+@pytest.mark.parametrize("which", ["mixed", "api-short"])
+def test_a_reading_without_json_is_the_reading_with_each_message_blank(
+    which: str, tmp_path: Path
+) -> None:
+    """grpc_json=False (read_grpc without a callback: read_capture_arrow and
+    the Spark data source's messages, which keep no message) skips each
+    message's JSON only: every record, count, limit and notice is the same."""
+    from support.api_short import API_SHORT, need_api_short
+
+    if which == "api-short":
+        need_api_short()
+        path, limits = API_SHORT, None
+    else:
+        path = _mixed(tmp_path / "mixed.pcap")
+        limits = Limits(max_grpc_elements=1000, max_grpc_inflate=3 << 20)
+    full, said = _records(path, limits, True)
+    blank, said_blank = _records(path, limits, False)
+    assert said_blank == said
+    assert blank == [_blank(r) for r in full]
+    messages = [r for r in full if r["grpc"] == "message"]
+    assert [r for r in messages if r.get("message")], "some message decoded to JSON"
+    if which == "mixed":  # each limit said once, and messages that are not their type
+        assert [
+            sum(f"({k})" in n for n in said) for k in ("max_grpc_elements", "max_grpc_inflate")
+        ] == [1, 1], said
+        assert any("DecodeError" in (r.get("error") or "") for r in messages)
+
+
+def test_read_grpc_without_a_callback_finds_what_it_finds_with_one(tmp_path: Path) -> None:
+    from lbparse.columnar.grpctables import read_grpc
+
+    path = str(_mixed(tmp_path / "mixed.pcap"))
+    limits = Limits(max_grpc_elements=1000, max_grpc_inflate=3 << 20)
+    items: list[Any] = []
+    said: list[Notice] = []
+    found = read_grpc(path, items.append, limits=limits, on_notice=said.append)
+    said_alone: list[Notice] = []
+    assert read_grpc(path, None, limits=limits, on_notice=said_alone.append) == found
+    assert [str(n) for n in said_alone] == [str(n) for n in said] and said
+    assert found and items
