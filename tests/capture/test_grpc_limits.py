@@ -475,7 +475,8 @@ def test_a_goaway_storm_costs_nothing_per_open_call(shuffled: bool) -> None:
 def _mixed(path: Path) -> Path:
     """Ordinary calls, a FetchMetadataResponse past max_grpc_elements (1,000
     here), PublishAsync's gzip past max_grpc_inflate (3 MB here), messages
-    that are not their type, and a call whose method was never said."""
+    that are not their type, a response whose request is not in the capture
+    (its method unknown), and header blocks that cannot be decoded."""
     ce, se = hpack.Encoder(), hpack.Encoder()
     c1, s1 = _ordinary_call(ce, se, 1)
     body = b"\x0a\x00" * 1001
@@ -497,7 +498,9 @@ def _mixed(path: Path) -> Path:
     s7 = frame(1, 4, 7, se.encode([(":status", "200")])) + _frames(
         7, grpc_message(b"\x08\x96\x01" + b"\x0a\x05ab"), end=False
     )
-    c9, s9 = _ordinary_call(hpack.Encoder(), se, 9)  # its HPACK state unknown to the server's side
+    # A second connection whose server side goes on with the first one's HPACK
+    # table: its response headers are not decoded (a notice), its messages are.
+    c9, s9 = _ordinary_call(hpack.Encoder(), se, 9)
     return _write(
         path,
         [([PREFACE + SETTINGS, c1, c3, c5, c7], [SETTINGS, s1, s3, s7]), ([PREFACE + c9], [s9])],
