@@ -19,22 +19,19 @@ except KeyboardInterrupt:
     os._exit(130)
 
 
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass  # a closed pipe: nothing more can be said there
-
-
 def _exit_now(status: int) -> None:
     """From here a signal exits with `status` at once: the interpreter's
     shutdown (threads joined, atexit) is no place for a command's handler,
-    which would raise there (a traceback, and a death by SIGINT: -2)."""
-    _flush()
+    which would raise there (a traceback, and a death by SIGINT: -2). The
+    command flushed its output (lbparse.cli.main); what a handler cuts short
+    of the interpreter's exit is flushed by the handler."""
 
     def handler(_signum: int, _frame: object) -> None:
-        _flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass  # a closed pipe: nothing more can be said there
         os._exit(status)
 
     for s in (signal.SIGINT, signal.SIGTERM):
