@@ -26,9 +26,10 @@ import pytest
 from support import capwriter as cw
 from support.capwriter import SETTINGS, frame, grpc_message, request_headers
 
-from lbparse.capture import Notice, h2
+from lbparse.capture import CaptureReader, Notice, h2
 from lbparse.capture.grpc import GrpcCall, GrpcMessage, element_count
 from lbparse.codec.limits import Limits
+from lbparse.columnar.grpctables import read_grpc
 from lbparse_generated.proto import api_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -519,8 +520,6 @@ def _blank(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _records(path: Path, limits: Limits | None, as_json: bool) -> tuple[list[Any], list[str]]:
-    from lbparse.capture import CaptureReader
-
     items: list[Any] = []
     got: list[Notice] = []
     reader = CaptureReader(
@@ -565,8 +564,6 @@ def test_a_reading_without_json_is_the_reading_with_each_message_blank(
 
 
 def test_read_grpc_without_a_callback_finds_what_it_finds_with_one(tmp_path: Path) -> None:
-    from lbparse.columnar.grpctables import read_grpc
-
     path = str(_mixed(tmp_path / "mixed.pcap"))
     limits = Limits(max_grpc_elements=1000, max_grpc_inflate=3 << 20)
     items: list[Any] = []
